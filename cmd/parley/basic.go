@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+func idCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "id",
+		Short: "Print this node's peer ID, handle and addresses",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Info, error) { return c.ID(ctx) },
+				func(w io.Writer, v localapi.Info) {
+					fmt.Fprintf(w, "peer_id: %s\nhandle:  %s\naddrs:\n", v.PeerID, v.Handle)
+					for _, a := range v.Addrs {
+						fmt.Fprintf(w, "  %s\n", a)
+					}
+				})
+		},
+	}
+}
+
+func statusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show whether the node runs, and how it is doing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Status, error) { return c.Status(ctx) },
+				func(w io.Writer, v localapi.Status) {
+					fmt.Fprintf(w, "node %s (%s) running for %.0fs, version %s\n", v.PeerID, v.Handle, v.UptimeSec, v.Version)
+					fmt.Fprintf(w, "home: %s\npeers: %d connected, %d in the DHT routing table, %d on GossipSub\nmdns: %v\n",
+						v.Home, v.Peers, v.DHTPeers, v.PubSubPeer, v.MDNS)
+					fmt.Fprintf(w, "addrs:\n  %s\n", strings.Join(v.Addrs, "\n  "))
+				})
+		},
+	}
+}
+
+func peersCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "peers",
+		Short: "List connected peers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.Peer, error) { return c.Peers(ctx) },
+				func(w io.Writer, v []localapi.Peer) {
+					if len(v) == 0 {
+						fmt.Fprintln(w, "no peers connected")
+						return
+					}
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "PEER ID\tADDRESS")
+					for _, p := range v {
+						fmt.Fprintf(tw, "%s\t%s\n", p.PeerID, strings.Join(p.Addrs, " "))
+					}
+					tw.Flush()
+				})
+		},
+	}
+}
+
+func connectCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "connect MULTIADDR",
+		Short: "Dial a peer (a multiaddr ending in /p2p/PEER_ID)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Peer, error) { return c.Connect(ctx, args[0]) },
+				func(w io.Writer, v localapi.Peer) { fmt.Fprintf(w, "connected to %s\n", v.PeerID) })
+		},
+	}
+}
+
+func downCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop the running node",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			type result struct {
+				Status string `json:"status"`
+			}
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (result, error) {
+				return result{"stopping"}, c.Down(ctx)
+			}, func(w io.Writer, v result) { fmt.Fprintln(w, "node is stopping") })
+		},
+	}
+}

@@ -1,0 +1,31 @@
+// Command parley runs a Parley node and talks to it.
+//
+//	parley up                 run a node in the foreground
+//	parley id | status | peers | connect ADDR | down
+//
+// Every command takes --home (default $PARLEY_HOME, else ~/.parley) and
+// --json for machine-readable output.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+func main() {
+	root := newRoot()
+	if err := root.Execute(); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "parley: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+// exitError ends the program with a code after its message was printed.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }

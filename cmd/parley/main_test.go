@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// The CLI tests drive the real binary, as a user does.
+var parleyBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "parley-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	parleyBin = filepath.Join(dir, "parley")
+	out, err := exec.Command("go", "build", "-race", "-o", parleyBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build parley: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// daemon is a `parley up` process.
+type daemon struct {
+	cmd    *exec.Cmd
+	ready  string // the ready line
+	stderr *syncBuffer
+	done   chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var addrsRe = regexp.MustCompile(`addrs=(\S+)`)
+
+func (d *daemon) addr() string { return strings.Split(addrsRe.FindStringSubmatch(d.ready)[1], ",")[0] }
+
+// up starts `parley up` and waits for its ready line.
+func up(t *testing.T, home string, args ...string) *daemon {
+	t.Helper()
+	cmd := exec.Command(parleyBin, append([]string{"--home", home, "up", "--no-mdns"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = d.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		d.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	select {
+	case l := <-lines:
+		if !strings.HasPrefix(l, "parley ready ") {
+			t.Fatalf("first line of up: %q", l)
+		}
+		d.ready = l
+	case err := <-d.done:
+		t.Fatalf("parley up exited: %v\n%s", err, d.stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("parley up printed no ready line\n%s", d.stderr)
+	}
+	return d
+}
+
+// run runs one CLI command and returns stdout, stderr and the exit code.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(parleyBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func runJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out, errs, code := run(t, append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("parley %v: exit %d: %s", args, code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("parley %v: bad JSON %q: %v", args, out, err)
+	}
+}
+
+const loopback = "/ip4/127.0.0.1/tcp/0"
+
+func TestCLITwoNodesPeersRestartAndLock(t *testing.T) {
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback)
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+
+	var idA struct {
+		PeerID string   `json:"peer_id"`
+		Handle string   `json:"handle"`
+		Addrs  []string `json:"addrs"`
+	}
+	runJSON(t, &idA, "--home", homeA, "id")
+	if idA.PeerID == "" || len(idA.Addrs) == 0 {
+		t.Fatalf("id: %+v", idA)
+	}
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		var peers []struct {
+			PeerID string `json:"peer_id"`
+		}
+		runJSON(t, &peers, "--home", homeB, "peers")
+		return len(peers) == 1 && peers[0].PeerID == idA.PeerID
+	}, "B to list A in peers")
+
+	// A second up on A's home is refused, and A keeps running.
+	_, errs, code := run(t, "--home", homeA, "up", "--no-mdns", "--listen", loopback)
+	if code == 0 || !strings.Contains(errs, "in use by a running node") {
+		t.Fatalf("second up: exit %d: %s", code, errs)
+	}
+	if _, _, code := run(t, "--home", homeA, "status"); code != 0 {
+		t.Fatal("A died after the refused second up")
+	}
+
+	// Key is 0600.
+	st, err := os.Stat(filepath.Join(homeA, "identity.key"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key mode: %v %v", st, err)
+	}
+
+	// down stops A; a restart keeps its peer ID.
+	if _, errs, code := run(t, "--home", homeA, "down"); code != 0 {
+		t.Fatalf("down: %s", errs)
+	}
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A did not stop after down")
+	}
+	up(t, homeA, "--listen", loopback)
+	var again struct {
+		PeerID string `json:"peer_id"`
+	}
+	runJSON(t, &again, "--home", homeA, "id")
+	if again.PeerID != idA.PeerID {
+		t.Fatalf("peer id changed across restart: %s then %s", idA.PeerID, again.PeerID)
+	}
+}
+
+func TestCLISignalStopsNode(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "a")
+	d := up(t, home, "--listen", loopback)
+	start := time.Now()
+	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Fatalf("exit after SIGINT: %v\n%s", err, d.stderr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("node still running %v after SIGINT", time.Since(start))
+	}
+	if _, err := os.Stat(filepath.Join(home, "parley.sock")); !os.IsNotExist(err) {
+		t.Fatalf("socket left behind: %v", err)
+	}
+}
+
+func TestCLIBadInput(t *testing.T) {
+	base := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		setup func(home string)
+		args  []string
+		want  string
+	}{
+		{"no node", nil, []string{"peers"}, "no node is running for home"},
+		{"no node json", nil, []string{"id", "--json"}, "up`)"},
+		{"bad listen", nil, []string{"up", "--listen", "/ip4/1.2.3"}, "is not a multiaddr"},
+		{"bad bootstrap", nil, []string{"up", "--listen", loopback, "--bootstrap", "/ip4/127.0.0.1/tcp/1"}, "/p2p/PEER_ID"},
+		{"bad config", func(home string) {
+			os.MkdirAll(home, 0o700)
+			os.WriteFile(filepath.Join(home, "config"), []byte("handle = x\nwat = 1\n"), 0o600)
+		}, []string{"up"}, `line 2: unknown key "wat"`},
+		{"loose key", func(home string) {
+			os.MkdirAll(home, 0o700)
+			run(t, "--home", home, "up", "--listen", "/ip4/1.2.3") // creates config only
+			up(t, home, "--listen", loopback).cmd.Process.Signal(syscall.SIGTERM)
+			nodetest.WaitFor(t, 10*time.Second, func() bool {
+				_, _, code := run(t, "--home", home, "id")
+				return code != 0
+			}, "node to stop")
+			os.Chmod(filepath.Join(home, "identity.key"), 0o644)
+		}, []string{"up", "--listen", loopback}, "chmod 600"},
+		{"connect nonsense", nil, []string{"connect", "x"}, "no node is running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := filepath.Join(base, strings.ReplaceAll(tc.name, " ", "-"))
+			if tc.setup != nil {
+				tc.setup(home)
+			}
+			before := snapshot(t, home)
+			_, errs, code := run(t, append([]string{"--home", home}, tc.args...)...)
+			if code == 0 {
+				t.Fatalf("exit 0, want failure")
+			}
+			if !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Fatalf("stderr = %q, want one line containing %q", errs, tc.want)
+			}
+			if tc.setup != nil {
+				if after := snapshot(t, home); after != before {
+					t.Fatalf("home changed by a refused start:\nbefore %s\nafter  %s", before, after)
+				}
+			}
+		})
+	}
+}
+
+func TestCLIBusyPort(t *testing.T) {
+	base := t.TempDir()
+	a := up(t, filepath.Join(base, "a"), "--listen", loopback)
+	port := regexp.MustCompile(`/tcp/(\d+)/`).FindStringSubmatch(a.addr())[1]
+	_, errs, code := run(t, "--home", filepath.Join(base, "b"), "up", "--no-mdns", "--listen", "/ip4/127.0.0.1/tcp/"+port)
+	if code == 0 || !strings.Contains(errs, "cannot listen") || !strings.Contains(errs, "--listen") {
+		t.Fatalf("busy port: exit %d: %q", code, errs)
+	}
+}
+
+// snapshot describes a home's key and config files, to prove a refused
+// start damaged nothing.
+func snapshot(t *testing.T, home string) string {
+	var b strings.Builder
+	for _, f := range []string{"identity.key", "config"} {
+		st, err := os.Stat(filepath.Join(home, f))
+		if err != nil {
+			fmt.Fprintf(&b, "%s:missing ", f)
+			continue
+		}
+		raw, _ := os.ReadFile(filepath.Join(home, f))
+		fmt.Fprintf(&b, "%s:%o:%x ", f, st.Mode().Perm(), raw)
+	}
+	return b.String()
+}
+

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	home    string
+	json    bool
+	timeout time.Duration
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "parley",
+		Short:         "Parley: a peer-to-peer mesh where agent sessions and their humans talk",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.home, "home", "", "node home folder (default $PARLEY_HOME, else ~/.parley)")
+	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON")
+	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 30*time.Second, "how long to wait for the node")
+	root.AddCommand(
+		upCmd(g),
+		idCmd(g), statusCmd(g), peersCmd(g), connectCmd(g), downCmd(g),
+	)
+	return root
+}
+
+// resolveHome applies --home, then PARLEY_HOME, then ~/.parley.
+func (g *globals) resolveHome() (string, error) {
+	h := g.home
+	if h == "" {
+		h = os.Getenv("PARLEY_HOME")
+	}
+	if h == "" {
+		u, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot find your home folder (%v); pass --home", err)
+		}
+		h = filepath.Join(u, ".parley")
+	}
+	return filepath.Abs(h)
+}
+
+// client returns a local API client for the home, and a context bounded by
+// --timeout.
+func (g *globals) client(cmd *cobra.Command) (*localapi.Client, context.Context, context.CancelFunc, error) {
+	home, err := g.resolveHome()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
+	return localapi.NewClient(node.SocketPath(home)), ctx, cancel, nil
+}
+
+// apiErr turns a local API error into the one line a user reads.
+func (g *globals) apiErr(err error) error {
+	if errors.Is(err, localapi.ErrNoNode) {
+		home, _ := g.resolveHome()
+		return fmt.Errorf("no node is running for home %s (start one with `parley --home %s up`)", home, home)
+	}
+	return err
+}
+
+// call runs one local API call and prints its result: JSON with --json, else
+// through human.
+func call[T any](g *globals, cmd *cobra.Command, f func(ctx context.Context, c *localapi.Client) (T, error), human func(w io.Writer, v T)) error {
+	c, ctx, cancel, err := g.client(cmd)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	defer c.Close()
+	v, err := f(ctx, c)
+	if err != nil {
+		return g.apiErr(err)
+	}
+	return printOut(g, cmd.OutOrStdout(), v, human)
+}
+
+// printOut prints v as JSON with --json, else through human.
+func printOut[T any](g *globals, w io.Writer, v T, human func(io.Writer, T)) error {
+	if g.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	human(w, v)
+	return nil
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/config"
+	"github.com/parley-mesh/parley/node"
+)
+
+type upFlags struct {
+	listen    []string
+	bootstrap []string
+	noMDNS    bool
+	handle    string
+	logLevel  string
+}
+
+func upCmd(g *globals) *cobra.Command {
+	f := &upFlags{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a node in the foreground until interrupted",
+		Long: `Run this user's Parley node in the foreground.
+
+On first use the home gets a new identity key (identity.key, mode 0600) and a
+documented config file. The node prints one ready line with its peer ID and
+addresses; SIGINT or SIGTERM (or ` + "`parley down`" + `) stop it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd, g, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.listen, "listen", nil, "multiaddr to listen on, repeatable (replaces the config's listen lines)")
+	fl.StringArrayVar(&f.bootstrap, "bootstrap", nil, "peer multiaddr with /p2p/PEER_ID to dial at start, repeatable (adds to the config's)")
+	fl.BoolVar(&f.noMDNS, "no-mdns", false, "do not look for peers on the local network")
+	fl.StringVar(&f.handle, "handle", "", "display name for this run (default: the config's handle)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")
+	return cmd
+}
+
+func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
+	start := time.Now()
+	home, err := g.resolveHome()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("cannot create home %s: %v", home, err)
+	}
+	file, err := config.LoadOrCreate(home, defaultHandle())
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	cfg := node.Config{
+		Home:   home,
+		Handle: file.Handle,
+		MDNS:   file.MDNS && !f.noMDNS,
+		Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+	}
+	if f.handle != "" {
+		cfg.Handle = f.handle
+	}
+	listen := file.Listen
+	if len(f.listen) > 0 {
+		listen = f.listen
+	}
+	for _, s := range listen {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return fmt.Errorf("listen address %q is not a multiaddr: %v (example: /ip4/0.0.0.0/tcp/4190)", s, err)
+		}
+		cfg.ListenAddrs = append(cfg.ListenAddrs, a)
+	}
+	for _, s := range append(file.Bootstrap, f.bootstrap...) {
+		ai, err := parsePeerAddr(s)
+		if err != nil {
+			return fmt.Errorf("bootstrap address %q: %v", s, err)
+		}
+		cfg.Bootstrap = append(cfg.Bootstrap, ai)
+	}
+
+	n, err := node.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := n.Start(ctx); err != nil {
+		n.Close()
+		return err
+	}
+	addrs := n.Addrs()
+	as := make([]string, len(addrs))
+	for i, a := range addrs {
+		as[i] = a.String()
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "parley ready peer_id=%s handle=%q addrs=%s home=%s startup_ms=%d\n",
+		n.ID(), n.Handle(), strings.Join(as, ","), home, time.Since(start).Milliseconds())
+
+	select {
+	case <-ctx.Done():
+	case <-n.Stopped():
+	}
+	stop()
+	// Shut down within 5 s, whatever a stuck part does.
+	done := make(chan error, 1)
+	go func() { done <- n.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			slog.Warn("close", "err", err)
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "parley: node stopped")
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("node did not stop within 5 s; exiting anyway")
+	}
+}
+
+func parsePeerAddr(s string) (peer.AddrInfo, error) {
+	m, err := ma.NewMultiaddr(s)
+	if err != nil {
+		return peer.AddrInfo{}, fmt.Errorf("not a multiaddr: %v (example: /ip4/192.0.2.1/tcp/4190/p2p/12D3KooW...)", err)
+	}
+	ai, err := peer.AddrInfoFromP2pAddr(m)
+	if err != nil {
+		return peer.AddrInfo{}, fmt.Errorf("it needs a /p2p/PEER_ID part: %v", err)
+	}
+	return *ai, nil
+}
+
+func defaultHandle() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "anonymous"
+}

@@ -1,0 +1,159 @@
+// Package config reads and writes the node's config file, HOME/config.
+//
+// The file is plain text, one "key = value" per line; '#' starts a comment and
+// a key that may hold several values is repeated on several lines. A fresh
+// home gets a file that documents every key (see Default).
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// FileName is the config file's name inside the home.
+const FileName = "config"
+
+// File is the content of a config file.
+type File struct {
+	// Handle is the user's display name, shown to contacts.
+	Handle string
+	// Listen holds the multiaddrs the node listens on.
+	Listen []string
+	// Bootstrap holds the multiaddrs (with /p2p/PEER_ID) dialled at start.
+	Bootstrap []string
+	// MDNS turns LAN discovery on.
+	MDNS bool
+}
+
+// DefaultListen are the addresses a node listens on unless told otherwise:
+// TCP and QUIC on port 4190 on every IPv4 interface.
+var DefaultListen = []string{"/ip4/0.0.0.0/tcp/4190", "/ip4/0.0.0.0/udp/4190/quic-v1"}
+
+// Default returns the text of a new config file for a user.
+func Default(handle string) string {
+	var b strings.Builder
+	b.WriteString(`# Parley node configuration. One "key = value" per line; '#' starts a comment.
+# Command-line flags (--listen, --bootstrap, --no-mdns) add to or override these.
+
+# handle: your display name, shown to your contacts and in agent cards.
+handle = ` + handle + `
+
+# listen: an address to listen on (a multiaddr); repeat the line for more.
+# Port 4190 is Parley's default; use /tcp/0 for any free port.
+`)
+	for _, l := range DefaultListen {
+		b.WriteString("listen = " + l + "\n")
+	}
+	b.WriteString(`
+# bootstrap: a peer to dial at start, as a multiaddr ending in /p2p/PEER_ID;
+# repeat the line for more. Example:
+# bootstrap = /ip4/192.0.2.10/tcp/4190/p2p/12D3KooW...
+
+# mdns: find other Parley nodes on the local network (true or false).
+mdns = true
+`)
+	return b.String()
+}
+
+// LoadOrCreate reads HOME/config, writing the default file first if there is
+// none. Errors name the file and line and say what to do.
+func LoadOrCreate(home, defaultHandle string) (File, error) {
+	path := filepath.Join(home, FileName)
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		raw = []byte(Default(defaultHandle))
+		if err := writeNew(path, raw); err != nil {
+			return File{}, err
+		}
+	} else if err != nil {
+		return File{}, fmt.Errorf("config: cannot read %s: %v (check its permissions)", path, err)
+	}
+	f, err := Parse(raw)
+	if err != nil {
+		return File{}, fmt.Errorf("config: %s: %w (fix the line, or move the file away to get a fresh default)", path, err)
+	}
+	return f, nil
+}
+
+func writeNew(path string, raw []byte) error {
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // someone else wrote it first
+	}
+	if err != nil {
+		return fmt.Errorf("config: cannot create %s: %v", path, err)
+	}
+	if _, err := fh.Write(raw); err != nil {
+		fh.Close()
+		os.Remove(path)
+		return fmt.Errorf("config: cannot write %s: %v", path, err)
+	}
+	return fh.Close()
+}
+
+// Parse reads the text of a config file.
+func Parse(raw []byte) (File, error) {
+	f := File{MDNS: true}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	line := 0
+	var sawListen bool
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = strings.TrimSpace(text[:i])
+		}
+		if text == "" {
+			continue
+		}
+		key, val, ok := strings.Cut(text, "=")
+		if !ok {
+			return File{}, fmt.Errorf("line %d: want \"key = value\", got %q", line, text)
+		}
+		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		switch key {
+		case "handle":
+			if val == "" || len(val) > 64 || strings.ContainsAny(val, "\x00\n\r\t") {
+				return File{}, fmt.Errorf("line %d: handle must be 1 to 64 printable characters", line)
+			}
+			f.Handle = val
+		case "listen":
+			if _, err := ma.NewMultiaddr(val); err != nil {
+				return File{}, fmt.Errorf("line %d: listen %q is not a multiaddr: %v", line, val, err)
+			}
+			sawListen = true
+			f.Listen = append(f.Listen, val)
+		case "bootstrap":
+			if _, err := ma.NewMultiaddr(val); err != nil {
+				return File{}, fmt.Errorf("line %d: bootstrap %q is not a multiaddr: %v", line, val, err)
+			}
+			f.Bootstrap = append(f.Bootstrap, val)
+		case "mdns":
+			switch val {
+			case "true", "on", "yes":
+				f.MDNS = true
+			case "false", "off", "no":
+				f.MDNS = false
+			default:
+				return File{}, fmt.Errorf("line %d: mdns must be true or false, got %q", line, val)
+			}
+		default:
+			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns)", line, key)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return File{}, fmt.Errorf("line %d: %v", line+1, err)
+	}
+	if !sawListen {
+		f.Listen = append([]string(nil), DefaultListen...)
+	}
+	return f, nil
+}

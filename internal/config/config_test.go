@@ -1,0 +1,70 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDefaultRoundTrip(t *testing.T) {
+	home := t.TempDir()
+	f, err := LoadOrCreate(home, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Handle != "alice" || !f.MDNS || len(f.Listen) != len(DefaultListen) || len(f.Bootstrap) != 0 {
+		t.Fatalf("default config = %+v", f)
+	}
+	st, err := os.Stat(filepath.Join(home, FileName))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("config file: %v %v", st, err)
+	}
+	// A second load reads the same file and does not rewrite it.
+	f2, err := LoadOrCreate(home, "bob")
+	if err != nil || f2.Handle != "alice" {
+		t.Fatalf("reload = %+v, %v", f2, err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"handle alice", "line 1"},
+		{"# c\nfoo = bar", `line 2: unknown key "foo"`},
+		{"listen = nonsense", "not a multiaddr"},
+		{"bootstrap = /ip4/1.2.3.4/tcp/x", "not a multiaddr"},
+		{"mdns = maybe", "mdns must be true or false"},
+		{"handle = ", "handle must be"},
+	} {
+		_, err := Parse([]byte(tc.text))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want error containing %q", tc.text, err, tc.want)
+		}
+	}
+}
+
+func TestParseValues(t *testing.T) {
+	f, err := Parse([]byte("handle = Bob Smith # me\nlisten = /ip4/127.0.0.1/tcp/0\nmdns = off\nbootstrap = /ip4/127.0.0.1/tcp/1\nbootstrap = /ip4/127.0.0.1/tcp/2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Handle != "Bob Smith" || f.MDNS || len(f.Listen) != 1 || len(f.Bootstrap) != 2 {
+		t.Fatalf("%+v", f)
+	}
+}
+
+func TestBrokenFileIsNotTouched(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, FileName)
+	if err := os.WriteFile(path, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadOrCreate(home, "x")
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("err = %v", err)
+	}
+	raw, _ := os.ReadFile(path)
+	if string(raw) != "garbage" {
+		t.Fatal("broken config was rewritten")
+	}
+}

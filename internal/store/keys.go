@@ -1,0 +1,118 @@
+package store
+
+// The whole key schema of a Parley database. Every key any package writes is
+// built by a function here, so the layout can be read in one place.
+//
+//	m/version                          schema version
+//	r/<room>/meta                      room metadata (name, creator)
+//	r/<room>/e/<id>                    event wire bytes
+//	r/<room>/o/<depth:8BE><id>         display-order index (value empty)
+//	r/<room>/a/<author>/<seq:8BE>      author sequence index → event id
+//	r/<room>/h/<id>                    current heads (value empty)
+//	r/<room>/m/<peer>                  member nodes → id of admitting event
+//	r/<room>/p/<id>                    pending events (wire bytes)
+//	c/<peer>                           contact records
+//	s/<session>                        agent sessions and cursors
+//	n/seq/<room>                       this node's last used seq per room
+//
+// <room> is the textual room ID; <id> the 32 raw bytes of an event ID;
+// <author> and <peer> the raw bytes of a peer ID prefixed by one length byte.
+
+import "encoding/binary"
+
+// Version is the schema version written at m/version.
+const Version = 1
+
+// KeyVersion is where the schema version lives.
+func KeyVersion() []byte { return []byte("m/version") }
+
+func roomKey(room, sub string, extra ...[]byte) []byte {
+	n := 2 + len(room) + 1 + len(sub)
+	for _, e := range extra {
+		n += len(e)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, "r/"...)
+	b = append(b, room...)
+	b = append(b, '/')
+	b = append(b, sub...)
+	for _, e := range extra {
+		b = append(b, e...)
+	}
+	return b
+}
+
+// PeerBytes encodes a raw peer ID with a length prefix so that keys holding
+// peers sort and split unambiguously.
+func PeerBytes(p []byte) []byte {
+	return append([]byte{byte(len(p))}, p...)
+}
+
+// BE8 is an 8-byte big-endian number.
+func BE8(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// RoomPrefix is the prefix of every key of a room.
+func RoomPrefix(room string) []byte { return roomKey(room, "") }
+
+// RoomMeta is a room's metadata.
+func RoomMeta(room string) []byte { return roomKey(room, "meta") }
+
+// RoomEvent is an event's wire bytes.
+func RoomEvent(room string, id []byte) []byte { return roomKey(room, "e/", id) }
+
+// RoomOrderPrefix is the prefix of the display-order index.
+func RoomOrderPrefix(room string) []byte { return roomKey(room, "o/") }
+
+// RoomOrder is one display-order index entry.
+func RoomOrder(room string, depth uint64, id []byte) []byte {
+	return roomKey(room, "o/", BE8(depth), id)
+}
+
+// RoomAuthorPrefix is the prefix of one author's sequence index.
+func RoomAuthorPrefix(room string, author []byte) []byte {
+	return roomKey(room, "a/", PeerBytes(author))
+}
+
+// RoomAuthorsPrefix is the prefix of every author's sequence index.
+func RoomAuthorsPrefix(room string) []byte { return roomKey(room, "a/") }
+
+// RoomAuthorSeq maps (author, seq) to an event ID.
+func RoomAuthorSeq(room string, author []byte, seq uint64) []byte {
+	return roomKey(room, "a/", PeerBytes(author), BE8(seq))
+}
+
+// RoomHeadPrefix is the prefix of the heads set.
+func RoomHeadPrefix(room string) []byte { return roomKey(room, "h/") }
+
+// RoomHead is one head.
+func RoomHead(room string, id []byte) []byte { return roomKey(room, "h/", id) }
+
+// RoomMemberPrefix is the prefix of the member set.
+func RoomMemberPrefix(room string) []byte { return roomKey(room, "m/") }
+
+// RoomMember is one member node.
+func RoomMember(room string, p []byte) []byte { return roomKey(room, "m/", PeerBytes(p)) }
+
+// RoomPendingPrefix is the prefix of the pending pool.
+func RoomPendingPrefix(room string) []byte { return roomKey(room, "p/") }
+
+// RoomPending is one pending event.
+func RoomPending(room string, id []byte) []byte { return roomKey(room, "p/", id) }
+
+// RoomsPrefix is the prefix of every room key.
+func RoomsPrefix() []byte { return []byte("r/") }
+
+// Contact is one contact record.
+func Contact(p []byte) []byte { return append([]byte("c/"), PeerBytes(p)...) }
+
+// ContactPrefix is the prefix of every contact record.
+func ContactPrefix() []byte { return []byte("c/") }
+
+// Session is one agent session record.
+func Session(id string) []byte { return append([]byte("s/"), id...) }
+
+// SessionPrefix is the prefix of every session record.
+func SessionPrefix() []byte { return []byte("s/") }
+
+// OwnSeq is this node's last used seq in a room.
+func OwnSeq(room string) []byte { return append([]byte("n/seq/"), room...) }

@@ -1,0 +1,89 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+// apiBackend serves the local API from the node.
+type apiBackend struct{ n *Node }
+
+var _ localapi.Backend = apiBackend{}
+
+func (b apiBackend) Info() localapi.Info {
+	return localapi.Info{PeerID: b.n.id.String(), Handle: b.n.cfg.Handle, Addrs: addrStrings(b.n.Addrs())}
+}
+
+func (b apiBackend) Status() localapi.Status {
+	n := b.n
+	return localapi.Status{
+		Info:       b.Info(),
+		Home:       n.cfg.Home,
+		Version:    Version,
+		Started:    n.started,
+		UptimeSec:  time.Since(n.started).Seconds(),
+		Peers:      len(n.host.Network().Peers()),
+		DHTPeers:   n.dht.RoutingTable().Size(),
+		PubSubPeer: len(n.ps.ListPeers("")),
+		MDNS:       n.cfg.MDNS,
+	}
+}
+
+func (b apiBackend) Peers() []localapi.Peer {
+	h := b.n.host
+	ids := h.Network().Peers()
+	slices.Sort(ids)
+	out := make([]localapi.Peer, 0, len(ids))
+	for _, id := range ids {
+		var addrs []string
+		for _, c := range h.Network().ConnsToPeer(id) {
+			addrs = append(addrs, c.RemoteMultiaddr().String())
+		}
+		out = append(out, localapi.Peer{PeerID: id.String(), Addrs: addrs})
+	}
+	return out
+}
+
+func (b apiBackend) Connect(ctx context.Context, addr string) (localapi.Peer, error) {
+	m, err := ma.NewMultiaddr(addr)
+	if err != nil {
+		return localapi.Peer{}, localapi.Errorf(http.StatusBadRequest, "bad_addr",
+			"%q is not a multiaddr: %v (example: /ip4/127.0.0.1/tcp/4190/p2p/12D3KooW...)", addr, err)
+	}
+	ai, err := peer.AddrInfoFromP2pAddr(m)
+	if err != nil {
+		return localapi.Peer{}, localapi.Errorf(http.StatusBadRequest, "bad_addr",
+			"%s has no /p2p/PEER_ID part: %v", addr, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := b.n.Connect(ctx, *ai); err != nil {
+		return localapi.Peer{}, localapi.Errorf(http.StatusBadGateway, "dial_failed", "connect %s: %v", addr, err)
+	}
+	return localapi.Peer{PeerID: ai.ID.String(), Addrs: addrStrings(ai.Addrs)}, nil
+}
+
+func (b apiBackend) Shutdown() { b.n.requestStop() }
+
+func (b apiBackend) Metrics() http.Handler {
+	return promhttp.HandlerFor(b.n.reg, promhttp.HandlerOpts{})
+}
+
+func addrStrings(addrs []ma.Multiaddr) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	return out
+}
+
+func (n *Node) String() string { return fmt.Sprintf("node %s (%s)", n.id, n.cfg.Home) }

@@ -1,0 +1,94 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/libp2p/go-libp2p/core/connmgr"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures a node. It is a plain struct; the zero value of each
+// field is documented and sensible, except Home, which is required.
+type Config struct {
+	// Home is the node's folder. It is created (mode 0700) if missing.
+	Home string
+	// Handle is the user's display name. Empty means "anonymous".
+	Handle string
+	// ListenAddrs are the addresses to listen on. Nil means
+	// DefaultListenAddrs. Every address must be listened on, or Start fails.
+	ListenAddrs []ma.Multiaddr
+	// Bootstrap are peers dialled at start and whenever the node has no
+	// connections. Nil means none.
+	Bootstrap []peer.AddrInfo
+	// MDNS turns on LAN discovery. False means off.
+	MDNS bool
+	// Logger receives the node's logs. Nil discards them.
+	Logger *slog.Logger
+	// Registry receives the node's metrics. Nil means a new registry owned
+	// by the node (served at /metrics on the local API either way).
+	Registry *prometheus.Registry
+	// Gater, if set, may refuse connections (tests use it for partitions).
+	Gater connmgr.ConnectionGater
+	// NoLocalAPI turns off the unix-socket API. False means it is served.
+	NoLocalAPI bool
+	// ConnLow and ConnHigh are the connection manager's watermarks. Zero
+	// means 64 and 192.
+	ConnLow, ConnHigh int
+}
+
+// DefaultPort is Parley's TCP and UDP port.
+const DefaultPort = 4190
+
+// DefaultListenAddrs are used when Config.ListenAddrs is nil.
+func DefaultListenAddrs() []ma.Multiaddr {
+	return []ma.Multiaddr{
+		ma.StringCast(fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", DefaultPort)),
+		ma.StringCast(fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", DefaultPort)),
+	}
+}
+
+// Paths inside a home.
+const (
+	KeyFileName    = "identity.key"
+	DataDirName    = "data"
+	SocketFileName = "parley.sock"
+	LockFileName   = "node.lock"
+	LogFileName    = "node.log"
+)
+
+// SocketPath returns the local API socket of a home.
+func SocketPath(home string) string { return filepath.Join(home, SocketFileName) }
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Home == "" {
+		return c, fmt.Errorf("%w: Home is empty", ErrBadConfig)
+	}
+	abs, err := filepath.Abs(c.Home)
+	if err != nil {
+		return c, fmt.Errorf("%w: home %q: %v", ErrBadConfig, c.Home, err)
+	}
+	c.Home = abs
+	if c.Handle == "" {
+		c.Handle = "anonymous"
+	}
+	if c.ListenAddrs == nil {
+		c.ListenAddrs = DefaultListenAddrs()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.ConnLow == 0 {
+		c.ConnLow = 64
+	}
+	if c.ConnHigh == 0 {
+		c.ConnHigh = 192
+	}
+	if c.ConnHigh < c.ConnLow {
+		return c, fmt.Errorf("%w: ConnHigh %d < ConnLow %d", ErrBadConfig, c.ConnHigh, c.ConnLow)
+	}
+	return c, nil
+}

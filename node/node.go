@@ -1,0 +1,406 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	record "github.com/libp2p/go-libp2p-record"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/quicreuse"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/store"
+)
+
+// Version is the Parley version reported by the node.
+const Version = "0.1.0-dev"
+
+// DHTPrefix is the protocol prefix of Parley's Kad-DHT (/parley/kad/1.0.0).
+const DHTPrefix = "/parley"
+
+// mdnsService is the mDNS service name Parley nodes announce on the LAN.
+const mdnsService = "_parley._udp"
+
+// Node is one Parley node.
+type Node struct {
+	cfg  Config
+	log  *slog.Logger
+	priv crypto.PrivKey
+	id   peer.ID
+	lock *homeLock
+	reg  *prometheus.Registry
+
+	// Set by Start, read-only afterwards.
+	started time.Time
+	ctx     context.Context
+	cancel  context.CancelFunc
+	host    host.Host
+	dht     *dht.IpfsDHT
+	ps      *pubsub.PubSub
+	db      *store.DB
+	mdns    mdns.Service
+	api     *localapi.Server
+	wg      sync.WaitGroup
+
+	stop      chan struct{} // closed when the local API asks to shut down
+	stopOnce  sync.Once
+	startOnce sync.Once
+	startErr  error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New checks cfg, creates the home if needed, loads (or creates) the key
+// and locks the home. It starts no goroutines.
+func New(cfg Config) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("node: create home %s: %w", cfg.Home, err)
+	}
+	lock, err := lockHome(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	priv, err := identity.LoadOrCreate(filepath.Join(cfg.Home, KeyFileName))
+	if err != nil {
+		lock.unlock()
+		return nil, err
+	}
+	id, err := identity.PeerID(priv)
+	if err != nil {
+		lock.unlock()
+		return nil, err
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	return &Node{
+		cfg:  cfg,
+		log:  cfg.Logger.With("peer", id.String()),
+		priv: priv,
+		id:   id,
+		lock: lock,
+		reg:  reg,
+		stop: make(chan struct{}),
+	}, nil
+}
+
+// ID is the node's peer ID.
+func (n *Node) ID() peer.ID { return n.id }
+
+// Home is the node's home folder.
+func (n *Node) Home() string { return n.cfg.Home }
+
+// Handle is the user's display name.
+func (n *Node) Handle() string { return n.cfg.Handle }
+
+// Host is the libp2p host (nil before Start).
+func (n *Node) Host() host.Host { return n.host }
+
+// DHT is the node's Kad-DHT (nil before Start).
+func (n *Node) DHT() *dht.IpfsDHT { return n.dht }
+
+// PubSub is the node's GossipSub router (nil before Start).
+func (n *Node) PubSub() *pubsub.PubSub { return n.ps }
+
+// Registry is the node's metrics registry.
+func (n *Node) Registry() *prometheus.Registry { return n.reg }
+
+// Start brings the node up: store, host, listeners, DHT, GossipSub, mDNS and
+// the local API. It returns once every listen address is bound; bootstrap
+// dials go on in the background. Calling it again returns the first result.
+func (n *Node) Start(ctx context.Context) error {
+	n.startOnce.Do(func() {
+		n.startErr = n.start(ctx)
+		if n.startErr != nil {
+			n.Close()
+		}
+	})
+	return n.startErr
+}
+
+func (n *Node) start(ctx context.Context) error {
+	n.started = time.Now()
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+
+	db, err := store.Open(filepath.Join(n.cfg.Home, DataDirName), n.log)
+	if err != nil {
+		return err
+	}
+	n.db = db
+
+	if err := n.startHost(); err != nil {
+		return err
+	}
+	for _, a := range n.cfg.ListenAddrs {
+		if err := n.host.Network().Listen(a); err != nil {
+			return fmt.Errorf("%w on %s: %v (is another program using the port? choose another with --listen, e.g. /ip4/0.0.0.0/tcp/0)",
+				ErrListen, a, rootCause(err))
+		}
+	}
+
+	kad, err := dht.New(n.host,
+		dht.Mode(dht.ModeServer),
+		dht.ProtocolPrefix(DHTPrefix),
+		dht.Validator(record.NamespacedValidator{"pk": record.PublicKeyValidator{}}),
+		dht.BootstrapPeersFunc(func() []peer.AddrInfo { return n.cfg.Bootstrap }),
+	)
+	if err != nil {
+		return fmt.Errorf("node: start dht: %w", err)
+	}
+	n.dht = kad
+
+	ps, err := pubsub.NewGossipSub(n.ctx, n.host,
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign),
+		pubsub.WithNoAuthor(),
+		pubsub.WithMessageIdFn(messageID),
+	)
+	if err != nil {
+		return fmt.Errorf("node: start gossipsub: %w", err)
+	}
+	n.ps = ps
+
+	n.registerMetrics()
+
+	if n.cfg.MDNS {
+		n.mdns = mdns.NewMdnsService(n.host, mdnsService, mdnsNotifee{n})
+		if err := n.mdns.Start(); err != nil {
+			return fmt.Errorf("node: start mdns: %w (turn it off with --no-mdns)", err)
+		}
+	}
+
+	if !n.cfg.NoLocalAPI {
+		ln, err := localapi.Listen(SocketPath(n.cfg.Home))
+		if err != nil {
+			return err
+		}
+		n.api = localapi.NewServer(apiBackend{n}, n.log)
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			if err := n.api.Serve(ln); err != nil {
+				n.log.Error("local api stopped", "err", err)
+			}
+		}()
+	}
+
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.maintain()
+	}()
+	n.log.Info("node started", "addrs", fmt.Sprint(n.Addrs()))
+	return nil
+}
+
+func (n *Node) startHost() error {
+	cm, err := connmgr.NewConnManager(n.cfg.ConnLow, n.cfg.ConnHigh, connmgr.WithGracePeriod(time.Minute))
+	if err != nil {
+		return fmt.Errorf("node: connection manager: %w", err)
+	}
+	limiter := rcmgr.NewFixedLimiter(rcmgr.DefaultLimits.AutoScale())
+	rm, err := rcmgr.NewResourceManager(limiter, rcmgr.WithMetricsDisabled())
+	if err != nil {
+		return fmt.Errorf("node: resource manager: %w", err)
+	}
+	opts := []libp2p.Option{
+		libp2p.Identity(n.priv),
+		libp2p.NoListenAddrs,
+		// No SO_REUSEPORT: a second node on a busy port must fail, not
+		// silently share the port with the first.
+		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
+		libp2p.Transport(quic.NewTransport),
+		libp2p.QUICReuse(quicreuse.NewConnManager, quicreuse.DisableReuseport()),
+		libp2p.DefaultSecurity, // Noise and TLS
+		libp2p.DefaultMuxers,   // yamux
+		libp2p.ConnectionManager(cm),
+		libp2p.ResourceManager(rm),
+		libp2p.DisableRelay(),
+		libp2p.DisableMetrics(),
+		libp2p.UserAgent("parley/" + Version),
+	}
+	if n.cfg.Gater != nil {
+		opts = append(opts, libp2p.ConnectionGater(n.cfg.Gater))
+	}
+	h, err := libp2p.New(opts...)
+	if err != nil {
+		rm.Close()
+		return fmt.Errorf("node: start libp2p host: %w", err)
+	}
+	n.host = h
+	return nil
+}
+
+// maintain redials the bootstrap peers at start and whenever the node has
+// no connections, then refreshes the DHT.
+func (n *Node) maintain() {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		if len(n.host.Network().Peers()) == 0 && len(n.cfg.Bootstrap) > 0 {
+			n.dialBootstrap()
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (n *Node) dialBootstrap() {
+	var wg sync.WaitGroup
+	for _, ai := range n.cfg.Bootstrap {
+		if ai.ID == n.id {
+			continue
+		}
+		wg.Add(1)
+		go func(ai peer.AddrInfo) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+			defer cancel()
+			if err := n.host.Connect(ctx, ai); err != nil {
+				n.log.Warn("bootstrap dial failed", "bootstrap", ai.ID.String(), "err", err)
+			}
+		}(ai)
+	}
+	wg.Wait()
+	if n.ctx.Err() == nil {
+		select {
+		case <-n.dht.RefreshRoutingTable():
+		case <-n.ctx.Done():
+		}
+	}
+}
+
+// Addrs returns the node's dialable addresses, each ending in /p2p/PEER_ID.
+func (n *Node) Addrs() []ma.Multiaddr {
+	if n.host == nil {
+		return nil
+	}
+	addrs, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: n.id, Addrs: n.host.Addrs()})
+	if err != nil {
+		return nil
+	}
+	return addrs
+}
+
+// Connect dials a peer.
+func (n *Node) Connect(ctx context.Context, ai peer.AddrInfo) error {
+	if n.host == nil {
+		return ErrClosed
+	}
+	if ai.ID == n.id {
+		return fmt.Errorf("node: connect: that is this node's own address")
+	}
+	return n.host.Connect(ctx, ai)
+}
+
+// Run starts the node if it is not started and blocks until ctx ends or the
+// local API asks for a shutdown; then it closes the node.
+func (n *Node) Run(ctx context.Context) error {
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-n.stop:
+	case <-n.ctx.Done():
+	}
+	return n.Close()
+}
+
+// Stopped is closed when the local API asks the node to shut down.
+func (n *Node) Stopped() <-chan struct{} { return n.stop }
+
+func (n *Node) requestStop() { n.stopOnce.Do(func() { close(n.stop) }) }
+
+// Close stops the node and releases the home. It is idempotent.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if n.api != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			errs = append(errs, n.api.Shutdown(ctx))
+			cancel()
+		}
+		if n.cancel != nil {
+			n.cancel()
+		}
+		if n.mdns != nil {
+			errs = append(errs, n.mdns.Close())
+		}
+		if n.dht != nil {
+			errs = append(errs, n.dht.Close())
+		}
+		if n.host != nil {
+			errs = append(errs, n.host.Close())
+		}
+		n.wg.Wait()
+		if n.db != nil {
+			errs = append(errs, n.db.Close())
+		}
+		if n.api != nil {
+			_ = os.Remove(SocketPath(n.cfg.Home))
+		}
+		n.lock.unlock()
+		n.closeErr = errors.Join(errs...)
+		n.log.Info("node stopped")
+	})
+	return n.closeErr
+}
+
+type mdnsNotifee struct{ n *Node }
+
+func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
+	if ai.ID == m.n.id || m.n.host.Network().Connectedness(ai.ID) == network.Connected {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(m.n.ctx, 10*time.Second)
+		defer cancel()
+		if err := m.n.host.Connect(ctx, ai); err != nil {
+			m.n.log.Debug("mdns dial failed", "remote", ai.ID.String(), "err", err)
+		}
+	}()
+}
+
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			break
+		}
+		err = u
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Err
+	}
+	return err
+}

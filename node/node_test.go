@@ -1,0 +1,175 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	ma "github.com/multiformats/go-multiaddr"
+	"go.uber.org/goleak"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+func TestTwoNodesConnectThroughBootstrap(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	a, b := nt.Node(0), nt.Node(1)
+	nt.WaitFor(10*time.Second, func() bool {
+		return a.Host().Network().Connectedness(b.ID()) == network.Connected
+	}, "node 1 to connect to its bootstrap node 0")
+
+	// Both list each other through the local API, as `parley peers` does.
+	for _, pair := range [][2]*node.Node{{a, b}, {b, a}} {
+		c := localapi.NewClient(node.SocketPath(pair[0].Home()))
+		defer c.Close()
+		peers, err := c.Peers(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(peers) != 1 || peers[0].PeerID != pair[1].ID().String() {
+			t.Fatalf("%s lists peers %+v, want %s", pair[0].ID(), peers, pair[1].ID())
+		}
+		info, err := c.ID(context.Background())
+		if err != nil || info.PeerID != pair[0].ID().String() || len(info.Addrs) == 0 {
+			t.Fatalf("id = %+v, %v", info, err)
+		}
+	}
+}
+
+func TestRestartKeepsPeerID(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	before := nt.ID(1)
+	nt.Crash(1)
+	n := nt.Restart(1)
+	if n.ID() != before {
+		t.Fatalf("peer id changed across restart: %s then %s", before, n.ID())
+	}
+	nt.WaitFor(10*time.Second, func() bool {
+		return n.Host().Network().Connectedness(nt.ID(0)) == network.Connected
+	}, "restarted node to reconnect")
+}
+
+func TestSecondNodeOnOneHomeRefused(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	_, err := node.New(node.Config{Home: nt.Home(0)})
+	if !errors.Is(err, node.ErrHomeLocked) {
+		t.Fatalf("second node on one home: err = %v, want ErrHomeLocked", err)
+	}
+	if !strings.Contains(err.Error(), "parley --home") {
+		t.Fatalf("error does not say what to do: %v", err)
+	}
+	// The running node is unharmed.
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	if _, err := c.ID(context.Background()); err != nil {
+		t.Fatalf("running node broken by the refused second start: %v", err)
+	}
+}
+
+func TestLooseKeyPermissionsRefused(t *testing.T) {
+	home := nodetest.TempHome(t)
+	n, err := node.New(node.Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	key := filepath.Join(home, node.KeyFileName)
+	if err := os.Chmod(key, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.New(node.Config{Home: home}); !errors.Is(err, identity.ErrKeyPermissions) {
+		t.Fatalf("err = %v, want ErrKeyPermissions", err)
+	}
+	// The lock was released: with the mode fixed, the node opens.
+	if err := os.Chmod(key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err = node.New(node.Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+}
+
+func TestBusyPortRefused(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	busy := nt.Node(0).Host().Network().ListenAddresses()[0]
+	n, err := node.New(node.Config{Home: nodetest.TempHome(t), ListenAddrs: []ma.Multiaddr{busy}, NoLocalAPI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	err = n.Start(context.Background())
+	if !errors.Is(err, node.ErrListen) || !strings.Contains(err.Error(), "--listen") {
+		t.Fatalf("busy port: err = %v", err)
+	}
+}
+
+func TestTenNodesFindEachOtherThroughDHT(t *testing.T) {
+	const n = 10
+	nt := nodetest.Start(t, n) // mDNS is off unless a test turns it on
+	for i := range n {
+		nt.WaitFor(20*time.Second, func() bool { return nt.Node(i).DHT().RoutingTable().Size() > 0 },
+			"node %d to fill its routing table", i)
+	}
+	for i := range n {
+		for j := range n {
+			if i == j {
+				continue
+			}
+			// A peer just connected may not have sent its listen addresses
+			// yet (identify runs after the handshake), so poll.
+			var last error
+			nt.WaitFor(20*time.Second, func() bool {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				ai, err := nt.Node(i).DHT().FindPeer(ctx, nt.ID(j))
+				last = err
+				return err == nil && ai.ID == nt.ID(j) && len(ai.Addrs) > 0
+			}, "node %d to find node %d through the DHT (last error %v)", i, j, last)
+		}
+	}
+}
+
+func TestNoGoroutineLeftAfterClose(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		// Process-wide workers started once by dependencies, not per node.
+		goleak.IgnoreAnyFunction("github.com/ipfs/go-log/v2/writer.(*MirrorWriter).logRoutine"),
+		goleak.IgnoreAnyFunction("go.opencensus.io/stats/view.(*worker).start"),
+	)
+	nt := nodetest.Start(t, 3)
+	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(2).Host().Network().Peers()) > 0 }, "node 2 to connect")
+	nt.Close()
+	nt.Close() // idempotent
+}
+
+func TestLocalAPIErrors(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	_, err := c.Connect(context.Background(), "nonsense")
+	var ae *localapi.Error
+	if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Message, "not a multiaddr") {
+		t.Fatalf("bad multiaddr: %v", err)
+	}
+	_, err = c.Connect(context.Background(), "/ip4/127.0.0.1/tcp/1")
+	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "/p2p/") {
+		t.Fatalf("multiaddr without peer: %v", err)
+	}
+	st, err := os.Stat(node.SocketPath(nt.Home(0)))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode: %v %v", st, err)
+	}
+	none := localapi.NewClient(filepath.Join(t.TempDir(), "parley.sock"))
+	if _, err := none.ID(context.Background()); !errors.Is(err, localapi.ErrNoNode) {
+		t.Fatalf("no node: err = %v", err)
+	}
+}

@@ -1,0 +1,360 @@
+// Package nodetest runs real Parley nodes in one process on 127.0.0.1, in the
+// manner of net/http/httptest: each node has its own temporary home, node 0
+// is the bootstrap peer of the others, and the harness can partition and
+// heal the network, crash and restart nodes, and wait for conditions with a
+// deadline. Tests and cmd-testnet build on it.
+package nodetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/control"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/parley-mesh/parley/node"
+)
+
+// TB is the part of testing.TB the harness needs, so that cmd-testnet can
+// drive it outside of tests.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
+
+var _ TB = (testing.TB)(nil)
+
+// Option changes how a Net is built.
+type Option func(*options)
+
+type options struct {
+	configure func(i int, c *node.Config)
+	quic      bool
+}
+
+// WithConfig lets the caller adjust each node's Config before it starts
+// (and again before each restart).
+func WithConfig(f func(i int, c *node.Config)) Option {
+	return func(o *options) { o.configure = f }
+}
+
+// WithQUIC makes nodes listen on QUIC as well as TCP.
+func WithQUIC() Option { return func(o *options) { o.quic = true } }
+
+// Net is a set of running nodes.
+type Net struct {
+	t    TB
+	opts options
+
+	mu     sync.Mutex // protects nodes, listen, groups
+	nodes  []*node.Node
+	homes  []string
+	ids    []peer.ID
+	listen [][]ma.Multiaddr // the addresses each node listened on, reused on restart
+	groups map[peer.ID]int  // nil: no partition
+}
+
+// Start starts n nodes and registers their shutdown with t.Cleanup. Node 0
+// starts first; the others bootstrap from it.
+func Start(t TB, n int, opts ...Option) *Net {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("nodetest: need at least one node, got %d", n)
+	}
+	nt := &Net{t: t, nodes: make([]*node.Node, n), homes: make([]string, n), ids: make([]peer.ID, n), listen: make([][]ma.Multiaddr, n)}
+	for _, o := range opts {
+		o(&nt.opts)
+	}
+	t.Cleanup(nt.Close)
+	base := t.TempDir()
+	for i := range n {
+		nt.homes[i] = filepath.Join(base, fmt.Sprintf("n%d", i))
+	}
+	if err := nt.startNode(0); err != nil {
+		t.Fatalf("nodetest: start node 0: %v", err)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = nt.startNode(i)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("nodetest: start node %d: %v", i, err)
+		}
+	}
+	return nt
+}
+
+func (nt *Net) startNode(i int) error {
+	nt.mu.Lock()
+	listen := nt.listen[i]
+	var boot []peer.AddrInfo
+	if b := nt.bootstrapFor(i); b >= 0 {
+		boot = []peer.AddrInfo{{ID: nt.ids[b], Addrs: nt.nodes[b].Host().Addrs()}}
+	}
+	nt.mu.Unlock()
+	if listen == nil {
+		listen = []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/0")}
+		if nt.opts.quic {
+			listen = append(listen, ma.StringCast("/ip4/127.0.0.1/udp/0/quic-v1"))
+		}
+	}
+	cfg := node.Config{
+		Home:        nt.homes[i],
+		Handle:      fmt.Sprintf("node%d", i),
+		ListenAddrs: listen,
+		Bootstrap:   boot,
+		ConnLow:     200,
+		ConnHigh:    400,
+	}
+	if nt.opts.configure != nil {
+		nt.opts.configure(i, &cfg)
+	}
+	g := &gater{net: nt}
+	cfg.Gater = g
+	n, err := node.New(cfg)
+	if err != nil {
+		return err
+	}
+	g.self = n.ID()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
+	nt.mu.Lock()
+	nt.nodes[i] = n
+	nt.ids[i] = n.ID()
+	nt.listen[i] = n.Host().Network().ListenAddresses()
+	nt.mu.Unlock()
+	return nil
+}
+
+// bootstrapFor picks the running node that node i bootstraps from: node 0,
+// or the first other running node. Callers hold nt.mu.
+func (nt *Net) bootstrapFor(i int) int {
+	for j, n := range nt.nodes {
+		if j != i && n != nil {
+			return j
+		}
+	}
+	return -1
+}
+
+// Len is the number of node slots (crashed nodes included).
+func (nt *Net) Len() int { return len(nt.nodes) }
+
+// Node returns node i, or nil while it is crashed.
+func (nt *Net) Node(i int) *node.Node {
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	return nt.nodes[i]
+}
+
+// ID returns node i's peer ID (kept across restarts).
+func (nt *Net) ID(i int) peer.ID {
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	return nt.ids[i]
+}
+
+// Home returns node i's home folder.
+func (nt *Net) Home(i int) string { return nt.homes[i] }
+
+// Crash closes node i, keeping its home for Restart.
+func (nt *Net) Crash(i int) {
+	nt.t.Helper()
+	nt.mu.Lock()
+	n := nt.nodes[i]
+	nt.nodes[i] = nil
+	nt.mu.Unlock()
+	if n == nil {
+		nt.t.Fatalf("nodetest: node %d is not running", i)
+	}
+	if err := n.Close(); err != nil {
+		nt.t.Logf("nodetest: close node %d: %v", i, err)
+	}
+}
+
+// Restart reopens node i from its home, on the addresses it had, and
+// bootstraps it from another running node.
+func (nt *Net) Restart(i int) *node.Node {
+	nt.t.Helper()
+	if nt.Node(i) != nil {
+		nt.t.Fatalf("nodetest: node %d is running; Crash it first", i)
+	}
+	if err := nt.startNode(i); err != nil {
+		nt.t.Fatalf("nodetest: restart node %d: %v", i, err)
+	}
+	return nt.Node(i)
+}
+
+// Close stops every running node. It is idempotent.
+func (nt *Net) Close() {
+	nt.mu.Lock()
+	nodes := append([]*node.Node(nil), nt.nodes...)
+	for i := range nt.nodes {
+		nt.nodes[i] = nil
+	}
+	nt.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.Close()
+		}()
+	}
+	wg.Wait()
+}
+
+// Partition splits the network: nodes in different groups cannot connect,
+// and their live connections are closed. Nodes in no group form one more
+// group together.
+func (nt *Net) Partition(groups ...[]int) {
+	nt.mu.Lock()
+	nt.groups = make(map[peer.ID]int)
+	for g, members := range groups {
+		for _, i := range members {
+			nt.groups[nt.ids[i]] = g + 1
+		}
+	}
+	nodes := append([]*node.Node(nil), nt.nodes...)
+	nt.mu.Unlock()
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		for _, p := range n.Host().Network().Peers() {
+			if !nt.allowed(n.ID(), p) {
+				_ = n.Host().Network().ClosePeer(p)
+			}
+		}
+	}
+}
+
+// Heal removes the partition and reconnects every pair of running nodes that
+// is not connected.
+func (nt *Net) Heal() {
+	nt.mu.Lock()
+	nt.groups = nil
+	nodes := append([]*node.Node(nil), nt.nodes...)
+	nt.mu.Unlock()
+	nt.connectAll(nodes)
+}
+
+// ConnectAll connects every pair of running nodes.
+func (nt *Net) ConnectAll() {
+	nt.mu.Lock()
+	nodes := append([]*node.Node(nil), nt.nodes...)
+	nt.mu.Unlock()
+	nt.connectAll(nodes)
+}
+
+func (nt *Net) connectAll(nodes []*node.Node) {
+	var wg sync.WaitGroup
+	for i, a := range nodes {
+		for _, b := range nodes[i+1:] {
+			if a == nil || b == nil || a.Host().Network().Connectedness(b.ID()) == network.Connected {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := a.Connect(ctx, peer.AddrInfo{ID: b.ID(), Addrs: b.Host().Addrs()}); err != nil {
+					nt.t.Logf("nodetest: connect %s → %s: %v", a.ID(), b.ID(), err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// allowed reports whether a and b may talk under the current partition.
+func (nt *Net) allowed(a, b peer.ID) bool {
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	if nt.groups == nil {
+		return true
+	}
+	return nt.groups[a] == nt.groups[b]
+}
+
+// WaitFor polls cond until it holds, failing the test after timeout. Use it
+// instead of sleeping.
+func WaitFor(t TB, timeout time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	if !Poll(timeout, cond) {
+		t.Fatalf("nodetest: timed out after %v waiting for "+format, append([]any{timeout}, args...)...)
+	}
+}
+
+// Poll polls cond until it holds (true) or timeout passes (false).
+func Poll(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	wait := time.Millisecond
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(wait) // a pacing interval between polls, not a wait for an event
+		if wait < 50*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// WaitFor is WaitFor on the Net's test.
+func (nt *Net) WaitFor(timeout time.Duration, cond func() bool, format string, args ...any) {
+	nt.t.Helper()
+	WaitFor(nt.t, timeout, cond, format, args...)
+}
+
+// TempHome returns a fresh home folder path under the test's temp dir.
+func TempHome(t TB) string {
+	h := filepath.Join(t.TempDir(), "home")
+	if err := os.MkdirAll(h, 0o700); err != nil {
+		t.Fatalf("nodetest: %v", err)
+	}
+	return h
+}
+
+// gater refuses connections across a partition.
+type gater struct {
+	net  *Net
+	self peer.ID
+}
+
+func (g *gater) InterceptPeerDial(p peer.ID) bool { return g.net.allowed(g.self, p) }
+func (g *gater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool {
+	return g.net.allowed(g.self, p)
+}
+func (g *gater) InterceptAccept(network.ConnMultiaddrs) bool { return true }
+func (g *gater) InterceptSecured(_ network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
+	return g.net.allowed(g.self, p)
+}
+func (g *gater) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }
