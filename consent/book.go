@@ -1,0 +1,626 @@
+package consent
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+)
+
+// Policy tunes a Book. The zero value means the defaults noted per field.
+type Policy struct {
+	// MaxPendingIn caps pending incoming requests in total (default 100).
+	MaxPendingIn int
+	// DenyCooldown is how long a denied or revoked peer may not ask again
+	// (default 24h).
+	DenyCooldown time.Duration
+	// DefaultValidity is a certificate's lifetime when Approve is given none
+	// (default 365 days).
+	DefaultValidity time.Duration
+	// ClockSkew back-dates not_before of certificates this node makes, so a
+	// peer whose clock is a little behind can use them at once (default 2m).
+	ClockSkew time.Duration
+	// Scopes granted by Approve (default DefaultScopes).
+	Scopes []string
+}
+
+func (p Policy) withDefaults() Policy {
+	if p.MaxPendingIn <= 0 {
+		p.MaxPendingIn = 100
+	}
+	if p.DenyCooldown <= 0 {
+		p.DenyCooldown = 24 * time.Hour
+	}
+	if p.DefaultValidity <= 0 {
+		p.DefaultValidity = 365 * 24 * time.Hour
+	}
+	if p.ClockSkew <= 0 {
+		p.ClockSkew = 2 * time.Minute
+	}
+	if len(p.Scopes) == 0 {
+		p.Scopes = DefaultScopes
+	}
+	p.Scopes = slices.Compact(slices.Sorted(slices.Values(p.Scopes)))
+	return p
+}
+
+// Record is one changed contact for the caller to persist: Value is the
+// Contact's MarshalBinary encoding, to be stored under the peer's key
+// (c/<peer>). Book never deletes contacts.
+type Record struct {
+	Peer  peer.ID
+	Value []byte
+}
+
+// Approval is what the approver sends to the requester: the certificate
+// payload and the approver's signature over it (message KindApprove).
+type Approval struct {
+	ID      string  // the request approved
+	Peer    peer.ID // the requester, to send it to
+	Payload []byte
+	Sig     []byte
+}
+
+// Book is one node's contact book: a state machine with no I/O and no
+// goroutines; time is passed in. Its methods are safe for concurrent use,
+// but a caller that persists the returned records should serialise
+// mutating calls together with the writes, so records land in order.
+type Book struct {
+	self peer.ID
+	priv crypto.PrivKey
+	pol  Policy
+
+	mu       sync.Mutex // protects contacts
+	contacts map[peer.ID]*entry
+}
+
+// entry is a contact and its decoded certificate (nil without one).
+type entry struct {
+	c    Contact
+	cert *Certificate
+}
+
+// NewBook returns an empty book for the node whose key is priv.
+func NewBook(priv crypto.PrivKey, pol Policy) (*Book, error) {
+	self, err := identity.PeerID(priv)
+	if err != nil {
+		return nil, fmt.Errorf("consent: new book: %w", err)
+	}
+	pol = pol.withDefaults()
+	if len(pol.Scopes) > MaxScopes {
+		return nil, fmt.Errorf("consent: new book: %w: %d scopes", ErrMalformed, len(pol.Scopes))
+	}
+	for _, s := range pol.Scopes {
+		if err := checkScope(s); err != nil {
+			return nil, fmt.Errorf("consent: new book: %w", err)
+		}
+	}
+	return &Book{self: self, priv: priv, pol: pol, contacts: make(map[peer.ID]*entry)}, nil
+}
+
+// Self returns the peer ID of the book's node.
+func (b *Book) Self() peer.ID { return b.self }
+
+// Load adds stored contact records (values from Record) to the book,
+// verifying their certificates. It loads every good record and returns the
+// bad ones as one error wrapping ErrBadRecord; the book is usable either way.
+func (b *Book) Load(records [][]byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []error
+	for i, v := range records {
+		e, err := b.loadOne(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("consent: load record %d: %w", i, err))
+			continue
+		}
+		b.contacts[e.c.Peer] = e
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Book) loadOne(v []byte) (*entry, error) {
+	var c Contact
+	if err := c.UnmarshalBinary(v); err != nil {
+		return nil, err
+	}
+	if c.Peer == b.self {
+		return nil, fmt.Errorf("%w: contact with self", ErrBadRecord)
+	}
+	e := &entry{c: c}
+	if c.Cert != nil {
+		cert, err := decodeCertificate(c.Cert)
+		if err != nil {
+			return nil, fmt.Errorf("%w: peer %s: %w", ErrBadRecord, c.Peer, err)
+		}
+		if !cert.Between(b.self, c.Peer) {
+			return nil, fmt.Errorf("%w: peer %s: %w", ErrBadRecord, c.Peer, ErrWrongPeers)
+		}
+		e.cert = cert
+		e.c.Expires, e.c.Scopes = cert.NotAfter, cert.Scopes
+	} else if c.State == StateActive {
+		return nil, fmt.Errorf("%w: peer %s: active without certificate", ErrBadRecord, c.Peer)
+	}
+	return e, nil
+}
+
+// commit stores next (and cert, if not nil) as the contact of next.Peer and
+// returns the record to persist. Nothing changes if encoding fails.
+func (b *Book) commit(next Contact, cert *Certificate) ([]Record, error) {
+	if cert != nil {
+		next.Expires, next.Scopes = cert.NotAfter, cert.Scopes
+	}
+	v, err := next.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	old := b.contacts[next.Peer]
+	e := &entry{c: next, cert: cert}
+	if cert == nil && old != nil {
+		e.cert = old.cert
+	}
+	b.contacts[next.Peer] = e
+	return []Record{{Peer: next.Peer, Value: v}}, nil
+}
+
+// live reports whether e holds a certificate usable at now (or soon: a
+// certificate not yet valid counts, it was made for this pair).
+func (b *Book) live(e *entry, now time.Time) bool {
+	return e != nil && e.c.State == StateActive && e.cert != nil &&
+		now.UnixMilli() < e.cert.NotAfter.UnixMilli()
+}
+
+func (b *Book) pendingIn() int {
+	n := 0
+	for _, e := range b.contacts {
+		if e.c.State == StatePendingIn {
+			n++
+		}
+	}
+	return n
+}
+
+// byRequest finds the pending-in contact whose request has ID id.
+func (b *Book) byRequest(id string) *entry {
+	for _, e := range b.contacts {
+		if e.c.State == StatePendingIn && e.c.ID == id {
+			return e
+		}
+	}
+	return nil
+}
+
+// offerSeq returns the seq of the outstanding offer, 0 if none.
+func offerSeq(c *Contact) uint64 {
+	if c.Offer == nil {
+		return 0
+	}
+	if cert, err := parseCertPayload(c.Offer); err == nil {
+		return cert.Seq
+	}
+	return 0
+}
+
+// nextSeq returns a seq above last that also grows with the clock, so that
+// a node which lost its records still issues seqs its peers accept.
+func nextSeq(last uint64, now time.Time) uint64 {
+	return max(last+1, uint64(max(now.UnixMilli(), 0)))
+}
+
+// OutgoingRequest makes a signed request to peer to and records the contact
+// as pending-out. handle is our own display name, note our words to them.
+// Send wire in a KindRequest message. A new request replaces an earlier
+// pending one. It fails with ErrAlreadyContact while a live certificate
+// exists, and with ErrState if the peer has asked us (approve that instead).
+func (b *Book) OutgoingRequest(to peer.ID, handle, note string, now time.Time) (wire []byte, recs []Record, err error) {
+	defer wrap(&err, "request", to)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[to]
+	if b.live(e, now) {
+		return nil, nil, ErrAlreadyContact
+	}
+	if e != nil && e.c.State == StatePendingIn {
+		return nil, nil, fmt.Errorf("%w: %s already asked you: approve request %s", ErrState, to, e.c.ID)
+	}
+	wire, err = NewRequest(b.priv, to, handle, note, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	next := Contact{Peer: to}
+	if e != nil {
+		next = e.c.clone()
+	}
+	next.ID, next.State, next.Note, next.Updated = RequestID(wire), StatePendingOut, note, now
+	next.OutRequest, next.InRequest, next.Offer, next.OfferSig = wire, nil, nil, nil
+	next.DeniedUntil = time.Time{}
+	recs, err = b.commit(next, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wire, recs, nil
+}
+
+// IncomingRequest takes a request that arrived from peer from (as
+// authenticated by the transport) and records it as pending-in. It returns
+// the contact; answer the sender with KindAck. A repeat of the same pending
+// request is accepted again with no records. Errors: ErrDenied (cool-down),
+// ErrAlreadyPending, ErrTooManyPending, ErrAlreadyContact, ErrWrongPeers,
+// and decoding errors. If we had asked the peer too, the contact becomes
+// pending-in and keeps OutRequest: the node may approve at once.
+func (b *Book) IncomingRequest(from peer.ID, wire []byte, now time.Time) (c Contact, recs []Record, err error) {
+	defer wrap(&err, "incoming request", from)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[from]
+	// Cheap checks on the authenticated sender first: a flood costs no signature checks.
+	if e != nil && (e.c.State == StateDenied || e.c.State == StateRevoked) && now.Before(e.c.DeniedUntil) {
+		return Contact{}, nil, fmt.Errorf("%w: until %s", ErrDenied, e.c.DeniedUntil.UTC().Format(time.RFC3339))
+	}
+	if e != nil && e.c.State == StatePendingIn {
+		if e.c.ID == RequestID(wire) {
+			return e.c.clone(), nil, nil
+		}
+		return Contact{}, nil, fmt.Errorf("%w: request %s", ErrAlreadyPending, e.c.ID)
+	}
+	if b.live(e, now) {
+		return Contact{}, nil, ErrAlreadyContact
+	}
+	if b.pendingIn() >= b.pol.MaxPendingIn {
+		return Contact{}, nil, fmt.Errorf("%w: %d", ErrTooManyPending, b.pol.MaxPendingIn)
+	}
+	req, err := decodeRequest(wire)
+	if err != nil {
+		return Contact{}, nil, err
+	}
+	if req.From != from || req.To != b.self {
+		return Contact{}, nil, fmt.Errorf("%w: request from %s to %s", ErrWrongPeers, req.From, req.To)
+	}
+	next := Contact{Peer: from}
+	if e != nil {
+		next = e.c.clone()
+	}
+	next.ID, next.Handle, next.Note, next.State, next.Updated = req.ID, req.Handle, req.Note, StatePendingIn, now
+	next.InRequest, next.Offer, next.OfferSig = req.Wire, nil, nil
+	recs, err = b.commit(next, nil)
+	if err != nil {
+		return Contact{}, nil, err
+	}
+	return next.clone(), recs, nil
+}
+
+// Approve grants the pending incoming request id: it makes a certificate
+// payload valid for validFor (Policy.DefaultValidity if ≤ 0), signs it and
+// returns it to send in a KindApprove message. The contact stays pending-in
+// until Complete takes the requester's countersignature. Approving again
+// makes a fresh offer (e.g. when the first was lost).
+func (b *Book) Approve(id string, validFor time.Duration, now time.Time) (a Approval, recs []Record, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("consent: approve %s: %w", id, err)
+		}
+	}()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.byRequest(id)
+	if e == nil {
+		return Approval{}, nil, ErrNotFound
+	}
+	if validFor <= 0 {
+		validFor = b.pol.DefaultValidity
+	}
+	seq := nextSeq(max(e.c.Seq, offerSeq(&e.c)), now)
+	payload, err := NewCertPayload(b.self, e.c.Peer, b.pol.Scopes, now.Add(-b.pol.ClockSkew), now.Add(validFor), seq)
+	if err != nil {
+		return Approval{}, nil, err
+	}
+	sig, err := identity.Sign(b.priv, identity.DomainContactCert, payload)
+	if err != nil {
+		return Approval{}, nil, err
+	}
+	next := e.c.clone()
+	next.Offer, next.OfferSig, next.Updated = payload, sig, now
+	recs, err = b.commit(next, nil)
+	if err != nil {
+		return Approval{}, nil, err
+	}
+	return Approval{ID: id, Peer: e.c.Peer, Payload: payload, Sig: sig}, recs, nil
+}
+
+// Countersign is the requester's side of an approval from peer from: it
+// checks the payload (for us and from, not expired, seq above any
+// certificate held) and from's signature, countersigns, stores the sealed
+// certificate (the contact becomes active) and returns our signature to send
+// back in a KindCountersign message. handle, if not empty, is the approver's
+// display name. It also renews a live contact when the seq is higher.
+// Errors: ErrNotRequested, ErrWrongPeers, ErrExpired, ErrReplay,
+// ErrBadSignature, ErrMalformed.
+func (b *Book) Countersign(from peer.ID, handle string, payload, approverSig []byte, now time.Time) (sig []byte, recs []Record, err error) {
+	defer wrap(&err, "countersign", from)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[from]
+	if e == nil || (e.c.OutRequest == nil && (e.c.State != StateActive || e.cert == nil)) {
+		return nil, nil, ErrNotRequested
+	}
+	cert, err := parseCertPayload(payload)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cert.Check(b.self, from, now); err != nil && !errors.Is(err, ErrNotYetValid) {
+		return nil, nil, err
+	}
+	if cert.Seq <= e.c.Seq {
+		return nil, nil, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, e.c.Seq)
+	}
+	if err := checkSig(approverSig); err != nil {
+		return nil, nil, err
+	}
+	if err := verifyCert(from, payload, approverSig); err != nil {
+		return nil, nil, err
+	}
+	if handle != "" {
+		if err := checkText("handle", handle, MaxHandle, false); err != nil {
+			return nil, nil, err
+		}
+	}
+	sig, err = identity.Sign(b.priv, identity.DomainContactCert, payload)
+	if err != nil {
+		return nil, nil, err
+	}
+	wire, err := AssembleCert(payload, approverSig, sig)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert.SigA, cert.SigB = approverSig, sig
+	if cert.A == b.self {
+		cert.SigA, cert.SigB = sig, approverSig
+	}
+	next := e.c.clone()
+	if handle != "" {
+		next.Handle = handle
+	}
+	next.State, next.Cert, next.Seq, next.Updated = StateActive, wire, cert.Seq, now
+	next.OutRequest, next.InRequest, next.Note, next.DeniedUntil = nil, nil, "", time.Time{}
+	// An outstanding offer of ours (both approved at once) stays for Complete.
+	recs, err = b.commit(next, cert)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sig, recs, nil
+}
+
+// Complete is the approver's last step: sig is the requester's
+// countersignature of our outstanding offer. The sealed certificate is
+// stored and the contact becomes active. Errors: ErrState (no offer
+// outstanding), ErrBadSignature, ErrReplay (a newer certificate is held).
+func (b *Book) Complete(from peer.ID, sig []byte, now time.Time) (recs []Record, err error) {
+	defer wrap(&err, "complete", from)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[from]
+	if e == nil || e.c.Offer == nil {
+		return nil, fmt.Errorf("%w: no approval outstanding", ErrState)
+	}
+	if err := checkSig(sig); err != nil {
+		return nil, err
+	}
+	wire, err := AssembleCert(e.c.Offer, e.c.OfferSig, sig)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := decodeCertificate(wire)
+	if err != nil {
+		return nil, err
+	}
+	if cert.Seq < e.c.Seq {
+		return nil, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, e.c.Seq)
+	}
+	next := e.c.clone()
+	next.State, next.Cert, next.Seq, next.Updated = StateActive, wire, cert.Seq, now
+	next.Offer, next.OfferSig, next.InRequest, next.OutRequest, next.Note = nil, nil, nil, nil, ""
+	next.DeniedUntil = time.Time{}
+	return b.commit(next, cert)
+}
+
+// Deny refuses the pending incoming request id: the contact becomes denied
+// and the peer may not ask again for Policy.DenyCooldown. Send a KindDeny
+// message. After Approve, use Revoke instead (ErrState).
+func (b *Book) Deny(id string, now time.Time) (recs []Record, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("consent: deny %s: %w", id, err)
+		}
+	}()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.byRequest(id)
+	if e == nil {
+		return nil, ErrNotFound
+	}
+	if e.c.Offer != nil {
+		return nil, fmt.Errorf("%w: already approved, revoke instead", ErrState)
+	}
+	next := e.c.clone()
+	next.State, next.DeniedUntil, next.Updated = StateDenied, now.Add(b.pol.DenyCooldown), now
+	next.InRequest, next.OutRequest = nil, nil
+	return b.commit(next, nil)
+}
+
+// Denied records that peer from denied our request id (a KindDeny message).
+// Errors: ErrNotFound if id is not our pending request to from.
+func (b *Book) Denied(from peer.ID, id string, now time.Time) (recs []Record, err error) {
+	defer wrap(&err, "denied", from)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[from]
+	if e == nil || e.c.OutRequest == nil || RequestID(e.c.OutRequest) != id {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	next := e.c.clone()
+	next.State, next.Updated = StateDenied, now
+	next.InRequest, next.OutRequest, next.Offer, next.OfferSig = nil, nil, nil, nil
+	return b.commit(next, nil)
+}
+
+// Revoke withdraws consent to peer p: it ends the certificate (and any offer
+// outstanding), or cancels a pending request, and returns the signed
+// revocation to send in a KindRevoke message; it is also kept in
+// Contact.Revocation for redelivery. Allowed fails at once. Unless we were
+// only asking them, p may not ask again for Policy.DenyCooldown.
+// Errors: ErrNoContact, ErrState (already denied or revoked).
+func (b *Book) Revoke(p peer.ID, now time.Time) (wire []byte, recs []Record, err error) {
+	defer wrap(&err, "revoke", p)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[p]
+	if e == nil {
+		return nil, nil, ErrNoContact
+	}
+	if e.c.State == StateDenied || e.c.State == StateRevoked {
+		return nil, nil, fmt.Errorf("%w: contact is %s", ErrState, e.c.State)
+	}
+	certSeq := max(e.c.Seq, offerSeq(&e.c))
+	seq := nextSeq(e.c.RevokeSeq, now)
+	wire, err = NewRevocation(b.priv, p, certSeq, seq, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	next := e.c.clone()
+	if next.State != StatePendingOut {
+		next.DeniedUntil = now.Add(b.pol.DenyCooldown)
+	}
+	next.State, next.Seq, next.RevokeSeq, next.Revocation, next.Updated = StateRevoked, certSeq, seq, wire, now
+	next.Offer, next.OfferSig, next.InRequest, next.OutRequest = nil, nil, nil, nil
+	recs, err = b.commit(next, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wire, recs, nil
+}
+
+// ApplyRevocation takes a revocation made by a peer (wire from a KindRevoke
+// message; it is signed, so it may come by any path). A revocation whose seq
+// is not above the last one seen from its issuer fails with ErrReplay. One
+// that covers the current certificate (cert_seq ≥ Contact.Seq) revokes the
+// contact, or cancels its pending request; an older one only advances the
+// replay counter. It returns the contact. Errors also: ErrWrongPeers (not
+// for us), ErrNoContact (unknown issuer), decoding errors.
+func (b *Book) ApplyRevocation(wire []byte, now time.Time) (c Contact, recs []Record, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("consent: apply revocation: %w", err)
+		}
+	}()
+	rev, err := decodeRevocation(wire)
+	if err != nil {
+		return Contact{}, nil, err
+	}
+	if rev.Subject != b.self {
+		return Contact{}, nil, fmt.Errorf("%w: revocation of %s", ErrWrongPeers, rev.Subject)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[rev.Issuer]
+	if e == nil {
+		return Contact{}, nil, fmt.Errorf("%w: %s", ErrNoContact, rev.Issuer)
+	}
+	if rev.Seq <= e.c.LastRevocationSeq {
+		return Contact{}, nil, fmt.Errorf("%w: revocation seq %d, last seen %d", ErrReplay, rev.Seq, e.c.LastRevocationSeq)
+	}
+	next := e.c.clone()
+	next.LastRevocationSeq = rev.Seq
+	if rev.CertSeq >= e.c.Seq {
+		switch e.c.State {
+		case StateActive, StatePendingIn, StatePendingOut:
+			next.State, next.Updated = StateRevoked, now
+			next.Offer, next.OfferSig, next.InRequest, next.OutRequest = nil, nil, nil, nil
+		}
+		next.Seq = rev.CertSeq
+	}
+	recs, err = b.commit(next, nil)
+	if err != nil {
+		return Contact{}, nil, err
+	}
+	out := next.clone()
+	out.State = out.stateAt(now)
+	return out, recs, nil
+}
+
+// Allowed returns nil if there is a live certificate between this node and
+// p at now (always for p == Self: a node's own agents need no consent). It
+// is the check before invites, direct asks, presence and accepting events.
+// Errors: ErrNoContact, ErrRevoked, ErrExpired, ErrNotYetValid.
+func (b *Book) Allowed(p peer.ID, now time.Time) error {
+	if p == b.self {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[p]
+	switch {
+	case e == nil:
+		return fmt.Errorf("consent: allowed %s: %w", p, ErrNoContact)
+	case e.c.State == StateRevoked:
+		return fmt.Errorf("consent: allowed %s: %w", p, ErrRevoked)
+	case e.c.State != StateActive || e.cert == nil:
+		return fmt.Errorf("consent: allowed %s: %w: contact is %s", p, ErrNoContact, e.c.State)
+	}
+	if err := e.cert.Check(b.self, p, now); err != nil {
+		return fmt.Errorf("consent: allowed %s: %w", p, err)
+	}
+	return nil
+}
+
+// Get returns the contact with p, its State as of now.
+func (b *Book) Get(p peer.ID, now time.Time) (Contact, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[p]
+	if e == nil {
+		return Contact{}, false
+	}
+	c := e.c.clone()
+	c.State = c.stateAt(now)
+	return c, true
+}
+
+var stateOrder = map[State]int{
+	StatePendingIn: 0, StatePendingOut: 1, StateActive: 2, StateExpired: 3, StateDenied: 4, StateRevoked: 5,
+}
+
+// List returns all contacts with their State as of now, sorted by state
+// (pending-in, pending-out, active, expired, denied, revoked), then handle,
+// then peer ID.
+func (b *Book) List(now time.Time) []Contact {
+	b.mu.Lock()
+	out := make([]Contact, 0, len(b.contacts))
+	for _, e := range b.contacts {
+		c := e.c.clone()
+		c.State = c.stateAt(now)
+		out = append(out, c)
+	}
+	b.mu.Unlock()
+	slices.SortFunc(out, func(x, y Contact) int {
+		return cmp.Or(
+			cmp.Compare(stateOrder[x.State], stateOrder[y.State]),
+			cmp.Compare(x.Handle, y.Handle),
+			cmp.Compare(x.Peer, y.Peer),
+		)
+	})
+	return out
+}
+
+// wrap prefixes *err with the operation and peer, in house style.
+func wrap(err *error, op string, p peer.ID) {
+	if *err != nil {
+		*err = fmt.Errorf("consent: %s %s: %w", op, p, *err)
+	}
+}

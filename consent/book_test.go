@@ -1,0 +1,740 @@
+package consent
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+func TestHandshakeOverFrames(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	var stream bytes.Buffer
+	send := func(m Message) *Message {
+		t.Helper()
+		if err := WriteFrame(&stream, m); err != nil {
+			t.Fatal(err)
+		}
+		b, err := ReadFrame(&stream, MaxFrame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeMessage(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	wire, recs, err := alice.book.OutgoingRequest(bob.id, "Alice", "let's pair on the parser", t0)
+	alice.must(recs, err)
+	wantState(t, alice, bob.id, t0, StatePendingOut)
+	m := send(Message{Kind: KindRequest, Request: wire})
+	c, recs, err := bob.book.IncomingRequest(alice.id, m.Request, t0)
+	bob.must(recs, err)
+	if c.Handle != "Alice" || c.Note != "let's pair on the parser" || c.State != StatePendingIn {
+		t.Fatalf("incoming contact %+v", c)
+	}
+	send(Message{Kind: KindAck, ID: c.ID})
+	for _, n := range []*tnode{alice, bob} {
+		wantErr(t, n.book.Allowed(other(n, alice, bob), t0), ErrNoContact)
+	}
+
+	a, recs, err := bob.book.Approve(c.ID, 0, t0)
+	bob.must(recs, err)
+	m = send(Message{Kind: KindApprove, ID: a.ID, Payload: a.Payload, Sig: a.Sig, Handle: "Bob"})
+	wantErr(t, bob.book.Allowed(alice.id, t0), ErrNoContact) // not before the countersignature
+	sig, recs, err := alice.book.Countersign(bob.id, m.Handle, m.Payload, m.Sig, t0)
+	alice.must(recs, err)
+	wantErr(t, alice.book.Allowed(bob.id, t0), nil)
+	m = send(Message{Kind: KindCountersign, ID: a.ID, Sig: sig})
+	recs, err = bob.book.Complete(alice.id, m.Sig, t0)
+	bob.must(recs, err)
+
+	ca, _ := alice.book.Get(bob.id, t0)
+	cb, _ := bob.book.Get(alice.id, t0)
+	if !bytes.Equal(ca.Cert, cb.Cert) || ca.Cert == nil {
+		t.Fatal("the two nodes hold different certificates")
+	}
+	if ca.Handle != "Bob" || cb.Handle != "Alice" {
+		t.Fatalf("handles %q %q", ca.Handle, cb.Handle)
+	}
+	cert, err := DecodeCertificate(ca.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range DefaultScopes {
+		if !cert.HasScope(s) {
+			t.Fatalf("scope %s missing", s)
+		}
+	}
+	later := t0.Add(300 * 24 * time.Hour)
+	for _, n := range []*tnode{alice, bob} {
+		wantErr(t, n.book.Allowed(other(n, alice, bob), later), nil)
+		wantState(t, n, other(n, alice, bob), later, StateActive)
+		wantErr(t, n.book.Allowed(n.id, later), nil) // own node needs no consent
+	}
+	wantErr(t, bob.book.Allowed(newNode(t, Policy{}).id, t0), ErrNoContact)
+	// A repeated request between contacts is refused.
+	_, _, err = alice.book.OutgoingRequest(bob.id, "Alice", "again", t0)
+	wantErr(t, err, ErrAlreadyContact)
+}
+
+func other(n, a, b *tnode) (id peer.ID) {
+	if n == a {
+		return b.id
+	}
+	return a.id
+}
+
+func wantState(t testing.TB, n *tnode, p peer.ID, now time.Time, want State) {
+	t.Helper()
+	if got := stateOf(t, n, p, now); got != want {
+		t.Fatalf("state %s, want %s", got, want)
+	}
+}
+
+func TestDenyAndRateLimit(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{DenyCooldown: 24 * time.Hour})
+	wire, recs, err := alice.book.OutgoingRequest(bob.id, "Alice", "hi", t0)
+	alice.must(recs, err)
+	c, recs, err := bob.book.IncomingRequest(alice.id, wire, t0)
+	bob.must(recs, err)
+	bob.must(bob.book.Deny(c.ID, t0))
+	_, err = bob.book.Deny(c.ID, t0)
+	wantErr(t, err, ErrNotFound)
+	_, _, err = bob.book.Approve(c.ID, 0, t0)
+	wantErr(t, err, ErrNotFound)
+	wantState(t, bob, alice.id, t0, StateDenied)
+
+	_, err = alice.book.Denied(bob.id, "wrong-id", t0)
+	wantErr(t, err, ErrNotFound)
+	alice.must(alice.book.Denied(bob.id, c.ID, t0))
+	wantState(t, alice, bob.id, t0, StateDenied)
+
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+		want  error
+	}{
+		{"at once", time.Second, ErrDenied},
+		{"an hour later", time.Hour, ErrDenied},
+		{"just before the end", 24*time.Hour - time.Millisecond, ErrDenied},
+		{"after the cool-down", 24 * time.Hour, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := t0.Add(tc.after)
+			wire, _, err := alice.book.OutgoingRequest(bob.id, "Alice", "please", now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = bob.book.IncomingRequest(alice.id, wire, now)
+			wantErr(t, err, tc.want)
+		})
+	}
+	wantState(t, bob, alice.id, t0.Add(24*time.Hour), StatePendingIn)
+}
+
+func TestDenyAfterApprove(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	wire, _, _ := alice.book.OutgoingRequest(bob.id, "Alice", "", t0)
+	c, _, err := bob.book.IncomingRequest(alice.id, wire, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := bob.book.Approve(c.ID, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = bob.book.Deny(c.ID, t0)
+	wantErr(t, err, ErrState)
+}
+
+func TestRevoke(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		byApprover    bool
+		beforeComplet bool // the approver revokes before the countersignature came back
+	}{
+		{"requester revokes", false, false},
+		{"approver revokes", true, false},
+		{"approver revokes before complete", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, appr := newNode(t, Policy{}), newNode(t, Policy{})
+			now := t0
+			if tc.beforeComplet {
+				wire, _, _ := req.book.OutgoingRequest(appr.id, "R", "", now)
+				c, _, _ := appr.book.IncomingRequest(req.id, wire, now)
+				a, _, err := appr.book.Approve(c.ID, 0, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := req.book.Countersign(appr.id, "", a.Payload, a.Sig, now); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				connect(t, req, appr, now, 0)
+			}
+			revoker, subject := req, appr
+			if tc.byApprover {
+				revoker, subject = appr, req
+			}
+			now = now.Add(time.Minute)
+			rev, recs, err := revoker.book.Revoke(subject.id, now)
+			revoker.must(recs, err)
+			wantErr(t, revoker.book.Allowed(subject.id, now), ErrRevoked)
+			c, recs, err := subject.book.ApplyRevocation(rev, now)
+			subject.must(recs, err)
+			if c.State != StateRevoked {
+				t.Fatalf("subject state %s", c.State)
+			}
+			wantErr(t, subject.book.Allowed(revoker.id, now), ErrRevoked)
+
+			// Replays are refused and change nothing.
+			_, _, err = subject.book.ApplyRevocation(rev, now.Add(time.Hour))
+			wantErr(t, err, ErrReplay)
+			// Revoking twice is refused; a revocation for someone else too.
+			_, _, err = revoker.book.Revoke(subject.id, now)
+			wantErr(t, err, ErrState)
+			third := newNode(t, Policy{})
+			_, _, err = third.book.ApplyRevocation(rev, now)
+			wantErr(t, err, ErrWrongPeers)
+			if tc.beforeComplet {
+				_, err = appr.book.Complete(req.id, []byte("late"), now)
+				wantErr(t, err, ErrState)
+			}
+
+			// The revoked peer may ask again only after the cool-down; a
+			// new certificate then outranks the revoked one.
+			wire, _, err := subject.book.OutgoingRequest(revoker.id, "S", "sorry", now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = revoker.book.IncomingRequest(subject.id, wire, now)
+			wantErr(t, err, ErrDenied)
+			now = now.Add(25 * time.Hour)
+			connect(t, subject, revoker, now, 0)
+			for _, n := range []*tnode{req, appr} {
+				wantErr(t, n.book.Allowed(other(n, req, appr), now), nil)
+			}
+			// The old revocation cannot end the new certificate.
+			_, _, err = subject.book.ApplyRevocation(rev, now)
+			wantErr(t, err, ErrReplay)
+			wantErr(t, subject.book.Allowed(revoker.id, now), nil)
+		})
+	}
+}
+
+func TestStaleRevocation(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	connect(t, alice, bob, t0, 0)
+	// A revocation for an older certificate (cert_seq below the current one)
+	// advances the replay counter but keeps the contact.
+	c, _ := alice.book.Get(bob.id, t0)
+	rev, err := NewRevocation(bob.priv, alice.id, c.Seq-1, 5, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, recs, err := alice.book.ApplyRevocation(rev, t0)
+	alice.must(recs, err)
+	if got.State != StateActive || got.LastRevocationSeq != 5 {
+		t.Fatalf("after stale revocation: %s %d", got.State, got.LastRevocationSeq)
+	}
+	wantErr(t, alice.book.Allowed(bob.id, t0), nil)
+	// A revocation from a stranger names no contact.
+	stranger := newNode(t, Policy{})
+	rev, _ = NewRevocation(stranger.priv, alice.id, 1, 1, t0)
+	_, _, err = alice.book.ApplyRevocation(rev, t0)
+	wantErr(t, err, ErrNoContact)
+}
+
+func TestCancelPendingRequest(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	wire, _, _ := alice.book.OutgoingRequest(bob.id, "Alice", "", t0)
+	c, _, _ := bob.book.IncomingRequest(alice.id, wire, t0)
+	rev, recs, err := alice.book.Revoke(bob.id, t0)
+	alice.must(recs, err)
+	got, _, err := bob.book.ApplyRevocation(rev, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != StateRevoked {
+		t.Fatalf("state %s", got.State)
+	}
+	_, _, err = bob.book.Approve(c.ID, 0, t0)
+	wantErr(t, err, ErrNotFound)
+	// Alice cancelled her own request: she is not blocked by herself, and bob may ask her.
+	wire, _, _ = bob.book.OutgoingRequest(alice.id, "Bob", "", t0)
+	if _, _, err := alice.book.IncomingRequest(bob.id, wire, t0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	connect(t, alice, bob, t0, time.Hour)
+	for _, tc := range []struct {
+		after time.Duration
+		err   error
+		state State
+	}{
+		{0, nil, StateActive},
+		{59 * time.Minute, nil, StateActive},
+		{time.Hour - time.Millisecond, nil, StateActive},
+		{time.Hour, ErrExpired, StateExpired},
+		{48 * time.Hour, ErrExpired, StateExpired},
+	} {
+		now := t0.Add(tc.after)
+		for _, n := range []*tnode{alice, bob} {
+			p := other(n, alice, bob)
+			wantErr(t, n.book.Allowed(p, now), tc.err)
+			if l := n.book.List(now); len(l) != 1 || l[0].State != tc.state {
+				t.Fatalf("+%s: List %v, want %s", tc.after, l, tc.state)
+			}
+		}
+	}
+	// An expired contact may be asked again.
+	now := t0.Add(2 * time.Hour)
+	connect(t, bob, alice, now, time.Hour)
+	wantErr(t, alice.book.Allowed(bob.id, now), nil)
+}
+
+func TestNotYetValid(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	payload, err := NewCertPayload(alice.id, bob.id, []string{ScopeAsk}, t0.Add(time.Hour), t0.Add(2*time.Hour), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire := seal(t, payload, alice, bob)
+	cert, err := DecodeCertificate(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		at   time.Duration
+		want error
+	}{
+		{0, ErrNotYetValid},
+		{time.Hour - time.Millisecond, ErrNotYetValid},
+		{time.Hour, nil},
+		{2*time.Hour - time.Millisecond, nil},
+		{2 * time.Hour, ErrExpired},
+	} {
+		wantErr(t, cert.Check(alice.id, bob.id, t0.Add(tc.at)), tc.want)
+		wantErr(t, cert.Check(bob.id, alice.id, t0.Add(tc.at)), tc.want)
+	}
+
+	// Through a book: a countersigned certificate that starts later.
+	wireReq, _, _ := alice.book.OutgoingRequest(bob.id, "A", "", t0)
+	_ = wireReq
+	sigB, _ := SignCert(bob.priv, payload)
+	if _, _, err := alice.book.Countersign(bob.id, "", payload, sigB, t0); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, alice.book.Allowed(bob.id, t0), ErrNotYetValid)
+	wantErr(t, alice.book.Allowed(bob.id, t0.Add(time.Hour)), nil)
+}
+
+// seal signs payload by both nodes and assembles the certificate.
+func seal(t testing.TB, payload []byte, x, y *tnode) []byte {
+	t.Helper()
+	sx, err := SignCert(x.priv, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sy, err := SignCert(y.priv, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire, err := AssembleCert(payload, sy, sx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wire
+}
+
+func TestForgedCertificate(t *testing.T) {
+	alice, bob, mallory := newNode(t, Policy{}), newNode(t, Policy{}), newNode(t, Policy{})
+	payload, err := NewCertPayload(alice.id, bob.id, DefaultScopes, t0, t0.Add(time.Hour), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := seal(t, payload, alice, bob)
+	sigA, _ := SignCert(alice.priv, payload)
+	sigB, _ := SignCert(bob.priv, payload)
+	// Mallory signs as if she were bob (SignCert refuses, so sign directly).
+	forged, err := mallory.priv.Sign(append([]byte("parley-contact-cert\x00"), payload...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = SignCert(mallory.priv, payload)
+	wantErr(t, err, ErrWrongPeers)
+	_, err = AssembleCert(payload, sigA, forged)
+	wantErr(t, err, ErrBadSignature)
+	_, err = AssembleCert(payload, sigA, sigA)
+	wantErr(t, err, ErrBadSignature)
+
+	var w certWire
+	if err := decMode.Unmarshal(good, &w); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*certWire)
+	}{
+		{"sig_b by a third key", func(w *certWire) {
+			if bytes.Equal(w.SigA, sigA) {
+				w.SigB = forged
+			} else {
+				w.SigA = forged
+			}
+		}},
+		{"signatures swapped", func(w *certWire) { w.SigA, w.SigB = w.SigB, w.SigA }},
+		{"payload changed", func(w *certWire) {
+			p, _ := NewCertPayload(alice.id, bob.id, DefaultScopes, t0, t0.Add(1000*time.Hour), 7)
+			w.Payload = p
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w2 := w
+			tc.mutate(&w2)
+			b, err := encMode.Marshal(w2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = DecodeCertificate(b)
+			wantErr(t, err, ErrBadSignature)
+		})
+	}
+
+	// A book refuses an approval not signed by the approver.
+	if _, _, err := alice.book.OutgoingRequest(bob.id, "A", "", t0); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = alice.book.Countersign(bob.id, "", payload, forged, t0)
+	wantErr(t, err, ErrBadSignature)
+	wantErr(t, alice.book.Allowed(bob.id, t0), ErrNoContact)
+	// And a countersignature not by the requester.
+	wire, _, _ := mallory.book.OutgoingRequest(bob.id, "M", "", t0)
+	c, _, _ := bob.book.IncomingRequest(mallory.id, wire, t0)
+	if _, _, err := bob.book.Approve(c.ID, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = bob.book.Complete(mallory.id, sigB, t0)
+	wantErr(t, err, ErrBadSignature)
+	wantErr(t, bob.book.Allowed(mallory.id, t0), ErrNoContact)
+}
+
+func TestCertificateForOtherPeers(t *testing.T) {
+	alice, bob, carol := newNode(t, Policy{}), newNode(t, Policy{}), newNode(t, Policy{})
+	payload, _ := NewCertPayload(alice.id, bob.id, DefaultScopes, t0, t0.Add(time.Hour), 1)
+	cert, err := DecodeCertificate(seal(t, payload, alice, bob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		self, other peer.ID
+		want        error
+	}{
+		{alice.id, bob.id, nil},
+		{bob.id, alice.id, nil},
+		{alice.id, carol.id, ErrWrongPeers},
+		{carol.id, bob.id, ErrWrongPeers},
+		{alice.id, alice.id, ErrWrongPeers},
+	} {
+		wantErr(t, cert.Check(tc.self, tc.other, t0), tc.want)
+	}
+	// Bob forwards alice's approval to carol, who asked bob: refused.
+	if _, _, err := carol.book.OutgoingRequest(bob.id, "C", "", t0); err != nil {
+		t.Fatal(err)
+	}
+	sigB, _ := SignCert(bob.priv, payload)
+	_, _, err = carol.book.Countersign(bob.id, "", payload, sigB, t0)
+	wantErr(t, err, ErrWrongPeers)
+	// An approval from a peer never asked.
+	_, _, err = alice.book.Countersign(bob.id, "", payload, sigB, t0)
+	wantErr(t, err, ErrNotRequested)
+	// A request addressed to someone else, or relayed by another peer.
+	wire, _ := NewRequest(alice.priv, bob.id, "A", "", t0)
+	_, _, err = carol.book.IncomingRequest(alice.id, wire, t0)
+	wantErr(t, err, ErrWrongPeers)
+	_, _, err = bob.book.IncomingRequest(carol.id, wire, t0)
+	wantErr(t, err, ErrWrongPeers)
+	// A stored record whose certificate names other peers does not load.
+	connect(t, alice, bob, t0, 0)
+	fresh, err := NewBook(carol.priv, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, fresh.Load([][]byte{alice.store[bob.id]}), ErrBadRecord)
+}
+
+func TestRequestLimits(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	for _, tc := range []struct {
+		name, handle, note string
+		want               error
+	}{
+		{"empty", "", "", nil},
+		{"note at limit, multibyte", "Ålice", strings.Repeat("é", MaxNote), nil},
+		{"note with newlines", "A", "line one\nline two\tend", nil},
+		{"note over limit", "A", strings.Repeat("é", MaxNote+1), ErrTooLong},
+		{"handle at limit", strings.Repeat("h", MaxHandle), "", nil},
+		{"handle over limit", strings.Repeat("h", MaxHandle+1), "", ErrTooLong},
+		{"control in handle", "A\nB", "", ErrMalformed},
+		{"escape in note", "A", "hi \x1b[2J", ErrMalformed},
+		{"bad utf-8", "A", "\xff", ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wire, err := NewRequest(alice.priv, bob.id, tc.handle, tc.note, t0)
+			wantErr(t, err, tc.want)
+			if err != nil {
+				return
+			}
+			r, err := DecodeRequest(wire)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.From != alice.id || r.To != bob.id || r.Note != tc.note || r.Handle != tc.handle || !r.Time.Equal(t0) || r.ID != RequestID(wire) {
+				t.Fatalf("decoded %+v", r)
+			}
+		})
+	}
+	// An oversized note signed by a valid key is refused on decode too.
+	p := requestPayload{From: []byte(alice.id), To: []byte(bob.id), Note: strings.Repeat("x", MaxNote+1), Time: t0.UnixMilli(), Nonce: make([]byte, nonceLen)}
+	wire, err := sealOne(alice.priv, "parley-contact-request", &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = DecodeRequest(wire)
+	wantErr(t, err, ErrTooLong)
+	_, _, err = bob.book.IncomingRequest(alice.id, wire, t0)
+	wantErr(t, err, ErrTooLong)
+	// A request signed by someone else than from.
+	p.Note = "ok"
+	mallory := newNode(t, Policy{})
+	wire, _ = sealOne(mallory.priv, "parley-contact-request", &p)
+	_, err = DecodeRequest(wire)
+	wantErr(t, err, ErrBadSignature)
+	// Requests to self are refused.
+	_, err = NewRequest(alice.priv, alice.id, "", "", t0)
+	wantErr(t, err, ErrWrongPeers)
+	_, _, err = alice.book.OutgoingRequest(alice.id, "", "", t0)
+	wantErr(t, err, ErrWrongPeers)
+}
+
+func TestRequestFlood(t *testing.T) {
+	const max = 5
+	bob := newNode(t, Policy{MaxPendingIn: max})
+	var first *tnode
+	var firstWire []byte
+	for i := 0; i < max; i++ {
+		s := newNode(t, Policy{})
+		wire, err := NewRequest(s.priv, bob.id, "stranger", "", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bob.must(func() ([]Record, error) { _, r, err := bob.book.IncomingRequest(s.id, wire, t0); return r, err }())
+		if first == nil {
+			first, firstWire = s, wire
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		from func() (*tnode, []byte)
+		want error
+		recs bool
+	}{
+		{"one more stranger", func() (*tnode, []byte) {
+			s := newNode(t, Policy{})
+			w, _ := NewRequest(s.priv, bob.id, "x", "", t0)
+			return s, w
+		}, ErrTooManyPending, false},
+		{"same request again", func() (*tnode, []byte) { return first, firstWire }, nil, false},
+		{"second request from a pending peer", func() (*tnode, []byte) {
+			w, _ := NewRequest(first.priv, bob.id, "x", "another", t0)
+			return first, w
+		}, ErrAlreadyPending, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, w := tc.from()
+			_, recs, err := bob.book.IncomingRequest(s.id, w, t0)
+			wantErr(t, err, tc.want)
+			if (len(recs) > 0) != tc.recs {
+				t.Fatalf("records %v", recs)
+			}
+		})
+	}
+	// Denying one makes room for one more.
+	c, _ := bob.book.Get(first.id, t0)
+	bob.must(bob.book.Deny(c.ID, t0))
+	s := newNode(t, Policy{})
+	w, _ := NewRequest(s.priv, bob.id, "x", "", t0)
+	if _, _, err := bob.book.IncomingRequest(s.id, w, t0); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(bob.book.List(t0)); n != max+1 {
+		t.Fatalf("%d contacts", n)
+	}
+}
+
+func TestMutualRequests(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	wa, _, _ := alice.book.OutgoingRequest(bob.id, "Alice", "", t0)
+	wb, _, _ := bob.book.OutgoingRequest(alice.id, "Bob", "", t0)
+	ca, _, err := alice.book.IncomingRequest(bob.id, wb, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, _, err := bob.book.IncomingRequest(alice.id, wa, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.State != StatePendingIn || ca.OutRequest == nil {
+		t.Fatalf("mutual contact %+v", ca)
+	}
+	// Both approve at once, at slightly different times.
+	aa, _, err := alice.book.Approve(ca.ID, 0, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, _, err := bob.book.Approve(cb.ID, 0, t0.Add(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, _, err := alice.book.Countersign(bob.id, "", ab.Payload, ab.Sig, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, _, err := bob.book.Countersign(alice.id, "", aa.Payload, aa.Sig, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bob.book.Complete(alice.id, sa, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = alice.book.Complete(bob.id, sb, t0) // alice's offer is older than the cert she holds
+	wantErr(t, err, ErrReplay)
+	for _, n := range []*tnode{alice, bob} {
+		wantErr(t, n.book.Allowed(other(n, alice, bob), t0), nil)
+	}
+}
+
+func TestLostCountersignatureRenewal(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	wire, _, _ := alice.book.OutgoingRequest(bob.id, "A", "", t0)
+	c, _, _ := bob.book.IncomingRequest(alice.id, wire, t0)
+	a1, _, _ := bob.book.Approve(c.ID, 0, t0)
+	if _, _, err := alice.book.Countersign(bob.id, "", a1.Payload, a1.Sig, t0); err != nil {
+		t.Fatal(err)
+	}
+	// The countersignature is lost; alice is active, bob still pending-in.
+	wantState(t, bob, alice.id, t0, StatePendingIn)
+	// The same approval again is a replay; a fresh one renews.
+	_, _, err := alice.book.Countersign(bob.id, "", a1.Payload, a1.Sig, t0)
+	wantErr(t, err, ErrReplay)
+	now := t0.Add(time.Minute)
+	a2, _, err := bob.book.Approve(c.ID, 0, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _, err := alice.book.Countersign(bob.id, "", a2.Payload, a2.Sig, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.book.Complete(alice.id, sig, now); err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := alice.book.Get(bob.id, now)
+	cb, _ := bob.book.Get(alice.id, now)
+	if !bytes.Equal(ca.Cert, cb.Cert) || ca.State != StateActive || cb.State != StateActive {
+		t.Fatal("renewal did not converge")
+	}
+	_, err = bob.book.Complete(alice.id, sig, now)
+	wantErr(t, err, ErrState)
+}
+
+func TestLoadRoundTrip(t *testing.T) {
+	alice := newNode(t, Policy{})
+	peers := map[State]*tnode{}
+	for _, s := range []State{StateActive, StatePendingIn, StatePendingOut, StateDenied, StateRevoked, StateExpired} {
+		peers[s] = newNode(t, Policy{})
+	}
+	connect(t, alice, peers[StateActive], t0, 0)
+	connect(t, peers[StateExpired], alice, t0, time.Hour)
+	connect(t, alice, peers[StateRevoked], t0, 0)
+	alice.must(func() ([]Record, error) { _, r, err := alice.book.Revoke(peers[StateRevoked].id, t0); return r, err }())
+	w, _ := NewRequest(peers[StatePendingIn].priv, alice.id, "in", "note in", t0)
+	alice.must(func() ([]Record, error) {
+		_, r, err := alice.book.IncomingRequest(peers[StatePendingIn].id, w, t0)
+		return r, err
+	}())
+	alice.must(func() ([]Record, error) {
+		_, r, err := alice.book.OutgoingRequest(peers[StatePendingOut].id, "me", "note out", t0)
+		return r, err
+	}())
+	w, _ = NewRequest(peers[StateDenied].priv, alice.id, "den", "", t0)
+	c, recs, err := alice.book.IncomingRequest(peers[StateDenied].id, w, t0)
+	alice.must(recs, err)
+	alice.must(alice.book.Deny(c.ID, t0))
+
+	now := t0.Add(2 * time.Hour)
+	var records [][]byte
+	for _, v := range alice.store {
+		records = append(records, v)
+	}
+	loaded, err := NewBook(alice.priv, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loaded.Load(records); err != nil {
+		t.Fatal(err)
+	}
+	want, got := alice.book.List(now), loaded.List(now)
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("after Load:\n got %+v\nwant %+v", got, want)
+	}
+	for s, n := range peers {
+		if st := stateOf(t, &tnode{book: loaded}, n.id, now); st != s {
+			t.Errorf("%s loaded as %s", s, st)
+		}
+		if a, b := alice.book.Allowed(n.id, now), loaded.Allowed(n.id, now); (a == nil) != (b == nil) {
+			t.Errorf("%s: Allowed %v vs %v", s, a, b)
+		}
+	}
+	// Bad records are reported; the good ones still load.
+	damaged := append([]byte(nil), alice.store[peers[StateActive].id]...)
+	damaged[len(damaged)/2] ^= 0xff
+	partial, _ := NewBook(alice.priv, Policy{})
+	err = partial.Load([][]byte{alice.store[peers[StatePendingIn].id], []byte("junk"), damaged})
+	wantErr(t, err, ErrBadRecord)
+	if _, ok := partial.Get(peers[StatePendingIn].id, now); !ok {
+		t.Fatal("good record not loaded")
+	}
+	wantErr(t, partial.Allowed(peers[StateActive].id, now), ErrNoContact)
+}
+
+func TestMarshalContact(t *testing.T) {
+	c := Contact{ID: "abc", Peer: newNode(t, Policy{}).id, Handle: "H", State: StatePendingIn, Note: "n", Updated: t0, DeniedUntil: t0.Add(time.Hour)}
+	b, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Contact
+	if err := d.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, d) {
+		t.Fatalf("round trip:\n%+v\n%+v", c, d)
+	}
+	for _, bad := range [][]byte{nil, {0xa0}, []byte("x")} {
+		if err := d.UnmarshalBinary(bad); !errors.Is(err, ErrBadRecord) {
+			t.Fatalf("%x: %v", bad, err)
+		}
+	}
+}
