@@ -1,0 +1,291 @@
+package rooms
+
+import (
+	"encoding/binary"
+	"slices"
+)
+
+// Less reports whether the event (depthA, idA) comes before (depthB, idB) in
+// display order: by depth, then by event ID bytes. Every node shows a room's
+// events in this order, which extends the causal order.
+func Less(depthA uint64, idA ID, depthB uint64, idB ID) bool {
+	if depthA != depthB {
+		return depthA < depthB
+	}
+	return idA.Compare(idB) < 0
+}
+
+// OrderKeyLen is the length of an OrderKey.
+const OrderKeyLen = 8 + len(ID{})
+
+// OrderKey returns depth as 8 bytes big-endian followed by the 32 bytes of
+// id, so that a byte-ordered store iterates events in display order.
+func OrderKey(depth uint64, id ID) []byte {
+	k := make([]byte, OrderKeyLen)
+	binary.BigEndian.PutUint64(k, depth)
+	copy(k[8:], id[:])
+	return k
+}
+
+// Limits of a Pending pool.
+const (
+	// DefaultPendingEvents is the event bound NewPending uses when given 0.
+	DefaultPendingEvents = 4096
+	// DefaultPendingBytes is the byte bound NewPending uses when given 0.
+	DefaultPendingBytes = 16 << 20
+	// MaxDeps is the largest number of missing dependencies of one pending
+	// event: its parents plus any extra IDs the caller waits for.
+	MaxDeps = 64
+	// MaxMissing is the most IDs Pending.Missing returns; it equals the
+	// number of IDs a Hello may want.
+	MaxMissing = MaxWant
+)
+
+// Accounting per pending item, beyond its wire and body bytes, for the
+// byte bound: the item, its decoded event and its map entries (itemOverhead),
+// and per dependency its waiter set and list entry (depOverhead). These are
+// measured estimates for 64-bit platforms.
+const (
+	itemOverhead = 512
+	depOverhead  = 384
+)
+
+// Item is an event that waits in a Pending pool, or that Ready released.
+type Item struct {
+	ID    ID
+	Event *Event
+	Wire  []byte
+}
+
+// pendingItem is an Item with what it still waits for and its place in the
+// pool's insertion order (oldest first), used for eviction.
+type pendingItem struct {
+	Item
+	missing    []ID // dependencies not yet stored; never empty while pooled
+	cost       int
+	prev, next *pendingItem
+}
+
+// Pending is a bounded pool of events whose dependencies (parents, and any
+// extra IDs the caller names) are not stored yet. It holds at most maxEvents
+// items and about maxBytes of memory; when full, the oldest items are
+// evicted. Evicted events are simply forgotten: they come back through
+// gossip or sync, and their IDs appear in Missing while others wait on them.
+//
+// The protocol of use, for the one goroutine that owns a room:
+//
+//	e, id, err := Decode(wire)            // then: already stored? skip
+//	missing := parents of e not stored     // pending ones count as missing
+//	if len(missing) > 0 { p.Add(id, e, wire, missing); return }
+//	queue := []Item{{id, e, wire}}
+//	for len(queue) > 0 {
+//		it := queue[0]; queue = queue[1:]
+//		if check and store it succeed { queue = append(queue, p.Ready(it.ID)...) }
+//		else { p.Discard(it.ID) }
+//	}
+//
+// Ready must be called for every ID that becomes stored, however it
+// arrived. An item is released only when all its dependencies are stored,
+// so the loop above stores events in causal order, iteratively, however
+// long the chain. Pending is not safe for concurrent use.
+type Pending struct {
+	maxEvents, maxBytes int
+	bytes               int
+	items               map[ID]*pendingItem
+	// waiters maps a dependency to the pooled items that wait for it.
+	waiters        map[ID]map[ID]struct{}
+	oldest, newest *pendingItem
+}
+
+// NewPending returns an empty pool bounded to maxEvents items and about
+// maxBytes of memory. Zero or negative bounds select DefaultPendingEvents
+// and DefaultPendingBytes.
+func NewPending(maxEvents, maxBytes int) *Pending {
+	if maxEvents <= 0 {
+		maxEvents = DefaultPendingEvents
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultPendingBytes
+	}
+	return &Pending{
+		maxEvents: maxEvents,
+		maxBytes:  maxBytes,
+		items:     make(map[ID]*pendingItem),
+		waiters:   make(map[ID]map[ID]struct{}),
+	}
+}
+
+// Len returns the number of pooled events.
+func (p *Pending) Len() int { return len(p.items) }
+
+// Bytes returns the approximate memory the pooled events hold.
+func (p *Pending) Bytes() int { return p.bytes }
+
+// Has reports whether id is pooled.
+func (p *Pending) Has(id ID) bool {
+	_, ok := p.items[id]
+	return ok
+}
+
+// Add pools the event id until every ID in missing is stored, evicting the
+// oldest items if the pool is full. It keeps e and wire (which must not be
+// modified afterwards) and copies missing. It reports false, and pools
+// nothing, if id is already pooled, if missing is empty (store the event
+// now) or has more than MaxDeps distinct IDs or contains id itself, or if
+// the event alone exceeds the byte bound.
+func (p *Pending) Add(id ID, e *Event, wire []byte, missing []ID) (added bool) {
+	if _, dup := p.items[id]; dup || len(missing) == 0 {
+		return false
+	}
+	deps := SortIDs(slices.Clone(missing))
+	if len(deps) > MaxDeps {
+		return false
+	}
+	if _, self := slices.BinarySearchFunc(deps, id, ID.Compare); self {
+		return false
+	}
+	cost := itemOverhead + len(wire) + len(deps)*depOverhead
+	if e != nil {
+		cost += len(e.Body)
+	}
+	if cost > p.maxBytes {
+		return false
+	}
+	for p.oldest != nil && (len(p.items) >= p.maxEvents || p.bytes+cost > p.maxBytes) {
+		p.remove(p.oldest)
+	}
+	it := &pendingItem{Item: Item{ID: id, Event: e, Wire: wire}, missing: deps, cost: cost}
+	p.items[id] = it
+	p.bytes += cost
+	it.prev = p.newest
+	if p.newest != nil {
+		p.newest.next = it
+	} else {
+		p.oldest = it
+	}
+	p.newest = it
+	for _, d := range deps {
+		w := p.waiters[d]
+		if w == nil {
+			w = make(map[ID]struct{}, 1)
+			p.waiters[d] = w
+		}
+		w[id] = struct{}{}
+	}
+	return true
+}
+
+// Ready records that stored is now stored and returns, in display order,
+// the pooled items that no longer miss anything; they leave the pool. The
+// items returned by one call do not depend on each other. If stored was
+// itself pooled it is dropped from the pool.
+func (p *Pending) Ready(stored ID) []Item {
+	if it, ok := p.items[stored]; ok {
+		p.remove(it)
+	}
+	ws := p.waiters[stored]
+	delete(p.waiters, stored)
+	var out []Item
+	for wid := range ws {
+		it := p.items[wid]
+		if i := slices.Index(it.missing, stored); i >= 0 {
+			it.missing = slices.Delete(it.missing, i, i+1)
+		}
+		if len(it.missing) == 0 {
+			p.remove(it)
+			out = append(out, it.Item)
+		}
+	}
+	slices.SortFunc(out, func(a, b Item) int {
+		switch {
+		case Less(depthOf(a.Event), a.ID, depthOf(b.Event), b.ID):
+			return -1
+		case a.ID == b.ID:
+			return 0
+		}
+		return 1
+	})
+	return out
+}
+
+func depthOf(e *Event) uint64 {
+	if e == nil {
+		return 0
+	}
+	return e.Depth
+}
+
+// Discard drops id from the pool, if there, and every pooled item that
+// waits on it directly or indirectly: use it when id was refused, since
+// nothing that depends on it can be delivered. It returns the IDs dropped.
+func (p *Pending) Discard(id ID) []ID {
+	var gone []ID
+	if it, ok := p.items[id]; ok {
+		p.remove(it)
+		gone = append(gone, id)
+	}
+	queue := []ID{id}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		ws := p.waiters[d]
+		delete(p.waiters, d)
+		for wid := range ws {
+			if it, ok := p.items[wid]; ok {
+				p.remove(it)
+				gone = append(gone, wid)
+				queue = append(queue, wid)
+			}
+		}
+	}
+	return gone
+}
+
+// Missing returns up to MaxMissing IDs that pooled items wait for and that
+// are not pooled themselves: the events to fetch. The dependencies of older
+// items come first.
+func (p *Pending) Missing() []ID {
+	var out []ID
+	seen := make(map[ID]struct{})
+	for it := p.oldest; it != nil && len(out) < MaxMissing; it = it.next {
+		for _, d := range it.missing {
+			if _, pooled := p.items[d]; pooled {
+				continue
+			}
+			if _, dup := seen[d]; dup {
+				continue
+			}
+			seen[d] = struct{}{}
+			out = append(out, d)
+			if len(out) == MaxMissing {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// remove takes it out of the pool, its order list and its waiter entries.
+func (p *Pending) remove(it *pendingItem) {
+	delete(p.items, it.ID)
+	p.bytes -= it.cost
+	if it.prev != nil {
+		it.prev.next = it.next
+	} else {
+		p.oldest = it.next
+	}
+	if it.next != nil {
+		it.next.prev = it.prev
+	} else {
+		p.newest = it.prev
+	}
+	it.prev, it.next = nil, nil
+	for _, d := range it.missing {
+		if w := p.waiters[d]; w != nil {
+			delete(w, it.ID)
+			if len(w) == 0 {
+				delete(p.waiters, d)
+			}
+		}
+	}
+}

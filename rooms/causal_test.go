@@ -1,0 +1,401 @@
+package rooms
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+// dagEvent is an unsigned event for pool tests: only Parents and Depth matter.
+func dagEvent(depth uint64, parents ...ID) *Event {
+	return &Event{Kind: KindMessage, Depth: depth, Parents: SortIDs(parents)}
+}
+
+// deliver runs the caller's loop from the Pending documentation, starting
+// from stored, and returns the IDs stored in order.
+func deliver(p *Pending, stored ID, has map[ID]bool) []Item {
+	var out []Item
+	queue := p.Ready(stored)
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		has[it.ID] = true
+		out = append(out, it)
+		queue = append(queue, p.Ready(it.ID)...)
+	}
+	return out
+}
+
+// add pools e as the room actor would: missing = parents not stored.
+func add(t *testing.T, p *Pending, id ID, e *Event, has map[ID]bool) {
+	t.Helper()
+	var missing []ID
+	for _, par := range e.Parents {
+		if !has[par] {
+			missing = append(missing, par)
+		}
+	}
+	if !p.Add(id, e, []byte("wire"), missing) {
+		t.Fatalf("Add(%s) refused", id)
+	}
+}
+
+func checkCausal(t *testing.T, got []Item, has map[ID]bool) {
+	t.Helper()
+	seen := make(map[ID]bool)
+	for id := range has {
+		seen[id] = true
+	}
+	for _, it := range got {
+		seen[it.ID] = false
+	}
+	for _, it := range got {
+		for _, par := range it.Event.Parents {
+			if !seen[par] {
+				t.Fatalf("%s delivered before its parent %s", it.ID, par)
+			}
+		}
+		seen[it.ID] = true
+	}
+}
+
+func TestPendingLongChain(t *testing.T) {
+	const n = 10_000
+	ids := make([]ID, n+1)
+	events := make([]*Event, n+1)
+	for i := range ids {
+		ids[i] = fakeID(i)
+		if i > 0 {
+			events[i] = dagEvent(uint64(i+1), ids[i-1])
+		}
+	}
+	for _, order := range []string{"reverse", "shuffled"} {
+		t.Run(order, func(t *testing.T) {
+			p := NewPending(n, 64<<20)
+			has := map[ID]bool{}
+			idx := make([]int, 0, n)
+			for i := n; i >= 1; i-- {
+				idx = append(idx, i)
+			}
+			if order == "shuffled" {
+				rand.New(rand.NewPCG(1, 2)).Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+			}
+			for _, i := range idx {
+				add(t, p, ids[i], events[i], has)
+			}
+			if p.Len() != n {
+				t.Fatalf("Len = %d, want %d", p.Len(), n)
+			}
+			if m := p.Missing(); len(m) != 1 || m[0] != ids[0] {
+				t.Fatalf("Missing = %v, want [%s]", m, ids[0])
+			}
+			has[ids[0]] = true
+			got := deliver(p, ids[0], has)
+			if len(got) != n {
+				t.Fatalf("delivered %d of %d", len(got), n)
+			}
+			for i, it := range got {
+				if it.ID != ids[i+1] {
+					t.Fatalf("position %d: got %s, want %s", i, it.ID, ids[i+1])
+				}
+			}
+			if p.Len() != 0 || p.Bytes() != 0 || len(p.waiters) != 0 || p.oldest != nil || p.newest != nil {
+				t.Fatalf("pool not empty: len %d bytes %d waiters %d", p.Len(), p.Bytes(), len(p.waiters))
+			}
+		})
+	}
+}
+
+func TestPendingDiamond(t *testing.T) {
+	a, b, c, d := fakeID(1), fakeID(2), fakeID(3), fakeID(4)
+	eb, ec, ed := dagEvent(2, a), dagEvent(2, a), dagEvent(3, b, c)
+	p := NewPending(0, 0)
+	has := map[ID]bool{}
+	add(t, p, d, ed, has)
+	if m := p.Missing(); !sameSet(m, []ID{b, c}) {
+		t.Fatalf("Missing = %v, want b, c", m)
+	}
+	add(t, p, b, eb, has)
+	add(t, p, c, ec, has)
+	if m := p.Missing(); !sameSet(m, []ID{a}) {
+		t.Fatalf("Missing = %v, want a", m)
+	}
+	if p.Add(c, ec, nil, []ID{a}) {
+		t.Fatal("duplicate Add accepted")
+	}
+	if got := p.Ready(fakeID(99)); len(got) != 0 {
+		t.Fatalf("Ready(unrelated) = %v", got)
+	}
+	has[a] = true
+	first := p.Ready(a)
+	if len(first) != 2 || !Less(2, first[0].ID, 2, first[1].ID) {
+		t.Fatalf("Ready(a) = %v, want b and c in display order", first)
+	}
+	has[first[0].ID] = true
+	if got := p.Ready(first[0].ID); len(got) != 0 {
+		t.Fatalf("d released with one parent missing: %v", got)
+	}
+	has[first[1].ID] = true
+	got := p.Ready(first[1].ID)
+	if len(got) != 1 || got[0].ID != d {
+		t.Fatalf("Ready = %v, want d", got)
+	}
+	if p.Len() != 0 || p.Bytes() != 0 || len(p.waiters) != 0 {
+		t.Fatalf("pool not empty")
+	}
+}
+
+// TestPendingExtraDeps: the caller may wait for IDs beyond the parents.
+func TestPendingExtraDeps(t *testing.T) {
+	a, x, e := fakeID(1), fakeID(2), fakeID(3)
+	p := NewPending(0, 0)
+	if !p.Add(e, dagEvent(2, a), nil, []ID{a, x, a}) {
+		t.Fatal("Add refused")
+	}
+	if got := p.Ready(a); len(got) != 0 {
+		t.Fatal("released before extra dependency")
+	}
+	if got := p.Ready(x); len(got) != 1 || got[0].ID != e {
+		t.Fatalf("Ready(x) = %v", got)
+	}
+}
+
+func TestPendingAddRefuses(t *testing.T) {
+	p := NewPending(10, 100_000)
+	id := fakeID(1)
+	var many []ID
+	for i := range MaxDeps + 1 {
+		many = append(many, fakeID(100+i))
+	}
+	cases := map[string]struct {
+		wire    []byte
+		missing []ID
+	}{
+		"no missing":    {nil, nil},
+		"too many deps": {nil, many},
+		"self":          {nil, []ID{fakeID(2), id}},
+		"too big":       {make([]byte, 100_000), []ID{fakeID(2)}},
+	}
+	for name, c := range cases {
+		if p.Add(id, dagEvent(2), c.wire, c.missing) {
+			t.Errorf("%s: Add accepted", name)
+		}
+	}
+	if p.Len() != 0 || p.Bytes() != 0 {
+		t.Fatal("refused Add left state")
+	}
+	if !p.Add(id, dagEvent(2), nil, many[:MaxDeps]) {
+		t.Fatal("MaxDeps dependencies refused")
+	}
+}
+
+func TestPendingEvictsOldest(t *testing.T) {
+	p := NewPending(100, 1<<30)
+	for i := range 1000 {
+		if !p.Add(fakeID(i), dagEvent(2, fakeID(1_000_000+i)), []byte("w"), []ID{fakeID(1_000_000 + i)}) {
+			t.Fatalf("Add %d refused", i)
+		}
+		if p.Len() > 100 {
+			t.Fatalf("Len %d over bound", p.Len())
+		}
+	}
+	for i := range 1000 {
+		if p.Has(fakeID(i)) != (i >= 900) {
+			t.Fatalf("Has(%d) = %v", i, p.Has(fakeID(i)))
+		}
+	}
+	if len(p.waiters) != 100 {
+		t.Fatalf("waiters %d, want 100 (evicted entries leaked)", len(p.waiters))
+	}
+	m := p.Missing()
+	if len(m) != 100 || m[0] != fakeID(1_000_900) {
+		t.Fatalf("Missing: %d ids, first %s", len(m), m[0])
+	}
+
+	// Byte bound: 10 KiB wires in a 100 KiB pool.
+	p = NewPending(1000, 100<<10)
+	for i := range 100 {
+		p.Add(fakeID(i), dagEvent(2), make([]byte, 10<<10), []ID{fakeID(-1)})
+		if p.Bytes() > 100<<10 {
+			t.Fatalf("Bytes %d over bound", p.Bytes())
+		}
+	}
+	if p.Len() == 0 || p.Len() > 10 || !p.Has(fakeID(99)) {
+		t.Fatalf("Len %d after byte-bounded flood", p.Len())
+	}
+}
+
+// TestPendingEvictedDependency: an evicted item that others wait on is
+// wanted again.
+func TestPendingEvictedDependency(t *testing.T) {
+	a, b, c := fakeID(1), fakeID(2), fakeID(3)
+	p := NewPending(2, 0)
+	p.Add(b, dagEvent(2, a), nil, []ID{a})
+	p.Add(c, dagEvent(3, b), nil, []ID{b})
+	if m := p.Missing(); !sameSet(m, []ID{a}) {
+		t.Fatalf("Missing = %v", m)
+	}
+	p.Add(fakeID(4), dagEvent(2, fakeID(5)), nil, []ID{fakeID(5)}) // evicts b
+	if p.Has(b) {
+		t.Fatal("b not evicted")
+	}
+	if m := p.Missing(); !sameSet(m, []ID{b, fakeID(5)}) {
+		t.Fatalf("Missing = %v, want b and 5", m)
+	}
+	// b comes back via sync and is stored directly: c is released.
+	if got := p.Ready(b); len(got) != 1 || got[0].ID != c {
+		t.Fatalf("Ready(b) = %v", got)
+	}
+}
+
+func TestPendingReadyRemovesStored(t *testing.T) {
+	a, b := fakeID(1), fakeID(2)
+	p := NewPending(0, 0)
+	p.Add(b, dagEvent(2, a), nil, []ID{a})
+	if got := p.Ready(b); len(got) != 0 || p.Has(b) || p.Len() != 0 || len(p.waiters) != 0 {
+		t.Fatalf("stored item still pooled: %v", got)
+	}
+}
+
+func TestPendingDiscard(t *testing.T) {
+	a, b, c, d, x := fakeID(1), fakeID(2), fakeID(3), fakeID(4), fakeID(5)
+	p := NewPending(0, 0)
+	p.Add(b, dagEvent(2, a), nil, []ID{a})
+	p.Add(c, dagEvent(3, b), nil, []ID{b})
+	p.Add(d, dagEvent(4, c, x), nil, []ID{c, x})
+	p.Add(x, dagEvent(2, a), nil, []ID{fakeID(6)})
+	gone := p.Discard(b)
+	if !sameSet(gone, []ID{b, c, d}) {
+		t.Fatalf("Discard = %v, want b c d", gone)
+	}
+	if p.Len() != 1 || !p.Has(x) {
+		t.Fatalf("Len %d after discard", p.Len())
+	}
+	if m := p.Missing(); !sameSet(m, []ID{fakeID(6)}) {
+		t.Fatalf("Missing = %v", m)
+	}
+	if len(p.waiters) != 1 {
+		t.Fatalf("waiters leaked: %d", len(p.waiters))
+	}
+	if gone := p.Discard(fakeID(77)); len(gone) != 0 {
+		t.Fatalf("Discard(unknown) = %v", gone)
+	}
+}
+
+func TestPendingMissingBounded(t *testing.T) {
+	p := NewPending(1000, 0)
+	for i := range 1000 {
+		p.Add(fakeID(i), dagEvent(2), nil, []ID{fakeID(10_000 + i), fakeID(20_000 + i)})
+	}
+	m := p.Missing()
+	if len(m) != MaxMissing {
+		t.Fatalf("Missing returned %d, want %d", len(m), MaxMissing)
+	}
+	if m[0] != fakeID(10_000) && m[0] != fakeID(20_000) {
+		t.Fatal("Missing does not start with the oldest item's dependencies")
+	}
+}
+
+// TestPendingFloodMemory floods the pool with events whose parents never
+// arrive and checks that memory stays bounded.
+func TestPendingFloodMemory(t *testing.T) {
+	const maxBytes = 4 << 20
+	p := NewPending(2000, maxBytes)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	wire := make([]byte, 1<<10)
+	for i := range 200_000 {
+		deps := []ID{fakeID(-i), fakeID(-i - 1_000_000)}
+		p.Add(fakeID(i), dagEvent(2, deps...), bytes.Clone(wire), deps)
+		if p.Len() > 2000 || p.Bytes() > maxBytes {
+			t.Fatalf("bound broken at %d: len %d bytes %d", i, p.Len(), p.Bytes())
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if p.Len() == 0 || len(p.waiters) != 2*p.Len() {
+		t.Fatalf("len %d waiters %d", p.Len(), len(p.waiters))
+	}
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if grew > 2*maxBytes {
+		t.Fatalf("heap grew %d bytes for a %d-byte pool", grew, maxBytes)
+	}
+	t.Logf("heap grew %d KiB, pool accounts %d KiB", grew>>10, p.Bytes()>>10)
+}
+
+func TestLessAndOrderKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		da, db := r.Uint64N(4), r.Uint64N(4)
+		if r.IntN(2) == 0 {
+			da, db = r.Uint64(), r.Uint64()
+		}
+		ia, ib := fakeID(r.IntN(5)), fakeID(r.IntN(5))
+		ka, kb := OrderKey(da, ia), OrderKey(db, ib)
+		if len(ka) != OrderKeyLen {
+			t.Fatal("bad key length")
+		}
+		if Less(da, ia, db, ib) != (bytes.Compare(ka, kb) < 0) {
+			t.Fatalf("Less and OrderKey disagree on (%d,%s) (%d,%s)", da, ia, db, ib)
+		}
+	}
+	if !Less(1, fakeID(1), 2, fakeID(0)) || Less(2, fakeID(0), 1, fakeID(1)) {
+		t.Fatal("depth must order first")
+	}
+}
+
+func sameSet(a, b []ID) bool {
+	a, b = SortIDs(slices.Clone(a)), SortIDs(slices.Clone(b))
+	return slices.Equal(a, b)
+}
+
+// TestPendingRandomDAG delivers a random DAG arriving in random order and
+// checks that every event is stored after its parents.
+func TestPendingRandomDAG(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const n = 3000
+	ids := make([]ID, n)
+	events := make([]*Event, n)
+	depth := make([]uint64, n)
+	ids[0], events[0], depth[0] = fakeID(0), &Event{Kind: KindCreate, Depth: 1}, 1
+	for i := 1; i < n; i++ {
+		ids[i] = fakeID(i)
+		var parents []ID
+		var d uint64
+		for range 1 + r.IntN(3) {
+			j := max(0, i-1-r.IntN(20))
+			parents = append(parents, ids[j])
+			d = max(d, depth[j])
+		}
+		depth[i] = d + 1
+		events[i] = dagEvent(d+1, parents...)
+	}
+	order := r.Perm(n)
+	p := NewPending(n, 1<<30)
+	has := map[ID]bool{}
+	var got []Item
+	for _, i := range order {
+		e := events[i]
+		if has[ids[i]] || p.Has(ids[i]) {
+			continue
+		}
+		ready := true
+		for _, par := range e.Parents {
+			ready = ready && has[par]
+		}
+		if !ready {
+			add(t, p, ids[i], e, has)
+			continue
+		}
+		has[ids[i]] = true
+		got = append(got, Item{ID: ids[i], Event: e})
+		got = append(got, deliver(p, ids[i], has)...)
+	}
+	if len(got) != n || p.Len() != 0 || len(p.waiters) != 0 {
+		t.Fatalf("delivered %d of %d, %d still pooled", len(got), n, p.Len())
+	}
+	checkCausal(t, got, nil)
+}

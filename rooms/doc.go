@@ -1,0 +1,81 @@
+// Package rooms holds Parley's rooms: signed events, the causal DAG they
+// form, and the catch-up protocol that moves them between nodes.
+//
+// This part of the package is pure: the event wire format (Seal, Decode),
+// the causal-delivery pool (Pending) and the sync frames (Hello, Batch).
+// It starts no goroutines and does no I/O of its own.
+//
+// # Events
+//
+// An event is a CBOR map with small-integer keys, encoded in core
+// deterministic mode (RFC 8949 §4.2.1: shortest integers, definite lengths,
+// keys sorted), with zero-valued fields left out:
+//
+//	1 v        uint   version, 1
+//	2 room     text   identity.RoomID
+//	3 author   bytes  the author node's peer ID (Ed25519 only)
+//	4 agent    text   identity.AgentName of the speaking agent
+//	5 seq      uint   per (room, author): 1, 2, 3, … without gaps
+//	6 parents  [bytes] the author's heads: 32-byte IDs, ≤ 20, sorted, unique
+//	7 depth    uint   max parent depth + 1; 1 for create; < 2^40
+//	8 time     int    author's clock, unix milliseconds, ≥ 0
+//	9 kind     text   create | invite | join | leave | message
+//	10 body    bytes  ≤ 64 KiB; message: UTF-8 text; invite: the invited peer ID
+//	11 reply_to bytes optional: the 32-byte ID of the event answered
+//	12 to      text   optional: agent address NAME or NAME@PEER, canonical form
+//
+// These bytes are the payload. The wire form is the CBOR map
+// {1: payload, 2: sig}, also deterministic, where sig is the author's
+// Ed25519 signature of payload under domain identity.DomainRoomEvent. The
+// event ID is SHA-256 of the wire form; it is written as 52 characters of
+// lower-case base32 without padding.
+//
+// Decode accepts at most 80 KiB of wire and refuses any encoding that is not
+// the canonical one (by re-encoding and comparing), so one event has exactly
+// one ID; Ed25519 signatures cannot be re-shaped by a third party either.
+// It also refuses unknown versions and kinds, and enforces: seq ≥ 1; a create
+// event has seq 1, no parents and depth 1; any other event has 1 to 20
+// parents and depth ≥ 2. An author that signs two events with the same seq
+// equivocates; Decode cannot see that, the store can.
+//
+// # Causal delivery
+//
+// An event is stored, and shown, only after all its parents are stored and
+// the room's rules accept it: its depth equals its parents' maximum depth
+// plus one (Event.CheckDepth), and its author node is a member in its causal
+// past. An event whose parents are not all stored waits in a bounded Pending
+// pool, and the IDs it waits for (Pending.Missing) are fetched by sync. When
+// an event is stored, Pending.Ready releases the events that waited only for
+// it; storing those in turn releases more, so delivery follows causal order.
+// If an event is refused, Pending.Discard drops everything that waits on it.
+//
+// Every node shows a room in the same display order, (depth, event ID),
+// which extends the causal order; OrderKey gives it as a byte-ordered key.
+//
+// # Catch-up: /parley/sync/1
+//
+// GossipSub delivers new events, but its gossip covers only seconds. On
+// joining, on connecting to a member, on a missing parent, and periodically,
+// a node opens a stream with protocol /parley/sync/1 to a member of the room
+// and catches up. Each frame on the stream is a uvarint length (minimal
+// encoding, 1 to 1 MiB) followed by that many bytes of CBOR (definite
+// lengths, no tags, no duplicate or unknown keys).
+//
+// The requester writes one Hello frame:
+//
+//	{1: room text, 2: heads [bytes] (≤ 64), 3: vv [[author bytes, seq uint]] (≤ 4096),
+//	 4: want [bytes] (≤ 256), 5: limit uint}
+//
+// vv maps each author node to the highest seq the requester holds without
+// a gap; want names events it misses (typically Pending.Missing); limit is
+// the most events it wants back (0: the responder chooses). The responder
+// serves only members of the room. It sends the events of the room that the
+// requester lacks — those of each author above its vv entry, and the wanted
+// ones it holds — in display order (so each arrives after its parents), as
+// Batch frames {1: [event wire bytes] (1 to 1024)}, and then one end frame
+// {2: true, 3: more}, where more says it stopped at a limit and the
+// requester should ask again. Every event received is checked with Decode
+// and the room's rules like one from gossip. Heads tell the responder
+// whether the requester has something it lacks; it may then sync the other
+// way on a stream of its own.
+package rooms

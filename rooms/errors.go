@@ -1,0 +1,43 @@
+package rooms
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/parley-mesh/parley/identity"
+)
+
+var (
+	// ErrTooLarge is returned when an event, a body, an address or a sync
+	// frame is larger than its limit.
+	ErrTooLarge = errors.New("rooms: too large")
+	// ErrMalformed is returned when bytes do not decode as the expected
+	// structure, or a field has the wrong type, length or syntax.
+	ErrMalformed = errors.New("rooms: malformed")
+	// ErrNonCanonical is returned when an event or its wire form is valid CBOR
+	// but not in the one canonical encoding (so it would have a second ID).
+	ErrNonCanonical = errors.New("rooms: non-canonical encoding")
+	// ErrBadVersion is returned when an event has a version this node does not know.
+	ErrBadVersion = errors.New("rooms: unknown event version")
+	// ErrBadKind is returned when an event has a kind this node does not know.
+	ErrBadKind = errors.New("rooms: unknown event kind")
+	// ErrBadSignature is returned when an event's signature does not verify
+	// against its author. It wraps identity.ErrBadSignature.
+	ErrBadSignature = fmt.Errorf("rooms: bad event signature: %w", identity.ErrBadSignature)
+	// ErrBadAuthor is returned when an event's author is not an Ed25519 peer
+	// ID, or (by Seal) when it does not match the signing key.
+	ErrBadAuthor = errors.New("rooms: bad event author")
+	// ErrBadSeq is returned when an event's sequence number is zero.
+	ErrBadSeq = errors.New("rooms: bad event sequence number")
+	// ErrTooManyParents is returned when an event has more than MaxParents parents.
+	ErrTooManyParents = errors.New("rooms: too many parents")
+	// ErrBadParents is returned when an event's parents are unsorted or
+	// repeated, when a create event has parents, or another event has none.
+	ErrBadParents = errors.New("rooms: bad parents")
+	// ErrBadDepth is returned when an event's depth is out of range, does not
+	// fit its kind, or is not its parents' maximum depth plus one.
+	ErrBadDepth = errors.New("rooms: bad depth")
+	// ErrNotInvite is returned when an invite target is asked of an event
+	// that is not an invite.
+	ErrNotInvite = errors.New("rooms: not an invite")
+)
