@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/parley-mesh/parley/rooms"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -35,6 +38,11 @@ type Config struct {
 	Gater connmgr.ConnectionGater
 	// NoLocalAPI turns off the unix-socket API. False means it is served.
 	NoLocalAPI bool
+	// RoomPolicy decides whom rooms deal with (consent plugs in here). Nil
+	// means rooms.DefaultPolicy: invite only connected peers.
+	RoomPolicy rooms.Policy
+	// SyncInterval is the rooms' anti-entropy period. Zero means 30 s.
+	SyncInterval time.Duration
 	// ConnLow and ConnHigh are the connection manager's watermarks. Zero
 	// means 64 and 192.
 	ConnLow, ConnHigh int

@@ -31,6 +31,7 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // Version is the Parley version reported by the node.
@@ -59,6 +60,7 @@ type Node struct {
 	dht     *dht.IpfsDHT
 	ps      *pubsub.PubSub
 	db      *store.DB
+	rooms   *rooms.Manager
 	mdns    mdns.Service
 	api     *localapi.Server
 	wg      sync.WaitGroup
@@ -128,6 +130,9 @@ func (n *Node) DHT() *dht.IpfsDHT { return n.dht }
 // PubSub is the node's GossipSub router (nil before Start).
 func (n *Node) PubSub() *pubsub.PubSub { return n.ps }
 
+// Rooms is the node's rooms service (nil before Start).
+func (n *Node) Rooms() *rooms.Manager { return n.rooms }
+
 // Registry is the node's metrics registry.
 func (n *Node) Registry() *prometheus.Registry { return n.reg }
 
@@ -175,15 +180,37 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.dht = kad
 
+	rm, err := rooms.New(rooms.Config{
+		Host:         n.host,
+		Store:        n.db,
+		Key:          n.priv,
+		Logger:       n.log,
+		Registry:     n.reg,
+		Policy:       n.cfg.RoomPolicy,
+		SyncInterval: n.cfg.SyncInterval,
+	})
+	if err != nil {
+		return err
+	}
+	n.rooms = rm
+
+	// Room events are signed by their authors, so GossipSub's own signing
+	// is off; a message's ID is the hash of its bytes, as an event's is.
 	ps, err := pubsub.NewGossipSub(n.ctx, n.host,
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign),
 		pubsub.WithNoAuthor(),
 		pubsub.WithMessageIdFn(messageID),
+		pubsub.WithPeerFilter(rm.PeerFilter),
+		pubsub.WithValidateQueueSize(4096),
+		pubsub.WithPeerOutboundQueueSize(4096),
 	)
 	if err != nil {
 		return fmt.Errorf("node: start gossipsub: %w", err)
 	}
 	n.ps = ps
+	if err := rm.Start(n.ctx, ps); err != nil {
+		return err
+	}
 
 	n.registerMetrics()
 
@@ -200,6 +227,7 @@ func (n *Node) start(ctx context.Context) error {
 			return err
 		}
 		n.api = localapi.NewServer(apiBackend{n}, n.log)
+		n.api.HandleRooms(n.rooms)
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -354,6 +382,9 @@ func (n *Node) Close() error {
 		}
 		if n.mdns != nil {
 			errs = append(errs, n.mdns.Close())
+		}
+		if n.rooms != nil {
+			errs = append(errs, n.rooms.Close())
 		}
 		if n.dht != nil {
 			errs = append(errs, n.dht.Close())

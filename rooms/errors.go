@@ -41,3 +41,27 @@ var (
 	// that is not an invite.
 	ErrNotInvite = errors.New("rooms: not an invite")
 )
+
+// Errors of rooms as a running service.
+var (
+	// ErrUnknownRoom is returned when a room is not one this node is in.
+	ErrUnknownRoom = errors.New("rooms: unknown room")
+	// ErrNotMember is returned when an event's author (or this node, when
+	// it tries to speak) is not a member of the room in the event's causal past.
+	ErrNotMember = errors.New("rooms: not a member")
+	// ErrEquivocation is returned when an author reuses a seq for a
+	// different event.
+	ErrEquivocation = errors.New("rooms: seq reused by its author")
+	// ErrSeqGap is returned when an author skips a seq.
+	ErrSeqGap = errors.New("rooms: seq skipped by its author")
+	// ErrBadCreate is returned when a create event does not found the room
+	// whose ID it carries.
+	ErrBadCreate = errors.New("rooms: bad create event")
+	// ErrInviteRefused is returned when an invite may not be sent or is
+	// refused by the invitee.
+	ErrInviteRefused = errors.New("rooms: invite refused")
+	// ErrClosed is returned when the rooms service has stopped.
+	ErrClosed = errors.New("rooms: closed")
+	// ErrTextTooLong is returned when a message text is over MaxBody bytes.
+	ErrTextTooLong = errors.New("rooms: text too long")
+)

@@ -37,6 +37,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(
 		upCmd(g),
 		idCmd(g), statusCmd(g), peersCmd(g), connectCmd(g), downCmd(g),
+		roomCmd(g),
 	)
 	return root
 }
@@ -65,7 +66,7 @@ func (g *globals) client(cmd *cobra.Command) (*localapi.Client, context.Context,
 		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
-	return localapi.NewClient(node.SocketPath(home)), ctx, cancel, nil
+	return localapi.NewClient(nodeSocket(home)), ctx, cancel, nil
 }
 
 // apiErr turns a local API error into the one line a user reads.
@@ -103,3 +104,5 @@ func printOut[T any](g *globals, w io.Writer, v T, human func(io.Writer, T)) err
 	human(w, v)
 	return nil
 }
+
+func nodeSocket(home string) string { return node.SocketPath(home) }

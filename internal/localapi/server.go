@@ -30,14 +30,15 @@ const MaxRequestBody = 1 << 20
 
 // Server serves the local API on a unix socket.
 type Server struct {
-	mux *http.ServeMux
+	done chan struct{} // closed by Shutdown, ends long-lived streams
+	mux  *http.ServeMux
 	srv *http.Server
 	log *slog.Logger
 }
 
 // NewServer builds the handlers; call Serve to start.
 func NewServer(b Backend, log *slog.Logger) *Server {
-	s := &Server{mux: http.NewServeMux(), log: log}
+	s := &Server{mux: http.NewServeMux(), log: log, done: make(chan struct{})}
 	s.mux.HandleFunc("GET /v1/id", func(w http.ResponseWriter, r *http.Request) { WriteJSON(w, b.Info()) })
 	s.mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { WriteJSON(w, b.Status()) })
 	s.mux.HandleFunc("GET /v1/peers", func(w http.ResponseWriter, r *http.Request) { WriteJSON(w, b.Peers()) })
@@ -100,6 +101,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops the server, waiting for in-flight requests until ctx ends;
 // then it closes what is left (long-lived streams).
 func (s *Server) Shutdown(ctx context.Context) error {
+	close(s.done)
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
 		return s.srv.Close()

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
 // DB is an open Parley database.
@@ -89,13 +91,35 @@ func (db *DB) Delete(key []byte) error {
 	return err
 }
 
+// Lookup returns a copy of the value at key and whether it exists.
+func (db *DB) Lookup(key []byte) ([]byte, bool, error) {
+	v, err := db.Get(key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, false, nil
+	}
+	return v, err == nil, err
+}
+
 // Scan calls fn for each key with the prefix, in key order, until fn returns
 // false. Key and value are valid only during the call.
 func (db *DB) Scan(prefix []byte, fn func(key, val []byte) bool) error {
+	return db.ScanFrom(prefix, nil, false, fn)
+}
+
+// ScanFrom is Scan starting at start (a key with the prefix; nil for the
+// first, or with reverse, the last), in reverse key order if reverse is set.
+func (db *DB) ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []byte) bool) error {
 	return db.bdb.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: reverse})
 		defer it.Close()
-		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		seek := start
+		if seek == nil {
+			seek = prefix
+			if reverse {
+				seek = append(append([]byte(nil), prefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+			}
+		}
+		for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
 			item := it.Item()
 			var cont bool
 			if err := item.Value(func(v []byte) error {
@@ -110,6 +134,38 @@ func (db *DB) Scan(prefix []byte, fn func(key, val []byte) bool) error {
 		}
 		return nil
 	})
+}
+
+// Apply writes ops atomically (one transaction; keep batches to a few
+// thousand keys). With durable set it returns only once the
+// batch is on disk (fsync), so a crash cannot lose it.
+func (db *DB) Apply(ops []schema.Op, durable bool) error {
+	err := db.bdb.Update(func(txn *badger.Txn) error {
+		for _, op := range ops {
+			var err error
+			if op.Delete {
+				err = txn.Delete(op.Key)
+			} else {
+				err = txn.Set(op.Key, op.Val)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, badger.ErrDBClosed) {
+		return ErrClosed
+	}
+	if err != nil {
+		return fmt.Errorf("store: write %d keys: %w", len(ops), err)
+	}
+	if durable {
+		if err := db.bdb.Sync(); err != nil {
+			return fmt.Errorf("store: sync: %w", err)
+		}
+	}
+	return nil
 }
 
 // Sync makes every write so far durable.

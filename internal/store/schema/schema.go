@@ -1,22 +1,23 @@
-package store
-
-// The whole key schema of a Parley database. Every key any package writes is
+// Package schema is the whole key schema of a Parley database. Every key any package writes is
 // built by a function here, so the layout can be read in one place.
 //
 //	m/version                          schema version
-//	r/<room>/meta                      room metadata (name, creator)
-//	r/<room>/e/<id>                    event wire bytes
+//	i/<room>                           rooms this node is in → metadata (JSON)
+//	r/<room>/e/<id>                    depth:8BE then the event's wire bytes
 //	r/<room>/o/<depth:8BE><id>         display-order index (value empty)
 //	r/<room>/a/<author>/<seq:8BE>      author sequence index → event id
 //	r/<room>/h/<id>                    current heads (value empty)
 //	r/<room>/m/<peer>                  member nodes → id of admitting event
-//	r/<room>/p/<id>                    pending events (wire bytes)
+//	r/<room>/v/<author>                author → highest contiguous seq stored
 //	c/<peer>                           contact records
 //	s/<session>                        agent sessions and cursors
-//	n/seq/<room>                       this node's last used seq per room
+//
+// Pending events (parents not yet stored) live only in memory: catch-up sync
+// fetches them again after a restart.
 //
 // <room> is the textual room ID; <id> the 32 raw bytes of an event ID;
 // <author> and <peer> the raw bytes of a peer ID prefixed by one length byte.
+package schema
 
 import "encoding/binary"
 
@@ -54,8 +55,11 @@ func BE8(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 // RoomPrefix is the prefix of every key of a room.
 func RoomPrefix(room string) []byte { return roomKey(room, "") }
 
-// RoomMeta is a room's metadata.
-func RoomMeta(room string) []byte { return roomKey(room, "meta") }
+// RoomIndex is a room's entry in the list of rooms this node is in.
+func RoomIndex(room string) []byte { return append([]byte("i/"), room...) }
+
+// RoomIndexPrefix is the prefix of the room list.
+func RoomIndexPrefix() []byte { return []byte("i/") }
 
 // RoomEvent is an event's wire bytes.
 func RoomEvent(room string, id []byte) []byte { return roomKey(room, "e/", id) }
@@ -93,11 +97,11 @@ func RoomMemberPrefix(room string) []byte { return roomKey(room, "m/") }
 // RoomMember is one member node.
 func RoomMember(room string, p []byte) []byte { return roomKey(room, "m/", PeerBytes(p)) }
 
-// RoomPendingPrefix is the prefix of the pending pool.
-func RoomPendingPrefix(room string) []byte { return roomKey(room, "p/") }
+// RoomVVPrefix is the prefix of the version vector.
+func RoomVVPrefix(room string) []byte { return roomKey(room, "v/") }
 
-// RoomPending is one pending event.
-func RoomPending(room string, id []byte) []byte { return roomKey(room, "p/", id) }
+// RoomVV is one author's highest contiguous seq.
+func RoomVV(room string, author []byte) []byte { return roomKey(room, "v/", PeerBytes(author)) }
 
 // RoomsPrefix is the prefix of every room key.
 func RoomsPrefix() []byte { return []byte("r/") }
@@ -114,5 +118,8 @@ func Session(id string) []byte { return append([]byte("s/"), id...) }
 // SessionPrefix is the prefix of every session record.
 func SessionPrefix() []byte { return []byte("s/") }
 
-// OwnSeq is this node's last used seq in a room.
-func OwnSeq(room string) []byte { return append([]byte("n/seq/"), room...) }
+// Op is one write in an atomic batch: a set, or a delete when Delete is true.
+type Op struct {
+	Key, Val []byte
+	Delete   bool
+}

@@ -1,0 +1,92 @@
+package rooms
+
+import (
+	"context"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// validate is the room topic's GossipSub validator. It runs inline, decodes
+// each message once (the result rides in ValidatorData to readGossip) and
+// refuses what no room state can make valid: bad bytes or signatures,
+// broken limits, another room, a reused seq, a lying depth, and a non-member
+// author whose parents are all stored (so its invite is not in the past).
+// What it cannot decide yet (unknown parents) it passes on for the room's
+// goroutine to hold in the pending pool.
+func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	e, id, err := Decode(msg.Data)
+	if err != nil {
+		r.m.reject(err)
+		return pubsub.ValidationReject
+	}
+	if e.Room != r.id {
+		r.m.reject(ErrMalformed)
+		return pubsub.ValidationReject
+	}
+	if from != r.m.self {
+		if r.m.cfg.Policy.Allowed(e.Author) != nil || r.m.cfg.Policy.Allowed(from) != nil {
+			r.m.metrics.rejected.WithLabelValues("no_consent").Inc()
+			return pubsub.ValidationIgnore
+		}
+		if _, ok := r.depthOfShared(id); ok {
+			r.m.metrics.duplicate.Inc()
+			return pubsub.ValidationIgnore
+		}
+		r.mu.RLock()
+		cur := r.vv[e.Author]
+		_, member := r.members[e.Author]
+		r.mu.RUnlock()
+		if e.Seq <= cur {
+			r.m.reject(ErrEquivocation)
+			return pubsub.ValidationReject
+		}
+		if e.Kind != KindCreate {
+			depths := make([]uint64, 0, len(e.Parents))
+			for _, p := range e.Parents {
+				d, ok := r.depthOfShared(p)
+				if !ok {
+					break
+				}
+				depths = append(depths, d)
+			}
+			if len(depths) == len(e.Parents) {
+				if err := e.CheckDepth(depths); err != nil {
+					r.m.reject(err)
+					return pubsub.ValidationReject
+				}
+				if !member {
+					r.m.reject(ErrNotMember)
+					return pubsub.ValidationReject
+				}
+			} else if !member {
+				// Perhaps invited in events we have not seen yet: don't
+				// forward, but let sync find out.
+				return pubsub.ValidationIgnore
+			}
+		}
+	}
+	msg.ValidatorData = &Item{ID: id, Event: e, Wire: msg.Data}
+	return pubsub.ValidationAccept
+}
+
+// readGossip moves validated messages from the subscription to the room's
+// goroutine.
+func (r *room) readGossip(ctx context.Context) {
+	for {
+		msg, err := r.sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		if msg.ReceivedFrom == r.m.self {
+			continue // own events are stored before they are published
+		}
+		it, ok := msg.ValidatorData.(*Item)
+		if !ok {
+			continue
+		}
+		if r.submit(ctx, input{item: it, from: msg.ReceivedFrom}) != nil {
+			return
+		}
+	}
+}

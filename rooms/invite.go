@@ -1,0 +1,223 @@
+package rooms
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/parley-mesh/parley/identity"
+)
+
+// ProtocolInvite is the stream protocol that tells a node it was invited.
+const ProtocolInvite protocol.ID = "/parley/invite/1"
+
+// maxInviteFrame caps an invite notice (an event plus a room name).
+const maxInviteFrame = MaxWire + 1024
+
+// inviteNotice is what an inviter sends on /parley/invite/1: the room, its
+// name (a hint until the create event arrives) and the signed invite event.
+type inviteNotice struct {
+	Room  string `cbor:"1,keyasint"`
+	Name  string `cbor:"2,keyasint,omitempty"`
+	Event []byte `cbor:"3,keyasint"`
+}
+
+// inviteAnswer is the invitee's reply.
+type inviteAnswer struct {
+	OK    bool   `cbor:"1,keyasint,omitempty"`
+	Error string `cbor:"2,keyasint,omitempty"`
+}
+
+func writeCBORFrame(w io.Writer, v any) error {
+	b, err := encMode.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := binary.AppendUvarint(make([]byte, 0, len(b)+binary.MaxVarintLen32), uint64(len(b)))
+	_, err = w.Write(append(buf, b...))
+	return err
+}
+
+func readCBORFrame(r io.Reader, max int, v any) error {
+	b, err := readFrame(r, max)
+	if err != nil {
+		return err
+	}
+	if err := frameDec.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return nil
+}
+
+// Invite admits target into the room: it records a signed invite event,
+// then tells target, which opens the room and catches up. If target cannot
+// be told now, it is told again when it next connects.
+func (m *Manager) Invite(ctx context.Context, id identity.RoomID, target peer.ID, agent identity.AgentName) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	if target == m.self {
+		return ID{}, fmt.Errorf("%w: this node is already in room %s", ErrInviteRefused, id)
+	}
+	if err := m.cfg.Policy.CanInvite(target); err != nil {
+		return ID{}, err
+	}
+	r.mu.RLock()
+	eid, already := r.members[target]
+	r.mu.RUnlock()
+	if !already {
+		eid, err = r.say(ctx, &sayReq{agent: agent, kind: KindInvite, body: []byte(target)})
+		if err != nil {
+			return ID{}, fmt.Errorf("rooms: invite %s to %s: %w", target, id, err)
+		}
+	}
+	if err := m.tellInvited(ctx, r, target, eid); err != nil {
+		return eid, fmt.Errorf("rooms: %s is invited to %s but could not be told yet (it will be when it connects): %w", target, id, err)
+	}
+	return eid, nil
+}
+
+// tellInvited sends target the notice of its invite event eid.
+func (m *Manager) tellInvited(ctx context.Context, r *room, target peer.ID, eid ID) error {
+	v, ok, err := m.cfg.Store.Lookup(storedKey(r.id, eid))
+	if err != nil || !ok {
+		return fmt.Errorf("invite event %s not stored: %v", eid, err)
+	}
+	_, wire, err := splitStored(v)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	s, err := m.cfg.Host.NewStream(ctx, target, ProtocolInvite)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(20 * time.Second))
+	r.mu.RLock()
+	name := r.meta.Name
+	r.mu.RUnlock()
+	if err := writeCBORFrame(s, inviteNotice{Room: string(r.id), Name: name, Event: wire}); err != nil {
+		s.Reset()
+		return err
+	}
+	_ = s.CloseWrite()
+	var ans inviteAnswer
+	if err := readCBORFrame(s, 4096, &ans); err != nil {
+		s.Reset()
+		return err
+	}
+	if !ans.OK {
+		return fmt.Errorf("%w by %s: %s", ErrInviteRefused, target, ans.Error)
+	}
+	return nil
+}
+
+// handleInvite serves /parley/invite/1 on the invitee.
+func (m *Manager) handleInvite(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(20 * time.Second))
+	remote := s.Conn().RemotePeer()
+	answer := func(err error) {
+		a := inviteAnswer{OK: err == nil}
+		if err != nil {
+			a.Error = err.Error()
+			m.log.Info("invite refused", "remote", remote.String(), "err", err)
+		}
+		_ = writeCBORFrame(s, a)
+	}
+	var n inviteNotice
+	if err := readCBORFrame(s, maxInviteFrame, &n); err != nil {
+		answer(err)
+		return
+	}
+	if err := m.cfg.Policy.Allowed(remote); err != nil {
+		answer(err)
+		return
+	}
+	id, err := identity.ParseRoomID(n.Room)
+	if err != nil {
+		answer(err)
+		return
+	}
+	e, _, err := Decode(n.Event)
+	if err != nil {
+		answer(err)
+		return
+	}
+	target, err := e.InviteTarget()
+	switch {
+	case err != nil:
+		answer(err)
+		return
+	case target != m.self || e.Author != remote || e.Room != id:
+		answer(fmt.Errorf("%w: the invite event is not %s inviting this node to %s", ErrInviteRefused, remote, id))
+		return
+	}
+	name := n.Name
+	if len(name) > 200 || !bytes.Equal([]byte(name), bytes.ToValidUTF8([]byte(name), nil)) {
+		name = ""
+	}
+	r, err := m.open(id, Meta{Name: name, InvitedBy: remote, Opened: time.Now().UTC()}, true)
+	if err != nil {
+		answer(err)
+		return
+	}
+	answer(nil)
+	m.log.Info("invited to room", "room", string(id), "remote", remote.String())
+	m.spawn(func() { m.joinAfterInvite(r, remote) })
+}
+
+// joinAfterInvite catches up with the inviter and announces this node.
+func (m *Manager) joinAfterInvite(r *room, inviter peer.ID) {
+	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Minute)
+	defer cancel()
+	if err := r.syncWith(ctx, inviter); err != nil {
+		m.log.Warn("catch-up after invite failed; will retry", "room", string(r.id), "err", err)
+		r.requestSync(inviter)
+		return
+	}
+	r.mu.RLock()
+	_, member := r.members[m.self]
+	spoke := r.vv[m.self] > 0
+	r.mu.RUnlock()
+	if member && !spoke {
+		if _, err := r.say(ctx, &sayReq{agent: identity.HumanAgent, kind: KindJoin}); err != nil {
+			m.log.Warn("join failed", "room", string(r.id), "err", err)
+		}
+	}
+}
+
+// retellInvites tells p again of rooms it was invited to but never spoke
+// in (it was offline, or the notice was lost).
+func (m *Manager) retellInvites(p peer.ID) {
+	m.mu.RLock()
+	var todo []*room
+	for _, r := range m.rooms {
+		r.mu.RLock()
+		_, member := r.members[p]
+		silent := r.vv[p] == 0 && r.meta.Creator != p
+		r.mu.RUnlock()
+		if member && silent {
+			todo = append(todo, r)
+		}
+	}
+	m.mu.RUnlock()
+	for _, r := range todo {
+		r.mu.RLock()
+		eid := r.members[p]
+		r.mu.RUnlock()
+		if err := m.tellInvited(m.ctx, r, p, eid); err != nil {
+			m.log.Debug("re-telling invite failed", "room", string(r.id), "remote", p.String(), "err", err)
+		}
+	}
+}

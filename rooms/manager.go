@@ -1,0 +1,611 @@
+package rooms
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// Policy decides whom this node deals with. Consent plugs in here; the
+// default lets the node invite only peers it is connected to, and accepts
+// everyone.
+type Policy interface {
+	// CanInvite returns nil if this node may invite target into a room.
+	CanInvite(target peer.ID) error
+	// Allowed returns nil if events, invites and sync from p are welcome.
+	Allowed(p peer.ID) error
+}
+
+// Config configures a Manager. Zero values are documented.
+type Config struct {
+	Host   host.Host      // required
+	Store  Store          // required
+	Key    crypto.PrivKey // the node's key; required
+	Logger *slog.Logger   // nil discards
+	// Registry receives metrics; nil means none are exported.
+	Registry prometheus.Registerer
+	// Policy decides invites and who may talk to us; nil: DefaultPolicy.
+	Policy Policy
+	// SyncInterval is the anti-entropy period; zero means 30 s.
+	SyncInterval time.Duration
+	// PendingEvents and PendingBytes bound each room's pending pool; zero
+	// means the Pending defaults.
+	PendingEvents, PendingBytes int
+}
+
+// Manager runs every room of one node: the GossipSub topics and their
+// validators, the room goroutines, and the sync and invite protocols.
+type Manager struct {
+	cfg     Config
+	self    peer.ID
+	log     *slog.Logger
+	metrics *metrics
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ps     *pubsub.PubSub
+	notif  *network.NotifyBundle
+
+	openMu sync.Mutex   // serializes open
+	mu     sync.RWMutex // protects rooms
+	rooms  map[identity.RoomID]*room
+
+	spawnMu sync.Mutex // protects closing, so no goroutine starts after Close waits
+	closing bool
+}
+
+// spawn runs f on a goroutine that Close waits for, unless Close began.
+func (m *Manager) spawn(f func()) {
+	m.spawnMu.Lock()
+	defer m.spawnMu.Unlock()
+	if m.closing {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+// New builds a Manager; it starts nothing until Start.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Host == nil || cfg.Store == nil || cfg.Key == nil {
+		return nil, errors.New("rooms: config needs Host, Store and Key")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SyncInterval == 0 {
+		cfg.SyncInterval = 30 * time.Second
+	}
+	if cfg.Policy == nil {
+		cfg.Policy = DefaultPolicy{Host: cfg.Host}
+	}
+	self, err := peer.IDFromPrivateKey(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("rooms: %w", err)
+	}
+	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, rooms: make(map[identity.RoomID]*room)}
+	m.metrics = newMetrics(cfg.Registry, m)
+	return m, nil
+}
+
+// DefaultPolicy lets a node invite the peers it is connected to.
+type DefaultPolicy struct{ Host host.Host }
+
+// CanInvite implements Policy.
+func (d DefaultPolicy) CanInvite(target peer.ID) error {
+	if d.Host.Network().Connectedness(target) != network.Connected {
+		return fmt.Errorf("%w: %s is not connected (connect first with `parley connect MULTIADDR`)", ErrInviteRefused, target)
+	}
+	return nil
+}
+
+// Allowed implements Policy.
+func (DefaultPolicy) Allowed(peer.ID) error { return nil }
+
+// PeerFilter is the GossipSub peer filter: on a room's topic only member
+// nodes are kept. Pass it to pubsub.WithPeerFilter.
+func (m *Manager) PeerFilter(pid peer.ID, topic string) bool {
+	id, ok := strings.CutPrefix(topic, TopicPrefix)
+	if !ok {
+		return true
+	}
+	r := m.room(identity.RoomID(id))
+	if r == nil || !r.isMember(pid) {
+		return false
+	}
+	return m.cfg.Policy.Allowed(pid) == nil
+}
+
+// Start joins the rooms this node is in and serves the sync and invite
+// protocols. ps must have been built with PeerFilter.
+func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
+	m.ps = ps
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	var metas []struct {
+		id   identity.RoomID
+		meta Meta
+	}
+	err := m.cfg.Store.ScanFrom(schema.RoomIndexPrefix(), nil, false, func(k, v []byte) bool {
+		id, err := identity.ParseRoomID(string(k[len(schema.RoomIndexPrefix()):]))
+		if err != nil {
+			return true
+		}
+		var meta Meta
+		_ = json.Unmarshal(v, &meta)
+		metas = append(metas, struct {
+			id   identity.RoomID
+			meta Meta
+		}{id, meta})
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("rooms: list rooms: %w", err)
+	}
+	for _, rm := range metas {
+		if _, err := m.open(rm.id, rm.meta, false); err != nil {
+			return err
+		}
+	}
+	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
+	m.cfg.Host.SetStreamHandler(ProtocolInvite, m.handleInvite)
+	m.notif = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { m.onConnected(c.RemotePeer()) }}
+	m.cfg.Host.Network().Notify(m.notif)
+	return nil
+}
+
+// Close stops every room. It is idempotent.
+func (m *Manager) Close() error {
+	if m.cancel == nil {
+		return nil
+	}
+	m.spawnMu.Lock()
+	m.closing = true
+	m.spawnMu.Unlock()
+	m.cancel()
+	m.cfg.Host.RemoveStreamHandler(ProtocolSync)
+	m.cfg.Host.RemoveStreamHandler(ProtocolInvite)
+	if m.notif != nil {
+		m.cfg.Host.Network().StopNotify(m.notif)
+	}
+	m.mu.Lock()
+	rs := make([]*room, 0, len(m.rooms))
+	for _, r := range m.rooms {
+		rs = append(rs, r)
+	}
+	m.mu.Unlock()
+	for _, r := range rs {
+		if r.sub != nil {
+			r.sub.Cancel()
+		}
+	}
+	m.wg.Wait()
+	for _, r := range rs {
+		_ = m.ps.UnregisterTopicValidator(Topic(r.id))
+		if r.topic != nil {
+			_ = r.topic.Close()
+		}
+		r.closeListeners()
+	}
+	return nil
+}
+
+func (m *Manager) room(id identity.RoomID) *room {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.rooms[id]
+}
+
+func (m *Manager) getRoom(id identity.RoomID) (*room, error) {
+	if r := m.room(id); r != nil {
+		return r, nil
+	}
+	return nil, fmt.Errorf("%w: %s (see `parley room list`)", ErrUnknownRoom, id)
+}
+
+// open starts a room: loads its state, joins its topic and starts its
+// goroutines. With persist set it also records the room in the room list.
+func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, error) {
+	// openMu, not mu, is held across the pubsub calls below: GossipSub's
+	// event loop calls PeerFilter, which takes mu.
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	if r := m.room(id); r != nil {
+		return r, nil
+	}
+	if m.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	if persist {
+		raw, _ := json.Marshal(meta)
+		if err := m.cfg.Store.Apply([]schema.Op{{Key: schema.RoomIndex(string(id)), Val: raw}}, true); err != nil {
+			return nil, fmt.Errorf("rooms: open %s: %w", id, err)
+		}
+	}
+	r := newRoom(m, id, meta)
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	if err := m.ps.RegisterTopicValidator(Topic(id), r.validate, pubsub.WithValidatorInline(true)); err != nil {
+		return nil, fmt.Errorf("rooms: open %s: validator: %w", id, err)
+	}
+	t, err := m.ps.Join(Topic(id))
+	if err != nil {
+		_ = m.ps.UnregisterTopicValidator(Topic(id))
+		return nil, fmt.Errorf("rooms: open %s: join topic: %w", id, err)
+	}
+	sub, err := t.Subscribe(pubsub.WithBufferSize(4096))
+	if err != nil {
+		_ = t.Close()
+		_ = m.ps.UnregisterTopicValidator(Topic(id))
+		return nil, fmt.Errorf("rooms: open %s: subscribe: %w", id, err)
+	}
+	r.topic, r.sub = t, sub
+	m.mu.Lock()
+	if m.ctx.Err() != nil {
+		m.mu.Unlock()
+		sub.Cancel()
+		_ = t.Close()
+		return nil, ErrClosed
+	}
+	m.rooms[id] = r
+	m.wg.Add(3)
+	m.mu.Unlock()
+	go func() { defer m.wg.Done(); r.run(m.ctx) }()
+	go func() { defer m.wg.Done(); r.readGossip(m.ctx) }()
+	go func() { defer m.wg.Done(); r.syncLoop(m.ctx) }()
+	for _, p := range r.memberList() {
+		if p != m.self && m.cfg.Host.Network().Connectedness(p) == network.Connected {
+			r.requestSync(p)
+		}
+	}
+	return r, nil
+}
+
+func (m *Manager) onConnected(p peer.ID) {
+	m.mu.RLock()
+	for _, r := range m.rooms {
+		if r.isMember(p) {
+			r.requestSync(p)
+		}
+	}
+	m.mu.RUnlock()
+	m.spawn(func() { m.retellInvites(p) })
+}
+
+func (m *Manager) reject(err error) {
+	reason := "other"
+	for _, k := range []struct {
+		err  error
+		name string
+	}{
+		{ErrBadSignature, "signature"}, {ErrTooLarge, "too_large"}, {ErrTooManyParents, "parents"},
+		{ErrBadParents, "parents"}, {ErrBadDepth, "depth"}, {ErrNotMember, "not_member"},
+		{ErrEquivocation, "equivocation"}, {ErrSeqGap, "seq_gap"}, {ErrNonCanonical, "malformed"},
+		{ErrMalformed, "malformed"}, {ErrBadCreate, "bad_create"}, {ErrBadKind, "malformed"},
+		{ErrBadVersion, "malformed"}, {ErrBadAuthor, "signature"}, {ErrBadSeq, "malformed"},
+	} {
+		if errors.Is(err, k.err) {
+			reason = k.name
+			break
+		}
+	}
+	m.metrics.rejected.WithLabelValues(reason).Inc()
+}
+
+// Self is this node's peer ID.
+func (m *Manager) Self() peer.ID { return m.self }
+
+// Create founds a room named name and returns its ID.
+func (m *Manager) Create(ctx context.Context, name string, agent identity.AgentName) (identity.RoomID, error) {
+	if len(name) > 200 || !utf8.ValidString(name) {
+		return "", fmt.Errorf("%w: room name must be valid text of at most 200 bytes", ErrMalformed)
+	}
+	nonce := make([]byte, roomNonceLen)
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	id := DeriveRoomID(m.self, nonce)
+	r, err := m.open(id, Meta{Name: name, Creator: m.self, Opened: time.Now().UTC()}, true)
+	if err != nil {
+		return "", err
+	}
+	body := append(nonce, name...)
+	if _, err := r.say(ctx, &sayReq{agent: agent, kind: KindCreate, body: body}); err != nil {
+		return "", fmt.Errorf("rooms: create %q: %w", name, err)
+	}
+	return id, nil
+}
+
+// SayArgs is what Say posts.
+type SayArgs struct {
+	Agent   identity.AgentName
+	Text    string
+	ReplyTo *ID
+	To      string // optional agent address the message is for
+}
+
+// Say posts a message and returns its ID once it is stored durably.
+func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	if len(a.Text) > MaxBody {
+		return ID{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTextTooLong, len(a.Text), MaxBody)
+	}
+	if !utf8.ValidString(a.Text) {
+		return ID{}, fmt.Errorf("%w: text is not valid UTF-8", ErrMalformed)
+	}
+	if a.ReplyTo != nil {
+		if _, ok := r.depthOfShared(*a.ReplyTo); !ok {
+			return ID{}, fmt.Errorf("%w: reply_to %s is not an event of room %s", ErrMalformed, a.ReplyTo, id)
+		}
+	}
+	return r.say(ctx, &sayReq{agent: a.Agent, kind: KindMessage, body: []byte(a.Text), replyTo: a.ReplyTo, to: a.To})
+}
+
+// Leave posts that agent leaves the room.
+func (m *Manager) Leave(ctx context.Context, id identity.RoomID, agent identity.AgentName) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	return r.say(ctx, &sayReq{agent: agent, kind: KindLeave})
+}
+
+// Join posts that agent joins the room (agents of member nodes may speak
+// without it; it tells the others who is present).
+func (m *Manager) Join(ctx context.Context, id identity.RoomID, agent identity.AgentName) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	return r.say(ctx, &sayReq{agent: agent, kind: KindJoin})
+}
+
+// Info describes a room.
+type Info struct {
+	ID      identity.RoomID `json:"room_id"`
+	Name    string          `json:"name"`
+	Creator peer.ID         `json:"creator"`
+	Members []peer.ID       `json:"members"`
+	Events  uint64          `json:"events"`
+	Heads   int             `json:"heads"`
+	Agents  []string        `json:"agents,omitempty"`
+}
+
+// List describes every room this node is in, by name.
+func (m *Manager) List() []Info {
+	m.mu.RLock()
+	rs := make([]*room, 0, len(m.rooms))
+	for _, r := range m.rooms {
+		rs = append(rs, r)
+	}
+	m.mu.RUnlock()
+	out := make([]Info, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.info())
+	}
+	slices.SortFunc(out, func(a, b Info) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.ID), string(b.ID))
+	})
+	return out
+}
+
+// Get describes one room.
+func (m *Manager) Get(id identity.RoomID) (Info, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return Info{}, err
+	}
+	return r.info(), nil
+}
+
+func (r *room) info() Info {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	in := Info{ID: r.id, Name: r.meta.Name, Creator: r.meta.Creator, Heads: len(r.headsSnap)}
+	for _, s := range r.vv {
+		in.Events += s
+	}
+	for p := range r.members {
+		in.Members = append(in.Members, p)
+	}
+	slices.Sort(in.Members)
+	return in
+}
+
+// Log returns up to limit events of a room in display order: the last ones,
+// or with before set, the last ones before that event.
+func (m *Manager) Log(id identity.RoomID, limit int, before *ID) ([]View, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 10000 {
+		limit = 10000
+	}
+	rid := string(id)
+	prefix := schema.RoomOrderPrefix(rid)
+	var start []byte
+	if before != nil {
+		d, ok := r.depthOfShared(*before)
+		if !ok {
+			return nil, fmt.Errorf("%w: event %s is not in room %s", ErrMalformed, before, id)
+		}
+		start = schema.RoomOrder(rid, d, before[:])
+	}
+	var ids []ID
+	err = m.cfg.Store.ScanFrom(prefix, start, true, func(k, _ []byte) bool {
+		var eid ID
+		copy(eid[:], k[len(prefix)+8:])
+		if before != nil && eid == *before {
+			return true
+		}
+		ids = append(ids, eid)
+		return len(ids) < limit
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rooms: log %s: %w", id, err)
+	}
+	slices.Reverse(ids)
+	out := make([]View, 0, len(ids))
+	for _, eid := range ids {
+		e, _, err := m.readEvent(id, eid)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, viewOf(eid, e))
+	}
+	return out, nil
+}
+
+// Event returns one stored event of a room.
+func (m *Manager) Event(id identity.RoomID, eid ID) (View, error) {
+	if _, err := m.getRoom(id); err != nil {
+		return View{}, err
+	}
+	e, _, err := m.readEvent(id, eid)
+	if err != nil {
+		return View{}, err
+	}
+	return viewOf(eid, e), nil
+}
+
+// readEvent reads and decodes a stored event.
+func (m *Manager) readEvent(room identity.RoomID, id ID) (*Event, uint64, error) {
+	v, ok, err := m.cfg.Store.Lookup(schema.RoomEvent(string(room), id[:]))
+	if err != nil {
+		return nil, 0, fmt.Errorf("rooms: read %s: %w", id, err)
+	}
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: no event %s in room %s", ErrMalformed, id, room)
+	}
+	d, wire, err := splitStored(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	e, err := decodeStored(wire)
+	if err != nil {
+		return nil, 0, err
+	}
+	return e, d, nil
+}
+
+// depthOfShared is depthOf for goroutines other than the room's: it reads
+// the store only.
+func (r *room) depthOfShared(id ID) (uint64, bool) {
+	v, ok, err := r.m.cfg.Store.Lookup(schema.RoomEvent(string(r.id), id[:]))
+	if err != nil || !ok {
+		return 0, false
+	}
+	d, _, err := splitStored(v)
+	return d, err == nil
+}
+
+// Subscribe returns a channel of the room's newly stored events, in the
+// order they are stored (a causal order), and a function to stop. The
+// channel is closed if the reader falls more than buf events behind.
+func (m *Manager) Subscribe(id identity.RoomID, buf int) (<-chan View, func(), error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if buf <= 0 {
+		buf = 1024
+	}
+	ch, stop := r.listen(buf)
+	return ch, stop, nil
+}
+
+// Members lists a room's member nodes.
+func (m *Manager) Members(id identity.RoomID) ([]peer.ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return nil, err
+	}
+	return r.memberList(), nil
+}
+
+// SyncNow asks the room to catch up with p at once (tests and tools use it;
+// sync also runs by itself).
+func (m *Manager) SyncNow(ctx context.Context, id identity.RoomID, p peer.ID) error {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return err
+	}
+	return r.syncWith(ctx, p)
+}
+
+// View is a stored event as the API shows it.
+type View struct {
+	ID      ID                 `json:"id"`
+	Room    identity.RoomID    `json:"room"`
+	Author  peer.ID            `json:"author_peer"`
+	Agent   identity.AgentName `json:"agent"`
+	Seq     uint64             `json:"seq"`
+	Depth   uint64             `json:"depth"`
+	Kind    Kind               `json:"kind"`
+	Text    string             `json:"text"`
+	ReplyTo *ID                `json:"reply_to,omitempty"`
+	To      string             `json:"to,omitempty"`
+	Target  peer.ID            `json:"target,omitempty"`
+	Time    int64              `json:"time"`
+}
+
+func viewOf(id ID, e *Event) View {
+	v := View{ID: id, Room: e.Room, Author: e.Author, Agent: e.Agent, Seq: e.Seq, Depth: e.Depth,
+		Kind: e.Kind, ReplyTo: e.ReplyTo, To: e.To, Time: e.Time}
+	switch e.Kind {
+	case KindMessage:
+		v.Text = string(e.Body)
+	case KindCreate:
+		if len(e.Body) >= roomNonceLen {
+			v.Text = string(e.Body[roomNonceLen:])
+		}
+	case KindInvite:
+		v.Target, _ = e.InviteTarget()
+	}
+	return v
+}
+
+// randomMember picks a connected member other than this node.
+func (r *room) randomMember() peer.ID {
+	var cands []peer.ID
+	for _, p := range r.memberList() {
+		if p != r.m.self && r.m.cfg.Host.Network().Connectedness(p) == network.Connected && r.m.cfg.Policy.Allowed(p) == nil {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) == 0 {
+		return ""
+	}
+	n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(cands))))
+	return cands[n.Int64()]
+}

@@ -1,0 +1,50 @@
+package rooms
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	accepted  prometheus.Counter
+	duplicate prometheus.Counter
+	rejected  *prometheus.CounterVec
+	synced    prometheus.Counter
+	syncs     *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
+	mt := &metrics{
+		accepted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_events_stored_total", Help: "Room events checked and stored (own and others').",
+		}),
+		duplicate: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_events_duplicate_total", Help: "Room events received again after they were stored.",
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_room_events_rejected_total", Help: "Room events refused, by reason.",
+		}, []string{"reason"}),
+		synced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_sync_events_received_total", Help: "Events received through /parley/sync/1.",
+		}),
+		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_room_sync_sessions_total", Help: "Sync sessions, by role and result.",
+		}, []string{"role", "result"}),
+	}
+	if reg != nil {
+		pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "parley_room_pending_events", Help: "Events waiting for their parents, all rooms.",
+		}, func() float64 {
+			m.mu.RLock()
+			defer m.mu.RUnlock()
+			var n int64
+			for _, r := range m.rooms {
+				n += r.pendingLen.Load()
+			}
+			return float64(n)
+		})
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, pending} {
+			_ = reg.Register(c)
+		}
+	}
+	return mt
+}

@@ -1,0 +1,676 @@
+package rooms
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// TopicPrefix starts the GossipSub topic of every room.
+const TopicPrefix = "/parley/room/"
+
+// Topic returns the GossipSub topic of a room.
+func Topic(id identity.RoomID) string { return TopicPrefix + string(id) }
+
+// roomNonceLen is the size of the random nonce in a create event's body.
+const roomNonceLen = 16
+
+// DeriveRoomID returns the ID of the room founded by creator with nonce:
+// only the creator can sign the create event of its room.
+func DeriveRoomID(creator peer.ID, nonce []byte) identity.RoomID {
+	h := sha256.New()
+	h.Write([]byte("parley-room\x00"))
+	h.Write([]byte(creator))
+	h.Write(nonce)
+	sum := h.Sum(nil)
+	return identity.RoomID(idEnc.EncodeToString(sum[:16]))
+}
+
+// Meta is what a node keeps about a room it is in.
+type Meta struct {
+	Name      string    `json:"name"`
+	Creator   peer.ID   `json:"creator"`
+	InvitedBy peer.ID   `json:"invited_by,omitempty"`
+	Opened    time.Time `json:"opened"`
+}
+
+// input is one thing for the room's goroutine to do.
+type input struct {
+	item    *Item      // an event from gossip or sync
+	from    peer.ID    // who sent item
+	say     *sayReq    // an event to author
+	barrier chan error // closed once everything before it is processed
+}
+
+type sayReq struct {
+	agent   identity.AgentName
+	kind    Kind
+	body    []byte
+	replyTo *ID
+	to      string
+	res     chan sayRes
+}
+
+type sayRes struct {
+	id  ID
+	err error
+}
+
+// room is one room this node is in. Its goroutine (run) owns the DAG state;
+// mu guards the small snapshots that validators, sync and the API read.
+type room struct {
+	id    identity.RoomID
+	m     *Manager
+	inbox chan input
+
+	topic *pubsub.Topic
+	sub   *pubsub.Subscription
+
+	// Owned by run.
+	heads   map[ID]uint64 // head → depth
+	pending *Pending
+	recent  depthCache
+	ancBuf  []ID
+
+	pendingLen atomic.Int64 // pending.Len(), for metrics
+
+	mu        sync.RWMutex // protects the fields below
+	meta      Meta
+	members   map[peer.ID]ID     // member node → the create or invite event admitting it
+	vv        map[peer.ID]uint64 // author → highest contiguous seq stored
+	headsSnap []ID
+	listeners map[int]chan View
+	nextLis   int
+	syncing   map[peer.ID]bool // peers with a sync queued or running
+	syncQ     chan peer.ID
+}
+
+func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
+	return &room{
+		id:        id,
+		m:         m,
+		inbox:     make(chan input, 1024),
+		heads:     make(map[ID]uint64),
+		pending:   NewPending(m.cfg.PendingEvents, m.cfg.PendingBytes),
+		recent:    newDepthCache(1 << 16),
+		meta:      meta,
+		members:   make(map[peer.ID]ID),
+		vv:        make(map[peer.ID]uint64),
+		listeners: make(map[int]chan View),
+		syncing:   make(map[peer.ID]bool),
+		syncQ:     make(chan peer.ID, 64),
+	}
+}
+
+// load reads the room's state from the store: members, version vector and
+// heads. It reads no events, so opening a big room is cheap.
+func (r *room) load() error {
+	db, rid := r.m.cfg.Store, string(r.id)
+	members := make(map[peer.ID]ID)
+	vv := make(map[peer.ID]uint64)
+	heads := make(map[ID]uint64)
+	var ferr error
+	err := db.ScanFrom(schema.RoomMemberPrefix(rid), nil, false, func(k, v []byte) bool {
+		p, _, ok := peerFromKey(k[len(schema.RoomMemberPrefix(rid)):])
+		if !ok || len(v) != len(ID{}) {
+			ferr = fmt.Errorf("rooms: bad member key in %s", rid)
+			return false
+		}
+		members[p] = ID(v)
+		return true
+	})
+	if err == nil {
+		err = db.ScanFrom(schema.RoomVVPrefix(rid), nil, false, func(k, v []byte) bool {
+			p, _, ok := peerFromKey(k[len(schema.RoomVVPrefix(rid)):])
+			if !ok {
+				ferr = fmt.Errorf("rooms: bad version vector key in %s", rid)
+				return false
+			}
+			vv[p] = be8(v)
+			return true
+		})
+	}
+	if err == nil {
+		hp := schema.RoomHeadPrefix(rid)
+		err = db.ScanFrom(hp, nil, false, func(k, v []byte) bool {
+			var id ID
+			copy(id[:], k[len(hp):])
+			heads[id] = be8(v)
+			return true
+		})
+	}
+	if err = errors.Join(err, ferr); err != nil {
+		return fmt.Errorf("rooms: load %s: %w", rid, err)
+	}
+	r.heads = heads
+	r.mu.Lock()
+	r.members, r.vv = members, vv
+	r.headsSnap = mapKeys(heads)
+	r.mu.Unlock()
+	return nil
+}
+
+func mapKeys(m map[ID]uint64) []ID {
+	out := make([]ID, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	return SortIDs(out)
+}
+
+// run is the room's goroutine: it takes inputs in batches, applies them to
+// the DAG, writes each batch in one transaction (fsynced when it holds this
+// node's own events), then publishes and notifies.
+func (r *room) run(ctx context.Context) {
+	batch := make([]input, 0, 256)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case in := <-r.inbox:
+			batch = append(batch[:0], in)
+		}
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case in := <-r.inbox:
+				batch = append(batch, in)
+			default:
+				break drain
+			}
+		}
+		r.process(ctx, batch)
+	}
+}
+
+// txn collects one batch's effects.
+type txn struct {
+	ops      []schema.Op
+	accepted []View
+	own      [][]byte // wire of own events, to publish after the write
+	says     []pendingSay
+	fetch    map[peer.ID]bool
+}
+
+type pendingSay struct {
+	req *sayReq
+	id  ID
+	err error
+}
+
+func (r *room) process(ctx context.Context, batch []input) {
+	tx := &txn{}
+	var barriers []chan error
+	for _, in := range batch {
+		switch {
+		case in.item != nil:
+			r.receive(tx, *in.item, in.from)
+		case in.say != nil:
+			id, err := r.author(tx, in.say)
+			tx.says = append(tx.says, pendingSay{req: in.say, id: id, err: err})
+		case in.barrier != nil:
+			barriers = append(barriers, in.barrier)
+		}
+	}
+	var werr error
+	if len(tx.ops) > 0 {
+		werr = r.m.cfg.Store.Apply(tx.ops, len(tx.own) > 0)
+	}
+	if werr != nil {
+		// Nothing of this batch is stored: forget it in memory too. Others'
+		// events come back through sync; own says fail.
+		r.m.log.Error("room write failed", "room", string(r.id), "err", werr)
+		if err := r.load(); err != nil {
+			r.m.log.Error("room reload failed", "room", string(r.id), "err", err)
+		}
+		r.recent.clear()
+		tx.own, tx.accepted = nil, nil
+	}
+	r.mu.Lock()
+	r.headsSnap = mapKeys(r.heads)
+	r.mu.Unlock()
+	for _, w := range tx.own {
+		if err := r.topic.Publish(ctx, w); err != nil && ctx.Err() == nil {
+			r.m.log.Warn("publish failed; sync will deliver it", "room", string(r.id), "err", err)
+		}
+	}
+	for _, s := range tx.says {
+		err := s.err
+		if err == nil && werr != nil {
+			err = fmt.Errorf("rooms: store event: %w", werr)
+		}
+		s.req.res <- sayRes{id: s.id, err: err}
+	}
+	if len(tx.accepted) > 0 {
+		r.m.metrics.accepted.Add(float64(len(tx.accepted)))
+		r.notify(tx.accepted)
+	}
+	r.pendingLen.Store(int64(r.pending.Len()))
+	for p := range tx.fetch {
+		r.requestSync(p)
+	}
+	for _, b := range barriers {
+		b <- werr
+	}
+}
+
+// receive takes an event from the network: stores it if its parents are
+// stored and it is valid, or parks it in the pending pool.
+func (r *room) receive(tx *txn, it Item, from peer.ID) {
+	if _, ok := r.depthOf(it.ID); ok || r.pending.Has(it.ID) {
+		r.m.metrics.duplicate.Inc()
+		return
+	}
+	var missing []ID
+	for _, p := range it.Event.Parents {
+		if _, ok := r.depthOf(p); !ok {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		if r.pending.Add(it.ID, it.Event, it.Wire, missing) {
+			if from != "" && from != r.m.self {
+				if tx.fetch == nil {
+					tx.fetch = make(map[peer.ID]bool)
+				}
+				tx.fetch[from] = true
+			}
+		}
+		return
+	}
+	queue := []Item{it}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if err := r.accept(tx, cur); err != nil {
+			r.m.reject(err)
+			r.m.log.Debug("event refused", "room", string(r.id), "id", cur.ID.String(), "author", cur.Event.Author.String(), "err", err)
+			r.pending.Discard(cur.ID)
+			continue
+		}
+		queue = append(queue, r.pending.Ready(cur.ID)...)
+	}
+}
+
+// accept checks an event whose parents are all stored against the room's
+// rules and stores it.
+func (r *room) accept(tx *txn, it Item) error {
+	e := it.Event
+	if e.Room != r.id {
+		return fmt.Errorf("%w: event for room %s", ErrMalformed, e.Room)
+	}
+	if _, ok := r.depthOf(it.ID); ok {
+		return nil // stored meanwhile (a duplicate from the pool)
+	}
+	depths := make([]uint64, len(e.Parents))
+	for i, p := range e.Parents {
+		d, ok := r.depthOf(p)
+		if !ok {
+			return fmt.Errorf("%w: parent %s not stored", ErrMalformed, p)
+		}
+		depths[i] = d
+	}
+	if e.Kind != KindCreate {
+		if err := e.CheckDepth(depths); err != nil {
+			return err
+		}
+	}
+	r.mu.RLock()
+	cur := r.vv[e.Author]
+	admit, member := r.members[e.Author]
+	r.mu.RUnlock()
+	switch {
+	case e.Seq <= cur:
+		return fmt.Errorf("%w: %s seq %d", ErrEquivocation, e.Author, e.Seq)
+	case e.Seq > cur+1:
+		return fmt.Errorf("%w: %s seq %d after %d", ErrSeqGap, e.Author, e.Seq, cur)
+	}
+	switch {
+	case e.Kind == KindCreate:
+		if len(e.Body) < roomNonceLen || DeriveRoomID(e.Author, e.Body[:roomNonceLen]) != r.id {
+			return fmt.Errorf("%w: it does not found room %s", ErrBadCreate, r.id)
+		}
+	case !member:
+		return fmt.Errorf("%w: %s in room %s", ErrNotMember, e.Author, r.id)
+	case e.Seq == 1:
+		// A new member's first event must have its invite in its causal
+		// past; later ones follow from the author's seq chain.
+		if !r.hasAncestor(e, admit) {
+			return fmt.Errorf("%w: %s speaks without its invite in the event's past", ErrNotMember, e.Author)
+		}
+	}
+	var target peer.ID
+	switch e.Kind {
+	case KindInvite:
+		t, err := e.InviteTarget()
+		if err != nil {
+			return err
+		}
+		target = t
+	case KindMessage:
+		if !utf8.Valid(e.Body) {
+			return fmt.Errorf("%w: message text is not UTF-8", ErrMalformed)
+		}
+	}
+	r.store(tx, it, target)
+	return nil
+}
+
+// store adds a checked event to the batch and to the in-memory state.
+func (r *room) store(tx *txn, it Item, target peer.ID) {
+	e, rid := it.Event, string(r.id)
+	author := []byte(e.Author)
+	tx.ops = append(tx.ops,
+		schema.Op{Key: schema.RoomEvent(rid, it.ID[:]), Val: storedEvent(e.Depth, it.Wire)},
+		schema.Op{Key: schema.RoomOrder(rid, e.Depth, it.ID[:])},
+		schema.Op{Key: schema.RoomAuthorSeq(rid, author, e.Seq), Val: it.ID[:]},
+		schema.Op{Key: schema.RoomVV(rid, author), Val: schema.BE8(e.Seq)},
+		schema.Op{Key: schema.RoomHead(rid, it.ID[:]), Val: schema.BE8(e.Depth)},
+	)
+	for _, p := range e.Parents {
+		if _, ok := r.heads[p]; ok {
+			delete(r.heads, p)
+			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomHead(rid, p[:]), Delete: true})
+		}
+	}
+	r.heads[it.ID] = e.Depth
+	r.recent.put(it.ID, e.Depth)
+
+	r.mu.Lock()
+	r.vv[e.Author] = e.Seq
+	var admitted peer.ID
+	switch e.Kind {
+	case KindCreate:
+		admitted = e.Author
+	case KindInvite:
+		admitted = target
+	}
+	if admitted != "" {
+		if _, ok := r.members[admitted]; !ok {
+			r.members[admitted] = it.ID
+			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(admitted)), Val: it.ID[:]})
+		}
+	}
+	if e.Kind == KindCreate { // the create event names the room, whatever an invite said
+		r.meta.Name = string(e.Body[roomNonceLen:])
+		r.meta.Creator = e.Author
+		if raw, err := json.Marshal(r.meta); err == nil {
+			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomIndex(rid), Val: raw})
+		}
+	}
+	r.mu.Unlock()
+	tx.accepted = append(tx.accepted, viewOf(it.ID, e))
+}
+
+// author creates, signs and stores this node's next event.
+func (r *room) author(tx *txn, s *sayReq) (ID, error) {
+	self := r.m.self
+	r.mu.RLock()
+	_, member := r.members[self]
+	seq := r.vv[self] + 1
+	r.mu.RUnlock()
+	if !member && s.kind != KindCreate {
+		return ID{}, fmt.Errorf("%w: this node is not (yet) a member of room %s", ErrNotMember, r.id)
+	}
+	e := &Event{
+		Room: r.id, Author: self, Agent: s.agent, Seq: seq, Kind: s.kind, Body: s.body,
+		ReplyTo: s.replyTo, To: s.to, Time: time.Now().UnixMilli(), Depth: 1,
+	}
+	if s.kind != KindCreate {
+		e.Parents, e.Depth = r.pickParents()
+	}
+	wire, id, err := Seal(r.m.cfg.Key, e)
+	if err != nil {
+		return ID{}, err
+	}
+	var target peer.ID
+	if e.Kind == KindInvite {
+		target, _ = e.InviteTarget()
+	}
+	r.store(tx, Item{ID: id, Event: e, Wire: wire}, target)
+	tx.own = append(tx.own, wire)
+	return id, nil
+}
+
+// pickParents returns up to MaxParents current heads (the deepest, so the
+// new event lands as late in display order as possible) and the new depth.
+func (r *room) pickParents() ([]ID, uint64) {
+	type hd struct {
+		id    ID
+		depth uint64
+	}
+	hs := make([]hd, 0, len(r.heads))
+	for id, d := range r.heads {
+		hs = append(hs, hd{id, d})
+	}
+	slices.SortFunc(hs, func(a, b hd) int {
+		if a.depth != b.depth {
+			if a.depth > b.depth {
+				return -1
+			}
+			return 1
+		}
+		return a.id.Compare(b.id)
+	})
+	if len(hs) > MaxParents {
+		hs = hs[:MaxParents]
+	}
+	parents := make([]ID, len(hs))
+	var top uint64
+	for i, h := range hs {
+		parents[i] = h.id
+		top = max(top, h.depth)
+	}
+	return SortIDs(parents), top + 1
+}
+
+// depthOf returns the depth of a stored event.
+func (r *room) depthOf(id ID) (uint64, bool) {
+	if d, ok := r.recent.get(id); ok {
+		return d, true
+	}
+	v, ok, err := r.m.cfg.Store.Lookup(schema.RoomEvent(string(r.id), id[:]))
+	if err != nil || !ok {
+		return 0, false
+	}
+	d, _, err := splitStored(v)
+	if err != nil {
+		return 0, false
+	}
+	r.recent.put(id, d)
+	return d, true
+}
+
+// maxAncestorWalk bounds the search for a new member's invite.
+const maxAncestorWalk = 100_000
+
+// hasAncestor reports whether target is a (stored) ancestor of e, walking
+// back no deeper than target's depth.
+func (r *room) hasAncestor(e *Event, target ID) bool {
+	td, ok := r.depthOf(target)
+	if !ok {
+		return false
+	}
+	seen := make(map[ID]bool)
+	queue := append(r.ancBuf[:0], e.Parents...)
+	for len(queue) > 0 && len(seen) < maxAncestorWalk {
+		id := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if id == target {
+			return true
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		ev, depth, err := r.m.readEvent(r.id, id)
+		if err != nil || depth <= td {
+			continue
+		}
+		queue = append(queue, ev.Parents...)
+	}
+	r.ancBuf = queue[:0]
+	return false
+}
+
+// isMember reports whether p is a member node (leaf state; any goroutine).
+func (r *room) isMember(p peer.ID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.members[p]
+	return ok
+}
+
+func (r *room) memberList() []peer.ID {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]peer.ID, 0, len(r.members))
+	for p := range r.members {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r *room) vvSnapshot() map[peer.ID]uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[peer.ID]uint64, len(r.vv))
+	for p, s := range r.vv {
+		out[p] = s
+	}
+	return out
+}
+
+// submit hands an input to the room's goroutine.
+func (r *room) submit(ctx context.Context, in input) error {
+	select {
+	case r.inbox <- in:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.m.ctx.Done():
+		return ErrClosed
+	}
+}
+
+// say authors an event and waits until it is stored durably.
+func (r *room) say(ctx context.Context, s *sayReq) (ID, error) {
+	s.res = make(chan sayRes, 1)
+	if err := r.submit(ctx, input{say: s}); err != nil {
+		return ID{}, err
+	}
+	select {
+	case res := <-s.res:
+		return res.id, res.err
+	case <-ctx.Done():
+		return ID{}, ctx.Err()
+	case <-r.m.ctx.Done():
+		return ID{}, ErrClosed
+	}
+}
+
+// barrier waits until everything submitted before it is processed.
+func (r *room) barrier(ctx context.Context) error {
+	ch := make(chan error, 1)
+	if err := r.submit(ctx, input{barrier: ch}); err != nil {
+		return err
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.m.ctx.Done():
+		return ErrClosed
+	}
+}
+
+// listen registers a listener for newly stored events. The channel is
+// closed when the listener falls too far behind or the room stops.
+func (r *room) listen(buf int) (<-chan View, func()) {
+	ch := make(chan View, buf)
+	r.mu.Lock()
+	id := r.nextLis
+	r.nextLis++
+	r.listeners[id] = ch
+	r.mu.Unlock()
+	return ch, func() {
+		r.mu.Lock()
+		if c, ok := r.listeners[id]; ok {
+			delete(r.listeners, id)
+			close(c)
+		}
+		r.mu.Unlock()
+	}
+}
+
+func (r *room) notify(vs []View) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, ch := range r.listeners {
+		for _, v := range vs {
+			select {
+			case ch <- v:
+				continue
+			default:
+			}
+			// Too slow: cut it off; it can read the log and listen again.
+			delete(r.listeners, id)
+			close(ch)
+			break
+		}
+	}
+}
+
+func (r *room) closeListeners() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, ch := range r.listeners {
+		delete(r.listeners, id)
+		close(ch)
+	}
+}
+
+// depthCache remembers the depth of recently seen events in two
+// generations, so it stays bounded without per-entry bookkeeping.
+type depthCache struct {
+	cur, old map[ID]uint64
+	max      int
+}
+
+func newDepthCache(max int) depthCache {
+	return depthCache{cur: make(map[ID]uint64), old: make(map[ID]uint64), max: max}
+}
+
+func (c *depthCache) get(id ID) (uint64, bool) {
+	if d, ok := c.cur[id]; ok {
+		return d, true
+	}
+	d, ok := c.old[id]
+	return d, ok
+}
+
+func (c *depthCache) put(id ID, d uint64) {
+	if len(c.cur) >= c.max {
+		c.old, c.cur = c.cur, make(map[ID]uint64, c.max/4)
+	}
+	c.cur[id] = d
+}
+
+func (c *depthCache) clear() {
+	c.cur, c.old = make(map[ID]uint64), make(map[ID]uint64)
+}
