@@ -17,6 +17,7 @@ import (
 func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	e, id, err := Decode(msg.Data)
 	if err != nil {
+		r.m.log.Debug("gossip event refused", "room", string(r.id), "from", from.String(), "err", err)
 		r.m.reject(err)
 		return pubsub.ValidationReject
 	}

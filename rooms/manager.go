@@ -99,7 +99,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.SyncInterval == 0 {
 		cfg.SyncInterval = 30 * time.Second
 	}
-	if cfg.Policy == nil {
+	if d, ok := cfg.Policy.(DefaultPolicy); cfg.Policy == nil || ok && d.Host == nil {
 		cfg.Policy = DefaultPolicy{Host: cfg.Host}
 	}
 	self, err := peer.IDFromPrivateKey(cfg.Key)
@@ -111,7 +111,8 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// DefaultPolicy lets a node invite the peers it is connected to.
+// DefaultPolicy lets a node invite the peers it is connected to, and talks
+// to everyone. A DefaultPolicy with a nil Host given to New gets New's Host.
 type DefaultPolicy struct{ Host host.Host }
 
 // CanInvite implements Policy.
@@ -431,7 +432,7 @@ func (r *room) info() Info {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	in := Info{ID: r.id, Name: r.meta.Name, Creator: r.meta.Creator, Heads: len(r.headsSnap)}
-	for _, s := range r.vv {
+	for _, s := range r.committed {
 		in.Events += s
 	}
 	for p := range r.members {

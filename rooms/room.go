@@ -90,7 +90,8 @@ type room struct {
 	mu        sync.RWMutex // protects the fields below
 	meta      Meta
 	members   map[peer.ID]ID     // member node → the create or invite event admitting it
-	vv        map[peer.ID]uint64 // author → highest contiguous seq stored
+	vv        map[peer.ID]uint64 // author → highest contiguous seq accepted
+	committed map[peer.ID]uint64 // the same, as far as it is written to the store
 	headsSnap []ID
 	listeners map[int]chan View
 	nextLis   int
@@ -109,6 +110,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		meta:      meta,
 		members:   make(map[peer.ID]ID),
 		vv:        make(map[peer.ID]uint64),
+		committed: make(map[peer.ID]uint64),
 		listeners: make(map[int]chan View),
 		syncing:   make(map[peer.ID]bool),
 		syncQ:     make(chan peer.ID, 64),
@@ -158,6 +160,10 @@ func (r *room) load() error {
 	r.heads = heads
 	r.mu.Lock()
 	r.members, r.vv = members, vv
+	r.committed = make(map[peer.ID]uint64, len(vv))
+	for a, s := range vv {
+		r.committed[a] = s
+	}
 	r.headsSnap = mapKeys(heads)
 	r.mu.Unlock()
 	return nil
@@ -199,6 +205,7 @@ func (r *room) run(ctx context.Context) {
 // txn collects one batch's effects.
 type txn struct {
 	ops      []schema.Op
+	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
 	own      [][]byte // wire of own events, to publish after the write
 	says     []pendingSay
@@ -241,6 +248,11 @@ func (r *room) process(ctx context.Context, batch []input) {
 	}
 	r.mu.Lock()
 	r.headsSnap = mapKeys(r.heads)
+	if werr == nil {
+		for a, s := range tx.vv {
+			r.committed[a] = s
+		}
+	}
 	r.mu.Unlock()
 	for _, w := range tx.own {
 		if err := r.topic.Publish(ctx, w); err != nil && ctx.Err() == nil {
@@ -389,6 +401,10 @@ func (r *room) store(tx *txn, it Item, target peer.ID) {
 	r.heads[it.ID] = e.Depth
 	r.recent.put(it.ID, e.Depth)
 
+	if tx.vv == nil {
+		tx.vv = make(map[peer.ID]uint64)
+	}
+	tx.vv[e.Author] = e.Seq
 	r.mu.Lock()
 	r.vv[e.Author] = e.Seq
 	var admitted peer.ID
@@ -545,11 +561,12 @@ func (r *room) memberList() []peer.ID {
 	return out
 }
 
-func (r *room) vvSnapshot() map[peer.ID]uint64 {
+// committedVV returns the version vector of what is in the store.
+func (r *room) committedVV() map[peer.ID]uint64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make(map[peer.ID]uint64, len(r.vv))
-	for p, s := range r.vv {
+	out := make(map[peer.ID]uint64, len(r.committed))
+	for p, s := range r.committed {
 		out[p] = s
 	}
 	return out

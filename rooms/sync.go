@@ -93,6 +93,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 		if err := r.barrier(ctx); err != nil {
 			return err
 		}
+		r.m.log.Debug("sync round", "room", string(r.id), "remote", p.String(), "events", n, "more", more)
 		if !more || n == 0 {
 			r.m.metrics.syncs.WithLabelValues("requester", "ok").Inc()
 			return nil
@@ -226,7 +227,7 @@ func (c *cursor) load(r *room) (bool, error) {
 // serveSync merges the authors' missing runs into display order, which is
 // causal order, so the requester can store each event as it arrives.
 func (r *room) serveSync(w io.Writer, h *Hello) error {
-	mine := r.vvSnapshot()
+	mine := r.committedVV()
 	limit := SyncLimit
 	if h.Limit > 0 && int(h.Limit) < limit {
 		limit = int(h.Limit)

@@ -294,4 +294,3 @@ func snapshot(t *testing.T, home string) string {
 	}
 	return b.String()
 }
-

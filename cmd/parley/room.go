@@ -191,4 +191,3 @@ func short(s string) string {
 	}
 	return s
 }
-

@@ -32,8 +32,8 @@ const MaxRequestBody = 1 << 20
 type Server struct {
 	done chan struct{} // closed by Shutdown, ends long-lived streams
 	mux  *http.ServeMux
-	srv *http.Server
-	log *slog.Logger
+	srv  *http.Server
+	log  *slog.Logger
 }
 
 // NewServer builds the handlers; call Serve to start.

@@ -8,6 +8,7 @@ package nodetest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -75,8 +76,8 @@ func Start(t TB, n int, opts ...Option) *Net {
 	for _, o := range opts {
 		o(&nt.opts)
 	}
-	t.Cleanup(nt.Close)
 	base := t.TempDir()
+	t.Cleanup(nt.Close) // registered after TempDir: runs before the folder is removed
 	for i := range n {
 		nt.homes[i] = filepath.Join(base, fmt.Sprintf("n%d", i))
 	}
@@ -122,6 +123,11 @@ func (nt *Net) startNode(i int) error {
 		Bootstrap:   boot,
 		ConnLow:     200,
 		ConnHigh:    400,
+	}
+	if lvl := os.Getenv("PARLEY_TEST_LOG"); lvl != "" {
+		var l slog.Level
+		_ = l.UnmarshalText([]byte(lvl))
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})).With("node", i)
 	}
 	if nt.opts.configure != nil {
 		nt.opts.configure(i, &cfg)

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+func TestApplyLookupScanAndReopen(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []schema.Op
+	for i := range 1000 {
+		ops = append(ops, schema.Op{Key: []byte(fmt.Sprintf("k/%04d", i)), Val: []byte(fmt.Sprint(i))})
+	}
+	if err := db.Apply(ops, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Apply([]schema.Op{{Key: []byte("k/0001"), Delete: true}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := db.Lookup([]byte("k/0001")); ok || err != nil {
+		t.Fatalf("deleted key: ok=%v err=%v", ok, err)
+	}
+	v, ok, err := db.Lookup([]byte("k/0002"))
+	if !ok || err != nil || string(v) != "2" {
+		t.Fatalf("lookup = %q %v %v", v, ok, err)
+	}
+	var last []string
+	if err := db.ScanFrom([]byte("k/"), nil, true, func(k, _ []byte) bool {
+		last = append(last, string(k))
+		return len(last) < 3
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(last) != "[k/0999 k/0998 k/0997]" {
+		t.Fatalf("reverse scan = %v", last)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n := 0
+	if err := db.Scan([]byte("k/"), func(_, _ []byte) bool { n++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 999 {
+		t.Fatalf("after reopen: %d keys, want 999", n)
+	}
+}
+
+func TestManyWritesThenClose(t *testing.T) {
+	db, err := Open(t.TempDir(), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := make([]byte, 1100)
+	for i := range 20000 {
+		if err := db.Apply([]schema.Op{{Key: []byte(fmt.Sprintf("e/%08d", i)), Val: val}}, i%100 == 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

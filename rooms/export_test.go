@@ -1,0 +1,34 @@
+package rooms
+
+import (
+	"context"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+)
+
+// Validate runs a room topic's GossipSub validator on data as if it came
+// from a peer, for tests of hostile input.
+func (m *Manager) Validate(id identity.RoomID, from peer.ID, data []byte) pubsub.ValidationResult {
+	r := m.room(id)
+	topic := Topic(id)
+	return r.validate(context.Background(), from, &pubsub.Message{Message: &pb.Message{Data: data, Topic: &topic}, ReceivedFrom: from})
+}
+
+// VVs returns a room's accepted and committed version vectors.
+func (m *Manager) VVs(id identity.RoomID) (map[peer.ID]uint64, map[peer.ID]uint64) {
+	r := m.room(id)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	a, c := map[peer.ID]uint64{}, map[peer.ID]uint64{}
+	for k, v := range r.vv {
+		a[k] = v
+	}
+	for k, v := range r.committed {
+		c[k] = v
+	}
+	return a, c
+}
