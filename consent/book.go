@@ -350,12 +350,21 @@ func (b *Book) Countersign(from peer.ID, handle string, payload, approverSig []b
 	if e == nil || (e.c.OutRequest == nil && (e.c.State != StateActive || e.cert == nil)) {
 		return nil, nil, ErrNotRequested
 	}
+	if e.c.OutRequest == nil && e.c.Approver {
+		// Only the approver, who chose the validity, may renew: otherwise
+		// the requester could extend its own certificate at will.
+		return nil, nil, fmt.Errorf("%w: this node approved the contact; only it may renew", ErrNotRequested)
+	}
 	cert, err := parseCertPayload(payload)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := cert.Check(b.self, from, now); err != nil && !errors.Is(err, ErrNotYetValid) {
-		return nil, nil, err
+	if err := cert.Check(b.self, from, now); err != nil {
+		// A not_before within ClockSkew is the approver's clock running
+		// ahead; anything later is refused.
+		if !errors.Is(err, ErrNotYetValid) || cert.NotBefore.Sub(now) > b.pol.ClockSkew {
+			return nil, nil, err
+		}
 	}
 	if cert.Seq <= e.c.Seq {
 		return nil, nil, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, e.c.Seq)
@@ -389,6 +398,7 @@ func (b *Book) Countersign(from peer.ID, handle string, payload, approverSig []b
 	}
 	next.State, next.Cert, next.Seq, next.Updated = StateActive, wire, cert.Seq, now
 	next.OutRequest, next.InRequest, next.Note, next.DeniedUntil = nil, nil, "", time.Time{}
+	next.Approver = false
 	// An outstanding offer of ours (both approved at once) stays for Complete.
 	recs, err = b.commit(next, cert)
 	if err != nil {
@@ -426,7 +436,7 @@ func (b *Book) Complete(from peer.ID, sig []byte, now time.Time) (recs []Record,
 	next := e.c.clone()
 	next.State, next.Cert, next.Seq, next.Updated = StateActive, wire, cert.Seq, now
 	next.Offer, next.OfferSig, next.InRequest, next.OutRequest, next.Note = nil, nil, nil, nil, ""
-	next.DeniedUntil = time.Time{}
+	next.DeniedUntil, next.Approver = time.Time{}, true
 	return b.commit(next, cert)
 }
 
@@ -577,6 +587,18 @@ func (b *Book) Allowed(p peer.ID, now time.Time) error {
 		return fmt.Errorf("consent: allowed %s: %w", p, err)
 	}
 	return nil
+}
+
+// State returns the state of the contact with p as of now, and false if
+// there is none. It is Get without the copy, for checks on every message.
+func (b *Book) State(p peer.ID, now time.Time) (State, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[p]
+	if e == nil {
+		return "", false
+	}
+	return e.c.stateAt(now), true
 }
 
 // Get returns the contact with p, its State as of now.

@@ -328,15 +328,53 @@ func TestNotYetValid(t *testing.T) {
 		wantErr(t, cert.Check(bob.id, alice.id, t0.Add(tc.at)), tc.want)
 	}
 
-	// Through a book: a countersigned certificate that starts later.
-	wireReq, _, _ := alice.book.OutgoingRequest(bob.id, "A", "", t0)
-	_ = wireReq
+	// Through a book: an approval that starts an hour later is refused and
+	// nothing changes; one that starts within the clock skew is taken and
+	// works from its not_before.
+	if _, _, err := alice.book.OutgoingRequest(bob.id, "A", "", t0); err != nil {
+		t.Fatal(err)
+	}
 	sigB, _ := SignCert(bob.priv, payload)
-	if _, _, err := alice.book.Countersign(bob.id, "", payload, sigB, t0); err != nil {
+	_, recs, err := alice.book.Countersign(bob.id, "", payload, sigB, t0)
+	wantErr(t, err, ErrNotYetValid)
+	if len(recs) != 0 || stateOf(t, alice, bob.id, t0) != StatePendingOut {
+		t.Fatalf("a refused approval changed the book: %v", recs)
+	}
+	soon, err := NewCertPayload(alice.id, bob.id, []string{ScopeAsk}, t0.Add(time.Minute), t0.Add(2*time.Hour), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigB, _ = SignCert(bob.priv, soon)
+	if _, _, err := alice.book.Countersign(bob.id, "", soon, sigB, t0); err != nil {
 		t.Fatal(err)
 	}
 	wantErr(t, alice.book.Allowed(bob.id, t0), ErrNotYetValid)
-	wantErr(t, alice.book.Allowed(bob.id, t0.Add(time.Hour)), nil)
+	wantErr(t, alice.book.Allowed(bob.id, t0.Add(time.Minute)), nil)
+}
+
+func TestOnlyTheApproverRenews(t *testing.T) {
+	req, appr := newNode(t, Policy{}), newNode(t, Policy{})
+	connect(t, req, appr, t0, time.Hour)
+	// The requester offers the approver a longer certificate: refused.
+	c, _ := appr.book.Get(req.id, t0)
+	payload, err := NewCertPayload(req.id, appr.id, DefaultScopes, t0, t0.Add(1000*time.Hour), c.Seq+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := SignCert(req.priv, payload)
+	_, recs, err := appr.book.Countersign(req.id, "", payload, sig, t0)
+	wantErr(t, err, ErrNotRequested)
+	if len(recs) != 0 {
+		t.Fatal("records for a refused renewal")
+	}
+	wantErr(t, appr.book.Allowed(req.id, t0.Add(2*time.Hour)), ErrExpired)
+	// The approver's role survives a reload.
+	loaded, _ := NewBook(appr.priv, Policy{})
+	if err := loaded.Load([][]byte{appr.store[req.id]}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = loaded.Countersign(req.id, "", payload, sig, t0)
+	wantErr(t, err, ErrNotRequested)
 }
 
 // seal signs payload by both nodes and assembles the certificate.

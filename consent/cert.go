@@ -109,6 +109,17 @@ func (cp *certPayload) check() (*Certificate, error) {
 	}, nil
 }
 
+// ParseCertPayload decodes and checks an unsigned certificate payload (an
+// offer): canonical CBOR, two peers in order, scopes and validity. It
+// checks no signature; the result has no SigA or SigB.
+func ParseCertPayload(payload []byte) (*Certificate, error) {
+	c, err := parseCertPayload(payload)
+	if err != nil {
+		return nil, fmt.Errorf("consent: parse certificate payload: %w", err)
+	}
+	return c, nil
+}
+
 // parseCertPayload decodes and checks an unsigned certificate payload.
 func parseCertPayload(payload []byte) (*Certificate, error) {
 	if len(payload) > MaxFrame {

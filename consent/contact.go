@@ -61,6 +61,7 @@ type Contact struct {
 	LastRevocationSeq uint64    // highest revocation seq seen from the peer
 	RevokeSeq         uint64    // highest revocation seq we issued to the peer
 	DeniedUntil       time.Time // the peer may not ask again before this (zero: may ask)
+	Approver          bool      // this node approved the current certificate (only it may renew)
 }
 
 // stateAt returns the state as reported at now.
@@ -104,6 +105,7 @@ type contactRecord struct {
 	LastRevocationSeq uint64   `cbor:"last_rev_seq"`
 	RevokeSeq         uint64   `cbor:"revoke_seq"`
 	DeniedUntil       int64    `cbor:"denied_until"`
+	Approver          bool     `cbor:"approver,omitempty"`
 }
 
 const recordVersion = 1
@@ -129,6 +131,7 @@ func (c Contact) MarshalBinary() ([]byte, error) {
 		Updated: toMs(c.Updated), Expires: toMs(c.Expires), Cert: c.Cert, Seq: c.Seq, Scopes: c.Scopes,
 		InRequest: c.InRequest, OutRequest: c.OutRequest, Offer: c.Offer, OfferSig: c.OfferSig, Revocation: c.Revocation,
 		LastRevocationSeq: c.LastRevocationSeq, RevokeSeq: c.RevokeSeq, DeniedUntil: toMs(c.DeniedUntil),
+		Approver: c.Approver,
 	}
 	if r.State == string(StateExpired) {
 		r.State = string(StateActive)
@@ -162,6 +165,7 @@ func (c *Contact) UnmarshalBinary(b []byte) error {
 		Updated: fromMs(r.Updated), Expires: fromMs(r.Expires), Cert: r.Cert, Seq: r.Seq, Scopes: r.Scopes,
 		InRequest: r.InRequest, OutRequest: r.OutRequest, Offer: r.Offer, OfferSig: r.OfferSig, Revocation: r.Revocation,
 		LastRevocationSeq: r.LastRevocationSeq, RevokeSeq: r.RevokeSeq, DeniedUntil: fromMs(r.DeniedUntil),
+		Approver: r.Approver,
 	}
 	return nil
 }

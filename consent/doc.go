@@ -66,5 +66,14 @@
 // countersignature arrives; the requester becomes active as soon as it
 // countersigns. A countersignature that is lost leaves the approver
 // pending-in: approving again makes a fresh offer with a higher seq, which
-// the requester countersigns as a renewal.
+// the requester countersigns as a renewal. Only the approver renews: a
+// node that approved the current certificate (Contact.Approver) refuses
+// approvals from the requester with ErrNotRequested, so a requester cannot
+// extend its own certificate. Countersign refuses a payload whose not_before
+// is more than Policy.ClockSkew ahead (ErrNotYetValid); within the skew it
+// is taken and Allowed fails until not_before.
+//
+// The node's service (internal/contacts) runs the protocol, persists the
+// records, limits each peer's messages (ErrRateLimited, code "rate-limited")
+// and decides, from the Book, what rooms accept; see its documentation.
 package consent

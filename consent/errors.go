@@ -54,6 +54,9 @@ var (
 	// ErrReplay is returned when a revocation's seq is not above the last one
 	// seen from its issuer, or a certificate's seq is not above the current one.
 	ErrReplay = errors.New("consent: replayed or stale seq")
+	// ErrRateLimited is returned when a peer sends more contact messages
+	// than the node takes in a while; it may try again later.
+	ErrRateLimited = errors.New("consent: too many messages, try again later")
 	// ErrRemote is returned (wrapped with the matching sentinel, if any) when
 	// the peer answered with an error message.
 	ErrRemote = errors.New("consent: peer refused")

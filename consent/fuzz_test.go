@@ -85,6 +85,28 @@ func FuzzDecodeCertificate(f *testing.F) {
 	})
 }
 
+func FuzzParseCertPayload(f *testing.F) {
+	_, cert, rev, _ := seeds(f)
+	c, err := DecodeCertificate(cert)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(c.Payload)
+	f.Add(cert)
+	f.Add(rev)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseCertPayload(b)
+		if err != nil {
+			return
+		}
+		// A parsed payload is canonical: rebuilding it gives the same bytes.
+		again, err := NewCertPayload(c.A, c.B, c.Scopes, c.NotBefore, c.NotAfter, c.Seq)
+		if err != nil || !bytes.Equal(again, b) || !bytes.Equal(c.Payload, b) {
+			t.Fatalf("payload does not rebuild: %v", err)
+		}
+	})
+}
+
 func FuzzDecodeRevocation(f *testing.F) {
 	req, cert, rev, _ := seeds(f)
 	f.Add(rev)

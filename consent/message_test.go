@@ -112,7 +112,7 @@ func TestDecodeMessage(t *testing.T) {
 }
 
 func TestErrorMessage(t *testing.T) {
-	for _, sentinel := range []error{ErrDenied, ErrTooManyPending, ErrAlreadyPending, ErrNotRequested, ErrBadSignature, ErrReplay} {
+	for _, sentinel := range []error{ErrDenied, ErrTooManyPending, ErrAlreadyPending, ErrNotRequested, ErrBadSignature, ErrReplay, ErrRateLimited, ErrNotYetValid} {
 		err := errorsWrap(sentinel)
 		m := ErrorMessage("id1", err)
 		var buf bytes.Buffer

@@ -38,8 +38,9 @@ type Config struct {
 	Gater connmgr.ConnectionGater
 	// NoLocalAPI turns off the unix-socket API. False means it is served.
 	NoLocalAPI bool
-	// RoomPolicy decides whom rooms deal with (consent plugs in here). Nil
-	// means rooms.DefaultPolicy: invite only connected peers.
+	// RoomPolicy decides whom rooms deal with. Nil means the node's contact
+	// service (consent): invites need a live contact certificate, and
+	// revoked, expired or denied nodes are cut off (see internal/contacts).
 	RoomPolicy rooms.Policy
 	// SyncInterval is the rooms' anti-entropy period. Zero means 30 s.
 	SyncInterval time.Duration

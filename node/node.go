@@ -29,6 +29,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/contacts"
+	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/rooms"
@@ -64,6 +66,8 @@ type Node struct {
 	mdns    mdns.Service
 	api     *localapi.Server
 	wg      sync.WaitGroup
+
+	contacts *contacts.Service // set by Start, read-only afterwards
 
 	stop      chan struct{} // closed when the local API asks to shut down
 	stopOnce  sync.Once
@@ -180,13 +184,20 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.dht = kad
 
+	if err := n.newContacts(); err != nil {
+		return err
+	}
+	policy := n.cfg.RoomPolicy
+	if policy == nil {
+		policy = n.contacts
+	}
 	rm, err := rooms.New(rooms.Config{
 		Host:         n.host,
 		Store:        n.db,
 		Key:          n.priv,
 		Logger:       n.log,
 		Registry:     n.reg,
-		Policy:       n.cfg.RoomPolicy,
+		Policy:       policy,
 		SyncInterval: n.cfg.SyncInterval,
 	})
 	if err != nil {
@@ -211,6 +222,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err := rm.Start(n.ctx, ps); err != nil {
 		return err
 	}
+	if err := n.contacts.Start(n.ctx); err != nil {
+		return err
+	}
 
 	n.registerMetrics()
 
@@ -228,6 +242,8 @@ func (n *Node) start(ctx context.Context) error {
 		}
 		n.api = localapi.NewServer(apiBackend{n}, n.log)
 		n.api.HandleRooms(n.rooms)
+		n.api.HandleInbox(inbox.New(n.rooms, n.db), n.rooms, n.rooms)
+		n.api.HandleContacts(n.contacts)
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -382,6 +398,9 @@ func (n *Node) Close() error {
 		}
 		if n.mdns != nil {
 			errs = append(errs, n.mdns.Close())
+		}
+		if n.contacts != nil {
+			errs = append(errs, n.contacts.Close())
 		}
 		if n.rooms != nil {
 			errs = append(errs, n.rooms.Close())

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/contacts"
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+func contactCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "contact",
+		Short: "Contacts: consent between users' nodes, sealed by both",
+		Long: `Another user's node can reach your agents only as a contact: it asks with
+` + "`parley contact request`" + `, you approve (or deny), and both nodes hold a certificate signed by
+both. Either side may revoke it at once; it also expires by itself. Inviting another
+user's node into a room needs a live contact.`,
+	}
+	cmd.AddCommand(contactRequestCmd(g), contactApproveCmd(g), contactDenyCmd(g), contactRevokeCmd(g), contactListCmd(g))
+	return cmd
+}
+
+func contactRequestCmd(g *globals) *cobra.Command {
+	var note string
+	cmd := &cobra.Command{
+		Use:   "request PEER_ID|MULTIADDR",
+		Short: "Ask another node to become a contact",
+		Long: `Ask another node to become a contact. Give its peer ID (it is then found through
+the DHT) or a multiaddr ending in /p2p/PEER_ID. It sees the request as pending-in
+until its user approves or denies it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n := utf8.RuneCountInString(note); n > consent.MaxNote {
+				return fmt.Errorf("--note has %d characters, at most %d allowed", n, consent.MaxNote)
+			}
+			if _, err := contacts.ParseTarget(args[0]); err != nil {
+				return err
+			}
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (contacts.Result, error) {
+				return c.ContactRequest(ctx, args[0], note)
+			}, func(w io.Writer, v contacts.Result) {
+				fmt.Fprintf(w, "contact request %s to %s: %s\n", v.ID, v.PeerID, v.Detail)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&note, "note", "", fmt.Sprintf("a few words to the other user (at most %d characters)", consent.MaxNote))
+	return cmd
+}
+
+func contactApproveCmd(g *globals) *cobra.Command {
+	var expires string
+	cmd := &cobra.Command{
+		Use:   "approve ID",
+		Short: "Approve a pending contact request (its ID, or the requester's peer ID)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := contacts.ParseExpires(expires); err != nil {
+				return err
+			}
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (contacts.Result, error) {
+				return c.ContactApprove(ctx, args[0], expires)
+			}, func(w io.Writer, v contacts.Result) {
+				until := ""
+				if v.Expires != nil {
+					until = " until " + v.Expires.Local().Format(time.RFC3339)
+				}
+				fmt.Fprintf(w, "%s (%s) is %s%s: %s\n", v.PeerID, v.Handle, v.State, until, v.Detail)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&expires, "expires", "", "how long the contact lasts: days like 90d, or a duration like 36h (default 365d)")
+	return cmd
+}
+
+func contactDenyCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "deny ID",
+		Short: "Deny a pending contact request (its ID, or the requester's peer ID)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (contacts.Result, error) {
+				return c.ContactDeny(ctx, args[0])
+			}, func(w io.Writer, v contacts.Result) {
+				fmt.Fprintf(w, "request %s from %s: %s\n", v.ID, v.PeerID, v.Detail)
+			})
+		},
+	}
+}
+
+func contactRevokeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke PEER_ID",
+		Short: "Revoke a contact at once (or cancel your pending request)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (contacts.Result, error) {
+				return c.ContactRevoke(ctx, args[0])
+			}, func(w io.Writer, v contacts.Result) {
+				fmt.Fprintf(w, "%s: %s\n", v.PeerID, v.Detail)
+			})
+		},
+	}
+}
+
+func contactListCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List contacts and pending requests",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]contacts.Entry, error) { return c.Contacts(ctx) },
+				func(w io.Writer, v []contacts.Entry) {
+					if len(v) == 0 {
+						fmt.Fprintln(w, "no contacts (ask someone with `parley contact request PEER_ID`)")
+						return
+					}
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tPEER ID\tHANDLE\tSTATE\tEXPIRES\tNOTE")
+					for _, e := range v {
+						exp := "-"
+						if e.Expires != nil {
+							exp = e.Expires.Local().Format("2006-01-02 15:04")
+						}
+						note := strings.Join(strings.Fields(e.Note), " ")
+						if utf8.RuneCountInString(note) > 40 {
+							note = string([]rune(note)[:39]) + "…"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.PeerID, e.Handle, e.State, exp, note)
+					}
+					tw.Flush()
+				})
+		},
+	}
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+type cliContact struct {
+	ID      string  `json:"id"`
+	PeerID  string  `json:"peer_id"`
+	Handle  string  `json:"handle"`
+	State   string  `json:"state"`
+	Note    string  `json:"note"`
+	Expires *string `json:"expires"`
+}
+
+func contactsOf(t *testing.T, home string) []cliContact {
+	t.Helper()
+	var v []cliContact
+	runJSON(t, &v, "--home", home, "contact", "list")
+	return v
+}
+
+func stateOf(t *testing.T, home, peerID string) string {
+	t.Helper()
+	for _, c := range contactsOf(t, home) {
+		if c.PeerID == peerID {
+			return c.State
+		}
+	}
+	return ""
+}
+
+func logHas(t *testing.T, home, room, text string) bool {
+	t.Helper()
+	var evs []struct {
+		Kind string `json:"kind"`
+		Text string `json:"text"`
+	}
+	runJSON(t, &evs, "--home", home, "room", "log", room)
+	for _, e := range evs {
+		if e.Kind == "message" && e.Text == text {
+			return true
+		}
+	}
+	return false
+}
+
+// metric reads one sample of the node's /metrics, 0 if absent.
+func metric(t *testing.T, home, name, labels string) float64 {
+	t.Helper()
+	c := localapi.NewClient(node.SocketPath(home))
+	defer c.Close()
+	resp, err := c.Open(context.Background(), "GET", "/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+labels+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
+}
+
+func TestCLIContactConsentGatesRooms(t *testing.T) {
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	var idA, idB struct {
+		PeerID string `json:"peer_id"`
+	}
+	runJSON(t, &idA, "--home", homeA, "id")
+	runJSON(t, &idB, "--home", homeB, "id")
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		var peers []struct {
+			PeerID string `json:"peer_id"`
+		}
+		runJSON(t, &peers, "--home", homeA, "peers")
+		return len(peers) == 1
+	}, "A and B to connect")
+
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", homeA, "room", "create", "consent")
+
+	// Before consent the invite fails with what to do.
+	_, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, idB.PeerID)
+	if code == 0 || !strings.Contains(errs, "parley contact request "+idB.PeerID) {
+		t.Fatalf("invite before consent: exit %d: %q", code, errs)
+	}
+
+	// Bad input is refused with one line, and nothing is stored.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"contact", "request", idB.PeerID, "--note", strings.Repeat("x", 501)}, "at most 500"},
+		{[]string{"contact", "request", "not-a-peer"}, "neither a peer ID nor a multiaddr"},
+		{[]string{"contact", "request", idA.PeerID}, "own peer ID"},
+		{[]string{"contact", "approve", "nosuchrequest01"}, "parley contact list"},
+		{[]string{"contact", "approve", "x", "--expires", "soon"}, "use days like 90d"},
+		{[]string{"contact", "revoke", idB.PeerID}, "no contact"},
+	} {
+		_, errs, code := run(t, append([]string{"--home", homeA}, tc.args...)...)
+		if code == 0 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Fatalf("%v: exit %d, stderr %q, want one line with %q", tc.args, code, errs, tc.want)
+		}
+	}
+	if l := contactsOf(t, homeA); len(l) != 0 {
+		t.Fatalf("refused commands stored %+v", l)
+	}
+
+	// Request, then approve.
+	var req struct {
+		cliContact
+		Delivered bool `json:"delivered"`
+	}
+	runJSON(t, &req, "--home", homeA, "contact", "request", idB.PeerID, "--note", "let's pair")
+	if !req.Delivered || req.State != "pending-out" || req.PeerID != idB.PeerID {
+		t.Fatalf("request: %+v", req)
+	}
+	var pending []cliContact
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		pending = contactsOf(t, homeB)
+		return len(pending) == 1
+	}, "B to list A's request")
+	if p := pending[0]; p.ID != req.ID || p.PeerID != idA.PeerID || p.Handle != "alice" || p.State != "pending-in" || p.Note != "let's pair" || p.Expires != nil {
+		t.Fatalf("B lists %+v", p)
+	}
+	// The list's JSON has exactly the documented keys.
+	out, _, _ := run(t, "--home", homeB, "contact", "list", "--json")
+	for _, k := range []string{`"id"`, `"peer_id"`, `"handle"`, `"state"`, `"note"`, `"expires"`} {
+		if !strings.Contains(out, k) {
+			t.Fatalf("list JSON lacks %s: %s", k, out)
+		}
+	}
+	if _, errs, code := run(t, "--home", homeB, "contact", "approve", req.ID, "--expires", "90d"); code != 0 {
+		t.Fatalf("approve: %s", errs)
+	}
+	for _, h := range []struct{ home, other string }{{homeA, idB.PeerID}, {homeB, idA.PeerID}} {
+		nodetest.WaitFor(t, 10*time.Second, func() bool { return stateOf(t, h.home, h.other) == "active" },
+			"%s to list the contact as active", h.home)
+	}
+	l := contactsOf(t, homeA)
+	if len(l) != 1 || l[0].Handle != "bob" || l[0].Expires == nil {
+		t.Fatalf("A lists %+v", l)
+	}
+	if exp, err := time.Parse(time.RFC3339, *l[0].Expires); err != nil || exp.Sub(time.Now().Add(90*24*time.Hour)).Abs() > time.Hour {
+		t.Fatalf("expires %q, %v", *l[0].Expires, err)
+	}
+
+	// Now the invite works and B joins.
+	if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, idB.PeerID); code != 0 {
+		t.Fatalf("invite after consent: %s", errs)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		var rs []struct {
+			ID string `json:"room_id"`
+		}
+		runJSON(t, &rs, "--home", homeB, "room", "list")
+		return slices.ContainsFunc(rs, func(r struct {
+			ID string `json:"room_id"`
+		}) bool {
+			return r.ID == room.RoomID
+		})
+	}, "B to join the room")
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		_, _, code := run(t, "--home", homeB, "room", "say", room.RoomID, "before")
+		return code == 0
+	}, "B to speak in the room")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return logHas(t, homeA, room.RoomID, "before") },
+		"A to get B's message")
+
+	// A revokes B: both list it as revoked, and B's later words do not reach A.
+	if _, errs, code := run(t, "--home", homeA, "contact", "revoke", idB.PeerID); code != 0 {
+		t.Fatalf("revoke: %s", errs)
+	}
+	for _, h := range []struct{ home, other string }{{homeA, idB.PeerID}, {homeB, idA.PeerID}} {
+		nodetest.WaitFor(t, 10*time.Second, func() bool { return stateOf(t, h.home, h.other) == "revoked" },
+			"%s to list the contact as revoked", h.home)
+	}
+	const ignored = "parley_room_events_rejected_total"
+	before := metric(t, homeA, ignored, `{reason="no_consent"}`)
+	if _, errs, code := run(t, "--home", homeB, "room", "say", room.RoomID, "after"); code != 0 {
+		t.Fatalf("say after revoke: %s", errs)
+	}
+	if !logHas(t, homeB, room.RoomID, "after") {
+		t.Fatal("B's own log lacks its message")
+	}
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		return metric(t, homeA, ignored, `{reason="no_consent"}`) > before
+	}, "A to receive and ignore B's message")
+	if logHas(t, homeA, room.RoomID, "after") {
+		t.Fatal("the revoked node's message appears in A's room log")
+	}
+	_, errs, code = run(t, "--home", homeA, "room", "invite", room.RoomID, idB.PeerID)
+	if code == 0 || !strings.Contains(errs, "parley contact request") {
+		t.Fatalf("invite after revoke: exit %d: %q", code, errs)
+	}
+}

@@ -1,0 +1,354 @@
+package contacts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/parley-mesh/parley/consent"
+)
+
+// Entry is one contact as the local API and `parley contact list` show it.
+type Entry struct {
+	ID      string        `json:"id"`      // the request that made or last changed the contact
+	PeerID  peer.ID       `json:"peer_id"` // the other node
+	Handle  string        `json:"handle"`  // its display name
+	State   consent.State `json:"state"`   // pending-in, pending-out, active, denied, revoked, expired
+	Note    string        `json:"note"`    // the pending request's note
+	Expires *time.Time    `json:"expires"` // the certificate's end, null without one
+}
+
+func entryOf(c consent.Contact) Entry {
+	e := Entry{ID: c.ID, PeerID: c.Peer, Handle: c.Handle, State: c.State, Note: c.Note}
+	if c.Cert != nil && !c.Expires.IsZero() && (c.State == consent.StateActive || c.State == consent.StateExpired) {
+		t := c.Expires.UTC()
+		e.Expires = &t
+	}
+	return e
+}
+
+// Result is the outcome of Request, Approve, Deny or Revoke: the contact
+// afterwards, whether the peer got the message, and what happens next.
+type Result struct {
+	Entry
+	Delivered bool   `json:"delivered"`
+	Detail    string `json:"detail,omitempty"`
+}
+
+func (s *Service) result(p peer.ID) Result {
+	c, _ := s.book.Get(p, s.now())
+	if c.Peer == "" {
+		c.Peer = p
+	}
+	return Result{Entry: entryOf(c)}
+}
+
+// List returns every contact, pending requests first.
+func (s *Service) List() []Entry {
+	cs := s.book.List(s.now())
+	out := make([]Entry, len(cs))
+	for i, c := range cs {
+		out[i] = entryOf(c)
+	}
+	return out
+}
+
+// Request asks target to become a contact, with note (at most
+// consent.MaxNote characters) in the user's words. The target is dialled
+// at its given addresses, else the known ones, else found through the DHT;
+// if it cannot be reached nothing is stored. Asking again while a request
+// is pending sends the same request again.
+func (s *Service) Request(ctx context.Context, target peer.AddrInfo, note string) (res Result, err error) {
+	p := target.ID
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("contacts: request %s: %w", p, err)
+		}
+	}()
+	if p == s.self {
+		return Result{}, fmt.Errorf("%w: that is this node's own peer ID", ErrBadInput)
+	}
+	// Check the note and the peer ID before dialling; a bad one stores nothing.
+	if _, err := consent.NewRequest(s.cfg.Key, p, s.cfg.Handle, note, s.now()); err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+	defer cancel()
+	unlock, err := s.lockPeer(ctx, p)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	if c, ok := s.book.Get(p, s.now()); ok {
+		switch c.State {
+		case consent.StateActive:
+			return Result{}, fmt.Errorf("%w until %s", consent.ErrAlreadyContact, c.Expires.UTC().Format(time.RFC3339))
+		case consent.StatePendingIn:
+			return Result{}, fmt.Errorf("%w: %s already asked you: approve it with `parley contact approve %s`", consent.ErrState, p, c.ID)
+		}
+	}
+	if err := s.reach(ctx, target); err != nil {
+		return Result{}, fmt.Errorf("%w (is its node running? give its address: `parley contact request /ip4/…/tcp/…/p2p/%s`)", err, p)
+	}
+	var wire []byte
+	again := false
+	if c, ok := s.book.Get(p, s.now()); ok && c.State == consent.StatePendingOut && c.OutRequest != nil {
+		wire, again = c.OutRequest, true
+	} else {
+		err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
+			wire, recs, err = s.book.OutgoingRequest(p, s.cfg.Handle, note, now)
+			return recs, err
+		})
+		if err != nil {
+			return Result{}, err
+		}
+	}
+	w := work{kind: consent.KindRequest, key: deliveryKey(consent.KindRequest, wire),
+		msg: consent.Message{Kind: consent.KindRequest, Request: wire}}
+	err = s.deliver(ctx, p, w)
+	res = s.result(p)
+	switch {
+	case err == nil:
+		res.Delivered = true
+		res.Detail = "asked; the contact becomes active when they approve"
+		if again {
+			res.Detail = "already asked: the same request was sent again (its note is kept); waiting for their approval"
+		}
+	case errors.Is(err, ErrUnreachable):
+		res.Detail = fmt.Sprintf("%s did not answer; the request is kept and sent again when it connects", p)
+		return res, nil
+	default:
+		return res, err
+	}
+	return res, nil
+}
+
+// resolve finds the contact named by ref: a request ID, or a peer ID.
+func (s *Service) resolve(ref string) (consent.Contact, error) {
+	ref = strings.TrimSpace(ref)
+	now := s.now()
+	for _, c := range s.book.List(now) {
+		if c.ID == ref {
+			return c, nil
+		}
+	}
+	if p, err := peer.Decode(ref); err == nil {
+		if c, ok := s.book.Get(p, now); ok {
+			return c, nil
+		}
+		return consent.Contact{}, fmt.Errorf("%w: no contact with %s (see `parley contact list`)", ErrUnknown, p)
+	}
+	return consent.Contact{}, fmt.Errorf("%w: %q is neither a request ID nor a peer ID of a contact (see `parley contact list`)", ErrUnknown, ref)
+}
+
+func pendingIn(c consent.Contact, verb string) error {
+	if c.State != consent.StatePendingIn {
+		return fmt.Errorf("%w: %s is %s, there is no request from it to %s", consent.ErrState, c.Peer, c.State, verb)
+	}
+	return nil
+}
+
+// Approve grants the pending request ref (its ID, or the requester's peer
+// ID): it signs a certificate valid for validFor (zero: the book's default,
+// a year) and sends it to the requester, whose countersignature makes the
+// contact active on both sides. If the requester is offline the approval is
+// kept and sent when it connects.
+func (s *Service) Approve(ctx context.Context, ref string, validFor time.Duration) (res Result, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("contacts: approve %s: %w", ref, err)
+		}
+	}()
+	if validFor < 0 {
+		return Result{}, fmt.Errorf("%w: negative validity", ErrBadInput)
+	}
+	c, err := s.resolve(ref)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := pendingIn(c, "approve"); err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+	defer cancel()
+	unlock, err := s.lockPeer(ctx, c.Peer)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	var a consent.Approval
+	err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
+		a, recs, err = s.book.Approve(c.ID, validFor, now)
+		return recs, err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	w := work{kind: consent.KindApprove, key: deliveryKey(consent.KindApprove, a.Payload), msg: consent.Message{
+		Kind: consent.KindApprove, ID: a.ID, Payload: a.Payload, Sig: a.Sig, Handle: s.cfg.Handle,
+	}}
+	err = s.deliver(ctx, c.Peer, w)
+	res = s.result(c.Peer)
+	switch {
+	case err == nil:
+		res.Delivered = true
+		res.Detail = "approved; both nodes hold the certificate"
+	case errors.Is(err, ErrUnreachable):
+		res.Detail = fmt.Sprintf("approved; %s did not answer: the contact becomes active when it connects and countersigns", c.Peer)
+		return res, nil
+	default:
+		return res, err
+	}
+	return res, nil
+}
+
+// Deny refuses the pending request ref (its ID, or the requester's peer
+// ID). The requester may not ask again for the book's cool-down (a day). It
+// is told if it can be reached; otherwise it learns on its next request.
+func (s *Service) Deny(ctx context.Context, ref string) (res Result, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("contacts: deny %s: %w", ref, err)
+		}
+	}()
+	c, err := s.resolve(ref)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := pendingIn(c, "deny"); err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+	defer cancel()
+	unlock, err := s.lockPeer(ctx, c.Peer)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	if err := s.apply(func(now time.Time) ([]consent.Record, error) { return s.book.Deny(c.ID, now) }); err != nil {
+		return Result{}, err
+	}
+	_, err = s.exchange(ctx, c.Peer, consent.Message{Kind: consent.KindDeny, ID: c.ID})
+	res = s.result(c.Peer)
+	res.Delivered = err == nil
+	res.Detail = "denied; it may not ask again for a while"
+	if err != nil {
+		res.Detail += fmt.Sprintf(" (not told now: %v; it learns when it asks again)", err)
+	}
+	return res, nil
+}
+
+// Revoke withdraws consent to the contact ref (its peer ID, or a request
+// ID): the certificate stops working here at once, a signed revocation is
+// sent (and kept, and sent again when the peer connects, if it is offline),
+// and the peer may not ask again for the book's cool-down. Revoking a
+// pending request of our own cancels it.
+func (s *Service) Revoke(ctx context.Context, ref string) (res Result, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("contacts: revoke %s: %w", ref, err)
+		}
+	}()
+	c, err := s.resolve(ref)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+	defer cancel()
+	unlock, err := s.lockPeer(ctx, c.Peer)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	var wire []byte
+	err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
+		wire, recs, err = s.book.Revoke(c.Peer, now)
+		return recs, err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	s.log.Info("contact revoked", "peer", c.Peer.String())
+	w := work{kind: consent.KindRevoke, key: deliveryKey(consent.KindRevoke, wire),
+		msg: consent.Message{Kind: consent.KindRevoke, Revocation: wire}}
+	err = s.deliver(ctx, c.Peer, w)
+	res = s.result(c.Peer)
+	switch {
+	case err == nil:
+		res.Delivered = true
+		res.Detail = "revoked on both nodes"
+	case errors.Is(err, ErrUnreachable):
+		res.Detail = fmt.Sprintf("revoked here at once; %s is told when it connects", c.Peer)
+	default:
+		res.Detail = fmt.Sprintf("revoked here at once; %s refused the notice: %v", c.Peer, err)
+	}
+	return res, nil
+}
+
+// ParseTarget reads a contact target: a peer ID, or a multiaddr ending in
+// /p2p/PEER_ID.
+func ParseTarget(s string) (peer.AddrInfo, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "/") {
+		m, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return peer.AddrInfo{}, fmt.Errorf("%w: %q is not a multiaddr: %v (example: /ip4/192.0.2.1/tcp/4190/p2p/12D3KooW...)", ErrBadInput, s, err)
+		}
+		ai, err := peer.AddrInfoFromP2pAddr(m)
+		if err != nil {
+			return peer.AddrInfo{}, fmt.Errorf("%w: %s has no /p2p/PEER_ID part: %v", ErrBadInput, s, err)
+		}
+		return *ai, nil
+	}
+	id, err := peer.Decode(s)
+	if err != nil {
+		return peer.AddrInfo{}, fmt.Errorf("%w: %q is neither a peer ID nor a multiaddr ending in /p2p/PEER_ID", ErrBadInput, s)
+	}
+	return peer.AddrInfo{ID: id}, nil
+}
+
+// MaxValidity is the longest validity ParseExpires accepts.
+const MaxValidity = 100 * 365 * 24 * time.Hour
+
+// ParseExpires reads a certificate validity: a Go duration ("36h",
+// "90m") or a number of days ("90d", "1.5d"). Empty means zero (the
+// default). It must be at least a second and at most MaxValidity.
+func ParseExpires(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("%w: expires %q: %s (use days like 90d, or a duration like 36h)", ErrBadInput, s, why)
+	}
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		f, err := strconv.ParseFloat(n, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, bad("not a number of days")
+		}
+		if f*24*float64(time.Hour) > float64(MaxValidity) {
+			return 0, bad("more than 100 years")
+		}
+		d = time.Duration(f * 24 * float64(time.Hour))
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, bad("not a duration")
+		}
+	}
+	switch {
+	case d < time.Second:
+		return 0, bad("at least 1s")
+	case d > MaxValidity:
+		return 0, bad("more than 100 years")
+	}
+	return d, nil
+}

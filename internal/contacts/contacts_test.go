@@ -1,0 +1,376 @@
+package contacts_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/contacts"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+func TestRequestApproveInvite(t *testing.T) {
+	nt := startNet(t, 2)
+	waitConnected(t, nt, 0, 1)
+	ctx := context.Background()
+	room := createRoom(t, nt, 0)
+
+	// Without consent the invite fails and says what to do.
+	_, err := mgr(nt, 0).Invite(ctx, room, nt.ID(1), identity.HumanAgent)
+	wantErr(t, err, rooms.ErrInviteRefused, "parley contact request "+nt.ID(1).String())
+	if has(nt, 0, room, rooms.KindInvite, nt.ID(0), "") {
+		t.Fatal("a refused invite left an invite event")
+	}
+
+	res, err := svc(nt, 0).Request(ctx, peer.AddrInfo{ID: nt.ID(1)}, "pair on the parser?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Delivered || res.State != consent.StatePendingOut || res.Note != "pair on the parser?" {
+		t.Fatalf("request: %+v", res)
+	}
+	waitState(t, nt, 1, 0, consent.StatePendingIn)
+	in := svc(nt, 1).List()
+	if len(in) != 1 || in[0].ID != res.ID || in[0].Handle != "node0" || in[0].Note != "pair on the parser?" || in[0].Expires != nil {
+		t.Fatalf("B lists %+v", in)
+	}
+	// Pending is not consent.
+	_, err = mgr(nt, 0).Invite(ctx, room, nt.ID(1), identity.HumanAgent)
+	wantErr(t, err, rooms.ErrInviteRefused, "parley contact request")
+
+	a, err := svc(nt, 1).Approve(ctx, res.ID, 90*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Delivered || a.State != consent.StateActive || a.Expires == nil ||
+		a.Expires.Sub(time.Now().Add(90*24*time.Hour)).Abs() > time.Minute {
+		t.Fatalf("approve: %+v", a)
+	}
+	waitState(t, nt, 0, 1, consent.StateActive)
+	ca, _ := svc(nt, 0).Book().Get(nt.ID(1), time.Now())
+	cb, _ := svc(nt, 1).Book().Get(nt.ID(0), time.Now())
+	if ca.Cert == nil || !bytes.Equal(ca.Cert, cb.Cert) || ca.Handle != "node1" || cb.Handle != "node0" {
+		t.Fatal("the nodes hold different certificates or handles")
+	}
+	cert, err := consent.DecodeCertificate(ca.Cert)
+	if err != nil || cert.Check(nt.ID(0), nt.ID(1), time.Now()) != nil {
+		t.Fatalf("stored certificate: %v", err)
+	}
+	for _, i := range []int{0, 1} {
+		if err := svc(nt, i).Allowed(nt.ID(1 - i)); err != nil {
+			t.Fatalf("node %d: Allowed: %v", i, err)
+		}
+		if l := svc(nt, i).List(); len(l) != 1 || l[0].State != consent.StateActive || l[0].Expires == nil {
+			t.Fatalf("node %d lists %+v", i, l)
+		}
+	}
+
+	// Now the invite works and the room talks both ways.
+	invite(t, nt, 0, 1, room)
+	say(t, nt, 1, room, "hi from B")
+	nt.WaitFor(10*time.Second, func() bool { return has(nt, 0, room, rooms.KindMessage, nt.ID(1), "hi from B") },
+		"A to get B's message")
+
+	// A second request between contacts is refused locally.
+	_, err = svc(nt, 0).Request(ctx, peer.AddrInfo{ID: nt.ID(1)}, "")
+	wantErr(t, err, consent.ErrAlreadyContact)
+
+	// Contacts survive a restart.
+	nt.Crash(1)
+	nt.Restart(1)
+	if st := state(nt, 1, 0); st != consent.StateActive {
+		t.Fatalf("after restart B sees A as %q", st)
+	}
+	if err := svc(nt, 1).CanInvite(nt.ID(0)); err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+}
+
+func TestRequestThroughDHT(t *testing.T) {
+	nt := startNet(t, 3)
+	for i := range 3 {
+		nt.WaitFor(20*time.Second, func() bool { return nt.Node(i).DHT().RoutingTable().Size() > 0 },
+			"node %d to fill its routing table", i)
+	}
+	// Node 1 knows nothing of node 2 but its peer ID.
+	h1 := nt.Node(1).Host()
+	_ = h1.Network().ClosePeer(nt.ID(2))
+	h1.Peerstore().ClearAddrs(nt.ID(2))
+	if len(h1.Peerstore().Addrs(nt.ID(2))) > 0 || h1.Network().Connectedness(nt.ID(2)) == network.Connected {
+		t.Fatal("node 1 still knows how to reach node 2")
+	}
+	var last error
+	nt.WaitFor(20*time.Second, func() bool {
+		_, last = svc(nt, 1).Request(context.Background(), peer.AddrInfo{ID: nt.ID(2)}, "found you")
+		return last == nil
+	}, "node 1 to reach node 2 through the DHT (last error %v)", last)
+	waitState(t, nt, 2, 1, consent.StatePendingIn)
+}
+
+func TestUnreachableTargetStoresNothing(t *testing.T) {
+	nt := startNet(t, 1)
+	other := nodetest.Start(t, 1)
+	id := other.ID(0)
+	other.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	_, err := svc(nt, 0).Request(ctx, peer.AddrInfo{ID: id}, "hello?")
+	wantErr(t, err, contacts.ErrUnreachable, "parley contact request")
+	if l := svc(nt, 0).List(); len(l) != 0 {
+		t.Fatalf("stored %+v", l)
+	}
+	_, err = svc(nt, 0).Request(ctx, peer.AddrInfo{ID: nt.ID(0)}, "")
+	wantErr(t, err, contacts.ErrBadInput)
+}
+
+func TestDenyAndRateLimit(t *testing.T) {
+	nt := startNet(t, 2)
+	waitConnected(t, nt, 0, 1)
+	ctx := context.Background()
+	res, err := svc(nt, 0).Request(ctx, peer.AddrInfo{ID: nt.ID(1)}, "please")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, nt, 1, 0, consent.StatePendingIn)
+	// Deny by the requester's peer ID works as well as by request ID.
+	d, err := svc(nt, 1).Deny(ctx, nt.ID(0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Delivered || d.State != consent.StateDenied || d.ID != res.ID {
+		t.Fatalf("deny: %+v", d)
+	}
+	waitState(t, nt, 0, 1, consent.StateDenied)
+	_, err = svc(nt, 1).Approve(ctx, res.ID, 0)
+	wantErr(t, err, consent.ErrState)
+
+	// Asking again at once is refused by B, and counted; nothing changes.
+	before := rejected(t, nt, 1, "denied")
+	_, err = svc(nt, 0).Request(ctx, peer.AddrInfo{ID: nt.ID(1)}, "pretty please")
+	wantErr(t, err, consent.ErrDenied)
+	if !errors.Is(err, consent.ErrRemote) {
+		t.Fatalf("not the peer's refusal: %v", err)
+	}
+	if rejected(t, nt, 1, "denied") != before+1 {
+		t.Fatal("refused request not counted")
+	}
+	if state(nt, 1, 0) != consent.StateDenied || state(nt, 0, 1) != consent.StateDenied {
+		t.Fatalf("states after a refused request: %s %s", state(nt, 1, 0), state(nt, 0, 1))
+	}
+	// A denied node is cut off from rooms too.
+	if err := svc(nt, 1).Allowed(nt.ID(0)); !errors.Is(err, consent.ErrDenied) {
+		t.Fatalf("Allowed(denied) = %v", err)
+	}
+}
+
+func TestRevokeStopsDelivery(t *testing.T) {
+	nt := startNet(t, 2)
+	waitConnected(t, nt, 0, 1)
+	ctx := context.Background()
+	befriend(t, nt, 0, 1, 0)
+	room := createRoom(t, nt, 0)
+	invite(t, nt, 0, 1, room)
+	say(t, nt, 1, room, "before")
+	nt.WaitFor(10*time.Second, func() bool { return has(nt, 0, room, rooms.KindMessage, nt.ID(1), "before") },
+		"A to get B's message before the revocation")
+
+	res, err := svc(nt, 0).Revoke(ctx, nt.ID(1).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Delivered || res.State != consent.StateRevoked {
+		t.Fatalf("revoke: %+v", res)
+	}
+	// It takes effect at once on both sides.
+	if state(nt, 1, 0) != consent.StateRevoked {
+		t.Fatalf("B sees A as %s right after the revocation", state(nt, 1, 0))
+	}
+	for _, i := range []int{0, 1} {
+		if err := svc(nt, i).Allowed(nt.ID(1 - i)); !errors.Is(err, consent.ErrRevoked) {
+			t.Fatalf("node %d: Allowed = %v", i, err)
+		}
+		if mgr(nt, i).PeerFilter(nt.ID(1-i), rooms.Topic(room)) {
+			t.Fatalf("node %d keeps the revoked node in the room topic's peer filter", i)
+		}
+	}
+	_, err = mgr(nt, 0).Invite(ctx, room, nt.ID(1), identity.HumanAgent)
+	wantErr(t, err, rooms.ErrInviteRefused, "parley contact request")
+
+	// B still speaks in its copy of the room; A ignores it.
+	ignored := counter(t, nt, 0, "parley_room_events_rejected_total", "reason", "no_consent")
+	say(t, nt, 1, room, "after")
+	nt.WaitFor(10*time.Second, func() bool {
+		return counter(t, nt, 0, "parley_room_events_rejected_total", "reason", "no_consent") > ignored
+	}, "A to receive and ignore B's message")
+	if err := mgr(nt, 0).SyncNow(ctx, room, nt.ID(1)); err == nil {
+		t.Fatal("A synced with the revoked node")
+	}
+	if has(nt, 0, room, rooms.KindMessage, nt.ID(1), "after") {
+		t.Fatal("a message of the revoked node reached A's log")
+	}
+	// A replay of the revocation is refused and counted.
+	c, _ := svc(nt, 0).Book().Get(nt.ID(1), time.Now())
+	before := rejected(t, nt, 1, "replay")
+	ans := send(t, nt, 0, 1, consent.Message{Kind: consent.KindRevoke, Revocation: c.Revocation})
+	wantErr(t, ans.Err(), consent.ErrReplay)
+	if rejected(t, nt, 1, "replay") != before+1 {
+		t.Fatal("replayed revocation not counted")
+	}
+}
+
+func TestRevokeWhileOffline(t *testing.T) {
+	nt := startNet(t, 2)
+	waitConnected(t, nt, 0, 1)
+	befriend(t, nt, 1, 0, 0)
+	nt.Crash(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	res, err := svc(nt, 0).Revoke(ctx, nt.ID(1).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Delivered || res.State != consent.StateRevoked || !strings.Contains(res.Detail, "when it connects") {
+		t.Fatalf("revoke while offline: %+v", res)
+	}
+	if err := svc(nt, 0).Allowed(nt.ID(1)); !errors.Is(err, consent.ErrRevoked) {
+		t.Fatalf("Allowed = %v", err)
+	}
+	// B comes back, connects, and is told.
+	nt.Restart(1)
+	waitState(t, nt, 1, 0, consent.StateRevoked)
+}
+
+func TestApproveWhileRequesterOffline(t *testing.T) {
+	nt := startNet(t, 3)
+	waitConnected(t, nt, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	res, err := svc(nt, 1).Request(ctx, peer.AddrInfo{ID: nt.ID(0)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, nt, 0, 1, consent.StatePendingIn)
+	nt.Crash(1)
+	a, err := svc(nt, 0).Approve(ctx, res.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Delivered || a.State != consent.StatePendingIn {
+		t.Fatalf("approve while offline: %+v", a)
+	}
+	if err := svc(nt, 0).CanInvite(nt.ID(1)); err == nil {
+		t.Fatal("invite allowed before the countersignature")
+	}
+	nt.Restart(1)
+	waitState(t, nt, 0, 1, consent.StateActive)
+	waitState(t, nt, 1, 0, consent.StateActive)
+}
+
+func TestLostCountersignature(t *testing.T) {
+	nt := startNet(t, 2)
+	waitConnected(t, nt, 0, 1)
+	ctx := context.Background()
+	res, err := svc(nt, 0).Request(ctx, peer.AddrInfo{ID: nt.ID(1)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, nt, 1, 0, consent.StatePendingIn)
+	nt.Partition([]int{0}, []int{1})
+	a, err := svc(nt, 1).Approve(ctx, res.ID, 0)
+	if err != nil || a.Delivered {
+		t.Fatalf("approve across a partition: %+v, %v", a, err)
+	}
+	// The approval reached A and A countersigned, but the answer was lost.
+	c, _ := svc(nt, 1).Book().Get(nt.ID(0), time.Now())
+	if _, _, err := svc(nt, 0).Book().Countersign(nt.ID(1), "", c.Offer, c.OfferSig, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if state(nt, 0, 1) != consent.StateActive || state(nt, 1, 0) != consent.StatePendingIn {
+		t.Fatal("setup")
+	}
+	// When they meet again, B's re-sent offer is a replay for A; B makes
+	// a fresh one with the same end, A renews, and both converge.
+	nt.Heal()
+	waitState(t, nt, 1, 0, consent.StateActive)
+	ca, _ := svc(nt, 0).Book().Get(nt.ID(1), time.Now())
+	cb, _ := svc(nt, 1).Book().Get(nt.ID(0), time.Now())
+	if !bytes.Equal(ca.Cert, cb.Cert) || !ca.Expires.Equal(cb.Expires) {
+		t.Fatal("the nodes hold different certificates after the renewal")
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	nt := startNet(t, 2)
+	waitConnected(t, nt, 0, 1)
+	befriend(t, nt, 0, 1, 3*time.Second)
+	if err := svc(nt, 0).CanInvite(nt.ID(1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1} {
+		waitState(t, nt, i, 1-i, consent.StateExpired)
+		if err := svc(nt, i).Allowed(nt.ID(1 - i)); !errors.Is(err, consent.ErrExpired) {
+			t.Fatalf("node %d: Allowed after expiry = %v", i, err)
+		}
+	}
+	err := svc(nt, 0).CanInvite(nt.ID(1))
+	wantErr(t, err, rooms.ErrInviteRefused, "parley contact request")
+	// An expired contact may ask again.
+	befriend(t, nt, 1, 0, 0)
+}
+
+func TestThreePartyRoomAndStrangers(t *testing.T) {
+	// Node 2 plays a stranger whose rooms invite anyone (as a hostile
+	// node would); nodes 0 and 1 use consent.
+	nt := startNet(t, 4, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.SyncInterval = time.Second
+		if i == 3 {
+			c.RoomPolicy = openPolicy{}
+		}
+	}))
+	ctx := context.Background()
+	nt.ConnectAll()
+	befriend(t, nt, 1, 0, 0)
+	befriend(t, nt, 2, 0, 0)
+	// Node 0 invites its two contacts, who are strangers to each other.
+	room := createRoom(t, nt, 0)
+	invite(t, nt, 0, 1, room)
+	invite(t, nt, 0, 2, room)
+	say(t, nt, 2, room, "hello from 2")
+	nt.WaitFor(15*time.Second, func() bool { return has(nt, 1, room, rooms.KindMessage, nt.ID(2), "hello from 2") },
+		"node 1 to get the message of node 2, a member vouched for by node 0")
+	if err := svc(nt, 1).CanInvite(nt.ID(2)); err == nil {
+		t.Fatal("node 1 may invite node 2 without a contact")
+	}
+
+	// A stranger's invite is refused.
+	own, err := mgr(nt, 3).Create(ctx, "stranger's room", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = mgr(nt, 3).Invite(ctx, own, nt.ID(1), identity.HumanAgent)
+	wantErr(t, err, rooms.ErrInviteRefused, "not a contact")
+	for _, in := range mgr(nt, 1).List() {
+		if in.ID == own {
+			t.Fatal("node 1 joined a stranger's room")
+		}
+	}
+	if err := svc(nt, 1).Allowed(nt.ID(3)); !errors.Is(err, consent.ErrNoContact) {
+		t.Fatalf("Allowed(stranger) = %v", err)
+	}
+}
+
+// openPolicy invites anyone and accepts everyone.
+type openPolicy struct{}
+
+func (openPolicy) CanInvite(peer.ID) error { return nil }
+func (openPolicy) Allowed(peer.ID) error   { return nil }

@@ -1,0 +1,291 @@
+package contacts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+
+	"github.com/parley-mesh/parley/consent"
+)
+
+// reach makes sure there is a connection to ai.ID: it uses the given
+// addresses, then the peerstore's, then the DHT.
+func (s *Service) reach(ctx context.Context, ai peer.AddrInfo) error {
+	h := s.cfg.Host
+	if h.Network().Connectedness(ai.ID) == network.Connected {
+		return nil
+	}
+	var errs []error
+	try := func(ai peer.AddrInfo) bool {
+		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+		err := h.Connect(ctx, ai)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return err == nil
+	}
+	if len(ai.Addrs) > 0 {
+		h.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
+	}
+	if len(h.Peerstore().Addrs(ai.ID)) > 0 && try(peer.AddrInfo{ID: ai.ID}) {
+		return nil
+	}
+	if s.cfg.FindPeer != nil && ctx.Err() == nil {
+		fctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		found, err := s.cfg.FindPeer(fctx, ai.ID)
+		cancel()
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("DHT lookup: %w", err))
+		case len(found.Addrs) == 0:
+			errs = append(errs, errors.New("DHT lookup found no addresses"))
+		default:
+			if try(found) {
+				return nil
+			}
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, errors.New("no known address"))
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnreachable, ai.ID, errors.Join(errs...))
+}
+
+// exchange sends m to p and returns the answer. A peer that cannot be
+// reached or does not answer gives ErrUnreachable; an error answer gives an
+// error wrapping consent.ErrRemote.
+func (s *Service) exchange(ctx context.Context, p peer.ID, m consent.Message) (*consent.Message, error) {
+	if err := s.reach(ctx, peer.AddrInfo{ID: p}); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
+	defer cancel()
+	st, err := s.cfg.Host.NewStream(ctx, p, consent.ProtocolID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, p, err)
+	}
+	defer st.Close()
+	_ = st.SetDeadline(time.Now().Add(exchangeTimeout))
+	if err := consent.WriteFrame(st, m); err != nil {
+		_ = st.Reset()
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, p, err)
+	}
+	_ = st.CloseWrite()
+	b, err := consent.ReadFrame(st, consent.MaxFrame)
+	if err != nil {
+		_ = st.Reset()
+		return nil, fmt.Errorf("%w: %s did not answer: %w", ErrUnreachable, p, err)
+	}
+	ans, err := consent.DecodeMessage(b)
+	if err != nil {
+		s.reject(p, "", err)
+		return nil, fmt.Errorf("contacts: bad answer from %s: %w", p, err)
+	}
+	if err := ans.Err(); err != nil {
+		text := ans.Text
+		if text == "" {
+			text = ans.Code
+		}
+		return nil, &remoteError{peer: p, text: text, err: err}
+	}
+	return ans, nil
+}
+
+// remoteError is a peer's refusal: it reads as the peer's own words and
+// wraps consent.ErrRemote and the sentinel of the answer's code.
+type remoteError struct {
+	peer peer.ID
+	text string
+	err  error
+}
+
+func (e *remoteError) Error() string { return fmt.Sprintf("%s refused: %s", e.peer, e.text) }
+func (e *remoteError) Unwrap() error { return e.err }
+
+// deliveryKey names one thing to deliver, for the done set.
+func deliveryKey(kind consent.Kind, b []byte) string {
+	return string(kind) + ":" + consent.RequestID(b)
+}
+
+func (s *Service) isDone(key string) bool {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	return s.done[key]
+}
+
+func (s *Service) markDone(key string) {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	s.done[key] = true
+}
+
+// work is what this node still has to tell p: one of a request, an
+// approval (offer) or a revocation.
+type work struct {
+	kind    consent.Kind
+	key     string
+	msg     consent.Message
+	renewed bool // a fresh offer made after a lost countersignature; not renewed again
+}
+
+// workFor returns what c still needs delivered, if anything.
+func (s *Service) workFor(c consent.Contact) (work, bool) {
+	var w work
+	switch {
+	case c.State == consent.StatePendingOut && c.OutRequest != nil:
+		w = work{kind: consent.KindRequest, msg: consent.Message{Kind: consent.KindRequest, Request: c.OutRequest}}
+		w.key = deliveryKey(w.kind, c.OutRequest)
+	case c.State == consent.StatePendingIn && c.Offer != nil:
+		w = work{kind: consent.KindApprove, msg: consent.Message{
+			Kind: consent.KindApprove, ID: c.ID, Payload: c.Offer, Sig: c.OfferSig, Handle: s.cfg.Handle,
+		}}
+		w.key = deliveryKey(w.kind, c.Offer)
+	case c.State == consent.StateRevoked && c.Revocation != nil:
+		w = work{kind: consent.KindRevoke, msg: consent.Message{Kind: consent.KindRevoke, Revocation: c.Revocation}}
+		w.key = deliveryKey(w.kind, c.Revocation)
+	default:
+		return work{}, false
+	}
+	return w, !s.isDone(w.key)
+}
+
+func (s *Service) hasWork(p peer.ID) bool {
+	c, ok := s.book.Get(p, s.now())
+	if !ok {
+		return false
+	}
+	_, ok = s.workFor(c)
+	return ok
+}
+
+// deliver sends w to p and takes the answer. It returns ErrUnreachable
+// (wrapped) if p should be tried again later; any answer, a refusal too,
+// marks w done. The caller holds p's lock.
+func (s *Service) deliver(ctx context.Context, p peer.ID, w work) error {
+	ans, err := s.exchange(ctx, p, w.msg)
+	if errors.Is(err, ErrUnreachable) {
+		return err
+	}
+	s.markDone(w.key)
+	if w.kind == consent.KindApprove && errors.Is(err, consent.ErrReplay) && !w.renewed {
+		// The requester holds a certificate as new as this offer: it
+		// countersigned it, and the countersignature was lost. A fresh
+		// offer with the same end renews it (see consent's Book).
+		return s.reoffer(ctx, p, w)
+	}
+	if err != nil {
+		if w.kind == consent.KindRequest && errors.Is(err, consent.ErrDenied) {
+			// The peer denied us while we were away: record it.
+			id := consent.RequestID(w.msg.Request)
+			if derr := s.apply(func(now time.Time) ([]consent.Record, error) { return s.book.Denied(p, id, now) }); derr != nil {
+				s.log.Debug("denial not recorded", "peer", p.String(), "err", derr)
+			}
+		}
+		return err
+	}
+	switch w.kind {
+	case consent.KindApprove:
+		if ans.Kind != consent.KindCountersign {
+			err := fmt.Errorf("%w: answered an approval with %s", consent.ErrMalformed, ans.Kind)
+			s.reject(p, ans.Kind, err)
+			return fmt.Errorf("contacts: %s: %w", p, err)
+		}
+		err := s.apply(func(now time.Time) ([]consent.Record, error) { return s.book.Complete(p, ans.Sig, now) })
+		if err != nil {
+			s.reject(p, ans.Kind, err)
+			return err
+		}
+		s.log.Info("contact active", "peer", p.String())
+	default:
+		if ans.Kind != consent.KindAck {
+			return fmt.Errorf("contacts: %s: %w: answered %s with %s", p, consent.ErrMalformed, w.kind, ans.Kind)
+		}
+	}
+	return nil
+}
+
+// reoffer replaces the outstanding offer w, which the requester already
+// countersigned, by a fresh one ending at the same time, and delivers it.
+func (s *Service) reoffer(ctx context.Context, p peer.ID, w work) error {
+	old, err := consent.ParseCertPayload(w.msg.Payload)
+	if err != nil {
+		return err
+	}
+	var a consent.Approval
+	err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
+		left := old.NotAfter.Sub(now)
+		if left <= 0 {
+			return nil, fmt.Errorf("%w: the approval ran out before it was countersigned", consent.ErrExpired)
+		}
+		a, recs, err = s.book.Approve(w.msg.ID, left, now)
+		return recs, err
+	})
+	if err != nil {
+		return fmt.Errorf("contacts: renew approval of %s: %w", p, err)
+	}
+	next := work{kind: consent.KindApprove, key: deliveryKey(consent.KindApprove, a.Payload), renewed: true, msg: consent.Message{
+		Kind: consent.KindApprove, ID: a.ID, Payload: a.Payload, Sig: a.Sig, Handle: s.cfg.Handle,
+	}}
+	return s.deliver(ctx, p, next)
+}
+
+// redeliver sends p what it missed, if anything.
+func (s *Service) redeliver(ctx context.Context, p peer.ID) {
+	if !s.hasWork(p) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+	defer cancel()
+	unlock, err := s.lockPeer(ctx, p)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	c, ok := s.book.Get(p, s.now())
+	if !ok {
+		return
+	}
+	w, ok := s.workFor(c)
+	if !ok {
+		return
+	}
+	if err := s.deliver(ctx, p, w); err != nil {
+		s.log.Debug("contact re-send failed", "peer", p.String(), "kind", string(w.kind), "err", err)
+		return
+	}
+	s.log.Info("contact message re-sent", "peer", p.String(), "kind", string(w.kind))
+}
+
+// retryFor is how long after the last change retryLoop keeps dialling a
+// peer; after that only its connecting triggers a re-send.
+const retryFor = 30 * 24 * time.Hour
+
+// retryLoop re-sends undelivered messages every RetryInterval, dialling
+// peers that are not connected.
+func (s *Service) retryLoop() {
+	t := time.NewTicker(s.cfg.RetryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := s.now()
+		for _, c := range s.book.List(now) {
+			if now.Sub(c.Updated) > retryFor {
+				continue // gone for a month: wait until it connects
+			}
+			if _, ok := s.workFor(c); ok {
+				p := c.Peer
+				s.spawn(func() { s.redeliver(s.ctx, p) })
+			}
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package contacts
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/consent"
+)
+
+// handle serves one /parley/contact/1 stream: one message in, one answer out.
+func (s *Service) handle(st network.Stream) {
+	defer st.Close()
+	_ = st.SetDeadline(time.Now().Add(exchangeTimeout))
+	remote := st.Conn().RemotePeer()
+	b, err := consent.ReadFrame(st, consent.MaxFrame)
+	if err != nil {
+		s.reject(remote, "", err)
+		if errors.Is(err, consent.ErrFrameTooLarge) {
+			_ = consent.WriteFrame(st, consent.ErrorMessage("", err))
+			_ = st.CloseWrite()
+			return
+		}
+		_ = st.Reset()
+		return
+	}
+	// The limit comes before decoding: a flood costs no more than reading.
+	var ans consent.Message
+	if !s.allow(remote) {
+		err := fmt.Errorf("%w: at most %d contact messages a minute", consent.ErrRateLimited, s.cfg.RateLimit)
+		s.reject(remote, "", err)
+		ans = consent.ErrorMessage("", err)
+	} else if m, err := consent.DecodeMessage(b); err != nil {
+		s.reject(remote, "", err)
+		ans = consent.ErrorMessage("", err)
+	} else {
+		s.m.received.WithLabelValues(string(m.Kind)).Inc()
+		ans = s.serve(remote, m)
+	}
+	if err := consent.WriteFrame(st, ans); err != nil {
+		s.log.Debug("contact answer not sent", "peer", remote.String(), "err", err)
+		_ = st.Reset()
+		return
+	}
+	_ = st.CloseWrite()
+}
+
+// serve takes one message from remote and returns the answer.
+func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
+	var (
+		ans consent.Message
+		err error
+	)
+	switch m.Kind {
+	case consent.KindRequest:
+		var c consent.Contact
+		err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
+			c, recs, err = s.book.IncomingRequest(remote, m.Request, now)
+			return recs, err
+		})
+		if err == nil {
+			ans = consent.Message{Kind: consent.KindAck, ID: c.ID}
+			s.log.Info("contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
+		}
+	case consent.KindApprove:
+		var sig []byte
+		err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
+			sig, recs, err = s.book.Countersign(remote, m.Handle, m.Payload, m.Sig, now)
+			return recs, err
+		})
+		if err == nil {
+			ans = consent.Message{Kind: consent.KindCountersign, ID: m.ID, Sig: sig}
+			s.log.Info("contact approved by peer", "peer", remote.String(), "id", m.ID)
+		}
+	case consent.KindDeny:
+		err = s.apply(func(now time.Time) ([]consent.Record, error) { return s.book.Denied(remote, m.ID, now) })
+		if err == nil {
+			ans = consent.Message{Kind: consent.KindAck, ID: m.ID}
+			s.log.Info("contact request denied by peer", "peer", remote.String(), "id", m.ID)
+		}
+	case consent.KindRevoke:
+		var c consent.Contact
+		err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
+			c, recs, err = s.book.ApplyRevocation(m.Revocation, now)
+			return recs, err
+		})
+		if err == nil {
+			ans = consent.Message{Kind: consent.KindAck}
+			s.log.Info("contact revoked by peer", "peer", c.Peer.String(), "from", remote.String(), "state", string(c.State))
+		}
+	default:
+		err = fmt.Errorf("%w: a %s message cannot open an exchange", consent.ErrMalformed, m.Kind)
+	}
+	if err != nil {
+		s.reject(remote, m.Kind, err)
+		return consent.ErrorMessage(m.ID, err)
+	}
+	return ans
+}
+
+// reject counts and logs refused input from remote.
+func (s *Service) reject(remote peer.ID, kind consent.Kind, err error) {
+	reason := reasonOf(err)
+	s.m.rejected.WithLabelValues(reason).Inc()
+	s.log.Info("contact message refused", "peer", remote.String(), "kind", string(kind), "reason", reason, "err", err)
+}
+
+// reasons maps errors to the reason label of parley_contact_rejected_total.
+var reasons = []struct {
+	err    error
+	reason string
+}{
+	{consent.ErrRateLimited, "rate_limited"},
+	{consent.ErrBadSignature, "bad_signature"},
+	{consent.ErrWrongPeers, "wrong_peers"},
+	{consent.ErrExpired, "expired"},
+	{consent.ErrNotYetValid, "not_yet_valid"},
+	{consent.ErrReplay, "replay"},
+	{consent.ErrDenied, "denied"},
+	{consent.ErrTooManyPending, "too_many_pending"},
+	{consent.ErrAlreadyPending, "already_pending"},
+	{consent.ErrAlreadyContact, "already_contact"},
+	{consent.ErrTooLong, "too_long"},
+	{consent.ErrFrameTooLarge, "too_large"},
+	{consent.ErrMalformed, "malformed"},
+	{consent.ErrNotRequested, "not_requested"},
+	{consent.ErrNotFound, "not_found"},
+	{consent.ErrState, "state"},
+	{consent.ErrNoContact, "no_contact"},
+}
+
+func reasonOf(err error) string {
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.reason
+		}
+	}
+	return "other"
+}

@@ -1,0 +1,78 @@
+package contacts
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+var _ rooms.Policy = (*Service)(nil)
+
+// Allowed returns nil if p may talk to this node: p is this node, holds a
+// live certificate, or is a member of a room this node is in — unless p's
+// contact is revoked, expired or denied (see the package documentation).
+// Rooms ask it for invites, event authors, gossip senders and sync
+// partners; presence and direct asks should ask it too.
+func (s *Service) Allowed(p peer.ID) error {
+	if p == s.self {
+		return nil
+	}
+	now := s.now()
+	st, ok := s.book.State(p, now)
+	if ok {
+		switch st {
+		case consent.StateRevoked:
+			return fmt.Errorf("contacts: %s: %w", p, consent.ErrRevoked)
+		case consent.StateExpired:
+			return fmt.Errorf("contacts: %s: %w", p, consent.ErrExpired)
+		case consent.StateDenied:
+			return fmt.Errorf("contacts: %s: %w", p, consent.ErrDenied)
+		case consent.StateActive:
+			if s.book.Allowed(p, now) == nil {
+				return nil
+			}
+		}
+	}
+	if s.cfg.SharesRoom != nil && s.cfg.SharesRoom(p) {
+		return nil
+	}
+	return fmt.Errorf("contacts: %s is not a contact of this node: %w", p, consent.ErrNoContact)
+}
+
+// CanInvite returns nil if this node holds a live certificate with target
+// that grants the invite scope. Otherwise the error wraps
+// rooms.ErrInviteRefused and says how to get consent.
+func (s *Service) CanInvite(target peer.ID) error {
+	if target == s.self {
+		return nil
+	}
+	now := s.now()
+	c, ok := s.book.Get(target, now)
+	ask := fmt.Sprintf("ask first with `parley contact request %s` and invite it once it approves", target)
+	var why string
+	switch {
+	case !ok:
+		why = "is not a contact of this node"
+	case c.State == consent.StatePendingIn:
+		why = "asked to be a contact and is waiting for you"
+		ask = fmt.Sprintf("approve it with `parley contact approve %s` (or ask it with `parley contact request %s`)", c.ID, target)
+	case c.State == consent.StatePendingOut:
+		why = "has not approved your contact request yet"
+		ask = fmt.Sprintf("wait for its approval (or ask again with `parley contact request %s`)", target)
+	case c.State == consent.StateActive:
+		if err := s.book.Allowed(target, now); err != nil {
+			why = fmt.Sprintf("is a contact whose certificate cannot be used now (%v)", err)
+		} else if !slices.Contains(c.Scopes, consent.ScopeInvite) {
+			why = "is a contact whose certificate does not grant invites"
+		} else {
+			return nil
+		}
+	default:
+		why = fmt.Sprintf("is no longer a contact (%s)", c.State)
+	}
+	return fmt.Errorf("%w: %s %s: %s", rooms.ErrInviteRefused, target, why, ask)
+}

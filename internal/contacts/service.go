@@ -1,0 +1,296 @@
+package contacts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// Store is where contact records live; internal/store's DB implements it.
+type Store interface {
+	// Lookup returns a copy of the value at key and whether it exists.
+	Lookup(key []byte) ([]byte, bool, error)
+	// ScanFrom calls fn for the keys with prefix from start (nil: the
+	// first) in key order, or reverse order, until fn returns false.
+	ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []byte) bool) error
+	// Apply writes ops atomically; with durable set it returns once they
+	// are on disk.
+	Apply(ops []schema.Op, durable bool) error
+}
+
+// Config configures a Service. Zero values are documented.
+type Config struct {
+	Host  host.Host      // required
+	Store Store          // required
+	Key   crypto.PrivKey // the node's key; required
+	// Handle is this user's display name, sent with requests and approvals.
+	// Control characters are dropped and it is cut to consent.MaxHandle.
+	Handle string
+	// Logger receives logs; nil discards them.
+	Logger *slog.Logger
+	// Registry receives metrics; nil means none are exported.
+	Registry prometheus.Registerer
+	// FindPeer looks up a peer's addresses (the node passes its DHT's
+	// FindPeer). Nil: only peers with known addresses can be reached.
+	FindPeer func(ctx context.Context, p peer.ID) (peer.AddrInfo, error)
+	// SharesRoom reports whether p is a member node of a room this node is
+	// in (see the package documentation). Nil means never.
+	SharesRoom func(p peer.ID) bool
+	// Book tunes the contact book: cool-down after deny or revoke, default
+	// validity, cap on pending requests. Zero: the consent defaults.
+	Book consent.Policy
+	// RetryInterval is how often undelivered approvals, requests and
+	// revocations are sent again. Zero means 2 minutes.
+	RetryInterval time.Duration
+	// RateLimit is how many contact messages one peer may send per minute.
+	// Zero means 20.
+	RateLimit int
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Timeouts: of one exchange on a stream, of one dial or DHT lookup, and of
+// a whole user call's delivery (dial, lookup and exchange), which stays
+// under the CLI's default 30 s so the user hears what happened.
+const (
+	exchangeTimeout = 20 * time.Second
+	dialTimeout     = 10 * time.Second
+	deliverTimeout  = 25 * time.Second
+)
+
+// Service is one node's contact service. Its methods are safe for
+// concurrent use.
+type Service struct {
+	cfg  Config
+	self peer.ID
+	log  *slog.Logger
+	book *consent.Book
+	m    *metrics
+	now  func() time.Time
+
+	// mu serialises each mutating Book call with the write of the records it
+	// returns, so the store sees them in order.
+	mu sync.Mutex
+
+	stateMu sync.Mutex                // protects the fields below
+	out     map[peer.ID]chan struct{} // one outbound exchange at a time per peer
+	done    map[string]bool           // deliveries answered since start, by deliveryKey
+	lim     map[peer.ID]*bucket       // inbound rate limits
+	closing bool                      // set by Close: no new goroutines
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	notif  *network.NotifyBundle
+}
+
+// New builds the service and loads the stored contacts. It starts nothing.
+func New(cfg Config) (*Service, error) {
+	if cfg.Host == nil || cfg.Store == nil || cfg.Key == nil {
+		return nil, errors.New("contacts: config needs Host, Store and Key")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = 2 * time.Minute
+	}
+	if cfg.RateLimit <= 0 {
+		cfg.RateLimit = 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Handle = cleanHandle(cfg.Handle)
+	book, err := consent.NewBook(cfg.Key, cfg.Book)
+	if err != nil {
+		return nil, fmt.Errorf("contacts: %w", err)
+	}
+	s := &Service{
+		cfg: cfg, self: book.Self(), log: cfg.Logger, book: book, now: cfg.Now,
+		out: make(map[peer.ID]chan struct{}), done: make(map[string]bool), lim: make(map[peer.ID]*bucket),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	var recs [][]byte
+	err = cfg.Store.ScanFrom(schema.ContactPrefix(), nil, false, func(_, v []byte) bool {
+		recs = append(recs, append([]byte(nil), v...))
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("contacts: load: %w", err)
+	}
+	if err := book.Load(recs); err != nil {
+		// The good records are loaded; a damaged one must not stop the node.
+		s.log.Error("some contact records could not be loaded", "err", err)
+	}
+	s.m = newMetrics(cfg.Registry, s)
+	return s, nil
+}
+
+// cleanHandle makes a display name fit consent's handle rules.
+func cleanHandle(h string) string {
+	h = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(h, ""))
+	for utf8.RuneCountInString(h) > consent.MaxHandle {
+		_, n := utf8.DecodeLastRuneInString(h)
+		h = h[:len(h)-n]
+	}
+	return h
+}
+
+// Book returns the contact book (read-only use: Get, List, Allowed).
+func (s *Service) Book() *consent.Book { return s.book }
+
+// Self is this node's peer ID.
+func (s *Service) Self() peer.ID { return s.self }
+
+// Start serves /parley/contact/1, re-sends what peers missed when they
+// connect, and retries every RetryInterval.
+func (s *Service) Start(ctx context.Context) error {
+	if s.ctx.Err() != nil {
+		return ErrClosed
+	}
+	s.cfg.Host.SetStreamHandler(consent.ProtocolID, s.handle)
+	s.notif = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
+		p := c.RemotePeer()
+		if s.hasWork(p) {
+			s.spawn(func() { s.redeliver(s.ctx, p) })
+		}
+	}}
+	s.cfg.Host.Network().Notify(s.notif)
+	s.spawn(s.retryLoop)
+	return nil
+}
+
+// Close stops the service and waits for its goroutines. It is idempotent.
+func (s *Service) Close() error {
+	s.stateMu.Lock()
+	if s.closing {
+		s.stateMu.Unlock()
+		return nil
+	}
+	s.closing = true
+	s.stateMu.Unlock()
+	s.cancel()
+	s.cfg.Host.RemoveStreamHandler(consent.ProtocolID)
+	if s.notif != nil {
+		s.cfg.Host.Network().StopNotify(s.notif)
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// spawn runs f on a goroutine that Close waits for, unless Close began.
+func (s *Service) spawn(f func()) {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	if s.closing {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// apply runs a mutating Book call and persists the records it returns,
+// under mu. Records are written durably: a crash must not forget a
+// revocation or an approval.
+func (s *Service) apply(f func(now time.Time) ([]consent.Record, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := f(s.now())
+	if err != nil {
+		return err
+	}
+	return s.persist(recs)
+}
+
+func (s *Service) persist(recs []consent.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	ops := make([]schema.Op, len(recs))
+	for i, r := range recs {
+		ops[i] = schema.Op{Key: schema.Contact([]byte(r.Peer)), Val: r.Value}
+	}
+	if err := s.cfg.Store.Apply(ops, true); err != nil {
+		s.log.Error("contact record not stored", "err", err)
+		return fmt.Errorf("contacts: store: %w", err)
+	}
+	return nil
+}
+
+// lockPeer takes the per-peer lock that keeps outbound exchanges with p one
+// at a time, so that a re-send never races the user's own call.
+func (s *Service) lockPeer(ctx context.Context, p peer.ID) (unlock func(), err error) {
+	s.stateMu.Lock()
+	ch := s.out[p]
+	if ch == nil {
+		ch = make(chan struct{}, 1)
+		s.out[p] = ch
+	}
+	s.stateMu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.ctx.Done():
+		return nil, ErrClosed
+	}
+}
+
+// bucket is a token bucket for one peer's inbound messages.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// allow takes one token from p's bucket: RateLimit a minute, bursting to
+// RateLimit.
+func (s *Service) allow(p peer.ID) bool {
+	now := s.now()
+	capa := float64(s.cfg.RateLimit)
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	b := s.lim[p]
+	if b == nil {
+		if len(s.lim) >= 4096 {
+			for q, old := range s.lim {
+				if now.Sub(old.last) > time.Minute {
+					delete(s.lim, q)
+				}
+			}
+		}
+		b = &bucket{tokens: capa, last: now}
+		s.lim[p] = b
+	}
+	b.tokens = min(capa, b.tokens+max(0, now.Sub(b.last).Minutes())*capa)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

@@ -1,0 +1,46 @@
+package node
+
+import (
+	"slices"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/internal/contacts"
+)
+
+// Contacts is the node's contact service (nil before Start).
+func (n *Node) Contacts() *contacts.Service { return n.contacts }
+
+// newContacts builds the contact service. It needs the host, store and DHT;
+// the rooms it asks about (sharesRoom) may come later.
+func (n *Node) newContacts() error {
+	cs, err := contacts.New(contacts.Config{
+		Host:       n.host,
+		Store:      n.db,
+		Key:        n.priv,
+		Handle:     n.cfg.Handle,
+		Logger:     n.log,
+		Registry:   n.reg,
+		FindPeer:   n.dht.FindPeer,
+		SharesRoom: n.sharesRoom,
+	})
+	if err != nil {
+		return err
+	}
+	n.contacts = cs
+	return nil
+}
+
+// sharesRoom reports whether p is a member node of a room this node is in.
+// n.rooms is set in start before anything can call this.
+func (n *Node) sharesRoom(p peer.ID) bool {
+	if n.rooms == nil {
+		return false
+	}
+	for _, in := range n.rooms.List() {
+		if slices.Contains(in.Members, p) {
+			return true
+		}
+	}
+	return false
+}
