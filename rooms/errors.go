@@ -60,6 +60,11 @@ var (
 	// ErrInviteRefused is returned when an invite may not be sent or is
 	// refused by the invitee.
 	ErrInviteRefused = errors.New("rooms: invite refused")
+	// ErrNoConsent is returned when the node's policy refuses an event's
+	// author (a revoked or expired contact).
+	ErrNoConsent = errors.New("rooms: author not allowed by this node")
+	// ErrUnknownEvent is returned when an event is not stored on this node.
+	ErrUnknownEvent = errors.New("rooms: unknown event")
 	// ErrClosed is returned when the rooms service has stopped.
 	ErrClosed = errors.New("rooms: closed")
 	// ErrTextTooLong is returned when a message text is over MaxBody bytes.

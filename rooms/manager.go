@@ -72,6 +72,37 @@ type Manager struct {
 
 	spawnMu sync.Mutex // protects closing, so no goroutine starts after Close waits
 	closing bool
+
+	chMu    sync.Mutex // protects changes
+	changes map[chan struct{}]bool
+}
+
+// Changes returns a channel that receives (without blocking the rooms)
+// whenever events are stored in any room, and a function to stop.
+func (m *Manager) Changes() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	m.chMu.Lock()
+	if m.changes == nil {
+		m.changes = make(map[chan struct{}]bool)
+	}
+	m.changes[ch] = true
+	m.chMu.Unlock()
+	return ch, func() {
+		m.chMu.Lock()
+		delete(m.changes, ch)
+		m.chMu.Unlock()
+	}
+}
+
+func (m *Manager) pulse() {
+	m.chMu.Lock()
+	defer m.chMu.Unlock()
+	for ch := range m.changes {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // spawn runs f on a goroutine that Close waits for, unless Close began.
@@ -307,6 +338,7 @@ func (m *Manager) reject(err error) {
 		{ErrEquivocation, "equivocation"}, {ErrSeqGap, "seq_gap"}, {ErrNonCanonical, "malformed"},
 		{ErrMalformed, "malformed"}, {ErrBadCreate, "bad_create"}, {ErrBadKind, "malformed"},
 		{ErrBadVersion, "malformed"}, {ErrBadAuthor, "signature"}, {ErrBadSeq, "malformed"},
+		{ErrNoConsent, "no_consent"},
 	} {
 		if errors.Is(err, k.err) {
 			reason = k.name
@@ -395,7 +427,9 @@ type Info struct {
 	Members []peer.ID       `json:"members"`
 	Events  uint64          `json:"events"`
 	Heads   int             `json:"heads"`
-	Agents  []string        `json:"agents,omitempty"`
+	// InvitedBy is the node that invited this one (empty for the creator).
+	InvitedBy peer.ID   `json:"invited_by,omitempty"`
+	Opened    time.Time `json:"opened"`
 }
 
 // List describes every room this node is in, by name.
@@ -431,7 +465,8 @@ func (m *Manager) Get(id identity.RoomID) (Info, error) {
 func (r *room) info() Info {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	in := Info{ID: r.id, Name: r.meta.Name, Creator: r.meta.Creator, Heads: len(r.headsSnap)}
+	in := Info{ID: r.id, Name: r.meta.Name, Creator: r.meta.Creator, Heads: len(r.headsSnap),
+		InvitedBy: r.meta.InvitedBy, Opened: r.meta.Opened}
 	for _, s := range r.committed {
 		in.Events += s
 	}
@@ -485,6 +520,61 @@ func (m *Manager) Log(id identity.RoomID, limit int, before *ID) ([]View, error)
 		out = append(out, viewOf(eid, e))
 	}
 	return out, nil
+}
+
+// Since returns up to limit events in the order this node stored them,
+// starting after the after-th; each View's Arrival says its place. Unlike the
+// display order, arrival order only grows, so it makes a reliable cursor.
+func (m *Manager) Since(id identity.RoomID, after uint64, limit int) ([]View, error) {
+	if _, err := m.getRoom(id); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 10000 {
+		limit = 10000
+	}
+	rid := string(id)
+	prefix := schema.RoomArrivalPrefix(rid)
+	type ref struct {
+		n  uint64
+		id ID
+	}
+	var refs []ref
+	err := m.cfg.Store.ScanFrom(prefix, schema.RoomArrival(rid, after+1), false, func(k, v []byte) bool {
+		var eid ID
+		copy(eid[:], v)
+		refs = append(refs, ref{be8(k[len(prefix):]), eid})
+		return len(refs) < limit
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rooms: since %s: %w", id, err)
+	}
+	out := make([]View, 0, len(refs))
+	for _, rf := range refs {
+		e, _, err := m.readEvent(id, rf.id)
+		if err != nil {
+			return nil, err
+		}
+		v := viewOf(rf.id, e)
+		v.Arrival = rf.n
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Find looks for a stored event in every room.
+func (m *Manager) Find(eid ID) (View, error) {
+	m.mu.RLock()
+	ids := make([]identity.RoomID, 0, len(m.rooms))
+	for id := range m.rooms {
+		ids = append(ids, id)
+	}
+	m.mu.RUnlock()
+	for _, id := range ids {
+		if e, _, err := m.readEvent(id, eid); err == nil {
+			return viewOf(eid, e), nil
+		}
+	}
+	return View{}, fmt.Errorf("%w: no event %s on this node", ErrUnknownEvent, eid)
 }
 
 // Event returns one stored event of a room.
@@ -578,6 +668,8 @@ type View struct {
 	To      string             `json:"to,omitempty"`
 	Target  peer.ID            `json:"target,omitempty"`
 	Time    int64              `json:"time"`
+	// Arrival is the event's place in this node's arrival log (Since only).
+	Arrival uint64 `json:"arrival,omitempty"`
 }
 
 func viewOf(id ID, e *Event) View {

@@ -86,6 +86,7 @@ type room struct {
 	ancBuf  []ID
 
 	pendingLen atomic.Int64 // pending.Len(), for metrics
+	arrivals   uint64       // events stored here so far (the arrival log's last n); owned by run
 
 	mu        sync.RWMutex // protects the fields below
 	meta      Meta
@@ -154,10 +155,19 @@ func (r *room) load() error {
 			return true
 		})
 	}
+	var arrivals uint64
+	if err == nil {
+		ap := schema.RoomArrivalPrefix(rid)
+		err = db.ScanFrom(ap, nil, true, func(k, _ []byte) bool {
+			arrivals = be8(k[len(ap):])
+			return false
+		})
+	}
 	if err = errors.Join(err, ferr); err != nil {
 		return fmt.Errorf("rooms: load %s: %w", rid, err)
 	}
 	r.heads = heads
+	r.arrivals = arrivals
 	r.mu.Lock()
 	r.members, r.vv = members, vv
 	r.committed = make(map[peer.ID]uint64, len(vv))
@@ -269,6 +279,7 @@ func (r *room) process(ctx context.Context, batch []input) {
 	if len(tx.accepted) > 0 {
 		r.m.metrics.accepted.Add(float64(len(tx.accepted)))
 		r.notify(tx.accepted)
+		r.m.pulse()
 	}
 	r.pendingLen.Store(int64(r.pending.Len()))
 	for p := range tx.fetch {
@@ -326,6 +337,13 @@ func (r *room) accept(tx *txn, it Item) error {
 	}
 	if _, ok := r.depthOf(it.ID); ok {
 		return nil // stored meanwhile (a duplicate from the pool)
+	}
+	if e.Author != r.m.self {
+		// Whatever path it came by: a node this user cut off (revoked,
+		// expired) gets no new events in.
+		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil {
+			return fmt.Errorf("%w: %v", ErrNoConsent, err)
+		}
 	}
 	depths := make([]uint64, len(e.Parents))
 	for i, p := range e.Parents {
@@ -392,6 +410,8 @@ func (r *room) store(tx *txn, it Item, target peer.ID) {
 		schema.Op{Key: schema.RoomVV(rid, author), Val: schema.BE8(e.Seq)},
 		schema.Op{Key: schema.RoomHead(rid, it.ID[:]), Val: schema.BE8(e.Depth)},
 	)
+	r.arrivals++
+	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomArrival(rid, r.arrivals), Val: it.ID[:]})
 	for _, p := range e.Parents {
 		if _, ok := r.heads[p]; ok {
 			delete(r.heads, p)

@@ -9,8 +9,11 @@
 //	r/<room>/h/<id>                    current heads (value empty)
 //	r/<room>/m/<peer>                  member nodes → id of admitting event
 //	r/<room>/v/<author>                author → highest contiguous seq stored
+//	r/<room>/l/<n:8BE>                 local arrival log: n-th event stored here → id
 //	c/<peer>                           contact records
-//	s/<session>                        agent sessions and cursors
+//	s/k/<session>                      agent session key → agent name
+//	s/a/<agent>/<cursor>/<room>        an agent's cursors: d (delivered with tool
+//	                                   results), r (read), j (joined, no value)
 //
 // Pending events (parents not yet stored) live only in memory: catch-up sync
 // fetches them again after a restart.
@@ -97,6 +100,12 @@ func RoomMemberPrefix(room string) []byte { return roomKey(room, "m/") }
 // RoomMember is one member node.
 func RoomMember(room string, p []byte) []byte { return roomKey(room, "m/", PeerBytes(p)) }
 
+// RoomArrivalPrefix is the prefix of a room's local arrival log.
+func RoomArrivalPrefix(room string) []byte { return roomKey(room, "l/") }
+
+// RoomArrival is the n-th event this node stored in a room.
+func RoomArrival(room string, n uint64) []byte { return roomKey(room, "l/", BE8(n)) }
+
 // RoomVVPrefix is the prefix of the version vector.
 func RoomVVPrefix(room string) []byte { return roomKey(room, "v/") }
 
@@ -112,11 +121,18 @@ func Contact(p []byte) []byte { return append([]byte("c/"), PeerBytes(p)...) }
 // ContactPrefix is the prefix of every contact record.
 func ContactPrefix() []byte { return []byte("c/") }
 
-// Session is one agent session record.
-func Session(id string) []byte { return append([]byte("s/"), id...) }
+// Session maps an agent session key to its agent name.
+func Session(key string) []byte { return append([]byte("s/k/"), key...) }
 
-// SessionPrefix is the prefix of every session record.
-func SessionPrefix() []byte { return []byte("s/") }
+// AgentCursor is one of an agent's per-room cursors ("d", "r" or "j").
+func AgentCursor(agent, cursor, room string) []byte {
+	return []byte("s/a/" + agent + "/" + cursor + "/" + room)
+}
+
+// AgentCursorPrefix is the prefix of one kind of an agent's cursors.
+func AgentCursorPrefix(agent, cursor string) []byte {
+	return []byte("s/a/" + agent + "/" + cursor + "/")
+}
 
 // Op is one write in an atomic batch: a set, or a delete when Delete is true.
 type Op struct {

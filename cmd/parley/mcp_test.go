@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-mesh/parley/internal/mcp"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// mcpClient starts `parley mcp` for home and connects the MCP Go SDK's
+// client to it over stdio, as an agent's client program does.
+func mcpClient(t *testing.T, home, session string) *sdk.ClientSession {
+	t.Helper()
+	cmd := exec.Command(parleyBin, "--home", home, "mcp", "--session", session, "--client", "test", "--project", "/src/"+session)
+	cmd.Stderr = os.Stderr
+	c := sdk.NewClient(&sdk.Implementation{Name: "parley-test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to parley mcp: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// toolResult is a tool call's structured output and text.
+type toolResult struct {
+	Out  map[string]any
+	Text string
+	Err  bool
+}
+
+func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) toolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var r toolResult
+	r.Err = res.IsError
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			r.Text += tc.Text
+		}
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(raw, &r.Out)
+	if r.Out == nil {
+		t.Fatalf("%s returned no structured content: %s", name, r.Text)
+	}
+	if _, ok := r.Out["pending"]; !ok {
+		t.Fatalf("%s result has no pending list: %s", name, raw)
+	}
+	return r
+}
+
+func (r toolResult) str(k string) string { s, _ := r.Out[k].(string); return s }
+
+func (r toolResult) pending() []map[string]any {
+	var out []map[string]any
+	for _, p := range r.Out["pending"].([]any) {
+		out = append(out, p.(map[string]any))
+	}
+	return out
+}
+
+// befriend makes the nodes of homeA and homeB contacts.
+func befriend(t *testing.T, homeA, homeB, idB string) {
+	t.Helper()
+	if _, errs, code := run(t, "--home", homeA, "contact", "request", idB, "--json"); code != 0 {
+		t.Fatalf("contact request: %s", errs)
+	}
+	var id string
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		for _, c := range contactsOf(t, homeB) {
+			if c.State == "pending-in" {
+				id = c.ID
+				return true
+			}
+		}
+		return false
+	}, "the request to reach B")
+	if _, errs, code := run(t, "--home", homeB, "contact", "approve", id); code != 0 {
+		t.Fatalf("contact approve: %s", errs)
+	}
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return stateOf(t, homeA, idB) == "active" }, "the contact to be active")
+}
+
+func TestMCPAskAcrossTwoNodes(t *testing.T) {
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback)
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	var idB struct {
+		PeerID string `json:"peer_id"`
+	}
+	runJSON(t, &idB, "--home", homeB, "id")
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		var peers []map[string]any
+		runJSON(t, &peers, "--home", homeA, "peers")
+		return len(peers) == 1
+	}, "A and B to connect")
+	befriend(t, homeA, homeB, idB.PeerID)
+
+	c1 := mcpClient(t, homeA, "s1")
+	c2 := mcpClient(t, homeB, "s2")
+
+	// The tools are listed with descriptions and schemas.
+	tl, err := c1.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tl.Tools {
+		names = append(names, tool.Name)
+		if tool.Description == "" || tool.InputSchema == nil {
+			t.Errorf("tool %s lacks a description or schema", tool.Name)
+		}
+	}
+	for _, want := range []string{"parley_register", "parley_who", "parley_find", "parley_room_open", "parley_invite",
+		"parley_say", "parley_read", "parley_ask", "parley_wait", "parley_reply", "parley_leave"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tool %s missing (have %v)", want, names)
+		}
+	}
+
+	r1 := callTool(t, c1, "parley_register", map[string]any{"name": "agent1", "role": "asker"})
+	r2 := callTool(t, c2, "parley_register", map[string]any{"name": "agent2", "working_on": "the parser"})
+	if r1.str("agent") != "agent1" || r2.str("address") != "agent2@"+idB.PeerID {
+		t.Fatalf("register: %v / %v", r1.Out, r2.Out)
+	}
+	open := callTool(t, c1, "parley_room_open", map[string]any{"name": "pair", "members": []string{r2.str("address")}})
+	room := open.str("room_id")
+	if open.Err || room == "" {
+		t.Fatalf("room_open: %s", open.Text)
+	}
+
+	// Agent 1 asks and blocks.
+	asked := make(chan toolResult, 1)
+	go func() {
+		asked <- callTool(t, c1, "parley_ask", map[string]any{"to": r2.str("address"), "room": room, "text": "what is 6 times 7?", "wait_seconds": 45})
+	}()
+
+	// Agent 2 calls an unrelated tool and finds the ask on top, marked.
+	var ask map[string]any
+	var text string
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		r := callTool(t, c2, "parley_who", nil)
+		for _, p := range r.pending() {
+			if p["urgent"] == true && strings.Contains(p["text"].(string), "6 times 7") {
+				ask, text = p, r.Text
+				return true
+			}
+		}
+		return false
+	}, "the ask to ride along in agent 2's tool result")
+	if !strings.Contains(text, mcp.Marker) || !strings.Contains(text, "parley_reply") {
+		t.Fatalf("the result text does not say someone is blocked and how to answer:\n%s", text)
+	}
+	if ask["room"] != room || !strings.HasPrefix(ask["from"].(string), "agent1@") {
+		t.Fatalf("ask item = %v", ask)
+	}
+	// It is delivered once.
+	again := callTool(t, c2, "parley_who", nil)
+	for _, p := range again.pending() {
+		if p["id"] == ask["id"] {
+			t.Fatalf("the ask was delivered twice")
+		}
+	}
+	rep := callTool(t, c2, "parley_reply", map[string]any{"message_id": ask["id"], "text": "42"})
+	if rep.Err {
+		t.Fatalf("reply: %s", rep.Text)
+	}
+	select {
+	case res := <-asked:
+		reply, _ := res.Out["reply"].(map[string]any)
+		if reply == nil || reply["text"] != "42" || !strings.HasPrefix(reply["from"].(string), "agent2@") {
+			t.Fatalf("ask returned %v\n%s", res.Out, res.Text)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("parley_ask did not return the reply")
+	}
+	// Still readable with parley_read.
+	rd := callTool(t, c2, "parley_read", map[string]any{"room": room})
+	if !strings.Contains(rd.Text, "6 times 7") {
+		t.Fatalf("parley_read lacks the ask: %s", rd.Text)
+	}
+
+	// An ask that times out, then parley_wait gets the late reply.
+	slow := callTool(t, c1, "parley_ask", map[string]any{"to": r2.str("address"), "room": room, "text": "slow one?", "wait_seconds": 1})
+	askID := slow.str("ask_id")
+	if slow.Out["reply"] != nil || askID == "" || !strings.Contains(slow.Text, "parley_wait") {
+		t.Fatalf("timed-out ask: %v\n%s", slow.Out, slow.Text)
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		for _, p := range callTool(t, c2, "parley_read", map[string]any{"room": room}).pending() {
+			if p["id"] == askID {
+				callTool(t, c2, "parley_reply", map[string]any{"message_id": askID, "text": "late answer"})
+				return true
+			}
+		}
+		return false
+	}, "the slow ask to reach agent 2")
+	w := callTool(t, c1, "parley_wait", map[string]any{"ask_id": askID, "wait_seconds": 30})
+	if reply, _ := w.Out["reply"].(map[string]any); reply == nil || reply["text"] != "late answer" {
+		t.Fatalf("parley_wait: %v\n%s", w.Out, w.Text)
+	}
+
+	// Bad input is a tool error that says what to do, with pending attached.
+	bad := callTool(t, c1, "parley_say", map[string]any{"room": "nosuchroom", "text": "x"})
+	if !bad.Err || !strings.Contains(bad.Text, "parley room list") && !strings.Contains(bad.Text, "no room") {
+		t.Fatalf("say in unknown room: %s", bad.Text)
+	}
+	if bad := callTool(t, c1, "parley_ask", map[string]any{"text": "hi"}); !bad.Err || !strings.Contains(bad.Text, "to (NAME@PEER_ID)") {
+		t.Fatalf("ask without addressee: %s", bad.Text)
+	}
+}
+
+func TestMCPStartsANode(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "h")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Loopback only and no mDNS, so the node started for the test stays private.
+	cfg := "listen = /ip4/127.0.0.1/tcp/0\nmdns = false\n"
+	if err := os.WriteFile(filepath.Join(home, "config"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, code := run(t, "--home", home, "status"); code == 0 {
+		t.Fatal("a node runs before the test started one")
+	}
+	cs := mcpClient(t, home, "solo")
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	r := callTool(t, cs, "parley_register", map[string]any{})
+	if r.Err || !strings.HasPrefix(r.str("agent"), "test-solo") {
+		t.Fatalf("register on the started node: %v %s", r.Out, r.Text)
+	}
+	if _, errs, code := run(t, "--home", home, "status"); code != 0 {
+		t.Fatalf("no node after parley mcp: %s", errs)
+	}
+	if _, err := os.Stat(filepath.Join(home, "node.log")); err != nil {
+		t.Fatalf("node log: %v", err)
+	}
+}
