@@ -212,6 +212,9 @@ func (n *Node) start(ctx context.Context) error {
 		pubsub.WithNoAuthor(),
 		pubsub.WithMessageIdFn(messageID),
 		pubsub.WithPeerFilter(rm.PeerFilter),
+		// Own events go to mesh peers only, which the peer filter vets:
+		// never flooded to every subscriber of a room's topic.
+		pubsub.WithFloodPublish(false),
 		pubsub.WithValidateQueueSize(4096),
 		pubsub.WithPeerOutboundQueueSize(4096),
 	)
