@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+type logEntry struct {
+	ID     string `json:"id"`
+	Author string `json:"author_peer"`
+	Agent  string `json:"agent"`
+	Depth  uint64 `json:"depth"`
+	Kind   string `json:"kind"`
+	Text   string `json:"text"`
+	Time   int64  `json:"time"`
+}
+
+func roomLog(t *testing.T, home, room string) []logEntry {
+	t.Helper()
+	var v []logEntry
+	runJSON(t, &v, "--home", home, "room", "log", room, "--limit", "10000")
+	return v
+}
+
+func ids(l []logEntry) []string {
+	out := make([]string, len(l))
+	for i, e := range l {
+		out[i] = e.ID
+	}
+	return out
+}
+
+func peerID(t *testing.T, home string) string {
+	var v struct {
+		PeerID string `json:"peer_id"`
+	}
+	runJSON(t, &v, "--home", home, "id")
+	return v.PeerID
+}
+
+// The rooms issue's check from the CLI: three nodes talk, C is killed with
+// SIGKILL while A and B go on, C comes back, and all three show the same
+// log, in the same order, with nothing missing.
+func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
+	base := t.TempDir()
+	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
+	a := up(t, homeA, "--listen", loopback)
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	c := up(t, homeC, "--listen", loopback, "--bootstrap", a.addr())
+	idB, idC := peerID(t, homeB), peerID(t, homeC)
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		var peers []map[string]any
+		runJSON(t, &peers, "--home", homeA, "peers")
+		return len(peers) == 2
+	}, "B and C to connect to A")
+	befriend(t, homeA, homeB, idB)
+	befriend(t, homeA, homeC, idC)
+
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", homeA, "room", "create", "trio")
+	for _, id := range []string{idB, idC} {
+		if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, id); code != 0 {
+			t.Fatalf("invite: %s", errs)
+		}
+	}
+	for _, h := range []string{homeB, homeC} {
+		nodetest.WaitFor(t, 20*time.Second, func() bool {
+			_, _, code := run(t, "--home", h, "room", "say", room.RoomID, "hi from "+filepath.Base(h))
+			return code == 0
+		}, "%s to join and speak", h)
+	}
+	run(t, "--home", homeA, "room", "say", room.RoomID, "hi from a")
+	// create, 2 invites, 2 joins, 3 messages
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(roomLog(t, homeC, room.RoomID)) == 8 }, "C to have everything")
+
+	if err := c.cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	<-c.done
+	for k := range 10 {
+		for _, h := range []string{homeA, homeB} {
+			if _, errs, code := run(t, "--home", h, "room", "say", room.RoomID, fmt.Sprintf("while C is gone %d", k), "--as", "bot"); code != 0 {
+				t.Fatalf("say: %s", errs)
+			}
+		}
+	}
+	up(t, homeC, "--listen", loopback, "--bootstrap", a.addr())
+	var ref []string
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		ref = ids(roomLog(t, homeA, room.RoomID))
+		return len(ref) == 28 && slices.Equal(ids(roomLog(t, homeB, room.RoomID)), ref) &&
+			slices.Equal(ids(roomLog(t, homeC, room.RoomID)), ref)
+	}, "identical logs of 28 events on A, B and C")
+	l := roomLog(t, homeC, room.RoomID)
+	for i := 1; i < len(l); i++ {
+		if l[i].Depth < l[i-1].Depth {
+			t.Fatalf("log not in display order at %d", i)
+		}
+	}
+	if l[0].Kind != "create" || l[len(l)-1].Kind != "message" {
+		t.Fatalf("log ends: %+v … %+v", l[0], l[len(l)-1])
+	}
+}
