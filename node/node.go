@@ -28,7 +28,9 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -68,6 +70,7 @@ type Node struct {
 	wg      sync.WaitGroup
 
 	contacts *contacts.Service // set by Start, read-only afterwards
+	agents   *agents.Service   // set by Start, read-only afterwards
 
 	stop      chan struct{} // closed when the local API asks to shut down
 	stopOnce  sync.Once
@@ -176,7 +179,7 @@ func (n *Node) start(ctx context.Context) error {
 	kad, err := dht.New(n.host,
 		dht.Mode(dht.ModeServer),
 		dht.ProtocolPrefix(DHTPrefix),
-		dht.Validator(record.NamespacedValidator{"pk": record.PublicKeyValidator{}}),
+		dht.Validator(record.NamespacedValidator{"pk": record.PublicKeyValidator{}, discovery.Namespace: discovery.Validator{}}),
 		dht.BootstrapPeersFunc(func() []peer.AddrInfo { return n.cfg.Bootstrap }),
 	)
 	if err != nil {
@@ -185,6 +188,9 @@ func (n *Node) start(ctx context.Context) error {
 	n.dht = kad
 
 	if err := n.newContacts(); err != nil {
+		return err
+	}
+	if err := n.newAgents(); err != nil {
 		return err
 	}
 	policy := n.cfg.RoomPolicy
@@ -215,6 +221,7 @@ func (n *Node) start(ctx context.Context) error {
 		// Own events go to mesh peers only, which the peer filter vets:
 		// never flooded to every subscriber of a room's topic.
 		pubsub.WithFloodPublish(false),
+		pubsub.WithRawTracer(rm.Tracer()),
 		pubsub.WithValidateQueueSize(4096),
 		pubsub.WithPeerOutboundQueueSize(4096),
 	)
@@ -228,6 +235,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.contacts.Start(n.ctx); err != nil {
 		return err
 	}
+	n.startAgents()
 
 	n.registerMetrics()
 
@@ -247,6 +255,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleRooms(n.rooms)
 		n.api.HandleInbox(inbox.New(n.rooms, n.db), n.rooms, n.rooms)
 		n.api.HandleContacts(n.contacts)
+		n.api.HandleAgents(n.agents)
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -401,6 +410,9 @@ func (n *Node) Close() error {
 		}
 		if n.mdns != nil {
 			errs = append(errs, n.mdns.Close())
+		}
+		if n.agents != nil {
+			errs = append(errs, n.agents.Close())
 		}
 		if n.contacts != nil {
 			errs = append(errs, n.contacts.Close())

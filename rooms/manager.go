@@ -75,6 +75,9 @@ type Manager struct {
 
 	chMu    sync.Mutex // protects changes
 	changes map[chan struct{}]bool
+
+	meshMu sync.Mutex // protects mesh
+	mesh   map[string]map[peer.ID]bool
 }
 
 // Changes returns a channel that receives (without blocking the rooms)
@@ -203,6 +206,7 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 	}
 	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
 	m.cfg.Host.SetStreamHandler(ProtocolInvite, m.handleInvite)
+	m.cfg.Host.SetStreamHandler(ProtocolNudge, m.handleNudge)
 	m.notif = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { m.onConnected(c.RemotePeer()) }}
 	m.cfg.Host.Network().Notify(m.notif)
 	return nil
@@ -219,6 +223,7 @@ func (m *Manager) Close() error {
 	m.cancel()
 	m.cfg.Host.RemoveStreamHandler(ProtocolSync)
 	m.cfg.Host.RemoveStreamHandler(ProtocolInvite)
+	m.cfg.Host.RemoveStreamHandler(ProtocolNudge)
 	if m.notif != nil {
 		m.cfg.Host.Network().StopNotify(m.notif)
 	}

@@ -269,6 +269,11 @@ func (r *room) process(ctx context.Context, batch []input) {
 			r.m.log.Warn("publish failed; sync will deliver it", "room", string(r.id), "err", err)
 		}
 	}
+	if len(tx.own) > 0 && r.m.meshSize(Topic(r.id)) == 0 {
+		// No mesh yet (just joined): gossip reached no one, so ask the
+		// members to pull instead of waiting for anti-entropy.
+		r.nudgeMembers()
+	}
 	for _, s := range tx.says {
 		err := s.err
 		if err == nil && werr != nil {

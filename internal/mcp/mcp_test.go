@@ -1,0 +1,131 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/mcp"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// connect serves Parley's MCP tools for a session of node i and returns a
+// go-sdk client session on it (in-memory transport).
+func connect(tb testing.TB, nt *nodetest.Net, i int, session string) *sdk.ClientSession {
+	tb.Helper()
+	c := localapi.NewClient(node.SocketPath(nt.Home(i)))
+	srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: "bench", Project: "/p"})
+	st, ct := sdk.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, st) }()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		cs.Close()
+		cancel()
+		<-done
+		c.Close()
+	})
+	return cs
+}
+
+func call(tb testing.TB, cs *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {
+	tb.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	var out map[string]any
+	raw, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(raw, &out)
+	text := ""
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	if res.IsError {
+		tb.Fatalf("%s failed: %s", name, text)
+	}
+	return out, text
+}
+
+func twoAgents(tb testing.TB) (nt *nodetest.Net, a, b *sdk.ClientSession, room string) {
+	nt = nodetest.Start(tb, 2, nodetest.WithConfig(func(i int, c *node.Config) { c.RoomPolicy = rooms.DefaultPolicy{} }))
+	a, b = connect(tb, nt, 0, "a"), connect(tb, nt, 1, "b")
+	call(tb, a, "parley_register", map[string]any{"name": "alpha"})
+	rb, _ := call(tb, b, "parley_register", map[string]any{"name": "beta"})
+	out, _ := call(tb, a, "parley_room_open", map[string]any{"name": "bench", "members": []string{rb["address"].(string)}})
+	room = out["room_id"].(string)
+	nodetest.WaitFor(tb, 20*time.Second, func() bool {
+		_, text := call(tb, b, "parley_read", map[string]any{"room": room})
+		return !strings.Contains(text, "no room")
+	}, "B to have the room")
+	return nt, a, b, room
+}
+
+// TestPendingItemsOncePerAgent checks the piggy-back across agents of two
+// nodes: a message for the room reaches the other agent once, in order,
+// and the text is there for parley_read too.
+func TestPendingItemsOncePerAgent(t *testing.T) {
+	_, a, b, room := twoAgents(t)
+	for k := range 3 {
+		call(t, a, "parley_say", map[string]any{"room": room, "text": fmt.Sprintf("note %d", k)})
+	}
+	var seen []string
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _ := call(t, b, "parley_register", nil)
+		for _, p := range out["pending"].([]any) {
+			seen = append(seen, p.(map[string]any)["text"].(string))
+		}
+		return len(seen) >= 3
+	}, "the notes to reach beta")
+	want := []string{"note 0", "note 1", "note 2"}
+	var notes []string
+	for _, s := range seen {
+		if strings.HasPrefix(s, "note") {
+			notes = append(notes, s)
+		}
+	}
+	if !slices.Equal(notes, want) {
+		t.Fatalf("beta got %v, want %v exactly once each", seen, want)
+	}
+}
+
+// BenchmarkSayToRead measures parley_say on node A until the message shows
+// in parley_read on node B, both through MCP: p50 and p99 in ms.
+func BenchmarkSayToRead(b *testing.B) {
+	_, ca, cb, room := twoAgents(b)
+	call(b, cb, "parley_read", map[string]any{"room": room, "limit": 500})
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		text := fmt.Sprintf("m%d", i)
+		start := time.Now()
+		call(b, ca, "parley_say", map[string]any{"room": room, "text": text})
+		for {
+			_, got := call(b, cb, "parley_read", map[string]any{"room": room})
+			if strings.Contains(got, ": "+text) {
+				break
+			}
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}

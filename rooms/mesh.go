@@ -1,0 +1,114 @@
+package rooms
+
+import (
+	"context"
+	"io"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/parley-mesh/parley/identity"
+)
+
+// ProtocolNudge asks a member to catch up now: the stream carries one room
+// ID (at most 64 bytes) and nothing comes back. A node sends it after
+// publishing its own events while its GossipSub mesh for the room is still
+// empty (just after joining), so those events do not wait for anti-entropy.
+const ProtocolNudge protocol.ID = "/parley/nudge/1"
+
+// meshTracer follows GossipSub's mesh (GRAFT and PRUNE) per topic. Pass
+// Manager.Tracer to pubsub.WithRawTracer.
+type meshTracer struct{ m *Manager }
+
+var _ pubsub.RawTracer = meshTracer{}
+
+// Tracer returns the GossipSub tracer that lets rooms know their mesh.
+func (m *Manager) Tracer() pubsub.RawTracer { return meshTracer{m} }
+
+func (t meshTracer) Graft(p peer.ID, topic string) { t.m.meshDelta(topic, p, true) }
+func (t meshTracer) Prune(p peer.ID, topic string) { t.m.meshDelta(topic, p, false) }
+func (t meshTracer) Leave(topic string)            { t.m.meshDelta(topic, "", false) }
+
+func (meshTracer) OnNewOutboundStream(peer.ID, protocol.ID)             {}
+func (meshTracer) OnClosedOutboundStream(peer.ID)                       {}
+func (meshTracer) Join(string)                                          {}
+func (meshTracer) ValidateMessage(*pubsub.Message)                      {}
+func (meshTracer) DeliverMessage(*pubsub.Message)                       {}
+func (meshTracer) RejectMessage(*pubsub.Message, string)                {}
+func (meshTracer) DuplicateMessage(*pubsub.Message)                     {}
+func (meshTracer) ThrottlePeer(peer.ID)                                 {}
+func (meshTracer) RecvRPC(*pubsub.RPC)                                  {}
+func (meshTracer) SendRPC(*pubsub.RPC, peer.ID)                         {}
+func (meshTracer) SendRPCCompleted(*pubsub.RPC, peer.ID, time.Duration) {}
+func (meshTracer) DropRPC(*pubsub.RPC, peer.ID)                         {}
+func (meshTracer) UndeliverableMessage(*pubsub.Message)                 {}
+
+// meshDelta records a peer entering or leaving a topic's mesh; p empty
+// clears the topic.
+func (m *Manager) meshDelta(topic string, p peer.ID, in bool) {
+	m.meshMu.Lock()
+	defer m.meshMu.Unlock()
+	if m.mesh == nil {
+		m.mesh = make(map[string]map[peer.ID]bool)
+	}
+	switch {
+	case p == "":
+		delete(m.mesh, topic)
+	case in:
+		if m.mesh[topic] == nil {
+			m.mesh[topic] = make(map[peer.ID]bool)
+		}
+		m.mesh[topic][p] = true
+	default:
+		delete(m.mesh[topic], p)
+	}
+}
+
+// meshSize is the number of peers in a topic's mesh.
+func (m *Manager) meshSize(topic string) int {
+	m.meshMu.Lock()
+	defer m.meshMu.Unlock()
+	return len(m.mesh[topic])
+}
+
+// nudgeMembers asks every connected member to catch up with this node.
+func (r *room) nudgeMembers() {
+	for _, p := range r.memberList() {
+		if p == r.m.self || r.m.cfg.Host.Network().Connectedness(p) != network.Connected {
+			continue
+		}
+		r.m.spawn(func() {
+			ctx, cancel := context.WithTimeout(r.m.ctx, 10*time.Second)
+			defer cancel()
+			s, err := r.m.cfg.Host.NewStream(ctx, p, ProtocolNudge)
+			if err != nil {
+				return
+			}
+			defer s.Close()
+			_, _ = s.Write([]byte(r.id))
+		})
+	}
+}
+
+// handleNudge serves ProtocolNudge: a member says it has news.
+func (m *Manager) handleNudge(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(io.LimitReader(s, 65))
+	if err != nil || len(b) > 64 {
+		s.Reset()
+		return
+	}
+	id, err := identity.ParseRoomID(string(b))
+	if err != nil {
+		s.Reset()
+		return
+	}
+	remote := s.Conn().RemotePeer()
+	if r := m.room(id); r != nil && r.isMember(remote) && m.cfg.Policy.Allowed(remote) == nil {
+		r.requestSync(remote)
+	}
+}
