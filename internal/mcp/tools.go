@@ -477,6 +477,9 @@ func (s *Server) ask(ctx context.Context, _ *sdk.CallToolRequest, in AskIn) (*sd
 	if err == nil {
 		self, err = s.api.ID(ctx)
 	}
+	if err == nil && in.To != "" {
+		err = s.checkAlive(ctx, self.PeerID, to)
+	}
 	room := in.Room
 	if err == nil && room == "" {
 		room, err = s.roomWith(ctx, agent, self.PeerID, to)
@@ -501,6 +504,50 @@ func (s *Server) ask(ctx context.Context, _ *sdk.CallToolRequest, in AskIn) (*sd
 	text := s.askText(&out)
 	r, o, e := finish(ctx, s, agent, &out, text, err, skip...)
 	return r, *o, e
+}
+
+// checkAlive refuses an ask to an agent that is known not to exist: an
+// agent of this node that is not registered, or an agent missing from a
+// node whose agents this node does see (a contact's presence). When the
+// node tells nothing about the target's node, the ask goes out.
+func (s *Server) checkAlive(ctx context.Context, self string, to identity.AgentAddr) error {
+	node := self
+	if to.Peer != "" {
+		node = to.Peer.String()
+	}
+	// Presence from another node lags a change by a second or two: look
+	// again for a short while before calling an agent missing.
+	deadline := time.Now().Add(4 * time.Second)
+	for {
+		var who []struct {
+			PeerID string `json:"peer_id"`
+			Agent  string `json:"agent"`
+		}
+		if err := s.api.Do(ctx, "GET", "/v1/who", nil, &who); err != nil {
+			return nil // presence unavailable: cannot tell
+		}
+		seen := false
+		for _, w := range who {
+			if w.PeerID != node {
+				continue
+			}
+			seen = true
+			if w.Agent == string(to.Name) {
+				return nil
+			}
+		}
+		if !seen && node != self {
+			return nil // this node sees nothing of that node's agents
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no agent %q is alive on node %s: parley_who lists the agents you can reach (or post with parley_say in a shared room for it to read later)", to.Name, node)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (s *Server) waitReply(ctx context.Context, ask string, d time.Duration) (*Reply, error) {
