@@ -44,6 +44,19 @@ type Config struct {
 	RoomPolicy rooms.Policy
 	// SyncInterval is the rooms' anti-entropy period. Zero means 30 s.
 	SyncInterval time.Duration
+	// AgentTTL is how long a local agent session lives without a heartbeat
+	// when it registers without a TTL of its own. Zero means 60 s.
+	AgentTTL time.Duration
+	// PresenceHeartbeat is how often the node re-sends its agents' presence
+	// to its contacts; a contact heard from for none of three heartbeats
+	// (or unreachable once its connection drops) shows as offline. Changes
+	// go out at once, at most every 2 s (or a quarter heartbeat). Zero
+	// means 5 minutes.
+	PresenceHeartbeat time.Duration
+	// CardTTL is the lifetime of the agent cards the node puts in the DHT;
+	// they are re-published at half of it. Zero means 1 hour; otherwise 2
+	// minutes to 24 hours.
+	CardTTL time.Duration
 	// ConnLow and ConnHigh are the connection manager's watermarks. Zero
 	// means 64 and 192.
 	ConnLow, ConnHigh int

@@ -174,12 +174,16 @@ func TestDenyAndRateLimit(t *testing.T) {
 }
 
 func TestRevokeStopsDelivery(t *testing.T) {
-	nt := startNet(t, 2)
+	// A revokes B; C, a contact of A's, stays in the room with both.
+	nt := startNet(t, 3)
 	waitConnected(t, nt, 0, 1)
+	waitConnected(t, nt, 0, 2)
 	ctx := context.Background()
 	befriend(t, nt, 0, 1, 0)
+	befriend(t, nt, 0, 2, 0)
 	room := createRoom(t, nt, 0)
 	invite(t, nt, 0, 1, room)
+	invite(t, nt, 0, 2, room)
 	say(t, nt, 1, room, "before")
 	nt.WaitFor(10*time.Second, func() bool { return has(nt, 0, room, rooms.KindMessage, nt.ID(1), "before") },
 		"A to get B's message before the revocation")
@@ -206,12 +210,17 @@ func TestRevokeStopsDelivery(t *testing.T) {
 	_, err = mgr(nt, 0).Invite(ctx, room, nt.ID(1), identity.HumanAgent)
 	wantErr(t, err, rooms.ErrInviteRefused, "parley contact request")
 
-	// B still speaks in its copy of the room; A ignores it.
+	// B still speaks in its copy of the room. Gossip between A and B is cut
+	// (each filters the other out of the topic); C, who did not revoke B,
+	// gets the message, and when A catches up from C it refuses it.
 	ignored := counter(t, nt, 0, "parley_room_events_rejected_total", "reason", "no_consent")
 	say(t, nt, 1, room, "after")
+	nt.WaitFor(10*time.Second, func() bool { return has(nt, 2, room, rooms.KindMessage, nt.ID(1), "after") },
+		"C to get B's message")
 	nt.WaitFor(10*time.Second, func() bool {
+		_ = mgr(nt, 0).SyncNow(ctx, room, nt.ID(2))
 		return counter(t, nt, 0, "parley_room_events_rejected_total", "reason", "no_consent") > ignored
-	}, "A to receive and ignore B's message")
+	}, "A to receive B's message through C and refuse it")
 	if err := mgr(nt, 0).SyncNow(ctx, room, nt.ID(1)); err == nil {
 		t.Fatal("A synced with the revoked node")
 	}

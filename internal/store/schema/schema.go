@@ -11,6 +11,7 @@
 //	r/<room>/v/<author>                author → highest contiguous seq stored
 //	r/<room>/l/<n:8BE>                 local arrival log: n-th event stored here → id
 //	c/<peer>                           contact records
+//	g/<agent>                          local agent registrations (JSON, internal/agents)
 //	s/k/<session>                      agent session key → agent name
 //	s/a/<agent>/<cursor>/<room>        an agent's cursors: d (delivered with tool
 //	                                   results), r (read), j (joined, no value)
@@ -120,6 +121,12 @@ func Contact(p []byte) []byte { return append([]byte("c/"), PeerBytes(p)...) }
 
 // ContactPrefix is the prefix of every contact record.
 func ContactPrefix() []byte { return []byte("c/") }
+
+// LocalAgent is one local agent registration (internal/agents).
+func LocalAgent(agent string) []byte { return append([]byte("g/"), agent...) }
+
+// LocalAgentPrefix is the prefix of every local agent registration.
+func LocalAgentPrefix() []byte { return []byte("g/") }
 
 // Session maps an agent session key to its agent name.
 func Session(key string) []byte { return append([]byte("s/k/"), key...) }

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+// cliSession is the session of registrations made by hand: the CLI
+// registering a name again updates it rather than conflicting.
+const cliSession = "parley-cli"
+
+func agentCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Agents on this node: register, list, unregister",
+		Long: `Agent sessions (MCP, or a person at the CLI) register on their user's node under a
+name. Each gets a public card in the DHT (handle, name, role, capabilities), found with
+` + "`parley find`" + `; contacts also see its state and what it works on (` + "`parley who`" + `).
+A registration not renewed by a heartbeat within its TTL is swept.`,
+	}
+	cmd.AddCommand(agentRegisterCmd(g), agentHeartbeatCmd(g), agentListCmd(g), agentUnregisterCmd(g))
+	return cmd
+}
+
+func agentRegisterCmd(g *globals) *cobra.Command {
+	var (
+		req agents.RegisterRequest
+		ttl time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "register NAME",
+		Short: "Register an agent on this node (or update it)",
+		Long: `Register an agent on this node, or update one this CLI registered. NAME is 1–64 of
+a-z, 0-9, '.', '_', '-'. The registration outlives this command: it lasts --ttl (1h by
+default) unless renewed with ` + "`parley agent heartbeat`" + `, and is gone at once with
+` + "`parley agent unregister`" + `.`,
+		Example: `  parley agent register reviewer --role "code review" --cap go --cap rust --working-on "PR 12"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := agents.ParseName(args[0]); err != nil {
+				return err
+			}
+			if ttl < time.Second || ttl > agents.MaxTTL {
+				return fmt.Errorf("--ttl %s: use 1s to %s", ttl, agents.MaxTTL)
+			}
+			req.Name = args[0]
+			req.TTLSeconds = int(ttl / time.Second)
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.AgentInfo, error) {
+				return c.RegisterAgent(ctx, req)
+			}, func(w io.Writer, v localapi.AgentInfo) {
+				fmt.Fprintf(w, "agent %s registered (%s) until %s; find it with `parley find %s`\n",
+					v.Name, v.State, v.Expires.Local().Format(time.RFC3339), v.Name)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&req.Role, "role", "", "what the agent is for, one line (public)")
+	fl.StringVar(&req.WorkingOn, "working-on", "", "what it works on now (contacts only)")
+	fl.StringArrayVar(&req.Capabilities, "cap", nil, "a capability, e.g. go; repeatable (public)")
+	fl.StringVar(&req.Client, "client", "", `the agent's client, e.g. "claude-code" (public)`)
+	fl.StringVar(&req.Session, "session", cliSession, "session ID; another session cannot take a live name")
+	fl.DurationVar(&ttl, "ttl", time.Hour, "how long the registration lives without a heartbeat")
+	return cmd
+}
+
+func agentHeartbeatCmd(g *globals) *cobra.Command {
+	var state, workingOn string
+	cmd := &cobra.Command{
+		Use:   "heartbeat NAME",
+		Short: "Renew an agent's registration; optionally set its state and what it works on",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var req localapi.HeartbeatRequest
+			if cmd.Flags().Changed("state") {
+				if _, err := agents.ParseState(state); err != nil {
+					return err
+				}
+				req.State = &state
+			}
+			if cmd.Flags().Changed("working-on") {
+				req.WorkingOn = &workingOn
+			}
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.AgentInfo, error) {
+				return c.Heartbeat(ctx, args[0], req)
+			}, func(w io.Writer, v localapi.AgentInfo) {
+				fmt.Fprintf(w, "agent %s is %s until %s\n", v.Name, v.State, v.Expires.Local().Format(time.RFC3339))
+			})
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "idle or busy")
+	cmd.Flags().StringVar(&workingOn, "working-on", "", `what it works on now ("" clears it)`)
+	return cmd
+}
+
+func agentListCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the agents registered on this node",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.AgentInfo, error) { return c.Agents(ctx) },
+				func(w io.Writer, v []localapi.AgentInfo) {
+					if len(v) == 0 {
+						fmt.Fprintln(w, "no agents on this node (register one with `parley agent register NAME`)")
+						return
+					}
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "NAME\tSTATE\tROLE\tCAPABILITIES\tWORKING ON\tCLIENT\tEXPIRES")
+					for _, a := range v {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.State, dash(a.Role), dash(strings.Join(a.Capabilities, ",")),
+							dash(oneLine(a.WorkingOn, 40)), dash(a.Client), a.Expires.Local().Format("15:04:05"))
+					}
+					tw.Flush()
+				})
+		},
+	}
+}
+
+func agentUnregisterCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unregister NAME",
+		Short: "Remove an agent from this node and withdraw its card",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (struct{}, error) {
+				return struct{}{}, c.UnregisterAgent(ctx, args[0])
+			}, func(w io.Writer, _ struct{}) {
+				fmt.Fprintf(w, "agent %s unregistered\n", args[0])
+			})
+		},
+	}
+}
+
+func whoCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "who",
+		Short: "List live agents: this node's and your contacts'",
+		Long: `List the live agents of this node and of your contacts, with their state, what they
+work on and when they were last seen. Only contacts share this; anyone else's agents
+are found by their public cards with ` + "`parley find`" + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.WhoEntry, error) { return c.Who(ctx) },
+				func(w io.Writer, v []localapi.WhoEntry) {
+					if len(v) == 0 {
+						fmt.Fprintln(w, "no live agents here or at your contacts")
+						return
+					}
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "PEER ID\tHANDLE\tAGENT\tSTATE\tWORKING ON\tLAST SEEN")
+					for _, e := range v {
+						handle := e.Handle
+						if e.Local {
+							handle += " (you)"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, e.Agent, e.State,
+							dash(oneLine(e.WorkingOn, 50)), ago(e.LastSeen))
+					}
+					tw.Flush()
+				})
+		},
+	}
+}
+
+func findCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "find QUERY",
+		Short: "Find agents through the DHT by handle, agent name or capability",
+		Long: `Find agents' public cards through the DHT. QUERY is cap:CAPABILITY, agent:NAME,
+handle:HANDLE, or a word looked up as all three. Finding nothing is not an error.`,
+		Example: "  parley find cap:go\n  parley find reviewer",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.CardView, error) {
+				return c.Find(ctx, args[0])
+			},
+				func(w io.Writer, v []localapi.CardView) {
+					if len(v) == 0 {
+						fmt.Fprintf(w, "no agents found for %q\n", args[0])
+						return
+					}
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "HANDLE\tAGENT\tROLE\tCAPABILITIES\tCLIENT\tPEER ID")
+					for _, c := range v {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(c.Handle), c.Agent, dash(c.Role),
+							dash(strings.Join(c.Capabilities, ",")), dash(c.Client), c.PeerID)
+					}
+					tw.Flush()
+				})
+		},
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine folds s onto one line of at most n characters.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n-1]) + "…"
+	}
+	return s
+}
+
+func shortPeer(p string) string {
+	if len(p) > 16 {
+		return p[:8] + "…" + p[len(p)-6:]
+	}
+	return p
+}
+
+func ago(t time.Time) string {
+	d := time.Since(t).Round(time.Second)
+	if d < time.Second {
+		return "now"
+	}
+	return d.String() + " ago"
+}

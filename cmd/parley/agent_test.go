@@ -1,0 +1,169 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+type cliAgent struct {
+	Name         string   `json:"name"`
+	Role         string   `json:"role"`
+	WorkingOn    string   `json:"working_on"`
+	Capabilities []string `json:"capabilities"`
+	State        string   `json:"state"`
+	Session      string   `json:"session"`
+	Expires      string   `json:"expires"`
+	LastSeen     string   `json:"last_seen"`
+}
+
+type cliWho struct {
+	PeerID    string `json:"peer_id"`
+	Handle    string `json:"handle"`
+	Agent     string `json:"agent"`
+	State     string `json:"state"`
+	WorkingOn string `json:"working_on"`
+	LastSeen  string `json:"last_seen"`
+	Local     bool   `json:"local"`
+}
+
+type cliCard struct {
+	PeerID       string   `json:"peer_id"`
+	Handle       string   `json:"handle"`
+	Agent        string   `json:"agent"`
+	Role         string   `json:"role"`
+	Capabilities []string `json:"capabilities"`
+}
+
+func whoOf(t *testing.T, home string) []cliWho {
+	t.Helper()
+	var v []cliWho
+	runJSON(t, &v, "--home", home, "who")
+	return v
+}
+
+func liveAt(t *testing.T, home, peerID, agent string) (cliWho, bool) {
+	t.Helper()
+	for _, e := range whoOf(t, home) {
+		if e.PeerID == peerID && e.Agent == agent && (e.State == "idle" || e.State == "busy") {
+			return e, true
+		}
+	}
+	return cliWho{}, false
+}
+
+// Three nodes from the CLI, mDNS off: an agent registered on C with a
+// capability is found by `find` on A; A, a contact of C, sees what it works
+// on in `who` and B, a stranger, does not; after C is killed, `who` on A
+// stops listing C's agent as alive within the agent's TTL.
+func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
+	base := t.TempDir()
+	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
+	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	c := up(t, homeC, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "carol")
+	var idA, idC struct {
+		PeerID string `json:"peer_id"`
+	}
+	runJSON(t, &idA, "--home", homeA, "id")
+	runJSON(t, &idC, "--home", homeC, "id")
+
+	// A and C become contacts; B stays a stranger.
+	runJSON(t, &struct{}{}, "--home", homeA, "contact", "request", c.addr(), "--note", "hi carol")
+	nodetest.WaitFor(t, 15*time.Second, func() bool { return stateOf(t, homeC, idA.PeerID) == "pending-in" }, "C to get A's request")
+	runJSON(t, &struct{}{}, "--home", homeC, "contact", "approve", idA.PeerID)
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		return stateOf(t, homeA, idC.PeerID) == "active" && stateOf(t, homeC, idA.PeerID) == "active"
+	}, "A and C to be contacts")
+
+	// Bad input is refused with one line.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agent", "register", "Bad Name"}, "agent name"},
+		{[]string{"agent", "register", "x", "--cap", "c++"}, "capability"},
+		{[]string{"agent", "register", "x", "--ttl", "0s"}, "--ttl"},
+		{[]string{"agent", "heartbeat", "nosuch"}, "not registered"},
+		{[]string{"agent", "heartbeat", "x", "--state", "asleep"}, "idle or busy"},
+	} {
+		_, errs, code := run(t, append([]string{"--home", homeC}, tc.args...)...)
+		if code == 0 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Fatalf("%v: exit %d, stderr %q, want one line with %q", tc.args, code, errs, tc.want)
+		}
+	}
+
+	// Register on C; the registration outlives the command.
+	var reg cliAgent
+	runJSON(t, &reg, "--home", homeC, "agent", "register", "coder", "--role", "code review", "--cap", "golang",
+		"--working-on", "fixing the parser", "--ttl", "60s")
+	if reg.Name != "coder" || reg.State != "idle" || !slices.Equal(reg.Capabilities, []string{"golang"}) || reg.WorkingOn != "fixing the parser" {
+		t.Fatalf("register: %+v", reg)
+	}
+	var list []cliAgent
+	runJSON(t, &list, "--home", homeC, "agent", "list")
+	if len(list) != 1 || list[0].Name != "coder" {
+		t.Fatalf("agent list on C: %+v", list)
+	}
+	if out, _, code := run(t, "--home", homeC, "agent", "list"); code != 0 || !strings.Contains(out, "fixing the parser") {
+		t.Fatalf("agent list: %q", out)
+	}
+
+	// A finds it by capability and by name, through the DHT.
+	for _, q := range []string{"cap:golang", "coder", "handle:carol"} {
+		nodetest.WaitFor(t, 30*time.Second, func() bool {
+			var cards []cliCard
+			runJSON(t, &cards, "--home", homeA, "find", q)
+			return slices.ContainsFunc(cards, func(c cliCard) bool {
+				return c.PeerID == idC.PeerID && c.Agent == "coder" && c.Handle == "carol" && c.Role == "code review"
+			})
+		}, "A to find C's agent with %q", q)
+	}
+	if out, _, code := run(t, "--home", homeA, "find", "golang"); code != 0 || !strings.Contains(out, "coder") {
+		t.Fatalf("find (human): exit %d: %q", code, out)
+	}
+	// Finding nothing is an empty list, not an error.
+	if out, errs, code := run(t, "--home", homeA, "find", "nothing-here", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("find of nothing: exit %d: %q %q", code, out, errs)
+	}
+	if out, _, code := run(t, "--home", homeA, "find", "nothing-here"); code != 0 || !strings.Contains(out, "no agents found") {
+		t.Fatalf("find of nothing (human): exit %d: %q", code, out)
+	}
+
+	// A, a contact, sees what it works on; B, a stranger, finds only the card.
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		e, ok := liveAt(t, homeA, idC.PeerID, "coder")
+		return ok && e.WorkingOn == "fixing the parser" && !e.Local && e.Handle == "carol" && e.LastSeen != ""
+	}, "A to see C's agent in who")
+	if out, _, _ := run(t, "--home", homeA, "who"); !strings.Contains(out, "coder") || !strings.Contains(out, "carol") {
+		t.Fatalf("who (human): %q", out)
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, code := run(t, "--home", homeB, "find", "cap:golang", "--json")
+		return code == 0 && strings.Contains(out, idC.PeerID)
+	}, "B to find C's public card")
+	for _, args := range [][]string{{"who"}, {"find", "coder"}} {
+		out, _, _ := run(t, append([]string{"--home", homeB, "--json"}, args...)...)
+		if strings.Contains(out, "fixing the parser") {
+			t.Fatalf("the stranger sees working_on in %v: %s", args, out)
+		}
+	}
+	if w := whoOf(t, homeB); len(w) != 0 {
+		t.Fatalf("who on the stranger: %+v", w)
+	}
+
+	// Kill C: A stops listing its agent as alive within the agent's TTL.
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	nodetest.WaitFor(t, 60*time.Second, func() bool {
+		_, ok := liveAt(t, homeA, idC.PeerID, "coder")
+		return !ok
+	}, "A to stop listing C's agent after C was killed")
+	t.Logf("C's agent left A's who %v after the kill", time.Since(killed).Round(time.Millisecond))
+}

@@ -1,0 +1,370 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+
+	"github.com/parley-mesh/parley/discovery"
+)
+
+// Presence timing.
+const (
+	// sendTimeout bounds one presence message: dial, stream, write.
+	sendTimeout = 10 * time.Second
+	// readTimeout bounds the wait for the next frame on a presence stream.
+	readTimeout = 30 * time.Second
+	// probeTimeout bounds the dial that checks whether a contact whose
+	// connection dropped is still there.
+	probeTimeout = 5 * time.Second
+)
+
+// outState is what this node sent one contact.
+type outState struct {
+	last    time.Time // when the last message was sent (or tried)
+	version uint64    // s.version it carried
+	force   bool      // send at once (new contact, new connection)
+	sending bool
+}
+
+// remoteState is what this node last heard from one contact.
+type remoteState struct {
+	heard   time.Time // when the last message was taken
+	offline bool      // the contact dropped and could not be dialled
+	agents  []discovery.AgentState
+}
+
+// presenceLoop sends presence to contacts: to new and reconnected ones at
+// once, on change (at most once per MinInterval) and every Heartbeat. It
+// also forgets contacts that fell silent.
+func (s *Service) presenceLoop() {
+	t := time.NewTicker(s.cfg.MinInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.presKick:
+		case <-t.C:
+		}
+		s.presenceRound(s.ctx)
+		s.forgetSilent()
+	}
+}
+
+// presenceRound sends the current presence to every contact it is due to.
+func (s *Service) presenceRound(ctx context.Context) {
+	contacts := s.cfg.Contacts.Active()
+	now := s.now()
+	s.mu.Lock()
+	version := s.version
+	s.mu.Unlock()
+
+	var due []peer.ID
+	s.outMu.Lock()
+	active := make(map[peer.ID]bool, len(contacts))
+	for _, c := range contacts {
+		if c.Peer == s.self {
+			continue
+		}
+		active[c.Peer] = true
+		o := s.out[c.Peer]
+		if o == nil {
+			o = &outState{force: true}
+			s.out[c.Peer] = o
+		}
+		if o.sending {
+			continue
+		}
+		changed := o.version < version && now.Sub(o.last) >= s.cfg.MinInterval
+		if o.force || changed || now.Sub(o.last) >= s.cfg.Heartbeat {
+			due = append(due, c.Peer)
+			o.sending = true
+		}
+	}
+	for p := range s.out {
+		if !active[p] {
+			delete(s.out, p)
+		}
+	}
+	s.outMu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+
+	wire, version, err := s.sealPresence(now)
+	if err != nil {
+		s.log.Error("presence not sealed", "err", err)
+	}
+	// Sends run on their own: a contact that does not answer holds up no
+	// other (its sending flag keeps it out of later rounds meanwhile).
+	for _, p := range due {
+		s.spawn(func() {
+			var err error
+			if wire == nil {
+				err = errors.New("not sealed")
+			} else if err = s.cfg.Contacts.Allowed(p); err == nil {
+				err = s.sendPresence(ctx, p, wire)
+			}
+			s.sent(p, version, now, err)
+		})
+	}
+}
+
+// sent records a send. A failed one is not retried before the contact
+// connects again or the next heartbeat.
+func (s *Service) sent(p peer.ID, version uint64, at time.Time, err error) {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	if o := s.out[p]; o != nil {
+		o.sending, o.force, o.last, o.version = false, false, at, version
+	}
+	if err == nil {
+		s.m.sent.WithLabelValues("ok").Inc()
+		return
+	}
+	s.m.sent.WithLabelValues("error").Inc()
+	if s.ctx.Err() == nil {
+		s.log.Debug("presence not sent", "remote", p.String(), "err", err)
+	}
+}
+
+// sealPresence signs the current state of every live local agent.
+func (s *Service) sealPresence(now time.Time) ([]byte, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	as := s.reg.list(now)
+	p := &discovery.Presence{Peer: s.self, Seq: s.nextSeq(now), Time: now.UnixMilli()}
+	for _, a := range as {
+		p.Agents = append(p.Agents, a.state())
+	}
+	wire, err := discovery.SealPresence(s.cfg.Key, p)
+	return wire, s.version, err
+}
+
+// sendPresence sends one message on a new stream.
+func (s *Service) sendPresence(ctx context.Context, p peer.ID, wire []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	h := s.cfg.Host
+	if h.Network().Connectedness(p) != network.Connected && len(h.Peerstore().Addrs(p)) == 0 {
+		// A contact this node has not met since it started: ask the DHT.
+		ai, err := s.cfg.Routing.FindPeer(ctx, p)
+		if err != nil {
+			return fmt.Errorf("find contact: %w", err)
+		}
+		h.Peerstore().AddAddrs(p, ai.Addrs, peerstore.TempAddrTTL)
+	}
+	st, err := h.NewStream(ctx, p, discovery.ProtocolPresence)
+	if err != nil {
+		return err
+	}
+	_ = st.SetDeadline(time.Now().Add(sendTimeout))
+	if err := discovery.WriteFrame(st, wire); err != nil {
+		_ = st.Reset()
+		return err
+	}
+	return st.Close()
+}
+
+// connected makes presence go out at once to a contact that connects.
+func (s *Service) connected(p peer.ID) {
+	s.outMu.Lock()
+	o := s.out[p]
+	if o != nil {
+		o.force = true
+	}
+	s.outMu.Unlock()
+	if o != nil {
+		kick(s.presKick)
+	}
+}
+
+// disconnected checks, when the last connection to a contact that showed
+// agents drops, whether it can still be dialled; if not, its agents are
+// offline at once rather than after three heartbeats.
+func (s *Service) disconnected(p peer.ID) {
+	if s.cfg.Host.Network().Connectedness(p) == network.Connected {
+		return
+	}
+	s.inMu.Lock()
+	r := s.remote[p]
+	if r == nil || r.offline || s.probing[p] {
+		s.inMu.Unlock()
+		return
+	}
+	s.probing[p] = true
+	s.inMu.Unlock()
+	s.spawn(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, probeTimeout)
+		defer cancel()
+		err := s.cfg.Host.Connect(ctx, peer.AddrInfo{ID: p})
+		s.inMu.Lock()
+		defer s.inMu.Unlock()
+		delete(s.probing, p)
+		if err != nil && s.ctx.Err() == nil {
+			if r := s.remote[p]; r != nil {
+				r.offline = true
+				s.log.Info("contact unreachable: its agents are offline", "remote", p.String())
+			}
+		}
+	})
+}
+
+// isContact reports whether p is an active contact that passes Allowed.
+func (s *Service) isContact(p peer.ID) bool {
+	if s.cfg.Contacts.Allowed(p) != nil {
+		return false
+	}
+	return slices.ContainsFunc(s.cfg.Contacts.Active(), func(c Contact) bool { return c.Peer == p })
+}
+
+// handlePresence takes presence messages from a contact.
+func (s *Service) handlePresence(st network.Stream) {
+	defer st.Close()
+	p := st.Conn().RemotePeer()
+	if s.ctx.Err() != nil {
+		_ = st.Reset()
+		return
+	}
+	if !s.isContact(p) {
+		s.rejectPresence(p, "not_contact", nil)
+		_ = st.Reset()
+		return
+	}
+	for {
+		_ = st.SetReadDeadline(time.Now().Add(readTimeout))
+		b, err := discovery.ReadFrame(st)
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			s.rejectPresence(p, "frame", err)
+			_ = st.Reset()
+			return
+		}
+		// The limit comes before decoding: a flood costs no more than reading.
+		if !s.limPresence.allow(p, s.now()) {
+			s.rejectPresence(p, "rate_limited", nil)
+			_ = st.Reset()
+			return
+		}
+		msg, err := discovery.DecodePresence(b)
+		if err != nil {
+			s.rejectPresence(p, "malformed", err)
+			_ = st.Reset()
+			return
+		}
+		if msg.Peer != p {
+			s.rejectPresence(p, "wrong_peer", nil)
+			_ = st.Reset()
+			return
+		}
+		if !s.take(p, msg) {
+			s.rejectPresence(p, "replay", nil)
+		}
+	}
+}
+
+func (s *Service) rejectPresence(p peer.ID, reason string, err error) {
+	s.m.rejected.WithLabelValues("presence_" + reason).Inc()
+	s.log.Debug("presence refused", "remote", p.String(), "reason", reason, "err", err)
+}
+
+// take stores msg from p if its seq is new.
+func (s *Service) take(p peer.ID, msg *discovery.Presence) bool {
+	s.inMu.Lock()
+	defer s.inMu.Unlock()
+	if msg.Seq <= s.lastSeq[p] {
+		return false
+	}
+	s.lastSeq[p] = msg.Seq
+	s.remote[p] = &remoteState{heard: s.now(), agents: msg.Agents}
+	s.m.received.Inc()
+	return true
+}
+
+// staleAfter is how long a contact may stay silent before its agents are
+// offline.
+func (s *Service) staleAfter() time.Duration { return MissedHeartbeats * s.cfg.Heartbeat }
+
+// live reports whether r's agents are shown.
+func (s *Service) live(r *remoteState, now time.Time) bool {
+	return !r.offline && now.Sub(r.heard) <= s.staleAfter()
+}
+
+// forgetSilent drops what stale contacts said, and the seqs of peers that
+// are no longer contacts.
+func (s *Service) forgetSilent() {
+	now := s.now()
+	s.inMu.Lock()
+	defer s.inMu.Unlock()
+	for p, r := range s.remote {
+		if !s.live(r, now) {
+			delete(s.remote, p)
+		}
+	}
+	if len(s.lastSeq) > 4*discovery.MaxAgents+len(s.remote) {
+		for p := range s.lastSeq {
+			if s.remote[p] == nil {
+				delete(s.lastSeq, p)
+			}
+		}
+	}
+}
+
+// Who returns the live local agents, then the live agents of contacts
+// (what they work on included), sorted by handle, peer and agent.
+// Non-contacts never appear: their presence is never taken.
+func (s *Service) Who(ctx context.Context) []WhoEntry {
+	now := s.now()
+	out := []WhoEntry{}
+	s.mu.Lock()
+	for _, a := range s.reg.list(now) {
+		out = append(out, WhoEntry{
+			PeerID: s.self.String(), Handle: s.cfg.Handle, Agent: string(a.Name), State: string(a.State),
+			WorkingOn: a.WorkingOn, LastSeen: jsonTime(a.LastSeen), Local: true, Role: a.Role,
+			Capabilities: orEmpty(a.Caps),
+		})
+	}
+	s.mu.Unlock()
+
+	var remote []WhoEntry
+	contacts := s.cfg.Contacts.Active()
+	s.inMu.Lock()
+	for _, c := range contacts {
+		r := s.remote[c.Peer]
+		if r == nil || !s.live(r, now) || s.cfg.Contacts.Allowed(c.Peer) != nil {
+			continue
+		}
+		for _, a := range r.agents {
+			if a.State == discovery.StateOffline {
+				continue
+			}
+			remote = append(remote, WhoEntry{
+				PeerID: c.Peer.String(), Handle: c.Handle, Agent: string(a.Agent), State: string(a.State),
+				WorkingOn: a.WorkingOn, LastSeen: jsonTime(time.UnixMilli(a.LastSeen)), Role: a.Role,
+				Capabilities: orEmpty(a.Capabilities),
+			})
+		}
+	}
+	s.inMu.Unlock()
+	slices.SortFunc(remote, func(a, b WhoEntry) int {
+		if c := strings.Compare(a.Handle, b.Handle); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.PeerID, b.PeerID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Agent, b.Agent)
+	})
+	return append(out, remote...)
+}

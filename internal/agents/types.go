@@ -1,0 +1,80 @@
+package agents
+
+import (
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// RegisterRequest registers (or updates) a local agent session.
+type RegisterRequest struct {
+	Name         string   `json:"name"`                   // identity.AgentName; trimmed and lower-cased
+	Role         string   `json:"role,omitempty"`         // one line, ≤ 64 bytes
+	WorkingOn    string   `json:"working_on,omitempty"`   // ≤ 500 characters, contacts only
+	Capabilities []string `json:"capabilities,omitempty"` // each 1–64 of [a-z0-9._-] once lower-cased
+	Client       string   `json:"client,omitempty"`       // e.g. "claude-code", one line, ≤ 64 bytes
+	Session      string   `json:"session,omitempty"`      // the client's session ID, ≤ 256 bytes
+	TTLSeconds   int      `json:"ttl_seconds,omitempty"`  // 0: the node's default (60 s)
+}
+
+// HeartbeatRequest keeps a local agent alive; nil fields are left as they
+// are.
+type HeartbeatRequest struct {
+	State     *string `json:"state,omitempty"`      // "idle" or "busy"
+	WorkingOn *string `json:"working_on,omitempty"` // "" clears it
+}
+
+// Info is one local agent as the local API shows it.
+type Info struct {
+	Name         string    `json:"name"`
+	Role         string    `json:"role"`
+	WorkingOn    string    `json:"working_on"`
+	Capabilities []string  `json:"capabilities"`
+	Client       string    `json:"client"`
+	Session      string    `json:"session"`
+	State        string    `json:"state"`
+	LastSeen     time.Time `json:"last_seen"`
+	Expires      time.Time `json:"expires"` // when it is swept without a heartbeat
+}
+
+// WhoEntry is one live agent: a local one, or a contact's.
+type WhoEntry struct {
+	PeerID       string    `json:"peer_id"`
+	Handle       string    `json:"handle"`
+	Agent        string    `json:"agent"`
+	State        string    `json:"state"`
+	WorkingOn    string    `json:"working_on"`
+	LastSeen     time.Time `json:"last_seen"`
+	Local        bool      `json:"local"`
+	Role         string    `json:"role"`
+	Capabilities []string  `json:"capabilities"`
+}
+
+// CardView is a public agent card found through the DHT.
+type CardView struct {
+	PeerID       string    `json:"peer_id"`
+	Handle       string    `json:"handle"`
+	Agent        string    `json:"agent"`
+	Role         string    `json:"role"`
+	Capabilities []string  `json:"capabilities"`
+	Client       string    `json:"client"`
+	Expires      time.Time `json:"expires"`
+}
+
+// Contact is a peer with an active contact.
+type Contact struct {
+	Peer   peer.ID
+	Handle string
+}
+
+// jsonTime is how times appear in the API: UTC, millisecond precision
+// (RFC 3339).
+func jsonTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+// orEmpty returns s, or an empty (not nil) slice, so JSON shows [].
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return append([]string(nil), s...)
+}
