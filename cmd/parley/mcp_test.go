@@ -227,6 +227,24 @@ func TestMCPAskAcrossTwoNodes(t *testing.T) {
 	if bad := callTool(t, c1, "parley_ask", map[string]any{"text": "hi"}); !bad.Err || !strings.Contains(bad.Text, "to (NAME@PEER_ID)") {
 		t.Fatalf("ask without addressee: %s", bad.Text)
 	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		var who []struct {
+			PeerID string `json:"peer_id"`
+			Agent  string `json:"agent"`
+		}
+		runJSON(t, &who, "--home", homeA, "who")
+		return slices.ContainsFunc(who, func(w struct {
+			PeerID string `json:"peer_id"`
+			Agent  string `json:"agent"`
+		}) bool {
+			return w.PeerID == idB.PeerID && w.Agent == "agent2"
+		})
+	}, "A to see agent2 alive on B")
+	// B's agents are visible to A (contacts see presence): an agent that
+	// is not there is an error, not a silent wait.
+	if bad := callTool(t, c1, "parley_ask", map[string]any{"to": "nobody@" + idB.PeerID, "room": room, "text": "hello?", "wait_seconds": 1}); !bad.Err || !strings.Contains(bad.Text, "parley_who") {
+		t.Fatalf("ask of a missing agent: %s", bad.Text)
+	}
 }
 
 func TestMCPStartsANode(t *testing.T) {
