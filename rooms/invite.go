@@ -177,23 +177,14 @@ func (m *Manager) handleInvite(s network.Stream) {
 	m.spawn(func() { m.joinAfterInvite(r, remote) })
 }
 
-// joinAfterInvite catches up with the inviter and announces this node.
+// joinAfterInvite catches up with the inviter; the room's goroutine posts
+// this node's join as soon as its invite is stored, by whatever path.
 func (m *Manager) joinAfterInvite(r *room, inviter peer.ID) {
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Minute)
 	defer cancel()
 	if err := r.syncWith(ctx, inviter); err != nil {
 		m.log.Warn("catch-up after invite failed; will retry", "room", string(r.id), "err", err)
 		r.requestSync(inviter)
-		return
-	}
-	r.mu.RLock()
-	_, member := r.members[m.self]
-	spoke := r.vv[m.self] > 0
-	r.mu.RUnlock()
-	if member && !spoke {
-		if _, err := r.say(ctx, &sayReq{agent: identity.HumanAgent, kind: KindJoin}); err != nil {
-			m.log.Warn("join failed", "room", string(r.id), "err", err)
-		}
 	}
 }
 

@@ -214,6 +214,7 @@ func (r *room) run(ctx context.Context) {
 
 // txn collects one batch's effects.
 type txn struct {
+	admitted bool // this node became a member in this batch
 	ops      []schema.Op
 	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
@@ -240,6 +241,15 @@ func (r *room) process(ctx context.Context, batch []input) {
 			tx.says = append(tx.says, pendingSay{req: in.say, id: id, err: err})
 		case in.barrier != nil:
 			barriers = append(barriers, in.barrier)
+		}
+	}
+	r.mu.RLock()
+	silent := r.vv[r.m.self] == 0
+	r.mu.RUnlock()
+	if tx.admitted && silent {
+		// This node's invite arrived (by whatever path): announce it.
+		if _, err := r.author(tx, &sayReq{agent: identity.HumanAgent, kind: KindJoin}); err != nil {
+			r.m.log.Warn("join failed", "room", string(r.id), "err", err)
 		}
 	}
 	var werr error
@@ -441,6 +451,7 @@ func (r *room) store(tx *txn, it Item, target peer.ID) {
 	}
 	if admitted != "" {
 		if _, ok := r.members[admitted]; !ok {
+			tx.admitted = tx.admitted || admitted == r.m.self
 			r.members[admitted] = it.ID
 			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(admitted)), Val: it.ID[:]})
 		}

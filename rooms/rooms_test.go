@@ -51,10 +51,10 @@ func openRoom(t *testing.T, nt *nodetest.Net, members ...int) identity.RoomID {
 		}
 	}
 	for _, i := range members {
-		nt.WaitFor(20*time.Second, func() bool { return hasJoined(nt, i, id) }, "node %d to join", i)
+		nt.WaitFor(40*time.Second, func() bool { return hasJoined(nt, i, id) }, "node %d to join", i)
 	}
 	// Every member sees every join: create, an invite and a join per member.
-	waitConverged(t, nt, id, uint64(1+2*len(members)), 20*time.Second, append([]int{0}, members...)...)
+	waitConverged(t, nt, id, uint64(1+2*len(members)), 40*time.Second, append([]int{0}, members...)...)
 	return id
 }
 
