@@ -1,12 +1,13 @@
 package consent
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"unicode"
+
+	"github.com/parley-mesh/parley/internal/frame"
 )
 
 // ProtocolID is the libp2p stream protocol for contact exchanges.
@@ -155,8 +156,7 @@ func WriteFrame(w io.Writer, v any) error {
 	if len(b) > MaxFrame {
 		return fmt.Errorf("consent: write frame: %w: %d bytes", ErrFrameTooLarge, len(b))
 	}
-	buf := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(b)), uint64(len(b)))
-	if _, err := w.Write(append(buf, b...)); err != nil {
+	if err := frame.Write(w, b); err != nil {
 		return fmt.Errorf("consent: write frame: %w", err)
 	}
 	return nil
@@ -169,36 +169,16 @@ func ReadFrame(r io.Reader, max int) ([]byte, error) {
 	if max <= 0 {
 		max = MaxFrame
 	}
-	br, ok := r.(io.ByteReader)
-	if !ok {
-		br = &byteReader{r: r}
-	}
-	n, err := binary.ReadUvarint(br)
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
-		}
-		return nil, fmt.Errorf("consent: read frame: %w", err)
-	}
-	if n > uint64(max) {
-		return nil, fmt.Errorf("consent: read frame: %w: %d bytes, at most %d", ErrFrameTooLarge, n, max)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	b, err := frame.Read(r, max)
+	switch {
+	case err == io.EOF:
+		return nil, io.EOF
+	case errors.Is(err, frame.ErrTooLarge):
+		return nil, fmt.Errorf("consent: read frame: %w: %w", ErrFrameTooLarge, err)
+	case err != nil:
 		return nil, fmt.Errorf("consent: read frame: %w", err)
 	}
 	return b, nil
-}
-
-// byteReader reads one byte at a time, so ReadFrame takes no more than its frame.
-type byteReader struct {
-	r io.Reader
-	b [1]byte
-}
-
-func (br *byteReader) ReadByte() (byte, error) {
-	_, err := io.ReadFull(br.r, br.b[:])
-	return br.b[0], err
 }
 
 // errorCodes maps sentinels to the codes of KindError messages.

@@ -2,7 +2,6 @@ package discovery
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/frame"
 )
 
 // signedWire is the wire form of a card and of a presence message: the
@@ -216,10 +216,7 @@ func WriteFrame(w io.Writer, b []byte) error {
 	if len(b) > MaxFrame {
 		return fmt.Errorf("discovery: write frame: %w: %d bytes, limit %d", ErrTooLarge, len(b), MaxFrame)
 	}
-	buf := make([]byte, 0, binary.MaxVarintLen32+len(b))
-	buf = binary.AppendUvarint(buf, uint64(len(b)))
-	buf = append(buf, b...)
-	if _, err := w.Write(buf); err != nil {
+	if err := frame.Write(w, b); err != nil {
 		return fmt.Errorf("discovery: write frame: %w", err)
 	}
 	return nil
@@ -239,39 +236,12 @@ func ReadFrame(r io.Reader) ([]byte, error) {
 }
 
 func readFrame(r io.Reader, max int) ([]byte, error) {
-	var n uint64
-	var one [1]byte
-	for i := 0; ; i++ {
-		if i == binary.MaxVarintLen32 {
-			return nil, fmt.Errorf("%w: frame length of more than %d bytes", ErrTooLarge, i)
-		}
-		if _, err := io.ReadFull(r, one[:]); err != nil {
-			if i > 0 && errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-		c := one[0]
-		if i > 0 && c == 0 {
-			return nil, fmt.Errorf("%w: frame length not minimally encoded", ErrMalformed)
-		}
-		n |= uint64(c&0x7f) << (7 * i)
-		if n > uint64(max) {
-			return nil, fmt.Errorf("%w: frame of more than %d bytes", ErrTooLarge, max)
-		}
-		if c < 0x80 {
-			break
-		}
+	b, err := frame.Read(r, max)
+	switch {
+	case errors.Is(err, frame.ErrTooLarge):
+		return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
+	case errors.Is(err, frame.ErrMalformed):
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	if n == 0 {
-		return nil, fmt.Errorf("%w: empty frame", ErrMalformed)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return b, nil
+	return b, err
 }

@@ -3,7 +3,6 @@ package rooms
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/frame"
 )
 
 // ProtocolInvite is the stream protocol that tells a node it was invited.
@@ -40,9 +40,7 @@ func writeCBORFrame(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	buf := binary.AppendUvarint(make([]byte, 0, len(b)+binary.MaxVarintLen32), uint64(len(b)))
-	_, err = w.Write(append(buf, b...))
-	return err
+	return frame.Write(w, b)
 }
 
 func readCBORFrame(r io.Reader, max int, v any) error {

@@ -28,7 +28,7 @@ func sampleHello(t testing.TB) *Hello {
 }
 
 // frame builds a raw frame: uvarint length then body.
-func frame(body []byte) []byte {
+func rawFrame(body []byte) []byte {
 	return append(binary.AppendUvarint(nil, uint64(len(body))), body...)
 }
 
@@ -180,7 +180,7 @@ func TestReadFrameRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return frame(b)
+		return rawFrame(b)
 	}
 	dupVV := hw
 	dupVV.VV = append(dupVV.VV, dupVV.VV[0])
@@ -204,11 +204,11 @@ func TestReadFrameRefuses(t *testing.T) {
 		{"huge length", binary.AppendUvarint(nil, 1<<62), 0, ErrTooLarge},
 		{"length over MaxFrame", binary.AppendUvarint(nil, MaxFrame+1), 0, ErrTooLarge},
 		{"length over max", good(sampleHello(t)), 20, ErrTooLarge},
-		{"not cbor", frame([]byte{0xff, 0xff}), 0, ErrMalformed},
-		{"trailing bytes", frame(append(enc(hw)[2:], 0x00)), 0, ErrMalformed},
-		{"array", frame([]byte{0x80}), 0, ErrMalformed},
-		{"unknown key", frame([]byte{0xa1, 0x18, 0x63, 0x00}), 0, ErrMalformed},
-		{"no room", frame([]byte{0xa0}), 0, identity.ErrBadName},
+		{"not cbor", rawFrame([]byte{0xff, 0xff}), 0, ErrMalformed},
+		{"trailing bytes", rawFrame(append(enc(hw)[2:], 0x00)), 0, ErrMalformed},
+		{"array", rawFrame([]byte{0x80}), 0, ErrMalformed},
+		{"unknown key", rawFrame([]byte{0xa1, 0x18, 0x63, 0x00}), 0, ErrMalformed},
+		{"no room", rawFrame([]byte{0xa0}), 0, identity.ErrBadName},
 		{"short head", enc(helloWire{Room: string(testRoom), Heads: [][]byte{{1, 2}}}), 0, ErrMalformed},
 		{"65 heads", enc(helloWire{Room: string(testRoom), Heads: idBytes(make([]ID, MaxHeads+1))}), 0, ErrTooLarge},
 		{"257 want", enc(helloWire{Room: string(testRoom), Want: idBytes(make([]ID, MaxWant+1))}), 0, ErrTooLarge},
@@ -216,8 +216,8 @@ func TestReadFrameRefuses(t *testing.T) {
 		{"4097 vv", enc(bigVV), 0, ErrTooLarge},
 		{"vv seq 0", enc(helloWire{Room: string(testRoom), VV: []vvEntry{{Author: []byte(sampleKeyID(t))}}}), 0, ErrMalformed},
 		{"vv bad author", enc(helloWire{Room: string(testRoom), VV: []vvEntry{{Author: []byte{1}, Seq: 1}}}), 0, ErrMalformed},
-		{"deep nesting", frame([]byte{0xa1, 0x02, 0x81, 0x81, 0x81, 0x81, 0x81, 0x40}), 0, ErrTooLarge},
-		{"tag", frame([]byte{0xc1, 0xa0}), 0, ErrMalformed},
+		{"deep nesting", rawFrame([]byte{0xa1, 0x02, 0x81, 0x81, 0x81, 0x81, 0x81, 0x40}), 0, ErrTooLarge},
+		{"tag", rawFrame([]byte{0xc1, 0xa0}), 0, ErrMalformed},
 	}
 	for _, tc := range tests {
 		_, err := ReadHello(bytes.NewReader(tc.in), tc.max)
@@ -231,18 +231,18 @@ func TestReadFrameRefuses(t *testing.T) {
 
 	for name, in := range map[string][]byte{
 		"empty batch":      enc(Batch{}),
-		"more without end": frame([]byte{0xa2, 0x01, 0x81, 0x41, 0x01, 0x03, 0xf5}),
-		"end with events":  frame([]byte{0xa2, 0x01, 0x81, 0x41, 0x01, 0x02, 0xf5}),
-		"event not bytes":  frame([]byte{0xa1, 0x01, 0x81, 0x61, 0x61}),
-		"end not bool":     frame([]byte{0xa1, 0x02, 0x01}),
-		"empty event":      frame([]byte{0xa1, 0x01, 0x81, 0x40}),
-		"dup key":          frame([]byte{0xa2, 0x02, 0xf5, 0x02, 0xf5}),
+		"more without end": rawFrame([]byte{0xa2, 0x01, 0x81, 0x41, 0x01, 0x03, 0xf5}),
+		"end with events":  rawFrame([]byte{0xa2, 0x01, 0x81, 0x41, 0x01, 0x02, 0xf5}),
+		"event not bytes":  rawFrame([]byte{0xa1, 0x01, 0x81, 0x61, 0x61}),
+		"end not bool":     rawFrame([]byte{0xa1, 0x02, 0x01}),
+		"empty event":      rawFrame([]byte{0xa1, 0x01, 0x81, 0x40}),
+		"dup key":          rawFrame([]byte{0xa2, 0x02, 0xf5, 0x02, 0xf5}),
 	} {
 		if _, err := ReadBatch(bytes.NewReader(in)); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: ReadBatch = %v, want ErrMalformed", name, err)
 		}
 	}
-	big := frame(append([]byte{0xa1, 0x01, 0x81, 0x5a, 0, 1, 0x40, 0x01}, make([]byte, MaxWire+1)...))
+	big := rawFrame(append([]byte{0xa1, 0x01, 0x81, 0x5a, 0, 1, 0x40, 0x01}, make([]byte, MaxWire+1)...))
 	if _, err := ReadBatch(bytes.NewReader(big)); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("oversized event: %v", err)
 	}

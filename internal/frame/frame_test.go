@@ -1,0 +1,56 @@
+package frame
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+)
+
+func TestRoundTripAndLimits(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(&buf, bytes.Repeat([]byte{1}, 300)); err != nil {
+		t.Fatal(err)
+	}
+	r := bytes.NewReader(buf.Bytes())
+	if b, err := Read(r, 1000); err != nil || string(b) != "hello" {
+		t.Fatalf("first = %q %v", b, err)
+	}
+	if b, err := Read(r, 1000); err != nil || len(b) != 300 {
+		t.Fatalf("second = %d %v", len(b), err)
+	}
+	if _, err := Read(r, 1000); err != io.EOF {
+		t.Fatalf("at the end: %v, want io.EOF", err)
+	}
+	for _, tc := range []struct {
+		in   []byte
+		want error
+	}{
+		{[]byte{0x80, 0x00}, ErrMalformed},
+		{[]byte{0x00}, ErrMalformed},
+		{[]byte{0xff, 0xff, 0xff, 0xff, 0x7f}, ErrTooLarge},
+		{[]byte{0x05, 'a'}, io.ErrUnexpectedEOF},
+		{[]byte{0x80}, io.ErrUnexpectedEOF},
+	} {
+		if _, err := Read(bytes.NewReader(tc.in), 1000); !errors.Is(err, tc.want) {
+			t.Errorf("Read(%x) = %v, want %v", tc.in, err, tc.want)
+		}
+	}
+	if err := Write(io.Discard, nil); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("empty frame written: %v", err)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	f.Add([]byte{0x05, 'h', 'e', 'l', 'l', 'o'})
+	f.Add([]byte{0x80, 0x01})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		b, err := Read(bytes.NewReader(in), 64)
+		if err == nil && (len(b) == 0 || len(b) > 64) {
+			t.Fatalf("frame of %d bytes accepted", len(b))
+		}
+	})
+}
