@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +110,49 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 	}
 	if l[0].Kind != "create" || l[len(l)-1].Kind != "message" {
 		t.Fatalf("log ends: %+v … %+v", l[0], l[len(l)-1])
+	}
+}
+
+func TestCLIRoomTailFollows(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", home, "room", "create", "tailed")
+	cmd := exec.Command(parleyBin, "--home", home, "room", "tail", "tailed", "--json")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// The tail is up once a message said now shows in it.
+	deadline := time.After(20 * time.Second)
+	said := 0
+	for {
+		run(t, "--home", home, "room", "say", "tailed", fmt.Sprintf("line %d", said))
+		said++
+		select {
+		case l := <-lines:
+			var e logEntry
+			if err := json.Unmarshal([]byte(l), &e); err != nil || e.Kind != "message" || !strings.HasPrefix(e.Text, "line ") {
+				t.Fatalf("tail printed %q", l)
+			}
+			return
+		case <-time.After(500 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("room tail printed nothing")
+		}
 	}
 }
