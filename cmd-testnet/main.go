@@ -1,0 +1,283 @@
+// Command cmd-testnet runs a local Parley testnet: N nodes, scenarios that
+// drive rooms and break the network, a results table, JSON and an SVG chart.
+//
+//	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all]
+//	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
+//	    [-procs | -netns [-delay 20ms] [-loss 1]]
+//
+// It exits 0 when every scenario delivered every message with the same order
+// on every node, 1 when one did not (or the run failed), and 2 on a usage
+// error.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/testnet"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// usageError is a bad command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func parse(args []string, stderr io.Writer) (testnet.Config, string, string, error) {
+	fs := flag.NewFlagSet("cmd-testnet", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg       testnet.Config
+		scenario  string
+		jsonFile  string
+		svgFile   string
+		procs     bool
+		netns     bool
+		loss      string
+		nodes     = fs.Int("n", 12, "number of nodes")
+		rate      = fs.Int("rate", 100, "messages per second (fanout, partition, churn)")
+		size      = fs.Int("size", 1024, "message size in bytes")
+		duration  = fs.Duration("duration", 30*time.Second, "how long each scenario sends")
+		catchUp   = fs.Int("catchup", 10_000, "events a restarted node catches up with (restart)")
+		bigRoom   = fs.Int("bigroom", 100_000, "events of the room reopened after a restart (restart)")
+		burst     = fs.Int("burst", 0, "messages of the burst (default rate × duration, at least 1000)")
+		delay     = fs.Duration("delay", 0, "netem delay on every node's link (-netns)")
+		syncEvery = fs.Duration("sync", 5*time.Second, "rooms' anti-entropy period of in-process nodes (the node default is 30s)")
+		parleyBin = fs.String("parley", "", "parley binary for -procs and -netns (default: go build ./cmd/parley)")
+		dir       = fs.String("dir", "", "folder for node homes (default: a temporary folder, removed at the end)")
+		verbose   = fs.Bool("v", false, "more progress detail")
+	)
+	fs.StringVar(&scenario, "scenario", "all", "scenario: "+strings.Join(testnet.Scenarios, "|")+"|all (comma-separated for several)")
+	fs.StringVar(&jsonFile, "json", "", "write the full results as JSON to `FILE`")
+	fs.StringVar(&svgFile, "svg", "", "write a chart of the latency distributions to `FILE` (SVG)")
+	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the fanout workload on raw go-libp2p-pubsub and embedded NATS, and compare")
+	fs.BoolVar(&procs, "procs", false, "run each node as a separate `parley up` process with its own home")
+	fs.BoolVar(&netns, "netns", false, "run each node as a process in its own network namespace, joined by veth pairs (needs root)")
+	fs.StringVar(&loss, "loss", "0", "netem packet loss in percent on every node's link, e.g. 1 or 1% (-netns)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: go run ./cmd-testnet [flags]
+
+Runs N Parley nodes through scenarios and measures them: a table on stdout,
+-json for the full results, -svg for a chart. Exits 1 if any scenario loses a
+message or shows different orders on different nodes.
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, "", "", err
+		}
+		return cfg, "", "", usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return cfg, "", "", usageError{fmt.Sprintf("unexpected argument %q (flags only; see -h)", fs.Arg(0))}
+	}
+	switch {
+	case *nodes < 1:
+		return cfg, "", "", usageError{fmt.Sprintf("-n %d: the number of nodes must be at least 2", *nodes)}
+	case *rate <= 0:
+		return cfg, "", "", usageError{fmt.Sprintf("-rate %d: the rate must be a positive number of messages per second", *rate)}
+	case *size <= 0:
+		return cfg, "", "", usageError{fmt.Sprintf("-size %d: the size must be a positive number of bytes", *size)}
+	case *duration <= 0:
+		return cfg, "", "", usageError{fmt.Sprintf("-duration %v: the duration must be positive, e.g. 30s", *duration)}
+	case *syncEvery <= 0:
+		return cfg, "", "", usageError{fmt.Sprintf("-sync %v: must be positive", *syncEvery)}
+	case *catchUp <= 0 || *bigRoom <= 0:
+		return cfg, "", "", usageError{"-catchup and -bigroom must be positive"}
+	case procs && netns:
+		return cfg, "", "", usageError{"-procs and -netns exclude each other (-netns runs processes too)"}
+	}
+	var lossPct float64
+	if _, err := fmt.Sscanf(strings.TrimSuffix(loss, "%"), "%g", &lossPct); err != nil {
+		return cfg, "", "", usageError{fmt.Sprintf("-loss %q: give a percentage such as 1 or 0.5%%", loss)}
+	}
+	cfg.Nodes, cfg.Rate, cfg.Size, cfg.Duration = *nodes, *rate, *size, *duration
+	cfg.CatchUp, cfg.BigRoom, cfg.Burst = *catchUp, *bigRoom, *burst
+	cfg.Scenarios = []string{scenario}
+	cfg.Delay, cfg.Loss, cfg.SyncInterval = *delay, lossPct, *syncEvery
+	cfg.Parley, cfg.Dir, cfg.Verbose = *parleyBin, *dir, *verbose
+	switch {
+	case procs:
+		cfg.Mode = testnet.Procs
+	case netns:
+		cfg.Mode = testnet.Netns
+	}
+	checked, err := cfg.WithDefaults()
+	if err != nil {
+		return cfg, "", "", usageError{strings.TrimPrefix(err.Error(), testnet.ErrUsage.Error()+": ")}
+	}
+	return checked, jsonFile, svgFile, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, jsonFile, svgFile, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "cmd-testnet: %s\nrun `go run ./cmd-testnet -h` for the flags\n", ue.msg)
+		return 2
+	}
+	res, runErr := testnet.Run(ctx, cfg, stderr)
+	if errors.Is(runErr, testnet.ErrUsage) {
+		fmt.Fprintf(stderr, "cmd-testnet: %v\n", runErr)
+		return 2
+	}
+	if len(res.Scenarios) > 0 || res.Baseline != nil {
+		printTable(stdout, res)
+	}
+	code := 0
+	if jsonFile != "" {
+		raw, err := json.MarshalIndent(res, "", "  ")
+		if err == nil {
+			err = os.WriteFile(jsonFile, append(raw, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "cmd-testnet: write %s: %v\n", jsonFile, err)
+			code = 1
+		}
+	}
+	if svgFile != "" {
+		var buf bytes.Buffer
+		err := testnet.WriteSVG(&buf, res)
+		if err == nil {
+			err = os.WriteFile(svgFile, buf.Bytes(), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "cmd-testnet: write %s: %v\n", svgFile, err)
+			code = 1
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "cmd-testnet: %v\n", runErr)
+		return 1
+	}
+	if !res.OK {
+		fmt.Fprintf(stderr, "cmd-testnet: FAILED:\n  %s\n", strings.Join(res.Failures, "\n  "))
+		return 1
+	}
+	return code
+}
+
+func printTable(w io.Writer, res testnet.Results) {
+	c := res.Config
+	fmt.Fprintf(w, "Parley testnet: %d nodes (%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n\n",
+		c.Nodes, c.Mode, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tsent\tdelivered\tratio\torder\tp50 ms\tp95 ms\tp99 ms\tmax ms\tconverge ms\ttime s\t")
+	for _, s := range res.Scenarios {
+		if s.Skipped != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\tskipped\t-\t-\t-\t-\t-\t%.1f\t\n", s.Name, s.ElapsedS)
+			continue
+		}
+		order := "n/a"
+		if s.OrderChecked {
+			order = "identical"
+			if !s.OrderIdentical {
+				order = "DIVERGES"
+			}
+		}
+		ratio := fmt.Sprintf("%.4f", s.DeliveryRatio)
+		if s.Error != "" {
+			order, ratio = "ERROR", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%s\t%s\t%.1f\t\n", s.Name, s.Sent, s.Delivered, s.Expected, ratio, order, latCols(s.Latency, s.ConvergeMs), s.ElapsedS)
+	}
+	tw.Flush()
+	for _, s := range res.Scenarios {
+		if len(s.Metrics) > 0 {
+			keys := make([]string, 0, len(s.Metrics))
+			for k := range s.Metrics {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			var parts []string
+			for _, k := range keys {
+				parts = append(parts, fmt.Sprintf("%s=%g", k, s.Metrics[k]))
+			}
+			fmt.Fprintf(w, "  %s: %s\n", s.Name, strings.Join(parts, " "))
+		}
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "  %s: note: %s\n", s.Name, n)
+		}
+		if s.Skipped != "" {
+			fmt.Fprintf(w, "  %s: skipped: %s\n", s.Name, s.Skipped)
+		}
+		if s.Error != "" {
+			fmt.Fprintf(w, "  %s: error: %s\n", s.Name, s.Error)
+		}
+	}
+	if b := res.Baseline; b != nil {
+		fmt.Fprintf(w, "\nbaseline, same workload: %s\n", b.Workload)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "system\tdelivered\tratio\tp50 ms\tp95 ms\tp99 ms\tmax ms\ttime s\t")
+		for _, s := range []*testnet.ScenarioResult{b.Parley, b.GossipSub, b.NATS} {
+			if s == nil {
+				continue
+			}
+			name := s.Name
+			if name == "fanout" {
+				name = "parley"
+			}
+			lat := strings.TrimSuffix(latCols(s.Latency, 0), "\t-")
+			fmt.Fprintf(tw, "%s\t%d/%d\t%.4f\t%s\t%.1f\t\n", name, s.Delivered, s.Expected, s.DeliveryRatio, lat, s.ElapsedS)
+		}
+		tw.Flush()
+		if len(b.Ratios) > 0 {
+			fmt.Fprintf(w, "  parley ÷ gossipsub: p50 ×%g, p99 ×%g;  parley ÷ nats: p50 ×%g, p99 ×%g\n",
+				b.Ratios["p50_vs_gossipsub"], b.Ratios["p99_vs_gossipsub"], b.Ratios["p50_vs_nats"], b.Ratios["p99_vs_nats"])
+		}
+		keys := make([]string, 0, len(b.Targets))
+		for k := range b.Targets {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			met := "met"
+			if !b.Targets[k] {
+				met = "NOT met"
+			}
+			fmt.Fprintf(w, "  target %s: %s\n", k, met)
+		}
+	}
+	fmt.Fprintln(w)
+	if res.OK {
+		fmt.Fprintln(w, "OK: every scenario delivered every message, in the same order on every node")
+	} else {
+		for _, f := range res.Failures {
+			fmt.Fprintf(w, "FAILED: %s\n", f)
+		}
+	}
+}
+
+func latCols(l *testnet.Latency, converge float64) string {
+	conv := "-"
+	if converge > 0 {
+		conv = fmt.Sprintf("%.0f", converge)
+	}
+	if l == nil {
+		return "-\t-\t-\t-\t" + conv
+	}
+	return fmt.Sprintf("%.2f\t%.2f\t%.2f\t%.1f\t%s", l.P50, l.P95, l.P99, l.Max, conv)
+}

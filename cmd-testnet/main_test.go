@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "0"}, "at least 2"},
+		{[]string{"-n", "1"}, "at least 2 nodes"},
+		{[]string{"-rate", "-5"}, "-rate -5"},
+		{[]string{"-size", "0"}, "-size 0"},
+		{[]string{"-duration", "0s"}, "duration must be positive"},
+		{[]string{"-scenario", "meteor"}, `no scenario "meteor"`},
+		{[]string{"-procs", "-netns"}, "exclude each other"},
+		{[]string{"-delay", "20ms"}, "need -netns"},
+		{[]string{"-loss", "lots", "-netns"}, "percentage"},
+		{[]string{"stray"}, "unexpected argument"},
+		{[]string{"-nodes", "3"}, "not defined"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v: wrote to stdout: %q", tc.args, out.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "-baseline") {
+		t.Errorf("-h: exit %d, %q", code, errb.String())
+	}
+}

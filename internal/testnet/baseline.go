@@ -1,0 +1,358 @@
+package testnet
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// baseline runs the fanout workload (one publisher, every other node
+// receives, Rate messages a second of Size bytes for Duration) on raw
+// go-libp2p-pubsub and on an embedded NATS server, and compares parley's
+// fanout figures with theirs.
+func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baseline, error) {
+	n := r.cfg.Nodes
+	b := &Baseline{
+		Workload: fmt.Sprintf("1 publisher, %d receivers, %d msg/s of %d B for %v", n-1, r.cfg.Rate, r.cfg.Size, r.cfg.Duration),
+		Parley:   parley,
+	}
+	gs, err := r.rawGossipSub(ctx)
+	if err != nil {
+		return b, fmt.Errorf("raw gossipsub: %w", err)
+	}
+	b.GossipSub = gs
+	r.p.printf("gossipsub: %s", summaryLine(gs))
+	nt, err := r.natsBaseline(ctx)
+	if err != nil {
+		return b, fmt.Errorf("nats: %w", err)
+	}
+	b.NATS = nt
+	r.p.printf("nats: %s", summaryLine(nt))
+	if parley != nil && parley.Latency != nil {
+		b.Ratios = make(map[string]float64)
+		b.Targets = make(map[string]bool)
+		ratio := func(name string, a, o float64) {
+			if o > 0 {
+				b.Ratios[name] = round3(a / o)
+			}
+		}
+		if gs.Latency != nil {
+			ratio("p50_vs_gossipsub", parley.Latency.P50, gs.Latency.P50)
+			ratio("p99_vs_gossipsub", parley.Latency.P99, gs.Latency.P99)
+			b.Targets["p50 <= 1.5x gossipsub"] = parley.Latency.P50 <= 1.5*gs.Latency.P50
+		}
+		if nt.Latency != nil {
+			ratio("p50_vs_nats", parley.Latency.P50, nt.Latency.P50)
+			ratio("p99_vs_nats", parley.Latency.P99, nt.Latency.P99)
+		}
+		b.Targets["p50 <= 2ms"] = parley.Latency.P50 <= 2
+	}
+	return b, nil
+}
+
+// fanoutProbe records a baseline's sends and deliveries.
+type fanoutProbe struct {
+	start  time.Time
+	sentAt []atomic.Int64 // ns after start + 1; 0: not sent
+	mu     sync.Mutex     // protects seen, lat, warm
+	seen   []map[uint64]bool
+	lat    []time.Duration
+	warm   []bool // receivers that got a warm-up message
+}
+
+const warmupSeq = ^uint64(0)
+
+func newProbe(messages, receivers int) *fanoutProbe {
+	p := &fanoutProbe{start: time.Now(), sentAt: make([]atomic.Int64, messages), seen: make([]map[uint64]bool, receivers), warm: make([]bool, receivers)}
+	for i := range p.seen {
+		p.seen[i] = make(map[uint64]bool)
+	}
+	return p
+}
+
+func (p *fanoutProbe) payload(seq uint64, size int) []byte {
+	b := make([]byte, max(size, 8))
+	binary.BigEndian.PutUint64(b, seq)
+	for i := 8; i < len(b); i++ {
+		b[i] = 'x'
+	}
+	return b
+}
+
+func (p *fanoutProbe) got(recv int, data []byte) {
+	now := time.Now()
+	if len(data) < 8 {
+		return
+	}
+	seq := binary.BigEndian.Uint64(data)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if seq == warmupSeq {
+		p.warm[recv] = true
+		return
+	}
+	if seq >= uint64(len(p.sentAt)) || p.seen[recv][seq] {
+		return
+	}
+	p.seen[recv][seq] = true
+	if at := p.sentAt[seq].Load(); at != 0 {
+		p.lat = append(p.lat, now.Sub(p.start.Add(time.Duration(at-1))))
+	}
+}
+
+func (p *fanoutProbe) allWarm() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.warm {
+		if !w {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *fanoutProbe) delivered() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.lat)
+}
+
+// probeRun publishes the workload with pub at the configured rate and
+// waits for the deliveries; it fills res. Before, it warms up until every
+// receiver hears the publisher and settle has passed (GossipSub builds its
+// mesh at heartbeats, one a second); warm-up messages do not count.
+func (r *runner) probeRun(ctx context.Context, p *fanoutProbe, settle time.Duration, pub func(seq uint64) error, res *ScenarioResult) error {
+	receivers := len(p.seen)
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	settled := time.Now().Add(settle)
+	werr := poll(ctx, 30*time.Second, func() bool {
+		if p.allWarm() && time.Now().After(settled) {
+			return true
+		}
+		select {
+		case <-t.C:
+			_ = pub(warmupSeq)
+		default:
+		}
+		return false
+	}, "every receiver to hear the publisher")
+	if werr != nil {
+		return werr
+	}
+	total := len(p.sentAt)
+	interval := time.Second / time.Duration(r.cfg.Rate)
+	tick := time.NewTicker(max(interval, time.Millisecond))
+	defer tick.Stop()
+	start := time.Now()
+	var failed int
+	var firstErr error
+	for k := 0; k < total; {
+		due := min(total, int(time.Since(start)/interval)+1)
+		for ; k < due; k++ {
+			p.sentAt[k].Store(int64(time.Since(p.start)) + 1)
+			if err := pub(uint64(k)); err != nil {
+				p.sentAt[k].Store(0)
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+			}
+		}
+		if k >= total {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	res.Sent = total - failed
+	res.Expected = res.Sent * receivers
+	if failed > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d publishes failed (first: %v)", failed, firstErr))
+	}
+	if err := poll(ctx, r.drain(), func() bool { return p.delivered() >= res.Expected }, "every delivery"); err != nil {
+		res.Notes = append(res.Notes, err.Error())
+	}
+	p.mu.Lock()
+	lat := append([]time.Duration(nil), p.lat...)
+	p.mu.Unlock()
+	res.Delivered = len(lat)
+	res.DeliveryRatio = float64(res.Delivered) / float64(max(1, res.Expected))
+	res.OrderIdentical = true
+	res.Latency = summarize(lat)
+	res.samples = lat
+	return nil
+}
+
+// rawGossipSub: n libp2p hosts on 127.0.0.1 with GossipSub's default
+// options, one topic, host 0 publishes.
+func (r *runner) rawGossipSub(ctx context.Context) (res *ScenarioResult, err error) {
+	n := r.cfg.Nodes
+	res = &ScenarioResult{Name: "gossipsub", Nodes: n}
+	t0 := time.Now()
+	defer func() { res.ElapsedS = round3(time.Since(t0).Seconds()) }()
+	r.p.printf("gossipsub: starting %d raw libp2p hosts", n)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hosts := make([]host.Host, 0, n)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+		for _, h := range hosts {
+			_ = h.Close()
+		}
+	}()
+	for i := range n {
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+		if err != nil {
+			return res, fmt.Errorf("%w: raw host %d: %v", ErrNodeStart, i, err)
+		}
+		hosts = append(hosts, h)
+	}
+	// Everyone dials host 0 and up to 8 others at random (all of them in
+	// small nets), as Parley nodes find each other through node 0 and the
+	// DHT.
+	rng := rand.New(rand.NewPCG(3, 4))
+	var mu sync.Mutex // protects dialErr
+	var dialErr error
+	for i := 1; i < n; i++ {
+		targets := []int{0}
+		if n <= 10 {
+			for j := 1; j < i; j++ {
+				targets = append(targets, j)
+			}
+		} else {
+			for range 8 {
+				if j := rng.IntN(n); j != i && j != 0 {
+					targets = append(targets, j)
+				}
+			}
+		}
+		for _, j := range targets {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+				defer dcancel()
+				if err := hosts[i].Connect(dctx, peer.AddrInfo{ID: hosts[j].ID(), Addrs: hosts[j].Addrs()}); err != nil {
+					mu.Lock()
+					dialErr = errors.Join(dialErr, fmt.Errorf("host %d → %d: %w", i, j, err))
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if dialErr != nil {
+		return res, dialErr
+	}
+	const topic = "/parley-testnet/baseline"
+	topics := make([]*pubsub.Topic, n)
+	p := newProbe(r.cfg.messages(), n-1)
+	for i, h := range hosts {
+		ps, err := pubsub.NewGossipSub(ctx, h)
+		if err != nil {
+			return res, err
+		}
+		t, err := ps.Join(topic)
+		if err != nil {
+			return res, err
+		}
+		topics[i] = t
+		if i == 0 {
+			continue
+		}
+		sub, err := t.Subscribe(pubsub.WithBufferSize(1 << 14))
+		if err != nil {
+			return res, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := sub.Next(ctx)
+				if err != nil {
+					return
+				}
+				p.got(i-1, m.Data)
+			}
+		}()
+	}
+	r.p.printf("gossipsub: host 0 publishes %d messages at %d/s", len(p.sentAt), r.cfg.Rate)
+	stop := r.p.every(ctx, 2*time.Second, func() string { return fmt.Sprintf("%d deliveries", p.delivered()) })
+	defer stop()
+	err = r.probeRun(ctx, p, 3*time.Second, func(seq uint64) error { return topics[0].Publish(ctx, p.payload(seq, r.cfg.Size)) }, res)
+	return res, err
+}
+
+// natsBaseline: an embedded NATS server on 127.0.0.1, n-1 subscriber
+// connections and one publisher connection.
+func (r *runner) natsBaseline(ctx context.Context) (res *ScenarioResult, err error) {
+	n := r.cfg.Nodes
+	res = &ScenarioResult{Name: "nats", Nodes: n}
+	t0 := time.Now()
+	defer func() { res.ElapsedS = round3(time.Since(t0).Seconds()) }()
+	r.p.printf("nats: starting an embedded server and %d connections", n)
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true, NoSystemAccount: true})
+	if err != nil {
+		return res, err
+	}
+	go srv.Start()
+	defer func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		return res, errors.New("the embedded NATS server did not start within 10 s")
+	}
+	url := srv.ClientURL()
+	p := newProbe(r.cfg.messages(), n-1)
+	var conns []*nats.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	const subject = "parley.testnet.baseline"
+	for i := 1; i < n; i++ {
+		c, err := nats.Connect(url, nats.Name(fmt.Sprintf("sub%d", i)))
+		if err != nil {
+			return res, err
+		}
+		conns = append(conns, c)
+		if _, err := c.Subscribe(subject, func(m *nats.Msg) { p.got(i-1, m.Data) }); err != nil {
+			return res, err
+		}
+		if err := c.Flush(); err != nil {
+			return res, err
+		}
+	}
+	pub, err := nats.Connect(url, nats.Name("pub"))
+	if err != nil {
+		return res, err
+	}
+	conns = append(conns, pub)
+	r.p.printf("nats: publishing %d messages at %d/s", len(p.sentAt), r.cfg.Rate)
+	stop := r.p.every(ctx, 2*time.Second, func() string { return fmt.Sprintf("%d deliveries", p.delivered()) })
+	defer stop()
+	err = r.probeRun(ctx, p, 0, func(seq uint64) error {
+		return pub.Publish(subject, p.payload(seq, r.cfg.Size))
+	}, res)
+	return res, err
+}

@@ -1,0 +1,292 @@
+package testnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/multiformats/go-multihash"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// agent is the agent name the testnet speaks as.
+const agent identity.AgentName = "testnet"
+
+// inproc runs nodes in this process through node/nodetest.
+type inproc struct {
+	t   *tb
+	net *nodetest.Net
+}
+
+var (
+	_ cluster    = (*inproc)(nil)
+	_ discoverer = (*inproc)(nil)
+)
+
+// startInproc starts n nodes under dir. Rooms invite any connected node
+// (no consent certificates): the testnet measures rooms, not consent.
+func startInproc(n int, dir string, syncInterval time.Duration, logf func(string, ...any)) (c *inproc, err error) {
+	t := newTB(dir, logf)
+	defer func() {
+		if err != nil {
+			t.close()
+		}
+	}()
+	defer catch(&err)
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w: %v", ErrNodeStart, err)
+		}
+	}()
+	net := nodetest.Start(t, n, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.NoLocalAPI = true
+		c.SyncInterval = syncInterval
+	}))
+	return &inproc{t: t, net: net}, nil
+}
+
+func (c *inproc) Len() int { return c.net.Len() }
+
+func (c *inproc) Running(i int) bool { return c.net.Node(i) != nil }
+
+func (c *inproc) mgr(i int) (*rooms.Manager, error) {
+	n := c.net.Node(i)
+	if n == nil {
+		return nil, fmt.Errorf("node %d is not running", i)
+	}
+	return n.Rooms(), nil
+}
+
+func (c *inproc) OpenRoom(ctx context.Context, name string) (string, error) {
+	m0, err := c.mgr(0)
+	if err != nil {
+		return "", err
+	}
+	id, err := m0.Create(ctx, name, agent)
+	if err != nil {
+		return "", err
+	}
+	h0 := c.net.Node(0).Host()
+	var members []int
+	for i := 1; i < c.Len(); i++ {
+		if !c.Running(i) {
+			continue
+		}
+		members = append(members, i)
+		pid := c.net.ID(i)
+		if !nodetest.Poll(20*time.Second, func() bool { return h0.Network().Connectedness(pid) == network.Connected }) {
+			c.net.ConnectAll()
+			if h0.Network().Connectedness(pid) != network.Connected {
+				return "", fmt.Errorf("node %d did not connect to node 0", i)
+			}
+		}
+		if _, err := m0.Invite(ctx, id, pid, agent); err != nil {
+			return "", fmt.Errorf("invite node %d: %w", i, err)
+		}
+	}
+	for _, i := range members {
+		err := poll(ctx, 30*time.Second, func() bool { return c.isMember(i, id) }, fmt.Sprintf("node %d to learn it is a member", i))
+		if err != nil {
+			return string(id), err
+		}
+	}
+	return string(id), nil
+}
+
+// isMember reports whether node i knows it is a member of room id.
+func (c *inproc) isMember(i int, id identity.RoomID) bool {
+	n := c.net.Node(i)
+	if n == nil {
+		return false
+	}
+	ms, err := n.Rooms().Members(id)
+	return err == nil && slices.Contains(ms, n.ID())
+}
+
+func (c *inproc) CreateRoom(ctx context.Context, i int, name string) (string, error) {
+	m, err := c.mgr(i)
+	if err != nil {
+		return "", err
+	}
+	id, err := m.Create(ctx, name, agent)
+	return string(id), err
+}
+
+func (c *inproc) Say(ctx context.Context, i int, room, text string) error {
+	m, err := c.mgr(i)
+	if err != nil {
+		return err
+	}
+	_, err = m.Say(ctx, identity.RoomID(room), rooms.SayArgs{Agent: agent, Text: text})
+	return err
+}
+
+func (c *inproc) Subscribe(i int, room string, fn func(string, time.Time)) (func(), error) {
+	m, err := c.mgr(i)
+	if err != nil {
+		return nil, err
+	}
+	ch, stop, err := m.Subscribe(identity.RoomID(room), 1<<16)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for v := range ch {
+			fn(v.Text, time.Now())
+		}
+	}()
+	return stop, nil
+}
+
+func (c *inproc) Count(_ context.Context, i int, room string) (uint64, error) {
+	m, err := c.mgr(i)
+	if err != nil {
+		return 0, err
+	}
+	in, err := m.Get(identity.RoomID(room))
+	return in.Events, err
+}
+
+func (c *inproc) Log(_ context.Context, i int, room string) ([]entry, error) {
+	m, err := c.mgr(i)
+	if err != nil {
+		return nil, err
+	}
+	var pages [][]rooms.View
+	var before *rooms.ID
+	total := 0
+	for {
+		vs, err := m.Log(identity.RoomID(room), 10000, before)
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) == 0 {
+			break
+		}
+		pages = append(pages, vs)
+		total += len(vs)
+		first := vs[0].ID
+		before = &first
+		if len(vs) < 10000 {
+			break
+		}
+	}
+	out := make([]entry, 0, total)
+	for k := len(pages) - 1; k >= 0; k-- {
+		for _, v := range pages[k] {
+			out = append(out, entry{ID: v.ID.String(), Text: v.Text})
+		}
+	}
+	return out, nil
+}
+
+func (c *inproc) Tail(_ context.Context, i int, room string, n int) ([]entry, error) {
+	m, err := c.mgr(i)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := m.Log(identity.RoomID(room), n, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]entry, len(vs))
+	for k, v := range vs {
+		out[k] = entry{ID: v.ID.String(), Text: v.Text}
+	}
+	return out, nil
+}
+
+func (c *inproc) Crash(i int) (err error) {
+	defer catch(&err)
+	c.net.Crash(i)
+	return nil
+}
+
+func (c *inproc) Restart(_ context.Context, i int) (err error) {
+	defer catch(&err)
+	c.net.Restart(i)
+	return nil
+}
+
+func (c *inproc) Partition(groups ...[]int) error {
+	c.net.Partition(groups...)
+	return nil
+}
+
+func (c *inproc) Heal(context.Context) error {
+	c.net.Heal()
+	return nil
+}
+
+func (c *inproc) Close() error {
+	c.t.close()
+	return nil
+}
+
+// keyCID turns a discovery key into the CID that is provided.
+func keyCID(key string) (cid.Cid, error) {
+	h, err := multihash.Sum([]byte("parley-testnet/"+key), multihash.SHA2_256, -1)
+	if err != nil {
+		return cid.Undef, err
+	}
+	return cid.NewCidV1(cid.Raw, h), nil
+}
+
+func (c *inproc) Provide(ctx context.Context, i int, key string) error {
+	n := c.net.Node(i)
+	if n == nil {
+		return fmt.Errorf("node %d is not running", i)
+	}
+	k, err := keyCID(key)
+	if err != nil {
+		return err
+	}
+	return n.DHT().Provide(ctx, k, true)
+}
+
+func (c *inproc) Find(ctx context.Context, j int, key string, provider int) (bool, error) {
+	n := c.net.Node(j)
+	if n == nil {
+		return false, fmt.Errorf("node %d is not running", j)
+	}
+	k, err := keyCID(key)
+	if err != nil {
+		return false, err
+	}
+	want := c.net.ID(provider)
+	for ai := range n.DHT().FindProvidersAsync(ctx, k, 0) {
+		if ai.ID == want {
+			return true, nil
+		}
+	}
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		return false, err
+	}
+	return false, nil
+}
+
+func (c *inproc) Lookup(ctx context.Context, j int, key string) (int, error) {
+	n := c.net.Node(j)
+	if n == nil {
+		return 0, fmt.Errorf("node %d is not running", j)
+	}
+	ps, err := n.DHT().GetClosestPeers(ctx, "parley-testnet/"+key)
+	return len(ps), err
+}
+
+func (c *inproc) RoutingTable(i int) int {
+	n := c.net.Node(i)
+	if n == nil {
+		return 0
+	}
+	return n.DHT().RoutingTable().Size()
+}

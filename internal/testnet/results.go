@@ -1,0 +1,158 @@
+package testnet
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Results is the outcome of a run.
+type Results struct {
+	Started   time.Time        `json:"started"`
+	Elapsed   float64          `json:"elapsed_s"`
+	Config    ConfigSummary    `json:"config"`
+	Machine   Machine          `json:"machine"`
+	Scenarios []ScenarioResult `json:"scenarios"`
+	Baseline  *Baseline        `json:"baseline,omitempty"`
+	// OK is true when no scenario lost a message, diverged in order or
+	// failed.
+	OK       bool     `json:"ok"`
+	Failures []string `json:"failures,omitempty"`
+}
+
+// ConfigSummary is the configuration a run used.
+type ConfigSummary struct {
+	Nodes     int      `json:"nodes"`
+	Scenarios []string `json:"scenarios"`
+	Rate      int      `json:"rate_per_s"`
+	Size      int      `json:"size_bytes"`
+	Duration  float64  `json:"duration_s"`
+	Mode      Mode     `json:"mode"`
+	Delay     float64  `json:"delay_ms,omitempty"`
+	Loss      float64  `json:"loss_percent,omitempty"`
+	CatchUp   int      `json:"catchup_events"`
+	BigRoom   int      `json:"bigroom_events"`
+	Burst     int      `json:"burst_messages"`
+	Baseline  bool     `json:"baseline"`
+	// SyncInterval is the rooms' anti-entropy period (in-process nodes;
+	// processes use the node default, 30 s).
+	SyncInterval float64 `json:"sync_interval_s"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+}
+
+// ScenarioResult is one scenario's figures.
+type ScenarioResult struct {
+	Name  string `json:"name"`
+	Nodes int    `json:"nodes"`
+	// Sent is the number of messages said; Expected the deliveries that
+	// should follow (each message on every node but its sender's), and
+	// Delivered the ones found in the nodes' logs at the end.
+	Sent          int     `json:"sent"`
+	Expected      int     `json:"expected_deliveries"`
+	Delivered     int     `json:"delivered"`
+	DeliveryRatio float64 `json:"delivery_ratio"`
+	// OrderChecked is false when the scenario has no room log to compare
+	// (discovery); OrderIdentical then stays true.
+	OrderChecked   bool `json:"order_checked"`
+	OrderIdentical bool `json:"order_identical"`
+	// Latency of each delivery, from the Say call on the sender to the
+	// event stored and visible on the receiver (for discovery: of each DHT
+	// lookup).
+	Latency *Latency `json:"latency,omitempty"`
+	// Converge is the time from the end of the disturbance (heal, last
+	// restart, end of the burst) until every node shows the same log.
+	ConvergeMs float64 `json:"converge_ms,omitempty"`
+	ElapsedS   float64 `json:"elapsed_s"`
+	// Metrics are the scenario's own figures, named with their unit.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Notes   []string           `json:"notes,omitempty"`
+	Skipped string             `json:"skipped,omitempty"`
+	Error   string             `json:"error,omitempty"`
+
+	samples []time.Duration // for the chart
+}
+
+// failed returns why the scenario failed, or "".
+func (s *ScenarioResult) failed() string {
+	switch {
+	case s.Skipped != "":
+		return ""
+	case s.Error != "":
+		return fmt.Sprintf("%s: %s", s.Name, s.Error)
+	case s.DeliveryRatio < 1:
+		return fmt.Sprintf("%s: messages lost or late: %d of %d deliveries made by the end of the drain (ratio %.4f)", s.Name, s.Delivered, s.Expected, s.DeliveryRatio)
+	case s.OrderChecked && !s.OrderIdentical:
+		return fmt.Sprintf("%s: nodes show different orders", s.Name)
+	}
+	return ""
+}
+
+// Latency summarises a latency distribution, in milliseconds.
+type Latency struct {
+	Count int     `json:"count"`
+	Min   float64 `json:"min_ms"`
+	Mean  float64 `json:"mean_ms"`
+	P50   float64 `json:"p50_ms"`
+	P90   float64 `json:"p90_ms"`
+	P95   float64 `json:"p95_ms"`
+	P99   float64 `json:"p99_ms"`
+	P999  float64 `json:"p999_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+// summarize computes a Latency from samples (which it sorts); nil if empty.
+func summarize(ds []time.Duration) *Latency {
+	if len(ds) == 0 {
+		return nil
+	}
+	slices.Sort(ds)
+	var sum float64
+	for _, d := range ds {
+		sum += ms(d)
+	}
+	return &Latency{
+		Count: len(ds),
+		Min:   ms(ds[0]),
+		Mean:  round3(sum / float64(len(ds))),
+		P50:   ms(quantile(ds, 0.50)),
+		P90:   ms(quantile(ds, 0.90)),
+		P95:   ms(quantile(ds, 0.95)),
+		P99:   ms(quantile(ds, 0.99)),
+		P999:  ms(quantile(ds, 0.999)),
+		Max:   ms(ds[len(ds)-1]),
+	}
+}
+
+// quantile of sorted samples, nearest rank.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return round3(float64(d) / float64(time.Millisecond)) }
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// Baseline compares Parley's fanout with the same workload on raw
+// GossipSub and NATS.
+type Baseline struct {
+	Workload  string          `json:"workload"`
+	Parley    *ScenarioResult `json:"parley,omitempty"`
+	GossipSub *ScenarioResult `json:"gossipsub"`
+	NATS      *ScenarioResult `json:"nats"`
+	// Ratios are Parley's latency percentiles divided by the others'.
+	Ratios map[string]float64 `json:"ratios,omitempty"`
+	// Targets are the project's targets and whether they are met.
+	Targets map[string]bool `json:"targets,omitempty"`
+}

@@ -1,0 +1,853 @@
+package testnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// drain is how long a scenario waits after its traffic for every node to
+// show every message before it counts the missing ones as lost.
+func (r *runner) drain() time.Duration {
+	sync := r.cfg.SyncInterval
+	if r.cfg.Mode != InProcess {
+		sync = 30 * time.Second
+	}
+	return max(30*time.Second, 3*sync) + r.cfg.Duration
+}
+
+// subscriptions follows a room on several nodes into a recorder.
+type subscriptions struct {
+	c    cluster
+	room string
+	rec  *recorder
+	seen []atomic.Int64 // events each node's subscription saw
+	mu   sync.Mutex     // protects stop
+	stop map[int]func()
+}
+
+// subscribe follows room on the listed nodes; once every subscription is
+// live (node 0 says "ready" and all of them see it), it returns with base
+// raised by that event.
+func (r *runner) subscribe(ctx context.Context, c cluster, room string, rec *recorder, nodes []int, base *uint64) (*subscriptions, error) {
+	s := &subscriptions{c: c, room: room, rec: rec, stop: make(map[int]func()), seen: make([]atomic.Int64, c.Len())}
+	for _, i := range nodes {
+		if err := s.add(i); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	if err := c.Say(ctx, 0, room, "ready"); err != nil {
+		s.close()
+		return nil, fmt.Errorf("node 0 says ready: %w", err)
+	}
+	*base++
+	err := poll(ctx, 20*time.Second, func() bool {
+		for _, i := range nodes {
+			if s.seen[i].Load() == 0 {
+				return false
+			}
+		}
+		return true
+	}, "every subscription to see the ready event")
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *subscriptions) add(i int) error {
+	stop, err := s.c.Subscribe(i, s.room, func(text string, at time.Time) {
+		s.seen[i].Add(1)
+		s.rec.deliver(i, text, at)
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe on node %d: %w", i, err)
+	}
+	s.mu.Lock()
+	if old := s.stop[i]; old != nil {
+		old()
+	}
+	s.stop[i] = stop
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *subscriptions) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.stop {
+		f()
+		delete(s.stop, i)
+	}
+}
+
+// sendStats counts a sender's outcome.
+type sendStats struct {
+	said   atomic.Int64
+	failed atomic.Int64
+	mu     sync.Mutex // protects first
+	first  error
+}
+
+func (s *sendStats) fail(err error) {
+	s.failed.Add(1)
+	s.mu.Lock()
+	if s.first == nil {
+		s.first = err
+	}
+	s.mu.Unlock()
+}
+
+func (s *sendStats) note(res *ScenarioResult) {
+	if n := s.failed.Load(); n > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d says failed (first: %v)", n, s.first))
+	}
+}
+
+// say says message idx from node i and records it.
+func (r *runner) say(ctx context.Context, c cluster, room string, rec *recorder, st *sendStats, i, idx int) {
+	t0 := rec.said(idx, i)
+	if err := c.Say(ctx, i, room, msgText(idx, r.cfg.Size)); err != nil {
+		rec.unsay(idx)
+		st.fail(fmt.Errorf("node %d: %w", i, err))
+		return
+	}
+	rec.sayDone(time.Since(t0))
+	st.said.Add(1)
+}
+
+// sendSteady says messages first..first+total-1 at rate per second, message
+// k from node sender(k), with at most inflight Says outstanding. It returns
+// when all Says returned.
+func (r *runner) sendSteady(ctx context.Context, c cluster, room string, rec *recorder, first, total int, sender func(k int) int, st *sendStats) {
+	const inflight = 64
+	sem := make(chan struct{}, inflight)
+	var wg sync.WaitGroup
+	interval := time.Second / time.Duration(r.cfg.Rate)
+	tick := max(interval, time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	start := time.Now()
+	k := 0
+	for k < total {
+		due := min(total, int(time.Since(start)/interval)+1)
+		for ; k < due; k++ {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				wg.Wait()
+				return
+			}
+			wg.Add(1)
+			go func(k int) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				r.say(ctx, c, room, rec, st, sender(k), first+k)
+			}(k)
+		}
+		if k >= total {
+			break
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		}
+	}
+	wg.Wait()
+}
+
+// sendBurst says the messages in idx from node i as fast as workers
+// concurrent Says allow.
+func (r *runner) sendBurst(ctx context.Context, c cluster, room string, rec *recorder, st *sendStats, i int, idx []int, workers int) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range work {
+				r.say(ctx, c, room, rec, st, i, k)
+			}
+		}()
+	}
+	for _, k := range idx {
+		select {
+		case work <- k:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+}
+
+// openRoom opens the scenario's room on every node and waits until every
+// node shows every event.
+//
+// A node publishes its join as soon as it has caught up, before GossipSub
+// has put it into the topic's mesh (that happens at the next heartbeat), so
+// joins often travel only by anti-entropy, every 30 s by default. Rather
+// than wait for that, every node says hello in rounds until all nodes
+// agree: a hello has its author's earlier events in its past, and a node
+// missing a parent fetches it from the sender at once.
+func (r *runner) openRoom(ctx context.Context, c cluster, name string) (string, uint64, error) {
+	room, err := c.OpenRoom(ctx, name)
+	if err != nil {
+		return "", 0, fmt.Errorf("open room: %w", err)
+	}
+	nodes := running(c)
+	// create + an invite per member + the hellos.
+	least := uint64(len(nodes))
+	var werr error
+	for round := 1; round <= 20; round++ {
+		var wg sync.WaitGroup
+		var said atomic.Int64
+		for _, i := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if c.Say(ctx, i, room, fmt.Sprintf("hello %d from node %d", round, i)) == nil {
+					said.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		least += uint64(said.Load())
+		if _, werr = r.converge(ctx, c, room, least, nodes, 1200*time.Millisecond); werr == nil {
+			base := count(ctx, c, nodes[0], room)
+			r.p.printf("room %s open on %d nodes with %d events (%d hello rounds)", short(room), len(nodes), base, round)
+			return room, base, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return "", 0, fmt.Errorf("room setup: %w", werr)
+}
+
+func short(s string) string {
+	if len(s) > 8 {
+		return s[:8]
+	}
+	return s
+}
+
+func (r *runner) sendStatus(rec *recorder, total, receivers int) func() string {
+	return func() string {
+		return fmt.Sprintf("said %d/%d, %d deliveries seen of %d", rec.okSent.Load(), total, rec.live(), int(rec.okSent.Load())*receivers)
+	}
+}
+
+func latencyResult(res *ScenarioResult, rec *recorder) {
+	lat := rec.latencies()
+	res.Latency = summarize(lat)
+	res.samples = lat
+	if says := rec.sayDurations(); len(says) > 0 {
+		s := summarize(says)
+		res.metric("say_p50_ms", s.P50)
+		res.metric("say_p99_ms", s.P99)
+	}
+}
+
+func (s *ScenarioResult) metric(name string, v float64) {
+	if s.Metrics == nil {
+		s.Metrics = make(map[string]float64)
+	}
+	s.Metrics[name] = round3(v)
+}
+
+// fanout: node 0 says Rate messages a second for Duration; every other node
+// stores them. Latency: Say call on node 0 → stored and visible on a node.
+func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
+	res.OrderIdentical = true
+	c, err := r.start(ctx, r.cfg.Nodes)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	room, base, err := r.openRoom(ctx, c, "fanout")
+	if err != nil {
+		return res, err
+	}
+	total := r.cfg.messages()
+	rec := newRecorder(total, c.Len())
+	subs, err := r.subscribe(ctx, c, room, rec, all(c.Len()), &base)
+	if err != nil {
+		return res, err
+	}
+	defer subs.close()
+	st := &sendStats{}
+	r.p.printf("node 0 says %d messages at %d/s", total, r.cfg.Rate)
+	stop := r.p.every(ctx, 2*time.Second, r.sendStatus(rec, total, c.Len()-1))
+	t0 := time.Now()
+	r.sendSteady(ctx, c, room, rec, 0, total, func(int) int { return 0 }, st)
+	sendTime := time.Since(t0)
+	stop()
+	st.note(&res)
+	res.metric("achieved_rate_per_s", float64(st.said.Load())/sendTime.Seconds())
+	conv, cerr := r.converge(ctx, c, room, base+uint64(st.said.Load()), all(c.Len()), r.drain())
+	res.ConvergeMs = ms(conv)
+	if err := r.check(ctx, c, room, rec, all(c.Len()), &res); err != nil {
+		return res, err
+	}
+	latencyResult(&res, rec)
+	if cerr != nil {
+		res.Notes = append(res.Notes, cerr.Error())
+	}
+	return res, nil
+}
+
+// burst: every node says its share of Burst messages at once, as fast as it
+// can; how many deliveries are within 5 s of their Say, and how long until
+// every node has everything.
+func (r *runner) burst(ctx context.Context) (res ScenarioResult, err error) {
+	res.OrderIdentical = true
+	c, err := r.start(ctx, r.cfg.Nodes)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	room, base, err := r.openRoom(ctx, c, "burst")
+	if err != nil {
+		return res, err
+	}
+	n, total := c.Len(), r.cfg.Burst
+	rec := newRecorder(total, n)
+	subs, err := r.subscribe(ctx, c, room, rec, all(n), &base)
+	if err != nil {
+		return res, err
+	}
+	defer subs.close()
+	st := &sendStats{}
+	r.p.printf("every node says its share of %d messages at once", total)
+	stop := r.p.every(ctx, 2*time.Second, r.sendStatus(rec, total, n-1))
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		var idx []int
+		for k := i; k < total; k += n {
+			idx = append(idx, k)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.sendBurst(ctx, c, room, rec, st, i, idx, 16)
+		}()
+	}
+	wg.Wait()
+	sendTime := time.Since(t0)
+	stop()
+	st.note(&res)
+	conv, cerr := r.converge(ctx, c, room, base+uint64(st.said.Load()), all(n), r.drain())
+	res.ConvergeMs = ms(conv)
+	res.metric("send_s", sendTime.Seconds())
+	res.metric("all_delivered_s", (sendTime + conv).Seconds())
+	res.metric("throughput_msg_per_s", float64(st.said.Load())/(sendTime+conv).Seconds())
+	if err := r.check(ctx, c, room, rec, all(n), &res); err != nil {
+		return res, err
+	}
+	latencyResult(&res, rec)
+	within := 0
+	for _, d := range res.samples {
+		if d <= 5*time.Second {
+			within++
+		}
+	}
+	if res.Expected > 0 {
+		res.metric("within_5s_ratio", float64(within)/float64(res.Expected))
+	}
+	if cerr != nil {
+		res.Notes = append(res.Notes, cerr.Error())
+	}
+	return res, nil
+}
+
+// partition: the nodes split in two halves; one node on each side talks
+// for Duration; then the halves heal. Converge: heal → same log everywhere.
+func (r *runner) partition(ctx context.Context) (res ScenarioResult, err error) {
+	res.OrderIdentical = true
+	c, err := r.start(ctx, r.cfg.Nodes)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	room, base, err := r.openRoom(ctx, c, "partition")
+	if err != nil {
+		return res, err
+	}
+	n := c.Len()
+	left, right := all(n)[:n/2], all(n)[n/2:]
+	total := r.cfg.messages()
+	rec := newRecorder(total, n)
+	subs, err := r.subscribe(ctx, c, room, rec, all(n), &base)
+	if err != nil {
+		return res, err
+	}
+	defer subs.close()
+	if err := c.Partition(left, right); err != nil {
+		return res, err
+	}
+	r.p.printf("partitioned %v | %v; nodes 0 and %d say %d messages at %d/s", left, right, right[0], total, r.cfg.Rate)
+	st := &sendStats{}
+	stop := r.p.every(ctx, 2*time.Second, r.sendStatus(rec, total, n-1))
+	r.sendSteady(ctx, c, room, rec, 0, total, func(k int) int {
+		if k%2 == 0 {
+			return left[0]
+		}
+		return right[0]
+	}, st)
+	stop()
+	st.note(&res)
+	// Each side converges on its own.
+	sent := rec.sentSet()
+	var l, rt uint64
+	for _, from := range sent {
+		if from == left[0] {
+			l++
+		} else {
+			rt++
+		}
+	}
+	if _, err := r.converge(ctx, c, room, base+l, left, r.drain()); err != nil {
+		res.Notes = append(res.Notes, "left side: "+err.Error())
+	}
+	if _, err := r.converge(ctx, c, room, base+rt, right, r.drain()); err != nil {
+		res.Notes = append(res.Notes, "right side: "+err.Error())
+	}
+	r.p.printf("healing")
+	t0 := time.Now()
+	if err := c.Heal(ctx); err != nil {
+		return res, err
+	}
+	_, cerr := r.converge(ctx, c, room, base+l+rt, all(n), r.drain())
+	res.ConvergeMs = ms(time.Since(t0))
+	if err := r.check(ctx, c, room, rec, all(n), &res); err != nil {
+		return res, err
+	}
+	latencyResult(&res, rec)
+	if cerr != nil {
+		res.Notes = append(res.Notes, cerr.Error())
+	}
+	return res, nil
+}
+
+// restart: (1) a node crashes and reopens: replay time, same log; (2) a node
+// is away while the others say CatchUp events: catch-up time; (3) a room of
+// BigRoom events is reopened after a restart and its last 50 events read.
+func (r *runner) restart(ctx context.Context) (res ScenarioResult, err error) {
+	res.OrderIdentical = true
+	c, err := r.start(ctx, r.cfg.Nodes)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	room, base, err := r.openRoom(ctx, c, "restart")
+	if err != nil {
+		return res, err
+	}
+	n := c.Len()
+	k := n - 1
+	warm := min(r.cfg.messages(), 1000)
+	total := warm + r.cfg.CatchUp
+	rec := newRecorder(total, n)
+	st := &sendStats{}
+
+	// (1) Replay.
+	r.p.printf("node 0 says %d messages, then node %d restarts", warm, k)
+	r.sendSteady(ctx, c, room, rec, 0, warm, func(int) int { return 0 }, st)
+	want := base + uint64(st.said.Load())
+	if _, err := r.converge(ctx, c, room, want, all(n), r.drain()); err != nil {
+		res.Notes = append(res.Notes, err.Error())
+	}
+	before, err := c.Log(ctx, k, room)
+	if err != nil {
+		return res, err
+	}
+	if err := c.Crash(k); err != nil {
+		return res, err
+	}
+	t0 := time.Now()
+	if err := c.Restart(ctx, k); err != nil {
+		return res, fmt.Errorf("%w: restart node %d: %v", ErrNodeStart, k, err)
+	}
+	res.metric("replay_ms", ms(time.Since(t0)))
+	res.metric("replay_events", float64(len(before)))
+	after, err := c.Log(ctx, k, room)
+	if err != nil {
+		return res, err
+	}
+	// Catch-up may add events right after the reopen; none may go missing
+	// or move.
+	kept := make(map[string]bool, len(after))
+	for _, e := range after {
+		kept[e.ID] = true
+	}
+	if !sameRelativeOrder(before, after) || slices.ContainsFunc(before, func(e entry) bool { return !kept[e.ID] }) {
+		res.OrderIdentical = false
+		res.Notes = append(res.Notes, fmt.Sprintf("node %d shows %d events after its restart, %d before, or another order", k, len(after), len(before)))
+	}
+
+	// (2) Catch-up.
+	if err := c.Crash(k); err != nil {
+		return res, err
+	}
+	senders := []int{0}
+	if n > 2 {
+		senders = append(senders, 1)
+	}
+	r.p.printf("node %d is down; nodes %v say %d messages", k, senders, r.cfg.CatchUp)
+	stop := r.p.every(ctx, 2*time.Second, func() string {
+		return fmt.Sprintf("said %d/%d", rec.okSent.Load()-int64(warm), r.cfg.CatchUp)
+	})
+	var wg sync.WaitGroup
+	for s, i := range senders {
+		var idx []int
+		for m := warm + s; m < total; m += len(senders) {
+			idx = append(idx, m)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.sendBurst(ctx, c, room, rec, st, i, idx, 32)
+		}()
+	}
+	wg.Wait()
+	stop()
+	want = base + uint64(st.said.Load())
+	up := running(c)
+	if _, err := r.converge(ctx, c, room, want, up, r.drain()); err != nil {
+		res.Notes = append(res.Notes, err.Error())
+	}
+	r.p.printf("node %d comes back and catches up with %d events", k, r.cfg.CatchUp)
+	t0 = time.Now()
+	if err := c.Restart(ctx, k); err != nil {
+		return res, fmt.Errorf("%w: restart node %d: %v", ErrNodeStart, k, err)
+	}
+	reopen := time.Since(t0)
+	_, cerr := r.converge(ctx, c, room, want, []int{k}, r.drain()+time.Duration(r.cfg.CatchUp)*time.Millisecond)
+	catchup := time.Since(t0)
+	res.ConvergeMs = ms(catchup)
+	res.metric("catchup_events", float64(r.cfg.CatchUp))
+	res.metric("catchup_ms", ms(catchup))
+	res.metric("catchup_after_reopen_ms", ms(catchup-reopen))
+	res.metric("catchup_events_per_s", float64(r.cfg.CatchUp)/catchup.Seconds())
+	if cerr != nil {
+		res.Notes = append(res.Notes, cerr.Error())
+	}
+	if err := r.check(ctx, c, room, rec, all(n), &res); err != nil {
+		return res, err
+	}
+	st.note(&res)
+
+	// (3) A big room, reopened.
+	if err := r.bigRoom(ctx, c, k, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// bigRoom fills a room on node k alone with BigRoom events, restarts the
+// node and reads the room's last 50 events.
+func (r *runner) bigRoom(ctx context.Context, c cluster, k int, res *ScenarioResult) error {
+	big, err := c.CreateRoom(ctx, k, "big")
+	if err != nil {
+		return fmt.Errorf("create big room: %w", err)
+	}
+	total := r.cfg.BigRoom
+	rec := newRecorder(total, c.Len())
+	st := &sendStats{}
+	r.p.printf("node %d fills a room with %d events", k, total)
+	t0 := time.Now()
+	stop := r.p.every(ctx, 2*time.Second, func() string { return fmt.Sprintf("said %d/%d", rec.okSent.Load(), total) })
+	idx := make([]int, total)
+	for m := range idx {
+		idx[m] = m
+	}
+	r.sendBurst(ctx, c, big, rec, st, k, idx, 256)
+	stop()
+	fill := time.Since(t0)
+	res.metric("bigroom_fill_events_per_s", float64(st.said.Load())/fill.Seconds())
+	if n := st.failed.Load(); n > 0 {
+		return fmt.Errorf("big room: %d of %d says failed: %v", n, total, st.first)
+	}
+	lastBefore, err := c.Tail(ctx, k, big, 50)
+	if err != nil {
+		return err
+	}
+	if err := c.Crash(k); err != nil {
+		return err
+	}
+	t0 = time.Now()
+	if err := c.Restart(ctx, k); err != nil {
+		return fmt.Errorf("%w: restart node %d: %v", ErrNodeStart, k, err)
+	}
+	open := time.Since(t0)
+	t1 := time.Now()
+	last, err := c.Tail(ctx, k, big, 50)
+	if err != nil {
+		return fmt.Errorf("big room after restart: %w", err)
+	}
+	read := time.Since(t1)
+	res.metric("bigroom_events", float64(total))
+	res.metric("bigroom_reopen_ms", ms(open))
+	res.metric("bigroom_read_last50_ms", ms(read))
+	res.metric("bigroom_open_read_last50_ms", ms(open+read))
+	count, err := c.Count(ctx, k, big)
+	if err != nil {
+		return err
+	}
+	res.Sent += total
+	res.Expected += total + 1
+	res.Delivered += int(min(count, uint64(total)+1))
+	res.DeliveryRatio = float64(res.Delivered) / float64(res.Expected)
+	if len(last) != 50 || !sameOrder(last, lastBefore) {
+		res.OrderIdentical = false
+		res.Notes = append(res.Notes, fmt.Sprintf("big room: the last 50 events differ after the restart (%d read)", len(last)))
+	}
+	return nil
+}
+
+// churn: node 0 talks for Duration while other nodes crash and come back;
+// at the end every node is back and must show everything in one order.
+func (r *runner) churn(ctx context.Context) (res ScenarioResult, err error) {
+	res.OrderIdentical = true
+	c, err := r.start(ctx, r.cfg.Nodes)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	room, base, err := r.openRoom(ctx, c, "churn")
+	if err != nil {
+		return res, err
+	}
+	n := c.Len()
+	total := r.cfg.messages()
+	rec := newRecorder(total, n)
+	subs, err := r.subscribe(ctx, c, room, rec, all(n), &base)
+	if err != nil {
+		return res, err
+	}
+	defer subs.close()
+	st := &sendStats{}
+	period := min(max(r.cfg.Duration/10, 200*time.Millisecond), 5*time.Second)
+	maxDown := max(1, (n-1)/3)
+	r.p.printf("node 0 says %d messages at %d/s; every %v a node leaves or comes back (at most %d away)", total, r.cfg.Rate, period, maxDown)
+	var crashes, restarts atomic.Int64
+	churnCtx, stopChurn := context.WithCancel(ctx)
+	churnErr := make(chan error, 1)
+	go func() {
+		churnErr <- r.churnLoop(churnCtx, c, subs, period, maxDown, &crashes, &restarts)
+	}()
+	stop := r.p.every(ctx, 2*time.Second, func() string {
+		return fmt.Sprintf("said %d/%d, %d nodes up, %d crashes, %d restarts", rec.okSent.Load(), total, len(running(c)), crashes.Load(), restarts.Load())
+	})
+	r.sendSteady(ctx, c, room, rec, 0, total, func(int) int { return 0 }, st)
+	stopChurn()
+	stop()
+	if err := <-churnErr; err != nil {
+		return res, err
+	}
+	st.note(&res)
+	t0 := time.Now()
+	for i := range n {
+		if !c.Running(i) {
+			if err := c.Restart(ctx, i); err != nil {
+				return res, fmt.Errorf("%w: restart node %d: %v", ErrNodeStart, i, err)
+			}
+			restarts.Add(1)
+			if err := subs.add(i); err != nil {
+				return res, err
+			}
+		}
+	}
+	_, cerr := r.converge(ctx, c, room, base+uint64(st.said.Load()), all(n), r.drain())
+	res.ConvergeMs = ms(time.Since(t0))
+	res.metric("crashes", float64(crashes.Load()))
+	res.metric("restarts", float64(restarts.Load()))
+	if err := r.check(ctx, c, room, rec, all(n), &res); err != nil {
+		return res, err
+	}
+	latencyResult(&res, rec)
+	if cerr != nil {
+		res.Notes = append(res.Notes, cerr.Error())
+	}
+	return res, nil
+}
+
+func (r *runner) churnLoop(ctx context.Context, c cluster, subs *subscriptions, period time.Duration, maxDown int, crashes, restarts *atomic.Int64) error {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		var up, down []int
+		for i := 1; i < c.Len(); i++ {
+			if c.Running(i) {
+				up = append(up, i)
+			} else {
+				down = append(down, i)
+			}
+		}
+		if len(down) > 0 && (len(down) >= maxDown || rng.IntN(2) == 0) {
+			i := down[rng.IntN(len(down))]
+			if err := c.Restart(ctx, i); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("%w: restart node %d: %v", ErrNodeStart, i, err)
+			}
+			restarts.Add(1)
+			if err := subs.add(i); err != nil {
+				return err
+			}
+			if r.cfg.Verbose {
+				r.p.printf("node %d is back", i)
+			}
+		} else if len(up) > 0 {
+			i := up[rng.IntN(len(up))]
+			if err := c.Crash(i); err != nil {
+				return err
+			}
+			crashes.Add(1)
+			if r.cfg.Verbose {
+				r.p.printf("node %d crashed", i)
+			}
+		}
+	}
+}
+
+// discovery: every node provides a key in the DHT; every node looks up the
+// keys of up to 8 others (the provider must be found), then walks the DHT
+// towards as many random keys. Latency: one walk (GetClosestPeers).
+func (r *runner) discovery(ctx context.Context) (res ScenarioResult, err error) {
+	res.OrderIdentical = true
+	c, err := r.start(ctx, r.cfg.Nodes)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	d, ok := c.(discoverer)
+	if !ok {
+		return res, fmt.Errorf("%w: discovery needs the in-process mode (the local API does not expose DHT lookups)", ErrUnsupported)
+	}
+	n := c.Len()
+	run := fmt.Sprintf("%d-%d", time.Now().UnixNano(), r.seq)
+	key := func(i int) string { return fmt.Sprintf("%s/%d", run, i) }
+	want := min(n-1, 5)
+	err = poll(ctx, 60*time.Second, func() bool {
+		for i := range n {
+			if d.RoutingTable(i) < want {
+				return false
+			}
+		}
+		return true
+	}, fmt.Sprintf("every node's DHT routing table to hold %d peers", want))
+	if err != nil {
+		return res, err
+	}
+	rt := make([]float64, n)
+	for i := range n {
+		rt[i] = float64(d.RoutingTable(i))
+	}
+	res.metric("routing_table_min", slices.Min(rt))
+	r.p.printf("every node provides a key")
+	var mu sync.Mutex // protects provide, errs
+	var provide []time.Duration
+	var errs []error
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			t0 := time.Now()
+			err := d.Provide(pctx, i, key(i))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("node %d provide: %w", i, err))
+				return
+			}
+			provide = append(provide, time.Since(t0))
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return res, errors.Join(errs...)
+	}
+	ps := summarize(provide)
+	res.metric("provide_p50_ms", ps.P50)
+	res.metric("provide_max_ms", ps.Max)
+	m := min(n-1, 8)
+	r.p.printf("every node looks up %d others' keys (provider records), then walks the DHT to %d random keys", m, m)
+	var finds, walks []time.Duration
+	var found, tried atomic.Int64
+	for j := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := 1; o <= m; o++ {
+				i := (j + o) % n
+				lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				t0 := time.Now()
+				ok, err := d.Find(lctx, j, key(i), i)
+				dur := time.Since(t0)
+				cancel()
+				tried.Add(1)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("node %d looks up node %d's key: %w", j, i, err))
+				} else if ok {
+					found.Add(1)
+					finds = append(finds, dur)
+				}
+				mu.Unlock()
+			}
+			for o := range m {
+				lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				t0 := time.Now()
+				peers, err := d.Lookup(lctx, j, fmt.Sprintf("%s/walk/%d/%d", run, j, o))
+				dur := time.Since(t0)
+				cancel()
+				tried.Add(1)
+				mu.Lock()
+				if err != nil || peers == 0 {
+					errs = append(errs, fmt.Errorf("node %d walks the DHT: %d peers, %v", j, peers, err))
+				} else {
+					found.Add(1)
+					walks = append(walks, dur)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	res.Sent = n
+	res.Expected = int(tried.Load())
+	res.Delivered = int(found.Load())
+	res.DeliveryRatio = float64(res.Delivered) / float64(max(1, res.Expected))
+	if fs := summarize(finds); fs != nil {
+		res.metric("find_provider_p50_ms", fs.P50)
+		res.metric("find_provider_p99_ms", fs.P99)
+	}
+	res.Latency = summarize(slices.Clone(walks))
+	res.samples = walks
+	res.Notes = append(res.Notes, "latency: GetClosestPeers walks to random keys; lookups count as delivered when they find the provider or any peer")
+	for _, e := range errs[:min(len(errs), 3)] {
+		res.Notes = append(res.Notes, e.Error())
+	}
+	return res, nil
+}
