@@ -26,7 +26,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/parley-mesh/parley/internal/testnet"
+	"github.com/parley-mesh/parley/cmd-testnet/testnet"
 )
 
 func main() {
