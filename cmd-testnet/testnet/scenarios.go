@@ -295,14 +295,7 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 	res.metric("achieved_rate_per_s", float64(st.said.Load())/sendTime.Seconds())
 	conv, cerr := r.converge(ctx, c, room, base+uint64(st.said.Load()), all(c.Len()), r.drain())
 	res.ConvergeMs = ms(conv)
-	if err := r.check(ctx, c, room, rec, all(c.Len()), &res); err != nil {
-		return res, err
-	}
-	latencyResult(&res, rec)
-	if cerr != nil {
-		res.Notes = append(res.Notes, cerr.Error())
-	}
-	return res, nil
+	return r.finish(ctx, c, room, rec, all(c.Len()), res, cerr)
 }
 
 // burst: every node says its share of Burst messages at once, as fast as it
@@ -429,14 +422,7 @@ func (r *runner) partition(ctx context.Context) (res ScenarioResult, err error) 
 	}
 	_, cerr := r.converge(ctx, c, room, base+l+rt, all(n), r.drain())
 	res.ConvergeMs = ms(time.Since(t0))
-	if err := r.check(ctx, c, room, rec, all(n), &res); err != nil {
-		return res, err
-	}
-	latencyResult(&res, rec)
-	if cerr != nil {
-		res.Notes = append(res.Notes, cerr.Error())
-	}
-	return res, nil
+	return r.finish(ctx, c, room, rec, all(n), res, cerr)
 }
 
 // restart: (1) a node crashes and reopens: replay time, same log; (2) a node
@@ -672,14 +658,7 @@ func (r *runner) churn(ctx context.Context) (res ScenarioResult, err error) {
 	res.ConvergeMs = ms(time.Since(t0))
 	res.metric("crashes", float64(crashes.Load()))
 	res.metric("restarts", float64(restarts.Load()))
-	if err := r.check(ctx, c, room, rec, all(n), &res); err != nil {
-		return res, err
-	}
-	latencyResult(&res, rec)
-	if cerr != nil {
-		res.Notes = append(res.Notes, cerr.Error())
-	}
-	return res, nil
+	return r.finish(ctx, c, room, rec, all(n), res, cerr)
 }
 
 func (r *runner) churnLoop(ctx context.Context, c cluster, subs *subscriptions, period time.Duration, maxDown int, crashes, restarts *atomic.Int64) error {
@@ -848,6 +827,19 @@ func (r *runner) discovery(ctx context.Context) (res ScenarioResult, err error) 
 	res.Notes = append(res.Notes, "latency: GetClosestPeers walks to random keys; lookups count as delivered when they find the provider or any peer")
 	for _, e := range errs[:min(len(errs), 3)] {
 		res.Notes = append(res.Notes, e.Error())
+	}
+	return res, nil
+}
+
+// finish checks that every node in nodes holds every recorded message in the
+// same order, adds the latency figures, and notes a convergence error.
+func (r *runner) finish(ctx context.Context, c cluster, room string, rec *recorder, nodes []int, res ScenarioResult, cerr error) (ScenarioResult, error) {
+	if err := r.check(ctx, c, room, rec, nodes, &res); err != nil {
+		return res, err
+	}
+	latencyResult(&res, rec)
+	if cerr != nil {
+		res.Notes = append(res.Notes, cerr.Error())
 	}
 	return res, nil
 }
