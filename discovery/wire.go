@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/canon"
 	"github.com/parley-mesh/parley/internal/frame"
 )
 
@@ -26,46 +27,12 @@ type signedWire struct {
 
 var (
 	// encMode is CBOR core deterministic encoding (RFC 8949 §4.2.1).
-	encMode = mustEnc(cbor.CoreDetEncOptions())
+	encMode = canon.Enc
 	// cardDec refuses everything a card never contains.
-	cardDec = strictDec(MaxCapabilities)
+	cardDec = canon.StrictDec(MaxCapabilities)
 	// presenceDec refuses everything a presence message never contains.
-	presenceDec = strictDec(MaxAgents)
+	presenceDec = canon.StrictDec(MaxAgents)
 )
-
-// strictDec returns a decoder with no tags, no indefinite lengths, no
-// duplicate or unknown keys, valid UTF-8 only, and arrays of at most
-// maxArray elements (so nothing large is allocated before the checks).
-func strictDec(maxArray int) cbor.DecMode {
-	return mustDec(cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		TagsMd:            cbor.TagsForbidden,
-		MaxNestedLevels:   4,
-		MaxArrayElements:  maxArray,
-		MaxMapPairs:       16,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		UTF8:              cbor.UTF8RejectInvalid,
-		NaN:               cbor.NaNDecodeForbidden,
-		Inf:               cbor.InfDecodeForbidden,
-	})
-}
-
-func mustEnc(o cbor.EncOptions) cbor.EncMode {
-	m, err := o.EncMode()
-	if err != nil {
-		panic("discovery: cbor options: " + err.Error()) // constant options: a programming error
-	}
-	return m
-}
-
-func mustDec(o cbor.DecOptions) cbor.DecMode {
-	m, err := o.DecMode()
-	if err != nil {
-		panic("discovery: cbor options: " + err.Error()) // constant options: a programming error
-	}
-	return m
-}
 
 // unmarshalCanonical decodes b into v with dec and checks that b is exactly
 // the deterministic encoding of v.

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/canon"
 )
 
 // Limits of the event format (version 1). Changing any of them changes
@@ -179,37 +179,10 @@ type signedEvent struct {
 
 var (
 	// encMode is CBOR core deterministic encoding (RFC 8949 §4.2.1).
-	encMode = mustEnc(cbor.CoreDetEncOptions())
+	encMode = canon.Enc
 	// eventDec refuses everything an event never contains.
-	eventDec = mustDec(cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		TagsMd:            cbor.TagsForbidden,
-		MaxNestedLevels:   4,
-		MaxArrayElements:  64,
-		MaxMapPairs:       16,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		UTF8:              cbor.UTF8RejectInvalid,
-		NaN:               cbor.NaNDecodeForbidden,
-		Inf:               cbor.InfDecodeForbidden,
-	})
+	eventDec = canon.StrictDec(64)
 )
-
-func mustEnc(o cbor.EncOptions) cbor.EncMode {
-	m, err := o.EncMode()
-	if err != nil {
-		panic("rooms: cbor options: " + err.Error()) // constant options: a programming error
-	}
-	return m
-}
-
-func mustDec(o cbor.DecOptions) cbor.DecMode {
-	m, err := o.DecMode()
-	if err != nil {
-		panic("rooms: cbor options: " + err.Error()) // constant options: a programming error
-	}
-	return m
-}
 
 // Seal signs e with priv and returns its wire bytes and ID. e.Author must be
 // priv's peer ID and e.Parents sorted and unique (see SortIDs); e.V may be

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/canon"
 	"github.com/parley-mesh/parley/internal/frame"
 )
 
@@ -201,18 +202,7 @@ func bytesIDs(bs [][]byte, limit int, what string) ([]ID, error) {
 
 // frameDec decodes sync frames: no tags, no indefinite lengths, no
 // duplicate or unknown keys, bounded counts (a frame's size bounds the rest).
-var frameDec = mustDec(cbor.DecOptions{
-	DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-	IndefLength:       cbor.IndefLengthForbidden,
-	TagsMd:            cbor.TagsForbidden,
-	MaxNestedLevels:   4,
-	MaxArrayElements:  MaxVV,
-	MaxMapPairs:       16,
-	ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-	UTF8:              cbor.UTF8RejectInvalid,
-	NaN:               cbor.NaNDecodeForbidden,
-	Inf:               cbor.InfDecodeForbidden,
-})
+var frameDec = canon.StrictDec(MaxVV)
 
 // WriteFrame writes v as one sync frame: its length as a uvarint, then its
 // CBOR encoding. v must be a Hello or a Batch (or a pointer to one) within
