@@ -15,10 +15,13 @@ import (
 )
 
 func setup(t *testing.T) (*nodetest.Net, identity.RoomID, *inbox.Inbox) {
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) { c.RoomPolicy = rooms.DefaultPolicy{} }))
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Second
+	}))
 	ctx := context.Background()
 	a, b := nt.Node(0).Rooms(), nt.Node(1).Rooms()
-	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(0).Host().Network().Peers()) > 0 }, "connect")
+	nt.WaitFor(30*time.Second, func() bool { return len(nt.Node(0).Host().Network().Peers()) > 0 }, "connect")
 	id, err := a.Create(ctx, "inbox", "alpha")
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +53,7 @@ func TestAskInvitationAndMessagesOnce(t *testing.T) {
 
 	// First: the invitation, once.
 	var p inbox.Pending
-	nt.WaitFor(10*time.Second, func() bool {
+	nt.WaitFor(30*time.Second, func() bool {
 		var err error
 		p, err = ib.Take(beta)
 		return err == nil && len(p.Items) > 0
@@ -67,7 +70,7 @@ func TestAskInvitationAndMessagesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nt.WaitFor(10*time.Second, func() bool {
+	nt.WaitFor(30*time.Second, func() bool {
 		p, err = ib.Take(beta)
 		return err == nil && len(p.Items) > 0
 	}, "the ask")
@@ -85,7 +88,7 @@ func TestAskInvitationAndMessagesOnce(t *testing.T) {
 		}
 	}
 	var listed, counted int
-	nt.WaitFor(10*time.Second, func() bool {
+	nt.WaitFor(30*time.Second, func() bool {
 		p, _ := ib.Take(beta)
 		if len(p.Items) > 10 {
 			t.Fatalf("%d messages listed in one result, limit 10", len(p.Items))
@@ -132,7 +135,7 @@ func TestWaitReplyAndBind(t *testing.T) {
 	if v, err := ib.WaitReply(ctx, ask, 100*time.Millisecond); err != nil || v != nil {
 		t.Fatalf("reply before anyone answered: %v %v", v, err)
 	}
-	nt.WaitFor(10*time.Second, func() bool { _, err := a.Event(id, ask); return err == nil }, "A to have the ask")
+	nt.WaitFor(30*time.Second, func() bool { _, err := a.Event(id, ask); return err == nil }, "A to have the ask")
 	if _, err := a.Say(ctx, id, rooms.SayArgs{Agent: "alpha", Text: "pong", ReplyTo: &ask}); err != nil {
 		t.Fatal(err)
 	}
