@@ -64,7 +64,10 @@ func call(tb testing.TB, cs *sdk.ClientSession, name string, args map[string]any
 }
 
 func twoAgents(tb testing.TB) (nt *nodetest.Net, a, b *sdk.ClientSession, room string) {
-	nt = nodetest.Start(tb, 2, nodetest.WithConfig(func(i int, c *node.Config) { c.RoomPolicy = rooms.DefaultPolicy{} }))
+	nt = nodetest.Start(tb, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Second
+	}))
 	a, b = connect(tb, nt, 0, "a"), connect(tb, nt, 1, "b")
 	call(tb, a, "parley_register", map[string]any{"name": "alpha"})
 	rb, _ := call(tb, b, "parley_register", map[string]any{"name": "beta"})
