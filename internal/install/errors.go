@@ -1,0 +1,58 @@
+package install
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrInvalid is returned (inside a *ConfigError) when a client's config
+	// file is not valid in its format; nothing is changed.
+	ErrInvalid = errors.New("install: invalid config file")
+	// ErrConflict is returned when a config file holds something in the
+	// place Parley's entry goes that Parley will not overwrite (a value of
+	// another type, a server defined in another form); nothing is changed.
+	ErrConflict = errors.New("install: conflicting entry")
+	// ErrUnknownClient is returned for a client name Parley cannot install into.
+	ErrUnknownClient = errors.New("install: unknown client")
+	// ErrRaced is returned when a config file kept changing while Parley
+	// tried to write it (the client rewrote it at the same moment).
+	ErrRaced = errors.New("install: the file changed while it was being written")
+)
+
+// ConfigError says which file, and where in it, a problem is. Line and
+// Column count from 1; zero when unknown.
+type ConfigError struct {
+	Path   string
+	Line   int
+	Column int
+	Msg    string
+	Err    error // ErrInvalid or ErrConflict
+}
+
+func (e *ConfigError) Error() string {
+	where := e.Path
+	if where == "" {
+		where = "config"
+	}
+	switch {
+	case e.Line > 0 && e.Column > 0:
+		where = fmt.Sprintf("%s: line %d, column %d", where, e.Line, e.Column)
+	case e.Line > 0:
+		where = fmt.Sprintf("%s: line %d", where, e.Line)
+	}
+	return where + ": " + e.Msg
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// withPath returns err with its Path set when it is a *ConfigError.
+func withPath(err error, path string) error {
+	var ce *ConfigError
+	if errors.As(err, &ce) && ce.Path == "" {
+		c := *ce
+		c.Path = path
+		return &c
+	}
+	return err
+}

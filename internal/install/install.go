@@ -1,0 +1,1060 @@
+package install
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+	"github.com/tailscale/hujson"
+)
+
+// Plan is what an install or an uninstall will do: the files it changes,
+// with their text before and after. Nothing is written until Apply.
+type Plan struct {
+	Client    Client   `json:"client"`
+	Scope     Scope    `json:"scope"`
+	Uninstall bool     `json:"uninstall,omitempty"`
+	Changes   []Change `json:"changes"`
+	// Unchanged lists the files that already hold what they should.
+	Unchanged []string `json:"unchanged,omitempty"`
+	// Notes are one-line things to do or know (a trust step, a flag).
+	Notes []string `json:"notes,omitempty"`
+
+	env     Env
+	rec     *record // the record as it will be after Apply (nil: remove it)
+	recPath string
+}
+
+// Change is one file a plan changes.
+type Change struct {
+	Path string `json:"path"`
+	// Create is true when the file does not exist yet; Delete when the
+	// plan removes it (an uninstall of a file Parley created).
+	Create bool `json:"create,omitempty"`
+	Delete bool `json:"delete,omitempty"`
+	// Restore is true when an uninstall puts the original back byte for
+	// byte (nothing else changed the file since Parley wrote it).
+	Restore bool   `json:"restore,omitempty"`
+	Diff    string `json:"diff"`
+
+	before, after []byte
+	perm          fs.FileMode
+	dirs          []string // folders to create, outermost first
+}
+
+// Changed reports whether the plan changes any file.
+func (p *Plan) Changed() bool { return len(p.Changes) > 0 }
+
+// Diff returns the unified diff of every change.
+func (p *Plan) Diff() string {
+	var b strings.Builder
+	for _, c := range p.Changes {
+		b.WriteString(c.Diff)
+	}
+	return b.String()
+}
+
+func unifiedDiff(path string, before, after []byte, create, del bool) string {
+	from, to := "a"+path, "b"+path
+	if create {
+		from = "/dev/null"
+	}
+	if del {
+		to = "/dev/null"
+	}
+	d := udiff.Unified(from, to, string(before), string(after))
+	if d == "" {
+		return ""
+	}
+	if !strings.HasSuffix(d, "\n") {
+		d += "\n"
+	}
+	return d
+}
+
+// Install plans writing Parley's entries for o into the client's config
+// files. A file that is not valid in its format is refused with the line;
+// nothing is changed then.
+func Install(env Env, o Options) (*Plan, error) {
+	if o.Command == "" {
+		return nil, fmt.Errorf("install: no command to write")
+	}
+	if o.Scope == "" {
+		o.Scope = User
+	}
+	for _, h := range o.Hooks {
+		if !slices.Contains(HookEvents[o.Client], h) {
+			return nil, fmt.Errorf("install: %s has no hook event %q", o.Client, h)
+		}
+	}
+	ts, err := targets(env, o)
+	if err != nil {
+		return nil, err
+	}
+	recPath := recordPath(env, o.Client, o.Scope)
+	old, err := loadRecord(recPath)
+	if err != nil {
+		return nil, err
+	}
+	rec := &record{Client: o.Client, Scope: o.Scope, Command: o.Command, Hooks: slices.Clone(o.Hooks)}
+	if o.Scope == Project {
+		rec.Project = env.ProjectDir
+	}
+	p := &Plan{Client: o.Client, Scope: o.Scope, env: env, rec: rec, recPath: recPath}
+	wroteHooks := false
+	for _, t := range ts {
+		before, existed, err := readFile(t.path)
+		if err != nil {
+			return nil, err
+		}
+		fr := fileRecord{Path: t.path, Existed: existed, Restorable: true}
+		if old != nil && existed {
+			if f := old.file(t.path); f != nil {
+				fr = f.clone()
+				if !bytes.Equal(sum(before), fr.afterSum()) {
+					// Someone else changed the file since Parley wrote it:
+					// the original copy no longer restores it.
+					fr.Restorable = false
+				}
+			}
+		}
+		var after []byte
+		var fileNotes []string
+		switch t.format {
+		case fmtJSON:
+			after, fileNotes, err = installJSON(t, o.Client, before, existed, &fr)
+		case fmtTOML:
+			after, fileNotes, err = installTOML(t, before, &fr)
+		}
+		if err != nil {
+			return nil, withPath(err, t.path)
+		}
+		p.Notes = append(p.Notes, fileNotes...)
+		if len(t.hooks) > 0 {
+			wroteHooks = true
+		}
+		if bytes.Equal(before, after) {
+			if existed {
+				fr.After = hexSum(after)
+				if fr.Backup == "" {
+					fr.Restorable = false // no copy of an original to put back
+				}
+				rec.Files = append(rec.Files, fr)
+				p.Unchanged = append(p.Unchanged, t.path)
+			}
+			continue
+		}
+		ch := Change{Path: t.path, Create: !existed, before: before, after: after, perm: t.perm}
+		if !existed {
+			ch.dirs = missingDirs(filepath.Dir(t.path))
+			fr.Dirs = appendNew(fr.Dirs, ch.dirs...)
+		}
+		ch.Diff = unifiedDiff(t.path, before, after, !existed, false)
+		fr.After = hexSum(after)
+		rec.Files = append(rec.Files, fr)
+		p.Changes = append(p.Changes, ch)
+	}
+	p.Notes = append(p.Notes, notes(env, o, wroteHooks)...)
+	return p, nil
+}
+
+// installJSON writes Parley's entries into a JSON file's text.
+func installJSON(t target, client Client, before []byte, existed bool, fr *fileRecord) ([]byte, []string, error) {
+	src := before
+	if !existed {
+		src = []byte(t.newFile)
+	}
+	d, err := newJSONDoc(src, t.dialect)
+	if err != nil {
+		return nil, nil, err
+	}
+	src = d.src
+	if t.server != nil {
+		changed, u, err := d.put(t.server, t.serverValue)
+		if err != nil {
+			return nil, nil, err
+		}
+		// A re-install keeps the record of the first one (what it created,
+		// what it replaced).
+		if changed && fr.jsonUndo(u.Path) == nil {
+			fr.setJSON(u)
+		}
+	}
+	if t.hooks != nil {
+		// Take out Parley's hooks for events no longer wanted.
+		for {
+			root, _ := d.parse()
+			h := findParleyHook(d.src, &root, client, func(ev string) bool { _, want := t.hooks[ev]; return !want })
+			if h == nil {
+				break
+			}
+			if err := d.removeHook(h, fr.jsonUndo([]string{"hooks", h.event})); err != nil {
+				return nil, nil, err
+			}
+		}
+		events := make([]string, 0, len(t.hooks))
+		for _, ev := range HookEvents[client] {
+			if _, ok := t.hooks[ev]; ok {
+				events = append(events, ev)
+			}
+		}
+		for _, ev := range events {
+			u, changed, err := d.ensureHook(client, ev, t.hooks[ev])
+			if err != nil {
+				return nil, nil, err
+			}
+			if changed && u != nil {
+				fr.setJSON(*u)
+			}
+		}
+	}
+	if !existed && bytes.Equal(d.src, src) {
+		return before, nil, nil // nothing to write into a file that is not there
+	}
+	if err := checkOthersKept(src, d.src, t, client); err != nil {
+		return nil, nil, err
+	}
+	return d.src, nil, nil
+}
+
+// installTOML writes Parley's table (and notify) into Codex's config.toml.
+func installTOML(t target, before []byte, fr *fileRecord) ([]byte, []string, error) {
+	d, err := newTOMLDoc(before)
+	if err != nil {
+		return nil, nil, err
+	}
+	var notes []string
+	m, _ := d.decode()
+	if f, ok := m["features"].(map[string]any); ok {
+		for _, k := range []string{"hooks", "codex_hooks"} {
+			if v, ok := f[k].(bool); ok && !v {
+				notes = append(notes, fmt.Sprintf("%s sets [features] %s = false: Codex runs no hooks, Parley's included, until you set it to true.", t.path, k))
+			}
+		}
+	}
+	changed, u, err := d.putTable(t.server, t.serverTOML)
+	if err != nil {
+		return nil, nil, err
+	}
+	if changed && fr.tomlUndo(u.Path) == nil {
+		fr.setTOML(u)
+	}
+	cur, hasNotify := m["notify"]
+	curOurs := hasNotify && isParleyNotify(cur)
+	switch {
+	case t.notify != nil && hasNotify && !curOurs:
+		notes = append(notes, fmt.Sprintf("%s already has notify = %v; Parley left it, so Codex tells Parley it is idle only through hooks.", t.path, cur))
+	case t.notify != nil:
+		changed, u, err := d.putTopKey("notify", t.notify)
+		if err != nil {
+			return nil, nil, err
+		}
+		if changed && fr.tomlUndo(u.Path) == nil {
+			fr.setTOML(u)
+		}
+	case curOurs:
+		r := fr.tomlUndo([]string{"notify"})
+		if _, err := d.removeTopKey(undoOr(r, []string{"notify"}), r != nil); err != nil {
+			return nil, nil, err
+		}
+		fr.dropTOML([]string{"notify"})
+	}
+	after, err := d.decode()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !reflect.DeepEqual(stripTOML(m), stripTOML(after)) {
+		return nil, nil, fmt.Errorf("install: the edit would change entries that are not Parley's (a bug in Parley; nothing was written)")
+	}
+	return d.src, notes, nil
+}
+
+func undoOr(r *tomlUndo, path []string) tomlUndo {
+	if r != nil {
+		return *r
+	}
+	return tomlUndo{Path: path}
+}
+
+// isParleyNotify reports whether a decoded notify value runs Parley.
+func isParleyNotify(v any) bool {
+	a, ok := v.([]any)
+	if !ok || len(a) < 2 {
+		return false
+	}
+	s, _ := a[0].(string)
+	if !isParleyBinary(s) {
+		return false
+	}
+	var rest []string
+	for _, x := range a[1:] {
+		s, _ := x.(string)
+		rest = append(rest, s)
+	}
+	rest = skipGlobalFlags(rest)
+	return len(rest) > 0 && rest[0] == "hook"
+}
+
+// parleyHook is one of Parley's hook entries found in a hooks file.
+type parleyHook struct {
+	event      string
+	group      int  // index in hooks.EVENT
+	hook       int  // index in the group's hooks
+	pure       bool // the group holds only Parley's hooks
+	groupValue any
+	hookValue  any
+}
+
+// findParleyHook returns the first Parley hook of client whose event
+// passes keep, or nil.
+func findParleyHook(src []byte, root *hujson.Value, client Client, keep func(event string) bool) *parleyHook {
+	hooks, ok := objectOf(lookup(root, []string{"hooks"}))
+	if !ok {
+		return nil
+	}
+	for _, m := range hooks.Members {
+		arr, ok := m.Value.Value.(*hujson.Array)
+		if !ok {
+			continue
+		}
+		event := m.Name.Value.(hujson.Literal).String()
+		for gi := range arr.Elements {
+			g, ok := arr.Elements[gi].Value.(*hujson.Object)
+			if !ok {
+				continue
+			}
+			hi := memberIndex(g, "hooks")
+			if hi < 0 {
+				continue
+			}
+			ha, ok := g.Members[hi].Value.Value.(*hujson.Array)
+			if !ok {
+				continue
+			}
+			found, ours := -1, 0
+			for k := range ha.Elements {
+				v, _ := decodeValue(src, &ha.Elements[k])
+				hm, _ := v.(map[string]any)
+				cmd, _ := hm["command"].(string)
+				if ev, ok := parleyHookEvent(cmd, client); ok && ev == event {
+					ours++
+					if found < 0 && keep(event) {
+						found = k
+					}
+				}
+			}
+			if found >= 0 {
+				gv, _ := decodeValue(src, &arr.Elements[gi])
+				hv, _ := decodeValue(src, &ha.Elements[found])
+				return &parleyHook{event: event, group: gi, hook: found, pure: ours == len(ha.Elements), groupValue: gv, hookValue: hv}
+			}
+		}
+	}
+	return nil
+}
+
+// objectOf returns v's object, when v is one.
+func objectOf(v *hujson.Value) (*hujson.Object, bool) {
+	if v == nil {
+		return nil, false
+	}
+	o, ok := v.Value.(*hujson.Object)
+	return o, ok
+}
+
+// removeHook takes out one Parley hook: its whole group when the group holds
+// only Parley's hooks, else the hook alone.
+func (d *jsonDoc) removeHook(h *parleyHook, u *jsonUndo) error {
+	path := []string{"hooks", h.event}
+	if h.pure {
+		created, inner := -1, (*string)(nil)
+		if u != nil {
+			created, inner = u.Created, u.EmptyInner
+		}
+		return d.removeElement(path, h.group, created, inner)
+	}
+	root, err := d.parse()
+	if err != nil {
+		return err
+	}
+	g := lookup(&root, path).Value.(*hujson.Array).Elements[h.group].Value.(*hujson.Object)
+	return d.removeItem(&g.Members[memberIndex(g, "hooks")].Value, h.hook, nil)
+}
+
+// ensureHook makes hooks.EVENT hold Parley's group. It returns an undo
+// record when it added the group.
+func (d *jsonDoc) ensureHook(client Client, event string, group jobj) (*jsonUndo, bool, error) {
+	root, err := d.parse()
+	if err != nil {
+		return nil, false, err
+	}
+	h := findParleyHook(d.src, &root, client, func(ev string) bool { return ev == event })
+	if h == nil {
+		u, err := d.appendTo([]string{"hooks", event}, group)
+		return &u, err == nil, err
+	}
+	path := []string{"hooks", event}
+	arr := lookup(&root, path).Value.(*hujson.Array)
+	if h.pure {
+		if reflect.DeepEqual(h.groupValue, plain(group)) {
+			return nil, false, nil
+		}
+		return nil, true, d.replaceValue(nil, &arr.Elements[h.group], group)
+	}
+	want, _ := group.get("hooks")
+	hook := want.([]any)[0]
+	if reflect.DeepEqual(h.hookValue, plain(hook)) {
+		return nil, false, nil
+	}
+	g := arr.Elements[h.group].Value.(*hujson.Object)
+	ha := g.Members[memberIndex(g, "hooks")].Value.Value.(*hujson.Array)
+	return nil, true, d.replaceValue(nil, &ha.Elements[h.hook], hook)
+}
+
+// checkOthersKept checks that before and after differ only in Parley's
+// entries.
+func checkOthersKept(before, after []byte, t target, client Client) error {
+	b, err := standardValue(before)
+	if err != nil {
+		return err
+	}
+	a, err := standardValue(after)
+	if err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(stripJSON(b, t, client), stripJSON(a, t, client)) {
+		return fmt.Errorf("install: the edit would change entries that are not Parley's (a bug in Parley; nothing was written)")
+	}
+	return nil
+}
+
+func standardValue(src []byte) (any, error) {
+	std, err := hujson.Standardize(append([]byte(nil), src...))
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	err = json.Unmarshal(std, &v)
+	return v, err
+}
+
+// stripJSON removes Parley's entries from a decoded config, and the
+// containers on their paths left empty.
+func stripJSON(v any, t target, client Client) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	if t.server != nil {
+		if parent, ok := dig(m, t.server[:len(t.server)-1]); ok {
+			if isParleyServer(parent[t.server[len(t.server)-1]]) {
+				delete(parent, t.server[len(t.server)-1])
+			}
+			if len(parent) == 0 && len(t.server) > 1 {
+				pp, _ := dig(m, t.server[:len(t.server)-2])
+				delete(pp, t.server[len(t.server)-2])
+			}
+		}
+	}
+	if t.hooks != nil {
+		if hooks, ok := m["hooks"].(map[string]any); ok {
+			for ev, arr := range hooks {
+				a, ok := arr.([]any)
+				if !ok {
+					continue
+				}
+				var keep []any
+				for _, g := range a {
+					if gm, ok := g.(map[string]any); ok {
+						if hs, ok := gm["hooks"].([]any); ok {
+							var kh []any
+							for _, h := range hs {
+								hm, _ := h.(map[string]any)
+								cmd, _ := hm["command"].(string)
+								if e, ok := parleyHookEvent(cmd, client); ok && e == ev {
+									continue
+								}
+								kh = append(kh, h)
+							}
+							if len(kh) == 0 && len(hs) > 0 {
+								continue
+							}
+							if kh == nil {
+								kh = []any{}
+							}
+							gm["hooks"] = kh
+						}
+					}
+					keep = append(keep, g)
+				}
+				if len(keep) == 0 {
+					delete(hooks, ev)
+				} else {
+					hooks[ev] = keep
+				}
+			}
+			if len(hooks) == 0 {
+				delete(m, "hooks")
+			}
+		}
+	}
+	return m
+}
+
+// dig returns the object at path in m.
+func dig(m map[string]any, path []string) (map[string]any, bool) {
+	for _, p := range path {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		m = next
+	}
+	return m, true
+}
+
+// stripTOML removes Parley's table and notify from a decoded config.toml.
+func stripTOML(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	if isParleyNotify(out["notify"]) {
+		delete(out, "notify")
+	}
+	if s, ok := out["mcp_servers"].(map[string]any); ok {
+		c := map[string]any{}
+		for k, v := range s {
+			c[k] = v
+		}
+		delete(c, "parley")
+		if len(c) == 0 {
+			delete(out, "mcp_servers")
+		} else {
+			out["mcp_servers"] = c
+		}
+	}
+	return out
+}
+
+// Uninstall plans taking Parley's entries for client out of the scope's
+// config files. A file nothing else changed since Parley wrote it comes
+// back byte for byte; otherwise only Parley's entries go (with what they
+// replaced put back).
+func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
+	if scope == "" {
+		scope = User
+	}
+	ts, err := targets(env, Options{Client: client, Scope: scope, Command: "parley", Hooks: HookEvents[client]})
+	if err != nil {
+		return nil, err
+	}
+	recPath := recordPath(env, client, scope)
+	rec, err := loadRecord(recPath)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Client: client, Scope: scope, Uninstall: true, env: env, recPath: recPath}
+	for _, t := range ts {
+		var fr *fileRecord
+		if rec != nil {
+			fr = rec.file(t.path)
+		}
+		cur, existed, err := readFile(t.path)
+		if err != nil {
+			return nil, err
+		}
+		if !existed {
+			continue
+		}
+		ch := Change{Path: t.path, before: cur}
+		if fr != nil && fr.Restorable && bytes.Equal(sum(cur), fr.afterSum()) {
+			if !fr.Existed {
+				ch.Delete, ch.Restore = true, true
+			} else if orig, err := os.ReadFile(fr.Backup); err == nil && isClean(t, client, orig) {
+				ch.after, ch.Restore = orig, true
+			}
+		}
+		if !ch.Restore {
+			after, notes, err := uninstallFile(t, client, cur, fr)
+			if err != nil {
+				return nil, withPath(err, t.path)
+			}
+			p.Notes = append(p.Notes, notes...)
+			ch.after = after
+			if fr != nil && !fr.Existed && isEmptyConfig(t, after) {
+				ch.Delete = true
+			}
+		}
+		if !ch.Delete && bytes.Equal(ch.before, ch.after) {
+			p.Unchanged = append(p.Unchanged, t.path)
+			continue
+		}
+		if ch.Delete {
+			ch.after = nil
+		}
+		ch.Diff = unifiedDiff(t.path, ch.before, ch.after, false, ch.Delete)
+		if fr != nil && ch.Delete {
+			ch.dirs = fr.Dirs // removed when empty
+		}
+		p.Changes = append(p.Changes, ch)
+	}
+	return p, nil
+}
+
+// uninstallFile takes Parley's entries out of a file's text.
+func uninstallFile(t target, client Client, cur []byte, fr *fileRecord) ([]byte, []string, error) {
+	var notes []string
+	if t.format == fmtTOML {
+		d, err := newTOMLDoc(cur)
+		if err != nil {
+			return nil, nil, err
+		}
+		m, _ := d.decode()
+		if tv, ok := tableValue(m, t.server); ok {
+			if c, _ := tv["command"].(string); isParleyBinary(c) {
+				var r *tomlUndo
+				if fr != nil {
+					r = fr.tomlUndo(t.server)
+				}
+				if _, err := d.removeTable(undoOr(r, t.server), r != nil); err != nil {
+					return nil, nil, err
+				}
+			} else {
+				notes = append(notes, fmt.Sprintf("%s: [mcp_servers.parley] no longer runs Parley; left alone.", t.path))
+			}
+		}
+		if isParleyNotify(m["notify"]) {
+			var r *tomlUndo
+			if fr != nil {
+				r = fr.tomlUndo([]string{"notify"})
+			}
+			if _, err := d.removeTopKey(undoOr(r, []string{"notify"}), r != nil); err != nil {
+				return nil, nil, err
+			}
+		}
+		return d.src, notes, nil
+	}
+	d, err := newJSONDoc(cur, t.dialect)
+	if err != nil {
+		return nil, nil, err
+	}
+	undo := func(path []string) *jsonUndo {
+		if fr == nil {
+			return nil
+		}
+		return fr.jsonUndo(path)
+	}
+	if t.server != nil {
+		root, _ := d.parse()
+		if v := lookup(&root, t.server); v != nil {
+			val, _ := decodeValue(d.src, v)
+			switch r := undo(t.server); {
+			case !isParleyServer(val):
+				notes = append(notes, fmt.Sprintf("%s: %s no longer runs Parley; left alone.", t.path, strings.Join(t.server, ".")))
+			case r != nil && r.Prev != nil:
+				if err := d.replaceRaw(t.server, *r.Prev); err != nil {
+					return nil, nil, err
+				}
+			case r != nil:
+				created := r.Created
+				if created == 0 {
+					created = 1
+				}
+				if _, err := d.removeMember(t.server, created, r.EmptyInner); err != nil {
+					return nil, nil, err
+				}
+			default:
+				if _, err := d.removeMember(t.server, -1, nil); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	for n := 0; n < 1000; n++ {
+		root, _ := d.parse()
+		h := findParleyHook(d.src, &root, client, func(string) bool { return true })
+		if h == nil {
+			break
+		}
+		if err := d.removeHook(h, undo([]string{"hooks", h.event})); err != nil {
+			return nil, nil, err
+		}
+	}
+	return d.src, notes, nil
+}
+
+// isClean reports whether a file's text holds none of Parley's entries.
+func isClean(t target, client Client, src []byte) bool {
+	if t.format == fmtTOML {
+		m, err := decodeTOML(src)
+		if err != nil {
+			return false
+		}
+		return reflect.DeepEqual(m, stripTOML(m))
+	}
+	v, err := standardValue(src)
+	if err != nil {
+		return false
+	}
+	a, _ := standardValue(src)
+	return reflect.DeepEqual(v, stripJSON(a, t, client))
+}
+
+// isEmptyConfig reports whether a file Parley created holds nothing else.
+func isEmptyConfig(t target, src []byte) bool {
+	if t.format == fmtTOML {
+		return len(bytes.TrimSpace(src)) == 0
+	}
+	v, err := standardValue(src)
+	if err != nil {
+		return false
+	}
+	if t.newFile != "" {
+		nv, _ := standardValue([]byte(t.newFile))
+		if reflect.DeepEqual(v, nv) {
+			return true
+		}
+	}
+	m, ok := v.(map[string]any)
+	return ok && len(m) == 0
+}
+
+// Apply writes the plan: a copy of each file goes under Parley's home
+// first, then each file is replaced in one step (a rename), and the record
+// of the install is updated. If a file changed since the plan was made,
+// Apply stops with ErrRaced before writing it (files written before it
+// are put back).
+func (p *Plan) Apply() error {
+	var done []Change
+	rollback := func() {
+		for i := len(done) - 1; i >= 0; i-- {
+			c := done[i]
+			if c.Create {
+				_ = os.Remove(c.Path) // best effort: the file Parley created
+				continue
+			}
+			_ = writeFileAtomic(c.Path, c.before, c.perm) // best effort; the backup copy stays
+		}
+	}
+	for _, c := range p.Changes {
+		cur, existed, err := readFile(c.Path)
+		if err != nil {
+			rollback()
+			return err
+		}
+		if existed == c.Create || !bytes.Equal(cur, c.before) {
+			rollback()
+			return fmt.Errorf("%w: %s", ErrRaced, c.Path)
+		}
+		if existed {
+			fr := p.rec.file(c.Path)
+			first := fr != nil && fr.Backup == ""
+			if err := p.backup(c.Path, cur, first); err != nil {
+				rollback()
+				return err
+			}
+			if first {
+				fr.Backup = p.backupPath(c.Path, "original")
+			}
+		}
+		if c.Delete {
+			if err := os.Remove(c.Path); err != nil {
+				rollback()
+				return fmt.Errorf("install: remove %s: %w", c.Path, err)
+			}
+			removeEmptyDirs(c.dirs)
+			done = append(done, c)
+			continue
+		}
+		for _, dir := range c.dirs {
+			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				rollback()
+				return fmt.Errorf("install: create %s: %w", dir, err)
+			}
+		}
+		if err := writeFileAtomic(c.Path, c.after, c.perm); err != nil {
+			rollback()
+			return err
+		}
+		done = append(done, c)
+	}
+	if p.Uninstall {
+		if err := os.Remove(p.recPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("install: remove record %s: %w", p.recPath, err)
+		}
+		return nil
+	}
+	if !p.Changed() {
+		if _, err := os.Stat(p.recPath); err == nil {
+			return nil // already installed and recorded
+		}
+	}
+	return saveRecord(p.recPath, p.rec)
+}
+
+// backup keeps the file's text as it was before Parley's first write
+// (first) and before its latest one.
+func (p *Plan) backup(path string, data []byte, first bool) error {
+	if first {
+		if err := writeNew(p.backupPath(path, "original"), data); err != nil {
+			return err
+		}
+	}
+	return writeNew(p.backupPath(path, "previous"), data)
+}
+
+func (p *Plan) backupPath(path, kind string) string {
+	h := sha256.Sum256([]byte(path))
+	name := strings.TrimSuffix(filepath.Base(p.recPath), ".json")
+	return filepath.Join(filepath.Dir(p.recPath), "backup", name, hex.EncodeToString(h[:4])+"-"+filepath.Base(path)+"."+kind)
+}
+
+// BackupDir is where a client's backups go.
+func BackupDir(env Env, client Client, scope Scope) string {
+	rp := recordPath(env, client, scope)
+	return filepath.Join(filepath.Dir(rp), "backup", strings.TrimSuffix(filepath.Base(rp), ".json"))
+}
+
+// --- files ---
+
+func readFile(path string) ([]byte, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("install: read %s: %w", path, err)
+	}
+	return b, true, nil
+}
+
+// writeFileAtomic replaces path's content in one rename, keeping its mode;
+// a symbolic link is followed, so the file it points at is the one written.
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	real := path
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if r, err := filepath.EvalSymlinks(path); err == nil {
+				real = r
+			}
+		}
+		if st, err := os.Stat(real); err == nil {
+			perm = st.Mode().Perm()
+		}
+	}
+	dir := filepath.Dir(real)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(real)+".parley-*")
+	if err != nil {
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), real); err != nil {
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // the rename is durable on most systems without it; best effort
+		d.Close()
+	}
+	return nil
+}
+
+// writeNew writes a private file, creating its folders.
+func writeNew(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	return writeFileAtomic(path, data, 0o600)
+}
+
+// missingDirs lists the folders of dir that do not exist, outermost first.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		out = append(out, d)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// removeEmptyDirs removes the folders (innermost first) that are empty.
+func removeEmptyDirs(dirs []string) {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if ents, err := os.ReadDir(dirs[i]); err == nil && len(ents) == 0 {
+			_ = os.Remove(dirs[i]) // only an empty folder Parley created
+		}
+	}
+}
+
+func appendNew(a []string, b ...string) []string {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			a = append(a, x)
+		}
+	}
+	return a
+}
+
+func sum(b []byte) []byte {
+	h := sha256.Sum256(b)
+	return h[:]
+}
+
+func hexSum(b []byte) string { return hex.EncodeToString(sum(b)) }
+
+// --- the record of installs ---
+
+// record is what Parley remembers of one client's install in one scope:
+// the files it changed, how to undo each entry, and where the originals
+// are. It lives in ParleyHome/install.
+type record struct {
+	Client  Client       `json:"client"`
+	Scope   Scope        `json:"scope"`
+	Project string       `json:"project,omitempty"`
+	Command string       `json:"command"`
+	Hooks   []string     `json:"hooks,omitempty"`
+	Files   []fileRecord `json:"files"`
+}
+
+type fileRecord struct {
+	Path string `json:"path"`
+	// Existed is false when Parley created the file.
+	Existed bool `json:"existed"`
+	// Backup is the copy of the file before Parley first wrote it.
+	Backup string `json:"backup,omitempty"`
+	// Restorable is false once someone else changed the file between two
+	// of Parley's writes: the original copy would undo their change too.
+	Restorable bool `json:"restorable"`
+	// After is the SHA-256 of the file as Parley last left it.
+	After string     `json:"after_sha256"`
+	Dirs  []string   `json:"created_dirs,omitempty"`
+	JSON  []jsonUndo `json:"json,omitempty"`
+	TOML  []tomlUndo `json:"toml,omitempty"`
+}
+
+func (f *fileRecord) clone() fileRecord {
+	c := *f
+	c.Dirs = slices.Clone(f.Dirs)
+	c.JSON = slices.Clone(f.JSON)
+	c.TOML = slices.Clone(f.TOML)
+	return c
+}
+
+func (f *fileRecord) afterSum() []byte {
+	b, _ := hex.DecodeString(f.After)
+	return b
+}
+
+func (f *fileRecord) jsonUndo(path []string) *jsonUndo {
+	for i := range f.JSON {
+		if slices.Equal(f.JSON[i].Path, path) {
+			return &f.JSON[i]
+		}
+	}
+	return nil
+}
+
+func (f *fileRecord) setJSON(u jsonUndo) {
+	if r := f.jsonUndo(u.Path); r != nil {
+		*r = u
+		return
+	}
+	f.JSON = append(f.JSON, u)
+}
+
+func (f *fileRecord) tomlUndo(path []string) *tomlUndo {
+	for i := range f.TOML {
+		if slices.Equal(f.TOML[i].Path, path) {
+			return &f.TOML[i]
+		}
+	}
+	return nil
+}
+
+func (f *fileRecord) setTOML(u tomlUndo) {
+	if r := f.tomlUndo(u.Path); r != nil {
+		*r = u
+		return
+	}
+	f.TOML = append(f.TOML, u)
+}
+
+func (f *fileRecord) dropTOML(path []string) {
+	f.TOML = slices.DeleteFunc(f.TOML, func(u tomlUndo) bool { return slices.Equal(u.Path, path) })
+}
+
+func (r *record) file(path string) *fileRecord {
+	if r == nil {
+		return nil
+	}
+	for i := range r.Files {
+		if r.Files[i].Path == path {
+			return &r.Files[i]
+		}
+	}
+	return nil
+}
+
+// recordPath names the record of a client's install in a scope (one per
+// project folder for the project scope).
+func recordPath(env Env, client Client, scope Scope) string {
+	name := string(client) + "-" + string(scope)
+	if scope == Project {
+		h := sha256.Sum256([]byte(env.ProjectDir))
+		name += "-" + hex.EncodeToString(h[:6])
+	}
+	return filepath.Join(env.ParleyHome, "install", name+".json")
+}
+
+func loadRecord(path string) (*record, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("install: read %s: %w", path, err)
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("install: the record %s is damaged (%v); move it away to start afresh", path, err)
+	}
+	return &r, nil
+}
+
+func saveRecord(path string, r *record) error {
+	sort.SliceStable(r.Files, func(i, j int) bool { return r.Files[i].Path < r.Files[j].Path })
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeNew(path, append(b, '\n'))
+}

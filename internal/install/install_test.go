@@ -1,0 +1,713 @@
+package install
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/tailscale/hujson"
+)
+
+const testBin = "/opt/parley/bin/parley"
+
+// testEnv is a home folder, a project folder and a Parley home in a temp
+// folder.
+func testEnv(t *testing.T) Env {
+	t.Helper()
+	root := t.TempDir()
+	env := Env{
+		Home:       filepath.Join(root, "home"),
+		ProjectDir: filepath.Join(root, "project"),
+		ParleyHome: filepath.Join(root, "parley-home"),
+	}
+	for _, d := range []string{env.Home, env.ProjectDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return env
+}
+
+// place copies a testdata file to path (relative to dir).
+func place(t *testing.T, dir, rel, testdata string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", testdata))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// realistic puts the user's existing config files in place for a client.
+func realistic(t *testing.T, env Env, c Client) {
+	t.Helper()
+	switch c {
+	case Claude:
+		place(t, env.Home, ".claude.json", "claude.json")
+		place(t, env.Home, ".claude/settings.json", "claude-settings.json")
+		place(t, env.ProjectDir, ".mcp.json", "mcp.json")
+	case Codex:
+		place(t, env.Home, ".codex/config.toml", "codex-config.toml")
+		place(t, env.Home, ".codex/hooks.json", "codex-hooks.json")
+	case Gemini:
+		place(t, env.Home, ".gemini/settings.json", "gemini-settings.json")
+	case OpenCode:
+		place(t, env.Home, ".config/opencode/opencode.jsonc", "opencode.jsonc")
+	}
+}
+
+// snapshot reads every file and folder under dirs.
+func snapshot(t *testing.T, dirs ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, d := range dirs {
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if e.IsDir() {
+				out[p] = "<dir>"
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			out[p] = string(b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func sameSnapshot(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	for p, w := range want {
+		g, ok := got[p]
+		switch {
+		case !ok:
+			t.Errorf("%s is gone", p)
+		case g != w:
+			t.Errorf("%s differs:\nwant %q\ngot  %q", p, w, g)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s is new", p)
+		}
+	}
+}
+
+func opts(c Client, s Scope) Options {
+	cmd := testBin
+	if s == Project {
+		cmd = "parley"
+	}
+	return Options{Client: c, Scope: s, Command: cmd, Hooks: HookEvents[c]}
+}
+
+func mustInstall(t *testing.T, env Env, o Options) *Plan {
+	t.Helper()
+	p, err := Install(env, o)
+	if err != nil {
+		t.Fatalf("install %s %s: %v", o.Client, o.Scope, err)
+	}
+	if err := p.Apply(); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	return p
+}
+
+func mustUninstall(t *testing.T, env Env, c Client, s Scope) *Plan {
+	t.Helper()
+	p, err := Uninstall(env, c, s)
+	if err != nil {
+		t.Fatalf("uninstall %s %s: %v", c, s, err)
+	}
+	if err := p.Apply(); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	return p
+}
+
+// decodeAny decodes a JSON, JSONC or TOML file for comparison.
+func decodeAny(t *testing.T, path string, b []byte) any {
+	t.Helper()
+	if strings.HasSuffix(path, ".toml") {
+		m := map[string]any{}
+		if err := toml.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v\n%s", path, err, b)
+		}
+		return m
+	}
+	std, err := hujson.Standardize(append([]byte(nil), b...))
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, b)
+	}
+	var v any
+	if err := json.Unmarshal(std, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// superset checks that after holds everything before did: the same keys
+// with the same values, arrays at least as long with the same first items.
+func superset(t *testing.T, where string, before, after any) {
+	t.Helper()
+	switch b := before.(type) {
+	case map[string]any:
+		a, ok := after.(map[string]any)
+		if !ok {
+			t.Errorf("%s: was an object, now %T", where, after)
+			return
+		}
+		for k, v := range b {
+			av, ok := a[k]
+			if !ok {
+				t.Errorf("%s.%s is gone", where, k)
+				continue
+			}
+			superset(t, where+"."+k, v, av)
+		}
+	case []any:
+		a, ok := after.([]any)
+		if !ok || len(a) < len(b) {
+			t.Errorf("%s: was %v, now %v", where, b, after)
+			return
+		}
+		for i := range b {
+			superset(t, where, b[i], a[i])
+		}
+	default:
+		if !reflect.DeepEqual(before, after) {
+			t.Errorf("%s: was %v, now %v", where, before, after)
+		}
+	}
+}
+
+// linesKept checks that every line of before is in after, in order (a
+// comma added at a line's end aside): the edit was a minimal one.
+func linesKept(t *testing.T, path string, before, after []byte) {
+	t.Helper()
+	al := strings.Split(strings.ReplaceAll(string(after), ",", ""), "\n")
+	k := 0
+	for _, l := range strings.Split(strings.ReplaceAll(string(before), ",", ""), "\n") {
+		for k < len(al) && al[k] != l {
+			k++
+		}
+		if k == len(al) {
+			t.Errorf("%s: the line %q is gone or moved", path, l)
+			return
+		}
+		k++
+	}
+}
+
+func TestInstallTwiceAndUninstall(t *testing.T) {
+	for _, c := range Clients {
+		for _, s := range []Scope{User, Project} {
+			t.Run(string(c)+"-"+string(s), func(t *testing.T) {
+				env := testEnv(t)
+				realistic(t, env, c)
+				orig := snapshot(t, env.Home, env.ProjectDir)
+
+				p := mustInstall(t, env, opts(c, s))
+				if !p.Changed() {
+					t.Fatal("the first install changed nothing")
+				}
+				for _, ch := range p.Changes {
+					after, err := os.ReadFile(ch.Path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if before, ok := orig[ch.Path]; ok {
+						superset(t, ch.Path, decodeAny(t, ch.Path, []byte(before)), decodeAny(t, ch.Path, after))
+						linesKept(t, ch.Path, []byte(before), after)
+					}
+					if !strings.Contains(ch.Diff, "+") {
+						t.Errorf("no diff for %s: %q", ch.Path, ch.Diff)
+					}
+				}
+				checkEntries(t, env, opts(c, s))
+				installed := snapshot(t, env.Home, env.ProjectDir)
+				rec, _ := os.ReadFile(recordPath(env, c, s))
+
+				// A second install changes nothing, not even the record.
+				p2, err := Install(env, opts(c, s))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p2.Changed() {
+					t.Fatalf("the second install would change:\n%s", p2.Diff())
+				}
+				if err := p2.Apply(); err != nil {
+					t.Fatal(err)
+				}
+				sameSnapshot(t, installed, snapshot(t, env.Home, env.ProjectDir))
+				if rec2, _ := os.ReadFile(recordPath(env, c, s)); !bytes.Equal(rec, rec2) {
+					t.Errorf("the record changed:\n%s\n%s", rec, rec2)
+				}
+
+				// Uninstall puts every file back byte for byte and removes
+				// the files and folders it created.
+				u := mustUninstall(t, env, c, s)
+				for _, ch := range u.Changes {
+					if !ch.Restore {
+						t.Errorf("%s was not restored from its copy", ch.Path)
+					}
+				}
+				sameSnapshot(t, orig, snapshot(t, env.Home, env.ProjectDir))
+				if _, err := os.Stat(recordPath(env, c, s)); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the record is still there: %v", err)
+				}
+				// Nothing left to remove.
+				u2, err := Uninstall(env, c, s)
+				if err != nil || u2.Changed() {
+					t.Fatalf("second uninstall: %v %s", err, u2.Diff())
+				}
+			})
+		}
+	}
+}
+
+// checkEntries checks Parley's entries in each file an install writes.
+func checkEntries(t *testing.T, env Env, o Options) {
+	t.Helper()
+	ts, err := targets(env, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range ts {
+		b, err := os.ReadFile(tg.path)
+		if err != nil {
+			if len(tg.hooks) == 0 && tg.server == nil {
+				continue
+			}
+			t.Fatalf("%s: %v", tg.path, err)
+		}
+		v := decodeAny(t, tg.path, b)
+		m := v.(map[string]any)
+		if tg.format == fmtTOML {
+			srv, _ := dig(m, tg.server)
+			if srv["command"] != o.Command || !reflect.DeepEqual(srv["args"], []any{"mcp", "--client", "codex"}) {
+				t.Errorf("%s: server %v", tg.path, srv)
+			}
+			if !isParleyNotify(m["notify"]) {
+				t.Errorf("%s: notify %v", tg.path, m["notify"])
+			}
+			continue
+		}
+		if tg.server != nil {
+			parent, _ := dig(m, tg.server[:len(tg.server)-1])
+			srv := parent[tg.server[len(tg.server)-1]]
+			if !isParleyServer(srv) || serverCommand(srv) != o.Command {
+				t.Errorf("%s: server %v", tg.path, srv)
+			}
+		}
+		for ev := range tg.hooks {
+			arr, _ := dig(m, []string{"hooks"})
+			groups, _ := arr[ev].([]any)
+			found := 0
+			for _, g := range groups {
+				for _, h := range g.(map[string]any)["hooks"].([]any) {
+					cmd, _ := h.(map[string]any)["command"].(string)
+					if e, ok := parleyHookEvent(cmd, o.Client); ok && e == ev {
+						found++
+						if !strings.HasPrefix(cmd, shellQuote(o.Command)+" hook ") {
+							t.Errorf("%s: hook command %q", tg.path, cmd)
+						}
+					}
+				}
+			}
+			if found != 1 {
+				t.Errorf("%s: %d Parley hooks for %s", tg.path, found, ev)
+			}
+		}
+	}
+}
+
+// userEdit changes a file the way a person (or the client) would, in a
+// part that is not Parley's.
+func userEdit(path string, b []byte) []byte {
+	if strings.HasSuffix(path, ".toml") {
+		return append(append([]byte(nil), b...), "\n[mcp_servers.extra]\ncommand = \"extra\"\n"...)
+	}
+	i := bytes.IndexByte(b, '{')
+	return append(append(append([]byte(nil), b[:i+1]...), "\n  \"addedLater\": true,"...), b[i+1:]...)
+}
+
+func TestUninstallAfterEditsKeepsThem(t *testing.T) {
+	for _, c := range Clients {
+		for _, lost := range []bool{false, true} {
+			name := string(c)
+			if lost {
+				name += "-record-lost"
+			}
+			t.Run(name, func(t *testing.T) {
+				env := testEnv(t)
+				realistic(t, env, c)
+				orig := snapshot(t, env.Home)
+				p := mustInstall(t, env, opts(c, User))
+				want := map[string]string{}
+				for k, v := range orig {
+					want[k] = v
+				}
+				for _, ch := range p.Changes {
+					b, _ := os.ReadFile(ch.Path)
+					if err := os.WriteFile(ch.Path, userEdit(ch.Path, b), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					want[ch.Path] = string(userEdit(ch.Path, []byte(orig[ch.Path])))
+				}
+				if lost {
+					if err := os.RemoveAll(filepath.Join(env.ParleyHome, "install")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				u := mustUninstall(t, env, c, User)
+				for _, ch := range u.Changes {
+					if ch.Restore {
+						t.Errorf("%s was restored from the copy, losing the edit", ch.Path)
+					}
+				}
+				sameSnapshot(t, want, snapshot(t, env.Home))
+			})
+		}
+	}
+}
+
+func TestUninstallAfterClientRewrote(t *testing.T) {
+	// Claude Code rewrites ~/.claude.json whole; Parley's entry must still
+	// come out, and nothing else.
+	env := testEnv(t)
+	realistic(t, env, Claude)
+	mustInstall(t, env, opts(Claude, User))
+	path := filepath.Join(env.Home, ".claude.json")
+	b, _ := os.ReadFile(path)
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	v["numStartups"] = 43.0
+	out, _ := json.MarshalIndent(v, "", "  ")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustUninstall(t, env, Claude, User)
+	after, _ := os.ReadFile(path)
+	got := decodeAny(t, path, after)
+	orig := decodeAny(t, path, mustRead(t, "testdata/claude.json"))
+	orig.(map[string]any)["numStartups"] = 43.0
+	if !reflect.DeepEqual(got, orig) {
+		t.Errorf("after uninstall:\n%s", after)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestInstallRefusesInvalidFiles(t *testing.T) {
+	cases := []struct {
+		client Client
+		rel    string
+		text   string
+		line   int
+	}{
+		{Claude, ".claude.json", "{\n  \"a\": 1,\n  \"b\": \n}\n", 4},
+		{Claude, ".claude.json", "{\n  // a comment\n  \"a\": 1\n}\n", 2},
+		{Claude, ".claude/settings.json", "{\n  \"hooks\": {\n    \"Stop\": [}\n}\n", 3},
+		{Claude, ".claude.json", "[1, 2]\n", 1},
+		{Codex, ".codex/config.toml", "model = \"o3\"\n\n[mcp_servers.docs\ncommand = \"x\"\n", 3},
+		{Codex, ".codex/config.toml", "a = 1\na = 2\n", 2},
+		{Gemini, ".gemini/settings.json", "{\n  \"ui\": {\"theme\": \"x\",},\n}\n", 2},
+		{Gemini, ".gemini/settings.json", "{\n  \"ui\": {\n    \"theme\": \"x\"\n  \n", 5},
+		{OpenCode, ".config/opencode/opencode.json", "{\n  \"mcp\": {\n    \"x\": {\"type\": \"local\" \"command\": []}\n  }\n}\n", 3},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.client)+"-"+filepath.Base(tc.rel), func(t *testing.T) {
+			env := testEnv(t)
+			p := filepath.Join(env.Home, tc.rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, env.Home)
+			_, err := Install(env, opts(tc.client, User))
+			var ce *ConfigError
+			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want a ConfigError", err)
+			}
+			if ce.Path != p || ce.Line != tc.line {
+				t.Errorf("err at %s line %d, want %s line %d: %v", ce.Path, ce.Line, p, tc.line, err)
+			}
+			if !strings.Contains(err.Error(), "line ") {
+				t.Errorf("the message names no line: %v", err)
+			}
+			sameSnapshot(t, before, snapshot(t, env.Home))
+			if _, err := os.Stat(filepath.Join(env.ParleyHome, "install")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("install wrote a record: %v", err)
+			}
+			// Uninstall refuses too, and changes nothing.
+			if _, err := Uninstall(env, tc.client, User); tc.rel != ".claude/settings.json" && !errors.Is(err, ErrInvalid) {
+				t.Errorf("uninstall: %v", err)
+			}
+		})
+	}
+}
+
+func TestInstallRefusesConflicts(t *testing.T) {
+	cases := []struct {
+		client Client
+		rel    string
+		text   string
+		line   int
+	}{
+		{Claude, ".claude.json", "{\n  \"mcpServers\": [\n  ]\n}\n", 2},
+		{Claude, ".claude/settings.json", "{\n  \"hooks\": {\n    \"Stop\": {}\n  }\n}\n", 3},
+		{Claude, ".claude.json", "{\n  \"mcpServers\": {},\n  \"mcpServers\": {}\n}\n", 2},
+		{Codex, ".codex/config.toml", "[mcp_servers]\nparley = { command = \"x\" }\n", 2},
+		{Codex, ".codex/config.toml", "mcp_servers.parley.command = \"x\"\n", 1},
+	}
+	for _, tc := range cases {
+		env := testEnv(t)
+		p := filepath.Join(env.Home, tc.rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Install(env, opts(tc.client, User))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrConflict) || ce.Line != tc.line {
+			t.Errorf("%q: err = %v, want a conflict at line %d", tc.text, err, tc.line)
+		}
+	}
+}
+
+func TestInstallReplacesAHandMadeEntryAndUninstallPutsItBack(t *testing.T) {
+	env := testEnv(t)
+	path := filepath.Join(env.Home, ".gemini", "settings.json")
+	orig := "{\n  // added by hand from the README\n  \"mcpServers\": {\n    \"parley\": {\"command\": \"parley\", \"args\": [\"mcp\"]}\n  }\n}\n"
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustInstall(t, env, opts(Gemini, User))
+	b, _ := os.ReadFile(path)
+	if !bytes.Contains(b, []byte(testBin)) || !bytes.Contains(b, []byte("// added by hand")) {
+		t.Fatalf("after install:\n%s", b)
+	}
+	edited := userEdit(path, b)
+	if err := os.WriteFile(path, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustUninstall(t, env, Gemini, User)
+	if got, _ := os.ReadFile(path); string(got) != string(userEdit(path, []byte(orig))) {
+		t.Errorf("after uninstall:\n%s", got)
+	}
+}
+
+func TestHookSubsetAndNoHooks(t *testing.T) {
+	env := testEnv(t)
+	realistic(t, env, Claude)
+	settings := filepath.Join(env.Home, ".claude", "settings.json")
+	orig, _ := os.ReadFile(settings)
+
+	o := opts(Claude, User)
+	o.Hooks = nil
+	p := mustInstall(t, env, o)
+	for _, ch := range p.Changes {
+		if ch.Path == settings {
+			t.Fatalf("install without hooks changed %s:\n%s", settings, ch.Diff)
+		}
+	}
+	o.Hooks = HookEvents[Claude]
+	mustInstall(t, env, o)
+	o.Hooks = []string{"PostToolUse"}
+	mustInstall(t, env, o)
+	b, _ := os.ReadFile(settings)
+	m := decodeAny(t, settings, b).(map[string]any)
+	hooks := m["hooks"].(map[string]any)
+	if _, ok := hooks["Stop"]; ok {
+		t.Errorf("Stop hook left after a narrower install:\n%s", b)
+	}
+	if len(hooks["PostToolUse"].([]any)) != 2 {
+		t.Errorf("PostToolUse:\n%s", b)
+	}
+	mustUninstall(t, env, Claude, User)
+	if got, _ := os.ReadFile(settings); !bytes.Equal(got, orig) {
+		t.Errorf("after uninstall:\n%s", got)
+	}
+	if _, err := Install(env, Options{Client: Gemini, Command: testBin, Hooks: []string{"Stop"}}); err == nil {
+		t.Error("Gemini has no Stop hook, but install took it")
+	}
+}
+
+func TestCRLFAndModeAndSymlink(t *testing.T) {
+	env := testEnv(t)
+	crlf := func(rel, testdata string) string {
+		p := place(t, env.Home, rel, testdata)
+		b, _ := os.ReadFile(p)
+		if err := os.WriteFile(p, bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	toml := crlf(".codex/config.toml", "codex-config.toml")
+	hooks := crlf(".codex/hooks.json", "codex-hooks.json")
+	// config.toml is a link into a dotfiles folder.
+	dot := filepath.Join(env.Home, "dotfiles", "codex.toml")
+	if err := os.MkdirAll(filepath.Dir(dot), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(toml, dot); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dot, toml); err != nil {
+		t.Fatal(err)
+	}
+	orig := snapshot(t, env.Home)
+	mustInstall(t, env, opts(Codex, User))
+	for _, p := range []string{toml, hooks} {
+		b, _ := os.ReadFile(p)
+		if n, m := bytes.Count(b, []byte("\n")), bytes.Count(b, []byte("\r\n")); n != m {
+			t.Errorf("%s: %d line ends, %d of them CRLF:\n%q", p, n, m, b)
+		}
+	}
+	if fi, _ := os.Lstat(toml); fi.Mode()&fs.ModeSymlink == 0 {
+		t.Error("config.toml is no longer a link")
+	}
+	if fi, _ := os.Stat(hooks); fi.Mode().Perm() != 0o640 {
+		t.Errorf("hooks.json mode %v, want 0640", fi.Mode().Perm())
+	}
+	mustUninstall(t, env, Codex, User)
+	sameSnapshot(t, orig, snapshot(t, env.Home))
+}
+
+func TestNewUserFilesArePrivate(t *testing.T) {
+	env := testEnv(t)
+	mustInstall(t, env, opts(Gemini, User))
+	fi, err := os.Stat(filepath.Join(env.Home, ".gemini", "settings.json"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("new settings.json: %v %v", fi, err)
+	}
+}
+
+func TestCodexNotifyAndFeatures(t *testing.T) {
+	env := testEnv(t)
+	p := filepath.Join(env.Home, ".codex", "config.toml")
+	orig := "notify = [\"notify-send\", \"Codex\"]\n\n[features]\nhooks = false\n"
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := mustInstall(t, env, opts(Codex, User))
+	text := strings.Join(plan.Notes, "\n")
+	if !strings.Contains(text, "notify") || !strings.Contains(text, "hooks = false") {
+		t.Errorf("notes: %s", text)
+	}
+	b, _ := os.ReadFile(p)
+	if !bytes.HasPrefix(b, []byte(orig)) {
+		t.Errorf("the user's notify or features changed:\n%s", b)
+	}
+	mustUninstall(t, env, Codex, User)
+	if b, _ := os.ReadFile(p); string(b) != orig {
+		t.Errorf("after uninstall:\n%s", b)
+	}
+}
+
+func TestApplyStopsWhenTheFileChanged(t *testing.T) {
+	env := testEnv(t)
+	realistic(t, env, Gemini)
+	p, err := Install(env, opts(Gemini, User))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(env.Home, ".gemini", "settings.json")
+	changed := append(mustRead(t, path), ' ')
+	if err := os.WriteFile(path, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Apply(); !errors.Is(err, ErrRaced) {
+		t.Fatalf("apply: %v", err)
+	}
+	if b := mustRead(t, path); !bytes.Equal(b, changed) {
+		t.Error("apply wrote over the changed file")
+	}
+}
+
+func TestDryRunDiff(t *testing.T) {
+	env := testEnv(t)
+	realistic(t, env, Codex)
+	orig := snapshot(t, env.Home)
+	p, err := Install(env, opts(Codex, User))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Diff()
+	for _, want := range []string{"--- a" + filepath.Join(env.Home, ".codex", "config.toml"), "+[mcp_servers.parley]", "+notify = [", "@@"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("diff lacks %q:\n%s", want, d)
+		}
+	}
+	sameSnapshot(t, orig, snapshot(t, env.Home))
+}
+
+func TestParseHookCommands(t *testing.T) {
+	cases := []struct {
+		cmd   string
+		event string
+		ok    bool
+	}{
+		{"/usr/local/bin/parley hook claude Stop", "Stop", true},
+		{"parley --home '/tmp/my home' hook claude PostToolUse", "PostToolUse", true},
+		{"parley --home=/x hook claude SessionStart", "SessionStart", true},
+		{"'/opt/my tools/parley' hook claude Stop", "Stop", true},
+		{"parley hook codex Stop", "", false},
+		{"parleyx hook claude Stop", "", false},
+		{"npx prettier --write", "", false},
+		{"parley room say x", "", false},
+	}
+	for _, tc := range cases {
+		ev, ok := parleyHookEvent(tc.cmd, Claude)
+		if ev != tc.event || ok != tc.ok {
+			t.Errorf("%q: %q %v", tc.cmd, ev, ok)
+		}
+	}
+	o := Options{Client: Claude, Command: "/opt/my tools/parley", Args: []string{"--home", "/tmp/a b"}}
+	cmd := o.hookCommand("Stop")
+	if got := splitCommand(cmd); !reflect.DeepEqual(got, []string{"/opt/my tools/parley", "--home", "/tmp/a b", "hook", "claude", "Stop"}) {
+		t.Errorf("%q splits into %q", cmd, got)
+	}
+}
