@@ -1,0 +1,406 @@
+package install
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Level says how much a finding matters.
+type Level string
+
+// Levels, from fine to broken. Only Fail makes `parley doctor` exit non-zero.
+const (
+	OK   Level = "ok"
+	Note Level = "note" // something to know or do that Parley cannot check
+	Warn Level = "warn" // works, but not fully (a hook that will not run)
+	Fail Level = "fail" // broken
+)
+
+// Finding is one line of a check.
+type Finding struct {
+	Client Client `json:"client,omitempty"`
+	Scope  Scope  `json:"scope,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Level  Level  `json:"level"`
+	Msg    string `json:"message"`
+}
+
+func (f Finding) String() string {
+	where := ""
+	if f.Client != "" {
+		where = fmt.Sprintf("%s (%s): ", f.Client, f.Scope)
+	}
+	return where + f.Msg
+}
+
+// Check looks at Parley's install for client in scope: the files are there
+// and valid, Parley's entries are intact and point at a program that
+// exists, and the client's extra steps are done. installed is false (and
+// there are no findings) when neither the files nor Parley's record know of
+// an install there. implemented lists the hook events this parley has
+// commands for (a missing one is worth a re-install).
+func Check(env Env, client Client, scope Scope, implemented []string) (installed bool, findings []Finding) {
+	add := func(level Level, path, format string, a ...any) {
+		findings = append(findings, Finding{Client: client, Scope: scope, Path: path, Level: level, Msg: fmt.Sprintf(format, a...)})
+	}
+	ts, err := targets(env, Options{Client: client, Scope: scope, Command: "parley", Hooks: HookEvents[client]})
+	if err != nil {
+		return false, nil
+	}
+	rec, recErr := loadRecord(recordPath(env, client, scope))
+	type state struct {
+		t       target
+		exists  bool
+		err     error
+		server  any // the entry, when there is one
+		hooks   map[string]string
+		notify  any
+		decoded any
+	}
+	var states []state
+	found := false
+	for _, t := range ts {
+		s := state{t: t, hooks: map[string]string{}}
+		b, exists, err := readFile(t.path)
+		s.exists = exists
+		if err != nil || !exists {
+			s.err = err
+			states = append(states, s)
+			continue
+		}
+		if t.format == fmtTOML {
+			m, err := decodeTOML(b)
+			if err != nil {
+				s.err = withPath(err, t.path)
+				states = append(states, s)
+				continue
+			}
+			s.decoded = m
+			if tv, ok := tableValue(m, t.server); ok {
+				s.server = map[string]any{"command": tv["command"], "args": tv["args"]}
+			}
+			s.notify = m["notify"]
+		} else {
+			if _, err := checkJSON(b, t.dialect); err != nil {
+				s.err = withPath(err, t.path)
+				states = append(states, s)
+				continue
+			}
+			v, _ := standardValue(b)
+			s.decoded = v
+			m, _ := v.(map[string]any)
+			if t.server != nil {
+				if parent, ok := dig(m, t.server[:len(t.server)-1]); ok {
+					s.server = parent[t.server[len(t.server)-1]]
+				}
+			}
+			if hooks, ok := m["hooks"].(map[string]any); ok {
+				for ev, arr := range hooks {
+					groups, _ := arr.([]any)
+					for _, g := range groups {
+						gm, _ := g.(map[string]any)
+						hs, _ := gm["hooks"].([]any)
+						for _, h := range hs {
+							hm, _ := h.(map[string]any)
+							cmd, _ := hm["command"].(string)
+							if e, ok := parleyHookEvent(cmd, client); ok && e == ev {
+								s.hooks[ev] = cmd
+							}
+						}
+					}
+				}
+			}
+		}
+		if isParleyServer(s.server) || len(s.hooks) > 0 || isParleyNotify(s.notify) {
+			found = true
+		}
+		states = append(states, s)
+	}
+	if !found && rec == nil {
+		return false, nil
+	}
+	if recErr != nil {
+		add(Fail, "", "%v", recErr)
+	}
+	var wantHooks []string
+	if rec != nil {
+		wantHooks = rec.Hooks
+	} else {
+		for _, s := range states {
+			for ev := range s.hooks {
+				wantHooks = append(wantHooks, ev)
+			}
+			if isParleyNotify(s.notify) {
+				wantHooks = append(wantHooks, "notify")
+			}
+		}
+	}
+	again := "parley install " + string(client)
+	if scope == Project {
+		again += " --project"
+	}
+	bad := len(findings)
+	for _, s := range states {
+		t := s.t
+		expectsHooks := false
+		for ev := range t.hooks {
+			if slices.Contains(wantHooks, ev) {
+				expectsHooks = true
+			}
+		}
+		switch {
+		case s.err != nil:
+			add(Fail, t.path, "%v", s.err)
+			continue
+		case !s.exists && (t.server != nil || expectsHooks):
+			add(Fail, t.path, "%s is missing: run `%s` again", t.path, again)
+			continue
+		case !s.exists:
+			continue
+		}
+		if t.server != nil {
+			name := strings.Join(t.server, ".")
+			switch {
+			case s.server == nil:
+				add(Fail, t.path, "%s: %s is gone: run `%s` again", t.path, name, again)
+			case !isParleyServer(s.server):
+				add(Fail, t.path, "%s: %s no longer starts `parley mcp`", t.path, name)
+			default:
+				if msg := checkProgram(serverCommand(s.server), env.Path); msg != "" {
+					add(Fail, t.path, "%s: %s %s", t.path, name, msg)
+				}
+				if m, _ := s.server.(map[string]any); m["enabled"] == false {
+					add(Warn, t.path, "%s: %s is switched off (\"enabled\": false)", t.path, name)
+				}
+			}
+		}
+		for _, ev := range HookEvents[client] {
+			if _, ok := t.hooks[ev]; !ok || !slices.Contains(wantHooks, ev) {
+				continue
+			}
+			cmd, ok := s.hooks[ev]
+			if !ok {
+				add(Fail, t.path, "%s: the %s hook is gone: run `%s` again", t.path, ev, again)
+				continue
+			}
+			if msg := checkProgram(splitCommand(cmd)[0], env.Path); msg != "" {
+				add(Fail, t.path, "%s: the %s hook %s", t.path, ev, msg)
+			}
+		}
+		if t.format == fmtTOML && slices.Contains(wantHooks, "notify") {
+			switch {
+			case s.notify == nil:
+				add(Fail, t.path, "%s: notify is gone: run `%s` again", t.path, again)
+			case !isParleyNotify(s.notify):
+				add(Warn, t.path, "%s: notify runs another program, so Codex tells Parley it is idle only through hooks", t.path)
+			default:
+				a, _ := s.notify.([]any)
+				if p, _ := a[0].(string); checkProgram(p, env.Path) != "" {
+					add(Fail, t.path, "%s: notify %s", t.path, checkProgram(p, env.Path))
+				}
+			}
+		}
+	}
+	var missing []string
+	for _, ev := range implemented {
+		if slices.Contains(HookEvents[client], ev) && !slices.Contains(wantHooks, ev) {
+			missing = append(missing, ev)
+		}
+	}
+	if len(missing) > 0 {
+		add(Warn, "", "this parley also has the hook(s) %s for %s: run `%s` again to add them", strings.Join(missing, ", "), client, again)
+	}
+	findings = append(findings, extraSteps(env, client, scope, wantHooks, states[0].decoded)...)
+	if len(findings) == bad || onlyNotes(findings[bad:]) {
+		var paths []string
+		for _, s := range states {
+			if s.exists {
+				paths = append(paths, s.t.path)
+			}
+		}
+		findings = append(findings[:bad:bad], append([]Finding{{Client: client, Scope: scope, Level: OK,
+			Msg: "Parley's entries are intact in " + strings.Join(paths, ", ")}}, findings[bad:]...)...)
+	}
+	return true, findings
+}
+
+func onlyNotes(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Level != Note {
+			return false
+		}
+	}
+	return true
+}
+
+// checkProgram returns what is wrong with the program a client will run,
+// or "".
+func checkProgram(prog, path string) string {
+	if prog == "" {
+		return "names no program"
+	}
+	if !strings.Contains(prog, "/") {
+		for _, dir := range filepath.SplitList(path) {
+			if dir == "" {
+				continue
+			}
+			if fi, err := os.Stat(filepath.Join(dir, prog)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				return ""
+			}
+		}
+		return fmt.Sprintf("runs %q, which is not on PATH", prog)
+	}
+	if strings.HasPrefix(prog, "~") {
+		return fmt.Sprintf("runs %q; write the full path", prog)
+	}
+	fi, err := os.Stat(prog)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("points at %s, which does not exist", prog)
+	case fi.IsDir() || fi.Mode()&0o111 == 0:
+		return fmt.Sprintf("points at %s, which is not a program", prog)
+	}
+	return ""
+}
+
+// extraSteps checks (or, when it cannot, names) what a client needs beyond
+// its config entries.
+func extraSteps(env Env, client Client, scope Scope, hooks []string, decoded any) []Finding {
+	var out []Finding
+	add := func(level Level, path, format string, a ...any) {
+		out = append(out, Finding{Client: client, Scope: scope, Path: path, Level: level, Msg: fmt.Sprintf(format, a...)})
+	}
+	switch client {
+	case Claude:
+		add(Note, "", "pushes into an idle session need Claude Code started with --dangerously-load-development-channels server:parley")
+	case Codex:
+		user := filepath.Join(codexHome(env), "config.toml")
+		files := []string{user}
+		if scope == Project {
+			files = append(files, filepath.Join(env.ProjectDir, ".codex", "config.toml"))
+		}
+		hasHooks := slices.ContainsFunc(hooks, func(h string) bool { return h != "notify" })
+		for _, f := range files {
+			b, ok, _ := readFile(f)
+			if !ok {
+				continue
+			}
+			m, err := decodeTOML(b)
+			if err != nil {
+				continue
+			}
+			if feat, ok := m["features"].(map[string]any); ok && hasHooks {
+				for _, k := range []string{"hooks", "codex_hooks"} {
+					if v, ok := feat[k].(bool); ok && !v {
+						add(Warn, f, "%s sets [features] %s = false: Codex runs none of Parley's hooks", f, k)
+					}
+				}
+			}
+			if f == user && scope == Project {
+				proj, _ := m["projects"].(map[string]any)
+				p, _ := proj[env.ProjectDir].(map[string]any)
+				if p["trust_level"] != "trusted" {
+					add(Warn, f, "Codex reads %s only in a trusted project: trust it when Codex asks", filepath.Join(env.ProjectDir, ".codex"))
+				}
+			}
+		}
+		if hasHooks {
+			add(Note, "", "Codex runs new hooks only after you trust them once (/hooks in Codex); Parley cannot see whether you did")
+		}
+	case Gemini:
+		for _, f := range []string{filepath.Join(env.Home, ".gemini", "settings.json"), filepath.Join(env.ProjectDir, ".gemini", "settings.json")} {
+			if f == filepath.Join(env.ProjectDir, ".gemini", "settings.json") && scope != Project {
+				continue
+			}
+			b, ok, _ := readFile(f)
+			if !ok {
+				continue
+			}
+			v, err := standardValue(b)
+			if err != nil {
+				continue
+			}
+			m, _ := v.(map[string]any)
+			hc, _ := m["hooksConfig"].(map[string]any)
+			if hc["enabled"] == false && len(hooks) > 0 {
+				add(Warn, f, "%s sets hooksConfig.enabled = false: Gemini CLI runs none of Parley's hooks", f)
+			}
+			if dis, ok := hc["disabled"].([]any); ok && slices.Contains(dis, any("parley")) {
+				add(Warn, f, "%s lists the parley hook in hooksConfig.disabled", f)
+			}
+		}
+		if scope == Project && geminiFolderTrust(env) && !geminiTrusted(env) {
+			add(Warn, "", "Gemini CLI reads %s only in a trusted folder: trust it when Gemini asks (or with /permissions)", filepath.Join(env.ProjectDir, ".gemini", "settings.json"))
+		}
+	}
+	return out
+}
+
+func codexHome(env Env) string {
+	if env.CodexHome != "" {
+		return env.CodexHome
+	}
+	return filepath.Join(env.Home, ".codex")
+}
+
+// geminiFolderTrust reports whether Gemini CLI's folder trust is on in the
+// user's settings.
+func geminiFolderTrust(env Env) bool {
+	b, ok, _ := readFile(filepath.Join(env.Home, ".gemini", "settings.json"))
+	if !ok {
+		return false
+	}
+	v, err := standardValue(b)
+	if err != nil {
+		return false
+	}
+	m, _ := v.(map[string]any)
+	sec, _ := m["security"].(map[string]any)
+	ft, _ := sec["folderTrust"].(map[string]any)
+	return ft["enabled"] == true
+}
+
+// geminiTrusted reports whether ~/.gemini/trustedFolders.json trusts the
+// project folder (TRUST_FOLDER on it or above it, or TRUST_PARENT on a
+// folder inside the one above it).
+func geminiTrusted(env Env) bool {
+	b, ok, _ := readFile(filepath.Join(env.Home, ".gemini", "trustedFolders.json"))
+	if !ok {
+		return false
+	}
+	var rules map[string]string
+	std, err := standardValue(b)
+	if err != nil {
+		return false
+	}
+	raw, _ := json.Marshal(std)
+	if json.Unmarshal(raw, &rules) != nil {
+		return false
+	}
+	within := func(dir, root string) bool {
+		rel, err := filepath.Rel(root, dir)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	}
+	trusted := false
+	for p, rule := range rules {
+		switch rule {
+		case "TRUST_FOLDER":
+			if within(env.ProjectDir, p) {
+				trusted = true
+			}
+		case "TRUST_PARENT":
+			if within(env.ProjectDir, filepath.Dir(p)) {
+				trusted = true
+			}
+		case "DO_NOT_TRUST":
+			if within(env.ProjectDir, p) {
+				return false
+			}
+		}
+	}
+	return trusted
+}

@@ -1,0 +1,175 @@
+package install
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeBinary writes an executable called parley and returns its path.
+func fakeBinary(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "bin", "parley")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func levels(fs []Finding) map[Level][]string {
+	out := map[Level][]string{}
+	for _, f := range fs {
+		out[f.Level] = append(out[f.Level], f.Msg)
+	}
+	return out
+}
+
+func hasFinding(fs []Finding, level Level, substr string) bool {
+	for _, f := range fs {
+		if f.Level == level && strings.Contains(f.Msg, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCheckHealthyAndBroken(t *testing.T) {
+	for _, c := range Clients {
+		t.Run(string(c), func(t *testing.T) {
+			env := testEnv(t)
+			realistic(t, env, c)
+			if installed, fs := Check(env, c, User, HookEvents[c]); installed || len(fs) > 0 {
+				t.Fatalf("not installed yet, but: %v %v", installed, fs)
+			}
+			bin := fakeBinary(t)
+			o := opts(c, User)
+			o.Command = bin
+			mustInstall(t, env, o)
+			installed, fs := Check(env, c, User, HookEvents[c])
+			if !installed || len(levels(fs)[Fail]) > 0 || len(levels(fs)[Warn]) > 0 || len(levels(fs)[OK]) != 1 {
+				t.Fatalf("after install: %v %v", installed, fs)
+			}
+
+			// The binary goes away.
+			if err := os.Remove(bin); err != nil {
+				t.Fatal(err)
+			}
+			_, fs = Check(env, c, User, HookEvents[c])
+			if !hasFinding(fs, Fail, "does not exist") {
+				t.Errorf("binary gone: %v", fs)
+			}
+			if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+
+			// The server entry (or the whole file) goes away.
+			ts, _ := targets(env, o)
+			first := ts[0].path
+			orig := mustRead(t, first)
+			_ = os.Remove(first)
+			_, fs = Check(env, c, User, HookEvents[c])
+			if !hasFinding(fs, Fail, "is missing") {
+				t.Errorf("file gone: %v", fs)
+			}
+			// The file goes bad.
+			if err := os.WriteFile(first, append([]byte("{\n"), orig...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c == Codex {
+				if err := os.WriteFile(first, append([]byte("[[x]\n"), orig...), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, fs = Check(env, c, User, HookEvents[c])
+			if !hasFinding(fs, Fail, "line ") {
+				t.Errorf("file invalid: %v", fs)
+			}
+			if err := os.WriteFile(first, orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			// A hook goes away.
+			if len(HookEvents[c]) > 0 {
+				last := ts[len(ts)-1].path
+				b := mustRead(t, last)
+				ev := HookEvents[c][0]
+				cut := strings.Replace(string(b), "hook "+string(c)+" "+ev, "hook "+string(c)+" Other", 1)
+				if err := os.WriteFile(last, []byte(cut), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				_, fs = Check(env, c, User, HookEvents[c])
+				if !hasFinding(fs, Fail, "the "+ev+" hook is gone") {
+					t.Errorf("hook gone: %v", fs)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckExtraSteps(t *testing.T) {
+	env := testEnv(t)
+	bin := fakeBinary(t)
+	// Codex: hooks off, project not trusted.
+	if err := os.MkdirAll(filepath.Join(env.Home, ".codex"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(env.Home, ".codex", "config.toml"), []byte("[features]\nhooks = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := opts(Codex, Project)
+	o.Command = bin
+	mustInstall(t, env, o)
+	_, fs := Check(env, Codex, Project, HookEvents[Codex])
+	if !hasFinding(fs, Warn, "hooks = false") || !hasFinding(fs, Warn, "trusted project") {
+		t.Errorf("codex: %v", fs)
+	}
+	// An older install without the hooks this parley has.
+	o.Hooks = nil
+	o.Scope = User
+	mustInstall(t, env, o)
+	_, fs = Check(env, Codex, User, HookEvents[Codex])
+	if !hasFinding(fs, Warn, "run `parley install codex` again") {
+		t.Errorf("codex without hooks: %v", fs)
+	}
+
+	// Gemini: hooks off, folder trust on and the project not trusted.
+	if err := os.MkdirAll(filepath.Join(env.Home, ".gemini"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := "{\n  // mine\n  \"hooksConfig\": {\"enabled\": false},\n  \"security\": {\"folderTrust\": {\"enabled\": true}}\n}\n"
+	if err := os.WriteFile(filepath.Join(env.Home, ".gemini", "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := opts(Gemini, Project)
+	g.Command = bin
+	mustInstall(t, env, g)
+	_, fs = Check(env, Gemini, Project, HookEvents[Gemini])
+	if !hasFinding(fs, Warn, "hooksConfig.enabled = false") || !hasFinding(fs, Warn, "trusted folder") {
+		t.Errorf("gemini: %v", fs)
+	}
+	trust := `{"` + filepath.Dir(env.ProjectDir) + `": "TRUST_FOLDER"}`
+	if err := os.WriteFile(filepath.Join(env.Home, ".gemini", "trustedFolders.json"), []byte(trust), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, fs = Check(env, Gemini, Project, HookEvents[Gemini])
+	if hasFinding(fs, Warn, "trusted folder") {
+		t.Errorf("gemini trusted: %v", fs)
+	}
+
+	// A bare command must be on PATH.
+	p := opts(OpenCode, Project)
+	mustInstall(t, env, p)
+	_, fs = Check(env, OpenCode, Project, nil)
+	if !hasFinding(fs, Fail, "not on PATH") {
+		t.Errorf("opencode without parley on PATH: %v", fs)
+	}
+	env.Path = filepath.Dir(bin)
+	_, fs = Check(env, OpenCode, Project, nil)
+	if len(levels(fs)[Fail]) > 0 {
+		t.Errorf("opencode with parley on PATH: %v", fs)
+	}
+}
