@@ -52,6 +52,10 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 		return false, nil
 	}
 	rec, recErr := loadRecord(recordPath(env, client, scope))
+	var k known
+	if rec != nil {
+		k = known{rec.Command}
+	}
 	type state struct {
 		t       target
 		exists  bool
@@ -107,7 +111,7 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 						for _, h := range hs {
 							hm, _ := h.(map[string]any)
 							cmd, _ := hm["command"].(string)
-							if e, ok := parleyHookEvent(cmd, client); ok && e == ev {
+							if e, ok := k.hookEvent(cmd, client); ok && e == ev {
 								s.hooks[ev] = cmd
 							}
 						}
@@ -115,7 +119,7 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 				}
 			}
 		}
-		if isParleyServer(s.server) || len(s.hooks) > 0 || isParleyNotify(s.notify) {
+		if k.server(s.server) || len(s.hooks) > 0 || k.notify(s.notify) {
 			found = true
 		}
 		states = append(states, s)
@@ -134,7 +138,7 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			for ev := range s.hooks {
 				wantHooks = append(wantHooks, ev)
 			}
-			if isParleyNotify(s.notify) {
+			if k.notify(s.notify) {
 				wantHooks = append(wantHooks, "notify")
 			}
 		}
@@ -167,7 +171,7 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			switch {
 			case s.server == nil:
 				add(Fail, t.path, "%s: %s is gone: run `%s` again", t.path, name, again)
-			case !isParleyServer(s.server):
+			case !k.server(s.server):
 				add(Fail, t.path, "%s: %s no longer starts `parley mcp`", t.path, name)
 			default:
 				if msg := checkProgram(serverCommand(s.server), env.Path); msg != "" {
@@ -195,7 +199,7 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			switch {
 			case s.notify == nil:
 				add(Fail, t.path, "%s: notify is gone: run `%s` again", t.path, again)
-			case !isParleyNotify(s.notify):
+			case !k.notify(s.notify):
 				add(Warn, t.path, "%s: notify runs another program, so Codex tells Parley it is idle only through hooks", t.path)
 			default:
 				a, _ := s.notify.([]any)

@@ -315,18 +315,21 @@ func notes(env Env, o Options, wroteHooks bool) []string {
 
 // --- recognising Parley's entries ---
 
-// isParleyBinary reports whether a command's program is Parley.
-func isParleyBinary(argv0 string) bool {
-	base := filepath.Base(argv0)
-	base = strings.TrimSuffix(strings.ToLower(base), ".exe")
-	return base == "parley"
+// known tells Parley's entries by their program: one named parley, or one
+// of the programs listed (those an install wrote, whatever their name).
+type known []string
+
+// program reports whether argv0 is Parley.
+func (k known) program(argv0 string) bool {
+	base := strings.TrimSuffix(strings.ToLower(filepath.Base(argv0)), ".exe")
+	return base == "parley" || argv0 != "" && slices.Contains(k, argv0)
 }
 
-// parleyHookEvent returns the event of a `parley … hook CLIENT EVENT` command
-// line for client.
-func parleyHookEvent(cmd string, client Client) (string, bool) {
+// hookEvent returns the event of a `parley … hook CLIENT EVENT` command line
+// for client.
+func (k known) hookEvent(cmd string, client Client) (string, bool) {
 	argv := splitCommand(cmd)
-	if len(argv) < 4 || !isParleyBinary(argv[0]) {
+	if len(argv) < 4 || !k.program(argv[0]) {
 		return "", false
 	}
 	rest := skipGlobalFlags(argv[1:])
@@ -336,28 +339,9 @@ func parleyHookEvent(cmd string, client Client) (string, bool) {
 	return "", false
 }
 
-// skipGlobalFlags skips parley's global flags at the head of args.
-func skipGlobalFlags(args []string) []string {
-	for len(args) > 0 {
-		a := args[0]
-		switch {
-		case a == "--home" || a == "--timeout":
-			if len(args) < 2 {
-				return nil
-			}
-			args = args[2:]
-		case strings.HasPrefix(a, "--home=") || strings.HasPrefix(a, "--timeout=") || a == "--json":
-			args = args[1:]
-		default:
-			return args
-		}
-	}
-	return args
-}
-
-// isParleyServer reports whether a decoded MCP server entry starts Parley's
-// MCP server.
-func isParleyServer(v any) bool {
+// server reports whether a decoded MCP server entry starts Parley's MCP
+// server.
+func (k known) server(v any) bool {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return false
@@ -378,11 +362,58 @@ func isParleyServer(v any) bool {
 			argv = append(argv, s)
 		}
 	}
-	if len(argv) < 2 || !isParleyBinary(argv[0]) {
+	if len(argv) < 2 || !k.program(argv[0]) {
 		return false
 	}
 	rest := skipGlobalFlags(argv[1:])
 	return len(rest) > 0 && rest[0] == "mcp"
+}
+
+// notify reports whether a decoded Codex notify value runs Parley.
+func (k known) notify(v any) bool {
+	a, ok := v.([]any)
+	if !ok || len(a) < 2 {
+		return false
+	}
+	s, _ := a[0].(string)
+	if !k.program(s) {
+		return false
+	}
+	var rest []string
+	for _, x := range a[1:] {
+		s, _ := x.(string)
+		rest = append(rest, s)
+	}
+	rest = skipGlobalFlags(rest)
+	return len(rest) > 0 && rest[0] == "hook"
+}
+
+// isParleyBinary, parleyHookEvent, isParleyServer and isParleyNotify
+// recognise by the program's name alone.
+func isParleyBinary(argv0 string) bool { return known(nil).program(argv0) }
+func parleyHookEvent(cmd string, client Client) (string, bool) {
+	return known(nil).hookEvent(cmd, client)
+}
+func isParleyServer(v any) bool { return known(nil).server(v) }
+func isParleyNotify(v any) bool { return known(nil).notify(v) }
+
+// skipGlobalFlags skips parley's global flags at the head of args.
+func skipGlobalFlags(args []string) []string {
+	for len(args) > 0 {
+		a := args[0]
+		switch {
+		case a == "--home" || a == "--timeout":
+			if len(args) < 2 {
+				return nil
+			}
+			args = args[2:]
+		case strings.HasPrefix(a, "--home=") || strings.HasPrefix(a, "--timeout=") || a == "--json":
+			args = args[1:]
+		default:
+			return args
+		}
+	}
+	return args
 }
 
 // serverCommand returns the program of a decoded MCP server entry.

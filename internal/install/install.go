@@ -108,6 +108,10 @@ func Install(env Env, o Options) (*Plan, error) {
 		return nil, err
 	}
 	rec := &record{Client: o.Client, Scope: o.Scope, Command: o.Command, Hooks: slices.Clone(o.Hooks)}
+	k := known{o.Command}
+	if old != nil {
+		k = append(k, old.Command)
+	}
 	if o.Scope == Project {
 		rec.Project = env.ProjectDir
 	}
@@ -133,9 +137,9 @@ func Install(env Env, o Options) (*Plan, error) {
 		var fileNotes []string
 		switch t.format {
 		case fmtJSON:
-			after, fileNotes, err = installJSON(t, o.Client, before, existed, &fr)
+			after, fileNotes, err = installJSON(t, o.Client, k, before, existed, &fr)
 		case fmtTOML:
-			after, fileNotes, err = installTOML(t, before, &fr)
+			after, fileNotes, err = installTOML(t, k, before, &fr)
 		}
 		if err != nil {
 			return nil, withPath(err, t.path)
@@ -145,7 +149,7 @@ func Install(env Env, o Options) (*Plan, error) {
 			wroteHooks = true
 		}
 		if bytes.Equal(before, after) {
-			if existed {
+			if existed && (t.server != nil || len(t.hooks) > 0) {
 				fr.After = hexSum(after)
 				if fr.Backup == "" {
 					fr.Restorable = false // no copy of an original to put back
@@ -170,7 +174,7 @@ func Install(env Env, o Options) (*Plan, error) {
 }
 
 // installJSON writes Parley's entries into a JSON file's text.
-func installJSON(t target, client Client, before []byte, existed bool, fr *fileRecord) ([]byte, []string, error) {
+func installJSON(t target, client Client, k known, before []byte, existed bool, fr *fileRecord) ([]byte, []string, error) {
 	src := before
 	if !existed {
 		src = []byte(t.newFile)
@@ -195,7 +199,7 @@ func installJSON(t target, client Client, before []byte, existed bool, fr *fileR
 		// Take out Parley's hooks for events no longer wanted.
 		for {
 			root, _ := d.parse()
-			h := findParleyHook(d.src, &root, client, func(ev string) bool { _, want := t.hooks[ev]; return !want })
+			h := findParleyHook(d.src, &root, client, k, func(ev string) bool { _, want := t.hooks[ev]; return !want })
 			if h == nil {
 				break
 			}
@@ -210,7 +214,7 @@ func installJSON(t target, client Client, before []byte, existed bool, fr *fileR
 			}
 		}
 		for _, ev := range events {
-			u, changed, err := d.ensureHook(client, ev, t.hooks[ev])
+			u, changed, err := d.ensureHook(client, k, ev, t.hooks[ev])
 			if err != nil {
 				return nil, nil, err
 			}
@@ -222,14 +226,14 @@ func installJSON(t target, client Client, before []byte, existed bool, fr *fileR
 	if !existed && bytes.Equal(d.src, src) {
 		return before, nil, nil // nothing to write into a file that is not there
 	}
-	if err := checkOthersKept(src, d.src, t, client); err != nil {
+	if err := checkOthersKept(src, d.src, t, client, k); err != nil {
 		return nil, nil, err
 	}
 	return d.src, nil, nil
 }
 
 // installTOML writes Parley's table (and notify) into Codex's config.toml.
-func installTOML(t target, before []byte, fr *fileRecord) ([]byte, []string, error) {
+func installTOML(t target, k known, before []byte, fr *fileRecord) ([]byte, []string, error) {
 	d, err := newTOMLDoc(before)
 	if err != nil {
 		return nil, nil, err
@@ -251,7 +255,7 @@ func installTOML(t target, before []byte, fr *fileRecord) ([]byte, []string, err
 		fr.setTOML(u)
 	}
 	cur, hasNotify := m["notify"]
-	curOurs := hasNotify && isParleyNotify(cur)
+	curOurs := hasNotify && k.notify(cur)
 	switch {
 	case t.notify != nil && hasNotify && !curOurs:
 		notes = append(notes, fmt.Sprintf("%s already has notify = %v; Parley left it, so Codex tells Parley it is idle only through hooks.", t.path, cur))
@@ -274,7 +278,7 @@ func installTOML(t target, before []byte, fr *fileRecord) ([]byte, []string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	if !reflect.DeepEqual(stripTOML(m), stripTOML(after)) {
+	if !reflect.DeepEqual(stripTOML(m, k), stripTOML(after, k)) {
 		return nil, nil, fmt.Errorf("install: the edit would change entries that are not Parley's (a bug in Parley; nothing was written)")
 	}
 	return d.src, notes, nil
@@ -285,25 +289,6 @@ func undoOr(r *tomlUndo, path []string) tomlUndo {
 		return *r
 	}
 	return tomlUndo{Path: path}
-}
-
-// isParleyNotify reports whether a decoded notify value runs Parley.
-func isParleyNotify(v any) bool {
-	a, ok := v.([]any)
-	if !ok || len(a) < 2 {
-		return false
-	}
-	s, _ := a[0].(string)
-	if !isParleyBinary(s) {
-		return false
-	}
-	var rest []string
-	for _, x := range a[1:] {
-		s, _ := x.(string)
-		rest = append(rest, s)
-	}
-	rest = skipGlobalFlags(rest)
-	return len(rest) > 0 && rest[0] == "hook"
 }
 
 // parleyHook is one of Parley's hook entries found in a hooks file.
@@ -318,7 +303,7 @@ type parleyHook struct {
 
 // findParleyHook returns the first Parley hook of client whose event
 // passes keep, or nil.
-func findParleyHook(src []byte, root *hujson.Value, client Client, keep func(event string) bool) *parleyHook {
+func findParleyHook(src []byte, root *hujson.Value, client Client, k known, keep func(event string) bool) *parleyHook {
 	hooks, ok := objectOf(lookup(root, []string{"hooks"}))
 	if !ok {
 		return nil
@@ -343,14 +328,14 @@ func findParleyHook(src []byte, root *hujson.Value, client Client, keep func(eve
 				continue
 			}
 			found, ours := -1, 0
-			for k := range ha.Elements {
-				v, _ := decodeValue(src, &ha.Elements[k])
+			for i := range ha.Elements {
+				v, _ := decodeValue(src, &ha.Elements[i])
 				hm, _ := v.(map[string]any)
 				cmd, _ := hm["command"].(string)
-				if ev, ok := parleyHookEvent(cmd, client); ok && ev == event {
+				if ev, ok := k.hookEvent(cmd, client); ok && ev == event {
 					ours++
 					if found < 0 && keep(event) {
-						found = k
+						found = i
 					}
 				}
 			}
@@ -394,12 +379,12 @@ func (d *jsonDoc) removeHook(h *parleyHook, u *jsonUndo) error {
 
 // ensureHook makes hooks.EVENT hold Parley's group. It returns an undo
 // record when it added the group.
-func (d *jsonDoc) ensureHook(client Client, event string, group jobj) (*jsonUndo, bool, error) {
+func (d *jsonDoc) ensureHook(client Client, k known, event string, group jobj) (*jsonUndo, bool, error) {
 	root, err := d.parse()
 	if err != nil {
 		return nil, false, err
 	}
-	h := findParleyHook(d.src, &root, client, func(ev string) bool { return ev == event })
+	h := findParleyHook(d.src, &root, client, k, func(ev string) bool { return ev == event })
 	if h == nil {
 		u, err := d.appendTo([]string{"hooks", event}, group)
 		return &u, err == nil, err
@@ -424,7 +409,7 @@ func (d *jsonDoc) ensureHook(client Client, event string, group jobj) (*jsonUndo
 
 // checkOthersKept checks that before and after differ only in Parley's
 // entries.
-func checkOthersKept(before, after []byte, t target, client Client) error {
+func checkOthersKept(before, after []byte, t target, client Client, k known) error {
 	b, err := standardValue(before)
 	if err != nil {
 		return err
@@ -433,7 +418,7 @@ func checkOthersKept(before, after []byte, t target, client Client) error {
 	if err != nil {
 		return err
 	}
-	if !reflect.DeepEqual(stripJSON(b, t, client), stripJSON(a, t, client)) {
+	if !reflect.DeepEqual(stripJSON(b, t, client, k), stripJSON(a, t, client, k)) {
 		return fmt.Errorf("install: the edit would change entries that are not Parley's (a bug in Parley; nothing was written)")
 	}
 	return nil
@@ -451,14 +436,14 @@ func standardValue(src []byte) (any, error) {
 
 // stripJSON removes Parley's entries from a decoded config, and the
 // containers on their paths left empty.
-func stripJSON(v any, t target, client Client) any {
+func stripJSON(v any, t target, client Client, k known) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
 	}
 	if t.server != nil {
 		if parent, ok := dig(m, t.server[:len(t.server)-1]); ok {
-			if isParleyServer(parent[t.server[len(t.server)-1]]) {
+			if k.server(parent[t.server[len(t.server)-1]]) {
 				delete(parent, t.server[len(t.server)-1])
 			}
 			if len(parent) == 0 && len(t.server) > 1 {
@@ -482,7 +467,7 @@ func stripJSON(v any, t target, client Client) any {
 							for _, h := range hs {
 								hm, _ := h.(map[string]any)
 								cmd, _ := hm["command"].(string)
-								if e, ok := parleyHookEvent(cmd, client); ok && e == ev {
+								if e, ok := k.hookEvent(cmd, client); ok && e == ev {
 									continue
 								}
 								kh = append(kh, h)
@@ -525,12 +510,12 @@ func dig(m map[string]any, path []string) (map[string]any, bool) {
 }
 
 // stripTOML removes Parley's table and notify from a decoded config.toml.
-func stripTOML(m map[string]any) map[string]any {
+func stripTOML(m map[string]any, k known) map[string]any {
 	out := map[string]any{}
 	for k, v := range m {
 		out[k] = v
 	}
-	if isParleyNotify(out["notify"]) {
+	if k.notify(out["notify"]) {
 		delete(out, "notify")
 	}
 	if s, ok := out["mcp_servers"].(map[string]any); ok {
@@ -538,7 +523,9 @@ func stripTOML(m map[string]any) map[string]any {
 		for k, v := range s {
 			c[k] = v
 		}
-		delete(c, "parley")
+		if p, ok := c["parley"].(map[string]any); ok && k.program(fmt.Sprint(p["command"])) {
+			delete(c, "parley")
+		}
 		if len(c) == 0 {
 			delete(out, "mcp_servers")
 		} else {
@@ -566,6 +553,10 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Client: client, Scope: scope, Uninstall: true, env: env, recPath: recPath}
+	var k known
+	if rec != nil {
+		k = known{rec.Command}
+	}
 	for _, t := range ts {
 		var fr *fileRecord
 		if rec != nil {
@@ -582,12 +573,12 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 		if fr != nil && fr.Restorable && bytes.Equal(sum(cur), fr.afterSum()) {
 			if !fr.Existed {
 				ch.Delete, ch.Restore = true, true
-			} else if orig, err := os.ReadFile(fr.Backup); err == nil && isClean(t, client, orig) {
+			} else if orig, err := os.ReadFile(fr.Backup); err == nil && isClean(t, client, k, orig) {
 				ch.after, ch.Restore = orig, true
 			}
 		}
 		if !ch.Restore {
-			after, notes, err := uninstallFile(t, client, cur, fr)
+			after, notes, err := uninstallFile(t, client, k, cur, fr)
 			if err != nil {
 				return nil, withPath(err, t.path)
 			}
@@ -614,7 +605,7 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 }
 
 // uninstallFile takes Parley's entries out of a file's text.
-func uninstallFile(t target, client Client, cur []byte, fr *fileRecord) ([]byte, []string, error) {
+func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord) ([]byte, []string, error) {
 	var notes []string
 	if t.format == fmtTOML {
 		d, err := newTOMLDoc(cur)
@@ -623,7 +614,7 @@ func uninstallFile(t target, client Client, cur []byte, fr *fileRecord) ([]byte,
 		}
 		m, _ := d.decode()
 		if tv, ok := tableValue(m, t.server); ok {
-			if c, _ := tv["command"].(string); isParleyBinary(c) {
+			if c, _ := tv["command"].(string); k.program(c) {
 				var r *tomlUndo
 				if fr != nil {
 					r = fr.tomlUndo(t.server)
@@ -635,7 +626,7 @@ func uninstallFile(t target, client Client, cur []byte, fr *fileRecord) ([]byte,
 				notes = append(notes, fmt.Sprintf("%s: [mcp_servers.parley] no longer runs Parley; left alone.", t.path))
 			}
 		}
-		if isParleyNotify(m["notify"]) {
+		if k.notify(m["notify"]) {
 			var r *tomlUndo
 			if fr != nil {
 				r = fr.tomlUndo([]string{"notify"})
@@ -661,7 +652,7 @@ func uninstallFile(t target, client Client, cur []byte, fr *fileRecord) ([]byte,
 		if v := lookup(&root, t.server); v != nil {
 			val, _ := decodeValue(d.src, v)
 			switch r := undo(t.server); {
-			case !isParleyServer(val):
+			case !k.server(val):
 				notes = append(notes, fmt.Sprintf("%s: %s no longer runs Parley; left alone.", t.path, strings.Join(t.server, ".")))
 			case r != nil && r.Prev != nil:
 				if err := d.replaceRaw(t.server, *r.Prev); err != nil {
@@ -684,7 +675,7 @@ func uninstallFile(t target, client Client, cur []byte, fr *fileRecord) ([]byte,
 	}
 	for n := 0; n < 1000; n++ {
 		root, _ := d.parse()
-		h := findParleyHook(d.src, &root, client, func(string) bool { return true })
+		h := findParleyHook(d.src, &root, client, k, func(string) bool { return true })
 		if h == nil {
 			break
 		}
@@ -696,20 +687,20 @@ func uninstallFile(t target, client Client, cur []byte, fr *fileRecord) ([]byte,
 }
 
 // isClean reports whether a file's text holds none of Parley's entries.
-func isClean(t target, client Client, src []byte) bool {
+func isClean(t target, client Client, k known, src []byte) bool {
 	if t.format == fmtTOML {
 		m, err := decodeTOML(src)
 		if err != nil {
 			return false
 		}
-		return reflect.DeepEqual(m, stripTOML(m))
+		return reflect.DeepEqual(m, stripTOML(m, k))
 	}
 	v, err := standardValue(src)
 	if err != nil {
 		return false
 	}
 	a, _ := standardValue(src)
-	return reflect.DeepEqual(v, stripJSON(a, t, client))
+	return reflect.DeepEqual(v, stripJSON(a, t, client, k))
 }
 
 // isEmptyConfig reports whether a file Parley created holds nothing else.

@@ -711,3 +711,26 @@ func TestParseHookCommands(t *testing.T) {
 		t.Errorf("%q splits into %q", cmd, got)
 	}
 }
+
+func TestProgramWithAnotherName(t *testing.T) {
+	// A parley binary called something else is recognised through the
+	// record.
+	env := testEnv(t)
+	realistic(t, env, Codex)
+	orig := snapshot(t, env.Home)
+	bin := filepath.Join(filepath.Dir(fakeBinary(t)), "parley-nightly")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := opts(Codex, User)
+	o.Command = bin
+	mustInstall(t, env, o)
+	if p, err := Install(env, o); err != nil || p.Changed() {
+		t.Fatalf("second install: %v %v", err, p)
+	}
+	if installed, fs := Check(env, Codex, User, HookEvents[Codex]); !installed || len(levels(fs)[Fail]) > 0 {
+		t.Fatalf("check: %v %v", installed, fs)
+	}
+	mustUninstall(t, env, Codex, User)
+	sameSnapshot(t, orig, snapshot(t, env.Home))
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/install"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+)
+
+func doctorCmd(g *globals) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check Parley's installs in agent clients and the node; say what is wrong",
+		Long: `Check each client Parley is installed in (its config files are there and valid,
+Parley's entries are intact and run a parley program that exists, the client's
+extra steps are done) and the node (its home, key and socket, and whether it
+runs). One line per finding; exits 1 when something is broken.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := installFlags{dir: dir}
+			env, err := f.env(g)
+			if err != nil {
+				return err
+			}
+			var findings []install.Finding
+			any := false
+			for _, c := range install.Clients {
+				for _, s := range []install.Scope{install.User, install.Project} {
+					installed, fs := install.Check(env, c, s, hookCommands[c])
+					if installed {
+						any = true
+						findings = append(findings, fs...)
+					}
+				}
+			}
+			if !any {
+				findings = append(findings, install.Finding{Level: install.Note,
+					Msg: "Parley is not installed in any client here: parley install claude|codex|gemini|opencode"})
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), min(g.timeout, 5*time.Second))
+			defer cancel()
+			findings = append(findings, checkNode(ctx, env.ParleyHome)...)
+			failed := false
+			for _, f := range findings {
+				if f.Level == install.Fail {
+					failed = true
+				}
+			}
+			if g.json {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(struct {
+					OK       bool              `json:"ok"`
+					Findings []install.Finding `json:"findings"`
+				}{!failed, findings}); err != nil {
+					return err
+				}
+			} else {
+				printFindings(cmd.OutOrStdout(), findings)
+			}
+			if failed {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the project folder to check (default: the git repository's top folder, else the working folder)")
+	return cmd
+}
+
+func printFindings(w io.Writer, findings []install.Finding) {
+	for _, f := range findings {
+		tag := map[install.Level]string{install.OK: "ok  ", install.Note: "note", install.Warn: "warn", install.Fail: "FAIL"}[f.Level]
+		fmt.Fprintf(w, "%s %s\n", tag, f)
+	}
+}
+
+// checkNode checks the node's home (permissions, key) and whether a node
+// answers on its socket.
+func checkNode(ctx context.Context, home string) []install.Finding {
+	var out []install.Finding
+	add := func(level install.Level, format string, a ...any) {
+		out = append(out, install.Finding{Level: level, Path: home, Msg: "node: " + fmt.Sprintf(format, a...)})
+	}
+	fi, err := os.Stat(home)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		add(install.Note, "no home at %s yet (parley up, or the first parley mcp, creates it)", home)
+		return out
+	case err != nil:
+		add(install.Fail, "cannot read the home %s: %v", home, err)
+		return out
+	case !fi.IsDir():
+		add(install.Fail, "the home %s is not a folder", home)
+		return out
+	case fi.Mode().Perm()&0o022 != 0:
+		add(install.Fail, "the home %s is writable by others (mode %04o): chmod 700 %s", home, fi.Mode().Perm(), home)
+	case fi.Mode().Perm()&0o077 != 0:
+		add(install.Warn, "the home %s is readable by others (mode %04o): chmod 700 %s", home, fi.Mode().Perm(), home)
+	}
+	key := filepath.Join(home, node.KeyFileName)
+	if ki, err := os.Stat(key); err == nil && ki.Mode().Perm()&0o077 != 0 {
+		add(install.Fail, "%s is readable by others (mode %04o), so the node refuses it: chmod 600 %s", key, ki.Mode().Perm(), key)
+	}
+	sock := node.SocketPath(home)
+	c := localapi.NewClient(sock)
+	defer c.Close()
+	st, err := c.Status(ctx)
+	switch {
+	case err == nil:
+		add(install.OK, "running for %.0fs as %s (%s), %d peers connected", st.UptimeSec, st.PeerID, st.Handle, st.Peers)
+		if si, err := os.Stat(sock); err == nil && si.Mode().Perm()&0o077 != 0 {
+			add(install.Fail, "the socket %s is open to others (mode %04o)", sock, si.Mode().Perm())
+		}
+	case errors.Is(err, localapi.ErrNoNode):
+		if _, serr := os.Lstat(sock); serr == nil {
+			add(install.Warn, "no node answers on %s (a node that stopped without cleaning up?); parley up starts one", sock)
+		} else {
+			add(install.Warn, "not running (parley mcp starts one when a client needs it; or run parley up)")
+		}
+	default:
+		add(install.Fail, "the node on %s does not answer properly: %v", sock, err)
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/install"
+)
+
+// hookCommands lists, per client, the `parley hook CLIENT EVENT` commands
+// this binary implements (events from install.HookEvents). `parley install`
+// registers only these, so a client never runs a hook command that does not
+// exist; the file that adds the hook commands adds their events here.
+var hookCommands = map[install.Client][]string{}
+
+// installFlags are the flags install and uninstall share.
+type installFlags struct {
+	project, user, dryRun bool
+	dir                   string
+}
+
+func (f *installFlags) add(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.user, "user", false, "your own config, for every session of the client (the default)")
+	cmd.Flags().BoolVar(&f.project, "project", false, "the project folder's config, shared through the repository")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print the changes as a unified diff and change nothing")
+	cmd.Flags().StringVar(&f.dir, "dir", "", "the project folder for --project (default: the git repository's top folder, else the working folder)")
+}
+
+func (f *installFlags) scope() (install.Scope, error) {
+	if f.project && f.user {
+		return "", errors.New("choose one of --project and --user")
+	}
+	if f.project {
+		return install.Project, nil
+	}
+	return install.User, nil
+}
+
+// env returns where the clients' files are, and Parley's home.
+func (f *installFlags) env(g *globals) (install.Env, error) {
+	home, err := g.resolveHome()
+	if err != nil {
+		return install.Env{}, err
+	}
+	dir := f.dir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return install.Env{}, err
+		}
+		dir = projectRoot(wd)
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return install.Env{}, err
+	}
+	return install.FromOS(dir, home)
+}
+
+// projectRoot returns the top folder of the git repository holding dir, or
+// dir.
+func projectRoot(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
+func installCmd(g *globals) *cobra.Command {
+	var f installFlags
+	var command string
+	cmd := &cobra.Command{
+		Use:   "install claude|codex|gemini|opencode",
+		Short: "Register Parley with an agent client: its MCP server and, where the client has them, its hooks",
+		Long: `Write Parley's MCP server entry (parley mcp) and, where the client has them, its
+hooks into the client's config files, keeping everything else in them byte for
+byte (comments and formatting included). A copy of each file goes under
+PARLEY_HOME/install/backup first; a second run changes nothing; --dry-run shows
+the diff. A file that is not valid JSON/TOML is refused with its line.
+
+  claude    ~/.claude.json and ~/.claude/settings.json (--project: .mcp.json, .claude/settings.json)
+  codex     $CODEX_HOME/config.toml and hooks.json (--project: .codex/)
+  gemini    ~/.gemini/settings.json (--project: .gemini/settings.json)
+  opencode  ~/.config/opencode/opencode.json (--project: opencode.json)
+
+parley uninstall CLIENT takes out exactly what install added.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := install.ParseClient(args[0])
+			if err != nil {
+				return err
+			}
+			scope, err := f.scope()
+			if err != nil {
+				return err
+			}
+			env, err := f.env(g)
+			if err != nil {
+				return err
+			}
+			if command == "" {
+				if command, err = defaultCommand(scope); err != nil {
+					return err
+				}
+			}
+			o := install.Options{Client: client, Scope: scope, Command: command, Args: homeArgs(g, env.ParleyHome), Hooks: hookCommands[client]}
+			var plan *install.Plan
+			for attempt := 0; ; attempt++ {
+				if plan, err = install.Install(env, o); err != nil {
+					return err
+				}
+				if f.dryRun {
+					break
+				}
+				err = plan.Apply()
+				if errors.Is(err, install.ErrRaced) && attempt < 2 {
+					continue // the client rewrote its file meanwhile: plan again
+				}
+				if err != nil {
+					return err
+				}
+				break
+			}
+			if len(o.Hooks) == 0 && len(install.HookEvents[client]) > 0 {
+				plan.Notes = append(plan.Notes, "No hooks were written: this parley has no `parley hook` commands yet (the MCP server works without them).")
+			}
+			return printPlan(g, cmd.OutOrStdout(), plan, f.dryRun, env, client, scope)
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&command, "command", "", "the parley program the client runs (default: this program's full path; with --project: parley, found on PATH)")
+	return cmd
+}
+
+func uninstallCmd(g *globals) *cobra.Command {
+	var f installFlags
+	cmd := &cobra.Command{
+		Use:   "uninstall claude|codex|gemini|opencode",
+		Short: "Take Parley out of an agent client's config files",
+		Long: `Take out exactly what parley install added. A file nothing else changed since
+comes back byte for byte (a file Parley created is removed); otherwise only
+Parley's entries go, and an entry Parley replaced comes back.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := install.ParseClient(args[0])
+			if err != nil {
+				return err
+			}
+			scope, err := f.scope()
+			if err != nil {
+				return err
+			}
+			env, err := f.env(g)
+			if err != nil {
+				return err
+			}
+			var plan *install.Plan
+			for attempt := 0; ; attempt++ {
+				if plan, err = install.Uninstall(env, client, scope); err != nil {
+					return err
+				}
+				if f.dryRun {
+					break
+				}
+				err = plan.Apply()
+				if errors.Is(err, install.ErrRaced) && attempt < 2 {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				break
+			}
+			return printPlan(g, cmd.OutOrStdout(), plan, f.dryRun, env, client, scope)
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+// defaultCommand is the parley program a client runs: this one, by its full
+// path, for the user's own config; "parley" on PATH for a project's shared
+// files.
+func defaultCommand(scope install.Scope) (string, error) {
+	if scope == install.Project {
+		return "parley", nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot find this program's path (%v); pass --command", err)
+	}
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		// `go run` built this program in a folder that goes away.
+		if p, err := exec.LookPath("parley"); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs, nil
+			}
+		}
+		return "", errors.New("this parley is a temporary build (go run): install it first (go install ./cmd/parley), or pass --command PATH")
+	}
+	return exe, nil
+}
+
+// homeArgs are the arguments that point the client's parley at this home,
+// when it is not the default one.
+func homeArgs(g *globals, home string) []string {
+	if u, err := os.UserHomeDir(); err == nil && home == filepath.Join(u, ".parley") {
+		return nil
+	}
+	return []string{"--home", home}
+}
+
+// printPlan says what a plan did (or, with dryRun, would do).
+func printPlan(g *globals, w io.Writer, p *install.Plan, dryRun bool, env install.Env, client install.Client, scope install.Scope) error {
+	if g.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			*install.Plan
+			DryRun bool `json:"dry_run,omitempty"`
+		}{p, dryRun})
+	}
+	if dryRun {
+		if !p.Changed() {
+			fmt.Fprintf(w, "nothing to change for %s (%s)\n", client, scope)
+		}
+		fmt.Fprint(w, p.Diff())
+	} else {
+		for _, c := range p.Changes {
+			switch {
+			case c.Delete:
+				fmt.Fprintf(w, "removed %s (Parley had created it)\n", c.Path)
+			case c.Restore:
+				fmt.Fprintf(w, "restored %s as it was before Parley\n", c.Path)
+			case c.Create:
+				fmt.Fprintf(w, "created %s\n", c.Path)
+			default:
+				fmt.Fprintf(w, "updated %s\n", c.Path)
+			}
+		}
+		for _, u := range p.Unchanged {
+			if p.Uninstall {
+				fmt.Fprintf(w, "%s holds nothing of Parley's\n", u)
+			} else {
+				fmt.Fprintf(w, "%s already holds Parley's entries\n", u)
+			}
+		}
+		if p.Uninstall && !p.Changed() && len(p.Unchanged) == 0 {
+			fmt.Fprintf(w, "Parley is not installed for %s (%s)\n", client, scope)
+		}
+		if p.Changed() && !p.Uninstall {
+			fmt.Fprintf(w, "copies of the files as they were are in %s\n", install.BackupDir(env, client, scope))
+		}
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// userDirs is a fake user: a home folder (with no Parley home in it yet)
+// and a project folder.
+type userDirs struct {
+	home, project string
+}
+
+func newUser(t *testing.T) userDirs {
+	t.Helper()
+	root := t.TempDir()
+	u := userDirs{home: filepath.Join(root, "home"), project: filepath.Join(root, "project")}
+	for _, d := range []string{u.home, u.project, filepath.Join(u.project, ".git")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return u
+}
+
+// put copies a file from internal/install/testdata into the fake home.
+func (u userDirs) put(t *testing.T, rel, testdata string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "install", "testdata", testdata))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(u.home, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// run runs parley as this user, in a subfolder of the project.
+func (u userDirs) run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	sub := filepath.Join(u.project, "src")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(parleyBin, args...)
+	cmd.Dir = sub
+	cmd.Env = []string{"HOME=" + u.home, "PATH=" + os.Getenv("PATH")}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func readAll(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestCLIInstallDryRunTwiceDoctorUninstall(t *testing.T) {
+	u := newUser(t)
+	settings := u.put(t, ".gemini/settings.json", "gemini-settings.json")
+	orig := readAll(t, settings)
+
+	out, errs, code := u.run(t, "install", "gemini", "--dry-run")
+	if code != 0 || !strings.Contains(out, "+\t\t\"parley\": {") || !strings.Contains(out, "--- a"+settings) {
+		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if readAll(t, settings) != orig {
+		t.Fatal("--dry-run changed the file")
+	}
+	if _, err := os.Stat(filepath.Join(u.home, ".parley")); !os.IsNotExist(err) {
+		t.Fatalf("--dry-run wrote into the Parley home: %v", err)
+	}
+
+	out, errs, code = u.run(t, "install", "gemini")
+	if code != 0 || !strings.Contains(out, "updated "+settings) {
+		t.Fatalf("install: exit %d\n%s\n%s", code, out, errs)
+	}
+	after := readAll(t, settings)
+	if !strings.Contains(after, `"command": "`+parleyBin+`"`) || !strings.Contains(after, "// I like vim") {
+		t.Fatalf("after install:\n%s", after)
+	}
+	out, _, code = u.run(t, "install", "gemini")
+	if code != 0 || !strings.Contains(out, "already holds Parley's entries") || readAll(t, settings) != after {
+		t.Fatalf("second install: exit %d\n%s", code, out)
+	}
+
+	var plan struct {
+		Client    string   `json:"client"`
+		Unchanged []string `json:"unchanged"`
+		DryRun    bool     `json:"dry_run"`
+	}
+	jout, _, _ := u.run(t, "install", "gemini", "--dry-run", "--json")
+	if err := json.Unmarshal([]byte(jout), &plan); err != nil || plan.Client != "gemini" || !plan.DryRun || len(plan.Unchanged) != 1 {
+		t.Fatalf("--json: %v %+v\n%s", err, plan, jout)
+	}
+
+	out, errs, code = u.run(t, "doctor")
+	if code != 0 || !strings.Contains(out, "ok   gemini (user): Parley's entries are intact") || !strings.Contains(out, "node: ") {
+		t.Fatalf("doctor: exit %d\n%s\n%s", code, out, errs)
+	}
+
+	// A broken file: doctor says where, and exits 1.
+	if err := os.WriteFile(settings, []byte(strings.Replace(after, `"ui": {`, `"ui": `, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = u.run(t, "doctor")
+	if code != 1 || !strings.Contains(out, "FAIL gemini (user): "+settings+": line 7") {
+		t.Fatalf("doctor on a broken file: exit %d\n%s", code, out)
+	}
+	var rep struct {
+		OK       bool `json:"ok"`
+		Findings []struct {
+			Level string `json:"level"`
+		} `json:"findings"`
+	}
+	jout, _, code = u.run(t, "doctor", "--json")
+	if err := json.Unmarshal([]byte(jout), &rep); err != nil || rep.OK || code != 1 {
+		t.Fatalf("doctor --json: %v %+v exit %d", err, rep, code)
+	}
+	if err := os.WriteFile(settings, []byte(after), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errs, code = u.run(t, "uninstall", "gemini")
+	if code != 0 || !strings.Contains(out, "restored "+settings) {
+		t.Fatalf("uninstall: exit %d\n%s\n%s", code, out, errs)
+	}
+	if readAll(t, settings) != orig {
+		t.Fatalf("after uninstall:\n%s", readAll(t, settings))
+	}
+	out, _, code = u.run(t, "uninstall", "gemini")
+	if code != 0 || !strings.Contains(out, "holds nothing of Parley's") {
+		t.Fatalf("second uninstall: exit %d\n%s", code, out)
+	}
+}
+
+func TestCLIInstallProjectAndRefusal(t *testing.T) {
+	u := newUser(t)
+	// --project goes to the repository's top folder and writes "parley".
+	out, errs, code := u.run(t, "install", "claude", "--project")
+	mcp := filepath.Join(u.project, ".mcp.json")
+	if code != 0 || !strings.Contains(out, "created "+mcp) || !strings.Contains(out, "approve") {
+		t.Fatalf("install --project: exit %d\n%s\n%s", code, out, errs)
+	}
+	if s := readAll(t, mcp); !strings.Contains(s, `"command": "parley"`) {
+		t.Fatalf(".mcp.json:\n%s", s)
+	}
+	// parley is not on this PATH: doctor says so.
+	out, _, code = u.run(t, "doctor")
+	if code != 1 || !strings.Contains(out, "not on PATH") {
+		t.Fatalf("doctor: exit %d\n%s", code, out)
+	}
+	out, _, code = u.run(t, "uninstall", "claude", "--project")
+	if _, err := os.Stat(mcp); code != 0 || !os.IsNotExist(err) {
+		t.Fatalf("uninstall --project: exit %d %v\n%s", code, err, out)
+	}
+
+	// An invalid config.toml is refused with its line, and kept.
+	bad := "model = \"o3\"\n\n[mcp_servers.docs\ncommand = \"x\"\n"
+	p := filepath.Join(u.home, ".codex", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code = u.run(t, "install", "codex")
+	if code == 0 || !strings.Contains(errs, p+": line 3") {
+		t.Fatalf("install into a bad config.toml: exit %d\n%s", code, errs)
+	}
+	if readAll(t, p) != bad {
+		t.Fatal("the bad file changed")
+	}
+	_, errs, code = u.run(t, "install", "vim")
+	if code == 0 || !strings.Contains(errs, "unknown client") {
+		t.Fatalf("install vim: exit %d %s", code, errs)
+	}
+}
+
+func TestCLIDoctorNode(t *testing.T) {
+	u := newUser(t)
+	home := filepath.Join(u.home, "ph")
+	up(t, home, "--listen", loopback)
+	out, errs, code := u.run(t, "--home", home, "doctor")
+	if code != 0 || !strings.Contains(out, "ok   node: running") {
+		t.Fatalf("doctor with a node: exit %d\n%s\n%s", code, out, errs)
+	}
+	if err := os.Chmod(home, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(home, 0o700)
+	out, _, code = u.run(t, "--home", home, "doctor")
+	if code != 1 || !strings.Contains(out, "writable by others") {
+		t.Fatalf("doctor with an open home: exit %d\n%s", code, out)
+	}
+}
