@@ -1,0 +1,30 @@
+package tmux
+
+import "errors"
+
+var (
+	// ErrNoTmux is returned when the tmux program cannot be found.
+	ErrNoTmux = errors.New("tmux: the tmux program is not installed")
+	// ErrNoServer is returned when no tmux server runs on the socket (it
+	// was never started, or every session on it ended).
+	ErrNoServer = errors.New("tmux: no tmux server is running there")
+	// ErrNoPane is returned when the pane, window or session is gone (its
+	// program exited and the pane closed, or someone closed it).
+	ErrNoPane = errors.New("tmux: the pane is gone")
+	// ErrPaneDead is returned when the pane's program has exited (the pane
+	// is kept, showing its last screen).
+	ErrPaneDead = errors.New("tmux: the program in the pane has exited")
+	// ErrSessionExists is returned by Start for a session name in use.
+	ErrSessionExists = errors.New("tmux: a session of that name exists")
+	// ErrDraft is returned when a person's unsent input sits at the prompt:
+	// nothing was pasted over it.
+	ErrDraft = errors.New("tmux: someone is typing at the prompt")
+	// ErrInMode is returned when the pane is in copy or view mode (a person
+	// is scrolling): nothing was pasted.
+	ErrInMode = errors.New("tmux: the pane is in copy mode")
+	// ErrBusy is returned when the program did not become idle in time.
+	ErrBusy = errors.New("tmux: the program in the pane is busy")
+	// ErrNoPrompt is returned by Deliver when the program's empty prompt is
+	// not known, so a draft could not be told from it.
+	ErrNoPrompt = errors.New("tmux: the empty prompt is not known (set Prompt, or call LearnPrompt while the program is idle and nobody has typed)")
+)

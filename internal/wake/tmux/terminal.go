@@ -1,0 +1,295 @@
+package tmux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options tune how a Terminal tells the agent is idle.
+type Options struct {
+	// Quiet is how long the screen must stay unchanged for the agent to
+	// count as idle. Zero means 1.5 s.
+	Quiet time.Duration
+	// Poll is how often the screen is read while waiting. Zero means 100 ms.
+	Poll time.Duration
+	// Prompt matches the cursor line when the agent waits at an empty
+	// prompt (for example `^> ?$`; tmux trims trailing blanks). A match on
+	// a screen that did not change between two looks counts as idle at
+	// once; a quiet screen whose cursor line does not match holds a
+	// person's draft. Without it, LearnPrompt records the empty prompt.
+	Prompt *regexp.Regexp
+	// EnterDelay is the pause between the paste and the Enter key, so the
+	// program has taken the paste before Enter arrives. Zero means 80 ms.
+	EnterDelay time.Duration
+	// Flatten turns newlines into spaces, for programs that do not take
+	// bracketed paste (where a newline would send half the text).
+	Flatten bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Quiet <= 0 {
+		o.Quiet = 1500 * time.Millisecond
+	}
+	if o.Poll <= 0 {
+		o.Poll = 100 * time.Millisecond
+	}
+	if o.EnterDelay <= 0 {
+		o.EnterDelay = 80 * time.Millisecond
+	}
+	return o
+}
+
+// Activity is what the program in a pane is doing, as its screen shows.
+type Activity int
+
+// What a Terminal can see.
+const (
+	// Busy: the screen is still changing.
+	Busy Activity = iota
+	// Idle: the screen is quiet and the prompt is empty (or, before the
+	// prompt is known, just quiet).
+	Idle
+	// Draft: the screen is quiet, but someone's unsent input is at the prompt.
+	Draft
+	// Scrolling: the pane is in copy or view mode.
+	Scrolling
+	// Dead: the program has exited (the pane was kept).
+	Dead
+)
+
+func (a Activity) String() string {
+	switch a {
+	case Idle:
+		return "idle"
+	case Draft:
+		return "draft"
+	case Scrolling:
+		return "scrolling"
+	case Dead:
+		return "dead"
+	}
+	return "busy"
+}
+
+// Terminal is a pane bound to a terminal agent. It reads the screen to
+// tell when the agent is idle, knows what its empty prompt looks like, and
+// delivers text only then: pasted as one paste, then Enter as a key of its
+// own, never over a person's half-typed input. Its methods may be called
+// from several goroutines.
+type Terminal struct {
+	server Server
+	pane   string
+	opts   Options
+
+	// mu guards the screen history and the learned prompt below (small
+	// leaf state; no tmux call is made while it is held).
+	mu      sync.Mutex
+	last    string    // the last screen seen, with the cursor
+	changed time.Time // when the screen last changed
+	looks   int       // looks since it last changed
+	prompt  string    // the cursor line at the empty prompt, once learned
+	promptX int
+	learned bool
+}
+
+// Bind binds a pane (by ID, or any tmux target) of a server.
+func Bind(s Server, pane string, o Options) *Terminal {
+	return &Terminal{server: s, pane: pane, opts: o.withDefaults()}
+}
+
+// Pane returns the bound pane's target.
+func (t *Terminal) Pane() string { return t.pane }
+
+// Look reads the screen once and says what the agent is doing. Idleness
+// needs history: an agent counts as idle only once its screen has stayed
+// the same for Options.Quiet across looks.
+func (t *Terminal) Look(ctx context.Context) (Activity, Screen, error) {
+	sc, err := t.server.Capture(ctx, t.pane)
+	if err != nil {
+		return Busy, sc, err
+	}
+	if sc.Dead {
+		return Dead, sc, nil
+	}
+	key := strconv.Itoa(sc.CursorX) + "," + strconv.Itoa(sc.CursorY) + "\n" + sc.Text()
+	now := time.Now()
+	t.mu.Lock()
+	if key != t.last {
+		t.last, t.changed, t.looks = key, now, 0
+	} else {
+		t.looks++
+	}
+	quietFor, looks := now.Sub(t.changed), t.looks
+	learned, prompt, promptX := t.learned, t.prompt, t.promptX
+	t.mu.Unlock()
+
+	if sc.InMode {
+		return Scrolling, sc, nil
+	}
+	line := strings.TrimRight(sc.CursorLine(), " ")
+	matches := t.opts.Prompt != nil && t.opts.Prompt.MatchString(line)
+	if quietFor < t.opts.Quiet && !(matches && looks >= 1) {
+		return Busy, sc, nil
+	}
+	// Quiet, but not at the empty prompt: a draft when the cursor line is
+	// the prompt with more after it (or, with a pattern, holds anything);
+	// else the program works without output, away from its prompt.
+	switch {
+	case t.opts.Prompt != nil && !matches:
+		if line == "" {
+			return Busy, sc, nil
+		}
+		return Draft, sc, nil
+	case t.opts.Prompt == nil && learned && (line != prompt || sc.CursorX != promptX):
+		if !strings.HasPrefix(line, prompt) {
+			return Busy, sc, nil
+		}
+		return Draft, sc, nil
+	}
+	return Idle, sc, nil
+}
+
+// WaitIdle waits until the agent is idle at an empty prompt. When ctx ends
+// first, the error says what it was doing (ErrBusy, ErrDraft, ErrInMode)
+// and wraps ctx's error; a dead pane is ErrPaneDead at once.
+func (t *Terminal) WaitIdle(ctx context.Context) (Screen, error) {
+	last := Busy
+	for {
+		a, sc, err := t.Look(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return sc, t.gaveUp(last, ctx)
+			}
+			return sc, err
+		}
+		switch a {
+		case Idle:
+			return sc, nil
+		case Dead:
+			return sc, fmt.Errorf("%w (pane %s, exit status %d)", ErrPaneDead, t.pane, sc.ExitStatus)
+		}
+		last = a
+		select {
+		case <-ctx.Done():
+			return sc, t.gaveUp(last, ctx)
+		case <-time.After(t.opts.Poll):
+		}
+	}
+}
+
+// gaveUp is WaitIdle's error when ctx ends while the agent is not idle.
+func (t *Terminal) gaveUp(a Activity, ctx context.Context) error {
+	why := ErrBusy
+	switch a {
+	case Draft:
+		why = ErrDraft
+	case Scrolling:
+		why = ErrInMode
+	}
+	return fmt.Errorf("%w (pane %s): %w", why, t.pane, ctx.Err())
+}
+
+// LearnPrompt waits until the screen is quiet and records the cursor line
+// as the agent's empty prompt. Call it when nobody has typed, typically
+// right after starting the agent; with Options.Prompt set it is not needed.
+func (t *Terminal) LearnPrompt(ctx context.Context) (string, error) {
+	t.mu.Lock()
+	t.learned = false
+	t.mu.Unlock()
+	sc, err := t.WaitIdle(ctx)
+	if err != nil {
+		return "", err
+	}
+	line := strings.TrimRight(sc.CursorLine(), " ")
+	t.mu.Lock()
+	t.prompt, t.promptX, t.learned = line, sc.CursorX, true
+	t.mu.Unlock()
+	return line, nil
+}
+
+// Deliver waits (within ctx) until the agent is idle at an empty prompt,
+// then pastes text as one paste and presses Enter. It never pastes over a
+// person's draft or into a scrolling pane: when ctx ends first it returns
+// ErrDraft, ErrInMode or ErrBusy, having sent nothing. Control characters
+// in text (escape sequences among them) are dropped, so a text cannot end
+// the paste early or press keys.
+func (t *Terminal) Deliver(ctx context.Context, text string) error {
+	t.mu.Lock()
+	known := t.learned || t.opts.Prompt != nil
+	t.mu.Unlock()
+	if !known {
+		return ErrNoPrompt
+	}
+	text = Clean(text, t.opts.Flatten)
+	if text == "" {
+		return errors.New("tmux: nothing to deliver")
+	}
+	// Idle, and still the same screen a poll later: keys a person has
+	// just pressed have been echoed by then.
+	for {
+		sc, err := t.WaitIdle(ctx)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return t.gaveUp(Busy, ctx)
+		case <-time.After(t.opts.Poll):
+		}
+		a, again, err := t.Look(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return t.gaveUp(a, ctx)
+			}
+			return err
+		}
+		if a == Idle && again.Text() == sc.Text() && again.CursorX == sc.CursorX && again.CursorY == sc.CursorY {
+			break
+		}
+	}
+	if err := t.server.Paste(ctx, t.pane, text); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		// The text is at the prompt without its Enter; finish the delivery
+		// rather than leave it there as if someone had typed it.
+	case <-time.After(t.opts.EnterDelay):
+	}
+	if err := t.server.SendKeys(context.WithoutCancel(ctx), t.pane, "Enter"); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.last, t.changed, t.looks = "", time.Now(), 0
+	t.mu.Unlock()
+	return nil
+}
+
+// Clean drops control characters (C0 but newline and tab, DEL, C1),
+// turns CR and CRLF into newlines, trims newlines at the ends, and with
+// flatten turns the newlines left into spaces.
+func Clean(text string, flatten bool) string {
+	text = strings.ToValidUTF8(text, "\uFFFD")
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = strings.ReplaceAll(text, "\r", "\n")
+	var b strings.Builder
+	for _, r := range text {
+		switch {
+		case r == '\n':
+			if flatten {
+				r = ' '
+			}
+		case r == '\t':
+		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return strings.Trim(b.String(), "\n ")
+}

@@ -1,0 +1,395 @@
+package tmux
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The tests drive a real tmux, each on a private server (tmux -L, with no
+// config file), so nothing touches the user's own tmux.
+
+func newServer(t *testing.T) Server {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	s := Server{Name: "parley-test-" + randomHex(6), Config: "/dev/null"}
+	t.Cleanup(func() {
+		if err := s.KillServer(context.Background()); err != nil {
+			t.Errorf("kill server: %v", err)
+		}
+	})
+	return s
+}
+
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// agent is the fake terminal agent in a pane.
+type agent struct {
+	s    Server
+	pane Pane
+	log  string
+}
+
+func startAgent(t *testing.T, s Server, work string, o StartOptions) agent {
+	t.Helper()
+	script, err := filepath.Abs("testdata/fakeagent.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "taken")
+	o.Command = []string{script}
+	o.Env = append(o.Env, "FAKE_LOG="+log, "FAKE_WORK="+work, "INPUTRC=/dev/null")
+	p, err := s.Start(testCtx(t, 20*time.Second), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(p.ID, "%") || p.Socket == "" || p.PID == 0 {
+		t.Fatalf("pane %+v", p)
+	}
+	return agent{s: s, pane: p, log: log}
+}
+
+// taken returns the lines the agent has read.
+func (a agent) taken() []string {
+	b, _ := os.ReadFile(a.log)
+	s := strings.TrimSuffix(string(b), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func (a agent) screen(t *testing.T) Screen {
+	t.Helper()
+	sc, err := a.s.Capture(testCtx(t, 10*time.Second), a.pane.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func (a agent) bind(t *testing.T, o Options) *Terminal {
+	t.Helper()
+	if o.Quiet == 0 {
+		o.Quiet = 300 * time.Millisecond
+	}
+	term := Bind(a.s, a.pane.ID, o)
+	if o.Prompt == nil {
+		p, err := term.LearnPrompt(testCtx(t, 20*time.Second))
+		if err != nil || p != ">" {
+			t.Fatalf("learned prompt %q: %v\n%s", p, err, a.screen(t).Text())
+		}
+	}
+	return term
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDeliverToAnIdleAgent(t *testing.T) {
+	s := newServer(t)
+	a := startAgent(t, s, "0.1", StartOptions{Session: "agent"})
+	term := a.bind(t, Options{})
+
+	if err := term.Deliver(testCtx(t, 20*time.Second), "Bob asks you in room design: which port?"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the agent to take the text", func() bool {
+		return equal(a.taken(), []string{"Bob asks you in room design: which port?"})
+	})
+	waitFor(t, 20*time.Second, "the answer on screen", func() bool {
+		return strings.Contains(a.screen(t).Text(), "got: Bob asks you in room design: which port?")
+	})
+
+	// Two lines arrive as one paste and are sent by the one Enter: the
+	// agent reads once (readline keeps the pasted newline in the line).
+	if err := term.Deliver(testCtx(t, 20*time.Second), "first line\nsecond line"); err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Deliver(testCtx(t, 20*time.Second), "third"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "three reads", func() bool { return len(a.taken()) >= 3 })
+	if got := a.taken(); len(got) != 3 || got[1] != "first line" || got[2] != "third" {
+		t.Fatalf("the agent read %q", got)
+	}
+}
+
+func TestDeliverWaitsWhileTheAgentWorks(t *testing.T) {
+	s := newServer(t)
+	a := startAgent(t, s, "1.5", StartOptions{})
+	term := a.bind(t, Options{})
+	if err := term.Deliver(testCtx(t, 20*time.Second), "one"); err != nil {
+		t.Fatal(err)
+	}
+	// The agent works on "one" for 1.5 s; the second delivery waits for it.
+	if err := term.Deliver(testCtx(t, 30*time.Second), "two"); err != nil {
+		t.Fatal(err)
+	}
+	if text := a.screen(t).Text(); !strings.Contains(text, "got: one") {
+		t.Fatalf("two was pasted before one was answered:\n%s", text)
+	}
+	waitFor(t, 20*time.Second, "both reads", func() bool { return equal(a.taken(), []string{"one", "two"}) })
+
+	// A short wait while it is busy ends in ErrBusy, having sent nothing.
+	if err := term.Deliver(testCtx(t, 20*time.Second), "three"); err != nil {
+		t.Fatal(err)
+	}
+	err := term.Deliver(testCtx(t, 500*time.Millisecond), "four")
+	if !errors.Is(err, ErrBusy) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deliver to a busy agent: %v", err)
+	}
+	waitFor(t, 20*time.Second, "three", func() bool { return len(a.taken()) == 3 })
+	if text := a.screen(t).Text(); strings.Contains(text, "four") {
+		t.Fatalf("four reached the pane:\n%s", text)
+	}
+}
+
+func TestDeliverNeverPastesOverADraft(t *testing.T) {
+	s := newServer(t)
+	a := startAgent(t, s, "0.1", StartOptions{})
+	term := a.bind(t, Options{})
+	ctx := testCtx(t, 20*time.Second)
+
+	// A person types half a thought and stops.
+	if err := s.Type(ctx, a.pane.ID, "half a thou"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the draft on screen", func() bool {
+		return strings.TrimRight(a.screen(t).CursorLine(), " ") == "> half a thou"
+	})
+	err := term.Deliver(testCtx(t, 1500*time.Millisecond), "from parley")
+	if !errors.Is(err, ErrDraft) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deliver over a draft: %v", err)
+	}
+	if line := strings.TrimRight(a.screen(t).CursorLine(), " "); line != "> half a thou" {
+		t.Fatalf("the draft line is %q", line)
+	}
+	if len(a.taken()) != 0 {
+		t.Fatalf("the agent read %q", a.taken())
+	}
+
+	// The person erases it: the delivery goes through.
+	if err := s.SendKeys(ctx, a.pane.ID, "C-u"); err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Deliver(ctx, "from parley"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the delivery", func() bool { return equal(a.taken(), []string{"from parley"}) })
+
+	// The person types again and sends it themselves a moment later; the
+	// delivery waits and comes after theirs.
+	if err := s.Type(ctx, a.pane.ID, "my own question"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the second draft on screen", func() bool {
+		return strings.Contains(a.screen(t).CursorLine(), "my own question")
+	})
+	person := time.AfterFunc(time.Second, func() { _ = s.SendKeys(context.Background(), a.pane.ID, "Enter") })
+	defer person.Stop()
+	if err := term.Deliver(testCtx(t, 30*time.Second), "second from parley"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "both", func() bool {
+		return equal(a.taken(), []string{"from parley", "my own question", "second from parley"})
+	})
+}
+
+func TestDeliverWaitsOutCopyMode(t *testing.T) {
+	s := newServer(t)
+	a := startAgent(t, s, "0.1", StartOptions{})
+	term := a.bind(t, Options{})
+	if _, err := s.run(testCtx(t, 10*time.Second), nil, "copy-mode", "-t", a.pane.ID); err != nil {
+		t.Fatal(err)
+	}
+	err := term.Deliver(testCtx(t, time.Second), "hello")
+	if !errors.Is(err, ErrInMode) {
+		t.Fatalf("deliver in copy mode: %v", err)
+	}
+	if err := s.SendKeys(testCtx(t, 10*time.Second), a.pane.ID, "-X", "cancel"); err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Deliver(testCtx(t, 20*time.Second), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "hello", func() bool { return equal(a.taken(), []string{"hello"}) })
+}
+
+func TestPromptPattern(t *testing.T) {
+	s := newServer(t)
+	a := startAgent(t, s, "0.1", StartOptions{})
+	if err := Bind(s, a.pane.ID, Options{}).Deliver(testCtx(t, 5*time.Second), "x"); !errors.Is(err, ErrNoPrompt) {
+		t.Fatalf("deliver with no known prompt: %v", err)
+	}
+	term := a.bind(t, Options{Prompt: regexp.MustCompile(`^> ?$`), Quiet: time.Hour})
+	// The pattern makes a stable screen idle without waiting an hour.
+	if err := term.Deliver(testCtx(t, 20*time.Second), "by pattern"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the read", func() bool { return equal(a.taken(), []string{"by pattern"}) })
+	waitFor(t, 20*time.Second, "the prompt", func() bool {
+		return strings.TrimSpace(a.screen(t).CursorLine()) == ">"
+	})
+	if err := s.Type(testCtx(t, 10*time.Second), a.pane.ID, "draft"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the draft on screen", func() bool {
+		return strings.Contains(a.screen(t).CursorLine(), "draft")
+	})
+	if err := term.Deliver(testCtx(t, time.Second), "over it"); !errors.Is(err, ErrDraft) && !errors.Is(err, ErrBusy) {
+		t.Fatalf("deliver over a draft, by pattern: %v", err)
+	}
+	if len(a.taken()) != 1 {
+		t.Fatalf("read %q", a.taken())
+	}
+}
+
+func TestControlCharactersCannotEscapeThePaste(t *testing.T) {
+	if got := Clean("a\x1b[201~b\r\nc\x07\u009b\x7f d\n\n", false); got != "a[201~b\nc d" {
+		t.Errorf("Clean: %q", got)
+	}
+	if got := Clean("one\ntwo\r\nthree", true); got != "one two three" {
+		t.Errorf("Clean flatten: %q", got)
+	}
+	s := newServer(t)
+	a := startAgent(t, s, "0.1", StartOptions{})
+	term := a.bind(t, Options{})
+	if err := term.Deliver(testCtx(t, 20*time.Second), "safe\x1b[201~\x03\x04evil"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the read", func() bool { return equal(a.taken(), []string{"safe[201~evil"}) })
+	// The agent is still there (no ^C or ^D reached it).
+	if err := term.Deliver(testCtx(t, 20*time.Second), "still here"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the second read", func() bool { return len(a.taken()) == 2 })
+}
+
+func TestDeadClosedAndVanished(t *testing.T) {
+	s := newServer(t)
+	ctx := testCtx(t, 30*time.Second)
+
+	// A program that exits, in a kept pane.
+	dead, err := s.Start(ctx, StartOptions{Command: []string{"sh", "-c", "echo bye; exit 3"}, KeepDead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the pane to die", func() bool {
+		st, err := s.Inspect(ctx, dead.ID)
+		return err == nil && st.Dead
+	})
+	st, _ := s.Inspect(ctx, dead.ID)
+	if st.ExitStatus != 3 {
+		t.Errorf("exit status %d", st.ExitStatus)
+	}
+	term := Bind(s, dead.ID, Options{Prompt: regexp.MustCompile(`^>$`)})
+	if err := term.Deliver(ctx, "hello"); !errors.Is(err, ErrPaneDead) || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("deliver to a dead pane: %v", err)
+	}
+
+	// A program that exits in a pane that is not kept: the pane is gone.
+	gone, err := s.Start(ctx, StartOptions{Command: []string{"sh", "-c", "sleep 0.2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the pane to close", func() bool {
+		_, err := s.Inspect(ctx, gone.ID)
+		return errors.Is(err, ErrNoPane)
+	})
+
+	// A pane someone closes.
+	a := startAgent(t, s, "0.1", StartOptions{})
+	term = a.bind(t, Options{})
+	if err := s.KillPane(ctx, a.pane.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Deliver(ctx, "hello"); !errors.Is(err, ErrNoPane) {
+		t.Fatalf("deliver to a closed pane: %v", err)
+	}
+	if _, err := s.FindPane(ctx, "no-such-session"); !errors.Is(err, ErrNoPane) {
+		t.Fatalf("find a missing session: %v", err)
+	}
+
+	// The whole server goes away.
+	b := startAgent(t, s, "0.1", StartOptions{})
+	term = b.bind(t, Options{})
+	if err := s.KillServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Deliver(ctx, "hello"); !errors.Is(err, ErrNoServer) {
+		t.Fatalf("deliver after the server went: %v", err)
+	}
+}
+
+func TestStartWindowsFindAndBindFromTheSocket(t *testing.T) {
+	s := newServer(t)
+	ctx := testCtx(t, 30*time.Second)
+	dir := t.TempDir()
+	alice, err := s.Start(ctx, StartOptions{Session: "agents", Window: "alice", Dir: dir, Env: []string{"GREETING=hi there"},
+		Command: []string{"sh", "-c", `pwd; echo "$GREETING"; exec sleep 60`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := s.Start(ctx, StartOptions{InSession: "agents", Window: "bob", Command: []string{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alice.Session != "agents" || bob.Session != "agents" || alice.ID == bob.ID || alice.Window == bob.Window {
+		t.Fatalf("alice %+v bob %+v", alice, bob)
+	}
+	if _, err := s.Start(ctx, StartOptions{Session: "agents", Command: []string{"true"}}); !errors.Is(err, ErrSessionExists) {
+		t.Fatalf("a second session agents: %v", err)
+	}
+	found, err := s.FindPane(ctx, "agents:bob")
+	if err != nil || found.ID != bob.ID {
+		t.Fatalf("find agents:bob: %+v %v", found, err)
+	}
+	// Another process finds the server again from the socket path alone.
+	again := alice.Server()
+	waitFor(t, 20*time.Second, "alice's output", func() bool {
+		sc, err := again.Capture(ctx, alice.ID)
+		return err == nil && strings.Contains(sc.Text(), dir) && strings.Contains(sc.Text(), "hi there")
+	})
+	waitFor(t, 20*time.Second, "bob to run sleep", func() bool {
+		st, err := again.Inspect(ctx, bob.ID)
+		return err == nil && st.Command == "sleep" && st.PID == bob.PID
+	})
+}
