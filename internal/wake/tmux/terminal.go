@@ -293,3 +293,20 @@ func Clean(text string, flatten bool) string {
 	}
 	return strings.Trim(b.String(), "\n ")
 }
+
+// Launch starts an agent (Server.Start) and binds its pane; unless
+// o.Prompt is set it waits (within ctx) for the agent's first quiet screen
+// and learns its empty prompt there, before anyone has typed.
+func Launch(ctx context.Context, s Server, so StartOptions, o Options) (Pane, *Terminal, error) {
+	p, err := s.Start(ctx, so)
+	if err != nil {
+		return Pane{}, nil, err
+	}
+	t := Bind(Server{Socket: p.Socket, Bin: s.Bin}, p.ID, o)
+	if o.Prompt == nil {
+		if _, err := t.LearnPrompt(ctx); err != nil {
+			return p, t, fmt.Errorf("tmux: learn the prompt of %s: %w", p.ID, err)
+		}
+	}
+	return p, t, nil
+}

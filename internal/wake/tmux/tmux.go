@@ -370,3 +370,34 @@ func randomHex(n int) string {
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// Current returns the tmux server and pane this process runs in, from
+// $TMUX ("socket,pid,session") and $TMUX_PANE, when it runs inside tmux.
+func Current(getenv func(string) string) (Server, string, bool) {
+	v := getenv("TMUX")
+	if v == "" {
+		return Server{}, "", false
+	}
+	sock, _, _ := strings.Cut(v, ",")
+	if sock == "" {
+		return Server{}, "", false
+	}
+	return Server{Socket: sock}, getenv("TMUX_PANE"), true
+}
+
+// AttachCommand returns the command line that shows a session in the
+// terminal (tmux attach-session), for a person to run or a program to exec.
+func (s Server) AttachCommand(session string) []string {
+	bin := s.Bin
+	if bin == "" {
+		bin = "tmux"
+	}
+	cmd := []string{bin}
+	switch {
+	case s.Socket != "":
+		cmd = append(cmd, "-S", s.Socket)
+	case s.Name != "":
+		cmd = append(cmd, "-L", s.Name)
+	}
+	return append(cmd, "attach-session", "-t", "="+session)
+}

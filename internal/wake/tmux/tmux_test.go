@@ -393,3 +393,31 @@ func TestStartWindowsFindAndBindFromTheSocket(t *testing.T) {
 		return err == nil && st.Command == "sleep" && st.PID == bob.PID
 	})
 }
+
+func TestLaunchCurrentAndAttach(t *testing.T) {
+	s := newServer(t)
+	script, _ := filepath.Abs("testdata/fakeagent.sh")
+	log := filepath.Join(t.TempDir(), "taken")
+	p, term, err := Launch(testCtx(t, 20*time.Second), s, StartOptions{Session: "carol", Command: []string{script},
+		Env: []string{"FAKE_LOG=" + log, "INPUTRC=/dev/null"}}, Options{Quiet: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Deliver(testCtx(t, 20*time.Second), "launched"); err != nil {
+		t.Fatal(err)
+	}
+	a := agent{s: s, pane: p, log: log}
+	waitFor(t, 20*time.Second, "the read", func() bool { return equal(a.taken(), []string{"launched"}) })
+
+	env := map[string]string{"TMUX": p.Socket + ",1234,0", "TMUX_PANE": p.ID}
+	cs, pane, ok := Current(func(k string) string { return env[k] })
+	if !ok || cs.Socket != p.Socket || pane != p.ID {
+		t.Fatalf("Current: %+v %q %v", cs, pane, ok)
+	}
+	if _, _, ok := Current(func(string) string { return "" }); ok {
+		t.Fatal("Current outside tmux")
+	}
+	if got := strings.Join(cs.AttachCommand("carol"), " "); got != "tmux -S "+p.Socket+" attach-session -t =carol" {
+		t.Fatalf("attach: %s", got)
+	}
+}
