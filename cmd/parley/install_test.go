@@ -142,6 +142,10 @@ func TestCLIInstallDryRunTwiceDoctorUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	out, _, code = u.run(t, "uninstall", "gemini", "--dry-run")
+	if code != 0 || !strings.Contains(out, "-\t\t\"parley\": {") || readAll(t, settings) != after {
+		t.Fatalf("uninstall --dry-run: exit %d\n%s", code, out)
+	}
 	out, errs, code = u.run(t, "uninstall", "gemini")
 	if code != 0 || !strings.Contains(out, "restored "+settings) {
 		t.Fatalf("uninstall: exit %d\n%s\n%s", code, out, errs)

@@ -683,11 +683,49 @@ func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord)
 			return nil, nil, err
 		}
 	}
+	// Containers one entry created and another's removal left empty.
+	if fr != nil {
+		for _, r := range fr.JSON {
+			if err := d.pruneCreated(r); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	return d.src, notes, nil
+}
+
+// pruneCreated removes the containers an entry's install created above it
+// (innermost first) while they are empty.
+func (d *jsonDoc) pruneCreated(r jsonUndo) error {
+	outermost := len(r.Path) - r.Created + 1
+	for depth := len(r.Path) - 1; depth >= outermost && depth >= 1; depth-- {
+		root, err := d.parse()
+		if err != nil {
+			return err
+		}
+		v := lookup(&root, r.Path[:depth])
+		if v == nil {
+			continue
+		}
+		if _, hasItems := lastItemEnd(v); hasItems || v.Value.Kind() != '{' && v.Value.Kind() != '[' {
+			return nil
+		}
+		inner := (*string)(nil)
+		if depth == outermost {
+			inner = r.EmptyInner
+		}
+		if _, err := d.removeMember(r.Path[:depth], 1, inner); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // isClean reports whether a file's text holds none of Parley's entries.
 func isClean(t target, client Client, k known, src []byte) bool {
+	if len(bytes.TrimSpace(src)) == 0 {
+		return true
+	}
 	if t.format == fmtTOML {
 		m, err := decodeTOML(src)
 		if err != nil {

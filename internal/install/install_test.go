@@ -734,3 +734,66 @@ func TestProgramWithAnotherName(t *testing.T) {
 	mustUninstall(t, env, Codex, User)
 	sameSnapshot(t, orig, snapshot(t, env.Home))
 }
+
+func TestEmptyFilesStayEmpty(t *testing.T) {
+	for _, c := range Clients {
+		env := testEnv(t)
+		ts, err := targets(env, opts(c, User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range ts {
+			if err := os.MkdirAll(filepath.Dir(tg.path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(tg.path, []byte("\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		orig := snapshot(t, env.Home)
+		mustInstall(t, env, opts(c, User))
+		checkEntries(t, env, opts(c, User))
+		mustUninstall(t, env, c, User)
+		sameSnapshot(t, orig, snapshot(t, env.Home))
+	}
+}
+
+func TestByteOrderMarkIsRefused(t *testing.T) {
+	env := testEnv(t)
+	p := filepath.Join(env.Home, ".claude.json")
+	if err := os.WriteFile(p, []byte("\xef\xbb\xbf{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Install(env, opts(Claude, User))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Line != 1 {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestUninstallRemovesTheContainersItCreated(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		env := testEnv(t)
+		p := filepath.Join(env.Home, ".claude", "settings.json")
+		orig := "{\n  \"model\": \"opus\"\n}\n"
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(orig), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustInstall(t, env, opts(Claude, User))
+		if err := os.WriteFile(p, userEdit(p, mustRead(t, p)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if lost {
+			if err := os.RemoveAll(filepath.Join(env.ParleyHome, "install")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustUninstall(t, env, Claude, User)
+		if got, want := string(mustRead(t, p)), string(userEdit(p, []byte(orig))); got != want {
+			t.Errorf("record lost %v: after uninstall\n%s\nwant\n%s", lost, got, want)
+		}
+	}
+}
