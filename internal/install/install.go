@@ -524,7 +524,18 @@ func stripTOML(m map[string]any, k known) map[string]any {
 			c[k] = v
 		}
 		if p, ok := c["parley"].(map[string]any); ok && k.program(fmt.Sprint(p["command"])) {
-			delete(c, "parley")
+			// Parley's keys go; sub-tables ([mcp_servers.parley.env]) stay.
+			sub := map[string]any{}
+			for key, v := range p {
+				if _, ok := v.(map[string]any); ok {
+					sub[key] = v
+				}
+			}
+			if len(sub) == 0 {
+				delete(c, "parley")
+			} else {
+				c["parley"] = sub
+			}
 		}
 		if len(c) == 0 {
 			delete(out, "mcp_servers")

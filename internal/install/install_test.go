@@ -797,3 +797,27 @@ func TestUninstallRemovesTheContainersItCreated(t *testing.T) {
 		}
 	}
 }
+
+func TestCodexSubTables(t *testing.T) {
+	env := testEnv(t)
+	p := filepath.Join(env.Home, ".codex", "config.toml")
+	orig := "model = \"o3\"\n\n[mcp_servers.parley.env]\nKEPT = \"1\"\n"
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustInstall(t, env, opts(Codex, User))
+	// The person adds a sub-table under Parley's table, and edits elsewhere.
+	b := string(mustRead(t, p)) + "\n[mcp_servers.parley.tools]\nx = 1\n"
+	b = strings.Replace(b, "model = \"o3\"", "model = \"o4\"", 1)
+	if err := os.WriteFile(p, []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustUninstall(t, env, Codex, User)
+	want := strings.Replace(orig, "o3", "o4", 1)
+	if got := string(mustRead(t, p)); got != want {
+		t.Errorf("after uninstall:\n%q\nwant\n%q", got, want)
+	}
+}

@@ -384,9 +384,15 @@ func (d *tomlDoc) removeTable(u tomlUndo, recorded bool) (bool, error) {
 		return true, d.apply(splice{start, end, *u.Prev})
 	}
 	sp := []splice{{start, end, ""}}
-	for k, e := range exprs {
-		if k != i && e.kind == unstable.Table && hasPrefix(e.key, u.Path) {
+	// Sub-tables written under Parley's table since ([mcp_servers.parley.env])
+	// would be left defining a server with no command: they go too. Those
+	// before it were there before Parley's table and stay.
+	for k := i + 1; k < len(exprs); k++ {
+		if e := exprs[k]; e.kind == unstable.Table && hasPrefix(e.key, u.Path) {
 			s, en := tableBlock(exprs, k)
+			if s-len(d.nl) >= end && bytes.HasSuffix(d.src[:s], []byte(d.nl+d.nl)) {
+				s -= len(d.nl) // with the blank line before it
+			}
 			sp = append(sp, splice{s, en, ""})
 		}
 	}
