@@ -127,7 +127,8 @@ type StartOptions struct {
 	// Command is the program and its arguments (run directly, not through
 	// a shell).
 	Command []string
-	// Session names a new session; empty means a name Parley makes up.
+	// Session names a new session ("." and ":" become "_", as tmux has
+	// them); empty means a name Parley makes up.
 	Session string
 	// InSession, when set, opens a new window in that existing session
 	// instead of a new session.
@@ -152,7 +153,9 @@ func (s Server) Start(ctx context.Context, o StartOptions) (Pane, error) {
 		return Pane{}, errors.New("tmux: start: no command")
 	}
 	tmp := "parley-" + randomHex(6)
-	session := o.Session
+	// tmux turns "." and ":" in a session name into "_"; so does Start, so
+	// that the name it targets is the one tmux made.
+	session := strings.NewReplacer(".", "_", ":", "_").Replace(o.Session)
 	var args []string
 	if o.InSession != "" {
 		session = o.InSession

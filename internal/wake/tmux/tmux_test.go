@@ -379,6 +379,10 @@ func TestStartWindowsFindAndBindFromTheSocket(t *testing.T) {
 	if _, err := s.Start(ctx, StartOptions{Session: "agents", Command: []string{"true"}}); !errors.Is(err, ErrSessionExists) {
 		t.Fatalf("a second session agents: %v", err)
 	}
+	dotted, err := s.Start(ctx, StartOptions{Session: "reviewer@host.example:2", Command: []string{"sleep", "60"}})
+	if err != nil || dotted.Session != "reviewer@host_example_2" {
+		t.Fatalf("a session name with dots: %+v %v", dotted, err)
+	}
 	found, err := s.FindPane(ctx, "agents:bob")
 	if err != nil || found.ID != bob.ID {
 		t.Fatalf("find agents:bob: %+v %v", found, err)
