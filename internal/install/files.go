@@ -1,0 +1,116 @@
+package install
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// --- files ---
+
+func readFile(path string) ([]byte, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("install: read %s: %w", path, err)
+	}
+	return b, true, nil
+}
+
+// writeFileAtomic replaces path's content in one rename, keeping its mode;
+// a symbolic link is followed, so the file it points at is the one written.
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	real := path
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if r, err := filepath.EvalSymlinks(path); err == nil {
+				real = r
+			}
+		}
+		if st, err := os.Stat(real); err == nil {
+			perm = st.Mode().Perm()
+		}
+	}
+	dir := filepath.Dir(real)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(real)+".parley-*")
+	if err != nil {
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), real); err != nil {
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // the rename is durable on most systems without it; best effort
+		d.Close()
+	}
+	return nil
+}
+
+// writeNew writes a private file, creating its folders.
+func writeNew(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	return writeFileAtomic(path, data, 0o600)
+}
+
+// missingDirs lists the folders of dir that do not exist, outermost first.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		out = append(out, d)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// removeEmptyDirs removes the folders (innermost first) that are empty.
+func removeEmptyDirs(dirs []string) {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if ents, err := os.ReadDir(dirs[i]); err == nil && len(ents) == 0 {
+			_ = os.Remove(dirs[i]) // only an empty folder Parley created
+		}
+	}
+}
+
+func appendNew(a []string, b ...string) []string {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			a = append(a, x)
+		}
+	}
+	return a
+}
+
+func sum(b []byte) []byte {
+	h := sha256.Sum256(b)
+	return h[:]
+}
+
+func hexSum(b []byte) string { return hex.EncodeToString(sum(b)) }

@@ -1,0 +1,142 @@
+package install
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+)
+
+// --- the record of installs ---
+
+// record is what Parley remembers of one client's install in one scope:
+// the files it changed, how to undo each entry, and where the originals
+// are. It lives in ParleyHome/install.
+type record struct {
+	Client  Client       `json:"client"`
+	Scope   Scope        `json:"scope"`
+	Project string       `json:"project,omitempty"`
+	Command string       `json:"command"`
+	Hooks   []string     `json:"hooks,omitempty"`
+	Files   []fileRecord `json:"files"`
+}
+
+type fileRecord struct {
+	Path string `json:"path"`
+	// Existed is false when Parley created the file.
+	Existed bool `json:"existed"`
+	// Backup is the copy of the file before Parley first wrote it.
+	Backup string `json:"backup,omitempty"`
+	// Restorable is false once someone else changed the file between two
+	// of Parley's writes: the original copy would undo their change too.
+	Restorable bool `json:"restorable"`
+	// After is the SHA-256 of the file as Parley last left it.
+	After string     `json:"after_sha256"`
+	Dirs  []string   `json:"created_dirs,omitempty"`
+	JSON  []jsonUndo `json:"json,omitempty"`
+	TOML  []tomlUndo `json:"toml,omitempty"`
+}
+
+func (f *fileRecord) clone() fileRecord {
+	c := *f
+	c.Dirs = slices.Clone(f.Dirs)
+	c.JSON = slices.Clone(f.JSON)
+	c.TOML = slices.Clone(f.TOML)
+	return c
+}
+
+func (f *fileRecord) afterSum() []byte {
+	b, _ := hex.DecodeString(f.After)
+	return b
+}
+
+func (f *fileRecord) jsonUndo(path []string) *jsonUndo {
+	for i := range f.JSON {
+		if slices.Equal(f.JSON[i].Path, path) {
+			return &f.JSON[i]
+		}
+	}
+	return nil
+}
+
+func (f *fileRecord) setJSON(u jsonUndo) {
+	if r := f.jsonUndo(u.Path); r != nil {
+		*r = u
+		return
+	}
+	f.JSON = append(f.JSON, u)
+}
+
+func (f *fileRecord) tomlUndo(path []string) *tomlUndo {
+	for i := range f.TOML {
+		if slices.Equal(f.TOML[i].Path, path) {
+			return &f.TOML[i]
+		}
+	}
+	return nil
+}
+
+func (f *fileRecord) setTOML(u tomlUndo) {
+	if r := f.tomlUndo(u.Path); r != nil {
+		*r = u
+		return
+	}
+	f.TOML = append(f.TOML, u)
+}
+
+func (f *fileRecord) dropTOML(path []string) {
+	f.TOML = slices.DeleteFunc(f.TOML, func(u tomlUndo) bool { return slices.Equal(u.Path, path) })
+}
+
+func (r *record) file(path string) *fileRecord {
+	if r == nil {
+		return nil
+	}
+	for i := range r.Files {
+		if r.Files[i].Path == path {
+			return &r.Files[i]
+		}
+	}
+	return nil
+}
+
+// recordPath names the record of a client's install in a scope (one per
+// project folder for the project scope).
+func recordPath(env Env, client Client, scope Scope) string {
+	name := string(client) + "-" + string(scope)
+	if scope == Project {
+		h := sha256.Sum256([]byte(env.ProjectDir))
+		name += "-" + hex.EncodeToString(h[:6])
+	}
+	return filepath.Join(env.ParleyHome, "install", name+".json")
+}
+
+func loadRecord(path string) (*record, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("install: read %s: %w", path, err)
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("install: the record %s is damaged (%v); move it away to start afresh", path, err)
+	}
+	return &r, nil
+}
+
+func saveRecord(path string, r *record) error {
+	sort.SliceStable(r.Files, func(i, j int) bool { return r.Files[i].Path < r.Files[j].Path })
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeNew(path, append(b, '\n'))
+}
