@@ -35,17 +35,17 @@ runs). One line per finding; exits 1 when something is broken.`,
 				return err
 			}
 			var findings []install.Finding
-			any := false
+			somewhere := false
 			for _, c := range install.Clients {
 				for _, s := range []install.Scope{install.User, install.Project} {
 					installed, fs := install.Check(env, c, s, hookCommands[c])
 					if installed {
-						any = true
+						somewhere = true
 						findings = append(findings, fs...)
 					}
 				}
 			}
-			if !any {
+			if !somewhere {
 				findings = append(findings, install.Finding{Level: install.Note,
 					Msg: "Parley is not installed in any client here: parley install claude|codex|gemini|opencode"})
 			}

@@ -115,7 +115,7 @@ parley uninstall CLIENT takes out exactly what install added.`,
 					return err
 				}
 			}
-			o := install.Options{Client: client, Scope: scope, Command: command, Args: homeArgs(g, env.ParleyHome), Hooks: hookCommands[client]}
+			o := install.Options{Client: client, Scope: scope, Command: command, Args: homeArgs(env.ParleyHome), Hooks: hookCommands[client]}
 			var plan *install.Plan
 			for attempt := 0; ; attempt++ {
 				if plan, err = install.Install(env, o); err != nil {
@@ -218,7 +218,7 @@ func defaultCommand(scope install.Scope) (string, error) {
 
 // homeArgs are the arguments that point the client's parley at this home,
 // when it is not the default one.
-func homeArgs(g *globals, home string) []string {
+func homeArgs(home string) []string {
 	if u, err := os.UserHomeDir(); err == nil && home == filepath.Join(u, ".parley") {
 		return nil
 	}
