@@ -16,6 +16,7 @@ const (
 	DomainRevocation  = "parley-contact-revocation"
 	DomainAgentCard   = "parley-agent-card"
 	DomainPresence    = "parley-presence"
+	DomainAudit       = "parley-audit"
 )
 
 func domainBytes(domain string, payload []byte) []byte {
