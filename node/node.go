@@ -183,12 +183,12 @@ func (n *Node) start(ctx context.Context) error {
 		}
 	}
 
-	kad, err := dht.New(n.host,
+	kad, err := dht.New(n.host, append([]dht.Option{
 		dht.Mode(dht.ModeServer),
 		dht.ProtocolPrefix(DHTPrefix),
 		dht.Validator(record.NamespacedValidator{"pk": record.PublicKeyValidator{}, discovery.Namespace: discovery.Validator{}}),
 		dht.BootstrapPeersFunc(func() []peer.AddrInfo { return n.cfg.Bootstrap }),
-	)
+	}, n.dhtOptions()...)...)
 	if err != nil {
 		return fmt.Errorf("node: start dht: %w", err)
 	}
