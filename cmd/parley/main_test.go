@@ -22,6 +22,12 @@ import (
 var parleyBin string
 
 func TestMain(m *testing.M) {
+	if b := os.Getenv("PARLEY_TEST_BIN"); b != "" {
+		// A binary built elsewhere, e.g. without -race to measure the
+		// floods' memory as a user's node has it.
+		parleyBin = b
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "parley-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
