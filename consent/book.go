@@ -16,8 +16,19 @@ import (
 
 // Policy tunes a Book. The zero value means the defaults noted per field.
 type Policy struct {
-	// MaxPendingIn caps pending incoming requests in total (default 100).
+	// MaxPendingIn caps the pending incoming requests of peers this node
+	// does not know (default 100). At the cap, a new request (once its
+	// signature checks) drops the oldest of them, so strangers with fresh
+	// keys cannot fill the book and keep a genuine request out.
 	MaxPendingIn int
+	// MaxPendingKnown caps the pending incoming requests of peers the node
+	// knows (IncomingRequest's known, or a past contact, or a peer this
+	// node asked); beyond it they are refused, never dropped (default 100).
+	// Strangers cannot take their room.
+	MaxPendingKnown int
+	// PendingTTL is how long an incoming request waits for an answer; then
+	// it is dropped (default 7 days; see Expire).
+	PendingTTL time.Duration
 	// DenyCooldown is how long a denied or revoked peer may not ask again
 	// (default 24h).
 	DenyCooldown time.Duration
@@ -35,6 +46,12 @@ func (p Policy) withDefaults() Policy {
 	if p.MaxPendingIn <= 0 {
 		p.MaxPendingIn = 100
 	}
+	if p.MaxPendingKnown <= 0 {
+		p.MaxPendingKnown = 100
+	}
+	if p.PendingTTL <= 0 {
+		p.PendingTTL = DefaultPendingTTL
+	}
 	if p.DenyCooldown <= 0 {
 		p.DenyCooldown = 24 * time.Hour
 	}
@@ -51,12 +68,18 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
+// DefaultPendingTTL is how long an incoming request waits for an answer
+// by default.
+const DefaultPendingTTL = 7 * 24 * time.Hour
+
 // Record is one changed contact for the caller to persist: Value is the
 // Contact's MarshalBinary encoding, to be stored under the peer's key
-// (c/<peer>). Book never deletes contacts.
+// (c/<peer>), or, with Delete set, the key is to be deleted (a request
+// from a peer the book knew nothing else of, dropped or expired).
 type Record struct {
-	Peer  peer.ID
-	Value []byte
+	Peer   peer.ID
+	Value  []byte
+	Delete bool
 }
 
 // Approval is what the approver sends to the requester: the certificate
@@ -154,6 +177,9 @@ func (b *Book) loadOne(v []byte) (*entry, error) {
 // commit stores next (and cert, if not nil) as the contact of next.Peer and
 // returns the record to persist. Nothing changes if encoding fails.
 func (b *Book) commit(next Contact, cert *Certificate) ([]Record, error) {
+	if next.State != StatePendingIn {
+		next.PriorState, next.Known = "", false
+	}
 	if cert != nil {
 		next.Expires, next.Scopes = cert.NotAfter, cert.Scopes
 	}
@@ -177,20 +203,114 @@ func (b *Book) live(e *entry, now time.Time) bool {
 		now.UnixMilli() < e.cert.NotAfter.UnixMilli()
 }
 
-func (b *Book) pendingIn() int {
+// waiting reports whether e is an incoming request waiting for the user:
+// pending-in and not yet approved (an approval waits for the requester's
+// countersignature, and is the user's answer).
+func waiting(e *entry) bool { return e.c.State == StatePendingIn && e.c.Offer == nil }
+
+// expired reports whether e is a waiting request past the TTL.
+func (b *Book) expired(e *entry, now time.Time) bool {
+	return waiting(e) && !now.Before(e.c.Updated.Add(b.pol.PendingTTL))
+}
+
+// pendingIn counts the waiting requests of known peers or of others.
+func (b *Book) pendingIn(known bool) int {
 	n := 0
 	for _, e := range b.contacts {
-		if e.c.State == StatePendingIn {
+		if waiting(e) && e.c.Known == known {
 			n++
 		}
 	}
 	return n
 }
 
-// byRequest finds the pending-in contact whose request has ID id.
-func (b *Book) byRequest(id string) *entry {
+// oldestUnknown returns the waiting request of a peer not known that came
+// first, or nil.
+func (b *Book) oldestUnknown() *entry {
+	var old *entry
 	for _, e := range b.contacts {
-		if e.c.State == StatePendingIn && e.c.ID == id {
+		if waiting(e) && !e.c.Known && (old == nil || e.c.Updated.Before(old.c.Updated) ||
+			(e.c.Updated.Equal(old.c.Updated) && e.c.Peer < old.c.Peer)) {
+			old = e
+		}
+	}
+	return old
+}
+
+// history reports whether the book knew p before its request: a
+// certificate, a revocation either way, or our own request to it.
+func history(c *Contact) bool {
+	return c.Cert != nil || c.Seq > 0 || c.RevokeSeq > 0 || c.LastRevocationSeq > 0 ||
+		c.OutRequest != nil || c.Revocation != nil
+}
+
+// priorState is the state a contact goes back to when its incoming request
+// is dropped; "" means the contact goes away.
+func priorState(c *Contact) State {
+	switch {
+	case c.PriorState != "":
+		return c.PriorState
+	case c.OutRequest != nil:
+		return StatePendingOut
+	case c.Revocation != nil || c.LastRevocationSeq > 0:
+		return StateRevoked
+	case c.Cert != nil:
+		return StateActive
+	case history(c):
+		return StateDenied
+	}
+	return ""
+}
+
+// dropRequest drops e's waiting request: the contact goes back to what it
+// was before the request, or away if it was nothing.
+func (b *Book) dropRequest(e *entry, now time.Time) ([]Record, error) {
+	prior := priorState(&e.c)
+	if prior == "" {
+		delete(b.contacts, e.c.Peer)
+		return []Record{{Peer: e.c.Peer, Delete: true}}, nil
+	}
+	next := e.c.clone()
+	next.State, next.PriorState, next.Known, next.InRequest, next.Updated = prior, "", false, nil, now
+	if prior != StatePendingOut {
+		next.Note = ""
+	}
+	return b.commit(next, nil)
+}
+
+// expireLocked drops every waiting request past the TTL.
+func (b *Book) expireLocked(now time.Time) ([]Record, error) {
+	var recs []Record
+	for _, e := range b.contacts {
+		if b.expired(e, now) {
+			r, err := b.dropRequest(e, now)
+			if err != nil {
+				return recs, err
+			}
+			recs = append(recs, r...)
+		}
+	}
+	return recs, nil
+}
+
+// Expire drops the incoming requests that waited longer than
+// Policy.PendingTTL without an answer, and returns the records to persist.
+// A node calls it after Load and now and then (IncomingRequest also does).
+func (b *Book) Expire(now time.Time) ([]Record, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	recs, err := b.expireLocked(now)
+	if err != nil {
+		return recs, fmt.Errorf("consent: expire requests: %w", err)
+	}
+	return recs, nil
+}
+
+// byRequest finds the pending-in contact whose request has ID id and has
+// not expired at now.
+func (b *Book) byRequest(id string, now time.Time) *entry {
+	for _, e := range b.contacts {
+		if e.c.State == StatePendingIn && e.c.ID == id && !b.expired(e, now) {
 			return e
 		}
 	}
@@ -249,51 +369,72 @@ func (b *Book) OutgoingRequest(to peer.ID, handle, note string, now time.Time) (
 }
 
 // IncomingRequest takes a request that arrived from peer from (as
-// authenticated by the transport) and records it as pending-in. It returns
-// the contact; answer the sender with KindAck. A repeat of the same pending
-// request is accepted again with no records. Errors: ErrDenied (cool-down),
-// ErrAlreadyPending, ErrTooManyPending, ErrAlreadyContact, ErrWrongPeers,
-// and decoding errors. If we had asked the peer too, the contact becomes
-// pending-in and keeps OutRequest: the node may approve at once.
-func (b *Book) IncomingRequest(from peer.ID, wire []byte, now time.Time) (c Contact, recs []Record, err error) {
+// authenticated by the transport) and records it as pending-in. known says
+// the node's user knows from without a contact (a member of a room the
+// node is in, of the user's organisation): its request never gives way to
+// strangers'. It returns the contact; answer the sender with KindAck. A
+// repeat of the same pending request is accepted again with no records.
+// Requests past Policy.PendingTTL are dropped first. Errors: ErrDenied
+// (cool-down), ErrAlreadyPending, ErrTooManyPending (known peers' cap),
+// ErrAlreadyContact, ErrWrongPeers, and decoding errors. A request of a
+// peer the node does not know, at the cap, drops the oldest such request
+// (its records come back too). If we had asked the peer too, the contact
+// becomes pending-in and keeps OutRequest: the node may approve at once.
+func (b *Book) IncomingRequest(from peer.ID, wire []byte, known bool, now time.Time) (c Contact, recs []Record, err error) {
 	defer wrap(&err, "incoming request", from)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e := b.contacts[from]
-	// Cheap checks on the authenticated sender first: a flood costs no signature checks.
-	if e != nil && (e.c.State == StateDenied || e.c.State == StateRevoked) && now.Before(e.c.DeniedUntil) {
-		return Contact{}, nil, fmt.Errorf("%w: until %s", ErrDenied, e.c.DeniedUntil.UTC().Format(time.RFC3339))
-	}
-	if e != nil && e.c.State == StatePendingIn {
-		if e.c.ID == RequestID(wire) {
-			return e.c.clone(), nil, nil
-		}
-		return Contact{}, nil, fmt.Errorf("%w: request %s", ErrAlreadyPending, e.c.ID)
-	}
-	if b.live(e, now) {
-		return Contact{}, nil, ErrAlreadyContact
-	}
-	if b.pendingIn() >= b.pol.MaxPendingIn {
-		return Contact{}, nil, fmt.Errorf("%w: %d", ErrTooManyPending, b.pol.MaxPendingIn)
-	}
-	req, err := decodeRequest(wire)
+	recs, err = b.expireLocked(now)
 	if err != nil {
 		return Contact{}, nil, err
 	}
+	fail := func(err error) (Contact, []Record, error) { return Contact{}, recs, err }
+	e := b.contacts[from]
+	// Cheap checks on the authenticated sender first: a flood costs no signature checks.
+	if e != nil && (e.c.State == StateDenied || e.c.State == StateRevoked) && now.Before(e.c.DeniedUntil) {
+		return fail(fmt.Errorf("%w: until %s", ErrDenied, e.c.DeniedUntil.UTC().Format(time.RFC3339)))
+	}
+	if e != nil && e.c.State == StatePendingIn {
+		if e.c.ID == RequestID(wire) {
+			return e.c.clone(), recs, nil
+		}
+		return fail(fmt.Errorf("%w: request %s", ErrAlreadyPending, e.c.ID))
+	}
+	if b.live(e, now) {
+		return fail(ErrAlreadyContact)
+	}
+	known = known || (e != nil && history(&e.c))
+	if known && b.pendingIn(true) >= b.pol.MaxPendingKnown {
+		return fail(fmt.Errorf("%w: %d", ErrTooManyPending, b.pol.MaxPendingKnown))
+	}
+	req, err := decodeRequest(wire)
+	if err != nil {
+		return fail(err)
+	}
 	if req.From != from || req.To != b.self {
-		return Contact{}, nil, fmt.Errorf("%w: request from %s to %s", ErrWrongPeers, req.From, req.To)
+		return fail(fmt.Errorf("%w: request from %s to %s", ErrWrongPeers, req.From, req.To))
+	}
+	if !known && b.pendingIn(false) >= b.pol.MaxPendingIn {
+		if old := b.oldestUnknown(); old != nil {
+			r, err := b.dropRequest(old, now)
+			if err != nil {
+				return fail(err)
+			}
+			recs = append(recs, r...)
+		}
 	}
 	next := Contact{Peer: from}
 	if e != nil {
 		next = e.c.clone()
+		next.PriorState = e.c.State
 	}
 	next.ID, next.Handle, next.Note, next.State, next.Updated = req.ID, req.Handle, req.Note, StatePendingIn, now
-	next.InRequest, next.Offer, next.OfferSig = req.Wire, nil, nil
-	recs, err = b.commit(next, nil)
+	next.InRequest, next.Offer, next.OfferSig, next.Known = req.Wire, nil, nil, known
+	r, err := b.commit(next, nil)
 	if err != nil {
-		return Contact{}, nil, err
+		return fail(err)
 	}
-	return next.clone(), recs, nil
+	return next.clone(), append(recs, r...), nil
 }
 
 // Approve grants the pending incoming request id: it makes a certificate
@@ -309,7 +450,7 @@ func (b *Book) Approve(id string, validFor time.Duration, now time.Time) (a Appr
 	}()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e := b.byRequest(id)
+	e := b.byRequest(id, now)
 	if e == nil {
 		return Approval{}, nil, ErrNotFound
 	}
@@ -451,7 +592,7 @@ func (b *Book) Deny(id string, now time.Time) (recs []Record, err error) {
 	}()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e := b.byRequest(id)
+	e := b.byRequest(id, now)
 	if e == nil {
 		return nil, ErrNotFound
 	}

@@ -34,7 +34,7 @@ func TestHandshakeOverFrames(t *testing.T) {
 	alice.must(recs, err)
 	wantState(t, alice, bob.id, t0, StatePendingOut)
 	m := send(Message{Kind: KindRequest, Request: wire})
-	c, recs, err := bob.book.IncomingRequest(alice.id, m.Request, t0)
+	c, recs, err := bob.book.IncomingRequest(alice.id, m.Request, false, t0)
 	bob.must(recs, err)
 	if c.Handle != "Alice" || c.Note != "let's pair on the parser" || c.State != StatePendingIn {
 		t.Fatalf("incoming contact %+v", c)
@@ -102,7 +102,7 @@ func TestDenyAndRateLimit(t *testing.T) {
 	alice, bob := newNode(t, Policy{}), newNode(t, Policy{DenyCooldown: 24 * time.Hour})
 	wire, recs, err := alice.book.OutgoingRequest(bob.id, "Alice", "hi", t0)
 	alice.must(recs, err)
-	c, recs, err := bob.book.IncomingRequest(alice.id, wire, t0)
+	c, recs, err := bob.book.IncomingRequest(alice.id, wire, false, t0)
 	bob.must(recs, err)
 	bob.must(bob.book.Deny(c.ID, t0))
 	_, err = bob.book.Deny(c.ID, t0)
@@ -132,7 +132,7 @@ func TestDenyAndRateLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = bob.book.IncomingRequest(alice.id, wire, now)
+			_, _, err = bob.book.IncomingRequest(alice.id, wire, false, now)
 			wantErr(t, err, tc.want)
 		})
 	}
@@ -142,7 +142,7 @@ func TestDenyAndRateLimit(t *testing.T) {
 func TestDenyAfterApprove(t *testing.T) {
 	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
 	wire, _, _ := alice.book.OutgoingRequest(bob.id, "Alice", "", t0)
-	c, _, err := bob.book.IncomingRequest(alice.id, wire, t0)
+	c, _, err := bob.book.IncomingRequest(alice.id, wire, false, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestRevoke(t *testing.T) {
 			now := t0
 			if tc.beforeComplet {
 				wire, _, _ := req.book.OutgoingRequest(appr.id, "R", "", now)
-				c, _, _ := appr.book.IncomingRequest(req.id, wire, now)
+				c, _, _ := appr.book.IncomingRequest(req.id, wire, false, now)
 				a, _, err := appr.book.Approve(c.ID, 0, now)
 				if err != nil {
 					t.Fatal(err)
@@ -214,7 +214,7 @@ func TestRevoke(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = revoker.book.IncomingRequest(subject.id, wire, now)
+			_, _, err = revoker.book.IncomingRequest(subject.id, wire, false, now)
 			wantErr(t, err, ErrDenied)
 			now = now.Add(25 * time.Hour)
 			connect(t, subject, revoker, now, 0)
@@ -255,7 +255,7 @@ func TestStaleRevocation(t *testing.T) {
 func TestCancelPendingRequest(t *testing.T) {
 	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
 	wire, _, _ := alice.book.OutgoingRequest(bob.id, "Alice", "", t0)
-	c, _, _ := bob.book.IncomingRequest(alice.id, wire, t0)
+	c, _, _ := bob.book.IncomingRequest(alice.id, wire, false, t0)
 	rev, recs, err := alice.book.Revoke(bob.id, t0)
 	alice.must(recs, err)
 	got, _, err := bob.book.ApplyRevocation(rev, t0)
@@ -269,7 +269,7 @@ func TestCancelPendingRequest(t *testing.T) {
 	wantErr(t, err, ErrNotFound)
 	// Alice cancelled her own request: she is not blocked by herself, and bob may ask her.
 	wire, _, _ = bob.book.OutgoingRequest(alice.id, "Bob", "", t0)
-	if _, _, err := alice.book.IncomingRequest(bob.id, wire, t0); err != nil {
+	if _, _, err := alice.book.IncomingRequest(bob.id, wire, false, t0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -458,7 +458,7 @@ func TestForgedCertificate(t *testing.T) {
 	wantErr(t, alice.book.Allowed(bob.id, t0), ErrNoContact)
 	// And a countersignature not by the requester.
 	wire, _, _ := mallory.book.OutgoingRequest(bob.id, "M", "", t0)
-	c, _, _ := bob.book.IncomingRequest(mallory.id, wire, t0)
+	c, _, _ := bob.book.IncomingRequest(mallory.id, wire, false, t0)
 	if _, _, err := bob.book.Approve(c.ID, 0, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -498,9 +498,9 @@ func TestCertificateForOtherPeers(t *testing.T) {
 	wantErr(t, err, ErrNotRequested)
 	// A request addressed to someone else, or relayed by another peer.
 	wire, _ := NewRequest(alice.priv, bob.id, "A", "", t0)
-	_, _, err = carol.book.IncomingRequest(alice.id, wire, t0)
+	_, _, err = carol.book.IncomingRequest(alice.id, wire, false, t0)
 	wantErr(t, err, ErrWrongPeers)
-	_, _, err = bob.book.IncomingRequest(carol.id, wire, t0)
+	_, _, err = bob.book.IncomingRequest(carol.id, wire, false, t0)
 	wantErr(t, err, ErrWrongPeers)
 	// A stored record whose certificate names other peers does not load.
 	connect(t, alice, bob, t0, 0)
@@ -550,7 +550,7 @@ func TestRequestLimits(t *testing.T) {
 	}
 	_, err = DecodeRequest(wire)
 	wantErr(t, err, ErrTooLong)
-	_, _, err = bob.book.IncomingRequest(alice.id, wire, t0)
+	_, _, err = bob.book.IncomingRequest(alice.id, wire, false, t0)
 	wantErr(t, err, ErrTooLong)
 	// A request signed by someone else than from.
 	p.Note = "ok"
@@ -565,58 +565,173 @@ func TestRequestLimits(t *testing.T) {
 	wantErr(t, err, ErrWrongPeers)
 }
 
+// request makes a signed request from a new stranger to n.
+func request(t *testing.T, to *tnode) (*tnode, []byte) {
+	t.Helper()
+	s := newNode(t, Policy{})
+	w, err := NewRequest(s.priv, to.id, "stranger", "", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, w
+}
+
+// Strangers with fresh keys cannot fill the book: at the cap a new request
+// drops the oldest stranger's, and a known peer's request never gives way.
 func TestRequestFlood(t *testing.T) {
 	const max = 5
-	bob := newNode(t, Policy{MaxPendingIn: max})
-	var first *tnode
+	bob := newNode(t, Policy{MaxPendingIn: max, MaxPendingKnown: 2})
+	var sybils []*tnode
 	var firstWire []byte
-	for i := 0; i < max; i++ {
-		s := newNode(t, Policy{})
-		wire, err := NewRequest(s.priv, bob.id, "stranger", "", t0)
+	for i := range max {
+		s, w := request(t, bob)
+		_, recs, err := bob.book.IncomingRequest(s.id, w, false, t0.Add(time.Duration(i)*time.Second))
+		bob.must(recs, err)
+		sybils = append(sybils, s)
+		if i == 0 {
+			firstWire = w
+		}
+	}
+	if _, _, err := bob.book.IncomingRequest(sybils[0].id, firstWire, false, t0.Add(time.Minute)); err != nil {
+		t.Fatalf("same request again: %v", err)
+	}
+	w2, _ := NewRequest(sybils[0].priv, bob.id, "x", "another", t0)
+	_, _, err := bob.book.IncomingRequest(sybils[0].id, w2, false, t0.Add(time.Minute))
+	wantErr(t, err, ErrAlreadyPending)
+
+	// A forged request at the cap drops nobody.
+	forger, _ := request(t, bob)
+	_, fw := request(t, bob)
+	_, recs, err := bob.book.IncomingRequest(forger.id, fw, false, t0.Add(time.Minute))
+	wantErr(t, err, ErrWrongPeers)
+	if len(recs) != 0 {
+		t.Fatalf("a forged request changed the book: %v", recs)
+	}
+
+	// One more stranger: admitted, the oldest stranger's request dropped.
+	genuine, w := request(t, bob)
+	c, recs, err := bob.book.IncomingRequest(genuine.id, w, false, t0.Add(time.Minute))
+	bob.must(recs, err)
+	if c.State != StatePendingIn {
+		t.Fatalf("genuine request: %+v", c)
+	}
+	if _, ok := bob.book.Get(sybils[0].id, t0); ok {
+		t.Fatal("the oldest stranger's request was kept")
+	}
+	if _, ok := bob.store[sybils[0].id]; ok {
+		t.Fatal("the dropped request's record was not deleted")
+	}
+	if n := len(bob.book.List(t0)); n != max {
+		t.Fatalf("%d contacts, want %d", n, max)
+	}
+
+	// Known peers have their own room, which strangers cannot take.
+	var known []*tnode
+	for i := range 2 {
+		k, w := request(t, bob)
+		_, recs, err := bob.book.IncomingRequest(k.id, w, true, t0.Add(2*time.Minute+time.Duration(i)))
+		bob.must(recs, err)
+		known = append(known, k)
+	}
+	for range 3 * max {
+		s, w := request(t, bob)
+		_, recs, err := bob.book.IncomingRequest(s.id, w, false, t0.Add(3*time.Minute))
+		bob.must(recs, err)
+	}
+	for _, k := range known {
+		if c, ok := bob.book.Get(k.id, t0); !ok || c.State != StatePendingIn || !c.Known {
+			t.Fatalf("a known peer's request gave way to strangers: %+v %v", c, ok)
+		}
+	}
+	k, w := request(t, bob)
+	_, _, err = bob.book.IncomingRequest(k.id, w, true, t0.Add(4*time.Minute))
+	wantErr(t, err, ErrTooManyPending)
+
+	// Denying one makes room for one more known peer.
+	c, _ = bob.book.Get(known[0].id, t0)
+	bob.must(bob.book.Deny(c.ID, t0.Add(5*time.Minute)))
+	if _, _, err := bob.book.IncomingRequest(k.id, w, true, t0.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Requests expire after the TTL, also across a restart (Load then Expire),
+// and a dropped request puts back what the book knew of the peer.
+func TestPendingRequestsExpire(t *testing.T) {
+	ttl := 48 * time.Hour
+	bob := newNode(t, Policy{PendingTTL: ttl})
+	stranger, w := request(t, bob)
+	c, recs, err := bob.book.IncomingRequest(stranger.id, w, false, t0)
+	bob.must(recs, err)
+
+	// Alice was a contact, revoked; after the cool-down she asks again.
+	alice := newNode(t, Policy{})
+	connect(t, alice, bob, t0, 0)
+	_, recs, err = bob.book.Revoke(alice.id, t0)
+	bob.must(recs, err)
+	before, _ := bob.book.Get(alice.id, t0)
+	later := t0.Add(25 * time.Hour)
+	wa, err := NewRequest(alice.priv, bob.id, "Alice", "again", later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, recs, err := bob.book.IncomingRequest(alice.id, wa, false, later)
+	bob.must(recs, err)
+	if ca.State != StatePendingIn || !ca.Known {
+		t.Fatalf("a past contact's request: %+v", ca)
+	}
+	// Carol was asked by bob and asks back.
+	carol := newNode(t, Policy{})
+	wc, recs, err := bob.book.OutgoingRequest(carol.id, "Bob", "hi", t0)
+	bob.must(recs, err)
+	_ = wc
+	wcb, _ := NewRequest(carol.priv, bob.id, "Carol", "", t0)
+	_, recs, err = bob.book.IncomingRequest(carol.id, wcb, false, t0)
+	bob.must(recs, err)
+
+	if recs, err := bob.book.Expire(t0.Add(ttl - time.Millisecond)); err != nil || len(recs) != 0 {
+		t.Fatalf("expired early: %v %v", recs, err)
+	}
+	recs, err = bob.book.Expire(t0.Add(ttl))
+	bob.must(recs, err)
+	if _, ok := bob.book.Get(stranger.id, t0.Add(ttl)); ok {
+		t.Fatal("the stranger's request outlived its TTL")
+	}
+	if _, ok := bob.store[stranger.id]; ok {
+		t.Fatal("the expired request is still stored")
+	}
+	if _, _, err := bob.book.Approve(c.ID, 0, t0.Add(ttl)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("approve an expired request: %v", err)
+	}
+	if got := stateOf(t, bob, carol.id, t0.Add(ttl)); got != StatePendingOut {
+		t.Fatalf("carol after her request expired: %s, want pending-out (bob's request stands)", got)
+	}
+
+	// Across a restart: a new book loads the records, and Expire drops
+	// alice's request, putting back the revoked contact with its counters.
+	reload := func() *Book {
+		b, err := NewBook(bob.priv, Policy{PendingTTL: ttl})
 		if err != nil {
 			t.Fatal(err)
 		}
-		bob.must(func() ([]Record, error) { _, r, err := bob.book.IncomingRequest(s.id, wire, t0); return r, err }())
-		if first == nil {
-			first, firstWire = s, wire
+		var vals [][]byte
+		for _, v := range bob.store {
+			vals = append(vals, v)
 		}
+		if err := b.Load(vals); err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
-	for _, tc := range []struct {
-		name string
-		from func() (*tnode, []byte)
-		want error
-		recs bool
-	}{
-		{"one more stranger", func() (*tnode, []byte) {
-			s := newNode(t, Policy{})
-			w, _ := NewRequest(s.priv, bob.id, "x", "", t0)
-			return s, w
-		}, ErrTooManyPending, false},
-		{"same request again", func() (*tnode, []byte) { return first, firstWire }, nil, false},
-		{"second request from a pending peer", func() (*tnode, []byte) {
-			w, _ := NewRequest(first.priv, bob.id, "x", "another", t0)
-			return first, w
-		}, ErrAlreadyPending, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, w := tc.from()
-			_, recs, err := bob.book.IncomingRequest(s.id, w, t0)
-			wantErr(t, err, tc.want)
-			if (len(recs) > 0) != tc.recs {
-				t.Fatalf("records %v", recs)
-			}
-		})
+	b2 := reload()
+	if got, _ := b2.Get(alice.id, later); got.State != StatePendingIn {
+		t.Fatalf("alice after a restart: %s", got.State)
 	}
-	// Denying one makes room for one more.
-	c, _ := bob.book.Get(first.id, t0)
-	bob.must(bob.book.Deny(c.ID, t0))
-	s := newNode(t, Policy{})
-	w, _ := NewRequest(s.priv, bob.id, "x", "", t0)
-	if _, _, err := bob.book.IncomingRequest(s.id, w, t0); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(bob.book.List(t0)); n != max+1 {
-		t.Fatalf("%d contacts", n)
+	recs, err = b2.Expire(later.Add(ttl))
+	bob.must(recs, err)
+	got, _ := reload().Get(alice.id, later.Add(ttl))
+	if got.State != StateRevoked || got.Seq != before.Seq || got.RevokeSeq != before.RevokeSeq || got.Revocation == nil {
+		t.Fatalf("alice after her request expired: %+v, want the revoked contact back", got)
 	}
 }
 
@@ -624,11 +739,11 @@ func TestMutualRequests(t *testing.T) {
 	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
 	wa, _, _ := alice.book.OutgoingRequest(bob.id, "Alice", "", t0)
 	wb, _, _ := bob.book.OutgoingRequest(alice.id, "Bob", "", t0)
-	ca, _, err := alice.book.IncomingRequest(bob.id, wb, t0)
+	ca, _, err := alice.book.IncomingRequest(bob.id, wb, false, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, _, err := bob.book.IncomingRequest(alice.id, wa, t0)
+	cb, _, err := bob.book.IncomingRequest(alice.id, wa, false, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -666,7 +781,7 @@ func TestMutualRequests(t *testing.T) {
 func TestLostCountersignatureRenewal(t *testing.T) {
 	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
 	wire, _, _ := alice.book.OutgoingRequest(bob.id, "A", "", t0)
-	c, _, _ := bob.book.IncomingRequest(alice.id, wire, t0)
+	c, _, _ := bob.book.IncomingRequest(alice.id, wire, false, t0)
 	a1, _, _ := bob.book.Approve(c.ID, 0, t0)
 	if _, _, err := alice.book.Countersign(bob.id, "", a1.Payload, a1.Sig, t0); err != nil {
 		t.Fatal(err)
@@ -709,7 +824,7 @@ func TestLoadRoundTrip(t *testing.T) {
 	alice.must(func() ([]Record, error) { _, r, err := alice.book.Revoke(peers[StateRevoked].id, t0); return r, err }())
 	w, _ := NewRequest(peers[StatePendingIn].priv, alice.id, "in", "note in", t0)
 	alice.must(func() ([]Record, error) {
-		_, r, err := alice.book.IncomingRequest(peers[StatePendingIn].id, w, t0)
+		_, r, err := alice.book.IncomingRequest(peers[StatePendingIn].id, w, false, t0)
 		return r, err
 	}())
 	alice.must(func() ([]Record, error) {
@@ -717,7 +832,7 @@ func TestLoadRoundTrip(t *testing.T) {
 		return r, err
 	}())
 	w, _ = NewRequest(peers[StateDenied].priv, alice.id, "den", "", t0)
-	c, recs, err := alice.book.IncomingRequest(peers[StateDenied].id, w, t0)
+	c, recs, err := alice.book.IncomingRequest(peers[StateDenied].id, w, false, t0)
 	alice.must(recs, err)
 	alice.must(alice.book.Deny(c.ID, t0))
 

@@ -62,6 +62,13 @@ type Contact struct {
 	RevokeSeq         uint64    // highest revocation seq we issued to the peer
 	DeniedUntil       time.Time // the peer may not ask again before this (zero: may ask)
 	Approver          bool      // this node approved the current certificate (only it may renew)
+
+	// While pending-in: Known is set when the request came from a peer the
+	// node knows (it never gives way to strangers' requests), and
+	// PriorState is the state to go back to if the request is dropped (""
+	// for none: the contact goes away).
+	Known      bool
+	PriorState State
 }
 
 // stateAt returns the state as reported at now.
@@ -106,6 +113,8 @@ type contactRecord struct {
 	RevokeSeq         uint64   `cbor:"revoke_seq"`
 	DeniedUntil       int64    `cbor:"denied_until"`
 	Approver          bool     `cbor:"approver,omitempty"`
+	Known             bool     `cbor:"known,omitempty"`
+	PriorState        string   `cbor:"prior_state,omitempty"`
 }
 
 const recordVersion = 1
@@ -131,7 +140,7 @@ func (c Contact) MarshalBinary() ([]byte, error) {
 		Updated: toMs(c.Updated), Expires: toMs(c.Expires), Cert: c.Cert, Seq: c.Seq, Scopes: c.Scopes,
 		InRequest: c.InRequest, OutRequest: c.OutRequest, Offer: c.Offer, OfferSig: c.OfferSig, Revocation: c.Revocation,
 		LastRevocationSeq: c.LastRevocationSeq, RevokeSeq: c.RevokeSeq, DeniedUntil: toMs(c.DeniedUntil),
-		Approver: c.Approver,
+		Approver: c.Approver, Known: c.Known, PriorState: string(c.PriorState),
 	}
 	if r.State == string(StateExpired) {
 		r.State = string(StateActive)
@@ -160,12 +169,15 @@ func (c *Contact) UnmarshalBinary(b []byte) error {
 	if !State(r.State).stored() {
 		return fmt.Errorf("%w: state %q", ErrBadRecord, r.State)
 	}
+	if r.PriorState != "" && (!State(r.PriorState).stored() || State(r.PriorState) == StatePendingIn) {
+		return fmt.Errorf("%w: prior state %q", ErrBadRecord, r.PriorState)
+	}
 	*c = Contact{
 		ID: r.ID, Peer: p, Handle: r.Handle, State: State(r.State), Note: r.Note,
 		Updated: fromMs(r.Updated), Expires: fromMs(r.Expires), Cert: r.Cert, Seq: r.Seq, Scopes: r.Scopes,
 		InRequest: r.InRequest, OutRequest: r.OutRequest, Offer: r.Offer, OfferSig: r.OfferSig, Revocation: r.Revocation,
 		LastRevocationSeq: r.LastRevocationSeq, RevokeSeq: r.RevokeSeq, DeniedUntil: fromMs(r.DeniedUntil),
-		Approver: r.Approver,
+		Approver: r.Approver, Known: r.Known, PriorState: State(r.PriorState),
 	}
 	return nil
 }

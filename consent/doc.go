@@ -73,6 +73,17 @@
 // is more than Policy.ClockSkew ahead (ErrNotYetValid); within the skew it
 // is taken and Allowed fails until not_before.
 //
+// Incoming requests are bounded against strangers with fresh keys. A
+// request waits Policy.PendingTTL (7 days) for an answer, then Expire (or
+// the next IncomingRequest) drops it, and the contact goes back to what it
+// was before (or away, with a Record whose Delete is set). Requests of
+// peers the node does not know are capped at Policy.MaxPendingIn (100): at
+// the cap a new one, once its signature checks, drops the oldest. Requests
+// of known peers (IncomingRequest's known: a room co-member, an
+// organisation member; or a past contact, or a peer this node asked) have
+// their own cap, Policy.MaxPendingKnown (100), and never give way to
+// strangers'.
+//
 // The node's service (internal/contacts) runs the protocol, persists the
 // records, limits each peer's messages (ErrRateLimited, code "rate-limited")
 // and decides, from the Book, what rooms accept; see its documentation.

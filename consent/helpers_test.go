@@ -48,6 +48,10 @@ func newNode(t testing.TB, pol Policy) *tnode {
 // save persists records as the node would.
 func (n *tnode) save(recs []Record) {
 	for _, r := range recs {
+		if r.Delete {
+			delete(n.store, r.Peer)
+			continue
+		}
 		n.store[r.Peer] = r.Value
 	}
 }
@@ -80,7 +84,7 @@ func connect(t testing.TB, requester, approver *tnode, now time.Time, d time.Dur
 	t.Helper()
 	wire, recs, err := requester.book.OutgoingRequest(approver.id, "req-handle", "hello", now)
 	requester.must(recs, err)
-	c, recs, err := approver.book.IncomingRequest(requester.id, wire, now)
+	c, recs, err := approver.book.IncomingRequest(requester.id, wire, false, now)
 	approver.must(recs, err)
 	a, recs, err := approver.book.Approve(c.ID, d, now)
 	approver.must(recs, err)

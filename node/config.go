@@ -60,6 +60,22 @@ type Config struct {
 	// ConnLow and ConnHigh are the connection manager's watermarks. Zero
 	// means 64 and 192.
 	ConnLow, ConnHigh int
+	// Recover starts a node whose database is missing, damaged or made for
+	// another identity on a new database: the old one is kept aside
+	// (data.broken-… or data.old-…), the room list and contacts come back
+	// from the recovery file, and rooms are refetched from their members.
+	// False means such a node refuses to start and says so. It changes
+	// nothing for a sound database.
+	Recover bool
+	// NewIdentity makes a new key for a home whose identity.key is lost
+	// while its database remains; the old database is kept aside
+	// (data.old-…). False means such a home is refused. It is an error
+	// while the key is present.
+	NewIdentity bool
+	// MinFreeDisk is the free space, in bytes, the database keeps on its
+	// disk: below it writes fail with a clear error and reads go on. Zero
+	// means store.DefaultMinFree (64 MiB); negative turns the floor off.
+	MinFreeDisk int64
 }
 
 // DefaultPort is Parley's TCP and UDP port.

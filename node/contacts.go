@@ -23,6 +23,7 @@ func (n *Node) newContacts() error {
 		Registry:   n.reg,
 		FindPeer:   n.dht.FindPeer,
 		SharesRoom: n.sharesRoom,
+		Known:      n.knownPeer,
 	})
 	if err != nil {
 		return err
@@ -30,6 +31,11 @@ func (n *Node) newContacts() error {
 	n.contacts = cs
 	return nil
 }
+
+// knownPeer reports whether the user knows p without a contact, so that
+// p's contact request never gives way to strangers': today a member of a
+// room this node is in (organisation members are to join it).
+func (n *Node) knownPeer(p peer.ID) bool { return n.sharesRoom(p) }
 
 // sharesRoom reports whether p is a member node of a room this node is in.
 // n.rooms is set in start before anything can call this.

@@ -7,9 +7,15 @@
 //
 //	identity.key   the Ed25519 key; its peer ID names the node (mode 0600)
 //	config         the config file (written by `parley up`, see internal/config)
-//	data/          the Badger database
+//	data/          the Badger database (with parley.reserve, see internal/store)
+//	recovery.json  the room list and contact records, for Config.Recover
 //	parley.sock    the local API (mode 0600), while the node runs
 //	node.lock      held (flock) by the running node; holds its pid
+//
+// New refuses a home another user owns or others may write to (CheckHome),
+// and a home whose key is lost while its database remains (unless
+// Config.NewIdentity); Start refuses a database that is gone, damaged or
+// another identity's (unless Config.Recover). See recovery.go.
 //
 // Life cycle: New checks the config, loads the key and locks the home; it
 // starts no goroutines. Start brings everything up and returns once the node

@@ -72,6 +72,8 @@ type Node struct {
 	contacts *contacts.Service // set by Start, read-only afterwards
 	agents   *agents.Service   // set by Start, read-only afterwards
 
+	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
+
 	stop      chan struct{} // closed when the local API asks to shut down
 	stopOnce  sync.Once
 	startOnce sync.Once
@@ -87,11 +89,18 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckHome(cfg.Home); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("node: create home %s: %w", cfg.Home, err)
 	}
 	lock, err := lockHome(cfg.Home)
 	if err != nil {
+		return nil, err
+	}
+	if err := prepareIdentity(cfg); err != nil {
+		lock.unlock()
 		return nil, err
 	}
 	priv, err := identity.LoadOrCreate(filepath.Join(cfg.Home, KeyFileName))
@@ -160,11 +169,9 @@ func (n *Node) start(ctx context.Context) error {
 	n.started = time.Now()
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 
-	db, err := store.Open(filepath.Join(n.cfg.Home, DataDirName), n.log)
-	if err != nil {
+	if err := n.openStore(); err != nil {
 		return err
 	}
-	n.db = db
 
 	if err := n.startHost(); err != nil {
 		return err
@@ -176,12 +183,12 @@ func (n *Node) start(ctx context.Context) error {
 		}
 	}
 
-	kad, err := dht.New(n.host,
+	kad, err := dht.New(n.host, append([]dht.Option{
 		dht.Mode(dht.ModeServer),
 		dht.ProtocolPrefix(DHTPrefix),
 		dht.Validator(record.NamespacedValidator{"pk": record.PublicKeyValidator{}, discovery.Namespace: discovery.Validator{}}),
 		dht.BootstrapPeersFunc(func() []peer.AddrInfo { return n.cfg.Bootstrap }),
-	)
+	}, n.dhtOptions()...)...)
 	if err != nil {
 		return fmt.Errorf("node: start dht: %w", err)
 	}
@@ -236,6 +243,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.startAgents()
+	n.startRecovery()
 
 	n.registerMetrics()
 
@@ -247,7 +255,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 
 	if !n.cfg.NoLocalAPI {
-		ln, err := localapi.Listen(SocketPath(n.cfg.Home))
+		ln, err := listenSocket(n.cfg.Home)
 		if err != nil {
 			return err
 		}
@@ -427,6 +435,9 @@ func (n *Node) Close() error {
 			errs = append(errs, n.host.Close())
 		}
 		n.wg.Wait()
+		if n.db != nil && n.rooms != nil {
+			n.saveRecovery()
+		}
 		if n.db != nil {
 			errs = append(errs, n.db.Close())
 		}

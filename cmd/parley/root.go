@@ -56,7 +56,16 @@ func (g *globals) resolveHome() (string, error) {
 		}
 		h = filepath.Join(u, ".parley")
 	}
-	return filepath.Abs(h)
+	h, err := filepath.Abs(h)
+	if err != nil {
+		return "", err
+	}
+	// A home another user owns or may write to is refused before anything
+	// reads from it or connects to its socket.
+	if err := node.CheckHome(h); err != nil {
+		return "", err
+	}
+	return h, nil
 }
 
 // client returns a local API client for the home, and a context bounded by

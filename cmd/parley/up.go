@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/spf13/cobra"
@@ -18,11 +19,14 @@ import (
 )
 
 type upFlags struct {
-	listen    []string
-	bootstrap []string
-	noMDNS    bool
-	handle    string
-	logLevel  string
+	listen      []string
+	bootstrap   []string
+	noMDNS      bool
+	handle      string
+	logLevel    string
+	recover     bool
+	newIdentity bool
+	minFree     string
 }
 
 func upCmd(g *globals) *cobra.Command {
@@ -34,7 +38,19 @@ func upCmd(g *globals) *cobra.Command {
 
 On first use the home gets a new identity key (identity.key, mode 0600) and a
 documented config file. The node prints one ready line with its peer ID and
-addresses; SIGINT or SIGTERM (or ` + "`parley down`" + `) stop it.`,
+addresses; SIGINT or SIGTERM (or ` + "`parley down`" + `) stop it.
+
+A node never starts silently on an empty database or a new identity. If its
+database is missing, damaged or another identity's, or its identity.key is
+lost, it stops with one line saying what is wrong; then choose:
+  --recover       keep the identity, set the old database aside (nothing is
+                  deleted), start a new one with the room list and contacts
+                  of HOME/recovery.json, and refetch rooms from their members
+  --new-identity  the key is lost: become a new node; the old database is
+                  set aside (contacts and rooms do not carry over)
+
+Below --min-free-disk of free space the node refuses writes (saying so) and
+keeps serving reads; writes resume once space is freed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd, g, f) },
 	}
@@ -44,6 +60,9 @@ addresses; SIGINT or SIGTERM (or ` + "`parley down`" + `) stop it.`,
 	fl.BoolVar(&f.noMDNS, "no-mdns", false, "do not look for peers on the local network")
 	fl.StringVar(&f.handle, "handle", "", "display name for this run (default: the config's handle)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")
+	fl.BoolVar(&f.recover, "recover", false, "start anew when the database is missing, damaged or another identity's: keep it aside, restore rooms and contacts from recovery.json, refetch rooms from peers")
+	fl.BoolVar(&f.newIdentity, "new-identity", false, "identity.key is lost: make a new identity and keep the old database aside")
+	fl.StringVar(&f.minFree, "min-free-disk", "64MiB", "free disk space the database keeps; below it writes are refused and reads go on (0 turns it off)")
 	return cmd
 }
 
@@ -64,11 +83,21 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
 	}
+	minFree, err := parseMinFree(f.minFree)
+	if err != nil {
+		return err
+	}
+	if f.recover && f.newIdentity {
+		return fmt.Errorf("--recover keeps this node's identity and --new-identity replaces it: choose one")
+	}
 	cfg := node.Config{
-		Home:   home,
-		Handle: file.Handle,
-		MDNS:   file.MDNS && !f.noMDNS,
-		Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+		Home:        home,
+		Handle:      file.Handle,
+		MDNS:        file.MDNS && !f.noMDNS,
+		Logger:      slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+		Recover:     f.recover,
+		NewIdentity: f.newIdentity,
+		MinFreeDisk: minFree,
 	}
 	if f.handle != "" {
 		cfg.Handle = f.handle
@@ -128,6 +157,19 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("node did not stop within 5 s; exiting anyway")
 	}
+}
+
+// parseMinFree reads --min-free-disk: a size such as 64MiB, 500MB or
+// 1048576; 0 turns the floor off.
+func parseMinFree(s string) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n > 1<<50 {
+		return 0, fmt.Errorf("--min-free-disk %q: give a size such as 64MiB, 500MB or 0 (off)", s)
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return int64(n), nil
 }
 
 func parsePeerAddr(s string) (peer.AddrInfo, error) {

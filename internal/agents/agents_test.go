@@ -145,7 +145,11 @@ func TestTestnet20(t *testing.T) {
 			}
 		})
 		evil, _ := discovery.ProviderKey(discovery.KindCap, "evil")
-		if err := r.dht.Provide(rctx, evil, true); err != nil {
+		// A deadline of its own: the puts and finds above may have used up
+		// rctx's on a loaded machine.
+		pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer pcancel()
+		if err := r.dht.Provide(pctx, evil, true); err != nil {
 			t.Fatal(err)
 		}
 		before := counter(t, nt, searcher, "parley_discovery_rejected_total")

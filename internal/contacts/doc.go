@@ -22,6 +22,12 @@
 // Config.RetryInterval. Deny is best effort: a requester that missed it
 // learns it when its request is refused with the "denied" code.
 //
+// Incoming requests expire after consent's PendingTTL (7 days), checked at
+// Start (so a restart does not keep them) and every RetryInterval; at the
+// cap on strangers' requests the oldest gives way, while requests of peers
+// Config.Known reports (room co-members, and organisation members as the
+// node learns of them) are kept apart and never crowded out.
+//
 // Every message is taken as from the peer authenticated by the connection.
 // A peer may send at most Config.RateLimit messages a minute; more are
 // refused with "rate-limited". Every refusal of bad input (forged or

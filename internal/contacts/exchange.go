@@ -277,6 +277,7 @@ func (s *Service) retryLoop() {
 			return
 		case <-t.C:
 		}
+		s.expire()
 		now := s.now()
 		for _, c := range s.book.List(now) {
 			if now.Sub(c.Updated) > retryFor {

@@ -58,7 +58,7 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 	case consent.KindRequest:
 		var c consent.Contact
 		err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
-			c, recs, err = s.book.IncomingRequest(remote, m.Request, now)
+			c, recs, err = s.book.IncomingRequest(remote, m.Request, s.known(remote), now)
 			return recs, err
 		})
 		if err == nil {

@@ -51,6 +51,11 @@ type Config struct {
 	// SharesRoom reports whether p is a member node of a room this node is
 	// in (see the package documentation). Nil means never.
 	SharesRoom func(p peer.ID) bool
+	// Known reports whether the user knows p without a contact: a member
+	// of a room this node is in, and (as the node learns of them) members
+	// of the user's organisation. A known peer's contact request never
+	// gives way to strangers' (see consent.Policy). Nil means SharesRoom.
+	Known func(p peer.ID) bool
 	// Book tunes the contact book: cool-down after deny or revoke, default
 	// validity, cap on pending requests. Zero: the consent defaults.
 	Book consent.Policy
@@ -177,8 +182,25 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}}
 	s.cfg.Host.Network().Notify(s.notif)
+	s.expire()
 	s.spawn(s.retryLoop)
 	return nil
+}
+
+// known reports whether p's contact request is a known peer's.
+func (s *Service) known(p peer.ID) bool {
+	if s.cfg.Known != nil {
+		return s.cfg.Known(p)
+	}
+	return s.cfg.SharesRoom != nil && s.cfg.SharesRoom(p)
+}
+
+// expire drops incoming requests that waited past their TTL (also those
+// that expired while the node was stopped).
+func (s *Service) expire() {
+	if err := s.apply(s.book.Expire); err != nil {
+		s.log.Warn("expired contact requests not dropped", "err", err)
+	}
 }
 
 // Close stops the service and waits for its goroutines. It is idempotent.
@@ -220,10 +242,12 @@ func (s *Service) apply(f func(now time.Time) ([]consent.Record, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	recs, err := f(s.now())
-	if err != nil {
-		return err
+	// A call that fails may still have changed the book (an incoming
+	// request drops expired ones first): those records are kept too.
+	if perr := s.persist(recs); perr != nil && err == nil {
+		err = perr
 	}
-	return s.persist(recs)
+	return err
 }
 
 func (s *Service) persist(recs []consent.Record) error {
@@ -232,7 +256,7 @@ func (s *Service) persist(recs []consent.Record) error {
 	}
 	ops := make([]schema.Op, len(recs))
 	for i, r := range recs {
-		ops[i] = schema.Op{Key: schema.Contact([]byte(r.Peer)), Val: r.Value}
+		ops[i] = schema.Op{Key: schema.Contact([]byte(r.Peer)), Val: r.Value, Delete: r.Delete}
 	}
 	if err := s.cfg.Store.Apply(ops, true); err != nil {
 		s.log.Error("contact record not stored", "err", err)

@@ -4,23 +4,46 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/y"
 
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
 // DB is an open Parley database.
 type DB struct {
-	bdb *badger.DB
+	bdb   *badger.DB
+	dir   string
+	space *space
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
+// Config configures a database. Zero values are documented.
+type Config struct {
+	// Dir is the database folder; it is created (mode 0700) if missing.
+	Dir string
+	// Logger receives Badger's log lines; nil discards them.
+	Logger *slog.Logger
+	// MinFree is the free-space floor in bytes: below it writes fail with
+	// ErrDiskFull and reads go on. Zero means DefaultMinFree; negative
+	// turns the floor (and the reserve file) off.
+	MinFree int64
+
+	// freeSpace replaces the statfs of the database's disk in tests.
+	freeSpace func(dir string) (int64, error)
+}
+
 // Options returns Badger options sized for a laptop: small memtables and
 // caches, so an idle node's heap stays near 24 MiB instead of ~88 MiB.
+// Every block read from a table and every value read from a value log is
+// checked against its checksum, so damage reads as an error (ErrCorrupt),
+// never as data.
 func Options(dir string, log *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{log}).
@@ -34,34 +57,64 @@ func Options(dir string, log *slog.Logger) badger.Options {
 		WithBlockCacheSize(8 << 20).
 		WithIndexCacheSize(4 << 20).
 		WithNumCompactors(2).
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true).
 		WithMetricsEnabled(false)
 }
 
-// Open opens (or creates) the database in dir.
+// Open opens (or creates) the database in dir with the default floor.
 func Open(dir string, log *slog.Logger) (*DB, error) {
+	return OpenConfig(Config{Dir: dir, Logger: log})
+}
+
+// OpenConfig opens (or creates) the database cfg.Dir. It first runs Check:
+// a damaged database is refused with an error wrapping ErrCorrupt, and
+// nothing in the folder is changed. Below the free-space floor the
+// database opens for reading, and writes fail with ErrDiskFull until space
+// is freed.
+func OpenConfig(cfg Config) (_ *DB, err error) {
+	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	bdb, err := badger.Open(Options(dir, log))
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+	if cfg.MinFree == 0 {
+		cfg.MinFree = DefaultMinFree
 	}
-	return &DB{bdb: bdb}, nil
+	if err := Check(cfg.Dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: create %s: %w", cfg.Dir, err)
+	}
+	sp := newSpace(cfg.Dir, cfg.MinFree, cfg.freeSpace, log)
+	sp.open()
+	defer recoverCorrupt(&err, "open "+cfg.Dir)
+	bdb, err := badger.Open(Options(cfg.Dir, log))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", cfg.Dir, classify(err))
+	}
+	return &DB{bdb: bdb, dir: cfg.Dir, space: sp}, nil
 }
 
-// Badger returns the underlying database for packages that keep their own
-// keys under the schema in keys.go.
-func (db *DB) Badger() *badger.DB { return db.bdb }
+// Dir is the database folder.
+func (db *DB) Dir() string { return db.dir }
+
+// Full reports whether writes are refused for lack of disk space.
+func (db *DB) Full() bool { return db.space.isFull() }
 
 // Get returns a copy of the value at key, or ErrNotFound.
-func (db *DB) Get(key []byte) ([]byte, error) {
+func (db *DB) Get(key []byte) (_ []byte, err error) {
+	defer recoverCorrupt(&err, "read")
 	var out []byte
-	err := db.bdb.View(func(txn *badger.Txn) error {
+	err = db.bdb.View(func(txn *badger.Txn) error {
 		it, err := txn.Get(key)
 		if err != nil {
 			return err
 		}
 		out, err = it.ValueCopy(nil)
+		if err == nil {
+			err = checkValue(it, out)
+		}
 		return err
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -70,25 +123,20 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	if errors.Is(err, badger.ErrDBClosed) {
 		return nil, ErrClosed
 	}
-	return out, err
+	if err != nil {
+		return nil, fmt.Errorf("store: read: %w", classify(err))
+	}
+	return out, nil
 }
 
 // Set writes one key.
 func (db *DB) Set(key, val []byte) error {
-	err := db.bdb.Update(func(txn *badger.Txn) error { return txn.Set(key, val) })
-	if errors.Is(err, badger.ErrDBClosed) {
-		return ErrClosed
-	}
-	return err
+	return db.Apply([]schema.Op{{Key: key, Val: val}}, false)
 }
 
 // Delete removes one key.
 func (db *DB) Delete(key []byte) error {
-	err := db.bdb.Update(func(txn *badger.Txn) error { return txn.Delete(key) })
-	if errors.Is(err, badger.ErrDBClosed) {
-		return ErrClosed
-	}
-	return err
+	return db.Apply([]schema.Op{{Key: key, Delete: true}}, false)
 }
 
 // Lookup returns a copy of the value at key and whether it exists.
@@ -108,8 +156,9 @@ func (db *DB) Scan(prefix []byte, fn func(key, val []byte) bool) error {
 
 // ScanFrom is Scan starting at start (a key with the prefix; nil for the
 // first, or with reverse, the last), in reverse key order if reverse is set.
-func (db *DB) ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []byte) bool) error {
-	return db.bdb.View(func(txn *badger.Txn) error {
+func (db *DB) ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []byte) bool) (err error) {
+	defer recoverCorrupt(&err, "scan")
+	err = db.bdb.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: reverse})
 		defer it.Close()
 		seek := start
@@ -123,6 +172,9 @@ func (db *DB) ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []by
 			item := it.Item()
 			var cont bool
 			if err := item.Value(func(v []byte) error {
+				if err := checkValue(item, v); err != nil {
+					return err
+				}
 				cont = fn(item.Key(), v)
 				return nil
 			}); err != nil {
@@ -134,13 +186,30 @@ func (db *DB) ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []by
 		}
 		return nil
 	})
+	if errors.Is(err, badger.ErrDBClosed) {
+		return ErrClosed
+	}
+	if err != nil {
+		return fmt.Errorf("store: scan: %w", classify(err))
+	}
+	return nil
 }
 
 // Apply writes ops atomically (one transaction; keep batches to a few
 // thousand keys). With durable set it returns only once the
-// batch is on disk (fsync), so a crash cannot lose it.
-func (db *DB) Apply(ops []schema.Op, durable bool) error {
-	err := db.bdb.Update(func(txn *badger.Txn) error {
+// batch is on disk (fsync), so a crash cannot lose it. Below the
+// free-space floor it writes nothing and returns an error wrapping
+// ErrDiskFull.
+func (db *DB) Apply(ops []schema.Op, durable bool) (err error) {
+	defer recoverCorrupt(&err, "write")
+	size := 0
+	for _, op := range ops {
+		size += len(op.Key) + len(op.Val) + 32
+	}
+	if err := db.space.check(size); err != nil {
+		return err
+	}
+	err = db.bdb.Update(func(txn *badger.Txn) error {
 		for _, op := range ops {
 			var err error
 			if op.Delete {
@@ -158,23 +227,60 @@ func (db *DB) Apply(ops []schema.Op, durable bool) error {
 		return ErrClosed
 	}
 	if err != nil {
-		return fmt.Errorf("store: write %d keys: %w", len(ops), err)
+		return fmt.Errorf("store: write %d keys: %w", len(ops), classify(err))
 	}
 	if durable {
 		if err := db.bdb.Sync(); err != nil {
-			return fmt.Errorf("store: sync: %w", err)
+			return fmt.Errorf("store: sync: %w", classify(err))
 		}
 	}
 	return nil
 }
 
 // Sync makes every write so far durable.
-func (db *DB) Sync() error { return db.bdb.Sync() }
+func (db *DB) Sync() (err error) {
+	defer recoverCorrupt(&err, "sync")
+	return db.bdb.Sync()
+}
 
-// Close closes the database. It is safe to call more than once.
+// Close closes the database. It is safe to call more than once. Below the
+// free-space floor the reserve file is given to Badger first, for the
+// memtable it flushes on the way out.
 func (db *DB) Close() error {
-	db.closeOnce.Do(func() { db.closeErr = db.bdb.Close() })
+	db.closeOnce.Do(func() {
+		defer recoverCorrupt(&db.closeErr, "close")
+		db.space.close()
+		db.closeErr = db.bdb.Close()
+	})
 	return db.closeErr
+}
+
+// checkValue catches a value Badger could not read from its value log: it
+// logs the failure (a checksum mismatch, a pointer past the end of a log
+// cut short) and hands back an empty value, where the key says there is
+// one.
+func checkValue(item *badger.Item, v []byte) error {
+	if len(v) == 0 && item.ValueSize() > 0 {
+		return fmt.Errorf("%w: the value of a key cannot be read from the value log (checksum mismatch or a log cut short)", ErrCorrupt)
+	}
+	return nil
+}
+
+// classify wraps Badger's checksum and truncation errors in ErrCorrupt.
+func classify(err error) error {
+	if errors.Is(err, y.ErrChecksumMismatch) || errors.Is(err, badger.ErrTruncateNeeded) {
+		return fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err))
+	}
+	return err
+}
+
+// recoverCorrupt turns a panic inside Badger, on the caller's goroutine,
+// into an error wrapping ErrCorrupt: Badger panics on some damage it meets
+// while reading.
+func recoverCorrupt(err *error, op string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: Badger failed to %s (%s)", ErrCorrupt, op, firstLine(fmt.Errorf("%v", r)))
+	}
 }
 
 // badgerLogger sends Badger's log lines to slog; its chatty info lines go to

@@ -2,6 +2,8 @@
 // built by a function here, so the layout can be read in one place.
 //
 //	m/version                          schema version
+//	m/node                             the peer ID (bytes) of the node whose database
+//	                                   this is; a key of another identity is refused
 //	i/<room>                           rooms this node is in → metadata (JSON)
 //	r/<room>/e/<id>                    depth:8BE then the event's wire bytes
 //	r/<room>/o/<depth:8BE><id>         display-order index (value empty)
@@ -30,6 +32,9 @@ const Version = 1
 
 // KeyVersion is where the schema version lives.
 func KeyVersion() []byte { return []byte("m/version") }
+
+// KeyNode is where the peer ID of the database's node lives.
+func KeyNode() []byte { return []byte("m/node") }
 
 func roomKey(room, sub string, extra ...[]byte) []byte {
 	n := 2 + len(room) + 1 + len(sub)

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// refusedUp runs `parley up` where it must refuse to start, and returns
+// the one line it printed.
+func refusedUp(t *testing.T, home string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(parleyBin, append([]string{"--home", home, "up", "--no-mdns", "--listen", loopback}, args...)...)
+	done := make(chan struct{})
+	timer := time.AfterFunc(30*time.Second, func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Kill()
+		}
+	})
+	defer timer.Stop()
+	out, err := cmd.CombinedOutput()
+	close(done)
+	if err == nil {
+		t.Fatalf("parley up started where it must refuse:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "parley: ") {
+		t.Fatalf("parley up did not end with its error line:\n%s", out)
+	}
+	return last
+}
+
+// files lists dir's files (recursively, relative) with their sizes and
+// times, but for the lock file.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "node.lock" { // holds the pid of each run
+			return nil
+		}
+		out = append(out, fmt.Sprintf("%s:%d:%d", rel, fi.Size(), fi.ModTime().UnixNano()))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// usedHome runs a node once in a new home, with a room and a message, and
+// stops it: a home that ran a node.
+func usedHome(t *testing.T) (home, room string) {
+	t.Helper()
+	home = filepath.Join(t.TempDir(), "h")
+	d := up(t, home, "--listen", loopback)
+	var r struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &r, "--home", home, "room", "create", "notes")
+	if _, errs, code := run(t, "--home", home, "room", "say", r.RoomID, "remember this"); code != 0 {
+		t.Fatalf("say: %s", errs)
+	}
+	stop(t, home, d)
+	return home, r.RoomID
+}
+
+func stop(t *testing.T, home string, d *daemon) {
+	t.Helper()
+	if _, errs, code := run(t, "--home", home, "down"); code != 0 {
+		t.Fatalf("down: %s", errs)
+	}
+	select {
+	case err := <-d.done:
+		d.done <- err // for the cleanup of up
+		if err != nil {
+			t.Fatalf("node exited with %v\n%s", err, d.stderr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("node did not stop")
+	}
+}
+
+// A node never starts silently on an empty database or a new identity: a
+// lost or damaged database, or a lost key, stops `parley up` with one line
+// naming what is missing and the flag that chooses what to do, and Badger
+// deletes nothing.
+func TestCLIResetsRefused(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, home string)
+		want   []string
+	}{
+		{"MANIFEST deleted", func(t *testing.T, home string) {
+			must(t, os.Remove(filepath.Join(home, "data", "MANIFEST")))
+		}, []string{"MANIFEST is missing", "--recover"}},
+		{"MANIFEST cut to 8 bytes", func(t *testing.T, home string) {
+			must(t, os.Truncate(filepath.Join(home, "data", "MANIFEST"), 8))
+		}, []string{"MANIFEST lists no tables", "--recover"}},
+		{"data deleted", func(t *testing.T, home string) {
+			must(t, os.RemoveAll(filepath.Join(home, "data")))
+		}, []string{"data is gone", "--recover"}},
+		{"identity.key deleted", func(t *testing.T, home string) {
+			must(t, os.Remove(filepath.Join(home, "identity.key")))
+		}, []string{"identity.key is missing", "--new-identity"}},
+		{"identity.key of another node", func(t *testing.T, home string) {
+			key := filepath.Join(home, "identity.key")
+			must(t, os.Remove(key))
+			if _, err := identity.LoadOrCreate(key); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"holds the database of node", "--recover"}},
+		{"a table cut short", func(t *testing.T, home string) {
+			ssts, _ := filepath.Glob(filepath.Join(home, "data", "*.sst"))
+			if len(ssts) == 0 {
+				t.Fatal("no table")
+			}
+			must(t, os.Truncate(ssts[0], 100))
+		}, []string{"damaged", ".sst", "--recover"}},
+	}
+	template, _ := usedHome(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			home := filepath.Join(t.TempDir(), "h")
+			if out, err := exec.Command("cp", "-a", template, home).CombinedOutput(); err != nil {
+				t.Fatalf("copy the home: %v %s", err, out)
+			}
+			tc.damage(t, home)
+			before := files(t, home)
+			line := refusedUp(t, home)
+			for _, w := range tc.want {
+				if !strings.Contains(line, w) {
+					t.Fatalf("refusal does not name %q: %s", w, line)
+				}
+			}
+			if after := files(t, home); !slices.Equal(before, after) {
+				t.Fatalf("the refused start changed the home:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+// --new-identity makes a new node on a home whose key is lost, keeping the
+// old database aside.
+func TestCLINewIdentityKeepsOldDataAside(t *testing.T) {
+	home, _ := usedHome(t)
+	old := idOfStopped(t, home)
+	must(t, os.Remove(filepath.Join(home, "identity.key")))
+	if line := refusedUp(t, home, "--recover"); !strings.Contains(line, "--new-identity") {
+		t.Fatalf("--recover without a key: %s", line)
+	}
+	d := up(t, home, "--listen", loopback, "--new-identity")
+	if id := peerID(t, home); id == old || id == "" {
+		t.Fatalf("new identity %q, old %q", id, old)
+	}
+	aside, _ := filepath.Glob(filepath.Join(home, "data.old-*", "*.sst"))
+	if len(aside) == 0 {
+		t.Fatal("the old database was not kept aside")
+	}
+	var rooms []map[string]any
+	runJSON(t, &rooms, "--home", home, "room", "list")
+	if len(rooms) != 0 {
+		t.Fatalf("the new identity carries rooms over: %v", rooms)
+	}
+	stop(t, home, d)
+	if line := refusedUp(t, home, "--new-identity"); !strings.Contains(line, "identity.key is present") {
+		t.Fatalf("--new-identity with a key: %s", line)
+	}
+}
+
+// idOfStopped starts a stopped home once to read its peer ID.
+func idOfStopped(t *testing.T, home string) string {
+	t.Helper()
+	d := up(t, home, "--listen", loopback)
+	id := peerID(t, home)
+	stop(t, home, d)
+	return id
+}
+
+// --recover on a lost database: the node keeps its identity, gets its room
+// list and contacts back from recovery.json, and refetches the room's
+// events — its own included — from the other member before it posts.
+func TestCLIRecoverRefetchesRooms(t *testing.T) {
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback)
+	b := up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	idA, idB := peerID(t, homeA), peerID(t, homeB)
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		var peers []map[string]any
+		runJSON(t, &peers, "--home", homeA, "peers")
+		return len(peers) == 1
+	}, "B to connect to A")
+	befriend(t, homeA, homeB, idB)
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", homeA, "room", "create", "pair")
+	if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, idB); code != 0 {
+		t.Fatalf("invite: %s", errs)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		_, _, code := run(t, "--home", homeB, "room", "say", room.RoomID, "from b")
+		return code == 0
+	}, "B to join and speak")
+	run(t, "--home", homeA, "room", "say", room.RoomID, "from a")
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		return logHas(t, homeB, room.RoomID, "from a") && logHas(t, homeA, room.RoomID, "from b")
+	}, "both messages on both nodes")
+	stop(t, homeB, b)
+
+	must(t, os.RemoveAll(filepath.Join(homeB, "data")))
+	if line := refusedUp(t, homeB, "--bootstrap", a.addr()); !strings.Contains(line, "--recover") {
+		t.Fatalf("lost database: %s", line)
+	}
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--recover")
+	if peerID(t, homeB) != idB {
+		t.Fatal("--recover changed the identity")
+	}
+	if stateOf(t, homeB, idA) != "active" {
+		t.Fatalf("contact with A not restored: %+v", contactsOf(t, homeB))
+	}
+	nodetest.WaitFor(t, 60*time.Second, func() bool {
+		return logHas(t, homeB, room.RoomID, "from b") && logHas(t, homeB, room.RoomID, "from a")
+	}, "B to refetch the room, its own message included")
+	if _, errs, code := run(t, "--home", homeB, "room", "say", room.RoomID, "back again"); code != 0 {
+		t.Fatalf("say after recovery: %s", errs)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return logHas(t, homeA, room.RoomID, "back again") },
+		"A to take B's message after the recovery")
+	asideRec, _ := filepath.Glob(filepath.Join(homeB, "recovery.json.before-recover-*"))
+	if len(asideRec) != 1 {
+		t.Fatalf("recovery file used not kept: %v", asideRec)
+	}
+}
+
+// A home another user may write to (or owns) is refused by every command,
+// before anything reads it or connects to its socket.
+func TestCLIUnsafeHomeRefused(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "h")
+	d := up(t, home, "--listen", loopback)
+	must(t, os.Chmod(home, 0o777))
+	for _, args := range [][]string{{"status"}, {"room", "list"}, {"down"}} {
+		_, errs, code := run(t, append([]string{"--home", home}, args...)...)
+		if code == 0 || !strings.Contains(errs, "can be written by other users") || !strings.Contains(errs, "chmod go-w") ||
+			strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Fatalf("%v on a world-writable home: exit %d: %q", args, code, errs)
+		}
+	}
+	must(t, os.Chmod(home, 0o700))
+	stop(t, home, d)
+	must(t, os.Chmod(home, 0o770))
+	if line := refusedUp(t, home); !strings.Contains(line, "can be written by other users") {
+		t.Fatalf("up on a group-writable home: %s", line)
+	}
+	must(t, os.Chmod(home, 0o755))
+	d = up(t, home, "--listen", loopback) // readable by others is fine: the socket is 0600
+	st, err := os.Stat(filepath.Join(home, "parley.sock"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket: %v %v", st, err)
+	}
+	stop(t, home, d)
+
+	if os.Geteuid() != 0 {
+		t.Skip("a home owned by another user needs root to chown; run the tests as root to cover it")
+	}
+	must(t, os.Chown(home, 65534, 65534))
+	if line := refusedUp(t, home); !strings.Contains(line, "belongs to user 65534") {
+		t.Fatalf("up on another user's home: %s", line)
+	}
+	if _, errs, code := run(t, "--home", home, "status"); code == 0 || !strings.Contains(errs, "belongs to user 65534") {
+		t.Fatalf("status on another user's home: %s", errs)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

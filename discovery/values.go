@@ -1,0 +1,180 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	ds "github.com/ipfs/go-datastore"
+	dsq "github.com/ipfs/go-datastore/query"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-base32"
+)
+
+// Bounds of the DHT value records (agent cards and public keys) a node
+// keeps for others (ValueStore). A card is at most MaxCardWire (4 KiB), so
+// the defaults hold the store under about 40 MiB.
+const (
+	// DefaultMaxValueRecords bounds the value records kept in total.
+	DefaultMaxValueRecords = 1 << 13
+	// DefaultMaxCardsPerPeer bounds the agent cards of one node kept here.
+	DefaultMaxCardsPerPeer = 64
+)
+
+// ErrStoreFull is returned by ValueStore.Put for a record over its bounds;
+// the DHT refuses the PUT_VALUE that carried it.
+var ErrStoreFull = errors.New("discovery: value store full")
+
+// ValueStoreConfig bounds a ValueStore. Zero values mean the defaults.
+// This node's own cards are kept whatever the bounds and do not count
+// against them.
+type ValueStoreConfig struct {
+	// Self is this node: its own cards are never refused.
+	Self       peer.ID
+	MaxRecords int
+	MaxPerPeer int // agent cards of one node
+}
+
+// ValueStore is the DHT's value datastore (pass it with
+// dht.ValueDatastore): an in-memory store that keeps at most MaxPerPeer
+// agent cards of each node and MaxRecords records in all. A record over
+// the bounds fails with ErrStoreFull, so the DHT refuses it; a record that
+// replaces one already kept always fits. Records leave when the DHT's
+// value store deletes them (expired ones). It is safe for concurrent use.
+type ValueStore struct {
+	cfg ValueStoreConfig
+
+	mu      sync.Mutex // protects the fields below
+	vals    map[ds.Key][]byte
+	perPeer map[peer.ID]int
+	refused uint64
+}
+
+var _ ds.Batching = (*ValueStore)(nil)
+
+// NewValueStore returns an empty store.
+func NewValueStore(cfg ValueStoreConfig) *ValueStore {
+	if cfg.MaxRecords <= 0 {
+		cfg.MaxRecords = DefaultMaxValueRecords
+	}
+	if cfg.MaxPerPeer <= 0 {
+		cfg.MaxPerPeer = DefaultMaxCardsPerPeer
+	}
+	return &ValueStore{cfg: cfg, vals: make(map[ds.Key][]byte), perPeer: make(map[peer.ID]int)}
+}
+
+// Stats returns the records kept and the writes refused.
+func (s *ValueStore) Stats() (records int, refused uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.vals), s.refused
+}
+
+// cardOwner returns the node whose agent card a datastore key holds
+// (kad-dht stores a record under /<namespace>/<base32 of the record key>).
+func cardOwner(k ds.Key) (peer.ID, bool) {
+	rest, ok := strings.CutPrefix(k.String(), "/"+Namespace+"/")
+	if !ok {
+		return "", false
+	}
+	raw, err := base32.RawStdEncoding.DecodeString(rest)
+	if err != nil {
+		return "", false
+	}
+	p, _, err := parseCardKey(string(raw))
+	return p, err == nil
+}
+
+// Put keeps a record if it replaces one, or fits the bounds.
+func (s *ValueStore) Put(_ context.Context, k ds.Key, v []byte) error {
+	owner, card := cardOwner(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, had := s.vals[k]; !had && owner != s.cfg.Self {
+		switch {
+		case len(s.vals)-s.perPeer[s.cfg.Self] >= s.cfg.MaxRecords: // this node's own cards aside
+			s.refused++
+			return fmt.Errorf("%w: %d records", ErrStoreFull, s.cfg.MaxRecords)
+		case card && s.perPeer[owner] >= s.cfg.MaxPerPeer:
+			s.refused++
+			return fmt.Errorf("%w: %d cards of %s", ErrStoreFull, s.cfg.MaxPerPeer, owner)
+		}
+	}
+	if _, had := s.vals[k]; !had && card {
+		s.perPeer[owner]++
+	}
+	s.vals[k] = append([]byte(nil), v...)
+	return nil
+}
+
+// Delete removes a record; a missing one is no error.
+func (s *ValueStore) Delete(_ context.Context, k ds.Key) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, had := s.vals[k]; !had {
+		return nil
+	}
+	delete(s.vals, k)
+	if owner, card := cardOwner(k); card {
+		if s.perPeer[owner]--; s.perPeer[owner] <= 0 {
+			delete(s.perPeer, owner)
+		}
+	}
+	return nil
+}
+
+// Get returns a record's value.
+func (s *ValueStore) Get(_ context.Context, k ds.Key) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.vals[k]
+	if !ok {
+		return nil, ds.ErrNotFound
+	}
+	return append([]byte(nil), v...), nil
+}
+
+// Has reports whether a record exists.
+func (s *ValueStore) Has(_ context.Context, k ds.Key) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.vals[k]
+	return ok, nil
+}
+
+// GetSize returns the size of a record's value.
+func (s *ValueStore) GetSize(_ context.Context, k ds.Key) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.vals[k]
+	if !ok {
+		return -1, ds.ErrNotFound
+	}
+	return len(v), nil
+}
+
+// Query answers from a copy taken under the lock.
+func (s *ValueStore) Query(_ context.Context, q dsq.Query) (dsq.Results, error) {
+	s.mu.Lock()
+	entries := make([]dsq.Entry, 0, len(s.vals))
+	for k, v := range s.vals {
+		e := dsq.Entry{Key: k.String(), Size: len(v)}
+		if !q.KeysOnly {
+			e.Value = append([]byte(nil), v...)
+		}
+		entries = append(entries, e)
+	}
+	s.mu.Unlock()
+	return dsq.NaiveQueryApply(q, dsq.ResultsWithEntries(q, entries)), nil
+}
+
+// Batch returns a batch applied through Put and Delete on Commit.
+func (s *ValueStore) Batch(context.Context) (ds.Batch, error) { return ds.NewBasicBatch(s), nil }
+
+// Sync does nothing: the store lives in memory.
+func (s *ValueStore) Sync(context.Context, ds.Key) error { return nil }
+
+// Close does nothing.
+func (s *ValueStore) Close() error { return nil }

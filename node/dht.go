@@ -1,0 +1,71 @@
+package node
+
+import (
+	"context"
+
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	dhtpb "github.com/libp2p/go-libp2p-kad-dht/pb"
+	"github.com/libp2p/go-libp2p-kad-dht/records"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parley-mesh/parley/discovery"
+)
+
+// dhtOptions bounds what strangers can store in this node's DHT server.
+// Values (agent cards, public keys) are kept in a bounded store
+// (discovery.ValueStore: so many cards per node, so many records in all).
+// Provider records are kept in a bounded store (discovery.ProviderStore):
+// only keys of Parley's form, at most so many per peer, from so many
+// peers, in all; an announcement out of bounds is refused before the DHT
+// handles it, and at most discovery.MaxProviderAddrs of its addresses are
+// kept. Records live as long as an agent card may (discovery.MaxCardTTL
+// plus the clock skew allowed), since nodes announce their cards again
+// well within that.
+func (n *Node) dhtOptions() []dht.Option {
+	ps := discovery.NewProviderStore(discovery.ProviderStoreConfig{Self: n.id})
+	vs := discovery.NewValueStore(discovery.ValueStoreConfig{Self: n.id})
+	n.registerDHTMetrics(ps, vs)
+	return []dht.Option{
+		dht.ValueDatastore(vs),
+		dht.ProviderDatastore(ps),
+		dht.ProviderManagerOpts(records.ProvideValidity(discovery.MaxCardTTL + discovery.MaxClockSkew)),
+		dht.OnRequestHook(func(_ context.Context, s network.Stream, req *dhtpb.Message) {
+			if req.GetType() != dhtpb.Message_ADD_PROVIDER {
+				return
+			}
+			if !ps.Admit(s.Conn().RemotePeer(), req.GetKey()) {
+				// With no provider in it, the DHT refuses the message
+				// ("no valid provider") and stores nothing.
+				req.ProviderPeers = nil
+				return
+			}
+			for i := range req.ProviderPeers {
+				if a := req.ProviderPeers[i].Addrs; len(a) > discovery.MaxProviderAddrs {
+					req.ProviderPeers[i].Addrs = a[:discovery.MaxProviderAddrs]
+				}
+			}
+		}),
+	}
+}
+
+func (n *Node) registerDHTMetrics(ps *discovery.ProviderStore, vs *discovery.ValueStore) {
+	cs := []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "parley_dht_provider_records", Help: "Provider records this node keeps for others.",
+		}, func() float64 { r, _, _ := ps.Stats(); return float64(r) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "parley_dht_provider_refused_total",
+			Help: "Provider announcements refused: not Parley's key form, or over the per-peer or total bound.",
+		}, func() float64 { _, _, d := ps.Stats(); return float64(d) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "parley_dht_value_records", Help: "DHT value records (agent cards, public keys) this node keeps.",
+		}, func() float64 { r, _ := vs.Stats(); return float64(r) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "parley_dht_value_refused_total", Help: "DHT value records refused: over the per-node or total bound.",
+		}, func() float64 { _, d := vs.Stats(); return float64(d) }),
+	}
+	for _, c := range cs {
+		_ = n.reg.Register(c) // AlreadyRegistered after a restart on one registry
+	}
+}

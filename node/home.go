@@ -1,0 +1,177 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/store"
+)
+
+// CheckHome returns an error wrapping ErrHomeUnsafe if the home folder
+// exists and is not safe to use: owned by another user, writable by its
+// group or by others (who could swap the local API socket for their own and
+// read what agents send), not a folder, or holding a parley.sock that is
+// not a socket of this user. A home that does not exist yet is fine. The
+// node checks its home before it writes anything there; the CLI checks it
+// before it connects to the socket.
+func CheckHome(home string) error {
+	st, err := os.Stat(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("node: home %s: %w", home, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%w: %s is not a folder; pass a folder with --home", ErrHomeUnsafe, home)
+	}
+	if uid, ok := ownerOf(st); ok && uid != os.Geteuid() {
+		return fmt.Errorf("%w: %s belongs to user %d, not to you (user %d); use a home of your own with --home",
+			ErrHomeUnsafe, home, uid, os.Geteuid())
+	}
+	if m := st.Mode().Perm(); m&0o022 != 0 {
+		return fmt.Errorf("%w: %s can be written by other users (mode %04o); run `chmod go-w %s` and try again",
+			ErrHomeUnsafe, home, m, home)
+	}
+	sock := SocketPath(home)
+	sst, err := os.Lstat(sock)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("node: %s: %w", sock, err)
+	case sst.Mode().Type() != fs.ModeSocket:
+		return fmt.Errorf("%w: %s is not a socket; remove it and try again", ErrHomeUnsafe, sock)
+	}
+	if uid, ok := ownerOf(sst); ok && uid != os.Geteuid() {
+		return fmt.Errorf("%w: %s belongs to user %d, not to you (user %d): someone else may be listening; remove it and try again",
+			ErrHomeUnsafe, sock, uid, os.Geteuid())
+	}
+	return nil
+}
+
+func ownerOf(st fs.FileInfo) (int, bool) {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(sys.Uid), true
+}
+
+// listenSocket serves the local API socket of home. The socket is bound in
+// a fresh private folder (mode 0700), made mode 0600 there, and then moved
+// into place, so it is never open to other users, not even for the moment
+// between bind and chmod.
+func listenSocket(home string) (net.Listener, error) {
+	path := SocketPath(home)
+	if len(path) > 100 {
+		return nil, fmt.Errorf("node: socket path %s is too long for a unix socket (use a shorter --home)", path)
+	}
+	// Short names: the bound path must fit a unix socket address too.
+	tmp, err := os.MkdirTemp(home, ".s")
+	if err != nil {
+		return nil, fmt.Errorf("node: local api socket: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	bound := filepath.Join(tmp, "s")
+	ln, err := net.Listen("unix", bound)
+	if err != nil {
+		return nil, fmt.Errorf("node: listen %s: %w", bound, err)
+	}
+	ul := ln.(*net.UnixListener)
+	// The node removes the socket at its final path when it stops.
+	ul.SetUnlinkOnClose(false)
+	if err := os.Chmod(bound, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("node: chmod %s: %w", bound, err)
+	}
+	if err := os.Rename(bound, path); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("node: local api socket %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+// Names of what --recover and --new-identity set aside, beside data/.
+const (
+	brokenPrefix = DataDirName + ".broken-"
+	oldPrefix    = DataDirName + ".old-"
+)
+
+// setAside renames a folder or file of the home to name+prefix+time,
+// keeping every byte of it, and returns the new path.
+func setAside(path, prefix string) (string, error) {
+	base := filepath.Join(filepath.Dir(path), prefix+time.Now().UTC().Format("20060102T150405Z"))
+	dst := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		dst = fmt.Sprintf("%s-%d", base, i)
+	}
+	if err := os.Rename(path, dst); err != nil {
+		return "", fmt.Errorf("node: set aside %s: %w", path, err)
+	}
+	// The reserve file is the store's own padding, not the user's data.
+	_ = os.Remove(filepath.Join(dst, store.ReserveName))
+	return dst, nil
+}
+
+// prepareIdentity decides, before a key is loaded or made, whether this
+// home may go on: a home whose database (or recovery file) remains without
+// its key is refused, unless cfg.NewIdentity asks for a new identity, in
+// which case the old database and recovery file are set aside.
+func prepareIdentity(cfg Config) error {
+	keyPath := filepath.Join(cfg.Home, KeyFileName)
+	_, err := os.Lstat(keyPath)
+	keyThere := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("node: %s: %w", keyPath, err)
+	}
+	if keyThere {
+		if cfg.NewIdentity {
+			return fmt.Errorf("%w: %s is present; a new identity is only made for a home whose key is lost (move the key away first if you mean to become a new node)",
+				ErrBadConfig, keyPath)
+		}
+		return nil
+	}
+	dataDir := filepath.Join(cfg.Home, DataDirName)
+	contents, err := store.Inspect(dataDir)
+	if err != nil {
+		return err
+	}
+	recPath := filepath.Join(cfg.Home, RecoveryFileName)
+	_, err = os.Lstat(recPath)
+	recThere := err == nil
+	if contents.Empty() && !recThere {
+		return nil // a fresh home
+	}
+	switch {
+	case cfg.NewIdentity:
+	case cfg.Recover:
+		return fmt.Errorf("%w: %s is missing; --recover keeps this node's identity and cannot make it again: put the key back from a backup, or start with --new-identity to become a new node",
+			ErrIdentityMissing, keyPath)
+	default:
+		return fmt.Errorf("%w: %s is missing, but this home holds its node's database: put the key back from a backup, or start with --new-identity to become a new node (the old database is kept aside; contacts and rooms do not carry over)",
+			ErrIdentityMissing, keyPath)
+	}
+	if !contents.Empty() {
+		dst, err := setAside(dataDir, oldPrefix)
+		if err != nil {
+			return err
+		}
+		cfg.Logger.Warn("new identity: the old database is kept aside", "path", dst)
+	}
+	if recThere {
+		if _, err := setAside(recPath, RecoveryFileName+".old-"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
