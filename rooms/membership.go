@@ -107,7 +107,9 @@ type AgentMember struct {
 	In      bool
 	Event   ID     // the event that decided it
 	Depth   uint64 // that event's depth
-	Arrival uint64 // that event's place in this node's arrival log
+	// Arrival is the place in this node's arrival log of the event that
+	// began its current membership (or, when out, that took it out).
+	Arrival uint64
 }
 
 func agentAddr(name identity.AgentName, p peer.ID) string { return string(name) + "@" + p.String() }
@@ -262,7 +264,11 @@ func (r *room) setAgentLocked(tx *txn, addr string, depth uint64, id ID, in bool
 	if cur, ok := r.agents[addr]; ok && Less(depth, id, cur.Depth, cur.Event) {
 		return // an older event than the one that decided it
 	}
-	a := AgentMember{Addr: addr, In: in, Event: id, Depth: depth, Arrival: r.arrivals}
+	arrival := r.arrivals
+	if cur, ok := r.agents[addr]; ok && cur.In && in {
+		arrival = cur.Arrival // still in: its membership began there
+	}
+	a := AgentMember{Addr: addr, In: in, Event: id, Depth: depth, Arrival: arrival}
 	r.agents[addr] = a
 	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomAgent(string(r.id), addr), Val: a.marshal()})
 }

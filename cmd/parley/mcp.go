@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -60,7 +59,7 @@ else CODEX_THREAD_ID; the same key is the same agent, with its cursors.`,
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: client, Project: project, Logger: log})
-			err = srv.Run(cmd.Context(), &sdk.StdioTransport{})
+			err = srv.Run(cmd.Context(), &mcp.LineTransport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Logger: log})
 			if err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "EOF") {
 				return err
 			}
