@@ -103,10 +103,10 @@ func leaveBody(cutoff uint64, p peer.ID) []byte {
 // an ask of its own, or an invite naming it; out after it left or its node
 // left or was removed.
 type AgentMember struct {
-	Addr    string // NAME@PEER_ID
-	In      bool
-	Event   ID     // the event that decided it
-	Depth   uint64 // that event's depth
+	Addr  string // NAME@PEER_ID
+	In    bool
+	Event ID     // the event that decided it
+	Depth uint64 // that event's depth
 	// Arrival is the place in this node's arrival log of the event that
 	// began its current membership (or, when out, that took it out).
 	Arrival uint64
