@@ -265,7 +265,7 @@ func (c *procs) OpenRoom(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("create room: %w", err)
 	}
-	room := cr.Room.RoomID
+	room := cr.RoomID
 	var members []*procNode
 	for i := 1; i < c.Len(); i++ {
 		p, err := c.node(i)
@@ -325,7 +325,7 @@ func (c *procs) CreateRoom(ctx context.Context, i int, name string) (string, err
 		return "", err
 	}
 	cr, err := p.client.OpenRoom(ctx, string(agent), localapi.OpenRoomRequest{Name: name})
-	return cr.Room.RoomID, err
+	return cr.RoomID, err
 }
 
 func (c *procs) Say(ctx context.Context, i int, room, text string) error {

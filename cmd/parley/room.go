@@ -47,10 +47,10 @@ func roomCreateCmd(g *globals) *cobra.Command {
 					for _, f := range res.Failed {
 						fs = append(fs, f.Member+": "+f.Error)
 					}
-					err = fmt.Errorf("room %s is open, but not everyone could be invited: %s", res.Room.RoomID, strings.Join(fs, "; "))
+					err = fmt.Errorf("room %s is open, but not everyone could be invited: %s", res.RoomID, strings.Join(fs, "; "))
 				}
 				return res, err
-			}, func(w io.Writer, v localapi.OpenRoomResult) { fmt.Fprintln(w, v.Room.RoomID) })
+			}, func(w io.Writer, v localapi.OpenRoomResult) { fmt.Fprintln(w, v.RoomID) })
 		},
 	}
 	cmd.Flags().StringVar(&as, "as", human, "agent that creates it")

@@ -346,7 +346,7 @@ func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoo
 	if err != nil {
 		return res, apiError(err)
 	}
-	res.Room = ref(in)
+	res.RoomRef = ref(in)
 	return res, b.withPending(a, req.Take, &res.Pending)
 }
 

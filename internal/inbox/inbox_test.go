@@ -79,7 +79,7 @@ func TestInvitationAsksAndMessagesOnce(t *testing.T) {
 	if err != nil || len(res.Failed) != 0 || !slices.Equal(res.Invited, []string{beta}) {
 		t.Fatalf("open: %+v %v", res, err)
 	}
-	room := res.Room.RoomID
+	room := res.RoomID
 
 	// The invitation, once, with the room's purpose and members.
 	p := waitItems(t, nt, 1, "beta", "the invitation", func(p localapi.Pending) bool { return len(p.Items) > 0 })
@@ -174,13 +174,13 @@ func TestRoomWideAsk(t *testing.T) {
 	}
 	for _, i := range []int{1, 2} {
 		nt.WaitFor(30*time.Second, func() bool {
-			in, err := ib(nt, i).Get(ctx, res.Room.RoomID)
+			in, err := ib(nt, i).Get(ctx, res.RoomID)
 			return err == nil && len(in.Agents) == 3
 		}, "node %d to see three agents", i)
 	}
 	done := make(chan localapi.AskResult, 1)
 	go func() {
-		a, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{Room: res.Room.RoomID, Text: "who takes the release notes?", WaitSeconds: 40})
+		a, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{Room: res.RoomID, Text: "who takes the release notes?", WaitSeconds: 40})
 		if err != nil {
 			t.Error(err)
 		}
@@ -248,7 +248,7 @@ func TestLeave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	room := res.Room.RoomID
+	room := res.RoomID
 	nt.WaitFor(30*time.Second, func() bool {
 		in, err := ib(nt, 1).Get(ctx, room)
 		return err == nil && slices.Contains(in.Agents, beta)
@@ -347,7 +347,7 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	after, _ := ib(nt, 0).Get(ctx, res.Room.RoomID)
+	after, _ := ib(nt, 0).Get(ctx, res.RoomID)
 	if after.Events != before.Events {
 		t.Fatalf("refused calls changed the log: %d → %d events", before.Events, after.Events)
 	}

@@ -219,7 +219,7 @@ type OpenRoomRequest struct {
 
 // OpenRoomResult is the room opened, who was invited and who could not be.
 type OpenRoomResult struct {
-	Room    RoomRef   `json:"room"`
+	RoomRef
 	Invited []string  `json:"invited"`
 	Failed  []Failure `json:"failed"`
 	Pending Pending   `json:"pending"`

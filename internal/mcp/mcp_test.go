@@ -42,22 +42,37 @@ func connect(tb testing.TB, nt *nodetest.Net, i int, session string) *sdk.Client
 	return cs
 }
 
-func call(tb testing.TB, cs *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {
+// try calls a tool and returns its structured output, its text and whether
+// it is a tool error; a protocol error (an output that fails its schema)
+// fails the test.
+func try(tb testing.TB, cs *sdk.ClientSession, name string, args map[string]any) (map[string]any, string, bool) {
 	tb.Helper()
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		tb.Fatalf("%s: %v", name, err)
 	}
 	var out map[string]any
-	raw, _ := json.Marshal(res.StructuredContent)
-	_ = json.Unmarshal(raw, &out)
+	raw, err := json.Marshal(res.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(raw, &out)
+	}
+	if err != nil {
+		tb.Fatalf("%s: structured content: %v", name, err)
+	}
 	text := ""
 	for _, c := range res.Content {
 		if tc, ok := c.(*sdk.TextContent); ok {
 			text += tc.Text
 		}
 	}
-	if res.IsError {
+	return out, text, res.IsError
+}
+
+// call is try for a call that must succeed.
+func call(tb testing.TB, cs *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {
+	tb.Helper()
+	out, text, isErr := try(tb, cs, name, args)
+	if isErr {
 		tb.Fatalf("%s failed: %s", name, text)
 	}
 	return out, text
@@ -74,8 +89,8 @@ func twoAgents(tb testing.TB) (nt *nodetest.Net, a, b *sdk.ClientSession, room s
 	out, _ := call(tb, a, "parley_room_open", map[string]any{"name": "bench", "members": []string{rb["address"].(string)}})
 	room = out["room_id"].(string)
 	nodetest.WaitFor(tb, 20*time.Second, func() bool {
-		_, text := call(tb, b, "parley_read", map[string]any{"room": room})
-		return !strings.Contains(text, "no room")
+		_, _, isErr := try(tb, b, "parley_read", map[string]any{"room": room})
+		return !isErr
 	}, "B to have the room")
 	return nt, a, b, room
 }

@@ -459,7 +459,7 @@ func (s *Server) roomOpen(ctx context.Context, c *call, in RoomOpenIn) (RoomOpen
 		return out, "", err
 	}
 	c.take(res.Pending)
-	out.RoomID, out.Name, out.Purpose, out.Invited = res.Room.RoomID, res.Room.Name, res.Room.Purpose, orEmpty(res.Invited)
+	out.RoomID, out.Name, out.Purpose, out.Invited = res.RoomID, res.Name, res.Purpose, orEmpty(res.Invited)
 	for _, f := range res.Failed {
 		out.Failed = append(out.Failed, Failure(f))
 	}
