@@ -607,6 +607,20 @@ func (m *Manager) reopenMeta(id identity.RoomID, meta Meta) Meta {
 	return meta
 }
 
+// LeftRoom reports whether this node is out of room id (it left, or was
+// removed), and the room's name.
+func (m *Manager) LeftRoom(id identity.RoomID) (name string, left bool) {
+	if m.room(id) != nil {
+		return "", false
+	}
+	raw, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id)))
+	var meta Meta
+	if err != nil || !ok || json.Unmarshal(raw, &meta) != nil {
+		return "", false
+	}
+	return meta.Name, meta.Left
+}
+
 // syncRoom is the room to answer a sync request for: an open one, or one
 // this node is leaving.
 func (m *Manager) syncRoom(id identity.RoomID) *room {

@@ -153,6 +153,10 @@ func (b *Inbox) resolve(s string) (rooms.Info, error) {
 	}
 	if id, err := identity.ParseRoomID(s); err == nil {
 		in, err := b.rooms.Get(id)
+		if name, left := b.rooms.LeftRoom(id); err != nil && left {
+			return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeLeft,
+				"this node is out of room %q (%s): its agents left it, or it was removed; a member can invite you back", name, id)
+		}
 		if err != nil {
 			return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
 				"no room %s on this node (parley_who lists your rooms; `parley room list` the node's)", id)

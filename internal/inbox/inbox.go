@@ -39,6 +39,7 @@ type Rooms interface {
 	Remove(ctx context.Context, id identity.RoomID, target peer.ID, by identity.AgentName) (rooms.ID, error)
 	Agents(id identity.RoomID) ([]rooms.AgentMember, error)
 	AgentState(id identity.RoomID, addr string) (rooms.AgentMember, bool, error)
+	LeftRoom(id identity.RoomID) (name string, left bool)
 }
 
 var _ Rooms = (*rooms.Manager)(nil)

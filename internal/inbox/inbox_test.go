@@ -257,8 +257,9 @@ func TestLeave(t *testing.T) {
 	if err != nil || !l.NodeLeft {
 		t.Fatalf("leave of the last agent: %+v %v", l, err)
 	}
-	nt.WaitFor(20*time.Second, func() bool { _, err := ib(nt, 1).Get(ctx, room); return localapi.IsCode(err, localapi.CodeUnknownRoom) }, "node 1 to drop the room")
-	if _, err := ib(nt, 1).Say(ctx, "beta", localapi.SayRequest{Room: room, Text: "still here?"}); !localapi.IsCode(err, localapi.CodeUnknownRoom) {
+	nt.WaitFor(20*time.Second, func() bool { _, err := ib(nt, 1).Get(ctx, room); return localapi.IsCode(err, localapi.CodeLeft) }, "node 1 to drop the room")
+	if _, err := ib(nt, 1).Say(ctx, "beta", localapi.SayRequest{Room: room, Text: "still here?"}); !localapi.IsCode(err, localapi.CodeLeft) ||
+		!strings.Contains(err.Error(), "invite you back") {
 		t.Fatalf("say after the node left: %v", err)
 	}
 	// On the creator's node: alpha stays, human leaves, then cannot speak.
