@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,7 +48,11 @@ else CODEX_THREAD_ID; the same key is the same agent, with its cursors.`,
 				return err
 			}
 			if project == "" {
-				project, _ = os.Getwd()
+				wd, err := os.Getwd()
+				if err != nil {
+					return fmt.Errorf("cannot tell the project folder (%v); pass --project", err)
+				}
+				project = wd
 			}
 			if client == "" {
 				client = detectClient()
@@ -93,9 +96,7 @@ func detectSession() string {
 			return v
 		}
 	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "mcp-" + hex.EncodeToString(b)
+	return "mcp-" + rand.Text()
 }
 
 // ensureNode checks that a node answers for home, starting one in the

@@ -18,7 +18,7 @@ import (
 
 // start runs n nodes that invite any connected node, with anti-entropy
 // every second, and registers agent name on node i (checkKnown wants it).
-func start(t *testing.T, n int, opts ...func(*node.Config)) *nodetest.Net {
+func start(t testing.TB, n int, opts ...func(*node.Config)) *nodetest.Net {
 	t.Helper()
 	nt := nodetest.Start(t, n, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.RoomPolicy = rooms.DefaultPolicy{}
@@ -33,7 +33,7 @@ func start(t *testing.T, n int, opts ...func(*node.Config)) *nodetest.Net {
 	return nt
 }
 
-func register(t *testing.T, nt *nodetest.Net, i int, name string) string {
+func register(t testing.TB, nt *nodetest.Net, i int, name string) string {
 	t.Helper()
 	if _, err := nt.Node(i).Agents().Session(context.Background(), sessionReq(name)); err != nil {
 		t.Fatal(err)

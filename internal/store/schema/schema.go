@@ -20,7 +20,8 @@
 //	                                   at seq first; back: invited again since)
 //	c/<peer>                           contact records
 //	g/<agent>                          local agent registrations (JSON, internal/agents)
-//	s/k/<session>                      agent session key → agent name
+//	s/k/<session>                      agent session key → its agent's name and card (JSON,
+//	                                   internal/agents; a bare name from older nodes)
 //	s/a/<agent>/<cursor>/<room>        an agent's cursors: d (scanned for its pending
 //	                                   items), r (messages shown to it)
 //	s/a/<agent>/<item>/<event id>      an agent's open items (JSON): o (an ask it owes),
