@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -94,55 +95,73 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 
 // Wait implements localapi.Edge. With take it returns (and hands out) the
 // agent's items as soon as there is something other than reminders; without
-// it returns once something new arrived after the call began, handing out
-// nothing (what a wake-up adapter needs).
-func (b *Inbox) Wait(ctx context.Context, agent string, wait time.Duration, take bool) (localapi.Pending, error) {
+// it returns once something arrived after req.After (or after the call
+// began), handing out nothing: what a wake-up adapter needs.
+func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest) (localapi.Pending, error) {
 	a, err := parseAgent(agent)
 	if err != nil {
 		return localapi.Pending{}, err
+	}
+	wait := time.Duration(req.Seconds * float64(time.Second))
+	if wait < 0 || wait > localapi.MaxWait {
+		return localapi.Pending{}, localapi.BadRequest("wait must be 0 to %s", localapi.MaxWait)
 	}
 	changes, stop := b.rooms.Changes()
 	defer stop()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	start := uint64(0)
+	after, known := b.parseCursor(req.After)
 	for first := true; ; first = false {
 		st, err := b.lock(a)
 		if err != nil {
 			return localapi.Pending{}, err
 		}
 		err = b.scan(a, st)
-		if first {
-			start = st.news
+		if first && !known {
+			after = st.news
 		}
 		fresh := false
 		if err == nil {
-			if take {
+			if req.Take {
 				fresh = len(st.notes) > 0 || slices.ContainsFunc(sortedAsks(st.owed), func(r askRef) bool { return !r.rec.Shown })
 				for _, n := range st.unread {
 					fresh = fresh || n > 0
 				}
 			} else {
-				fresh = st.news > start
+				fresh = st.news > after || (first && req.After != "" && !known)
 			}
 		}
 		var p localapi.Pending
 		if err == nil && fresh {
-			p, err = b.pending(a, st, take)
+			p, err = b.pending(a, st, req.Take)
 		}
 		err = errors.Join(apiError(err), b.flush(st))
 		st.mu.Unlock()
 		if err != nil || fresh {
-			return p.OrEmpty(), err
+			return p, err
 		}
 		select {
 		case <-changes:
 		case <-timer.C:
-			return localapi.Pending{}.OrEmpty(), nil
+			return b.takeLocked(a, req.Take)
 		case <-ctx.Done():
 			return localapi.Pending{}, ctx.Err()
 		}
 	}
+}
+
+// cursor is the mark of what an agent has seen of its news in this run of
+// the node; parseCursor reads one back (known is false for a cursor of
+// another run, or none).
+func (b *Inbox) cursor(st *state) string { return fmt.Sprintf("%s.%d", b.run, st.news) }
+
+func (b *Inbox) parseCursor(s string) (uint64, bool) {
+	run, n, ok := strings.Cut(s, ".")
+	if !ok || run != b.run {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(n, 10, 64)
+	return v, err == nil
 }
 
 // resolve finds a room by ID, or by the name of exactly one room.

@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -96,6 +97,7 @@ type Inbox struct {
 	log   *slog.Logger
 	now   func() time.Time
 
+	run    string     // names this run of the node in cursors
 	mu     sync.Mutex // protects states (each state has its own lock)
 	states map[identity.AgentName]*state
 }
@@ -118,7 +120,7 @@ func New(cfg Config) (*Inbox, error) {
 		cfg.Now = time.Now
 	}
 	return &Inbox{cfg: cfg, rooms: cfg.Rooms, db: cfg.Store, self: cfg.Rooms.Self(), log: cfg.Logger, now: cfg.Now,
-		states: make(map[identity.AgentName]*state)}, nil
+		run: strings.ToLower(rand.Text()[:8]), states: make(map[identity.AgentName]*state)}, nil
 }
 
 // askRec is an ask an agent owes (o) or asked (q).

@@ -353,3 +353,47 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("refused calls changed the log: %d → %d events", before.Events, after.Events)
 	}
 }
+
+// TestWaitForNews: a wake-up adapter peeks, then waits for what comes after
+// its cursor, handing nothing out.
+func TestWaitForNews(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	if _, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "news", Members: []string{"beta"}}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ib(nt, 0).Peek(ctx, "beta")
+	if err != nil || len(p.Items) != 1 || p.Items[0].Kind != "invitation" || p.Cursor == "" {
+		t.Fatalf("peek: %+v %v", p, err)
+	}
+	// Nothing after the cursor: the wait runs out, and still hands nothing out.
+	w, err := ib(nt, 0).Wait(ctx, "beta", localapi.WaitRequest{Seconds: 0.2, After: p.Cursor})
+	if err != nil || len(w.Items) != 1 || w.Cursor != p.Cursor {
+		t.Fatalf("wait with nothing new: %+v %v", w, err)
+	}
+	done := make(chan localapi.Pending, 1)
+	go func() {
+		w, err := ib(nt, 0).Wait(ctx, "beta", localapi.WaitRequest{Seconds: 30, After: p.Cursor})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- w
+	}()
+	if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "news", Text: "fresh"}); err != nil {
+		t.Fatal(err)
+	}
+	w = <-done
+	if w.Cursor == p.Cursor || len(w.Items) != 2 || w.Items[1].Text != "fresh" {
+		t.Fatalf("wait for news: %+v", w)
+	}
+	// A cursor of another run of the node counts as nothing seen.
+	if w, err := ib(nt, 0).Wait(ctx, "beta", localapi.WaitRequest{Seconds: 5, After: "zzzz.3"}); err != nil || len(w.Items) != 2 {
+		t.Fatalf("wait with a stale cursor: %+v %v", w, err)
+	}
+	// Nothing was handed out: a take still shows both.
+	if p, _ := ib(nt, 0).Take(ctx, "beta"); len(p.Items) != 2 {
+		t.Fatalf("take after the peeks: %+v", p.Items)
+	}
+}

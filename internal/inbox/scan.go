@@ -302,6 +302,7 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		}
 		p.MoreUnread = append(p.MoreUnread, localapi.RoomCount{Room: string(id), RoomName: nameOf(id), Count: st.unread[id]})
 	}
+	p.Cursor = b.cursor(st)
 	return p.OrEmpty(), nil
 }
 

@@ -30,9 +30,9 @@ type Edge interface {
 	Peek(ctx context.Context, agent string) (Pending, error)
 	// Owed lists the asks the agent owes now (the wake-up adapters' view).
 	Owed(ctx context.Context, agent string) ([]Item, error)
-	// Wait blocks until something new is pending for the agent (or wait
-	// passes), then takes it, or only peeks.
-	Wait(ctx context.Context, agent string, wait time.Duration, take bool) (Pending, error)
+	// Wait blocks until something new is pending for the agent (or the
+	// wait passes), then takes it, or only peeks (see WaitRequest).
+	Wait(ctx context.Context, agent string, req WaitRequest) (Pending, error)
 }
 
 // HandleEdge adds the agent endpoints ({agent} is the agent's name on this
@@ -52,7 +52,7 @@ type Edge interface {
 //	POST /v1/agents/{agent}/take               → Pending (handed out)
 //	GET  /v1/agents/{agent}/pending            → Pending (nothing handed out)
 //	GET  /v1/agents/{agent}/owed               → [Item] (the asks it owes)
-//	GET  /v1/agents/{agent}/wait               ?seconds=&take= → Pending (blocks until something new)
+//	GET  /v1/agents/{agent}/wait               ?seconds=&take=&after= → Pending (blocks until something new)
 func (s *Server) HandleEdge(e Edge) {
 	agent := func(r *http.Request) string { return r.PathValue("agent") }
 	take := func(r *http.Request) bool { v, _ := strconv.ParseBool(r.URL.Query().Get("take")); return v }
@@ -108,7 +108,7 @@ func (s *Server) HandleEdge(e Edge) {
 		if err != nil {
 			return Pending{}, err
 		}
-		return e.Wait(r.Context(), agent(r), d, take(r))
+		return e.Wait(r.Context(), agent(r), WaitRequest{Seconds: d.Seconds(), Take: take(r), After: r.URL.Query().Get("after")})
 	})
 }
 
@@ -213,12 +213,16 @@ func (c *Client) Owed(ctx context.Context, agent string) ([]Item, error) {
 	return v, c.agentCall(ctx, "GET", agent, "/owed", nil, &v)
 }
 
-// Wait blocks until something new is pending for agent or wait passes; it
-// hands the items out with take, else only shows them.
-func (c *Client) Wait(ctx context.Context, agent string, wait time.Duration, take bool) (Pending, error) {
+// Wait blocks until something new is pending for agent or the wait passes
+// (see WaitRequest).
+func (c *Client) Wait(ctx context.Context, agent string, req WaitRequest) (Pending, error) {
 	var v Pending
+	wait := time.Duration(req.Seconds * float64(time.Second))
 	ctx, cancel := blocking(ctx, wait)
 	defer cancel()
-	q := url.Values{"seconds": {strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)}, "take": {strconv.FormatBool(take)}}
+	q := url.Values{"seconds": {strconv.FormatFloat(req.Seconds, 'f', 3, 64)}, "take": {strconv.FormatBool(req.Take)}}
+	if req.After != "" {
+		q.Set("after", req.After)
+	}
 	return v, c.agentCall(ctx, "GET", agent, "/wait?"+q.Encode(), nil, &v)
 }

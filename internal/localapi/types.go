@@ -372,6 +372,19 @@ type Item struct {
 type Pending struct {
 	Items      []Item      `json:"items"`
 	MoreUnread []RoomCount `json:"more_unread"`
+	// Cursor marks what the agent had when this was built: a wait with it
+	// as After returns once something newer arrives.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// WaitRequest waits for something new for an agent.
+type WaitRequest struct {
+	Seconds float64 // at most MaxWait
+	// Take hands the items out when there is anything but reminders;
+	// without it nothing is handed out and the wait ends once something
+	// arrived after After (a Pending.Cursor; empty: after the call began).
+	Take  bool
+	After string
 }
 
 // RoomCount counts unread messages of a room that were not listed.

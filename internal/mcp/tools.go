@@ -605,15 +605,20 @@ func (s *Server) wait(ctx context.Context, c *call, in WaitIn) (AskOut, string, 
 		out := askOut(res)
 		return out, askText(&out), nil
 	}
-	p, err := s.api.Wait(ctx, c.agent, d, true)
+	p, err := s.api.Wait(ctx, c.agent, localapi.WaitRequest{Seconds: d.Seconds(), Take: true})
 	if err != nil {
 		return AskOut{}, "", err
 	}
 	c.take(p)
-	if p.Empty() {
-		return AskOut{}, "Nothing new.", nil
+	for _, it := range p.Items {
+		if it.Kind != "reminder" {
+			return AskOut{}, "New for you:", nil
+		}
 	}
-	return AskOut{}, "New for you:", nil
+	if len(p.MoreUnread) > 0 {
+		return AskOut{}, "New for you:", nil
+	}
+	return AskOut{}, "Nothing new.", nil
 }
 
 func (s *Server) dismiss(ctx context.Context, c *call, in DismissIn) (DismissOut, string, error) {
