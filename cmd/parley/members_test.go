@@ -115,6 +115,21 @@ func TestMCPAgentsAreMembers(t *testing.T) {
 		t.Fatalf("register: %v", rb.Out)
 	}
 
+	// Bad input from the CLI names what is wrong.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"room", "say", "", "x"}, "room is empty"},
+		{[]string{"room", "say", "nowhere", "x"}, `no room named "nowhere"`},
+		{[]string{"room", "log", ""}, "the room is empty"},
+		{[]string{"room", "create", "r", "--member", "ghost"}, `no agent "ghost"`},
+	} {
+		if _, errs, code := run(t, append([]string{"--home", a.home}, tc.args...)...); code == 0 || !strings.Contains(errs, tc.want) {
+			t.Fatalf("%v: exit %d %q, want %q", tc.args, code, errs, tc.want)
+		}
+	}
+
 	// Open a room with two invited agents: both see it in parley_read {},
 	// and the invitation says the purpose, who invited them and the calls.
 	open := alpha.call(t, "parley_room_open", map[string]any{"name": "release-1.0", "purpose": "ship 1.0 by Friday",

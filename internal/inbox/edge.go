@@ -168,7 +168,7 @@ func (b *Inbox) parseCursor(s string) (uint64, bool) {
 func (b *Inbox) resolve(s string) (rooms.Info, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return rooms.Info{}, localapi.BadRequest("room is empty: give a room ID, or the name of one of your rooms (parley_who lists them)")
+		return rooms.Info{}, localapi.BadRequest("room is empty: name a room by its ID or its name (parley_who, or `parley room list`, lists them)")
 	}
 	if id, err := identity.ParseRoomID(s); err == nil {
 		in, err := b.rooms.Get(id)
@@ -178,7 +178,7 @@ func (b *Inbox) resolve(s string) (rooms.Info, error) {
 		}
 		if err != nil {
 			return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
-				"no room %s on this node (parley_who lists your rooms; `parley room list` the node's)", id)
+				"no room %s on this node (parley_who, or `parley room list`, lists the rooms)", id)
 		}
 		return in, nil
 	}
@@ -193,10 +193,10 @@ func (b *Inbox) resolve(s string) (rooms.Info, error) {
 		return found[0], nil
 	case 0:
 		return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
-			"no room named %q on this node (parley_who lists your rooms; `parley room list` the node's)", s)
+			"no room named %q on this node (parley_who, or `parley room list`, lists the rooms)", s)
 	}
 	return rooms.Info{}, localapi.Errorf(http.StatusConflict, localapi.CodeAmbiguous,
-		"%d rooms are named %q: use the room ID (parley_who lists your rooms)", len(found), s)
+		"%d rooms are named %q: use the room ID (parley_who, or `parley room list`, lists them)", len(found), s)
 }
 
 func ref(in rooms.Info) localapi.RoomRef {
