@@ -172,11 +172,10 @@ func (b *Inbox) resolve(s string) (rooms.Info, error) {
 	}
 	if id, err := identity.ParseRoomID(s); err == nil {
 		in, err := b.rooms.Get(id)
-		if name, left := b.rooms.LeftRoom(id); err != nil && left {
-			return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeLeft,
-				"this node is out of room %q (%s): its agents left it, or it was removed; a member can invite you back", name, id)
-		}
 		if err != nil {
+			if err := b.outOf(id); err != nil {
+				return rooms.Info{}, err
+			}
 			return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
 				"no room %s on this node (parley_who, or `parley room list`, lists the rooms)", id)
 		}
@@ -317,9 +316,34 @@ func (b *Inbox) bringIn(ctx context.Context, agent identity.AgentName, room iden
 	return b.rooms.InviteAgent(ctx, room, m.peer, m.name, agent)
 }
 
+// outOf is the error for a room this node is out of, or nil.
+func (b *Inbox) outOf(id identity.RoomID) error {
+	name, left := b.rooms.LeftRoom(id)
+	if !left {
+		return nil
+	}
+	return localapi.Errorf(http.StatusNotFound, localapi.CodeLeft,
+		"this node is out of room %q (%s): its agents left it, or it was removed; a member can invite you back", name, id)
+}
+
+// roomErr is apiError, but says so when the node left the room meanwhile.
+func (b *Inbox) roomErr(id identity.RoomID, err error) error {
+	if errors.Is(err, rooms.ErrUnknownRoom) {
+		if out := b.outOf(id); out != nil {
+			return out
+		}
+	}
+	return apiError(err)
+}
+
 // mustBeIn refuses a call of an agent that left the room.
 func (b *Inbox) mustBeIn(agent identity.AgentName, in rooms.Info) error {
 	rec, ok, err := b.rooms.AgentState(in.ID, b.addr(agent))
+	if errors.Is(err, rooms.ErrUnknownRoom) {
+		if err := b.outOf(in.ID); err != nil {
+			return err // it left while this call ran
+		}
+	}
 	if err != nil {
 		return apiError(err)
 	}
@@ -445,7 +469,7 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 	}
 	eid, err := b.rooms.Say(ctx, in.ID, args)
 	if err != nil {
-		return res, apiError(err)
+		return res, b.roomErr(in.ID, err)
 	}
 	if args.ReplyTo != nil {
 		b.answered(a, args.ReplyTo.String())
@@ -547,7 +571,7 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 	}
 	eid, err := b.rooms.Say(ctx, in.ID, args)
 	if err != nil {
-		return res, apiError(err)
+		return res, b.roomErr(in.ID, err)
 	}
 	res.AskID, res.Room = eid.String(), ref(in)
 	if err := b.noteAsked(a, eid, in.ID, args); err != nil {
