@@ -354,7 +354,7 @@ func (m *Manager) reject(err error) {
 		{ErrEquivocation, "equivocation"}, {ErrSeqGap, "seq_gap"}, {ErrNonCanonical, "malformed"},
 		{ErrMalformed, "malformed"}, {ErrBadCreate, "bad_create"}, {ErrBadKind, "malformed"},
 		{ErrBadVersion, "malformed"}, {ErrBadAuthor, "signature"}, {ErrBadSeq, "malformed"},
-		{ErrNoConsent, "no_consent"},
+		{ErrNoConsent, "no_consent"}, {ErrNotCreator, "not_creator"},
 	} {
 		if errors.Is(err, k.err) {
 			reason = k.name

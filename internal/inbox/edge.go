@@ -425,7 +425,7 @@ func (b *Inbox) Invite(ctx context.Context, agent string, req localapi.InviteReq
 		return res, err
 	}
 	eid, err := b.bringIn(ctx, a, in.ID, m)
-	if err != nil && !(eid != rooms.ID{}) {
+	if err != nil && eid == (rooms.ID{}) {
 		return res, apiError(err)
 	}
 	res.ID, res.Room = eid.String(), ref(in)

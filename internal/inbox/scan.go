@@ -37,14 +37,20 @@ func (b *Inbox) scan(agent identity.AgentName, st *state) error {
 			return err
 		}
 		_, tracked := st.scan[id]
-		if !ok && !tracked {
-			continue // never a member: nothing here is for it
+		if !ok || !rec.In {
+			if tracked { // it left: nothing of the room is news to it now
+				st.unread[id] = 0
+				delete(st.recount, id)
+			}
+			continue
 		}
-		if !tracked {
-			// New here: what came before its membership is history, not news.
-			start := rec.Arrival - min(rec.Arrival, 1)
+		// New here, or back after it left: what came before its membership
+		// is history, not news.
+		if start := rec.Arrival - min(rec.Arrival, 1); !tracked || st.scan[id] < start {
 			st.setCursor(agent, "d", id, start)
-			st.setCursor(agent, "r", id, start)
+			st.setCursor(agent, "r", id, max(st.read[id], start))
+			delete(st.recount, id)
+			st.unread[id] = 0
 		}
 		if st.recount[id] {
 			if err := b.recount(st, id); err != nil {
