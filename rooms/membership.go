@@ -357,25 +357,12 @@ func (r *room) awaitsJoin(p peer.ID) bool {
 	return r.vv[p] == 0 && r.meta.Creator != p
 }
 
-// agentIn reports an agent's membership (leaf state; any goroutine).
+// agentState reports an agent's membership (leaf state; any goroutine).
 func (r *room) agentState(addr string) (AgentMember, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	a, ok := r.agents[addr]
 	return a, ok
-}
-
-func (r *room) agentsIn() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var out []string
-	for addr, a := range r.agents {
-		if a.In {
-			out = append(out, addr)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // CreateRoom founds a room named name, with a purpose (one line, may be
