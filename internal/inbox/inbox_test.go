@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -28,7 +30,9 @@ func start(t testing.TB, n int, opts ...func(*node.Config)) *nodetest.Net {
 		}
 	}))
 	for i := 1; i < n; i++ {
-		nt.WaitFor(20*time.Second, func() bool { return len(nt.Node(i).Host().Network().Peers()) > 0 }, "node %d to connect", i)
+		nt.WaitFor(20*time.Second, func() bool {
+			return nt.Node(0).Host().Network().Connectedness(nt.ID(i)) == network.Connected
+		}, "node 0 to be connected to node %d", i)
 	}
 	return nt
 }

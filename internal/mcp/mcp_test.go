@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -83,11 +84,17 @@ func twoAgents(tb testing.TB) (nt *nodetest.Net, a, b *sdk.ClientSession, room s
 		c.RoomPolicy = rooms.DefaultPolicy{}
 		c.SyncInterval = time.Second
 	}))
+	nt.WaitFor(20*time.Second, func() bool {
+		return nt.Node(0).Host().Network().Connectedness(nt.ID(1)) == network.Connected
+	}, "the nodes to connect")
 	a, b = connect(tb, nt, 0, "a"), connect(tb, nt, 1, "b")
 	call(tb, a, "parley_register", map[string]any{"name": "alpha"})
 	rb, _ := call(tb, b, "parley_register", map[string]any{"name": "beta"})
 	out, _ := call(tb, a, "parley_room_open", map[string]any{"name": "bench", "members": []string{rb["address"].(string)}})
 	room = out["room_id"].(string)
+	if failed := out["failed"].([]any); len(failed) > 0 {
+		tb.Fatalf("room_open: %v", failed)
+	}
 	nodetest.WaitFor(tb, 20*time.Second, func() bool {
 		_, _, isErr := try(tb, b, "parley_read", map[string]any{"room": room})
 		return !isErr
