@@ -57,6 +57,9 @@ type Config struct {
 	// they are re-published at half of it. Zero means 1 hour; otherwise 2
 	// minutes to 24 hours.
 	CardTTL time.Duration
+	// AskTTL is how long an ask is owed by the agents it asks (and waited
+	// for by its asker) unless answered. Zero means 1 hour.
+	AskTTL time.Duration
 	// ConnLow and ConnHigh are the connection manager's watermarks. Zero
 	// means 64 and 192.
 	ConnLow, ConnHigh int

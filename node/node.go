@@ -71,6 +71,7 @@ type Node struct {
 
 	contacts *contacts.Service // set by Start, read-only afterwards
 	agents   *agents.Service   // set by Start, read-only afterwards
+	inbox    *inbox.Inbox      // set by Start, read-only afterwards
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -148,6 +149,10 @@ func (n *Node) PubSub() *pubsub.PubSub { return n.ps }
 
 // Rooms is the node's rooms service (nil before Start).
 func (n *Node) Rooms() *rooms.Manager { return n.rooms }
+
+// Inbox is the node's agent edge: agents' calls and pending items (nil
+// before Start).
+func (n *Node) Inbox() *inbox.Inbox { return n.inbox }
 
 // Registry is the node's metrics registry.
 func (n *Node) Registry() *prometheus.Registry { return n.reg }
@@ -244,6 +249,11 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.startAgents()
 	n.startRecovery()
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log})
+	if err != nil {
+		return err
+	}
+	n.inbox = ib
 
 	n.registerMetrics()
 
@@ -260,10 +270,10 @@ func (n *Node) start(ctx context.Context) error {
 			return err
 		}
 		n.api = localapi.NewServer(apiBackend{n}, n.log)
-		n.api.HandleRooms(n.rooms)
-		n.api.HandleInbox(inbox.New(n.rooms, n.db), n.rooms, n.rooms)
-		n.api.HandleContacts(n.contacts)
-		n.api.HandleAgents(n.agents)
+		n.api.HandleRooms(n.inbox)
+		n.api.HandleEdge(n.inbox)
+		n.api.HandleContacts(contactsAPI{n.contacts})
+		n.api.HandleAgents(agentsAPI{n})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

@@ -19,10 +19,19 @@
 //	6 parents  [bytes] the author's heads: 32-byte IDs, ≤ 20, sorted, unique
 //	7 depth    uint   max parent depth + 1; 1 for create; < 2^40
 //	8 time     int    author's clock, unix milliseconds, ≥ 0
-//	9 kind     text   create | invite | join | leave | message
-//	10 body    bytes  ≤ 64 KiB; message: UTF-8 text; invite: the invited peer ID
+//	9 kind     text   create | invite | join | leave | message | ask
+//	10 body    bytes  ≤ 64 KiB; see below
 //	11 reply_to bytes optional: the 32-byte ID of the event answered
 //	12 to      text   optional: agent address NAME or NAME@PEER, canonical form
+//
+// The body by kind: create, the 16-byte nonce, the room's name, and (when
+// there is one) a NUL byte and its purpose (one line); invite, the invited
+// peer ID; message and ask, UTF-8 text; leave, empty when an agent leaves,
+// or cutoff (8 bytes, big-endian) then a peer ID when a node is out of the
+// room: by itself (the peer is the author; cutoff is ignored and the
+// leave's own seq is used) or removed by the room's creator. To on an
+// invite names the agent invited (NAME@PEER); on an ask the agent asked
+// (none: the whole room); on a message whom it is for.
 //
 // These bytes are the payload. The wire form is the CBOR map
 // {1: payload, 2: sig}, also deterministic, where sig is the author's
@@ -51,6 +60,24 @@
 //
 // Every node shows a room in the same display order, (depth, event ID),
 // which extends the causal order; OrderKey gives it as a byte-ordered key.
+//
+// # Membership
+//
+// A node is a member from the event that admits it (the create event for
+// its creator, an invite for the others) until its leave. The first event
+// of a membership must have the admitting event in its causal past. A node
+// whose leave (or removal, by the creator only) is stored has its events
+// after the leave's cutoff refused by every member; it is dropped from the
+// topic's mesh (the member leaves and joins the topic again, so the peer
+// filter vets the mesh anew), members refuse its sync, and an invite makes
+// it a member again from its next seq. A node that leaves stops following
+// the room, and answers sync for it only until a member has pulled its
+// leave.
+//
+// Agents are members too: an agent is in from the latest event, in display
+// order, that names it (create, join, a message or ask of its own, an invite
+// naming it) until its leave or its node's. The node enforces it for its own
+// agents: an agent that left cannot post until invited again.
 //
 // # Catch-up: /parley/sync/1
 //

@@ -69,4 +69,9 @@ var (
 	ErrClosed = errors.New("rooms: closed")
 	// ErrTextTooLong is returned when a message text is over MaxBody bytes.
 	ErrTextTooLong = errors.New("rooms: text too long")
+	// ErrAgentLeft is returned when an agent that left a room speaks in it.
+	ErrAgentLeft = errors.New("rooms: agent left the room")
+	// ErrNotCreator is returned when a node other than a room's creator
+	// removes a member.
+	ErrNotCreator = errors.New("rooms: only the room's creator may do that")
 )

@@ -97,11 +97,15 @@ const (
 	KindLeave Kind = "leave"
 	// KindMessage is something an agent says; the body is UTF-8 text.
 	KindMessage Kind = "message"
+	// KindAsk is a question an agent asks; the body is UTF-8 text. With To
+	// it is owed by that agent, without To by every member agent but the
+	// asker, until a message or ask replies to it.
+	KindAsk Kind = "ask"
 )
 
 func (k Kind) known() bool {
 	switch k {
-	case KindCreate, KindInvite, KindJoin, KindLeave, KindMessage:
+	case KindCreate, KindInvite, KindJoin, KindLeave, KindMessage, KindAsk:
 		return true
 	}
 	return false
@@ -406,12 +410,16 @@ func (e *Event) validate() error {
 		return fmt.Errorf("%w: body is %d bytes, limit %d", ErrTooLarge, len(e.Body), MaxBody)
 	}
 	switch e.Kind {
-	case KindMessage:
+	case KindMessage, KindAsk:
 		if !utf8.Valid(e.Body) {
-			return fmt.Errorf("%w: message body is not UTF-8", ErrMalformed)
+			return fmt.Errorf("%w: %s body is not UTF-8", ErrMalformed, e.Kind)
 		}
 	case KindInvite:
 		if _, err := e.InviteTarget(); err != nil {
+			return err
+		}
+	case KindLeave:
+		if _, _, err := e.LeaveTarget(); err != nil {
 			return err
 		}
 	}

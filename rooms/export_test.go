@@ -32,3 +32,10 @@ func (m *Manager) VVs(id identity.RoomID) (map[peer.ID]uint64, map[peer.ID]uint6
 	}
 	return a, c
 }
+
+// MeshHas reports whether p is in this node's GossipSub mesh of a room.
+func (m *Manager) MeshHas(id identity.RoomID, p peer.ID) bool {
+	m.meshMu.Lock()
+	defer m.meshMu.Unlock()
+	return m.mesh[Topic(id)][p]
+}

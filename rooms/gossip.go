@@ -72,10 +72,10 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 }
 
 // readGossip moves validated messages from the subscription to the room's
-// goroutine.
-func (r *room) readGossip(ctx context.Context) {
+// goroutine, until sub is cancelled or ctx ends.
+func (r *room) readGossip(ctx context.Context, sub *pubsub.Subscription) {
 	for {
-		msg, err := r.sub.Next(ctx)
+		msg, err := sub.Next(ctx)
 		if err != nil {
 			return
 		}

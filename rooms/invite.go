@@ -165,7 +165,7 @@ func (m *Manager) handleInvite(s network.Stream) {
 	if len(name) > 200 || !bytes.Equal([]byte(name), bytes.ToValidUTF8([]byte(name), nil)) {
 		name = ""
 	}
-	r, err := m.open(id, Meta{Name: name, InvitedBy: remote, Opened: time.Now().UTC()}, true)
+	r, err := m.open(id, m.reopenMeta(id, Meta{Name: name, InvitedBy: remote, Opened: time.Now().UTC()}), true)
 	if err != nil {
 		answer(err)
 		return
@@ -194,7 +194,7 @@ func (m *Manager) retellInvites(p peer.ID) {
 	for _, r := range m.rooms {
 		r.mu.RLock()
 		_, member := r.members[p]
-		silent := r.vv[p] == 0 && r.meta.Creator != p
+		silent := r.awaitsJoin(p)
 		r.mu.RUnlock()
 		if member && silent {
 			todo = append(todo, r)

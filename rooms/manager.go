@@ -78,6 +78,9 @@ type Manager struct {
 
 	meshMu sync.Mutex // protects mesh
 	mesh   map[string]map[peer.ID]bool
+
+	changeLog changeLog // which rooms stored events lately (changes.go)
+	leaving   leaving   // rooms this node left that still hand out its leave (membership.go)
 }
 
 // Changes returns a channel that receives (without blocking the rooms)
@@ -200,6 +203,12 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 		return fmt.Errorf("rooms: list rooms: %w", err)
 	}
 	for _, rm := range metas {
+		if rm.meta.Leaving {
+			m.keepLeaving(rm.id, rm.meta)
+		}
+		if rm.meta.Left {
+			continue // this node left it; a new invite opens it again
+		}
 		if _, err := m.open(rm.id, rm.meta, false); err != nil {
 			return err
 		}
@@ -234,8 +243,8 @@ func (m *Manager) Close() error {
 	}
 	m.mu.Unlock()
 	for _, r := range rs {
-		if r.sub != nil {
-			r.sub.Cancel()
+		if sub := r.subscription(); sub != nil {
+			sub.Cancel()
 		}
 	}
 	m.wg.Wait()
@@ -300,6 +309,7 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 		return nil, fmt.Errorf("rooms: open %s: subscribe: %w", id, err)
 	}
 	r.topic, r.sub = t, sub
+	r.ctx, r.cancel = context.WithCancel(m.ctx)
 	m.mu.Lock()
 	if m.ctx.Err() != nil {
 		m.mu.Unlock()
@@ -308,11 +318,12 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 		return nil, ErrClosed
 	}
 	m.rooms[id] = r
-	m.wg.Add(3)
 	m.mu.Unlock()
-	go func() { defer m.wg.Done(); r.run(m.ctx) }()
-	go func() { defer m.wg.Done(); r.readGossip(m.ctx) }()
-	go func() { defer m.wg.Done(); r.syncLoop(m.ctx) }()
+	m.leaving.drop(id)
+	r.goRoom(r.run)
+	r.goRoom(func(ctx context.Context) { r.readGossip(ctx, sub) })
+	r.goRoom(r.syncLoop)
+	m.changed(id)
 	for _, p := range r.memberList() {
 		if p != m.self && m.cfg.Host.Network().Connectedness(p) == network.Connected {
 			r.requestSync(p)
@@ -343,7 +354,7 @@ func (m *Manager) reject(err error) {
 		{ErrEquivocation, "equivocation"}, {ErrSeqGap, "seq_gap"}, {ErrNonCanonical, "malformed"},
 		{ErrMalformed, "malformed"}, {ErrBadCreate, "bad_create"}, {ErrBadKind, "malformed"},
 		{ErrBadVersion, "malformed"}, {ErrBadAuthor, "signature"}, {ErrBadSeq, "malformed"},
-		{ErrNoConsent, "no_consent"},
+		{ErrNoConsent, "no_consent"}, {ErrNotCreator, "not_creator"},
 	} {
 		if errors.Is(err, k.err) {
 			reason = k.name
@@ -356,25 +367,9 @@ func (m *Manager) reject(err error) {
 // Self is this node's peer ID.
 func (m *Manager) Self() peer.ID { return m.self }
 
-// Create founds a room named name and returns its ID.
+// Create founds a room named name, without a purpose, and returns its ID.
 func (m *Manager) Create(ctx context.Context, name string, agent identity.AgentName) (identity.RoomID, error) {
-	if len(name) > 200 || !utf8.ValidString(name) {
-		return "", fmt.Errorf("%w: room name must be valid text of at most 200 bytes", ErrMalformed)
-	}
-	nonce := make([]byte, roomNonceLen)
-	if _, err := rand.Read(nonce); err != nil {
-		return "", err
-	}
-	id := DeriveRoomID(m.self, nonce)
-	r, err := m.open(id, Meta{Name: name, Creator: m.self, Opened: time.Now().UTC()}, true)
-	if err != nil {
-		return "", err
-	}
-	body := append(nonce, name...)
-	if _, err := r.say(ctx, &sayReq{agent: agent, kind: KindCreate, body: body}); err != nil {
-		return "", fmt.Errorf("rooms: create %q: %w", name, err)
-	}
-	return id, nil
+	return m.CreateRoom(ctx, name, "", agent)
 }
 
 // SayArgs is what Say posts.
@@ -383,6 +378,7 @@ type SayArgs struct {
 	Text    string
 	ReplyTo *ID
 	To      string // optional agent address the message is for
+	Ask     bool   // post an ask (KindAsk) rather than a message
 }
 
 // Say posts a message and returns its ID once it is stored durably.
@@ -402,7 +398,14 @@ func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, e
 			return ID{}, fmt.Errorf("%w: reply_to %s is not an event of room %s", ErrMalformed, a.ReplyTo, id)
 		}
 	}
-	return r.say(ctx, &sayReq{agent: a.Agent, kind: KindMessage, body: []byte(a.Text), replyTo: a.ReplyTo, to: a.To})
+	if st, ok := r.agentState(agentAddr(a.Agent, m.self)); ok && !st.In {
+		return ID{}, fmt.Errorf("%w: %s left room %s; a member can invite it back", ErrAgentLeft, a.Agent, id)
+	}
+	kind := KindMessage
+	if a.Ask {
+		kind = KindAsk
+	}
+	return r.say(ctx, &sayReq{agent: a.Agent, kind: kind, body: []byte(a.Text), replyTo: a.ReplyTo, to: a.To})
 }
 
 // Leave posts that agent leaves the room.
@@ -428,10 +431,13 @@ func (m *Manager) Join(ctx context.Context, id identity.RoomID, agent identity.A
 type Info struct {
 	ID      identity.RoomID `json:"room_id"`
 	Name    string          `json:"name"`
+	Purpose string          `json:"purpose"`
 	Creator peer.ID         `json:"creator"`
 	Members []peer.ID       `json:"members"`
-	Events  uint64          `json:"events"`
-	Heads   int             `json:"heads"`
+	// Agents are the member agents, NAME@PEER_ID, sorted.
+	Agents []string `json:"agents"`
+	Events uint64   `json:"events"`
+	Heads  int      `json:"heads"`
 	// InvitedBy is the node that invited this one (empty for the creator).
 	InvitedBy peer.ID   `json:"invited_by,omitempty"`
 	Opened    time.Time `json:"opened"`
@@ -470,15 +476,21 @@ func (m *Manager) Get(id identity.RoomID) (Info, error) {
 func (r *room) info() Info {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	in := Info{ID: r.id, Name: r.meta.Name, Creator: r.meta.Creator, Heads: len(r.headsSnap),
-		InvitedBy: r.meta.InvitedBy, Opened: r.meta.Opened}
+	in := Info{ID: r.id, Name: r.meta.Name, Purpose: r.meta.Purpose, Creator: r.meta.Creator, Heads: len(r.headsSnap),
+		InvitedBy: r.meta.InvitedBy, Opened: r.meta.Opened, Agents: []string{}}
 	for _, s := range r.committed {
 		in.Events += s
 	}
 	for p := range r.members {
 		in.Members = append(in.Members, p)
 	}
+	for addr, a := range r.agents {
+		if a.In {
+			in.Agents = append(in.Agents, addr)
+		}
+	}
 	slices.Sort(in.Members)
+	slices.Sort(in.Agents)
 	return in
 }
 
@@ -669,6 +681,7 @@ type View struct {
 	Depth   uint64             `json:"depth"`
 	Kind    Kind               `json:"kind"`
 	Text    string             `json:"text"`
+	Purpose string             `json:"purpose,omitempty"` // create: the room's purpose
 	ReplyTo *ID                `json:"reply_to,omitempty"`
 	To      string             `json:"to,omitempty"`
 	Target  peer.ID            `json:"target,omitempty"`
@@ -681,14 +694,16 @@ func viewOf(id ID, e *Event) View {
 	v := View{ID: id, Room: e.Room, Author: e.Author, Agent: e.Agent, Seq: e.Seq, Depth: e.Depth,
 		Kind: e.Kind, ReplyTo: e.ReplyTo, To: e.To, Time: e.Time}
 	switch e.Kind {
-	case KindMessage:
+	case KindMessage, KindAsk:
 		v.Text = string(e.Body)
 	case KindCreate:
 		if len(e.Body) >= roomNonceLen {
-			v.Text = string(e.Body[roomNonceLen:])
+			v.Text, v.Purpose = splitCreate(e.Body[roomNonceLen:])
 		}
 	case KindInvite:
 		v.Target, _ = e.InviteTarget()
+	case KindLeave:
+		v.Target, _, _ = e.LeaveTarget()
 	}
 	return v
 }

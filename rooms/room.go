@@ -42,9 +42,16 @@ func DeriveRoomID(creator peer.ID, nonce []byte) identity.RoomID {
 // Meta is what a node keeps about a room it is in.
 type Meta struct {
 	Name      string    `json:"name"`
+	Purpose   string    `json:"purpose,omitempty"`
 	Creator   peer.ID   `json:"creator"`
 	InvitedBy peer.ID   `json:"invited_by,omitempty"`
 	Opened    time.Time `json:"opened"`
+	// Left says this node is out of the room (it left or was removed): it
+	// is not opened again until a new invite.
+	Left bool `json:"left,omitempty"`
+	// Leaving says no member has pulled this node's leave yet: the node
+	// still serves sync for the room (only) until one does.
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // input is one thing for the room's goroutine to do.
@@ -77,7 +84,10 @@ type room struct {
 	inbox chan input
 
 	topic *pubsub.Topic
-	sub   *pubsub.Subscription
+
+	ctx    context.Context    // ends when the room closes (the node leaves it) or the node stops
+	cancel context.CancelFunc // ends ctx
+	wg     sync.WaitGroup     // the room's goroutines
 
 	// Owned by run.
 	heads   map[ID]uint64 // head → depth
@@ -98,6 +108,9 @@ type room struct {
 	nextLis   int
 	syncing   map[peer.ID]bool // peers with a sync queued or running
 	syncQ     chan peer.ID
+	sub       *pubsub.Subscription   // the topic subscription (replaced by refreshTopic)
+	agents    map[string]AgentMember // agent address → its membership (membership.go)
+	outs      map[peer.ID]outRec     // nodes that left or were removed (membership.go)
 }
 
 func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
@@ -115,6 +128,8 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		listeners: make(map[int]chan View),
 		syncing:   make(map[peer.ID]bool),
 		syncQ:     make(chan peer.ID, 64),
+		agents:    make(map[string]AgentMember),
+		outs:      make(map[peer.ID]outRec),
 	}
 }
 
@@ -176,7 +191,7 @@ func (r *room) load() error {
 	}
 	r.headsSnap = mapKeys(heads)
 	r.mu.Unlock()
-	return nil
+	return r.loadMembership()
 }
 
 func mapKeys(m map[ID]uint64) []ID {
@@ -214,7 +229,11 @@ func (r *room) run(ctx context.Context) {
 
 // txn collects one batch's effects.
 type txn struct {
-	admitted bool // this node became a member in this batch
+	admitted bool               // this node became a member in this batch
+	joinAs   identity.AgentName // set: this node posts its join as this agent
+	selfOut  bool               // this node was removed from the room
+	selfLeft bool               // this node left the room
+	pruned   bool               // another node left or was removed
 	ops      []schema.Op
 	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
@@ -243,12 +262,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 			barriers = append(barriers, in.barrier)
 		}
 	}
-	r.mu.RLock()
-	silent := r.vv[r.m.self] == 0
-	r.mu.RUnlock()
-	if tx.admitted && silent {
+	if tx.joinAs != "" {
 		// This node's invite arrived (by whatever path): announce it.
-		if _, err := r.author(tx, &sayReq{agent: identity.HumanAgent, kind: KindJoin}); err != nil {
+		if _, err := r.author(tx, &sayReq{agent: tx.joinAs, kind: KindJoin}); err != nil {
 			r.m.log.Warn("join failed", "room", string(r.id), "err", err)
 		}
 	}
@@ -294,7 +310,7 @@ func (r *room) process(ctx context.Context, batch []input) {
 	if len(tx.accepted) > 0 {
 		r.m.metrics.accepted.Add(float64(len(tx.accepted)))
 		r.notify(tx.accepted)
-		r.m.pulse()
+		r.m.changed(r.id)
 	}
 	r.pendingLen.Store(int64(r.pending.Len()))
 	for p := range tx.fetch {
@@ -302,6 +318,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 	}
 	for _, b := range barriers {
 		b <- werr
+	}
+	if werr == nil {
+		r.afterMembership(tx)
 	}
 }
 
@@ -388,13 +407,11 @@ func (r *room) accept(tx *txn, it Item) error {
 		if len(e.Body) < roomNonceLen || DeriveRoomID(e.Author, e.Body[:roomNonceLen]) != r.id {
 			return fmt.Errorf("%w: it does not found room %s", ErrBadCreate, r.id)
 		}
-	case !member:
-		return fmt.Errorf("%w: %s in room %s", ErrNotMember, e.Author, r.id)
-	case e.Seq == 1:
+	default:
 		// A new member's first event must have its invite in its causal
 		// past; later ones follow from the author's seq chain.
-		if !r.hasAncestor(e, admit) {
-			return fmt.Errorf("%w: %s speaks without its invite in the event's past", ErrNotMember, e.Author)
+		if err := r.checkAuthor(e, admit, member); err != nil {
+			return err
 		}
 	}
 	var target peer.ID
@@ -405,7 +422,7 @@ func (r *room) accept(tx *txn, it Item) error {
 			return err
 		}
 		target = t
-	case KindMessage:
+	case KindMessage, KindAsk:
 		if !utf8.Valid(e.Body) {
 			return fmt.Errorf("%w: message text is not UTF-8", ErrMalformed)
 		}
@@ -442,22 +459,9 @@ func (r *room) store(tx *txn, it Item, target peer.ID) {
 	tx.vv[e.Author] = e.Seq
 	r.mu.Lock()
 	r.vv[e.Author] = e.Seq
-	var admitted peer.ID
-	switch e.Kind {
-	case KindCreate:
-		admitted = e.Author
-	case KindInvite:
-		admitted = target
-	}
-	if admitted != "" {
-		if _, ok := r.members[admitted]; !ok {
-			tx.admitted = tx.admitted || admitted == r.m.self
-			r.members[admitted] = it.ID
-			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(admitted)), Val: it.ID[:]})
-		}
-	}
+	r.applyMembership(tx, e, it.ID, target)
 	if e.Kind == KindCreate { // the create event names the room, whatever an invite said
-		r.meta.Name = string(e.Body[roomNonceLen:])
+		r.meta.Name, r.meta.Purpose = splitCreate(e.Body[roomNonceLen:])
 		r.meta.Creator = e.Author
 		if raw, err := json.Marshal(r.meta); err == nil {
 			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomIndex(rid), Val: raw})

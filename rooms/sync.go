@@ -164,7 +164,7 @@ func (m *Manager) handleSync(s network.Stream) {
 		s.Reset()
 		return
 	}
-	r := m.room(h.Room)
+	r := m.syncRoom(h.Room)
 	if r == nil || !r.isMember(remote) || m.cfg.Policy.Allowed(remote) != nil {
 		m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
 		s.Reset()
@@ -179,6 +179,7 @@ func (m *Manager) handleSync(s network.Stream) {
 		return
 	}
 	m.metrics.syncs.WithLabelValues("responder", "ok").Inc()
+	m.servedSync(r)
 }
 
 // cursor walks one author's events that the requester lacks.

@@ -15,12 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
-	"github.com/parley-mesh/parley/rooms"
 )
 
 // procsConfig configures a cluster of `parley up` processes.
@@ -263,7 +261,7 @@ func (c *procs) OpenRoom(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cr, err := n0.client.CreateRoom(ctx, name, string(agent))
+	cr, err := n0.client.OpenRoom(ctx, string(agent), localapi.OpenRoomRequest{Name: name})
 	if err != nil {
 		return "", fmt.Errorf("create room: %w", err)
 	}
@@ -278,14 +276,14 @@ func (c *procs) OpenRoom(ctx context.Context, name string) (string, error) {
 		if err := c.befriend(ctx, n0, p); err != nil {
 			return "", err
 		}
-		if _, err := n0.client.Invite(ctx, room, p.peerID, string(agent)); err != nil {
+		if _, err := n0.client.Invite(ctx, string(agent), localapi.InviteRequest{Room: room, Member: p.peerID}); err != nil {
 			return "", fmt.Errorf("invite node %d: %w", i, err)
 		}
 	}
 	for _, p := range members {
 		err := poll(ctx, 30*time.Second, func() bool {
 			in, err := p.client.Room(ctx, room)
-			return err == nil && slices.ContainsFunc(in.Members, func(m peer.ID) bool { return m.String() == p.peerID })
+			return err == nil && slices.Contains(in.Members, p.peerID)
 		}, fmt.Sprintf("node %d to learn it is a member", p.i))
 		if err != nil {
 			return room, err
@@ -326,7 +324,7 @@ func (c *procs) CreateRoom(ctx context.Context, i int, name string) (string, err
 	if err != nil {
 		return "", err
 	}
-	cr, err := p.client.CreateRoom(ctx, name, string(agent))
+	cr, err := p.client.OpenRoom(ctx, string(agent), localapi.OpenRoomRequest{Name: name})
 	return cr.RoomID, err
 }
 
@@ -335,7 +333,7 @@ func (c *procs) Say(ctx context.Context, i int, room, text string) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.client.Say(ctx, room, localapi.SayRequest{Text: text, Agent: string(agent)})
+	_, err = p.client.Say(ctx, string(agent), localapi.SayRequest{Room: room, Text: text})
 	return err
 }
 
@@ -348,7 +346,7 @@ func (c *procs) Subscribe(i int, room string, fn func(string, time.Time)) (func(
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		err := p.client.Tail(ctx, room, func(v rooms.View) error {
+		err := p.client.Tail(ctx, room, func(v localapi.Event) error {
 			fn(v.Text, time.Now())
 			return nil
 		})
@@ -386,11 +384,11 @@ func (c *procs) Log(ctx context.Context, i int, room string) ([]entry, error) {
 		}
 		page := make([]entry, len(vs))
 		for k, v := range vs {
-			page[k] = entry{ID: v.ID.String(), Text: v.Text}
+			page[k] = entry{ID: v.ID, Text: v.Text}
 		}
 		pages = append(pages, page)
 		total += len(vs)
-		before = vs[0].ID.String()
+		before = vs[0].ID
 		if len(vs) < 10000 {
 			break
 		}
@@ -413,7 +411,7 @@ func (c *procs) Tail(ctx context.Context, i int, room string, n int) ([]entry, e
 	}
 	out := make([]entry, len(vs))
 	for k, v := range vs {
-		out[k] = entry{ID: v.ID.String(), Text: v.Text}
+		out[k] = entry{ID: v.ID, Text: v.Text}
 	}
 	return out, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/localapi"
 )
 
@@ -34,7 +33,7 @@ A registration not renewed by a heartbeat within its TTL is swept.`,
 
 func agentRegisterCmd(g *globals) *cobra.Command {
 	var (
-		req agents.RegisterRequest
+		req localapi.RegisterAgentRequest
 		ttl time.Duration
 	)
 	cmd := &cobra.Command{
@@ -47,11 +46,8 @@ default) unless renewed with ` + "`parley agent heartbeat`" + `, and is gone at 
 		Example: `  parley agent register reviewer --role "code review" --cap go --cap rust --working-on "PR 12"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := agents.ParseName(args[0]); err != nil {
-				return err
-			}
-			if ttl < time.Second || ttl > agents.MaxTTL {
-				return fmt.Errorf("--ttl %s: use 1s to %s", ttl, agents.MaxTTL)
+			if ttl < time.Second {
+				return fmt.Errorf("--ttl %s: use at least 1s", ttl)
 			}
 			req.Name = args[0]
 			req.TTLSeconds = int(ttl / time.Second)
@@ -82,9 +78,6 @@ func agentHeartbeatCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var req localapi.HeartbeatRequest
 			if cmd.Flags().Changed("state") {
-				if _, err := agents.ParseState(state); err != nil {
-					return err
-				}
 				req.State = &state
 			}
 			if cmd.Flags().Changed("working-on") {

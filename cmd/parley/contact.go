@@ -11,8 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/parley-mesh/parley/consent"
-	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/localapi"
 )
 
@@ -39,20 +37,14 @@ the DHT) or a multiaddr ending in /p2p/PEER_ID. It sees the request as pending-i
 until its user approves or denies it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if n := utf8.RuneCountInString(note); n > consent.MaxNote {
-				return fmt.Errorf("--note has %d characters, at most %d allowed", n, consent.MaxNote)
-			}
-			if _, err := contacts.ParseTarget(args[0]); err != nil {
-				return err
-			}
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (contacts.Result, error) {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ContactResult, error) {
 				return c.ContactRequest(ctx, args[0], note)
-			}, func(w io.Writer, v contacts.Result) {
+			}, func(w io.Writer, v localapi.ContactResult) {
 				fmt.Fprintf(w, "contact request %s to %s: %s\n", v.ID, v.PeerID, v.Detail)
 			})
 		},
 	}
-	cmd.Flags().StringVar(&note, "note", "", fmt.Sprintf("a few words to the other user (at most %d characters)", consent.MaxNote))
+	cmd.Flags().StringVar(&note, "note", "", "a few words to the other user (at most 500 characters)")
 	return cmd
 }
 
@@ -63,12 +55,9 @@ func contactApproveCmd(g *globals) *cobra.Command {
 		Short: "Approve a pending contact request (its ID, or the requester's peer ID)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := contacts.ParseExpires(expires); err != nil {
-				return err
-			}
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (contacts.Result, error) {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ContactResult, error) {
 				return c.ContactApprove(ctx, args[0], expires)
-			}, func(w io.Writer, v contacts.Result) {
+			}, func(w io.Writer, v localapi.ContactResult) {
 				until := ""
 				if v.Expires != nil {
 					until = " until " + v.Expires.Local().Format(time.RFC3339)
@@ -87,9 +76,9 @@ func contactDenyCmd(g *globals) *cobra.Command {
 		Short: "Deny a pending contact request (its ID, or the requester's peer ID)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (contacts.Result, error) {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ContactResult, error) {
 				return c.ContactDeny(ctx, args[0])
-			}, func(w io.Writer, v contacts.Result) {
+			}, func(w io.Writer, v localapi.ContactResult) {
 				fmt.Fprintf(w, "request %s from %s: %s\n", v.ID, v.PeerID, v.Detail)
 			})
 		},
@@ -102,9 +91,9 @@ func contactRevokeCmd(g *globals) *cobra.Command {
 		Short: "Revoke a contact at once (or cancel your pending request)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (contacts.Result, error) {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ContactResult, error) {
 				return c.ContactRevoke(ctx, args[0])
-			}, func(w io.Writer, v contacts.Result) {
+			}, func(w io.Writer, v localapi.ContactResult) {
 				fmt.Fprintf(w, "%s: %s\n", v.PeerID, v.Detail)
 			})
 		},
@@ -117,8 +106,8 @@ func contactListCmd(g *globals) *cobra.Command {
 		Short: "List contacts and pending requests",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]contacts.Entry, error) { return c.Contacts(ctx) },
-				func(w io.Writer, v []contacts.Entry) {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.ContactEntry, error) { return c.Contacts(ctx) },
+				func(w io.Writer, v []localapi.ContactEntry) {
 					if len(v) == 0 {
 						fmt.Fprintln(w, "no contacts (ask someone with `parley contact request PEER_ID`)")
 						return

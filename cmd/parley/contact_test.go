@@ -61,12 +61,11 @@ func metric(t *testing.T, home, name, labels string) float64 {
 	t.Helper()
 	c := localapi.NewClient(node.SocketPath(home))
 	defer c.Close()
-	resp, err := c.Open(context.Background(), "GET", "/metrics", nil)
+	text, err := c.Metrics(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), name+labels+" "); ok {
 			f, _ := strconv.ParseFloat(v, 64)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -50,7 +48,11 @@ else CODEX_THREAD_ID; the same key is the same agent, with its cursors.`,
 				return err
 			}
 			if project == "" {
-				project, _ = os.Getwd()
+				wd, err := os.Getwd()
+				if err != nil {
+					return fmt.Errorf("cannot tell the project folder (%v); pass --project", err)
+				}
+				project = wd
 			}
 			if client == "" {
 				client = detectClient()
@@ -60,7 +62,7 @@ else CODEX_THREAD_ID; the same key is the same agent, with its cursors.`,
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: client, Project: project, Logger: log})
-			err = srv.Run(cmd.Context(), &sdk.StdioTransport{})
+			err = srv.Run(cmd.Context(), &mcp.LineTransport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Logger: log})
 			if err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "EOF") {
 				return err
 			}
@@ -94,9 +96,7 @@ func detectSession() string {
 			return v
 		}
 	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "mcp-" + hex.EncodeToString(b)
+	return "mcp-" + rand.Text()
 }
 
 // ensureNode checks that a node answers for home, starting one in the

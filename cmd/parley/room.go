@@ -12,35 +12,50 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
-	"github.com/parley-mesh/parley/rooms"
 )
+
+// human is the agent the CLI speaks as unless --as names another.
+const human = "human"
 
 func roomCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "room",
-		Short: "Rooms: persistent, causally ordered conversations between nodes and their agents",
-		Long: `Rooms are conversations between nodes (1:1 or 1:many). ROOM is a room ID or the
-name of exactly one room. Messages from the CLI come from the agent "human" of this node
-unless --as names another.`,
+		Short: "Rooms: lasting, causally ordered conversations between agents of many nodes",
+		Long: `Rooms are conversations with a purpose between agents of one or many nodes. ROOM is a
+room ID or the name of exactly one room. The CLI speaks as the agent "human" of this node
+unless --as names another. Agents are members of rooms: invite one as NAME@PEER_ID (its
+node is admitted for it) or NAME (an agent of this node).`,
 	}
-	cmd.AddCommand(roomCreateCmd(g), roomListCmd(g), roomInviteCmd(g), roomSayCmd(g),
-		roomLogCmd(g), roomTailCmd(g), roomLeaveCmd(g))
+	cmd.AddCommand(roomCreateCmd(g), roomListCmd(g), roomInviteCmd(g), roomSayCmd(g), roomAskCmd(g),
+		roomLogCmd(g), roomTailCmd(g), roomLeaveCmd(g), roomRemoveCmd(g))
 	return cmd
 }
 
 func roomCreateCmd(g *globals) *cobra.Command {
-	var as string
+	var as, purpose string
+	var members []string
 	cmd := &cobra.Command{
-		Use:   "create NAME",
-		Short: "Create a room; prints its room_id",
-		Args:  cobra.ExactArgs(1),
+		Use:     "create NAME",
+		Short:   "Create a room; prints its room_id",
+		Example: `  parley room create release-1.0 --purpose "ship 1.0 by Friday" --member reviewer@12D3KooW...`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.CreateRoomResponse, error) {
-				return c.CreateRoom(ctx, args[0], as)
-			}, func(w io.Writer, v localapi.CreateRoomResponse) { fmt.Fprintln(w, v.RoomID) })
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.OpenRoomResult, error) {
+				res, err := c.OpenRoom(ctx, as, localapi.OpenRoomRequest{Name: args[0], Purpose: purpose, Members: members})
+				if err == nil && len(res.Failed) > 0 {
+					var fs []string
+					for _, f := range res.Failed {
+						fs = append(fs, f.Member+": "+f.Error)
+					}
+					err = fmt.Errorf("room %s is open, but not everyone could be invited: %s", res.RoomID, strings.Join(fs, "; "))
+				}
+				return res, err
+			}, func(w io.Writer, v localapi.OpenRoomResult) { fmt.Fprintln(w, v.RoomID) })
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", "", "agent that creates it (default human)")
+	cmd.Flags().StringVar(&as, "as", human, "agent that creates it")
+	cmd.Flags().StringVar(&purpose, "purpose", "", "one line: what the room is for (every member sees it)")
+	cmd.Flags().StringArrayVar(&members, "member", nil, "agent to bring in (NAME@PEER_ID or NAME), or a PEER_ID; repeatable")
 	return cmd
 }
 
@@ -50,16 +65,16 @@ func roomListCmd(g *globals) *cobra.Command {
 		Short: "List the rooms this node is in",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]rooms.Info, error) { return c.Rooms(ctx) },
-				func(w io.Writer, v []rooms.Info) {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.RoomInfo, error) { return c.Rooms(ctx) },
+				func(w io.Writer, v []localapi.RoomInfo) {
 					if len(v) == 0 {
 						fmt.Fprintln(w, "no rooms (create one with `parley room create NAME`)")
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "ROOM ID\tNAME\tMEMBERS\tEVENTS")
+					fmt.Fprintln(tw, "ROOM ID\tNAME\tNODES\tAGENTS\tEVENTS\tPURPOSE")
 					for _, r := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", r.ID, r.Name, len(r.Members), r.Events)
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.RoomID, r.Name, len(r.Members), len(r.Agents), r.Events, dash(oneLine(r.Purpose, 50)))
 					}
 					tw.Flush()
 				})
@@ -70,35 +85,84 @@ func roomListCmd(g *globals) *cobra.Command {
 func roomInviteCmd(g *globals) *cobra.Command {
 	var as string
 	cmd := &cobra.Command{
-		Use:   "invite ROOM PEER_ID",
-		Short: "Invite another node into a room",
-		Args:  cobra.ExactArgs(2),
+		Use:   "invite ROOM MEMBER...",
+		Short: "Bring agents (NAME@PEER_ID, or NAME of this node) or nodes (PEER_ID) into a room",
+		Long: `Bring members into a room. An agent NAME@PEER_ID becomes a member, and its node is
+admitted for it (that needs an active contact); NAME is an agent of this node; a bare PEER_ID
+admits the node, whose "human" joins.`,
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.EventID, error) {
-				return c.Invite(ctx, args[0], args[1], as)
-			}, func(w io.Writer, v localapi.EventID) { fmt.Fprintf(w, "invited %s (event %s)\n", args[1], v.ID) })
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.Posted, error) {
+				var out []localapi.Posted
+				for _, m := range args[1:] {
+					p, err := c.Invite(ctx, as, localapi.InviteRequest{Room: args[0], Member: m})
+					if err != nil {
+						return out, fmt.Errorf("invite %s: %w", m, err)
+					}
+					out = append(out, p)
+				}
+				return out, nil
+			}, func(w io.Writer, v []localapi.Posted) {
+				for i, p := range v {
+					fmt.Fprintf(w, "invited %s into %q (event %s)\n", args[1+i], p.Room.Name, p.ID)
+				}
+			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", "", "agent that invites (default human)")
+	cmd.Flags().StringVar(&as, "as", human, "agent that invites")
 	return cmd
 }
 
 func roomSayCmd(g *globals) *cobra.Command {
+	var as string
 	var req localapi.SayRequest
 	cmd := &cobra.Command{
 		Use:   "say ROOM TEXT",
 		Short: "Post a message; prints its id",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req.Text = args[1]
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.EventID, error) {
-				return c.Say(ctx, args[0], req)
-			}, func(w io.Writer, v localapi.EventID) { fmt.Fprintln(w, v.ID) })
+			req.Room, req.Text = args[0], args[1]
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Posted, error) {
+				return c.Say(ctx, as, req)
+			}, func(w io.Writer, v localapi.Posted) { fmt.Fprintln(w, v.ID) })
 		},
 	}
-	cmd.Flags().StringVar(&req.Agent, "as", "", "agent that speaks (default human)")
+	cmd.Flags().StringVar(&as, "as", human, "agent that speaks")
 	cmd.Flags().StringVar(&req.ReplyTo, "reply-to", "", "id of the message this answers")
-	cmd.Flags().StringVar(&req.To, "to", "", "agent address the message is for (NAME or NAME@PEER_ID)")
+	cmd.Flags().StringVar(&req.To, "to", "", "agent the message is for (NAME or NAME@PEER_ID)")
+	return cmd
+}
+
+func roomAskCmd(g *globals) *cobra.Command {
+	var as string
+	var wait time.Duration
+	var req localapi.AskRequest
+	cmd := &cobra.Command{
+		Use:   "ask ROOM TEXT",
+		Short: "Ask the room (or one agent, --to) and wait for the first answer",
+		Long: `Post an ask: every member agent of the room but you owes it (or only --to), and is
+reminded of it on each of its tool calls until someone answers, it expires, or it is
+dismissed. Waits up to --wait for the first reply and prints it.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if wait < 0 || wait > localapi.MaxWait {
+				return fmt.Errorf("--wait %s: use 0 to %s", wait, localapi.MaxWait)
+			}
+			req.Room, req.Text, req.WaitSeconds = args[0], args[1], wait.Seconds()
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.AskResult, error) {
+				return c.Ask(ctx, as, req)
+			}, func(w io.Writer, v localapi.AskResult) {
+				if v.Reply == nil {
+					fmt.Fprintf(w, "asked (id %s); no reply within %s\n", v.AskID, wait)
+					return
+				}
+				fmt.Fprintf(w, "%s: %s\n", v.Reply.From, v.Reply.Text)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", human, "agent that asks")
+	cmd.Flags().StringVar(&req.To, "to", "", "the agent asked (NAME or NAME@PEER_ID); default: everyone in the room")
+	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the answer")
 	return cmd
 }
 
@@ -110,9 +174,9 @@ func roomLogCmd(g *globals) *cobra.Command {
 		Short: "Show a room's events in display order (the same on every node)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]rooms.View, error) {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.Event, error) {
 				return c.Log(ctx, args[0], limit, before)
-			}, func(w io.Writer, v []rooms.View) {
+			}, func(w io.Writer, v []localapi.Event) {
 				for _, e := range v {
 					printEvent(w, e)
 				}
@@ -138,7 +202,7 @@ func roomTailCmd(g *globals) *cobra.Command {
 			defer c.Close()
 			out := cmd.OutOrStdout()
 			enc := json.NewEncoder(out)
-			err = c.Tail(cmd.Context(), args[0], func(v rooms.View) error {
+			err = c.Tail(cmd.Context(), args[0], func(v localapi.Event) error {
 				if g.json {
 					return enc.Encode(v)
 				}
@@ -152,36 +216,95 @@ func roomTailCmd(g *globals) *cobra.Command {
 
 func roomLeaveCmd(g *globals) *cobra.Command {
 	var as string
+	var node bool
 	cmd := &cobra.Command{
 		Use:   "leave ROOM",
-		Short: "Leave a room (the agent leaves; the node keeps the history)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Leave a room: the agent leaves (the node too once none of its agents is in), or with --node the node",
+		Long: `The agent (--as, default human) leaves the room: it can no longer post there until it
+is invited again. When no agent of this node is left in the room, or with --node, the node
+leaves it: it stops following the room (no gossip, no sync), the members stop sending to it,
+and the room drops out of ` + "`parley room list`" + `. The history stays on disk; a new invite
+brings the node back.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.EventID, error) {
-				return c.Leave(ctx, args[0], as)
-			}, func(w io.Writer, v localapi.EventID) { fmt.Fprintf(w, "left (event %s)\n", v.ID) })
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.LeaveResult, error) {
+				return c.Leave(ctx, as, localapi.LeaveRequest{Room: args[0], Node: node})
+			}, func(w io.Writer, v localapi.LeaveResult) {
+				if v.NodeLeft {
+					fmt.Fprintf(w, "this node left %q (event %s)\n", v.Room.Name, v.ID)
+					return
+				}
+				fmt.Fprintf(w, "%s left %q (event %s)\n", as, v.Room.Name, v.ID)
+			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", "", "agent that leaves (default human)")
+	cmd.Flags().StringVar(&as, "as", human, "agent that leaves")
+	cmd.Flags().BoolVar(&node, "node", false, "the whole node leaves the room")
 	return cmd
 }
 
-func printEvent(w io.Writer, e rooms.View) {
+func roomRemoveCmd(g *globals) *cobra.Command {
+	var as string
+	cmd := &cobra.Command{
+		Use:   "remove ROOM PEER_ID",
+		Short: "Remove a member node from a room (the room's creator only)",
+		Long: `Take a member node out of a room this node created. Every member refuses the node's
+later events, stops sending to it and refuses its sync: it gets nothing new.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.EventID, error) {
+				return c.Remove(ctx, args[0], localapi.RemoveRequest{PeerID: args[1], Agent: as})
+			}, func(w io.Writer, v localapi.EventID) { fmt.Fprintf(w, "removed %s (event %s)\n", args[1], v.ID) })
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", human, "agent that removes it")
+	return cmd
+}
+
+func printEvent(w io.Writer, e localapi.Event) {
 	ts := time.UnixMilli(e.Time).Local().Format("15:04:05")
-	who := fmt.Sprintf("%s@%s", e.Agent, short(e.Author.String()))
+	who := fmt.Sprintf("%s@%s", e.Agent, short(e.Author))
+	id := e.ID[:min(8, len(e.ID))]
 	switch e.Kind {
-	case rooms.KindMessage:
+	case "message", "ask":
 		reply := ""
-		if e.ReplyTo != nil {
-			reply = " ↳" + e.ReplyTo.String()[:8]
+		if e.ReplyTo != "" {
+			reply = " ↳" + e.ReplyTo[:min(8, len(e.ReplyTo))]
 		}
-		fmt.Fprintf(w, "%s %s %s%s: %s\n", ts, e.ID.String()[:8], who, reply, strings.TrimRight(e.Text, "\n"))
-	case rooms.KindCreate:
-		fmt.Fprintf(w, "%s %s %s created the room %q\n", ts, e.ID.String()[:8], who, e.Text)
-	case rooms.KindInvite:
-		fmt.Fprintf(w, "%s %s %s invited %s\n", ts, e.ID.String()[:8], who, e.Target)
+		to := ""
+		if e.To != "" {
+			to = " → " + shortAddr(e.To)
+		}
+		verb := ""
+		if e.Kind == "ask" {
+			verb = " asks"
+		}
+		fmt.Fprintf(w, "%s %s %s%s%s%s: %s\n", ts, id, who, verb, to, reply, strings.TrimRight(e.Text, "\n"))
+	case "create":
+		purpose := ""
+		if e.Purpose != "" {
+			purpose = fmt.Sprintf(" (purpose: %s)", e.Purpose)
+		}
+		fmt.Fprintf(w, "%s %s %s created the room %q%s\n", ts, id, who, e.Text, purpose)
+	case "invite":
+		whom := "node " + short(e.Target)
+		if e.To != "" {
+			whom = shortAddr(e.To)
+		}
+		fmt.Fprintf(w, "%s %s %s invited %s\n", ts, id, who, whom)
+	case "join":
+		fmt.Fprintf(w, "%s %s %s joined\n", ts, id, who)
+	case "leave":
+		switch {
+		case e.Target == "":
+			fmt.Fprintf(w, "%s %s %s left\n", ts, id, who)
+		case e.Target == e.Author:
+			fmt.Fprintf(w, "%s %s %s left, with its node\n", ts, id, who)
+		default:
+			fmt.Fprintf(w, "%s %s %s removed node %s\n", ts, id, who, short(e.Target))
+		}
 	default:
-		fmt.Fprintf(w, "%s %s %s %s\n", ts, e.ID.String()[:8], who, e.Kind)
+		fmt.Fprintf(w, "%s %s %s %s\n", ts, id, who, e.Kind)
 	}
 }
 
@@ -190,4 +313,12 @@ func short(s string) string {
 		return "…" + s[len(s)-8:]
 	}
 	return s
+}
+
+func shortAddr(a string) string {
+	name, p, ok := strings.Cut(a, "@")
+	if !ok {
+		return a
+	}
+	return name + "@" + short(p)
 }

@@ -16,6 +16,16 @@
 // agents. Registrations are kept in the store under schema.LocalAgent, so
 // they outlive a node restart until their TTL.
 //
+// # Sessions
+//
+// A client's session (an MCP session key, a thread ID) is bound to an agent
+// by Session: the node keeps, under schema.Session, the session's agent name
+// and card (role, capabilities, what it works on, client), and registers the
+// agent with them. A session that reconnects gets its name and card back; a
+// session that renames its agent unregisters the old name. A new session
+// takes its fallback name, with "-2", "-3", … added while another live
+// session holds it.
+//
 // # Cards in the DHT
 //
 // Each local agent has a card (discovery.Card) signed by the node: peer,

@@ -168,6 +168,7 @@ type Service struct {
 	provided map[string]time.Time // provider key → when last provided
 	seq      uint64               // last seq used in a card or presence message
 	version  uint64               // bumped whenever what contacts see changes
+	sessions map[string]profile   // session profiles, without a Store that can read them back
 
 	outMu sync.Mutex // protects out
 	out   map[peer.ID]*outState

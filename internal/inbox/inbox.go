@@ -1,20 +1,12 @@
-// Package inbox keeps what each local agent has yet to see: asks addressed
-// to it (someone is blocked on it), invitations of this node into rooms, and
-// unread messages in the rooms it takes part in. The MCP server hands these
-// out inside every tool result (piggy-back), once each, while parley_read
-// keeps its own cursor so everything stays readable.
-//
-// Cursors follow each room's local arrival log (rooms.Manager.Since), which
-// only grows, so an event that arrives late through catch-up is not missed.
-// They live in the store under s/a/<agent>/{d,r,j}/<room>; session keys map
-// to agent names under s/k/<session>.
 package inbox
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
+	"encoding/json"
 	"fmt"
-	"slices"
+	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -22,74 +14,288 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store/schema"
 	"github.com/parley-mesh/parley/rooms"
 )
 
-// Rooms is what the inbox needs of the rooms service.
+// Rooms is what the inbox needs of the rooms service; *rooms.Manager
+// implements it.
 type Rooms interface {
-	List() []rooms.Info
-	Since(id identity.RoomID, after uint64, limit int) ([]rooms.View, error)
-	Find(eid rooms.ID) (rooms.View, error)
-	Changes() (<-chan struct{}, func())
 	Self() peer.ID
+	List() []rooms.Info
+	Get(id identity.RoomID) (rooms.Info, error)
+	Since(id identity.RoomID, after uint64, limit int) ([]rooms.View, error)
+	Log(id identity.RoomID, limit int, before *rooms.ID) ([]rooms.View, error)
+	Find(eid rooms.ID) (rooms.View, error)
+	Subscribe(id identity.RoomID, buf int) (<-chan rooms.View, func(), error)
+	Changes() (<-chan struct{}, func())
+	ChangedSince(after uint64) ([]identity.RoomID, uint64)
+	CreateRoom(ctx context.Context, name, purpose string, agent identity.AgentName) (identity.RoomID, error)
+	Invite(ctx context.Context, id identity.RoomID, target peer.ID, agent identity.AgentName) (rooms.ID, error)
+	InviteAgent(ctx context.Context, id identity.RoomID, target peer.ID, name, by identity.AgentName) (rooms.ID, error)
+	Say(ctx context.Context, id identity.RoomID, a rooms.SayArgs) (rooms.ID, error)
+	Leave(ctx context.Context, id identity.RoomID, agent identity.AgentName) (rooms.ID, error)
+	LeaveNode(ctx context.Context, id identity.RoomID, agent identity.AgentName) (rooms.ID, error)
+	Remove(ctx context.Context, id identity.RoomID, target peer.ID, by identity.AgentName) (rooms.ID, error)
+	Agents(id identity.RoomID) ([]rooms.AgentMember, error)
+	AgentState(id identity.RoomID, addr string) (rooms.AgentMember, bool, error)
+	LeftRoom(id identity.RoomID) (name string, left bool)
 }
 
 var _ Rooms = (*rooms.Manager)(nil)
 
-// Limits of one piggy-back.
-const (
-	maxUrgent   = 20 // asks listed in one result
-	maxMessages = 10 // unread messages listed in one result; the rest are counted
-	scanBatch   = 1000
+// Agents is what the inbox needs of the agent service, in the local API's
+// terms (the node's localapi.Agents implements it).
+type Agents interface {
+	List(ctx context.Context) []localapi.AgentInfo
+	Who(ctx context.Context) []localapi.WhoEntry
+}
+
+var (
+	_ localapi.Edge  = (*Inbox)(nil)
+	_ localapi.Rooms = (*Inbox)(nil)
 )
 
-// ErrUnknownAgent is returned when a session or agent name is unusable.
-var ErrUnknownAgent = errors.New("inbox: unknown agent")
-
-// Item is one thing an agent should see.
-type Item struct {
-	ID       string `json:"id"`
-	Room     string `json:"room"`
-	RoomName string `json:"room_name,omitempty"`
-	From     string `json:"from"`
-	Text     string `json:"text"`
-	Urgent   bool   `json:"urgent"`
-	Kind     string `json:"kind"` // ask, invitation or message
-	ReplyTo  string `json:"reply_to,omitempty"`
-	Answer   string `json:"answer"` // the exact call that answers it
+// Config configures an Inbox. Zero values are documented.
+type Config struct {
+	Rooms  Rooms       // required
+	Store  rooms.Store // required; the node's store
+	Agents Agents      // required
+	// AskTTL is how long an ask is owed (and waited for) unless answered.
+	// Zero means DefaultAskTTL.
+	AskTTL time.Duration
+	// PresenceGrace is how long an ask or invite of a contact's agent that
+	// presence does not show is retried before it is refused (presence lags
+	// a change by a second or two). Zero means 4 s.
+	PresenceGrace time.Duration
+	Logger        *slog.Logger     // nil discards
+	Now           func() time.Time // nil: time.Now
 }
 
-// Pending is what a tool result carries.
-type Pending struct {
-	Items []Item `json:"items"`
-	// More counts unread messages per room that were not listed.
-	More map[string]int `json:"more,omitempty"`
-}
+// Defaults and limits.
+const (
+	// DefaultAskTTL is how long an ask is owed by default.
+	DefaultAskTTL = time.Hour
+	// MaxMessages is the most unread messages one take lists.
+	MaxMessages = 10
+	// MaxRead is the most events one Read returns.
+	MaxRead = 500
+	// scanBatch is the most events read at once from a room's arrival log.
+	scanBatch = 1000
+	// maxScan is the most events one take scans in a room; the rest wait
+	// for the next take.
+	maxScan = 20 * scanBatch
+)
 
-// Empty reports whether there is nothing to show.
-func (p Pending) Empty() bool { return len(p.Items) == 0 && len(p.More) == 0 }
-
-// Inbox serves every local agent's pending items.
+// Inbox serves every local agent's calls and pending items.
 type Inbox struct {
+	cfg   Config
 	rooms Rooms
 	db    rooms.Store
+	self  peer.ID
+	log   *slog.Logger
+	now   func() time.Time
 
-	mu sync.Mutex // serializes cursor reads and writes
+	run    string     // names this run of the node in cursors
+	mu     sync.Mutex // protects states (each state has its own lock)
+	states map[identity.AgentName]*state
 }
 
-// New returns an inbox over the node's rooms and store.
-func New(r Rooms, db rooms.Store) *Inbox { return &Inbox{rooms: r, db: db} }
+// New returns an inbox; it starts nothing.
+func New(cfg Config) (*Inbox, error) {
+	if cfg.Rooms == nil || cfg.Store == nil || cfg.Agents == nil {
+		return nil, fmt.Errorf("%w: Rooms, Store and Agents are required", ErrBadConfig)
+	}
+	if cfg.AskTTL <= 0 {
+		cfg.AskTTL = DefaultAskTTL
+	}
+	if cfg.PresenceGrace <= 0 {
+		cfg.PresenceGrace = 4 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Inbox{cfg: cfg, rooms: cfg.Rooms, db: cfg.Store, self: cfg.Rooms.Self(), log: cfg.Logger, now: cfg.Now,
+		run: strings.ToLower(rand.Text()[:8]), states: make(map[identity.AgentName]*state)}, nil
+}
 
-func (b *Inbox) cursor(agent identity.AgentName, kind string, room identity.RoomID) (uint64, bool) {
-	v, ok, err := b.db.Lookup(schema.AgentCursor(string(agent), kind, string(room)))
-	if err != nil || !ok {
-		return 0, false
+// askRec is an ask an agent owes (o) or asked (q).
+type askRec struct {
+	Room  identity.RoomID `json:"room"`
+	From  string          `json:"from"`
+	Text  string          `json:"text"`
+	To    string          `json:"to,omitempty"`
+	Time  int64           `json:"time"`
+	Shown bool            `json:"shown,omitempty"` // owed: shown in full once
+	// Reply is the first reply to an own ask, once it came.
+	Reply *localapi.Item `json:"reply,omitempty"`
+}
+
+// state is one agent's inbox. Its lock serializes the agent's scans and
+// takes; a call that waits does not hold it.
+type state struct {
+	agent   identity.AgentName
+	mu      sync.Mutex // protects the fields below
+	loaded  bool
+	seen    uint64                     // the rooms' change number scanned up to
+	scan    map[identity.RoomID]uint64 // arrival scanned up to (d)
+	read    map[identity.RoomID]uint64 // arrival shown up to (r)
+	owed    map[string]*askRec         // asks it owes, by ID (o)
+	asked   map[string]*askRec         // its own asks, by ID (q)
+	notes   map[string]*localapi.Item  // invitations and replies to show once (n)
+	unread  map[identity.RoomID]int    // unread messages counted by the scan
+	recount map[identity.RoomID]bool   // rooms whose unread count is not known (after a restart)
+	dirty   map[identity.RoomID]bool   // rooms with more to scan than one take scans
+	news    uint64                     // bumped when a scan finds something new
+	ops     []schema.Op                // writes not yet applied
+}
+
+func (b *Inbox) state(agent identity.AgentName) *state {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.states[agent]
+	if st == nil {
+		st = &state{agent: agent}
+		b.states[agent] = st
 	}
-	if len(v) != 8 {
-		return 0, true
+	return st
+}
+
+// lock returns agent's state, locked and loaded from the store.
+func (b *Inbox) lock(agent identity.AgentName) (*state, error) {
+	st := b.state(agent)
+	st.mu.Lock()
+	if st.loaded {
+		return st, nil
 	}
-	return beUint(v), true
+	if err := b.load(agent, st); err != nil {
+		st.mu.Unlock()
+		return nil, err
+	}
+	return st, nil
+}
+
+// load reads an agent's cursors and items. Rooms whose messages were not
+// all shown get their unread count again on the next take.
+func (b *Inbox) load(agent identity.AgentName, st *state) error {
+	st.scan, st.read = map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}
+	st.owed, st.asked, st.notes = map[string]*askRec{}, map[string]*askRec{}, map[string]*localapi.Item{}
+	st.unread, st.recount, st.dirty = map[identity.RoomID]int{}, map[identity.RoomID]bool{}, map[identity.RoomID]bool{}
+	prefix := schema.AgentPrefix(string(agent))
+	var bad error
+	err := b.db.ScanFrom(prefix, nil, false, func(k, v []byte) bool {
+		kind, key, ok := strings.Cut(string(k[len(prefix):]), "/")
+		if !ok {
+			return true
+		}
+		switch kind {
+		case "d", "r":
+			if len(v) != 8 {
+				return true
+			}
+			n := beUint(v)
+			if kind == "d" {
+				st.scan[identity.RoomID(key)] = n
+			} else {
+				st.read[identity.RoomID(key)] = n
+			}
+		case "o", "q":
+			var a askRec
+			if err := json.Unmarshal(v, &a); err != nil {
+				bad = fmt.Errorf("inbox: %s item %s/%s: %w", agent, kind, key, err)
+				return false
+			}
+			if kind == "o" {
+				st.owed[key] = &a
+			} else {
+				st.asked[key] = &a
+			}
+		case "n":
+			var it localapi.Item
+			if err := json.Unmarshal(v, &it); err != nil {
+				bad = fmt.Errorf("inbox: %s notice %s: %w", agent, key, err)
+				return false
+			}
+			st.notes[key] = &it
+		}
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return fmt.Errorf("inbox: load %s: %w", agent, err)
+	}
+	for room, d := range st.scan {
+		if st.read[room] < d {
+			st.recount[room] = true
+		}
+	}
+	st.loaded = true
+	return nil
+}
+
+// flush applies the state's pending writes.
+func (b *Inbox) flush(st *state) error {
+	if len(st.ops) == 0 {
+		return nil
+	}
+	err := b.db.Apply(st.ops, false)
+	st.ops = st.ops[:0]
+	if err != nil {
+		return fmt.Errorf("inbox: save: %w", err)
+	}
+	return nil
+}
+
+func (st *state) setCursor(agent identity.AgentName, kind string, room identity.RoomID, n uint64) {
+	if kind == "d" {
+		st.scan[room] = n
+	} else {
+		st.read[room] = n
+	}
+	st.ops = append(st.ops, schema.Op{Key: schema.AgentCursor(string(agent), kind, string(room)), Val: schema.BE8(n)})
+}
+
+func (st *state) putAsk(agent identity.AgentName, kind, id string, a *askRec) {
+	if kind == "o" {
+		st.owed[id] = a
+	} else {
+		st.asked[id] = a
+	}
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return // plain strings and numbers: cannot fail
+	}
+	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), kind, id), Val: raw})
+}
+
+func (st *state) dropAsk(agent identity.AgentName, kind, id string) {
+	if kind == "o" {
+		delete(st.owed, id)
+	} else {
+		delete(st.asked, id)
+	}
+	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), kind, id), Delete: true})
+}
+
+func (st *state) putNote(agent identity.AgentName, it localapi.Item) {
+	st.notes[it.ID] = &it
+	raw, err := json.Marshal(it)
+	if err != nil {
+		return // plain strings and numbers: cannot fail
+	}
+	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), "n", it.ID), Val: raw})
+	st.news++
+}
+
+func (st *state) dropNote(agent identity.AgentName, id string) {
+	delete(st.notes, id)
+	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), "n", id), Delete: true})
 }
 
 func beUint(v []byte) uint64 {
@@ -100,238 +306,17 @@ func beUint(v []byte) uint64 {
 	return n
 }
 
-// Joined marks agent as taking part in room: its messages become the
-// agent's unread items.
-func (b *Inbox) Joined(agent identity.AgentName, room identity.RoomID) error {
-	return b.db.Apply([]schema.Op{{Key: schema.AgentCursor(string(agent), "j", string(room)), Val: []byte{}}}, false)
-}
-
-func (b *Inbox) joined(agent identity.AgentName, room identity.RoomID) bool {
-	_, ok := b.cursor(agent, "j", room)
-	return ok
-}
-
-// addressedTo reports whether a message's To names agent of this node.
-func (b *Inbox) addressedTo(to string, agent identity.AgentName) bool {
-	if to == "" {
-		return false
-	}
-	a, err := identity.ParseAgentAddr(to)
+// parseAgent checks the agent name of a call.
+func parseAgent(s string) (identity.AgentName, error) {
+	a, err := identity.ParseAgentName(s)
 	if err != nil {
-		return false
+		return "", localapi.Errorf(http.StatusBadRequest, localapi.CodeBadRequest, "%v", err)
 	}
-	return a.Name == agent && (a.Peer == "" || a.Peer == b.rooms.Self())
+	return a, nil
 }
 
-// From formats an event's sender as an agent address.
-func From(v rooms.View) string { return string(v.Agent) + "@" + v.Author.String() }
+// addr is an agent's address on this node.
+func (b *Inbox) addr(agent identity.AgentName) string { return string(agent) + "@" + b.self.String() }
 
-// Take returns the agent's new items and marks them delivered.
-func (b *Inbox) Take(agent identity.AgentName) (Pending, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	self := b.rooms.Self()
-	var out Pending
-	var urgent, invites, msgs []Item
-	var ops []schema.Op
-	for _, info := range b.rooms.List() {
-		d, _ := b.cursor(agent, "d", info.ID)
-		in := b.joined(agent, info.ID)
-		vs, err := b.rooms.Since(info.ID, d, scanBatch)
-		if err != nil {
-			return Pending{}, err
-		}
-		if len(vs) == 0 {
-			continue
-		}
-		for _, v := range vs {
-			own := v.Author == self && v.Agent == agent
-			it := Item{ID: v.ID.String(), Room: string(info.ID), RoomName: info.Name, From: From(v), Text: v.Text}
-			if v.ReplyTo != nil {
-				it.ReplyTo = v.ReplyTo.String()
-			}
-			switch {
-			case own:
-			case v.Kind == rooms.KindMessage && b.addressedTo(v.To, agent):
-				it.Kind, it.Urgent = "ask", true
-				it.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"<your answer>"}`, it.ID)
-				urgent = append(urgent, it)
-				if !in {
-					in = true
-					ops = append(ops, schema.Op{Key: schema.AgentCursor(string(agent), "j", string(info.ID)), Val: []byte{}})
-				}
-			case v.Kind == rooms.KindInvite && v.Target == self && !in:
-				it.Kind = "invitation"
-				it.Text = fmt.Sprintf("%s invited this node into room %q", it.From, info.Name)
-				it.Answer = fmt.Sprintf(`parley_read {"room":%q}, then parley_say {"room":%q,"text":"..."}`, info.ID, info.ID)
-				invites = append(invites, it)
-			case in && v.Kind == rooms.KindMessage:
-				it.Kind = "message"
-				it.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."} or parley_say {"room":%q,"text":"..."}`, it.ID, info.ID)
-				msgs = append(msgs, it)
-			}
-		}
-		ops = append(ops, schema.Op{Key: schema.AgentCursor(string(agent), "d", string(info.ID)), Val: schema.BE8(vs[len(vs)-1].Arrival)})
-	}
-	if len(urgent) > maxUrgent {
-		for _, it := range urgent[maxUrgent:] {
-			out.more(it.Room)
-		}
-		urgent = urgent[:maxUrgent]
-	}
-	if len(msgs) > maxMessages {
-		for _, it := range msgs[:len(msgs)-maxMessages] {
-			out.more(it.Room)
-		}
-		msgs = msgs[len(msgs)-maxMessages:] // the newest
-	}
-	out.Items = slices.Concat(urgent, invites, msgs)
-	if len(ops) > 0 {
-		if err := b.db.Apply(ops, false); err != nil {
-			return Pending{}, fmt.Errorf("inbox: save cursors: %w", err)
-		}
-	}
-	return out, nil
-}
-
-func (p *Pending) more(room string) {
-	if p.More == nil {
-		p.More = make(map[string]int)
-	}
-	p.More[room]++
-}
-
-// Read returns up to limit events the agent has not read, in one room or
-// (room empty) in every room it takes part in, and moves its read cursor.
-// more says that there is more to read.
-func (b *Inbox) Read(agent identity.AgentName, room identity.RoomID, limit int) (out []rooms.View, more bool, err error) {
-	if limit <= 0 || limit > 500 {
-		limit = 50
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var ids []identity.RoomID
-	if room != "" {
-		ids = []identity.RoomID{room}
-	} else {
-		for _, info := range b.rooms.List() {
-			if b.joined(agent, info.ID) {
-				ids = append(ids, info.ID)
-			}
-		}
-	}
-	var ops []schema.Op
-	for _, id := range ids {
-		left := limit - len(out)
-		if left <= 0 {
-			more = true
-			break
-		}
-		r, _ := b.cursor(agent, "r", id)
-		vs, err := b.rooms.Since(id, r, left+1)
-		if err != nil {
-			return nil, false, err
-		}
-		if len(vs) > left {
-			vs, more = vs[:left], true
-		}
-		out = append(out, vs...)
-		ops = append(ops, schema.Op{Key: schema.AgentCursor(string(agent), "j", string(id)), Val: []byte{}})
-		if len(vs) > 0 {
-			ops = append(ops, schema.Op{Key: schema.AgentCursor(string(agent), "r", string(id)), Val: schema.BE8(vs[len(vs)-1].Arrival)})
-		}
-	}
-	if len(ops) > 0 {
-		if err := b.db.Apply(ops, false); err != nil {
-			return nil, false, fmt.Errorf("inbox: save cursors: %w", err)
-		}
-	}
-	return out, more, nil
-}
-
-// WaitReply blocks until a reply to ask (a message whose reply_to is ask,
-// from anyone but the asker) is stored, or until wait passes (nil, nil).
-func (b *Inbox) WaitReply(ctx context.Context, ask rooms.ID, wait time.Duration) (*rooms.View, error) {
-	av, err := b.rooms.Find(ask)
-	if err != nil {
-		return nil, err
-	}
-	changes, stop := b.rooms.Changes()
-	defer stop()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	var after uint64
-	for {
-		for {
-			vs, err := b.rooms.Since(av.Room, after, scanBatch)
-			if err != nil {
-				return nil, err
-			}
-			for _, v := range vs {
-				if v.Kind == rooms.KindMessage && v.ReplyTo != nil && *v.ReplyTo == ask &&
-					!(v.Author == av.Author && v.Agent == av.Agent) {
-					return &v, nil
-				}
-			}
-			if len(vs) == 0 {
-				break
-			}
-			after = vs[len(vs)-1].Arrival
-		}
-		select {
-		case <-changes:
-		case <-timer.C:
-			return nil, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// Wait blocks until the agent has pending items or wait passes, and takes
-// them.
-func (b *Inbox) Wait(ctx context.Context, agent identity.AgentName, wait time.Duration) (Pending, error) {
-	changes, stop := b.rooms.Changes()
-	defer stop()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for {
-		p, err := b.Take(agent)
-		if err != nil || !p.Empty() {
-			return p, err
-		}
-		select {
-		case <-changes:
-		case <-timer.C:
-			return Pending{}, nil
-		case <-ctx.Done():
-			return Pending{}, ctx.Err()
-		}
-	}
-}
-
-// Bind maps a session key to an agent name and returns the name: the one
-// bound before, else name if given, else fallback.
-func (b *Inbox) Bind(session string, name, fallback identity.AgentName) (identity.AgentName, error) {
-	if session == "" || len(session) > 256 || strings.ContainsAny(session, "/\x00") {
-		return "", fmt.Errorf("%w: bad session key %q", ErrUnknownAgent, session)
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	key := schema.Session(session)
-	if name == "" {
-		if v, ok, err := b.db.Lookup(key); err == nil && ok {
-			if a, err := identity.ParseAgentName(string(v)); err == nil {
-				return a, nil
-			}
-		}
-		name = fallback
-	}
-	if _, err := identity.ParseAgentName(string(name)); err != nil {
-		return "", err
-	}
-	if err := b.db.Apply([]schema.Op{{Key: key, Val: []byte(name)}}, false); err != nil {
-		return "", err
-	}
-	return name, nil
-}
+// from formats an event's sender.
+func from(v rooms.View) string { return string(v.Agent) + "@" + v.Author.String() }

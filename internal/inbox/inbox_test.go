@@ -3,155 +3,401 @@ package inbox_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/parley-mesh/parley/identity"
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/inbox"
-	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
 
-func setup(t *testing.T) (*nodetest.Net, identity.RoomID, *inbox.Inbox) {
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+// start runs n nodes that invite any connected node, with anti-entropy
+// every second, and registers agent name on node i (checkKnown wants it).
+func start(t testing.TB, n int, opts ...func(*node.Config)) *nodetest.Net {
+	t.Helper()
+	nt := nodetest.Start(t, n, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.RoomPolicy = rooms.DefaultPolicy{}
 		c.SyncInterval = time.Second
+		for _, o := range opts {
+			o(c)
+		}
 	}))
-	ctx := context.Background()
-	a, b := nt.Node(0).Rooms(), nt.Node(1).Rooms()
-	nt.WaitFor(30*time.Second, func() bool { return len(nt.Node(0).Host().Network().Peers()) > 0 }, "connect")
-	id, err := a.Create(ctx, "inbox", "alpha")
-	if err != nil {
-		t.Fatal(err)
+	for i := 1; i < n; i++ {
+		nt.WaitFor(20*time.Second, func() bool {
+			return nt.Node(0).Host().Network().Connectedness(nt.ID(i)) == network.Connected
+		}, "node 0 to be connected to node %d", i)
 	}
-	if _, err := a.Invite(ctx, id, nt.ID(1), "alpha"); err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(20*time.Second, func() bool { _, err := b.Get(id); return err == nil }, "B to have the room")
-	// The inbox of node B, over its own store (a second Badger would lock).
-	db := storeOf(t, nt)
-	return nt, id, inbox.New(b, db)
+	return nt
 }
 
-// storeOf opens a separate store for the inbox cursors.
-func storeOf(t *testing.T, nt *nodetest.Net) *store.DB {
-	db, err := store.Open(t.TempDir(), nil)
-	if err != nil {
+func register(t testing.TB, nt *nodetest.Net, i int, name string) string {
+	t.Helper()
+	if _, err := nt.Node(i).Agents().Session(context.Background(), sessionReq(name)); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return name + "@" + nt.ID(i).String()
 }
 
-func TestAskInvitationAndMessagesOnce(t *testing.T) {
-	nt, id, ib := setup(t)
-	ctx := context.Background()
-	a := nt.Node(0).Rooms()
-	beta := identity.AgentName("beta")
+func sessionReq(name string) agents.SessionRequest {
+	return agents.SessionRequest{Session: "test-" + name, Name: name, TTLSeconds: 3600}
+}
 
-	// First: the invitation, once.
-	var p inbox.Pending
+func ib(nt *nodetest.Net, i int) *inbox.Inbox { return nt.Node(i).Inbox() }
+
+func kinds(p localapi.Pending) []string {
+	var out []string
+	for _, it := range p.Items {
+		out = append(out, it.Kind)
+	}
+	return out
+}
+
+// waitItems takes agent's items until cond holds on one take.
+func waitItems(t *testing.T, nt *nodetest.Net, i int, agent string, what string, cond func(localapi.Pending) bool) localapi.Pending {
+	t.Helper()
+	var p localapi.Pending
 	nt.WaitFor(30*time.Second, func() bool {
 		var err error
-		p, err = ib.Take(beta)
-		return err == nil && len(p.Items) > 0
-	}, "the invitation")
-	if len(p.Items) != 1 || p.Items[0].Kind != "invitation" || p.Items[0].Urgent {
+		p, err = ib(nt, i).Take(context.Background(), agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cond(p)
+	}, "%s", what)
+	return p
+}
+
+func TestInvitationAsksAndMessagesOnce(t *testing.T) {
+	nt := start(t, 2)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	beta := register(t, nt, 1, "beta")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "release", Purpose: "ship 1.0", Members: []string{beta}})
+	if err != nil || len(res.Failed) != 0 || !slices.Equal(res.Invited, []string{beta}) {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	room := res.RoomID
+
+	// The invitation, once, with the room's purpose and members.
+	p := waitItems(t, nt, 1, "beta", "the invitation", func(p localapi.Pending) bool { return len(p.Items) > 0 })
+	if len(p.Items) != 1 || p.Items[0].Kind != "invitation" || p.Items[0].Purpose != "ship 1.0" || p.Items[0].RoomName != "release" ||
+		!slices.Contains(p.Items[0].Members, "alpha@"+nt.ID(0).String()) || p.Items[0].From != "alpha@"+nt.ID(0).String() {
 		t.Fatalf("first items = %+v", p.Items)
 	}
-	// Messages in a room beta has not joined are not its business; an ask
-	// addressed to it is, and comes first, marked urgent.
-	if _, err := a.Say(ctx, id, rooms.SayArgs{Agent: "alpha", Text: "general chatter"}); err != nil {
+	// The room is in beta's read of all its rooms.
+	r, err := ib(nt, 1).Read(ctx, "beta", localapi.ReadRequest{})
+	if err != nil || len(r.Messages) == 0 {
+		t.Fatalf("read of all rooms: %+v %v", r, err)
+	}
+
+	// An ask to beta comes first, in full once, then as a reminder on every
+	// later take, until beta replies; the asker's wait returns the reply.
+	if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: room, Text: "general chatter"}); err != nil {
 		t.Fatal(err)
 	}
-	ask, err := a.Say(ctx, id, rooms.SayArgs{Agent: "alpha", Text: "beta, can you review?", To: "beta@" + nt.ID(1).String()})
-	if err != nil {
+	ask, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{Room: room, To: beta, Text: "can you review?"})
+	if err != nil || ask.Reply != nil {
+		t.Fatalf("ask: %+v %v", ask, err)
+	}
+	p = waitItems(t, nt, 1, "beta", "the ask", func(p localapi.Pending) bool { return slices.Contains(kinds(p), "ask") })
+	if p.Items[0].Kind != "ask" || p.Items[0].ID != ask.AskID || p.Items[0].Text != "can you review?" {
+		t.Fatalf("items with the ask = %+v", p.Items)
+	}
+	for range 3 {
+		again, err := ib(nt, 1).Take(ctx, "beta")
+		if err != nil || len(again.Items) != 1 || again.Items[0].Kind != "reminder" || again.Items[0].ID != ask.AskID {
+			t.Fatalf("a later take: %+v %v", again.Items, err)
+		}
+	}
+	owed, err := ib(nt, 1).Owed(ctx, "beta")
+	if err != nil || len(owed) != 1 || owed[0].ID != ask.AskID {
+		t.Fatalf("owed: %+v %v", owed, err)
+	}
+	if _, err := ib(nt, 1).Reply(ctx, "beta", localapi.ReplyRequest{MessageID: ask.AskID, Text: "LGTM"}); err != nil {
 		t.Fatal(err)
 	}
-	nt.WaitFor(30*time.Second, func() bool {
-		p, err = ib.Take(beta)
-		return err == nil && len(p.Items) > 0
-	}, "the ask")
-	if len(p.Items) != 1 || p.Items[0].ID != ask.String() || !p.Items[0].Urgent || p.Items[0].Kind != "ask" {
-		t.Fatalf("items after the ask = %+v", p.Items)
+	if again, _ := ib(nt, 1).Take(ctx, "beta"); len(again.Items) != 0 {
+		t.Fatalf("reminded after the reply: %+v", again.Items)
 	}
-	if again, _ := ib.Take(beta); len(again.Items) != 0 {
-		t.Fatalf("delivered twice: %+v", again.Items)
+	w, err := ib(nt, 0).WaitReply(ctx, "alpha", ask.AskID, 20*time.Second, false)
+	if err != nil || w.Reply == nil || w.Reply.Text != "LGTM" {
+		t.Fatalf("wait reply: %+v %v", w, err)
 	}
-	// The ask made beta a participant: later messages are its unread items,
-	// counted past the limit, newest listed.
+
+	// Messages: listed at most 10 a take, the rest counted, none twice;
+	// what a take listed Read does not show again; own words never unread.
 	for k := range 15 {
-		if _, err := a.Say(ctx, id, rooms.SayArgs{Agent: "alpha", Text: fmt.Sprintf("m%d", k)}); err != nil {
+		if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: room, Text: fmt.Sprintf("m%d", k)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var listed, counted int
 	nt.WaitFor(30*time.Second, func() bool {
-		p, _ := ib.Take(beta)
-		if len(p.Items) > 10 {
-			t.Fatalf("%d messages listed in one result, limit 10", len(p.Items))
-		}
-		listed += len(p.Items)
-		for _, n := range p.More {
-			counted += n
-		}
-		return listed+counted == 15
-	}, "15 messages listed or counted")
-	// All stays readable with Read, which has its own cursor.
-	vs, more, err := ib.Read(beta, id, 500)
-	if err != nil || more {
-		t.Fatalf("read: %v more=%v", err, more)
+		p, err := ib(nt, 1).Peek(ctx, "beta")
+		return err == nil && len(p.MoreUnread) == 1 && p.MoreUnread[0].Count == 5
+	}, "15 unread: 10 listed, 5 counted")
+	p, err = ib(nt, 1).Take(ctx, "beta")
+	if err != nil || len(p.Items) != 10 || p.Items[0].Text != "m0" || p.Items[9].Text != "m9" || p.MoreUnread[0].Count != 5 {
+		t.Fatalf("take of 15 unread: %+v %v", p, err)
 	}
-	texts := 0
-	for _, v := range vs {
-		if v.Kind == rooms.KindMessage {
-			texts++
-		}
-	}
-	if texts != 17 {
-		t.Fatalf("read %d messages, want 17", texts)
-	}
-}
-
-func TestWaitReplyAndBind(t *testing.T) {
-	nt, id, ib := setup(t)
-	ctx := context.Background()
-	a, b := nt.Node(0).Rooms(), nt.Node(1).Rooms()
-	nt.WaitFor(20*time.Second, func() bool {
-		vs, _ := b.Log(id, 10, nil)
-		for _, v := range vs {
-			if v.Kind == rooms.KindJoin {
-				return true
-			}
-		}
-		return false
-	}, "B to join")
-	ask, err := b.Say(ctx, id, rooms.SayArgs{Agent: "beta", Text: "ping?", To: "alpha@" + nt.ID(0).String()})
+	r, err = ib(nt, 1).Read(ctx, "beta", localapi.ReadRequest{Room: "release"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := ib.WaitReply(ctx, ask, 100*time.Millisecond); err != nil || v != nil {
-		t.Fatalf("reply before anyone answered: %v %v", v, err)
+	var texts []string
+	for _, m := range r.Messages {
+		texts = append(texts, m.Text)
 	}
-	nt.WaitFor(30*time.Second, func() bool { _, err := a.Event(id, ask); return err == nil }, "A to have the ask")
-	if _, err := a.Say(ctx, id, rooms.SayArgs{Agent: "alpha", Text: "pong", ReplyTo: &ask}); err != nil {
+	if !slices.Equal(texts, []string{"m10", "m11", "m12", "m13", "m14"}) {
+		t.Fatalf("read after the take: %v", texts)
+	}
+	if p, _ := ib(nt, 1).Take(ctx, "beta"); !p.Empty() {
+		t.Fatalf("left after reading everything: %+v", p)
+	}
+	if p, _ := ib(nt, 0).Take(ctx, "alpha"); slices.Contains(kinds(p), "message") {
+		t.Fatalf("alpha has unread messages (its own, or the reply it got): %+v", p.Items)
+	}
+}
+
+// TestRoomWideAsk: every member agent but the asker owes it; the first reply
+// answers it for all.
+func TestRoomWideAsk(t *testing.T) {
+	nt := start(t, 3)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	beta, gamma := register(t, nt, 1, "beta"), register(t, nt, 2, "gamma")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "all", Members: []string{beta, gamma}})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	for _, i := range []int{1, 2} {
+		nt.WaitFor(30*time.Second, func() bool {
+			in, err := ib(nt, i).Get(ctx, res.RoomID)
+			return err == nil && len(in.Agents) == 3
+		}, "node %d to see three agents", i)
+	}
+	done := make(chan localapi.AskResult, 1)
+	go func() {
+		a, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{Room: res.RoomID, Text: "who takes the release notes?", WaitSeconds: 40})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- a
+	}()
+	var askID string
+	for _, n := range []struct {
+		i    int
+		name string
+	}{{1, "beta"}, {2, "gamma"}} {
+		p := waitItems(t, nt, n.i, n.name, n.name+" to owe the ask", func(p localapi.Pending) bool { return slices.Contains(kinds(p), "ask") })
+		askID = p.Items[0].ID
+	}
+	if _, err := ib(nt, 2).Reply(ctx, "gamma", localapi.ReplyRequest{MessageID: askID, Text: "me"}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := ib.WaitReply(ctx, ask, 20*time.Second)
-	if err != nil || v == nil || v.Text != "pong" {
-		t.Fatalf("WaitReply = %+v, %v", v, err)
+	a := <-done
+	if a.Reply == nil || a.Reply.Text != "me" || a.Reply.From != gamma {
+		t.Fatalf("asker got %+v", a)
 	}
-	// Sessions keep their agent; a rename sticks.
-	n1, _ := ib.Bind("s1", "", "default-name")
-	n2, _ := ib.Bind("s1", "", "other")
-	n3, _ := ib.Bind("s1", "renamed", "")
-	n4, _ := ib.Bind("s1", "", "x")
-	if n1 != "default-name" || n2 != n1 || n3 != "renamed" || n4 != "renamed" {
-		t.Fatalf("bind: %s %s %s %s", n1, n2, n3, n4)
+	waitItems(t, nt, 1, "beta", "beta to stop owing it", func(p localapi.Pending) bool { return !slices.Contains(kinds(p), "reminder") })
+	if owed, _ := ib(nt, 1).Owed(ctx, "beta"); len(owed) != 0 {
+		t.Fatalf("beta still owes %+v", owed)
 	}
-	if _, err := ib.Bind("bad/key", "", "x"); err == nil {
-		t.Fatal("bad session key accepted")
+}
+
+func TestAsksExpireAndAreDismissed(t *testing.T) {
+	nt := start(t, 1, func(c *node.Config) { c.AskTTL = 2 * time.Second })
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	beta := register(t, nt, 0, "beta")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "local", Members: []string{"beta"}})
+	if err != nil || !slices.Equal(res.Invited, []string{beta}) {
+		t.Fatalf("open with a local agent: %+v %v", res, err)
+	}
+	a1, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{To: "beta", Room: "local", Text: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{To: "beta", Room: "local", Text: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Dismiss(ctx, "beta", localapi.DismissRequest{AskID: "nope"}); !localapi.IsCode(err, localapi.CodeUnknownEvent) {
+		t.Fatalf("dismiss of an unknown ask: %v", err)
+	}
+	if _, err := ib(nt, 0).Dismiss(ctx, "beta", localapi.DismissRequest{AskID: a1.AskID}); err != nil {
+		t.Fatal(err)
+	}
+	owed, _ := ib(nt, 0).Owed(ctx, "beta")
+	if len(owed) != 1 || owed[0].ID != a2.AskID {
+		t.Fatalf("owed after a dismissal: %+v", owed)
+	}
+	nt.WaitFor(10*time.Second, func() bool { o, _ := ib(nt, 0).Owed(ctx, "beta"); return len(o) == 0 }, "the ask to expire")
+}
+
+// TestLeave: an agent that left cannot speak; the node leaves with its
+// last agent.
+func TestLeave(t *testing.T) {
+	nt := start(t, 2)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	beta := register(t, nt, 1, "beta")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "design", Members: []string{beta}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := res.RoomID
+	nt.WaitFor(30*time.Second, func() bool {
+		in, err := ib(nt, 1).Get(ctx, room)
+		return err == nil && slices.Contains(in.Agents, beta)
+	}, "beta to be in the room on its node")
+	l, err := ib(nt, 1).Leave(ctx, "beta", localapi.LeaveRequest{Room: room})
+	if err != nil || !l.NodeLeft {
+		t.Fatalf("leave of the last agent: %+v %v", l, err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { _, err := ib(nt, 1).Get(ctx, room); return localapi.IsCode(err, localapi.CodeLeft) }, "node 1 to drop the room")
+	if _, err := ib(nt, 1).Say(ctx, "beta", localapi.SayRequest{Room: room, Text: "still here?"}); !localapi.IsCode(err, localapi.CodeLeft) ||
+		!strings.Contains(err.Error(), "invite you back") {
+		t.Fatalf("say after the node left: %v", err)
+	}
+	// On the creator's node: alpha stays, human leaves, then cannot speak.
+	if _, err := ib(nt, 0).Say(ctx, "human", localapi.SayRequest{Room: room, Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := ib(nt, 0).Leave(ctx, "human", localapi.LeaveRequest{Room: room}); err != nil || l.NodeLeft {
+		t.Fatalf("leave with alpha still in: %+v %v", l, err)
+	}
+	if _, err := ib(nt, 0).Say(ctx, "human", localapi.SayRequest{Room: room, Text: "again"}); !localapi.IsCode(err, localapi.CodeLeft) ||
+		!strings.Contains(err.Error(), "invite you back") {
+		t.Fatalf("say after leave: %v", err)
+	}
+	if _, err := ib(nt, 0).Leave(ctx, "human", localapi.LeaveRequest{Room: room}); err == nil {
+		t.Fatal("left twice")
+	}
+	if _, err := ib(nt, 0).Invite(ctx, "alpha", localapi.InviteRequest{Room: room, Member: "human"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Say(ctx, "human", localapi.SayRequest{Room: room, Text: "back"}); err != nil {
+		t.Fatalf("say after a new invite: %v", err)
+	}
+}
+
+// TestBadInput: each refusal says what to do, and nothing is posted.
+func TestBadInput(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := ib(nt, 0).Get(ctx, "r")
+	for _, tc := range []struct {
+		name string
+		call func() error
+		code string
+		want string
+	}{
+		{"empty text", func() error {
+			_, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "r", Text: " \n\t"})
+			return err
+		}, localapi.CodeBadRequest, "text is empty"},
+		{"no room", func() error {
+			_, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "", Text: "x"})
+			return err
+		}, localapi.CodeBadRequest, "room is empty"},
+		{"unknown room", func() error {
+			_, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "nowhere", Text: "x"})
+			return err
+		}, localapi.CodeUnknownRoom, `no room named "nowhere"`},
+		{"too long", func() error {
+			_, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "r", Text: strings.Repeat("x", rooms.MaxBody+1)})
+			return err
+		}, localapi.CodeTooLarge, "over the limit"},
+		{"unknown local agent", func() error {
+			_, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{Room: "r", To: "ghost", Text: "x"})
+			return err
+		}, localapi.CodeUnknownAgent, "parley_who"},
+		{"bad address", func() error {
+			_, err := ib(nt, 0).Invite(ctx, "alpha", localapi.InviteRequest{Room: "r", Member: "Not An Agent"})
+			return err
+		}, localapi.CodeBadRequest, "NAME@PEER_ID"},
+		{"unknown ask", func() error {
+			_, err := ib(nt, 0).Reply(ctx, "alpha", localapi.ReplyRequest{MessageID: strings.Repeat("a", 52), Text: "x"})
+			return err
+		}, localapi.CodeUnknownEvent, "no event"},
+		{"not an event id", func() error {
+			_, err := ib(nt, 0).WaitReply(ctx, "alpha", "zzz", time.Millisecond, false)
+			return err
+		}, localapi.CodeBadRequest, "not an event ID"},
+		{"remove a non-member", func() error {
+			_, err := ib(nt, 0).Remove(ctx, "r", localapi.RemoveRequest{PeerID: nodetest.Start(t, 1).ID(0).String()})
+			return err
+		}, localapi.CodeNotMember, "not a member"},
+		{"bad agent", func() error {
+			_, err := ib(nt, 0).Take(ctx, "Bad Agent")
+			return err
+		}, localapi.CodeBadRequest, "agent name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if !localapi.IsCode(err, tc.code) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want code %s and %q", err, tc.code, tc.want)
+			}
+		})
+	}
+	after, _ := ib(nt, 0).Get(ctx, res.RoomID)
+	if after.Events != before.Events {
+		t.Fatalf("refused calls changed the log: %d → %d events", before.Events, after.Events)
+	}
+}
+
+// TestWaitForNews: a wake-up adapter peeks, then waits for what comes after
+// its cursor, handing nothing out.
+func TestWaitForNews(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	if _, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "news", Members: []string{"beta"}}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ib(nt, 0).Peek(ctx, "beta")
+	if err != nil || len(p.Items) != 1 || p.Items[0].Kind != "invitation" || p.Cursor == "" {
+		t.Fatalf("peek: %+v %v", p, err)
+	}
+	// Nothing after the cursor: the wait runs out, and still hands nothing out.
+	w, err := ib(nt, 0).Wait(ctx, "beta", localapi.WaitRequest{Seconds: 0.2, After: p.Cursor})
+	if err != nil || len(w.Items) != 1 || w.Cursor != p.Cursor {
+		t.Fatalf("wait with nothing new: %+v %v", w, err)
+	}
+	done := make(chan localapi.Pending, 1)
+	go func() {
+		w, err := ib(nt, 0).Wait(ctx, "beta", localapi.WaitRequest{Seconds: 30, After: p.Cursor})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- w
+	}()
+	if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "news", Text: "fresh"}); err != nil {
+		t.Fatal(err)
+	}
+	w = <-done
+	if w.Cursor == p.Cursor || len(w.Items) != 2 || w.Items[1].Text != "fresh" {
+		t.Fatalf("wait for news: %+v", w)
+	}
+	// A cursor of another run of the node counts as nothing seen.
+	if w, err := ib(nt, 0).Wait(ctx, "beta", localapi.WaitRequest{Seconds: 5, After: "zzzz.3"}); err != nil || len(w.Items) != 2 {
+		t.Fatalf("wait with a stale cursor: %+v %v", w, err)
+	}
+	// Nothing was handed out: a take still shows both.
+	if p, _ := ib(nt, 0).Take(ctx, "beta"); len(p.Items) != 2 {
+		t.Fatalf("take after the peeks: %+v", p.Items)
 	}
 }

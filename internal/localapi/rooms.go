@@ -11,361 +11,136 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/parley-mesh/parley/identity"
-	"github.com/parley-mesh/parley/rooms"
 )
 
-// Rooms is what the node's rooms service offers the local API;
-// *rooms.Manager implements it.
+// Rooms is what the node offers the local API about its rooms. A room is
+// named by its ID or by the name of exactly one room of the node.
 type Rooms interface {
-	Create(ctx context.Context, name string, agent identity.AgentName) (identity.RoomID, error)
-	List() []rooms.Info
-	Get(id identity.RoomID) (rooms.Info, error)
-	Invite(ctx context.Context, id identity.RoomID, target peer.ID, agent identity.AgentName) (rooms.ID, error)
-	Say(ctx context.Context, id identity.RoomID, a rooms.SayArgs) (rooms.ID, error)
-	Leave(ctx context.Context, id identity.RoomID, agent identity.AgentName) (rooms.ID, error)
-	Log(id identity.RoomID, limit int, before *rooms.ID) ([]rooms.View, error)
-	Subscribe(id identity.RoomID, buf int) (<-chan rooms.View, func(), error)
-}
-
-var _ Rooms = (*rooms.Manager)(nil)
-
-// CreateRoomRequest creates a room.
-type CreateRoomRequest struct {
-	Name  string `json:"name"`
-	Agent string `json:"agent,omitempty"`
-}
-
-// CreateRoomResponse names the new room.
-type CreateRoomResponse struct {
-	RoomID string `json:"room_id"`
-}
-
-// InviteRequest invites a node into a room.
-type InviteRequest struct {
-	PeerID string `json:"peer_id"`
-	Agent  string `json:"agent,omitempty"`
-}
-
-// SayRequest posts a message.
-type SayRequest struct {
-	Text    string `json:"text"`
-	Agent   string `json:"agent,omitempty"`
-	ReplyTo string `json:"reply_to,omitempty"`
-	To      string `json:"to,omitempty"`
-}
-
-// LeaveRequest makes an agent leave a room.
-type LeaveRequest struct {
-	Agent string `json:"agent,omitempty"`
-}
-
-// EventID names a posted event.
-type EventID struct {
-	ID string `json:"id"`
+	List(ctx context.Context) []RoomInfo
+	Get(ctx context.Context, room string) (RoomInfo, error)
+	// Log returns up to limit events in display order: the last ones, or
+	// the last ones before event before.
+	Log(ctx context.Context, room string, limit int, before string) ([]Event, error)
+	// Tail returns newly stored events of the room until stop is called;
+	// the channel closes if the reader falls too far behind.
+	Tail(ctx context.Context, room string) (events <-chan Event, stop func(), err error)
+	// Remove takes a member node out of the room (the creator only).
+	Remove(ctx context.Context, room string, req RemoveRequest) (EventID, error)
+	// Event finds an event of any room by ID.
+	Event(ctx context.Context, id string) (Event, error)
 }
 
 // HandleRooms adds the room endpoints:
 //
-//	POST /v1/rooms                   {"name"} → {"room_id"}
-//	GET  /v1/rooms                   [Info]
-//	GET  /v1/rooms/{room}            Info
-//	POST /v1/rooms/{room}/invite     {"peer_id"} → {"id"}
-//	POST /v1/rooms/{room}/say        {"text","agent","reply_to","to"} → {"id"}
-//	POST /v1/rooms/{room}/leave      {"agent"} → {"id"}
-//	GET  /v1/rooms/{room}/log        ?limit=N&before=ID → [View] in display order
-//	GET  /v1/rooms/{room}/tail       server-sent events, one View per "data:" line
+//	GET  /v1/rooms                   [RoomInfo]
+//	GET  /v1/rooms/{room}            RoomInfo
+//	GET  /v1/rooms/{room}/log        ?limit=N&before=ID → [Event] in display order
+//	GET  /v1/rooms/{room}/tail       server-sent events, one Event per "data:" line
+//	POST /v1/rooms/{room}/remove     RemoveRequest → EventID
+//	GET  /v1/events/{id}             Event
 //
-// {room} is a room ID or the name of exactly one room.
+// Rooms are created, joined, spoken in and left by agents: see HandleEdge.
 func (s *Server) HandleRooms(rm Rooms) {
-	s.mux.HandleFunc("POST /v1/rooms", func(w http.ResponseWriter, r *http.Request) {
-		var req CreateRoomRequest
-		if !ReadJSON(w, r, &req) {
-			return
-		}
-		agent, err := agentOrHuman(req.Agent)
-		if err != nil {
-			WriteError(w, err)
-			return
-		}
-		if strings.TrimSpace(req.Name) == "" {
-			WriteError(w, Errorf(http.StatusBadRequest, "bad_request", "a room needs a name"))
-			return
-		}
-		id, err := rm.Create(r.Context(), req.Name, agent)
-		if err != nil {
-			WriteError(w, roomsError(err))
-			return
-		}
-		WriteJSON(w, CreateRoomResponse{RoomID: string(id)})
+	noBody(s, "GET /v1/rooms", func(r *http.Request) ([]RoomInfo, error) { return orEmpty(rm.List(r.Context())), nil })
+	noBody(s, "GET /v1/rooms/{room}", func(r *http.Request) (RoomInfo, error) {
+		return rm.Get(r.Context(), r.PathValue("room"))
 	})
-	s.mux.HandleFunc("GET /v1/rooms", func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, rm.List())
-	})
-	s.mux.HandleFunc("GET /v1/rooms/{room}", func(w http.ResponseWriter, r *http.Request) {
-		id, ok := resolveRoom(w, r, rm)
-		if !ok {
-			return
-		}
-		info, err := rm.Get(id)
-		if err != nil {
-			WriteError(w, roomsError(err))
-			return
-		}
-		WriteJSON(w, info)
-	})
-	s.mux.HandleFunc("POST /v1/rooms/{room}/invite", func(w http.ResponseWriter, r *http.Request) {
-		var req InviteRequest
-		id, ok := resolveRoom(w, r, rm)
-		if !ok || !ReadJSON(w, r, &req) {
-			return
-		}
-		target, err := peer.Decode(req.PeerID)
-		if err != nil {
-			WriteError(w, Errorf(http.StatusBadRequest, "bad_peer", "%q is not a peer ID: %v", req.PeerID, err))
-			return
-		}
-		agent, err := agentOrHuman(req.Agent)
-		if err != nil {
-			WriteError(w, err)
-			return
-		}
-		eid, err := rm.Invite(r.Context(), id, target, agent)
-		if err != nil {
-			WriteError(w, roomsError(err))
-			return
-		}
-		WriteJSON(w, EventID{ID: eid.String()})
-	})
-	s.mux.HandleFunc("POST /v1/rooms/{room}/say", func(w http.ResponseWriter, r *http.Request) {
-		var req SayRequest
-		id, ok := resolveRoom(w, r, rm)
-		if !ok || !ReadJSON(w, r, &req) {
-			return
-		}
-		agent, err := agentOrHuman(req.Agent)
-		if err != nil {
-			WriteError(w, err)
-			return
-		}
-		args := rooms.SayArgs{Agent: agent, Text: req.Text, To: req.To}
-		if req.ReplyTo != "" {
-			rid, err := rooms.ParseID(req.ReplyTo)
-			if err != nil {
-				WriteError(w, Errorf(http.StatusBadRequest, "bad_reply_to", "reply_to %q is not an event ID", req.ReplyTo))
-				return
-			}
-			args.ReplyTo = &rid
-		}
-		if req.To != "" {
-			a, err := identity.ParseAgentAddr(req.To)
-			if err != nil {
-				WriteError(w, Errorf(http.StatusBadRequest, "bad_to", "to: %v (use NAME or NAME@PEER_ID)", err))
-				return
-			}
-			args.To = a.String()
-		}
-		eid, err := rm.Say(r.Context(), id, args)
-		if err != nil {
-			WriteError(w, roomsError(err))
-			return
-		}
-		WriteJSON(w, EventID{ID: eid.String()})
-	})
-	s.mux.HandleFunc("POST /v1/rooms/{room}/leave", func(w http.ResponseWriter, r *http.Request) {
-		var req LeaveRequest
-		id, ok := resolveRoom(w, r, rm)
-		if !ok || !ReadJSON(w, r, &req) {
-			return
-		}
-		agent, err := agentOrHuman(req.Agent)
-		if err != nil {
-			WriteError(w, err)
-			return
-		}
-		eid, err := rm.Leave(r.Context(), id, agent)
-		if err != nil {
-			WriteError(w, roomsError(err))
-			return
-		}
-		WriteJSON(w, EventID{ID: eid.String()})
-	})
-	s.mux.HandleFunc("GET /v1/rooms/{room}/log", func(w http.ResponseWriter, r *http.Request) {
-		id, ok := resolveRoom(w, r, rm)
-		if !ok {
-			return
-		}
+	noBody(s, "GET /v1/rooms/{room}/log", func(r *http.Request) ([]Event, error) {
 		limit := 100
 		if v := r.URL.Query().Get("limit"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 10000 {
-				WriteError(w, Errorf(http.StatusBadRequest, "bad_limit", "limit must be 1 to 10000"))
-				return
+				return nil, BadRequest("limit must be 1 to 10000")
 			}
 			limit = n
 		}
-		var before *rooms.ID
-		if v := r.URL.Query().Get("before"); v != "" {
-			b, err := rooms.ParseID(v)
-			if err != nil {
-				WriteError(w, Errorf(http.StatusBadRequest, "bad_before", "before %q is not an event ID", v))
-				return
-			}
-			before = &b
-		}
-		vs, err := rm.Log(id, limit, before)
-		if err != nil {
-			WriteError(w, roomsError(err))
-			return
-		}
-		WriteJSON(w, vs)
+		vs, err := rm.Log(r.Context(), r.PathValue("room"), limit, r.URL.Query().Get("before"))
+		return orEmpty(vs), err
+	})
+	withBody(s, "POST /v1/rooms/{room}/remove", false, func(r *http.Request, req RemoveRequest) (EventID, error) {
+		return rm.Remove(r.Context(), r.PathValue("room"), req)
+	})
+	noBody(s, "GET /v1/events/{id}", func(r *http.Request) (Event, error) {
+		return rm.Event(r.Context(), r.PathValue("id"))
 	})
 	s.mux.HandleFunc("GET /v1/rooms/{room}/tail", func(w http.ResponseWriter, r *http.Request) {
-		id, ok := resolveRoom(w, r, rm)
-		if !ok {
-			return
-		}
-		ch, stop, err := rm.Subscribe(id, 4096)
+		ch, stop, err := rm.Tail(r.Context(), r.PathValue("room"))
 		if err != nil {
-			WriteError(w, roomsError(err))
+			WriteError(w, err)
 			return
 		}
 		defer stop()
-		fl, _ := w.(http.Flusher)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
-		fmt.Fprint(w, ": parley room tail\n\n")
-		if fl != nil {
-			fl.Flush()
-		}
-		keepalive := time.NewTicker(15 * time.Second)
-		defer keepalive.Stop()
-		for {
-			select {
-			case <-r.Context().Done():
-				return
-			case <-s.done:
-				return
-			case <-keepalive.C:
-				fmt.Fprint(w, ": keepalive\n\n")
-			case v, ok := <-ch:
-				if !ok {
-					fmt.Fprint(w, "event: lagged\ndata: {}\n\n")
-					return
-				}
-				raw, _ := json.Marshal(v)
-				fmt.Fprintf(w, "data: %s\n\n", raw)
-			}
-			if fl != nil {
-				fl.Flush()
-			}
-		}
+		s.stream(w, r, ch)
 	})
 }
 
-func agentOrHuman(s string) (identity.AgentName, error) {
-	if s == "" {
-		return identity.HumanAgent, nil
+// stream writes events as server-sent events until the client goes, the
+// server shuts down or ch closes (the reader fell behind: "lagged").
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, ch <-chan Event) {
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	write := func(format string, a ...any) bool {
+		if _, err := fmt.Fprintf(w, format, a...); err != nil {
+			return false // the client went away
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return true
 	}
-	a, err := identity.ParseAgentName(s)
-	if err != nil {
-		return "", Errorf(http.StatusBadRequest, "bad_agent", "%v", err)
+	if !write(": parley room tail\n\n") {
+		return
 	}
-	return a, nil
-}
-
-// resolveRoom reads {room}: a room ID, or the name of exactly one room.
-func resolveRoom(w http.ResponseWriter, r *http.Request, rm Rooms) (identity.RoomID, bool) {
-	s := r.PathValue("room")
-	if id, err := identity.ParseRoomID(s); err == nil {
-		return id, true
-	}
-	var found []identity.RoomID
-	for _, in := range rm.List() {
-		if in.Name == s {
-			found = append(found, in.ID)
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		case <-keepalive.C:
+			if !write(": keepalive\n\n") {
+				return
+			}
+		case v, ok := <-ch:
+			if !ok {
+				write("event: lagged\ndata: {}\n\n")
+				return
+			}
+			raw, err := json.Marshal(v)
+			if err != nil || !write("data: %s\n\n", raw) {
+				return
+			}
 		}
 	}
-	switch len(found) {
-	case 1:
-		return found[0], true
-	case 0:
-		WriteError(w, Errorf(http.StatusNotFound, "unknown_room", "no room %q on this node (see `parley room list`)", s))
-	default:
-		WriteError(w, Errorf(http.StatusConflict, "ambiguous_room", "%d rooms are named %q; use the room ID (see `parley room list`)", len(found), s))
-	}
-	return "", false
 }
 
-func roomsError(err error) error {
-	var e *Error
-	switch {
-	case errors.As(err, &e):
-		return e
-	case errors.Is(err, rooms.ErrUnknownRoom):
-		return Errorf(http.StatusNotFound, "unknown_room", "%v", err)
-	case errors.Is(err, rooms.ErrNotMember):
-		return Errorf(http.StatusForbidden, "not_member", "%v", err)
-	case errors.Is(err, rooms.ErrTextTooLong), errors.Is(err, rooms.ErrTooLarge):
-		return Errorf(http.StatusRequestEntityTooLarge, "too_large", "%v", err)
-	case errors.Is(err, rooms.ErrInviteRefused):
-		return Errorf(http.StatusForbidden, "invite_refused", "%v", err)
-	case errors.Is(err, rooms.ErrMalformed):
-		return Errorf(http.StatusBadRequest, "bad_request", "%v", err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return Errorf(http.StatusGatewayTimeout, "timeout", "%v", err)
-	}
-	return err
+func roomPath(room, rest string) (string, error) {
+	r, err := segment("the room", room)
+	return "/v1/rooms/" + r + rest, err
 }
 
-// Client side.
-
-func roomPath(room string, rest string) string {
-	return "/v1/rooms/" + url.PathEscape(room) + rest
-}
-
-// CreateRoom creates a room.
-func (c *Client) CreateRoom(ctx context.Context, name, agent string) (CreateRoomResponse, error) {
-	var v CreateRoomResponse
-	return v, c.Do(ctx, "POST", "/v1/rooms", CreateRoomRequest{Name: name, Agent: agent}, &v)
-}
-
-// Rooms lists rooms.
-func (c *Client) Rooms(ctx context.Context) ([]rooms.Info, error) {
-	var v []rooms.Info
-	return v, c.Do(ctx, "GET", "/v1/rooms", nil, &v)
+// Rooms lists the rooms this node is in.
+func (c *Client) Rooms(ctx context.Context) ([]RoomInfo, error) {
+	var v []RoomInfo
+	return v, c.do(ctx, "GET", "/v1/rooms", nil, &v)
 }
 
 // Room describes one room.
-func (c *Client) Room(ctx context.Context, room string) (rooms.Info, error) {
-	var v rooms.Info
-	return v, c.Do(ctx, "GET", roomPath(room, ""), nil, &v)
-}
-
-// Invite invites a node.
-func (c *Client) Invite(ctx context.Context, room, peerID, agent string) (EventID, error) {
-	var v EventID
-	return v, c.Do(ctx, "POST", roomPath(room, "/invite"), InviteRequest{PeerID: peerID, Agent: agent}, &v)
-}
-
-// Say posts a message.
-func (c *Client) Say(ctx context.Context, room string, req SayRequest) (EventID, error) {
-	var v EventID
-	return v, c.Do(ctx, "POST", roomPath(room, "/say"), req, &v)
-}
-
-// Leave makes an agent leave.
-func (c *Client) Leave(ctx context.Context, room, agent string) (EventID, error) {
-	var v EventID
-	return v, c.Do(ctx, "POST", roomPath(room, "/leave"), LeaveRequest{Agent: agent}, &v)
+func (c *Client) Room(ctx context.Context, room string) (RoomInfo, error) {
+	var v RoomInfo
+	p, err := roomPath(room, "")
+	if err != nil {
+		return v, err
+	}
+	return v, c.do(ctx, "GET", p, nil, &v)
 }
 
 // Log reads the last limit events (before an event, if before is set).
-func (c *Client) Log(ctx context.Context, room string, limit int, before string) ([]rooms.View, error) {
+func (c *Client) Log(ctx context.Context, room string, limit int, before string) ([]Event, error) {
 	q := url.Values{}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
@@ -373,14 +148,42 @@ func (c *Client) Log(ctx context.Context, room string, limit int, before string)
 	if before != "" {
 		q.Set("before", before)
 	}
-	var v []rooms.View
-	return v, c.Do(ctx, "GET", roomPath(room, "/log?"+q.Encode()), nil, &v)
+	p, err := roomPath(room, "/log?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	var v []Event
+	return v, c.do(ctx, "GET", p, nil, &v)
+}
+
+// Remove takes a member node out of a room (the room's creator only).
+func (c *Client) Remove(ctx context.Context, room string, req RemoveRequest) (EventID, error) {
+	var v EventID
+	p, err := roomPath(room, "/remove")
+	if err != nil {
+		return v, err
+	}
+	return v, c.do(ctx, "POST", p, req, &v)
+}
+
+// Event finds an event by ID in any room.
+func (c *Client) Event(ctx context.Context, id string) (Event, error) {
+	var v Event
+	e, err := segment("the event ID", id)
+	if err != nil {
+		return v, err
+	}
+	return v, c.do(ctx, "GET", "/v1/events/"+e, nil, &v)
 }
 
 // Tail follows a room, calling fn for each new event until ctx ends, fn
 // returns an error, or the node ends the stream.
-func (c *Client) Tail(ctx context.Context, room string, fn func(rooms.View) error) error {
-	resp, err := c.Open(ctx, "GET", roomPath(room, "/tail"), nil)
+func (c *Client) Tail(ctx context.Context, room string, fn func(Event) error) error {
+	p, err := roomPath(room, "/tail")
+	if err != nil {
+		return err
+	}
+	resp, err := c.open(ctx, "GET", p, nil)
 	if err != nil {
 		return err
 	}
@@ -397,7 +200,7 @@ func (c *Client) Tail(ctx context.Context, room string, fn func(rooms.View) erro
 			if event == "lagged" {
 				return errors.New("localapi: tail fell behind; run it again (the log has everything)")
 			}
-			var v rooms.View
+			var v Event
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &v); err != nil {
 				return fmt.Errorf("localapi: tail: %w", err)
 			}

@@ -10,23 +10,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 )
 
-// Backend is what the node offers to the local API.
-type Backend interface {
-	Info() Info
-	Status() Status
-	Peers() []Peer
-	Connect(ctx context.Context, addr string) (Peer, error)
-	// Shutdown asks the node to stop; it returns at once.
-	Shutdown()
-	// Metrics serves the node's Prometheus registry.
-	Metrics() http.Handler
-}
-
 // MaxRequestBody caps every request body.
 const MaxRequestBody = 1 << 20
+
+// MaxWait bounds every blocking call (MCP clients time out at 60 s).
+const MaxWait = 50 * time.Second
 
 // Server serves the local API on a unix socket.
 type Server struct {
@@ -36,37 +28,7 @@ type Server struct {
 	log  *slog.Logger
 }
 
-// NewServer builds the handlers; call Serve to start.
-func NewServer(b Backend, log *slog.Logger) *Server {
-	s := &Server{mux: http.NewServeMux(), log: log, done: make(chan struct{})}
-	s.mux.HandleFunc("GET /v1/id", func(w http.ResponseWriter, r *http.Request) { WriteJSON(w, b.Info()) })
-	s.mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { WriteJSON(w, b.Status()) })
-	s.mux.HandleFunc("GET /v1/peers", func(w http.ResponseWriter, r *http.Request) { WriteJSON(w, b.Peers()) })
-	s.mux.HandleFunc("POST /v1/connect", func(w http.ResponseWriter, r *http.Request) {
-		var req ConnectRequest
-		if !ReadJSON(w, r, &req) {
-			return
-		}
-		p, err := b.Connect(r.Context(), req.Addr)
-		if err != nil {
-			WriteError(w, err)
-			return
-		}
-		WriteJSON(w, p)
-	})
-	s.mux.HandleFunc("POST /v1/down", func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, map[string]string{"status": "shutting down"})
-		b.Shutdown()
-	})
-	s.mux.Handle("GET /metrics", b.Metrics())
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, Errorf(http.StatusNotFound, "not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
-	})
-	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
-	return s
-}
-
-// Handle adds a handler (used by the node for its other parts).
+// Handle adds a handler (for parts of the node with endpoints of their own).
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // Listen opens the unix socket at path with mode 0600, replacing a stale
@@ -102,8 +64,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // then it closes what is left (long-lived streams).
 func (s *Server) Shutdown(ctx context.Context) error {
 	close(s.done)
-	err := s.srv.Shutdown(ctx)
-	if err != nil {
+	if err := s.srv.Shutdown(ctx); err != nil {
 		return s.srv.Close()
 	}
 	return nil
@@ -111,31 +72,112 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // WriteJSON writes v as a 200 response.
 func WriteJSON(w http.ResponseWriter, v any) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		WriteError(w, fmt.Errorf("encode answer: %w", err))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	_ = enc.Encode(v)
+	// A failed write means the client went away; there is no one to tell.
+	w.Write(append(raw, '\n')) //nolint:errcheck
 }
 
-// WriteError writes err; an *Error keeps its status and code, anything else
-// is a 500.
+// WriteError writes err: an *Error keeps its status and code, a context
+// error is a 504, anything else a 500.
 func WriteError(w http.ResponseWriter, err error) {
 	var e *Error
-	if !errors.As(err, &e) {
-		e = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
+	switch {
+	case errors.As(err, &e):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		e = Errorf(http.StatusGatewayTimeout, CodeTimeout, "%v", err)
+	default:
+		e = Errorf(http.StatusInternalServerError, CodeInternal, "%v", err)
+	}
+	raw, merr := json.Marshal(e)
+	if merr != nil {
+		raw = []byte(`{"error":"unencodable error","code":"internal"}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(e)
+	w.Write(append(raw, '\n')) //nolint:errcheck // the client went away
 }
 
-// ReadJSON decodes a request body into v (size-capped, unknown fields
-// refused); on failure it writes a 400 and returns false.
+// ReadJSON decodes a request body of one JSON object into v: unknown fields
+// and trailing data are a 400, a body over MaxRequestBody a 413. On failure
+// it writes the error and returns false.
 func ReadJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, MaxRequestBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		WriteError(w, Errorf(http.StatusBadRequest, "bad_request", "bad request body: %v", err))
+	if err := readJSON(w, r, v, false); err != nil {
+		WriteError(w, err)
 		return false
 	}
 	return true
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	body := http.MaxBytesReader(w, r.Body, MaxRequestBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	tooLarge := func(err error) bool {
+		var mbe *http.MaxBytesError
+		return errors.As(err, &mbe)
+	}
+	if err := dec.Decode(v); err != nil {
+		switch {
+		case tooLarge(err):
+			return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body is over the limit of %d bytes", MaxRequestBody)
+		case optional && errors.Is(err, io.EOF):
+			return nil
+		}
+		return BadRequest("bad request body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if tooLarge(err) {
+			return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body is over the limit of %d bytes", MaxRequestBody)
+		}
+		return BadRequest("bad request body: trailing data after the JSON object")
+	}
+	return nil
+}
+
+// waitOf reads ?seconds= (default MaxWait, at most MaxWait).
+func waitOf(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("seconds")
+	if v == "" {
+		return MaxWait, nil
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || n < 0 || n > MaxWait.Seconds() {
+		return 0, BadRequest("seconds must be 0 to %.0f", MaxWait.Seconds())
+	}
+	return time.Duration(n * float64(time.Second)), nil
+}
+
+// withBody registers a handler that decodes a JSON body into Req (empty is
+// allowed when optional), calls f and writes its answer.
+func withBody[Req, Resp any](s *Server, pattern string, optional bool, f func(r *http.Request, req Req) (Resp, error)) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if err := readJSON(w, r, &req, optional); err != nil {
+			WriteError(w, err)
+			return
+		}
+		resp, err := f(r, req)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		WriteJSON(w, resp)
+	})
+}
+
+// noBody registers a handler without a body.
+func noBody[Resp any](s *Server, pattern string, f func(r *http.Request) (Resp, error)) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		resp, err := f(r)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		WriteJSON(w, resp)
+	})
 }

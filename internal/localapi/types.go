@@ -2,6 +2,13 @@ package localapi
 
 import "time"
 
+// The local API's vocabulary: every request and response of the API, as
+// plain structs of strings, numbers, times and lists. They hold no domain
+// type (peer IDs, event IDs and room IDs are strings), so the CLI, `parley
+// mcp` and any other client import this package alone.
+
+// Node.
+
 // Info names the node.
 type Info struct {
 	PeerID string   `json:"peer_id"`
@@ -31,4 +38,372 @@ type Peer struct {
 // ConnectRequest asks the node to dial an address.
 type ConnectRequest struct {
 	Addr string `json:"addr"`
+}
+
+// Agents: registrations, sessions, presence, cards.
+
+// RegisterAgentRequest registers or updates a local agent.
+type RegisterAgentRequest struct {
+	Name         string   `json:"name"`                   // 1–64 of a-z 0-9 . _ -
+	Role         string   `json:"role,omitempty"`         // one line, ≤ 64 bytes
+	WorkingOn    string   `json:"working_on,omitempty"`   // ≤ 500 characters, contacts only
+	Capabilities []string `json:"capabilities,omitempty"` // each 1–64 of [a-z0-9._-]
+	Client       string   `json:"client,omitempty"`       // e.g. "claude-code"
+	Session      string   `json:"session,omitempty"`      // the client's session ID, ≤ 256 bytes
+	TTLSeconds   int      `json:"ttl_seconds,omitempty"`  // 0: the node's default (60 s)
+}
+
+// HeartbeatRequest keeps a local agent alive; nil fields are left as they
+// are.
+type HeartbeatRequest struct {
+	State     *string `json:"state,omitempty"`      // "idle" or "busy"
+	WorkingOn *string `json:"working_on,omitempty"` // "" clears it
+}
+
+// SessionRequest binds an agent session (a client's session key) to an
+// agent of the node and registers it. The session's name and card are
+// kept by the node, so a session that reconnects gets them back: nil
+// fields keep what the session had (or the defaults for a new session).
+type SessionRequest struct {
+	Session      string    `json:"session"`                // the client's session key, ≤ 256 bytes
+	Name         string    `json:"name,omitempty"`         // rename the session's agent
+	Fallback     string    `json:"fallback,omitempty"`     // the name of a new session (made unique)
+	Client       string    `json:"client,omitempty"`       // the client program, e.g. "claude-code"
+	Role         *string   `json:"role,omitempty"`         // one line
+	WorkingOn    *string   `json:"working_on,omitempty"`   // one line, contacts only
+	Capabilities *[]string `json:"capabilities,omitempty"` // replaces the list
+	TTLSeconds   int       `json:"ttl_seconds,omitempty"`  // registration lifetime without a heartbeat
+}
+
+// AgentInfo is a local agent.
+type AgentInfo struct {
+	Name         string    `json:"name"`
+	Address      string    `json:"address"` // NAME@PEER_ID
+	Role         string    `json:"role"`
+	WorkingOn    string    `json:"working_on"`
+	Capabilities []string  `json:"capabilities"`
+	Client       string    `json:"client"`
+	Session      string    `json:"session"`
+	State        string    `json:"state"`
+	LastSeen     time.Time `json:"last_seen"`
+	Expires      time.Time `json:"expires"` // when it is swept without a heartbeat
+}
+
+// WhoEntry is a live agent, local or a contact's.
+type WhoEntry struct {
+	PeerID       string    `json:"peer_id"`
+	Handle       string    `json:"handle"`
+	Agent        string    `json:"agent"`
+	Address      string    `json:"address"` // NAME@PEER_ID
+	State        string    `json:"state"`
+	WorkingOn    string    `json:"working_on"`
+	LastSeen     time.Time `json:"last_seen"`
+	Local        bool      `json:"local"`
+	Role         string    `json:"role"`
+	Capabilities []string  `json:"capabilities"`
+}
+
+// CardView is a public agent card found through the DHT.
+type CardView struct {
+	PeerID       string    `json:"peer_id"`
+	Handle       string    `json:"handle"`
+	Agent        string    `json:"agent"`
+	Address      string    `json:"address"` // NAME@PEER_ID
+	Role         string    `json:"role"`
+	Capabilities []string  `json:"capabilities"`
+	Client       string    `json:"client"`
+	Expires      time.Time `json:"expires"`
+}
+
+// Contacts.
+
+// ContactRequest asks a node to become a contact.
+type ContactRequest struct {
+	Target string `json:"target"` // peer ID, or multiaddr ending in /p2p/PEER_ID
+	Note   string `json:"note,omitempty"`
+}
+
+// ContactApproveRequest approves a pending request.
+type ContactApproveRequest struct {
+	ID      string `json:"id"`                // request ID, or the requester's peer ID
+	Expires string `json:"expires,omitempty"` // validity: "90d", "36h"; empty: a year
+}
+
+// ContactRef names a contact: a request ID or a peer ID.
+type ContactRef struct {
+	ID     string `json:"id,omitempty"`
+	PeerID string `json:"peer_id,omitempty"`
+}
+
+// Ref is the peer ID if set, else the ID.
+func (r ContactRef) Ref() string {
+	if r.PeerID != "" {
+		return r.PeerID
+	}
+	return r.ID
+}
+
+// ContactEntry is one contact or pending request.
+type ContactEntry struct {
+	ID      string     `json:"id"`      // the request that made or last changed the contact
+	PeerID  string     `json:"peer_id"` // the other node
+	Handle  string     `json:"handle"`
+	State   string     `json:"state"`   // pending-in, pending-out, active, denied, revoked, expired
+	Note    string     `json:"note"`    // the pending request's note
+	Expires *time.Time `json:"expires"` // the certificate's end, null without one
+}
+
+// ContactResult is the outcome of a request, approval, denial or revocation.
+type ContactResult struct {
+	ContactEntry
+	Delivered bool   `json:"delivered"`
+	Detail    string `json:"detail,omitempty"`
+}
+
+// Rooms.
+
+// RoomInfo describes a room this node is in.
+type RoomInfo struct {
+	RoomID    string    `json:"room_id"`
+	Name      string    `json:"name"`
+	Purpose   string    `json:"purpose"`
+	Creator   string    `json:"creator"`
+	Members   []string  `json:"members"` // member nodes' peer IDs
+	Agents    []string  `json:"agents"`  // member agents, NAME@PEER_ID
+	Events    uint64    `json:"events"`
+	Heads     int       `json:"heads"`
+	InvitedBy string    `json:"invited_by,omitempty"`
+	Opened    time.Time `json:"opened"`
+}
+
+// Event is one event of a room, as stored.
+type Event struct {
+	ID      string `json:"id"`
+	Room    string `json:"room"`
+	Author  string `json:"author_peer"`
+	Agent   string `json:"agent"`
+	From    string `json:"from"` // agent@author_peer
+	Seq     uint64 `json:"seq"`
+	Depth   uint64 `json:"depth"`
+	Kind    string `json:"kind"` // create, invite, join, leave, message, ask
+	Text    string `json:"text"` // message and ask text; create: the room's name
+	Purpose string `json:"purpose,omitempty"`
+	ReplyTo string `json:"reply_to,omitempty"`
+	To      string `json:"to,omitempty"`     // ask or message: its addressee; invite: the invited agent
+	Target  string `json:"target,omitempty"` // invite: the invited node; leave: the node that is out
+	Time    int64  `json:"time"`             // unix milliseconds, the author's clock
+}
+
+// RemoveRequest takes a member node out of a room (its creator only).
+type RemoveRequest struct {
+	PeerID string `json:"peer_id"`
+	Agent  string `json:"agent,omitempty"` // who removes it (default human)
+}
+
+// EventID names a posted event.
+type EventID struct {
+	ID string `json:"id"`
+}
+
+// Agent calls: what an agent does through its node. Each request names no
+// agent (the path does); Take asks for the agent's pending items in the same
+// answer, which hands them out.
+
+// OpenRoomRequest creates a room and brings members in.
+type OpenRoomRequest struct {
+	Name    string   `json:"name"`
+	Purpose string   `json:"purpose,omitempty"` // one line
+	Members []string `json:"members,omitempty"` // NAME@PEER_ID, NAME (an agent of this node) or PEER_ID
+	Take    bool     `json:"take,omitempty"`
+}
+
+// OpenRoomResult is the room opened, who was invited and who could not be.
+type OpenRoomResult struct {
+	RoomRef
+	Invited []string  `json:"invited"`
+	Failed  []Failure `json:"failed"`
+	Pending Pending   `json:"pending"`
+}
+
+// Failure is one member that could not be brought in, and why.
+type Failure struct {
+	Member string `json:"member"`
+	Error  string `json:"error"`
+}
+
+// RoomRef names a room for an agent: its ID, name and purpose.
+type RoomRef struct {
+	RoomID  string `json:"room_id"`
+	Name    string `json:"name"`
+	Purpose string `json:"purpose"`
+}
+
+// InviteRequest brings a member into a room: an agent NAME@PEER_ID (or NAME
+// of this node), or a node by its PEER_ID.
+type InviteRequest struct {
+	Room   string `json:"room"`
+	Member string `json:"member"`
+	Take   bool   `json:"take,omitempty"`
+}
+
+// SayRequest posts a message, or an ask.
+type SayRequest struct {
+	Room    string `json:"room"`               // room ID or the name of one room
+	Text    string `json:"text"`               // not empty, ≤ 64 KiB
+	ReplyTo string `json:"reply_to,omitempty"` // the event this answers
+	To      string `json:"to,omitempty"`       // NAME@PEER_ID or NAME: whom it is for
+	Ask     bool   `json:"ask,omitempty"`      // post an ask: owed until answered
+	Take    bool   `json:"take,omitempty"`
+}
+
+// ReplyRequest answers a message or an ask by its ID, in its room.
+type ReplyRequest struct {
+	MessageID string `json:"message_id"`
+	Text      string `json:"text"`
+	Take      bool   `json:"take,omitempty"`
+}
+
+// Posted is a posted event.
+type Posted struct {
+	ID      string  `json:"id"`
+	Room    RoomRef `json:"room"`
+	Pending Pending `json:"pending"`
+}
+
+// AskRequest asks an agent (To) or a room (every member agent but the
+// asker owes it) and waits up to WaitSeconds for the first reply.
+type AskRequest struct {
+	Text        string  `json:"text"`
+	To          string  `json:"to,omitempty"`   // NAME@PEER_ID or NAME
+	Room        string  `json:"room,omitempty"` // default: a room shared with To, made if needed
+	WaitSeconds float64 `json:"wait_seconds,omitempty"`
+	Take        bool    `json:"take,omitempty"`
+}
+
+// AskResult is an ask and its reply, if one came in time.
+type AskResult struct {
+	AskID   string  `json:"ask_id"`
+	Room    RoomRef `json:"room"`
+	Reply   *Item   `json:"reply,omitempty"`
+	Pending Pending `json:"pending"`
+}
+
+// ReadRequest reads what the agent has not seen, in one room or in all its
+// rooms, oldest first; or with Last the last events of one room, seen or
+// not.
+type ReadRequest struct {
+	Room  string `json:"room,omitempty"`
+	Limit int    `json:"limit,omitempty"` // default 50, at most 500
+	Last  int    `json:"last,omitempty"`  // with Room: the last N events (at most 500)
+	Take  bool   `json:"take,omitempty"`
+}
+
+// ReadResult is a page of events.
+type ReadResult struct {
+	Messages []Item  `json:"messages"`
+	More     bool    `json:"more"` // more is unread: read again
+	Pending  Pending `json:"pending"`
+}
+
+// LeaveRequest takes the agent out of a room; with Node set the whole node
+// leaves it. A node whose last agent leaves leaves too.
+type LeaveRequest struct {
+	Room string `json:"room"`
+	Node bool   `json:"node,omitempty"`
+	Take bool   `json:"take,omitempty"`
+}
+
+// LeaveResult says what left.
+type LeaveResult struct {
+	ID       string  `json:"id"`
+	Room     RoomRef `json:"room"`
+	NodeLeft bool    `json:"node_left"`
+	Pending  Pending `json:"pending"`
+}
+
+// DismissRequest drops an ask the agent owes without answering it.
+type DismissRequest struct {
+	AskID string `json:"ask_id"`
+	Take  bool   `json:"take,omitempty"`
+}
+
+// AgentRequest is a call with nothing but the take flag.
+type AgentRequest struct {
+	Take bool `json:"take,omitempty"`
+}
+
+// WhoResult is who the agent can reach: live agents (this node's and
+// contacts'), and the rooms it is in with their member agents.
+type WhoResult struct {
+	Agents  []WhoEntry  `json:"agents"`
+	Rooms   []AgentRoom `json:"rooms"`
+	Pending Pending     `json:"pending"`
+}
+
+// AgentRoom is a room an agent is in.
+type AgentRoom struct {
+	RoomRef
+	Members []string `json:"members"` // member agents, NAME@PEER_ID
+	Unread  int      `json:"unread"`  // messages it has not seen (at most what one read returns)
+}
+
+// Item is one thing for an agent: an ask it owes (kind "ask", in full the
+// first time, then "reminder" with the text cut to one line), an
+// invitation, the reply to its own ask, or a message of a room it is in.
+type Item struct {
+	Kind     string   `json:"kind"` // ask, reminder, invitation, reply, message (read also shows create, invite, join, leave)
+	ID       string   `json:"id"`
+	Room     string   `json:"room"`
+	RoomName string   `json:"room_name"`
+	From     string   `json:"from"` // NAME@PEER_ID
+	Text     string   `json:"text"`
+	ReplyTo  string   `json:"reply_to,omitempty"`
+	To       string   `json:"to,omitempty"` // ask: the agent asked (empty: the room)
+	Time     int64    `json:"time"`         // unix milliseconds
+	Expires  int64    `json:"expires,omitempty"`
+	Purpose  string   `json:"purpose,omitempty"` // invitation: the room's purpose
+	Members  []string `json:"members,omitempty"` // invitation: the room's member agents
+	Target   string   `json:"target,omitempty"`  // invite and leave events: the node concerned
+}
+
+// Pending is what an agent has yet to see. Items come in this order: asks
+// it owes (new ones in full, then reminders), invitations, replies to its
+// asks, messages (at most 10; the rest are counted in MoreUnread).
+type Pending struct {
+	Items      []Item      `json:"items"`
+	MoreUnread []RoomCount `json:"more_unread"`
+	// Cursor marks what the agent had when this was built: a wait with it
+	// as After returns once something newer arrives.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// WaitRequest waits for something new for an agent.
+type WaitRequest struct {
+	Seconds float64 // at most MaxWait
+	// Take hands the items out when there is anything but reminders;
+	// without it nothing is handed out and the wait ends once something
+	// arrived after After (a Pending.Cursor; empty: after the call began).
+	Take  bool
+	After string
+}
+
+// RoomCount counts unread messages of a room that were not listed.
+type RoomCount struct {
+	Room     string `json:"room"`
+	RoomName string `json:"room_name"`
+	Count    int    `json:"count"`
+}
+
+// Empty reports whether there is nothing to show.
+func (p Pending) Empty() bool { return len(p.Items) == 0 && len(p.MoreUnread) == 0 }
+
+// OrEmpty returns p with nil lists made empty, so JSON shows [].
+func (p Pending) OrEmpty() Pending {
+	if p.Items == nil {
+		p.Items = []Item{}
+	}
+	if p.MoreUnread == nil {
+		p.MoreUnread = []RoomCount{}
+	}
+	return p
 }

@@ -1,18 +1,36 @@
 // Package mcp is Parley's MCP server: the tools an agent session uses to
 // talk through its user's node (parley_register, parley_who, parley_find,
 // parley_room_open, parley_invite, parley_say, parley_read, parley_ask,
-// parley_wait, parley_reply, parley_leave), served over stdio by
-// `parley mcp` with the MCP Go SDK and backed by the node's local API.
+// parley_wait, parley_reply, parley_dismiss, parley_leave), served by
+// `parley mcp` with the MCP Go SDK and backed by the node's local API
+// (internal/localapi's typed client: the package imports no domain package).
 //
-// Every tool result, errors included, carries the agent's pending items
-// (structuredContent.pending, and in the text): asks addressed to the agent
-// first, under a line saying someone is blocked on it, then invitations,
-// then unread messages of its rooms (counted past a limit). Each item says
-// the exact call that answers it, and is handed out once.
+// Every tool has one shape (addTool): the wrapper finds the calling agent,
+// runs the handler, and adds the error, if any, and the agent's pending
+// items to the result. A handler asks the node for the pending items in its
+// own call (Take), so a tool call is one round trip to the node; the
+// wrapper takes them in a call of its own only when the handler did not.
+//
+// Every result, errors included, carries the pending items
+// (structuredContent.pending and more_unread, and in the text): asks the
+// agent owes first, under a line saying someone is blocked on it (in full
+// once, then one reminder line on every later result until answered,
+// expired or dismissed), then invitations (with the room's manual, from
+// internal/manual), replies to its own asks, and unread messages (ten at
+// most; the rest counted). Each item carries the call that answers it; this
+// wording lives here, not in the node.
+//
+// Tool schemas are portable: every "type" is one type name (Go's ["null",
+// X] for slices and pointers is rewritten to X, and no output holds null).
+//
+// LineTransport serves the stdio framing and checks each line before the
+// SDK sees it: a malformed, deeply nested or over-size line gets a JSON-RPC
+// error and the session goes on.
 //
 // One MCP session is one agent of the node. Its session key comes from the
 // client (CLAUDE_CODE_SESSION_ID, CODEX_THREAD_ID, --session) or, for
 // LangGraph-style programs that serve many threads, from a thread_id
-// argument on each call; the node maps each key to an agent name that
-// survives reconnects, with its cursors.
+// argument on each call; the node keeps each key's agent name and card
+// (role, capabilities, what it works on), so a session that reconnects is
+// the same agent with the same card and cursors.
 package mcp

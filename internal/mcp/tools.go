@@ -2,27 +2,21 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/url"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/parley-mesh/parley/identity"
-	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
-	"github.com/parley-mesh/parley/rooms"
 )
 
 // Instructions tell a model what Parley is, in the MCP initialize result.
-const Instructions = `Parley connects you with other agent sessions and humans: on this machine, in your team, across companies.
-Addresses are NAME@PEER_ID (or NAME for an agent of your own node). Rooms are persistent conversations.
-Every Parley tool result ends with your pending items. If it says someone is blocked on you, answer that
-first with the call it shows (parley_reply). Use parley_ask to ask another agent and wait for the answer,
-parley_say to post without waiting, parley_read to catch up on a room, parley_who/parley_find to see who is around.`
+const Instructions = `Parley connects you with other agent sessions and people: on this machine, in your team, across companies.
+An agent's address is NAME@PEER_ID (or NAME for an agent of your own node). Rooms are lasting conversations with a purpose and members.
+Every Parley tool result ends with what is pending for you: asks you owe come first, under a line saying someone is blocked on you, each with the call that answers it (parley_reply).
+parley_ask asks an agent or a room and waits for the answer; parley_say posts without waiting; parley_read shows what you have not read; parley_who shows who is around and your rooms.`
 
 // MaxWaitSeconds bounds blocking calls (MCP clients time out at 60 s).
 const MaxWaitSeconds = 50
@@ -31,6 +25,41 @@ const MaxWaitSeconds = 50
 // (LangGraph) pass their thread_id so each thread is its own agent.
 type Thread struct {
 	ThreadID string `json:"thread_id,omitempty" jsonschema:"optional: your thread id, if one program runs many conversations (LangGraph); each thread is its own agent"`
+}
+
+func (t Thread) thread() string { return t.ThreadID }
+
+// Envelope is the part of every tool's structured output that Parley adds:
+// the error, if the call failed, and what is pending for the agent.
+type Envelope struct {
+	Error      string      `json:"error,omitempty"`
+	Pending    []Pending   `json:"pending"`
+	MoreUnread []RoomCount `json:"more_unread"`
+}
+
+func (e *Envelope) env() *Envelope { return e }
+
+// Pending is one item for the agent.
+type Pending struct {
+	Kind     string   `json:"kind" jsonschema:"ask (someone waits for your answer), reminder (an ask you still owe), invitation, reply (to your ask) or message"`
+	ID       string   `json:"id"`
+	Room     string   `json:"room"`
+	RoomName string   `json:"room_name"`
+	From     string   `json:"from"`
+	Text     string   `json:"text"`
+	ReplyTo  string   `json:"reply_to,omitempty"`
+	To       string   `json:"to,omitempty"`
+	Time     string   `json:"time"`
+	Purpose  string   `json:"purpose,omitempty"`
+	Members  []string `json:"members,omitempty"`
+	Answer   string   `json:"answer" jsonschema:"the call that answers or acts on it"`
+}
+
+// RoomCount counts unread messages of a room that were not listed.
+type RoomCount struct {
+	Room     string `json:"room"`
+	RoomName string `json:"room_name"`
+	Count    int    `json:"count"`
 }
 
 // RegisterIn is parley_register's input.
@@ -45,9 +74,11 @@ type RegisterIn struct {
 // RegisterOut is parley_register's output.
 type RegisterOut struct {
 	Envelope
-	Agent   string `json:"agent"`
-	Address string `json:"address"`
-	PeerID  string `json:"peer_id"`
+	Agent        string   `json:"agent"`
+	Address      string   `json:"address"`
+	Role         string   `json:"role"`
+	WorkingOn    string   `json:"working_on"`
+	Capabilities []string `json:"capabilities"`
 }
 
 // Empty is the input of tools that take nothing but a thread.
@@ -56,7 +87,29 @@ type Empty struct{ Thread }
 // WhoOut is parley_who's output.
 type WhoOut struct {
 	Envelope
-	Agents []map[string]any `json:"agents"`
+	Agents []Agent `json:"agents"`
+	Rooms  []Room  `json:"rooms"`
+}
+
+// Agent is a live agent.
+type Agent struct {
+	Address      string   `json:"address"`
+	Handle       string   `json:"handle"`
+	State        string   `json:"state"`
+	Role         string   `json:"role"`
+	WorkingOn    string   `json:"working_on"`
+	Capabilities []string `json:"capabilities"`
+	LastSeen     string   `json:"last_seen"`
+	Local        bool     `json:"local"`
+}
+
+// Room is a room the agent is in.
+type Room struct {
+	RoomID  string   `json:"room_id"`
+	Name    string   `json:"name"`
+	Purpose string   `json:"purpose"`
+	Members []string `json:"members"`
+	Unread  int      `json:"unread"`
 }
 
 // FindIn is parley_find's input.
@@ -68,77 +121,102 @@ type FindIn struct {
 // FindOut is parley_find's output.
 type FindOut struct {
 	Envelope
-	Cards []map[string]any `json:"cards"`
+	Cards []Card `json:"cards"`
+}
+
+// Card is a public agent card.
+type Card struct {
+	Address      string   `json:"address"`
+	Handle       string   `json:"handle"`
+	Role         string   `json:"role"`
+	Capabilities []string `json:"capabilities"`
+	Client       string   `json:"client"`
 }
 
 // RoomOpenIn is parley_room_open's input.
 type RoomOpenIn struct {
 	Thread
-	Name    string   `json:"name" jsonschema:"the room's name, e.g. auth-migration"`
-	Members []string `json:"members,omitempty" jsonschema:"agent addresses to bring in: NAME@PEER_ID (their node is invited) or NAME (an agent of your node)"`
+	Name    string   `json:"name,omitempty" jsonschema:"the room's name, e.g. release-1.0; without a name the rooms you are in are listed"`
+	Purpose string   `json:"purpose,omitempty" jsonschema:"one line: what the room is for; every member sees it"`
+	Members []string `json:"members,omitempty" jsonschema:"agents to bring in: NAME@PEER_ID, or NAME for an agent of your node (a bare PEER_ID invites that node)"`
 }
 
 // RoomOpenOut is parley_room_open's output.
 type RoomOpenOut struct {
 	Envelope
-	RoomID  string   `json:"room_id"`
-	Invited []string `json:"invited,omitempty"`
+	RoomID  string    `json:"room_id,omitempty"`
+	Name    string    `json:"name,omitempty"`
+	Purpose string    `json:"purpose,omitempty"`
+	Invited []string  `json:"invited"`
+	Failed  []Failure `json:"failed"`
+	Rooms   []Room    `json:"rooms"`
+}
+
+// Failure is a member that could not be brought in.
+type Failure struct {
+	Member string `json:"member"`
+	Error  string `json:"error"`
 }
 
 // InviteIn is parley_invite's input.
 type InviteIn struct {
 	Thread
-	Room   string `json:"room" jsonschema:"room ID (or unique name)"`
-	Member string `json:"member" jsonschema:"agent address NAME@PEER_ID, or a PEER_ID: that node is invited"`
+	Room   string `json:"room" jsonschema:"room ID (or the name of one of your rooms)"`
+	Member string `json:"member" jsonschema:"agent NAME@PEER_ID, NAME for an agent of your node, or a PEER_ID (that node)"`
 }
 
-// IDOut is the output of tools that post one event.
-type IDOut struct {
+// PostOut is the output of tools that post one event.
+type PostOut struct {
 	Envelope
-	ID   string `json:"id"`
-	Room string `json:"room,omitempty"`
+	ID       string `json:"id"`
+	Room     string `json:"room"`
+	RoomName string `json:"room_name"`
 }
 
 // SayIn is parley_say's input.
 type SayIn struct {
 	Thread
-	Room string `json:"room" jsonschema:"room ID (or unique name)"`
-	Text string `json:"text" jsonschema:"the message (up to 64 KiB)"`
+	Room    string `json:"room" jsonschema:"room ID (or the name of one of your rooms)"`
+	Text    string `json:"text" jsonschema:"the message (up to 64 KiB)"`
+	To      string `json:"to,omitempty" jsonschema:"optional: the agent it is for, NAME@PEER_ID"`
+	ReplyTo string `json:"reply_to,omitempty" jsonschema:"optional: id of the message it answers"`
 }
 
 // ReadIn is parley_read's input.
 type ReadIn struct {
 	Thread
-	Room  string `json:"room,omitempty" jsonschema:"room ID or name; empty: every room you take part in"`
-	Limit int    `json:"limit,omitempty" jsonschema:"most messages to return (default 50, max 500)"`
+	Room  string `json:"room,omitempty" jsonschema:"room ID or name; empty: every room you are in"`
+	Limit int    `json:"limit,omitempty" jsonschema:"most events to return (default 50, max 500)"`
+	Last  int    `json:"last,omitempty" jsonschema:"with room: the last N events of the room, read or not (max 500)"`
 }
 
 // Message is one event as tools show it.
 type Message struct {
-	ID      string `json:"id"`
-	Room    string `json:"room"`
-	From    string `json:"from"`
-	Kind    string `json:"kind"`
-	Text    string `json:"text"`
-	ReplyTo string `json:"reply_to,omitempty"`
-	To      string `json:"to,omitempty"`
-	Time    string `json:"time"`
+	ID       string `json:"id"`
+	Room     string `json:"room"`
+	RoomName string `json:"room_name"`
+	From     string `json:"from"`
+	Kind     string `json:"kind"`
+	Text     string `json:"text"`
+	ReplyTo  string `json:"reply_to,omitempty"`
+	To       string `json:"to,omitempty"`
+	Time     string `json:"time"`
 }
 
 // ReadOut is parley_read's output.
 type ReadOut struct {
 	Envelope
 	Messages []Message `json:"messages"`
-	More     bool      `json:"more"`
+	HasMore  bool      `json:"has_more"`
 }
 
 // AskIn is parley_ask's input.
 type AskIn struct {
 	Thread
 	Text        string `json:"text" jsonschema:"your question"`
-	To          string `json:"to,omitempty" jsonschema:"agent address NAME@PEER_ID or NAME; needed unless room is given"`
-	Room        string `json:"room,omitempty" jsonschema:"room to ask in; default: a room shared with the addressee (made if needed)"`
-	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to block for the answer, 0 to 50 (default 30)"`
+	To          string `json:"to,omitempty" jsonschema:"agent NAME@PEER_ID, or NAME on your node; without it the whole room is asked"`
+	Room        string `json:"room,omitempty" jsonschema:"room to ask in; default: a room of you two (made if needed)"`
+	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to block for the answer, 1 to 50 (default 30)"`
 }
 
 // Reply is an answer to an ask.
@@ -146,14 +224,16 @@ type Reply struct {
 	ID   string `json:"id"`
 	From string `json:"from"`
 	Text string `json:"text"`
+	Time string `json:"time"`
 }
 
 // AskOut is parley_ask's and parley_wait's output.
 type AskOut struct {
 	Envelope
-	AskID string `json:"ask_id,omitempty"`
-	Room  string `json:"room,omitempty"`
-	Reply *Reply `json:"reply,omitempty"`
+	AskID    string `json:"ask_id,omitempty"`
+	Room     string `json:"room,omitempty"`
+	RoomName string `json:"room_name,omitempty"`
+	Reply    *Reply `json:"reply,omitempty"`
 	// Next says how to keep waiting when no reply came in time.
 	Next string `json:"next,omitempty"`
 }
@@ -161,257 +241,319 @@ type AskOut struct {
 // WaitIn is parley_wait's input.
 type WaitIn struct {
 	Thread
-	AskID       string `json:"ask_id,omitempty" jsonschema:"the ask to wait for; empty: wait for anything new for you"`
-	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to block, 0 to 50 (default 30)"`
+	AskID       string `json:"ask_id,omitempty" jsonschema:"your ask to wait for; empty: wait for anything new for you"`
+	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to block, 1 to 50 (default 30)"`
 }
 
 // ReplyIn is parley_reply's input.
 type ReplyIn struct {
 	Thread
-	MessageID string `json:"message_id" jsonschema:"id of the message you answer"`
+	MessageID string `json:"message_id" jsonschema:"id of the message or ask you answer"`
 	Text      string `json:"text" jsonschema:"your answer"`
+}
+
+// DismissIn is parley_dismiss's input.
+type DismissIn struct {
+	Thread
+	AskID string `json:"ask_id" jsonschema:"id of an ask you owe and will not answer"`
+}
+
+// DismissOut is parley_dismiss's output.
+type DismissOut struct {
+	Envelope
+	Dismissed string `json:"dismissed"`
 }
 
 // LeaveIn is parley_leave's input.
 type LeaveIn struct {
 	Thread
-	Room string `json:"room" jsonschema:"room ID (or unique name)"`
+	Room string `json:"room" jsonschema:"room ID (or the name of one of your rooms)"`
 }
 
-func tool(name, desc string) *sdk.Tool { return &sdk.Tool{Name: name, Description: desc} }
+// LeaveOut is parley_leave's output.
+type LeaveOut struct {
+	Envelope
+	ID       string `json:"id"`
+	Room     string `json:"room"`
+	RoomName string `json:"room_name"`
+	NodeLeft bool   `json:"node_left" jsonschema:"true when no agent of your node is left in the room, so the node left it too"`
+}
 
 // MCP builds the MCP server with Parley's tools.
 func (s *Server) MCP() *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "parley", Title: "Parley", Version: Version},
 		&sdk.ServerOptions{Instructions: Instructions})
-	sdk.AddTool(srv, tool("parley_register", "Set your agent name, role and what you work on (contacts see it). Call it once when you start; you are already registered under a default name."), s.register)
-	sdk.AddTool(srv, tool("parley_who", "List the agents alive on your node and your contacts' nodes: name, state, what each works on, last seen. Check it before starting work to know whether you are alone."), s.who)
-	sdk.AddTool(srv, tool("parley_find", "Find agents anywhere on the mesh by handle, agent name or capability."), s.find)
-	sdk.AddTool(srv, tool("parley_room_open", "Create a room (a persistent conversation) and bring members in. Returns room_id."), s.roomOpen)
-	sdk.AddTool(srv, tool("parley_invite", "Invite another node (by an agent address NAME@PEER_ID or a PEER_ID) into a room."), s.invite)
-	sdk.AddTool(srv, tool("parley_say", "Post a message to a room without waiting for an answer."), s.say)
-	sdk.AddTool(srv, tool("parley_read", "Read what you have not read yet, in one room or all your rooms, oldest first, paged."), s.read)
-	sdk.AddTool(srv, tool("parley_ask", "Ask another agent (or a room) a question and block until the answer comes or wait_seconds pass. On time-out you get ask_id: keep waiting with parley_wait."), s.ask)
-	sdk.AddTool(srv, tool("parley_wait", "Block until the reply to an ask arrives (ask_id), or until anything new arrives for you, at most wait_seconds."), s.wait)
-	sdk.AddTool(srv, tool("parley_reply", "Answer a message (an ask shown in your pending items) by its id."), s.reply)
-	sdk.AddTool(srv, tool("parley_leave", "Leave a room."), s.leave)
+	addTool(srv, s, "parley_register", "Set your agent name, role, capabilities and what you work on (contacts see it). You are registered under a default name from the start; your node keeps these for your next session.", s.register)
+	addTool(srv, s, "parley_who", "List the agents alive on your node and your contacts' nodes (state, role, what each works on), and the rooms you are in with their members.", s.who)
+	addTool(srv, s, "parley_find", "Find agents anywhere on the mesh by handle, agent name or capability.", s.find)
+	addTool(srv, s, "parley_room_open", "Open a room (a lasting conversation) with a purpose, and bring agents in; each invited agent gets the room, its purpose and how to take part. Without a name it lists the rooms you are in.", s.roomOpen)
+	addTool(srv, s, "parley_invite", "Bring an agent (NAME@PEER_ID, or NAME on your node) or a node (PEER_ID) into a room.", s.invite)
+	addTool(srv, s, "parley_say", "Post a message to a room without waiting for an answer.", s.say)
+	addTool(srv, s, "parley_read", "Read what you have not read yet, in one room or all your rooms, oldest first, paged; or with last the room's last events.", s.read)
+	addTool(srv, s, "parley_ask", "Ask an agent (to) or every member of a room (room) and block until the first answer or wait_seconds pass. On time-out you get ask_id: keep waiting with parley_wait.", s.ask)
+	addTool(srv, s, "parley_wait", "Block until the reply to your ask arrives (ask_id), or until anything new arrives for you, at most wait_seconds.", s.wait)
+	addTool(srv, s, "parley_reply", "Answer a message or an ask (as shown in your pending items) by its id.", s.reply)
+	addTool(srv, s, "parley_dismiss", "Drop an ask you owe without answering it; it stops being shown to you.", s.dismiss)
+	addTool(srv, s, "parley_leave", "Leave a room: you stop getting its messages and cannot post there until invited again.", s.leave)
 	return srv
 }
 
-func (s *Server) register(ctx context.Context, _ *sdk.CallToolRequest, in RegisterIn) (*sdk.CallToolResult, RegisterOut, error) {
-	var out RegisterOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
-	if err == nil && in.Name != "" {
-		var n identity.AgentName
-		n, err = identity.ParseAgentName(in.Name)
+// call is one tool call of one agent: the handler fills its output, and
+// hands over the pending items the node sent with its answer (take).
+type call struct {
+	agent   string
+	pending *localapi.Pending
+}
+
+// take gives the wrapper the pending items the node put in its answer.
+func (c *call) take(p localapi.Pending) { c.pending = &p }
+
+// threaded is every tool input (they embed Thread).
+type threaded interface{ thread() string }
+
+// addTool registers a tool with the one shape all Parley tools have: the
+// wrapper finds the calling agent, runs the handler, then adds the error
+// (if any) and the agent's pending items (taken from the node unless the
+// handler's own call brought them) to the structured output and the text.
+func addTool[In threaded, Out any, PO interface {
+	*Out
+	env() *Envelope
+}](srv *sdk.Server, s *Server, name, desc string, h func(ctx context.Context, c *call, in In) (Out, string, error)) {
+	t := &sdk.Tool{Name: name, Description: desc, InputSchema: portableSchema[In](), OutputSchema: portableSchema[Out]()}
+	sdk.AddTool(srv, t, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
+		res := &sdk.CallToolResult{}
+		agent, err := s.agentFor(ctx, in.thread())
+		var out Out
+		text := ""
+		c := &call{agent: agent}
 		if err == nil {
-			session := s.cfg.Session
-			if in.ThreadID != "" {
-				session = "thread:" + in.ThreadID
-			}
-			var res localapi.BindResponse
-			res, err = s.api.Bind(ctx, localapi.BindRequest{Session: session, Name: string(n)})
-			if err == nil {
-				old := agent
-				agent = identity.AgentName(res.Agent)
-				s.mu.Lock()
-				if in.ThreadID != "" {
-					s.threads[in.ThreadID] = agent
-				} else {
-					s.agent = agent
-				}
-				s.mu.Unlock()
-				if old != agent {
-					_ = s.api.Do(ctx, "DELETE", "/v1/agents/"+url.PathEscape(string(old)), nil, nil)
-				}
-			}
+			out, text, err = h(ctx, c, in)
 		}
-	}
-	if err == nil {
-		s.mu.Lock()
-		s.role, s.working, s.caps = in.Role, in.WorkingOn, in.Capabilities
-		s.mu.Unlock()
-		if aerr := s.announce(ctx); aerr != nil {
-			s.log.Debug("agent registration failed", "err", aerr)
-		}
-	}
-	var id localapi.Info
-	if err == nil {
-		id, err = s.api.ID(ctx)
-	}
-	out.Agent, out.PeerID = string(agent), id.PeerID
-	out.Address = string(agent) + "@" + id.PeerID
-	r, o, e := finish(ctx, s, agent, &out, fmt.Sprintf("You are %s (address %s).", agent, out.Address), err)
-	return r, *o, e
-}
-
-func (s *Server) who(ctx context.Context, _ *sdk.CallToolRequest, in Empty) (*sdk.CallToolResult, WhoOut, error) {
-	var out WhoOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
-	if err == nil {
-		err = s.api.Do(ctx, "GET", "/v1/who", nil, &out.Agents)
-	}
-	if out.Agents == nil {
-		out.Agents = []map[string]any{}
-	}
-	text := fmt.Sprintf("%d agents alive:\n%s", len(out.Agents), jsonText(out.Agents))
-	r, o, e := finish(ctx, s, agent, &out, text, err)
-	return r, *o, e
-}
-
-func (s *Server) find(ctx context.Context, _ *sdk.CallToolRequest, in FindIn) (*sdk.CallToolResult, FindOut, error) {
-	var out FindOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
-	if err == nil && strings.TrimSpace(in.Query) == "" {
-		err = fmt.Errorf("query is empty: give a handle, an agent name or a capability")
-	}
-	if err == nil {
-		err = s.api.Do(ctx, "GET", "/v1/find?q="+url.QueryEscape(in.Query), nil, &out.Cards)
-	}
-	if out.Cards == nil {
-		out.Cards = []map[string]any{}
-	}
-	r, o, e := finish(ctx, s, agent, &out, fmt.Sprintf("%d agents found:\n%s", len(out.Cards), jsonText(out.Cards)), err)
-	return r, *o, e
-}
-
-// target reads an address or a bare peer ID into the node to invite.
-func (s *Server) target(addr string) (identity.AgentAddr, error) {
-	if !strings.Contains(addr, "@") {
-		if p, err := peer.Decode(addr); err == nil {
-			return identity.AgentAddr{Peer: p}, nil
-		}
-	}
-	a, err := identity.ParseAgentAddr(addr)
-	if err != nil {
-		return a, fmt.Errorf("%v (an address is NAME@PEER_ID, or NAME for an agent of your node)", err)
-	}
-	return a, nil
-}
-
-func (s *Server) roomOpen(ctx context.Context, _ *sdk.CallToolRequest, in RoomOpenIn) (*sdk.CallToolResult, RoomOpenOut, error) {
-	var out RoomOpenOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
-	if err == nil && strings.TrimSpace(in.Name) == "" {
-		err = fmt.Errorf("name is required: what is the room about?")
-	}
-	var targets []identity.AgentAddr
-	for _, m := range in.Members {
+		env := PO(&out).env()
 		if err != nil {
-			break
+			env.Error = errorText(err)
+			text = "Error: " + env.Error
+			res.IsError = true
 		}
-		var a identity.AgentAddr
-		a, err = s.target(m)
-		targets = append(targets, a)
-	}
-	var self localapi.Info
-	if err == nil {
-		self, err = s.api.ID(ctx)
-	}
-	if err == nil {
-		var res localapi.CreateRoomResponse
-		res, err = s.api.CreateRoom(ctx, in.Name, string(agent))
-		out.RoomID = res.RoomID
-	}
-	if err == nil {
-		_ = s.api.JoinInbox(ctx, string(agent), out.RoomID)
-		var failed []string
-		for _, a := range targets {
-			if a.Peer == "" || a.Peer.String() == self.PeerID || slices.Contains(out.Invited, a.Peer.String()) {
-				continue
+		p := c.pending
+		if p == nil && c.agent != "" && !errors.Is(err, localapi.ErrNoNode) {
+			got, terr := s.api.Take(ctx, c.agent)
+			if terr != nil {
+				s.log.Debug("take pending failed", "agent", c.agent, "err", terr)
+			} else {
+				p = &got
 			}
-			if _, ierr := s.api.Invite(ctx, out.RoomID, a.Peer.String(), string(agent)); ierr != nil {
-				failed = append(failed, fmt.Sprintf("%s: %s", a.Peer, errorText(ierr)))
-				continue
-			}
-			out.Invited = append(out.Invited, a.Peer.String())
 		}
-		if len(failed) > 0 {
-			err = fmt.Errorf("room %s is open, but some members could not be invited: %s", out.RoomID, strings.Join(failed, "; "))
+		env.Pending, env.MoreUnread = []Pending{}, []RoomCount{}
+		if p != nil {
+			env.Pending, env.MoreUnread = s.convert(c.agent, *p)
 		}
-	}
-	r, o, e := finish(ctx, s, agent, &out, fmt.Sprintf("Room %q is open: room_id %s. Invited nodes: %v.", in.Name, out.RoomID, out.Invited), err)
-	return r, *o, e
+		res.Content = []sdk.Content{&sdk.TextContent{Text: text + renderPending(env.Pending, env.MoreUnread)}}
+		return res, out, nil
+	})
 }
 
-func (s *Server) invite(ctx context.Context, _ *sdk.CallToolRequest, in InviteIn) (*sdk.CallToolResult, IDOut, error) {
-	var out IDOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
-	var a identity.AgentAddr
-	if err == nil {
-		a, err = s.target(in.Member)
+func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+
+func (s *Server) register(ctx context.Context, c *call, in RegisterIn) (RegisterOut, string, error) {
+	var out RegisterOut
+	req := localapi.SessionRequest{Name: in.Name}
+	if in.Role != "" {
+		req.Role = &in.Role
 	}
-	if err == nil && a.Peer == "" {
-		err = fmt.Errorf("%q is an agent of your own node: it needs no invite; address it in the room with parley_ask", in.Member)
+	if in.WorkingOn != "" {
+		req.WorkingOn = &in.WorkingOn
 	}
-	if err == nil {
-		var res localapi.EventID
-		res, err = s.api.Invite(ctx, in.Room, a.Peer.String(), string(agent))
-		out.ID, out.Room = res.ID, in.Room
+	if in.Capabilities != nil {
+		req.Capabilities = &in.Capabilities
 	}
-	r, o, e := finish(ctx, s, agent, &out, fmt.Sprintf("Invited %s into room %s.", in.Member, in.Room), err)
-	return r, *o, e
+	info, err := s.bind(ctx, in.ThreadID, req)
+	if err != nil {
+		return out, "", err
+	}
+	c.agent = info.Name
+	out.Agent, out.Address, out.Role, out.WorkingOn = info.Name, info.Address, info.Role, info.WorkingOn
+	out.Capabilities = orEmpty(info.Capabilities)
+	return out, fmt.Sprintf("You are %s (address %s).", info.Name, info.Address), nil
 }
 
-func (s *Server) say(ctx context.Context, _ *sdk.CallToolRequest, in SayIn) (*sdk.CallToolResult, IDOut, error) {
-	var out IDOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
-	if err == nil && in.Room == "" {
-		err = fmt.Errorf("room is required (see parley_read for your rooms)")
+func (s *Server) who(ctx context.Context, c *call, in Empty) (WhoOut, string, error) {
+	out := WhoOut{Agents: []Agent{}, Rooms: []Room{}}
+	res, err := s.api.AgentWho(ctx, c.agent, localapi.AgentRequest{Take: true})
+	if err != nil {
+		return out, "", err
 	}
-	if err == nil {
-		var res localapi.EventID
-		res, err = s.api.Say(ctx, in.Room, localapi.SayRequest{Text: in.Text, Agent: string(agent)})
-		out.ID, out.Room = res.ID, in.Room
-		if err == nil {
-			_ = s.api.JoinInbox(ctx, string(agent), in.Room)
+	c.take(res.Pending)
+	for _, w := range res.Agents {
+		out.Agents = append(out.Agents, Agent{Address: w.Address, Handle: w.Handle, State: w.State, Role: w.Role,
+			WorkingOn: w.WorkingOn, Capabilities: orEmpty(w.Capabilities), LastSeen: w.LastSeen.UTC().Format(time.RFC3339), Local: w.Local})
+	}
+	out.Rooms = rooms(res.Rooms)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d agents alive:", len(out.Agents))
+	for _, a := range out.Agents {
+		fmt.Fprintf(&b, "\n• %s (%s)%s%s", a.Address, a.State, labelled(" role: ", a.Role), labelled(" — working on: ", a.WorkingOn))
+	}
+	writeRooms(&b, out.Rooms)
+	return out, b.String(), nil
+}
+
+func rooms(rs []localapi.AgentRoom) []Room {
+	out := []Room{}
+	for _, r := range rs {
+		out = append(out, Room{RoomID: r.RoomID, Name: r.Name, Purpose: r.Purpose, Members: orEmpty(r.Members), Unread: r.Unread})
+	}
+	return out
+}
+
+func writeRooms(b *strings.Builder, rs []Room) {
+	fmt.Fprintf(b, "\nYou are in %d rooms:", len(rs))
+	for _, r := range rs {
+		fmt.Fprintf(b, "\n• %q (%s)%s — members: %s; %d unread", r.Name, r.RoomID, labelled(" — ", r.Purpose), strings.Join(r.Members, ", "), r.Unread)
+	}
+}
+
+func labelled(label, s string) string {
+	if s == "" {
+		return ""
+	}
+	return label + s
+}
+
+func (s *Server) find(ctx context.Context, c *call, in FindIn) (FindOut, string, error) {
+	out := FindOut{Cards: []Card{}}
+	if strings.TrimSpace(in.Query) == "" {
+		return out, "", fmt.Errorf("query is empty: give a handle, an agent name or a capability")
+	}
+	cards, err := s.api.Find(ctx, in.Query)
+	if err != nil {
+		return out, "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d agents found:", len(cards))
+	for _, cv := range cards {
+		out.Cards = append(out.Cards, Card{Address: cv.Address, Handle: cv.Handle, Role: cv.Role, Capabilities: orEmpty(cv.Capabilities), Client: cv.Client})
+		fmt.Fprintf(&b, "\n• %s (%s)%s%s", cv.Address, cv.Handle, labelled(" role: ", cv.Role), labelled(" — ", strings.Join(cv.Capabilities, ", ")))
+	}
+	return out, b.String(), nil
+}
+
+func (s *Server) roomOpen(ctx context.Context, c *call, in RoomOpenIn) (RoomOpenOut, string, error) {
+	out := RoomOpenOut{Invited: []string{}, Failed: []Failure{}, Rooms: []Room{}}
+	if strings.TrimSpace(in.Name) == "" {
+		if len(in.Members) > 0 || in.Purpose != "" {
+			return out, "", fmt.Errorf("name is required to open a room: what is it about?")
 		}
+		res, err := s.api.AgentWho(ctx, c.agent, localapi.AgentRequest{Take: true})
+		if err != nil {
+			return out, "", err
+		}
+		c.take(res.Pending)
+		out.Rooms = rooms(res.Rooms)
+		var b strings.Builder
+		writeRooms(&b, out.Rooms)
+		return out, strings.TrimPrefix(b.String(), "\n"), nil
 	}
-	r, o, e := finish(ctx, s, agent, &out, "Posted: id "+out.ID, err)
-	return r, *o, e
+	res, err := s.api.OpenRoom(ctx, c.agent, localapi.OpenRoomRequest{Name: in.Name, Purpose: in.Purpose, Members: in.Members, Take: true})
+	if err != nil {
+		return out, "", err
+	}
+	c.take(res.Pending)
+	out.RoomID, out.Name, out.Purpose, out.Invited = res.RoomID, res.Name, res.Purpose, orEmpty(res.Invited)
+	for _, f := range res.Failed {
+		out.Failed = append(out.Failed, Failure(f))
+	}
+	text := fmt.Sprintf("Room %q is open: room_id %s.", out.Name, out.RoomID)
+	if len(out.Invited) > 0 {
+		text += " Invited: " + strings.Join(out.Invited, ", ") + "."
+	}
+	for _, f := range out.Failed {
+		text += fmt.Sprintf("\nNot invited: %s: %s", f.Member, f.Error)
+	}
+	return out, text, nil
 }
 
-func toMessage(v rooms.View) Message {
-	m := Message{ID: v.ID.String(), Room: string(v.Room), From: string(v.Agent) + "@" + v.Author.String(),
-		Kind: string(v.Kind), Text: v.Text, To: v.To, Time: time.UnixMilli(v.Time).UTC().Format(time.RFC3339)}
-	if v.ReplyTo != nil {
-		m.ReplyTo = v.ReplyTo.String()
+func (s *Server) invite(ctx context.Context, c *call, in InviteIn) (PostOut, string, error) {
+	res, err := s.api.Invite(ctx, c.agent, localapi.InviteRequest{Room: in.Room, Member: in.Member, Take: true})
+	if err != nil {
+		return PostOut{}, "", err
 	}
-	switch v.Kind {
-	case rooms.KindInvite:
-		m.Text = "invited node " + v.Target.String()
-	case rooms.KindCreate:
-		m.Text = "created the room " + v.Text
-	case rooms.KindJoin, rooms.KindLeave:
-		m.Text = string(v.Kind) + "ed"
+	c.take(res.Pending)
+	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name}
+	return out, fmt.Sprintf("Invited %s into room %q.", in.Member, out.RoomName), nil
+}
+
+func (s *Server) say(ctx context.Context, c *call, in SayIn) (PostOut, string, error) {
+	res, err := s.api.Say(ctx, c.agent, localapi.SayRequest{Room: in.Room, Text: in.Text, To: in.To, ReplyTo: in.ReplyTo, Take: true})
+	if err != nil {
+		return PostOut{}, "", err
+	}
+	c.take(res.Pending)
+	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name}
+	return out, fmt.Sprintf("Posted in %q: id %s", out.RoomName, out.ID), nil
+}
+
+func (s *Server) reply(ctx context.Context, c *call, in ReplyIn) (PostOut, string, error) {
+	res, err := s.api.Reply(ctx, c.agent, localapi.ReplyRequest{MessageID: in.MessageID, Text: in.Text, Take: true})
+	if err != nil {
+		return PostOut{}, "", err
+	}
+	c.take(res.Pending)
+	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name}
+	return out, fmt.Sprintf("Replied in %q: id %s", out.RoomName, out.ID), nil
+}
+
+// message is an event as tools show it: a sentence for what is not a
+// message.
+func message(it localapi.Item) Message {
+	m := Message{ID: it.ID, Room: it.Room, RoomName: it.RoomName, From: it.From, Kind: it.Kind, Text: it.Text,
+		ReplyTo: it.ReplyTo, To: it.To, Time: msTime(it.Time)}
+	switch it.Kind {
+	case "create":
+		m.Text = fmt.Sprintf("opened the room %q%s", it.Text, labelled(" — purpose: ", it.Purpose))
+	case "invite":
+		m.Text = "invited node " + it.Target
+		if it.To != "" {
+			m.Text = "invited " + it.To
+		}
+	case "join":
+		m.Text = "joined the room"
+	case "leave":
+		switch {
+		case it.Target == "":
+			m.Text = "left the room"
+		case strings.HasSuffix(it.From, "@"+it.Target):
+			m.Text = "left the room, with its node"
+		default:
+			m.Text = "removed node " + it.Target + " from the room"
+		}
 	}
 	return m
 }
 
-func (s *Server) read(ctx context.Context, _ *sdk.CallToolRequest, in ReadIn) (*sdk.CallToolResult, ReadOut, error) {
-	var out ReadOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
-	if err == nil {
-		var res localapi.ReadResponse
-		res, err = s.api.ReadInbox(ctx, string(agent), in.Room, in.Limit)
-		for _, v := range res.Messages {
-			out.Messages = append(out.Messages, toMessage(v))
-		}
-		out.More = res.More
+func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string, error) {
+	out := ReadOut{Messages: []Message{}}
+	res, err := s.api.Read(ctx, c.agent, localapi.ReadRequest{Room: in.Room, Limit: in.Limit, Last: in.Last, Take: true})
+	if err != nil {
+		return out, "", err
 	}
-	if out.Messages == nil {
-		out.Messages = []Message{}
-	}
+	c.take(res.Pending)
+	out.HasMore = res.More
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d unread:", len(out.Messages))
-	for _, m := range out.Messages {
-		fmt.Fprintf(&b, "\n[%s] %s in %s (%s): %s", m.ID, m.From, m.Room, m.Kind, m.Text)
+	if in.Last > 0 {
+		fmt.Fprintf(&b, "The last %d events:", len(res.Messages))
+	} else {
+		fmt.Fprintf(&b, "%d unread:", len(res.Messages))
 	}
-	if out.More {
-		b.WriteString("\n(more: call parley_read again)")
+	for _, it := range res.Messages {
+		m := message(it)
+		out.Messages = append(out.Messages, m)
+		fmt.Fprintf(&b, "\n[%s] %s in %q (%s): %s", m.ID, m.From, m.RoomName, m.Kind, m.Text)
 	}
-	r, o, e := finish(ctx, s, agent, &out, b.String(), err)
-	return r, *o, e
+	if out.HasMore {
+		b.WriteString("\n(more unread: call parley_read again)")
+	}
+	return out, b.String(), nil
 }
 
 func waitFor(sec int) time.Duration {
@@ -424,233 +566,91 @@ func waitFor(sec int) time.Duration {
 	return time.Duration(sec) * time.Second
 }
 
-// roomWith finds a room shared with peer p (for asks without a room), or
-// makes one and invites p.
-func (s *Server) roomWith(ctx context.Context, agent identity.AgentName, self string, to identity.AgentAddr) (string, error) {
-	rs, err := s.api.Rooms(ctx)
+func askOut(res localapi.AskResult) AskOut {
+	out := AskOut{AskID: res.AskID, Room: res.Room.RoomID, RoomName: res.Room.Name}
+	if r := res.Reply; r != nil {
+		out.Reply = &Reply{ID: r.ID, From: r.From, Text: r.Text, Time: msTime(r.Time)}
+	}
+	return out
+}
+
+func (s *Server) ask(ctx context.Context, c *call, in AskIn) (AskOut, string, error) {
+	res, err := s.api.Ask(ctx, c.agent, localapi.AskRequest{Text: in.Text, To: in.To, Room: in.Room,
+		WaitSeconds: waitFor(in.WaitSeconds).Seconds(), Take: true})
 	if err != nil {
-		return "", err
+		return AskOut{}, "", err
 	}
-	want := self
-	if to.Peer != "" {
-		want = to.Peer.String()
-	}
-	for _, r := range rs {
-		members := map[string]bool{}
-		for _, m := range r.Members {
-			members[m.String()] = true
-		}
-		if members[want] && members[self] && len(members) <= 2 {
-			return string(r.ID), nil
-		}
-	}
-	name := fmt.Sprintf("%s ↔ %s", agent, to.Name)
-	res, err := s.api.CreateRoom(ctx, name, string(agent))
-	if err != nil {
-		return "", err
-	}
-	if want != self {
-		if _, err := s.api.Invite(ctx, res.RoomID, want, string(agent)); err != nil {
-			return "", err
-		}
-	}
-	return res.RoomID, nil
+	c.take(res.Pending)
+	out := askOut(res)
+	return out, askText(&out), nil
 }
 
-func (s *Server) ask(ctx context.Context, _ *sdk.CallToolRequest, in AskIn) (*sdk.CallToolResult, AskOut, error) {
-	var out AskOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
-	if err == nil && strings.TrimSpace(in.Text) == "" {
-		err = fmt.Errorf("text is required: what do you want to ask?")
-	}
-	if err == nil && in.To == "" && in.Room == "" {
-		err = fmt.Errorf("say whom to ask: to (NAME@PEER_ID) or room")
-	}
-	var to identity.AgentAddr
-	if err == nil && in.To != "" {
-		to, err = identity.ParseAgentAddr(in.To)
-		if err != nil {
-			err = fmt.Errorf("to: %v (use NAME@PEER_ID, or NAME for an agent of your node)", err)
-		}
-	}
-	var self localapi.Info
-	if err == nil {
-		self, err = s.api.ID(ctx)
-	}
-	if err == nil && in.To != "" {
-		err = s.checkAlive(ctx, self.PeerID, to)
-	}
-	room := in.Room
-	if err == nil && room == "" {
-		room, err = s.roomWith(ctx, agent, self.PeerID, to)
-	}
-	if err == nil {
-		var res localapi.EventID
-		req := localapi.SayRequest{Text: in.Text, Agent: string(agent)}
-		if in.To != "" {
-			req.To = to.String()
-		}
-		res, err = s.api.Say(ctx, room, req)
-		out.AskID, out.Room = res.ID, room
-	}
-	var skip []string
-	if err == nil {
-		_ = s.api.JoinInbox(ctx, string(agent), room)
-		out.Reply, err = s.waitReply(ctx, out.AskID, waitFor(in.WaitSeconds))
-		if out.Reply != nil {
-			skip = append(skip, out.Reply.ID)
-		}
-	}
-	text := s.askText(&out)
-	r, o, e := finish(ctx, s, agent, &out, text, err, skip...)
-	return r, *o, e
-}
-
-// checkAlive refuses an ask to an agent that is known not to exist: an
-// agent of this node that is not registered, or an agent missing from a
-// node whose agents this node does see (a contact's presence). When the
-// node tells nothing about the target's node, the ask goes out.
-func (s *Server) checkAlive(ctx context.Context, self string, to identity.AgentAddr) error {
-	node := self
-	if to.Peer != "" {
-		node = to.Peer.String()
-	}
-	// Presence from another node lags a change by a second or two: look
-	// again for a short while before calling an agent missing.
-	deadline := time.Now().Add(4 * time.Second)
-	for {
-		var who []struct {
-			PeerID string `json:"peer_id"`
-			Agent  string `json:"agent"`
-		}
-		if err := s.api.Do(ctx, "GET", "/v1/who", nil, &who); err != nil {
-			return nil // presence unavailable: cannot tell
-		}
-		seen := false
-		for _, w := range who {
-			if w.PeerID != node {
-				continue
-			}
-			seen = true
-			if w.Agent == string(to.Name) {
-				return nil
-			}
-		}
-		if !seen && node != self {
-			return nil // this node sees nothing of that node's agents
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no agent %q is alive on node %s: parley_who lists the agents you can reach (or post with parley_say in a shared room for it to read later)", to.Name, node)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-func (s *Server) waitReply(ctx context.Context, ask string, d time.Duration) (*Reply, error) {
-	// The HTTP call may take the whole wait: give it a little more.
-	ctx, cancel := context.WithTimeout(ctx, d+10*time.Second)
-	defer cancel()
-	res, err := s.api.WaitReply(ctx, ask, d)
-	if err != nil || res.Reply == nil {
-		return nil, err
-	}
-	v := *res.Reply
-	return &Reply{ID: v.ID.String(), From: string(v.Agent) + "@" + v.Author.String(), Text: v.Text}, nil
-}
-
-func (s *Server) askText(out *AskOut) string {
+func askText(out *AskOut) string {
 	if out.Reply != nil {
 		return fmt.Sprintf("Reply from %s (id %s):\n%s", out.Reply.From, out.Reply.ID, out.Reply.Text)
 	}
-	if out.AskID == "" {
-		return ""
-	}
 	out.Next = fmt.Sprintf(`parley_wait {"ask_id":%q,"wait_seconds":%d}`, out.AskID, MaxWaitSeconds)
-	return fmt.Sprintf("No reply yet to ask %s in room %s. To keep waiting call %s; the reply will also show in your pending items.",
-		out.AskID, out.Room, out.Next)
+	return fmt.Sprintf("No reply yet to ask %s in room %q. %s keeps waiting; the reply also shows in your pending items when it comes.",
+		out.AskID, out.RoomName, out.Next)
 }
 
-func (s *Server) wait(ctx context.Context, _ *sdk.CallToolRequest, in WaitIn) (*sdk.CallToolResult, AskOut, error) {
-	var out AskOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
+func (s *Server) wait(ctx context.Context, c *call, in WaitIn) (AskOut, string, error) {
 	d := waitFor(in.WaitSeconds)
-	var skip []string
-	text := ""
-	if err == nil && in.AskID != "" {
-		out.AskID = in.AskID
-		var v rooms.View
-		v, err = s.api.Event(ctx, in.AskID)
-		out.Room = string(v.Room)
-		if err == nil {
-			out.Reply, err = s.waitReply(ctx, in.AskID, d)
-		}
-		if out.Reply != nil {
-			skip = append(skip, out.Reply.ID)
-		}
-		text = s.askText(&out)
-	} else if err == nil {
-		// Wait for anything new; finish then hands it out.
-		wctx, cancel := context.WithTimeout(ctx, d+10*time.Second)
-		var p inbox.Pending
-		p, err = s.api.WaitInbox(wctx, string(agent), d)
-		cancel()
-		if err == nil {
-			out.Envelope.Pending, out.Envelope.More = convert(p, nil)
-			text = "Nothing new."
-			if len(out.Envelope.Pending) > 0 || len(out.Envelope.More) > 0 {
-				text = "New for you:" + renderPending(out.Envelope.Pending, out.Envelope.More)
-			}
-		}
-		res := &sdk.CallToolResult{}
+	if in.AskID != "" {
+		res, err := s.api.WaitReply(ctx, c.agent, in.AskID, d, true)
 		if err != nil {
-			out.Error = errorText(err)
-			res.IsError = true
-			text = "Error: " + out.Error
+			return AskOut{}, "", err
 		}
-		if out.Envelope.Pending == nil {
-			out.Envelope.Pending = []PendingItem{}
-		}
-		res.Content = []sdk.Content{&sdk.TextContent{Text: text}}
-		return res, out, nil
+		c.take(res.Pending)
+		out := askOut(res)
+		return out, askText(&out), nil
 	}
-	r, o, e := finish(ctx, s, agent, &out, text, err, skip...)
-	return r, *o, e
+	p, err := s.api.Wait(ctx, c.agent, localapi.WaitRequest{Seconds: d.Seconds(), Take: true})
+	if err != nil {
+		return AskOut{}, "", err
+	}
+	c.take(p)
+	for _, it := range p.Items {
+		if it.Kind != "reminder" {
+			return AskOut{}, "New for you:", nil
+		}
+	}
+	if len(p.MoreUnread) > 0 {
+		return AskOut{}, "New for you:", nil
+	}
+	return AskOut{}, "Nothing new.", nil
 }
 
-func (s *Server) reply(ctx context.Context, _ *sdk.CallToolRequest, in ReplyIn) (*sdk.CallToolResult, IDOut, error) {
-	var out IDOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
-	var orig rooms.View
-	if err == nil && (in.MessageID == "" || strings.TrimSpace(in.Text) == "") {
-		err = fmt.Errorf("message_id and text are required")
+func (s *Server) dismiss(ctx context.Context, c *call, in DismissIn) (DismissOut, string, error) {
+	if strings.TrimSpace(in.AskID) == "" {
+		return DismissOut{}, "", fmt.Errorf("ask_id is required: the id of an ask you owe")
 	}
-	if err == nil {
-		orig, err = s.api.Event(ctx, in.MessageID)
+	p, err := s.api.Dismiss(ctx, c.agent, localapi.DismissRequest{AskID: in.AskID, Take: true})
+	if err != nil {
+		return DismissOut{}, "", err
 	}
-	if err == nil {
-		var res localapi.EventID
-		res, err = s.api.Say(ctx, string(orig.Room), localapi.SayRequest{Text: in.Text, Agent: string(agent), ReplyTo: in.MessageID})
-		out.ID, out.Room = res.ID, string(orig.Room)
-		if err == nil {
-			_ = s.api.JoinInbox(ctx, string(agent), out.Room)
-		}
-	}
-	r, o, e := finish(ctx, s, agent, &out, fmt.Sprintf("Replied: id %s in room %s.", out.ID, out.Room), err)
-	return r, *o, e
+	c.take(p)
+	return DismissOut{Dismissed: in.AskID}, fmt.Sprintf("Dismissed ask %s: it is no longer shown to you.", in.AskID), nil
 }
 
-func (s *Server) leave(ctx context.Context, _ *sdk.CallToolRequest, in LeaveIn) (*sdk.CallToolResult, IDOut, error) {
-	var out IDOut
-	agent, err := s.agentFor(ctx, in.ThreadID)
-	if err == nil {
-		var res localapi.EventID
-		res, err = s.api.Leave(ctx, in.Room, string(agent))
-		out.ID, out.Room = res.ID, in.Room
+func (s *Server) leave(ctx context.Context, c *call, in LeaveIn) (LeaveOut, string, error) {
+	res, err := s.api.Leave(ctx, c.agent, localapi.LeaveRequest{Room: in.Room, Take: true})
+	if err != nil {
+		return LeaveOut{}, "", err
 	}
-	r, o, e := finish(ctx, s, agent, &out, "Left room "+in.Room+".", err)
-	return r, *o, e
+	c.take(res.Pending)
+	out := LeaveOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name, NodeLeft: res.NodeLeft}
+	text := fmt.Sprintf("You left room %q.", out.RoomName)
+	if out.NodeLeft {
+		text += " No agent of your node is left in it, so your node left it too."
+	}
+	return out, text, nil
+}
+
+// orEmpty returns s, or an empty slice for nil, so JSON shows [].
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -12,11 +12,23 @@
 //	r/<room>/m/<peer>                  member nodes → id of admitting event
 //	r/<room>/v/<author>                author → highest contiguous seq stored
 //	r/<room>/l/<n:8BE>                 local arrival log: n-th event stored here → id
+//	r/<room>/g/<agent>@<peer>          agent membership: depth:8BE id:32 in:1 arrival:8BE
+//	                                   of the latest event (display order) that let the
+//	                                   agent in (create, invite naming it, join, message,
+//	                                   ask) or out (leave)
+//	r/<room>/x/<peer>                  a node that left or was removed: cutoff:8BE
+//	                                   admit:32 first:8BE back:1 (its events up to seq
+//	                                   cutoff belong to the membership that admit began
+//	                                   at seq first; back: invited again since)
 //	c/<peer>                           contact records
 //	g/<agent>                          local agent registrations (JSON, internal/agents)
-//	s/k/<session>                      agent session key → agent name
-//	s/a/<agent>/<cursor>/<room>        an agent's cursors: d (delivered with tool
-//	                                   results), r (read), j (joined, no value)
+//	s/k/<session>                      agent session key → its agent's name and card (JSON,
+//	                                   internal/agents; a bare name from older nodes)
+//	s/a/<agent>/<cursor>/<room>        an agent's cursors: d (scanned for its pending
+//	                                   items), r (messages shown to it)
+//	s/a/<agent>/<item>/<event id>      an agent's open items (JSON): o (an ask it owes),
+//	                                   q (an ask it asked, until answered), n (a notice to
+//	                                   show once: an invitation, or the reply to its ask)
 //
 // Pending events (parents not yet stored) live only in memory: catch-up sync
 // fetches them again after a restart.
@@ -118,6 +130,18 @@ func RoomVVPrefix(room string) []byte { return roomKey(room, "v/") }
 // RoomVV is one author's highest contiguous seq.
 func RoomVV(room string, author []byte) []byte { return roomKey(room, "v/", PeerBytes(author)) }
 
+// RoomAgentPrefix is the prefix of a room's agent membership records.
+func RoomAgentPrefix(room string) []byte { return roomKey(room, "g/") }
+
+// RoomAgent is the membership record of one agent (NAME@PEER_ID).
+func RoomAgent(room, addr string) []byte { return roomKey(room, "g/", []byte(addr)) }
+
+// RoomOutPrefix is the prefix of a room's records of nodes that left.
+func RoomOutPrefix(room string) []byte { return roomKey(room, "x/") }
+
+// RoomOut is the record of a node that left the room or was removed.
+func RoomOut(room string, p []byte) []byte { return roomKey(room, "x/", PeerBytes(p)) }
+
 // RoomsPrefix is the prefix of every room key.
 func RoomsPrefix() []byte { return []byte("r/") }
 
@@ -136,7 +160,7 @@ func LocalAgentPrefix() []byte { return []byte("g/") }
 // Session maps an agent session key to its agent name.
 func Session(key string) []byte { return append([]byte("s/k/"), key...) }
 
-// AgentCursor is one of an agent's per-room cursors ("d", "r" or "j").
+// AgentCursor is one of an agent's per-room cursors ("d" or "r").
 func AgentCursor(agent, cursor, room string) []byte {
 	return []byte("s/a/" + agent + "/" + cursor + "/" + room)
 }
@@ -145,6 +169,14 @@ func AgentCursor(agent, cursor, room string) []byte {
 func AgentCursorPrefix(agent, cursor string) []byte {
 	return []byte("s/a/" + agent + "/" + cursor + "/")
 }
+
+// AgentItem is one of an agent's open items ("o", "q" or "n") by event ID.
+func AgentItem(agent, kind, id string) []byte {
+	return []byte("s/a/" + agent + "/" + kind + "/" + id)
+}
+
+// AgentPrefix is the prefix of every key of one agent.
+func AgentPrefix(agent string) []byte { return []byte("s/a/" + agent + "/") }
 
 // Op is one write in an atomic batch: a set, or a delete when Delete is true.
 type Op struct {

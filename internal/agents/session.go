@@ -1,0 +1,176 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// SessionRequest binds a client's session to an agent and registers it.
+// Nil fields keep what the session had; a new session starts from
+// Fallback (made unique on this node) and empty fields.
+type SessionRequest struct {
+	Session      string
+	Name         string // rename the session's agent
+	Fallback     string
+	Client       string
+	Role         *string
+	WorkingOn    *string
+	Capabilities *[]string
+	TTLSeconds   int
+}
+
+// profile is what the node keeps of a session (schema.Session): its agent
+// name and card, so a session that reconnects is the same agent again.
+type profile struct {
+	Name         string   `json:"name"`
+	Role         string   `json:"role,omitempty"`
+	WorkingOn    string   `json:"working_on,omitempty"`
+	Capabilities []string `json:"capabilities,omitempty"`
+	Client       string   `json:"client,omitempty"`
+}
+
+// Lookup is the read a Store may also offer; sessions need it.
+type Lookup interface {
+	Lookup(key []byte) ([]byte, bool, error)
+}
+
+// loadProfile reads a session's profile; ok is false for a new session.
+// A value that is not JSON is an agent name alone (as older nodes wrote).
+func (s *Service) loadProfile(session string) (profile, bool, error) {
+	db, ok := s.cfg.Store.(Lookup)
+	if !ok {
+		s.mu.Lock()
+		p, found := s.sessions[session]
+		s.mu.Unlock()
+		return p, found, nil
+	}
+	v, found, err := db.Lookup(schema.Session(session))
+	if err != nil || !found {
+		return profile{}, false, err
+	}
+	var p profile
+	if len(v) > 0 && v[0] == '{' {
+		if err := json.Unmarshal(v, &p); err != nil {
+			return profile{}, false, fmt.Errorf("agents: session %.40q: %w", session, err)
+		}
+		return p, true, nil
+	}
+	return profile{Name: string(v)}, true, nil
+}
+
+func (s *Service) saveProfile(session string, p profile) error {
+	if _, ok := s.cfg.Store.(Lookup); !ok {
+		s.mu.Lock()
+		if s.sessions == nil {
+			s.sessions = make(map[string]profile)
+		}
+		s.sessions[session] = p
+		s.mu.Unlock()
+		return nil
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return s.cfg.Store.Apply([]schema.Op{{Key: schema.Session(session), Val: raw}}, false)
+}
+
+// Session binds req.Session to an agent and registers that agent with the
+// session's card (updated by req's fields), so a session that reconnects
+// gets its name, role, capabilities and what it works on back. Renaming
+// (req.Name) unregisters the old name. A new session takes req.Fallback,
+// with "-2", "-3", … added while another live session holds it.
+func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error) {
+	if err := s.alive(); err != nil {
+		return Info{}, err
+	}
+	if req.Session == "" {
+		return Info{}, fmt.Errorf("%w: a session key is needed", ErrBadInput)
+	}
+	if err := checkSession(req.Session); err != nil {
+		return Info{}, err
+	}
+	p, known, err := s.loadProfile(req.Session)
+	if err != nil {
+		return Info{}, err
+	}
+	old := identity.AgentName(p.Name)
+	if _, err := identity.ParseAgentName(p.Name); err != nil {
+		known, old = false, ""
+	}
+	if req.Client != "" {
+		p.Client = req.Client
+	}
+	if req.Role != nil {
+		p.Role = *req.Role
+	}
+	if req.WorkingOn != nil {
+		p.WorkingOn = *req.WorkingOn
+	}
+	if req.Capabilities != nil {
+		p.Capabilities = *req.Capabilities
+	}
+	reg := func(name string) (Info, error) {
+		return s.Register(ctx, RegisterRequest{Name: name, Role: p.Role, WorkingOn: p.WorkingOn, Capabilities: p.Capabilities,
+			Client: p.Client, Session: req.Session, TTLSeconds: req.TTLSeconds})
+	}
+	var info Info
+	switch {
+	case req.Name != "":
+		n, err := ParseName(req.Name)
+		if err != nil {
+			return Info{}, err
+		}
+		info, err = reg(string(n))
+		if err != nil {
+			return Info{}, err
+		}
+	case known:
+		info, err = reg(string(old))
+		if err != nil {
+			return Info{}, err
+		}
+	default:
+		base, err := ParseName(req.Fallback)
+		if err != nil {
+			return Info{}, fmt.Errorf("%w (fallback name)", err)
+		}
+		for i := 1; ; i++ {
+			name := string(base)
+			if i > 1 {
+				suffix := "-" + strconv.Itoa(i)
+				name = strings.TrimRight(name[:min(len(name), 64-len(suffix))], "-._") + suffix
+			}
+			info, err = reg(name)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrNameTaken) || i >= 100 {
+				return Info{}, err
+			}
+		}
+	}
+	p.Name = info.Name
+	if old != "" && string(old) != info.Name {
+		s.mu.Lock()
+		a := s.reg.agents[old]
+		ours := a != nil && a.Session == req.Session
+		s.mu.Unlock()
+		if ours {
+			if err := s.Unregister(ctx, string(old)); err != nil {
+				return Info{}, err
+			}
+		}
+	}
+	if err := s.saveProfile(req.Session, p); err != nil {
+		return Info{}, fmt.Errorf("agents: keep session %.40q: %w", req.Session, err)
+	}
+	return info, nil
+}

@@ -1,0 +1,62 @@
+package agents_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// TestSessions: a session keeps its agent's name and card across
+// connections; a new session with a taken fallback name gets another; a
+// rename drops the old registration.
+func TestSessions(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	ctx := context.Background()
+	role, caps := "reviewer", []string{"go", "sql"}
+	a, err := c.Session(ctx, localapi.SessionRequest{Session: "s1", Fallback: "claude-code-api", Client: "claude-code", Role: &role, Capabilities: &caps})
+	if err != nil || a.Name != "claude-code-api" || a.Role != "reviewer" || a.Address != "claude-code-api@"+nt.ID(0).String() {
+		t.Fatalf("first bind: %+v %v", a, err)
+	}
+	b, err := c.Session(ctx, localapi.SessionRequest{Session: "s2", Fallback: "claude-code-api"})
+	if err != nil || b.Name != "claude-code-api-2" {
+		t.Fatalf("a second session with the same fallback: %+v %v", b, err)
+	}
+	// The same session again, with nothing: its name and card come back,
+	// even after its registration is gone.
+	if err := c.UnregisterAgent(ctx, "claude-code-api"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Session(ctx, localapi.SessionRequest{Session: "s1", Fallback: "other"})
+	if err != nil || again.Name != "claude-code-api" || again.Role != "reviewer" || !slices.Equal(again.Capabilities, caps) || again.Client != "claude-code" {
+		t.Fatalf("bind again: %+v %v", again, err)
+	}
+	// Rename: the old name is no longer registered; the new one sticks.
+	r, err := c.Session(ctx, localapi.SessionRequest{Session: "s1", Name: "Reviewer-One"})
+	if err != nil || r.Name != "reviewer-one" || r.Role != "reviewer" {
+		t.Fatalf("rename: %+v %v", r, err)
+	}
+	list, _ := c.Agents(ctx)
+	for _, l := range list {
+		if l.Name == "claude-code-api" {
+			t.Fatalf("the old name is still registered: %+v", list)
+		}
+	}
+	if r, _ := c.Session(ctx, localapi.SessionRequest{Session: "s1"}); r.Name != "reviewer-one" {
+		t.Fatalf("after the rename: %+v", r)
+	}
+	// A name another live session holds is refused; bad input too.
+	if _, err := c.Session(ctx, localapi.SessionRequest{Session: "s1", Name: "claude-code-api-2"}); !localapi.IsCode(err, localapi.CodeNameTaken) {
+		t.Fatalf("taking a live session's name: %v", err)
+	}
+	for _, req := range []localapi.SessionRequest{{Session: "", Fallback: "x"}, {Session: "s3", Fallback: "Not A Name!"}, {Session: "s\x01", Fallback: "x"}} {
+		if _, err := c.Session(ctx, req); !localapi.IsCode(err, localapi.CodeBadRequest) {
+			t.Fatalf("bad session %+v: %v", req, err)
+		}
+	}
+}

@@ -1,0 +1,921 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// withPending runs f for agent, then (with take) scans and takes its
+// pending items into the answer.
+func (b *Inbox) withPending(agent identity.AgentName, take bool, p *localapi.Pending) error {
+	*p = p.OrEmpty()
+	if !take {
+		return nil
+	}
+	got, err := b.takeLocked(agent, true)
+	if err != nil {
+		return err
+	}
+	*p = got
+	return nil
+}
+
+// takeLocked scans and builds the agent's pending items.
+func (b *Inbox) takeLocked(agent identity.AgentName, take bool) (localapi.Pending, error) {
+	st, err := b.lock(agent)
+	if err != nil {
+		return localapi.Pending{}, err
+	}
+	defer st.mu.Unlock()
+	if err := b.scan(agent, st); err != nil {
+		return localapi.Pending{}, errors.Join(apiError(err), b.flush(st))
+	}
+	p, err := b.pending(agent, st, take)
+	if err != nil {
+		return localapi.Pending{}, errors.Join(apiError(err), b.flush(st))
+	}
+	return p, b.flush(st)
+}
+
+// Take implements localapi.Edge.
+func (b *Inbox) Take(ctx context.Context, agent string) (localapi.Pending, error) {
+	a, err := parseAgent(agent)
+	if err != nil {
+		return localapi.Pending{}, err
+	}
+	return b.takeLocked(a, true)
+}
+
+// Peek implements localapi.Edge.
+func (b *Inbox) Peek(ctx context.Context, agent string) (localapi.Pending, error) {
+	a, err := parseAgent(agent)
+	if err != nil {
+		return localapi.Pending{}, err
+	}
+	return b.takeLocked(a, false)
+}
+
+// Owed implements localapi.Edge: the asks agent owes now, oldest first.
+func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error) {
+	a, err := parseAgent(agent)
+	if err != nil {
+		return nil, err
+	}
+	st, err := b.lock(a)
+	if err != nil {
+		return nil, err
+	}
+	defer st.mu.Unlock()
+	if err := b.scan(a, st); err != nil {
+		return nil, errors.Join(apiError(err), b.flush(st))
+	}
+	out := []localapi.Item{}
+	for _, o := range sortedAsks(st.owed) {
+		name := ""
+		if in, err := b.rooms.Get(o.rec.Room); err == nil {
+			name = in.Name
+		}
+		out = append(out, b.askItem(o.id, o.rec, "ask", name))
+	}
+	return out, b.flush(st)
+}
+
+// Wait implements localapi.Edge. With take it returns (and hands out) the
+// agent's items as soon as there is something other than reminders; without
+// it returns once something arrived after req.After (or after the call
+// began), handing out nothing: what a wake-up adapter needs.
+func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest) (localapi.Pending, error) {
+	a, err := parseAgent(agent)
+	if err != nil {
+		return localapi.Pending{}, err
+	}
+	wait := time.Duration(req.Seconds * float64(time.Second))
+	if wait < 0 || wait > localapi.MaxWait {
+		return localapi.Pending{}, localapi.BadRequest("wait must be 0 to %s", localapi.MaxWait)
+	}
+	changes, stop := b.rooms.Changes()
+	defer stop()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	after, known := b.parseCursor(req.After)
+	for first := true; ; first = false {
+		st, err := b.lock(a)
+		if err != nil {
+			return localapi.Pending{}, err
+		}
+		err = b.scan(a, st)
+		if first && !known {
+			after = st.news
+		}
+		fresh := false
+		if err == nil {
+			if req.Take {
+				fresh = len(st.notes) > 0 || slices.ContainsFunc(sortedAsks(st.owed), func(r askRef) bool { return !r.rec.Shown })
+				for _, n := range st.unread {
+					fresh = fresh || n > 0
+				}
+			} else {
+				fresh = st.news > after || (first && req.After != "" && !known)
+			}
+		}
+		var p localapi.Pending
+		if err == nil && fresh {
+			p, err = b.pending(a, st, req.Take)
+		}
+		err = errors.Join(apiError(err), b.flush(st))
+		st.mu.Unlock()
+		if err != nil || fresh {
+			return p, err
+		}
+		select {
+		case <-changes:
+		case <-timer.C:
+			return b.takeLocked(a, req.Take)
+		case <-ctx.Done():
+			return localapi.Pending{}, ctx.Err()
+		}
+	}
+}
+
+// cursor is the mark of what an agent has seen of its news in this run of
+// the node; parseCursor reads one back (known is false for a cursor of
+// another run, or none).
+func (b *Inbox) cursor(st *state) string { return fmt.Sprintf("%s.%d", b.run, st.news) }
+
+func (b *Inbox) parseCursor(s string) (uint64, bool) {
+	run, n, ok := strings.Cut(s, ".")
+	if !ok || run != b.run {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(n, 10, 64)
+	return v, err == nil
+}
+
+// resolve finds a room by ID, or by the name of exactly one room.
+func (b *Inbox) resolve(s string) (rooms.Info, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return rooms.Info{}, localapi.BadRequest("room is empty: name a room by its ID or its name (parley_who, or `parley room list`, lists them)")
+	}
+	if id, err := identity.ParseRoomID(s); err == nil {
+		in, err := b.rooms.Get(id)
+		if err != nil {
+			if err := b.outOf(id); err != nil {
+				return rooms.Info{}, err
+			}
+			return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
+				"no room %s on this node (parley_who, or `parley room list`, lists the rooms)", id)
+		}
+		return in, nil
+	}
+	var found []rooms.Info
+	for _, in := range b.rooms.List() {
+		if in.Name == s {
+			found = append(found, in)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
+			"no room named %q on this node (parley_who, or `parley room list`, lists the rooms)", s)
+	}
+	return rooms.Info{}, localapi.Errorf(http.StatusConflict, localapi.CodeAmbiguous,
+		"%d rooms are named %q: use the room ID (parley_who, or `parley room list`, lists them)", len(found), s)
+}
+
+func ref(in rooms.Info) localapi.RoomRef {
+	return localapi.RoomRef{RoomID: string(in.ID), Name: in.Name, Purpose: in.Purpose}
+}
+
+// checkText refuses an empty or oversized text.
+func checkText(s string) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return localapi.BadRequest("text is empty: write something")
+	case len(s) > rooms.MaxBody:
+		return localapi.Errorf(http.StatusRequestEntityTooLarge, localapi.CodeTooLarge,
+			"text is %d bytes, over the limit of %d", len(s), rooms.MaxBody)
+	case !utf8.ValidString(s):
+		return localapi.BadRequest("text is not valid UTF-8")
+	}
+	return nil
+}
+
+// member is whom a member string names: an agent (name, on node p) or a
+// whole node (name empty).
+type member struct {
+	name identity.AgentName
+	peer peer.ID
+}
+
+func (m member) String() string {
+	if m.name == "" {
+		return m.peer.String()
+	}
+	return string(m.name) + "@" + m.peer.String()
+}
+
+// parseMember reads NAME@PEER_ID, NAME (an agent of this node) or PEER_ID.
+func (b *Inbox) parseMember(s string) (member, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "@") {
+		if p, err := peer.Decode(s); err == nil {
+			return member{peer: p}, nil
+		}
+	}
+	a, err := identity.ParseAgentAddr(s)
+	if err != nil {
+		return member{}, localapi.BadRequest("%q: %v (an agent's address is NAME@PEER_ID, or NAME for an agent of your node)", s, err)
+	}
+	if a.Peer == "" {
+		a.Peer = b.self
+	}
+	return member{name: a.Name, peer: a.Peer}, nil
+}
+
+// parseTo reads an addressee: NAME@PEER_ID or NAME.
+func (b *Inbox) parseTo(s string) (member, error) {
+	m, err := b.parseMember(s)
+	if err == nil && m.name == "" {
+		err = localapi.BadRequest("%q is a node, not an agent: address an agent as NAME@PEER_ID", s)
+	}
+	return m, err
+}
+
+// checkKnown refuses an agent known not to exist: one of this node that is
+// not registered, or one missing from a contact's node whose agents this
+// node sees (presence). When the node tells nothing about the other node,
+// the agent may exist. Presence lags a change by a second or two, so a
+// contact's agent is looked for again for a short while.
+func (b *Inbox) checkKnown(ctx context.Context, m member) error {
+	if m.peer == b.self {
+		if m.name == identity.HumanAgent {
+			return nil
+		}
+		for _, a := range b.cfg.Agents.List(ctx) {
+			if a.Name == string(m.name) {
+				return nil
+			}
+		}
+		return localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
+			"no agent %q is registered on this node: parley_who lists the agents you can reach", m.name)
+	}
+	deadline := time.Now().Add(b.cfg.PresenceGrace)
+	for {
+		seen := false
+		for _, w := range b.cfg.Agents.Who(ctx) {
+			if w.PeerID != m.peer.String() {
+				continue
+			}
+			seen = true
+			if w.Agent == string(m.name) {
+				return nil
+			}
+		}
+		if !seen {
+			return nil // this node sees nothing of that node's agents
+		}
+		if time.Now().After(deadline) {
+			return localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
+				"no agent %q is alive on node %s: parley_who lists the agents you can reach", m.name, m.peer)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// bringIn invites m into room as agent: an agent by name, or a node.
+func (b *Inbox) bringIn(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, error) {
+	if m.name == "" {
+		if m.peer == b.self {
+			return rooms.ID{}, localapi.BadRequest("%s is this node: name one of its agents (NAME) instead", m.peer)
+		}
+		return b.rooms.Invite(ctx, room, m.peer, agent)
+	}
+	if err := b.checkKnown(ctx, m); err != nil {
+		return rooms.ID{}, err
+	}
+	return b.rooms.InviteAgent(ctx, room, m.peer, m.name, agent)
+}
+
+// outOf is the error for a room this node is out of, or nil.
+func (b *Inbox) outOf(id identity.RoomID) error {
+	name, left := b.rooms.LeftRoom(id)
+	if !left {
+		return nil
+	}
+	return localapi.Errorf(http.StatusNotFound, localapi.CodeLeft,
+		"this node is out of room %q (%s): its agents left it, or it was removed; a member can invite you back", name, id)
+}
+
+// roomErr is apiError, but says so when the node left the room meanwhile.
+func (b *Inbox) roomErr(id identity.RoomID, err error) error {
+	if errors.Is(err, rooms.ErrUnknownRoom) {
+		if out := b.outOf(id); out != nil {
+			return out
+		}
+	}
+	return apiError(err)
+}
+
+// mustBeIn refuses a call of an agent that left the room.
+func (b *Inbox) mustBeIn(agent identity.AgentName, in rooms.Info) error {
+	rec, ok, err := b.rooms.AgentState(in.ID, b.addr(agent))
+	if errors.Is(err, rooms.ErrUnknownRoom) {
+		if err := b.outOf(in.ID); err != nil {
+			return err // it left while this call ran
+		}
+	}
+	if err != nil {
+		return apiError(err)
+	}
+	if ok && !rec.In {
+		return localapi.Errorf(http.StatusForbidden, localapi.CodeLeft,
+			"you (%s) left room %q; a member can invite you back", agent, in.Name)
+	}
+	return nil
+}
+
+// OpenRoom implements localapi.Edge.
+func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoomRequest) (localapi.OpenRoomResult, error) {
+	res := localapi.OpenRoomResult{Invited: []string{}, Failed: []localapi.Failure{}}
+	a, err := parseAgent(agent)
+	if err != nil {
+		return res, err
+	}
+	if err := rooms.CheckName(req.Name); err != nil {
+		return res, localapi.BadRequest("name: %v", strings.TrimPrefix(err.Error(), "rooms: malformed: "))
+	}
+	if err := rooms.CheckPurpose(req.Purpose); err != nil {
+		return res, localapi.BadRequest("purpose: %v", strings.TrimPrefix(err.Error(), "rooms: malformed: "))
+	}
+	var ms []member
+	for _, s := range req.Members {
+		m, err := b.parseMember(s)
+		if err != nil {
+			return res, err
+		}
+		if m.name == a && m.peer == b.self || slices.Contains(ms, m) {
+			continue
+		}
+		ms = append(ms, m)
+	}
+	id, err := b.rooms.CreateRoom(ctx, req.Name, req.Purpose, a)
+	if err != nil {
+		return res, apiError(err)
+	}
+	for _, m := range ms {
+		if _, err := b.bringIn(ctx, a, id, m); err != nil {
+			res.Failed = append(res.Failed, localapi.Failure{Member: m.String(), Error: errText(err)})
+			continue
+		}
+		res.Invited = append(res.Invited, m.String())
+	}
+	in, err := b.rooms.Get(id)
+	if err != nil {
+		return res, apiError(err)
+	}
+	res.RoomRef = ref(in)
+	return res, b.withPending(a, req.Take, &res.Pending)
+}
+
+// errText is an error's message without its package prefixes.
+func errText(err error) string {
+	var e *localapi.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// Invite implements localapi.Edge.
+func (b *Inbox) Invite(ctx context.Context, agent string, req localapi.InviteRequest) (localapi.Posted, error) {
+	var res localapi.Posted
+	a, err := parseAgent(agent)
+	if err != nil {
+		return res, err
+	}
+	in, err := b.resolve(req.Room)
+	if err != nil {
+		return res, err
+	}
+	m, err := b.parseMember(req.Member)
+	if err != nil {
+		return res, err
+	}
+	if err := b.mustBeIn(a, in); err != nil {
+		return res, err
+	}
+	eid, err := b.bringIn(ctx, a, in.ID, m)
+	if err != nil && eid == (rooms.ID{}) {
+		return res, apiError(err)
+	}
+	res.ID, res.Room = eid.String(), ref(in)
+	if err != nil {
+		return res, apiError(err) // invited, but the node could not be told yet
+	}
+	return res, b.withPending(a, req.Take, &res.Pending)
+}
+
+// Say implements localapi.Edge.
+func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) (localapi.Posted, error) {
+	var res localapi.Posted
+	a, err := parseAgent(agent)
+	if err != nil {
+		return res, err
+	}
+	if err := checkText(req.Text); err != nil {
+		return res, err
+	}
+	in, err := b.resolve(req.Room)
+	if err != nil {
+		return res, err
+	}
+	args := rooms.SayArgs{Agent: a, Text: req.Text, Ask: req.Ask}
+	if req.ReplyTo != "" {
+		rid, err := rooms.ParseID(req.ReplyTo)
+		if err != nil {
+			return res, localapi.BadRequest("reply_to %q is not an event ID", req.ReplyTo)
+		}
+		args.ReplyTo = &rid
+	}
+	if req.To != "" {
+		m, err := b.parseTo(req.To)
+		if err != nil {
+			return res, err
+		}
+		args.To = m.String()
+	}
+	if err := b.mustBeIn(a, in); err != nil {
+		return res, err
+	}
+	eid, err := b.rooms.Say(ctx, in.ID, args)
+	if err != nil {
+		return res, b.roomErr(in.ID, err)
+	}
+	if args.ReplyTo != nil {
+		b.answered(a, args.ReplyTo.String())
+	}
+	res.ID, res.Room = eid.String(), ref(in)
+	return res, b.withPending(a, req.Take, &res.Pending)
+}
+
+// answered drops an ask the agent owes once it replied to it.
+func (b *Inbox) answered(agent identity.AgentName, ask string) {
+	st, err := b.lock(agent)
+	if err != nil {
+		return // the next scan sees the reply
+	}
+	defer st.mu.Unlock()
+	if _, ok := st.owed[ask]; ok {
+		st.dropAsk(agent, "o", ask)
+	}
+	if err := b.flush(st); err != nil {
+		b.log.Warn("ask answered, but not noted; the next scan notes it", "agent", string(agent), "err", err)
+	}
+}
+
+// Reply implements localapi.Edge.
+func (b *Inbox) Reply(ctx context.Context, agent string, req localapi.ReplyRequest) (localapi.Posted, error) {
+	var res localapi.Posted
+	if _, err := parseAgent(agent); err != nil {
+		return res, err
+	}
+	if strings.TrimSpace(req.MessageID) == "" {
+		return res, localapi.BadRequest("message_id is empty: give the id of the message you answer")
+	}
+	v, err := b.find(req.MessageID)
+	if err != nil {
+		return res, err
+	}
+	return b.Say(ctx, agent, localapi.SayRequest{Room: string(v.Room), Text: req.Text, ReplyTo: req.MessageID, Take: req.Take})
+}
+
+// find looks an event up by ID in every room.
+func (b *Inbox) find(id string) (rooms.View, error) {
+	eid, err := rooms.ParseID(strings.TrimSpace(id))
+	if err != nil {
+		return rooms.View{}, localapi.BadRequest("%q is not an event ID (52 characters of a-z, 2-7)", id)
+	}
+	v, err := b.rooms.Find(eid)
+	if err != nil {
+		return rooms.View{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
+			"no event %s in the rooms of this node (parley_read shows what you can answer)", eid)
+	}
+	return v, nil
+}
+
+// Ask implements localapi.Edge.
+func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) (localapi.AskResult, error) {
+	var res localapi.AskResult
+	a, err := parseAgent(agent)
+	if err != nil {
+		return res, err
+	}
+	if err := checkText(req.Text); err != nil {
+		return res, err
+	}
+	if req.To == "" && req.Room == "" {
+		return res, localapi.BadRequest("say whom to ask: to (NAME@PEER_ID, or NAME on your node) or room (every member agent is asked)")
+	}
+	var to member
+	if req.To != "" {
+		if to, err = b.parseTo(req.To); err != nil {
+			return res, err
+		}
+		if to.name == a && to.peer == b.self {
+			return res, localapi.BadRequest("you cannot ask yourself")
+		}
+		if err := b.checkKnown(ctx, to); err != nil {
+			return res, err
+		}
+	}
+	var in rooms.Info
+	if req.Room != "" {
+		if in, err = b.resolve(req.Room); err != nil {
+			return res, err
+		}
+		if err := b.mustBeIn(a, in); err != nil {
+			return res, err
+		}
+		if req.To != "" {
+			// The addressee sees asks of the rooms it is in: bring it in.
+			if _, err := b.rooms.InviteAgent(ctx, in.ID, to.peer, to.name, a); err != nil {
+				return res, apiError(err)
+			}
+		}
+	} else if in, err = b.roomWith(ctx, a, to); err != nil {
+		return res, err
+	}
+	args := rooms.SayArgs{Agent: a, Text: req.Text, Ask: true}
+	if req.To != "" {
+		args.To = to.String()
+	}
+	eid, err := b.rooms.Say(ctx, in.ID, args)
+	if err != nil {
+		return res, b.roomErr(in.ID, err)
+	}
+	res.AskID, res.Room = eid.String(), ref(in)
+	if err := b.noteAsked(a, eid, in.ID, args); err != nil {
+		return res, err
+	}
+	wait := time.Duration(req.WaitSeconds * float64(time.Second))
+	res.Reply, err = b.waitReply(ctx, a, res.AskID, wait)
+	if err != nil {
+		return res, err
+	}
+	return res, b.withPending(a, req.Take, &res.Pending)
+}
+
+// noteAsked records the agent's own ask at once (its scan would too), so
+// its reply is caught whatever the order.
+func (b *Inbox) noteAsked(agent identity.AgentName, eid rooms.ID, room identity.RoomID, args rooms.SayArgs) error {
+	st, err := b.lock(agent)
+	if err != nil {
+		return err
+	}
+	defer st.mu.Unlock()
+	st.putAsk(agent, "q", eid.String(), &askRec{Room: room, From: b.addr(agent), Text: args.Text, To: args.To, Time: b.now().UnixMilli()})
+	return b.flush(st)
+}
+
+// roomWith finds the room where agent and to are the only member agents,
+// or opens one and brings to in.
+func (b *Inbox) roomWith(ctx context.Context, agent identity.AgentName, to member) (rooms.Info, error) {
+	want := []string{b.addr(agent), to.String()}
+	slices.Sort(want)
+	for _, in := range b.rooms.List() {
+		if slices.Equal(in.Agents, want) {
+			return in, nil
+		}
+	}
+	name := fmt.Sprintf("%s ↔ %s", agent, to.name)
+	id, err := b.rooms.CreateRoom(ctx, name, fmt.Sprintf("asks between %s and %s", b.addr(agent), to), agent)
+	if err != nil {
+		return rooms.Info{}, apiError(err)
+	}
+	if _, err := b.rooms.InviteAgent(ctx, id, to.peer, to.name, agent); err != nil {
+		return rooms.Info{}, apiError(err)
+	}
+	in, err := b.rooms.Get(id)
+	return in, apiError(err)
+}
+
+// WaitReply implements localapi.Edge.
+func (b *Inbox) WaitReply(ctx context.Context, agent, ask string, wait time.Duration, take bool) (localapi.AskResult, error) {
+	var res localapi.AskResult
+	a, err := parseAgent(agent)
+	if err != nil {
+		return res, err
+	}
+	v, err := b.find(ask)
+	if err != nil {
+		return res, err
+	}
+	if v.Kind != rooms.KindAsk || v.Author != b.self || v.Agent != a {
+		return res, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
+			"%s is not an ask of yours (%s): parley_wait waits for the reply to your own ask", ask, a)
+	}
+	res.AskID = v.ID.String()
+	if in, err := b.rooms.Get(v.Room); err == nil {
+		res.Room = ref(in)
+	}
+	if res.Reply, err = b.waitReply(ctx, a, res.AskID, wait); err != nil {
+		return res, err
+	}
+	return res, b.withPending(a, take, &res.Pending)
+}
+
+// waitReply waits up to wait for the first reply to the agent's ask; the
+// reply is then handed out here rather than among the pending items.
+func (b *Inbox) waitReply(ctx context.Context, agent identity.AgentName, ask string, wait time.Duration) (*localapi.Item, error) {
+	changes, stop := b.rooms.Changes()
+	defer stop()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		st, err := b.lock(agent)
+		if err != nil {
+			return nil, err
+		}
+		err = b.scan(agent, st)
+		var reply *localapi.Item
+		known := false
+		if a := st.asked[ask]; a != nil {
+			known = true
+			if a.Reply != nil {
+				r := *a.Reply
+				reply = &r
+				if _, ok := st.notes[r.ID]; ok {
+					st.dropNote(agent, r.ID)
+				}
+			}
+		}
+		err = errors.Join(apiError(err), b.flush(st))
+		st.mu.Unlock()
+		switch {
+		case err != nil:
+			return nil, err
+		case reply != nil:
+			return reply, nil
+		case !known:
+			return nil, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
+				"ask %s is no longer open (it expired after %s)", ask, b.cfg.AskTTL)
+		}
+		select {
+		case <-changes:
+		case <-timer.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Read implements localapi.Edge.
+func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest) (localapi.ReadResult, error) {
+	res := localapi.ReadResult{Messages: []localapi.Item{}}
+	a, err := parseAgent(agent)
+	if err != nil {
+		return res, err
+	}
+	limit := req.Limit
+	switch {
+	case limit < 0 || limit > MaxRead:
+		return res, localapi.BadRequest("limit must be 1 to %d", MaxRead)
+	case limit == 0:
+		limit = 50
+	}
+	var only *rooms.Info
+	if req.Room != "" {
+		in, err := b.resolve(req.Room)
+		if err != nil {
+			return res, err
+		}
+		only = &in
+	}
+	if req.Last != 0 {
+		if only == nil || req.Last < 0 || req.Last > MaxRead {
+			return res, localapi.BadRequest("last needs a room, and is 1 to %d", MaxRead)
+		}
+		vs, err := b.rooms.Log(only.ID, req.Last, nil)
+		if err != nil {
+			return res, apiError(err)
+		}
+		for _, v := range vs {
+			res.Messages = append(res.Messages, item(v, only.Name))
+		}
+		return res, b.withPending(a, req.Take, &res.Pending)
+	}
+	st, err := b.lock(a)
+	if err != nil {
+		return res, err
+	}
+	err = b.scan(a, st)
+	if err == nil {
+		res.Messages, res.More, err = b.readLocked(a, st, only, limit)
+	}
+	err = errors.Join(apiError(err), b.flush(st))
+	st.mu.Unlock()
+	if err != nil {
+		return res, err
+	}
+	return res, b.withPending(a, req.Take, &res.Pending)
+}
+
+// readLocked returns up to limit events the agent has not seen, in one room
+// or in every room it is in, and moves its read cursors.
+func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info, limit int) ([]localapi.Item, bool, error) {
+	var list []rooms.Info
+	if only != nil {
+		list = []rooms.Info{*only}
+	} else {
+		me := b.addr(agent)
+		for _, in := range b.rooms.List() {
+			if slices.Contains(in.Agents, me) {
+				list = append(list, in)
+			}
+		}
+	}
+	out := []localapi.Item{}
+	more := false
+	for _, in := range list {
+		left := limit - len(out)
+		if left <= 0 {
+			more = true
+			break
+		}
+		after := st.read[in.ID]
+		for left > 0 {
+			vs, err := b.rooms.Since(in.ID, after, left+1)
+			if err != nil {
+				return nil, false, err
+			}
+			if len(vs) == 0 {
+				break
+			}
+			for _, v := range vs {
+				if left == 0 {
+					more = true
+					break
+				}
+				after = v.Arrival
+				if v.Author == b.self && v.Agent == agent {
+					continue // its own words are never unread
+				}
+				if v.Arrival <= st.scan[in.ID] && b.unreadMessage(st, v) {
+					st.unread[in.ID] = max(st.unread[in.ID]-1, 0)
+				}
+				if o := st.owed[v.ID.String()]; o != nil && !o.Shown {
+					o.Shown = true
+					st.putAsk(agent, "o", v.ID.String(), o)
+				}
+				out = append(out, item(v, in.Name))
+				left--
+			}
+		}
+		if after > st.read[in.ID] {
+			st.setCursor(agent, "r", in.ID, after)
+		}
+	}
+	return out, more, nil
+}
+
+// Leave implements localapi.Edge.
+func (b *Inbox) Leave(ctx context.Context, agent string, req localapi.LeaveRequest) (localapi.LeaveResult, error) {
+	var res localapi.LeaveResult
+	a, err := parseAgent(agent)
+	if err != nil {
+		return res, err
+	}
+	in, err := b.resolve(req.Room)
+	if err != nil {
+		return res, err
+	}
+	res.Room = ref(in)
+	var eid rooms.ID
+	if req.Node {
+		eid, err = b.rooms.LeaveNode(ctx, in.ID, a)
+		res.NodeLeft = err == nil
+	} else {
+		rec, ok, serr := b.rooms.AgentState(in.ID, b.addr(a))
+		if serr != nil {
+			return res, apiError(serr)
+		}
+		if !ok || !rec.In {
+			return res, localapi.Errorf(http.StatusConflict, localapi.CodeConflict, "you (%s) are not in room %q", a, in.Name)
+		}
+		eid, err = b.rooms.Leave(ctx, in.ID, a)
+		if err == nil && !b.localAgentsIn(in.ID) {
+			// Its last agent left: the node leaves too.
+			eid, err = b.rooms.LeaveNode(ctx, in.ID, a)
+			res.NodeLeft = err == nil
+		}
+	}
+	if err != nil {
+		return res, apiError(err)
+	}
+	res.ID = eid.String()
+	b.leftRoom(a, in.ID)
+	return res, b.withPending(a, req.Take, &res.Pending)
+}
+
+// localAgentsIn reports whether an agent of this node is in the room.
+func (b *Inbox) localAgentsIn(room identity.RoomID) bool {
+	as, err := b.rooms.Agents(room)
+	if err != nil {
+		return false
+	}
+	suffix := "@" + b.self.String()
+	return slices.ContainsFunc(as, func(a rooms.AgentMember) bool { return a.In && strings.HasSuffix(a.Addr, suffix) })
+}
+
+// leftRoom drops the asks an agent owed in a room it left.
+func (b *Inbox) leftRoom(agent identity.AgentName, room identity.RoomID) {
+	st, err := b.lock(agent)
+	if err != nil {
+		return
+	}
+	defer st.mu.Unlock()
+	for id, a := range st.owed {
+		if a.Room == room {
+			st.dropAsk(agent, "o", id)
+		}
+	}
+	if err := b.flush(st); err != nil {
+		b.log.Warn("left, but owed asks not dropped", "agent", string(agent), "err", err)
+	}
+}
+
+// Dismiss implements localapi.Edge.
+func (b *Inbox) Dismiss(ctx context.Context, agent string, req localapi.DismissRequest) (localapi.Pending, error) {
+	a, err := parseAgent(agent)
+	if err != nil {
+		return localapi.Pending{}, err
+	}
+	st, err := b.lock(a)
+	if err != nil {
+		return localapi.Pending{}, err
+	}
+	err = b.scan(a, st)
+	_, owed := st.owed[req.AskID]
+	if err == nil && owed {
+		st.dropAsk(a, "o", req.AskID)
+	}
+	err = errors.Join(apiError(err), b.flush(st))
+	st.mu.Unlock()
+	switch {
+	case err != nil:
+		return localapi.Pending{}, err
+	case !owed:
+		return localapi.Pending{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
+			"you owe no ask %q (answered, expired or never yours; your pending items list the asks you owe)", req.AskID)
+	}
+	var p localapi.Pending
+	return p, b.withPending(a, req.Take, &p)
+}
+
+// Who implements localapi.Edge.
+func (b *Inbox) Who(ctx context.Context, agent string, req localapi.AgentRequest) (localapi.WhoResult, error) {
+	res := localapi.WhoResult{Agents: []localapi.WhoEntry{}, Rooms: []localapi.AgentRoom{}}
+	a, err := parseAgent(agent)
+	if err != nil {
+		return res, err
+	}
+	if ws := b.cfg.Agents.Who(ctx); ws != nil {
+		res.Agents = ws
+	}
+	if err := b.withPending(a, req.Take, &res.Pending); err != nil {
+		return res, err
+	}
+	me := b.addr(a)
+	st, err := b.lock(a)
+	if err != nil {
+		return res, err
+	}
+	defer st.mu.Unlock()
+	for _, in := range b.rooms.List() {
+		if slices.Contains(in.Agents, me) {
+			res.Rooms = append(res.Rooms, localapi.AgentRoom{RoomRef: ref(in), Members: slices.Clone(in.Agents), Unread: st.unread[in.ID]})
+		}
+	}
+	return res, nil
+}

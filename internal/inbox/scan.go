@@ -1,0 +1,394 @@
+package inbox
+
+import (
+	"errors"
+	"slices"
+	"sort"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// scan brings an agent's state up to date: it reads the new events of the
+// rooms that changed since its last scan (and of those left unfinished),
+// and notes asks it owes, replies to its asks, invitations, and unread
+// messages. Callers hold st.mu; they flush st.ops.
+func (b *Inbox) scan(agent identity.AgentName, st *state) error {
+	changed, seq := b.rooms.ChangedSince(st.seen)
+	for id := range st.dirty {
+		if !slices.Contains(changed, id) {
+			changed = append(changed, id)
+		}
+	}
+	for id := range st.recount {
+		if !slices.Contains(changed, id) {
+			changed = append(changed, id)
+		}
+	}
+	me := b.addr(agent)
+	for _, id := range changed {
+		rec, ok, err := b.rooms.AgentState(id, me)
+		if errors.Is(err, rooms.ErrUnknownRoom) {
+			b.forget(agent, st, id) // the node left it
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		_, tracked := st.scan[id]
+		if !ok || !rec.In {
+			if tracked { // it left: nothing of the room is news to it now
+				st.unread[id] = 0
+				delete(st.recount, id)
+			}
+			continue
+		}
+		// New here, or back after it left: what came before its membership
+		// is history, not news.
+		if start := rec.Arrival - min(rec.Arrival, 1); !tracked || st.scan[id] < start {
+			st.setCursor(agent, "d", id, start)
+			st.setCursor(agent, "r", id, max(st.read[id], start))
+			delete(st.recount, id)
+			st.unread[id] = 0
+		}
+		if st.recount[id] {
+			if err := b.recount(st, id); err != nil {
+				return err
+			}
+		}
+		if err := b.scanRoom(agent, st, id, me); err != nil {
+			return err
+		}
+	}
+	st.seen = seq
+	b.expire(agent, st)
+	return nil
+}
+
+// scanRoom reads one room's new events for the agent.
+func (b *Inbox) scanRoom(agent identity.AgentName, st *state, id identity.RoomID, me string) error {
+	delete(st.dirty, id)
+	name := ""
+	if in, err := b.rooms.Get(id); err == nil {
+		name = in.Name
+	}
+	after := st.scan[id]
+	for done := 0; ; {
+		vs, err := b.rooms.Since(id, after, scanBatch)
+		if err != nil {
+			return err
+		}
+		for _, v := range vs {
+			b.note(agent, st, v, name, me)
+		}
+		if len(vs) == 0 {
+			break
+		}
+		after = vs[len(vs)-1].Arrival
+		st.setCursor(agent, "d", id, after)
+		if done += len(vs); done >= maxScan {
+			st.dirty[id] = true
+			break
+		}
+	}
+	return nil
+}
+
+// note takes one new event into the agent's state.
+func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName, me string) {
+	id := v.ID.String()
+	own := v.Author == b.self && v.Agent == agent
+	if v.ReplyTo != nil {
+		ask := v.ReplyTo.String()
+		if a := st.owed[ask]; a != nil && from(v) != a.From {
+			st.dropAsk(agent, "o", ask) // answered, by whoever came first
+		}
+		if a := st.asked[ask]; a != nil && a.Reply == nil && !own {
+			reply := item(v, roomName)
+			reply.Kind = "reply"
+			a.Reply = &reply
+			st.putAsk(agent, "q", ask, a)
+			st.putNote(agent, reply)
+			return // shown as the reply, not as a message
+		}
+	}
+	switch {
+	case own:
+		if v.Kind == rooms.KindAsk {
+			if _, ok := st.asked[id]; !ok {
+				st.putAsk(agent, "q", id, &askRec{Room: v.Room, From: me, Text: v.Text, To: v.To, Time: v.Time})
+			}
+		}
+	case v.Kind == rooms.KindAsk && (b.isMe(v.To, agent) || v.To == ""):
+		shown := v.Arrival <= st.read[v.Room] // Read showed it already
+		st.putAsk(agent, "o", id, &askRec{Room: v.Room, From: from(v), Text: v.Text, To: v.To, Time: v.Time, Shown: shown})
+		st.news++
+	case v.Kind == rooms.KindInvite && b.isMe(v.To, agent):
+		it := item(v, roomName)
+		it.Kind = "invitation"
+		st.putNote(agent, it)
+	case b.unreadMessage(st, v):
+		if v.Arrival > st.read[v.Room] {
+			st.unread[v.Room]++
+			st.news++
+		}
+	}
+}
+
+// isMe reports whether address to names agent of this node.
+func (b *Inbox) isMe(to string, agent identity.AgentName) bool {
+	if to == "" {
+		return false
+	}
+	a, err := identity.ParseAgentAddr(to)
+	return err == nil && a.Name == agent && (a.Peer == "" || a.Peer == b.self)
+}
+
+// recount counts a room's unread messages again (after a restart).
+func (b *Inbox) recount(st *state, id identity.RoomID) error {
+	delete(st.recount, id)
+	n := 0
+	for after := st.read[id]; after < st.scan[id]; {
+		vs, err := b.rooms.Since(id, after, scanBatch)
+		if err != nil || len(vs) == 0 {
+			return err
+		}
+		for _, v := range vs {
+			if v.Arrival > st.scan[id] {
+				break
+			}
+			if b.unreadMessage(st, v) {
+				n++
+			}
+		}
+		after = vs[len(vs)-1].Arrival
+	}
+	st.unread[id] = n
+	return nil
+}
+
+// unreadMessage reports whether v counts as a message for the agent to
+// read: a message or ask of someone else, but not an ask it owes (or owed:
+// one to it, or to its room), which is shown as an ask.
+func (b *Inbox) unreadMessage(st *state, v rooms.View) bool {
+	if v.ReplyTo != nil {
+		if a := st.asked[v.ReplyTo.String()]; a != nil && a.Reply != nil && a.Reply.ID == v.ID.String() {
+			return false // the reply to its ask, shown as such
+		}
+	}
+	switch {
+	case v.Author == b.self && v.Agent == st.agent:
+		return false
+	case v.Kind == rooms.KindMessage:
+		return true
+	case v.Kind == rooms.KindAsk:
+		return v.To != "" && !b.isMe(v.To, st.agent)
+	}
+	return false
+}
+
+// expire drops asks past their TTL.
+func (b *Inbox) expire(agent identity.AgentName, st *state) {
+	cut := b.now().Add(-b.cfg.AskTTL).UnixMilli()
+	for id, a := range st.owed {
+		if a.Time < cut {
+			st.dropAsk(agent, "o", id)
+		}
+	}
+	for id, a := range st.asked {
+		if a.Time < cut {
+			st.dropAsk(agent, "q", id)
+		}
+	}
+}
+
+// forget drops what an agent kept of a room this node is no longer in.
+func (b *Inbox) forget(agent identity.AgentName, st *state, id identity.RoomID) {
+	if _, ok := st.scan[id]; !ok {
+		return
+	}
+	delete(st.scan, id)
+	delete(st.read, id)
+	delete(st.unread, id)
+	delete(st.recount, id)
+	delete(st.dirty, id)
+	for ask, a := range st.owed {
+		if a.Room == id {
+			st.dropAsk(agent, "o", ask)
+		}
+	}
+}
+
+// pending builds what the agent has yet to see; with take it hands it out:
+// new asks become reminders, notices go, and listed messages are read.
+func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localapi.Pending, error) {
+	var p localapi.Pending
+	names := map[identity.RoomID]string{}
+	nameOf := func(id identity.RoomID) string {
+		if n, ok := names[id]; ok {
+			return n
+		}
+		n := ""
+		if in, err := b.rooms.Get(id); err == nil {
+			n = in.Name
+		}
+		names[id] = n
+		return n
+	}
+	// Asks owed: new ones first in full, then reminders; oldest first.
+	owed := sortedAsks(st.owed)
+	for _, o := range owed {
+		if o.rec.Shown {
+			continue
+		}
+		p.Items = append(p.Items, b.askItem(o.id, o.rec, "ask", nameOf(o.rec.Room)))
+		if take {
+			o.rec.Shown = true
+			st.putAsk(agent, "o", o.id, o.rec)
+		}
+	}
+	for _, o := range owed {
+		if o.rec.Shown && !slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.ID == o.id }) {
+			p.Items = append(p.Items, b.askItem(o.id, o.rec, "reminder", nameOf(o.rec.Room)))
+		}
+	}
+	// Notices: invitations, then replies.
+	notes := make([]*localapi.Item, 0, len(st.notes))
+	for _, it := range st.notes {
+		notes = append(notes, it)
+	}
+	sort.Slice(notes, func(i, j int) bool {
+		if notes[i].Kind != notes[j].Kind {
+			return notes[i].Kind == "invitation"
+		}
+		return notes[i].Time < notes[j].Time
+	})
+	for _, it := range notes {
+		cp := *it
+		if cp.Kind == "invitation" {
+			b.describeRoom(&cp)
+		}
+		p.Items = append(p.Items, cp)
+		if take {
+			st.dropNote(agent, it.ID)
+		}
+	}
+	// Unread messages, oldest first per room, at most MaxMessages.
+	var backlog []identity.RoomID
+	for id, n := range st.unread {
+		if n > 0 {
+			backlog = append(backlog, id)
+		}
+	}
+	slices.Sort(backlog)
+	listed := 0
+	for _, id := range backlog {
+		if listed < MaxMessages {
+			its, last, err := b.unreadOf(st, id, MaxMessages-listed)
+			if err != nil {
+				return localapi.Pending{}, err
+			}
+			for i := range its {
+				its[i].RoomName = nameOf(id)
+			}
+			p.Items = append(p.Items, its...)
+			listed += len(its)
+			rest := max(st.unread[id]-len(its), 0)
+			if take {
+				if last > st.read[id] {
+					st.setCursor(agent, "r", id, last)
+				}
+				st.unread[id] = rest
+			}
+			if rest > 0 {
+				p.MoreUnread = append(p.MoreUnread, localapi.RoomCount{Room: string(id), RoomName: nameOf(id), Count: rest})
+			}
+			continue
+		}
+		p.MoreUnread = append(p.MoreUnread, localapi.RoomCount{Room: string(id), RoomName: nameOf(id), Count: st.unread[id]})
+	}
+	p.Cursor = b.cursor(st)
+	return p.OrEmpty(), nil
+}
+
+// unreadOf lists up to n unread messages of a room after the read cursor,
+// and the arrival of the last one listed.
+func (b *Inbox) unreadOf(st *state, id identity.RoomID, n int) ([]localapi.Item, uint64, error) {
+	var out []localapi.Item
+	var last uint64
+	for after := st.read[id]; after < st.scan[id] && len(out) < n; {
+		vs, err := b.rooms.Since(id, after, scanBatch)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(vs) == 0 {
+			break
+		}
+		for _, v := range vs {
+			if v.Arrival > st.scan[id] || len(out) == n {
+				break
+			}
+			last = v.Arrival
+			if b.unreadMessage(st, v) {
+				it := item(v, "")
+				it.Kind = "message" // an ask to someone else is a message to this agent
+				out = append(out, it)
+			}
+		}
+		after = vs[len(vs)-1].Arrival
+	}
+	return out, last, nil
+}
+
+type askRef struct {
+	id  string
+	rec *askRec
+}
+
+func sortedAsks(m map[string]*askRec) []askRef {
+	out := make([]askRef, 0, len(m))
+	for id, a := range m {
+		out = append(out, askRef{id, a})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].rec.Time != out[j].rec.Time {
+			return out[i].rec.Time < out[j].rec.Time
+		}
+		return out[i].id < out[j].id
+	})
+	return out
+}
+
+func (b *Inbox) askItem(id string, a *askRec, kind, roomName string) localapi.Item {
+	return localapi.Item{Kind: kind, ID: id, Room: string(a.Room), RoomName: roomName, From: a.From, Text: a.Text,
+		To: a.To, Time: a.Time, Expires: a.Time + b.cfg.AskTTL.Milliseconds()}
+}
+
+// describeRoom fills an invitation with the room's purpose and members.
+func (b *Inbox) describeRoom(it *localapi.Item) {
+	in, err := b.rooms.Get(identity.RoomID(it.Room))
+	if err != nil {
+		return
+	}
+	it.RoomName, it.Purpose = in.Name, in.Purpose
+	it.Members = slices.Clone(in.Agents)
+}
+
+// item is an event as an agent's item.
+func item(v rooms.View, roomName string) localapi.Item {
+	it := localapi.Item{Kind: string(v.Kind), ID: v.ID.String(), Room: string(v.Room), RoomName: roomName,
+		From: from(v), Text: v.Text, To: v.To, Time: v.Time}
+	if v.ReplyTo != nil {
+		it.ReplyTo = v.ReplyTo.String()
+	}
+	switch v.Kind {
+	case rooms.KindCreate:
+		it.Purpose = v.Purpose
+	case rooms.KindInvite, rooms.KindLeave:
+		if v.Target != "" {
+			it.Target = v.Target.String()
+		}
+	}
+	return it
+}

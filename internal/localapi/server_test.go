@@ -1,0 +1,75 @@
+package localapi_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// post sends raw bytes to the local API, to check what the wire refuses.
+func post(t *testing.T, socket, path string, body []byte) (int, string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}}
+	resp, err := hc.Post("http://parley"+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(raw)
+}
+
+func TestRequestBodies(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	socket := node.SocketPath(nt.Home(0))
+	c := localapi.NewClient(socket)
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		body   string
+		status int
+		want   string
+	}{
+		{"over the limit", `{"room":"r","text":"` + strings.Repeat("x", localapi.MaxRequestBody) + `"}`, 413, "limit of 1048576 bytes"},
+		{"trailing data", `{"room":"r","text":"x"} {"room":"r"}`, 400, "trailing data"},
+		{"trailing garbage", `{"room":"r","text":"x"}x`, 400, "trailing data"},
+		{"unknown field", `{"room":"r","text":"x","bogus":1}`, 400, "unknown field"},
+		{"empty text", `{"room":"r","text":"   "}`, 400, "text is empty"},
+		{"no room", `{"room":"","text":"x"}`, 400, "room is empty"},
+		{"unknown room", `{"room":"nope","text":"x"}`, 404, `no room named \"nope\"`},
+		{"fine", `{"room":"r","text":"x"}` + "\n", 200, `"id"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := post(t, socket, "/v1/agents/human/say", []byte(tc.body))
+			if status != tc.status || !strings.Contains(body, tc.want) {
+				t.Fatalf("%d %s, want %d and %q", status, body, tc.status, tc.want)
+			}
+		})
+	}
+	// The client refuses an empty path segment instead of calling another
+	// endpoint.
+	if _, err := c.Log(ctx, "", 10, ""); err == nil || !strings.Contains(err.Error(), "the room is empty") {
+		t.Fatalf("log of an empty room name: %v", err)
+	}
+	if _, err := c.Take(ctx, ""); err == nil || !strings.Contains(err.Error(), "the agent name is empty") {
+		t.Fatalf("take of an empty agent: %v", err)
+	}
+}

@@ -1,0 +1,106 @@
+package manual
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+// MaxLen is the most characters a text of this package has.
+const MaxLen = 2000
+
+// Invitation is the manual that comes with an invitation item (kind
+// "invitation"): who invited the agent, the room's name and purpose, who
+// else is in it, and the calls to read, reply and leave.
+func Invitation(it localapi.Item, you string) string {
+	var b strings.Builder
+	room := quote(it.RoomName, 80)
+	fmt.Fprintf(&b, "%s invited you (%s) into the Parley room %s (room_id %s).\n", cut(it.From, 120), cut(you, 120), room, it.Room)
+	if p := strings.TrimSpace(it.Purpose); p != "" {
+		fmt.Fprintf(&b, "Its purpose: %s\n", cut(p, 300))
+	}
+	tail := fmt.Sprintf(`Parley links agent sessions and their people across machines; a room is a conversation that every member sees in the same order, and it lasts.
+parley_read {"room":%[1]q} shows what was said there; parley_read {"room":%[1]q,"last":20} shows the last 20 events, read or not.
+parley_say {"room":%[1]q,"text":"..."} writes to every member; parley_reply {"message_id":"ID","text":"..."} answers one message.
+parley_ask {"room":%[1]q,"text":"..."} asks every member and waits for the first answer; "to":"NAME@PEER_ID" asks one member.
+An ask addressed to you, or to a room you are in, stays at the top of every Parley tool result until someone answers it.
+parley_leave {"room":%[1]q} takes you out of the room.`, it.Room)
+	members(&b, it.Members, you, MaxLen-utf8.RuneCountInString(b.String())-utf8.RuneCountInString(tail)-1)
+	b.WriteString(tail)
+	return b.String()
+}
+
+// members writes the member list within budget characters.
+func members(b *strings.Builder, ms []string, you string, budget int) {
+	var others []string
+	for _, m := range ms {
+		if m != you {
+			others = append(others, m)
+		}
+	}
+	if len(others) == 0 {
+		line := "No one else is in it yet.\n"
+		if utf8.RuneCountInString(line) <= budget {
+			b.WriteString(line)
+		}
+		return
+	}
+	line := "In it: "
+	for i, m := range others {
+		next := cut(m, 120)
+		if i > 0 {
+			next = ", " + next
+		}
+		more := fmt.Sprintf(" and %d more (parley_who lists them).\n", len(others)-i)
+		if utf8.RuneCountInString(line+next)+utf8.RuneCountInString(more) > budget {
+			line += more
+			b.WriteString(line)
+			return
+		}
+		line += next
+	}
+	b.WriteString(line + ".\n")
+}
+
+// Ask is the notice of an ask the agent owes (kind "ask"): who asks,
+// where, the question, and the calls that answer or dismiss it.
+func Ask(it localapi.Item) string {
+	whom := "asks you"
+	if it.To == "" {
+		whom = "asks everyone in the room, you included"
+	}
+	head := fmt.Sprintf("%s %s, in room %s (room_id %s):\n", cut(it.From, 120), whom, quote(it.RoomName, 80), it.Room)
+	foot := fmt.Sprintf("\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it; the asker may be waiting for it. "+
+		"parley_dismiss {\"ask_id\":%q} drops it unanswered.", it.ID, it.ID)
+	text := cut(it.Text, MaxLen-utf8.RuneCountInString(head)-utf8.RuneCountInString(foot))
+	return head + text + foot
+}
+
+// Reminder is the one line that recalls an ask the agent still owes.
+func Reminder(it localapi.Item) string {
+	return fmt.Sprintf("still owed: %s asked in %s: %q → parley_reply {\"message_id\":%q,\"text\":\"...\"}",
+		cut(it.From, 80), quote(it.RoomName, 40), cut(oneLine(it.Text), 80), it.ID)
+}
+
+func quote(s string, n int) string {
+	if s == "" {
+		return "(unnamed)"
+	}
+	return fmt.Sprintf("%q", cut(s, n))
+}
+
+// cut shortens s to at most n characters, marking the cut.
+func cut(s string, n int) string {
+	if n < 1 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

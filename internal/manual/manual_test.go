@@ -1,0 +1,50 @@
+package manual
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+func TestTextsFitAndSayTheCalls(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("é", n) }
+	peer := "12D3KooW" + strings.Repeat("x", 44)
+	var members []string
+	for i := range 100 {
+		members = append(members, fmt.Sprintf("%s%d@%s", strings.Repeat("a", 60), i, peer))
+	}
+	for _, tc := range []struct {
+		name string
+		it   localapi.Item
+	}{
+		{"small", localapi.Item{Room: "r1", RoomName: "release", From: "alpha@" + peer, Purpose: "ship", Members: []string{"alpha@" + peer, "beta@" + peer}}},
+		{"largest", localapi.Item{Room: strings.Repeat("r", 26), RoomName: long(200), From: long(64) + "@" + peer, Purpose: long(300), Members: members}},
+		{"alone", localapi.Item{Room: "r2", RoomName: "x", From: "alpha@" + peer}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := Invitation(tc.it, "beta@"+peer)
+			if n := utf8.RuneCountInString(text); n > MaxLen {
+				t.Fatalf("%d characters:\n%s", n, text)
+			}
+			for _, want := range []string{"invited you", `parley_read {"room":"` + tc.it.Room + `"}`, "parley_say", "parley_reply",
+				"parley_ask", `parley_leave {"room":"` + tc.it.Room + `"}`} {
+				if !strings.Contains(text, want) {
+					t.Fatalf("lacks %q:\n%s", want, text)
+				}
+			}
+			if tc.it.Purpose != "" && !strings.Contains(text, "purpose") {
+				t.Fatalf("no purpose:\n%s", text)
+			}
+		})
+	}
+	ask := Ask(localapi.Item{ID: "a1", Room: "r", RoomName: "n", From: "alpha@" + peer, Text: strings.Repeat("why?\n", 20000)})
+	if n := utf8.RuneCountInString(ask); n > MaxLen || !strings.Contains(ask, `parley_reply {"message_id":"a1"`) || !strings.Contains(ask, "parley_dismiss") {
+		t.Fatalf("ask text (%d characters):\n%.300s", n, ask)
+	}
+	if r := Reminder(localapi.Item{ID: "a1", RoomName: "n", From: "x@y", Text: "a\nb"}); strings.Contains(r, "\n") {
+		t.Fatalf("a reminder on more than one line: %q", r)
+	}
+}

@@ -1,0 +1,103 @@
+package mcp
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/manual"
+)
+
+// Marker is the line that tells a model someone waits on it.
+const Marker = "⚠️ SOMEONE IS BLOCKED ON YOU — answer this first:"
+
+// convert turns the node's pending items into the tools' items, each with
+// the call that answers or acts on it (the wording lives here, not in the
+// node).
+func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCount) {
+	you := agent
+	s.mu.Lock()
+	if s.agent.Name == agent && s.agent.Address != "" {
+		you = s.agent.Address
+	}
+	s.mu.Unlock()
+	items := make([]Pending, 0, len(p.Items))
+	for _, it := range p.Items {
+		out := Pending{Kind: it.Kind, ID: it.ID, Room: it.Room, RoomName: it.RoomName, From: it.From, Text: it.Text,
+			ReplyTo: it.ReplyTo, To: it.To, Time: msTime(it.Time), Purpose: it.Purpose, Members: it.Members}
+		switch it.Kind {
+		case "ask":
+			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"<your answer>"}`, it.ID)
+			out.Text = manual.Ask(it)
+		case "reminder":
+			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"<your answer>"} or parley_dismiss {"ask_id":%q}`, it.ID, it.ID)
+			out.Text = manual.Reminder(it)
+		case "invitation":
+			out.Answer = fmt.Sprintf(`parley_read {"room":%q}`, it.Room)
+			out.Text = manual.Invitation(it, you)
+		case "reply":
+			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."}`, it.ID)
+		default:
+			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."} or parley_say {"room":%q,"text":"..."}`, it.ID, it.Room)
+		}
+		items = append(items, out)
+	}
+	more := make([]RoomCount, 0, len(p.MoreUnread))
+	for _, m := range p.MoreUnread {
+		more = append(more, RoomCount(m))
+	}
+	return items, more
+}
+
+// renderPending writes the pending items after a tool's own text: asks
+// owed first, under the marker; then reminders one line each; then
+// invitations, replies and messages.
+func renderPending(items []Pending, more []RoomCount) string {
+	if len(items) == 0 && len(more) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	section := func(title, kind string, each func(Pending)) {
+		first := true
+		for _, it := range items {
+			if it.Kind != kind {
+				continue
+			}
+			if first {
+				b.WriteString("\n\n" + title)
+				first = false
+			}
+			each(it)
+		}
+	}
+	section(Marker, "ask", func(it Pending) {
+		fmt.Fprintf(&b, "\n• [ask %s] %s\n  → %s", it.ID, indent(it.Text), it.Answer)
+	})
+	section("⏳ Asks you still owe:", "reminder", func(it Pending) {
+		fmt.Fprintf(&b, "\n• %s", it.Text)
+	})
+	section("📨 Invitations:", "invitation", func(it Pending) {
+		fmt.Fprintf(&b, "\n• %s", indent(it.Text))
+	})
+	section("↩️ Replies to your asks:", "reply", func(it Pending) {
+		fmt.Fprintf(&b, "\n• [reply %s to your ask %s] from %s:\n  %s", it.ID, it.ReplyTo, it.From, indent(clip(it.Text)))
+	})
+	section("💬 Unread messages:", "message", func(it Pending) {
+		fmt.Fprintf(&b, "\n• [%s %s] room %q, from %s%s:\n  %s\n  → %s", it.Kind, it.ID, it.RoomName, it.From, labelled(" to ", it.To), indent(clip(it.Text)), it.Answer)
+	})
+	for _, m := range more {
+		fmt.Fprintf(&b, "\n(+%d more unread in room %q: parley_read {\"room\":%q})", m.Count, m.RoomName, m.Room)
+	}
+	return b.String()
+}
+
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
+
+// clip shortens a long text in the rendered result (parley_read shows it
+// all).
+func clip(s string) string {
+	if len(s) > 2000 {
+		s = strings.ToValidUTF8(s[:2000], "") + "… (cut; parley_read shows all)"
+	}
+	return s
+}

@@ -1,0 +1,179 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/contacts"
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+// The node's services in the local API's terms (localapi.Agents and
+// localapi.Contacts): conversions to the API's types, and each service's
+// errors given a status and a code.
+
+// agentsAPI serves the agent service.
+type agentsAPI struct{ n *Node }
+
+var _ localapi.Agents = agentsAPI{}
+
+func (a agentsAPI) addr(name string) string { return name + "@" + a.n.id.String() }
+
+func (a agentsAPI) info(i agents.Info) localapi.AgentInfo {
+	return localapi.AgentInfo{Name: i.Name, Address: a.addr(i.Name), Role: i.Role, WorkingOn: i.WorkingOn,
+		Capabilities: orEmpty(i.Capabilities), Client: i.Client, Session: i.Session, State: i.State, LastSeen: i.LastSeen, Expires: i.Expires}
+}
+
+func (a agentsAPI) Register(ctx context.Context, req localapi.RegisterAgentRequest) (localapi.AgentInfo, error) {
+	i, err := a.n.agents.Register(ctx, agents.RegisterRequest{Name: req.Name, Role: req.Role, WorkingOn: req.WorkingOn,
+		Capabilities: req.Capabilities, Client: req.Client, Session: req.Session, TTLSeconds: req.TTLSeconds})
+	return a.info(i), agentsError(err)
+}
+
+func (a agentsAPI) Heartbeat(ctx context.Context, name string, req localapi.HeartbeatRequest) (localapi.AgentInfo, error) {
+	i, err := a.n.agents.Heartbeat(ctx, name, agents.HeartbeatRequest{State: req.State, WorkingOn: req.WorkingOn})
+	return a.info(i), agentsError(err)
+}
+
+func (a agentsAPI) Unregister(ctx context.Context, name string) error {
+	return agentsError(a.n.agents.Unregister(ctx, name))
+}
+
+func (a agentsAPI) List(context.Context) []localapi.AgentInfo {
+	is := a.n.agents.List()
+	out := make([]localapi.AgentInfo, len(is))
+	for i, v := range is {
+		out[i] = a.info(v)
+	}
+	return out
+}
+
+func (a agentsAPI) Who(ctx context.Context) []localapi.WhoEntry {
+	ws := a.n.agents.Who(ctx)
+	out := make([]localapi.WhoEntry, len(ws))
+	for i, w := range ws {
+		out[i] = localapi.WhoEntry{PeerID: w.PeerID, Handle: w.Handle, Agent: w.Agent, Address: w.Agent + "@" + w.PeerID,
+			State: w.State, WorkingOn: w.WorkingOn, LastSeen: w.LastSeen, Local: w.Local, Role: w.Role, Capabilities: orEmpty(w.Capabilities)}
+	}
+	return out
+}
+
+func (a agentsAPI) Find(ctx context.Context, q string) ([]localapi.CardView, error) {
+	cs, err := a.n.agents.Find(ctx, q)
+	out := make([]localapi.CardView, len(cs))
+	for i, c := range cs {
+		out[i] = localapi.CardView{PeerID: c.PeerID, Handle: c.Handle, Agent: c.Agent, Address: c.Agent + "@" + c.PeerID,
+			Role: c.Role, Capabilities: orEmpty(c.Capabilities), Client: c.Client, Expires: c.Expires}
+	}
+	return out, agentsError(err)
+}
+
+func (a agentsAPI) Session(ctx context.Context, req localapi.SessionRequest) (localapi.AgentInfo, error) {
+	i, err := a.n.agents.Session(ctx, agents.SessionRequest{Session: req.Session, Name: req.Name, Fallback: req.Fallback,
+		Client: req.Client, Role: req.Role, WorkingOn: req.WorkingOn, Capabilities: req.Capabilities, TTLSeconds: req.TTLSeconds})
+	return a.info(i), agentsError(err)
+}
+
+// agentsError gives agent errors an HTTP status and a code.
+func agentsError(err error) error {
+	code, status := "", 0
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, agents.ErrBadInput):
+		code, status = localapi.CodeBadRequest, http.StatusBadRequest
+	case errors.Is(err, agents.ErrUnknownAgent):
+		code, status = localapi.CodeUnknownAgent, http.StatusNotFound
+	case errors.Is(err, agents.ErrNameTaken):
+		code, status = localapi.CodeNameTaken, http.StatusConflict
+	case errors.Is(err, agents.ErrTooManyAgents):
+		code, status = localapi.CodeTooMany, http.StatusTooManyRequests
+	case errors.Is(err, agents.ErrClosed):
+		code, status = localapi.CodeClosed, http.StatusServiceUnavailable
+	default:
+		return err
+	}
+	return localapi.Errorf(status, code, "%v", err)
+}
+
+// contactsAPI serves the contact service.
+type contactsAPI struct{ cs *contacts.Service }
+
+var _ localapi.Contacts = contactsAPI{}
+
+func contactEntry(e contacts.Entry) localapi.ContactEntry {
+	return localapi.ContactEntry{ID: e.ID, PeerID: e.PeerID.String(), Handle: e.Handle, State: string(e.State), Note: e.Note, Expires: e.Expires}
+}
+
+func contactResult(r contacts.Result, err error) (localapi.ContactResult, error) {
+	if err != nil {
+		return localapi.ContactResult{}, contactsError(err)
+	}
+	return localapi.ContactResult{ContactEntry: contactEntry(r.Entry), Delivered: r.Delivered, Detail: r.Detail}, nil
+}
+
+func (c contactsAPI) Request(ctx context.Context, req localapi.ContactRequest) (localapi.ContactResult, error) {
+	ai, err := contacts.ParseTarget(req.Target)
+	if err != nil {
+		return localapi.ContactResult{}, contactsError(err)
+	}
+	return contactResult(c.cs.Request(ctx, ai, req.Note))
+}
+
+func (c contactsAPI) Approve(ctx context.Context, req localapi.ContactApproveRequest) (localapi.ContactResult, error) {
+	d, err := contacts.ParseExpires(req.Expires)
+	if err != nil {
+		return localapi.ContactResult{}, contactsError(err)
+	}
+	return contactResult(c.cs.Approve(ctx, req.ID, d))
+}
+
+func (c contactsAPI) Deny(ctx context.Context, ref string) (localapi.ContactResult, error) {
+	return contactResult(c.cs.Deny(ctx, ref))
+}
+
+func (c contactsAPI) Revoke(ctx context.Context, ref string) (localapi.ContactResult, error) {
+	return contactResult(c.cs.Revoke(ctx, ref))
+}
+
+func (c contactsAPI) List(context.Context) []localapi.ContactEntry {
+	es := c.cs.List()
+	out := make([]localapi.ContactEntry, len(es))
+	for i, e := range es {
+		out[i] = contactEntry(e)
+	}
+	return out
+}
+
+// contactsError gives contact errors an HTTP status and a code.
+func contactsError(err error) error {
+	code, status := "", 0
+	switch {
+	case errors.Is(err, consent.ErrRemote):
+		code, status = "peer_refused", http.StatusBadGateway
+	case errors.Is(err, contacts.ErrUnreachable):
+		code, status = localapi.CodeUnreachable, http.StatusBadGateway
+	case errors.Is(err, contacts.ErrUnknown), errors.Is(err, consent.ErrNotFound), errors.Is(err, consent.ErrNoContact):
+		code, status = "not_found", http.StatusNotFound
+	case errors.Is(err, consent.ErrTooLong):
+		code, status = localapi.CodeTooLarge, http.StatusBadRequest
+	case errors.Is(err, contacts.ErrBadInput), errors.Is(err, consent.ErrMalformed), errors.Is(err, consent.ErrWrongPeers):
+		code, status = localapi.CodeBadRequest, http.StatusBadRequest
+	case errors.Is(err, consent.ErrAlreadyContact), errors.Is(err, consent.ErrState):
+		code, status = localapi.CodeConflict, http.StatusConflict
+	default:
+		return err
+	}
+	return localapi.Errorf(status, code, "%v", err)
+}
+
+// orEmpty returns s, or an empty slice for nil, so JSON shows [].
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

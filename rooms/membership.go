@@ -1,0 +1,697 @@
+package rooms
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// Limits of a room's name and purpose.
+const (
+	// MaxName is the longest room name, in bytes.
+	MaxName = 200
+	// MaxPurpose is the longest room purpose, in bytes.
+	MaxPurpose = 300
+)
+
+// createBody is the body of a create event: the nonce, the name, and the
+// purpose after a NUL byte when there is one.
+func createBody(nonce []byte, name, purpose string) []byte {
+	b := append(append([]byte(nil), nonce...), name...)
+	if purpose != "" {
+		b = append(append(b, 0), purpose...)
+	}
+	return b
+}
+
+// splitCreate returns the name and purpose of a create event's body after
+// its nonce.
+func splitCreate(b []byte) (name, purpose string) {
+	n, p, _ := bytes.Cut(b, []byte{0})
+	return string(n), string(p)
+}
+
+// CheckName checks a room name: 1 to MaxName bytes of text on one line,
+// without control characters.
+func CheckName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return fmt.Errorf("%w: a room needs a name", ErrMalformed)
+	}
+	return checkLine("room name", name, MaxName)
+}
+
+// CheckPurpose checks a room purpose: at most MaxPurpose bytes of text on
+// one line, without control characters (empty is allowed).
+func CheckPurpose(purpose string) error { return checkLine("room purpose", purpose, MaxPurpose) }
+
+func checkLine(what, s string, max int) error {
+	if len(s) > max || !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s must be valid text of at most %d bytes", ErrMalformed, what, max)
+	}
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("%w: %s must be one line without control characters (found %q)", ErrMalformed, what, s[i:i+1])
+	}
+	return nil
+}
+
+// LeaveTarget returns the node a leave event takes out of the room and the
+// seq after which that node's events are refused (for a node leaving by
+// itself, the leave event's own seq). ok is false for an agent's leave (an
+// empty body). The body of a node's leave is cutoff:8BE then the peer ID.
+func (e *Event) LeaveTarget() (p peer.ID, cutoff uint64, err error) {
+	if e.Kind != KindLeave {
+		return "", 0, fmt.Errorf("%w: kind %q is not leave", ErrMalformed, e.Kind)
+	}
+	if len(e.Body) == 0 {
+		return "", 0, nil
+	}
+	if len(e.Body) <= 8 {
+		return "", 0, fmt.Errorf("%w: leave body of %d bytes", ErrMalformed, len(e.Body))
+	}
+	p, err = peer.IDFromBytes(e.Body[8:])
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: leave target: %v", ErrMalformed, err)
+	}
+	cutoff = binary.BigEndian.Uint64(e.Body[:8])
+	if p == e.Author {
+		cutoff = e.Seq
+	}
+	return p, cutoff, nil
+}
+
+func leaveBody(cutoff uint64, p peer.ID) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, cutoff), p...)
+}
+
+// AgentMember is an agent's membership of a room, as the latest event (in
+// display order) about it says: it is in after create, join, a message or
+// an ask of its own, or an invite naming it; out after it left or its node
+// left or was removed.
+type AgentMember struct {
+	Addr  string // NAME@PEER_ID
+	In    bool
+	Event ID     // the event that decided it
+	Depth uint64 // that event's depth
+	// Arrival is the place in this node's arrival log of the event that
+	// began its current membership (or, when out, that took it out).
+	Arrival uint64
+}
+
+func agentAddr(name identity.AgentName, p peer.ID) string { return string(name) + "@" + p.String() }
+
+// outRec is what a room keeps of a node that left or was removed.
+type outRec struct {
+	cutoff uint64 // its events up to this seq belong to its last membership
+	admit  ID     // the event that began that membership
+	first  uint64 // the first seq of that membership
+	back   bool   // invited again since: its events from cutoff+1 need the new invite in their past
+}
+
+func (o outRec) marshal() []byte {
+	b := binary.BigEndian.AppendUint64(nil, o.cutoff)
+	b = append(b, o.admit[:]...)
+	b = binary.BigEndian.AppendUint64(b, o.first)
+	if o.back {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func (m AgentMember) marshal() []byte {
+	b := binary.BigEndian.AppendUint64(nil, m.Depth)
+	b = append(b, m.Event[:]...)
+	in := byte(0)
+	if m.In {
+		in = 1
+	}
+	b = append(b, in)
+	return binary.BigEndian.AppendUint64(b, m.Arrival)
+}
+
+// loadMembership reads the agent records and the nodes that left. The
+// caller (load) holds no lock; the room's goroutine is not running yet.
+func (r *room) loadMembership() error {
+	db, rid := r.m.cfg.Store, string(r.id)
+	agents := make(map[string]AgentMember)
+	outs := make(map[peer.ID]outRec)
+	var bad error
+	ap := schema.RoomAgentPrefix(rid)
+	err := db.ScanFrom(ap, nil, false, func(k, v []byte) bool {
+		if len(v) != 8+32+1+8 {
+			bad = fmt.Errorf("rooms: bad agent record in %s", rid)
+			return false
+		}
+		a := AgentMember{Addr: string(k[len(ap):]), Depth: be8(v[:8]), In: v[40] == 1, Arrival: be8(v[41:])}
+		copy(a.Event[:], v[8:40])
+		agents[a.Addr] = a
+		return true
+	})
+	if err == nil && bad == nil {
+		op := schema.RoomOutPrefix(rid)
+		err = db.ScanFrom(op, nil, false, func(k, v []byte) bool {
+			p, _, ok := peerFromKey(k[len(op):])
+			if !ok || len(v) != 8+32+8+1 {
+				bad = fmt.Errorf("rooms: bad left-node record in %s", rid)
+				return false
+			}
+			o := outRec{cutoff: be8(v[:8]), first: be8(v[40:48]), back: v[48] == 1}
+			copy(o.admit[:], v[8:40])
+			outs[p] = o
+			return true
+		})
+	}
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return fmt.Errorf("rooms: load %s: %w", rid, err)
+	}
+	r.mu.Lock()
+	r.agents, r.outs = agents, outs
+	r.mu.Unlock()
+	return nil
+}
+
+// checkAuthor checks that e's author may post it: a member node, or a node
+// that left whose event belongs to its membership before it left; the
+// first event of a membership must have the admitting event in its past.
+// Only the creator removes another node. admit and member are the author's
+// entry in members. It runs on the room's goroutine.
+func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
+	r.mu.RLock()
+	o, wasOut := r.outs[e.Author]
+	creator := r.meta.Creator
+	r.mu.RUnlock()
+	first := uint64(1)
+	switch {
+	case wasOut && e.Seq <= o.cutoff:
+		first, admit = o.first, o.admit
+	case wasOut && !o.back:
+		return fmt.Errorf("%w: %s left room %s (or was removed) after its event %d", ErrNotMember, e.Author, r.id, o.cutoff)
+	case wasOut:
+		first = o.cutoff + 1
+	case !member:
+		return fmt.Errorf("%w: %s in room %s", ErrNotMember, e.Author, r.id)
+	}
+	if e.Seq == first && !r.hasAncestor(e, admit) {
+		return fmt.Errorf("%w: %s speaks without its invite in the event's past", ErrNotMember, e.Author)
+	}
+	if e.Kind == KindLeave {
+		p, _, err := e.LeaveTarget()
+		if err != nil {
+			return err
+		}
+		if p != "" && p != e.Author && e.Author != creator {
+			return fmt.Errorf("%w: %s removes %s from room %s", ErrNotCreator, e.Author, p, r.id)
+		}
+	}
+	return nil
+}
+
+// applyMembership updates members, the nodes that left and the agent
+// records for a stored event. It runs on the room's goroutine inside store,
+// with r.mu held.
+func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID) {
+	switch e.Kind {
+	case KindCreate:
+		r.admitLocked(tx, e, e.Author, id)
+	case KindInvite:
+		r.admitLocked(tx, e, target, id)
+	case KindLeave:
+		if p, cutoff, err := e.LeaveTarget(); err == nil && p != "" {
+			r.outLocked(tx, e, id, p, cutoff)
+			return
+		}
+	}
+	addr, in := "", true
+	switch e.Kind {
+	case KindCreate, KindJoin, KindMessage, KindAsk:
+		addr = agentAddr(e.Agent, e.Author)
+	case KindInvite:
+		if e.To == "" {
+			return
+		}
+		a, err := identity.ParseAgentAddr(e.To)
+		if err != nil {
+			return
+		}
+		if a.Peer == "" {
+			a.Peer = target
+		}
+		addr = a.String()
+	case KindLeave:
+		addr, in = agentAddr(e.Agent, e.Author), false
+	}
+	r.setAgentLocked(tx, addr, e.Depth, id, in)
+}
+
+func (r *room) setAgentLocked(tx *txn, addr string, depth uint64, id ID, in bool) {
+	if cur, ok := r.agents[addr]; ok && Less(depth, id, cur.Depth, cur.Event) {
+		return // an older event than the one that decided it
+	}
+	arrival := r.arrivals
+	if cur, ok := r.agents[addr]; ok && cur.In && in {
+		arrival = cur.Arrival // still in: its membership began there
+	}
+	a := AgentMember{Addr: addr, In: in, Event: id, Depth: depth, Arrival: arrival}
+	r.agents[addr] = a
+	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomAgent(string(r.id), addr), Val: a.marshal()})
+}
+
+// admitLocked makes p a member node, or a member again after it left.
+func (r *room) admitLocked(tx *txn, e *Event, p peer.ID, id ID) {
+	if _, ok := r.members[p]; ok {
+		return
+	}
+	rid := string(r.id)
+	r.members[p] = id
+	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(p)), Val: id[:]})
+	o, wasOut := r.outs[p]
+	if wasOut {
+		o.back = true
+		r.outs[p] = o
+		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomOut(rid, []byte(p)), Val: o.marshal()})
+	}
+	if p != r.m.self || e.Author == r.m.self {
+		return
+	}
+	tx.admitted = true
+	if r.vv[p] != 0 && !wasOut {
+		return
+	}
+	// This node is in (again): it posts its join, as the agent the invite
+	// names if it names one of this node's agents.
+	tx.joinAs = identity.HumanAgent
+	if a, err := identity.ParseAgentAddr(e.To); err == nil && (a.Peer == "" || a.Peer == r.m.self) {
+		tx.joinAs = a.Name
+	}
+}
+
+// outLocked takes node p out of the room: its events after cutoff are
+// refused, and every agent of it is out.
+func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
+	rid := string(r.id)
+	admit, member := r.members[p]
+	if member {
+		first := uint64(1)
+		if o, ok := r.outs[p]; ok && o.back {
+			first = o.cutoff + 1
+		}
+		delete(r.members, p)
+		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(p)), Delete: true})
+		o := outRec{cutoff: cutoff, admit: admit, first: first}
+		r.outs[p] = o
+		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomOut(rid, []byte(p)), Val: o.marshal()})
+		switch {
+		case p == r.m.self && e.Author == r.m.self:
+			tx.selfLeft = true
+		case p == r.m.self:
+			tx.selfOut = true
+		default:
+			tx.pruned = true
+		}
+	}
+	suffix := "@" + p.String()
+	for addr := range r.agents {
+		if strings.HasSuffix(addr, suffix) {
+			r.setAgentLocked(tx, addr, e.Depth, id, false)
+		}
+	}
+}
+
+// afterMembership acts on membership changes once a batch is written: a
+// node that left (or was removed) is dropped from the topic's mesh, and
+// this node stops following a room it is out of.
+func (r *room) afterMembership(tx *txn) {
+	switch {
+	case tx.selfLeft:
+		r.m.spawn(func() { r.m.closeRoom(r, true) })
+	case tx.selfOut:
+		r.m.spawn(func() { r.m.closeRoom(r, false) })
+	case tx.pruned:
+		r.m.spawn(func() { r.m.refreshTopic(r) })
+	}
+}
+
+// awaitsJoin reports whether member p has not spoken since it was (last)
+// admitted, so its invite may need telling again. Callers hold r.mu.
+func (r *room) awaitsJoin(p peer.ID) bool {
+	if o, ok := r.outs[p]; ok && o.back {
+		return r.vv[p] <= o.cutoff
+	}
+	return r.vv[p] == 0 && r.meta.Creator != p
+}
+
+// agentState reports an agent's membership (leaf state; any goroutine).
+func (r *room) agentState(addr string) (AgentMember, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	a, ok := r.agents[addr]
+	return a, ok
+}
+
+// CreateRoom founds a room named name, with a purpose (one line, may be
+// empty), by agent, and returns its ID.
+func (m *Manager) CreateRoom(ctx context.Context, name, purpose string, agent identity.AgentName) (identity.RoomID, error) {
+	if err := CheckName(name); err != nil {
+		return "", err
+	}
+	if err := CheckPurpose(purpose); err != nil {
+		return "", err
+	}
+	nonce := make([]byte, roomNonceLen)
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	id := DeriveRoomID(m.self, nonce)
+	r, err := m.open(id, Meta{Name: name, Purpose: purpose, Creator: m.self, Opened: time.Now().UTC()}, true)
+	if err != nil {
+		return "", err
+	}
+	if _, err := r.say(ctx, &sayReq{agent: agent, kind: KindCreate, body: createBody(nonce, name, purpose)}); err != nil {
+		return "", fmt.Errorf("rooms: create %q: %w", name, err)
+	}
+	return id, nil
+}
+
+// InviteAgent makes agent name of node target a member of the room, by an
+// invite event that names it (agent by invites). A node that is not a member
+// yet is admitted by the same event (its consent is checked as for Invite)
+// and told. Inviting an agent that is already in returns the event that
+// let it in.
+func (m *Manager) InviteAgent(ctx context.Context, id identity.RoomID, target peer.ID, name identity.AgentName, by identity.AgentName) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	if _, err := identity.ParseAgentName(string(name)); err != nil {
+		return ID{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	addr := agentAddr(name, target)
+	if a, ok := r.agentState(addr); ok && a.In {
+		return a.Event, nil
+	}
+	r.mu.RLock()
+	_, member := r.members[target]
+	tell := !member || r.awaitsJoin(target)
+	r.mu.RUnlock()
+	if target != m.self {
+		if err := m.cfg.Policy.CanInvite(target); err != nil {
+			return ID{}, err
+		}
+	}
+	eid, err := r.say(ctx, &sayReq{agent: by, kind: KindInvite, body: []byte(target), to: addr})
+	if err != nil {
+		return ID{}, fmt.Errorf("rooms: invite %s to %s: %w", addr, id, err)
+	}
+	if target != m.self && tell {
+		if err := m.tellInvited(ctx, r, target, eid); err != nil {
+			return eid, fmt.Errorf("rooms: %s is invited to %s but could not be told yet (it will be when it connects): %w", target, id, err)
+		}
+	}
+	return eid, nil
+}
+
+// LeaveNode takes this node out of the room: it posts its leave (as agent),
+// then stops following the room (no topic, no sync) and drops it from its
+// room list; members stop sending to it. The history stays in the store,
+// and a new invite brings the node back.
+func (m *Manager) LeaveNode(ctx context.Context, id identity.RoomID, agent identity.AgentName) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	return r.say(ctx, &sayReq{agent: agent, kind: KindLeave, body: leaveBody(0, m.self)})
+}
+
+// Remove takes member node target out of the room. Only the room's creator
+// may; the target's events after the last one this node holds are refused
+// by every member, and members stop sending to it.
+func (m *Manager) Remove(ctx context.Context, id identity.RoomID, target peer.ID, by identity.AgentName) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	r.mu.RLock()
+	creator := r.meta.Creator
+	_, member := r.members[target]
+	r.mu.RUnlock()
+	switch {
+	case creator != m.self:
+		return ID{}, fmt.Errorf("%w: only the room's creator (%s) removes members of room %s", ErrNotCreator, creator, id)
+	case target == m.self:
+		return ID{}, fmt.Errorf("%w: this node cannot remove itself from room %s (leave it instead)", ErrMalformed, id)
+	case !member:
+		return ID{}, fmt.Errorf("%w: %s is not a member of room %s", ErrNotMember, target, id)
+	}
+	cutoff := r.committedVV()[target]
+	return r.say(ctx, &sayReq{agent: by, kind: KindLeave, body: leaveBody(cutoff, target)})
+}
+
+// Agents lists a room's agent records (members and those that left),
+// sorted by address.
+func (m *Manager) Agents(id identity.RoomID) ([]AgentMember, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.RLock()
+	out := make([]AgentMember, 0, len(r.agents))
+	for _, a := range r.agents {
+		out = append(out, a)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b AgentMember) int { return strings.Compare(a.Addr, b.Addr) })
+	return out, nil
+}
+
+// AgentState returns the membership record of agent addr (NAME@PEER_ID) in
+// a room; ok is false if no event ever named it.
+func (m *Manager) AgentState(id identity.RoomID, addr string) (a AgentMember, ok bool, err error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return AgentMember{}, false, err
+	}
+	a, ok = r.agentState(addr)
+	return a, ok, nil
+}
+
+// closeRoom stops following a room this node is out of: its goroutines,
+// topic and validator go, it leaves the room list, and its index entry is
+// marked left so a restart does not open it again. With serve set (this
+// node left by itself) the room keeps answering sync until a member has
+// pulled the leave (servedSync), so the members learn of it.
+func (m *Manager) closeRoom(r *room, serve bool) {
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	m.mu.Lock()
+	if m.rooms[r.id] != r {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.rooms, r.id)
+	m.mu.Unlock()
+	r.cancel()
+	if sub := r.subscription(); sub != nil {
+		sub.Cancel()
+	}
+	r.wg.Wait()
+	if err := m.ps.UnregisterTopicValidator(Topic(r.id)); err != nil {
+		m.log.Debug("unregister validator", "room", string(r.id), "err", err)
+	}
+	if err := r.topic.Close(); err != nil {
+		m.log.Debug("close topic", "room", string(r.id), "err", err)
+	}
+	r.closeListeners()
+	if serve {
+		m.leaving.add(r)
+		r.nudgeMembers()
+	}
+	r.mu.Lock()
+	r.meta.Left, r.meta.Leaving = true, serve
+	r.mu.Unlock()
+	r.saveMeta()
+	m.changed(r.id)
+	m.log.Info("left room", "room", string(r.id), "waiting_for_members", serve)
+}
+
+// saveMeta writes the room's index entry.
+func (r *room) saveMeta() {
+	r.mu.RLock()
+	raw, err := json.Marshal(r.meta)
+	r.mu.RUnlock()
+	if err == nil {
+		err = r.m.cfg.Store.Apply([]schema.Op{{Key: schema.RoomIndex(string(r.id)), Val: raw}}, false)
+	}
+	if err != nil {
+		r.m.log.Warn("room index not written", "room", string(r.id), "err", err)
+	}
+}
+
+// leaving holds the rooms this node left whose members have not pulled its
+// leave yet. They run no goroutine; they only answer sync.
+type leaving struct {
+	mu    sync.Mutex // protects rooms
+	rooms map[identity.RoomID]*room
+}
+
+func (l *leaving) add(r *room) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rooms == nil {
+		l.rooms = make(map[identity.RoomID]*room)
+	}
+	l.rooms[r.id] = r
+}
+
+func (l *leaving) drop(id identity.RoomID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.rooms, id)
+}
+
+func (l *leaving) get(id identity.RoomID) *room {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rooms[id]
+}
+
+// keepLeaving loads a room this node left before a restart, whose leave no
+// member has pulled yet, to answer sync for it.
+func (m *Manager) keepLeaving(id identity.RoomID, meta Meta) {
+	r := newRoom(m, id, meta)
+	if err := r.load(); err != nil {
+		m.log.Warn("room left, but cannot be loaded to hand out the leave", "room", string(id), "err", err)
+		return
+	}
+	m.leaving.add(r)
+}
+
+// reopenMeta is the metadata for a room this node is invited into: what it
+// knew of the room, if it was in it before, else meta.
+func (m *Manager) reopenMeta(id identity.RoomID, meta Meta) Meta {
+	raw, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id)))
+	var old Meta
+	if err != nil || !ok || json.Unmarshal(raw, &old) != nil || old.Creator == "" {
+		return meta
+	}
+	meta.Name, meta.Purpose, meta.Creator = old.Name, old.Purpose, old.Creator
+	return meta
+}
+
+// LeftRoom reports whether this node is out of room id (it left, or was
+// removed), and the room's name.
+func (m *Manager) LeftRoom(id identity.RoomID) (name string, left bool) {
+	if m.room(id) != nil {
+		return "", false
+	}
+	raw, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id)))
+	var meta Meta
+	if err != nil || !ok || json.Unmarshal(raw, &meta) != nil {
+		return "", false
+	}
+	return meta.Name, meta.Left
+}
+
+// syncRoom is the room to answer a sync request for: an open one, or one
+// this node is leaving.
+func (m *Manager) syncRoom(id identity.RoomID) *room {
+	if r := m.room(id); r != nil {
+		return r
+	}
+	return m.leaving.get(id)
+}
+
+// servedSync notes that a member pulled from r: if this node is leaving r,
+// the member now has the leave, and the room is done.
+func (m *Manager) servedSync(r *room) {
+	m.leaving.mu.Lock()
+	done := m.leaving.rooms[r.id] == r
+	if done {
+		delete(m.leaving.rooms, r.id)
+	}
+	m.leaving.mu.Unlock()
+	if !done {
+		return
+	}
+	r.mu.Lock()
+	r.meta.Leaving = false
+	r.mu.Unlock()
+	r.saveMeta()
+	m.log.Info("a member has this node's leave", "room", string(r.id))
+}
+
+// refreshTopic leaves the room's topic and joins it again, so the GossipSub
+// mesh is built anew through PeerFilter: a node that left or was removed is
+// pruned (a peer filter only vets peers that join a mesh). Gossip missed in
+// between comes through sync.
+func (m *Manager) refreshTopic(r *room) {
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	if m.room(r.id) != r || r.ctx.Err() != nil {
+		return
+	}
+	old := r.subscription()
+	old.Cancel()
+	topic := Topic(r.id)
+	for deadline := time.Now().Add(5 * time.Second); slices.Contains(m.ps.GetTopics(), topic) && time.Now().Before(deadline); {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	sub, err := r.topic.Subscribe(pubsub.WithBufferSize(4096))
+	if err != nil {
+		m.log.Error("rejoin room topic failed", "room", string(r.id), "err", err)
+		return
+	}
+	r.mu.Lock()
+	r.sub = sub
+	r.mu.Unlock()
+	r.goRoom(func(ctx context.Context) { r.readGossip(ctx, sub) })
+	for _, p := range r.memberList() {
+		if p != m.self {
+			r.requestSync(p)
+		}
+	}
+}
+
+// subscription is the room's current topic subscription.
+func (r *room) subscription() *pubsub.Subscription {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.sub
+}
+
+// goRoom runs f on a goroutine of the room: it ends with the room, and
+// Close and closeRoom wait for it.
+func (r *room) goRoom(f func(ctx context.Context)) {
+	r.m.spawnMu.Lock()
+	defer r.m.spawnMu.Unlock()
+	if r.m.closing {
+		return
+	}
+	r.m.wg.Add(1)
+	r.wg.Add(1)
+	go func() {
+		defer r.m.wg.Done()
+		defer r.wg.Done()
+		f(r.ctx)
+	}()
+}

@@ -1,0 +1,232 @@
+package rooms_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+func addr(name string, nt *nodetest.Net, i int) string { return name + "@" + nt.ID(i).String() }
+
+func agentsOf(nt *nodetest.Net, i int, id identity.RoomID) []string {
+	in, err := mgr(nt, i).Get(id)
+	if err != nil {
+		return nil
+	}
+	return in.Agents
+}
+
+func waitConnected(t *testing.T, nt *nodetest.Net, a, b int) {
+	t.Helper()
+	nt.WaitFor(15*time.Second, func() bool {
+		return nt.Node(a).Host().Network().Connectedness(nt.ID(b)) == network.Connected
+	}, "node %d connected to node %d", a, b)
+}
+
+func logHas(nt *nodetest.Net, i int, id identity.RoomID, text string) bool {
+	vs, err := mgr(nt, i).Log(id, 10000, nil)
+	if err != nil {
+		return false
+	}
+	for _, v := range vs {
+		if v.Text == text {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAgentsAreMembers invites agents by name, on other nodes and on the
+// creator's own node: every node shows the same member agents and the
+// room's purpose; an agent that leaves cannot speak until invited again.
+func TestAgentsAreMembers(t *testing.T) {
+	nt := startNet(t, 3)
+	ctx := context.Background()
+	m0 := mgr(nt, 0)
+	id, err := m0.CreateRoom(ctx, "release", "ship 1.0 by Friday", "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitConnected(t, nt, 0, 1)
+	waitConnected(t, nt, 0, 2)
+	for _, inv := range []struct {
+		node int
+		name identity.AgentName
+	}{{1, "beta"}, {2, "gamma"}, {0, "delta"}} {
+		if _, err := m0.InviteAgent(ctx, id, nt.ID(inv.node), inv.name, "alpha"); err != nil {
+			t.Fatalf("invite %s: %v", inv.name, err)
+		}
+	}
+	want := []string{addr("alpha", nt, 0), addr("beta", nt, 1), addr("delta", nt, 0), addr("gamma", nt, 2)}
+	slices.Sort(want)
+	for i := range 3 {
+		nt.WaitFor(30*time.Second, func() bool { return slices.Equal(agentsOf(nt, i, id), want) },
+			"node %d to list agents %v (has %v)", i, want, agentsOf(nt, i, id))
+		in, _ := mgr(nt, i).Get(id)
+		if in.Purpose != "ship 1.0 by Friday" || in.Name != "release" {
+			t.Fatalf("node %d: name %q purpose %q", i, in.Name, in.Purpose)
+		}
+	}
+	// Each invited node posted its join as the agent its invite named.
+	vs, err := mgr(nt, 1).Log(id, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := false
+	for _, v := range vs {
+		joined = joined || v.Kind == rooms.KindJoin && v.Author == nt.ID(1) && v.Agent == "beta"
+		if v.Kind == rooms.KindCreate && v.Purpose != "ship 1.0 by Friday" {
+			t.Fatalf("create event shows purpose %q", v.Purpose)
+		}
+	}
+	if !joined {
+		t.Fatal("node 1 did not join as beta")
+	}
+	// Inviting an agent that is in already posts nothing.
+	before := eventCount(nt, 0, id)
+	if _, err := m0.InviteAgent(ctx, id, nt.ID(1), "beta", "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if eventCount(nt, 0, id) != before {
+		t.Fatal("a second invite of a member agent posted an event")
+	}
+
+	// beta leaves: out everywhere, and its node refuses its words.
+	if _, err := mgr(nt, 1).Leave(ctx, id, "beta"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		nt.WaitFor(20*time.Second, func() bool { return !slices.Contains(agentsOf(nt, i, id), addr("beta", nt, 1)) },
+			"node %d to see beta leave", i)
+	}
+	n1 := eventCount(nt, 1, id)
+	_, err = mgr(nt, 1).Say(ctx, id, rooms.SayArgs{Agent: "beta", Text: "still here?"})
+	if !errors.Is(err, rooms.ErrAgentLeft) {
+		t.Fatalf("say after leave: %v", err)
+	}
+	if eventCount(nt, 1, id) != n1 {
+		t.Fatal("a refused say changed the log")
+	}
+	// A new invite brings it back.
+	if _, err := m0.InviteAgent(ctx, id, nt.ID(1), "beta", "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return slices.Contains(agentsOf(nt, 1, id), addr("beta", nt, 1)) }, "beta back")
+	say(t, nt, 1, id, "back")
+	if _, err := mgr(nt, 1).Say(ctx, id, rooms.SayArgs{Agent: "beta", Text: "back again"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNodeLeavesAndComesBack: a node that leaves stops following the room
+// and members stop counting it; a new invite brings it back with the
+// history.
+func TestNodeLeavesAndComesBack(t *testing.T) {
+	nt := startNet(t, 3)
+	ctx := context.Background()
+	id := openRoom(t, nt, 1, 2)
+	if _, err := mgr(nt, 2).LeaveNode(ctx, id, identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		_, err := mgr(nt, 2).Get(id)
+		return errors.Is(err, rooms.ErrUnknownRoom)
+	}, "node 2 to drop the room")
+	for _, i := range []int{0, 1} {
+		nt.WaitFor(20*time.Second, func() bool {
+			ms, _ := mgr(nt, i).Members(id)
+			return !slices.Contains(ms, nt.ID(2))
+		}, "node %d to see node 2 leave", i)
+	}
+	say(t, nt, 0, id, "after the leave")
+	nt.WaitFor(20*time.Second, func() bool { return logHas(nt, 1, id, "after the leave") }, "node 1 to get the message")
+	// Node 2 left: it has no room to store it in, and members refuse its sync.
+	if err := mgr(nt, 0).SyncNow(ctx, id, nt.ID(2)); err == nil {
+		t.Log("node 0 pulled from node 2 (allowed: it only takes what node 2 may still send)")
+	}
+	// The restart does not open it again.
+	nt.Crash(2)
+	nt.Restart(2)
+	if _, err := mgr(nt, 2).Get(id); !errors.Is(err, rooms.ErrUnknownRoom) {
+		t.Fatalf("node 2 opened the room it left after a restart: %v", err)
+	}
+	// Invited again, it catches up and speaks.
+	waitConnected(t, nt, 0, 2)
+	if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(2), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return logHas(nt, 2, id, "after the leave") }, "node 2 to catch up")
+	say(t, nt, 2, id, "I am back")
+	for _, i := range []int{0, 1} {
+		nt.WaitFor(30*time.Second, func() bool { return logHas(nt, i, id, "I am back") }, "node %d to hear node 2 again", i)
+	}
+}
+
+// TestCreatorRemovesANode: only the creator removes; the removed node's
+// later events are refused by every member, on gossip and on sync, and it
+// gets nothing new.
+func TestCreatorRemovesANode(t *testing.T) {
+	nt := startNet(t, 3)
+	ctx := context.Background()
+	id := openRoom(t, nt, 1, 2)
+
+	n := eventCount(nt, 1, id)
+	if _, err := mgr(nt, 1).Remove(ctx, id, nt.ID(2), identity.HumanAgent); !errors.Is(err, rooms.ErrNotCreator) {
+		t.Fatalf("remove by a non-creator: %v", err)
+	}
+	if _, err := mgr(nt, 0).Remove(ctx, id, nt.ID(0), identity.HumanAgent); err == nil {
+		t.Fatal("the creator removed itself")
+	}
+	if eventCount(nt, 1, id) != n || eventCount(nt, 0, id) != n {
+		t.Fatal("a refused remove changed the log")
+	}
+
+	if _, err := mgr(nt, 0).Remove(ctx, id, nt.ID(2), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1} {
+		nt.WaitFor(20*time.Second, func() bool {
+			ms, _ := mgr(nt, i).Members(id)
+			return !slices.Contains(ms, nt.ID(2)) && !mgr(nt, i).MeshHas(id, nt.ID(2))
+		}, "node %d to drop node 2 (members and mesh)", i)
+	}
+	// Node 2 may or may not have heard of its removal; either way nothing it
+	// says now gets in, even when a member pulls from it.
+	if _, err := mgr(nt, 2).Say(ctx, id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "let me in"}); err != nil && !errors.Is(err, rooms.ErrUnknownRoom) {
+		t.Fatal(err)
+	}
+	before := rejected(t, nt.Node(1), "not_member")
+	if err := mgr(nt, 1).SyncNow(ctx, id, nt.ID(2)); err != nil {
+		t.Logf("node 1 pulling from node 2: %v", err)
+	}
+	say(t, nt, 0, id, "members only")
+	nt.WaitFor(20*time.Second, func() bool { return logHas(nt, 1, id, "members only") }, "node 1 to get the members' message")
+	for _, i := range []int{0, 1} {
+		if logHas(nt, i, id, "let me in") {
+			t.Fatalf("node %d took an event of the removed node", i)
+		}
+	}
+	t.Logf("node 1 refused %v events as not_member", rejected(t, nt.Node(1), "not_member")-before)
+	// The removed node gets nothing new: members refuse its pulls.
+	for _, i := range []int{0, 1} {
+		err := mgr(nt, 2).SyncNow(ctx, id, nt.ID(i))
+		if err == nil && logHas(nt, 2, id, "members only") {
+			t.Fatalf("node 2 pulled the members' message from node %d", i)
+		}
+	}
+	if logHas(nt, 2, id, "members only") {
+		t.Fatal("node 2 received a message posted after its removal")
+	}
+	if _, err := mgr(nt, 0).Remove(ctx, id, nt.ID(2), identity.HumanAgent); err == nil || !strings.Contains(err.Error(), "not a member") {
+		t.Fatalf("removing a node twice: %v", err)
+	}
+}
