@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/store"
 )
 
@@ -174,4 +177,19 @@ func prepareIdentity(cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// HomePeer returns the peer ID of the home's key without making one: for
+// tools that check what a home holds (the audit log's signer) whether or not
+// its node runs.
+func HomePeer(home string) (peer.ID, error) {
+	path := filepath.Join(home, KeyFileName)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w: %s has no key", ErrIdentityMissing, home)
+	}
+	priv, err := identity.LoadOrCreate(path)
+	if err != nil {
+		return "", err
+	}
+	return identity.PeerID(priv)
 }

@@ -2,21 +2,15 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/spf13/cobra"
 
-	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/node"
 )
@@ -97,7 +91,7 @@ func auditVerifyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			self, err := homePeer(home)
+			self, err := node.HomePeer(home)
 			if err != nil {
 				return err
 			}
@@ -145,19 +139,6 @@ func auditExportCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-}
-
-// homePeer is the peer ID of the home's key; it never creates a key.
-func homePeer(home string) (peer.ID, error) {
-	path := filepath.Join(home, node.KeyFileName)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%s has no identity key (%s): nothing to verify against", home, node.KeyFileName)
-	}
-	priv, err := identity.LoadOrCreate(path)
-	if err != nil {
-		return "", err
-	}
-	return identity.PeerID(priv)
 }
 
 // parseSince reads --since: empty (all), a duration back from now ("36h",

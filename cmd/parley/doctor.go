@@ -30,7 +30,7 @@ runs). One line per finding; exits 1 when something is broken.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := installFlags{dir: dir}
-			env, err := f.env(g)
+			env, err := f.env(g, false)
 			if err != nil {
 				return err
 			}

@@ -44,9 +44,14 @@ func (f *installFlags) scope() (install.Scope, error) {
 	return install.User, nil
 }
 
-// env returns where the clients' files are, and Parley's home.
-func (f *installFlags) env(g *globals) (install.Env, error) {
-	home, err := g.resolveHome()
+// env returns where the clients' files are, and Parley's home: checked for
+// install and uninstall (they keep backups there), unchecked for doctor,
+// which reports on it.
+func (f *installFlags) env(g *globals, checkHome bool) (install.Env, error) {
+	home, err := g.homePath()
+	if err == nil && checkHome {
+		home, err = g.resolveHome()
+	}
 	if err != nil {
 		return install.Env{}, err
 	}
@@ -106,7 +111,7 @@ parley uninstall CLIENT takes out exactly what install added.`,
 			if err != nil {
 				return err
 			}
-			env, err := f.env(g)
+			env, err := f.env(g, true)
 			if err != nil {
 				return err
 			}
@@ -162,7 +167,7 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 			if err != nil {
 				return err
 			}
-			env, err := f.env(g)
+			env, err := f.env(g, true)
 			if err != nil {
 				return err
 			}

@@ -43,8 +43,23 @@ func newRoot() *cobra.Command {
 	return root
 }
 
-// resolveHome applies --home, then PARLEY_HOME, then ~/.parley.
+// resolveHome applies --home, then PARLEY_HOME, then ~/.parley, and refuses
+// a home that is not safe to use.
 func (g *globals) resolveHome() (string, error) {
+	h, err := g.homePath()
+	if err != nil {
+		return "", err
+	}
+	// A home another user owns or may write to is refused before anything
+	// reads from it or connects to its socket.
+	if err := node.CheckHome(h); err != nil {
+		return "", err
+	}
+	return h, nil
+}
+
+// homePath is the home folder, unchecked (doctor reports on it instead).
+func (g *globals) homePath() (string, error) {
 	h := g.home
 	if h == "" {
 		h = os.Getenv("PARLEY_HOME")
@@ -56,16 +71,7 @@ func (g *globals) resolveHome() (string, error) {
 		}
 		h = filepath.Join(u, ".parley")
 	}
-	h, err := filepath.Abs(h)
-	if err != nil {
-		return "", err
-	}
-	// A home another user owns or may write to is refused before anything
-	// reads from it or connects to its socket.
-	if err := node.CheckHome(h); err != nil {
-		return "", err
-	}
-	return h, nil
+	return filepath.Abs(h)
 }
 
 // client returns a local API client for the home, and a context bounded by
