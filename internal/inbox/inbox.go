@@ -15,9 +15,9 @@ import (
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
-	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store/schema"
+	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
 )
 
