@@ -35,6 +35,7 @@ import (
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/reconnect"
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
@@ -73,10 +74,11 @@ type Node struct {
 	api     *localapi.Server
 	wg      sync.WaitGroup
 
-	contacts *contacts.Service // set by Start, read-only afterwards
-	agents   *agents.Service   // set by Start, read-only afterwards
-	inbox    *inbox.Inbox      // set by Start, read-only afterwards
-	usage    *usage.Meter      // set by Start, read-only afterwards
+	contacts  *contacts.Service  // set by Start, read-only afterwards
+	agents    *agents.Service    // set by Start, read-only afterwards
+	inbox     *inbox.Inbox       // set by Start, read-only afterwards
+	reconnect *reconnect.Service // set by Start, read-only afterwards
+	usage     *usage.Meter       // set by Start, read-only afterwards
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -264,6 +266,9 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.startAgents()
 	n.startRecovery()
+	if err := n.startReconnect(); err != nil {
+		return err
+	}
 	n.usage = usage.New(usage.Config{Registry: n.reg})
 	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage})
 	if err != nil {
