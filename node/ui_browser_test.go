@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,6 +195,36 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil || res.Reply == nil || res.Reply.Text != "yes, ship it" {
 		t.Fatalf("bob's answer: %+v %v", res, err)
 	}
+	// A flood: the page keeps the last 200 events of the room and counts the
+	// others.
+	// (Posted from several goroutines: the room writes them in batches.)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				if _, err := c1.Say(ctx, "bob", localapi.SayRequest{Room: theirs.RoomID, Text: fmt.Sprintf("flood %d.%d", w, i)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	last, err := c1.Say(ctx, "bob", localapi.SayRequest{Room: theirs.RoomID, Text: "flood end"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, b, 60*time.Second, fmt.Sprintf(`!!window.parley.seen[%q]`, last.ID), "the flood's last message")
+	waitJS(t, b, 10*time.Second, `document.querySelectorAll("#events li").length === 200 && /earlier events not shown/.test(document.getElementById("dropped").textContent)`,
+		"the page to show the last 200 events and count the others")
+
 	// The decisions made from the page are in the audit log shown on it.
 	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("contact.approve")`, "the approval in the audit panel")
 }
