@@ -36,6 +36,7 @@ import (
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // Version is the Parley version reported by the node.
@@ -72,6 +73,7 @@ type Node struct {
 	contacts *contacts.Service // set by Start, read-only afterwards
 	agents   *agents.Service   // set by Start, read-only afterwards
 	inbox    *inbox.Inbox      // set by Start, read-only afterwards
+	board    *board.Service    // set by Start, read-only afterwards
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -254,6 +256,9 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.inbox = ib
+	if err := n.newBoard(); err != nil {
+		return err
+	}
 
 	n.registerMetrics()
 
@@ -274,6 +279,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
 		n.api.HandleAgents(agentsAPI{n})
+		n.api.HandleBoard(boardAPI{n})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

@@ -407,3 +407,88 @@ func (p Pending) OrEmpty() Pending {
 	}
 	return p
 }
+
+// The board: advisory claims on a project's files.
+
+// ClaimRequest puts paths on a project's board.
+type ClaimRequest struct {
+	Project     string   `json:"project"`                // the project key (`parley board` shows it)
+	Paths       []string `json:"paths"`                  // relative to the repository's root; globs *, ** and ?
+	Note        string   `json:"note"`                   // why, in the agent's own words; one line
+	TTLSeconds  float64  `json:"ttl_seconds,omitempty"`  // 0: 30 minutes; at most 8 hours
+	WaitSeconds float64  `json:"wait_seconds,omitempty"` // wait up to this long for a conflicting claim to go
+	Take        bool     `json:"take,omitempty"`
+}
+
+// Claim is one path an agent holds on a board.
+type Claim struct {
+	Path    string    `json:"path"`
+	Holder  string    `json:"holder"` // NAME@PEER_ID
+	Note    string    `json:"note"`
+	Since   time.Time `json:"since"`
+	Expires time.Time `json:"expires"`
+	Event   string    `json:"event"` // the claim event that set the expiry
+}
+
+// ClaimResult is a claim made.
+type ClaimResult struct {
+	Project       string  `json:"project"`
+	Event         string  `json:"event"`
+	Held          []Claim `json:"held"` // all the agent's claims on the board now
+	WaitedSeconds float64 `json:"waited_seconds"`
+	Pending       Pending `json:"pending"`
+}
+
+// ReleaseRequest takes an agent's claims off a board: the paths as it
+// claimed them, or all of them when Paths is empty.
+type ReleaseRequest struct {
+	Project string   `json:"project"`
+	Paths   []string `json:"paths,omitempty"`
+	Take    bool     `json:"take,omitempty"`
+}
+
+// ReleaseResult is a release made.
+type ReleaseResult struct {
+	Project  string   `json:"project"`
+	Event    string   `json:"event"`
+	Released []string `json:"released"`
+	Held     []Claim  `json:"held"` // the agent's claims left
+	Pending  Pending  `json:"pending"`
+}
+
+// BoardRequest reads a project's board or its history (Path: only the
+// events on paths that overlap it).
+type BoardRequest struct {
+	Project string `json:"project"`
+	Path    string `json:"path,omitempty"`
+	Take    bool   `json:"take,omitempty"`
+}
+
+// BoardView is a project's board now.
+type BoardView struct {
+	Project string   `json:"project"`
+	Rooms   []string `json:"rooms"`  // the board's rooms
+	Claims  []Claim  `json:"claims"` // live claims, by path
+	Pending Pending  `json:"pending"`
+}
+
+// BoardEvent is a claim or release of a board's history and what came of it.
+type BoardEvent struct {
+	ID      string     `json:"id"`
+	Room    string     `json:"room"`
+	Holder  string     `json:"holder"`
+	Kind    string     `json:"kind"` // claim or release
+	Time    time.Time  `json:"time"`
+	Paths   []string   `json:"paths"` // release: none means all the holder's claims
+	Note    string     `json:"note,omitempty"`
+	Expires *time.Time `json:"expires,omitempty"` // claim: when it ends unless renewed or released
+	LostTo  *Claim     `json:"lost_to,omitempty"` // claim: the earlier claim it overlapped (made apart)
+	Bad     string     `json:"bad,omitempty"`     // why a malformed event was ignored
+}
+
+// BoardHistory is a board's claims and releases, oldest first.
+type BoardHistory struct {
+	Project string       `json:"project"`
+	Events  []BoardEvent `json:"events"`
+	Pending Pending      `json:"pending"`
+}

@@ -294,6 +294,9 @@ func (s *Server) MCP() *sdk.Server {
 	addTool(srv, s, "parley_wait", "Block until the reply to your ask arrives (ask_id), or until anything new arrives for you, at most wait_seconds.", s.wait)
 	addTool(srv, s, "parley_reply", "Answer a message or an ask (as shown in your pending items) by its id.", s.reply)
 	addTool(srv, s, "parley_dismiss", "Drop an ask you owe without answering it; it stops being shown to you.", s.dismiss)
+	addTool(srv, s, "parley_claim", "Before you change shared files, put them on the project's board with a note saying why: other agents see who works on what. A claim that overlaps another agent's is refused with its holder, note and expiry (wait_seconds waits for it to go). Claims expire (ttl_minutes, default 30); claim again to renew.", s.claim)
+	addTool(srv, s, "parley_release", "Take your claims off the project's board when you are done with the files.", s.release)
+	addTool(srv, s, "parley_board", "Show the project's board: who works on which files, why, and until when; with history, who held what and when.", s.board)
 	addTool(srv, s, "parley_leave", "Leave a room: you stop getting its messages and cannot post there until invited again.", s.leave)
 	return srv
 }

@@ -1,0 +1,157 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/rooms/board"
+)
+
+// Board returns the node's boards of advisory claims.
+func (n *Node) Board() *board.Service { return n.board }
+
+func (n *Node) newBoard() error {
+	b, err := board.New(board.Config{Rooms: n.rooms, Self: n.id, Contacts: n.activeContacts, Logger: n.log})
+	if err != nil {
+		return err
+	}
+	n.board = b
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := b.Run(n.ctx); err != nil {
+			n.log.Error("board stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// boardAPI serves the boards in the local API's terms.
+type boardAPI struct{ n *Node }
+
+var _ localapi.Board = boardAPI{}
+
+func apiClaim(h board.Held) localapi.Claim {
+	return localapi.Claim{Path: h.Path, Holder: h.Holder, Note: h.Note, Since: time.UnixMilli(h.Since).UTC(),
+		Expires: time.UnixMilli(h.Expires).UTC(), Event: h.Event}
+}
+
+func apiClaims(hs []board.Held) []localapi.Claim {
+	out := make([]localapi.Claim, len(hs))
+	for i, h := range hs {
+		out[i] = apiClaim(h)
+	}
+	return out
+}
+
+func boardAgent(agent string) (identity.AgentName, error) {
+	a, err := identity.ParseAgentName(agent)
+	if err != nil {
+		return "", localapi.BadRequest("%v", err)
+	}
+	return a, nil
+}
+
+// take adds the agent's pending items when asked to.
+func (b boardAPI) take(ctx context.Context, agent string, take bool, p *localapi.Pending) error {
+	if !take {
+		*p = localapi.Pending{}.OrEmpty()
+		return nil
+	}
+	v, err := b.n.inbox.Take(ctx, agent)
+	*p = v.OrEmpty()
+	return err
+}
+
+func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimRequest) (localapi.ClaimResult, error) {
+	a, err := boardAgent(agent)
+	if err != nil {
+		return localapi.ClaimResult{}, err
+	}
+	if req.TTLSeconds < 0 {
+		return localapi.ClaimResult{}, localapi.BadRequest("ttl_seconds must not be negative")
+	}
+	res, err := b.n.board.Claim(ctx, a, board.ClaimRequest{Project: req.Project, Paths: req.Paths, Note: req.Note,
+		TTL:  time.Duration(req.TTLSeconds * float64(time.Second)).Round(time.Millisecond),
+		Wait: time.Duration(req.WaitSeconds * float64(time.Second))})
+	if err != nil {
+		return localapi.ClaimResult{}, boardError(err)
+	}
+	out := localapi.ClaimResult{Project: req.Project, Event: res.Event, Held: apiClaims(res.Held), WaitedSeconds: res.Waited.Seconds()}
+	return out, b.take(ctx, agent, req.Take, &out.Pending)
+}
+
+func (b boardAPI) Release(ctx context.Context, agent string, req localapi.ReleaseRequest) (localapi.ReleaseResult, error) {
+	a, err := boardAgent(agent)
+	if err != nil {
+		return localapi.ReleaseResult{}, err
+	}
+	res, err := b.n.board.Release(ctx, a, req.Project, req.Paths)
+	if err != nil {
+		return localapi.ReleaseResult{}, boardError(err)
+	}
+	out := localapi.ReleaseResult{Project: req.Project, Event: res.Event, Released: res.Released, Held: apiClaims(res.Held)}
+	return out, b.take(ctx, agent, req.Take, &out.Pending)
+}
+
+func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardRequest) (localapi.BoardView, error) {
+	if _, err := boardAgent(agent); err != nil {
+		return localapi.BoardView{}, err
+	}
+	v, err := b.n.board.Board(ctx, req.Project)
+	if err != nil {
+		return localapi.BoardView{}, boardError(err)
+	}
+	out := localapi.BoardView{Project: v.Project, Rooms: v.Rooms, Claims: apiClaims(v.Claims)}
+	return out, b.take(ctx, agent, req.Take, &out.Pending)
+}
+
+func (b boardAPI) History(ctx context.Context, agent string, req localapi.BoardRequest) (localapi.BoardHistory, error) {
+	if _, err := boardAgent(agent); err != nil {
+		return localapi.BoardHistory{}, err
+	}
+	rs, err := b.n.board.History(ctx, req.Project, req.Path)
+	if err != nil {
+		return localapi.BoardHistory{}, boardError(err)
+	}
+	out := localapi.BoardHistory{Project: req.Project, Events: make([]localapi.BoardEvent, len(rs))}
+	for i, r := range rs {
+		e := localapi.BoardEvent{ID: r.ID, Room: r.Room, Holder: r.Holder, Kind: r.Kind, Time: time.UnixMilli(r.Time).UTC(),
+			Paths: orEmpty(r.Paths), Note: r.Note, Bad: r.Bad}
+		if r.Expires != 0 {
+			t := time.UnixMilli(r.Expires).UTC()
+			e.Expires = &t
+		}
+		if r.Lost != nil {
+			c := apiClaim(*r.Lost)
+			e.LostTo = &c
+		}
+		out.Events[i] = e
+	}
+	return out, b.take(ctx, agent, req.Take, &out.Pending)
+}
+
+// boardError gives board errors an HTTP status and a code.
+func boardError(err error) error {
+	code, status := "", 0
+	var le *localapi.Error
+	switch {
+	case errors.As(err, &le):
+		return le
+	case errors.Is(err, board.ErrConflict):
+		code, status = localapi.CodeClaimed, http.StatusConflict
+	case errors.Is(err, board.ErrNotHeld):
+		code, status = localapi.CodeNotHeld, http.StatusConflict
+	case errors.Is(err, board.ErrBadInput):
+		code, status = localapi.CodeBadRequest, http.StatusBadRequest
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		code, status = localapi.CodeTimeout, http.StatusGatewayTimeout
+	default:
+		return err
+	}
+	return localapi.Errorf(status, code, "%v", err)
+}
