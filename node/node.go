@@ -31,6 +31,7 @@ import (
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -56,6 +57,8 @@ type Node struct {
 	id   peer.ID
 	lock *homeLock
 	reg  *prometheus.Registry
+	// audit is the home's audit log (see Audit); it takes its own lock.
+	audit *audit.Log
 
 	// Set by Start, read-only afterwards.
 	started time.Time
@@ -120,14 +123,20 @@ func New(cfg Config) (*Node, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
+	al, err := audit.New(cfg.Home, priv)
+	if err != nil {
+		lock.unlock()
+		return nil, err
+	}
 	return &Node{
-		cfg:  cfg,
-		log:  cfg.Logger.With("peer", id.String()),
-		priv: priv,
-		id:   id,
-		lock: lock,
-		reg:  reg,
-		stop: make(chan struct{}),
+		cfg:   cfg,
+		log:   cfg.Logger.With("peer", id.String()),
+		priv:  priv,
+		id:    id,
+		lock:  lock,
+		reg:   reg,
+		audit: al,
+		stop:  make(chan struct{}),
 	}, nil
 }
 
@@ -251,7 +260,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.startAgents()
 	n.startRecovery()
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log})
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -304,6 +305,14 @@ func (b *Inbox) checkKnown(ctx context.Context, m member) error {
 
 // bringIn invites m into room as agent: an agent by name, or a node.
 func (b *Inbox) bringIn(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, error) {
+	eid, err := b.invite(ctx, agent, room, m)
+	if eid != (rooms.ID{}) {
+		b.record(agent, audit.RoomInvite, room, map[string]string{"member": m.String(), "event": eid.String()})
+	}
+	return eid, err
+}
+
+func (b *Inbox) invite(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, error) {
 	if m.name == "" {
 		if m.peer == b.self {
 			return rooms.ID{}, localapi.BadRequest("%s is this node: name one of its agents (NAME) instead", m.peer)
@@ -382,6 +391,7 @@ func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoo
 	if err != nil {
 		return res, apiError(err)
 	}
+	b.record(a, audit.RoomCreate, id, map[string]string{"name": req.Name})
 	for _, m := range ms {
 		if _, err := b.bringIn(ctx, a, id, m); err != nil {
 			res.Failed = append(res.Failed, localapi.Failure{Member: m.String(), Error: errText(err)})
@@ -833,6 +843,11 @@ func (b *Inbox) Leave(ctx context.Context, agent string, req localapi.LeaveReque
 	if err != nil {
 		return res, apiError(err)
 	}
+	d := map[string]string{"agent": string(a), "event": eid.String()}
+	if res.NodeLeft {
+		d["node_left"] = "true"
+	}
+	b.record(a, audit.RoomLeave, in.ID, d)
 	res.ID = eid.String()
 	b.leftRoom(a, in.ID)
 	return res, b.withPending(a, req.Take, &res.Pending)
