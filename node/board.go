@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
@@ -106,7 +107,10 @@ func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardReq
 	if err != nil {
 		return localapi.BoardView{}, boardError(err)
 	}
-	out := localapi.BoardView{Project: v.Project, Rooms: v.Rooms, Claims: apiClaims(v.Claims)}
+	out := localapi.BoardView{Project: v.Project, Rooms: v.Rooms, Claims: apiClaims(v.Claims), Alive: b.alive(ctx, v.Rooms)}
+	if len(out.Alive) <= 1 {
+		out.Note = "only one agent session is alive in this project: claims are optional overhead until another one comes"
+	}
 	return out, b.take(ctx, agent, req.Take, &out.Pending)
 }
 
@@ -135,6 +139,27 @@ func (b boardAPI) History(ctx context.Context, agent string, req localapi.BoardR
 	return out, b.take(ctx, agent, req.Take, &out.Pending)
 }
 
+// alive lists the live agents of the board's member nodes (this node's
+// agents, and its contacts' whose node is in one of the board's rooms).
+func (b boardAPI) alive(ctx context.Context, roomIDs []string) []string {
+	members := map[string]bool{b.n.id.String(): true}
+	for _, id := range roomIDs {
+		if in, err := b.n.rooms.Get(identity.RoomID(id)); err == nil {
+			for _, p := range in.Members {
+				members[p.String()] = true
+			}
+		}
+	}
+	out := []string{}
+	for _, w := range b.n.agents.Who(ctx) {
+		if members[w.PeerID] {
+			out = append(out, w.Agent+"@"+w.PeerID)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // boardError gives board errors an HTTP status and a code.
 func boardError(err error) error {
 	code, status := "", 0
@@ -154,4 +179,39 @@ func boardError(err error) error {
 		return err
 	}
 	return localapi.Errorf(status, code, "%v", err)
+}
+
+// boardNotices are the board's pending items for an agent (the inbox lists
+// them after replies).
+func (n *Node) boardNotices(agent identity.AgentName, take bool) []localapi.Item {
+	if n.board == nil {
+		return nil
+	}
+	var out []localapi.Item
+	for _, no := range n.board.Notices(agent, take) {
+		it := localapi.Item{Kind: no.Kind, ID: no.ID, Text: no.Text, Time: no.Time, Paths: no.Paths, Project: no.Project}
+		if no.Held != nil {
+			it.From, it.Expires = no.Held.Holder, no.Held.Expires
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// withClaims puts each agent's live claims beside what it works on.
+func (n *Node) withClaims(ws []localapi.WhoEntry) {
+	if n.board == nil || len(ws) == 0 {
+		return
+	}
+	byHolder := map[string][]localapi.Claim{}
+	for key, hs := range n.board.Claims() {
+		for _, h := range hs {
+			c := apiClaim(h)
+			c.Project = key
+			byHolder[h.Holder] = append(byHolder[h.Holder], c)
+		}
+	}
+	for i := range ws {
+		ws[i].Claims = byHolder[ws[i].Address]
+	}
 }

@@ -272,7 +272,8 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.usage = usage.New(usage.Config{Registry: n.reg})
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage})
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage,
+		Notices: n.boardNotices})
 	if err != nil {
 		return err
 	}

@@ -101,6 +101,7 @@ type WhoEntry struct {
 	Local        bool      `json:"local"`
 	Role         string    `json:"role"`
 	Capabilities []string  `json:"capabilities"`
+	Claims       []Claim   `json:"claims,omitempty"` // what it holds on the boards this node sees
 }
 
 // CardView is a public agent card found through the DHT.
@@ -351,7 +352,7 @@ type AgentRoom struct {
 // first time, then "reminder" with the text cut to one line), an
 // invitation, the reply to its own ask, or a message of a room it is in.
 type Item struct {
-	Kind     string   `json:"kind"` // ask, reminder, invitation, reply, message (read also shows create, invite, join, leave)
+	Kind     string   `json:"kind"` // ask, reminder, invitation, reply, message (read also shows create, invite, join, leave); board notices: claim_free, claim_expiring, claim_lost
 	ID       string   `json:"id"`
 	Room     string   `json:"room"`
 	RoomName string   `json:"room_name"`
@@ -364,6 +365,8 @@ type Item struct {
 	Purpose  string   `json:"purpose,omitempty"` // invitation: the room's purpose
 	Members  []string `json:"members,omitempty"` // invitation: the room's member agents
 	Target   string   `json:"target,omitempty"`  // invite and leave events: the node concerned
+	Paths    []string `json:"paths,omitempty"`   // board notices: the paths concerned
+	Project  string   `json:"project,omitempty"` // board notices: the project
 }
 
 // Pending is what an agent has yet to see. Items come in this order: asks
@@ -427,7 +430,8 @@ type Claim struct {
 	Note    string    `json:"note"`
 	Since   time.Time `json:"since"`
 	Expires time.Time `json:"expires"`
-	Event   string    `json:"event"` // the claim event that set the expiry
+	Event   string    `json:"event"`             // the claim event that set the expiry
+	Project string    `json:"project,omitempty"` // in who: the board's project
 }
 
 // ClaimResult is a claim made.
@@ -469,7 +473,12 @@ type BoardView struct {
 	Project string   `json:"project"`
 	Rooms   []string `json:"rooms"`  // the board's rooms
 	Claims  []Claim  `json:"claims"` // live claims, by path
-	Pending Pending  `json:"pending"`
+	// Alive are the live agent sessions of the board's nodes (this node's
+	// and its contacts' that are in the board), NAME@PEER_ID.
+	Alive []string `json:"alive"`
+	// Note says when claims matter little: only one session is alive.
+	Note    string  `json:"note,omitempty"`
+	Pending Pending `json:"pending"`
 }
 
 // BoardEvent is a claim or release of a board's history and what came of it.

@@ -76,6 +76,8 @@ type BoardOut struct {
 	Project string       `json:"project"`
 	Claims  []BoardClaim `json:"claims"`
 	History []BoardEvent `json:"history"`
+	Alive   []string     `json:"alive" jsonschema:"the live agent sessions of the project's nodes"`
+	Note    string       `json:"note,omitempty" jsonschema:"set when only one session is alive: claims are optional overhead then"`
 }
 
 // project resolves the project key and paths against the agent's folder.
@@ -156,7 +158,7 @@ func (s *Server) release(ctx context.Context, c *call, in ReleaseIn) (ReleaseOut
 }
 
 func (s *Server) board(ctx context.Context, c *call, in BoardIn) (BoardOut, string, error) {
-	out := BoardOut{Claims: []BoardClaim{}, History: []BoardEvent{}}
+	out := BoardOut{Claims: []BoardClaim{}, History: []BoardEvent{}, Alive: []string{}}
 	var paths []string
 	if in.Path != "" {
 		paths = []string{in.Path}
@@ -196,12 +198,25 @@ func (s *Server) board(ctx context.Context, c *call, in BoardIn) (BoardOut, stri
 		return out, "", err
 	}
 	c.take(res.Pending)
-	out.Claims = boardClaims(res.Claims)
+	out.Claims, out.Alive, out.Note = boardClaims(res.Claims), orEmpty(res.Alive), res.Note
 	if len(out.Claims) == 0 {
 		b.WriteString("The board is empty: nobody has claimed anything in this project.")
 	} else {
 		fmt.Fprintf(&b, "%d claims on the board:", len(out.Claims))
 		writeClaims(&b, out.Claims)
 	}
+	fmt.Fprintf(&b, "\nAlive in this project: %s.", strings.Join(out.Alive, ", "))
+	if out.Note != "" {
+		b.WriteString("\nNote: " + out.Note + ".")
+	}
 	return out, b.String(), nil
+}
+
+// claimLines shows claims in one line each: path, until when, why.
+func claimLines(cs []localapi.Claim) []string {
+	out := []string{}
+	for _, c := range cs {
+		out = append(out, fmt.Sprintf("%s until %s: %q", c.Path, c.Expires.UTC().Format(time.RFC3339), c.Note))
+	}
+	return out
 }

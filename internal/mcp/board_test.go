@@ -36,11 +36,32 @@ func TestMCPBoard(t *testing.T) {
 	if _, text, isErr := try(t, b, "parley_release", map[string]any{"paths": []string{"api/*.go"}, "project": key}); !isErr {
 		t.Fatalf("beta released alpha's claim: %s", text)
 	}
-	out, _ = call(t, b, "parley_board", map[string]any{"project": key})
+	out, text = call(t, b, "parley_board", map[string]any{"project": key})
 	if cs := out["claims"].([]any); len(cs) != 1 || cs[0].(map[string]any)["note"] != "new endpoint" {
 		t.Fatalf("board: %v", out)
 	}
+	if alive := out["alive"].([]any); len(alive) != 2 || out["note"] != nil || !strings.Contains(text, "Alive in this project") {
+		t.Fatalf("board's alive sessions: %v", out)
+	}
+	// Who shows alpha's claim beside what it works on.
+	out, text = call(t, b, "parley_who", map[string]any{})
+	found := false
+	for _, ag := range out["agents"].([]any) {
+		m := ag.(map[string]any)
+		if strings.HasPrefix(m["address"].(string), "alpha@") {
+			cs := m["claims"].([]any)
+			found = len(cs) == 1 && strings.Contains(cs[0].(string), "api/*.go") && strings.Contains(cs[0].(string), "new endpoint")
+		}
+	}
+	if !found || !strings.Contains(text, "claims: api/*.go") {
+		t.Fatalf("who: %v\n%s", out, text)
+	}
 	call(t, a, "parley_release", map[string]any{"project": key})
+	// Beta, refused before, is told the paths are free, in its pending items.
+	_, text = call(t, b, "parley_board", map[string]any{"project": key})
+	if !strings.Contains(text, "claim_free") && !strings.Contains(text, "is free now") {
+		t.Fatalf("beta's pending after the release: %s", text)
+	}
 	call(t, b, "parley_claim", map[string]any{"paths": []string{"api/user.go"}, "note": "fix", "project": key})
 	out, _ = call(t, b, "parley_board", map[string]any{"project": key, "history": true, "path": "api/user.go"})
 	if h := out["history"].([]any); len(h) != 3 {

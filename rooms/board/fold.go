@@ -221,3 +221,15 @@ func (s *State) Record(id string) (Record, bool) {
 	r, ok := s.records[id]
 	return r, ok
 }
+
+// Lost returns holder's claims that lost to an earlier one, in fold order.
+func (s *State) Lost(holder string) []Record {
+	s.catchUp()
+	var out []Record
+	for _, e := range s.entries {
+		if r := s.records[e.ID]; r.Lost != nil && r.Holder == holder {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -59,7 +59,9 @@ type Service struct {
 
 	mu       sync.Mutex // protects projects; held from a claim's check to its post
 	projects map[string]*project
-	inviter  map[string]identity.AgentName // project → the agent that invites (the last to claim)
+	inviter  map[string]identity.AgentName   // project → the agent that invites (the last to claim)
+	watches  map[identity.AgentName][]*watch // refused claims, to tell when their paths go free
+	told     map[string]bool                 // notices handed out (by Notice.ID)
 }
 
 type project struct {
@@ -83,7 +85,8 @@ func New(cfg Config) (*Service, error) {
 		cfg.InviteInterval = 30 * time.Second
 	}
 	return &Service{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1),
-		projects: map[string]*project{}, inviter: map[string]identity.AgentName{}}, nil
+		projects: map[string]*project{}, inviter: map[string]identity.AgentName{},
+		watches: map[identity.AgentName][]*watch{}, told: map[string]bool{}}, nil
 }
 
 // Run invites the node's contacts into its boards, at once when a board is
@@ -211,6 +214,44 @@ func (s *Service) room(ctx context.Context, p *project, agent identity.AgentName
 	return id, nil
 }
 
+// boardKeys lists the projects whose board rooms this node is in, and
+// those it read. Callers hold s.mu.
+func (s *Service) boardKeys() []string {
+	var keys []string
+	for _, in := range s.cfg.Rooms.List() {
+		if key, ok := strings.CutPrefix(in.Name, RoomPrefix); ok && checkProject(key) == nil && !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	for key := range s.projects {
+		if !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Claims returns the live claims of every board this node is in, by
+// project.
+func (s *Service) Claims() map[string][]Held {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]Held{}
+	now := s.cfg.Now()
+	for _, key := range s.boardKeys() {
+		p, err := s.load(key)
+		if err != nil {
+			s.log.Debug("board: read", "project", key, "err", err)
+			continue
+		}
+		if live := p.state.Live(now); len(live) > 0 {
+			out[key] = live
+		}
+	}
+	return out
+}
+
 // ClaimRequest is a claim an agent makes.
 type ClaimRequest struct {
 	Project string
@@ -289,6 +330,9 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 		}
 		left := req.Wait - s.cfg.Now().Sub(start)
 		if left <= 0 {
+			s.mu.Lock()
+			s.watchLocked(agent, req.Project, paths, req.Note, *h)
+			s.mu.Unlock()
 			return ClaimResult{}, conflictError(h, paths)
 		}
 		// Look again when something is stored, when the claim in the way

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,20 @@ func TestBoard(t *testing.T) {
 		t.Fatalf("bob releases alice's claim: %v", err)
 	}
 
+	// Bob is told when what he was refused goes free (once).
+	notices := func(i int, agent, kind string, take bool) []board.Notice {
+		var out []board.Notice
+		for _, n := range nt.Node(i).Board().Notices(identity.AgentName(agent), take) {
+			if n.Kind == kind {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	if ns := notices(1, "bob", board.NoticeFree, true); len(ns) != 0 {
+		t.Fatalf("bob told of a free path too early: %+v", ns)
+	}
+
 	// Bob waits; alice releases; bob gets it.
 	done := make(chan error, 1)
 	go func() {
@@ -112,6 +127,13 @@ func TestBoard(t *testing.T) {
 	}()
 	if _, err := nt.Node(0).Board().Release(ctx, "alice", project, []string{"parse/*.go"}); err != nil {
 		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(notices(1, "bob", board.NoticeFree, false)) == 1 }, "bob to be told parse/lex.go is free")
+	if ns := notices(1, "bob", board.NoticeFree, true); len(ns) != 1 || !strings.Contains(ns[0].Text, "was released") || ns[0].Paths[0] != "parse/lex.go" {
+		t.Fatalf("bob's notice: %+v", ns)
+	}
+	if ns := notices(1, "bob", board.NoticeFree, true); len(ns) != 0 {
+		t.Fatalf("bob told twice: %+v", ns)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("bob's waiting claim: %v", err)
@@ -123,6 +145,7 @@ func TestBoard(t *testing.T) {
 		t.Fatal(err)
 	}
 	nt.WaitFor(30*time.Second, func() bool { return holders(live(t, nt, 0))["docs/**"] == b }, "node 0 to see bob's docs claim")
+	nt.WaitFor(30*time.Second, func() bool { return len(notices(1, "bob", board.NoticeExpiring, true)) == 1 }, "bob to be told his claim ends soon")
 	res, err := claim(ctx, nt, 0, "alice", "docs", time.Hour, 40*time.Second, "docs/README.md")
 	if err != nil {
 		t.Fatalf("alice's claim after the expiry: %v", err)
@@ -195,6 +218,25 @@ func TestBoardPartition(t *testing.T) {
 			if (r.ID == loser) != (r.Lost != nil) {
 				t.Fatalf("node %d: %+v (loser %s)", i, r, loser)
 			}
+		}
+	}
+	// The loser's agent is told, once.
+	li, la := 1, "bob"
+	if loser == ra.Event {
+		li, la = 0, "alice"
+	}
+	var told []board.Notice
+	for _, n := range nt.Node(li).Board().Notices(identity.AgentName(la), true) {
+		if n.Kind == board.NoticeLost {
+			told = append(told, n)
+		}
+	}
+	if len(told) != 1 || !strings.Contains(told[0].Text, "lost to") {
+		t.Fatalf("%s's notices: %+v", la, told)
+	}
+	for _, n := range nt.Node(li).Board().Notices(identity.AgentName(la), true) {
+		if n.Kind == board.NoticeLost {
+			t.Fatalf("told twice: %+v", n)
 		}
 	}
 }
