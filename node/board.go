@@ -107,6 +107,11 @@ func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardReq
 	if err != nil {
 		return localapi.BoardView{}, boardError(err)
 	}
+	if len(req.Paths) > 0 {
+		v.Claims = slices.DeleteFunc(v.Claims, func(h board.Held) bool {
+			return !slices.ContainsFunc(req.Paths, func(p string) bool { return board.Overlap(h.Path, p) })
+		})
+	}
 	out := localapi.BoardView{Project: v.Project, Rooms: v.Rooms, Claims: apiClaims(v.Claims), Alive: b.alive(ctx, v.Rooms)}
 	if len(out.Alive) <= 1 {
 		out.Note = "only one agent session is alive in this project: claims are optional overhead until another one comes"

@@ -138,4 +138,46 @@ func TestCLIBoard(t *testing.T) {
 	if !strings.Contains(out, "splitting the parser") || !strings.Contains(out, "formatting") {
 		t.Fatalf("history as text: %s", out)
 	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		runInJSON(t, repoA, &bv, "--home", homeA, "board")
+		return len(bv.Claims) == 1 && bv.Claims[0].Note == "formatting"
+	}, "A's board to show B's claim")
+	gitGuardCheck(t, repoA, homeA)
+}
+
+// gitGuardCheck: with the guard installed in A's clone, a commit touching a
+// file B claimed is refused naming B's note, and goes through with the
+// override; uninstall takes the hook out.
+func gitGuardCheck(t *testing.T, repoA, homeA string) {
+	t.Helper()
+	if _, errs, code := runIn(t, repoA, "--home", homeA, "install", "git-guard"); code != 0 {
+		t.Fatalf("install git-guard: %s", errs)
+	}
+	hook := filepath.Join(repoA, ".git", "hooks", "pre-commit")
+	if _, err := os.Stat(hook); err != nil {
+		t.Fatalf("no hook: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(repoA, "src", "b.go"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repoA, "add", "src/b.go")
+	commit := exec.Command("git", "-C", repoA, "commit", "-q", "-m", "touch b")
+	commit.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.org", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := commit.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "formatting") {
+		t.Fatalf("the guarded commit: %v\n%s", err, out)
+	}
+	commit = exec.Command("git", "-C", repoA, "commit", "-q", "-m", "touch b")
+	commit.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.org", "GIT_CONFIG_GLOBAL=/dev/null", "PARLEY_GUARD=off")
+	if out, err := commit.CombinedOutput(); err != nil {
+		t.Fatalf("the commit with PARLEY_GUARD=off: %v\n%s", err, out)
+	}
+	if _, errs, code := runIn(t, repoA, "--home", homeA, "uninstall", "git-guard"); code != 0 {
+		t.Fatalf("uninstall git-guard: %s", errs)
+	}
+	if _, err := os.Stat(hook); !os.IsNotExist(err) {
+		t.Fatalf("the hook Parley created is still there: %v", err)
+	}
 }

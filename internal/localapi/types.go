@@ -463,9 +463,10 @@ type ReleaseResult struct {
 // BoardRequest reads a project's board or its history (Path: only the
 // events on paths that overlap it).
 type BoardRequest struct {
-	Project string `json:"project"`
-	Path    string `json:"path,omitempty"`
-	Take    bool   `json:"take,omitempty"`
+	Project string   `json:"project"`
+	Path    string   `json:"path,omitempty"`
+	Paths   []string `json:"paths,omitempty"` // board: only the claims that overlap one of these
+	Take    bool     `json:"take,omitempty"`
 }
 
 // BoardView is a project's board now.
