@@ -39,6 +39,7 @@ func newRoot() *cobra.Command {
 		idCmd(g), statusCmd(g), peersCmd(g), connectCmd(g), downCmd(g),
 		roomCmd(g), mcpCmd(g), contactCmd(g), agentCmd(g), whoCmd(g), findCmd(g), auditCmd(g),
 		claimCmd(g), releaseCmd(g), boardCmd(g), guardCmd(g),
+		roomCmd(g), mcpCmd(g), contactCmd(g), agentCmd(g), whoCmd(g), findCmd(g), auditCmd(g), uiCmd(g),
 	)
 	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g))
 	return root
