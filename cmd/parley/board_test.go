@@ -143,6 +143,35 @@ func TestCLIBoard(t *testing.T) {
 		return len(bv.Claims) == 1 && bv.Claims[0].Note == "formatting"
 	}, "A's board to show B's claim")
 	gitGuardCheck(t, repoA, homeA)
+
+	// A worktree of its own for an agent, on the board; removing it frees it.
+	if _, errs, code := runIn(t, repoA, "--home", homeA, "worktree", "add", "feature", "--as", "alice"); code != 0 {
+		t.Fatalf("worktree add: %s", errs)
+	}
+	if _, err := os.Stat(filepath.Join(repoA, ".worktrees", "feature", "src", "a.go")); err != nil {
+		t.Fatalf("no worktree: %v", err)
+	}
+	if st := gitIn(t, repoA, "status", "--porcelain"); strings.Contains(st, ".worktrees") {
+		t.Fatalf("the worktree shows in git status: %s", st)
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		runInJSON(t, repoB, &bv, "--home", homeB, "board")
+		for _, c := range bv.Claims {
+			if c.Path == ".worktrees/feature/**" && strings.HasPrefix(c.Holder, "alice@") {
+				return true
+			}
+		}
+		return false
+	}, "B's board to show alice's worktree")
+	if _, errs, code := runIn(t, repoA, "--home", homeA, "worktree", "remove", "feature", "--as", "alice"); code != 0 {
+		t.Fatalf("worktree remove: %s", errs)
+	}
+	runInJSON(t, repoA, &bv, "--home", homeA, "board")
+	for _, c := range bv.Claims {
+		if strings.HasPrefix(c.Path, ".worktrees/") {
+			t.Fatalf("the worktree's claim stayed: %+v", c)
+		}
+	}
 }
 
 // gitGuardCheck: with the guard installed in A's clone, a commit touching a
