@@ -40,6 +40,7 @@ import (
 	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // Version is the Parley version reported by the node.
@@ -80,6 +81,7 @@ type Node struct {
 	inbox     *inbox.Inbox       // set by Start, read-only afterwards
 	reconnect *reconnect.Service // set by Start, read-only afterwards
 	usage     *usage.Meter       // set by Start, read-only afterwards
+	board     *board.Service     // set by Start, read-only afterwards
 	ui        *ui.Server         // set by Start, read-only afterwards (nil: not served)
 	uiURL     string             // the dashboard's URL with its token (set with ui)
 	uiErr     string             // why the dashboard is not served
@@ -274,11 +276,15 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.usage = usage.New(usage.Config{Registry: n.reg})
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage})
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage,
+		Notices: n.boardNotices})
 	if err != nil {
 		return err
 	}
 	n.inbox = ib
+	if err := n.newBoard(); err != nil {
+		return err
+	}
 
 	n.registerMetrics()
 
@@ -299,6 +305,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
 		n.api.HandleAgents(agentsAPI{n})
+		n.api.HandleBoard(boardAPI{n})
 		n.api.HandleUI(n.uiInfo)
 		if !n.cfg.NoUI {
 			n.startUI()
