@@ -3,13 +3,14 @@ package rooms
 import (
 	"context"
 	"errors"
+	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // validate is the room topic's GossipSub validator. It runs inline, decodes
-// each message once (the result rides in ValidatorData to readGossip) and
+// each message once (the result rides in ValidatorData to gossip) and
 // refuses what no room state can make valid: bad bytes or signatures,
 // broken limits, another room, a reused seq, a lying depth, and a non-member
 // author whose parents are all stored (so its invite is not in the past).
@@ -72,23 +73,26 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 	return pubsub.ValidationAccept
 }
 
-// readGossip moves validated messages from the subscription to the room's
-// goroutine, until sub is cancelled or ctx ends.
-func (r *room) readGossip(ctx context.Context, sub *pubsub.Subscription) {
-	for {
-		msg, err := sub.Next(ctx)
-		if err != nil {
-			return
-		}
-		if msg.ReceivedFrom == r.m.self {
-			continue // own events are stored before they are published
-		}
-		it, ok := msg.ValidatorData.(*Item)
-		if !ok {
-			continue
-		}
-		if r.submit(ctx, input{item: it, from: msg.ReceivedFrom}) != nil {
-			return
-		}
+// gossipWait bounds how long GossipSub's validation waits for a busy room
+// to take an event; past it the event is left to sync.
+const gossipWait = time.Second
+
+// gossip is the topic's validator: validate, then the events it accepts
+// from other nodes go to the room's goroutine (the topic is relayed, not
+// subscribed, so nothing else reads them).
+func (r *room) gossip(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	res := r.validate(ctx, from, msg)
+	if res != pubsub.ValidationAccept || from == r.m.self {
+		return res
 	}
+	it, ok := msg.ValidatorData.(*Item)
+	if !ok {
+		return res
+	}
+	ctx, cancel := context.WithTimeout(ctx, gossipWait)
+	defer cancel()
+	if err := r.submit(ctx, input{item: it, from: from}); err != nil {
+		r.requestSync(from)
+	}
+	return res
 }

@@ -226,6 +226,7 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 			continue
 		}
 	}
+	m.spawn(m.antiEntropy)
 	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
 	m.cfg.Host.SetStreamHandler(ProtocolInvite, m.handleInvite)
 	m.cfg.Host.SetStreamHandler(ProtocolNudge, m.handleNudge)
@@ -255,11 +256,6 @@ func (m *Manager) Close() error {
 		rs = append(rs, r)
 	}
 	m.mu.Unlock()
-	for _, r := range rs {
-		if sub := r.subscription(); sub != nil {
-			sub.Cancel()
-		}
-	}
 	m.wg.Wait()
 	for _, r := range rs {
 		m.leaveTopic(r)
@@ -327,8 +323,6 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 	m.rooms[id] = r
 	m.mu.Unlock()
 	m.leaving.drop(id)
-	r.goRoom(r.run)
-	r.goRoom(r.syncLoop)
 	m.changed(id)
 	for _, p := range r.memberList() {
 		if p != m.self && m.cfg.Host.Network().Connectedness(p) == network.Connected {

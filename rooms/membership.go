@@ -14,7 +14,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
@@ -506,10 +505,9 @@ func (m *Manager) closeRoom(r *room, serve bool) {
 	}
 	delete(m.rooms, r.id)
 	m.mu.Unlock()
+	m.spawnMu.Lock()
 	r.cancel()
-	if sub := r.subscription(); sub != nil {
-		sub.Cancel()
-	}
+	m.spawnMu.Unlock()
 	r.wg.Wait()
 	m.leaveTopic(r)
 	r.closeListeners()
@@ -644,28 +642,22 @@ func (m *Manager) refreshTopic(r *room) {
 	if m.room(r.id) != r || r.ctx.Err() != nil {
 		return
 	}
-	old := r.subscription()
-	if old == nil {
+	r.mu.Lock()
+	t, relay := r.topic, r.relay
+	r.mu.Unlock()
+	if t == nil {
 		return // no topic yet: the mesh is built when the room joins one
 	}
-	old.Cancel()
-	topic := r.topicName()
-	for deadline := time.Now().Add(5 * time.Second); slices.Contains(m.ps.GetTopics(), topic) && time.Now().Before(deadline); {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	sub, err := r.currentTopic().Subscribe(pubsub.WithBufferSize(4096))
+	// GossipSub's event loop has left the topic when the cancel returns.
+	relay()
+	again, err := t.Relay()
 	if err != nil {
 		m.log.Error("rejoin room topic failed", "room", string(r.id), "err", err)
 		return
 	}
 	r.mu.Lock()
-	r.sub = sub
+	r.relay = again
 	r.mu.Unlock()
-	r.goRoom(func(ctx context.Context) { r.readGossip(ctx, sub) })
 	for _, p := range r.memberList() {
 		if p != m.self {
 			r.requestSync(p)
@@ -673,19 +665,13 @@ func (m *Manager) refreshTopic(r *room) {
 	}
 }
 
-// subscription is the room's current topic subscription.
-func (r *room) subscription() *pubsub.Subscription {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.sub
-}
-
 // goRoom runs f on a goroutine of the room: it ends with the room, and
 // Close and closeRoom wait for it.
 func (r *room) goRoom(f func(ctx context.Context)) {
 	r.m.spawnMu.Lock()
 	defer r.m.spawnMu.Unlock()
-	if r.m.closing {
+	// closeRoom cancels ctx under spawnMu: no goroutine starts once it waits.
+	if r.m.closing || r.ctx == nil || r.ctx.Err() != nil {
 		return
 	}
 	r.m.wg.Add(1)

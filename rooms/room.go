@@ -116,25 +116,30 @@ type room struct {
 	recent  depthCache
 	ancBuf  []ID
 
+	runMu      sync.Mutex // protects running and submitting
+	running    bool       // run is running; it stops after roomIdle without input
+	submitting int        // submits under way, which keep run from stopping
+
 	pendingLen atomic.Int64 // pending.Len(), for metrics
 	arrivals   uint64       // events stored here so far (the arrival log's last n); owned by run
 
-	mu        sync.RWMutex // protects the fields below
-	meta      Meta
-	members   map[peer.ID]ID     // member node → the create or invite event admitting it
-	vv        map[peer.ID]uint64 // author → highest contiguous seq accepted
-	committed map[peer.ID]uint64 // the same, as far as it is written to the store
-	headsSnap []ID
-	listeners map[int]chan View
-	nextLis   int
-	syncing   map[peer.ID]bool // peers with a sync queued or running
-	syncQ     chan peer.ID
-	stalls    map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
-	topic     *pubsub.Topic          // the joined topic; nil while the room has none (topic.go)
-	topicStr  string                 // its name
-	sub       *pubsub.Subscription   // the topic subscription (replaced by refreshTopic)
-	agents    map[string]AgentMember // agent address → its membership (membership.go)
-	outs      map[peer.ID]outRec     // nodes that left or were removed (membership.go)
+	mu          sync.RWMutex // protects the fields below
+	meta        Meta
+	members     map[peer.ID]ID     // member node → the create or invite event admitting it
+	vv          map[peer.ID]uint64 // author → highest contiguous seq accepted
+	committed   map[peer.ID]uint64 // the same, as far as it is written to the store
+	headsSnap   []ID
+	listeners   map[int]chan View
+	nextLis     int
+	syncing     map[peer.ID]bool // peers with a sync queued or running
+	syncQ       chan peer.ID
+	syncRunning bool                   // a syncWorker runs (sync.go)
+	stalls      map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
+	topic       *pubsub.Topic          // the joined topic; nil while the room has none (topic.go)
+	topicStr    string                 // its name
+	relay       func()                 // ends the topic's relay (topic.go)
+	agents      map[string]AgentMember // agent address → its membership (membership.go)
+	outs        map[peer.ID]outRec     // nodes that left or were removed (membership.go)
 }
 
 func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
@@ -227,17 +232,38 @@ func mapKeys(m map[ID]uint64) []ID {
 	return SortIDs(out)
 }
 
+// roomIdle is how long a room's goroutine waits for input before it
+// stops: an idle room costs no goroutine.
+const roomIdle = 2 * time.Second
+
 // run is the room's goroutine: it takes inputs in batches, applies them to
 // the DAG, writes each batch in one transaction (fsynced when it holds this
-// node's own events), then publishes and notifies.
+// node's own events), then publishes and notifies. submit starts it; it
+// stops after roomIdle without input, and the state it owns stays in the
+// room for the next one (runMu orders them).
 func (r *room) run(ctx context.Context) {
 	batch := make([]input, 0, 256)
+	idle := time.NewTimer(roomIdle)
+	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			r.runMu.Lock()
+			r.running = false
+			r.runMu.Unlock()
 			return
 		case in := <-r.inbox:
 			batch = append(batch[:0], in)
+		case <-idle.C:
+			r.runMu.Lock()
+			if len(r.inbox) == 0 && r.submitting == 0 {
+				r.running = false
+				r.runMu.Unlock()
+				return
+			}
+			r.runMu.Unlock()
+			idle.Reset(roomIdle)
+			continue
 		}
 	drain:
 		for len(batch) < cap(batch) {
@@ -249,6 +275,7 @@ func (r *room) run(ctx context.Context) {
 			}
 		}
 		r.process(ctx, batch)
+		idle.Reset(roomIdle)
 	}
 }
 
@@ -656,16 +683,38 @@ func (r *room) committedVV() map[peer.ID]uint64 {
 	return out
 }
 
-// submit hands an input to the room's goroutine.
+// submit hands an input to the room's goroutine, starting it if it stopped.
 func (r *room) submit(ctx context.Context, in input) error {
+	r.runMu.Lock()
+	r.submitting++
+	if !r.running {
+		r.running = true
+		r.goRoom(r.run)
+	}
+	r.runMu.Unlock()
+	defer func() {
+		r.runMu.Lock()
+		r.submitting--
+		r.runMu.Unlock()
+	}()
 	select {
 	case r.inbox <- in:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-r.closed():
+		return ErrClosed
 	case <-r.m.ctx.Done():
 		return ErrClosed
 	}
+}
+
+// closed is done once the room closes (nil for a room that never opened).
+func (r *room) closed() <-chan struct{} {
+	if r.ctx == nil {
+		return nil
+	}
+	return r.ctx.Done()
 }
 
 // say authors an event and waits until it is stored durably.

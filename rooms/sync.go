@@ -115,28 +115,38 @@ func (r *room) requestSync(p peer.ID) {
 		r.mu.Lock()
 		delete(r.syncing, p)
 		r.mu.Unlock()
+		return
+	}
+	r.mu.Lock()
+	start := !r.syncRunning
+	r.syncRunning = true
+	r.mu.Unlock()
+	if start {
+		r.goRoom(r.syncWorker)
 	}
 }
 
-// syncLoop runs queued catch-ups one at a time, and anti-entropy with a
-// random connected member every SyncInterval.
-func (r *room) syncLoop(ctx context.Context) {
-	t := time.NewTicker(r.m.cfg.SyncInterval)
-	defer t.Stop()
+// syncWorker runs queued catch-ups one at a time, and ends when none is
+// left: an idle room runs no goroutine (requestSync starts it again).
+func (r *room) syncWorker(ctx context.Context) {
 	for {
 		var p peer.ID
 		select {
 		case <-ctx.Done():
+			r.mu.Lock()
+			r.syncRunning = false
+			r.mu.Unlock()
 			return
 		case p = <-r.syncQ:
-		case <-t.C:
-			p = r.randomMember()
-			if p == "" {
-				continue
-			}
+		default:
 			r.mu.Lock()
-			r.syncing[p] = true
+			if len(r.syncQ) == 0 {
+				r.syncRunning = false
+				r.mu.Unlock()
+				return
+			}
 			r.mu.Unlock()
+			continue
 		}
 		if err := r.syncWith(ctx, p); err != nil && ctx.Err() == nil {
 			r.m.log.Debug("sync failed", "room", string(r.id), "remote", p.String(), "err", err)
@@ -144,6 +154,31 @@ func (r *room) syncLoop(ctx context.Context) {
 		r.mu.Lock()
 		delete(r.syncing, p)
 		r.mu.Unlock()
+	}
+}
+
+// antiEntropy asks every open room, each SyncInterval, to catch up with a
+// random connected member (one goroutine for all rooms).
+func (m *Manager) antiEntropy() {
+	t := time.NewTicker(m.cfg.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.mu.RLock()
+		rs := make([]*room, 0, len(m.rooms))
+		for _, r := range m.rooms {
+			rs = append(rs, r)
+		}
+		m.mu.RUnlock()
+		for _, r := range rs {
+			if p := r.randomMember(); p != "" {
+				r.requestSync(p)
+			}
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package rooms
 
 import (
-	"context"
 	"crypto/sha256"
 	"fmt"
 	"strings"
@@ -83,9 +82,10 @@ func (r *room) topicFromStore() string {
 	return TopicFor(e.Body[:roomNonceLen])
 }
 
-// joinTopic makes name the room's topic: its validator, the topic and a
-// subscription, read by a goroutine of the room. The caller holds openMu
-// (GossipSub's event loop calls PeerFilter, which takes mu).
+// joinTopic makes name the room's topic: its validator, which hands the
+// events it accepts to the room, and the topic, relayed (in the mesh
+// without a subscription, so no goroutine waits on it). The caller holds
+// openMu (GossipSub's event loop calls PeerFilter, which takes mu).
 func (m *Manager) joinTopic(r *room, name string) error {
 	m.mu.Lock()
 	if other := m.topics[name]; other != nil && other != r {
@@ -101,7 +101,7 @@ func (m *Manager) joinTopic(r *room, name string) error {
 		}
 		m.mu.Unlock()
 	}
-	if err := m.ps.RegisterTopicValidator(name, r.validate, pubsub.WithValidatorInline(true)); err != nil {
+	if err := m.ps.RegisterTopicValidator(name, r.gossip, pubsub.WithValidatorInline(true)); err != nil {
 		undo()
 		return fmt.Errorf("rooms: room %s: validator: %w", r.id, err)
 	}
@@ -111,35 +111,34 @@ func (m *Manager) joinTopic(r *room, name string) error {
 		undo()
 		return fmt.Errorf("rooms: room %s: join topic: %w", r.id, err)
 	}
-	sub, err := t.Subscribe(pubsub.WithBufferSize(4096))
+	relay, err := t.Relay()
 	if err != nil {
 		_ = t.Close()
 		_ = m.ps.UnregisterTopicValidator(name)
 		undo()
-		return fmt.Errorf("rooms: room %s: subscribe: %w", r.id, err)
+		return fmt.Errorf("rooms: room %s: relay topic: %w", r.id, err)
 	}
 	r.mu.Lock()
-	r.topic, r.sub, r.topicStr = t, sub, name
+	r.topic, r.relay, r.topicStr = t, relay, name
 	r.mu.Unlock()
-	r.goRoom(func(ctx context.Context) { r.readGossip(ctx, sub) })
 	return nil
 }
 
 // leaveTopic undoes joinTopic. The caller holds openMu.
 func (m *Manager) leaveTopic(r *room) {
 	r.mu.Lock()
-	t, sub, name := r.topic, r.sub, r.topicStr
-	r.topic, r.sub, r.topicStr = nil, nil, ""
+	t, relay, name := r.topic, r.relay, r.topicStr
+	r.topic, r.relay, r.topicStr = nil, nil, ""
 	r.mu.Unlock()
 	if name == "" {
 		return
 	}
-	if sub != nil {
-		sub.Cancel()
+	if relay != nil {
+		relay()
 	}
 	if t != nil {
-		// GossipSub's event loop has taken the cancel when Cancel returns,
-		// so the topic has no subscription left.
+		// GossipSub's event loop has taken the relay's cancel when it
+		// returns, so the topic has no relay left.
 		if err := t.Close(); err != nil {
 			m.log.Debug("close topic", "room", string(r.id), "err", err)
 		}

@@ -2,6 +2,8 @@ package rooms_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -117,4 +119,33 @@ func TestTopicsDoNotNameRooms(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestIdleRoomsCostNoGoroutine: a room's goroutines start when it has work
+// and stop when it is idle, so a node in many quiet rooms runs no more
+// goroutines than in one; an idle room wakes up for what comes.
+func TestIdleRoomsCostNoGoroutine(t *testing.T) {
+	nt := startNet(t, 2)
+	ctx := context.Background()
+	shared := openRoom(t, nt, 1)
+	base := runtime.NumGoroutine()
+	var ids []identity.RoomID
+	for i := range 50 {
+		id, err := mgr(nt, 0).Create(ctx, fmt.Sprintf("quiet %d", i), identity.HumanAgent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		say(t, nt, 0, id, "hello")
+		ids = append(ids, id)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return runtime.NumGoroutine() <= base+20 },
+		"the goroutines of 50 idle rooms to stop (%d now, %d before)", runtime.NumGoroutine(), base)
+	// Idle rooms still take gossip, sync and invites.
+	say(t, nt, 1, shared, "wake up")
+	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 0, shared) == 4 }, "node 0 to get the message")
+	if _, err := mgr(nt, 0).Invite(ctx, ids[7], nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return hasJoined(nt, 1, ids[7]) }, "node 1 to join an idle room")
+	waitConverged(t, nt, ids[7], 4, 20*time.Second, 0, 1)
 }
