@@ -187,6 +187,12 @@ func TestBoardDeadNode(t *testing.T) {
 	if _, err := claim(ctx, nt, 1, "bob", "mine now", time.Hour, 40*time.Second, "a.go"); err != nil {
 		t.Fatalf("claim after the dead node's expiry: %v", err)
 	}
+	// The board lives in the store: the restarted node has it, and catches up.
+	nt.Restart(0)
+	nt.WaitFor(60*time.Second, func() bool {
+		h, err := nt.Node(0).Board().History(ctx, project, "a.go")
+		return err == nil && len(h) == 2 && holders(live(t, nt, 0))["a.go"] == "bob@"+nt.ID(1).String()
+	}, "the restarted node to have the board")
 }
 
 // TestBoardPartition: claims made on both sides of a partition are
