@@ -35,6 +35,7 @@ import (
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/moderation"
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -72,9 +73,10 @@ type Node struct {
 	api     *localapi.Server
 	wg      sync.WaitGroup
 
-	contacts *contacts.Service // set by Start, read-only afterwards
-	agents   *agents.Service   // set by Start, read-only afterwards
-	inbox    *inbox.Inbox      // set by Start, read-only afterwards
+	contacts *contacts.Service   // set by Start, read-only afterwards
+	agents   *agents.Service     // set by Start, read-only afterwards
+	inbox    *inbox.Inbox        // set by Start, read-only afterwards
+	mod      *moderation.Service // set by Start, read-only afterwards
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -211,6 +213,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.newContacts(); err != nil {
 		return err
 	}
+	if err := n.newModeration(); err != nil {
+		return err
+	}
 	if err := n.newAgents(); err != nil {
 		return err
 	}
@@ -258,7 +263,8 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.startAgents()
 	n.startRecovery()
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit})
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit,
+		Moderation: modEdge{n.mod}})
 	if err != nil {
 		return err
 	}
@@ -283,6 +289,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
 		n.api.HandleAgents(agentsAPI{n})
+		n.api.HandleModeration(modAPI{n})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

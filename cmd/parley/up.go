@@ -134,6 +134,8 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		Recover:     f.recover,
 		NewIdentity: f.newIdentity,
 		MinFreeDisk: minFree,
+
+		AgentPostLimit: file.AgentPostLimit,
 	}
 	listen := file.Listen
 	if len(f.listen) > 0 {
