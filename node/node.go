@@ -36,7 +36,9 @@ import (
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/moderation"
+	"github.com/parley-mesh/parley/internal/reconnect"
 	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -73,10 +75,12 @@ type Node struct {
 	api     *localapi.Server
 	wg      sync.WaitGroup
 
-	contacts *contacts.Service   // set by Start, read-only afterwards
-	agents   *agents.Service     // set by Start, read-only afterwards
-	inbox    *inbox.Inbox        // set by Start, read-only afterwards
-	mod      *moderation.Service // set by Start, read-only afterwards
+	contacts  *contacts.Service   // set by Start, read-only afterwards
+	agents    *agents.Service     // set by Start, read-only afterwards
+	inbox     *inbox.Inbox        // set by Start, read-only afterwards
+	mod       *moderation.Service // set by Start, read-only afterwards
+	reconnect *reconnect.Service  // set by Start, read-only afterwards
+	usage     *usage.Meter        // set by Start, read-only afterwards
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -164,6 +168,10 @@ func (n *Node) Rooms() *rooms.Manager { return n.rooms }
 // Inbox is the node's agent edge: agents' calls and pending items (nil
 // before Start).
 func (n *Node) Inbox() *inbox.Inbox { return n.inbox }
+
+// Usage is what the node's agents did, per agent and per room (nil before
+// Start).
+func (n *Node) Usage() *usage.Meter { return n.usage }
 
 // Registry is the node's metrics registry.
 func (n *Node) Registry() *prometheus.Registry { return n.reg }
@@ -263,7 +271,11 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.startAgents()
 	n.startRecovery()
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit,
+	if err := n.startReconnect(); err != nil {
+		return err
+	}
+	n.usage = usage.New(usage.Config{Registry: n.reg})
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage,
 		Moderation: modEdge{n.mod}})
 	if err != nil {
 		return err
