@@ -227,4 +227,3 @@ func refused(t *testing.T, nt *nodetest.Net, i int, reason string) float64 {
 	}
 	return 0
 }
-
