@@ -36,6 +36,7 @@ import (
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/moderation"
+	"github.com/parley-mesh/parley/internal/names"
 	"github.com/parley-mesh/parley/internal/reconnect"
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/internal/usage"
@@ -79,6 +80,7 @@ type Node struct {
 	agents    *agents.Service     // set by Start, read-only afterwards
 	inbox     *inbox.Inbox        // set by Start, read-only afterwards
 	mod       *moderation.Service // set by Start, read-only afterwards
+	names     *names.Service      // set by Start, read-only afterwards
 	reconnect *reconnect.Service  // set by Start, read-only afterwards
 	usage     *usage.Meter        // set by Start, read-only afterwards
 
@@ -224,6 +226,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.newModeration(); err != nil {
 		return err
 	}
+	if err := n.newNames(); err != nil {
+		return err
+	}
 	if err := n.newAgents(); err != nil {
 		return err
 	}
@@ -270,13 +275,14 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.startAgents()
+	n.startNames()
 	n.startRecovery()
 	if err := n.startReconnect(); err != nil {
 		return err
 	}
 	n.usage = usage.New(usage.Config{Registry: n.reg})
 	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage,
-		Moderation: modEdge{n.mod}})
+		Moderation: modEdge{n.mod}, Names: n.names})
 	if err != nil {
 		return err
 	}
@@ -302,6 +308,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleContacts(contactsAPI{n.contacts})
 		n.api.HandleAgents(agentsAPI{n})
 		n.api.HandleModeration(modAPI{n})
+		n.api.HandleNames(namesAPI{n.names})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

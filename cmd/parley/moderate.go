@@ -92,7 +92,9 @@ func agentMutedCmd(g *globals) *cobra.Command {
 		Short: "List the agents muted or killed on this node",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var book localapi.NameBook
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.ModerationRule, error) {
+				book = nameBook(ctx, c)
 				return c.ModerationRules(ctx)
 			}, func(w io.Writer, v []localapi.ModerationRule) {
 				if len(v) == 0 {
@@ -108,7 +110,7 @@ func agentMutedCmd(g *globals) *cobra.Command {
 					} else if r.MutedUntil != nil {
 						until = r.MutedUntil.Local().Format(time.RFC3339)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shortAddr(r.Agent), state, until, safe(r.By), r.At.Local().Format(time.RFC3339))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(book.Agent(r.Agent)), state, until, safe(r.By), r.At.Local().Format(time.RFC3339))
 				}
 				tw.Flush()
 			})

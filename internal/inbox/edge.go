@@ -240,8 +240,18 @@ func (b *Inbox) parseMember(s string) (member, error) {
 		}
 	}
 	a, err := identity.ParseAgentAddr(s)
+	if name, node, ok := strings.Cut(s, "@"); err != nil && ok && b.cfg.Names != nil {
+		// NAME@HANDLE, as names show: the node whose handle it is.
+		if _, perr := peer.Decode(node); perr != nil {
+			p, rerr := b.cfg.Names.Resolve(node)
+			if rerr != nil {
+				return member{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent, "%q: %s", s, strings.TrimPrefix(rerr.Error(), "names: "))
+			}
+			a, err = identity.ParseAgentAddr(name + "@" + p.String())
+		}
+	}
 	if err != nil {
-		return member{}, localapi.BadRequest("%q: %v (an agent's address is NAME@PEER_ID, or NAME for an agent of your node)", s, err)
+		return member{}, localapi.BadRequest("%q: %v (an agent's address is NAME@PEER_ID or NAME@HANDLE, or NAME for an agent of your node)", s, err)
 	}
 	if a.Peer == "" {
 		a.Peer = b.self

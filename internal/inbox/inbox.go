@@ -85,6 +85,11 @@ type Config struct {
 	PresenceGrace time.Duration
 	Logger        *slog.Logger     // nil discards
 	Now           func() time.Time // nil: time.Now
+	// Names resolves the node of an address written NAME@HANDLE (as names
+	// show). Nil: only peer IDs are taken.
+	Names interface {
+		Resolve(name string) (peer.ID, error)
+	}
 	// Moderation says whether an agent may post and whose events are kept
 	// from this node's agents. Nil: everyone may post, nothing is hidden.
 	Moderation Moderation
