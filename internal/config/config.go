@@ -37,6 +37,8 @@ type File struct {
 	// AgentPostLimit is how many messages and asks each local agent may
 	// post in a minute; 0 means the node's default (120), -1 no limit.
 	AgentPostLimit int
+	// UIPort is the dashboard's port on 127.0.0.1; 0 means any free port.
+	UIPort int
 }
 
 // DefaultListen are the addresses a node listens on unless told otherwise:
@@ -70,6 +72,9 @@ mdns = true
 # a minute (all at once if it likes); over it a post is refused, saying so.
 # none turns the limit off. Default:
 # agent_post_limit = 120
+
+# ui_port: the dashboard's port on 127.0.0.1 (see parley ui); 0 is any free port.
+# ui_port = 4191
 `)
 	return b.String()
 }
@@ -166,8 +171,14 @@ func Parse(raw []byte) (File, error) {
 				return File{}, fmt.Errorf("line %d: agent_post_limit must be 1 to 1000000 (posts a minute) or none, got %q", line, val)
 			}
 			f.AgentPostLimit = n
+		case "ui_port":
+			p, err := strconv.Atoi(val)
+			if err != nil || p < 0 || p > 65535 {
+				return File{}, fmt.Errorf("line %d: ui_port must be a port number (0 to 65535), got %q", line, val)
+			}
+			f.UIPort = p
 		default:
-			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, agent_post_limit)", line, key)
+			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, ui_port, agent_post_limit)", line, key)
 		}
 	}
 	if err := sc.Err(); err != nil {
