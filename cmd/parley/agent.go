@@ -123,7 +123,7 @@ func agentListCmd(g *globals) *cobra.Command {
 func agentUnregisterCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "unregister NAME",
-		Short: "Remove an agent from this node and withdraw its card",
+		Short: "Remove an agent from this node and withdraw its card (a live session registers again: `parley agent kill` stops it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (struct{}, error) {
