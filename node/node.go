@@ -42,6 +42,7 @@ import (
 	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // Version is the Parley version reported by the node.
@@ -84,6 +85,7 @@ type Node struct {
 	names     *names.Service      // set by Start, read-only afterwards
 	reconnect *reconnect.Service  // set by Start, read-only afterwards
 	usage     *usage.Meter        // set by Start, read-only afterwards
+	board     *board.Service      // set by Start, read-only afterwards
 	ui        *ui.Server          // set by Start, read-only afterwards (nil: not served)
 	uiURL     string              // the dashboard's URL with its token (set with ui)
 	uiErr     string              // why the dashboard is not served
@@ -286,11 +288,15 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.usage = usage.New(usage.Config{Registry: n.reg})
 	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage,
-		Moderation: modEdge{n.mod}, Names: n.names})
+		Moderation: modEdge{n.mod}, Names: n.names,
+		Notices: n.boardNotices})
 	if err != nil {
 		return err
 	}
 	n.inbox = ib
+	if err := n.newBoard(); err != nil {
+		return err
+	}
 
 	n.registerMetrics()
 
@@ -313,6 +319,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleAgents(agentsAPI{n})
 		n.api.HandleModeration(modAPI{n})
 		n.api.HandleNames(namesAPI{n.names})
+		n.api.HandleBoard(boardAPI{n})
 		n.api.HandleUI(n.uiInfo)
 		if !n.cfg.NoUI {
 			n.startUI()
