@@ -316,11 +316,13 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleRooms(n.inbox)
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
+		n.api.HandleInvites(invitesAPI{n})
 		n.api.HandleAgents(agentsAPI{n})
 		n.api.HandleModeration(modAPI{n})
 		n.api.HandleNames(namesAPI{n.names})
 		n.api.HandleBoard(boardAPI{n})
 		n.api.HandleUI(n.uiInfo)
+		n.api.HandleSpent(n.inbox.Spent)
 		if !n.cfg.NoUI {
 			n.startUI()
 		}

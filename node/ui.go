@@ -1,7 +1,9 @@
 package node
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
@@ -129,5 +131,19 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	}
 	out["audit"] = es
 	out["usage"] = n.usage.Snapshot()
+	if n.board != nil {
+		claims := []localapi.Claim{}
+		for project, hs := range n.board.Claims() {
+			for _, h := range hs {
+				c := apiClaim(h)
+				c.Project = project
+				claims = append(claims, c)
+			}
+		}
+		slices.SortFunc(claims, func(a, b localapi.Claim) int {
+			return cmp.Or(cmp.Compare(a.Project, b.Project), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Holder, b.Holder))
+		})
+		out["board"] = claims
+	}
 	return out
 }

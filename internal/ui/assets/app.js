@@ -192,6 +192,14 @@
           unk(a.tokens_in) + " / " + unk(a.tokens_out), unk(a.cost_usd, function (v) { return "$" + v.toFixed(4); })]);
       })));
     },
+    board: function (cs) {
+      $("board-panel").hidden = false;
+      fill($("board"), [head(["path", "holder", "note", "until"])].concat((cs || []).map(function (c) {
+        var r = row([c.path, addr(c.holder), c.note, new Date(c.expires).toLocaleTimeString()]);
+        r.setAttribute("title", "project " + c.project);
+        return r;
+      })));
+    },
     moderation: function (m) {
       $("moderation-panel").hidden = false;
       var box = $("moderation");
