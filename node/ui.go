@@ -23,6 +23,8 @@ var uiActions = []string{
 	"POST /v1/contacts/approve",
 	"POST /v1/contacts/deny",
 	"POST /v1/contacts/revoke",
+	"POST /v1/invites/accept",
+	"POST /v1/invites/decline",
 	"GET /v1/rooms/{room}/log",
 }
 
@@ -122,6 +124,7 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	}
 	out["agents"] = agents
 	out["contacts"] = (contactsAPI{n.contacts}).List(ctx)
+	out["invites"] = (invitesAPI{n}).List(ctx)
 	es, err := audit.List(n.cfg.Home, time.Time{}, auditShown)
 	if err != nil {
 		n.log.Warn("dashboard: audit log", "err", err)
