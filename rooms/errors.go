@@ -74,4 +74,8 @@ var (
 	// ErrNotCreator is returned when a node other than a room's creator
 	// removes a member.
 	ErrNotCreator = errors.New("rooms: only the room's creator may do that")
+	// ErrOwnEventsUnknown is returned when this node posts in a room, after
+	// it started, before any member answered what it holds of this node's
+	// own events (so its next seq is not known yet).
+	ErrOwnEventsUnknown = errors.New("rooms: learning my own events from peers, retry in a moment")
 )

@@ -50,7 +50,17 @@ type Config struct {
 	// PendingEvents and PendingBytes bound each room's pending pool; zero
 	// means the Pending defaults.
 	PendingEvents, PendingBytes int
+	// OwnEventsWait bounds how long, after the node starts, a post in a
+	// room waits for a member to say what it holds of this node's own
+	// events (the node's data may be an older copy). Past it, a post is
+	// refused with ErrOwnEventsUnknown while members are connected, and goes
+	// ahead when none is (an offline node). Zero means DefaultOwnEventsWait;
+	// negative: no wait.
+	OwnEventsWait time.Duration
 }
+
+// DefaultOwnEventsWait is the default Config.OwnEventsWait.
+const DefaultOwnEventsWait = 10 * time.Second
 
 // Manager runs every room of one node: the GossipSub topics and their
 // validators, the room goroutines, and the sync and invite protocols.
@@ -135,6 +145,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.SyncInterval == 0 {
 		cfg.SyncInterval = 30 * time.Second
+	}
+	if cfg.OwnEventsWait == 0 {
+		cfg.OwnEventsWait = DefaultOwnEventsWait
 	}
 	if d, ok := cfg.Policy.(DefaultPolicy); cfg.Policy == nil || ok && d.Host == nil {
 		cfg.Policy = DefaultPolicy{Host: cfg.Host}
@@ -294,6 +307,10 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 	if err := r.load(); err != nil {
 		return nil, err
 	}
+	// A room opened from the store may hold an older copy of this node's
+	// own events than its members do; a room just created or joined
+	// cannot.
+	r.learnOwn(!persist)
 	if err := m.ps.RegisterTopicValidator(Topic(id), r.validate, pubsub.WithValidatorInline(true)); err != nil {
 		return nil, fmt.Errorf("rooms: open %s: validator: %w", id, err)
 	}
@@ -481,6 +498,7 @@ func (r *room) info() Info {
 	for _, s := range r.committed {
 		in.Events += s
 	}
+	in.Events += r.forks
 	for p := range r.members {
 		in.Members = append(in.Members, p)
 	}

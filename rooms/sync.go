@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -96,6 +97,10 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 		r.m.log.Debug("sync round", "room", string(r.id), "remote", p.String(), "events", n, "more", more)
 		if !more || n == 0 {
 			r.m.metrics.syncs.WithLabelValues("requester", "ok").Inc()
+			if r.isMember(p) {
+				// p sent every event of this node it holds.
+				r.ownLearned("a member answered")
+			}
 			return nil
 		}
 	}
@@ -105,6 +110,15 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
+	want, err := r.missingIDs(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	for _, id := range r.takeWantHeads() {
+		if _, ok := r.depthOfShared(id); !ok && len(want) < MaxWant && !slices.Contains(want, id) {
+			want = append(want, id)
+		}
+	}
 	s, err := r.m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, ProtocolSync)
 	if err != nil {
 		return false, 0, err
@@ -112,7 +126,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, err 
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(syncTimeout))
 	r.mu.RLock()
-	h := &Hello{Room: r.id, VV: make(map[peer.ID]uint64, len(r.vv)), Limit: SyncLimit}
+	h := &Hello{Room: r.id, VV: make(map[peer.ID]uint64, len(r.vv)), Limit: SyncLimit, Want: want}
 	for a, seq := range r.vv {
 		h.VV[a] = seq
 	}
@@ -180,6 +194,53 @@ func (m *Manager) handleSync(s network.Stream) {
 	}
 	m.metrics.syncs.WithLabelValues("responder", "ok").Inc()
 	m.servedSync(r)
+	r.noteHeads(remote, h)
+}
+
+// noteHeads looks at a requester's heads: when it holds nothing newer than
+// this node by the version vectors, a head this node lacks is an event
+// that reuses its author's seq (a fork), which no version vector shows. This
+// node then asks the requester for it (Hello.Want), and for its ancestors
+// as they turn up missing.
+func (r *room) noteHeads(remote peer.ID, h *Hello) {
+	mine := r.committedVV()
+	for a, s := range h.VV {
+		if s > mine[a] {
+			return // the requester is ahead: ordinary sync and gossip bring it
+		}
+	}
+	var unknown []ID
+	for _, id := range h.Heads {
+		if _, ok := r.depthOfShared(id); !ok {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	r.mu.Lock()
+	for _, id := range unknown {
+		if len(r.wantHeads) < MaxWant {
+			r.wantHeads[id] = true
+		}
+	}
+	r.mu.Unlock()
+	r.requestSync(remote)
+}
+
+// takeWantHeads returns and forgets the heads noteHeads found missing.
+func (r *room) takeWantHeads() []ID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.wantHeads) == 0 {
+		return nil
+	}
+	out := make([]ID, 0, len(r.wantHeads))
+	for id := range r.wantHeads {
+		out = append(out, id)
+	}
+	clear(r.wantHeads)
+	return out
 }
 
 // cursor walks one author's events that the requester lacks.
@@ -245,33 +306,89 @@ func (r *room) serveSync(w io.Writer, h *Hello) error {
 		}
 	}
 	heap.Init(&hp)
+	// The wanted events this node holds (forks, or events the requester
+	// lost track of), merged into the same display order.
+	wanted, err := r.wanted(h.Want)
+	if err != nil {
+		return err
+	}
+	sentWanted := make(map[ID]bool, len(wanted))
 	b := &Batch{}
-	sent := 0
-	for hp.Len() > 0 && sent < limit {
-		c := hp[0]
-		if !b.Fits(len(c.wire)) {
+	sent, served := 0, 0
+	for (hp.Len() > 0 || len(wanted) > 0) && sent < limit {
+		var wire []byte
+		var id ID
+		if len(wanted) > 0 && (hp.Len() == 0 || Less(wanted[0].depth, wanted[0].id, hp[0].depth, hp[0].id)) {
+			wire, id = wanted[0].wire, wanted[0].id
+			wanted = wanted[1:]
+			if sentWanted[id] {
+				continue
+			}
+			sentWanted[id] = true
+			served++
+		} else {
+			c := hp[0]
+			wire, id = c.wire, c.id
+			c.next++
+			ok, err := c.load(r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				heap.Fix(&hp, 0)
+			} else {
+				heap.Pop(&hp)
+			}
+			if _, w := sentWanted[id]; w {
+				continue
+			}
+			sentWanted[id] = true
+		}
+		if !b.Fits(len(wire)) {
 			if err := WriteFrame(w, b); err != nil {
 				return err
 			}
 			b = &Batch{}
 		}
-		b.Events = append(b.Events, c.wire)
+		b.Events = append(b.Events, wire)
 		sent++
-		c.next++
-		ok, err := c.load(r)
-		if err != nil {
-			return err
-		}
-		if ok {
-			heap.Fix(&hp, 0)
-		} else {
-			heap.Pop(&hp)
-		}
 	}
 	if len(b.Events) > 0 {
 		if err := WriteFrame(w, b); err != nil {
 			return err
 		}
 	}
-	return WriteFrame(w, &Batch{End: true, More: hp.Len() > 0})
+	// A wanted event may itself wait for parents the requester lacks: it
+	// asks again with what it still misses.
+	more := hp.Len() > 0 || len(wanted) > 0 || served > 0
+	return WriteFrame(w, &Batch{End: true, More: more})
+}
+
+// wanted reads the events of ids this node holds, in display order.
+func (r *room) wanted(ids []ID) ([]cursor, error) {
+	var out []cursor
+	for _, id := range ids {
+		v, ok, err := r.m.cfg.Store.Lookup(storedKey(r.id, id))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		depth, wire, err := splitStored(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cursor{id: id, depth: depth, wire: wire})
+	}
+	slices.SortFunc(out, func(a, b cursor) int {
+		switch {
+		case a.id == b.id:
+			return 0
+		case Less(a.depth, a.id, b.depth, b.id):
+			return -1
+		}
+		return 1
+	})
+	return out, nil
 }

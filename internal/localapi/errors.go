@@ -42,6 +42,7 @@ const (
 	CodeTimeout      = "timeout"       // 504
 	CodeTooMany      = "too_many"      // 429
 	CodeClosed       = "closed"        // 503
+	CodeLearning     = "learning"      // 503: the node is learning its own events from peers; retry in a moment
 	CodeInternal     = "internal"      // 500
 )
 
