@@ -74,6 +74,10 @@ var (
 	// ErrNotCreator is returned when a node other than a room's creator
 	// removes a member.
 	ErrNotCreator = errors.New("rooms: only the room's creator may do that")
+	// ErrCorrupt is returned when a stored event cannot be read or does not
+	// match its ID (the database is damaged). The room fetches it again
+	// from its members.
+	ErrCorrupt = errors.New("rooms: a stored event is damaged; fetching it again from the room's members")
 	// ErrOwnEventsUnknown is returned when this node posts in a room, after
 	// it started, before any member answered what it holds of this node's
 	// own events (so its next seq is not known yet).

@@ -624,24 +624,36 @@ func (m *Manager) Event(id identity.RoomID, eid ID) (View, error) {
 	return viewOf(eid, e), nil
 }
 
-// readEvent reads and decodes a stored event.
+// readEvent reads and decodes a stored event. An event the store cannot
+// read, or whose bytes do not hash to its ID, is damage: it is reported as
+// ErrCorrupt and fetched again from the room's members.
 func (m *Manager) readEvent(room identity.RoomID, id ID) (*Event, uint64, error) {
 	v, ok, err := m.cfg.Store.Lookup(schema.RoomEvent(string(room), id[:]))
 	if err != nil {
-		return nil, 0, fmt.Errorf("rooms: read %s: %w", id, err)
+		m.corrupt(room, id)
+		return nil, 0, fmt.Errorf("%w: read %s: %w", ErrCorrupt, id, err)
 	}
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: no event %s in room %s", ErrMalformed, id, room)
 	}
-	d, wire, err := splitStored(v)
+	d, wire, err := checkStored(id, v)
 	if err != nil {
+		m.corrupt(room, id)
 		return nil, 0, err
 	}
 	e, err := decodeStored(wire)
 	if err != nil {
-		return nil, 0, err
+		m.corrupt(room, id)
+		return nil, 0, fmt.Errorf("%w: event %s: %w", ErrCorrupt, id, err)
 	}
 	return e, d, nil
+}
+
+// corrupt notes a damaged event of a room, to fetch again.
+func (m *Manager) corrupt(room identity.RoomID, id ID) {
+	if r := m.room(room); r != nil {
+		r.noteCorrupt(id)
+	}
 }
 
 // depthOfShared is depthOf for goroutines other than the room's: it reads

@@ -11,6 +11,8 @@ type metrics struct {
 	synced    prometheus.Counter
 	syncs     *prometheus.CounterVec
 	forks     prometheus.Counter
+	corrupt   prometheus.Counter
+	repaired  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
@@ -33,6 +35,12 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		forks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_event_forks_total", Help: "Room events stored that reuse a seq their author had used (kept beside the first).",
 		}),
+		corrupt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_events_corrupt_total", Help: "Stored room events found damaged on read (unreadable, or not matching their ID).",
+		}),
+		repaired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_events_repaired_total", Help: "Damaged room events fetched again from members and rewritten.",
+		}),
 	}
 	if reg != nil {
 		pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -46,7 +54,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.forks, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.forks, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}

@@ -116,6 +116,8 @@ type room struct {
 	ownKnown  chan struct{}          // closed once this node knows its own next seq (own.go)
 	ownSince  time.Time              // when the room began to learn it
 	wantHeads map[ID]bool            // others' heads this node lacks, to want in its next sync
+	corrupt   map[ID]bool            // damaged events to fetch again (corrupt.go)
+	nCorrupt  atomic.Int64           // len(corrupt), read without mu
 }
 
 func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
@@ -136,6 +138,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		agents:    make(map[string]AgentMember),
 		outs:      make(map[peer.ID]outRec),
 		wantHeads: make(map[ID]bool),
+		corrupt:   make(map[ID]bool),
 	}
 }
 
@@ -352,6 +355,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 // receive takes an event from the network: stores it if its parents are
 // stored and it is valid, or parks it in the pending pool.
 func (r *room) receive(tx *txn, it Item, from peer.ID) {
+	if r.repair(tx, it) {
+		return
+	}
 	if _, ok := r.depthOf(it.ID); ok || r.pending.Has(it.ID) {
 		r.m.metrics.duplicate.Inc()
 		return

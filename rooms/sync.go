@@ -114,6 +114,11 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, err 
 	if err != nil {
 		return false, 0, err
 	}
+	for _, id := range r.corruptIDs() {
+		if len(want) < MaxWant && !slices.Contains(want, id) {
+			want = append(want, id)
+		}
+	}
 	for _, id := range r.takeWantHeads() {
 		if _, ok := r.depthOfShared(id); !ok && len(want) < MaxWant && !slices.Contains(want, id) {
 			want = append(want, id)
@@ -279,11 +284,19 @@ func (c *cursor) load(r *room) (bool, error) {
 	}
 	copy(c.id[:], idb)
 	v, ok, err := r.m.cfg.Store.Lookup(schema.RoomEvent(rid, idb))
-	if err != nil || !ok {
-		return false, errors.Join(err, fmt.Errorf("rooms: event %s missing", c.id))
+	if err == nil && ok {
+		c.depth, c.wire, err = checkStored(c.id, v)
 	}
-	c.depth, c.wire, err = splitStored(v)
-	return err == nil, err
+	if err != nil {
+		// Damaged: serve nothing of this author from here on (the
+		// requester gets it from another member) and fetch it again.
+		r.noteCorrupt(c.id)
+		return false, nil
+	}
+	if !ok {
+		return false, fmt.Errorf("rooms: event %s missing", c.id)
+	}
+	return true, nil
 }
 
 // serveSync merges the authors' missing runs into display order, which is
@@ -369,15 +382,17 @@ func (r *room) wanted(ids []ID) ([]cursor, error) {
 	var out []cursor
 	for _, id := range ids {
 		v, ok, err := r.m.cfg.Store.Lookup(storedKey(r.id, id))
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
+		if !ok && err == nil {
 			continue
 		}
-		depth, wire, err := splitStored(v)
+		var depth uint64
+		var wire []byte
+		if err == nil {
+			depth, wire, err = checkStored(id, v)
+		}
 		if err != nil {
-			return nil, err
+			r.noteCorrupt(id)
+			continue
 		}
 		out = append(out, cursor{id: id, depth: depth, wire: wire})
 	}
