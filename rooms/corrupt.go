@@ -55,6 +55,9 @@ func (r *room) repair(tx *txn, it Item) bool {
 	}
 	r.mu.Lock()
 	bad := r.corrupt[it.ID]
+	if bad {
+		r.repairs++
+	}
 	delete(r.corrupt, it.ID)
 	r.nCorrupt.Store(int64(len(r.corrupt)))
 	r.mu.Unlock()

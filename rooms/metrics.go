@@ -13,6 +13,7 @@ type metrics struct {
 	forks     prometheus.Counter
 	corrupt   prometheus.Counter
 	repaired  prometheus.Counter
+	stalls    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
@@ -41,6 +42,9 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		repaired: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_events_repaired_total", Help: "Damaged room events fetched again from members and rewritten.",
 		}),
+		stalls: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_sync_backoffs_total", Help: "Syncs whose events were all refused, after which the room backed off from the peer.",
+		}),
 	}
 	if reg != nil {
 		pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -54,7 +58,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.forks, mt.corrupt, mt.repaired, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.forks, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}
