@@ -77,16 +77,29 @@ func (r *room) noteProgress(p peer.ID, progress bool) {
 	r.m.metrics.stalls.Inc()
 }
 
-// progressMark changes whenever the room stores an event (a fork too),
-// repairs a damaged one, or parks one in its pending pool.
-func (r *room) progressMark() uint64 {
+// progressMark is how far the room got: events stored (forks and repairs
+// too) and events parked in its pending pool.
+type progressMark struct {
+	stored  uint64
+	pending int64
+}
+
+// progressMark returns the room's mark; a sync made progress when the
+// room stored more or parked more (a pool that shrinks because events
+// were refused is no progress).
+func (r *room) progressMark() progressMark {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	n := uint64(r.pendingLen.Load()) + r.forks + r.repairs
+	m := progressMark{stored: r.forks + r.repairs, pending: r.pendingLen.Load()}
 	for _, s := range r.vv {
-		n += s
+		m.stored += s
 	}
-	return n
+	return m
+}
+
+// since reports whether m is ahead of an earlier mark.
+func (m progressMark) since(before progressMark) bool {
+	return m.stored > before.stored || m.pending > before.pending
 }
 
 // askLimit is the limit a requester puts in its Hello: SyncLimit, smaller
@@ -166,7 +179,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 			return err
 		}
 		r.m.log.Debug("sync round", "room", string(r.id), "remote", p.String(), "events", n, "more", more)
-		if n > 0 && r.progressMark() == mark {
+		if n > 0 && !r.progressMark().since(mark) {
 			// Every event was refused: asking again would bring the same
 			// ones back. Back off from p.
 			r.noteProgress(p, false)
