@@ -58,6 +58,7 @@ func (a agentsAPI) Who(ctx context.Context) []localapi.WhoEntry {
 		out[i] = localapi.WhoEntry{PeerID: w.PeerID, Handle: w.Handle, Agent: w.Agent, Address: w.Agent + "@" + w.PeerID,
 			State: w.State, WorkingOn: w.WorkingOn, LastSeen: w.LastSeen, Local: w.Local, Role: w.Role, Capabilities: orEmpty(w.Capabilities)}
 	}
+	a.n.withClaims(out)
 	return out
 }
 

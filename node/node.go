@@ -37,8 +37,10 @@ import (
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/reconnect"
 	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // Version is the Parley version reported by the node.
@@ -79,6 +81,10 @@ type Node struct {
 	inbox     *inbox.Inbox       // set by Start, read-only afterwards
 	reconnect *reconnect.Service // set by Start, read-only afterwards
 	usage     *usage.Meter       // set by Start, read-only afterwards
+	board     *board.Service     // set by Start, read-only afterwards
+	ui        *ui.Server         // set by Start, read-only afterwards (nil: not served)
+	uiURL     string             // the dashboard's URL with its token (set with ui)
+	uiErr     string             // why the dashboard is not served
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -271,11 +277,15 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.usage = usage.New(usage.Config{Registry: n.reg})
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage})
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage,
+		Notices: n.boardNotices})
 	if err != nil {
 		return err
 	}
 	n.inbox = ib
+	if err := n.newBoard(); err != nil {
+		return err
+	}
 
 	n.registerMetrics()
 
@@ -296,6 +306,11 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
 		n.api.HandleAgents(agentsAPI{n})
+		n.api.HandleBoard(boardAPI{n})
+		n.api.HandleUI(n.uiInfo)
+		if !n.cfg.NoUI {
+			n.startUI()
+		}
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -440,6 +455,11 @@ func (n *Node) requestStop() { n.stopOnce.Do(func() { close(n.stop) }) }
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		if n.ui != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			errs = append(errs, n.ui.Shutdown(ctx))
+			cancel()
+		}
 		if n.api != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			errs = append(errs, n.api.Shutdown(ctx))

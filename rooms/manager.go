@@ -86,6 +86,8 @@ type Manager struct {
 	chMu    sync.Mutex // protects changes
 	changes map[chan struct{}]bool
 
+	topics map[string]*room // topic name → room; protected by mu
+
 	meshMu sync.Mutex // protects mesh
 	mesh   map[string]map[peer.ID]bool
 
@@ -156,7 +158,7 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rooms: %w", err)
 	}
-	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, rooms: make(map[identity.RoomID]*room)}
+	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, rooms: make(map[identity.RoomID]*room), topics: make(map[string]*room)}
 	m.metrics = newMetrics(cfg.Registry, m)
 	return m, nil
 }
@@ -179,11 +181,12 @@ func (DefaultPolicy) Allowed(peer.ID) error { return nil }
 // PeerFilter is the GossipSub peer filter: on a room's topic only member
 // nodes are kept. Pass it to pubsub.WithPeerFilter.
 func (m *Manager) PeerFilter(pid peer.ID, topic string) bool {
-	id, ok := strings.CutPrefix(topic, TopicPrefix)
-	if !ok {
+	if !strings.HasPrefix(topic, TopicPrefix) {
 		return true
 	}
-	r := m.room(identity.RoomID(id))
+	m.mu.RLock()
+	r := m.topics[topic]
+	m.mu.RUnlock()
 	if r == nil || !r.isMember(pid) {
 		return false
 	}
@@ -262,10 +265,7 @@ func (m *Manager) Close() error {
 	}
 	m.wg.Wait()
 	for _, r := range rs {
-		_ = m.ps.UnregisterTopicValidator(Topic(r.id))
-		if r.topic != nil {
-			_ = r.topic.Close()
-		}
+		m.leaveTopic(r)
 		r.closeListeners()
 	}
 	return nil
@@ -311,34 +311,30 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 	// own events than its members do; a room just created or joined
 	// cannot.
 	r.learnOwn(!persist)
-	if err := m.ps.RegisterTopicValidator(Topic(id), r.validate, pubsub.WithValidatorInline(true)); err != nil {
-		return nil, fmt.Errorf("rooms: open %s: validator: %w", id, err)
+	topic := meta.Topic
+	if topic == "" {
+		// Recorded before rooms kept their topic: derive it.
+		topic = r.topicFromStore()
+		r.meta.Topic = topic
 	}
-	t, err := m.ps.Join(Topic(id))
-	if err != nil {
-		_ = m.ps.UnregisterTopicValidator(Topic(id))
-		return nil, fmt.Errorf("rooms: open %s: join topic: %w", id, err)
-	}
-	sub, err := t.Subscribe(pubsub.WithBufferSize(4096))
-	if err != nil {
-		_ = t.Close()
-		_ = m.ps.UnregisterTopicValidator(Topic(id))
-		return nil, fmt.Errorf("rooms: open %s: subscribe: %w", id, err)
-	}
-	r.topic, r.sub = t, sub
 	r.ctx, r.cancel = context.WithCancel(m.ctx)
+	if topic != "" {
+		if err := m.joinTopic(r, topic); err != nil {
+			r.cancel()
+			return nil, fmt.Errorf("rooms: open %s: %w", id, err)
+		}
+	}
 	m.mu.Lock()
 	if m.ctx.Err() != nil {
 		m.mu.Unlock()
-		sub.Cancel()
-		_ = t.Close()
+		r.cancel()
+		m.leaveTopic(r)
 		return nil, ErrClosed
 	}
 	m.rooms[id] = r
 	m.mu.Unlock()
 	m.leaving.drop(id)
 	r.goRoom(r.run)
-	r.goRoom(func(ctx context.Context) { r.readGossip(ctx, sub) })
 	r.goRoom(r.syncLoop)
 	m.changed(id)
 	for _, p := range r.memberList() {
@@ -423,6 +419,23 @@ func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, e
 		kind = KindAsk
 	}
 	return r.say(ctx, &sayReq{agent: a.Agent, kind: kind, body: []byte(a.Text), replyTo: a.ReplyTo, to: a.To})
+}
+
+// Post posts a claim or a release (KindClaim, KindRelease) with its body as
+// package rooms/board encodes it, and returns its ID once it is stored
+// durably.
+func (m *Manager) Post(ctx context.Context, id identity.RoomID, agent identity.AgentName, kind Kind, body []byte) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	if kind != KindClaim && kind != KindRelease {
+		return ID{}, fmt.Errorf("%w: post %q", ErrBadKind, kind)
+	}
+	if len(body) > MaxBody {
+		return ID{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTextTooLong, len(body), MaxBody)
+	}
+	return r.say(ctx, &sayReq{agent: agent, kind: kind, body: body})
 }
 
 // Leave posts that agent leaves the room.
@@ -742,6 +755,8 @@ type View struct {
 	Time    int64              `json:"time"`
 	// Arrival is the event's place in this node's arrival log (Since only).
 	Arrival uint64 `json:"arrival,omitempty"`
+	// Body is the raw body of a claim or release (package rooms/board).
+	Body []byte `json:"-"`
 }
 
 func viewOf(id ID, e *Event) View {
@@ -758,6 +773,8 @@ func viewOf(id ID, e *Event) View {
 		v.Target, _ = e.InviteTarget()
 	case KindLeave:
 		v.Target, _, _ = e.LeaveTarget()
+	case KindClaim, KindRelease:
+		v.Body = e.Body
 	}
 	return v
 }
