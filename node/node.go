@@ -305,6 +305,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleRooms(n.inbox)
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
+		n.api.HandleInvites(invitesAPI{n})
 		n.api.HandleAgents(agentsAPI{n})
 		n.api.HandleBoard(boardAPI{n})
 		n.api.HandleUI(n.uiInfo)

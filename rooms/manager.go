@@ -91,8 +91,9 @@ type Manager struct {
 	meshMu sync.Mutex // protects mesh
 	mesh   map[string]map[peer.ID]bool
 
-	changeLog changeLog // which rooms stored events lately (changes.go)
-	leaving   leaving   // rooms this node left that still hand out its leave (membership.go)
+	changeLog changeLog   // which rooms stored events lately (changes.go)
+	leaving   leaving     // rooms this node left that still hand out its leave (membership.go)
+	invites   invitesBook // invites waiting for the user's answer (invites.go)
 }
 
 // Changes returns a channel that receives (without blocking the rooms)
@@ -217,6 +218,9 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 	})
 	if err != nil {
 		return fmt.Errorf("rooms: list rooms: %w", err)
+	}
+	if err := m.loadInvites(); err != nil {
+		return err
 	}
 	for _, rm := range metas {
 		if rm.meta.Leaving {

@@ -14,6 +14,9 @@ type metrics struct {
 	corrupt   prometheus.Counter
 	repaired  prometheus.Counter
 	stalls    prometheus.Counter
+	// invites from nodes that are not contacts: held for the user, or
+	// refused at the bounds
+	invitesHeld, invitesRefused prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
@@ -42,6 +45,12 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		repaired: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_events_repaired_total", Help: "Damaged room events fetched again from members and rewritten.",
 		}),
+		invitesHeld: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_invites_held_total", Help: "Invites from nodes that are not contacts, kept for the user's answer.",
+		}),
+		invitesRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_invites_refused_total", Help: "Invites from nodes that are not contacts refused: over the bounds, or declined.",
+		}),
 		stalls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_sync_backoffs_total", Help: "Syncs whose events were all refused, after which the room backed off from the peer.",
 		}),
@@ -58,7 +67,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.forks, mt.corrupt, mt.repaired, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}

@@ -77,29 +77,20 @@ func (r *room) noteProgress(p peer.ID, progress bool) {
 	r.m.metrics.stalls.Inc()
 }
 
-// progressMark is how far the room got: events stored (forks and repairs
-// too) and events parked in its pending pool.
-type progressMark struct {
-	stored  uint64
-	pending int64
-}
-
-// progressMark returns the room's mark; a sync made progress when the
-// room stored more or parked more (a pool that shrinks because events
-// were refused is no progress).
-func (r *room) progressMark() progressMark {
+// progressMark changes whenever the room stores an event (a fork, or a
+// damaged event written again, too). (A round that only parks events in
+// the pending pool is no progress: their parents were in the round, or are
+// by authors this node refuses, so the next round would bring the same
+// events; unless it parked events that want others not asked for yet, see
+// syncWith.)
+func (r *room) progressMark() uint64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	m := progressMark{stored: r.forks + r.repairs, pending: r.pendingLen.Load()}
+	n := r.forks + r.repairs
 	for _, s := range r.vv {
-		m.stored += s
+		n += s
 	}
-	return m
-}
-
-// since reports whether m is ahead of an earlier mark.
-func (m progressMark) since(before progressMark) bool {
-	return m.stored > before.stored || m.pending > before.pending
+	return n
 }
 
 // askLimit is the limit a requester puts in its Hello: SyncLimit, smaller
@@ -168,7 +159,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 	}
 	for round := 0; round < maxSyncRounds; round++ {
 		mark := r.progressMark()
-		more, n, err := r.syncRound(ctx, p)
+		more, n, want, err := r.syncRound(ctx, p)
 		if err != nil {
 			r.m.metrics.syncs.WithLabelValues("requester", "error").Inc()
 			return fmt.Errorf("rooms: sync %s with %s: %w", r.id, p, err)
@@ -179,7 +170,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 			return err
 		}
 		r.m.log.Debug("sync round", "room", string(r.id), "remote", p.String(), "events", n, "more", more)
-		if n > 0 && !r.progressMark().since(mark) {
+		if n > 0 && r.progressMark() == mark && !r.wantsMore(ctx, want) {
 			// Every event was refused: asking again would bring the same
 			// ones back. Back off from p.
 			r.noteProgress(p, false)
@@ -201,12 +192,28 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 	return nil
 }
 
-func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, err error) {
+// wantsMore reports whether the pending pool now waits for events that a
+// round's want did not name: parked events whose own parents are to be
+// asked for next (a chain of forks comes one step a round).
+func (r *room) wantsMore(ctx context.Context, asked []ID) bool {
+	ids, err := r.missingIDs(ctx)
+	if err != nil {
+		return false
+	}
+	for _, id := range ids {
+		if !slices.Contains(asked, id) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, want []ID, err error) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	want, err := r.missingIDs(ctx)
+	want, err = r.missingIDs(ctx)
 	if err != nil {
-		return false, 0, err
+		return false, 0, nil, err
 	}
 	for _, id := range r.corruptIDs() {
 		if len(want) < MaxWant && !slices.Contains(want, id) {
@@ -220,7 +227,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, err 
 	}
 	s, err := r.m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, ProtocolSync)
 	if err != nil {
-		return false, 0, err
+		return false, 0, want, err
 	}
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(syncTimeout))
@@ -236,27 +243,27 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, err 
 	r.mu.RUnlock()
 	if err := WriteFrame(s, h); err != nil {
 		s.Reset()
-		return false, 0, err
+		return false, 0, want, err
 	}
 	_ = s.CloseWrite()
 	for {
 		b, err := ReadBatch(s)
 		if err != nil {
 			s.Reset()
-			return false, n, err
+			return false, n, want, err
 		}
 		if b.End {
-			return b.More, n, nil
+			return b.More, n, want, nil
 		}
 		for _, w := range b.Events {
 			e, id, err := Decode(w)
 			if err != nil {
 				r.m.reject(err)
 				s.Reset()
-				return false, n, fmt.Errorf("peer sent a bad event: %w", err)
+				return false, n, want, fmt.Errorf("peer sent a bad event: %w", err)
 			}
 			if err := r.submit(ctx, input{item: &Item{ID: id, Event: e, Wire: w}, from: p}); err != nil {
-				return false, n, err
+				return false, n, want, err
 			}
 			n++
 		}
