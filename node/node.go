@@ -309,6 +309,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleAgents(agentsAPI{n})
 		n.api.HandleBoard(boardAPI{n})
 		n.api.HandleUI(n.uiInfo)
+		n.api.HandleSpent(n.inbox.Spent)
 		if !n.cfg.NoUI {
 			n.startUI()
 		}

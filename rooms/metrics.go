@@ -14,6 +14,8 @@ type metrics struct {
 	corrupt   prometheus.Counter
 	repaired  prometheus.Counter
 	stalls    prometheus.Counter
+	// rooms that could not be opened at start (damaged state)
+	openFailed prometheus.Counter
 	// invites from nodes that are not contacts: held for the user, or
 	// refused at the bounds
 	invitesHeld, invitesRefused prometheus.Counter
@@ -51,6 +53,9 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		invitesRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_invites_refused_total", Help: "Invites from nodes that are not contacts refused: over the bounds, or declined.",
 		}),
+		openFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_rooms_open_failed_total", Help: "Rooms of the room list that could not be opened at start (their state is damaged).",
+		}),
 		stalls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_sync_backoffs_total", Help: "Syncs whose events were all refused, after which the room backed off from the peer.",
 		}),
@@ -67,7 +72,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.corrupt, mt.repaired, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}
