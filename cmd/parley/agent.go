@@ -150,14 +150,18 @@ are found by their public cards with ` + "`parley find`" + `.`,
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "PEER ID\tHANDLE\tAGENT\tSTATE\tWORKING ON\tLAST SEEN")
+					fmt.Fprintln(tw, "PEER ID\tHANDLE\tAGENT\tSTATE\tWORKING ON\tCLAIMS\tLAST SEEN")
 					for _, e := range v {
 						handle := safe(e.Handle)
 						if e.Local {
 							handle += " (you)"
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, safe(e.Agent), safe(e.State),
-							dash(oneLine(e.WorkingOn, 50)), ago(e.LastSeen))
+						var claims []string
+						for _, c := range e.Claims {
+							claims = append(claims, c.Path)
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, safe(e.Agent), safe(e.State),
+							dash(oneLine(e.WorkingOn, 50)), dash(oneLine(safe(strings.Join(claims, " ")), 40)), ago(e.LastSeen))
 					}
 					tw.Flush()
 				})
