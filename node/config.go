@@ -60,6 +60,10 @@ type Config struct {
 	// AskTTL is how long an ask is owed by the agents it asks (and waited
 	// for by its asker) unless answered. Zero means 1 hour.
 	AskTTL time.Duration
+	// WakeLimit is how long a wake-up route has to get an owed item read
+	// before the next route tries, and, with none left, the human is told
+	// (internal/wake). Zero means 60 s.
+	WakeLimit time.Duration
 	// ConnLow and ConnHigh are the connection manager's watermarks. Zero
 	// means 64 and 192.
 	ConnLow, ConnHigh int

@@ -33,6 +33,7 @@ import (
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/inbox"
+	"github.com/parley-mesh/parley/internal/wake"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/rooms"
@@ -72,6 +73,7 @@ type Node struct {
 	contacts *contacts.Service // set by Start, read-only afterwards
 	agents   *agents.Service   // set by Start, read-only afterwards
 	inbox    *inbox.Inbox      // set by Start, read-only afterwards
+	wake     *wake.Service     // set by Start, read-only afterwards
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -254,6 +256,9 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.inbox = ib
+	if err := n.startWake(); err != nil {
+		return err
+	}
 
 	n.registerMetrics()
 
@@ -274,6 +279,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
 		n.api.HandleAgents(agentsAPI{n})
+		n.api.HandleWake(n.wake)
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

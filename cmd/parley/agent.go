@@ -156,7 +156,11 @@ are found by their public cards with ` + "`parley find`" + `.`,
 						if e.Local {
 							handle += " (you)"
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, e.Agent, e.State,
+						state := e.State
+						if e.Unreached > 0 {
+							state += fmt.Sprintf(" (NOT REACHED: %d owed unread)", e.Unreached)
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, e.Agent, state,
 							dash(oneLine(e.WorkingOn, 50)), ago(e.LastSeen))
 					}
 					tw.Flush()
