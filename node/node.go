@@ -33,9 +33,9 @@ import (
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/inbox"
-	"github.com/parley-mesh/parley/internal/wake"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/wake"
 	"github.com/parley-mesh/parley/rooms"
 )
 
