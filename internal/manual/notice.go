@@ -1,7 +1,9 @@
 package manual
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -46,6 +48,10 @@ func Wake(items []localapi.Item, you string, sh Shell) string {
 	if len(owed) == 0 {
 		return ""
 	}
+	// Asks first: someone waits on them.
+	slices.SortStableFunc(owed, func(a, b localapi.Item) int {
+		return cmp.Compare(kindRank(a.Kind), kindRank(b.Kind))
+	})
 	var b strings.Builder
 	b.WriteString("Parley: ")
 	first := owed[0]
@@ -57,7 +63,11 @@ func Wake(items []localapi.Item, you string, sh Shell) string {
 	}
 	var more []string
 	for _, it := range owed[1:] {
-		more = append(more, "\n• "+oneItem(it))
+		line := "\n• " + oneItem(it)
+		if it.Kind == "ask" {
+			line += sh.answerLine(it)
+		}
+		more = append(more, line)
 	}
 	tail := extra
 	for i, m := range more {
@@ -77,6 +87,13 @@ func Wake(items []localapi.Item, you string, sh Shell) string {
 	b.WriteString(cut(head, budget))
 	b.WriteString(tail)
 	return b.String()
+}
+
+func kindRank(k string) int {
+	if k == "ask" {
+		return 0
+	}
+	return 1
 }
 
 // oneItem is an owed item on one line.

@@ -424,6 +424,9 @@ func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.T
 		return localapi.Errorf(http.StatusGone, localapi.CodeBadRequest, "the program in tmux pane %s has exited", req.Pane)
 	}
 	o := s.cfg.Terminal
+	// One line: a readline program keeps only the first line of a
+	// multi-line paste; every program takes one line.
+	o.Flatten = true
 	o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
 	term := tmux.Bind(srv, req.Pane, o)
 	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane}
