@@ -24,6 +24,7 @@ func (n *Node) newContacts() error {
 		FindPeer:   n.dht.FindPeer,
 		SharesRoom: n.sharesRoom,
 		Known:      n.knownPeer,
+		Audit:      n.Audit,
 	})
 	if err != nil {
 		return err

@@ -31,10 +31,13 @@ import (
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/reconnect"
 	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/internal/wake"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -56,6 +59,8 @@ type Node struct {
 	id   peer.ID
 	lock *homeLock
 	reg  *prometheus.Registry
+	// audit is the home's audit log (see Audit); it takes its own lock.
+	audit *audit.Log
 
 	// Set by Start, read-only afterwards.
 	started time.Time
@@ -70,10 +75,12 @@ type Node struct {
 	api     *localapi.Server
 	wg      sync.WaitGroup
 
-	contacts *contacts.Service // set by Start, read-only afterwards
-	agents   *agents.Service   // set by Start, read-only afterwards
-	inbox    *inbox.Inbox      // set by Start, read-only afterwards
-	wake     *wake.Service     // set by Start, read-only afterwards
+	contacts  *contacts.Service  // set by Start, read-only afterwards
+	agents    *agents.Service    // set by Start, read-only afterwards
+	inbox     *inbox.Inbox       // set by Start, read-only afterwards
+	reconnect *reconnect.Service // set by Start, read-only afterwards
+	usage     *usage.Meter       // set by Start, read-only afterwards
+	wake      *wake.Service      // set by Start, read-only afterwards
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -120,14 +127,20 @@ func New(cfg Config) (*Node, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
+	al, err := audit.New(cfg.Home, priv)
+	if err != nil {
+		lock.unlock()
+		return nil, err
+	}
 	return &Node{
-		cfg:  cfg,
-		log:  cfg.Logger.With("peer", id.String()),
-		priv: priv,
-		id:   id,
-		lock: lock,
-		reg:  reg,
-		stop: make(chan struct{}),
+		cfg:   cfg,
+		log:   cfg.Logger.With("peer", id.String()),
+		priv:  priv,
+		id:    id,
+		lock:  lock,
+		reg:   reg,
+		audit: al,
+		stop:  make(chan struct{}),
 	}, nil
 }
 
@@ -155,6 +168,10 @@ func (n *Node) Rooms() *rooms.Manager { return n.rooms }
 // Inbox is the node's agent edge: agents' calls and pending items (nil
 // before Start).
 func (n *Node) Inbox() *inbox.Inbox { return n.inbox }
+
+// Usage is what the node's agents did, per agent and per room (nil before
+// Start).
+func (n *Node) Usage() *usage.Meter { return n.usage }
 
 // Registry is the node's metrics registry.
 func (n *Node) Registry() *prometheus.Registry { return n.reg }
@@ -251,7 +268,11 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.startAgents()
 	n.startRecovery()
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log})
+	if err := n.startReconnect(); err != nil {
+		return err
+	}
+	n.usage = usage.New(usage.Config{Registry: n.reg})
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage})
 	if err != nil {
 		return err
 	}

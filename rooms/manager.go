@@ -652,6 +652,17 @@ func (m *Manager) Subscribe(id identity.RoomID, buf int) (<-chan View, func(), e
 	return ch, stop, nil
 }
 
+// VersionVector returns what this node holds of a room, as written to its
+// store: for each author node, the highest seq held without a gap (every
+// event from 1 to it is stored).
+func (m *Manager) VersionVector(id identity.RoomID) (map[peer.ID]uint64, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return nil, err
+	}
+	return r.committedVV(), nil
+}
+
 // Members lists a room's member nodes.
 func (m *Manager) Members(id identity.RoomID) ([]peer.ID, error) {
 	r, err := m.getRoom(id)

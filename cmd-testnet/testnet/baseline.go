@@ -185,7 +185,7 @@ func (r *runner) probeRun(ctx context.Context, p *fanoutProbe, settle time.Durat
 	if failed > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d publishes failed (first: %v)", failed, firstErr))
 	}
-	if err := poll(ctx, r.drain(), func() bool { return p.delivered() >= res.Expected }, "every delivery"); err != nil {
+	if err := poll(ctx, r.drain(uint64(res.Sent)), func() bool { return p.delivered() >= res.Expected }, "every delivery"); err != nil {
 		res.Notes = append(res.Notes, err.Error())
 	}
 	p.mu.Lock()

@@ -11,8 +11,10 @@ import (
 
 // entry is one event of a room log, as the scenarios compare them.
 type entry struct {
-	ID   string
-	Text string
+	ID     string
+	Text   string
+	Author string // the author node's peer ID
+	Seq    uint64 // the author's seq
 }
 
 // cluster is a set of nodes the scenarios drive, whatever runs them.
@@ -20,6 +22,8 @@ type entry struct {
 type cluster interface {
 	Len() int
 	Running(i int) bool
+	// PeerID is node i's peer ID, running or not.
+	PeerID(i int) string
 	// OpenRoom creates a room on node 0, invites every other running node
 	// and waits until each one knows it is a member.
 	OpenRoom(ctx context.Context, name string) (string, error)
@@ -31,6 +35,9 @@ type cluster interface {
 	// goroutine per subscription.
 	Subscribe(i int, room string, fn func(text string, at time.Time)) (stop func(), err error)
 	Count(ctx context.Context, i int, room string) (uint64, error)
+	// VV returns node i's version vector of room: for each author node
+	// (peer ID), the highest seq it holds, with every seq below it.
+	VV(ctx context.Context, i int, room string) (map[string]uint64, error)
 	// Log returns node i's whole log of room in display order.
 	Log(ctx context.Context, i int, room string) ([]entry, error)
 	// Tail returns node i's last n events of room.

@@ -58,6 +58,8 @@ func (c *inproc) Len() int { return c.net.Len() }
 
 func (c *inproc) Running(i int) bool { return c.net.Node(i) != nil }
 
+func (c *inproc) PeerID(i int) string { return c.net.ID(i).String() }
+
 func (c *inproc) mgr(i int) (*rooms.Manager, error) {
 	n := c.net.Node(i)
 	if n == nil {
@@ -156,6 +158,22 @@ func (c *inproc) Count(_ context.Context, i int, room string) (uint64, error) {
 	return in.Events, err
 }
 
+func (c *inproc) VV(_ context.Context, i int, room string) (map[string]uint64, error) {
+	m, err := c.mgr(i)
+	if err != nil {
+		return nil, err
+	}
+	vv, err := m.VersionVector(identity.RoomID(room))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]uint64, len(vv))
+	for a, s := range vv {
+		out[a.String()] = s
+	}
+	return out, nil
+}
+
 func (c *inproc) Log(_ context.Context, i int, room string) ([]entry, error) {
 	m, err := c.mgr(i)
 	if err != nil {
@@ -183,7 +201,7 @@ func (c *inproc) Log(_ context.Context, i int, room string) ([]entry, error) {
 	out := make([]entry, 0, total)
 	for k := len(pages) - 1; k >= 0; k-- {
 		for _, v := range pages[k] {
-			out = append(out, entry{ID: v.ID.String(), Text: v.Text})
+			out = append(out, entry{ID: v.ID.String(), Text: v.Text, Author: v.Author.String(), Seq: v.Seq})
 		}
 	}
 	return out, nil
@@ -200,7 +218,7 @@ func (c *inproc) Tail(_ context.Context, i int, room string, n int) ([]entry, er
 	}
 	out := make([]entry, len(vs))
 	for k, v := range vs {
-		out[k] = entry{ID: v.ID.String(), Text: v.Text}
+		out[k] = entry{ID: v.ID.String(), Text: v.Text, Author: v.Author.String(), Seq: v.Seq}
 	}
 	return out, nil
 }

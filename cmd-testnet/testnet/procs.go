@@ -251,6 +251,15 @@ func (c *procs) node(i int) (*procNode, error) {
 
 func (c *procs) Len() int { return c.cfg.n }
 
+func (c *procs) PeerID(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.nodes[i]; p != nil {
+		return p.peerID
+	}
+	return ""
+}
+
 func (c *procs) Running(i int) bool {
 	_, err := c.node(i)
 	return err == nil
@@ -366,6 +375,15 @@ func (c *procs) Count(ctx context.Context, i int, room string) (uint64, error) {
 	return in.Events, err
 }
 
+// VV reads the whole log: the local API has no version vector.
+func (c *procs) VV(ctx context.Context, i int, room string) (map[string]uint64, error) {
+	log, err := c.Log(ctx, i, room)
+	if err != nil {
+		return nil, err
+	}
+	return vvOf(log), nil
+}
+
 func (c *procs) Log(ctx context.Context, i int, room string) ([]entry, error) {
 	p, err := c.node(i)
 	if err != nil {
@@ -384,7 +402,7 @@ func (c *procs) Log(ctx context.Context, i int, room string) ([]entry, error) {
 		}
 		page := make([]entry, len(vs))
 		for k, v := range vs {
-			page[k] = entry{ID: v.ID, Text: v.Text}
+			page[k] = entry{ID: v.ID, Text: v.Text, Author: v.Author, Seq: v.Seq}
 		}
 		pages = append(pages, page)
 		total += len(vs)
@@ -411,7 +429,7 @@ func (c *procs) Tail(ctx context.Context, i int, room string, n int) ([]entry, e
 	}
 	out := make([]entry, len(vs))
 	for k, v := range vs {
-		out[k] = entry{ID: v.ID, Text: v.Text}
+		out[k] = entry{ID: v.ID, Text: v.Text, Author: v.Author, Seq: v.Seq}
 	}
 	return out, nil
 }

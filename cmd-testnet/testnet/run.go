@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -238,9 +239,12 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool, what str
 	}
 }
 
-// converge waits until the listed nodes hold the same number of events of
-// room, at least least. (Equal counts suffice: every event is one the
-// senders have, and least counts everything they said.)
+// converge waits until the listed nodes hold the same events of room, at
+// least least of them: every node's version vector equals the element-wise
+// maximum of theirs (so each holds everything any of them holds, the
+// senders' events included). Counts are compared first, as they are cheap;
+// the vectors are the evidence. On a timeout the error says which node lacks
+// which events (author, seq range).
 func (r *runner) converge(ctx context.Context, c cluster, room string, least uint64, nodes []int, timeout time.Duration) (time.Duration, error) {
 	t0 := time.Now()
 	counts := make([]uint64, len(nodes))
@@ -262,15 +266,116 @@ func (r *runner) converge(ctx context.Context, c cluster, room string, least uin
 			mu.Unlock()
 		}
 		mu.Lock()
-		defer mu.Unlock()
-		return slices.Min(counts) >= least && slices.Min(counts) == slices.Max(counts)
+		same := slices.Min(counts) >= least && slices.Min(counts) == slices.Max(counts)
+		mu.Unlock()
+		if !same {
+			return false
+		}
+		return len(lacks(vectors(ctx, c, room, nodes), nodes, nil)) == 0
 	}, fmt.Sprintf("the same %d+ events on nodes %v", least, nodes))
 	if err != nil {
 		mu.Lock()
 		err = fmt.Errorf("%w (counts %v)", err, counts)
 		mu.Unlock()
+		if l := lacks(vectors(ctx, c, room, nodes), nodes, namer(c)); len(l) > 0 {
+			err = fmt.Errorf("%w; %s", err, strings.Join(l, "; "))
+		}
 	}
 	return time.Since(t0), err
+}
+
+// vectors reads the version vectors of the listed nodes (nil for a node
+// that cannot say).
+func vectors(ctx context.Context, c cluster, room string, nodes []int) map[int]map[string]uint64 {
+	out := make(map[int]map[string]uint64, len(nodes))
+	for _, i := range nodes {
+		vv, err := c.VV(ctx, i, room)
+		if err != nil {
+			vv = nil
+		}
+		out[i] = vv
+	}
+	return out
+}
+
+// vvOf is the version vector of a whole log.
+func vvOf(log []entry) map[string]uint64 {
+	vv := make(map[string]uint64)
+	for _, e := range log {
+		if e.Author != "" {
+			vv[e.Author] = max(vv[e.Author], e.Seq)
+		}
+	}
+	return vv
+}
+
+// namer names the cluster's nodes by their peer IDs: "node 2".
+func namer(c cluster) func(string) string {
+	names := make(map[string]string, c.Len())
+	for i := range c.Len() {
+		names[c.PeerID(i)] = fmt.Sprintf("node %d", i)
+	}
+	return func(p string) string {
+		if n, ok := names[p]; ok {
+			return n
+		}
+		return shortPeer(p)
+	}
+}
+
+// lacks compares the nodes' version vectors with their element-wise maximum
+// and says, for each node that lacks events, which: "node 3 lacks 5 events:
+// node 0's seqs 15-19". name names an author (nil: the end of its peer ID).
+// It returns nothing when every node holds the same.
+func lacks(vvs map[int]map[string]uint64, nodes []int, name func(string) string) []string {
+	if name == nil {
+		name = shortPeer
+	}
+	top := make(map[string]uint64)
+	for _, vv := range vvs {
+		for a, s := range vv {
+			top[a] = max(top[a], s)
+		}
+	}
+	authors := make([]string, 0, len(top))
+	for a := range top {
+		authors = append(authors, a)
+	}
+	slices.Sort(authors)
+	var out []string
+	for _, i := range nodes {
+		vv := vvs[i]
+		var missing uint64
+		var runs []string
+		for _, a := range authors {
+			if have := vv[a]; have < top[a] {
+				missing += top[a] - have
+				runs = append(runs, fmt.Sprintf("%s's seqs %s", name(a), seqRange(have+1, top[a])))
+			}
+		}
+		switch {
+		case vv == nil:
+			out = append(out, fmt.Sprintf("node %d: no version vector", i))
+		case missing > 0:
+			out = append(out, fmt.Sprintf("node %d lacks %d events: %s", i, missing, strings.Join(runs, ", ")))
+		}
+	}
+	return out
+}
+
+func seqRange(from, to uint64) string {
+	if from == to {
+		return fmt.Sprint(from)
+	}
+	return fmt.Sprintf("%d-%d", from, to)
+}
+
+// shortPeer is the end of a peer ID, enough to tell a testnet's nodes apart.
+func shortPeer(p string) string {
+	if len(p) > 8 {
+		return "…" + p[len(p)-6:]
+	}
+	return p
 }
 
 // count returns node i's event count, 0 if it cannot say.

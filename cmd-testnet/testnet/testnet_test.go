@@ -192,3 +192,32 @@ func TestProcsModeNeedsModule(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestLacks: a node that misses events is named with the author and the
+// seq range it lacks; equal vectors lack nothing.
+func TestLacks(t *testing.T) {
+	name := func(p string) string { return map[string]string{"A": "node 0", "B": "node 1"}[p] }
+	vvs := map[int]map[string]uint64{
+		0: {"A": 20, "B": 7},
+		1: {"A": 20, "B": 7},
+		2: {"A": 14, "B": 7},
+		3: {"A": 19},
+		4: nil,
+	}
+	got := lacks(vvs, []int{0, 1, 2, 3, 4}, name)
+	want := []string{
+		"node 2 lacks 6 events: node 0's seqs 15-20",
+		"node 3 lacks 8 events: node 0's seqs 20, node 1's seqs 1-7",
+		"node 4: no version vector",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("lacks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if l := lacks(map[int]map[string]uint64{0: {"A": 3}, 1: {"A": 3}}, []int{0, 1}, nil); len(l) != 0 {
+		t.Fatalf("equal vectors: %v", l)
+	}
+	vv := vvOf([]entry{{Author: "A", Seq: 1}, {Author: "B", Seq: 1}, {Author: "A", Seq: 2}})
+	if vv["A"] != 2 || vv["B"] != 1 || len(vv) != 2 {
+		t.Fatalf("vvOf: %v", vv)
+	}
+}

@@ -110,8 +110,8 @@ func agentListCmd(g *globals) *cobra.Command {
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "NAME\tSTATE\tROLE\tCAPABILITIES\tWORKING ON\tCLIENT\tEXPIRES")
 					for _, a := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.State, dash(a.Role), dash(strings.Join(a.Capabilities, ",")),
-							dash(oneLine(a.WorkingOn, 40)), dash(a.Client), a.Expires.Local().Format("15:04:05"))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(a.Name), a.State, dash(safe(a.Role)), dash(safe(strings.Join(a.Capabilities, ","))),
+							dash(oneLine(a.WorkingOn, 40)), dash(safe(a.Client)), a.Expires.Local().Format("15:04:05"))
 					}
 					tw.Flush()
 				})
@@ -152,7 +152,7 @@ are found by their public cards with ` + "`parley find`" + `.`,
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "PEER ID\tHANDLE\tAGENT\tSTATE\tWORKING ON\tLAST SEEN")
 					for _, e := range v {
-						handle := e.Handle
+						handle := safe(e.Handle)
 						if e.Local {
 							handle += " (you)"
 						}
@@ -160,7 +160,7 @@ are found by their public cards with ` + "`parley find`" + `.`,
 						if e.Unreached > 0 {
 							state += fmt.Sprintf(" (NOT REACHED: %d owed unread)", e.Unreached)
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, e.Agent, state,
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, safe(e.Agent), safe(state),
 							dash(oneLine(e.WorkingOn, 50)), ago(e.LastSeen))
 					}
 					tw.Flush()
@@ -189,8 +189,8 @@ handle:HANDLE, or a word looked up as all three. Finding nothing is not an error
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "HANDLE\tAGENT\tROLE\tCAPABILITIES\tCLIENT\tPEER ID")
 					for _, c := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(c.Handle), c.Agent, dash(c.Role),
-							dash(strings.Join(c.Capabilities, ",")), dash(c.Client), c.PeerID)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(safe(c.Handle)), safe(c.Agent), dash(safe(c.Role)),
+							dash(safe(strings.Join(c.Capabilities, ","))), dash(safe(c.Client)), c.PeerID)
 					}
 					tw.Flush()
 				})
@@ -211,7 +211,7 @@ func oneLine(s string, n int) string {
 	if utf8.RuneCountInString(s) > n {
 		s = string([]rune(s)[:n-1]) + "…"
 	}
-	return s
+	return safe(s)
 }
 
 func shortPeer(p string) string {

@@ -20,7 +20,7 @@ func idCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Info, error) { return c.ID(ctx) },
 				func(w io.Writer, v localapi.Info) {
-					fmt.Fprintf(w, "peer_id: %s\nhandle:  %s\naddrs:\n", v.PeerID, v.Handle)
+					fmt.Fprintf(w, "peer_id: %s\nhandle:  %s\naddrs:\n", v.PeerID, safe(v.Handle))
 					for _, a := range v.Addrs {
 						fmt.Fprintf(w, "  %s\n", a)
 					}
@@ -37,7 +37,7 @@ func statusCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Status, error) { return c.Status(ctx) },
 				func(w io.Writer, v localapi.Status) {
-					fmt.Fprintf(w, "node %s (%s) running for %.0fs, version %s\n", v.PeerID, v.Handle, v.UptimeSec, v.Version)
+					fmt.Fprintf(w, "node %s (%s) running for %.0fs, version %s\n", v.PeerID, safe(v.Handle), v.UptimeSec, v.Version)
 					fmt.Fprintf(w, "home: %s\npeers: %d connected, %d in the DHT routing table, %d on GossipSub\nmdns: %v\n",
 						v.Home, v.Peers, v.DHTPeers, v.PubSubPeer, v.MDNS)
 					fmt.Fprintf(w, "addrs:\n  %s\n", strings.Join(v.Addrs, "\n  "))

@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/install"
+	"github.com/parley-mesh/parley/node"
 )
 
 // hookCommands lists, per client, the `parley hook CLIENT EVENT` commands
@@ -138,6 +140,9 @@ parley uninstall CLIENT takes out exactly what install added.`,
 				}
 				break
 			}
+			if !f.dryRun {
+				auditInstall(cmd, env.ParleyHome, audit.Install, plan)
+			}
 			if len(o.Hooks) == 0 && len(install.HookEvents[client]) > 0 {
 				plan.Notes = append(plan.Notes, "No hooks were written: this parley has no `parley hook` commands yet (the MCP server works without them).")
 			}
@@ -188,11 +193,31 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 				}
 				break
 			}
+			if !f.dryRun {
+				auditInstall(cmd, env.ParleyHome, audit.Uninstall, plan)
+			}
 			return printPlan(g, cmd.OutOrStdout(), plan, f.dryRun, env, client, scope)
 		},
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// auditInstall records an applied install or uninstall that changed files in
+// the home's audit log. A failure is a warning: the files are written.
+func auditInstall(cmd *cobra.Command, home, action string, plan *install.Plan) {
+	if len(plan.Changes) == 0 {
+		return
+	}
+	files := make([]string, len(plan.Changes))
+	for i, c := range plan.Changes {
+		files[i] = c.Path
+	}
+	err := node.AuditHome(home, audit.Record{Actor: "human", Action: action, Subject: string(plan.Client),
+		Detail: map[string]string{"scope": string(plan.Scope), "files": strings.Join(files, " ")}})
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: not recorded in the audit log: %v\n", err)
+	}
 }
 
 // defaultCommand is the parley program a client runs: this one, by its full

@@ -157,6 +157,16 @@ func TestCLIInstallDryRunTwiceDoctorUninstall(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "holds nothing of Parley's") {
 		t.Fatalf("second uninstall: exit %d\n%s", code, out)
 	}
+	// Both changes are in the home's audit log (the second runs changed
+	// nothing and are not), and it verifies.
+	out, _, code = u.run(t, "audit")
+	if code != 0 || strings.Count(out, " install ") != 1 || strings.Count(out, " uninstall ") != 1 || !strings.Contains(out, "gemini") {
+		t.Fatalf("audit after install and uninstall: exit %d\n%s", code, out)
+	}
+	out, errs, code = u.run(t, "audit", "verify")
+	if code != 0 {
+		t.Fatalf("audit verify: exit %d\n%s\n%s", code, out, errs)
+	}
 }
 
 func TestCLIInstallProjectAndRefusal(t *testing.T) {

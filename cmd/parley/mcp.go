@@ -5,13 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,8 +31,10 @@ Register it with your agent's client, for example:
   codex mcp add parley -- parley mcp
   gemini mcp add parley parley mcp
 
-If no node runs for the home, one is started in the background (its log goes to
-HOME/node.log). The session key comes from --session, else CLAUDE_CODE_SESSION_ID,
+If no node runs for the home, one is started in the background, reachable from
+this machine only (127.0.0.1, no mDNS; its log goes to HOME/node.log), and one
+line on stderr says so and how to stop it. Run ` + "`parley up -d`" + ` first for a node
+other machines can reach. The session key comes from --session, else CLAUDE_CODE_SESSION_ID,
 else CODEX_THREAD_ID; the same key is the same agent, with its cursors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -44,7 +44,7 @@ else CODEX_THREAD_ID; the same key is the same agent, with its cursors.`,
 			}
 			c := localapi.NewClient(node.SocketPath(home))
 			defer c.Close()
-			if err := ensureNode(cmd.Context(), c, home, !noStart); err != nil {
+			if err := ensureNode(cmd.Context(), c, cmd.ErrOrStderr(), home, !noStart); err != nil {
 				return err
 			}
 			if project == "" {
@@ -99,9 +99,11 @@ func detectSession() string {
 	return "mcp-" + rand.Text()
 }
 
-// ensureNode checks that a node answers for home, starting one in the
-// background (log in HOME/node.log) if allowed.
-func ensureNode(ctx context.Context, c *localapi.Client, home string, start bool) error {
+// ensureNode checks that a node answers for home. If none does and start is
+// set, it starts one in the background that only this machine can reach
+// (loopback addresses, no mDNS; log in HOME/node.log) and says so on w in
+// one line.
+func ensureNode(ctx context.Context, c *localapi.Client, w io.Writer, home string, start bool) error {
 	if _, err := c.ID(ctx); err == nil {
 		return nil
 	} else if !errors.Is(err, localapi.ErrNoNode) {
@@ -110,41 +112,18 @@ func ensureNode(ctx context.Context, c *localapi.Client, home string, start bool
 	if !start {
 		return fmt.Errorf("no node is running for home %s (start one with `parley --home %s up`)", home, home)
 	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
+	ready, err := startBackground(ctx, home, "--loopback")
+	if err != nil {
+		if _, err2 := c.ID(ctx); err2 == nil {
+			return nil // another parley mcp started one first
+		}
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
+	addrs := "?"
+	if m := readyAddrs.FindStringSubmatch(ready); m != nil {
+		addrs = m[1]
 	}
-	logPath := filepath.Join(home, node.LogFileName)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("cannot open node log %s: %v", logPath, err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(exe, "--home", home, "up")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this MCP session
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot start a node: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := c.ID(ctx); err == nil {
-			return nil
-		}
-		select {
-		case err := <-exited:
-			tail, _ := os.ReadFile(logPath)
-			lines := strings.Split(strings.TrimSpace(string(tail)), "\n")
-			return fmt.Errorf("the node started for %s exited (%v): %s", home, err, lines[len(lines)-1])
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return fmt.Errorf("the node started for %s did not answer within 20 s; see %s", home, logPath)
+	fmt.Fprintf(w, "parley: started a node for %s, reachable from this machine only (%s; no mDNS; log %s); stop it with `parley --home %s down`\n",
+		home, addrs, filepath.Join(home, node.LogFileName), home)
+	return nil
 }

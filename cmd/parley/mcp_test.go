@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +22,14 @@ import (
 // client to it over stdio, as an agent's client program does.
 func mcpClient(t *testing.T, home, session string) *sdk.ClientSession {
 	t.Helper()
+	return mcpClientErr(t, home, session, os.Stderr)
+}
+
+// mcpClientErr is mcpClient with the process's stderr going to stderr.
+func mcpClientErr(t *testing.T, home, session string, stderr io.Writer) *sdk.ClientSession {
+	t.Helper()
 	cmd := exec.Command(parleyBin, "--home", home, "mcp", "--session", session, "--client", "test", "--project", "/src/"+session)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	c := sdk.NewClient(&sdk.Implementation{Name: "parley-test", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -247,25 +254,40 @@ func TestMCPAskAcrossTwoNodes(t *testing.T) {
 
 func TestMCPStartsANode(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "h")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	// Loopback only and no mDNS, so the node started for the test stays private.
-	cfg := "listen = /ip4/127.0.0.1/tcp/0\nmdns = false\n"
-	if err := os.WriteFile(filepath.Join(home, "config"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	if _, _, code := run(t, "--home", home, "status"); code == 0 {
 		t.Fatal("a node runs before the test started one")
 	}
-	cs := mcpClient(t, home, "solo")
+	stderr := &syncBuffer{}
+	cs := mcpClientErr(t, home, "solo", stderr)
 	t.Cleanup(func() { run(t, "--home", home, "down") })
 	r := callTool(t, cs, "parley_register", map[string]any{})
 	if r.Err || !strings.HasPrefix(r.str("agent"), "test-solo") {
 		t.Fatalf("register on the started node: %v %s", r.Out, r.Text)
 	}
-	if _, errs, code := run(t, "--home", home, "status"); code != 0 {
-		t.Fatalf("no node after parley mcp: %s", errs)
+	var info struct {
+		Addrs []string `json:"addrs"`
+	}
+	runJSON(t, &info, "--home", home, "id")
+	if len(info.Addrs) == 0 {
+		t.Fatal("the started node has no addresses")
+	}
+	for _, a := range info.Addrs {
+		if !strings.HasPrefix(a, "/ip4/127.0.0.1/") {
+			t.Errorf("the node parley mcp started listens on %s, not on loopback only", a)
+		}
+	}
+	var st struct {
+		MDNS bool `json:"mdns"`
+	}
+	runJSON(t, &st, "--home", home, "status")
+	if st.MDNS {
+		t.Error("the node parley mcp started runs mDNS")
+	}
+	// One line on stderr says what was started and how to stop it.
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "started a node") || !strings.Contains(lines[0], info.Addrs[0]) ||
+		!strings.Contains(lines[0], "parley --home "+home+" down") {
+		t.Fatalf("parley mcp's stderr after starting a node: %q", stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(home, "node.log")); err != nil {
 		t.Fatalf("node log: %v", err)

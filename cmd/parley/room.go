@@ -74,7 +74,7 @@ func roomListCmd(g *globals) *cobra.Command {
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "ROOM ID\tNAME\tNODES\tAGENTS\tEVENTS\tPURPOSE")
 					for _, r := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.RoomID, r.Name, len(r.Members), len(r.Agents), r.Events, dash(oneLine(r.Purpose, 50)))
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.RoomID, safe(r.Name), len(r.Members), len(r.Agents), r.Events, dash(oneLine(r.Purpose, 50)))
 					}
 					tw.Flush()
 				})
@@ -104,7 +104,7 @@ admits the node, whose "human" joins.`,
 				return out, nil
 			}, func(w io.Writer, v []localapi.Posted) {
 				for i, p := range v {
-					fmt.Fprintf(w, "invited %s into %q (event %s)\n", args[1+i], p.Room.Name, p.ID)
+					fmt.Fprintf(w, "invited %s into %q (event %s)\n", args[1+i], safe(p.Room.Name), p.ID)
 				}
 			})
 		},
@@ -156,7 +156,7 @@ dismissed. Waits up to --wait for the first reply and prints it.`,
 					fmt.Fprintf(w, "asked (id %s); no reply within %s\n", v.AskID, wait)
 					return
 				}
-				fmt.Fprintf(w, "%s: %s\n", v.Reply.From, v.Reply.Text)
+				fmt.Fprintf(w, "%s: %s\n", safe(v.Reply.From), safeLines(v.Reply.Text))
 			})
 		},
 	}
@@ -231,10 +231,10 @@ brings the node back.`,
 				return c.Leave(ctx, as, localapi.LeaveRequest{Room: args[0], Node: node})
 			}, func(w io.Writer, v localapi.LeaveResult) {
 				if v.NodeLeft {
-					fmt.Fprintf(w, "this node left %q (event %s)\n", v.Room.Name, v.ID)
+					fmt.Fprintf(w, "this node left %q (event %s)\n", safe(v.Room.Name), v.ID)
 					return
 				}
-				fmt.Fprintf(w, "%s left %q (event %s)\n", as, v.Room.Name, v.ID)
+				fmt.Fprintf(w, "%s left %q (event %s)\n", as, safe(v.Room.Name), v.ID)
 			})
 		},
 	}
@@ -263,7 +263,7 @@ later events, stops sending to it and refuses its sync: it gets nothing new.`,
 
 func printEvent(w io.Writer, e localapi.Event) {
 	ts := time.UnixMilli(e.Time).Local().Format("15:04:05")
-	who := fmt.Sprintf("%s@%s", e.Agent, short(e.Author))
+	who := safe(fmt.Sprintf("%s@%s", e.Agent, short(e.Author)))
 	id := e.ID[:min(8, len(e.ID))]
 	switch e.Kind {
 	case "message", "ask":
@@ -279,13 +279,13 @@ func printEvent(w io.Writer, e localapi.Event) {
 		if e.Kind == "ask" {
 			verb = " asks"
 		}
-		fmt.Fprintf(w, "%s %s %s%s%s%s: %s\n", ts, id, who, verb, to, reply, strings.TrimRight(e.Text, "\n"))
+		fmt.Fprintf(w, "%s %s %s%s%s%s: %s\n", ts, id, who, verb, to, reply, safeLines(strings.TrimRight(e.Text, "\n")))
 	case "create":
 		purpose := ""
 		if e.Purpose != "" {
-			purpose = fmt.Sprintf(" (purpose: %s)", e.Purpose)
+			purpose = fmt.Sprintf(" (purpose: %s)", safe(e.Purpose))
 		}
-		fmt.Fprintf(w, "%s %s %s created the room %q%s\n", ts, id, who, e.Text, purpose)
+		fmt.Fprintf(w, "%s %s %s created the room %q%s\n", ts, id, who, safe(e.Text), purpose)
 	case "invite":
 		whom := "node " + short(e.Target)
 		if e.To != "" {
@@ -304,7 +304,7 @@ func printEvent(w io.Writer, e localapi.Event) {
 			fmt.Fprintf(w, "%s %s %s removed node %s\n", ts, id, who, short(e.Target))
 		}
 	default:
-		fmt.Fprintf(w, "%s %s %s %s\n", ts, id, who, e.Kind)
+		fmt.Fprintf(w, "%s %s %s %s\n", ts, id, who, safe(e.Kind))
 	}
 }
 
@@ -318,7 +318,7 @@ func short(s string) string {
 func shortAddr(a string) string {
 	name, p, ok := strings.Cut(a, "@")
 	if !ok {
-		return a
+		return safe(a)
 	}
-	return name + "@" + short(p)
+	return safe(name + "@" + short(p))
 }

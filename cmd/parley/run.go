@@ -57,7 +57,7 @@ unless --detach). The node keeps the agent registered while its pane lives.`,
 			defer cancel()
 			c := localapi.NewClient(nodeSocket(home))
 			defer c.Close()
-			if err := ensureNode(ctx, c, home, true); err != nil {
+			if err := ensureNode(ctx, c, cmd.ErrOrStderr(), home, true); err != nil {
 				return err
 			}
 			wd, err := os.Getwd()

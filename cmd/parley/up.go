@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	osuser "os/user"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +29,8 @@ type upFlags struct {
 	recover     bool
 	newIdentity bool
 	minFree     string
+	detach      bool
+	loopback    bool
 	wakeLimit   time.Duration
 }
 
@@ -51,7 +55,15 @@ lost, it stops with one line saying what is wrong; then choose:
                   set aside (contacts and rooms do not carry over)
 
 Below --min-free-disk of free space the node refuses writes (saying so) and
-keeps serving reads; writes resume once space is freed.`,
+keeps serving reads; writes resume once space is freed.
+
+--handle sets your display name and saves it in HOME/config (on first use the
+handle is your OS user name). With -d the node runs in the background: its
+output goes to HOME/node.log and up returns after the ready line. --loopback
+listens on 127.0.0.1 only (ports chosen by the system) without mDNS, as the
+node that ` + "`parley mcp`" + ` starts when none runs.`,
+		Example: `  parley up -d --handle alice
+  parley up --listen /ip4/0.0.0.0/tcp/4190 --bootstrap /ip4/192.0.2.10/tcp/4190/p2p/12D3KooW...`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd, g, f) },
 	}
@@ -59,7 +71,9 @@ keeps serving reads; writes resume once space is freed.`,
 	fl.StringArrayVar(&f.listen, "listen", nil, "multiaddr to listen on, repeatable (replaces the config's listen lines)")
 	fl.StringArrayVar(&f.bootstrap, "bootstrap", nil, "peer multiaddr with /p2p/PEER_ID to dial at start, repeatable (adds to the config's)")
 	fl.BoolVar(&f.noMDNS, "no-mdns", false, "do not look for peers on the local network")
-	fl.StringVar(&f.handle, "handle", "", "display name for this run (default: the config's handle)")
+	fl.StringVar(&f.handle, "handle", "", "your display name (saved in the config; default: the config's handle)")
+	fl.BoolVarP(&f.detach, "detach", "d", false, "run in the background (output in HOME/node.log); return after the ready line")
+	fl.BoolVar(&f.loopback, "loopback", false, "listen on 127.0.0.1 only (system-chosen ports), without mDNS")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")
 	fl.BoolVar(&f.recover, "recover", false, "start anew when the database is missing, damaged or another identity's: keep it aside, restore rooms and contacts from recovery.json, refetch rooms from peers")
 	fl.BoolVar(&f.newIdentity, "new-identity", false, "identity.key is lost: make a new identity and keep the old database aside")
@@ -81,6 +95,28 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.handle != "" && f.handle != file.Handle {
+		if err := config.CheckHandle(f.handle); err != nil {
+			return fmt.Errorf("--handle %q: %v", f.handle, err)
+		}
+		if err := config.SetHandle(home, f.handle); err != nil {
+			return err
+		}
+		file.Handle = f.handle
+	}
+	if f.loopback && len(f.listen) > 0 {
+		return fmt.Errorf("--loopback chooses the listen addresses: drop --listen, or --loopback")
+	}
+	if f.detach {
+		line, err := startBackground(cmd.Context(), home, f.childArgs()...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), line)
+		fmt.Fprintf(cmd.ErrOrStderr(), "parley: the node runs in the background (log %s); stop it with `parley --home %s down`\n",
+			filepath.Join(home, node.LogFileName), home)
+		return nil
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
@@ -95,19 +131,19 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	cfg := node.Config{
 		Home:        home,
 		Handle:      file.Handle,
-		MDNS:        file.MDNS && !f.noMDNS,
+		MDNS:        file.MDNS && !f.noMDNS && !f.loopback,
 		Logger:      slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
 		Recover:     f.recover,
 		NewIdentity: f.newIdentity,
 		MinFreeDisk: minFree,
 		WakeLimit:   f.wakeLimit,
 	}
-	if f.handle != "" {
-		cfg.Handle = f.handle
-	}
 	listen := file.Listen
 	if len(f.listen) > 0 {
 		listen = f.listen
+	}
+	if f.loopback {
+		listen = loopbackListen
 	}
 	for _, s := range listen {
 		a, err := ma.NewMultiaddr(s)
@@ -187,8 +223,41 @@ func parsePeerAddr(s string) (peer.AddrInfo, error) {
 	return *ai, nil
 }
 
+// loopbackListen are the addresses of a node that only this machine can
+// reach.
+var loopbackListen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
+
+// childArgs are the flags of a background `up`: the same as this one's,
+// without -d (the handle is in the config by now).
+func (f *upFlags) childArgs() []string {
+	var a []string
+	for _, l := range f.listen {
+		a = append(a, "--listen", l)
+	}
+	for _, b := range f.bootstrap {
+		a = append(a, "--bootstrap", b)
+	}
+	if f.noMDNS {
+		a = append(a, "--no-mdns")
+	}
+	if f.loopback {
+		a = append(a, "--loopback")
+	}
+	if f.recover {
+		a = append(a, "--recover")
+	}
+	if f.newIdentity {
+		a = append(a, "--new-identity")
+	}
+	return append(a, "--log-level", f.logLevel, "--min-free-disk", f.minFree)
+}
+
+// defaultHandle is the handle of a new home: the OS user name.
 func defaultHandle() string {
-	if u := os.Getenv("USER"); u != "" {
+	if u, err := osuser.Current(); err == nil && config.CheckHandle(u.Username) == nil {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); config.CheckHandle(u) == nil {
 		return u
 	}
 	return "anonymous"

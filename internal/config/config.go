@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -121,8 +123,8 @@ func Parse(raw []byte) (File, error) {
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
 		switch key {
 		case "handle":
-			if val == "" || len(val) > 64 || strings.ContainsAny(val, "\x00\n\r\t") {
-				return File{}, fmt.Errorf("line %d: handle must be 1 to 64 printable characters", line)
+			if err := CheckHandle(val); err != nil {
+				return File{}, fmt.Errorf("line %d: %w", line, err)
 			}
 			f.Handle = val
 		case "listen":
@@ -156,4 +158,87 @@ func Parse(raw []byte) (File, error) {
 		f.Listen = append([]string(nil), DefaultListen...)
 	}
 	return f, nil
+}
+
+// CheckHandle checks a handle: 1 to 64 bytes of printable text on one line,
+// without '#' (it would start a comment in the file).
+func CheckHandle(h string) error {
+	if h == "" || len(h) > 64 || h != strings.TrimSpace(h) || strings.ContainsRune(h, '#') || !utf8.ValidString(h) {
+		return errors.New("handle must be 1 to 64 printable characters, without '#' or surrounding spaces")
+	}
+	for _, r := range h {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("handle must be 1 to 64 printable characters (%q is not)", r)
+		}
+	}
+	return nil
+}
+
+// SetHandle saves handle in HOME/config: the file's handle line is
+// replaced (a line is added if it has none) and every other line stays as
+// it was. The file is replaced atomically.
+func SetHandle(home, handle string) error {
+	if err := CheckHandle(handle); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	path := filepath.Join(home, FileName)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: cannot read %s: %v", path, err)
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	done := false
+	for i, l := range lines {
+		text := strings.TrimSpace(l)
+		if j := strings.IndexByte(text, '#'); j >= 0 {
+			text = strings.TrimSpace(text[:j])
+		}
+		key, _, ok := strings.Cut(text, "=")
+		if !ok || strings.TrimSpace(key) != "handle" {
+			continue
+		}
+		if done {
+			lines[i] = "" // a second handle line would win over the new one
+			continue
+		}
+		nl := ""
+		if strings.HasSuffix(l, "\n") {
+			nl = "\n"
+		}
+		lines[i] = "handle = " + handle + nl
+		done = true
+	}
+	out := strings.Join(lines, "")
+	if !done {
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += "handle = " + handle + "\n"
+	}
+	if _, err := Parse([]byte(out)); err != nil {
+		return fmt.Errorf("config: %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(home, ".config-*")
+	if err != nil {
+		return fmt.Errorf("config: cannot write %s: %v", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(out); err != nil {
+		tmp.Close()
+		return fmt.Errorf("config: cannot write %s: %v", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("config: cannot write %s: %v", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("config: cannot write %s: %v", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
+		return fmt.Errorf("config: cannot write %s: %v", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("config: cannot write %s: %v", path, err)
+	}
+	return nil
 }

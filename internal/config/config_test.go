@@ -68,3 +68,43 @@ func TestBrokenFileIsNotTouched(t *testing.T) {
 		t.Fatal("broken config was rewritten")
 	}
 }
+
+func TestSetHandleKeepsTheRest(t *testing.T) {
+	home := t.TempDir()
+	if _, err := LoadOrCreate(home, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(home, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SetHandle(home, "carol"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(filepath.Join(home, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(string(before), "handle = alice\n", "handle = carol\n", 1); string(after) != want {
+		t.Fatalf("config after SetHandle:\n%s\nwant:\n%s", after, want)
+	}
+	f, err := LoadOrCreate(home, "ignored")
+	if err != nil || f.Handle != "carol" {
+		t.Fatalf("handle after SetHandle: %q, %v", f.Handle, err)
+	}
+	for _, bad := range []string{"", " x", "a#b", "a\x1bb", strings.Repeat("x", 65)} {
+		if err := SetHandle(home, bad); err == nil {
+			t.Errorf("SetHandle(%q) accepted", bad)
+		}
+	}
+	// A file without a handle line gets one.
+	if err := os.WriteFile(filepath.Join(home, FileName), []byte("mdns = false"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetHandle(home, "dave"); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := LoadOrCreate(home, "x"); err != nil || f.Handle != "dave" || f.MDNS {
+		t.Fatalf("after adding a handle line: %+v, %v", f, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/audit"
 )
 
 // Entry is one contact as the local API and `parley contact list` show it.
@@ -109,6 +110,7 @@ func (s *Service) Request(ctx context.Context, target peer.AddrInfo, note string
 		if err != nil {
 			return Result{}, err
 		}
+		s.record(HumanActor, audit.ContactRequest, p, noteDetail(note))
 	}
 	w := work{kind: consent.KindRequest, key: deliveryKey(consent.KindRequest, wire),
 		msg: consent.Message{Kind: consent.KindRequest, Request: wire}}
@@ -191,6 +193,7 @@ func (s *Service) Approve(ctx context.Context, ref string, validFor time.Duratio
 	if err != nil {
 		return Result{}, err
 	}
+	s.record(HumanActor, audit.ContactApprove, c.Peer, validity(c.ID, validFor))
 	w := work{kind: consent.KindApprove, key: deliveryKey(consent.KindApprove, a.Payload), msg: consent.Message{
 		Kind: consent.KindApprove, ID: a.ID, Payload: a.Payload, Sig: a.Sig, Handle: s.cfg.Handle,
 	}}
@@ -235,6 +238,7 @@ func (s *Service) Deny(ctx context.Context, ref string) (res Result, err error) 
 	if err := s.apply(func(now time.Time) ([]consent.Record, error) { return s.book.Deny(c.ID, now) }); err != nil {
 		return Result{}, err
 	}
+	s.record(HumanActor, audit.ContactDeny, c.Peer, map[string]string{"id": c.ID})
 	_, err = s.exchange(ctx, c.Peer, consent.Message{Kind: consent.KindDeny, ID: c.ID})
 	res = s.result(c.Peer)
 	res.Delivered = err == nil
@@ -276,6 +280,7 @@ func (s *Service) Revoke(ctx context.Context, ref string) (res Result, err error
 		return Result{}, err
 	}
 	s.log.Info("contact revoked", "peer", c.Peer.String())
+	s.record(HumanActor, audit.ContactRevoke, c.Peer, map[string]string{"was": string(c.State)})
 	w := work{kind: consent.KindRevoke, key: deliveryKey(consent.KindRevoke, wire),
 		msg: consent.Message{Kind: consent.KindRevoke, Revocation: wire}}
 	err = s.deliver(ctx, c.Peer, w)
@@ -290,6 +295,27 @@ func (s *Service) Revoke(ctx context.Context, ref string) (res Result, err error
 		res.Detail = fmt.Sprintf("revoked here at once; %s refused the notice: %v", c.Peer, err)
 	}
 	return res, nil
+}
+
+// HumanActor is the actor of the decisions the user makes through the local
+// API (the command line and the dashboard).
+const HumanActor = "human"
+
+// validity is the audit detail of an approval.
+func validity(id string, validFor time.Duration) map[string]string {
+	d := map[string]string{"id": id}
+	if validFor > 0 {
+		d["valid_for"] = validFor.String()
+	}
+	return d
+}
+
+// noteDetail is the audit detail of a request's note.
+func noteDetail(note string) map[string]string {
+	if note == "" {
+		return nil
+	}
+	return map[string]string{"note": note}
 }
 
 // ParseTarget reads a contact target: a peer ID, or a multiaddr ending in

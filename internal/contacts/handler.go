@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/audit"
 )
 
 // handle serves one /parley/contact/1 stream: one message in, one answer out.
@@ -64,6 +65,7 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 		if err == nil {
 			ans = consent.Message{Kind: consent.KindAck, ID: c.ID}
 			s.log.Info("contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
+			s.record(peerActor(remote), audit.ContactRequest, remote, map[string]string{"id": c.ID, "handle": c.Handle, "note": c.Note})
 		}
 	case consent.KindApprove:
 		var sig []byte
@@ -74,12 +76,14 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 		if err == nil {
 			ans = consent.Message{Kind: consent.KindCountersign, ID: m.ID, Sig: sig}
 			s.log.Info("contact approved by peer", "peer", remote.String(), "id", m.ID)
+			s.record(peerActor(remote), audit.ContactApprove, remote, map[string]string{"id": m.ID})
 		}
 	case consent.KindDeny:
 		err = s.apply(func(now time.Time) ([]consent.Record, error) { return s.book.Denied(remote, m.ID, now) })
 		if err == nil {
 			ans = consent.Message{Kind: consent.KindAck, ID: m.ID}
 			s.log.Info("contact request denied by peer", "peer", remote.String(), "id", m.ID)
+			s.record(peerActor(remote), audit.ContactDeny, remote, map[string]string{"id": m.ID})
 		}
 	case consent.KindRevoke:
 		var c consent.Contact
@@ -90,6 +94,7 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 		if err == nil {
 			ans = consent.Message{Kind: consent.KindAck}
 			s.log.Info("contact revoked by peer", "peer", c.Peer.String(), "from", remote.String(), "state", string(c.State))
+			s.record(peerActor(remote), audit.ContactRevoke, c.Peer, nil)
 		}
 	default:
 		err = fmt.Errorf("%w: a %s message cannot open an exchange", consent.ErrMalformed, m.Kind)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -67,6 +68,10 @@ type Config struct {
 	RateLimit int
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
+	// Audit receives each decision on a contact once it is stored: the
+	// user's requests, approvals, denials and revocations (actor "human")
+	// and those of peers (actor "peer:<id>"). Nil records nothing.
+	Audit func(audit.Record)
 }
 
 // Timeouts: of one exchange on a stream, of one dial or DHT lookup, and of
@@ -318,3 +323,14 @@ func (s *Service) allow(p peer.ID) bool {
 	b.tokens--
 	return true
 }
+
+// record hands a decision about the contact with p to the audit log.
+func (s *Service) record(actor, action string, p peer.ID, detail map[string]string) {
+	if s.cfg.Audit == nil {
+		return
+	}
+	s.cfg.Audit(audit.Record{Actor: actor, Action: action, Subject: p.String(), Detail: detail})
+}
+
+// peerActor names a remote peer as the actor of a decision.
+func peerActor(p peer.ID) string { return "peer:" + p.String() }

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -304,6 +305,14 @@ func (b *Inbox) checkKnown(ctx context.Context, m member) error {
 
 // bringIn invites m into room as agent: an agent by name, or a node.
 func (b *Inbox) bringIn(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, error) {
+	eid, err := b.invite(ctx, agent, room, m)
+	if eid != (rooms.ID{}) {
+		b.record(agent, audit.RoomInvite, room, map[string]string{"member": m.String(), "event": eid.String()})
+	}
+	return eid, err
+}
+
+func (b *Inbox) invite(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, error) {
 	if m.name == "" {
 		if m.peer == b.self {
 			return rooms.ID{}, localapi.BadRequest("%s is this node: name one of its agents (NAME) instead", m.peer)
@@ -382,6 +391,7 @@ func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoo
 	if err != nil {
 		return res, apiError(err)
 	}
+	b.record(a, audit.RoomCreate, id, map[string]string{"name": req.Name})
 	for _, m := range ms {
 		if _, err := b.bringIn(ctx, a, id, m); err != nil {
 			res.Failed = append(res.Failed, localapi.Failure{Member: m.String(), Error: errText(err)})
@@ -471,26 +481,32 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 	if err != nil {
 		return res, b.roomErr(in.ID, err)
 	}
+	b.cfg.Usage.Posted(string(a), string(in.ID), len(req.Text), req.Ask)
 	if args.ReplyTo != nil {
-		b.answered(a, args.ReplyTo.String())
+		if ask := b.answered(a, args.ReplyTo.String()); ask != nil {
+			b.cfg.Usage.Answered(string(a), string(in.ID), b.now().Sub(time.UnixMilli(ask.Time)))
+		}
 	}
 	res.ID, res.Room = eid.String(), ref(in)
 	return res, b.withPending(a, req.Take, &res.Pending)
 }
 
-// answered drops an ask the agent owes once it replied to it.
-func (b *Inbox) answered(agent identity.AgentName, ask string) {
+// answered drops an ask the agent owes once it replied to it, and returns
+// it (nil when the agent did not owe it).
+func (b *Inbox) answered(agent identity.AgentName, ask string) *askRec {
 	st, err := b.lock(agent)
 	if err != nil {
-		return // the next scan sees the reply
+		return nil // the next scan sees the reply
 	}
 	defer st.mu.Unlock()
-	if _, ok := st.owed[ask]; ok {
+	rec, ok := st.owed[ask]
+	if ok {
 		st.dropAsk(agent, "o", ask)
 	}
 	if err := b.flush(st); err != nil {
 		b.log.Warn("ask answered, but not noted; the next scan notes it", "agent", string(agent), "err", err)
 	}
+	return rec
 }
 
 // Reply implements localapi.Edge.
@@ -573,6 +589,7 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 	if err != nil {
 		return res, b.roomErr(in.ID, err)
 	}
+	b.cfg.Usage.Posted(string(a), string(in.ID), len(req.Text), true)
 	res.AskID, res.Room = eid.String(), ref(in)
 	if err := b.noteAsked(a, eid, in.ID, args); err != nil {
 		return res, err
@@ -833,6 +850,11 @@ func (b *Inbox) Leave(ctx context.Context, agent string, req localapi.LeaveReque
 	if err != nil {
 		return res, apiError(err)
 	}
+	d := map[string]string{"agent": string(a), "event": eid.String()}
+	if res.NodeLeft {
+		d["node_left"] = "true"
+	}
+	b.record(a, audit.RoomLeave, in.ID, d)
 	res.ID = eid.String()
 	b.leftRoom(a, in.ID)
 	return res, b.withPending(a, req.Take, &res.Pending)

@@ -14,8 +14,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store/schema"
+	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -71,6 +73,13 @@ type Config struct {
 	PresenceGrace time.Duration
 	Logger        *slog.Logger     // nil discards
 	Now           func() time.Time // nil: time.Now
+	// Audit receives each decision on who is in a room once it is posted:
+	// rooms created, members invited and removed, agents and the node
+	// leaving. Nil records nothing.
+	Audit func(audit.Record)
+	// Usage counts the agents' messages, asks and answers; nil counts
+	// nothing.
+	Usage *usage.Meter
 }
 
 // Defaults and limits.
@@ -320,3 +329,11 @@ func (b *Inbox) addr(agent identity.AgentName) string { return string(agent) + "
 
 // from formats an event's sender.
 func from(v rooms.View) string { return string(v.Agent) + "@" + v.Author.String() }
+
+// record hands a decision about a room to the audit log.
+func (b *Inbox) record(actor identity.AgentName, action string, room identity.RoomID, detail map[string]string) {
+	if b.cfg.Audit == nil {
+		return
+	}
+	b.cfg.Audit(audit.Record{Actor: string(actor), Action: action, Subject: string(room), Detail: detail})
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -131,6 +132,7 @@ func (b *Inbox) Remove(ctx context.Context, room string, req localapi.RemoveRequ
 	if err != nil {
 		return localapi.EventID{}, apiError(err)
 	}
+	b.record(by, audit.RoomRemove, in.ID, map[string]string{"peer": p.String(), "event": eid.String()})
 	return localapi.EventID{ID: eid.String()}, nil
 }
 

@@ -348,7 +348,7 @@ func addTool[In threaded, Out any, PO interface {
 		if p != nil {
 			env.Pending, env.MoreUnread = s.convert(c.agent, *p)
 		}
-		res.Content = []sdk.Content{&sdk.TextContent{Text: text + renderPending(env.Pending, env.MoreUnread)}}
+		res.Content = []sdk.Content{&sdk.TextContent{Text: termSafe(text + renderPending(env.Pending, env.MoreUnread))}}
 		return res, out, nil
 	})
 }

@@ -81,7 +81,7 @@ func Start(t TB, n int, opts ...Option) *Net {
 	for i := range n {
 		nt.homes[i] = filepath.Join(base, fmt.Sprintf("n%d", i))
 	}
-	if err := nt.startNode(0); err != nil {
+	if err := nt.startNode(0, true); err != nil {
 		t.Fatalf("nodetest: start node 0: %v", err)
 	}
 	errs := make([]error, n)
@@ -90,7 +90,7 @@ func Start(t TB, n int, opts ...Option) *Net {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = nt.startNode(i)
+			errs[i] = nt.startNode(i, true)
 		}()
 	}
 	wg.Wait()
@@ -102,11 +102,11 @@ func Start(t TB, n int, opts ...Option) *Net {
 	return nt
 }
 
-func (nt *Net) startNode(i int) error {
+func (nt *Net) startNode(i int, bootstrap bool) error {
 	nt.mu.Lock()
 	listen := nt.listen[i]
 	var boot []peer.AddrInfo
-	if b := nt.bootstrapFor(i); b >= 0 {
+	if b := nt.bootstrapFor(i); b >= 0 && bootstrap {
 		boot = []peer.AddrInfo{{ID: nt.ids[b], Addrs: nt.nodes[b].Host().Addrs()}}
 	}
 	nt.mu.Unlock()
@@ -205,7 +205,20 @@ func (nt *Net) Restart(i int) *node.Node {
 	if nt.Node(i) != nil {
 		nt.t.Fatalf("nodetest: node %d is running; Crash it first", i)
 	}
-	if err := nt.startNode(i); err != nil {
+	if err := nt.startNode(i, true); err != nil {
+		nt.t.Fatalf("nodetest: restart node %d: %v", i, err)
+	}
+	return nt.Node(i)
+}
+
+// RestartAlone reopens node i from its home, on the addresses it had, with
+// no bootstrap peer: it finds its peers again only through what it stored.
+func (nt *Net) RestartAlone(i int) *node.Node {
+	nt.t.Helper()
+	if nt.Node(i) != nil {
+		nt.t.Fatalf("nodetest: node %d is running; Crash it first", i)
+	}
+	if err := nt.startNode(i, false); err != nil {
 		nt.t.Fatalf("nodetest: restart node %d: %v", i, err)
 	}
 	return nt.Node(i)

@@ -21,6 +21,8 @@
 //	                                   cutoff belong to the membership that admit began
 //	                                   at seq first; back: invited again since)
 //	c/<peer>                           contact records
+//	p/<peer>                           where a contact or room member was last reached:
+//	                                   CBOR {t, a: [multiaddr]} (internal/reconnect)
 //	g/<agent>                          local agent registrations (JSON, internal/agents)
 //	s/k/<session>                      agent session key → its agent's name and card (JSON,
 //	                                   internal/agents; a bare name from older nodes)
@@ -150,6 +152,12 @@ func Contact(p []byte) []byte { return append([]byte("c/"), PeerBytes(p)...) }
 
 // ContactPrefix is the prefix of every contact record.
 func ContactPrefix() []byte { return []byte("c/") }
+
+// PeerAddrs is the record of where a peer was last reached (internal/reconnect).
+func PeerAddrs(p []byte) []byte { return append([]byte("p/"), PeerBytes(p)...) }
+
+// PeerAddrsPrefix is the prefix of every peer address record.
+func PeerAddrsPrefix() []byte { return []byte("p/") }
 
 // LocalAgent is one local agent registration (internal/agents).
 func LocalAgent(agent string) []byte { return append([]byte("g/"), agent...) }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/parley-mesh/parley/node"
+)
+
+// readyTimeout bounds how long a background start waits for the ready line.
+const readyTimeout = 60 * time.Second
+
+// startBackground starts `parley --home HOME up ARGS...` as a process of its
+// own session (it outlives this one), with its output appended to
+// HOME/node.log, and waits for its ready line, which it returns. If the node
+// exits first, the error quotes the last line it logged.
+func startBackground(ctx context.Context, home string, args ...string) (string, error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", fmt.Errorf("cannot create home %s: %v", home, err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the parley binary: %v", err)
+	}
+	logPath := filepath.Join(home, node.LogFileName)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("cannot open node log %s: %v", logPath, err)
+	}
+	defer logf.Close()
+	st, err := logf.Stat()
+	if err != nil {
+		return "", fmt.Errorf("cannot open node log %s: %v", logPath, err)
+	}
+	from := st.Size() // the ready line is looked for in what this node writes
+	cmd := exec.Command(exe, append([]string{"--home", home, "up"}, args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("cannot start a node: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.NewTimer(readyTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if l, _ := logLines(logPath, from, "parley ready "); l != "" {
+			return l, nil
+		}
+		select {
+		case err := <-exited:
+			if l, _ := logLines(logPath, from, "parley ready "); l != "" {
+				return "", fmt.Errorf("the node started for %s stopped at once (%v); see %s", home, err, logPath)
+			}
+			_, last := logLines(logPath, from, "")
+			if last == "" {
+				last = "it logged nothing"
+			}
+			return "", fmt.Errorf("the node for %s did not start: %s", home, strings.TrimPrefix(last, "Error: "))
+		case <-deadline.C:
+			return "", fmt.Errorf("the node started for %s printed no ready line within %s; see %s", home, readyTimeout, logPath)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// logLines reads the log from offset from and returns the first line that
+// starts with prefix (none if prefix is empty) and the last non-empty line.
+func logLines(path string, from int64, prefix string) (match, last string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return "", ""
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" {
+			continue
+		}
+		last = l
+		if prefix != "" && match == "" && strings.HasPrefix(l, prefix) {
+			match = l
+		}
+	}
+	return match, last
+}
+
+// readyAddrs finds the addresses in a ready line.
+var readyAddrs = regexp.MustCompile(`addrs=(\S+)`)

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUpDetached runs the node in the background as a user does: `up -d`
+// returns after the ready line, the handle given is saved, a second `up`
+// is refused, `down` stops it, and the next `up -d` keeps the handle. On
+// the way, texts that hold terminal escapes are shown escaped.
+func TestUpDetached(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "h")
+	out, errs, code := run(t, "--home", home, "up", "-d", "--loopback", "--handle", "alice")
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	if code != 0 || !strings.HasPrefix(out, "parley ready ") || !strings.Contains(out, `handle="alice"`) {
+		t.Fatalf("up -d: exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "node.log") || !strings.Contains(errs, "down") {
+		t.Errorf("up -d does not say where its log is and how to stop it: %q", errs)
+	}
+	cfg, err := os.ReadFile(filepath.Join(home, "config"))
+	if err != nil || !strings.Contains(string(cfg), "\nhandle = alice\n") {
+		t.Fatalf("--handle not saved in the config (%v):\n%s", err, cfg)
+	}
+	if _, errs, code := run(t, "--home", home, "status"); code != 0 {
+		t.Fatalf("status after up -d: %s", errs)
+	}
+	if _, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code == 0 || !strings.Contains(errs, "did not start") {
+		t.Fatalf("a second up -d on the same home: exit %d, %q", code, errs)
+	}
+
+	// Escapes in a text: shown escaped by room log, raw in --json.
+	if _, errs, code := run(t, "--home", home, "room", "create", "r1"); code != 0 {
+		t.Fatal(errs)
+	}
+	evil := "look \x1b]0;owned\x07 here\x1b[2J\u202egnp.exe\u009b31m"
+	if _, errs, code := run(t, "--home", home, "room", "say", "r1", evil); code != 0 {
+		t.Fatal(errs)
+	}
+	log, errs, code := run(t, "--home", home, "room", "log", "r1")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	if strings.ContainsAny(log, "\x1b\x07\u202e\u009b") {
+		t.Fatalf("room log prints terminal escapes raw: %q", log)
+	}
+	if !strings.Contains(log, `look \x1b]0;owned\x07 here\x1b[2J\u202egnp.exe\u009b31m`) {
+		t.Fatalf("room log does not show the text escaped: %q", log)
+	}
+	var events []struct {
+		Text string `json:"text"`
+	}
+	runJSON(t, &events, "--home", home, "room", "log", "r1")
+	if len(events) == 0 || events[len(events)-1].Text != evil {
+		t.Fatalf("room log --json changes the text: %+v", events)
+	}
+
+	if _, errs, code := run(t, "--home", home, "down"); code != 0 {
+		t.Fatal(errs)
+	}
+	waitStopped(t, home)
+	out, errs, code = run(t, "--home", home, "up", "-d", "--loopback")
+	if code != 0 || !strings.Contains(out, `handle="alice"`) {
+		t.Fatalf("up -d after down: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// waitStopped polls until no node answers for home.
+func waitStopped(t *testing.T, home string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, _, code := run(t, "--home", home, "status"); code != 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node did not stop after down")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,423 @@
+package reconnect
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// Store is where address records live; internal/store's DB implements it.
+type Store interface {
+	// ScanFrom calls fn for the keys with prefix from start (nil: the
+	// first) in key order, or reverse order, until fn returns false.
+	ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []byte) bool) error
+	// Apply writes ops atomically; with durable set it returns once they
+	// are on disk.
+	Apply(ops []schema.Op, durable bool) error
+}
+
+// Config configures a Service. Zero values are documented.
+type Config struct {
+	Host  host.Host // required
+	Store Store     // required
+	// Peers returns the peers to keep connected (contacts, room members).
+	// It is called often; it must be cheap. Required.
+	Peers func() []peer.ID
+	// FindPeer looks a peer up when its known addresses fail (the node
+	// passes its DHT's FindPeer). Nil: known addresses only.
+	FindPeer func(ctx context.Context, p peer.ID) (peer.AddrInfo, error)
+	// Logger receives logs; nil discards them.
+	Logger *slog.Logger
+	// Registry receives metrics; nil means none are exported.
+	Registry prometheus.Registerer
+	// MinBackoff and MaxBackoff bound the wait between attempts on one
+	// peer. Zero means 1 s and 1 minute.
+	MinBackoff, MaxBackoff time.Duration
+	// DialTimeout bounds one attempt. Zero means 15 s.
+	DialTimeout time.Duration
+	// Parallel is how many peers are dialled at once. Zero means 16.
+	Parallel int
+}
+
+// refreshEvery is how often the wanted set is read again even when nothing
+// happened (a new contact, a new room member).
+const refreshEvery = 5 * time.Second
+
+// Service keeps the wanted peers connected. Run owns its state.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+	m   *metrics
+
+	statsMu sync.Mutex // protects stats
+	stats   Stats
+}
+
+// Stats is what the service did since start.
+type Stats struct {
+	Stored    int // peers with a stored address record
+	Wanted    int // peers it keeps connected
+	Connected int // of those, connected now
+	Dials     int // attempts
+	Failures  int // failed attempts
+}
+
+type peerState struct {
+	next    time.Time     // not before
+	backoff time.Duration // wait after the next failure
+	dialing bool
+	stored  []byte // the record's addresses as last written, for change detection
+}
+
+type dialResult struct {
+	p   peer.ID
+	err error
+}
+
+// New checks cfg. It starts nothing.
+func New(cfg Config) (*Service, error) {
+	if cfg.Host == nil || cfg.Store == nil || cfg.Peers == nil {
+		return nil, errors.New("reconnect: config needs Host, Store and Peers")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = time.Minute
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = cfg.MinBackoff
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 15 * time.Second
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 16
+	}
+	return &Service{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry)}, nil
+}
+
+// Stats returns what the service did since start.
+func (s *Service) Stats() Stats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	return s.stats
+}
+
+// Run loads the stored addresses into the peerstore, then keeps the wanted
+// peers connected until ctx ends. It returns nil when ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	h := s.cfg.Host
+	sub, err := h.EventBus().Subscribe([]any{
+		new(event.EvtPeerIdentificationCompleted),
+		new(event.EvtPeerConnectednessChanged),
+		new(event.EvtLocalAddressesUpdated),
+	})
+	if err != nil {
+		return fmt.Errorf("reconnect: subscribe: %w", err)
+	}
+	defer sub.Close()
+
+	state := make(map[peer.ID]*peerState)
+	if err := s.load(state); err != nil {
+		s.log.Error("stored peer addresses could not all be read", "err", err)
+	}
+	results := make(chan dialResult)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	inflight := 0
+	wanted := make(map[peer.ID]bool)
+	refresh := func(now time.Time) {
+		clear(wanted)
+		for _, p := range s.cfg.Peers() {
+			if p != h.ID() && p != "" {
+				wanted[p] = true
+			}
+		}
+		var drop []schema.Op
+		for p, st := range state {
+			if !wanted[p] && !st.dialing {
+				if st.stored != nil {
+					drop = append(drop, schema.Op{Key: schema.PeerAddrs([]byte(p)), Delete: true})
+				}
+				delete(state, p)
+			}
+		}
+		if len(drop) > 0 {
+			if err := s.cfg.Store.Apply(drop, false); err != nil {
+				s.log.Warn("dropping old peer addresses failed", "err", err)
+			}
+		}
+		for p := range wanted {
+			st := state[p]
+			if st == nil {
+				st = &peerState{next: now, backoff: s.cfg.MinBackoff}
+				state[p] = st
+			}
+			if st.stored == nil {
+				// Wanted since it connected (a new contact): note where
+				// it is now.
+				if conns := h.Network().ConnsToPeer(p); len(conns) > 0 {
+					s.remember(p, st, conns[0], h.Peerstore().Addrs(p))
+				}
+			}
+		}
+	}
+	publish := func() {
+		st := Stats{Wanted: len(wanted)}
+		for p, ps := range state {
+			if ps.stored != nil {
+				st.Stored++
+			}
+			if wanted[p] && h.Network().Connectedness(p) == network.Connected {
+				st.Connected++
+			}
+		}
+		s.statsMu.Lock()
+		st.Dials, st.Failures = s.stats.Dials, s.stats.Failures
+		s.stats = st
+		s.statsMu.Unlock()
+		s.m.wanted.Set(float64(st.Wanted))
+		s.m.connected.Set(float64(st.Connected))
+	}
+	dialDue := func(now time.Time) time.Time {
+		next := now.Add(refreshEvery)
+		for p := range wanted {
+			st := state[p]
+			if st.dialing || h.Network().Connectedness(p) == network.Connected {
+				continue
+			}
+			if st.next.After(now) {
+				if st.next.Before(next) {
+					next = st.next
+				}
+				continue
+			}
+			if inflight >= s.cfg.Parallel {
+				break
+			}
+			st.dialing = true
+			inflight++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := s.dial(ctx, p)
+				select {
+				case results <- dialResult{p, err}:
+				case <-ctx.Done():
+				}
+			}()
+		}
+		return next
+	}
+
+	now := time.Now()
+	refresh(now)
+	lastRefresh := now
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		now = time.Now()
+		if now.Sub(lastRefresh) >= refreshEvery {
+			refresh(now)
+			lastRefresh = now
+		}
+		next := dialDue(now)
+		publish()
+		timer.Reset(max(time.Until(next), 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case r := <-results:
+			inflight--
+			st := state[r.p]
+			if st == nil {
+				continue
+			}
+			st.dialing = false
+			s.statsMu.Lock()
+			s.stats.Dials++
+			if r.err != nil {
+				s.stats.Failures++
+			}
+			s.statsMu.Unlock()
+			if r.err != nil {
+				s.m.dials.WithLabelValues("failed").Inc()
+				s.log.Debug("redial failed", "remote", r.p.String(), "err", r.err, "retry_in", st.backoff.String())
+				st.next = time.Now().Add(st.backoff)
+				st.backoff = min(2*st.backoff, s.cfg.MaxBackoff)
+			} else {
+				s.m.dials.WithLabelValues("ok").Inc()
+				st.backoff = s.cfg.MinBackoff
+			}
+		case e, ok := <-sub.Out():
+			if !ok {
+				return nil
+			}
+			switch e := e.(type) {
+			case event.EvtPeerIdentificationCompleted:
+				if wanted[e.Peer] {
+					s.remember(e.Peer, state[e.Peer], e.Conn, e.ListenAddrs)
+				}
+			case event.EvtPeerConnectednessChanged:
+				st := state[e.Peer]
+				if st == nil || !wanted[e.Peer] {
+					continue
+				}
+				switch e.Connectedness {
+				case network.Connected:
+					st.backoff = s.cfg.MinBackoff
+				case network.NotConnected:
+					// Give the peer a moment (it may be restarting).
+					st.next = time.Now().Add(st.backoff)
+				}
+			case event.EvtLocalAddressesUpdated:
+				if !moved(e) {
+					continue
+				}
+				// The node moved or its addresses changed: try everyone now.
+				for _, st := range state {
+					st.next = time.Now()
+					st.backoff = s.cfg.MinBackoff
+				}
+			}
+		}
+	}
+}
+
+// load puts the stored addresses into the peerstore and state.
+func (s *Service) load(state map[peer.ID]*peerState) error {
+	var errs []error
+	err := s.cfg.Store.ScanFrom(schema.PeerAddrsPrefix(), nil, false, func(k, v []byte) bool {
+		rest := k[len(schema.PeerAddrsPrefix()):]
+		if len(rest) < 1 || int(rest[0]) != len(rest)-1 {
+			errs = append(errs, fmt.Errorf("%w: key %q", ErrBadRecord, k))
+			return true
+		}
+		p, err := peer.IDFromBytes(rest[1:])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: key %q: %v", ErrBadRecord, k, err))
+			return true
+		}
+		_, addrs, err := decodeRecord(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("peer %s: %w", p, err))
+			return true
+		}
+		s.cfg.Host.Peerstore().AddAddrs(p, addrs, peerstore.AddressTTL)
+		state[p] = &peerState{backoff: s.cfg.MinBackoff, stored: joinAddrs(addrs)}
+		return true
+	})
+	return errors.Join(append(errs, err)...)
+}
+
+// remember stores where p was reached, when that changed.
+func (s *Service) remember(p peer.ID, st *peerState, c network.Conn, listen []ma.Multiaddr) {
+	if st == nil {
+		return
+	}
+	var addrs []ma.Multiaddr
+	if c != nil && c.Stat().Direction == network.DirOutbound {
+		addrs = append(addrs, c.RemoteMultiaddr())
+	}
+	for _, a := range listen {
+		if manet.IsIPUnspecified(a) {
+			continue
+		}
+		if !slices.ContainsFunc(addrs, a.Equal) {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return
+	}
+	if len(addrs) > MaxAddrs {
+		addrs = addrs[:MaxAddrs]
+	}
+	joined := joinAddrs(addrs)
+	if bytes.Equal(joined, st.stored) {
+		return
+	}
+	rec, err := encodeRecord(time.Now(), addrs)
+	if err != nil {
+		s.log.Warn("encoding peer addresses failed", "remote", p.String(), "err", err)
+		return
+	}
+	if err := s.cfg.Store.Apply([]schema.Op{{Key: schema.PeerAddrs([]byte(p)), Val: rec}}, false); err != nil {
+		s.log.Warn("storing peer addresses failed", "remote", p.String(), "err", err)
+		return
+	}
+	st.stored = joined
+	s.m.stored.Inc()
+}
+
+// dial connects to p at its known addresses, then through FindPeer.
+func (s *Service) dial(ctx context.Context, p peer.ID) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	defer cancel()
+	h := s.cfg.Host
+	var first error
+	if ai := h.Peerstore().PeerInfo(p); len(ai.Addrs) > 0 {
+		if first = h.Connect(ctx, ai); first == nil {
+			return nil
+		}
+	}
+	if s.cfg.FindPeer == nil {
+		if first == nil {
+			first = errors.New("no known address")
+		}
+		return first
+	}
+	ai, err := s.cfg.FindPeer(ctx, p)
+	if err != nil {
+		return errors.Join(first, fmt.Errorf("find peer: %w", err))
+	}
+	return h.Connect(ctx, ai)
+}
+
+// moved reports whether an address update means the node may be on another
+// network: an address went away, or a direct one came.
+func moved(e event.EvtLocalAddressesUpdated) bool {
+	if len(e.Removed) > 0 {
+		return true
+	}
+	for _, u := range e.Current {
+		if u.Action == event.Added {
+			if _, err := u.Address.ValueForProtocol(ma.P_CIRCUIT); err != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// joinAddrs is the addresses as one byte string, each length-prefixed.
+func joinAddrs(addrs []ma.Multiaddr) []byte {
+	b := []byte{}
+	for _, a := range addrs {
+		b = binary.AppendUvarint(b, uint64(len(a.Bytes())))
+		b = append(b, a.Bytes()...)
+	}
+	return b
+}

@@ -1,0 +1,182 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// auditActions lists the actions of a home's audit log after checking that
+// the log verifies.
+func auditActions(t *testing.T, nt *nodetest.Net, i int) []string {
+	t.Helper()
+	rep, err := audit.Verify(nt.Home(i), nt.ID(i))
+	if err != nil || !rep.OK {
+		t.Fatalf("node %d: audit log does not verify: %+v %v", i, rep, err)
+	}
+	es, err := audit.List(nt.Home(i), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Actor+" "+e.Action+" "+e.Subject)
+	}
+	return out
+}
+
+// pendingID waits for a pending-in request from p on c and returns its ID.
+func pendingID(t *testing.T, nt *nodetest.Net, c *localapi.Client, from string) string {
+	t.Helper()
+	var id string
+	nt.WaitFor(20*time.Second, func() bool {
+		es, err := c.Contacts(context.Background())
+		if err != nil {
+			return false
+		}
+		for _, e := range es {
+			if e.PeerID == from && e.State == "pending-in" {
+				id = e.ID
+				return true
+			}
+		}
+		return false
+	}, "the contact request from %s", from)
+	return id
+}
+
+// Every decision on who can reach whom is recorded where it is made, on the
+// node that makes it (actor human or the agent), and on the node it concerns
+// (actor peer:ID); every log verifies.
+func TestDecisionsAreAudited(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs := make([]*localapi.Client, 3)
+	for i := range cs {
+		cs[i] = localapi.NewClient(node.SocketPath(nt.Home(i)))
+		defer cs[i].Close()
+	}
+	a, b, c := nt.ID(0).String(), nt.ID(1).String(), nt.ID(2).String()
+	nt.ConnectAll()
+
+	// b asks a, a approves; c asks a, a denies.
+	if _, err := cs[1].ContactRequest(ctx, a, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[0].ContactApprove(ctx, pendingID(t, nt, cs[0], b), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[2].ContactRequest(ctx, a, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[0].ContactDeny(ctx, pendingID(t, nt, cs[0], c)); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		es, err := cs[1].Contacts(ctx)
+		return err == nil && len(es) == 1 && es[0].State == "active"
+	}, "the contact to be active on b")
+
+	// alice on a opens a room with b's node, removes it, then leaves.
+	res, err := cs[0].OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "plans", Members: []string{b}})
+	if err != nil || len(res.Invited) != 1 {
+		t.Fatalf("open room: %+v %v", res, err)
+	}
+	if _, err := cs[0].Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: b, Agent: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[0].Leave(ctx, "alice", localapi.LeaveRequest{Room: res.RoomID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[0].ContactRevoke(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[int][]string{
+		0: {
+			"peer:" + b + " contact.request " + b,
+			"human contact.approve " + b,
+			"peer:" + c + " contact.request " + c,
+			"human contact.deny " + c,
+			"alice room.create " + res.RoomID,
+			"alice room.invite " + res.RoomID,
+			"alice room.remove " + res.RoomID,
+			"alice room.leave " + res.RoomID,
+			"human contact.revoke " + b,
+		},
+		1: {"human contact.request " + a, "peer:" + a + " contact.approve " + a},
+		2: {"human contact.request " + a},
+	}
+	for i, w := range want {
+		var got []string
+		nt.WaitFor(20*time.Second, func() bool {
+			got = auditActions(t, nt, i)
+			return len(got) >= len(w)
+		}, "node %d's audit log to hold %d entries", i, len(w))
+		for _, x := range w {
+			if !slices.Contains(got, x) {
+				t.Fatalf("node %d: audit log lacks %q:\n%s", i, x, strings.Join(got, "\n"))
+			}
+		}
+	}
+	// The peers learn of the denial and the revocation as they are told.
+	nt.WaitFor(20*time.Second, func() bool {
+		return slices.Contains(auditActions(t, nt, 2), "peer:"+a+" contact.deny "+a) &&
+			slices.Contains(auditActions(t, nt, 1), "peer:"+a+" contact.revoke "+a)
+	}, "the denial and the revocation to be recorded by the peers:\n%s\n%s", strings.Join(auditActions(t, nt, 1), "\n"), strings.Join(auditActions(t, nt, 2), "\n"))
+}
+
+// The node counts its agents' messages, asks and answers, per agent and per
+// room, in its metrics.
+func TestUsagePerAgent(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	for _, name := range []string{"alice", "bob"} {
+		if _, err := c.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask, err := c.Ask(ctx, "alice", localapi.AskRequest{To: "bob", Text: "which port?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Take(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Reply(ctx, "bob", localapi.ReplyRequest{MessageID: ask.AskID, Text: "4190"}); err != nil {
+		t.Fatal(err)
+	}
+	s := nt.Node(0).Usage().Snapshot()
+	got := map[string]string{}
+	for _, a := range s.Agents {
+		got[a.Name] = fmt.Sprintf("m%d b%d q%d a%d", a.Messages, a.Bytes, a.AsksMade, a.AsksAnswered)
+	}
+	if got["alice"] != "m1 b11 q1 a0" || got["bob"] != "m1 b4 q0 a1" {
+		t.Fatalf("usage %v", got)
+	}
+	if len(s.Rooms) != 1 || s.Rooms[0].Name != ask.Room.RoomID || s.Rooms[0].Messages != 2 {
+		t.Fatalf("rooms %+v", s.Rooms)
+	}
+	text, err := c.Metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`parley_agent_messages_total{agent="alice"} 1`, `parley_agent_answers_total{agent="bob"} 1`,
+		`parley_agent_answer_seconds_count{agent="bob"} 1`, `parley_room_asks_total{room="` + ask.Room.RoomID + `"} 1`} {
+		if !strings.Contains(text, w) {
+			t.Fatalf("metrics lack %s", w)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package node
+
+import (
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/reconnect"
+)
+
+// startReconnect keeps contacts and room members connected: their
+// addresses are remembered in the store and redialled at start, when a
+// connection drops and when the node's addresses change.
+func (n *Node) startReconnect() error {
+	rc, err := reconnect.New(reconnect.Config{
+		Host:     n.host,
+		Store:    n.db,
+		Peers:    n.wantedPeers,
+		FindPeer: n.dht.FindPeer,
+		Logger:   n.log,
+		Registry: n.reg,
+	})
+	if err != nil {
+		return err
+	}
+	n.reconnect = rc
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := rc.Run(n.ctx); err != nil {
+			n.log.Error("reconnect stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Reconnect is the node's reconnect service (nil before Start).
+func (n *Node) Reconnect() *reconnect.Service { return n.reconnect }
+
+// wantedPeers are the peers the node keeps connected: active contacts,
+// peers it asked to be contacts, and member nodes of its rooms.
+func (n *Node) wantedPeers() []peer.ID {
+	var out []peer.ID
+	for _, c := range n.contacts.Book().List(time.Now()) {
+		if c.State == consent.StateActive || c.State == consent.StatePendingOut {
+			out = append(out, c.Peer)
+		}
+	}
+	for _, in := range n.rooms.List() {
+		out = append(out, in.Members...)
+	}
+	return dedupPeers(out, n.id)
+}

@@ -1,0 +1,89 @@
+package node_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// befriend makes node req ask node appr, which approves; it returns once
+// both see an active contact.
+func befriend(t *testing.T, nt *nodetest.Net, req, appr int) {
+	t.Helper()
+	ctx := context.Background()
+	state := func(i, j int) consent.State {
+		c, ok := nt.Node(i).Contacts().Book().Get(nt.ID(j), time.Now())
+		if !ok {
+			return ""
+		}
+		return c.State
+	}
+	res, err := nt.Node(req).Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(appr), Addrs: nt.Node(appr).Host().Addrs()}, "hello")
+	if err != nil {
+		t.Fatalf("node %d asks node %d: %v", req, appr, err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return state(appr, req) == consent.StatePendingIn },
+		"node %d to see node %d's request", appr, req)
+	if _, err := nt.Node(appr).Contacts().Approve(ctx, res.ID, 0); err != nil {
+		t.Fatalf("node %d approves: %v", appr, err)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		return state(req, appr) == consent.StateActive && state(appr, req) == consent.StateActive
+	}, "nodes %d and %d to be active contacts", req, appr)
+}
+
+// A restarted node with no bootstrap peer finds its contacts again at the
+// addresses it stored, and its room catches up with what was said while it
+// was away.
+func TestReconnectAfterRestartWithoutBootstrap(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	const a, b = 1, 2
+	befriend(t, nt, a, b)
+	ctx := context.Background()
+	id, err := nt.Node(a).Rooms().Create(ctx, "plans", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nt.Node(a).Rooms().Invite(ctx, id, nt.ID(b), "bob"); err != nil {
+		t.Fatal(err)
+	}
+	events := func(i int) uint64 {
+		in, err := nt.Node(i).Rooms().Get(id)
+		if err != nil {
+			return 0
+		}
+		return in.Events
+	}
+	nt.WaitFor(20*time.Second, func() bool { return events(b) >= events(a) && events(a) > 0 }, "node %d to join the room", b)
+	// Both have stored where the other was reached.
+	nt.WaitFor(20*time.Second, func() bool {
+		return nt.Node(a).Reconnect().Stats().Stored >= 1 && nt.Node(b).Reconnect().Stats().Stored >= 1
+	}, "both nodes to store the other's addresses")
+
+	nt.Crash(a)
+	if _, err := nt.Node(b).Rooms().Say(ctx, id, rooms.SayArgs{Agent: identity.AgentName("bob"), Text: "said while you were away"}); err != nil {
+		t.Fatal(err)
+	}
+	want := events(b)
+	nt.Crash(b)
+
+	nt.RestartAlone(b)
+	start := time.Now()
+	na := nt.RestartAlone(a)
+	nt.WaitFor(20*time.Second, func() bool {
+		return na.Host().Network().Connectedness(nt.ID(b)) == network.Connected
+	}, "the restarted nodes to reconnect through stored addresses")
+	t.Logf("reconnected %v after restart", time.Since(start))
+	nt.WaitFor(30*time.Second, func() bool { return events(a) >= want }, "the room to catch up (%d events)", want)
+	if got := nt.Node(a).Reconnect().Stats(); got.Wanted != 1 || got.Connected != 1 {
+		t.Fatalf("reconnect stats %+v, want 1 wanted and connected", got)
+	}
+}
