@@ -137,6 +137,7 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		NewIdentity: f.newIdentity,
 		MinFreeDisk: minFree,
 		WakeLimit:   f.wakeLimit,
+		UIPort:      file.UIPort,
 	}
 	listen := file.Listen
 	if len(f.listen) > 0 {

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -33,6 +34,8 @@ type File struct {
 	Bootstrap []string
 	// MDNS turns LAN discovery on.
 	MDNS bool
+	// UIPort is the dashboard's port on 127.0.0.1; 0 means any free port.
+	UIPort int
 }
 
 // DefaultListen are the addresses a node listens on unless told otherwise:
@@ -61,6 +64,9 @@ handle = ` + handle + `
 
 # mdns: find other Parley nodes on the local network (true or false).
 mdns = true
+
+# ui_port: the dashboard's port on 127.0.0.1 (see parley ui); 0 is any free port.
+# ui_port = 4191
 `)
 	return b.String()
 }
@@ -147,8 +153,14 @@ func Parse(raw []byte) (File, error) {
 			default:
 				return File{}, fmt.Errorf("line %d: mdns must be true or false, got %q", line, val)
 			}
+		case "ui_port":
+			p, err := strconv.Atoi(val)
+			if err != nil || p < 0 || p > 65535 {
+				return File{}, fmt.Errorf("line %d: ui_port must be a port number (0 to 65535), got %q", line, val)
+			}
+			f.UIPort = p
 		default:
-			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns)", line, key)
+			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, ui_port)", line, key)
 		}
 	}
 	if err := sc.Err(); err != nil {
