@@ -37,7 +37,7 @@ type waiter struct {
 	done   chan int
 }
 
-func startHook(t *testing.T, stdin string, args ...string) *waiter {
+func startHook(t testing.TB, stdin string, args ...string) *waiter {
 	t.Helper()
 	w := &waiter{cmd: exec.Command(parleyBin, args...), stderr: &syncBuffer{}, done: make(chan int, 1)}
 	w.cmd.Stdin = strings.NewReader(stdin)
@@ -62,7 +62,7 @@ func startHook(t *testing.T, stdin string, args ...string) *waiter {
 }
 
 // exited waits for the hook to exit and returns its code.
-func (w *waiter) exited(t *testing.T, within time.Duration) int {
+func (w *waiter) exited(t testing.TB, within time.Duration) int {
 	t.Helper()
 	select {
 	case c := <-w.done:

@@ -39,7 +39,7 @@ func newRoot() *cobra.Command {
 		idCmd(g), statusCmd(g), peersCmd(g), connectCmd(g), downCmd(g),
 		roomCmd(g), mcpCmd(g), contactCmd(g), agentCmd(g), whoCmd(g), findCmd(g), auditCmd(g), uiCmd(g),
 	)
-	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g), hookCmd(g), runCmd(g))
+	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g), hookCmd(g), runCmd(g), codexCmd(g))
 	return root
 }
 

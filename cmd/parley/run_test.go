@@ -54,7 +54,7 @@ func startTerminalAgent(t testing.TB, home, name string) terminalAgent {
 }
 
 // two nodes that are contacts, A and B.
-func twoContacts(t *testing.T) (homeA, homeB, idB string, dB *daemon) {
+func twoContacts(t testing.TB) (homeA, homeB, idB string, dB *daemon) {
 	base := t.TempDir()
 	homeA, homeB = filepath.Join(base, "a"), filepath.Join(base, "b")
 	a := up(t, homeA, "--listen", loopback)

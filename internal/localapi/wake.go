@@ -14,6 +14,9 @@ const (
 	// WakeStop is a hook waiter that wakes an idle session (Claude Code's
 	// Stop hook with asyncRewake).
 	WakeStop = "stop"
+	// WakeAppServer is a Codex thread driven through `codex app-server`
+	// (turn/start when idle, turn/steer when busy).
+	WakeAppServer = "appserver"
 	// WakeChannel is an MCP server that pushes into its session (Claude
 	// Code's claude/channel notifications).
 	WakeChannel = "channel"
@@ -24,7 +27,7 @@ const (
 // WakeWaitRequest waits, as a session's wake-up route, until the node has
 // items for the session to be woken with.
 type WakeWaitRequest struct {
-	Kind    string  // WakeStop or WakeChannel
+	Kind    string  // WakeStop, WakeAppServer or WakeChannel
 	Session string  // the client's session key; a newer waiter of the same session and kind supersedes the older
 	Seconds float64 // at most MaxWait
 }

@@ -14,6 +14,10 @@
 //     waiter of the same session supersedes the older, and a session that
 //     works again (its PostToolUse hook says so: POST …/wake/busy) ends its
 //     waiters.
+//   - appserver: a Codex thread driven through `codex app-server`
+//     (`parley codex`), long-polling the same way; the text starts a turn
+//     when the thread is idle and steers the running turn when it is busy
+//     (internal/wake/appserver).
 //   - channel: an MCP server that can push into its session (Claude Code's
 //     claude/channel notification), long-polling the same way.
 //   - terminal: a tmux pane (`parley run`), which the node pastes into

@@ -58,7 +58,7 @@ type Config struct {
 }
 
 // order is the kinds of route, in the order they are tried.
-var order = []string{localapi.WakeStop, localapi.WakeChannel, localapi.WakeTerminal}
+var order = []string{localapi.WakeStop, localapi.WakeAppServer, localapi.WakeChannel, localapi.WakeTerminal}
 
 // Service wakes agents for the items they owe. See the package comment.
 type Service struct {
@@ -335,8 +335,8 @@ func (s *Service) remove(st *agentState, r *route) {
 // WakeWait implements localapi.Waker: it registers a waiter route and
 // waits for items for it.
 func (s *Service) WakeWait(ctx context.Context, agent string, req localapi.WakeWaitRequest) (localapi.Wake, error) {
-	if req.Kind != localapi.WakeStop && req.Kind != localapi.WakeChannel {
-		return localapi.Wake{}, localapi.BadRequest("kind must be %q or %q", localapi.WakeStop, localapi.WakeChannel)
+	if req.Kind != localapi.WakeStop && req.Kind != localapi.WakeChannel && req.Kind != localapi.WakeAppServer {
+		return localapi.Wake{}, localapi.BadRequest("kind must be %q, %q or %q", localapi.WakeStop, localapi.WakeAppServer, localapi.WakeChannel)
 	}
 	if req.Session == "" || len(req.Session) > 256 {
 		return localapi.Wake{}, localapi.BadRequest("a session key of 1 to 256 bytes is needed")
