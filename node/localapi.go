@@ -9,6 +9,7 @@ import (
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // The node's services in the local API's terms (localapi.Agents and
@@ -62,6 +63,7 @@ func (a agentsAPI) Who(ctx context.Context) []localapi.WhoEntry {
 			out[i].Unreached = un[w.Agent]
 		}
 	}
+	a.n.withClaims(out)
 	return out
 }
 
@@ -180,4 +182,45 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// invitesAPI serves the invites that wait for the user (rooms).
+type invitesAPI struct{ n *Node }
+
+var _ localapi.Invites = invitesAPI{}
+
+func (a invitesAPI) List(context.Context) []localapi.WaitingInvite {
+	ws := a.n.rooms.Invites()
+	out := make([]localapi.WaitingInvite, len(ws))
+	for i, w := range ws {
+		out[i] = localapi.WaitingInvite{ID: string(w.Room), RoomName: w.Name, Inviter: w.Inviter.String(), At: w.At, Expires: w.Expires}
+	}
+	return out
+}
+
+func (a invitesAPI) Accept(_ context.Context, ref string) (localapi.InviteAnswer, error) {
+	id, err := a.n.rooms.AcceptInvite(ref)
+	return localapi.InviteAnswer{ID: string(id), Accepted: true}, invitesError(err)
+}
+
+func (a invitesAPI) Decline(_ context.Context, ref string) (localapi.InviteAnswer, error) {
+	id, err := a.n.rooms.DeclineInvite(ref)
+	return localapi.InviteAnswer{ID: string(id)}, invitesError(err)
+}
+
+func invitesError(err error) error {
+	code, status := "", 0
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rooms.ErrUnknownRoom):
+		code, status = localapi.CodeUnknownRoom, http.StatusNotFound
+	case errors.Is(err, rooms.ErrMalformed):
+		code, status = localapi.CodeAmbiguous, http.StatusConflict
+	case errors.Is(err, rooms.ErrClosed):
+		code, status = localapi.CodeClosed, http.StatusServiceUnavailable
+	default:
+		return err
+	}
+	return localapi.Errorf(status, code, "%v", err)
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/internal/wake"
 	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // Version is the Parley version reported by the node.
@@ -81,6 +82,7 @@ type Node struct {
 	inbox     *inbox.Inbox       // set by Start, read-only afterwards
 	reconnect *reconnect.Service // set by Start, read-only afterwards
 	usage     *usage.Meter       // set by Start, read-only afterwards
+	board     *board.Service     // set by Start, read-only afterwards
 	wake      *wake.Service      // set by Start, read-only afterwards
 	ui        *ui.Server         // set by Start, read-only afterwards (nil: not served)
 	uiURL     string             // the dashboard's URL with its token (set with ui)
@@ -276,11 +278,15 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.usage = usage.New(usage.Config{Registry: n.reg})
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage})
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage,
+		Notices: n.boardNotices})
 	if err != nil {
 		return err
 	}
 	n.inbox = ib
+	if err := n.newBoard(); err != nil {
+		return err
+	}
 	if err := n.startWake(); err != nil {
 		return err
 	}
@@ -303,7 +309,9 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleRooms(n.inbox)
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
+		n.api.HandleInvites(invitesAPI{n})
 		n.api.HandleAgents(agentsAPI{n})
+		n.api.HandleBoard(boardAPI{n})
 		n.api.HandleWake(n.wake)
 		n.api.HandleUI(n.uiInfo)
 		if !n.cfg.NoUI {

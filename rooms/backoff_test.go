@@ -73,9 +73,8 @@ func TestSyncWithoutProgressBacksOff(t *testing.T) {
 	// The catch-up after the invite stores nothing and backs off.
 	nt.WaitFor(20*time.Second, func() bool { return counter(t, nt.Node(2), "parley_room_sync_backoffs_total") >= 1 },
 		"node 2 to back off from node 1")
-	// Each round brings the same 8 events, of which node 2 can store none
-	// (node 1's parks in the pending pool once): a sync stops after at
-	// most two rounds instead of asking again.
+	// Each round brings the same 8 events, of which node 2 can store none:
+	// a sync stops after the round instead of asking again.
 	for range 2 {
 		before := counter(t, nt.Node(2), "parley_room_sync_events_received_total")
 		err := mgr(nt, 2).SyncNow(ctx, id, nt.ID(1))

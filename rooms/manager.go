@@ -81,8 +81,9 @@ type Manager struct {
 	meshMu sync.Mutex // protects mesh
 	mesh   map[string]map[peer.ID]bool
 
-	changeLog changeLog // which rooms stored events lately (changes.go)
-	leaving   leaving   // rooms this node left that still hand out its leave (membership.go)
+	changeLog changeLog   // which rooms stored events lately (changes.go)
+	leaving   leaving     // rooms this node left that still hand out its leave (membership.go)
+	invites   invitesBook // invites waiting for the user's answer (invites.go)
 }
 
 // Changes returns a channel that receives (without blocking the rooms)
@@ -204,6 +205,9 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 	})
 	if err != nil {
 		return fmt.Errorf("rooms: list rooms: %w", err)
+	}
+	if err := m.loadInvites(); err != nil {
+		return err
 	}
 	for _, rm := range metas {
 		if rm.meta.Leaving {
@@ -402,6 +406,23 @@ func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, e
 		kind = KindAsk
 	}
 	return r.say(ctx, &sayReq{agent: a.Agent, kind: kind, body: []byte(a.Text), replyTo: a.ReplyTo, to: a.To})
+}
+
+// Post posts a claim or a release (KindClaim, KindRelease) with its body as
+// package rooms/board encodes it, and returns its ID once it is stored
+// durably.
+func (m *Manager) Post(ctx context.Context, id identity.RoomID, agent identity.AgentName, kind Kind, body []byte) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	if kind != KindClaim && kind != KindRelease {
+		return ID{}, fmt.Errorf("%w: post %q", ErrBadKind, kind)
+	}
+	if len(body) > MaxBody {
+		return ID{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTextTooLong, len(body), MaxBody)
+	}
+	return r.say(ctx, &sayReq{agent: agent, kind: kind, body: body})
 }
 
 // Leave posts that agent leaves the room.
@@ -708,6 +729,8 @@ type View struct {
 	Time    int64              `json:"time"`
 	// Arrival is the event's place in this node's arrival log (Since only).
 	Arrival uint64 `json:"arrival,omitempty"`
+	// Body is the raw body of a claim or release (package rooms/board).
+	Body []byte `json:"-"`
 }
 
 func viewOf(id ID, e *Event) View {
@@ -724,6 +747,8 @@ func viewOf(id ID, e *Event) View {
 		v.Target, _ = e.InviteTarget()
 	case KindLeave:
 		v.Target, _, _ = e.LeaveTarget()
+	case KindClaim, KindRelease:
+		v.Body = e.Body
 	}
 	return v
 }

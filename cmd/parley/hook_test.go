@@ -12,9 +12,9 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// runIn runs one CLI command with stdin and returns stdout, stderr and the
+// runStdin runs one CLI command with stdin and returns stdout, stderr and the
 // exit code.
-func runIn(t *testing.T, stdin string, args ...string) (string, string, int) {
+func runStdin(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(parleyBin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -112,7 +112,7 @@ func TestHooksDocumentedShapes(t *testing.T) {
 	up(t, home, "--listen", loopback)
 	proj := filepath.Join(t.TempDir(), "shop")
 	hook := func(stdin string, client, event string) (string, string, int) {
-		return runIn(t, stdin, "--home", home, "hook", client, event)
+		return runStdin(t, stdin, "--home", home, "hook", client, event)
 	}
 	in := func(event string, extra string) string {
 		return `{"session_id":"sess-1","transcript_path":"/tmp/t.jsonl","cwd":"` + proj + `","permission_mode":"default","hook_event_name":"` + event + `"` + extra + `}`
@@ -188,26 +188,26 @@ func TestHooksDocumentedShapes(t *testing.T) {
 
 	// Codex's Stop: a new ask continues the turn once.
 	codex := `{"session_id":"thread-9","turn_id":"t1","cwd":"` + proj + `","hook_event_name":"Stop","model":"gpt-5","stop_hook_active":false}`
-	if out, errs, code := runIn(t, codex, "--home", home, "hook", "codex", "Stop"); code != 0 || out != "" {
+	if out, errs, code := runStdin(t, codex, "--home", home, "hook", "codex", "Stop"); code != 0 || out != "" {
 		t.Fatalf("codex Stop with nothing: exit %d %q %s", code, out, errs)
 	}
 	runJSON(t, &room, "--home", home, "room", "create", "codex-room", "--member", "codex-shop")
-	out, errs, code = runIn(t, codex, "--home", home, "hook", "codex", "Stop")
+	out, errs, code = runStdin(t, codex, "--home", home, "hook", "codex", "Stop")
 	if v := decodeHook(t, out); code != 0 || v.Decision != "block" || !strings.Contains(v.Reason, "invited you") {
 		t.Fatalf("codex Stop: exit %d %+v %s", code, v, errs)
 	}
-	if out, _, code := runIn(t, codex, "--home", home, "hook", "codex", "Stop"); code != 0 || out != "" {
+	if out, _, code := runStdin(t, codex, "--home", home, "hook", "codex", "Stop"); code != 0 || out != "" {
 		t.Fatalf("codex Stop again: exit %d %q", code, out)
 	}
 
 	// Gemini's AfterTool.
 	gem := `{"session_id":"g-1","transcript_path":"/tmp/g.json","cwd":"` + proj + `","hook_event_name":"AfterTool","timestamp":"2026-01-01T00:00:00Z","tool_name":"run_shell_command","tool_input":{},"tool_response":{}}`
-	if out, _, code := runIn(t, gem, "--home", home, "hook", "gemini", "AfterTool"); code != 0 || out != "" {
+	if out, _, code := runStdin(t, gem, "--home", home, "hook", "gemini", "AfterTool"); code != 0 || out != "" {
 		t.Fatalf("gemini AfterTool with nothing: %d %q", code, out)
 	}
 	runJSON(t, &room, "--home", home, "room", "create", "gem-room", "--member", "gemini-cli-shop")
 	nodetest.WaitFor(t, 10*time.Second, func() bool {
-		out, _, code := runIn(t, gem, "--home", home, "hook", "gemini", "AfterTool")
+		out, _, code := runStdin(t, gem, "--home", home, "hook", "gemini", "AfterTool")
 		v := hookOut{}
 		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
 			return false

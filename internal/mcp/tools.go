@@ -41,7 +41,7 @@ func (e *Envelope) env() *Envelope { return e }
 
 // Pending is one item for the agent.
 type Pending struct {
-	Kind     string   `json:"kind" jsonschema:"ask (someone waits for your answer), reminder (an ask you still owe), invitation, reply (to your ask) or message"`
+	Kind     string   `json:"kind" jsonschema:"ask (someone waits for your answer), reminder (an ask you still owe), invitation, reply (to your ask), message, or from the board: claim_free (paths you were refused are free), claim_expiring (your claim ends soon), claim_lost (your claim lost to one made during a partition)"`
 	ID       string   `json:"id"`
 	Room     string   `json:"room"`
 	RoomName string   `json:"room_name"`
@@ -101,6 +101,7 @@ type Agent struct {
 	Capabilities []string `json:"capabilities"`
 	LastSeen     string   `json:"last_seen"`
 	Local        bool     `json:"local"`
+	Claims       []string `json:"claims" jsonschema:"what it holds on the project boards: path, until when, and why"`
 }
 
 // Room is a room the agent is in.
@@ -303,6 +304,9 @@ func (s *Server) mcpWith(initialized func(context.Context)) *sdk.Server {
 	addTool(srv, s, "parley_wait", "Block until the reply to your ask arrives (ask_id), or until anything new arrives for you, at most wait_seconds.", s.wait)
 	addTool(srv, s, "parley_reply", "Answer a message or an ask (as shown in your pending items) by its id.", s.reply)
 	addTool(srv, s, "parley_dismiss", "Drop an ask you owe without answering it; it stops being shown to you.", s.dismiss)
+	addTool(srv, s, "parley_claim", "Before you change shared files, put them on the project's board with a note saying why: other agents see who works on what. A claim that overlaps another agent's is refused with its holder, note and expiry (wait_seconds waits for it to go). Claims expire (ttl_minutes, default 30); claim again to renew.", s.claim)
+	addTool(srv, s, "parley_release", "Take your claims off the project's board when you are done with the files.", s.release)
+	addTool(srv, s, "parley_board", "Show the project's board: who works on which files, why, and until when; with history, who held what and when.", s.board)
 	addTool(srv, s, "parley_leave", "Leave a room: you stop getting its messages and cannot post there until invited again.", s.leave)
 	return srv
 }
@@ -395,13 +399,15 @@ func (s *Server) who(ctx context.Context, c *call, in Empty) (WhoOut, string, er
 	c.take(res.Pending)
 	for _, w := range res.Agents {
 		out.Agents = append(out.Agents, Agent{Address: w.Address, Handle: w.Handle, State: w.State, Role: w.Role,
-			WorkingOn: w.WorkingOn, Capabilities: orEmpty(w.Capabilities), LastSeen: w.LastSeen.UTC().Format(time.RFC3339), Local: w.Local})
+			WorkingOn: w.WorkingOn, Capabilities: orEmpty(w.Capabilities), LastSeen: w.LastSeen.UTC().Format(time.RFC3339), Local: w.Local,
+			Claims: claimLines(w.Claims)})
 	}
 	out.Rooms = rooms(res.Rooms)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d agents alive:", len(out.Agents))
 	for _, a := range out.Agents {
-		fmt.Fprintf(&b, "\n• %s (%s)%s%s", a.Address, a.State, labelled(" role: ", a.Role), labelled(" — working on: ", a.WorkingOn))
+		fmt.Fprintf(&b, "\n• %s (%s)%s%s%s", a.Address, a.State, labelled(" role: ", a.Role), labelled(" — working on: ", a.WorkingOn),
+			labelled(" — claims: ", strings.Join(a.Claims, "; ")))
 	}
 	writeRooms(&b, out.Rooms)
 	return out, b.String(), nil

@@ -1,8 +1,12 @@
 "use strict";
 (function () {
   var token = new URLSearchParams(location.search).get("t") || "";
-  var S = { node: "", handle: "", max: 200, rooms: [], events: {}, dropped: {}, unread: {}, sel: "", panels: {}, seen: {} };
-  window.parley = S; // for tests and the curious: S.seen[eventID] is when the page got it (ms)
+  var S = { node: "", handle: "", max: 200, rooms: [], events: {}, dropped: {}, unread: {}, sel: "", panels: {}, seen: {},
+    lat: [], latN: 0 };
+  // For tests and the curious: S.seen[eventID] is when the page got an event
+  // it holds (ms); S.lat the last 1000 delays from an event's time to the
+  // page (ms), S.latN how many were measured.
+  window.parley = S;
   var $ = function (id) { return document.getElementById(id); };
 
   function el(tag, attrs, kids) {
@@ -109,11 +113,14 @@
   function addEvents(m) {
     var list = S.events[m.room] || (S.events[m.room] = []);
     var now = Date.now();
-    m.events.forEach(function (e) { S.seen[e.id] = now; list.push(e); });
+    m.events.forEach(function (e) {
+      S.seen[e.id] = now; list.push(e);
+      S.lat[S.latN++ % 1000] = now - e.time;
+    });
     S.dropped[m.room] = (S.dropped[m.room] || 0) + (m.skipped || 0);
     if (list.length > S.max) {
       S.dropped[m.room] += list.length - S.max;
-      list.splice(0, list.length - S.max);
+      list.splice(0, list.length - S.max).forEach(function (e) { delete S.seen[e.id]; });
     }
     if (m.room !== S.sel) {
       S.unread[m.room] = (S.unread[m.room] || 0) + m.events.filter(function (e) { return e.kind === "message" || e.kind === "ask"; }).length;
