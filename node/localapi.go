@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/rooms"
@@ -199,13 +202,31 @@ func (a invitesAPI) List(context.Context) []localapi.WaitingInvite {
 }
 
 func (a invitesAPI) Accept(_ context.Context, ref string) (localapi.InviteAnswer, error) {
+	by := a.inviter(ref)
 	id, err := a.n.rooms.AcceptInvite(ref)
+	if err == nil {
+		a.n.Audit(audit.Record{Actor: string(identity.HumanAgent), Action: audit.RoomAccept, Subject: string(id), Detail: by})
+	}
 	return localapi.InviteAnswer{ID: string(id), Accepted: true}, invitesError(err)
 }
 
 func (a invitesAPI) Decline(_ context.Context, ref string) (localapi.InviteAnswer, error) {
+	by := a.inviter(ref)
 	id, err := a.n.rooms.DeclineInvite(ref)
+	if err == nil {
+		a.n.Audit(audit.Record{Actor: string(identity.HumanAgent), Action: audit.RoomDecline, Subject: string(id), Detail: by})
+	}
 	return localapi.InviteAnswer{ID: string(id)}, invitesError(err)
+}
+
+// inviter is the audit detail of the waiting invite ref names.
+func (a invitesAPI) inviter(ref string) map[string]string {
+	for _, w := range a.n.rooms.Invites() {
+		if ref != "" && strings.HasPrefix(string(w.Room), ref) {
+			return map[string]string{"inviter": w.Inviter.String(), "name": w.Name}
+		}
+	}
+	return nil
 }
 
 func invitesError(err error) error {

@@ -314,6 +314,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleBoard(boardAPI{n})
 		n.api.HandleWake(n.wake)
 		n.api.HandleUI(n.uiInfo)
+		n.api.HandleSpent(n.inbox.Spent)
 		if !n.cfg.NoUI {
 			n.startUI()
 		}

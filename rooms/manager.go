@@ -196,7 +196,9 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 			return true
 		}
 		var meta Meta
-		_ = json.Unmarshal(v, &meta)
+		if err := json.Unmarshal(v, &meta); err != nil {
+			m.log.Warn("room record unreadable; opening the room without it", "room", string(id), "err", err)
+		}
 		metas = append(metas, struct {
 			id   identity.RoomID
 			meta Meta
@@ -217,7 +219,11 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 			continue // this node left it; a new invite opens it again
 		}
 		if _, err := m.open(rm.id, rm.meta, false); err != nil {
-			return err
+			// One damaged room must not keep the node (and its other
+			// rooms) down: it stays on disk, unopened, and is named.
+			m.log.Error("room not opened", "room", string(rm.id), "err", err)
+			m.metrics.openFailed.Inc()
+			continue
 		}
 	}
 	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)

@@ -254,6 +254,15 @@ type InviteRequest struct {
 }
 
 // SayRequest posts a message, or an ask.
+// Spend is what an agent's client says the agent spent since its last
+// report: tokens in and out, cost in US dollars. Each is optional; none is
+// ever guessed.
+type Spend struct {
+	TokensIn  *int64   `json:"tokens_in,omitempty"`
+	TokensOut *int64   `json:"tokens_out,omitempty"`
+	CostUSD   *float64 `json:"cost_usd,omitempty"`
+}
+
 type SayRequest struct {
 	Room    string `json:"room"`               // room ID or the name of one room
 	Text    string `json:"text"`               // not empty, ≤ 64 KiB
@@ -261,6 +270,7 @@ type SayRequest struct {
 	To      string `json:"to,omitempty"`       // NAME@PEER_ID or NAME: whom it is for
 	Ask     bool   `json:"ask,omitempty"`      // post an ask: owed until answered
 	Take    bool   `json:"take,omitempty"`
+	Spent   *Spend `json:"spent,omitempty"` // what the client reported since the agent's last call
 }
 
 // ReplyRequest answers a message or an ask by its ID, in its room.
@@ -268,6 +278,7 @@ type ReplyRequest struct {
 	MessageID string `json:"message_id"`
 	Text      string `json:"text"`
 	Take      bool   `json:"take,omitempty"`
+	Spent     *Spend `json:"spent,omitempty"`
 }
 
 // Posted is a posted event.
@@ -285,6 +296,7 @@ type AskRequest struct {
 	Room        string  `json:"room,omitempty"` // default: a room shared with To, made if needed
 	WaitSeconds float64 `json:"wait_seconds,omitempty"`
 	Take        bool    `json:"take,omitempty"`
+	Spent       *Spend  `json:"spent,omitempty"`
 }
 
 // AskResult is an ask and its reply, if one came in time.

@@ -29,6 +29,21 @@ type Thread struct {
 
 func (t Thread) thread() string { return t.ThreadID }
 
+// Spend is what the agent spent since its last Parley call, when its client
+// tells it (say, ask and reply accept it); Parley never guesses it.
+type Spend struct {
+	TokensIn  *int64   `json:"tokens_in,omitempty" jsonschema:"optional, only if your client reports it: input tokens used since your last Parley call"`
+	TokensOut *int64   `json:"tokens_out,omitempty" jsonschema:"optional, only if your client reports it: output tokens used since your last Parley call"`
+	CostUSD   *float64 `json:"cost_usd,omitempty" jsonschema:"optional, only if your client reports it: cost in US dollars since your last Parley call"`
+}
+
+func (s Spend) spent() *localapi.Spend {
+	if s.TokensIn == nil && s.TokensOut == nil && s.CostUSD == nil {
+		return nil
+	}
+	return &localapi.Spend{TokensIn: s.TokensIn, TokensOut: s.TokensOut, CostUSD: s.CostUSD}
+}
+
 // Envelope is the part of every tool's structured output that Parley adds:
 // the error, if the call failed, and what is pending for the agent.
 type Envelope struct {
@@ -177,6 +192,7 @@ type PostOut struct {
 // SayIn is parley_say's input.
 type SayIn struct {
 	Thread
+	Spend
 	Room    string `json:"room" jsonschema:"room ID (or the name of one of your rooms)"`
 	Text    string `json:"text" jsonschema:"the message (up to 64 KiB)"`
 	To      string `json:"to,omitempty" jsonschema:"optional: the agent it is for, NAME@PEER_ID"`
@@ -214,6 +230,7 @@ type ReadOut struct {
 // AskIn is parley_ask's input.
 type AskIn struct {
 	Thread
+	Spend
 	Text        string `json:"text" jsonschema:"your question"`
 	To          string `json:"to,omitempty" jsonschema:"agent NAME@PEER_ID, or NAME on your node; without it the whole room is asked"`
 	Room        string `json:"room,omitempty" jsonschema:"room to ask in; default: a room of you two (made if needed)"`
@@ -249,6 +266,7 @@ type WaitIn struct {
 // ReplyIn is parley_reply's input.
 type ReplyIn struct {
 	Thread
+	Spend
 	MessageID string `json:"message_id" jsonschema:"id of the message or ask you answer"`
 	Text      string `json:"text" jsonschema:"your answer"`
 }
@@ -499,7 +517,7 @@ func (s *Server) invite(ctx context.Context, c *call, in InviteIn) (PostOut, str
 }
 
 func (s *Server) say(ctx context.Context, c *call, in SayIn) (PostOut, string, error) {
-	res, err := s.api.Say(ctx, c.agent, localapi.SayRequest{Room: in.Room, Text: in.Text, To: in.To, ReplyTo: in.ReplyTo, Take: true})
+	res, err := s.api.Say(ctx, c.agent, localapi.SayRequest{Room: in.Room, Text: in.Text, To: in.To, ReplyTo: in.ReplyTo, Take: true, Spent: in.spent()})
 	if err != nil {
 		return PostOut{}, "", err
 	}
@@ -509,7 +527,7 @@ func (s *Server) say(ctx context.Context, c *call, in SayIn) (PostOut, string, e
 }
 
 func (s *Server) reply(ctx context.Context, c *call, in ReplyIn) (PostOut, string, error) {
-	res, err := s.api.Reply(ctx, c.agent, localapi.ReplyRequest{MessageID: in.MessageID, Text: in.Text, Take: true})
+	res, err := s.api.Reply(ctx, c.agent, localapi.ReplyRequest{MessageID: in.MessageID, Text: in.Text, Take: true, Spent: in.spent()})
 	if err != nil {
 		return PostOut{}, "", err
 	}
@@ -591,7 +609,7 @@ func askOut(res localapi.AskResult) AskOut {
 
 func (s *Server) ask(ctx context.Context, c *call, in AskIn) (AskOut, string, error) {
 	res, err := s.api.Ask(ctx, c.agent, localapi.AskRequest{Text: in.Text, To: in.To, Room: in.Room,
-		WaitSeconds: waitFor(in.WaitSeconds).Seconds(), Take: true})
+		WaitSeconds: waitFor(in.WaitSeconds).Seconds(), Take: true, Spent: in.spent()})
 	if err != nil {
 		return AskOut{}, "", err
 	}

@@ -192,6 +192,24 @@
           unk(a.tokens_in) + " / " + unk(a.tokens_out), unk(a.cost_usd, function (v) { return "$" + v.toFixed(4); })]);
       })));
     },
+    invites: function (is) {
+      $("invites-panel").hidden = !(is || []).length;
+      fill($("invites"), (is || []).map(function (w) {
+        var r = row([w.room_name || short(w.id), "from " + short(w.inviter), el("span", {}, [
+          btn("accept", function () { act("/v1/invites/accept", { id: w.id }); }),
+          btn("decline", function () { act("/v1/invites/decline", { id: w.id }); })])]);
+        r.setAttribute("data-invite", w.id);
+        return r;
+      }));
+    },
+    board: function (cs) {
+      $("board-panel").hidden = false;
+      fill($("board"), [head(["path", "holder", "note", "until"])].concat((cs || []).map(function (c) {
+        var r = row([c.path, addr(c.holder), c.note, new Date(c.expires).toLocaleTimeString()]);
+        r.setAttribute("title", "project " + c.project);
+        return r;
+      })));
+    },
     moderation: function (m) {
       $("moderation-panel").hidden = false;
       var box = $("moderation");
