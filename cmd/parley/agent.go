@@ -150,7 +150,7 @@ are found by their public cards with ` + "`parley find`" + `.`,
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "PEER ID\tHANDLE\tAGENT\tSTATE\tWORKING ON\tLAST SEEN")
+					fmt.Fprintln(tw, "PEER ID\tHANDLE\tAGENT\tSTATE\tWORKING ON\tCLAIMS\tLAST SEEN")
 					for _, e := range v {
 						handle := safe(e.Handle)
 						if e.Local {
@@ -160,8 +160,12 @@ are found by their public cards with ` + "`parley find`" + `.`,
 						if e.Unreached > 0 {
 							state += fmt.Sprintf(" (NOT REACHED: %d owed unread)", e.Unreached)
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, safe(e.Agent), safe(state),
-							dash(oneLine(e.WorkingOn, 50)), ago(e.LastSeen))
+						var claims []string
+						for _, c := range e.Claims {
+							claims = append(claims, c.Path)
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, safe(e.Agent), safe(state),
+							dash(oneLine(e.WorkingOn, 50)), dash(oneLine(safe(strings.Join(claims, " ")), 40)), ago(e.LastSeen))
 					}
 					tw.Flush()
 				})

@@ -128,6 +128,7 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 				for _, n := range st.unread {
 					fresh = fresh || n > 0
 				}
+				fresh = fresh || b.cfg.Notices != nil && len(b.cfg.Notices(a, false)) > 0
 			} else {
 				fresh = st.news > after || (first && req.After != "" && !known)
 			}
