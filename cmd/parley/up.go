@@ -138,6 +138,8 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		MinFreeDisk: minFree,
 		WakeLimit:   f.wakeLimit,
 		UIPort:      file.UIPort,
+
+		AgentPostLimit: file.AgentPostLimit,
 	}
 	listen := file.Listen
 	if len(f.listen) > 0 {
