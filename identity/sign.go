@@ -17,6 +17,7 @@ const (
 	DomainAgentCard   = "parley-agent-card"
 	DomainPresence    = "parley-presence"
 	DomainAudit       = "parley-audit"
+	DomainNodeCard    = "parley-node-card"
 )
 
 func domainBytes(domain string, payload []byte) []byte {

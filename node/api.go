@@ -48,7 +48,13 @@ func (b apiBackend) Peers() []localapi.Peer {
 		for _, c := range h.Network().ConnsToPeer(id) {
 			addrs = append(addrs, c.RemoteMultiaddr().String())
 		}
-		out = append(out, localapi.Peer{PeerID: id.String(), Addrs: addrs})
+		pe := localapi.Peer{PeerID: id.String(), Addrs: addrs}
+		if b.n.names != nil {
+			if h, ok := b.n.names.Handle(id); ok {
+				pe.Handle, pe.Name = h, b.n.names.Name(id)
+			}
+		}
+		out = append(out, pe)
 	}
 	return out
 }

@@ -59,9 +59,9 @@ func peersCmd(g *globals) *cobra.Command {
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "PEER ID\tADDRESS")
+					fmt.Fprintln(tw, "NAME\tPEER ID\tADDRESS")
 					for _, p := range v {
-						fmt.Fprintf(tw, "%s\t%s\n", p.PeerID, strings.Join(p.Addrs, " "))
+						fmt.Fprintf(tw, "%s\t%s\t%s\n", dash(safe(p.Name)), p.PeerID, strings.Join(p.Addrs, " "))
 					}
 					tw.Flush()
 				})

@@ -99,6 +99,9 @@ func (b *Inbox) scanRoom(agent identity.AgentName, st *state, id identity.RoomID
 func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName, me string) {
 	id := v.ID.String()
 	own := v.Author == b.self && v.Agent == agent
+	if b.hidden(v) {
+		return // a muted agent's event: nothing for this node's agents
+	}
 	if v.ReplyTo != nil {
 		ask := v.ReplyTo.String()
 		if a := st.owed[ask]; a != nil && from(v) != a.From {
@@ -179,6 +182,8 @@ func (b *Inbox) unreadMessage(st *state, v rooms.View) bool {
 	}
 	switch {
 	case v.Author == b.self && v.Agent == st.agent:
+		return false
+	case b.hidden(v):
 		return false
 	case v.Kind == rooms.KindMessage:
 		return true

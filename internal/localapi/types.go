@@ -32,6 +32,8 @@ type Status struct {
 // Peer is a connected peer.
 type Peer struct {
 	PeerID string   `json:"peer_id"`
+	Handle string   `json:"handle,omitempty"` // its user's handle, when known
+	Name   string   `json:"name,omitempty"`   // how it shows (handle, or handle~SUFFIX)
 	Addrs  []string `json:"addrs"`
 }
 
