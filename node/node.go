@@ -243,13 +243,14 @@ func (n *Node) start(ctx context.Context) error {
 		policy = n.contacts
 	}
 	rm, err := rooms.New(rooms.Config{
-		Host:         n.host,
-		Store:        n.db,
-		Key:          n.priv,
-		Logger:       n.log,
-		Registry:     n.reg,
-		Policy:       policy,
-		SyncInterval: n.cfg.SyncInterval,
+		Host:          n.host,
+		Store:         n.db,
+		Key:           n.priv,
+		Logger:        n.log,
+		Registry:      n.reg,
+		Policy:        policy,
+		SyncInterval:  n.cfg.SyncInterval,
+		OwnEventsWait: n.cfg.OwnEventsWait,
 	})
 	if err != nil {
 		return err
