@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -77,6 +78,7 @@ type Node struct {
 	agents    *agents.Service    // set by Start, read-only afterwards
 	inbox     *inbox.Inbox       // set by Start, read-only afterwards
 	reconnect *reconnect.Service // set by Start, read-only afterwards
+	reach     *reach             // set by Start, read-only afterwards
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -194,13 +196,18 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	for _, a := range n.cfg.ListenAddrs {
 		if err := n.host.Network().Listen(a); err != nil {
+			if noIPv6(a, err) {
+				n.log.Warn("no IPv6 on this machine: not listening on it", "addr", a.String(), "err", rootCause(err))
+				continue
+			}
 			return fmt.Errorf("%w on %s: %v (is another program using the port? choose another with --listen, e.g. /ip4/0.0.0.0/tcp/0)",
 				ErrListen, a, rootCause(err))
 		}
 	}
 
 	kad, err := dht.New(n.host, append([]dht.Option{
-		dht.Mode(dht.ModeServer),
+		// A server unless AutoNAT finds the node behind a NAT.
+		dht.Mode(dht.ModeAutoServer),
 		dht.ProtocolPrefix(DHTPrefix),
 		dht.Validator(record.NamespacedValidator{"pk": record.PublicKeyValidator{}, discovery.Namespace: discovery.Validator{}}),
 		dht.BootstrapPeersFunc(func() []peer.AddrInfo { return n.cfg.Bootstrap }),
@@ -297,6 +304,7 @@ func (n *Node) start(ctx context.Context) error {
 		}()
 	}
 
+	n.reach.ready.Store(true)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -328,20 +336,26 @@ func (n *Node) startHost() error {
 		libp2p.DefaultMuxers,   // yamux
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
-		libp2p.DisableRelay(),
 		libp2p.DisableMetrics(),
 		libp2p.UserAgent("parley/" + Version),
 	}
 	if n.cfg.Gater != nil {
 		opts = append(opts, libp2p.ConnectionGater(n.cfg.Gater))
 	}
+	n.reach = newReach(n.reg)
+	ro, err := n.reachOptions()
+	if err != nil {
+		rm.Close()
+		return err
+	}
+	opts = append(opts, ro...)
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		rm.Close()
 		return fmt.Errorf("node: start libp2p host: %w", err)
 	}
 	n.host = h
-	return nil
+	return n.watchReachability()
 }
 
 // maintain redials the bootstrap peers at start and whenever the node has
@@ -488,6 +502,16 @@ func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
 			m.n.log.Debug("mdns dial failed", "remote", ai.ID.String(), "err", err)
 		}
 	}()
+}
+
+// noIPv6 reports whether listening on a failed because the machine has
+// no IPv6 (only IPv6 wildcard addresses are skipped for that).
+func noIPv6(a ma.Multiaddr, err error) bool {
+	ip, e := a.ValueForProtocol(ma.P_IP6)
+	if e != nil || (ip != "::" && ip != "::0") {
+		return false
+	}
+	return errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EPROTONOSUPPORT)
 }
 
 func rootCause(err error) error {

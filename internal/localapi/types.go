@@ -27,12 +27,27 @@ type Status struct {
 	DHTPeers   int       `json:"dht_routing_table"`
 	PubSubPeer int       `json:"pubsub_peers"`
 	MDNS       bool      `json:"mdns"`
+	// Reachability is what AutoNAT found: public, private (behind a NAT)
+	// or unknown.
+	Reachability string `json:"reachability"`
+	// RelayService is off, on (contacts and room members) or open.
+	RelayService string `json:"relay_service"`
+	// Direct counts peers connected directly; Relayed lists those reached
+	// only through a relay, each with why.
+	Direct  int    `json:"direct"`
+	Relayed []Peer `json:"relayed"`
 }
 
 // Peer is a connected peer.
 type Peer struct {
 	PeerID string   `json:"peer_id"`
 	Addrs  []string `json:"addrs"`
+	// Conn is "direct" or "relayed" (empty when unknown); Relay names the
+	// relay of a relayed connection and Why says why it is relayed, or how
+	// the direct one came.
+	Conn  string `json:"conn,omitempty"`
+	Relay string `json:"relay,omitempty"`
+	Why   string `json:"why,omitempty"`
 }
 
 // ConnectRequest asks the node to dial an address.
