@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -132,4 +133,50 @@ func TestDecisionsAreAudited(t *testing.T) {
 		return slices.Contains(auditActions(t, nt, 2), "peer:"+a+" contact.deny "+a) &&
 			slices.Contains(auditActions(t, nt, 1), "peer:"+a+" contact.revoke "+a)
 	}, "the denial and the revocation to be recorded by the peers:\n%s\n%s", strings.Join(auditActions(t, nt, 1), "\n"), strings.Join(auditActions(t, nt, 2), "\n"))
+}
+
+// The node counts its agents' messages, asks and answers, per agent and per
+// room, in its metrics.
+func TestUsagePerAgent(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	for _, name := range []string{"alice", "bob"} {
+		if _, err := c.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask, err := c.Ask(ctx, "alice", localapi.AskRequest{To: "bob", Text: "which port?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Take(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Reply(ctx, "bob", localapi.ReplyRequest{MessageID: ask.AskID, Text: "4190"}); err != nil {
+		t.Fatal(err)
+	}
+	s := nt.Node(0).Usage().Snapshot()
+	got := map[string]string{}
+	for _, a := range s.Agents {
+		got[a.Name] = fmt.Sprintf("m%d b%d q%d a%d", a.Messages, a.Bytes, a.AsksMade, a.AsksAnswered)
+	}
+	if got["alice"] != "m1 b11 q1 a0" || got["bob"] != "m1 b4 q0 a1" {
+		t.Fatalf("usage %v", got)
+	}
+	if len(s.Rooms) != 1 || s.Rooms[0].Name != ask.Room.RoomID || s.Rooms[0].Messages != 2 {
+		t.Fatalf("rooms %+v", s.Rooms)
+	}
+	text, err := c.Metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`parley_agent_messages_total{agent="alice"} 1`, `parley_agent_answers_total{agent="bob"} 1`,
+		`parley_agent_answer_seconds_count{agent="bob"} 1`, `parley_room_asks_total{room="` + ask.Room.RoomID + `"} 1`} {
+		if !strings.Contains(text, w) {
+			t.Fatalf("metrics lack %s", w)
+		}
+	}
 }

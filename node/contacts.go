@@ -1,8 +1,6 @@
 package node
 
 import (
-	"slices"
-
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/internal/contacts"
@@ -41,13 +39,5 @@ func (n *Node) knownPeer(p peer.ID) bool { return n.sharesRoom(p) }
 // sharesRoom reports whether p is a member node of a room this node is in.
 // n.rooms is set in start before anything can call this.
 func (n *Node) sharesRoom(p peer.ID) bool {
-	if n.rooms == nil {
-		return false
-	}
-	for _, in := range n.rooms.List() {
-		if slices.Contains(in.Members, p) {
-			return true
-		}
-	}
-	return false
+	return n.rooms != nil && n.rooms.SharesRoom(p)
 }

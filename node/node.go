@@ -38,6 +38,7 @@ import (
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/reconnect"
 	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -79,6 +80,7 @@ type Node struct {
 	inbox     *inbox.Inbox       // set by Start, read-only afterwards
 	reconnect *reconnect.Service // set by Start, read-only afterwards
 	reach     *reach             // set by Start, read-only afterwards
+	usage     *usage.Meter       // set by Start, read-only afterwards
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -166,6 +168,10 @@ func (n *Node) Rooms() *rooms.Manager { return n.rooms }
 // Inbox is the node's agent edge: agents' calls and pending items (nil
 // before Start).
 func (n *Node) Inbox() *inbox.Inbox { return n.inbox }
+
+// Usage is what the node's agents did, per agent and per room (nil before
+// Start).
+func (n *Node) Usage() *usage.Meter { return n.usage }
 
 // Registry is the node's metrics registry.
 func (n *Node) Registry() *prometheus.Registry { return n.reg }
@@ -270,7 +276,8 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.startReconnect(); err != nil {
 		return err
 	}
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit})
+	n.usage = usage.New(usage.Config{Registry: n.reg})
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage})
 	if err != nil {
 		return err
 	}

@@ -74,4 +74,13 @@ var (
 	// ErrNotCreator is returned when a node other than a room's creator
 	// removes a member.
 	ErrNotCreator = errors.New("rooms: only the room's creator may do that")
+	// ErrStranger is wrapped by a Policy's refusal when it refuses a peer
+	// only because it does not know it (no contact, no shared room), not
+	// because the user cut it off. A room still takes its founder's create
+	// event from a stranger: the room's rules make the founder a member.
+	ErrStranger = errors.New("rooms: peer unknown to this node")
+	// ErrNoProgress is returned when a sync round brought events of which
+	// none could be stored (all refused): the room backs off from that peer
+	// instead of fetching the same events again.
+	ErrNoProgress = errors.New("rooms: sync made no progress")
 )

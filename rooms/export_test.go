@@ -39,3 +39,10 @@ func (m *Manager) MeshHas(id identity.RoomID, p peer.ID) bool {
 	defer m.meshMu.Unlock()
 	return m.mesh[Topic(id)][p]
 }
+
+// SetAskLimit sets the most events a requester asks for per sync round,
+// and returns a function that puts it back.
+func SetAskLimit(n int) func() {
+	old := askLimit.Swap(int64(n))
+	return func() { askLimit.Store(old) }
+}

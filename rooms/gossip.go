@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"errors"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -26,7 +27,7 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 		return pubsub.ValidationReject
 	}
 	if from != r.m.self {
-		if r.m.cfg.Policy.Allowed(e.Author) != nil || r.m.cfg.Policy.Allowed(from) != nil {
+		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && r.founds(e)) || r.m.cfg.Policy.Allowed(from) != nil {
 			r.m.metrics.rejected.WithLabelValues("no_consent").Inc()
 			return pubsub.ValidationIgnore
 		}

@@ -464,6 +464,19 @@ func (m *Manager) List() []Info {
 	return out
 }
 
+// SharesRoom reports whether p is a member node of a room this node is in.
+// It reads no store and copies nothing, so policies may call it per event.
+func (m *Manager) SharesRoom(p peer.ID) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, r := range m.rooms {
+		if r.isMember(p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Get describes one room.
 func (m *Manager) Get(id identity.RoomID) (Info, error) {
 	r, err := m.getRoom(id)
@@ -723,7 +736,7 @@ func viewOf(id ID, e *Event) View {
 func (r *room) randomMember() peer.ID {
 	var cands []peer.ID
 	for _, p := range r.memberList() {
-		if p != r.m.self && r.m.cfg.Host.Network().Connectedness(p) == network.Connected && r.m.cfg.Policy.Allowed(p) == nil {
+		if p != r.m.self && r.m.cfg.Host.Network().Connectedness(p) == network.Connected && r.m.cfg.Policy.Allowed(p) == nil && !r.stalledFrom(p) {
 			cands = append(cands, p)
 		}
 	}

@@ -10,6 +10,7 @@ type metrics struct {
 	rejected  *prometheus.CounterVec
 	synced    prometheus.Counter
 	syncs     *prometheus.CounterVec
+	stalls    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
@@ -29,6 +30,9 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_room_sync_sessions_total", Help: "Sync sessions, by role and result.",
 		}, []string{"role", "result"}),
+		stalls: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_sync_backoffs_total", Help: "Syncs whose events were all refused, after which the room backed off from the peer.",
+		}),
 	}
 	if reg != nil {
 		pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -42,7 +46,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, pending} {
 			_ = reg.Register(c)
 		}
 	}

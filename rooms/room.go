@@ -54,6 +54,28 @@ type Meta struct {
 	Leaving bool `json:"leaving,omitempty"`
 }
 
+// UnmarshalJSON reads a Meta, taking an empty or unreadable peer ID as
+// none: a room whose create event has not arrived yet has no creator, and
+// one bad field must not lose the others.
+func (m *Meta) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Name      string    `json:"name"`
+		Purpose   string    `json:"purpose"`
+		Creator   string    `json:"creator"`
+		InvitedBy string    `json:"invited_by"`
+		Opened    time.Time `json:"opened"`
+		Left      bool      `json:"left"`
+		Leaving   bool      `json:"leaving"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = Meta{Name: raw.Name, Purpose: raw.Purpose, Opened: raw.Opened, Left: raw.Left, Leaving: raw.Leaving}
+	m.Creator, _ = peer.Decode(raw.Creator)
+	m.InvitedBy, _ = peer.Decode(raw.InvitedBy)
+	return nil
+}
+
 // input is one thing for the room's goroutine to do.
 type input struct {
 	item    *Item      // an event from gossip or sync
@@ -108,6 +130,7 @@ type room struct {
 	nextLis   int
 	syncing   map[peer.ID]bool // peers with a sync queued or running
 	syncQ     chan peer.ID
+	stalls    map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
 	sub       *pubsub.Subscription   // the topic subscription (replaced by refreshTopic)
 	agents    map[string]AgentMember // agent address → its membership (membership.go)
 	outs      map[peer.ID]outRec     // nodes that left or were removed (membership.go)
@@ -128,6 +151,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		listeners: make(map[int]chan View),
 		syncing:   make(map[peer.ID]bool),
 		syncQ:     make(chan peer.ID, 64),
+		stalls:    make(map[peer.ID]stall),
 		agents:    make(map[string]AgentMember),
 		outs:      make(map[peer.ID]outRec),
 	}
@@ -374,8 +398,9 @@ func (r *room) accept(tx *txn, it Item) error {
 	}
 	if e.Author != r.m.self {
 		// Whatever path it came by: a node this user cut off (revoked,
-		// expired) gets no new events in.
-		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil {
+		// expired) gets no new events in. A stranger that founded the room
+		// is in it, like every member its invites vouch for.
+		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && r.founds(e)) {
 			return fmt.Errorf("%w: %v", ErrNoConsent, err)
 		}
 	}
@@ -404,7 +429,7 @@ func (r *room) accept(tx *txn, it Item) error {
 	}
 	switch {
 	case e.Kind == KindCreate:
-		if len(e.Body) < roomNonceLen || DeriveRoomID(e.Author, e.Body[:roomNonceLen]) != r.id {
+		if !r.founds(e) {
 			return fmt.Errorf("%w: it does not found room %s", ErrBadCreate, r.id)
 		}
 	default:
@@ -429,6 +454,12 @@ func (r *room) accept(tx *txn, it Item) error {
 	}
 	r.store(tx, it, target)
 	return nil
+}
+
+// founds reports whether e is the create event of this room: its author
+// and nonce derive the room's ID.
+func (r *room) founds(e *Event) bool {
+	return e.Kind == KindCreate && len(e.Body) >= roomNonceLen && DeriveRoomID(e.Author, e.Body[:roomNonceLen]) == r.id
 }
 
 // store adds a checked event to the batch and to the in-memory state.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -25,13 +26,82 @@ const (
 	maxSyncRounds = 10_000
 )
 
-// requestSync queues a catch-up with p unless one is already queued.
+// Backoff from a peer whose sync brought nothing this node could store:
+// the first wait, doubled after each such sync up to the cap.
+const (
+	stallFirst = time.Second
+	stallMax   = 5 * time.Minute
+)
+
+// stall is a peer's syncs that made no progress in a row, and until when
+// the room does not ask it again by itself.
+type stall struct {
+	n     int
+	until time.Time
+}
+
+// stallWait is the backoff after n syncs in a row without progress.
+func stallWait(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return min(stallFirst<<min(n-1, 16), stallMax)
+}
+
+// stalledLocked reports whether the room backs off from p now. Callers hold r.mu.
+func (r *room) stalledLocked(p peer.ID) bool {
+	s, ok := r.stalls[p]
+	return ok && time.Now().Before(s.until)
+}
+
+// stalledFrom is stalledLocked for callers without r.mu.
+func (r *room) stalledFrom(p peer.ID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.stalledLocked(p)
+}
+
+// noteProgress records whether a sync with p stored anything.
+func (r *room) noteProgress(p peer.ID, progress bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if progress {
+		delete(r.stalls, p)
+		return
+	}
+	s := r.stalls[p]
+	s.n++
+	s.until = time.Now().Add(stallWait(s.n))
+	r.stalls[p] = s
+	r.m.metrics.stalls.Inc()
+}
+
+// progressMark changes whenever the room stores an event or parks one in
+// its pending pool.
+func (r *room) progressMark() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	n := uint64(r.pendingLen.Load())
+	for _, s := range r.vv {
+		n += s
+	}
+	return n
+}
+
+// askLimit is the limit a requester puts in its Hello: SyncLimit, smaller
+// in tests.
+var askLimit atomic.Int64
+
+func init() { askLimit.Store(SyncLimit) }
+
+// requestSync queues a catch-up with p unless one is already queued or the
+// room backs off from p.
 func (r *room) requestSync(p peer.ID) {
 	if p == r.m.self || p == "" {
 		return
 	}
 	r.mu.Lock()
-	if r.syncing[p] {
+	if r.syncing[p] || r.stalledLocked(p) {
 		r.mu.Unlock()
 		return
 	}
@@ -83,6 +153,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 		return err
 	}
 	for round := 0; round < maxSyncRounds; round++ {
+		mark := r.progressMark()
 		more, n, err := r.syncRound(ctx, p)
 		if err != nil {
 			r.m.metrics.syncs.WithLabelValues("requester", "error").Inc()
@@ -94,6 +165,16 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 			return err
 		}
 		r.m.log.Debug("sync round", "room", string(r.id), "remote", p.String(), "events", n, "more", more)
+		if n > 0 && r.progressMark() == mark {
+			// Every event was refused: asking again would bring the same
+			// ones back. Back off from p.
+			r.noteProgress(p, false)
+			r.m.metrics.syncs.WithLabelValues("requester", "no_progress").Inc()
+			return fmt.Errorf("rooms: sync %s with %s: %w (%d events refused)", r.id, p, ErrNoProgress, n)
+		}
+		if n > 0 {
+			r.noteProgress(p, true)
+		}
 		if !more || n == 0 {
 			r.m.metrics.syncs.WithLabelValues("requester", "ok").Inc()
 			return nil
@@ -112,7 +193,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, err 
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(syncTimeout))
 	r.mu.RLock()
-	h := &Hello{Room: r.id, VV: make(map[peer.ID]uint64, len(r.vv)), Limit: SyncLimit}
+	h := &Hello{Room: r.id, VV: make(map[peer.ID]uint64, len(r.vv)), Limit: uint32(askLimit.Load())}
 	for a, seq := range r.vv {
 		h.VV[a] = seq
 	}

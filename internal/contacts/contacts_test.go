@@ -385,3 +385,38 @@ type openPolicy struct{}
 
 func (openPolicy) CanInvite(peer.ID) error { return nil }
 func (openPolicy) Allowed(peer.ID) error   { return nil }
+
+// TestFriendOfAFriendJoins: A invites its contact B, and B invites E, its
+// own contact and a stranger to A. E takes the room's events from B
+// (A's among them: A founded the room), joins, and talks with A.
+func TestFriendOfAFriendJoins(t *testing.T) {
+	nt := startNet(t, 3)
+	nt.ConnectAll()
+	befriend(t, nt, 1, 0, 0)
+	befriend(t, nt, 2, 1, 0)
+	room := createRoom(t, nt, 0)
+	say(t, nt, 0, room, "before E")
+	invite(t, nt, 0, 1, room)
+	invite(t, nt, 1, 2, room)
+	nt.WaitFor(20*time.Second, func() bool { return has(nt, 2, room, rooms.KindMessage, nt.ID(0), "before E") },
+		"E to hold A's message from before it came")
+	say(t, nt, 2, room, "hello from E")
+	nt.WaitFor(20*time.Second, func() bool { return has(nt, 0, room, rooms.KindMessage, nt.ID(2), "hello from E") },
+		"A to get E's message")
+	say(t, nt, 0, room, "hello from A")
+	nt.WaitFor(20*time.Second, func() bool { return has(nt, 2, room, rooms.KindMessage, nt.ID(0), "hello from A") },
+		"E to get A's message")
+	if in, err := mgr(nt, 2).Get(room); err != nil || in.Creator != nt.ID(0) || in.Name != "consent" {
+		t.Fatalf("E's view of the room: %+v, %v", in, err)
+	}
+	if n := counter(t, nt, 2, "parley_room_events_rejected_total", "reason", ""); n != 0 {
+		t.Fatalf("E refused %v events", n)
+	}
+	// A stranger stays one outside the room.
+	if err := svc(nt, 2).Allowed(nt.ID(0)); err != nil {
+		t.Fatalf("E does not take A, a co-member: %v", err)
+	}
+	if err := svc(nt, 2).CanInvite(nt.ID(0)); err == nil {
+		t.Fatal("E may invite A without a contact")
+	}
+}

@@ -40,7 +40,7 @@ func (s *Service) Allowed(p peer.ID) error {
 	if s.cfg.SharesRoom != nil && s.cfg.SharesRoom(p) {
 		return nil
 	}
-	return fmt.Errorf("contacts: %s is not a contact of this node: %w", p, consent.ErrNoContact)
+	return fmt.Errorf("contacts: %s is not a contact of this node: %w (%w)", p, consent.ErrNoContact, rooms.ErrStranger)
 }
 
 // CanInvite returns nil if this node holds a live certificate with target

@@ -481,26 +481,32 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 	if err != nil {
 		return res, b.roomErr(in.ID, err)
 	}
+	b.cfg.Usage.Posted(string(a), string(in.ID), len(req.Text), req.Ask)
 	if args.ReplyTo != nil {
-		b.answered(a, args.ReplyTo.String())
+		if ask := b.answered(a, args.ReplyTo.String()); ask != nil {
+			b.cfg.Usage.Answered(string(a), string(in.ID), b.now().Sub(time.UnixMilli(ask.Time)))
+		}
 	}
 	res.ID, res.Room = eid.String(), ref(in)
 	return res, b.withPending(a, req.Take, &res.Pending)
 }
 
-// answered drops an ask the agent owes once it replied to it.
-func (b *Inbox) answered(agent identity.AgentName, ask string) {
+// answered drops an ask the agent owes once it replied to it, and returns
+// it (nil when the agent did not owe it).
+func (b *Inbox) answered(agent identity.AgentName, ask string) *askRec {
 	st, err := b.lock(agent)
 	if err != nil {
-		return // the next scan sees the reply
+		return nil // the next scan sees the reply
 	}
 	defer st.mu.Unlock()
-	if _, ok := st.owed[ask]; ok {
+	rec, ok := st.owed[ask]
+	if ok {
 		st.dropAsk(agent, "o", ask)
 	}
 	if err := b.flush(st); err != nil {
 		b.log.Warn("ask answered, but not noted; the next scan notes it", "agent", string(agent), "err", err)
 	}
+	return rec
 }
 
 // Reply implements localapi.Edge.
@@ -583,6 +589,7 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 	if err != nil {
 		return res, b.roomErr(in.ID, err)
 	}
+	b.cfg.Usage.Posted(string(a), string(in.ID), len(req.Text), true)
 	res.AskID, res.Room = eid.String(), ref(in)
 	if err := b.noteAsked(a, eid, in.ID, args); err != nil {
 		return res, err

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store/schema"
+	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -76,6 +77,9 @@ type Config struct {
 	// rooms created, members invited and removed, agents and the node
 	// leaving. Nil records nothing.
 	Audit func(audit.Record)
+	// Usage counts the agents' messages, asks and answers; nil counts
+	// nothing.
+	Usage *usage.Meter
 }
 
 // Defaults and limits.

@@ -1,0 +1,123 @@
+package rooms_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// cutOff takes everyone but the peers it cut off, as a user who revoked
+// them would.
+type cutOff struct {
+	mu  sync.Mutex // protects out
+	out map[peer.ID]bool
+}
+
+func (c *cutOff) CanInvite(peer.ID) error { return nil }
+
+func (c *cutOff) Allowed(p peer.ID) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.out[p] {
+		return fmt.Errorf("%s is cut off", p)
+	}
+	return nil
+}
+
+func (c *cutOff) cut(p peer.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.out[p] = true
+}
+
+// TestSyncWithoutProgressBacksOff: node 2 refuses every event of node 0,
+// the room's creator, so nothing node 1 sends it can be stored. A sync
+// that stores nothing ends after one round and the room backs off from
+// the peer, instead of fetching the same events again and again.
+func TestSyncWithoutProgressBacksOff(t *testing.T) {
+	t.Cleanup(rooms.SetAskLimit(8)) // runs after the nodes stop
+	pol := &cutOff{out: map[peer.ID]bool{}}
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		if i == 2 {
+			c.RoomPolicy = pol
+		}
+		c.SyncInterval = time.Second
+	}))
+	pol.cut(nt.ID(0))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := openRoom(t, nt, 1)
+	sayMany(t, nt, 0, id, 40, "m")
+	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 1, id) == 43 }, "node 1 to hold the room")
+	nt.WaitFor(10*time.Second, func() bool {
+		return nt.Node(1).Host().Network().Connectedness(nt.ID(2)) == network.Connected
+	}, "nodes 1 and 2 to connect")
+	if _, err := mgr(nt, 1).Invite(ctx, id, nt.ID(2), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	// The catch-up after the invite stores nothing and backs off.
+	nt.WaitFor(20*time.Second, func() bool { return counter(t, nt.Node(2), "parley_room_sync_backoffs_total") >= 1 },
+		"node 2 to back off from node 1")
+	// Each round brings the same 8 events, of which node 2 can store none
+	// (node 1's parks in the pending pool once): a sync stops after at
+	// most two rounds instead of asking again.
+	for range 2 {
+		before := counter(t, nt.Node(2), "parley_room_sync_events_received_total")
+		err := mgr(nt, 2).SyncNow(ctx, id, nt.ID(1))
+		if !errors.Is(err, rooms.ErrNoProgress) {
+			t.Fatalf("sync that stores nothing: %v", err)
+		}
+		if got := counter(t, nt.Node(2), "parley_room_sync_events_received_total") - before; got > 16 {
+			t.Fatalf("one sync fetched %v events, 8 a round", got)
+		}
+	}
+	if n := counter(t, nt.Node(2), "parley_room_sync_backoffs_total"); n < 3 {
+		t.Fatalf("%v backoffs counted", n)
+	}
+	if n := eventCount(nt, 2, id); n != 0 {
+		t.Fatalf("node 2 stored %d events of a creator it cut off", n)
+	}
+}
+
+// TestMetaWithoutCreator: the record of a room whose create event has not
+// arrived has no creator; reading it back loses nothing else.
+func TestMetaWithoutCreator(t *testing.T) {
+	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := rooms.Meta{Name: "r", InvitedBy: p, Opened: time.Unix(1_700_000_000, 0).UTC(), Left: true, Leaving: true}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out rooms.Meta
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out != in {
+		t.Fatalf("read back %+v, want %+v", out, in)
+	}
+	if err := json.Unmarshal([]byte(`{"name":"r","creator":"garbage","left":true}`), &out); err != nil || !out.Left || out.Creator != "" {
+		t.Fatalf("a bad creator: %+v, %v", out, err)
+	}
+}
