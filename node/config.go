@@ -38,6 +38,11 @@ type Config struct {
 	Gater connmgr.ConnectionGater
 	// NoLocalAPI turns off the unix-socket API. False means it is served.
 	NoLocalAPI bool
+	// UIPort is the dashboard's port on 127.0.0.1; zero means any free
+	// port (`parley ui` says which). The dashboard needs the local API.
+	UIPort int
+	// NoUI turns the dashboard off.
+	NoUI bool
 	// RoomPolicy decides whom rooms deal with. Nil means the node's contact
 	// service (consent): invites need a live contact certificate, and
 	// revoked, expired or denied nodes are cut off (see internal/contacts).

@@ -38,6 +38,7 @@ import (
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/reconnect"
 	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -81,6 +82,9 @@ type Node struct {
 	reconnect *reconnect.Service // set by Start, read-only afterwards
 	reach     *reach             // set by Start, read-only afterwards
 	usage     *usage.Meter       // set by Start, read-only afterwards
+	ui        *ui.Server         // set by Start, read-only afterwards (nil: not served)
+	uiURL     string             // the dashboard's URL with its token (set with ui)
+	uiErr     string             // why the dashboard is not served
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -302,6 +306,10 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
 		n.api.HandleAgents(agentsAPI{n})
+		n.api.HandleUI(n.uiInfo)
+		if !n.cfg.NoUI {
+			n.startUI()
+		}
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -453,6 +461,11 @@ func (n *Node) requestStop() { n.stopOnce.Do(func() { close(n.stop) }) }
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		if n.ui != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			errs = append(errs, n.ui.Shutdown(ctx))
+			cancel()
+		}
 		if n.api != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			errs = append(errs, n.api.Shutdown(ctx))

@@ -14,7 +14,7 @@ import (
 // from a peer, for tests of hostile input.
 func (m *Manager) Validate(id identity.RoomID, from peer.ID, data []byte) pubsub.ValidationResult {
 	r := m.room(id)
-	topic := Topic(id)
+	topic := r.topicName()
 	return r.validate(context.Background(), from, &pubsub.Message{Message: &pb.Message{Data: data, Topic: &topic}, ReceivedFrom: from})
 }
 
@@ -35,9 +35,10 @@ func (m *Manager) VVs(id identity.RoomID) (map[peer.ID]uint64, map[peer.ID]uint6
 
 // MeshHas reports whether p is in this node's GossipSub mesh of a room.
 func (m *Manager) MeshHas(id identity.RoomID, p peer.ID) bool {
+	topic := m.TopicOf(id)
 	m.meshMu.Lock()
 	defer m.meshMu.Unlock()
-	return m.mesh[Topic(id)][p]
+	return m.mesh[topic][p]
 }
 
 // SetAskLimit sets the most events a requester asks for per sync round,

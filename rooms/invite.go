@@ -22,11 +22,13 @@ const ProtocolInvite protocol.ID = "/parley/invite/1"
 const maxInviteFrame = MaxWire + 1024
 
 // inviteNotice is what an inviter sends on /parley/invite/1: the room, its
-// name (a hint until the create event arrives) and the signed invite event.
+// name (a hint until the create event arrives), the signed invite event,
+// and the room's GossipSub topic (also a hint: the create event decides).
 type inviteNotice struct {
 	Room  string `cbor:"1,keyasint"`
 	Name  string `cbor:"2,keyasint,omitempty"`
 	Event []byte `cbor:"3,keyasint"`
+	Topic string `cbor:"4,keyasint,omitempty"`
 }
 
 // inviteAnswer is the invitee's reply.
@@ -102,9 +104,9 @@ func (m *Manager) tellInvited(ctx context.Context, r *room, target peer.ID, eid 
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(20 * time.Second))
 	r.mu.RLock()
-	name := r.meta.Name
+	name, topic := r.meta.Name, r.meta.Topic
 	r.mu.RUnlock()
-	if err := writeCBORFrame(s, inviteNotice{Room: string(r.id), Name: name, Event: wire}); err != nil {
+	if err := writeCBORFrame(s, inviteNotice{Room: string(r.id), Name: name, Event: wire, Topic: topic}); err != nil {
 		s.Reset()
 		return err
 	}
@@ -165,7 +167,11 @@ func (m *Manager) handleInvite(s network.Stream) {
 	if len(name) > 200 || !bytes.Equal([]byte(name), bytes.ToValidUTF8([]byte(name), nil)) {
 		name = ""
 	}
-	r, err := m.open(id, m.reopenMeta(id, Meta{Name: name, InvitedBy: remote, Opened: time.Now().UTC()}), true)
+	topic := n.Topic
+	if !validTopic(topic) {
+		topic = "" // the room joins its topic when the create event comes
+	}
+	r, err := m.open(id, m.reopenMeta(id, Meta{Name: name, InvitedBy: remote, Opened: time.Now().UTC(), Topic: topic}), true)
 	if err != nil {
 		answer(err)
 		return

@@ -76,6 +76,8 @@ type Manager struct {
 	chMu    sync.Mutex // protects changes
 	changes map[chan struct{}]bool
 
+	topics map[string]*room // topic name → room; protected by mu
+
 	meshMu sync.Mutex // protects mesh
 	mesh   map[string]map[peer.ID]bool
 
@@ -143,7 +145,7 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rooms: %w", err)
 	}
-	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, rooms: make(map[identity.RoomID]*room)}
+	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, rooms: make(map[identity.RoomID]*room), topics: make(map[string]*room)}
 	m.metrics = newMetrics(cfg.Registry, m)
 	return m, nil
 }
@@ -166,11 +168,12 @@ func (DefaultPolicy) Allowed(peer.ID) error { return nil }
 // PeerFilter is the GossipSub peer filter: on a room's topic only member
 // nodes are kept. Pass it to pubsub.WithPeerFilter.
 func (m *Manager) PeerFilter(pid peer.ID, topic string) bool {
-	id, ok := strings.CutPrefix(topic, TopicPrefix)
-	if !ok {
+	if !strings.HasPrefix(topic, TopicPrefix) {
 		return true
 	}
-	r := m.room(identity.RoomID(id))
+	m.mu.RLock()
+	r := m.topics[topic]
+	m.mu.RUnlock()
 	if r == nil || !r.isMember(pid) {
 		return false
 	}
@@ -249,10 +252,7 @@ func (m *Manager) Close() error {
 	}
 	m.wg.Wait()
 	for _, r := range rs {
-		_ = m.ps.UnregisterTopicValidator(Topic(r.id))
-		if r.topic != nil {
-			_ = r.topic.Close()
-		}
+		m.leaveTopic(r)
 		r.closeListeners()
 	}
 	return nil
@@ -294,34 +294,30 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 	if err := r.load(); err != nil {
 		return nil, err
 	}
-	if err := m.ps.RegisterTopicValidator(Topic(id), r.validate, pubsub.WithValidatorInline(true)); err != nil {
-		return nil, fmt.Errorf("rooms: open %s: validator: %w", id, err)
+	topic := meta.Topic
+	if topic == "" {
+		// Recorded before rooms kept their topic: derive it.
+		topic = r.topicFromStore()
+		r.meta.Topic = topic
 	}
-	t, err := m.ps.Join(Topic(id))
-	if err != nil {
-		_ = m.ps.UnregisterTopicValidator(Topic(id))
-		return nil, fmt.Errorf("rooms: open %s: join topic: %w", id, err)
-	}
-	sub, err := t.Subscribe(pubsub.WithBufferSize(4096))
-	if err != nil {
-		_ = t.Close()
-		_ = m.ps.UnregisterTopicValidator(Topic(id))
-		return nil, fmt.Errorf("rooms: open %s: subscribe: %w", id, err)
-	}
-	r.topic, r.sub = t, sub
 	r.ctx, r.cancel = context.WithCancel(m.ctx)
+	if topic != "" {
+		if err := m.joinTopic(r, topic); err != nil {
+			r.cancel()
+			return nil, fmt.Errorf("rooms: open %s: %w", id, err)
+		}
+	}
 	m.mu.Lock()
 	if m.ctx.Err() != nil {
 		m.mu.Unlock()
-		sub.Cancel()
-		_ = t.Close()
+		r.cancel()
+		m.leaveTopic(r)
 		return nil, ErrClosed
 	}
 	m.rooms[id] = r
 	m.mu.Unlock()
 	m.leaving.drop(id)
 	r.goRoom(r.run)
-	r.goRoom(func(ctx context.Context) { r.readGossip(ctx, sub) })
 	r.goRoom(r.syncLoop)
 	m.changed(id)
 	for _, p := range r.memberList() {

@@ -379,7 +379,7 @@ func (m *Manager) CreateRoom(ctx context.Context, name, purpose string, agent id
 		return "", err
 	}
 	id := DeriveRoomID(m.self, nonce)
-	r, err := m.open(id, Meta{Name: name, Purpose: purpose, Creator: m.self, Opened: time.Now().UTC()}, true)
+	r, err := m.open(id, Meta{Name: name, Purpose: purpose, Creator: m.self, Opened: time.Now().UTC(), Topic: TopicFor(nonce)}, true)
 	if err != nil {
 		return "", err
 	}
@@ -511,12 +511,7 @@ func (m *Manager) closeRoom(r *room, serve bool) {
 		sub.Cancel()
 	}
 	r.wg.Wait()
-	if err := m.ps.UnregisterTopicValidator(Topic(r.id)); err != nil {
-		m.log.Debug("unregister validator", "room", string(r.id), "err", err)
-	}
-	if err := r.topic.Close(); err != nil {
-		m.log.Debug("close topic", "room", string(r.id), "err", err)
-	}
+	m.leaveTopic(r)
 	r.closeListeners()
 	if serve {
 		m.leaving.add(r)
@@ -591,6 +586,9 @@ func (m *Manager) reopenMeta(id identity.RoomID, meta Meta) Meta {
 		return meta
 	}
 	meta.Name, meta.Purpose, meta.Creator = old.Name, old.Purpose, old.Creator
+	if old.Topic != "" {
+		meta.Topic = old.Topic
+	}
 	return meta
 }
 
@@ -647,8 +645,11 @@ func (m *Manager) refreshTopic(r *room) {
 		return
 	}
 	old := r.subscription()
+	if old == nil {
+		return // no topic yet: the mesh is built when the room joins one
+	}
 	old.Cancel()
-	topic := Topic(r.id)
+	topic := r.topicName()
 	for deadline := time.Now().Add(5 * time.Second); slices.Contains(m.ps.GetTopics(), topic) && time.Now().Before(deadline); {
 		select {
 		case <-r.ctx.Done():
@@ -656,7 +657,7 @@ func (m *Manager) refreshTopic(r *room) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	sub, err := r.topic.Subscribe(pubsub.WithBufferSize(4096))
+	sub, err := r.currentTopic().Subscribe(pubsub.WithBufferSize(4096))
 	if err != nil {
 		m.log.Error("rejoin room topic failed", "room", string(r.id), "err", err)
 		return

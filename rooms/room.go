@@ -19,12 +19,6 @@ import (
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
-// TopicPrefix starts the GossipSub topic of every room.
-const TopicPrefix = "/parley/room/"
-
-// Topic returns the GossipSub topic of a room.
-func Topic(id identity.RoomID) string { return TopicPrefix + string(id) }
-
 // roomNonceLen is the size of the random nonce in a create event's body.
 const roomNonceLen = 16
 
@@ -52,6 +46,9 @@ type Meta struct {
 	// Leaving says no member has pulled this node's leave yet: the node
 	// still serves sync for the room (only) until one does.
 	Leaving bool `json:"leaving,omitempty"`
+	// Topic is the room's GossipSub topic (TopicFor), from the create
+	// event or, until it arrives, the invite.
+	Topic string `json:"topic,omitempty"`
 }
 
 // UnmarshalJSON reads a Meta, taking an empty or unreadable peer ID as
@@ -66,11 +63,15 @@ func (m *Meta) UnmarshalJSON(b []byte) error {
 		Opened    time.Time `json:"opened"`
 		Left      bool      `json:"left"`
 		Leaving   bool      `json:"leaving"`
+		Topic     string    `json:"topic"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
 	*m = Meta{Name: raw.Name, Purpose: raw.Purpose, Opened: raw.Opened, Left: raw.Left, Leaving: raw.Leaving}
+	if validTopic(raw.Topic) {
+		m.Topic = raw.Topic
+	}
 	m.Creator, _ = peer.Decode(raw.Creator)
 	m.InvitedBy, _ = peer.Decode(raw.InvitedBy)
 	return nil
@@ -105,8 +106,6 @@ type room struct {
 	m     *Manager
 	inbox chan input
 
-	topic *pubsub.Topic
-
 	ctx    context.Context    // ends when the room closes (the node leaves it) or the node stops
 	cancel context.CancelFunc // ends ctx
 	wg     sync.WaitGroup     // the room's goroutines
@@ -131,6 +130,8 @@ type room struct {
 	syncing   map[peer.ID]bool // peers with a sync queued or running
 	syncQ     chan peer.ID
 	stalls    map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
+	topic     *pubsub.Topic          // the joined topic; nil while the room has none (topic.go)
+	topicStr  string                 // its name
 	sub       *pubsub.Subscription   // the topic subscription (replaced by refreshTopic)
 	agents    map[string]AgentMember // agent address → its membership (membership.go)
 	outs      map[peer.ID]outRec     // nodes that left or were removed (membership.go)
@@ -264,6 +265,7 @@ type txn struct {
 	own      [][]byte // wire of own events, to publish after the write
 	says     []pendingSay
 	fetch    map[peer.ID]bool
+	topic    string // the room's topic, learned from its create event, differs from the joined one
 }
 
 type pendingSay struct {
@@ -314,12 +316,16 @@ func (r *room) process(ctx context.Context, batch []input) {
 		}
 	}
 	r.mu.Unlock()
+	topic := r.currentTopic()
 	for _, w := range tx.own {
-		if err := r.topic.Publish(ctx, w); err != nil && ctx.Err() == nil {
+		if topic == nil {
+			break // no topic yet (an invitee before the create event): the nudge below tells the members
+		}
+		if err := topic.Publish(ctx, w); err != nil && ctx.Err() == nil {
 			r.m.log.Warn("publish failed; sync will deliver it", "room", string(r.id), "err", err)
 		}
 	}
-	if len(tx.own) > 0 && r.m.meshSize(Topic(r.id)) == 0 {
+	if len(tx.own) > 0 && (topic == nil || r.m.meshSize(r.topicName()) == 0) {
 		// No mesh yet (just joined): gossip reached no one, so ask the
 		// members to pull instead of waiting for anti-entropy.
 		r.nudgeMembers()
@@ -345,6 +351,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 	}
 	if werr == nil {
 		r.afterMembership(tx)
+		if tx.topic != "" {
+			r.m.spawn(func() { r.m.switchTopic(r, tx.topic) })
+		}
 	}
 }
 
@@ -494,6 +503,10 @@ func (r *room) store(tx *txn, it Item, target peer.ID) {
 	if e.Kind == KindCreate { // the create event names the room, whatever an invite said
 		r.meta.Name, r.meta.Purpose = splitCreate(e.Body[roomNonceLen:])
 		r.meta.Creator = e.Author
+		r.meta.Topic = TopicFor(e.Body[:roomNonceLen])
+		if r.meta.Topic != r.topicStr {
+			tx.topic = r.meta.Topic
+		}
 		if raw, err := json.Marshal(r.meta); err == nil {
 			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomIndex(rid), Val: raw})
 		}

@@ -136,6 +136,7 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		Recover:     f.recover,
 		NewIdentity: f.newIdentity,
 		MinFreeDisk: minFree,
+		UIPort:      file.UIPort,
 	}
 	listen := file.Listen
 	if len(f.listen) > 0 {

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -45,6 +46,8 @@ type File struct {
 	// Reachability is "auto" (AutoNAT finds out; the default), "public" or
 	// "private".
 	Reachability string
+	// UIPort is the dashboard's port on 127.0.0.1; 0 means any free port.
+	UIPort int
 }
 
 // DefaultListen are the addresses a node listens on unless told otherwise:
@@ -89,6 +92,9 @@ port_map = true
 
 # reachability: auto (find out with AutoNAT), public or private.
 reachability = auto
+
+# ui_port: the dashboard's port on 127.0.0.1 (see parley ui); 0 is any free port.
+# ui_port = 4191
 `)
 	return b.String()
 }
@@ -203,8 +209,14 @@ func Parse(raw []byte) (File, error) {
 			default:
 				return File{}, fmt.Errorf("line %d: reachability must be auto, public or private, got %q", line, val)
 			}
+		case "ui_port":
+			p, err := strconv.Atoi(val)
+			if err != nil || p < 0 || p > 65535 {
+				return File{}, fmt.Errorf("line %d: ui_port must be a port number (0 to 65535), got %q", line, val)
+			}
+			f.UIPort = p
 		default:
-			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, relay, relay_service, port_map, reachability)", line, key)
+			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, relay, relay_service, port_map, reachability, ui_port)", line, key)
 		}
 	}
 	if err := sc.Err(); err != nil {

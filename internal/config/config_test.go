@@ -35,6 +35,8 @@ func TestParseErrors(t *testing.T) {
 		{"bootstrap = /ip4/1.2.3.4/tcp/x", "not a multiaddr"},
 		{"mdns = maybe", "mdns must be true or false"},
 		{"handle = ", "handle must be"},
+		{"ui_port = 70000", "ui_port must be a port number"},
+		{"ui_port = x", "ui_port must be a port number"},
 	} {
 		_, err := Parse([]byte(tc.text))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -44,11 +46,11 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseValues(t *testing.T) {
-	f, err := Parse([]byte("handle = Bob Smith # me\nlisten = /ip4/127.0.0.1/tcp/0\nmdns = off\nbootstrap = /ip4/127.0.0.1/tcp/1\nbootstrap = /ip4/127.0.0.1/tcp/2\n"))
+	f, err := Parse([]byte("handle = Bob Smith # me\nlisten = /ip4/127.0.0.1/tcp/0\nmdns = off\nbootstrap = /ip4/127.0.0.1/tcp/1\nbootstrap = /ip4/127.0.0.1/tcp/2\nui_port = 4191\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Handle != "Bob Smith" || f.MDNS || len(f.Listen) != 1 || len(f.Bootstrap) != 2 {
+	if f.Handle != "Bob Smith" || f.MDNS || len(f.Listen) != 1 || len(f.Bootstrap) != 2 || f.UIPort != 4191 {
 		t.Fatalf("%+v", f)
 	}
 }

@@ -205,7 +205,7 @@ func TestRevokeStopsDelivery(t *testing.T) {
 		if err := svc(nt, i).Allowed(nt.ID(1 - i)); !errors.Is(err, consent.ErrRevoked) {
 			t.Fatalf("node %d: Allowed = %v", i, err)
 		}
-		if mgr(nt, i).PeerFilter(nt.ID(1-i), rooms.Topic(room)) {
+		if mgr(nt, i).PeerFilter(nt.ID(1-i), mgr(nt, i).TopicOf(room)) {
 			t.Fatalf("node %d keeps the revoked node in the room topic's peer filter", i)
 		}
 	}

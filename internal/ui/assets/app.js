@@ -1,0 +1,258 @@
+"use strict";
+(function () {
+  var token = new URLSearchParams(location.search).get("t") || "";
+  var S = { node: "", handle: "", max: 200, rooms: [], events: {}, dropped: {}, unread: {}, sel: "", panels: {}, seen: {} };
+  window.parley = S; // for tests and the curious: S.seen[eventID] is when the page got it (ms)
+  var $ = function (id) { return document.getElementById(id); };
+
+  function el(tag, attrs, kids) {
+    var e = document.createElement(tag);
+    for (var k in attrs || {}) {
+      if (k === "text") e.textContent = attrs[k];
+      else if (k === "cls") e.className = attrs[k];
+      else if (k.slice(0, 2) === "on") e.addEventListener(k.slice(2), attrs[k]);
+      else e.setAttribute(k, attrs[k]);
+    }
+    (kids || []).forEach(function (c) { if (c) e.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
+    return e;
+  }
+  function fill(node, kids) { node.replaceChildren.apply(node, kids); }
+  function short(id) { return id && id.length > 14 ? id.slice(0, 6) + "…" + id.slice(-6) : id || ""; }
+  function addr(a) { // NAME@PEER → NAME@…short
+    if (!a) return "";
+    var i = a.indexOf("@");
+    return i < 0 ? short(a) : a.slice(0, i) + "@" + (a.slice(i + 1) === S.node ? "here" : short(a.slice(i + 1)));
+  }
+  function when(ms) { var d = new Date(ms); return d.toLocaleTimeString(); }
+  function showError(msg) { $("error").textContent = msg || ""; }
+
+  function api(method, path, body) {
+    return fetch(path, {
+      method: method,
+      headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body)
+    }).then(function (r) {
+      return r.text().then(function (t) {
+        var v = null;
+        try { v = t ? JSON.parse(t) : null; } catch (e) { v = { error: t }; }
+        if (!r.ok) throw new Error((v && v.error) || ("HTTP " + r.status));
+        return v;
+      });
+    });
+  }
+
+  // Rendering is batched: at most once a frame, whatever the flood.
+  var dirty = {};
+  function mark(what) {
+    if (!Object.keys(dirty).length) requestAnimationFrame(render);
+    dirty[what] = true;
+  }
+  function render() {
+    var d = dirty; dirty = {};
+    if (d.rooms) renderRooms();
+    if (d.events) renderEvents();
+    for (var k in d) if (k.slice(0, 6) === "panel:") renderPanel(k.slice(6));
+  }
+
+  function renderRooms() {
+    fill($("rooms"), S.rooms.map(function (r) {
+      var n = S.unread[r.room_id] || 0;
+      return el("li", { cls: r.room_id === S.sel ? "sel" : "", "data-room": r.room_id, title: r.room_id,
+        onclick: function () { select(r.room_id); } },
+        [el("span", { text: r.name || short(r.room_id) }), n ? el("span", { cls: "badge", text: String(n) }) : null]);
+    }));
+  }
+
+  function select(id) {
+    S.sel = id; S.unread[id] = 0;
+    $("reply_to").value = ""; $("replying").textContent = "";
+    mark("rooms"); mark("events");
+  }
+
+  function eventNode(e) {
+    var sys = e.kind !== "message" && e.kind !== "ask";
+    var text = e.text;
+    if (e.kind === "create") text = "created the room “" + e.text + "”";
+    else if (e.kind === "invite") text = "invited " + (e.to ? addr(e.to) : short(e.target));
+    else if (e.kind === "join") text = "joined";
+    else if (e.kind === "leave") text = e.target ? "took " + short(e.target) + " out" : "left";
+    var kids = [el("span", { cls: "time", text: when(e.time) + " " }), el("span", { cls: "from", text: addr(e.from) })];
+    if (e.kind === "ask") kids.push(el("strong", { text: "asks " + (e.to ? addr(e.to) : "the room") + ": " }));
+    if (e.reply_to) kids.push(el("span", { cls: "muted", text: "↪ " + short(e.reply_to) + " " }));
+    kids.push(el("span", { text: text }));
+    if (!sys) kids.push(el("button", { text: "reply", onclick: function () { replyTo(e.id, e.room, e.from); } }));
+    return el("li", { cls: sys ? "sys" : e.kind, "data-id": e.id }, kids);
+  }
+
+  function renderEvents() {
+    var r = S.rooms.filter(function (x) { return x.room_id === S.sel; })[0];
+    $("roomname").textContent = r ? (r.name || r.room_id) : "No room selected";
+    $("roompurpose").textContent = r ? (r.purpose || "") + " · " + r.agents.map(addr).join(", ") : "";
+    var n = S.dropped[S.sel] || 0;
+    $("dropped").textContent = n ? n + " earlier events not shown (this page keeps the last " + S.max + ")" : "";
+    var list = $("events");
+    var atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 20;
+    fill(list, (S.events[S.sel] || []).map(eventNode));
+    if (atBottom) list.scrollTop = list.scrollHeight;
+  }
+
+  function replyTo(id, room, from) {
+    if (room !== S.sel) select(room);
+    $("reply_to").value = id;
+    $("replying").textContent = "replying to " + addr(from) + " (" + short(id) + ") ";
+    $("replying").appendChild(el("button", { type: "button", text: "cancel", onclick: function () {
+      $("reply_to").value = ""; $("replying").textContent = "";
+    } }));
+    $("text").focus();
+  }
+
+  function addEvents(m) {
+    var list = S.events[m.room] || (S.events[m.room] = []);
+    var now = Date.now();
+    m.events.forEach(function (e) { S.seen[e.id] = now; list.push(e); });
+    S.dropped[m.room] = (S.dropped[m.room] || 0) + (m.skipped || 0);
+    if (list.length > S.max) {
+      S.dropped[m.room] += list.length - S.max;
+      list.splice(0, list.length - S.max);
+    }
+    if (m.room !== S.sel) {
+      S.unread[m.room] = (S.unread[m.room] || 0) + m.events.filter(function (e) { return e.kind === "message" || e.kind === "ask"; }).length;
+      mark("rooms");
+    } else mark("events");
+    if (!S.sel) select(m.room);
+  }
+
+  function row(cells) { return el("tr", {}, cells.map(function (c) { return typeof c === "object" && c ? el("td", {}, [c]) : el("td", { text: c === null || c === undefined ? "" : String(c) }); })); }
+  function head(cells) { return el("tr", {}, cells.map(function (c) { return el("th", { text: c }); })); }
+  function btn(label, f) { return el("button", { text: label, onclick: f }); }
+  function act(path, body) {
+    showError("");
+    return api("POST", path, body).catch(function (err) { showError(err.message); });
+  }
+
+  var panels = {
+    human: function (items) {
+      fill($("human"), (items || []).map(function (it) {
+        return el("li", { "data-ask": it.id }, [el("span", { cls: "from", text: addr(it.from) }), el("span", { text: it.text + " " }),
+          el("span", { cls: "muted", text: "in " + (it.room_name || short(it.room)) + " " }),
+          btn("reply", function () { replyTo(it.id, it.room, it.from); })]);
+      }));
+      if (!(items || []).length) fill($("human"), [el("li", { cls: "muted", text: "nothing" })]);
+    },
+    agents: function (as) {
+      fill($("agents"), [head(["agent", "state", "working on", "owes", "waits on"])].concat((as || []).map(function (a) {
+        return row([a.address ? addr(a.address) : a.agent, el("span", { cls: a.state, text: a.state }), a.working_on,
+          a.owed === null || a.owed === undefined ? "" : String(a.owed),
+          (a.waiting_on || []).map(addr).join(", ")]);
+      })));
+    },
+    contacts: function (cs) {
+      fill($("contacts"), [head(["peer", "handle", "state", ""])].concat((cs || []).map(function (c) {
+        var acts = el("span", {});
+        if (c.state === "pending-in") {
+          acts.appendChild(btn("approve", function () { act("/v1/contacts/approve", { id: c.id }); }));
+          acts.appendChild(btn("deny", function () { act("/v1/contacts/deny", { id: c.id }); }));
+        } else if (c.state === "active" || c.state === "pending-out") {
+          acts.appendChild(btn(c.state === "active" ? "revoke" : "cancel", function () { act("/v1/contacts/revoke", { peer_id: c.peer_id }); }));
+        }
+        var r = row([short(c.peer_id), c.handle + (c.note ? " — " + c.note : ""), c.state, acts]);
+        r.setAttribute("data-peer", c.peer_id);
+        return r;
+      })));
+    },
+    audit: function (es) {
+      fill($("audit"), [head(["#", "time", "actor", "action", "subject"])].concat((es || []).slice().reverse().map(function (e) {
+        return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, short(e.subject)]);
+      })));
+    },
+    usage: function (u) {
+      u = u || { agents: [], recent: [] };
+      var rec = u.recent || [], max = Math.max.apply(null, [1].concat(rec)), w = 300, h = 40;
+      var pts = rec.map(function (v, i) { return (i * w / Math.max(rec.length - 1, 1)).toFixed(1) + "," + (h - v * h / max).toFixed(1); }).join(" ");
+      $("spark").replaceChildren();
+      var svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+      svg.setAttribute("width", w); svg.setAttribute("height", h); svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+      var pl = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+      pl.setAttribute("points", pts); pl.setAttribute("fill", "none"); pl.setAttribute("stroke", "#5b8bd0");
+      svg.appendChild(pl); $("spark").appendChild(svg);
+      $("spark").appendChild(el("div", { cls: "muted", text: "messages per " + (u.interval_seconds || 10) + " s, last " + rec.length }));
+      var top = Math.max.apply(null, [1].concat((u.agents || []).map(function (a) { return a.messages; })));
+      var unk = function (v, f) { return v === null || v === undefined ? "unknown" : (f ? f(v) : String(v)); };
+      fill($("usage"), [head(["agent", "msgs", "bytes", "asks", "answered", "avg answer", "tokens in/out", "cost"])].concat((u.agents || []).map(function (a) {
+        var bar = el("span", { cls: "bar" }); bar.style.width = Math.round(60 * a.messages / top) + "px";
+        return row([a.name, el("span", {}, [bar, " " + a.messages]), a.bytes, a.asks_made, a.asks_answered,
+          a.asks_answered ? a.answer_seconds_avg.toFixed(1) + " s" : "",
+          unk(a.tokens_in) + " / " + unk(a.tokens_out), unk(a.cost_usd, function (v) { return "$" + v.toFixed(4); })]);
+      })));
+    },
+    moderation: function (m) {
+      $("moderation-panel").hidden = false;
+      var box = $("moderation");
+      fill(box, [el("pre", { text: JSON.stringify(m, null, 1) })]);
+    }
+  };
+  function renderPanel(name) { if (panels[name]) panels[name](S.panels[name]); }
+
+  function handle(ev, data) {
+    var m = JSON.parse(data);
+    if (ev === "hello") {
+      S.node = m.node; S.handle = m.handle; S.max = m.max_events;
+      S.events = {}; S.dropped = {}; S.unread = {};
+      $("who").textContent = m.handle + " · " + short(m.node);
+    } else if (ev === "rooms") {
+      S.rooms = m; mark("rooms"); mark("events");
+    } else if (ev === "events") {
+      addEvents(m);
+    } else if (ev === "panel") {
+      S.panels[m.name] = m.data; mark("panel:" + m.name);
+    }
+  }
+
+  function connect() {
+    $("status").textContent = "connecting…";
+    fetch("/ui/stream", { headers: { "Authorization": "Bearer " + token } }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status + (r.status === 401 ? ": the token is wrong; run `parley ui` for the address" : ""));
+      $("status").textContent = "live";
+      var reader = r.body.getReader(), dec = new TextDecoder(), buf = "";
+      function pump() {
+        return reader.read().then(function (x) {
+          if (x.done) throw new Error("stream ended");
+          buf += dec.decode(x.value, { stream: true });
+          var i;
+          while ((i = buf.indexOf("\n\n")) >= 0) {
+            var block = buf.slice(0, i); buf = buf.slice(i + 2);
+            var ev = "message", data = [];
+            block.split("\n").forEach(function (line) {
+              if (line.slice(0, 6) === "event:") ev = line.slice(6).trim();
+              else if (line.slice(0, 5) === "data:") data.push(line.slice(5).replace(/^ /, ""));
+            });
+            if (data.length) handle(ev, data.join("\n"));
+          }
+          return pump();
+        });
+      }
+      return pump();
+    }).catch(function (err) {
+      $("status").textContent = "offline: " + err.message + " (retrying)";
+      setTimeout(connect, 2000);
+    });
+  }
+
+  $("post").addEventListener("submit", function (e) {
+    e.preventDefault();
+    var text = $("text").value, rt = $("reply_to").value;
+    if (!text.trim() || !S.sel) return;
+    var p = rt ? act("/v1/agents/human/reply", { message_id: rt, text: text }) : act("/v1/agents/human/say", { room: S.sel, text: text });
+    p.then(function (v) { if (v) { $("text").value = ""; $("reply_to").value = ""; $("replying").textContent = ""; } });
+  });
+  $("text").addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("send").click(); }
+  });
+  $("invite").addEventListener("submit", function (e) {
+    e.preventDefault();
+    var m = $("member").value.trim();
+    if (!m || !S.sel) return;
+    act("/v1/agents/human/invite", { room: S.sel, member: m }).then(function (v) { if (v) $("member").value = ""; });
+  });
+  connect();
+})();

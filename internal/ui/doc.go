@@ -1,0 +1,39 @@
+// Package ui serves the dashboard: one web page for the node's user, served
+// by the node on 127.0.0.1 only, live through server-sent events.
+//
+// # Access
+//
+// Every request needs the home's token (HOME/ui.token, random, made once):
+// the page itself as /?t=TOKEN (the URL `parley ui` prints), everything
+// else with the header "Authorization: Bearer TOKEN", which the page adds
+// to each of its requests. A request without the token, or with a wrong one,
+// is answered 401 with an empty body. The token never travels in a cookie,
+// so another site cannot make the browser use it (no CSRF); on top of that a
+// request with an Origin other than the page's, a cross-site Sec-Fetch-Site,
+// or a Host that is not the loopback address it is served on is refused
+// (403), and actions must be JSON. The page is one document with its script
+// and style inline, allowed by a Content-Security-Policy that names their
+// hashes and lets the page connect to its own origin only; it loads nothing
+// from the network, so it works offline.
+//
+// # Endpoints
+//
+//	GET  /?t=TOKEN            the page
+//	GET  /ui/stream           server-sent events (below)
+//	GET  /ui/state            the panels, as one JSON object
+//	…                         the local API routes the node allows (Config.Actions)
+//
+// # Stream
+//
+// Each message of /ui/stream is an SSE event with a JSON data line:
+//
+//	event: hello   {"node":…,"handle":…,"max_events":N}
+//	event: rooms   [RoomInfo]                       when the room list changes
+//	event: events  {"room":…,"events":[Event],"skipped":K}
+//	event: panel   {"name":…,"data":…}              when a panel changes
+//
+// events carries a room's new events in the order the node stored them; when
+// more than N arrived at once (a flood), only the last N are sent and
+// skipped counts the others. The page keeps the last N of each room and
+// shows the count of those it dropped.
+package ui

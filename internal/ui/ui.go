@@ -1,0 +1,267 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+// TokenFileName is the token's file in the home.
+const TokenFileName = "ui.token"
+
+// DefaultMaxEvents is how many events of a room the page keeps.
+const DefaultMaxEvents = 200
+
+// Feed is what the page shows of rooms: their list and their events as they
+// are stored (internal/inbox implements it).
+type Feed interface {
+	List(ctx context.Context) []localapi.RoomInfo
+	Get(ctx context.Context, room string) (localapi.RoomInfo, error)
+	// Changes wakes the reader whenever events are stored in any room.
+	Changes() (<-chan struct{}, func())
+	// ChangedSince returns the rooms changed after change number after and
+	// the latest change number.
+	ChangedSince(after uint64) ([]string, uint64)
+	// Since returns up to limit events of room stored after the after-th,
+	// and the place of the last one.
+	Since(room string, after uint64, limit int) ([]localapi.Event, uint64, error)
+}
+
+// Config configures a Server. Zero values are documented.
+type Config struct {
+	Token string // required: see LoadToken
+	Feed  Feed   // required
+	// API is the local API; the routes in Actions are passed to it.
+	API http.Handler
+	// Actions are the local API routes the page may use ("POST
+	// /v1/agents/human/say"), as http.ServeMux patterns.
+	Actions []string
+	// Panels returns the panels the page shows beside the rooms (agents,
+	// contacts, audit, usage, …), each a JSON value under its name. It is
+	// called every PanelInterval while a page is open; a panel is sent when
+	// its JSON changed.
+	Panels func(ctx context.Context) map[string]any
+	// PanelInterval: zero means one second.
+	PanelInterval time.Duration
+	// MaxEvents is how many events of a room are sent at once and kept by
+	// the page; zero means DefaultMaxEvents.
+	MaxEvents int
+	// Node and Handle name the node on the page.
+	Node, Handle string
+	Logger       *slog.Logger // nil discards
+}
+
+// Server serves the dashboard.
+type Server struct {
+	cfg    Config
+	token  []byte
+	mux    *http.ServeMux
+	page   []byte
+	csp    string
+	srv    *http.Server
+	done   chan struct{} // closed by Shutdown: ends the streams
+	addr   string        // host:port served, set by Serve
+	logger *slog.Logger
+}
+
+//go:embed assets/index.html
+var indexHTML string
+
+//go:embed assets/app.js
+var appJS string
+
+//go:embed assets/app.css
+var appCSS string
+
+// New builds the server. It starts nothing.
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Token) < 32 || cfg.Feed == nil {
+		return nil, fmt.Errorf("%w: a token of at least 32 characters and a Feed are required", ErrConfig)
+	}
+	if cfg.PanelInterval <= 0 {
+		cfg.PanelInterval = time.Second
+	}
+	if cfg.MaxEvents <= 0 {
+		cfg.MaxEvents = DefaultMaxEvents
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Panels == nil {
+		cfg.Panels = func(context.Context) map[string]any { return nil }
+	}
+	s := &Server{cfg: cfg, token: []byte(cfg.Token), mux: http.NewServeMux(), done: make(chan struct{}), logger: cfg.Logger}
+	hash := func(b string) string {
+		sum := sha256.Sum256([]byte(b))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}
+	s.csp = "default-src 'none'; script-src " + hash(appJS) + "; style-src " + hash(appCSS) +
+		"; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	page := strings.Replace(indexHTML, "<style></style>", "<style>"+appCSS+"</style>", 1)
+	page = strings.Replace(page, "<script></script>", "<script>"+appJS+"</script>", 1)
+	s.page = []byte(page)
+
+	s.mux.HandleFunc("GET /{$}", s.servePage)
+	s.mux.HandleFunc("GET /ui/stream", s.serveStream)
+	s.mux.HandleFunc("GET /ui/state", func(w http.ResponseWriter, r *http.Request) {
+		localapi.WriteJSON(w, s.cfg.Panels(r.Context()))
+	})
+	if cfg.API != nil {
+		for _, p := range cfg.Actions {
+			s.mux.Handle(p, cfg.API)
+		}
+	}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// PageSize is the page's size in bytes (everything it loads).
+func (s *Server) PageSize() int { return len(s.page) }
+
+// ServeHTTP checks the token and the request's origin, then serves it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	if !s.authorized(r) {
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	if why := s.foreign(r); why != "" {
+		http.Error(w, why, http.StatusForbidden)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			http.Error(w, "actions take JSON (Content-Type: application/json)", http.StatusUnsupportedMediaType)
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// authorized reports whether r carries the token: in its Authorization
+// header, or for the page itself in its query.
+func (s *Server) authorized(r *http.Request) bool {
+	got := ""
+	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
+		got = strings.TrimPrefix(a, "Bearer ")
+	} else if r.URL.Path == "/" && r.Method == http.MethodGet {
+		got = r.URL.Query().Get("t")
+	}
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+}
+
+// foreign says why r does not come from the page itself (empty: it does).
+func (s *Server) foreign(r *http.Request) string {
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil || (host != "127.0.0.1" && host != "localhost") || (s.addr != "" && !strings.HasSuffix(s.addr, ":"+port)) {
+		return "wrong Host"
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		return "requests from other origins are refused"
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return "cross-site requests are refused"
+	}
+	return ""
+}
+
+func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", s.csp)
+	w.Write(s.page) //nolint:errcheck // the browser went away
+}
+
+// Listen opens the dashboard's port on 127.0.0.1 (port 0: any free port).
+func Listen(port int) (net.Listener, error) {
+	if port < 0 || port > 65535 {
+		return nil, fmt.Errorf("ui: port %d out of range", port)
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return nil, fmt.Errorf("ui: listen on 127.0.0.1:%d: %w (choose another ui_port in the config, or 0 for any free port)", port, err)
+	}
+	return ln, nil
+}
+
+// Serve serves on ln until Shutdown; it returns nil after a clean shutdown.
+// Call it once.
+func (s *Server) Serve(ln net.Listener) error {
+	s.addr = ln.Addr().String()
+	err := s.srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// URL is the page's address with its token, for a listener's address.
+func URL(addr, token string) string { return "http://" + addr + "/?t=" + token }
+
+// Shutdown ends the streams and stops the server.
+func (s *Server) Shutdown(ctx context.Context) error {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return s.srv.Close()
+	}
+	return nil
+}
+
+// LoadToken reads HOME/ui.token, making it (32 random bytes, hex, mode
+// 0600) when it does not exist.
+func LoadToken(home string) (string, error) {
+	path := filepath.Join(home, TokenFileName)
+	raw, err := os.ReadFile(path)
+	if err == nil {
+		tok := string(bytes.TrimSpace(raw))
+		if len(tok) < 32 {
+			return "", fmt.Errorf("ui: %s is too short; remove it and a new token is made", path)
+		}
+		return tok, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("ui: read %s: %w", path, err)
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("ui: make a token: %w", err)
+	}
+	tok := hex.EncodeToString(b[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return LoadToken(home) // made meanwhile
+	}
+	if err != nil {
+		return "", fmt.Errorf("ui: write %s: %w", path, err)
+	}
+	_, werr := f.WriteString(tok + "\n")
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return "", fmt.Errorf("ui: write %s: %w", path, err)
+	}
+	return tok, nil
+}

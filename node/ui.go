@@ -1,0 +1,133 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/ui"
+)
+
+// uiActions are the local API routes the dashboard's page may use: the
+// human's posts, replies, invites and new rooms, contact decisions, and room
+// logs.
+var uiActions = []string{
+	"POST /v1/agents/human/say",
+	"POST /v1/agents/human/reply",
+	"POST /v1/agents/human/invite",
+	"POST /v1/agents/human/rooms",
+	"POST /v1/contacts/approve",
+	"POST /v1/contacts/deny",
+	"POST /v1/contacts/revoke",
+	"GET /v1/rooms/{room}/log",
+}
+
+// auditShown is how many audit entries the dashboard shows.
+const auditShown = 50
+
+// startUI serves the dashboard on 127.0.0.1 (see internal/ui). A port that
+// cannot be bound is logged, and the node runs without its dashboard.
+func (n *Node) startUI() {
+	fail := func(err error) {
+		n.uiErr = err.Error()
+		n.log.Error("dashboard not served", "err", err)
+	}
+	tok, err := ui.LoadToken(n.cfg.Home)
+	if err != nil {
+		fail(err)
+		return
+	}
+	srv, err := ui.New(ui.Config{
+		Token: tok, Feed: n.inbox, API: n.api.Handler(), Actions: uiActions, Panels: n.uiPanels,
+		Node: n.id.String(), Handle: n.cfg.Handle, Logger: n.log,
+	})
+	if err != nil {
+		fail(err)
+		return
+	}
+	ln, err := ui.Listen(n.cfg.UIPort)
+	if err != nil {
+		fail(err)
+		return
+	}
+	n.ui, n.uiURL = srv, ui.URL(ln.Addr().String(), tok)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := srv.Serve(ln); err != nil {
+			n.log.Error("dashboard stopped", "err", err)
+		}
+	}()
+}
+
+// UIURL is the dashboard's address with its token (empty when it is not
+// served).
+func (n *Node) UIURL() string { return n.uiURL }
+
+func (n *Node) uiInfo() localapi.UIInfo {
+	if n.uiURL == "" {
+		msg := n.uiErr
+		if msg == "" {
+			msg = "the dashboard is off"
+		}
+		return localapi.UIInfo{Error: msg}
+	}
+	return localapi.UIInfo{URL: n.uiURL}
+}
+
+// agentView is one agent on the dashboard: its presence, and for the node's
+// own agents the asks it owes and whom it waits on.
+type agentView struct {
+	localapi.WhoEntry
+	Owed      *int     `json:"owed"`       // nil for other nodes' agents
+	WaitingOn []string `json:"waiting_on"` // the addressees of its open asks
+}
+
+// uiPanels is what the dashboard shows beside the rooms.
+func (n *Node) uiPanels(ctx context.Context) map[string]any {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out := map[string]any{}
+	human, err := n.inbox.Owed(ctx, string(identity.HumanAgent))
+	if err != nil {
+		human = []localapi.Item{}
+	}
+	out["human"] = human
+	var agents []agentView
+	for _, w := range (agentsAPI{n}).Who(ctx) {
+		v := agentView{WhoEntry: w, WaitingOn: []string{}}
+		if w.Local {
+			if owed, err := n.inbox.Owed(ctx, w.Agent); err == nil {
+				c := len(owed)
+				v.Owed = &c
+			}
+			if asked, err := n.inbox.Asked(ctx, w.Agent); err == nil {
+				for _, a := range asked {
+					to := a.To
+					if to == "" {
+						to = "room " + a.Room
+					}
+					v.WaitingOn = append(v.WaitingOn, to)
+				}
+			}
+		}
+		agents = append(agents, v)
+	}
+	if agents == nil {
+		agents = []agentView{}
+	}
+	out["agents"] = agents
+	out["contacts"] = (contactsAPI{n.contacts}).List(ctx)
+	es, err := audit.List(n.cfg.Home, time.Time{}, auditShown)
+	if err != nil {
+		n.log.Warn("dashboard: audit log", "err", err)
+	}
+	if es == nil {
+		es = []audit.Listed{}
+	}
+	out["audit"] = es
+	out["usage"] = n.usage.Snapshot()
+	return out
+}

@@ -1,0 +1,230 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// browser starts headless Chromium (skipping the test where there is none,
+// except in CI, where .ci/run installs it) and returns a context for
+// chromedp.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	var path string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no Chromium: .ci/run installs it")
+		}
+		t.Skip("no Chromium on this machine (apt-get install chromium)")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(bctx); err != nil { // starts the browser
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return bctx
+}
+
+// waitJS polls a JavaScript expression in the page until it is true.
+func waitJS(t *testing.T, b context.Context, timeout time.Duration, expr, what string) {
+	t.Helper()
+	var last error
+	ok := nodetest.Poll(timeout, func() bool {
+		ctx, cancel := context.WithTimeout(b, 10*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		last = err
+		return err == nil && v
+	})
+	if !ok {
+		ctx, cancel := context.WithTimeout(b, 5*time.Second)
+		defer cancel()
+		html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		if err != nil {
+			html = err.Error()
+		}
+		t.Fatalf("timed out waiting for %s (%s; last error %v); the page says:\n%s", what, expr, last, html)
+	}
+}
+
+func run(t *testing.T, b context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page (awaiting a promise).
+func eval[T any](t *testing.T, b context.Context, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+// The dashboard in a real browser: a contact request approved from the page,
+// rooms of both nodes shown, a message from the other node shown live, a
+// post and a reply to an ask addressed to the human from the page reaching
+// the other node's agent, and nothing without the token.
+func TestDashboardInBrowser(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c0, c1 := localapi.NewClient(node.SocketPath(nt.Home(0))), localapi.NewClient(node.SocketPath(nt.Home(1)))
+	defer c0.Close()
+	defer c1.Close()
+	me, other := nt.ID(0).String(), nt.ID(1).String()
+	info, err := c0.UI(ctx)
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	b := browser(t)
+
+	// Without the token: 401 and an empty page, for the page and its API.
+	nctx, ncancel := context.WithTimeout(b, 30*time.Second)
+	resp, err := chromedp.Run(nctx, chromedp.NavigateResponse(strings.Split(info.URL, "?")[0]+"?t=wrong"))
+	ncancel()
+	// Chromium shows its own error page for an empty 401.
+	if (err == nil && resp.Status != 401) || (err != nil && !strings.Contains(err.Error(), "ERR_HTTP_RESPONSE_CODE_FAILURE")) {
+		t.Fatalf("the page with a wrong token: %v %v", resp, err)
+	}
+	if eval[bool](t, b, `!!document.getElementById("rooms")`) {
+		t.Fatal("the dashboard shows without the token")
+	}
+
+	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
+	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
+	if status := eval[int](t, b, `fetch("/ui/state", {headers: {"Authorization": "Bearer wrong"}}).then(r => r.status)`); status != 401 {
+		t.Fatalf("the API with a wrong token: %d", status)
+	}
+
+	// Node 1 asks to be a contact; the human approves from the page.
+	if _, err := c1.ContactRequest(ctx, me, "from the browser test"); err != nil {
+		t.Fatal(err)
+	}
+	sel := fmt.Sprintf(`#contacts tr[data-peer=%q] button`, other)
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!document.querySelector(%q)`, sel), "the contact request on the page")
+	run(t, b, "approve", chromedp.Click(chromedp.CSS(sel)))
+	nt.WaitFor(30*time.Second, func() bool {
+		es, err := c1.Contacts(ctx)
+		return err == nil && len(es) == 1 && es[0].State == "active"
+	}, "the contact approved from the page to be active")
+
+	// A room of each node; the page shows both.
+	mine, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "local-room"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := c1.OpenRoom(ctx, "bob", localapi.OpenRoomRequest{Name: "their-room", Members: []string{me}})
+	if err != nil || len(theirs.Invited) != 1 {
+		t.Fatalf("open room: %+v %v", theirs, err)
+	}
+	for _, id := range []string{mine.RoomID, theirs.RoomID} {
+		waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!document.querySelector('#rooms li[data-room=%q]')`, id), "room "+id+" on the page")
+	}
+
+	// A message on node 1 appears on the page without a reload.
+	sent := time.Now()
+	posted, err := c1.Say(ctx, "bob", localapi.SayRequest{Room: theirs.RoomID, Text: "the build is green"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!window.parley.seen[%q]`, posted.ID), "the message from node 1")
+	seenMs := eval[float64](t, b, fmt.Sprintf(`window.parley.seen[%q]`, posted.ID))
+	t.Logf("message on node 1 → page of node 0: %v", time.UnixMilli(int64(seenMs)).Sub(sent).Round(time.Millisecond))
+
+	// A post from the page reaches bob.
+	room := fmt.Sprintf(`#rooms li[data-room=%q]`, theirs.RoomID)
+	run(t, b, "post from the page", chromedp.Click(chromedp.CSS(room)),
+		chromedp.SendKeys(chromedp.CSS("#text"), "hello from the page"), chromedp.Click(chromedp.CSS("#send")))
+	nt.WaitFor(30*time.Second, func() bool {
+		r, err := c1.Read(ctx, "bob", localapi.ReadRequest{Room: theirs.RoomID})
+		return err == nil && slices.ContainsFunc(r.Messages, func(it localapi.Item) bool {
+			return it.Text == "hello from the page" && it.From == "human@"+me
+		})
+	}, "bob to read the post from the page")
+
+	// bob asks the human; the human answers from the page.
+	ask, err := c1.Ask(ctx, "bob", localapi.AskRequest{Room: theirs.RoomID, To: "human@" + me, Text: "ship it?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	askSel := fmt.Sprintf(`#human li[data-ask=%q] button`, ask.AskID)
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!document.querySelector(%q)`, askSel), "the ask on the page")
+	run(t, b, "reply from the page", chromedp.Click(chromedp.CSS(askSel)),
+		chromedp.SendKeys(chromedp.CSS("#text"), "yes, ship it"), chromedp.Click(chromedp.CSS("#send")))
+	res, err := c1.WaitReply(ctx, "bob", ask.AskID, 30*time.Second, false)
+	if err != nil || res.Reply == nil || res.Reply.Text != "yes, ship it" {
+		t.Fatalf("bob's answer: %+v %v", res, err)
+	}
+	// A flood: the page keeps the last 200 events of the room and counts the
+	// others.
+	// (Posted from several goroutines: the room writes them in batches.)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				if _, err := c1.Say(ctx, "bob", localapi.SayRequest{Room: theirs.RoomID, Text: fmt.Sprintf("flood %d.%d", w, i)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	last, err := c1.Say(ctx, "bob", localapi.SayRequest{Room: theirs.RoomID, Text: "flood end"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, b, 60*time.Second, fmt.Sprintf(`!!window.parley.seen[%q]`, last.ID), "the flood's last message")
+	waitJS(t, b, 10*time.Second, `document.querySelectorAll("#events li").length === 200 && /earlier events not shown/.test(document.getElementById("dropped").textContent)`,
+		"the page to show the last 200 events and count the others")
+
+	// The decisions made from the page are in the audit log shown on it.
+	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("contact.approve")`, "the approval in the audit panel")
+}

@@ -1,0 +1,198 @@
+package node_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// uiBase returns the dashboard's origin and token for node i, as `parley ui`
+// gets them.
+func uiBase(t *testing.T, nt *nodetest.Net, i int) (base, token string) {
+	t.Helper()
+	c := localapi.NewClient(node.SocketPath(nt.Home(i)))
+	defer c.Close()
+	info, err := c.UI(context.Background())
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	u, err := url.Parse(info.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + u.Host, u.Query().Get("t")
+}
+
+func uiDo(t *testing.T, method, u, token string, hdr map[string]string, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// The dashboard answers nothing but 401 without its token, refuses other
+// origins, and streams a message posted on another node.
+func TestDashboardTokenOriginAndStream(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	base, tok := uiBase(t, nt, 0)
+	if !strings.HasPrefix(base, "http://127.0.0.1:") || len(tok) != 64 {
+		t.Fatalf("dashboard at %s with token %q", base, tok)
+	}
+	jsonCT := map[string]string{"Content-Type": "application/json"}
+	for _, tc := range []struct {
+		method, path, token string
+		hdr                 map[string]string
+		want                int
+	}{
+		{"GET", "/", "", nil, 401},
+		{"GET", "/?t=" + strings.Repeat("0", 64), "", nil, 401},
+		{"GET", "/ui/stream", "", nil, 401},
+		{"GET", "/ui/stream?t=" + tok, "", nil, 401}, // the query opens the page only
+		{"GET", "/ui/state", "wrong", nil, 401},
+		{"POST", "/v1/agents/human/say", "", jsonCT, 401},
+		{"POST", "/v1/down", "", jsonCT, 401},
+		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example"}, 403},
+		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, 403},
+		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "text/plain"}, 415},
+		{"POST", "/v1/down", tok, jsonCT, 404}, // not one of the page's actions
+		{"GET", "/ui/state", tok, nil, 200},
+	} {
+		code, body := uiDo(t, tc.method, base+tc.path, tc.token, tc.hdr, "{}")
+		if code != tc.want || (code == 401 && body != "") {
+			t.Fatalf("%s %s (token %q, %v): %d %q, want %d", tc.method, tc.path, tc.token, tc.hdr, code, body, tc.want)
+		}
+	}
+	code, page := uiDo(t, "GET", base+"/?t="+tok, "", nil, "")
+	if code != 200 || !strings.Contains(page, "<title>Parley</title>") || strings.Contains(page, "src=") || strings.Contains(page, "href=") {
+		t.Fatalf("page: %d", code)
+	}
+	t.Logf("page weight: %d bytes", len(page))
+
+	// A room of node 1 with node 0 in it; its message reaches node 0's page.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/ui/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan [2]string, 1024)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 4<<20)
+		ev := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				events <- [2]string{ev, strings.TrimPrefix(line, "data: ")}
+			}
+		}
+	}()
+	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
+	defer c1.Close()
+	needContact(t, nt, 1, 0)
+	res, err := c1.OpenRoom(ctx, "bob", localapi.OpenRoomRequest{Name: "ops", Members: []string{nt.ID(0).String()}})
+	if err != nil || len(res.Invited) != 1 {
+		t.Fatalf("open room: %+v %v", res, err)
+	}
+	var posted localapi.Posted
+	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c0.Close()
+	nt.WaitFor(30*time.Second, func() bool {
+		in, err := c0.Room(ctx, res.RoomID)
+		return err == nil && in.RoomID != ""
+	}, "node 0 to join the room")
+	if posted, err = c1.Say(ctx, "bob", localapi.SayRequest{Room: res.RoomID, Text: "deploy at noon"}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	deadline := time.After(30 * time.Second)
+	for !seen["events:"+posted.ID] || !seen["panel:usage"] {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatal("stream ended")
+			}
+			switch e[0] {
+			case "events":
+				var m struct {
+					Room   string           `json:"room"`
+					Events []localapi.Event `json:"events"`
+				}
+				if err := jsonUnmarshal(e[1], &m); err != nil {
+					t.Fatal(err)
+				}
+				for _, ev := range m.Events {
+					seen["events:"+ev.ID] = true
+				}
+			case "panel":
+				var m struct{ Name string }
+				if err := jsonUnmarshal(e[1], &m); err != nil {
+					t.Fatal(err)
+				}
+				seen["panel:"+m.Name] = true
+			}
+		case <-deadline:
+			t.Fatalf("the message %s did not reach the stream; saw %v", posted.ID, seen)
+		}
+	}
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// needContact makes nodes a and b contacts: a asks, b approves.
+func needContact(t *testing.T, nt *nodetest.Net, a, b int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ca, cb := localapi.NewClient(node.SocketPath(nt.Home(a))), localapi.NewClient(node.SocketPath(nt.Home(b)))
+	defer ca.Close()
+	defer cb.Close()
+	if _, err := ca.ContactRequest(ctx, nt.ID(b).String(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.ContactApprove(ctx, pendingID(t, nt, cb, nt.ID(a).String()), ""); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool {
+		es, err := ca.Contacts(ctx)
+		return err == nil && len(es) == 1 && es[0].State == "active"
+	}, "the contact to be active")
+}

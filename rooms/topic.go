@@ -1,0 +1,175 @@
+package rooms
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// TopicPrefix starts the GossipSub topic of every room.
+const TopicPrefix = "/parley/room/"
+
+// TopicFor returns the GossipSub topic of the room whose create event
+// carries nonce. The nonce is known to members only (it is in the create
+// event, which only members fetch), so the topic names no room: a peer
+// that sees a node's subscriptions cannot tell which rooms it is in, nor
+// derive a room's ID, nor find the topic of a room whose ID it knows.
+func TopicFor(nonce []byte) string {
+	h := sha256.New()
+	h.Write([]byte("parley-room-topic\x00"))
+	h.Write(nonce)
+	return TopicPrefix + idEnc.EncodeToString(h.Sum(nil)[:16])
+}
+
+// validTopic reports whether s has the form of a room topic.
+func validTopic(s string) bool {
+	rest, ok := strings.CutPrefix(s, TopicPrefix)
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	_, err := idEnc.DecodeString(rest)
+	return err == nil
+}
+
+// TopicOf returns the GossipSub topic of a room this node is in, "" if
+// it is not in the room or does not know the topic yet (an invitee learns
+// it with its invite, or with the room's create event).
+func (m *Manager) TopicOf(id identity.RoomID) string {
+	r := m.room(id)
+	if r == nil {
+		return ""
+	}
+	return r.topicName()
+}
+
+// topicName is the room's current topic ("" while unknown).
+func (r *room) topicName() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.topicStr
+}
+
+// currentTopic is the joined topic, nil while the room has none.
+func (r *room) currentTopic() *pubsub.Topic {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.topic
+}
+
+// topicFromStore derives the topic from the stored create event, for a
+// room recorded before topics were kept with it (they named the room ID
+// then). It returns "" if the create event is not stored.
+func (r *room) topicFromStore() string {
+	r.mu.RLock()
+	creator := r.meta.Creator
+	r.mu.RUnlock()
+	if creator == "" {
+		return ""
+	}
+	idb, ok, err := r.m.cfg.Store.Lookup(schema.RoomAuthorSeq(string(r.id), []byte(creator), 1))
+	if err != nil || !ok || len(idb) != len(ID{}) {
+		return ""
+	}
+	e, _, err := r.m.readEvent(r.id, ID(idb))
+	if err != nil || !r.founds(e) {
+		return ""
+	}
+	return TopicFor(e.Body[:roomNonceLen])
+}
+
+// joinTopic makes name the room's topic: its validator, the topic and a
+// subscription, read by a goroutine of the room. The caller holds openMu
+// (GossipSub's event loop calls PeerFilter, which takes mu).
+func (m *Manager) joinTopic(r *room, name string) error {
+	m.mu.Lock()
+	if other := m.topics[name]; other != nil && other != r {
+		m.mu.Unlock()
+		return fmt.Errorf("rooms: topic of room %s is taken by room %s", r.id, other.id)
+	}
+	m.topics[name] = r
+	m.mu.Unlock()
+	undo := func() {
+		m.mu.Lock()
+		if m.topics[name] == r {
+			delete(m.topics, name)
+		}
+		m.mu.Unlock()
+	}
+	if err := m.ps.RegisterTopicValidator(name, r.validate, pubsub.WithValidatorInline(true)); err != nil {
+		undo()
+		return fmt.Errorf("rooms: room %s: validator: %w", r.id, err)
+	}
+	t, err := m.ps.Join(name)
+	if err != nil {
+		_ = m.ps.UnregisterTopicValidator(name)
+		undo()
+		return fmt.Errorf("rooms: room %s: join topic: %w", r.id, err)
+	}
+	sub, err := t.Subscribe(pubsub.WithBufferSize(4096))
+	if err != nil {
+		_ = t.Close()
+		_ = m.ps.UnregisterTopicValidator(name)
+		undo()
+		return fmt.Errorf("rooms: room %s: subscribe: %w", r.id, err)
+	}
+	r.mu.Lock()
+	r.topic, r.sub, r.topicStr = t, sub, name
+	r.mu.Unlock()
+	r.goRoom(func(ctx context.Context) { r.readGossip(ctx, sub) })
+	return nil
+}
+
+// leaveTopic undoes joinTopic. The caller holds openMu.
+func (m *Manager) leaveTopic(r *room) {
+	r.mu.Lock()
+	t, sub, name := r.topic, r.sub, r.topicStr
+	r.topic, r.sub, r.topicStr = nil, nil, ""
+	r.mu.Unlock()
+	if name == "" {
+		return
+	}
+	if sub != nil {
+		sub.Cancel()
+	}
+	if t != nil {
+		// GossipSub's event loop has taken the cancel when Cancel returns,
+		// so the topic has no subscription left.
+		if err := t.Close(); err != nil {
+			m.log.Debug("close topic", "room", string(r.id), "err", err)
+		}
+	}
+	if err := m.ps.UnregisterTopicValidator(name); err != nil {
+		m.log.Debug("unregister validator", "room", string(r.id), "err", err)
+	}
+	m.mu.Lock()
+	if m.topics[name] == r {
+		delete(m.topics, name)
+	}
+	m.mu.Unlock()
+}
+
+// switchTopic moves an open room to topic name (it learned the topic from
+// its create event, and the invite said another or none).
+func (m *Manager) switchTopic(r *room, name string) {
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	if m.room(r.id) != r || r.ctx.Err() != nil || r.topicName() == name {
+		return
+	}
+	m.leaveTopic(r)
+	if err := m.joinTopic(r, name); err != nil {
+		m.log.Warn("room topic not joined", "room", string(r.id), "err", err)
+		return
+	}
+	for _, p := range r.memberList() {
+		if p != m.self {
+			r.requestSync(p)
+		}
+	}
+}
