@@ -36,6 +36,7 @@ import (
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/org"
 	"github.com/parley-mesh/parley/internal/reconnect"
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/internal/ui"
@@ -81,6 +82,7 @@ type Node struct {
 	inbox     *inbox.Inbox       // set by Start, read-only afterwards
 	reconnect *reconnect.Service // set by Start, read-only afterwards
 	reach     *reach             // set by Start, read-only afterwards
+	org       *org.Service       // set by Start, read-only afterwards
 	usage     *usage.Meter       // set by Start, read-only afterwards
 	ui        *ui.Server         // set by Start, read-only afterwards (nil: not served)
 	uiURL     string             // the dashboard's URL with its token (set with ui)
@@ -230,6 +232,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.newContacts(); err != nil {
 		return err
 	}
+	if err := n.newOrg(); err != nil {
+		return err
+	}
 	if err := n.newAgents(); err != nil {
 		return err
 	}
@@ -275,6 +280,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.contacts.Start(n.ctx); err != nil {
 		return err
 	}
+	n.org.Start()
 	n.startAgents()
 	n.startRecovery()
 	if err := n.startReconnect(); err != nil {
@@ -305,6 +311,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleRooms(n.inbox)
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
+		n.api.HandleOrg(orgAPI{n})
 		n.api.HandleAgents(agentsAPI{n})
 		n.api.HandleUI(n.uiInfo)
 		if !n.cfg.NoUI {
