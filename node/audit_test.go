@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
@@ -179,4 +181,71 @@ func TestUsagePerAgent(t *testing.T) {
 			t.Fatalf("metrics lack %s", w)
 		}
 	}
+}
+
+// openPolicy lets a node invite anyone (as a hostile node would).
+type openPolicy struct{}
+
+func (openPolicy) CanInvite(peer.ID) error { return nil }
+func (openPolicy) Allowed(peer.ID) error   { return nil }
+
+// The user's answers to invites that waited for them are audited.
+func TestInviteAnswersAreAudited(t *testing.T) {
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.SyncInterval = time.Second
+		if i == 1 {
+			c.RoomPolicy = openPolicy{}
+		}
+	}))
+	nt.ConnectAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs := make([]*localapi.Client, 3)
+	for i := range cs {
+		cs[i] = localapi.NewClient(node.SocketPath(nt.Home(i)))
+		defer cs[i].Close()
+	}
+	// Node 2 is a contact of 0 and 1 and brings both into a room: node 1
+	// is a co-member of node 0, not its contact, so its invites wait.
+	needContact(t, nt, 0, 2)
+	needContact(t, nt, 1, 2)
+	res, err := cs[2].OpenRoom(ctx, "carol", localapi.OpenRoomRequest{Name: "shared", Members: []string{nt.ID(0).String(), nt.ID(1).String()}})
+	if err != nil || len(res.Invited) != 2 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return nt.Node(0).Contacts() != nil && sharesRoom(nt, 0, 1) }, "node 0 to see node 1 in the room")
+	var ids []string
+	for _, name := range []string{"first", "second"} {
+		r, err := cs[1].OpenRoom(ctx, "mallory", localapi.OpenRoomRequest{Name: name, Members: []string{nt.ID(0).String()}})
+		if err != nil || len(r.Invited) != 1 {
+			t.Fatalf("open %s: %+v %v", name, r, err)
+		}
+		ids = append(ids, r.RoomID)
+	}
+	nt.WaitFor(30*time.Second, func() bool {
+		w, err := cs[0].Invites(ctx)
+		return err == nil && len(w) == 2
+	}, "two invites to wait on node 0")
+	if _, err := cs[0].InviteAccept(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[0].InviteDecline(ctx, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	got := auditActions(t, nt, 0)
+	for _, w := range []string{"human room.accept " + ids[0], "human room.decline " + ids[1]} {
+		if !slices.Contains(got, w) {
+			t.Fatalf("audit log lacks %q:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+}
+
+// sharesRoom reports whether node i holds a room with node j in it.
+func sharesRoom(nt *nodetest.Net, i, j int) bool {
+	for _, in := range nt.Node(i).Rooms().List() {
+		if slices.Contains(in.Members, nt.ID(j)) {
+			return true
+		}
+	}
+	return false
 }

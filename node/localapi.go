@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // The node's services in the local API's terms (localapi.Agents and
@@ -58,6 +62,7 @@ func (a agentsAPI) Who(ctx context.Context) []localapi.WhoEntry {
 		out[i] = localapi.WhoEntry{PeerID: w.PeerID, Handle: w.Handle, Agent: w.Agent, Address: w.Agent + "@" + w.PeerID,
 			State: w.State, WorkingOn: w.WorkingOn, LastSeen: w.LastSeen, Local: w.Local, Role: w.Role, Capabilities: orEmpty(w.Capabilities)}
 	}
+	a.n.withClaims(out)
 	return out
 }
 
@@ -176,4 +181,63 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// invitesAPI serves the invites that wait for the user (rooms).
+type invitesAPI struct{ n *Node }
+
+var _ localapi.Invites = invitesAPI{}
+
+func (a invitesAPI) List(context.Context) []localapi.WaitingInvite {
+	ws := a.n.rooms.Invites()
+	out := make([]localapi.WaitingInvite, len(ws))
+	for i, w := range ws {
+		out[i] = localapi.WaitingInvite{ID: string(w.Room), RoomName: w.Name, Inviter: w.Inviter.String(), At: w.At, Expires: w.Expires}
+	}
+	return out
+}
+
+func (a invitesAPI) Accept(_ context.Context, ref string) (localapi.InviteAnswer, error) {
+	by := a.inviter(ref)
+	id, err := a.n.rooms.AcceptInvite(ref)
+	if err == nil {
+		a.n.Audit(audit.Record{Actor: string(identity.HumanAgent), Action: audit.RoomAccept, Subject: string(id), Detail: by})
+	}
+	return localapi.InviteAnswer{ID: string(id), Accepted: true}, invitesError(err)
+}
+
+func (a invitesAPI) Decline(_ context.Context, ref string) (localapi.InviteAnswer, error) {
+	by := a.inviter(ref)
+	id, err := a.n.rooms.DeclineInvite(ref)
+	if err == nil {
+		a.n.Audit(audit.Record{Actor: string(identity.HumanAgent), Action: audit.RoomDecline, Subject: string(id), Detail: by})
+	}
+	return localapi.InviteAnswer{ID: string(id)}, invitesError(err)
+}
+
+// inviter is the audit detail of the waiting invite ref names.
+func (a invitesAPI) inviter(ref string) map[string]string {
+	for _, w := range a.n.rooms.Invites() {
+		if ref != "" && strings.HasPrefix(string(w.Room), ref) {
+			return map[string]string{"inviter": w.Inviter.String(), "name": w.Name}
+		}
+	}
+	return nil
+}
+
+func invitesError(err error) error {
+	code, status := "", 0
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rooms.ErrUnknownRoom):
+		code, status = localapi.CodeUnknownRoom, http.StatusNotFound
+	case errors.Is(err, rooms.ErrMalformed):
+		code, status = localapi.CodeAmbiguous, http.StatusConflict
+	case errors.Is(err, rooms.ErrClosed):
+		code, status = localapi.CodeClosed, http.StatusServiceUnavailable
+	default:
+		return err
+	}
+	return localapi.Errorf(status, code, "%v", err)
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // Version is the Parley version reported by the node.
@@ -84,6 +85,7 @@ type Node struct {
 	reach     *reach             // set by Start, read-only afterwards
 	org       *org.Service       // set by Start, read-only afterwards
 	usage     *usage.Meter       // set by Start, read-only afterwards
+	board     *board.Service     // set by Start, read-only afterwards
 	ui        *ui.Server         // set by Start, read-only afterwards (nil: not served)
 	uiURL     string             // the dashboard's URL with its token (set with ui)
 	uiErr     string             // why the dashboard is not served
@@ -287,11 +289,15 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.usage = usage.New(usage.Config{Registry: n.reg})
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage})
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage,
+		Notices: n.boardNotices})
 	if err != nil {
 		return err
 	}
 	n.inbox = ib
+	if err := n.newBoard(); err != nil {
+		return err
+	}
 
 	n.registerMetrics()
 
@@ -312,8 +318,11 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
 		n.api.HandleOrg(orgAPI{n})
+		n.api.HandleInvites(invitesAPI{n})
 		n.api.HandleAgents(agentsAPI{n})
+		n.api.HandleBoard(boardAPI{n})
 		n.api.HandleUI(n.uiInfo)
+		n.api.HandleSpent(n.inbox.Spent)
 		if !n.cfg.NoUI {
 			n.startUI()
 		}

@@ -1,7 +1,9 @@
 package node
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
@@ -21,6 +23,8 @@ var uiActions = []string{
 	"POST /v1/contacts/approve",
 	"POST /v1/contacts/deny",
 	"POST /v1/contacts/revoke",
+	"POST /v1/invites/accept",
+	"POST /v1/invites/decline",
 	"GET /v1/rooms/{room}/log",
 }
 
@@ -120,6 +124,7 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	}
 	out["agents"] = agents
 	out["contacts"] = (contactsAPI{n.contacts}).List(ctx)
+	out["invites"] = (invitesAPI{n}).List(ctx)
 	es, err := audit.List(n.cfg.Home, time.Time{}, auditShown)
 	if err != nil {
 		n.log.Warn("dashboard: audit log", "err", err)
@@ -129,5 +134,19 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	}
 	out["audit"] = es
 	out["usage"] = n.usage.Snapshot()
+	if n.board != nil {
+		claims := []localapi.Claim{}
+		for project, hs := range n.board.Claims() {
+			for _, h := range hs {
+				c := apiClaim(h)
+				c.Project = project
+				claims = append(claims, c)
+			}
+		}
+		slices.SortFunc(claims, func(a, b localapi.Claim) int {
+			return cmp.Or(cmp.Compare(a.Project, b.Project), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Holder, b.Holder))
+		})
+		out["board"] = claims
+	}
 	return out
 }

@@ -87,6 +87,14 @@ func run(t *testing.T, b context.Context, what string, actions ...chromedp.Actio
 	}
 }
 
+// clickJS clicks the element sel names from inside the page, in one step:
+// the lists re-render on live events, so a node found by one protocol call
+// can be gone by the next.
+func clickJS(t *testing.T, b context.Context, sel string) {
+	t.Helper()
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true })()`, sel), "a click on "+sel)
+}
+
 // eval evaluates a JavaScript expression in the page (awaiting a promise).
 func eval[T any](t *testing.T, b context.Context, expr string) T {
 	t.Helper()
@@ -141,8 +149,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	sel := fmt.Sprintf(`#contacts tr[data-peer=%q] button`, other)
-	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!document.querySelector(%q)`, sel), "the contact request on the page")
-	run(t, b, "approve", chromedp.Click(chromedp.CSS(sel)))
+	clickJS(t, b, sel)
 	nt.WaitFor(30*time.Second, func() bool {
 		es, err := c1.Contacts(ctx)
 		return err == nil && len(es) == 1 && es[0].State == "active"
@@ -173,7 +180,8 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// A post from the page reaches bob.
 	room := fmt.Sprintf(`#rooms li[data-room=%q]`, theirs.RoomID)
-	run(t, b, "post from the page", chromedp.Click(chromedp.CSS(room)),
+	clickJS(t, b, room)
+	run(t, b, "post from the page",
 		chromedp.SendKeys(chromedp.CSS("#text"), "hello from the page"), chromedp.Click(chromedp.CSS("#send")))
 	nt.WaitFor(30*time.Second, func() bool {
 		r, err := c1.Read(ctx, "bob", localapi.ReadRequest{Room: theirs.RoomID})
@@ -189,7 +197,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	askSel := fmt.Sprintf(`#human li[data-ask=%q] button`, ask.AskID)
 	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!document.querySelector(%q)`, askSel), "the ask on the page")
-	run(t, b, "reply from the page", chromedp.Click(chromedp.CSS(askSel)),
+	clickJS(t, b, askSel)
+	run(t, b, "reply from the page",
 		chromedp.SendKeys(chromedp.CSS("#text"), "yes, ship it"), chromedp.Click(chromedp.CSS("#send")))
 	res, err := c1.WaitReply(ctx, "bob", ask.AskID, 30*time.Second, false)
 	if err != nil || res.Reply == nil || res.Reply.Text != "yes, ship it" {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/store/schema"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
@@ -73,9 +76,8 @@ func TestSyncWithoutProgressBacksOff(t *testing.T) {
 	// The catch-up after the invite stores nothing and backs off.
 	nt.WaitFor(20*time.Second, func() bool { return counter(t, nt.Node(2), "parley_room_sync_backoffs_total") >= 1 },
 		"node 2 to back off from node 1")
-	// Each round brings the same 8 events, of which node 2 can store none
-	// (node 1's parks in the pending pool once): a sync stops after at
-	// most two rounds instead of asking again.
+	// Each round brings the same 8 events, of which node 2 can store none:
+	// a sync stops after the round instead of asking again.
 	for range 2 {
 		before := counter(t, nt.Node(2), "parley_room_sync_events_received_total")
 		err := mgr(nt, 2).SyncNow(ctx, id, nt.ID(1))
@@ -119,5 +121,42 @@ func TestMetaWithoutCreator(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"name":"r","creator":"garbage","left":true}`), &out); err != nil || !out.Left || out.Creator != "" {
 		t.Fatalf("a bad creator: %+v, %v", out, err)
+	}
+}
+
+// TestDamagedRoomDoesNotStopTheNode: a room whose state cannot be read
+// stays unopened (and is counted), and the node starts with its other
+// rooms, which list and work as before.
+func TestDamagedRoomDoesNotStopTheNode(t *testing.T) {
+	nt := startNet(t, 1)
+	ctx := context.Background()
+	bad, err := mgr(nt, 0).Create(ctx, "damaged", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := mgr(nt, 0).Create(ctx, "fine", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt.Crash(0)
+	db, err := store.Open(filepath.Join(nt.Home(0), "data"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A member key that names no peer.
+	if err := db.Apply([]schema.Op{{Key: schema.RoomMember(string(bad), []byte("not a peer")), Val: make([]byte, 32)}}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	nt.Restart(0)
+	l := mgr(nt, 0).List()
+	if len(l) != 1 || l[0].ID != good {
+		t.Fatalf("rooms after the restart: %+v", l)
+	}
+	say(t, nt, 0, good, "still here")
+	if n := counter(t, nt.Node(0), "parley_rooms_open_failed_total"); n != 1 {
+		t.Fatalf("%v rooms counted as not opened", n)
 	}
 }

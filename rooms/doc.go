@@ -19,7 +19,7 @@
 //	6 parents  [bytes] the author's heads: 32-byte IDs, ≤ 20, sorted, unique
 //	7 depth    uint   max parent depth + 1; 1 for create; < 2^40
 //	8 time     int    author's clock, unix milliseconds, ≥ 0
-//	9 kind     text   create | invite | join | leave | message | ask
+//	9 kind     text   create | invite | join | leave | message | ask | claim | release
 //	10 body    bytes  ≤ 64 KiB; see below
 //	11 reply_to bytes optional: the 32-byte ID of the event answered
 //	12 to      text   optional: agent address NAME or NAME@PEER, canonical form
@@ -29,7 +29,9 @@
 // peer ID; message and ask, UTF-8 text; leave, empty when an agent leaves,
 // or cutoff (8 bytes, big-endian) then a peer ID when a node is out of the
 // room: by itself (the peer is the author; cutoff is ignored and the
-// leave's own seq is used) or removed by the room's creator. To on an
+// leave's own seq is used) or removed by the room's creator; claim and
+// release, a CBOR map that package rooms/board defines and checks (rooms
+// stores it as it is). To on an
 // invite names the agent invited (NAME@PEER); on an ask the agent asked
 // (none: the whole room); on a message whom it is for.
 //

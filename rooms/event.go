@@ -101,11 +101,17 @@ const (
 	// it is owed by that agent, without To by every member agent but the
 	// asker, until a message or ask replies to it.
 	KindAsk Kind = "ask"
+	// KindClaim puts paths on a board room: the body is the claim as
+	// package rooms/board encodes it (rooms stores it as it is).
+	KindClaim Kind = "claim"
+	// KindRelease takes an agent's claims off a board room; the body is
+	// encoded by package rooms/board.
+	KindRelease Kind = "release"
 )
 
 func (k Kind) known() bool {
 	switch k {
-	case KindCreate, KindInvite, KindJoin, KindLeave, KindMessage, KindAsk:
+	case KindCreate, KindInvite, KindJoin, KindLeave, KindMessage, KindAsk, KindClaim, KindRelease:
 		return true
 	}
 	return false

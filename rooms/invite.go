@@ -171,6 +171,18 @@ func (m *Manager) handleInvite(s network.Stream) {
 	if !validTopic(topic) {
 		topic = "" // the room joins its topic when the create event comes
 	}
+	if m.room(id) == nil && !m.trustsInvite(remote) {
+		// Not a contact (a co-member of another room): the invite waits
+		// for the user, and opens nothing until accepted.
+		if err := m.holdInvite(id, name, topic, remote); err != nil {
+			answer(err)
+			return
+		}
+		answer(nil)
+		m.log.Info("invite waits for the user", "room", string(id), "remote", remote.String())
+		m.pulse()
+		return
+	}
 	r, err := m.open(id, m.reopenMeta(id, Meta{Name: name, InvitedBy: remote, Opened: time.Now().UTC(), Topic: topic}), true)
 	if err != nil {
 		answer(err)

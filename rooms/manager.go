@@ -81,8 +81,9 @@ type Manager struct {
 	meshMu sync.Mutex // protects mesh
 	mesh   map[string]map[peer.ID]bool
 
-	changeLog changeLog // which rooms stored events lately (changes.go)
-	leaving   leaving   // rooms this node left that still hand out its leave (membership.go)
+	changeLog changeLog   // which rooms stored events lately (changes.go)
+	leaving   leaving     // rooms this node left that still hand out its leave (membership.go)
+	invites   invitesBook // invites waiting for the user's answer (invites.go)
 }
 
 // Changes returns a channel that receives (without blocking the rooms)
@@ -195,7 +196,9 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 			return true
 		}
 		var meta Meta
-		_ = json.Unmarshal(v, &meta)
+		if err := json.Unmarshal(v, &meta); err != nil {
+			m.log.Warn("room record unreadable; opening the room without it", "room", string(id), "err", err)
+		}
 		metas = append(metas, struct {
 			id   identity.RoomID
 			meta Meta
@@ -205,6 +208,9 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 	if err != nil {
 		return fmt.Errorf("rooms: list rooms: %w", err)
 	}
+	if err := m.loadInvites(); err != nil {
+		return err
+	}
 	for _, rm := range metas {
 		if rm.meta.Leaving {
 			m.keepLeaving(rm.id, rm.meta)
@@ -213,7 +219,11 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 			continue // this node left it; a new invite opens it again
 		}
 		if _, err := m.open(rm.id, rm.meta, false); err != nil {
-			return err
+			// One damaged room must not keep the node (and its other
+			// rooms) down: it stays on disk, unopened, and is named.
+			m.log.Error("room not opened", "room", string(rm.id), "err", err)
+			m.metrics.openFailed.Inc()
+			continue
 		}
 	}
 	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
@@ -402,6 +412,23 @@ func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, e
 		kind = KindAsk
 	}
 	return r.say(ctx, &sayReq{agent: a.Agent, kind: kind, body: []byte(a.Text), replyTo: a.ReplyTo, to: a.To})
+}
+
+// Post posts a claim or a release (KindClaim, KindRelease) with its body as
+// package rooms/board encodes it, and returns its ID once it is stored
+// durably.
+func (m *Manager) Post(ctx context.Context, id identity.RoomID, agent identity.AgentName, kind Kind, body []byte) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	if kind != KindClaim && kind != KindRelease {
+		return ID{}, fmt.Errorf("%w: post %q", ErrBadKind, kind)
+	}
+	if len(body) > MaxBody {
+		return ID{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTextTooLong, len(body), MaxBody)
+	}
+	return r.say(ctx, &sayReq{agent: agent, kind: kind, body: body})
 }
 
 // Leave posts that agent leaves the room.
@@ -708,6 +735,8 @@ type View struct {
 	Time    int64              `json:"time"`
 	// Arrival is the event's place in this node's arrival log (Since only).
 	Arrival uint64 `json:"arrival,omitempty"`
+	// Body is the raw body of a claim or release (package rooms/board).
+	Body []byte `json:"-"`
 }
 
 func viewOf(id ID, e *Event) View {
@@ -724,6 +753,8 @@ func viewOf(id ID, e *Event) View {
 		v.Target, _ = e.InviteTarget()
 	case KindLeave:
 		v.Target, _, _ = e.LeaveTarget()
+	case KindClaim, KindRelease:
+		v.Body = e.Body
 	}
 	return v
 }

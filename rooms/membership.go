@@ -240,7 +240,7 @@ func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID) {
 	}
 	addr, in := "", true
 	switch e.Kind {
-	case KindCreate, KindJoin, KindMessage, KindAsk:
+	case KindCreate, KindJoin, KindMessage, KindAsk, KindClaim, KindRelease:
 		addr = agentAddr(e.Agent, e.Author)
 	case KindInvite:
 		if e.To == "" {

@@ -11,6 +11,11 @@ type metrics struct {
 	synced    prometheus.Counter
 	syncs     *prometheus.CounterVec
 	stalls    prometheus.Counter
+	// rooms that could not be opened at start (damaged state)
+	openFailed prometheus.Counter
+	// invites from nodes that are not contacts: held for the user, or
+	// refused at the bounds
+	invitesHeld, invitesRefused prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
@@ -30,6 +35,15 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_room_sync_sessions_total", Help: "Sync sessions, by role and result.",
 		}, []string{"role", "result"}),
+		invitesHeld: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_invites_held_total", Help: "Invites from nodes that are not contacts, kept for the user's answer.",
+		}),
+		invitesRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_invites_refused_total", Help: "Invites from nodes that are not contacts refused: over the bounds, or declined.",
+		}),
+		openFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_rooms_open_failed_total", Help: "Rooms of the room list that could not be opened at start (their state is damaged).",
+		}),
 		stalls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_sync_backoffs_total", Help: "Syncs whose events were all refused, after which the room backed off from the peer.",
 		}),
@@ -46,7 +60,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.openFailed, mt.invitesHeld, mt.invitesRefused, pending} {
 			_ = reg.Register(c)
 		}
 	}

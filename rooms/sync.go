@@ -76,12 +76,14 @@ func (r *room) noteProgress(p peer.ID, progress bool) {
 	r.m.metrics.stalls.Inc()
 }
 
-// progressMark changes whenever the room stores an event or parks one in
-// its pending pool.
+// progressMark changes whenever the room stores an event. (A round that
+// only parks events in the pending pool is no progress: their parents were
+// in the round, or are by authors this node refuses, so the next round
+// would bring the same events.)
 func (r *room) progressMark() uint64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	n := uint64(r.pendingLen.Load())
+	var n uint64
 	for _, s := range r.vv {
 		n += s
 	}

@@ -89,7 +89,7 @@ func installCmd(g *globals) *cobra.Command {
 	var f installFlags
 	var command string
 	cmd := &cobra.Command{
-		Use:   "install claude|codex|gemini|opencode",
+		Use:   "install claude|codex|gemini|opencode|git-guard",
 		Short: "Register Parley with an agent client: its MCP server and, where the client has them, its hooks",
 		Long: `Write Parley's MCP server entry (parley mcp) and, where the client has them, its
 hooks into the client's config files, keeping everything else in them byte for
@@ -101,10 +101,15 @@ the diff. A file that is not valid JSON/TOML is refused with its line.
   codex     $CODEX_HOME/config.toml and hooks.json (--project: .codex/)
   gemini    ~/.gemini/settings.json (--project: .gemini/settings.json)
   opencode  ~/.config/opencode/opencode.json (--project: opencode.json)
+  git-guard the git repository's pre-commit hook: parley guard refuses a commit
+            touching files another agent has claimed on the board
 
 parley uninstall CLIENT takes out exactly what install added.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == string(install.GitGuard) {
+				return gitGuard(g, cmd, &f, command, false)
+			}
 			client, err := install.ParseClient(args[0])
 			if err != nil {
 				return err
@@ -157,13 +162,16 @@ parley uninstall CLIENT takes out exactly what install added.`,
 func uninstallCmd(g *globals) *cobra.Command {
 	var f installFlags
 	cmd := &cobra.Command{
-		Use:   "uninstall claude|codex|gemini|opencode",
+		Use:   "uninstall claude|codex|gemini|opencode|git-guard",
 		Short: "Take Parley out of an agent client's config files",
 		Long: `Take out exactly what parley install added. A file nothing else changed since
 comes back byte for byte (a file Parley created is removed); otherwise only
 Parley's entries go, and an entry Parley replaced comes back.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == string(install.GitGuard) {
+				return gitGuard(g, cmd, &f, "", true)
+			}
 			client, err := install.ParseClient(args[0])
 			if err != nil {
 				return err

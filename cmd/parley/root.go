@@ -37,7 +37,8 @@ func newRoot() *cobra.Command {
 	root.AddCommand(
 		upCmd(g),
 		idCmd(g), statusCmd(g), peersCmd(g), connectCmd(g), downCmd(g),
-		roomCmd(g), mcpCmd(g), contactCmd(g), agentCmd(g), whoCmd(g), findCmd(g), auditCmd(g), uiCmd(g),
+		claimCmd(g), releaseCmd(g), boardCmd(g), guardCmd(g), worktreeCmd(g),
+		roomCmd(g), invitesCmd(g), mcpCmd(g), contactCmd(g), agentCmd(g), whoCmd(g), findCmd(g), auditCmd(g), uiCmd(g),
 	)
 	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g))
 	return root

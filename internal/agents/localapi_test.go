@@ -118,9 +118,13 @@ func TestLocalAPIContract(t *testing.T) {
 	if strings.TrimSpace(string(raw)) != "[]" {
 		t.Fatalf("find of nothing: %s, want []", raw)
 	}
-	// The node's own agent is found (its own provider records).
-	found, err := c.Find(ctx, "cap:go")
-	if err != nil || len(found) != 1 || found[0].Agent != "coder" || found[0].Role != "reviews code" {
+	// The node's own agent is found (its own provider records). The card is
+	// published by a background job, so wait for it.
+	var found []localapi.CardView
+	if !nodetest.Poll(30*time.Second, func() bool {
+		found, err = c.Find(ctx, "cap:go")
+		return err == nil && len(found) == 1 && found[0].Agent == "coder" && found[0].Role == "reviews code"
+	}) {
 		t.Fatalf("find own agent: %+v %v", found, err)
 	}
 

@@ -52,6 +52,8 @@ const (
 	RoomInvite     = "room.invite"
 	RoomRemove     = "room.remove"
 	RoomLeave      = "room.leave"
+	RoomAccept     = "room.accept"  // an invite that waited for the user, accepted
+	RoomDecline    = "room.decline" // an invite that waited for the user, declined
 	OrgTrust       = "org.trust"
 	OrgUntrust     = "org.untrust"
 	OrgAdd         = "org.add"

@@ -10,7 +10,15 @@ import (
 	"github.com/parley-mesh/parley/rooms"
 )
 
-var _ rooms.Policy = (*Service)(nil)
+var (
+	_ rooms.Policy     = (*Service)(nil)
+	_ rooms.InviteGate = (*Service)(nil)
+)
+
+// TrustInvite reports whether an invite from p opens a room at once: p is
+// a contact whose live certificate grants invites. An invite from another
+// node this policy allows (a co-member of a room) waits for the user.
+func (s *Service) TrustInvite(p peer.ID) bool { return s.CanInvite(p) == nil }
 
 // Allowed returns nil if p may talk to this node: p is this node, holds a
 // live certificate, or is a member of a room this node is in — unless p's

@@ -455,6 +455,9 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 	if err := checkText(req.Text); err != nil {
 		return res, err
 	}
+	if err := checkSpent(req.Spent); err != nil {
+		return res, err
+	}
 	in, err := b.resolve(req.Room)
 	if err != nil {
 		return res, err
@@ -482,6 +485,7 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 		return res, b.roomErr(in.ID, err)
 	}
 	b.cfg.Usage.Posted(string(a), string(in.ID), len(req.Text), req.Ask)
+	b.spent(a, req.Spent)
 	if args.ReplyTo != nil {
 		if ask := b.answered(a, args.ReplyTo.String()); ask != nil {
 			b.cfg.Usage.Answered(string(a), string(in.ID), b.now().Sub(time.UnixMilli(ask.Time)))
@@ -522,7 +526,7 @@ func (b *Inbox) Reply(ctx context.Context, agent string, req localapi.ReplyReque
 	if err != nil {
 		return res, err
 	}
-	return b.Say(ctx, agent, localapi.SayRequest{Room: string(v.Room), Text: req.Text, ReplyTo: req.MessageID, Take: req.Take})
+	return b.Say(ctx, agent, localapi.SayRequest{Room: string(v.Room), Text: req.Text, ReplyTo: req.MessageID, Take: req.Take, Spent: req.Spent})
 }
 
 // find looks an event up by ID in every room.
@@ -547,6 +551,9 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		return res, err
 	}
 	if err := checkText(req.Text); err != nil {
+		return res, err
+	}
+	if err := checkSpent(req.Spent); err != nil {
 		return res, err
 	}
 	if req.To == "" && req.Room == "" {
@@ -590,6 +597,7 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		return res, b.roomErr(in.ID, err)
 	}
 	b.cfg.Usage.Posted(string(a), string(in.ID), len(req.Text), true)
+	b.spent(a, req.Spent)
 	res.AskID, res.Room = eid.String(), ref(in)
 	if err := b.noteAsked(a, eid, in.ID, args); err != nil {
 		return res, err

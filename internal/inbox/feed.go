@@ -62,3 +62,50 @@ func (b *Inbox) Asked(ctx context.Context, agent string) ([]localapi.Item, error
 	}
 	return out, nil
 }
+
+// checkSpent refuses a report of negative or absurd spending.
+func checkSpent(s *localapi.Spend) error {
+	if s == nil {
+		return nil
+	}
+	for _, v := range []*int64{s.TokensIn, s.TokensOut} {
+		if v != nil && (*v < 0 || *v > 1<<40) {
+			return localapi.BadRequest("spent: token counts must be 0 to 2^40, got %d", *v)
+		}
+	}
+	if c := s.CostUSD; c != nil && !(*c >= 0 && *c <= 1e9) {
+		return localapi.BadRequest("spent: cost_usd must be 0 to 1e9, got %v", *c)
+	}
+	return nil
+}
+
+// Spent records what the agent's client reported it spent (tokens and
+// cost): an agent with no report shows them as unknown.
+func (b *Inbox) Spent(ctx context.Context, agent string, s localapi.Spend) error {
+	a, err := parseAgent(agent)
+	if err != nil {
+		return err
+	}
+	if err := checkSpent(&s); err != nil {
+		return err
+	}
+	b.spent(a, &s)
+	return nil
+}
+
+func (b *Inbox) spent(a identity.AgentName, s *localapi.Spend) {
+	if s == nil {
+		return
+	}
+	in, out, cost := int64(-1), int64(-1), -1.0
+	if s.TokensIn != nil {
+		in = *s.TokensIn
+	}
+	if s.TokensOut != nil {
+		out = *s.TokensOut
+	}
+	if s.CostUSD != nil {
+		cost = *s.CostUSD
+	}
+	b.cfg.Usage.Spent(string(a), in, out, cost)
+}

@@ -80,6 +80,9 @@ type Config struct {
 	// Usage counts the agents' messages, asks and answers; nil counts
 	// nothing.
 	Usage *usage.Meter
+	// Notices are other services' items for an agent (the board's), listed
+	// after the replies; with take they are handed out. Nil: none.
+	Notices func(agent identity.AgentName, take bool) []localapi.Item
 }
 
 // Defaults and limits.

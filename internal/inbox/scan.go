@@ -274,6 +274,9 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 			st.dropNote(agent, it.ID)
 		}
 	}
+	if b.cfg.Notices != nil {
+		p.Items = append(p.Items, b.cfg.Notices(agent, take)...)
+	}
 	// Unread messages, oldest first per room, at most MaxMessages.
 	var backlog []identity.RoomID
 	for id, n := range st.unread {

@@ -116,6 +116,7 @@ type WhoEntry struct {
 	Local        bool      `json:"local"`
 	Role         string    `json:"role"`
 	Capabilities []string  `json:"capabilities"`
+	Claims       []Claim   `json:"claims,omitempty"` // what it holds on the boards this node sees
 }
 
 // CardView is a public agent card found through the DHT.
@@ -262,6 +263,15 @@ type InviteRequest struct {
 }
 
 // SayRequest posts a message, or an ask.
+// Spend is what an agent's client says the agent spent since its last
+// report: tokens in and out, cost in US dollars. Each is optional; none is
+// ever guessed.
+type Spend struct {
+	TokensIn  *int64   `json:"tokens_in,omitempty"`
+	TokensOut *int64   `json:"tokens_out,omitempty"`
+	CostUSD   *float64 `json:"cost_usd,omitempty"`
+}
+
 type SayRequest struct {
 	Room    string `json:"room"`               // room ID or the name of one room
 	Text    string `json:"text"`               // not empty, ≤ 64 KiB
@@ -269,6 +279,7 @@ type SayRequest struct {
 	To      string `json:"to,omitempty"`       // NAME@PEER_ID or NAME: whom it is for
 	Ask     bool   `json:"ask,omitempty"`      // post an ask: owed until answered
 	Take    bool   `json:"take,omitempty"`
+	Spent   *Spend `json:"spent,omitempty"` // what the client reported since the agent's last call
 }
 
 // ReplyRequest answers a message or an ask by its ID, in its room.
@@ -276,6 +287,7 @@ type ReplyRequest struct {
 	MessageID string `json:"message_id"`
 	Text      string `json:"text"`
 	Take      bool   `json:"take,omitempty"`
+	Spent     *Spend `json:"spent,omitempty"`
 }
 
 // Posted is a posted event.
@@ -293,6 +305,7 @@ type AskRequest struct {
 	Room        string  `json:"room,omitempty"` // default: a room shared with To, made if needed
 	WaitSeconds float64 `json:"wait_seconds,omitempty"`
 	Take        bool    `json:"take,omitempty"`
+	Spent       *Spend  `json:"spent,omitempty"`
 }
 
 // AskResult is an ask and its reply, if one came in time.
@@ -366,7 +379,7 @@ type AgentRoom struct {
 // first time, then "reminder" with the text cut to one line), an
 // invitation, the reply to its own ask, or a message of a room it is in.
 type Item struct {
-	Kind     string   `json:"kind"` // ask, reminder, invitation, reply, message (read also shows create, invite, join, leave)
+	Kind     string   `json:"kind"` // ask, reminder, invitation, reply, message (read also shows create, invite, join, leave); board notices: claim_free, claim_expiring, claim_lost
 	ID       string   `json:"id"`
 	Room     string   `json:"room"`
 	RoomName string   `json:"room_name"`
@@ -379,6 +392,8 @@ type Item struct {
 	Purpose  string   `json:"purpose,omitempty"` // invitation: the room's purpose
 	Members  []string `json:"members,omitempty"` // invitation: the room's member agents
 	Target   string   `json:"target,omitempty"`  // invite and leave events: the node concerned
+	Paths    []string `json:"paths,omitempty"`   // board notices: the paths concerned
+	Project  string   `json:"project,omitempty"` // board notices: the project
 }
 
 // Pending is what an agent has yet to see. Items come in this order: asks
@@ -421,4 +436,96 @@ func (p Pending) OrEmpty() Pending {
 		p.MoreUnread = []RoomCount{}
 	}
 	return p
+}
+
+// The board: advisory claims on a project's files.
+
+// ClaimRequest puts paths on a project's board.
+type ClaimRequest struct {
+	Project     string   `json:"project"`                // the project key (`parley board` shows it)
+	Paths       []string `json:"paths"`                  // relative to the repository's root; globs *, ** and ?
+	Note        string   `json:"note"`                   // why, in the agent's own words; one line
+	TTLSeconds  float64  `json:"ttl_seconds,omitempty"`  // 0: 30 minutes; at most 8 hours
+	WaitSeconds float64  `json:"wait_seconds,omitempty"` // wait up to this long for a conflicting claim to go
+	Take        bool     `json:"take,omitempty"`
+}
+
+// Claim is one path an agent holds on a board.
+type Claim struct {
+	Path    string    `json:"path"`
+	Holder  string    `json:"holder"` // NAME@PEER_ID
+	Note    string    `json:"note"`
+	Since   time.Time `json:"since"`
+	Expires time.Time `json:"expires"`
+	Event   string    `json:"event"`             // the claim event that set the expiry
+	Project string    `json:"project,omitempty"` // in who: the board's project
+}
+
+// ClaimResult is a claim made.
+type ClaimResult struct {
+	Project       string  `json:"project"`
+	Event         string  `json:"event"`
+	Held          []Claim `json:"held"` // all the agent's claims on the board now
+	WaitedSeconds float64 `json:"waited_seconds"`
+	Pending       Pending `json:"pending"`
+}
+
+// ReleaseRequest takes an agent's claims off a board: the paths as it
+// claimed them, or all of them when Paths is empty.
+type ReleaseRequest struct {
+	Project string   `json:"project"`
+	Paths   []string `json:"paths,omitempty"`
+	Take    bool     `json:"take,omitempty"`
+}
+
+// ReleaseResult is a release made.
+type ReleaseResult struct {
+	Project  string   `json:"project"`
+	Event    string   `json:"event"`
+	Released []string `json:"released"`
+	Held     []Claim  `json:"held"` // the agent's claims left
+	Pending  Pending  `json:"pending"`
+}
+
+// BoardRequest reads a project's board or its history (Path: only the
+// events on paths that overlap it).
+type BoardRequest struct {
+	Project string   `json:"project"`
+	Path    string   `json:"path,omitempty"`
+	Paths   []string `json:"paths,omitempty"` // board: only the claims that overlap one of these
+	Take    bool     `json:"take,omitempty"`
+}
+
+// BoardView is a project's board now.
+type BoardView struct {
+	Project string   `json:"project"`
+	Rooms   []string `json:"rooms"`  // the board's rooms
+	Claims  []Claim  `json:"claims"` // live claims, by path
+	// Alive are the live agent sessions of the board's nodes (this node's
+	// and its contacts' that are in the board), NAME@PEER_ID.
+	Alive []string `json:"alive"`
+	// Note says when claims matter little: only one session is alive.
+	Note    string  `json:"note,omitempty"`
+	Pending Pending `json:"pending"`
+}
+
+// BoardEvent is a claim or release of a board's history and what came of it.
+type BoardEvent struct {
+	ID      string     `json:"id"`
+	Room    string     `json:"room"`
+	Holder  string     `json:"holder"`
+	Kind    string     `json:"kind"` // claim or release
+	Time    time.Time  `json:"time"`
+	Paths   []string   `json:"paths"` // release: none means all the holder's claims
+	Note    string     `json:"note,omitempty"`
+	Expires *time.Time `json:"expires,omitempty"` // claim: when it ends unless renewed or released
+	LostTo  *Claim     `json:"lost_to,omitempty"` // claim: the earlier claim it overlapped (made apart)
+	Bad     string     `json:"bad,omitempty"`     // why a malformed event was ignored
+}
+
+// BoardHistory is a board's claims and releases, oldest first.
+type BoardHistory struct {
+	Project string       `json:"project"`
+	Events  []BoardEvent `json:"events"`
+	Pending Pending      `json:"pending"`
 }

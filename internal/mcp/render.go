@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -38,6 +39,12 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 			out.Text = manual.Invitation(it, you)
 		case "reply":
 			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."}`, it.ID)
+		case "claim_free", "claim_lost":
+			paths, _ := json.Marshal(it.Paths)
+			out.Answer = fmt.Sprintf(`parley_claim {"paths":%s,"note":"<why>"}`, paths)
+		case "claim_expiring":
+			paths, _ := json.Marshal(it.Paths)
+			out.Answer = fmt.Sprintf(`parley_claim {"paths":%s,"note":"<why>"} to renew, or parley_release {"paths":%s}`, paths, paths)
 		default:
 			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."} or parley_say {"room":%q,"text":"..."}`, it.ID, it.Room)
 		}
@@ -83,6 +90,11 @@ func renderPending(items []Pending, more []RoomCount) string {
 	section("↩️ Replies to your asks:", "reply", func(it Pending) {
 		fmt.Fprintf(&b, "\n• [reply %s to your ask %s] from %s:\n  %s", it.ID, it.ReplyTo, it.From, indent(clip(it.Text)))
 	})
+	for _, k := range []string{"claim_lost", "claim_free", "claim_expiring"} {
+		section("📌 The board:", k, func(it Pending) {
+			fmt.Fprintf(&b, "\n• %s\n  → %s", it.Text, it.Answer)
+		})
+	}
 	section("💬 Unread messages:", "message", func(it Pending) {
 		fmt.Fprintf(&b, "\n• [%s %s] room %q, from %s%s:\n  %s\n  → %s", it.Kind, it.ID, it.RoomName, it.From, labelled(" to ", it.To), indent(clip(it.Text)), it.Answer)
 	})

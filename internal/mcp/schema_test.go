@@ -23,7 +23,8 @@ func TestToolSchemasArePortable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"parley_register", "parley_who", "parley_find", "parley_room_open", "parley_invite", "parley_say",
-		"parley_read", "parley_ask", "parley_wait", "parley_reply", "parley_dismiss", "parley_leave"}
+		"parley_read", "parley_ask", "parley_wait", "parley_reply", "parley_dismiss", "parley_leave",
+		"parley_claim", "parley_release", "parley_board"}
 	var names []string
 	for _, tool := range tl.Tools {
 		names = append(names, tool.Name)

@@ -29,6 +29,21 @@ type Thread struct {
 
 func (t Thread) thread() string { return t.ThreadID }
 
+// Spend is what the agent spent since its last Parley call, when its client
+// tells it (say, ask and reply accept it); Parley never guesses it.
+type Spend struct {
+	TokensIn  *int64   `json:"tokens_in,omitempty" jsonschema:"optional, only if your client reports it: input tokens used since your last Parley call"`
+	TokensOut *int64   `json:"tokens_out,omitempty" jsonschema:"optional, only if your client reports it: output tokens used since your last Parley call"`
+	CostUSD   *float64 `json:"cost_usd,omitempty" jsonschema:"optional, only if your client reports it: cost in US dollars since your last Parley call"`
+}
+
+func (s Spend) spent() *localapi.Spend {
+	if s.TokensIn == nil && s.TokensOut == nil && s.CostUSD == nil {
+		return nil
+	}
+	return &localapi.Spend{TokensIn: s.TokensIn, TokensOut: s.TokensOut, CostUSD: s.CostUSD}
+}
+
 // Envelope is the part of every tool's structured output that Parley adds:
 // the error, if the call failed, and what is pending for the agent.
 type Envelope struct {
@@ -41,7 +56,7 @@ func (e *Envelope) env() *Envelope { return e }
 
 // Pending is one item for the agent.
 type Pending struct {
-	Kind     string   `json:"kind" jsonschema:"ask (someone waits for your answer), reminder (an ask you still owe), invitation, reply (to your ask) or message"`
+	Kind     string   `json:"kind" jsonschema:"ask (someone waits for your answer), reminder (an ask you still owe), invitation, reply (to your ask), message, or from the board: claim_free (paths you were refused are free), claim_expiring (your claim ends soon), claim_lost (your claim lost to one made during a partition)"`
 	ID       string   `json:"id"`
 	Room     string   `json:"room"`
 	RoomName string   `json:"room_name"`
@@ -101,6 +116,7 @@ type Agent struct {
 	Capabilities []string `json:"capabilities"`
 	LastSeen     string   `json:"last_seen"`
 	Local        bool     `json:"local"`
+	Claims       []string `json:"claims" jsonschema:"what it holds on the project boards: path, until when, and why"`
 }
 
 // Room is a room the agent is in.
@@ -176,6 +192,7 @@ type PostOut struct {
 // SayIn is parley_say's input.
 type SayIn struct {
 	Thread
+	Spend
 	Room    string `json:"room" jsonschema:"room ID (or the name of one of your rooms)"`
 	Text    string `json:"text" jsonschema:"the message (up to 64 KiB)"`
 	To      string `json:"to,omitempty" jsonschema:"optional: the agent it is for, NAME@PEER_ID"`
@@ -213,6 +230,7 @@ type ReadOut struct {
 // AskIn is parley_ask's input.
 type AskIn struct {
 	Thread
+	Spend
 	Text        string `json:"text" jsonschema:"your question"`
 	To          string `json:"to,omitempty" jsonschema:"agent NAME@PEER_ID, or NAME on your node; without it the whole room is asked"`
 	Room        string `json:"room,omitempty" jsonschema:"room to ask in; default: a room of you two (made if needed)"`
@@ -248,6 +266,7 @@ type WaitIn struct {
 // ReplyIn is parley_reply's input.
 type ReplyIn struct {
 	Thread
+	Spend
 	MessageID string `json:"message_id" jsonschema:"id of the message or ask you answer"`
 	Text      string `json:"text" jsonschema:"your answer"`
 }
@@ -294,6 +313,9 @@ func (s *Server) MCP() *sdk.Server {
 	addTool(srv, s, "parley_wait", "Block until the reply to your ask arrives (ask_id), or until anything new arrives for you, at most wait_seconds.", s.wait)
 	addTool(srv, s, "parley_reply", "Answer a message or an ask (as shown in your pending items) by its id.", s.reply)
 	addTool(srv, s, "parley_dismiss", "Drop an ask you owe without answering it; it stops being shown to you.", s.dismiss)
+	addTool(srv, s, "parley_claim", "Before you change shared files, put them on the project's board with a note saying why: other agents see who works on what. A claim that overlaps another agent's is refused with its holder, note and expiry (wait_seconds waits for it to go). Claims expire (ttl_minutes, default 30); claim again to renew.", s.claim)
+	addTool(srv, s, "parley_release", "Take your claims off the project's board when you are done with the files.", s.release)
+	addTool(srv, s, "parley_board", "Show the project's board: who works on which files, why, and until when; with history, who held what and when.", s.board)
 	addTool(srv, s, "parley_leave", "Leave a room: you stop getting its messages and cannot post there until invited again.", s.leave)
 	return srv
 }
@@ -386,13 +408,15 @@ func (s *Server) who(ctx context.Context, c *call, in Empty) (WhoOut, string, er
 	c.take(res.Pending)
 	for _, w := range res.Agents {
 		out.Agents = append(out.Agents, Agent{Address: w.Address, Handle: w.Handle, State: w.State, Role: w.Role,
-			WorkingOn: w.WorkingOn, Capabilities: orEmpty(w.Capabilities), LastSeen: w.LastSeen.UTC().Format(time.RFC3339), Local: w.Local})
+			WorkingOn: w.WorkingOn, Capabilities: orEmpty(w.Capabilities), LastSeen: w.LastSeen.UTC().Format(time.RFC3339), Local: w.Local,
+			Claims: claimLines(w.Claims)})
 	}
 	out.Rooms = rooms(res.Rooms)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d agents alive:", len(out.Agents))
 	for _, a := range out.Agents {
-		fmt.Fprintf(&b, "\n• %s (%s)%s%s", a.Address, a.State, labelled(" role: ", a.Role), labelled(" — working on: ", a.WorkingOn))
+		fmt.Fprintf(&b, "\n• %s (%s)%s%s%s", a.Address, a.State, labelled(" role: ", a.Role), labelled(" — working on: ", a.WorkingOn),
+			labelled(" — claims: ", strings.Join(a.Claims, "; ")))
 	}
 	writeRooms(&b, out.Rooms)
 	return out, b.String(), nil
@@ -484,7 +508,7 @@ func (s *Server) invite(ctx context.Context, c *call, in InviteIn) (PostOut, str
 }
 
 func (s *Server) say(ctx context.Context, c *call, in SayIn) (PostOut, string, error) {
-	res, err := s.api.Say(ctx, c.agent, localapi.SayRequest{Room: in.Room, Text: in.Text, To: in.To, ReplyTo: in.ReplyTo, Take: true})
+	res, err := s.api.Say(ctx, c.agent, localapi.SayRequest{Room: in.Room, Text: in.Text, To: in.To, ReplyTo: in.ReplyTo, Take: true, Spent: in.spent()})
 	if err != nil {
 		return PostOut{}, "", err
 	}
@@ -494,7 +518,7 @@ func (s *Server) say(ctx context.Context, c *call, in SayIn) (PostOut, string, e
 }
 
 func (s *Server) reply(ctx context.Context, c *call, in ReplyIn) (PostOut, string, error) {
-	res, err := s.api.Reply(ctx, c.agent, localapi.ReplyRequest{MessageID: in.MessageID, Text: in.Text, Take: true})
+	res, err := s.api.Reply(ctx, c.agent, localapi.ReplyRequest{MessageID: in.MessageID, Text: in.Text, Take: true, Spent: in.spent()})
 	if err != nil {
 		return PostOut{}, "", err
 	}
@@ -576,7 +600,7 @@ func askOut(res localapi.AskResult) AskOut {
 
 func (s *Server) ask(ctx context.Context, c *call, in AskIn) (AskOut, string, error) {
 	res, err := s.api.Ask(ctx, c.agent, localapi.AskRequest{Text: in.Text, To: in.To, Room: in.Room,
-		WaitSeconds: waitFor(in.WaitSeconds).Seconds(), Take: true})
+		WaitSeconds: waitFor(in.WaitSeconds).Seconds(), Take: true, Spent: in.spent()})
 	if err != nil {
 		return AskOut{}, "", err
 	}

@@ -20,6 +20,8 @@
 //	                                   admit:32 first:8BE back:1 (its events up to seq
 //	                                   cutoff belong to the membership that admit began
 //	                                   at seq first; back: invited again since)
+//	w/<room>                           an invite from a node that is not a contact, waiting
+//	                                   for the user's answer, or declined (JSON, rooms)
 //	c/<peer>                           contact records
 //	p/<peer>                           where a contact or room member was last reached:
 //	                                   CBOR {t, a: [multiaddr]} (internal/reconnect)
@@ -150,6 +152,12 @@ func RoomOut(room string, p []byte) []byte { return roomKey(room, "x/", PeerByte
 
 // RoomsPrefix is the prefix of every room key.
 func RoomsPrefix() []byte { return []byte("r/") }
+
+// WaitingInvite is an invite waiting for the user's answer (rooms).
+func WaitingInvite(room string) []byte { return append([]byte("w/"), room...) }
+
+// WaitingInvitePrefix is the prefix of every waiting invite.
+func WaitingInvitePrefix() []byte { return []byte("w/") }
 
 // Contact is one contact record.
 func Contact(p []byte) []byte { return append([]byte("c/"), PeerBytes(p)...) }

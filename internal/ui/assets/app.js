@@ -1,8 +1,12 @@
 "use strict";
 (function () {
   var token = new URLSearchParams(location.search).get("t") || "";
-  var S = { node: "", handle: "", max: 200, rooms: [], events: {}, dropped: {}, unread: {}, sel: "", panels: {}, seen: {} };
-  window.parley = S; // for tests and the curious: S.seen[eventID] is when the page got it (ms)
+  var S = { node: "", handle: "", max: 200, rooms: [], events: {}, dropped: {}, unread: {}, sel: "", panels: {}, seen: {},
+    lat: [], latN: 0 };
+  // For tests and the curious: S.seen[eventID] is when the page got an event
+  // it holds (ms); S.lat the last 1000 delays from an event's time to the
+  // page (ms), S.latN how many were measured.
+  window.parley = S;
   var $ = function (id) { return document.getElementById(id); };
 
   function el(tag, attrs, kids) {
@@ -109,11 +113,14 @@
   function addEvents(m) {
     var list = S.events[m.room] || (S.events[m.room] = []);
     var now = Date.now();
-    m.events.forEach(function (e) { S.seen[e.id] = now; list.push(e); });
+    m.events.forEach(function (e) {
+      S.seen[e.id] = now; list.push(e);
+      S.lat[S.latN++ % 1000] = now - e.time;
+    });
     S.dropped[m.room] = (S.dropped[m.room] || 0) + (m.skipped || 0);
     if (list.length > S.max) {
       S.dropped[m.room] += list.length - S.max;
-      list.splice(0, list.length - S.max);
+      list.splice(0, list.length - S.max).forEach(function (e) { delete S.seen[e.id]; });
     }
     if (m.room !== S.sel) {
       S.unread[m.room] = (S.unread[m.room] || 0) + m.events.filter(function (e) { return e.kind === "message" || e.kind === "ask"; }).length;
@@ -183,6 +190,24 @@
         return row([a.name, el("span", {}, [bar, " " + a.messages]), a.bytes, a.asks_made, a.asks_answered,
           a.asks_answered ? a.answer_seconds_avg.toFixed(1) + " s" : "",
           unk(a.tokens_in) + " / " + unk(a.tokens_out), unk(a.cost_usd, function (v) { return "$" + v.toFixed(4); })]);
+      })));
+    },
+    invites: function (is) {
+      $("invites-panel").hidden = !(is || []).length;
+      fill($("invites"), (is || []).map(function (w) {
+        var r = row([w.room_name || short(w.id), "from " + short(w.inviter), el("span", {}, [
+          btn("accept", function () { act("/v1/invites/accept", { id: w.id }); }),
+          btn("decline", function () { act("/v1/invites/decline", { id: w.id }); })])]);
+        r.setAttribute("data-invite", w.id);
+        return r;
+      }));
+    },
+    board: function (cs) {
+      $("board-panel").hidden = false;
+      fill($("board"), [head(["path", "holder", "note", "until"])].concat((cs || []).map(function (c) {
+        var r = row([c.path, addr(c.holder), c.note, new Date(c.expires).toLocaleTimeString()]);
+        r.setAttribute("title", "project " + c.project);
+        return r;
       })));
     },
     moderation: function (m) {

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/gitrepo"
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+// project resolves --project and the paths against the working folder.
+func project(ctx context.Context, key string, paths []string) (string, []string, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", nil, err
+	}
+	return gitrepo.Project(ctx, cwd, key, paths)
+}
+
+func untilText(t time.Time) string {
+	d := time.Until(t).Round(time.Second)
+	return fmt.Sprintf("%s (in %s)", t.Local().Format("15:04:05"), d)
+}
+
+func claimCmd(g *globals) *cobra.Command {
+	var as, key, note string
+	var ttl, wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "claim PATH...",
+		Short: "Put files on the project's board: you work on them, and say why",
+		Long: `Claims are advisory: other agents of the project see who works on what, why and until when,
+and a claim that overlaps another agent's is refused with its holder, note and expiry. PATH is a
+file, a folder (all of it) or a glob (*, ** and ?), relative to the working folder; the project
+is the git repository around it (its root commit), or --project KEY. A claim lasts --ttl
+(renew it by claiming again) unless released.`,
+		Example: `  parley claim rooms/room.go rooms/*_test.go --note "splitting the room loop" --ttl 45m
+  parley claim docs/ --note "rewriting the guide" --wait 60s`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ttl < 0 || wait < 0 {
+				return errors.New("--ttl and --wait must not be negative")
+			}
+			g2 := *g
+			g2.timeout += wait
+			return call(&g2, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ClaimResult, error) {
+				k, paths, err := project(ctx, key, args)
+				if err != nil {
+					return localapi.ClaimResult{}, err
+				}
+				req := localapi.ClaimRequest{Project: k, Paths: paths, Note: note, TTLSeconds: ttl.Seconds()}
+				deadline := time.Now().Add(wait)
+				for {
+					// The node waits at most localapi.MaxWait per call.
+					left := time.Until(deadline)
+					req.WaitSeconds = max(0, min(left, localapi.MaxWait).Seconds())
+					res, err := c.Claim(ctx, as, req)
+					if localapi.IsCode(err, localapi.CodeClaimed) && time.Until(deadline) > 0 {
+						continue
+					}
+					return res, err
+				}
+			}, func(w io.Writer, v localapi.ClaimResult) {
+				for _, h := range v.Held {
+					fmt.Fprintf(w, "claimed %s until %s\n", h.Path, untilText(h.Expires))
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", human, "agent that claims")
+	cmd.Flags().StringVar(&key, "project", "", "project key (default: the git repository around the working folder)")
+	cmd.Flags().StringVar(&note, "note", "", "why you work on it, in your own words (required)")
+	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Minute, "how long the claim lasts (at most 8h)")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for a conflicting claim to be released or to expire")
+	return cmd
+}
+
+func releaseCmd(g *globals) *cobra.Command {
+	var as, key string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "release [PATH...]",
+		Short: "Take your claims off the project's board (each PATH as you claimed it, or --all)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !all {
+				return errors.New("name the paths to release, or --all")
+			}
+			if len(args) > 0 && all {
+				return errors.New("--all takes no paths")
+			}
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ReleaseResult, error) {
+				k, paths, err := project(ctx, key, args)
+				if err != nil {
+					return localapi.ReleaseResult{}, err
+				}
+				return c.Release(ctx, as, localapi.ReleaseRequest{Project: k, Paths: paths})
+			}, func(w io.Writer, v localapi.ReleaseResult) {
+				fmt.Fprintf(w, "released %s\n", strings.Join(v.Released, " "))
+			})
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", human, "agent that releases")
+	cmd.Flags().StringVar(&key, "project", "", "project key (default: the git repository around the working folder)")
+	cmd.Flags().BoolVar(&all, "all", false, "release every claim of the agent")
+	return cmd
+}
+
+func boardCmd(g *globals) *cobra.Command {
+	var as, key string
+	cmd := &cobra.Command{
+		Use:   "board",
+		Short: "Show the project's board: who works on which files, why, and until when",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.BoardView, error) {
+				k, _, err := project(ctx, key, nil)
+				if err != nil {
+					return localapi.BoardView{}, err
+				}
+				return c.Board(ctx, as, localapi.BoardRequest{Project: k})
+			}, func(w io.Writer, v localapi.BoardView) {
+				if len(v.Claims) == 0 {
+					fmt.Fprintf(w, "the board of project %s is empty (claim with `parley claim PATH --note TEXT`)\n", v.Project)
+					return
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "PATH\tHOLDER\tUNTIL\tNOTE")
+				for _, h := range v.Claims {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", h.Path, h.Holder, untilText(h.Expires), oneLine(h.Note, 60))
+				}
+				tw.Flush()
+			})
+		},
+	}
+	cmd.PersistentFlags().StringVar(&as, "as", human, "agent that reads")
+	cmd.PersistentFlags().StringVar(&key, "project", "", "project key (default: the git repository around the working folder)")
+	cmd.AddCommand(boardHistoryCmd(g, &as, &key))
+	return cmd
+}
+
+func boardHistoryCmd(g *globals, as, key *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "history [PATH]",
+		Short: "Who held what, when and why: the board's claims and releases, oldest first",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.BoardHistory, error) {
+				k, paths, err := project(ctx, *key, args)
+				if err != nil {
+					return localapi.BoardHistory{}, err
+				}
+				req := localapi.BoardRequest{Project: k}
+				if len(paths) == 1 {
+					req.Path = paths[0]
+				}
+				return c.BoardHistory(ctx, *as, req)
+			}, func(w io.Writer, v localapi.BoardHistory) {
+				for _, e := range v.Events {
+					paths := strings.Join(e.Paths, " ")
+					if e.Kind == "release" && paths == "" {
+						paths = "(all)"
+					}
+					line := fmt.Sprintf("%s  %s %s %s", e.Time.Local().Format("2006-01-02 15:04:05"), e.Holder, e.Kind, paths)
+					if e.Note != "" {
+						line += fmt.Sprintf(" — %q", e.Note)
+					}
+					if e.LostTo != nil {
+						line += fmt.Sprintf(" (lost to %s's claim on %s)", e.LostTo.Holder, e.LostTo.Path)
+					}
+					if e.Bad != "" {
+						line += " (ignored: " + e.Bad + ")"
+					}
+					fmt.Fprintln(w, line)
+				}
+			})
+		},
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// gitIn runs git in dir with a fixed identity and no user config.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.org", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// runIn runs one CLI command in dir and returns stdout, stderr and the
+// exit code.
+func runIn(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(parleyBin, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func runInJSON(t *testing.T, dir string, v any, args ...string) {
+	t.Helper()
+	out, errs, code := runIn(t, dir, append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("parley %v: exit %d: %s", args, code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("parley %v: bad JSON %q: %v", args, out, err)
+	}
+}
+
+// twoClones makes a repository with one commit and two clones of it.
+func twoClones(t *testing.T) (string, string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	base := t.TempDir()
+	origin := filepath.Join(base, "origin")
+	if err := os.MkdirAll(filepath.Join(origin, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, origin, "init", "-q", "-b", "main")
+	for _, f := range []string{"src/a.go", "src/b.go", "README.md"} {
+		if err := os.WriteFile(filepath.Join(origin, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitIn(t, origin, "add", ".")
+	gitIn(t, origin, "commit", "-q", "-m", "first")
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	gitIn(t, base, "clone", "-q", origin, a)
+	gitIn(t, base, "clone", "-q", origin, b)
+	return a, b
+}
+
+// TestCLIBoard: two nodes on clones of one repository share its board. A
+// claim on A is seen on B; B's conflicting claim fails naming A's note;
+// after A's release B's claim succeeds; the history shows both.
+func TestCLIBoard(t *testing.T) {
+	repoA, repoB := twoClones(t)
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback)
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	idB := peerID(t, homeB)
+	befriend(t, homeA, homeB, idB)
+
+	// Bad input first: it is refused and changes nothing.
+	for _, args := range [][]string{
+		{"claim", "src/a.go"},                     // no note
+		{"claim", "../outside.go", "--note", "x"}, // outside the repository
+		{"claim", "src/a.go", "--note", "x", "--ttl", "9h"},
+		{"release", "src/a.go"}, // not held
+	} {
+		if _, errs, code := runIn(t, repoA, append([]string{"--home", homeA}, args...)...); code == 0 || errs == "" {
+			t.Errorf("parley %v: exit %d, stderr %q", args, code, errs)
+		}
+	}
+
+	if _, errs, code := runIn(t, filepath.Join(repoA, "src"), "--home", homeA, "claim", "a.go", "--note", "splitting the parser", "--ttl", "20m"); code != 0 {
+		t.Fatalf("claim on A: %s", errs)
+	}
+	var bv localapi.BoardView
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		runInJSON(t, repoB, &bv, "--home", homeB, "board")
+		return len(bv.Claims) == 1 && bv.Claims[0].Path == "src/a.go" && bv.Claims[0].Note == "splitting the parser"
+	}, "B's board to show A's claim")
+
+	if _, errs, code := runIn(t, repoB, "--home", homeB, "claim", "src/*.go", "--note", "formatting"); code == 0 || !strings.Contains(errs, "splitting the parser") {
+		t.Fatalf("B's conflicting claim: exit %d, %q", code, errs)
+	}
+	if _, errs, code := runIn(t, repoA, "--home", homeA, "release", "src/a.go"); code != 0 {
+		t.Fatalf("release on A: %s", errs)
+	}
+	// B waits for A's release to reach it.
+	var cr localapi.ClaimResult
+	runInJSON(t, repoB, &cr, "--home", homeB, "claim", "src/*.go", "--note", "formatting", "--wait", "30s")
+	if len(cr.Held) != 1 || cr.Held[0].Path != "src/*.go" {
+		t.Fatalf("B's claim: %+v", cr)
+	}
+	var hist localapi.BoardHistory
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		runInJSON(t, repoA, &hist, "--home", homeA, "board", "history", "src/a.go")
+		return len(hist.Events) == 3
+	}, "A's history to hold the claim, the release and B's claim")
+	if hist.Events[0].Note != "splitting the parser" || hist.Events[1].Kind != "release" || hist.Events[2].Note != "formatting" {
+		t.Fatalf("history: %+v", hist.Events)
+	}
+	out, _, _ := runIn(t, repoB, "--home", homeB, "board", "history")
+	if !strings.Contains(out, "splitting the parser") || !strings.Contains(out, "formatting") {
+		t.Fatalf("history as text: %s", out)
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		runInJSON(t, repoA, &bv, "--home", homeA, "board")
+		return len(bv.Claims) == 1 && bv.Claims[0].Note == "formatting"
+	}, "A's board to show B's claim")
+	gitGuardCheck(t, repoA, homeA)
+
+	// A worktree of its own for an agent, on the board; removing it frees it.
+	if _, errs, code := runIn(t, repoA, "--home", homeA, "worktree", "add", "feature", "--as", "alice"); code != 0 {
+		t.Fatalf("worktree add: %s", errs)
+	}
+	if _, err := os.Stat(filepath.Join(repoA, ".worktrees", "feature", "src", "a.go")); err != nil {
+		t.Fatalf("no worktree: %v", err)
+	}
+	if st := gitIn(t, repoA, "status", "--porcelain"); strings.Contains(st, ".worktrees") {
+		t.Fatalf("the worktree shows in git status: %s", st)
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		runInJSON(t, repoB, &bv, "--home", homeB, "board")
+		for _, c := range bv.Claims {
+			if c.Path == ".worktrees/feature/**" && strings.HasPrefix(c.Holder, "alice@") {
+				return true
+			}
+		}
+		return false
+	}, "B's board to show alice's worktree")
+	if _, errs, code := runIn(t, repoA, "--home", homeA, "worktree", "remove", "feature", "--as", "alice"); code != 0 {
+		t.Fatalf("worktree remove: %s", errs)
+	}
+	runInJSON(t, repoA, &bv, "--home", homeA, "board")
+	for _, c := range bv.Claims {
+		if strings.HasPrefix(c.Path, ".worktrees/") {
+			t.Fatalf("the worktree's claim stayed: %+v", c)
+		}
+	}
+}
+
+// gitGuardCheck: with the guard installed in A's clone, a commit touching a
+// file B claimed is refused naming B's note, and goes through with the
+// override; uninstall takes the hook out.
+func gitGuardCheck(t *testing.T, repoA, homeA string) {
+	t.Helper()
+	if _, errs, code := runIn(t, repoA, "--home", homeA, "install", "git-guard"); code != 0 {
+		t.Fatalf("install git-guard: %s", errs)
+	}
+	hook := filepath.Join(repoA, ".git", "hooks", "pre-commit")
+	if _, err := os.Stat(hook); err != nil {
+		t.Fatalf("no hook: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(repoA, "src", "b.go"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repoA, "add", "src/b.go")
+	commit := exec.Command("git", "-C", repoA, "commit", "-q", "-m", "touch b")
+	commit.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.org", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := commit.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "formatting") {
+		t.Fatalf("the guarded commit: %v\n%s", err, out)
+	}
+	commit = exec.Command("git", "-C", repoA, "commit", "-q", "-m", "touch b")
+	commit.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.org", "GIT_CONFIG_GLOBAL=/dev/null", "PARLEY_GUARD=off")
+	if out, err := commit.CombinedOutput(); err != nil {
+		t.Fatalf("the commit with PARLEY_GUARD=off: %v\n%s", err, out)
+	}
+	if _, errs, code := runIn(t, repoA, "--home", homeA, "uninstall", "git-guard"); code != 0 {
+		t.Fatalf("uninstall git-guard: %s", errs)
+	}
+	if _, err := os.Stat(hook); !os.IsNotExist(err) {
+		t.Fatalf("the hook Parley created is still there: %v", err)
+	}
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/install"
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+// gitOut runs git in dir and returns its output, trimmed.
+func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return strings.TrimRight(out.String(), "\n"), nil
+}
+
+func guardCmd(g *globals) *cobra.Command {
+	var as, key string
+	cmd := &cobra.Command{
+		Use:   "guard",
+		Short: "Refuse a commit touching files another agent has claimed (the git pre-commit hook runs it)",
+		Long: `Checks the staged files against the project's board and fails when one of them is
+claimed by another agent: by an agent of another node, or, with --as (or $PARLEY_AGENT), by
+any agent but that one. Install it as a pre-commit hook with parley install git-guard.
+To commit anyway: PARLEY_GUARD=off git commit ..., or git commit --no-verify. With no node
+running it says so and lets the commit through.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Getenv("PARLEY_GUARD") == "off" {
+				return nil
+			}
+			if as == "" {
+				as = os.Getenv("PARLEY_AGENT")
+			}
+			c, ctx, cancel, err := g.client(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			defer c.Close()
+			wd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			out, err := gitOut(ctx, wd, "diff", "--cached", "--name-only", "-z")
+			if err != nil {
+				return err
+			}
+			var staged []string
+			for _, f := range strings.Split(out, "\x00") {
+				if f != "" {
+					staged = append(staged, f)
+				}
+			}
+			if len(staged) == 0 {
+				return nil
+			}
+			k, _, err := project(ctx, key, nil)
+			if err != nil {
+				return err
+			}
+			id, err := c.ID(ctx)
+			if errors.Is(err, localapi.ErrNoNode) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "parley guard: no node is running; the board is not checked")
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			reader := as
+			if reader == "" {
+				reader = human
+			}
+			v, err := c.Board(ctx, reader, localapi.BoardRequest{Project: k, Paths: staged})
+			if err != nil {
+				return g.apiErr(err)
+			}
+			var theirs []localapi.Claim
+			for _, h := range v.Claims {
+				mine := strings.HasSuffix(h.Holder, "@"+id.PeerID)
+				if as != "" {
+					mine = h.Holder == as+"@"+id.PeerID
+				}
+				if !mine {
+					theirs = append(theirs, h)
+				}
+			}
+			if len(theirs) == 0 {
+				return nil
+			}
+			w := cmd.ErrOrStderr()
+			fmt.Fprintln(w, "parley guard: this commit touches files another agent has claimed:")
+			for _, h := range theirs {
+				fmt.Fprintf(w, "  %s — %s until %s: %q\n", h.Path, h.Holder, h.Expires.Local().Format(time.DateTime), h.Note)
+			}
+			fmt.Fprintln(w, "Talk to them (parley board shows who), or commit anyway: PARLEY_GUARD=off git commit ... (or git commit --no-verify).")
+			return errors.New("commit refused by parley guard")
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", "", "the agent committing: its own claims do not count (default $PARLEY_AGENT; none: every agent of this node)")
+	cmd.Flags().StringVar(&key, "project", "", "project key (default: the git repository around the working folder)")
+	return cmd
+}
+
+// gitGuard installs or uninstalls the pre-commit hook of the repository
+// around the working folder.
+func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, uninstall bool) error {
+	if f.user {
+		return errors.New("the git guard goes into a repository; --user does not apply")
+	}
+	ctx := cmd.Context()
+	dir := f.dir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		dir = wd
+	}
+	root, err := gitOut(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return fmt.Errorf("the git guard needs a git repository: %v", err)
+	}
+	hooks, err := gitOut(ctx, dir, "rev-parse", "--git-path", "hooks")
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(hooks) {
+		hooks = filepath.Join(dir, hooks)
+	}
+	env, err := f.env(g, true)
+	if err != nil {
+		return err
+	}
+	env.ProjectDir = root
+	if command == "" {
+		if command, err = defaultCommand(install.User); err != nil {
+			return err
+		}
+	}
+	var plan *install.Plan
+	for attempt := 0; ; attempt++ {
+		if uninstall {
+			plan, err = install.UninstallGitGuard(env, hooks)
+		} else {
+			plan, err = install.InstallGitGuard(env, hooks, command, homeArgs(env.ParleyHome))
+		}
+		if err != nil {
+			return err
+		}
+		if f.dryRun {
+			break
+		}
+		err = plan.Apply()
+		if errors.Is(err, install.ErrRaced) && attempt < 2 {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	if !f.dryRun {
+		action := audit.Install
+		if uninstall {
+			action = audit.Uninstall
+		}
+		auditInstall(cmd, env.ParleyHome, action, plan)
+	}
+	return printPlan(g, cmd.OutOrStdout(), plan, f.dryRun, env, install.GitGuard, install.Project)
+}

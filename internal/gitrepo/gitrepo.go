@@ -1,0 +1,184 @@
+// Package gitrepo finds the git repository around a folder and what the
+// board needs of it: its root folder, the project key (from the root
+// commit, so every clone has the same one) and paths relative to the root.
+// It runs the git program.
+package gitrepo
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+var (
+	// ErrNotRepo is returned when a folder is not inside a git repository.
+	ErrNotRepo = errors.New("gitrepo: not inside a git repository")
+	// ErrNoCommit is returned when the repository has no commit yet.
+	ErrNoCommit = errors.New("gitrepo: the repository has no commit yet")
+	// ErrOutside is returned for a path outside the repository.
+	ErrOutside = errors.New("gitrepo: path outside the repository")
+	// ErrBadKey is returned for a project key that is not acceptable.
+	ErrBadKey = errors.New("gitrepo: bad project key")
+)
+
+// Repo is a git working copy.
+type Repo struct {
+	Root string // the working copy's top folder, absolute, symlinks resolved
+}
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// Open finds the repository that holds dir.
+func Open(ctx context.Context, dir string) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("gitrepo: %w", err)
+	}
+	root, err := git(ctx, abs, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s (%v)", ErrNotRepo, abs, err)
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	return &Repo{Root: root}, nil
+}
+
+// ProjectKey is the repository's project key: the first 32 hex digits of
+// SHA-256 of "parley-project:" and the root commit's hash (the smallest, if
+// the history has several roots). Every clone of the repository has it.
+func (r *Repo) ProjectKey(ctx context.Context) (string, error) {
+	out, err := git(ctx, r.Root, "rev-list", "--max-parents=0", "HEAD")
+	if err != nil || out == "" {
+		return "", fmt.Errorf("%w: %s (give --project KEY)", ErrNoCommit, r.Root)
+	}
+	roots := strings.Fields(out)
+	slices.Sort(roots)
+	sum := sha256.Sum256([]byte("parley-project:" + roots[0]))
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+var keyRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// CheckKey checks a project key given by hand: 1 to 64 of a-z 0-9 . _ -,
+// starting with a letter or digit.
+func CheckKey(key string) error {
+	if !keyRe.MatchString(key) {
+		return fmt.Errorf("%w: %q: 1 to 64 of a-z 0-9 . _ -", ErrBadKey, key)
+	}
+	return nil
+}
+
+// Rel makes path (absolute, or relative to cwd) a claim path: relative to
+// the root, "/" between segments. A folder (an existing one, or a path
+// ending in "/") becomes FOLDER/**, and the root itself "**". Glob
+// characters are kept. A path outside the repository is refused.
+func (r *Repo) Rel(cwd, path string) (string, error) {
+	if path == "" {
+		return "", fmt.Errorf("%w: empty path", ErrOutside)
+	}
+	dir := strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator))
+	p := path
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(cwd, p)
+	}
+	p = filepath.Clean(p)
+	// Resolve symlinks in the part that exists (the folder of a new file,
+	// a glob's folder), so /tmp and /private/tmp and the like agree.
+	resolved := p
+	for base, rest := p, ""; ; {
+		if strings.ContainsAny(filepath.Base(base), "*?") {
+			rest = filepath.Join(filepath.Base(base), rest)
+			base = filepath.Dir(base)
+			continue
+		}
+		if rb, err := filepath.EvalSymlinks(base); err == nil {
+			resolved = filepath.Join(rb, rest)
+			break
+		}
+		parent := filepath.Dir(base)
+		if parent == base {
+			break
+		}
+		rest = filepath.Join(filepath.Base(base), rest)
+		base = parent
+	}
+	rel, err := filepath.Rel(r.Root, resolved)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: %s is outside %s", ErrOutside, path, r.Root)
+	}
+	rel = filepath.ToSlash(rel)
+	if rel == "." {
+		return "**", nil
+	}
+	if rel == ".git" || strings.HasPrefix(rel, ".git/") {
+		return "", fmt.Errorf("%w: %s is inside .git", ErrOutside, path)
+	}
+	if !dir {
+		if st, err := os.Stat(resolved); err == nil && st.IsDir() {
+			dir = true
+		}
+	}
+	if dir && !strings.HasSuffix(rel, "**") {
+		rel += "/**"
+	}
+	return rel, nil
+}
+
+// Project finds the project for a command run in cwd: the key given
+// (checked) or the key of the repository around cwd, and paths made claim
+// paths (see Rel). Outside a repository, a given key is used and paths
+// must already be relative to the project's root.
+func Project(ctx context.Context, cwd, key string, paths []string) (string, []string, error) {
+	if key != "" {
+		if err := CheckKey(key); err != nil {
+			return "", nil, err
+		}
+	}
+	r, err := Open(ctx, cwd)
+	if err != nil {
+		if key == "" {
+			return "", nil, fmt.Errorf("%w: %s (run in the repository, or give --project KEY)", ErrNotRepo, cwd)
+		}
+		out := make([]string, 0, len(paths))
+		for _, p := range paths {
+			c := filepath.ToSlash(filepath.Clean(p))
+			if filepath.IsAbs(p) || c == ".." || strings.HasPrefix(c, "../") {
+				return "", nil, fmt.Errorf("%w: %s: outside a repository, paths are relative to the project's root", ErrOutside, p)
+			}
+			out = append(out, c)
+		}
+		return key, out, nil
+	}
+	if key == "" {
+		if key, err = r.ProjectKey(ctx); err != nil {
+			return "", nil, err
+		}
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		rel, err := r.Rel(cwd, p)
+		if err != nil {
+			return "", nil, err
+		}
+		out = append(out, rel)
+	}
+	return key, out, nil
+}

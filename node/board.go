@@ -1,0 +1,222 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/rooms/board"
+)
+
+// Board returns the node's boards of advisory claims.
+func (n *Node) Board() *board.Service { return n.board }
+
+func (n *Node) newBoard() error {
+	b, err := board.New(board.Config{Rooms: n.rooms, Self: n.id, Contacts: n.activeContacts, Logger: n.log})
+	if err != nil {
+		return err
+	}
+	n.board = b
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := b.Run(n.ctx); err != nil {
+			n.log.Error("board stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// boardAPI serves the boards in the local API's terms.
+type boardAPI struct{ n *Node }
+
+var _ localapi.Board = boardAPI{}
+
+func apiClaim(h board.Held) localapi.Claim {
+	return localapi.Claim{Path: h.Path, Holder: h.Holder, Note: h.Note, Since: time.UnixMilli(h.Since).UTC(),
+		Expires: time.UnixMilli(h.Expires).UTC(), Event: h.Event}
+}
+
+func apiClaims(hs []board.Held) []localapi.Claim {
+	out := make([]localapi.Claim, len(hs))
+	for i, h := range hs {
+		out[i] = apiClaim(h)
+	}
+	return out
+}
+
+func boardAgent(agent string) (identity.AgentName, error) {
+	a, err := identity.ParseAgentName(agent)
+	if err != nil {
+		return "", localapi.BadRequest("%v", err)
+	}
+	return a, nil
+}
+
+// take adds the agent's pending items when asked to.
+func (b boardAPI) take(ctx context.Context, agent string, take bool, p *localapi.Pending) error {
+	if !take {
+		*p = localapi.Pending{}.OrEmpty()
+		return nil
+	}
+	v, err := b.n.inbox.Take(ctx, agent)
+	*p = v.OrEmpty()
+	return err
+}
+
+func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimRequest) (localapi.ClaimResult, error) {
+	a, err := boardAgent(agent)
+	if err != nil {
+		return localapi.ClaimResult{}, err
+	}
+	if req.TTLSeconds < 0 {
+		return localapi.ClaimResult{}, localapi.BadRequest("ttl_seconds must not be negative")
+	}
+	res, err := b.n.board.Claim(ctx, a, board.ClaimRequest{Project: req.Project, Paths: req.Paths, Note: req.Note,
+		TTL:  time.Duration(req.TTLSeconds * float64(time.Second)).Round(time.Millisecond),
+		Wait: time.Duration(req.WaitSeconds * float64(time.Second))})
+	if err != nil {
+		return localapi.ClaimResult{}, boardError(err)
+	}
+	out := localapi.ClaimResult{Project: req.Project, Event: res.Event, Held: apiClaims(res.Held), WaitedSeconds: res.Waited.Seconds()}
+	return out, b.take(ctx, agent, req.Take, &out.Pending)
+}
+
+func (b boardAPI) Release(ctx context.Context, agent string, req localapi.ReleaseRequest) (localapi.ReleaseResult, error) {
+	a, err := boardAgent(agent)
+	if err != nil {
+		return localapi.ReleaseResult{}, err
+	}
+	res, err := b.n.board.Release(ctx, a, req.Project, req.Paths)
+	if err != nil {
+		return localapi.ReleaseResult{}, boardError(err)
+	}
+	out := localapi.ReleaseResult{Project: req.Project, Event: res.Event, Released: res.Released, Held: apiClaims(res.Held)}
+	return out, b.take(ctx, agent, req.Take, &out.Pending)
+}
+
+func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardRequest) (localapi.BoardView, error) {
+	if _, err := boardAgent(agent); err != nil {
+		return localapi.BoardView{}, err
+	}
+	v, err := b.n.board.Board(ctx, req.Project)
+	if err != nil {
+		return localapi.BoardView{}, boardError(err)
+	}
+	if len(req.Paths) > 0 {
+		v.Claims = slices.DeleteFunc(v.Claims, func(h board.Held) bool {
+			return !slices.ContainsFunc(req.Paths, func(p string) bool { return board.Overlap(h.Path, p) })
+		})
+	}
+	out := localapi.BoardView{Project: v.Project, Rooms: v.Rooms, Claims: apiClaims(v.Claims), Alive: b.alive(ctx, v.Rooms)}
+	if len(out.Alive) <= 1 {
+		out.Note = "only one agent session is alive in this project: claims are optional overhead until another one comes"
+	}
+	return out, b.take(ctx, agent, req.Take, &out.Pending)
+}
+
+func (b boardAPI) History(ctx context.Context, agent string, req localapi.BoardRequest) (localapi.BoardHistory, error) {
+	if _, err := boardAgent(agent); err != nil {
+		return localapi.BoardHistory{}, err
+	}
+	rs, err := b.n.board.History(ctx, req.Project, req.Path)
+	if err != nil {
+		return localapi.BoardHistory{}, boardError(err)
+	}
+	out := localapi.BoardHistory{Project: req.Project, Events: make([]localapi.BoardEvent, len(rs))}
+	for i, r := range rs {
+		e := localapi.BoardEvent{ID: r.ID, Room: r.Room, Holder: r.Holder, Kind: r.Kind, Time: time.UnixMilli(r.Time).UTC(),
+			Paths: orEmpty(r.Paths), Note: r.Note, Bad: r.Bad}
+		if r.Expires != 0 {
+			t := time.UnixMilli(r.Expires).UTC()
+			e.Expires = &t
+		}
+		if r.Lost != nil {
+			c := apiClaim(*r.Lost)
+			e.LostTo = &c
+		}
+		out.Events[i] = e
+	}
+	return out, b.take(ctx, agent, req.Take, &out.Pending)
+}
+
+// alive lists the live agents of the board's member nodes (this node's
+// agents, and its contacts' whose node is in one of the board's rooms).
+func (b boardAPI) alive(ctx context.Context, roomIDs []string) []string {
+	members := map[string]bool{b.n.id.String(): true}
+	for _, id := range roomIDs {
+		if in, err := b.n.rooms.Get(identity.RoomID(id)); err == nil {
+			for _, p := range in.Members {
+				members[p.String()] = true
+			}
+		}
+	}
+	out := []string{}
+	for _, w := range b.n.agents.Who(ctx) {
+		if members[w.PeerID] {
+			out = append(out, w.Agent+"@"+w.PeerID)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// boardError gives board errors an HTTP status and a code.
+func boardError(err error) error {
+	code, status := "", 0
+	var le *localapi.Error
+	switch {
+	case errors.As(err, &le):
+		return le
+	case errors.Is(err, board.ErrConflict):
+		code, status = localapi.CodeClaimed, http.StatusConflict
+	case errors.Is(err, board.ErrNotHeld):
+		code, status = localapi.CodeNotHeld, http.StatusConflict
+	case errors.Is(err, board.ErrBadInput):
+		code, status = localapi.CodeBadRequest, http.StatusBadRequest
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		code, status = localapi.CodeTimeout, http.StatusGatewayTimeout
+	default:
+		return err
+	}
+	return localapi.Errorf(status, code, "%v", err)
+}
+
+// boardNotices are the board's pending items for an agent (the inbox lists
+// them after replies).
+func (n *Node) boardNotices(agent identity.AgentName, take bool) []localapi.Item {
+	if n.board == nil {
+		return nil
+	}
+	var out []localapi.Item
+	for _, no := range n.board.Notices(agent, take) {
+		it := localapi.Item{Kind: no.Kind, ID: no.ID, Text: no.Text, Time: no.Time, Paths: no.Paths, Project: no.Project}
+		if no.Held != nil {
+			it.From, it.Expires = no.Held.Holder, no.Held.Expires
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// withClaims puts each agent's live claims beside what it works on.
+func (n *Node) withClaims(ws []localapi.WhoEntry) {
+	if n.board == nil || len(ws) == 0 {
+		return
+	}
+	byHolder := map[string][]localapi.Claim{}
+	for key, hs := range n.board.Claims() {
+		for _, h := range hs {
+			c := apiClaim(h)
+			c.Project = key
+			byHolder[h.Holder] = append(byHolder[h.Holder], c)
+		}
+	}
+	for i := range ws {
+		ws[i].Claims = byHolder[ws[i].Address]
+	}
+}

@@ -1,0 +1,265 @@
+package board
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestOverlap(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"a.go", "a.go", true},
+		{"a.go", "b.go", false},
+		{"rooms/*.go", "rooms/room.go", true},
+		{"rooms/*.go", "rooms/board/fold.go", false},
+		{"rooms/**", "rooms/board/fold.go", true},
+		{"**", "x/y/z", true},
+		{"rooms/*.go", "rooms/board/*", false},
+		{"rooms/*", "rooms/board/*", false},
+		{"rooms/**/*.go", "rooms/board/*_test.go", true},
+		{"*.md", "docs/*.md", false},
+		{"**/*.md", "docs/*.md", true},
+		{"a?c", "abc", true},
+		{"a?c", "a/c", false},
+		{"cmd/*/main.go", "cmd/parley/*.go", true},
+		{"cmd/*/main.go", "cmd/parley/*.txt", false},
+		{"é?", "?é", true},
+		{"x/**", "x", false},
+		{"x/**", "x/", true}, // not a valid pattern, but the automaton says so
+		{"*a*", "*b*", true},
+		{"a*", "b*", false},
+	} {
+		if got := Overlap(c.a, c.b); got != c.want {
+			t.Errorf("Overlap(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+		if got := Overlap(c.b, c.a); got != c.want {
+			t.Errorf("Overlap(%q, %q) = %v, want %v", c.b, c.a, got, c.want)
+		}
+	}
+}
+
+func TestCheckPattern(t *testing.T) {
+	for _, p := range []string{"", "/etc/passwd", "../x", "a/./b", "a//b", "a/[ab]", "a\nb", "x/{a,b}"} {
+		if err := CheckPattern(p); !errors.Is(err, ErrBadInput) {
+			t.Errorf("CheckPattern(%q) = %v, want ErrBadInput", p, err)
+		}
+	}
+	for _, p := range []string{"a.go", "**", "rooms/**/x?.go", "d/*"} {
+		if err := CheckPattern(p); err != nil {
+			t.Errorf("CheckPattern(%q) = %v", p, err)
+		}
+	}
+}
+
+func TestBodies(t *testing.T) {
+	b, err := EncodeClaim(ClaimBody{Paths: []string{"b", "a", "b"}, Note: "refactor", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := DecodeClaim(b)
+	if err != nil || !reflect.DeepEqual(c, ClaimBody{Paths: []string{"a", "b"}, Note: "refactor", TTL: time.Minute}) {
+		t.Fatalf("DecodeClaim = %+v, %v", c, err)
+	}
+	for _, bad := range []ClaimBody{
+		{Paths: []string{"a"}, Note: " ", TTL: time.Minute},
+		{Paths: []string{"a"}, Note: "x", TTL: 9 * time.Hour},
+		{Paths: []string{"a"}, Note: "x", TTL: 0},
+		{Note: "x", TTL: time.Minute},
+		{Paths: []string{"../a"}, Note: "x", TTL: time.Minute},
+	} {
+		if _, err := EncodeClaim(bad); !errors.Is(err, ErrBadInput) {
+			t.Errorf("EncodeClaim(%+v) = %v, want ErrBadInput", bad, err)
+		}
+	}
+	r, err := EncodeRelease(ReleaseBody{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeRelease(r); err != nil || len(got.Paths) != 0 {
+		t.Fatalf("DecodeRelease = %+v, %v", got, err)
+	}
+	if _, err := DecodeClaim(r); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a release decoded as a claim: %v", err)
+	}
+}
+
+func claim(t testing.TB, id, holder string, at int64, ttl time.Duration, note string, paths ...string) Entry {
+	t.Helper()
+	b, err := EncodeClaim(ClaimBody{Paths: paths, Note: note, TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Entry{ID: id, Room: "r", Holder: holder, Time: at, Kind: KindClaim, Body: b}
+}
+
+func release(t testing.TB, id, holder string, at int64, paths ...string) Entry {
+	t.Helper()
+	b, err := EncodeRelease(ReleaseBody{Paths: paths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Entry{ID: id, Room: "r", Holder: holder, Time: at, Kind: KindRelease, Body: b}
+}
+
+func holders(hs []Held) []string {
+	out := []string{}
+	for _, h := range hs {
+		out = append(out, h.Path+"="+h.Holder)
+	}
+	return out
+}
+
+func TestFold(t *testing.T) {
+	s := NewState()
+	s.Add(claim(t, "e1", "a@p", 1000, time.Minute, "parser", "parse/*.go"))
+	s.Add(claim(t, "e2", "b@q", 2000, time.Minute, "lexer", "parse/lex.go")) // loses to e1
+	s.Add(claim(t, "e3", "b@q", 2000, time.Minute, "docs", "docs/**"))
+	at := time.UnixMilli(3000)
+	if got := holders(s.Live(at)); !reflect.DeepEqual(got, []string{"docs/**=b@q", "parse/*.go=a@p"}) {
+		t.Fatalf("live = %v", got)
+	}
+	if r, _ := s.Record("e2"); r.Lost == nil || r.Lost.Holder != "a@p" || r.Lost.Note != "parser" {
+		t.Fatalf("e2 = %+v", r)
+	}
+	if h := s.Conflict("b@q", []string{"parse/x.go"}, at); h == nil || h.Note != "parser" {
+		t.Fatalf("conflict = %+v", h)
+	}
+	if h := s.Conflict("a@p", []string{"parse/x.go"}, at); h != nil {
+		t.Fatalf("own claim conflicts: %+v", h)
+	}
+	// Renewal keeps Since; release frees; expiry frees.
+	s.Add(claim(t, "e4", "a@p", 30000, time.Minute, "parser, still", "parse/*.go"))
+	live := s.Live(time.UnixMilli(61000))
+	if len(live) != 2 || live[1].Since != 1000 || live[1].Expires != 90000 || live[1].Note != "parser, still" {
+		t.Fatalf("renewed = %+v", live)
+	}
+	s.Add(release(t, "e5", "a@p", 40000, "parse/*.go"))
+	if h := s.Conflict("b@q", []string{"parse/x.go"}, time.UnixMilli(41000)); h != nil {
+		t.Fatalf("released claim conflicts: %+v", h)
+	}
+	if got := holders(s.Live(time.UnixMilli(62001))); len(got) != 0 {
+		t.Fatalf("expired claims live: %v", got)
+	}
+	if h := s.History("parse/lex.go"); len(h) != 4 {
+		t.Fatalf("history of parse/lex.go = %+v", h)
+	}
+}
+
+// TestFoldOrderFree: every order of arrival gives the same board (what two
+// sides of a partition reach at heal).
+func TestFoldOrderFree(t *testing.T) {
+	es := []Entry{
+		claim(t, "x1", "a@p", 1000, time.Hour, "one", "a/**"),
+		claim(t, "x2", "b@q", 1500, time.Hour, "two", "a/b.go"),
+		claim(t, "x3", "c@q", 900, time.Hour, "three", "a/*.go"),
+		release(t, "x4", "c@q", 2000),
+		claim(t, "x5", "b@q", 2500, time.Hour, "again", "a/b.go"),
+		claim(t, "x6", "a@p", 2600, time.Hour, "c", "c.go"),
+	}
+	want := NewState()
+	for _, e := range es {
+		want.Add(e)
+	}
+	now := time.UnixMilli(3000)
+	for i := range 50 {
+		s := NewState()
+		for _, j := range rand.Perm(len(es)) {
+			s.Add(es[j])
+			s.Live(now) // fold as it goes
+		}
+		if !reflect.DeepEqual(s.Live(now), want.Live(now)) || !reflect.DeepEqual(s.History(""), want.History("")) {
+			t.Fatalf("order %d: %v, want %v", i, holders(s.Live(now)), holders(want.Live(now)))
+		}
+	}
+	// x3 comes first: x1 and x2 lose to it; x4 releases it; x5 and x6 hold.
+	if got := holders(want.Live(now)); !reflect.DeepEqual(got, []string{"a/b.go=b@q", "c.go=a@p"}) {
+		t.Fatalf("live = %v", got)
+	}
+}
+
+func FuzzDecodeClaim(f *testing.F) {
+	b, _ := EncodeClaim(ClaimBody{Paths: []string{"a/**"}, Note: "n", TTL: time.Minute})
+	f.Add(b)
+	r, _ := EncodeRelease(ReleaseBody{Paths: []string{"x"}})
+	f.Add(r)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if c, err := DecodeClaim(b); err == nil {
+			again, err := EncodeClaim(c)
+			if err != nil || string(again) != string(b) {
+				t.Fatalf("claim %x decoded but encodes to %x, %v", b, again, err)
+			}
+		}
+		if r, err := DecodeRelease(b); err == nil {
+			again, err := EncodeRelease(r)
+			if err != nil || string(again) != string(b) {
+				t.Fatalf("release %x decoded but encodes to %x, %v", b, again, err)
+			}
+		}
+	})
+}
+
+func FuzzOverlap(f *testing.F) {
+	f.Add("a/*.go", "a/b.go")
+	f.Add("**", "x")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if CheckPattern(a) != nil || CheckPattern(b) != nil || len(a) > 40 || len(b) > 40 {
+			return
+		}
+		if Overlap(a, b) != Overlap(b, a) {
+			t.Fatalf("Overlap(%q, %q) is not symmetric", a, b)
+		}
+		if !Overlap(a, a) {
+			t.Fatalf("%q does not overlap itself", a)
+		}
+	})
+}
+
+func BenchmarkLive1000(b *testing.B) {
+	s := NewState()
+	for i := range 1000 {
+		s.Add(claim(b, fmt.Sprintf("e%04d", i), fmt.Sprintf("a%d@p", i%10), int64(1000+i), time.Hour, "work", fmt.Sprintf("pkg%d/file%d.go", i%37, i)))
+	}
+	now := time.UnixMilli(5000)
+	if n := len(s.Live(now)); n != 1000 {
+		b.Fatalf("%d live", n)
+	}
+	b.ResetTimer()
+	for range b.N {
+		s.Live(now)
+	}
+}
+
+func BenchmarkConflict1000(b *testing.B) {
+	s := NewState()
+	for i := range 1000 {
+		s.Add(claim(b, fmt.Sprintf("e%04d", i), fmt.Sprintf("a%d@p", i%10), int64(1000+i), time.Hour, "work", fmt.Sprintf("pkg%d/file%d.go", i%37, i)))
+	}
+	now := time.UnixMilli(5000)
+	paths := []string{"pkg3/*_test.go", "other/**"}
+	b.ResetTimer()
+	for range b.N {
+		s.Conflict("z@p", paths, now)
+	}
+}
+
+func BenchmarkFold1000(b *testing.B) {
+	es := make([]Entry, 1000)
+	for i := range es {
+		es[i] = claim(b, fmt.Sprintf("e%04d", i), fmt.Sprintf("a%d@p", i%10), int64(1000+i), time.Hour, "work", fmt.Sprintf("pkg%d/file%d.go", i%37, i))
+	}
+	now := time.UnixMilli(5000)
+	b.ResetTimer()
+	for range b.N {
+		s := NewState()
+		for _, e := range es {
+			s.Add(e)
+		}
+		s.Live(now)
+	}
+}

@@ -1,0 +1,46 @@
+// Package board folds a project's board rooms into its board of advisory
+// claims: which agent works on which files, why, and until when.
+//
+// A project (its key is the hash of the root commit of the repository, so
+// clones on different machines share it) has a board: the rooms named
+// "board:KEY" that the node is in. Agents put claims on it and take them
+// off with room events of kinds claim and release, so claims are signed,
+// stored, synced after a partition like any event, and the room log is the
+// board's history.
+//
+// # Bodies
+//
+// A claim's body is a CBOR map in core deterministic encoding:
+//
+//	1 paths  [text]  1 to MaxPaths patterns (see CheckPattern), sorted, unique
+//	2 note   text    the agent's own words, 1 to MaxNote bytes, one line
+//	3 ttl    uint    milliseconds the claim lives from the event's time,
+//	                 MinTTL to MaxTTL
+//
+// A release's body is {1: paths} (0 to MaxPaths patterns; none: all the
+// agent's claims). DecodeClaim and DecodeRelease refuse anything else; a
+// malformed body from another node is ignored by the fold, the same way on
+// every node.
+//
+// # Patterns
+//
+// Paths are relative to the repository's root, with "/" between segments,
+// without ".", ".." or empty segments. "*" stands for any run of characters
+// but "/", "?" for one such character, "**" for any run of characters
+// including "/" ("dir/**" is a whole directory, "**" the whole project).
+// Two patterns overlap when some path matches both (Overlap decides it
+// exactly, on the product of the two patterns' automata).
+//
+// # The fold
+//
+// Every node folds the same events the same way: claims and releases of all
+// the project's board rooms, ordered by (time, event ID). A claim holds its
+// paths from its time until time + ttl, unless a release of the same agent
+// takes them off earlier; a new claim of the same agent on the same path
+// renews it. A claim that overlaps a live claim of another agent earlier in
+// the order loses as a whole: it holds nothing, and its agent is told. A
+// node refuses such a claim before posting it, so losers come only from
+// claims made apart, on two sides of a partition; at heal every node
+// reaches the same winner. Expiry needs no event: a claim past its expiry
+// is gone, also when its node is dead.
+package board

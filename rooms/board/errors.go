@@ -1,0 +1,17 @@
+package board
+
+import "errors"
+
+var (
+	// ErrBadInput is returned when a path, note, TTL or project key is not
+	// acceptable.
+	ErrBadInput = errors.New("board: bad input")
+	// ErrMalformed is returned when a claim or release body cannot be decoded.
+	ErrMalformed = errors.New("board: malformed body")
+	// ErrConflict is returned when a claim overlaps another agent's live claim.
+	ErrConflict = errors.New("board: claimed by another agent")
+	// ErrNotHeld is returned when an agent releases a path it does not hold.
+	ErrNotHeld = errors.New("board: not held")
+	// ErrClosed is returned after the service stopped.
+	ErrClosed = errors.New("board: closed")
+)

@@ -1,0 +1,139 @@
+package board
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parley-mesh/parley/identity"
+)
+
+// Notices tell an agent what happened on the board that concerns it.
+const (
+	// NoticeFree: paths the agent was refused are free now.
+	NoticeFree = "claim_free"
+	// NoticeExpiring: a claim of the agent ends soon.
+	NoticeExpiring = "claim_expiring"
+	// NoticeLost: a claim of the agent lost to an earlier one made apart
+	// (during a partition).
+	NoticeLost = "claim_lost"
+)
+
+// ExpiringWithin is how long before its expiry a claim is said to end
+// soon (a claim whose TTL is shorter: at half its TTL).
+const ExpiringWithin = 5 * time.Minute
+
+// watchTTL is how long a refused claim is watched for its paths to go free.
+const watchTTL = time.Hour
+
+// Notice is one thing the board tells an agent.
+type Notice struct {
+	Kind    string
+	ID      string // unique per notice
+	Project string
+	Paths   []string
+	Text    string
+	Time    int64 // unix ms
+	Held    *Held // the claim concerned (expiring: the agent's; lost: the winner's; free: the one that was in the way)
+}
+
+type watch struct {
+	project string
+	paths   []string
+	note    string
+	was     Held
+	until   time.Time
+}
+
+// watchLocked remembers that agent was refused paths because of h.
+// Callers hold s.mu.
+func (s *Service) watchLocked(agent identity.AgentName, project string, paths []string, note string, h Held) {
+	ws := s.watches[agent]
+	ws = slices.DeleteFunc(ws, func(w *watch) bool { return w.project == project && slices.Equal(w.paths, paths) })
+	s.watches[agent] = append(ws, &watch{project: project, paths: paths, note: note, was: h, until: s.cfg.Now().Add(watchTTL)})
+}
+
+// Notices returns what the board has to tell agent; with take they are
+// handed out (each is told once).
+func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	ms := now.UnixMilli()
+	holder := s.holder(agent)
+	var out []Notice
+	// Refused claims whose paths are free now.
+	ws := s.watches[agent]
+	keep := ws[:0]
+	for _, w := range ws {
+		if now.After(w.until) {
+			continue
+		}
+		p, err := s.load(w.project)
+		if err != nil {
+			keep = append(keep, w)
+			continue
+		}
+		if p.state.Conflict(holder, w.paths, now) != nil {
+			keep = append(keep, w)
+			continue
+		}
+		why := "was released"
+		if w.was.Expires <= ms {
+			why = "expired"
+		}
+		out = append(out, Notice{Kind: NoticeFree, ID: "free:" + w.was.Event + ":" + strings.Join(w.paths, ","), Project: w.project,
+			Paths: w.paths, Time: ms, Held: &w.was,
+			Text: fmt.Sprintf("%s is free now: %s's claim on %s %s. You were refused it earlier (your note: %q).",
+				strings.Join(w.paths, ", "), w.was.Holder, w.was.Path, why, w.note)})
+		if !take {
+			keep = append(keep, w)
+		}
+	}
+	if len(keep) == 0 {
+		delete(s.watches, agent)
+	} else {
+		s.watches[agent] = keep
+	}
+	// Own claims: ending soon, or lost at a heal.
+	for _, key := range s.boardKeys() {
+		p, err := s.load(key)
+		if err != nil {
+			continue
+		}
+		for _, h := range p.state.Live(now) {
+			if h.Holder != holder {
+				continue
+			}
+			within := min(ExpiringWithin, time.Duration(h.Expires-h.Since)*time.Millisecond/2)
+			if time.Duration(h.Expires-ms)*time.Millisecond > within {
+				continue
+			}
+			id := "expiring:" + h.Event + ":" + h.Path
+			if s.told[id] {
+				continue
+			}
+			hc := h
+			out = append(out, Notice{Kind: NoticeExpiring, ID: id, Project: key, Paths: []string{h.Path}, Time: ms, Held: &hc,
+				Text: fmt.Sprintf("Your claim on %s ends at %s (in %s). Claim it again to keep it, or release it if you are done.",
+					h.Path, time.UnixMilli(h.Expires).UTC().Format(time.RFC3339), time.Duration(h.Expires-ms)*time.Millisecond/time.Second*time.Second)})
+			if take {
+				s.told[id] = true
+			}
+		}
+		for _, r := range p.state.Lost(holder) {
+			id := "lost:" + r.ID
+			if s.told[id] || r.Expires <= ms {
+				continue
+			}
+			out = append(out, Notice{Kind: NoticeLost, ID: id, Project: key, Paths: r.Paths, Time: ms, Held: r.Lost,
+				Text: fmt.Sprintf("Your claim on %s (%q) lost to %s's claim on %s (%q), made at the same time while your nodes could not reach each other. It is not yours: agree with them, or wait.",
+					strings.Join(r.Paths, ", "), r.Note, r.Lost.Holder, r.Lost.Path, r.Lost.Note)})
+			if take {
+				s.told[id] = true
+			}
+		}
+	}
+	return out
+}

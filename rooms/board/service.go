@@ -1,0 +1,502 @@
+package board
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/gitrepo"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// RoomPrefix starts the name of every board room: "board:" and the
+// project key.
+const RoomPrefix = "board:"
+
+// RoomName is the name of a project's board rooms.
+func RoomName(project string) string { return RoomPrefix + project }
+
+// Rooms is what the board needs of the node's rooms (rooms.Manager).
+type Rooms interface {
+	List() []rooms.Info
+	CreateRoom(ctx context.Context, name, purpose string, agent identity.AgentName) (identity.RoomID, error)
+	Invite(ctx context.Context, id identity.RoomID, target peer.ID, agent identity.AgentName) (rooms.ID, error)
+	Post(ctx context.Context, id identity.RoomID, agent identity.AgentName, kind rooms.Kind, body []byte) (rooms.ID, error)
+	Since(id identity.RoomID, after uint64, limit int) ([]rooms.View, error)
+	Changes() (<-chan struct{}, func())
+}
+
+var _ Rooms = (*rooms.Manager)(nil)
+
+// Config configures a Service. Zero values are documented.
+type Config struct {
+	Rooms Rooms   // required
+	Self  peer.ID // required: this node
+	// Contacts lists the nodes to bring into this node's boards (live
+	// contacts); nil: none.
+	Contacts func() []peer.ID
+	// Now is the clock; nil: time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger // nil discards
+	// InviteInterval is how often contacts missing from a board are
+	// invited; zero: 30 s.
+	InviteInterval time.Duration
+}
+
+// Service keeps the boards of the projects this node's agents work on.
+type Service struct {
+	cfg  Config
+	log  *slog.Logger
+	kick chan struct{} // asks Run to invite contacts now
+
+	mu       sync.Mutex // protects projects; held from a claim's check to its post
+	projects map[string]*project
+	inviter  map[string]identity.AgentName   // project → the agent that invites (the last to claim)
+	watches  map[identity.AgentName][]*watch // refused claims, to tell when their paths go free
+	told     map[string]bool                 // notices handed out (by Notice.ID)
+}
+
+type project struct {
+	key     string
+	cursors map[identity.RoomID]uint64 // board rooms and how far they were read
+	state   *State
+}
+
+// New builds a Service; it starts nothing until Run.
+func New(cfg Config) (*Service, error) {
+	if cfg.Rooms == nil || cfg.Self == "" {
+		return nil, errors.New("board: config needs Rooms and Self")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.InviteInterval == 0 {
+		cfg.InviteInterval = 30 * time.Second
+	}
+	return &Service{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1),
+		projects: map[string]*project{}, inviter: map[string]identity.AgentName{},
+		watches: map[identity.AgentName][]*watch{}, told: map[string]bool{}}, nil
+}
+
+// Run invites the node's contacts into its boards, at once when a board is
+// made and every InviteInterval, until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.InviteInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-s.kick:
+		}
+		s.inviteContacts(ctx)
+	}
+}
+
+func (s *Service) inviteContacts(ctx context.Context) {
+	if s.cfg.Contacts == nil {
+		return
+	}
+	contacts := s.cfg.Contacts()
+	if len(contacts) == 0 {
+		return
+	}
+	s.mu.Lock()
+	inviter := make(map[string]identity.AgentName, len(s.inviter))
+	for k, v := range s.inviter {
+		inviter[k] = v
+	}
+	s.mu.Unlock()
+	for _, in := range s.cfg.Rooms.List() {
+		key, ok := strings.CutPrefix(in.Name, RoomPrefix)
+		if !ok {
+			continue
+		}
+		agent := inviter[key]
+		if agent == "" {
+			continue // no agent of this node works on it
+		}
+		for _, c := range contacts {
+			if c == s.cfg.Self || slices.Contains(in.Members, c) {
+				continue
+			}
+			ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err := s.cfg.Rooms.Invite(ictx, in.ID, c, agent)
+			cancel()
+			if err != nil {
+				s.log.Debug("board: invite", "room", in.ID, "peer", c, "err", err)
+			}
+		}
+	}
+}
+
+func (s *Service) holder(agent identity.AgentName) string {
+	return string(agent) + "@" + s.cfg.Self.String()
+}
+
+func checkProject(key string) error {
+	if err := gitrepo.CheckKey(key); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	return nil
+}
+
+// load returns the project's board, read up to what the rooms hold.
+// Callers hold s.mu.
+func (s *Service) load(key string) (*project, error) {
+	p := s.projects[key]
+	if p == nil {
+		p = &project{key: key, cursors: map[identity.RoomID]uint64{}, state: NewState()}
+		s.projects[key] = p
+	}
+	name := RoomName(key)
+	for _, in := range s.cfg.Rooms.List() {
+		if in.Name == name {
+			if _, ok := p.cursors[in.ID]; !ok {
+				p.cursors[in.ID] = 0
+			}
+		}
+	}
+	for id, after := range p.cursors {
+		for {
+			vs, err := s.cfg.Rooms.Since(id, after, 1000)
+			if errors.Is(err, rooms.ErrUnknownRoom) {
+				delete(p.cursors, id) // left; its claims stay in the fold
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("board: read %s: %w", id, err)
+			}
+			for _, v := range vs {
+				after = v.Arrival
+				if v.Kind != rooms.KindClaim && v.Kind != rooms.KindRelease {
+					continue
+				}
+				p.state.Add(Entry{ID: v.ID.String(), Room: string(v.Room), Holder: string(v.Agent) + "@" + v.Author.String(),
+					Time: v.Time, Kind: string(v.Kind), Body: v.Body})
+			}
+			p.cursors[id] = after
+			if len(vs) < 1000 {
+				break
+			}
+		}
+	}
+	return p, nil
+}
+
+// room returns the board room to post in: the smallest ID of the
+// project's board rooms, or a new one. Callers hold s.mu.
+func (s *Service) room(ctx context.Context, p *project, agent identity.AgentName) (identity.RoomID, error) {
+	if len(p.cursors) > 0 {
+		ids := make([]identity.RoomID, 0, len(p.cursors))
+		for id := range p.cursors {
+			ids = append(ids, id)
+		}
+		return slices.Min(ids), nil
+	}
+	id, err := s.cfg.Rooms.CreateRoom(ctx, RoomName(p.key), "the board of project "+p.key+": who works on which files", agent)
+	if err != nil {
+		return "", fmt.Errorf("board: create the board of %s: %w", p.key, err)
+	}
+	p.cursors[id] = 0
+	return id, nil
+}
+
+// boardKeys lists the projects whose board rooms this node is in, and
+// those it read. Callers hold s.mu.
+func (s *Service) boardKeys() []string {
+	var keys []string
+	for _, in := range s.cfg.Rooms.List() {
+		if key, ok := strings.CutPrefix(in.Name, RoomPrefix); ok && checkProject(key) == nil && !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	for key := range s.projects {
+		if !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Claims returns the live claims of every board this node is in, by
+// project.
+func (s *Service) Claims() map[string][]Held {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]Held{}
+	now := s.cfg.Now()
+	for _, key := range s.boardKeys() {
+		p, err := s.load(key)
+		if err != nil {
+			s.log.Debug("board: read", "project", key, "err", err)
+			continue
+		}
+		if live := p.state.Live(now); len(live) > 0 {
+			out[key] = live
+		}
+	}
+	return out
+}
+
+// ClaimRequest is a claim an agent makes.
+type ClaimRequest struct {
+	Project string
+	Paths   []string
+	Note    string
+	TTL     time.Duration // zero: DefaultTTL
+	Wait    time.Duration // how long to wait for a conflicting claim to go
+}
+
+// ClaimResult is a claim made.
+type ClaimResult struct {
+	Event  string
+	Held   []Held // the agent's live claims on the board
+	Waited time.Duration
+}
+
+// ConflictError is a claim refused: it overlaps Held.
+type ConflictError struct {
+	Held Held
+	Path string // the claimed path that overlaps
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("board: %s is claimed by %s until %s: %q", e.Held.Path, e.Held.Holder,
+		time.UnixMilli(e.Held.Expires).UTC().Format(time.RFC3339), e.Held.Note)
+}
+
+// Unwrap makes a ConflictError an ErrConflict.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+func conflictError(h *Held, paths []string) *ConflictError {
+	ce := &ConflictError{Held: *h}
+	for _, p := range paths {
+		if Overlap(p, h.Path) {
+			ce.Path = p
+			break
+		}
+	}
+	return ce
+}
+
+// Claim puts paths on the project's board for agent. A claim that overlaps
+// another agent's live claim is refused with a *ConflictError, at once or,
+// with Wait, once Wait has passed without the other claim going.
+func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req ClaimRequest) (ClaimResult, error) {
+	if err := checkProject(req.Project); err != nil {
+		return ClaimResult{}, err
+	}
+	if req.TTL == 0 {
+		req.TTL = DefaultTTL
+	}
+	if req.Wait < 0 {
+		return ClaimResult{}, fmt.Errorf("%w: negative wait", ErrBadInput)
+	}
+	body, err := EncodeClaim(ClaimBody{Paths: req.Paths, Note: req.Note, TTL: req.TTL})
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	paths, _ := CheckPaths(req.Paths, true)
+	start := s.cfg.Now()
+	changes, stop := s.cfg.Rooms.Changes()
+	defer stop()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		res, h, err := s.tryClaim(ctx, agent, req.Project, paths, body)
+		if h == nil {
+			if err == nil {
+				res.Waited = s.cfg.Now().Sub(start)
+			}
+			return res, err
+		}
+		left := req.Wait - s.cfg.Now().Sub(start)
+		if left <= 0 {
+			s.mu.Lock()
+			s.watchLocked(agent, req.Project, paths, req.Note, *h)
+			s.mu.Unlock()
+			return ClaimResult{}, conflictError(h, paths)
+		}
+		// Look again when something is stored, when the claim in the way
+		// expires, or when the wait is over.
+		d := min(left, time.Until(time.UnixMilli(h.Expires))+time.Millisecond)
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return ClaimResult{}, ctx.Err()
+		case <-changes:
+		case <-timer.C:
+		}
+	}
+}
+
+// tryClaim posts the claim unless another agent's claim is in the way,
+// which it returns.
+func (s *Service) tryClaim(ctx context.Context, agent identity.AgentName, key string, paths []string, body []byte) (ClaimResult, *Held, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(key)
+	if err != nil {
+		return ClaimResult{}, nil, err
+	}
+	holder := s.holder(agent)
+	if h := p.state.Conflict(holder, paths, s.cfg.Now()); h != nil {
+		return ClaimResult{}, h, nil
+	}
+	id, err := s.room(ctx, p, agent)
+	if err != nil {
+		return ClaimResult{}, nil, err
+	}
+	eid, err := s.cfg.Rooms.Post(ctx, id, agent, rooms.KindClaim, body)
+	if err != nil {
+		return ClaimResult{}, nil, fmt.Errorf("board: post claim: %w", err)
+	}
+	if s.inviter[key] == "" {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	s.inviter[key] = agent
+	if _, err := s.load(key); err != nil {
+		return ClaimResult{}, nil, err
+	}
+	return ClaimResult{Event: eid.String(), Held: heldBy(p.state.Live(s.cfg.Now()), holder)}, nil, nil
+}
+
+func heldBy(live []Held, holder string) []Held {
+	out := []Held{}
+	for _, h := range live {
+		if h.Holder == holder {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ReleaseResult is a release made.
+type ReleaseResult struct {
+	Event    string
+	Released []string // the paths taken off
+	Held     []Held   // the agent's claims left
+}
+
+// Release takes agent's claims on paths off the board (none: all of
+// them). Each path must be one the agent holds, as it claimed it.
+func (s *Service) Release(ctx context.Context, agent identity.AgentName, key string, paths []string) (ReleaseResult, error) {
+	if err := checkProject(key); err != nil {
+		return ReleaseResult{}, err
+	}
+	paths, err := CheckPaths(paths, false)
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	body, err := EncodeRelease(ReleaseBody{Paths: paths})
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(key)
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	holder := s.holder(agent)
+	mine := heldBy(p.state.Live(s.cfg.Now()), holder)
+	var have []string
+	for _, h := range mine {
+		have = append(have, h.Path)
+	}
+	if len(have) == 0 {
+		return ReleaseResult{}, fmt.Errorf("%w: %s holds nothing on the board of %s", ErrNotHeld, agent, key)
+	}
+	released := have
+	if len(paths) > 0 {
+		for _, q := range paths {
+			if !slices.Contains(have, q) {
+				return ReleaseResult{}, fmt.Errorf("%w: %s does not hold %s (it holds %s)", ErrNotHeld, agent, q, strings.Join(have, ", "))
+			}
+		}
+		released = paths
+	}
+	id, err := s.room(ctx, p, agent)
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	eid, err := s.cfg.Rooms.Post(ctx, id, agent, rooms.KindRelease, body)
+	if err != nil {
+		return ReleaseResult{}, fmt.Errorf("board: post release: %w", err)
+	}
+	if _, err := s.load(key); err != nil {
+		return ReleaseResult{}, err
+	}
+	return ReleaseResult{Event: eid.String(), Released: released, Held: heldBy(p.state.Live(s.cfg.Now()), holder)}, nil
+}
+
+// View is a project's board as it is now.
+type View struct {
+	Project string
+	Rooms   []string // its board rooms
+	Claims  []Held   // live claims, by path and holder
+}
+
+// Board returns the project's board.
+func (s *Service) Board(_ context.Context, key string) (View, error) {
+	if err := checkProject(key); err != nil {
+		return View{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(key)
+	if err != nil {
+		return View{}, err
+	}
+	v := View{Project: key, Rooms: []string{}, Claims: p.state.Live(s.cfg.Now())}
+	for id := range p.cursors {
+		v.Rooms = append(v.Rooms, string(id))
+	}
+	slices.Sort(v.Rooms)
+	return v, nil
+}
+
+// History returns the project's claims and releases in fold order; with
+// path, those whose paths overlap it.
+func (s *Service) History(_ context.Context, key, path string) ([]Record, error) {
+	if err := checkProject(key); err != nil {
+		return nil, err
+	}
+	if path != "" {
+		if err := CheckPattern(path); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(key)
+	if err != nil {
+		return nil, err
+	}
+	return p.state.History(path), nil
+}

@@ -1,0 +1,242 @@
+package board_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms/board"
+)
+
+const project = "0123456789abcdef0123456789abcdef"
+
+// befriend makes nodes req and appr active contacts.
+func befriend(t *testing.T, nt *nodetest.Net, req, appr int) {
+	t.Helper()
+	ctx := context.Background()
+	state := func(i, j int) consent.State {
+		c, ok := nt.Node(i).Contacts().Book().Get(nt.ID(j), time.Now())
+		if !ok {
+			return ""
+		}
+		return c.State
+	}
+	res, err := nt.Node(req).Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(appr), Addrs: nt.Node(appr).Host().Addrs()}, "hello")
+	if err != nil {
+		t.Fatalf("node %d asks node %d: %v", req, appr, err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return state(appr, req) == consent.StatePendingIn }, "the request to arrive")
+	if _, err := nt.Node(appr).Contacts().Approve(ctx, res.ID, 0); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		return state(req, appr) == consent.StateActive && state(appr, req) == consent.StateActive
+	}, "nodes %d and %d to be contacts", req, appr)
+}
+
+func claim(ctx context.Context, nt *nodetest.Net, i int, agent, note string, ttl, wait time.Duration, paths ...string) (board.ClaimResult, error) {
+	return nt.Node(i).Board().Claim(ctx, identity.AgentName(agent), board.ClaimRequest{Project: project, Paths: paths, Note: note, TTL: ttl, Wait: wait})
+}
+
+func live(t *testing.T, nt *nodetest.Net, i int) []board.Held {
+	t.Helper()
+	v, err := nt.Node(i).Board().Board(context.Background(), project)
+	if err != nil {
+		t.Fatalf("node %d: board: %v", i, err)
+	}
+	return v.Claims
+}
+
+func holders(hs []board.Held) map[string]string {
+	out := map[string]string{}
+	for _, h := range hs {
+		out[h.Path] = h.Holder
+	}
+	return out
+}
+
+// TestBoard: three agents on two nodes. A claim on one node is seen on
+// the other; a conflicting claim is refused with the holder's note (also
+// for an agent of the same node); release lets it through, and so do a
+// wait for the release and a wait for the expiry; history keeps it all.
+func TestBoard(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	befriend(t, nt, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a1 := "alice@" + nt.ID(0).String()
+	b := "bob@" + nt.ID(1).String()
+
+	if _, err := claim(ctx, nt, 0, "alice", "parser rewrite", time.Hour, 0, "parse/*.go"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return holders(live(t, nt, 1))["parse/*.go"] == a1 }, "node 1 to see alice's claim")
+
+	for _, c := range []struct {
+		node  int
+		agent string
+	}{{1, "bob"}, {0, "carol"}} {
+		_, err := claim(ctx, nt, c.node, c.agent, "lexer fix", time.Hour, 0, "parse/lex.go")
+		var ce *board.ConflictError
+		if !errors.As(err, &ce) || ce.Held.Holder != a1 || ce.Held.Note != "parser rewrite" || ce.Path != "parse/lex.go" {
+			t.Fatalf("%s's conflicting claim: %v", c.agent, err)
+		}
+	}
+	// Bad input is refused and changes nothing.
+	for _, req := range []board.ClaimRequest{
+		{Project: project, Paths: []string{"../x"}, Note: "n"},
+		{Project: project, Paths: []string{"x"}, Note: ""},
+		{Project: project, Paths: []string{"x"}, Note: "n", TTL: 9 * time.Hour},
+		{Project: "Not A Key", Paths: []string{"x"}, Note: "n"},
+	} {
+		if _, err := nt.Node(1).Board().Claim(ctx, "bob", req); !errors.Is(err, board.ErrBadInput) {
+			t.Errorf("claim %+v: %v, want ErrBadInput", req, err)
+		}
+	}
+	if _, err := nt.Node(1).Board().Release(ctx, "bob", project, []string{"parse/*.go"}); !errors.Is(err, board.ErrNotHeld) {
+		t.Fatalf("bob releases alice's claim: %v", err)
+	}
+
+	// Bob is told when what he was refused goes free (once).
+	notices := func(i int, agent, kind string, take bool) []board.Notice {
+		var out []board.Notice
+		for _, n := range nt.Node(i).Board().Notices(identity.AgentName(agent), take) {
+			if n.Kind == kind {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	if ns := notices(1, "bob", board.NoticeFree, true); len(ns) != 0 {
+		t.Fatalf("bob told of a free path too early: %+v", ns)
+	}
+
+	// Bob waits; alice releases; bob gets it.
+	done := make(chan error, 1)
+	go func() {
+		_, err := claim(ctx, nt, 1, "bob", "lexer fix", time.Hour, time.Minute, "parse/lex.go")
+		done <- err
+	}()
+	if _, err := nt.Node(0).Board().Release(ctx, "alice", project, []string{"parse/*.go"}); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(notices(1, "bob", board.NoticeFree, false)) == 1 }, "bob to be told parse/lex.go is free")
+	if ns := notices(1, "bob", board.NoticeFree, true); len(ns) != 1 || !strings.Contains(ns[0].Text, "was released") || ns[0].Paths[0] != "parse/lex.go" {
+		t.Fatalf("bob's notice: %+v", ns)
+	}
+	if ns := notices(1, "bob", board.NoticeFree, true); len(ns) != 0 {
+		t.Fatalf("bob told twice: %+v", ns)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("bob's waiting claim: %v", err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return holders(live(t, nt, 0))["parse/lex.go"] == b }, "node 0 to see bob's claim")
+
+	// A short claim expires by itself; a claim waiting for it goes through.
+	if _, err := claim(ctx, nt, 1, "bob", "quick look", 2*time.Second, 0, "docs/**"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return holders(live(t, nt, 0))["docs/**"] == b }, "node 0 to see bob's docs claim")
+	nt.WaitFor(30*time.Second, func() bool { return len(notices(1, "bob", board.NoticeExpiring, true)) == 1 }, "bob to be told his claim ends soon")
+	res, err := claim(ctx, nt, 0, "alice", "docs", time.Hour, 40*time.Second, "docs/README.md")
+	if err != nil {
+		t.Fatalf("alice's claim after the expiry: %v", err)
+	}
+	if res.Waited <= 0 {
+		t.Fatalf("alice did not wait: %+v", res)
+	}
+
+	h, err := nt.Node(1).Board().History(ctx, project, "parse/lex.go")
+	if err != nil || len(h) != 3 || h[0].Holder != a1 || h[1].Kind != board.KindRelease || h[2].Holder != b {
+		t.Fatalf("history of parse/lex.go: %+v, %v", h, err)
+	}
+}
+
+// TestBoardDeadNode: a claim of a node that died ends at its expiry.
+func TestBoardDeadNode(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	befriend(t, nt, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "gone soon", 3*time.Second, 0, "a.go"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to see the claim")
+	nt.Crash(0)
+	if _, err := claim(ctx, nt, 1, "bob", "mine now", time.Hour, 40*time.Second, "a.go"); err != nil {
+		t.Fatalf("claim after the dead node's expiry: %v", err)
+	}
+}
+
+// TestBoardPartition: claims made on both sides of a partition are
+// resolved the same way on both nodes at heal; the loser's claim says whom
+// it lost to.
+func TestBoardPartition(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	befriend(t, nt, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "setup", time.Hour, 0, "setup.go"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to see the board")
+	nt.Partition([]int{0}, []int{1})
+	ra, err := claim(ctx, nt, 0, "alice", "left side", time.Hour, 0, "shared/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := claim(ctx, nt, 1, "bob", "right side", time.Hour, 0, "shared/x.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt.Heal()
+	nt.WaitFor(60*time.Second, func() bool {
+		a, b := live(t, nt, 0), live(t, nt, 1)
+		ha, _ := nt.Node(0).Board().History(ctx, project, "")
+		hb, _ := nt.Node(1).Board().History(ctx, project, "")
+		return len(a) == 2 && reflect.DeepEqual(a, b) && len(ha) == 3 && len(hb) == 3
+	}, "both nodes to agree on the board")
+	// The loser is the later of the two in (time, event ID) order.
+	loser := rb.Event
+	if ra.Held[0].Since > rb.Held[0].Since || ra.Held[0].Since == rb.Held[0].Since && ra.Event > rb.Event {
+		loser = ra.Event
+	}
+	for i := range 2 {
+		h, err := nt.Node(i).Board().History(ctx, project, "shared/x.go")
+		if err != nil || len(h) != 2 {
+			t.Fatalf("node %d: history %+v, %v", i, h, err)
+		}
+		for _, r := range h {
+			if (r.ID == loser) != (r.Lost != nil) {
+				t.Fatalf("node %d: %+v (loser %s)", i, r, loser)
+			}
+		}
+	}
+	// The loser's agent is told, once.
+	li, la := 1, "bob"
+	if loser == ra.Event {
+		li, la = 0, "alice"
+	}
+	var told []board.Notice
+	for _, n := range nt.Node(li).Board().Notices(identity.AgentName(la), true) {
+		if n.Kind == board.NoticeLost {
+			told = append(told, n)
+		}
+	}
+	if len(told) != 1 || !strings.Contains(told[0].Text, "lost to") {
+		t.Fatalf("%s's notices: %+v", la, told)
+	}
+	for _, n := range nt.Node(li).Board().Notices(identity.AgentName(la), true) {
+		if n.Kind == board.NoticeLost {
+			t.Fatalf("told twice: %+v", n)
+		}
+	}
+}
