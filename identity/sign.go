@@ -18,6 +18,7 @@ const (
 	DomainPresence    = "parley-presence"
 	DomainAudit       = "parley-audit"
 	DomainOrgRecord   = "parley-org-record"
+	DomainNodeCard    = "parley-node-card"
 )
 
 func domainBytes(domain string, payload []byte) []byte {

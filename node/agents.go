@@ -29,6 +29,7 @@ func (n *Node) newAgents() error {
 		DefaultTTL: n.cfg.AgentTTL,
 		Heartbeat:  n.cfg.PresenceHeartbeat,
 		CardTTL:    n.cfg.CardTTL,
+		Admit:      n.admitAgent,
 	})
 	if err != nil {
 		return err

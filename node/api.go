@@ -68,14 +68,19 @@ func (b apiBackend) Peers() []localapi.Peer {
 		if !ok {
 			continue
 		}
-		p := localapi.Peer{PeerID: id.String(), Addrs: addrStrings(ci.Addrs), Conn: "direct", Why: ci.Why}
+		pe := localapi.Peer{PeerID: id.String(), Addrs: addrStrings(ci.Addrs), Conn: "direct", Why: ci.Why}
 		if ci.Relayed {
-			p.Conn = "relayed"
+			pe.Conn = "relayed"
 			if ci.Relay != "" {
-				p.Relay = ci.Relay.String()
+				pe.Relay = ci.Relay.String()
 			}
 		}
-		out = append(out, p)
+		if b.n.names != nil {
+			if h, ok := b.n.names.Handle(id); ok {
+				pe.Handle, pe.Name = h, b.n.names.Name(id)
+			}
+		}
+		out = append(out, pe)
 	}
 	return out
 }

@@ -65,6 +65,10 @@ type Config struct {
 	// AskTTL is how long an ask is owed by the agents it asks (and waited
 	// for by its asker) unless answered. Zero means 1 hour.
 	AskTTL time.Duration
+	// AgentPostLimit is how many messages and asks each local agent may
+	// post in a minute (all at once if it likes); over it a post is refused
+	// with an error that says so. Zero means 120; negative, no limit.
+	AgentPostLimit int
 	// ConnLow and ConnHigh are the connection manager's watermarks. Zero
 	// means 64 and 192.
 	ConnLow, ConnHigh int

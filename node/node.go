@@ -36,6 +36,8 @@ import (
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/moderation"
+	"github.com/parley-mesh/parley/internal/names"
 	"github.com/parley-mesh/parley/internal/org"
 	"github.com/parley-mesh/parley/internal/reconnect"
 	"github.com/parley-mesh/parley/internal/store"
@@ -78,17 +80,19 @@ type Node struct {
 	api     *localapi.Server
 	wg      sync.WaitGroup
 
-	contacts  *contacts.Service  // set by Start, read-only afterwards
-	agents    *agents.Service    // set by Start, read-only afterwards
-	inbox     *inbox.Inbox       // set by Start, read-only afterwards
-	reconnect *reconnect.Service // set by Start, read-only afterwards
-	reach     *reach             // set by Start, read-only afterwards
-	org       *org.Service       // set by Start, read-only afterwards
-	usage     *usage.Meter       // set by Start, read-only afterwards
-	board     *board.Service     // set by Start, read-only afterwards
-	ui        *ui.Server         // set by Start, read-only afterwards (nil: not served)
-	uiURL     string             // the dashboard's URL with its token (set with ui)
-	uiErr     string             // why the dashboard is not served
+	contacts  *contacts.Service   // set by Start, read-only afterwards
+	agents    *agents.Service     // set by Start, read-only afterwards
+	inbox     *inbox.Inbox        // set by Start, read-only afterwards
+	mod       *moderation.Service // set by Start, read-only afterwards
+	names     *names.Service      // set by Start, read-only afterwards
+	reconnect *reconnect.Service  // set by Start, read-only afterwards
+	reach     *reach              // set by Start, read-only afterwards
+	org       *org.Service        // set by Start, read-only afterwards
+	usage     *usage.Meter        // set by Start, read-only afterwards
+	board     *board.Service      // set by Start, read-only afterwards
+	ui        *ui.Server          // set by Start, read-only afterwards (nil: not served)
+	uiURL     string              // the dashboard's URL with its token (set with ui)
+	uiErr     string              // why the dashboard is not served
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -237,6 +241,12 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.newOrg(); err != nil {
 		return err
 	}
+	if err := n.newModeration(); err != nil {
+		return err
+	}
+	if err := n.newNames(); err != nil {
+		return err
+	}
 	if err := n.newAgents(); err != nil {
 		return err
 	}
@@ -284,12 +294,14 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.org.Start()
 	n.startAgents()
+	n.startNames()
 	n.startRecovery()
 	if err := n.startReconnect(); err != nil {
 		return err
 	}
 	n.usage = usage.New(usage.Config{Registry: n.reg})
 	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, Logger: n.log, Audit: n.Audit, Usage: n.usage,
+		Moderation: modEdge{n.mod}, Names: n.names,
 		Notices: n.boardNotices})
 	if err != nil {
 		return err
@@ -320,6 +332,8 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleOrg(orgAPI{n})
 		n.api.HandleInvites(invitesAPI{n})
 		n.api.HandleAgents(agentsAPI{n})
+		n.api.HandleModeration(modAPI{n})
+		n.api.HandleNames(namesAPI{n.names})
 		n.api.HandleBoard(boardAPI{n})
 		n.api.HandleUI(n.uiInfo)
 		n.api.HandleSpent(n.inbox.Spent)

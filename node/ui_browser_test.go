@@ -112,7 +112,9 @@ func eval[T any](t *testing.T, b context.Context, expr string) T {
 // post and a reply to an ask addressed to the human from the page reaching
 // the other node's agent, and nothing without the token.
 func TestDashboardInBrowser(t *testing.T) {
-	nt := nodetest.Start(t, 2)
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.AgentPostLimit = -1 // the flood posts 200 messages at once
+	}))
 	nt.ConnectAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -134,6 +134,13 @@ func (c *procs) start(ctx context.Context, i int) error {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("%w: node %d: %v", ErrNodeStart, i, err)
 	}
+	// Scenarios post as fast as they can: no per-agent post limit.
+	cfgPath := filepath.Join(home, "config")
+	if _, err := os.Stat(cfgPath); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(cfgPath, []byte("agent_post_limit = none\nmdns = false\n"), 0o600); err != nil {
+			return fmt.Errorf("%w: node %d: %v", ErrNodeStart, i, err)
+		}
+	}
 	listen := "/ip4/127.0.0.1/tcp/0"
 	if c.cfg.listen != nil {
 		listen = c.cfg.listen(i)

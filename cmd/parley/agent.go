@@ -21,13 +21,14 @@ const cliSession = "parley-cli"
 func agentCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Agents on this node: register, list, unregister",
+		Short: "Agents on this node: register, list, unregister; mute, kill, revive",
 		Long: `Agent sessions (MCP, or a person at the CLI) register on their user's node under a
 name. Each gets a public card in the DHT (handle, name, role, capabilities), found with
 ` + "`parley find`" + `; contacts also see its state and what it works on (` + "`parley who`" + `).
 A registration not renewed by a heartbeat within its TTL is swept.`,
 	}
-	cmd.AddCommand(agentRegisterCmd(g), agentHeartbeatCmd(g), agentListCmd(g), agentUnregisterCmd(g))
+	cmd.AddCommand(agentRegisterCmd(g), agentHeartbeatCmd(g), agentListCmd(g), agentUnregisterCmd(g),
+		agentMuteCmd(g), agentUnmuteCmd(g), agentKillCmd(g), agentReviveCmd(g), agentMutedCmd(g))
 	return cmd
 }
 
@@ -122,7 +123,7 @@ func agentListCmd(g *globals) *cobra.Command {
 func agentUnregisterCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "unregister NAME",
-		Short: "Remove an agent from this node and withdraw its card",
+		Short: "Remove an agent from this node and withdraw its card (a live session registers again: `parley agent kill` stops it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (struct{}, error) {
@@ -150,14 +151,18 @@ are found by their public cards with ` + "`parley find`" + `.`,
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "PEER ID\tHANDLE\tAGENT\tSTATE\tWORKING ON\tLAST SEEN")
+					fmt.Fprintln(tw, "PEER ID\tHANDLE\tAGENT\tSTATE\tWORKING ON\tCLAIMS\tLAST SEEN")
 					for _, e := range v {
 						handle := safe(e.Handle)
 						if e.Local {
 							handle += " (you)"
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, safe(e.Agent), safe(e.State),
-							dash(oneLine(e.WorkingOn, 50)), ago(e.LastSeen))
+						var claims []string
+						for _, c := range e.Claims {
+							claims = append(claims, c.Path)
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, safe(e.Agent), safe(e.State),
+							dash(oneLine(e.WorkingOn, 50)), dash(oneLine(safe(strings.Join(claims, " ")), 40)), ago(e.LastSeen))
 					}
 					tw.Flush()
 				})

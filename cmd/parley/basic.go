@@ -64,9 +64,9 @@ func peersCmd(g *globals) *cobra.Command {
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "PEER ID\tCONN\tADDRESS\tWHY")
+					fmt.Fprintln(tw, "NAME\tPEER ID\tCONN\tADDRESS\tWHY")
 					for _, p := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.PeerID, p.Conn, strings.Join(p.Addrs, " "), safe(p.Why))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", dash(safe(p.Name)), p.PeerID, p.Conn, strings.Join(p.Addrs, " "), safe(p.Why))
 					}
 					tw.Flush()
 				})

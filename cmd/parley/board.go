@@ -126,6 +126,9 @@ func boardCmd(g *globals) *cobra.Command {
 				}
 				return c.Board(ctx, as, localapi.BoardRequest{Project: k})
 			}, func(w io.Writer, v localapi.BoardView) {
+				if v.Note != "" {
+					defer fmt.Fprintf(w, "(%s)\n", v.Note)
+				}
 				if len(v.Claims) == 0 {
 					fmt.Fprintf(w, "the board of project %s is empty (claim with `parley claim PATH --note TEXT`)\n", v.Project)
 					return

@@ -185,6 +185,14 @@ func TestCLIContactConsentGatesRooms(t *testing.T) {
 	}, "B to speak in the room")
 	nodetest.WaitFor(t, 10*time.Second, func() bool { return logHas(t, homeA, room.RoomID, "before") },
 		"A to get B's message")
+	// People read handles, not peer IDs: in the room log, and in peers.
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ := run(t, "--home", homeA, "room", "log", room.RoomID)
+		return strings.Contains(out, "human@bob: before") && strings.Contains(out, "human@alice created") && !strings.Contains(out, idB.PeerID[len(idB.PeerID)-8:])
+	}, "A's room log to name B's agent human@bob")
+	if out, _, _ := run(t, "--home", homeA, "peers"); !strings.Contains(out, "bob ") {
+		t.Fatalf("peers does not show B's handle:\n%s", out)
+	}
 
 	// A revokes B: both list it as revoked, and B's later words do not reach A.
 	if _, errs, code := run(t, "--home", homeA, "contact", "revoke", idB.PeerID); code != 0 {

@@ -48,6 +48,9 @@ func TestUpDetached(t *testing.T) {
 	if strings.ContainsAny(log, "\x1b\x07\u202e\u009b") {
 		t.Fatalf("room log prints terminal escapes raw: %q", log)
 	}
+	if !strings.Contains(log, "human@alice: look") {
+		t.Fatalf("room log does not name the author by handle: %q", log)
+	}
 	if !strings.Contains(log, `look \x1b]0;owned\x07 here\x1b[2J\u202egnp.exe\u009b31m`) {
 		t.Fatalf("room log does not show the text escaped: %q", log)
 	}

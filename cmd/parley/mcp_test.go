@@ -109,8 +109,8 @@ func befriend(t *testing.T, homeA, homeB, idB string) {
 func TestMCPAskAcrossTwoNodes(t *testing.T) {
 	base := t.TempDir()
 	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
-	a := up(t, homeA, "--listen", loopback)
-	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
 	var idB struct {
 		PeerID string `json:"peer_id"`
 	}
@@ -180,6 +180,10 @@ func TestMCPAskAcrossTwoNodes(t *testing.T) {
 	if ask["room"] != room || !strings.HasPrefix(ask["from"].(string), "agent1@") {
 		t.Fatalf("ask item = %v", ask)
 	}
+	// The text names agents by handle; the structured output keeps addresses.
+	if !strings.Contains(text, "agent1@alice") || strings.Contains(text, ask["from"].(string)) {
+		t.Fatalf("the ask's text does not name its asker agent1@alice:\n%s", text)
+	}
 	// It is shown in full once, then as a reminder until answered.
 	again := callTool(t, c2, "parley_who", nil)
 	if ps := again.pending(); len(ps) != 1 || ps[0]["id"] != ask["id"] || ps[0]["kind"] != "reminder" {
@@ -194,6 +198,9 @@ func TestMCPAskAcrossTwoNodes(t *testing.T) {
 		reply, _ := res.Out["reply"].(map[string]any)
 		if reply == nil || reply["text"] != "42" || !strings.HasPrefix(reply["from"].(string), "agent2@") {
 			t.Fatalf("ask returned %v\n%s", res.Out, res.Text)
+		}
+		if !strings.Contains(res.Text, "Reply from agent2@bob") {
+			t.Fatalf("the reply's text does not name agent2@bob:\n%s", res.Text)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("parley_ask did not return the reply")
@@ -247,6 +254,13 @@ func TestMCPAskAcrossTwoNodes(t *testing.T) {
 	}, "A to see agent2 alive on B")
 	// B's agents are visible to A (contacts see presence): an agent that
 	// is not there is an error, not a silent wait.
+	// An address as the texts show it, NAME@HANDLE, is taken.
+	if r := callTool(t, c1, "parley_say", map[string]any{"room": room, "to": "agent2@bob", "text": "by handle"}); r.Err {
+		t.Fatalf("say to agent2@bob: %s", r.Text)
+	}
+	if bad := callTool(t, c1, "parley_say", map[string]any{"room": room, "to": "agent2@nobody", "text": "x"}); !bad.Err || !strings.Contains(bad.Text, "nobody") {
+		t.Fatalf("say to an unknown handle: %s", bad.Text)
+	}
 	if bad := callTool(t, c1, "parley_ask", map[string]any{"to": "nobody@" + idB.PeerID, "room": room, "text": "hello?", "wait_seconds": 1}); !bad.Err || !strings.Contains(bad.Text, "parley_who") {
 		t.Fatalf("ask of a missing agent: %s", bad.Text)
 	}

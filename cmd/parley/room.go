@@ -149,14 +149,19 @@ dismissed. Waits up to --wait for the first reply and prints it.`,
 				return fmt.Errorf("--wait %s: use 0 to %s", wait, localapi.MaxWait)
 			}
 			req.Room, req.Text, req.WaitSeconds = args[0], args[1], wait.Seconds()
+			var book localapi.NameBook
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.AskResult, error) {
-				return c.Ask(ctx, as, req)
+				res, err := c.Ask(ctx, as, req)
+				if err == nil && res.Reply != nil && !g.json {
+					book = nameBook(ctx, c)
+				}
+				return res, err
 			}, func(w io.Writer, v localapi.AskResult) {
 				if v.Reply == nil {
 					fmt.Fprintf(w, "asked (id %s); no reply within %s\n", v.AskID, wait)
 					return
 				}
-				fmt.Fprintf(w, "%s: %s\n", safe(v.Reply.From), safeLines(v.Reply.Text))
+				fmt.Fprintf(w, "%s: %s\n", safe(book.Agent(v.Reply.From)), safeLines(v.Reply.Text))
 			})
 		},
 	}
@@ -174,11 +179,16 @@ func roomLogCmd(g *globals) *cobra.Command {
 		Short: "Show a room's events in display order (the same on every node)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var book localapi.NameBook
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.Event, error) {
-				return c.Log(ctx, args[0], limit, before)
+				es, err := c.Log(ctx, args[0], limit, before)
+				if err == nil && !g.json {
+					book = nameBook(ctx, c)
+				}
+				return es, err
 			}, func(w io.Writer, v []localapi.Event) {
 				for _, e := range v {
-					printEvent(w, e)
+					printEvent(w, e, book)
 				}
 			})
 		},
@@ -202,11 +212,15 @@ func roomTailCmd(g *globals) *cobra.Command {
 			defer c.Close()
 			out := cmd.OutOrStdout()
 			enc := json.NewEncoder(out)
+			var book localapi.NameBook
 			err = c.Tail(cmd.Context(), args[0], func(v localapi.Event) error {
 				if g.json {
 					return enc.Encode(v)
 				}
-				printEvent(out, v)
+				if _, ok := book[v.Author]; !ok {
+					book = nameBook(cmd.Context(), c) // a node not named yet: ask again
+				}
+				printEvent(out, v, book)
 				return nil
 			})
 			return g.apiErr(err)
@@ -261,9 +275,23 @@ later events, stops sending to it and refuses its sync: it gets nothing new.`,
 	return cmd
 }
 
-func printEvent(w io.Writer, e localapi.Event) {
+// nameBook fetches the names of the nodes the node knows; without them,
+// nodes show as short peer IDs.
+func nameBook(ctx context.Context, c *localapi.Client) localapi.NameBook {
+	es, err := c.Names(ctx)
+	if err != nil {
+		return nil
+	}
+	return localapi.NewNameBook(es)
+}
+
+// printEvent prints one event on a line: time, short ID, agent@handle and
+// what it did, with every text from the network shown escaped.
+func printEvent(w io.Writer, e localapi.Event, book localapi.NameBook) {
 	ts := time.UnixMilli(e.Time).Local().Format("15:04:05")
-	who := safe(fmt.Sprintf("%s@%s", e.Agent, short(e.Author)))
+	who := safe(e.Agent + "@" + book.Node(e.Author))
+	short := func(p string) string { return safe(book.Node(p)) }
+	shortAddr := func(a string) string { return safe(book.Agent(a)) }
 	id := e.ID[:min(8, len(e.ID))]
 	switch e.Kind {
 	case "message", "ask":
@@ -306,19 +334,4 @@ func printEvent(w io.Writer, e localapi.Event) {
 	default:
 		fmt.Fprintf(w, "%s %s %s %s\n", ts, id, who, safe(e.Kind))
 	}
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return "…" + s[len(s)-8:]
-	}
-	return s
-}
-
-func shortAddr(a string) string {
-	name, p, ok := strings.Cut(a, "@")
-	if !ok {
-		return safe(a)
-	}
-	return safe(name + "@" + short(p))
 }

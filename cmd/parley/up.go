@@ -137,6 +137,8 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		NewIdentity: f.newIdentity,
 		MinFreeDisk: minFree,
 		UIPort:      file.UIPort,
+
+		AgentPostLimit: file.AgentPostLimit,
 	}
 	listen := file.Listen
 	if len(f.listen) > 0 {

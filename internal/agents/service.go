@@ -108,6 +108,9 @@ type Config struct {
 	FindTimeout time.Duration
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
+	// Admit is asked before a name is registered: an error refuses it (a
+	// killed agent), and Register returns it as it is. Nil admits all.
+	Admit func(name identity.AgentName) error
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -414,6 +417,11 @@ func (s *Service) Register(ctx context.Context, req RegisterRequest) (Info, erro
 	a, err := newLocal(s.cfg.Key, s.self, req, s.cfg.DefaultTTL, now)
 	if err != nil {
 		return Info{}, fmt.Errorf("agents: register: %w", err)
+	}
+	if s.cfg.Admit != nil {
+		if err := s.cfg.Admit(a.Name); err != nil {
+			return Info{}, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

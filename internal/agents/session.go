@@ -174,3 +174,52 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 	}
 	return info, nil
 }
+
+// Unbind ends an agent: its registration (its card is withdrawn) and every
+// session bound to its name, so a reconnecting session starts afresh.
+func (s *Service) Unbind(ctx context.Context, name string) (sessions int, err error) {
+	n, err := ParseName(name)
+	if err != nil {
+		return 0, fmt.Errorf("agents: unbind: %w", err)
+	}
+	if err := s.Unregister(ctx, string(n)); err != nil {
+		return 0, err
+	}
+	if _, ok := s.cfg.Store.(Lookup); !ok {
+		s.mu.Lock()
+		for k, p := range s.sessions {
+			if p.Name == string(n) {
+				delete(s.sessions, k)
+				sessions++
+			}
+		}
+		s.mu.Unlock()
+		return sessions, nil
+	}
+	var drop []schema.Op
+	prefix := schema.Session("")
+	err = s.cfg.Store.ScanFrom(prefix, nil, false, func(k, v []byte) bool {
+		name := string(v)
+		if len(v) > 0 && v[0] == '{' {
+			var p profile
+			if json.Unmarshal(v, &p) != nil {
+				return true
+			}
+			name = p.Name
+		}
+		if name == string(n) {
+			drop = append(drop, schema.Op{Key: append([]byte(nil), k...), Delete: true})
+		}
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("agents: unbind %s: %w", n, err)
+	}
+	if len(drop) == 0 {
+		return 0, nil
+	}
+	if err := s.cfg.Store.Apply(drop, true); err != nil {
+		return 0, fmt.Errorf("agents: unbind %s: %w", n, err)
+	}
+	return len(drop), nil
+}

@@ -46,6 +46,9 @@ type File struct {
 	// Reachability is "auto" (AutoNAT finds out; the default), "public" or
 	// "private".
 	Reachability string
+	// AgentPostLimit is how many messages and asks each local agent may
+	// post in a minute; 0 means the node's default (120), -1 no limit.
+	AgentPostLimit int
 	// UIPort is the dashboard's port on 127.0.0.1; 0 means any free port.
 	UIPort int
 }
@@ -92,6 +95,11 @@ port_map = true
 
 # reachability: auto (find out with AutoNAT), public or private.
 reachability = auto
+
+# agent_post_limit: how many messages and asks each of your agents may post in
+# a minute (all at once if it likes); over it a post is refused, saying so.
+# none turns the limit off. Default:
+# agent_post_limit = 120
 
 # ui_port: the dashboard's port on 127.0.0.1 (see parley ui); 0 is any free port.
 # ui_port = 4191
@@ -209,6 +217,16 @@ func Parse(raw []byte) (File, error) {
 			default:
 				return File{}, fmt.Errorf("line %d: reachability must be auto, public or private, got %q", line, val)
 			}
+		case "agent_post_limit":
+			if val == "none" {
+				f.AgentPostLimit = -1
+				break
+			}
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 || n > 1_000_000 {
+				return File{}, fmt.Errorf("line %d: agent_post_limit must be 1 to 1000000 (posts a minute) or none, got %q", line, val)
+			}
+			f.AgentPostLimit = n
 		case "ui_port":
 			p, err := strconv.Atoi(val)
 			if err != nil || p < 0 || p > 65535 {
@@ -216,7 +234,7 @@ func Parse(raw []byte) (File, error) {
 			}
 			f.UIPort = p
 		default:
-			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, relay, relay_service, port_map, reachability, ui_port)", line, key)
+			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, relay, relay_service, port_map, reachability, ui_port, agent_post_limit)", line, key)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -128,6 +128,7 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 				for _, n := range st.unread {
 					fresh = fresh || n > 0
 				}
+				fresh = fresh || b.cfg.Notices != nil && len(b.cfg.Notices(a, false)) > 0
 			} else {
 				fresh = st.news > after || (first && req.After != "" && !known)
 			}
@@ -240,8 +241,18 @@ func (b *Inbox) parseMember(s string) (member, error) {
 		}
 	}
 	a, err := identity.ParseAgentAddr(s)
+	if name, node, ok := strings.Cut(s, "@"); err != nil && ok && b.cfg.Names != nil {
+		// NAME@HANDLE, as names show: the node whose handle it is.
+		if _, perr := peer.Decode(node); perr != nil {
+			p, rerr := b.cfg.Names.Resolve(node)
+			if rerr != nil {
+				return member{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent, "%q: %s", s, strings.TrimPrefix(rerr.Error(), "names: "))
+			}
+			a, err = identity.ParseAgentAddr(name + "@" + p.String())
+		}
+	}
 	if err != nil {
-		return member{}, localapi.BadRequest("%q: %v (an agent's address is NAME@PEER_ID, or NAME for an agent of your node)", s, err)
+		return member{}, localapi.BadRequest("%q: %v (an agent's address is NAME@PEER_ID or NAME@HANDLE, or NAME for an agent of your node)", s, err)
 	}
 	if a.Peer == "" {
 		a.Peer = b.self
@@ -480,6 +491,9 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 	if err := b.mustBeIn(a, in); err != nil {
 		return res, err
 	}
+	if err := b.checkPost(a); err != nil {
+		return res, err
+	}
 	eid, err := b.rooms.Say(ctx, in.ID, args)
 	if err != nil {
 		return res, b.roomErr(in.ID, err)
@@ -558,6 +572,9 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 	}
 	if req.To == "" && req.Room == "" {
 		return res, localapi.BadRequest("say whom to ask: to (NAME@PEER_ID, or NAME on your node) or room (every member agent is asked)")
+	}
+	if err := b.checkPost(a); err != nil {
+		return res, err // before a room is opened for it
 	}
 	var to member
 	if req.To != "" {
@@ -746,7 +763,9 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 			return res, apiError(err)
 		}
 		for _, v := range vs {
-			res.Messages = append(res.Messages, item(v, only.Name))
+			if !b.hidden(v) {
+				res.Messages = append(res.Messages, item(v, only.Name))
+			}
 		}
 		return res, b.withPending(a, req.Take, &res.Pending)
 	}
@@ -805,6 +824,9 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 				after = v.Arrival
 				if v.Author == b.self && v.Agent == agent {
 					continue // its own words are never unread
+				}
+				if b.hidden(v) {
+					continue
 				}
 				if v.Arrival <= st.scan[in.ID] && b.unreadMessage(st, v) {
 					st.unread[in.ID] = max(st.unread[in.ID]-1, 0)
@@ -948,4 +970,23 @@ func (b *Inbox) Who(ctx context.Context, agent string, req localapi.AgentRequest
 		}
 	}
 	return res, nil
+}
+
+// checkPost asks moderation whether the agent may post now, counting the
+// post against its limit.
+func (b *Inbox) checkPost(agent identity.AgentName) error {
+	if b.cfg.Moderation == nil {
+		return nil
+	}
+	return b.cfg.Moderation.CheckPost(agent)
+}
+
+// hidden reports whether v comes from an agent of another node that this
+// node's user muted: it stays in the room's log, but no agent here is
+// shown it or owes it anything.
+func (b *Inbox) hidden(v rooms.View) bool {
+	if b.cfg.Moderation == nil || v.Author == b.self {
+		return false
+	}
+	return b.cfg.Moderation.Hidden(from(v))
 }

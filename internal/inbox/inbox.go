@@ -54,6 +54,18 @@ type Agents interface {
 	Who(ctx context.Context) []localapi.WhoEntry
 }
 
+// Moderation is what the inbox asks before an agent posts, and before it
+// shows an agent an event (internal/moderation, through the node).
+type Moderation interface {
+	// CheckPost returns an error saying why the agent may not post a
+	// message or ask now (a *localapi.Error), or nil; a nil answer counts
+	// the post against the agent's limit.
+	CheckPost(agent identity.AgentName) error
+	// Hidden reports whether the events of the agent at addr (NAME@PEER_ID)
+	// are kept from this node's agents.
+	Hidden(addr string) bool
+}
+
 var (
 	_ localapi.Edge  = (*Inbox)(nil)
 	_ localapi.Rooms = (*Inbox)(nil)
@@ -73,6 +85,14 @@ type Config struct {
 	PresenceGrace time.Duration
 	Logger        *slog.Logger     // nil discards
 	Now           func() time.Time // nil: time.Now
+	// Names resolves the node of an address written NAME@HANDLE (as names
+	// show). Nil: only peer IDs are taken.
+	Names interface {
+		Resolve(name string) (peer.ID, error)
+	}
+	// Moderation says whether an agent may post and whose events are kept
+	// from this node's agents. Nil: everyone may post, nothing is hidden.
+	Moderation Moderation
 	// Audit receives each decision on who is in a room once it is posted:
 	// rooms created, members invited and removed, agents and the node
 	// leaving. Nil records nothing.

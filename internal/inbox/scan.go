@@ -8,6 +8,7 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // scan brings an agent's state up to date: it reads the new events of the
@@ -99,6 +100,9 @@ func (b *Inbox) scanRoom(agent identity.AgentName, st *state, id identity.RoomID
 func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName, me string) {
 	id := v.ID.String()
 	own := v.Author == b.self && v.Agent == agent
+	if b.hidden(v) {
+		return // a muted agent's event: nothing for this node's agents
+	}
 	if v.ReplyTo != nil {
 		ask := v.ReplyTo.String()
 		if a := st.owed[ask]; a != nil && from(v) != a.From {
@@ -179,6 +183,8 @@ func (b *Inbox) unreadMessage(st *state, v rooms.View) bool {
 	}
 	switch {
 	case v.Author == b.self && v.Agent == st.agent:
+		return false
+	case b.hidden(v):
 		return false
 	case v.Kind == rooms.KindMessage:
 		return true
@@ -382,6 +388,9 @@ func (b *Inbox) describeRoom(it *localapi.Item) {
 func item(v rooms.View, roomName string) localapi.Item {
 	it := localapi.Item{Kind: string(v.Kind), ID: v.ID.String(), Room: string(v.Room), RoomName: roomName,
 		From: from(v), Text: v.Text, To: v.To, Time: v.Time}
+	if v.Kind == rooms.KindClaim || v.Kind == rooms.KindRelease {
+		it.Text = board.Describe(string(v.Kind), v.Body)
+	}
 	if v.ReplyTo != nil {
 		it.ReplyTo = v.ReplyTo.String()
 	}

@@ -41,6 +41,8 @@ type Status struct {
 // Peer is a connected peer.
 type Peer struct {
 	PeerID string   `json:"peer_id"`
+	Handle string   `json:"handle,omitempty"` // its user's handle, when known
+	Name   string   `json:"name,omitempty"`   // how it shows (handle, or handle~SUFFIX)
 	Addrs  []string `json:"addrs"`
 	// Conn is "direct" or "relayed" (empty when unknown); Relay names the
 	// relay of a relayed connection and Why says why it is relayed, or how

@@ -83,6 +83,7 @@ func twoAgents(tb testing.TB) (nt *nodetest.Net, a, b *sdk.ClientSession, room s
 	nt = nodetest.Start(tb, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.RoomPolicy = rooms.DefaultPolicy{}
 		c.SyncInterval = time.Second
+		c.AgentPostLimit = -1 // the benchmark posts as fast as it can
 	}))
 	nt.WaitFor(20*time.Second, func() bool {
 		return nt.Node(0).Host().Network().Connectedness(nt.ID(1)) == network.Connected

@@ -1,9 +1,12 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -162,4 +165,45 @@ func unsafeRune(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// addrPeer finds the node part of an agent address NAME@PEER_ID (Ed25519
+// peer IDs: 52 characters of base58 that start with 12D3KooW).
+var addrPeer = regexp.MustCompile(`@(12D3KooW[1-9A-HJ-NP-Za-km-z]{44})`)
+
+// bookTTL is how long the names of nodes are used before they are asked
+// for again (at once when a text holds a node not in them).
+const bookTTL = 30 * time.Second
+
+// named writes the agent addresses of a tool's text as people read them,
+// NAME@HANDLE (NAME@HANDLE~SUFFIX when two nodes share a handle); the node
+// takes either form back. A node whose handle is not known keeps its peer
+// ID. The structured output keeps peer IDs.
+func (s *Server) named(ctx context.Context, text string) string {
+	ms := addrPeer.FindAllStringSubmatch(text, -1)
+	if len(ms) == 0 {
+		return text
+	}
+	s.namesMu.Lock()
+	defer s.namesMu.Unlock()
+	stale := time.Since(s.bookAt) > bookTTL
+	for _, m := range ms {
+		if _, ok := s.book[m[1]]; !ok && time.Since(s.bookAt) > 2*time.Second {
+			stale = true
+		}
+	}
+	if stale {
+		es, err := s.api.Names(ctx)
+		if err != nil {
+			s.log.Debug("names of nodes", "err", err)
+		} else {
+			s.book, s.bookAt = localapi.NewNameBook(es), time.Now()
+		}
+	}
+	return addrPeer.ReplaceAllStringFunc(text, func(m string) string {
+		if n, ok := s.book[m[1:]]; ok {
+			return "@" + n
+		}
+		return m
+	})
 }

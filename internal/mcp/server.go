@@ -48,6 +48,10 @@ type Server struct {
 	mu      sync.Mutex // protects agent and threads
 	agent   localapi.AgentInfo
 	threads map[string]localapi.AgentInfo
+
+	namesMu sync.Mutex // protects book and bookAt
+	book    localapi.NameBook
+	bookAt  time.Time
 }
 
 // New returns a Server; Run binds the session and serves.

@@ -14,7 +14,7 @@ import (
 
 // Instructions tell a model what Parley is, in the MCP initialize result.
 const Instructions = `Parley connects you with other agent sessions and people: on this machine, in your team, across companies.
-An agent's address is NAME@PEER_ID (or NAME for an agent of your own node). Rooms are lasting conversations with a purpose and members.
+An agent's address is NAME@PEER_ID, or NAME@HANDLE as results show it (or NAME for an agent of your own node). Rooms are lasting conversations with a purpose and members.
 Every Parley tool result ends with what is pending for you: asks you owe come first, under a line saying someone is blocked on you, each with the call that answers it (parley_reply).
 parley_ask asks an agent or a room and waits for the answer; parley_say posts without waiting; parley_read shows what you have not read; parley_who shows who is around and your rooms.`
 
@@ -370,7 +370,7 @@ func addTool[In threaded, Out any, PO interface {
 		if p != nil {
 			env.Pending, env.MoreUnread = s.convert(c.agent, *p)
 		}
-		res.Content = []sdk.Content{&sdk.TextContent{Text: termSafe(text + renderPending(env.Pending, env.MoreUnread))}}
+		res.Content = []sdk.Content{&sdk.TextContent{Text: termSafe(s.named(ctx, text+renderPending(env.Pending, env.MoreUnread)))}}
 		return res, out, nil
 	})
 }

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestOverlap(t *testing.T) {
@@ -86,6 +89,19 @@ func TestBodies(t *testing.T) {
 	}
 	if _, err := DecodeClaim(r); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("a release decoded as a claim: %v", err)
+	}
+	for _, c := range []struct {
+		kind, want string
+		body       []byte
+	}{
+		{KindClaim, "claims a b for 1m0s: refactor", b},
+		{KindRelease, "releases all its claims", r},
+		{KindClaim, "(a malformed claim, ignored)", []byte{0xff}},
+		{"message", "", b},
+	} {
+		if got := Describe(c.kind, c.body); got != c.want {
+			t.Errorf("Describe(%s) = %q, want %q", c.kind, got, c.want)
+		}
 	}
 }
 
@@ -204,10 +220,38 @@ func FuzzDecodeClaim(f *testing.F) {
 	})
 }
 
+// globRE is an independent matcher for patterns: a regular expression.
+func globRE(p string) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(p); {
+		switch {
+		case strings.HasPrefix(p[i:], "**"):
+			b.WriteString(".*")
+			for i < len(p) && p[i] == '*' {
+				i++
+			}
+		case p[i] == '*':
+			b.WriteString("[^/]*")
+			i++
+		case p[i] == '?':
+			b.WriteString("[^/]")
+			i++
+		default:
+			r, n := utf8.DecodeRuneInString(p[i:])
+			b.WriteString(regexp.QuoteMeta(string(r)))
+			i += n
+		}
+	}
+	b.WriteString("$")
+	return regexp.MustCompile(b.String())
+}
+
 func FuzzOverlap(f *testing.F) {
-	f.Add("a/*.go", "a/b.go")
-	f.Add("**", "x")
-	f.Fuzz(func(t *testing.T, a, b string) {
+	f.Add("a/*.go", "a/b.go", "a/b.go")
+	f.Add("**", "x", "x/y")
+	f.Add("a/**/c", "*/b/*", "a/b/c")
+	f.Fuzz(func(t *testing.T, a, b, name string) {
 		if CheckPattern(a) != nil || CheckPattern(b) != nil || len(a) > 40 || len(b) > 40 {
 			return
 		}
@@ -216,6 +260,13 @@ func FuzzOverlap(f *testing.F) {
 		}
 		if !Overlap(a, a) {
 			t.Fatalf("%q does not overlap itself", a)
+		}
+		// A path that both match is a witness: they overlap.
+		if globRE(a).MatchString(name) && globRE(b).MatchString(name) && !Overlap(a, b) {
+			t.Fatalf("%q matches %q and %q, which Overlap says are apart", name, a, b)
+		}
+		if CheckPattern(name) == nil && !strings.ContainsAny(name, "*?") && Match(a, name) != globRE(a).MatchString(name) {
+			t.Fatalf("Match(%q, %q) = %v, the regexp says otherwise", a, name, Match(a, name))
 		}
 	})
 }

@@ -126,6 +126,9 @@ func (s *Service) inviteContacts(ctx context.Context) {
 		}
 		agent := inviter[key]
 		if agent == "" {
+			agent = s.lastAgent(key)
+		}
+		if agent == "" {
 			continue // no agent of this node works on it
 		}
 		for _, c := range contacts {
@@ -140,6 +143,26 @@ func (s *Service) inviteContacts(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// lastAgent is the last agent of this node that claimed on the project's
+// board (its history says who works on it here after a restart), or "".
+func (s *Service) lastAgent(key string) identity.AgentName {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(key)
+	if err != nil {
+		return ""
+	}
+	suffix := "@" + s.cfg.Self.String()
+	h := p.state.History("")
+	for i := len(h) - 1; i >= 0; i-- {
+		if name, ok := strings.CutSuffix(h[i].Holder, suffix); ok && h[i].Kind == KindClaim {
+			s.inviter[key] = identity.AgentName(name)
+			return identity.AgentName(name)
+		}
+	}
+	return ""
 }
 
 func (s *Service) holder(agent identity.AgentName) string {

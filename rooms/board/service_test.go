@@ -3,6 +3,7 @@ package board_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,8 +19,21 @@ import (
 
 const project = "0123456789abcdef0123456789abcdef"
 
+func agentName(s string) identity.AgentName { return identity.AgentName(s) }
+
+// befriendB makes nodes 0 and 1 active contacts.
+func befriendB(b *testing.B, nt *nodetest.Net) {
+	b.Helper()
+	befriendTB(b, nt, 0, 1)
+}
+
 // befriend makes nodes req and appr active contacts.
 func befriend(t *testing.T, nt *nodetest.Net, req, appr int) {
+	t.Helper()
+	befriendTB(t, nt, req, appr)
+}
+
+func befriendTB(t testing.TB, nt *nodetest.Net, req, appr int) {
 	t.Helper()
 	ctx := context.Background()
 	state := func(i, j int) consent.State {
@@ -46,11 +60,10 @@ func claim(ctx context.Context, nt *nodetest.Net, i int, agent, note string, ttl
 	return nt.Node(i).Board().Claim(ctx, identity.AgentName(agent), board.ClaimRequest{Project: project, Paths: paths, Note: note, TTL: ttl, Wait: wait})
 }
 
-func live(t *testing.T, nt *nodetest.Net, i int) []board.Held {
-	t.Helper()
+func live(t testing.TB, nt *nodetest.Net, i int) []board.Held {
 	v, err := nt.Node(i).Board().Board(context.Background(), project)
 	if err != nil {
-		t.Fatalf("node %d: board: %v", i, err)
+		panic(fmt.Sprintf("node %d: board: %v", i, err))
 	}
 	return v.Claims
 }
@@ -174,6 +187,12 @@ func TestBoardDeadNode(t *testing.T) {
 	if _, err := claim(ctx, nt, 1, "bob", "mine now", time.Hour, 40*time.Second, "a.go"); err != nil {
 		t.Fatalf("claim after the dead node's expiry: %v", err)
 	}
+	// The board lives in the store: the restarted node has it, and catches up.
+	nt.Restart(0)
+	nt.WaitFor(60*time.Second, func() bool {
+		h, err := nt.Node(0).Board().History(ctx, project, "a.go")
+		return err == nil && len(h) == 2 && holders(live(t, nt, 0))["a.go"] == "bob@"+nt.ID(1).String()
+	}, "the restarted node to have the board")
 }
 
 // TestBoardPartition: claims made on both sides of a partition are

@@ -34,6 +34,10 @@
 //	                                   internal/agents; a bare name from older nodes)
 //	s/a/<agent>/<cursor>/<room>        an agent's cursors: d (scanned for its pending
 //	                                   items), r (messages shown to it)
+//	n/<peer>                           a node's signed node card: its handle
+//	                                   (discovery.NodeCard, internal/names)
+//	k/<agent>@<peer>                   moderation: what holds for an agent (JSON,
+//	                                   internal/moderation: muted, until, killed)
 //	s/a/<agent>/<item>/<event id>      an agent's open items (JSON): o (an ask it owes),
 //	                                   q (an ask it asked, until answered), n (a notice to
 //	                                   show once: an invitation, or the reply to its ask)
@@ -192,6 +196,18 @@ func LocalAgent(agent string) []byte { return append([]byte("g/"), agent...) }
 
 // LocalAgentPrefix is the prefix of every local agent registration.
 func LocalAgentPrefix() []byte { return []byte("g/") }
+
+// NodeCard is a node's signed card (its handle).
+func NodeCard(p []byte) []byte { return append([]byte("n/"), PeerBytes(p)...) }
+
+// NodeCardPrefix is the prefix of every node card.
+func NodeCardPrefix() []byte { return []byte("n/") }
+
+// Moderation is what holds for one agent (NAME@PEER_ID): muted, killed.
+func Moderation(addr string) []byte { return append([]byte("k/"), addr...) }
+
+// ModerationPrefix is the prefix of every moderation record.
+func ModerationPrefix() []byte { return []byte("k/") }
 
 // Session maps an agent session key to its agent name.
 func Session(key string) []byte { return append([]byte("s/k/"), key...) }

@@ -185,30 +185,15 @@
       $("spark").appendChild(el("div", { cls: "muted", text: "messages per " + (u.interval_seconds || 10) + " s, last " + rec.length }));
       var top = Math.max.apply(null, [1].concat((u.agents || []).map(function (a) { return a.messages; })));
       var unk = function (v, f) { return v === null || v === undefined ? "unknown" : (f ? f(v) : String(v)); };
-      fill($("usage"), [head(["agent", "msgs", "bytes", "asks", "answered", "avg answer", "tokens in/out", "cost"])].concat((u.agents || []).map(function (a) {
-        var bar = el("span", { cls: "bar" }); bar.style.width = Math.round(60 * a.messages / top) + "px";
-        return row([a.name, el("span", {}, [bar, " " + a.messages]), a.bytes, a.asks_made, a.asks_answered,
-          a.asks_answered ? a.answer_seconds_avg.toFixed(1) + " s" : "",
-          unk(a.tokens_in) + " / " + unk(a.tokens_out), unk(a.cost_usd, function (v) { return "$" + v.toFixed(4); })]);
-      })));
-    },
-    invites: function (is) {
-      $("invites-panel").hidden = !(is || []).length;
-      fill($("invites"), (is || []).map(function (w) {
-        var r = row([w.room_name || short(w.id), "from " + short(w.inviter), el("span", {}, [
-          btn("accept", function () { act("/v1/invites/accept", { id: w.id }); }),
-          btn("decline", function () { act("/v1/invites/decline", { id: w.id }); })])]);
-        r.setAttribute("data-invite", w.id);
-        return r;
-      }));
-    },
-    board: function (cs) {
-      $("board-panel").hidden = false;
-      fill($("board"), [head(["path", "holder", "note", "until"])].concat((cs || []).map(function (c) {
-        var r = row([c.path, addr(c.holder), c.note, new Date(c.expires).toLocaleTimeString()]);
-        r.setAttribute("title", "project " + c.project);
+      var tokens = function (a) { return a.tokens_in === null && a.tokens_out === null ? "unknown" : unk(a.tokens_in) + " / " + unk(a.tokens_out); };
+      fill($("usage"), [head(["agent", "msgs", "bytes", "asks", "answered", "avg", "tokens in/out", "cost"])].concat((u.agents || []).map(function (a) {
+        var bar = el("span", { cls: "bar" }); bar.style.width = Math.round(40 * a.messages / top) + "px";
+        var r = row([a.name, el("span", { cls: "nowrap" }, [bar, " " + a.messages]), a.bytes, a.asks_made, a.asks_answered,
+          a.asks_answered ? a.answer_seconds_avg.toFixed(1) + " s" : "", tokens(a), unk(a.cost_usd, function (v) { return "$" + v.toFixed(4); })]);
+        r.setAttribute("data-agent", a.name);
         return r;
       })));
+      $("usage").appendChild(el("caption", { cls: "muted", text: "tokens and cost as the agents' clients reported them; unknown: never reported" }));
     },
     moderation: function (m) {
       $("moderation-panel").hidden = false;

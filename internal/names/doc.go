@@ -1,0 +1,24 @@
+// Package names gives people readable names for nodes: each node's user
+// handle, carried in a card the node signs (discovery.NodeCard), so that
+// what a person reads says agent@handle instead of a 52-character peer ID.
+//
+// # Protocol /parley/name/1
+//
+// The node that opens the stream writes nothing; the other writes its own
+// signed node card as one frame (internal/frame: uvarint length, then at most
+// discovery.MaxNodeCardWire bytes) and closes. A node asks every peer it
+// connects to (at most once in RefetchAfter, a few at a time), keeps the card
+// only if it is the peer's own and newer (higher seq) than the one it has,
+// and stores it under schema.NodeCard, so names survive restarts and peers
+// that are not connected keep theirs.
+//
+// # Display
+//
+// A known node shows as its handle; when two known nodes share a handle
+// (case-folded) each shows as handle~SUFFIX, with the shortest tail of its
+// peer ID that tells them apart (at least 4 characters). A node with no
+// handle known shows as …SUFFIX (the last 8 characters of its peer ID).
+// Contacts' handles from their requests serve until a node's card arrives.
+// Resolve turns a displayed name back into the peer ID, so an agent can
+// address NAME@handle (or NAME@handle~SUFFIX) as it reads it.
+package names

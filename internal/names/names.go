@@ -1,0 +1,407 @@
+package names
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/parley-mesh/parley/discovery"
+	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// Protocol is the stream protocol on which a node hands out its node card.
+const Protocol protocol.ID = "/parley/name/1"
+
+// Limits.
+const (
+	// RefetchAfter is how long a peer's card is not asked for again.
+	RefetchAfter = 10 * time.Minute
+	// fetchTimeout bounds one exchange.
+	fetchTimeout = 10 * time.Second
+	// fetchWorkers is how many fetches run at once.
+	fetchWorkers = 4
+	// queueLen bounds the peers waiting to be asked; more are dropped
+	// (asked on their next connection).
+	queueLen = 256
+	// MaxNames bounds the cards kept; past it, cards of peers not seen for
+	// the longest are dropped from memory (the store keeps them).
+	MaxNames = 10000
+	// minSuffix is the shortest tail of a peer ID shown after '~'.
+	minSuffix = 4
+)
+
+var (
+	// ErrUnknown is returned by Resolve for a name no known node has.
+	ErrUnknown = errors.New("names: no node has this handle")
+	// ErrAmbiguous is returned by Resolve for a handle several nodes have.
+	ErrAmbiguous = errors.New("names: several nodes have this handle")
+	// ErrBadConfig is returned by New for a missing required field.
+	ErrBadConfig = errors.New("names: bad config")
+)
+
+// Store is what the service needs of the node's store.
+type Store interface {
+	ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []byte) bool) error
+	Apply(ops []schema.Op, durable bool) error
+}
+
+// Config configures a Service.
+type Config struct {
+	Host   host.Host      // required
+	Key    crypto.PrivKey // required: the node's key, which signs its card
+	Handle string         // the user's handle; empty: the node has no card
+	Store  Store          // nil keeps cards in memory only
+	// Hints are handles known without a card (contacts' requests); nil: none.
+	Hints  func() map[peer.ID]string
+	Logger *slog.Logger     // nil discards
+	Now    func() time.Time // nil: time.Now
+}
+
+// Service learns and shows node names.
+type Service struct {
+	cfg  Config
+	self peer.ID
+	own  []byte // this node's sealed card, nil without a handle
+	log  *slog.Logger
+
+	queue chan peer.ID
+
+	mu    sync.Mutex // protects cards, asked and table
+	cards map[peer.ID]*discovery.NodeCard
+	asked map[peer.ID]time.Time
+	table *table // display names, rebuilt when stale
+}
+
+// table is the display names of every known node at one time.
+type table struct {
+	built  time.Time
+	n      int // cards when built
+	name   map[peer.ID]string
+	handle map[peer.ID]string
+	byName map[string][]peer.ID // lower-cased handle → nodes
+}
+
+// New loads the stored cards and seals this node's own; it starts nothing.
+func New(cfg Config) (*Service, error) {
+	if cfg.Host == nil || cfg.Key == nil {
+		return nil, fmt.Errorf("%w: Host and Key are required", ErrBadConfig)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	self, err := peer.IDFromPrivateKey(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("names: %w", err)
+	}
+	s := &Service{cfg: cfg, self: self, log: cfg.Logger, queue: make(chan peer.ID, queueLen),
+		cards: make(map[peer.ID]*discovery.NodeCard), asked: make(map[peer.ID]time.Time)}
+	if cfg.Handle != "" {
+		c := &discovery.NodeCard{Peer: self, Handle: cfg.Handle, Seq: uint64(cfg.Now().UnixMilli())}
+		w, err := discovery.SealNodeCard(cfg.Key, c)
+		if err != nil {
+			return nil, fmt.Errorf("names: this node's card (handle %q): %w", cfg.Handle, err)
+		}
+		s.own = w
+		s.cards[self] = c
+	}
+	if cfg.Store != nil {
+		err := cfg.Store.ScanFrom(schema.NodeCardPrefix(), nil, false, func(k, v []byte) bool {
+			c, err := discovery.DecodeNodeCard(v)
+			if err != nil {
+				s.log.Warn("a stored node card does not decode; it is asked for again", "key", fmt.Sprintf("%q", k), "err", err)
+				return true
+			}
+			if c.Peer != self && len(s.cards) < MaxNames {
+				s.cards[c.Peer] = c
+			}
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("names: load cards: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Run serves Protocol and asks connecting peers for their cards until ctx
+// ends.
+func (s *Service) Run(ctx context.Context) error {
+	h := s.cfg.Host
+	h.SetStreamHandler(Protocol, s.serve)
+	notif := &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { s.enqueue(c.RemotePeer()) }}
+	h.Network().Notify(notif)
+	for _, p := range h.Network().Peers() {
+		s.enqueue(p)
+	}
+	var wg sync.WaitGroup
+	for range fetchWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case p := <-s.queue:
+					s.fetch(ctx, p)
+				}
+			}
+		}()
+	}
+	<-ctx.Done()
+	h.Network().StopNotify(notif)
+	h.RemoveStreamHandler(Protocol)
+	wg.Wait()
+	return nil
+}
+
+// enqueue asks p for its card unless it was asked lately.
+func (s *Service) enqueue(p peer.ID) {
+	if p == s.self {
+		return
+	}
+	now := s.cfg.Now()
+	s.mu.Lock()
+	if t, ok := s.asked[p]; ok && now.Sub(t) < RefetchAfter {
+		s.mu.Unlock()
+		return
+	}
+	s.asked[p] = now
+	if len(s.asked) > 2*MaxNames {
+		for q, t := range s.asked {
+			if now.Sub(t) >= RefetchAfter {
+				delete(s.asked, q)
+			}
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case s.queue <- p:
+	default: // busy: asked again on its next connection
+		s.mu.Lock()
+		delete(s.asked, p)
+		s.mu.Unlock()
+	}
+}
+
+// serve writes this node's card.
+func (s *Service) serve(st network.Stream) {
+	defer st.Close()
+	if s.own == nil {
+		_ = st.Reset()
+		return
+	}
+	_ = st.SetDeadline(time.Now().Add(fetchTimeout))
+	if err := frame.Write(st, s.own); err != nil {
+		_ = st.Reset()
+	}
+}
+
+// fetch asks p for its card and keeps it.
+func (s *Service) fetch(ctx context.Context, p peer.ID) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	st, err := s.cfg.Host.NewStream(network.WithNoDial(ctx, "names"), p, Protocol)
+	if err != nil {
+		s.log.Debug("no node card from peer", "peer", p.String(), "err", err)
+		return
+	}
+	defer st.Close()
+	_ = st.CloseWrite()
+	_ = st.SetReadDeadline(time.Now().Add(fetchTimeout))
+	wire, err := frame.Read(st, discovery.MaxNodeCardWire)
+	if err != nil {
+		_ = st.Reset()
+		s.log.Debug("no node card from peer", "peer", p.String(), "err", err)
+		return
+	}
+	if err := s.Learn(p, wire); err != nil {
+		s.log.Debug("node card refused", "peer", p.String(), "err", err)
+	}
+}
+
+// Learn takes a node card that from handed over: it must be from's own.
+// A card no newer than the one held is ignored.
+func (s *Service) Learn(from peer.ID, wire []byte) error {
+	c, err := discovery.DecodeNodeCard(wire)
+	if err != nil {
+		return err
+	}
+	if c.Peer != from {
+		return fmt.Errorf("names: %s handed over the card of %s", from, c.Peer)
+	}
+	if c.Peer == s.self {
+		return nil
+	}
+	s.mu.Lock()
+	old := s.cards[c.Peer]
+	if old != nil && old.Seq >= c.Seq {
+		s.mu.Unlock()
+		return nil
+	}
+	if old == nil && len(s.cards) >= MaxNames {
+		s.mu.Unlock()
+		return fmt.Errorf("names: %d names known already", MaxNames)
+	}
+	s.cards[c.Peer] = c
+	s.table = nil
+	s.mu.Unlock()
+	if s.cfg.Store != nil {
+		if err := s.cfg.Store.Apply([]schema.Op{{Key: schema.NodeCard([]byte(c.Peer)), Val: wire}}, false); err != nil {
+			return fmt.Errorf("names: keep the card of %s: %w", c.Peer, err)
+		}
+	}
+	return nil
+}
+
+// current returns the display table, rebuilt when a card came in or it is
+// older than a second (contacts' hints change without telling).
+func (s *Service) current() *table {
+	now := s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.table != nil && now.Sub(s.table.built) < time.Second {
+		return s.table
+	}
+	handles := make(map[peer.ID]string, len(s.cards))
+	if s.cfg.Hints != nil {
+		for p, h := range s.cfg.Hints() {
+			if h = strings.TrimSpace(h); h != "" && len(h) <= discovery.MaxText && !strings.ContainsFunc(h, unsafe) {
+				handles[p] = h
+			}
+		}
+	}
+	for p, c := range s.cards {
+		handles[p] = c.Handle
+	}
+	t := &table{built: now, n: len(s.cards), name: make(map[peer.ID]string, len(handles)), handle: handles,
+		byName: make(map[string][]peer.ID)}
+	for p, h := range handles {
+		k := strings.ToLower(h)
+		t.byName[k] = append(t.byName[k], p)
+	}
+	for _, ps := range t.byName {
+		if len(ps) == 1 {
+			t.name[ps[0]] = handles[ps[0]]
+			continue
+		}
+		for _, p := range ps {
+			t.name[p] = handles[p] + "~" + suffix(p, ps)
+		}
+	}
+	s.table = t
+	return t
+}
+
+// unsafe reports characters a hint may not hold (a card's handle is
+// checked by its decoder).
+func unsafe(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// suffix is the shortest tail of p's ID (at least minSuffix characters)
+// that no other of ps shares.
+func suffix(p peer.ID, ps []peer.ID) string {
+	s := p.String()
+	for n := minSuffix; n < len(s); n++ {
+		tail := s[len(s)-n:]
+		unique := true
+		for _, q := range ps {
+			if q != p && strings.HasSuffix(q.String(), tail) {
+				unique = false
+				break
+			}
+		}
+		if unique {
+			return tail
+		}
+	}
+	return s
+}
+
+// Short is how a node with no known handle shows: … and the last 8
+// characters of its peer ID.
+func Short(p peer.ID) string {
+	s := p.String()
+	if len(s) > 12 {
+		return "…" + s[len(s)-8:]
+	}
+	return s
+}
+
+// Name is how node p shows to a person.
+func (s *Service) Name(p peer.ID) string {
+	if n, ok := s.current().name[p]; ok {
+		return n
+	}
+	return Short(p)
+}
+
+// Handle is node p's handle, if known.
+func (s *Service) Handle(p peer.ID) (string, bool) {
+	h, ok := s.current().handle[p]
+	return h, ok
+}
+
+// Entry is one known node.
+type Entry struct {
+	Peer   peer.ID
+	Handle string
+	Name   string // as shown
+}
+
+// All lists the known nodes by name.
+func (s *Service) All() []Entry {
+	t := s.current()
+	out := make([]Entry, 0, len(t.name))
+	for p, n := range t.name {
+		out = append(out, Entry{Peer: p, Handle: t.handle[p], Name: n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Resolve returns the node a displayed name stands for: a handle (that one
+// known node has, case-folded) or handle~SUFFIX (the node with that handle
+// whose peer ID ends in SUFFIX).
+func (s *Service) Resolve(name string) (peer.ID, error) {
+	t := s.current()
+	name = strings.TrimSpace(name)
+	ps := t.byName[strings.ToLower(name)]
+	if i := strings.LastIndexByte(name, '~'); len(ps) == 0 && i >= 0 {
+		tail := name[i+1:]
+		ps = t.byName[strings.ToLower(name[:i])]
+		var match []peer.ID
+		for _, p := range ps {
+			if tail != "" && strings.HasSuffix(p.String(), tail) {
+				match = append(match, p)
+			}
+		}
+		ps = match
+	}
+	switch len(ps) {
+	case 0:
+		return "", fmt.Errorf("%w: %q (give the node's peer ID, or see who is around with parley_who)", ErrUnknown, name)
+	case 1:
+		return ps[0], nil
+	}
+	var alts []string
+	for _, p := range ps {
+		alts = append(alts, t.handle[p]+"~"+suffix(p, ps))
+	}
+	sort.Strings(alts)
+	return "", fmt.Errorf("%w: %q is the handle of %d nodes: write one of %s", ErrAmbiguous, name, len(ps), strings.Join(alts, ", "))
+}

@@ -1,0 +1,180 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/moderation"
+)
+
+// newModeration builds the moderation service; it needs the store.
+func (n *Node) newModeration() error {
+	m, err := moderation.New(moderation.Config{
+		Self:      n.id,
+		Store:     n.db,
+		PostLimit: n.cfg.AgentPostLimit,
+		Registry:  n.reg,
+		Audit:     n.Audit,
+	})
+	if err != nil {
+		return err
+	}
+	n.mod = m
+	return nil
+}
+
+// admitAgent refuses to register a killed agent's name.
+func (n *Node) admitAgent(name identity.AgentName) error {
+	if n.mod != nil && n.mod.Killed(name) {
+		return localapi.Errorf(http.StatusForbidden, localapi.CodeKilled,
+			"agent %s was killed by this node's user (parley agent kill): it cannot register or post until `parley agent revive %s`", name, name)
+	}
+	return nil
+}
+
+// modEdge is moderation as the agent edge asks it.
+type modEdge struct{ m *moderation.Service }
+
+func (e modEdge) CheckPost(agent identity.AgentName) error { return modError(e.m.CheckPost(agent)) }
+
+func (e modEdge) Hidden(addr string) bool { return e.m.Hidden(addr) }
+
+// modError gives moderation errors an HTTP status and a code.
+func modError(err error) error {
+	code, status := "", 0
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, moderation.ErrKilled):
+		code, status = localapi.CodeKilled, http.StatusForbidden
+	case errors.Is(err, moderation.ErrMuted):
+		code, status = localapi.CodeMuted, http.StatusForbidden
+	case errors.Is(err, moderation.ErrRateLimited):
+		code, status = localapi.CodeTooMany, http.StatusTooManyRequests
+	case errors.Is(err, moderation.ErrBadInput):
+		code, status = localapi.CodeBadRequest, http.StatusBadRequest
+	case errors.Is(err, moderation.ErrNotFound):
+		code, status = localapi.CodeUnknownAgent, http.StatusNotFound
+	default:
+		return err
+	}
+	return localapi.Errorf(status, code, "%s", trimPrefix(err.Error()))
+}
+
+// trimPrefix drops "moderation: <sentinel>: " from a message a person reads.
+func trimPrefix(s string) string {
+	for _, e := range []error{moderation.ErrKilled, moderation.ErrMuted, moderation.ErrRateLimited, moderation.ErrBadInput, moderation.ErrNotFound} {
+		if p := e.Error() + ": "; len(s) > len(p) && s[:len(p)] == p {
+			return s[len(p):]
+		}
+	}
+	return s
+}
+
+// modAPI serves moderation on the local API.
+type modAPI struct{ n *Node }
+
+var _ localapi.Moderation = modAPI{}
+
+func rule(r moderation.Rule) localapi.ModerationRule {
+	out := localapi.ModerationRule{Agent: r.Agent, Muted: r.Muted, Killed: r.Killed, By: r.By, At: r.At.UTC()}
+	if !r.MutedUntil.IsZero() {
+		t := r.MutedUntil.UTC()
+		out.MutedUntil = &t
+	}
+	return out
+}
+
+func by(req localapi.ModerateRequest) string {
+	if req.By == "" {
+		return "human"
+	}
+	return req.By
+}
+
+// known checks that an agent can be muted here: one of this node's agents
+// (registered, or a member of one of its rooms), or a member agent of one of
+// this node's rooms.
+func (m modAPI) known(ctx context.Context, agent string) (string, error) {
+	a, err := m.n.mod.Addr(agent)
+	if err != nil {
+		return "", modError(err)
+	}
+	addr := a.String()
+	if a.Peer == m.n.id && slices.ContainsFunc(m.n.agents.List(), func(i agents.Info) bool { return i.Name == string(a.Name) }) {
+		return addr, nil
+	}
+	for _, in := range m.n.rooms.List() {
+		if slices.Contains(in.Agents, addr) {
+			return addr, nil
+		}
+	}
+	if _, ok := m.n.mod.Rule(addr); ok {
+		return addr, nil // muted or killed before: it may be undone
+	}
+	if a.Peer == m.n.id {
+		return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
+			"no agent %s on this node and in none of its rooms (see `parley agent list`)", a.Name)
+	}
+	return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
+		"%s is not a member of any room of this node: you can mute another node's agent in your rooms only (see `parley room list`)", addr)
+}
+
+func (m modAPI) Mute(ctx context.Context, req localapi.ModerateRequest) (localapi.ModerationRule, error) {
+	addr, err := m.known(ctx, req.Agent)
+	if err != nil {
+		return localapi.ModerationRule{}, err
+	}
+	if req.Seconds < 0 || req.Seconds > moderation.MaxMute.Seconds() {
+		return localapi.ModerationRule{}, localapi.BadRequest("mute for %gs: give 1s to %s, or nothing for until unmuted", req.Seconds, moderation.MaxMute)
+	}
+	r, err := m.n.mod.Mute(addr, time.Duration(req.Seconds*float64(time.Second)), by(req))
+	return rule(r), modError(err)
+}
+
+func (m modAPI) Unmute(ctx context.Context, req localapi.ModerateRequest) (localapi.ModerationRule, error) {
+	r, err := m.n.mod.Unmute(req.Agent, by(req))
+	return rule(r), modError(err)
+}
+
+func (m modAPI) Kill(ctx context.Context, req localapi.ModerateRequest) (localapi.ModerationRule, error) {
+	a, err := m.n.mod.Addr(req.Agent)
+	if err != nil {
+		return localapi.ModerationRule{}, modError(err)
+	}
+	if a.Peer != m.n.id {
+		return localapi.ModerationRule{}, localapi.BadRequest("%s is another node's agent: kill stops this node's agents (mute hides another's)", a)
+	}
+	if _, err := m.known(ctx, string(a.Name)); err != nil {
+		return localapi.ModerationRule{}, err
+	}
+	r, err := m.n.mod.Kill(string(a.Name), by(req))
+	if err != nil {
+		return rule(r), modError(err)
+	}
+	if _, err := m.n.agents.Unbind(ctx, string(a.Name)); err != nil {
+		return rule(r), fmt.Errorf("agent %s is killed (its posts are refused), but its registration could not be ended: %w", a.Name, err)
+	}
+	return rule(r), nil
+}
+
+func (m modAPI) Revive(ctx context.Context, req localapi.ModerateRequest) (localapi.ModerationRule, error) {
+	r, err := m.n.mod.Revive(req.Agent, by(req))
+	return rule(r), modError(err)
+}
+
+func (m modAPI) Rules(context.Context) []localapi.ModerationRule {
+	rs := m.n.mod.List()
+	out := make([]localapi.ModerationRule, len(rs))
+	for i, r := range rs {
+		out[i] = rule(r)
+	}
+	return out
+}

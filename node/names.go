@@ -1,0 +1,68 @@
+package node
+
+import (
+	"context"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/names"
+)
+
+// Names is the node's name service (nil before Start).
+func (n *Node) Names() *names.Service { return n.names }
+
+// newNames builds the name service; it needs the host and the store, and
+// takes contacts' handles as hints once the contact service runs.
+func (n *Node) newNames() error {
+	s, err := names.New(names.Config{
+		Host:   n.host,
+		Key:    n.priv,
+		Handle: n.cfg.Handle,
+		Store:  n.db,
+		Hints:  n.contactHandles,
+		Logger: n.log,
+	})
+	if err != nil {
+		return err
+	}
+	n.names = s
+	return nil
+}
+
+// contactHandles are the handles contacts gave in their requests.
+func (n *Node) contactHandles() map[peer.ID]string {
+	if n.contacts == nil {
+		return nil
+	}
+	out := make(map[peer.ID]string)
+	for _, e := range n.contacts.List() {
+		if e.Handle != "" {
+			out[e.PeerID] = e.Handle
+		}
+	}
+	return out
+}
+
+// startNames runs the name service until the node closes.
+func (n *Node) startNames() {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.names.Run(n.ctx); err != nil {
+			n.log.Error("name service stopped", "err", err)
+		}
+	}()
+}
+
+// namesAPI serves the name service on the local API.
+type namesAPI struct{ s *names.Service }
+
+func (a namesAPI) Names(context.Context) []localapi.NameEntry {
+	es := a.s.All()
+	out := make([]localapi.NameEntry, len(es))
+	for i, e := range es {
+		out[i] = localapi.NameEntry{PeerID: e.Peer.String(), Handle: e.Handle, Name: e.Name}
+	}
+	return out
+}
