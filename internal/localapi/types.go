@@ -36,6 +36,9 @@ type Status struct {
 	// only through a relay, each with why.
 	Direct  int    `json:"direct"`
 	Relayed []Peer `json:"relayed"`
+	// Unreached counts owed items (asks, invitations) no wake-up route got
+	// its agent to read in time: the human should look (parley who).
+	Unreached int `json:"unreached"`
 }
 
 // Peer is a connected peer.
@@ -119,6 +122,9 @@ type WhoEntry struct {
 	Role         string    `json:"role"`
 	Capabilities []string  `json:"capabilities"`
 	Claims       []Claim   `json:"claims,omitempty"` // what it holds on the boards this node sees
+	// Unreached (local agents) counts owed items no wake-up route got it
+	// to read in time.
+	Unreached int `json:"unreached,omitempty"`
 }
 
 // CardView is a public agent card found through the DHT.
