@@ -49,6 +49,10 @@ type Config struct {
 	RoomPolicy rooms.Policy
 	// SyncInterval is the rooms' anti-entropy period. Zero means 30 s.
 	SyncInterval time.Duration
+	// OwnEventsWait bounds how long after the start a post waits for a
+	// member to say what it holds of this node's own events (see
+	// rooms.Config.OwnEventsWait). Zero means 10 s; negative: no wait.
+	OwnEventsWait time.Duration
 	// AgentTTL is how long a local agent session lives without a heartbeat
 	// when it registers without a TTL of its own. Zero means 60 s.
 	AgentTTL time.Duration
@@ -65,6 +69,10 @@ type Config struct {
 	// AskTTL is how long an ask is owed by the agents it asks (and waited
 	// for by its asker) unless answered. Zero means 1 hour.
 	AskTTL time.Duration
+	// WakeLimit is how long a wake-up route has to get an owed item read
+	// before the next route tries, and, with none left, the human is told
+	// (internal/wake). Zero means 60 s.
+	WakeLimit time.Duration
 	// AgentPostLimit is how many messages and asks each local agent may
 	// post in a minute (all at once if it likes); over it a post is refused
 	// with an error that says so. Zero means 120; negative, no limit.
