@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	osuser "os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/config"
@@ -31,6 +33,7 @@ type upFlags struct {
 	minFree     string
 	detach      bool
 	loopback    bool
+	wakeLimit   time.Duration
 }
 
 func upCmd(g *globals) *cobra.Command {
@@ -77,6 +80,7 @@ node that ` + "`parley mcp`" + ` starts when none runs.`,
 	fl.BoolVar(&f.recover, "recover", false, "start anew when the database is missing, damaged or another identity's: keep it aside, restore rooms and contacts from recovery.json, refetch rooms from peers")
 	fl.BoolVar(&f.newIdentity, "new-identity", false, "identity.key is lost: make a new identity and keep the old database aside")
 	fl.StringVar(&f.minFree, "min-free-disk", "64MiB", "free disk space the database keeps; below it writes are refused and reads go on (0 turns it off)")
+	fl.DurationVar(&f.wakeLimit, "wake-limit", 60*time.Second, "how long a wake-up route has to get an owed ask or invitation read before the next route tries (then the human is told)")
 	return cmd
 }
 
@@ -134,6 +138,7 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		Recover:     f.recover,
 		NewIdentity: f.newIdentity,
 		MinFreeDisk: minFree,
+		WakeLimit:   f.wakeLimit,
 		UIPort:      file.UIPort,
 
 		AgentPostLimit: file.AgentPostLimit,
@@ -158,6 +163,20 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 			return fmt.Errorf("bootstrap address %q: %v", s, err)
 		}
 		cfg.Bootstrap = append(cfg.Bootstrap, ai)
+	}
+	for _, s := range file.Relays {
+		ai, err := parsePeerAddr(s)
+		if err != nil {
+			return fmt.Errorf("relay address %q: %v", s, err)
+		}
+		cfg.Relays = append(cfg.Relays, ai)
+	}
+	cfg.RelayService = file.RelayService == "on" || file.RelayService == "open"
+	cfg.RelayOpen = file.RelayService == "open"
+	// A node on loopback only has no router to ask.
+	cfg.NATPortMap = file.PortMap && !f.loopback && slices.ContainsFunc(cfg.ListenAddrs, func(a ma.Multiaddr) bool { return !manet.IsIPLoopback(a) })
+	if file.Reachability != "auto" {
+		cfg.Reachability = file.Reachability
 	}
 
 	n, err := node.New(cfg)

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // scan brings an agent's state up to date: it reads the new events of the
@@ -106,6 +108,11 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 		ask := v.ReplyTo.String()
 		if a := st.owed[ask]; a != nil && from(v) != a.From {
 			st.dropAsk(agent, "o", ask) // answered, by whoever came first
+			if own {
+				// The agent's own answer, seen by a scan before its Say
+				// noted it (Say counts it when it comes first).
+				b.cfg.Usage.Answered(string(agent), string(v.Room), b.now().Sub(time.UnixMilli(a.Time)))
+			}
 		}
 		if a := st.asked[ask]; a != nil && a.Reply == nil && !own {
 			reply := item(v, roomName)
@@ -387,6 +394,9 @@ func (b *Inbox) describeRoom(it *localapi.Item) {
 func item(v rooms.View, roomName string) localapi.Item {
 	it := localapi.Item{Kind: string(v.Kind), ID: v.ID.String(), Room: string(v.Room), RoomName: roomName,
 		From: from(v), Text: v.Text, To: v.To, Time: v.Time}
+	if v.Kind == rooms.KindClaim || v.Kind == rooms.KindRelease {
+		it.Text = board.Describe(string(v.Kind), v.Body)
+	}
 	if v.ReplyTo != nil {
 		it.ReplyTo = v.ReplyTo.String()
 	}

@@ -8,6 +8,10 @@
 //	r/<room>/e/<id>                    depth:8BE then the event's wire bytes
 //	r/<room>/o/<depth:8BE><id>         display-order index (value empty)
 //	r/<room>/a/<author>/<seq:8BE>      author sequence index → event id
+//	r/<room>/f/<author>/<seq:8BE><id>  an event that reuses a seq its author already
+//	                                   used here (a fork: an older copy of the author's
+//	                                   data, or equivocation); kept like any event, outside
+//	                                   the sequence index and the version vector (value empty)
 //	r/<room>/h/<id>                    current heads (value empty)
 //	r/<room>/m/<peer>                  member nodes → id of admitting event
 //	r/<room>/v/<author>                author → highest contiguous seq stored
@@ -25,6 +29,10 @@
 //	c/<peer>                           contact records
 //	p/<peer>                           where a contact or room member was last reached:
 //	                                   CBOR {t, a: [multiaddr]} (internal/reconnect)
+//	o/r/<org><group:1><subject>        the newest organisation record (sealed, consent.OrgRecord)
+//	                                   of one org, group (m: member/revoke, t: trust/untrust)
+//	                                   and subject (internal/org)
+//	o/c/<peer>                         a contact made through organisation trust → the org
 //	g/<agent>                          local agent registrations (JSON, internal/agents)
 //	s/k/<session>                      agent session key → its agent's name and card (JSON,
 //	                                   internal/agents; a bare name from older nodes)
@@ -114,6 +122,14 @@ func RoomAuthorSeq(room string, author []byte, seq uint64) []byte {
 	return roomKey(room, "a/", PeerBytes(author), BE8(seq))
 }
 
+// RoomForkPrefix is the prefix of a room's fork index.
+func RoomForkPrefix(room string) []byte { return roomKey(room, "f/") }
+
+// RoomFork is one event that reuses its author's seq.
+func RoomFork(room string, author []byte, seq uint64, id []byte) []byte {
+	return roomKey(room, "f/", PeerBytes(author), BE8(seq), id)
+}
+
 // RoomHeadPrefix is the prefix of the heads set.
 func RoomHeadPrefix(room string) []byte { return roomKey(room, "h/") }
 
@@ -170,6 +186,22 @@ func PeerAddrs(p []byte) []byte { return append([]byte("p/"), PeerBytes(p)...) }
 
 // PeerAddrsPrefix is the prefix of every peer address record.
 func PeerAddrsPrefix() []byte { return []byte("p/") }
+
+// OrgRecord is the newest organisation record of (org, group, subject).
+func OrgRecord(org []byte, group byte, subj []byte) []byte {
+	k := append([]byte("o/r/"), PeerBytes(org)...)
+	k = append(k, group)
+	return append(k, PeerBytes(subj)...)
+}
+
+// OrgRecordPrefix is the prefix of every organisation record.
+func OrgRecordPrefix() []byte { return []byte("o/r/") }
+
+// OrgContact tags a contact made through organisation trust.
+func OrgContact(p []byte) []byte { return append([]byte("o/c/"), PeerBytes(p)...) }
+
+// OrgContactPrefix is the prefix of every organisation contact tag.
+func OrgContactPrefix() []byte { return []byte("o/c/") }
 
 // LocalAgent is one local agent registration (internal/agents).
 func LocalAgent(agent string) []byte { return append([]byte("g/"), agent...) }
