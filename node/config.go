@@ -49,6 +49,9 @@ type Config struct {
 	RoomPolicy rooms.Policy
 	// SyncInterval is the rooms' anti-entropy period. Zero means 30 s.
 	SyncInterval time.Duration
+	// RoomTrace, when set, is told when room events pass the stages of
+	// their way through the node (rooms.TraceFunc); for measurements.
+	RoomTrace rooms.TraceFunc
 	// AgentTTL is how long a local agent session lives without a heartbeat
 	// when it registers without a TTL of its own. Zero means 60 s.
 	AgentTTL time.Duration

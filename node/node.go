@@ -250,6 +250,7 @@ func (n *Node) start(ctx context.Context) error {
 		Registry:     n.reg,
 		Policy:       policy,
 		SyncInterval: n.cfg.SyncInterval,
+		Trace:        n.cfg.RoomTrace,
 	})
 	if err != nil {
 		return err

@@ -50,6 +50,9 @@ type Config struct {
 	// PendingEvents and PendingBytes bound each room's pending pool; zero
 	// means the Pending defaults.
 	PendingEvents, PendingBytes int
+	// Trace, when set, is told when events pass the stages of their way
+	// through this node (TraceFunc); nil costs nothing.
+	Trace TraceFunc
 }
 
 // Manager runs every room of one node: the GossipSub topics and their
