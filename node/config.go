@@ -52,6 +52,10 @@ type Config struct {
 	// RoomTrace, when set, is told when room events pass the stages of
 	// their way through the node (rooms.TraceFunc); for measurements.
 	RoomTrace rooms.TraceFunc
+	// OwnEventsWait bounds how long after the start a post waits for a
+	// member to say what it holds of this node's own events (see
+	// rooms.Config.OwnEventsWait). Zero means 10 s; negative: no wait.
+	OwnEventsWait time.Duration
 	// AgentTTL is how long a local agent session lives without a heartbeat
 	// when it registers without a TTL of its own. Zero means 60 s.
 	AgentTTL time.Duration

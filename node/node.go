@@ -243,14 +243,15 @@ func (n *Node) start(ctx context.Context) error {
 		policy = n.contacts
 	}
 	rm, err := rooms.New(rooms.Config{
-		Host:         n.host,
-		Store:        n.db,
-		Key:          n.priv,
-		Logger:       n.log,
-		Registry:     n.reg,
-		Policy:       policy,
-		SyncInterval: n.cfg.SyncInterval,
-		Trace:        n.cfg.RoomTrace,
+		Host:          n.host,
+		Store:         n.db,
+		Key:           n.priv,
+		Logger:        n.log,
+		Registry:      n.reg,
+		Policy:        policy,
+		SyncInterval:  n.cfg.SyncInterval,
+		OwnEventsWait: n.cfg.OwnEventsWait,
+		Trace:         n.cfg.RoomTrace,
 	})
 	if err != nil {
 		return err

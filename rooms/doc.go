@@ -47,7 +47,7 @@
 // It also refuses unknown versions and kinds, and enforces: seq ≥ 1; a create
 // event has seq 1, no parents and depth 1; any other event has 1 to 20
 // parents and depth ≥ 2. An author that signs two events with the same seq
-// equivocates; Decode cannot see that, the store can.
+// forks its chain; Decode cannot see that, the room can (see Forks).
 //
 // # Causal delivery
 //
@@ -102,9 +102,29 @@
 // requester lacks — those of each author above its vv entry, and the wanted
 // ones it holds — in display order (so each arrives after its parents), as
 // Batch frames {1: [event wire bytes] (1 to 1024)}, and then one end frame
-// {2: true, 3: more}, where more says it stopped at a limit and the
-// requester should ask again. Every event received is checked with Decode
-// and the room's rules like one from gossip. Heads tell the responder
-// whether the requester has something it lacks; it may then sync the other
-// way on a stream of its own.
+// {2: true, 3: more}, where more says it stopped at a limit, or sent
+// wanted events whose own parents the requester may lack, and the requester
+// should ask again (with what it still misses). Every event received is
+// checked with Decode and the room's rules like one from gossip. Heads tell
+// the responder whether the requester has something it lacks: when the
+// requester's vv is nowhere above the responder's, a head the responder
+// lacks is a fork (below), and the responder syncs the other way on a
+// stream of its own, wanting it.
+//
+// # Forks and a node's own seq
+//
+// A node whose data is an older copy (a backup put back, a recovered
+// database) holds fewer of its own events than its members do. After it
+// starts, a room posts nothing until a member has answered one sync (which
+// sends every event of this node the member holds above the node's vv), for
+// at most Config.OwnEventsWait; a post meanwhile waits, and past the wait
+// fails with ErrOwnEventsUnknown while members are connected (an offline
+// node goes on). If a node did reuse a seq anyway, the two events fork its
+// chain. Both are valid and signed, so every node keeps both, whichever
+// arrived first: the first holds the seq in the author index and the
+// version vector, the other is stored as a fork (r/<room>/f/…) in the DAG
+// and the display order like any event. All nodes end with the same events
+// in the same order; forks travel by gossip, as missing parents (want), and
+// as heads (above). The author's next seq follows the highest it used. A
+// second create event is still refused.
 package rooms

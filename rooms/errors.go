@@ -74,6 +74,14 @@ var (
 	// ErrNotCreator is returned when a node other than a room's creator
 	// removes a member.
 	ErrNotCreator = errors.New("rooms: only the room's creator may do that")
+	// ErrCorrupt is returned when a stored event cannot be read or does not
+	// match its ID (the database is damaged). The room fetches it again
+	// from its members.
+	ErrCorrupt = errors.New("rooms: a stored event is damaged; fetching it again from the room's members")
+	// ErrOwnEventsUnknown is returned when this node posts in a room, after
+	// it started, before any member answered what it holds of this node's
+	// own events (so its next seq is not known yet).
+	ErrOwnEventsUnknown = errors.New("rooms: learning my own events from peers, retry in a moment")
 	// ErrStranger is wrapped by a Policy's refusal when it refuses a peer
 	// only because it does not know it (no contact, no shared room), not
 	// because the user cut it off. A room still takes its founder's create

@@ -12,7 +12,7 @@ import (
 // validate is the room topic's GossipSub validator. It runs inline, decodes
 // each message once (the result rides in ValidatorData to readGossip) and
 // refuses what no room state can make valid: bad bytes or signatures,
-// broken limits, another room, a reused seq, a lying depth, and a non-member
+// broken limits, another room, a second create event, a lying depth, and a non-member
 // author whose parents are all stored (so its invite is not in the past).
 // What it cannot decide yet (unknown parents) it passes on for the room's
 // goroutine to hold in the pending pool.
@@ -40,10 +40,12 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 		cur := r.vv[e.Author]
 		_, member := r.members[e.Author]
 		r.mu.RUnlock()
-		if e.Seq <= cur {
+		if e.Seq <= cur && e.Kind == KindCreate {
 			r.m.reject(ErrEquivocation)
 			return pubsub.ValidationReject
 		}
+		// Another seq already used by its author is a fork (an author that
+		// posted from an older copy of its data): the room keeps it.
 		if e.Kind != KindCreate {
 			depths := make([]uint64, 0, len(e.Parents))
 			for _, p := range e.Parents {

@@ -53,7 +53,17 @@ type Config struct {
 	// Trace, when set, is told when events pass the stages of their way
 	// through this node (TraceFunc); nil costs nothing.
 	Trace TraceFunc
+	// OwnEventsWait bounds how long, after the node starts, a post in a
+	// room waits for a member to say what it holds of this node's own
+	// events (the node's data may be an older copy). Past it, a post is
+	// refused with ErrOwnEventsUnknown while members are connected, and goes
+	// ahead when none is (an offline node). Zero means DefaultOwnEventsWait;
+	// negative: no wait.
+	OwnEventsWait time.Duration
 }
+
+// DefaultOwnEventsWait is the default Config.OwnEventsWait.
+const DefaultOwnEventsWait = 10 * time.Second
 
 // Manager runs every room of one node: the GossipSub topics and their
 // validators, the room goroutines, and the sync and invite protocols.
@@ -141,6 +151,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.SyncInterval == 0 {
 		cfg.SyncInterval = 30 * time.Second
+	}
+	if cfg.OwnEventsWait == 0 {
+		cfg.OwnEventsWait = DefaultOwnEventsWait
 	}
 	if d, ok := cfg.Policy.(DefaultPolicy); cfg.Policy == nil || ok && d.Host == nil {
 		cfg.Policy = DefaultPolicy{Host: cfg.Host}
@@ -307,6 +320,10 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 	if err := r.load(); err != nil {
 		return nil, err
 	}
+	// A room opened from the store may hold an older copy of this node's
+	// own events than its members do; a room just created or joined
+	// cannot.
+	r.learnOwn(!persist)
 	topic := meta.Topic
 	if topic == "" {
 		// Recorded before rooms kept their topic: derive it.
@@ -520,6 +537,7 @@ func (r *room) info() Info {
 	for _, s := range r.committed {
 		in.Events += s
 	}
+	in.Events += r.forks
 	for p := range r.members {
 		in.Members = append(in.Members, p)
 	}
@@ -645,24 +663,36 @@ func (m *Manager) Event(id identity.RoomID, eid ID) (View, error) {
 	return viewOf(eid, e), nil
 }
 
-// readEvent reads and decodes a stored event.
+// readEvent reads and decodes a stored event. An event the store cannot
+// read, or whose bytes do not hash to its ID, is damage: it is reported as
+// ErrCorrupt and fetched again from the room's members.
 func (m *Manager) readEvent(room identity.RoomID, id ID) (*Event, uint64, error) {
 	v, ok, err := m.cfg.Store.Lookup(schema.RoomEvent(string(room), id[:]))
 	if err != nil {
-		return nil, 0, fmt.Errorf("rooms: read %s: %w", id, err)
+		m.corrupt(room, id)
+		return nil, 0, fmt.Errorf("%w: read %s: %w", ErrCorrupt, id, err)
 	}
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: no event %s in room %s", ErrMalformed, id, room)
 	}
-	d, wire, err := splitStored(v)
+	d, wire, err := checkStored(id, v)
 	if err != nil {
+		m.corrupt(room, id)
 		return nil, 0, err
 	}
 	e, err := decodeStored(wire)
 	if err != nil {
-		return nil, 0, err
+		m.corrupt(room, id)
+		return nil, 0, fmt.Errorf("%w: event %s: %w", ErrCorrupt, id, err)
 	}
 	return e, d, nil
+}
+
+// corrupt notes a damaged event of a room, to fetch again.
+func (m *Manager) corrupt(room identity.RoomID, id ID) {
+	if r := m.room(room); r != nil {
+		r.noteCorrupt(id)
+	}
 }
 
 // depthOfShared is depthOf for goroutines other than the room's: it reads

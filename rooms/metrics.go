@@ -10,6 +10,9 @@ type metrics struct {
 	rejected  *prometheus.CounterVec
 	synced    prometheus.Counter
 	syncs     *prometheus.CounterVec
+	forks     prometheus.Counter
+	corrupt   prometheus.Counter
+	repaired  prometheus.Counter
 	stalls    prometheus.Counter
 	// rooms that could not be opened at start (damaged state)
 	openFailed prometheus.Counter
@@ -35,6 +38,15 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_room_sync_sessions_total", Help: "Sync sessions, by role and result.",
 		}, []string{"role", "result"}),
+		forks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_event_forks_total", Help: "Room events stored that reuse a seq their author had used (kept beside the first).",
+		}),
+		corrupt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_events_corrupt_total", Help: "Stored room events found damaged on read (unreadable, or not matching their ID).",
+		}),
+		repaired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_events_repaired_total", Help: "Damaged room events fetched again from members and rewritten.",
+		}),
 		invitesHeld: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_invites_held_total", Help: "Invites from nodes that are not contacts, kept for the user's answer.",
 		}),
@@ -60,7 +72,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.openFailed, mt.invitesHeld, mt.invitesRefused, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}

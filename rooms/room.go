@@ -83,6 +83,7 @@ type input struct {
 	from    peer.ID    // who sent item
 	say     *sayReq    // an event to author
 	barrier chan error // closed once everything before it is processed
+	missing chan []ID  // receives the IDs the pending pool waits for
 }
 
 type sayReq struct {
@@ -124,6 +125,7 @@ type room struct {
 	members   map[peer.ID]ID     // member node → the create or invite event admitting it
 	vv        map[peer.ID]uint64 // author → highest contiguous seq accepted
 	committed map[peer.ID]uint64 // the same, as far as it is written to the store
+	forks     uint64             // forks written to the store (events outside committed)
 	headsSnap []ID
 	listeners map[int]chan View
 	nextLis   int
@@ -135,6 +137,12 @@ type room struct {
 	sub       *pubsub.Subscription   // the topic subscription (replaced by refreshTopic)
 	agents    map[string]AgentMember // agent address → its membership (membership.go)
 	outs      map[peer.ID]outRec     // nodes that left or were removed (membership.go)
+	ownKnown  chan struct{}          // closed once this node knows its own next seq (own.go)
+	ownSince  time.Time              // when the room began to learn it
+	wantHeads map[ID]bool            // others' heads this node lacks, to want in its next sync
+	corrupt   map[ID]bool            // damaged events to fetch again (corrupt.go)
+	nCorrupt  atomic.Int64           // len(corrupt), read without mu
+	repairs   uint64                 // damaged events written again
 }
 
 func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
@@ -155,6 +163,8 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		stalls:    make(map[peer.ID]stall),
 		agents:    make(map[string]AgentMember),
 		outs:      make(map[peer.ID]outRec),
+		wantHeads: make(map[ID]bool),
+		corrupt:   make(map[ID]bool),
 	}
 }
 
@@ -195,6 +205,13 @@ func (r *room) load() error {
 			return true
 		})
 	}
+	var forks uint64
+	if err == nil {
+		err = db.ScanFrom(schema.RoomForkPrefix(rid), nil, false, func(_, _ []byte) bool {
+			forks++
+			return true
+		})
+	}
 	var arrivals uint64
 	if err == nil {
 		ap := schema.RoomArrivalPrefix(rid)
@@ -210,6 +227,7 @@ func (r *room) load() error {
 	r.arrivals = arrivals
 	r.mu.Lock()
 	r.members, r.vv = members, vv
+	r.forks = forks
 	r.committed = make(map[peer.ID]uint64, len(vv))
 	for a, s := range vv {
 		r.committed[a] = s
@@ -265,6 +283,7 @@ type txn struct {
 	own      [][]byte // wire of own events, to publish after the write
 	says     []pendingSay
 	fetch    map[peer.ID]bool
+	forks    int    // forks this batch stores
 	topic    string // the room's topic, learned from its create event, differs from the joined one
 }
 
@@ -277,6 +296,7 @@ type pendingSay struct {
 func (r *room) process(ctx context.Context, batch []input) {
 	tx := &txn{}
 	var barriers []chan error
+	var missing []chan []ID
 	for _, in := range batch {
 		switch {
 		case in.item != nil:
@@ -286,6 +306,8 @@ func (r *room) process(ctx context.Context, batch []input) {
 			tx.says = append(tx.says, pendingSay{req: in.say, id: id, err: err})
 		case in.barrier != nil:
 			barriers = append(barriers, in.barrier)
+		case in.missing != nil:
+			missing = append(missing, in.missing)
 		}
 	}
 	if tx.joinAs != "" {
@@ -314,6 +336,7 @@ func (r *room) process(ctx context.Context, batch []input) {
 		for a, s := range tx.vv {
 			r.committed[a] = s
 		}
+		r.forks += uint64(tx.forks)
 	}
 	r.mu.Unlock()
 	tr := r.m.cfg.Trace
@@ -362,6 +385,12 @@ func (r *room) process(ctx context.Context, batch []input) {
 	for _, b := range barriers {
 		b <- werr
 	}
+	if len(missing) > 0 {
+		ids := r.pending.Missing()
+		for _, ch := range missing {
+			ch <- ids
+		}
+	}
 	if werr == nil {
 		r.afterMembership(tx)
 		if tx.topic != "" {
@@ -373,6 +402,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 // receive takes an event from the network: stores it if its parents are
 // stored and it is valid, or parks it in the pending pool.
 func (r *room) receive(tx *txn, it Item, from peer.ID) {
+	if r.repair(tx, it) {
+		return
+	}
 	if _, ok := r.depthOf(it.ID); ok || r.pending.Has(it.ID) {
 		r.m.metrics.duplicate.Inc()
 		return
@@ -443,9 +475,16 @@ func (r *room) accept(tx *txn, it Item) error {
 	cur := r.vv[e.Author]
 	admit, member := r.members[e.Author]
 	r.mu.RUnlock()
+	// A seq the author already used here, by another event, is a fork: the
+	// author posted from an older copy of its data (or equivocates). Both
+	// events are valid and signed; every node keeps both, whichever came
+	// first, so all end up with the same events in the same display order
+	// and nobody is cut off. Only the first to arrive holds the seq in the
+	// sequence index; the author's next seq follows the highest.
+	fork := e.Seq <= cur
 	switch {
-	case e.Seq <= cur:
-		return fmt.Errorf("%w: %s seq %d", ErrEquivocation, e.Author, e.Seq)
+	case fork && e.Kind == KindCreate:
+		return fmt.Errorf("%w: a second create event for room %s", ErrEquivocation, r.id)
 	case e.Seq > cur+1:
 		return fmt.Errorf("%w: %s seq %d after %d", ErrSeqGap, e.Author, e.Seq, cur)
 	}
@@ -474,7 +513,11 @@ func (r *room) accept(tx *txn, it Item) error {
 			return fmt.Errorf("%w: message text is not UTF-8", ErrMalformed)
 		}
 	}
-	r.store(tx, it, target)
+	if fork {
+		r.m.metrics.forks.Inc()
+		r.m.log.Warn("an author reused a seq; keeping both events", "room", string(r.id), "author", e.Author.String(), "seq", e.Seq, "id", it.ID.String())
+	}
+	r.store(tx, it, target, fork)
 	return nil
 }
 
@@ -484,17 +527,25 @@ func (r *room) founds(e *Event) bool {
 	return e.Kind == KindCreate && len(e.Body) >= roomNonceLen && DeriveRoomID(e.Author, e.Body[:roomNonceLen]) == r.id
 }
 
-// store adds a checked event to the batch and to the in-memory state.
-func (r *room) store(tx *txn, it Item, target peer.ID) {
+// store adds a checked event to the batch and to the in-memory state. A
+// fork (a seq its author already used here) stays out of the sequence
+// index and the version vector.
+func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	e, rid := it.Event, string(r.id)
 	author := []byte(e.Author)
 	tx.ops = append(tx.ops,
 		schema.Op{Key: schema.RoomEvent(rid, it.ID[:]), Val: storedEvent(e.Depth, it.Wire)},
 		schema.Op{Key: schema.RoomOrder(rid, e.Depth, it.ID[:])},
-		schema.Op{Key: schema.RoomAuthorSeq(rid, author, e.Seq), Val: it.ID[:]},
-		schema.Op{Key: schema.RoomVV(rid, author), Val: schema.BE8(e.Seq)},
 		schema.Op{Key: schema.RoomHead(rid, it.ID[:]), Val: schema.BE8(e.Depth)},
 	)
+	if fork {
+		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomFork(rid, author, e.Seq, it.ID[:])})
+	} else {
+		tx.ops = append(tx.ops,
+			schema.Op{Key: schema.RoomAuthorSeq(rid, author, e.Seq), Val: it.ID[:]},
+			schema.Op{Key: schema.RoomVV(rid, author), Val: schema.BE8(e.Seq)},
+		)
+	}
 	r.arrivals++
 	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomArrival(rid, r.arrivals), Val: it.ID[:]})
 	for _, p := range e.Parents {
@@ -509,9 +560,13 @@ func (r *room) store(tx *txn, it Item, target peer.ID) {
 	if tx.vv == nil {
 		tx.vv = make(map[peer.ID]uint64)
 	}
-	tx.vv[e.Author] = e.Seq
 	r.mu.Lock()
-	r.vv[e.Author] = e.Seq
+	if fork {
+		tx.forks++
+	} else {
+		tx.vv[e.Author] = e.Seq
+		r.vv[e.Author] = e.Seq
+	}
 	r.applyMembership(tx, e, it.ID, target)
 	if e.Kind == KindCreate { // the create event names the room, whatever an invite said
 		r.meta.Name, r.meta.Purpose = splitCreate(e.Body[roomNonceLen:])
@@ -553,7 +608,7 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 	if e.Kind == KindInvite {
 		target, _ = e.InviteTarget()
 	}
-	r.store(tx, Item{ID: id, Event: e, Wire: wire}, target)
+	r.store(tx, Item{ID: id, Event: e, Wire: wire}, target, false)
 	tx.own = append(tx.own, wire)
 	return id, nil
 }
@@ -683,6 +738,9 @@ func (r *room) submit(ctx context.Context, in input) error {
 
 // say authors an event and waits until it is stored durably.
 func (r *room) say(ctx context.Context, s *sayReq) (ID, error) {
+	if err := r.awaitOwn(ctx); err != nil {
+		return ID{}, err
+	}
 	s.res = make(chan sayRes, 1)
 	if err := r.submit(ctx, input{say: s}); err != nil {
 		return ID{}, err
@@ -710,6 +768,24 @@ func (r *room) barrier(ctx context.Context) error {
 		return ctx.Err()
 	case <-r.m.ctx.Done():
 		return ErrClosed
+	}
+}
+
+// missingIDs returns the events the pending pool waits for (at most
+// MaxWant), as the room's goroutine sees them once everything submitted
+// before is processed.
+func (r *room) missingIDs(ctx context.Context) ([]ID, error) {
+	ch := make(chan []ID, 1)
+	if err := r.submit(ctx, input{missing: ch}); err != nil {
+		return nil, err
+	}
+	select {
+	case ids := <-ch:
+		return ids, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-r.m.ctx.Done():
+		return nil, ErrClosed
 	}
 }
 

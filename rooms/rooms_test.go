@@ -420,6 +420,13 @@ func (h *hostile) seal(i int, e rooms.Event) []byte {
 	return w
 }
 
+// secondCreate is a create event by a member that is past its seq 1.
+func (h *hostile) secondCreate() []byte {
+	e := h.event(1, 1)
+	e.Kind, e.Parents, e.Depth, e.Body = rooms.KindCreate, nil, 1, append(make([]byte, 16), "again"...)
+	return h.seal(1, e)
+}
+
 // forged is a member's event whose signature was made by node 2.
 func (h *hostile) forged() []byte {
 	good := h.seal(1, h.event(1, h.seq[h.nt.ID(1)]+1))
@@ -447,7 +454,7 @@ func TestHostileSyncPeerIsRejectedAndCounted(t *testing.T) {
 		{"malformed bytes", "malformed", []byte("\xa1\x01garbage")},
 		{"forged signature", "signature", h.forged()},
 		{"non-member author", "not_member", h.seal(2, h.event(2, 1))},
-		{"equivocation", "equivocation", h.seal(1, h.event(1, h.seq[b]))},
+		{"a second create event", "equivocation", h.secondCreate()},
 		{"skipped seq", "seq_gap", h.seal(1, h.event(1, h.seq[b]+2))},
 		{"lying depth", "depth", func() []byte {
 			e := h.event(1, h.seq[b]+1)
@@ -461,10 +468,19 @@ func TestHostileSyncPeerIsRejectedAndCounted(t *testing.T) {
 			"%s to be rejected (reason %s) and counted", tc.name, tc.reason)
 	}
 
+	// A member's event that reuses its seq is kept beside the first (a
+	// fork: its node posted from an older copy of its data).
+	forks := counter(t, a, "parley_room_event_forks_total")
+	fork := h.seal(1, h.event(1, h.seq[b]))
+	h.serve(fork)
+	nt.WaitFor(10*time.Second, func() bool {
+		return eventCount(nt, 0, id) == 6 && counter(t, a, "parley_room_event_forks_total") == forks+1
+	}, "the fork to be stored and counted")
+
 	// A valid event arrives; replayed, it is a duplicate and changes nothing.
 	good := h.seal(1, h.event(1, h.seq[b]+1))
 	h.serve(good)
-	nt.WaitFor(10*time.Second, func() bool { return eventCount(nt, 0, id) == 6 }, "the valid event to be stored")
+	nt.WaitFor(10*time.Second, func() bool { return eventCount(nt, 0, id) == 7 }, "the valid event to be stored")
 	dups := counter(t, a, "parley_room_events_duplicate_total")
 	h.serve(good, good)
 	nt.WaitFor(10*time.Second, func() bool { return counter(t, a, "parley_room_events_duplicate_total") >= dups+2 },
@@ -472,7 +488,7 @@ func TestHostileSyncPeerIsRejectedAndCounted(t *testing.T) {
 	if got := mgr(nt, 0).Validate(id, b, good); got != pubsub.ValidationIgnore {
 		t.Fatalf("validator on a stored event: %v, want ignore", got)
 	}
-	if eventCount(nt, 0, id) != 6 {
+	if eventCount(nt, 0, id) != 7 {
 		t.Fatalf("replays changed the room: %d events", eventCount(nt, 0, id))
 	}
 	h.seq[b]++
@@ -494,9 +510,11 @@ func TestHostileSyncPeerIsRejectedAndCounted(t *testing.T) {
 
 	// Nothing bad was stored, and the room still works.
 	say(t, nt, 1, id, "after")
-	waitConverged(t, nt, id, 7, 10*time.Second, 0, 1)
+	waitConverged(t, nt, id, 8, 10*time.Second, 0, 1)
+	_, goodID, _ := rooms.Decode(good)
+	_, forkID, _ := rooms.Decode(fork)
 	for _, v := range must(mgr(nt, 0).Log(id, 100, nil)) {
-		if _, goodID, _ := rooms.Decode(good); v.Agent == "mallory" && v.ID != goodID {
+		if v.Agent == "mallory" && v.ID != goodID && v.ID != forkID {
 			t.Fatalf("a bad event was stored: %+v", v)
 		}
 	}
@@ -515,7 +533,8 @@ func TestGossipValidator(t *testing.T) {
 		{"garbage", []byte{0xff, 0x00}, pubsub.ValidationReject},
 		{"forged signature", h.forged(), pubsub.ValidationReject},
 		{"non-member with known parents", h.seal(2, h.event(2, 1)), pubsub.ValidationReject},
-		{"equivocation", h.seal(1, h.event(1, h.seq[b])), pubsub.ValidationReject},
+		{"a second create event", h.secondCreate(), pubsub.ValidationReject},
+		{"a reused seq (a fork, kept)", h.seal(1, h.event(1, h.seq[b])), pubsub.ValidationAccept},
 		{"lying depth", func() []byte {
 			e := h.event(1, h.seq[b]+1)
 			e.Depth = 1 << 30

@@ -1,6 +1,7 @@
 package rooms
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 
@@ -37,6 +38,19 @@ func splitStored(v []byte) (uint64, []byte, error) {
 		return 0, nil, fmt.Errorf("rooms: stored event is %d bytes", len(v))
 	}
 	return binary.BigEndian.Uint64(v), v[8:], nil
+}
+
+// checkStored splits a stored event and checks its wire against its ID
+// (one SHA-256): damaged bytes are ErrCorrupt, never an event.
+func checkStored(id ID, v []byte) (uint64, []byte, error) {
+	d, wire, err := splitStored(v)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: event %s: %w", ErrCorrupt, id, err)
+	}
+	if sha256.Sum256(wire) != id {
+		return 0, nil, fmt.Errorf("%w: event %s does not match its ID", ErrCorrupt, id)
+	}
+	return d, wire, nil
 }
 
 func be8(v []byte) uint64 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -76,14 +77,16 @@ func (r *room) noteProgress(p peer.ID, progress bool) {
 	r.m.metrics.stalls.Inc()
 }
 
-// progressMark changes whenever the room stores an event. (A round that
-// only parks events in the pending pool is no progress: their parents were
-// in the round, or are by authors this node refuses, so the next round
-// would bring the same events.)
+// progressMark changes whenever the room stores an event (a fork, or a
+// damaged event written again, too). (A round that only parks events in
+// the pending pool is no progress: their parents were in the round, or are
+// by authors this node refuses, so the next round would bring the same
+// events; unless it parked events that want others not asked for yet, see
+// syncWith.)
 func (r *room) progressMark() uint64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	var n uint64
+	n := r.forks + r.repairs
 	for _, s := range r.vv {
 		n += s
 	}
@@ -156,7 +159,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 	}
 	for round := 0; round < maxSyncRounds; round++ {
 		mark := r.progressMark()
-		more, n, err := r.syncRound(ctx, p)
+		more, n, want, err := r.syncRound(ctx, p)
 		if err != nil {
 			r.m.metrics.syncs.WithLabelValues("requester", "error").Inc()
 			return fmt.Errorf("rooms: sync %s with %s: %w", r.id, p, err)
@@ -167,7 +170,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 			return err
 		}
 		r.m.log.Debug("sync round", "room", string(r.id), "remote", p.String(), "events", n, "more", more)
-		if n > 0 && r.progressMark() == mark {
+		if n > 0 && r.progressMark() == mark && !r.wantsMore(ctx, want) {
 			// Every event was refused: asking again would bring the same
 			// ones back. Back off from p.
 			r.noteProgress(p, false)
@@ -179,23 +182,57 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 		}
 		if !more || n == 0 {
 			r.m.metrics.syncs.WithLabelValues("requester", "ok").Inc()
+			if r.isMember(p) {
+				// p sent every event of this node it holds.
+				r.ownLearned("a member answered")
+			}
 			return nil
 		}
 	}
 	return nil
 }
 
-func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, err error) {
+// wantsMore reports whether the pending pool now waits for events that a
+// round's want did not name: parked events whose own parents are to be
+// asked for next (a chain of forks comes one step a round).
+func (r *room) wantsMore(ctx context.Context, asked []ID) bool {
+	ids, err := r.missingIDs(ctx)
+	if err != nil {
+		return false
+	}
+	for _, id := range ids {
+		if !slices.Contains(asked, id) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, want []ID, err error) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
+	want, err = r.missingIDs(ctx)
+	if err != nil {
+		return false, 0, nil, err
+	}
+	for _, id := range r.corruptIDs() {
+		if len(want) < MaxWant && !slices.Contains(want, id) {
+			want = append(want, id)
+		}
+	}
+	for _, id := range r.takeWantHeads() {
+		if _, ok := r.depthOfShared(id); !ok && len(want) < MaxWant && !slices.Contains(want, id) {
+			want = append(want, id)
+		}
+	}
 	s, err := r.m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, ProtocolSync)
 	if err != nil {
-		return false, 0, err
+		return false, 0, want, err
 	}
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(syncTimeout))
 	r.mu.RLock()
-	h := &Hello{Room: r.id, VV: make(map[peer.ID]uint64, len(r.vv)), Limit: uint32(askLimit.Load())}
+	h := &Hello{Room: r.id, VV: make(map[peer.ID]uint64, len(r.vv)), Limit: uint32(askLimit.Load()), Want: want}
 	for a, seq := range r.vv {
 		h.VV[a] = seq
 	}
@@ -206,27 +243,27 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, err 
 	r.mu.RUnlock()
 	if err := WriteFrame(s, h); err != nil {
 		s.Reset()
-		return false, 0, err
+		return false, 0, want, err
 	}
 	_ = s.CloseWrite()
 	for {
 		b, err := ReadBatch(s)
 		if err != nil {
 			s.Reset()
-			return false, n, err
+			return false, n, want, err
 		}
 		if b.End {
-			return b.More, n, nil
+			return b.More, n, want, nil
 		}
 		for _, w := range b.Events {
 			e, id, err := Decode(w)
 			if err != nil {
 				r.m.reject(err)
 				s.Reset()
-				return false, n, fmt.Errorf("peer sent a bad event: %w", err)
+				return false, n, want, fmt.Errorf("peer sent a bad event: %w", err)
 			}
 			if err := r.submit(ctx, input{item: &Item{ID: id, Event: e, Wire: w}, from: p}); err != nil {
-				return false, n, err
+				return false, n, want, err
 			}
 			n++
 		}
@@ -263,6 +300,53 @@ func (m *Manager) handleSync(s network.Stream) {
 	}
 	m.metrics.syncs.WithLabelValues("responder", "ok").Inc()
 	m.servedSync(r)
+	r.noteHeads(remote, h)
+}
+
+// noteHeads looks at a requester's heads: when it holds nothing newer than
+// this node by the version vectors, a head this node lacks is an event
+// that reuses its author's seq (a fork), which no version vector shows. This
+// node then asks the requester for it (Hello.Want), and for its ancestors
+// as they turn up missing.
+func (r *room) noteHeads(remote peer.ID, h *Hello) {
+	mine := r.committedVV()
+	for a, s := range h.VV {
+		if s > mine[a] {
+			return // the requester is ahead: ordinary sync and gossip bring it
+		}
+	}
+	var unknown []ID
+	for _, id := range h.Heads {
+		if _, ok := r.depthOfShared(id); !ok {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	r.mu.Lock()
+	for _, id := range unknown {
+		if len(r.wantHeads) < MaxWant {
+			r.wantHeads[id] = true
+		}
+	}
+	r.mu.Unlock()
+	r.requestSync(remote)
+}
+
+// takeWantHeads returns and forgets the heads noteHeads found missing.
+func (r *room) takeWantHeads() []ID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.wantHeads) == 0 {
+		return nil
+	}
+	out := make([]ID, 0, len(r.wantHeads))
+	for id := range r.wantHeads {
+		out = append(out, id)
+	}
+	clear(r.wantHeads)
+	return out
 }
 
 // cursor walks one author's events that the requester lacks.
@@ -301,11 +385,19 @@ func (c *cursor) load(r *room) (bool, error) {
 	}
 	copy(c.id[:], idb)
 	v, ok, err := r.m.cfg.Store.Lookup(schema.RoomEvent(rid, idb))
-	if err != nil || !ok {
-		return false, errors.Join(err, fmt.Errorf("rooms: event %s missing", c.id))
+	if err == nil && ok {
+		c.depth, c.wire, err = checkStored(c.id, v)
 	}
-	c.depth, c.wire, err = splitStored(v)
-	return err == nil, err
+	if err != nil {
+		// Damaged: serve nothing of this author from here on (the
+		// requester gets it from another member) and fetch it again.
+		r.noteCorrupt(c.id)
+		return false, nil
+	}
+	if !ok {
+		return false, fmt.Errorf("rooms: event %s missing", c.id)
+	}
+	return true, nil
 }
 
 // serveSync merges the authors' missing runs into display order, which is
@@ -328,33 +420,91 @@ func (r *room) serveSync(w io.Writer, h *Hello) error {
 		}
 	}
 	heap.Init(&hp)
+	// The wanted events this node holds (forks, or events the requester
+	// lost track of), merged into the same display order.
+	wanted, err := r.wanted(h.Want)
+	if err != nil {
+		return err
+	}
+	sentWanted := make(map[ID]bool, len(wanted))
 	b := &Batch{}
-	sent := 0
-	for hp.Len() > 0 && sent < limit {
-		c := hp[0]
-		if !b.Fits(len(c.wire)) {
+	sent, served := 0, 0
+	for (hp.Len() > 0 || len(wanted) > 0) && sent < limit {
+		var wire []byte
+		var id ID
+		if len(wanted) > 0 && (hp.Len() == 0 || Less(wanted[0].depth, wanted[0].id, hp[0].depth, hp[0].id)) {
+			wire, id = wanted[0].wire, wanted[0].id
+			wanted = wanted[1:]
+			if sentWanted[id] {
+				continue
+			}
+			sentWanted[id] = true
+			served++
+		} else {
+			c := hp[0]
+			wire, id = c.wire, c.id
+			c.next++
+			ok, err := c.load(r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				heap.Fix(&hp, 0)
+			} else {
+				heap.Pop(&hp)
+			}
+			if _, w := sentWanted[id]; w {
+				continue
+			}
+			sentWanted[id] = true
+		}
+		if !b.Fits(len(wire)) {
 			if err := WriteFrame(w, b); err != nil {
 				return err
 			}
 			b = &Batch{}
 		}
-		b.Events = append(b.Events, c.wire)
+		b.Events = append(b.Events, wire)
 		sent++
-		c.next++
-		ok, err := c.load(r)
-		if err != nil {
-			return err
-		}
-		if ok {
-			heap.Fix(&hp, 0)
-		} else {
-			heap.Pop(&hp)
-		}
 	}
 	if len(b.Events) > 0 {
 		if err := WriteFrame(w, b); err != nil {
 			return err
 		}
 	}
-	return WriteFrame(w, &Batch{End: true, More: hp.Len() > 0})
+	// A wanted event may itself wait for parents the requester lacks: it
+	// asks again with what it still misses.
+	more := hp.Len() > 0 || len(wanted) > 0 || served > 0
+	return WriteFrame(w, &Batch{End: true, More: more})
+}
+
+// wanted reads the events of ids this node holds, in display order.
+func (r *room) wanted(ids []ID) ([]cursor, error) {
+	var out []cursor
+	for _, id := range ids {
+		v, ok, err := r.m.cfg.Store.Lookup(storedKey(r.id, id))
+		if !ok && err == nil {
+			continue
+		}
+		var depth uint64
+		var wire []byte
+		if err == nil {
+			depth, wire, err = checkStored(id, v)
+		}
+		if err != nil {
+			r.noteCorrupt(id)
+			continue
+		}
+		out = append(out, cursor{id: id, depth: depth, wire: wire})
+	}
+	slices.SortFunc(out, func(a, b cursor) int {
+		switch {
+		case a.id == b.id:
+			return 0
+		case Less(a.depth, a.id, b.depth, b.id):
+			return -1
+		}
+		return 1
+	})
+	return out, nil
 }

@@ -38,6 +38,10 @@ func apiError(err error) error {
 		code, status = localapi.CodeRefused, http.StatusForbidden
 	case errors.Is(err, rooms.ErrMalformed):
 		code, status = localapi.CodeBadRequest, http.StatusBadRequest
+	case errors.Is(err, rooms.ErrCorrupt):
+		code, status = localapi.CodeCorrupt, http.StatusInternalServerError
+	case errors.Is(err, rooms.ErrOwnEventsUnknown):
+		code, status = localapi.CodeLearning, http.StatusServiceUnavailable
 	case errors.Is(err, rooms.ErrClosed):
 		code, status = localapi.CodeClosed, http.StatusServiceUnavailable
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

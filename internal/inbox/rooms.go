@@ -10,6 +10,7 @@ import (
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // The local API's room views (localapi.Rooms).
@@ -36,6 +37,9 @@ func event(v rooms.View) localapi.Event {
 	}
 	if v.Target != "" {
 		e.Target = v.Target.String()
+	}
+	if v.Kind == rooms.KindClaim || v.Kind == rooms.KindRelease {
+		e.Text = board.Describe(string(v.Kind), v.Body)
 	}
 	return e
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // scan brings an agent's state up to date: it reads the new events of the
@@ -387,6 +388,9 @@ func (b *Inbox) describeRoom(it *localapi.Item) {
 func item(v rooms.View, roomName string) localapi.Item {
 	it := localapi.Item{Kind: string(v.Kind), ID: v.ID.String(), Room: string(v.Room), RoomName: roomName,
 		From: from(v), Text: v.Text, To: v.To, Time: v.Time}
+	if v.Kind == rooms.KindClaim || v.Kind == rooms.KindRelease {
+		it.Text = board.Describe(string(v.Kind), v.Body)
+	}
 	if v.ReplyTo != nil {
 		it.ReplyTo = v.ReplyTo.String()
 	}

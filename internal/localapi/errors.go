@@ -42,7 +42,9 @@ const (
 	CodeTimeout      = "timeout"       // 504
 	CodeTooMany      = "too_many"      // 429
 	CodeClosed       = "closed"        // 503
+	CodeLearning     = "learning"      // 503: the node is learning its own events from peers; retry in a moment
 	CodeInternal     = "internal"      // 500
+	CodeCorrupt      = "corrupt"       // 500: a stored event is damaged; the node fetches it again
 )
 
 // IsCode reports whether err is an *Error with code.

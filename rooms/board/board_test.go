@@ -90,6 +90,19 @@ func TestBodies(t *testing.T) {
 	if _, err := DecodeClaim(r); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("a release decoded as a claim: %v", err)
 	}
+	for _, c := range []struct {
+		kind, want string
+		body       []byte
+	}{
+		{KindClaim, "claims a b for 1m0s: refactor", b},
+		{KindRelease, "releases all its claims", r},
+		{KindClaim, "(a malformed claim, ignored)", []byte{0xff}},
+		{"message", "", b},
+	} {
+		if got := Describe(c.kind, c.body); got != c.want {
+			t.Errorf("Describe(%s) = %q, want %q", c.kind, got, c.want)
+		}
+	}
 }
 
 func claim(t testing.TB, id, holder string, at int64, ttl time.Duration, note string, paths ...string) Entry {

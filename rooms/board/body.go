@@ -151,3 +151,26 @@ func DecodeRelease(b []byte) (ReleaseBody, error) {
 	}
 	return r, nil
 }
+
+// Describe says in one line what a claim or release body holds, for room
+// logs ("" for another kind).
+func Describe(kind string, body []byte) string {
+	switch kind {
+	case KindClaim:
+		c, err := DecodeClaim(body)
+		if err != nil {
+			return "(a malformed claim, ignored)"
+		}
+		return fmt.Sprintf("claims %s for %s: %s", strings.Join(c.Paths, " "), c.TTL, c.Note)
+	case KindRelease:
+		r, err := DecodeRelease(body)
+		if err != nil {
+			return "(a malformed release, ignored)"
+		}
+		if len(r.Paths) == 0 {
+			return "releases all its claims"
+		}
+		return "releases " + strings.Join(r.Paths, " ")
+	}
+	return ""
+}

@@ -8,6 +8,10 @@
 //	r/<room>/e/<id>                    depth:8BE then the event's wire bytes
 //	r/<room>/o/<depth:8BE><id>         display-order index (value empty)
 //	r/<room>/a/<author>/<seq:8BE>      author sequence index → event id
+//	r/<room>/f/<author>/<seq:8BE><id>  an event that reuses a seq its author already
+//	                                   used here (a fork: an older copy of the author's
+//	                                   data, or equivocation); kept like any event, outside
+//	                                   the sequence index and the version vector (value empty)
 //	r/<room>/h/<id>                    current heads (value empty)
 //	r/<room>/m/<peer>                  member nodes → id of admitting event
 //	r/<room>/v/<author>                author → highest contiguous seq stored
@@ -112,6 +116,14 @@ func RoomAuthorsPrefix(room string) []byte { return roomKey(room, "a/") }
 // RoomAuthorSeq maps (author, seq) to an event ID.
 func RoomAuthorSeq(room string, author []byte, seq uint64) []byte {
 	return roomKey(room, "a/", PeerBytes(author), BE8(seq))
+}
+
+// RoomForkPrefix is the prefix of a room's fork index.
+func RoomForkPrefix(room string) []byte { return roomKey(room, "f/") }
+
+// RoomFork is one event that reuses its author's seq.
+func RoomFork(room string, author []byte, seq uint64, id []byte) []byte {
+	return roomKey(room, "f/", PeerBytes(author), BE8(seq), id)
 }
 
 // RoomHeadPrefix is the prefix of the heads set.

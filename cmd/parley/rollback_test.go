@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+type seqEntry struct {
+	ID     string `json:"id"`
+	Author string `json:"author_peer"`
+	Seq    uint64 `json:"seq"`
+	Text   string `json:"text"`
+}
+
+func seqLog(t *testing.T, home, room string) []seqEntry {
+	t.Helper()
+	var v []seqEntry
+	runJSON(t, &v, "--home", home, "room", "log", room, "--limit", "10000")
+	return v
+}
+
+// The rollback of the hostile test, through the binary: B is stopped, its
+// data folder copied, B posts 5 messages and stops, the old copy is put
+// back, B starts and posts at once. B must learn its own 5 later events
+// from A and C first (saying so while it waits), reuse no seq, and all
+// three nodes end with the same log, nothing lost.
+func TestCLIRollbackLearnsOwnEvents(t *testing.T) {
+	base := t.TempDir()
+	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
+	a := up(t, homeA, "--listen", loopback)
+	b := up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	up(t, homeC, "--listen", loopback, "--bootstrap", a.addr())
+	idB, idC := peerID(t, homeB), peerID(t, homeC)
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		var peers []map[string]any
+		runJSON(t, &peers, "--home", homeA, "peers")
+		return len(peers) == 2
+	}, "B and C to connect to A")
+	befriend(t, homeA, homeB, idB)
+	befriend(t, homeA, homeC, idC)
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", homeA, "room", "create", "trio")
+	for _, id := range []string{idB, idC} {
+		if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, id); code != 0 {
+			t.Fatalf("invite: %s", errs)
+		}
+	}
+	for _, h := range []string{homeB, homeC} {
+		nodetest.WaitFor(t, 20*time.Second, func() bool {
+			_, _, code := run(t, "--home", h, "room", "say", room.RoomID, "hi from "+filepath.Base(h))
+			return code == 0
+		}, "%s to join and speak", h)
+	}
+	// create, 2 invites, 2 joins, 2 messages
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(seqLog(t, homeA, room.RoomID)) == 7 }, "A to have everything")
+
+	stop(t, homeB, b)
+	old := filepath.Join(base, "b-data-copy")
+	must(t, os.CopyFS(old, os.DirFS(filepath.Join(homeB, "data"))))
+	b = up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	for k := range 5 {
+		nodetest.WaitFor(t, 30*time.Second, func() bool {
+			_, _, code := run(t, "--home", homeB, "room", "say", room.RoomID, fmt.Sprintf("lost by the copy %d", k))
+			return code == 0
+		}, "B to post")
+	}
+	for _, h := range []string{homeA, homeC} {
+		nodetest.WaitFor(t, 20*time.Second, func() bool { return len(seqLog(t, h, room.RoomID)) == 12 }, "%s to have B's 5 posts", h)
+	}
+	stop(t, homeB, b)
+	must(t, os.RemoveAll(filepath.Join(homeB, "data")))
+	must(t, os.CopyFS(filepath.Join(homeB, "data"), os.DirFS(old)))
+
+	t0 := time.Now()
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	var waited string
+	nodetest.WaitFor(t, 60*time.Second, func() bool {
+		_, errs, code := run(t, "--home", homeB, "room", "say", room.RoomID, "back from the old copy")
+		if code != 0 {
+			if !strings.Contains(errs, "learning my own events from peers") {
+				t.Fatalf("say after the rollback: %s", errs)
+			}
+			waited = errs
+		}
+		return code == 0
+	}, "B to post after the rollback")
+	t.Logf("B posted %v after it started on the old copy (told to wait: %q)", time.Since(t0), strings.TrimSpace(waited))
+
+	var ref []string
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		ref = ids2(seqLog(t, homeA, room.RoomID))
+		return len(ref) == 13 && slices.Equal(ids2(seqLog(t, homeB, room.RoomID)), ref) &&
+			slices.Equal(ids2(seqLog(t, homeC, room.RoomID)), ref)
+	}, "identical logs of 13 events on A, B and C")
+	seen := map[string]bool{}
+	for _, e := range seqLog(t, homeC, room.RoomID) {
+		k := fmt.Sprintf("%s/%d", e.Author, e.Seq)
+		if seen[k] {
+			t.Fatalf("seq %d of %s used twice", e.Seq, e.Author)
+		}
+		seen[k] = true
+	}
+}
+
+func ids2(l []seqEntry) []string {
+	out := make([]string, len(l))
+	for i, e := range l {
+		out[i] = e.ID
+	}
+	return out
+}

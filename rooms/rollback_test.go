@@ -1,0 +1,128 @@
+package rooms_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// copyData copies node i's database folder (the node is stopped).
+func copyData(t *testing.T, nt *nodetest.Net, i int) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "data")
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join(nt.Home(i), node.DataDirName))); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// restoreData puts a copy made by copyData back in place of node i's
+// database folder (the node is stopped).
+func restoreData(t *testing.T, nt *nodetest.Net, i int, copied string) {
+	t.Helper()
+	data := filepath.Join(nt.Home(i), node.DataDirName)
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(data, os.DirFS(copied)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sayRetry posts as soon as the node may: it retries while the node is
+// still learning its own events from its peers.
+func sayRetry(t *testing.T, nt *nodetest.Net, i int, id identity.RoomID, text string) rooms.ID {
+	t.Helper()
+	var eid rooms.ID
+	var err error
+	nodetest.Poll(60*time.Second, func() bool {
+		eid, err = mgr(nt, i).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: text})
+		return !errors.Is(err, rooms.ErrOwnEventsUnknown)
+	})
+	if err != nil {
+		t.Fatalf("node %d say %q: %v", i, text, err)
+	}
+	return eid
+}
+
+func ownSeq(t *testing.T, nt *nodetest.Net, i int, id identity.RoomID) uint64 {
+	t.Helper()
+	vv, err := mgr(nt, i).VersionVector(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vv[nt.ID(i)]
+}
+
+// TestRollbackLearnsOwnSeq: a node started on an older copy of its data
+// learns its own later events from its members before it posts, so it
+// reuses no seq, loses nothing and every node converges.
+func TestRollbackLearnsOwnSeq(t *testing.T) {
+	nt := startNet(t, 3)
+	id := openRoom(t, nt, 1, 2)
+	say(t, nt, 1, id, "before the copy")
+	waitConverged(t, nt, id, 6, 20*time.Second, 0, 1, 2)
+	nt.Crash(1)
+	old := copyData(t, nt, 1)
+	nt.Restart(1)
+	for _, s := range []string{"one", "two", "three", "four", "five"} {
+		sayRetry(t, nt, 1, id, "after the copy: "+s)
+	}
+	waitConverged(t, nt, id, 11, 20*time.Second, 0, 1, 2)
+	high := ownSeq(t, nt, 1, id)
+	nt.Crash(1)
+	restoreData(t, nt, 1, old)
+	nt.Restart(1)
+	if got := ownSeq(t, nt, 1, id); got != high-5 {
+		t.Fatalf("the old copy holds seq %d of node 1, want %d", got, high-5)
+	}
+	t0 := time.Now()
+	eid := sayRetry(t, nt, 1, id, "back from the old copy")
+	t.Logf("rolled-back node posted %v after its start", time.Since(t0))
+	v, err := mgr(nt, 1).Event(id, eid)
+	if err != nil || v.Seq != high+1 {
+		t.Fatalf("the post after the rollback has seq %d (%v), want %d", v.Seq, err, high+1)
+	}
+	waitConverged(t, nt, id, 12, 30*time.Second, 0, 1, 2)
+}
+
+// TestRollbackForkHeals: a node on an older copy of its data that posts
+// before it could learn its own events (no member reachable) reuses seqs;
+// once it is back, every node keeps both events of each reused seq, all
+// show the same log, and its next posts reach everyone.
+func TestRollbackForkHeals(t *testing.T) {
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Second
+		c.OwnEventsWait = 200 * time.Millisecond
+	}))
+	id := openRoom(t, nt, 1, 2)
+	nt.Crash(1)
+	old := copyData(t, nt, 1)
+	nt.Restart(1)
+	for _, s := range []string{"one", "two", "three"} {
+		sayRetry(t, nt, 1, id, "the branch the copy lacks: "+s)
+	}
+	waitConverged(t, nt, id, 8, 20*time.Second, 0, 1, 2)
+	nt.Crash(1)
+	restoreData(t, nt, 1, old)
+	nt.Partition([]int{0, 2}, []int{1})
+	nt.Restart(1)
+	for _, s := range []string{"one", "two"} {
+		sayRetry(t, nt, 1, id, "offline, from the copy: "+s)
+	}
+	nt.Heal()
+	// Both branches everywhere: 5 + 3 + 2 events.
+	waitConverged(t, nt, id, 10, 40*time.Second, 0, 1, 2)
+	say(t, nt, 1, id, "after the heal")
+	say(t, nt, 0, id, "welcome back")
+	waitConverged(t, nt, id, 12, 40*time.Second, 0, 1, 2)
+}
