@@ -35,6 +35,7 @@ func (b apiBackend) Status() localapi.Status {
 		DHTPeers:   n.dht.RoutingTable().Size(),
 		PubSubPeer: len(n.ps.ListPeers("")),
 		MDNS:       n.cfg.MDNS,
+		Unreached:  unreachedTotal(n),
 	}
 }
 
@@ -93,3 +94,13 @@ func addrStrings(addrs []ma.Multiaddr) []string {
 }
 
 func (n *Node) String() string { return fmt.Sprintf("node %s (%s)", n.id, n.cfg.Home) }
+
+func unreachedTotal(n *Node) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	total := 0
+	for _, c := range n.unreached(ctx) {
+		total += c
+	}
+	return total
+}

@@ -72,6 +72,10 @@ type Config struct {
 	// AskTTL is how long an ask is owed by the agents it asks (and waited
 	// for by its asker) unless answered. Zero means 1 hour.
 	AskTTL time.Duration
+	// WakeLimit is how long a wake-up route has to get an owed item read
+	// before the next route tries, and, with none left, the human is told
+	// (internal/wake). Zero means 60 s.
+	WakeLimit time.Duration
 	// AgentPostLimit is how many messages and asks each local agent may
 	// post in a minute (all at once if it likes); over it a post is refused
 	// with an error that says so. Zero means 120; negative, no limit.

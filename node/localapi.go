@@ -57,10 +57,14 @@ func (a agentsAPI) List(context.Context) []localapi.AgentInfo {
 
 func (a agentsAPI) Who(ctx context.Context) []localapi.WhoEntry {
 	ws := a.n.agents.Who(ctx)
+	un := a.n.unreached(ctx)
 	out := make([]localapi.WhoEntry, len(ws))
 	for i, w := range ws {
 		out[i] = localapi.WhoEntry{PeerID: w.PeerID, Handle: w.Handle, Agent: w.Agent, Address: w.Agent + "@" + w.PeerID,
 			State: w.State, WorkingOn: w.WorkingOn, LastSeen: w.LastSeen, Local: w.Local, Role: w.Role, Capabilities: orEmpty(w.Capabilities)}
+		if w.Local {
+			out[i].Unreached = un[w.Agent]
+		}
 	}
 	a.n.withClaims(out)
 	return out

@@ -41,6 +41,7 @@ import (
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/internal/usage"
+	"github.com/parley-mesh/parley/internal/wake"
 	"github.com/parley-mesh/parley/rooms"
 	"github.com/parley-mesh/parley/rooms/board"
 )
@@ -86,6 +87,7 @@ type Node struct {
 	reconnect *reconnect.Service  // set by Start, read-only afterwards
 	usage     *usage.Meter        // set by Start, read-only afterwards
 	board     *board.Service      // set by Start, read-only afterwards
+	wake      *wake.Service       // set by Start, read-only afterwards
 	ui        *ui.Server          // set by Start, read-only afterwards (nil: not served)
 	uiURL     string              // the dashboard's URL with its token (set with ui)
 	uiErr     string              // why the dashboard is not served
@@ -299,6 +301,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.newBoard(); err != nil {
 		return err
 	}
+	if err := n.startWake(); err != nil {
+		return err
+	}
 
 	n.registerMetrics()
 
@@ -323,6 +328,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleModeration(modAPI{n})
 		n.api.HandleNames(namesAPI{n.names})
 		n.api.HandleBoard(boardAPI{n})
+		n.api.HandleWake(n.wake)
 		n.api.HandleUI(n.uiInfo)
 		n.api.HandleSpent(n.inbox.Spent)
 		if !n.cfg.NoUI {

@@ -157,11 +157,15 @@ are found by their public cards with ` + "`parley find`" + `.`,
 						if e.Local {
 							handle += " (you)"
 						}
+						state := e.State
+						if e.Unreached > 0 {
+							state += fmt.Sprintf(" (NOT REACHED: %d owed unread)", e.Unreached)
+						}
 						var claims []string
 						for _, c := range e.Claims {
 							claims = append(claims, c.Path)
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, safe(e.Agent), safe(e.State),
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, safe(e.Agent), safe(state),
 							dash(oneLine(e.WorkingOn, 50)), dash(oneLine(safe(strings.Join(claims, " ")), 40)), ago(e.LastSeen))
 					}
 					tw.Flush()

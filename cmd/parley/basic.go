@@ -41,6 +41,9 @@ func statusCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(w, "home: %s\npeers: %d connected, %d in the DHT routing table, %d on GossipSub\nmdns: %v\n",
 						v.Home, v.Peers, v.DHTPeers, v.PubSubPeer, v.MDNS)
 					fmt.Fprintf(w, "addrs:\n  %s\n", strings.Join(v.Addrs, "\n  "))
+					if v.Unreached > 0 {
+						fmt.Fprintf(w, "agents not reached: %d owed items were not read in time (parley who marks the agents)\n", v.Unreached)
+					}
 				})
 		},
 	}

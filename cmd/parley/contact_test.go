@@ -24,14 +24,14 @@ type cliContact struct {
 	Expires *string `json:"expires"`
 }
 
-func contactsOf(t *testing.T, home string) []cliContact {
+func contactsOf(t testing.TB, home string) []cliContact {
 	t.Helper()
 	var v []cliContact
 	runJSON(t, &v, "--home", home, "contact", "list")
 	return v
 }
 
-func stateOf(t *testing.T, home, peerID string) string {
+func stateOf(t testing.TB, home, peerID string) string {
 	t.Helper()
 	for _, c := range contactsOf(t, home) {
 		if c.PeerID == peerID {

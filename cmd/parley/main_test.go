@@ -74,7 +74,7 @@ var addrsRe = regexp.MustCompile(`addrs=(\S+)`)
 func (d *daemon) addr() string { return strings.Split(addrsRe.FindStringSubmatch(d.ready)[1], ",")[0] }
 
 // up starts `parley up` and waits for its ready line.
-func up(t *testing.T, home string, args ...string) *daemon {
+func up(t testing.TB, home string, args ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(parleyBin, append([]string{"--home", home, "up", "--no-mdns"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
@@ -120,7 +120,7 @@ func up(t *testing.T, home string, args ...string) *daemon {
 }
 
 // run runs one CLI command and returns stdout, stderr and the exit code.
-func run(t *testing.T, args ...string) (string, string, int) {
+func run(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(parleyBin, args...)
 	var out, errb bytes.Buffer
@@ -135,7 +135,7 @@ func run(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-func runJSON(t *testing.T, v any, args ...string) {
+func runJSON(t testing.TB, v any, args ...string) {
 	t.Helper()
 	out, errs, code := run(t, append(args, "--json")...)
 	if code != 0 {

@@ -61,7 +61,8 @@ else CODEX_THREAD_ID; the same key is the same agent, with its cursors.`,
 				session = detectSession()
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: client, Project: project, Logger: log})
+			srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: client, Project: project, Logger: log,
+				Channel: client == "claude-code"})
 			err = srv.Run(cmd.Context(), &mcp.LineTransport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Logger: log})
 			if err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "EOF") {
 				return err

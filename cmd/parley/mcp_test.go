@@ -85,7 +85,7 @@ func (r toolResult) pending() []map[string]any {
 }
 
 // befriend makes the nodes of homeA and homeB contacts.
-func befriend(t *testing.T, homeA, homeB, idB string) {
+func befriend(t testing.TB, homeA, homeB, idB string) {
 	t.Helper()
 	if _, errs, code := run(t, "--home", homeA, "contact", "request", idB, "--json"); code != 0 {
 		t.Fatalf("contact request: %s", errs)

@@ -53,7 +53,7 @@ func roomCreateCmd(g *globals) *cobra.Command {
 			}, func(w io.Writer, v localapi.OpenRoomResult) { fmt.Fprintln(w, v.RoomID) })
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "agent that creates it")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that creates it")
 	cmd.Flags().StringVar(&purpose, "purpose", "", "one line: what the room is for (every member sees it)")
 	cmd.Flags().StringArrayVar(&members, "member", nil, "agent to bring in (NAME@PEER_ID or NAME), or a PEER_ID; repeatable")
 	return cmd
@@ -109,7 +109,7 @@ admits the node, whose "human" joins.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "agent that invites")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that invites")
 	return cmd
 }
 
@@ -127,7 +127,7 @@ func roomSayCmd(g *globals) *cobra.Command {
 			}, func(w io.Writer, v localapi.Posted) { fmt.Fprintln(w, v.ID) })
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "agent that speaks")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that speaks")
 	cmd.Flags().StringVar(&req.ReplyTo, "reply-to", "", "id of the message this answers")
 	cmd.Flags().StringVar(&req.To, "to", "", "agent the message is for (NAME or NAME@PEER_ID)")
 	return cmd
@@ -165,7 +165,7 @@ dismissed. Waits up to --wait for the first reply and prints it.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "agent that asks")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that asks")
 	cmd.Flags().StringVar(&req.To, "to", "", "the agent asked (NAME or NAME@PEER_ID); default: everyone in the room")
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the answer")
 	return cmd
@@ -252,7 +252,7 @@ brings the node back.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "agent that leaves")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that leaves")
 	cmd.Flags().BoolVar(&node, "node", false, "the whole node leaves the room")
 	return cmd
 }
@@ -271,7 +271,7 @@ later events, stops sending to it and refuses its sync: it gets nothing new.`,
 			}, func(w io.Writer, v localapi.EventID) { fmt.Fprintf(w, "removed %s (event %s)\n", args[1], v.ID) })
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "agent that removes it")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that removes it")
 	return cmd
 }
 

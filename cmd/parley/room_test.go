@@ -39,7 +39,7 @@ func ids(l []logEntry) []string {
 	return out
 }
 
-func peerID(t *testing.T, home string) string {
+func peerID(t testing.TB, home string) string {
 	var v struct {
 		PeerID string `json:"peer_id"`
 	}

@@ -40,7 +40,7 @@ func newRoot() *cobra.Command {
 		claimCmd(g), releaseCmd(g), boardCmd(g), guardCmd(g), worktreeCmd(g),
 		roomCmd(g), invitesCmd(g), mcpCmd(g), contactCmd(g), agentCmd(g), whoCmd(g), findCmd(g), auditCmd(g), uiCmd(g),
 	)
-	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g))
+	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g), hookCmd(g), runCmd(g), codexCmd(g))
 	return root
 }
 

@@ -31,6 +31,7 @@ type upFlags struct {
 	minFree     string
 	detach      bool
 	loopback    bool
+	wakeLimit   time.Duration
 }
 
 func upCmd(g *globals) *cobra.Command {
@@ -77,6 +78,7 @@ node that ` + "`parley mcp`" + ` starts when none runs.`,
 	fl.BoolVar(&f.recover, "recover", false, "start anew when the database is missing, damaged or another identity's: keep it aside, restore rooms and contacts from recovery.json, refetch rooms from peers")
 	fl.BoolVar(&f.newIdentity, "new-identity", false, "identity.key is lost: make a new identity and keep the old database aside")
 	fl.StringVar(&f.minFree, "min-free-disk", "64MiB", "free disk space the database keeps; below it writes are refused and reads go on (0 turns it off)")
+	fl.DurationVar(&f.wakeLimit, "wake-limit", 60*time.Second, "how long a wake-up route has to get an owed ask or invitation read before the next route tries (then the human is told)")
 	return cmd
 }
 
@@ -134,6 +136,7 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		Recover:     f.recover,
 		NewIdentity: f.newIdentity,
 		MinFreeDisk: minFree,
+		WakeLimit:   f.wakeLimit,
 		UIPort:      file.UIPort,
 
 		AgentPostLimit: file.AgentPostLimit,

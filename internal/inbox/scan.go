@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -107,6 +108,11 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 		ask := v.ReplyTo.String()
 		if a := st.owed[ask]; a != nil && from(v) != a.From {
 			st.dropAsk(agent, "o", ask) // answered, by whoever came first
+			if own {
+				// The agent's own answer, seen by a scan before its Say
+				// noted it (Say counts it when it comes first).
+				b.cfg.Usage.Answered(string(agent), string(v.Room), b.now().Sub(time.UnixMilli(a.Time)))
+			}
 		}
 		if a := st.asked[ask]; a != nil && a.Reply == nil && !own {
 			reply := item(v, roomName)

@@ -27,6 +27,9 @@ type Status struct {
 	DHTPeers   int       `json:"dht_routing_table"`
 	PubSubPeer int       `json:"pubsub_peers"`
 	MDNS       bool      `json:"mdns"`
+	// Unreached counts owed items (asks, invitations) no wake-up route got
+	// its agent to read in time: the human should look (parley who).
+	Unreached int `json:"unreached"`
 }
 
 // Peer is a connected peer.
@@ -104,6 +107,9 @@ type WhoEntry struct {
 	Role         string    `json:"role"`
 	Capabilities []string  `json:"capabilities"`
 	Claims       []Claim   `json:"claims,omitempty"` // what it holds on the boards this node sees
+	// Unreached (local agents) counts owed items no wake-up route got it
+	// to read in time.
+	Unreached int `json:"unreached,omitempty"`
 }
 
 // CardView is a public agent card found through the DHT.

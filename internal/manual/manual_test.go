@@ -48,3 +48,45 @@ func TestTextsFitAndSayTheCalls(t *testing.T) {
 		t.Fatalf("a reminder on more than one line: %q", r)
 	}
 }
+
+func TestWakeAndNotice(t *testing.T) {
+	peer := "12D3KooW" + strings.Repeat("x", 44)
+	ask := localapi.Item{Kind: "ask", ID: "a1", Room: "r1", RoomName: "release", From: "alpha@" + peer, Text: strings.Repeat("why? ", 1000), To: "beta@" + peer}
+	inv := localapi.Item{Kind: "invitation", ID: "i1", Room: "r2", RoomName: "design", From: "gamma@" + peer}
+	var many []localapi.Item
+	for i := range 50 {
+		it := ask
+		it.ID = fmt.Sprintf("a%d", i)
+		many = append(many, it)
+	}
+	sh := Shell{Agent: "beta"}
+	for _, items := range [][]localapi.Item{{ask}, {inv}, {ask, inv}, {inv, ask}, many} {
+		w := Wake(items, "beta@"+peer, sh)
+		if n := utf8.RuneCountInString(w); n > MaxLen || n == 0 {
+			t.Fatalf("wake text of %d characters:\n%s", n, w)
+		}
+		first := items[0]
+		if first.Kind != "ask" && len(items) > 1 {
+			first = items[1]
+		}
+		want := "parley room say " + first.Room + ` "your answer" --reply-to ` + first.ID + " --as beta"
+		if first.Kind == "invitation" {
+			want = "parley room log " + first.Room
+		}
+		if !strings.Contains(w, want) {
+			t.Fatalf("lacks %q:\n%s", want, w)
+		}
+	}
+	if Wake([]localapi.Item{{Kind: "message"}}, "", sh) != "" {
+		t.Fatal("a wake text for a plain message")
+	}
+	p := localapi.Pending{Items: append([]localapi.Item{inv, {Kind: "message", ID: "m1", Room: "r1", Text: "hi"}}, many...),
+		MoreUnread: []localapi.RoomCount{{Room: "r1", Count: 3}}}
+	n := Notice(p, "beta@"+peer, sh, 10000)
+	if c := utf8.RuneCountInString(n); c > 10000 || !strings.Contains(n, "Someone is waiting on you") || !strings.Contains(n, "more items") {
+		t.Fatalf("notice of %d characters:\n%.500s", c, n)
+	}
+	if Notice(localapi.Pending{}, "", sh, 10000) != "" {
+		t.Fatal("a notice for nothing")
+	}
+}

@@ -33,6 +33,10 @@ type Config struct {
 	Project string
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Channel declares Claude Code's claude/channel capability and pushes
+	// the agent's owed items into the session as channel notifications
+	// (the transport must be a Notifier).
+	Channel bool
 	// HeartbeatEvery is how often the agent's registration is renewed; zero
 	// means 20 s (the node sweeps agents after 60 s without one).
 	HeartbeatEvery time.Duration
@@ -184,7 +188,21 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 			}
 		}
 	}()
-	err := s.MCP().Run(ctx, t)
+	srv := s.MCP()
+	if n, ok := t.(Notifier); ok && s.cfg.Channel {
+		var once sync.Once
+		srv = s.mcpWith(func(context.Context) {
+			// Called when the client is initialized (on the SDK's goroutine).
+			once.Do(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s.channel(ctx, n)
+				}()
+			})
+		})
+	}
+	err := srv.Run(ctx, t)
 	cancel()
 	wg.Wait()
 	uctx, ucancel := context.WithTimeout(context.Background(), 2*time.Second)

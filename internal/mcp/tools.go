@@ -299,9 +299,18 @@ type LeaveOut struct {
 }
 
 // MCP builds the MCP server with Parley's tools.
-func (s *Server) MCP() *sdk.Server {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "parley", Title: "Parley", Version: Version},
-		&sdk.ServerOptions{Instructions: Instructions})
+func (s *Server) MCP() *sdk.Server { return s.mcpWith(nil) }
+
+// mcpWith builds the MCP server; with initialized set it declares the
+// claude/channel capability and calls initialized once the client is.
+func (s *Server) mcpWith(initialized func(context.Context)) *sdk.Server {
+	opts := &sdk.ServerOptions{Instructions: Instructions}
+	if initialized != nil {
+		opts.Capabilities = &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{},
+			Experimental: map[string]any{ChannelCapability: map[string]any{}}}
+		opts.InitializedHandler = func(ctx context.Context, _ *sdk.InitializedRequest) { initialized(ctx) }
+	}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "parley", Title: "Parley", Version: Version}, opts)
 	addTool(srv, s, "parley_register", "Set your agent name, role, capabilities and what you work on (contacts see it). You are registered under a default name from the start; your node keeps these for your next session.", s.register)
 	addTool(srv, s, "parley_who", "List the agents alive on your node and your contacts' nodes (state, role, what each works on), and the rooms you are in with their members.", s.who)
 	addTool(srv, s, "parley_find", "Find agents anywhere on the mesh by handle, agent name or capability.", s.find)

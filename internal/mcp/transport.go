@@ -35,6 +35,29 @@ type LineTransport struct {
 	In     io.Reader
 	Out    io.Writer
 	Logger *slog.Logger // nil discards
+
+	mu   sync.Mutex // protects conn
+	conn *lineConn
+}
+
+// Notify writes a JSON-RPC notification of any method on the connection
+// (the SDK sends only the methods it knows), between whole messages.
+func (t *LineTransport) Notify(method string, params any) error {
+	t.mu.Lock()
+	c := t.conn
+	t.mu.Unlock()
+	if c == nil {
+		return errors.New("mcp: not connected")
+	}
+	raw, err := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", method, params})
+	if err != nil {
+		return err
+	}
+	return c.writeLine(raw)
 }
 
 var _ sdk.Transport = (*LineTransport)(nil)
@@ -46,6 +69,9 @@ func (t *LineTransport) Connect(context.Context) (sdk.Connection, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &lineConn{out: t.Out, log: log, incoming: make(chan lineMsg), closed: make(chan struct{})}
+	t.mu.Lock()
+	t.conn = c
+	t.mu.Unlock()
 	go c.readLoop(bufio.NewReaderSize(t.In, 64<<10))
 	return c, nil
 }

@@ -94,11 +94,26 @@
     $("roompurpose").textContent = r ? (r.purpose || "") + " · " + r.agents.map(addr).join(", ") : "";
     var n = S.dropped[S.sel] || 0;
     $("dropped").textContent = n ? n + " earlier events not shown (this page keeps the last " + S.max + ")" : "";
-    var list = $("events");
+    var list = $("events"), evs = S.events[S.sel] || [];
     var atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 20;
-    fill(list, (S.events[S.sel] || []).map(eventNode));
+    // Only what is new is drawn: the events after the last one shown are
+    // appended, and the oldest dropped, as long as the room is the same.
+    var lastShown = list.lastElementChild && list.lastElementChild.getAttribute("data-id");
+    var from = -1;
+    if (shownRoom === S.sel && lastShown) {
+      for (var i = evs.length - 1; i >= 0; i--) if (evs[i].id === lastShown) { from = i + 1; break; }
+    }
+    if (from < 0) fill(list, evs.map(eventNode));
+    else {
+      var frag = document.createDocumentFragment();
+      evs.slice(from).forEach(function (e) { frag.appendChild(eventNode(e)); });
+      list.appendChild(frag);
+      while (list.children.length > evs.length) list.removeChild(list.firstElementChild);
+    }
+    shownRoom = S.sel;
     if (atBottom) list.scrollTop = list.scrollHeight;
   }
+  var shownRoom = "";
 
   function replyTo(id, room, from) {
     if (room !== S.sel) select(room);

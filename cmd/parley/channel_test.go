@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// A real `parley mcp` session of Claude Code declares claude/channel and
+// pushes each owed item once, as notifications/claude/channel; an item not
+// read within the wake limit, with no route left, is told to the human
+// (parley who, parley status) until the agent reads it.
+func TestMCPChannelPushesOncePerItem(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback, "--wake-limit", "1s")
+	cmd := exec.Command(parleyBin, "--home", home, "mcp", "--no-start", "--session", "chan-1", "--client", "claude-code",
+		"--project", filepath.Join(t.TempDir(), "shop"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
+	type msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Params struct {
+			Content string            `json:"content"`
+			Meta    map[string]string `json:"meta"`
+		} `json:"params"`
+	}
+	lines := make(chan msg, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 4<<20)
+		for sc.Scan() {
+			var m msg
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+		close(lines)
+	}()
+	next := func(within time.Duration) (msg, bool) {
+		select {
+		case m, ok := <-lines:
+			return m, ok
+		case <-time.After(within):
+			return msg{}, false
+		}
+	}
+	write := func(s string) {
+		if _, err := io.WriteString(stdin, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"2"}}}`)
+	init, ok := next(30 * time.Second)
+	if !ok || !strings.Contains(string(init.Result), `"experimental":{"claude/channel":{}}`) {
+		t.Fatalf("initialize: %+v", init)
+	}
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", home, "room", "create", "release", "--member", "claude-code-shop")
+	var ask struct {
+		AskID string `json:"ask_id"`
+	}
+	runJSON(t, &ask, "--home", home, "room", "ask", room.RoomID, "which port?", "--to", "claude-code-shop", "--wait", "0s")
+	got := map[string]int{}
+	for len(got) < 2 {
+		m, ok := next(30 * time.Second)
+		if !ok {
+			t.Fatalf("channel notifications so far: %v", got)
+		}
+		if m.Method != "notifications/claude/channel" {
+			t.Fatalf("unexpected message %+v", m)
+		}
+		got[m.Params.Meta["kind"]+" "+m.Params.Meta["item_id"]]++
+		if m.Params.Meta["room_id"] != room.RoomID || m.Params.Content == "" {
+			t.Fatalf("notification %+v", m)
+		}
+		if m.Params.Meta["kind"] == "ask" && (m.Params.Meta["item_id"] != ask.AskID || !strings.Contains(m.Params.Content, "which port?")) {
+			t.Fatalf("ask notification %+v", m)
+		}
+	}
+	// Not read, and no route left: no second push; the human is told.
+	if m, ok := next(3 * time.Second); ok {
+		t.Fatalf("a second notification: %+v", m)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ := run(t, "--home", home, "who")
+		st, _, _ := run(t, "--home", home, "status")
+		return strings.Contains(out, "NOT REACHED: 2") && strings.Contains(st, "agents not reached: 2")
+	}, "parley who and status to tell the human")
+	// The agent reads (any Parley tool result hands the items out).
+	write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"parley_who","arguments":{}}}`)
+	if m, ok := next(30 * time.Second); !ok || string(m.ID) != "2" || !strings.Contains(string(m.Result), "which port?") {
+		t.Fatalf("tool result: %+v", m)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ := run(t, "--home", home, "who")
+		return strings.Contains(out, "claude-code-shop") && !strings.Contains(out, "NOT REACHED")
+	}, "the mark to go once the agent read")
+}

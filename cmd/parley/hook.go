@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/install"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/manual"
+	"github.com/parley-mesh/parley/internal/mcp"
+)
+
+func init() {
+	hookCommands[install.Claude] = []string{"SessionStart", "PostToolUse", "Stop"}
+	hookCommands[install.Codex] = []string{"SessionStart", "PostToolUse", "Stop"}
+	hookCommands[install.Gemini] = []string{"AfterTool"}
+}
+
+// hookInput is the part of a client's hook input Parley reads (Claude Code,
+// Codex and Gemini CLI share these names).
+type hookInput struct {
+	SessionID      string `json:"session_id"`
+	Cwd            string `json:"cwd"`
+	HookEventName  string `json:"hook_event_name"`
+	ToolName       string `json:"tool_name"`
+	StopHookActive bool   `json:"stop_hook_active"`
+	Source         string `json:"source"`
+}
+
+// hookOutput is the documented JSON a hook prints to add context.
+type hookOutput struct {
+	HookSpecificOutput *hookSpecific `json:"hookSpecificOutput,omitempty"`
+	Decision           string        `json:"decision,omitempty"`
+	Reason             string        `json:"reason,omitempty"`
+}
+
+type hookSpecific struct {
+	HookEventName     string `json:"hookEventName"`
+	AdditionalContext string `json:"additionalContext"`
+}
+
+// maxContext is the most characters of additionalContext (Claude Code
+// keeps 10,000).
+const maxContext = 10000
+
+// clientNames are the clients' program names, as parley mcp --client has them.
+var clientNames = map[install.Client]string{install.Claude: "claude-code", install.Codex: "codex", install.Gemini: "gemini-cli"}
+
+func hookCmd(g *globals) *cobra.Command {
+	var waitFor time.Duration
+	cmd := &cobra.Command{
+		Use:   "hook CLIENT EVENT",
+		Short: "Run as an agent client's hook (parley install writes these)",
+		Long: `Run as a hook of an agent client: read the client's hook input (JSON) on stdin
+and answer as the client's documentation says. parley install registers them.
+
+  claude SessionStart  bind the session to its agent; what it has pending, as context
+  claude PostToolUse   what the agent has pending, as context on every tool result
+  claude Stop          (asyncRewake) wait while the session is idle; when an ask or
+                       invitation comes for it, print it on stderr and exit 2, which
+                       wakes the session; a newer Stop supersedes the waiter
+  codex SessionStart, PostToolUse  as Claude Code's
+  codex Stop           when the agent owes something unread, continue the turn with it
+  gemini AfterTool     what the agent has pending, as context on every tool result
+
+Malformed input is an error (exit 1) and changes nothing: what the agent owes stays
+owed. With no node running a hook does nothing.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := install.ParseClient(args[0])
+			if err != nil {
+				return err
+			}
+			event := args[1]
+			known := false
+			for _, e := range hookCommands[client] {
+				if strings.EqualFold(e, event) {
+					event, known = e, true
+				}
+			}
+			if !known {
+				return fmt.Errorf("no hook %q for %s (there are: %s)", args[1], client, strings.Join(hookCommands[client], ", "))
+			}
+			raw, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 4<<20))
+			if err != nil {
+				return fmt.Errorf("read the hook input: %v", err)
+			}
+			var in hookInput
+			if err := json.Unmarshal(raw, &in); err != nil {
+				return fmt.Errorf("the hook input is not %s's JSON for %s: %v", client, event, err)
+			}
+			if in.SessionID == "" {
+				return fmt.Errorf("the hook input has no session_id (is this %s's %s hook?)", client, event)
+			}
+			if in.HookEventName != "" && !strings.EqualFold(in.HookEventName, event) {
+				return fmt.Errorf("the hook input is for %s, not %s", in.HookEventName, event)
+			}
+			home, err := g.resolveHome()
+			if err != nil {
+				return err
+			}
+			c := localapi.NewClient(nodeSocket(home))
+			defer c.Close()
+			h := &hook{g: g, c: c, client: client, event: event, in: in, out: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), waitFor: waitFor}
+			err = h.run(cmd.Context())
+			if errors.Is(err, localapi.ErrNoNode) {
+				return nil // no node: nothing is owed that a hook could show
+			}
+			return err
+		},
+	}
+	cmd.Flags().DurationVar(&waitFor, "wait-for", 12*time.Hour, "claude Stop: how long the waiter waits at most")
+	return cmd
+}
+
+// hook is one run of a hook command.
+type hook struct {
+	g       *globals
+	c       *localapi.Client
+	client  install.Client
+	event   string
+	in      hookInput
+	out     io.Writer
+	errw    io.Writer
+	waitFor time.Duration
+	agent   localapi.AgentInfo
+}
+
+func (h *hook) run(ctx context.Context) error {
+	bctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
+	if err := h.bind(bctx); err != nil {
+		return err
+	}
+	switch {
+	case h.event == "Stop" && h.client == install.Claude:
+		cancel()
+		return h.stopWaiter(ctx)
+	case h.event == "Stop":
+		return h.stopContinue(bctx)
+	case h.event == "PostToolUse" || h.event == "AfterTool":
+		if h.client == install.Claude {
+			if err := h.c.WakeBusy(bctx, h.agent.Name, h.in.SessionID); err != nil {
+				return err
+			}
+		}
+		if strings.HasPrefix(h.in.ToolName, "mcp__parley__") || strings.HasPrefix(h.in.ToolName, "parley_") {
+			return nil // Parley's own tools carry the items already
+		}
+	}
+	p, err := h.c.Take(bctx, h.agent.Name)
+	if err != nil {
+		return err
+	}
+	text := manual.Notice(p, h.agent.Address, manual.Shell{}, maxContext)
+	if text == "" {
+		return nil
+	}
+	return json.NewEncoder(h.out).Encode(hookOutput{HookSpecificOutput: &hookSpecific{HookEventName: h.event, AdditionalContext: text}})
+}
+
+// bind finds the session's agent: the live agent bound to the session, else
+// the client's live agent of the project's default name (a client whose MCP
+// server does not know the session key), else it binds the session.
+func (h *hook) bind(ctx context.Context) error {
+	name := clientNames[h.client]
+	fallback := mcp.DefaultAgentName(name, h.in.Cwd)
+	as, err := h.c.Agents(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range as {
+		if a.Session == h.in.SessionID {
+			h.agent = a
+			return nil
+		}
+	}
+	for _, a := range as {
+		if a.Name == fallback && a.Client == name {
+			h.agent = a
+			return nil
+		}
+	}
+	h.agent, err = h.c.Session(ctx, localapi.SessionRequest{Session: h.in.SessionID, Fallback: fallback, Client: name})
+	return err
+}
+
+// stopWaiter is Claude Code's Stop hook (asyncRewake): it waits while the
+// session is idle and, when the node hands it owed items, prints what the
+// agent has pending on stderr and exits 2, which wakes the session. A newer
+// waiter of the session (or the session working again) ends it quietly.
+func (h *hook) stopWaiter(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, h.waitFor)
+	defer cancel()
+	for ctx.Err() == nil {
+		w, err := h.c.WakeWait(ctx, h.agent.Name, localapi.WakeWaitRequest{Kind: localapi.WakeStop, Session: h.in.SessionID, Seconds: localapi.MaxWait.Seconds()})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if w.Superseded {
+			return nil
+		}
+		if len(w.Items) == 0 {
+			continue
+		}
+		tctx, tcancel := context.WithTimeout(ctx, 8*time.Second)
+		p, err := h.c.Take(tctx, h.agent.Name)
+		tcancel()
+		if err != nil {
+			return err
+		}
+		text := manual.Notice(p, h.agent.Address, manual.Shell{}, maxContext)
+		if text == "" {
+			continue // read meanwhile
+		}
+		fmt.Fprintln(h.errw, text)
+		return exitError{2}
+	}
+	return nil
+}
+
+// stopContinue is Codex's Stop hook: when the agent owes something it has
+// not seen, the turn goes on with it ({"decision":"block"}); otherwise the
+// agent stops. Items are handed out when shown, so a second Stop with
+// nothing new lets the agent stop.
+func (h *hook) stopContinue(ctx context.Context) error {
+	p, err := h.c.Peek(ctx, h.agent.Name)
+	if err != nil {
+		return err
+	}
+	fresh := false
+	for _, it := range p.Items {
+		fresh = fresh || it.Kind == "ask" || it.Kind == "invitation"
+	}
+	if !fresh {
+		return nil
+	}
+	if p, err = h.c.Take(ctx, h.agent.Name); err != nil {
+		return err
+	}
+	text := manual.Notice(p, h.agent.Address, manual.Shell{}, maxContext)
+	if text == "" {
+		return nil
+	}
+	return json.NewEncoder(h.out).Encode(hookOutput{Decision: "block", Reason: text})
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// runStdin runs one CLI command with stdin and returns stdout, stderr and the
+// exit code.
+func runStdin(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(parleyBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// waiter is a hook process running in the background.
+type waiter struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan int
+}
+
+func startHook(t testing.TB, stdin string, args ...string) *waiter {
+	t.Helper()
+	w := &waiter{cmd: exec.Command(parleyBin, args...), stderr: &syncBuffer{}, done: make(chan int, 1)}
+	w.cmd.Stdin = strings.NewReader(stdin)
+	w.cmd.Stderr = w.stderr
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := w.cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		w.done <- code
+	}()
+	t.Cleanup(func() {
+		if w.cmd.ProcessState == nil {
+			_ = w.cmd.Process.Kill()
+		}
+	})
+	return w
+}
+
+// exited waits for the hook to exit and returns its code.
+func (w *waiter) exited(t testing.TB, within time.Duration) int {
+	t.Helper()
+	select {
+	case c := <-w.done:
+		return c
+	case <-time.After(within):
+		t.Fatalf("the hook did not exit within %s; stderr: %s", within, w.stderr)
+	}
+	return 0
+}
+
+// running checks that the hook has not exited (after a short look).
+func (w *waiter) running(t *testing.T) {
+	t.Helper()
+	select {
+	case c := <-w.done:
+		t.Fatalf("the hook exited (%d); stderr: %s", c, w.stderr)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+type hookOut struct {
+	HookSpecificOutput struct {
+		HookEventName     string `json:"hookEventName"`
+		AdditionalContext string `json:"additionalContext"`
+	} `json:"hookSpecificOutput"`
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+}
+
+func decodeHook(t *testing.T, out string) hookOut {
+	t.Helper()
+	var v hookOut
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("hook output is not JSON: %q: %v", out, err)
+	}
+	return v
+}
+
+// The hook commands, fed the clients' documented inputs, print the
+// documented outputs: SessionStart binds the session, PostToolUse carries
+// what is pending on a Bash call, the Stop waiter wakes the idle session for
+// an ask (stderr, exit 2) and never again for nothing new, a newer waiter
+// and a busy session end older ones; Codex's Stop continues the turn once;
+// Gemini's AfterTool; malformed input is refused and loses nothing.
+func TestHooksDocumentedShapes(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	proj := filepath.Join(t.TempDir(), "shop")
+	hook := func(stdin string, client, event string) (string, string, int) {
+		return runStdin(t, stdin, "--home", home, "hook", client, event)
+	}
+	in := func(event string, extra string) string {
+		return `{"session_id":"sess-1","transcript_path":"/tmp/t.jsonl","cwd":"` + proj + `","permission_mode":"default","hook_event_name":"` + event + `"` + extra + `}`
+	}
+
+	// SessionStart binds the session; nothing is pending.
+	out, errs, code := hook(in("SessionStart", `,"source":"startup"`), "claude", "SessionStart")
+	if code != 0 || out != "" {
+		t.Fatalf("SessionStart: exit %d, out %q, err %s", code, out, errs)
+	}
+	var agents []struct{ Name, Session string }
+	runJSON(t, &agents, "--home", home, "agent", "list")
+	if len(agents) != 1 || agents[0].Name != "claude-code-shop" || agents[0].Session != "sess-1" {
+		t.Fatalf("agents after SessionStart: %+v", agents)
+	}
+
+	// An invitation rides on a Bash result, once.
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", home, "room", "create", "release", "--purpose", "ship it", "--member", "claude-code-shop")
+	post := in("PostToolUse", `,"tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{"stdout":"a"},"tool_use_id":"t1"`)
+	out, errs, code = hook(post, "claude", "PostToolUse")
+	if code != 0 {
+		t.Fatalf("PostToolUse: exit %d: %s", code, errs)
+	}
+	v := decodeHook(t, out)
+	if v.HookSpecificOutput.HookEventName != "PostToolUse" || !strings.Contains(v.HookSpecificOutput.AdditionalContext, "invited you") ||
+		!strings.Contains(v.HookSpecificOutput.AdditionalContext, room.RoomID) {
+		t.Fatalf("PostToolUse output: %+v", v)
+	}
+	if out, _, code = hook(post, "claude", "PostToolUse"); code != 0 || out != "" {
+		t.Fatalf("second PostToolUse: exit %d, %q", code, out)
+	}
+
+	// The Stop waiter wakes the idle session for an ask: stderr, exit 2.
+	stop := in("Stop", `,"stop_hook_active":false,"last_assistant_message":"done"`)
+	w1 := startHook(t, stop, "--home", home, "hook", "claude", "Stop")
+	w1.running(t)
+	if _, errs, code := run(t, "--home", home, "room", "ask", room.RoomID, "which port does the shop use?", "--to", "claude-code-shop", "--wait", "0s"); code != 0 {
+		t.Fatalf("ask: %s", errs)
+	}
+	if c := w1.exited(t, 30*time.Second); c != 2 || !strings.Contains(w1.stderr.String(), "which port does the shop use?") ||
+		!strings.Contains(w1.stderr.String(), "parley_reply") {
+		t.Fatalf("Stop waiter: exit %d, stderr %s", c, w1.stderr)
+	}
+	// Nothing new: the next waiter waits; a newer one supersedes it; a
+	// busy session ends the newer one.
+	w2 := startHook(t, in("Stop", `,"stop_hook_active":true`), "--home", home, "hook", "claude", "Stop")
+	w2.running(t)
+	w3 := startHook(t, stop, "--home", home, "hook", "claude", "Stop")
+	if c := w2.exited(t, 30*time.Second); c != 0 {
+		t.Fatalf("superseded waiter: exit %d: %s", c, w2.stderr)
+	}
+	w3.running(t)
+	if _, errs, code := hook(post, "claude", "PostToolUse"); code != 0 {
+		t.Fatalf("PostToolUse: %s", errs)
+	}
+	if c := w3.exited(t, 30*time.Second); c != 0 || w3.stderr.String() != "" {
+		t.Fatalf("waiter of a busy session: exit %d: %s", c, w3.stderr)
+	}
+
+	// Malformed input: a clear error, and the ask stays owed.
+	for _, bad := range []string{"", "{", `{"hook_event_name":"Stop"}`, in("Stop", "")} {
+		_, errs, code := hook(bad, "claude", "PostToolUse")
+		if code != 1 || !strings.Contains(errs, "hook input") {
+			t.Fatalf("input %q: exit %d: %s", bad, code, errs)
+		}
+	}
+	if _, errs, code := hook(post, "claude", "NoSuchEvent"); code != 1 || !strings.Contains(errs, "PostToolUse") {
+		t.Fatalf("unknown event: exit %d: %s", code, errs)
+	}
+
+	// Codex's Stop: a new ask continues the turn once.
+	codex := `{"session_id":"thread-9","turn_id":"t1","cwd":"` + proj + `","hook_event_name":"Stop","model":"gpt-5","stop_hook_active":false}`
+	if out, errs, code := runStdin(t, codex, "--home", home, "hook", "codex", "Stop"); code != 0 || out != "" {
+		t.Fatalf("codex Stop with nothing: exit %d %q %s", code, out, errs)
+	}
+	runJSON(t, &room, "--home", home, "room", "create", "codex-room", "--member", "codex-shop")
+	out, errs, code = runStdin(t, codex, "--home", home, "hook", "codex", "Stop")
+	if v := decodeHook(t, out); code != 0 || v.Decision != "block" || !strings.Contains(v.Reason, "invited you") {
+		t.Fatalf("codex Stop: exit %d %+v %s", code, v, errs)
+	}
+	if out, _, code := runStdin(t, codex, "--home", home, "hook", "codex", "Stop"); code != 0 || out != "" {
+		t.Fatalf("codex Stop again: exit %d %q", code, out)
+	}
+
+	// Gemini's AfterTool.
+	gem := `{"session_id":"g-1","transcript_path":"/tmp/g.json","cwd":"` + proj + `","hook_event_name":"AfterTool","timestamp":"2026-01-01T00:00:00Z","tool_name":"run_shell_command","tool_input":{},"tool_response":{}}`
+	if out, _, code := runStdin(t, gem, "--home", home, "hook", "gemini", "AfterTool"); code != 0 || out != "" {
+		t.Fatalf("gemini AfterTool with nothing: %d %q", code, out)
+	}
+	runJSON(t, &room, "--home", home, "room", "create", "gem-room", "--member", "gemini-cli-shop")
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		out, _, code := runStdin(t, gem, "--home", home, "hook", "gemini", "AfterTool")
+		v := hookOut{}
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+			return false
+		}
+		return v.HookSpecificOutput.HookEventName == "AfterTool" && strings.Contains(v.HookSpecificOutput.AdditionalContext, "invited you")
+	}, "Gemini's AfterTool context")
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/mcp"
+	"github.com/parley-mesh/parley/internal/wake/tmux"
+)
+
+// defaultAs is the agent the CLI speaks as: the one `parley run` started
+// this program as ($PARLEY_AGENT), else the human.
+func defaultAs() string {
+	if a := os.Getenv("PARLEY_AGENT"); a != "" {
+		return a
+	}
+	return human
+}
+
+func runCmd(g *globals) *cobra.Command {
+	var name, socket string
+	var detach bool
+	cmd := &cobra.Command{
+		Use:   "run [--name AGENT] -- COMMAND [ARG...]",
+		Short: "Run a terminal agent in tmux, so that the node can wake it when something is asked of it",
+		Long: `Start a terminal agent (any program that reads a prompt) in tmux as an agent of
+this node. When an ask or an invitation comes for it while it waits at an empty
+prompt, the node pastes the text into its pane and presses Enter; it never pastes
+over something a person has started typing.
+
+The program gets PARLEY_HOME, PARLEY_AGENT and PARLEY_SESSION in its environment:
+parley commands it runs speak as the agent (parley room say ROOM TEXT --reply-to ID),
+and a parley mcp it starts is the same agent. Inside tmux the agent gets a new window
+of the current session; otherwise a new session (attached when this is a terminal,
+unless --detach). The node keeps the agent registered while its pane lives.`,
+		Example: `  parley run --name reviewer -- claude
+  parley run -- codex
+  parley run --detach --name bot -- ./my-agent.sh`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			home, err := g.resolveHome()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			c := localapi.NewClient(nodeSocket(home))
+			defer c.Close()
+			if err := ensureNode(ctx, c, cmd.ErrOrStderr(), home, true); err != nil {
+				return err
+			}
+			wd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			if _, err := exec.LookPath(args[0]); err != nil {
+				return fmt.Errorf("cannot run %q: %v", args[0], err)
+			}
+			session := "run-" + rand.Text()
+			info, err := c.Session(ctx, localapi.SessionRequest{Session: session, Name: name,
+				Fallback: mcp.DefaultAgentName(filepath.Base(args[0]), wd), Client: "terminal", TTLSeconds: 60})
+			if err != nil {
+				return g.apiErr(err)
+			}
+			srv, inTmux := tmux.Server{Socket: socket}, false
+			if socket == "" {
+				if cur, _, ok := tmux.Current(os.Getenv); ok {
+					srv, inTmux = cur, true
+				}
+			}
+			so := tmux.StartOptions{Command: args, Dir: wd, Window: info.Name,
+				Env: []string{"PARLEY_HOME=" + home, "PARLEY_AGENT=" + info.Name, "PARLEY_SESSION=" + session}}
+			if inTmux {
+				cur, err := currentSession(ctx)
+				if err != nil {
+					return err
+				}
+				so.InSession = cur
+			} else {
+				so.Session = "parley-" + info.Name + "-" + rand.Text()[:4]
+			}
+			pane, err := srv.Start(ctx, so)
+			if err != nil {
+				return err
+			}
+			term := tmux.Bind(tmux.Server{Socket: pane.Socket}, pane.ID, tmux.Options{})
+			prompt, err := term.LearnPrompt(ctx)
+			if err != nil {
+				return fmt.Errorf("%s started in tmux pane %s, but it never waited quietly at a prompt: %v", args[0], pane.ID, err)
+			}
+			if err := c.WakeTerminal(ctx, info.Name, localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: prompt}); err != nil {
+				return g.apiErr(err)
+			}
+			attach := tmux.Server{Socket: pane.Socket}.AttachCommand(pane.Session)
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "agent %s (%s) runs in tmux pane %s; the node wakes it there\n", info.Name, info.Address, pane.ID)
+			if inTmux || detach || !isTerminal(os.Stdin) {
+				if !inTmux {
+					fmt.Fprintf(out, "attach: %s\n", shellJoin(attach))
+				}
+				return nil
+			}
+			bin, err := exec.LookPath(attach[0])
+			if err != nil {
+				return err
+			}
+			return syscall.Exec(bin, attach, os.Environ())
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "the agent's name (default: the program and the folder, e.g. claude-api)")
+	cmd.Flags().StringVar(&socket, "tmux-socket", "", "the tmux server's socket path (default: the tmux this runs in, else your default server)")
+	cmd.Flags().BoolVar(&detach, "detach", false, "do not attach to the new tmux session")
+	return cmd
+}
+
+// currentSession is the tmux session this process runs in.
+func currentSession(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "tmux", "display-message", "-p", "#{session_name}").Output()
+	if err != nil {
+		return "", fmt.Errorf("cannot tell which tmux session this is: %v", err)
+	}
+	s := strings.TrimRight(string(out), "\r\n")
+	if s == "" {
+		return "", errors.New("cannot tell which tmux session this is")
+	}
+	return s, nil
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func shellJoin(args []string) string {
+	s := ""
+	for i, a := range args {
+		if i > 0 {
+			s += " "
+		}
+		s += "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return s
+}

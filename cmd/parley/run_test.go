@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// terminalAgent is a fake terminal agent started by `parley run` on a
+// private tmux server.
+type terminalAgent struct {
+	sock, log, pane string
+}
+
+func startTerminalAgent(t testing.TB, home, name string) terminalAgent {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (.ci/run installs it)")
+	}
+	dir, err := os.MkdirTemp("", "pt-") // a short path: unix socket paths are short
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := terminalAgent{sock: filepath.Join(dir, "tmux.sock"), log: filepath.Join(dir, "fake.log")}
+	t.Cleanup(func() {
+		exec.Command("tmux", "-S", ta.sock, "kill-server").Run() //nolint:errcheck // gone already is fine
+		os.RemoveAll(dir)
+	})
+	script, err := filepath.Abs(filepath.Join("testdata", "fakeagent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(parleyBin, "--home", home, "run", "--detach", "--name", name, "--tmux-socket", ta.sock, "--", "bash", "--norc", script)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(parleyBin)+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKE_LOG="+ta.log)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "agent "+name) {
+		t.Fatalf("parley run: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`tmux pane (%[0-9]+)`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("parley run named no pane: %s", out)
+	}
+	ta.pane = m[1]
+	return ta
+}
+
+// two nodes that are contacts, A and B.
+func twoContacts(t testing.TB) (homeA, homeB, idB string, dB *daemon) {
+	base := t.TempDir()
+	homeA, homeB = filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback)
+	dB = up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--log-level", "debug")
+	idB = peerID(t, homeB)
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		var peers []map[string]any
+		runJSON(t, &peers, "--home", homeA, "peers")
+		return len(peers) == 1
+	}, "B to connect to A")
+	befriend(t, homeA, homeB, idB)
+	return homeA, homeB, idB, dB
+}
+
+// The issue's test: a fake terminal agent started by `parley run`, idle at
+// its prompt, is woken by an ask from another node and its answer reaches
+// the asker's blocking ask. A person's half-typed input is never pasted
+// over: the wake waits until it is gone.
+func TestRunWakesIdleTerminalAgent(t *testing.T) {
+	homeA, homeB, idB, dB := twoContacts(t)
+	ta := startTerminalAgent(t, homeB, "fake")
+	c := localapi.NewClient(node.SocketPath(homeA))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	res, err := c.Ask(ctx, "human", localapi.AskRequest{Text: "which port does the shop use?", To: "fake@" + idB, WaitSeconds: 45})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reply == nil || res.Reply.Text != "the port is 8080" || !strings.HasPrefix(res.Reply.From, "fake@") {
+		screen, _ := exec.Command("tmux", "-S", ta.sock, "capture-pane", "-p", "-t", ta.pane).CombinedOutput()
+		log, _ := os.ReadFile(ta.log)
+		t.Fatalf("no answer from the terminal agent: %+v\nscreen:\n%s\nlog: %s\nB:\n%s", res, screen, log, dB.stderr)
+	}
+
+	// Someone starts typing at the agent's prompt: the next wake waits.
+	if out, err := exec.Command("tmux", "-S", ta.sock, "send-keys", "-t", ta.pane, "-l", "half a thought").CombinedOutput(); err != nil {
+		t.Fatalf("send-keys: %v %s", err, out)
+	}
+	res, err = c.Ask(ctx, "human", localapi.AskRequest{Text: "and the host?", To: "fake@" + idB, WaitSeconds: 4})
+	if err != nil || res.Reply != nil {
+		t.Fatalf("answered over a draft: %+v, %v", res, err)
+	}
+	screen, err := exec.Command("tmux", "-S", ta.sock, "capture-pane", "-p", "-t", ta.pane).Output()
+	if err != nil || !strings.Contains(string(screen), "> half a thought") || strings.Contains(string(screen), "and the host?") {
+		t.Fatalf("the draft was touched: %v\n%s", err, screen)
+	}
+	// The person erases it: the wake goes in, and the answer comes.
+	if out, err := exec.Command("tmux", "-S", ta.sock, "send-keys", "-t", ta.pane, "C-u").CombinedOutput(); err != nil {
+		t.Fatalf("send-keys: %v %s", err, out)
+	}
+	got, err := c.WaitReply(ctx, "human", res.AskID, 45*time.Second, false)
+	if err != nil || got.Reply == nil || got.Reply.Text != "the port is 8080" {
+		t.Fatalf("no answer after the draft went: %+v, %v", got, err)
+	}
+	// The agent is live on B, and nobody had to be told.
+	out, errs, code := run(t, "--home", homeB, "who")
+	if code != 0 || !strings.Contains(out, "fake") || strings.Contains(out, "NOT REACHED") {
+		t.Fatalf("who: %s %s", out, errs)
+	}
+}

@@ -1,0 +1,142 @@
+package localapi
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// The ways a session can be woken (WakeWaitRequest.Kind and
+// TerminalRequest), in the order the node tries them.
+const (
+	// WakeStop is a hook waiter that wakes an idle session (Claude Code's
+	// Stop hook with asyncRewake).
+	WakeStop = "stop"
+	// WakeAppServer is a Codex thread driven through `codex app-server`
+	// (turn/start when idle, turn/steer when busy).
+	WakeAppServer = "appserver"
+	// WakeChannel is an MCP server that pushes into its session (Claude
+	// Code's claude/channel notifications).
+	WakeChannel = "channel"
+	// WakeTerminal is a tmux pane the node pastes into when it is idle.
+	WakeTerminal = "terminal"
+)
+
+// WakeWaitRequest waits, as a session's wake-up route, until the node has
+// items for the session to be woken with.
+type WakeWaitRequest struct {
+	Kind    string  // WakeStop, WakeAppServer or WakeChannel
+	Session string  // the client's session key; a newer waiter of the same session and kind supersedes the older
+	Seconds float64 // at most MaxWait
+}
+
+// Wake is what a wake-up route is handed: the owed items (asks and
+// invitations) it should wake its session for. An empty Wake means the wait
+// passed; Superseded means a newer waiter of the same session took over (or
+// the session is busy again) and this one should end.
+type Wake struct {
+	Items      []Item `json:"items"`
+	Superseded bool   `json:"superseded,omitempty"`
+}
+
+// SessionRef names a session of an agent.
+type SessionRef struct {
+	Session string `json:"session"`
+}
+
+// TerminalRequest makes a tmux pane an agent's wake-up route: the node
+// pastes the wake text there when the agent is idle at its empty prompt.
+type TerminalRequest struct {
+	Socket string `json:"socket"` // the tmux server's socket path
+	Pane   string `json:"pane"`   // the pane ID, e.g. "%3"
+	Prompt string `json:"prompt"` // the agent's empty prompt line, as the screen shows it
+}
+
+// WakeStatus is what the node knows of an agent's wake-ups.
+type WakeStatus struct {
+	Agent  string   `json:"agent"`
+	Routes []string `json:"routes"` // kinds of the routes it has now
+	// Unreached counts owed items no route got the agent to read within
+	// the limit: its human is told.
+	Unreached int `json:"unreached"`
+}
+
+// Waker is the node's wake-up service.
+type Waker interface {
+	// WakeWait registers a route and waits for items for it.
+	WakeWait(ctx context.Context, agent string, req WakeWaitRequest) (Wake, error)
+	// WakeBusy says a session is working again: its stop waiters end.
+	WakeBusy(ctx context.Context, agent string, req SessionRef) error
+	// WakeTerminal makes a tmux pane the agent's terminal route.
+	WakeTerminal(ctx context.Context, agent string, req TerminalRequest) error
+	// WakeStatus lists the agents with routes or unreached items.
+	WakeStatus(ctx context.Context) []WakeStatus
+}
+
+// HandleWake adds the wake-up endpoints:
+//
+//	GET  /v1/agents/{agent}/wake/wait?kind=&session=&seconds= → Wake (blocks)
+//	POST /v1/agents/{agent}/wake/busy      SessionRef → {}
+//	POST /v1/agents/{agent}/wake/terminal  TerminalRequest → {}
+//	GET  /v1/wake                          → [WakeStatus]
+func (s *Server) HandleWake(w Waker) {
+	agent := func(r *http.Request) string { return r.PathValue("agent") }
+	noBody(s, "GET /v1/agents/{agent}/wake/wait", func(r *http.Request) (Wake, error) {
+		d, err := waitOf(r)
+		if err != nil {
+			return Wake{}, err
+		}
+		q := r.URL.Query()
+		// A waiter ends when the server shuts down, not only when its
+		// client goes.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		v, err := w.WakeWait(ctx, agent(r), WakeWaitRequest{Kind: q.Get("kind"), Session: q.Get("session"), Seconds: d.Seconds()})
+		if v.Items == nil {
+			v.Items = []Item{}
+		}
+		return v, err
+	})
+	withBody(s, "POST /v1/agents/{agent}/wake/busy", false, func(r *http.Request, req SessionRef) (struct{}, error) {
+		return struct{}{}, w.WakeBusy(r.Context(), agent(r), req)
+	})
+	withBody(s, "POST /v1/agents/{agent}/wake/terminal", false, func(r *http.Request, req TerminalRequest) (struct{}, error) {
+		return struct{}{}, w.WakeTerminal(r.Context(), agent(r), req)
+	})
+	noBody(s, "GET /v1/wake", func(r *http.Request) ([]WakeStatus, error) { return orEmpty(w.WakeStatus(r.Context())), nil })
+}
+
+// WakeWait waits, as one of agent's wake-up routes, for items to wake its
+// session with (see WakeWaitRequest).
+func (c *Client) WakeWait(ctx context.Context, agent string, req WakeWaitRequest) (Wake, error) {
+	var v Wake
+	ctx, cancel := blocking(ctx, time.Duration(req.Seconds*float64(time.Second)))
+	defer cancel()
+	q := url.Values{"kind": {req.Kind}, "session": {req.Session}, "seconds": {strconv.FormatFloat(req.Seconds, 'f', 3, 64)}}
+	return v, c.agentCall(ctx, "GET", agent, "/wake/wait?"+q.Encode(), nil, &v)
+}
+
+// WakeBusy says agent's session is working again.
+func (c *Client) WakeBusy(ctx context.Context, agent, session string) error {
+	return c.agentCall(ctx, "POST", agent, "/wake/busy", SessionRef{Session: session}, nil)
+}
+
+// WakeTerminal makes a tmux pane agent's terminal wake-up route.
+func (c *Client) WakeTerminal(ctx context.Context, agent string, req TerminalRequest) error {
+	return c.agentCall(ctx, "POST", agent, "/wake/terminal", req, nil)
+}
+
+// WakeStatus lists the agents with wake-up routes or unreached items.
+func (c *Client) WakeStatus(ctx context.Context) ([]WakeStatus, error) {
+	var v []WakeStatus
+	return v, c.do(ctx, "GET", "/v1/wake", nil, &v)
+}

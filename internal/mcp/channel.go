@@ -1,0 +1,67 @@
+package mcp
+
+import (
+	"context"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/manual"
+)
+
+// ChannelCapability is the experimental capability by which Claude Code
+// takes pushed messages from an MCP server (started with
+// --dangerously-load-development-channels server:NAME).
+const ChannelCapability = "claude/channel"
+
+// ChannelMethod is the notification that pushes a message into the session.
+const ChannelMethod = "notifications/claude/channel"
+
+// ChannelParams are a channel notification's parameters: the text, and
+// meta keys of letters, digits and underscores.
+type ChannelParams struct {
+	Content string            `json:"content"`
+	Meta    map[string]string `json:"meta"`
+}
+
+// Notifier sends a notification of any method to the client.
+type Notifier interface {
+	Notify(method string, params any) error
+}
+
+// channel is the session's channel route: it waits on the node for owed
+// items to push and sends each one notification, until ctx ends.
+func (s *Server) channel(ctx context.Context, n Notifier) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		agent := s.Agent()
+		w, err := s.api.WakeWait(ctx, agent, localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: s.cfg.Session, Seconds: localapi.MaxWait.Seconds()})
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Debug("channel wait failed", "agent", agent, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		if w.Superseded {
+			return
+		}
+		s.mu.Lock()
+		you := s.agent.Address
+		s.mu.Unlock()
+		for _, it := range w.Items {
+			p := ChannelParams{Content: manual.Wake([]localapi.Item{it}, you, manual.Shell{}),
+				Meta: map[string]string{"kind": it.Kind, "item_id": it.ID, "room_id": it.Room, "from": it.From}}
+			if err := n.Notify(ChannelMethod, p); err != nil {
+				s.log.Debug("channel notification not sent", "agent", agent, "err", err)
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,47 @@
+// Package wake gets an agent to read what it owes: the asks and
+// invitations Parley holds for it (internal/inbox). It is the node's one
+// wake-up path; the ways into a session are its routes.
+//
+// # Routes
+//
+// A route is registered by whatever can reach a session, and each kind is
+// tried in this order:
+//
+//   - stop: a hook waiter of an idle session (Claude Code's Stop hook with
+//     asyncRewake; `parley hook claude Stop`). It long-polls the node
+//     (GET /v1/agents/{agent}/wake/wait?kind=stop) and is handed the items
+//     once; it then wakes its session (text on stderr, exit 2). A newer
+//     waiter of the same session supersedes the older, and a session that
+//     works again (its PostToolUse hook says so: POST …/wake/busy) ends its
+//     waiters.
+//   - appserver: a Codex thread driven through `codex app-server`
+//     (`parley codex`), long-polling the same way; the text starts a turn
+//     when the thread is idle and steers the running turn when it is busy
+//     (internal/wake/appserver).
+//   - channel: an MCP server that can push into its session (Claude Code's
+//     claude/channel notification), long-polling the same way.
+//   - terminal: a tmux pane (`parley run`), which the node pastes into
+//     itself when the agent is idle at an empty prompt, never over a
+//     person's draft (internal/wake/tmux). The node keeps the agent
+//     registered while the pane lives and drops the route when it dies.
+//
+// A busy session is reached by its hooks and by the items every Parley
+// tool result carries (piggy-back); those need no route here.
+//
+// # Read, or the next route, or the human
+//
+// An owed item is read once the agent's pending list (Inbox.Peek) no
+// longer shows it unshown: a take handed it out (a tool result, a hook),
+// or it was answered, dismissed or expired. An item handed to a route and
+// not read within Config.Limit goes to the next kind of route; with none
+// left (or none at all), once Limit has passed, the node tells the human:
+// a log line, the agent marked in `parley who`, a count in `parley status`.
+// The same item is never handed twice to one kind of route, so a Stop hook
+// is never woken again for an item it already woke its session for.
+//
+// # Shape
+//
+// New starts nothing; Run owns the state (one goroutine) until ctx ends.
+// Calls from the local API and the terminal routes' goroutines reach it as
+// functions on a channel.
+package wake

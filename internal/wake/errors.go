@@ -1,0 +1,11 @@
+package wake
+
+import "errors"
+
+var (
+	// ErrStopped is returned when the service is not running.
+	ErrStopped = errors.New("wake: the wake-up service is not running")
+	// ErrBadRoute is returned for a route that cannot be used (an unknown
+	// kind, no session, a pane that is not there).
+	ErrBadRoute = errors.New("wake: bad route")
+)

@@ -1,0 +1,544 @@
+package wake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/manual"
+	"github.com/parley-mesh/parley/internal/wake/tmux"
+)
+
+// Inbox is what the service reads of an agent's items.
+type Inbox interface {
+	// Peek returns the agent's pending items, handing out nothing.
+	Peek(ctx context.Context, agent string) (localapi.Pending, error)
+}
+
+// Config configures a Service.
+type Config struct {
+	// Inbox gives the agents' items. Required.
+	Inbox Inbox
+	// Changes signals new events in any room (rooms.Manager.Changes).
+	// Required.
+	Changes func() (<-chan struct{}, func())
+	// Agents lists the node's live agents. Nil means none (only agents
+	// with routes are watched).
+	Agents func() []string
+	// Heartbeat keeps an agent with a live terminal route registered. Nil
+	// means none.
+	Heartbeat func(ctx context.Context, agent string) error
+	// Self is the node's peer ID, for agents' addresses in wake texts.
+	Self string
+	// Limit is how long a route has to get an item read before the next
+	// one tries (and, with none left, the human is told). Zero means 60 s.
+	Limit time.Duration
+	// Recheck is how often items handed out are looked at again without a
+	// change in the rooms. Zero means 1 s.
+	Recheck time.Duration
+	// Terminal tunes idle detection in tmux panes (Prompt is set per
+	// pane); TmuxBin is the tmux program ("" means tmux on PATH).
+	Terminal tmux.Options
+	TmuxBin  string
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registry receives the metrics; nil means none.
+	Registry prometheus.Registerer
+}
+
+// order is the kinds of route, in the order they are tried.
+var order = []string{localapi.WakeStop, localapi.WakeAppServer, localapi.WakeChannel, localapi.WakeTerminal}
+
+// Service wakes agents for the items they owe. See the package comment.
+type Service struct {
+	cfg  Config
+	log  *slog.Logger
+	ops  chan func(ctx context.Context)
+	done chan struct{} // closed when Run returns
+
+	attempts *prometheus.CounterVec
+	told     prometheus.Counter
+
+	// Owned by Run's goroutine.
+	agents map[string]*agentState
+	nextID uint64
+}
+
+type agentState struct {
+	routes []*route
+	items  map[string]*itemState
+}
+
+type itemState struct {
+	item    localapi.Item
+	first   time.Time
+	tried   map[string]bool // route kinds it was handed to
+	handed  time.Time       // when it was last handed to a route (zero: not in flight)
+	told    bool            // the human was told
+	lastTry time.Time       // when the last route had it
+}
+
+type route struct {
+	id      uint64
+	kind    string
+	session string
+	// Waiters (stop, channel): the items go here, once.
+	out chan localapi.Wake
+	// Terminal: the items to paste go here while the pane's goroutine is
+	// not delivering (busy).
+	texts  chan []localapi.Item
+	busy   bool
+	cancel context.CancelFunc
+	pane   string
+}
+
+// New returns a Service; Run runs it.
+func New(cfg Config) (*Service, error) {
+	if cfg.Inbox == nil || cfg.Changes == nil {
+		return nil, errors.New("wake: Inbox and Changes are required")
+	}
+	if cfg.Limit <= 0 {
+		cfg.Limit = 60 * time.Second
+	}
+	if cfg.Recheck <= 0 {
+		cfg.Recheck = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Agents == nil {
+		cfg.Agents = func() []string { return nil }
+	}
+	s := &Service{
+		cfg: cfg, log: cfg.Logger, ops: make(chan func(context.Context)), done: make(chan struct{}),
+		agents: make(map[string]*agentState),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_wake_attempts_total", Help: "Owed items handed to a wake-up route, by route kind.",
+		}, []string{"route"}),
+		told: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_wake_unreached_total", Help: "Owed items no route got read in time (the human was told).",
+		}),
+	}
+	if cfg.Registry != nil {
+		for _, c := range []prometheus.Collector{s.attempts, s.told} {
+			if err := cfg.Registry.Register(c); err != nil {
+				return nil, fmt.Errorf("wake: register metrics: %w", err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Run serves until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	defer close(s.done)
+	changes, stop := s.cfg.Changes()
+	defer stop()
+	tick := time.NewTicker(s.cfg.Recheck)
+	defer tick.Stop()
+	s.scan(ctx, true)
+	for {
+		select {
+		case <-ctx.Done():
+			for _, st := range s.agents {
+				for _, r := range st.routes {
+					if r.cancel != nil {
+						r.cancel()
+					}
+				}
+			}
+			return nil
+		case f := <-s.ops:
+			f(ctx)
+		case <-changes:
+			s.scan(ctx, true)
+		case <-tick.C:
+			s.scan(ctx, false)
+		}
+	}
+}
+
+// do runs f on Run's goroutine and waits for it.
+func (s *Service) do(ctx context.Context, f func(ctx context.Context)) error {
+	ran := make(chan struct{})
+	select {
+	case s.ops <- func(ctx context.Context) { f(ctx); close(ran) }:
+	case <-s.done:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ran:
+		return nil
+	case <-s.done:
+		return ErrStopped
+	}
+}
+
+func (s *Service) state(agent string) *agentState {
+	st := s.agents[agent]
+	if st == nil {
+		st = &agentState{items: make(map[string]*itemState)}
+		s.agents[agent] = st
+	}
+	return st
+}
+
+// scan looks at every watched agent: all live agents and those with
+// routes when all is set (the rooms changed), else only those with items.
+func (s *Service) scan(ctx context.Context, all bool) {
+	names := map[string]bool{}
+	for a, st := range s.agents {
+		if all || len(st.items) > 0 {
+			names[a] = true
+		}
+	}
+	if all {
+		for _, a := range s.cfg.Agents() {
+			names[a] = true
+		}
+	}
+	for a := range names {
+		s.evaluate(ctx, a)
+	}
+}
+
+// owed is what counts as an owed item not yet read.
+func owed(it localapi.Item) bool { return it.Kind == "ask" || it.Kind == "invitation" }
+
+// evaluate brings an agent's items up to date and hands the new ones, and
+// those whose route ran out of time, to the next route.
+func (s *Service) evaluate(ctx context.Context, agent string) {
+	p, err := s.cfg.Inbox.Peek(ctx, agent)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Debug("wake: peek failed", "agent", agent, "err", err)
+		}
+		return
+	}
+	st := s.state(agent)
+	now := time.Now()
+	unread := map[string]localapi.Item{}
+	for _, it := range p.Items {
+		if owed(it) {
+			unread[it.ID] = it
+		}
+	}
+	for id, is := range st.items {
+		if _, ok := unread[id]; !ok {
+			if is.told {
+				s.log.Info("owed item read after all", "agent", agent, "item", id)
+			}
+			delete(st.items, id)
+		}
+	}
+	var items []*itemState
+	for id, it := range unread {
+		is := st.items[id]
+		if is == nil {
+			is = &itemState{item: it, first: now, tried: map[string]bool{}}
+			st.items[id] = is
+		}
+		items = append(items, is)
+	}
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].item.Time != items[j].item.Time {
+			return items[i].item.Time < items[j].item.Time
+		}
+		return items[i].item.ID < items[j].item.ID
+	})
+	batches := map[*route][]localapi.Item{}
+	var picked []*route
+	for _, is := range items {
+		if !is.handed.IsZero() && now.Sub(is.handed) < s.cfg.Limit {
+			continue // a route has it
+		}
+		is.handed = time.Time{}
+		if r := s.pick(st, is); r != nil {
+			is.tried[r.kind] = true
+			is.handed, is.lastTry = now, now
+			if _, ok := batches[r]; !ok {
+				picked = append(picked, r)
+			}
+			batches[r] = append(batches[r], is.item)
+			continue
+		}
+		since := is.first
+		if !is.lastTry.IsZero() {
+			since = is.lastTry
+		}
+		if !is.told && now.Sub(since) >= s.cfg.Limit {
+			is.told = true
+			s.told.Inc()
+			var tried []string
+			for _, k := range order {
+				if is.tried[k] {
+					tried = append(tried, k)
+				}
+			}
+			s.log.Warn("an agent has not read what it owes: tell its human", "agent", agent, "item", is.item.ID,
+				"kind", is.item.Kind, "from", is.item.From, "room", is.item.Room, "routes_tried", strings.Join(tried, ","),
+				"waiting", now.Sub(is.first).Round(time.Second).String())
+		}
+	}
+	for _, r := range picked {
+		s.hand(st, r, batches[r])
+	}
+}
+
+// pick returns the first route, in kind order, the item was not handed to
+// and that can take it now.
+func (s *Service) pick(st *agentState, is *itemState) *route {
+	for _, k := range order {
+		if is.tried[k] {
+			continue
+		}
+		for _, r := range st.routes {
+			if r.kind == k && !r.busy {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// hand gives items to a route: a waiter gets them and is done; a terminal
+// pastes them.
+func (s *Service) hand(st *agentState, r *route, items []localapi.Item) {
+	s.attempts.WithLabelValues(r.kind).Add(float64(len(items)))
+	if r.kind == localapi.WakeTerminal {
+		r.busy = true
+		r.texts <- items // buffered; the route is not busy, so it is empty
+		return
+	}
+	s.remove(st, r)
+	r.out <- localapi.Wake{Items: items}
+}
+
+// remove drops a route from an agent.
+func (s *Service) remove(st *agentState, r *route) {
+	st.routes = slices.DeleteFunc(st.routes, func(x *route) bool { return x == r })
+}
+
+// WakeWait implements localapi.Waker: it registers a waiter route and
+// waits for items for it.
+func (s *Service) WakeWait(ctx context.Context, agent string, req localapi.WakeWaitRequest) (localapi.Wake, error) {
+	if req.Kind != localapi.WakeStop && req.Kind != localapi.WakeChannel && req.Kind != localapi.WakeAppServer {
+		return localapi.Wake{}, localapi.BadRequest("kind must be %q, %q or %q", localapi.WakeStop, localapi.WakeAppServer, localapi.WakeChannel)
+	}
+	if req.Session == "" || len(req.Session) > 256 {
+		return localapi.Wake{}, localapi.BadRequest("a session key of 1 to 256 bytes is needed")
+	}
+	if agent == "" {
+		return localapi.Wake{}, localapi.BadRequest("no agent")
+	}
+	wait := time.Duration(req.Seconds * float64(time.Second))
+	if wait < 0 || wait > localapi.MaxWait {
+		return localapi.Wake{}, localapi.BadRequest("wait must be 0 to %s", localapi.MaxWait)
+	}
+	r := &route{kind: req.Kind, session: req.Session, out: make(chan localapi.Wake, 1)}
+	err := s.do(ctx, func(ctx context.Context) {
+		st := s.state(agent)
+		for _, old := range slices.Clone(st.routes) {
+			if old.kind == r.kind && old.session == r.session {
+				s.remove(st, old)
+				old.out <- localapi.Wake{Superseded: true}
+			}
+		}
+		s.nextID++
+		r.id = s.nextID
+		st.routes = append(st.routes, r)
+		s.evaluate(ctx, agent)
+	})
+	if err != nil {
+		return localapi.Wake{}, err
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case w := <-r.out:
+		return w, nil
+	case <-timer.C:
+	case <-ctx.Done():
+	case <-s.done:
+	}
+	// Take the route out; it may have been handed items meanwhile.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	s.do(rctx, func(context.Context) { s.remove(s.state(agent), r) }) //nolint:errcheck // a stopped service holds no route
+	select {
+	case w := <-r.out:
+		return w, nil
+	default:
+	}
+	return localapi.Wake{}, ctx.Err()
+}
+
+// WakeBusy implements localapi.Waker: the session works again, so its
+// stop waiters end.
+func (s *Service) WakeBusy(ctx context.Context, agent string, req localapi.SessionRef) error {
+	if req.Session == "" {
+		return localapi.BadRequest("a session key is needed")
+	}
+	return s.do(ctx, func(context.Context) {
+		st := s.agents[agent]
+		if st == nil {
+			return
+		}
+		for _, r := range slices.Clone(st.routes) {
+			if r.kind == localapi.WakeStop && r.session == req.Session {
+				s.remove(st, r)
+				r.out <- localapi.Wake{Superseded: true}
+			}
+		}
+	})
+}
+
+// WakeTerminal implements localapi.Waker: the pane becomes the agent's
+// terminal route (replacing one it had).
+func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.TerminalRequest) error {
+	if !filepath.IsAbs(req.Socket) || !strings.HasPrefix(req.Pane, "%") {
+		return localapi.BadRequest("a tmux socket path and a pane ID (%%N) are needed")
+	}
+	if agent == "" {
+		return localapi.BadRequest("no agent")
+	}
+	srv := tmux.Server{Socket: req.Socket, Bin: s.cfg.TmuxBin}
+	st, err := srv.Inspect(ctx, req.Pane)
+	if err != nil {
+		return localapi.Errorf(http.StatusNotFound, localapi.CodeBadRequest, "tmux pane %s on %s: %v", req.Pane, req.Socket, err)
+	}
+	if st.Dead {
+		return localapi.Errorf(http.StatusGone, localapi.CodeBadRequest, "the program in tmux pane %s has exited", req.Pane)
+	}
+	o := s.cfg.Terminal
+	// One line: a readline program keeps only the first line of a
+	// multi-line paste; every program takes one line.
+	o.Flatten = true
+	o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
+	term := tmux.Bind(srv, req.Pane, o)
+	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane}
+	return s.do(ctx, func(ctx context.Context) {
+		sst := s.state(agent)
+		for _, old := range slices.Clone(sst.routes) {
+			if old.kind == localapi.WakeTerminal {
+				s.remove(sst, old)
+				old.cancel()
+			}
+		}
+		s.nextID++
+		r.id = s.nextID
+		rctx, cancel := context.WithCancel(ctx)
+		r.cancel = cancel
+		sst.routes = append(sst.routes, r)
+		go s.terminal(rctx, agent, r, term, srv)
+		s.log.Info("terminal wake-up route", "agent", agent, "pane", req.Pane, "socket", req.Socket)
+		s.evaluate(ctx, agent)
+	})
+}
+
+// terminal runs a terminal route: it pastes what it is handed when the
+// agent is idle, keeps the agent registered while the pane lives, and
+// drops the route when the pane is gone.
+func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tmux.Terminal, srv tmux.Server) {
+	beat := time.NewTicker(15 * time.Second)
+	defer beat.Stop()
+	gone := func(why error) {
+		s.log.Info("terminal wake-up route gone", "agent", agent, "pane", r.pane, "err", why)
+		s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping: nothing is left to drop
+			st := s.state(agent)
+			s.remove(st, r)
+			for _, is := range st.items {
+				is.handed = time.Time{} // the next route may try at once
+			}
+			s.evaluate(ctx, agent)
+		})
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case items := <-r.texts:
+			text := manual.Wake(items, agent+"@"+s.cfg.Self, manual.Shell{Agent: agent})
+			dctx, cancel := context.WithTimeout(ctx, s.cfg.Limit)
+			err := term.Deliver(dctx, text)
+			cancel()
+			switch {
+			case err == nil:
+				s.log.Debug("wake text pasted", "agent", agent, "pane", r.pane, "items", len(items))
+			case errors.Is(err, tmux.ErrPaneDead), errors.Is(err, tmux.ErrNoPane), errors.Is(err, tmux.ErrNoServer):
+				gone(err)
+				return
+			default:
+				s.log.Info("wake text not pasted", "agent", agent, "pane", r.pane, "err", err)
+			}
+			s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping
+				r.busy = false
+				if err != nil {
+					// The terminal had its turn; the next route may try at once.
+					for _, it := range items {
+						if is := s.state(agent).items[it.ID]; is != nil {
+							is.handed = time.Time{}
+						}
+					}
+				}
+				s.evaluate(ctx, agent)
+			})
+		case <-beat.C:
+			st, err := srv.Inspect(ctx, r.pane)
+			if err == nil && st.Dead {
+				err = tmux.ErrPaneDead
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				gone(err)
+				return
+			}
+			if s.cfg.Heartbeat != nil {
+				if err := s.cfg.Heartbeat(ctx, agent); err != nil && ctx.Err() == nil {
+					s.log.Debug("terminal agent heartbeat failed", "agent", agent, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// WakeStatus implements localapi.Waker.
+func (s *Service) WakeStatus(ctx context.Context) []localapi.WakeStatus {
+	var out []localapi.WakeStatus
+	err := s.do(ctx, func(context.Context) {
+		for a, st := range s.agents {
+			w := localapi.WakeStatus{Agent: a, Routes: []string{}}
+			for _, r := range st.routes {
+				w.Routes = append(w.Routes, r.kind)
+			}
+			for _, is := range st.items {
+				if is.told {
+					w.Unreached++
+				}
+			}
+			if len(w.Routes) > 0 || w.Unreached > 0 {
+				out = append(out, w)
+			}
+		}
+	})
+	if err != nil {
+		return nil
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
+	return out
+}
