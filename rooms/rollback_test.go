@@ -3,6 +3,7 @@ package rooms_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +16,7 @@ import (
 )
 
 // copyData copies node i's database folder (the node is stopped).
-func copyData(t *testing.T, nt *nodetest.Net, i int) string {
+func copyData(t testing.TB, nt *nodetest.Net, i int) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "data")
 	if err := os.CopyFS(dst, os.DirFS(filepath.Join(nt.Home(i), node.DataDirName))); err != nil {
@@ -26,7 +27,7 @@ func copyData(t *testing.T, nt *nodetest.Net, i int) string {
 
 // restoreData puts a copy made by copyData back in place of node i's
 // database folder (the node is stopped).
-func restoreData(t *testing.T, nt *nodetest.Net, i int, copied string) {
+func restoreData(t testing.TB, nt *nodetest.Net, i int, copied string) {
 	t.Helper()
 	data := filepath.Join(nt.Home(i), node.DataDirName)
 	if err := os.RemoveAll(data); err != nil {
@@ -125,4 +126,72 @@ func TestRollbackForkHeals(t *testing.T) {
 	say(t, nt, 1, id, "after the heal")
 	say(t, nt, 0, id, "welcome back")
 	waitConverged(t, nt, id, 12, 40*time.Second, 0, 1, 2)
+}
+
+// BenchmarkRollbackPostAgain: node 1 of 3 restarts on a copy of its data
+// that lacks its last 5 posts, and posts at once (retrying while it
+// learns its own events). post-again-ms: restart to the post stored;
+// converged-ms: restart to every node holding every event.
+//
+//	go test -run '^$' -bench RollbackPostAgain -benchtime 5x ./rooms
+func BenchmarkRollbackPostAgain(b *testing.B) {
+	ctx := context.Background()
+	var again, conv time.Duration
+	runs := 0
+	for b.Loop() {
+		b.StopTimer()
+		nt := benchNet(b, 3)
+		id := benchRoom(b, nt)
+		m := func(i int) *rooms.Manager { return nt.Node(i).Rooms() }
+		nt.Crash(1)
+		old := copyData(b, nt, 1)
+		nt.Restart(1)
+		for k := range 5 {
+			if !nodetest.Poll(30*time.Second, func() bool {
+				_, err := m(1).Say(ctx, id, rooms.SayArgs{Agent: identity.HumanAgent, Text: fmt.Sprint("lost by the copy ", k)})
+				return err == nil
+			}) {
+				b.Fatal("node 1 cannot post")
+			}
+		}
+		in, err := m(1).Get(id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		want := in.Events + 1
+		nt.WaitFor(30*time.Second, func() bool {
+			a, _ := m(0).Get(id)
+			c, _ := m(2).Get(id)
+			return a.Events == want-1 && c.Events == want-1
+		}, "nodes 0 and 2 to hold node 1's posts")
+		nt.Crash(1)
+		restoreData(b, nt, 1, old)
+		b.StartTimer()
+		t0 := time.Now()
+		nt.Restart(1)
+		var serr error
+		if !nodetest.Poll(30*time.Second, func() bool {
+			_, serr = m(1).Say(ctx, id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "back"})
+			return !errors.Is(serr, rooms.ErrOwnEventsUnknown)
+		}) || serr != nil {
+			b.Fatalf("post after the rollback: %v", serr)
+		}
+		t1 := time.Now()
+		nt.WaitFor(30*time.Second, func() bool {
+			for i := range 3 {
+				if in, err := m(i).Get(id); err != nil || in.Events != want {
+					return false
+				}
+			}
+			return true
+		}, "every node to hold %d events", want)
+		b.StopTimer()
+		again += t1.Sub(t0)
+		conv += time.Since(t0)
+		runs++
+		nt.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(again.Microseconds())/1000/float64(runs), "post-again-ms")
+	b.ReportMetric(float64(conv.Microseconds())/1000/float64(runs), "converged-ms")
 }
