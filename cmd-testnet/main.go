@@ -309,6 +309,15 @@ func printTable(w io.Writer, res testnet.Results) {
 		}
 	}
 	fmt.Fprintln(w)
+	var slow *testnet.ScenarioResult
+	for i := range res.Scenarios {
+		if s := &res.Scenarios[i]; slow == nil || s.ConvergeMs > slow.ConvergeMs {
+			slow = s
+		}
+	}
+	if slow != nil && slow.ConvergeMs > 0 {
+		fmt.Fprintf(w, "slowest convergence: %s, %.0f ms\n", slow.Name, slow.ConvergeMs)
+	}
 	if res.OK {
 		fmt.Fprintln(w, "OK: every scenario delivered every message, in the same order on every node")
 	} else {
