@@ -443,6 +443,11 @@ func (b *Book) IncomingRequest(from peer.ID, wire []byte, known bool, now time.T
 // until Complete takes the requester's countersignature. Approving again
 // makes a fresh offer (e.g. when the first was lost).
 func (b *Book) Approve(id string, validFor time.Duration, now time.Time) (a Approval, recs []Record, err error) {
+	return b.ApproveScoped(id, validFor, nil, now)
+}
+
+// ApproveScoped is Approve granting scopes (nil: the policy's).
+func (b *Book) ApproveScoped(id string, validFor time.Duration, scopes []string, now time.Time) (a Approval, recs []Record, err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("consent: approve %s: %w", id, err)
@@ -458,7 +463,10 @@ func (b *Book) Approve(id string, validFor time.Duration, now time.Time) (a Appr
 		validFor = b.pol.DefaultValidity
 	}
 	seq := nextSeq(max(e.c.Seq, offerSeq(&e.c)), now)
-	payload, err := NewCertPayload(b.self, e.c.Peer, b.pol.Scopes, now.Add(-b.pol.ClockSkew), now.Add(validFor), seq)
+	if scopes == nil {
+		scopes = b.pol.Scopes
+	}
+	payload, err := NewCertPayload(b.self, e.c.Peer, scopes, now.Add(-b.pol.ClockSkew), now.Add(validFor), seq)
 	if err != nil {
 		return Approval{}, nil, err
 	}

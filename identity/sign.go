@@ -17,6 +17,7 @@ const (
 	DomainAgentCard   = "parley-agent-card"
 	DomainPresence    = "parley-presence"
 	DomainAudit       = "parley-audit"
+	DomainOrgRecord   = "parley-org-record"
 	DomainNodeCard    = "parley-node-card"
 )
 

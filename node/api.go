@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -25,17 +26,36 @@ func (b apiBackend) Info() localapi.Info {
 
 func (b apiBackend) Status() localapi.Status {
 	n := b.n
+	relay := "off"
+	if n.cfg.RelayService {
+		relay = "on (contacts and room members)"
+		if n.cfg.RelayOpen {
+			relay = "open (every peer)"
+		}
+	}
+	direct, relayed := 0, []localapi.Peer{}
+	for _, p := range b.Peers() {
+		if p.Conn == "relayed" {
+			relayed = append(relayed, p)
+		} else {
+			direct++
+		}
+	}
 	return localapi.Status{
-		Info:       b.Info(),
-		Home:       n.cfg.Home,
-		Version:    Version,
-		Started:    n.started,
-		UptimeSec:  time.Since(n.started).Seconds(),
-		Peers:      len(n.host.Network().Peers()),
-		DHTPeers:   n.dht.RoutingTable().Size(),
-		PubSubPeer: len(n.ps.ListPeers("")),
-		MDNS:       n.cfg.MDNS,
-		Unreached:  unreachedTotal(n),
+		Reachability: strings.ToLower(n.reach.Reachability().String()),
+		RelayService: relay,
+		Direct:       direct,
+		Relayed:      relayed,
+		Info:         b.Info(),
+		Home:         n.cfg.Home,
+		Version:      Version,
+		Started:      n.started,
+		UptimeSec:    time.Since(n.started).Seconds(),
+		Peers:        len(n.host.Network().Peers()),
+		DHTPeers:     n.dht.RoutingTable().Size(),
+		PubSubPeer:   len(n.ps.ListPeers("")),
+		MDNS:         n.cfg.MDNS,
+		Unreached:    unreachedTotal(n),
 	}
 }
 
@@ -45,11 +65,17 @@ func (b apiBackend) Peers() []localapi.Peer {
 	slices.Sort(ids)
 	out := make([]localapi.Peer, 0, len(ids))
 	for _, id := range ids {
-		var addrs []string
-		for _, c := range h.Network().ConnsToPeer(id) {
-			addrs = append(addrs, c.RemoteMultiaddr().String())
+		ci, ok := b.n.ConnInfo(id)
+		if !ok {
+			continue
 		}
-		pe := localapi.Peer{PeerID: id.String(), Addrs: addrs}
+		pe := localapi.Peer{PeerID: id.String(), Addrs: addrStrings(ci.Addrs), Conn: "direct", Why: ci.Why}
+		if ci.Relayed {
+			pe.Conn = "relayed"
+			if ci.Relay != "" {
+				pe.Relay = ci.Relay.String()
+			}
+		}
 		if b.n.names != nil {
 			if h, ok := b.n.names.Handle(id); ok {
 				pe.Handle, pe.Name = h, b.n.names.Name(id)

@@ -49,6 +49,9 @@ type Config struct {
 	RoomPolicy rooms.Policy
 	// SyncInterval is the rooms' anti-entropy period. Zero means 30 s.
 	SyncInterval time.Duration
+	// RoomTrace, when set, is told when room events pass the stages of
+	// their way through the node (rooms.TraceFunc); for measurements.
+	RoomTrace rooms.TraceFunc
 	// OwnEventsWait bounds how long after the start a post waits for a
 	// member to say what it holds of this node's own events (see
 	// rooms.Config.OwnEventsWait). Zero means 10 s; negative: no wait.
@@ -92,6 +95,27 @@ type Config struct {
 	// (data.old-…). False means such a home is refused. It is an error
 	// while the key is present.
 	NewIdentity bool
+	// Relays are relays the node may reserve a slot on when it is not
+	// reachable directly (behind a NAT); connected peers that offer relaying
+	// (contacts and room members first) are tried after them. Nil: only
+	// those peers.
+	Relays []peer.AddrInfo
+	// RelayService offers relaying, once AutoNAT finds the node publicly
+	// reachable (or Reachability is "public"), to its contacts, the peers
+	// it asked and the member nodes of its rooms, with limits (2 minutes
+	// and 1 MiB a relayed connection, 128 reservations, 8 from one IP
+	// address, one a peer). False means off.
+	RelayService bool
+	// RelayOpen opens the relay service to every peer. False means
+	// contacts and room members only.
+	RelayOpen bool
+	// NATPortMap asks the router for a port mapping (UPnP, NAT-PMP). False
+	// means off; `parley up` turns it on unless the config says otherwise.
+	NATPortMap bool
+	// Reachability overrides AutoNAT: "public" or "private". Empty means
+	// AutoNAT finds out (the DHT serves others unless the node is found to
+	// be behind a NAT).
+	Reachability string
 	// MinFreeDisk is the free space, in bytes, the database keeps on its
 	// disk: below it writes fail with a clear error and reads go on. Zero
 	// means store.DefaultMinFree (64 MiB); negative turns the floor off.
@@ -101,11 +125,21 @@ type Config struct {
 // DefaultPort is Parley's TCP and UDP port.
 const DefaultPort = 4190
 
-// DefaultListenAddrs are used when Config.ListenAddrs is nil.
+// Values of Config.Reachability.
+const (
+	ReachabilityPublic  = "public"
+	ReachabilityPrivate = "private"
+)
+
+// DefaultListenAddrs are used when Config.ListenAddrs is nil: TCP and QUIC
+// on every IPv4 and IPv6 interface. On a machine without IPv6 the IPv6
+// wildcard addresses are skipped.
 func DefaultListenAddrs() []ma.Multiaddr {
 	return []ma.Multiaddr{
 		ma.StringCast(fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", DefaultPort)),
 		ma.StringCast(fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", DefaultPort)),
+		ma.StringCast(fmt.Sprintf("/ip6/::/tcp/%d", DefaultPort)),
+		ma.StringCast(fmt.Sprintf("/ip6/::/udp/%d/quic-v1", DefaultPort)),
 	}
 }
 

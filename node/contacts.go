@@ -13,16 +13,17 @@ func (n *Node) Contacts() *contacts.Service { return n.contacts }
 // the rooms it asks about (sharesRoom) may come later.
 func (n *Node) newContacts() error {
 	cs, err := contacts.New(contacts.Config{
-		Host:       n.host,
-		Store:      n.db,
-		Key:        n.priv,
-		Handle:     n.cfg.Handle,
-		Logger:     n.log,
-		Registry:   n.reg,
-		FindPeer:   n.dht.FindPeer,
-		SharesRoom: n.sharesRoom,
-		Known:      n.knownPeer,
-		Audit:      n.Audit,
+		Host:        n.host,
+		Store:       n.db,
+		Key:         n.priv,
+		Handle:      n.cfg.Handle,
+		Logger:      n.log,
+		Registry:    n.reg,
+		FindPeer:    n.dht.FindPeer,
+		SharesRoom:  n.sharesRoom,
+		Known:       n.knownPeer,
+		AutoApprove: n.autoApprove,
+		Audit:       n.Audit,
 	})
 	if err != nil {
 		return err
@@ -33,8 +34,10 @@ func (n *Node) newContacts() error {
 
 // knownPeer reports whether the user knows p without a contact, so that
 // p's contact request never gives way to strangers': today a member of a
-// room this node is in (organisation members are to join it).
-func (n *Node) knownPeer(p peer.ID) bool { return n.sharesRoom(p) }
+// room this node is in, or a member of its organisation.
+func (n *Node) knownPeer(p peer.ID) bool {
+	return n.sharesRoom(p) || (n.org != nil && n.org.IsMember(p))
+}
 
 // sharesRoom reports whether p is a member node of a room this node is in.
 // n.rooms is set in start before anything can call this.

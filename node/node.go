@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -37,6 +38,7 @@ import (
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/moderation"
 	"github.com/parley-mesh/parley/internal/names"
+	"github.com/parley-mesh/parley/internal/org"
 	"github.com/parley-mesh/parley/internal/reconnect"
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/internal/ui"
@@ -85,6 +87,8 @@ type Node struct {
 	mod       *moderation.Service // set by Start, read-only afterwards
 	names     *names.Service      // set by Start, read-only afterwards
 	reconnect *reconnect.Service  // set by Start, read-only afterwards
+	reach     *reach              // set by Start, read-only afterwards
+	org       *org.Service        // set by Start, read-only afterwards
 	usage     *usage.Meter        // set by Start, read-only afterwards
 	board     *board.Service      // set by Start, read-only afterwards
 	wake      *wake.Service       // set by Start, read-only afterwards
@@ -212,13 +216,18 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	for _, a := range n.cfg.ListenAddrs {
 		if err := n.host.Network().Listen(a); err != nil {
+			if noIPv6(a, err) {
+				n.log.Warn("no IPv6 on this machine: not listening on it", "addr", a.String(), "err", rootCause(err))
+				continue
+			}
 			return fmt.Errorf("%w on %s: %v (is another program using the port? choose another with --listen, e.g. /ip4/0.0.0.0/tcp/0)",
 				ErrListen, a, rootCause(err))
 		}
 	}
 
 	kad, err := dht.New(n.host, append([]dht.Option{
-		dht.Mode(dht.ModeServer),
+		// A server unless AutoNAT finds the node behind a NAT.
+		dht.Mode(dht.ModeAutoServer),
 		dht.ProtocolPrefix(DHTPrefix),
 		dht.Validator(record.NamespacedValidator{"pk": record.PublicKeyValidator{}, discovery.Namespace: discovery.Validator{}}),
 		dht.BootstrapPeersFunc(func() []peer.AddrInfo { return n.cfg.Bootstrap }),
@@ -229,6 +238,9 @@ func (n *Node) start(ctx context.Context) error {
 	n.dht = kad
 
 	if err := n.newContacts(); err != nil {
+		return err
+	}
+	if err := n.newOrg(); err != nil {
 		return err
 	}
 	if err := n.newModeration(); err != nil {
@@ -253,6 +265,7 @@ func (n *Node) start(ctx context.Context) error {
 		Policy:        policy,
 		SyncInterval:  n.cfg.SyncInterval,
 		OwnEventsWait: n.cfg.OwnEventsWait,
+		Trace:         n.cfg.RoomTrace,
 	})
 	if err != nil {
 		return err
@@ -283,6 +296,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.contacts.Start(n.ctx); err != nil {
 		return err
 	}
+	n.org.Start()
 	n.startAgents()
 	n.startNames()
 	n.startRecovery()
@@ -322,6 +336,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleRooms(n.inbox)
 		n.api.HandleEdge(n.inbox)
 		n.api.HandleContacts(contactsAPI{n.contacts})
+		n.api.HandleOrg(orgAPI{n})
 		n.api.HandleInvites(invitesAPI{n})
 		n.api.HandleAgents(agentsAPI{n})
 		n.api.HandleModeration(modAPI{n})
@@ -342,6 +357,7 @@ func (n *Node) start(ctx context.Context) error {
 		}()
 	}
 
+	n.reach.ready.Store(true)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -373,20 +389,26 @@ func (n *Node) startHost() error {
 		libp2p.DefaultMuxers,   // yamux
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
-		libp2p.DisableRelay(),
 		libp2p.DisableMetrics(),
 		libp2p.UserAgent("parley/" + Version),
 	}
 	if n.cfg.Gater != nil {
 		opts = append(opts, libp2p.ConnectionGater(n.cfg.Gater))
 	}
+	n.reach = newReach(n.reg)
+	ro, err := n.reachOptions()
+	if err != nil {
+		rm.Close()
+		return err
+	}
+	opts = append(opts, ro...)
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		rm.Close()
 		return fmt.Errorf("node: start libp2p host: %w", err)
 	}
 	n.host = h
-	return nil
+	return n.watchReachability()
 }
 
 // maintain redials the bootstrap peers at start and whenever the node has
@@ -538,6 +560,16 @@ func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
 			m.n.log.Debug("mdns dial failed", "remote", ai.ID.String(), "err", err)
 		}
 	}()
+}
+
+// noIPv6 reports whether listening on a failed because the machine has
+// no IPv6 (only IPv6 wildcard addresses are skipped for that).
+func noIPv6(a ma.Multiaddr, err error) bool {
+	ip, e := a.ValueForProtocol(ma.P_IP6)
+	if e != nil || (ip != "::" && ip != "::0") {
+		return false
+	}
+	return errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EPROTONOSUPPORT)
 }
 
 func rootCause(err error) error {

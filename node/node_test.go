@@ -101,7 +101,12 @@ func TestLooseKeyPermissionsRefused(t *testing.T) {
 
 func TestBusyPortRefused(t *testing.T) {
 	nt := nodetest.Start(t, 1)
-	busy := nt.Node(0).Host().Network().ListenAddresses()[0]
+	var busy ma.Multiaddr
+	for _, a := range nt.Node(0).Host().Network().ListenAddresses() {
+		if _, err := a.ValueForProtocol(ma.P_TCP); err == nil {
+			busy = a
+		}
+	}
 	n, err := node.New(node.Config{Home: nodetest.TempHome(t), ListenAddrs: []ma.Multiaddr{busy}, NoLocalAPI: true})
 	if err != nil {
 		t.Fatal(err)

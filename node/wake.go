@@ -24,6 +24,10 @@ func (n *Node) startWake() error {
 			_, err := n.agents.Heartbeat(ctx, agent, agents.HeartbeatRequest{})
 			return err
 		},
+		Quiet: func(agent string) bool {
+			r, ok := n.mod.Rule(agent + "@" + n.id.String())
+			return ok && (r.Muted || r.Killed)
+		},
 		Self:     n.id.String(),
 		Limit:    n.cfg.WakeLimit,
 		Logger:   n.log,

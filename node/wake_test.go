@@ -105,6 +105,35 @@ func TestWakeRoutesInTurnThenTheHuman(t *testing.T) {
 	if r := <-other; r.err != nil || len(r.w.Items) != 1 || r.w.Items[0].Kind != "ask" || r.w.Items[0].Text != "status?" {
 		t.Fatalf("waiter for the ask: %+v", r)
 	}
+	// A muted agent is not woken: its waiter gets nothing, and nobody is told.
+	api := localapi.NewClient(node.SocketPath(net.Home(0)))
+	defer api.Close()
+	if _, err := api.Mute(ctx, localapi.ModerateRequest{Agent: "bot"}); err != nil {
+		t.Fatal(err)
+	}
+	muted := wait("s2")
+	nodetest.WaitFor(t, 10*time.Second, registered(1), "the muted agent's waiter")
+	if _, err := n.Inbox().Ask(ctx, "human", localapi.AskRequest{Room: room.RoomID, Text: "still there?", To: "bot"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-muted:
+		t.Fatalf("a muted agent was woken: %+v", r)
+	case <-time.After(3 * time.Second): // three wake limits
+	}
+	if u := unreached(); u != 0 {
+		t.Fatalf("%d items of a muted agent told to the human", u)
+	}
+	if _, err := api.Unmute(ctx, localapi.ModerateRequest{Agent: "bot"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Inbox().Ask(ctx, "human", localapi.AskRequest{Room: room.RoomID, Text: "and now?", To: "bot"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-muted; r.err != nil || len(r.w.Items) == 0 {
+		t.Fatalf("the unmuted agent's waiter: %+v", r)
+	}
+
 	// Bad routes are refused.
 	for _, req := range []localapi.WakeWaitRequest{{Kind: "smoke", Session: "s"}, {Kind: localapi.WakeStop}} {
 		if _, err := w.WakeWait(ctx, "bot", req); !localapi.IsCode(err, localapi.CodeBadRequest) {

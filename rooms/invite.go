@@ -97,7 +97,7 @@ func (m *Manager) tellInvited(ctx context.Context, r *room, target peer.ID, eid 
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	s, err := m.cfg.Host.NewStream(ctx, target, ProtocolInvite)
+	s, err := m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "invite"), target, ProtocolInvite)
 	if err != nil {
 		return err
 	}

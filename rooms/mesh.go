@@ -83,7 +83,7 @@ func (r *room) nudgeMembers() {
 		r.m.spawn(func() {
 			ctx, cancel := context.WithTimeout(r.m.ctx, 10*time.Second)
 			defer cancel()
-			s, err := r.m.cfg.Host.NewStream(ctx, p, ProtocolNudge)
+			s, err := r.m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "nudge"), p, ProtocolNudge)
 			if err != nil {
 				return
 			}

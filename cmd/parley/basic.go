@@ -40,6 +40,11 @@ func statusCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(w, "node %s (%s) running for %.0fs, version %s\n", v.PeerID, safe(v.Handle), v.UptimeSec, v.Version)
 					fmt.Fprintf(w, "home: %s\npeers: %d connected, %d in the DHT routing table, %d on GossipSub\nmdns: %v\n",
 						v.Home, v.Peers, v.DHTPeers, v.PubSubPeer, v.MDNS)
+					fmt.Fprintf(w, "reachability: %s\nrelay service: %s\n", v.Reachability, v.RelayService)
+					fmt.Fprintf(w, "connections: %d direct, %d relayed\n", v.Direct, len(v.Relayed))
+					for _, p := range v.Relayed {
+						fmt.Fprintf(w, "  %s via %s: %s\n", p.PeerID, p.Relay, safe(p.Why))
+					}
 					fmt.Fprintf(w, "addrs:\n  %s\n", strings.Join(v.Addrs, "\n  "))
 					if v.Unreached > 0 {
 						fmt.Fprintf(w, "agents not reached: %d owed items were not read in time (parley who marks the agents)\n", v.Unreached)
@@ -62,9 +67,9 @@ func peersCmd(g *globals) *cobra.Command {
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tPEER ID\tADDRESS")
+					fmt.Fprintln(tw, "NAME\tPEER ID\tCONN\tADDRESS\tWHY")
 					for _, p := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\n", dash(safe(p.Name)), p.PeerID, strings.Join(p.Addrs, " "))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", dash(safe(p.Name)), p.PeerID, p.Conn, strings.Join(p.Addrs, " "), safe(p.Why))
 					}
 					tw.Flush()
 				})

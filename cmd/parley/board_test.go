@@ -113,6 +113,9 @@ func TestCLIBoard(t *testing.T) {
 		runInJSON(t, repoB, &bv, "--home", homeB, "board")
 		return len(bv.Claims) == 1 && bv.Claims[0].Path == "src/a.go" && bv.Claims[0].Note == "splitting the parser"
 	}, "B's board to show A's claim")
+	if len(bv.Alive) != 0 || !strings.Contains(bv.Note, "only one agent session") {
+		t.Fatalf("no agent session is registered, yet the board says %v / %q", bv.Alive, bv.Note)
+	}
 
 	if _, errs, code := runIn(t, repoB, "--home", homeB, "claim", "src/*.go", "--note", "formatting"); code == 0 || !strings.Contains(errs, "splitting the parser") {
 		t.Fatalf("B's conflicting claim: exit %d, %q", code, errs)

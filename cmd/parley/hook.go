@@ -34,6 +34,28 @@ type hookInput struct {
 	Source         string `json:"source"`
 }
 
+// maxHookInput is the most bytes of hook input read (a PostToolUse input
+// carries the tool's whole output).
+const maxHookInput = 16 << 20
+
+// parseHookInput reads a client's hook input for event.
+func parseHookInput(raw []byte, client install.Client, event string) (hookInput, error) {
+	var in hookInput
+	if len(raw) > maxHookInput {
+		return in, fmt.Errorf("the hook input is over %d MiB", maxHookInput>>20)
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return in, fmt.Errorf("the hook input is not %s's JSON for %s: %v", client, event, err)
+	}
+	if in.SessionID == "" || len(in.SessionID) > 256 {
+		return in, fmt.Errorf("the hook input has no session_id of 1 to 256 bytes (is this %s's %s hook?)", client, event)
+	}
+	if in.HookEventName != "" && !strings.EqualFold(in.HookEventName, event) {
+		return in, fmt.Errorf("the hook input is for %s, not %s", in.HookEventName, event)
+	}
+	return in, nil
+}
+
 // hookOutput is the documented JSON a hook prints to add context.
 type hookOutput struct {
 	HookSpecificOutput *hookSpecific `json:"hookSpecificOutput,omitempty"`
@@ -88,19 +110,13 @@ owed. With no node running a hook does nothing.`,
 			if !known {
 				return fmt.Errorf("no hook %q for %s (there are: %s)", args[1], client, strings.Join(hookCommands[client], ", "))
 			}
-			raw, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 4<<20))
+			raw, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
 			if err != nil {
 				return fmt.Errorf("read the hook input: %v", err)
 			}
-			var in hookInput
-			if err := json.Unmarshal(raw, &in); err != nil {
-				return fmt.Errorf("the hook input is not %s's JSON for %s: %v", client, event, err)
-			}
-			if in.SessionID == "" {
-				return fmt.Errorf("the hook input has no session_id (is this %s's %s hook?)", client, event)
-			}
-			if in.HookEventName != "" && !strings.EqualFold(in.HookEventName, event) {
-				return fmt.Errorf("the hook input is for %s, not %s", in.HookEventName, event)
+			in, err := parseHookInput(raw, client, event)
+			if err != nil {
+				return err
 			}
 			home, err := g.resolveHome()
 			if err != nil {

@@ -215,3 +215,19 @@ func TestHooksDocumentedShapes(t *testing.T) {
 		return v.HookSpecificOutput.HookEventName == "AfterTool" && strings.Contains(v.HookSpecificOutput.AdditionalContext, "invited you")
 	}, "Gemini's AfterTool context")
 }
+
+func FuzzHookInput(f *testing.F) {
+	for _, s := range []string{`{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash"}`, `{"session_id":""}`, `{`, `[]`,
+		`{"session_id":"s","hook_event_name":"Stop","stop_hook_active":"yes"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		in, err := parseHookInput(raw, "claude", "PostToolUse")
+		if err != nil {
+			return
+		}
+		if in.SessionID == "" || len(in.SessionID) > 256 || in.HookEventName != "" && !strings.EqualFold(in.HookEventName, "PostToolUse") {
+			t.Fatalf("accepted %+v", in)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	osuser "os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/config"
@@ -161,6 +163,20 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 			return fmt.Errorf("bootstrap address %q: %v", s, err)
 		}
 		cfg.Bootstrap = append(cfg.Bootstrap, ai)
+	}
+	for _, s := range file.Relays {
+		ai, err := parsePeerAddr(s)
+		if err != nil {
+			return fmt.Errorf("relay address %q: %v", s, err)
+		}
+		cfg.Relays = append(cfg.Relays, ai)
+	}
+	cfg.RelayService = file.RelayService == "on" || file.RelayService == "open"
+	cfg.RelayOpen = file.RelayService == "open"
+	// A node on loopback only has no router to ask.
+	cfg.NATPortMap = file.PortMap && !f.loopback && slices.ContainsFunc(cfg.ListenAddrs, func(a ma.Multiaddr) bool { return !manet.IsIPLoopback(a) })
+	if file.Reachability != "auto" {
+		cfg.Reachability = file.Reachability
 	}
 
 	n, err := node.New(cfg)

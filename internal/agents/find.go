@@ -64,7 +64,7 @@ func (s *Service) fetchCards(ctx context.Context, ai peer.AddrInfo) ([]*discover
 	}
 	ctx, cancel := context.WithTimeout(ctx, cardsTimeout)
 	defer cancel()
-	st, err := s.cfg.Host.NewStream(ctx, ai.ID, ProtocolCards)
+	st, err := s.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "cards"), ai.ID, ProtocolCards)
 	if err != nil {
 		return nil, err
 	}

@@ -163,7 +163,7 @@ func (s *Service) sendPresence(ctx context.Context, p peer.ID, wire []byte) erro
 		}
 		h.Peerstore().AddAddrs(p, ai.Addrs, peerstore.TempAddrTTL)
 	}
-	st, err := h.NewStream(ctx, p, discovery.ProtocolPresence)
+	st, err := h.NewStream(network.WithAllowLimitedConn(ctx, "presence"), p, discovery.ProtocolPresence)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,18 @@ type File struct {
 	Bootstrap []string
 	// MDNS turns LAN discovery on.
 	MDNS bool
+	// Relays holds relay multiaddrs (with /p2p/PEER_ID) used when the node
+	// is behind a NAT.
+	Relays []string
+	// RelayService is "off" (the default), "on" (for contacts and room
+	// members) or "open" (for everyone).
+	RelayService string
+	// PortMap asks the router for a port mapping (UPnP, NAT-PMP); on by
+	// default.
+	PortMap bool
+	// Reachability is "auto" (AutoNAT finds out; the default), "public" or
+	// "private".
+	Reachability string
 	// AgentPostLimit is how many messages and asks each local agent may
 	// post in a minute; 0 means the node's default (120), -1 no limit.
 	AgentPostLimit int
@@ -42,8 +54,9 @@ type File struct {
 }
 
 // DefaultListen are the addresses a node listens on unless told otherwise:
-// TCP and QUIC on port 4190 on every IPv4 interface.
-var DefaultListen = []string{"/ip4/0.0.0.0/tcp/4190", "/ip4/0.0.0.0/udp/4190/quic-v1"}
+// TCP and QUIC on port 4190 on every IPv4 and IPv6 interface (IPv6 is
+// skipped on a machine without it).
+var DefaultListen = []string{"/ip4/0.0.0.0/tcp/4190", "/ip4/0.0.0.0/udp/4190/quic-v1", "/ip6/::/tcp/4190", "/ip6/::/udp/4190/quic-v1"}
 
 // Default returns the text of a new config file for a user.
 func Default(handle string) string {
@@ -67,6 +80,21 @@ handle = ` + handle + `
 
 # mdns: find other Parley nodes on the local network (true or false).
 mdns = true
+
+# relay: a relay to use when this node is behind a NAT, as a multiaddr ending
+# in /p2p/PEER_ID; repeat the line for more. Contacts and room members that
+# offer relaying are used too.
+# relay = /ip4/192.0.2.10/tcp/4190/p2p/12D3KooW...
+
+# relay_service: relay for others when this node is publicly reachable:
+# off, on (your contacts and room members only) or open (everyone).
+relay_service = off
+
+# port_map: ask the router to forward a port (UPnP, NAT-PMP): true or false.
+port_map = true
+
+# reachability: auto (find out with AutoNAT), public or private.
+reachability = auto
 
 # agent_post_limit: how many messages and asks each of your agents may post in
 # a minute (all at once if it likes); over it a post is refused, saying so.
@@ -117,7 +145,7 @@ func writeNew(path string, raw []byte) error {
 
 // Parse reads the text of a config file.
 func Parse(raw []byte) (File, error) {
-	f := File{MDNS: true}
+	f := File{MDNS: true, PortMap: true, RelayService: "off", Reachability: "auto"}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	line := 0
 	var sawListen bool
@@ -161,6 +189,34 @@ func Parse(raw []byte) (File, error) {
 			default:
 				return File{}, fmt.Errorf("line %d: mdns must be true or false, got %q", line, val)
 			}
+		case "relay":
+			if _, err := ma.NewMultiaddr(val); err != nil {
+				return File{}, fmt.Errorf("line %d: relay %q is not a multiaddr: %v", line, val, err)
+			}
+			f.Relays = append(f.Relays, val)
+		case "relay_service":
+			switch val {
+			case "off", "on", "open":
+				f.RelayService = val
+			default:
+				return File{}, fmt.Errorf("line %d: relay_service must be off, on or open, got %q", line, val)
+			}
+		case "port_map":
+			switch val {
+			case "true", "on", "yes":
+				f.PortMap = true
+			case "false", "off", "no":
+				f.PortMap = false
+			default:
+				return File{}, fmt.Errorf("line %d: port_map must be true or false, got %q", line, val)
+			}
+		case "reachability":
+			switch val {
+			case "auto", "public", "private":
+				f.Reachability = val
+			default:
+				return File{}, fmt.Errorf("line %d: reachability must be auto, public or private, got %q", line, val)
+			}
 		case "agent_post_limit":
 			if val == "none" {
 				f.AgentPostLimit = -1
@@ -178,7 +234,7 @@ func Parse(raw []byte) (File, error) {
 			}
 			f.UIPort = p
 		default:
-			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, ui_port, agent_post_limit)", line, key)
+			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, relay, relay_service, port_map, reachability, ui_port, agent_post_limit)", line, key)
 		}
 	}
 	if err := sc.Err(); err != nil {

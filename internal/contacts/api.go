@@ -163,6 +163,11 @@ func pendingIn(c consent.Contact, verb string) error {
 // contact active on both sides. If the requester is offline the approval is
 // kept and sent when it connects.
 func (s *Service) Approve(ctx context.Context, ref string, validFor time.Duration) (res Result, err error) {
+	return s.approve(ctx, ref, validFor, nil, HumanActor)
+}
+
+// approve is Approve granting scopes (nil: the book's), decided by actor.
+func (s *Service) approve(ctx context.Context, ref string, validFor time.Duration, scopes []string, actor string) (res Result, err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("contacts: approve %s: %w", ref, err)
@@ -187,13 +192,13 @@ func (s *Service) Approve(ctx context.Context, ref string, validFor time.Duratio
 	defer unlock()
 	var a consent.Approval
 	err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
-		a, recs, err = s.book.Approve(c.ID, validFor, now)
+		a, recs, err = s.book.ApproveScoped(c.ID, validFor, scopes, now)
 		return recs, err
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	s.record(HumanActor, audit.ContactApprove, c.Peer, validity(c.ID, validFor))
+	s.record(actor, audit.ContactApprove, c.Peer, validity(c.ID, validFor))
 	w := work{kind: consent.KindApprove, key: deliveryKey(consent.KindApprove, a.Payload), msg: consent.Message{
 		Kind: consent.KindApprove, ID: a.ID, Payload: a.Payload, Sig: a.Sig, Handle: s.cfg.Handle,
 	}}

@@ -66,7 +66,7 @@ func (s *Service) exchange(ctx context.Context, p peer.ID, m consent.Message) (*
 	}
 	ctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
 	defer cancel()
-	st, err := s.cfg.Host.NewStream(ctx, p, consent.ProtocolID)
+	st, err := s.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "contact"), p, consent.ProtocolID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, p, err)
 	}

@@ -1,6 +1,7 @@
 package contacts
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -66,6 +67,10 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 			ans = consent.Message{Kind: consent.KindAck, ID: c.ID}
 			s.log.Info("contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
 			s.record(peerActor(remote), audit.ContactRequest, remote, map[string]string{"id": c.ID, "handle": c.Handle, "note": c.Note})
+			if s.cfg.AutoApprove != nil && c.State == consent.StatePendingIn {
+				id := c.ID
+				s.spawn(func() { s.autoApprove(remote, id) })
+			}
 		}
 	case consent.KindApprove:
 		var sig []byte
@@ -144,4 +149,24 @@ func reasonOf(err error) string {
 		}
 	}
 	return "other"
+}
+
+// autoApprove asks AutoApprove about p's request id and approves it when
+// told to. The actor in the audit log is "org".
+func (s *Service) autoApprove(p peer.ID, id string) {
+	ctx, cancel := context.WithTimeout(s.ctx, deliverTimeout)
+	defer cancel()
+	scopes, until, ok := s.cfg.AutoApprove(ctx, p)
+	if !ok {
+		return
+	}
+	validFor := until.Sub(s.now())
+	if validFor <= 0 {
+		return
+	}
+	if _, err := s.approve(ctx, id, validFor, scopes, "org"); err != nil {
+		s.log.Warn("approval by organisation trust failed", "peer", p.String(), "err", err)
+		return
+	}
+	s.log.Info("contact approved by organisation trust", "peer", p.String(), "scopes", fmt.Sprint(scopes))
 }

@@ -57,6 +57,10 @@ type Config struct {
 	// of the user's organisation. A known peer's contact request never
 	// gives way to strangers' (see consent.Policy). Nil means SharesRoom.
 	Known func(p peer.ID) bool
+	// AutoApprove, if set, is asked about each contact request received
+	// (after it is stored): ok approves it with scopes, valid until until,
+	// without the user (organisation trust). Nil: the user decides.
+	AutoApprove func(ctx context.Context, p peer.ID) (scopes []string, until time.Time, ok bool)
 	// Book tunes the contact book: cool-down after deny or revoke, default
 	// validity, cap on pending requests. Zero: the consent defaults.
 	Book consent.Policy

@@ -189,7 +189,7 @@ func (s *Service) Run(ctx context.Context) error {
 			if ps.stored != nil {
 				st.Stored++
 			}
-			if wanted[p] && h.Network().Connectedness(p) == network.Connected {
+			if wanted[p] && connected(h, p) {
 				st.Connected++
 			}
 		}
@@ -204,7 +204,7 @@ func (s *Service) Run(ctx context.Context) error {
 		next := now.Add(refreshEvery)
 		for p := range wanted {
 			st := state[p]
-			if st.dialing || h.Network().Connectedness(p) == network.Connected {
+			if st.dialing || connected(h, p) {
 				continue
 			}
 			if st.next.After(now) {
@@ -286,7 +286,7 @@ func (s *Service) Run(ctx context.Context) error {
 					continue
 				}
 				switch e.Connectedness {
-				case network.Connected:
+				case network.Connected, network.Limited:
 					st.backoff = s.cfg.MinBackoff
 				case network.NotConnected:
 					// Give the peer a moment (it may be restarting).
@@ -394,6 +394,13 @@ func (s *Service) dial(ctx context.Context, p peer.ID) error {
 		return errors.Join(first, fmt.Errorf("find peer: %w", err))
 	}
 	return h.Connect(ctx, ai)
+}
+
+// connected reports whether p is connected, directly or through a relay
+// (hole punching upgrades a relayed connection by itself).
+func connected(h host.Host, p peer.ID) bool {
+	c := h.Network().Connectedness(p)
+	return c == network.Connected || c == network.Limited
 }
 
 // moved reports whether an address update means the node may be on another

@@ -36,6 +36,7 @@
 // not read within Config.Limit goes to the next kind of route; with none
 // left (or none at all), once Limit has passed, the node tells the human:
 // a log line, the agent marked in `parley who`, a count in `parley status`.
+// An agent its person muted or killed (Config.Quiet) is not woken.
 // The same item is never handed twice to one kind of route, so a Stop hook
 // is never woken again for an item it already woke its session for.
 //

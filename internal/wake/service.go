@@ -39,6 +39,9 @@ type Config struct {
 	// Heartbeat keeps an agent with a live terminal route registered. Nil
 	// means none.
 	Heartbeat func(ctx context.Context, agent string) error
+	// Quiet reports an agent the node must not wake (its person muted or
+	// killed it). Nil means none.
+	Quiet func(agent string) bool
 	// Self is the node's peer ID, for agents' addresses in wake texts.
 	Self string
 	// Limit is how long a route has to get an item read before the next
@@ -229,6 +232,10 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 		return
 	}
 	st := s.state(agent)
+	if s.cfg.Quiet != nil && s.cfg.Quiet(agent) {
+		clear(st.items) // not woken, and nobody to tell: its person chose so
+		return
+	}
 	now := time.Now()
 	unread := map[string]localapi.Item{}
 	for _, it := range p.Items {

@@ -61,8 +61,9 @@ type Net struct {
 	nodes  []*node.Node
 	homes  []string
 	ids    []peer.ID
-	listen [][]ma.Multiaddr // the addresses each node listened on, reused on restart
-	groups map[peer.ID]int  // nil: no partition
+	listen [][]ma.Multiaddr    // the addresses each node listened on, reused on restart
+	groups map[peer.ID]int     // nil: no partition
+	direct map[[2]peer.ID]bool // pairs that may meet only through a relay
 }
 
 // Start starts n nodes and registers their shutdown with t.Cleanup. Node 0
@@ -147,7 +148,12 @@ func (nt *Net) startNode(i int, bootstrap bool) error {
 	nt.mu.Lock()
 	nt.nodes[i] = n
 	nt.ids[i] = n.ID()
-	nt.listen[i] = n.Host().Network().ListenAddresses()
+	nt.listen[i] = nil
+	for _, a := range n.Host().Network().ListenAddresses() {
+		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err != nil { // the relay transport listens by itself
+			nt.listen[i] = append(nt.listen[i], a)
+		}
+	}
 	nt.mu.Unlock()
 	return nil
 }
@@ -310,6 +316,35 @@ func (nt *Net) connectAll(nodes []*node.Node) {
 	wg.Wait()
 }
 
+// BlockDirect lets nodes a and b reach each other only through a relay, as
+// two nodes behind NATs that forbid hole punching: direct dials between them
+// fail and direct connections are refused; live ones are closed.
+func (nt *Net) BlockDirect(a, b int) {
+	nt.mu.Lock()
+	if nt.direct == nil {
+		nt.direct = make(map[[2]peer.ID]bool)
+	}
+	pa, pb := nt.ids[a], nt.ids[b]
+	nt.direct[[2]peer.ID{pa, pb}] = true
+	nt.direct[[2]peer.ID{pb, pa}] = true
+	na := nt.nodes[a]
+	nt.mu.Unlock()
+	if na != nil {
+		_ = na.Host().Network().ClosePeer(pb)
+	}
+}
+
+func (nt *Net) directBlocked(a, b peer.ID, addr ma.Multiaddr) bool {
+	if addr != nil {
+		if _, err := addr.ValueForProtocol(ma.P_CIRCUIT); err == nil {
+			return false
+		}
+	}
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	return nt.direct[[2]peer.ID{a, b}]
+}
+
 // allowed reports whether a and b may talk under the current partition.
 func (nt *Net) allowed(a, b peer.ID) bool {
 	nt.mu.Lock()
@@ -369,11 +404,11 @@ type gater struct {
 }
 
 func (g *gater) InterceptPeerDial(p peer.ID) bool { return g.net.allowed(g.self, p) }
-func (g *gater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool {
-	return g.net.allowed(g.self, p)
+func (g *gater) InterceptAddrDial(p peer.ID, a ma.Multiaddr) bool {
+	return g.net.allowed(g.self, p) && !g.net.directBlocked(g.self, p, a)
 }
 func (g *gater) InterceptAccept(network.ConnMultiaddrs) bool { return true }
-func (g *gater) InterceptSecured(_ network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
-	return g.net.allowed(g.self, p)
+func (g *gater) InterceptSecured(_ network.Direction, p peer.ID, c network.ConnMultiaddrs) bool {
+	return g.net.allowed(g.self, p) && !g.net.directBlocked(g.self, p, c.RemoteMultiaddr())
 }
 func (g *gater) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }

@@ -154,7 +154,7 @@ func TestBoard(t *testing.T) {
 	nt.WaitFor(30*time.Second, func() bool { return holders(live(t, nt, 0))["parse/lex.go"] == b }, "node 0 to see bob's claim")
 
 	// A short claim expires by itself; a claim waiting for it goes through.
-	if _, err := claim(ctx, nt, 1, "bob", "quick look", 2*time.Second, 0, "docs/**"); err != nil {
+	if _, err := claim(ctx, nt, 1, "bob", "quick look", 8*time.Second, 0, "docs/**"); err != nil {
 		t.Fatal(err)
 	}
 	nt.WaitFor(30*time.Second, func() bool { return holders(live(t, nt, 0))["docs/**"] == b }, "node 0 to see bob's docs claim")
@@ -179,7 +179,7 @@ func TestBoardDeadNode(t *testing.T) {
 	befriend(t, nt, 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := claim(ctx, nt, 0, "alice", "gone soon", 3*time.Second, 0, "a.go"); err != nil {
+	if _, err := claim(ctx, nt, 0, "alice", "gone soon", 8*time.Second, 0, "a.go"); err != nil {
 		t.Fatal(err)
 	}
 	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to see the claim")

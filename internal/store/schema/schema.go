@@ -29,6 +29,10 @@
 //	c/<peer>                           contact records
 //	p/<peer>                           where a contact or room member was last reached:
 //	                                   CBOR {t, a: [multiaddr]} (internal/reconnect)
+//	o/r/<org><group:1><subject>        the newest organisation record (sealed, consent.OrgRecord)
+//	                                   of one org, group (m: member/revoke, t: trust/untrust)
+//	                                   and subject (internal/org)
+//	o/c/<peer>                         a contact made through organisation trust → the org
 //	g/<agent>                          local agent registrations (JSON, internal/agents)
 //	s/k/<session>                      agent session key → its agent's name and card (JSON,
 //	                                   internal/agents; a bare name from older nodes)
@@ -182,6 +186,22 @@ func PeerAddrs(p []byte) []byte { return append([]byte("p/"), PeerBytes(p)...) }
 
 // PeerAddrsPrefix is the prefix of every peer address record.
 func PeerAddrsPrefix() []byte { return []byte("p/") }
+
+// OrgRecord is the newest organisation record of (org, group, subject).
+func OrgRecord(org []byte, group byte, subj []byte) []byte {
+	k := append([]byte("o/r/"), PeerBytes(org)...)
+	k = append(k, group)
+	return append(k, PeerBytes(subj)...)
+}
+
+// OrgRecordPrefix is the prefix of every organisation record.
+func OrgRecordPrefix() []byte { return []byte("o/r/") }
+
+// OrgContact tags a contact made through organisation trust.
+func OrgContact(p []byte) []byte { return append([]byte("o/c/"), PeerBytes(p)...) }
+
+// OrgContactPrefix is the prefix of every organisation contact tag.
+func OrgContactPrefix() []byte { return []byte("o/c/") }
 
 // LocalAgent is one local agent registration (internal/agents).
 func LocalAgent(agent string) []byte { return append([]byte("g/"), agent...) }

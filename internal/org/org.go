@@ -1,0 +1,642 @@
+// Package org keeps a node's organisation records and acts on them: the
+// node's own membership certificate, the members and trusts of its
+// organisation, revocations, and the contacts made through organisation
+// trust.
+//
+// An organisation is a key kept apart from any node key (a file the user
+// chooses, see `parley org`): it signs records (consent.OrgRecord) that the
+// command line hands to the local node, which keeps them and pushes them to
+// the organisation's members over /parley/org/1.
+//
+// # Wire protocol: /parley/org/1
+//
+// One frame each way (internal/frame): a one-byte operation, then a CBOR
+// array of sealed records (consent.EncodeOrgRecords):
+//
+//	'p' push    the records, answered by 'a' with no records
+//	'i' intro   no records; answered by 'r' with the node's membership
+//	            certificate and its organisation's live trusts
+//
+// A pushed record is kept when it is about this node's organisation (or
+// is this node's first membership certificate, pushed by a contact) and is
+// newer (Seq) than the one it replaces; a revocation of a member of
+// another organisation is acted on when that member is a contact made
+// through that organisation.
+//
+// # Trust
+//
+// A contact request from a peer P is approved without the user when P's
+// intro shows a live membership certificate of organisation X, not revoked
+// here; this node's organisation Y trusts X (a live trust record of Y
+// held here); and X trusts Y (a live trust record of X in P's intro). The
+// certificate's scopes are those both trusts name, and it lasts no longer
+// than P's membership or either trust. Untrusting X, or X revoking P,
+// revokes such contacts at once, as a contact revocation does.
+//
+// # Store
+//
+//	o/r/<org><group><subject>   the newest record of (org, group, subject)
+//	o/c/<peer>                  a contact made through organisation trust → org
+package org
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// ProtocolID is the organisation protocol.
+const ProtocolID protocol.ID = "/parley/org/1"
+
+// Errors.
+var (
+	ErrOtherOrg  = errors.New("org: the record is about another organisation")
+	ErrNoOrg     = errors.New("org: this node is not a member of an organisation")
+	ErrStale     = errors.New("org: a newer record is held")
+	ErrNotMember = errors.New("org: not a live member")
+)
+
+// Store is where records live; internal/store's DB implements it.
+type Store interface {
+	Lookup(key []byte) ([]byte, bool, error)
+	ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []byte) bool) error
+	Apply(ops []schema.Op, durable bool) error
+}
+
+// Contacts is what the service needs of the contact service.
+type Contacts interface {
+	// Active reports whether p is an active contact.
+	Active(p peer.ID) bool
+	// Revoke revokes the contact with p, as the user would.
+	Revoke(ctx context.Context, p peer.ID) error
+	// ActivePeers lists the active contacts.
+	ActivePeers() []peer.ID
+}
+
+// Config configures a Service.
+type Config struct {
+	Host     host.Host // required
+	Store    Store     // required
+	Contacts Contacts  // required
+	FindPeer func(ctx context.Context, p peer.ID) (peer.AddrInfo, error)
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+	Audit    func(audit.Record)
+	Now      func() time.Time
+}
+
+// Service is one node's organisation records. Safe for concurrent use.
+type Service struct {
+	cfg  Config
+	self peer.ID
+	log  *slog.Logger
+
+	mu sync.Mutex // serialises ingest (read, compare, write)
+
+	refused *prometheus.CounterVec
+	auto    *prometheus.CounterVec
+}
+
+// New builds the service. It starts nothing.
+func New(cfg Config) (*Service, error) {
+	if cfg.Host == nil || cfg.Store == nil || cfg.Contacts == nil {
+		return nil, errors.New("org: config needs Host, Store and Contacts")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Service{cfg: cfg, self: cfg.Host.ID(), log: cfg.Logger,
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_org_records_refused_total",
+			Help: "Organisation records refused, by reason (malformed, forged, other_org, stale, not_contact).",
+		}, []string{"reason"}),
+		auto: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_org_auto_approvals_total",
+			Help: "Contact requests decided by organisation trust, by result (approved, not_trusted, no_cert, revoked, expired).",
+		}, []string{"result"}),
+	}
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(s.refused, s.auto)
+	}
+	return s, nil
+}
+
+// Start serves /parley/org/1.
+func (s *Service) Start() { s.cfg.Host.SetStreamHandler(ProtocolID, s.handle) }
+
+// Close stops serving.
+func (s *Service) Close() { s.cfg.Host.RemoveStreamHandler(ProtocolID) }
+
+func recKey(org peer.ID, group byte, subj peer.ID) []byte {
+	return schema.OrgRecord([]byte(org), group, []byte(subj))
+}
+
+func tagKey(p peer.ID) []byte { return schema.OrgContact([]byte(p)) }
+
+func earliest(ts ...time.Time) time.Time {
+	out := ts[0]
+	for _, t := range ts[1:] {
+		if t.Before(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+// all returns every stored record.
+func (s *Service) all() []*consent.OrgRecord {
+	var out []*consent.OrgRecord
+	err := s.cfg.Store.ScanFrom(schema.OrgRecordPrefix(), nil, false, func(_, v []byte) bool {
+		r, err := consent.ParseOrgRecord(v)
+		if err != nil {
+			s.log.Error("a stored organisation record is damaged", "err", err)
+			return true
+		}
+		out = append(out, r)
+		return true
+	})
+	if err != nil {
+		s.log.Error("reading organisation records failed", "err", err)
+	}
+	return out
+}
+
+func (s *Service) get(org peer.ID, group byte, subj peer.ID) *consent.OrgRecord {
+	v, ok, err := s.cfg.Store.Lookup(recKey(org, group, subj))
+	if err != nil || !ok {
+		return nil
+	}
+	r, err := consent.ParseOrgRecord(v)
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// Mine returns this node's live membership certificate (nil: none).
+func (s *Service) Mine() *consent.OrgRecord {
+	now := s.cfg.Now()
+	var best *consent.OrgRecord
+	for _, r := range s.all() {
+		if r.Kind == consent.OrgMember && r.Subject == s.self && r.LiveAt(now) && (best == nil || r.Seq > best.Seq) {
+			best = r
+		}
+	}
+	return best
+}
+
+// Members returns the live members of this node's organisation.
+func (s *Service) Members() []*consent.OrgRecord {
+	mine := s.Mine()
+	if mine == nil {
+		return nil
+	}
+	now := s.cfg.Now()
+	var out []*consent.OrgRecord
+	for _, r := range s.all() {
+		if r.Org == mine.Org && r.Kind == consent.OrgMember && r.LiveAt(now) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// IsMember reports whether p is a live member of this node's organisation.
+func (s *Service) IsMember(p peer.ID) bool {
+	return slices.ContainsFunc(s.Members(), func(r *consent.OrgRecord) bool { return r.Subject == p })
+}
+
+// Trusts returns this node's organisation's trust and untrust records.
+func (s *Service) Trusts() []*consent.OrgRecord {
+	mine := s.Mine()
+	if mine == nil {
+		return nil
+	}
+	var out []*consent.OrgRecord
+	for _, r := range s.all() {
+		if r.Org == mine.Org && r.Group() == 't' {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// forward passes a revocation of this organisation's member, pushed to
+// this node, on to its contacts (members of other organisations may have
+// met the member through this one).
+func (s *Service) forward(ctx context.Context, r *consent.OrgRecord) {
+	for _, p := range s.cfg.Contacts.ActivePeers() {
+		if p == r.Subject {
+			continue
+		}
+		if err := s.push(ctx, p, [][]byte{r.Wire}); err != nil {
+			s.log.Debug("revocation not forwarded", "remote", p.String(), "err", err)
+		}
+	}
+}
+
+// ingest keeps r if it is for this node and newer than what it replaces,
+// and acts on it. from is the pushing peer ("" for the local user).
+func (s *Service) ingest(ctx context.Context, r *consent.OrgRecord, from peer.ID) error {
+	s.mu.Lock()
+	mine := s.Mine()
+	switch {
+	case mine != nil && r.Org == mine.Org:
+	case mine == nil && r.Kind == consent.OrgMember && r.Subject == s.self && (from == "" || s.cfg.Contacts.Active(from)):
+		// This node's first membership: from its user, or pushed by a
+		// contact (an organisation cannot enrol a stranger's node).
+	case r.Kind == consent.OrgRevoke && s.taggedWith(r.Subject) == r.Org:
+		// A member of another organisation, met through it, is revoked.
+	default:
+		s.mu.Unlock()
+		if mine == nil && r.Subject == s.self && from != "" {
+			s.refused.WithLabelValues("not_contact").Inc()
+			return fmt.Errorf("%w: a membership pushed by %s, who is not a contact", ErrOtherOrg, from)
+		}
+		s.refused.WithLabelValues("other_org").Inc()
+		return ErrOtherOrg
+	}
+	if old := s.get(r.Org, r.Group(), r.Subject); old != nil && old.Seq >= r.Seq {
+		s.mu.Unlock()
+		if bytes.Equal(old.Wire, r.Wire) {
+			return nil
+		}
+		s.refused.WithLabelValues("stale").Inc()
+		return ErrStale
+	}
+	err := s.cfg.Store.Apply([]schema.Op{{Key: recKey(r.Org, r.Group(), r.Subject), Val: r.Wire}}, true)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("org: store record: %w", err)
+	}
+	s.log.Info("organisation record kept", "org", r.Org.String(), "kind", string(r.Kind), "subject", r.Subject.String())
+	s.act(ctx, r, from)
+	return nil
+}
+
+// act applies a new record's effects on contacts and records it.
+func (s *Service) act(ctx context.Context, r *consent.OrgRecord, from peer.ID) {
+	actor := "human"
+	if from != "" {
+		actor = "peer:" + from.String()
+	}
+	detail := map[string]string{"org": r.Org.String(), "name": r.Name}
+	switch r.Kind {
+	case consent.OrgMember:
+		detail["handle"] = r.Handle
+		detail["expires"] = r.NotAfter.UTC().Format(time.RFC3339)
+		s.record(actor, audit.OrgAdd, r.Subject, detail)
+	case consent.OrgRevoke:
+		s.record(actor, audit.OrgRemove, r.Subject, detail)
+		if mine := s.Mine(); from != "" && mine != nil && mine.Org == r.Org {
+			s.forward(ctx, r)
+		}
+		if s.taggedWith(r.Subject) == r.Org {
+			s.revokeContact(ctx, r.Subject, "its organisation revoked its membership")
+		}
+	case consent.OrgTrust:
+		detail["scopes"] = fmt.Sprint(r.Scopes)
+		detail["expires"] = r.NotAfter.UTC().Format(time.RFC3339)
+		s.record(actor, audit.OrgTrust, r.Subject, detail)
+	case consent.OrgUntrust:
+		s.record(actor, audit.OrgUntrust, r.Subject, detail)
+		for _, p := range s.taggedPeers(r.Subject) {
+			s.revokeContact(ctx, p, "the organisation trust was withdrawn")
+		}
+	}
+}
+
+func (s *Service) record(actor, action string, subj peer.ID, detail map[string]string) {
+	if s.cfg.Audit != nil {
+		s.cfg.Audit(audit.Record{Actor: actor, Action: action, Subject: subj.String(), Detail: detail})
+	}
+}
+
+func (s *Service) revokeContact(ctx context.Context, p peer.ID, why string) {
+	if err := s.cfg.Contacts.Revoke(ctx, p); err != nil {
+		s.log.Warn("revoking a contact made through organisation trust failed", "remote", p.String(), "err", err)
+	} else {
+		s.log.Info("contact made through organisation trust revoked", "remote", p.String(), "why", why)
+	}
+	if err := s.cfg.Store.Apply([]schema.Op{{Key: tagKey(p), Delete: true}}, false); err != nil {
+		s.log.Warn("dropping a contact's organisation tag failed", "remote", p.String(), "err", err)
+	}
+}
+
+// taggedWith returns the organisation p became a contact through ("" none).
+func (s *Service) taggedWith(p peer.ID) peer.ID {
+	v, ok, err := s.cfg.Store.Lookup(tagKey(p))
+	if err != nil || !ok {
+		return ""
+	}
+	id, err := peer.IDFromBytes(v)
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+func (s *Service) taggedPeers(org peer.ID) []peer.ID {
+	var out []peer.ID
+	_ = s.cfg.Store.ScanFrom(schema.OrgContactPrefix(), nil, false, func(k, v []byte) bool {
+		if bytes.Equal(v, []byte(org)) && len(k) > 5 {
+			if p, err := peer.IDFromBytes(k[5:]); err == nil {
+				out = append(out, p)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// Publish takes a record signed by the organisation's key from the local
+// user, keeps it and pushes it to the organisation's members (and, for a
+// revocation, to the contacts made through this organisation). It returns
+// how many peers took it.
+func (s *Service) Publish(ctx context.Context, wire []byte) (*consent.OrgRecord, int, error) {
+	r, err := consent.ParseOrgRecord(wire)
+	if err != nil {
+		s.refused.WithLabelValues("malformed").Inc()
+		return nil, 0, err
+	}
+	if err := s.ingest(ctx, r, ""); err != nil {
+		return r, 0, err
+	}
+	targets := map[peer.ID]bool{}
+	for _, m := range s.Members() {
+		targets[m.Subject] = true
+	}
+	if r.Kind == consent.OrgMember || r.Kind == consent.OrgRevoke {
+		targets[r.Subject] = true
+	}
+	if r.Kind == consent.OrgRevoke {
+		// Members of trusting organisations who met the revoked member
+		// through this organisation must hear of it: every contact of
+		// this node gets it (membership is no secret).
+		for _, p := range s.cfg.Contacts.ActivePeers() {
+			targets[p] = true
+		}
+	}
+	delete(targets, s.self)
+	// A new member gets the organisation's trusts and its own certificate.
+	push := [][]byte{r.Wire}
+	if r.Kind == consent.OrgMember {
+		for _, t := range s.Trusts() {
+			push = append(push, t.Wire)
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	n := 0
+	for p := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.push(ctx, p, push); err != nil {
+				s.log.Info("organisation record not delivered", "remote", p.String(), "err", err)
+				return
+			}
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return r, n, nil
+}
+
+const (
+	opPush  = 'p'
+	opAck   = 'a'
+	opIntro = 'i'
+	opReply = 'r'
+)
+
+const maxFrame = 1 << 20
+
+func (s *Service) exchange(ctx context.Context, p peer.ID, op byte, recs [][]byte) (byte, []*consent.OrgRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	h := s.cfg.Host
+	if h.Network().Connectedness(p) != network.Connected && h.Network().Connectedness(p) != network.Limited {
+		ai := h.Peerstore().PeerInfo(p)
+		if len(ai.Addrs) == 0 && s.cfg.FindPeer != nil {
+			if found, err := s.cfg.FindPeer(ctx, p); err == nil {
+				ai = found
+			}
+		}
+		if err := h.Connect(ctx, ai); err != nil {
+			return 0, nil, err
+		}
+	}
+	st, err := h.NewStream(network.WithAllowLimitedConn(ctx, "org"), p, ProtocolID)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer st.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = st.SetDeadline(dl)
+	}
+	body, err := consent.EncodeOrgRecords(recs)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := frame.Write(st, append([]byte{op}, body...)); err != nil {
+		return 0, nil, err
+	}
+	if err := st.CloseWrite(); err != nil {
+		return 0, nil, err
+	}
+	ans, err := frame.Read(st, maxFrame)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(ans) < 1 {
+		return 0, nil, fmt.Errorf("org: empty answer from %s", p)
+	}
+	got, _, err := consent.DecodeOrgRecords(ans[1:])
+	return ans[0], got, err
+}
+
+func (s *Service) push(ctx context.Context, p peer.ID, recs [][]byte) error {
+	op, _, err := s.exchange(ctx, p, opPush, recs)
+	if err != nil {
+		return err
+	}
+	if op != opAck {
+		return fmt.Errorf("org: %s answered %q", p, op)
+	}
+	return nil
+}
+
+func (s *Service) handle(st network.Stream) {
+	defer st.Close()
+	remote := st.Conn().RemotePeer()
+	_ = st.SetDeadline(time.Now().Add(20 * time.Second))
+	b, err := frame.Read(io.LimitReader(st, maxFrame+16), maxFrame)
+	if err != nil || len(b) < 1 {
+		_ = st.Reset()
+		return
+	}
+	recs, errs, err := consent.DecodeOrgRecords(b[1:])
+	if err != nil {
+		s.refused.WithLabelValues("malformed").Inc()
+		_ = st.Reset()
+		return
+	}
+	for range errs {
+		s.refused.WithLabelValues("forged").Inc()
+	}
+	var reply []byte
+	switch b[0] {
+	case opPush:
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		for _, r := range recs {
+			if err := s.ingest(ctx, r, remote); err != nil && !errors.Is(err, ErrStale) {
+				s.log.Info("pushed organisation record refused", "remote", remote.String(), "err", err)
+			}
+		}
+		cancel()
+		body, _ := consent.EncodeOrgRecords(nil)
+		reply = append([]byte{opAck}, body...)
+	case opIntro:
+		body, err := consent.EncodeOrgRecords(s.introRecords())
+		if err != nil {
+			_ = st.Reset()
+			return
+		}
+		reply = append([]byte{opReply}, body...)
+	default:
+		_ = st.Reset()
+		return
+	}
+	if err := frame.Write(st, reply); err != nil {
+		_ = st.Reset()
+		return
+	}
+	_ = st.CloseWrite()
+}
+
+// introRecords are this node's membership and its organisation's live
+// trusts.
+func (s *Service) introRecords() [][]byte {
+	mine := s.Mine()
+	if mine == nil {
+		return nil
+	}
+	out := [][]byte{mine.Wire}
+	now := s.cfg.Now()
+	for _, t := range s.Trusts() {
+		if t.LiveAt(now) {
+			out = append(out, t.Wire)
+		}
+	}
+	return out
+}
+
+// Decision is the outcome of AutoApprove.
+type Decision struct {
+	OK     bool
+	Org    peer.ID // the requester's organisation
+	Scopes []string
+	Until  time.Time
+	Why    string
+}
+
+// AutoApprove decides whether p's contact request is approved by
+// organisation trust (see the package documentation).
+func (s *Service) AutoApprove(ctx context.Context, p peer.ID) Decision {
+	d := s.decide(ctx, p)
+	res := "approved"
+	if !d.OK {
+		res = d.Why
+	}
+	s.auto.WithLabelValues(res).Inc()
+	return d
+}
+
+func (s *Service) decide(ctx context.Context, p peer.ID) Decision {
+	mine := s.Mine()
+	if mine == nil {
+		return Decision{Why: "not_trusted"}
+	}
+	now := s.cfg.Now()
+	// This node's organisation's trusts, by trusted organisation.
+	ours := map[peer.ID]*consent.OrgRecord{}
+	for _, t := range s.Trusts() {
+		ours[t.Subject] = t
+	}
+	if len(ours) == 0 {
+		return Decision{Why: "not_trusted"}
+	}
+	op, recs, err := s.exchange(ctx, p, opIntro, nil)
+	if err != nil || op != opReply {
+		return Decision{Why: "no_cert"}
+	}
+	var cert *consent.OrgRecord
+	theirs := map[peer.ID]*consent.OrgRecord{}
+	for _, r := range recs {
+		switch {
+		case r.Kind == consent.OrgMember && r.Subject == p:
+			cert = r
+		case r.Kind == consent.OrgTrust:
+			theirs[r.Org] = r
+		}
+	}
+	if cert == nil {
+		return Decision{Why: "no_cert"}
+	}
+	if !cert.LiveAt(now) {
+		return Decision{Why: "expired"}
+	}
+	if rv := s.get(cert.Org, 'm', p); rv != nil && rv.Kind == consent.OrgRevoke && rv.Seq >= cert.Seq {
+		return Decision{Why: "revoked"}
+	}
+	t := ours[cert.Org]
+	if t == nil || t.Kind != consent.OrgTrust || !t.LiveAt(now) {
+		return Decision{Why: "not_trusted"}
+	}
+	back := theirs[cert.Org]
+	if back == nil || back.Subject != mine.Org || !back.LiveAt(now) {
+		return Decision{Why: "not_trusted"}
+	}
+	var scopes []string
+	for _, sc := range t.Scopes {
+		if slices.Contains(back.Scopes, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	if len(scopes) == 0 {
+		return Decision{Why: "not_trusted"}
+	}
+	until := earliest(cert.NotAfter, t.NotAfter, back.NotAfter, mine.NotAfter)
+	return Decision{OK: true, Org: cert.Org, Scopes: scopes, Until: until}
+}
+
+// Tag notes that p became a contact through organisation org.
+func (s *Service) Tag(p, org peer.ID) error {
+	return s.cfg.Store.Apply([]schema.Op{{Key: tagKey(p), Val: []byte(org)}}, false)
+}
+
+// TaggedWith returns the organisation p became a contact through ("" none).
+func (s *Service) TaggedWith(p peer.ID) peer.ID { return s.taggedWith(p) }

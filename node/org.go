@@ -1,0 +1,102 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/org"
+)
+
+// Org is the node's organisation service (nil before Start).
+func (n *Node) Org() *org.Service { return n.org }
+
+func (n *Node) newOrg() error {
+	o, err := org.New(org.Config{
+		Host:     n.host,
+		Store:    n.db,
+		Contacts: orgContacts{n},
+		FindPeer: n.dht.FindPeer,
+		Logger:   n.log,
+		Registry: n.reg,
+		Audit:    n.Audit,
+	})
+	if err != nil {
+		return err
+	}
+	n.org = o
+	return nil
+}
+
+// autoApprove decides a contact request by organisation trust.
+func (n *Node) autoApprove(ctx context.Context, p peer.ID) ([]string, time.Time, bool) {
+	if n.org == nil {
+		return nil, time.Time{}, false
+	}
+	d := n.org.AutoApprove(ctx, p)
+	if !d.OK {
+		return nil, time.Time{}, false
+	}
+	if err := n.org.Tag(p, d.Org); err != nil {
+		n.log.Warn("tagging a contact made through organisation trust failed", "remote", p.String(), "err", err)
+		return nil, time.Time{}, false
+	}
+	return d.Scopes, d.Until, true
+}
+
+type orgContacts struct{ n *Node }
+
+func (c orgContacts) ActivePeers() []peer.ID { return c.n.activeContacts() }
+
+func (c orgContacts) Active(p peer.ID) bool {
+	ct, ok := c.n.contacts.Book().Get(p, time.Now())
+	return ok && ct.State == consent.StateActive
+}
+
+func (c orgContacts) Revoke(ctx context.Context, p peer.ID) error {
+	_, err := c.n.contacts.Revoke(ctx, p.String())
+	return err
+}
+
+// orgAPI serves the organisation endpoints of the local API.
+type orgAPI struct{ n *Node }
+
+func (a orgAPI) Publish(ctx context.Context, req localapi.OrgRecordRequest) (localapi.OrgRecordResult, error) {
+	r, delivered, err := a.n.org.Publish(ctx, req.Record)
+	switch {
+	case err == nil:
+	case errors.Is(err, consent.ErrMalformed), errors.Is(err, org.ErrOtherOrg), errors.Is(err, org.ErrStale):
+		return localapi.OrgRecordResult{}, localapi.Errorf(http.StatusBadRequest, "bad_record", "%v", err)
+	default:
+		return localapi.OrgRecordResult{}, localapi.Errorf(http.StatusBadRequest, "bad_record", "%v", err)
+	}
+	return localapi.OrgRecordResult{Org: r.Org.String(), Kind: string(r.Kind), Subject: r.Subject.String(), Delivered: delivered}, nil
+}
+
+func (a orgAPI) Status(context.Context) localapi.OrgStatus {
+	o := a.n.org
+	st := localapi.OrgStatus{Members: []localapi.OrgMember{}, Trusts: []localapi.OrgTrust{}, Contacts: map[string]string{}}
+	mine := o.Mine()
+	if mine == nil {
+		return st
+	}
+	st.Org, st.Name, st.Handle, st.Expires = mine.Org.String(), mine.Name, mine.Handle, mine.NotAfter.UTC()
+	for _, m := range o.Members() {
+		st.Members = append(st.Members, localapi.OrgMember{PeerID: m.Subject.String(), Handle: m.Handle, Expires: m.NotAfter.UTC()})
+	}
+	for _, t := range o.Trusts() {
+		st.Trusts = append(st.Trusts, localapi.OrgTrust{Org: t.Subject.String(), Name: t.Name, Trusted: t.Kind == consent.OrgTrust,
+			Scopes: t.Scopes, Expires: t.NotAfter.UTC()})
+	}
+	for _, c := range a.n.contacts.Book().List(time.Now()) {
+		if via := o.TaggedWith(c.Peer); via != "" {
+			st.Contacts[c.Peer.String()] = via.String()
+		}
+	}
+	return st
+}

@@ -1,0 +1,172 @@
+package node_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+type orgKey struct {
+	priv crypto.PrivKey
+	id   peer.ID
+	name string
+}
+
+func newOrgKey(t *testing.T, name string) orgKey {
+	t.Helper()
+	priv, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := identity.PeerID(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return orgKey{priv, id, name}
+}
+
+var orgSeq uint64
+
+// publish signs r with the organisation's key and hands it to node i, as
+// `parley org` does.
+func (o orgKey) publish(t *testing.T, nt *nodetest.Net, i int, r consent.OrgRecord) int {
+	t.Helper()
+	orgSeq++
+	r.Name, r.Seq = o.name, uint64(time.Now().UnixMilli())*1000+orgSeq
+	if r.Kind == consent.OrgMember || r.Kind == consent.OrgTrust {
+		r.NotBefore, r.NotAfter = time.Now().Add(-time.Minute), time.Now().Add(24*time.Hour)
+	}
+	wire, err := consent.NewOrgRecord(o.priv, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, n, err := nt.Node(i).Org().Publish(context.Background(), wire)
+	if err != nil {
+		t.Fatalf("node %d: publish %s: %v", i, r.Kind, err)
+	}
+	return n
+}
+
+func contactState(nt *nodetest.Net, i, j int) consent.State {
+	c, ok := nt.Node(i).Contacts().Book().Get(nt.ID(j), time.Now())
+	if !ok {
+		return ""
+	}
+	return c.State
+}
+
+func request(t *testing.T, nt *nodetest.Net, from, to int) {
+	t.Helper()
+	if _, err := nt.Node(from).Contacts().Request(context.Background(), peer.AddrInfo{ID: nt.ID(to), Addrs: nt.Node(to).Host().Addrs()}, "org"); err != nil {
+		t.Fatalf("node %d asks node %d: %v", from, to, err)
+	}
+}
+
+// Members of two organisations that trust each other become contacts
+// without approval, within the scopes both name; only when the trust is
+// bilateral; a revoked member and a withdrawn trust cut those contacts at
+// once.
+func TestOrgTrust(t *testing.T) {
+	nt := nodetest.Start(t, 4)
+	const x1, y1, x2 = 1, 2, 3 // x1 runs organisation X, y1 Y; x2 is X's
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	befriend(t, nt, x2, x1) // an organisation enrols its members' nodes through a contact
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x1), Handle: "xavier"})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
+	if n := x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x2), Handle: "xena"}); n != 1 {
+		t.Fatalf("the new member's certificate reached %d peers, want 1", n)
+	}
+	nt.WaitFor(10*time.Second, func() bool { return nt.Node(x2).Org().Mine() != nil }, "node %d to hold its membership", x2)
+
+	// Y trusts X, X not yet Y: a request from X's member waits for the user.
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk, consent.ScopePresence}})
+	request(t, nt, x1, y1)
+	nt.WaitFor(15*time.Second, func() bool {
+		return counter(nt, y1, "parley_org_auto_approvals_total", "not_trusted") >= 1
+	}, "node %d to decide the request is not trusted both ways", y1)
+	if s := contactState(nt, y1, x1); s != consent.StatePendingIn {
+		t.Fatalf("one-way trust: contact is %q, want pending-in", s)
+	}
+
+	// X trusts Y as well (pushed to its member x2): the request is approved.
+	if n := x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk, consent.ScopeInvite}}); n != 1 {
+		t.Fatalf("the trust reached %d members, want 1", n)
+	}
+	request(t, nt, x1, y1)
+	nt.WaitFor(20*time.Second, func() bool {
+		return contactState(nt, x1, y1) == consent.StateActive && contactState(nt, y1, x1) == consent.StateActive
+	}, "the trusted request to be approved without the user")
+	c, _ := nt.Node(y1).Contacts().Book().Get(nt.ID(x1), time.Now())
+	if c.Cert == nil || !slices.Equal(c.Scopes, []string{consent.ScopeAsk}) {
+		t.Fatalf("certificate scopes %v, want the scopes both trusts name: [ask]", c.Scopes)
+	}
+
+	// X's second member is approved too, then X revokes it.
+	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(x2).Org().Trusts()) == 1 }, "node %d to hold X's trust", x2)
+	request(t, nt, x2, y1)
+	nt.WaitFor(20*time.Second, func() bool { return contactState(nt, y1, x2) == consent.StateActive },
+		"node %d's request to be approved", x2)
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgRevoke, Subject: nt.ID(x2)})
+	nt.WaitFor(20*time.Second, func() bool { return contactState(nt, y1, x2) == consent.StateRevoked },
+		"the revoked member's contact to be revoked")
+	if s := contactState(nt, y1, x1); s != consent.StateActive {
+		t.Fatalf("the other member's contact is %q", s)
+	}
+
+	// Y withdraws its trust: X's member's contact is revoked on both sides.
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgUntrust, Subject: x.id})
+	nt.WaitFor(20*time.Second, func() bool {
+		return contactState(nt, y1, x1) == consent.StateRevoked && contactState(nt, x1, y1) == consent.StateRevoked
+	}, "the contact made through the withdrawn trust to be revoked")
+}
+
+// A record signed by another key, or about another organisation, is
+// refused and counted.
+func TestOrgRecordsRefused(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	x.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(1), Handle: "me"})
+	wire, err := consent.NewOrgRecord(y.priv, consent.OrgRecord{Name: "Yco", Kind: consent.OrgTrust, Subject: x.id,
+		Scopes: []string{"ask"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), Seq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := nt.Node(1).Org().Publish(context.Background(), wire); err == nil {
+		t.Fatal("another organisation's record was taken")
+	}
+	if _, _, err := nt.Node(1).Org().Publish(context.Background(), append(wire[:len(wire)-1:len(wire)-1], wire[len(wire)-1]^1)); err == nil {
+		t.Fatal("a damaged record was taken")
+	}
+	if got := counter(nt, 1, "parley_org_records_refused_total", "other_org") + counter(nt, 1, "parley_org_records_refused_total", "malformed"); got < 2 {
+		t.Fatalf("refusals counted: %v", got)
+	}
+}
+
+// counter reads a counter of node i with the given label value.
+func counter(nt *nodetest.Net, i int, name, label string) float64 {
+	mfs, err := nt.Node(i).Registry().Gather()
+	if err != nil {
+		return 0
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}

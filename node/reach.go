@@ -1,0 +1,321 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Reachability: the node learns whether it is reachable from outside with
+// AutoNAT (v1 and v2, serving both to its peers); behind a NAT it reserves
+// a slot on a relay (configured ones first, then connected peers that offer
+// the service) and announces the relay address; a peer that comes in
+// through the relay is upgraded to a direct connection by hole punching
+// (DCUtR) where the NATs allow it. Port mapping (UPnP, NAT-PMP) is asked of
+// the router when configured. A publicly reachable node may offer relaying
+// to its contacts.
+
+// hopProtocol is circuit relay v2's reservation protocol: peers that speak
+// it offer relaying.
+const hopProtocol = "/libp2p/circuit/relay/0.2.0/hop"
+
+// Relay service limits: a relayed connection lasts at most relayDuration
+// and carries at most relayData bytes each way (enough for contact
+// requests, invites, nudges and small syncs; room traffic waits for the
+// direct upgrade), a peer holds at most one reservation, at most
+// relayReservations in all and relayPerIP from one address.
+const (
+	relayDuration     = 2 * time.Minute
+	relayData         = 1 << 20
+	relayReservations = 128
+	relayPerIP        = 8
+	relayCircuits     = 16
+)
+
+// reach is the node's view of its own reachability and of how each peer
+// is connected.
+type reach struct {
+	// ready is set once the node has started: until then the relay
+	// callbacks, which libp2p may call while the host is being built, know
+	// only the configuration.
+	ready atomic.Bool
+
+	mu           sync.Mutex // protects the fields below
+	reachability network.Reachability
+	punch        map[peer.ID]punchResult // the last hole punch with each peer
+
+	refused *prometheus.CounterVec // relay service: reservations and circuits refused
+	punches *prometheus.CounterVec // hole punches, by result
+}
+
+type punchResult struct {
+	ok  bool
+	err string
+	at  time.Time
+}
+
+func newReach(reg prometheus.Registerer) *reach {
+	r := &reach{
+		punch: make(map[peer.ID]punchResult),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_relay_refused_total",
+			Help: "Relay service requests refused because the peer is neither a contact nor a room member, by kind (reserve, connect).",
+		}, []string{"kind"}),
+		punches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_holepunch_total",
+			Help: "Hole punches to upgrade a relayed connection to a direct one, by result (ok, failed).",
+		}, []string{"result"}),
+	}
+	reg.MustRegister(r.refused, r.punches)
+	return r
+}
+
+// Trace records hole punch outcomes (holepunch.EventTracer).
+func (r *reach) Trace(e *holepunch.Event) {
+	end, ok := e.Evt.(*holepunch.EndHolePunchEvt)
+	if !ok {
+		return
+	}
+	res := "ok"
+	if !end.Success {
+		res = "failed"
+	}
+	r.punches.WithLabelValues(res).Inc()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.punch) > 4096 {
+		clear(r.punch)
+	}
+	r.punch[e.Remote] = punchResult{ok: end.Success, err: end.Error, at: time.Unix(0, e.Timestamp)}
+}
+
+func (r *reach) setReachability(v network.Reachability) {
+	r.mu.Lock()
+	r.reachability = v
+	r.mu.Unlock()
+}
+
+// Reachability is what AutoNAT found (or the configuration forced).
+func (r *reach) Reachability() network.Reachability {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reachability
+}
+
+func (r *reach) lastPunch(p peer.ID) (punchResult, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, ok := r.punch[p]
+	return res, ok
+}
+
+// relayACL lets only the peers the node deals with use its relay.
+type relayACL struct {
+	n *Node
+}
+
+func (a relayACL) AllowReserve(p peer.ID, _ ma.Multiaddr) bool {
+	if a.n.relayAllowed(p) {
+		return true
+	}
+	a.n.reach.refused.WithLabelValues("reserve").Inc()
+	return false
+}
+
+func (a relayACL) AllowConnect(src peer.ID, _ ma.Multiaddr, dest peer.ID) bool {
+	// The destination holds a reservation, so it passed AllowReserve; the
+	// source must be someone the node or the destination deals with: a
+	// stranger may still reach a reserved peer, to ask to be a contact
+	// (the destination's own consent rules apply).
+	if a.n.relayAllowed(src) || a.n.relayAllowed(dest) {
+		return true
+	}
+	a.n.reach.refused.WithLabelValues("connect").Inc()
+	return false
+}
+
+// relayAllowed reports whether p may use this node's relay: anyone when
+// the service is open, else contacts, peers asked, room members.
+func (n *Node) relayAllowed(p peer.ID) bool {
+	if n.cfg.RelayOpen {
+		return true
+	}
+	if !n.reach.ready.Load() {
+		return false
+	}
+	return slices.Contains(n.wantedPeers(), p) || n.knownPeer(p)
+}
+
+// reachOptions are the libp2p options for reachability.
+func (n *Node) reachOptions() ([]libp2p.Option, error) {
+	opts := []libp2p.Option{
+		libp2p.EnableRelay(),
+		libp2p.EnableAutoNATv2(),
+		libp2p.EnableNATService(),
+		libp2p.EnableHolePunching(holepunch.WithTracer(n.reach)),
+		libp2p.EnableAutoRelayWithPeerSource(n.relayCandidates,
+			autorelay.WithMinCandidates(1),
+			autorelay.WithNumRelays(2),
+			autorelay.WithBootDelay(0),
+			autorelay.WithBackoff(30*time.Second),
+			autorelay.WithMinInterval(5*time.Second),
+		),
+	}
+	switch n.cfg.Reachability {
+	case "":
+	case ReachabilityPublic:
+		opts = append(opts, libp2p.ForceReachabilityPublic())
+	case ReachabilityPrivate:
+		opts = append(opts, libp2p.ForceReachabilityPrivate())
+	default:
+		return nil, fmt.Errorf("%w: reachability %q (want %q, %q or empty)", ErrBadConfig, n.cfg.Reachability, ReachabilityPublic, ReachabilityPrivate)
+	}
+	if n.cfg.NATPortMap {
+		opts = append(opts, libp2p.NATPortMap())
+	}
+	if n.cfg.RelayService {
+		rc := relayv2.DefaultResources()
+		rc.Limit = &relayv2.RelayLimit{Duration: relayDuration, Data: relayData}
+		rc.MaxReservations = relayReservations
+		rc.MaxReservationsPerIP = relayPerIP
+		rc.MaxCircuits = relayCircuits
+		opts = append(opts, libp2p.EnableRelayService(relayv2.WithResources(rc), relayv2.WithACL(relayACL{n})))
+	}
+	return opts, nil
+}
+
+// relayCandidates offers autorelay the configured relays, then connected
+// peers that speak the relay protocol, contacts and room members first.
+func (n *Node) relayCandidates(ctx context.Context, num int) <-chan peer.AddrInfo {
+	ch := make(chan peer.AddrInfo, num)
+	go func() {
+		defer close(ch)
+		var out []peer.AddrInfo
+		seen := make(map[peer.ID]bool)
+		add := func(ai peer.AddrInfo) {
+			if ai.ID == n.id || seen[ai.ID] || len(out) >= num {
+				return
+			}
+			seen[ai.ID] = true
+			out = append(out, ai)
+		}
+		for _, ai := range n.cfg.Relays {
+			add(ai)
+		}
+		if n.reach.ready.Load() {
+			h := n.host
+			var known, others []peer.ID
+			for _, p := range h.Network().Peers() {
+				if ok, err := h.Peerstore().SupportsProtocols(p, hopProtocol); err != nil || len(ok) == 0 {
+					continue
+				}
+				if slices.Contains(n.wantedPeers(), p) || n.knownPeer(p) {
+					known = append(known, p)
+				} else {
+					others = append(others, p)
+				}
+			}
+			for _, p := range append(known, others...) {
+				add(h.Peerstore().PeerInfo(p))
+			}
+		}
+		for _, ai := range out {
+			select {
+			case ch <- ai:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// watchReachability follows AutoNAT's verdict.
+func (n *Node) watchReachability() error {
+	sub, err := n.host.EventBus().Subscribe(new(event.EvtLocalReachabilityChanged))
+	if err != nil {
+		return fmt.Errorf("node: subscribe to reachability: %w", err)
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer sub.Close()
+		for {
+			select {
+			case <-n.ctx.Done():
+				return
+			case e, ok := <-sub.Out():
+				if !ok {
+					return
+				}
+				r := e.(event.EvtLocalReachabilityChanged).Reachability
+				n.reach.setReachability(r)
+				n.log.Info("reachability", "reachability", r.String())
+			}
+		}
+	}()
+	return nil
+}
+
+// ConnInfo says how the node is connected to a peer.
+type ConnInfo struct {
+	Relayed bool    // only through a relay (a limited connection)
+	Relay   peer.ID // the relay, when relayed
+	Why     string  // why relayed, or how the direct connection came
+	Addrs   []ma.Multiaddr
+}
+
+// ConnInfo says how the node is connected to p (ok false: not connected).
+func (n *Node) ConnInfo(p peer.ID) (ConnInfo, bool) {
+	conns := n.host.Network().ConnsToPeer(p)
+	if len(conns) == 0 {
+		return ConnInfo{}, false
+	}
+	var ci ConnInfo
+	ci.Relayed = true
+	for _, c := range conns {
+		a := c.RemoteMultiaddr()
+		ci.Addrs = append(ci.Addrs, a)
+		if !isRelayed(a) {
+			ci.Relayed = false
+		} else if ci.Relay == "" {
+			if s, err := a.ValueForProtocol(ma.P_P2P); err == nil {
+				if id, err := peer.Decode(s); err == nil {
+					ci.Relay = id
+				}
+			}
+		}
+	}
+	punch, punched := n.reach.lastPunch(p)
+	switch {
+	case !ci.Relayed && punched && punch.ok:
+		ci.Why = "direct: upgraded from a relayed connection by hole punching"
+	case !ci.Relayed:
+		ci.Why = "direct"
+	case punched && !punch.ok:
+		ci.Why = "relayed: hole punching failed (" + punch.err + "); the NATs may not allow a direct connection"
+	case n.reach.Reachability() == network.ReachabilityPrivate:
+		ci.Why = "relayed: this node is behind a NAT; hole punching not tried yet"
+	default:
+		ci.Why = "relayed: the peer is not reachable directly; hole punching not tried yet"
+	}
+	return ci, true
+}
+
+func isRelayed(a ma.Multiaddr) bool {
+	_, err := a.ValueForProtocol(ma.P_CIRCUIT)
+	return err == nil
+}
