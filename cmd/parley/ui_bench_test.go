@@ -163,8 +163,10 @@ func BenchmarkDashboardFlow(b *testing.B) {
 	tick := time.NewTicker(10 * time.Millisecond) // 100 messages a second
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
+	// Enough senders that a slow Say (fsync, a loaded machine) does not
+	// hold the rate under 100 a second.
+	errs := make(chan error, 16)
+	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

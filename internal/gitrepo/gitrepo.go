@@ -67,7 +67,7 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 func (r *Repo) ProjectKey(ctx context.Context) (string, error) {
 	out, err := git(ctx, r.Root, "rev-list", "--max-parents=0", "HEAD")
 	if err != nil || out == "" {
-		return "", fmt.Errorf("%w: %s (give --project KEY)", ErrNoCommit, r.Root)
+		return "", fmt.Errorf("%w: %s (name the project: --project KEY, or project in a tool call)", ErrNoCommit, r.Root)
 	}
 	roots := strings.Fields(out)
 	slices.Sort(roots)
@@ -155,7 +155,7 @@ func Project(ctx context.Context, cwd, key string, paths []string) (string, []st
 	r, err := Open(ctx, cwd)
 	if err != nil {
 		if key == "" {
-			return "", nil, fmt.Errorf("%w: %s (run in the repository, or give --project KEY)", ErrNotRepo, cwd)
+			return "", nil, fmt.Errorf("%w: %s (run in the repository, or name the project: --project KEY, or project in a tool call)", ErrNotRepo, cwd)
 		}
 		out := make([]string, 0, len(paths))
 		for _, p := range paths {

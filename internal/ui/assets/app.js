@@ -162,10 +162,24 @@
       if (!(items || []).length) fill($("human"), [el("li", { cls: "muted", text: "nothing" })]);
     },
     agents: function (as) {
-      fill($("agents"), [head(["agent", "state", "working on", "owes", "waits on"])].concat((as || []).map(function (a) {
-        return row([a.address ? addr(a.address) : a.agent, el("span", { cls: a.state, text: a.state }), a.working_on,
+      var mod = S.panels.moderation; // present when the node has moderation
+      var rule = function (address) { return (mod || []).filter(function (r) { return r.agent === address; })[0] || {}; };
+      var cols = ["agent", "state", "working on", "owes", "waits on"].concat(mod ? [""] : []);
+      fill($("agents"), [head(cols)].concat((as || []).map(function (a) {
+        var cells = [a.address ? addr(a.address) : a.agent, el("span", { cls: a.state, text: a.state }), a.working_on,
           a.owed === null || a.owed === undefined ? "" : String(a.owed),
-          (a.waiting_on || []).map(addr).join(", ")]);
+          (a.waiting_on || []).map(addr).join(", ")];
+        if (mod) {
+          var r = rule(a.address), acts = el("span", { cls: "nowrap" });
+          acts.appendChild(r.muted ? btn("unmute", function () { act("/v1/moderation/unmute", { agent: a.address }); })
+            : btn("mute", function () { act("/v1/moderation/mute", { agent: a.address }); }));
+          if (a.local) acts.appendChild(r.killed ? btn("revive", function () { act("/v1/moderation/revive", { agent: a.agent }); })
+            : btn("kill", function () { act("/v1/moderation/kill", { agent: a.agent }); }));
+          cells.push(acts);
+        }
+        var tr = row(cells);
+        tr.setAttribute("data-agent", a.address || a.agent);
+        return tr;
       })));
     },
     contacts: function (cs) {
@@ -210,10 +224,15 @@
       })));
       $("usage").appendChild(el("caption", { cls: "muted", text: "tokens and cost as the agents' clients reported them; unknown: never reported" }));
     },
-    moderation: function (m) {
+    moderation: function (rules) {
       $("moderation-panel").hidden = false;
-      var box = $("moderation");
-      fill(box, [el("pre", { text: JSON.stringify(m, null, 1) })]);
+      fill($("moderation"), [el("table", {}, [head(["agent", "", "by", "since"])].concat((rules || []).map(function (r) {
+        var what = [r.muted ? "muted" + (r.muted_until ? " until " + new Date(r.muted_until).toLocaleTimeString() : "") : "", r.killed ? "killed" : ""]
+          .filter(Boolean).join(", ");
+        return row([addr(r.agent), what, addr(r.by), new Date(r.at).toLocaleTimeString()]);
+      })))]);
+      if (!(rules || []).length) $("moderation").appendChild(el("p", { cls: "muted", text: "no agent is muted or killed" }));
+      renderPanel("agents");
     }
   };
   function renderPanel(name) { if (panels[name]) panels[name](S.panels[name]); }
