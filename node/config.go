@@ -49,6 +49,9 @@ type Config struct {
 	RoomPolicy rooms.Policy
 	// SyncInterval is the rooms' anti-entropy period. Zero means 30 s.
 	SyncInterval time.Duration
+	// RoomTrace, when set, is told when room events pass the stages of
+	// their way through the node (rooms.TraceFunc); for measurements.
+	RoomTrace rooms.TraceFunc
 	// OwnEventsWait bounds how long after the start a post waits for a
 	// member to say what it holds of this node's own events (see
 	// rooms.Config.OwnEventsWait). Zero means 10 s; negative: no wait.

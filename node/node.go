@@ -265,6 +265,7 @@ func (n *Node) start(ctx context.Context) error {
 		Policy:        policy,
 		SyncInterval:  n.cfg.SyncInterval,
 		OwnEventsWait: n.cfg.OwnEventsWait,
+		Trace:         n.cfg.RoomTrace,
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package rooms
 import (
 	"context"
 	"errors"
+	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -71,6 +72,9 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 		}
 	}
 	msg.ValidatorData = &Item{ID: id, Event: e, Wire: msg.Data}
+	if tr := r.m.cfg.Trace; tr != nil && from != r.m.self {
+		tr(r.id, id, StageValidated, time.Now())
+	}
 	return pubsub.ValidationAccept
 }
 

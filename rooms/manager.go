@@ -50,6 +50,9 @@ type Config struct {
 	// PendingEvents and PendingBytes bound each room's pending pool; zero
 	// means the Pending defaults.
 	PendingEvents, PendingBytes int
+	// Trace, when set, is told when events pass the stages of their way
+	// through this node (TraceFunc); nil costs nothing.
+	Trace TraceFunc
 	// OwnEventsWait bounds how long, after the node starts, a post in a
 	// room waits for a member to say what it holds of this node's own
 	// events (the node's data may be an older copy). Past it, a post is

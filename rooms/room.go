@@ -339,13 +339,21 @@ func (r *room) process(ctx context.Context, batch []input) {
 		r.forks += uint64(tx.forks)
 	}
 	r.mu.Unlock()
+	tr := r.m.cfg.Trace
+	if tr != nil && len(tx.accepted) > 0 {
+		now := time.Now()
+		r.traceBatch(tr, tx.accepted, true, StageDurable, now)
+		r.traceBatch(tr, tx.accepted, false, StageStored, now)
+	}
 	topic := r.currentTopic()
-	for _, w := range tx.own {
+	for k, w := range tx.own {
 		if topic == nil {
 			break // no topic yet (an invitee before the create event): the nudge below tells the members
 		}
 		if err := topic.Publish(ctx, w); err != nil && ctx.Err() == nil {
 			r.m.log.Warn("publish failed; sync will deliver it", "room", string(r.id), "err", err)
+		} else if tr != nil {
+			r.tracePublished(tr, tx, k)
 		}
 	}
 	if len(tx.own) > 0 && (topic == nil || r.m.meshSize(r.topicName()) == 0) {
@@ -363,6 +371,11 @@ func (r *room) process(ctx context.Context, batch []input) {
 	if len(tx.accepted) > 0 {
 		r.m.metrics.accepted.Add(float64(len(tx.accepted)))
 		r.notify(tx.accepted)
+		if tr != nil {
+			now := time.Now()
+			r.traceBatch(tr, tx.accepted, true, StageVisible, now)
+			r.traceBatch(tr, tx.accepted, false, StageVisible, now)
+		}
 		r.m.changed(r.id)
 	}
 	r.pendingLen.Store(int64(r.pending.Len()))

@@ -59,6 +59,12 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 		}
 		b.Targets["p50 <= 2ms"] = parley.Latency.P50 <= 2
 	}
+	if parley != nil && gs.Metrics["cpu_us_per_delivery"] > 0 && parley.Metrics["cpu_us_per_delivery"] > 0 {
+		if b.Ratios == nil {
+			b.Ratios = make(map[string]float64)
+		}
+		b.Ratios["cpu_per_delivery_vs_gossipsub"] = round3(parley.Metrics["cpu_us_per_delivery"] / gs.Metrics["cpu_us_per_delivery"])
+	}
 	return b, nil
 }
 
@@ -153,6 +159,7 @@ func (r *runner) probeRun(ctx context.Context, p *fanoutProbe, settle time.Durat
 		return werr
 	}
 	total := len(p.sentAt)
+	cpu := startCPU()
 	interval := time.Second / time.Duration(r.cfg.Rate)
 	tick := time.NewTicker(max(interval, time.Millisecond))
 	defer tick.Stop()
@@ -192,6 +199,7 @@ func (r *runner) probeRun(ctx context.Context, p *fanoutProbe, settle time.Durat
 	lat := append([]time.Duration(nil), p.lat...)
 	p.mu.Unlock()
 	res.Delivered = len(lat)
+	cpu.note(res, res.Delivered)
 	res.DeliveryRatio = float64(res.Delivered) / float64(max(1, res.Expected))
 	res.OrderIdentical = true
 	res.Latency = summarize(lat)

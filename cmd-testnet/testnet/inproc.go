@@ -22,8 +22,9 @@ const agent identity.AgentName = "testnet"
 
 // inproc runs nodes in this process through node/nodetest.
 type inproc struct {
-	t   *tb
-	net *nodetest.Net
+	t      *tb
+	net    *nodetest.Net
+	stages *stageLog
 }
 
 var (
@@ -46,13 +47,17 @@ func startInproc(n int, dir string, syncInterval time.Duration, logf func(string
 			err = fmt.Errorf("%w: %v", ErrNodeStart, err)
 		}
 	}()
+	stages := newStageLog(n)
 	net := nodetest.Start(t, n, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.RoomPolicy = rooms.DefaultPolicy{}
 		c.NoLocalAPI = true
 		c.SyncInterval = syncInterval
+		c.RoomTrace = stages.trace(i)
 	}))
-	return &inproc{t: t, net: net}, nil
+	return &inproc{t: t, net: net, stages: stages}, nil
 }
+
+func (c *inproc) stageLog() *stageLog { return c.stages }
 
 func (c *inproc) Len() int { return c.net.Len() }
 
@@ -128,7 +133,11 @@ func (c *inproc) Say(ctx context.Context, i int, room, text string) error {
 	if err != nil {
 		return err
 	}
-	_, err = m.Say(ctx, identity.RoomID(room), rooms.SayArgs{Agent: agent, Text: text})
+	t0 := time.Now()
+	id, err := m.Say(ctx, identity.RoomID(room), rooms.SayArgs{Agent: agent, Text: text})
+	if err == nil {
+		c.stages.said(i, id, t0)
+	}
 	return err
 }
 

@@ -70,7 +70,10 @@ type ScenarioResult struct {
 	// Converge is the time from the end of the disturbance (heal, last
 	// restart, end of the burst) until every node shows the same log.
 	ConvergeMs float64 `json:"converge_ms,omitempty"`
-	ElapsedS   float64 `json:"elapsed_s"`
+	// Stages breaks the deliveries' latency down by stage (fanout,
+	// in-process nodes).
+	Stages   *Stages `json:"stages,omitempty"`
+	ElapsedS float64 `json:"elapsed_s"`
 	// Metrics are the scenario's own figures, named with their unit.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	Notes   []string           `json:"notes,omitempty"`

@@ -291,6 +291,11 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 	st := &sendStats{}
 	r.p.printf("node 0 says %d messages at %d/s", total, r.cfg.Rate)
 	stop := r.p.every(ctx, 2*time.Second, r.sendStatus(rec, total, c.Len()-1))
+	sl := stagesOf(c)
+	if sl != nil {
+		sl.start()
+	}
+	cpu := startCPU()
 	t0 := time.Now()
 	r.sendSteady(ctx, c, room, rec, 0, total, func(int) int { return 0 }, st)
 	sendTime := time.Since(t0)
@@ -299,7 +304,16 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 	res.metric("achieved_rate_per_s", float64(st.said.Load())/sendTime.Seconds())
 	conv, cerr := r.converge(ctx, c, room, base+uint64(st.said.Load()), all(c.Len()), r.drain(uint64(st.said.Load())))
 	res.ConvergeMs = ms(conv)
-	return r.finish(ctx, c, room, rec, all(c.Len()), res, cerr)
+	if sl != nil {
+		sl.stop()
+		res.Stages = sl.breakdown()
+	}
+	res, err = r.finish(ctx, c, room, rec, all(c.Len()), res, cerr)
+	if r.cfg.Mode == InProcess {
+		// Processes' CPU is theirs, not this one's.
+		cpu.note(&res, res.Delivered)
+	}
+	return res, err
 }
 
 // burst: every node says its share of Burst messages at once, as fast as it

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/parley-mesh/parley/rooms"
 )
 
 func TestConfig(t *testing.T) {
@@ -160,7 +162,10 @@ func TestSmoke(t *testing.T) {
 	}
 	if b := res.Baseline; b == nil || b.GossipSub.DeliveryRatio != 1 || b.NATS.DeliveryRatio != 1 || b.Ratios["p50_vs_gossipsub"] <= 0 {
 		t.Errorf("baseline: %+v", b)
+	} else if b.GossipSub.Metrics["cpu_us_per_delivery"] <= 0 || b.Parley.Metrics["cpu_us_per_delivery"] <= 0 || b.Ratios["cpu_per_delivery_vs_gossipsub"] <= 0 {
+		t.Errorf("CPU per delivery: parley %v, gossipsub %v, ratios %v", b.Parley.Metrics, b.GossipSub.Metrics, b.Ratios)
 	}
+	checkStages(t, findScenario(res.Scenarios, "fanout").Stages)
 	raw, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
@@ -219,5 +224,77 @@ func TestLacks(t *testing.T) {
 	vv := vvOf([]entry{{Author: "A", Seq: 1}, {Author: "B", Seq: 1}, {Author: "A", Seq: 2}})
 	if vv["A"] != 2 || vv["B"] != 1 || len(vv) != 2 {
 		t.Fatalf("vvOf: %v", vv)
+	}
+}
+
+// checkStages checks a stage breakdown: every stage, in order, with
+// non-negative times that grow from stage to stage.
+func checkStages(t *testing.T, st *Stages) {
+	t.Helper()
+	if st == nil || st.Deliveries == 0 {
+		t.Fatalf("no stage breakdown: %+v", st)
+	}
+	want := []string{"durable", "published", "validated", "stored", "visible"}
+	if len(st.Stages) != len(want) {
+		t.Fatalf("stages %+v, want %v", st.Stages, want)
+	}
+	var prev Latency
+	for k, s := range st.Stages {
+		if s.Stage != want[k] || s.SinceSend == nil || s.Step == nil || s.SinceSend.Count != st.Deliveries {
+			t.Fatalf("stage %d: %+v, want %s over %d deliveries", k, s, want[k], st.Deliveries)
+		}
+		if s.Step.Min < 0 || s.SinceSend.Min < 0 {
+			t.Errorf("%s: negative times: %+v %+v", s.Stage, s.SinceSend, s.Step)
+		}
+		if s.SinceSend.Min < prev.Min || s.SinceSend.P50 < prev.P50 || s.SinceSend.P99 < prev.P99 || s.SinceSend.Max < prev.Max {
+			t.Errorf("%s comes before the stage before it: %+v after %+v", s.Stage, *s.SinceSend, prev)
+		}
+		prev = *s.SinceSend
+	}
+}
+
+// TestStageBreakdown feeds a stage log by hand: a delivery by gossip, one
+// by anti-entropy, one with a receiver stamp before the sender's publish,
+// and one the receiver has not shown yet.
+func TestStageBreakdown(t *testing.T) {
+	l := newStageLog(3)
+	if l.breakdown() != nil {
+		t.Fatal("a breakdown of nothing")
+	}
+	l.trace(0)("", rooms.ID{9}, rooms.StageDurable, time.Now()) // off: dropped
+	l.start()
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	a, b := rooms.ID{1}, rooms.ID{2}
+	l.said(0, a, t0)
+	l.said(0, b, t0)
+	for _, id := range []rooms.ID{a, b} {
+		l.trace(0)("", id, rooms.StageDurable, at(2))
+		l.trace(0)("", id, rooms.StagePublished, at(3))
+		l.trace(0)("", id, rooms.StageVisible, at(3))
+	}
+	// Node 1: a by gossip; b by gossip, validated before the publish returned.
+	l.trace(1)("", a, rooms.StageValidated, at(5))
+	l.trace(1)("", a, rooms.StageStored, at(9))
+	l.trace(1)("", a, rooms.StageVisible, at(10))
+	l.trace(1)("", b, rooms.StageValidated, at(1))
+	l.trace(1)("", b, rooms.StageStored, at(4))
+	l.trace(1)("", b, rooms.StageVisible, at(4))
+	// Node 2: a by sync; b stored but not visible yet.
+	l.trace(2)("", a, rooms.StageStored, at(50))
+	l.trace(2)("", a, rooms.StageVisible, at(51))
+	l.trace(2)("", b, rooms.StageValidated, at(6))
+	l.stop()
+	l.trace(2)("", b, rooms.StageStored, at(60)) // off: dropped
+	st := l.breakdown()
+	if st == nil || st.Deliveries != 2 || st.BySync != 1 || st.Clamped != 1 || st.Incomplete != 0 {
+		t.Fatalf("breakdown %+v", st)
+	}
+	checkStages(t, st)
+	if v := st.Stages[2].SinceSend.Min; v != 3 {
+		t.Errorf("clamped validated stamp: %v ms since the Say, want 3 (the publish)", v)
+	}
+	if v := st.Stages[4].SinceSend.Max; v != 10 {
+		t.Errorf("visible: max %v ms, want 10", v)
 	}
 }
