@@ -2,9 +2,11 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/names"
 )
@@ -21,6 +23,7 @@ func (n *Node) newNames() error {
 		Handle: n.cfg.Handle,
 		Store:  n.db,
 		Hints:  n.contactHandles,
+		Wanted: n.namedPeers,
 		Logger: n.log,
 	})
 	if err != nil {
@@ -37,8 +40,24 @@ func (n *Node) contactHandles() map[peer.ID]string {
 	}
 	out := make(map[peer.ID]string)
 	for _, e := range n.contacts.List() {
-		if e.Handle != "" {
+		if e.Handle != "" && (e.State == consent.StateActive || e.State == consent.StatePendingIn) {
 			out[e.PeerID] = e.Handle
+		}
+	}
+	return out
+}
+
+// namedPeers are the peers whose names the node learns: those it keeps
+// connected (contacts, peers it asked, room members) and those asking to
+// be contacts.
+func (n *Node) namedPeers() []peer.ID {
+	if n.contacts == nil || n.rooms == nil {
+		return nil
+	}
+	out := n.wantedPeers()
+	for _, c := range n.contacts.Book().List(time.Now()) {
+		if c.State == consent.StatePendingIn {
+			out = append(out, c.Peer)
 		}
 	}
 	return out

@@ -40,6 +40,9 @@ const (
 	MaxNames = 10000
 	// minSuffix is the shortest tail of a peer ID shown after '~'.
 	minSuffix = 4
+	// recheck is how often connected peers without a card are looked at
+	// again (they may have become wanted).
+	recheck = 2 * time.Second
 )
 
 var (
@@ -64,7 +67,11 @@ type Config struct {
 	Handle string         // the user's handle; empty: the node has no card
 	Store  Store          // nil keeps cards in memory only
 	// Hints are handles known without a card (contacts' requests); nil: none.
-	Hints  func() map[peer.ID]string
+	Hints func() map[peer.ID]string
+	// Wanted lists the peers whose cards are asked for and kept (contacts,
+	// members of the node's rooms): a stranger that connects cannot fill the
+	// store or crowd the names. Nil: every peer's.
+	Wanted func() []peer.ID
 	Logger *slog.Logger     // nil discards
 	Now    func() time.Time // nil: time.Now
 }
@@ -78,10 +85,12 @@ type Service struct {
 
 	queue chan peer.ID
 
-	mu    sync.Mutex // protects cards, asked and table
-	cards map[peer.ID]*discovery.NodeCard
-	asked map[peer.ID]time.Time
-	table *table // display names, rebuilt when stale
+	mu       sync.Mutex // protects cards, asked, table, wanted and wantedAt
+	cards    map[peer.ID]*discovery.NodeCard
+	wanted   map[peer.ID]bool // Wanted's answer at wantedAt
+	wantedAt time.Time
+	asked    map[peer.ID]time.Time
+	table    *table // display names, rebuilt when stale
 }
 
 // table is the display names of every known node at one time.
@@ -149,6 +158,24 @@ func (s *Service) Run(ctx context.Context) error {
 		s.enqueue(p)
 	}
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // peers become wanted while connected (a room invite)
+		defer wg.Done()
+		t := time.NewTicker(recheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				for _, p := range h.Network().Peers() {
+					if _, ok := s.Handle(p); !ok {
+						s.enqueue(p)
+					}
+				}
+			}
+		}
+	}()
 	for range fetchWorkers {
 		wg.Add(1)
 		go func() {
@@ -172,7 +199,7 @@ func (s *Service) Run(ctx context.Context) error {
 
 // enqueue asks p for its card unless it was asked lately.
 func (s *Service) enqueue(p peer.ID) {
-	if p == s.self {
+	if p == s.self || !s.isWanted(p) {
 		return
 	}
 	now := s.cfg.Now()
@@ -248,6 +275,9 @@ func (s *Service) Learn(from peer.ID, wire []byte) error {
 	if c.Peer == s.self {
 		return nil
 	}
+	if !s.isWanted(c.Peer) {
+		return fmt.Errorf("names: %s is neither a contact nor a member of a room of this node", c.Peer)
+	}
 	s.mu.Lock()
 	old := s.cards[c.Peer]
 	if old != nil && old.Seq >= c.Seq {
@@ -267,6 +297,29 @@ func (s *Service) Learn(from peer.ID, wire []byte) error {
 		}
 	}
 	return nil
+}
+
+// isWanted reports whether p's card is asked for and kept.
+func (s *Service) isWanted(p peer.ID) bool {
+	if s.cfg.Wanted == nil {
+		return true
+	}
+	now := s.cfg.Now()
+	s.mu.Lock()
+	stale := s.wanted == nil || now.Sub(s.wantedAt) > time.Second
+	s.mu.Unlock()
+	if stale {
+		w := make(map[peer.ID]bool)
+		for _, q := range s.cfg.Wanted() {
+			w[q] = true
+		}
+		s.mu.Lock()
+		s.wanted, s.wantedAt = w, now
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wanted[p]
 }
 
 // current returns the display table, rebuilt when a card came in or it is

@@ -1,6 +1,7 @@
 package names_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/parley-mesh/parley/internal/names"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // Nodes learn each other's handles from their signed cards: a unique
@@ -17,9 +19,23 @@ import (
 // peer ID, and each name resolves back to its node; a card handed over by
 // another node is refused; names outlive a restart.
 func TestNamesFromNodeCards(t *testing.T) {
-	handles := []string{"alice", "bob", "Bob"}
-	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) { c.Handle = handles[i] }))
+	handles := []string{"alice", "bob", "Bob", "carol"}
+	nt := nodetest.Start(t, 4, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.Handle = handles[i]
+		c.RoomPolicy = rooms.DefaultPolicy{} // invites without contacts
+	}))
 	nt.ConnectAll()
+	// Node 0 learns the names of the nodes it deals with: members of its room.
+	ctx := context.Background()
+	room, err := nt.Node(0).Rooms().CreateRoom(ctx, "r", "", "human")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 2} {
+		if _, err := nt.Node(0).Rooms().Invite(ctx, room, nt.ID(i), "human"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ns := nt.Node(0).Names()
 	nt.WaitFor(30*time.Second, func() bool {
 		_, ok1 := ns.Handle(nt.ID(1))
@@ -50,7 +66,20 @@ func TestNamesFromNodeCards(t *testing.T) {
 		t.Errorf("short name %q", got)
 	}
 
-	// Node 1 cannot hand over a card in node 2's name... nor a forged one.
+	// A stranger (connected, in no room, no contact) is not named, and its
+	// card is not taken.
+	if h, ok := ns.Handle(nt.ID(3)); ok {
+		t.Fatalf("a stranger's handle %q was learned", h)
+	}
+	w3, err := discovery.SealNodeCard(nt.Node(3).Host().Peerstore().PrivKey(nt.ID(3)), &discovery.NodeCard{Peer: nt.ID(3), Handle: "carol", Seq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Learn(nt.ID(3), w3); err == nil {
+		t.Fatal("a stranger's card was taken")
+	}
+
+	// Node 1 cannot hand over a card in node 2's name.
 	w, err := discovery.SealNodeCard(nt.Node(2).Host().Peerstore().PrivKey(nt.ID(2)), &discovery.NodeCard{Peer: nt.ID(2), Handle: "mallory", Seq: uint64(time.Now().Add(time.Hour).UnixMilli())})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +93,7 @@ func TestNamesFromNodeCards(t *testing.T) {
 
 	// Names are kept: after a restart node 0 knows them before it connects.
 	nt.Crash(0)
-	nt.Partition([]int{0}, []int{1, 2})
+	nt.Partition([]int{0}, []int{1, 2, 3})
 	nt.RestartAlone(0)
 	ns = nt.Node(0).Names()
 	if h, ok := ns.Handle(nt.ID(1)); !ok || h != "bob" {
