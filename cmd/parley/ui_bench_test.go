@@ -26,6 +26,13 @@ import (
 // its process and first listen address.
 func benchNode(b *testing.B, home string) (*exec.Cmd, string) {
 	b.Helper()
+	// The flow posts as fast as it can: no per-agent post limit.
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config"), []byte("agent_post_limit = none\nmdns = false\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
 	cmd := exec.Command(parleyBin, "--home", home, "up", "--no-mdns", "--listen", "/ip4/127.0.0.1/tcp/0")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
