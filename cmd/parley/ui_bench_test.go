@@ -26,7 +26,7 @@ import (
 // its process and first listen address.
 func benchNode(b *testing.B, home string) (*exec.Cmd, string) {
 	b.Helper()
-	// The flow posts as fast as it can: no per-agent post limit.
+	// The flow is one agent's: no limit on its posts a minute.
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		b.Fatal(err)
 	}
