@@ -2,9 +2,11 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/wake"
+	"github.com/parley-mesh/parley/internal/wake/tmux"
 )
 
 // startWake builds the wake-up service over the inbox and runs it until
@@ -28,6 +30,9 @@ func (n *Node) startWake() error {
 			r, ok := n.mod.Rule(agent + "@" + n.id.String())
 			return ok && (r.Muted || r.Killed)
 		},
+		// A terminal agent is looked at every 50 ms while text waits for it:
+		// idle at its prompt on two looks, and the same a look later.
+		Terminal: tmux.Options{Poll: 50 * time.Millisecond},
 		Self:     n.id.String(),
 		Limit:    n.cfg.WakeLimit,
 		Logger:   n.log,
