@@ -25,6 +25,10 @@ var uiActions = []string{
 	"POST /v1/contacts/revoke",
 	"POST /v1/invites/accept",
 	"POST /v1/invites/decline",
+	"POST /v1/moderation/mute",
+	"POST /v1/moderation/unmute",
+	"POST /v1/moderation/kill",
+	"POST /v1/moderation/revive",
 	"GET /v1/rooms/{room}/log",
 }
 
@@ -125,6 +129,7 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	out["agents"] = agents
 	out["contacts"] = (contactsAPI{n.contacts}).List(ctx)
 	out["invites"] = (invitesAPI{n}).List(ctx)
+	out["moderation"] = (modAPI{n}).Rules(ctx)
 	es, err := audit.List(n.cfg.Home, time.Time{}, auditShown)
 	if err != nil {
 		n.log.Warn("dashboard: audit log", "err", err)

@@ -236,6 +236,21 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitJS(t, b, 10*time.Second, `document.querySelectorAll("#events li").length === 200 && /earlier events not shown/.test(document.getElementById("dropped").textContent)`,
 		"the page to show the last 200 events and count the others")
 
+	// The human mutes alice, an agent of this node, from the page; her next
+	// post is refused.
+	if _, err := c0.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c0.Say(ctx, "alice", localapi.SayRequest{Room: mine.RoomID, Text: "before the mute"}); err != nil {
+		t.Fatal(err)
+	}
+	clickJS(t, b, fmt.Sprintf(`#agents tr[data-agent=%q] button`, "alice@"+me))
+	nt.WaitFor(30*time.Second, func() bool {
+		_, err := c0.Say(ctx, "alice", localapi.SayRequest{Room: mine.RoomID, Text: "after the mute"})
+		return err != nil
+	}, "alice's post to be refused once muted from the page")
+	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("agent.mute")`, "the mute in the audit panel")
+
 	// The decisions made from the page are in the audit log shown on it.
 	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("contact.approve")`, "the approval in the audit panel")
 }

@@ -97,6 +97,7 @@ type Manager struct {
 	changeLog changeLog   // which rooms stored events lately (changes.go)
 	leaving   leaving     // rooms this node left that still hand out its leave (membership.go)
 	invites   invitesBook // invites waiting for the user's answer (invites.go)
+	serving   slots       // sync requests being served (sync.go)
 }
 
 // Changes returns a channel that receives (without blocking the rooms)
@@ -162,7 +163,8 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rooms: %w", err)
 	}
-	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, rooms: make(map[identity.RoomID]*room), topics: make(map[string]*room)}
+	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, rooms: make(map[identity.RoomID]*room), topics: make(map[string]*room),
+		serving: make(slots, serveSlots())}
 	m.metrics = newMetrics(cfg.Registry, m)
 	return m, nil
 }

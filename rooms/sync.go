@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -290,7 +291,17 @@ func (m *Manager) handleSync(s network.Stream) {
 		s.Reset()
 		return
 	}
-	if err := r.serveSync(s, h); err != nil {
+	ctx, cancel := context.WithTimeout(m.ctx, syncTimeout)
+	ok := m.serving.acquire(ctx)
+	cancel()
+	if !ok {
+		m.metrics.syncs.WithLabelValues("responder", "busy").Inc()
+		s.Reset()
+		return
+	}
+	err = r.serveSync(s, h)
+	m.serving.release()
+	if err != nil {
 		m.metrics.syncs.WithLabelValues("responder", "error").Inc()
 		if !errors.Is(err, io.EOF) {
 			m.log.Debug("sync serve failed", "room", string(r.id), "remote", remote.String(), "err", err)
@@ -404,10 +415,7 @@ func (c *cursor) load(r *room) (bool, error) {
 // causal order, so the requester can store each event as it arrives.
 func (r *room) serveSync(w io.Writer, h *Hello) error {
 	mine := r.committedVV()
-	limit := SyncLimit
-	if h.Limit > 0 && int(h.Limit) < limit {
-		limit = int(h.Limit)
-	}
+	limit := servePage(int(h.Limit), len(r.inbox), cap(r.inbox))
 	var hp cursorHeap
 	for a, last := range mine {
 		c := &cursor{author: a, next: h.VV[a] + 1, last: last}
@@ -508,3 +516,43 @@ func (r *room) wanted(ids []ID) ([]cursor, error) {
 	})
 	return out, nil
 }
+
+// Serving catch-up yields to live events: a node serves at most
+// serveSlots() requests at once, whatever the rooms (the others wait their
+// turn), and while a room's inbox is over half full (live events wait for
+// its goroutine) it answers in pages of busyPage events, so that the
+// requester's next round comes after a pause.
+const busyPage = 256
+
+// servePage is how many events to send for a request that asked for at
+// most asked (0: SyncLimit) when the room's inbox holds queued inputs of
+// capacity.
+func servePage(asked, queued, capacity int) int {
+	limit := SyncLimit
+	if asked > 0 && asked < limit {
+		limit = asked
+	}
+	if queued*2 > capacity {
+		limit = min(limit, busyPage)
+	}
+	return limit
+}
+
+// serveSlots is how many sync requests a node serves at once: half the
+// CPUs Go uses, at least one, so that live delivery keeps the rest.
+func serveSlots() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
+// slots is a counting semaphore.
+type slots chan struct{}
+
+// acquire takes a slot, waiting until one is free or ctx ends (false).
+func (s slots) acquire(ctx context.Context) bool {
+	select {
+	case s <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s slots) release() { <-s }
