@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,6 +127,18 @@ func TestOrgTrust(t *testing.T) {
 	nt.WaitFor(20*time.Second, func() bool {
 		return contactState(nt, y1, x1) == consent.StateRevoked && contactState(nt, x1, y1) == consent.StateRevoked
 	}, "the contact made through the withdrawn trust to be revoked")
+
+	// Each organisation decision is in the audit log of the node that
+	// took it, and the log verifies.
+	for _, w := range []struct {
+		node   int
+		action string
+	}{{x1, "org.add " + nt.ID(x2).String()}, {y1, "org.trust " + x.id.String()}, {x1, "org.trust " + y.id.String()},
+		{x1, "org.remove " + nt.ID(x2).String()}, {y1, "org.untrust " + x.id.String()}} {
+		if got := strings.Join(auditActions(t, nt, w.node), "\n"); !strings.Contains(got, w.action) {
+			t.Fatalf("node %d's audit log lacks %q:\n%s", w.node, w.action, got)
+		}
+	}
 }
 
 // A record signed by another key, or about another organisation, is

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
 )
 
 // BenchmarkTake1000Rooms measures an agent's take when it is in 1,000 rooms
@@ -16,7 +17,7 @@ func BenchmarkTake1000Rooms(b *testing.B) { benchTake(b, 1000) }
 
 func benchTake(b *testing.B, n int) {
 	b.Helper()
-	nt := start(b, 1)
+	nt := start(b, 1, func(c *node.Config) { c.AgentPostLimit = -1 }) // it posts as fast as it can
 	register(b, nt, 0, "reader")
 	ctx := context.Background()
 	edge := ib(nt, 0)
