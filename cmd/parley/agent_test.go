@@ -61,6 +61,7 @@ func liveAt(t *testing.T, home, peerID, agent string) (cliWho, bool) {
 // on in `who` and B, a stranger, does not; after C is killed, `who` on A
 // stops listing C's agent as alive within the agent's TTL.
 func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
 	a := up(t, homeA, "--listen", loopback, "--handle", "alice")

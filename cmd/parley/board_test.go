@@ -85,6 +85,7 @@ func twoClones(t *testing.T) (string, string) {
 // claim on A is seen on B; B's conflicting claim fails naming A's note;
 // after A's release B's claim succeeds; the history shows both.
 func TestCLIBoard(t *testing.T) {
+	t.Parallel()
 	repoA, repoB := twoClones(t)
 	base := t.TempDir()
 	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")

@@ -18,6 +18,7 @@ import (
 // read within the wake limit, with no route left, is told to the human
 // (parley who, parley status) until the agent reads it.
 func TestMCPChannelPushesOncePerItem(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	up(t, home, "--listen", loopback, "--wake-limit", "1s")
 	cmd := exec.Command(parleyBin, "--home", home, "mcp", "--no-start", "--session", "chan-1", "--client", "claude-code",

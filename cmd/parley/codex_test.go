@@ -15,6 +15,7 @@ import (
 // `parley codex` with a stand-in app-server: an ask to its agent starts a
 // turn on the idle thread; a second ask while that turn runs steers it.
 func TestCodexAppServerStartsThenSteers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "fakeappserver")
 	if out, err := exec.Command("go", "build", "-o", fake, "./testdata/fakeappserver").CombinedOutput(); err != nil {

@@ -76,6 +76,7 @@ func metric(t *testing.T, home, name, labels string) float64 {
 }
 
 func TestCLIContactConsentGatesRooms(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
 	a := up(t, homeA, "--listen", loopback, "--handle", "alice")

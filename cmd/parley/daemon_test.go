@@ -13,6 +13,7 @@ import (
 // is refused, `down` stops it, and the next `up -d` keeps the handle. On
 // the way, texts that hold terminal escapes are shown escaped.
 func TestUpDetached(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	out, errs, code := run(t, "--home", home, "up", "-d", "--loopback", "--handle", "alice")
 	t.Cleanup(func() { run(t, "--home", home, "down") })

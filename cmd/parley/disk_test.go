@@ -47,6 +47,7 @@ func fillDisk(t *testing.T, dir, name string, leave int64) {
 // writes resume once space is freed. (Badger maps its logs over sparse
 // files; without the floor and the reserve the node died with SIGBUS.)
 func TestCLIFullDiskRefusesWritesKeepsReads(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a 20 MB tmpfs (mount -t tmpfs -o size=20m); the floor itself is tested in internal/store")
 	}

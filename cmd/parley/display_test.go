@@ -7,6 +7,7 @@ import (
 )
 
 func TestSafe(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, one, lines string }{
 		{"plain text, ünïcödé 🎉", "plain text, ünïcödé 🎉", "plain text, ünïcödé 🎉"},
 		{"a\x1b[2Jb", `a\x1b[2Jb`, `a\x1b[2Jb`},

@@ -143,6 +143,7 @@ func floodSize(def int) int {
 // node keeps at most its per-peer bound of them, its memory and goroutines
 // stay bounded, and a genuine provider is still stored and served.
 func TestCLIProviderFloodBounded(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir() + "/h"
 	d := up(t, home, "--listen", loopback)
 	target, err := parsePeerAddr(d.addr())

@@ -12,6 +12,7 @@ import (
 // own contact and a stranger to A, who starts from B alone. E joins, holds
 // what was said before it came, and talks with A through the room.
 func TestCLIFriendOfAFriendJoins(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	homeA, homeB, homeE := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "e")
 	a := up(t, homeA, "--listen", loopback)

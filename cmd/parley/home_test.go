@@ -105,6 +105,7 @@ func stop(t *testing.T, home string, d *daemon) {
 // naming what is missing and the flag that chooses what to do, and Badger
 // deletes nothing.
 func TestCLIResetsRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		damage func(t *testing.T, home string)
@@ -162,6 +163,7 @@ func TestCLIResetsRefused(t *testing.T) {
 // --new-identity makes a new node on a home whose key is lost, keeping the
 // old database aside.
 func TestCLINewIdentityKeepsOldDataAside(t *testing.T) {
+	t.Parallel()
 	home, _ := usedHome(t)
 	old := idOfStopped(t, home)
 	must(t, os.Remove(filepath.Join(home, "identity.key")))
@@ -200,6 +202,7 @@ func idOfStopped(t *testing.T, home string) string {
 // list and contacts back from recovery.json, and refetches the room's
 // events — its own included — from the other member before it posts.
 func TestCLIRecoverRefetchesRooms(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
 	a := up(t, homeA, "--listen", loopback)
@@ -259,6 +262,7 @@ func TestCLIRecoverRefetchesRooms(t *testing.T) {
 // A home another user may write to (or owns) is refused by every command,
 // before anything reads it or connects to its socket.
 func TestCLIUnsafeHomeRefused(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	d := up(t, home, "--listen", loopback)
 	must(t, os.Chmod(home, 0o777))

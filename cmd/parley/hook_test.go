@@ -108,6 +108,7 @@ func decodeHook(t *testing.T, out string) hookOut {
 // and a busy session end older ones; Codex's Stop continues the turn once;
 // Gemini's AfterTool; malformed input is refused and loses nothing.
 func TestHooksDocumentedShapes(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	up(t, home, "--listen", loopback)
 	proj := filepath.Join(t.TempDir(), "shop")

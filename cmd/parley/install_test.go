@@ -77,6 +77,7 @@ func readAll(t *testing.T, p string) string {
 }
 
 func TestCLIInstallDryRunTwiceDoctorUninstall(t *testing.T) {
+	t.Parallel()
 	u := newUser(t)
 	settings := u.put(t, ".gemini/settings.json", "gemini-settings.json")
 	orig := readAll(t, settings)
@@ -170,6 +171,7 @@ func TestCLIInstallDryRunTwiceDoctorUninstall(t *testing.T) {
 }
 
 func TestCLIInstallProjectAndRefusal(t *testing.T) {
+	t.Parallel()
 	u := newUser(t)
 	// --project goes to the repository's top folder and writes "parley".
 	out, errs, code := u.run(t, "install", "claude", "--project")
@@ -213,6 +215,7 @@ func TestCLIInstallProjectAndRefusal(t *testing.T) {
 }
 
 func TestCLIDoctorNode(t *testing.T) {
+	t.Parallel()
 	u := newUser(t)
 	home := filepath.Join(u.home, "ph")
 	up(t, home, "--listen", loopback)

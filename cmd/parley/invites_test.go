@@ -93,6 +93,7 @@ type cliInvite struct {
 // goroutines and memory stay bounded, and `parley room list` keeps working,
 // also with an accepted room whose create event never comes.
 func TestCLIInviteFlood(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	homeA, homeC, homeS := filepath.Join(base, "a"), filepath.Join(base, "c"), filepath.Join(base, "s")
 	a := up(t, homeA, "--listen", loopback)

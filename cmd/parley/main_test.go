@@ -149,6 +149,7 @@ func runJSON(t testing.TB, v any, args ...string) {
 const loopback = "/ip4/127.0.0.1/tcp/0"
 
 func TestCLITwoNodesPeersRestartAndLock(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
 	a := up(t, homeA, "--listen", loopback)
@@ -206,6 +207,7 @@ func TestCLITwoNodesPeersRestartAndLock(t *testing.T) {
 }
 
 func TestCLISignalStopsNode(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "a")
 	d := up(t, home, "--listen", loopback)
 	start := time.Now()
@@ -226,6 +228,7 @@ func TestCLISignalStopsNode(t *testing.T) {
 }
 
 func TestCLIBadInput(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	for _, tc := range []struct {
 		name  string
@@ -281,6 +284,7 @@ func TestCLIBadInput(t *testing.T) {
 }
 
 func TestCLIBusyPort(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	a := up(t, filepath.Join(base, "a"), "--listen", loopback)
 	port := regexp.MustCompile(`/tcp/(\d+)/`).FindStringSubmatch(a.addr())[1]

@@ -107,6 +107,7 @@ func befriend(t testing.TB, homeA, homeB, idB string) {
 }
 
 func TestMCPAskAcrossTwoNodes(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
 	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
@@ -267,6 +268,7 @@ func TestMCPAskAcrossTwoNodes(t *testing.T) {
 }
 
 func TestMCPStartsANode(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	if _, _, code := run(t, "--home", home, "status"); code == 0 {
 		t.Fatal("a node runs before the test started one")

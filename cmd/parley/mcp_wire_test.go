@@ -38,6 +38,7 @@ func rssKB(t *testing.T, pid int) int {
 // over pipes: each gets a JSON-RPC error, the process keeps serving, and a
 // 10 MB line is refused early without growing its memory.
 func TestMCPSurvivesMalformedLines(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	up(t, home, "--listen", loopback)
 	cmd := exec.Command(parleyBin, "--home", home, "mcp", "--no-start", "--session", "wire", "--client", "test")

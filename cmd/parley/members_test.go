@@ -105,6 +105,7 @@ func logTexts(t *testing.T, home, room string) []string {
 // ask reminded until answered, removal of a node, leave, and sessions that
 // reconnect.
 func TestMCPAgentsAreMembers(t *testing.T) {
+	t.Parallel()
 	a, b, c := threeUsers(t)
 	alpha, beta, gamma := startMCP(t, a.home, "s-alpha"), startMCP(t, b.home, "s-beta"), startMCP(t, c.home, "s-gamma")
 	alpha.call(t, "parley_register", map[string]any{"name": "alpha"})

@@ -12,6 +12,7 @@ import (
 // it post again; the per-agent limit of the config refuses the post over
 // it, saying so.
 func TestAgentKillAndLimitOverMCP(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // parley org init writes a key file of its own (mode 0600), never over
 // another, and refuses one that others can read.
 func TestCLIOrgKeyFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := filepath.Join(dir, "acme.orgkey")
 	out, errs, code := run(t, "org", "init", "Acme", "--key", key)

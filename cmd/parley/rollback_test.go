@@ -32,6 +32,7 @@ func seqLog(t *testing.T, home, room string) []seqEntry {
 // from A and C first (saying so while it waits), reuse no seq, and all
 // three nodes end with the same log, nothing lost.
 func TestCLIRollbackLearnsOwnEvents(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
 	a := up(t, homeA, "--listen", loopback)

@@ -51,6 +51,7 @@ func peerID(t testing.TB, home string) string {
 // SIGKILL while A and B go on, C comes back, and all three show the same
 // log, in the same order, with nothing missing.
 func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
 	a := up(t, homeA, "--listen", loopback)
@@ -114,6 +115,7 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 }
 
 func TestCLIRoomTailFollows(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "a")
 	up(t, home, "--listen", loopback)
 	var room struct {

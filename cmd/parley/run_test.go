@@ -74,6 +74,7 @@ func twoContacts(t testing.TB) (homeA, homeB, idB string, dB *daemon) {
 // the asker's blocking ask. A person's half-typed input is never pasted
 // over: the wake waits until it is gone.
 func TestRunWakesIdleTerminalAgent(t *testing.T) {
+	t.Parallel()
 	homeA, homeB, idB, dB := twoContacts(t)
 	ta := startTerminalAgent(t, homeB, "fake")
 	c := localapi.NewClient(node.SocketPath(homeA))

@@ -73,6 +73,7 @@ func pendingIn(t *testing.T, home string) map[string]bool {
 // still taken, a room co-member's request is never crowded out, and B's
 // memory and goroutines stay bounded.
 func TestCLISybilContactRequests(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
 	a := up(t, homeA, "--listen", loopback)

@@ -14,6 +14,7 @@ import (
 // parley ui prints the dashboard's address on the port of the config; the
 // page answers with its token and 401 without.
 func TestCLIUI(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
