@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // TestUpDetached runs the node in the background as a user does: `up -d`
@@ -76,14 +78,8 @@ func TestUpDetached(t *testing.T) {
 // waitStopped polls until no node answers for home.
 func waitStopped(t *testing.T, home string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, _, code := run(t, "--home", home, "status"); code != 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the node did not stop after down")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		_, _, code := run(t, "--home", home, "status")
+		return code != 0
+	}, "the node to stop after down")
 }
