@@ -16,6 +16,7 @@ import (
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/manual"
 	"github.com/parley-mesh/parley/internal/mcp"
+	"github.com/parley-mesh/parley/internal/termtext"
 	"github.com/parley-mesh/parley/internal/transcript"
 )
 
@@ -209,7 +210,7 @@ func (h *hook) spent(ctx context.Context) {
 			return
 		}
 		for _, n := range notes {
-			fmt.Fprintln(h.errw, "parley: usage:", safe(n))
+			fmt.Fprintln(h.errw, "parley: usage:", termtext.Line(n))
 		}
 	}()
 	cur := &transcript.Cursors{Path: filepath.Join(h.home, "hooks", "transcripts.json")}

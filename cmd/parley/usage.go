@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 func usageCmd(g *globals) *cobra.Command {
@@ -60,7 +61,7 @@ func printUsage(w io.Writer, u localapi.Usage, rooms bool) {
 		if c.CostUSD != nil {
 			cost = fmt.Sprintf("$%.4f", *c.CostUSD)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s/%s\t%s\t%s\n", safe(c.Name), c.Messages, c.Bytes, c.AsksMade, c.AsksAnswered, avg,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s/%s\t%s\t%s\n", termtext.Line(c.Name), c.Messages, c.Bytes, c.AsksMade, c.AsksAnswered, avg,
 			num(c.TokensIn), num(c.CacheRead), num(c.CacheWrite), num(c.TokensOut), cost)
 	}
 	tw.Flush()
