@@ -345,6 +345,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleWake(n.wake)
 		n.api.HandleUI(n.uiInfo)
 		n.api.HandleSpent(n.inbox.Spent)
+		n.api.HandleUsage(n.usageView)
 		if !n.cfg.NoUI {
 			n.startUI()
 		}
