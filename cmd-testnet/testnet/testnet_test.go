@@ -474,6 +474,8 @@ func TestHistogram(t *testing.T) {
 
 // TestSoakShort runs the soak scenario briefly on six nodes in three
 // rooms: every message delivered in one order, samples and slopes there.
+// (Not their values: after other tests, and with the race detector's
+// shadow memory, the process's RSS may fall below its baseline.)
 func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts nodes")
@@ -487,7 +489,7 @@ func TestSoakShort(t *testing.T) {
 		t.Fatalf("soak: %d/%d, order %v, latency %+v, notes %v", s.Delivered, s.Expected, s.OrderIdentical, s.Latency, s.Notes)
 	}
 	sr := s.Soak
-	if sr == nil || sr.Rooms != 3 || sr.RoomSize != 4 || len(sr.Samples) < 10 || sr.FlatRule == "" || sr.MeanRSSMiB <= 0 || sr.SayLatency == nil {
+	if sr == nil || sr.Rooms != 3 || sr.RoomSize != 4 || len(sr.Samples) < 10 || sr.FlatRule == "" || sr.MeanGoroutines <= 0 || sr.SayLatency == nil {
 		t.Fatalf("soak result %+v", sr)
 	}
 }
