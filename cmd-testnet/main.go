@@ -1,9 +1,9 @@
 // Command cmd-testnet runs a local Parley testnet: N nodes, scenarios that
 // drive rooms and break the network, a results table, JSON and an SVG chart.
 //
-//	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all]
+//	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all|scale]
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
-//	    [-cpuprofile FILE]
+//	    [-cpuprofile FILE] [-scale 10,25,50,100] [-roomsize 10]
 //	    [-procs | -netns [-delay 20ms] [-loss 1]]
 //
 // It exits 0 when every scenario delivered every message with the same order
@@ -65,6 +65,8 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 		parleyBin = fs.String("parley", "", "parley binary for -procs and -netns (default: go build ./cmd/parley)")
 		dir       = fs.String("dir", "", "folder for node homes (default: a temporary folder, removed at the end)")
 		verbose   = fs.Bool("v", false, "more progress detail")
+		scale     = fs.String("scale", "10,25,50,100", "numbers of nodes the scale scenario measures, comma-separated")
+		roomSize  = fs.Int("roomsize", 10, "members of each room of the scale scenario")
 	)
 	fs.StringVar(&scenario, "scenario", "all", "scenario: "+strings.Join(testnet.Scenarios, "|")+"|all (comma-separated for several)")
 	fs.StringVar(&out.json, "json", "", "write the full results as JSON to `FILE`")
@@ -90,6 +92,15 @@ go tool pprof. To compare with raw GossipSub:
 
   go run ./cmd-testnet -n 12 -scenario fanout -baseline -duration 15s \
       -json out.json -cpuprofile cpu.pprof
+
+The scale scenario (run only when named) measures, for each N of -scale, what
+N nodes cost: RSS, Go heap, goroutines and peers per node, and CPU per node at
+idle and while every node says 1 message a second into its room (rooms of
+-roomsize members), each over a window of -duration; then it fits each total
+against N and predicts 1,000 nodes. With -procs every node is a process and
+its figures come from /proc and its metrics:
+
+  go run ./cmd-testnet -scenario scale -scale 10,25,50,100 -duration 20s
 
 `)
 		fs.PrintDefaults()
@@ -128,6 +139,14 @@ go tool pprof. To compare with raw GossipSub:
 	cfg.Scenarios = []string{scenario}
 	cfg.Delay, cfg.Loss, cfg.SyncInterval = *delay, lossPct, *syncEvery
 	cfg.Parley, cfg.Dir, cfg.Verbose = *parleyBin, *dir, *verbose
+	cfg.RoomSize = *roomSize
+	for _, part := range strings.Split(*scale, ",") {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(part), "%d", &n); err != nil {
+			return cfg, outputs{}, usageError{fmt.Sprintf("-scale %q: give numbers of nodes, e.g. 10,25,50", *scale)}
+		}
+		cfg.Scale = append(cfg.Scale, n)
+	}
 	switch {
 	case procs:
 		cfg.Mode = testnet.Procs
@@ -267,6 +286,7 @@ func printTable(w io.Writer, res testnet.Results) {
 	}
 	for _, s := range res.Scenarios {
 		printStages(w, s.Name, s.Stages)
+		printScale(w, s.Scale)
 	}
 	if b := res.Baseline; b != nil {
 		fmt.Fprintf(w, "\nbaseline, same workload: %s\n", b.Workload)
@@ -358,4 +378,42 @@ func printStages(w io.Writer, name string, st *testnet.Stages) {
 	if st.BySync > 0 || st.Incomplete > 0 || st.Clamped > 0 {
 		fmt.Fprintf(w, "  not counted: %d by anti-entropy, %d incomplete; %d with a stamp before the stage before it (taken as equal)\n", st.BySync, st.Incomplete, st.Clamped)
 	}
+}
+
+// printScale prints the scale scenario's table by N and its fits.
+func printScale(w io.Writer, sr *testnet.ScaleResult) {
+	if sr == nil || len(sr.Rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nscale (%s): rooms of %d, windows of %gs at idle and with every node saying %g msg/s; per node\n", sr.Mode, sr.RoomSize, sr.WindowS, sr.PerNodeRate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "nodes\trooms\tstart s\tRSS MiB\theap MiB\tgoroutines\tpeers\tidle CPU ms/s\tloaded CPU ms/s\tloaded RSS MiB\tdelivered\tp50 ms\tp99 ms\tload avg\t")
+	for _, r := range sr.Rows {
+		lat := "-\t-"
+		if r.Latency != nil {
+			lat = fmt.Sprintf("%.1f\t%.1f", r.Latency.P50, r.Latency.P99)
+		}
+		sat := ""
+		if r.Saturated {
+			sat = " (CPU-bound)"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f%s\t%.1f\t%d/%d\t%s\t%.2f\t\n", r.Nodes, r.Rooms, r.StartS,
+			r.Idle.RSSPerNodeMiB, r.Idle.HeapPerNodeMiB, r.Idle.GoroutinesPerNode, r.Idle.PeersPerNode,
+			1000*r.Idle.CPUPerNode, 1000*r.Load.CPUPerNode, sat, r.Load.RSSPerNodeMiB, r.Delivered, r.Expected, lat, r.Load1)
+	}
+	tw.Flush()
+	if len(sr.Fits) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nfit of each total against N (least squares), and what it predicts for 1,000 nodes")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "figure\tper node\tintercept\tR²\tat 1,000 nodes\tper node at 1,000\tper-node growth per 100 nodes\tper node at 1,000 on that trend\t")
+	for _, f := range sr.Fits {
+		unit := ""
+		if f.Unit != "" {
+			unit = " " + f.Unit
+		}
+		fmt.Fprintf(tw, "%s%s\t%.4g\t%.4g\t%.3f\t%.4g\t%.4g\t%+.3g\t%.4g\t\n", f.Figure, unit, f.Slope, f.Intercept, f.R2, f.At1000, f.PerNodeAt1000, f.PerNodeGrowth, f.PerNodeTrendAt1000)
+	}
+	tw.Flush()
 }

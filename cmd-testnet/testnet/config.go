@@ -10,6 +10,10 @@ import (
 // Scenario names, in the order "all" runs them.
 var Scenarios = []string{"fanout", "burst", "partition", "restart", "churn", "discovery"}
 
+// Measurements are scenarios that run only when named ("all" leaves them
+// out): they take minutes and measure cost rather than check behaviour.
+var Measurements = []string{"scale", "soak"}
+
 // Mode is how nodes run.
 type Mode string
 
@@ -63,6 +67,13 @@ type Config struct {
 	Dir string
 	// Verbose adds node-level detail to the progress output.
 	Verbose bool
+	// Scale lists the numbers of nodes the scale scenario measures, in
+	// turn. Nil means 10, 25, 50 and 100.
+	Scale []int
+	// RoomSize is the number of members of each room of the scale
+	// scenario (the nodes are split into rooms of this size). Zero means
+	// 10.
+	RoomSize int
 }
 
 // WithDefaults fills in zero values and checks the result; errors wrap
@@ -91,6 +102,20 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.BigRoom == 0 {
 		c.BigRoom = 100_000
+	}
+	if c.Scale == nil {
+		c.Scale = []int{10, 25, 50, 100}
+	}
+	if c.RoomSize == 0 {
+		c.RoomSize = 10
+	}
+	for _, n := range c.Scale {
+		if n < 2 || n > 1000 {
+			return c, fmt.Errorf("%w: -scale %d: each number of nodes must be in [2, 1000]", ErrUsage, n)
+		}
+	}
+	if c.RoomSize < 2 {
+		return c, fmt.Errorf("%w: -roomsize %d: a room needs at least 2 members", ErrUsage, c.RoomSize)
 	}
 	switch {
 	case c.Nodes < 2:
@@ -152,10 +177,10 @@ func (c Config) WithDefaults() (Config, error) {
 			case part == "":
 			case part == "all":
 				add(Scenarios...)
-			case slices.Contains(Scenarios, part):
+			case slices.Contains(Scenarios, part), slices.Contains(Measurements, part):
 				add(part)
 			default:
-				return c, fmt.Errorf("%w: there is no scenario %q; choose from %s or all", ErrUsage, part, strings.Join(Scenarios, ", "))
+				return c, fmt.Errorf("%w: there is no scenario %q; choose from %s, all, or %s", ErrUsage, part, strings.Join(Scenarios, ", "), strings.Join(Measurements, ", "))
 			}
 		}
 	}

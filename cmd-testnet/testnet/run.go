@@ -209,6 +209,8 @@ func (r *runner) scenario(ctx context.Context, name string) (ScenarioResult, err
 		return r.churn(ctx)
 	case "discovery":
 		return r.discovery(ctx)
+	case "scale":
+		return r.scale(ctx)
 	}
 	return ScenarioResult{}, fmt.Errorf("%w: no scenario %q", ErrUsage, name)
 }

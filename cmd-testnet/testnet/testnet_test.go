@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -296,5 +298,87 @@ func TestStageBreakdown(t *testing.T) {
 	}
 	if v := st.Stages[4].SinceSend.Max; v != 10 {
 		t.Errorf("visible: max %v ms, want 10", v)
+	}
+}
+
+func TestLinearFit(t *testing.T) {
+	slope, icept, r2 := linearFit([]float64{10, 20, 40}, []float64{25, 45, 85})
+	if slope != 2 || icept != 5 || r2 != 1 {
+		t.Fatalf("fit: slope %v intercept %v r2 %v", slope, icept, r2)
+	}
+	if s, i, _ := linearFit([]float64{3, 3}, []float64{1, 5}); s != 0 || i != 3 {
+		t.Fatalf("one x: slope %v intercept %v", s, i)
+	}
+	if _, _, r2 := linearFit([]float64{1, 2, 3, 4}, []float64{1, 3, 2, 4}); r2 <= 0 || r2 >= 1 {
+		t.Fatalf("noisy r2 %v", r2)
+	}
+	fits := scaleFits([]ScaleRow{
+		{Nodes: 10, Idle: ScaleCost{RSSMiB: 100, PeersPerNode: 9}},
+		{Nodes: 20, Idle: ScaleCost{RSSMiB: 200, PeersPerNode: 19}},
+	})
+	for _, f := range fits {
+		switch f.Figure {
+		case "idle RSS":
+			if f.Slope != 10 || f.At1000 != 10_000 || f.PerNodeGrowth != 0 {
+				t.Errorf("RSS fit %+v", f)
+			}
+		case "peer connections":
+			// 9 then 19 per node: each node's peers grow by 100 per 100 nodes.
+			if f.PerNodeGrowth != 100 || f.PerNodeTrendAt1000 != 999 {
+				t.Errorf("peers fit %+v", f)
+			}
+		}
+	}
+}
+
+func TestScaleGroups(t *testing.T) {
+	for _, tc := range []struct {
+		n, size int
+		want    string
+	}{
+		{10, 10, "[[0 1 2 3 4 5 6 7 8 9]]"},
+		{5, 2, "[[0 1] [2 3 4]]"},
+		{7, 3, "[[0 1 2] [3 4 5 6]]"},
+		{8, 3, "[[0 1 2] [3 4 5] [6 7]]"},
+		{3, 10, "[[0 1 2]]"},
+	} {
+		if got := fmt.Sprint(scaleGroups(tc.n, tc.size)); got != tc.want {
+			t.Errorf("scaleGroups(%d, %d) = %s, want %s", tc.n, tc.size, got, tc.want)
+		}
+	}
+}
+
+func TestPromValuesAndProc(t *testing.T) {
+	m := promValues("# HELP go_goroutines x\ngo_goroutines 42\ngo_memstats_heap_inuse_bytes 1.5e+06\nparley_peers_connected{x=\"y\"} 3\n", "go_goroutines", "go_memstats_heap_inuse_bytes", "parley_peers_connected")
+	if m["go_goroutines"] != 42 || m["go_memstats_heap_inuse_bytes"] != 1.5e6 || len(m) != 2 {
+		t.Fatalf("promValues: %v", m)
+	}
+	if runtime.GOOS != "linux" {
+		return
+	}
+	u, err := readProc(os.Getpid())
+	if err != nil || u.RSS <= 0 || u.RSSAnon <= 0 || u.RSSAnon > u.RSS || u.Threads < 1 {
+		t.Fatalf("readProc: %+v, %v", u, err)
+	}
+}
+
+// TestScaleSmall runs the scale scenario on 2 and 3 nodes with short
+// windows: every figure is there, every message delivered.
+func TestScaleSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	res, err := Run(context.Background(), Config{Scenarios: []string{"scale"}, Scale: []int{3, 2}, RoomSize: 2, Duration: 500 * time.Millisecond, Dir: t.TempDir()}, nil)
+	if err != nil || !res.OK {
+		t.Fatalf("run: %v, failures %v", err, res.Failures)
+	}
+	sr := res.Scenarios[0].Scale
+	if sr == nil || len(sr.Rows) != 2 || sr.Rows[0].Nodes != 2 || sr.Rows[1].Rooms != 1 || len(sr.Fits) == 0 {
+		t.Fatalf("scale result %+v", sr)
+	}
+	for _, r := range sr.Rows {
+		if r.Idle.RSSMiB <= 0 || r.Idle.GoroutinesPerNode <= 0 || r.Load.CPU <= 0 || r.Expected == 0 || r.Delivered != r.Expected || r.Idle.PeersPerNode < 1 {
+			t.Errorf("row %+v", r)
+		}
 	}
 }

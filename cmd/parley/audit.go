@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/termtext"
 	"github.com/parley-mesh/parley/node"
 )
 
@@ -62,23 +63,9 @@ func printAudit(w io.Writer, es []audit.Listed) {
 			d = append(d, k+"="+v)
 		}
 		slices.Sort(d)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.N, e.Time, safeText(e.Actor), e.Action, safeText(e.Subject), safeText(strings.Join(d, " ")))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.N, e.Time, termtext.Line(e.Actor), e.Action, termtext.Line(e.Subject), termtext.Line(strings.Join(d, " ")))
 	}
 	tw.Flush()
-}
-
-// safeText shows control characters escaped, so a logged text cannot drive
-// the terminal.
-func safeText(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func auditVerifyCmd(g *globals) *cobra.Command {
