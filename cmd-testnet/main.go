@@ -4,7 +4,7 @@
 //	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all|scale]
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
 //	    [-cpuprofile FILE] [-scale 10,25,50,100] [-roomsize 10]
-//	    [-procs | -netns [-delay 20ms] [-loss 1]]
+//	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
 //
 // It exits 0 when every scenario delivered every message with the same order
 // on every node, 1 when one did not (or the run failed), and 2 on a usage
@@ -52,6 +52,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 		out       outputs
 		procs     bool
 		netns     bool
+		mock      bool
 		loss      string
 		nodes     = fs.Int("n", 12, "number of nodes")
 		rate      = fs.Int("rate", 100, "messages per second (fanout, partition, churn)")
@@ -60,7 +61,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 		catchUp   = fs.Int("catchup", 10_000, "events a restarted node catches up with (restart)")
 		bigRoom   = fs.Int("bigroom", 100_000, "events of the room reopened after a restart (restart)")
 		burst     = fs.Int("burst", 0, "messages of the burst (default rate × duration, at least 1000)")
-		delay     = fs.Duration("delay", 0, "netem delay on every node's link (-netns)")
+		delay     = fs.Duration("delay", 0, "netem delay on every node's link (-netns), or the mocknet's link latency (-mocknet)")
 		syncEvery = fs.Duration("sync", 5*time.Second, "rooms' anti-entropy period of in-process nodes (the node default is 30s)")
 		parleyBin = fs.String("parley", "", "parley binary for -procs and -netns (default: go build ./cmd/parley)")
 		dir       = fs.String("dir", "", "folder for node homes (default: a temporary folder, removed at the end)")
@@ -75,6 +76,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the fanout workload on raw go-libp2p-pubsub and embedded NATS, and compare")
 	fs.BoolVar(&procs, "procs", false, "run each node as a separate `parley up` process with its own home")
 	fs.BoolVar(&netns, "netns", false, "run each node as a process in its own network namespace, joined by veth pairs (needs root)")
+	fs.BoolVar(&mock, "mocknet", false, "run the in-process nodes on go-libp2p's in-memory mocknet, with -delay on every link (one way)")
 	fs.StringVar(&loss, "loss", "0", "netem packet loss in percent on every node's link, e.g. 1 or 1% (-netns)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: go run ./cmd-testnet [flags]
@@ -101,6 +103,11 @@ against N and predicts 1,000 nodes. With -procs every node is a process and
 its figures come from /proc and its metrics:
 
   go run ./cmd-testnet -scenario scale -scale 10,25,50,100 -duration 20s
+
+-mocknet runs the in-process nodes on go-libp2p's in-memory network with -delay
+added to every link (one way), e.g. a room of 100 members 50 ms apart:
+
+  go run ./cmd-testnet -mocknet -delay 50ms -n 100 -scenario fanout -rate 10 -duration 20s
 
 `)
 		fs.PrintDefaults()
@@ -129,6 +136,8 @@ its figures come from /proc and its metrics:
 		return cfg, outputs{}, usageError{"-catchup and -bigroom must be positive"}
 	case procs && netns:
 		return cfg, outputs{}, usageError{"-procs and -netns exclude each other (-netns runs processes too)"}
+	case mock && (procs || netns):
+		return cfg, outputs{}, usageError{"-mocknet runs nodes in this process: it excludes -procs and -netns"}
 	}
 	var lossPct float64
 	if _, err := fmt.Sscanf(strings.TrimSuffix(loss, "%"), "%g", &lossPct); err != nil {
@@ -152,6 +161,8 @@ its figures come from /proc and its metrics:
 		cfg.Mode = testnet.Procs
 	case netns:
 		cfg.Mode = testnet.Netns
+	case mock:
+		cfg.Mode = testnet.Mocknet
 	}
 	checked, err := cfg.WithDefaults()
 	if err != nil {
@@ -238,8 +249,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func printTable(w io.Writer, res testnet.Results) {
 	c := res.Config
-	fmt.Fprintf(w, "Parley testnet: %d nodes (%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n\n",
-		c.Nodes, c.Mode, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
+	link := ""
+	if c.Delay > 0 {
+		link = fmt.Sprintf(", link delay %g ms", c.Delay)
+	}
+	fmt.Fprintf(w, "Parley testnet: %d nodes (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n\n",
+		c.Nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tsent\tdelivered\tratio\torder\tp50 ms\tp95 ms\tp99 ms\tmax ms\tconverge ms\ttime s\t")
 	for _, s := range res.Scenarios {

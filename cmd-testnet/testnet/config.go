@@ -22,6 +22,9 @@ const (
 	InProcess Mode = "inproc" // real libp2p hosts on 127.0.0.1 in this process
 	Procs     Mode = "procs"  // one `parley up` process per node
 	Netns     Mode = "netns"  // one process per node, each in its own network namespace
+	// Mocknet runs in-process nodes on go-libp2p's in-memory mocknet, with
+	// Delay added to every write on every link.
+	Mocknet Mode = "mocknet"
 )
 
 // Config configures a run. Zero values are documented and sensible.
@@ -43,7 +46,8 @@ type Config struct {
 	// Mode is how nodes run. Empty means InProcess.
 	Mode Mode
 	// Delay and Loss (percent) are applied with netem to every node's link
-	// in Netns mode.
+	// in Netns mode; Delay is also the mocknet's link latency (one way) in
+	// Mocknet mode, which has no loss.
 	Delay time.Duration
 	Loss  float64
 	// CatchUp is the number of events a node catches up with in the restart
@@ -151,7 +155,11 @@ func (c Config) WithDefaults() (Config, error) {
 	switch c.Mode {
 	case InProcess, Procs:
 		if c.Delay > 0 || c.Loss > 0 {
-			return c, fmt.Errorf("%w: -delay and -loss need -netns (netem shapes the namespaces' links)", ErrUsage)
+			return c, fmt.Errorf("%w: -delay and -loss need -netns (netem shapes the namespaces' links), or -delay -mocknet", ErrUsage)
+		}
+	case Mocknet:
+		if c.Loss > 0 {
+			return c, fmt.Errorf("%w: -loss needs -netns (the mocknet loses nothing)", ErrUsage)
 		}
 	case Netns:
 		if c.Nodes > 250*250 {
@@ -190,6 +198,9 @@ func (c Config) WithDefaults() (Config, error) {
 	c.Scenarios = want
 	return c, nil
 }
+
+// inProcess reports whether the nodes run in this process.
+func (c Config) inProcess() bool { return c.Mode == InProcess || c.Mode == Mocknet }
 
 // messages is how many messages a steady-rate scenario sends.
 func (c Config) messages() int {

@@ -35,7 +35,7 @@ var (
 
 // startInproc starts n nodes under dir. Rooms invite any connected node
 // (no consent certificates): the testnet measures rooms, not consent.
-func startInproc(n int, dir string, syncInterval time.Duration, logf func(string, ...any)) (c *inproc, err error) {
+func startInproc(n int, dir string, syncInterval time.Duration, logf func(string, ...any), opts ...nodetest.Option) (c *inproc, err error) {
 	t := newTB(dir, logf)
 	defer func() {
 		if err != nil {
@@ -49,12 +49,12 @@ func startInproc(n int, dir string, syncInterval time.Duration, logf func(string
 		}
 	}()
 	stages := newStageLog(n)
-	net := nodetest.Start(t, n, nodetest.WithConfig(func(i int, c *node.Config) {
+	net := nodetest.Start(t, n, append(opts, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.RoomPolicy = rooms.DefaultPolicy{}
 		c.NoLocalAPI = true
 		c.SyncInterval = syncInterval
 		c.RoomTrace = stages.trace(i)
-	}))
+	}))...)
 	return &inproc{t: t, net: net, stages: stages}, nil
 }
 

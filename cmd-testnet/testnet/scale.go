@@ -153,7 +153,7 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 	// In-process, the baseline is the process before the nodes, taken
 	// now that the previous N's nodes are gone.
 	base := usage{At: time.Now()}
-	if r.cfg.Mode == InProcess {
+	if r.cfg.inProcess() {
 		quiesce()
 		if base, err = selfUsage(); err != nil {
 			return row, nil, fmt.Errorf("%w: %v", ErrUnsupported, err)

@@ -19,7 +19,7 @@ import (
 // work and a starved machine is not taken for a lossy one.
 func (r *runner) drain(events uint64) time.Duration {
 	sync := r.cfg.SyncInterval
-	if r.cfg.Mode != InProcess {
+	if !r.cfg.inProcess() {
 		sync = 30 * time.Second
 	}
 	return max(30*time.Second, 3*sync) + r.cfg.Duration + time.Duration(events)*2*time.Millisecond
@@ -324,7 +324,7 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 		res.Stages = sl.breakdown()
 	}
 	res, err = r.finish(ctx, c, room, rec, all(c.Len()), res, cerr)
-	if r.cfg.Mode == InProcess {
+	if r.cfg.inProcess() {
 		// Processes' CPU is theirs, not this one's.
 		cpu.note(&res, res.Delivered)
 	}

@@ -382,3 +382,23 @@ func TestScaleSmall(t *testing.T) {
 		}
 	}
 }
+
+// TestMocknetFanout runs fanout on three nodes of the in-memory mocknet
+// with 30 ms on every link: nothing is lost and no delivery is quicker than
+// the link.
+func TestMocknetFanout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	res, err := Run(context.Background(), Config{Nodes: 3, Mode: Mocknet, Delay: 30 * time.Millisecond, Scenarios: []string{"fanout,restart"}, Rate: 20, Duration: 500 * time.Millisecond, Dir: t.TempDir()}, nil)
+	if err != nil || !res.OK {
+		t.Fatalf("run: %v, failures %v", err, res.Failures)
+	}
+	f := res.Scenarios[0]
+	if f.Delivered != f.Expected || f.Expected == 0 || f.Latency == nil || f.Latency.Min < 30 {
+		t.Fatalf("fanout on the mocknet: %d/%d, latency %+v", f.Delivered, f.Expected, f.Latency)
+	}
+	if res.Scenarios[1].Skipped == "" {
+		t.Errorf("restart on the mocknet: %+v", res.Scenarios[1])
+	}
+}

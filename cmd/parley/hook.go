@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/manual"
 	"github.com/parley-mesh/parley/internal/mcp"
+	"github.com/parley-mesh/parley/internal/termtext"
+	"github.com/parley-mesh/parley/internal/transcript"
 )
 
 func init() {
@@ -32,6 +35,9 @@ type hookInput struct {
 	ToolName       string `json:"tool_name"`
 	StopHookActive bool   `json:"stop_hook_active"`
 	Source         string `json:"source"`
+	// TranscriptPath is the session's transcript (Claude Code) or rollout
+	// file (Codex): where the client writes what the session spent.
+	TranscriptPath string `json:"transcript_path"`
 }
 
 // maxHookInput is the most bytes of hook input read (a PostToolUse input
@@ -179,7 +185,7 @@ owed. With no node running a hook does nothing.`,
 			}
 			c := localapi.NewClient(nodeSocket(home))
 			defer c.Close()
-			h := &hook{g: g, c: c, client: client, event: event, in: in, out: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), waitFor: waitFor}
+			h := &hook{g: g, home: home, c: c, client: client, event: event, in: in, out: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), waitFor: waitFor}
 			err = h.run(cmd.Context())
 			if errors.Is(err, localapi.ErrNoNode) {
 				return nil // no node: nothing is owed that a hook could show
@@ -196,6 +202,7 @@ owed. With no node running a hook does nothing.`,
 // hook is one run of a hook command.
 type hook struct {
 	g       *globals
+	home    string
 	c       *localapi.Client
 	client  install.Client
 	event   string
@@ -212,6 +219,7 @@ func (h *hook) run(ctx context.Context) error {
 	if err := h.bind(bctx); err != nil {
 		return err
 	}
+	h.spent(bctx)
 	switch {
 	case h.event == "Stop" && h.client == install.Claude:
 		cancel()
@@ -239,6 +247,59 @@ func (h *hook) run(ctx context.Context) error {
 		return nil
 	}
 	return json.NewEncoder(h.out).Encode(hookOutput{HookSpecificOutput: &hookSpecific{HookEventName: h.event, AdditionalContext: text}})
+}
+
+// transcriptFormats are the clients whose hook inputs name a transcript
+// that records usage.
+var transcriptFormats = map[install.Client]transcript.Format{install.Claude: transcript.Claude, install.Codex: transcript.Codex}
+
+// spent reads what the session spent since the last hook from its
+// transcript and reports it to the node as the agent's. SessionStart only
+// marks where the session starts (what a resumed session spent before is
+// not counted). Nothing here fails the hook: problems are notes on stderr
+// (none from Claude Code's Stop waiter, whose stderr wakes the session).
+func (h *hook) spent(ctx context.Context) {
+	f, ok := transcriptFormats[h.client]
+	if !ok || h.in.TranscriptPath == "" {
+		return
+	}
+	var notes []string
+	defer func() {
+		if h.event == "Stop" && h.client == install.Claude {
+			return
+		}
+		for _, n := range notes {
+			fmt.Fprintln(h.errw, "parley: usage:", termtext.Line(n))
+		}
+	}()
+	cur := &transcript.Cursors{Path: filepath.Join(h.home, "hooks", "transcripts.json")}
+	read := cur.Collect
+	if h.event == "SessionStart" {
+		read = cur.Skip
+	}
+	r, err := read(f, h.in.TranscriptPath)
+	if err != nil {
+		notes = append(notes, err.Error())
+		return
+	}
+	defer r.Release()
+	notes = append(notes, r.Notes...)
+	if !r.Spent.Zero() {
+		sp := r.Spent
+		in, out, cr, cw := sp.In, sp.Out, sp.CacheRead, sp.CacheWrite
+		rep := localapi.Spend{TokensIn: &in, TokensOut: &out, CacheReadTokens: &cr, CacheWriteTokens: &cw}
+		if sp.HasCost {
+			cost := sp.CostUSD
+			rep.CostUSD = &cost
+		}
+		if err := h.c.Spent(ctx, h.agent.Name, rep); err != nil {
+			notes = append(notes, fmt.Sprintf("the node did not take what the session spent (it is counted at the next hook): %v", err))
+			return
+		}
+	}
+	if err := r.Commit(); err != nil {
+		notes = append(notes, err.Error())
+	}
 }
 
 // bind finds the session's agent: the live agent bound to the session, else

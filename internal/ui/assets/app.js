@@ -214,7 +214,12 @@
       $("spark").appendChild(el("div", { cls: "muted", text: "messages per " + (u.interval_seconds || 10) + " s, last " + rec.length }));
       var top = Math.max.apply(null, [1].concat((u.agents || []).map(function (a) { return a.messages; })));
       var unk = function (v, f) { return v === null || v === undefined ? "unknown" : (f ? f(v) : String(v)); };
-      var tokens = function (a) { return a.tokens_in === null && a.tokens_out === null ? "unknown" : unk(a.tokens_in) + " / " + unk(a.tokens_out); };
+      var tokens = function (a) {
+        if (a.tokens_in === null && a.tokens_out === null) return "unknown";
+        var cached = a.cache_read_tokens === null && a.cache_write_tokens === null ? "" :
+          " (cache " + unk(a.cache_read_tokens) + " read, " + unk(a.cache_write_tokens) + " written)";
+        return unk(a.tokens_in) + cached + " / " + unk(a.tokens_out);
+      };
       fill($("usage"), [head(["agent", "msgs", "bytes", "asks", "answered", "avg", "tokens in/out", "cost"])].concat((u.agents || []).map(function (a) {
         var bar = el("span", { cls: "bar" }); bar.style.width = Math.round(40 * a.messages / top) + "px";
         var r = row([a.name, el("span", { cls: "nowrap" }, [bar, " " + a.messages]), a.bytes, a.asks_made, a.asks_answered,
