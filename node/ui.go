@@ -139,6 +139,13 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 		es = []audit.Listed{}
 	}
 	out["audit"] = es
+	book := map[string]string{} // peer ID → the name people read
+	if n.names != nil {
+		for _, e := range (namesAPI{n.names}).Names(ctx) {
+			book[e.PeerID] = e.Name
+		}
+	}
+	out["names"] = book
 	out["usage"] = n.usageView()
 	if n.board != nil {
 		claims := []localapi.Claim{}

@@ -86,6 +86,25 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 	if l[0].Kind != "create" || l[len(l)-1].Kind != "message" {
 		t.Fatalf("log ends: %+v … %+v", l[0], l[len(l)-1])
 	}
+	// A's audit log names B and C by their handles for a person, and in
+	// full in --json.
+	type named struct {
+		PeerID string `json:"peer_id"`
+		Name   string `json:"name"`
+	}
+	var peers []named
+	runJSON(t, &peers, "--home", homeA, "peers")
+	i := slices.IndexFunc(peers, func(p named) bool { return p.PeerID == tn.idB })
+	out, errs, code := run(t, "--home", homeA, "audit")
+	if i < 0 || code != 0 || strings.Contains(out, tn.idB) || !strings.Contains(out, "room.invite") ||
+		!strings.Contains(out, "member="+peers[i].Name) {
+		t.Fatalf("audit (B is %+v): exit %d\n%s%s", peers, code, out, errs)
+	}
+	var es []struct{ Subject string }
+	runJSON(t, &es, "--home", homeA, "audit")
+	if !slices.ContainsFunc(es, func(e struct{ Subject string }) bool { return e.Subject == tn.idB }) {
+		t.Fatalf("audit --json lacks B's peer ID: %+v", es)
+	}
 }
 
 func TestCLIRoomTailFollows(t *testing.T) {

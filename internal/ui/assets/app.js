@@ -22,11 +22,21 @@
   }
   function fill(node, kids) { node.replaceChildren.apply(node, kids); }
   function short(id) { return id && id.length > 14 ? id.slice(0, 6) + "…" + id.slice(-6) : id || ""; }
-  function addr(a) { // NAME@PEER → NAME@…short
+  // peer is a node as people read it: "here", its handle (handle~SUFFIX on a
+  // collision) when the node knows it, else a short peer ID.
+  function peer(id) {
+    if (!id) return "";
+    if (id === S.node) return "here";
+    var n = (S.panels.names || {})[id];
+    return n || short(id);
+  }
+  function addr(a) { // NAME@PEER → NAME@handle, peer:PEER → peer:handle
     if (!a) return "";
     var i = a.indexOf("@");
-    return i < 0 ? short(a) : a.slice(0, i) + "@" + (a.slice(i + 1) === S.node ? "here" : short(a.slice(i + 1)));
+    if (i >= 0) return a.slice(0, i) + "@" + peer(a.slice(i + 1));
+    return a.slice(0, 5) === "peer:" ? "peer:" + peer(a.slice(5)) : peer(a);
   }
+  function until(t) { var d = new Date(t); return isNaN(d) ? "" : d.toLocaleTimeString(); }
   function when(ms) { var d = new Date(ms); return d.toLocaleTimeString(); }
   function showError(msg) { $("error").textContent = msg || ""; }
 
@@ -77,9 +87,9 @@
     var sys = e.kind !== "message" && e.kind !== "ask";
     var text = e.text;
     if (e.kind === "create") text = "created the room “" + e.text + "”";
-    else if (e.kind === "invite") text = "invited " + (e.to ? addr(e.to) : short(e.target));
+    else if (e.kind === "invite") text = "invited " + (e.to ? addr(e.to) : peer(e.target));
     else if (e.kind === "join") text = "joined";
-    else if (e.kind === "leave") text = e.target ? "took " + short(e.target) + " out" : "left";
+    else if (e.kind === "leave") text = e.target ? "took " + peer(e.target) + " out" : "left";
     var kids = [el("span", { cls: "time", text: when(e.time) + " " }), el("span", { cls: "from", text: addr(e.from) })];
     if (e.kind === "ask") kids.push(el("strong", { text: "asks " + (e.to ? addr(e.to) : "the room") + ": " }));
     if (e.reply_to) kids.push(el("span", { cls: "muted", text: "↪ " + short(e.reply_to) + " " }));
@@ -191,14 +201,35 @@
         } else if (c.state === "active" || c.state === "pending-out") {
           acts.appendChild(btn(c.state === "active" ? "revoke" : "cancel", function () { act("/v1/contacts/revoke", { peer_id: c.peer_id }); }));
         }
-        var r = row([short(c.peer_id), c.handle + (c.note ? " — " + c.note : ""), c.state, acts]);
+        var r = row([short(c.peer_id), (c.handle || peer(c.peer_id)) + (c.note ? " — " + c.note : ""), c.state, acts]);
         r.setAttribute("data-peer", c.peer_id);
+        return r;
+      })));
+    },
+    names: function () { shownRoom = ""; mark("events"); renderPanel("agents"); renderPanel("audit"); renderPanel("board"); renderPanel("moderation"); },
+    board: function (cs) {
+      $("board-panel").hidden = false;
+      fill($("board"), [head(["path", "holder", "until", "note"])].concat((cs || []).map(function (c) {
+        var r = row([c.path, addr(c.holder), until(c.expires), c.note]);
+        r.setAttribute("data-path", c.path);
+        return r;
+      })));
+      if (!(cs || []).length) $("board").appendChild(el("caption", { cls: "muted", text: "nobody holds anything on the board" }));
+    },
+    invites: function (ws) {
+      $("invites-panel").hidden = !(ws || []).length;
+      fill($("invites"), [head(["room", "from", "until", ""])].concat((ws || []).map(function (w) {
+        var acts = el("span", { cls: "nowrap" }, [
+          btn("accept", function () { act("/v1/invites/accept", { id: w.id }); }),
+          btn("decline", function () { act("/v1/invites/decline", { id: w.id }); })]);
+        var r = row([w.room_name || short(w.id), peer(w.inviter), until(w.expires), acts]);
+        r.setAttribute("data-invite", w.id);
         return r;
       })));
     },
     audit: function (es) {
       fill($("audit"), [head(["#", "time", "actor", "action", "subject"])].concat((es || []).slice().reverse().map(function (e) {
-        return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, short(e.subject)]);
+        return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, addr(e.subject)]);
       })));
     },
     usage: function (u) {
