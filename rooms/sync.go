@@ -321,6 +321,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, want
 			if len(w) <= MaxWire && r.holds(ID(sha256.Sum256(w))) {
 				// Stored already (gossip brought it meanwhile): no
 				// need to check its signature again.
+				r.m.metrics.duplicate.Inc()
 				n++
 				continue
 			}
