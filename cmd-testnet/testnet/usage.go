@@ -20,7 +20,7 @@ type usage struct {
 	CPU        time.Duration // CPU time (user + system) used so far
 	RSS        int64         // resident bytes
 	RSSAnon    int64         // resident anonymous bytes (no mapped files)
-	Heap       int64         // Go heap objects, bytes
+	Heap       int64         // Go heap: live bytes at the last GC (processes: heap in use)
 	Goroutines int
 	Peers      int // connected peers, summed over the nodes
 }
@@ -51,7 +51,7 @@ func selfUsage() (usage, error) {
 	if cpu, ok := processCPU(); ok {
 		u.CPU = cpu // getrusage has a finer grain than /proc's ticks
 	}
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		u.Heap = int64(s[0].Value.Uint64())

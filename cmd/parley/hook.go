@@ -22,7 +22,7 @@ import (
 
 func init() {
 	hookCommands[install.Claude] = []string{"SessionStart", "PostToolUse", "Stop"}
-	hookCommands[install.Codex] = []string{"SessionStart", "PostToolUse", "Stop"}
+	hookCommands[install.Codex] = []string{"SessionStart", "PostToolUse", "Stop", "notify"}
 	hookCommands[install.Gemini] = []string{"AfterTool"}
 }
 
@@ -62,6 +62,43 @@ func parseHookInput(raw []byte, client install.Client, event string) (hookInput,
 	return in, nil
 }
 
+// codexNotify is the JSON Codex's notify program gets as its last
+// argument after a turn:
+//
+//	{"type":"agent-turn-complete","thread-id":…,"turn-id":…,"cwd":…,
+//	 "client":…,"input-messages":[…],"last-assistant-message":…}
+type codexNotify struct {
+	Type     string `json:"type"`
+	ThreadID string `json:"thread-id"`
+	TurnID   string `json:"turn-id"`
+	Cwd      string `json:"cwd"`
+}
+
+// turnComplete is the notification that says a Codex thread is idle.
+const turnComplete = "agent-turn-complete"
+
+// parseCodexNotify reads Codex's notify argument. Another type of
+// notification is no error: ok is false and nothing is to be done.
+func parseCodexNotify(arg string) (in hookInput, ok bool, err error) {
+	if len(arg) > maxHookInput {
+		return in, false, fmt.Errorf("the notify argument is over %d MiB", maxHookInput>>20)
+	}
+	var n codexNotify
+	if err := json.Unmarshal([]byte(arg), &n); err != nil {
+		return in, false, fmt.Errorf("the notify argument is not Codex's notification JSON: %v", err)
+	}
+	if n.Type == "" {
+		return in, false, fmt.Errorf("the notify argument has no type (is this Codex's notify?)")
+	}
+	if n.Type != turnComplete {
+		return in, false, nil
+	}
+	if n.ThreadID == "" || len(n.ThreadID) > 256 {
+		return in, false, fmt.Errorf("the notify argument has no thread-id of 1 to 256 bytes")
+	}
+	return hookInput{SessionID: n.ThreadID, Cwd: n.Cwd, HookEventName: "notify"}, true, nil
+}
+
 // hookOutput is the documented JSON a hook prints to add context.
 type hookOutput struct {
 	HookSpecificOutput *hookSpecific `json:"hookSpecificOutput,omitempty"`
@@ -84,7 +121,7 @@ var clientNames = map[install.Client]string{install.Claude: "claude-code", insta
 func hookCmd(g *globals) *cobra.Command {
 	var waitFor time.Duration
 	cmd := &cobra.Command{
-		Use:   "hook CLIENT EVENT",
+		Use:   "hook CLIENT EVENT [NOTIFICATION]",
 		Short: "Run as an agent client's hook (parley install writes these)",
 		Long: `Run as a hook of an agent client: read the client's hook input (JSON) on stdin
 and answer as the client's documentation says. parley install registers them.
@@ -96,11 +133,14 @@ and answer as the client's documentation says. parley install registers them.
                        wakes the session; a newer Stop supersedes the waiter
   codex SessionStart, PostToolUse  as Claude Code's
   codex Stop           when the agent owes something unread, continue the turn with it
+  codex notify JSON    (Codex's notify program; the JSON is its last argument, stdin is
+                       not read) the thread is idle: what the agent owes and nothing can
+                       bring it now is told to you (parley who, parley status) at once
   gemini AfterTool     what the agent has pending, as context on every tool result
 
 Malformed input is an error (exit 1) and changes nothing: what the agent owes stays
 owed. With no node running a hook does nothing.`,
-		Args: cobra.ExactArgs(2),
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := install.ParseClient(args[0])
 			if err != nil {
@@ -116,13 +156,28 @@ owed. With no node running a hook does nothing.`,
 			if !known {
 				return fmt.Errorf("no hook %q for %s (there are: %s)", args[1], client, strings.Join(hookCommands[client], ", "))
 			}
-			raw, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
-			if err != nil {
-				return fmt.Errorf("read the hook input: %v", err)
-			}
-			in, err := parseHookInput(raw, client, event)
-			if err != nil {
-				return err
+			var in hookInput
+			if event == "notify" {
+				// Codex runs its notify program with the notification as
+				// the last argument; stdin is Codex's own terminal.
+				if len(args) != 3 {
+					return fmt.Errorf("codex notify takes Codex's notification JSON as its one argument")
+				}
+				var ok bool
+				if in, ok, err = parseCodexNotify(args[2]); err != nil || !ok {
+					return err
+				}
+			} else {
+				if len(args) != 2 {
+					return fmt.Errorf("the %s %s hook reads its input on stdin and takes no argument", client, event)
+				}
+				raw, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
+				if err != nil {
+					return fmt.Errorf("read the hook input: %v", err)
+				}
+				if in, err = parseHookInput(raw, client, event); err != nil {
+					return err
+				}
 			}
 			home, err := g.resolveHome()
 			if err != nil {
@@ -138,7 +193,9 @@ owed. With no node running a hook does nothing.`,
 			return err
 		},
 	}
-	cmd.Flags().DurationVar(&waitFor, "wait-for", 12*time.Hour, "claude Stop: how long the waiter waits at most")
+	// A minute under the timeout install gives the hook, so the waiter
+	// ends by itself before Claude Code ends it.
+	cmd.Flags().DurationVar(&waitFor, "wait-for", install.ClaudeStopTimeout*time.Second-time.Minute, "claude Stop: how long the waiter waits at most")
 	return cmd
 }
 
@@ -169,8 +226,10 @@ func (h *hook) run(ctx context.Context) error {
 		return h.stopWaiter(ctx)
 	case h.event == "Stop":
 		return h.stopContinue(bctx)
+	case h.event == "notify":
+		return h.c.WakeIdle(bctx, h.agent.Name, h.in.SessionID)
 	case h.event == "PostToolUse" || h.event == "AfterTool":
-		if h.client == install.Claude {
+		if h.client == install.Claude || h.client == install.Codex {
 			if err := h.c.WakeBusy(bctx, h.agent.Name, h.in.SessionID); err != nil {
 				return err
 			}
