@@ -179,6 +179,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!window.parley.seen[%q]`, posted.ID), "the message from node 1")
 	seenMs := eval[float64](t, b, fmt.Sprintf(`window.parley.seen[%q]`, posted.ID))
 	t.Logf("message on node 1 → page of node 0: %v", time.UnixMilli(int64(seenMs)).Sub(sent).Round(time.Millisecond))
+	// People read node 1 by its handle, on the events and in the contacts.
+	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, theirs.RoomID))
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`[...document.querySelectorAll("#events li")].some(li => li.textContent.includes("bob@node1") && li.textContent.includes("the build is green")) && !document.getElementById("events").textContent.includes(%q)`, other[len(other)-6:]),
+		"the message shown from bob@node1")
 
 	// A post from the page reaches bob.
 	room := fmt.Sprintf(`#rooms li[data-room=%q]`, theirs.RoomID)
@@ -250,6 +254,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		return err != nil
 	}, "alice's post to be refused once muted from the page")
 	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("agent.mute")`, "the mute in the audit panel")
+
+	// The board: alice's claim shows with its holder, note and expiry.
+	if _, err := c0.Claim(ctx, "alice", localapi.ClaimRequest{Project: "0123456789abcdef0123456789abcdef", Paths: []string{"rooms/room.go"}, Note: "splitting the room loop"}); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, b, 30*time.Second, `(() => { const r = document.querySelector('#board tr[data-path="rooms/room.go"]'); return !!r && !document.getElementById("board-panel").hidden && r.textContent.includes("alice@here") && r.textContent.includes("splitting the room loop") })()`,
+		"alice's claim on the board panel")
 
 	// The decisions made from the page are in the audit log shown on it.
 	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("contact.approve")`, "the approval in the audit panel")
