@@ -3,7 +3,7 @@
 //
 //	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all|scale]
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
-//	    [-cpuprofile FILE] [-scale 10,25,50,100] [-roomsize 10]
+//	    [-cpuprofile FILE] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
 //	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
 //
 // It exits 0 when every scenario delivered every message with the same order
@@ -68,6 +68,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 		verbose   = fs.Bool("v", false, "more progress detail")
 		scale     = fs.String("scale", "10,25,50,100", "numbers of nodes the scale scenario measures, comma-separated")
 		roomSize  = fs.Int("roomsize", 10, "members of each room of the scale scenario")
+		roomCount = fs.Int("rooms", 10, "rooms of the soak scenario")
 	)
 	fs.StringVar(&scenario, "scenario", "all", "scenario: "+strings.Join(testnet.Scenarios, "|")+"|all (comma-separated for several)")
 	fs.StringVar(&out.json, "json", "", "write the full results as JSON to `FILE`")
@@ -103,6 +104,13 @@ against N and predicts 1,000 nodes. With -procs every node is a process and
 its figures come from /proc and its metrics:
 
   go run ./cmd-testnet -scenario scale -scale 10,25,50,100 -duration 20s
+
+The soak scenario (run only when named; 50 nodes and 10 minutes unless -n and
+-duration say otherwise) has the nodes say -rate messages a second in all into
+-rooms overlapping rooms, samples RSS, heap and goroutines every 5 s, checks 0
+lost and one order per room, and fits the samples after the first 20 %%:
+
+  go run ./cmd-testnet -scenario soak -json soak.json
 
 -mocknet runs the in-process nodes on go-libp2p's in-memory network with -delay
 added to every link (one way), e.g. a room of 100 members 50 ms apart:
@@ -148,7 +156,18 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 	cfg.Scenarios = []string{scenario}
 	cfg.Delay, cfg.Loss, cfg.SyncInterval = *delay, lossPct, *syncEvery
 	cfg.Parley, cfg.Dir, cfg.Verbose = *parleyBin, *dir, *verbose
-	cfg.RoomSize = *roomSize
+	cfg.RoomSize, cfg.Rooms = *roomSize, *roomCount
+	// The soak's own defaults: 50 nodes for 10 minutes.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if scenario == "soak" {
+		if !set["n"] {
+			cfg.Nodes = 50
+		}
+		if !set["duration"] {
+			cfg.Duration = 10 * time.Minute
+		}
+	}
 	for _, part := range strings.Split(*scale, ",") {
 		var n int
 		if _, err := fmt.Sscanf(strings.TrimSpace(part), "%d", &n); err != nil {
@@ -302,6 +321,7 @@ func printTable(w io.Writer, res testnet.Results) {
 	for _, s := range res.Scenarios {
 		printStages(w, s.Name, s.Stages)
 		printScale(w, s.Scale)
+		printSoak(w, s.Soak)
 	}
 	if b := res.Baseline; b != nil {
 		fmt.Fprintf(w, "\nbaseline, same workload: %s\n", b.Workload)
@@ -431,4 +451,30 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 		fmt.Fprintf(tw, "%s%s\t%.4g\t%.4g\t%.3f\t%.4g\t%.4g\t%+.3g\t%.4g\t\n", f.Figure, unit, f.Slope, f.Intercept, f.R2, f.At1000, f.PerNodeAt1000, f.PerNodeGrowth, f.PerNodeTrendAt1000)
 	}
 	tw.Flush()
+}
+
+// printSoak prints the soak scenario's slopes and verdict.
+func printSoak(w io.Writer, sr *testnet.SoakResult) {
+	if sr == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nsoak: %d rooms of %d, %d msg/s in all for %gs; %d samples every %gs; slopes after %gs of warm-up\n",
+		sr.Rooms, sr.RoomSize, sr.Rate, sr.DurationS, len(sr.Samples), sr.IntervalS, sr.WarmupS)
+	fmt.Fprintf(w, "  RSS %+.3f MiB/min (mean %.0f MiB; growth over the span %.1f%% of it), anonymous RSS %+.3f MiB/min, heap %+.3f MiB/min\n",
+		sr.RSSMiBPerMin, sr.MeanRSSMiB, 100*sr.RSSGrowthShare, sr.RSSAnonMiBPerMin, sr.HeapMiBPerMin)
+	fmt.Fprintf(w, "  goroutines %+.2f/min (mean %.0f; growth over the span %.2f%% of it)\n", sr.GoroutinesPerMin, sr.MeanGoroutines, 100*sr.GoroutineGrowthShare)
+	fmt.Fprintf(w, "  second half alone: RSS %+.3f MiB/min, goroutines %+.2f/min\n", sr.RSSMiBPerMinLastHalf, sr.GoroutinesPerMinLastHalf)
+	if n := len(sr.Samples); n > 0 {
+		first, last := sr.Samples[0], sr.Samples[n-1]
+		fmt.Fprintf(w, "  first and last sample: RSS %.0f → %.0f MiB (anonymous %.0f → %.0f), live heap %.0f → %.0f MiB, heap goal %.0f → %.0f MiB, goroutines %d → %d\n",
+			first.RSSMiB, last.RSSMiB, first.RSSAnonMiB, last.RSSAnonMiB, first.HeapMiB, last.HeapMiB, first.HeapGoalMiB, last.HeapGoalMiB, first.Goroutines, last.Goroutines)
+	}
+	if l := sr.SayLatency; l != nil {
+		fmt.Fprintf(w, "  Say calls: p50 %.2f ms, p99 %.2f ms, max %.1f ms\n", l.P50, l.P99, l.Max)
+	}
+	verdict := "FLAT"
+	if !sr.Flat {
+		verdict = "NOT FLAT"
+	}
+	fmt.Fprintf(w, "  %s: %s\n", verdict, sr.FlatRule)
 }

@@ -293,6 +293,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := rm.Start(n.ctx, ps); err != nil {
 		return err
 	}
+	n.startRoomAudit()
 	if err := n.contacts.Start(n.ctx); err != nil {
 		return err
 	}

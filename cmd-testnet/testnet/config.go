@@ -74,6 +74,8 @@ type Config struct {
 	// Scale lists the numbers of nodes the scale scenario measures, in
 	// turn. Nil means 10, 25, 50 and 100.
 	Scale []int
+	// Rooms is the number of rooms of the soak scenario. Zero means 10.
+	Rooms int
 	// RoomSize is the number of members of each room of the scale
 	// scenario (the nodes are split into rooms of this size). Zero means
 	// 10.
@@ -112,6 +114,12 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.RoomSize == 0 {
 		c.RoomSize = 10
+	}
+	if c.Rooms == 0 {
+		c.Rooms = 10
+	}
+	if c.Rooms < 1 || c.Rooms > 1000 {
+		return c, fmt.Errorf("%w: -rooms %d: from 1 to 1000 rooms", ErrUsage, c.Rooms)
 	}
 	for _, n := range c.Scale {
 		if n < 2 || n > 1000 {

@@ -74,8 +74,10 @@ type ScenarioResult struct {
 	// in-process nodes).
 	Stages *Stages `json:"stages,omitempty"`
 	// Scale is the scale scenario's table by N.
-	Scale    *ScaleResult `json:"scale,omitempty"`
-	ElapsedS float64      `json:"elapsed_s"`
+	Scale *ScaleResult `json:"scale,omitempty"`
+	// Soak is the soak scenario's samples and slopes.
+	Soak     *SoakResult `json:"soak,omitempty"`
+	ElapsedS float64     `json:"elapsed_s"`
 	// Metrics are the scenario's own figures, named with their unit.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	Notes   []string           `json:"notes,omitempty"`

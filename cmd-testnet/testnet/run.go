@@ -217,6 +217,8 @@ func (r *runner) scenario(ctx context.Context, name string) (ScenarioResult, err
 		return r.discovery(ctx)
 	case "scale":
 		return r.scale(ctx)
+	case "soak":
+		return r.soak(ctx)
 	}
 	return ScenarioResult{}, fmt.Errorf("%w: no scenario %q", ErrUsage, name)
 }

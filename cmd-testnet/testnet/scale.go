@@ -247,9 +247,9 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 	if err != nil {
 		return row, nil, err
 	}
-	r.sendEach(ctx, c, n, total, func(k int) (int, string, *recorder) {
+	r.sendPaced(ctx, c, n, total*n, func(k int) (int, string, *recorder, int) {
 		i := k % n
-		return i, rooms[roomOf[i]], recs[roomOf[i]]
+		return i, rooms[roomOf[i]], recs[roomOf[i]], k
 	}, st)
 	after, err = m.usage(ctx)
 	if err != nil {
@@ -289,17 +289,17 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 	return row, lat, nil
 }
 
-// sendEach says total×n messages at n a second, message k from the node,
-// into the room and recorder that pick(k) names, with at most 256 Says
-// outstanding; it returns when all Says returned.
-func (r *runner) sendEach(ctx context.Context, c cluster, n, total int, pick func(k int) (int, string, *recorder), st *sendStats) {
+// sendPaced says count messages at rate a second, message k from the node,
+// into the room and recorder, as the recorder's message idx, that pick(k)
+// names, with at most 256 Says outstanding; it returns when all Says
+// returned.
+func (r *runner) sendPaced(ctx context.Context, c cluster, rate, count int, pick func(k int) (i int, room string, rec *recorder, idx int), st *sendStats) {
 	sem := make(chan struct{}, 256)
 	var wg sync.WaitGroup
-	interval := time.Second / time.Duration(n)
+	interval := time.Second / time.Duration(rate)
 	t := time.NewTicker(max(interval, time.Millisecond))
 	defer t.Stop()
 	start := time.Now()
-	count := total * n
 	for k := 0; k < count; {
 		due := min(count, int(time.Since(start)/interval)+1)
 		for ; k < due; k++ {
@@ -309,13 +309,13 @@ func (r *runner) sendEach(ctx context.Context, c cluster, n, total int, pick fun
 				wg.Wait()
 				return
 			}
-			i, room, rec := pick(k)
+			i, room, rec, idx := pick(k)
 			wg.Add(1)
-			go func(k int) {
+			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				r.say(ctx, c, room, rec, st, i, k)
-			}(k)
+				r.say(ctx, c, room, rec, st, i, idx)
+			}()
 		}
 		if k >= count {
 			break

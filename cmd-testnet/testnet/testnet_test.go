@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -400,5 +401,95 @@ func TestMocknetFanout(t *testing.T) {
 	}
 	if res.Scenarios[1].Skipped == "" {
 		t.Errorf("restart on the mocknet: %+v", res.Scenarios[1])
+	}
+}
+
+func TestSoakLayoutAndSlopes(t *testing.T) {
+	if got := fmt.Sprint(soakRooms(50, 10)[9]); got != "[45 46 47 48 49 0 1 2 3 4]" {
+		t.Errorf("room 9 of 50 nodes in 10 rooms: %s", got)
+	}
+	in := make(map[int]int)
+	for _, room := range soakRooms(50, 10) {
+		for _, i := range room {
+			in[i]++
+		}
+	}
+	for i := range 50 {
+		if in[i] != 2 {
+			t.Errorf("node %d is in %d rooms, want 2", i, in[i])
+		}
+	}
+	if got := fmt.Sprint(soakRooms(3, 5)); got != "[[0 1] [0 1] [1 2] [1 2] [2 0]]" {
+		t.Errorf("3 nodes in 5 rooms: %s", got)
+	}
+	sample := func(t float64, rss float64, g int) SoakSample { return SoakSample{T: t, RSSMiB: rss, Goroutines: g} }
+	flat := &SoakResult{DurationS: 600}
+	growing := &SoakResult{DurationS: 600}
+	for k := range 121 {
+		ts := float64(k * 5)
+		// A warm-up that climbs, then a plateau with noise.
+		rss := min(1000, 500+ts*5) + float64(k%3)
+		flat.Samples = append(flat.Samples, sample(ts, rss, 5000+k%7))
+		growing.Samples = append(growing.Samples, sample(ts, 1000+ts, 5000+k))
+	}
+	soakSlopes(flat)
+	soakSlopes(growing)
+	if !flat.Flat || math.Abs(flat.RSSMiBPerMin) > 1 || math.Abs(flat.GoroutinesPerMin) > 1 {
+		t.Errorf("flat run: %+v", flat)
+	}
+	if growing.Flat || math.Abs(growing.RSSMiBPerMin-60) > 0.01 || math.Abs(growing.GoroutinesPerMin-12) > 0.01 {
+		t.Errorf("growing run: flat %v, RSS %v MiB/min, goroutines %v/min", growing.Flat, growing.RSSMiBPerMin, growing.GoroutinesPerMin)
+	}
+	short := &SoakResult{DurationS: 10, Samples: []SoakSample{sample(9, 1, 1)}}
+	if soakSlopes(short); short.Flat || !strings.Contains(short.FlatRule, "too few samples") {
+		t.Errorf("two samples: %+v", short)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	h := newHistogram()
+	for i := 1; i <= 1000; i++ {
+		h.add(time.Duration(i) * time.Millisecond)
+	}
+	l := h.summary()
+	if l.Count != 1000 || l.Min != 1 || l.Max != 1000 || l.Mean != 500.5 {
+		t.Fatalf("summary %+v", l)
+	}
+	for _, c := range []struct{ got, want float64 }{{l.P50, 500}, {l.P99, 990}, {l.P999, 999}} {
+		if c.got < c.want || c.got > c.want*1.021 {
+			t.Errorf("quantile %v, want %v within 2%%", c.got, c.want)
+		}
+	}
+	o := newHistogram()
+	o.add(0)
+	o.add(time.Hour)
+	h.merge(o)
+	if l := h.summary(); l.Count != 1002 || l.Min != 0 || l.Max != 3600000 {
+		t.Errorf("merged %+v", l)
+	}
+	if newHistogram().summary() != nil {
+		t.Error("summary of nothing")
+	}
+}
+
+// TestSoakShort runs the soak scenario briefly on six nodes in three
+// rooms: every message delivered in one order, samples and slopes there.
+// (Not their values: after other tests, and with the race detector's
+// shadow memory, the process's RSS may fall below its baseline.)
+func TestSoakShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	res, err := Run(context.Background(), Config{Scenarios: []string{"soak"}, Nodes: 6, Rooms: 3, Rate: 30, Duration: 3 * time.Second, Dir: t.TempDir()}, nil)
+	if err != nil || len(res.Scenarios) != 1 {
+		t.Fatalf("run: %v", err)
+	}
+	s := res.Scenarios[0]
+	if s.Expected == 0 || s.Delivered != s.Expected || !s.OrderIdentical || s.Latency == nil {
+		t.Fatalf("soak: %d/%d, order %v, latency %+v, notes %v", s.Delivered, s.Expected, s.OrderIdentical, s.Latency, s.Notes)
+	}
+	sr := s.Soak
+	if sr == nil || sr.Rooms != 3 || sr.RoomSize != 4 || len(sr.Samples) < 10 || sr.FlatRule == "" || sr.MeanGoroutines <= 0 || sr.SayLatency == nil {
+		t.Fatalf("soak result %+v", sr)
 	}
 }
