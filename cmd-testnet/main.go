@@ -463,6 +463,12 @@ func printSoak(w io.Writer, sr *testnet.SoakResult) {
 	fmt.Fprintf(w, "  RSS %+.3f MiB/min (mean %.0f MiB; growth over the span %.1f%% of it), anonymous RSS %+.3f MiB/min, heap %+.3f MiB/min\n",
 		sr.RSSMiBPerMin, sr.MeanRSSMiB, 100*sr.RSSGrowthShare, sr.RSSAnonMiBPerMin, sr.HeapMiBPerMin)
 	fmt.Fprintf(w, "  goroutines %+.2f/min (mean %.0f; growth over the span %.2f%% of it)\n", sr.GoroutinesPerMin, sr.MeanGoroutines, 100*sr.GoroutineGrowthShare)
+	fmt.Fprintf(w, "  second half alone: RSS %+.3f MiB/min, goroutines %+.2f/min\n", sr.RSSMiBPerMinLastHalf, sr.GoroutinesPerMinLastHalf)
+	if n := len(sr.Samples); n > 0 {
+		first, last := sr.Samples[0], sr.Samples[n-1]
+		fmt.Fprintf(w, "  first and last sample: RSS %.0f → %.0f MiB (anonymous %.0f → %.0f), live heap %.0f → %.0f MiB, heap goal %.0f → %.0f MiB, goroutines %d → %d\n",
+			first.RSSMiB, last.RSSMiB, first.RSSAnonMiB, last.RSSAnonMiB, first.HeapMiB, last.HeapMiB, first.HeapGoalMiB, last.HeapGoalMiB, first.Goroutines, last.Goroutines)
+	}
 	if l := sr.SayLatency; l != nil {
 		fmt.Fprintf(w, "  Say calls: p50 %.2f ms, p99 %.2f ms, max %.1f ms\n", l.P50, l.P99, l.Max)
 	}

@@ -22,14 +22,18 @@ type SoakResult struct {
 	Samples []SoakSample `json:"samples"`
 	// Slopes are least-squares lines through the samples after the
 	// warm-up, per minute; Means are those samples' means.
-	RSSMiBPerMin         float64 `json:"rss_mib_per_min"`
-	RSSAnonMiBPerMin     float64 `json:"rss_anon_mib_per_min"`
-	HeapMiBPerMin        float64 `json:"heap_mib_per_min"`
-	GoroutinesPerMin     float64 `json:"goroutines_per_min"`
-	MeanRSSMiB           float64 `json:"mean_rss_mib"`
-	MeanGoroutines       float64 `json:"mean_goroutines"`
-	RSSGrowthShare       float64 `json:"rss_growth_share"`       // slope × span ÷ mean
-	GoroutineGrowthShare float64 `json:"goroutine_growth_share"` // slope × span ÷ mean
+	RSSMiBPerMin     float64 `json:"rss_mib_per_min"`
+	RSSAnonMiBPerMin float64 `json:"rss_anon_mib_per_min"`
+	HeapMiBPerMin    float64 `json:"heap_mib_per_min"`
+	GoroutinesPerMin float64 `json:"goroutines_per_min"`
+	// The same over the second half of the run alone: a warm-up longer
+	// than 20 % shows as a smaller slope here.
+	RSSMiBPerMinLastHalf     float64 `json:"rss_mib_per_min_last_half"`
+	GoroutinesPerMinLastHalf float64 `json:"goroutines_per_min_last_half"`
+	MeanRSSMiB               float64 `json:"mean_rss_mib"`
+	MeanGoroutines           float64 `json:"mean_goroutines"`
+	RSSGrowthShare           float64 `json:"rss_growth_share"`       // slope × span ÷ mean
+	GoroutineGrowthShare     float64 `json:"goroutine_growth_share"` // slope × span ÷ mean
 	// Flat is the verdict on FlatRule.
 	Flat     bool   `json:"flat"`
 	FlatRule string `json:"flat_rule"`
@@ -44,7 +48,10 @@ type SoakSample struct {
 	RSSMiB     float64 `json:"rss_mib"`
 	RSSAnonMiB float64 `json:"rss_anon_mib"`
 	HeapMiB    float64 `json:"heap_mib"`
-	Goroutines int     `json:"goroutines"`
+	// HeapGoalMiB is the GC's heap goal (in-process): RSS climbs towards
+	// it as garbage piles up between collections.
+	HeapGoalMiB float64 `json:"heap_goal_mib,omitempty"`
+	Goroutines  int     `json:"goroutines"`
 	// CPU is CPU seconds per second since the sample before.
 	CPU float64 `json:"cpu_s_per_s"`
 }
@@ -200,11 +207,12 @@ func (r *runner) soakSample(ctx context.Context, m meter, base usage, start time
 		}
 		d := u.sub(base)
 		s := SoakSample{
-			T:          round3(u.At.Sub(start).Seconds()),
-			RSSMiB:     round3(float64(d.RSS) / (1 << 20)),
-			RSSAnonMiB: round3(float64(d.RSSAnon) / (1 << 20)),
-			HeapMiB:    round3(float64(d.Heap) / (1 << 20)),
-			Goroutines: d.Goroutines,
+			T:           round3(u.At.Sub(start).Seconds()),
+			RSSMiB:      round3(float64(d.RSS) / (1 << 20)),
+			RSSAnonMiB:  round3(float64(d.RSSAnon) / (1 << 20)),
+			HeapMiB:     round3(float64(d.Heap) / (1 << 20)),
+			HeapGoalMiB: round3(float64(d.HeapGoal) / (1 << 20)),
+			Goroutines:  d.Goroutines,
 		}
 		if !prev.At.IsZero() {
 			s.CPU = round3((u.CPU - prev.CPU).Seconds() / u.At.Sub(prev.At).Seconds())
@@ -224,7 +232,7 @@ func sampleLine(s *SoakSample) string {
 	if s == nil {
 		return "no sample yet"
 	}
-	return fmt.Sprintf("RSS %.0f MiB (anon %.0f), heap %.0f MiB, %d goroutines, %.2f CPUs", s.RSSMiB, s.RSSAnonMiB, s.HeapMiB, s.Goroutines, s.CPU)
+	return fmt.Sprintf("RSS %.0f MiB (anon %.0f), live heap %.0f MiB (goal %.0f), %d goroutines, %.2f CPUs", s.RSSMiB, s.RSSAnonMiB, s.HeapMiB, s.HeapGoalMiB, s.Goroutines, s.CPU)
 }
 
 // soakSlopes fits the samples after the warm-up and gives the verdict.
@@ -233,7 +241,13 @@ func soakSlopes(sr *SoakResult) {
 	sr.FlatRule = fmt.Sprintf("after the first %.0f%% of the run, the fitted growth over the rest stays under %.0f%% of the mean RSS and %.0f%% of the mean goroutines",
 		100*soakWarmup, 100*soakRSSShare, 100*soakGoroutineShare)
 	var ts, rss, anon, heap, gor []float64
+	var ts2, rss2, gor2 []float64
 	for _, s := range sr.Samples {
+		if s.T >= sr.DurationS/2 {
+			ts2 = append(ts2, s.T/60)
+			rss2 = append(rss2, s.RSSMiB)
+			gor2 = append(gor2, float64(s.Goroutines))
+		}
 		if s.T < sr.WarmupS {
 			continue
 		}
@@ -260,6 +274,11 @@ func soakSlopes(sr *SoakResult) {
 	sr.RSSAnonMiBPerMin = round3(slope(anon))
 	sr.HeapMiBPerMin = round3(slope(heap))
 	sr.GoroutinesPerMin = round3(slope(gor))
+	if len(ts2) >= 3 {
+		s1, _, _ := linearFit(ts2, rss2)
+		s2, _, _ := linearFit(ts2, gor2)
+		sr.RSSMiBPerMinLastHalf, sr.GoroutinesPerMinLastHalf = round3(s1), round3(s2)
+	}
 	sr.MeanRSSMiB = round3(mean(rss))
 	sr.MeanGoroutines = round3(mean(gor))
 	if sr.MeanRSSMiB > 0 {

@@ -21,6 +21,7 @@ type usage struct {
 	RSS        int64         // resident bytes
 	RSSAnon    int64         // resident anonymous bytes (no mapped files)
 	Heap       int64         // Go heap: live bytes at the last GC (processes: heap in use)
+	HeapGoal   int64         // the GC's heap goal (in-process only): where RSS heads when garbage piles up
 	Goroutines int
 	Peers      int // connected peers, summed over the nodes
 }
@@ -31,6 +32,7 @@ func (u usage) sub(base usage) usage {
 	u.RSS -= base.RSS
 	u.RSSAnon -= base.RSSAnon
 	u.Heap -= base.Heap
+	u.HeapGoal -= base.HeapGoal
 	u.Goroutines -= base.Goroutines
 	u.Peers -= base.Peers
 	return u
@@ -51,10 +53,13 @@ func selfUsage() (usage, error) {
 	if cpu, ok := processCPU(); ok {
 		u.CPU = cpu // getrusage has a finer grain than /proc's ticks
 	}
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		u.Heap = int64(s[0].Value.Uint64())
+	}
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		u.HeapGoal = int64(s[1].Value.Uint64())
 	}
 	return u, nil
 }
