@@ -14,7 +14,7 @@ import (
 
 // runStdin runs one CLI command with stdin and returns stdout, stderr and the
 // exit code.
-func runStdin(t *testing.T, stdin string, args ...string) (string, string, int) {
+func runStdin(t testing.TB, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(parleyBin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -240,6 +240,14 @@ func TestHooksDocumentedShapes(t *testing.T) {
 		out, _, _ := run(t, "--home", home, "who")
 		return !strings.Contains(out, "NOT REACHED")
 	}, "the mark to go once the Codex agent read")
+
+	// SessionStart with something owed (a resumed session): the context
+	// carries it.
+	runJSON(t, &room, "--home", home, "room", "create", "later", "--member", "claude-code-shop")
+	out, errs, code = hook(in("SessionStart", `,"source":"resume","model":"claude-sonnet-4-5"`), "claude", "SessionStart")
+	if v := decodeHook(t, out); code != 0 || v.HookSpecificOutput.HookEventName != "SessionStart" || !strings.Contains(v.HookSpecificOutput.AdditionalContext, room.RoomID) {
+		t.Fatalf("SessionStart with an invitation: exit %d %+v %s", code, v, errs)
+	}
 
 	// Gemini's AfterTool.
 	gem := `{"session_id":"g-1","transcript_path":"/tmp/g.json","cwd":"` + proj + `","hook_event_name":"AfterTool","timestamp":"2026-01-01T00:00:00Z","tool_name":"run_shell_command","tool_input":{},"tool_response":{}}`

@@ -444,8 +444,10 @@ func (s *Service) WakeIdle(ctx context.Context, agent string, req localapi.Sessi
 		return localapi.BadRequest("no agent")
 	}
 	return s.do(ctx, func(ctx context.Context) {
-		st := s.state(agent)
-		st.idle = time.Now()
+		// What it read before it went idle (in its turn) must not end the
+		// mark: bring the items up to date first.
+		s.evaluate(ctx, agent)
+		s.state(agent).idle = time.Now()
 		s.evaluate(ctx, agent)
 	})
 }

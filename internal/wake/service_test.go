@@ -284,6 +284,21 @@ func TestOneStopWaiterPerSession(t *testing.T) {
 		t.Fatalf("waiter for the second ask: %+v %v", r.w, r.err)
 	}
 
+	// A session that vanishes (the hook process killed: its request
+	// ends) takes its route with it.
+	gone, cancel := context.WithCancel(f.ctx)
+	vanished := make(chan error, 1)
+	go func() {
+		_, err := f.s.WakeWait(gone, "bot", localapi.WakeWaitRequest{Kind: localapi.WakeStop, Session: "s3", Seconds: 50})
+		vanished <- err
+	}()
+	nodetest.WaitFor(t, 20*time.Second, f.routes("stop"), "the waiter of the session that will vanish")
+	cancel()
+	if err := <-vanished; !errors.Is(err, context.Canceled) {
+		t.Fatalf("vanished waiter: %v", err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, f.routes(), "the vanished session's route to go")
+
 	// Bad requests are refused and register nothing.
 	for _, req := range []localapi.WakeWaitRequest{{Kind: "smoke", Session: "s"}, {Kind: localapi.WakeStop},
 		{Kind: localapi.WakeStop, Session: strings.Repeat("s", 257)}, {Kind: localapi.WakeStop, Session: "s", Seconds: -1},
@@ -363,6 +378,15 @@ func TestIdleSessionTellsTheHumanAtOnce(t *testing.T) {
 	if n := f.status().Unreached; n != 0 || len(f.log.lines("item="+id4, "tell its human")) != 0 {
 		t.Fatalf("a busy agent's ask was told at once: %d\n%s", n, f.log)
 	}
+	// It reads in its turn and goes idle before the service has looked:
+	// the read belongs to the turn and does not end the idle mark.
+	f.take()
+	if err := f.s.WakeIdle(f.ctx, "bot", localapi.SessionRef{Session: "thread-1"}); err != nil {
+		t.Fatal(err)
+	}
+	id5 := f.ask("one more?")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(f.log.lines("tell its human", "item="+id5, "idle=true")) == 1 },
+		"the ask after a turn that read to be told at once")
 }
 
 // The terminal route pastes into the agent's pane; a pane that closes is

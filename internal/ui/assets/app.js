@@ -191,6 +191,7 @@
         tr.setAttribute("data-agent", a.address || a.agent);
         return tr;
       })));
+      if (!(as || []).length) $("agents").appendChild(el("caption", { cls: "muted", text: "no agent is alive here or at your contacts" }));
     },
     contacts: function (cs) {
       fill($("contacts"), [head(["peer", "handle", "state", ""])].concat((cs || []).map(function (c) {
@@ -229,7 +230,8 @@
     },
     audit: function (es) {
       fill($("audit"), [head(["#", "time", "actor", "action", "subject"])].concat((es || []).slice().reverse().map(function (e) {
-        return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, addr(e.subject)]);
+        var room = e.action.slice(0, 5) === "room." && S.rooms.filter(function (r) { return r.room_id === e.subject; })[0];
+        return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, room ? room.name || short(e.subject) : addr(e.subject)]);
       })));
     },
     usage: function (u) {
@@ -280,7 +282,7 @@
       S.events = {}; S.dropped = {}; S.unread = {};
       $("who").textContent = m.handle + " · " + short(m.node);
     } else if (ev === "rooms") {
-      S.rooms = m; mark("rooms"); mark("events");
+      S.rooms = m; mark("rooms"); mark("events"); mark("panel:audit");
     } else if (ev === "events") {
       addEvents(m);
     } else if (ev === "panel") {
