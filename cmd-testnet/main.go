@@ -272,8 +272,12 @@ func printTable(w io.Writer, res testnet.Results) {
 	if c.Delay > 0 {
 		link = fmt.Sprintf(", link delay %g ms", c.Delay)
 	}
-	fmt.Fprintf(w, "Parley testnet: %d nodes (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n\n",
-		c.Nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
+	nodes := fmt.Sprintf("%d nodes", c.Nodes)
+	if slices.Equal(c.Scenarios, []string{"scale"}) {
+		nodes = fmt.Sprintf("N = %s nodes", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.Scale)), ","), "[]"))
+	}
+	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n\n",
+		nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tsent\tdelivered\tratio\torder\tp50 ms\tp95 ms\tp99 ms\tmax ms\tconverge ms\ttime s\t")
 	for _, s := range res.Scenarios {
@@ -422,7 +426,7 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 	}
 	fmt.Fprintf(w, "\nscale (%s): rooms of %d, windows of %gs at idle and with every node saying %g msg/s; per node\n", sr.Mode, sr.RoomSize, sr.WindowS, sr.PerNodeRate)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\trooms\tstart s\tRSS MiB\theap MiB\tgoroutines\tpeers\tidle CPU ms/s\tloaded CPU ms/s\tloaded RSS MiB\tdelivered\tp50 ms\tp99 ms\tload avg\t")
+	fmt.Fprintln(tw, "nodes\trooms\tstart s\tRSS MiB\theap MiB\tgoroutines\tpeers\tfiles\tidle CPU ms/s\tloaded CPU ms/s\tloaded RSS MiB\tdelivered\tp50 ms\tp99 ms\tload avg\t")
 	for _, r := range sr.Rows {
 		lat := "-\t-"
 		if r.Latency != nil {
@@ -432,8 +436,8 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 		if r.Saturated {
 			sat = " (CPU-bound)"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f%s\t%.1f\t%d/%d\t%s\t%.2f\t\n", r.Nodes, r.Rooms, r.StartS,
-			r.Idle.RSSPerNodeMiB, r.Idle.HeapPerNodeMiB, r.Idle.GoroutinesPerNode, r.Idle.PeersPerNode,
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f%s\t%.1f\t%d/%d\t%s\t%.2f\t\n", r.Nodes, r.Rooms, r.StartS,
+			r.Idle.RSSPerNodeMiB, r.Idle.HeapPerNodeMiB, r.Idle.GoroutinesPerNode, r.Idle.PeersPerNode, r.Idle.FDsPerNode,
 			1000*r.Idle.CPUPerNode, 1000*r.Load.CPUPerNode, sat, r.Load.RSSPerNodeMiB, r.Delivered, r.Expected, lat, r.Load1)
 	}
 	tw.Flush()
