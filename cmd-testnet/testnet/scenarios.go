@@ -18,11 +18,16 @@ import (
 // a node takes in by sync on two busy cores), so the deadline grows with the
 // work and a starved machine is not taken for a lossy one.
 func (r *runner) drain(events uint64) time.Duration {
-	sync := r.cfg.SyncInterval
-	if !r.cfg.inProcess() {
-		sync = 30 * time.Second
-	}
+	sync := r.syncPeriod()
 	return max(30*time.Second, 3*sync) + r.cfg.Duration + time.Duration(events)*2*time.Millisecond
+}
+
+// syncPeriod is the nodes' anti-entropy period.
+func (r *runner) syncPeriod() time.Duration {
+	if !r.cfg.inProcess() {
+		return 30 * time.Second // the node's default
+	}
+	return r.cfg.SyncInterval
 }
 
 // subscriptions follows a room on several nodes into a recorder.
@@ -51,7 +56,9 @@ func (r *runner) subscribe(ctx context.Context, c cluster, room string, rec *rec
 		return nil, fmt.Errorf("node %d says ready: %w", nodes[0], err)
 	}
 	*base++
-	err := poll(ctx, 20*time.Second, func() bool {
+	// Gossip usually brings it at once; a member not yet in the topic's
+	// mesh gets it by anti-entropy.
+	err := poll(ctx, max(20*time.Second, 2*r.syncPeriod()+5*time.Second), func() bool {
 		for _, i := range nodes {
 			if s.seen[i].Load() == 0 {
 				return false
