@@ -190,7 +190,7 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 	bases := make([]uint64, len(groups))
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	sem := make(chan struct{}, r.roomsAtOnce())
 	for g, nodes := range groups {
 		wg.Add(1)
 		go func() {
@@ -421,4 +421,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// roomsAtOnce is how many rooms are opened at once: 4 in-process, one at a
+// time for processes.
+func (r *runner) roomsAtOnce() int {
+	if r.cfg.inProcess() {
+		return 4
+	}
+	return 1
 }
