@@ -37,6 +37,12 @@ table ip filter {
     ct state established,related accept
     iifname "lan" accept
   }
+  chain incoming {
+    type filter hook input priority 0; policy drop;
+    ct state established,related accept
+    iifname "lan" accept
+    iifname "lo" accept
+  }
 }
 NFT
 done
