@@ -173,6 +173,29 @@ func TestCLIInstallDryRunTwiceDoctorUninstall(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("audit verify: exit %d\n%s\n%s", code, out, errs)
 	}
+	// export: one JSON entry a line, with its hash and signature.
+	out, _, code = u.run(t, "audit", "export")
+	if ls := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(ls) != 2 || !strings.Contains(ls[0], `"n":1`) || !strings.Contains(ls[0], `"sig"`) {
+		t.Fatalf("audit export: exit %d\n%s", code, out)
+	}
+	// An entry edited by hand is named by verify.
+	logPath := filepath.Join(u.home, ".parley", "audit.log")
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := strings.SplitAfter(string(raw), "\n")
+	if len(ls) < 2 || !strings.Contains(ls[1], "gemini") {
+		t.Fatalf("audit.log:\n%s", raw)
+	}
+	ls[1] = strings.Replace(ls[1], "gemini", "gemjni", 1)
+	if err := os.WriteFile(logPath, []byte(strings.Join(ls, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = u.run(t, "audit", "verify")
+	if code != 1 || !strings.Contains(out, "BAD at entry 2") {
+		t.Fatalf("audit verify of an edited entry: exit %d\n%s", code, out)
+	}
 }
 
 func TestCLIInstallProjectAndRefusal(t *testing.T) {
