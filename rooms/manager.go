@@ -708,8 +708,11 @@ func (m *Manager) corrupt(room identity.RoomID, id ID) {
 }
 
 // depthOfShared is depthOf for goroutines other than the room's: it reads
-// the store only.
+// the recent events' depths, then the store (and caches nothing).
 func (r *room) depthOfShared(id ID) (uint64, bool) {
+	if d, ok := r.recent.get(id); ok {
+		return d, true
+	}
 	v, ok, err := r.m.cfg.Store.Lookup(schema.RoomEvent(string(r.id), id[:]))
 	if err != nil || !ok {
 		return 0, false
