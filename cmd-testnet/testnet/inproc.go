@@ -102,21 +102,28 @@ func (c *inproc) OpenRoomOf(ctx context.Context, name string, creator int, membe
 		}
 		invited = append(invited, i)
 		pid := c.net.ID(i)
-		if h0.Network().Connectedness(pid) != network.Connected {
-			if n := c.net.Node(i); n != nil {
-				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				err := n0.Connect(cctx, peer.AddrInfo{ID: pid, Addrs: n.Host().Addrs()})
-				cancel()
-				if err != nil {
-					c.t.Logf("node %d dials node %d: %v", creator, i, err)
-				}
+		// Many nodes starting at once on a loaded machine may time out
+		// each other's handshakes; dial again (past the dial back-off)
+		// until connected, for a minute.
+		var lastErr error
+		connected := nodetest.Poll(60*time.Second, func() bool {
+			if h0.Network().Connectedness(pid) == network.Connected {
+				return true
 			}
-		}
-		if !nodetest.Poll(20*time.Second, func() bool { return h0.Network().Connectedness(pid) == network.Connected }) {
-			c.net.ConnectAll()
-			if h0.Network().Connectedness(pid) != network.Connected {
-				return "", fmt.Errorf("node %d did not connect to node %d", i, creator)
+			n := c.net.Node(i)
+			if n == nil {
+				return false
 			}
+			cctx, cancel := context.WithTimeout(network.WithForceDirectDial(ctx, "testnet"), 15*time.Second)
+			lastErr = n0.Connect(cctx, peer.AddrInfo{ID: pid, Addrs: n.Host().Addrs()})
+			cancel()
+			if lastErr != nil {
+				c.t.Logf("node %d dials node %d: %v", creator, i, lastErr)
+			}
+			return lastErr == nil
+		})
+		if !connected {
+			return "", fmt.Errorf("node %d did not connect to node %d: %v", i, creator, lastErr)
 		}
 		if _, err := m0.Invite(ctx, id, pid, agent); err != nil {
 			return "", fmt.Errorf("invite node %d: %w", i, err)

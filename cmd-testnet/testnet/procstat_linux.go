@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -93,4 +94,13 @@ func loadAverage() float64 {
 		return -1
 	}
 	return v
+}
+
+// fdLimit is how many files this process may open, 0 if unknown.
+func fdLimit() int {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0
+	}
+	return int(l.Cur)
 }

@@ -102,6 +102,15 @@ func (r *runner) scale(ctx context.Context) (res ScenarioResult, err error) {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
+		// In one process over TCP, every node ends up connected to every
+		// other (the DHT), and both ends of each connection are this
+		// process's files.
+		if lim := fdLimit(); r.cfg.Mode == InProcess && lim > 0 && n*(n-1)+32*n > lim {
+			note := fmt.Sprintf("N = %d skipped: a full mesh of %d nodes in one process needs about %d file descriptors and the limit is %d (use -mocknet or -procs)", n, n, n*(n-1)+32*n, lim)
+			r.p.printf("%s", note)
+			res.Notes = append(res.Notes, note)
+			continue
+		}
 		r.p.printf("N = %d", n)
 		row, lat, err := r.scaleRow(ctx, n)
 		if err != nil {
@@ -121,7 +130,10 @@ func (r *runner) scale(ctx context.Context) (res ScenarioResult, err error) {
 		r.p.printf("N = %d: %.1f MiB, %.0f goroutines, %.2f idle and %.2f loaded CPU ms/s per node; delivered %d/%d",
 			n, row.Idle.RSSPerNodeMiB, row.Idle.GoroutinesPerNode, 1000*row.Idle.CPUPerNode, 1000*row.Load.CPUPerNode, row.Delivered, row.Expected)
 	}
-	res.Nodes = ns[len(ns)-1]
+	if len(sr.Rows) == 0 {
+		return res, fmt.Errorf("%w: no N of -scale fits this process", ErrUnsupported)
+	}
+	res.Nodes = sr.Rows[len(sr.Rows)-1].Nodes
 	res.DeliveryRatio = 1
 	if res.Expected > 0 {
 		res.DeliveryRatio = float64(res.Delivered) / float64(res.Expected)
