@@ -292,6 +292,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("the refused post is in the log: %v", err)
 	}
 	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("agent.mute")`, "the mute in the audit panel")
+	waitJS(t, b, 30*time.Second, `document.getElementById("moderation").textContent.includes("muted") && document.getElementById("limits").textContent === "no post limit"`,
+		"the mute and the post limit in the moderation panel")
 
 	// The board: alice's claim shows with its holder, note and expiry.
 	if _, err := c0.Claim(ctx, "alice", localapi.ClaimRequest{Project: "0123456789abcdef0123456789abcdef", Paths: []string{"rooms/room.go"}, Note: "splitting the room loop"}); err != nil {
