@@ -1,10 +1,10 @@
 // Command cmd-testnet runs a local Parley testnet: N nodes, scenarios that
 // drive rooms and break the network, a results table, JSON and an SVG chart.
 //
-//	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all]
+//	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all|scale]
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
-//	    [-cpuprofile FILE]
-//	    [-procs | -netns [-delay 20ms] [-loss 1]]
+//	    [-cpuprofile FILE] [-burn N] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
+//	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
 //	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-json FILE]
 //
 // It exits 0 when every scenario delivered every message with the same order
@@ -33,6 +33,7 @@ import (
 )
 
 func main() {
+	burnChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -73,6 +74,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 		out       outputs
 		procs     bool
 		netns     bool
+		mock      bool
 		loss      string
 		nodes     = fs.Int("n", 12, "number of nodes")
 		rate      = fs.Int("rate", 100, "messages per second (fanout, partition, churn)")
@@ -81,11 +83,15 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 		catchUp   = fs.Int("catchup", 10_000, "events a restarted node catches up with (restart)")
 		bigRoom   = fs.Int("bigroom", 100_000, "events of the room reopened after a restart (restart)")
 		burst     = fs.Int("burst", 0, "messages of the burst (default rate × duration, at least 1000)")
-		delay     = fs.Duration("delay", 0, "netem delay on every node's link (-netns)")
+		delay     = fs.Duration("delay", 0, "netem delay on every node's link (-netns), or the mocknet's link latency (-mocknet)")
 		syncEvery = fs.Duration("sync", 5*time.Second, "rooms' anti-entropy period of in-process nodes (the node default is 30s)")
 		parleyBin = fs.String("parley", "", "parley binary for -procs and -netns (default: go build ./cmd/parley)")
 		dir       = fs.String("dir", "", "folder for node homes (default: a temporary folder, removed at the end)")
 		verbose   = fs.Bool("v", false, "more progress detail")
+		burn      = fs.Int("burn", 0, "keep `N` CPUs busy during the run with spinning processes, one pinned to each CPU in turn (1: one core busy, 2: both cores of a 2-core machine)")
+		scale     = fs.String("scale", "10,25,50,100", "numbers of nodes the scale scenario measures, comma-separated")
+		roomSize  = fs.Int("roomsize", 10, "members of each room of the scale scenario")
+		roomCount = fs.Int("rooms", 10, "rooms of the soak scenario")
 		nat       natFlag
 	)
 	fs.Var(&nat, "nat", "with -netns: the NAT lab instead of the scenarios, `cone` (default) or symmetric: A and B behind NATs, a public relay (needs root and nft)")
@@ -98,6 +104,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the fanout workload on raw go-libp2p-pubsub and embedded NATS, and compare")
 	fs.BoolVar(&procs, "procs", false, "run each node as a separate `parley up` process with its own home")
 	fs.BoolVar(&netns, "netns", false, "run each node as a process in its own network namespace, joined by veth pairs (needs root)")
+	fs.BoolVar(&mock, "mocknet", false, "run the in-process nodes on go-libp2p's in-memory mocknet, with -delay on every link (one way)")
 	fs.StringVar(&loss, "loss", "0", "netem packet loss in percent on every node's link, e.g. 1 or 1% (-netns)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: go run ./cmd-testnet [flags]
@@ -107,14 +114,39 @@ Runs N Parley nodes through scenarios and measures them: a table on stdout,
 message or shows different orders on different nodes.
 
 In-process fanout also shows where the time goes: for each delivery, the time
-from the Say call to each stage (durable and published on the sender;
-validated, stored and visible on the receiver), and the process's CPU time per
-delivery. With -baseline, raw GossipSub's and NATS's CPU per delivery are
+from the Say call to each stage (published and durable on the sender: the
+fsync runs beside the publishing, so the receiver's stages step from
+published; validated, stored and visible on the receiver), and the process's
+CPU time per delivery. With -baseline, raw GossipSub's and NATS's CPU per delivery are
 measured the same way, in the same run. -cpuprofile writes a profile for
 go tool pprof. To compare with raw GossipSub:
 
   go run ./cmd-testnet -n 12 -scenario fanout -baseline -duration 15s \
       -json out.json -cpuprofile cpu.pprof
+
+and the same with -burn 1 (one core busy with another process) or -burn 2
+(both cores of a 2-core machine busy).
+
+The scale scenario (run only when named) measures, for each N of -scale, what
+N nodes cost: RSS, Go heap, goroutines and peers per node, and CPU per node at
+idle and while every node says 1 message a second into its room (rooms of
+-roomsize members), each over a window of -duration; then it fits each total
+against N and predicts 1,000 nodes. With -procs every node is a process and
+its figures come from /proc and its metrics:
+
+  go run ./cmd-testnet -scenario scale -scale 10,25,50,100 -duration 20s
+
+The soak scenario (run only when named; 50 nodes and 10 minutes unless -n and
+-duration say otherwise) has the nodes say -rate messages a second in all into
+-rooms overlapping rooms, samples RSS, heap and goroutines every 5 s, checks 0
+lost and one order per room, and fits the samples after the first 20 %%:
+
+  go run ./cmd-testnet -scenario soak -json soak.json
+
+-mocknet runs the in-process nodes on go-libp2p's in-memory network with -delay
+added to every link (one way), e.g. a room of 100 members 50 ms apart:
+
+  go run ./cmd-testnet -mocknet -delay 50ms -n 100 -scenario fanout -rate 10 -duration 20s
 
 `)
 		fs.PrintDefaults()
@@ -161,8 +193,12 @@ go tool pprof. To compare with raw GossipSub:
 		return cfg, outputs{}, usageError{fmt.Sprintf("-sync %v: must be positive", *syncEvery)}
 	case *catchUp <= 0 || *bigRoom <= 0:
 		return cfg, outputs{}, usageError{"-catchup and -bigroom must be positive"}
+	case *burn < 0:
+		return cfg, outputs{}, usageError{fmt.Sprintf("-burn %d: give a number of CPUs to keep busy", *burn)}
 	case procs && netns:
 		return cfg, outputs{}, usageError{"-procs and -netns exclude each other (-netns runs processes too)"}
+	case mock && (procs || netns):
+		return cfg, outputs{}, usageError{"-mocknet runs nodes in this process: it excludes -procs and -netns"}
 	}
 	var lossPct float64
 	if _, err := fmt.Sscanf(strings.TrimSuffix(loss, "%"), "%g", &lossPct); err != nil {
@@ -173,11 +209,33 @@ go tool pprof. To compare with raw GossipSub:
 	cfg.Scenarios = []string{scenario}
 	cfg.Delay, cfg.Loss, cfg.SyncInterval = *delay, lossPct, *syncEvery
 	cfg.Parley, cfg.Dir, cfg.Verbose = *parleyBin, *dir, *verbose
+	out.burn = *burn
+	cfg.RoomSize, cfg.Rooms = *roomSize, *roomCount
+	// The soak's own defaults: 50 nodes for 10 minutes.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if scenario == "soak" {
+		if !set["n"] {
+			cfg.Nodes = 50
+		}
+		if !set["duration"] {
+			cfg.Duration = 10 * time.Minute
+		}
+	}
+	for _, part := range strings.Split(*scale, ",") {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(part), "%d", &n); err != nil {
+			return cfg, outputs{}, usageError{fmt.Sprintf("-scale %q: give numbers of nodes, e.g. 10,25,50", *scale)}
+		}
+		cfg.Scale = append(cfg.Scale, n)
+	}
 	switch {
 	case procs:
 		cfg.Mode = testnet.Procs
 	case netns:
 		cfg.Mode = testnet.Netns
+	case mock:
+		cfg.Mode = testnet.Mocknet
 	}
 	checked, err := cfg.WithDefaults()
 	if err != nil {
@@ -189,6 +247,7 @@ go tool pprof. To compare with raw GossipSub:
 // outputs are the files a run writes besides its table.
 type outputs struct {
 	json, svg, cpuProfile string
+	burn                  int // CPUs to keep busy during the run
 	// The NAT lab, when nat is set.
 	nat                  string
 	natRuns, natMessages int
@@ -224,10 +283,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
+	load := loadAvg()
+	if out.burn > 0 {
+		stopBurn, err := startBurn(out.burn)
+		if err != nil {
+			fmt.Fprintf(stderr, "cmd-testnet: -burn: %v\n", err)
+			return 2
+		}
+		defer stopBurn()
+	}
 	if out.nat != "" {
 		return runNAT(ctx, cfg, out, stdout, stderr)
 	}
 	res, runErr := testnet.Run(ctx, cfg, stderr)
+	res.Machine.LoadAvg, res.Machine.Burn = load, out.burn
 	if errors.Is(runErr, testnet.ErrUsage) {
 		fmt.Fprintf(stderr, "cmd-testnet: %v\n", runErr)
 		return 2
@@ -352,8 +421,23 @@ func printNAT(w io.Writer, res testnet.NATResult) {
 
 func printTable(w io.Writer, res testnet.Results) {
 	c := res.Config
-	fmt.Fprintf(w, "Parley testnet: %d nodes (%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n\n",
-		c.Nodes, c.Mode, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
+	link := ""
+	if c.Delay > 0 {
+		link = fmt.Sprintf(", link delay %g ms", c.Delay)
+	}
+	fmt.Fprintf(w, "Parley testnet: %d nodes (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n",
+		c.Nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
+	if m := res.Machine; len(m.LoadAvg) == 3 || m.Burn > 0 {
+		var parts []string
+		if len(m.LoadAvg) == 3 {
+			parts = append(parts, fmt.Sprintf("load average %.2f %.2f %.2f at the start", m.LoadAvg[0], m.LoadAvg[1], m.LoadAvg[2]))
+		}
+		if m.Burn > 0 {
+			parts = append(parts, fmt.Sprintf("%d CPUs kept busy by other processes (-burn)", m.Burn))
+		}
+		fmt.Fprintf(w, "machine: %s\n", strings.Join(parts, "; "))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tsent\tdelivered\tratio\torder\tp50 ms\tp95 ms\tp99 ms\tmax ms\tconverge ms\ttime s\t")
 	for _, s := range res.Scenarios {
@@ -400,6 +484,8 @@ func printTable(w io.Writer, res testnet.Results) {
 	}
 	for _, s := range res.Scenarios {
 		printStages(w, s.Name, s.Stages)
+		printScale(w, s.Scale)
+		printSoak(w, s.Soak)
 	}
 	if b := res.Baseline; b != nil {
 		fmt.Fprintf(w, "\nbaseline, same workload: %s\n", b.Workload)
@@ -476,7 +562,7 @@ func printStages(w io.Writer, name string, st *testnet.Stages) {
 	if st == nil || len(st.Stages) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%s: where the time goes, over %d deliveries (ms since the Say call; step: since the stage before)\n", name, st.Deliveries)
+	fmt.Fprintf(w, "\n%s: where the time goes, over %d deliveries (ms since the Say call; step: since the stage before, and durable, beside the path, does not count as one)\n", name, st.Deliveries)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tnode\tp50\tp99\tmean\tstep p50\tstep p99\tstep mean\t")
 	for _, s := range st.Stages {
@@ -491,4 +577,68 @@ func printStages(w io.Writer, name string, st *testnet.Stages) {
 	if st.BySync > 0 || st.Incomplete > 0 || st.Clamped > 0 {
 		fmt.Fprintf(w, "  not counted: %d by anti-entropy, %d incomplete; %d with a stamp before the stage before it (taken as equal)\n", st.BySync, st.Incomplete, st.Clamped)
 	}
+}
+
+// printScale prints the scale scenario's table by N and its fits.
+func printScale(w io.Writer, sr *testnet.ScaleResult) {
+	if sr == nil || len(sr.Rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nscale (%s): rooms of %d, windows of %gs at idle and with every node saying %g msg/s; per node\n", sr.Mode, sr.RoomSize, sr.WindowS, sr.PerNodeRate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "nodes\trooms\tstart s\tRSS MiB\theap MiB\tgoroutines\tpeers\tidle CPU ms/s\tloaded CPU ms/s\tloaded RSS MiB\tdelivered\tp50 ms\tp99 ms\tload avg\t")
+	for _, r := range sr.Rows {
+		lat := "-\t-"
+		if r.Latency != nil {
+			lat = fmt.Sprintf("%.1f\t%.1f", r.Latency.P50, r.Latency.P99)
+		}
+		sat := ""
+		if r.Saturated {
+			sat = " (CPU-bound)"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f%s\t%.1f\t%d/%d\t%s\t%.2f\t\n", r.Nodes, r.Rooms, r.StartS,
+			r.Idle.RSSPerNodeMiB, r.Idle.HeapPerNodeMiB, r.Idle.GoroutinesPerNode, r.Idle.PeersPerNode,
+			1000*r.Idle.CPUPerNode, 1000*r.Load.CPUPerNode, sat, r.Load.RSSPerNodeMiB, r.Delivered, r.Expected, lat, r.Load1)
+	}
+	tw.Flush()
+	if len(sr.Fits) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nfit of each total against N (least squares), and what it predicts for 1,000 nodes")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "figure\tper node\tintercept\tR²\tat 1,000 nodes\tper node at 1,000\tper-node growth per 100 nodes\tper node at 1,000 on that trend\t")
+	for _, f := range sr.Fits {
+		unit := ""
+		if f.Unit != "" {
+			unit = " " + f.Unit
+		}
+		fmt.Fprintf(tw, "%s%s\t%.4g\t%.4g\t%.3f\t%.4g\t%.4g\t%+.3g\t%.4g\t\n", f.Figure, unit, f.Slope, f.Intercept, f.R2, f.At1000, f.PerNodeAt1000, f.PerNodeGrowth, f.PerNodeTrendAt1000)
+	}
+	tw.Flush()
+}
+
+// printSoak prints the soak scenario's slopes and verdict.
+func printSoak(w io.Writer, sr *testnet.SoakResult) {
+	if sr == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nsoak: %d rooms of %d, %d msg/s in all for %gs; %d samples every %gs; slopes after %gs of warm-up\n",
+		sr.Rooms, sr.RoomSize, sr.Rate, sr.DurationS, len(sr.Samples), sr.IntervalS, sr.WarmupS)
+	fmt.Fprintf(w, "  RSS %+.3f MiB/min (mean %.0f MiB; growth over the span %.1f%% of it), anonymous RSS %+.3f MiB/min, heap %+.3f MiB/min\n",
+		sr.RSSMiBPerMin, sr.MeanRSSMiB, 100*sr.RSSGrowthShare, sr.RSSAnonMiBPerMin, sr.HeapMiBPerMin)
+	fmt.Fprintf(w, "  goroutines %+.2f/min (mean %.0f; growth over the span %.2f%% of it)\n", sr.GoroutinesPerMin, sr.MeanGoroutines, 100*sr.GoroutineGrowthShare)
+	fmt.Fprintf(w, "  second half alone: RSS %+.3f MiB/min, goroutines %+.2f/min\n", sr.RSSMiBPerMinLastHalf, sr.GoroutinesPerMinLastHalf)
+	if n := len(sr.Samples); n > 0 {
+		first, last := sr.Samples[0], sr.Samples[n-1]
+		fmt.Fprintf(w, "  first and last sample: RSS %.0f → %.0f MiB (anonymous %.0f → %.0f), live heap %.0f → %.0f MiB, heap goal %.0f → %.0f MiB, goroutines %d → %d\n",
+			first.RSSMiB, last.RSSMiB, first.RSSAnonMiB, last.RSSAnonMiB, first.HeapMiB, last.HeapMiB, first.HeapGoalMiB, last.HeapGoalMiB, first.Goroutines, last.Goroutines)
+	}
+	if l := sr.SayLatency; l != nil {
+		fmt.Fprintf(w, "  Say calls: p50 %.2f ms, p99 %.2f ms, max %.1f ms\n", l.P50, l.P99, l.Max)
+	}
+	verdict := "FLAT"
+	if !sr.Flat {
+		verdict = "NOT FLAT"
+	}
+	fmt.Fprintf(w, "  %s: %s\n", verdict, sr.FlatRule)
 }

@@ -23,6 +23,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-loss", "lots", "-netns"}, "percentage"},
 		{[]string{"stray"}, "unexpected argument"},
 		{[]string{"-nodes", "3"}, "not defined"},
+		{[]string{"-scale", "10,many"}, "numbers of nodes"},
+		{[]string{"-scale", "1"}, "in [2, 1000]"},
+		{[]string{"-roomsize", "1"}, "at least 2 members"},
+		{[]string{"-mocknet", "-procs"}, "excludes -procs"},
+		{[]string{"-mocknet", "-loss", "1"}, "mocknet loses nothing"},
+		{[]string{"-burn", "-1"}, "-burn -1"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {

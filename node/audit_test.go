@@ -130,6 +130,11 @@ func TestDecisionsAreAudited(t *testing.T) {
 			}
 		}
 	}
+	// b records a's invite as its event arrives. (A removed node is not told
+	// of its removal: the remover refuses it at once, so it cannot record it.)
+	nt.WaitFor(30*time.Second, func() bool {
+		return slices.Contains(auditActions(t, nt, 1), "peer:"+a+" room.invite "+res.RoomID)
+	}, "b to record that a invited it:\n%s", strings.Join(auditActions(t, nt, 1), "\n"))
 	// The peers learn of the denial and the revocation as they are told.
 	nt.WaitFor(20*time.Second, func() bool {
 		return slices.Contains(auditActions(t, nt, 2), "peer:"+a+" contact.deny "+a) &&
@@ -236,6 +241,29 @@ func TestInviteAnswersAreAudited(t *testing.T) {
 	for _, w := range []string{"human room.accept " + ids[0], "human room.decline " + ids[1]} {
 		if !slices.Contains(got, w) {
 			t.Fatalf("audit log lacks %q:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	// Node 2 takes node 1 out of the shared room: node 0, a member, records
+	// it with the invite that brought it in, and nothing of node 0's own
+	// twice.
+	if _, err := cs[2].Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: nt.ID(1).String(), Agent: "carol"}); err != nil {
+		t.Fatal(err)
+	}
+	by := "peer:" + nt.ID(2).String()
+	nt.WaitFor(30*time.Second, func() bool {
+		got = auditActions(t, nt, 0)
+		return slices.Contains(got, by+" room.remove "+res.RoomID)
+	}, "node 0 to record node 2's removal of node 1:\n%s", strings.Join(got, "\n"))
+	if !slices.Contains(got, by+" room.invite "+res.RoomID) {
+		t.Fatalf("node 0 did not record its invite:\n%s", strings.Join(got, "\n"))
+	}
+	es, err := audit.List(nt.Home(0), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Actor == by && e.Action == audit.RoomRemove && e.Detail["peer"] != nt.ID(1).String() {
+			t.Fatalf("the removal names %v", e.Detail)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 	"time"
@@ -165,26 +164,14 @@ func (b boardAPI) alive(ctx context.Context, roomIDs []string) []string {
 	return slices.Compact(out)
 }
 
-// boardError gives board errors an HTTP status and a code.
-func boardError(err error) error {
-	code, status := "", 0
-	var le *localapi.Error
-	switch {
-	case errors.As(err, &le):
-		return le
-	case errors.Is(err, board.ErrConflict):
-		code, status = localapi.CodeClaimed, http.StatusConflict
-	case errors.Is(err, board.ErrNotHeld):
-		code, status = localapi.CodeNotHeld, http.StatusConflict
-	case errors.Is(err, board.ErrBadInput):
-		code, status = localapi.CodeBadRequest, http.StatusBadRequest
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		code, status = localapi.CodeTimeout, http.StatusGatewayTimeout
-	default:
-		return err
-	}
-	return localapi.Errorf(status, code, "%v", err)
-}
+// boardErrors give board errors an HTTP status and a code.
+var boardErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
+	{Status: http.StatusConflict, Code: localapi.CodeClaimed, Errs: []error{board.ErrConflict}},
+	{Status: http.StatusConflict, Code: localapi.CodeNotHeld, Errs: []error{board.ErrNotHeld}},
+	{Status: http.StatusBadRequest, Code: localapi.CodeBadRequest, Errs: []error{board.ErrBadInput}},
+}}
+
+func boardError(err error) error { return boardErrors.Wrap(err) }
 
 // boardNotices are the board's pending items for an agent (the inbox lists
 // them after replies).

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/connmgr"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -116,6 +118,13 @@ type Config struct {
 	// AutoNAT finds out (the DHT serves others unless the node is found to
 	// be behind a NAT).
 	Reachability string
+	// NewHost, if set, builds the node's libp2p host from the node's key
+	// instead of the default host (TCP and QUIC, the connection and
+	// resource managers, Gater, relays, AutoNAT, hole punching, port
+	// mapping): a simulated network such as go-libp2p's mocknet, for
+	// measurements. ListenAddrs are still listened on. Nil means the
+	// default host.
+	NewHost func(key crypto.PrivKey) (host.Host, error)
 	// MinFreeDisk is the free space, in bytes, the database keeps on its
 	// disk: below it writes fail with a clear error and reads go on. Zero
 	// means store.DefaultMinFree (64 MiB); negative turns the floor off.

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -86,27 +85,16 @@ func (a agentsAPI) Session(ctx context.Context, req localapi.SessionRequest) (lo
 	return a.info(i), agentsError(err)
 }
 
-// agentsError gives agent errors an HTTP status and a code.
-func agentsError(err error) error {
-	code, status := "", 0
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, agents.ErrBadInput):
-		code, status = localapi.CodeBadRequest, http.StatusBadRequest
-	case errors.Is(err, agents.ErrUnknownAgent):
-		code, status = localapi.CodeUnknownAgent, http.StatusNotFound
-	case errors.Is(err, agents.ErrNameTaken):
-		code, status = localapi.CodeNameTaken, http.StatusConflict
-	case errors.Is(err, agents.ErrTooManyAgents):
-		code, status = localapi.CodeTooMany, http.StatusTooManyRequests
-	case errors.Is(err, agents.ErrClosed):
-		code, status = localapi.CodeClosed, http.StatusServiceUnavailable
-	default:
-		return err
-	}
-	return localapi.Errorf(status, code, "%v", err)
-}
+// agentsErrors give agent errors an HTTP status and a code.
+var agentsErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
+	{Status: http.StatusBadRequest, Code: localapi.CodeBadRequest, Errs: []error{agents.ErrBadInput}},
+	{Status: http.StatusNotFound, Code: localapi.CodeUnknownAgent, Errs: []error{agents.ErrUnknownAgent}},
+	{Status: http.StatusConflict, Code: localapi.CodeNameTaken, Errs: []error{agents.ErrNameTaken}},
+	{Status: http.StatusTooManyRequests, Code: localapi.CodeTooMany, Errs: []error{agents.ErrTooManyAgents}},
+	{Status: http.StatusServiceUnavailable, Code: localapi.CodeClosed, Errs: []error{agents.ErrClosed}},
+}}
+
+func agentsError(err error) error { return agentsErrors.Wrap(err) }
 
 // contactsAPI serves the contact service.
 type contactsAPI struct{ cs *contacts.Service }
@@ -157,27 +145,17 @@ func (c contactsAPI) List(context.Context) []localapi.ContactEntry {
 	return out
 }
 
-// contactsError gives contact errors an HTTP status and a code.
-func contactsError(err error) error {
-	code, status := "", 0
-	switch {
-	case errors.Is(err, consent.ErrRemote):
-		code, status = "peer_refused", http.StatusBadGateway
-	case errors.Is(err, contacts.ErrUnreachable):
-		code, status = localapi.CodeUnreachable, http.StatusBadGateway
-	case errors.Is(err, contacts.ErrUnknown), errors.Is(err, consent.ErrNotFound), errors.Is(err, consent.ErrNoContact):
-		code, status = "not_found", http.StatusNotFound
-	case errors.Is(err, consent.ErrTooLong):
-		code, status = localapi.CodeTooLarge, http.StatusBadRequest
-	case errors.Is(err, contacts.ErrBadInput), errors.Is(err, consent.ErrMalformed), errors.Is(err, consent.ErrWrongPeers):
-		code, status = localapi.CodeBadRequest, http.StatusBadRequest
-	case errors.Is(err, consent.ErrAlreadyContact), errors.Is(err, consent.ErrState):
-		code, status = localapi.CodeConflict, http.StatusConflict
-	default:
-		return err
-	}
-	return localapi.Errorf(status, code, "%v", err)
-}
+// contactsErrors give contact errors an HTTP status and a code.
+var contactsErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
+	{Status: http.StatusBadGateway, Code: localapi.CodePeerRefused, Errs: []error{consent.ErrRemote}},
+	{Status: http.StatusBadGateway, Code: localapi.CodeUnreachable, Errs: []error{contacts.ErrUnreachable}},
+	{Status: http.StatusNotFound, Code: localapi.CodeNotFound, Errs: []error{contacts.ErrUnknown, consent.ErrNotFound, consent.ErrNoContact}},
+	{Status: http.StatusBadRequest, Code: localapi.CodeTooLarge, Errs: []error{consent.ErrTooLong}},
+	{Status: http.StatusBadRequest, Code: localapi.CodeBadRequest, Errs: []error{contacts.ErrBadInput, consent.ErrMalformed, consent.ErrWrongPeers}},
+	{Status: http.StatusConflict, Code: localapi.CodeConflict, Errs: []error{consent.ErrAlreadyContact, consent.ErrState}},
+}}
+
+func contactsError(err error) error { return contactsErrors.Wrap(err) }
 
 // orEmpty returns s, or an empty slice for nil, so JSON shows [].
 func orEmpty(s []string) []string {
@@ -229,19 +207,11 @@ func (a invitesAPI) inviter(ref string) map[string]string {
 	return nil
 }
 
-func invitesError(err error) error {
-	code, status := "", 0
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, rooms.ErrUnknownRoom):
-		code, status = localapi.CodeUnknownRoom, http.StatusNotFound
-	case errors.Is(err, rooms.ErrMalformed):
-		code, status = localapi.CodeAmbiguous, http.StatusConflict
-	case errors.Is(err, rooms.ErrClosed):
-		code, status = localapi.CodeClosed, http.StatusServiceUnavailable
-	default:
-		return err
-	}
-	return localapi.Errorf(status, code, "%v", err)
-}
+// invitesErrors give errors about waiting invites an HTTP status and a code.
+var invitesErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
+	{Status: http.StatusNotFound, Code: localapi.CodeUnknownRoom, Errs: []error{rooms.ErrUnknownRoom}},
+	{Status: http.StatusConflict, Code: localapi.CodeAmbiguous, Errs: []error{rooms.ErrMalformed}},
+	{Status: http.StatusServiceUnavailable, Code: localapi.CodeClosed, Errs: []error{rooms.ErrClosed}},
+}}
+
+func invitesError(err error) error { return invitesErrors.Wrap(err) }

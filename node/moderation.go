@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -46,29 +45,17 @@ func (e modEdge) CheckPost(agent identity.AgentName) error { return modError(e.m
 
 func (e modEdge) Hidden(addr string) bool { return e.m.Hidden(addr) }
 
-// modError gives moderation errors an HTTP status and a code.
-func modError(err error) error {
-	code, status := "", 0
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, moderation.ErrKilled):
-		code, status = localapi.CodeKilled, http.StatusForbidden
-	case errors.Is(err, moderation.ErrMuted):
-		code, status = localapi.CodeMuted, http.StatusForbidden
-	case errors.Is(err, moderation.ErrRateLimited):
-		code, status = localapi.CodeTooMany, http.StatusTooManyRequests
-	case errors.Is(err, moderation.ErrBadInput):
-		code, status = localapi.CodeBadRequest, http.StatusBadRequest
-	case errors.Is(err, moderation.ErrNotFound):
-		code, status = localapi.CodeUnknownAgent, http.StatusNotFound
-	default:
-		return err
-	}
-	return localapi.Errorf(status, code, "%s", trimPrefix(err.Error()))
-}
+// modErrors give moderation errors an HTTP status and a code.
+var modErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
+	{Status: http.StatusForbidden, Code: localapi.CodeKilled, Errs: []error{moderation.ErrKilled}},
+	{Status: http.StatusForbidden, Code: localapi.CodeMuted, Errs: []error{moderation.ErrMuted}},
+	{Status: http.StatusTooManyRequests, Code: localapi.CodeTooMany, Errs: []error{moderation.ErrRateLimited}},
+	{Status: http.StatusBadRequest, Code: localapi.CodeBadRequest, Errs: []error{moderation.ErrBadInput}},
+	{Status: http.StatusNotFound, Code: localapi.CodeUnknownAgent, Errs: []error{moderation.ErrNotFound}},
+}, Message: func(err error) string { return trimPrefix(err.Error()) }}
 
-// trimPrefix drops "moderation: <sentinel>: " from a message a person reads.
+func modError(err error) error { return modErrors.Wrap(err) }
+
 func trimPrefix(s string) string {
 	for _, e := range []error{moderation.ErrKilled, moderation.ErrMuted, moderation.ErrRateLimited, moderation.ErrBadInput, moderation.ErrNotFound} {
 		if p := e.Error() + ": "; len(s) > len(p) && s[:len(p)] == p {

@@ -301,6 +301,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := rm.Start(n.ctx, ps); err != nil {
 		return err
 	}
+	n.startRoomAudit()
 	if err := n.contacts.Start(n.ctx); err != nil {
 		return err
 	}
@@ -353,6 +354,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleWake(n.wake)
 		n.api.HandleUI(n.uiInfo)
 		n.api.HandleSpent(n.inbox.Spent)
+		n.api.HandleUsage(n.usageView)
 		if !n.cfg.NoUI {
 			n.startUI()
 		}
@@ -380,6 +382,19 @@ func (n *Node) start(ctx context.Context) error {
 }
 
 func (n *Node) startHost() error {
+	n.reach = newReach(n.reg)
+	if n.cfg.NewHost != nil {
+		h, err := n.cfg.NewHost(n.priv)
+		if err != nil {
+			return fmt.Errorf("node: start libp2p host: %w", err)
+		}
+		if h.ID() != n.id {
+			h.Close()
+			return fmt.Errorf("node: start libp2p host: its peer ID %s is not the node's %s", h.ID(), n.id)
+		}
+		n.host = h
+		return n.watchReachability()
+	}
 	cm, err := connmgr.NewConnManager(n.cfg.ConnLow, n.cfg.ConnHigh, connmgr.WithGracePeriod(time.Minute))
 	if err != nil {
 		return fmt.Errorf("node: connection manager: %w", err)
@@ -410,7 +425,6 @@ func (n *Node) startHost() error {
 	if n.cfg.Gater != nil {
 		opts = append(opts, libp2p.ConnectionGater(n.cfg.Gater))
 	}
-	n.reach = newReach(n.reg)
 	ro, err := n.reachOptions()
 	if err != nil {
 		rm.Close()

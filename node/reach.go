@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	pbv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/pb"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	ma "github.com/multiformats/go-multiaddr"
@@ -59,6 +61,44 @@ type reach struct {
 
 	refused *prometheus.CounterVec // relay service: reservations and circuits refused
 	punches *prometheus.CounterVec // hole punches, by result
+	relay   relayMetrics           // relay service: every request and what it carried
+}
+
+// relayMetrics count what the relay service does (relayv2.MetricsTracer),
+// per node: every reservation and circuit request by its answer (a flood of
+// reservations over the caps shows as reservation_refused, strangers as
+// permission_denied), the reservations and circuits
+// open now, and the bytes relayed.
+type relayMetrics struct {
+	requests     *prometheus.CounterVec
+	reservations prometheus.Gauge
+	circuits     prometheus.Gauge
+	bytes        prometheus.Counter
+}
+
+func (m relayMetrics) RelayStatus(bool)               {}
+func (m relayMetrics) ConnectionOpened()              { m.circuits.Inc() }
+func (m relayMetrics) ConnectionClosed(time.Duration) { m.circuits.Dec() }
+func (m relayMetrics) ConnectionRequestHandled(st pbv2.Status) {
+	m.requests.WithLabelValues("connect", relayStatus(st)).Inc()
+}
+func (m relayMetrics) ReservationAllowed(renewal bool) {
+	if !renewal {
+		m.reservations.Inc()
+	}
+}
+func (m relayMetrics) ReservationClosed(n int) { m.reservations.Sub(float64(n)) }
+func (m relayMetrics) ReservationRequestHandled(st pbv2.Status) {
+	m.requests.WithLabelValues("reserve", relayStatus(st)).Inc()
+}
+func (m relayMetrics) BytesTransferred(n int) { m.bytes.Add(float64(n)) }
+
+// relayStatus is a relay answer as a label value (a small fixed set).
+func relayStatus(st pbv2.Status) string {
+	if _, ok := pbv2.Status_name[int32(st)]; !ok {
+		return "other"
+	}
+	return strings.ToLower(st.String())
 }
 
 type punchResult struct {
@@ -83,7 +123,25 @@ func newReach(reg prometheus.Registerer) *reach {
 			Help: "Hole punches to upgrade a relayed connection to a direct one, by result (ok, failed).",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(r.refused, r.punches)
+	r.relay = relayMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_relay_requests_total",
+			Help: "Relay service requests, by kind (reserve, connect) and answer (ok; permission_denied: not a contact or member; reservation_refused: over the caps; resource_limit_exceeded, no_reservation, connection_failed, malformed_message, ...).",
+		}, []string{"kind", "status"}),
+		reservations: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_relay_reservations",
+			Help: "Reservations the relay service holds now.",
+		}),
+		circuits: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_relay_circuits",
+			Help: "Relayed connections open through the relay service now.",
+		}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_relay_bytes_total",
+			Help: "Bytes the relay service carried.",
+		}),
+	}
+	reg.MustRegister(r.refused, r.punches, r.relay.requests, r.relay.reservations, r.relay.circuits, r.relay.bytes)
 	return r
 }
 
@@ -216,7 +274,8 @@ func (n *Node) reachOptions() ([]libp2p.Option, error) {
 		rc.MaxReservations = relayReservations
 		rc.MaxReservationsPerIP = relayPerIP
 		rc.MaxCircuits = relayCircuits
-		opts = append(opts, libp2p.EnableRelayService(relayv2.WithResources(rc), relayv2.WithACL(relayACL{n})))
+		opts = append(opts, libp2p.EnableRelayService(relayv2.WithResources(rc), relayv2.WithACL(relayACL{n}),
+			relayv2.WithMetricsTracer(n.reach.relay)))
 	}
 	return opts, nil
 }

@@ -2,12 +2,17 @@ package node_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/parley-mesh/parley/consent"
@@ -83,4 +88,113 @@ func TestRelayedContactsThroughAContactsRelay(t *testing.T) {
 	if got := nb.Host().Network().Connectedness(nt.ID(a)); got != network.Limited {
 		t.Fatalf("connectedness %v, want limited (relayed only)", got)
 	}
+}
+
+// relayCount is the relay service's count of requests of kind answered
+// with status, on node i.
+func relayCount(nt *nodetest.Net, i int, kind, status string) float64 {
+	mfs, err := nt.Node(i).Registry().Gather()
+	if err != nil {
+		return 0
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "parley_relay_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["kind"] == kind && l["status"] == status {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// stranger is a bare libp2p host with a fresh key on loopback.
+func stranger(t *testing.T) host.Host {
+	t.Helper()
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// A relay flooded with reservations: strangers with fresh keys are refused
+// by a relay for contacts, and an open relay takes as many from one address
+// as its cap and refuses the rest; every answer is counted, and once the
+// flood is gone the relay still serves its contact.
+func TestRelaySurvivesAReservationFlood(t *testing.T) {
+	const closed, open, a = 0, 1, 2
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		switch i {
+		case closed, open:
+			c.RelayService = true
+			c.RelayOpen = i == open
+			c.Reachability = node.ReachabilityPublic
+		default:
+			c.Reachability = node.ReachabilityPrivate
+		}
+	}))
+	befriend(t, nt, a, closed)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	info := func(i int) peer.AddrInfo { return peer.AddrInfo{ID: nt.ID(i), Addrs: nt.Node(i).Host().Addrs()} }
+	reserve := func(h host.Host, relay int) error {
+		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer rcancel()
+		if err := h.Connect(rctx, info(relay)); err != nil {
+			return err
+		}
+		_, err := client.Reserve(rctx, h, info(relay))
+		return err
+	}
+
+	for _, r := range []int{closed, open} {
+		nt.WaitFor(30*time.Second, func() bool {
+			return slices.Contains(nt.Node(r).Host().Mux().Protocols(), protocol.ID("/libp2p/circuit/relay/0.2.0/hop"))
+		}, "node %d's relay service to start", r)
+	}
+	const flood = 20
+	var hs []host.Host
+	for range flood {
+		h := stranger(t)
+		hs = append(hs, h)
+		if err := reserve(h, closed); err == nil {
+			t.Fatal("the contacts' relay took a stranger's reservation")
+		}
+	}
+	// (The relay counts an answer just after it sends it.)
+	nt.WaitFor(10*time.Second, func() bool { return relayCount(nt, closed, "reserve", "permission_denied") == flood },
+		"the %d refused reservations to be counted", flood)
+	took := 0
+	for _, h := range hs {
+		if err := reserve(h, open); err == nil {
+			took++
+		}
+	}
+	// All strangers come from 127.0.0.1: the cap per address holds.
+	if took != 8 {
+		t.Fatalf("the open relay took %d of %d reservations from one address, want its cap of 8", took, flood)
+	}
+	nt.WaitFor(10*time.Second, func() bool {
+		return relayCount(nt, open, "reserve", "ok") == float64(took) && relayCount(nt, open, "reserve", "reservation_refused") == float64(flood-took)
+	}, "the open relay's answers to be counted")
+
+	// The flood leaves; the contact reserves on its contact's relay and the
+	// relay's rooms still work.
+	for _, h := range hs {
+		h.Close()
+	}
+	var err error
+	nt.WaitFor(30*time.Second, func() bool {
+		err = reserve(nt.Node(a).Host(), closed)
+		return err == nil
+	}, "the contact to reserve on the relay after the flood: %v", &err)
+	nt.WaitFor(10*time.Second, func() bool { return relayCount(nt, closed, "reserve", "ok") == 1 }, "the contact's reservation to be counted")
 }

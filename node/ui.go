@@ -9,7 +9,9 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/moderation"
 	"github.com/parley-mesh/parley/internal/ui"
+	"github.com/parley-mesh/parley/internal/usage"
 )
 
 // uiActions are the local API routes the dashboard's page may use: the
@@ -130,6 +132,14 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	out["contacts"] = (contactsAPI{n.contacts}).List(ctx)
 	out["invites"] = (invitesAPI{n}).List(ctx)
 	out["moderation"] = (modAPI{n}).Rules(ctx)
+	limit := n.cfg.AgentPostLimit
+	switch {
+	case limit == 0:
+		limit = moderation.DefaultPostLimit
+	case limit < 0:
+		limit = 0
+	}
+	out["limits"] = map[string]int{"post_limit": limit} // posts per agent a minute; 0: none
 	es, err := audit.List(n.cfg.Home, time.Time{}, auditShown)
 	if err != nil {
 		n.log.Warn("dashboard: audit log", "err", err)
@@ -138,7 +148,14 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 		es = []audit.Listed{}
 	}
 	out["audit"] = es
-	out["usage"] = n.usage.Snapshot()
+	book := map[string]string{} // peer ID → the name people read
+	if n.names != nil {
+		for _, e := range (namesAPI{n.names}).Names(ctx) {
+			book[e.PeerID] = e.Name
+		}
+	}
+	out["names"] = book
+	out["usage"] = n.usageView()
 	if n.board != nil {
 		claims := []localapi.Claim{}
 		for project, hs := range n.board.Claims() {
@@ -154,4 +171,19 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 		out["board"] = claims
 	}
 	return out
+}
+
+// usageView is the usage meter's snapshot in the local API's words.
+func (n *Node) usageView() localapi.Usage {
+	s := n.usage.Snapshot()
+	conv := func(cs []usage.Counts) []localapi.UsageCounts {
+		out := make([]localapi.UsageCounts, 0, len(cs))
+		for _, c := range cs {
+			out = append(out, localapi.UsageCounts{Name: c.Name, Messages: c.Messages, Bytes: c.Bytes, AsksMade: c.AsksMade,
+				AsksAnswered: c.AsksAnswered, AnswerSecs: c.AnswerSecs, TokensIn: c.TokensIn, TokensOut: c.TokensOut,
+				CacheRead: c.CacheRead, CacheWrite: c.CacheWrite, CostUSD: c.CostUSD})
+		}
+		return out
+	}
+	return localapi.Usage{Agents: conv(s.Agents), Rooms: conv(s.Rooms), Recent: s.Recent, IntervalSeconds: s.IntervalSeconds}
 }

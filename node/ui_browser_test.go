@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -109,8 +110,11 @@ func eval[T any](t *testing.T, b context.Context, expr string) T {
 
 // The dashboard in a real browser: a contact request approved from the page,
 // rooms of both nodes shown, a message from the other node shown live, a
-// post and a reply to an ask addressed to the human from the page reaching
-// the other node's agent, and nothing without the token.
+// post and a reply to an ask addressed to the human from the page in the
+// other node's room log, an invite from the page (one of nobody refused with
+// its reason), a flood shown as the last 200 events and a count, an agent
+// muted from the page and its next post refused, and nothing without the
+// token.
 func TestDashboardInBrowser(t *testing.T) {
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.AgentPostLimit = -1 // the flood posts 200 messages at once
@@ -179,12 +183,25 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!window.parley.seen[%q]`, posted.ID), "the message from node 1")
 	seenMs := eval[float64](t, b, fmt.Sprintf(`window.parley.seen[%q]`, posted.ID))
 	t.Logf("message on node 1 → page of node 0: %v", time.UnixMilli(int64(seenMs)).Sub(sent).Round(time.Millisecond))
+	// People read node 1 by its handle, on the events and in the contacts.
+	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, theirs.RoomID))
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`[...document.querySelectorAll("#events li")].some(li => li.textContent.includes("bob@node1") && li.textContent.includes("the build is green")) && !document.getElementById("events").textContent.includes(%q)`, other[len(other)-6:]),
+		"the message shown from bob@node1")
 
 	// A post from the page reaches bob.
 	room := fmt.Sprintf(`#rooms li[data-room=%q]`, theirs.RoomID)
 	clickJS(t, b, room)
 	run(t, b, "post from the page",
 		chromedp.SendKeys(chromedp.CSS("#text"), "hello from the page"), chromedp.Click(chromedp.CSS("#send")))
+	// inLog reports whether node 1's room log (what `parley room log`
+	// shows) holds text from node 0's human.
+	inLog := func(text string) bool {
+		es, err := c1.Log(ctx, theirs.RoomID, 0, "")
+		return err == nil && slices.ContainsFunc(es, func(e localapi.Event) bool {
+			return e.Text == text && e.From == "human@"+me
+		})
+	}
+	nt.WaitFor(30*time.Second, func() bool { return inLog("hello from the page") }, "the post from the page in node 1's room log")
 	nt.WaitFor(30*time.Second, func() bool {
 		r, err := c1.Read(ctx, "bob", localapi.ReadRequest{Room: theirs.RoomID})
 		return err == nil && slices.ContainsFunc(r.Messages, func(it localapi.Item) bool {
@@ -206,6 +223,23 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil || res.Reply == nil || res.Reply.Text != "yes, ship it" {
 		t.Fatalf("bob's answer: %+v %v", res, err)
 	}
+	if !inLog("yes, ship it") {
+		t.Fatal("the reply from the page is not in node 1's room log")
+	}
+
+	// An invite from the page: one of something that does not exist is
+	// refused with the reason on the page; carol, an agent of node 1, is
+	// brought in.
+	run(t, b, "invite nobody from the page",
+		chromedp.SendKeys(chromedp.CSS("#member"), "nobody@not-a-peer"), chromedp.Click(chromedp.CSS("#invite button")))
+	waitJS(t, b, 30*time.Second, `document.getElementById("error").textContent !== ""`, "the refused invite's reason on the page")
+	run(t, b, "invite carol from the page", chromedp.SetValue(chromedp.CSS("#member"), "carol@"+other), chromedp.Click(chromedp.CSS("#invite button")))
+	nt.WaitFor(30*time.Second, func() bool {
+		es, err := c1.Log(ctx, theirs.RoomID, 0, "")
+		return err == nil && slices.ContainsFunc(es, func(e localapi.Event) bool {
+			return e.Kind == "invite" && e.To == "carol@"+other && e.Author == me
+		})
+	}, "the invite of carol from the page in node 1's room log")
 	// A flood: the page keeps the last 200 events of the room and counts the
 	// others.
 	// (Posted from several goroutines: the room writes them in batches.)
@@ -245,11 +279,28 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	clickJS(t, b, fmt.Sprintf(`#agents tr[data-agent=%q] button`, "alice@"+me))
+	var refused *localapi.Error
 	nt.WaitFor(30*time.Second, func() bool {
 		_, err := c0.Say(ctx, "alice", localapi.SayRequest{Room: mine.RoomID, Text: "after the mute"})
-		return err != nil
+		return errors.As(err, &refused)
 	}, "alice's post to be refused once muted from the page")
+	_, err = c0.Say(ctx, "alice", localapi.SayRequest{Room: mine.RoomID, Text: "still muted"})
+	if refused.Code != "muted" || !errors.As(err, &refused) || refused.Code != "muted" {
+		t.Fatalf("alice's posts after the mute: %+v %v", refused, err)
+	}
+	if es, err := c0.Log(ctx, mine.RoomID, 0, ""); err != nil || slices.ContainsFunc(es, func(e localapi.Event) bool { return e.Text == "still muted" }) {
+		t.Fatalf("the refused post is in the log: %v", err)
+	}
 	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("agent.mute")`, "the mute in the audit panel")
+	waitJS(t, b, 30*time.Second, `document.getElementById("moderation").textContent.includes("muted") && document.getElementById("limits").textContent === "no post limit"`,
+		"the mute and the post limit in the moderation panel")
+
+	// The board: alice's claim shows with its holder, note and expiry.
+	if _, err := c0.Claim(ctx, "alice", localapi.ClaimRequest{Project: "0123456789abcdef0123456789abcdef", Paths: []string{"rooms/room.go"}, Note: "splitting the room loop"}); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, b, 30*time.Second, `(() => { const r = document.querySelector('#board tr[data-path="rooms/room.go"]'); return !!r && !document.getElementById("board-panel").hidden && r.textContent.includes("alice@here") && r.textContent.includes("splitting the room loop") })()`,
+		"alice's claim on the board panel")
 
 	// The decisions made from the page are in the audit log shown on it.
 	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("contact.approve")`, "the approval in the audit panel")

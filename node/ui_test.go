@@ -90,6 +90,29 @@ func TestDashboardTokenOriginAndStream(t *testing.T) {
 			t.Fatalf("%s %s (token %q, %v): %d %q, want %d", tc.method, tc.path, tc.token, tc.hdr, code, body, tc.want)
 		}
 	}
+	// Actions on things that do not exist: a clear error, nothing done.
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/contacts/approve", `{"id":"no-such-request"}`},
+		{"/v1/contacts/deny", `{"id":"no-such-request"}`},
+		{"/v1/contacts/revoke", `{"peer_id":"12D3KooWNoSuchPeerNoSuchPeerNoSuchPeerNoSuchPeer1"}`},
+		{"/v1/invites/accept", `{"id":"nosuchroom"}`},
+		{"/v1/agents/human/reply", `{"message_id":"` + strings.Repeat("a", 52) + `","text":"hi"}`},
+		{"/v1/agents/human/say", `{"room":"no-such-room","text":"hi"}`},
+		{"/v1/agents/human/invite", `{"room":"no-such-room","member":"` + nt.ID(1).String() + `"}`},
+		{"/v1/moderation/revive", `{"agent":"ghost"}`},
+		{"/v1/contacts/approve", `{"id":`},
+	} {
+		code, body := uiDo(t, "POST", base+tc.path, tok, jsonCT, tc.body)
+		var e struct{ Error string }
+		if code < 400 || code >= 500 || jsonUnmarshal(body, &e) != nil || e.Error == "" {
+			t.Fatalf("POST %s %s: %d %q, want a 4xx with an error", tc.path, tc.body, code, body)
+		}
+		t.Logf("POST %s: %d %s", tc.path, code, e.Error)
+	}
+	if code, body := uiDo(t, "GET", base+"/v1/rooms/no-such-room/log", tok, nil, ""); code != 404 {
+		t.Fatalf("log of no room: %d %q", code, body)
+	}
+
 	code, page := uiDo(t, "GET", base+"/?t="+tok, "", nil, "")
 	if code != 200 || !strings.Contains(page, "<title>Parley</title>") || strings.Contains(page, "src=") || strings.Contains(page, "href=") {
 		t.Fatalf("page: %d", code)

@@ -69,3 +69,17 @@ func (r *room) repair(tx *txn, it Item) bool {
 	r.m.log.Info("a damaged event was fetched again", "room", string(r.id), "id", it.ID.String())
 	return true
 }
+
+// holds reports whether the room has event id stored, undamaged as far as
+// it knows (a damaged one is to be fetched again). Any goroutine.
+func (r *room) holds(id ID) bool {
+	if _, ok := r.depthOfShared(id); !ok {
+		return false
+	}
+	if r.nCorrupt.Load() == 0 {
+		return true
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return !r.corrupt[id]
+}

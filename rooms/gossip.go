@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"time"
 
@@ -17,7 +18,26 @@ import (
 // What it cannot decide yet (unknown parents) it passes on for the room's
 // goroutine to hold in the pending pool.
 func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
-	e, id, err := Decode(msg.Data)
+	if it, ok := msg.ValidatorData.(*Item); ok && from == r.m.self && sameBytes(it.Wire, msg.Data) {
+		// This node's own event, published with the Item it sealed
+		// (room.process): Seal refuses whatever Decode would, so it is
+		// neither decoded nor verified again.
+		return pubsub.ValidationAccept
+	}
+	if len(msg.Data) > MaxWire {
+		r.m.reject(ErrTooLarge)
+		return pubsub.ValidationReject
+	}
+	// An event the room holds already (it came by sync first) is dropped
+	// before the costly part: the signature check.
+	id := ID(sha256.Sum256(msg.Data))
+	if from != r.m.self {
+		if _, ok := r.depthOfShared(id); ok {
+			r.m.metrics.duplicate.Inc()
+			return pubsub.ValidationIgnore
+		}
+	}
+	e, err := decode(msg.Data)
 	if err != nil {
 		r.m.log.Debug("gossip event refused", "room", string(r.id), "from", from.String(), "err", err)
 		r.m.reject(err)
@@ -30,10 +50,6 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 	if from != r.m.self {
 		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && r.founds(e)) || r.m.cfg.Policy.Allowed(from) != nil {
 			r.m.metrics.rejected.WithLabelValues("no_consent").Inc()
-			return pubsub.ValidationIgnore
-		}
-		if _, ok := r.depthOfShared(id); ok {
-			r.m.metrics.duplicate.Inc()
 			return pubsub.ValidationIgnore
 		}
 		r.mu.RLock()
@@ -100,4 +116,10 @@ func (r *room) gossip(ctx context.Context, from peer.ID, msg *pubsub.Message) pu
 		r.requestSync(from)
 	}
 	return res
+}
+
+// sameBytes reports whether a and b are the same slice (not merely equal
+// bytes).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }

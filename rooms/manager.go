@@ -599,6 +599,22 @@ func (m *Manager) Since(id identity.RoomID, after uint64, limit int) ([]View, er
 	if _, err := m.getRoom(id); err != nil {
 		return nil, err
 	}
+	return m.since(id, after, limit)
+}
+
+// SinceKept is Since for a room this node is in or was in: the events of a
+// room it left or was removed from stay stored, the one that took it out
+// last, so a reader of arrivals sees that event too.
+func (m *Manager) SinceKept(id identity.RoomID, after uint64, limit int) ([]View, error) {
+	if _, err := m.getRoom(id); err != nil {
+		if _, ok, lerr := m.cfg.Store.Lookup(schema.RoomIndex(string(id))); lerr != nil || !ok {
+			return nil, err
+		}
+	}
+	return m.since(id, after, limit)
+}
+
+func (m *Manager) since(id identity.RoomID, after uint64, limit int) ([]View, error) {
 	if limit <= 0 || limit > 10000 {
 		limit = 10000
 	}
@@ -692,8 +708,11 @@ func (m *Manager) corrupt(room identity.RoomID, id ID) {
 }
 
 // depthOfShared is depthOf for goroutines other than the room's: it reads
-// the store only.
+// the recent events' depths, then the store (and caches nothing).
 func (r *room) depthOfShared(id ID) (uint64, bool) {
+	if d, ok := r.recent.get(id); ok {
+		return d, true
+	}
 	v, ok, err := r.m.cfg.Store.Lookup(schema.RoomEvent(string(r.id), id[:]))
 	if err != nil || !ok {
 		return 0, false

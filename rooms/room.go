@@ -81,6 +81,7 @@ func (m *Meta) UnmarshalJSON(b []byte) error {
 type input struct {
 	item    *Item      // an event from gossip or sync
 	from    peer.ID    // who sent item
+	catchUp bool       // item came by sync: it queues behind live inputs
 	say     *sayReq    // an event to author
 	barrier chan error // closed once everything before it is processed
 	missing chan []ID  // receives the IDs the pending pool waits for
@@ -105,7 +106,8 @@ type sayRes struct {
 type room struct {
 	id    identity.RoomID
 	m     *Manager
-	inbox chan input
+	inbox chan input // live inputs: events from gossip, says
+	bulk  chan input // catch-up: events from sync, and sync's barriers
 
 	ctx    context.Context    // ends when the room closes (the node leaves it) or the node stops
 	cancel context.CancelFunc // ends ctx
@@ -114,7 +116,7 @@ type room struct {
 	// Owned by run.
 	heads   map[ID]uint64 // head → depth
 	pending *Pending
-	recent  depthCache
+	recent  *depthCache // also read by validators
 	ancBuf  []ID
 
 	runMu      sync.Mutex // protects running and submitting
@@ -156,6 +158,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		id:        id,
 		m:         m,
 		inbox:     make(chan input, 1024),
+		bulk:      make(chan input, 1024),
 		heads:     make(map[ID]uint64),
 		pending:   NewPending(m.cfg.PendingEvents, m.cfg.PendingBytes),
 		recent:    newDepthCache(1 << 16),
@@ -262,10 +265,12 @@ const roomIdle = 2 * time.Second
 // stops after roomIdle without input, and the state it owns stays in the
 // room for the next one (runMu orders them).
 func (r *room) run(ctx context.Context) {
-	batch := make([]input, 0, 256)
+	live := make([]input, 0, liveBatch+bulkBatch)
+	bulk := make([]input, 0, bulkBatch)
 	idle := time.NewTimer(roomIdle)
 	defer idle.Stop()
 	for {
+		live, bulk = live[:0], bulk[:0]
 		select {
 		case <-ctx.Done():
 			r.runMu.Lock()
@@ -273,10 +278,12 @@ func (r *room) run(ctx context.Context) {
 			r.runMu.Unlock()
 			return
 		case in := <-r.inbox:
-			batch = append(batch[:0], in)
+			live = append(live, in)
+		case in := <-r.bulk:
+			bulk = append(bulk, in)
 		case <-idle.C:
 			r.runMu.Lock()
-			if len(r.inbox) == 0 && r.submitting == 0 {
+			if len(r.inbox) == 0 && len(r.bulk) == 0 && r.submitting == 0 {
 				r.running = false
 				r.runMu.Unlock()
 				return
@@ -286,18 +293,36 @@ func (r *room) run(ctx context.Context) {
 			continue
 		}
 	drain:
-		for len(batch) < cap(batch) {
+		for len(live) < liveBatch {
 			select {
 			case in := <-r.inbox:
-				batch = append(batch, in)
+				live = append(live, in)
 			default:
 				break drain
 			}
 		}
-		r.process(ctx, batch)
+	drainBulk:
+		for len(bulk) < bulkBatch {
+			select {
+			case in := <-r.bulk:
+				bulk = append(bulk, in)
+			default:
+				break drainBulk
+			}
+		}
+		// Live inputs first: a batch of catch-up is applied after them.
+		r.process(ctx, append(live, bulk...))
 		idle.Reset(roomIdle)
 	}
 }
+
+// The most inputs one batch takes from the live inbox (gossip, says) and
+// from the catch-up one (sync): a batch of catch-up is small, so live
+// events never wait long behind one.
+const (
+	liveBatch = 256
+	bulkBatch = 64
+)
 
 // txn collects one batch's effects.
 type txn struct {
@@ -309,7 +334,7 @@ type txn struct {
 	ops      []schema.Op
 	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
-	own      [][]byte // wire of own events, to publish after the write
+	own      []*Item // own events, to publish after the write
 	says     []pendingSay
 	fetch    map[peer.ID]bool
 	forks    int    // forks this batch stores
@@ -345,9 +370,15 @@ func (r *room) process(ctx context.Context, batch []input) {
 			r.m.log.Warn("join failed", "room", string(r.id), "err", err)
 		}
 	}
+	// The batch is written (committed, not yet fsynced) first: others'
+	// events are visible from there, as a crash loses nothing of them that
+	// sync does not bring back. This node's own events are published while
+	// the fsync runs and acknowledged once it is done: a node that crashes
+	// in between may have sent events its store lacks, and learns them
+	// back from its members before it posts again (own.go).
 	var werr error
 	if len(tx.ops) > 0 {
-		werr = r.m.cfg.Store.Apply(tx.ops, len(tx.own) > 0)
+		werr = r.m.cfg.Store.Apply(tx.ops, false)
 	}
 	if werr != nil {
 		// Nothing of this batch is stored: forget it in memory too. Others'
@@ -359,35 +390,69 @@ func (r *room) process(ctx context.Context, batch []input) {
 		r.recent.clear()
 		tx.own, tx.accepted = nil, nil
 	}
+	var synced chan error
+	if len(tx.own) > 0 {
+		synced = make(chan error, 1)
+		go func() { synced <- r.m.cfg.Store.Sync() }()
+	}
+	self := r.m.self
 	r.mu.Lock()
 	r.headsSnap = mapKeys(r.heads)
 	if werr == nil {
 		for a, s := range tx.vv {
-			r.committed[a] = s
+			if a != self || synced == nil {
+				r.committed[a] = s
+			}
 		}
 		r.forks += uint64(tx.forks)
 	}
 	r.mu.Unlock()
 	tr := r.m.cfg.Trace
-	if tr != nil && len(tx.accepted) > 0 {
-		now := time.Now()
-		r.traceBatch(tr, tx.accepted, true, StageDurable, now)
-		r.traceBatch(tr, tx.accepted, false, StageStored, now)
+	if len(tx.accepted) > len(tx.own) {
+		if tr != nil {
+			r.traceBatch(tr, tx.accepted, false, StageStored, time.Now())
+		}
+		r.deliver(tx, false)
+		if tr != nil {
+			r.traceBatch(tr, tx.accepted, false, StageVisible, time.Now())
+		}
 	}
 	topic := r.currentTopic()
-	for k, w := range tx.own {
+	for k, it := range tx.own {
 		if topic == nil {
 			break // no topic yet (an invitee before the create event): the nudge below tells the members
 		}
-		if err := topic.Publish(ctx, w); err != nil && ctx.Err() == nil {
+		if err := topic.Publish(ctx, it.Wire, pubsub.WithValidatorData(it)); err != nil && ctx.Err() == nil {
 			r.m.log.Warn("publish failed; sync will deliver it", "room", string(r.id), "err", err)
 		} else if tr != nil {
 			r.tracePublished(tr, tx, k)
 		}
 	}
+	var serr error
+	if synced != nil {
+		serr = <-synced
+		if serr != nil {
+			r.m.log.Error("room sync failed", "room", string(r.id), "err", serr)
+			serr = fmt.Errorf("rooms: store event: %w", serr)
+		} else {
+			r.mu.Lock()
+			if s, ok := tx.vv[self]; ok {
+				r.committed[self] = s
+			}
+			r.mu.Unlock()
+		}
+		if tr != nil {
+			r.traceBatch(tr, tx.accepted, true, StageDurable, time.Now())
+		}
+		r.deliver(tx, true)
+		if tr != nil {
+			r.traceBatch(tr, tx.accepted, true, StageVisible, time.Now())
+		}
+	}
 	if len(tx.own) > 0 {
 		// No mesh yet (just joined): gossip reached no one, so ask the
-		// members to pull instead of waiting for anti-entropy. Members
+		// members to pull instead of waiting for anti-entropy (now that
+		// the events are committed, so a sync serves them). Members
 		// behind a relay alone are asked in any case.
 		r.nudgeMembers(topic == nil || r.m.meshSize(r.topicName()) == 0)
 	}
@@ -396,17 +461,10 @@ func (r *room) process(ctx context.Context, batch []input) {
 		if err == nil && werr != nil {
 			err = fmt.Errorf("rooms: store event: %w", werr)
 		}
-		s.req.res <- sayRes{id: s.id, err: err}
-	}
-	if len(tx.accepted) > 0 {
-		r.m.metrics.accepted.Add(float64(len(tx.accepted)))
-		r.notify(tx.accepted)
-		if tr != nil {
-			now := time.Now()
-			r.traceBatch(tr, tx.accepted, true, StageVisible, now)
-			r.traceBatch(tr, tx.accepted, false, StageVisible, now)
+		if err == nil && serr != nil {
+			err = serr
 		}
-		r.m.changed(r.id)
+		s.req.res <- sayRes{id: s.id, err: err}
 	}
 	r.pendingLen.Store(int64(r.pending.Len()))
 	for p := range tx.fetch {
@@ -638,8 +696,9 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 	if e.Kind == KindInvite {
 		target, _ = e.InviteTarget()
 	}
-	r.store(tx, Item{ID: id, Event: e, Wire: wire}, target, false)
-	tx.own = append(tx.own, wire)
+	it := &Item{ID: id, Event: e, Wire: wire}
+	r.store(tx, *it, target, false)
+	tx.own = append(tx.own, it)
 	return id, nil
 }
 
@@ -768,8 +827,12 @@ func (r *room) submit(ctx context.Context, in input) error {
 		r.submitting--
 		r.runMu.Unlock()
 	}()
+	q := r.inbox
+	if in.catchUp || in.barrier != nil || in.missing != nil {
+		q = r.bulk
+	}
 	select {
-	case r.inbox <- in:
+	case q <- in:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -807,7 +870,9 @@ func (r *room) say(ctx context.Context, s *sayReq) (ID, error) {
 	}
 }
 
-// barrier waits until everything submitted before it is processed.
+// barrier waits until everything submitted before it is processed: the
+// catch-up inputs, and the live ones queued when it is taken (up to a
+// batch's worth, which is all of them unless gossip floods the room).
 func (r *room) barrier(ctx context.Context) error {
 	ch := make(chan error, 1)
 	if err := r.submit(ctx, input{barrier: ch}); err != nil {
@@ -860,6 +925,36 @@ func (r *room) listen(buf int) (<-chan View, func()) {
 	}
 }
 
+// deliver hands a written batch's events to the listeners: the events
+// this node authored in the batch (said set, once they are durable) or the
+// others. The said ones come after the others: no other event of the batch
+// can have one of them as a parent (they were not published yet), so the
+// order stays causal.
+func (r *room) deliver(tx *txn, said bool) {
+	vs := make([]View, 0, len(tx.accepted))
+	for i := range tx.accepted {
+		if tx.saidHere(tx.accepted[i].ID) == said {
+			vs = append(vs, tx.accepted[i])
+		}
+	}
+	if len(vs) == 0 {
+		return
+	}
+	r.m.metrics.accepted.Add(float64(len(vs)))
+	r.notify(vs)
+	r.m.changed(r.id)
+}
+
+// saidHere reports whether the batch authored event id.
+func (tx *txn) saidHere(id ID) bool {
+	for _, it := range tx.own {
+		if it.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *room) notify(vs []View) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -887,18 +982,22 @@ func (r *room) closeListeners() {
 	}
 }
 
-// depthCache remembers the depth of recently seen events in two
-// generations, so it stays bounded without per-entry bookkeeping.
+// depthCache remembers the depth of recently stored events in two
+// generations, so it stays bounded without per-entry bookkeeping. The
+// room's goroutine fills it; the validators read it too (mu).
 type depthCache struct {
+	mu       sync.RWMutex // protects cur and old
 	cur, old map[ID]uint64
 	max      int
 }
 
-func newDepthCache(max int) depthCache {
-	return depthCache{cur: make(map[ID]uint64), old: make(map[ID]uint64), max: max}
+func newDepthCache(max int) *depthCache {
+	return &depthCache{cur: make(map[ID]uint64), old: make(map[ID]uint64), max: max}
 }
 
 func (c *depthCache) get(id ID) (uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if d, ok := c.cur[id]; ok {
 		return d, true
 	}
@@ -907,6 +1006,8 @@ func (c *depthCache) get(id ID) (uint64, bool) {
 }
 
 func (c *depthCache) put(id ID, d uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(c.cur) >= c.max {
 		c.old, c.cur = c.cur, make(map[ID]uint64, c.max/4)
 	}
@@ -914,5 +1015,7 @@ func (c *depthCache) put(id ID, d uint64) {
 }
 
 func (c *depthCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.cur, c.old = make(map[ID]uint64), make(map[ID]uint64)
 }

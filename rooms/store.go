@@ -23,6 +23,8 @@ type Store interface {
 	// Apply writes ops atomically; with durable set it returns once they
 	// are on disk.
 	Apply(ops []schema.Op, durable bool) error
+	// Sync returns once every write so far is on disk.
+	Sync() error
 }
 
 // storedEvent is the value at r/<room>/e/<id>: the depth, then the wire.

@@ -3,9 +3,11 @@ package rooms
 import (
 	"container/heap"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -172,10 +174,15 @@ func (r *room) syncWorker(ctx context.Context) {
 	}
 }
 
-// antiEntropy asks every open room, each SyncInterval, to catch up with a
-// random connected member (one goroutine for all rooms).
+// antiEntropy asks every open room, once each SyncInterval, to catch up
+// with a random connected member (one goroutine for all rooms). The rooms
+// take their turns spread over the period, in a new random order each
+// period, so that their syncs (and the serving they cause on the members)
+// do not all start at once and crowd out live events.
 func (m *Manager) antiEntropy() {
-	t := time.NewTicker(m.cfg.SyncInterval)
+	var queue []*room
+	var step time.Duration
+	t := time.NewTimer(jittered(m.cfg.SyncInterval))
 	defer t.Stop()
 	for {
 		select {
@@ -183,18 +190,37 @@ func (m *Manager) antiEntropy() {
 			return
 		case <-t.C:
 		}
-		m.mu.RLock()
-		rs := make([]*room, 0, len(m.rooms))
-		for _, r := range m.rooms {
-			rs = append(rs, r)
+		if len(queue) == 0 {
+			m.mu.RLock()
+			for _, r := range m.rooms {
+				queue = append(queue, r)
+			}
+			m.mu.RUnlock()
+			mrand.Shuffle(len(queue), func(i, j int) { queue[i], queue[j] = queue[j], queue[i] })
+			step = m.cfg.SyncInterval / time.Duration(max(1, len(queue)))
 		}
-		m.mu.RUnlock()
-		for _, r := range rs {
+		if len(queue) == 0 {
+			t.Reset(m.cfg.SyncInterval)
+			continue
+		}
+		r := queue[0]
+		queue[0] = nil
+		queue = queue[1:]
+		if m.room(r.id) == r {
 			if p := r.randomMember(); p != "" {
 				r.requestSync(p)
 			}
 		}
+		t.Reset(jittered(step))
 	}
+}
+
+// jittered returns d give or take up to a half, at random (a mean of d).
+func jittered(d time.Duration) time.Duration {
+	if d <= 1 {
+		return max(d, 1)
+	}
+	return d/2 + mrand.N(d)
 }
 
 // syncWith catches up with p: it sends what this node has (the version
@@ -303,13 +329,20 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, want
 			return b.More, n, want, nil
 		}
 		for _, w := range b.Events {
+			if len(w) <= MaxWire && r.holds(ID(sha256.Sum256(w))) {
+				// Stored already (gossip brought it meanwhile): no
+				// need to check its signature again.
+				r.m.metrics.duplicate.Inc()
+				n++
+				continue
+			}
 			e, id, err := Decode(w)
 			if err != nil {
 				r.m.reject(err)
 				s.Reset()
 				return false, n, want, fmt.Errorf("peer sent a bad event: %w", err)
 			}
-			if err := r.submit(ctx, input{item: &Item{ID: id, Event: e, Wire: w}, from: p}); err != nil {
+			if err := r.submit(ctx, input{item: &Item{ID: id, Event: e, Wire: w}, from: p, catchUp: true}); err != nil {
 				return false, n, want, err
 			}
 			n++

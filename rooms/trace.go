@@ -56,19 +56,7 @@ func (r *room) traceBatch(tr TraceFunc, vs []View, own bool, stage Stage, at tim
 	}
 }
 
-// tracePublished reports StagePublished for the k-th own event of tx (the
-// own events are in tx.accepted in the order of tx.own).
+// tracePublished reports StagePublished for the k-th own event of tx.
 func (r *room) tracePublished(tr TraceFunc, tx *txn, k int) {
-	at := time.Now()
-	n := 0
-	for i := range tx.accepted {
-		if tx.accepted[i].Author != r.m.self {
-			continue
-		}
-		if n == k {
-			tr(r.id, tx.accepted[i].ID, StagePublished, at)
-			return
-		}
-		n++
-	}
+	tr(r.id, tx.own[k].ID, StagePublished, time.Now())
 }

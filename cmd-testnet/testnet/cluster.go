@@ -27,6 +27,9 @@ type cluster interface {
 	// OpenRoom creates a room on node 0, invites every other running node
 	// and waits until each one knows it is a member.
 	OpenRoom(ctx context.Context, name string) (string, error)
+	// OpenRoomOf creates a room on node creator, invites the listed
+	// members and waits until each one knows it is a member.
+	OpenRoomOf(ctx context.Context, name string, creator int, members []int) (string, error)
 	// CreateRoom creates a room on node i alone.
 	CreateRoom(ctx context.Context, i int, name string) (string, error)
 	Say(ctx context.Context, i int, room, text string) error

@@ -10,6 +10,10 @@ import (
 // Scenario names, in the order "all" runs them.
 var Scenarios = []string{"fanout", "burst", "partition", "restart", "churn", "discovery"}
 
+// Measurements are scenarios that run only when named ("all" leaves them
+// out): they take minutes and measure cost rather than check behaviour.
+var Measurements = []string{"scale", "soak"}
+
 // Mode is how nodes run.
 type Mode string
 
@@ -18,6 +22,9 @@ const (
 	InProcess Mode = "inproc" // real libp2p hosts on 127.0.0.1 in this process
 	Procs     Mode = "procs"  // one `parley up` process per node
 	Netns     Mode = "netns"  // one process per node, each in its own network namespace
+	// Mocknet runs in-process nodes on go-libp2p's in-memory mocknet, with
+	// Delay added to every write on every link.
+	Mocknet Mode = "mocknet"
 )
 
 // Config configures a run. Zero values are documented and sensible.
@@ -39,7 +46,8 @@ type Config struct {
 	// Mode is how nodes run. Empty means InProcess.
 	Mode Mode
 	// Delay and Loss (percent) are applied with netem to every node's link
-	// in Netns mode.
+	// in Netns mode; Delay is also the mocknet's link latency (one way) in
+	// Mocknet mode, which has no loss.
 	Delay time.Duration
 	Loss  float64
 	// CatchUp is the number of events a node catches up with in the restart
@@ -63,6 +71,15 @@ type Config struct {
 	Dir string
 	// Verbose adds node-level detail to the progress output.
 	Verbose bool
+	// Scale lists the numbers of nodes the scale scenario measures, in
+	// turn. Nil means 10, 25, 50 and 100.
+	Scale []int
+	// Rooms is the number of rooms of the soak scenario. Zero means 10.
+	Rooms int
+	// RoomSize is the number of members of each room of the scale
+	// scenario (the nodes are split into rooms of this size). Zero means
+	// 10.
+	RoomSize int
 }
 
 // WithDefaults fills in zero values and checks the result; errors wrap
@@ -91,6 +108,26 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.BigRoom == 0 {
 		c.BigRoom = 100_000
+	}
+	if c.Scale == nil {
+		c.Scale = []int{10, 25, 50, 100}
+	}
+	if c.RoomSize == 0 {
+		c.RoomSize = 10
+	}
+	if c.Rooms == 0 {
+		c.Rooms = 10
+	}
+	if c.Rooms < 1 || c.Rooms > 1000 {
+		return c, fmt.Errorf("%w: -rooms %d: from 1 to 1000 rooms", ErrUsage, c.Rooms)
+	}
+	for _, n := range c.Scale {
+		if n < 2 || n > 1000 {
+			return c, fmt.Errorf("%w: -scale %d: each number of nodes must be in [2, 1000]", ErrUsage, n)
+		}
+	}
+	if c.RoomSize < 2 {
+		return c, fmt.Errorf("%w: -roomsize %d: a room needs at least 2 members", ErrUsage, c.RoomSize)
 	}
 	switch {
 	case c.Nodes < 2:
@@ -126,7 +163,11 @@ func (c Config) WithDefaults() (Config, error) {
 	switch c.Mode {
 	case InProcess, Procs:
 		if c.Delay > 0 || c.Loss > 0 {
-			return c, fmt.Errorf("%w: -delay and -loss need -netns (netem shapes the namespaces' links)", ErrUsage)
+			return c, fmt.Errorf("%w: -delay and -loss need -netns (netem shapes the namespaces' links), or -delay -mocknet", ErrUsage)
+		}
+	case Mocknet:
+		if c.Loss > 0 {
+			return c, fmt.Errorf("%w: -loss needs -netns (the mocknet loses nothing)", ErrUsage)
 		}
 	case Netns:
 		if c.Nodes > 250*250 {
@@ -152,10 +193,10 @@ func (c Config) WithDefaults() (Config, error) {
 			case part == "":
 			case part == "all":
 				add(Scenarios...)
-			case slices.Contains(Scenarios, part):
+			case slices.Contains(Scenarios, part), slices.Contains(Measurements, part):
 				add(part)
 			default:
-				return c, fmt.Errorf("%w: there is no scenario %q; choose from %s or all", ErrUsage, part, strings.Join(Scenarios, ", "))
+				return c, fmt.Errorf("%w: there is no scenario %q; choose from %s, all, or %s", ErrUsage, part, strings.Join(Scenarios, ", "), strings.Join(Measurements, ", "))
 			}
 		}
 	}
@@ -165,6 +206,9 @@ func (c Config) WithDefaults() (Config, error) {
 	c.Scenarios = want
 	return c, nil
 }
+
+// inProcess reports whether the nodes run in this process.
+func (c Config) inProcess() bool { return c.Mode == InProcess || c.Mode == Mocknet }
 
 // messages is how many messages a steady-rate scenario sends.
 func (c Config) messages() int {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 
 	"github.com/parley-mesh/parley/identity"
@@ -34,7 +35,7 @@ var (
 
 // startInproc starts n nodes under dir. Rooms invite any connected node
 // (no consent certificates): the testnet measures rooms, not consent.
-func startInproc(n int, dir string, syncInterval time.Duration, logf func(string, ...any)) (c *inproc, err error) {
+func startInproc(n int, dir string, syncInterval time.Duration, logf func(string, ...any), opts ...nodetest.Option) (c *inproc, err error) {
 	t := newTB(dir, logf)
 	defer func() {
 		if err != nil {
@@ -48,12 +49,12 @@ func startInproc(n int, dir string, syncInterval time.Duration, logf func(string
 		}
 	}()
 	stages := newStageLog(n)
-	net := nodetest.Start(t, n, nodetest.WithConfig(func(i int, c *node.Config) {
+	net := nodetest.Start(t, n, append(opts, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.RoomPolicy = rooms.DefaultPolicy{}
 		c.NoLocalAPI = true
 		c.SyncInterval = syncInterval
 		c.RoomTrace = stages.trace(i)
-	}))
+	}))...)
 	return &inproc{t: t, net: net, stages: stages}, nil
 }
 
@@ -74,7 +75,17 @@ func (c *inproc) mgr(i int) (*rooms.Manager, error) {
 }
 
 func (c *inproc) OpenRoom(ctx context.Context, name string) (string, error) {
-	m0, err := c.mgr(0)
+	var members []int
+	for i := 1; i < c.Len(); i++ {
+		if c.Running(i) {
+			members = append(members, i)
+		}
+	}
+	return c.OpenRoomOf(ctx, name, 0, members)
+}
+
+func (c *inproc) OpenRoomOf(ctx context.Context, name string, creator int, members []int) (string, error) {
+	m0, err := c.mgr(creator)
 	if err != nil {
 		return "", err
 	}
@@ -82,25 +93,43 @@ func (c *inproc) OpenRoom(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h0 := c.net.Node(0).Host()
-	var members []int
-	for i := 1; i < c.Len(); i++ {
-		if !c.Running(i) {
+	n0 := c.net.Node(creator)
+	h0 := n0.Host()
+	var invited []int
+	for _, i := range members {
+		if i == creator || !c.Running(i) {
 			continue
 		}
-		members = append(members, i)
+		invited = append(invited, i)
 		pid := c.net.ID(i)
-		if !nodetest.Poll(20*time.Second, func() bool { return h0.Network().Connectedness(pid) == network.Connected }) {
-			c.net.ConnectAll()
-			if h0.Network().Connectedness(pid) != network.Connected {
-				return "", fmt.Errorf("node %d did not connect to node 0", i)
+		// Many nodes starting at once on a loaded machine may time out
+		// each other's handshakes; dial again (past the dial back-off)
+		// until connected, for a minute.
+		var lastErr error
+		connected := nodetest.Poll(60*time.Second, func() bool {
+			if h0.Network().Connectedness(pid) == network.Connected {
+				return true
 			}
+			n := c.net.Node(i)
+			if n == nil {
+				return false
+			}
+			cctx, cancel := context.WithTimeout(network.WithForceDirectDial(ctx, "testnet"), 15*time.Second)
+			lastErr = n0.Connect(cctx, peer.AddrInfo{ID: pid, Addrs: n.Host().Addrs()})
+			cancel()
+			if lastErr != nil {
+				c.t.Logf("node %d dials node %d: %v", creator, i, lastErr)
+			}
+			return lastErr == nil
+		})
+		if !connected {
+			return "", fmt.Errorf("node %d did not connect to node %d: %v", i, creator, lastErr)
 		}
 		if _, err := m0.Invite(ctx, id, pid, agent); err != nil {
 			return "", fmt.Errorf("invite node %d: %w", i, err)
 		}
 	}
-	for _, i := range members {
+	for _, i := range invited {
 		err := poll(ctx, 30*time.Second, func() bool { return c.isMember(i, id) }, fmt.Sprintf("node %d to learn it is a member", i))
 		if err != nil {
 			return string(id), err

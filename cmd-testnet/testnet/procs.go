@@ -55,7 +55,7 @@ type procs struct {
 	cfg     procsConfig
 	mu      sync.Mutex // protects nodes[i] (replaced on restart) and contact
 	nodes   []*procNode
-	contact map[int]bool // nodes that are node 0's contacts
+	contact map[[2]int]bool // pairs of nodes that are contacts
 }
 
 var _ cluster = (*procs)(nil)
@@ -90,7 +90,7 @@ func (r *runner) parleyBinary(ctx context.Context) (string, error) {
 }
 
 func startProcs(ctx context.Context, cfg procsConfig) (_ *procs, err error) {
-	c := &procs{cfg: cfg, nodes: make([]*procNode, cfg.n), contact: make(map[int]bool)}
+	c := &procs{cfg: cfg, nodes: make([]*procNode, cfg.n), contact: make(map[[2]int]bool)}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -285,7 +285,17 @@ func (c *procs) Running(i int) bool {
 }
 
 func (c *procs) OpenRoom(ctx context.Context, name string) (string, error) {
-	n0, err := c.node(0)
+	var members []int
+	for i := 1; i < c.Len(); i++ {
+		if c.Running(i) {
+			members = append(members, i)
+		}
+	}
+	return c.OpenRoomOf(ctx, name, 0, members)
+}
+
+func (c *procs) OpenRoomOf(ctx context.Context, name string, creator int, members []int) (string, error) {
+	n0, err := c.node(creator)
 	if err != nil {
 		return "", err
 	}
@@ -294,13 +304,16 @@ func (c *procs) OpenRoom(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("create room: %w", err)
 	}
 	room := cr.RoomID
-	var members []*procNode
-	for i := 1; i < c.Len(); i++ {
+	var invited []*procNode
+	for _, i := range members {
+		if i == creator {
+			continue
+		}
 		p, err := c.node(i)
 		if err != nil {
 			continue
 		}
-		members = append(members, p)
+		invited = append(invited, p)
 		if err := c.befriend(ctx, n0, p); err != nil {
 			return "", err
 		}
@@ -308,7 +321,7 @@ func (c *procs) OpenRoom(ctx context.Context, name string) (string, error) {
 			return "", fmt.Errorf("invite node %d: %w", i, err)
 		}
 	}
-	for _, p := range members {
+	for _, p := range invited {
 		err := poll(ctx, 30*time.Second, func() bool {
 			in, err := p.client.Room(ctx, room)
 			return err == nil && slices.Contains(in.Members, p.peerID)
@@ -320,29 +333,30 @@ func (c *procs) OpenRoom(ctx context.Context, name string) (string, error) {
 	return room, nil
 }
 
-// befriend makes p a contact of node 0 (a certificate both hold), which
-// inviting p needs under the node's default room policy: p asks, node 0
+// befriend makes p a contact of n0 (a certificate both hold), which
+// inviting p needs under the node's default room policy: p asks, n0
 // approves, through their local APIs.
 func (c *procs) befriend(ctx context.Context, n0, p *procNode) error {
 	c.mu.Lock()
-	done := c.contact[p.i]
+	pair := [2]int{min(n0.i, p.i), max(n0.i, p.i)}
+	done := c.contact[pair]
 	c.mu.Unlock()
 	if done {
 		return nil
 	}
 	addr := n0.addrs[0]
 	if _, err := p.client.ContactRequest(ctx, addr, "testnet"); err != nil {
-		return fmt.Errorf("node %d asks node 0 to be a contact: %w", p.i, err)
+		return fmt.Errorf("node %d asks node %d to be a contact: %w", p.i, n0.i, err)
 	}
 	err := poll(ctx, 20*time.Second, func() bool {
 		res, err := n0.client.ContactApprove(ctx, p.peerID, "")
 		return err == nil && string(res.State) == "active"
-	}, fmt.Sprintf("node 0 to approve node %d as a contact", p.i))
+	}, fmt.Sprintf("node %d to approve node %d as a contact", n0.i, p.i))
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.contact[p.i] = true
+	c.contact[pair] = true
 	c.mu.Unlock()
 	return nil
 }

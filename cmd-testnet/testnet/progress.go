@@ -73,16 +73,27 @@ type recorder struct {
 
 	mu        sync.Mutex // protects the fields below
 	lat       []time.Duration
-	seen      []map[int]bool // per node: messages stored
+	seen      [][]uint64 // per node: a bit for each message stored
 	delivered int
 	sayDur    []time.Duration
+	// With compact set, latencies go into histograms instead of lat and
+	// sayDur, so that a long run's bookkeeping does not grow.
+	latHist, sayHist *histogram
 }
 
 func newRecorder(messages, nodes int) *recorder {
-	r := &recorder{start: time.Now(), sentAt: make([]atomic.Int64, messages), sender: make([]atomic.Int32, messages), seen: make([]map[int]bool, nodes)}
+	r := &recorder{start: time.Now(), sentAt: make([]atomic.Int64, messages), sender: make([]atomic.Int32, messages), seen: make([][]uint64, nodes)}
 	for i := range r.seen {
-		r.seen[i] = make(map[int]bool)
+		r.seen[i] = make([]uint64, (messages+63)/64)
 	}
+	return r
+}
+
+// newCompactRecorder is a recorder whose memory does not grow as
+// deliveries come: latencies are counted in histograms.
+func newCompactRecorder(messages, nodes int) *recorder {
+	r := newRecorder(messages, nodes)
+	r.latHist, r.sayHist = newHistogram(), newHistogram()
 	return r
 }
 
@@ -123,7 +134,11 @@ func (r *recorder) said(idx, node int) time.Time {
 func (r *recorder) sayDone(d time.Duration) {
 	r.okSent.Add(1)
 	r.mu.Lock()
-	r.sayDur = append(r.sayDur, d)
+	if r.sayHist != nil {
+		r.sayHist.add(d)
+	} else {
+		r.sayDur = append(r.sayDur, d)
+	}
 	r.mu.Unlock()
 }
 
@@ -139,15 +154,21 @@ func (r *recorder) deliver(node int, text string, at time.Time) {
 	sent := r.sentAt[idx].Load()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.seen[node][idx] {
+	word, bit := idx/64, uint64(1)<<(idx%64)
+	if r.seen[node][word]&bit != 0 {
 		return
 	}
-	r.seen[node][idx] = true
+	r.seen[node][word] |= bit
 	if sent == 0 || int(r.sender[idx].Load()) == node {
 		return
 	}
 	r.delivered++
-	r.lat = append(r.lat, at.Sub(r.start.Add(time.Duration(sent-1))))
+	d := at.Sub(r.start.Add(time.Duration(sent - 1)))
+	if r.latHist != nil {
+		r.latHist.add(d)
+		return
+	}
+	r.lat = append(r.lat, d)
 }
 
 // live returns the deliveries seen by subscriptions so far.

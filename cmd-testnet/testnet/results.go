@@ -46,6 +46,12 @@ type Machine struct {
 	GoVersion string `json:"go_version"`
 	OS        string `json:"os"`
 	Arch      string `json:"arch"`
+	// LoadAvg is the machine's load average over 1, 5 and 15 minutes when
+	// the run started (Linux), before any burner.
+	LoadAvg []float64 `json:"load_avg,omitempty"`
+	// Burn is the number of CPUs kept busy by other processes during the
+	// run (cmd-testnet -burn).
+	Burn int `json:"burn,omitempty"`
 }
 
 // ScenarioResult is one scenario's figures.
@@ -72,8 +78,12 @@ type ScenarioResult struct {
 	ConvergeMs float64 `json:"converge_ms,omitempty"`
 	// Stages breaks the deliveries' latency down by stage (fanout,
 	// in-process nodes).
-	Stages   *Stages `json:"stages,omitempty"`
-	ElapsedS float64 `json:"elapsed_s"`
+	Stages *Stages `json:"stages,omitempty"`
+	// Scale is the scale scenario's table by N.
+	Scale *ScaleResult `json:"scale,omitempty"`
+	// Soak is the soak scenario's samples and slopes.
+	Soak     *SoakResult `json:"soak,omitempty"`
+	ElapsedS float64     `json:"elapsed_s"`
 	// Metrics are the scenario's own figures, named with their unit.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	Notes   []string           `json:"notes,omitempty"`

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // Run runs the configured scenarios and returns their results. It writes
@@ -30,7 +32,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
 		Mode: cfg.Mode, Delay: ms(cfg.Delay), Loss: cfg.Loss, CatchUp: cfg.CatchUp, BigRoom: cfg.BigRoom, Burst: cfg.Burst,
 		Baseline: cfg.Baseline, SyncInterval: cfg.SyncInterval.Seconds(),
 	}
-	if cfg.Mode != InProcess {
+	if !cfg.inProcess() {
 		res.Config.SyncInterval = 30
 	}
 	r := &runner{cfg: cfg, p: newProgress(progress)}
@@ -176,6 +178,8 @@ func (r *runner) start(ctx context.Context, n int) (cluster, error) {
 	switch r.cfg.Mode {
 	case InProcess:
 		c, err = startInproc(n, dir, r.cfg.SyncInterval, logf)
+	case Mocknet:
+		c, err = startInproc(n, dir, r.cfg.SyncInterval, logf, nodetest.WithMocknet(r.cfg.Delay))
 	case Procs:
 		c, err = startProcs(ctx, procsConfig{bin: r.bin, n: n, dir: dir, logf: logf, progress: r.p})
 	case Netns:
@@ -193,7 +197,9 @@ func (r *runner) scenario(ctx context.Context, name string) (ScenarioResult, err
 	switch {
 	case name == "partition" && r.cfg.Mode == Procs:
 		return ScenarioResult{}, fmt.Errorf("%w: partitions need the in-process or -netns mode (processes on 127.0.0.1 share one network)", ErrUnsupported)
-	case name == "discovery" && r.cfg.Mode != InProcess:
+	case r.cfg.Mode == Mocknet && (name == "partition" || name == "restart" || name == "churn"):
+		return ScenarioResult{}, fmt.Errorf("%w: the mocknet neither partitions nor restarts nodes (use the in-process or -netns mode)", ErrUnsupported)
+	case name == "discovery" && r.cfg.Mode != InProcess && r.cfg.Mode != Mocknet:
 		return ScenarioResult{}, fmt.Errorf("%w: discovery needs the in-process mode (the local API does not expose DHT lookups)", ErrUnsupported)
 	}
 	switch name {
@@ -209,6 +215,10 @@ func (r *runner) scenario(ctx context.Context, name string) (ScenarioResult, err
 		return r.churn(ctx)
 	case "discovery":
 		return r.discovery(ctx)
+	case "scale":
+		return r.scale(ctx)
+	case "soak":
+		return r.soak(ctx)
 	}
 	return ScenarioResult{}, fmt.Errorf("%w: no scenario %q", ErrUsage, name)
 }

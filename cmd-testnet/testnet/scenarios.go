@@ -19,7 +19,7 @@ import (
 // work and a starved machine is not taken for a lossy one.
 func (r *runner) drain(events uint64) time.Duration {
 	sync := r.cfg.SyncInterval
-	if r.cfg.Mode != InProcess {
+	if !r.cfg.inProcess() {
 		sync = 30 * time.Second
 	}
 	return max(30*time.Second, 3*sync) + r.cfg.Duration + time.Duration(events)*2*time.Millisecond
@@ -36,8 +36,8 @@ type subscriptions struct {
 }
 
 // subscribe follows room on the listed nodes; once every subscription is
-// live (node 0 says "ready" and all of them see it), it returns with base
-// raised by that event.
+// live (the first listed node says "ready" and all of them see it), it
+// returns with base raised by that event.
 func (r *runner) subscribe(ctx context.Context, c cluster, room string, rec *recorder, nodes []int, base *uint64) (*subscriptions, error) {
 	s := &subscriptions{c: c, room: room, rec: rec, stop: make(map[int]func()), seen: make([]atomic.Int64, c.Len())}
 	for _, i := range nodes {
@@ -46,9 +46,9 @@ func (r *runner) subscribe(ctx context.Context, c cluster, room string, rec *rec
 			return nil, err
 		}
 	}
-	if err := c.Say(ctx, 0, room, "ready"); err != nil {
+	if err := c.Say(ctx, nodes[0], room, "ready"); err != nil {
 		s.close()
-		return nil, fmt.Errorf("node 0 says ready: %w", err)
+		return nil, fmt.Errorf("node %d says ready: %w", nodes[0], err)
 	}
 	*base++
 	err := poll(ctx, 20*time.Second, func() bool {
@@ -207,7 +207,22 @@ func (r *runner) openRoom(ctx context.Context, c cluster, name string) (string, 
 	if err != nil {
 		return "", 0, fmt.Errorf("open room: %w", err)
 	}
-	nodes := running(c)
+	return r.helloRounds(ctx, c, room, running(c))
+}
+
+// openRoomOf opens a room of the listed nodes (the first creates it) the
+// way openRoom does.
+func (r *runner) openRoomOf(ctx context.Context, c cluster, name string, nodes []int) (string, uint64, error) {
+	room, err := c.OpenRoomOf(ctx, name, nodes[0], nodes)
+	if err != nil {
+		return "", 0, fmt.Errorf("open room %s: %w", name, err)
+	}
+	return r.helloRounds(ctx, c, room, nodes)
+}
+
+// helloRounds has every listed node say hello in rounds until they all
+// hold the same events of room, and returns that count.
+func (r *runner) helloRounds(ctx context.Context, c cluster, room string, nodes []int) (string, uint64, error) {
 	// create + an invite per member + the hellos.
 	least := uint64(len(nodes))
 	var werr error
@@ -309,7 +324,7 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 		res.Stages = sl.breakdown()
 	}
 	res, err = r.finish(ctx, c, room, rec, all(c.Len()), res, cerr)
-	if r.cfg.Mode == InProcess {
+	if r.cfg.inProcess() {
 		// Processes' CPU is theirs, not this one's.
 		cpu.note(&res, res.Delivered)
 	}

@@ -12,8 +12,10 @@ import (
 // Stages is where a delivery's time goes: for each stage of an event's way
 // from the sender's Say to an agent on the receiver, the time since the
 // Say call and since the stage before, over every delivery that passed all
-// of them. The stages are, on the sender, durable (the batch holding the
-// event is fsynced) and published (handed to GossipSub); on the receiver,
+// of them. The stages are, on the sender, published (handed to GossipSub)
+// and durable (the batch holding the event is fsynced: it runs beside the
+// publishing, off the delivery's path, so its step is from published and
+// the next stage's step is from published too); on the receiver,
 // validated (passed the topic validator), stored (its batch written) and
 // visible (handed to the room's subscribers). Timestamps come from the
 // rooms' trace hook (rooms.Config.Trace), in-process nodes only.
@@ -45,7 +47,11 @@ type StageTimes struct {
 }
 
 // stageOrder is the stages in the order events pass them.
-var stageOrder = [...]rooms.Stage{rooms.StageDurable, rooms.StagePublished, rooms.StageValidated, rooms.StageStored, rooms.StageVisible}
+var stageOrder = [...]rooms.Stage{rooms.StagePublished, rooms.StageDurable, rooms.StageValidated, rooms.StageStored, rooms.StageVisible}
+
+// offPath is the index in stageOrder of the stage beside the delivery's
+// path (durable): the stage after it steps from the one before it.
+const offPath = 1
 
 // stageRec is one trace callback.
 type stageRec struct {
@@ -184,7 +190,9 @@ func (l *stageLog) breakdown() *Stages {
 				}
 				since[k] = append(since[k], t.Sub(snd.at))
 				step[k] = append(step[k], t.Sub(prev))
-				prev = t
+				if k != offPath {
+					prev = t
+				}
 			}
 			if clamped {
 				out.Clamped++

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -228,13 +231,14 @@ func TestLacks(t *testing.T) {
 }
 
 // checkStages checks a stage breakdown: every stage, in order, with
-// non-negative times that grow from stage to stage.
+// non-negative times that grow from stage to stage (durable, beside the
+// path, only after published).
 func checkStages(t *testing.T, st *Stages) {
 	t.Helper()
 	if st == nil || st.Deliveries == 0 {
 		t.Fatalf("no stage breakdown: %+v", st)
 	}
-	want := []string{"durable", "published", "validated", "stored", "visible"}
+	want := []string{"published", "durable", "validated", "stored", "visible"}
 	if len(st.Stages) != len(want) {
 		t.Fatalf("stages %+v, want %v", st.Stages, want)
 	}
@@ -249,7 +253,9 @@ func checkStages(t *testing.T, st *Stages) {
 		if s.SinceSend.Min < prev.Min || s.SinceSend.P50 < prev.P50 || s.SinceSend.P99 < prev.P99 || s.SinceSend.Max < prev.Max {
 			t.Errorf("%s comes before the stage before it: %+v after %+v", s.Stage, *s.SinceSend, prev)
 		}
-		prev = *s.SinceSend
+		if k != offPath {
+			prev = *s.SinceSend
+		}
 	}
 }
 
@@ -269,8 +275,8 @@ func TestStageBreakdown(t *testing.T) {
 	l.said(0, a, t0)
 	l.said(0, b, t0)
 	for _, id := range []rooms.ID{a, b} {
-		l.trace(0)("", id, rooms.StageDurable, at(2))
 		l.trace(0)("", id, rooms.StagePublished, at(3))
+		l.trace(0)("", id, rooms.StageDurable, at(4))
 		l.trace(0)("", id, rooms.StageVisible, at(3))
 	}
 	// Node 1: a by gossip; b by gossip, validated before the publish returned.
@@ -296,5 +302,197 @@ func TestStageBreakdown(t *testing.T) {
 	}
 	if v := st.Stages[4].SinceSend.Max; v != 10 {
 		t.Errorf("visible: max %v ms, want 10", v)
+	}
+}
+
+func TestLinearFit(t *testing.T) {
+	slope, icept, r2 := linearFit([]float64{10, 20, 40}, []float64{25, 45, 85})
+	if slope != 2 || icept != 5 || r2 != 1 {
+		t.Fatalf("fit: slope %v intercept %v r2 %v", slope, icept, r2)
+	}
+	if s, i, _ := linearFit([]float64{3, 3}, []float64{1, 5}); s != 0 || i != 3 {
+		t.Fatalf("one x: slope %v intercept %v", s, i)
+	}
+	if _, _, r2 := linearFit([]float64{1, 2, 3, 4}, []float64{1, 3, 2, 4}); r2 <= 0 || r2 >= 1 {
+		t.Fatalf("noisy r2 %v", r2)
+	}
+	fits := scaleFits([]ScaleRow{
+		{Nodes: 10, Idle: ScaleCost{RSSMiB: 100, PeersPerNode: 9}},
+		{Nodes: 20, Idle: ScaleCost{RSSMiB: 200, PeersPerNode: 19}},
+	})
+	for _, f := range fits {
+		switch f.Figure {
+		case "idle RSS":
+			if f.Slope != 10 || f.At1000 != 10_000 || f.PerNodeGrowth != 0 {
+				t.Errorf("RSS fit %+v", f)
+			}
+		case "peer connections":
+			// 9 then 19 per node: each node's peers grow by 100 per 100 nodes.
+			if f.PerNodeGrowth != 100 || f.PerNodeTrendAt1000 != 999 {
+				t.Errorf("peers fit %+v", f)
+			}
+		}
+	}
+}
+
+func TestScaleGroups(t *testing.T) {
+	for _, tc := range []struct {
+		n, size int
+		want    string
+	}{
+		{10, 10, "[[0 1 2 3 4 5 6 7 8 9]]"},
+		{5, 2, "[[0 1] [2 3 4]]"},
+		{7, 3, "[[0 1 2] [3 4 5 6]]"},
+		{8, 3, "[[0 1 2] [3 4 5] [6 7]]"},
+		{3, 10, "[[0 1 2]]"},
+	} {
+		if got := fmt.Sprint(scaleGroups(tc.n, tc.size)); got != tc.want {
+			t.Errorf("scaleGroups(%d, %d) = %s, want %s", tc.n, tc.size, got, tc.want)
+		}
+	}
+}
+
+func TestPromValuesAndProc(t *testing.T) {
+	m := promValues("# HELP go_goroutines x\ngo_goroutines 42\ngo_memstats_heap_inuse_bytes 1.5e+06\nparley_peers_connected{x=\"y\"} 3\n", "go_goroutines", "go_memstats_heap_inuse_bytes", "parley_peers_connected")
+	if m["go_goroutines"] != 42 || m["go_memstats_heap_inuse_bytes"] != 1.5e6 || len(m) != 2 {
+		t.Fatalf("promValues: %v", m)
+	}
+	if runtime.GOOS != "linux" {
+		return
+	}
+	u, err := readProc(os.Getpid())
+	if err != nil || u.RSS <= 0 || u.RSSAnon <= 0 || u.RSSAnon > u.RSS || u.Threads < 1 {
+		t.Fatalf("readProc: %+v, %v", u, err)
+	}
+}
+
+// TestScaleSmall runs the scale scenario on 2 and 3 nodes with short
+// windows: every figure is there, every message delivered.
+func TestScaleSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	res, err := Run(context.Background(), Config{Scenarios: []string{"scale"}, Scale: []int{3, 2}, RoomSize: 2, Duration: 500 * time.Millisecond, Dir: t.TempDir()}, nil)
+	if err != nil || !res.OK {
+		t.Fatalf("run: %v, failures %v", err, res.Failures)
+	}
+	sr := res.Scenarios[0].Scale
+	if sr == nil || len(sr.Rows) != 2 || sr.Rows[0].Nodes != 2 || sr.Rows[1].Rooms != 1 || len(sr.Fits) == 0 {
+		t.Fatalf("scale result %+v", sr)
+	}
+	for _, r := range sr.Rows {
+		if r.Idle.RSSMiB <= 0 || r.Idle.GoroutinesPerNode <= 0 || r.Load.CPU <= 0 || r.Expected == 0 || r.Delivered != r.Expected || r.Idle.PeersPerNode < 1 {
+			t.Errorf("row %+v", r)
+		}
+	}
+}
+
+// TestMocknetFanout runs fanout on three nodes of the in-memory mocknet
+// with 30 ms on every link: nothing is lost and no delivery is quicker than
+// the link.
+func TestMocknetFanout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	res, err := Run(context.Background(), Config{Nodes: 3, Mode: Mocknet, Delay: 30 * time.Millisecond, Scenarios: []string{"fanout,restart"}, Rate: 20, Duration: 500 * time.Millisecond, Dir: t.TempDir()}, nil)
+	if err != nil || !res.OK {
+		t.Fatalf("run: %v, failures %v", err, res.Failures)
+	}
+	f := res.Scenarios[0]
+	if f.Delivered != f.Expected || f.Expected == 0 || f.Latency == nil || f.Latency.Min < 30 {
+		t.Fatalf("fanout on the mocknet: %d/%d, latency %+v", f.Delivered, f.Expected, f.Latency)
+	}
+	if res.Scenarios[1].Skipped == "" {
+		t.Errorf("restart on the mocknet: %+v", res.Scenarios[1])
+	}
+}
+
+func TestSoakLayoutAndSlopes(t *testing.T) {
+	if got := fmt.Sprint(soakRooms(50, 10)[9]); got != "[45 46 47 48 49 0 1 2 3 4]" {
+		t.Errorf("room 9 of 50 nodes in 10 rooms: %s", got)
+	}
+	in := make(map[int]int)
+	for _, room := range soakRooms(50, 10) {
+		for _, i := range room {
+			in[i]++
+		}
+	}
+	for i := range 50 {
+		if in[i] != 2 {
+			t.Errorf("node %d is in %d rooms, want 2", i, in[i])
+		}
+	}
+	if got := fmt.Sprint(soakRooms(3, 5)); got != "[[0 1] [0 1] [1 2] [1 2] [2 0]]" {
+		t.Errorf("3 nodes in 5 rooms: %s", got)
+	}
+	sample := func(t float64, rss float64, g int) SoakSample { return SoakSample{T: t, RSSMiB: rss, Goroutines: g} }
+	flat := &SoakResult{DurationS: 600}
+	growing := &SoakResult{DurationS: 600}
+	for k := range 121 {
+		ts := float64(k * 5)
+		// A warm-up that climbs, then a plateau with noise.
+		rss := min(1000, 500+ts*5) + float64(k%3)
+		flat.Samples = append(flat.Samples, sample(ts, rss, 5000+k%7))
+		growing.Samples = append(growing.Samples, sample(ts, 1000+ts, 5000+k))
+	}
+	soakSlopes(flat)
+	soakSlopes(growing)
+	if !flat.Flat || math.Abs(flat.RSSMiBPerMin) > 1 || math.Abs(flat.GoroutinesPerMin) > 1 {
+		t.Errorf("flat run: %+v", flat)
+	}
+	if growing.Flat || math.Abs(growing.RSSMiBPerMin-60) > 0.01 || math.Abs(growing.GoroutinesPerMin-12) > 0.01 {
+		t.Errorf("growing run: flat %v, RSS %v MiB/min, goroutines %v/min", growing.Flat, growing.RSSMiBPerMin, growing.GoroutinesPerMin)
+	}
+	short := &SoakResult{DurationS: 10, Samples: []SoakSample{sample(9, 1, 1)}}
+	if soakSlopes(short); short.Flat || !strings.Contains(short.FlatRule, "too few samples") {
+		t.Errorf("two samples: %+v", short)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	h := newHistogram()
+	for i := 1; i <= 1000; i++ {
+		h.add(time.Duration(i) * time.Millisecond)
+	}
+	l := h.summary()
+	if l.Count != 1000 || l.Min != 1 || l.Max != 1000 || l.Mean != 500.5 {
+		t.Fatalf("summary %+v", l)
+	}
+	for _, c := range []struct{ got, want float64 }{{l.P50, 500}, {l.P99, 990}, {l.P999, 999}} {
+		if c.got < c.want || c.got > c.want*1.021 {
+			t.Errorf("quantile %v, want %v within 2%%", c.got, c.want)
+		}
+	}
+	o := newHistogram()
+	o.add(0)
+	o.add(time.Hour)
+	h.merge(o)
+	if l := h.summary(); l.Count != 1002 || l.Min != 0 || l.Max != 3600000 {
+		t.Errorf("merged %+v", l)
+	}
+	if newHistogram().summary() != nil {
+		t.Error("summary of nothing")
+	}
+}
+
+// TestSoakShort runs the soak scenario briefly on six nodes in three
+// rooms: every message delivered in one order, samples and slopes there.
+// (Not their values: after other tests, and with the race detector's
+// shadow memory, the process's RSS may fall below its baseline.)
+func TestSoakShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	res, err := Run(context.Background(), Config{Scenarios: []string{"soak"}, Nodes: 6, Rooms: 3, Rate: 30, Duration: 3 * time.Second, Dir: t.TempDir()}, nil)
+	if err != nil || len(res.Scenarios) != 1 {
+		t.Fatalf("run: %v", err)
+	}
+	s := res.Scenarios[0]
+	if s.Expected == 0 || s.Delivered != s.Expected || !s.OrderIdentical || s.Latency == nil {
+		t.Fatalf("soak: %d/%d, order %v, latency %+v, notes %v", s.Delivered, s.Expected, s.OrderIdentical, s.Latency, s.Notes)
+	}
+	sr := s.Soak
+	if sr == nil || sr.Rooms != 3 || sr.RoomSize != 4 || len(sr.Samples) < 10 || sr.FlatRule == "" || sr.MeanGoroutines <= 0 || sr.SayLatency == nil {
+		t.Fatalf("soak result %+v", sr)
 	}
 }

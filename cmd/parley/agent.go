@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 // cliSession is the session of registrations made by hand: the CLI
@@ -111,8 +112,8 @@ func agentListCmd(g *globals) *cobra.Command {
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "NAME\tSTATE\tROLE\tCAPABILITIES\tWORKING ON\tCLIENT\tEXPIRES")
 					for _, a := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(a.Name), a.State, dash(safe(a.Role)), dash(safe(strings.Join(a.Capabilities, ","))),
-							dash(oneLine(a.WorkingOn, 40)), dash(safe(a.Client)), a.Expires.Local().Format("15:04:05"))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termtext.Line(a.Name), a.State, dash(termtext.Line(a.Role)), dash(termtext.Line(strings.Join(a.Capabilities, ","))),
+							dash(oneLine(a.WorkingOn, 40)), dash(termtext.Line(a.Client)), a.Expires.Local().Format("15:04:05"))
 					}
 					tw.Flush()
 				})
@@ -153,7 +154,7 @@ are found by their public cards with ` + "`parley find`" + `.`,
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "PEER ID\tHANDLE\tAGENT\tSTATE\tWORKING ON\tCLAIMS\tLAST SEEN")
 					for _, e := range v {
-						handle := safe(e.Handle)
+						handle := termtext.Line(e.Handle)
 						if e.Local {
 							handle += " (you)"
 						}
@@ -165,8 +166,8 @@ are found by their public cards with ` + "`parley find`" + `.`,
 						for _, c := range e.Claims {
 							claims = append(claims, c.Path)
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, safe(e.Agent), safe(state),
-							dash(oneLine(e.WorkingOn, 50)), dash(oneLine(safe(strings.Join(claims, " ")), 40)), ago(e.LastSeen))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortPeer(e.PeerID), handle, termtext.Line(e.Agent), termtext.Line(state),
+							dash(oneLine(e.WorkingOn, 50)), dash(oneLine(termtext.Line(strings.Join(claims, " ")), 40)), ago(e.LastSeen))
 					}
 					tw.Flush()
 				})
@@ -194,8 +195,8 @@ handle:HANDLE, or a word looked up as all three. Finding nothing is not an error
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "HANDLE\tAGENT\tROLE\tCAPABILITIES\tCLIENT\tPEER ID")
 					for _, c := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(safe(c.Handle)), safe(c.Agent), dash(safe(c.Role)),
-							dash(safe(strings.Join(c.Capabilities, ","))), dash(safe(c.Client)), c.PeerID)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(c.Handle)), termtext.Line(c.Agent), dash(termtext.Line(c.Role)),
+							dash(termtext.Line(strings.Join(c.Capabilities, ","))), dash(termtext.Line(c.Client)), c.PeerID)
 					}
 					tw.Flush()
 				})
@@ -216,7 +217,7 @@ func oneLine(s string, n int) string {
 	if utf8.RuneCountInString(s) > n {
 		s = string([]rune(s)[:n-1]) + "…"
 	}
-	return safe(s)
+	return termtext.Line(s)
 }
 
 func shortPeer(p string) string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 	"github.com/parley-mesh/parley/node"
 )
 
@@ -40,7 +43,14 @@ func auditCmd(g *globals) *cobra.Command {
 			if es == nil {
 				es = []audit.Listed{}
 			}
-			return printOut(g, cmd.OutOrStdout(), es, printAudit)
+			var book localapi.NameBook
+			if !g.json {
+				if c, ctx, cancel, err := g.client(cmd); err == nil {
+					book = nameBook(ctx, c) // nil when no node runs: short peer IDs
+					cancel()
+				}
+			}
+			return printOut(g, cmd.OutOrStdout(), es, func(w io.Writer, es []audit.Listed) { printAudit(w, es, book) })
 		},
 	}
 	cmd.Flags().StringVar(&since, "since", "", "only entries since a time (RFC 3339, 2006-01-02) or for a duration back (24h, 7d)")
@@ -49,7 +59,16 @@ func auditCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func printAudit(w io.Writer, es []audit.Listed) {
+// peerIDs finds the peer IDs of Ed25519 keys (base58, "12D3KooW" and 44
+// more) in an audit text.
+var peerIDs = regexp.MustCompile(`12D3KooW[1-9A-HJ-NP-Za-km-z]{44}`)
+
+// printAudit lists entries for a person: nodes by the names the node knows
+// (a short peer ID otherwise; --json keeps the full IDs).
+func printAudit(w io.Writer, es []audit.Listed, book localapi.NameBook) {
+	readable := func(s string) string {
+		return termtext.Line(peerIDs.ReplaceAllStringFunc(s, book.Node))
+	}
 	if len(es) == 0 {
 		fmt.Fprintln(w, "the audit log is empty")
 		return
@@ -62,23 +81,9 @@ func printAudit(w io.Writer, es []audit.Listed) {
 			d = append(d, k+"="+v)
 		}
 		slices.Sort(d)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.N, e.Time, safeText(e.Actor), e.Action, safeText(e.Subject), safeText(strings.Join(d, " ")))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.N, e.Time, readable(e.Actor), e.Action, readable(e.Subject), readable(strings.Join(d, " ")))
 	}
 	tw.Flush()
-}
-
-// safeText shows control characters escaped, so a logged text cannot drive
-// the terminal.
-func safeText(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func auditVerifyCmd(g *globals) *cobra.Command {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 func idCmd(g *globals) *cobra.Command {
@@ -20,7 +21,7 @@ func idCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Info, error) { return c.ID(ctx) },
 				func(w io.Writer, v localapi.Info) {
-					fmt.Fprintf(w, "peer_id: %s\nhandle:  %s\naddrs:\n", v.PeerID, safe(v.Handle))
+					fmt.Fprintf(w, "peer_id: %s\nhandle:  %s\naddrs:\n", v.PeerID, termtext.Line(v.Handle))
 					for _, a := range v.Addrs {
 						fmt.Fprintf(w, "  %s\n", a)
 					}
@@ -37,13 +38,13 @@ func statusCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Status, error) { return c.Status(ctx) },
 				func(w io.Writer, v localapi.Status) {
-					fmt.Fprintf(w, "node %s (%s) running for %.0fs, version %s\n", v.PeerID, safe(v.Handle), v.UptimeSec, v.Version)
+					fmt.Fprintf(w, "node %s (%s) running for %.0fs, version %s\n", v.PeerID, termtext.Line(v.Handle), v.UptimeSec, v.Version)
 					fmt.Fprintf(w, "home: %s\npeers: %d connected, %d in the DHT routing table, %d on GossipSub\nmdns: %v\n",
 						v.Home, v.Peers, v.DHTPeers, v.PubSubPeer, v.MDNS)
 					fmt.Fprintf(w, "reachability: %s\nrelay service: %s\n", v.Reachability, v.RelayService)
 					fmt.Fprintf(w, "connections: %d direct, %d relayed\n", v.Direct, len(v.Relayed))
 					for _, p := range v.Relayed {
-						fmt.Fprintf(w, "  %s via %s: %s\n", p.PeerID, p.Relay, safe(p.Why))
+						fmt.Fprintf(w, "  %s via %s: %s\n", p.PeerID, p.Relay, termtext.Line(p.Why))
 					}
 					fmt.Fprintf(w, "addrs:\n  %s\n", strings.Join(v.Addrs, "\n  "))
 					if v.Unreached > 0 {
@@ -69,7 +70,7 @@ func peersCmd(g *globals) *cobra.Command {
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "NAME\tPEER ID\tCONN\tADDRESS\tWHY")
 					for _, p := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", dash(safe(p.Name)), p.PeerID, p.Conn, strings.Join(p.Addrs, " "), safe(p.Why))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(p.Name)), p.PeerID, p.Conn, strings.Join(p.Addrs, " "), termtext.Line(p.Why))
 					}
 					tw.Flush()
 				})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parley-mesh/parley/internal/gitrepo"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 // project resolves --project and the paths against the working folder.
@@ -127,7 +128,7 @@ func boardCmd(g *globals) *cobra.Command {
 				return c.Board(ctx, as, localapi.BoardRequest{Project: k})
 			}, func(w io.Writer, v localapi.BoardView) {
 				if v.Note != "" {
-					defer fmt.Fprintf(w, "(%s)\n", safe(v.Note))
+					defer fmt.Fprintf(w, "(%s)\n", termtext.Line(v.Note))
 				}
 				if len(v.Claims) == 0 {
 					fmt.Fprintf(w, "the board of project %s is empty (claim with `parley claim PATH --note TEXT`)\n", v.Project)
@@ -136,7 +137,7 @@ func boardCmd(g *globals) *cobra.Command {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "PATH\tHOLDER\tUNTIL\tNOTE")
 				for _, h := range v.Claims {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safe(h.Path), safe(h.Holder), untilText(h.Expires), oneLine(h.Note, 60))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termtext.Line(h.Path), termtext.Line(h.Holder), untilText(h.Expires), oneLine(h.Note, 60))
 				}
 				tw.Flush()
 			})
@@ -180,7 +181,7 @@ func boardHistoryCmd(g *globals, as, key *string) *cobra.Command {
 					if e.Bad != "" {
 						line += " (ignored: " + e.Bad + ")"
 					}
-					fmt.Fprintln(w, safe(line))
+					fmt.Fprintln(w, termtext.Line(line))
 				}
 			})
 		},

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 func contactCmd(g *globals) *cobra.Command {
@@ -40,7 +41,7 @@ until its user approves or denies it.`,
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ContactResult, error) {
 				return c.ContactRequest(ctx, args[0], note)
 			}, func(w io.Writer, v localapi.ContactResult) {
-				fmt.Fprintf(w, "contact request %s to %s: %s\n", v.ID, v.PeerID, safe(v.Detail))
+				fmt.Fprintf(w, "contact request %s to %s: %s\n", v.ID, v.PeerID, termtext.Line(v.Detail))
 			})
 		},
 	}
@@ -62,7 +63,7 @@ func contactApproveCmd(g *globals) *cobra.Command {
 				if v.Expires != nil {
 					until = " until " + v.Expires.Local().Format(time.RFC3339)
 				}
-				fmt.Fprintf(w, "%s (%s) is %s%s: %s\n", v.PeerID, safe(v.Handle), v.State, until, safe(v.Detail))
+				fmt.Fprintf(w, "%s (%s) is %s%s: %s\n", v.PeerID, termtext.Line(v.Handle), v.State, until, termtext.Line(v.Detail))
 			})
 		},
 	}
@@ -79,7 +80,7 @@ func contactDenyCmd(g *globals) *cobra.Command {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ContactResult, error) {
 				return c.ContactDeny(ctx, args[0])
 			}, func(w io.Writer, v localapi.ContactResult) {
-				fmt.Fprintf(w, "request %s from %s: %s\n", v.ID, v.PeerID, safe(v.Detail))
+				fmt.Fprintf(w, "request %s from %s: %s\n", v.ID, v.PeerID, termtext.Line(v.Detail))
 			})
 		},
 	}
@@ -94,7 +95,7 @@ func contactRevokeCmd(g *globals) *cobra.Command {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ContactResult, error) {
 				return c.ContactRevoke(ctx, args[0])
 			}, func(w io.Writer, v localapi.ContactResult) {
-				fmt.Fprintf(w, "%s: %s\n", v.PeerID, safe(v.Detail))
+				fmt.Fprintf(w, "%s: %s\n", v.PeerID, termtext.Line(v.Detail))
 			})
 		},
 	}
@@ -123,7 +124,7 @@ func contactListCmd(g *globals) *cobra.Command {
 						if utf8.RuneCountInString(note) > 40 {
 							note = string([]rune(note)[:39]) + "…"
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.PeerID, safe(e.Handle), e.State, exp, safe(note))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.PeerID, termtext.Line(e.Handle), e.State, exp, termtext.Line(note))
 					}
 					tw.Flush()
 				})

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/install"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 // gitOut runs git in dir and returns its output, trimmed.
@@ -106,7 +107,7 @@ running it says so and lets the commit through.`,
 			w := cmd.ErrOrStderr()
 			fmt.Fprintln(w, "parley guard: this commit touches files another agent has claimed:")
 			for _, h := range theirs {
-				fmt.Fprintf(w, "  %s — %s until %s: %q\n", safe(h.Path), safe(h.Holder), h.Expires.Local().Format(time.DateTime), h.Note)
+				fmt.Fprintf(w, "  %s — %s until %s: %q\n", termtext.Line(h.Path), termtext.Line(h.Holder), h.Expires.Local().Format(time.DateTime), h.Note)
 			}
 			fmt.Fprintln(w, "Talk to them (parley board shows who), or commit anyway: PARLEY_GUARD=off git commit ... (or git commit --no-verify).")
 			return errors.New("commit refused by parley guard")

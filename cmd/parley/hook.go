@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,11 +16,13 @@ import (
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/manual"
 	"github.com/parley-mesh/parley/internal/mcp"
+	"github.com/parley-mesh/parley/internal/termtext"
+	"github.com/parley-mesh/parley/internal/transcript"
 )
 
 func init() {
 	hookCommands[install.Claude] = []string{"SessionStart", "PostToolUse", "Stop"}
-	hookCommands[install.Codex] = []string{"SessionStart", "PostToolUse", "Stop"}
+	hookCommands[install.Codex] = []string{"SessionStart", "PostToolUse", "Stop", "notify"}
 	hookCommands[install.Gemini] = []string{"AfterTool"}
 }
 
@@ -32,6 +35,9 @@ type hookInput struct {
 	ToolName       string `json:"tool_name"`
 	StopHookActive bool   `json:"stop_hook_active"`
 	Source         string `json:"source"`
+	// TranscriptPath is the session's transcript (Claude Code) or rollout
+	// file (Codex): where the client writes what the session spent.
+	TranscriptPath string `json:"transcript_path"`
 }
 
 // maxHookInput is the most bytes of hook input read (a PostToolUse input
@@ -56,6 +62,43 @@ func parseHookInput(raw []byte, client install.Client, event string) (hookInput,
 	return in, nil
 }
 
+// codexNotify is the JSON Codex's notify program gets as its last
+// argument after a turn:
+//
+//	{"type":"agent-turn-complete","thread-id":…,"turn-id":…,"cwd":…,
+//	 "client":…,"input-messages":[…],"last-assistant-message":…}
+type codexNotify struct {
+	Type     string `json:"type"`
+	ThreadID string `json:"thread-id"`
+	TurnID   string `json:"turn-id"`
+	Cwd      string `json:"cwd"`
+}
+
+// turnComplete is the notification that says a Codex thread is idle.
+const turnComplete = "agent-turn-complete"
+
+// parseCodexNotify reads Codex's notify argument. Another type of
+// notification is no error: ok is false and nothing is to be done.
+func parseCodexNotify(arg string) (in hookInput, ok bool, err error) {
+	if len(arg) > maxHookInput {
+		return in, false, fmt.Errorf("the notify argument is over %d MiB", maxHookInput>>20)
+	}
+	var n codexNotify
+	if err := json.Unmarshal([]byte(arg), &n); err != nil {
+		return in, false, fmt.Errorf("the notify argument is not Codex's notification JSON: %v", err)
+	}
+	if n.Type == "" {
+		return in, false, fmt.Errorf("the notify argument has no type (is this Codex's notify?)")
+	}
+	if n.Type != turnComplete {
+		return in, false, nil
+	}
+	if n.ThreadID == "" || len(n.ThreadID) > 256 {
+		return in, false, fmt.Errorf("the notify argument has no thread-id of 1 to 256 bytes")
+	}
+	return hookInput{SessionID: n.ThreadID, Cwd: n.Cwd, HookEventName: "notify"}, true, nil
+}
+
 // hookOutput is the documented JSON a hook prints to add context.
 type hookOutput struct {
 	HookSpecificOutput *hookSpecific `json:"hookSpecificOutput,omitempty"`
@@ -78,7 +121,7 @@ var clientNames = map[install.Client]string{install.Claude: "claude-code", insta
 func hookCmd(g *globals) *cobra.Command {
 	var waitFor time.Duration
 	cmd := &cobra.Command{
-		Use:   "hook CLIENT EVENT",
+		Use:   "hook CLIENT EVENT [NOTIFICATION]",
 		Short: "Run as an agent client's hook (parley install writes these)",
 		Long: `Run as a hook of an agent client: read the client's hook input (JSON) on stdin
 and answer as the client's documentation says. parley install registers them.
@@ -90,11 +133,19 @@ and answer as the client's documentation says. parley install registers them.
                        wakes the session; a newer Stop supersedes the waiter
   codex SessionStart, PostToolUse  as Claude Code's
   codex Stop           when the agent owes something unread, continue the turn with it
+  codex notify JSON    (Codex's notify program; the JSON is its last argument, stdin is
+                       not read) the thread is idle: what the agent owes and nothing can
+                       bring it now is told to you (parley who, parley status) at once
   gemini AfterTool     what the agent has pending, as context on every tool result
+
+Claude Code's and Codex's hooks also read the session's transcript (transcript_path)
+from where the last hook stopped and report the tokens it records as the agent's
+(parley usage); each record counts once, SessionStart only marks where the session
+starts, and a transcript that cannot be read is a note on stderr, never a failure.
 
 Malformed input is an error (exit 1) and changes nothing: what the agent owes stays
 owed. With no node running a hook does nothing.`,
-		Args: cobra.ExactArgs(2),
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := install.ParseClient(args[0])
 			if err != nil {
@@ -110,13 +161,28 @@ owed. With no node running a hook does nothing.`,
 			if !known {
 				return fmt.Errorf("no hook %q for %s (there are: %s)", args[1], client, strings.Join(hookCommands[client], ", "))
 			}
-			raw, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
-			if err != nil {
-				return fmt.Errorf("read the hook input: %v", err)
-			}
-			in, err := parseHookInput(raw, client, event)
-			if err != nil {
-				return err
+			var in hookInput
+			if event == "notify" {
+				// Codex runs its notify program with the notification as
+				// the last argument; stdin is Codex's own terminal.
+				if len(args) != 3 {
+					return fmt.Errorf("codex notify takes Codex's notification JSON as its one argument")
+				}
+				var ok bool
+				if in, ok, err = parseCodexNotify(args[2]); err != nil || !ok {
+					return err
+				}
+			} else {
+				if len(args) != 2 {
+					return fmt.Errorf("the %s %s hook reads its input on stdin and takes no argument", client, event)
+				}
+				raw, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
+				if err != nil {
+					return fmt.Errorf("read the hook input: %v", err)
+				}
+				if in, err = parseHookInput(raw, client, event); err != nil {
+					return err
+				}
 			}
 			home, err := g.resolveHome()
 			if err != nil {
@@ -124,7 +190,7 @@ owed. With no node running a hook does nothing.`,
 			}
 			c := localapi.NewClient(nodeSocket(home))
 			defer c.Close()
-			h := &hook{g: g, c: c, client: client, event: event, in: in, out: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), waitFor: waitFor}
+			h := &hook{g: g, home: home, c: c, client: client, event: event, in: in, out: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), waitFor: waitFor}
 			err = h.run(cmd.Context())
 			if errors.Is(err, localapi.ErrNoNode) {
 				return nil // no node: nothing is owed that a hook could show
@@ -132,13 +198,16 @@ owed. With no node running a hook does nothing.`,
 			return err
 		},
 	}
-	cmd.Flags().DurationVar(&waitFor, "wait-for", 12*time.Hour, "claude Stop: how long the waiter waits at most")
+	// A minute under the timeout install gives the hook, so the waiter
+	// ends by itself before Claude Code ends it.
+	cmd.Flags().DurationVar(&waitFor, "wait-for", install.ClaudeStopTimeout*time.Second-time.Minute, "claude Stop: how long the waiter waits at most")
 	return cmd
 }
 
 // hook is one run of a hook command.
 type hook struct {
 	g       *globals
+	home    string
 	c       *localapi.Client
 	client  install.Client
 	event   string
@@ -155,14 +224,17 @@ func (h *hook) run(ctx context.Context) error {
 	if err := h.bind(bctx); err != nil {
 		return err
 	}
+	h.spent(bctx)
 	switch {
 	case h.event == "Stop" && h.client == install.Claude:
 		cancel()
 		return h.stopWaiter(ctx)
 	case h.event == "Stop":
 		return h.stopContinue(bctx)
+	case h.event == "notify":
+		return h.c.WakeIdle(bctx, h.agent.Name, h.in.SessionID)
 	case h.event == "PostToolUse" || h.event == "AfterTool":
-		if h.client == install.Claude {
+		if h.client == install.Claude || h.client == install.Codex {
 			if err := h.c.WakeBusy(bctx, h.agent.Name, h.in.SessionID); err != nil {
 				return err
 			}
@@ -180,6 +252,59 @@ func (h *hook) run(ctx context.Context) error {
 		return nil
 	}
 	return json.NewEncoder(h.out).Encode(hookOutput{HookSpecificOutput: &hookSpecific{HookEventName: h.event, AdditionalContext: text}})
+}
+
+// transcriptFormats are the clients whose hook inputs name a transcript
+// that records usage.
+var transcriptFormats = map[install.Client]transcript.Format{install.Claude: transcript.Claude, install.Codex: transcript.Codex}
+
+// spent reads what the session spent since the last hook from its
+// transcript and reports it to the node as the agent's. SessionStart only
+// marks where the session starts (what a resumed session spent before is
+// not counted). Nothing here fails the hook: problems are notes on stderr
+// (none from Claude Code's Stop waiter, whose stderr wakes the session).
+func (h *hook) spent(ctx context.Context) {
+	f, ok := transcriptFormats[h.client]
+	if !ok || h.in.TranscriptPath == "" {
+		return
+	}
+	var notes []string
+	defer func() {
+		if h.event == "Stop" && h.client == install.Claude {
+			return
+		}
+		for _, n := range notes {
+			fmt.Fprintln(h.errw, "parley: usage:", termtext.Line(n))
+		}
+	}()
+	cur := &transcript.Cursors{Path: filepath.Join(h.home, "hooks", "transcripts.json")}
+	read := cur.Collect
+	if h.event == "SessionStart" {
+		read = cur.Skip
+	}
+	r, err := read(f, h.in.TranscriptPath)
+	if err != nil {
+		notes = append(notes, err.Error())
+		return
+	}
+	defer r.Release()
+	notes = append(notes, r.Notes...)
+	if !r.Spent.Zero() {
+		sp := r.Spent
+		in, out, cr, cw := sp.In, sp.Out, sp.CacheRead, sp.CacheWrite
+		rep := localapi.Spend{TokensIn: &in, TokensOut: &out, CacheReadTokens: &cr, CacheWriteTokens: &cw}
+		if sp.HasCost {
+			cost := sp.CostUSD
+			rep.CostUSD = &cost
+		}
+		if err := h.c.Spent(ctx, h.agent.Name, rep); err != nil {
+			notes = append(notes, fmt.Sprintf("the node did not take what the session spent (it is counted at the next hook): %v", err))
+			return
+		}
+	}
+	if err := r.Commit(); err != nil {
+		notes = append(notes, err.Error())
+	}
 }
 
 // bind finds the session's agent: the live agent bound to the session, else

@@ -14,7 +14,7 @@ import (
 
 // runStdin runs one CLI command with stdin and returns stdout, stderr and the
 // exit code.
-func runStdin(t *testing.T, stdin string, args ...string) (string, string, int) {
+func runStdin(t testing.TB, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(parleyBin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -177,7 +177,10 @@ func TestHooksDocumentedShapes(t *testing.T) {
 	}
 
 	// Malformed input: a clear error, and the ask stays owed.
-	for _, bad := range []string{"", "{", `{"hook_event_name":"Stop"}`, in("Stop", "")} {
+	if _, errs, code := run(t, "--home", home, "room", "ask", room.RoomID, "and the host?", "--to", "claude-code-shop", "--wait", "0s"); code != 0 {
+		t.Fatalf("ask: %s", errs)
+	}
+	for _, bad := range []string{"", "{", `{"hook_event_name":"Stop"}`, in("Stop", ""), `{"session_id":7}`, strings.Repeat("[", 100000)} {
 		_, errs, code := hook(bad, "claude", "PostToolUse")
 		if code != 1 || !strings.Contains(errs, "hook input") {
 			t.Fatalf("input %q: exit %d: %s", bad, code, errs)
@@ -185,6 +188,13 @@ func TestHooksDocumentedShapes(t *testing.T) {
 	}
 	if _, errs, code := hook(post, "claude", "NoSuchEvent"); code != 1 || !strings.Contains(errs, "PostToolUse") {
 		t.Fatalf("unknown event: exit %d: %s", code, errs)
+	}
+	if _, errs, code := runStdin(t, post, "--home", home, "hook", "claude", "PostToolUse", "extra"); code != 1 || !strings.Contains(errs, "stdin") {
+		t.Fatalf("an argument to a stdin hook: exit %d: %s", code, errs)
+	}
+	out, errs, code = hook(post, "claude", "PostToolUse")
+	if v := decodeHook(t, out); code != 0 || !strings.Contains(v.HookSpecificOutput.AdditionalContext, "and the host?") {
+		t.Fatalf("the ask after malformed input: exit %d %+v %s", code, v, errs)
 	}
 
 	// Codex's Stop: a new ask continues the turn once.
@@ -199,6 +209,54 @@ func TestHooksDocumentedShapes(t *testing.T) {
 	}
 	if out, _, code := runStdin(t, codex, "--home", home, "hook", "codex", "Stop"); code != 0 || out != "" {
 		t.Fatalf("codex Stop again: exit %d %q", code, out)
+	}
+
+	// Codex's notify (the JSON is the last argument; stdin is not read): the
+	// thread is idle, and an ask no route can bring it is told to the human
+	// at once, not after the wake limit (60 s here). Malformed input is
+	// refused and the ask stays owed.
+	if _, errs, code := run(t, "--home", home, "room", "ask", room.RoomID, "is the build green?", "--to", "codex-shop", "--wait", "0s"); code != 0 {
+		t.Fatalf("ask: %s", errs)
+	}
+	notify := `{"type":"agent-turn-complete","thread-id":"thread-9","turn-id":"t2","cwd":"` + proj + `","client":"codex-tui",` +
+		`"input-messages":["run the tests"],"last-assistant-message":"All green."}`
+	for _, bad := range [][]string{nil, {"{"}, {`{"thread-id":"thread-9"}`}, {`{"type":"agent-turn-complete","cwd":"/x"}`}, {notify, "extra"}} {
+		_, errs, code := runStdin(t, "", append([]string{"--home", home, "hook", "codex", "notify"}, bad...)...)
+		if code != 1 || !strings.Contains(errs, "notif") && !strings.Contains(errs, "argument") {
+			t.Fatalf("notify %q: exit %d: %s", bad, code, errs)
+		}
+	}
+	if out, _, code := runStdin(t, "", "--home", home, "hook", "codex", "notify", `{"type":"approval-requested","thread-id":"thread-9"}`); code != 0 || out != "" {
+		t.Fatalf("another notification: exit %d %q", code, out)
+	}
+	if out, _, _ := run(t, "--home", home, "who"); strings.Contains(out, "NOT REACHED") {
+		t.Fatalf("told before the thread was idle:\n%s", out)
+	}
+	if out, errs, code := runStdin(t, "not JSON, and not read", "--home", home, "hook", "codex", "notify", notify); code != 0 || out != "" {
+		t.Fatalf("codex notify: exit %d %q %s", code, out, errs)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ := run(t, "--home", home, "who")
+		st, _, _ := run(t, "--home", home, "status")
+		return strings.Contains(out, "NOT REACHED: 1") && strings.Contains(st, "agents not reached: 1")
+	}, "parley who and status to tell the human of the idle Codex thread's ask")
+	// The agent works again: its next tool result carries the ask, and the mark goes.
+	codexPost := `{"session_id":"thread-9","turn_id":"t3","cwd":"` + proj + `","hook_event_name":"PostToolUse","model":"gpt-5","tool_name":"Bash","tool_input":{"command":"make"},"tool_response":"ok","tool_use_id":"c1"}`
+	out, errs, code = runStdin(t, codexPost, "--home", home, "hook", "codex", "PostToolUse")
+	if v := decodeHook(t, out); code != 0 || v.HookSpecificOutput.HookEventName != "PostToolUse" || !strings.Contains(v.HookSpecificOutput.AdditionalContext, "is the build green?") {
+		t.Fatalf("codex PostToolUse: exit %d %+v %s", code, v, errs)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ := run(t, "--home", home, "who")
+		return !strings.Contains(out, "NOT REACHED")
+	}, "the mark to go once the Codex agent read")
+
+	// SessionStart with something owed (a resumed session): the context
+	// carries it.
+	runJSON(t, &room, "--home", home, "room", "create", "later", "--member", "claude-code-shop")
+	out, errs, code = hook(in("SessionStart", `,"source":"resume","model":"claude-sonnet-4-5"`), "claude", "SessionStart")
+	if v := decodeHook(t, out); code != 0 || v.HookSpecificOutput.HookEventName != "SessionStart" || !strings.Contains(v.HookSpecificOutput.AdditionalContext, room.RoomID) {
+		t.Fatalf("SessionStart with an invitation: exit %d %+v %s", code, v, errs)
 	}
 
 	// Gemini's AfterTool.
@@ -228,6 +286,25 @@ func FuzzHookInput(f *testing.F) {
 			return
 		}
 		if in.SessionID == "" || len(in.SessionID) > 256 || in.HookEventName != "" && !strings.EqualFold(in.HookEventName, "PostToolUse") {
+			t.Fatalf("accepted %+v", in)
+		}
+	})
+}
+
+func FuzzCodexNotify(f *testing.F) {
+	for _, s := range []string{`{"type":"agent-turn-complete","thread-id":"t","turn-id":"1","cwd":"/x","input-messages":["a"],"last-assistant-message":null}`,
+		`{"type":"approval-requested"}`, `{"type":"agent-turn-complete"}`, `{`, `[]`, `{"type":7}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, arg string) {
+		in, ok, err := parseCodexNotify(arg)
+		if err != nil || !ok {
+			if ok || in.SessionID != "" {
+				t.Fatalf("refused or skipped, yet %+v %v", in, ok)
+			}
+			return
+		}
+		if in.SessionID == "" || len(in.SessionID) > 256 || in.HookEventName != "notify" {
 			t.Fatalf("accepted %+v", in)
 		}
 	})

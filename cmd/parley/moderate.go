@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 // The user's say over agents: mute, unmute, kill, revive.
@@ -33,10 +34,10 @@ not shown them and owe it nothing.`,
 			}
 			return moderate(g, cmd, args[0], d, (*localapi.Client).Mute, func(w io.Writer, r localapi.ModerationRule) {
 				if r.MutedUntil != nil {
-					fmt.Fprintf(w, "%s is muted until %s\n", safe(args[0]), r.MutedUntil.Local().Format(time.RFC3339))
+					fmt.Fprintf(w, "%s is muted until %s\n", termtext.Line(args[0]), r.MutedUntil.Local().Format(time.RFC3339))
 					return
 				}
-				fmt.Fprintf(w, "%s is muted until `parley agent unmute %s`\n", safe(args[0]), safe(args[0]))
+				fmt.Fprintf(w, "%s is muted until `parley agent unmute %s`\n", termtext.Line(args[0]), termtext.Line(args[0]))
 			})
 		},
 	}
@@ -51,7 +52,7 @@ func agentUnmuteCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return moderate(g, cmd, args[0], 0, (*localapi.Client).Unmute, func(w io.Writer, _ localapi.ModerationRule) {
-				fmt.Fprintf(w, "%s is no longer muted\n", safe(args[0]))
+				fmt.Fprintf(w, "%s is no longer muted\n", termtext.Line(args[0]))
 			})
 		},
 	}
@@ -67,7 +68,7 @@ binding; the name cannot register again until ` + "`parley agent revive NAME`" +
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return moderate(g, cmd, args[0], 0, (*localapi.Client).Kill, func(w io.Writer, _ localapi.ModerationRule) {
-				fmt.Fprintf(w, "agent %s is killed: its posts are refused and its session ended (undo with `parley agent revive %s`)\n", safe(args[0]), safe(args[0]))
+				fmt.Fprintf(w, "agent %s is killed: its posts are refused and its session ended (undo with `parley agent revive %s`)\n", termtext.Line(args[0]), termtext.Line(args[0]))
 			})
 		},
 	}
@@ -80,7 +81,7 @@ func agentReviveCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return moderate(g, cmd, args[0], 0, (*localapi.Client).Revive, func(w io.Writer, _ localapi.ModerationRule) {
-				fmt.Fprintf(w, "agent %s may register and post again\n", safe(args[0]))
+				fmt.Fprintf(w, "agent %s may register and post again\n", termtext.Line(args[0]))
 			})
 		},
 	}
@@ -110,7 +111,7 @@ func agentMutedCmd(g *globals) *cobra.Command {
 					} else if r.MutedUntil != nil {
 						until = r.MutedUntil.Local().Format(time.RFC3339)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(book.Agent(r.Agent)), state, until, safe(r.By), r.At.Local().Format(time.RFC3339))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termtext.Line(book.Agent(r.Agent)), state, until, termtext.Line(r.By), r.At.Local().Format(time.RFC3339))
 				}
 				tw.Flush()
 			})

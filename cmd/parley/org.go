@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 	"github.com/parley-mesh/parley/node"
 )
 
@@ -53,7 +54,7 @@ func orgInitCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "organisation %s: ORGKEY %s (key in %s; keep it safe)\n", safe(k.Name), k.ID, key)
+			fmt.Fprintf(cmd.OutOrStdout(), "organisation %s: ORGKEY %s (key in %s; keep it safe)\n", termtext.Line(k.Name), k.ID, key)
 			return nil
 		},
 	}
@@ -77,7 +78,7 @@ func orgPublish(g *globals, cmd *cobra.Command, keyFile string, sign func(k *nod
 	return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.OrgRecordResult, error) {
 		return c.OrgPublish(ctx, rec)
 	}, func(w io.Writer, v localapi.OrgRecordResult) {
-		fmt.Fprintf(w, "%s %s (organisation %s); passed to %d peers\n", done, v.Subject, safe(k.Name), v.Delivered)
+		fmt.Fprintf(w, "%s %s (organisation %s); passed to %d peers\n", done, v.Subject, termtext.Line(k.Name), v.Delivered)
 	})
 }
 
@@ -191,11 +192,11 @@ func orgStatusCmd(g *globals) *cobra.Command {
 						fmt.Fprintln(w, "not a member of an organisation")
 						return
 					}
-					fmt.Fprintf(w, "organisation %s (ORGKEY %s); this node is %s until %s\n", safe(v.Name), v.Org, safe(v.Handle), v.Expires.Format(time.DateOnly))
+					fmt.Fprintf(w, "organisation %s (ORGKEY %s); this node is %s until %s\n", termtext.Line(v.Name), v.Org, termtext.Line(v.Handle), v.Expires.Format(time.DateOnly))
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "MEMBER\tHANDLE\tUNTIL")
 					for _, m := range v.Members {
-						fmt.Fprintf(tw, "%s\t%s\t%s\n", m.PeerID, safe(m.Handle), m.Expires.Format(time.DateOnly))
+						fmt.Fprintf(tw, "%s\t%s\t%s\n", m.PeerID, termtext.Line(m.Handle), m.Expires.Format(time.DateOnly))
 					}
 					tw.Flush()
 					for _, t := range v.Trusts {

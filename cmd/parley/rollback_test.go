@@ -33,36 +33,12 @@ func seqLog(t *testing.T, home, room string) []seqEntry {
 // three nodes end with the same log, nothing lost.
 func TestCLIRollbackLearnsOwnEvents(t *testing.T) {
 	t.Parallel()
-	base := t.TempDir()
-	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
-	a := up(t, homeA, "--listen", loopback)
-	b := up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
-	up(t, homeC, "--listen", loopback, "--bootstrap", a.addr())
-	idB, idC := peerID(t, homeB), peerID(t, homeC)
-	nodetest.WaitFor(t, 15*time.Second, func() bool {
-		var peers []map[string]any
-		runJSON(t, &peers, "--home", homeA, "peers")
-		return len(peers) == 2
-	}, "B and C to connect to A")
-	befriend(t, homeA, homeB, idB)
-	befriend(t, homeA, homeC, idC)
-	var room struct {
-		RoomID string `json:"room_id"`
-	}
-	runJSON(t, &room, "--home", homeA, "room", "create", "trio")
-	for _, id := range []string{idB, idC} {
-		if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, id); code != 0 {
-			t.Fatalf("invite: %s", errs)
-		}
-	}
-	for _, h := range []string{homeB, homeC} {
-		nodetest.WaitFor(t, 20*time.Second, func() bool {
-			_, _, code := run(t, "--home", h, "room", "say", room.RoomID, "hi from "+filepath.Base(h))
-			return code == 0
-		}, "%s to join and speak", h)
-	}
+	tn := trio(t, "trio")
+	base, homeA, homeB, homeC := tn.base, tn.homes[0], tn.homes[1], tn.homes[2]
+	a := tn.nodes[0]
+	b := tn.nodes[1]
 	// create, 2 invites, 2 joins, 2 messages
-	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(seqLog(t, homeA, room.RoomID)) == 7 }, "A to have everything")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(seqLog(t, homeA, tn.room)) == 7 }, "A to have everything")
 
 	stop(t, homeB, b)
 	old := filepath.Join(base, "b-data-copy")
@@ -70,12 +46,12 @@ func TestCLIRollbackLearnsOwnEvents(t *testing.T) {
 	b = up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
 	for k := range 5 {
 		nodetest.WaitFor(t, 30*time.Second, func() bool {
-			_, _, code := run(t, "--home", homeB, "room", "say", room.RoomID, fmt.Sprintf("lost by the copy %d", k))
+			_, _, code := run(t, "--home", homeB, "room", "say", tn.room, fmt.Sprintf("lost by the copy %d", k))
 			return code == 0
 		}, "B to post")
 	}
 	for _, h := range []string{homeA, homeC} {
-		nodetest.WaitFor(t, 20*time.Second, func() bool { return len(seqLog(t, h, room.RoomID)) == 12 }, "%s to have B's 5 posts", h)
+		nodetest.WaitFor(t, 20*time.Second, func() bool { return len(seqLog(t, h, tn.room)) == 12 }, "%s to have B's 5 posts", h)
 	}
 	stop(t, homeB, b)
 	must(t, os.RemoveAll(filepath.Join(homeB, "data")))
@@ -85,7 +61,7 @@ func TestCLIRollbackLearnsOwnEvents(t *testing.T) {
 	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
 	var waited string
 	nodetest.WaitFor(t, 60*time.Second, func() bool {
-		_, errs, code := run(t, "--home", homeB, "room", "say", room.RoomID, "back from the old copy")
+		_, errs, code := run(t, "--home", homeB, "room", "say", tn.room, "back from the old copy")
 		if code != 0 {
 			if !strings.Contains(errs, "learning my own events from peers") {
 				t.Fatalf("say after the rollback: %s", errs)
@@ -98,12 +74,12 @@ func TestCLIRollbackLearnsOwnEvents(t *testing.T) {
 
 	var ref []string
 	nodetest.WaitFor(t, 30*time.Second, func() bool {
-		ref = ids2(seqLog(t, homeA, room.RoomID))
-		return len(ref) == 13 && slices.Equal(ids2(seqLog(t, homeB, room.RoomID)), ref) &&
-			slices.Equal(ids2(seqLog(t, homeC, room.RoomID)), ref)
+		ref = ids2(seqLog(t, homeA, tn.room))
+		return len(ref) == 13 && slices.Equal(ids2(seqLog(t, homeB, tn.room)), ref) &&
+			slices.Equal(ids2(seqLog(t, homeC, tn.room)), ref)
 	}, "identical logs of 13 events on A, B and C")
 	seen := map[string]bool{}
-	for _, e := range seqLog(t, homeC, room.RoomID) {
+	for _, e := range seqLog(t, homeC, tn.room) {
 		k := fmt.Sprintf("%s/%d", e.Author, e.Seq)
 		if seen[k] {
 			t.Fatalf("seq %d of %s used twice", e.Seq, e.Author)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 // human is the agent the CLI speaks as unless --as names another.
@@ -74,7 +75,7 @@ func roomListCmd(g *globals) *cobra.Command {
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "ROOM ID\tNAME\tNODES\tAGENTS\tEVENTS\tPURPOSE")
 					for _, r := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.RoomID, safe(r.Name), len(r.Members), len(r.Agents), r.Events, dash(oneLine(r.Purpose, 50)))
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.RoomID, termtext.Line(r.Name), len(r.Members), len(r.Agents), r.Events, dash(oneLine(r.Purpose, 50)))
 					}
 					tw.Flush()
 				})
@@ -104,7 +105,7 @@ admits the node, whose "human" joins.`,
 				return out, nil
 			}, func(w io.Writer, v []localapi.Posted) {
 				for i, p := range v {
-					fmt.Fprintf(w, "invited %s into %q (event %s)\n", args[1+i], safe(p.Room.Name), p.ID)
+					fmt.Fprintf(w, "invited %s into %q (event %s)\n", args[1+i], termtext.Line(p.Room.Name), p.ID)
 				}
 			})
 		},
@@ -161,7 +162,7 @@ dismissed. Waits up to --wait for the first reply and prints it.`,
 					fmt.Fprintf(w, "asked (id %s); no reply within %s\n", v.AskID, wait)
 					return
 				}
-				fmt.Fprintf(w, "%s: %s\n", safe(book.Agent(v.Reply.From)), safeLines(v.Reply.Text))
+				fmt.Fprintf(w, "%s: %s\n", termtext.Line(book.Agent(v.Reply.From)), termtext.Lines(v.Reply.Text))
 			})
 		},
 	}
@@ -245,10 +246,10 @@ brings the node back.`,
 				return c.Leave(ctx, as, localapi.LeaveRequest{Room: args[0], Node: node})
 			}, func(w io.Writer, v localapi.LeaveResult) {
 				if v.NodeLeft {
-					fmt.Fprintf(w, "this node left %q (event %s)\n", safe(v.Room.Name), v.ID)
+					fmt.Fprintf(w, "this node left %q (event %s)\n", termtext.Line(v.Room.Name), v.ID)
 					return
 				}
-				fmt.Fprintf(w, "%s left %q (event %s)\n", as, safe(v.Room.Name), v.ID)
+				fmt.Fprintf(w, "%s left %q (event %s)\n", as, termtext.Line(v.Room.Name), v.ID)
 			})
 		},
 	}
@@ -289,9 +290,9 @@ func nameBook(ctx context.Context, c *localapi.Client) localapi.NameBook {
 // what it did, with every text from the network shown escaped.
 func printEvent(w io.Writer, e localapi.Event, book localapi.NameBook) {
 	ts := time.UnixMilli(e.Time).Local().Format("15:04:05")
-	who := safe(e.Agent + "@" + book.Node(e.Author))
-	short := func(p string) string { return safe(book.Node(p)) }
-	shortAddr := func(a string) string { return safe(book.Agent(a)) }
+	who := termtext.Line(e.Agent + "@" + book.Node(e.Author))
+	short := func(p string) string { return termtext.Line(book.Node(p)) }
+	shortAddr := func(a string) string { return termtext.Line(book.Agent(a)) }
 	id := e.ID[:min(8, len(e.ID))]
 	switch e.Kind {
 	case "message", "ask":
@@ -307,13 +308,13 @@ func printEvent(w io.Writer, e localapi.Event, book localapi.NameBook) {
 		if e.Kind == "ask" {
 			verb = " asks"
 		}
-		fmt.Fprintf(w, "%s %s %s%s%s%s: %s\n", ts, id, who, verb, to, reply, safeLines(strings.TrimRight(e.Text, "\n")))
+		fmt.Fprintf(w, "%s %s %s%s%s%s: %s\n", ts, id, who, verb, to, reply, termtext.Lines(strings.TrimRight(e.Text, "\n")))
 	case "create":
 		purpose := ""
 		if e.Purpose != "" {
-			purpose = fmt.Sprintf(" (purpose: %s)", safe(e.Purpose))
+			purpose = fmt.Sprintf(" (purpose: %s)", termtext.Line(e.Purpose))
 		}
-		fmt.Fprintf(w, "%s %s %s created the room %q%s\n", ts, id, who, safe(e.Text), purpose)
+		fmt.Fprintf(w, "%s %s %s created the room %q%s\n", ts, id, who, termtext.Line(e.Text), purpose)
 	case "invite":
 		whom := "node " + short(e.Target)
 		if e.To != "" {
@@ -332,6 +333,6 @@ func printEvent(w io.Writer, e localapi.Event, book localapi.NameBook) {
 			fmt.Fprintf(w, "%s %s %s removed node %s\n", ts, id, who, short(e.Target))
 		}
 	default:
-		fmt.Fprintf(w, "%s %s %s %s\n", ts, id, who, safe(e.Kind))
+		fmt.Fprintf(w, "%s %s %s %s\n", ts, id, who, termtext.Line(e.Kind))
 	}
 }

@@ -52,38 +52,12 @@ func peerID(t testing.TB, home string) string {
 // log, in the same order, with nothing missing.
 func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
-	base := t.TempDir()
-	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
-	a := up(t, homeA, "--listen", loopback)
-	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
-	c := up(t, homeC, "--listen", loopback, "--bootstrap", a.addr())
-	idB, idC := peerID(t, homeB), peerID(t, homeC)
-	nodetest.WaitFor(t, 15*time.Second, func() bool {
-		var peers []map[string]any
-		runJSON(t, &peers, "--home", homeA, "peers")
-		return len(peers) == 2
-	}, "B and C to connect to A")
-	befriend(t, homeA, homeB, idB)
-	befriend(t, homeA, homeC, idC)
-
-	var room struct {
-		RoomID string `json:"room_id"`
-	}
-	runJSON(t, &room, "--home", homeA, "room", "create", "trio")
-	for _, id := range []string{idB, idC} {
-		if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, id); code != 0 {
-			t.Fatalf("invite: %s", errs)
-		}
-	}
-	for _, h := range []string{homeB, homeC} {
-		nodetest.WaitFor(t, 20*time.Second, func() bool {
-			_, _, code := run(t, "--home", h, "room", "say", room.RoomID, "hi from "+filepath.Base(h))
-			return code == 0
-		}, "%s to join and speak", h)
-	}
-	run(t, "--home", homeA, "room", "say", room.RoomID, "hi from a")
+	tn := trio(t, "trio")
+	homeA, homeB, homeC := tn.homes[0], tn.homes[1], tn.homes[2]
+	a, c := tn.nodes[0], tn.nodes[2]
+	run(t, "--home", homeA, "room", "say", tn.room, "hi from a")
 	// create, 2 invites, 2 joins, 3 messages
-	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(roomLog(t, homeC, room.RoomID)) == 8 }, "C to have everything")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(roomLog(t, homeC, tn.room)) == 8 }, "C to have everything")
 
 	if err := c.cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
@@ -91,7 +65,7 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 	<-c.done
 	for k := range 10 {
 		for _, h := range []string{homeA, homeB} {
-			if _, errs, code := run(t, "--home", h, "room", "say", room.RoomID, fmt.Sprintf("while C is gone %d", k), "--as", "bot"); code != 0 {
+			if _, errs, code := run(t, "--home", h, "room", "say", tn.room, fmt.Sprintf("while C is gone %d", k), "--as", "bot"); code != 0 {
 				t.Fatalf("say: %s", errs)
 			}
 		}
@@ -99,11 +73,11 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 	up(t, homeC, "--listen", loopback, "--bootstrap", a.addr())
 	var ref []string
 	nodetest.WaitFor(t, 30*time.Second, func() bool {
-		ref = ids(roomLog(t, homeA, room.RoomID))
-		return len(ref) == 28 && slices.Equal(ids(roomLog(t, homeB, room.RoomID)), ref) &&
-			slices.Equal(ids(roomLog(t, homeC, room.RoomID)), ref)
+		ref = ids(roomLog(t, homeA, tn.room))
+		return len(ref) == 28 && slices.Equal(ids(roomLog(t, homeB, tn.room)), ref) &&
+			slices.Equal(ids(roomLog(t, homeC, tn.room)), ref)
 	}, "identical logs of 28 events on A, B and C")
-	l := roomLog(t, homeC, room.RoomID)
+	l := roomLog(t, homeC, tn.room)
 	for i := 1; i < len(l); i++ {
 		if l[i].Depth < l[i-1].Depth {
 			t.Fatalf("log not in display order at %d", i)
@@ -111,6 +85,25 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 	}
 	if l[0].Kind != "create" || l[len(l)-1].Kind != "message" {
 		t.Fatalf("log ends: %+v … %+v", l[0], l[len(l)-1])
+	}
+	// A's audit log names B and C by their handles for a person, and in
+	// full in --json.
+	type named struct {
+		PeerID string `json:"peer_id"`
+		Name   string `json:"name"`
+	}
+	var peers []named
+	runJSON(t, &peers, "--home", homeA, "peers")
+	i := slices.IndexFunc(peers, func(p named) bool { return p.PeerID == tn.idB })
+	out, errs, code := run(t, "--home", homeA, "audit")
+	if i < 0 || code != 0 || strings.Contains(out, tn.idB) || !strings.Contains(out, "room.invite") ||
+		!strings.Contains(out, "member="+peers[i].Name) {
+		t.Fatalf("audit (B is %+v): exit %d\n%s%s", peers, code, out, errs)
+	}
+	var es []struct{ Subject string }
+	runJSON(t, &es, "--home", homeA, "audit")
+	if !slices.ContainsFunc(es, func(e struct{ Subject string }) bool { return e.Subject == tn.idB }) {
+		t.Fatalf("audit --json lacks B's peer ID: %+v", es)
 	}
 }
 
@@ -157,4 +150,54 @@ func TestCLIRoomTailFollows(t *testing.T) {
 			t.Fatal("room tail printed nothing")
 		}
 	}
+}
+
+// trioNodes are three real nodes from trio: A, then B and C bootstrapped
+// from A, each a contact of A, in one room of A's that B and C joined.
+type trioNodes struct {
+	base     string
+	homes    [3]string
+	nodes    [3]*daemon
+	idB, idC string
+	room     string
+}
+
+// trio starts three nodes, makes B and C contacts of A, has A create the
+// room name and invite both, and waits until B and C have each said
+// "hi from b" / "hi from c" in it.
+func trio(t *testing.T, name string) trioNodes {
+	t.Helper()
+	var tn trioNodes
+	tn.base = t.TempDir()
+	for i, n := range []string{"a", "b", "c"} {
+		tn.homes[i] = filepath.Join(tn.base, n)
+	}
+	tn.nodes[0] = up(t, tn.homes[0], "--listen", loopback)
+	tn.nodes[1] = up(t, tn.homes[1], "--listen", loopback, "--bootstrap", tn.nodes[0].addr())
+	tn.nodes[2] = up(t, tn.homes[2], "--listen", loopback, "--bootstrap", tn.nodes[0].addr())
+	tn.idB, tn.idC = peerID(t, tn.homes[1]), peerID(t, tn.homes[2])
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		var peers []map[string]any
+		runJSON(t, &peers, "--home", tn.homes[0], "peers")
+		return len(peers) == 2
+	}, "B and C to connect to A")
+	befriend(t, tn.homes[0], tn.homes[1], tn.idB)
+	befriend(t, tn.homes[0], tn.homes[2], tn.idC)
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", tn.homes[0], "room", "create", name)
+	tn.room = room.RoomID
+	for _, id := range []string{tn.idB, tn.idC} {
+		if _, errs, code := run(t, "--home", tn.homes[0], "room", "invite", tn.room, id); code != 0 {
+			t.Fatalf("invite: %s", errs)
+		}
+	}
+	for _, h := range tn.homes[1:] {
+		nodetest.WaitFor(t, 20*time.Second, func() bool {
+			_, _, code := run(t, "--home", h, "room", "say", tn.room, "hi from "+filepath.Base(h))
+			return code == 0
+		}, "%s to join and speak", h)
+	}
+	return tn
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -74,37 +73,11 @@ func pendingIn(t *testing.T, home string) map[string]bool {
 // memory and goroutines stay bounded.
 func TestCLISybilContactRequests(t *testing.T) {
 	t.Parallel()
-	base := t.TempDir()
-	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
-	a := up(t, homeA, "--listen", loopback)
-	b := up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
-	up(t, homeC, "--listen", loopback, "--bootstrap", a.addr())
-	idB, idC := peerID(t, homeB), peerID(t, homeC)
-	nodetest.WaitFor(t, 15*time.Second, func() bool {
-		var peers []map[string]any
-		runJSON(t, &peers, "--home", homeA, "peers")
-		return len(peers) == 2
-	}, "B and C to connect to A")
-	befriend(t, homeA, homeB, idB)
-	befriend(t, homeA, homeC, idC)
-	// B and C share A's room without being contacts: C is known to B.
-	var room struct {
-		RoomID string `json:"room_id"`
-	}
-	runJSON(t, &room, "--home", homeA, "room", "create", "shared")
-	for _, id := range []string{idB, idC} {
-		if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, id); code != 0 {
-			t.Fatalf("invite: %s", errs)
-		}
-	}
-	for _, h := range []string{homeB, homeC} {
-		nodetest.WaitFor(t, 20*time.Second, func() bool {
-			_, _, code := run(t, "--home", h, "room", "say", room.RoomID, "hi from "+filepath.Base(h))
-			return code == 0
-		}, "%s to join", h)
-	}
+	tn := trio(t, "shared")
+	homeB, homeC, idB, idC := tn.homes[1], tn.homes[2], tn.idB, tn.idC
+	b := tn.nodes[1]
 	nodetest.WaitFor(t, 20*time.Second, func() bool {
-		return logHas(t, homeB, room.RoomID, "hi from c")
+		return logHas(t, homeB, tn.room, "hi from c")
 	}, "B to see C in the room")
 
 	target, err := parsePeerAddr(b.addr())

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parley-mesh/parley/internal/localapi"
 )
 
 // parley ui prints the dashboard's address on the port of the config; the
@@ -52,5 +56,154 @@ func TestCLIUI(t *testing.T) {
 	}
 	if c, body := get(strings.Split(url, "?")[0]); c != 401 || body != "" {
 		t.Fatalf("without the token: %d %q", c, body)
+	}
+}
+
+// The Claude Code and Codex hooks read the session's transcript and report
+// its tokens: each record once however often the hooks run, history before
+// the session's start not at all; they show in `parley usage`, in the
+// Prometheus series and on the dashboard, and cost stays unknown when the
+// transcript has none. A transcript that is missing or has bad lines fails
+// no hook.
+func TestCLIHookTokensFromTranscript(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "shop")
+	tr := filepath.Join(dir, "sess-7.jsonl")
+	assistant := func(id string, in, out, cw, cr int) string {
+		return fmt.Sprintf(`{"parentUuid":null,"type":"assistant","uuid":"u-%s","sessionId":"sess-7","requestId":"req-%s","message":{"id":"%s","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":%d,"service_tier":"standard"}},"timestamp":"2026-01-01T00:00:00Z"}`+"\n",
+			id, id, id, in, cw, cr, out)
+	}
+	write := func(path, s string) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := func(event, path, extra string) string {
+		return `{"session_id":"sess-7","transcript_path":"` + path + `","cwd":"` + proj + `","permission_mode":"default","hook_event_name":"` + event + `"` + extra + `}`
+	}
+	hook := func(client, event, stdin string, args ...string) string {
+		t.Helper()
+		out, errs, code := runStdin(t, stdin, append([]string{"--home", home, "hook", client, event}, args...)...)
+		if code != 0 {
+			t.Fatalf("%s %s: exit %d: %s %s", client, event, code, out, errs)
+		}
+		return errs
+	}
+	// A resumed session: what it spent before it started here is not counted.
+	write(tr, `{"type":"user","message":{"role":"user","content":"hi"}}`+"\n"+assistant("msg_old", 500, 500, 0, 0))
+	hook("claude", "SessionStart", in("SessionStart", tr, `,"source":"resume"`))
+	// A response written three times (a streaming snapshot, then one line
+	// per content block), a bad line, then a tool result.
+	write(tr, assistant("msg_1", 4, 1, 200, 3000)+assistant("msg_1", 4, 60, 200, 3000)+assistant("msg_1", 4, 60, 200, 3000)+"{oops\n")
+	bash := in("PostToolUse", tr, `,"tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{"stdout":"a"},"tool_use_id":"t1"`)
+	if errs := hook("claude", "PostToolUse", bash); !strings.Contains(errs, "not JSON") {
+		t.Fatalf("no note of the bad line: %q", errs)
+	}
+	hook("claude", "PostToolUse", bash) // nothing new
+	write(tr, assistant("msg_2", 6, 40, 0, 3200))
+	hook("claude", "Stop", in("Stop", tr, `,"stop_hook_active":false`), "--wait-for", "1s")
+	hook("claude", "PostToolUse", bash)
+	// Missing transcript: a note, the hook goes on.
+	if errs := hook("claude", "PostToolUse", in("PostToolUse", filepath.Join(dir, "gone.jsonl"), `,"tool_name":"Bash"`)); !strings.Contains(errs, "gone.jsonl") {
+		t.Fatalf("no note of the missing transcript: %q", errs)
+	}
+
+	// Codex: running totals in its rollout file.
+	rollout := filepath.Join(dir, "rollout-2026-01-01-thread-3.jsonl")
+	tc := func(in, cached, out int) string {
+		return fmt.Sprintf(`{"timestamp":"2026-01-01T00:00:01Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":%d,"cached_input_tokens":%d,"output_tokens":%d,"reasoning_output_tokens":5,"total_tokens":%d},"last_token_usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1,"reasoning_output_tokens":0,"total_tokens":2},"model_context_window":272000},"rate_limits":null}}`+"\n", in, cached, out, in+out)
+	}
+	write(rollout, `{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"thread-3","cwd":"`+proj+`"}}`+"\n"+tc(1200, 1000, 30)+tc(2000, 1500, 70))
+	codex := `{"session_id":"thread-3","transcript_path":"` + rollout + `","cwd":"` + proj + `","hook_event_name":"PostToolUse","model":"gpt-5-codex","turn_id":"1","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":"a","tool_use_id":"c1"}`
+	hook("codex", "PostToolUse", codex)
+	hook("codex", "PostToolUse", codex)
+
+	claudeIn, claudeOut := uint64(4+200+3000+6+3200), uint64(60+40)
+	var u struct {
+		Agents []struct {
+			Name       string
+			TokensIn   *uint64  `json:"tokens_in"`
+			TokensOut  *uint64  `json:"tokens_out"`
+			CacheRead  *uint64  `json:"cache_read_tokens"`
+			CacheWrite *uint64  `json:"cache_write_tokens"`
+			CostUSD    *float64 `json:"cost_usd"`
+		}
+	}
+	runJSON(t, &u, "--home", home, "usage")
+	got := map[string]string{}
+	for _, a := range u.Agents {
+		if a.TokensIn == nil || a.TokensOut == nil || a.CacheRead == nil || a.CacheWrite == nil || a.CostUSD != nil {
+			t.Fatalf("usage of %s: %+v", a.Name, a)
+		}
+		got[a.Name] = fmt.Sprintf("%d/%d/%d/%d", *a.TokensIn, *a.TokensOut, *a.CacheRead, *a.CacheWrite)
+	}
+	want := map[string]string{"claude-code-shop": fmt.Sprintf("%d/%d/%d/%d", claudeIn, claudeOut, 6200, 200), "codex-shop": "2000/70/1500/0"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("usage %v, want %v", got, want)
+	}
+	if out, _, _ := run(t, "--home", home, "usage"); !strings.Contains(out, "claude-code-shop") || !strings.Contains(out, "unknown") {
+		t.Fatalf("parley usage:\n%s", out)
+	}
+
+	// The same in the Prometheus series and on the dashboard.
+	c := localapi.NewClient(filepath.Join(home, "parley.sock"))
+	defer c.Close()
+	metrics, err := c.Metrics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		fmt.Sprintf(`parley_agent_tokens_total{agent="claude-code-shop",direction="in"} %d`, claudeIn),
+		fmt.Sprintf(`parley_agent_tokens_total{agent="claude-code-shop",direction="out"} %d`, claudeOut),
+		`parley_agent_cache_tokens_total{agent="claude-code-shop",kind="read"} 6200`,
+		`parley_agent_tokens_total{agent="codex-shop",direction="in"} 2000`,
+	} {
+		if !strings.Contains(metrics, s) {
+			t.Fatalf("no %s in the metrics", s)
+		}
+	}
+	if strings.Contains(metrics, "parley_agent_cost_usd_total{") {
+		t.Fatal("a cost no client reported")
+	}
+	info, err := c.UI(context.Background())
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	base, tok, _ := strings.Cut(info.URL, "/?t=")
+	req, err := http.NewRequest("GET", base+"/ui/state", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var state struct {
+		Usage struct {
+			Agents []struct {
+				Name     string
+				TokensIn *uint64 `json:"tokens_in"`
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&state); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, a := range state.Usage.Agents {
+		found = found || (a.Name == "claude-code-shop" && a.TokensIn != nil && *a.TokensIn == claudeIn)
+	}
+	if !found {
+		t.Fatalf("the dashboard's usage: %+v", state.Usage)
 	}
 }

@@ -128,3 +128,64 @@ func BenchmarkStopHookWake(b *testing.B) {
 	}
 	b.ReportMetric(float64(sum.Microseconds())/1000/float64(b.N), "ms-wake/op")
 }
+
+// An ask from node A to a Codex thread on node B that is idle (its notify
+// program, `parley hook codex notify`, ran after its turn) and that no
+// route reaches: the time from the ask until B tells the human (the count
+// `parley who` and `parley status` show), instead of after the wake limit.
+//
+//	go test -run '^$' -bench CodexNotifyTells -benchtime 10x ./cmd/parley
+func BenchmarkCodexNotifyTells(b *testing.B) {
+	homeA, homeB, idB, dB := twoContacts(b)
+	c := localapi.NewClient(node.SocketPath(homeA))
+	defer c.Close()
+	cb := localapi.NewClient(node.SocketPath(homeB))
+	defer cb.Close()
+	ctx := context.Background()
+	proj := b.TempDir() + "/shop"
+	notify := `{"type":"agent-turn-complete","thread-id":"bench","turn-id":"t","cwd":"` + proj + `","input-messages":["go"],"last-assistant-message":"done"}`
+	unreached := func() int {
+		ws, err := cb.WakeStatus(ctx)
+		if err != nil {
+			return -1
+		}
+		for _, w := range ws {
+			if w.Agent == "codex-shop" {
+				return w.Unreached
+			}
+		}
+		return 0
+	}
+	var sum time.Duration
+	for i := -1; i < b.N; i++ {
+		if i == 0 {
+			b.ResetTimer()
+		}
+		b.StopTimer()
+		if _, errs, code := runStdin(b, "", "--home", homeB, "hook", "codex", "notify", notify); code != 0 {
+			b.Fatalf("notify: %s", errs)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		if _, err := c.Ask(ctx, "human", localapi.AskRequest{Text: "which port?", To: "codex-shop@" + idB}); err != nil {
+			b.Fatal(err)
+		}
+		if !nodetest.Poll(30*time.Second, func() bool { return unreached() >= 1 }) {
+			ws, _ := cb.WakeStatus(ctx)
+			owed, err := cb.Owed(ctx, "codex-shop")
+			as, _ := cb.Agents(ctx)
+			b.Fatalf("not told (round %d): %+v; owed %+v %v; agents %+v\n%s", i, ws, owed, err, as, dB.stderr)
+		}
+		if i >= 0 {
+			sum += time.Since(t0)
+		}
+		b.StopTimer()
+		// The agent reads: the count and the idle mark go.
+		nodetest.WaitFor(b, 30*time.Second, func() bool {
+			_, err := cb.Take(ctx, "codex-shop")
+			return err == nil && unreached() == 0
+		}, "the count to go")
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(sum.Microseconds())/1000/float64(b.N), "ms-told/op")
+}

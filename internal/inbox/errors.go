@@ -1,7 +1,6 @@
 package inbox
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
@@ -12,42 +11,20 @@ import (
 // ErrBadConfig is returned by New when the Config cannot be used.
 var ErrBadConfig = errors.New("inbox: bad config")
 
-// apiError gives an error of the rooms service an HTTP status and a code
-// for the local API, keeping its message.
-func apiError(err error) error {
-	var e *localapi.Error
-	code, status := "", 0
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &e):
-		return e
-	case errors.Is(err, rooms.ErrUnknownRoom):
-		code, status = localapi.CodeUnknownRoom, http.StatusNotFound
-	case errors.Is(err, rooms.ErrUnknownEvent):
-		code, status = localapi.CodeUnknownEvent, http.StatusNotFound
-	case errors.Is(err, rooms.ErrAgentLeft):
-		code, status = localapi.CodeLeft, http.StatusForbidden
-	case errors.Is(err, rooms.ErrNotCreator):
-		code, status = localapi.CodeNotCreator, http.StatusForbidden
-	case errors.Is(err, rooms.ErrNotMember):
-		code, status = localapi.CodeNotMember, http.StatusForbidden
-	case errors.Is(err, rooms.ErrTextTooLong), errors.Is(err, rooms.ErrTooLarge):
-		code, status = localapi.CodeTooLarge, http.StatusRequestEntityTooLarge
-	case errors.Is(err, rooms.ErrInviteRefused), errors.Is(err, rooms.ErrNoConsent):
-		code, status = localapi.CodeRefused, http.StatusForbidden
-	case errors.Is(err, rooms.ErrMalformed):
-		code, status = localapi.CodeBadRequest, http.StatusBadRequest
-	case errors.Is(err, rooms.ErrCorrupt):
-		code, status = localapi.CodeCorrupt, http.StatusInternalServerError
-	case errors.Is(err, rooms.ErrOwnEventsUnknown):
-		code, status = localapi.CodeLearning, http.StatusServiceUnavailable
-	case errors.Is(err, rooms.ErrClosed):
-		code, status = localapi.CodeClosed, http.StatusServiceUnavailable
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		code, status = localapi.CodeTimeout, http.StatusGatewayTimeout
-	default:
-		return err
-	}
-	return localapi.Errorf(status, code, "%v", err)
-}
+// apiErrors give errors of the rooms service an HTTP status and a code for
+// the local API, keeping their message.
+var apiErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
+	{Status: http.StatusNotFound, Code: localapi.CodeUnknownRoom, Errs: []error{rooms.ErrUnknownRoom}},
+	{Status: http.StatusNotFound, Code: localapi.CodeUnknownEvent, Errs: []error{rooms.ErrUnknownEvent}},
+	{Status: http.StatusForbidden, Code: localapi.CodeLeft, Errs: []error{rooms.ErrAgentLeft}},
+	{Status: http.StatusForbidden, Code: localapi.CodeNotCreator, Errs: []error{rooms.ErrNotCreator}},
+	{Status: http.StatusForbidden, Code: localapi.CodeNotMember, Errs: []error{rooms.ErrNotMember}},
+	{Status: http.StatusRequestEntityTooLarge, Code: localapi.CodeTooLarge, Errs: []error{rooms.ErrTextTooLong, rooms.ErrTooLarge}},
+	{Status: http.StatusForbidden, Code: localapi.CodeRefused, Errs: []error{rooms.ErrInviteRefused, rooms.ErrNoConsent}},
+	{Status: http.StatusBadRequest, Code: localapi.CodeBadRequest, Errs: []error{rooms.ErrMalformed}},
+	{Status: http.StatusInternalServerError, Code: localapi.CodeCorrupt, Errs: []error{rooms.ErrCorrupt}},
+	{Status: http.StatusServiceUnavailable, Code: localapi.CodeLearning, Errs: []error{rooms.ErrOwnEventsUnknown}},
+	{Status: http.StatusServiceUnavailable, Code: localapi.CodeClosed, Errs: []error{rooms.ErrClosed}},
+}}
+
+func apiError(err error) error { return apiErrors.Wrap(err) }

@@ -68,9 +68,20 @@ func checkSpent(s *localapi.Spend) error {
 	if s == nil {
 		return nil
 	}
-	for _, v := range []*int64{s.TokensIn, s.TokensOut} {
+	for _, v := range []*int64{s.TokensIn, s.TokensOut, s.CacheReadTokens, s.CacheWriteTokens} {
 		if v != nil && (*v < 0 || *v > 1<<40) {
 			return localapi.BadRequest("spent: token counts must be 0 to 2^40, got %d", *v)
+		}
+	}
+	if s.TokensIn != nil && (s.CacheReadTokens != nil || s.CacheWriteTokens != nil) {
+		var cached int64
+		for _, v := range []*int64{s.CacheReadTokens, s.CacheWriteTokens} {
+			if v != nil {
+				cached += *v
+			}
+		}
+		if cached > *s.TokensIn {
+			return localapi.BadRequest("spent: cache_read_tokens and cache_write_tokens are part of tokens_in (%d), got %d", *s.TokensIn, cached)
 		}
 	}
 	if c := s.CostUSD; c != nil && !(*c >= 0 && *c <= 1e9) {
@@ -108,4 +119,12 @@ func (b *Inbox) spent(a identity.AgentName, s *localapi.Spend) {
 		cost = *s.CostUSD
 	}
 	b.cfg.Usage.Spent(string(a), in, out, cost)
+	read, write := int64(-1), int64(-1)
+	if s.CacheReadTokens != nil {
+		read = *s.CacheReadTokens
+	}
+	if s.CacheWriteTokens != nil {
+		write = *s.CacheWriteTokens
+	}
+	b.cfg.Usage.Cached(string(a), read, write)
 }

@@ -64,6 +64,8 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 		hooks   map[string]string
 		notify  any
 		decoded any
+		// stopTimeout is the timeout of Claude Code's Stop hook (0: none).
+		stopTimeout float64
 	}
 	var states []state
 	found := false
@@ -113,6 +115,9 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 							cmd, _ := hm["command"].(string)
 							if e, ok := k.hookEvent(cmd, client); ok && e == ev {
 								s.hooks[ev] = cmd
+								if client == Claude && ev == "Stop" {
+									s.stopTimeout, _ = hm["timeout"].(float64)
+								}
 							}
 						}
 					}
@@ -194,6 +199,9 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			if msg := checkProgram(splitCommand(cmd)[0], env.Path); msg != "" {
 				add(Fail, t.path, "%s: the %s hook %s", t.path, ev, msg)
 			}
+			if client == Claude && ev == "Stop" && s.stopTimeout < ClaudeStopTimeout {
+				add(Warn, t.path, "%s: the Stop hook's timeout is under %d s, so Claude Code ends the waiter early: run `%s` again", t.path, ClaudeStopTimeout, again)
+			}
 		}
 		if t.format == fmtTOML && slices.Contains(wantHooks, "notify") {
 			switch {
@@ -211,6 +219,9 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 	}
 	var missing []string
 	for _, ev := range implemented {
+		if client == Codex && scope == Project && ev == "notify" {
+			continue // Codex reads notify only from the user's config
+		}
 		if slices.Contains(HookEvents[client], ev) && !slices.Contains(wantHooks, ev) {
 			missing = append(missing, ev)
 		}

@@ -1,8 +1,11 @@
 package install
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -171,5 +174,54 @@ func TestCheckExtraSteps(t *testing.T) {
 	_, fs = Check(env, OpenCode, Project, nil)
 	if len(levels(fs)[Fail]) > 0 {
 		t.Errorf("opencode with parley on PATH: %v", fs)
+	}
+}
+
+// An install from before the Stop hook had a timeout: doctor says Claude
+// Code ends the waiter early, and a new install adds the timeout (only it).
+// Codex reads notify only from the user's config: a project install leaves
+// it out and says how to add it, and doctor does not ask for it there.
+func TestStopTimeoutAndProjectNotify(t *testing.T) {
+	env := testEnv(t)
+	realistic(t, env, Claude)
+	o := opts(Claude, User)
+	o.Command = fakeBinary(t)
+	mustInstall(t, env, o)
+	settings := filepath.Join(env.Home, ".claude", "settings.json")
+	installed := mustRead(t, settings)
+	field := fmt.Sprintf(`"timeout": %d`, ClaudeStopTimeout)
+	if !bytes.Contains(installed, []byte(field)) {
+		t.Fatalf("no Stop timeout:\n%s", installed)
+	}
+	old := regexp.MustCompile(`,\s*`+field).ReplaceAll(installed, nil)
+	if bytes.Equal(old, installed) {
+		t.Fatalf("could not take the timeout out of:\n%s", installed)
+	}
+	if err := os.WriteFile(settings, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, fs := Check(env, Claude, User, HookEvents[Claude])
+	if !hasFinding(fs, Warn, "ends the waiter early") {
+		t.Errorf("Stop hook without a timeout: %v", fs)
+	}
+	p := mustInstall(t, env, o)
+	if len(p.Changes) != 1 || !bytes.Equal(mustRead(t, settings), installed) {
+		t.Errorf("re-install: %s\n%s", p.Diff(), mustRead(t, settings))
+	}
+	if _, fs = Check(env, Claude, User, HookEvents[Claude]); len(levels(fs)[Warn]) > 0 {
+		t.Errorf("after re-install: %v", fs)
+	}
+
+	c := opts(Codex, Project)
+	c.Command = fakeBinary(t)
+	p = mustInstall(t, env, c)
+	if !strings.Contains(strings.Join(p.Notes, "\n"), "parley install codex --user") {
+		t.Errorf("notes: %v", p.Notes)
+	}
+	if b := mustRead(t, filepath.Join(env.ProjectDir, ".codex", "config.toml")); bytes.Contains(b, []byte("notify")) {
+		t.Errorf("notify in the project's config:\n%s", b)
+	}
+	if _, fs = Check(env, Codex, Project, HookEvents[Codex]); hasFinding(fs, Warn, "notify") || hasFinding(fs, Fail, "notify") {
+		t.Errorf("doctor asks for notify in a project: %v", fs)
 	}
 }

@@ -87,6 +87,11 @@ func FromOS(projectDir, parleyHome string) (Env, error) {
 	}, nil
 }
 
+// ClaudeStopTimeout is the timeout, in seconds, of Claude Code's Stop hook
+// (the asyncRewake waiter): 12 hours. `parley hook claude Stop` ends by
+// itself a minute before.
+const ClaudeStopTimeout = 12 * 60 * 60
+
 // HookEvents lists, for each client, the hook events Parley can register
 // (the `parley hook CLIENT EVENT` commands), in the client's own names.
 // Codex's "notify" is its notify program, not a hook.
@@ -201,8 +206,10 @@ func targets(env Env, o Options) ([]target, error) {
 			switch ev {
 			case "Stop":
 				// Runs in the background; exit 2 with text on stderr wakes
-				// the idle session.
-				h = append(h, jkv{"asyncRewake", true})
+				// the idle session. Claude Code still ends an asyncRewake
+				// hook at its timeout (600 s unless set), so the waiter
+				// gets one as long as it waits.
+				h = append(h, jkv{"asyncRewake", true}, jkv{"timeout", ClaudeStopTimeout})
 			default:
 				h = append(h, jkv{"timeout", 10})
 			}

@@ -97,6 +97,12 @@ func Install(env Env, o Options) (*Plan, error) {
 			return nil, fmt.Errorf("install: %s has no hook event %q", o.Client, h)
 		}
 	}
+	var projectNotes []string
+	if o.Client == Codex && o.Scope == Project && slices.Contains(o.Hooks, "notify") {
+		// Codex ignores notify in a project's config (and warns).
+		o.Hooks = slices.DeleteFunc(slices.Clone(o.Hooks), func(h string) bool { return h == "notify" })
+		projectNotes = append(projectNotes, "Codex reads notify only from your own config: `parley install codex --user` adds the idle signal.")
+	}
 	ts, err := targets(env, o)
 	if err != nil {
 		return nil, err
@@ -169,6 +175,7 @@ func Install(env Env, o Options) (*Plan, error) {
 		p.Changes = append(p.Changes, ch)
 	}
 	p.Notes = append(p.Notes, notes(env, o, wroteHooks)...)
+	p.Notes = append(p.Notes, projectNotes...)
 	return p, nil
 }
 

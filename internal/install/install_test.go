@@ -307,7 +307,8 @@ func checkEntries(t *testing.T, env Env, o Options) {
 			if srv["command"] != o.Command || !reflect.DeepEqual(srv["args"], []any{"mcp", "--client", "codex"}) {
 				t.Errorf("%s: server %v", tg.path, srv)
 			}
-			if !isParleyNotify(m["notify"]) {
+			// Codex reads notify only from the user's config.
+			if o.Scope == User && !isParleyNotify(m["notify"]) || o.Scope == Project && m["notify"] != nil {
 				t.Errorf("%s: notify %v", tg.path, m["notify"])
 			}
 			continue
@@ -328,6 +329,12 @@ func checkEntries(t *testing.T, env Env, o Options) {
 					cmd, _ := h.(map[string]any)["command"].(string)
 					if e, ok := parleyHookEvent(cmd, o.Client); ok && e == ev {
 						found++
+						// Claude Code's Stop waiter runs in the background and
+						// keeps a timeout as long as it waits.
+						hm := h.(map[string]any)
+						if o.Client == Claude && ev == "Stop" && (hm["asyncRewake"] != true || hm["timeout"] != float64(ClaudeStopTimeout)) {
+							t.Errorf("%s: the Stop hook %v", tg.path, hm)
+						}
 						if !strings.HasPrefix(cmd, shellQuote(o.Command)+" hook ") {
 							t.Errorf("%s: hook command %q", tg.path, cmd)
 						}

@@ -1,6 +1,7 @@
 package localapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -44,8 +45,65 @@ const (
 	CodeClosed       = "closed"        // 503
 	CodeLearning     = "learning"      // 503: the node is learning its own events from peers; retry in a moment
 	CodeInternal     = "internal"      // 500
+	CodeNotFound     = "not_found"     // 404: an endpoint, a contact, a request
+	CodePeerRefused  = "peer_refused"  // 502: the other node said no
 	CodeCorrupt      = "corrupt"       // 500: a stored event is damaged; the node fetches it again
 )
+
+// A Mapping is the status and code the local API reports for an error that
+// is (errors.Is) one of Errs.
+type Mapping struct {
+	Status int
+	Code   string
+	Errs   []error
+}
+
+// An ErrorTable gives the errors of one service an HTTP status and a code
+// for the local API, keeping their message. Each service has one; the rows
+// are tried in order.
+type ErrorTable struct {
+	Rows []Mapping
+	// Message, when set, makes the message a person reads from the error
+	// (for example without the service's prefix); otherwise err.Error().
+	Message func(error) string
+}
+
+// Wrap returns nil for nil; an *Error found in err's chain as it is; an
+// *Error with the status and code of the first row err matches; a timeout
+// (504) for a context's deadline or cancellation; and any other error as it
+// is (the API answers it with a 500).
+func (t ErrorTable) Wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	status, code := 0, ""
+	for _, m := range t.Rows {
+		for _, target := range m.Errs {
+			if errors.Is(err, target) {
+				status, code = m.Status, m.Code
+				break
+			}
+		}
+		if code != "" {
+			break
+		}
+	}
+	if code == "" {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		status, code = http.StatusGatewayTimeout, CodeTimeout
+	}
+	msg := err.Error()
+	if t.Message != nil {
+		msg = t.Message(err)
+	}
+	return &Error{Status: status, Code: code, Message: msg}
+}
 
 // IsCode reports whether err is an *Error with code.
 func IsCode(err error, code string) bool {

@@ -45,7 +45,7 @@ func NewServer(b Backend, log *slog.Logger) *Server {
 	})
 	s.mux.Handle("GET /metrics", b.Metrics())
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, Errorf(http.StatusNotFound, "not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
+		WriteError(w, Errorf(http.StatusNotFound, CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 	return s

@@ -278,6 +278,9 @@ type Spend struct {
 	TokensIn  *int64   `json:"tokens_in,omitempty"`
 	TokensOut *int64   `json:"tokens_out,omitempty"`
 	CostUSD   *float64 `json:"cost_usd,omitempty"`
+	// The part of TokensIn read from and written to a prompt cache.
+	CacheReadTokens  *int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens *int64 `json:"cache_write_tokens,omitempty"`
 }
 
 type SayRequest struct {

@@ -61,6 +61,9 @@ type WakeStatus struct {
 	// Unreached counts owed items no route got the agent to read within
 	// the limit: its human is told.
 	Unreached int `json:"unreached"`
+	// Idle is set while a session of the agent has said it waits for its
+	// person (Codex's notify) and it has not worked or read since.
+	Idle bool `json:"idle,omitempty"`
 }
 
 // Waker is the node's wake-up service.
@@ -69,6 +72,9 @@ type Waker interface {
 	WakeWait(ctx context.Context, agent string, req WakeWaitRequest) (Wake, error)
 	// WakeBusy says a session is working again: its stop waiters end.
 	WakeBusy(ctx context.Context, agent string, req SessionRef) error
+	// WakeIdle says a session finished its turn and waits for its person
+	// (Codex's notify): what no route can bring it goes to the human now.
+	WakeIdle(ctx context.Context, agent string, req SessionRef) error
 	// WakeTerminal makes a tmux pane the agent's terminal route.
 	WakeTerminal(ctx context.Context, agent string, req TerminalRequest) error
 	// WakeStatus lists the agents with routes or unreached items.
@@ -79,6 +85,7 @@ type Waker interface {
 //
 //	GET  /v1/agents/{agent}/wake/wait?kind=&session=&seconds= → Wake (blocks)
 //	POST /v1/agents/{agent}/wake/busy      SessionRef → {}
+//	POST /v1/agents/{agent}/wake/idle      SessionRef → {}
 //	POST /v1/agents/{agent}/wake/terminal  TerminalRequest → {}
 //	GET  /v1/wake                          → [WakeStatus]
 func (s *Server) HandleWake(w Waker) {
@@ -109,6 +116,9 @@ func (s *Server) HandleWake(w Waker) {
 	withBody(s, "POST /v1/agents/{agent}/wake/busy", false, func(r *http.Request, req SessionRef) (struct{}, error) {
 		return struct{}{}, w.WakeBusy(r.Context(), agent(r), req)
 	})
+	withBody(s, "POST /v1/agents/{agent}/wake/idle", false, func(r *http.Request, req SessionRef) (struct{}, error) {
+		return struct{}{}, w.WakeIdle(r.Context(), agent(r), req)
+	})
 	withBody(s, "POST /v1/agents/{agent}/wake/terminal", false, func(r *http.Request, req TerminalRequest) (struct{}, error) {
 		return struct{}{}, w.WakeTerminal(r.Context(), agent(r), req)
 	})
@@ -128,6 +138,12 @@ func (c *Client) WakeWait(ctx context.Context, agent string, req WakeWaitRequest
 // WakeBusy says agent's session is working again.
 func (c *Client) WakeBusy(ctx context.Context, agent, session string) error {
 	return c.agentCall(ctx, "POST", agent, "/wake/busy", SessionRef{Session: session}, nil)
+}
+
+// WakeIdle says agent's session finished its turn and waits for its
+// person.
+func (c *Client) WakeIdle(ctx context.Context, agent, session string) error {
+	return c.agentCall(ctx, "POST", agent, "/wake/idle", SessionRef{Session: session}, nil)
 }
 
 // WakeTerminal makes a tmux pane agent's terminal wake-up route.

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/manual"
@@ -116,55 +115,6 @@ func clip(s string) string {
 		s = strings.ToValidUTF8(s[:2000], "") + "… (cut; parley_read shows all)"
 	}
 	return s
-}
-
-// termSafe shows escaped, in a tool's text, every character that could
-// drive the terminal the client prints it on or hide what it says: C0
-// controls but newline and tab (ESC starts CSI and OSC sequences), DEL, C1
-// controls, bidi overrides and marks, line separators, and bytes that are
-// not UTF-8. Texts come from other nodes; the structured output keeps them
-// as they are.
-func termSafe(s string) string {
-	clean := true
-	for _, r := range s {
-		if unsafeRune(r) {
-			clean = false
-			break
-		}
-	}
-	if clean && utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r < 0x80 && unsafeRune(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
-
-func unsafeRune(r rune) bool {
-	switch {
-	case r == '\n', r == '\t':
-		return false
-	case r < 0x20, r >= 0x7f && r < 0xa0:
-		return true
-	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	case r == 0x2028, r == 0x2029:
-		return true
-	}
-	return false
 }
 
 // addrPeer finds the node part of an agent address NAME@PEER_ID (Ed25519

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 // Instructions tell a model what Parley is, in the MCP initialize result.
@@ -379,7 +380,7 @@ func addTool[In threaded, Out any, PO interface {
 		if p != nil {
 			env.Pending, env.MoreUnread = s.convert(c.agent, *p)
 		}
-		res.Content = []sdk.Content{&sdk.TextContent{Text: termSafe(s.named(ctx, text+renderPending(env.Pending, env.MoreUnread)))}}
+		res.Content = []sdk.Content{&sdk.TextContent{Text: termtext.Text(s.named(ctx, text+renderPending(env.Pending, env.MoreUnread)))}}
 		return res, out, nil
 	})
 }

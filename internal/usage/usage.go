@@ -47,6 +47,10 @@ type Counts struct {
 	TokensIn  *uint64  `json:"tokens_in"`
 	TokensOut *uint64  `json:"tokens_out"`
 	CostUSD   *float64 `json:"cost_usd"`
+	// The part of TokensIn read from and written to a prompt cache, as
+	// the client reported it; nil: unknown.
+	CacheRead  *uint64 `json:"cache_read_tokens"`
+	CacheWrite *uint64 `json:"cache_write_tokens"`
 
 	answerSum float64
 }
@@ -76,7 +80,7 @@ type Meter struct {
 	roomMsgs, roomBytes, roomAsks *prometheus.CounterVec
 	roomAnswers                   *prometheus.CounterVec
 	latency, roomLatency          *prometheus.HistogramVec
-	tokens                        *prometheus.CounterVec
+	tokens, cache                 *prometheus.CounterVec
 	cost                          *prometheus.CounterVec
 }
 
@@ -110,12 +114,14 @@ func New(cfg Config) *Meter {
 		Help: "Time from an ask to its answer by the node's agents, by room.", Buckets: buckets}, []string{"room"})
 	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "parley_agent_tokens_total",
 		Help: "Tokens the node's agents' clients reported, by agent and direction (in, out)."}, []string{"agent", "direction"})
+	m.cache = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "parley_agent_cache_tokens_total",
+		Help: "Input tokens read from (read) or written to (write) a prompt cache, as the node's agents' clients reported them, by agent; part of parley_agent_tokens_total{direction=\"in\"}."}, []string{"agent", "kind"})
 	m.cost = counter("parley_agent_cost_usd_total", "Cost in US dollars the node's agents' clients reported, by agent.", "agent")
 	r := cfg.Registry
 	m.msgs, m.bytes, m.asks, m.answers = register(r, m.msgs), register(r, m.bytes), register(r, m.asks), register(r, m.answers)
 	m.roomMsgs, m.roomBytes, m.roomAsks, m.roomAnswers = register(r, m.roomMsgs), register(r, m.roomBytes), register(r, m.roomAsks), register(r, m.roomAnswers)
 	m.latency, m.roomLatency = register(r, m.latency), register(r, m.roomLatency)
-	m.tokens, m.cost = register(r, m.tokens), register(r, m.cost)
+	m.tokens, m.cache, m.cost = register(r, m.tokens), register(r, m.cache), register(r, m.cost)
 	return m
 }
 
@@ -260,6 +266,37 @@ func (m *Meter) Spent(agent string, in, out int64, costUSD float64) {
 	}
 }
 
+// Cached adds the part of agent's input tokens its client reported as read
+// from and written to a prompt cache. A negative value means the client did
+// not tell it.
+func (m *Meter) Cached(agent string, read, write int64) {
+	if m == nil || (read < 0 && write < 0) {
+		return
+	}
+	m.mu.Lock()
+	a := m.slot(m.agents, agent)
+	for _, f := range []struct {
+		p *(*uint64)
+		v int64
+	}{{&a.CacheRead, read}, {&a.CacheWrite, write}} {
+		if f.v < 0 {
+			continue
+		}
+		if *f.p == nil {
+			*f.p = new(uint64)
+		}
+		**f.p += uint64(f.v)
+	}
+	al := a.Name
+	m.mu.Unlock()
+	if read >= 0 {
+		m.cache.WithLabelValues(al, "read").Add(float64(read))
+	}
+	if write >= 0 {
+		m.cache.WithLabelValues(al, "write").Add(float64(write))
+	}
+}
+
 // Snapshot returns the usage so far, agents and rooms by name.
 func (m *Meter) Snapshot() Snapshot {
 	if m == nil {
@@ -286,6 +323,12 @@ func (m *Meter) Snapshot() Snapshot {
 			if v.CostUSD != nil {
 				n := *v.CostUSD
 				v.CostUSD = &n
+			}
+			for _, p := range []*(*uint64){&v.CacheRead, &v.CacheWrite} {
+				if *p != nil {
+					n := **p
+					*p = &n
+				}
 			}
 			out = append(out, v)
 		}

@@ -19,6 +19,7 @@ func TestCountsAndBoundedLabels(t *testing.T) {
 	m.Answered("bob", "r1", 4*time.Second)
 	m.Answered("bob", "r1", 2*time.Second)
 	m.Spent("alice", 100, -1, -1)
+	m.Cached("alice", 30, -1)
 	for i := range 10 {
 		m.Posted(fmt.Sprint("flood-", i), fmt.Sprint("room-", i), 1, false)
 	}
@@ -38,6 +39,9 @@ func TestCountsAndBoundedLabels(t *testing.T) {
 	a, b, o := byName["alice"], byName["bob"], byName[Other]
 	if a.Messages != 3 || a.Bytes != 16 || a.AsksMade != 1 || a.TokensIn == nil || *a.TokensIn != 100 || a.TokensOut != nil || a.CostUSD != nil {
 		t.Fatalf("alice %+v", a)
+	}
+	if a.CacheRead == nil || *a.CacheRead != 30 || a.CacheWrite != nil {
+		t.Fatalf("alice's cache %+v", a)
 	}
 	if b.AsksAnswered != 2 || b.AnswerSecs != 3 || b.TokensIn != nil {
 		t.Fatalf("bob %+v", b)

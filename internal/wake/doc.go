@@ -36,6 +36,10 @@
 // not read within Config.Limit goes to the next kind of route; with none
 // left (or none at all), once Limit has passed, the node tells the human:
 // a log line, the agent marked in `parley who`, a count in `parley status`.
+// A session that says it is idle (Codex's notify, WakeIdle) reads nothing
+// by itself: an item no route of a kind it was not handed to can reach is
+// told to the human at once. The mark ends when the agent reads an item or
+// a session of it is busy again (WakeBusy).
 // An agent its person muted or killed (Config.Quiet) is not woken.
 // The same item is never handed twice to one kind of route, so a Stop hook
 // is never woken again for an item it already woke its session for.

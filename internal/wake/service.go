@@ -81,6 +81,9 @@ type Service struct {
 type agentState struct {
 	routes []*route
 	items  map[string]*itemState
+	// idle is when a session of the agent last said it is idle (Codex's
+	// notify after a turn); zero once it works again or reads an item.
+	idle time.Time
 }
 
 type itemState struct {
@@ -249,6 +252,7 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 				s.log.Info("owed item read after all", "agent", agent, "item", id)
 			}
 			delete(st.items, id)
+			st.idle = time.Time{} // it read: it works
 		}
 	}
 	var items []*itemState
@@ -286,7 +290,10 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 		if !is.lastTry.IsZero() {
 			since = is.lastTry
 		}
-		if !is.told && now.Sub(since) >= s.cfg.Limit {
+		// An idle agent that no route can reach any more will read nothing
+		// by itself: its human is told at once.
+		idleUnreachable := !st.idle.IsZero() && !s.reachable(st, is)
+		if !is.told && (idleUnreachable || now.Sub(since) >= s.cfg.Limit) {
 			is.told = true
 			s.told.Inc()
 			var tried []string
@@ -297,7 +304,7 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 			}
 			s.log.Warn("an agent has not read what it owes: tell its human", "agent", agent, "item", is.item.ID,
 				"kind", is.item.Kind, "from", is.item.From, "room", is.item.Room, "routes_tried", strings.Join(tried, ","),
-				"waiting", now.Sub(is.first).Round(time.Second).String())
+				"waiting", now.Sub(is.first).Round(time.Second).String(), "idle", idleUnreachable)
 		}
 	}
 	for _, r := range picked {
@@ -319,6 +326,17 @@ func (s *Service) pick(st *agentState, is *itemState) *route {
 		}
 	}
 	return nil
+}
+
+// reachable reports whether a route of a kind the item was not handed to
+// is there (busy or not).
+func (s *Service) reachable(st *agentState, is *itemState) bool {
+	for _, r := range st.routes {
+		if !is.tried[r.kind] {
+			return true
+		}
+	}
+	return false
 }
 
 // hand gives items to a route: a waiter gets them and is done; a terminal
@@ -404,12 +422,33 @@ func (s *Service) WakeBusy(ctx context.Context, agent string, req localapi.Sessi
 		if st == nil {
 			return
 		}
+		st.idle = time.Time{}
 		for _, r := range slices.Clone(st.routes) {
 			if r.kind == localapi.WakeStop && r.session == req.Session {
 				s.remove(st, r)
 				r.out <- localapi.Wake{Superseded: true}
 			}
 		}
+	})
+}
+
+// WakeIdle implements localapi.Waker: a session of the agent finished its
+// turn and waits for its person (Codex's notify). What the agent owes and
+// no route can bring it is told to the human at once, without waiting for
+// the limit; routes still there keep their turn.
+func (s *Service) WakeIdle(ctx context.Context, agent string, req localapi.SessionRef) error {
+	if req.Session == "" || len(req.Session) > 256 {
+		return localapi.BadRequest("a session key of 1 to 256 bytes is needed")
+	}
+	if agent == "" {
+		return localapi.BadRequest("no agent")
+	}
+	return s.do(ctx, func(ctx context.Context) {
+		// What it read before it went idle (in its turn) must not end the
+		// mark: bring the items up to date first.
+		s.evaluate(ctx, agent)
+		s.state(agent).idle = time.Now()
+		s.evaluate(ctx, agent)
 	})
 }
 
@@ -529,7 +568,7 @@ func (s *Service) WakeStatus(ctx context.Context) []localapi.WakeStatus {
 	var out []localapi.WakeStatus
 	err := s.do(ctx, func(context.Context) {
 		for a, st := range s.agents {
-			w := localapi.WakeStatus{Agent: a, Routes: []string{}}
+			w := localapi.WakeStatus{Agent: a, Routes: []string{}, Idle: !st.idle.IsZero()}
 			for _, r := range st.routes {
 				w.Routes = append(w.Routes, r.kind)
 			}
@@ -538,7 +577,7 @@ func (s *Service) WakeStatus(ctx context.Context) []localapi.WakeStatus {
 					w.Unreached++
 				}
 			}
-			if len(w.Routes) > 0 || w.Unreached > 0 {
+			if len(w.Routes) > 0 || w.Unreached > 0 || w.Idle {
 				out = append(out, w)
 			}
 		}

@@ -16,8 +16,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/control"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/parley-mesh/parley/node"
@@ -41,6 +44,14 @@ type Option func(*options)
 type options struct {
 	configure func(i int, c *node.Config)
 	quic      bool
+	mock      *mockNet
+}
+
+// mockNet is the in-memory network of WithMocknet.
+type mockNet struct {
+	mu     sync.Mutex // serializes adding a peer and linking it to the others
+	mn     mocknet.Mocknet
+	closed sync.Once
 }
 
 // WithConfig lets the caller adjust each node's Config before it starts
@@ -51,6 +62,47 @@ func WithConfig(f func(i int, c *node.Config)) Option {
 
 // WithQUIC makes nodes listen on QUIC as well as TCP.
 func WithQUIC() Option { return func(o *options) { o.quic = true } }
+
+// WithMocknet runs the nodes on go-libp2p's mocknet, an in-memory network
+// in which every write on a link arrives latency later (a one-way delay),
+// instead of TCP on 127.0.0.1. Every node is linked to every other. It is
+// for measurements: Partition, BlockDirect and the gater have no effect
+// there, and Restart is not supported (Fatalf).
+func WithMocknet(latency time.Duration) Option {
+	return func(o *options) {
+		mn := mocknet.New()
+		mn.SetLinkDefaults(mocknet.LinkOptions{Latency: latency})
+		o.mock = &mockNet{mn: mn}
+	}
+}
+
+// host adds node i's host to the mocknet, linked to every peer already
+// there.
+func (m *mockNet) host(i int, addr ma.Multiaddr, key crypto.PrivKey) (host.Host, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if m.mn.Host(id) != nil {
+		return nil, fmt.Errorf("nodetest: node %d is already on the mocknet (restarts are not supported there)", i)
+	}
+	h, err := m.mn.AddPeer(key, addr)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range m.mn.Peers() {
+		if p == id {
+			continue
+		}
+		if _, err := m.mn.LinkPeers(id, p); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
+	return h, nil
+}
 
 // Net is a set of running nodes.
 type Net struct {
@@ -132,6 +184,11 @@ func (nt *Net) startNode(i int, bootstrap bool) error {
 	}
 	if nt.opts.configure != nil {
 		nt.opts.configure(i, &cfg)
+	}
+	if m := nt.opts.mock; m != nil {
+		addr := ma.StringCast(fmt.Sprintf("/ip4/100.64.%d.%d/tcp/4190", i/250, i%250+1))
+		cfg.ListenAddrs = []ma.Multiaddr{addr}
+		cfg.NewHost = func(key crypto.PrivKey) (host.Host, error) { return m.host(i, addr, key) }
 	}
 	g := &gater{net: nt}
 	cfg.Gater = g
@@ -250,6 +307,13 @@ func (nt *Net) Close() {
 		}()
 	}
 	wg.Wait()
+	if m := nt.opts.mock; m != nil {
+		m.closed.Do(func() {
+			if err := m.mn.Close(); err != nil {
+				nt.t.Logf("nodetest: close the mocknet: %v", err)
+			}
+		})
+	}
 }
 
 // Partition splits the network: nodes in different groups cannot connect,

@@ -22,11 +22,21 @@
   }
   function fill(node, kids) { node.replaceChildren.apply(node, kids); }
   function short(id) { return id && id.length > 14 ? id.slice(0, 6) + "…" + id.slice(-6) : id || ""; }
-  function addr(a) { // NAME@PEER → NAME@…short
+  // peer is a node as people read it: "here", its handle (handle~SUFFIX on a
+  // collision) when the node knows it, else a short peer ID.
+  function peer(id) {
+    if (!id) return "";
+    if (id === S.node) return "here";
+    var n = (S.panels.names || {})[id];
+    return n || short(id);
+  }
+  function addr(a) { // NAME@PEER → NAME@handle, peer:PEER → peer:handle
     if (!a) return "";
     var i = a.indexOf("@");
-    return i < 0 ? short(a) : a.slice(0, i) + "@" + (a.slice(i + 1) === S.node ? "here" : short(a.slice(i + 1)));
+    if (i >= 0) return a.slice(0, i) + "@" + peer(a.slice(i + 1));
+    return a.slice(0, 5) === "peer:" ? "peer:" + peer(a.slice(5)) : peer(a);
   }
+  function until(t) { var d = new Date(t); return isNaN(d) ? "" : d.toLocaleTimeString(); }
   function when(ms) { var d = new Date(ms); return d.toLocaleTimeString(); }
   function showError(msg) { $("error").textContent = msg || ""; }
 
@@ -77,9 +87,9 @@
     var sys = e.kind !== "message" && e.kind !== "ask";
     var text = e.text;
     if (e.kind === "create") text = "created the room “" + e.text + "”";
-    else if (e.kind === "invite") text = "invited " + (e.to ? addr(e.to) : short(e.target));
+    else if (e.kind === "invite") text = "invited " + (e.to ? addr(e.to) : peer(e.target));
     else if (e.kind === "join") text = "joined";
-    else if (e.kind === "leave") text = e.target ? "took " + short(e.target) + " out" : "left";
+    else if (e.kind === "leave") text = e.target ? "took " + peer(e.target) + " out" : "left";
     var kids = [el("span", { cls: "time", text: when(e.time) + " " }), el("span", { cls: "from", text: addr(e.from) })];
     if (e.kind === "ask") kids.push(el("strong", { text: "asks " + (e.to ? addr(e.to) : "the room") + ": " }));
     if (e.reply_to) kids.push(el("span", { cls: "muted", text: "↪ " + short(e.reply_to) + " " }));
@@ -181,6 +191,7 @@
         tr.setAttribute("data-agent", a.address || a.agent);
         return tr;
       })));
+      if (!(as || []).length) $("agents").appendChild(el("caption", { cls: "muted", text: "no agent is alive here or at your contacts" }));
     },
     contacts: function (cs) {
       fill($("contacts"), [head(["peer", "handle", "state", ""])].concat((cs || []).map(function (c) {
@@ -191,14 +202,36 @@
         } else if (c.state === "active" || c.state === "pending-out") {
           acts.appendChild(btn(c.state === "active" ? "revoke" : "cancel", function () { act("/v1/contacts/revoke", { peer_id: c.peer_id }); }));
         }
-        var r = row([short(c.peer_id), c.handle + (c.note ? " — " + c.note : ""), c.state, acts]);
+        var r = row([short(c.peer_id), (c.handle || peer(c.peer_id)) + (c.note ? " — " + c.note : ""), c.state, acts]);
         r.setAttribute("data-peer", c.peer_id);
+        return r;
+      })));
+    },
+    names: function () { shownRoom = ""; mark("events"); renderPanel("agents"); renderPanel("audit"); renderPanel("board"); renderPanel("moderation"); },
+    board: function (cs) {
+      $("board-panel").hidden = false;
+      fill($("board"), [head(["path", "holder", "until", "note"])].concat((cs || []).map(function (c) {
+        var r = row([c.path, addr(c.holder), until(c.expires), c.note]);
+        r.setAttribute("data-path", c.path);
+        return r;
+      })));
+      if (!(cs || []).length) $("board").appendChild(el("caption", { cls: "muted", text: "nobody holds anything on the board" }));
+    },
+    invites: function (ws) {
+      $("invites-panel").hidden = !(ws || []).length;
+      fill($("invites"), [head(["room", "from", "until", ""])].concat((ws || []).map(function (w) {
+        var acts = el("span", { cls: "nowrap" }, [
+          btn("accept", function () { act("/v1/invites/accept", { id: w.id }); }),
+          btn("decline", function () { act("/v1/invites/decline", { id: w.id }); })]);
+        var r = row([w.room_name || short(w.id), peer(w.inviter), until(w.expires), acts]);
+        r.setAttribute("data-invite", w.id);
         return r;
       })));
     },
     audit: function (es) {
       fill($("audit"), [head(["#", "time", "actor", "action", "subject"])].concat((es || []).slice().reverse().map(function (e) {
-        return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, short(e.subject)]);
+        var room = e.action.slice(0, 5) === "room." && S.rooms.filter(function (r) { return r.room_id === e.subject; })[0];
+        return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, room ? room.name || short(e.subject) : addr(e.subject)]);
       })));
     },
     usage: function (u) {
@@ -214,7 +247,12 @@
       $("spark").appendChild(el("div", { cls: "muted", text: "messages per " + (u.interval_seconds || 10) + " s, last " + rec.length }));
       var top = Math.max.apply(null, [1].concat((u.agents || []).map(function (a) { return a.messages; })));
       var unk = function (v, f) { return v === null || v === undefined ? "unknown" : (f ? f(v) : String(v)); };
-      var tokens = function (a) { return a.tokens_in === null && a.tokens_out === null ? "unknown" : unk(a.tokens_in) + " / " + unk(a.tokens_out); };
+      var tokens = function (a) {
+        if (a.tokens_in === null && a.tokens_out === null) return "unknown";
+        var cached = a.cache_read_tokens === null && a.cache_write_tokens === null ? "" :
+          " (cache " + unk(a.cache_read_tokens) + " read, " + unk(a.cache_write_tokens) + " written)";
+        return unk(a.tokens_in) + cached + " / " + unk(a.tokens_out);
+      };
       fill($("usage"), [head(["agent", "msgs", "bytes", "asks", "answered", "avg", "tokens in/out", "cost"])].concat((u.agents || []).map(function (a) {
         var bar = el("span", { cls: "bar" }); bar.style.width = Math.round(40 * a.messages / top) + "px";
         var r = row([a.name, el("span", { cls: "nowrap" }, [bar, " " + a.messages]), a.bytes, a.asks_made, a.asks_answered,
@@ -223,6 +261,9 @@
         return r;
       })));
       $("usage").appendChild(el("caption", { cls: "muted", text: "tokens and cost as the agents' clients reported them; unknown: never reported" }));
+    },
+    limits: function (l) {
+      $("limits").textContent = l && l.post_limit ? "each agent of this node may post " + l.post_limit + " messages and asks a minute (agent_post_limit)" : "no post limit";
     },
     moderation: function (rules) {
       $("moderation-panel").hidden = false;
@@ -244,7 +285,7 @@
       S.events = {}; S.dropped = {}; S.unread = {};
       $("who").textContent = m.handle + " · " + short(m.node);
     } else if (ev === "rooms") {
-      S.rooms = m; mark("rooms"); mark("events");
+      S.rooms = m; mark("rooms"); mark("events"); mark("panel:audit");
     } else if (ev === "events") {
       addEvents(m);
     } else if (ev === "panel") {

@@ -1,0 +1,298 @@
+package testnet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SoakResult is what the soak scenario measured: the nodes' memory and
+// goroutines sampled through a long steady load, and how they trend after
+// the warm-up.
+type SoakResult struct {
+	Rooms     int     `json:"rooms"`
+	RoomSize  int     `json:"room_size"`
+	Rate      int     `json:"rate_per_s"` // in all, over every room
+	DurationS float64 `json:"duration_s"`
+	IntervalS float64 `json:"sample_interval_s"`
+	// WarmupS is left out of the slopes: the first 20 % of the run.
+	WarmupS float64      `json:"warmup_s"`
+	Samples []SoakSample `json:"samples"`
+	// Slopes are least-squares lines through the samples after the
+	// warm-up, per minute; Means are those samples' means.
+	RSSMiBPerMin     float64 `json:"rss_mib_per_min"`
+	RSSAnonMiBPerMin float64 `json:"rss_anon_mib_per_min"`
+	HeapMiBPerMin    float64 `json:"heap_mib_per_min"`
+	GoroutinesPerMin float64 `json:"goroutines_per_min"`
+	// The same over the second half of the run alone: a warm-up longer
+	// than 20 % shows as a smaller slope here.
+	RSSMiBPerMinLastHalf     float64 `json:"rss_mib_per_min_last_half"`
+	GoroutinesPerMinLastHalf float64 `json:"goroutines_per_min_last_half"`
+	MeanRSSMiB               float64 `json:"mean_rss_mib"`
+	MeanGoroutines           float64 `json:"mean_goroutines"`
+	RSSGrowthShare           float64 `json:"rss_growth_share"`       // slope × span ÷ mean
+	GoroutineGrowthShare     float64 `json:"goroutine_growth_share"` // slope × span ÷ mean
+	// Flat is the verdict on FlatRule.
+	Flat     bool   `json:"flat"`
+	FlatRule string `json:"flat_rule"`
+	// SayLatency is how long the Say calls took.
+	SayLatency *Latency `json:"say_latency,omitempty"`
+}
+
+// SoakSample is one sample of the nodes together (in-process: the process
+// minus what it held before the nodes started).
+type SoakSample struct {
+	T          float64 `json:"t_s"` // since the load began
+	RSSMiB     float64 `json:"rss_mib"`
+	RSSAnonMiB float64 `json:"rss_anon_mib"`
+	HeapMiB    float64 `json:"heap_mib"`
+	// HeapGoalMiB is the GC's heap goal (in-process): RSS climbs towards
+	// it as garbage piles up between collections.
+	HeapGoalMiB float64 `json:"heap_goal_mib,omitempty"`
+	Goroutines  int     `json:"goroutines"`
+	// CPU is CPU seconds per second since the sample before.
+	CPU float64 `json:"cpu_s_per_s"`
+}
+
+// Flatness thresholds: over the span after the warm-up, the fitted growth
+// stays under these shares of the mean.
+const (
+	soakRSSShare       = 0.05
+	soakGoroutineShare = 0.02
+	soakWarmup         = 0.2
+)
+
+// soakRooms lays out rooms rooms over n nodes: room k has about 2n/rooms
+// members starting at node k·n/rooms, so that each node is in about two
+// rooms and the rooms overlap.
+func soakRooms(n, rooms int) [][]int {
+	size := min(n, max(2, (2*n+rooms-1)/rooms))
+	out := make([][]int, rooms)
+	for k := range rooms {
+		first := k * n / rooms
+		for j := range size {
+			out[k] = append(out[k], (first+j)%n)
+		}
+	}
+	return out
+}
+
+// soak: Nodes nodes in Rooms overlapping rooms say Rate messages a second
+// in all, round-robin over the rooms and their members, for Duration; the
+// nodes' RSS, heap and goroutines are sampled all along. At the end every
+// room's members hold every message in one order, and the samples after
+// the warm-up give the slopes.
+func (r *runner) soak(ctx context.Context) (res ScenarioResult, err error) {
+	res.OrderIdentical = true
+	res.OrderChecked = true
+	n := r.cfg.Nodes
+	base := usage{At: time.Now()}
+	if r.cfg.inProcess() {
+		quiesce()
+		if base, err = selfUsage(); err != nil {
+			return res, fmt.Errorf("%w: %v", ErrUnsupported, err)
+		}
+	}
+	c, err := r.start(ctx, n)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	m, ok := c.(meter)
+	if !ok {
+		return res, fmt.Errorf("%w: this mode cannot measure its nodes", ErrUnsupported)
+	}
+	groups := soakRooms(n, r.cfg.Rooms)
+	sr := &SoakResult{Rooms: len(groups), RoomSize: len(groups[0]), Rate: r.cfg.Rate, DurationS: r.cfg.Duration.Seconds()}
+	res.Soak = sr
+	rooms := make([]string, len(groups))
+	bases := make([]uint64, len(groups))
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for g, nodes := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rooms[g], bases[g], errs[g] = r.openRoomOf(ctx, c, fmt.Sprintf("soak-%d", g), nodes)
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return res, e
+		}
+	}
+	total := r.cfg.messages()
+	perRoom := (total + len(groups) - 1) / len(groups)
+	recs := make([]*recorder, len(groups))
+	for g, nodes := range groups {
+		recs[g] = newCompactRecorder(perRoom, n)
+		s, err := r.subscribe(ctx, c, rooms[g], recs[g], nodes, &bases[g])
+		if err != nil {
+			return res, err
+		}
+		defer s.close()
+	}
+
+	interval := min(5*time.Second, max(100*time.Millisecond, r.cfg.Duration/20))
+	sr.IntervalS = interval.Seconds()
+	sr.Samples = make([]SoakSample, 0, int(r.cfg.Duration/interval)+8)
+	st := &sendStats{}
+	r.p.printf("%d nodes in %d rooms of %d say %d messages at %d/s in all, for %v; sampling every %v", n, len(groups), sr.RoomSize, total, r.cfg.Rate, r.cfg.Duration, interval)
+	start := time.Now()
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan error, 1)
+	var last atomic.Pointer[SoakSample]
+	go func() { sampled <- r.soakSample(sampleCtx, m, base, start, interval, sr, &last) }()
+	stop := r.p.every(ctx, 30*time.Second, func() string {
+		return fmt.Sprintf("said %d/%d, %s", st.said.Load(), total, sampleLine(last.Load()))
+	})
+	r.sendPaced(ctx, c, r.cfg.Rate, total, func(k int) (int, string, *recorder, int) {
+		g := k % len(groups)
+		idx := k / len(groups)
+		return groups[g][idx%len(groups[g])], rooms[g], recs[g], idx
+	}, st)
+	stopSampling()
+	stop()
+	if err := <-sampled; err != nil {
+		return res, err
+	}
+	st.note(&res)
+	res.metric("achieved_rate_per_s", float64(st.said.Load())/time.Since(start).Seconds())
+	soakSlopes(sr)
+	r.p.printf("RSS %+.2f MiB/min, goroutines %+.2f/min after the warm-up: %s", sr.RSSMiBPerMin, sr.GoroutinesPerMin, flatWord(sr.Flat))
+
+	lat, says := newHistogram(), newHistogram()
+	for g, nodes := range groups {
+		sent := uint64(len(recs[g].sentSet()))
+		if _, err := r.converge(ctx, c, rooms[g], bases[g]+sent, nodes, r.drain(sent)); err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("room %d: %v", g, err))
+		}
+		if err := r.check(ctx, c, rooms[g], recs[g], nodes, &res); err != nil {
+			return res, err
+		}
+		recs[g].mu.Lock()
+		lat.merge(recs[g].latHist)
+		says.merge(recs[g].sayHist)
+		recs[g].mu.Unlock()
+	}
+	if res.Expected > 0 {
+		res.DeliveryRatio = float64(res.Delivered) / float64(res.Expected)
+	}
+	res.Latency = lat.summary()
+	sr.SayLatency = says.summary()
+	if !sr.Flat {
+		res.Notes = append(res.Notes, "not flat: "+sr.FlatRule)
+	}
+	return res, nil
+}
+
+// soakSample samples the nodes every interval until ctx ends.
+func (r *runner) soakSample(ctx context.Context, m meter, base usage, start time.Time, interval time.Duration, sr *SoakResult, last *atomic.Pointer[SoakSample]) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var prev usage
+	for {
+		u, err := m.usage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("sample the nodes: %w", err)
+		}
+		d := u.sub(base)
+		s := SoakSample{
+			T:           round3(u.At.Sub(start).Seconds()),
+			RSSMiB:      round3(float64(d.RSS) / (1 << 20)),
+			RSSAnonMiB:  round3(float64(d.RSSAnon) / (1 << 20)),
+			HeapMiB:     round3(float64(d.Heap) / (1 << 20)),
+			HeapGoalMiB: round3(float64(d.HeapGoal) / (1 << 20)),
+			Goroutines:  d.Goroutines,
+		}
+		if !prev.At.IsZero() {
+			s.CPU = round3((u.CPU - prev.CPU).Seconds() / u.At.Sub(prev.At).Seconds())
+		}
+		prev = u
+		sr.Samples = append(sr.Samples, s)
+		last.Store(&s)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func sampleLine(s *SoakSample) string {
+	if s == nil {
+		return "no sample yet"
+	}
+	return fmt.Sprintf("RSS %.0f MiB (anon %.0f), live heap %.0f MiB (goal %.0f), %d goroutines, %.2f CPUs", s.RSSMiB, s.RSSAnonMiB, s.HeapMiB, s.HeapGoalMiB, s.Goroutines, s.CPU)
+}
+
+// soakSlopes fits the samples after the warm-up and gives the verdict.
+func soakSlopes(sr *SoakResult) {
+	sr.WarmupS = round3(soakWarmup * sr.DurationS)
+	sr.FlatRule = fmt.Sprintf("after the first %.0f%% of the run, the fitted growth over the rest stays under %.0f%% of the mean RSS and %.0f%% of the mean goroutines",
+		100*soakWarmup, 100*soakRSSShare, 100*soakGoroutineShare)
+	var ts, rss, anon, heap, gor []float64
+	var ts2, rss2, gor2 []float64
+	for _, s := range sr.Samples {
+		if s.T >= sr.DurationS/2 {
+			ts2 = append(ts2, s.T/60)
+			rss2 = append(rss2, s.RSSMiB)
+			gor2 = append(gor2, float64(s.Goroutines))
+		}
+		if s.T < sr.WarmupS {
+			continue
+		}
+		ts = append(ts, s.T/60)
+		rss = append(rss, s.RSSMiB)
+		anon = append(anon, s.RSSAnonMiB)
+		heap = append(heap, s.HeapMiB)
+		gor = append(gor, float64(s.Goroutines))
+	}
+	if len(ts) < 3 {
+		sr.FlatRule += " (too few samples after the warm-up to tell)"
+		return
+	}
+	slope := func(ys []float64) float64 { s, _, _ := linearFit(ts, ys); return s }
+	mean := func(ys []float64) float64 {
+		var t float64
+		for _, y := range ys {
+			t += y
+		}
+		return t / float64(len(ys))
+	}
+	span := ts[len(ts)-1] - ts[0]
+	sr.RSSMiBPerMin = round3(slope(rss))
+	sr.RSSAnonMiBPerMin = round3(slope(anon))
+	sr.HeapMiBPerMin = round3(slope(heap))
+	sr.GoroutinesPerMin = round3(slope(gor))
+	if len(ts2) >= 3 {
+		s1, _, _ := linearFit(ts2, rss2)
+		s2, _, _ := linearFit(ts2, gor2)
+		sr.RSSMiBPerMinLastHalf, sr.GoroutinesPerMinLastHalf = round3(s1), round3(s2)
+	}
+	sr.MeanRSSMiB = round3(mean(rss))
+	sr.MeanGoroutines = round3(mean(gor))
+	if sr.MeanRSSMiB > 0 {
+		sr.RSSGrowthShare = round6(sr.RSSMiBPerMin * span / sr.MeanRSSMiB)
+	}
+	if sr.MeanGoroutines > 0 {
+		sr.GoroutineGrowthShare = round6(sr.GoroutinesPerMin * span / sr.MeanGoroutines)
+	}
+	sr.Flat = sr.RSSGrowthShare < soakRSSShare && sr.GoroutineGrowthShare < soakGoroutineShare
+}
+
+func flatWord(flat bool) string {
+	if flat {
+		return "flat"
+	}
+	return "NOT flat"
+}

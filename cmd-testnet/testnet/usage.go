@@ -1,0 +1,187 @@
+package testnet
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// usage is what a cluster's nodes use at one moment, all nodes together.
+type usage struct {
+	At         time.Time
+	CPU        time.Duration // CPU time (user + system) used so far
+	RSS        int64         // resident bytes
+	RSSAnon    int64         // resident anonymous bytes (no mapped files)
+	Heap       int64         // Go heap: live bytes at the last GC (processes: heap in use)
+	HeapGoal   int64         // the GC's heap goal (in-process only): where RSS heads when garbage piles up
+	Goroutines int
+	Peers      int // connected peers, summed over the nodes
+}
+
+// sub returns u minus base (the figures a process had before its nodes).
+func (u usage) sub(base usage) usage {
+	u.CPU -= base.CPU
+	u.RSS -= base.RSS
+	u.RSSAnon -= base.RSSAnon
+	u.Heap -= base.Heap
+	u.HeapGoal -= base.HeapGoal
+	u.Goroutines -= base.Goroutines
+	u.Peers -= base.Peers
+	return u
+}
+
+// meter is a cluster that can say what its nodes use.
+type meter interface {
+	usage(ctx context.Context) (usage, error)
+}
+
+// selfUsage measures this process.
+func selfUsage() (usage, error) {
+	p, err := readProc(0)
+	if err != nil {
+		return usage{}, err
+	}
+	u := usage{At: time.Now(), CPU: p.CPU, RSS: p.RSS, RSSAnon: p.RSSAnon, Goroutines: runtime.NumGoroutine()}
+	if cpu, ok := processCPU(); ok {
+		u.CPU = cpu // getrusage has a finer grain than /proc's ticks
+	}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		u.Heap = int64(s[0].Value.Uint64())
+	}
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		u.HeapGoal = int64(s[1].Value.Uint64())
+	}
+	return u, nil
+}
+
+// quiesce collects garbage and gives freed memory back to the system, so
+// that the next RSS reading shows what is live.
+func quiesce() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
+func (c *inproc) usage(context.Context) (usage, error) {
+	u, err := selfUsage()
+	if err != nil {
+		return u, err
+	}
+	for i := range c.Len() {
+		if n := c.net.Node(i); n != nil {
+			u.Peers += len(n.Host().Network().Peers())
+		}
+	}
+	return u, nil
+}
+
+// usage adds up the node processes: CPU and memory from /proc, goroutines,
+// heap and peers from each node's metrics.
+func (c *procs) usage(ctx context.Context) (usage, error) {
+	c.mu.Lock()
+	var nodes []*procNode
+	for _, p := range c.nodes {
+		if p != nil && p.running() {
+			nodes = append(nodes, p)
+		}
+	}
+	c.mu.Unlock()
+	total := usage{At: time.Now()}
+	var mu sync.Mutex // protects total, errs
+	var errs []error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, p := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pu, err := readProc(p.cmd.Process.Pid)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("node %d: %w", p.i, err))
+				mu.Unlock()
+				return
+			}
+			mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			text, err := p.client.Metrics(mctx)
+			cancel()
+			m := promValues(text, "go_goroutines", "go_memstats_heap_inuse_bytes", "parley_peers_connected")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("node %d: metrics: %w", p.i, err))
+			}
+			total.CPU += pu.CPU
+			total.RSS += pu.RSS
+			total.RSSAnon += pu.RSSAnon
+			total.Goroutines += int(m["go_goroutines"])
+			total.Heap += int64(m["go_memstats_heap_inuse_bytes"])
+			total.Peers += int(m["parley_peers_connected"])
+		}()
+	}
+	wg.Wait()
+	return total, errors.Join(errs...)
+}
+
+// promValues picks the named unlabelled series out of Prometheus text.
+func promValues(text string, names ...string) map[string]float64 {
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	out := make(map[string]float64, len(names))
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !want[name] {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// linearFit fits y = intercept + slope·x by least squares; r2 is the
+// coefficient of determination (1 when the points lie on the line, and
+// when y does not vary).
+func linearFit(xs, ys []float64) (slope, intercept, r2 float64) {
+	n := float64(len(xs))
+	if len(xs) == 0 || len(xs) != len(ys) {
+		return 0, 0, 0
+	}
+	var sx, sy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+	}
+	mx, my := sx/n, sy/n
+	var sxx, sxy, syy float64
+	for i := range xs {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxx += dx * dx
+		sxy += dx * dy
+		syy += dy * dy
+	}
+	if sxx == 0 {
+		return 0, my, 0
+	}
+	slope = sxy / sxx
+	intercept = my - slope*mx
+	if syy == 0 {
+		return slope, intercept, 1
+	}
+	return slope, intercept, sxy * sxy / (sxx * syy)
+}

@@ -1,0 +1,120 @@
+// Package termtext makes texts from other nodes safe to print on a
+// terminal. Texts, names and purposes come from other nodes, and a byte such
+// as ESC (a CSI or OSC sequence) would otherwise drive the reader's
+// terminal — move the cursor, rewrite earlier lines, set the window title,
+// plant a hyperlink — and a bidi override would reorder what a line shows.
+// Structured output (JSON) needs none of this: JSON escapes control
+// characters itself.
+//
+// Every character that could drive a terminal or hide what a text says is
+// shown escaped: C0 controls, DEL and C1 controls as \xNN, bidi marks and
+// overrides and the line and paragraph separators as \uNNNN, and bytes that
+// are not UTF-8 as \xNN.
+package termtext
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Line returns s on one line: newlines and tabs are escaped too.
+func Line(s string) string { return escape(s, mode{}) }
+
+// Lines is for a text of several lines shown under a heading: newlines stay,
+// each line after the first indented by two spaces (so it cannot pass for an
+// entry of its own), and so do tabs.
+func Lines(s string) string { return escape(s, mode{keepLines: true, indent: true}) }
+
+// Text keeps newlines and tabs as they are and escapes everything else that
+// Line escapes: for a text an agent's client shows in a block of its own.
+func Text(s string) string { return escape(s, mode{keepLines: true}) }
+
+type mode struct {
+	keepLines bool // newline and tab pass
+	indent    bool // each newline is followed by two spaces
+}
+
+func escape(s string, m mode) string {
+	if plain(s, m) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case m.keepLines && r == '\n':
+			if m.indent {
+				b.WriteString("\n  ")
+			} else {
+				b.WriteByte('\n')
+			}
+		case m.keepLines && r == '\t':
+			b.WriteByte('\t')
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeAbove(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// plain reports whether s comes out of escape unchanged (the common case:
+// a line of printable ASCII is decided in one pass over its bytes).
+func plain(s string, m mode) bool {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80:
+			ascii = false
+		case c == '\n':
+			if !m.keepLines || m.indent {
+				return false
+			}
+		case c == '\t':
+			if !m.keepLines {
+				return false
+			}
+		case c < 0x20 || c == 0x7f:
+			return false
+		}
+	}
+	if ascii {
+		return true
+	}
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				return false
+			}
+		}
+		if unsafeAbove(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// unsafeAbove reports the characters above ASCII that are escaped: C1
+// controls (U+009B is CSI on terminals that take 8-bit controls), bidi marks
+// and overrides (they reorder what is shown), and the line and paragraph
+// separators.
+func unsafeAbove(r rune) bool {
+	switch {
+	case r >= 0x80 && r < 0xa0:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,470 @@
+package wake_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/wake"
+	"github.com/parley-mesh/parley/internal/wake/tmux"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// The service runs over a real node's inbox and rooms (node/nodetest); the
+// node's own wake-up service runs beside it and is not used.
+
+// logBuf is a log the test reads while the service writes it.
+type logBuf struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// lines returns the log lines that hold every one of subs.
+func (l *logBuf) lines(subs ...string) []string {
+	var out []string
+	for _, line := range strings.Split(l.String(), "\n") {
+		all := line != ""
+		for _, s := range subs {
+			all = all && strings.Contains(line, s)
+		}
+		if all {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// fixture is one node with the agent "bot" in room "ops", and a wake-up
+// service of the test's own over the node's inbox.
+type fixture struct {
+	t    *testing.T
+	ctx  context.Context
+	n    *node.Node
+	s    *wake.Service
+	log  *logBuf
+	reg  *prometheus.Registry
+	room string
+}
+
+func newFixture(t *testing.T, limit time.Duration) *fixture {
+	t.Helper()
+	net := nodetest.Start(t, 1)
+	n := net.Node(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if _, err := n.Agents().Register(ctx, agents.RegisterRequest{Name: "bot", Session: "s1", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	room, err := n.Inbox().OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "ops", Members: []string{"bot"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The invitation is read before the service starts: each test owes
+	// only what it asks.
+	if _, err := n.Inbox().Take(ctx, "bot"); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, n: n, log: &logBuf{}, reg: prometheus.NewRegistry(), room: room.RoomID}
+	f.s, err = wake.New(wake.Config{
+		Inbox:    n.Inbox(),
+		Changes:  n.Rooms().Changes,
+		Agents:   func() []string { return []string{"bot"} },
+		Self:     n.ID().String(),
+		Limit:    limit,
+		Recheck:  20 * time.Millisecond,
+		Terminal: tmux.Options{Poll: 20 * time.Millisecond},
+		Logger:   slog.New(slog.NewTextHandler(f.log, nil)),
+		Registry: f.reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.s.Run(sctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return f
+}
+
+func (f *fixture) ask(text string) string {
+	f.t.Helper()
+	r, err := f.n.Inbox().Ask(f.ctx, "human", localapi.AskRequest{Room: f.room, Text: text, To: "bot"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return r.AskID
+}
+
+func (f *fixture) take() {
+	f.t.Helper()
+	if _, err := f.n.Inbox().Take(f.ctx, "bot"); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// status is what the service says of bot.
+func (f *fixture) status() localapi.WakeStatus {
+	for _, w := range f.s.WakeStatus(f.ctx) {
+		if w.Agent == "bot" {
+			return w
+		}
+	}
+	return localapi.WakeStatus{Agent: "bot"}
+}
+
+func (f *fixture) routes(kinds ...string) func() bool {
+	return func() bool { return strings.Join(f.status().Routes, ",") == strings.Join(kinds, ",") }
+}
+
+func (f *fixture) unreached(n int) func() bool {
+	return func() bool { return f.status().Unreached == n }
+}
+
+// waiter is a route waiting in the background.
+type waiter chan result
+
+type result struct {
+	w   localapi.Wake
+	err error
+}
+
+func (f *fixture) wait(kind, session string, seconds float64) waiter {
+	ch := make(waiter, 1)
+	go func() {
+		w, err := f.s.WakeWait(f.ctx, "bot", localapi.WakeWaitRequest{Kind: kind, Session: session, Seconds: seconds})
+		ch <- result{w, err}
+	}()
+	return ch
+}
+
+func (w waiter) get(t *testing.T) result {
+	t.Helper()
+	select {
+	case r := <-w:
+		return r
+	case <-time.After(60 * time.Second):
+		t.Fatal("the waiter did not return")
+	}
+	return result{}
+}
+
+// Each kind of route in its order (stop, appserver, channel) is handed an
+// item not read within the limit, once; with none left the human is told:
+// a warning naming the routes tried, the count WakeStatus gives `parley
+// who` and `parley status`, the metric. Read at last, the count goes and
+// the log says so.
+func TestRoutesInOrderThenTheHuman(t *testing.T) {
+	f := newFixture(t, 300*time.Millisecond)
+	// Registered in the reverse of their order: the order is the kind's.
+	channel := f.wait(localapi.WakeChannel, "s1", 50)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("channel"), "the channel route")
+	app := f.wait(localapi.WakeAppServer, "thread-1", 50)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("channel", "appserver"), "the appserver route")
+	stop := f.wait(localapi.WakeStop, "s1", 50)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("channel", "appserver", "stop"), "the stop route")
+
+	id := f.ask("which port?")
+	for _, w := range []struct {
+		name string
+		w    waiter
+		left string
+	}{{"stop", stop, "channel,appserver"}, {"appserver", app, "channel"}, {"channel", channel, ""}} {
+		r := w.w.get(t)
+		if r.err != nil || len(r.w.Items) != 1 || r.w.Items[0].ID != id || r.w.Items[0].Text != "which port?" {
+			t.Fatalf("%s route: %+v %v", w.name, r.w, r.err)
+		}
+		if got := strings.Join(f.status().Routes, ","); got != w.left {
+			t.Fatalf("after the %s route had it, routes %q", w.name, got)
+		}
+		// (After the last route, the human may be told any moment now.)
+		if n := f.status().Unreached; n != 0 && w.left != "" {
+			t.Fatalf("the human was told while the %s route had its turn", w.name)
+		}
+	}
+	nodetest.WaitFor(t, 20*time.Second, f.unreached(1), "the human to be told")
+	if l := f.log.lines("level=WARN", "tell its human", "item="+id, "routes_tried=stop,appserver,channel", "idle=false"); len(l) != 1 {
+		t.Fatalf("log lines %q in\n%s", l, f.log)
+	}
+	if u, a := counter(t, f.reg, "parley_wake_unreached_total"), counter(t, f.reg, "parley_wake_attempts_total"); u != 1 || a != 3 {
+		t.Fatalf("metrics: unreached %v, attempts %v", u, a)
+	}
+	// A route that comes now has a kind the item was handed to: nothing.
+	r := f.wait(localapi.WakeStop, "s1", 1).get(t)
+	if r.err != nil || len(r.w.Items) != 0 || r.w.Superseded {
+		t.Fatalf("a stop waiter for nothing new: %+v %v", r.w, r.err)
+	}
+	f.take()
+	nodetest.WaitFor(t, 20*time.Second, f.unreached(0), "the read item to leave the count")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(f.log.lines("read after all", id)) == 1 }, "the log to say it was read")
+}
+
+// counter sums a counter of the registry.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// One stop waiter per session: a newer one supersedes the older, another
+// session's waiter stays; a busy session ends its waiter; an item wakes one
+// waiter once, and a Stop after it is not woken again for it.
+func TestOneStopWaiterPerSession(t *testing.T) {
+	f := newFixture(t, time.Hour)
+	older := f.wait(localapi.WakeStop, "s1", 50)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("stop"), "the first waiter")
+	newer := f.wait(localapi.WakeStop, "s1", 50)
+	if r := older.get(t); r.err != nil || !r.w.Superseded || len(r.w.Items) != 0 {
+		t.Fatalf("older waiter: %+v %v", r.w, r.err)
+	}
+	other := f.wait(localapi.WakeStop, "s2", 50)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("stop", "stop"), "the other session's waiter")
+	if err := f.s.WakeBusy(f.ctx, "bot", localapi.SessionRef{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := newer.get(t); r.err != nil || !r.w.Superseded {
+		t.Fatalf("waiter of a busy session: %+v %v", r.w, r.err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, f.routes("stop"), "one waiter left")
+	id := f.ask("status?")
+	if r := other.get(t); r.err != nil || len(r.w.Items) != 1 || r.w.Items[0].ID != id {
+		t.Fatalf("waiter for the ask: %+v %v", r.w, r.err)
+	}
+	// The session stops again with the item still unread: its new waiter
+	// waits (it is not woken twice), and ends empty when its time is up.
+	r := f.wait(localapi.WakeStop, "s2", 1).get(t)
+	if r.err != nil || len(r.w.Items) != 0 || r.w.Superseded {
+		t.Fatalf("the next Stop: %+v %v", r.w, r.err)
+	}
+	// Something new wakes it.
+	again := f.wait(localapi.WakeStop, "s2", 50)
+	id2 := f.ask("and now?")
+	if r := again.get(t); r.err != nil || len(r.w.Items) != 1 || r.w.Items[0].ID != id2 {
+		t.Fatalf("waiter for the second ask: %+v %v", r.w, r.err)
+	}
+
+	// A session that vanishes (the hook process killed: its request
+	// ends) takes its route with it.
+	gone, cancel := context.WithCancel(f.ctx)
+	vanished := make(chan error, 1)
+	go func() {
+		_, err := f.s.WakeWait(gone, "bot", localapi.WakeWaitRequest{Kind: localapi.WakeStop, Session: "s3", Seconds: 50})
+		vanished <- err
+	}()
+	nodetest.WaitFor(t, 20*time.Second, f.routes("stop"), "the waiter of the session that will vanish")
+	cancel()
+	if err := <-vanished; !errors.Is(err, context.Canceled) {
+		t.Fatalf("vanished waiter: %v", err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, f.routes(), "the vanished session's route to go")
+
+	// Bad requests are refused and register nothing.
+	for _, req := range []localapi.WakeWaitRequest{{Kind: "smoke", Session: "s"}, {Kind: localapi.WakeStop},
+		{Kind: localapi.WakeStop, Session: strings.Repeat("s", 257)}, {Kind: localapi.WakeStop, Session: "s", Seconds: -1},
+		{Kind: localapi.WakeTerminal, Session: "s"}} {
+		if _, err := f.s.WakeWait(f.ctx, "bot", req); !localapi.IsCode(err, localapi.CodeBadRequest) {
+			t.Fatalf("%+v: %v", req, err)
+		}
+	}
+	for _, ref := range []localapi.SessionRef{{}, {Session: strings.Repeat("s", 257)}} {
+		if err := f.s.WakeIdle(f.ctx, "bot", ref); !localapi.IsCode(err, localapi.CodeBadRequest) {
+			t.Fatalf("idle %+v: %v", ref, err)
+		}
+	}
+	if err := f.s.WakeBusy(f.ctx, "bot", localapi.SessionRef{}); !localapi.IsCode(err, localapi.CodeBadRequest) {
+		t.Fatalf("busy without a session: %v", err)
+	}
+	if got := f.status().Routes; len(got) != 0 {
+		t.Fatalf("routes after bad requests: %v", got)
+	}
+}
+
+// A session that says it is idle (Codex's notify) gets nothing by itself:
+// what no route can bring it is told to the human at once, not after the
+// limit (an hour here). A route that has an item keeps its turn; the mark
+// ends when the agent reads or works again.
+func TestIdleSessionTellsTheHumanAtOnce(t *testing.T) {
+	f := newFixture(t, time.Hour)
+	id := f.ask("is the build green?")
+	if err := f.s.WakeIdle(f.ctx, "bot", localapi.SessionRef{Session: "thread-1"}); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, f.unreached(1), "the human to be told of the idle agent's ask")
+	if !f.status().Idle {
+		t.Fatal("the agent is not marked idle")
+	}
+	if l := f.log.lines("level=WARN", "tell its human", "item="+id, "idle=true"); len(l) != 1 {
+		t.Fatalf("log lines %q in\n%s", l, f.log)
+	}
+	// Reading ends the mark: a new ask waits for the limit again.
+	f.take()
+	nodetest.WaitFor(t, 20*time.Second, f.unreached(0), "the read ask to leave the count")
+	if f.status().Idle {
+		t.Fatal("still marked idle after it read")
+	}
+	ch := f.wait(localapi.WakeChannel, "s1", 50)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("channel"), "the channel route")
+	id2 := f.ask("and the tests?")
+	if r := ch.get(t); len(r.w.Items) != 1 || r.w.Items[0].ID != id2 {
+		t.Fatalf("channel: %+v %v", r.w, r.err)
+	}
+	// Idle again, with the item in the channel route's hands: it keeps
+	// its turn (an hour), so nobody is told yet.
+	if err := f.s.WakeIdle(f.ctx, "bot", localapi.SessionRef{Session: "thread-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.status().Unreached; n != 0 {
+		t.Fatalf("told while a route had the item: %d", n)
+	}
+	// A third ask, with no route left that it was not handed to: told.
+	id3 := f.ask("and the docs?")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(f.log.lines("tell its human", "item="+id3, "idle=true")) == 1 },
+		"the third ask to be told at once")
+	// A busy session ends the mark: a fourth ask is not told at once. The
+	// waiter registered after it proves the service has seen it.
+	if err := f.s.WakeBusy(f.ctx, "bot", localapi.SessionRef{Session: "thread-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.status().Idle {
+		t.Fatal("still marked idle after it worked")
+	}
+	f.take()
+	nodetest.WaitFor(t, 20*time.Second, f.unreached(0), "the read asks to leave the count")
+	id4 := f.ask("last one?")
+	if r := f.wait(localapi.WakeStop, "s1", 50).get(t); len(r.w.Items) != 1 || r.w.Items[0].ID != id4 {
+		t.Fatalf("stop waiter: %+v %v", r.w, r.err)
+	}
+	if n := f.status().Unreached; n != 0 || len(f.log.lines("item="+id4, "tell its human")) != 0 {
+		t.Fatalf("a busy agent's ask was told at once: %d\n%s", n, f.log)
+	}
+	// It reads in its turn and goes idle before the service has looked:
+	// the read belongs to the turn and does not end the idle mark.
+	f.take()
+	if err := f.s.WakeIdle(f.ctx, "bot", localapi.SessionRef{Session: "thread-1"}); err != nil {
+		t.Fatal(err)
+	}
+	id5 := f.ask("one more?")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(f.log.lines("tell its human", "item="+id5, "idle=true")) == 1 },
+		"the ask after a turn that read to be told at once")
+}
+
+// The terminal route pastes into the agent's pane; a pane that closes is
+// dropped at the next delivery, and the item goes on (here, to the human
+// after the limit); a pane whose program has exited, or no tmux server, is
+// refused as a route.
+func TestTerminalRouteAndDeadPanes(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	f := newFixture(t, 500*time.Millisecond)
+	srv := tmux.Server{Name: "parley-wake-test-" + strings.ReplaceAll(t.Name(), "/", "-"), Config: "/dev/null"}
+	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
+	script, err := filepath.Abs(filepath.Join("tmux", "testdata", "fakeagent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := filepath.Join(t.TempDir(), "taken")
+	pane, err := srv.Start(f.ctx, tmux.StartOptions{Command: []string{script}, Env: []string{"FAKE_LOG=" + taken, "FAKE_WORK=0.05", "INPUTRC=/dev/null"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		sc, err := srv.Capture(f.ctx, pane.ID)
+		return err == nil && sc.CursorLine() == ">"
+	}, "the agent's prompt")
+	if err := f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: "> "}); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, f.routes("terminal"), "the terminal route")
+	id := f.ask("which port does the shop use?")
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		b, _ := os.ReadFile(taken)
+		return strings.Contains(string(b), "which port does the shop use?") && strings.Contains(string(b), id)
+	}, "the wake text in the agent's input")
+	// The agent only read it (it did not answer): the human is told.
+	nodetest.WaitFor(t, 20*time.Second, f.unreached(1), "the human to be told")
+	f.take()
+	nodetest.WaitFor(t, 20*time.Second, f.unreached(0), "the read ask to leave the count")
+
+	// The pane closes: the next item drops the route, and goes on.
+	if err := srv.KillPane(f.ctx, pane.ID); err != nil {
+		t.Fatal(err)
+	}
+	id2 := f.ask("still there?")
+	nodetest.WaitFor(t, 30*time.Second, f.routes(), "the closed pane's route to go")
+	nodetest.WaitFor(t, 20*time.Second, f.unreached(1), "the human to be told of the second ask")
+	if l := f.log.lines("terminal wake-up route gone", pane.ID); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+	if l := f.log.lines("tell its human", "item="+id2, "routes_tried=terminal"); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+
+	// A pane whose program has exited, a pane that is not there, no server.
+	dead, err := srv.Start(f.ctx, tmux.StartOptions{Command: []string{"sh", "-c", "exit 3"}, KeepDead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool { st, err := srv.Inspect(f.ctx, dead.ID); return err == nil && st.Dead }, "the pane to die")
+	var le *localapi.Error
+	err = f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: dead.Socket, Pane: dead.ID})
+	if !errors.As(err, &le) || le.Status != http.StatusGone {
+		t.Fatalf("a dead pane: %v", err)
+	}
+	err = f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: dead.Socket, Pane: "%999"})
+	if !errors.As(err, &le) || le.Status != http.StatusNotFound {
+		t.Fatalf("a pane that is not there: %v", err)
+	}
+	for _, req := range []localapi.TerminalRequest{{Socket: "/nonexistent/tmux.sock", Pane: "%1"}, {Socket: "relative", Pane: "%1"}, {Socket: dead.Socket, Pane: "1"}} {
+		if err := f.s.WakeTerminal(f.ctx, "bot", req); err == nil {
+			t.Fatalf("%+v was taken", req)
+		}
+	}
+	if got := f.status().Routes; len(got) != 0 {
+		t.Fatalf("routes: %v", got)
+	}
+}

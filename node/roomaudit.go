@@ -1,0 +1,110 @@
+package node
+
+import (
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// roomAuditBatch is how many events the room auditor reads at once.
+const roomAuditBatch = 512
+
+// roomAuditor records in the node's audit log the membership decisions other
+// nodes take in its rooms, as their events arrive: this node invited into a
+// room or removed from one, and, in rooms it is in, other nodes invited,
+// removed or leaving (actor peer:<the deciding node>). The node's own
+// decisions are recorded where it takes them (internal/inbox).
+//
+// It follows the rooms' arrival logs from where they stood when the node
+// started (what came before was recorded by an earlier run); a room joined
+// since is read from its start, and there only decisions about this node, and
+// those made after the invite that brought it in, are recorded (not the
+// room's history). Events stored while the node starts, before the auditor
+// takes its place, are not recorded.
+type roomAuditor struct {
+	n      *Node
+	self   peer.ID
+	cursor map[identity.RoomID]uint64 // room → the last arrival read
+	// joined is, per room, the depth after which other nodes' decisions
+	// about third nodes are recorded (0 for rooms the node was in at start;
+	// absent until the invite that brought the node in was seen).
+	joined map[identity.RoomID]uint64
+}
+
+// startRoomAudit starts the room auditor (once the rooms run).
+func (n *Node) startRoomAudit() {
+	a := &roomAuditor{n: n, self: n.id, cursor: map[identity.RoomID]uint64{}, joined: map[identity.RoomID]uint64{}}
+	changes, stop := n.rooms.Changes()
+	_, seen := n.rooms.ChangedSince(^uint64(0))
+	for _, in := range n.rooms.List() {
+		a.cursor[in.ID] = in.Events
+		a.joined[in.ID] = 0
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer stop()
+		for {
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-changes:
+			}
+			var ids []identity.RoomID
+			ids, seen = n.rooms.ChangedSince(seen)
+			for _, id := range ids {
+				a.read(id)
+			}
+		}
+	}()
+}
+
+// read records the decisions among room's events that arrived since the
+// last read.
+func (a *roomAuditor) read(room identity.RoomID) {
+	for {
+		evs, err := a.n.rooms.SinceKept(room, a.cursor[room], roomAuditBatch)
+		if err != nil {
+			return // gone meanwhile
+		}
+		for _, e := range evs {
+			a.cursor[room] = e.Arrival
+			a.event(e)
+		}
+		if len(evs) < roomAuditBatch {
+			return
+		}
+	}
+}
+
+// event records e when it is another node's decision that changes who can
+// reach whom.
+func (a *roomAuditor) event(e rooms.View) {
+	if e.Author == a.self || e.Target == "" || (e.Kind != rooms.KindInvite && e.Kind != rooms.KindLeave) {
+		return
+	}
+	about := e.Target == a.self
+	if e.Kind == rooms.KindInvite && about {
+		if _, ok := a.joined[e.Room]; !ok {
+			a.joined[e.Room] = e.Depth
+		}
+	}
+	if since, ok := a.joined[e.Room]; !about && (!ok || e.Depth <= since) {
+		return
+	}
+	r := audit.Record{Actor: "peer:" + e.Author.String(), Subject: string(e.Room), Detail: map[string]string{"event": e.ID.String()}}
+	switch {
+	case e.Kind == rooms.KindInvite:
+		r.Action, r.Detail["member"] = audit.RoomInvite, e.Target.String()
+		if e.To != "" {
+			r.Detail["agent"] = e.To
+		}
+	case e.Target == e.Author:
+		r.Action, r.Detail["peer"] = audit.RoomLeave, e.Target.String()
+	default:
+		r.Action, r.Detail["peer"] = audit.RoomRemove, e.Target.String()
+	}
+	a.n.Audit(r)
+}
