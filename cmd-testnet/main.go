@@ -3,7 +3,7 @@
 //
 //	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all|scale]
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
-//	    [-cpuprofile FILE] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
+//	    [-cpuprofile FILE] [-burn N] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
 //	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
 //
 // It exits 0 when every scenario delivered every message with the same order
@@ -32,6 +32,7 @@ import (
 )
 
 func main() {
+	burnChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -66,6 +67,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 		parleyBin = fs.String("parley", "", "parley binary for -procs and -netns (default: go build ./cmd/parley)")
 		dir       = fs.String("dir", "", "folder for node homes (default: a temporary folder, removed at the end)")
 		verbose   = fs.Bool("v", false, "more progress detail")
+		burn      = fs.Int("burn", 0, "keep `N` CPUs busy during the run with spinning processes, one pinned to each CPU in turn (1: one core busy, 2: both cores of a 2-core machine)")
 		scale     = fs.String("scale", "10,25,50,100", "numbers of nodes the scale scenario measures, comma-separated")
 		roomSize  = fs.Int("roomsize", 10, "members of each room of the scale scenario")
 		roomCount = fs.Int("rooms", 10, "rooms of the soak scenario")
@@ -87,14 +89,18 @@ Runs N Parley nodes through scenarios and measures them: a table on stdout,
 message or shows different orders on different nodes.
 
 In-process fanout also shows where the time goes: for each delivery, the time
-from the Say call to each stage (durable and published on the sender;
-validated, stored and visible on the receiver), and the process's CPU time per
-delivery. With -baseline, raw GossipSub's and NATS's CPU per delivery are
+from the Say call to each stage (published and durable on the sender: the
+fsync runs beside the publishing, so the receiver's stages step from
+published; validated, stored and visible on the receiver), and the process's
+CPU time per delivery. With -baseline, raw GossipSub's and NATS's CPU per delivery are
 measured the same way, in the same run. -cpuprofile writes a profile for
 go tool pprof. To compare with raw GossipSub:
 
   go run ./cmd-testnet -n 12 -scenario fanout -baseline -duration 15s \
       -json out.json -cpuprofile cpu.pprof
+
+and the same with -burn 1 (one core busy with another process) or -burn 2
+(both cores of a 2-core machine busy).
 
 The scale scenario (run only when named) measures, for each N of -scale, what
 N nodes cost: RSS, Go heap, goroutines and peers per node, and CPU per node at
@@ -142,6 +148,8 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 		return cfg, outputs{}, usageError{fmt.Sprintf("-sync %v: must be positive", *syncEvery)}
 	case *catchUp <= 0 || *bigRoom <= 0:
 		return cfg, outputs{}, usageError{"-catchup and -bigroom must be positive"}
+	case *burn < 0:
+		return cfg, outputs{}, usageError{fmt.Sprintf("-burn %d: give a number of CPUs to keep busy", *burn)}
 	case procs && netns:
 		return cfg, outputs{}, usageError{"-procs and -netns exclude each other (-netns runs processes too)"}
 	case mock && (procs || netns):
@@ -156,6 +164,7 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 	cfg.Scenarios = []string{scenario}
 	cfg.Delay, cfg.Loss, cfg.SyncInterval = *delay, lossPct, *syncEvery
 	cfg.Parley, cfg.Dir, cfg.Verbose = *parleyBin, *dir, *verbose
+	out.burn = *burn
 	cfg.RoomSize, cfg.Rooms = *roomSize, *roomCount
 	// The soak's own defaults: 50 nodes for 10 minutes.
 	set := map[string]bool{}
@@ -193,6 +202,7 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 // outputs are the files a run writes besides its table.
 type outputs struct {
 	json, svg, cpuProfile string
+	burn                  int // CPUs to keep busy during the run
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -225,7 +235,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
+	load := loadAvg()
+	if out.burn > 0 {
+		stopBurn, err := startBurn(out.burn)
+		if err != nil {
+			fmt.Fprintf(stderr, "cmd-testnet: -burn: %v\n", err)
+			return 2
+		}
+		defer stopBurn()
+	}
 	res, runErr := testnet.Run(ctx, cfg, stderr)
+	res.Machine.LoadAvg, res.Machine.Burn = load, out.burn
 	if errors.Is(runErr, testnet.ErrUsage) {
 		fmt.Fprintf(stderr, "cmd-testnet: %v\n", runErr)
 		return 2
@@ -272,8 +292,19 @@ func printTable(w io.Writer, res testnet.Results) {
 	if c.Delay > 0 {
 		link = fmt.Sprintf(", link delay %g ms", c.Delay)
 	}
-	fmt.Fprintf(w, "Parley testnet: %d nodes (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n\n",
+	fmt.Fprintf(w, "Parley testnet: %d nodes (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n",
 		c.Nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
+	if m := res.Machine; len(m.LoadAvg) == 3 || m.Burn > 0 {
+		var parts []string
+		if len(m.LoadAvg) == 3 {
+			parts = append(parts, fmt.Sprintf("load average %.2f %.2f %.2f at the start", m.LoadAvg[0], m.LoadAvg[1], m.LoadAvg[2]))
+		}
+		if m.Burn > 0 {
+			parts = append(parts, fmt.Sprintf("%d CPUs kept busy by other processes (-burn)", m.Burn))
+		}
+		fmt.Fprintf(w, "machine: %s\n", strings.Join(parts, "; "))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tsent\tdelivered\tratio\torder\tp50 ms\tp95 ms\tp99 ms\tmax ms\tconverge ms\ttime s\t")
 	for _, s := range res.Scenarios {
@@ -398,7 +429,7 @@ func printStages(w io.Writer, name string, st *testnet.Stages) {
 	if st == nil || len(st.Stages) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%s: where the time goes, over %d deliveries (ms since the Say call; step: since the stage before)\n", name, st.Deliveries)
+	fmt.Fprintf(w, "\n%s: where the time goes, over %d deliveries (ms since the Say call; step: since the stage before, and durable, beside the path, does not count as one)\n", name, st.Deliveries)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tnode\tp50\tp99\tmean\tstep p50\tstep p99\tstep mean\t")
 	for _, s := range st.Stages {
