@@ -490,7 +490,7 @@ func (r *room) receive(tx *txn, it Item, from peer.ID) {
 	if r.repair(tx, it) {
 		return
 	}
-	if _, ok := r.depthOf(it.ID); ok || r.pending.Has(it.ID) {
+	if r.storedAlready(it) || r.pending.Has(it.ID) {
 		r.m.metrics.duplicate.Inc()
 		return
 	}
@@ -532,7 +532,7 @@ func (r *room) accept(tx *txn, it Item) error {
 	if e.Room != r.id {
 		return fmt.Errorf("%w: event for room %s", ErrMalformed, e.Room)
 	}
-	if _, ok := r.depthOf(it.ID); ok {
+	if r.storedAlready(it) {
 		return nil // stored meanwhile (a duplicate from the pool)
 	}
 	if e.Author != r.m.self {
@@ -746,6 +746,25 @@ func (r *room) depthOf(id ID) (uint64, bool) {
 	}
 	r.recent.put(id, d)
 	return d, true
+}
+
+// storedAlready reports whether event it is stored. An event past its
+// author's seq in the version vector cannot be (every stored event, a fork
+// too, is at or below it), so a new event costs no store lookup.
+func (r *room) storedAlready(it Item) bool {
+	if _, ok := r.recent.get(it.ID); ok {
+		return true
+	}
+	if it.Event != nil {
+		r.mu.RLock()
+		cur := r.vv[it.Event.Author]
+		r.mu.RUnlock()
+		if it.Event.Seq > cur {
+			return false
+		}
+	}
+	_, ok := r.depthOf(it.ID)
+	return ok
 }
 
 // maxAncestorWalk bounds the search for a new member's invite.

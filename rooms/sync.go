@@ -318,7 +318,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, want
 			return b.More, n, want, nil
 		}
 		for _, w := range b.Events {
-			if len(w) <= MaxWire && r.holds(ID(sha256.Sum256(w))) {
+			if len(w) <= MaxWire && r.holdsRecent(ID(sha256.Sum256(w))) {
 				// Stored already (gossip brought it meanwhile): no
 				// need to check its signature again.
 				r.m.metrics.duplicate.Inc()
