@@ -635,7 +635,15 @@ func (m *Manager) since(id identity.RoomID, after uint64, limit int) ([]View, er
 		return nil, fmt.Errorf("rooms: since %s: %w", id, err)
 	}
 	out := make([]View, 0, len(refs))
+	r := m.room(id)
 	for _, rf := range refs {
+		if r != nil {
+			if v, ok := r.recentView(rf.n, rf.id); ok {
+				v.Arrival = rf.n
+				out = append(out, v)
+				continue
+			}
+		}
 		e, _, err := m.readEvent(id, rf.id)
 		if err != nil {
 			return nil, err

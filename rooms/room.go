@@ -126,6 +126,9 @@ type room struct {
 	pendingLen atomic.Int64 // pending.Len(), for metrics
 	arrivals   uint64       // events stored here so far (the arrival log's last n); owned by run
 
+	viewMu sync.Mutex    // protects views
+	views  []arrivalView // the latest arrivals' views while run runs (views.go)
+
 	mu          sync.RWMutex // protects the fields below
 	meta        Meta
 	members     map[peer.ID]ID     // member node → the create or invite event admitting it
@@ -286,6 +289,7 @@ func (r *room) run(ctx context.Context) {
 			if len(r.inbox) == 0 && len(r.bulk) == 0 && r.submitting == 0 {
 				r.running = false
 				r.runMu.Unlock()
+				r.dropViews()
 				return
 			}
 			r.runMu.Unlock()
@@ -334,7 +338,8 @@ type txn struct {
 	ops      []schema.Op
 	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
-	own      []*Item // own events, to publish after the write
+	arrivals []uint64 // the arrival number of each of accepted
+	own      []*Item  // own events, to publish after the write
 	says     []pendingSay
 	fetch    map[peer.ID]bool
 	forks    int    // forks this batch stores
@@ -396,6 +401,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 		go func() { synced <- r.m.cfg.Store.Sync() }()
 	}
 	self := r.m.self
+	if werr == nil {
+		r.keepViews(tx)
+	}
 	r.mu.Lock()
 	r.headsSnap = mapKeys(r.heads)
 	if werr == nil {
@@ -669,6 +677,7 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	}
 	r.mu.Unlock()
 	tx.accepted = append(tx.accepted, viewOf(it.ID, e))
+	tx.arrivals = append(tx.arrivals, r.arrivals)
 }
 
 // author creates, signs and stores this node's next event.
