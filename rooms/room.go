@@ -139,6 +139,7 @@ type room struct {
 	listeners   map[int]chan View
 	nextLis     int
 	syncing     map[peer.ID]bool // peers with a sync queued or running
+	resync      map[peer.ID]bool // peers asked for again while their sync ran: once more after it
 	syncQ       chan peer.ID
 	syncRunning bool                   // a syncWorker runs (sync.go)
 	stalls      map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
@@ -170,6 +171,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		committed: make(map[peer.ID]uint64),
 		listeners: make(map[int]chan View),
 		syncing:   make(map[peer.ID]bool),
+		resync:    make(map[peer.ID]bool),
 		syncQ:     make(chan peer.ID, 64),
 		stalls:    make(map[peer.ID]stall),
 		agents:    make(map[string]AgentMember),
@@ -455,11 +457,12 @@ func (r *room) process(ctx context.Context, batch []input) {
 			r.traceBatch(tr, tx.accepted, true, StageVisible, time.Now())
 		}
 	}
-	if len(tx.own) > 0 && (topic == nil || r.m.meshSize(r.topicName()) == 0) {
+	if len(tx.own) > 0 {
 		// No mesh yet (just joined): gossip reached no one, so ask the
 		// members to pull instead of waiting for anti-entropy (now that
-		// the events are committed, so a sync serves them).
-		r.nudgeMembers()
+		// the events are committed, so a sync serves them). Members
+		// behind a relay alone are asked in any case.
+		r.nudgeMembers(topic == nil || r.m.meshSize(r.topicName()) == 0)
 	}
 	for _, s := range tx.says {
 		err := s.err
