@@ -5,10 +5,11 @@
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
 //	    [-cpuprofile FILE] [-burn N] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
 //	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
+//	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-json FILE]
 //
 // It exits 0 when every scenario delivered every message with the same order
-// on every node, 1 when one did not (or the run failed), and 2 on a usage
-// error.
+// on every node, 1 when one did not (or the run failed), 2 on a usage
+// error and 3 when the machine lacks what the mode needs (root, ip, nft).
 package main
 
 import (
@@ -44,6 +45,26 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
+// natFlag is -nat: alone it means cone; -nat=symmetric or -nat symmetric
+// chooses the variant.
+type natFlag struct{ v string }
+
+func (f *natFlag) String() string   { return f.v }
+func (f *natFlag) IsBoolFlag() bool { return true }
+func (f *natFlag) Set(s string) error {
+	switch s {
+	case "true", "":
+		f.v = testnet.NATCone
+	case "false":
+		f.v = ""
+	case testnet.NATCone, testnet.NATSymmetric:
+		f.v = s
+	default:
+		return fmt.Errorf("choose cone or symmetric, not %q", s)
+	}
+	return nil
+}
+
 func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs := flag.NewFlagSet("cmd-testnet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -71,7 +92,11 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 		scale     = fs.String("scale", "10,25,50,100", "numbers of nodes the scale scenario measures, comma-separated")
 		roomSize  = fs.Int("roomsize", 10, "members of each room of the scale scenario")
 		roomCount = fs.Int("rooms", 10, "rooms of the soak scenario")
+		nat       natFlag
 	)
+	fs.Var(&nat, "nat", "with -netns: the NAT lab instead of the scenarios, `cone` (default) or symmetric: A and B behind NATs, a public relay (needs root and nft)")
+	fs.IntVar(&out.natRuns, "runs", 1, "with -nat: how many times to run the NAT scenario")
+	fs.IntVar(&out.natMessages, "messages", 10, "with -nat: messages each of A and B says")
 	fs.StringVar(&scenario, "scenario", "all", "scenario: "+strings.Join(testnet.Scenarios, "|")+"|all (comma-separated for several)")
 	fs.StringVar(&out.json, "json", "", "write the full results as JSON to `FILE`")
 	fs.StringVar(&out.svg, "svg", "", "write a chart of the latency distributions to `FILE` (SVG)")
@@ -132,8 +157,28 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 		}
 		return cfg, outputs{}, usageError{err.Error()}
 	}
-	if fs.NArg() > 0 {
-		return cfg, outputs{}, usageError{fmt.Sprintf("unexpected argument %q (flags only; see -h)", fs.Arg(0))}
+	rest := fs.Args()
+	if nat.v != "" && len(rest) > 0 && (rest[0] == testnet.NATCone || rest[0] == testnet.NATSymmetric) {
+		nat.v, rest = rest[0], rest[1:]
+		if err := fs.Parse(rest); err != nil {
+			return cfg, outputs{}, usageError{err.Error()}
+		}
+		rest = fs.Args()
+	}
+	if len(rest) > 0 {
+		return cfg, outputs{}, usageError{fmt.Sprintf("unexpected argument %q (flags only; see -h)", rest[0])}
+	}
+	if nat.v != "" {
+		if !netns {
+			return cfg, outputs{}, usageError{"-nat needs -netns (the lab is built of network namespaces)"}
+		}
+		if out.natRuns < 1 || out.natRuns > 100 {
+			return cfg, outputs{}, usageError{fmt.Sprintf("-runs %d: from 1 to 100", out.natRuns)}
+		}
+		if out.natMessages < 2 || out.natMessages > 1000 {
+			return cfg, outputs{}, usageError{fmt.Sprintf("-messages %d: from 2 to 1000", out.natMessages)}
+		}
+		out.nat = nat.v
 	}
 	switch {
 	case *nodes < 1:
@@ -203,6 +248,9 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 type outputs struct {
 	json, svg, cpuProfile string
 	burn                  int // CPUs to keep busy during the run
+	// The NAT lab, when nat is set.
+	nat                  string
+	natRuns, natMessages int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -244,11 +292,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer stopBurn()
 	}
+	if out.nat != "" {
+		return runNAT(ctx, cfg, out, stdout, stderr)
+	}
 	res, runErr := testnet.Run(ctx, cfg, stderr)
 	res.Machine.LoadAvg, res.Machine.Burn = load, out.burn
 	if errors.Is(runErr, testnet.ErrUsage) {
 		fmt.Fprintf(stderr, "cmd-testnet: %v\n", runErr)
 		return 2
+	}
+	if errors.Is(runErr, testnet.ErrEnvironment) && len(res.Scenarios) == 0 {
+		fmt.Fprintf(stderr, "cmd-testnet: %v\n", runErr)
+		return 3
 	}
 	if len(res.Scenarios) > 0 || res.Baseline != nil {
 		printTable(stdout, res)
@@ -284,6 +339,84 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return code
+}
+
+// runNAT runs the NAT lab and prints one line a run and a summary.
+func runNAT(ctx context.Context, cfg testnet.Config, out outputs, stdout, stderr io.Writer) int {
+	res, err := testnet.RunNAT(ctx, testnet.NATConfig{NAT: out.nat, Runs: out.natRuns, Messages: out.natMessages, Parley: cfg.Parley, Dir: cfg.Dir}, stderr)
+	switch {
+	case errors.Is(err, testnet.ErrUsage):
+		fmt.Fprintf(stderr, "cmd-testnet: %v\n", err)
+		return 2
+	case errors.Is(err, testnet.ErrEnvironment) && len(res.Runs) == 0:
+		fmt.Fprintf(stderr, "cmd-testnet: %v\n", err)
+		return 3
+	}
+	if len(res.Runs) > 0 {
+		printNAT(stdout, res)
+	}
+	code := 0
+	if out.json != "" {
+		raw, jerr := json.MarshalIndent(res, "", "  ")
+		if jerr == nil {
+			jerr = os.WriteFile(out.json, append(raw, '\n'), 0o644)
+		}
+		if jerr != nil {
+			fmt.Fprintf(stderr, "cmd-testnet: write %s: %v\n", out.json, jerr)
+			code = 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "cmd-testnet: %v\n", err)
+		return 1
+	}
+	if !res.OK {
+		fmt.Fprintf(stderr, "cmd-testnet: FAILED:\n  %s\n", strings.Join(res.Failures, "\n  "))
+		return 1
+	}
+	return code
+}
+
+func printNAT(w io.Writer, res testnet.NATResult) {
+	fmt.Fprintf(w, "Parley NAT lab: A and B each behind a %s NAT, one public node (bootstrap and relay)\n\n", res.NAT)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tcontact s\tfirst message s\tconnection\tsettled s\tdelivered\torder\tp50 ms\tmax ms\t")
+	for k, r := range res.Runs {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%d\t-\t-\tERROR\t-\t-\t-\t-\t-\t\n", k+1)
+			continue
+		}
+		conn := "relayed"
+		if r.Direct {
+			conn = "direct"
+		}
+		order := "identical"
+		if !r.OrderIdentical {
+			order = "DIVERGES"
+		}
+		p50, mx := "-", "-"
+		if r.Latency != nil {
+			p50, mx = fmt.Sprintf("%.1f", r.Latency.P50), fmt.Sprintf("%.0f", r.Latency.Max)
+		}
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%s\t%.1f\t%d/%d\t%s\t%s\t%s\t\n", k+1, r.UpToContactS, r.UpToFirstMessageS, conn, r.SettleS, r.Delivered, r.Sent, order, p50, mx)
+	}
+	tw.Flush()
+	for k, r := range res.Runs {
+		switch {
+		case r.Error != "":
+			fmt.Fprintf(w, "  run %d: error: %s\n", k+1, r.Error)
+		case r.Why != "":
+			fmt.Fprintf(w, "  run %d: %s\n", k+1, r.Why)
+		}
+	}
+	fmt.Fprintf(w, "\ndirect connections: %.0f%% of %d runs\n", 100*res.DirectShare, len(res.Runs))
+	if res.OK {
+		fmt.Fprintln(w, "OK: every message delivered, in the same order on A and B")
+	} else {
+		for _, f := range res.Failures {
+			fmt.Fprintf(w, "FAILED: %s\n", f)
+		}
+	}
 }
 
 func printTable(w io.Writer, res testnet.Results) {
