@@ -3,12 +3,13 @@
 //
 //	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all|scale]
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
-//	    [-cpuprofile FILE] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
+//	    [-cpuprofile FILE] [-burn N] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
 //	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
+//	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-relay-drop] [-json FILE]
 //
 // It exits 0 when every scenario delivered every message with the same order
-// on every node, 1 when one did not (or the run failed), and 2 on a usage
-// error.
+// on every node, 1 when one did not (or the run failed), 2 on a usage
+// error and 3 when the machine lacks what the mode needs (root, ip, nft).
 package main
 
 import (
@@ -32,6 +33,7 @@ import (
 )
 
 func main() {
+	burnChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -42,6 +44,26 @@ func main() {
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
+
+// natFlag is -nat: alone it means cone; -nat=symmetric or -nat symmetric
+// chooses the variant.
+type natFlag struct{ v string }
+
+func (f *natFlag) String() string   { return f.v }
+func (f *natFlag) IsBoolFlag() bool { return true }
+func (f *natFlag) Set(s string) error {
+	switch s {
+	case "true", "":
+		f.v = testnet.NATCone
+	case "false":
+		f.v = ""
+	case testnet.NATCone, testnet.NATSymmetric:
+		f.v = s
+	default:
+		return fmt.Errorf("choose cone or symmetric, not %q", s)
+	}
+	return nil
+}
 
 func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs := flag.NewFlagSet("cmd-testnet", flag.ContinueOnError)
@@ -66,10 +88,16 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 		parleyBin = fs.String("parley", "", "parley binary for -procs and -netns (default: go build ./cmd/parley)")
 		dir       = fs.String("dir", "", "folder for node homes (default: a temporary folder, removed at the end)")
 		verbose   = fs.Bool("v", false, "more progress detail")
+		burn      = fs.Int("burn", 0, "keep `N` CPUs busy during the run with spinning processes, one pinned to each CPU in turn (1: one core busy, 2: both cores of a 2-core machine)")
 		scale     = fs.String("scale", "10,25,50,100", "numbers of nodes the scale scenario measures, comma-separated")
 		roomSize  = fs.Int("roomsize", 10, "members of each room of the scale scenario")
 		roomCount = fs.Int("rooms", 10, "rooms of the soak scenario")
+		nat       natFlag
 	)
+	fs.Var(&nat, "nat", "with -netns: the NAT lab instead of the scenarios, `cone` (default) or symmetric: A and B behind NATs, a public relay (needs root and nft)")
+	fs.IntVar(&out.natRuns, "runs", 1, "with -nat: how many times to run the NAT scenario")
+	fs.IntVar(&out.natMessages, "messages", 10, "with -nat: messages each of A and B says")
+	fs.BoolVar(&out.natRelayDrop, "relay-drop", false, "with -nat: kill the relay while A and B talk, say more, start it again; every message must arrive")
 	fs.StringVar(&scenario, "scenario", "all", "scenario: "+strings.Join(testnet.Scenarios, "|")+"|all (comma-separated for several)")
 	fs.StringVar(&out.json, "json", "", "write the full results as JSON to `FILE`")
 	fs.StringVar(&out.svg, "svg", "", "write a chart of the latency distributions to `FILE` (SVG)")
@@ -87,14 +115,18 @@ Runs N Parley nodes through scenarios and measures them: a table on stdout,
 message or shows different orders on different nodes.
 
 In-process fanout also shows where the time goes: for each delivery, the time
-from the Say call to each stage (durable and published on the sender;
-validated, stored and visible on the receiver), and the process's CPU time per
-delivery. With -baseline, raw GossipSub's and NATS's CPU per delivery are
+from the Say call to each stage (published and durable on the sender: the
+fsync runs beside the publishing, so the receiver's stages step from
+published; validated, stored and visible on the receiver), and the process's
+CPU time per delivery. With -baseline, raw GossipSub's and NATS's CPU per delivery are
 measured the same way, in the same run. -cpuprofile writes a profile for
 go tool pprof. To compare with raw GossipSub:
 
   go run ./cmd-testnet -n 12 -scenario fanout -baseline -duration 15s \
       -json out.json -cpuprofile cpu.pprof
+
+and the same with -burn 1 (one core busy with another process) or -burn 2
+(both cores of a 2-core machine busy).
 
 The scale scenario (run only when named) measures, for each N of -scale, what
 N nodes cost: RSS, Go heap, goroutines and peers per node, and CPU per node at
@@ -126,8 +158,28 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 		}
 		return cfg, outputs{}, usageError{err.Error()}
 	}
-	if fs.NArg() > 0 {
-		return cfg, outputs{}, usageError{fmt.Sprintf("unexpected argument %q (flags only; see -h)", fs.Arg(0))}
+	rest := fs.Args()
+	if nat.v != "" && len(rest) > 0 && (rest[0] == testnet.NATCone || rest[0] == testnet.NATSymmetric) {
+		nat.v, rest = rest[0], rest[1:]
+		if err := fs.Parse(rest); err != nil {
+			return cfg, outputs{}, usageError{err.Error()}
+		}
+		rest = fs.Args()
+	}
+	if len(rest) > 0 {
+		return cfg, outputs{}, usageError{fmt.Sprintf("unexpected argument %q (flags only; see -h)", rest[0])}
+	}
+	if nat.v != "" {
+		if !netns {
+			return cfg, outputs{}, usageError{"-nat needs -netns (the lab is built of network namespaces)"}
+		}
+		if out.natRuns < 1 || out.natRuns > 100 {
+			return cfg, outputs{}, usageError{fmt.Sprintf("-runs %d: from 1 to 100", out.natRuns)}
+		}
+		if out.natMessages < 2 || out.natMessages > 1000 {
+			return cfg, outputs{}, usageError{fmt.Sprintf("-messages %d: from 2 to 1000", out.natMessages)}
+		}
+		out.nat = nat.v
 	}
 	switch {
 	case *nodes < 1:
@@ -142,6 +194,8 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 		return cfg, outputs{}, usageError{fmt.Sprintf("-sync %v: must be positive", *syncEvery)}
 	case *catchUp <= 0 || *bigRoom <= 0:
 		return cfg, outputs{}, usageError{"-catchup and -bigroom must be positive"}
+	case *burn < 0:
+		return cfg, outputs{}, usageError{fmt.Sprintf("-burn %d: give a number of CPUs to keep busy", *burn)}
 	case procs && netns:
 		return cfg, outputs{}, usageError{"-procs and -netns exclude each other (-netns runs processes too)"}
 	case mock && (procs || netns):
@@ -156,6 +210,7 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 	cfg.Scenarios = []string{scenario}
 	cfg.Delay, cfg.Loss, cfg.SyncInterval = *delay, lossPct, *syncEvery
 	cfg.Parley, cfg.Dir, cfg.Verbose = *parleyBin, *dir, *verbose
+	out.burn = *burn
 	cfg.RoomSize, cfg.Rooms = *roomSize, *roomCount
 	// The soak's own defaults: 50 nodes for 10 minutes.
 	set := map[string]bool{}
@@ -193,6 +248,11 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 // outputs are the files a run writes besides its table.
 type outputs struct {
 	json, svg, cpuProfile string
+	burn                  int // CPUs to keep busy during the run
+	// The NAT lab, when nat is set.
+	nat                  string
+	natRuns, natMessages int
+	natRelayDrop         bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -225,10 +285,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
+	load := loadAvg()
+	if out.burn > 0 {
+		stopBurn, err := startBurn(out.burn)
+		if err != nil {
+			fmt.Fprintf(stderr, "cmd-testnet: -burn: %v\n", err)
+			return 2
+		}
+		defer stopBurn()
+	}
+	if out.nat != "" {
+		return runNAT(ctx, cfg, out, stdout, stderr)
+	}
 	res, runErr := testnet.Run(ctx, cfg, stderr)
+	res.Machine.LoadAvg, res.Machine.Burn = load, out.burn
 	if errors.Is(runErr, testnet.ErrUsage) {
 		fmt.Fprintf(stderr, "cmd-testnet: %v\n", runErr)
 		return 2
+	}
+	if errors.Is(runErr, testnet.ErrEnvironment) && len(res.Scenarios) == 0 {
+		fmt.Fprintf(stderr, "cmd-testnet: %v\n", runErr)
+		return 3
 	}
 	if len(res.Scenarios) > 0 || res.Baseline != nil {
 		printTable(stdout, res)
@@ -266,6 +343,87 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// runNAT runs the NAT lab and prints one line a run and a summary.
+func runNAT(ctx context.Context, cfg testnet.Config, out outputs, stdout, stderr io.Writer) int {
+	res, err := testnet.RunNAT(ctx, testnet.NATConfig{NAT: out.nat, Runs: out.natRuns, Messages: out.natMessages, RelayDrop: out.natRelayDrop, Parley: cfg.Parley, Dir: cfg.Dir}, stderr)
+	switch {
+	case errors.Is(err, testnet.ErrUsage):
+		fmt.Fprintf(stderr, "cmd-testnet: %v\n", err)
+		return 2
+	case errors.Is(err, testnet.ErrEnvironment) && len(res.Runs) == 0:
+		fmt.Fprintf(stderr, "cmd-testnet: %v\n", err)
+		return 3
+	}
+	if len(res.Runs) > 0 {
+		printNAT(stdout, res)
+	}
+	code := 0
+	if out.json != "" {
+		raw, jerr := json.MarshalIndent(res, "", "  ")
+		if jerr == nil {
+			jerr = os.WriteFile(out.json, append(raw, '\n'), 0o644)
+		}
+		if jerr != nil {
+			fmt.Fprintf(stderr, "cmd-testnet: write %s: %v\n", out.json, jerr)
+			code = 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "cmd-testnet: %v\n", err)
+		return 1
+	}
+	if !res.OK {
+		fmt.Fprintf(stderr, "cmd-testnet: FAILED:\n  %s\n", strings.Join(res.Failures, "\n  "))
+		return 1
+	}
+	return code
+}
+
+func printNAT(w io.Writer, res testnet.NATResult) {
+	fmt.Fprintf(w, "Parley NAT lab: A and B each behind a %s NAT, one public node (bootstrap and relay)\n\n", res.NAT)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tcontact s\tfirst message s\tconnection\tsettled s\tdelivered\torder\tp50 ms\tmax ms\t")
+	for k, r := range res.Runs {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%d\t-\t-\tERROR\t-\t-\t-\t-\t-\t\n", k+1)
+			continue
+		}
+		conn := "relayed"
+		if r.Direct {
+			conn = "direct"
+		}
+		order := "identical"
+		if !r.OrderIdentical {
+			order = "DIVERGES"
+		}
+		p50, mx := "-", "-"
+		if r.Latency != nil {
+			p50, mx = fmt.Sprintf("%.1f", r.Latency.P50), fmt.Sprintf("%.0f", r.Latency.Max)
+		}
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%s\t%.1f\t%d/%d\t%s\t%s\t%s\t\n", k+1, r.UpToContactS, r.UpToFirstMessageS, conn, r.SettleS, r.Delivered, r.Sent, order, p50, mx)
+	}
+	tw.Flush()
+	for k, r := range res.Runs {
+		switch {
+		case r.Error != "":
+			fmt.Fprintf(w, "  run %d: error: %s\n", k+1, r.Error)
+		case r.Why != "":
+			fmt.Fprintf(w, "  run %d: %s\n", k+1, r.Why)
+		}
+		if r.RelayBackS > 0 {
+			fmt.Fprintf(w, "  run %d: the relay was killed and started again: every message said meanwhile arrived %.1f s after it came back\n", k+1, r.RelayBackS)
+		}
+	}
+	fmt.Fprintf(w, "\ndirect connections: %.0f%% of %d runs\n", 100*res.DirectShare, len(res.Runs))
+	if res.OK {
+		fmt.Fprintln(w, "OK: every message delivered, in the same order on A and B")
+	} else {
+		for _, f := range res.Failures {
+			fmt.Fprintf(w, "FAILED: %s\n", f)
+		}
+	}
+}
+
 func printTable(w io.Writer, res testnet.Results) {
 	c := res.Config
 	link := ""
@@ -276,8 +434,19 @@ func printTable(w io.Writer, res testnet.Results) {
 	if slices.Equal(c.Scenarios, []string{"scale"}) {
 		nodes = fmt.Sprintf("N = %s nodes", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.Scale)), ","), "[]"))
 	}
-	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n\n",
+	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n",
 		nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
+	if m := res.Machine; len(m.LoadAvg) == 3 || m.Burn > 0 {
+		var parts []string
+		if len(m.LoadAvg) == 3 {
+			parts = append(parts, fmt.Sprintf("load average %.2f %.2f %.2f at the start", m.LoadAvg[0], m.LoadAvg[1], m.LoadAvg[2]))
+		}
+		if m.Burn > 0 {
+			parts = append(parts, fmt.Sprintf("%d CPUs kept busy by other processes (-burn)", m.Burn))
+		}
+		fmt.Fprintf(w, "machine: %s\n", strings.Join(parts, "; "))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tsent\tdelivered\tratio\torder\tp50 ms\tp95 ms\tp99 ms\tmax ms\tconverge ms\ttime s\t")
 	for _, s := range res.Scenarios {
@@ -402,7 +571,7 @@ func printStages(w io.Writer, name string, st *testnet.Stages) {
 	if st == nil || len(st.Stages) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%s: where the time goes, over %d deliveries (ms since the Say call; step: since the stage before)\n", name, st.Deliveries)
+	fmt.Fprintf(w, "\n%s: where the time goes, over %d deliveries (ms since the Say call; step: since the stage before, and durable, beside the path, does not count as one)\n", name, st.Deliveries)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tnode\tp50\tp99\tmean\tstep p50\tstep p99\tstep mean\t")
 	for _, s := range st.Stages {

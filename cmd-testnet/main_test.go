@@ -28,6 +28,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-roomsize", "1"}, "at least 2 members"},
 		{[]string{"-mocknet", "-procs"}, "excludes -procs"},
 		{[]string{"-mocknet", "-loss", "1"}, "mocknet loses nothing"},
+		{[]string{"-burn", "-1"}, "-burn -1"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {

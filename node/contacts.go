@@ -19,7 +19,7 @@ func (n *Node) newContacts() error {
 		Handle:      n.cfg.Handle,
 		Logger:      n.log,
 		Registry:    n.reg,
-		FindPeer:    n.dht.FindPeer,
+		FindPeer:    n.findPeer,
 		SharesRoom:  n.sharesRoom,
 		Known:       n.knownPeer,
 		AutoApprove: n.autoApprove,

@@ -6,7 +6,9 @@ import (
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	dhtpb "github.com/libp2p/go-libp2p-kad-dht/pb"
 	"github.com/libp2p/go-libp2p-kad-dht/records"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/discovery"
@@ -67,5 +69,43 @@ func (n *Node) registerDHTMetrics(ps *discovery.ProviderStore, vs *discovery.Val
 	}
 	for _, c := range cs {
 		_ = n.reg.Register(c) // AlreadyRegistered after a restart on one registry
+	}
+}
+
+// findPeer looks p up in the DHT. The lookup dials the peers it finds,
+// p among them; when that gives a connection, direct or through a relay,
+// the wait ends at once: a lookup that reached p only through a relay
+// would otherwise wait for a direct connection until its deadline.
+func (n *Node) findPeer(ctx context.Context, p peer.ID) (peer.AddrInfo, error) {
+	sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+	if err != nil {
+		return n.dht.FindPeer(ctx, p)
+	}
+	defer sub.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type found struct {
+		ai  peer.AddrInfo
+		err error
+	}
+	ch := make(chan found, 1)
+	go func() {
+		ai, err := n.dht.FindPeer(ctx, p)
+		ch <- found{ai, err}
+	}()
+	for {
+		select {
+		case f := <-ch:
+			return f.ai, f.err
+		case e, ok := <-sub.Out():
+			if !ok {
+				f := <-ch
+				return f.ai, f.err
+			}
+			ev := e.(event.EvtPeerConnectednessChanged)
+			if ev.Peer == p && (ev.Connectedness == network.Connected || ev.Connectedness == network.Limited) {
+				return n.host.Peerstore().PeerInfo(p), nil
+			}
+		}
 	}
 }

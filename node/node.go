@@ -24,7 +24,6 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
-	"github.com/libp2p/go-libp2p/p2p/transport/quicreuse"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,13 +87,17 @@ type Node struct {
 	names     *names.Service      // set by Start, read-only afterwards
 	reconnect *reconnect.Service  // set by Start, read-only afterwards
 	reach     *reach              // set by Start, read-only afterwards
-	org       *org.Service        // set by Start, read-only afterwards
-	usage     *usage.Meter        // set by Start, read-only afterwards
-	board     *board.Service      // set by Start, read-only afterwards
-	wake      *wake.Service       // set by Start, read-only afterwards
-	ui        *ui.Server          // set by Start, read-only afterwards (nil: not served)
-	uiURL     string              // the dashboard's URL with its token (set with ui)
-	uiErr     string              // why the dashboard is not served
+	// listening is closed once Start has opened (or failed to open) the
+	// listen sockets: dials that must leave from the listening port wait.
+	listening     chan struct{}
+	listeningDone func()
+	org           *org.Service   // set by Start, read-only afterwards
+	usage         *usage.Meter   // set by Start, read-only afterwards
+	board         *board.Service // set by Start, read-only afterwards
+	wake          *wake.Service  // set by Start, read-only afterwards
+	ui            *ui.Server     // set by Start, read-only afterwards (nil: not served)
+	uiURL         string         // the dashboard's URL with its token (set with ui)
+	uiErr         string         // why the dashboard is not served
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 
@@ -211,6 +214,9 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 
+	ch := make(chan struct{})
+	n.listening, n.listeningDone = ch, sync.OnceFunc(func() { close(ch) })
+	defer n.listeningDone()
 	if err := n.startHost(); err != nil {
 		return err
 	}
@@ -224,6 +230,8 @@ func (n *Node) start(ctx context.Context) error {
 				ErrListen, a, rootCause(err))
 		}
 	}
+
+	n.listeningDone()
 
 	kad, err := dht.New(n.host, append([]dht.Option{
 		// A server unless AutoNAT finds the node behind a NAT.
@@ -360,10 +368,14 @@ func (n *Node) start(ctx context.Context) error {
 	}
 
 	n.reach.ready.Store(true)
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
 		n.maintain()
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.retryPunches()
 	}()
 	n.log.Info("node started", "addrs", fmt.Sprint(n.Addrs()))
 	return nil
@@ -395,11 +407,14 @@ func (n *Node) startHost() error {
 	opts := []libp2p.Option{
 		libp2p.Identity(n.priv),
 		libp2p.NoListenAddrs,
-		// No SO_REUSEPORT: a second node on a busy port must fail, not
-		// silently share the port with the first.
+		// No SO_REUSEPORT for TCP: a second node on a busy port must
+		// fail, not silently share the port with the first.
 		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
+		// QUIC dials from its listening socket (libp2p's default: the
+		// socket is shared inside the process, no SO_REUSEPORT), so a NAT
+		// maps the node's one QUIC port, peers observe that mapping, and
+		// hole punching can use it.
 		libp2p.Transport(quic.NewTransport),
-		libp2p.QUICReuse(quicreuse.NewConnManager, quicreuse.DisableReuseport()),
 		libp2p.DefaultSecurity, // Noise and TLS
 		libp2p.DefaultMuxers,   // yamux
 		libp2p.ConnectionManager(cm),

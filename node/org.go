@@ -21,7 +21,7 @@ func (n *Node) newOrg() error {
 		Host:     n.host,
 		Store:    n.db,
 		Contacts: orgContacts{n},
-		FindPeer: n.dht.FindPeer,
+		FindPeer: n.findPeer,
 		Logger:   n.log,
 		Registry: n.reg,
 		Audit:    n.Audit,

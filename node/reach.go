@@ -57,7 +57,7 @@ type reach struct {
 
 	mu           sync.Mutex // protects the fields below
 	reachability network.Reachability
-	punch        map[peer.ID]punchResult // the last hole punch with each peer
+	punch        map[peer.ID]punchResult // hole punching with each peer
 
 	refused *prometheus.CounterVec // relay service: reservations and circuits refused
 	punches *prometheus.CounterVec // hole punches, by result
@@ -102,9 +102,13 @@ func relayStatus(st pbv2.Status) string {
 }
 
 type punchResult struct {
-	ok  bool
-	err string
-	at  time.Time
+	done bool // a punch ended: ok and err say how
+	ok   bool
+	err  string
+	at   time.Time // when it ended
+	// running is set while a punch runs (since busy).
+	running bool
+	busy    time.Time
 }
 
 func newReach(reg prometheus.Registerer) *reach {
@@ -141,23 +145,33 @@ func newReach(reg prometheus.Registerer) *reach {
 	return r
 }
 
-// Trace records hole punch outcomes (holepunch.EventTracer).
+// Trace records hole punches as they start and end
+// (holepunch.EventTracer).
 func (r *reach) Trace(e *holepunch.Event) {
-	end, ok := e.Evt.(*holepunch.EndHolePunchEvt)
-	if !ok {
-		return
-	}
-	res := "ok"
-	if !end.Success {
-		res = "failed"
-	}
-	r.punches.WithLabelValues(res).Inc()
+	at := time.Unix(0, e.Timestamp)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.punch) > 4096 {
 		clear(r.punch)
 	}
-	r.punch[e.Remote] = punchResult{ok: end.Success, err: end.Error, at: time.Unix(0, e.Timestamp)}
+	pr := r.punch[e.Remote]
+	switch ev := e.Evt.(type) {
+	case *holepunch.StartHolePunchEvt:
+		pr.running, pr.busy = true, at
+	case *holepunch.EndHolePunchEvt:
+		res := "ok"
+		if !ev.Success {
+			res = "failed"
+		}
+		r.punches.WithLabelValues(res).Inc()
+		pr.done, pr.ok, pr.err, pr.at = true, ev.Success, ev.Error, at
+		pr.running, pr.busy = false, at
+	case *holepunch.ProtocolErrorEvt:
+		pr.running, pr.busy = false, at
+	default:
+		return
+	}
+	r.punch[e.Remote] = pr
 }
 
 func (r *reach) setReachability(v network.Reachability) {
@@ -173,11 +187,21 @@ func (r *reach) Reachability() network.Reachability {
 	return r.reachability
 }
 
+// lastPunch is the last punch with p that ended (ok false: none).
 func (r *reach) lastPunch(p peer.ID) (punchResult, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res, ok := r.punch[p]
-	return res, ok
+	res := r.punch[p]
+	return res, res.done
+}
+
+// punchBusy reports whether a punch with p runs, or something of one
+// happened since.
+func (r *reach) punchBusy(p peer.ID, since time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := r.punch[p]
+	return (res.running && res.busy.After(since.Add(-punchMaxRun))) || res.busy.After(since)
 }
 
 // relayACL lets only the peers the node deals with use its relay.
@@ -270,6 +294,14 @@ func (n *Node) relayCandidates(ctx context.Context, num int) <-chan peer.AddrInf
 			}
 			seen[ai.ID] = true
 			out = append(out, ai)
+		}
+		// A relay connection made before the node listens would leave
+		// from another port than the one peers and NATs see later: QUIC
+		// dials share the listening socket only once it exists.
+		select {
+		case <-n.listening:
+		case <-ctx.Done():
+			return
 		}
 		for _, ai := range n.cfg.Relays {
 			add(ai)
@@ -364,6 +396,8 @@ func (n *Node) ConnInfo(p peer.ID) (ConnInfo, bool) {
 		ci.Why = "direct: upgraded from a relayed connection by hole punching"
 	case !ci.Relayed:
 		ci.Why = "direct"
+	case n.reach.punchBusy(p, time.Now()):
+		ci.Why = "relayed: hole punching under way"
 	case punched && !punch.ok:
 		ci.Why = "relayed: hole punching failed (" + punch.err + "); the NATs may not allow a direct connection"
 	case n.reach.Reachability() == network.ReachabilityPrivate:
@@ -377,4 +411,114 @@ func (n *Node) ConnInfo(p peer.ID) (ConnInfo, bool) {
 func isRelayed(a ma.Multiaddr) bool {
 	_, err := a.ValueForProtocol(ma.P_CIRCUIT)
 	return err == nil
+}
+
+// Hole punching again: libp2p's DCUtR runs on the receiving side of a
+// relayed connection when it comes in, and only once that node knows a
+// public address of its own. A relayed connection that came in earlier
+// (both nodes had just started) or whose punch failed (a NAT that since
+// changed, a busy moment) stays relayed for good. So the dialling side of
+// a relayed connection to a peer the node deals with dials it again
+// through the relay, which makes the peer punch again: punchFirst after
+// the connection opened with no attempt, then punchRetry after each
+// failure, doubling up to punchRetryMax.
+const (
+	punchTick     = 2 * time.Second
+	punchFirst    = 4 * time.Second
+	punchRetry    = 10 * time.Second
+	punchRetryMax = 15 * time.Minute
+	punchMaxRun   = time.Minute // a punch still running after this is taken as lost
+)
+
+// punchState is when to retry hole punching with a peer.
+type punchState struct {
+	next time.Time
+	wait time.Duration
+}
+
+// retryPunches runs until the node stops; it alone owns its state.
+func (n *Node) retryPunches() {
+	t := time.NewTicker(punchTick)
+	defer t.Stop()
+	state := make(map[peer.ID]*punchState)
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case now := <-t.C:
+			n.punchRound(now, state)
+		}
+	}
+}
+
+// punchRound redials, through the relay, each peer the node deals with
+// that it reaches through a relayed connection of its own making alone
+// and whose time has come.
+func (n *Node) punchRound(now time.Time, state map[peer.ID]*punchState) {
+	net := n.host.Network()
+	var wanted map[peer.ID]bool
+	seen := make(map[peer.ID]bool)
+	for _, p := range net.Peers() {
+		var out []network.Conn
+		direct := false
+		for _, c := range net.ConnsToPeer(p) {
+			switch {
+			case !isRelayed(c.RemoteMultiaddr()):
+				direct = true
+			case c.Stat().Direction == network.DirOutbound:
+				out = append(out, c)
+			}
+		}
+		if direct || len(out) == 0 {
+			continue
+		}
+		if wanted == nil {
+			wanted = make(map[peer.ID]bool)
+			for _, w := range n.wantedPeers() {
+				wanted[w] = true
+			}
+		}
+		if !wanted[p] && !n.knownPeer(p) {
+			continue
+		}
+		seen[p] = true
+		st := state[p]
+		if st == nil {
+			opened := now
+			for _, c := range out {
+				if o := c.Stat().Opened; o.Before(opened) {
+					opened = o
+				}
+			}
+			st = &punchState{next: opened.Add(punchFirst), wait: punchRetry}
+			state[p] = st
+		}
+		if n.reach.punchBusy(p, now.Add(-punchFirst)) {
+			continue // a punch runs or just ran: wait for its outcome
+		}
+		if now.Before(st.next) {
+			continue
+		}
+		st.next, st.wait = now.Add(st.wait), min(2*st.wait, punchRetryMax)
+		n.log.Debug("redialling a relayed peer for hole punching", "remote", p.String())
+		for _, c := range out {
+			if err := c.Close(); err != nil {
+				n.log.Debug("close relayed connection", "remote", p.String(), "err", err)
+			}
+		}
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+			defer cancel()
+			if err := n.host.Connect(ctx, peer.AddrInfo{ID: p}); err != nil && n.ctx.Err() == nil {
+				n.log.Debug("redial relayed peer", "remote", p.String(), "err", err)
+			}
+		}()
+	}
+	for p := range state {
+		if !seen[p] {
+			delete(state, p)
+		}
+	}
 }

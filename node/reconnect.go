@@ -17,7 +17,7 @@ func (n *Node) startReconnect() error {
 		Host:     n.host,
 		Store:    n.db,
 		Peers:    n.wantedPeers,
-		FindPeer: n.dht.FindPeer,
+		FindPeer: n.findPeer,
 		Logger:   n.log,
 		Registry: n.reg,
 	})

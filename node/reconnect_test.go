@@ -16,7 +16,7 @@ import (
 
 // befriend makes node req ask node appr, which approves; it returns once
 // both see an active contact.
-func befriend(t *testing.T, nt *nodetest.Net, req, appr int) {
+func befriend(t testing.TB, nt *nodetest.Net, req, appr int) {
 	t.Helper()
 	ctx := context.Background()
 	state := func(i, j int) consent.State {
@@ -86,4 +86,34 @@ func TestReconnectAfterRestartWithoutBootstrap(t *testing.T) {
 	if got := nt.Node(a).Reconnect().Stats(); got.Wanted != 1 || got.Connected != 1 {
 		t.Fatalf("reconnect stats %+v, want 1 wanted and connected", got)
 	}
+}
+
+// BenchmarkReconnectContacts restarts a node with five contacts and no
+// bootstrap peer and reports the time until it is connected to all of them
+// again through the addresses it stored (the target is 5 s).
+func BenchmarkReconnectContacts(b *testing.B) {
+	const contacts = 5
+	nt := nodetest.Start(b, contacts+1)
+	for k := 1; k <= contacts; k++ {
+		befriend(b, nt, 0, k)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return nt.Node(0).Reconnect().Stats().Stored >= contacts },
+		"node 0 to store its contacts' addresses")
+	var total time.Duration
+	b.ResetTimer()
+	for range b.N {
+		nt.Crash(0)
+		start := time.Now()
+		n0 := nt.RestartAlone(0)
+		nt.WaitFor(30*time.Second, func() bool {
+			for k := 1; k <= contacts; k++ {
+				if n0.Host().Network().Connectedness(nt.ID(k)) != network.Connected {
+					return false
+				}
+			}
+			return true
+		}, "the restarted node to reconnect to its %d contacts", contacts)
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "reconnect-all-ms")
 }

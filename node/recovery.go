@@ -341,7 +341,7 @@ func (n *Node) refetchFrom(ctx context.Context, id identity.RoomID, p peer.ID) b
 	if n.host.Network().Connectedness(p) != network.Connected {
 		ai := n.host.Peerstore().PeerInfo(p)
 		if len(ai.Addrs) == 0 {
-			found, err := n.dht.FindPeer(ctx, p)
+			found, err := n.findPeer(ctx, p)
 			if err != nil {
 				n.log.Debug("refetch: peer not found", "room", string(id), "remote", p.String(), "err", err)
 				return false

@@ -9,6 +9,7 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/moderation"
 	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/internal/usage"
 )
@@ -131,6 +132,14 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	out["contacts"] = (contactsAPI{n.contacts}).List(ctx)
 	out["invites"] = (invitesAPI{n}).List(ctx)
 	out["moderation"] = (modAPI{n}).Rules(ctx)
+	limit := n.cfg.AgentPostLimit
+	switch {
+	case limit == 0:
+		limit = moderation.DefaultPostLimit
+	case limit < 0:
+		limit = 0
+	}
+	out["limits"] = map[string]int{"post_limit": limit} // posts per agent a minute; 0: none
 	es, err := audit.List(n.cfg.Home, time.Time{}, auditShown)
 	if err != nil {
 		n.log.Warn("dashboard: audit log", "err", err)

@@ -292,6 +292,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("the refused post is in the log: %v", err)
 	}
 	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("agent.mute")`, "the mute in the audit panel")
+	waitJS(t, b, 30*time.Second, `document.getElementById("moderation").textContent.includes("muted") && document.getElementById("limits").textContent === "no post limit"`,
+		"the mute and the post limit in the moderation panel")
 
 	// The board: alice's claim shows with its holder, note and expiry.
 	if _, err := c0.Claim(ctx, "alice", localapi.ClaimRequest{Project: "0123456789abcdef0123456789abcdef", Paths: []string{"rooms/room.go"}, Note: "splitting the room loop"}); err != nil {
@@ -299,6 +301,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	waitJS(t, b, 30*time.Second, `(() => { const r = document.querySelector('#board tr[data-path="rooms/room.go"]'); return !!r && !document.getElementById("board-panel").hidden && r.textContent.includes("alice@here") && r.textContent.includes("splitting the room loop") })()`,
 		"alice's claim on the board panel")
+
+	// Usage per agent: alice's client reported tokens, not cost.
+	in, out := int64(1200), int64(345)
+	if err := c0.Spent(ctx, "alice", localapi.Spend{TokensIn: &in, TokensOut: &out}); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, b, 30*time.Second, `(() => { const r = document.querySelector('#usage tr[data-agent="alice"]'); return !!r && r.textContent.includes("1200 / 345") && r.textContent.includes("unknown") })()`,
+		"alice's tokens, and her cost as unknown, in the usage panel")
 
 	// The decisions made from the page are in the audit log shown on it.
 	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("contact.approve")`, "the approval in the audit panel")

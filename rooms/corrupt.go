@@ -70,10 +70,11 @@ func (r *room) repair(tx *txn, it Item) bool {
 	return true
 }
 
-// holds reports whether the room has event id stored, undamaged as far as
-// it knows (a damaged one is to be fetched again). Any goroutine.
-func (r *room) holds(id ID) bool {
-	if _, ok := r.depthOfShared(id); !ok {
+// holdsRecent reports whether the room stored event id lately (its recent
+// events' depths), undamaged as far as it knows (a damaged one is to be
+// fetched again). Any goroutine.
+func (r *room) holdsRecent(id ID) bool {
+	if _, ok := r.recent.get(id); !ok {
 		return false
 	}
 	if r.nCorrupt.Load() == 0 {

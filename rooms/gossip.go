@@ -28,14 +28,12 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 		r.m.reject(ErrTooLarge)
 		return pubsub.ValidationReject
 	}
-	// An event the room holds already (it came by sync first) is dropped
+	// An event the room stored lately (it came by sync first) is dropped
 	// before the costly part: the signature check.
 	id := ID(sha256.Sum256(msg.Data))
-	if from != r.m.self {
-		if _, ok := r.depthOfShared(id); ok {
-			r.m.metrics.duplicate.Inc()
-			return pubsub.ValidationIgnore
-		}
+	if _, ok := r.recent.get(id); ok && from != r.m.self {
+		r.m.metrics.duplicate.Inc()
+		return pubsub.ValidationIgnore
 	}
 	e, err := decode(msg.Data)
 	if err != nil {
@@ -56,6 +54,14 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 		cur := r.vv[e.Author]
 		_, member := r.members[e.Author]
 		r.mu.RUnlock()
+		// Stored events are at or below their author's seq (forks too):
+		// only such a one may be stored already.
+		if e.Seq <= cur {
+			if _, ok := r.depthOfShared(id); ok {
+				r.m.metrics.duplicate.Inc()
+				return pubsub.ValidationIgnore
+			}
+		}
 		if e.Seq <= cur && e.Kind == KindCreate {
 			r.m.reject(ErrEquivocation)
 			return pubsub.ValidationReject

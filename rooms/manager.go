@@ -175,7 +175,7 @@ type DefaultPolicy struct{ Host host.Host }
 
 // CanInvite implements Policy.
 func (d DefaultPolicy) CanInvite(target peer.ID) error {
-	if d.Host.Network().Connectedness(target) != network.Connected {
+	if c := d.Host.Network().Connectedness(target); c != network.Connected && c != network.Limited {
 		return fmt.Errorf("%w: %s is not connected (connect first with `parley connect MULTIADDR`)", ErrInviteRefused, target)
 	}
 	return nil
@@ -347,7 +347,7 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 	m.leaving.drop(id)
 	m.changed(id)
 	for _, p := range r.memberList() {
-		if p != m.self && m.cfg.Host.Network().Connectedness(p) == network.Connected {
+		if p != m.self && m.reachable(p) {
 			r.requestSync(p)
 		}
 	}
@@ -635,7 +635,15 @@ func (m *Manager) since(id identity.RoomID, after uint64, limit int) ([]View, er
 		return nil, fmt.Errorf("rooms: since %s: %w", id, err)
 	}
 	out := make([]View, 0, len(refs))
+	r := m.room(id)
 	for _, rf := range refs {
+		if r != nil {
+			if v, ok := r.recentView(rf.n, rf.id); ok {
+				v.Arrival = rf.n
+				out = append(out, v)
+				continue
+			}
+		}
 		e, _, err := m.readEvent(id, rf.id)
 		if err != nil {
 			return nil, err
@@ -811,7 +819,7 @@ func viewOf(id ID, e *Event) View {
 func (r *room) randomMember() peer.ID {
 	var cands []peer.ID
 	for _, p := range r.memberList() {
-		if p != r.m.self && r.m.cfg.Host.Network().Connectedness(p) == network.Connected && r.m.cfg.Policy.Allowed(p) == nil && !r.stalledFrom(p) {
+		if p != r.m.self && r.m.reachable(p) && r.m.cfg.Policy.Allowed(p) == nil && !r.stalledFrom(p) {
 			cands = append(cands, p)
 		}
 	}

@@ -513,7 +513,7 @@ func (m *Manager) closeRoom(r *room, serve bool) {
 	r.closeListeners()
 	if serve {
 		m.leaving.add(r)
-		r.nudgeMembers()
+		r.nudgeMembers(true)
 	}
 	r.mu.Lock()
 	r.meta.Left, r.meta.Leaving = true, serve

@@ -74,10 +74,30 @@ func (m *Manager) meshSize(topic string) int {
 	return len(m.mesh[topic])
 }
 
-// nudgeMembers asks every connected member to catch up with this node.
-func (r *room) nudgeMembers() {
+// reachable reports whether the node holds a connection to p, direct or
+// through a relay: a relayed (limited) connection carries nudges and syncs,
+// not GossipSub.
+func (m *Manager) reachable(p peer.ID) bool {
+	c := m.cfg.Host.Network().Connectedness(p)
+	return c == network.Connected || c == network.Limited
+}
+
+// nudgeMembers asks members to catch up with this node: all connected
+// members, or with all false only those reached through a relay alone
+// (GossipSub does not run over relayed connections, so a published event
+// reaches them only this way or by anti-entropy).
+func (r *room) nudgeMembers(all bool) {
 	for _, p := range r.memberList() {
-		if p == r.m.self || r.m.cfg.Host.Network().Connectedness(p) != network.Connected {
+		if p == r.m.self {
+			continue
+		}
+		switch r.m.cfg.Host.Network().Connectedness(p) {
+		case network.Limited:
+		case network.Connected:
+			if !all {
+				continue
+			}
+		default:
 			continue
 		}
 		r.m.spawn(func() {

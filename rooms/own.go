@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/network"
 )
 
 // A node's data may be an older copy than what its peers hold of it: a
@@ -84,7 +82,7 @@ func (r *room) awaitOwn(ctx context.Context) error {
 	default:
 	}
 	for _, p := range r.memberList() {
-		if p != r.m.self && r.m.cfg.Host.Network().Connectedness(p) == network.Connected {
+		if p != r.m.self && r.m.reachable(p) {
 			r.requestSync(p)
 			return fmt.Errorf("%w (room %s: no member has answered yet)", ErrOwnEventsUnknown, r.id)
 		}

@@ -126,6 +126,9 @@ type room struct {
 	pendingLen atomic.Int64 // pending.Len(), for metrics
 	arrivals   uint64       // events stored here so far (the arrival log's last n); owned by run
 
+	viewMu sync.Mutex    // protects views
+	views  []arrivalView // the latest arrivals' views while run runs (views.go)
+
 	mu          sync.RWMutex // protects the fields below
 	meta        Meta
 	members     map[peer.ID]ID     // member node → the create or invite event admitting it
@@ -136,6 +139,7 @@ type room struct {
 	listeners   map[int]chan View
 	nextLis     int
 	syncing     map[peer.ID]bool // peers with a sync queued or running
+	resync      map[peer.ID]bool // peers asked for again while their sync ran: once more after it
 	syncQ       chan peer.ID
 	syncRunning bool                   // a syncWorker runs (sync.go)
 	stalls      map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
@@ -167,6 +171,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		committed: make(map[peer.ID]uint64),
 		listeners: make(map[int]chan View),
 		syncing:   make(map[peer.ID]bool),
+		resync:    make(map[peer.ID]bool),
 		syncQ:     make(chan peer.ID, 64),
 		stalls:    make(map[peer.ID]stall),
 		agents:    make(map[string]AgentMember),
@@ -284,6 +289,7 @@ func (r *room) run(ctx context.Context) {
 			if len(r.inbox) == 0 && len(r.bulk) == 0 && r.submitting == 0 {
 				r.running = false
 				r.runMu.Unlock()
+				r.dropViews()
 				return
 			}
 			r.runMu.Unlock()
@@ -332,7 +338,8 @@ type txn struct {
 	ops      []schema.Op
 	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
-	own      []*Item // own events, to publish after the write
+	arrivals []uint64 // the arrival number of each of accepted
+	own      []*Item  // own events, to publish after the write
 	says     []pendingSay
 	fetch    map[peer.ID]bool
 	forks    int    // forks this batch stores
@@ -394,6 +401,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 		go func() { synced <- r.m.cfg.Store.Sync() }()
 	}
 	self := r.m.self
+	if werr == nil {
+		r.keepViews(tx)
+	}
 	r.mu.Lock()
 	r.headsSnap = mapKeys(r.heads)
 	if werr == nil {
@@ -447,11 +457,12 @@ func (r *room) process(ctx context.Context, batch []input) {
 			r.traceBatch(tr, tx.accepted, true, StageVisible, time.Now())
 		}
 	}
-	if len(tx.own) > 0 && (topic == nil || r.m.meshSize(r.topicName()) == 0) {
+	if len(tx.own) > 0 {
 		// No mesh yet (just joined): gossip reached no one, so ask the
 		// members to pull instead of waiting for anti-entropy (now that
-		// the events are committed, so a sync serves them).
-		r.nudgeMembers()
+		// the events are committed, so a sync serves them). Members
+		// behind a relay alone are asked in any case.
+		r.nudgeMembers(topic == nil || r.m.meshSize(r.topicName()) == 0)
 	}
 	for _, s := range tx.says {
 		err := s.err
@@ -490,7 +501,7 @@ func (r *room) receive(tx *txn, it Item, from peer.ID) {
 	if r.repair(tx, it) {
 		return
 	}
-	if _, ok := r.depthOf(it.ID); ok || r.pending.Has(it.ID) {
+	if r.storedAlready(it) || r.pending.Has(it.ID) {
 		r.m.metrics.duplicate.Inc()
 		return
 	}
@@ -532,7 +543,7 @@ func (r *room) accept(tx *txn, it Item) error {
 	if e.Room != r.id {
 		return fmt.Errorf("%w: event for room %s", ErrMalformed, e.Room)
 	}
-	if _, ok := r.depthOf(it.ID); ok {
+	if r.storedAlready(it) {
 		return nil // stored meanwhile (a duplicate from the pool)
 	}
 	if e.Author != r.m.self {
@@ -666,6 +677,7 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	}
 	r.mu.Unlock()
 	tx.accepted = append(tx.accepted, viewOf(it.ID, e))
+	tx.arrivals = append(tx.arrivals, r.arrivals)
 }
 
 // author creates, signs and stores this node's next event.
@@ -746,6 +758,25 @@ func (r *room) depthOf(id ID) (uint64, bool) {
 	}
 	r.recent.put(id, d)
 	return d, true
+}
+
+// storedAlready reports whether event it is stored. An event past its
+// author's seq in the version vector cannot be (every stored event, a fork
+// too, is at or below it), so a new event costs no store lookup.
+func (r *room) storedAlready(it Item) bool {
+	if _, ok := r.recent.get(it.ID); ok {
+		return true
+	}
+	if it.Event != nil {
+		r.mu.RLock()
+		cur := r.vv[it.Event.Author]
+		r.mu.RUnlock()
+		if it.Event.Seq > cur {
+			return false
+		}
+	}
+	_, ok := r.depthOf(it.ID)
+	return ok
 }
 
 // maxAncestorWalk bounds the search for a new member's invite.

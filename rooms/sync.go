@@ -103,13 +103,19 @@ var askLimit atomic.Int64
 func init() { askLimit.Store(SyncLimit) }
 
 // requestSync queues a catch-up with p unless one is already queued or the
-// room backs off from p.
+// room backs off from p. Asked while p's sync runs (a nudge for an event p
+// stored after the sync began), it runs once more after it.
 func (r *room) requestSync(p peer.ID) {
 	if p == r.m.self || p == "" {
 		return
 	}
 	r.mu.Lock()
-	if r.syncing[p] || r.stalledLocked(p) {
+	if r.stalledLocked(p) {
+		r.mu.Unlock()
+		return
+	}
+	if r.syncing[p] {
+		r.resync[p] = true
 		r.mu.Unlock()
 		return
 	}
@@ -159,7 +165,12 @@ func (r *room) syncWorker(ctx context.Context) {
 		}
 		r.mu.Lock()
 		delete(r.syncing, p)
+		again := r.resync[p]
+		delete(r.resync, p)
 		r.mu.Unlock()
+		if again && ctx.Err() == nil {
+			r.requestSync(p)
+		}
 	}
 }
 
@@ -318,7 +329,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, want
 			return b.More, n, want, nil
 		}
 		for _, w := range b.Events {
-			if len(w) <= MaxWire && r.holds(ID(sha256.Sum256(w))) {
+			if len(w) <= MaxWire && r.holdsRecent(ID(sha256.Sum256(w))) {
 				// Stored already (gossip brought it meanwhile): no
 				// need to check its signature again.
 				r.m.metrics.duplicate.Inc()

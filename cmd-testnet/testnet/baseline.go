@@ -52,6 +52,7 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 			ratio("p50_vs_gossipsub", parley.Latency.P50, gs.Latency.P50)
 			ratio("p99_vs_gossipsub", parley.Latency.P99, gs.Latency.P99)
 			b.Targets["p50 <= 1.5x gossipsub"] = parley.Latency.P50 <= 1.5*gs.Latency.P50
+			b.Targets["p99 <= 2x gossipsub"] = parley.Latency.P99 <= 2*gs.Latency.P99
 		}
 		if nt.Latency != nil {
 			ratio("p50_vs_nats", parley.Latency.P50, nt.Latency.P50)

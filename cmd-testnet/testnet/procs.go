@@ -155,10 +155,31 @@ func (c *procs) start(ctx context.Context, i int) error {
 	if c.cfg.wrap != nil {
 		argv = c.cfg.wrap(i, argv)
 	}
+	pn, err := launch(ctx, i, home, argv)
+	if err != nil {
+		return err
+	}
+	pn.listen = listen
+	// Keep the port across restarts, as peers remember it.
+	if a, err := ma.NewMultiaddr(pn.addrs[0]); err == nil {
+		if tr, _ := ma.SplitLast(a); tr != nil {
+			pn.listen = tr.String()
+		}
+	}
+	c.mu.Lock()
+	c.nodes[i] = pn
+	c.mu.Unlock()
+	return nil
+}
+
+// launch runs argv, a `parley up` command line for the node with home
+// (wrapped or not), and waits for its ready line. Its stderr goes to
+// HOME/testnet-stderr.log; it dies with the testnet.
+func launch(ctx context.Context, i int, home string, argv []string) (*procNode, error) {
 	logPath := filepath.Join(home, "testnet-stderr.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
-		return fmt.Errorf("%w: node %d: %v", ErrNodeStart, i, err)
+		return nil, fmt.Errorf("%w: node %d: %v", ErrNodeStart, i, err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -166,12 +187,12 @@ func (c *procs) start(ctx context.Context, i int) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the testnet
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return fmt.Errorf("%w: node %d: %v", ErrNodeStart, i, err)
+		return nil, fmt.Errorf("%w: node %d: %v", ErrNodeStart, i, err)
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%w: node %d: %s: %v", ErrNodeStart, i, argv[0], err)
+		return nil, fmt.Errorf("%w: node %d: %s: %v", ErrNodeStart, i, argv[0], err)
 	}
-	pn := &procNode{i: i, home: home, listen: listen, cmd: cmd, done: make(chan struct{}), client: localapi.NewClient(node.SocketPath(home))}
+	pn := &procNode{i: i, home: home, cmd: cmd, done: make(chan struct{}), client: localapi.NewClient(node.SocketPath(home))}
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -186,13 +207,10 @@ func (c *procs) start(ctx context.Context, i int) error {
 		pn.err = cmd.Wait()
 		close(pn.done)
 	}()
-	c.mu.Lock()
-	c.nodes[i] = pn
-	c.mu.Unlock()
-	fail := func(why string) error {
+	fail := func(why string) (*procNode, error) {
 		_ = cmd.Process.Kill()
 		<-pn.done
-		return fmt.Errorf("%w: node %d (home %s): %s%s", ErrNodeStart, i, home, why, tailFile(logPath, 5))
+		return nil, fmt.Errorf("%w: node %d (home %s): %s%s", ErrNodeStart, i, home, why, tailFile(logPath, 5))
 	}
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()
@@ -210,13 +228,7 @@ func (c *procs) start(ctx context.Context, i int) error {
 		if pn.peerID == "" || len(pn.addrs) == 0 {
 			return fail(fmt.Sprintf("unreadable ready line %q", line))
 		}
-		// Keep the port across restarts, as peers remember it.
-		if a, err := ma.NewMultiaddr(pn.addrs[0]); err == nil {
-			if tr, _ := ma.SplitLast(a); tr != nil {
-				pn.listen = tr.String()
-			}
-		}
-		return nil
+		return pn, nil
 	case <-pn.done:
 		return fail(fmt.Sprintf("exited before it was ready (%v)", pn.err))
 	case <-t.C:
@@ -493,18 +505,25 @@ func (c *procs) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			t := time.NewTimer(5 * time.Second)
-			defer t.Stop()
-			select {
-			case <-p.done:
-			case <-t.C:
-				_ = p.cmd.Process.Kill()
-				<-p.done
-			}
-			p.client.Close()
+			p.stop()
 		}()
 	}
 	wg.Wait()
 	return nil
+}
+
+// stop stops the process: SIGTERM, then SIGKILL after 5 s.
+func (p *procNode) stop() {
+	if p.running() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		t := time.NewTimer(5 * time.Second)
+		defer t.Stop()
+		select {
+		case <-p.done:
+		case <-t.C:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	p.client.Close()
 }

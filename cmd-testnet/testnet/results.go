@@ -48,6 +48,12 @@ type Machine struct {
 	GoVersion string `json:"go_version"`
 	OS        string `json:"os"`
 	Arch      string `json:"arch"`
+	// LoadAvg is the machine's load average over 1, 5 and 15 minutes when
+	// the run started (Linux), before any burner.
+	LoadAvg []float64 `json:"load_avg,omitempty"`
+	// Burn is the number of CPUs kept busy by other processes during the
+	// run (cmd-testnet -burn).
+	Burn int `json:"burn,omitempty"`
 }
 
 // ScenarioResult is one scenario's figures.

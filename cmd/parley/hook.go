@@ -138,6 +138,11 @@ and answer as the client's documentation says. parley install registers them.
                        bring it now is told to you (parley who, parley status) at once
   gemini AfterTool     what the agent has pending, as context on every tool result
 
+Claude Code's and Codex's hooks also read the session's transcript (transcript_path)
+from where the last hook stopped and report the tokens it records as the agent's
+(parley usage); each record counts once, SessionStart only marks where the session
+starts, and a transcript that cannot be read is a note on stderr, never a failure.
+
 Malformed input is an error (exit 1) and changes nothing: what the agent owes stays
 owed. With no node running a hook does nothing.`,
 		Args: cobra.MinimumNArgs(2),

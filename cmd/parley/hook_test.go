@@ -177,7 +177,10 @@ func TestHooksDocumentedShapes(t *testing.T) {
 	}
 
 	// Malformed input: a clear error, and the ask stays owed.
-	for _, bad := range []string{"", "{", `{"hook_event_name":"Stop"}`, in("Stop", "")} {
+	if _, errs, code := run(t, "--home", home, "room", "ask", room.RoomID, "and the host?", "--to", "claude-code-shop", "--wait", "0s"); code != 0 {
+		t.Fatalf("ask: %s", errs)
+	}
+	for _, bad := range []string{"", "{", `{"hook_event_name":"Stop"}`, in("Stop", ""), `{"session_id":7}`, strings.Repeat("[", 100000)} {
 		_, errs, code := hook(bad, "claude", "PostToolUse")
 		if code != 1 || !strings.Contains(errs, "hook input") {
 			t.Fatalf("input %q: exit %d: %s", bad, code, errs)
@@ -185,6 +188,13 @@ func TestHooksDocumentedShapes(t *testing.T) {
 	}
 	if _, errs, code := hook(post, "claude", "NoSuchEvent"); code != 1 || !strings.Contains(errs, "PostToolUse") {
 		t.Fatalf("unknown event: exit %d: %s", code, errs)
+	}
+	if _, errs, code := runStdin(t, post, "--home", home, "hook", "claude", "PostToolUse", "extra"); code != 1 || !strings.Contains(errs, "stdin") {
+		t.Fatalf("an argument to a stdin hook: exit %d: %s", code, errs)
+	}
+	out, errs, code = hook(post, "claude", "PostToolUse")
+	if v := decodeHook(t, out); code != 0 || !strings.Contains(v.HookSpecificOutput.AdditionalContext, "and the host?") {
+		t.Fatalf("the ask after malformed input: exit %d %+v %s", code, v, errs)
 	}
 
 	// Codex's Stop: a new ask continues the turn once.

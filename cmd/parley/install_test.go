@@ -8,6 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // userDirs is a fake user: a home folder (with no Parley home in it yet)
@@ -253,5 +258,84 @@ func TestCLIDoctorNode(t *testing.T) {
 	out, _, code = u.run(t, "--home", home, "doctor")
 	if code != 1 || !strings.Contains(out, "writable by others") {
 		t.Fatalf("doctor with an open home: exit %d\n%s", code, out)
+	}
+}
+
+// Codex, end to end: install into real-looking files (comments, other
+// servers, other hooks) writes notify and the hooks; the commands as
+// written, run the way Codex runs them (notify with the notification as
+// its last argument, hooks through the shell with JSON on stdin), reach the
+// node: the idle thread's ask is told to the human at once, and the
+// PostToolUse hook carries it into the agent's next tool result. Uninstall
+// puts both files back byte for byte.
+func TestCLIInstallCodexRunsWhatItWrote(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	config := u.put(t, ".codex/config.toml", "codex-config.toml")
+	hooks := u.put(t, ".codex/hooks.json", "codex-hooks.json")
+	origConfig, origHooks := readAll(t, config), readAll(t, hooks)
+	home := filepath.Join(u.home, "parley")
+	up(t, home, "--listen", loopback)
+	if out, errs, code := u.run(t, "--home", home, "install", "codex"); code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", code, out, errs)
+	}
+	var cfg struct {
+		Notify []string `toml:"notify"`
+	}
+	if err := toml.Unmarshal([]byte(readAll(t, config)), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{parleyBin, "--home", home, "hook", "codex", "notify"}
+	if strings.Join(cfg.Notify, " ") != strings.Join(want, " ") {
+		t.Fatalf("notify = %q, want %q", cfg.Notify, want)
+	}
+	var hk struct {
+		Hooks map[string][]struct {
+			Hooks []struct{ Command string } `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal([]byte(readAll(t, hooks)), &hk); err != nil {
+		t.Fatal(err)
+	}
+	command := func(event string) string {
+		for _, g := range hk.Hooks[event] {
+			for _, h := range g.Hooks {
+				if strings.Contains(h.Command, " hook codex "+event) {
+					return h.Command
+				}
+			}
+		}
+		t.Fatalf("no Parley %s hook in %+v", event, hk)
+		return ""
+	}
+	post := command("PostToolUse")
+
+	// Codex finishes a turn: notify runs with the notification appended.
+	note := `{"type":"agent-turn-complete","thread-id":"th-1","turn-id":"1","cwd":"` + u.project + `","client":"codex-tui","input-messages":["hi"],"last-assistant-message":"hello"}`
+	if out, err := exec.Command(cfg.Notify[0], append(cfg.Notify[1:], note)...).CombinedOutput(); err != nil {
+		t.Fatalf("notify: %v\n%s", err, out)
+	}
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", home, "room", "create", "ci", "--member", "codex-project")
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ := run(t, "--home", home, "who")
+		return strings.Contains(out, "codex-project") && strings.Contains(out, "NOT REACHED: 1")
+	}, "the idle thread's invitation to be told to the human")
+
+	// The next turn's first tool result carries it.
+	sh := exec.Command("sh", "-c", post)
+	sh.Stdin = strings.NewReader(`{"session_id":"th-1","turn_id":"2","cwd":"` + u.project + `","hook_event_name":"PostToolUse","model":"gpt-5","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":"a","tool_use_id":"c1"}`)
+	out, err := sh.Output()
+	if v := decodeHook(t, string(out)); err != nil || !strings.Contains(v.HookSpecificOutput.AdditionalContext, room.RoomID) {
+		t.Fatalf("PostToolUse as written (%s): %v %+v", post, err, v)
+	}
+
+	if out, errs, code := u.run(t, "--home", home, "uninstall", "codex"); code != 0 {
+		t.Fatalf("uninstall: exit %d\n%s\n%s", code, out, errs)
+	}
+	if readAll(t, config) != origConfig || readAll(t, hooks) != origHooks {
+		t.Fatalf("after uninstall:\n%s\n%s", readAll(t, config), readAll(t, hooks))
 	}
 }

@@ -141,7 +141,7 @@ func TestMCPAgentsAreMembers(t *testing.T) {
 	}
 	for _, s := range []*mcpSession{beta, gamma} {
 		var inv map[string]any
-		nodetest.WaitFor(t, 30*time.Second, func() bool {
+		nodetest.WaitFor(t, 60*time.Second, func() bool {
 			r := s.call(t, "parley_read", map[string]any{})
 			if it := r.item("invitation"); it != nil {
 				inv = it

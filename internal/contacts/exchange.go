@@ -17,14 +17,14 @@ import (
 // addresses, then the peerstore's, then the DHT.
 func (s *Service) reach(ctx context.Context, ai peer.AddrInfo) error {
 	h := s.cfg.Host
-	if h.Network().Connectedness(ai.ID) == network.Connected {
-		return nil
+	if c := h.Network().Connectedness(ai.ID); c == network.Connected || c == network.Limited {
+		return nil // a relayed connection carries contact messages
 	}
 	var errs []error
 	try := func(ai peer.AddrInfo) bool {
 		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 		defer cancel()
-		err := h.Connect(ctx, ai)
+		err := h.Connect(network.WithAllowLimitedConn(ctx, "contact"), ai)
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -234,9 +234,9 @@ func TestAsksExpireAndAreDismissed(t *testing.T) {
 	if _, err := ib(nt, 0).Dismiss(ctx, "beta", localapi.DismissRequest{AskID: a1.AskID}); err != nil {
 		t.Fatal(err)
 	}
-	owed, _ := ib(nt, 0).Owed(ctx, "beta")
-	if len(owed) != 1 || owed[0].ID != a2.AskID {
-		t.Fatalf("owed after a dismissal: %+v", owed)
+	owed, err := ib(nt, 0).Owed(ctx, "beta")
+	if err != nil || len(owed) != 1 || owed[0].ID != a2.AskID {
+		t.Fatalf("owed after a dismissal of %s: %+v %v (want %s)", a1.AskID, owed, err, a2.AskID)
 	}
 	nt.WaitFor(10*time.Second, func() bool { o, _ := ib(nt, 0).Owed(ctx, "beta"); return len(o) == 0 }, "the ask to expire")
 }

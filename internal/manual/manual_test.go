@@ -90,3 +90,22 @@ func TestWakeAndNotice(t *testing.T) {
 		t.Fatal("a notice for nothing")
 	}
 }
+
+// The texts are plain statements: no words of command or alarm, which the
+// clients' injection defences flag in text that arrives through a hook.
+func TestTextsArePlainStatements(t *testing.T) {
+	peer := "12D3KooW" + strings.Repeat("x", 44)
+	ask := localapi.Item{Kind: "ask", ID: "a1", Room: "r1", RoomName: "release", From: "alpha@" + peer, Text: "which port?", To: "beta@" + peer}
+	inv := localapi.Item{Kind: "invitation", ID: "i1", Room: "r2", RoomName: "design", From: "gamma@" + peer, Purpose: "plan"}
+	sh := Shell{Agent: "beta"}
+	texts := []string{Invitation(inv, "beta@"+peer), Ask(ask), Reminder(ask), Wake([]localapi.Item{ask, inv}, "beta@"+peer, sh),
+		Notice(localapi.Pending{Items: []localapi.Item{ask, inv}}, "beta@"+peer, sh, 10000)}
+	for _, text := range texts {
+		low := strings.ToLower(text)
+		for _, w := range []string{"must", "important", "system", "ignore", "immediately", "urgent", "!"} {
+			if strings.Contains(low, w) {
+				t.Errorf("%q in:\n%s", w, text)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -293,9 +294,14 @@ func (b badgerLogger) Errorf(f string, a ...any) {
 func (b badgerLogger) Warningf(f string, a ...any) {
 	b.l.Warn(fmt.Sprintf(f, a...), "component", "badger")
 }
-func (b badgerLogger) Infof(f string, a ...any) {
-	b.l.Debug(fmt.Sprintf(f, a...), "component", "badger")
-}
-func (b badgerLogger) Debugf(f string, a ...any) {
-	b.l.Debug(fmt.Sprintf(f, a...), "component", "badger")
+func (b badgerLogger) Infof(f string, a ...any) { b.debug(f, a) }
+
+func (b badgerLogger) Debugf(f string, a ...any) { b.debug(f, a) }
+
+// debug formats a line only when debug lines are logged: Badger writes one
+// for every write.
+func (b badgerLogger) debug(f string, a []any) {
+	if b.l.Enabled(context.Background(), slog.LevelDebug) {
+		b.l.Debug(fmt.Sprintf(f, a...), "component", "badger")
+	}
 }

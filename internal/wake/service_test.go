@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -185,7 +187,7 @@ func (w waiter) get(t *testing.T) result {
 // who` and `parley status`, the metric. Read at last, the count goes and
 // the log says so.
 func TestRoutesInOrderThenTheHuman(t *testing.T) {
-	f := newFixture(t, 300*time.Millisecond)
+	f := newFixture(t, 500*time.Millisecond)
 	// Registered in the reverse of their order: the order is the kind's.
 	channel := f.wait(localapi.WakeChannel, "s1", 50)
 	nodetest.WaitFor(t, 20*time.Second, f.routes("channel"), "the channel route")
@@ -196,22 +198,19 @@ func TestRoutesInOrderThenTheHuman(t *testing.T) {
 
 	id := f.ask("which port?")
 	for _, w := range []struct {
-		name string
+		kind string
 		w    waiter
-		left string
-	}{{"stop", stop, "channel,appserver"}, {"appserver", app, "channel"}, {"channel", channel, ""}} {
+	}{{"stop", stop}, {"appserver", app}, {"channel", channel}} {
 		r := w.w.get(t)
 		if r.err != nil || len(r.w.Items) != 1 || r.w.Items[0].ID != id || r.w.Items[0].Text != "which port?" {
-			t.Fatalf("%s route: %+v %v", w.name, r.w, r.err)
+			t.Fatalf("%s route: %+v %v", w.kind, r.w, r.err)
 		}
-		if got := strings.Join(f.status().Routes, ","); got != w.left {
-			t.Fatalf("after the %s route had it, routes %q", w.name, got)
-		}
-		// (After the last route, the human may be told any moment now.)
-		if n := f.status().Unreached; n != 0 && w.left != "" {
-			t.Fatalf("the human was told while the %s route had its turn", w.name)
+		// A waiter is handed its items once, and is done.
+		if slices.Contains(f.status().Routes, w.kind) {
+			t.Fatalf("the %s route is still there after it had the item: %v", w.kind, f.status().Routes)
 		}
 	}
+	// Told once, after all three had their turn (the log line names them).
 	nodetest.WaitFor(t, 20*time.Second, f.unreached(1), "the human to be told")
 	if l := f.log.lines("level=WARN", "tell its human", "item="+id, "routes_tried=stop,appserver,channel", "idle=false"); len(l) != 1 {
 		t.Fatalf("log lines %q in\n%s", l, f.log)
@@ -389,7 +388,8 @@ func TestIdleSessionTellsTheHumanAtOnce(t *testing.T) {
 		"the ask after a turn that read to be told at once")
 }
 
-// The terminal route pastes into the agent's pane; a pane that closes is
+// The terminal route pastes into the agent's pane (within the limit, 2 s
+// here, generous for a loaded machine); a pane that closes is
 // dropped at the next delivery, and the item goes on (here, to the human
 // after the limit); a pane whose program has exited, or no tmux server, is
 // refused as a route.
@@ -400,8 +400,8 @@ func TestTerminalRouteAndDeadPanes(t *testing.T) {
 		}
 		t.Skip("tmux is not installed")
 	}
-	f := newFixture(t, 500*time.Millisecond)
-	srv := tmux.Server{Name: "parley-wake-test-" + strings.ReplaceAll(t.Name(), "/", "-"), Config: "/dev/null"}
+	f := newFixture(t, 2*time.Second)
+	srv := tmux.Server{Name: fmt.Sprintf("parley-wake-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
 	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
 	script, err := filepath.Abs(filepath.Join("tmux", "testdata", "fakeagent.sh"))
 	if err != nil {

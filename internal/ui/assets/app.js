@@ -262,6 +262,9 @@
       })));
       $("usage").appendChild(el("caption", { cls: "muted", text: "tokens and cost as the agents' clients reported them; unknown: never reported" }));
     },
+    limits: function (l) {
+      $("limits").textContent = l && l.post_limit ? "each agent of this node may post " + l.post_limit + " messages and asks a minute (agent_post_limit)" : "no post limit";
+    },
     moderation: function (rules) {
       $("moderation-panel").hidden = false;
       fill($("moderation"), [el("table", {}, [head(["agent", "", "by", "since"])].concat((rules || []).map(function (r) {
