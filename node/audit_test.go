@@ -231,13 +231,19 @@ func TestInviteAnswersAreAudited(t *testing.T) {
 		w, err := cs[0].Invites(ctx)
 		return err == nil && len(w) == 2
 	}, "two invites to wait on node 0")
+	var got []string
+	held := "peer:" + nt.ID(1).String() + " room.held "
+	nt.WaitFor(30*time.Second, func() bool {
+		got = auditActions(t, nt, 0)
+		return slices.Contains(got, held+ids[0]) && slices.Contains(got, held+ids[1])
+	}, "node 0 to record the two invites held for the user")
 	if _, err := cs[0].InviteAccept(ctx, ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs[0].InviteDecline(ctx, ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	got := auditActions(t, nt, 0)
+	got = auditActions(t, nt, 0)
 	for _, w := range []string{"human room.accept " + ids[0], "human room.decline " + ids[1]} {
 		if !slices.Contains(got, w) {
 			t.Fatalf("audit log lacks %q:\n%s", w, strings.Join(got, "\n"))

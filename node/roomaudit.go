@@ -1,6 +1,9 @@
 package node
 
 import (
+	"maps"
+	"time"
+
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
@@ -14,7 +17,8 @@ const roomAuditBatch = 512
 // roomAuditor records in the node's audit log the membership decisions other
 // nodes take in its rooms, as their events arrive: this node invited into a
 // room or removed from one, and, in rooms it is in, other nodes invited,
-// removed or leaving (actor peer:<the deciding node>). The node's own
+// removed or leaving (actor peer:<the deciding node>), and invites from
+// nodes that are not contacts, held for the user (room.held). The node's own
 // decisions are recorded where it takes them (internal/inbox).
 //
 // It follows the rooms' arrival logs from where they stood when the node
@@ -42,14 +46,23 @@ func (n *Node) startRoomAudit() {
 		a.cursor[in.ID] = in.Events
 		a.joined[in.ID] = 0
 	}
+	held := map[identity.RoomID]time.Time{}
+	for _, w := range n.rooms.Invites() {
+		held[w.Room] = w.At
+	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		defer stop()
+		tick := time.NewTicker(heldAuditInterval)
+		defer tick.Stop()
 		for {
 			select {
 			case <-n.ctx.Done():
 				return
+			case <-tick.C:
+				a.held(held)
+				continue
 			case <-changes:
 			}
 			var ids []identity.RoomID
@@ -59,6 +72,26 @@ func (n *Node) startRoomAudit() {
 			}
 		}
 	}()
+}
+
+// heldAuditInterval is how often the auditor looks for new invites that
+// wait for the user.
+const heldAuditInterval = 2 * time.Second
+
+// held records the invites that came to wait for the user since the last
+// look (seen: those already recorded, by room and arrival time).
+func (a *roomAuditor) held(seen map[identity.RoomID]time.Time) {
+	now := map[identity.RoomID]time.Time{}
+	for _, w := range a.n.rooms.Invites() {
+		now[w.Room] = w.At
+		if at, ok := seen[w.Room]; ok && at.Equal(w.At) {
+			continue
+		}
+		a.n.Audit(audit.Record{Actor: "peer:" + w.Inviter.String(), Action: audit.RoomHeld, Subject: string(w.Room),
+			Detail: map[string]string{"name": w.Name, "expires": w.Expires.UTC().Format(time.RFC3339)}})
+	}
+	clear(seen)
+	maps.Copy(seen, now)
 }
 
 // read records the decisions among room's events that arrived since the

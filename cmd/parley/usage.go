@@ -51,12 +51,17 @@ func printUsage(w io.Writer, u localapi.Usage, rooms bool) {
 		return strconv.FormatUint(*p, 10)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+	if rooms { // tokens and cost are counted per agent only
+		fmt.Fprintln(tw, "ROOM\tMSGS\tBYTES\tASKS\tANSWERED\tAVG ANSWER")
+		for _, c := range list {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", termtext.Line(c.Name), c.Messages, c.Bytes, c.AsksMade, c.AsksAnswered, avgAnswer(c))
+		}
+		return
+	}
 	fmt.Fprintf(tw, "%s\tMSGS\tBYTES\tASKS\tANSWERED\tAVG ANSWER\tTOKENS IN\t(CACHE READ/WRITE)\tTOKENS OUT\tCOST\n", what)
 	for _, c := range list {
-		avg := ""
-		if c.AsksAnswered > 0 {
-			avg = fmt.Sprintf("%.1fs", c.AnswerSecs)
-		}
+		avg := avgAnswer(c)
 		cost := "unknown"
 		if c.CostUSD != nil {
 			cost = fmt.Sprintf("$%.4f", *c.CostUSD)
@@ -64,5 +69,11 @@ func printUsage(w io.Writer, u localapi.Usage, rooms bool) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s/%s\t%s\t%s\n", termtext.Line(c.Name), c.Messages, c.Bytes, c.AsksMade, c.AsksAnswered, avg,
 			num(c.TokensIn), num(c.CacheRead), num(c.CacheWrite), num(c.TokensOut), cost)
 	}
-	tw.Flush()
+}
+
+func avgAnswer(c localapi.UsageCounts) string {
+	if c.AsksAnswered == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fs", c.AnswerSecs)
 }

@@ -52,6 +52,7 @@ const (
 	RoomInvite     = "room.invite"
 	RoomRemove     = "room.remove"
 	RoomLeave      = "room.leave"
+	RoomHeld       = "room.held"    // an invite from a node that is not a contact, waiting for the user
 	RoomAccept     = "room.accept"  // an invite that waited for the user, accepted
 	RoomDecline    = "room.decline" // an invite that waited for the user, declined
 	OrgTrust       = "org.trust"
