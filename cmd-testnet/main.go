@@ -5,7 +5,7 @@
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
 //	    [-cpuprofile FILE] [-burn N] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
 //	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
-//	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-json FILE]
+//	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-relay-drop] [-json FILE]
 //
 // It exits 0 when every scenario delivered every message with the same order
 // on every node, 1 when one did not (or the run failed), 2 on a usage
@@ -97,6 +97,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs.Var(&nat, "nat", "with -netns: the NAT lab instead of the scenarios, `cone` (default) or symmetric: A and B behind NATs, a public relay (needs root and nft)")
 	fs.IntVar(&out.natRuns, "runs", 1, "with -nat: how many times to run the NAT scenario")
 	fs.IntVar(&out.natMessages, "messages", 10, "with -nat: messages each of A and B says")
+	fs.BoolVar(&out.natRelayDrop, "relay-drop", false, "with -nat: kill the relay while A and B talk, say more, start it again; every message must arrive")
 	fs.StringVar(&scenario, "scenario", "all", "scenario: "+strings.Join(testnet.Scenarios, "|")+"|all (comma-separated for several)")
 	fs.StringVar(&out.json, "json", "", "write the full results as JSON to `FILE`")
 	fs.StringVar(&out.svg, "svg", "", "write a chart of the latency distributions to `FILE` (SVG)")
@@ -251,6 +252,7 @@ type outputs struct {
 	// The NAT lab, when nat is set.
 	nat                  string
 	natRuns, natMessages int
+	natRelayDrop         bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -343,7 +345,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runNAT runs the NAT lab and prints one line a run and a summary.
 func runNAT(ctx context.Context, cfg testnet.Config, out outputs, stdout, stderr io.Writer) int {
-	res, err := testnet.RunNAT(ctx, testnet.NATConfig{NAT: out.nat, Runs: out.natRuns, Messages: out.natMessages, Parley: cfg.Parley, Dir: cfg.Dir}, stderr)
+	res, err := testnet.RunNAT(ctx, testnet.NATConfig{NAT: out.nat, Runs: out.natRuns, Messages: out.natMessages, RelayDrop: out.natRelayDrop, Parley: cfg.Parley, Dir: cfg.Dir}, stderr)
 	switch {
 	case errors.Is(err, testnet.ErrUsage):
 		fmt.Fprintf(stderr, "cmd-testnet: %v\n", err)
@@ -408,6 +410,9 @@ func printNAT(w io.Writer, res testnet.NATResult) {
 		case r.Why != "":
 			fmt.Fprintf(w, "  run %d: %s\n", k+1, r.Why)
 		}
+		if r.RelayBackS > 0 {
+			fmt.Fprintf(w, "  run %d: the relay was killed and started again: every message said meanwhile arrived %.1f s after it came back\n", k+1, r.RelayBackS)
+		}
 	}
 	fmt.Fprintf(w, "\ndirect connections: %.0f%% of %d runs\n", 100*res.DirectShare, len(res.Runs))
 	if res.OK {
@@ -425,8 +430,12 @@ func printTable(w io.Writer, res testnet.Results) {
 	if c.Delay > 0 {
 		link = fmt.Sprintf(", link delay %g ms", c.Delay)
 	}
-	fmt.Fprintf(w, "Parley testnet: %d nodes (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n",
-		c.Nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
+	nodes := fmt.Sprintf("%d nodes", c.Nodes)
+	if slices.Equal(c.Scenarios, []string{"scale"}) {
+		nodes = fmt.Sprintf("N = %s nodes", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.Scale)), ","), "[]"))
+	}
+	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n",
+		nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
 	if m := res.Machine; len(m.LoadAvg) == 3 || m.Burn > 0 {
 		var parts []string
 		if len(m.LoadAvg) == 3 {
@@ -586,7 +595,7 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 	}
 	fmt.Fprintf(w, "\nscale (%s): rooms of %d, windows of %gs at idle and with every node saying %g msg/s; per node\n", sr.Mode, sr.RoomSize, sr.WindowS, sr.PerNodeRate)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\trooms\tstart s\tRSS MiB\theap MiB\tgoroutines\tpeers\tidle CPU ms/s\tloaded CPU ms/s\tloaded RSS MiB\tdelivered\tp50 ms\tp99 ms\tload avg\t")
+	fmt.Fprintln(tw, "nodes\trooms\tstart s\tRSS MiB\theap MiB\tgoroutines\tpeers\tfiles\tidle CPU ms/s\tloaded CPU ms/s\tloaded RSS MiB\tdelivered\tp50 ms\tp99 ms\tload avg\t")
 	for _, r := range sr.Rows {
 		lat := "-\t-"
 		if r.Latency != nil {
@@ -596,8 +605,8 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 		if r.Saturated {
 			sat = " (CPU-bound)"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f%s\t%.1f\t%d/%d\t%s\t%.2f\t\n", r.Nodes, r.Rooms, r.StartS,
-			r.Idle.RSSPerNodeMiB, r.Idle.HeapPerNodeMiB, r.Idle.GoroutinesPerNode, r.Idle.PeersPerNode,
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f%s\t%.1f\t%d/%d\t%s\t%.2f\t\n", r.Nodes, r.Rooms, r.StartS,
+			r.Idle.RSSPerNodeMiB, r.Idle.HeapPerNodeMiB, r.Idle.GoroutinesPerNode, r.Idle.PeersPerNode, r.Idle.FDsPerNode,
 			1000*r.Idle.CPUPerNode, 1000*r.Load.CPUPerNode, sat, r.Load.RSSPerNodeMiB, r.Delivered, r.Expected, lat, r.Load1)
 	}
 	tw.Flush()

@@ -18,14 +18,18 @@ import (
 //	2 peer    bytes  the node's peer ID (Ed25519 only)
 //	3 handle  text   the user's handle, 1–64 bytes, one line (see checkLine)
 //	4 seq     uint   ≥ 1; a higher seq replaces a lower one (unix ms at sealing)
+//	5 member  bytes  optional: the node's organisation membership certificate
+//	                 (a sealed consent.OrgRecord, at most MaxNodeCardMember
+//	                 bytes), carried as it is: readers check it themselves
 //
 // The wire form is {1: payload, 2: sig} with sig the node's signature under
 // identity.DomainNodeCard, at most MaxNodeCardWire bytes, in one encoding.
 
 // Node card limits.
 const (
-	NodeCardVersion = 1
-	MaxNodeCardWire = 512
+	NodeCardVersion   = 1
+	MaxNodeCardMember = 4096
+	MaxNodeCardWire   = 512 + MaxNodeCardMember
 )
 
 // NodeCard is a node's signed handle.
@@ -33,6 +37,10 @@ type NodeCard struct {
 	Peer   peer.ID
 	Handle string
 	Seq    uint64
+	// Member is the node's membership certificate of its organisation
+	// (a sealed consent.OrgRecord), nil without one. The card's signature
+	// says only that the node shows it: readers verify it.
+	Member []byte
 }
 
 type nodeCardPayload struct {
@@ -40,6 +48,7 @@ type nodeCardPayload struct {
 	Peer   []byte `cbor:"2,keyasint,omitempty"`
 	Handle string `cbor:"3,keyasint,omitempty"`
 	Seq    uint64 `cbor:"4,keyasint,omitempty"`
+	Member []byte `cbor:"5,keyasint,omitempty"`
 }
 
 var nodeCardDec = canon.StrictDec(16) // a node card holds no array; 16 is the least the decoder takes
@@ -57,6 +66,9 @@ func (c *NodeCard) validate() error {
 	if c.Seq == 0 {
 		return fmt.Errorf("%w: node card seq 0", ErrMalformed)
 	}
+	if len(c.Member) > MaxNodeCardMember {
+		return fmt.Errorf("%w: membership certificate is %d bytes, limit %d", ErrTooLarge, len(c.Member), MaxNodeCardMember)
+	}
 	return nil
 }
 
@@ -68,7 +80,7 @@ func SealNodeCard(priv crypto.PrivKey, c *NodeCard) ([]byte, error) {
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("discovery: seal node card: %w", err)
 	}
-	p := nodeCardPayload{V: NodeCardVersion, Peer: []byte(c.Peer), Handle: c.Handle, Seq: c.Seq}
+	p := nodeCardPayload{V: NodeCardVersion, Peer: []byte(c.Peer), Handle: c.Handle, Seq: c.Seq, Member: c.Member}
 	wire, err := seal(priv, identity.DomainNodeCard, p, MaxNodeCardWire)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: seal node card: %w", err)
@@ -106,7 +118,7 @@ func decodeNodeCard(wire []byte) (*NodeCard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: peer: %v", ErrBadPeer, err)
 	}
-	c := &NodeCard{Peer: id, Handle: p.Handle, Seq: p.Seq}
+	c := &NodeCard{Peer: id, Handle: p.Handle, Seq: p.Seq, Member: p.Member}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}

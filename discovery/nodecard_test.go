@@ -54,6 +54,7 @@ func FuzzDecodeNodeCard(f *testing.F) {
 	f.Add(w, false)
 	f.Add(mustMarshal(f, nodeCardPayload{V: 1, Peer: []byte(me), Handle: "bob", Seq: 2}), true)
 	f.Add([]byte{}, false)
+	f.Add(mustMarshal(f, nodeCardPayload{V: 1, Peer: []byte(me), Handle: "carol", Seq: 3, Member: []byte("a certificate")}), true)
 	f.Fuzz(func(t *testing.T, data []byte, resign bool) {
 		wire := data
 		if resign {

@@ -21,7 +21,13 @@ type apiBackend struct{ n *Node }
 var _ localapi.Backend = apiBackend{}
 
 func (b apiBackend) Info() localapi.Info {
-	return localapi.Info{PeerID: b.n.id.String(), Handle: b.n.cfg.Handle, Addrs: addrStrings(b.n.Addrs())}
+	in := localapi.Info{PeerID: b.n.id.String(), Handle: b.n.cfg.Handle, Addrs: addrStrings(b.n.Addrs())}
+	if b.n.org != nil {
+		if r := b.n.org.Mine(); r != nil {
+			in.Org = &localapi.Membership{OrgID: r.Org.String(), Name: r.Name, Until: r.NotAfter}
+		}
+	}
+	return in
 }
 
 func (b apiBackend) Status() localapi.Status {
@@ -79,6 +85,9 @@ func (b apiBackend) Peers() []localapi.Peer {
 		if b.n.names != nil {
 			if h, ok := b.n.names.Handle(id); ok {
 				pe.Handle, pe.Name = h, b.n.names.Name(id)
+			}
+			if m := b.n.names.Member(id); m != nil {
+				pe.Org = &localapi.Membership{OrgID: m.Org.String(), Name: m.Name, Until: m.Until}
 			}
 		}
 		out = append(out, pe)

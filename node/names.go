@@ -24,6 +24,19 @@ func (n *Node) newNames() error {
 		Store:  n.db,
 		Hints:  n.contactHandles,
 		Wanted: n.namedPeers,
+		Member: func() []byte {
+			if r := n.org.Mine(); r != nil {
+				return r.Wire
+			}
+			return nil
+		},
+		CheckMember: func(p peer.ID, wire []byte) (names.Membership, error) {
+			r, err := n.org.CheckCard(p, wire)
+			if err != nil {
+				return names.Membership{}, err
+			}
+			return names.Membership{Org: r.Org, Name: r.Name, Until: r.NotAfter}, nil
+		},
 		Logger: n.log,
 	})
 	if err != nil {
@@ -82,6 +95,9 @@ func (a namesAPI) Names(context.Context) []localapi.NameEntry {
 	out := make([]localapi.NameEntry, len(es))
 	for i, e := range es {
 		out[i] = localapi.NameEntry{PeerID: e.Peer.String(), Handle: e.Handle, Name: e.Name}
+		if m := e.Member; m != nil {
+			out[i].Org = &localapi.Membership{OrgID: m.Org.String(), Name: m.Name, Until: m.Until}
+		}
 	}
 	return out
 }

@@ -183,3 +183,72 @@ func counter(nt *nodetest.Net, i int, name, label string) float64 {
 	}
 	return 0
 }
+
+// A node's card shows its membership certificate: its contacts read the
+// organisation next to its name. A forged certificate, one for another
+// node, an expired or a revoked one is not shown, and each is counted.
+func TestOrgMembershipOnCard(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	befriend(t, nt, 0, 1)
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	x.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(1), Handle: "bob"})
+	if in := nt.Node(1).Org().Mine(); in == nil {
+		t.Fatal("node 1 holds no membership")
+	}
+	// Node 0 asks for node 1's card when they connect again.
+	nt.Crash(0)
+	nt.Restart(0)
+	nt.WaitFor(30*time.Second, func() bool {
+		m := nt.Node(0).Names().Member(nt.ID(1))
+		return m != nil && m.Org == x.id && m.Name == "Xco"
+	}, "node 0 to read node 1's membership on its card")
+
+	now := time.Now()
+	seal := func(key orgKey, kind consent.OrgKind, subj peer.ID, from, until time.Time, seq uint64) []byte {
+		t.Helper()
+		w, err := consent.NewOrgRecord(key.priv, consent.OrgRecord{Name: key.name, Kind: kind, Subject: subj, Handle: "h",
+			NotBefore: from, NotAfter: until, Seq: seq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	good := seal(x, consent.OrgMember, nt.ID(2), now.Add(-time.Minute), now.Add(time.Hour), 1)
+	forged := append([]byte(nil), good...)
+	forged[len(forged)-1] ^= 1
+	o := nt.Node(0).Org()
+	if _, err := o.CheckCard(nt.ID(2), good); err != nil {
+		t.Fatalf("a good certificate: %v", err)
+	}
+	for _, tc := range []struct {
+		name, reason string
+		wire         []byte
+	}{
+		{"forged", "forged", forged},
+		{"another node's", "other_peer", seal(y, consent.OrgMember, nt.ID(1), now.Add(-time.Minute), now.Add(time.Hour), 1)},
+		{"expired", "expired", seal(y, consent.OrgMember, nt.ID(2), now.Add(-2*time.Hour), now.Add(-time.Hour), 1)},
+		{"not a membership", "malformed", seal(y, consent.OrgRevoke, nt.ID(2), time.Time{}, time.Time{}, 2)},
+	} {
+		before := counter(nt, 0, "parley_org_records_refused_total", tc.reason)
+		if _, err := o.CheckCard(nt.ID(2), tc.wire); err == nil {
+			t.Errorf("%s certificate shown", tc.name)
+		}
+		if got := counter(nt, 0, "parley_org_records_refused_total", tc.reason); got != before+1 {
+			t.Errorf("%s certificate: %s refusals %v → %v", tc.name, tc.reason, before, got)
+		}
+	}
+	// Node 1 is revoked by its organisation: node 0, a member of it now
+	// too, holds the revocation and no longer shows node 1's certificate.
+	card := nt.Node(1).Org().Mine()
+	if _, err := o.CheckCard(nt.ID(1), card.Wire); err != nil {
+		t.Fatalf("node 1's certificate before its revocation: %v", err)
+	}
+	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(0), Handle: "alice"})
+	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgRevoke, Subject: nt.ID(1)})
+	if _, err := o.CheckCard(nt.ID(1), card.Wire); err == nil {
+		t.Fatal("a revoked member's certificate is shown")
+	}
+	if got := counter(nt, 0, "parley_org_records_refused_total", "revoked"); got < 1 {
+		t.Fatalf("revoked refusals: %v", got)
+	}
+}

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // Two nodes that cannot reach each other directly meet through a relay
@@ -78,7 +80,8 @@ func TestRelayedContactsThroughAContactsRelay(t *testing.T) {
 	if !ok || !ci.Relayed || ci.Relay != nt.ID(r) || !strings.HasPrefix(ci.Why, "relayed") {
 		t.Fatalf("conn info %+v %v, want relayed via %s", ci, ok, nt.ID(r))
 	}
-	if _, err := nb.Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(a)}, "over the relay"); err != nil {
+	req, err := nb.Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(a)}, "over the relay")
+	if err != nil {
 		t.Fatalf("contact request over the relay: %v", err)
 	}
 	nt.WaitFor(20*time.Second, func() bool {
@@ -87,6 +90,40 @@ func TestRelayedContactsThroughAContactsRelay(t *testing.T) {
 	}, "the request to arrive over the relayed connection")
 	if got := nb.Host().Network().Connectedness(nt.ID(a)); got != network.Limited {
 		t.Fatalf("connectedness %v, want limited (relayed only)", got)
+	}
+
+	// A room over the relay: GossipSub does not run there, yet each event
+	// reaches the other node at once (a nudge, then a sync), well before
+	// anti-entropy's next round (30 s).
+	if _, err := nt.Node(a).Contacts().Approve(ctx, req.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		c, ok := nb.Contacts().Book().Get(nt.ID(a), time.Now())
+		return ok && c.State == consent.StateActive
+	}, "the approval to come back over the relay")
+	id, err := nb.Rooms().Create(ctx, "across", "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nb.Rooms().Invite(ctx, id, nt.ID(a), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	holds := func(i int, n uint64) bool {
+		in, err := nt.Node(i).Rooms().Get(id)
+		return err == nil && in.Events >= n
+	}
+	nt.WaitFor(10*time.Second, func() bool { return holds(a, 2) }, "node %d to join over the relay", a)
+	for k, from := range []int{b, a, b, a} {
+		in, err := nt.Node(from).Rooms().Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nt.Node(from).Rooms().Say(ctx, id, rooms.SayArgs{Agent: "bot", Text: fmt.Sprintf("over the relay %d", k)}); err != nil {
+			t.Fatal(err)
+		}
+		to := a + b - from
+		nt.WaitFor(10*time.Second, func() bool { return holds(to, in.Events+1) }, "message %d to reach node %d over the relay", k, to)
 	}
 }
 

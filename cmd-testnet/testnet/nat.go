@@ -48,6 +48,10 @@ type NATConfig struct {
 	// Messages is the number of messages each of A and B says; zero
 	// means 10 (half before the connection settles, half after).
 	Messages int
+	// RelayDrop also kills the public node (the relay) once A and B talk,
+	// has both say another half of their messages while it is gone, and
+	// starts it again: every message must arrive once the relay is back.
+	RelayDrop bool
 	// Parley is the parley binary; empty means build it.
 	Parley string
 	// Dir is where node homes go; empty means a temporary folder.
@@ -79,7 +83,10 @@ type NATRun struct {
 	// Latency is from the say on one node to the event on the other, over
 	// every message.
 	Latency *Latency `json:"latency_ms,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	// RelayBackS is, with RelayDrop, the time from the relay's restart to
+	// both nodes holding every message said while it was gone.
+	RelayBackS float64 `json:"relay_back_s,omitempty"`
+	Error      string  `json:"error,omitempty"`
 }
 
 // NATResult is the outcome of RunNAT.
@@ -210,6 +217,9 @@ func natSummary(r NATRun) string {
 	lat := ""
 	if r.Latency != nil {
 		lat = fmt.Sprintf(", say→delivered p50 %.0f ms max %.0f ms", r.Latency.P50, r.Latency.Max)
+	}
+	if r.RelayBackS > 0 {
+		lat += fmt.Sprintf(", all in %.1f s after the relay came back", r.RelayBackS)
 	}
 	return fmt.Sprintf("contact %.1f s, first message %.1f s after up, %s at %.1f s, %d/%d delivered, order identical %v%s",
 		r.UpToContactS, r.UpToFirstMessageS, conn, r.SettleS, r.Delivered, r.Sent, r.OrderIdentical, lat)
@@ -503,13 +513,13 @@ func natRun(ctx context.Context, cfg NATConfig, bin, dir string, p *progress) (r
 	}
 
 	half := cfg.Messages / 2
-	say := func(from int, lo, hi int) error {
+	say := func(from int, lo, hi int, prefix string) error {
 		c, tag := a, "a"
 		if from == 2 {
 			c, tag = b, "b"
 		}
 		for k := lo; k < hi; k++ {
-			text := fmt.Sprintf("%s-%03d", tag, k)
+			text := fmt.Sprintf("%s%s-%03d", prefix, tag, k)
 			mu.Lock()
 			sentAt[text] = time.Now()
 			mu.Unlock()
@@ -529,8 +539,8 @@ func natRun(ctx context.Context, cfg NATConfig, bin, dir string, p *progress) (r
 	// The first half goes out at once, over whatever connects A and B.
 	var e1, e2 error
 	wg.Add(2)
-	go func() { defer wg.Done(); e1 = say(1, 0, half) }()
-	go func() { defer wg.Done(); e2 = say(2, 0, half) }()
+	go func() { defer wg.Done(); e1 = say(1, 0, half, "") }()
+	go func() { defer wg.Done(); e2 = say(2, 0, half, "") }()
 	wg.Wait()
 	if err := errors.Join(e1, e2); err != nil {
 		return run, err
@@ -568,8 +578,8 @@ func natRun(ctx context.Context, cfg NATConfig, bin, dir string, p *progress) (r
 
 	// The second half goes out over the settled connection.
 	wg.Add(2)
-	go func() { defer wg.Done(); e1 = say(1, half, cfg.Messages) }()
-	go func() { defer wg.Done(); e2 = say(2, half, cfg.Messages) }()
+	go func() { defer wg.Done(); e1 = say(1, half, cfg.Messages, "") }()
+	go func() { defer wg.Done(); e2 = say(2, half, cfg.Messages, "") }()
 	wg.Wait()
 	if err := errors.Join(e1, e2); err != nil {
 		return run, err
@@ -586,13 +596,43 @@ func natRun(ctx context.Context, cfg NATConfig, bin, dir string, p *progress) (r
 		return n
 	}
 	_ = poll(ctx, 60*time.Second, func() bool { return count() >= run.Sent }, "") // both says are done: run.Sent is settled
+	if cfg.RelayDrop && count() >= run.Sent {
+		// The relay goes (every circuit with it); both talk meanwhile;
+		// it comes back at the same address with the same key.
+		_ = pr.cmd.Process.Kill()
+		<-pr.done
+		pr.client.Close()
+		p.printf("the relay is gone at %.1f s; A and B say %d messages each", since(), half)
+		wg.Add(2)
+		go func() { defer wg.Done(); e1 = say(1, 0, half, "drop-") }()
+		go func() { defer wg.Done(); e2 = say(2, 0, half, "drop-") }()
+		wg.Wait()
+		if err := errors.Join(e1, e2); err != nil {
+			return run, err
+		}
+		pr, err = natNode(ctx, bin, lab.ns("r"), filepath.Join(dir, "r"), "relay", 0, both("5.0.0.10"), "relay_service = open\nreachability = public\n")
+		if err != nil {
+			return run, fmt.Errorf("the relay's restart: %w", err)
+		}
+		nodes = append(nodes, pr)
+		back := time.Now()
+		if err := poll(ctx, 90*time.Second, func() bool { return count() >= run.Sent }, "every message said while the relay was gone"); err != nil {
+			p.printf("%v", err)
+		} else {
+			run.RelayBackS = round3(time.Since(back).Seconds())
+			p.printf("every message arrived %.1f s after the relay came back", run.RelayBackS)
+		}
+	}
 	run.Delivered = count()
 	mu.Lock()
 	var lat []time.Duration
 	for text, t := range sentAt {
+		if strings.HasPrefix(text, "drop-") {
+			continue // said with no path between A and B
+		}
 		for _, ar := range seen[text] {
 			// The other node's arrival: A's messages on B, B's on A.
-			if (text[0] == 'a') == (ar.node == 2) {
+			if strings.HasPrefix(text, "a-") == (ar.node == 2) {
 				lat = append(lat, ar.at.Sub(t))
 			}
 		}

@@ -15,8 +15,9 @@ import (
 
 // TestNATLab runs the NAT scenario once behind cone NATs (the connection
 // must become direct by hole punching) and once behind symmetric NATs (it
-// must stay relayed); either way every message arrives, in the same order
-// on both nodes, and no namespace outlives the run.
+// must stay relayed, and survive its relay being killed and started again
+// while both talk); either way every message arrives, in the same order on
+// both nodes, and no namespace outlives the run.
 func TestNATLab(t *testing.T) {
 	if err := CheckNAT(); err != nil {
 		t.Skipf("skipping the NAT lab: %v", err)
@@ -35,7 +36,7 @@ func TestNATLab(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			var progress bytes.Buffer
-			res, err := RunNAT(ctx, NATConfig{NAT: nat, Messages: 6, Parley: bin, Dir: filepath.Join(dir, nat)}, &progress)
+			res, err := RunNAT(ctx, NATConfig{NAT: nat, Messages: 6, RelayDrop: nat == NATSymmetric, Parley: bin, Dir: filepath.Join(dir, nat)}, &progress)
 			if testing.Verbose() || err != nil || !res.OK {
 				t.Logf("progress:\n%s", progress.String())
 			}
@@ -49,7 +50,14 @@ func TestNATLab(t *testing.T) {
 			if !res.OK {
 				t.Fatalf("failures: %v\nrun: %+v", res.Failures, run)
 			}
-			if run.Sent != 12 || run.Delivered != run.Sent || !run.OrderIdentical || run.UpToFirstMessageS <= 0 {
+			want := 12
+			if nat == NATSymmetric {
+				want = 18 // and 6 while the relay was gone
+				if run.RelayBackS <= 0 {
+					t.Errorf("no time from the relay's return: %+v", run)
+				}
+			}
+			if run.Sent != want || run.Delivered != run.Sent || !run.OrderIdentical || run.UpToFirstMessageS <= 0 {
 				t.Fatalf("run: %+v", run)
 			}
 			if want := nat == NATCone; run.Direct != want {

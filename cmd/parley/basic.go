@@ -21,13 +21,23 @@ func idCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Info, error) { return c.ID(ctx) },
 				func(w io.Writer, v localapi.Info) {
-					fmt.Fprintf(w, "peer_id: %s\nhandle:  %s\naddrs:\n", v.PeerID, termtext.Line(v.Handle))
+					fmt.Fprintf(w, "peer_id: %s\nhandle:  %s\n", v.PeerID, termtext.Line(v.Handle))
+					if v.Org != nil {
+						fmt.Fprintf(w, "org:     %s\n", orgLine(v.Org))
+					}
+					fmt.Fprintln(w, "addrs:")
 					for _, a := range v.Addrs {
 						fmt.Fprintf(w, "  %s\n", a)
 					}
 				})
 		},
 	}
+}
+
+// orgLine shows a membership certificate: the organisation, its key and
+// the certificate's end.
+func orgLine(m *localapi.Membership) string {
+	return fmt.Sprintf("member of %s (%s) until %s", termtext.Line(m.Name), m.OrgID, m.Until.UTC().Format("2006-01-02"))
 }
 
 func statusCmd(g *globals) *cobra.Command {
@@ -39,6 +49,9 @@ func statusCmd(g *globals) *cobra.Command {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Status, error) { return c.Status(ctx) },
 				func(w io.Writer, v localapi.Status) {
 					fmt.Fprintf(w, "node %s (%s) running for %.0fs, version %s\n", v.PeerID, termtext.Line(v.Handle), v.UptimeSec, v.Version)
+					if v.Org != nil {
+						fmt.Fprintf(w, "org: %s\n", orgLine(v.Org))
+					}
 					fmt.Fprintf(w, "home: %s\npeers: %d connected, %d in the DHT routing table, %d on GossipSub\nmdns: %v\n",
 						v.Home, v.Peers, v.DHTPeers, v.PubSubPeer, v.MDNS)
 					fmt.Fprintf(w, "reachability: %s\nrelay service: %s\n", v.Reachability, v.RelayService)
@@ -68,9 +81,13 @@ func peersCmd(g *globals) *cobra.Command {
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tPEER ID\tCONN\tADDRESS\tWHY")
+					fmt.Fprintln(tw, "NAME\tORG\tPEER ID\tCONN\tADDRESS\tWHY")
 					for _, p := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(p.Name)), p.PeerID, p.Conn, strings.Join(p.Addrs, " "), termtext.Line(p.Why))
+						org := ""
+						if p.Org != nil {
+							org = p.Org.Name
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(p.Name)), dash(termtext.Line(org)), p.PeerID, p.Conn, strings.Join(p.Addrs, " "), termtext.Line(p.Why))
 					}
 					tw.Flush()
 				})

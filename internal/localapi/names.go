@@ -3,6 +3,7 @@ package localapi
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // NameEntry is a node as people read it: its handle, and the name it shows
@@ -11,6 +12,17 @@ type NameEntry struct {
 	PeerID string `json:"peer_id"`
 	Handle string `json:"handle"`
 	Name   string `json:"name"`
+	// Org is the organisation membership the node's card shows, checked
+	// by this node (its organisation's signature, for this node, live, not
+	// revoked); absent without one.
+	Org *Membership `json:"org,omitempty"`
+}
+
+// Membership is a checked organisation membership certificate.
+type Membership struct {
+	OrgID string    `json:"org_id"` // the organisation key's peer ID
+	Name  string    `json:"name"`   // the organisation's name
+	Until time.Time `json:"until"`
 }
 
 // Names lists the nodes whose handle this node knows.

@@ -14,6 +14,8 @@ type Info struct {
 	PeerID string   `json:"peer_id"`
 	Handle string   `json:"handle"`
 	Addrs  []string `json:"addrs"`
+	// Org is the node's live membership certificate, shown on its card.
+	Org *Membership `json:"org,omitempty"`
 }
 
 // Status is a summary of the running node.
@@ -53,6 +55,8 @@ type Peer struct {
 	Conn  string `json:"conn,omitempty"`
 	Relay string `json:"relay,omitempty"`
 	Why   string `json:"why,omitempty"`
+	// Org is the organisation membership its card shows, checked.
+	Org *Membership `json:"org,omitempty"`
 }
 
 // ConnectRequest asks the node to dial an address.

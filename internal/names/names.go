@@ -1,6 +1,7 @@
 package names
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -72,22 +73,41 @@ type Config struct {
 	// members of the node's rooms): a stranger that connects cannot fill the
 	// store or crowd the names. Nil: every peer's.
 	Wanted func() []peer.ID
-	Logger *slog.Logger     // nil discards
-	Now    func() time.Time // nil: time.Now
+	// Member returns this node's membership certificate of its
+	// organisation (a sealed record), shown on its card; nil: none.
+	Member func() []byte
+	// CheckMember checks the membership certificate on p's card and says
+	// what it certifies; a card whose certificate does not hold is kept
+	// without it. Nil: certificates on cards are not shown.
+	CheckMember func(p peer.ID, wire []byte) (Membership, error)
+	Logger      *slog.Logger     // nil discards
+	Now         func() time.Time // nil: time.Now
+}
+
+// Membership is what a node's checked membership certificate says.
+type Membership struct {
+	Org   peer.ID // the organisation
+	Name  string  // the organisation's name
+	Until time.Time
 }
 
 // Service learns and shows node names.
 type Service struct {
 	cfg  Config
 	self peer.ID
-	own  []byte // this node's sealed card, nil without a handle
 	log  *slog.Logger
+
+	ownMu     sync.Mutex // protects own, ownMember, ownSeq
+	own       []byte     // this node's sealed card, nil without a handle
+	ownMember []byte     // the certificate own shows
+	ownSeq    uint64
 
 	queue chan peer.ID
 
-	mu       sync.Mutex // protects cards, asked, table, wanted and wantedAt
+	mu       sync.Mutex // protects cards, members, asked, table, wanted and wantedAt
 	cards    map[peer.ID]*discovery.NodeCard
-	wanted   map[peer.ID]bool // Wanted's answer at wantedAt
+	members  map[peer.ID]Membership // checked certificates of cards
+	wanted   map[peer.ID]bool       // Wanted's answer at wantedAt
 	wantedAt time.Time
 	asked    map[peer.ID]time.Time
 	table    *table // display names, rebuilt when stale
@@ -118,15 +138,11 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("names: %w", err)
 	}
 	s := &Service{cfg: cfg, self: self, log: cfg.Logger, queue: make(chan peer.ID, queueLen),
-		cards: make(map[peer.ID]*discovery.NodeCard), asked: make(map[peer.ID]time.Time)}
+		cards: make(map[peer.ID]*discovery.NodeCard), members: make(map[peer.ID]Membership), asked: make(map[peer.ID]time.Time)}
 	if cfg.Handle != "" {
-		c := &discovery.NodeCard{Peer: self, Handle: cfg.Handle, Seq: uint64(cfg.Now().UnixMilli())}
-		w, err := discovery.SealNodeCard(cfg.Key, c)
-		if err != nil {
-			return nil, fmt.Errorf("names: this node's card (handle %q): %w", cfg.Handle, err)
+		if _, err := s.ownCard(); err != nil {
+			return nil, err
 		}
-		s.own = w
-		s.cards[self] = c
 	}
 	if cfg.Store != nil {
 		err := cfg.Store.ScanFrom(schema.NodeCardPrefix(), nil, false, func(k, v []byte) bool {
@@ -137,6 +153,7 @@ func New(cfg Config) (*Service, error) {
 			}
 			if c.Peer != self && len(s.cards) < MaxNames {
 				s.cards[c.Peer] = c
+				s.checkMember(c)
 			}
 			return true
 		})
@@ -226,15 +243,64 @@ func (s *Service) enqueue(p peer.ID) {
 	}
 }
 
+// ownCard returns this node's sealed card, sealed again (with a higher
+// seq) when its membership certificate changed.
+func (s *Service) ownCard() ([]byte, error) {
+	if s.cfg.Handle == "" {
+		return nil, nil
+	}
+	var member []byte
+	if s.cfg.Member != nil {
+		member = s.cfg.Member()
+	}
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	if s.own != nil && bytes.Equal(member, s.ownMember) {
+		return s.own, nil
+	}
+	seq := max(uint64(s.cfg.Now().UnixMilli()), s.ownSeq+1)
+	c := &discovery.NodeCard{Peer: s.self, Handle: s.cfg.Handle, Seq: seq, Member: member}
+	w, err := discovery.SealNodeCard(s.cfg.Key, c)
+	if err != nil {
+		return nil, fmt.Errorf("names: this node's card (handle %q): %w", s.cfg.Handle, err)
+	}
+	s.own, s.ownMember, s.ownSeq = w, member, seq
+	s.mu.Lock()
+	s.cards[s.self] = c
+	s.checkMember(c)
+	s.table = nil
+	s.mu.Unlock()
+	return w, nil
+}
+
+// checkMember keeps what c's membership certificate certifies, if it
+// holds. s.mu is held.
+func (s *Service) checkMember(c *discovery.NodeCard) {
+	delete(s.members, c.Peer)
+	if len(c.Member) == 0 || s.cfg.CheckMember == nil {
+		return
+	}
+	m, err := s.cfg.CheckMember(c.Peer, c.Member)
+	if err != nil {
+		s.log.Info("a node card's membership certificate is not shown", "peer", c.Peer.String(), "err", err)
+		return
+	}
+	s.members[c.Peer] = m
+}
+
 // serve writes this node's card.
 func (s *Service) serve(st network.Stream) {
 	defer st.Close()
-	if s.own == nil {
+	own, err := s.ownCard()
+	if err != nil {
+		s.log.Warn("this node's card", "err", err)
+	}
+	if own == nil {
 		_ = st.Reset()
 		return
 	}
 	_ = st.SetDeadline(time.Now().Add(fetchTimeout))
-	if err := frame.Write(st, s.own); err != nil {
+	if err := frame.Write(st, own); err != nil {
 		_ = st.Reset()
 	}
 }
@@ -289,6 +355,7 @@ func (s *Service) Learn(from peer.ID, wire []byte) error {
 		return fmt.Errorf("names: %d names known already", MaxNames)
 	}
 	s.cards[c.Peer] = c
+	s.checkMember(c)
 	s.table = nil
 	s.mu.Unlock()
 	if s.cfg.Store != nil {
@@ -414,15 +481,37 @@ type Entry struct {
 	Peer   peer.ID
 	Handle string
 	Name   string // as shown
+	// Member is the organisation membership the node's card shows, checked
+	// (nil: none, or one that does not hold).
+	Member *Membership
+}
+
+// Member is the checked organisation membership p's card shows (nil:
+// none, or one that does not hold).
+func (s *Service) Member(p peer.ID) *Membership {
+	now := s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.members[p]; ok && now.Before(m.Until) {
+		return &m
+	}
+	return nil
 }
 
 // All lists the known nodes by name.
 func (s *Service) All() []Entry {
 	t := s.current()
 	out := make([]Entry, 0, len(t.name))
+	now := s.cfg.Now()
+	s.mu.Lock()
 	for p, n := range t.name {
-		out = append(out, Entry{Peer: p, Handle: t.handle[p], Name: n})
+		e := Entry{Peer: p, Handle: t.handle[p], Name: n}
+		if m, ok := s.members[p]; ok && now.Before(m.Until) {
+			e.Member = &m
+		}
+		out = append(out, e)
 	}
+	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -57,6 +57,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/frame"
 	"github.com/parley-mesh/parley/internal/store/schema"
@@ -71,6 +72,9 @@ var (
 	ErrNoOrg     = errors.New("org: this node is not a member of an organisation")
 	ErrStale     = errors.New("org: a newer record is held")
 	ErrNotMember = errors.New("org: not a live member")
+	// ErrCard is returned by CheckCard for a certificate that is not a
+	// live membership of the card's node.
+	ErrCard = errors.New("org: the card's membership certificate does not hold")
 )
 
 // Store is where records live; internal/store's DB implements it.
@@ -128,7 +132,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, self: cfg.Host.ID(), log: cfg.Logger,
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_org_records_refused_total",
-			Help: "Organisation records refused, by reason (malformed, forged, other_org, stale, not_contact).",
+			Help: "Organisation records refused, by reason (malformed, forged, other_org, stale, not_contact; on node cards also other_peer, expired, revoked).",
 		}, []string{"reason"}),
 		auto: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_org_auto_approvals_total",
@@ -640,3 +644,38 @@ func (s *Service) Tag(p, org peer.ID) error {
 
 // TaggedWith returns the organisation p became a contact through ("" none).
 func (s *Service) TaggedWith(p peer.ID) peer.ID { return s.taggedWith(p) }
+
+// CheckCard checks the membership certificate that p's node card shows:
+// a member record, signed by its organisation, for p, live now and not
+// revoked by a newer record this node holds. A refusal is counted in
+// parley_org_records_refused_total (forged, malformed, other_peer,
+// expired, revoked).
+func (s *Service) CheckCard(p peer.ID, wire []byte) (*consent.OrgRecord, error) {
+	r, err := consent.ParseOrgRecord(wire)
+	switch {
+	case err != nil && errors.Is(err, identity.ErrBadSignature):
+		s.refused.WithLabelValues("forged").Inc()
+		return nil, fmt.Errorf("org: the certificate on %s's card: %w", p, err)
+	case err != nil:
+		s.refused.WithLabelValues("malformed").Inc()
+		return nil, fmt.Errorf("org: the certificate on %s's card: %w", p, err)
+	case r.Kind != consent.OrgMember:
+		s.refused.WithLabelValues("malformed").Inc()
+		return nil, fmt.Errorf("%w: the record on %s's card is a %s, not a membership", ErrCard, p, r.Kind)
+	case r.Subject != p:
+		s.refused.WithLabelValues("other_peer").Inc()
+		return nil, fmt.Errorf("%w: %s's card shows the membership of %s", ErrCard, p, r.Subject)
+	case !r.LiveAt(s.cfg.Now()):
+		s.refused.WithLabelValues("expired").Inc()
+		return nil, fmt.Errorf("%w: %s's membership of %s is valid from %s to %s", ErrCard, p, r.Name,
+			r.NotBefore.UTC().Format(time.RFC3339), r.NotAfter.UTC().Format(time.RFC3339))
+	}
+	s.mu.Lock()
+	newer := s.get(r.Org, 'm', p)
+	s.mu.Unlock()
+	if newer != nil && newer.Kind == consent.OrgRevoke && newer.Seq > r.Seq {
+		s.refused.WithLabelValues("revoked").Inc()
+		return nil, fmt.Errorf("%w: %s's membership of %s is revoked", ErrCard, p, r.Name)
+	}
+	return r, nil
+}
