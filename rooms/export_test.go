@@ -47,3 +47,12 @@ func SetAskLimit(n int) func() {
 	old := askLimit.Swap(int64(n))
 	return func() { askLimit.Store(old) }
 }
+
+// KeepsViews reports whether a room keeps its recent arrivals' views (its
+// goroutine runs).
+func (m *Manager) KeepsViews(id identity.RoomID) bool {
+	r := m.room(id)
+	r.viewMu.Lock()
+	defer r.viewMu.Unlock()
+	return r.views != nil
+}

@@ -2,6 +2,7 @@ package rooms_test
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -76,5 +77,49 @@ func TestTraceStages(t *testing.T) {
 	vis, _ := s.get(1, id, rooms.StageVisible)
 	if st.Before(v) || vis.Before(st) {
 		t.Fatalf("receiver stages out of order: validated %v, stored %v, visible %v", v, st, vis)
+	}
+}
+
+// TestSinceFromRecentViews: what Since returns from a busy room's recent
+// views is what it reads from the store once the room is idle.
+func TestSinceFromRecentViews(t *testing.T) {
+	// Anti-entropy, rare here, would keep the rooms busy.
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Hour
+	}))
+	room := openRoom(t, nt, 1)
+	ctx := context.Background()
+	reply, err := mgr(nt, 0).Say(ctx, room, rooms.SayArgs{Agent: identity.HumanAgent, Text: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []rooms.SayArgs{
+		{Agent: identity.HumanAgent, Text: "an answer", ReplyTo: &reply},
+		{Agent: identity.HumanAgent, Text: "a question?", Ask: true, To: "someone@" + nt.ID(1).String()},
+	} {
+		if _, err := mgr(nt, 0).Say(ctx, room, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitConverged(t, nt, room, 6, 40*time.Second, 0, 1)
+	var hot [2][]rooms.View
+	for i := range 2 {
+		if !mgr(nt, i).KeepsViews(room) {
+			t.Skipf("node %d's room went idle before it was read (a slow machine)", i)
+		}
+		if hot[i], err = mgr(nt, i).Since(room, 0, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		nt.WaitFor(30*time.Second, func() bool { return !mgr(nt, i).KeepsViews(room) }, "node %d's room to go idle", i)
+		cold, err := mgr(nt, i).Since(room, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hot[i]) != 6 || !reflect.DeepEqual(hot[i], cold) {
+			t.Fatalf("node %d: Since from recent views:\n%+v\nfrom the store:\n%+v", i, hot[i], cold)
+		}
 	}
 }

@@ -20,6 +20,7 @@ type procUsage struct {
 	RSS     int64         // resident bytes
 	RSSAnon int64         // resident anonymous bytes (heap, stacks), without mapped files
 	Threads int
+	FDs     int // open files (sockets included)
 }
 
 // readProc reads /proc/PID/stat and /proc/PID/status (pid 0: this
@@ -52,6 +53,9 @@ func readProc(pid int) (procUsage, error) {
 	}
 	u.CPU = time.Duration(ut+st) * time.Second / clockTicks
 	u.Threads = th
+	if fds, err := os.ReadDir(dir + "/fd"); err == nil {
+		u.FDs = len(fds)
+	}
 	status, err := os.ReadFile(dir + "/status")
 	if err != nil {
 		return u, err

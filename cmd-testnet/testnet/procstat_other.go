@@ -12,6 +12,7 @@ type procUsage struct {
 	RSS     int64
 	RSSAnon int64
 	Threads int
+	FDs     int
 }
 
 func readProc(int) (procUsage, error) { return procUsage{}, errors.New("/proc: not on this system") }

@@ -35,6 +35,8 @@ type ConfigSummary struct {
 	BigRoom   int      `json:"bigroom_events"`
 	Burst     int      `json:"burst_messages"`
 	Baseline  bool     `json:"baseline"`
+	// Scale is the numbers of nodes the scale scenario measures.
+	Scale []int `json:"scale_nodes,omitempty"`
 	// SyncInterval is the rooms' anti-entropy period (in-process nodes;
 	// processes use the node default, 30 s).
 	SyncInterval float64 `json:"sync_interval_s"`

@@ -35,6 +35,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
 	if !cfg.inProcess() {
 		res.Config.SyncInterval = 30
 	}
+	if slices.Contains(cfg.Scenarios, "scale") {
+		res.Config.Scale = cfg.Scale
+	}
 	r := &runner{cfg: cfg, p: newProgress(progress)}
 	dir := cfg.Dir
 	if dir == "" {

@@ -62,6 +62,7 @@ type ScaleCost struct {
 	GoroutinesPerNode float64 `json:"goroutines_per_node"`
 	CPUPerNode        float64 `json:"cpu_per_node_s_per_s"`
 	PeersPerNode      float64 `json:"peers_per_node"`
+	FDsPerNode        float64 `json:"fds_per_node"`
 }
 
 // ScaleFit is a straight line through one figure's totals by N.
@@ -80,7 +81,21 @@ type ScaleFit struct {
 	PerNodeAt1000      float64 `json:"per_node_at_1000"`
 	PerNodeGrowth      float64 `json:"per_node_growth_per_100_nodes"`
 	PerNodeTrendAt1000 float64 `json:"per_node_trend_at_1000"`
+	// On one machine every node ends up connected to every other, so
+	// per-node costs that grow with N grow with the peers. PerPeer and
+	// AtNoPeers fit the per-node figure against the peers per node;
+	// PerNodeAtCap is that line at ConnCap peers, the connection
+	// manager's high watermark, which a node of a 1,000-node network
+	// stays under.
+	PerPeer      float64 `json:"per_peer"`
+	AtNoPeers    float64 `json:"at_no_peers"`
+	PerNodeAtCap float64 `json:"per_node_at_conn_cap"`
+	ConnCap      int     `json:"conn_cap"`
 }
+
+// connCap is the node's default connection manager high watermark
+// (node.Config.ConnHigh).
+const connCap = 192
 
 // scaleSettle is how long the nodes settle (DHT refreshes, the connection
 // manager) after the rooms are open, before the idle window: 5 s, or the
@@ -103,10 +118,10 @@ func (r *runner) scale(ctx context.Context) (res ScenarioResult, err error) {
 			return res, ctx.Err()
 		}
 		// In one process over TCP, every node ends up connected to every
-		// other (the DHT), and both ends of each connection are this
-		// process's files.
-		if lim := fdLimit(); r.cfg.Mode == InProcess && lim > 0 && n*(n-1)+32*n > lim {
-			note := fmt.Sprintf("N = %d skipped: a full mesh of %d nodes in one process needs about %d file descriptors and the limit is %d (use -mocknet or -procs)", n, n, n*(n-1)+32*n, lim)
+		// other (the DHT), often twice for a while (both dialled), and
+		// both ends of each connection are this process's files.
+		if lim, need := fdLimit(), 2*n*(n-1)+32*n; r.cfg.Mode == InProcess && lim > 0 && need > lim {
+			note := fmt.Sprintf("N = %d skipped: a full mesh of %d nodes in one process may need %d file descriptors and the limit is %d (use -mocknet or -procs)", n, n, need, lim)
 			r.p.printf("%s", note)
 			res.Notes = append(res.Notes, note)
 			continue
@@ -114,6 +129,8 @@ func (r *runner) scale(ctx context.Context) (res ScenarioResult, err error) {
 		r.p.printf("N = %d", n)
 		row, lat, err := r.scaleRow(ctx, n)
 		if err != nil {
+			// Keep what the smaller N measured.
+			sr.Fits = scaleFits(sr.Rows)
 			return res, fmt.Errorf("N = %d: %w", n, err)
 		}
 		sr.Rows = append(sr.Rows, row)
@@ -187,7 +204,7 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 	bases := make([]uint64, len(groups))
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	sem := make(chan struct{}, r.roomsAtOnce())
 	for g, nodes := range groups {
 		wg.Add(1)
 		go func() {
@@ -359,6 +376,7 @@ func costOf(u usage, cpu, window time.Duration, n int) ScaleCost {
 	c.GoroutinesPerNode = round3(c.Goroutines / fn)
 	c.CPUPerNode = round6(c.CPU / fn)
 	c.PeersPerNode = round3(float64(u.Peers) / fn)
+	c.FDsPerNode = round3(float64(u.FDs) / fn)
 	return c
 }
 
@@ -380,10 +398,13 @@ func scaleFits(rows []ScaleRow) []ScaleFit {
 		{"loaded CPU", "cores", func(r ScaleRow) float64 { return r.Load.CPU }},
 		{"loaded RSS", "MiB", func(r ScaleRow) float64 { return r.Load.RSSMiB }},
 		{"peer connections", "", func(r ScaleRow) float64 { return r.Idle.PeersPerNode * float64(r.Nodes) }},
+		{"open files", "", func(r ScaleRow) float64 { return r.Idle.FDsPerNode * float64(r.Nodes) }},
 	}
 	xs := make([]float64, len(rows))
+	peers := make([]float64, len(rows))
 	for i, r := range rows {
 		xs[i] = float64(r.Nodes)
+		peers[i] = r.Idle.PeersPerNode
 	}
 	var out []ScaleFit
 	for _, f := range figures {
@@ -396,12 +417,18 @@ func scaleFits(rows []ScaleRow) []ScaleFit {
 		slope, icept, r2 := linearFit(xs, ys)
 		pslope, picept, _ := linearFit(xs, per)
 		at := icept + 1000*slope
-		out = append(out, ScaleFit{
+		fit := ScaleFit{
 			Figure: f.name, Unit: f.unit,
 			Slope: round6(slope), Intercept: round3(icept), R2: round3(r2),
 			At1000: round3(at), PerNodeAt1000: round6(at / 1000), PerNodeGrowth: round6(100 * pslope),
 			PerNodeTrendAt1000: round6(picept + 1000*pslope),
-		})
+		}
+		if f.name != "peer connections" {
+			pp, p0, _ := linearFit(peers, per)
+			fit.PerPeer, fit.AtNoPeers = round6(pp), round6(p0)
+			fit.PerNodeAtCap, fit.ConnCap = round6(p0+connCap*pp), connCap
+		}
+		out = append(out, fit)
 	}
 	return out
 }
@@ -416,4 +443,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// roomsAtOnce is how many rooms are opened at once: 4 in-process, one at a
+// time for processes.
+func (r *runner) roomsAtOnce() int {
+	if r.cfg.inProcess() {
+		return 4
+	}
+	return 1
 }

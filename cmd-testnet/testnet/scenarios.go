@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,11 +19,16 @@ import (
 // a node takes in by sync on two busy cores), so the deadline grows with the
 // work and a starved machine is not taken for a lossy one.
 func (r *runner) drain(events uint64) time.Duration {
-	sync := r.cfg.SyncInterval
-	if !r.cfg.inProcess() {
-		sync = 30 * time.Second
-	}
+	sync := r.syncPeriod()
 	return max(30*time.Second, 3*sync) + r.cfg.Duration + time.Duration(events)*2*time.Millisecond
+}
+
+// syncPeriod is the nodes' anti-entropy period.
+func (r *runner) syncPeriod() time.Duration {
+	if !r.cfg.inProcess() {
+		return 30 * time.Second // the node's default
+	}
+	return r.cfg.SyncInterval
 }
 
 // subscriptions follows a room on several nodes into a recorder.
@@ -46,22 +52,41 @@ func (r *runner) subscribe(ctx context.Context, c cluster, room string, rec *rec
 			return nil, err
 		}
 	}
-	if err := c.Say(ctx, nodes[0], room, "ready"); err != nil {
-		s.close()
-		return nil, fmt.Errorf("node %d says ready: %w", nodes[0], err)
-	}
-	*base++
-	err := poll(ctx, 20*time.Second, func() bool {
+	// A subscription may start streaming only after the call that made
+	// it returned (processes tail over their local API), so the first
+	// "ready" may pass it by: say it again every 2 s until every
+	// subscription saw one. Gossip usually brings it at once; a member
+	// not yet in the topic's mesh gets it by anti-entropy.
+	allSeen := func() bool {
 		for _, i := range nodes {
 			if s.seen[i].Load() == 0 {
 				return false
 			}
 		}
 		return true
-	}, "every subscription to see the ready event")
+	}
+	deadline := time.Now().Add(max(20*time.Second, 2*r.syncPeriod()+5*time.Second))
+	var err error
+	for {
+		if err = c.Say(ctx, nodes[0], room, "ready"); err != nil {
+			s.close()
+			return nil, fmt.Errorf("node %d says ready: %w", nodes[0], err)
+		}
+		*base++
+		err = poll(ctx, min(2*time.Second, max(0, time.Until(deadline))), allSeen, "every subscription to see a ready event")
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		s.close()
-		return nil, err
+		var none []string
+		for _, i := range nodes {
+			if s.seen[i].Load() == 0 {
+				none = append(none, fmt.Sprintf("%d (holds %d events)", i, count(ctx, c, i, room)))
+			}
+		}
+		return nil, fmt.Errorf("%w: nothing seen of room %s by nodes %s; node %d holds %d", err, short(room), strings.Join(none, ", "), nodes[0], count(ctx, c, nodes[0], room))
 	}
 	return s, nil
 }

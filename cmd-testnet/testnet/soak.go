@@ -111,7 +111,7 @@ func (r *runner) soak(ctx context.Context) (res ScenarioResult, err error) {
 	bases := make([]uint64, len(groups))
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	sem := make(chan struct{}, r.roomsAtOnce())
 	for g, nodes := range groups {
 		wg.Add(1)
 		go func() {

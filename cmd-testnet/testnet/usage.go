@@ -24,6 +24,7 @@ type usage struct {
 	HeapGoal   int64         // the GC's heap goal (in-process only): where RSS heads when garbage piles up
 	Goroutines int
 	Peers      int // connected peers, summed over the nodes
+	FDs        int // open files, sockets included
 }
 
 // sub returns u minus base (the figures a process had before its nodes).
@@ -35,6 +36,7 @@ func (u usage) sub(base usage) usage {
 	u.HeapGoal -= base.HeapGoal
 	u.Goroutines -= base.Goroutines
 	u.Peers -= base.Peers
+	u.FDs -= base.FDs
 	return u
 }
 
@@ -49,7 +51,7 @@ func selfUsage() (usage, error) {
 	if err != nil {
 		return usage{}, err
 	}
-	u := usage{At: time.Now(), CPU: p.CPU, RSS: p.RSS, RSSAnon: p.RSSAnon, Goroutines: runtime.NumGoroutine()}
+	u := usage{At: time.Now(), CPU: p.CPU, RSS: p.RSS, RSSAnon: p.RSSAnon, Goroutines: runtime.NumGoroutine(), FDs: p.FDs}
 	if cpu, ok := processCPU(); ok {
 		u.CPU = cpu // getrusage has a finer grain than /proc's ticks
 	}
@@ -125,6 +127,7 @@ func (c *procs) usage(ctx context.Context) (usage, error) {
 			total.CPU += pu.CPU
 			total.RSS += pu.RSS
 			total.RSSAnon += pu.RSSAnon
+			total.FDs += pu.FDs
 			total.Goroutines += int(m["go_goroutines"])
 			total.Heap += int64(m["go_memstats_heap_inuse_bytes"])
 			total.Peers += int(m["parley_peers_connected"])
