@@ -613,15 +613,19 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 	if len(sr.Fits) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nfit of each total against N (least squares), and what it predicts for 1,000 nodes")
+	fmt.Fprintln(w, "\nfit of each total against N (least squares), and what it predicts for 1,000 nodes; then each per-node figure against the node's peers, at 192 peers (the connection manager's high watermark)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "figure\tper node\tintercept\tR²\tat 1,000 nodes\tper node at 1,000\tper-node growth per 100 nodes\tper node at 1,000 on that trend\t")
+	fmt.Fprintln(tw, "figure\tper node\tintercept\tR²\tat 1,000 nodes\tper node at 1,000\tper-node growth per 100 nodes\tper node at 1,000 on that trend\tper node: at 0 peers\t+ per peer\tat 192 peers\t")
 	for _, f := range sr.Fits {
 		unit := ""
 		if f.Unit != "" {
 			unit = " " + f.Unit
 		}
-		fmt.Fprintf(tw, "%s%s\t%.4g\t%.4g\t%.3f\t%.4g\t%.4g\t%+.3g\t%.4g\t\n", f.Figure, unit, f.Slope, f.Intercept, f.R2, f.At1000, f.PerNodeAt1000, f.PerNodeGrowth, f.PerNodeTrendAt1000)
+		capCols := "-\t-\t-"
+		if f.ConnCap > 0 {
+			capCols = fmt.Sprintf("%.4g\t%+.3g\t%.4g", f.AtNoPeers, f.PerPeer, f.PerNodeAtCap)
+		}
+		fmt.Fprintf(tw, "%s%s\t%.4g\t%.4g\t%.3f\t%.4g\t%.4g\t%+.3g\t%.4g\t%s\t\n", f.Figure, unit, f.Slope, f.Intercept, f.R2, f.At1000, f.PerNodeAt1000, f.PerNodeGrowth, f.PerNodeTrendAt1000, capCols)
 	}
 	tw.Flush()
 }

@@ -10,10 +10,12 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // auditActions lists the actions of a home's audit log after checking that
@@ -59,7 +61,7 @@ func pendingID(t *testing.T, nt *nodetest.Net, c *localapi.Client, from string) 
 // node that makes it (actor human or the agent), and on the node it concerns
 // (actor peer:ID); every log verifies.
 func TestDecisionsAreAudited(t *testing.T) {
-	nt := nodetest.Start(t, 3)
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) { c.SyncInterval = time.Second }))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := make([]*localapi.Client, 3)
@@ -96,6 +98,23 @@ func TestDecisionsAreAudited(t *testing.T) {
 	if _, err := cs[0].Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: b, Agent: "alice"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cs[0].Say(ctx, "alice", localapi.SayRequest{Room: res.RoomID, Text: "after b is out"}); err != nil {
+		t.Fatal(err)
+	}
+	// b records a's decisions about it as their events arrive: invited,
+	// then removed (its next sync with a brings the events up to its
+	// removal, and no later one).
+	nt.WaitFor(60*time.Second, func() bool {
+		got := auditActions(t, nt, 1)
+		return slices.Contains(got, "peer:"+a+" room.invite "+res.RoomID) && slices.Contains(got, "peer:"+a+" room.remove "+res.RoomID)
+	}, "b to record that a invited and removed it:\n%s", strings.Join(auditActions(t, nt, 1), "\n"))
+	vs, err := nt.Node(1).Rooms().SinceKept(identity.RoomID(res.RoomID), 0, 0)
+	if err != nil || slices.ContainsFunc(vs, func(v rooms.View) bool { return v.Text == "after b is out" }) {
+		t.Fatalf("b holds a's message after its removal (%v)", err)
+	}
+	if _, err := cs[1].Room(ctx, res.RoomID); err == nil {
+		t.Fatal("b still follows the room it was removed from")
+	}
 	if _, err := cs[0].Leave(ctx, "alice", localapi.LeaveRequest{Room: res.RoomID}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +149,6 @@ func TestDecisionsAreAudited(t *testing.T) {
 			}
 		}
 	}
-	// b records a's invite as its event arrives. (A removed node is not told
-	// of its removal: the remover refuses it at once, so it cannot record it.)
-	nt.WaitFor(30*time.Second, func() bool {
-		return slices.Contains(auditActions(t, nt, 1), "peer:"+a+" room.invite "+res.RoomID)
-	}, "b to record that a invited it:\n%s", strings.Join(auditActions(t, nt, 1), "\n"))
 	// The peers learn of the denial and the revocation as they are told.
 	nt.WaitFor(20*time.Second, func() bool {
 		return slices.Contains(auditActions(t, nt, 2), "peer:"+a+" contact.deny "+a) &&

@@ -30,13 +30,14 @@ func TestTwoNodesConnectThroughBootstrap(t *testing.T) {
 	for _, pair := range [][2]*node.Node{{a, b}, {b, a}} {
 		c := localapi.NewClient(node.SocketPath(pair[0].Home()))
 		defer c.Close()
-		peers, err := c.Peers(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(peers) != 1 || peers[0].PeerID != pair[1].ID().String() {
-			t.Fatalf("%s lists peers %+v, want %s", pair[0].ID(), peers, pair[1].ID())
-		}
+		// (Each side lists the other once its own end of the connection
+		// is set up, which may come a moment after the other's.)
+		var peers []localapi.Peer
+		var err error
+		nt.WaitFor(10*time.Second, func() bool {
+			peers, err = c.Peers(context.Background())
+			return err == nil && len(peers) == 1 && peers[0].PeerID == pair[1].ID().String()
+		}, "%s to list only %s (it lists %+v, %v)", pair[0].ID(), pair[1].ID(), &peers, &err)
 		info, err := c.ID(context.Background())
 		if err != nil || info.PeerID != pair[0].ID().String() || len(info.Addrs) == 0 {
 			t.Fatalf("id = %+v, %v", info, err)

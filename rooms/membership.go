@@ -119,16 +119,29 @@ type outRec struct {
 	admit  ID     // the event that began that membership
 	first  uint64 // the first seq of that membership
 	back   bool   // invited again since: its events from cutoff+1 need the new invite in their past
+	depth  uint64 // the depth of the event that took it out (0 in records older than this field)
+}
+
+// removedDepth returns, for node p out of the room and not invited back,
+// the depth of the event that took it out; zero when unknown.
+func (r *room) removedDepth(p peer.ID) uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if o, ok := r.outs[p]; ok && !o.back {
+		return o.depth
+	}
+	return 0
 }
 
 func (o outRec) marshal() []byte {
 	b := binary.BigEndian.AppendUint64(nil, o.cutoff)
 	b = append(b, o.admit[:]...)
 	b = binary.BigEndian.AppendUint64(b, o.first)
+	back := byte(0)
 	if o.back {
-		return append(b, 1)
+		back = 1
 	}
-	return append(b, 0)
+	return binary.BigEndian.AppendUint64(append(b, back), o.depth)
 }
 
 func (m AgentMember) marshal() []byte {
@@ -164,11 +177,14 @@ func (r *room) loadMembership() error {
 		op := schema.RoomOutPrefix(rid)
 		err = db.ScanFrom(op, nil, false, func(k, v []byte) bool {
 			p, _, ok := peerFromKey(k[len(op):])
-			if !ok || len(v) != 8+32+8+1 {
+			if !ok || (len(v) != 8+32+8+1 && len(v) != 8+32+8+1+8) {
 				bad = fmt.Errorf("rooms: bad left-node record in %s", rid)
 				return false
 			}
 			o := outRec{cutoff: be8(v[:8]), first: be8(v[40:48]), back: v[48] == 1}
+			if len(v) > 49 {
+				o.depth = be8(v[49:])
+			}
 			copy(o.admit[:], v[8:40])
 			outs[p] = o
 			return true
@@ -313,7 +329,7 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 		}
 		delete(r.members, p)
 		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(p)), Delete: true})
-		o := outRec{cutoff: cutoff, admit: admit, first: first}
+		o := outRec{cutoff: cutoff, admit: admit, first: first, depth: e.Depth}
 		r.outs[p] = o
 		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomOut(rid, []byte(p)), Val: o.marshal()})
 		switch {

@@ -365,7 +365,11 @@ func (m *Manager) handleSync(s network.Stream) {
 		return
 	}
 	r := m.syncRoom(h.Room)
-	if r == nil || !r.isMember(remote) || m.cfg.Policy.Allowed(remote) != nil {
+	var upTo uint64 // a removed node syncs up to its removal
+	if r != nil && !r.isMember(remote) {
+		upTo = r.removedDepth(remote)
+	}
+	if r == nil || (!r.isMember(remote) && upTo == 0) || m.cfg.Policy.Allowed(remote) != nil {
 		m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
 		s.Reset()
 		return
@@ -378,7 +382,7 @@ func (m *Manager) handleSync(s network.Stream) {
 		s.Reset()
 		return
 	}
-	err = r.serveSync(s, h)
+	err = r.serveSync(s, h, upTo)
 	m.serving.release()
 	if err != nil {
 		m.metrics.syncs.WithLabelValues("responder", "error").Inc()
@@ -389,8 +393,10 @@ func (m *Manager) handleSync(s network.Stream) {
 		return
 	}
 	m.metrics.syncs.WithLabelValues("responder", "ok").Inc()
-	m.servedSync(r)
-	r.noteHeads(remote, h)
+	if upTo == 0 { // a member pulled
+		m.servedSync(r)
+		r.noteHeads(remote, h)
+	}
 }
 
 // noteHeads looks at a requester's heads: when it holds nothing newer than
@@ -492,7 +498,12 @@ func (c *cursor) load(r *room) (bool, error) {
 
 // serveSync merges the authors' missing runs into display order, which is
 // causal order, so the requester can store each event as it arrives.
-func (r *room) serveSync(w io.Writer, h *Hello) error {
+//
+// upTo, when not zero, bounds the depth of the events served: a node
+// removed from the room gets the events up to its removal (which it then
+// learns of) and none after. Events are served in display order, so what
+// is served under the bound has all its parents there too.
+func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 	mine := r.committedVV()
 	limit := servePage(int(h.Limit), len(r.inbox), cap(r.inbox))
 	var hp cursorHeap
@@ -516,10 +527,16 @@ func (r *room) serveSync(w io.Writer, h *Hello) error {
 	sentWanted := make(map[ID]bool, len(wanted))
 	b := &Batch{}
 	sent, served := 0, 0
+	capped := false
 	for (hp.Len() > 0 || len(wanted) > 0) && sent < limit {
 		var wire []byte
 		var id ID
-		if len(wanted) > 0 && (hp.Len() == 0 || Less(wanted[0].depth, wanted[0].id, hp[0].depth, hp[0].id)) {
+		nextWanted := len(wanted) > 0 && (hp.Len() == 0 || Less(wanted[0].depth, wanted[0].id, hp[0].depth, hp[0].id))
+		if upTo > 0 && ((nextWanted && wanted[0].depth > upTo) || (!nextWanted && hp[0].depth > upTo)) {
+			capped = true
+			break
+		}
+		if nextWanted {
 			wire, id = wanted[0].wire, wanted[0].id
 			wanted = wanted[1:]
 			if sentWanted[id] {
@@ -561,7 +578,7 @@ func (r *room) serveSync(w io.Writer, h *Hello) error {
 	}
 	// A wanted event may itself wait for parents the requester lacks: it
 	// asks again with what it still misses.
-	more := hp.Len() > 0 || len(wanted) > 0 || served > 0
+	more := !capped && (hp.Len() > 0 || len(wanted) > 0 || served > 0)
 	return WriteFrame(w, &Batch{End: true, More: more})
 }
 

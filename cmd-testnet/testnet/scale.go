@@ -81,7 +81,21 @@ type ScaleFit struct {
 	PerNodeAt1000      float64 `json:"per_node_at_1000"`
 	PerNodeGrowth      float64 `json:"per_node_growth_per_100_nodes"`
 	PerNodeTrendAt1000 float64 `json:"per_node_trend_at_1000"`
+	// On one machine every node ends up connected to every other, so
+	// per-node costs that grow with N grow with the peers. PerPeer and
+	// AtNoPeers fit the per-node figure against the peers per node;
+	// PerNodeAtCap is that line at ConnCap peers, the connection
+	// manager's high watermark, which a node of a 1,000-node network
+	// stays under.
+	PerPeer      float64 `json:"per_peer"`
+	AtNoPeers    float64 `json:"at_no_peers"`
+	PerNodeAtCap float64 `json:"per_node_at_conn_cap"`
+	ConnCap      int     `json:"conn_cap"`
 }
+
+// connCap is the node's default connection manager high watermark
+// (node.Config.ConnHigh).
+const connCap = 192
 
 // scaleSettle is how long the nodes settle (DHT refreshes, the connection
 // manager) after the rooms are open, before the idle window: 5 s, or the
@@ -387,8 +401,10 @@ func scaleFits(rows []ScaleRow) []ScaleFit {
 		{"open files", "", func(r ScaleRow) float64 { return r.Idle.FDsPerNode * float64(r.Nodes) }},
 	}
 	xs := make([]float64, len(rows))
+	peers := make([]float64, len(rows))
 	for i, r := range rows {
 		xs[i] = float64(r.Nodes)
+		peers[i] = r.Idle.PeersPerNode
 	}
 	var out []ScaleFit
 	for _, f := range figures {
@@ -401,12 +417,18 @@ func scaleFits(rows []ScaleRow) []ScaleFit {
 		slope, icept, r2 := linearFit(xs, ys)
 		pslope, picept, _ := linearFit(xs, per)
 		at := icept + 1000*slope
-		out = append(out, ScaleFit{
+		fit := ScaleFit{
 			Figure: f.name, Unit: f.unit,
 			Slope: round6(slope), Intercept: round3(icept), R2: round3(r2),
 			At1000: round3(at), PerNodeAt1000: round6(at / 1000), PerNodeGrowth: round6(100 * pslope),
 			PerNodeTrendAt1000: round6(picept + 1000*pslope),
-		})
+		}
+		if f.name != "peer connections" {
+			pp, p0, _ := linearFit(peers, per)
+			fit.PerPeer, fit.AtNoPeers = round6(pp), round6(p0)
+			fit.PerNodeAtCap, fit.ConnCap = round6(p0+connCap*pp), connCap
+		}
+		out = append(out, fit)
 	}
 	return out
 }

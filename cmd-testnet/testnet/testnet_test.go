@@ -496,3 +496,20 @@ func TestSoakShort(t *testing.T) {
 		t.Fatalf("soak result %+v", sr)
 	}
 }
+
+func TestScaleFitPerPeer(t *testing.T) {
+	// 40 MiB a node alone, 0.25 MiB per peer, full mesh.
+	var rows []ScaleRow
+	for _, n := range []int{10, 20, 50} {
+		p := float64(n - 1)
+		rows = append(rows, ScaleRow{Nodes: n, Idle: ScaleCost{RSSMiB: float64(n) * (40 + 0.25*p), PeersPerNode: p}})
+	}
+	for _, f := range scaleFits(rows) {
+		if f.Figure == "idle RSS" && (math.Abs(f.PerPeer-0.25) > 1e-6 || math.Abs(f.AtNoPeers-40) > 1e-6 || math.Abs(f.PerNodeAtCap-88) > 1e-6 || f.ConnCap != 192) {
+			t.Errorf("per-peer fit %+v", f)
+		}
+		if f.Figure == "peer connections" && f.ConnCap != 0 {
+			t.Errorf("peers fitted against peers: %+v", f)
+		}
+	}
+}
