@@ -23,6 +23,8 @@ const (
 	// MaxCardWire is the largest signed wire form of a card. DecodeCard and
 	// Validator refuse anything longer before decoding it.
 	MaxCardWire = 4 << 10
+	// MaxCardMember is the largest membership certificate a card carries.
+	MaxCardMember = 1 << 10
 	// MaxText is the longest Handle, Role and Client, in bytes.
 	MaxText = 64
 	// MaxCapabilities is the most capabilities of one card or agent state.
@@ -50,6 +52,10 @@ type Card struct {
 	Client       string             // optional: the agent's client, e.g. "claude-code", ≤ MaxText bytes
 	Seq          uint64             // ≥ 1; a higher seq replaces a lower one (use unix ms at sealing)
 	Expires      int64              // unix milliseconds, > 0; expired cards are invalid
+	// Member is optional: the node's organisation membership certificate
+	// (a sealed consent.OrgRecord, ≤ MaxCardMember bytes), carried as it
+	// is; readers check it themselves.
+	Member []byte
 }
 
 // Key returns the DHT record key of the card, CardKey(c.Peer, c.Agent).
@@ -118,6 +124,7 @@ type cardPayload struct {
 	Client  string   `cbor:"7,keyasint,omitempty"`
 	Seq     uint64   `cbor:"8,keyasint,omitempty"`
 	Expires int64    `cbor:"9,keyasint,omitempty"`
+	Member  []byte   `cbor:"10,keyasint,omitempty"`
 }
 
 func (c *Card) payload() cardPayload {
@@ -131,6 +138,7 @@ func (c *Card) payload() cardPayload {
 		Client:  c.Client,
 		Seq:     c.Seq,
 		Expires: c.Expires,
+		Member:  c.Member,
 	}
 }
 
@@ -160,6 +168,9 @@ func (c *Card) validate() error {
 	}
 	if c.Expires <= 0 {
 		return fmt.Errorf("%w: card expiry %d", ErrMalformed, c.Expires)
+	}
+	if len(c.Member) > MaxCardMember {
+		return fmt.Errorf("%w: membership certificate is %d bytes, limit %d", ErrTooLarge, len(c.Member), MaxCardMember)
 	}
 	return nil
 }
@@ -235,6 +246,7 @@ func decodeCard(wire []byte) (*Card, *signedWire, error) {
 		Client:       p.Client,
 		Seq:          p.Seq,
 		Expires:      p.Expires,
+		Member:       p.Member,
 	}
 	if err := c.validate(); err != nil {
 		return nil, nil, err

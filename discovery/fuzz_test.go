@@ -19,6 +19,7 @@ func FuzzDecodeCard(f *testing.F) {
 	f.Add(mustMarshal(f, testCard(me).payload()), true)
 	f.Add([]byte{}, false)
 	f.Add([]byte{0xa2, 0x01, 0x40, 0x02, 0x40}, false)
+	f.Add(mustSealCard(f, priv, &Card{Peer: me, Agent: "x", Seq: 1, Expires: 1, Member: []byte("a certificate")}), false)
 	f.Fuzz(func(t *testing.T, data []byte, resign bool) {
 		wire := data
 		if resign {

@@ -24,6 +24,7 @@ func (n *Node) newAgents() error {
 		Contacts:   agentContacts{n.contacts},
 		Store:      n.db,
 		Handle:     n.cfg.Handle,
+		Member:     n.ownMember,
 		Logger:     n.log,
 		Registry:   n.reg,
 		DefaultTTL: n.cfg.AgentTTL,

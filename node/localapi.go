@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/agents"
@@ -75,6 +77,11 @@ func (a agentsAPI) Find(ctx context.Context, q string) ([]localapi.CardView, err
 	for i, c := range cs {
 		out[i] = localapi.CardView{PeerID: c.PeerID, Handle: c.Handle, Agent: c.Agent, Address: c.Agent + "@" + c.PeerID,
 			Role: c.Role, Capabilities: orEmpty(c.Capabilities), Client: c.Client, Expires: c.Expires}
+		if p, err := peer.Decode(c.PeerID); err == nil && len(c.Member) > 0 && a.n.org != nil {
+			if r, err := a.n.org.CheckCard(p, c.Member); err == nil {
+				out[i].Org = &localapi.Membership{OrgID: r.Org.String(), Name: r.Name, Until: r.NotAfter}
+			}
+		}
 	}
 	return out, agentsError(err)
 }

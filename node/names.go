@@ -24,12 +24,7 @@ func (n *Node) newNames() error {
 		Store:  n.db,
 		Hints:  n.contactHandles,
 		Wanted: n.namedPeers,
-		Member: func() []byte {
-			if r := n.org.Mine(); r != nil {
-				return r.Wire
-			}
-			return nil
-		},
+		Member: n.ownMember,
 		CheckMember: func(p peer.ID, wire []byte) (names.Membership, error) {
 			r, err := n.org.CheckCard(p, wire)
 			if err != nil {
@@ -43,6 +38,17 @@ func (n *Node) newNames() error {
 		return err
 	}
 	n.names = s
+	return nil
+}
+
+// ownMember is the node's live membership certificate (nil: none).
+func (n *Node) ownMember() []byte {
+	if n.org == nil {
+		return nil
+	}
+	if r := n.org.Mine(); r != nil {
+		return r.Wire
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -250,5 +251,42 @@ func TestOrgMembershipOnCard(t *testing.T) {
 	}
 	if got := counter(nt, 0, "parley_org_records_refused_total", "revoked"); got < 1 {
 		t.Fatalf("revoked refusals: %v", got)
+	}
+}
+
+// An agent card in the DHT carries its node's membership certificate: a
+// node that finds the agent reads the organisation, checked.
+func TestOrgMembershipOnAgentCard(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	nt.WaitFor(60*time.Second, func() bool {
+		for i := range 3 {
+			if nt.Node(i).DHT().RoutingTable().Size() < 2 {
+				return false
+			}
+		}
+		return true
+	}, "DHT routing tables")
+	x := newOrgKey(t, "Xco")
+	x.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(1), Handle: "bob"})
+	ctx := context.Background()
+	if _, err := nt.Node(1).Agents().Register(ctx, agents.RegisterRequest{Name: "coder", Capabilities: []string{"golang"}, TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	var member []byte
+	nt.WaitFor(30*time.Second, func() bool {
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		cs, err := nt.Node(0).Agents().Find(fctx, "cap:golang")
+		for _, c := range cs {
+			if err == nil && c.PeerID == nt.ID(1).String() && c.Agent == "coder" {
+				member = c.Member
+				return len(member) > 0
+			}
+		}
+		return false
+	}, "node 0 to find node 1's agent with its certificate")
+	r, err := nt.Node(0).Org().CheckCard(nt.ID(1), member)
+	if err != nil || r.Org != x.id || r.Name != "Xco" {
+		t.Fatalf("the agent card's certificate: %+v, %v", r, err)
 	}
 }

@@ -61,6 +61,7 @@ type reach struct {
 
 	refused *prometheus.CounterVec // relay service: reservations and circuits refused
 	punches *prometheus.CounterVec // hole punches, by result
+	redials prometheus.Counter     // relayed peers dialled again so that they punch again
 	relay   relayMetrics           // relay service: every request and what it carried
 }
 
@@ -122,6 +123,10 @@ func newReach(reg prometheus.Registerer) *reach {
 			Name: "parley_holepunch_total",
 			Help: "Hole punches to upgrade a relayed connection to a direct one, by result (ok, failed).",
 		}, []string{"result"}),
+		redials: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_holepunch_redials_total",
+			Help: "Relayed connections to contacts and room members dialled again through the relay so that the peer punches again (no punch ran, or the last one failed).",
+		}),
 	}
 	r.relay = relayMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -141,7 +146,7 @@ func newReach(reg prometheus.Registerer) *reach {
 			Help: "Bytes the relay service carried.",
 		}),
 	}
-	reg.MustRegister(r.refused, r.punches, r.relay.requests, r.relay.reservations, r.relay.circuits, r.relay.bytes)
+	reg.MustRegister(r.refused, r.punches, r.redials, r.relay.requests, r.relay.reservations, r.relay.circuits, r.relay.bytes)
 	return r
 }
 
@@ -501,6 +506,7 @@ func (n *Node) punchRound(now time.Time, state map[peer.ID]*punchState) {
 		}
 		st.next, st.wait = now.Add(st.wait), min(2*st.wait, punchRetryMax)
 		n.log.Debug("redialling a relayed peer for hole punching", "remote", p.String())
+		n.reach.redials.Inc()
 		for _, c := range out {
 			if err := c.Close(); err != nil {
 				n.log.Debug("close relayed connection", "remote", p.String(), "err", err)

@@ -268,8 +268,8 @@ const roomIdle = 2 * time.Second
 // stops after roomIdle without input, and the state it owns stays in the
 // room for the next one (runMu orders them).
 func (r *room) run(ctx context.Context) {
-	live := make([]input, 0, liveBatch+bulkBatch)
-	bulk := make([]input, 0, bulkBatch)
+	live := make([]input, 0, 2*liveBatch)
+	bulk := make([]input, 0, liveBatch)
 	idle := time.NewTimer(roomIdle)
 	defer idle.Stop()
 	for {
@@ -305,8 +305,14 @@ func (r *room) run(ctx context.Context) {
 				break drain
 			}
 		}
+		// Catch-up fills the batch when nothing live waits; else it takes
+		// a small share.
+		bulkMax := liveBatch
+		if len(live) > 0 {
+			bulkMax = bulkBatch
+		}
 	drainBulk:
-		for len(bulk) < bulkBatch {
+		for len(bulk) < bulkMax {
 			select {
 			case in := <-r.bulk:
 				bulk = append(bulk, in)
@@ -320,9 +326,9 @@ func (r *room) run(ctx context.Context) {
 	}
 }
 
-// The most inputs one batch takes from the live inbox (gossip, says) and
-// from the catch-up one (sync): a batch of catch-up is small, so live
-// events never wait long behind one.
+// The most inputs one batch takes from the live inbox (gossip, says), and
+// from the catch-up one (sync) when live inputs wait too: then a batch's
+// catch-up is small, so live events never wait long behind one.
 const (
 	liveBatch = 256
 	bulkBatch = 64

@@ -193,9 +193,13 @@ handle:HANDLE, or a word looked up as all three. Finding nothing is not an error
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "HANDLE\tAGENT\tROLE\tCAPABILITIES\tCLIENT\tPEER ID")
+					fmt.Fprintln(tw, "HANDLE\tORG\tAGENT\tROLE\tCAPABILITIES\tCLIENT\tPEER ID")
 					for _, c := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(c.Handle)), termtext.Line(c.Agent), dash(termtext.Line(c.Role)),
+						org := ""
+						if c.Org != nil {
+							org = c.Org.Name
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(c.Handle)), dash(termtext.Line(org)), termtext.Line(c.Agent), dash(termtext.Line(c.Role)),
 							dash(termtext.Line(strings.Join(c.Capabilities, ","))), dash(termtext.Line(c.Client)), c.PeerID)
 					}
 					tw.Flush()

@@ -320,5 +320,6 @@ func cardView(c *discovery.Card) CardView {
 	return CardView{
 		PeerID: c.Peer.String(), Handle: c.Handle, Agent: string(c.Agent), Role: c.Role,
 		Capabilities: orEmpty(c.Capabilities), Client: c.Client, Expires: jsonTime(time.UnixMilli(c.Expires)),
+		Member: c.Member,
 	}
 }

@@ -107,6 +107,11 @@ func (s *Service) dueJobs() []job {
 			Peer: s.self, Handle: s.handle, Agent: name, Role: a.Role, Capabilities: a.Caps, Client: a.Client,
 			Seq: s.nextSeq(now), Expires: now.Add(s.cfg.CardTTL).UnixMilli(),
 		}
+		if s.cfg.Member != nil {
+			if m := s.cfg.Member(); len(m) <= discovery.MaxCardMember {
+				c.Member = m
+			}
+		}
 		wire, err := discovery.SealCard(s.cfg.Key, c)
 		if err != nil { // checked at registration: a programming error
 			s.log.Error("agent card not sealed", "agent", string(name), "err", err)

@@ -84,6 +84,9 @@ type Config struct {
 	// valid card handle is cleaned (control characters dropped, cut to 64
 	// bytes) or left out.
 	Handle string
+	// Member returns the node's organisation membership certificate,
+	// put in cards when it fits (discovery.MaxCardMember); nil: none.
+	Member func() []byte
 	// Logger receives logs; nil discards them.
 	Logger *slog.Logger
 	// Registry receives metrics; nil means none are exported.

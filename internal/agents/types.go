@@ -59,6 +59,8 @@ type CardView struct {
 	Capabilities []string  `json:"capabilities"`
 	Client       string    `json:"client"`
 	Expires      time.Time `json:"expires"`
+	// Member is the membership certificate the card carries, unchecked.
+	Member []byte `json:"-"`
 }
 
 // Contact is a peer with an active contact.

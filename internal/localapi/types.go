@@ -141,6 +141,9 @@ type CardView struct {
 	Capabilities []string  `json:"capabilities"`
 	Client       string    `json:"client"`
 	Expires      time.Time `json:"expires"`
+	// Org is the organisation membership the card shows, checked by this
+	// node; absent without one.
+	Org *Membership `json:"org,omitempty"`
 }
 
 // Contacts.
