@@ -584,12 +584,24 @@ func natRun(ctx context.Context, cfg NATConfig, bin, dir string, p *progress) (r
 	if err := errors.Join(e1, e2); err != nil {
 		return run, err
 	}
+	// Delivery is counted on the logs (the tails time it): a message is
+	// delivered when both logs hold it.
 	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
+		held := map[string]int{}
+		for _, c := range []*localapi.Client{a, b} {
+			vs, err := c.Log(ctx, room, 10000, "")
+			if err != nil {
+				return 0
+			}
+			for _, v := range vs {
+				if v.Kind == "message" {
+					held[v.Text]++
+				}
+			}
+		}
 		n := 0
-		for _, as := range seen {
-			if len(as) >= 2 {
+		for _, k := range held {
+			if k >= 2 {
 				n++
 			}
 		}
