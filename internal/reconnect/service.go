@@ -136,15 +136,20 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reconnect: subscribe: %w", err)
 	}
-	defer sub.Close()
-
 	state := make(map[peer.ID]*peerState)
 	if err := s.load(state); err != nil {
 		s.log.Error("stored peer addresses could not all be read", "err", err)
 	}
 	results := make(chan dialResult)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Close the subscription (which drains it) before waiting for the
+	// dials: a dial that looks its peer up in the DHT subscribes to the
+	// bus too, and the bus's emitter, blocked on an undrained channel,
+	// would hold up that dial's unsubscribing and so this wait.
+	defer func() {
+		sub.Close()
+		wg.Wait()
+	}()
 	inflight := 0
 	wanted := make(map[peer.ID]bool)
 	refresh := func(now time.Time) {
