@@ -5,7 +5,7 @@
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
 //	    [-cpuprofile FILE] [-burn N] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
 //	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
-//	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-relay-drop] [-json FILE]
+//	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-relay-drop] [-relay-stall] [-json FILE]
 //
 // It exits 0 when every scenario delivered every message with the same order
 // on every node, 1 when one did not (or the run failed), 2 on a usage
@@ -98,6 +98,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs.IntVar(&out.natRuns, "runs", 1, "with -nat: how many times to run the NAT scenario")
 	fs.IntVar(&out.natMessages, "messages", 10, "with -nat: messages each of A and B says")
 	fs.BoolVar(&out.natRelayDrop, "relay-drop", false, "with -nat: kill the relay while A and B talk, say more, start it again; every message must arrive")
+	fs.BoolVar(&out.natRelayStall, "relay-stall", false, "with -nat: freeze the relay for 10 s (connections open, nothing forwarded) while A and B say more; every message must arrive")
 	fs.StringVar(&scenario, "scenario", "all", "scenario: "+strings.Join(testnet.Scenarios, "|")+"|all (comma-separated for several)")
 	fs.StringVar(&out.json, "json", "", "write the full results as JSON to `FILE`")
 	fs.StringVar(&out.svg, "svg", "", "write a chart of the latency distributions to `FILE` (SVG)")
@@ -253,6 +254,7 @@ type outputs struct {
 	nat                  string
 	natRuns, natMessages int
 	natRelayDrop         bool
+	natRelayStall        bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -345,7 +347,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runNAT runs the NAT lab and prints one line a run and a summary.
 func runNAT(ctx context.Context, cfg testnet.Config, out outputs, stdout, stderr io.Writer) int {
-	res, err := testnet.RunNAT(ctx, testnet.NATConfig{NAT: out.nat, Runs: out.natRuns, Messages: out.natMessages, RelayDrop: out.natRelayDrop, Parley: cfg.Parley, Dir: cfg.Dir}, stderr)
+	res, err := testnet.RunNAT(ctx, testnet.NATConfig{NAT: out.nat, Runs: out.natRuns, Messages: out.natMessages, RelayDrop: out.natRelayDrop, RelayStall: out.natRelayStall, Parley: cfg.Parley, Dir: cfg.Dir}, stderr)
 	switch {
 	case errors.Is(err, testnet.ErrUsage):
 		fmt.Fprintf(stderr, "cmd-testnet: %v\n", err)
@@ -409,6 +411,9 @@ func printNAT(w io.Writer, res testnet.NATResult) {
 			fmt.Fprintf(w, "  run %d: error: %s\n", k+1, r.Error)
 		case r.Why != "":
 			fmt.Fprintf(w, "  run %d: %s\n", k+1, r.Why)
+		}
+		if r.StallBackS > 0 {
+			fmt.Fprintf(w, "  run %d: the relay stalled: every message said meanwhile arrived %.1f s after it went on\n", k+1, r.StallBackS)
 		}
 		if r.RelayBackS > 0 {
 			fmt.Fprintf(w, "  run %d: the relay was killed and started again: every message said meanwhile arrived %.1f s after it came back\n", k+1, r.RelayBackS)

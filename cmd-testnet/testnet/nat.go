@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -52,6 +53,12 @@ type NATConfig struct {
 	// has both say another half of their messages while it is gone, and
 	// starts it again: every message must arrive once the relay is back.
 	RelayDrop bool
+	// RelayStall first freezes the relay (SIGSTOP: its connections stay
+	// open and carry nothing) for RelayStallFor while A and B say another
+	// half of their messages, then lets it go on (SIGCONT): every message
+	// must arrive. Zero RelayStallFor means 10 s.
+	RelayStall    bool
+	RelayStallFor time.Duration
 	// Parley is the parley binary; empty means build it.
 	Parley string
 	// Dir is where node homes go; empty means a temporary folder.
@@ -86,6 +93,9 @@ type NATRun struct {
 	// RelayBackS is, with RelayDrop, the time from the relay's restart to
 	// both nodes holding every message said while it was gone.
 	RelayBackS float64 `json:"relay_back_s,omitempty"`
+	// StallBackS is, with RelayStall, the time from the relay going on to
+	// both nodes holding every message said while it was frozen.
+	StallBackS float64 `json:"stall_back_s,omitempty"`
 	Error      string  `json:"error,omitempty"`
 }
 
@@ -584,18 +594,66 @@ func natRun(ctx context.Context, cfg NATConfig, bin, dir string, p *progress) (r
 	if err := errors.Join(e1, e2); err != nil {
 		return run, err
 	}
+	// Delivery is counted on the logs (the tails time it): a message is
+	// delivered when both logs hold it.
 	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
+		held := map[string]int{}
+		for _, c := range []*localapi.Client{a, b} {
+			vs, err := c.Log(ctx, room, 10000, "")
+			if err != nil {
+				return 0
+			}
+			for _, v := range vs {
+				if v.Kind == "message" {
+					held[v.Text]++
+				}
+			}
+		}
 		n := 0
-		for _, as := range seen {
-			if len(as) >= 2 {
+		for _, k := range held {
+			if k >= 2 {
 				n++
 			}
 		}
 		return n
 	}
 	_ = poll(ctx, 60*time.Second, func() bool { return count() >= run.Sent }, "") // both says are done: run.Sent is settled
+	if cfg.RelayStall && count() >= run.Sent {
+		// The relay stalls: it holds every circuit open and forwards
+		// nothing. Both talk meanwhile; then it goes on.
+		stall := cfg.RelayStallFor
+		if stall <= 0 {
+			stall = 10 * time.Second
+		}
+		if err := pr.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			return run, fmt.Errorf("stall the relay: %w", err)
+		}
+		p.printf("the relay stalls at %.1f s for %v; A and B say %d messages each", since(), stall, half)
+		stalled := time.Now()
+		wg.Add(2)
+		go func() { defer wg.Done(); e1 = say(1, 0, half, "stall-") }()
+		go func() { defer wg.Done(); e2 = say(2, 0, half, "stall-") }()
+		wg.Wait()
+		if rest := stall - time.Since(stalled); rest > 0 {
+			select { // the stall lasts its whole length (a property of the run, not a wait for an event)
+			case <-time.After(rest):
+			case <-ctx.Done():
+			}
+		}
+		if err := pr.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			return run, fmt.Errorf("let the relay go on: %w", err)
+		}
+		if err := errors.Join(e1, e2); err != nil {
+			return run, err
+		}
+		back := time.Now()
+		if err := poll(ctx, 90*time.Second, func() bool { return count() >= run.Sent }, "every message said while the relay stalled"); err != nil {
+			p.printf("%v", err)
+		} else {
+			run.StallBackS = round3(time.Since(back).Seconds())
+			p.printf("every message arrived %.1f s after the relay went on", run.StallBackS)
+		}
+	}
 	if cfg.RelayDrop && count() >= run.Sent {
 		// The relay goes (every circuit with it); both talk meanwhile;
 		// it comes back at the same address with the same key.
@@ -627,7 +685,7 @@ func natRun(ctx context.Context, cfg NATConfig, bin, dir string, p *progress) (r
 	mu.Lock()
 	var lat []time.Duration
 	for text, t := range sentAt {
-		if strings.HasPrefix(text, "drop-") {
+		if strings.HasPrefix(text, "drop-") || strings.HasPrefix(text, "stall-") {
 			continue // said with no path between A and B
 		}
 		for _, ar := range seen[text] {

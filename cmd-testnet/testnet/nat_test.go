@@ -36,7 +36,7 @@ func TestNATLab(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			var progress bytes.Buffer
-			res, err := RunNAT(ctx, NATConfig{NAT: nat, Messages: 6, RelayDrop: nat == NATSymmetric, Parley: bin, Dir: filepath.Join(dir, nat)}, &progress)
+			res, err := RunNAT(ctx, NATConfig{NAT: nat, Messages: 6, RelayDrop: nat == NATSymmetric, RelayStall: nat == NATSymmetric, Parley: bin, Dir: filepath.Join(dir, nat)}, &progress)
 			if testing.Verbose() || err != nil || !res.OK {
 				t.Logf("progress:\n%s", progress.String())
 			}
@@ -52,9 +52,9 @@ func TestNATLab(t *testing.T) {
 			}
 			want := 12
 			if nat == NATSymmetric {
-				want = 18 // and 6 while the relay was gone
-				if run.RelayBackS <= 0 {
-					t.Errorf("no time from the relay's return: %+v", run)
+				want = 24 // and 6 while the relay stalled, 6 while it was gone
+				if run.RelayBackS <= 0 || run.StallBackS <= 0 {
+					t.Errorf("no time from the relay's return or its stall's end: %+v", run)
 				}
 			}
 			if run.Sent != want || run.Delivered != run.Sent || !run.OrderIdentical || run.UpToFirstMessageS <= 0 {
