@@ -201,25 +201,9 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 	}
 	groups := scaleGroups(n, r.cfg.RoomSize)
 	row.Rooms = len(groups)
-	rooms := make([]string, len(groups))
-	bases := make([]uint64, len(groups))
-	errs := make([]error, len(groups))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, r.roomsAtOnce())
-	for g, nodes := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			rooms[g], bases[g], errs[g] = r.openRoomOf(ctx, c, fmt.Sprintf("scale-%d", g), nodes)
-		}()
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return row, nil, e
-		}
+	rooms, bases, err := r.openRooms(ctx, c, "scale", groups)
+	if err != nil {
+		return row, nil, err
 	}
 	row.StartS = round3(time.Since(t0).Seconds())
 	settle := min(scaleSettle, r.cfg.Duration)

@@ -237,6 +237,28 @@ func (r *runner) openRoom(ctx context.Context, c cluster, name string) (string, 
 
 // openRoomOf opens a room of the listed nodes (the first creates it) the
 // way openRoom does.
+// openRooms opens a room named PREFIX-G of the nodes of each group G, a
+// few at once (roomsAtOnce), and returns their IDs and each room's
+// starting event count, as openRoomOf does for one.
+func (r *runner) openRooms(ctx context.Context, c cluster, prefix string, groups [][]int) ([]string, []uint64, error) {
+	rooms := make([]string, len(groups))
+	bases := make([]uint64, len(groups))
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, r.roomsAtOnce())
+	for g, nodes := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rooms[g], bases[g], errs[g] = r.openRoomOf(ctx, c, fmt.Sprintf("%s-%d", prefix, g), nodes)
+		}()
+	}
+	wg.Wait()
+	return rooms, bases, errors.Join(errs...)
+}
+
 func (r *runner) openRoomOf(ctx context.Context, c cluster, name string, nodes []int) (string, uint64, error) {
 	room, err := c.OpenRoomOf(ctx, name, nodes[0], nodes)
 	if err != nil {

@@ -3,7 +3,6 @@ package testnet
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -107,25 +106,9 @@ func (r *runner) soak(ctx context.Context) (res ScenarioResult, err error) {
 	groups := soakRooms(n, r.cfg.Rooms)
 	sr := &SoakResult{Rooms: len(groups), RoomSize: len(groups[0]), Rate: r.cfg.Rate, DurationS: r.cfg.Duration.Seconds()}
 	res.Soak = sr
-	rooms := make([]string, len(groups))
-	bases := make([]uint64, len(groups))
-	errs := make([]error, len(groups))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, r.roomsAtOnce())
-	for g, nodes := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			rooms[g], bases[g], errs[g] = r.openRoomOf(ctx, c, fmt.Sprintf("soak-%d", g), nodes)
-		}()
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return res, e
-		}
+	rooms, bases, err := r.openRooms(ctx, c, "soak", groups)
+	if err != nil {
+		return res, err
 	}
 	total := r.cfg.messages()
 	perRoom := (total + len(groups) - 1) / len(groups)
