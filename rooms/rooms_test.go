@@ -512,14 +512,16 @@ func TestHostileSyncPeerIsRejectedAndCounted(t *testing.T) {
 	// events served to node 0 in its name by a sync (anti-entropy would bring
 	// them later; the test does not wait for its period).
 	say(t, nt, 1, id, "after")
-	nt.WaitFor(30*time.Second, func() bool {
+	var held [2]uint64
+	nt.WaitFor(60*time.Second, func() bool {
+		held = [2]uint64{eventCount(nt, 0, id), eventCount(nt, 1, id)}
 		if eventCount(nt, 1, id) < 8 {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			_ = mgr(nt, 1).SyncNow(ctx, id, nt.ID(0)) // a failed round is retried by the poll
 		}
 		return eventCount(nt, 0, id) == 8 && eventCount(nt, 1, id) == 8
-	}, "both nodes to hold the 8 events")
+	}, "both nodes to hold the 8 events (they hold %v)", &held)
 	waitConverged(t, nt, id, 8, 10*time.Second, 0, 1)
 	_, goodID, _ := rooms.Decode(good)
 	_, forkID, _ := rooms.Decode(fork)
