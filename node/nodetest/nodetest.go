@@ -23,6 +23,7 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/parley-mesh/parley/internal/poll"
 	"github.com/parley-mesh/parley/node"
 )
 
@@ -429,22 +430,7 @@ func WaitFor(t TB, timeout time.Duration, cond func() bool, format string, args 
 }
 
 // Poll polls cond until it holds (true) or timeout passes (false).
-func Poll(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	wait := time.Millisecond
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(wait) // a pacing interval between polls, not a wait for an event
-		if wait < 50*time.Millisecond {
-			wait *= 2
-		}
-	}
-}
+func Poll(timeout time.Duration, cond func() bool) bool { return poll.Until(timeout, cond) }
 
 // WaitFor is WaitFor on the Net's test.
 func (nt *Net) WaitFor(timeout time.Duration, cond func() bool, format string, args ...any) {

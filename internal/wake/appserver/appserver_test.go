@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/parley-mesh/parley/internal/poll"
 )
 
 // fakeServer is a small app-server: one thread; a turn runs until the
@@ -96,12 +98,8 @@ func (f *fakeServer) snapshot() ([]string, []string) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) //nolint:forbidigo // polling with a deadline
+	if !poll.Until(20*time.Second, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-mesh/parley/internal/poll"
 )
 
 // The tests drive a real tmux, each on a private server (tmux -L, with no
@@ -42,12 +44,8 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll.Until(d, cond) {
+		t.Fatalf("timed out after %s waiting for %s", d, what)
 	}
 }
 
