@@ -1,16 +1,12 @@
 package testnet
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
-	"time"
 )
 
 // Netns mode: every node runs in its own network namespace NS-i with one
@@ -227,18 +223,4 @@ func (c *netnsCluster) Close() error {
 func ipRun(args ...string) error { return run("ip", args...) }
 
 // run runs a command with a deadline and returns its stderr in the error.
-func run(name string, args ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return errors.New(name + " " + strings.Join(args, " ") + ": " + msg)
-	}
-	return nil
-}
+func run(name string, args ...string) error { return runStdin("", name, args...) }

@@ -261,7 +261,7 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 	if err != nil {
 		return row, nil, err
 	}
-	r.sendPaced(ctx, c, n, total*n, func(k int) (int, string, *recorder, int) {
+	r.sendPaced(ctx, c, n, total*n, 256, func(k int) (int, string, *recorder, int) {
 		i := k % n
 		return i, rooms[roomOf[i]], recs[roomOf[i]], k
 	}, st)
@@ -305,10 +305,10 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 
 // sendPaced says count messages at rate a second, message k from the node,
 // into the room and recorder, as the recorder's message idx, that pick(k)
-// names, with at most 256 Says outstanding; it returns when all Says
+// names, with at most inflight Says outstanding; it returns when all Says
 // returned.
-func (r *runner) sendPaced(ctx context.Context, c cluster, rate, count int, pick func(k int) (i int, room string, rec *recorder, idx int), st *sendStats) {
-	sem := make(chan struct{}, 256)
+func (r *runner) sendPaced(ctx context.Context, c cluster, rate, count, inflight int, pick func(k int) (i int, room string, rec *recorder, idx int), st *sendStats) {
+	sem := make(chan struct{}, inflight)
 	var wg sync.WaitGroup
 	interval := time.Second / time.Duration(rate)
 	t := time.NewTicker(max(interval, time.Millisecond))

@@ -152,46 +152,11 @@ func (r *runner) say(ctx context.Context, c cluster, room string, rec *recorder,
 	st.said.Add(1)
 }
 
-// sendSteady says messages first..first+total-1 at rate per second, message
-// k from node sender(k), with at most inflight Says outstanding. It returns
-// when all Says returned.
+// sendSteady says messages first..first+total-1 into room at the
+// configured rate, message k from node sender(k), with at most 64 Says
+// outstanding. It returns when all Says returned.
 func (r *runner) sendSteady(ctx context.Context, c cluster, room string, rec *recorder, first, total int, sender func(k int) int, st *sendStats) {
-	const inflight = 64
-	sem := make(chan struct{}, inflight)
-	var wg sync.WaitGroup
-	interval := time.Second / time.Duration(r.cfg.Rate)
-	tick := max(interval, time.Millisecond)
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	start := time.Now()
-	k := 0
-	for k < total {
-		due := min(total, int(time.Since(start)/interval)+1)
-		for ; k < due; k++ {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				wg.Wait()
-				return
-			}
-			wg.Add(1)
-			go func(k int) {
-				defer wg.Done()
-				defer func() { <-sem }()
-				r.say(ctx, c, room, rec, st, sender(k), first+k)
-			}(k)
-		}
-		if k >= total {
-			break
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			wg.Wait()
-			return
-		}
-	}
-	wg.Wait()
+	r.sendPaced(ctx, c, r.cfg.Rate, total, 64, func(k int) (int, string, *recorder, int) { return sender(k), room, rec, first + k }, st)
 }
 
 // sendBurst says the messages in idx from node i as fast as workers

@@ -135,7 +135,7 @@ func (r *runner) soak(ctx context.Context) (res ScenarioResult, err error) {
 	stop := r.p.every(ctx, 30*time.Second, func() string {
 		return fmt.Sprintf("said %d/%d, %s", st.said.Load(), total, sampleLine(last.Load()))
 	})
-	r.sendPaced(ctx, c, r.cfg.Rate, total, func(k int) (int, string, *recorder, int) {
+	r.sendPaced(ctx, c, r.cfg.Rate, total, 256, func(k int) (int, string, *recorder, int) {
 		g := k % len(groups)
 		idx := k / len(groups)
 		return groups[g][idx%len(groups[g])], rooms[g], recs[g], idx
