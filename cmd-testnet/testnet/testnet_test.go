@@ -168,7 +168,14 @@ func TestSmoke(t *testing.T) {
 	} else if b.GossipSub.Metrics["cpu_us_per_delivery"] <= 0 || b.Parley.Metrics["cpu_us_per_delivery"] <= 0 || b.Ratios["cpu_per_delivery_vs_gossipsub"] <= 0 {
 		t.Errorf("CPU per delivery: parley %v, gossipsub %v, ratios %v", b.Parley.Metrics, b.GossipSub.Metrics, b.Ratios)
 	}
-	checkStages(t, findScenario(res.Scenarios, "fanout").Stages)
+	// In a half-second run the room's GossipSub mesh may not form in time,
+	// and every delivery then comes by sync, which has no stages to break
+	// down (rooms' TestTraceStages checks the stages themselves).
+	if st := findScenario(res.Scenarios, "fanout").Stages; st != nil && st.Deliveries == 0 && st.BySync > 0 {
+		t.Logf("every fanout delivery came by sync (%d): no stages to check", st.BySync)
+	} else {
+		checkStages(t, st)
+	}
 	raw, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
