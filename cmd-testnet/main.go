@@ -105,6 +105,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs.StringVar(&out.svg, "svg", "", "write a chart of the latency distributions to `FILE` (SVG)")
 	fs.StringVar(&out.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
 	fs.StringVar(&out.memProfile, "memprofile", "", "write an allocation profile of the whole run to `FILE` (go tool pprof -sample_index=alloc_space)")
+	fs.StringVar(&out.pprof, "pprof", "", "serve net/http/pprof on `ADDR` (a loopback address such as 127.0.0.1:6060) during the run, with block and mutex profiling on: heap profiles of in-process nodes over time, where goroutines wait")
 	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the fanout workload on raw go-libp2p-pubsub and embedded NATS, and compare")
 	fs.BoolVar(&procs, "procs", false, "run each node as a separate `parley up` process with its own home")
 	fs.BoolVar(&netns, "netns", false, "run each node as a process in its own network namespace, joined by veth pairs (needs root)")
@@ -252,7 +253,8 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 type outputs struct {
 	json, svg, cpuProfile string
 	memProfile            string
-	burn                  int // CPUs to keep busy during the run
+	pprof                 string // address for net/http/pprof
+	burn                  int    // CPUs to keep busy during the run
 	// The NAT lab, when nat is set.
 	nat                  string
 	natRuns, natMessages int
@@ -297,6 +299,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "cmd-testnet: -memprofile: %v\n", err)
 			}
 		}()
+	}
+	if out.pprof != "" {
+		stopPprof, err := servePprof(out.pprof)
+		if err != nil {
+			fmt.Fprintf(stderr, "cmd-testnet: -pprof: %v\n", err)
+			return 2
+		}
+		defer stopPprof()
+		fmt.Fprintf(stderr, "cmd-testnet: pprof on http://%s/debug/pprof/\n", out.pprof)
 	}
 	load := loadAvg()
 	if out.burn > 0 {
@@ -653,15 +664,20 @@ func printSoak(w io.Writer, sr *testnet.SoakResult) {
 	}
 	fmt.Fprintf(w, "\nsoak: %d rooms of %d, %d msg/s in all for %gs; %d samples every %gs; slopes after %gs of warm-up\n",
 		sr.Rooms, sr.RoomSize, sr.Rate, sr.DurationS, len(sr.Samples), sr.IntervalS, sr.WarmupS)
-	fmt.Fprintf(w, "  RSS %+.3f MiB/min (mean %.0f MiB; growth over the span %.1f%% of it), anonymous RSS %+.3f MiB/min, heap %+.3f MiB/min\n",
-		sr.RSSMiBPerMin, sr.MeanRSSMiB, 100*sr.RSSGrowthShare, sr.RSSAnonMiBPerMin, sr.HeapMiBPerMin)
+	fmt.Fprintf(w, "  anonymous RSS %+.3f MiB/min (mean %.0f MiB; growth over the span %.1f%% of it), live heap %+.3f MiB/min\n",
+		sr.RSSAnonMiBPerMin, sr.MeanRSSAnonMiB, 100*sr.RSSAnonGrowthShare, sr.HeapMiBPerMin)
+	fmt.Fprintf(w, "  all RSS %+.3f MiB/min (mean %.0f MiB; growth over the span %.1f%% of it), of which file-backed %+.3f MiB/min\n",
+		sr.RSSMiBPerMin, sr.MeanRSSMiB, 100*sr.RSSGrowthShare, sr.RSSFileMiBPerMin)
 	fmt.Fprintf(w, "  goroutines %+.2f/min (mean %.0f; growth over the span %.2f%% of it)\n", sr.GoroutinesPerMin, sr.MeanGoroutines, 100*sr.GoroutineGrowthShare)
-	fmt.Fprintf(w, "  second half alone: RSS %+.3f MiB/min, goroutines %+.2f/min\n", sr.RSSMiBPerMinLastHalf, sr.GoroutinesPerMinLastHalf)
+	fmt.Fprintf(w, "  second half alone: anonymous RSS %+.3f MiB/min, live heap %+.3f MiB/min, all RSS %+.3f MiB/min, goroutines %+.2f/min\n",
+		sr.RSSAnonMiBPerMinLastHalf, sr.HeapMiBPerMinLastHalf, sr.RSSMiBPerMinLastHalf, sr.GoroutinesPerMinLastHalf)
 	if n := len(sr.Samples); n > 0 {
 		first, last := sr.Samples[0], sr.Samples[n-1]
-		fmt.Fprintf(w, "  first and last sample: RSS %.0f → %.0f MiB (anonymous %.0f → %.0f), live heap %.0f → %.0f MiB, heap goal %.0f → %.0f MiB, goroutines %d → %d\n",
-			first.RSSMiB, last.RSSMiB, first.RSSAnonMiB, last.RSSAnonMiB, first.HeapMiB, last.HeapMiB, first.HeapGoalMiB, last.HeapGoalMiB, first.Goroutines, last.Goroutines)
+		fmt.Fprintf(w, "  first and last sample: anonymous RSS %.0f → %.0f MiB, file-backed %.0f → %.0f MiB, live heap %.0f → %.0f MiB, heap goal %.0f → %.0f MiB, goroutines %d → %d\n",
+			first.RSSAnonMiB, last.RSSAnonMiB, first.RSSFileMiB, last.RSSFileMiB, first.HeapMiB, last.HeapMiB, first.HeapGoalMiB, last.HeapGoalMiB, first.Goroutines, last.Goroutines)
 	}
+	fmt.Fprintf(w, "  (file-backed RSS is mapped files — Badger's value logs, tables and write-ahead logs, the binary —\n"+
+		"   page cache the kernel drops when memory is short; it grows with the data written, so the verdict is on anonymous RSS)\n")
 	if l := sr.SayLatency; l != nil {
 		fmt.Fprintf(w, "  Say calls: p50 %.2f ms, p99 %.2f ms, max %.1f ms\n", l.P50, l.P99, l.Max)
 	}
