@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -103,6 +104,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs.StringVar(&out.json, "json", "", "write the full results as JSON to `FILE`")
 	fs.StringVar(&out.svg, "svg", "", "write a chart of the latency distributions to `FILE` (SVG)")
 	fs.StringVar(&out.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
+	fs.StringVar(&out.memProfile, "memprofile", "", "write an allocation profile of the whole run to `FILE` (go tool pprof -sample_index=alloc_space)")
 	fs.StringVar(&out.pprof, "pprof", "", "serve net/http/pprof on `ADDR` (a loopback address such as 127.0.0.1:6060) during the run, with block and mutex profiling on: heap profiles of in-process nodes over time, where goroutines wait")
 	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the fanout workload on raw go-libp2p-pubsub and embedded NATS, and compare")
 	fs.BoolVar(&procs, "procs", false, "run each node as a separate `parley up` process with its own home")
@@ -250,6 +252,7 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 // outputs are the files a run writes besides its table.
 type outputs struct {
 	json, svg, cpuProfile string
+	memProfile            string
 	pprof                 string // address for net/http/pprof
 	burn                  int    // CPUs to keep busy during the run
 	// The NAT lab, when nat is set.
@@ -286,6 +289,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			pprof.StopCPUProfile()
 			if err := f.Close(); err != nil {
 				fmt.Fprintf(stderr, "cmd-testnet: write %s: %v\n", out.cpuProfile, err)
+			}
+		}()
+	}
+	if out.memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			if err := writeHeapProfile(out.memProfile); err != nil {
+				fmt.Fprintf(stderr, "cmd-testnet: -memprofile: %v\n", err)
 			}
 		}()
 	}
@@ -675,4 +686,17 @@ func printSoak(w io.Writer, sr *testnet.SoakResult) {
 		verdict = "NOT FLAT"
 	}
 	fmt.Fprintf(w, "  %s: %s\n", verdict, sr.FlatRule)
+}
+
+// writeHeapProfile writes the allocations of the run so far to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

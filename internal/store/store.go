@@ -53,7 +53,8 @@ type Config struct {
 // threshold and its 1 KB body stays in the table) fits with room to spare.
 // Every block read from a table and every value read from a value log is
 // checked against its checksum, so damage reads as an error (ErrCorrupt),
-// never as data.
+// never as data. Transactions are not checked for conflicts: Apply's only
+// read nothing, so none could conflict, and the check costs every write.
 func Options(dir string, log *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{log}).
@@ -69,7 +70,8 @@ func Options(dir string, log *slog.Logger) badger.Options {
 		WithNumCompactors(2).
 		WithChecksumVerificationMode(options.OnBlockRead).
 		WithVerifyValueChecksum(true).
-		WithMetricsEnabled(false)
+		WithMetricsEnabled(false).
+		WithDetectConflicts(false)
 }
 
 // Open opens (or creates) the database in dir with the default floor.
