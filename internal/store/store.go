@@ -42,6 +42,10 @@ type Config struct {
 
 // Options returns Badger options sized for a laptop: small memtables and
 // caches, so an idle node's heap stays near 24 MiB instead of ~88 MiB.
+// Every block read from a table and every value read from a value log is
+// checked against its checksum, so damage reads as an error (ErrCorrupt),
+// never as data. Transactions are not checked for conflicts: Apply's only
+// read nothing, so none could conflict, and the check costs every write.
 //
 // A memtable's arena (4 MiB and 15 % for a batch, 5.2 MiB) is allocated
 // whole from the Go heap but becomes resident only as it fills, so a
@@ -51,10 +55,6 @@ type Config struct {
 // takes in one transaction is 15 % of a memtable (629 KB): a room's batch
 // (at most 320 events, about 1.4 KB each when the event is under the value
 // threshold and its 1 KB body stays in the table) fits with room to spare.
-// Every block read from a table and every value read from a value log is
-// checked against its checksum, so damage reads as an error (ErrCorrupt),
-// never as data. Transactions are not checked for conflicts: Apply's only
-// read nothing, so none could conflict, and the check costs every write.
 func Options(dir string, log *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{log}).
