@@ -678,7 +678,8 @@ func printSoak(w io.Writer, sr *testnet.SoakResult) {
 	}
 	fmt.Fprintf(w, "  (file-backed RSS is mapped files — Badger's value logs, tables and write-ahead logs, the binary —\n"+
 		"   page cache the kernel drops when memory is short; it grows with the data written, so the verdict is on anonymous RSS;\n"+
-		"   the warm-up is half the run: memtables cycle every 3–4 min at this load, the depth and seen caches fill in 2–4 min)\n")
+		"   the warm-up is half the run: memtables cycle every 3–4 min at this load, the depth and seen caches fill in 2–4 min;\n"+
+		"   memory slopes are least squares, the goroutines' the median pairwise slope, which a minute-long step does not tilt)\n")
 	if l := sr.SayLatency; l != nil {
 		fmt.Fprintf(w, "  Say calls: p50 %.2f ms, p99 %.2f ms, max %.1f ms\n", l.P50, l.P99, l.Max)
 	}

@@ -3,6 +3,7 @@ package testnet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -27,8 +28,14 @@ type SoakResult struct {
 	// WarmupS is left out of the slopes: the first half of the run.
 	WarmupS float64      `json:"warmup_s"`
 	Samples []SoakSample `json:"samples"`
-	// Slopes are least-squares lines through the samples after the
-	// warm-up, per minute; Means are those samples' means.
+	// Slopes are per minute, through the samples after the warm-up:
+	// least-squares lines for memory (it saw-tooths as memtables fill and
+	// flush, and a line through the teeth is their trend), the median of
+	// the slopes between pairs of samples (Theil–Sen) for goroutines
+	// (their count steps up for a minute or two when a periodic task
+	// opens streams, such as the DHT's refresh every 10 minutes, and a
+	// step near either end of the span would tilt a least-squares line).
+	// Means are those samples' means.
 	RSSMiBPerMin     float64 `json:"rss_mib_per_min"`
 	RSSAnonMiBPerMin float64 `json:"rss_anon_mib_per_min"`
 	RSSFileMiBPerMin float64 `json:"rss_file_mib_per_min"`
@@ -286,13 +293,13 @@ func soakSlopes(sr *SoakResult) {
 	sr.RSSAnonMiBPerMin = round3(slope(anon))
 	sr.RSSFileMiBPerMin = round3(slope(file))
 	sr.HeapMiBPerMin = round3(slope(heap))
-	sr.GoroutinesPerMin = round3(slope(gor))
+	sr.GoroutinesPerMin = round3(medianSlope(ts, gor))
 	if len(ts2) >= 3 {
 		early := func(ys []float64) float64 { s, _, _ := linearFit(ts2, ys); return round3(s) }
 		sr.RSSMiBPerMinFrom20 = early(rss2)
 		sr.RSSAnonMiBPerMinFrom20 = early(anon2)
 		sr.HeapMiBPerMinFrom20 = early(heap2)
-		sr.GoroutinesPerMinFrom20 = early(gor2)
+		sr.GoroutinesPerMinFrom20 = round3(medianSlope(ts2, gor2))
 	}
 	sr.MeanRSSMiB = round3(mean(rss))
 	sr.MeanRSSAnonMiB = round3(mean(anon))
@@ -314,4 +321,26 @@ func flatWord(flat bool) string {
 		return "flat"
 	}
 	return "NOT flat"
+}
+
+// medianSlope is the Theil–Sen slope of ys over xs: the median of the
+// slopes between every pair of points with distinct xs.
+func medianSlope(xs, ys []float64) float64 {
+	var slopes []float64
+	for i := range xs {
+		for j := i + 1; j < len(xs); j++ {
+			if dx := xs[j] - xs[i]; dx != 0 {
+				slopes = append(slopes, (ys[j]-ys[i])/dx)
+			}
+		}
+	}
+	if len(slopes) == 0 {
+		return 0
+	}
+	slices.Sort(slopes)
+	m := len(slopes) / 2
+	if len(slopes)%2 == 1 {
+		return slopes[m]
+	}
+	return (slopes[m-1] + slopes[m]) / 2
 }
