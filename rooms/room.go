@@ -1018,12 +1018,13 @@ func (r *room) closeListeners() {
 
 // depthCacheSize is the size of a depth cache's generation. The cache
 // spares a store lookup for the parents of a new event and for an event
-// that comes again (gossip, then sync): both are among the room's latest
-// events, so the last few thousand are enough, and a miss only costs a
+// that comes again (gossip's retransmissions, within seconds): both are
+// among the room's latest events, so the last couple of thousand are
+// enough (20 s of a room at 100 events a second), and a miss only costs a
 // lookup. Each entry costs about 60 bytes, so a room holds at most
-// 2 × 4096 of them (about 0.5 MiB) however long it runs; at 1<<16 a busy
+// 2 × 2048 of them (about 0.25 MiB) however long it runs; at 1<<16 a busy
 // room grew for hours, to about 8 MiB.
-const depthCacheSize = 1 << 12
+const depthCacheSize = 1 << 11
 
 // depthCache remembers the depth of recently stored events in two
 // generations, so it stays bounded without per-entry bookkeeping. The

@@ -458,6 +458,19 @@ func TestSoakLayoutAndSlopes(t *testing.T) {
 	if growing.Flat || math.Abs(growing.RSSAnonMiBPerMin-60) > 0.01 || math.Abs(growing.GoroutinesPerMin-12) > 0.01 {
 		t.Errorf("growing run: flat %v, anonymous RSS %v MiB/min, goroutines %v/min", growing.Flat, growing.RSSAnonMiBPerMin, growing.GoroutinesPerMin)
 	}
+	// Goroutines that step up for the last minute (a periodic task's
+	// streams) do not make a flat run grow.
+	stepped := &SoakResult{DurationS: 600}
+	for k := range 121 {
+		g := 5000
+		if k >= 110 {
+			g = 5200
+		}
+		stepped.Samples = append(stepped.Samples, sample(float64(k*5), 1000, g))
+	}
+	if soakSlopes(stepped); !stepped.Flat || stepped.GoroutinesPerMin != 0 {
+		t.Errorf("a step in the last minute: flat %v, %v goroutines/min", stepped.Flat, stepped.GoroutinesPerMin)
+	}
 	short := &SoakResult{DurationS: 10, Samples: []SoakSample{sample(9, 1, 1)}}
 	if soakSlopes(short); short.Flat || !strings.Contains(short.FlatRule, "too few samples") {
 		t.Errorf("two samples: %+v", short)
