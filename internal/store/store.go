@@ -49,9 +49,10 @@ type Config struct {
 //
 // A memtable's arena (4 MiB and 15 % for a batch, 5.2 MiB) is allocated
 // whole from the Go heap but becomes resident only as it fills, so a
-// node's RSS climbs until its memtables have cycled once and then stays:
-// at 20 events a second that takes about 4 minutes (at 8 MiB it took over
-// 10, and the heap goal counted twice the arena). The largest write Badger
+// node's RSS climbs until its memtables have cycled once and then
+// saw-tooths around its level (the flush frees the full arena): at 20
+// events a second a memtable cycles every 3–4 minutes (at 8 MiB it took
+// twice as long, and the GC's heap goal counted twice the bigger arena). The largest write Badger
 // takes in one transaction is 15 % of a memtable (629 KB): a room's batch
 // (at most 320 events, about 1.4 KB each when the event is under the value
 // threshold and its 1 KB body stays in the table) fits with room to spare.
