@@ -682,19 +682,35 @@ func (m *Manager) refreshTopic(r *room) {
 }
 
 // goRoom runs f on a goroutine of the room: it ends with the room, and
-// Close and closeRoom wait for it.
-func (r *room) goRoom(f func(ctx context.Context)) {
+// Close and closeRoom wait for it. It reports false, starting nothing,
+// once the room closes.
+func (r *room) goRoom(f func(ctx context.Context)) bool {
+	if !r.enter() {
+		return false
+	}
+	go func() {
+		defer r.leave()
+		f(r.ctx)
+	}()
+	return true
+}
+
+// enter counts the caller as one of the room's goroutines (Close and
+// closeRoom wait for it to leave); false once the room closes.
+func (r *room) enter() bool {
 	r.m.spawnMu.Lock()
 	defer r.m.spawnMu.Unlock()
-	// closeRoom cancels ctx under spawnMu: no goroutine starts once it waits.
+	// closeRoom cancels ctx under spawnMu: no goroutine enters once it waits.
 	if r.m.closing || r.ctx == nil || r.ctx.Err() != nil {
-		return
+		return false
 	}
 	r.m.wg.Add(1)
 	r.wg.Add(1)
-	go func() {
-		defer r.m.wg.Done()
-		defer r.wg.Done()
-		f(r.ctx)
-	}()
+	return true
+}
+
+// leave ends what enter began.
+func (r *room) leave() {
+	r.wg.Done()
+	r.m.wg.Done()
 }
