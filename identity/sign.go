@@ -2,6 +2,7 @@ package identity
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -21,16 +22,26 @@ const (
 	DomainNodeCard    = "parley-node-card"
 )
 
-func domainBytes(domain string, payload []byte) []byte {
-	b := make([]byte, 0, len(domain)+1+len(payload))
-	b = append(b, domain...)
-	b = append(b, 0)
-	return append(b, payload...)
+// domainBuf holds the signed bytes (domain, 0, payload) while one
+// signature is made or checked; Ed25519 keeps nothing of them after.
+var domainBuf = sync.Pool{New: func() any { return new([]byte) }}
+
+// withDomain calls f with the bytes that are signed for payload under
+// domain, in a buffer reused across calls.
+func withDomain[T any](domain string, payload []byte, f func([]byte) (T, error)) (T, error) {
+	bp := domainBuf.Get().(*[]byte)
+	b := append(append(append((*bp)[:0], domain...), 0), payload...)
+	v, err := f(b)
+	if cap(b) <= 128<<10 { // keep no huge buffer
+		*bp = b
+		domainBuf.Put(bp)
+	}
+	return v, err
 }
 
 // Sign signs payload under domain.
 func Sign(priv crypto.PrivKey, domain string, payload []byte) ([]byte, error) {
-	sig, err := priv.Sign(domainBytes(domain, payload))
+	sig, err := withDomain(domain, payload, priv.Sign)
 	if err != nil {
 		return nil, fmt.Errorf("identity: sign %s: %w", domain, err)
 	}
@@ -45,9 +56,22 @@ func Verify(signer peer.ID, domain string, payload, sig []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: peer %s has no embedded key: %v", ErrBadSignature, signer, err)
 	}
-	ok, err := pub.Verify(domainBytes(domain, payload), sig)
-	if err != nil || !ok {
+	if !verify(pub, domain, payload, sig) {
 		return fmt.Errorf("%w: not signed by %s", ErrBadSignature, signer)
 	}
 	return nil
+}
+
+// VerifyKey is Verify with the signer's public key at hand (taken from its
+// peer ID by the caller).
+func VerifyKey(pub crypto.PubKey, domain string, payload, sig []byte) error {
+	if !verify(pub, domain, payload, sig) {
+		return fmt.Errorf("%w: bad signature", ErrBadSignature)
+	}
+	return nil
+}
+
+func verify(pub crypto.PubKey, domain string, payload, sig []byte) bool {
+	ok, err := withDomain(domain, payload, func(b []byte) (bool, error) { return pub.Verify(b, sig) })
+	return err == nil && ok
 }

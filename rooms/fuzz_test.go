@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -181,4 +182,67 @@ func BenchmarkDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzEventFastPath: the fast path of Decode (eventwire.go) takes a
+// payload or wrapper only when the general decoder decodes it to the same
+// value and finds it canonical; and it takes every canonical payload of a
+// well-formed event, so honest events never pay for the general one.
+func FuzzEventFastPath(f *testing.F) {
+	priv, me := testKey(f, 1)
+	_, other := testKey(f, 2)
+	reply := fakeID(3)
+	for _, e := range []*Event{
+		createEvent(me),
+		messageEvent(me, "hello", fakeID(1), fakeID(2)),
+		{Room: testRoom, Author: me, Agent: "human", Seq: 3, Parents: []ID{fakeID(1)}, Depth: 2, Kind: KindInvite, Body: []byte(other)},
+		{Room: testRoom, Author: me, Agent: "x", Seq: 300, Parents: []ID{fakeID(1)}, Depth: 70000, Kind: KindAsk, Time: 1 << 41,
+			Body: bytes.Repeat([]byte("é"), 200), ReplyTo: &reply, To: "bob@" + other.String()},
+	} {
+		e.V = Version
+		p, err := encMode.Marshal(e.payload())
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(p)
+		w, _ := mustSeal(f, priv, e)
+		f.Add(w)
+	}
+	f.Add([]byte{0xa2, 0x01, 0x40, 0x02, 0x40})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		// As a payload.
+		fp, fok := parsePayload(in)
+		var gp eventPayload
+		gerr := eventDec.Unmarshal(in, &gp)
+		if gerr == nil {
+			gerr = canonical(in, gp)
+		}
+		if fok {
+			if gerr != nil {
+				t.Fatalf("fast path took a payload the general decoder refuses: %v", gerr)
+			}
+			if !reflect.DeepEqual(fp, gp) {
+				t.Fatalf("fast path decoded\n%+v\ngeneral decoder\n%+v", fp, gp)
+			}
+		} else if gerr == nil && gp.Time >= 0 {
+			if _, err := gp.event(); err == nil && !slices.ContainsFunc(gp.Parents, func(b []byte) bool { return len(b) != len(ID{}) }) {
+				t.Fatalf("fast path refused a canonical payload: %+v", gp)
+			}
+		}
+		// As a wrapper.
+		payload, sig, fok := parseSigned(in)
+		var s signedEvent
+		gerr = eventDec.Unmarshal(in, &s)
+		if gerr == nil {
+			gerr = canonical(in, s)
+		}
+		switch {
+		case fok && gerr != nil:
+			t.Fatalf("fast path took a wrapper the general decoder refuses: %v", gerr)
+		case fok && (!bytes.Equal(payload, s.Payload) || !bytes.Equal(sig, s.Sig)):
+			t.Fatal("fast path and general decoder read different wrappers")
+		case !fok && gerr == nil:
+			t.Fatalf("fast path refused a canonical wrapper")
+		}
+	})
 }

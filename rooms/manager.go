@@ -621,6 +621,12 @@ func (m *Manager) since(id identity.RoomID, after uint64, limit int) ([]View, er
 	if limit <= 0 || limit > 10000 {
 		limit = 10000
 	}
+	r := m.room(id)
+	if r != nil {
+		if out, ok := r.viewsSince(after, limit); ok {
+			return out, nil
+		}
+	}
 	rid := string(id)
 	prefix := schema.RoomArrivalPrefix(rid)
 	type ref struct {
@@ -638,7 +644,6 @@ func (m *Manager) since(id identity.RoomID, after uint64, limit int) ([]View, er
 		return nil, fmt.Errorf("rooms: since %s: %w", id, err)
 	}
 	out := make([]View, 0, len(refs))
-	r := m.room(id)
 	for _, rf := range refs {
 		if r != nil {
 			if v, ok := r.recentView(rf.n, rf.id); ok {

@@ -174,7 +174,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		bulk:      make(chan input, 1024),
 		heads:     make(map[ID]uint64),
 		pending:   NewPending(m.cfg.PendingEvents, m.cfg.PendingBytes),
-		recent:    newDepthCache(1 << 16),
+		recent:    newDepthCache(depthCacheSize),
 		meta:      meta,
 		members:   make(map[peer.ID]ID),
 		vv:        make(map[peer.ID]uint64),
@@ -1154,6 +1154,16 @@ func (r *room) closeListeners() {
 		close(ch)
 	}
 }
+
+// depthCacheSize is the size of a depth cache's generation. The cache
+// spares a store lookup for the parents of a new event and for an event
+// that comes again (gossip's retransmissions, within seconds): both are
+// among the room's latest events, so the last couple of thousand are
+// enough (20 s of a room at 100 events a second), and a miss only costs a
+// lookup. Each entry costs about 60 bytes, so a room holds at most
+// 2 × 2048 of them (about 0.25 MiB) however long it runs; at 1<<16 a busy
+// room grew for hours, to about 8 MiB.
+const depthCacheSize = 1 << 11
 
 // depthCache remembers the depth of recently stored events in two
 // generations, so it stays bounded without per-entry bookkeeping. The

@@ -103,12 +103,15 @@ func TestSinceFromRecentViews(t *testing.T) {
 		}
 	}
 	waitConverged(t, nt, room, 6, 40*time.Second, 0, 1)
-	var hot [2][]rooms.View
+	var hot, hotTail [2][]rooms.View
 	for i := range 2 {
 		if !mgr(nt, i).KeepsViews(room) {
 			t.Skipf("node %d's room went idle before it was read (a slow machine)", i)
 		}
 		if hot[i], err = mgr(nt, i).Since(room, 0, 100); err != nil {
+			t.Fatal(err)
+		}
+		if hotTail[i], err = mgr(nt, i).Since(room, 3, 2); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,6 +123,9 @@ func TestSinceFromRecentViews(t *testing.T) {
 		}
 		if len(hot[i]) != 6 || !reflect.DeepEqual(hot[i], cold) {
 			t.Fatalf("node %d: Since from recent views:\n%+v\nfrom the store:\n%+v", i, hot[i], cold)
+		}
+		if !reflect.DeepEqual(hotTail[i], cold[3:5]) {
+			t.Fatalf("node %d: Since(3, 2) from recent views:\n%+v\nfrom the store:\n%+v", i, hotTail[i], cold[3:5])
 		}
 	}
 }

@@ -18,7 +18,8 @@ type arrivalView struct {
 }
 
 // keepViews remembers the views of a written batch. It runs on the room's
-// goroutine, after the batch's write succeeded.
+// goroutine, after the batch's write succeeded and before the readers are
+// told (Manager.changed): viewsSince hands out what it kept as stored.
 func (r *room) keepViews(tx *txn) {
 	if len(tx.arrivals) == 0 {
 		return
@@ -53,4 +54,29 @@ func (r *room) recentView(n uint64, id ID) (View, bool) {
 		return View{}, false
 	}
 	return av.v, true
+}
+
+// viewsSince returns the views of arrivals after+1, after+2, … (at most
+// limit) when the room keeps after+1: then it keeps every later arrival
+// up to the latest it kept, so Since needs no store scan. ok is false when
+// it does not keep after+1 (too old, or not kept yet): read the store.
+func (r *room) viewsSince(after uint64, limit int) (out []View, ok bool) {
+	r.viewMu.Lock()
+	defer r.viewMu.Unlock()
+	if r.views == nil || r.views[(after+1)%recentViews].n != after+1 {
+		return nil, false
+	}
+	for n := after + 1; len(out) < limit; n++ {
+		av := r.views[n%recentViews]
+		if av.n != n {
+			break
+		}
+		if out == nil {
+			out = make([]View, 0, min(limit, recentViews))
+		}
+		v := av.v
+		v.Arrival = n
+		out = append(out, v)
+	}
+	return out, true
 }

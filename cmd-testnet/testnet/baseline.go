@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,13 +29,16 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 		Workload: fmt.Sprintf("1 publisher, %d receivers, %d msg/s of %d B for %v", n-1, r.cfg.Rate, r.cfg.Size, r.cfg.Duration),
 		Parley:   parley,
 	}
-	gs, err := r.rawGossipSub(ctx)
+	var gs *ScenarioResult
+	var err error
+	pprof.Do(ctx, pprof.Labels("system", "gossipsub"), func(ctx context.Context) { gs, err = r.rawGossipSub(ctx) })
 	if err != nil {
 		return b, fmt.Errorf("raw gossipsub: %w", err)
 	}
 	b.GossipSub = gs
 	r.p.printf("gossipsub: %s", summaryLine(gs))
-	nt, err := r.natsBaseline(ctx)
+	var nt *ScenarioResult
+	pprof.Do(ctx, pprof.Labels("system", "nats"), func(ctx context.Context) { nt, err = r.natsBaseline(ctx) })
 	if err != nil {
 		return b, fmt.Errorf("nats: %w", err)
 	}

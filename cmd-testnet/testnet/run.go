@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -39,6 +40,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
 		res.Config.Scale = cfg.Scale
 	}
 	r := &runner{cfg: cfg, p: newProgress(progress)}
+	// CPU profiles (-cpuprofile) tell the systems apart by this label
+	// (go tool pprof -tagfocus system=parley); goroutines inherit it.
+	ctx = pprof.WithLabels(ctx, pprof.Labels("system", "parley"))
+	pprof.SetGoroutineLabels(ctx)
+	defer pprof.SetGoroutineLabels(context.Background())
 	dir := cfg.Dir
 	if dir == "" {
 		// Short, so that unix socket paths in node homes stay short.

@@ -432,7 +432,9 @@ func TestSoakLayoutAndSlopes(t *testing.T) {
 	if got := fmt.Sprint(soakRooms(3, 5)); got != "[[0 1] [0 1] [1 2] [1 2] [2 0]]" {
 		t.Errorf("3 nodes in 5 rooms: %s", got)
 	}
-	sample := func(t float64, rss float64, g int) SoakSample { return SoakSample{T: t, RSSMiB: rss, Goroutines: g} }
+	sample := func(t float64, rss float64, g int) SoakSample {
+		return SoakSample{T: t, RSSMiB: rss + 100, RSSAnonMiB: rss, RSSFileMiB: 100, Goroutines: g}
+	}
 	flat := &SoakResult{DurationS: 600}
 	growing := &SoakResult{DurationS: 600}
 	for k := range 121 {
@@ -442,13 +444,32 @@ func TestSoakLayoutAndSlopes(t *testing.T) {
 		flat.Samples = append(flat.Samples, sample(ts, rss, 5000+k%7))
 		growing.Samples = append(growing.Samples, sample(ts, 1000+ts, 5000+k))
 	}
+	// File-backed RSS that grows with the data written does not make a run
+	// with flat anonymous RSS grow.
+	for k := range flat.Samples {
+		flat.Samples[k].RSSFileMiB += flat.Samples[k].T
+		flat.Samples[k].RSSMiB += flat.Samples[k].T
+	}
 	soakSlopes(flat)
 	soakSlopes(growing)
-	if !flat.Flat || math.Abs(flat.RSSMiBPerMin) > 1 || math.Abs(flat.GoroutinesPerMin) > 1 {
+	if !flat.Flat || math.Abs(flat.RSSAnonMiBPerMin) > 1 || math.Abs(flat.GoroutinesPerMin) > 1 {
 		t.Errorf("flat run: %+v", flat)
 	}
-	if growing.Flat || math.Abs(growing.RSSMiBPerMin-60) > 0.01 || math.Abs(growing.GoroutinesPerMin-12) > 0.01 {
-		t.Errorf("growing run: flat %v, RSS %v MiB/min, goroutines %v/min", growing.Flat, growing.RSSMiBPerMin, growing.GoroutinesPerMin)
+	if growing.Flat || math.Abs(growing.RSSAnonMiBPerMin-60) > 0.01 || math.Abs(growing.GoroutinesPerMin-12) > 0.01 {
+		t.Errorf("growing run: flat %v, anonymous RSS %v MiB/min, goroutines %v/min", growing.Flat, growing.RSSAnonMiBPerMin, growing.GoroutinesPerMin)
+	}
+	// Goroutines that step up for the last minute (a periodic task's
+	// streams) do not make a flat run grow.
+	stepped := &SoakResult{DurationS: 600}
+	for k := range 121 {
+		g := 5000
+		if k >= 110 {
+			g = 5200
+		}
+		stepped.Samples = append(stepped.Samples, sample(float64(k*5), 1000, g))
+	}
+	if soakSlopes(stepped); !stepped.Flat || stepped.GoroutinesPerMin != 0 {
+		t.Errorf("a step in the last minute: flat %v, %v goroutines/min", stepped.Flat, stepped.GoroutinesPerMin)
 	}
 	short := &SoakResult{DurationS: 10, Samples: []SoakSample{sample(9, 1, 1)}}
 	if soakSlopes(short); short.Flat || !strings.Contains(short.FlatRule, "too few samples") {

@@ -48,6 +48,11 @@ func ReserveSize(minFree int64) int64 {
 	return min(max(minFree/4, minReserve), maxReserve)
 }
 
+// freeReuse is how long a reading of the free space serves the writes
+// that follow it while the disk is far above the floor: a statfs per
+// write costs more than the write of a small batch.
+const freeReuse = 100 * time.Millisecond
+
 // space watches the free space of the database's disk.
 type space struct {
 	dir     string
@@ -55,19 +60,24 @@ type space struct {
 	reserve int64
 	free    func(dir string) (int64, error)
 	log     *slog.Logger
+	reuse   time.Duration // how long a reading serves (freeReuse; 0: none)
 
 	mu         sync.Mutex // protects the fields below
 	full       bool       // writes are refused
 	have       bool       // the reserve file is in place
 	nextTry    time.Time  // no attempt to make the reserve before this
 	statWarned bool       // a failed statfs was logged
+	readAt     time.Time  // when free was read (zero: never, or not to reuse)
+	read       int64      // the free space then
+	spent      int64      // bytes checked since, taken off read
 }
 
 func newSpace(dir string, minFree int64, free func(string) (int64, error), log *slog.Logger) *space {
+	reuse := time.Duration(0) // a disk faked by a test changes at once
 	if free == nil {
-		free = freeBytes
+		free, reuse = freeBytes, freeReuse
 	}
-	s := &space{dir: dir, minFree: minFree, free: free, log: log}
+	s := &space{dir: dir, minFree: minFree, free: free, log: log, reuse: reuse}
 	if minFree > 0 {
 		s.reserve = ReserveSize(minFree)
 	}
@@ -112,6 +122,14 @@ func (s *space) check(n int) error {
 	need := s.minFree + 2*int64(n) // the write-ahead log and the value log
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Far above the floor (another floor's worth to spare) a recent
+	// reading serves, less what was written since.
+	if s.have && !s.full && !s.readAt.IsZero() && time.Since(s.readAt) < s.reuse &&
+		s.read-s.spent >= need+s.minFree {
+		s.spent += 2 * int64(n)
+		return nil
+	}
+	s.readAt = time.Time{}
 	free, ok := s.freeLocked()
 	if !ok {
 		return nil // cannot tell: do not stop the node over it
@@ -128,6 +146,9 @@ func (s *space) check(n int) error {
 	if s.full {
 		s.full = false
 		s.log.Info("disk space is back: writes are taken again", "dir", s.dir)
+	}
+	if s.reuse > 0 {
+		s.readAt, s.read, s.spent = time.Now(), free, 2*int64(n)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
@@ -190,5 +191,45 @@ func TestFloorOff(t *testing.T) {
 	}
 	if disk.reserve(t) != 0 {
 		t.Fatal("reserve made with the floor off")
+	}
+}
+
+// Far above the floor, one reading of the free space serves the writes of
+// the next freeReuse, less what they write; near the floor every write
+// reads it again.
+func TestFreeSpaceReadingReused(t *testing.T) {
+	disk := &fakeDisk{dir: t.TempDir()}
+	disk.avail.Store(1 << 30)
+	var reads atomic.Int64
+	counted := func(dir string) (int64, error) {
+		reads.Add(1)
+		return disk.free(dir)
+	}
+	s := newSpace(disk.dir, 64*mib, counted, testLogger(t))
+	s.reuse = time.Hour
+	s.open()
+	if err := s.check(1 << 10); err != nil {
+		t.Fatal(err)
+	}
+	base := reads.Load()
+	for range 100 {
+		if err := s.check(1 << 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := reads.Load() - base; got != 0 {
+		t.Fatalf("%d readings for 100 small writes far above the floor, want 0", got)
+	}
+	// Writes that bring the estimate within a floor of the floor read
+	// again, and the disk filled meanwhile refuses them.
+	disk.avail.Store(10*mib + 16*mib)
+	if err := s.check(500 * mib); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a big write near the floor: %v", err)
+	}
+	if reads.Load() == base {
+		t.Fatal("a write near the floor did not read the free space")
+	}
+	if err := s.check(1 << 10); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a small write after the disk filled: %v", err)
 	}
 }

@@ -81,3 +81,32 @@ func TestManyWritesThenClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestApplyTakesARoomBatch writes the largest batch a room writes at once
+// (320 events whose bodies stay in the table, each with its index keys) in
+// one transaction: the memtable size bounds Badger's transactions.
+func TestApplyTakesARoomBatch(t *testing.T) {
+	db, err := Open(t.TempDir(), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	body := make([]byte, Options("", nil).ValueThreshold-1)
+	id := make([]byte, 32)
+	var ops []schema.Op
+	for i := range 320 {
+		room := "r/0123456789abcdefghijklmnopqrstuv/"
+		ev := fmt.Appendf(nil, "%se/%032d", room, i)
+		ops = append(ops,
+			schema.Op{Key: ev, Val: body},
+			schema.Op{Key: fmt.Appendf(nil, "%so/%08d%032d", room, i, i), Val: id},
+			schema.Op{Key: fmt.Appendf(nil, "%sa/12D3KooWabcdefghijklmnopqrstuvwxyz0123456789ABCDEF/%08d", room, i), Val: id},
+			schema.Op{Key: fmt.Appendf(nil, "%sv/%08d", room, i), Val: id},
+			schema.Op{Key: fmt.Appendf(nil, "%sh/%032d", room, i), Val: id},
+			schema.Op{Key: fmt.Appendf(nil, "%sh/%032d", room, i+1000), Delete: true},
+		)
+	}
+	if err := db.Apply(ops, true); err != nil {
+		t.Fatalf("a batch of 320 events (%d keys): %v", len(ops), err)
+	}
+}
