@@ -69,7 +69,8 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 		// Another seq already used by its author is a fork (an author that
 		// posted from an older copy of its data): the room keeps it.
 		if e.Kind != KindCreate {
-			depths := make([]uint64, 0, len(e.Parents))
+			var buf [MaxParents]uint64
+			depths := buf[:0]
 			for _, p := range e.Parents {
 				d, ok := r.depthOfShared(p)
 				if !ok {

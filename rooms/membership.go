@@ -111,7 +111,7 @@ type AgentMember struct {
 	Arrival uint64
 }
 
-func agentAddr(name identity.AgentName, p peer.ID) string { return string(name) + "@" + p.String() }
+func agentAddr(name identity.AgentName, p peer.ID) string { return string(name) + "@" + peerString(p) }
 
 // outRec is what a room keeps of a node that left or was removed.
 type outRec struct {
