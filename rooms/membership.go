@@ -206,7 +206,7 @@ func (r *room) loadMembership() error {
 // that left whose event belongs to its membership before it left; the
 // first event of a membership must have the admitting event in its past.
 // Only the creator removes another node. admit and member are the author's
-// entry in members. It runs on the room's goroutine.
+// entry in members. Its caller holds procMu.
 func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
 	r.mu.RLock()
 	o, wasOut := r.outs[e.Author]
@@ -239,7 +239,7 @@ func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
 }
 
 // applyMembership updates members, the nodes that left and the agent
-// records for a stored event. It runs on the room's goroutine inside store,
+// records for a stored event. It runs inside store (procMu held),
 // with r.mu held.
 func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID) {
 	switch e.Kind {
