@@ -202,21 +202,12 @@ func internKind(s []byte) string {
 
 // authorKeys remembers the public keys of recent authors: taking one out of
 // a peer ID decodes a protobuf, and every event needs it twice.
-var authorKeys = struct {
-	sync.RWMutex // protects m
-	m            map[peer.ID]crypto.PubKey
-}{m: make(map[peer.ID]crypto.PubKey)}
-
-// maxAuthorKeys bounds authorKeys; past it the cache starts again.
-const maxAuthorKeys = 4096
+var authorKeys peerCache[crypto.PubKey]
 
 // authorKey returns the Ed25519 public key embedded in an author's peer
 // ID, or an error wrapping ErrBadAuthor.
 func authorKey(p peer.ID) (crypto.PubKey, error) {
-	authorKeys.RLock()
-	pub, ok := authorKeys.m[p]
-	authorKeys.RUnlock()
-	if ok {
+	if pub, ok := authorKeys.get(p); ok {
 		return pub, nil
 	}
 	pub, err := p.ExtractPublicKey()
@@ -225,11 +216,45 @@ func authorKey(p peer.ID) (crypto.PubKey, error) {
 		// so the ID of an event is fixed once its author has signed it.
 		return nil, fmt.Errorf("%w: %s is not an Ed25519 peer id", ErrBadAuthor, p)
 	}
-	authorKeys.Lock()
-	if len(authorKeys.m) >= maxAuthorKeys {
-		clear(authorKeys.m)
-	}
-	authorKeys.m[p] = pub
-	authorKeys.Unlock()
+	authorKeys.put(p, pub)
 	return pub, nil
+}
+
+// peerStrings remembers the text form of recent peers: base58 costs
+// microseconds, and every stored event names its agent by it.
+var peerStrings peerCache[string]
+
+// peerString returns p.String().
+func peerString(p peer.ID) string {
+	if s, ok := peerStrings.get(p); ok {
+		return s
+	}
+	s := p.String()
+	peerStrings.put(p, s)
+	return s
+}
+
+// peerCache is a small map of what is derived from a peer ID, for the few
+// peers a node's rooms hear from; past maxPeerCache entries it starts again.
+type peerCache[T any] struct {
+	mu sync.RWMutex // protects m
+	m  map[peer.ID]T
+}
+
+const maxPeerCache = 4096
+
+func (c *peerCache[T]) get(p peer.ID) (T, bool) {
+	c.mu.RLock()
+	v, ok := c.m[p]
+	c.mu.RUnlock()
+	return v, ok
+}
+
+func (c *peerCache[T]) put(p peer.ID, v T) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxPeerCache {
+		c.m = make(map[peer.ID]T)
+	}
+	c.m[p] = v
+	c.mu.Unlock()
 }

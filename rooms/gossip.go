@@ -69,7 +69,8 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 		// Another seq already used by its author is a fork (an author that
 		// posted from an older copy of its data): the room keeps it.
 		if e.Kind != KindCreate {
-			depths := make([]uint64, 0, len(e.Parents))
+			var buf [MaxParents]uint64
+			depths := buf[:0]
 			for _, p := range e.Parents {
 				d, ok := r.depthOfShared(p)
 				if !ok {
@@ -105,8 +106,8 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 const gossipWait = time.Second
 
 // gossip is the topic's validator: validate, then the events it accepts
-// from other nodes go to the room's goroutine (the topic is relayed, not
-// subscribed, so nothing else reads them).
+// from other nodes go to the room, processed right here when it is idle
+// (the topic is relayed, not subscribed, so nothing else reads them).
 func (r *room) gossip(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	res := r.validate(ctx, from, msg)
 	if res != pubsub.ValidationAccept || from == r.m.self {

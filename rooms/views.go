@@ -66,17 +66,14 @@ func (r *room) viewsSince(after uint64, limit int) (out []View, ok bool) {
 	if r.views == nil || r.views[(after+1)%recentViews].n != after+1 {
 		return nil, false
 	}
-	for n := after + 1; len(out) < limit; n++ {
-		av := r.views[n%recentViews]
-		if av.n != n {
-			break
-		}
-		if out == nil {
-			out = make([]View, 0, min(limit, recentViews))
-		}
-		v := av.v
-		v.Arrival = n
-		out = append(out, v)
+	k := 0 // the arrivals kept from after+1 on
+	for k < limit && r.views[(after+1+uint64(k))%recentViews].n == after+1+uint64(k) {
+		k++
+	}
+	out = make([]View, k)
+	for i := range out {
+		out[i] = r.views[(after+1+uint64(i))%recentViews].v
+		out[i].Arrival = after + 1 + uint64(i)
 	}
 	return out, true
 }

@@ -237,8 +237,8 @@ func stagesOf(c cluster) *stageLog {
 
 // cpuMeter measures the process's CPU time over a phase.
 type cpuMeter struct {
-	start time.Duration
-	ok    bool
+	start, end time.Duration // end: zero until stop
+	ok         bool
 }
 
 func startCPU() cpuMeter {
@@ -246,11 +246,20 @@ func startCPU() cpuMeter {
 	return cpuMeter{start: t, ok: ok}
 }
 
-// note records the CPU time since start as cpu_s and, per delivery, as
-// cpu_us_per_delivery (the whole process: every node of an in-process run,
-// and the testnet's own bookkeeping).
-func (m cpuMeter) note(res *ScenarioResult, deliveries int) {
+// stop ends the phase: note, called later, counts the CPU time up to here.
+func (m *cpuMeter) stop() {
 	end, ok := processCPU()
+	m.end, m.ok = end, m.ok && ok
+}
+
+// note records the CPU time since start (up to stop, if it was called) as
+// cpu_s and, per delivery, as cpu_us_per_delivery (the whole process: every
+// node of an in-process run, and the testnet's own bookkeeping).
+func (m cpuMeter) note(res *ScenarioResult, deliveries int) {
+	end, ok := m.end, true
+	if end == 0 {
+		end, ok = processCPU()
+	}
 	if !m.ok || !ok {
 		return
 	}
