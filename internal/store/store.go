@@ -57,10 +57,11 @@ type Config struct {
 // node's RSS climbs until its memtables have cycled once and then
 // saw-tooths around its level (the flush frees the full arena): at 20
 // events a second a memtable cycles every 3–4 minutes (at 8 MiB it took
-// twice as long, and the GC's heap goal counted twice the bigger arena). The largest write Badger
-// takes in one transaction is 15 % of a memtable (629 KB): a room's batch
-// (at most 320 events, about 1.4 KB each when the event is under the value
-// threshold and its 1 KB body stays in the table) fits with room to spare.
+// twice as long, and the GC's heap goal counted twice the bigger arena).
+// The largest write Badger takes in one transaction is 15 % of a memtable
+// (629 KB): a room's batch (at most 320 events, about 1.4 KB each when the
+// event is under the value threshold and its 1 KB body stays in the
+// table) fits with room to spare.
 func Options(dir string, log *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{log}).
