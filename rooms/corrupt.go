@@ -48,7 +48,7 @@ func (r *room) corruptIDs() []ID {
 }
 
 // repair writes a good copy of a damaged event over it, and reports
-// whether it was one. It runs on the room's goroutine.
+// whether it was one. Its caller holds procMu.
 func (r *room) repair(tx *txn, it Item) bool {
 	if r.nCorrupt.Load() == 0 {
 		return false

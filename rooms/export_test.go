@@ -56,3 +56,13 @@ func (m *Manager) KeepsViews(id identity.RoomID) bool {
 	defer r.viewMu.Unlock()
 	return r.views != nil
 }
+
+// HoldSyncs runs hold before each fsync of this node's own events (nil:
+// none), so tests can keep batches waiting for their fsync.
+func (m *Manager) HoldSyncs(hold func()) {
+	if hold == nil {
+		m.beforeSync.Store(nil)
+		return
+	}
+	m.beforeSync.Store(&hold)
+}

@@ -106,8 +106,8 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 const gossipWait = time.Second
 
 // gossip is the topic's validator: validate, then the events it accepts
-// from other nodes go to the room's goroutine (the topic is relayed, not
-// subscribed, so nothing else reads them).
+// from other nodes go to the room, processed right here when it is idle
+// (the topic is relayed, not subscribed, so nothing else reads them).
 func (r *room) gossip(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	res := r.validate(ctx, from, msg)
 	if res != pubsub.ValidationAccept || from == r.m.self {

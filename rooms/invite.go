@@ -193,7 +193,7 @@ func (m *Manager) handleInvite(s network.Stream) {
 	m.spawn(func() { m.joinAfterInvite(r, remote) })
 }
 
-// joinAfterInvite catches up with the inviter; the room's goroutine posts
+// joinAfterInvite catches up with the inviter; the room posts
 // this node's join as soon as its invite is stored, by whatever path.
 func (m *Manager) joinAfterInvite(r *room, inviter peer.ID) {
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Minute)

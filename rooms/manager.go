@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -72,6 +73,8 @@ type Manager struct {
 	self    peer.ID
 	log     *slog.Logger
 	metrics *metrics
+
+	beforeSync atomic.Pointer[func()] // tests: runs before a room's fsync of own events
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -206,7 +206,7 @@ func (r *room) loadMembership() error {
 // that left whose event belongs to its membership before it left; the
 // first event of a membership must have the admitting event in its past.
 // Only the creator removes another node. admit and member are the author's
-// entry in members. It runs on the room's goroutine.
+// entry in members. Its caller holds procMu.
 func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
 	r.mu.RLock()
 	o, wasOut := r.outs[e.Author]
@@ -239,7 +239,7 @@ func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
 }
 
 // applyMembership updates members, the nodes that left and the agent
-// records for a stored event. It runs on the room's goroutine inside store,
+// records for a stored event. It runs inside store (procMu held),
 // with r.mu held.
 func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID) {
 	switch e.Kind {
@@ -682,19 +682,35 @@ func (m *Manager) refreshTopic(r *room) {
 }
 
 // goRoom runs f on a goroutine of the room: it ends with the room, and
-// Close and closeRoom wait for it.
-func (r *room) goRoom(f func(ctx context.Context)) {
+// Close and closeRoom wait for it. It reports false, starting nothing,
+// once the room closes.
+func (r *room) goRoom(f func(ctx context.Context)) bool {
+	if !r.enter() {
+		return false
+	}
+	go func() {
+		defer r.leave()
+		f(r.ctx)
+	}()
+	return true
+}
+
+// enter counts the caller as one of the room's goroutines (Close and
+// closeRoom wait for it to leave); false once the room closes.
+func (r *room) enter() bool {
 	r.m.spawnMu.Lock()
 	defer r.m.spawnMu.Unlock()
-	// closeRoom cancels ctx under spawnMu: no goroutine starts once it waits.
+	// closeRoom cancels ctx under spawnMu: no goroutine enters once it waits.
 	if r.m.closing || r.ctx == nil || r.ctx.Err() != nil {
-		return
+		return false
 	}
 	r.m.wg.Add(1)
 	r.wg.Add(1)
-	go func() {
-		defer r.m.wg.Done()
-		defer r.wg.Done()
-		f(r.ctx)
-	}()
+	return true
+}
+
+// leave ends what enter began.
+func (r *room) leave() {
+	r.wg.Done()
+	r.m.wg.Done()
 }

@@ -101,8 +101,9 @@ type sayRes struct {
 	err error
 }
 
-// room is one room this node is in. Its goroutine (run) owns the DAG state;
-// mu guards the small snapshots that validators, sync and the API read.
+// room is one room this node is in. Whoever holds procMu (its goroutine,
+// run, or a submitter processing inline) owns the DAG state; mu guards the
+// small snapshots that validators, sync and the API read.
 type room struct {
 	id    identity.RoomID
 	m     *Manager
@@ -113,18 +114,27 @@ type room struct {
 	cancel context.CancelFunc // ends ctx
 	wg     sync.WaitGroup     // the room's goroutines
 
-	// Owned by run.
+	// procMu is held by whoever processes a batch: the room's goroutine
+	// (run), or a submitter that found the room idle (inline). The fields
+	// below it, and arrivals, are owned by its holder.
+	procMu  sync.Mutex
 	heads   map[ID]uint64 // head → depth
 	pending *Pending
 	recent  *depthCache // also read by validators
 	ancBuf  []ID
 
-	runMu      sync.Mutex // protects running and submitting
-	running    bool       // run is running; it stops after roomIdle without input
-	submitting int        // submits under way, which keep run from stopping
+	runMu      sync.Mutex   // protects running and submitting
+	running    bool         // run is running; it stops after roomIdle without input
+	submitting int          // submits under way, which keep run from stopping
+	queued     atomic.Int64 // live inputs queued for run and not processed yet
+	lastInline atomic.Int64 // when a batch was last processed inline (unix ns)
+
+	finMu      sync.Mutex // protects finQ and finRunning
+	finQ       []*finish  // written batches to finish, in order
+	finRunning bool       // finishLoop runs: later batches finish behind it
 
 	pendingLen atomic.Int64 // pending.Len(), for metrics
-	arrivals   uint64       // events stored here so far (the arrival log's last n); owned by run
+	arrivals   uint64       // events stored here so far (the arrival log's last n); owned by procMu's holder
 
 	viewMu sync.Mutex    // protects views
 	views  []arrivalView // the latest arrivals' views while run runs (views.go)
@@ -262,11 +272,10 @@ func mapKeys(m map[ID]uint64) []ID {
 // stops: an idle room costs no goroutine.
 const roomIdle = 2 * time.Second
 
-// run is the room's goroutine: it takes inputs in batches, applies them to
-// the DAG, writes each batch in one transaction (fsynced when it holds this
-// node's own events), then publishes and notifies. submit starts it; it
-// stops after roomIdle without input, and the state it owns stays in the
-// room for the next one (runMu orders them).
+// run is the room's goroutine: it takes queued inputs in batches and
+// processes them (process). submit starts it; it stops after roomIdle
+// without input, and the state it owns stays in the room for the next one
+// (runMu and procMu order them).
 func (r *room) run(ctx context.Context) {
 	live := make([]input, 0, 2*liveBatch)
 	bulk := make([]input, 0, liveBatch)
@@ -286,7 +295,7 @@ func (r *room) run(ctx context.Context) {
 			bulk = append(bulk, in)
 		case <-idle.C:
 			r.runMu.Lock()
-			if len(r.inbox) == 0 && len(r.bulk) == 0 && r.submitting == 0 {
+			if len(r.inbox) == 0 && len(r.bulk) == 0 && r.submitting == 0 && time.Since(time.Unix(0, r.lastInline.Load())) >= roomIdle {
 				r.running = false
 				r.runMu.Unlock()
 				r.dropViews()
@@ -321,7 +330,10 @@ func (r *room) run(ctx context.Context) {
 			}
 		}
 		// Live inputs first: a batch of catch-up is applied after them.
+		r.procMu.Lock()
 		r.process(ctx, append(live, bulk...))
+		r.procMu.Unlock()
+		r.queued.Add(-int64(len(live)))
 		idle.Reset(roomIdle)
 	}
 }
@@ -358,9 +370,17 @@ type pendingSay struct {
 	err error
 }
 
+// process applies a batch to the DAG and writes it in one transaction
+// (committed, not fsynced), with procMu held. Others' events are visible
+// from there, as a crash loses nothing of them that sync does not bring
+// back. This node's own events are published at once and acknowledged once
+// fsynced (group commit: the fsync runs beside the next batches, and one
+// fsync serves every batch written before it). A node that crashes in
+// between may have sent events its store lacks, and learns them back from
+// its members before it posts again (own.go).
 func (r *room) process(ctx context.Context, batch []input) {
 	tx := &txn{}
-	var barriers []chan error
+	f := &finish{tx: tx}
 	var missing []chan []ID
 	for _, in := range batch {
 		switch {
@@ -370,7 +390,7 @@ func (r *room) process(ctx context.Context, batch []input) {
 			id, err := r.author(tx, in.say)
 			tx.says = append(tx.says, pendingSay{req: in.say, id: id, err: err})
 		case in.barrier != nil:
-			barriers = append(barriers, in.barrier)
+			f.barriers = append(f.barriers, in.barrier)
 		case in.missing != nil:
 			missing = append(missing, in.missing)
 		}
@@ -381,40 +401,29 @@ func (r *room) process(ctx context.Context, batch []input) {
 			r.m.log.Warn("join failed", "room", string(r.id), "err", err)
 		}
 	}
-	// The batch is written (committed, not yet fsynced) first: others'
-	// events are visible from there, as a crash loses nothing of them that
-	// sync does not bring back. This node's own events are published while
-	// the fsync runs and acknowledged once it is done: a node that crashes
-	// in between may have sent events its store lacks, and learns them
-	// back from its members before it posts again (own.go).
-	var werr error
 	if len(tx.ops) > 0 {
-		werr = r.m.cfg.Store.Apply(tx.ops, false)
+		f.werr = r.m.cfg.Store.Apply(tx.ops, false)
 	}
-	if werr != nil {
+	if f.werr != nil {
 		// Nothing of this batch is stored: forget it in memory too. Others'
 		// events come back through sync; own says fail.
-		r.m.log.Error("room write failed", "room", string(r.id), "err", werr)
+		r.m.log.Error("room write failed", "room", string(r.id), "err", f.werr)
 		if err := r.load(); err != nil {
 			r.m.log.Error("room reload failed", "room", string(r.id), "err", err)
 		}
 		r.recent.clear()
 		tx.own, tx.accepted = nil, nil
 	}
-	var synced chan error
-	if len(tx.own) > 0 {
-		synced = make(chan error, 1)
-		go func() { synced <- r.m.cfg.Store.Sync() }()
-	}
+	f.sync = len(tx.own) > 0
 	self := r.m.self
-	if werr == nil {
+	if f.werr == nil {
 		r.keepViews(tx)
 	}
 	r.mu.Lock()
 	r.headsSnap = mapKeys(r.heads)
-	if werr == nil {
+	if f.werr == nil {
 		for a, s := range tx.vv {
-			if a != self || synced == nil {
+			if a != self || !f.sync {
 				r.committed[a] = s
 			}
 		}
@@ -422,19 +431,27 @@ func (r *room) process(ctx context.Context, batch []input) {
 	}
 	r.mu.Unlock()
 	tr := r.m.cfg.Trace
+	// Others' events are visible now, unless an earlier batch still waits
+	// for its fsync: then they follow its events, which may be their
+	// parents, so listeners always see parents first.
+	behind := r.finishing()
 	if len(tx.accepted) > len(tx.own) {
 		if tr != nil {
 			r.traceBatch(tr, tx.accepted, false, StageStored, time.Now())
 		}
-		r.deliver(tx, false)
-		if tr != nil {
-			r.traceBatch(tr, tx.accepted, false, StageVisible, time.Now())
+		if behind {
+			f.others = true
+		} else {
+			r.deliver(tx, false)
+			if tr != nil {
+				r.traceBatch(tr, tx.accepted, false, StageVisible, time.Now())
+			}
 		}
 	}
 	topic := r.currentTopic()
 	for k, it := range tx.own {
 		if topic == nil {
-			break // no topic yet (an invitee before the create event): the nudge below tells the members
+			break // no topic yet (an invitee before the create event): the nudge tells the members
 		}
 		if err := topic.Publish(ctx, it.Wire, pubsub.WithValidatorData(it)); err != nil && ctx.Err() == nil {
 			r.m.log.Warn("publish failed; sync will deliver it", "room", string(r.id), "err", err)
@@ -442,15 +459,107 @@ func (r *room) process(ctx context.Context, batch []input) {
 			r.tracePublished(tr, tx, k)
 		}
 	}
-	var serr error
-	if synced != nil {
-		serr = <-synced
+	// No mesh yet (just joined): gossip reached no one, so the members are
+	// asked to pull instead of waiting for anti-entropy, once the events
+	// are durable.
+	f.nudgeAll = f.sync && (topic == nil || r.m.meshSize(r.topicName()) == 0)
+	r.pendingLen.Store(int64(r.pending.Len()))
+	for p := range tx.fetch {
+		r.requestSync(p)
+	}
+	if len(missing) > 0 {
+		ids := r.pending.Missing()
+		for _, ch := range missing {
+			ch <- ids
+		}
+	}
+	if !f.sync && !behind {
+		r.complete(f, nil)
+		return
+	}
+	r.queueFinish(f)
+}
+
+// finish is what a written batch leaves to do, in batch order: wait for
+// its own events to be durable, make the rest of its events visible,
+// answer its says and barriers, act on membership changes.
+type finish struct {
+	tx       *txn
+	werr     error        // the batch's write failed
+	sync     bool         // it holds own events: fsync before finishing
+	others   bool         // others' events still to make visible
+	nudgeAll bool         // ask every member to pull (no mesh yet)
+	barriers []chan error // answered once the batch is finished
+}
+
+// finishing reports whether a batch waits to be finished: later ones
+// finish behind it.
+func (r *room) finishing() bool {
+	r.finMu.Lock()
+	defer r.finMu.Unlock()
+	return r.finRunning
+}
+
+// queueFinish queues f behind the batches still finishing, and starts the
+// goroutine that finishes them if it does not run. A closing room, which
+// starts no goroutine, finishes them here.
+func (r *room) queueFinish(f *finish) {
+	r.finMu.Lock()
+	r.finQ = append(r.finQ, f)
+	start := !r.finRunning
+	r.finRunning = true
+	r.finMu.Unlock()
+	if start && !r.goRoom(r.finishLoop) {
+		r.finishLoop(r.ctx)
+	}
+}
+
+// finishLoop finishes queued batches in order until none is left. One
+// fsync covers every batch taken: all were written before it began.
+func (r *room) finishLoop(context.Context) {
+	for {
+		r.finMu.Lock()
+		fs := r.finQ
+		r.finQ = nil
+		if len(fs) == 0 {
+			r.finRunning = false
+			r.finMu.Unlock()
+			return
+		}
+		r.finMu.Unlock()
+		var serr error
+		for _, f := range fs {
+			if f.sync {
+				if hold := r.m.beforeSync.Load(); hold != nil {
+					(*hold)()
+				}
+				serr = r.m.cfg.Store.Sync()
+				break
+			}
+		}
+		for _, f := range fs {
+			r.complete(f, serr)
+		}
+	}
+}
+
+// complete finishes a written batch: serr is the fsync's error for a
+// batch with own events.
+func (r *room) complete(f *finish, serr error) {
+	tx, self, tr := f.tx, r.m.self, r.m.cfg.Trace
+	if f.others {
+		r.deliver(tx, false)
+		if tr != nil {
+			r.traceBatch(tr, tx.accepted, false, StageVisible, time.Now())
+		}
+	}
+	if f.sync {
 		if serr != nil {
 			r.m.log.Error("room sync failed", "room", string(r.id), "err", serr)
 			serr = fmt.Errorf("rooms: store event: %w", serr)
 		} else {
 			r.mu.Lock()
-			if s, ok := tx.vv[self]; ok {
+			if s, ok := tx.vv[self]; ok && s > r.committed[self] {
 				r.committed[self] = s
 			}
 			r.mu.Unlock()
@@ -462,38 +571,24 @@ func (r *room) process(ctx context.Context, batch []input) {
 		if tr != nil {
 			r.traceBatch(tr, tx.accepted, true, StageVisible, time.Now())
 		}
-	}
-	if len(tx.own) > 0 {
-		// No mesh yet (just joined): gossip reached no one, so ask the
-		// members to pull instead of waiting for anti-entropy (now that
-		// the events are committed, so a sync serves them). Members
+		// Now that the events are durable a sync serves them. Members
 		// behind a relay alone are asked in any case.
-		r.nudgeMembers(topic == nil || r.m.meshSize(r.topicName()) == 0)
+		r.nudgeMembers(f.nudgeAll)
 	}
 	for _, s := range tx.says {
 		err := s.err
-		if err == nil && werr != nil {
-			err = fmt.Errorf("rooms: store event: %w", werr)
+		if err == nil && f.werr != nil {
+			err = fmt.Errorf("rooms: store event: %w", f.werr)
 		}
 		if err == nil && serr != nil {
 			err = serr
 		}
 		s.req.res <- sayRes{id: s.id, err: err}
 	}
-	r.pendingLen.Store(int64(r.pending.Len()))
-	for p := range tx.fetch {
-		r.requestSync(p)
+	for _, b := range f.barriers {
+		b <- f.werr
 	}
-	for _, b := range barriers {
-		b <- werr
-	}
-	if len(missing) > 0 {
-		ids := r.pending.Missing()
-		for _, ch := range missing {
-			ch <- ids
-		}
-	}
-	if werr == nil {
+	if f.werr == nil {
 		r.afterMembership(tx)
 		if tx.topic != "" {
 			r.m.spawn(func() { r.m.switchTopic(r, tx.topic) })
@@ -847,8 +942,17 @@ func (r *room) committedVV() map[peer.ID]uint64 {
 	return out
 }
 
-// submit hands an input to the room's goroutine, starting it if it stopped.
+// submit hands an input to the room. A live input (an event from gossip,
+// a say) that finds the room idle, with nothing queued before it, is
+// processed at once on the caller's goroutine: no hand-over to wait for.
+// Else it is queued for the room's goroutine, which submit starts if it
+// stopped.
 func (r *room) submit(ctx context.Context, in input) error {
+	if (in.item != nil && !in.catchUp) || in.say != nil {
+		if r.inline(in) {
+			return nil
+		}
+	}
 	r.runMu.Lock()
 	r.submitting++
 	if !r.running {
@@ -864,17 +968,52 @@ func (r *room) submit(ctx context.Context, in input) error {
 	q := r.inbox
 	if in.catchUp || in.barrier != nil || in.missing != nil {
 		q = r.bulk
+	} else {
+		r.queued.Add(1)
 	}
 	select {
 	case q <- in:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return r.unqueue(q, ctx.Err())
 	case <-r.closed():
-		return ErrClosed
+		return r.unqueue(q, ErrClosed)
 	case <-r.m.ctx.Done():
-		return ErrClosed
+		return r.unqueue(q, ErrClosed)
 	}
+}
+
+// unqueue takes back the count of a live input that was not queued.
+func (r *room) unqueue(q chan input, err error) error {
+	if q == r.inbox {
+		r.queued.Add(-1)
+	}
+	return err
+}
+
+// inline processes in on the caller's goroutine if no live input is queued
+// before it and no other batch is being processed; false leaves it to the
+// queue.
+func (r *room) inline(in input) bool {
+	if r.queued.Load() != 0 || !r.procMu.TryLock() {
+		return false
+	}
+	defer r.procMu.Unlock()
+	if r.queued.Load() != 0 || !r.enter() {
+		return false
+	}
+	defer r.leave()
+	r.lastInline.Store(time.Now().UnixNano())
+	r.process(r.ctx, []input{in})
+	// The room's goroutine runs while the room is busy, inline or not:
+	// once it stops, an idle room drops its recent views.
+	r.runMu.Lock()
+	if !r.running {
+		r.running = true
+		r.goRoom(r.run)
+	}
+	r.runMu.Unlock()
+	return true
 }
 
 // closed is done once the room closes (nil for a room that never opened).

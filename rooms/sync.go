@@ -237,7 +237,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 			r.m.metrics.syncs.WithLabelValues("requester", "error").Inc()
 			return fmt.Errorf("rooms: sync %s with %s: %w", r.id, p, err)
 		}
-		// Wait until the room's goroutine stored the batch, so the next
+		// Wait until the room stored the batch, so the next
 		// Hello's version vector includes it.
 		if err := r.barrier(ctx); err != nil {
 			return err

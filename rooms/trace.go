@@ -41,8 +41,9 @@ func (s Stage) String() string {
 }
 
 // TraceFunc receives the stages events pass on a node (Config.Trace): the
-// room, the event, the stage and when it was passed. It is called on the
-// room's goroutine and on GossipSub's validator goroutines, so it must be
+// room, the event, the stage and when it was passed. It is called on
+// whichever goroutine processes or finishes a batch (the room's, a Say's,
+// GossipSub's validators), so it must be
 // quick and safe for concurrent use; it must not call the Manager.
 type TraceFunc func(room identity.RoomID, id ID, stage Stage, at time.Time)
 

@@ -23,6 +23,11 @@ type DB struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	syncMu      sync.Mutex
+	syncRunning bool         // a sync round runs (Sync)
+	syncWaiters []chan error // callers waiting for the next round
+	fsync       func() error // Badger's Sync; tests slow it down
 }
 
 // Config configures a database. Zero values are documented.
@@ -49,12 +54,14 @@ type Config struct {
 //
 // A memtable's arena (4 MiB and 15 % for a batch, 5.2 MiB) is allocated
 // whole from the Go heap but becomes resident only as it fills, so a
-// node's RSS climbs until its memtables have cycled once and then stays:
-// at 20 events a second that takes about 4 minutes (at 8 MiB it took over
-// 10, and the heap goal counted twice the arena). The largest write Badger
-// takes in one transaction is 15 % of a memtable (629 KB): a room's batch
-// (at most 320 events, about 1.4 KB each when the event is under the value
-// threshold and its 1 KB body stays in the table) fits with room to spare.
+// node's RSS climbs until its memtables have cycled once and then
+// saw-tooths around its level (the flush frees the full arena): at 20
+// events a second a memtable cycles every 3–4 minutes (at 8 MiB it took
+// twice as long, and the GC's heap goal counted twice the bigger arena).
+// The largest write Badger takes in one transaction is 15 % of a memtable
+// (629 KB): a room's batch (at most 320 events, about 1.4 KB each when the
+// event is under the value threshold and its 1 KB body stays in the
+// table) fits with room to spare.
 func Options(dir string, log *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{log}).
@@ -105,7 +112,7 @@ func OpenConfig(cfg Config) (_ *DB, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", cfg.Dir, classify(err))
 	}
-	return &DB{bdb: bdb, dir: cfg.Dir, space: sp}, nil
+	return &DB{bdb: bdb, dir: cfg.Dir, space: sp, fsync: bdb.Sync}, nil
 }
 
 // Dir is the database folder.
@@ -242,17 +249,54 @@ func (db *DB) Apply(ops []schema.Op, durable bool) (err error) {
 		return fmt.Errorf("store: write %d keys: %w", len(ops), classify(err))
 	}
 	if durable {
-		if err := db.bdb.Sync(); err != nil {
+		if err := db.Sync(); err != nil {
 			return fmt.Errorf("store: sync: %w", classify(err))
 		}
 	}
 	return nil
 }
 
-// Sync makes every write so far durable.
-func (db *DB) Sync() (err error) {
+// Sync makes every write so far durable. Concurrent callers share the
+// fsync (group commit): a caller that arrives while one runs waits for the
+// next, which starts once it ends and covers every caller that came
+// meanwhile, so N rooms syncing at once cost about two fsyncs, not N.
+func (db *DB) Sync() error {
+	ch := make(chan error, 1)
+	db.syncMu.Lock()
+	db.syncWaiters = append(db.syncWaiters, ch)
+	lead := !db.syncRunning
+	db.syncRunning = true
+	db.syncMu.Unlock()
+	if lead {
+		db.syncRounds()
+	}
+	return <-ch
+}
+
+// syncRounds runs an fsync round for the callers waiting when it starts.
+// If more came meanwhile, another goroutine runs their round, so the
+// caller that led this one returns.
+func (db *DB) syncRounds() {
+	db.syncMu.Lock()
+	waiters := db.syncWaiters
+	db.syncWaiters = nil
+	db.syncMu.Unlock()
+	err := db.syncOnce()
+	for _, ch := range waiters {
+		ch <- err
+	}
+	db.syncMu.Lock()
+	more := len(db.syncWaiters) > 0
+	db.syncRunning = more
+	db.syncMu.Unlock()
+	if more {
+		go db.syncRounds()
+	}
+}
+
+func (db *DB) syncOnce() (err error) {
 	defer recoverCorrupt(&err, "sync")
-	return db.bdb.Sync()
+	return db.fsync()
 }
 
 // Close closes the database. It is safe to call more than once. Below the

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/poll"
+)
+
+// TestSyncIsSharedAndNeverEarly: callers that come while an fsync runs
+// share the next one, and none returns on an fsync that began before it
+// called.
+func TestSyncIsSharedAndNeverEarly(t *testing.T) {
+	db, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rounds atomic.Int32
+	gate := make(chan struct{})
+	real := db.fsync
+	db.fsync = func() error {
+		if rounds.Add(1) == 1 {
+			<-gate // the first round waits until the others have called
+		}
+		return real()
+	}
+	first := make(chan error, 1)
+	go func() { first <- db.Sync() }()
+	if !poll.Until(time.Minute, func() bool { return rounds.Load() == 1 }) {
+		t.Fatal("the first fsync did not start")
+	}
+	const late = 20
+	var wg sync.WaitGroup
+	var done atomic.Int32
+	for range late {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := db.Sync(); err != nil {
+				t.Error(err)
+			}
+			done.Add(1)
+		}()
+	}
+	// Every late caller is waiting: none may return on the running round.
+	if !poll.Until(time.Minute, func() bool {
+		db.syncMu.Lock()
+		defer db.syncMu.Unlock()
+		return len(db.syncWaiters) == late
+	}) {
+		t.Fatal("the late callers did not queue")
+	}
+	if n := done.Load(); n != 0 {
+		t.Fatalf("%d callers returned on an fsync that began before they called", n)
+	}
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if n := rounds.Load(); n != 2 {
+		t.Fatalf("%d fsyncs for 1 + %d callers, want 2 (the late ones share one)", n, late)
+	}
+}

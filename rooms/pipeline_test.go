@@ -1,0 +1,114 @@
+package rooms_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// TestListenersSeeParentsFirst: node 0's message waits for its fsync
+// while node 1's reply to it (sent as soon as node 1 saw the message by
+// gossip) is written on node 0. Node 0's listener must still see the
+// message before the reply, each event once, and both; the message's
+// Say returns only after the fsync.
+func TestListenersSeeParentsFirst(t *testing.T) {
+	nt := startNet(t, 2)
+	room := openRoom(t, nt, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// The question must reach node 1 by gossip: a sync serves it only once
+	// it is durable.
+	nt.WaitFor(time.Minute, func() bool { return mgr(nt, 0).MeshHas(room, nt.ID(1)) }, "node 1 in node 0's mesh")
+	// Node 0's fsyncs wait until node 1's reply is stored on node 0.
+	release := make(chan struct{})
+	var once sync.Once
+	mgr(nt, 0).HoldSyncs(func() {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	})
+	defer mgr(nt, 0).HoldSyncs(nil)
+	lis, stop, err := mgr(nt, 0).Subscribe(room, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	in, stopIn, err := mgr(nt, 1).Subscribe(room, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopIn()
+
+	said := make(chan error, 1)
+	go func() {
+		_, err := mgr(nt, 0).Say(ctx, room, rooms.SayArgs{Agent: identity.HumanAgent, Text: "question"})
+		said <- err
+	}()
+	var reply rooms.ID
+	for v := range in {
+		if v.Author == nt.ID(0) && v.Text == "question" {
+			id := v.ID
+			if reply, err = mgr(nt, 1).Say(ctx, room, rooms.SayArgs{Agent: identity.HumanAgent, Text: "answer", ReplyTo: &id}); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	nt.WaitFor(time.Minute, func() bool {
+		_, err := mgr(nt, 0).Event(room, reply)
+		return err == nil
+	}, "node 0 to store the reply")
+	select {
+	case err := <-said:
+		t.Fatalf("Say returned before its fsync: %v", err)
+	default:
+	}
+	once.Do(func() { close(release) })
+	if err := <-said; err != nil {
+		t.Fatal(err)
+	}
+	var order []rooms.View
+	for len(order) < 2 {
+		select {
+		case v := <-lis:
+			order = append(order, v)
+		case <-ctx.Done():
+			t.Fatalf("node 0's listener saw %d events of 2", len(order))
+		}
+	}
+	checkCausal(t, 0, order)
+	if order[0].Text != "question" || order[1].Text != "answer" {
+		t.Fatalf("node 0's listener saw %q then %q", order[0].Text, order[1].Text)
+	}
+}
+
+// checkCausal fails if a listener saw an event twice, an author's events
+// out of seq order, or a reply before the event it answers.
+func checkCausal(t *testing.T, node int, order []rooms.View) {
+	t.Helper()
+	at := make(map[rooms.ID]int, len(order))
+	last := map[peer.ID]uint64{}
+	for k, v := range order {
+		if _, dup := at[v.ID]; dup {
+			t.Fatalf("node %d: event %s seen twice", node, v.ID)
+		}
+		at[v.ID] = k
+		if prev, ok := last[v.Author]; ok && v.Seq != prev+1 {
+			t.Fatalf("node %d: %s seq %d seen after seq %d", node, v.Author, v.Seq, prev)
+		}
+		last[v.Author] = v.Seq
+		if v.ReplyTo != nil {
+			if _, ok := at[*v.ReplyTo]; !ok {
+				t.Fatalf("node %d: reply %q (#%d) seen before the event it answers", node, v.Text, k)
+			}
+		}
+	}
+}
