@@ -533,7 +533,9 @@ func (r *room) finishLoop(context.Context) {
 				if hold := r.m.beforeSync.Load(); hold != nil {
 					(*hold)()
 				}
+				r.m.syncing.Add(1)
 				serr = r.m.cfg.Store.Sync()
+				r.m.syncing.Add(-1)
 				break
 			}
 		}
@@ -993,9 +995,11 @@ func (r *room) unqueue(q chan input, err error) error {
 
 // inline processes in on the caller's goroutine if no live input is queued
 // before it and no other batch is being processed; false leaves it to the
-// queue.
+// queue. An event from gossip is queued while an fsync runs: Badger's
+// writes wait for it, and GossipSub's few validator goroutines, which
+// serve every room, must not wait with them.
 func (r *room) inline(in input) bool {
-	if r.queued.Load() != 0 || !r.procMu.TryLock() {
+	if r.queued.Load() != 0 || in.item != nil && r.m.syncing.Load() != 0 || !r.procMu.TryLock() {
 		return false
 	}
 	defer r.procMu.Unlock()
