@@ -117,9 +117,14 @@ func (r *room) gossip(ctx context.Context, from peer.ID, msg *pubsub.Message) pu
 	if !ok {
 		return res
 	}
+	in := input{item: it, from: from}
+	if r.inline(in) {
+		return res
+	}
+	// Only an event that must queue needs the deadline (and its timer).
 	ctx, cancel := context.WithTimeout(ctx, gossipWait)
 	defer cancel()
-	if err := r.submit(ctx, input{item: it, from: from}); err != nil {
+	if err := r.enqueue(ctx, in); err != nil {
 		r.requestSync(from)
 	}
 	return res

@@ -955,6 +955,12 @@ func (r *room) submit(ctx context.Context, in input) error {
 			return nil
 		}
 	}
+	return r.enqueue(ctx, in)
+}
+
+// enqueue queues an input for the room's goroutine, starting it if it
+// stopped.
+func (r *room) enqueue(ctx context.Context, in input) error {
 	r.runMu.Lock()
 	r.submitting++
 	if !r.running {

@@ -17,9 +17,10 @@ type arrivalView struct {
 	v View
 }
 
-// keepViews remembers the views of a written batch. It runs on the room's
-// goroutine, after the batch's write succeeded and before the readers are
-// told (Manager.changed): viewsSince hands out what it kept as stored.
+// keepViews remembers the views of a written batch. Its caller holds
+// procMu; it runs after the batch's write succeeded and before the
+// readers are told (Manager.changed): viewsSince hands out what it kept
+// as stored.
 func (r *room) keepViews(tx *txn) {
 	if len(tx.arrivals) == 0 {
 		return
