@@ -1048,6 +1048,13 @@ func (r *room) say(ctx context.Context, s *sayReq) (ID, error) {
 		return res.id, res.err
 	case <-ctx.Done():
 		return ID{}, ctx.Err()
+	case <-r.closed():
+		select {
+		case res := <-s.res:
+			return res.id, res.err
+		default:
+			return ID{}, ErrClosed
+		}
 	case <-r.m.ctx.Done():
 		return ID{}, ErrClosed
 	}
@@ -1066,6 +1073,8 @@ func (r *room) barrier(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-r.closed(): // a closed room answers nothing more
+		return ErrClosed
 	case <-r.m.ctx.Done():
 		return ErrClosed
 	}
@@ -1084,6 +1093,8 @@ func (r *room) missingIDs(ctx context.Context) ([]ID, error) {
 		return ids, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-r.closed():
+		return nil, ErrClosed
 	case <-r.m.ctx.Done():
 		return nil, ErrClosed
 	}
