@@ -66,3 +66,20 @@ func (m *Manager) HoldSyncs(hold func()) {
 	}
 	m.beforeSync.Store(&hold)
 }
+
+// RoomWaits returns what a sync round (barrier, missingIDs) and a post
+// (say) wait on, bound to room id's room object as it is now, so a test can
+// call them once that room has closed, as a sync under way does when the
+// events it brings close the room.
+func (m *Manager) RoomWaits(id identity.RoomID) (barrier, missing, say func(context.Context) error) {
+	r := m.room(id)
+	return r.barrier,
+		func(ctx context.Context) error {
+			_, err := r.missingIDs(ctx)
+			return err
+		},
+		func(ctx context.Context) error {
+			_, err := r.say(ctx, &sayReq{agent: identity.HumanAgent, kind: KindMessage, body: []byte("after the close")})
+			return err
+		}
+}

@@ -231,3 +231,36 @@ func TestCreatorRemovesANode(t *testing.T) {
 		t.Fatalf("removing a node twice: %v", err)
 	}
 }
+
+// TestClosedRoomAnswersItsWaiters: a node that learns of its own removal
+// in the middle of a sync closes the room while the sync still waits on it
+// (its barrier, its missing events) and a post may wait too. Each returns
+// ErrClosed rather than waiting for a room goroutine that is gone. Node 1
+// here holds its room across the close, as such a sync does.
+func TestClosedRoomAnswersItsWaiters(t *testing.T) {
+	nt := startNet(t, 2)
+	ctx := context.Background()
+	id := openRoom(t, nt, 1)
+	barrier, missing, say := mgr(nt, 1).RoomWaits(id)
+	if err := barrier(ctx); err != nil {
+		t.Fatalf("barrier on the open room: %v", err)
+	}
+	if _, err := mgr(nt, 0).Remove(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool {
+		_, left := mgr(nt, 1).LeftRoom(id)
+		return left
+	}, "node 1 to close the room it was removed from")
+	// Queuing on a closed room races with seeing it closed: try often.
+	for k := range 10 {
+		for name, wait := range map[string]func(context.Context) error{"barrier": barrier, "missing events": missing, "say": say} {
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			err := wait(wctx)
+			cancel()
+			if !errors.Is(err, rooms.ErrClosed) {
+				t.Fatalf("%s on the closed room (try %d): %v, want ErrClosed", name, k, err)
+			}
+		}
+	}
+}
