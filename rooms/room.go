@@ -959,7 +959,10 @@ func (r *room) submit(ctx context.Context, in input) error {
 }
 
 // enqueue queues an input for the room's goroutine, starting it if it
-// stopped.
+// stopped. Only a closed room starts none (goRoom): what is queued there is
+// never taken, and whoever waits for an answer (say, barrier, missingIDs)
+// returns on r.closed(). A room is never opened again: open builds a new
+// one, while a sync or a post under way may still hold the closed one.
 func (r *room) enqueue(ctx context.Context, in input) error {
 	r.runMu.Lock()
 	r.submitting++
