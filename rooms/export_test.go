@@ -6,6 +6,7 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/peer"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/parley-mesh/parley/identity"
 )
@@ -65,6 +66,33 @@ func (m *Manager) HoldSyncs(hold func()) {
 		return
 	}
 	m.beforeSync.Store(&hold)
+}
+
+// HoldTakes runs hold before each room's subscription reader takes an
+// event from gossip (nil: none), so tests can stall the reader.
+func (m *Manager) HoldTakes(hold func()) {
+	if hold == nil {
+		m.beforeTake.Store(nil)
+		return
+	}
+	m.beforeTake.Store(&hold)
+}
+
+// SetSubBuffer sets the buffer of the room subscriptions made from now on,
+// and returns a function that puts it back.
+func SetSubBuffer(n int) func() {
+	old := subBuffer.Swap(int32(n))
+	return func() { subBuffer.Store(old) }
+}
+
+// Overflows is how many accepted gossip events this node's full room
+// subscriptions could not take.
+func (m *Manager) Overflows() float64 {
+	var c dto.Metric
+	if err := m.metrics.overflow.Write(&c); err != nil {
+		return -1
+	}
+	return c.GetCounter().GetValue()
 }
 
 // RoomWaits returns what a sync round (barrier, missingIDs) and a post

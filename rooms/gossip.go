@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"sync"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -11,7 +12,7 @@ import (
 )
 
 // validate is the room topic's GossipSub validator. It runs inline, decodes
-// each message once (the result rides in ValidatorData to gossip) and
+// each message once (the result rides in ValidatorData to take) and
 // refuses what no room state can make valid: bad bytes or signatures,
 // broken limits, another room, a second create event, a lying depth, and a non-member
 // author whose parents are all stored (so its invite is not in the past).
@@ -95,39 +96,129 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 		}
 	}
 	msg.ValidatorData = &Item{ID: id, Event: e, Wire: msg.Data}
-	if tr := r.m.cfg.Trace; tr != nil && from != r.m.self {
-		tr(r.id, id, StageValidated, time.Now())
+	if from != r.m.self {
+		if tr := r.m.cfg.Trace; tr != nil {
+			tr(r.id, id, StageValidated, time.Now())
+		}
+		if gs := r.gsub.Load(); gs != nil {
+			gs.accept(r)
+		}
 	}
 	return pubsub.ValidationAccept
 }
 
-// gossipWait bounds how long GossipSub's validation waits for a busy room
-// to take an event; past it the event is left to sync.
+// gossipWait bounds how long the subscription's reader waits for a busy
+// room to take an event; past it the event is left to sync.
 const gossipWait = time.Second
 
-// gossip is the topic's validator: validate, then the events it accepts
-// from other nodes go to the room, processed right here when it is idle
-// (the topic is relayed, not subscribed, so nothing else reads them).
-func (r *room) gossip(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
-	res := r.validate(ctx, from, msg)
-	if res != pubsub.ValidationAccept || from == r.m.self {
-		return res
+// gossipSub is a room's subscription to its topic and the state of its
+// reader (take), which runs while events come and stops when the room is
+// idle, so a quiet room costs no goroutine.
+type gossipSub struct {
+	sub *pubsub.Subscription
+
+	mu       sync.Mutex // protects the fields below
+	reading  bool       // a reader runs
+	accepted uint64     // events from other nodes the validator passed
+	taken    uint64     // of them, those read from sub
+}
+
+// lostAfter is how many idle rounds (roomIdle each) the reader waits for
+// an event the validator passed but GossipSub did not hand over (it drops
+// what a full subscription cannot take; sync fetches such an event).
+const lostAfter = 3
+
+// accept counts an event from another node that the validator passed, on
+// its way to sub, and starts the reader unless it runs: counted first, the
+// event cannot reach sub after the reader looked for it and stopped.
+func (gs *gossipSub) accept(r *room) {
+	gs.mu.Lock()
+	gs.accepted++
+	start := !gs.reading
+	gs.reading = true
+	gs.mu.Unlock()
+	if start {
+		gs.start(r)
 	}
-	it, ok := msg.ValidatorData.(*Item)
-	if !ok {
-		return res
+}
+
+// drop counts an accepted event that GossipSub dropped instead of
+// handing it to sub: the reader need not wait for it.
+func (gs *gossipSub) drop() {
+	gs.mu.Lock()
+	gs.taken++
+	gs.mu.Unlock()
+}
+
+// start runs the reader; the caller has set reading.
+func (gs *gossipSub) start(r *room) {
+	if !r.goRoom(func(ctx context.Context) { r.take(ctx, gs) }) {
+		gs.stop(true) // the room is closed
 	}
-	in := input{item: it, from: from}
-	if r.inline(in) {
-		return res
+}
+
+// stop ends the reading unless an accepted event is still to be read;
+// with lost set, such events count as dropped.
+func (gs *gossipSub) stop(lost bool) bool {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if gs.taken < gs.accepted && !lost {
+		return false
 	}
-	// Only an event that must queue needs the deadline (and its timer).
-	ctx, cancel := context.WithTimeout(ctx, gossipWait)
-	defer cancel()
-	if err := r.enqueue(ctx, in); err != nil {
-		r.requestSync(from)
+	gs.accepted = gs.taken
+	gs.reading = false
+	return true
+}
+
+// take reads the room's subscription until it is idle or ends: each event
+// the validator accepted from another node goes to the room, processed
+// right here when the room is idle. GossipSub hands an event to the
+// subscription after it has passed it on to its peers, so relaying never
+// waits for this node's store; and the wake of the room's listeners is the
+// last one this goroutine makes before it waits again, so they run next
+// (a goroutine woken earlier, by the validator, would queue behind
+// everything GossipSub wakes after it).
+func (r *room) take(ctx context.Context, gs *gossipSub) {
+	idle := 0
+	for {
+		wctx, cancel := context.WithTimeout(ctx, roomIdle)
+		msg, err := gs.sub.Next(wctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				idle++
+				if gs.stop(idle >= lostAfter) {
+					return
+				}
+				continue
+			}
+			gs.stop(true) // the subscription or the room ended
+			return
+		}
+		idle = 0
+		if msg.Local || msg.ReceivedFrom == r.m.self {
+			continue // this node's own event: its Say has it already
+		}
+		if hold := r.m.beforeTake.Load(); hold != nil {
+			(*hold)()
+		}
+		gs.mu.Lock()
+		gs.taken++
+		gs.mu.Unlock()
+		it, ok := msg.ValidatorData.(*Item)
+		if !ok {
+			continue
+		}
+		in := input{item: it, from: msg.ReceivedFrom}
+		if r.inline(in) {
+			continue
+		}
+		qctx, qcancel := context.WithTimeout(ctx, gossipWait)
+		if err := r.enqueue(qctx, in); err != nil && ctx.Err() == nil {
+			r.requestSync(msg.ReceivedFrom)
+		}
+		qcancel()
 	}
-	return res
 }
 
 // sameBytes reports whether a and b are the same slice (not merely equal

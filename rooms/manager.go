@@ -75,7 +75,7 @@ type Manager struct {
 	metrics *metrics
 
 	beforeSync atomic.Pointer[func()] // tests: runs before a room's fsync of own events
-	syncing    atomic.Int32           // rooms' fsyncs under way (they stall the store's writes)
+	beforeTake atomic.Pointer[func()] // tests: runs before a room's reader takes an event from gossip
 
 	ctx    context.Context
 	cancel context.CancelFunc

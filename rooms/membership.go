@@ -664,9 +664,10 @@ func (m *Manager) refreshTopic(r *room) {
 	if t == nil {
 		return // no topic yet: the mesh is built when the room joins one
 	}
-	// GossipSub's event loop has left the topic when the cancel returns.
+	// GossipSub's event loop takes the cancel before the new
+	// subscription, so it leaves the topic and joins it again.
 	relay()
-	again, err := t.Relay()
+	again, err := r.subscribe(t)
 	if err != nil {
 		m.log.Error("rejoin room topic failed", "room", string(r.id), "err", err)
 		return

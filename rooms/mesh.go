@@ -32,6 +32,11 @@ func (t meshTracer) Graft(p peer.ID, topic string) { t.m.meshDelta(topic, p, tru
 func (t meshTracer) Prune(p peer.ID, topic string) { t.m.meshDelta(topic, p, false) }
 func (t meshTracer) Leave(topic string)            { t.m.meshDelta(topic, "", false) }
 
+// UndeliverableMessage: GossipSub dropped an accepted event because the
+// room's subscription was full. It has been relayed; the room fetches it
+// from the peer that sent it.
+func (t meshTracer) UndeliverableMessage(msg *pubsub.Message) { t.m.overflowed(msg) }
+
 func (meshTracer) OnNewOutboundStream(peer.ID, protocol.ID)             {}
 func (meshTracer) OnClosedOutboundStream(peer.ID)                       {}
 func (meshTracer) Join(string)                                          {}
@@ -44,7 +49,22 @@ func (meshTracer) RecvRPC(*pubsub.RPC)                                  {}
 func (meshTracer) SendRPC(*pubsub.RPC, peer.ID)                         {}
 func (meshTracer) SendRPCCompleted(*pubsub.RPC, peer.ID, time.Duration) {}
 func (meshTracer) DropRPC(*pubsub.RPC, peer.ID)                         {}
-func (meshTracer) UndeliverableMessage(*pubsub.Message)                 {}
+
+// overflowed handles an accepted event that a room's subscription could
+// not take (it runs on GossipSub's event loop: nothing here waits).
+func (m *Manager) overflowed(msg *pubsub.Message) {
+	m.mu.RLock()
+	r := m.topics[msg.GetTopic()]
+	m.mu.RUnlock()
+	if r == nil || msg.Local || msg.ReceivedFrom == m.self {
+		return
+	}
+	m.metrics.overflow.Inc()
+	if gs := r.gsub.Load(); gs != nil {
+		gs.drop()
+	}
+	r.requestSync(msg.ReceivedFrom)
+}
 
 // meshDelta records a peer entering or leaving a topic's mesh; p empty
 // clears the topic.

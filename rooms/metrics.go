@@ -14,6 +14,9 @@ type metrics struct {
 	corrupt   prometheus.Counter
 	repaired  prometheus.Counter
 	stalls    prometheus.Counter
+	// accepted gossip events GossipSub could not hand to a room's full
+	// subscription (fetched by sync instead)
+	overflow prometheus.Counter
 	// rooms that could not be opened at start (damaged state)
 	openFailed prometheus.Counter
 	// invites from nodes that are not contacts: held for the user, or
@@ -56,6 +59,9 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		openFailed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_rooms_open_failed_total", Help: "Rooms of the room list that could not be opened at start (their state is damaged).",
 		}),
+		overflow: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_gossip_overflow_total", Help: "Gossip events accepted but dropped by a room's full subscription; sync fetches them.",
+		}),
 		stalls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_sync_backoffs_total", Help: "Syncs whose events were all refused, after which the room backed off from the peer.",
 		}),
@@ -72,7 +78,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.corrupt, mt.repaired, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}

@@ -2,6 +2,7 @@ package rooms_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -111,4 +114,49 @@ func checkCausal(t *testing.T, node int, order []rooms.View) {
 			}
 		}
 	}
+}
+
+// TestFullSubscriptionLosesNothing: node 0's subscription reader is stuck,
+// so its room subscription (two events here) fills and GossipSub drops
+// what comes next. Anti-entropy runs only hourly, yet every event reaches
+// node 0 while the reader is still stuck: each dropped event makes the
+// room fetch from the peer that sent it.
+func TestFullSubscriptionLosesNothing(t *testing.T) {
+	defer rooms.SetSubBuffer(2)()
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Hour
+	}))
+	room := openRoom(t, nt, 1)
+	nt.WaitFor(time.Minute, func() bool { return mgr(nt, 1).MeshHas(room, nt.ID(0)) }, "node 0 in node 1's mesh")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	release := make(chan struct{})
+	var stuck sync.Once
+	held := make(chan struct{})
+	mgr(nt, 0).HoldTakes(func() {
+		stuck.Do(func() { close(held) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	})
+	defer mgr(nt, 0).HoldTakes(nil)
+	defer close(release)
+	base := eventCount(nt, 0, room)
+	const n = 20
+	for i := range n {
+		say(t, nt, 1, room, fmt.Sprintf("message %d", i))
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("node 0's reader never took an event")
+	}
+	nt.WaitFor(time.Minute, func() bool { return eventCount(nt, 0, room) == base+n },
+		"node 0 to store all %d events while its reader is stuck (%d)", n, eventCount(nt, 0, room)-base)
+	if got := mgr(nt, 0).Overflows(); got < 1 {
+		t.Fatalf("overflows counted: %v, want at least 1", got)
+	}
+	waitConverged(t, nt, room, base+n, 20*time.Second, 0, 1)
 }

@@ -139,6 +139,8 @@ type room struct {
 	viewMu sync.Mutex    // protects views
 	views  []arrivalView // the latest arrivals' views while run runs (views.go)
 
+	gsub atomic.Pointer[gossipSub] // the topic's subscription and its reader (gossip.go)
+
 	mu          sync.RWMutex // protects the fields below
 	meta        Meta
 	members     map[peer.ID]ID     // member node → the create or invite event admitting it
@@ -155,7 +157,7 @@ type room struct {
 	stalls      map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
 	topic       *pubsub.Topic          // the joined topic; nil while the room has none (topic.go)
 	topicStr    string                 // its name
-	relay       func()                 // ends the topic's relay (topic.go)
+	relay       func()                 // ends the topic's subscription (topic.go)
 	agents      map[string]AgentMember // agent address → its membership (membership.go)
 	outs        map[peer.ID]outRec     // nodes that left or were removed (membership.go)
 	ownKnown    chan struct{}          // closed once this node knows its own next seq (own.go)
@@ -533,9 +535,7 @@ func (r *room) finishLoop(context.Context) {
 				if hold := r.m.beforeSync.Load(); hold != nil {
 					(*hold)()
 				}
-				r.m.syncing.Add(1)
 				serr = r.m.cfg.Store.Sync()
-				r.m.syncing.Add(-1)
 				break
 			}
 		}
@@ -1004,11 +1004,9 @@ func (r *room) unqueue(q chan input, err error) error {
 
 // inline processes in on the caller's goroutine if no live input is queued
 // before it and no other batch is being processed; false leaves it to the
-// queue. An event from gossip is queued while an fsync runs: Badger's
-// writes wait for it, and GossipSub's few validator goroutines, which
-// serve every room, must not wait with them.
+// queue.
 func (r *room) inline(in input) bool {
-	if r.queued.Load() != 0 || in.item != nil && r.m.syncing.Load() != 0 || !r.procMu.TryLock() {
+	if r.queued.Load() != 0 || !r.procMu.TryLock() {
 		return false
 	}
 	defer r.procMu.Unlock()
@@ -1138,8 +1136,11 @@ func (r *room) deliver(tx *txn, said bool) {
 		return
 	}
 	r.m.metrics.accepted.Add(float64(len(vs)))
-	r.notify(vs)
+	// The change pulse first: a goroutine woken last runs next on this
+	// core (the earlier ones queue behind it), and the listeners waiting
+	// for these events matter more than the services that poll on a pulse.
 	r.m.changed(r.id)
+	r.notify(vs)
 }
 
 // saidHere reports whether the batch authored event id.

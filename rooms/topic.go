@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 
@@ -82,10 +83,10 @@ func (r *room) topicFromStore() string {
 	return TopicFor(e.Body[:roomNonceLen])
 }
 
-// joinTopic makes name the room's topic: its validator, which hands the
-// events it accepts to the room, and the topic, relayed (in the mesh
-// without a subscription, so no goroutine waits on it). The caller holds
-// openMu (GossipSub's event loop calls PeerFilter, which takes mu).
+// joinTopic makes name the room's topic: its validator (gossip.go) and a
+// subscription, whose reader (take) hands the events accepted to the
+// room. The caller holds openMu (GossipSub's event loop calls PeerFilter,
+// which takes mu).
 func (m *Manager) joinTopic(r *room, name string) error {
 	m.mu.Lock()
 	if other := m.topics[name]; other != nil && other != r {
@@ -101,7 +102,7 @@ func (m *Manager) joinTopic(r *room, name string) error {
 		}
 		m.mu.Unlock()
 	}
-	if err := m.ps.RegisterTopicValidator(name, r.gossip, pubsub.WithValidatorInline(true)); err != nil {
+	if err := m.ps.RegisterTopicValidator(name, r.validate, pubsub.WithValidatorInline(true)); err != nil {
 		undo()
 		return fmt.Errorf("rooms: room %s: validator: %w", r.id, err)
 	}
@@ -111,12 +112,12 @@ func (m *Manager) joinTopic(r *room, name string) error {
 		undo()
 		return fmt.Errorf("rooms: room %s: join topic: %w", r.id, err)
 	}
-	relay, err := t.Relay()
+	relay, err := r.subscribe(t)
 	if err != nil {
 		_ = t.Close()
 		_ = m.ps.UnregisterTopicValidator(name)
 		undo()
-		return fmt.Errorf("rooms: room %s: relay topic: %w", r.id, err)
+		return fmt.Errorf("rooms: room %s: subscribe topic: %w", r.id, err)
 	}
 	r.mu.Lock()
 	r.topic, r.relay, r.topicStr = t, relay, name
@@ -137,8 +138,8 @@ func (m *Manager) leaveTopic(r *room) {
 		relay()
 	}
 	if t != nil {
-		// GossipSub's event loop has taken the relay's cancel when it
-		// returns, so the topic has no relay left.
+		// GossipSub's event loop takes the subscription's cancel before
+		// this close, so the topic has no subscription left.
 		if err := t.Close(); err != nil {
 			m.log.Debug("close topic", "room", string(r.id), "err", err)
 		}
@@ -171,4 +172,31 @@ func (m *Manager) switchTopic(r *room, name string) {
 			r.requestSync(p)
 		}
 	}
+}
+
+// subBuffer is how many accepted events a room's subscription holds for
+// its reader. GossipSub drops what a full subscription cannot take (sync
+// fetches it later), so it holds seconds of a busy room: the reader waits
+// at most gossipWait for a busy room.
+var subBuffer atomic.Int32 // tests change it
+
+func init() { subBuffer.Store(1024) }
+
+// subscribe subscribes the room to topic t, the subscription read by
+// take (gossip.go), and starts its reader, which stops once the room is
+// idle. The returned cancel ends the subscription; a reader still running
+// takes what is buffered, then ends.
+func (r *room) subscribe(t *pubsub.Topic) (cancel func(), err error) {
+	sub, err := t.Subscribe(pubsub.WithBufferSize(int(subBuffer.Load())))
+	if err != nil {
+		return nil, err
+	}
+	gs := &gossipSub{sub: sub, reading: true}
+	r.gsub.Store(gs)
+	// Events may come before the validator sees the new subscription.
+	gs.start(r)
+	return func() {
+		r.gsub.CompareAndSwap(gs, nil)
+		sub.Cancel()
+	}, nil
 }

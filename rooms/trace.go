@@ -43,8 +43,8 @@ func (s Stage) String() string {
 // TraceFunc receives the stages events pass on a node (Config.Trace): the
 // room, the event, the stage and when it was passed. It is called on
 // whichever goroutine processes or finishes a batch (the room's, a Say's,
-// GossipSub's validators), so it must be
-// quick and safe for concurrent use; it must not call the Manager.
+// the subscription reader's; StageValidated on GossipSub's validators), so
+// it must be quick and safe for concurrent use; it must not call the Manager.
 type TraceFunc func(room identity.RoomID, id ID, stage Stage, at time.Time)
 
 // traceBatch reports stage for the views of a batch: own (authored here)
