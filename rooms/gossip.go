@@ -180,22 +180,31 @@ func (gs *gossipSub) stop(lost bool) bool {
 // everything GossipSub wakes after it).
 func (r *room) take(ctx context.Context, gs *gossipSub) {
 	idle := 0
-	for {
-		wctx, cancel := context.WithTimeout(ctx, roomIdle)
-		msg, err := gs.sub.Next(wctx)
+	// A round ends after roomIdle without an event: a timer, reset for
+	// each event, cancels the round's context (no timer per event).
+	wctx, cancel := context.WithCancel(ctx)
+	round := time.AfterFunc(roomIdle, cancel)
+	defer func() {
+		round.Stop()
 		cancel()
+	}()
+	for {
+		msg, err := gs.sub.Next(wctx)
 		if err != nil {
-			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			if ctx.Err() == nil && wctx.Err() != nil {
 				idle++
 				if gs.stop(idle >= lostAfter) {
 					return
 				}
+				wctx, cancel = context.WithCancel(ctx)
+				round = time.AfterFunc(roomIdle, cancel)
 				continue
 			}
 			gs.stop(true) // the subscription or the room ended
 			return
 		}
 		idle = 0
+		round.Reset(roomIdle)
 		if msg.Local || msg.ReceivedFrom == r.m.self {
 			continue // this node's own event: its Say has it already
 		}
