@@ -64,6 +64,37 @@ func (m *Manager) overflowed(msg *pubsub.Message) {
 		gs.drop()
 	}
 	r.requestSync(msg.ReceivedFrom)
+	if it, ok := msg.ValidatorData.(*Item); ok {
+		r.fetchDropped(it.ID, msg.ReceivedFrom, 0)
+	}
+}
+
+// Retries of the sync for an event a full subscription dropped: the
+// sender may not serve it yet when the first sync asks (its own event is
+// served once fsynced, a relayed one once its reader stored it), so the
+// room looks for the event after overflowRetry, twice that, and so on,
+// overflowTries times, and syncs again while it lacks it.
+const (
+	overflowRetry = time.Second
+	overflowTries = 3
+)
+
+// fetchDropped syncs with from again, after overflowRetry<<try, unless
+// the room has stored event id by then.
+func (r *room) fetchDropped(id ID, from peer.ID, try int) {
+	time.AfterFunc(overflowRetry<<try, func() {
+		if !r.enter() {
+			return // closed: its store may be too
+		}
+		defer r.leave()
+		if _, ok := r.depthOfShared(id); ok {
+			return
+		}
+		r.requestSync(from)
+		if try+1 < overflowTries {
+			r.fetchDropped(id, from, try+1)
+		}
+	})
 }
 
 // meshDelta records a peer entering or leaving a topic's mesh; p empty

@@ -160,3 +160,74 @@ func TestFullSubscriptionLosesNothing(t *testing.T) {
 	}
 	waitConverged(t, nt, room, base+n, 20*time.Second, 0, 1)
 }
+
+// TestDroppedEventOfSlowSender: as TestFullSubscriptionLosesNothing, but
+// the sender's fsync takes 100 ms, so the sync that an overflow asks for at
+// once runs before the sender serves the dropped event (it serves its own
+// events once fsynced). The room looks again and syncs until it has it.
+func TestDroppedEventOfSlowSender(t *testing.T) {
+	defer rooms.SetSubBuffer(2)()
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Hour
+	}))
+	room := openRoom(t, nt, 1)
+	nt.WaitFor(time.Minute, func() bool { return mgr(nt, 1).MeshHas(room, nt.ID(0)) }, "node 0 in node 1's mesh")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	release := make(chan struct{})
+	var stuck sync.Once
+	held := make(chan struct{})
+	mgr(nt, 0).HoldTakes(func() {
+		stuck.Do(func() { close(held) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	})
+	defer mgr(nt, 0).HoldTakes(nil)
+	defer close(release)
+	mgr(nt, 1).HoldSyncs(func() { time.Sleep(100 * time.Millisecond) })
+	defer mgr(nt, 1).HoldSyncs(nil)
+	base := eventCount(nt, 0, room)
+	const n = 10
+	for i := range n {
+		say(t, nt, 1, room, fmt.Sprintf("message %d", i))
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("node 0's reader never took an event")
+	}
+	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 0, room) == base+n },
+		"node 0 to store all %d events while its reader is stuck (%d)", n, eventCount(nt, 0, room)-base)
+}
+
+// TestOwnEventsLeaveSubscriptionFree: node 0's reader has stopped (the
+// room is quiet), then node 0 says more events than its subscription
+// holds. They must not fill it: node 1's next event comes by gossip, not
+// dropped and fetched by sync (anti-entropy hourly, node 1's fsync slow,
+// so a sync would miss it).
+func TestOwnEventsLeaveSubscriptionFree(t *testing.T) {
+	defer rooms.SetSubBuffer(4)()
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Hour
+	}))
+	room := openRoom(t, nt, 1)
+	nt.WaitFor(time.Minute, func() bool {
+		return mgr(nt, 1).MeshHas(room, nt.ID(0)) && mgr(nt, 0).MeshHas(room, nt.ID(1))
+	}, "the mesh")
+	time.Sleep(3 * time.Second) // node 0's reader stops (roomIdle)
+	for i := range 6 {
+		say(t, nt, 0, room, fmt.Sprintf("own %d", i))
+	}
+	mgr(nt, 1).HoldSyncs(func() { time.Sleep(100 * time.Millisecond) })
+	defer mgr(nt, 1).HoldSyncs(nil)
+	base := eventCount(nt, 0, room)
+	say(t, nt, 1, room, "reply")
+	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 0, room) == base+1 }, "node 0 to store the reply")
+	if got := mgr(nt, 0).Overflows(); got != 0 {
+		t.Fatalf("overflows counted: %v, want 0", got)
+	}
+}

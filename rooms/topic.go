@@ -186,8 +186,15 @@ func init() { subBuffer.Store(1024) }
 // take (gossip.go), and starts its reader, which stops once the room is
 // idle. The returned cancel ends the subscription; a reader still running
 // takes what is buffered, then ends.
+//
+// The subscription takes only other nodes' events: this node's own (its
+// Say has them) would pile up in it while no reader runs (the validator
+// starts one only for others' events), and once it is full GossipSub
+// would drop the next event from another node.
 func (r *room) subscribe(t *pubsub.Topic) (cancel func(), err error) {
-	sub, err := t.Subscribe(pubsub.WithBufferSize(int(subBuffer.Load())))
+	self := r.m.self
+	others := func(msg *pubsub.Message) bool { return !msg.Local && msg.ReceivedFrom != self }
+	sub, err := t.Subscribe(pubsub.WithBufferSize(int(subBuffer.Load())), pubsub.WithMessageFilter(others))
 	if err != nil {
 		return nil, err
 	}
