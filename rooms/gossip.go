@@ -172,12 +172,12 @@ func (gs *gossipSub) stop(lost bool) bool {
 
 // take reads the room's subscription until it is idle or ends: each event
 // the validator accepted from another node goes to the room, processed
-// right here when the room is idle. GossipSub hands an event to the
-// subscription after it has passed it on to its peers, so relaying never
-// waits for this node's store; and the wake of the room's listeners is the
-// last one this goroutine makes before it waits again, so they run next
-// (a goroutine woken earlier, by the validator, would queue behind
-// everything GossipSub wakes after it).
+// right here when the room is idle. GossipSub's event loop hands an
+// event to the subscription and queues it for its mesh peers in the same
+// step, so relaying never waits for this node's store; and the wake of
+// the room's listeners is the last one this goroutine makes before it
+// waits again, so they run next (a goroutine woken earlier, by the
+// validator, would queue behind everything GossipSub wakes after it).
 func (r *room) take(ctx context.Context, gs *gossipSub) {
 	idle := 0
 	// A round ends after roomIdle without an event: a timer, reset for
