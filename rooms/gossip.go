@@ -144,9 +144,17 @@ func (gs *gossipSub) accept(r *room) {
 
 // drop counts an accepted event that GossipSub dropped instead of
 // handing it to sub: the reader need not wait for it.
-func (gs *gossipSub) drop() {
+func (gs *gossipSub) drop() { gs.took() }
+
+// took counts an accepted event as read. An event the validator counted on
+// another subscription (one replaced meanwhile) or on none is not counted
+// here, so taken never passes accepted: else an event counted later could
+// be taken for read before it is, and the reader stop while it waits.
+func (gs *gossipSub) took() {
 	gs.mu.Lock()
-	gs.taken++
+	if gs.taken < gs.accepted {
+		gs.taken++
+	}
 	gs.mu.Unlock()
 }
 
@@ -211,9 +219,7 @@ func (r *room) take(ctx context.Context, gs *gossipSub) {
 		if hold := r.m.beforeTake.Load(); hold != nil {
 			(*hold)()
 		}
-		gs.mu.Lock()
-		gs.taken++
-		gs.mu.Unlock()
+		gs.took()
 		it, ok := msg.ValidatorData.(*Item)
 		if !ok {
 			continue
