@@ -78,6 +78,17 @@ func (m *Manager) HoldTakes(hold func()) {
 	m.beforeTake.Store(&hold)
 }
 
+// Reading reports whether room id's subscription reader runs.
+func (m *Manager) Reading(id identity.RoomID) bool {
+	gs := m.room(id).gsub.Load()
+	if gs == nil {
+		return false
+	}
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	return gs.reading
+}
+
 // SetSubBuffer sets the buffer of the room subscriptions made from now on,
 // and returns a function that puts it back.
 func SetSubBuffer(n int) func() {

@@ -116,6 +116,47 @@ func checkCausal(t *testing.T, node int, order []rooms.View) {
 	}
 }
 
+// startQuietNet starts two nodes whose anti-entropy runs hourly, with a
+// room of both and each in the other's mesh: an event comes by gossip or
+// by a sync the room asks for, never by anti-entropy.
+func startQuietNet(t *testing.T) (*nodetest.Net, identity.RoomID) {
+	t.Helper()
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Hour
+	}))
+	room := openRoom(t, nt, 1)
+	nt.WaitFor(time.Minute, func() bool {
+		return mgr(nt, 1).MeshHas(room, nt.ID(0)) && mgr(nt, 0).MeshHas(room, nt.ID(1))
+	}, "the mesh")
+	return nt, room
+}
+
+// stallReader makes node i's subscription readers wait once they hold an
+// event; held is closed when the first does. Cleanup lets them go.
+func stallReader(t *testing.T, nt *nodetest.Net, i int) (held <-chan struct{}) {
+	t.Helper()
+	release := make(chan struct{})
+	var stuck sync.Once
+	h := make(chan struct{})
+	mgr(nt, i).HoldTakes(func() {
+		stuck.Do(func() { close(h) })
+		<-release
+	})
+	t.Cleanup(func() {
+		mgr(nt, i).HoldTakes(nil)
+		close(release)
+	})
+	return h
+}
+
+// slowSyncs makes node i's fsyncs of its own events take d more: a slow
+// disk, during which the events are not served to a sync yet.
+func slowSyncs(t *testing.T, nt *nodetest.Net, i int, d time.Duration) {
+	mgr(nt, i).HoldSyncs(func() { <-time.After(d) })
+	t.Cleanup(func() { mgr(nt, i).HoldSyncs(nil) })
+}
+
 // TestFullSubscriptionLosesNothing: node 0's subscription reader is stuck,
 // so its room subscription (two events here) fills and GossipSub drops
 // what comes next. Anti-entropy runs only hourly, yet every event reaches
@@ -123,36 +164,14 @@ func checkCausal(t *testing.T, node int, order []rooms.View) {
 // room fetch from the peer that sent it.
 func TestFullSubscriptionLosesNothing(t *testing.T) {
 	defer rooms.SetSubBuffer(2)()
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
-		c.RoomPolicy = rooms.DefaultPolicy{}
-		c.SyncInterval = time.Hour
-	}))
-	room := openRoom(t, nt, 1)
-	nt.WaitFor(time.Minute, func() bool { return mgr(nt, 1).MeshHas(room, nt.ID(0)) }, "node 0 in node 1's mesh")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	release := make(chan struct{})
-	var stuck sync.Once
-	held := make(chan struct{})
-	mgr(nt, 0).HoldTakes(func() {
-		stuck.Do(func() { close(held) })
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-	})
-	defer mgr(nt, 0).HoldTakes(nil)
-	defer close(release)
+	nt, room := startQuietNet(t)
+	held := stallReader(t, nt, 0)
 	base := eventCount(nt, 0, room)
 	const n = 20
 	for i := range n {
 		say(t, nt, 1, room, fmt.Sprintf("message %d", i))
 	}
-	select {
-	case <-held:
-	case <-ctx.Done():
-		t.Fatal("node 0's reader never took an event")
-	}
+	waitClosed(t, held, "node 0's reader to take an event")
 	nt.WaitFor(time.Minute, func() bool { return eventCount(nt, 0, room) == base+n },
 		"node 0 to store all %d events while its reader is stuck (%d)", n, eventCount(nt, 0, room)-base)
 	if got := mgr(nt, 0).Overflows(); got < 1 {
@@ -167,38 +186,15 @@ func TestFullSubscriptionLosesNothing(t *testing.T) {
 // events once fsynced). The room looks again and syncs until it has it.
 func TestDroppedEventOfSlowSender(t *testing.T) {
 	defer rooms.SetSubBuffer(2)()
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
-		c.RoomPolicy = rooms.DefaultPolicy{}
-		c.SyncInterval = time.Hour
-	}))
-	room := openRoom(t, nt, 1)
-	nt.WaitFor(time.Minute, func() bool { return mgr(nt, 1).MeshHas(room, nt.ID(0)) }, "node 0 in node 1's mesh")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	release := make(chan struct{})
-	var stuck sync.Once
-	held := make(chan struct{})
-	mgr(nt, 0).HoldTakes(func() {
-		stuck.Do(func() { close(held) })
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-	})
-	defer mgr(nt, 0).HoldTakes(nil)
-	defer close(release)
-	mgr(nt, 1).HoldSyncs(func() { time.Sleep(100 * time.Millisecond) })
-	defer mgr(nt, 1).HoldSyncs(nil)
+	nt, room := startQuietNet(t)
+	held := stallReader(t, nt, 0)
+	slowSyncs(t, nt, 1, 100*time.Millisecond)
 	base := eventCount(nt, 0, room)
 	const n = 10
 	for i := range n {
 		say(t, nt, 1, room, fmt.Sprintf("message %d", i))
 	}
-	select {
-	case <-held:
-	case <-ctx.Done():
-		t.Fatal("node 0's reader never took an event")
-	}
+	waitClosed(t, held, "node 0's reader to take an event")
 	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 0, room) == base+n },
 		"node 0 to store all %d events while its reader is stuck (%d)", n, eventCount(nt, 0, room)-base)
 }
@@ -210,24 +206,26 @@ func TestDroppedEventOfSlowSender(t *testing.T) {
 // so a sync would miss it).
 func TestOwnEventsLeaveSubscriptionFree(t *testing.T) {
 	defer rooms.SetSubBuffer(4)()
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
-		c.RoomPolicy = rooms.DefaultPolicy{}
-		c.SyncInterval = time.Hour
-	}))
-	room := openRoom(t, nt, 1)
-	nt.WaitFor(time.Minute, func() bool {
-		return mgr(nt, 1).MeshHas(room, nt.ID(0)) && mgr(nt, 0).MeshHas(room, nt.ID(1))
-	}, "the mesh")
-	time.Sleep(3 * time.Second) // node 0's reader stops (roomIdle)
+	nt, room := startQuietNet(t)
+	nt.WaitFor(20*time.Second, func() bool { return !mgr(nt, 0).Reading(room) }, "node 0's reader to stop (the room is quiet)")
 	for i := range 6 {
 		say(t, nt, 0, room, fmt.Sprintf("own %d", i))
 	}
-	mgr(nt, 1).HoldSyncs(func() { time.Sleep(100 * time.Millisecond) })
-	defer mgr(nt, 1).HoldSyncs(nil)
+	slowSyncs(t, nt, 1, 100*time.Millisecond)
 	base := eventCount(nt, 0, room)
 	say(t, nt, 1, room, "reply")
 	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 0, room) == base+1 }, "node 0 to store the reply")
 	if got := mgr(nt, 0).Overflows(); got != 0 {
 		t.Fatalf("overflows counted: %v, want 0", got)
+	}
+}
+
+// waitClosed waits up to a minute for ch to close.
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(time.Minute):
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
