@@ -659,21 +659,21 @@ func (m *Manager) refreshTopic(r *room) {
 		return
 	}
 	r.mu.Lock()
-	t, relay := r.topic, r.relay
+	t, unsub := r.topic, r.unsub
 	r.mu.Unlock()
 	if t == nil {
 		return // no topic yet: the mesh is built when the room joins one
 	}
 	// GossipSub's event loop takes the cancel before the new
 	// subscription, so it leaves the topic and joins it again.
-	relay()
+	unsub()
 	again, err := r.subscribe(t)
 	if err != nil {
 		m.log.Error("rejoin room topic failed", "room", string(r.id), "err", err)
 		return
 	}
 	r.mu.Lock()
-	r.relay = again
+	r.unsub = again
 	r.mu.Unlock()
 	for _, p := range r.memberList() {
 		if p != m.self {

@@ -157,7 +157,7 @@ type room struct {
 	stalls      map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
 	topic       *pubsub.Topic          // the joined topic; nil while the room has none (topic.go)
 	topicStr    string                 // its name
-	relay       func()                 // ends the topic's subscription (topic.go)
+	unsub       func()                 // ends the topic's subscription (topic.go)
 	agents      map[string]AgentMember // agent address → its membership (membership.go)
 	outs        map[peer.ID]outRec     // nodes that left or were removed (membership.go)
 	ownKnown    chan struct{}          // closed once this node knows its own next seq (own.go)

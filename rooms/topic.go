@@ -112,7 +112,7 @@ func (m *Manager) joinTopic(r *room, name string) error {
 		undo()
 		return fmt.Errorf("rooms: room %s: join topic: %w", r.id, err)
 	}
-	relay, err := r.subscribe(t)
+	unsub, err := r.subscribe(t)
 	if err != nil {
 		_ = t.Close()
 		_ = m.ps.UnregisterTopicValidator(name)
@@ -120,7 +120,7 @@ func (m *Manager) joinTopic(r *room, name string) error {
 		return fmt.Errorf("rooms: room %s: subscribe topic: %w", r.id, err)
 	}
 	r.mu.Lock()
-	r.topic, r.relay, r.topicStr = t, relay, name
+	r.topic, r.unsub, r.topicStr = t, unsub, name
 	r.mu.Unlock()
 	return nil
 }
@@ -128,14 +128,14 @@ func (m *Manager) joinTopic(r *room, name string) error {
 // leaveTopic undoes joinTopic. The caller holds openMu.
 func (m *Manager) leaveTopic(r *room) {
 	r.mu.Lock()
-	t, relay, name := r.topic, r.relay, r.topicStr
-	r.topic, r.relay, r.topicStr = nil, nil, ""
+	t, unsub, name := r.topic, r.unsub, r.topicStr
+	r.topic, r.unsub, r.topicStr = nil, nil, ""
 	r.mu.Unlock()
 	if name == "" {
 		return
 	}
-	if relay != nil {
-		relay()
+	if unsub != nil {
+		unsub()
 	}
 	if t != nil {
 		// GossipSub's event loop takes the subscription's cancel before
