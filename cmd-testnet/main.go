@@ -106,7 +106,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs.StringVar(&out.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
 	fs.StringVar(&out.memProfile, "memprofile", "", "write an allocation profile of the whole run to `FILE` (go tool pprof -sample_index=alloc_space)")
 	fs.StringVar(&out.pprof, "pprof", "", "serve net/http/pprof on `ADDR` (a loopback address such as 127.0.0.1:6060) during the run, with block and mutex profiling on: heap profiles of in-process nodes over time, where goroutines wait")
-	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the fanout workload on raw go-libp2p-pubsub and embedded NATS, and compare")
+	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the fanout workload on raw go-libp2p-pubsub (its defaults, and mesh publishing as in Parley) and embedded NATS, and compare")
 	fs.BoolVar(&procs, "procs", false, "run each node as a separate `parley up` process with its own home")
 	fs.BoolVar(&netns, "netns", false, "run each node as a process in its own network namespace, joined by veth pairs (needs root)")
 	fs.BoolVar(&mock, "mocknet", false, "run the in-process nodes on go-libp2p's in-memory mocknet, with -delay on every link (one way)")
@@ -527,7 +527,7 @@ func printTable(w io.Writer, res testnet.Results) {
 		fmt.Fprintf(w, "\nbaseline, same workload: %s\n", b.Workload)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "system\tdelivered\tratio\tp50 ms\tp95 ms\tp99 ms\tmax ms\tCPU µs/delivery\ttime s\t")
-		for _, s := range []*testnet.ScenarioResult{b.Parley, b.GossipSub, b.NATS} {
+		for _, s := range []*testnet.ScenarioResult{b.Parley, b.GossipSub, b.GossipSubMesh, b.NATS} {
 			if s == nil {
 				continue
 			}
@@ -546,6 +546,9 @@ func printTable(w io.Writer, res testnet.Results) {
 		if len(b.Ratios) > 0 {
 			fmt.Fprintf(w, "  parley ÷ gossipsub: p50 ×%g, p99 ×%g;  parley ÷ nats: p50 ×%g, p99 ×%g\n",
 				b.Ratios["p50_vs_gossipsub"], b.Ratios["p99_vs_gossipsub"], b.Ratios["p50_vs_nats"], b.Ratios["p99_vs_nats"])
+		}
+		if v, ok := b.Ratios["p50_vs_gossipsub_mesh"]; ok {
+			fmt.Fprintf(w, "  parley ÷ gossipsub-mesh (flood publishing off, as in Parley): p50 ×%g, p99 ×%g\n", v, b.Ratios["p99_vs_gossipsub_mesh"])
 		}
 		if v, ok := b.Ratios["cpu_per_delivery_vs_gossipsub"]; ok {
 			fmt.Fprintf(w, "  parley ÷ gossipsub: CPU per delivery ×%g (whole process, every node)\n", v)

@@ -21,8 +21,9 @@ import (
 
 // baseline runs the fanout workload (one publisher, every other node
 // receives, Rate messages a second of Size bytes for Duration) on raw
-// go-libp2p-pubsub and on an embedded NATS server, and compares parley's
-// fanout figures with theirs.
+// go-libp2p-pubsub (as configured by default, and publishing through the
+// mesh as Parley does) and on an embedded NATS server, and compares
+// parley's fanout figures with theirs.
 func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baseline, error) {
 	n := r.cfg.Nodes
 	b := &Baseline{
@@ -31,12 +32,19 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 	}
 	var gs *ScenarioResult
 	var err error
-	pprof.Do(ctx, pprof.Labels("system", "gossipsub"), func(ctx context.Context) { gs, err = r.rawGossipSub(ctx) })
+	pprof.Do(ctx, pprof.Labels("system", "gossipsub"), func(ctx context.Context) { gs, err = r.rawGossipSub(ctx, false) })
 	if err != nil {
 		return b, fmt.Errorf("raw gossipsub: %w", err)
 	}
 	b.GossipSub = gs
 	r.p.printf("gossipsub: %s", summaryLine(gs))
+	var gm *ScenarioResult
+	pprof.Do(ctx, pprof.Labels("system", "gossipsub-mesh"), func(ctx context.Context) { gm, err = r.rawGossipSub(ctx, true) })
+	if err != nil {
+		return b, fmt.Errorf("raw gossipsub, mesh publishing: %w", err)
+	}
+	b.GossipSubMesh = gm
+	r.p.printf("gossipsub-mesh: %s", summaryLine(gm))
 	var nt *ScenarioResult
 	pprof.Do(ctx, pprof.Labels("system", "nats"), func(ctx context.Context) { nt, err = r.natsBaseline(ctx) })
 	if err != nil {
@@ -58,6 +66,10 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 			b.Targets["p50 <= 1.5x gossipsub"] = parley.Latency.P50 <= 1.5*gs.Latency.P50
 			b.Targets["p99 <= 2x gossipsub"] = parley.Latency.P99 <= 2*gs.Latency.P99
 		}
+		if gm.Latency != nil {
+			ratio("p50_vs_gossipsub_mesh", parley.Latency.P50, gm.Latency.P50)
+			ratio("p99_vs_gossipsub_mesh", parley.Latency.P99, gm.Latency.P99)
+		}
 		if nt.Latency != nil {
 			ratio("p50_vs_nats", parley.Latency.P50, nt.Latency.P50)
 			ratio("p99_vs_nats", parley.Latency.P99, nt.Latency.P99)
@@ -69,6 +81,9 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 			b.Ratios = make(map[string]float64)
 		}
 		b.Ratios["cpu_per_delivery_vs_gossipsub"] = round3(parley.Metrics["cpu_us_per_delivery"] / gs.Metrics["cpu_us_per_delivery"])
+		if v := gm.Metrics["cpu_us_per_delivery"]; v > 0 {
+			b.Ratios["cpu_per_delivery_vs_gossipsub_mesh"] = round3(parley.Metrics["cpu_us_per_delivery"] / v)
+		}
 	}
 	return b, nil
 }
@@ -213,13 +228,22 @@ func (r *runner) probeRun(ctx context.Context, p *fanoutProbe, settle time.Durat
 }
 
 // rawGossipSub: n libp2p hosts on 127.0.0.1 with GossipSub's default
-// options, one topic, host 0 publishes.
-func (r *runner) rawGossipSub(ctx context.Context) (res *ScenarioResult, err error) {
+// options, one topic, host 0 publishes. GossipSub floods a publisher's own
+// messages to every peer subscribed to the topic, so every receiver is one
+// hop away. With mesh set, host 0 publishes as a Parley node does: flood
+// publishing off (Parley's flood set would not be peer-filtered) and host
+// 0 subscribed, in the topic's mesh, so receivers outside its mesh get a
+// message through a relay.
+func (r *runner) rawGossipSub(ctx context.Context, mesh bool) (res *ScenarioResult, err error) {
 	n := r.cfg.Nodes
-	res = &ScenarioResult{Name: "gossipsub", Nodes: n}
+	name := "gossipsub"
+	if mesh {
+		name = "gossipsub-mesh"
+	}
+	res = &ScenarioResult{Name: name, Nodes: n}
 	t0 := time.Now()
 	defer func() { res.ElapsedS = round3(time.Since(t0).Seconds()) }()
-	r.p.printf("gossipsub: starting %d raw libp2p hosts", n)
+	r.p.printf("%s: starting %d raw libp2p hosts", name, n)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hosts := make([]host.Host, 0, n)
@@ -279,7 +303,7 @@ func (r *runner) rawGossipSub(ctx context.Context) (res *ScenarioResult, err err
 	topics := make([]*pubsub.Topic, n)
 	p := newProbe(r.cfg.messages(), n-1)
 	for i, h := range hosts {
-		ps, err := pubsub.NewGossipSub(ctx, h)
+		ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithFloodPublish(!mesh))
 		if err != nil {
 			return res, err
 		}
@@ -288,7 +312,7 @@ func (r *runner) rawGossipSub(ctx context.Context) (res *ScenarioResult, err err
 			return res, err
 		}
 		topics[i] = t
-		if i == 0 {
+		if i == 0 && !mesh {
 			continue
 		}
 		sub, err := t.Subscribe(pubsub.WithBufferSize(1 << 14))
@@ -303,11 +327,13 @@ func (r *runner) rawGossipSub(ctx context.Context) (res *ScenarioResult, err err
 				if err != nil {
 					return
 				}
-				p.got(i-1, m.Data)
+				if i > 0 { // host 0 reads its own only to stay subscribed
+					p.got(i-1, m.Data)
+				}
 			}
 		}()
 	}
-	r.p.printf("gossipsub: host 0 publishes %d messages at %d/s", len(p.sentAt), r.cfg.Rate)
+	r.p.printf("%s: host 0 publishes %d messages at %d/s", name, len(p.sentAt), r.cfg.Rate)
 	stop := r.p.every(ctx, 2*time.Second, func() string { return fmt.Sprintf("%d deliveries", p.delivered()) })
 	defer stop()
 	err = r.probeRun(ctx, p, 3*time.Second, func(seq uint64) error { return topics[0].Publish(ctx, p.payload(seq, r.cfg.Size)) }, res)

@@ -20,8 +20,9 @@
 //     of the others (lookup latency).
 //
 // With Baseline set, the fanout workload also runs on raw go-libp2p-pubsub
-// hosts and on an embedded NATS server, and Parley's figures are given as
-// ratios to both.
+// hosts (with GossipSub's defaults, and again publishing through the mesh
+// as Parley does) and on an embedded NATS server, and Parley's figures are
+// given as ratios to them.
 //
 // Nodes run in one of three modes: in-process (real libp2p hosts on
 // 127.0.0.1 through node/nodetest), processes (each node a `parley up`

@@ -160,12 +160,16 @@ func ms(d time.Duration) float64 { return round3(float64(d) / float64(time.Milli
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
 // Baseline compares Parley's fanout with the same workload on raw
-// GossipSub and NATS.
+// GossipSub (twice: GossipSub's defaults, and publishing through the
+// mesh as Parley does) and NATS.
 type Baseline struct {
 	Workload  string          `json:"workload"`
 	Parley    *ScenarioResult `json:"parley,omitempty"`
 	GossipSub *ScenarioResult `json:"gossipsub"`
-	NATS      *ScenarioResult `json:"nats"`
+	// GossipSubMesh is raw GossipSub publishing as Parley does: flood
+	// publishing off, the publisher in the topic's mesh.
+	GossipSubMesh *ScenarioResult `json:"gossipsub_mesh,omitempty"`
+	NATS          *ScenarioResult `json:"nats"`
 	// Ratios are Parley's latency percentiles divided by the others'.
 	Ratios map[string]float64 `json:"ratios,omitempty"`
 	// Targets are the project's targets and whether they are met.

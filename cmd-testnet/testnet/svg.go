@@ -32,7 +32,7 @@ func WriteSVG(w io.Writer, res Results) error {
 		}
 	}
 	if b := res.Baseline; b != nil {
-		for _, s := range []*ScenarioResult{b.GossipSub, b.NATS} {
+		for _, s := range []*ScenarioResult{b.GossipSub, b.GossipSubMesh, b.NATS} {
 			if s != nil && len(s.samples) > 0 {
 				curves = append(curves, curve{"baseline " + s.Name, s.samples, s.Latency})
 			}

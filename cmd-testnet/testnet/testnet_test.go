@@ -163,7 +163,8 @@ func TestSmoke(t *testing.T) {
 	if r := findScenario(res.Scenarios, "restart"); r == nil || r.Metrics["catchup_ms"] <= 0 || r.Metrics["bigroom_open_read_last50_ms"] <= 0 {
 		t.Errorf("restart metrics: %+v", r)
 	}
-	if b := res.Baseline; b == nil || b.GossipSub.DeliveryRatio != 1 || b.NATS.DeliveryRatio != 1 || b.Ratios["p50_vs_gossipsub"] <= 0 {
+	if b := res.Baseline; b == nil || b.GossipSub.DeliveryRatio != 1 || b.GossipSubMesh.DeliveryRatio != 1 || b.NATS.DeliveryRatio != 1 ||
+		b.Ratios["p50_vs_gossipsub"] <= 0 || b.Ratios["p50_vs_gossipsub_mesh"] <= 0 {
 		t.Errorf("baseline: %+v", b)
 	} else if b.GossipSub.Metrics["cpu_us_per_delivery"] <= 0 || b.Parley.Metrics["cpu_us_per_delivery"] <= 0 || b.Ratios["cpu_per_delivery_vs_gossipsub"] <= 0 {
 		t.Errorf("CPU per delivery: parley %v, gossipsub %v, ratios %v", b.Parley.Metrics, b.GossipSub.Metrics, b.Ratios)
