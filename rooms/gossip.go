@@ -213,9 +213,6 @@ func (r *room) take(ctx context.Context, gs *gossipSub) {
 		}
 		idle = 0
 		round.Reset(roomIdle)
-		if msg.Local || msg.ReceivedFrom == r.m.self {
-			continue // this node's own event: its Say has it already
-		}
 		if hold := r.m.beforeTake.Load(); hold != nil {
 			(*hold)()
 		}

@@ -56,8 +56,8 @@ func (m *Manager) overflowed(msg *pubsub.Message) {
 	m.mu.RLock()
 	r := m.topics[msg.GetTopic()]
 	m.mu.RUnlock()
-	if r == nil || msg.Local || msg.ReceivedFrom == m.self {
-		return
+	if r == nil {
+		return // the subscription's filter passes other nodes' events only
 	}
 	m.metrics.overflow.Inc()
 	if gs := r.gsub.Load(); gs != nil {
