@@ -388,8 +388,11 @@ func TestScaleSmall(t *testing.T) {
 	if sr == nil || len(sr.Rows) != 2 || sr.Rows[0].Nodes != 2 || sr.Rows[1].Rooms != 1 || len(sr.Fits) == 0 {
 		t.Fatalf("scale result %+v", sr)
 	}
+	// In one process RSS is the process's minus what it held before the
+	// nodes: for two or three small nodes the pages the runtime returns
+	// meanwhile can outweigh them, so the live heap is what must grow.
 	for _, r := range sr.Rows {
-		if r.Idle.RSSMiB <= 0 || r.Idle.GoroutinesPerNode <= 0 || r.Load.CPU <= 0 || r.Expected == 0 || r.Delivered != r.Expected || r.Idle.PeersPerNode < 1 {
+		if r.Idle.HeapMiB <= 0 || r.Idle.RSSMiB == 0 || r.Idle.GoroutinesPerNode <= 0 || r.Load.CPU <= 0 || r.Expected == 0 || r.Delivered != r.Expected || r.Idle.PeersPerNode < 1 {
 			t.Errorf("row %+v", r)
 		}
 	}
