@@ -356,6 +356,7 @@ type txn struct {
 	selfLeft bool               // this node left the room
 	pruned   bool               // another node left or was removed
 	ops      []schema.Op
+	marks    []int              // where in ops each event's writes begin
 	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
 	arrivals []uint64 // the arrival number of each of accepted
@@ -404,11 +405,18 @@ func (r *room) process(ctx context.Context, batch []input) {
 		}
 	}
 	if len(tx.ops) > 0 {
-		f.werr = r.m.cfg.Store.Apply(tx.ops, false)
+		var wrote int
+		wrote, f.werr = r.write(tx)
+		if f.werr != nil && wrote > 0 {
+			// The services that read the log find the events written.
+			r.m.log.Error("room write failed part way", "room", string(r.id), "events_written", wrote, "events", len(tx.marks))
+			r.m.changed(r.id)
+		}
 	}
 	if f.werr != nil {
-		// Nothing of this batch is stored: forget it in memory too. Others'
-		// events come back through sync; own says fail.
+		// The batch is not stored, or only its first events are: the
+		// room's state is read back from the store. Others' events come
+		// back through sync; own says fail.
 		r.m.log.Error("room write failed", "room", string(r.id), "err", f.werr)
 		if err := r.load(); err != nil {
 			r.m.log.Error("room reload failed", "room", string(r.id), "err", err)
@@ -480,6 +488,43 @@ func (r *room) process(ctx context.Context, batch []input) {
 		return
 	}
 	r.queueFinish(f)
+}
+
+// writeChunk bounds the bytes of keys and values (each op counted with
+// writeOpCost more) that one store transaction of a batch takes. The
+// store bounds a transaction by its memtable (Badger: 15 % of 4 MiB, about
+// 629 KB, each op counted with less than writeOpCost), and a batch has no
+// bound of its own: one event can release hundreds from the pending pool.
+const (
+	writeChunk  = 320 << 10
+	writeOpCost = 32
+)
+
+// write applies the batch's ops in order, in one transaction or, when they
+// are more than writeChunk, in several that each end between two events'
+// writes: events are stored after their parents, so whatever prefix of
+// the batch is stored when a write fails is a valid room (and load reads
+// it back). It returns how many events the transactions written hold.
+func (r *room) write(tx *txn) (int, error) {
+	ops, marks := tx.ops, tx.marks
+	start, size, events := 0, 0, 0
+	next := 0 // the mark of the next event's writes
+	for i, op := range ops {
+		for next < len(marks) && marks[next] == i {
+			if size >= writeChunk && i > start {
+				if err := r.m.cfg.Store.Apply(ops[start:i], false); err != nil {
+					return events, err
+				}
+				start, size, events = i, 0, next
+			}
+			next++
+		}
+		size += len(op.Key) + len(op.Val) + writeOpCost
+	}
+	if err := r.m.cfg.Store.Apply(ops[start:], false); err != nil {
+		return events, err
+	}
+	return len(marks), nil
 }
 
 // finish is what a written batch leaves to do, in batch order: wait for
@@ -731,6 +776,7 @@ func (r *room) founds(e *Event) bool {
 // index and the version vector.
 func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	e, rid := it.Event, string(r.id)
+	tx.marks = append(tx.marks, len(tx.ops))
 	author := []byte(e.Author)
 	tx.ops = append(tx.ops,
 		schema.Op{Key: schema.RoomEvent(rid, it.ID[:]), Val: storedEvent(e.Depth, it.Wire)},
