@@ -82,31 +82,40 @@ func TestManyWritesThenClose(t *testing.T) {
 	}
 }
 
-// TestApplyTakesARoomBatch writes the largest batch a room writes at once
-// (320 events whose bodies stay in the table, each with its index keys) in
-// one transaction: the memtable size bounds Badger's transactions.
+// TestApplyTakesARoomBatch writes the largest transaction a room writes:
+// events whose values stay in the table (just under ValueThreshold), each
+// with its index keys, until they pass the room's chunk (rooms.writeChunk,
+// 320 KiB counting 32 bytes an op), and one more event: the memtable size
+// bounds Badger's transactions.
 func TestApplyTakesARoomBatch(t *testing.T) {
 	db, err := Open(t.TempDir(), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	body := make([]byte, Options("", nil).ValueThreshold-1)
+	const roomChunk, opCost = 320 << 10, 32
+	body := make([]byte, ValueThreshold-1)
 	id := make([]byte, 32)
 	var ops []schema.Op
-	for i := range 320 {
+	size, events := 0, 0
+	for i := 0; size < roomChunk+1; i++ { // the event that passes the chunk is the one more
 		room := "r/0123456789abcdefghijklmnopqrstuv/"
-		ev := fmt.Appendf(nil, "%se/%032d", room, i)
-		ops = append(ops,
-			schema.Op{Key: ev, Val: body},
-			schema.Op{Key: fmt.Appendf(nil, "%so/%08d%032d", room, i, i), Val: id},
-			schema.Op{Key: fmt.Appendf(nil, "%sa/12D3KooWabcdefghijklmnopqrstuvwxyz0123456789ABCDEF/%08d", room, i), Val: id},
-			schema.Op{Key: fmt.Appendf(nil, "%sv/%08d", room, i), Val: id},
-			schema.Op{Key: fmt.Appendf(nil, "%sh/%032d", room, i), Val: id},
-			schema.Op{Key: fmt.Appendf(nil, "%sh/%032d", room, i+1000), Delete: true},
-		)
+		ev := []schema.Op{
+			{Key: fmt.Appendf(nil, "%se/%032d", room, i), Val: body},
+			{Key: fmt.Appendf(nil, "%so/%08d%032d", room, i, i)},
+			{Key: fmt.Appendf(nil, "%sh/%032d", room, i), Val: id[:8]},
+			{Key: fmt.Appendf(nil, "%sa/12D3KooWabcdefghijklmnopqrstuvwxyz0123456789ABCDEF/%08d", room, i), Val: id},
+			{Key: fmt.Appendf(nil, "%sv/12D3KooWabcdefghijklmnopqrstuvwxyz0123456789ABCDEF", room), Val: id[:8]},
+			{Key: fmt.Appendf(nil, "%sn/%08d", room, i), Val: id},
+			{Key: fmt.Appendf(nil, "%sh/%032d", room, i+1000), Delete: true},
+		}
+		for _, op := range ev {
+			size += len(op.Key) + len(op.Val) + opCost
+		}
+		ops = append(ops, ev...)
+		events++
 	}
 	if err := db.Apply(ops, true); err != nil {
-		t.Fatalf("a batch of 320 events (%d keys): %v", len(ops), err)
+		t.Fatalf("a batch of %d events (%d keys, %d bytes): %v", events, len(ops), size, err)
 	}
 }
