@@ -78,6 +78,17 @@ func (m *Manager) HoldTakes(hold func()) {
 	m.beforeTake.Store(&hold)
 }
 
+// FailStore makes fault decide, before each room's space check (space
+// set) and each of its writes, whether it fails with the error returned
+// (nil fault: none fails).
+func (m *Manager) FailStore(fault func(space bool) error) {
+	if fault == nil {
+		m.storeFault.Store(nil)
+		return
+	}
+	m.storeFault.Store(&fault)
+}
+
 // Reading reports whether room id's subscription reader runs.
 func (m *Manager) Reading(id identity.RoomID) bool {
 	gs := m.room(id).gsub.Load()

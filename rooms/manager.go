@@ -76,6 +76,9 @@ type Manager struct {
 
 	beforeSync atomic.Pointer[func()] // tests: runs before a room's fsync of own events
 	beforeTake atomic.Pointer[func()] // tests: runs before a room's reader takes an event from gossip
+	// tests: consulted before a room's space check (space set) and each of
+	// its writes; an error fails them as the store's would
+	storeFault atomic.Pointer[func(space bool) error]
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -360,7 +360,7 @@ type txn struct {
 	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
 	arrivals []uint64 // the arrival number of each of accepted
-	own      []*Item  // own events, to publish after the write
+	own      []*Item  // own events, published before the write
 	says     []pendingSay
 	fetch    map[peer.ID]bool
 	forks    int    // forks this batch stores
@@ -373,14 +373,14 @@ type pendingSay struct {
 	err error
 }
 
-// process applies a batch to the DAG and writes it in one transaction
-// (committed, not fsynced), with procMu held. Others' events are visible
-// from there, as a crash loses nothing of them that sync does not bring
-// back. This node's own events are published at once and acknowledged once
-// fsynced (group commit: the fsync runs beside the next batches, and one
-// fsync serves every batch written before it). A node that crashes in
-// between may have sent events its store lacks, and learns them back from
-// its members before it posts again (own.go).
+// process applies a batch to the DAG and writes it (committed, not
+// fsynced; see write), with procMu held. Others' events are visible from
+// there, as a crash loses nothing of them that sync does not bring back.
+// This node's own events are published before the write and acknowledged
+// once fsynced (group commit: the fsync runs beside the next batches, and
+// one fsync serves every batch written before it). A node that crashes,
+// or fails to write, in between may have sent events its store lacks, and
+// learns them back from its members before it posts again (own.go).
 func (r *room) process(ctx context.Context, batch []input) {
 	tx := &txn{}
 	f := &finish{tx: tx}
@@ -404,7 +404,18 @@ func (r *room) process(ctx context.Context, batch []input) {
 			r.m.log.Warn("join failed", "room", string(r.id), "err", err)
 		}
 	}
-	if len(tx.ops) > 0 {
+	// Own events go out before the batch is written: gossip does not wait
+	// for the store. Should the write then fail, members hold own events
+	// that this store lacks, as after a crash before the fsync, and the
+	// room learns them back before it posts again. A disk too full for
+	// the batch is found before anything goes out.
+	published := false
+	if len(tx.own) > 0 {
+		if f.werr = r.checkSpace(tx.ops); f.werr == nil {
+			published = r.publish(ctx, tx)
+		}
+	}
+	if len(tx.ops) > 0 && f.werr == nil {
 		var wrote int
 		wrote, f.werr = r.write(tx)
 		if f.werr != nil && wrote > 0 {
@@ -422,6 +433,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 			r.m.log.Error("room reload failed", "room", string(r.id), "err", err)
 		}
 		r.recent.clear()
+		if published {
+			r.learnOwn(true)
+		}
 		tx.own, tx.accepted = nil, nil
 	}
 	f.sync = len(tx.own) > 0
@@ -458,21 +472,10 @@ func (r *room) process(ctx context.Context, batch []input) {
 			}
 		}
 	}
-	topic := r.currentTopic()
-	for k, it := range tx.own {
-		if topic == nil {
-			break // no topic yet (an invitee before the create event): the nudge tells the members
-		}
-		if err := topic.Publish(ctx, it.Wire, pubsub.WithValidatorData(it)); err != nil && ctx.Err() == nil {
-			r.m.log.Warn("publish failed; sync will deliver it", "room", string(r.id), "err", err)
-		} else if tr != nil {
-			r.tracePublished(tr, tx, k)
-		}
-	}
 	// No mesh yet (just joined): gossip reached no one, so the members are
 	// asked to pull instead of waiting for anti-entropy, once the events
 	// are durable.
-	f.nudgeAll = f.sync && (topic == nil || r.m.meshSize(r.topicName()) == 0)
+	f.nudgeAll = f.sync && (!published || r.m.meshSize(r.topicName()) == 0)
 	r.pendingLen.Store(int64(r.pending.Len()))
 	for p := range tx.fetch {
 		r.requestSync(p)
@@ -488,6 +491,44 @@ func (r *room) process(ctx context.Context, batch []input) {
 		return
 	}
 	r.queueFinish(f)
+}
+
+// publish sends the batch's own events to the room's topic, and reports
+// whether it has one (an invitee before the create event has none: the
+// nudge after the fsync tells the members).
+func (r *room) publish(ctx context.Context, tx *txn) bool {
+	topic := r.currentTopic()
+	if topic == nil {
+		return false
+	}
+	tr := r.m.cfg.Trace
+	for k, it := range tx.own {
+		if err := topic.Publish(ctx, it.Wire, pubsub.WithValidatorData(it)); err != nil && ctx.Err() == nil {
+			r.m.log.Warn("publish failed; sync will deliver it", "room", string(r.id), "err", err)
+		} else if tr != nil {
+			r.tracePublished(tr, tx, k)
+		}
+	}
+	return true
+}
+
+// checkSpace reports whether the store has room for ops, when it can tell
+// (store.DB refuses writes near a full disk with store.ErrDiskFull).
+func (r *room) checkSpace(ops []schema.Op) error {
+	if fault := r.m.storeFault.Load(); fault != nil {
+		if err := (*fault)(true); err != nil {
+			return err
+		}
+	}
+	sc, ok := r.m.cfg.Store.(interface{ CheckSpace(n int) error })
+	if !ok {
+		return nil
+	}
+	n := 0
+	for _, op := range ops {
+		n += len(op.Key) + len(op.Val) + writeOpCost
+	}
+	return sc.CheckSpace(n)
 }
 
 // writeChunk bounds the bytes of keys and values (each op counted with
@@ -512,7 +553,7 @@ func (r *room) write(tx *txn) (int, error) {
 	for i, op := range ops {
 		for next < len(marks) && marks[next] == i {
 			if size >= writeChunk && i > start {
-				if err := r.m.cfg.Store.Apply(ops[start:i], false); err != nil {
+				if err := r.apply(ops[start:i]); err != nil {
 					return events, err
 				}
 				start, size, events = i, 0, next
@@ -521,10 +562,20 @@ func (r *room) write(tx *txn) (int, error) {
 		}
 		size += len(op.Key) + len(op.Val) + writeOpCost
 	}
-	if err := r.m.cfg.Store.Apply(ops[start:], false); err != nil {
+	if err := r.apply(ops[start:]); err != nil {
 		return events, err
 	}
 	return len(marks), nil
+}
+
+// apply writes ops in one transaction, not fsynced.
+func (r *room) apply(ops []schema.Op) error {
+	if fault := r.m.storeFault.Load(); fault != nil {
+		if err := (*fault)(false); err != nil {
+			return err
+		}
+	}
+	return r.m.cfg.Store.Apply(ops, false)
 }
 
 // finish is what a written batch leaves to do, in batch order: wait for

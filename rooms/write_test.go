@@ -2,10 +2,16 @@ package rooms_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -53,5 +59,86 @@ func TestReleasedChainLargerThanOneWrite(t *testing.T) {
 	vs, err = mgr(h.nt, 0).Log(h.id, 1, nil)
 	if err != nil || len(vs) != 1 || vs[0].Depth != depth+1 {
 		t.Fatalf("the post after the chain: %+v, %v; want depth %d", vs, err, depth+1)
+	}
+}
+
+// TestFullDiskPublishesNothing: a post refused because the disk is nearly
+// full is refused before anything goes out (own events are published
+// before they are written): no member ever sees it.
+func TestFullDiskPublishesNothing(t *testing.T) {
+	nt := startNet(t, 2)
+	id := openRoom(t, nt, 1)
+	say(t, nt, 0, id, "before")
+	waitConverged(t, nt, id, 4, 20*time.Second, 0, 1)
+	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 0).MeshHas(id, nt.ID(1)) }, "node 0's mesh to hold node 1")
+	full := fmt.Errorf("%w (the test's)", store.ErrDiskFull)
+	mgr(nt, 0).FailStore(func(space bool) error {
+		if space {
+			return full
+		}
+		return nil
+	})
+	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "refused"})
+	if !errors.Is(err, store.ErrDiskFull) {
+		t.Fatalf("say on a full disk: %v, want ErrDiskFull", err)
+	}
+	mgr(nt, 0).FailStore(nil)
+	say(t, nt, 0, id, "after")
+	waitConverged(t, nt, id, 5, 20*time.Second, 0, 1)
+	// Node 1 got "after" by gossip, from the same publisher along the
+	// same paths: "refused", had it gone out, would have come first.
+	for i := range 2 {
+		vs, err := mgr(nt, i).Log(id, 100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			if v.Text == "refused" {
+				t.Fatalf("node %d holds the refused post", i)
+			}
+		}
+	}
+}
+
+// TestFailedWriteAfterPublishForksNothing: a post whose write fails after
+// it went out fails, and its members hold an event of this node that its
+// store lacks. The room learns it back before it posts again, so the next
+// post takes the next seq instead of reusing this one (a fork).
+func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
+	nt := startNet(t, 2)
+	id := openRoom(t, nt, 1)
+	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 0).MeshHas(id, nt.ID(1)) }, "node 0's mesh to hold node 1")
+	var failed atomic.Bool
+	mgr(nt, 0).FailStore(func(space bool) error {
+		if !space && failed.CompareAndSwap(false, true) {
+			return errors.New("the test's write failure")
+		}
+		return nil
+	})
+	if _, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "sent, not stored"}); err == nil {
+		t.Fatal("say whose write failed: no error")
+	}
+	mgr(nt, 0).FailStore(nil)
+	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 1, id) == 4 }, "node 1 to get the post by gossip")
+	if got := eventCount(nt, 0, id); got != 3 {
+		t.Fatalf("node 0 holds %d events after its write failed, want 3", got)
+	}
+	sayRetry(t, nt, 0, id, "next")
+	waitConverged(t, nt, id, 5, 20*time.Second, 0, 1)
+	for i := range 2 {
+		vs, err := mgr(nt, i).Log(id, 100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs := map[uint64]string{}
+		for _, v := range vs {
+			if v.Author != nt.ID(0) {
+				continue
+			}
+			if other, ok := seqs[v.Seq]; ok {
+				t.Fatalf("node %d: node 0's seq %d holds %q and %q", i, v.Seq, other, v.Text)
+			}
+			seqs[v.Seq] = v.Text
+		}
 	}
 }
