@@ -64,7 +64,7 @@ func (r *room) repair(tx *txn, it Item) bool {
 	if !bad {
 		return false
 	}
-	tx.marks = append(tx.marks, len(tx.ops))
+	tx.markEvent()
 	tx.ops = append(tx.ops, schema.Op{Key: storedKey(r.id, it.ID), Val: storedEvent(it.Event.Depth, it.Wire)})
 	r.m.metrics.repaired.Inc()
 	r.m.log.Info("a damaged event was fetched again", "room", string(r.id), "id", it.ID.String())

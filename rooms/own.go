@@ -7,9 +7,10 @@ import (
 )
 
 // A node's data may be an older copy than what its peers hold of it: a
-// backup put back, a folder restored, a database recovered, or a crash or
-// a failed write between publishing own events and their fsync
-// (room.process publishes them before it writes them). Its own highest
+// backup put back, a folder restored, a database recovered, or a crash
+// between publishing own events and their fsync (room.process publishes
+// them before it writes them; a write that fails is made again by the
+// next batch, restoreUnstored). Its own highest
 // seq in a room is then higher on its members than in its store, and a post
 // would reuse seqs. So after the node starts, a room does not post until
 // it has learnt this node's own events from a member (one complete sync:

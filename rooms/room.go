@@ -1,6 +1,7 @@
 package rooms
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -161,6 +162,7 @@ type room struct {
 	agents      map[string]AgentMember // agent address → its membership (membership.go)
 	outs        map[peer.ID]outRec     // nodes that left or were removed (membership.go)
 	ownKnown    chan struct{}          // closed once this node knows its own next seq (own.go)
+	unstored    []*Item                // own events published whose write failed: stored with the next batch (procMu)
 	ownSince    time.Time              // when the room began to learn it
 	wantHeads   map[ID]bool            // others' heads this node lacks, to want in its next sync
 	corrupt     map[ID]bool            // damaged events to fetch again (corrupt.go)
@@ -350,21 +352,52 @@ const (
 
 // txn collects one batch's effects.
 type txn struct {
-	admitted bool               // this node became a member in this batch
-	joinAs   identity.AgentName // set: this node posts its join as this agent
-	selfOut  bool               // this node was removed from the room
-	selfLeft bool               // this node left the room
-	pruned   bool               // another node left or was removed
+	txnFx
 	ops      []schema.Op
-	marks    []int              // where in ops each event's writes begin
+	marks    []mark             // where each event's writes begin, one per event
 	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
 	arrivals []uint64 // the arrival number of each of accepted
 	own      []*Item  // own events, published before the write
 	says     []pendingSay
 	fetch    map[peer.ID]bool
-	forks    int    // forks this batch stores
-	topic    string // the room's topic, learned from its create event, differs from the joined one
+	forks    int // forks this batch stores
+}
+
+// txnFx is what a batch's events do to the room beyond storing them,
+// acted on once the batch is written.
+type txnFx struct {
+	admitted bool               // this node became a member in this batch
+	joinAs   identity.AgentName // set: this node posts its join as this agent
+	selfOut  bool               // this node was removed from the room
+	selfLeft bool               // this node left the room
+	pruned   bool               // another node left or was removed
+	topic    string             // the room's topic, learned from its create event, differs from the joined one
+}
+
+// mark is where an event's writes begin in a batch, and what the batch
+// held before them: a batch written in part is cut back to the marks of
+// the events stored.
+type mark struct {
+	op, accepted, own int
+	fx                txnFx
+}
+
+// markEvent records that the next ops are one event's.
+func (tx *txn) markEvent() {
+	tx.marks = append(tx.marks, mark{op: len(tx.ops), accepted: len(tx.accepted), own: len(tx.own), fx: tx.txnFx})
+}
+
+// cut drops from the batch the events from the n-th on, which were not
+// written.
+func (tx *txn) cut(n int) {
+	if n >= len(tx.marks) {
+		return
+	}
+	k := tx.marks[n]
+	tx.ops, tx.marks = tx.ops[:k.op], tx.marks[:n]
+	tx.accepted, tx.arrivals, tx.own = tx.accepted[:k.accepted], tx.arrivals[:k.accepted], tx.own[:k.own]
+	tx.txnFx = k.fx
 }
 
 type pendingSay struct {
@@ -385,6 +418,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 	tx := &txn{}
 	f := &finish{tx: tx}
 	var missing []chan []ID
+	// Own events that went out but whose write failed come first: the
+	// batch's posts take the seqs after theirs.
+	r.restoreUnstored(tx)
 	for _, in := range batch {
 		switch {
 		case in.item != nil:
@@ -410,33 +446,17 @@ func (r *room) process(ctx context.Context, batch []input) {
 	// room learns them back before it posts again. A disk too full for
 	// the batch is found before anything goes out.
 	published := false
-	if len(tx.own) > 0 {
-		if f.werr = r.checkSpace(tx.ops); f.werr == nil {
-			published = r.publish(ctx, tx)
+	if len(tx.ops) > 0 {
+		if err := r.checkSpace(tx); err != nil {
+			r.writeFailed(tx, f, 0, err, false)
+		} else {
+			if len(tx.own) > 0 {
+				published = r.publish(ctx, tx)
+			}
+			if wrote, err := r.write(tx); err != nil {
+				r.writeFailed(tx, f, wrote, err, published)
+			}
 		}
-	}
-	if len(tx.ops) > 0 && f.werr == nil {
-		var wrote int
-		wrote, f.werr = r.write(tx)
-		if f.werr != nil && wrote > 0 {
-			// The services that read the log find the events written.
-			r.m.log.Error("room write failed part way", "room", string(r.id), "events_written", wrote, "events", len(tx.marks))
-			r.m.changed(r.id)
-		}
-	}
-	if f.werr != nil {
-		// The batch is not stored, or only its first events are: the
-		// room's state is read back from the store. Others' events come
-		// back through sync; own says fail.
-		r.m.log.Error("room write failed", "room", string(r.id), "err", f.werr)
-		if err := r.load(); err != nil {
-			r.m.log.Error("room reload failed", "room", string(r.id), "err", err)
-		}
-		r.recent.clear()
-		if published {
-			r.learnOwn(true)
-		}
-		tx.own, tx.accepted = nil, nil
 	}
 	f.sync = len(tx.own) > 0
 	self := r.m.self
@@ -512,9 +532,12 @@ func (r *room) publish(ctx context.Context, tx *txn) bool {
 	return true
 }
 
-// checkSpace reports whether the store has room for ops, when it can tell
-// (store.DB refuses writes near a full disk with store.ErrDiskFull).
-func (r *room) checkSpace(ops []schema.Op) error {
+// checkSpace reports whether the store has room for a batch that holds
+// own events (they go out before the write) or is to be written in
+// several transactions (so that it does not fail part way for a full
+// disk), when the store can tell: store.DB refuses writes near a full
+// disk with store.ErrDiskFull. Other batches leave it to the write.
+func (r *room) checkSpace(tx *txn) error {
 	if fault := r.m.storeFault.Load(); fault != nil {
 		if err := (*fault)(true); err != nil {
 			return err
@@ -525,10 +548,72 @@ func (r *room) checkSpace(ops []schema.Op) error {
 		return nil
 	}
 	n := 0
-	for _, op := range ops {
+	for _, op := range tx.ops {
 		n += len(op.Key) + len(op.Val) + writeOpCost
 	}
+	if len(tx.own) == 0 && n <= writeChunk {
+		return nil
+	}
 	return sc.CheckSpace(n)
+}
+
+// maxUnstored bounds the own events kept in memory to store again.
+const maxUnstored = 1024
+
+// restoreUnstored hands the batch, first, the own events that went out
+// but whose write failed, as if they came back from a member: stored
+// before the batch's own posts, which so take the seqs after theirs (one
+// whose parents were lost with it waits in the pending pool for sync to
+// bring them). They are kept until stored.
+func (r *room) restoreUnstored(tx *txn) {
+	r.unstored = slices.DeleteFunc(r.unstored, func(it *Item) bool {
+		_, ok := r.depthOf(it.ID)
+		return ok
+	})
+	for _, it := range r.unstored {
+		r.receive(tx, *it, "")
+	}
+}
+
+// writeFailed handles a batch whose write failed after its first wrote
+// events were stored: the room's state is read back from the store, and
+// the batch is cut back to those events, which are finished as written
+// (shown, acknowledged once fsynced; with none, f.werr fails the whole
+// batch). Others' events cut come back through sync; own says cut fail,
+// and if their events went out, the next batch stores them first
+// (restoreUnstored).
+func (r *room) writeFailed(tx *txn, f *finish, wrote int, err error, published bool) {
+	r.m.log.Error("room write failed", "room", string(r.id), "err", err, "events_written", wrote, "events", len(tx.marks))
+	if lerr := r.load(); lerr != nil {
+		r.m.log.Error("room reload failed", "room", string(r.id), "err", lerr)
+	}
+	r.recent.clear()
+	// Own events cut that went out: members may hold them, so the next
+	// batch stores them before its own posts, and no seq is used twice.
+	if wrote < len(tx.marks) {
+		if published {
+			r.unstored = append(r.unstored, tx.own[tx.marks[wrote].own:]...)
+		}
+		if len(r.unstored) > maxUnstored {
+			r.m.log.Error("own events published but not stored: dropping the oldest; the room learns them back from its members after a restart",
+				"room", string(r.id), "dropped", len(r.unstored)-maxUnstored)
+			r.unstored = slices.Delete(r.unstored, 0, len(r.unstored)-maxUnstored)
+		}
+	}
+	tx.cut(wrote)
+	// load read the version vectors and forks of what was written.
+	tx.vv, tx.forks = nil, 0
+	werr := fmt.Errorf("rooms: store event: %w", err)
+	for i := range tx.says {
+		if tx.says[i].err == nil && !tx.saidHere(tx.says[i].id) {
+			tx.says[i].err = werr
+		}
+	}
+	if wrote == 0 {
+		f.werr = err
+	} else {
+		f.partErr = werr
+	}
 }
 
 // writeChunk bounds the bytes of keys and values (each op counted with
@@ -551,7 +636,7 @@ func (r *room) write(tx *txn) (int, error) {
 	start, size, events := 0, 0, 0
 	next := 0 // the mark of the next event's writes
 	for i, op := range ops {
-		for next < len(marks) && marks[next] == i {
+		for next < len(marks) && marks[next].op == i {
 			if size >= writeChunk && i > start {
 				if err := r.apply(ops[start:i]); err != nil {
 					return events, err
@@ -588,6 +673,7 @@ type finish struct {
 	others   bool         // others' events still to make visible
 	nudgeAll bool         // ask every member to pull (no mesh yet)
 	barriers []chan error // answered once the batch is finished
+	partErr  error        // the batch was written in part: its barriers fail
 }
 
 // finishing reports whether a batch waits to be finished: later ones
@@ -684,7 +770,7 @@ func (r *room) complete(f *finish, serr error) {
 		s.req.res <- sayRes{id: s.id, err: err}
 	}
 	for _, b := range f.barriers {
-		b <- f.werr
+		b <- cmp.Or(f.werr, f.partErr)
 	}
 	if f.werr == nil {
 		r.afterMembership(tx)
@@ -827,7 +913,7 @@ func (r *room) founds(e *Event) bool {
 // index and the version vector.
 func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	e, rid := it.Event, string(r.id)
-	tx.marks = append(tx.marks, len(tx.ops))
+	tx.markEvent()
 	author := []byte(e.Author)
 	tx.ops = append(tx.ops,
 		schema.Op{Key: schema.RoomEvent(rid, it.ID[:]), Val: storedEvent(e.Depth, it.Wire)},

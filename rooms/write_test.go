@@ -102,8 +102,8 @@ func TestFullDiskPublishesNothing(t *testing.T) {
 
 // TestFailedWriteAfterPublishForksNothing: a post whose write fails after
 // it went out fails, and its members hold an event of this node that its
-// store lacks. The room learns it back before it posts again, so the next
-// post takes the next seq instead of reusing this one (a fork).
+// store lacks. The next batch stores it before its own post, which so
+// takes the next seq instead of reusing this one (a fork).
 func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 	nt := startNet(t, 2)
 	id := openRoom(t, nt, 1)
@@ -123,7 +123,7 @@ func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 	if got := eventCount(nt, 0, id); got != 3 {
 		t.Fatalf("node 0 holds %d events after its write failed, want 3", got)
 	}
-	sayRetry(t, nt, 0, id, "next")
+	say(t, nt, 0, id, "next")
 	waitConverged(t, nt, id, 5, 20*time.Second, 0, 1)
 	for i := range 2 {
 		vs, err := mgr(nt, i).Log(id, 100, nil)
@@ -140,5 +140,71 @@ func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 			}
 			seqs[v.Seq] = v.Text
 		}
+	}
+}
+
+// TestChainWrittenInPartIsShown: the released chain's second transaction
+// fails. The events of the first are stored, and they are finished as a
+// batch of their own: shown to listeners in order, with the room's heads
+// on the last of them; the rest are not stored (sync would bring them).
+func TestChainWrittenInPartIsShown(t *testing.T) {
+	h := newHostile(t)
+	const n = 600
+	body := bytes.Repeat([]byte("x"), 600)
+	parent, depth := h.head.ID, h.head.Depth
+	seq := h.seq[h.nt.ID(1)]
+	evs := make([][]byte, n)
+	for k := range n {
+		e := h.event(1, seq+1+uint64(k))
+		e.Parents, e.Depth, e.Body = []rooms.ID{parent}, depth+1, body
+		w, id, err := rooms.Seal(h.keys[1], &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs[k], parent, depth = w, id, depth+1
+	}
+	slices.Reverse(evs)
+	views, cancel, err := mgr(h.nt, 0).Subscribe(h.id, 2*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	var writes atomic.Int32
+	mgr(h.nt, 0).FailStore(func(space bool) error {
+		// The released chain is the only batch past one transaction.
+		if !space && writes.Add(1) == 2 {
+			return errors.New("the test's write failure")
+		}
+		return nil
+	})
+	defer mgr(h.nt, 0).FailStore(nil)
+	// The chain's events other than its root park in the pending pool
+	// (batches that write nothing): the root's batch makes the writes.
+	h.serve(evs...)
+	var got []rooms.View
+	h.nt.WaitFor(30*time.Second, func() bool {
+		for {
+			select {
+			case v := <-views:
+				got = append(got, v)
+			default:
+				return len(got) > 0 && uint64(len(got)) == eventCount(h.nt, 0, h.id)-5
+			}
+		}
+	}, "node 0 to show what it stored of the chain")
+	stored := eventCount(h.nt, 0, h.id) - 5
+	if stored == 0 || stored >= n {
+		t.Fatalf("%d of the chain's %d events stored; want a part", stored, n)
+	}
+	for k, v := range got {
+		if v.Seq != seq+1+uint64(k) {
+			t.Fatalf("shown event %d has seq %d, want %d", k, v.Seq, seq+1+uint64(k))
+		}
+	}
+	mgr(h.nt, 0).FailStore(nil)
+	say(t, h.nt, 0, h.id, "after the part")
+	vs, err := mgr(h.nt, 0).Log(h.id, 1, nil)
+	if err != nil || len(vs) != 1 || vs[0].Depth != h.head.Depth+stored+1 {
+		t.Fatalf("the post after the part: %+v, %v; want depth %d", vs, err, h.head.Depth+stored+1)
 	}
 }
