@@ -89,6 +89,9 @@ func (m *Manager) FailStore(fault func(space bool) error) {
 	m.storeFault.Store(&fault)
 }
 
+// Queued is how many live inputs wait in room id's inbox.
+func (m *Manager) Queued(id identity.RoomID) int64 { return m.room(id).queued.Load() }
+
 // Reading reports whether room id's subscription reader runs.
 func (m *Manager) Reading(id identity.RoomID) bool {
 	gs := m.room(id).gsub.Load()

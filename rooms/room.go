@@ -426,7 +426,11 @@ func (r *room) process(ctx context.Context, batch []input) {
 		case in.item != nil:
 			r.receive(tx, *in.item, in.from)
 		case in.say != nil:
-			id, err := r.author(tx, in.say)
+			var id ID
+			err := r.unstoredPosts()
+			if err == nil {
+				id, err = r.author(tx, in.say)
+			}
 			tx.says = append(tx.says, pendingSay{req: in.say, id: id, err: err})
 		case in.barrier != nil:
 			f.barriers = append(f.barriers, in.barrier)
@@ -562,17 +566,36 @@ const maxUnstored = 1024
 
 // restoreUnstored hands the batch, first, the own events that went out
 // but whose write failed, as if they came back from a member: stored
-// before the batch's own posts, which so take the seqs after theirs (one
-// whose parents were lost with it waits in the pending pool for sync to
-// bring them). They are kept until stored.
+// before the batch's own posts, which so take the seqs after theirs. One
+// whose parents were lost with it (others' events of the failed batch)
+// waits in the pending pool for sync to bring them; it is kept, and posts
+// are refused until it is stored (unstoredPosts). One the room refuses
+// is let go.
 func (r *room) restoreUnstored(tx *txn) {
-	r.unstored = slices.DeleteFunc(r.unstored, func(it *Item) bool {
-		_, ok := r.depthOf(it.ID)
-		return ok
-	})
+	if len(r.unstored) == 0 {
+		return
+	}
 	for _, it := range r.unstored {
 		r.receive(tx, *it, "")
 	}
+	r.unstored = slices.DeleteFunc(r.unstored, func(it *Item) bool { return !r.pending.Has(it.ID) })
+	if len(r.unstored) > 0 {
+		for _, p := range r.memberList() {
+			if p != r.m.self && r.m.reachable(p) {
+				r.requestSync(p)
+			}
+		}
+	}
+}
+
+// unstoredPosts is the error for a post while an own event that went out
+// is not stored yet (see restoreUnstored): it would take that event's seq.
+func (r *room) unstoredPosts() error {
+	if len(r.unstored) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (room %s: %d event(s) of this node went out but are not stored yet; they wait for their parents from a member)",
+		ErrOwnEventsUnknown, r.id, len(r.unstored))
 }
 
 // writeFailed handles a batch whose write failed after its first wrote

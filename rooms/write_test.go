@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,5 +207,91 @@ func TestChainWrittenInPartIsShown(t *testing.T) {
 	vs, err := mgr(h.nt, 0).Log(h.id, 1, nil)
 	if err != nil || len(vs) != 1 || vs[0].Depth != h.head.Depth+stored+1 {
 		t.Fatalf("the post after the part: %+v, %v; want depth %d", vs, err, h.head.Depth+stored+1)
+	}
+}
+
+// TestUnstoredPostWaitsForItsParents: node 0's post S lands in one batch
+// with node 1's event X, its parent, and the batch's write fails after S
+// went out. S cannot be stored before X comes back (by sync), and a post
+// meanwhile would take S's seq: it is refused until S is stored, then
+// takes the next seq. (Found by review: the post forked S.)
+func TestUnstoredPostWaitsForItsParents(t *testing.T) {
+	nt := startNet(t, 2)
+	id := openRoom(t, nt, 1)
+	for _, pair := range [][2]int{{0, 1}, {1, 0}} {
+		nt.WaitFor(20*time.Second, func() bool { return mgr(nt, pair[0]).MeshHas(id, nt.ID(pair[1])) }, "node %d's mesh to hold node %d", pair[0], pair[1])
+	}
+	// Store calls on node 0: 1 A's space check (held), 2 A's write,
+	// 3 B's space check (held while X and S queue), 4 B's write, 5 the
+	// space check of the batch {X, S}, 6 its write: fails.
+	var calls atomic.Int32
+	gate1, gate2, at3 := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	open1, open2 := sync.OnceFunc(func() { close(gate1) }), sync.OnceFunc(func() { close(gate2) })
+	t.Cleanup(func() { open1(); open2() }) // a failed wait must not leave the room held
+	mgr(nt, 0).FailStore(func(space bool) error {
+		switch calls.Add(1) {
+		case 1:
+			<-gate1
+		case 3:
+			close(at3)
+			<-gate2
+		case 6:
+			return errors.New("the test's write failure")
+		}
+		return nil
+	})
+	defer mgr(nt, 0).FailStore(nil)
+	type result struct {
+		text string
+		err  error
+	}
+	done := make(chan result, 3)
+	sayAsync := func(text string) {
+		go func() {
+			_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: text})
+			done <- result{text, err}
+		}()
+	}
+	sayAsync("A")
+	nt.WaitFor(10*time.Second, func() bool { return calls.Load() == 1 }, "A to hold the room")
+	sayAsync("B")
+	nt.WaitFor(10*time.Second, func() bool { return mgr(nt, 0).Queued(id) == 1 }, "B to queue")
+	open1()
+	<-at3
+	q := mgr(nt, 0).Queued(id) // B's batch, held, counts until it is done
+	say(t, nt, 1, id, "X")
+	nt.WaitFor(10*time.Second, func() bool { return mgr(nt, 0).Queued(id) == q+1 }, "X to queue on node 0")
+	sayAsync("S")
+	nt.WaitFor(10*time.Second, func() bool { return mgr(nt, 0).Queued(id) == q+2 }, "S to queue behind X")
+	open2()
+	for range 3 {
+		r := <-done
+		if (r.err != nil) != (r.text == "S") {
+			t.Fatalf("say %s: %v", r.text, r.err)
+		}
+	}
+	mgr(nt, 0).FailStore(nil)
+	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "T"})
+	if !errors.Is(err, rooms.ErrOwnEventsUnknown) {
+		t.Fatalf("a post while S is not stored: %v, want ErrOwnEventsUnknown", err)
+	}
+	sayRetry(t, nt, 0, id, "T")
+	// create, invite, join, A, B, X, S, T
+	waitConverged(t, nt, id, 8, 20*time.Second, 0, 1)
+	for i := range 2 {
+		vs, err := mgr(nt, i).Log(id, 100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs := map[uint64]string{}
+		for _, v := range vs {
+			if v.Author != nt.ID(0) {
+				continue
+			}
+			if other, ok := seqs[v.Seq]; ok {
+				t.Fatalf("node %d: node 0's seq %d holds %q and %q", i, v.Seq, other, v.Text)
+			}
+			seqs[v.Seq] = v.Text
+		}
 	}
 }
