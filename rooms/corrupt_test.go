@@ -77,7 +77,7 @@ func TestEditedEventIsCorruptAndRefetched(t *testing.T) {
 func TestFlippedValueLogIsCorruptAndRefetched(t *testing.T) {
 	nt := startNet(t, 2)
 	id := openRoom(t, nt, 1)
-	text := strings.Repeat("a long message that Badger keeps in its value log. ", 100)
+	text := strings.Repeat("a long message that Badger keeps in its value log. ", 60)
 	eid := say(t, nt, 0, id, text)
 	waitConverged(t, nt, id, 4, 20*time.Second, 0, 1)
 	nt.Crash(1)

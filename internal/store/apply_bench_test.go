@@ -31,7 +31,7 @@ func BenchmarkApplyEvent(b *testing.B) {
 
 // BenchmarkApply: what one write costs, by the number of keys it holds. A
 // room event as rooms stores it (one live event per batch, the usual case
-// at a receiver) is 8 keys: the event (1.3 KiB, in the table under the value threshold), its
+// at a receiver) is 8 keys: the event (1.3 KiB, in the value log), its
 // place in display order, head added and removed, author's seq, version
 // vector, arrival and the agent's record. Reports µs and allocations per
 // key besides the totals.

@@ -47,7 +47,7 @@ type Config struct {
 
 // ValueThreshold is the size from which a value is kept in the value log
 // rather than in the table.
-const ValueThreshold = 4 << 10
+const ValueThreshold = 1 << 10
 
 // Options returns Badger options sized for a laptop: small memtables and
 // caches, so an idle node's heap stays near 24 MiB instead of ~88 MiB.
@@ -62,14 +62,15 @@ const ValueThreshold = 4 << 10
 // saw-tooths around its level (the flush frees the full arena): at 20
 // events a second a memtable cycles every 3–4 minutes (at 8 MiB it took
 // twice as long, and the GC's heap goal counted twice the bigger arena).
-// A value under 4 KiB (an event whose body is under about 3.8 KB: most
-// messages) stays in the table; a larger one goes to the value log. So
-// the usual event dirties one file, the write-ahead log, and the fsync
-// that makes a post durable flushes that one file instead of two (with a
-// 1 KiB threshold, a 1 KiB message took two: say p50 1.9 -> 1.3 ms in
-// the fanout run). The largest write Badger takes in one transaction is
-// 15 % of a memtable (629 KB): a room writes its batches in transactions
-// of at most 320 KiB and one event (rooms.writeChunk).
+// A value from 1 KiB on goes to the value log, so an event whose body is
+// over ~850 bytes dirties two files, and the fsync of a post flushes both.
+// A 4 KiB threshold flushed one (fanout say p50 1.9 -> 1.3 ms) but kept
+// bodies in the tables: memtables filled three times as fast and their
+// flushes and compactions fell behind in the soak (50 nodes, 100 msg/s:
+// anonymous RSS +180 MiB/min and Say p99 1.4 s, against flat and 44 ms).
+// The largest write Badger takes in one transaction is 15 % of a memtable
+// (629 KB): a room writes its batches in transactions of at most 320 KiB
+// and one event (rooms.writeChunk).
 func Options(dir string, log *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{log}).
