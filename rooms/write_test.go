@@ -13,6 +13,7 @@ import (
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -25,20 +26,7 @@ import (
 func TestReleasedChainLargerThanOneWrite(t *testing.T) {
 	h := newHostile(t)
 	const n = 600
-	body := bytes.Repeat([]byte("x"), 600)
-	parent, depth := h.head.ID, h.head.Depth
-	seq := h.seq[h.nt.ID(1)]
-	evs := make([][]byte, n)
-	for k := range n {
-		e := h.event(1, seq+1+uint64(k))
-		e.Parents, e.Depth, e.Body = []rooms.ID{parent}, depth+1, body
-		w, id, err := rooms.Seal(h.keys[1], &e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs[k], parent, depth = w, id, depth+1
-	}
-	slices.Reverse(evs)
+	evs, seq, depth := h.reversedChain(n, 600)
 	h.serve(evs...)
 	want := uint64(5 + n)
 	h.nt.WaitFor(30*time.Second, func() bool { return eventCount(h.nt, 0, h.id) == want },
@@ -126,22 +114,7 @@ func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 	}
 	say(t, nt, 0, id, "next")
 	waitConverged(t, nt, id, 5, 20*time.Second, 0, 1)
-	for i := range 2 {
-		vs, err := mgr(nt, i).Log(id, 100, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seqs := map[uint64]string{}
-		for _, v := range vs {
-			if v.Author != nt.ID(0) {
-				continue
-			}
-			if other, ok := seqs[v.Seq]; ok {
-				t.Fatalf("node %d: node 0's seq %d holds %q and %q", i, v.Seq, other, v.Text)
-			}
-			seqs[v.Seq] = v.Text
-		}
-	}
+	noForkOf(t, nt, id, 0, 0, 1)
 }
 
 // TestChainWrittenInPartIsShown: the released chain's second transaction
@@ -151,20 +124,7 @@ func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 func TestChainWrittenInPartIsShown(t *testing.T) {
 	h := newHostile(t)
 	const n = 600
-	body := bytes.Repeat([]byte("x"), 600)
-	parent, depth := h.head.ID, h.head.Depth
-	seq := h.seq[h.nt.ID(1)]
-	evs := make([][]byte, n)
-	for k := range n {
-		e := h.event(1, seq+1+uint64(k))
-		e.Parents, e.Depth, e.Body = []rooms.ID{parent}, depth+1, body
-		w, id, err := rooms.Seal(h.keys[1], &e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs[k], parent, depth = w, id, depth+1
-	}
-	slices.Reverse(evs)
+	evs, seq, _ := h.reversedChain(n, 600)
 	views, cancel, err := mgr(h.nt, 0).Subscribe(h.id, 2*n)
 	if err != nil {
 		t.Fatal(err)
@@ -278,20 +238,49 @@ func TestUnstoredPostWaitsForItsParents(t *testing.T) {
 	sayRetry(t, nt, 0, id, "T")
 	// create, invite, join, A, B, X, S, T
 	waitConverged(t, nt, id, 8, 20*time.Second, 0, 1)
-	for i := range 2 {
-		vs, err := mgr(nt, i).Log(id, 100, nil)
+	noForkOf(t, nt, id, 0, 0, 1)
+}
+
+// noForkOf fails t if any of the nodes holds two events of node author
+// with one seq.
+func noForkOf(t *testing.T, nt *nodetest.Net, id identity.RoomID, author int, nodes ...int) {
+	t.Helper()
+	for _, i := range nodes {
+		vs, err := mgr(nt, i).Log(id, 1000, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		seqs := map[uint64]string{}
 		for _, v := range vs {
-			if v.Author != nt.ID(0) {
+			if v.Author != nt.ID(author) {
 				continue
 			}
 			if other, ok := seqs[v.Seq]; ok {
-				t.Fatalf("node %d: node 0's seq %d holds %q and %q", i, v.Seq, other, v.Text)
+				t.Fatalf("node %d: node %d's seq %d holds %q and %q", i, author, v.Seq, other, v.Text)
 			}
 			seqs[v.Seq] = v.Text
 		}
 	}
+}
+
+// reversedChain returns a chain of n message events by node 1 with bodies
+// of size bytes, each the parent of the next and the first on the head,
+// children first; with node 1's seq before the chain and the depth of
+// its tip.
+func (h *hostile) reversedChain(n, size int) (evs [][]byte, seq, tip uint64) {
+	body := bytes.Repeat([]byte("x"), size)
+	parent, depth := h.head.ID, h.head.Depth
+	seq = h.seq[h.nt.ID(1)]
+	evs = make([][]byte, n)
+	for k := range n {
+		e := h.event(1, seq+1+uint64(k))
+		e.Parents, e.Depth, e.Body = []rooms.ID{parent}, depth+1, body
+		w, id, err := rooms.Seal(h.keys[1], &e)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		evs[k], parent, depth = w, id, depth+1
+	}
+	slices.Reverse(evs)
+	return evs, seq, depth
 }
