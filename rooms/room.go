@@ -411,9 +411,10 @@ type pendingSay struct {
 // there, as a crash loses nothing of them that sync does not bring back.
 // This node's own events are published before the write and acknowledged
 // once fsynced (group commit: the fsync runs beside the next batches, and
-// one fsync serves every batch written before it). A node that crashes,
-// or fails to write, in between may have sent events its store lacks, and
-// learns them back from its members before it posts again (own.go).
+// one fsync serves every batch written before it). A node that crashes in
+// between may have sent events its store lacks, and learns them back from
+// its members before it posts again (own.go); one whose write fails keeps
+// them and stores them with its next batch (restoreUnstored).
 func (r *room) process(ctx context.Context, batch []input) {
 	tx := &txn{}
 	f := &finish{tx: tx}
@@ -446,9 +447,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 	}
 	// Own events go out before the batch is written: gossip does not wait
 	// for the store. Should the write then fail, members hold own events
-	// that this store lacks, as after a crash before the fsync, and the
-	// room learns them back before it posts again. A disk too full for
-	// the batch is found before anything goes out.
+	// that this store lacks: the next batch stores them before its posts
+	// (writeFailed, restoreUnstored). A disk too full for the batch is
+	// found before anything goes out.
 	published := false
 	if len(tx.ops) > 0 {
 		if err := r.checkSpace(tx); err != nil {
