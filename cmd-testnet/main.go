@@ -123,7 +123,11 @@ from the Say call to each stage (published and durable on the sender: the
 fsync runs beside the publishing, so the receiver's stages step from
 published; validated, stored and visible on the receiver), and the process's
 CPU time per delivery. With -baseline, raw GossipSub's and NATS's CPU per delivery are
-measured the same way, in the same run. -cpuprofile writes a profile for
+measured the same way, in the same run, and a table of hops sets Parley's way
+through GossipSub beside raw GossipSub's: queued (Publish returned → queued for
+the first peer), wire (→ the receiver's GossipSub took it in, directly or through
+a relay), receive (→ delivered to the subscription, validation included) and,
+for Parley, visible (→ handed to the room's subscribers). -cpuprofile writes a profile for
 go tool pprof. To compare with raw GossipSub:
 
   go run ./cmd-testnet -n 12 -scenario fanout -baseline -duration 15s \
@@ -520,6 +524,9 @@ func printTable(w io.Writer, res testnet.Results) {
 	}
 	for _, s := range res.Scenarios {
 		printStages(w, s.Name, s.Stages)
+		if res.Baseline == nil && s.Hops != nil {
+			printHops(w, []*testnet.ScenarioResult{&s})
+		}
 		printScale(w, s.Scale)
 		printSoak(w, s.Soak)
 	}
@@ -565,6 +572,7 @@ func printTable(w io.Writer, res testnet.Results) {
 			}
 			fmt.Fprintf(w, "  target %s: %s\n", k, met)
 		}
+		printHops(w, []*testnet.ScenarioResult{b.Parley, b.GossipSub, b.GossipSubMesh})
 	}
 	fmt.Fprintln(w)
 	var slow *testnet.ScenarioResult
@@ -594,6 +602,41 @@ func latCols(l *testnet.Latency, converge float64) string {
 		return "-\t-\t-\t-\t" + conv
 	}
 	return fmt.Sprintf("%.2f\t%.2f\t%.2f\t%.1f\t%s", l.P50, l.P95, l.P99, l.Max, conv)
+}
+
+// printHops prints where the time goes inside GossipSub, one row a system.
+func printHops(w io.Writer, systems []*testnet.ScenarioResult) {
+	any := false
+	for _, s := range systems {
+		any = any || (s != nil && s.Hops != nil)
+	}
+	if !any {
+		return
+	}
+	fmt.Fprintln(w, "\nwhere a hop's time goes, p50 / p99 ms (queued: Publish returned → queued for the first peer; wire: → the receiver's")
+	fmt.Fprintln(w, "GossipSub took it in, from the publisher or, relayed, from the relay's delivery; receive: → delivered to the topic's")
+	fmt.Fprintln(w, "subscription, validation included; visible: → handed to the room's subscribers)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "system\tqueued\twire\trelayed wire\treceive\tvisible\trelayed\t")
+	for _, s := range systems {
+		if s == nil || s.Hops == nil {
+			continue
+		}
+		name := s.Name
+		if name == "fanout" {
+			name = "parley"
+		}
+		h := s.Hops
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d of %d\t\n", name, p50p99(h.Queued), p50p99(h.Wire), p50p99(h.RelayWire), p50p99(h.Receive), p50p99(h.Visible), h.Relayed, h.Deliveries)
+	}
+	tw.Flush()
+}
+
+func p50p99(l *testnet.Latency) string {
+	if l == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f / %.2f", l.P50, l.P99)
 }
 
 // printStages prints a scenario's latency breakdown by stage.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -54,6 +55,9 @@ type Config struct {
 	// RoomTrace, when set, is told when room events pass the stages of
 	// their way through the node (rooms.TraceFunc); for measurements.
 	RoomTrace rooms.TraceFunc
+	// GossipTracer, when set, is given GossipSub's events (its raw
+	// tracer, beside the node's own); for measurements.
+	GossipTracer pubsub.RawTracer
 	// OwnEventsWait bounds how long after the start a post waits for a
 	// member to say what it holds of this node's own events (see
 	// rooms.Config.OwnEventsWait). Zero means 10 s; negative: no wait.

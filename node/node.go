@@ -293,6 +293,7 @@ func (n *Node) start(ctx context.Context) error {
 		pubsub.WithRawTracer(rm.Tracer()),
 		pubsub.WithValidateQueueSize(4096),
 		pubsub.WithPeerOutboundQueueSize(4096),
+		gossipTracer(n.cfg.GossipTracer),
 	)
 	if err != nil {
 		return fmt.Errorf("node: start gossipsub: %w", err)
@@ -614,4 +615,14 @@ func rootCause(err error) error {
 		return op.Err
 	}
 	return err
+}
+
+// gossipTracer adds t as a raw tracer of GossipSub, if set.
+func gossipTracer(t pubsub.RawTracer) pubsub.Option {
+	return func(ps *pubsub.PubSub) error {
+		if t == nil {
+			return nil
+		}
+		return pubsub.WithRawTracer(t)(ps)
+	}
 }

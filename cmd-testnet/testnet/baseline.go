@@ -302,8 +302,14 @@ func (r *runner) rawGossipSub(ctx context.Context, mesh bool) (res *ScenarioResu
 	const topic = "/parley-testnet/baseline"
 	topics := make([]*pubsub.Topic, n)
 	p := newProbe(r.cfg.messages(), n-1)
+	hl := newHopLog()
+	ids := make([]peer.ID, n)
 	for i, h := range hosts {
-		ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithFloodPublish(!mesh))
+		ids[i] = h.ID()
+	}
+	hl.setPeers(ids)
+	for i, h := range hosts {
+		ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithFloodPublish(!mesh), pubsub.WithRawTracer(hl.tracer(i)))
 		if err != nil {
 			return res, err
 		}
@@ -336,7 +342,19 @@ func (r *runner) rawGossipSub(ctx context.Context, mesh bool) (res *ScenarioResu
 	r.p.printf("%s: host 0 publishes %d messages at %d/s", name, len(p.sentAt), r.cfg.Rate)
 	stop := r.p.every(ctx, 2*time.Second, func() string { return fmt.Sprintf("%d deliveries", p.delivered()) })
 	defer stop()
-	err = r.probeRun(ctx, p, 3*time.Second, func(seq uint64) error { return topics[0].Publish(ctx, p.payload(seq, r.cfg.Size)) }, res)
+	warm := true
+	err = r.probeRun(ctx, p, 3*time.Second, func(seq uint64) error {
+		if warm && seq != warmupSeq {
+			warm = false
+			hl.start(0) // the measured messages only
+		}
+		data := p.payload(seq, r.cfg.Size)
+		err := topics[0].Publish(ctx, data)
+		hl.published(data, time.Now())
+		return err
+	}, res)
+	hl.stop()
+	res.Hops = hl.breakdown()
 	return res, err
 }
 

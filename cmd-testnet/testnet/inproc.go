@@ -27,6 +27,7 @@ type inproc struct {
 	t      *tb
 	net    *nodetest.Net
 	stages *stageLog
+	hops   *hopLog
 }
 
 var (
@@ -50,16 +51,25 @@ func startInproc(n int, dir string, syncInterval time.Duration, logf func(string
 		}
 	}()
 	stages := newStageLog(n)
+	hops := newHopLog()
 	net := nodetest.Start(t, n, append(opts, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.RoomPolicy = rooms.DefaultPolicy{}
 		c.NoLocalAPI = true
 		c.SyncInterval = syncInterval
-		c.RoomTrace = stages.trace(i)
+		c.RoomTrace = hops.roomTrace(i, stages.trace(i))
+		c.GossipTracer = hops.tracer(i)
 	}))...)
-	return &inproc{t: t, net: net, stages: stages}, nil
+	ids := make([]peer.ID, n)
+	for i := range ids {
+		ids[i] = net.ID(i)
+	}
+	hops.setPeers(ids)
+	return &inproc{t: t, net: net, stages: stages, hops: hops}, nil
 }
 
 func (c *inproc) stageLog() *stageLog { return c.stages }
+
+func (c *inproc) hopLog() *hopLog { return c.hops }
 
 func (c *inproc) Len() int { return c.net.Len() }
 

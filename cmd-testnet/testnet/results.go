@@ -81,6 +81,9 @@ type ScenarioResult struct {
 	// Stages breaks the deliveries' latency down by stage (fanout,
 	// in-process nodes).
 	Stages *Stages `json:"stages,omitempty"`
+	// Hops is where the time goes inside GossipSub (fanout and the raw
+	// GossipSub baselines, in-process nodes).
+	Hops *Hops `json:"hops,omitempty"`
 	// Scale is the scale scenario's table by N.
 	Scale *ScaleResult `json:"scale,omitempty"`
 	// Soak is the soak scenario's samples and slopes.

@@ -322,6 +322,10 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 	if sl != nil {
 		sl.start()
 	}
+	hl := hopsOf(c)
+	if hl != nil {
+		hl.start(0)
+	}
 	cpu := startCPU()
 	t0 := time.Now()
 	r.sendSteady(ctx, c, room, rec, 0, total, func(int) int { return 0 }, st)
@@ -337,6 +341,10 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 	if sl != nil {
 		sl.stop()
 		res.Stages = sl.breakdown()
+	}
+	if hl != nil {
+		hl.stop()
+		res.Hops = hl.breakdown()
 	}
 	res, err = r.finish(ctx, c, room, rec, all(c.Len()), res, cerr)
 	if r.cfg.inProcess() {

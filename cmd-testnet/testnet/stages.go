@@ -235,6 +235,19 @@ func stagesOf(c cluster) *stageLog {
 	return nil
 }
 
+// hopped is a cluster whose nodes report GossipSub's hops.
+type hopped interface {
+	hopLog() *hopLog
+}
+
+// hopsOf returns c's hop log, nil if it has none.
+func hopsOf(c cluster) *hopLog {
+	if h, ok := c.(hopped); ok {
+		return h.hopLog()
+	}
+	return nil
+}
+
 // cpuMeter measures the process's CPU time over a phase.
 type cpuMeter struct {
 	start, end time.Duration // end: zero until stop

@@ -176,6 +176,17 @@ func TestSmoke(t *testing.T) {
 		t.Logf("every fanout delivery came by sync (%d): no stages to check", st.BySync)
 	} else {
 		checkStages(t, st)
+		// What came by gossip passed GossipSub's hops, and was shown.
+		if h := findScenario(res.Scenarios, "fanout").Hops; h == nil || h.Deliveries == 0 || h.Receive == nil || h.Visible == nil || h.Wire == nil && h.RelayWire == nil {
+			t.Errorf("parley hops: %+v", h)
+		}
+	}
+	if b := res.Baseline; b != nil {
+		for _, s := range []*ScenarioResult{b.GossipSub, b.GossipSubMesh} {
+			if h := s.Hops; h == nil || h.Deliveries == 0 || h.Relayed > h.Deliveries || h.Queued == nil || h.Receive == nil || h.Visible != nil || h.Wire == nil && h.RelayWire == nil {
+				t.Errorf("%s hops: %+v", s.Name, h)
+			}
+		}
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {

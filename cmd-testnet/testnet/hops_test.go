@@ -1,0 +1,65 @@
+package testnet
+
+import (
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// TestHopBreakdown feeds a hop log by hand: a raw GossipSub message that
+// one receiver gets from the publisher and another through it, one that a
+// receiver takes in but never delivers, and a Parley event, found by its
+// ID for its published and visible stages.
+func TestHopBreakdown(t *testing.T) {
+	l := newHopLog()
+	p := []peer.ID{"p0", "p1", "p2", "p3"}
+	l.setPeers(p)
+	if l.breakdown() != nil {
+		t.Fatal("a breakdown of nothing")
+	}
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	l.published([]byte("a"), at(0)) // off: dropped
+	l.start(0)
+	a, b := []byte("a"), []byte("b")
+	l.published(a, at(0))
+	l.queue(0, a, at(1))
+	l.queue(0, a, at(5)) // to another peer: the first counts
+	l.queue(1, a, at(2)) // a relay's: not the publisher's
+	l.recv(1, p[0], a, at(3))
+	l.recv(1, p[2], a, at(7)) // a second copy
+	l.deliver(1, "a-id", a, at(4))
+	l.recv(2, p[1], a, at(6)) // relayed by node 1
+	l.deliver(2, "a-id", a, at(8))
+	l.recv(3, p[0], a, at(2)) // taken in, never delivered
+	l.recv(0, p[1], a, at(9)) // the publisher's own, back
+	l.deliver(0, "a-id", a, at(9))
+
+	id := rooms.ID{7}
+	l.stage(0, id, rooms.StagePublished, at(0))
+	l.stage(1, id, rooms.StageValidated, at(2)) // not a stage the log keeps
+	l.queue(0, b, at(1))
+	l.recv(1, p[0], b, at(2))
+	l.deliver(1, string(id[:]), b, at(3))
+	l.stage(1, id, rooms.StageVisible, at(5))
+	l.stop()
+	l.recv(2, p[0], b, at(9)) // off: dropped by the tracer, so not here
+	h := l.breakdown()
+	if h == nil || h.Deliveries != 3 || h.Relayed != 1 {
+		t.Fatalf("breakdown %+v", h)
+	}
+	check := func(name string, got *Latency, count int, min, max float64) {
+		t.Helper()
+		if got == nil || got.Count != count || got.Min != min || got.Max != max {
+			t.Errorf("%s: %+v, want %d samples from %v to %v ms", name, got, count, min, max)
+		}
+	}
+	check("queued", h.Queued, 2, 1, 1)
+	check("wire", h.Wire, 2, 1, 2)
+	check("relayed wire", h.RelayWire, 1, 2, 2)
+	check("receive", h.Receive, 3, 1, 2)
+	check("visible", h.Visible, 1, 2, 2)
+}
