@@ -555,7 +555,7 @@ func printTable(w io.Writer, res testnet.Results) {
 				b.Ratios["p50_vs_gossipsub"], b.Ratios["p99_vs_gossipsub"], b.Ratios["p50_vs_nats"], b.Ratios["p99_vs_nats"])
 		}
 		if v, ok := b.Ratios["p50_vs_gossipsub_mesh"]; ok {
-			fmt.Fprintf(w, "  parley ÷ gossipsub-mesh (flood publishing off, as in Parley): p50 ×%g, p99 ×%g\n", v, b.Ratios["p99_vs_gossipsub_mesh"])
+			fmt.Fprintf(w, "  parley ÷ gossipsub-mesh (flood publishing off and mesh size as in Parley): p50 ×%g, p99 ×%g\n", v, b.Ratios["p99_vs_gossipsub_mesh"])
 		}
 		if v, ok := b.Ratios["cpu_per_delivery_vs_gossipsub"]; ok {
 			fmt.Fprintf(w, "  parley ÷ gossipsub: CPU per delivery ×%g (whole process, every node)\n", v)

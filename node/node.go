@@ -293,6 +293,7 @@ func (n *Node) start(ctx context.Context) error {
 		pubsub.WithRawTracer(rm.Tracer()),
 		pubsub.WithValidateQueueSize(4096),
 		pubsub.WithPeerOutboundQueueSize(4096),
+		pubsub.WithGossipSubParams(GossipSubParams()),
 		gossipTracer(n.cfg.GossipTracer),
 	)
 	if err != nil {
@@ -625,4 +626,20 @@ func gossipTracer(t pubsub.RawTracer) pubsub.Option {
 		}
 		return pubsub.WithRawTracer(t)(ps)
 	}
+}
+
+// GossipSubParams are a node's GossipSub parameters: GossipSub's defaults
+// with a mesh of 4 peers a topic (3 to 8) instead of 6 (5 to 12). Every
+// mesh link carries a copy of each event that the receiver takes in,
+// hashes and drops as a duplicate, and a room needs less of that
+// redundancy than a bare topic does: what gossip misses, anti-entropy
+// fetches. At 12 nodes on 2 cores (cmd-testnet -baseline) the smaller mesh
+// costs 12 % less CPU a delivery and halves p99; with both cores busy
+// with other work, delivery p50 went from 49–52 ms to 15–22 ms. A message
+// takes one hop more in a room past a few dozen members.
+func GossipSubParams() pubsub.GossipSubParams {
+	p := pubsub.DefaultGossipSubParams()
+	p.D, p.Dlo, p.Dhi = 4, 3, 8
+	p.Dout = 1 // below Dlo and D/2
+	return p
 }

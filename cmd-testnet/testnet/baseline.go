@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/parley-mesh/parley/node"
 )
 
 // baseline runs the fanout workload (one publisher, every other node
@@ -230,10 +231,10 @@ func (r *runner) probeRun(ctx context.Context, p *fanoutProbe, settle time.Durat
 // rawGossipSub: n libp2p hosts on 127.0.0.1 with GossipSub's default
 // options, one topic, host 0 publishes. GossipSub floods a publisher's own
 // messages to every peer subscribed to the topic, so every receiver is one
-// hop away. With mesh set, host 0 publishes as a Parley node does: flood
-// publishing off (Parley's flood set would not be peer-filtered) and host
-// 0 subscribed, in the topic's mesh, so receivers outside its mesh get a
-// message through a relay.
+// hop away. With mesh set, the hosts run as Parley nodes do: flood
+// publishing off (Parley's flood set would not be peer-filtered), Parley's
+// mesh size (node.GossipSubParams) and host 0 subscribed, in the topic's
+// mesh, so receivers outside its mesh get a message through a relay.
 func (r *runner) rawGossipSub(ctx context.Context, mesh bool) (res *ScenarioResult, err error) {
 	n := r.cfg.Nodes
 	name := "gossipsub"
@@ -309,7 +310,11 @@ func (r *runner) rawGossipSub(ctx context.Context, mesh bool) (res *ScenarioResu
 	}
 	hl.setPeers(ids)
 	for i, h := range hosts {
-		ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithFloodPublish(!mesh), pubsub.WithRawTracer(hl.tracer(i)))
+		opts := []pubsub.Option{pubsub.WithFloodPublish(!mesh), pubsub.WithRawTracer(hl.tracer(i))}
+		if mesh {
+			opts = append(opts, pubsub.WithGossipSubParams(node.GossipSubParams()))
+		}
+		ps, err := pubsub.NewGossipSub(ctx, h, opts...)
 		if err != nil {
 			return res, err
 		}

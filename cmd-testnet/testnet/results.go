@@ -170,7 +170,8 @@ type Baseline struct {
 	Parley    *ScenarioResult `json:"parley,omitempty"`
 	GossipSub *ScenarioResult `json:"gossipsub"`
 	// GossipSubMesh is raw GossipSub publishing as Parley does: flood
-	// publishing off, the publisher in the topic's mesh.
+	// publishing off, Parley's mesh size, the publisher in the topic's
+	// mesh.
 	GossipSubMesh *ScenarioResult `json:"gossipsub_mesh,omitempty"`
 	NATS          *ScenarioResult `json:"nats"`
 	// Ratios are Parley's latency percentiles divided by the others'.
