@@ -606,11 +606,11 @@ func latCols(l *testnet.Latency, converge float64) string {
 
 // printHops prints where the time goes inside GossipSub, one row a system.
 func printHops(w io.Writer, systems []*testnet.ScenarioResult) {
-	any := false
+	found := false
 	for _, s := range systems {
-		any = any || (s != nil && s.Hops != nil)
+		found = found || (s != nil && s.Hops != nil)
 	}
-	if !any {
+	if !found {
 		return
 	}
 	fmt.Fprintln(w, "\nwhere a hop's time goes, p50 / p99 ms (queued: Publish returned → queued for the first peer; wire: → the receiver's")
