@@ -56,9 +56,11 @@ type hopLog struct {
 	peers []peer.ID // by node index (Parley)
 	msgs  map[uint64]*hopMsg
 	// visible[event][node] is when node handed the event to its room's
-	// subscribers (Parley); visible[event][-1] is when its author's
-	// Publish returned.
-	visible map[rooms.ID]map[int]time.Time
+	// subscribers, and authored[event] when its author's Publish returned
+	// (Parley: the room trace names events, not their bytes, so breakdown
+	// finds them by their message ID).
+	visible  map[rooms.ID]map[int]time.Time
+	authored map[rooms.ID]time.Time
 }
 
 type hopMsg struct {
@@ -75,7 +77,7 @@ type hopRx struct {
 }
 
 func newHopLog() *hopLog {
-	return &hopLog{seed: maphash.MakeSeed(), msgs: make(map[uint64]*hopMsg), visible: make(map[rooms.ID]map[int]time.Time)}
+	return &hopLog{seed: maphash.MakeSeed(), msgs: make(map[uint64]*hopMsg), visible: make(map[rooms.ID]map[int]time.Time), authored: make(map[rooms.ID]time.Time)}
 }
 
 // start forgets what was collected and follows the messages of node pub.
@@ -85,6 +87,7 @@ func (l *hopLog) start(pub int) {
 	l.pub = l.peer(pub)
 	l.msgs = make(map[uint64]*hopMsg)
 	l.visible = make(map[rooms.ID]map[int]time.Time)
+	l.authored = make(map[rooms.ID]time.Time)
 	l.mu.Unlock()
 	l.on.Store(true)
 }
@@ -119,11 +122,14 @@ func (l *hopLog) stage(i int, id rooms.ID, st rooms.Stage, at time.Time) {
 	if !l.on.Load() || (st != rooms.StagePublished && st != rooms.StageVisible) {
 		return
 	}
-	if st == rooms.StagePublished {
-		i = -1 // the event's bytes are not at hand: breakdown finds it by ID
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if st == rooms.StagePublished {
+		if _, ok := l.authored[id]; !ok {
+			l.authored[id] = at
+		}
+		return
+	}
 	v := l.visible[id]
 	if v == nil {
 		v = make(map[int]time.Time)
@@ -259,9 +265,10 @@ func (l *hopLog) breakdown() *Hops {
 	for _, m := range l.msgs {
 		published := m.published
 		var vis map[int]time.Time
-		if m.id != "" && len(m.id) == len(rooms.ID{}) {
-			vis = l.visible[rooms.ID([]byte(m.id))]
-			if t, ok := vis[-1]; ok {
+		if len(m.id) == len(rooms.ID{}) {
+			id := rooms.ID([]byte(m.id))
+			vis = l.visible[id]
+			if t, ok := l.authored[id]; ok {
 				published = t
 			}
 		}

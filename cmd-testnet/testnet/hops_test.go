@@ -26,9 +26,9 @@ func TestHopBreakdown(t *testing.T) {
 	l.start(0)
 	a, b := []byte("a"), []byte("b")
 	l.published(a, at(0))
+	l.queue(1, a, at(0)) // a relay's (a copy back): not the publisher's
 	l.queue(0, a, at(1))
 	l.queue(0, a, at(5)) // to another peer: the first counts
-	l.queue(1, a, at(2)) // a relay's: not the publisher's
 	l.recv(1, p[0], a, at(3))
 	l.recv(1, p[2], a, at(7)) // a second copy
 	l.deliver(1, "a-id", a, at(4))
