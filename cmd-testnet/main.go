@@ -2,7 +2,7 @@
 // drive rooms and break the network, a results table, JSON and an SVG chart.
 //
 //	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all|scale]
-//	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline]
+//	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline [-repeat N]]
 //	    [-cpuprofile FILE] [-burn N] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
 //	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
 //	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-relay-drop] [-relay-stall] [-json FILE]
@@ -107,6 +107,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs.StringVar(&out.memProfile, "memprofile", "", "write an allocation profile of the whole run to `FILE` (go tool pprof -sample_index=alloc_space)")
 	fs.StringVar(&out.pprof, "pprof", "", "serve net/http/pprof on `ADDR` (a loopback address such as 127.0.0.1:6060) during the run, with block and mutex profiling on: heap profiles of in-process nodes over time, where goroutines wait")
 	fs.BoolVar(&cfg.Baseline, "baseline", false, "also run the fanout workload on raw go-libp2p-pubsub (its defaults, and mesh publishing as in Parley) and embedded NATS, and compare")
+	fs.IntVar(&cfg.Repeat, "repeat", 1, "with -baseline: run `N` rounds of Parley's fanout and its baselines, one after the other, and give each figure's median and spread")
 	fs.BoolVar(&procs, "procs", false, "run each node as a separate `parley up` process with its own home")
 	fs.BoolVar(&netns, "netns", false, "run each node as a process in its own network namespace, joined by veth pairs (needs root)")
 	fs.BoolVar(&mock, "mocknet", false, "run the in-process nodes on go-libp2p's in-memory mocknet, with -delay on every link (one way)")
@@ -135,6 +136,11 @@ go tool pprof. To compare with raw GossipSub:
 
 and the same with -burn 1 (one core busy with another process) or -burn 2
 (both cores of a 2-core machine busy).
+On a noisy machine one run's ratio moves by a third from run to run; -repeat N
+makes N rounds (Parley's fanout, then the baselines, then Parley again, ...) and
+prints each round's figures and each ratio's median and spread:
+
+  go run ./cmd-testnet -n 12 -scenario fanout -baseline -repeat 5 -duration 15s
 
 The scale scenario (run only when named) measures, for each N of -scale, what
 N nodes cost: RSS, Go heap, goroutines and peers per node, and CPU per node at
@@ -574,6 +580,7 @@ func printTable(w io.Writer, res testnet.Results) {
 		}
 		printHops(w, []*testnet.ScenarioResult{b.Parley, b.GossipSub, b.GossipSubMesh})
 	}
+	printRounds(w, res.Rounds, res.RoundSummary)
 	fmt.Fprintln(w)
 	var slow *testnet.ScenarioResult
 	for i := range res.Scenarios {
@@ -747,4 +754,63 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// printRounds prints a -repeat run's rounds, one row a round, and the
+// median and spread of each figure and ratio.
+func printRounds(w io.Writer, rounds []*testnet.Baseline, sum *testnet.RoundSummary) {
+	if len(rounds) < 2 || sum == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n%d rounds, each Parley's fanout and then the baselines (p50 / p99 ms, CPU µs a delivery)\n", len(rounds))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "round\tparley\tgossipsub\tgossipsub-mesh\tp50 ÷ gossipsub\tp99 ÷ gossipsub\tp50 ÷ mesh\tCPU ÷ gossipsub\t")
+	lat := func(s *testnet.ScenarioResult) string {
+		if s == nil || s.Latency == nil {
+			return "-"
+		}
+		cpu := ""
+		if v, ok := s.Metrics["cpu_us_per_delivery"]; ok {
+			cpu = fmt.Sprintf(", %.0f", v)
+		}
+		return fmt.Sprintf("%.2f / %.1f%s", s.Latency.P50, s.Latency.P99, cpu)
+	}
+	ratio := func(m map[string]float64, k string) string {
+		if v, ok := m[k]; ok {
+			return fmt.Sprintf("×%.2f", v)
+		}
+		return "-"
+	}
+	for i, b := range rounds {
+		if b == nil {
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", i+1, lat(b.Parley), lat(b.GossipSub), lat(b.GossipSubMesh),
+			ratio(b.Ratios, "p50_vs_gossipsub"), ratio(b.Ratios, "p99_vs_gossipsub"), ratio(b.Ratios, "p50_vs_gossipsub_mesh"), ratio(b.Ratios, "cpu_per_delivery_vs_gossipsub"))
+	}
+	spread := func(name string, fig bool) string {
+		m := sum.Ratios
+		if fig {
+			m = sum.Figures
+		}
+		s, ok := m[name]
+		if !ok {
+			return "-"
+		}
+		if fig {
+			return fmt.Sprintf("%.2f (%.2f–%.2f)", s.Median, s.Min, s.Max)
+		}
+		return fmt.Sprintf("×%.2f (%.2f–%.2f)", s.Median, s.Min, s.Max)
+	}
+	fmt.Fprintf(tw, "median (range)\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", spread("parley_p50_ms", true), spread("gossipsub_p50_ms", true), spread("gossipsub_mesh_p50_ms", true),
+		spread("p50_vs_gossipsub", false), spread("p99_vs_gossipsub", false), spread("p50_vs_gossipsub_mesh", false), spread("cpu_per_delivery_vs_gossipsub", false))
+	tw.Flush()
+	keys := make([]string, 0, len(sum.TargetsMet))
+	for k := range sum.TargetsMet {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  target %s: met in %d of %d rounds\n", k, sum.TargetsMet[k], sum.Rounds)
+	}
 }

@@ -29,6 +29,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-mocknet", "-procs"}, "excludes -procs"},
 		{[]string{"-mocknet", "-loss", "1"}, "mocknet loses nothing"},
 		{[]string{"-burn", "-1"}, "-burn -1"},
+		{[]string{"-repeat", "3"}, "add -baseline"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {

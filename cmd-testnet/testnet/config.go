@@ -43,6 +43,12 @@ type Config struct {
 	Duration time.Duration
 	// Baseline runs the fanout workload on raw GossipSub and NATS too.
 	Baseline bool
+	// Repeat is how many rounds of Parley's fanout and its baselines a
+	// Baseline run makes, one after the other (Parley, the baselines,
+	// Parley again, ...), so that a noisy machine's drift falls on every
+	// system alike; the results give each ratio's median and spread. Zero
+	// means 1; more needs Baseline and the fanout scenario.
+	Repeat int
 	// Mode is how nodes run. Empty means InProcess.
 	Mode Mode
 	// Delay and Loss (percent) are applied with netem to every node's link
@@ -204,6 +210,15 @@ func (c Config) WithDefaults() (Config, error) {
 		add(Scenarios...)
 	}
 	c.Scenarios = want
+	if c.Repeat == 0 {
+		c.Repeat = 1
+	}
+	switch {
+	case c.Repeat < 1 || c.Repeat > 50:
+		return c, fmt.Errorf("%w: -repeat %d: from 1 to 50 rounds", ErrUsage, c.Repeat)
+	case c.Repeat > 1 && (!c.Baseline || !slices.Contains(c.Scenarios, "fanout")):
+		return c, fmt.Errorf("%w: -repeat %d: rounds repeat the fanout scenario and its baselines; add -baseline and -scenario fanout", ErrUsage, c.Repeat)
+	}
 	return c, nil
 }
 

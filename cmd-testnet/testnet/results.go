@@ -15,6 +15,10 @@ type Results struct {
 	Machine   Machine          `json:"machine"`
 	Scenarios []ScenarioResult `json:"scenarios"`
 	Baseline  *Baseline        `json:"baseline,omitempty"`
+	// Rounds are a -repeat run's rounds, the first being Baseline, and
+	// RoundSummary their spread.
+	Rounds       []*Baseline   `json:"rounds,omitempty"`
+	RoundSummary *RoundSummary `json:"round_summary,omitempty"`
 	// OK is true when no scenario lost a message, diverged in order or
 	// failed.
 	OK       bool     `json:"ok"`
@@ -35,6 +39,8 @@ type ConfigSummary struct {
 	BigRoom   int      `json:"bigroom_events"`
 	Burst     int      `json:"burst_messages"`
 	Baseline  bool     `json:"baseline"`
+	// Repeat is the rounds of a -repeat run (omitted for one).
+	Repeat int `json:"repeat,omitempty"`
 	// Scale is the numbers of nodes the scale scenario measures.
 	Scale []int `json:"scale_nodes,omitempty"`
 	// SyncInterval is the rooms' anti-entropy period (in-process nodes;

@@ -36,6 +36,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
 	if !cfg.inProcess() {
 		res.Config.SyncInterval = 30
 	}
+	if cfg.Repeat > 1 {
+		res.Config.Repeat = cfg.Repeat
+	}
 	if slices.Contains(cfg.Scenarios, "scale") {
 		res.Config.Scale = cfg.Scale
 	}
@@ -99,6 +102,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
 		}
 		res.Baseline = b
 		r.p.scenario("")
+		if runErr == nil && cfg.Repeat > 1 {
+			if err := r.rounds(ctx, &res); err != nil {
+				runErr = err
+			}
+		}
 	}
 	for i := range res.Scenarios {
 		if why := res.Scenarios[i].failed(); why != "" {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,9 @@ func TestConfig(t *testing.T) {
 		{"netem without netns", Config{Delay: time.Millisecond}, "need -netns"},
 		{"loss", Config{Mode: Netns, Loss: 100}, "[0, 100)"},
 		{"mode", Config{Mode: "cloud"}, "unknown mode"},
+		{"repeat without baseline", Config{Repeat: 3, Scenarios: []string{"fanout"}}, "add -baseline"},
+		{"repeat without fanout", Config{Repeat: 3, Baseline: true, Scenarios: []string{"burst"}}, "add -baseline and -scenario fanout"},
+		{"negative repeat", Config{Repeat: -1}, "from 1 to 50"},
 	} {
 		_, err := tc.cfg.WithDefaults()
 		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tc.want) {
@@ -555,5 +559,74 @@ func TestScaleFitPerPeer(t *testing.T) {
 		if f.Figure == "peer connections" && f.ConnCap != 0 {
 			t.Errorf("peers fitted against peers: %+v", f)
 		}
+	}
+}
+
+func TestSpreadOf(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want Spread
+	}{
+		{[]float64{3}, Spread{3, 3, 3, 1}},
+		{[]float64{5, 1, 3}, Spread{1, 3, 5, 3}},
+		{[]float64{4, 1, 2, 8}, Spread{1, 3, 8, 4}},
+	} {
+		in := slices.Clone(tc.in)
+		if got := spreadOf(in); got != tc.want {
+			t.Errorf("spreadOf(%v) = %+v, want %+v", tc.in, got, tc.want)
+		}
+		if !slices.Equal(in, tc.in) {
+			t.Errorf("spreadOf sorted its argument: %v", in)
+		}
+	}
+}
+
+// TestRepeatRounds: -repeat 2 runs Parley's fanout and its baselines twice;
+// the first round is the run's baseline, and the summary spreads both.
+func TestRepeatRounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	var progress bytes.Buffer
+	res, err := Run(context.Background(), Config{
+		Nodes: 3, Rate: 50, Duration: 400 * time.Millisecond, Scenarios: []string{"fanout"},
+		Baseline: true, Repeat: 2, Dir: t.TempDir(),
+	}, &progress)
+	if err != nil || !res.OK {
+		t.Fatalf("run: %v, failures %v\n%s", err, res.Failures, progress.String())
+	}
+	if len(res.Rounds) != 2 || res.Rounds[0] != res.Baseline || res.Config.Repeat != 2 {
+		t.Fatalf("%d rounds, first is the baseline: %v, config repeat %d", len(res.Rounds), len(res.Rounds) > 0 && res.Rounds[0] == res.Baseline, res.Config.Repeat)
+	}
+	for i, b := range res.Rounds {
+		if b.Parley == nil || b.Parley.Delivered != b.Parley.Expected || b.Parley.Expected == 0 || b.GossipSub.DeliveryRatio != 1 {
+			t.Errorf("round %d: parley %+v, gossipsub ratio %v", i+1, b.Parley, b.GossipSub.DeliveryRatio)
+		}
+	}
+	if res.Rounds[0].Parley == res.Rounds[1].Parley {
+		t.Error("both rounds hold the same Parley result")
+	}
+	sum := res.RoundSummary
+	if sum == nil || sum.Rounds != 2 {
+		t.Fatalf("summary: %+v", sum)
+	}
+	for _, k := range []string{"parley_p50_ms", "gossipsub_p50_ms", "gossipsub_mesh_p99_ms", "nats_p50_ms", "parley_cpu_us_per_delivery"} {
+		s, ok := sum.Figures[k]
+		if !ok || s.N != 2 || s.Min <= 0 || s.Min > s.Median || s.Median > s.Max {
+			t.Errorf("figure %s: %+v", k, s)
+		}
+	}
+	p50 := []float64{res.Rounds[0].Ratios["p50_vs_gossipsub"], res.Rounds[1].Ratios["p50_vs_gossipsub"]}
+	if s := sum.Ratios["p50_vs_gossipsub"]; s.N != 2 || s.Min != min(p50[0], p50[1]) || s.Max != max(p50[0], p50[1]) {
+		t.Errorf("p50 ratio spread %+v of %v", s, p50)
+	}
+	met := 0
+	for _, b := range res.Rounds {
+		if b.Targets["p50 <= 2ms"] {
+			met++
+		}
+	}
+	if got, ok := sum.TargetsMet["p50 <= 2ms"]; !ok || got != met {
+		t.Errorf("p50 <= 2ms met in %d (present %v), want %d", got, ok, met)
 	}
 }
