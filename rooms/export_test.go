@@ -78,6 +78,17 @@ func (m *Manager) HoldTakes(hold func()) {
 	m.beforeTake.Store(&hold)
 }
 
+// FailSyncs makes fault decide, before each fsync of this node's own
+// events, whether it fails with the error returned instead of running
+// (nil fault: none fails).
+func (m *Manager) FailSyncs(fault func() error) {
+	if fault == nil {
+		m.syncFault.Store(nil)
+		return
+	}
+	m.syncFault.Store(&fault)
+}
+
 // FailStore makes fault decide, before each room's space check (space
 // set) and each of its writes, whether it fails with the error returned
 // (nil fault: none fails).

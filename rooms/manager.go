@@ -79,6 +79,7 @@ type Manager struct {
 	// tests: consulted before a room's space check (space set) and each of
 	// its writes; an error fails them as the store's would
 	storeFault atomic.Pointer[func(space bool) error]
+	syncFault  atomic.Pointer[func() error] // tests: fails a room's fsync of own events
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -472,6 +472,7 @@ func (r *room) process(ctx context.Context, batch []input) {
 		}
 	}
 	f.sync = len(tx.own) > 0
+	f.sent = published
 	self := r.m.self
 	if f.werr == nil {
 		r.keepViews(tx)
@@ -637,8 +638,13 @@ func (r *room) writeFailed(tx *txn, f *finish, wrote int, err error, published b
 	tx.vv, tx.forks = nil, 0
 	werr := fmt.Errorf("rooms: store event: %w", err)
 	for i := range tx.says {
-		if tx.says[i].err == nil && !tx.saidHere(tx.says[i].id) {
-			tx.says[i].err = werr
+		if s := &tx.says[i]; s.err == nil && !tx.saidHere(s.id) {
+			s.err = werr
+			if published {
+				// Members hold it: a caller that posted again would
+				// post it twice.
+				s.err = sentNotStored(s.id, err)
+			}
 		}
 	}
 	if wrote == 0 {
@@ -702,6 +708,7 @@ type finish struct {
 	tx       *txn
 	werr     error        // the batch's write failed
 	sync     bool         // it holds own events: fsync before finishing
+	sent     bool         // its own events went out (published before the write)
 	others   bool         // others' events still to make visible
 	nudgeAll bool         // ask every member to pull (no mesh yet)
 	barriers []chan error // answered once the batch is finished
@@ -748,6 +755,11 @@ func (r *room) finishLoop(context.Context) {
 			if f.sync {
 				if hold := r.m.beforeSync.Load(); hold != nil {
 					(*hold)()
+				}
+				if fault := r.m.syncFault.Load(); fault != nil {
+					if serr = (*fault)(); serr != nil {
+						break
+					}
 				}
 				serr = r.m.cfg.Store.Sync()
 				break
@@ -798,6 +810,9 @@ func (r *room) complete(f *finish, serr error) {
 		}
 		if err == nil && serr != nil {
 			err = serr
+			if f.sent {
+				err = sentNotStored(s.id, serr)
+			}
 		}
 		s.req.res <- sayRes{id: s.id, err: err}
 	}
@@ -1356,6 +1371,12 @@ func (r *room) deliver(tx *txn, said bool) {
 	// for these events matter more than the services that poll on a pulse.
 	r.m.changed(r.id)
 	r.notify(vs)
+}
+
+// sentNotStored is the error of a post whose event id went out but whose
+// write or fsync failed with err.
+func sentNotStored(id ID, err error) error {
+	return fmt.Errorf("%w (event %s): %w", ErrSentNotStored, id, err)
 }
 
 // saidHere reports whether the batch authored event id.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,14 +105,62 @@ func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "sent, not stored"}); err == nil {
-		t.Fatal("say whose write failed: no error")
+	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "sent, not stored"})
+	if !errors.Is(err, rooms.ErrSentNotStored) {
+		t.Fatalf("say whose write failed after it went out: %v, want ErrSentNotStored", err)
 	}
 	mgr(nt, 0).FailStore(nil)
 	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 1, id) == 4 }, "node 1 to get the post by gossip")
 	if got := eventCount(nt, 0, id); got != 3 {
 		t.Fatalf("node 0 holds %d events after its write failed, want 3", got)
 	}
+	checkSentNamed(t, nt, 1, id, err, "sent, not stored")
+	say(t, nt, 0, id, "next")
+	waitConverged(t, nt, id, 5, 20*time.Second, 0, 1)
+	noForkOf(t, nt, id, 0, 0, 1)
+}
+
+// checkSentNamed checks that err names the event node i holds with text.
+func checkSentNamed(t *testing.T, nt *nodetest.Net, i int, id identity.RoomID, err error, text string) {
+	t.Helper()
+	vs, lerr := mgr(nt, i).Log(id, 100, nil)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	for _, v := range vs {
+		if v.Text == text {
+			if !strings.Contains(err.Error(), v.ID.String()) {
+				t.Fatalf("error %q does not name the event %s", err, v.ID)
+			}
+			return
+		}
+	}
+	t.Fatalf("node %d lacks the post %q", i, text)
+}
+
+// TestFailedSyncSaysSentNotStored: a post whose fsync fails has gone out
+// and is written, but is not safely stored: the say fails with
+// ErrSentNotStored naming it (posting again would post it twice). The
+// next post's fsync covers it, and the room goes on without a fork.
+func TestFailedSyncSaysSentNotStored(t *testing.T) {
+	nt := startNet(t, 2)
+	id := openRoom(t, nt, 1)
+	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 0).MeshHas(id, nt.ID(1)) }, "node 0's mesh to hold node 1")
+	var failed atomic.Bool
+	mgr(nt, 0).FailSyncs(func() error {
+		if failed.CompareAndSwap(false, true) {
+			return errors.New("the test's fsync failure")
+		}
+		return nil
+	})
+	defer mgr(nt, 0).FailSyncs(nil)
+	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "sent, not synced"})
+	if !errors.Is(err, rooms.ErrSentNotStored) || !strings.Contains(err.Error(), "the test's fsync failure") {
+		t.Fatalf("say whose fsync failed: %v, want ErrSentNotStored with the cause", err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 1, id) == 4 }, "node 1 to get the post by gossip")
+	checkSentNamed(t, nt, 0, id, err, "sent, not synced")
+	checkSentNamed(t, nt, 1, id, err, "sent, not synced")
 	say(t, nt, 0, id, "next")
 	waitConverged(t, nt, id, 5, 20*time.Second, 0, 1)
 	noForkOf(t, nt, id, 0, 0, 1)

@@ -14,6 +14,8 @@ var ErrBadConfig = errors.New("inbox: bad config")
 // apiErrors give errors of the rooms service an HTTP status and a code for
 // the local API, keeping their message.
 var apiErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
+	// First: it wraps the write's or the fsync's own error.
+	{Status: http.StatusInsufficientStorage, Code: localapi.CodeNotStored, Errs: []error{rooms.ErrSentNotStored}},
 	{Status: http.StatusNotFound, Code: localapi.CodeUnknownRoom, Errs: []error{rooms.ErrUnknownRoom}},
 	{Status: http.StatusNotFound, Code: localapi.CodeUnknownEvent, Errs: []error{rooms.ErrUnknownEvent}},
 	{Status: http.StatusForbidden, Code: localapi.CodeLeft, Errs: []error{rooms.ErrAgentLeft}},

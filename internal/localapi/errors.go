@@ -44,6 +44,7 @@ const (
 	CodeTooMany      = "too_many"      // 429
 	CodeClosed       = "closed"        // 503
 	CodeLearning     = "learning"      // 503: the node is learning its own events from peers; retry in a moment
+	CodeNotStored    = "not_stored"    // 507: the post went out to the room but is not safely stored on this node yet; do not post it again
 	CodeInternal     = "internal"      // 500
 	CodeNotFound     = "not_found"     // 404: an endpoint, a contact, a request
 	CodePeerRefused  = "peer_refused"  // 502: the other node said no
