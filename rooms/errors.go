@@ -82,12 +82,14 @@ var (
 	// it started, before any member answered what it holds of this node's
 	// own events (so its next seq is not known yet).
 	ErrOwnEventsUnknown = errors.New("rooms: learning my own events from peers, retry in a moment")
-	// ErrSentNotStored is returned by a post whose event went out to the
-	// room's members but whose write or fsync on this node failed: the
-	// post is in the room, and the node stores it with its next write
-	// (after a restart, it learns it back from a member). Posting it again
-	// would post it twice. The error names the event.
-	ErrSentNotStored = errors.New("rooms: the post went out to the room's members, but this node could not store it safely yet (it will with its next write); do not post it again")
+	// ErrSentNotStored is returned by a post whose event is in the room
+	// but whose write or fsync on this node failed: it went out to the
+	// members before the write (or, written but not fsynced, it is shown
+	// and goes out once a later fsync commits it), and the node stores it
+	// with a later write (after a restart, it learns it back from a
+	// member); until then the room refuses posts that would take its seq.
+	// Posting it again would post it twice. The error names the event.
+	ErrSentNotStored = errors.New("rooms: the post is in the room and goes to its members, but this node could not store it safely yet (it will with a later write); do not post it again")
 	// ErrStranger is wrapped by a Policy's refusal when it refuses a peer
 	// only because it does not know it (no contact, no shared room), not
 	// because the user cut it off. A room still takes its founder's create

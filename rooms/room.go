@@ -360,6 +360,7 @@ type txn struct {
 	accepted []View
 	arrivals []uint64 // the arrival number of each of accepted
 	own      []*Item  // own events, published before the write
+	restored []*Item  // own events of earlier batches that went out unstored, taken in first (restoreUnstored)
 	says     []pendingSay
 	fetch    map[peer.ID]bool
 	forks    int // forks this batch stores
@@ -588,7 +589,17 @@ func (r *room) restoreUnstored(tx *txn) {
 	for _, it := range r.unstored {
 		r.receive(tx, *it, "")
 	}
-	r.unstored = slices.DeleteFunc(r.unstored, func(it *Item) bool { return !r.pending.Has(it.ID) })
+	// Those not waiting for parents are the batch's now: should its write
+	// fail too, writeFailed puts them back.
+	var waiting []*Item
+	for _, it := range r.unstored {
+		if r.pending.Has(it.ID) {
+			waiting = append(waiting, it)
+		} else {
+			tx.restored = append(tx.restored, it)
+		}
+	}
+	r.unstored = waiting
 	if len(r.unstored) > 0 {
 		for _, p := range r.memberList() {
 			if p != r.m.self && r.m.reachable(p) {
@@ -621,6 +632,18 @@ func (r *room) writeFailed(tx *txn, f *finish, wrote int, err error, published b
 		r.m.log.Error("room reload failed", "room", string(r.id), "err", lerr)
 	}
 	r.recent.clear()
+	// Own events of earlier batches that this one took in and did not
+	// store wait again, ahead of the rest (their seqs are older): without
+	// them the room, read back, would give their seqs to the next posts.
+	var back []*Item
+	for _, it := range tx.restored {
+		if _, ok := r.depthOf(it.ID); !ok {
+			back = append(back, it)
+		}
+	}
+	if len(back) > 0 {
+		r.unstored = append(back, r.unstored...)
+	}
 	// Own events cut that went out: members may hold them, so the next
 	// batch stores them before its own posts, and no seq is used twice.
 	if wrote < len(tx.marks) {
@@ -809,10 +832,9 @@ func (r *room) complete(f *finish, serr error) {
 			err = fmt.Errorf("rooms: store event: %w", f.werr)
 		}
 		if err == nil && serr != nil {
-			err = serr
-			if f.sent {
-				err = sentNotStored(s.id, serr)
-			}
+			// Written and shown: the room builds on it, and members get
+			// it by gossip or, once a later fsync commits it, by sync.
+			err = sentNotStored(s.id, serr)
 		}
 		s.req.res <- sayRes{id: s.id, err: err}
 	}

@@ -69,8 +69,8 @@ func TestFullDiskPublishesNothing(t *testing.T) {
 		return nil
 	})
 	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "refused"})
-	if !errors.Is(err, store.ErrDiskFull) {
-		t.Fatalf("say on a full disk: %v, want ErrDiskFull", err)
+	if !errors.Is(err, store.ErrDiskFull) || errors.Is(err, rooms.ErrSentNotStored) {
+		t.Fatalf("say on a full disk: %v, want ErrDiskFull alone (nothing went out)", err)
 	}
 	mgr(nt, 0).FailStore(nil)
 	say(t, nt, 0, id, "after")
@@ -117,6 +117,38 @@ func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 	checkSentNamed(t, nt, 1, id, err, "sent, not stored")
 	say(t, nt, 0, id, "next")
 	waitConverged(t, nt, id, 5, 20*time.Second, 0, 1)
+	noForkOf(t, nt, id, 0, 0, 1)
+}
+
+// TestRestoredAndCutAgainForksNothing: a post goes out and its write
+// fails; the next batch takes it in first, and its write fails too. The
+// post still waits to be stored: the next post is not given its seq.
+func TestRestoredAndCutAgainForksNothing(t *testing.T) {
+	nt := startNet(t, 2)
+	id := openRoom(t, nt, 1)
+	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 0).MeshHas(id, nt.ID(1)) }, "node 0's mesh to hold node 1")
+	var failures atomic.Int32
+	mgr(nt, 0).FailStore(func(space bool) error {
+		if !space && failures.Add(1) <= 2 {
+			return errors.New("the test's write failure")
+		}
+		return nil
+	})
+	defer mgr(nt, 0).FailStore(nil)
+	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "sent, not stored"})
+	if !errors.Is(err, rooms.ErrSentNotStored) {
+		t.Fatalf("say whose write failed after it went out: %v, want ErrSentNotStored", err)
+	}
+	// Node 1's post makes node 0 run a batch, which takes the unstored
+	// post in first; its write fails as well.
+	say(t, nt, 1, id, "from node 1")
+	nt.WaitFor(20*time.Second, func() bool { return failures.Load() >= 2 }, "node 0's second write to fail")
+	mgr(nt, 0).FailStore(nil)
+	if got := eventCount(nt, 0, id); got != 3 {
+		t.Fatalf("node 0 holds %d events after its writes failed, want 3", got)
+	}
+	say(t, nt, 0, id, "next")
+	waitConverged(t, nt, id, 6, 20*time.Second, 0, 1)
 	noForkOf(t, nt, id, 0, 0, 1)
 }
 
