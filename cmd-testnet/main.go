@@ -802,7 +802,7 @@ func printRounds(w io.Writer, rounds []*testnet.Baseline, sum *testnet.RoundSumm
 		}
 		return fmt.Sprintf("×%.2f (%.2f–%.2f)", s.Median, s.Min, s.Max)
 	}
-	fmt.Fprintf(tw, "median (range)\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", spread("parley_p50_ms", true), spread("gossipsub_p50_ms", true), spread("gossipsub_mesh_p50_ms", true),
+	fmt.Fprintf(tw, "p50 median (range)\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", spread("parley_p50_ms", true), spread("gossipsub_p50_ms", true), spread("gossipsub_mesh_p50_ms", true),
 		spread("p50_vs_gossipsub", false), spread("p99_vs_gossipsub", false), spread("p50_vs_gossipsub_mesh", false), spread("cpu_per_delivery_vs_gossipsub", false))
 	tw.Flush()
 	keys := make([]string, 0, len(sum.TargetsMet))

@@ -47,7 +47,7 @@ type Config struct {
 	// Baseline run makes, one after the other (Parley, the baselines,
 	// Parley again, ...), so that a noisy machine's drift falls on every
 	// system alike; the results give each ratio's median and spread. Zero
-	// means 1; more needs Baseline and the fanout scenario.
+	// means 1; more needs Baseline and the fanout scenario alone.
 	Repeat int
 	// Mode is how nodes run. Empty means InProcess.
 	Mode Mode
@@ -216,8 +216,10 @@ func (c Config) WithDefaults() (Config, error) {
 	switch {
 	case c.Repeat < 1 || c.Repeat > 50:
 		return c, fmt.Errorf("%w: -repeat %d: from 1 to 50 rounds", ErrUsage, c.Repeat)
-	case c.Repeat > 1 && (!c.Baseline || !slices.Contains(c.Scenarios, "fanout")):
-		return c, fmt.Errorf("%w: -repeat %d: rounds repeat the fanout scenario and its baselines; add -baseline and -scenario fanout", ErrUsage, c.Repeat)
+	case c.Repeat > 1 && (!c.Baseline || !slices.Equal(c.Scenarios, []string{"fanout"})):
+		// Other scenarios would run between the first round's fanout and
+		// its baselines, which are to run one after the other.
+		return c, fmt.Errorf("%w: -repeat %d: rounds repeat the fanout scenario and its baselines; add -baseline and -scenario fanout (alone)", ErrUsage, c.Repeat)
 	}
 	return c, nil
 }

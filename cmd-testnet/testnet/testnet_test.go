@@ -51,6 +51,7 @@ func TestConfig(t *testing.T) {
 		{"mode", Config{Mode: "cloud"}, "unknown mode"},
 		{"repeat without baseline", Config{Repeat: 3, Scenarios: []string{"fanout"}}, "add -baseline"},
 		{"repeat without fanout", Config{Repeat: 3, Baseline: true, Scenarios: []string{"burst"}}, "add -baseline and -scenario fanout"},
+		{"repeat with other scenarios", Config{Repeat: 3, Baseline: true, Scenarios: []string{"fanout,burst"}}, "fanout (alone)"},
 		{"negative repeat", Config{Repeat: -1}, "from 1 to 50"},
 	} {
 		_, err := tc.cfg.WithDefaults()
@@ -599,6 +600,10 @@ func TestRepeatRounds(t *testing.T) {
 		t.Fatalf("%d rounds, first is the baseline: %v, config repeat %d", len(res.Rounds), len(res.Rounds) > 0 && res.Rounds[0] == res.Baseline, res.Config.Repeat)
 	}
 	for i, b := range res.Rounds {
+		if b.Parley == nil || b.Parley.ElapsedS <= 0 {
+			t.Errorf("round %d: no Parley result, or no time: %+v", i+1, b.Parley)
+			continue
+		}
 		if b.Parley == nil || b.Parley.Delivered != b.Parley.Expected || b.Parley.Expected == 0 || b.GossipSub.DeliveryRatio != 1 {
 			t.Errorf("round %d: parley %+v, gossipsub ratio %v", i+1, b.Parley, b.GossipSub.DeliveryRatio)
 		}
