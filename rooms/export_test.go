@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
@@ -146,4 +147,29 @@ func (m *Manager) RoomWaits(id identity.RoomID) (barrier, missing, say func(cont
 			_, err := r.say(ctx, &sayReq{agent: identity.HumanAgent, kind: KindMessage, body: []byte("after the close")})
 			return err
 		}
+}
+
+// OpenInvited opens room id as an invitee whose invite named topic does,
+// before any of its events is stored.
+func (m *Manager) OpenInvited(id identity.RoomID, topic string) error {
+	_, err := m.open(id, Meta{Name: "invited", Opened: time.Now().UTC(), Topic: topic}, true)
+	return err
+}
+
+// ProcessBatch has room id process the events wires (as catch-up) as one
+// batch, on the caller's goroutine, so a test chooses what a batch holds.
+func (m *Manager) ProcessBatch(id identity.RoomID, wires ...[]byte) error {
+	r := m.room(id)
+	batch := make([]input, 0, len(wires))
+	for _, w := range wires {
+		e, eid, err := Decode(w)
+		if err != nil {
+			return err
+		}
+		batch = append(batch, input{item: &Item{ID: eid, Event: e, Wire: w}, catchUp: true})
+	}
+	r.procMu.Lock()
+	defer r.procMu.Unlock()
+	r.process(r.ctx, batch)
+	return nil
 }

@@ -124,6 +124,9 @@ type room struct {
 	pending *Pending
 	recent  *depthCache // also read by validators
 	ancBuf  []ID
+	// batchEvents are the events the batch in process stored, not yet
+	// written: hasAncestor walks them as it walks the store.
+	batchEvents map[ID]*Event
 
 	runMu      sync.Mutex   // protects running and submitting
 	running    bool         // run is running; it stops after roomIdle without input
@@ -164,6 +167,7 @@ type room struct {
 	outs        map[peer.ID]outRec     // nodes that left or were removed (membership.go)
 	ownKnown    chan struct{}          // closed once this node knows its own next seq (own.go)
 	unstored    []*Item                // own events published whose write failed: stored with the next batch (procMu)
+	joinWait    identity.AgentName     // a join to post once unstored is empty, unless an own join is stored first (procMu)
 	ownSince    time.Time              // when the room began to learn it
 	wantHeads   map[ID]bool            // others' heads this node lacks, to want in its next sync
 	corrupt     map[ID]bool            // damaged events to fetch again (corrupt.go)
@@ -418,6 +422,7 @@ type pendingSay struct {
 // its members before it posts again (own.go); one whose write fails keeps
 // them and stores them with its next batch (restoreUnstored).
 func (r *room) process(ctx context.Context, batch []input) {
+	defer clear(r.batchEvents)
 	tx := &txn{}
 	f := &finish{tx: tx}
 	var missing []chan []ID
@@ -440,6 +445,16 @@ func (r *room) process(ctx context.Context, batch []input) {
 		case in.missing != nil:
 			missing = append(missing, in.missing)
 		}
+	}
+	switch {
+	case tx.joinAs != "" && len(r.unstored) > 0:
+		// Own events that went out wait to be stored: a join now would
+		// take the first one's seq (a fork). One of them may be this
+		// node's join, written by an admission whose batch failed, and
+		// its invite is back: the join waits for them.
+		r.joinWait, tx.joinAs = tx.joinAs, ""
+	case tx.joinAs == "" && r.joinWait != "" && len(r.unstored) == 0:
+		tx.joinAs, r.joinWait = r.joinWait, ""
 	}
 	if tx.joinAs != "" {
 		// This node's invite arrived (by whatever path): announce it.
@@ -982,6 +997,13 @@ func (r *room) founds(e *Event) bool {
 // index and the version vector.
 func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	e, rid := it.Event, string(r.id)
+	if e.Kind == KindJoin && e.Author == r.m.self {
+		r.joinWait = "" // a join that waited to be stored is the join
+	}
+	if r.batchEvents == nil {
+		r.batchEvents = make(map[ID]*Event)
+	}
+	r.batchEvents[it.ID] = e
 	tx.markEvent()
 	author := []byte(e.Author)
 	tx.ops = append(tx.ops,
@@ -1156,8 +1178,14 @@ func (r *room) hasAncestor(e *Event, target ID) bool {
 			continue
 		}
 		seen[id] = true
-		ev, depth, err := r.m.readEvent(r.id, id)
-		if err != nil || depth <= td {
+		ev, ok := r.batchEvents[id]
+		if !ok {
+			var err error
+			if ev, _, err = r.m.readEvent(r.id, id); err != nil {
+				continue
+			}
+		}
+		if ev.Depth <= td {
 			continue
 		}
 		queue = append(queue, ev.Parents...)

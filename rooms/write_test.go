@@ -3,6 +3,7 @@ package rooms_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -150,6 +151,75 @@ func TestRestoredAndCutAgainForksNothing(t *testing.T) {
 	say(t, nt, 0, id, "next")
 	waitConverged(t, nt, id, 6, 20*time.Second, 0, 1)
 	noForkOf(t, nt, id, 0, 0, 1)
+}
+
+// TestJoinWaitsForUnstoredJoin: an invitee's first batch (create, invite,
+// a message P) writes its join J, which goes out, and the write fails.
+// Sync brings the create and the invite back without P, so J waits for
+// its parent while the invite admits the node again: the node must not
+// post a second join, which would take J's seq (a fork). Once P is back, J
+// is stored, and it is the node's only join.
+func TestJoinWaitsForUnstoredJoin(t *testing.T) {
+	nt := startNet(t, 2)
+	k1 := loadKey(t, nt.Home(1))
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		t.Fatal(err)
+	}
+	a := nt.ID(1)
+	id := rooms.DeriveRoomID(a, nonce)
+	now := time.Now().UnixMilli()
+	seal := func(e rooms.Event) ([]byte, rooms.ID) {
+		t.Helper()
+		w, eid, err := rooms.Seal(k1, &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, eid
+	}
+	cw, cid := seal(rooms.Event{Room: id, Author: a, Agent: identity.HumanAgent, Seq: 1, Depth: 1, Time: now, Kind: rooms.KindCreate, Body: append(slices.Clone(nonce), "joins"...)})
+	iw, iid := seal(rooms.Event{Room: id, Author: a, Agent: identity.HumanAgent, Seq: 2, Depth: 2, Time: now, Kind: rooms.KindInvite, Body: []byte(nt.ID(0)), Parents: []rooms.ID{cid}})
+	pw, _ := seal(rooms.Event{Room: id, Author: a, Agent: identity.HumanAgent, Seq: 3, Depth: 3, Time: now, Kind: rooms.KindMessage, Body: []byte("P"), Parents: []rooms.ID{iid}})
+	m := mgr(nt, 0)
+	if err := m.OpenInvited(id, rooms.TopicFor(nonce)); err != nil {
+		t.Fatal(err)
+	}
+	m.FailStore(func(space bool) error {
+		if !space {
+			return errors.New("the test's write failure")
+		}
+		return nil
+	})
+	if err := m.ProcessBatch(id, cw, iw, pw); err != nil {
+		t.Fatal(err)
+	}
+	m.FailStore(nil)
+	if got := eventCount(nt, 0, id); got != 0 {
+		t.Fatalf("%d events stored after the failed write, want 0", got)
+	}
+	if err := m.ProcessBatch(id, cw, iw); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ProcessBatch(id, pw); err != nil {
+		t.Fatal(err)
+	}
+	noForkOf(t, nt, id, 0, 0)
+	vs, err := m.Log(id, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joins := 0
+	for _, v := range vs {
+		if v.Author == nt.ID(0) {
+			if v.Kind != rooms.KindJoin || v.Seq != 1 {
+				t.Errorf("node 0's event: kind %v seq %d, want its join at seq 1", v.Kind, v.Seq)
+			}
+			joins++
+		}
+	}
+	if len(vs) != 4 || joins != 1 {
+		t.Fatalf("node 0 holds %d events with %d joins of its own; want 4 with 1", len(vs), joins)
+	}
 }
 
 // checkSentNamed checks that err names the event node i holds with text.
