@@ -422,7 +422,7 @@ type pendingSay struct {
 // its members before it posts again (own.go); one whose write fails keeps
 // them and stores them with its next batch (restoreUnstored).
 func (r *room) process(ctx context.Context, batch []input) {
-	defer clear(r.batchEvents)
+	defer r.endBatchEvents()
 	tx := &txn{}
 	f := &finish{tx: tx}
 	var missing []chan []ID
@@ -1427,6 +1427,16 @@ func (r *room) deliver(tx *txn, said bool) {
 // write or fsync failed with err.
 func sentNotStored(id ID, err error) error {
 	return fmt.Errorf("%w (event %s): %w", ErrSentNotStored, id, err)
+}
+
+// endBatchEvents forgets the batch's events; a map grown by a big batch
+// (a released chain) is let go rather than kept at its size by each room.
+func (r *room) endBatchEvents() {
+	if len(r.batchEvents) > 256 {
+		r.batchEvents = nil
+		return
+	}
+	clear(r.batchEvents)
 }
 
 // saidHere reports whether the batch authored event id.
