@@ -488,7 +488,6 @@ func (r *room) process(ctx context.Context, batch []input) {
 		}
 	}
 	f.sync = len(tx.own) > 0
-	f.sent = published
 	self := r.m.self
 	if f.werr == nil {
 		r.keepViews(tx)
@@ -746,7 +745,6 @@ type finish struct {
 	tx       *txn
 	werr     error        // the batch's write failed
 	sync     bool         // it holds own events: fsync before finishing
-	sent     bool         // its own events went out (published before the write)
 	others   bool         // others' events still to make visible
 	nudgeAll bool         // ask every member to pull (no mesh yet)
 	barriers []chan error // answered once the batch is finished
