@@ -98,14 +98,7 @@ func TestFullDiskPublishesNothing(t *testing.T) {
 func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 	nt := startNet(t, 2)
 	id := openRoom(t, nt, 1)
-	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 0).MeshHas(id, nt.ID(1)) }, "node 0's mesh to hold node 1")
-	var failed atomic.Bool
-	mgr(nt, 0).FailStore(func(space bool) error {
-		if !space && failed.CompareAndSwap(false, true) {
-			return errors.New("the test's write failure")
-		}
-		return nil
-	})
+	failWrites(t, nt, id, 1)
 	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "sent, not stored"})
 	if !errors.Is(err, rooms.ErrSentNotStored) {
 		t.Fatalf("say whose write failed after it went out: %v, want ErrSentNotStored", err)
@@ -121,21 +114,31 @@ func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 	noForkOf(t, nt, id, 0, 0, 1)
 }
 
+// failWrites waits for node 0's mesh in room id to hold node 1 (so that
+// its posts go out by gossip), then makes node 0's next n writes fail
+// (space checks pass). It returns how many writes were failed so far.
+func failWrites(t *testing.T, nt *nodetest.Net, id identity.RoomID, n int32) *atomic.Int32 {
+	t.Helper()
+	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 0).MeshHas(id, nt.ID(1)) }, "node 0's mesh to hold node 1")
+	var writes, failed atomic.Int32
+	mgr(nt, 0).FailStore(func(space bool) error {
+		if !space && writes.Add(1) <= n {
+			failed.Add(1)
+			return errors.New("the test's write failure")
+		}
+		return nil
+	})
+	t.Cleanup(func() { mgr(nt, 0).FailStore(nil) })
+	return &failed
+}
+
 // TestRestoredAndCutAgainForksNothing: a post goes out and its write
 // fails; the next batch takes it in first, and its write fails too. The
 // post still waits to be stored: the next post is not given its seq.
 func TestRestoredAndCutAgainForksNothing(t *testing.T) {
 	nt := startNet(t, 2)
 	id := openRoom(t, nt, 1)
-	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 0).MeshHas(id, nt.ID(1)) }, "node 0's mesh to hold node 1")
-	var failures atomic.Int32
-	mgr(nt, 0).FailStore(func(space bool) error {
-		if !space && failures.Add(1) <= 2 {
-			return errors.New("the test's write failure")
-		}
-		return nil
-	})
-	defer mgr(nt, 0).FailStore(nil)
+	failures := failWrites(t, nt, id, 2)
 	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "sent, not stored"})
 	if !errors.Is(err, rooms.ErrSentNotStored) {
 		t.Fatalf("say whose write failed after it went out: %v, want ErrSentNotStored", err)
