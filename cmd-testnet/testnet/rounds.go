@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // RoundSummary sums up the rounds of a -repeat run: the spread of each
@@ -39,10 +38,7 @@ func (r *runner) rounds(ctx context.Context, res *Results) error {
 			return err
 		}
 		r.p.scenario(fmt.Sprintf("round %d/%d: fanout", k, r.cfg.Repeat))
-		start := time.Now()
-		sr, err := r.scenario(ctx, "fanout")
-		sr.Name, sr.Nodes = "fanout", r.cfg.Nodes
-		sr.ElapsedS = round3(time.Since(start).Seconds())
+		sr, err := r.timedScenario(ctx, "fanout")
 		if err != nil {
 			return fmt.Errorf("round %d: fanout: %w", k, err)
 		}

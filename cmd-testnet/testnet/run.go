@@ -72,10 +72,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
 			break
 		}
 		r.p.scenario(name)
-		start := time.Now()
-		sr, err := r.scenario(ctx, name)
-		sr.Name, sr.Nodes = name, cfg.Nodes
-		sr.ElapsedS = round3(time.Since(start).Seconds())
+		sr, err := r.timedScenario(ctx, name)
 		if err != nil {
 			if errors.Is(err, ErrNodeStart) || errors.Is(err, ErrEnvironment) || ctx.Err() != nil {
 				sr.Error = err.Error()
@@ -238,6 +235,15 @@ func (r *runner) scenario(ctx context.Context, name string) (ScenarioResult, err
 		return r.soak(ctx)
 	}
 	return ScenarioResult{}, fmt.Errorf("%w: no scenario %q", ErrUsage, name)
+}
+
+// timedScenario runs scenario name and names and times its result.
+func (r *runner) timedScenario(ctx context.Context, name string) (ScenarioResult, error) {
+	start := time.Now()
+	sr, err := r.scenario(ctx, name)
+	sr.Name, sr.Nodes = name, r.cfg.Nodes
+	sr.ElapsedS = round3(time.Since(start).Seconds())
+	return sr, err
 }
 
 // poll calls cond until it holds (nil), ctx ends or timeout passes (an
