@@ -11,4 +11,8 @@
 // SIGBUS, so writes are refused with ErrDiskFull while the free space would
 // fall below a floor (Config.MinFree), and a reserve file (ReserveName) is
 // given to Badger when it must write on a short disk: at Open and Close.
+//
+// Sync flushes a write journal (JournalName), not Badger: every write is
+// appended to it after Badger takes it, and Open writes its current epoch
+// into Badger again after a crash (journal.go).
 package store

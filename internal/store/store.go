@@ -20,6 +20,7 @@ type DB struct {
 	bdb   *badger.DB
 	dir   string
 	space *space
+	j     *journal // nil: Sync syncs Badger itself (no room for a journal at Open)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -43,6 +44,8 @@ type Config struct {
 
 	// freeSpace replaces the statfs of the database's disk in tests.
 	freeSpace func(dir string) (int64, error)
+	// journalMax replaces journalMax in tests.
+	journalMax int64
 }
 
 // ValueThreshold is the size from which a value is kept in the value log
@@ -121,7 +124,22 @@ func OpenConfig(cfg Config) (_ *DB, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", cfg.Dir, classify(err))
 	}
-	return &DB{bdb: bdb, dir: cfg.Dir, space: sp, fsync: bdb.Sync}, nil
+	db := &DB{bdb: bdb, dir: cfg.Dir, space: sp, fsync: bdb.Sync}
+	jmax := cfg.journalMax
+	if jmax == 0 {
+		jmax = journalMax
+	}
+	j, err := openJournal(cfg.Dir, bdb, log, jmax)
+	switch {
+	case err == nil:
+		db.j, db.fsync = j, j.sync
+	case errors.Is(err, errNoRoom):
+		log.Warn("no room for the write journal: every durable write syncs the database itself until a restart finds room", "err", err)
+	default:
+		bdb.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // Dir is the database folder.
@@ -243,20 +261,11 @@ func (db *DB) Apply(ops []schema.Op, durable bool) (err error) {
 	if err := db.space.check(size); err != nil {
 		return err
 	}
-	err = db.bdb.Update(func(txn *badger.Txn) error {
-		for _, op := range ops {
-			var err error
-			if op.Delete {
-				err = txn.Delete(op.Key)
-			} else {
-				err = txn.Set(op.Key, op.Val)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	if db.j != nil {
+		err = db.j.write(ops)
+	} else {
+		err = applyOps(db.bdb, ops)
+	}
 	if errors.Is(err, badger.ErrDBClosed) {
 		return ErrClosed
 	}
@@ -320,10 +329,35 @@ func (db *DB) syncOnce() (err error) {
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		defer recoverCorrupt(&db.closeErr, "close")
+		var jerr error
+		if db.j != nil {
+			jerr = db.j.close()
+		}
 		db.space.close()
-		db.closeErr = db.bdb.Close()
+		db.closeErr = errors.Join(jerr, db.bdb.Close())
 	})
 	return db.closeErr
+}
+
+// applyOps writes ops to bdb in one transaction.
+func applyOps(bdb *badger.DB, ops []schema.Op) error {
+	return bdb.Update(func(txn *badger.Txn) error { return setOps(txn, ops) })
+}
+
+// setOps adds ops to txn.
+func setOps(txn *badger.Txn, ops []schema.Op) error {
+	for _, op := range ops {
+		var err error
+		if op.Delete {
+			err = txn.Delete(op.Key)
+		} else {
+			err = txn.Set(op.Key, op.Val)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkValue catches a value Badger could not read from its value log: it

@@ -4,6 +4,9 @@
 //	m/version                          schema version
 //	m/node                             the peer ID (bytes) of the node whose database
 //	                                   this is; a key of another identity is refused
+//	m/journal                          epoch:8BE seq:8BE: the write journal's epoch and
+//	                                   the number of the last write Badger holds of it
+//	                                   (internal/store, written with every write)
 //	i/<room>                           rooms this node is in → metadata (JSON)
 //	r/<room>/e/<id>                    depth:8BE then the event's wire bytes
 //	r/<room>/o/<depth:8BE><id>         display-order index (value empty)
@@ -63,6 +66,9 @@ func KeyVersion() []byte { return []byte("m/version") }
 
 // KeyNode is where the peer ID of the database's node lives.
 func KeyNode() []byte { return []byte("m/node") }
+
+// KeyJournal is where the write journal's position lives.
+func KeyJournal() []byte { return []byte("m/journal") }
 
 func roomKey(room, sub string, extra ...[]byte) []byte {
 	n := 2 + len(room) + 1 + len(sub)
