@@ -471,8 +471,8 @@ func printTable(w io.Writer, res testnet.Results) {
 	if slices.Equal(c.Scenarios, []string{"scale"}) {
 		nodes = fmt.Sprintf("N = %s nodes", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.Scale)), ","), "[]"))
 	}
-	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs, %s\n",
-		nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.GoVersion)
+	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs (GOMAXPROCS %d), %s\n",
+		nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.Procs, res.Machine.GoVersion)
 	if m := res.Machine; len(m.LoadAvg) == 3 || m.Burn > 0 {
 		var parts []string
 		if len(m.LoadAvg) == 3 {

@@ -51,6 +51,7 @@ type ConfigSummary struct {
 // Machine describes where the run happened.
 type Machine struct {
 	CPUs      int    `json:"cpus"`
+	Procs     int    `json:"gomaxprocs"` // Go Ps (runtime.GOMAXPROCS)
 	GoVersion string `json:"go_version"`
 	OS        string `json:"os"`
 	Arch      string `json:"arch"`

@@ -23,7 +23,7 @@ import (
 // start, a missing tool, ctx ended); a scenario that loses messages or
 // diverges is reported in the Results (OK false), not as an error.
 func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
-	res := Results{Started: time.Now().UTC(), Machine: Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}}
+	res := Results{Started: time.Now().UTC(), Machine: Machine{CPUs: runtime.NumCPU(), Procs: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}}
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return res, err
