@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dgraph-io/badger/v4"
 
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
@@ -82,6 +85,16 @@ next:
 func openDB(t *testing.T, dir string) *DB {
 	t.Helper()
 	db, err := OpenConfig(Config{Dir: dir, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// openSmall opens the database in dir with a journal of max bytes.
+func openSmall(t *testing.T, dir string, max int64) *DB {
+	t.Helper()
+	db, err := OpenConfig(Config{Dir: dir, MinFree: -1, journalMax: max})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,22 +258,40 @@ func TestJournalReplaysOverNewerDatabase(t *testing.T) {
 	want(t, db, "y", "b")
 }
 
-// TestJournalRefusedWriteNotReplayed: a write Badger refuses is taken out
-// of the journal, and the next write goes in its place.
+// TestJournalRefusedWriteNotReplayed: a write with a key Badger would
+// refuse never reaches the journal; one Badger refuses once it is there
+// (a transaction too big) is taken out again, and the next write goes in
+// its place.
 func TestJournalRefusedWriteNotReplayed(t *testing.T) {
 	db := openDB(t, filepath.Join(t.TempDir(), "db"))
 	pl := snapshot(t, db)
 	if err := db.Apply([]schema.Op{set("k", "refused"), {Key: bytes.Repeat([]byte("k"), 70000), Val: []byte("v")}}, false); err == nil {
 		t.Fatal("Badger took a 70 KB key")
 	}
+	many := []schema.Op{set("k", "refused")}
+	for i := range 20000 {
+		many = append(many, set(fmt.Sprintf("h%05d", i), "v"))
+	}
+	if err := db.Apply(many, false); !errors.Is(err, badger.ErrTxnTooBig) {
+		t.Fatalf("a write of 20,000 keys: %v, want Badger's ErrTxnTooBig", err)
+	}
 	want(t, db, "k", "")
 	apply(t, db, set("k2", "2"))
 	if err := db.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	db = openDB(t, pl.crash(nil))
+	dir := pl.crash(func(b []byte) []byte {
+		at := recordAt(t, b, 1)
+		ops, err := decodeOps(b[at+recordHeaderLen : at+recordHeaderLen+int(binary.BigEndian.Uint32(b[at+1:]))])
+		if err != nil || len(ops) != 1 || string(ops[0].Key) != "k2" {
+			t.Fatalf("the journal's first record holds %d writes (%v), want k2's alone", len(ops), err)
+		}
+		return b
+	})
+	db = openDB(t, dir)
 	defer db.Close()
 	want(t, db, "k", "")
+	want(t, db, "h00001", "")
 	want(t, db, "k2", "2")
 }
 
@@ -269,10 +300,7 @@ func TestJournalRefusedWriteNotReplayed(t *testing.T) {
 // and after a power loss within the last epoch.
 func TestJournalNewEpochWhenFull(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
-	db, err := OpenConfig(Config{Dir: dir, MinFree: -1, journalMax: 16 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openSmall(t, dir, 16<<10)
 	val := func(i int) string { return string(bytes.Repeat([]byte{byte('a' + i%26)}, 1500)) }
 	key := func(i int) string { return "k" + string(rune('A'+i/26)) + string(rune('a'+i%26)) }
 	for i := range 100 {
@@ -281,8 +309,12 @@ func TestJournalNewEpochWhenFull(t *testing.T) {
 	if db.j.epochs < 5 {
 		t.Fatalf("%d new epochs for 150 KB through a 16 KiB journal", db.j.epochs)
 	}
-	if info, err := os.Stat(filepath.Join(dir, JournalName)); err != nil || info.Size() > 16<<10 {
-		t.Fatalf("journal file: %v, %v bytes (at most 16 KiB)", err, info.Size())
+	info, err := os.Stat(filepath.Join(dir, JournalName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size() > 16<<10 {
+		t.Fatalf("journal file of %d bytes (at most 16 KiB)", info.Size())
 	}
 	db.j.mu.Lock()
 	err = db.j.newEpoch() // room for the writes after the snapshot
@@ -301,10 +333,7 @@ func TestJournalNewEpochWhenFull(t *testing.T) {
 	if db.j.epoch != epoch {
 		t.Fatal("a new epoch began after the snapshot: the model of a power loss does not hold")
 	}
-	db, err = OpenConfig(Config{Dir: pl.crash(nil), MinFree: -1, journalMax: 16 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = openSmall(t, pl.crash(nil), 16<<10)
 	defer db.Close()
 	for i := range 105 {
 		want(t, db, key(i), val(i))
@@ -314,19 +343,12 @@ func TestJournalNewEpochWhenFull(t *testing.T) {
 // TestJournalTakesAWriteBiggerThanItself: a write too big for the journal
 // goes to Badger between two synced epochs.
 func TestJournalTakesAWriteBiggerThanItself(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "db")
-	db, err := OpenConfig(Config{Dir: dir, MinFree: -1, journalMax: 8 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openSmall(t, filepath.Join(t.TempDir(), "db"), 8<<10)
 	apply(t, db, set("k", "small"))
 	big := string(bytes.Repeat([]byte("b"), 20<<10))
 	apply(t, db, set("k", "big"), set("b", big))
 	pl := snapshot(t, db)
-	db, err = OpenConfig(Config{Dir: pl.crash(nil), MinFree: -1, journalMax: 8 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = openSmall(t, pl.crash(nil), 8<<10)
 	defer db.Close()
 	want(t, db, "k", "big")
 	want(t, db, "b", big)
