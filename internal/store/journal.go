@@ -71,8 +71,7 @@ type journal struct {
 	log *slog.Logger
 	max int64 // file size at which a new epoch starts (journalMax; tests lower it)
 
-	flush   func() error // fdatasync of f (journal_linux.go)
-	release func()       // lets go of what flush holds
+	flush func() error // fdatasync of f (journal_linux.go)
 
 	mu     sync.Mutex
 	f      *os.File
@@ -94,9 +93,8 @@ func openJournal(dir string, bdb *badger.DB, log *slog.Logger, max int64) (*jour
 		return nil, fmt.Errorf("store: open journal: %w", err)
 	}
 	j := &journal{bdb: bdb, log: log, max: max, f: f}
-	j.flush, j.release = newFlusher(f)
+	j.flush = newFlusher(f)
 	if err := j.recover(); err != nil {
-		j.release()
 		f.Close()
 		return nil, err
 	}
@@ -403,7 +401,6 @@ func (j *journal) close() error {
 	}
 	j.closed = true
 	err := j.newEpoch()
-	j.release()
 	if cerr := j.f.Close(); err == nil {
 		err = cerr
 	}

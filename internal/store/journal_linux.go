@@ -6,11 +6,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// newFlusher returns f's flush and what releases it: fdatasync, which
-// flushes the data (and the size, if it changed), not the file's times.
-// The file stays open while it runs, though close may come meanwhile
-// (then it fails with os.ErrClosed).
-func newFlusher(f *os.File) (flush func() error, release func()) {
+// newFlusher returns f's flush: fdatasync, which flushes the data (and
+// the size, if it changed), not the file's times. The file stays open
+// while it runs, though close may come meanwhile (then it fails with
+// os.ErrClosed).
+func newFlusher(f *os.File) func() error {
 	return func() error {
 		rc, err := f.SyscallConn()
 		if err != nil {
@@ -21,5 +21,5 @@ func newFlusher(f *os.File) (flush func() error, release func()) {
 			return os.ErrClosed
 		}
 		return serr
-	}, func() {}
+	}
 }
