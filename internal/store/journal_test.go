@@ -204,6 +204,14 @@ func recordAt(t *testing.T, data []byte, n int) int {
 	return off
 }
 
+// recordPayload returns the payload of record n (1-based) in a journal
+// file, within the file's bytes.
+func recordPayload(t *testing.T, data []byte, n int) []byte {
+	t.Helper()
+	at := recordAt(t, data, n)
+	return data[at+recordHeaderLen : at+recordHeaderLen+int(binary.BigEndian.Uint32(data[at+1:]))]
+}
+
 // TestJournalTornRecordEndsReplay: a record the crash cut short (here,
 // its value's byte changed: it still decodes, and only its CRC tells) and
 // every record after it are not replayed; the ones before it are.
@@ -217,9 +225,8 @@ func TestJournalTornRecordEndsReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := pl.crash(func(b []byte) []byte {
-		at := recordAt(t, b, 2)
-		size := int(binary.BigEndian.Uint32(b[at+1:]))
-		b[at+recordHeaderLen+size-1] = '9' // k2's value
+		payload := recordPayload(t, b, 2)
+		payload[len(payload)-1] = '9' // k2's value
 		return b
 	})
 	db = openDB(t, dir)
@@ -281,8 +288,7 @@ func TestJournalRefusedWriteNotReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := pl.crash(func(b []byte) []byte {
-		at := recordAt(t, b, 1)
-		ops, err := decodeOps(b[at+recordHeaderLen : at+recordHeaderLen+int(binary.BigEndian.Uint32(b[at+1:]))])
+		ops, err := decodeOps(recordPayload(t, b, 1))
 		if err != nil || len(ops) != 1 || string(ops[0].Key) != "k2" {
 			t.Fatalf("the journal's first record holds %d writes (%v), want k2's alone", len(ops), err)
 		}
