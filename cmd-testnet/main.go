@@ -14,6 +14,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,7 @@ import (
 	"time"
 
 	"github.com/parley-mesh/parley/cmd-testnet/testnet"
+	"github.com/parley-mesh/parley/internal/store"
 )
 
 func main() {
@@ -736,11 +738,60 @@ func printSoak(w io.Writer, sr *testnet.SoakResult) {
 	if l := sr.SayLatency; l != nil {
 		fmt.Fprintf(w, "  Say calls: p50 %.2f ms, p99 %.2f ms, max %.1f ms\n", l.P50, l.P99, l.Max)
 	}
+	printSoakTail(w, sr)
 	verdict := "FLAT"
 	if !sr.Flat {
 		verdict = "NOT FLAT"
 	}
 	fmt.Fprintf(w, "  %s: %s\n", verdict, sr.FlatRule)
+}
+
+// printSoakTail says when in the run the delivery tail came: the spread
+// of each sampling interval's p99, the worst intervals, and how many
+// intervals had a p99 over 100 ms and over 1 s.
+func printSoakTail(w io.Writer, sr *testnet.SoakResult) {
+	var with []testnet.SoakSample
+	for _, s := range sr.Samples {
+		if s.Deliveries > 0 {
+			with = append(with, s)
+		}
+	}
+	if len(with) == 0 {
+		return
+	}
+	p99s := make([]float64, len(with))
+	over100, over1s := 0, 0
+	for i, s := range with {
+		p99s[i] = s.DeliveryP99Ms
+		if s.DeliveryP99Ms > 100 {
+			over100++
+		}
+		if s.DeliveryP99Ms > 1000 {
+			over1s++
+		}
+	}
+	slices.Sort(p99s)
+	worst := slices.Clone(with)
+	slices.SortFunc(worst, func(a, b testnet.SoakSample) int { return cmp.Compare(b.DeliveryP99Ms, a.DeliveryP99Ms) })
+	var at []string
+	for _, s := range worst[:min(3, len(worst))] {
+		at = append(at, fmt.Sprintf("%.0f ms at %.0fs (%.2f CPUs; p99 of flushes %s, of writes %s; new epochs %d, p99 %s)",
+			s.DeliveryP99Ms, s.T, s.CPU, bucketMs(s.Flushes, s.FlushP99Ms), bucketMs(s.Writes, s.WriteP99Ms), s.Epochs, bucketMs(s.Epochs, s.EpochP99Ms)))
+	}
+	fmt.Fprintf(w, "  delivery p99 per %gs interval: median %.1f ms, worst %s; over 100 ms in %d of %d intervals, over 1 s in %d\n",
+		sr.IntervalS, p99s[len(p99s)/2], strings.Join(at, ", "), over100, len(with), over1s)
+}
+
+// bucketMs says an upper bound from a soak sample (-1: past the last
+// bucket), or "-" if nothing was timed.
+func bucketMs(n uint64, ms float64) string {
+	switch {
+	case n == 0:
+		return "-"
+	case ms < 0:
+		return fmt.Sprintf("> %.0f ms", 1000*store.FlushBuckets[len(store.FlushBuckets)-1])
+	}
+	return fmt.Sprintf("≤ %.1f ms", ms)
 }
 
 // writeHeapProfile writes the allocations of the run so far to path.

@@ -68,7 +68,7 @@ func (n *Node) registerDHTMetrics(ps *discovery.ProviderStore, vs *discovery.Val
 		}, func() float64 { _, d := vs.Stats(); return float64(d) }),
 	}
 	for _, c := range cs {
-		_ = n.reg.Register(c) // AlreadyRegistered after a restart on one registry
+		register(n.reg, c)
 	}
 }
 

@@ -2,11 +2,14 @@ package node
 
 import (
 	"crypto/sha256"
+	"errors"
 	"time"
 
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/parley-mesh/parley/internal/store"
 )
 
 // messageID names a GossipSub message by the hash of its bytes, the same
@@ -16,8 +19,8 @@ func messageID(m *pb.Message) string {
 	return string(h[:])
 }
 
-// registerMetrics adds the node's collectors to its registry. Registering
-// twice (a restarted node given the same registry) is not an error.
+// registerMetrics adds the node's collectors to its registry, the
+// database's timings among them.
 func (n *Node) registerMetrics() {
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
@@ -32,7 +35,24 @@ func (n *Node) registerMetrics() {
 			Name: "parley_uptime_seconds", Help: "Seconds since the node started.",
 		}, func() float64 { return time.Since(n.started).Seconds() }),
 	}
+	cs = append(cs, n.db.Collectors()...)
 	for _, c := range cs {
-		_ = n.reg.Register(c) // AlreadyRegistered after a restart on one registry
+		register(n.reg, c)
 	}
 }
+
+// register adds c to reg. A collector of the same metrics already there
+// (a restarted node given the same registry) is replaced, so the metrics
+// read the running node, not the one before.
+func register(reg *prometheus.Registry, c prometheus.Collector) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		reg.Unregister(are.ExistingCollector)
+		_ = reg.Register(c)
+	}
+}
+
+// StoreTimings returns the node's database timings so far: its flushes,
+// writes and new journal epochs.
+func (n *Node) StoreTimings() store.Timings { return n.db.Timings() }

@@ -2,6 +2,7 @@ package testnet
 
 import (
 	"math"
+	"sync"
 	"time"
 )
 
@@ -90,4 +91,28 @@ func (h *histogram) summary() *Latency {
 		P999:  ms(h.quantile(0.999)),
 		Max:   ms(h.max),
 	}
+}
+
+// window counts latencies from several goroutines until take hands them
+// over and starts again: a run's latency over each sampling interval.
+type window struct {
+	mu sync.Mutex
+	h  *histogram
+}
+
+func newWindow() *window { return &window{h: newHistogram()} }
+
+func (w *window) add(d time.Duration) {
+	w.mu.Lock()
+	w.h.add(d)
+	w.mu.Unlock()
+}
+
+// take returns what was counted since the last take.
+func (w *window) take() *histogram {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.h
+	w.h = newHistogram()
+	return h
 }

@@ -79,6 +79,9 @@ type recorder struct {
 	// With compact set, latencies go into histograms instead of lat and
 	// sayDur, so that a long run's bookkeeping does not grow.
 	latHist, sayHist *histogram
+	// window, if set, also counts each delivery's latency (shared by
+	// several recorders).
+	window *window
 }
 
 func newRecorder(messages, nodes int) *recorder {
@@ -164,6 +167,9 @@ func (r *recorder) deliver(node int, text string, at time.Time) {
 	}
 	r.delivered++
 	d := at.Sub(r.start.Add(time.Duration(sent - 1)))
+	if r.window != nil {
+		r.window.add(d)
+	}
 	if r.latHist != nil {
 		r.latHist.add(d)
 		return

@@ -3,6 +3,7 @@ package testnet
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,21 @@ type SoakSample struct {
 	Goroutines  int     `json:"goroutines"`
 	// CPU is CPU seconds per second since the sample before.
 	CPU float64 `json:"cpu_s_per_s"`
+	// Deliveries since the sample before, and their latency's p50 and
+	// p99: when in the run the tail comes.
+	Deliveries    int64   `json:"deliveries"`
+	DeliveryP50Ms float64 `json:"delivery_p50_ms,omitempty"`
+	DeliveryP99Ms float64 `json:"delivery_p99_ms,omitempty"`
+	// The nodes' database flushes (every durable write waits for one),
+	// writes and new journal epochs since the sample before: how many,
+	// and the upper bound of the bucket that holds their p99 (-1: past
+	// the last bucket).
+	Flushes    uint64  `json:"flushes,omitempty"`
+	FlushP99Ms float64 `json:"flush_p99_ms,omitempty"`
+	Writes     uint64  `json:"writes,omitempty"`
+	WriteP99Ms float64 `json:"write_p99_ms,omitempty"`
+	Epochs     uint64  `json:"epochs,omitempty"`
+	EpochP99Ms float64 `json:"epoch_p99_ms,omitempty"`
 }
 
 // Flatness thresholds: over the span after the warm-up, the fitted growth
@@ -145,8 +161,10 @@ func (r *runner) soak(ctx context.Context) (res ScenarioResult, err error) {
 	total := r.cfg.messages()
 	perRoom := (total + len(groups) - 1) / len(groups)
 	recs := make([]*recorder, len(groups))
+	win := newWindow()
 	for g, nodes := range groups {
 		recs[g] = newCompactRecorder(perRoom, n)
+		recs[g].window = win
 		s, err := r.subscribe(ctx, c, rooms[g], recs[g], nodes, &bases[g])
 		if err != nil {
 			return res, err
@@ -163,7 +181,7 @@ func (r *runner) soak(ctx context.Context) (res ScenarioResult, err error) {
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan error, 1)
 	var last atomic.Pointer[SoakSample]
-	go func() { sampled <- r.soakSample(sampleCtx, m, base, start, interval, sr, &last) }()
+	go func() { sampled <- r.soakSample(sampleCtx, m, base, start, interval, win, sr, &last) }()
 	stop := r.p.every(ctx, 30*time.Second, func() string {
 		return fmt.Sprintf("said %d/%d, %s", st.said.Load(), total, sampleLine(last.Load()))
 	})
@@ -208,7 +226,7 @@ func (r *runner) soak(ctx context.Context) (res ScenarioResult, err error) {
 }
 
 // soakSample samples the nodes every interval until ctx ends.
-func (r *runner) soakSample(ctx context.Context, m meter, base usage, start time.Time, interval time.Duration, sr *SoakResult, last *atomic.Pointer[SoakSample]) error {
+func (r *runner) soakSample(ctx context.Context, m meter, base usage, start time.Time, interval time.Duration, win *window, sr *SoakResult, last *atomic.Pointer[SoakSample]) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var prev usage
@@ -232,6 +250,13 @@ func (r *runner) soakSample(ctx context.Context, m meter, base usage, start time
 		}
 		if !prev.At.IsZero() {
 			s.CPU = round3((u.CPU - prev.CPU).Seconds() / u.At.Sub(prev.At).Seconds())
+			s.Flushes, s.FlushP99Ms = timingP99(u.Store.Flush, prev.Store.Flush)
+			s.Writes, s.WriteP99Ms = timingP99(u.Store.Write, prev.Store.Write)
+			s.Epochs, s.EpochP99Ms = timingP99(u.Store.Epoch, prev.Store.Epoch)
+		}
+		if h := win.take(); h.n > 0 {
+			s.Deliveries = h.n
+			s.DeliveryP50Ms, s.DeliveryP99Ms = ms(h.quantile(0.50)), ms(h.quantile(0.99))
 		}
 		prev = u
 		sr.Samples = append(sr.Samples, s)
@@ -244,11 +269,24 @@ func (r *runner) soakSample(ctx context.Context, m meter, base usage, start time
 	}
 }
 
+// timingP99 is how many timings came between before and now, and the
+// upper bound of their p99's bucket in ms (-1: past the last bucket).
+func timingP99(now, before []uint64) (uint64, float64) {
+	p99, n := timingQuantile(now, before, 0.99)
+	switch {
+	case n == 0:
+		return 0, 0
+	case math.IsInf(p99, 1):
+		return n, -1
+	}
+	return n, round3(p99 * 1000)
+}
+
 func sampleLine(s *SoakSample) string {
 	if s == nil {
 		return "no sample yet"
 	}
-	return fmt.Sprintf("RSS %.0f MiB (anon %.0f, files %.0f), live heap %.0f MiB (goal %.0f), %d goroutines, %.2f CPUs", s.RSSMiB, s.RSSAnonMiB, s.RSSFileMiB, s.HeapMiB, s.HeapGoalMiB, s.Goroutines, s.CPU)
+	return fmt.Sprintf("RSS %.0f MiB (anon %.0f, files %.0f), live heap %.0f MiB (goal %.0f), %d goroutines, %.2f CPUs; last interval: delivery p50 %.1f p99 %.0f ms (%d), flush p99 ≤ %.1f ms (%d), write p99 ≤ %.1f ms, epoch p99 ≤ %.0f ms (%d)", s.RSSMiB, s.RSSAnonMiB, s.RSSFileMiB, s.HeapMiB, s.HeapGoalMiB, s.Goroutines, s.CPU, s.DeliveryP50Ms, s.DeliveryP99Ms, s.Deliveries, s.FlushP99Ms, s.Flushes, s.WriteP99Ms, s.EpochP99Ms, s.Epochs)
 }
 
 // soakSlopes fits the samples after the warm-up and gives the verdict.

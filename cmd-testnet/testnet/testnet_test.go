@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
@@ -16,8 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/goleak"
 
+	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/store/schema"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -544,6 +549,50 @@ func TestSoakShort(t *testing.T) {
 	if sr == nil || sr.Rooms != 3 || sr.RoomSize != 4 || len(sr.Samples) < 10 || sr.FlatRule == "" || sr.MeanGoroutines <= 0 || sr.SayLatency == nil {
 		t.Fatalf("soak result %+v", sr)
 	}
+	// Each delivery is counted in at most one interval; those after
+	// the last sample in none.
+	var counted int64
+	for _, smp := range sr.Samples {
+		counted += smp.Deliveries
+		if smp.Deliveries > 0 && (smp.DeliveryP50Ms <= 0 || smp.DeliveryP99Ms < smp.DeliveryP50Ms) {
+			t.Errorf("sample %+v", smp)
+		}
+	}
+	if counted == 0 || counted > int64(s.Delivered) {
+		t.Errorf("intervals counted %d deliveries of %d", counted, s.Delivered)
+	}
+}
+
+// TestWindowTakesEachOnce: latencies added while takes run are each in
+// exactly one take.
+func TestWindowTakesEachOnce(t *testing.T) {
+	w := newWindow()
+	const writers, each = 4, 5000
+	done := make(chan struct{})
+	for range writers {
+		go func() {
+			for i := range each {
+				w.add(time.Duration(i) * time.Microsecond)
+			}
+			done <- struct{}{}
+		}()
+	}
+	var taken int64
+	for finished := 0; finished < writers; {
+		select {
+		case <-done:
+			finished++
+		default:
+			taken += w.take().n
+		}
+	}
+	taken += w.take().n
+	if taken != writers*each {
+		t.Fatalf("took %d latencies, added %d", taken, writers*each)
+	}
+	if n := w.take().n; n != 0 {
+		t.Fatalf("an empty window held %d", n)
+	}
 }
 
 func TestScaleFitPerPeer(t *testing.T) {
@@ -633,5 +682,39 @@ func TestRepeatRounds(t *testing.T) {
 	}
 	if got, ok := sum.TargetsMet["p50 <= 2ms"]; !ok || got != met {
 		t.Errorf("p50 <= 2ms met in %d (present %v), want %d", got, ok, met)
+	}
+}
+
+// TestPromHistogramReadsStoreTimings: the flush timings read from a node's
+// metrics text (-procs) are those the database counted (in-process).
+func TestPromHistogramReadsStoreTimings(t *testing.T) {
+	db, err := store.OpenConfig(store.Config{Dir: t.TempDir(), MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 5 {
+		if err := db.Apply([]schema.Op{{Key: []byte(fmt.Sprint("k", i)), Val: []byte("v")}}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	for _, c := range db.Collectors() {
+		reg.MustRegister(c)
+	}
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	got, n := promHistogram(rec.Body.String(), "parley_store_flush_seconds", store.FlushBuckets)
+	want := db.Timings().Flush
+	if n != 5 || n != want.Count || !slices.Equal(got, want.Cumulative) {
+		t.Fatalf("read %d flushes %v from the text, the database counted %d %v", n, got, want.Count, want.Cumulative)
+	}
+	var now storeTimes
+	now.add(db.Timings())
+	if p99, m := timingQuantile(now.Flush, nil, 0.99); m != 5 || p99 <= 0 || math.IsInf(p99, 1) {
+		t.Fatalf("p99 %v of %d flushes", p99, m)
+	}
+	if _, m := timingQuantile(now.Write, now.Write, 0.99); m != 0 {
+		t.Fatalf("%d writes between a sample and itself", m)
 	}
 }

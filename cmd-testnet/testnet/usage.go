@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/parley-mesh/parley/internal/store"
 )
 
 // usage is what a cluster's nodes use at one moment, all nodes together.
@@ -25,6 +28,62 @@ type usage struct {
 	Goroutines int
 	Peers      int // connected peers, summed over the nodes
 	FDs        int // open files, sockets included
+	// Store is the nodes' database timings so far, added up.
+	Store storeTimes
+}
+
+// storeTimes are the database timings of nodes, added up: for each of
+// store.FlushBuckets how many took at most that long, then how many in all.
+type storeTimes struct {
+	Flush, Write, Epoch []uint64
+}
+
+// add adds a node's timings.
+func (s *storeTimes) add(t store.Timings) {
+	s.Flush = addTiming(s.Flush, t.Flush)
+	s.Write = addTiming(s.Write, t.Write)
+	s.Epoch = addTiming(s.Epoch, t.Epoch)
+}
+
+func addTiming(sum []uint64, t store.Timing) []uint64 {
+	if len(t.Cumulative) != len(store.FlushBuckets) {
+		return sum
+	}
+	if sum == nil {
+		sum = make([]uint64, len(store.FlushBuckets)+1)
+	}
+	for i, c := range t.Cumulative {
+		sum[i] += c
+	}
+	sum[len(t.Cumulative)] += t.Count
+	return sum
+}
+
+// timingQuantile is the upper bound, in seconds, of the bucket that holds
+// the q-th quantile of the timings counted between before and now (+Inf:
+// past the last bucket), and how many there were.
+func timingQuantile(now, before []uint64, q float64) (float64, uint64) {
+	at := func(v []uint64, i int) uint64 {
+		if len(v) == 0 {
+			return 0
+		}
+		return v[i]
+	}
+	if len(now) == 0 {
+		return 0, 0
+	}
+	last := len(now) - 1
+	n := at(now, last) - at(before, last)
+	if n == 0 {
+		return 0, 0
+	}
+	rank := uint64(math.Ceil(q * float64(n)))
+	for i, le := range store.FlushBuckets {
+		if at(now, i)-at(before, i) >= rank {
+			return le, n
+		}
+	}
+	return math.Inf(1), n
 }
 
 // sub returns u minus base (the figures a process had before its nodes).
@@ -81,6 +140,7 @@ func (c *inproc) usage(context.Context) (usage, error) {
 	for i := range c.Len() {
 		if n := c.net.Node(i); n != nil {
 			u.Peers += len(n.Host().Network().Peers())
+			u.Store.add(n.StoreTimings())
 		}
 	}
 	return u, nil
@@ -119,6 +179,13 @@ func (c *procs) usage(ctx context.Context) (usage, error) {
 			text, err := p.client.Metrics(mctx)
 			cancel()
 			m := promValues(text, "go_goroutines", "go_memstats_heap_inuse_bytes", "parley_peers_connected")
+			var st store.Timings
+			for _, h := range []struct {
+				name string
+				t    *store.Timing
+			}{{"parley_store_flush_seconds", &st.Flush}, {"parley_store_write_seconds", &st.Write}, {"parley_store_journal_epoch_seconds", &st.Epoch}} {
+				h.t.Cumulative, h.t.Count = promHistogram(text, h.name, store.FlushBuckets)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -131,6 +198,7 @@ func (c *procs) usage(ctx context.Context) (usage, error) {
 			total.Goroutines += int(m["go_goroutines"])
 			total.Heap += int64(m["go_memstats_heap_inuse_bytes"])
 			total.Peers += int(m["parley_peers_connected"])
+			total.Store.add(st)
 		}()
 	}
 	wg.Wait()
@@ -155,6 +223,43 @@ func promValues(text string, names ...string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// promHistogram reads histogram name out of Prometheus text: the
+// cumulative count of each bucket of bounds, and the count of all (nil if
+// a bucket is missing).
+func promHistogram(text, name string, bounds []float64) (cumulative []uint64, count uint64) {
+	byBound := make(map[float64]uint64, len(bounds))
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		series, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			continue
+		}
+		if series == name+"_count" {
+			count = uint64(v)
+			continue
+		}
+		le, ok := strings.CutPrefix(series, name+`_bucket{le="`)
+		if !ok {
+			continue
+		}
+		if b, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64); err == nil {
+			byBound[b] = uint64(v)
+		}
+	}
+	for _, b := range bounds {
+		c, ok := byBound[b]
+		if !ok {
+			return nil, 0
+		}
+		cumulative = append(cumulative, c)
+	}
+	return cumulative, count
 }
 
 // linearFit fits y = intercept + slope·x by least squares; r2 is the

@@ -186,6 +186,10 @@ func TestCLIContactConsentGatesRooms(t *testing.T) {
 	}, "B to speak in the room")
 	nodetest.WaitFor(t, 10*time.Second, func() bool { return logHas(t, homeA, room.RoomID, "before") },
 		"A to get B's message")
+	// A post waits for a flush of B's database, which /metrics times.
+	if n := metric(t, homeB, "parley_store_flush_seconds_count", ""); n == 0 {
+		t.Error("B's /metrics counts no database flush after a post")
+	}
 	// People read handles, not peer IDs: in the room log, and in peers.
 	nodetest.WaitFor(t, 20*time.Second, func() bool {
 		out, _, _ := run(t, "--home", homeA, "room", "log", room.RoomID)

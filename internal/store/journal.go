@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
@@ -71,28 +73,29 @@ type journal struct {
 	log *slog.Logger
 	max int64 // file size at which a new epoch starts (journalMax; tests lower it)
 
-	flush func() error // fdatasync of f (journal_linux.go)
+	flush  func() error        // fdatasync of f (journal_linux.go)
+	epochs prometheus.Observer // how long each new epoch takes
 
-	mu     sync.Mutex
-	f      *os.File
-	epoch  uint64
-	seq    uint64 // the number of the epoch's last record
-	off    int64  // where the next record goes
-	size   int64  // bytes of the file written (records or zeros)
-	stale  bool   // a failed write may have left part of a record: start a new epoch first
-	closed bool
-	epochs int // new epochs started since open (tests)
+	mu      sync.Mutex
+	f       *os.File
+	epoch   uint64
+	seq     uint64 // the number of the epoch's last record
+	off     int64  // where the next record goes
+	size    int64  // bytes of the file written (records or zeros)
+	stale   bool   // a failed write may have left part of a record: start a new epoch first
+	closed  bool
+	started int // new epochs started since open (tests)
 }
 
 // openJournal opens (or creates) the journal of dir, writes to bdb what
 // it holds of the current epoch and starts a new epoch.
-func openJournal(dir string, bdb *badger.DB, log *slog.Logger, max int64) (*journal, error) {
+func openJournal(dir string, bdb *badger.DB, log *slog.Logger, max int64, epochs prometheus.Observer) (*journal, error) {
 	path := filepath.Join(dir, JournalName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("store: open journal: %w", err)
 	}
-	j := &journal{bdb: bdb, log: log, max: max, f: f}
+	j := &journal{bdb: bdb, log: log, max: max, f: f, epochs: epochs}
 	j.flush = newFlusher(f)
 	if err := j.recover(); err != nil {
 		f.Close()
@@ -199,6 +202,7 @@ func (j *journal) storedEpoch() (uint64, error) {
 // newEpoch makes every write so far durable in Badger and starts an empty
 // journal. Called with mu held (or before the journal is shared).
 func (j *journal) newEpoch() error {
+	defer since(j.epochs, time.Now())
 	if err := j.bdb.Sync(); err != nil {
 		return fmt.Errorf("store: sync: %w", classify(err))
 	}
@@ -220,7 +224,7 @@ func (j *journal) newEpoch() error {
 	}
 	j.epoch, j.seq, j.off, j.stale = next, 0, journalHeaderLen, false
 	j.size = max(j.size, journalHeaderLen)
-	j.epochs++
+	j.started++
 	return nil
 }
 

@@ -312,8 +312,8 @@ func TestJournalNewEpochWhenFull(t *testing.T) {
 	for i := range 100 {
 		apply(t, db, set(key(i), val(i)))
 	}
-	if db.j.epochs < 5 {
-		t.Fatalf("%d new epochs for 150 KB through a 16 KiB journal", db.j.epochs)
+	if db.j.started < 5 {
+		t.Fatalf("%d new epochs for 150 KB through a 16 KiB journal", db.j.started)
 	}
 	info, err := os.Stat(filepath.Join(dir, JournalName))
 	if err != nil {
@@ -408,12 +408,12 @@ func TestJournalFailedFlushMakesDatabaseDurable(t *testing.T) {
 	db := openDB(t, filepath.Join(t.TempDir(), "db"))
 	defer db.Close()
 	apply(t, db, set("k", "v"))
-	epochs := db.j.epochs
+	epochs := db.j.started
 	db.j.flush = func() error { return errors.New("the test's I/O error") }
 	if err := db.Sync(); err != nil {
 		t.Fatalf("Sync after a failed flush: %v", err)
 	}
-	if db.j.epochs != epochs+1 || db.j.seq != 0 {
-		t.Fatalf("epochs %d → %d, seq %d: no new epoch after the failed flush", epochs, db.j.epochs, db.j.seq)
+	if db.j.started != epochs+1 || db.j.seq != 0 {
+		t.Fatalf("epochs %d → %d, seq %d: no new epoch after the failed flush", epochs, db.j.started, db.j.seq)
 	}
 }

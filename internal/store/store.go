@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -29,6 +30,8 @@ type DB struct {
 	syncRunning bool         // a sync round runs (Sync)
 	syncWaiters []chan error // callers waiting for the next round
 	fsync       func() error // Badger's Sync; tests slow it down
+
+	t *timings
 }
 
 // Config configures a database. Zero values are documented.
@@ -124,12 +127,12 @@ func OpenConfig(cfg Config) (_ *DB, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", cfg.Dir, classify(err))
 	}
-	db := &DB{bdb: bdb, dir: cfg.Dir, space: sp, fsync: bdb.Sync}
+	db := &DB{bdb: bdb, dir: cfg.Dir, space: sp, fsync: bdb.Sync, t: newTimings()}
 	jmax := cfg.journalMax
 	if jmax == 0 {
 		jmax = journalMax
 	}
-	j, err := openJournal(cfg.Dir, bdb, log, jmax)
+	j, err := openJournal(cfg.Dir, bdb, log, jmax, db.t.epoch)
 	switch {
 	case err == nil:
 		db.j, db.fsync = j, j.sync
@@ -261,11 +264,13 @@ func (db *DB) Apply(ops []schema.Op, durable bool) (err error) {
 	if err := db.space.check(size); err != nil {
 		return err
 	}
+	start := time.Now()
 	if db.j != nil {
 		err = db.j.write(ops)
 	} else {
 		err = applyOps(db.bdb, ops)
 	}
+	since(db.t.write, start)
 	if errors.Is(err, badger.ErrDBClosed) {
 		return ErrClosed
 	}
@@ -320,6 +325,7 @@ func (db *DB) syncRounds() {
 
 func (db *DB) syncOnce() (err error) {
 	defer recoverCorrupt(&err, "sync")
+	defer since(db.t.flush, time.Now())
 	return db.fsync()
 }
 
