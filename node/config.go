@@ -133,6 +133,12 @@ type Config struct {
 	// disk: below it writes fail with a clear error and reads go on. Zero
 	// means store.DefaultMinFree (64 MiB); negative turns the floor off.
 	MinFreeDisk int64
+	// StoreMemTableSize is the database's memtable size (store.Config).
+	// Zero means store.DefaultMemTableSize. Keep it for a home: a
+	// memtable left unflushed by a crash is replayed into one of the new
+	// size. The testnet gives its nodes different sizes, so that nodes
+	// under the same load do not all rotate their memtables at once.
+	StoreMemTableSize int64
 }
 
 // DefaultPort is Parley's TCP and UDP port.

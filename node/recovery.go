@@ -186,7 +186,7 @@ func (n *Node) mismatch(dir, other string) error {
 }
 
 func (n *Node) openDB(dir string) (*store.DB, error) {
-	return store.OpenConfig(store.Config{Dir: dir, Logger: n.log, MinFree: n.cfg.MinFreeDisk})
+	return store.OpenConfig(store.Config{Dir: dir, Logger: n.log, MinFree: n.cfg.MinFreeDisk, MemTableSize: n.cfg.StoreMemTableSize})
 }
 
 // damagedError is a damaged database and what to do about it, on one line.

@@ -718,3 +718,16 @@ func TestPromHistogramReadsStoreTimings(t *testing.T) {
 		t.Fatalf("%d writes between a sample and itself", m)
 	}
 }
+
+// TestStaggeredMemTable: up to 64 nodes get different memtable sizes
+// from 3 to 5 MiB.
+func TestStaggeredMemTable(t *testing.T) {
+	seen := map[int64]bool{}
+	for i := range 64 {
+		s := staggeredMemTable(i)
+		if s < 3<<20 || s >= 5<<20 || seen[s] {
+			t.Fatalf("node %d: %d bytes (seen: %v)", i, s, seen[s])
+		}
+		seen[s] = true
+	}
+}

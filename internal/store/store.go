@@ -44,12 +44,21 @@ type Config struct {
 	// ErrDiskFull and reads go on. Zero means DefaultMinFree; negative
 	// turns the floor (and the reserve file) off.
 	MinFree int64
+	// MemTableSize is Badger's memtable size: writes fill one in memory
+	// (and its write-ahead log) before it is flushed as a table. Zero
+	// means DefaultMemTableSize. Keep it for a folder, or let it only
+	// grow: a memtable a crash left unflushed is replayed into one of the
+	// new size, and Badger stops if it does not fit.
+	MemTableSize int64
 
 	// freeSpace replaces the statfs of the database's disk in tests.
 	freeSpace func(dir string) (int64, error)
 	// journalMax replaces journalMax in tests.
 	journalMax int64
 }
+
+// DefaultMemTableSize is the memtable size of Options.
+const DefaultMemTableSize = 4 << 20
 
 // ValueThreshold is the size from which a value is kept in the value log
 // rather than in the table.
@@ -80,7 +89,7 @@ const ValueThreshold = 1 << 10
 func Options(dir string, log *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{log}).
-		WithMemTableSize(4 << 20).
+		WithMemTableSize(DefaultMemTableSize).
 		WithNumMemtables(2).
 		WithBaseTableSize(2 << 20).
 		WithNumLevelZeroTables(2).
@@ -123,7 +132,11 @@ func OpenConfig(cfg Config) (_ *DB, err error) {
 	sp := newSpace(cfg.Dir, cfg.MinFree, cfg.freeSpace, log)
 	sp.open()
 	defer recoverCorrupt(&err, "open "+cfg.Dir)
-	bdb, err := badger.Open(Options(cfg.Dir, log))
+	opts := Options(cfg.Dir, log)
+	if cfg.MemTableSize > 0 {
+		opts = opts.WithMemTableSize(cfg.MemTableSize)
+	}
+	bdb, err := badger.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", cfg.Dir, classify(err))
 	}

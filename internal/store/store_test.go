@@ -119,3 +119,16 @@ func TestApplyTakesARoomBatch(t *testing.T) {
 		t.Fatalf("a batch of %d events (%d keys, %d bytes): %v", events, len(ops), size, err)
 	}
 }
+
+func TestMemTableSize(t *testing.T) {
+	for _, c := range []struct{ set, want int64 }{{0, DefaultMemTableSize}, {6 << 20, 6 << 20}} {
+		db, err := OpenConfig(Config{Dir: t.TempDir(), MinFree: -1, MemTableSize: c.set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := db.bdb.Opts().MemTableSize; got != c.want {
+			t.Errorf("MemTableSize %d: Badger's is %d, want %d", c.set, got, c.want)
+		}
+		db.Close()
+	}
+}
