@@ -172,6 +172,9 @@ func (t *Terminal) WaitIdle(ctx context.Context) (Screen, error) {
 		case Idle:
 			return sc, nil
 		case Dead:
+			if !sc.StatusKnown {
+				return sc, fmt.Errorf("%w (pane %s)", ErrPaneDead, t.pane)
+			}
 			return sc, fmt.Errorf("%w (pane %s, exit status %d)", ErrPaneDead, t.pane, sc.ExitStatus)
 		}
 		last = a

@@ -91,14 +91,18 @@ func (p Pane) Server() Server { return Server{Socket: p.Socket} }
 // State is a pane's state at one moment.
 type State struct {
 	Pane
-	Dead       bool   // its program has exited (the pane is kept)
-	ExitStatus int    // the program's exit status, when Dead
-	InMode     bool   // copy or view mode: a person is scrolling
-	CursorX    int    // from 0
-	CursorY    int    // from 0, the line of the visible screen
-	Width      int    // columns
-	Height     int    // lines
-	Command    string // the program in the foreground
+	Dead       bool // its program has exited (the pane is kept)
+	ExitStatus int  // the program's exit status, when Dead and StatusKnown
+	// StatusKnown: tmux has the exit status. A pane is dead once its
+	// terminal closes, which may come a moment before tmux reaps the
+	// program (or the program died of a signal).
+	StatusKnown bool
+	InMode      bool   // copy or view mode: a person is scrolling
+	CursorX     int    // from 0
+	CursorY     int    // from 0, the line of the visible screen
+	Width       int    // columns
+	Height      int    // lines
+	Command     string // the program in the foreground
 }
 
 const stateFormat = "#{pane_id}\t#{session_name}\t#{window_id}\t#{socket_path}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_in_mode}\t#{cursor_x}\t#{cursor_y}\t#{pane_width}\t#{pane_height}\t#{pane_current_command}"
@@ -110,15 +114,16 @@ func parseState(line string) (State, error) {
 	}
 	n := func(s string) int { v, _ := strconv.Atoi(s); return v }
 	return State{
-		Pane:       Pane{ID: f[0], Session: f[1], Window: f[2], Socket: f[3], PID: n(f[4])},
-		Dead:       f[5] == "1",
-		ExitStatus: n(f[6]),
-		InMode:     f[7] == "1",
-		CursorX:    n(f[8]),
-		CursorY:    n(f[9]),
-		Width:      n(f[10]),
-		Height:     n(f[11]),
-		Command:    f[12],
+		Pane:        Pane{ID: f[0], Session: f[1], Window: f[2], Socket: f[3], PID: n(f[4])},
+		Dead:        f[5] == "1",
+		ExitStatus:  n(f[6]),
+		StatusKnown: f[6] != "",
+		InMode:      f[7] == "1",
+		CursorX:     n(f[8]),
+		CursorY:     n(f[9]),
+		Width:       n(f[10]),
+		Height:      n(f[11]),
+		Command:     f[12],
 	}, nil
 }
 

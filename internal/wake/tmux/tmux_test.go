@@ -311,9 +311,9 @@ func TestDeadClosedAndVanished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the pane to die", func() bool {
+	waitFor(t, 20*time.Second, "the pane to die and tmux to have its status", func() bool {
 		st, err := s.Inspect(ctx, dead.ID)
-		return err == nil && st.Dead
+		return err == nil && st.Dead && st.StatusKnown
 	})
 	st, _ := s.Inspect(ctx, dead.ID)
 	if st.ExitStatus != 3 {
