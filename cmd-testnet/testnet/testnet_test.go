@@ -717,6 +717,11 @@ func TestPromHistogramReadsStoreTimings(t *testing.T) {
 	if _, m := timingQuantile(now.Write, now.Write, 0.99); m != 0 {
 		t.Fatalf("%d writes between a sample and itself", m)
 	}
+	var none storeTimes
+	none.add(store.Timings{Flush: store.Timing{Cumulative: make([]uint64, len(store.FlushBuckets))}})
+	if _, m := timingQuantile(none.Flush, now.Flush, 0.99); m != 0 {
+		t.Fatalf("%d flushes counted when the counts went down (a node restarted)", m)
+	}
 }
 
 // TestStaggeredMemTable: up to 64 nodes get different memtable sizes

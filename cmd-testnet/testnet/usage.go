@@ -73,13 +73,13 @@ func timingQuantile(now, before []uint64, q float64) (float64, uint64) {
 		return 0, 0
 	}
 	last := len(now) - 1
-	n := at(now, last) - at(before, last)
-	if n == 0 {
-		return 0, 0
+	if at(now, last) <= at(before, last) {
+		return 0, 0 // none, or a node restarted or stopped meanwhile
 	}
+	n := at(now, last) - at(before, last)
 	rank := uint64(math.Ceil(q * float64(n)))
 	for i, le := range store.FlushBuckets {
-		if at(now, i)-at(before, i) >= rank {
+		if at(now, i) >= at(before, i) && at(now, i)-at(before, i) >= rank {
 			return le, n
 		}
 	}
