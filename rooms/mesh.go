@@ -37,8 +37,13 @@ func (t meshTracer) Leave(topic string)            { t.m.meshDelta(topic, "", fa
 // from the peer that sent it.
 func (t meshTracer) UndeliverableMessage(msg *pubsub.Message) { t.m.overflowed(msg) }
 
+// OnClosedOutboundStream: GossipSub lost its stream to p (the peer
+// disconnected, or was blacklisted) and took p out of every mesh without
+// a Prune; the rooms must forget p too, or a room that believes its mesh
+// holds p would publish into an empty mesh and not nudge p to catch up.
+func (t meshTracer) OnClosedOutboundStream(p peer.ID) { t.m.meshGone(p) }
+
 func (meshTracer) OnNewOutboundStream(peer.ID, protocol.ID)             {}
-func (meshTracer) OnClosedOutboundStream(peer.ID)                       {}
 func (meshTracer) Join(string)                                          {}
 func (meshTracer) ValidateMessage(*pubsub.Message)                      {}
 func (meshTracer) DeliverMessage(*pubsub.Message)                       {}
@@ -115,6 +120,15 @@ func (m *Manager) meshDelta(topic string, p peer.ID, in bool) {
 		m.mesh[topic][p] = true
 	default:
 		delete(m.mesh[topic], p)
+	}
+}
+
+// meshGone takes p out of every topic's mesh.
+func (m *Manager) meshGone(p peer.ID) {
+	m.meshMu.Lock()
+	defer m.meshMu.Unlock()
+	for _, ps := range m.mesh {
+		delete(ps, p)
 	}
 }
 

@@ -133,6 +133,9 @@ func TestDeliverStartsOrSteers(t *testing.T) {
 	if steered, err := c.Deliver(ctx, th, "third ask"); err != nil || steered {
 		t.Fatalf("delivery after the turn: steered %v, %v", steered, err)
 	}
+	// The refusal is the client's answer to a request the server sent at
+	// initialized; it travels on its own, so wait for the server to read it.
+	waitFor(t, "the approval's answer", func() bool { _, r := f.snapshot(); return len(r) > 0 })
 	calls, refused := f.snapshot()
 	want := []string{"start first ask", "steer turn-1 second ask", "start third ask"}
 	if fmt.Sprint(calls) != fmt.Sprint(want) {
