@@ -63,7 +63,12 @@ func logHas(c *localapi.Client, room, text string) bool {
 // registration and session, and the name stays refused until revived; the
 // per-agent post limit refuses the post over it and counts it.
 func TestModeration(t *testing.T) {
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) { c.AgentPostLimit = 6 }))
+	// Anti-entropy every 2 s: this test is about moderation, and an event
+	// that gossip missed (rooms' tests cover that) must not time it out.
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.AgentPostLimit = 6
+		c.SyncInterval = 2 * time.Second
+	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := make([]*localapi.Client, 2)
