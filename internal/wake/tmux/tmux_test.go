@@ -311,17 +311,33 @@ func TestDeadClosedAndVanished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the pane to die and tmux to have its status", func() bool {
+	waitFor(t, 20*time.Second, "the pane to die", func() bool {
 		st, err := s.Inspect(ctx, dead.ID)
-		return err == nil && st.Dead && st.StatusKnown
+		return err == nil && st.Dead
+	})
+	// tmux has the status once it reaps the program, usually at once; in
+	// one CI run of many it never did (pane_dead_status stayed empty for
+	// 20 s), so a status that does not come is allowed, but must not be
+	// claimed.
+	known := poll.Until(10*time.Second, func() bool {
+		st, err := s.Inspect(ctx, dead.ID)
+		return err == nil && st.StatusKnown
 	})
 	st, _ := s.Inspect(ctx, dead.ID)
-	if st.ExitStatus != 3 {
+	if known && st.ExitStatus != 3 {
 		t.Errorf("exit status %d", st.ExitStatus)
 	}
 	term := Bind(s, dead.ID, Options{Prompt: regexp.MustCompile(`^>$`)})
-	if err := term.Deliver(ctx, "hello"); !errors.Is(err, ErrPaneDead) || !strings.Contains(err.Error(), "exit status 3") {
-		t.Fatalf("deliver to a dead pane: %v", err)
+	err = term.Deliver(ctx, "hello")
+	if err == nil {
+		t.Fatal("deliver to a dead pane: no error")
+	}
+	names := strings.Contains(err.Error(), "exit status")
+	if !errors.Is(err, ErrPaneDead) || (known && !names) || (names && !strings.Contains(err.Error(), "exit status 3")) {
+		t.Fatalf("deliver to a dead pane (status known: %v): %v", known, err)
+	}
+	if !known {
+		t.Logf("tmux did not report the exit status within 10 s; the error said: %v", err)
 	}
 
 	// A program that exits in a pane that is not kept: the pane is gone.
