@@ -467,12 +467,16 @@ func (r *room) process(ctx context.Context, batch []input) {
 	// that this store lacks: the next batch stores them before its posts
 	// (writeFailed, restoreUnstored). A disk too full for the batch is
 	// found before anything goes out.
-	published := false
+	published, meshEmpty := false, false
 	if len(tx.ops) > 0 {
 		if err := r.checkSpace(tx); err != nil {
 			r.writeFailed(tx, f, 0, err, false)
 		} else {
 			if len(tx.own) > 0 {
+				// The mesh as the events go out: read after publishing, a
+				// heartbeat's graft a moment later would hide that gossip
+				// reached no one.
+				meshEmpty = r.m.meshSize(r.topicName()) == 0
 				published = r.publish(ctx, tx)
 				// Publishing woke GossipSub's event loop, which hands the
 				// events to the goroutines that write to the mesh peers:
@@ -523,13 +527,14 @@ func (r *room) process(ctx context.Context, batch []input) {
 	}
 	// No mesh yet (just joined): gossip reached no one, so the members are
 	// asked to pull instead of waiting for anti-entropy, once the events
-	// are durable. This node's join is always followed by a nudge: it is
-	// published a few milliseconds after the topic was joined, when a mesh
-	// the tracer already reports may not carry it yet (seen in about one
-	// run in 20 of TestDisconnectLeavesMeshAndPostStillArrives's setup:
-	// the join never left the node, and the creator learned of it only by
-	// anti-entropy), and a member that misses it cannot tell.
-	f.nudgeAll = f.sync && (!published || r.m.meshSize(r.topicName()) == 0 || hasOwnJoin(tx))
+	// are durable. This node's join is always followed by a nudge: it goes
+	// out a few milliseconds after the topic was joined, often before
+	// GossipSub's heartbeat grafts a first peer (the mesh was read after
+	// publishing before, and such a graft hid that the join reached no
+	// one: about one run in 20 of TestDisconnectLeavesMeshAndPostStillArrives's
+	// setup, where the creator then learned of the join only by
+	// anti-entropy), and the mesh read can still race a prune.
+	f.nudgeAll = f.sync && (!published || meshEmpty || hasOwnJoin(tx))
 	r.pendingLen.Store(int64(r.pending.Len()))
 	for p := range tx.fetch {
 		r.requestSync(p)
