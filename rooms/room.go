@@ -552,9 +552,6 @@ func (r *room) process(ctx context.Context, batch []input) {
 	r.queueFinish(f)
 }
 
-// publish sends the batch's own events to the room's topic, and reports
-// whether it has one (an invitee before the create event has none: the
-// nudge after the fsync tells the members).
 // hasOwnJoin reports whether tx carries this node's join of the room.
 func hasOwnJoin(tx *txn) bool {
 	for _, it := range tx.own {
@@ -565,6 +562,9 @@ func hasOwnJoin(tx *txn) bool {
 	return false
 }
 
+// publish sends the batch's own events to the room's topic, and reports
+// whether it has one (an invitee before the create event has none: the
+// nudge after the fsync tells the members).
 func (r *room) publish(ctx context.Context, tx *txn) bool {
 	topic := r.currentTopic()
 	if topic == nil {
