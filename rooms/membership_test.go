@@ -165,6 +165,9 @@ func TestNodeLeavesAndComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	nt.WaitFor(30*time.Second, func() bool { return logHas(nt, 2, id, "after the leave") }, "node 2 to catch up")
+	// The history may come in a batch before the invite's, and node 2's
+	// join follows the invite: it speaks once it has joined again.
+	nt.WaitFor(30*time.Second, func() bool { return joins(nt, 2, id) == 2 }, "node 2 to join again")
 	say(t, nt, 2, id, "I am back")
 	for _, i := range []int{0, 1} {
 		nt.WaitFor(30*time.Second, func() bool { return logHas(nt, i, id, "I am back") }, "node %d to hear node 2 again", i)

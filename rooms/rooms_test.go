@@ -59,17 +59,21 @@ func openRoom(t *testing.T, nt *nodetest.Net, members ...int) identity.RoomID {
 }
 
 // hasJoined reports whether node i stored its own join event.
-func hasJoined(nt *nodetest.Net, i int, id identity.RoomID) bool {
+func hasJoined(nt *nodetest.Net, i int, id identity.RoomID) bool { return joins(nt, i, id) > 0 }
+
+// joins counts the join events of node i that node i stored.
+func joins(nt *nodetest.Net, i int, id identity.RoomID) int {
 	vs, err := mgr(nt, i).Log(id, 10000, nil)
 	if err != nil {
-		return false
+		return 0
 	}
+	n := 0
 	for _, v := range vs {
 		if v.Kind == rooms.KindJoin && v.Author == nt.ID(i) {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 func logIDs(t *testing.T, nt *nodetest.Net, i int, id identity.RoomID) []rooms.ID {
