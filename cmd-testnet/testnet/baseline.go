@@ -270,6 +270,11 @@ func (r *runner) rawGossipSub(ctx context.Context, mesh bool) (res *ScenarioResu
 	rng := rand.New(rand.NewPCG(3, 4))
 	var mu sync.Mutex // protects dialErr
 	var dialErr error
+	// Each pair is dialled once, by its higher host: two hosts dialling
+	// each other at once from their listening ports (TCP port reuse) can
+	// meet in one TCP connection that both take for their own outbound
+	// one, and the security handshake fails on both sides.
+	dialled := make(map[[2]int]bool)
 	for i := 1; i < n; i++ {
 		targets := []int{0}
 		if n <= 10 {
@@ -284,6 +289,11 @@ func (r *runner) rawGossipSub(ctx context.Context, mesh bool) (res *ScenarioResu
 			}
 		}
 		for _, j := range targets {
+			i, j := max(i, j), min(i, j)
+			if dialled[[2]int{i, j}] {
+				continue
+			}
+			dialled[[2]int{i, j}] = true
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
