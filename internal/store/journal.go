@@ -73,9 +73,8 @@ type journal struct {
 	log *slog.Logger
 	max int64 // file size at which a new epoch starts (journalMax; tests lower it)
 
-	flush   func() error        // fdatasync of f (journal_linux.go)
-	release func()              // of what flush holds, at close
-	epochs  prometheus.Observer // how long each new epoch takes
+	flush  func() error        // fdatasync of f (journal_linux.go)
+	epochs prometheus.Observer // how long each new epoch takes
 
 	mu      sync.Mutex
 	f       *os.File
@@ -97,10 +96,9 @@ func openJournal(dir string, bdb *badger.DB, log *slog.Logger, max int64, epochs
 		return nil, fmt.Errorf("store: open journal: %w", err)
 	}
 	j := &journal{bdb: bdb, log: log, max: max, f: f, epochs: epochs}
-	j.flush, j.release = newFlusher(f)
+	j.flush = newFlusher(f)
 	if err := j.recover(); err != nil {
 		f.Close()
-		j.release()
 		return nil, err
 	}
 	return j, nil
@@ -410,7 +408,6 @@ func (j *journal) close() error {
 	if cerr := j.f.Close(); err == nil {
 		err = cerr
 	}
-	j.release()
 	return err
 }
 

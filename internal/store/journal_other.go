@@ -4,5 +4,5 @@ package store
 
 import "os"
 
-// newFlusher returns f's flush, and a release for when the journal closes.
-func newFlusher(f *os.File) (flush func() error, release func()) { return f.Sync, func() {} }
+// newFlusher returns f's flush.
+func newFlusher(f *os.File) func() error { return f.Sync }
