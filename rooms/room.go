@@ -529,11 +529,8 @@ func (r *room) process(ctx context.Context, batch []input) {
 	// asked to pull instead of waiting for anti-entropy, once the events
 	// are durable. This node's join is always followed by a nudge: it goes
 	// out a few milliseconds after the topic was joined, often before
-	// GossipSub's heartbeat grafts a first peer (the mesh was read after
-	// publishing before, and such a graft hid that the join reached no
-	// one: about one run in 20 of TestDisconnectLeavesMeshAndPostStillArrives's
-	// setup, where the creator then learned of the join only by
-	// anti-entropy), and the mesh read can still race a prune.
+	// GossipSub's heartbeat grafts a first peer, and the mesh read above
+	// can still race a prune.
 	f.nudgeAll = f.sync && (!published || meshEmpty || hasOwnJoin(tx))
 	r.pendingLen.Store(int64(r.pending.Len()))
 	for p := range tx.fetch {
