@@ -241,6 +241,29 @@ func (p *Pending) Discard(id ID) []ID {
 	return gone
 }
 
+// NeededBy reports whether a pooled item for whose event want is true
+// waits for id, directly or through other pooled items.
+func (p *Pending) NeededBy(id ID, want func(*Event) bool) bool {
+	seen := make(map[ID]bool)
+	queue := []ID{id}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		for wid := range p.waiters[d] {
+			it, ok := p.items[wid]
+			if !ok || seen[wid] {
+				continue
+			}
+			seen[wid] = true
+			if want(it.Event) {
+				return true
+			}
+			queue = append(queue, wid)
+		}
+	}
+	return false
+}
+
 // Missing returns up to MaxMissing IDs that pooled items wait for and that
 // are not pooled themselves: the events to fetch. The dependencies of older
 // items come first.

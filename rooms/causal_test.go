@@ -284,6 +284,35 @@ func TestPendingDiscard(t *testing.T) {
 	}
 }
 
+// TestPendingNeededBy: an item's dependency is needed by it and, through
+// it, by every pooled item that waits for it; by nothing else.
+func TestPendingNeededBy(t *testing.T) {
+	a, b, c, d, x := fakeID(1), fakeID(2), fakeID(3), fakeID(4), fakeID(5)
+	p := NewPending(0, 0)
+	own := dagEvent(4, c)
+	own.Seq = 9
+	p.Add(b, dagEvent(2, a), nil, []ID{a})
+	p.Add(c, dagEvent(3, b), nil, []ID{b})
+	p.Add(d, own, nil, []ID{c})
+	p.Add(x, dagEvent(2, fakeID(6)), nil, []ID{fakeID(6)})
+	isOwn := func(e *Event) bool { return e.Seq == 9 }
+	for _, id := range []ID{a, b, c} {
+		if !p.NeededBy(id, isOwn) {
+			t.Errorf("%v: not needed by d, which waits for it", id)
+		}
+	}
+	for _, id := range []ID{d, x, fakeID(6), fakeID(77)} {
+		if p.NeededBy(id, isOwn) {
+			t.Errorf("%v: needed by d, which does not wait for it", id)
+		}
+	}
+	// Once b is stored, d waits for nothing through a.
+	p.Ready(b)
+	if p.NeededBy(a, isOwn) {
+		t.Error("a: still needed once b is stored")
+	}
+}
+
 func TestPendingMissingBounded(t *testing.T) {
 	p := NewPending(1000, 0)
 	for i := range 1000 {

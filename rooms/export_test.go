@@ -50,6 +50,13 @@ func SetAskLimit(n int) func() {
 	return func() { askLimit.Store(old) }
 }
 
+// SetUnstoredWait sets how long own events that went out unstored wait
+// for their parents, and returns a function that puts it back.
+func SetUnstoredWait(d time.Duration) func() {
+	old := unstoredWait.Swap(int64(d))
+	return func() { unstoredWait.Store(old) }
+}
+
 // KeepsViews reports whether a room keeps its recent arrivals' views (its
 // goroutine runs).
 func (m *Manager) KeepsViews(id identity.RoomID) bool {

@@ -167,6 +167,7 @@ type room struct {
 	outs        map[peer.ID]outRec     // nodes that left or were removed (membership.go)
 	ownKnown    chan struct{}          // closed once this node knows its own next seq (own.go)
 	unstored    []*Item                // own events published whose write failed: stored with the next batch (procMu)
+	waitingFrom time.Time              // since when some of unstored wait for their parents; zero if none does (procMu)
 	joinWait    identity.AgentName     // a join to post once unstored is empty, unless an own join is stored first (procMu)
 	ownSince    time.Time              // when the room began to learn it
 	wantHeads   map[ID]bool            // others' heads this node lacks, to want in its next sync
@@ -606,13 +607,29 @@ func (r *room) checkSpace(tx *txn) error {
 // maxUnstored bounds the own events kept in memory to store again.
 const maxUnstored = 1024
 
+// unstoredWait bounds how long own events that went out unstored wait for
+// their parents (nanoseconds; SetUnstoredWait in tests).
+var unstoredWait atomic.Int64
+
+func init() { unstoredWait.Store(int64(DefaultUnstoredWait)) }
+
+// DefaultUnstoredWait is how long an own event that went out but could not
+// be stored waits for parents that were lost with it; past it, it is let
+// go and posts go on. Sync brings such parents within seconds while a
+// member that holds them is connected and allowed.
+const DefaultUnstoredWait = 2 * time.Minute
+
 // restoreUnstored hands the batch, first, the own events that went out
 // but whose write failed, as if they came back from a member: stored
 // before the batch's own posts, which so take the seqs after theirs. One
 // whose parents were lost with it (others' events of the failed batch)
 // waits in the pending pool for sync to bring them; it is kept, and posts
-// are refused until it is stored (unstoredPosts). One the room refuses
-// is let go.
+// are refused until it is stored (unstoredPosts), for up to unstoredWait:
+// no member may ever send its parents (the only one that holds them was
+// cut off since, or removed), and posts must not be refused for good.
+// Then it is let go, and the next post takes its seq: a member that stored
+// it holds two events of this node with one seq, a fork, which the room
+// keeps. One the room refuses is let go.
 func (r *room) restoreUnstored(tx *txn) {
 	if len(r.unstored) == 0 {
 		return
@@ -623,14 +640,27 @@ func (r *room) restoreUnstored(tx *txn) {
 	// Those not waiting for parents are the batch's now: should its write
 	// fail too, writeFailed puts them back.
 	var waiting []*Item
+	expired := !r.waitingFrom.IsZero() && time.Since(r.waitingFrom) > time.Duration(unstoredWait.Load())
 	for _, it := range r.unstored {
 		if r.pending.Has(it.ID) {
+			if expired {
+				r.m.log.Warn("an own event that went out unstored is let go: no member sent its parents in time; the next post takes its seq",
+					"room", string(r.id), "id", it.ID.String(), "seq", it.Event.Seq, "waited", time.Since(r.waitingFrom).Round(time.Second).String())
+				r.pending.Discard(it.ID)
+				continue
+			}
 			waiting = append(waiting, it)
 		} else {
 			tx.restored = append(tx.restored, it)
 		}
 	}
 	r.unstored = waiting
+	switch {
+	case len(waiting) == 0:
+		r.waitingFrom = time.Time{}
+	case r.waitingFrom.IsZero():
+		r.waitingFrom = time.Now()
+	}
 	if len(r.unstored) > 0 {
 		for _, p := range r.memberList() {
 			if p != r.m.self && r.m.reachable(p) {
@@ -638,6 +668,12 @@ func (r *room) restoreUnstored(tx *txn) {
 			}
 		}
 	}
+}
+
+// ownBuiltOn reports whether an own event waits in the pending pool for
+// id, directly or through others' events.
+func (r *room) ownBuiltOn(id ID) bool {
+	return r.pending.NeededBy(id, func(e *Event) bool { return e != nil && e.Author == r.m.self })
 }
 
 // unstoredPosts is the error for a post while an own event that went out
@@ -934,7 +970,10 @@ func (r *room) accept(tx *txn, it Item) error {
 		// Whatever path it came by: a node this user cut off (revoked,
 		// expired) gets no new events in. A stranger that founded the room
 		// is in it, like every member its invites vouch for.
-		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && r.founds(e)) {
+		// An event this node built an own event on (one that went out
+		// unstored and waits for it) is let in too: without it, that
+		// event, and so every later post, could never be stored.
+		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && r.founds(e)) && !r.ownBuiltOn(it.ID) {
 			return fmt.Errorf("%w: %v", ErrNoConsent, err)
 		}
 	}

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -332,6 +335,86 @@ func TestChainWrittenInPartIsShown(t *testing.T) {
 func TestUnstoredPostWaitsForItsParents(t *testing.T) {
 	nt := startNet(t, 2)
 	id := openRoom(t, nt, 1)
+	unstoredAfterParent(t, nt, id, nil)
+	sayRetry(t, nt, 0, id, "T")
+	// create, invite, join, A, B, X, S, T
+	waitConverged(t, nt, id, 8, 20*time.Second, 0, 1)
+	noForkOf(t, nt, id, 0, 0, 1)
+}
+
+// TestUnstoredPostOfCutOffParent: as above, but node 0's user cuts node 1
+// off before X comes back. Node 0 built S on X, so X is let in (from node
+// 2) although its author is cut off: without it S could never be stored,
+// and every post in the room would be refused for good. (Found by review.)
+func TestUnstoredPostOfCutOffParent(t *testing.T) {
+	pol := &cutOff{out: map[peer.ID]bool{}}
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		if i == 0 {
+			c.RoomPolicy = pol
+		}
+		c.SyncInterval = time.Second
+	}))
+	id := openRoom(t, nt, 1, 2)
+	// X is lost with S's batch; then node 1 is cut off, so X can come
+	// back only from node 2, which holds X and S (by gossip).
+	unstoredAfterParent(t, nt, id, func() { pol.cut(nt.ID(1)) })
+	sayRetry(t, nt, 0, id, "T")
+	// create, 2 invites, 2 joins, A, B, X, S, T
+	waitConverged(t, nt, id, 10, 20*time.Second, 0, 2)
+	noForkOf(t, nt, id, 0, 0, 2)
+	// Nothing else of node 1's gets in: only X, which S needs.
+	say(t, nt, 1, id, "after the cut")
+	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 2, id) == 11 }, "node 2 to get node 1's next post")
+	if err := mgr(nt, 0).SyncNow(context.Background(), id, nt.ID(2)); err != nil && !errors.Is(err, rooms.ErrNoProgress) {
+		t.Fatal(err)
+	}
+	if n := eventCount(nt, 0, id); n != 10 {
+		t.Fatalf("node 0 holds %d events, want 10: a post of the node it cut off got in", n)
+	}
+}
+
+// TestUnstoredPostLetGoWhenNoParentComes: as above, in a room of two:
+// once node 1 is cut off, no member may send X back, so S waits in vain.
+// After the wait it is let go, and the next post takes S's seq instead of
+// being refused for good.
+func TestUnstoredPostLetGoWhenNoParentComes(t *testing.T) {
+	t.Cleanup(rooms.SetUnstoredWait(time.Second)) // runs after the nodes stop
+	pol := &cutOff{out: map[peer.ID]bool{}}
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		if i == 0 {
+			c.RoomPolicy = pol
+		}
+		c.SyncInterval = time.Second
+	}))
+	id := openRoom(t, nt, 1)
+	unstoredAfterParent(t, nt, id, func() { pol.cut(nt.ID(1)) })
+	sSeq := ownSeq(t, nt, 0, id) + 1 // S's: node 0 stored A and B
+	sayRetry(t, nt, 0, id, "T")
+	vs, err := mgr(nt, 0).Log(id, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, v := range vs {
+		texts = append(texts, v.Text)
+		if v.Text == "T" && v.Seq != sSeq {
+			t.Errorf("T has seq %d, want S's %d", v.Seq, sSeq)
+		}
+	}
+	// create, invite, join, A, B, T
+	if len(vs) != 6 || texts[len(texts)-1] != "T" {
+		t.Fatalf("node 0's log after S was let go: %q", texts)
+	}
+}
+
+// unstoredAfterParent makes node 0 post A and B, then S in one batch with
+// node 1's event X, S's parent, and fails that batch's write after S went
+// out. Then it calls then, if not nil, and returns once node 0 refused a
+// post while S is not stored.
+func unstoredAfterParent(t *testing.T, nt *nodetest.Net, id identity.RoomID, then func()) {
+	t.Helper()
 	for _, pair := range [][2]int{{0, 1}, {1, 0}} {
 		nt.WaitFor(20*time.Second, func() bool { return mgr(nt, pair[0]).MeshHas(id, nt.ID(pair[1])) }, "node %d's mesh to hold node %d", pair[0], pair[1])
 	}
@@ -384,15 +467,14 @@ func TestUnstoredPostWaitsForItsParents(t *testing.T) {
 			t.Fatalf("say %s: %v", r.text, r.err)
 		}
 	}
+	if then != nil {
+		then()
+	}
 	mgr(nt, 0).FailStore(nil)
 	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "T"})
 	if !errors.Is(err, rooms.ErrOwnEventsUnknown) {
 		t.Fatalf("a post while S is not stored: %v, want ErrOwnEventsUnknown", err)
 	}
-	sayRetry(t, nt, 0, id, "T")
-	// create, invite, join, A, B, X, S, T
-	waitConverged(t, nt, id, 8, 20*time.Second, 0, 1)
-	noForkOf(t, nt, id, 0, 0, 1)
 }
 
 // noForkOf fails t if any of the nodes holds two events of node author
