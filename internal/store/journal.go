@@ -97,6 +97,7 @@ func openJournal(dir string, bdb *badger.DB, log *slog.Logger, max int64, epochs
 	}
 	j := &journal{bdb: bdb, log: log, max: max, f: f, epochs: epochs}
 	j.flush = newFlusher(f)
+	noReadahead(f)
 	if err := j.recover(); err != nil {
 		f.Close()
 		return nil, err
@@ -279,9 +280,16 @@ func diskFull(err error) error {
 	return err
 }
 
+// zeroWrite is the size of extend's writes: one page. The page cache
+// makes a file's pages as large as the writes that create them (ext4 on
+// Linux 6.16 on), and every later small write into a large page walks all
+// its blocks: with 1 MiB writes here, a record's write cost ~17 µs more
+// CPU (perf, -n 12 fanout).
+const zeroWrite = 4 << 10
+
 // extend writes zeros from the file's end up to size.
 func (j *journal) extend(size int64) error {
-	zeros := make([]byte, min(size-j.size, journalChunk))
+	zeros := make([]byte, zeroWrite)
 	for j.size < size {
 		n := min(int64(len(zeros)), size-j.size)
 		if _, err := j.f.WriteAt(zeros[:n], j.size); err != nil {
