@@ -188,14 +188,16 @@ func (m *Manager) handleInvite(s network.Stream) {
 		answer(err)
 		return
 	}
+	r.beginInviteCatchUp() // before the answer: a post may follow it at once
 	answer(nil)
 	m.log.Info("invited to room", "room", string(id), "remote", remote.String())
-	m.spawn(func() { m.joinAfterInvite(r, remote) })
+	m.spawn(func() { m.joinAfterInvite(r, remote) }) // not run once closing: the room closes too
 }
 
 // joinAfterInvite catches up with the inviter; the room posts
 // this node's join as soon as its invite is stored, by whatever path.
 func (m *Manager) joinAfterInvite(r *room, inviter peer.ID) {
+	defer r.endInviteCatchUp()
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Minute)
 	defer cancel()
 	if err := r.syncWith(ctx, inviter); err != nil {
@@ -226,5 +228,51 @@ func (m *Manager) retellInvites(p peer.ID) {
 		if err := m.tellInvited(m.ctx, r, p, eid); err != nil {
 			m.log.Debug("re-telling invite failed", "room", string(r.id), "remote", p.String(), "err", err)
 		}
+	}
+}
+
+// An agent of a node invited back after it left is out until the batch
+// that stores the invite posts the node's join, and the catch-up with the
+// inviter may bring the room's history in batches before it. A post by
+// that agent meanwhile waits for the catch-up (Manager.Say) instead of
+// being refused as if nobody had invited the node back.
+
+// beginInviteCatchUp records that a catch-up after an invite starts.
+func (r *room) beginInviteCatchUp() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.invCatchUps == 0 {
+		r.invCaughtUp = make(chan struct{})
+	}
+	r.invCatchUps++
+}
+
+// endInviteCatchUp records that one ended.
+func (r *room) endInviteCatchUp() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.invCatchUps--
+	if r.invCatchUps == 0 {
+		close(r.invCaughtUp)
+		r.invCaughtUp = nil
+	}
+}
+
+// awaitInviteCatchUp waits until no catch-up after an invite runs, ctx
+// ends or the room closes.
+func (r *room) awaitInviteCatchUp(ctx context.Context) error {
+	r.mu.RLock()
+	ch := r.invCaughtUp
+	r.mu.RUnlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.ctx.Done():
+		return ErrClosed
 	}
 }

@@ -428,8 +428,15 @@ func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, e
 			return ID{}, fmt.Errorf("%w: reply_to %s is not an event of room %s", ErrMalformed, a.ReplyTo, id)
 		}
 	}
-	if st, ok := r.agentState(agentAddr(a.Agent, m.self)); ok && !st.In {
-		return ID{}, fmt.Errorf("%w: %s left room %s; a member can invite it back", ErrAgentLeft, a.Agent, id)
+	addr := agentAddr(a.Agent, m.self)
+	if st, ok := r.agentState(addr); ok && !st.In {
+		// Invited back, this node is catching up: its join may follow.
+		if err := r.awaitInviteCatchUp(ctx); err != nil {
+			return ID{}, err
+		}
+		if st, ok := r.agentState(addr); ok && !st.In {
+			return ID{}, fmt.Errorf("%w: %s left room %s; a member can invite it back", ErrAgentLeft, a.Agent, id)
+		}
 	}
 	kind := KindMessage
 	if a.Ask {

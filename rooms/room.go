@@ -170,6 +170,8 @@ type room struct {
 	waitingFrom time.Time              // since when some of unstored wait for their parents; zero if none does (procMu)
 	joinWait    identity.AgentName     // a join to post once unstored is empty, unless an own join is stored first (procMu)
 	ownSince    time.Time              // when the room began to learn it
+	invCatchUps int                    // catch-ups after an invite of this node that run (invite.go)
+	invCaughtUp chan struct{}          // closed when the last of them ends; nil while none runs
 	wantHeads   map[ID]bool            // others' heads this node lacks, to want in its next sync
 	corrupt     map[ID]bool            // damaged events to fetch again (corrupt.go)
 	nCorrupt    atomic.Int64           // len(corrupt), read without mu
