@@ -306,7 +306,7 @@ func (j *journal) write(ops []schema.Op) error {
 	if err := checkOps(ops); err != nil {
 		return err
 	}
-	payload := encodeOps(ops)
+	rec := newRecord(ops)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
@@ -317,7 +317,7 @@ func (j *journal) write(ops []schema.Op) error {
 			return err
 		}
 	}
-	n := int64(recordHeaderLen + len(payload))
+	n := int64(len(rec))
 	if n > j.max-journalHeaderLen {
 		// Too big for any journal: written to Badger between two new
 		// epochs, so no replay can write older writes over it.
@@ -340,7 +340,7 @@ func (j *journal) write(ops []schema.Op) error {
 		}
 	}
 	seq := j.seq + 1
-	rec := appendRecord(make([]byte, 0, n), j.epoch, seq, payload)
+	sealRecord(rec, j.epoch, seq)
 	if _, err := j.f.WriteAt(rec, j.off); err != nil {
 		j.stale = true // part of it may be there
 		return fmt.Errorf("store: write journal: %w", diskFull(err))
@@ -439,17 +439,25 @@ func parseJournalHeader(b []byte) (uint64, bool) {
 	return binary.BigEndian.Uint64(b[8:]), true
 }
 
-// appendRecord appends record seq of epoch, holding payload, to b: mark,
-// payload length (4 bytes), epoch (8), seq (8), CRC-32C of length, epoch,
-// seq and payload (4), payload.
-func appendRecord(b []byte, epoch, seq uint64, payload []byte) []byte {
-	b = append(b, recordMark)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
-	b = binary.BigEndian.AppendUint64(b, epoch)
-	b = binary.BigEndian.AppendUint64(b, seq)
-	crc := crc32.Update(crc32.Checksum(b[len(b)-20:], castagnoli), castagnoli, payload)
-	b = binary.BigEndian.AppendUint32(b, crc)
-	return append(b, payload...)
+// A record is: mark, payload length (4 bytes), epoch (8), seq (8),
+// CRC-32C of length, epoch, seq and payload (4), payload.
+
+// newRecord returns a record whose payload holds ops (appendOps), its
+// header left for sealRecord: encoded outside the journal's lock, in one
+// allocation.
+func newRecord(ops []schema.Op) []byte {
+	return appendOps(make([]byte, recordHeaderLen, recordHeaderLen+opsSize(ops)), ops)
+}
+
+// sealRecord writes rec's header, as record seq of epoch.
+func sealRecord(rec []byte, epoch, seq uint64) {
+	payload := rec[recordHeaderLen:]
+	rec[0] = recordMark
+	binary.BigEndian.PutUint32(rec[1:], uint32(len(payload)))
+	binary.BigEndian.PutUint64(rec[5:], epoch)
+	binary.BigEndian.PutUint64(rec[13:], seq)
+	crc := crc32.Update(crc32.Checksum(rec[1:21], castagnoli), castagnoli, payload)
+	binary.BigEndian.PutUint32(rec[21:], crc)
 }
 
 // readRecords returns the operations of each whole record of epoch in b,
@@ -479,15 +487,19 @@ func readRecords(b []byte, epoch uint64) [][]schema.Op {
 	return recs
 }
 
-// encodeOps is a record's payload: the number of operations, then each
-// as a kind byte (0 set, 1 delete), the key (uvarint length, bytes) and,
-// for a set, the value (uvarint length, bytes).
-func encodeOps(ops []schema.Op) []byte {
+// opsSize bounds the size of ops encoded (appendOps).
+func opsSize(ops []schema.Op) int {
 	n := binary.MaxVarintLen64
 	for _, op := range ops {
 		n += 1 + 2*binary.MaxVarintLen64 + len(op.Key) + len(op.Val)
 	}
-	b := make([]byte, 0, n)
+	return n
+}
+
+// appendOps appends ops encoded as a record's payload: the number of
+// operations, then each as a kind byte (0 set, 1 delete), the key (uvarint
+// length, bytes) and, for a set, the value (uvarint length, bytes).
+func appendOps(b []byte, ops []schema.Op) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ops)))
 	for _, op := range ops {
 		if op.Delete {
@@ -510,7 +522,7 @@ func appendBytes(b, v []byte) []byte {
 // errRecord is a payload that does not decode.
 var errRecord = errors.New("store: journal record malformed")
 
-// decodeOps reads a payload written by encodeOps; every byte must be used.
+// decodeOps reads a payload written by appendOps; every byte must be used.
 func decodeOps(b []byte) ([]schema.Op, error) {
 	count, n := binary.Uvarint(b)
 	if n <= 0 || count > uint64(len(b)) {

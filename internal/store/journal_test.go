@@ -417,3 +417,13 @@ func TestJournalFailedFlushMakesDatabaseDurable(t *testing.T) {
 		t.Fatalf("epochs %d → %d, seq %d: no new epoch after the failed flush", epochs, db.j.started, db.j.seq)
 	}
 }
+
+// appendRecord appends record seq of epoch, holding payload, to b.
+func appendRecord(b []byte, epoch, seq uint64, payload []byte) []byte {
+	rec := append(make([]byte, recordHeaderLen), payload...)
+	sealRecord(rec, epoch, seq)
+	return append(b, rec...)
+}
+
+// encodeOps is ops as a record's payload.
+func encodeOps(ops []schema.Op) []byte { return appendOps(nil, ops) }
