@@ -47,20 +47,28 @@ func (c *cutOff) cut(p peer.ID) {
 	c.out[p] = true
 }
 
+// startCutOff starts n nodes (anti-entropy every second), node i with a
+// cutOff policy, which it returns.
+func startCutOff(t *testing.T, n, i int) (*nodetest.Net, *cutOff) {
+	t.Helper()
+	pol := &cutOff{out: map[peer.ID]bool{}}
+	nt := nodetest.Start(t, n, nodetest.WithConfig(func(j int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		if j == i {
+			c.RoomPolicy = pol
+		}
+		c.SyncInterval = time.Second
+	}))
+	return nt, pol
+}
+
 // TestSyncWithoutProgressBacksOff: node 2 refuses every event of node 0,
 // the room's creator, so nothing node 1 sends it can be stored. A sync
 // that stores nothing ends after one round and the room backs off from
 // the peer, instead of fetching the same events again and again.
 func TestSyncWithoutProgressBacksOff(t *testing.T) {
 	t.Cleanup(rooms.SetAskLimit(8)) // runs after the nodes stop
-	pol := &cutOff{out: map[peer.ID]bool{}}
-	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
-		c.RoomPolicy = rooms.DefaultPolicy{}
-		if i == 2 {
-			c.RoomPolicy = pol
-		}
-		c.SyncInterval = time.Second
-	}))
+	nt, pol := startCutOff(t, 3, 2)
 	pol.cut(nt.ID(0))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

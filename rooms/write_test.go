@@ -13,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/store"
-	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -106,11 +103,13 @@ func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 	if !errors.Is(err, rooms.ErrSentNotStored) {
 		t.Fatalf("say whose write failed after it went out: %v, want ErrSentNotStored", err)
 	}
-	mgr(nt, 0).FailStore(nil)
-	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 1, id) == 4 }, "node 1 to get the post by gossip")
+	// Counted at once: any batch from here on (anti-entropy, every
+	// second) stores the post first.
 	if got := eventCount(nt, 0, id); got != 3 {
 		t.Fatalf("node 0 holds %d events after its write failed, want 3", got)
 	}
+	mgr(nt, 0).FailStore(nil)
+	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 1, id) == 4 }, "node 1 to get the post by gossip")
 	checkSentNamed(t, nt, 1, id, err, "sent, not stored")
 	say(t, nt, 0, id, "next")
 	waitConverged(t, nt, id, 5, 20*time.Second, 0, 1)
@@ -347,14 +346,7 @@ func TestUnstoredPostWaitsForItsParents(t *testing.T) {
 // 2) although its author is cut off: without it S could never be stored,
 // and every post in the room would be refused for good. (Found by review.)
 func TestUnstoredPostOfCutOffParent(t *testing.T) {
-	pol := &cutOff{out: map[peer.ID]bool{}}
-	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
-		c.RoomPolicy = rooms.DefaultPolicy{}
-		if i == 0 {
-			c.RoomPolicy = pol
-		}
-		c.SyncInterval = time.Second
-	}))
+	nt, pol := startCutOff(t, 3, 0)
 	id := openRoom(t, nt, 1, 2)
 	// X is lost with S's batch; then node 1 is cut off, so X can come
 	// back only from node 2, which holds X and S (by gossip).
@@ -380,14 +372,7 @@ func TestUnstoredPostOfCutOffParent(t *testing.T) {
 // being refused for good.
 func TestUnstoredPostLetGoWhenNoParentComes(t *testing.T) {
 	t.Cleanup(rooms.SetUnstoredWait(time.Second)) // runs after the nodes stop
-	pol := &cutOff{out: map[peer.ID]bool{}}
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
-		c.RoomPolicy = rooms.DefaultPolicy{}
-		if i == 0 {
-			c.RoomPolicy = pol
-		}
-		c.SyncInterval = time.Second
-	}))
+	nt, pol := startCutOff(t, 2, 0)
 	id := openRoom(t, nt, 1)
 	unstoredAfterParent(t, nt, id, func() { pol.cut(nt.ID(1)) })
 	sSeq := ownSeq(t, nt, 0, id) + 1 // S's: node 0 stored A and B
