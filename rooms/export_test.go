@@ -57,6 +57,14 @@ func SetUnstoredWait(d time.Duration) func() {
 	return func() { unstoredWait.Store(old) }
 }
 
+// HoldInviteCatchUp makes room id act as while a catch-up after an invite
+// of this node runs, until release is called.
+func (m *Manager) HoldInviteCatchUp(id identity.RoomID) (release func()) {
+	r := m.room(id)
+	r.beginInviteCatchUp()
+	return r.endInviteCatchUp
+}
+
 // KeepsViews reports whether a room keeps its recent arrivals' views (its
 // goroutine runs).
 func (m *Manager) KeepsViews(id identity.RoomID) bool {

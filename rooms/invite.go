@@ -237,6 +237,11 @@ func (m *Manager) retellInvites(p peer.ID) {
 // that agent meanwhile waits for the catch-up (Manager.Say) instead of
 // being refused as if nobody had invited the node back.
 
+// inviteCatchUpWait bounds how long a post waits for such a catch-up; the
+// catch-up itself may take up to two minutes with an inviter that does
+// not answer.
+const inviteCatchUpWait = 10 * time.Second
+
 // beginInviteCatchUp records that a catch-up after an invite starts.
 func (r *room) beginInviteCatchUp() {
 	r.mu.Lock()

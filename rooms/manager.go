@@ -430,8 +430,14 @@ func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, e
 	}
 	addr := agentAddr(a.Agent, m.self)
 	if st, ok := r.agentState(addr); ok && !st.In {
-		// Invited back, this node is catching up: its join may follow.
-		if err := r.awaitInviteCatchUp(ctx); err != nil {
+		// Invited back, this node may be catching up: its join follows.
+		wctx, cancel := context.WithTimeout(ctx, inviteCatchUpWait)
+		err := r.awaitInviteCatchUp(wctx)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			return ID{}, fmt.Errorf("%w: %s left room %s; this node was invited back and is still catching up with the room, retry in a moment", ErrAgentLeft, a.Agent, id)
+		case err != nil:
 			return ID{}, err
 		}
 		if st, ok := r.agentState(addr); ok && !st.In {

@@ -116,6 +116,20 @@ func TestAgentsAreMembers(t *testing.T) {
 	if eventCount(nt, 1, id) != n1 {
 		t.Fatal("a refused say changed the log")
 	}
+	// While the node catches up after an invite, the say waits (its join
+	// may be on the way), here until its context ends; once the catch-up
+	// is over, it is refused again.
+	release := mgr(nt, 1).HoldInviteCatchUp(id)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = mgr(nt, 1).Say(short, id, rooms.SayArgs{Agent: "beta", Text: "caught up?"})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("say during a catch-up after an invite: %v, want it to wait", err)
+	}
+	release()
+	if _, err = mgr(nt, 1).Say(ctx, id, rooms.SayArgs{Agent: "beta", Text: "still here?"}); !errors.Is(err, rooms.ErrAgentLeft) {
+		t.Fatalf("say after the catch-up: %v", err)
+	}
 	// A new invite brings it back.
 	if _, err := m0.InviteAgent(ctx, id, nt.ID(1), "beta", "alpha"); err != nil {
 		t.Fatal(err)
