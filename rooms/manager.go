@@ -436,7 +436,7 @@ func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, e
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-			return ID{}, fmt.Errorf("%w: %s left room %s; this node was invited back and is still catching up with the room, retry in a moment", ErrAgentLeft, a.Agent, id)
+			return ID{}, fmt.Errorf("%w (room %s: this node was invited back and is still catching up; %s posts once its join is in)", ErrOwnEventsUnknown, id, a.Agent)
 		case err != nil:
 			return ID{}, err
 		}
