@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
@@ -287,6 +288,11 @@ func (n *Node) start(ctx context.Context) error {
 		pubsub.WithNoAuthor(),
 		pubsub.WithMessageIdFn(messageID),
 		pubsub.WithPeerFilter(rm.PeerFilter),
+		// GossipSub only: a floodsub peer gets every message of a topic
+		// it subscribes to, and the peer filter vets only GossipSub's
+		// mesh, fanout and gossip, so a stranger speaking floodsub would
+		// read every room it named.
+		pubsub.WithGossipSubProtocols(GossipSubProtocols(), pubsub.GossipSubDefaultFeatures),
 		// Own events go to mesh peers only, which the peer filter vets:
 		// never flooded to every subscriber of a room's topic.
 		pubsub.WithFloodPublish(false),
@@ -626,6 +632,12 @@ func gossipTracer(t pubsub.RawTracer) pubsub.Option {
 		}
 		return pubsub.WithRawTracer(t)(ps)
 	}
+}
+
+// GossipSubProtocols are the pubsub protocols a node speaks: GossipSub's
+// versions, without the floodsub fallback GossipSub offers by default.
+func GossipSubProtocols() []protocol.ID {
+	return []protocol.ID{pubsub.GossipSubID_v13, pubsub.GossipSubID_v12, pubsub.GossipSubID_v11, pubsub.GossipSubID_v10}
 }
 
 // GossipSubParams are a node's GossipSub parameters: GossipSub's defaults

@@ -2,6 +2,7 @@ package rooms_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"runtime"
 	"slices"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
@@ -148,4 +151,86 @@ func TestIdleRoomsCostNoGoroutine(t *testing.T) {
 	}
 	nt.WaitFor(20*time.Second, func() bool { return hasJoined(nt, 1, ids[7]) }, "node 1 to join an idle room")
 	waitConverged(t, nt, ids[7], 4, 20*time.Second, 0, 1)
+}
+
+// TestStrangerReadsNoRoom: a stranger with a fresh key that connects to a
+// member and subscribes to a room's topic (its name is in the member's
+// GossipSub hello) reads none of the room's events, whether it speaks
+// GossipSub or floodsub. A floodsub peer gets every message of the topics it
+// subscribes to, past the peer filter, so a node speaks GossipSub only.
+func TestStrangerReadsNoRoom(t *testing.T) {
+	nt := startNet(t, 2)
+	ctx := context.Background()
+	shared := openRoom(t, nt, 1)
+	topic := mgr(nt, 0).TopicOf(shared)
+
+	hashID := func(m *pb.Message) string { s := sha256.Sum256(m.Data); return string(s[:]) }
+	opts := []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor(), pubsub.WithMessageIdFn(hashID)}
+	type stranger struct {
+		name string
+		h    host.Host
+		sub  *pubsub.Subscription
+	}
+	var strangers []stranger
+	for _, kind := range []string{"gossipsub", "floodsub"} {
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		newPS := pubsub.NewGossipSub
+		if kind == "floodsub" {
+			newPS = pubsub.NewFloodSub
+		}
+		ps, err := newPS(ctx, h, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, err := ps.Join(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub, err := tp.Subscribe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			if err := h.Connect(ctx, peer.AddrInfo{ID: nt.ID(i), Addrs: nt.Node(i).Host().Addrs()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		strangers = append(strangers, stranger{kind, h, sub})
+	}
+	// The GossipSub stranger is a subscriber of the topic for both members.
+	for i := range 2 {
+		nt.WaitFor(10*time.Second, func() bool {
+			return slices.Contains(nt.Node(i).PubSub().ListPeers(topic), strangers[0].h.ID())
+		}, "node %d to take the stranger's subscription", i)
+	}
+	// No member speaks floodsub.
+	for i := range 2 {
+		if s, err := strangers[1].h.NewStream(ctx, nt.ID(i), pubsub.FloodSubID); err == nil {
+			s.Reset()
+			t.Fatalf("node %d took a floodsub stream", i)
+		}
+	}
+
+	before := eventCount(nt, 0, shared)
+	for k := range 3 {
+		say(t, nt, 0, shared, fmt.Sprintf("secret %d from node 0", k))
+		say(t, nt, 1, shared, fmt.Sprintf("secret %d from node 1", k))
+	}
+	for i := range 2 {
+		nt.WaitFor(10*time.Second, func() bool { return eventCount(nt, i, shared) == before+6 }, "node %d to have every post", i)
+	}
+	// What a member sends a peer goes out at once, or as gossip at the next
+	// heartbeat (1 s): a stranger that got nothing in two has nothing coming.
+	for _, s := range strangers {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		m, err := s.sub.Next(c)
+		cancel()
+		if err == nil {
+			t.Fatalf("the %s stranger read %d bytes of the room (%q…)", s.name, len(m.Data), m.Data[:min(len(m.Data), 40)])
+		}
+	}
 }
