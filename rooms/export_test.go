@@ -6,6 +6,7 @@ import (
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	dto "github.com/prometheus/client_model/go"
 
@@ -18,6 +19,12 @@ func (m *Manager) Validate(id identity.RoomID, from peer.ID, data []byte) pubsub
 	r := m.room(id)
 	topic := r.topicName()
 	return r.validate(context.Background(), from, &pubsub.Message{Message: &pb.Message{Data: data, Topic: &topic}, ReceivedFrom: from})
+}
+
+// SendInviteNotice sends target the notice of an invite event, as Invite
+// does, from any host: tests of invites that are not what they claim.
+func SendInviteNotice(ctx context.Context, h host.Host, target peer.ID, id identity.RoomID, wire []byte, topic string) error {
+	return sendInviteNotice(ctx, h, target, inviteNotice{Room: string(id), Event: wire, Topic: topic})
 }
 
 // VVs returns a room's accepted and committed version vectors.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -95,18 +96,23 @@ func (m *Manager) tellInvited(ctx context.Context, r *room, target peer.ID, eid 
 	if err != nil {
 		return err
 	}
+	r.mu.RLock()
+	name, topic := r.meta.Name, r.meta.Topic
+	r.mu.RUnlock()
+	return sendInviteNotice(ctx, m.cfg.Host, target, inviteNotice{Room: string(r.id), Name: name, Event: wire, Topic: topic})
+}
+
+// sendInviteNotice sends target an invite notice and reads its answer.
+func sendInviteNotice(ctx context.Context, h host.Host, target peer.ID, n inviteNotice) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	s, err := m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "invite"), target, ProtocolInvite)
+	s, err := h.NewStream(network.WithAllowLimitedConn(ctx, "invite"), target, ProtocolInvite)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(20 * time.Second))
-	r.mu.RLock()
-	name, topic := r.meta.Name, r.meta.Topic
-	r.mu.RUnlock()
-	if err := writeCBORFrame(s, inviteNotice{Room: string(r.id), Name: name, Event: wire, Topic: topic}); err != nil {
+	if err := writeCBORFrame(s, n); err != nil {
 		s.Reset()
 		return err
 	}
@@ -161,6 +167,13 @@ func (m *Manager) handleInvite(s network.Stream) {
 		return
 	case target != m.self || e.Author != remote || e.Room != id:
 		answer(fmt.Errorf("%w: the invite event is not %s inviting this node to %s", ErrInviteRefused, remote, id))
+		return
+	}
+	if r := m.room(id); r != nil && !r.isMember(remote) {
+		// This node is in the room and the sender is not a member of it
+		// (perhaps removed): it would be caught up from, and told this
+		// node's version vector, for nothing.
+		answer(fmt.Errorf("%w: %s is not a member of room %s", ErrInviteRefused, remote, id))
 		return
 	}
 	name := n.Name

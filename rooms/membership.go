@@ -202,11 +202,17 @@ func (r *room) loadMembership() error {
 	return nil
 }
 
-// checkAuthor checks that e's author may post it: a member node, or a node
-// that left whose event belongs to its membership before it left; the
-// first event of a membership must have the admitting event in its past.
-// Only the creator removes another node. admit and member are the author's
-// entry in members. Its caller holds procMu.
+// checkAuthor checks that e's author may post it: a member node; the first
+// event of a membership must have the admitting event in its past. Only the
+// creator removes another node. admit and member are the author's entry in
+// members. Its caller holds procMu.
+//
+// A node that left, or was removed, posts nothing more until it is invited
+// again. Its events up to the leave's cutoff are all in the leave's causal
+// past (the cutoff is the leave's own seq, or the remover's count of the
+// node's events), so the room stored them before it applied the leave: one
+// that comes now with such a seq is a fork made afterwards, perhaps an
+// invite of itself that would take the node back in, and it is refused.
 func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
 	r.mu.RLock()
 	o, wasOut := r.outs[e.Author]
@@ -215,7 +221,8 @@ func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
 	first := uint64(1)
 	switch {
 	case wasOut && e.Seq <= o.cutoff:
-		first, admit = o.first, o.admit
+		return fmt.Errorf("%w: %s left room %s (or was removed) after its event %d, and this is a fork of event %d",
+			ErrNotMember, e.Author, r.id, o.cutoff, e.Seq)
 	case wasOut && !o.back:
 		return fmt.Errorf("%w: %s left room %s (or was removed) after its event %d", ErrNotMember, e.Author, r.id, o.cutoff)
 	case wasOut:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -279,6 +280,113 @@ func TestClosedRoomAnswersItsWaiters(t *testing.T) {
 			cancel()
 			if !errors.Is(err, rooms.ErrClosed) {
 				t.Fatalf("%s on the closed room (try %d): %v, want ErrClosed", name, k, err)
+			}
+		}
+	}
+}
+
+// TestRemovedNodeForgesNoWayBack: a removed node still holds its key and
+// knows the room. It signs an invite of itself and a message, each reusing
+// one of its seqs from before the removal (where a node's own events are
+// still accepted), with the room's last head as parent, and serves them when
+// the creator pulls from it; it also sends the creator an invite notice for
+// the room, which would have the creator catch up from it. The creator
+// refuses both events and the notice: the node stays out, nothing it forged
+// is shown, and it cannot pull what was said after its removal.
+func TestRemovedNodeForgesNoWayBack(t *testing.T) {
+	nt := startNet(t, 2)
+	ctx := context.Background()
+	id := openRoom(t, nt, 1)
+	a, b := nt.ID(0), nt.ID(1)
+	say(t, nt, 1, id, "before the removal")
+	nt.WaitFor(20*time.Second, func() bool { return logHas(nt, 0, id, "before the removal") }, "node 0 to have node 1's message")
+	vs, err := mgr(nt, 1).Log(id, 1000, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := vs[len(vs)-1]
+	var bSeq uint64
+	for _, v := range vs {
+		if v.Author == b {
+			bSeq = max(bSeq, v.Seq)
+		}
+	}
+	if bSeq < 2 {
+		t.Fatalf("node 1 has %d events in the room, want at least 2", bSeq)
+	}
+
+	if _, err := mgr(nt, 0).Remove(ctx, id, b, identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		ms, _ := mgr(nt, 0).Members(id)
+		return !slices.Contains(ms, b)
+	}, "node 0 to drop node 1")
+	say(t, nt, 0, id, "said after the removal")
+
+	key := loadKey(t, nt.Home(1))
+	seal := func(e rooms.Event) []byte {
+		t.Helper()
+		w, _, err := rooms.Seal(key, &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	forged := func(seq uint64, kind rooms.Kind, body string) []byte {
+		return seal(rooms.Event{Room: id, Author: b, Agent: identity.HumanAgent, Seq: seq, Parents: []rooms.ID{head.ID},
+			Depth: head.Depth + 1, Time: time.Now().UnixMilli(), Kind: kind, Body: []byte(body)})
+	}
+	selfInvite := forged(bSeq, rooms.KindInvite, string(b))
+	message := forged(bSeq-1, rooms.KindMessage, "forged after the removal")
+	nt.Node(1).Host().SetStreamHandler(rooms.ProtocolSync, func(s network.Stream) {
+		defer s.Close()
+		if _, err := rooms.ReadHello(s, rooms.MaxFrame); err != nil {
+			s.Reset()
+			return
+		}
+		_ = rooms.WriteFrame(s, &rooms.Batch{Events: [][]byte{selfInvite, message}})
+		_ = rooms.WriteFrame(s, &rooms.Batch{End: true})
+	})
+
+	// The notice of an invite to a room node 0 is in, from a node that is
+	// not a member: refused, with no catch-up from the sender.
+	if err := rooms.SendInviteNotice(ctx, nt.Node(1).Host(), a, id, forged(bSeq, rooms.KindInvite, string(a)), mgr(nt, 0).TopicOf(id)); err == nil ||
+		!errors.Is(err, rooms.ErrInviteRefused) {
+		t.Fatalf("node 1's invite notice to a room node 0 is in: %v, want it refused", err)
+	}
+	before := rejected(t, nt.Node(0), "not_member")
+	if err := mgr(nt, 0).SyncNow(ctx, id, b); err != nil {
+		t.Logf("node 0 pulling from node 1: %v", err)
+	}
+	member := func() bool { ms, _ := mgr(nt, 0).Members(id); return slices.Contains(ms, b) }
+	nt.WaitFor(20*time.Second, func() bool {
+		return rejected(t, nt.Node(0), "not_member") >= before+2 || member() || logHas(nt, 0, id, "forged after the removal")
+	}, "node 0 to refuse or take the forged events")
+	if member() {
+		t.Fatal("node 0 took node 1 back as a member")
+	}
+	if logHas(nt, 0, id, "forged after the removal") {
+		t.Fatal("node 0 shows the message node 1 forged after its removal")
+	}
+	// What node 1 gets when it pulls from node 0 with nothing in hand.
+	st, err := nt.Node(1).Host().NewStream(ctx, a, rooms.ProtocolSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := rooms.WriteFrame(st, &rooms.Hello{Room: id, VV: map[peer.ID]uint64{}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.CloseWrite()
+	for {
+		bt, err := rooms.ReadBatch(st)
+		if err != nil || bt.End {
+			break
+		}
+		for _, w := range bt.Events {
+			if e, _, err := rooms.Decode(w); err == nil && string(e.Body) == "said after the removal" {
+				t.Fatal("node 1 pulled a message said after its removal")
 			}
 		}
 	}
