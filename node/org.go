@@ -80,7 +80,19 @@ func (a orgAPI) Publish(ctx context.Context, req localapi.OrgRecordRequest) (loc
 
 func (a orgAPI) Status(context.Context) localapi.OrgStatus {
 	o := a.n.org
-	st := localapi.OrgStatus{Members: []localapi.OrgMember{}, Trusts: []localapi.OrgTrust{}, Contacts: map[string]string{}}
+	st := localapi.OrgStatus{Members: []localapi.OrgMember{}, Trusts: []localapi.OrgTrust{}, Contacts: map[string]string{},
+		Offers: []localapi.OrgOffer{}}
+	for _, of := range o.Offers() {
+		m := of.Member
+		v := localapi.OrgOffer{Org: m.Org.String(), Name: m.Name, Handle: m.Handle, From: of.From.String(),
+			Expires: m.NotAfter.UTC(), Trusts: []string{}}
+		for _, t := range of.Trusts {
+			if t.Kind == consent.OrgTrust {
+				v.Trusts = append(v.Trusts, t.Subject.String())
+			}
+		}
+		st.Offers = append(st.Offers, v)
+	}
 	mine := o.Mine()
 	if mine == nil {
 		return st
@@ -99,4 +111,36 @@ func (a orgAPI) Status(context.Context) localapi.OrgStatus {
 		}
 	}
 	return st
+}
+
+func (a orgAPI) Accept(ctx context.Context, req localapi.OrgRequest) (localapi.OrgStatus, error) {
+	org, err := peer.Decode(req.Org)
+	if err != nil {
+		return localapi.OrgStatus{}, localapi.Errorf(http.StatusBadRequest, "bad_org", "organisation key %q: %v", req.Org, err)
+	}
+	if _, err := a.n.org.Accept(ctx, org); err != nil {
+		return localapi.OrgStatus{}, orgError(err)
+	}
+	return a.Status(ctx), nil
+}
+
+func (a orgAPI) Decline(ctx context.Context, req localapi.OrgRequest) (localapi.OrgStatus, error) {
+	org, err := peer.Decode(req.Org)
+	if err != nil {
+		return localapi.OrgStatus{}, localapi.Errorf(http.StatusBadRequest, "bad_org", "organisation key %q: %v", req.Org, err)
+	}
+	if err := a.n.org.Decline(org); err != nil {
+		return localapi.OrgStatus{}, orgError(err)
+	}
+	return a.Status(ctx), nil
+}
+
+func orgError(err error) error {
+	switch {
+	case errors.Is(err, org.ErrNoOffer):
+		return localapi.Errorf(http.StatusNotFound, "no_offer", "%v", err)
+	case errors.Is(err, org.ErrOtherOrg):
+		return localapi.Errorf(http.StatusConflict, "other_org", "%v (this node is in an organisation already)", err)
+	}
+	return err
 }

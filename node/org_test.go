@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,8 @@ import (
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/org"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -86,7 +90,17 @@ func TestOrgTrust(t *testing.T) {
 	if n := x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x2), Handle: "xena"}); n != 1 {
 		t.Fatalf("the new member's certificate reached %d peers, want 1", n)
 	}
-	nt.WaitFor(10*time.Second, func() bool { return nt.Node(x2).Org().Mine() != nil }, "node %d to hold its membership", x2)
+	// The certificate a contact pushed waits for x2's user, who takes it.
+	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(x2).Org().Offers()) == 1 }, "node %d to hold the offered membership", x2)
+	if nt.Node(x2).Org().Mine() != nil {
+		t.Fatal("a pushed membership was taken without the user")
+	}
+	if _, err := nt.Node(x2).Org().Accept(context.Background(), x.id); err != nil {
+		t.Fatal(err)
+	}
+	if m := nt.Node(x2).Org().Mine(); m == nil || m.Org != x.id || len(nt.Node(x2).Org().Offers()) != 0 {
+		t.Fatalf("after accepting: membership %v, %d offers left", m, len(nt.Node(x2).Org().Offers()))
+	}
 
 	// Y trusts X, X not yet Y: a request from X's member waits for the user.
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk, consent.ScopePresence}})
@@ -138,6 +152,114 @@ func TestOrgTrust(t *testing.T) {
 		{x1, "org.remove " + nt.ID(x2).String()}, {y1, "org.untrust " + x.id.String()}} {
 		if got := strings.Join(auditActions(t, nt, w.node), "\n"); !strings.Contains(got, w.action) {
 			t.Fatalf("node %d's audit log lacks %q:\n%s", w.node, w.action, got)
+		}
+	}
+}
+
+// TestOrgPushedMembershipWaitsForTheUser: a contact pushes a node that is
+// in no organisation a membership of an organisation the contact made up,
+// with that organisation's trust in a second one it also made up, whose
+// member (a stranger) then asks to be a contact. The membership waits for
+// the user: the node is in no organisation, the stranger's request waits
+// for the user too, and more offers than MaxOffers are refused. Before,
+// the pushed membership was taken at once and the stranger was approved
+// without the user, with the invite scope.
+func TestOrgPushedMembershipWaitsForTheUser(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	nt.ConnectAll()
+	const victim, contact, stranger = 0, 1, 2
+	befriend(t, nt, contact, victim)
+	o, z := newOrgKey(t, "Made up"), newOrgKey(t, "Puppet")
+	seal := func(k orgKey, r consent.OrgRecord) []byte {
+		t.Helper()
+		orgSeq++
+		r.Name, r.Seq = k.name, uint64(time.Now().UnixMilli())*1000+orgSeq
+		if r.Kind == consent.OrgMember || r.Kind == consent.OrgTrust {
+			r.NotBefore, r.NotAfter = time.Now().Add(-time.Minute), time.Now().Add(24*time.Hour)
+		}
+		w, err := consent.NewOrgRecord(k.priv, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	push := func(recs ...[]byte) {
+		t.Helper()
+		s, err := nt.Node(contact).Host().NewStream(context.Background(), nt.ID(victim), org.ProtocolID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		body, err := consent.EncodeOrgRecords(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := frame.Write(s, append([]byte{'p'}, body...)); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.CloseWrite()
+		if _, err := frame.Read(s, 1<<20); err != nil { // the answer: the push was handled
+			t.Fatal(err)
+		}
+	}
+	scopes := []string{consent.ScopeAsk, consent.ScopeInvite, consent.ScopePresence}
+	push(seal(o, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(victim), Handle: "victim"}),
+		seal(o, consent.OrgRecord{Kind: consent.OrgTrust, Subject: z.id, Scopes: scopes}))
+	offers := nt.Node(victim).Org().Offers()
+	if len(offers) != 1 || offers[0].Member.Org != o.id || offers[0].From != nt.ID(contact) || len(offers[0].Trusts) != 1 {
+		t.Fatalf("offers %+v, want the pushed membership of %s with its trust", offers, o.id)
+	}
+	if m := nt.Node(victim).Org().Mine(); m != nil {
+		t.Fatalf("the node took a pushed membership of %s without its user", m.Org)
+	}
+	// A trust pushed on its own is about an organisation the node is not in.
+	push(seal(o, consent.OrgRecord{Kind: consent.OrgTrust, Subject: z.id, Scopes: scopes}))
+	if n := len(nt.Node(victim).Org().Trusts()); n != 0 {
+		t.Fatalf("the node holds %d trusts of an organisation it is not in", n)
+	}
+
+	// The stranger shows a membership of Z, which trusts O back.
+	z.publish(t, nt, stranger, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(stranger), Handle: "anyone"})
+	z.publish(t, nt, stranger, consent.OrgRecord{Kind: consent.OrgTrust, Subject: o.id, Scopes: scopes})
+	request(t, nt, stranger, victim)
+	nt.WaitFor(15*time.Second, func() bool {
+		return counter(nt, victim, "parley_org_auto_approvals_total", "not_trusted") >= 1
+	}, "the node to decide the stranger's request")
+	if s := contactState(nt, victim, stranger); s != consent.StatePendingIn {
+		t.Fatalf("the stranger's request is %q, want it waiting for the user (pending-in)", s)
+	}
+	if nt.Node(victim).Contacts().TrustInvite(nt.ID(stranger)) {
+		t.Fatal("the node trusts the stranger's invites")
+	}
+
+	// Offers are bounded: the contact pushes more organisations than fit.
+	for k := range org.MaxOffers {
+		extra := newOrgKey(t, fmt.Sprintf("extra %d", k))
+		push(seal(extra, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(victim), Handle: "victim"}))
+	}
+	if n := len(nt.Node(victim).Org().Offers()); n != org.MaxOffers {
+		t.Fatalf("%d offers held, want %d", n, org.MaxOffers)
+	}
+	if got := counter(nt, victim, "parley_org_records_refused_total", "offers_full"); got != 1 {
+		t.Fatalf("offers refused as too many: %v, want 1", got)
+	}
+
+	// The user declines O: it is gone, and said in the audit log.
+	if err := nt.Node(victim).Org().Decline(o.id); err != nil {
+		t.Fatal(err)
+	}
+	for _, of := range nt.Node(victim).Org().Offers() {
+		if of.Member.Org == o.id {
+			t.Fatal("a declined membership still waits")
+		}
+	}
+	if err := nt.Node(victim).Org().Decline(o.id); !errors.Is(err, org.ErrNoOffer) {
+		t.Fatalf("declining twice: %v", err)
+	}
+	got := strings.Join(auditActions(t, nt, victim), "\n")
+	for _, want := range []string{"org.offered " + nt.ID(victim).String(), "org.decline " + nt.ID(victim).String()} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("the audit log lacks %q:\n%s", want, got)
 		}
 	}
 }

@@ -34,10 +34,48 @@ contacts at once.
   parley org remove PEER_ID --key …              revoke a member
   parley org trust ORGKEY --key … [--scopes ask,invite,presence]
   parley org untrust ORGKEY --key …
-  parley org status`,
+  parley org status
+  parley org accept ORGKEY                       take a membership a contact pushed
+  parley org decline ORGKEY
+
+A membership certificate of your node that someone else's node pushes (an
+organisation's admin certifying you) waits for you: see it in 'parley org status',
+then accept or decline it. Until you accept, your node is in no organisation, and
+that organisation's trusts approve no one for you.`,
 	}
-	cmd.AddCommand(orgInitCmd(), orgAddCmd(g), orgRemoveCmd(g), orgTrustCmd(g), orgUntrustCmd(g), orgStatusCmd(g))
+	cmd.AddCommand(orgInitCmd(), orgAddCmd(g), orgRemoveCmd(g), orgTrustCmd(g), orgUntrustCmd(g), orgStatusCmd(g),
+		orgAnswerCmd(g, "accept"), orgAnswerCmd(g, "decline"))
 	return cmd
+}
+
+// orgAnswerCmd answers a membership a contact pushed.
+func orgAnswerCmd(g *globals, verb string) *cobra.Command {
+	short := "Take a membership certificate a contact pushed: your node joins that organisation"
+	if verb == "decline" {
+		short = "Drop a membership certificate a contact pushed"
+	}
+	return &cobra.Command{
+		Use:   verb + " ORGKEY",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := orgPeerArg(args[0]); err != nil {
+				return err
+			}
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.OrgStatus, error) {
+				if verb == "decline" {
+					return c.OrgDecline(ctx, args[0])
+				}
+				return c.OrgAccept(ctx, args[0])
+			}, func(w io.Writer, v localapi.OrgStatus) {
+				if verb == "decline" {
+					fmt.Fprintf(w, "declined the membership of %s\n", args[0])
+					return
+				}
+				fmt.Fprintf(w, "this node is %s in organisation %s (ORGKEY %s) until %s\n", termtext.Line(v.Handle), termtext.Line(v.Name), v.Org, v.Expires.Format(time.DateOnly))
+			})
+		},
+	}
 }
 
 func orgInitCmd() *cobra.Command {
@@ -188,6 +226,14 @@ func orgStatusCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.OrgStatus, error) { return c.OrgStatus(ctx) },
 				func(w io.Writer, v localapi.OrgStatus) {
+					for _, o := range v.Offers {
+						fmt.Fprintf(w, "%s offers membership of %s (ORGKEY %s) as %s until %s", o.From, termtext.Line(o.Name), o.Org,
+							termtext.Line(o.Handle), o.Expires.Format(time.DateOnly))
+						if len(o.Trusts) > 0 {
+							fmt.Fprintf(w, ", trusting %s", strings.Join(o.Trusts, ", "))
+						}
+						fmt.Fprintf(w, ": parley org accept %s (or decline)\n", o.Org)
+					}
 					if v.Org == "" {
 						fmt.Fprintln(w, "not a member of an organisation")
 						return

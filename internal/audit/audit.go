@@ -59,6 +59,8 @@ const (
 	OrgUntrust     = "org.untrust"
 	OrgAdd         = "org.add"
 	OrgRemove      = "org.remove"
+	OrgOffered     = "org.offered" // a membership a contact pushed, waiting for the user
+	OrgDecline     = "org.decline" // a membership that waited for the user, declined
 	AgentMute      = "agent.mute"
 	AgentUnmute    = "agent.unmute"
 	AgentKill      = "agent.kill"

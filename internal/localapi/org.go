@@ -36,6 +36,22 @@ type OrgTrust struct {
 	Expires time.Time `json:"expires"`
 }
 
+// OrgOffer is a membership of this node that a contact pushed, waiting
+// for the user: `parley org accept ORGKEY` or `parley org decline ORGKEY`.
+type OrgOffer struct {
+	Org     string    `json:"org"` // the organisation's key (a peer ID)
+	Name    string    `json:"name"`
+	Handle  string    `json:"handle"`
+	From    string    `json:"from"` // the contact that pushed it
+	Expires time.Time `json:"expires"`
+	Trusts  []string  `json:"trusts"` // organisations it trusts, pushed with it
+}
+
+// OrgRequest names an organisation by its key.
+type OrgRequest struct {
+	Org string `json:"org"`
+}
+
 // OrgStatus is the node's organisation as it knows it.
 type OrgStatus struct {
 	Org     string      `json:"org"`  // the organisation's key (a peer ID); empty: none
@@ -46,22 +62,34 @@ type OrgStatus struct {
 	Trusts  []OrgTrust  `json:"trusts"`
 	// Contacts made through organisation trust, by peer ID → organisation.
 	Contacts map[string]string `json:"contacts"`
+	// Memberships contacts pushed, waiting for the user.
+	Offers []OrgOffer `json:"offers"`
 }
 
 // Org is what the node's organisation service offers the local API.
 type Org interface {
 	Publish(ctx context.Context, req OrgRecordRequest) (OrgRecordResult, error)
 	Status(ctx context.Context) OrgStatus
+	Accept(ctx context.Context, req OrgRequest) (OrgStatus, error)
+	Decline(ctx context.Context, req OrgRequest) (OrgStatus, error)
 }
 
 // HandleOrg adds the organisation endpoints:
 //
 //	GET  /v1/org          OrgStatus
 //	POST /v1/org/records  OrgRecordRequest → OrgRecordResult
+//	POST /v1/org/accept   OrgRequest → OrgStatus (a pushed membership taken)
+//	POST /v1/org/decline  OrgRequest → OrgStatus (a pushed membership dropped)
 func (s *Server) HandleOrg(o Org) {
 	noBody(s, "GET /v1/org", func(r *http.Request) (OrgStatus, error) { return o.Status(r.Context()), nil })
 	withBody(s, "POST /v1/org/records", false, func(r *http.Request, req OrgRecordRequest) (OrgRecordResult, error) {
 		return o.Publish(r.Context(), req)
+	})
+	withBody(s, "POST /v1/org/accept", false, func(r *http.Request, req OrgRequest) (OrgStatus, error) {
+		return o.Accept(r.Context(), req)
+	})
+	withBody(s, "POST /v1/org/decline", false, func(r *http.Request, req OrgRequest) (OrgStatus, error) {
+		return o.Decline(r.Context(), req)
 	})
 }
 
@@ -75,4 +103,16 @@ func (c *Client) OrgStatus(ctx context.Context) (OrgStatus, error) {
 func (c *Client) OrgPublish(ctx context.Context, record []byte) (OrgRecordResult, error) {
 	var v OrgRecordResult
 	return v, c.do(ctx, "POST", "/v1/org/records", OrgRecordRequest{Record: record}, &v)
+}
+
+// OrgAccept takes the membership of org a contact pushed.
+func (c *Client) OrgAccept(ctx context.Context, org string) (OrgStatus, error) {
+	var v OrgStatus
+	return v, c.do(ctx, "POST", "/v1/org/accept", OrgRequest{Org: org}, &v)
+}
+
+// OrgDecline drops the membership of org a contact pushed.
+func (c *Client) OrgDecline(ctx context.Context, org string) (OrgStatus, error) {
+	var v OrgStatus
+	return v, c.do(ctx, "POST", "/v1/org/decline", OrgRequest{Org: org}, &v)
 }

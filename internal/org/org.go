@@ -17,11 +17,14 @@
 //	'i' intro   no records; answered by 'r' with the node's membership
 //	            certificate and its organisation's live trusts
 //
-// A pushed record is kept when it is about this node's organisation (or
-// is this node's first membership certificate, pushed by a contact) and is
+// A pushed record is kept when it is about this node's organisation and is
 // newer (Seq) than the one it replaces; a revocation of a member of
 // another organisation is acted on when that member is a contact made
-// through that organisation.
+// through that organisation. This node's first membership certificate,
+// pushed by a contact (with its organisation's trusts), waits for the
+// user (Offers, Accept, Decline; at most MaxOffers): the organisation's
+// trusts decide which strangers become contacts without the user, and
+// anyone can make an organisation key.
 //
 // # Trust
 //
@@ -266,17 +269,13 @@ func (s *Service) ingest(ctx context.Context, r *consent.OrgRecord, from peer.ID
 	mine := s.Mine()
 	switch {
 	case mine != nil && r.Org == mine.Org:
-	case mine == nil && r.Kind == consent.OrgMember && r.Subject == s.self && (from == "" || s.cfg.Contacts.Active(from)):
-		// This node's first membership: from its user, or pushed by a
-		// contact (an organisation cannot enrol a stranger's node).
+	case mine == nil && r.Kind == consent.OrgMember && r.Subject == s.self && from == "":
+		// This node's first membership comes from its user (pushed by
+		// a contact, it waits for the user: hold).
 	case r.Kind == consent.OrgRevoke && s.taggedWith(r.Subject) == r.Org:
 		// A member of another organisation, met through it, is revoked.
 	default:
 		s.mu.Unlock()
-		if mine == nil && r.Subject == s.self && from != "" {
-			s.refused.WithLabelValues("not_contact").Inc()
-			return fmt.Errorf("%w: a membership pushed by %s, who is not a contact", ErrOtherOrg, from)
-		}
 		s.refused.WithLabelValues("other_org").Inc()
 		return ErrOtherOrg
 	}
@@ -515,6 +514,18 @@ func (s *Service) handle(st network.Stream) {
 	switch b[0] {
 	case opPush:
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if s.Mine() == nil {
+			// A first membership waits for the user, with the trusts
+			// pushed with it; the rest is taken as usual.
+			if o := s.offerFrom(recs, remote); o != nil {
+				s.mu.Lock()
+				if err := s.hold(o); err != nil {
+					s.log.Info("pushed organisation membership refused", "remote", remote.String(), "err", err)
+				}
+				s.mu.Unlock()
+				recs = slices.DeleteFunc(recs, func(r *consent.OrgRecord) bool { return r.Org == o.Member.Org })
+			}
+		}
 		for _, r := range recs {
 			if err := s.ingest(ctx, r, remote); err != nil && !errors.Is(err, ErrStale) {
 				s.log.Info("pushed organisation record refused", "remote", remote.String(), "err", err)

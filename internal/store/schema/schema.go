@@ -36,6 +36,9 @@
 //	                                   of one org, group (m: member/revoke, t: trust/untrust)
 //	                                   and subject (internal/org)
 //	o/c/<peer>                         a contact made through organisation trust → the org
+//	o/o/<org>                          a membership of org a contact pushed, waiting for the
+//	                                   user's answer: uvarint length, the pusher's peer ID, then
+//	                                   the sealed records (consent.EncodeOrgRecords)
 //	g/<agent>                          local agent registrations (JSON, internal/agents)
 //	s/k/<session>                      agent session key → its agent's name and card (JSON,
 //	                                   internal/agents; a bare name from older nodes)
@@ -208,6 +211,12 @@ func OrgContact(p []byte) []byte { return append([]byte("o/c/"), PeerBytes(p)...
 
 // OrgContactPrefix is the prefix of every organisation contact tag.
 func OrgContactPrefix() []byte { return []byte("o/c/") }
+
+// OrgOffer is a membership of org pushed to this node, waiting for its user.
+func OrgOffer(org []byte) []byte { return append([]byte("o/o/"), PeerBytes(org)...) }
+
+// OrgOfferPrefix is the prefix of every membership waiting for the user.
+func OrgOfferPrefix() []byte { return []byte("o/o/") }
 
 // LocalAgent is one local agent registration (internal/agents).
 func LocalAgent(agent string) []byte { return append([]byte("g/"), agent...) }
