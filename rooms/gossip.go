@@ -29,8 +29,15 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 		r.m.reject(ErrTooLarge)
 		return pubsub.ValidationReject
 	}
-	// An event the room stored lately (it came by sync first) is dropped
-	// before the costly part: the signature check.
+	// What a peer without consent sends, and an event the room stored
+	// lately (it came by sync first), are dropped before the costly part:
+	// the signature check. A stranger that read the topic in a member's
+	// hello can send on it; GossipSub's peer filter keeps it out of the
+	// mesh, not from sending.
+	if from != r.m.self && r.m.cfg.Policy.Allowed(from) != nil {
+		r.m.metrics.rejected.WithLabelValues("no_consent").Inc()
+		return pubsub.ValidationIgnore
+	}
 	id := ID(sha256.Sum256(msg.Data))
 	if _, ok := r.recent.get(id); ok && from != r.m.self {
 		r.m.metrics.duplicate.Inc()
@@ -47,7 +54,7 @@ func (r *room) validate(_ context.Context, from peer.ID, msg *pubsub.Message) pu
 		return pubsub.ValidationReject
 	}
 	if from != r.m.self {
-		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && r.founds(e)) || r.m.cfg.Policy.Allowed(from) != nil {
+		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && r.founds(e)) {
 			r.m.metrics.rejected.WithLabelValues("no_consent").Inc()
 			return pubsub.ValidationIgnore
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -232,5 +233,47 @@ func TestStrangerReadsNoRoom(t *testing.T) {
 		if err == nil {
 			t.Fatalf("the %s stranger read %d bytes of the room (%q…)", s.name, len(m.Data), m.Data[:min(len(m.Data), 40)])
 		}
+	}
+}
+
+// TestStrangerGossipIsDroppedUnread: what a stranger (no contact, no shared
+// room) publishes on a room's topic is dropped before it is decoded or its
+// signature checked: GossipSub's peer filter keeps a stranger out of the
+// mesh, not from sending on a topic it read in a member's hello.
+func TestStrangerGossipIsDroppedUnread(t *testing.T) {
+	nt := nodetest.Start(t, 1) // the contact service is the rooms' policy
+	ctx := context.Background()
+	id, err := mgr(nt, 0).Create(ctx, "alone", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := mgr(nt, 0).TopicOf(id)
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	hashID := func(m *pb.Message) string { s := sha256.Sum256(m.Data); return string(s[:]) }
+	ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor(), pubsub.WithMessageIdFn(hashID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := ps.Join(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Connect(ctx, peer.AddrInfo{ID: nt.ID(0), Addrs: nt.Node(0).Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(10*time.Second, func() bool { return slices.Contains(tp.ListPeers(), nt.ID(0)) }, "the stranger to see the member on the topic")
+	malformed := rejected(t, nt.Node(0), "malformed")
+	for k := range 3 {
+		if err := tp.Publish(ctx, []byte(fmt.Sprintf("not an event %d", k))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nt.WaitFor(10*time.Second, func() bool { return rejected(t, nt.Node(0), "no_consent") >= 3 }, "the member to drop the stranger's messages")
+	if got := rejected(t, nt.Node(0), "malformed"); got != malformed {
+		t.Fatalf("the member decoded %v of the stranger's messages", got-malformed)
 	}
 }
