@@ -281,6 +281,12 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.rooms = rm
 
+	subs := newSubFilter(rm.HasTopic, func(p peer.ID) bool {
+		return n.host.Network().Connectedness(p) != network.NotConnected
+	}, n.log)
+	register(n.reg, subs.dropped)
+	n.host.Network().Notify(subs.notifiee())
+
 	// Room events are signed by their authors, so GossipSub's own signing
 	// is off; a message's ID is the hash of its bytes, as an event's is.
 	ps, err := pubsub.NewGossipSub(n.ctx, n.host,
@@ -296,6 +302,9 @@ func (n *Node) start(ctx context.Context) error {
 		// Own events go to mesh peers only, which the peer filter vets:
 		// never flooded to every subscriber of a room's topic.
 		pubsub.WithFloodPublish(false),
+		// At most MaxForeignTopics topics this node is not in are kept
+		// for a peer: GossipSub keeps every topic a peer announces.
+		pubsub.WithSubscriptionFilter(subs),
 		pubsub.WithRawTracer(rm.Tracer()),
 		pubsub.WithValidateQueueSize(4096),
 		pubsub.WithPeerOutboundQueueSize(4096),

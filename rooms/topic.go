@@ -48,6 +48,15 @@ func (m *Manager) TopicOf(id identity.RoomID) string {
 	return r.topicName()
 }
 
+// HasTopic reports whether name is the GossipSub topic of a room this
+// node has open. GossipSub's event loop calls it, through the node's
+// subscription filter, for every topic a peer announces: it takes mu only.
+func (m *Manager) HasTopic(name string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.topics[name] != nil
+}
+
 // topicName is the room's current topic ("" while unknown).
 func (r *room) topicName() string {
 	r.mu.RLock()
