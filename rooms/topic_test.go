@@ -15,10 +15,15 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-msgio"
+	"google.golang.org/protobuf/proto"
+	"io"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -276,4 +281,141 @@ func TestStrangerGossipIsDroppedUnread(t *testing.T) {
 	if got := rejected(t, nt.Node(0), "malformed"); got != malformed {
 		t.Fatalf("the member decoded %v of the stranger's messages", got-malformed)
 	}
+}
+
+// TestStrangerGrowsNoTopicTable: a stranger with a fresh key announces
+// 20,000 made-up topics on one GossipSub stream. The node keeps
+// node.MaxForeignTopics of them and its live heap hardly grows; a member
+// invited afterwards still forms the room's mesh with it and gets its
+// posts by gossip (anti-entropy is hourly).
+func TestStrangerGrowsNoTopicTable(t *testing.T) {
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Hour
+	}))
+	ctx := context.Background()
+	id, err := mgr(nt, 0).Create(ctx, "test", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := mgr(nt, 0).TopicOf(id)
+
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	// The stranger speaks GossipSub as far as taking the node's stream.
+	h.SetStreamHandler(pubsub.GossipSubID_v11, func(s network.Stream) { _, _ = io.Copy(io.Discard, s) })
+	if err := h.Connect(ctx, peer.AddrInfo{ID: nt.ID(0), Addrs: nt.Node(0).Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	var before runtime.MemStats
+	liveHeap(&before)
+
+	s, err := h.NewStream(ctx, nt.ID(0), pubsub.GossipSubID_v11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w := msgio.NewVarintWriter(s)
+	write := func(topics ...string) {
+		t.Helper()
+		subs := make([]*pb.RPC_SubOpts, len(topics))
+		for i := range topics {
+			subs[i] = &pb.RPC_SubOpts{Subscribe: proto.Bool(true), Topicid: &topics[i]}
+		}
+		b, err := proto.Marshal(&pb.RPC{Subscriptions: subs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteMsg(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const perRPC, rpcs = 5_000, 4
+	pad := strings.Repeat("x", 64)
+	junk := func(r, k int) string { return fmt.Sprintf("/junk/%s/%d/%d", pad, r, k) }
+	for r := range rpcs {
+		topics := make([]string, perRPC)
+		for k := range topics {
+			topics[k] = junk(r, k)
+		}
+		write(topics...)
+	}
+	// GossipSub takes a stream's RPCs in order: once the node lists the
+	// stranger on the room's topic, it has taken every made-up one.
+	write(topic)
+	nt.WaitFor(30*time.Second, func() bool {
+		return slices.Contains(nt.Node(0).PubSub().ListPeers(topic), h.ID())
+	}, "the node to take the stranger's subscription to the room's topic")
+	var after runtime.MemStats
+	liveHeap(&after)
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d made-up topics: live heap %.1f -> %.1f MiB", rpcs*perRPC, float64(before.HeapAlloc)/(1<<20), float64(after.HeapAlloc)/(1<<20))
+
+	kept := 0
+	for r := range rpcs {
+		for k := range perRPC {
+			if slices.Contains(nt.Node(0).PubSub().ListPeers(junk(r, k)), h.ID()) {
+				kept++
+			}
+		}
+	}
+	if kept != node.MaxForeignTopics {
+		t.Fatalf("the node keeps %d of the stranger's %d made-up topics, want %d", kept, rpcs*perRPC, node.MaxForeignTopics)
+	}
+	if d := dropped(t, nt.Node(0), "over_cap"); d != float64(rpcs*perRPC-node.MaxForeignTopics) {
+		t.Fatalf("dropped (over_cap) %v, want %d", d, rpcs*perRPC-node.MaxForeignTopics)
+	}
+	if growth > 1<<20 {
+		t.Fatalf("live heap grew by %.1f MiB", float64(growth)/(1<<20))
+	}
+
+	// A member still forms the room's mesh and gets posts by gossip.
+	nt.WaitFor(10*time.Second, func() bool {
+		return nt.Node(0).Host().Network().Connectedness(nt.ID(1)) == network.Connected
+	}, "node 1 connected to node 0")
+	if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(40*time.Second, func() bool { return hasJoined(nt, 1, id) }, "node 1 to join")
+	nt.WaitFor(time.Minute, func() bool {
+		return mgr(nt, 0).MeshHas(id, nt.ID(1)) && mgr(nt, 1).MeshHas(id, nt.ID(0))
+	}, "the mesh")
+	say(t, nt, 0, id, "from node 0")
+	say(t, nt, 1, id, "from node 1")
+	nt.WaitFor(20*time.Second, func() bool { return logHas(nt, 1, id, "from node 0") }, "node 1 to get node 0's post")
+	nt.WaitFor(20*time.Second, func() bool { return logHas(nt, 0, id, "from node 1") }, "node 0 to get node 1's post")
+}
+
+// dropped is how many peers' subscriptions node n did not give GossipSub,
+// for reason.
+func dropped(t *testing.T, n *node.Node, reason string) float64 {
+	t.Helper()
+	mfs, err := n.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "parley_gossip_subscriptions_dropped_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// liveHeap reads the memory statistics once garbage is collected, pools
+// included (a pool's objects outlive one collection).
+func liveHeap(ms *runtime.MemStats) {
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(ms)
 }
