@@ -313,13 +313,20 @@ func isErr(err, target error) bool {
 
 func rejected(t *testing.T, n *node.Node, reason string) float64 {
 	t.Helper()
+	return labelled(t, n, "parley_room_events_rejected_total", reason)
+}
+
+// labelled sums node n's counter name over the series whose reason label
+// is reason (any reason when it is empty).
+func labelled(t *testing.T, n *node.Node, name, reason string) float64 {
+	t.Helper()
 	mfs, err := n.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var total float64
 	for _, mf := range mfs {
-		if mf.GetName() != "parley_room_events_rejected_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {

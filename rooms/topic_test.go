@@ -393,23 +393,7 @@ func TestStrangerGrowsNoTopicTable(t *testing.T) {
 // for reason.
 func dropped(t *testing.T, n *node.Node, reason string) float64 {
 	t.Helper()
-	mfs, err := n.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "parley_gossip_subscriptions_dropped_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return labelled(t, n, "parley_gossip_subscriptions_dropped_total", reason)
 }
 
 // liveHeap reads the memory statistics once garbage is collected, pools
