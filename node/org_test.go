@@ -41,9 +41,9 @@ func newOrgKey(t *testing.T, name string) orgKey {
 
 var orgSeq uint64
 
-// publish signs r with the organisation's key and hands it to node i, as
-// `parley org` does.
-func (o orgKey) publish(t *testing.T, nt *nodetest.Net, i int, r consent.OrgRecord) int {
+// seal signs r with the organisation's key, with the next seq and, for a
+// membership or a trust, a day to live.
+func (o orgKey) seal(t *testing.T, r consent.OrgRecord) []byte {
 	t.Helper()
 	orgSeq++
 	r.Name, r.Seq = o.name, uint64(time.Now().UnixMilli())*1000+orgSeq
@@ -54,6 +54,14 @@ func (o orgKey) publish(t *testing.T, nt *nodetest.Net, i int, r consent.OrgReco
 	if err != nil {
 		t.Fatal(err)
 	}
+	return wire
+}
+
+// publish signs r with the organisation's key and hands it to node i, as
+// `parley org` does.
+func (o orgKey) publish(t *testing.T, nt *nodetest.Net, i int, r consent.OrgRecord) int {
+	t.Helper()
+	wire := o.seal(t, r)
 	_, n, err := nt.Node(i).Org().Publish(context.Background(), wire)
 	if err != nil {
 		t.Fatalf("node %d: publish %s: %v", i, r.Kind, err)
@@ -170,19 +178,6 @@ func TestOrgPushedMembershipWaitsForTheUser(t *testing.T) {
 	const victim, contact, stranger = 0, 1, 2
 	befriend(t, nt, contact, victim)
 	o, z := newOrgKey(t, "Made up"), newOrgKey(t, "Puppet")
-	seal := func(k orgKey, r consent.OrgRecord) []byte {
-		t.Helper()
-		orgSeq++
-		r.Name, r.Seq = k.name, uint64(time.Now().UnixMilli())*1000+orgSeq
-		if r.Kind == consent.OrgMember || r.Kind == consent.OrgTrust {
-			r.NotBefore, r.NotAfter = time.Now().Add(-time.Minute), time.Now().Add(24*time.Hour)
-		}
-		w, err := consent.NewOrgRecord(k.priv, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
 	push := func(recs ...[]byte) {
 		t.Helper()
 		s, err := nt.Node(contact).Host().NewStream(context.Background(), nt.ID(victim), org.ProtocolID)
@@ -203,8 +198,8 @@ func TestOrgPushedMembershipWaitsForTheUser(t *testing.T) {
 		}
 	}
 	scopes := []string{consent.ScopeAsk, consent.ScopeInvite, consent.ScopePresence}
-	push(seal(o, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(victim), Handle: "victim"}),
-		seal(o, consent.OrgRecord{Kind: consent.OrgTrust, Subject: z.id, Scopes: scopes}))
+	push(o.seal(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(victim), Handle: "victim"}),
+		o.seal(t, consent.OrgRecord{Kind: consent.OrgTrust, Subject: z.id, Scopes: scopes}))
 	offers := nt.Node(victim).Org().Offers()
 	if len(offers) != 1 || offers[0].Member.Org != o.id || offers[0].From != nt.ID(contact) || len(offers[0].Trusts) != 1 {
 		t.Fatalf("offers %+v, want the pushed membership of %s with its trust", offers, o.id)
@@ -213,7 +208,7 @@ func TestOrgPushedMembershipWaitsForTheUser(t *testing.T) {
 		t.Fatalf("the node took a pushed membership of %s without its user", m.Org)
 	}
 	// A trust pushed on its own is about an organisation the node is not in.
-	push(seal(o, consent.OrgRecord{Kind: consent.OrgTrust, Subject: z.id, Scopes: scopes}))
+	push(o.seal(t, consent.OrgRecord{Kind: consent.OrgTrust, Subject: z.id, Scopes: scopes}))
 	if n := len(nt.Node(victim).Org().Trusts()); n != 0 {
 		t.Fatalf("the node holds %d trusts of an organisation it is not in", n)
 	}
@@ -235,7 +230,7 @@ func TestOrgPushedMembershipWaitsForTheUser(t *testing.T) {
 	// Offers are bounded: the contact pushes more organisations than fit.
 	for k := range org.MaxOffers {
 		extra := newOrgKey(t, fmt.Sprintf("extra %d", k))
-		push(seal(extra, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(victim), Handle: "victim"}))
+		push(extra.seal(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(victim), Handle: "victim"}))
 	}
 	if n := len(nt.Node(victim).Org().Offers()); n != org.MaxOffers {
 		t.Fatalf("%d offers held, want %d", n, org.MaxOffers)

@@ -159,6 +159,32 @@ func TestIdleRoomsCostNoGoroutine(t *testing.T) {
 	waitConverged(t, nt, ids[7], 4, 20*time.Second, 0, 1)
 }
 
+// strangerOn starts a host with a fresh key on loopback that joins topic
+// over GossipSub (or floodsub), taking messages as Parley sends them:
+// unsigned, named by the hash of their bytes.
+func strangerOn(t *testing.T, topic string, floodsub bool) (host.Host, *pubsub.Topic) {
+	t.Helper()
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	hashID := func(m *pb.Message) string { s := sha256.Sum256(m.Data); return string(s[:]) }
+	newPS := pubsub.NewGossipSub
+	if floodsub {
+		newPS = pubsub.NewFloodSub
+	}
+	ps, err := newPS(context.Background(), h, pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor(), pubsub.WithMessageIdFn(hashID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := ps.Join(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, tp
+}
+
 // TestStrangerReadsNoRoom: a stranger with a fresh key that connects to a
 // member and subscribes to a room's topic (its name is in the member's
 // GossipSub hello) reads none of the room's events, whether it speaks
@@ -170,8 +196,6 @@ func TestStrangerReadsNoRoom(t *testing.T) {
 	shared := openRoom(t, nt, 1)
 	topic := mgr(nt, 0).TopicOf(shared)
 
-	hashID := func(m *pb.Message) string { s := sha256.Sum256(m.Data); return string(s[:]) }
-	opts := []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor(), pubsub.WithMessageIdFn(hashID)}
 	type stranger struct {
 		name string
 		h    host.Host
@@ -179,23 +203,7 @@ func TestStrangerReadsNoRoom(t *testing.T) {
 	}
 	var strangers []stranger
 	for _, kind := range []string{"gossipsub", "floodsub"} {
-		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
-		newPS := pubsub.NewGossipSub
-		if kind == "floodsub" {
-			newPS = pubsub.NewFloodSub
-		}
-		ps, err := newPS(ctx, h, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp, err := ps.Join(topic)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, tp := strangerOn(t, topic, kind == "floodsub")
 		sub, err := tp.Subscribe()
 		if err != nil {
 			t.Fatal(err)
@@ -253,20 +261,7 @@ func TestStrangerGossipIsDroppedUnread(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := mgr(nt, 0).TopicOf(id)
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	hashID := func(m *pb.Message) string { s := sha256.Sum256(m.Data); return string(s[:]) }
-	ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor(), pubsub.WithMessageIdFn(hashID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := ps.Join(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, tp := strangerOn(t, topic, false)
 	if err := h.Connect(ctx, peer.AddrInfo{ID: nt.ID(0), Addrs: nt.Node(0).Host().Addrs()}); err != nil {
 		t.Fatal(err)
 	}
