@@ -43,7 +43,7 @@ const (
 func (s *Service) handleCards(st network.Stream) {
 	defer st.Close()
 	p := st.Conn().RemotePeer()
-	if s.ctx.Err() != nil || !s.limCards.allow(p, s.now()) {
+	if s.ctx.Err() != nil || !s.limCards.Allow(p, s.now()) {
 		s.m.rejected.WithLabelValues("cards_rate_limited").Inc()
 		_ = st.Reset()
 		return

@@ -252,7 +252,7 @@ func (s *Service) handlePresence(st network.Stream) {
 			return
 		}
 		// The limit comes before decoding: a flood costs no more than reading.
-		if !s.limPresence.allow(p, s.now()) {
+		if !s.limPresence.Allow(p, s.now()) {
 			s.rejectPresence(p, "rate_limited", nil)
 			_ = st.Reset()
 			return

@@ -20,6 +20,7 @@ import (
 
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/ratelimit"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -184,7 +185,7 @@ type Service struct {
 	lastSeq map[peer.ID]uint64
 	probing map[peer.ID]bool
 
-	limPresence, limCards *limiter
+	limPresence, limCards *ratelimit.Limiter[peer.ID]
 
 	pubKick, presKick, sweepKick chan struct{}
 
@@ -214,7 +215,7 @@ func New(cfg Config) (*Service, error) {
 		reg: newRegistry(), pub: make(map[identity.AgentName]*pubState), tombs: make(map[identity.AgentName]*tombstone),
 		provided: make(map[string]time.Time), out: make(map[peer.ID]*outState),
 		remote: make(map[peer.ID]*remoteState), lastSeq: make(map[peer.ID]uint64), probing: make(map[peer.ID]bool),
-		limPresence: newLimiter(PresenceRateLimit), limCards: newLimiter(CardsRateLimit),
+		limPresence: ratelimit.New[peer.ID](PresenceRateLimit, 0), limCards: ratelimit.New[peer.ID](CardsRateLimit, 0),
 		pubKick: make(chan struct{}, 1), presKick: make(chan struct{}, 1), sweepKick: make(chan struct{}, 1),
 		runDone: make(chan struct{}),
 	}
@@ -570,44 +571,4 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	default:
 	}
 	t.Reset(d)
-}
-
-// limiter is a token bucket per peer: rate a minute, bursting to rate.
-type limiter struct {
-	rate float64
-	mu   sync.Mutex // protects buckets
-	b    map[peer.ID]*bucket
-}
-
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-func newLimiter(rate int) *limiter {
-	return &limiter{rate: float64(rate), b: make(map[peer.ID]*bucket)}
-}
-
-func (l *limiter) allow(p peer.ID, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.b[p]
-	if b == nil {
-		if len(l.b) >= 4096 {
-			for q, old := range l.b {
-				if now.Sub(old.last) > time.Minute {
-					delete(l.b, q)
-				}
-			}
-		}
-		b = &bucket{tokens: l.rate, last: now}
-		l.b[p] = b
-	}
-	b.tokens = min(l.rate, b.tokens+max(0, now.Sub(b.last).Minutes())*l.rate)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
 }

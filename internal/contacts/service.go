@@ -19,6 +19,7 @@ import (
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/ratelimit"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -101,11 +102,11 @@ type Service struct {
 	// returns, so the store sees them in order.
 	mu sync.Mutex
 
-	stateMu sync.Mutex                // protects the fields below
-	out     map[peer.ID]chan struct{} // one outbound exchange at a time per peer
-	done    map[string]bool           // deliveries answered since start, by deliveryKey
-	lim     map[peer.ID]*bucket       // inbound rate limits
-	closing bool                      // set by Close: no new goroutines
+	stateMu sync.Mutex                  // protects the fields below
+	out     map[peer.ID]chan struct{}   // one outbound exchange at a time per peer
+	done    map[string]bool             // deliveries answered since start, by deliveryKey
+	lim     *ratelimit.Limiter[peer.ID] // inbound rate limits
+	closing bool                        // set by Close: no new goroutines
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -137,7 +138,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, self: book.Self(), log: cfg.Logger, book: book, now: cfg.Now,
-		out: make(map[peer.ID]chan struct{}), done: make(map[string]bool), lim: make(map[peer.ID]*bucket),
+		out: make(map[peer.ID]chan struct{}), done: make(map[string]bool), lim: ratelimit.New[peer.ID](cfg.RateLimit, 0),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var recs [][]byte
@@ -294,39 +295,9 @@ func (s *Service) lockPeer(ctx context.Context, p peer.ID) (unlock func(), err e
 	}
 }
 
-// bucket is a token bucket for one peer's inbound messages.
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
 // allow takes one token from p's bucket: RateLimit a minute, bursting to
-// RateLimit.
-func (s *Service) allow(p peer.ID) bool {
-	now := s.now()
-	capa := float64(s.cfg.RateLimit)
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
-	b := s.lim[p]
-	if b == nil {
-		if len(s.lim) >= 4096 {
-			for q, old := range s.lim {
-				if now.Sub(old.last) > time.Minute {
-					delete(s.lim, q)
-				}
-			}
-		}
-		b = &bucket{tokens: capa, last: now}
-		s.lim[p] = b
-	}
-	b.tokens = min(capa, b.tokens+max(0, now.Sub(b.last).Minutes())*capa)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
-}
+// RateLimit (ratelimit.Limiter bounds the buckets kept).
+func (s *Service) allow(p peer.ID) bool { return s.lim.Allow(p, s.now()) }
 
 // record hands a decision about the contact with p to the audit log.
 func (s *Service) record(actor, action string, p peer.ID, detail map[string]string) {
