@@ -391,3 +391,29 @@ func TestRemovedNodeForgesNoWayBack(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondInviteNoticeBeforeCatchUp: a node told of its invite twice
+// (the inviter tells it again when it reconnects) may get the second
+// notice while the catch-up the first began has not brought the create
+// event: the room knows no member yet, so the notice is taken, not
+// refused as from a non-member, and the node joins.
+func TestSecondInviteNoticeBeforeCatchUp(t *testing.T) {
+	nt := startNet(t, 2)
+	ctx := context.Background()
+	id, err := mgr(nt, 0).Create(ctx, "test", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Node 1 has the room open from a first notice, none of its events
+	// stored yet.
+	if err := mgr(nt, 1).OpenInvited(id, mgr(nt, 0).TopicOf(id)); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(10*time.Second, func() bool {
+		return nt.Node(0).Host().Network().Connectedness(nt.ID(1)) == network.Connected
+	}, "node 1 connected to node 0")
+	if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatalf("invite of a node whose room has no event yet: %v", err)
+	}
+	nt.WaitFor(40*time.Second, func() bool { return hasJoined(nt, 1, id) }, "node 1 to join")
+}

@@ -1258,6 +1258,18 @@ func (r *room) isMember(p peer.ID) bool {
 	return ok
 }
 
+// refusesInviter reports whether an invite notice from p is refused: the
+// room knows its members and p is not one (a node that left or was
+// removed is not). A room opened by an earlier notice whose catch-up has
+// not brought the create event yet knows no member, and takes the notice
+// (an inviter may tell it twice: again when it reconnects).
+func (r *room) refusesInviter(p peer.ID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, member := r.members[p]
+	return !member && len(r.members) > 0
+}
+
 func (r *room) memberList() []peer.ID {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
