@@ -15,8 +15,8 @@ import (
 )
 
 // uiActions are the local API routes the dashboard's page may use: the
-// human's posts, replies, invites and new rooms, contact decisions, and room
-// logs.
+// human's posts, replies, invites and new rooms, contact decisions, answers
+// to the invites and organisation memberships that wait, and room logs.
 var uiActions = []string{
 	"POST /v1/agents/human/say",
 	"POST /v1/agents/human/reply",
@@ -27,6 +27,8 @@ var uiActions = []string{
 	"POST /v1/contacts/revoke",
 	"POST /v1/invites/accept",
 	"POST /v1/invites/decline",
+	"POST /v1/org/accept",
+	"POST /v1/org/decline",
 	"POST /v1/moderation/mute",
 	"POST /v1/moderation/unmute",
 	"POST /v1/moderation/kill",
@@ -131,6 +133,9 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	out["agents"] = agents
 	out["contacts"] = (contactsAPI{n.contacts}).List(ctx)
 	out["invites"] = (invitesAPI{n}).List(ctx)
+	if n.org != nil {
+		out["org_offers"] = (orgAPI{n}).Status(ctx).Offers
+	}
 	out["moderation"] = (modAPI{n}).Rules(ctx)
 	limit := n.cfg.AgentPostLimit
 	switch {

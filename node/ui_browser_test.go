@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -160,6 +161,27 @@ func TestDashboardInBrowser(t *testing.T) {
 		es, err := c1.Contacts(ctx)
 		return err == nil && len(es) == 1 && es[0].State == "active"
 	}, "the contact approved from the page to be active")
+
+	// Node 1 puts node 0 in an organisation: the membership waits for the
+	// human, who accepts it from the page.
+	acme := newOrgKey(t, "Acme")
+	acme.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(1), Handle: "bob"})
+	nt.WaitFor(30*time.Second, func() bool {
+		acme.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(0), Handle: "alice"})
+		return len(nt.Node(0).Org().Offers()) == 1
+	}, "node 0 to hold the pushed membership")
+	offer := fmt.Sprintf(`#org_offers tr[data-org=%q]`, acme.id)
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(() => { const r = document.querySelector(%q); return !!r && !document.getElementById("org-panel").hidden && r.textContent.includes("Acme") && r.textContent.includes("alice") })()`, offer),
+		"the organisation's offer on the page")
+	if m := nt.Node(0).Org().Mine(); m != nil {
+		t.Fatalf("node 0 is in %s before its human accepted", m.Org)
+	}
+	clickJS(t, b, offer+" button")
+	nt.WaitFor(30*time.Second, func() bool {
+		m := nt.Node(0).Org().Mine()
+		return m != nil && m.Org == acme.id && m.Handle == "alice"
+	}, "node 0 to be alice in Acme once accepted from the page")
+	waitJS(t, b, 30*time.Second, `document.getElementById("org-panel").hidden`, "the answered offer to leave the page")
 
 	// A room of each node; the page shows both.
 	mine, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "local-room"})

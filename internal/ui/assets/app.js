@@ -228,6 +228,17 @@
         return r;
       })));
     },
+    org_offers: function (os) {
+      $("org-panel").hidden = !(os || []).length;
+      fill($("org_offers"), [head(["organisation", "you as", "from", "trusts", "until", ""])].concat((os || []).map(function (o) {
+        var acts = el("span", { cls: "nowrap" }, [
+          btn("accept", function () { act("/v1/org/accept", { org: o.org }); }),
+          btn("decline", function () { act("/v1/org/decline", { org: o.org }); })]);
+        var r = row([(o.name || "") + " " + short(o.org), o.handle, peer(o.from), (o.trusts || []).map(short).join(", "), until(o.expires), acts]);
+        r.setAttribute("data-org", o.org);
+        return r;
+      })));
+    },
     audit: function (es) {
       fill($("audit"), [head(["#", "time", "actor", "action", "subject"])].concat((es || []).slice().reverse().map(function (e) {
         var room = e.action.slice(0, 5) === "room." && S.rooms.filter(function (r) { return r.room_id === e.subject; })[0];
