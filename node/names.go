@@ -18,13 +18,14 @@ func (n *Node) Names() *names.Service { return n.names }
 // takes contacts' handles as hints once the contact service runs.
 func (n *Node) newNames() error {
 	s, err := names.New(names.Config{
-		Host:   n.host,
-		Key:    n.priv,
-		Handle: n.cfg.Handle,
-		Store:  n.db,
-		Hints:  n.contactHandles,
-		Wanted: n.namedPeers,
-		Member: n.ownMember,
+		Host:       n.host,
+		Key:        n.priv,
+		Handle:     n.cfg.Handle,
+		Store:      n.db,
+		Hints:      n.contactHandles,
+		Wanted:     n.namedPeers,
+		Requesters: n.requesters,
+		Member:     n.ownMember,
 		CheckMember: func(p peer.ID, wire []byte) (names.Membership, error) {
 			r, err := n.org.CheckCard(p, wire)
 			if err != nil {
@@ -66,14 +67,22 @@ func (n *Node) contactHandles() map[peer.ID]string {
 	return out
 }
 
-// namedPeers are the peers whose names the node learns: those it keeps
-// connected (contacts, peers it asked, room members) and those asking to
-// be contacts.
+// namedPeers are the peers whose names the node learns and keeps: those
+// it keeps connected (contacts, peers it asked, room members).
 func (n *Node) namedPeers() []peer.ID {
 	if n.contacts == nil || n.rooms == nil {
 		return nil
 	}
-	out := n.wantedPeers()
+	return n.wantedPeers()
+}
+
+// requesters are the peers asking to be contacts: their names are learned
+// while they ask, and not kept (a stranger can ask).
+func (n *Node) requesters() []peer.ID {
+	if n.contacts == nil {
+		return nil
+	}
+	var out []peer.ID
 	for _, c := range n.contacts.Book().List(time.Now()) {
 		if c.State == consent.StatePendingIn {
 			out = append(out, c.Peer)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,9 +37,12 @@ const (
 	// queueLen bounds the peers waiting to be asked; more are dropped
 	// (asked on their next connection).
 	queueLen = 256
-	// MaxNames bounds the cards kept; past it, cards of peers not seen for
-	// the longest are dropped from memory (the store keeps them).
+	// MaxNames bounds the cards kept; past it, the cards of other peers are
+	// not kept.
 	MaxNames = 10000
+	// MaxRequesterCards bounds the cards of peers asking to be contacts,
+	// kept in memory only (see Config.Requesters).
+	MaxRequesterCards = 256
 	// minSuffix is the shortest tail of a peer ID shown after '~'.
 	minSuffix = 4
 	// recheck is how often connected peers without a card are looked at
@@ -73,6 +77,12 @@ type Config struct {
 	// members of the node's rooms): a stranger that connects cannot fill the
 	// store or crowd the names. Nil: every peer's.
 	Wanted func() []peer.ID
+	// Requesters lists peers asking to be contacts: their cards are asked
+	// for so the user sees who asks, and kept in memory only, at most
+	// MaxRequesterCards of them, while they ask. A stranger with a fresh key
+	// can ask, so their cards go neither to the store nor into MaxNames. A
+	// requester that becomes wanted has its card kept. Nil: none.
+	Requesters func() []peer.ID
 	// Member returns this node's membership certificate of its
 	// organisation (a sealed record), shown on its card; nil: none.
 	Member func() []byte
@@ -104,13 +114,21 @@ type Service struct {
 
 	queue chan peer.ID
 
-	mu       sync.Mutex // protects cards, members, asked, table, wanted and wantedAt
+	mu       sync.Mutex // protects cards, passing, members, asked, table, wanted, asking and wantedAt
 	cards    map[peer.ID]*discovery.NodeCard
-	members  map[peer.ID]Membership // checked certificates of cards
-	wanted   map[peer.ID]bool       // Wanted's answer at wantedAt
+	passing  map[peer.ID]passingCard // requesters' cards, in memory only
+	members  map[peer.ID]Membership  // checked certificates of cards
+	wanted   map[peer.ID]bool        // Wanted's answer at wantedAt
+	asking   map[peer.ID]bool        // Requesters' answer at wantedAt
 	wantedAt time.Time
 	asked    map[peer.ID]time.Time
 	table    *table // display names, rebuilt when stale
+}
+
+// passingCard is a requester's card and the bytes it came in.
+type passingCard struct {
+	card *discovery.NodeCard
+	wire []byte
 }
 
 // table is the display names of every known node at one time.
@@ -138,7 +156,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("names: %w", err)
 	}
 	s := &Service{cfg: cfg, self: self, log: cfg.Logger, queue: make(chan peer.ID, queueLen),
-		cards: make(map[peer.ID]*discovery.NodeCard), members: make(map[peer.ID]Membership), asked: make(map[peer.ID]time.Time)}
+		cards: make(map[peer.ID]*discovery.NodeCard), passing: make(map[peer.ID]passingCard), members: make(map[peer.ID]Membership),
+		asked: make(map[peer.ID]time.Time)}
 	if cfg.Handle != "" {
 		if _, err := s.ownCard(); err != nil {
 			return nil, err
@@ -185,8 +204,9 @@ func (s *Service) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				s.tidyPassing()
 				for _, p := range h.Network().Peers() {
-					if _, ok := s.Handle(p); !ok {
+					if !s.kept(p) {
 						s.enqueue(p)
 					}
 				}
@@ -216,7 +236,7 @@ func (s *Service) Run(ctx context.Context) error {
 
 // enqueue asks p for its card unless it was asked lately.
 func (s *Service) enqueue(p peer.ID) {
-	if p == s.self || !s.isWanted(p) {
+	if p == s.self || s.wants(p) == wantNone {
 		return
 	}
 	now := s.cfg.Now()
@@ -341,10 +361,19 @@ func (s *Service) Learn(from peer.ID, wire []byte) error {
 	if c.Peer == s.self {
 		return nil
 	}
-	if !s.isWanted(c.Peer) {
+	switch s.wants(c.Peer) {
+	case wantNone:
 		return fmt.Errorf("names: %s is neither a contact nor a member of a room of this node", c.Peer)
+	case wantPassing:
+		return s.learnPassing(c, wire)
 	}
 	s.mu.Lock()
+	if old, ok := s.passing[c.Peer]; ok {
+		delete(s.passing, c.Peer)
+		if old.card.Seq > c.Seq { // a newer one came while it asked
+			c, wire = old.card, old.wire
+		}
+	}
 	old := s.cards[c.Peer]
 	if old != nil && old.Seq >= c.Seq {
 		s.mu.Unlock()
@@ -366,27 +395,117 @@ func (s *Service) Learn(from peer.ID, wire []byte) error {
 	return nil
 }
 
-// isWanted reports whether p's card is asked for and kept.
-func (s *Service) isWanted(p peer.ID) bool {
+// How a peer's card is wanted.
+const (
+	wantNone    = iota // not asked for, not kept
+	wantPassing        // a requester's: kept in memory while it asks
+	wantKept           // kept, in the store too
+)
+
+// wants reports how p's card is wanted.
+func (s *Service) wants(p peer.ID) int {
 	if s.cfg.Wanted == nil {
-		return true
+		return wantKept
 	}
 	now := s.cfg.Now()
 	s.mu.Lock()
 	stale := s.wanted == nil || now.Sub(s.wantedAt) > time.Second
 	s.mu.Unlock()
 	if stale {
-		w := make(map[peer.ID]bool)
+		w, a := make(map[peer.ID]bool), make(map[peer.ID]bool)
 		for _, q := range s.cfg.Wanted() {
 			w[q] = true
 		}
+		if s.cfg.Requesters != nil {
+			for _, q := range s.cfg.Requesters() {
+				a[q] = true
+			}
+		}
 		s.mu.Lock()
-		s.wanted, s.wantedAt = w, now
+		s.wanted, s.asking, s.wantedAt = w, a, now
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.wanted[p]
+	switch {
+	case s.wanted[p]:
+		return wantKept
+	case s.asking[p]:
+		return wantPassing
+	}
+	return wantNone
+}
+
+// learnPassing keeps a requester's card in memory, while there is room
+// (after dropping the cards of peers no longer asking).
+func (s *Service) learnPassing(c *discovery.NodeCard, wire []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.passing[c.Peer]
+	if ok && old.card.Seq >= c.Seq {
+		return nil
+	}
+	if !ok && len(s.passing) >= MaxRequesterCards {
+		s.dropPassingLocked()
+		if len(s.passing) >= MaxRequesterCards {
+			return fmt.Errorf("names: %d cards of peers asking to be contacts held already", MaxRequesterCards)
+		}
+	}
+	s.passing[c.Peer] = passingCard{card: c, wire: wire}
+	s.checkMember(c)
+	s.table = nil
+	return nil
+}
+
+// dropPassingLocked drops the cards of peers no longer asking. s.mu is
+// held.
+func (s *Service) dropPassingLocked() {
+	for p := range s.passing {
+		if !s.asking[p] && !s.wanted[p] {
+			delete(s.passing, p)
+			if _, kept := s.cards[p]; !kept {
+				delete(s.members, p)
+			}
+			s.table = nil
+		}
+	}
+}
+
+// tidyPassing keeps the cards of requesters that became wanted and drops
+// those of peers no longer asking.
+func (s *Service) tidyPassing() {
+	s.mu.Lock()
+	var promote []peer.ID
+	for p := range s.passing {
+		promote = append(promote, p)
+	}
+	s.mu.Unlock()
+	for _, p := range promote {
+		if s.wants(p) != wantKept {
+			continue
+		}
+		s.mu.Lock()
+		pc, ok := s.passing[p]
+		s.mu.Unlock()
+		if ok {
+			if err := s.Learn(p, pc.wire); err != nil {
+				s.log.Debug("a requester's card not kept", "peer", p.String(), "err", err)
+			}
+		}
+	}
+	s.wants(s.self) // refreshes the lists when stale
+	s.mu.Lock()
+	s.dropPassingLocked()
+	s.mu.Unlock()
+}
+
+// kept reports whether p's card is held in the store's set (not only as
+// a requester's).
+func (s *Service) kept(p peer.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.cards[p]
+	return ok
 }
 
 // current returns the display table, rebuilt when a card came in or it is
@@ -406,10 +525,13 @@ func (s *Service) current() *table {
 			}
 		}
 	}
+	for p, pc := range s.passing {
+		handles[p] = pc.card.Handle
+	}
 	for p, c := range s.cards {
 		handles[p] = c.Handle
 	}
-	t := &table{built: now, n: len(s.cards), name: make(map[peer.ID]string, len(handles)), handle: handles,
+	t := &table{built: now, n: len(s.cards) + len(s.passing), name: make(map[peer.ID]string, len(handles)), handle: handles,
 		byName: make(map[string][]peer.ID)}
 	for p, h := range handles {
 		k := strings.ToLower(h)
@@ -420,8 +542,9 @@ func (s *Service) current() *table {
 			t.name[ps[0]] = handles[ps[0]]
 			continue
 		}
-		for _, p := range ps {
-			t.name[p] = handles[p] + "~" + suffix(p, ps)
+		tails := suffixes(ps)
+		for i, p := range ps {
+			t.name[p] = handles[p] + "~" + tails[i]
 		}
 	}
 	s.table = t
@@ -432,24 +555,43 @@ func (s *Service) current() *table {
 // checked by its decoder).
 func unsafe(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
-// suffix is the shortest tail of p's ID (at least minSuffix characters)
-// that no other of ps shares.
-func suffix(p peer.ID, ps []peer.ID) string {
-	s := p.String()
-	for n := minSuffix; n < len(s); n++ {
-		tail := s[len(s)-n:]
-		unique := true
-		for _, q := range ps {
-			if q != p && strings.HasSuffix(q.String(), tail) {
-				unique = false
-				break
-			}
-		}
-		if unique {
-			return tail
-		}
+// suffixes gives each of ps the shortest tail of its ID (at least
+// minSuffix characters) that no other of ps shares. The IDs are sorted by
+// their reversed text, so the longest tail an ID shares is with one of its
+// two neighbours there: O(k log k) for k nodes of one handle.
+func suffixes(ps []peer.ID) []string {
+	type rid struct {
+		i    int
+		s, r string
 	}
-	return s
+	rs := make([]rid, len(ps))
+	for i, p := range ps {
+		s := p.String()
+		b := []byte(s)
+		slices.Reverse(b)
+		rs[i] = rid{i, s, string(b)}
+	}
+	sort.Slice(rs, func(a, b int) bool { return rs[a].r < rs[b].r })
+	common := func(a, b string) int {
+		n := 0
+		for n < len(a) && n < len(b) && a[n] == b[n] {
+			n++
+		}
+		return n
+	}
+	out := make([]string, len(ps))
+	for k, x := range rs {
+		shared := 0
+		if k > 0 {
+			shared = max(shared, common(x.r, rs[k-1].r))
+		}
+		if k+1 < len(rs) {
+			shared = max(shared, common(x.r, rs[k+1].r))
+		}
+		n := min(max(minSuffix, shared+1), len(x.s))
+		out[x.i] = x.s[len(x.s)-n:]
+	}
+	return out
 }
 
 // Short is how a node with no known handle shows: … and the last 8
@@ -541,8 +683,8 @@ func (s *Service) Resolve(name string) (peer.ID, error) {
 		return ps[0], nil
 	}
 	var alts []string
-	for _, p := range ps {
-		alts = append(alts, t.handle[p]+"~"+suffix(p, ps))
+	for i, tail := range suffixes(ps) {
+		alts = append(alts, t.handle[ps[i]]+"~"+tail)
 	}
 	sort.Strings(alts)
 	return "", fmt.Errorf("%w: %q is the handle of %d nodes: write one of %s", ErrAmbiguous, name, len(ps), strings.Join(alts, ", "))

@@ -1,0 +1,209 @@
+package names_test
+
+import (
+	"math/big"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/discovery"
+	"github.com/parley-mesh/parley/internal/names"
+	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// card is a fresh key's sealed node card with handle h.
+func card(t *testing.T, h string) (peer.ID, []byte) {
+	t.Helper()
+	priv, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := discovery.SealNodeCard(priv, &discovery.NodeCard{Peer: id, Handle: h, Seq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, w
+}
+
+// lists is what the node would say is wanted and asking.
+type lists struct {
+	mu             sync.Mutex
+	wanted, asking []peer.ID
+}
+
+func (l *lists) get(which *[]peer.ID) func() []peer.ID {
+	return func() []peer.ID {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return append([]peer.ID(nil), (*which)...)
+	}
+}
+
+func (l *lists) set(wanted, asking []peer.ID) {
+	l.mu.Lock()
+	l.wanted, l.asking = wanted, asking
+	l.mu.Unlock()
+}
+
+// storedCards counts the cards in the store.
+func storedCards(t *testing.T, db *store.DB) int {
+	t.Helper()
+	n := 0
+	if err := db.ScanFrom(schema.NodeCardPrefix(), nil, false, func(_, _ []byte) bool { n++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRequestersCardsAreNotKept: strangers asking to be contacts (each a
+// fresh key) hand over cards; the user sees their names while they ask, but
+// their cards go neither to the store nor into the names kept, at most
+// MaxRequesterCards are held, and they are dropped once the peers stop
+// asking. A requester that becomes a contact has its card kept.
+func TestRequestersCardsAreNotKept(t *testing.T) {
+	h, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	priv, _, _ := crypto.GenerateEd25519Key(nil)
+	db, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	l := &lists{}
+	// The service reads the lists at most once a second: the clock moves
+	// on whenever they change.
+	now := time.Now()
+	var clock sync.Mutex
+	tick := func() { clock.Lock(); now = now.Add(2 * time.Second); clock.Unlock() }
+	ns, err := names.New(names.Config{Host: h, Key: priv, Handle: "me", Store: db,
+		Wanted: l.get(&l.wanted), Requesters: l.get(&l.asking),
+		Now: func() time.Time { clock.Lock(); defer clock.Unlock(); return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var asking []peer.ID
+	wires := map[peer.ID][]byte{}
+	for range names.MaxRequesterCards {
+		id, w := card(t, "alice")
+		asking = append(asking, id)
+		wires[id] = w
+	}
+	l.set(nil, asking)
+	tick()
+	for _, p := range asking {
+		if err := ns.Learn(p, wires[p]); err != nil {
+			t.Fatalf("a requester's card: %v", err)
+		}
+	}
+	if got := ns.Name(asking[0]); !strings.HasPrefix(got, "alice~") {
+		t.Fatalf("a requester shows as %q, want alice~SUFFIX", got)
+	}
+	// One more while all still ask: refused, nothing grows.
+	extra, w := card(t, "alice")
+	l.set(nil, append(asking, extra))
+	tick()
+	if err := ns.Learn(extra, w); err == nil {
+		t.Fatal("a requester's card taken past MaxRequesterCards")
+	}
+	if n := storedCards(t, db); n != 0 {
+		t.Fatalf("%d requesters' cards in the store", n)
+	}
+	if n := len(ns.All()); n != names.MaxRequesterCards+1 { // and this node's own
+		t.Fatalf("%d names known, want %d", n, names.MaxRequesterCards+1)
+	}
+
+	// All but one stop asking (evicted or denied); that one is approved: its
+	// card is kept, in the store, the others' dropped, and there is room for
+	// the next.
+	approved := asking[0]
+	l.set([]peer.ID{approved}, []peer.ID{extra})
+	tick()
+	ns.Tidy()
+	if err := ns.Learn(extra, w); err != nil {
+		t.Fatalf("a requester's card once the others left: %v", err)
+	}
+	if n := storedCards(t, db); n != 1 {
+		t.Fatalf("%d cards in the store, want the approved contact's", n)
+	}
+	if n := len(ns.All()); n != 3 {
+		t.Fatalf("%d names known, want this node, the contact and the one asking", n)
+	}
+	if h, ok := ns.Handle(approved); !ok || h != "alice" {
+		t.Fatalf("the approved contact's handle: %q %v", h, ok)
+	}
+}
+
+// TestSuffixesTellApart: nodes of one handle whose IDs share long tails
+// each get the shortest tail no other has, and each name resolves back.
+func TestSuffixesTellApart(t *testing.T) {
+	h, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	priv, _, _ := crypto.GenerateEd25519Key(nil)
+	// IDs that end alike in base58: n + j·58^k share their last k
+	// characters. (Names shown from hints, as a contact's handle.)
+	base, _ := new(big.Int).SetString("123456789012345678901234567890123456789", 10)
+	step := new(big.Int).Exp(big.NewInt(58), big.NewInt(7), nil)
+	var ids []peer.ID
+	for j := range 40 {
+		n := new(big.Int).Add(base, new(big.Int).Mul(big.NewInt(int64(j%5+1)*int64(j/5+1)), step))
+		if j%3 == 0 {
+			n.Add(n, big.NewInt(int64(j)))
+		}
+		ids = append(ids, peer.ID(n.Bytes()))
+	}
+	hints := map[peer.ID]string{}
+	for _, p := range ids {
+		hints[p] = "bob"
+	}
+	ns2, err := names.New(names.Config{Host: h, Key: priv, Hints: func() map[peer.ID]string { return hints }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ids {
+		name := ns2.Name(p)
+		tail, ok := strings.CutPrefix(name, "bob~")
+		if !ok {
+			t.Fatalf("%s shows as %q", p, name)
+		}
+		// The shortest: no other ID ends in it, and one character less
+		// (unless at the minimum of 4) some other does.
+		full := p.String()
+		if !strings.HasSuffix(full, tail) || len(tail) < 4 {
+			t.Fatalf("%q is not a tail of %s", tail, full)
+		}
+		for _, q := range ids {
+			if q != p && strings.HasSuffix(q.String(), tail) {
+				t.Fatalf("%q also ends %s", tail, q)
+			}
+		}
+		if len(tail) > 4 {
+			shorter, shared := tail[1:], false
+			for _, q := range ids {
+				shared = shared || (q != p && strings.HasSuffix(q.String(), shorter))
+			}
+			if !shared {
+				t.Fatalf("%q is not the shortest telling tail of %s", tail, full)
+			}
+		}
+		if got, err := ns2.Resolve(name); err != nil || got != p {
+			t.Fatalf("%q resolves to %s, %v", name, got, err)
+		}
+	}
+}
