@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -50,6 +52,38 @@ func (s *Service) handle(st network.Stream) {
 	_ = st.CloseWrite()
 }
 
+// StrangerAudits is how many contact requests a minute from peers the node
+// does not know are written to the audit log; the others are counted
+// (parley_contact_requests_unaudited_total) and the next line written
+// says how many were left out. Anyone with a fresh key can ask, and the
+// log is never cut: written for each, requests would grow it without
+// bound.
+const StrangerAudits = 10
+
+// auditNote is how much of a request's note the audit log keeps.
+const auditNote = 100
+
+// auditRequest writes a new contact request to the audit log, within
+// StrangerAudits a minute for peers the node does not know.
+func (s *Service) auditRequest(remote peer.ID, c consent.Contact, known bool) {
+	note := c.Note
+	if r := []rune(note); len(r) > auditNote {
+		note = string(r[:auditNote]) + "…"
+	}
+	detail := map[string]string{"id": c.ID, "handle": c.Handle, "note": note}
+	if !known {
+		if !s.strangerAudits.Allow("", s.now()) {
+			s.unaudited.Add(1)
+			s.m.unaudited.Inc()
+			return
+		}
+		if n := s.unaudited.Swap(0); n > 0 {
+			detail["unlogged_before"] = strconv.FormatInt(n, 10)
+		}
+	}
+	s.record(peerActor(remote), audit.ContactRequest, remote, detail)
+}
+
 // serve takes one message from remote and returns the answer.
 func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 	var (
@@ -59,14 +93,19 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 	switch m.Kind {
 	case consent.KindRequest:
 		var c consent.Contact
+		fresh := false // not a request the book holds already
+		known := s.known(remote)
 		err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
-			c, recs, err = s.book.IncomingRequest(remote, m.Request, s.known(remote), now)
+			c, recs, err = s.book.IncomingRequest(remote, m.Request, known, now)
+			fresh = slices.ContainsFunc(recs, func(r consent.Record) bool { return r.Peer == remote && !r.Delete })
 			return recs, err
 		})
 		if err == nil {
 			ans = consent.Message{Kind: consent.KindAck, ID: c.ID}
-			s.log.Info("contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
-			s.record(peerActor(remote), audit.ContactRequest, remote, map[string]string{"id": c.ID, "handle": c.Handle, "note": c.Note})
+			if fresh {
+				s.log.Info("contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
+				s.auditRequest(remote, c, known)
+			}
 			if s.cfg.AutoApprove != nil && c.State == consent.StatePendingIn {
 				id := c.ID
 				s.spawn(func() { s.autoApprove(remote, id) })

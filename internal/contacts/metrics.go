@@ -9,6 +9,9 @@ import (
 type metrics struct {
 	rejected *prometheus.CounterVec
 	received *prometheus.CounterVec
+	// unaudited counts requests from unknown peers left out of the audit
+	// log (over StrangerAudits a minute).
+	unaudited prometheus.Counter
 }
 
 // states are the contact states reported by parley_contacts.
@@ -26,10 +29,21 @@ func newMetrics(reg prometheus.Registerer, s *Service) *metrics {
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_contact_messages_total", Help: "Contact messages received on /parley/contact/1, by kind.",
 		}, []string{"kind"}),
+		unaudited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_contact_requests_unaudited_total",
+			Help: "Contact requests from peers the node does not know left out of the audit log (over the rate it writes them at).",
+		}),
 	}
 	if reg != nil {
 		m.rejected = register(reg, m.rejected)
 		m.received = register(reg, m.received)
+		if err := reg.Register(m.unaudited); err != nil {
+			if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
+				if old, ok := are.ExistingCollector.(prometheus.Counter); ok {
+					m.unaudited = old
+				}
+			}
+		}
 		_ = reg.Register(stateCollector{s}) // AlreadyRegistered after a restart on one registry
 	}
 	return m

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -106,7 +107,11 @@ type Service struct {
 	out     map[peer.ID]chan struct{}   // one outbound exchange at a time per peer
 	done    map[string]bool             // deliveries answered since start, by deliveryKey
 	lim     *ratelimit.Limiter[peer.ID] // inbound rate limits
-	closing bool                        // set by Close: no new goroutines
+	// strangerAudits bounds the audit lines of requests from peers the
+	// node does not know; unaudited counts those left out since the last.
+	strangerAudits *ratelimit.Limiter[string]
+	unaudited      atomic.Int64
+	closing        bool // set by Close: no new goroutines
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -139,6 +144,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		cfg: cfg, self: book.Self(), log: cfg.Logger, book: book, now: cfg.Now,
 		out: make(map[peer.ID]chan struct{}), done: make(map[string]bool), lim: ratelimit.New[peer.ID](cfg.RateLimit, 0),
+		strangerAudits: ratelimit.New[string](StrangerAudits, 1),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var recs [][]byte
