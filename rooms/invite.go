@@ -184,9 +184,10 @@ func (m *Manager) handleInvite(s network.Stream) {
 	if !validTopic(topic) {
 		topic = "" // the room joins its topic when the create event comes
 	}
-	if m.room(id) == nil && !m.trustsInvite(remote) {
-		// Not a contact (a co-member of another room): the invite waits
-		// for the user, and opens nothing until accepted.
+	if m.room(id) == nil && (!m.trustsInvite(remote) || m.roomsOpenedBy(remote) >= int(MaxRoomsPerInviter.Load())) {
+		// Not a contact (a co-member of another room), or a contact whose
+		// invites opened MaxRoomsPerInviter rooms already: the invite
+		// waits for the user, and opens nothing until accepted.
 		if err := m.holdInvite(id, name, topic, remote); err != nil {
 			answer(err)
 			return

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -24,6 +25,33 @@ const (
 	// remembered) before it is dropped.
 	InviteTTL = 14 * 24 * time.Hour
 )
+
+// MaxRoomsPerInviter is how many open rooms one trusted node's invites
+// may have opened without the user: its invites past that wait for the
+// user's answer like an untrusted node's. Each open room holds memory and
+// a subscription, and is opened again at every start.
+var MaxRoomsPerInviter atomic.Int32
+
+func init() { MaxRoomsPerInviter.Store(100) }
+
+// roomsOpenedBy counts the open rooms p's invites opened.
+func (m *Manager) roomsOpenedBy(p peer.ID) int {
+	m.mu.RLock()
+	rs := make([]*room, 0, len(m.rooms))
+	for _, r := range m.rooms {
+		rs = append(rs, r)
+	}
+	m.mu.RUnlock()
+	n := 0
+	for _, r := range rs {
+		r.mu.RLock()
+		if r.meta.InvitedBy == p {
+			n++
+		}
+		r.mu.RUnlock()
+	}
+	return n
+}
 
 // InviteGate is an optional part of a Policy: it says whose invites open a
 // room at once. An invite from a node the Policy allows but the gate does

@@ -198,3 +198,36 @@ func TestInviteFloodBounded(t *testing.T) {
 		t.Fatalf("%d invites wait after a restart", n)
 	}
 }
+
+// TestContactOpensBoundedRooms: a contact's invites open rooms at once up
+// to rooms.MaxRoomsPerInviter; past it, the next waits for the user like a
+// stranger's, and the user's accept opens it.
+func TestContactOpensBoundedRooms(t *testing.T) {
+	old := rooms.MaxRoomsPerInviter.Load()
+	rooms.MaxRoomsPerInviter.Store(2)
+	defer rooms.MaxRoomsPerInviter.Store(old)
+	nt := startNet(t, 2)
+	nt.ConnectAll()
+	befriend(t, nt, 0, 1, 0)
+	var ids []identity.RoomID
+	for range 3 {
+		id := createRoom(t, nt, 1)
+		if _, err := mgr(nt, 1).Invite(context.Background(), id, nt.ID(0), identity.HumanAgent); err != nil {
+			t.Fatalf("invite: %v", err)
+		}
+		ids = append(ids, id)
+	}
+	if !inRoom(nt, 0, ids[0]) || !inRoom(nt, 0, ids[1]) {
+		t.Fatal("a contact's first invites did not open their rooms")
+	}
+	if inRoom(nt, 0, ids[2]) {
+		t.Fatalf("a contact's invite opened a room past MaxRoomsPerInviter (%d)", rooms.MaxRoomsPerInviter.Load())
+	}
+	if w := mgr(nt, 0).Invites(); len(w) != 1 || w[0].Room != ids[2] || w[0].Inviter != nt.ID(1) {
+		t.Fatalf("waiting invites: %+v", w)
+	}
+	if _, err := mgr(nt, 0).AcceptInvite(string(ids[2])); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return has(nt, 0, ids[2], rooms.KindJoin, nt.ID(0), "") }, "node 0 to join the accepted room")
+}
