@@ -1144,8 +1144,16 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 	return id, nil
 }
 
-// pickParents returns up to MaxParents current heads (the deepest, so the
-// new event lands as late in display order as possible) and the new depth.
+// mergeShallow is how many of the shallowest heads an own event takes as
+// parents when the heads do not all fit.
+const mergeShallow = 4
+
+// pickParents returns up to MaxParents current heads and the new depth:
+// the deepest, so the new event lands as late in display order as
+// possible, and when there are more heads than fit, also the shallowest
+// few (mergeShallow), so that heads left behind (a node's events that
+// branched from old ones) are merged in time rather than kept, and sorted
+// and sent in every sync, for good.
 func (r *room) pickParents() ([]ID, uint64) {
 	type hd struct {
 		id    ID
@@ -1165,7 +1173,7 @@ func (r *room) pickParents() ([]ID, uint64) {
 		return a.id.Compare(b.id)
 	})
 	if len(hs) > MaxParents {
-		hs = hs[:MaxParents]
+		hs = append(hs[:MaxParents-mergeShallow], hs[len(hs)-mergeShallow:]...)
 	}
 	parents := make([]ID, len(hs))
 	var top uint64
