@@ -67,22 +67,8 @@ func TestStrangersGrowNoAuditLog(t *testing.T) {
 		if err := h.Connect(ctx, peer.AddrInfo{ID: target, Addrs: addrs}); err != nil {
 			t.Fatal(err)
 		}
-		s, err := h.NewStream(ctx, target, consent.ProtocolID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		if err := consent.WriteFrame(s, consent.Message{Kind: consent.KindRequest, Request: wire}); err != nil {
-			t.Fatal(err)
-		}
-		_ = s.CloseWrite()
-		b, err := consent.ReadFrame(s, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ans, err := consent.DecodeMessage(b)
-		if err != nil || ans.Err() != nil {
-			t.Fatalf("the request's answer: %+v %v", ans, err)
+		if ans := sendFrom(t, h, target, consent.Message{Kind: consent.KindRequest, Request: wire}); ans.Err() != nil {
+			t.Fatalf("the request's answer: %v", ans.Err())
 		}
 	}
 	// The first stranger asks twice with the same request: the book holds

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -165,9 +166,16 @@ func loadKey(t *testing.T, nt *nodetest.Net, i int) crypto.PrivKey {
 // would, writes m and returns the answer.
 func send(t *testing.T, nt *nodetest.Net, i, j int, m consent.Message) *consent.Message {
 	t.Helper()
+	return sendFrom(t, nt.Node(i).Host(), nt.ID(j), m)
+}
+
+// sendFrom sends m from h to peer to on the contact protocol and returns
+// the answer.
+func sendFrom(t *testing.T, h host.Host, to peer.ID, m consent.Message) *consent.Message {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := nt.Node(i).Host().NewStream(ctx, nt.ID(j), consent.ProtocolID)
+	s, err := h.NewStream(ctx, to, consent.ProtocolID)
 	if err != nil {
 		t.Fatal(err)
 	}

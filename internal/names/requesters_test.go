@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/discovery"
@@ -33,6 +34,22 @@ func card(t *testing.T, h string) (peer.ID, []byte) {
 		t.Fatal(err)
 	}
 	return id, w
+}
+
+// hostAndKey is a host that listens nowhere and a node key, for a
+// Service that is not run.
+func hostAndKey(t *testing.T) (host.Host, crypto.PrivKey) {
+	t.Helper()
+	h, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	priv, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, priv
 }
 
 // lists is what the node would say is wanted and asking.
@@ -71,12 +88,7 @@ func storedCards(t *testing.T, db *store.DB) int {
 // MaxRequesterCards are held, and they are dropped once the peers stop
 // asking. A requester that becomes a contact has its card kept.
 func TestRequestersCardsAreNotKept(t *testing.T) {
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	priv, _, _ := crypto.GenerateEd25519Key(nil)
+	h, priv := hostAndKey(t)
 	db, err := store.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -150,12 +162,7 @@ func TestRequestersCardsAreNotKept(t *testing.T) {
 // TestSuffixesTellApart: nodes of one handle whose IDs share long tails
 // each get the shortest tail no other has, and each name resolves back.
 func TestSuffixesTellApart(t *testing.T) {
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	priv, _, _ := crypto.GenerateEd25519Key(nil)
+	h, priv := hostAndKey(t)
 	// IDs that end alike in base58: n + j·58^k share their last k
 	// characters. (Names shown from hints, as a contact's handle.)
 	base, _ := new(big.Int).SetString("123456789012345678901234567890123456789", 10)
