@@ -407,3 +407,21 @@ func TestOrgMembershipOnAgentCard(t *testing.T) {
 		t.Fatalf("the agent card's certificate: %+v, %v", r, err)
 	}
 }
+
+// A peer asking to be a contact shows its card while it asks: the user
+// reads its organisation before deciding (the card is held in memory only,
+// see internal/names).
+func TestRequesterCardShowsWhileAsking(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	x := newOrgKey(t, "Xco")
+	x.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(1), Handle: "bob"})
+	request(t, nt, 1, 0)
+	nt.WaitFor(30*time.Second, func() bool {
+		m := nt.Node(0).Names().Member(nt.ID(1))
+		return m != nil && m.Org == x.id
+	}, "node 0 to read the requester's organisation on its card")
+	if s := contactState(nt, 0, 1); s != consent.StatePendingIn {
+		t.Fatalf("node 1's request is %q on node 0, want pending-in", s)
+	}
+}
