@@ -169,7 +169,7 @@ func (m *Manager) handleInvite(s network.Stream) {
 		answer(fmt.Errorf("%w: the invite event is not %s inviting this node to %s", ErrInviteRefused, remote, id))
 		return
 	}
-	if r := m.room(id); r != nil && r.refusesInviter(remote) {
+	if r := m.room(id); r != nil && r.refusesInviter(remote, m.trustsInvite(remote)) {
 		// This node is in the room and the sender is not a member of it
 		// (perhaps removed): it would be caught up from, and told this
 		// node's version vector, for nothing.

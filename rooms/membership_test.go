@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -416,4 +417,38 @@ func TestSecondInviteNoticeBeforeCatchUp(t *testing.T) {
 		t.Fatalf("invite of a node whose room has no event yet: %v", err)
 	}
 	nt.WaitFor(40*time.Second, func() bool { return hasJoined(nt, 1, id) }, "node 1 to join")
+}
+
+// gatedPolicy allows every node and every invite but trusts no invite
+// it gets: such an invite opens a room only once the user accepts it.
+type gatedPolicy struct{}
+
+func (gatedPolicy) CanInvite(peer.ID) error  { return nil }
+func (gatedPolicy) Allowed(peer.ID) error    { return nil }
+func (gatedPolicy) TrustInvite(peer.ID) bool { return false }
+
+// TestNoticeIntoUnknownRoomNeedsTrust: a room this node opened from an
+// invite knows no member until its catch-up brings the create event; a
+// notice for it meanwhile from a node that is neither its inviter nor
+// trusted to invite is refused, so that node cannot have the room caught
+// up from itself.
+func TestNoticeIntoUnknownRoomNeedsTrust(t *testing.T) {
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = gatedPolicy{}
+		c.SyncInterval = time.Second
+	}))
+	ctx := context.Background()
+	id, err := mgr(nt, 1).Create(ctx, "test", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr(nt, 0).OpenInvited(id, mgr(nt, 1).TopicOf(id)); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(10*time.Second, func() bool {
+		return nt.Node(0).Host().Network().Connectedness(nt.ID(1)) == network.Connected
+	}, "node 1 connected to node 0")
+	if _, err := mgr(nt, 1).Invite(ctx, id, nt.ID(0), identity.HumanAgent); !errors.Is(err, rooms.ErrInviteRefused) {
+		t.Fatalf("an untrusted node's notice into a room that knows no member yet: %v, want it refused", err)
+	}
 }

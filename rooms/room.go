@@ -1269,13 +1269,20 @@ func (r *room) isMember(p peer.ID) bool {
 // refusesInviter reports whether an invite notice from p is refused: the
 // room knows its members and p is not one (a node that left or was
 // removed is not). A room opened by an earlier notice whose catch-up has
-// not brought the create event yet knows no member, and takes the notice
-// (an inviter may tell it twice: again when it reconnects).
-func (r *room) refusesInviter(p peer.ID) bool {
+// not brought the create event yet knows no member: it takes the notice
+// from the node that invited it (an inviter may tell it twice: again when
+// it reconnects) or from one trusted to invite, which it would catch up
+// from (trusted), and no other.
+func (r *room) refusesInviter(p peer.ID, trusted bool) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	_, member := r.members[p]
-	return !member && len(r.members) > 0
+	if _, member := r.members[p]; member {
+		return false
+	}
+	if len(r.members) > 0 {
+		return true
+	}
+	return p != r.meta.InvitedBy && !trusted
 }
 
 func (r *room) memberList() []peer.ID {
