@@ -368,21 +368,25 @@ func (s *Service) Learn(from peer.ID, wire []byte) error {
 		return s.learnPassing(c, wire)
 	}
 	s.mu.Lock()
-	if old, ok := s.passing[c.Peer]; ok {
-		delete(s.passing, c.Peer)
-		if old.card.Seq > c.Seq { // a newer one came while it asked
-			c, wire = old.card, old.wire
-		}
+	pc, asked := s.passing[c.Peer]
+	if asked && pc.card.Seq > c.Seq { // a newer one came while it asked
+		c, wire = pc.card, pc.wire
 	}
 	old := s.cards[c.Peer]
 	if old != nil && old.Seq >= c.Seq {
+		if asked { // the kept card is the newer: it shows again
+			delete(s.passing, c.Peer)
+			s.checkMember(old)
+			s.table = nil
+		}
 		s.mu.Unlock()
 		return nil
 	}
 	if old == nil && len(s.cards) >= MaxNames {
-		s.mu.Unlock()
+		s.mu.Unlock() // a requester's card stays held
 		return fmt.Errorf("names: %d names known already", MaxNames)
 	}
+	delete(s.passing, c.Peer)
 	s.cards[c.Peer] = c
 	s.checkMember(c)
 	s.table = nil
@@ -445,6 +449,9 @@ func (s *Service) learnPassing(c *discovery.NodeCard, wire []byte) error {
 	if ok && old.card.Seq >= c.Seq {
 		return nil
 	}
+	if k := s.cards[c.Peer]; k != nil && k.Seq >= c.Seq {
+		return nil // the card kept (a node known before) is as new
+	}
 	if !ok && len(s.passing) >= MaxRequesterCards {
 		s.dropPassingLocked()
 		if len(s.passing) >= MaxRequesterCards {
@@ -463,7 +470,9 @@ func (s *Service) dropPassingLocked() {
 	for p := range s.passing {
 		if !s.asking[p] && !s.wanted[p] {
 			delete(s.passing, p)
-			if _, kept := s.cards[p]; !kept {
+			if k, kept := s.cards[p]; kept {
+				s.checkMember(k) // what the kept card shows, again
+			} else {
 				delete(s.members, p)
 			}
 			s.table = nil
@@ -525,11 +534,11 @@ func (s *Service) current() *table {
 			}
 		}
 	}
-	for p, pc := range s.passing {
-		handles[p] = pc.card.Handle
-	}
 	for p, c := range s.cards {
 		handles[p] = c.Handle
+	}
+	for p, pc := range s.passing { // held only when newer than a kept one
+		handles[p] = pc.card.Handle
 	}
 	t := &table{built: now, n: len(s.cards) + len(s.passing), name: make(map[peer.ID]string, len(handles)), handle: handles,
 		byName: make(map[string][]peer.ID)}

@@ -214,3 +214,47 @@ func TestSuffixesTellApart(t *testing.T) {
 		}
 	}
 }
+
+// TestRequesterCardOverKeptOne: a node known before (its card kept) that
+// asks to be a contact shows the newer card it hands over while it asks,
+// and its kept card again once it stops asking.
+func TestRequesterCardOverKeptOne(t *testing.T) {
+	h, priv := hostAndKey(t)
+	l := &lists{}
+	now := time.Now()
+	var clock sync.Mutex
+	tick := func() { clock.Lock(); now = now.Add(2 * time.Second); clock.Unlock() }
+	ns, err := names.New(names.Config{Host: h, Key: priv, Wanted: l.get(&l.wanted), Requesters: l.get(&l.asking),
+		Now: func() time.Time { clock.Lock(); defer clock.Unlock(); return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, _ := crypto.GenerateEd25519Key(nil)
+	p, _ := peer.IDFromPrivateKey(key)
+	sealed := func(handle string, seq uint64) []byte {
+		w, err := discovery.SealNodeCard(key, &discovery.NodeCard{Peer: p, Handle: handle, Seq: seq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	l.set([]peer.ID{p}, nil) // a room member
+	tick()
+	if err := ns.Learn(p, sealed("old", 1)); err != nil {
+		t.Fatal(err)
+	}
+	l.set(nil, []peer.ID{p}) // left the rooms, asks to be a contact
+	tick()
+	if err := ns.Learn(p, sealed("new", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := ns.Handle(p); h != "new" {
+		t.Fatalf("while it asks the node shows as %q, want its newer card's handle", h)
+	}
+	l.set(nil, nil) // denied
+	tick()
+	ns.Tidy()
+	if h, _ := ns.Handle(p); h != "old" {
+		t.Fatalf("once it stopped asking the node shows as %q, want its kept card's handle", h)
+	}
+}
