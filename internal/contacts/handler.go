@@ -104,7 +104,7 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 			ans = consent.Message{Kind: consent.KindAck, ID: c.ID}
 			if fresh {
 				s.log.Info("contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
-				s.auditRequest(remote, c, known)
+				s.auditRequest(remote, c, known || c.Known)
 			}
 			if s.cfg.AutoApprove != nil && c.State == consent.StatePendingIn {
 				id := c.ID

@@ -103,10 +103,11 @@ type Service struct {
 	// returns, so the store sees them in order.
 	mu sync.Mutex
 
-	stateMu sync.Mutex                  // protects the fields below
-	out     map[peer.ID]chan struct{}   // one outbound exchange at a time per peer
-	done    map[string]bool             // deliveries answered since start, by deliveryKey
-	lim     *ratelimit.Limiter[peer.ID] // inbound rate limits
+	stateMu  sync.Mutex                  // protects the fields below
+	out      map[peer.ID]chan struct{}   // one outbound exchange at a time per peer
+	done     map[string]bool             // deliveries answered since start, by deliveryKey
+	lim      *ratelimit.Limiter[peer.ID] // inbound rate limits of peers the node does not know
+	limKnown *ratelimit.Limiter[peer.ID] // and of those it knows
 	// strangerAudits bounds the audit lines of requests from peers the
 	// node does not know; unaudited counts those left out since the last.
 	strangerAudits *ratelimit.Limiter[string]
@@ -143,7 +144,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, self: book.Self(), log: cfg.Logger, book: book, now: cfg.Now,
-		out: make(map[peer.ID]chan struct{}), done: make(map[string]bool), lim: ratelimit.New[peer.ID](cfg.RateLimit, 0),
+		out: make(map[peer.ID]chan struct{}), done: make(map[string]bool), lim: ratelimit.New[peer.ID](cfg.RateLimit, 0), limKnown: ratelimit.New[peer.ID](cfg.RateLimit, 0),
 		strangerAudits: ratelimit.New[string](StrangerAudits, 1),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -302,8 +303,17 @@ func (s *Service) lockPeer(ctx context.Context, p peer.ID) (unlock func(), err e
 }
 
 // allow takes one token from p's bucket: RateLimit a minute, bursting to
-// RateLimit (ratelimit.Limiter bounds the buckets kept).
-func (s *Service) allow(p peer.ID) bool { return s.lim.Allow(p, s.now()) }
+// RateLimit. Peers the node knows (co-members, contacts and peers in its
+// book) have buckets apart from the others', so a flood of fresh keys,
+// which fills a limiter's table and then shares one bucket, never limits
+// them as one of the crowd.
+func (s *Service) allow(p peer.ID) bool {
+	now := s.now()
+	if _, inBook := s.book.Get(p, now); inBook || s.known(p) {
+		return s.limKnown.Allow(p, now)
+	}
+	return s.lim.Allow(p, now)
+}
 
 // record hands a decision about the contact with p to the audit log.
 func (s *Service) record(actor, action string, p peer.ID, detail map[string]string) {
