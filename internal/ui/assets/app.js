@@ -36,7 +36,11 @@
     if (i >= 0) return a.slice(0, i) + "@" + peer(a.slice(i + 1));
     return a.slice(0, 5) === "peer:" ? "peer:" + peer(a.slice(5)) : peer(a);
   }
-  function until(t) { var d = new Date(t); return isNaN(d) ? "" : d.toLocaleTimeString(); }
+  function until(t) {
+    var d = new Date(t);
+    if (isNaN(d)) return "";
+    return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+  }
   function when(ms) { var d = new Date(ms); return d.toLocaleTimeString(); }
   function showError(msg) { $("error").textContent = msg || ""; }
 
