@@ -393,6 +393,26 @@ func TestRemovedNodeForgesNoWayBack(t *testing.T) {
 	}
 }
 
+// inviteIntoUnopened has node from create a room and invite node to into
+// it, while node to has the room open as from an earlier notice, none of
+// its events stored yet; it returns the room and the invite's error.
+func inviteIntoUnopened(t *testing.T, nt *nodetest.Net, from, to int) (identity.RoomID, error) {
+	t.Helper()
+	ctx := context.Background()
+	id, err := mgr(nt, from).Create(ctx, "test", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr(nt, to).OpenInvited(id, mgr(nt, from).TopicOf(id)); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(10*time.Second, func() bool {
+		return nt.Node(from).Host().Network().Connectedness(nt.ID(to)) == network.Connected
+	}, "node %d connected to node %d", to, from)
+	_, err = mgr(nt, from).Invite(ctx, id, nt.ID(to), identity.HumanAgent)
+	return id, err
+}
+
 // TestSecondInviteNoticeBeforeCatchUp: a node told of its invite twice
 // (the inviter tells it again when it reconnects) may get the second
 // notice while the catch-up the first began has not brought the create
@@ -400,20 +420,8 @@ func TestRemovedNodeForgesNoWayBack(t *testing.T) {
 // refused as from a non-member, and the node joins.
 func TestSecondInviteNoticeBeforeCatchUp(t *testing.T) {
 	nt := startNet(t, 2)
-	ctx := context.Background()
-	id, err := mgr(nt, 0).Create(ctx, "test", identity.HumanAgent)
+	id, err := inviteIntoUnopened(t, nt, 0, 1)
 	if err != nil {
-		t.Fatal(err)
-	}
-	// Node 1 has the room open from a first notice, none of its events
-	// stored yet.
-	if err := mgr(nt, 1).OpenInvited(id, mgr(nt, 0).TopicOf(id)); err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(10*time.Second, func() bool {
-		return nt.Node(0).Host().Network().Connectedness(nt.ID(1)) == network.Connected
-	}, "node 1 connected to node 0")
-	if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
 		t.Fatalf("invite of a node whose room has no event yet: %v", err)
 	}
 	nt.WaitFor(40*time.Second, func() bool { return hasJoined(nt, 1, id) }, "node 1 to join")
@@ -437,18 +445,7 @@ func TestNoticeIntoUnknownRoomNeedsTrust(t *testing.T) {
 		c.RoomPolicy = gatedPolicy{}
 		c.SyncInterval = time.Second
 	}))
-	ctx := context.Background()
-	id, err := mgr(nt, 1).Create(ctx, "test", identity.HumanAgent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr(nt, 0).OpenInvited(id, mgr(nt, 1).TopicOf(id)); err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(10*time.Second, func() bool {
-		return nt.Node(0).Host().Network().Connectedness(nt.ID(1)) == network.Connected
-	}, "node 1 connected to node 0")
-	if _, err := mgr(nt, 1).Invite(ctx, id, nt.ID(0), identity.HumanAgent); !errors.Is(err, rooms.ErrInviteRefused) {
+	if _, err := inviteIntoUnopened(t, nt, 1, 0); !errors.Is(err, rooms.ErrInviteRefused) {
 		t.Fatalf("an untrusted node's notice into a room that knows no member yet: %v, want it refused", err)
 	}
 }
