@@ -72,7 +72,7 @@ func (s *Service) auditRequest(remote peer.ID, c consent.Contact, known bool) {
 	}
 	detail := map[string]string{"id": c.ID, "handle": c.Handle, "note": note}
 	if !known {
-		if !s.strangerAudits.Allow("", s.now()) {
+		if !s.strangerAudits.AllowN(s.now(), 1) {
 			s.unaudited.Add(1)
 			s.m.unaudited.Inc()
 			return

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/audit"
@@ -110,7 +111,7 @@ type Service struct {
 	limKnown *ratelimit.Limiter[peer.ID] // and of those it knows
 	// strangerAudits bounds the audit lines of requests from peers the
 	// node does not know; unaudited counts those left out since the last.
-	strangerAudits *ratelimit.Limiter[string]
+	strangerAudits *rate.Limiter
 	unaudited      atomic.Int64
 	closing        bool // set by Close: no new goroutines
 
@@ -145,7 +146,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		cfg: cfg, self: book.Self(), log: cfg.Logger, book: book, now: cfg.Now,
 		out: make(map[peer.ID]chan struct{}), done: make(map[string]bool), lim: ratelimit.New[peer.ID](cfg.RateLimit, 0), limKnown: ratelimit.New[peer.ID](cfg.RateLimit, 0),
-		strangerAudits: ratelimit.New[string](StrangerAudits, 1),
+		strangerAudits: rate.NewLimiter(rate.Limit(StrangerAudits)/60, StrangerAudits),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var recs [][]byte

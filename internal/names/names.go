@@ -411,24 +411,7 @@ func (s *Service) wants(p peer.ID) int {
 	if s.cfg.Wanted == nil {
 		return wantKept
 	}
-	now := s.cfg.Now()
-	s.mu.Lock()
-	stale := s.wanted == nil || now.Sub(s.wantedAt) > time.Second
-	s.mu.Unlock()
-	if stale {
-		w, a := make(map[peer.ID]bool), make(map[peer.ID]bool)
-		for _, q := range s.cfg.Wanted() {
-			w[q] = true
-		}
-		if s.cfg.Requesters != nil {
-			for _, q := range s.cfg.Requesters() {
-				a[q] = true
-			}
-		}
-		s.mu.Lock()
-		s.wanted, s.asking, s.wantedAt = w, a, now
-		s.mu.Unlock()
-	}
+	s.refreshLists()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -438,6 +421,33 @@ func (s *Service) wants(p peer.ID) int {
 		return wantPassing
 	}
 	return wantNone
+}
+
+// refreshLists asks Wanted and Requesters again when their answers are
+// more than a second old.
+func (s *Service) refreshLists() {
+	if s.cfg.Wanted == nil {
+		return
+	}
+	now := s.cfg.Now()
+	s.mu.Lock()
+	stale := s.wanted == nil || now.Sub(s.wantedAt) > time.Second
+	s.mu.Unlock()
+	if !stale {
+		return
+	}
+	w, a := make(map[peer.ID]bool), make(map[peer.ID]bool)
+	for _, q := range s.cfg.Wanted() {
+		w[q] = true
+	}
+	if s.cfg.Requesters != nil {
+		for _, q := range s.cfg.Requesters() {
+			a[q] = true
+		}
+	}
+	s.mu.Lock()
+	s.wanted, s.asking, s.wantedAt = w, a, now
+	s.mu.Unlock()
 }
 
 // learnPassing keeps a requester's card in memory, while there is room
@@ -502,7 +512,7 @@ func (s *Service) tidyPassing() {
 			}
 		}
 	}
-	s.wants(s.self) // refreshes the lists when stale
+	s.refreshLists()
 	s.mu.Lock()
 	s.dropPassingLocked()
 	s.mu.Unlock()
