@@ -93,11 +93,17 @@
 // The requester writes one Hello frame:
 //
 //	{1: room text, 2: heads [bytes] (≤ 64), 3: vv [[author bytes, seq uint]] (≤ 4096),
-//	 4: want [bytes] (≤ 256), 5: limit uint}
+//	 4: want [bytes] (≤ 256), 5: limit uint, 6: from bytes, 7: to bytes}
 //
 // vv maps each author node to the highest seq the requester holds without
 // a gap; want names events it misses (typically Pending.Missing); limit is
-// the most events it wants back (0: the responder chooses). The responder
+// the most events it wants back (0: the responder chooses). When the
+// requester knows more authors than one vv lists, it asks for them a part
+// at a time, in the order of their IDs' bytes: from and to (peer IDs; each
+// absent for no bound) say the Hello speaks of the authors from ≤ author <
+// to alone. vv then lists those alone, and the responder serves their
+// events alone (and the wanted ones); the next Hello begins at to. The
+// responder
 // serves only members of the room. It sends the events of the room that the
 // requester lacks — those of each author above its vv entry, and the wanted
 // ones it holds — in display order (so each arrives after its parents), as

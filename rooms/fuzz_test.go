@@ -95,7 +95,7 @@ func FuzzDecodePayload(f *testing.F) {
 }
 
 func FuzzReadHello(f *testing.F) {
-	for _, h := range []*Hello{sampleHello(f), {Room: testRoom}, {Room: testRoom, Want: []ID{fakeID(1)}, Limit: 1}} {
+	for _, h := range []*Hello{sampleHello(f), {Room: testRoom}, {Room: testRoom, Want: []ID{fakeID(1)}, Limit: 1}, rangedHello(f)} {
 		var buf bytes.Buffer
 		if err := WriteFrame(&buf, h); err != nil {
 			f.Fatal(err)

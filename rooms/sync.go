@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	mrand "math/rand/v2"
 	"runtime"
 	"slices"
@@ -225,14 +226,16 @@ func jittered(d time.Duration) time.Duration {
 
 // syncWith catches up with p: it sends what this node has (the version
 // vector) and stores what p streams back, round after round while p says
-// there is more.
+// there is more. A room with more authors than one Hello lists is asked
+// for a part of its authors at a time, in the order of their IDs.
 func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 	if err := r.m.cfg.Policy.Allowed(p); err != nil {
 		return err
 	}
+	var from peer.ID // the authors asked for: from here on
 	for round := 0; round < maxSyncRounds; round++ {
 		mark := r.progressMark()
-		more, n, want, err := r.syncRound(ctx, p)
+		more, n, want, to, err := r.syncRound(ctx, p, from)
 		if err != nil {
 			r.m.metrics.syncs.WithLabelValues("requester", "error").Inc()
 			return fmt.Errorf("rooms: sync %s with %s: %w", r.id, p, err)
@@ -252,6 +255,10 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 		}
 		if n > 0 {
 			r.noteProgress(p, true)
+		}
+		if (!more || n == 0) && to != "" {
+			from = to // the next authors
+			continue
 		}
 		if !more || n == 0 {
 			r.m.metrics.syncs.WithLabelValues("requester", "ok").Inc()
@@ -281,12 +288,15 @@ func (r *room) wantsMore(ctx context.Context, asked []ID) bool {
 	return false
 }
 
-func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, want []ID, err error) {
+// syncRound asks p once for the events of the authors from from on that
+// this node lacks, as many authors as one Hello lists: to is where the
+// next round's authors begin, "" when this one reached the last.
+func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more bool, n int, want []ID, to peer.ID, err error) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	want, err = r.missingIDs(ctx)
 	if err != nil {
-		return false, 0, nil, err
+		return false, 0, nil, "", err
 	}
 	for _, id := range r.corruptIDs() {
 		if len(want) < MaxWant && !slices.Contains(want, id) {
@@ -300,15 +310,13 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, want
 	}
 	s, err := r.m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, ProtocolSync)
 	if err != nil {
-		return false, 0, want, err
+		return false, 0, want, "", err
 	}
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(syncTimeout))
 	r.mu.RLock()
-	h := &Hello{Room: r.id, VV: make(map[peer.ID]uint64, len(r.vv)), Limit: uint32(askLimit.Load()), Want: want}
-	for a, seq := range r.vv {
-		h.VV[a] = seq
-	}
+	h := &Hello{Room: r.id, Limit: uint32(askLimit.Load()), Want: want}
+	h.VV, h.From, h.To = helloVV(r.vv, from, int(helloVVCap.Load()))
 	h.Heads = r.headsSnap
 	if len(h.Heads) > MaxHeads {
 		h.Heads = h.Heads[:MaxHeads]
@@ -316,17 +324,17 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, want
 	r.mu.RUnlock()
 	if err := WriteFrame(s, h); err != nil {
 		s.Reset()
-		return false, 0, want, err
+		return false, 0, want, "", err
 	}
 	_ = s.CloseWrite()
 	for {
 		b, err := ReadBatch(s)
 		if err != nil {
 			s.Reset()
-			return false, n, want, err
+			return false, n, want, "", err
 		}
 		if b.End {
-			return b.More, n, want, nil
+			return b.More, n, want, h.To, nil
 		}
 		for _, w := range b.Events {
 			if len(w) <= MaxWire && r.holdsRecent(ID(sha256.Sum256(w))) {
@@ -340,15 +348,46 @@ func (r *room) syncRound(ctx context.Context, p peer.ID) (more bool, n int, want
 			if err != nil {
 				r.m.reject(err)
 				s.Reset()
-				return false, n, want, fmt.Errorf("peer sent a bad event: %w", err)
+				return false, n, want, "", fmt.Errorf("peer sent a bad event: %w", err)
 			}
 			if err := r.submit(ctx, input{item: &Item{ID: id, Event: e, Wire: w}, from: p, catchUp: true}); err != nil {
-				return false, n, want, err
+				return false, n, want, "", err
 			}
 			n++
 		}
 		r.m.metrics.synced.Add(float64(len(b.Events)))
 	}
+}
+
+// helloVVCap is the most version-vector entries a Hello of this node
+// lists (MaxVV; SetHelloVVCap in tests).
+var helloVVCap atomic.Int64
+
+func init() { helloVVCap.Store(MaxVV) }
+
+// helloVV is the version vector of a Hello that asks for the authors from
+// from on: all of vv when it fits in one Hello (from and to empty), or else
+// the first limit authors from from on, in the order of their IDs, and to,
+// the author after them ("" when none is left).
+func helloVV(vv map[peer.ID]uint64, from peer.ID, limit int) (out map[peer.ID]uint64, lo, to peer.ID) {
+	if from == "" && len(vv) <= limit {
+		return maps.Clone(vv), "", ""
+	}
+	authors := make([]peer.ID, 0, len(vv))
+	for a := range vv {
+		if a >= from {
+			authors = append(authors, a)
+		}
+	}
+	slices.Sort(authors)
+	if len(authors) > limit {
+		to, authors = authors[limit], authors[:limit]
+	}
+	out = make(map[peer.ID]uint64, len(authors))
+	for _, a := range authors {
+		out[a] = vv[a]
+	}
+	return out, from, to
 }
 
 // handleSync serves /parley/sync/1: it reads the requester's Hello and
@@ -508,6 +547,9 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 	limit := servePage(int(h.Limit), len(r.inbox), cap(r.inbox))
 	var hp cursorHeap
 	for a, last := range mine {
+		if !h.Covers(a) {
+			continue // another Hello asks for these authors
+		}
 		c := &cursor{author: a, next: h.VV[a] + 1, last: last}
 		ok, err := c.load(r)
 		if err != nil {

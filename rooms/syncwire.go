@@ -36,12 +36,25 @@ const (
 // Hello is the request of /parley/sync/1: what the requester has of Room,
 // and what it wants. The responder answers with the events the requester
 // lacks, as Batch frames in display order, and a final Batch with End set.
+//
+// A room can have more authors than one Hello lists. The requester then
+// asks for a part of them at a time: From and To bound, by their bytes,
+// the authors the Hello speaks of (From ≤ author < To; empty: no bound),
+// VV lists what it holds of those alone, and the responder serves their
+// events alone (and the wanted ones).
 type Hello struct {
 	Room  identity.RoomID
 	Heads []ID               // the requester's heads (≤ MaxHeads)
 	VV    map[peer.ID]uint64 // author → highest contiguous seq held (≤ MaxVV, seqs ≥ 1)
 	Want  []ID               // specific events wanted, e.g. missing parents (≤ MaxWant)
 	Limit uint32             // most events to send; 0 lets the responder choose
+	From  peer.ID            // the least author spoken of; "" for none
+	To    peer.ID            // authors from To on are not spoken of; "" for none
+}
+
+// Covers reports whether author a is one the Hello speaks of.
+func (h *Hello) Covers(a peer.ID) bool {
+	return a >= h.From && (h.To == "" || a < h.To)
 }
 
 // Batch is a response frame of /parley/sync/1. A data frame carries 1 to
@@ -97,6 +110,8 @@ type helloWire struct {
 	VV    []vvEntry `cbor:"3,keyasint,omitempty"`
 	Want  [][]byte  `cbor:"4,keyasint,omitempty"`
 	Limit uint32    `cbor:"5,keyasint,omitempty"`
+	From  []byte    `cbor:"6,keyasint,omitempty"`
+	To    []byte    `cbor:"7,keyasint,omitempty"`
 }
 
 // vvEntry is one version-vector entry: [author peer ID bytes, seq].
@@ -117,6 +132,13 @@ func (h *Hello) validate() error {
 		return fmt.Errorf("%w: %d version vector entries, limit %d", ErrTooLarge, len(h.VV), MaxVV)
 	case len(h.Want) > MaxWant:
 		return fmt.Errorf("%w: %d wanted events, limit %d", ErrTooLarge, len(h.Want), MaxWant)
+	case h.To != "" && h.From >= h.To:
+		return fmt.Errorf("%w: authors from %s to %s", ErrMalformed, h.From, h.To)
+	}
+	for _, b := range []peer.ID{h.From, h.To} {
+		if _, err := peer.IDFromBytes([]byte(b)); b != "" && err != nil {
+			return fmt.Errorf("%w: bound of authors: %v", ErrMalformed, err)
+		}
 	}
 	for a, seq := range h.VV {
 		if seq == 0 {
@@ -125,12 +147,16 @@ func (h *Hello) validate() error {
 		if _, err := peer.IDFromBytes([]byte(a)); err != nil {
 			return fmt.Errorf("%w: version vector author: %v", ErrMalformed, err)
 		}
+		if !h.Covers(a) {
+			return fmt.Errorf("%w: version vector author %s outside the authors spoken of", ErrMalformed, a)
+		}
 	}
 	return nil
 }
 
 func (h *Hello) wire() helloWire {
-	w := helloWire{Room: string(h.Room), Heads: idBytes(h.Heads), Want: idBytes(h.Want), Limit: h.Limit}
+	w := helloWire{Room: string(h.Room), Heads: idBytes(h.Heads), Want: idBytes(h.Want), Limit: h.Limit,
+		From: []byte(h.From), To: []byte(h.To)}
 	if len(h.VV) > 0 {
 		w.VV = make([]vvEntry, 0, len(h.VV))
 		for a, seq := range h.VV {
@@ -142,7 +168,7 @@ func (h *Hello) wire() helloWire {
 }
 
 func (w *helloWire) hello() (*Hello, error) {
-	h := &Hello{Room: identity.RoomID(w.Room), Limit: w.Limit}
+	h := &Hello{Room: identity.RoomID(w.Room), Limit: w.Limit, From: peer.ID(w.From), To: peer.ID(w.To)}
 	var err error
 	if h.Heads, err = bytesIDs(w.Heads, MaxHeads, "heads"); err != nil {
 		return nil, err

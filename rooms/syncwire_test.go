@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -27,13 +28,22 @@ func sampleHello(t testing.TB) *Hello {
 	}
 }
 
+// rangedHello asks for the authors from the lesser of two keys up to the
+// greater, and holds one event of the first.
+func rangedHello(t testing.TB) *Hello {
+	_, a := testKey(t, 1)
+	_, b := testKey(t, 2)
+	lo, hi := min(a, b), max(a, b)
+	return &Hello{Room: testRoom, VV: map[peer.ID]uint64{lo: 1}, From: lo, To: hi}
+}
+
 // frame builds a raw frame: uvarint length then body.
 func rawFrame(body []byte) []byte {
 	return append(binary.AppendUvarint(nil, uint64(len(body))), body...)
 }
 
 func TestHelloRoundTrip(t *testing.T) {
-	for _, h := range []*Hello{sampleHello(t), {Room: testRoom}} {
+	for _, h := range []*Hello{sampleHello(t), {Room: testRoom}, rangedHello(t)} {
 		var buf bytes.Buffer
 		if err := WriteFrame(&buf, h); err != nil {
 			t.Fatal(err)
@@ -124,6 +134,7 @@ func TestBatchFits(t *testing.T) {
 
 func TestWriteFrameRefuses(t *testing.T) {
 	many := make([]ID, MaxHeads+1)
+	ranged := rangedHello(t)
 	tests := []struct {
 		name string
 		v    any
@@ -136,6 +147,11 @@ func TestWriteFrameRefuses(t *testing.T) {
 		{"257 want", &Hello{Room: testRoom, Want: make([]ID, MaxWant+1)}, ErrTooLarge},
 		{"seq 0", &Hello{Room: testRoom, VV: map[peer.ID]uint64{sampleKeyID(t): 0}}, ErrMalformed},
 		{"bad author", &Hello{Room: testRoom, VV: map[peer.ID]uint64{"junk": 1}}, ErrMalformed},
+		{"bound not a peer", &Hello{Room: testRoom, From: "junk"}, ErrMalformed},
+		{"empty range", &Hello{Room: testRoom, From: ranged.To, To: ranged.From}, ErrMalformed},
+		{"same bounds", &Hello{Room: testRoom, From: ranged.From, To: ranged.From}, ErrMalformed},
+		{"author past the range", &Hello{Room: testRoom, VV: map[peer.ID]uint64{ranged.To: 1}, From: ranged.From, To: ranged.To}, ErrMalformed},
+		{"author before the range", &Hello{Room: testRoom, VV: map[peer.ID]uint64{ranged.From: 1}, From: ranged.To}, ErrMalformed},
 		{"empty batch", Batch{}, ErrMalformed},
 		{"end with events", Batch{End: true, Events: [][]byte{{1}}}, ErrMalformed},
 		{"more without end", Batch{More: true, Events: [][]byte{{1}}}, ErrMalformed},
@@ -270,5 +286,55 @@ func TestReadFrameLengthFirst(t *testing.T) {
 	}
 	if cr.n > 3 {
 		t.Fatalf("read %d bytes before refusing", cr.n)
+	}
+}
+
+// helloVV lists every author while they fit, and else the authors in the
+// order of their IDs, limit at a time, each round's from the last one's to.
+func TestHelloVVPages(t *testing.T) {
+	vv := map[peer.ID]uint64{}
+	for i := range 10 {
+		_, a := testKey(t, byte(i+1))
+		vv[a] = uint64(i + 1)
+	}
+	all, lo, to := helloVV(vv, "", 10)
+	if !maps.Equal(all, vv) || lo != "" || to != "" {
+		t.Fatalf("a vv that fits: %d of %d authors, from %q to %q", len(all), len(vv), lo, to)
+	}
+	seen := map[peer.ID]uint64{}
+	var from peer.ID
+	for page := 0; ; page++ {
+		part, lo, to := helloVV(vv, from, 4)
+		if lo != from || len(part) > 4 {
+			t.Fatalf("page %d: from %q (asked %q), %d authors", page, lo, from, len(part))
+		}
+		h := &Hello{Room: testRoom, VV: part, From: lo, To: to}
+		if err := h.validate(); err != nil {
+			t.Fatalf("page %d: %v", page, err)
+		}
+		for a, s := range part {
+			if _, dup := seen[a]; dup {
+				t.Fatalf("page %d lists %s again", page, a)
+			}
+			seen[a] = s
+		}
+		// Every author between the bounds is listed: none falls between pages.
+		for a := range vv {
+			if h.Covers(a) {
+				if _, ok := part[a]; !ok {
+					t.Fatalf("page %d covers %s but does not list it", page, a)
+				}
+			}
+		}
+		if to == "" {
+			if page != 2 {
+				t.Fatalf("%d pages of 4 for 10 authors, want 3", page+1)
+			}
+			break
+		}
+		from = to
+	}
+	if !maps.Equal(seen, vv) {
+		t.Fatalf("the pages list %d of %d authors", len(seen), len(vv))
 	}
 }
