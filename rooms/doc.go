@@ -67,7 +67,9 @@
 //
 // A node is a member from the event that admits it (the create event for
 // its creator, an invite for the others) until its leave. The first event
-// of a membership must have the admitting event in its causal past. A node
+// of a membership must name the admitting event among its parents (in
+// rooms whose create event is dated before NamedAdmitSince, it may instead
+// have it further back in its causal past, found by a bounded walk). A node
 // whose leave (or removal, by the creator only) is stored has its events
 // after the leave's cutoff refused by every member; it is dropped from the
 // topic's mesh (the member leaves and joins the topic again, so the peer

@@ -195,3 +195,12 @@ func (m *Manager) ProcessBatch(id identity.RoomID, wires ...[]byte) error {
 	r.process(r.ctx, batch)
 	return nil
 }
+
+// Parents returns the parents of stored event eid of room id.
+func (m *Manager) Parents(id identity.RoomID, eid ID) ([]ID, error) {
+	e, _, err := m.readEvent(id, eid)
+	if err != nil {
+		return nil, err
+	}
+	return e.Parents, nil
+}

@@ -230,8 +230,13 @@ func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
 	case !member:
 		return fmt.Errorf("%w: %s in room %s", ErrNotMember, e.Author, r.id)
 	}
-	if e.Seq == first && !r.hasAncestor(e, admit) {
-		return fmt.Errorf("%w: %s speaks without its invite in the event's past", ErrNotMember, e.Author)
+	if e.Seq == first && !slices.Contains(e.Parents, admit) {
+		if r.namesAdmit() {
+			return fmt.Errorf("%w: %s's first event does not name its invite among its parents", ErrNotMember, e.Author)
+		}
+		if !r.hasAncestor(e, admit) {
+			return fmt.Errorf("%w: %s speaks without its invite in the event's past", ErrNotMember, e.Author)
+		}
 	}
 	if e.Kind == KindLeave {
 		p, _, err := e.LeaveTarget()
@@ -243,6 +248,51 @@ func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
 		}
 	}
 	return nil
+}
+
+// firstOf returns the event that admitted member p and the seq of its first
+// event in that membership (1, or one past the cutoff of the membership
+// before). Its caller holds procMu.
+func (r *room) firstOf(p peer.ID) (admit ID, first uint64) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	admit, first = r.members[p], 1
+	if o, ok := r.outs[p]; ok && o.back {
+		first = o.cutoff + 1
+	}
+	return admit, first
+}
+
+// NamedAdmitSince is when the rule that a membership's first event names
+// its admitting event among its parents began (unix ms, 2026-12-03 UTC).
+// Rooms created since follow it; in rooms created before, whose members
+// may have posted first events that do not, such an event needs its
+// admitting event in its causal past, found by a walk of up to
+// maxAncestorWalk events (hasAncestor). Every node decides it from the
+// room's create event alike.
+const NamedAdmitSince int64 = 1_796_256_000_000
+
+// namesAdmit reports whether the room follows NamedAdmitSince's rule. Its
+// caller holds procMu.
+func (r *room) namesAdmit() bool {
+	if !r.foundedKnown {
+		r.mu.RLock()
+		creator := r.meta.Creator
+		r.mu.RUnlock()
+		if creator == "" {
+			return false // no create event yet: nothing else is stored either
+		}
+		idb, ok, err := r.m.cfg.Store.Lookup(schema.RoomAuthorSeq(string(r.id), []byte(creator), 1))
+		if err != nil || !ok || len(idb) != len(ID{}) {
+			return false
+		}
+		e, _, err := r.m.readEvent(r.id, ID(idb))
+		if err != nil {
+			return false
+		}
+		r.founded, r.foundedKnown = e.Time, true
+	}
+	return r.founded >= NamedAdmitSince
 }
 
 // applyMembership updates members, the nodes that left and the agent

@@ -40,3 +40,46 @@ func TestParentsMergeShallowHeads(t *testing.T) {
 		t.Fatalf("two heads gave %d parents at depth %d", len(parents), depth)
 	}
 }
+
+// TestWithParentMakesRoom: a membership's first event names its admitting
+// event; with the parents full, it takes the place of the shallowest, and
+// the parents stay sorted, unique and at most MaxParents.
+func TestWithParentMakesRoom(t *testing.T) {
+	r := &room{heads: map[ID]uint64{}}
+	for d := uint64(1); d <= 30; d++ {
+		var id ID
+		id[0], id[1] = byte(31-d), 0xAA // IDs sort against depth
+		r.heads[id] = d
+	}
+	parents, depth := r.pickParents()
+	var admit ID
+	admit[0] = 0xFF
+	got := r.withParent(slices.Clone(parents), admit)
+	if len(got) != MaxParents || !slices.Contains(got, admit) || !slices.IsSortedFunc(got, ID.Compare) {
+		t.Fatalf("parents %v: %d, want %d sorted with the admitting event", got, len(got), MaxParents)
+	}
+	var dropped []ID
+	for _, p := range parents {
+		if !slices.Contains(got, p) {
+			dropped = append(dropped, p)
+		}
+	}
+	if len(dropped) != 1 || r.heads[dropped[0]] != 1 {
+		t.Fatalf("dropped %v for the admitting event, want the shallowest head alone", dropped)
+	}
+	var top uint64
+	for _, p := range got {
+		top = max(top, r.heads[p])
+	}
+	if top+1 != depth {
+		t.Fatalf("the deepest parent left is at %d; the event's depth %d no longer follows it", top, depth)
+	}
+	// Named already, or with room to spare: nothing else changes.
+	if again := r.withParent(slices.Clone(got), admit); !slices.Equal(again, got) {
+		t.Fatalf("naming it twice changed the parents: %v", again)
+	}
+	few := parents[:3]
+	if out := r.withParent(slices.Clone(few), admit); len(out) != 4 || !slices.Contains(out, admit) {
+		t.Fatalf("with room to spare: %v", out)
+	}
+}

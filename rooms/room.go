@@ -124,6 +124,11 @@ type room struct {
 	pending *Pending
 	recent  *depthCache // also read by validators
 	ancBuf  []ID
+	// founded is the room's create event's time (unix ms), once known
+	// (foundedKnown): it says whether first events name their invite
+	// (namesAdmit).
+	founded      int64
+	foundedKnown bool
 	// batchEvents are the events the batch in process stored, not yet
 	// written: hasAncestor walks them as it walks the store.
 	batchEvents map[ID]*Event
@@ -1098,6 +1103,7 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	}
 	r.applyMembership(tx, e, it.ID, target)
 	if e.Kind == KindCreate { // the create event names the room, whatever an invite said
+		r.founded, r.foundedKnown = e.Time, true
 		r.meta.Name, r.meta.Purpose = splitCreate(e.Body[roomNonceLen:])
 		r.meta.Creator = e.Author
 		r.meta.Topic = TopicFor(e.Body[:roomNonceLen])
@@ -1129,6 +1135,11 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 	}
 	if s.kind != KindCreate {
 		e.Parents, e.Depth = r.pickParents()
+		if admit, first := r.firstOf(self); seq == first {
+			// The first event of a membership names the event that
+			// admitted it: its proof of membership (checkAuthor).
+			e.Parents = r.withParent(e.Parents, admit)
+		}
 	}
 	wire, id, err := Seal(r.m.cfg.Key, e)
 	if err != nil {
@@ -1182,6 +1193,24 @@ func (r *room) pickParents() ([]ID, uint64) {
 		top = max(top, h.depth)
 	}
 	return SortIDs(parents), top + 1
+}
+
+// withParent returns parents (sorted, at most MaxParents, all heads) with
+// id among them: in place of the shallowest when they are full.
+func (r *room) withParent(parents []ID, id ID) []ID {
+	if slices.Contains(parents, id) {
+		return parents
+	}
+	if len(parents) >= MaxParents {
+		low := 0
+		for i, p := range parents {
+			if r.heads[p] < r.heads[parents[low]] {
+				low = i
+			}
+		}
+		parents = slices.Delete(parents, low, low+1)
+	}
+	return SortIDs(append(parents, id))
 }
 
 // depthOf returns the depth of a stored event.
