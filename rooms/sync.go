@@ -316,7 +316,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 	_ = s.SetDeadline(time.Now().Add(syncTimeout))
 	r.mu.RLock()
 	h := &Hello{Room: r.id, Limit: uint32(askLimit.Load()), Want: want}
-	h.VV, h.From, h.To = helloVV(r.vv, from, int(helloVVCap.Load()))
+	h.VV, h.From, h.To = helloVV(r.vv, from, MaxVV)
 	h.Heads = r.headsSnap
 	if len(h.Heads) > MaxHeads {
 		h.Heads = h.Heads[:MaxHeads]
@@ -358,12 +358,6 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 		r.m.metrics.synced.Add(float64(len(b.Events)))
 	}
 }
-
-// helloVVCap is the most version-vector entries a Hello of this node
-// lists (MaxVV; SetHelloVVCap in tests).
-var helloVVCap atomic.Int64
-
-func init() { helloVVCap.Store(MaxVV) }
 
 // helloVV is the version vector of a Hello that asks for the authors from
 // from on: all of vv when it fits in one Hello (from and to empty), or else
