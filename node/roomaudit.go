@@ -2,17 +2,30 @@ package node
 
 import (
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/ratelimit"
 	"github.com/parley-mesh/parley/rooms"
 )
 
 // roomAuditBatch is how many events the room auditor reads at once.
 const roomAuditBatch = 512
+
+// RoomAudits is how many decisions a minute of one other node about third
+// nodes (invites, removals, leaves) the room auditor records. A member can
+// invite without end, one event each; past this bound its decisions are
+// counted, and the next line recorded for it says how many were left out
+// (unlogged_before). Decisions about this node are always recorded. The
+// room keeps every event: Since and the log show them all.
+const RoomAudits = 20
+
+// maxUnlogged bounds the nodes whose left-out decisions are counted.
+const maxUnlogged = 4096
 
 // roomAuditor records in the node's audit log the membership decisions other
 // nodes take in its rooms, as their events arrive: this node invited into a
@@ -35,11 +48,16 @@ type roomAuditor struct {
 	// about third nodes are recorded (0 for rooms the node was in at start;
 	// absent until the invite that brought the node in was seen).
 	joined map[identity.RoomID]uint64
+	// lim bounds the lines per deciding node (RoomAudits a minute), and
+	// unlogged counts the decisions it left out since that node's last
+	// line (at most maxUnlogged nodes).
+	lim      *ratelimit.Limiter[peer.ID]
+	unlogged map[peer.ID]int
 }
 
 // startRoomAudit starts the room auditor (once the rooms run).
 func (n *Node) startRoomAudit() {
-	a := &roomAuditor{n: n, self: n.id, cursor: map[identity.RoomID]uint64{}, joined: map[identity.RoomID]uint64{}}
+	a := newRoomAuditor(n)
 	changes, stop := n.rooms.Changes()
 	_, seen := n.rooms.ChangedSince(^uint64(0))
 	for _, in := range n.rooms.List() {
@@ -72,6 +90,11 @@ func (n *Node) startRoomAudit() {
 			}
 		}
 	}()
+}
+
+func newRoomAuditor(n *Node) *roomAuditor {
+	return &roomAuditor{n: n, self: n.id, cursor: map[identity.RoomID]uint64{}, joined: map[identity.RoomID]uint64{},
+		lim: ratelimit.New[peer.ID](RoomAudits, 0), unlogged: map[peer.ID]int{}}
 }
 
 // heldAuditInterval is how often the auditor looks for new invites that
@@ -138,6 +161,16 @@ func (a *roomAuditor) event(e rooms.View) {
 		r.Action, r.Detail["peer"] = audit.RoomLeave, e.Target.String()
 	default:
 		r.Action, r.Detail["peer"] = audit.RoomRemove, e.Target.String()
+	}
+	if !about && !a.lim.Allow(e.Author, time.Now()) {
+		if _, ok := a.unlogged[e.Author]; ok || len(a.unlogged) < maxUnlogged {
+			a.unlogged[e.Author]++
+		}
+		return
+	}
+	if n := a.unlogged[e.Author]; n > 0 {
+		r.Detail["unlogged_before"] = strconv.Itoa(n)
+		delete(a.unlogged, e.Author)
 	}
 	a.n.Audit(r)
 }
