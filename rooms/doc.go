@@ -67,9 +67,12 @@
 //
 // A node is a member from the event that admits it (the create event for
 // its creator, an invite for the others) until its leave. The first event
-// of a membership must name the admitting event among its parents (in
-// rooms whose create event is dated before NamedAdmitSince, it may instead
-// have it further back in its causal past, found by a bounded walk). A node
+// of a membership must have the admitting event in its causal past. An own
+// first event names it among its parents, and such an event (or one that
+// names another invite of its author made since the author was last taken
+// out) is taken at once; otherwise the invite must be found by a walk back
+// from the parents, through at most 64 events in rooms whose create event is
+// dated from NamedAdmitSince on and 100,000 in older ones. A node
 // whose leave (or removal, by the creator only) is stored has its events
 // after the leave's cutoff refused by every member; it is dropped from the
 // topic's mesh (the member leaves and joins the topic again, so the peer
@@ -97,27 +100,26 @@
 //	{1: room text, 2: heads [bytes] (≤ 64), 3: vv [[author bytes, seq uint]] (≤ 4096),
 //	 4: want [bytes] (≤ 256), 5: limit uint, 6: from bytes, 7: to bytes}
 //
-// vv maps each author node to the highest seq the requester holds without
-// a gap; want names events it misses (typically Pending.Missing); limit is
-// the most events it wants back (0: the responder chooses). When the
-// requester knows more authors than one vv lists, it asks for them a part
-// at a time, in the order of their IDs' bytes: from and to (peer IDs; each
-// absent for no bound) say the Hello speaks of the authors from ≤ author <
-// to alone. vv then lists those alone, and the responder serves their
-// events alone (and the wanted ones); the next Hello begins at to. The
-// responder
-// serves only members of the room. It sends the events of the room that the
-// requester lacks — those of each author above its vv entry, and the wanted
-// ones it holds — in display order (so each arrives after its parents), as
-// Batch frames {1: [event wire bytes] (1 to 1024)}, and then one end frame
-// {2: true, 3: more}, where more says it stopped at a limit, or sent
-// wanted events whose own parents the requester may lack, and the requester
-// should ask again (with what it still misses). Every event received is
-// checked with Decode and the room's rules like one from gossip. Heads tell
-// the responder whether the requester has something it lacks: when the
-// requester's vv is nowhere above the responder's, a head the responder
-// lacks is a fork (below), and the responder syncs the other way on a
-// stream of its own, wanting it.
+// vv maps each author node to the highest seq the requester holds without a
+// gap; want names events it misses (typically Pending.Missing); limit is the
+// most events it wants back (0: the responder chooses). When the requester
+// knows more authors than one vv lists, it asks for them a part at a time,
+// in the order of their IDs' bytes: from and to (peer IDs; each absent for
+// no bound) say the Hello speaks of the authors from ≤ author < to alone. vv
+// then lists those alone, and the responder serves their events alone (and
+// the wanted ones); the next Hello begins at to. The responder serves only
+// members of the room. It sends the events of the room that the requester
+// lacks — those of each author above its vv entry, and the wanted ones it
+// holds — in display order (so each arrives after its parents), as Batch
+// frames {1: [event wire bytes] (1 to 1024)}, and then one end frame {2:
+// true, 3: more}, where more says it stopped at a limit, or sent wanted
+// events whose own parents the requester may lack, and the requester should
+// ask again (with what it still misses). Every event received is checked
+// with Decode and the room's rules like one from gossip. Heads tell the
+// responder whether the requester has something it lacks: when a Hello that
+// lists every author has a vv nowhere above the responder's, a head the
+// responder lacks is a fork (below), and the responder syncs the other way
+// on a stream of its own, wanting it.
 //
 // # Forks and a node's own seq
 //

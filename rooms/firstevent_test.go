@@ -16,12 +16,14 @@ import (
 
 // invitedKey is a room built from raw events and held by node 0: a creator
 // (a key no node holds) founded it at founded, invited node 0, invited a
-// key, and posted a message after that invite. first returns a first
-// event of the key with parents.
+// key, posted gap messages, invited the key again, and posted once more.
+// first offers node 0 a first event of the key with parents.
 type invitedKey struct {
 	id       identity.RoomID
 	invite   rooms.ID // the key's invite
-	after    rooms.ID // the creator's message after it
+	near     rooms.ID // the creator's message right after it
+	again    rooms.ID // the key's second invite, after the gap
+	after    rooms.ID // the creator's message after that
 	key      crypto.PrivKey
 	keyID    peer.ID
 	events   uint64 // the events node 0 holds
@@ -31,7 +33,7 @@ type invitedKey struct {
 	depth    map[rooms.ID]uint64 // of the creator's events
 }
 
-func newInvitedKey(t *testing.T, nt *nodetest.Net, founded time.Time) *invitedKey {
+func newInvitedKey(t *testing.T, nt *nodetest.Net, founded time.Time, gap int) *invitedKey {
 	t.Helper()
 	ck, creator := genKey(t)
 	k, kid := genKey(t)
@@ -59,7 +61,16 @@ func newInvitedKey(t *testing.T, nt *nodetest.Net, founded time.Time) *invitedKe
 	post(1, rooms.KindCreate, append(slices.Clone(nonce), "first events"...))
 	post(2, rooms.KindInvite, []byte(nt.ID(0)))
 	ik.invite = post(3, rooms.KindInvite, []byte(kid))
-	ik.after = post(4, rooms.KindMessage, []byte("after the invite"))
+	seq := uint64(3)
+	for i := range gap {
+		seq++
+		m := post(seq, rooms.KindMessage, []byte("after the invite"))
+		if i == 0 {
+			ik.near = m
+		}
+	}
+	ik.again = post(seq+1, rooms.KindInvite, []byte(kid))
+	ik.after = post(seq+2, rooms.KindMessage, []byte("after the second invite"))
 	m := mgr(nt, 0)
 	if err := m.OpenInvited(ik.id, rooms.TopicFor(nonce)); err != nil {
 		t.Fatal(err)
@@ -118,41 +129,36 @@ func (ik *invitedKey) first(parents ...rooms.ID) bool {
 }
 
 // A membership's first event names the invite that admitted it among its
-// parents: this node's own join does, and in a room created since the rule
-// began, a first event that has its invite only further back (a fork of a
-// first seq costs a walk of the room's history to check otherwise) is
-// refused without a walk.
+// parents: this node's own join does. In a room created since the rule
+// began, a first event that does not is taken only with its invite a few
+// events back (as a node of an older build posts its join), so a fork of a
+// first seq costs no walk of the room's history.
 func TestFirstEventNamesItsInvite(t *testing.T) {
 	nt := startNet(t, 1)
-	ik := newInvitedKey(t, nt, time.Now())
+	ik := newInvitedKey(t, nt, time.Now(), 100)
 	n0 := nt.Node(0)
 	before := rejected(t, n0, "not_member")
 	if ik.first(ik.after) {
-		t.Fatal("a first event whose invite is only in its past was taken")
+		t.Fatal("a first event whose invite is 100 events back was taken")
 	}
 	if got := rejected(t, n0, "not_member") - before; got != 1 {
 		t.Fatalf("%v refusals counted as not_member, want 1", got)
 	}
-	if !ik.first(ik.after, ik.invite) {
-		t.Fatal("a first event that names its invite was refused")
-	}
-	if !ik.first(ik.invite) {
-		t.Fatal("a second first event (a fork) that names its invite was refused")
-	}
-	// Node 0's own join (its first event) names node 0's invite.
-	vs, err := mgr(nt, 0).Log(ik.id, 100, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var invite0, join0 rooms.ID
-	for _, v := range vs {
-		switch {
-		case v.Kind == rooms.KindInvite && v.Target == nt.ID(0):
-			invite0 = v.ID
-		case v.Kind == rooms.KindJoin && v.Author == nt.ID(0):
-			join0 = v.ID
+	for _, c := range []struct {
+		name    string
+		parents []rooms.ID
+	}{
+		{"one that names its invite", []rooms.ID{ik.after, ik.invite}},
+		{"a fork that names its invite alone", []rooms.ID{ik.invite}},
+		{"one that names its second invite", []rooms.ID{ik.again}},
+		{"one with its invite just behind its parent", []rooms.ID{ik.near}},
+	} {
+		if !ik.first(c.parents...) {
+			t.Fatalf("a first event was refused: %s", c.name)
 		}
 	}
+	// Node 0's own join (its first event) names node 0's invite.
+	invite0, join0 := ik.nodeEvents()
 	ps, err := mgr(nt, 0).Parents(ik.id, join0)
 	if err != nil {
 		t.Fatal(err)
@@ -162,26 +168,34 @@ func TestFirstEventNamesItsInvite(t *testing.T) {
 	}
 }
 
-// In a room created before the rule, a first event with its invite further
+// nodeEvents returns node 0's invite and its join.
+func (ik *invitedKey) nodeEvents() (invite, join rooms.ID) {
+	ik.t.Helper()
+	vs, err := mgr(ik.nt, 0).Log(ik.id, 1000, nil)
+	if err != nil {
+		ik.t.Fatal(err)
+	}
+	for _, v := range vs {
+		switch {
+		case v.Kind == rooms.KindInvite && v.Target == ik.nt.ID(0):
+			invite = v.ID
+		case v.Kind == rooms.KindJoin && v.Author == ik.nt.ID(0):
+			join = v.ID
+		}
+	}
+	return invite, join
+}
+
+// In a room created before the rule, a first event with its invite far
 // back in its past is taken, as it was then; one without its invite in its
 // past at all is not.
 func TestFirstEventInOlderRoomIsWalked(t *testing.T) {
 	nt := startNet(t, 1)
-	ik := newInvitedKey(t, nt, time.UnixMilli(rooms.NamedAdmitSince).Add(-24*time.Hour))
+	ik := newInvitedKey(t, nt, time.UnixMilli(rooms.NamedAdmitSince).Add(-24*time.Hour), 100)
 	if !ik.first(ik.after) {
 		t.Fatal("in an older room, a first event with its invite in its past was refused")
 	}
-	// Node 0's join does not have the key's invite in its past.
-	vs, err := mgr(nt, 0).Log(ik.id, 100, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var invite0 rooms.ID
-	for _, v := range vs {
-		if v.Kind == rooms.KindInvite && v.Target == nt.ID(0) {
-			invite0 = v.ID
-		}
-	}
+	invite0, _ := ik.nodeEvents()
 	if ik.first(invite0) {
 		t.Fatal("a first event without its invite in its past was taken")
 	}

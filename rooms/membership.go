@@ -230,12 +230,17 @@ func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
 	case !member:
 		return fmt.Errorf("%w: %s in room %s", ErrNotMember, e.Author, r.id)
 	}
-	if e.Seq == first && !slices.Contains(e.Parents, admit) {
-		if r.namesAdmit() {
-			return fmt.Errorf("%w: %s's first event does not name its invite among its parents", ErrNotMember, e.Author)
+	if e.Seq == first && !r.namesInvite(e, admit, o, wasOut) {
+		strict, err := r.namesAdmit()
+		if err != nil {
+			return err
 		}
-		if !r.hasAncestor(e, admit) {
-			return fmt.Errorf("%w: %s speaks without its invite in the event's past", ErrNotMember, e.Author)
+		limit := maxAncestorWalk
+		if strict {
+			limit = shortAncestorWalk
+		}
+		if !r.hasAncestor(e, admit, limit) {
+			return fmt.Errorf("%w: %s's first event neither names its invite among its parents nor has it near in its past", ErrNotMember, e.Author)
 		}
 	}
 	if e.Kind == KindLeave {
@@ -263,36 +268,70 @@ func (r *room) firstOf(p peer.ID) (admit ID, first uint64) {
 	return admit, first
 }
 
+// namesInvite reports whether e, a first event of its author's membership,
+// names among its parents the event that admitted it, or another invite of
+// its author made since the author was last taken out: two members may
+// invite a node at once, and nodes then keep different ones as its
+// admission (the one each stored first). Its caller holds procMu.
+func (r *room) namesInvite(e *Event, admit ID, o outRec, wasOut bool) bool {
+	if slices.Contains(e.Parents, admit) {
+		return true
+	}
+	if wasOut && o.depth == 0 {
+		return false // an older record: which invites came after is not known
+	}
+	for _, p := range e.Parents {
+		pe, ok := r.batchEvents[p]
+		if !ok {
+			var err error
+			if pe, _, err = r.m.readEvent(r.id, p); err != nil {
+				continue
+			}
+		}
+		if pe.Kind != KindInvite || (wasOut && pe.Depth <= o.depth) {
+			continue
+		}
+		if t, err := pe.InviteTarget(); err == nil && t == e.Author {
+			return true
+		}
+	}
+	return false
+}
+
 // NamedAdmitSince is when the rule that a membership's first event names
 // its admitting event among its parents began (unix ms, 2026-12-03 UTC).
-// Rooms created since follow it; in rooms created before, whose members
-// may have posted first events that do not, such an event needs its
-// admitting event in its causal past, found by a walk of up to
-// maxAncestorWalk events (hasAncestor). Every node decides it from the
-// room's create event alike.
+// In rooms whose create event is dated since, a first event that does not
+// must have its admitting event within shortAncestorWalk events of its
+// parents (a node of an older build posts its join as its invite arrives);
+// in rooms created before, within maxAncestorWalk (hasAncestor). Every node
+// reads the date from the same create event.
 const NamedAdmitSince int64 = 1_796_256_000_000
 
-// namesAdmit reports whether the room follows NamedAdmitSince's rule. Its
-// caller holds procMu.
-func (r *room) namesAdmit() bool {
+// namesAdmit reports whether the room follows NamedAdmitSince's rule; an
+// error when its create event cannot be read, so that no node picks a
+// rule the others do not. Its caller holds procMu.
+func (r *room) namesAdmit() (bool, error) {
 	if !r.foundedKnown {
 		r.mu.RLock()
 		creator := r.meta.Creator
 		r.mu.RUnlock()
 		if creator == "" {
-			return false // no create event yet: nothing else is stored either
+			return false, fmt.Errorf("rooms: room %s has no create event to date it", r.id)
 		}
 		idb, ok, err := r.m.cfg.Store.Lookup(schema.RoomAuthorSeq(string(r.id), []byte(creator), 1))
-		if err != nil || !ok || len(idb) != len(ID{}) {
-			return false
+		if err == nil && (!ok || len(idb) != len(ID{})) {
+			err = fmt.Errorf("rooms: room %s: its create event is not indexed", r.id)
+		}
+		if err != nil {
+			return false, err
 		}
 		e, _, err := r.m.readEvent(r.id, ID(idb))
 		if err != nil {
-			return false
+			return false, err
 		}
 		r.founded, r.foundedKnown = e.Time, true
 	}
-	return r.founded >= NamedAdmitSince
+	return r.founded >= NamedAdmitSince, nil
 }
 
 // applyMembership updates members, the nodes that left and the agent

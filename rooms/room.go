@@ -1249,19 +1249,26 @@ func (r *room) storedAlready(it Item) bool {
 	return ok
 }
 
-// maxAncestorWalk bounds the search for a new member's invite.
-const maxAncestorWalk = 100_000
+// maxAncestorWalk bounds the search for a new member's invite in rooms
+// created before NamedAdmitSince; shortAncestorWalk in rooms created since,
+// where only first events posted by nodes of an older build need it (a
+// join posted as the invite arrives has it a few events back). The walk
+// visits the same events on every node, so every node decides alike.
+const (
+	maxAncestorWalk   = 100_000
+	shortAncestorWalk = 64
+)
 
 // hasAncestor reports whether target is a (stored) ancestor of e, walking
-// back no deeper than target's depth.
-func (r *room) hasAncestor(e *Event, target ID) bool {
+// back no deeper than target's depth and through at most limit events.
+func (r *room) hasAncestor(e *Event, target ID, limit int) bool {
 	td, ok := r.depthOf(target)
 	if !ok {
 		return false
 	}
 	seen := make(map[ID]bool)
 	queue := append(r.ancBuf[:0], e.Parents...)
-	for len(queue) > 0 && len(seen) < maxAncestorWalk {
+	for len(queue) > 0 && len(seen) < limit {
 		id := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
 		if id == target {

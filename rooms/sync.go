@@ -233,6 +233,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 		return err
 	}
 	var from peer.ID // the authors asked for: from here on
+	refused := 0     // events of parts that brought nothing the room took
 	for round := 0; round < maxSyncRounds; round++ {
 		mark := r.progressMark()
 		more, n, want, to, err := r.syncRound(ctx, p, from)
@@ -246,28 +247,34 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 			return err
 		}
 		r.m.log.Debug("sync round", "room", string(r.id), "remote", p.String(), "events", n, "more", more)
-		if n > 0 && r.progressMark() == mark && !r.wantsMore(ctx, want) {
-			// Every event was refused: asking again would bring the same
-			// ones back. Back off from p.
-			r.noteProgress(p, false)
-			r.m.metrics.syncs.WithLabelValues("requester", "no_progress").Inc()
-			return fmt.Errorf("rooms: sync %s with %s: %w (%d events refused)", r.id, p, ErrNoProgress, n)
-		}
-		if n > 0 {
+		// Every event refused: asking again would bring the same ones
+		// back. The part is done; the next one is still asked for.
+		stalled := n > 0 && r.progressMark() == mark && !r.wantsMore(ctx, want)
+		switch {
+		case stalled:
+			refused += n
+		case n > 0:
 			r.noteProgress(p, true)
+			if more {
+				continue // the same authors: p has more of them
+			}
 		}
-		if (!more || n == 0) && to != "" {
+		if to != "" {
 			from = to // the next authors
 			continue
 		}
-		if !more || n == 0 {
-			r.m.metrics.syncs.WithLabelValues("requester", "ok").Inc()
-			if r.isMember(p) {
-				// p sent every event of this node it holds.
-				r.ownLearned("a member answered")
-			}
-			return nil
+		if refused > 0 {
+			// Back off from p.
+			r.noteProgress(p, false)
+			r.m.metrics.syncs.WithLabelValues("requester", "no_progress").Inc()
+			return fmt.Errorf("rooms: sync %s with %s: %w (%d events refused)", r.id, p, ErrNoProgress, refused)
 		}
+		r.m.metrics.syncs.WithLabelValues("requester", "ok").Inc()
+		if r.isMember(p) {
+			// p sent every event of this node it holds.
+			r.ownLearned("a member answered")
+		}
+		return nil
 	}
 	return nil
 }
@@ -428,7 +435,11 @@ func (m *Manager) handleSync(s network.Stream) {
 	m.metrics.syncs.WithLabelValues("responder", "ok").Inc()
 	if upTo == 0 { // a member pulled
 		m.servedSync(r)
-		r.noteHeads(remote, h)
+		if h.From == "" && h.To == "" {
+			// A Hello that lists a part of the authors cannot say that
+			// the requester holds nothing newer than this node.
+			r.noteHeads(remote, h)
+		}
 	}
 }
 

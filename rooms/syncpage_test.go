@@ -3,11 +3,14 @@ package rooms_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
@@ -15,25 +18,39 @@ import (
 	"github.com/parley-mesh/parley/rooms"
 )
 
+// crowded is a room built by crowdedRoom.
+type crowded struct {
+	id      identity.RoomID
+	held    uint64 // the events node 1 holds
+	creator crypto.PrivKey
+	seq     uint64   // the creator's last seq
+	last    rooms.ID // its last event
+	depth   uint64   // that event's depth
+}
+
+// next is a message of the creator after its last event.
+func (c *crowded) next(t *testing.T, text string) []byte {
+	t.Helper()
+	p, err := peer.IDFromPrivateKey(c.creator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := rooms.Event{Room: c.id, Author: p, Agent: identity.HumanAgent, Seq: c.seq + 1, Depth: c.depth + 1,
+		Time: time.Now().UnixMilli(), Kind: rooms.KindMessage, Body: []byte(text), Parents: []rooms.ID{c.last}}
+	w, _, err := rooms.Seal(c.creator, &e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // crowdedRoom builds, from raw events, a room whose creator (a key no
 // node holds) invites nodes 0 and 1 and then authors more keys than one
 // Hello's version vector can list, each of which posts once. Node 1 holds
-// it all; node 0 has only opened the room. It returns the room and the
-// number of events node 1 holds.
-func crowdedRoom(t *testing.T, nt *nodetest.Net, authors int) (identity.RoomID, uint64) {
+// it all; node 0 has only opened the room.
+func crowdedRoom(t *testing.T, nt *nodetest.Net, authors int) *crowded {
 	t.Helper()
-	newKey := func() (crypto.PrivKey, peer.ID) {
-		k, _, err := crypto.GenerateEd25519Key(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := peer.IDFromPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k, p
-	}
-	ck, creator := newKey()
+	ck, creator := genKey(t)
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
 		t.Fatal(err)
@@ -62,7 +79,7 @@ func crowdedRoom(t *testing.T, nt *nodetest.Net, authors int) (identity.RoomID, 
 	invite(nt.ID(0))
 	invite(nt.ID(1))
 	for range authors {
-		k, p := newKey()
+		k, p := genKey(t)
 		inv := invite(p)
 		seal(k, rooms.Event{Room: id, Author: p, Agent: "crowd", Seq: 1, Depth: depth + 1, Time: now,
 			Kind: rooms.KindMessage, Body: []byte("here"), Parents: []rooms.ID{inv}})
@@ -84,7 +101,7 @@ func crowdedRoom(t *testing.T, nt *nodetest.Net, authors int) (identity.RoomID, 
 	if err := mgr(nt, 0).OpenInvited(id, rooms.TopicFor(nonce)); err != nil {
 		t.Fatal(err)
 	}
-	return id, held
+	return &crowded{id: id, held: held, creator: ck, seq: seq, last: last, depth: depth}
 }
 
 // A member can author more keys into a room than one Hello can list
@@ -92,11 +109,12 @@ func crowdedRoom(t *testing.T, nt *nodetest.Net, authors int) (identity.RoomID, 
 // its authors at a time, and still catches up.
 func TestSyncOfMoreAuthorsThanOneHelloLists(t *testing.T) {
 	nt := startNet(t, 2)
-	id, held := crowdedRoom(t, nt, rooms.MaxVV+40)
+	c := crowdedRoom(t, nt, rooms.MaxVV+40)
+	id, held := c.id, c.held
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// Node 0 catches up from scratch: its first Hello is short, and the
-	// ones after list more authors than MaxVV.
+	// Node 0 catches up from scratch: its first Hellos are short, and the
+	// last ones know more authors than MaxVV.
 	if err := mgr(nt, 0).SyncNow(ctx, id, nt.ID(1)); err != nil {
 		t.Fatalf("catch-up: %v", err)
 	}
@@ -121,5 +139,50 @@ func bothHold(t *testing.T, nt *nodetest.Net, id identity.RoomID, n uint64) {
 	}
 	if a, b := logIDs(t, nt, 0, id), logIDs(t, nt, 1, id); !slices.Equal(a, b) {
 		t.Fatalf("nodes 0 and 1 show different logs (%d and %d events)", len(a), len(b))
+	}
+}
+
+// A part of the authors whose events are all refused ends that part, not
+// the catch-up: the parts after it are still asked for.
+func TestRefusedPartLeavesTheNextAsked(t *testing.T) {
+	nt := startNet(t, 2)
+	c := crowdedRoom(t, nt, rooms.MaxVV+40)
+	stranger, sp := genKey(t)
+	refused := rooms.Event{Room: c.id, Author: sp, Agent: "stranger", Seq: 1, Depth: c.depth + 1,
+		Time: time.Now().UnixMilli(), Kind: rooms.KindMessage, Body: []byte("not a member"), Parents: []rooms.ID{c.last}}
+	rw, _, err := rooms.Seal(stranger, &refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := c.next(t, "in a later part")
+	// Node 0 answers node 1's catch-up: the first part with an event the
+	// room refuses, every later one with one node 1 lacks.
+	var parts atomic.Int32
+	nt.Node(0).Host().SetStreamHandler(rooms.ProtocolSync, func(s network.Stream) {
+		defer s.Close()
+		h, err := rooms.ReadHello(s, rooms.MaxFrame)
+		if err != nil {
+			s.Reset()
+			return
+		}
+		parts.Add(1)
+		ev := good
+		if h.From == "" {
+			ev = rw
+		}
+		_ = rooms.WriteFrame(s, &rooms.Batch{Events: [][]byte{ev}})
+		_ = rooms.WriteFrame(s, &rooms.Batch{End: true})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = mgr(nt, 1).SyncNow(ctx, c.id, nt.ID(0))
+	if !errors.Is(err, rooms.ErrNoProgress) {
+		t.Fatalf("catch-up with a refused part: %v, want ErrNoProgress", err)
+	}
+	if parts.Load() < 2 {
+		t.Fatalf("node 1 asked for %d parts of the authors, want them all", parts.Load())
+	}
+	if !nodetest.Poll(10*time.Second, func() bool { return eventCount(nt, 1, c.id) == c.held+1 }) {
+		t.Fatalf("node 1 holds %d events, want %d: the later part's event was not taken", eventCount(nt, 1, c.id), c.held+1)
 	}
 }
