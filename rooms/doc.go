@@ -68,11 +68,11 @@
 // A node is a member from the event that admits it (the create event for
 // its creator, an invite for the others) until its leave. The first event
 // of a membership must have the admitting event in its causal past. An own
-// first event names it among its parents, and such an event (or one that
-// names another invite of its author made since the author was last taken
-// out) is taken at once; otherwise the invite must be found by a walk back
-// from the parents, through at most 64 events in rooms whose create event is
-// dated from NamedAdmitSince on and 100,000 in older ones. A node
+// first event names it among its parents, which is taken at once; otherwise
+// it must be found by a walk back from the parents, through at most 64
+// events in rooms whose create event is dated from NamedAdmitSince on (where
+// any invite of an author never taken out will do) and 100,000 in older
+// ones. A node
 // whose leave (or removal, by the creator only) is stored has its events
 // after the leave's cutoff refused by every member; it is dropped from the
 // topic's mesh (the member leaves and joins the topic again, so the peer

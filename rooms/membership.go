@@ -230,17 +230,9 @@ func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
 	case !member:
 		return fmt.Errorf("%w: %s in room %s", ErrNotMember, e.Author, r.id)
 	}
-	if e.Seq == first && !r.namesInvite(e, admit, o, wasOut) {
-		strict, err := r.namesAdmit()
-		if err != nil {
+	if e.Seq == first {
+		if err := r.checkFirst(e, admit, wasOut); err != nil {
 			return err
-		}
-		limit := maxAncestorWalk
-		if strict {
-			limit = shortAncestorWalk
-		}
-		if !r.hasAncestor(e, admit, limit) {
-			return fmt.Errorf("%w: %s's first event neither names its invite among its parents nor has it near in its past", ErrNotMember, e.Author)
 		}
 	}
 	if e.Kind == KindLeave {
@@ -268,43 +260,44 @@ func (r *room) firstOf(p peer.ID) (admit ID, first uint64) {
 	return admit, first
 }
 
-// namesInvite reports whether e, a first event of its author's membership,
-// names among its parents the event that admitted it, or another invite of
-// its author made since the author was last taken out: two members may
-// invite a node at once, and nodes then keep different ones as its
-// admission (the one each stored first). Its caller holds procMu.
-func (r *room) namesInvite(e *Event, admit ID, o outRec, wasOut bool) bool {
+// checkFirst checks that e, the first event of its author's membership, has
+// the invite that admitted it (admit) in its causal past. An own first event
+// names it among its parents, which is taken at once. Otherwise, in a room
+// created before NamedAdmitSince, admit is looked for as far as
+// maxAncestorWalk events back, as it always was. In a room created since,
+// the walk goes through at most shortAncestorWalk events (a node of an older
+// build posts its join as its invite arrives, a few events after it), so a
+// fork of a first seq costs no walk of the room's history; and for an
+// author never taken out, any invite of it will do: two members may invite
+// a node at once, and nodes keep whichever they stored first as its
+// admission, while the invites in e's past are the same on every node. Its
+// caller holds procMu.
+func (r *room) checkFirst(e *Event, admit ID, wasOut bool) error {
 	if slices.Contains(e.Parents, admit) {
-		return true
+		return nil
 	}
-	if wasOut && o.depth == 0 {
-		return false // an older record: which invites came after is not known
+	strict, err := r.namesAdmit()
+	if err != nil {
+		return err
 	}
-	for _, p := range e.Parents {
-		pe, ok := r.batchEvents[p]
-		if !ok {
-			var err error
-			if pe, _, err = r.m.readEvent(r.id, p); err != nil {
-				continue
-			}
-		}
-		if pe.Kind != KindInvite || (wasOut && pe.Depth <= o.depth) {
-			continue
-		}
-		if t, err := pe.InviteTarget(); err == nil && t == e.Author {
-			return true
-		}
+	var ok bool
+	switch {
+	case !strict:
+		ok = r.hasAncestor(e, admit, maxAncestorWalk)
+	case wasOut:
+		ok = r.hasAncestor(e, admit, shortAncestorWalk)
+	default:
+		ok = r.invitedWithin(e, shortAncestorWalk)
 	}
-	return false
+	if !ok {
+		return fmt.Errorf("%w: %s speaks without its invite in the event's past (or further back than is looked)", ErrNotMember, e.Author)
+	}
+	return nil
 }
 
-// NamedAdmitSince is when the rule that a membership's first event names
-// its admitting event among its parents began (unix ms, 2026-12-03 UTC).
-// In rooms whose create event is dated since, a first event that does not
-// must have its admitting event within shortAncestorWalk events of its
-// parents (a node of an older build posts its join as its invite arrives);
-// in rooms created before, within maxAncestorWalk (hasAncestor). Every node
-// reads the date from the same create event.
+// NamedAdmitSince is when the rule that a membership's first event has its
+// invite near (checkFirst) began: unix ms, 2026-12-03 UTC. Every node reads
+// the date from the same create event.
 const NamedAdmitSince int64 = 1_796_256_000_000
 
 // namesAdmit reports whether the room follows NamedAdmitSince's rule; an

@@ -1250,10 +1250,8 @@ func (r *room) storedAlready(it Item) bool {
 }
 
 // maxAncestorWalk bounds the search for a new member's invite in rooms
-// created before NamedAdmitSince; shortAncestorWalk in rooms created since,
-// where only first events posted by nodes of an older build need it (a
-// join posted as the invite arrives has it a few events back). The walk
-// visits the same events on every node, so every node decides alike.
+// created before NamedAdmitSince, shortAncestorWalk in rooms created since
+// (checkFirst).
 const (
 	maxAncestorWalk   = 100_000
 	shortAncestorWalk = 64
@@ -1292,6 +1290,51 @@ func (r *room) hasAncestor(e *Event, target ID, limit int) bool {
 	}
 	r.ancBuf = queue[:0]
 	return false
+}
+
+// invitedWithin reports whether an invite of e's author is among e's
+// parents, or among the first limit events of e's past that a walk back
+// from them visits. The walk's order follows the signed parents alone, so
+// every node visits the same events.
+func (r *room) invitedWithin(e *Event, limit int) bool {
+	invites := func(id ID) (*Event, bool) {
+		ev, ok := r.batchEvents[id]
+		if !ok {
+			var err error
+			if ev, _, err = r.m.readEvent(r.id, id); err != nil {
+				return nil, false
+			}
+		}
+		if ev.Kind != KindInvite {
+			return ev, false
+		}
+		t, err := ev.InviteTarget()
+		return ev, err == nil && t == e.Author
+	}
+	for _, p := range e.Parents {
+		if _, ok := invites(p); ok {
+			return true
+		}
+	}
+	seen := make(map[ID]bool)
+	queue := append(r.ancBuf[:0], e.Parents...)
+	found := false
+	for len(queue) > 0 && len(seen) < limit && !found {
+		id := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		ev, ok := invites(id)
+		if ok {
+			found = true
+		} else if ev != nil {
+			queue = append(queue, ev.Parents...)
+		}
+	}
+	r.ancBuf = queue[:0]
+	return found
 }
 
 // isMember reports whether p is a member node (leaf state; any goroutine).

@@ -234,6 +234,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 	}
 	var from peer.ID // the authors asked for: from here on
 	refused := 0     // events of parts that brought nothing the room took
+	cut := false     // a part ended with more of it left unasked
 	for round := 0; round < maxSyncRounds; round++ {
 		mark := r.progressMark()
 		more, n, want, to, err := r.syncRound(ctx, p, from)
@@ -253,6 +254,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 		switch {
 		case stalled:
 			refused += n
+			cut = cut || more
 		case n > 0:
 			r.noteProgress(p, true)
 			if more {
@@ -263,19 +265,25 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 			from = to // the next authors
 			continue
 		}
-		if refused > 0 {
-			// Back off from p.
-			r.noteProgress(p, false)
-			r.m.metrics.syncs.WithLabelValues("requester", "no_progress").Inc()
-			return fmt.Errorf("rooms: sync %s with %s: %w (%d events refused)", r.id, p, ErrNoProgress, refused)
-		}
-		r.m.metrics.syncs.WithLabelValues("requester", "ok").Inc()
-		if r.isMember(p) {
-			// p sent every event of this node it holds.
+		if !cut && r.isMember(p) {
+			// p sent every event of this node it holds (those of a
+			// part it refused too: they were not this node's).
 			r.ownLearned("a member answered")
 		}
-		return nil
+		return r.syncEnd(p, refused)
 	}
+	return r.syncEnd(p, refused)
+}
+
+// syncEnd ends a catch-up session with p in which refused events were all
+// that some parts brought: then it backs off from p.
+func (r *room) syncEnd(p peer.ID, refused int) error {
+	if refused > 0 {
+		r.noteProgress(p, false)
+		r.m.metrics.syncs.WithLabelValues("requester", "no_progress").Inc()
+		return fmt.Errorf("rooms: sync %s with %s: %w (%d events refused)", r.id, p, ErrNoProgress, refused)
+	}
+	r.m.metrics.syncs.WithLabelValues("requester", "ok").Inc()
 	return nil
 }
 
