@@ -1264,32 +1264,9 @@ func (r *room) hasAncestor(e *Event, target ID, limit int) bool {
 	if !ok {
 		return false
 	}
-	seen := make(map[ID]bool)
-	queue := append(r.ancBuf[:0], e.Parents...)
-	for len(queue) > 0 && len(seen) < limit {
-		id := queue[len(queue)-1]
-		queue = queue[:len(queue)-1]
-		if id == target {
-			return true
-		}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		ev, ok := r.batchEvents[id]
-		if !ok {
-			var err error
-			if ev, _, err = r.m.readEvent(r.id, id); err != nil {
-				continue
-			}
-		}
-		if ev.Depth <= td {
-			continue
-		}
-		queue = append(queue, ev.Parents...)
-	}
-	r.ancBuf = queue[:0]
-	return false
+	return r.walkPast(e, limit, func(id ID, ev *Event) (bool, bool) {
+		return id == target, ev != nil && ev.Depth > td
+	})
 }
 
 // invitedWithin reports whether an invite of e's author is among e's
@@ -1297,25 +1274,28 @@ func (r *room) hasAncestor(e *Event, target ID, limit int) bool {
 // from them visits. The walk's order follows the signed parents alone, so
 // every node visits the same events.
 func (r *room) invitedWithin(e *Event, limit int) bool {
-	invites := func(id ID) (*Event, bool) {
-		ev, ok := r.batchEvents[id]
-		if !ok {
-			var err error
-			if ev, _, err = r.m.readEvent(r.id, id); err != nil {
-				return nil, false
-			}
-		}
-		if ev.Kind != KindInvite {
-			return ev, false
+	invites := func(ev *Event) bool {
+		if ev == nil || ev.Kind != KindInvite {
+			return false
 		}
 		t, err := ev.InviteTarget()
-		return ev, err == nil && t == e.Author
+		return err == nil && t == e.Author
 	}
 	for _, p := range e.Parents {
-		if _, ok := invites(p); ok {
+		if invites(r.walkedEvent(p)) {
 			return true
 		}
 	}
+	return r.walkPast(e, limit, func(_ ID, ev *Event) (bool, bool) {
+		return invites(ev), true
+	})
+}
+
+// walkPast walks back from e's parents, depth first in the order of the
+// signed parents, through at most limit events, until visit finds what it
+// looks for; visit also says whether to go on to an event's parents. An
+// event that cannot be read is visited as nil.
+func (r *room) walkPast(e *Event, limit int, visit func(id ID, ev *Event) (found, deeper bool)) bool {
 	seen := make(map[ID]bool)
 	queue := append(r.ancBuf[:0], e.Parents...)
 	found := false
@@ -1326,15 +1306,27 @@ func (r *room) invitedWithin(e *Event, limit int) bool {
 			continue
 		}
 		seen[id] = true
-		ev, ok := invites(id)
-		if ok {
-			found = true
-		} else if ev != nil {
+		ev := r.walkedEvent(id)
+		var deeper bool
+		if found, deeper = visit(id, ev); deeper && ev != nil {
 			queue = append(queue, ev.Parents...)
 		}
 	}
 	r.ancBuf = queue[:0]
 	return found
+}
+
+// walkedEvent returns stored event id, or one the batch in process
+// stored and has not written yet; nil when it cannot be read.
+func (r *room) walkedEvent(id ID) *Event {
+	if ev, ok := r.batchEvents[id]; ok {
+		return ev
+	}
+	ev, _, err := r.m.readEvent(r.id, id)
+	if err != nil {
+		return nil
+	}
+	return ev
 }
 
 // isMember reports whether p is a member node (leaf state; any goroutine).
