@@ -121,6 +121,15 @@ func (p *Pending) Len() int { return len(p.items) }
 // Bytes returns the approximate memory the pooled events hold.
 func (p *Pending) Bytes() int { return p.bytes }
 
+// WaitsFor returns what pooled item id still waits for (nil if it is not
+// pooled). The caller must not modify it.
+func (p *Pending) WaitsFor(id ID) []ID {
+	if it, ok := p.items[id]; ok {
+		return it.missing
+	}
+	return nil
+}
+
 // Has reports whether id is pooled.
 func (p *Pending) Has(id ID) bool {
 	_, ok := p.items[id]

@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -11,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
 // Validate runs a room topic's GossipSub validator on data as if it came
@@ -203,4 +205,14 @@ func (m *Manager) Parents(id identity.RoomID, eid ID) ([]ID, error) {
 		return nil, err
 	}
 	return e.Parents, nil
+}
+
+// Wire returns the wire bytes of stored event eid of room id.
+func (m *Manager) Wire(id identity.RoomID, eid ID) ([]byte, error) {
+	v, ok, err := m.cfg.Store.Lookup(schema.RoomEvent(string(id), eid[:]))
+	if err != nil || !ok {
+		return nil, fmt.Errorf("no event %s: %v", eid, err)
+	}
+	_, wire, err := checkStored(eid, v)
+	return wire, err
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -213,7 +214,114 @@ func (r *room) loadMembership() error {
 // node's events), so the room stored them before it applied the leave: one
 // that comes now with such a seq is a fork made afterwards, perhaps an
 // invite of itself that would take the node back in, and it is refused.
-func (r *room) checkAuthor(e *Event, admit ID, member bool) error {
+//
+// Except one a member built on (builtOnByMember): a removal can cross the
+// node's posts, and a node that had a post before the removal stored it
+// and its members built on it, while a node that had the removal first
+// refuses the post. Refused for good, it would keep every later event of
+// those members out of that node: the room split in two. An event a
+// member's event waits for was taken by that member's node while its
+// author was in, so it is taken here too, whatever came first.
+func (r *room) checkAuthor(id ID, e *Event, admit ID, member bool) error {
+	err := r.checkMember(e, admit, member)
+	if errors.Is(err, ErrNotMember) && r.wasOut(e.Author) && r.builtOnByMember(id) {
+		r.m.metrics.builtOn.Inc()
+		return nil
+	}
+	return err
+}
+
+// wasOut reports whether node p left the room or was removed (and may be
+// back since).
+func (r *room) wasOut(p peer.ID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.outs[p]
+	return ok
+}
+
+// builtOnByMember reports whether an event of a member node (or of this
+// node) waits in the pending pool for id, directly or through other
+// pooled events.
+func (r *room) builtOnByMember(id ID) bool {
+	return r.pending.NeededBy(id, func(e *Event) bool { return e != nil && r.isMemberOrSelf(e.Author) })
+}
+
+// A room keeps the last events it refused as their author's, out of the
+// room, up to outRefusedKept of them and outRefusedBytes of wire: a sync
+// sends parents first, so an event a member built on comes, and is
+// refused, just before the event that shows a member built on it.
+const (
+	outRefusedKept  = 64
+	outRefusedBytes = 1 << 20
+)
+
+// keepOutRefused keeps it, just refused with err, if its author is out of
+// the room (the oldest kept go first). Its caller holds procMu.
+func (r *room) keepOutRefused(it Item, err error) {
+	if !errors.Is(err, ErrNotMember) || !r.wasOut(it.Event.Author) {
+		return
+	}
+	r.outRefused = append(r.outRefused, it)
+	r.outRefusedLen += len(it.Wire)
+	for len(r.outRefused) > outRefusedKept || r.outRefusedLen > outRefusedBytes {
+		r.outRefusedLen -= len(r.outRefused[0].Wire)
+		r.outRefused = slices.Delete(r.outRefused, 0, 1)
+	}
+}
+
+// retryBuiltOn offers again the kept refused events that it, just pooled
+// and waiting for missing, waits for (directly or through pooled events),
+// when its author is a member or this node: a sync sends parents first,
+// so they were refused before it came to show a member built on them. Its
+// caller holds procMu.
+func (r *room) retryBuiltOn(tx *txn, it Item, missing []ID, from peer.ID) {
+	if len(r.outRefused) == 0 || !r.isMemberOrSelf(it.Event.Author) {
+		return
+	}
+	seen := make(map[ID]bool)
+	queue := slices.Clone(missing)
+	for len(queue) > 0 && len(r.outRefused) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if kept, ok := r.takeOutRefused(id); ok {
+			r.receive(tx, kept, from)
+			continue
+		}
+		queue = append(queue, r.pending.WaitsFor(id)...)
+	}
+}
+
+// isMemberOrSelf reports whether p is a member node or this node.
+func (r *room) isMemberOrSelf(p peer.ID) bool {
+	if p == r.m.self {
+		return true
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.members[p]
+	return ok
+}
+
+// takeOutRefused returns, and forgets, the kept refused event id. Its
+// caller holds procMu.
+func (r *room) takeOutRefused(id ID) (Item, bool) {
+	for k, it := range r.outRefused {
+		if it.ID == id {
+			r.outRefusedLen -= len(it.Wire)
+			r.outRefused = slices.Delete(r.outRefused, k, k+1)
+			return it, true
+		}
+	}
+	return Item{}, false
+}
+
+// checkMember is checkAuthor's rule without its exception.
+func (r *room) checkMember(e *Event, admit ID, member bool) error {
 	r.mu.RLock()
 	o, wasOut := r.outs[e.Author]
 	creator := r.meta.Creator
@@ -411,6 +519,14 @@ func (r *room) admitLocked(tx *txn, e *Event, p peer.ID, id ID) {
 func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 	rid := string(r.id)
 	admit, member := r.members[p]
+	if o, ok := r.outs[p]; ok && !member && !o.back && cutoff > o.cutoff {
+		// Out already: two leaves crossed (its own and the creator's
+		// removal, say). The later cutoff counts, whichever came first:
+		// its events up to it are in this leave's past, so stored.
+		o.cutoff = cutoff
+		r.outs[p] = o
+		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomOut(rid, []byte(p)), Val: o.marshal()})
+	}
 	if member {
 		first := uint64(1)
 		if o, ok := r.outs[p]; ok && o.back {

@@ -11,9 +11,11 @@ type metrics struct {
 	synced    prometheus.Counter
 	syncs     *prometheus.CounterVec
 	forks     prometheus.Counter
-	corrupt   prometheus.Counter
-	repaired  prometheus.Counter
-	stalls    prometheus.Counter
+	// events of a node out of the room taken because a member built on them
+	builtOn  prometheus.Counter
+	corrupt  prometheus.Counter
+	repaired prometheus.Counter
+	stalls   prometheus.Counter
 	// accepted gossip events GossipSub could not hand to a room's full
 	// subscription (fetched by sync instead)
 	overflow prometheus.Counter
@@ -43,6 +45,9 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		}, []string{"role", "result"}),
 		forks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_event_forks_total", Help: "Room events stored that reuse a seq their author had used (kept beside the first).",
+		}),
+		builtOn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_events_built_on_total", Help: "Events of a node out of the room taken because a member's event was built on them (a removal that crossed its posts).",
 		}),
 		corrupt: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_events_corrupt_total", Help: "Stored room events found damaged on read (unreadable, or not matching their ID).",
@@ -78,7 +83,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.corrupt, mt.repaired, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}

@@ -151,36 +151,38 @@ type room struct {
 
 	gsub atomic.Pointer[gossipSub] // the topic's subscription and its reader (gossip.go)
 
-	mu          sync.RWMutex // protects the fields below
-	meta        Meta
-	members     map[peer.ID]ID     // member node → the create or invite event admitting it
-	vv          map[peer.ID]uint64 // author → highest contiguous seq accepted
-	committed   map[peer.ID]uint64 // the same, as far as it is written to the store
-	forks       uint64             // forks written to the store (events outside committed)
-	headsSnap   []ID
-	listeners   map[int]chan View
-	nextLis     int
-	syncing     map[peer.ID]bool // peers with a sync queued or running
-	resync      map[peer.ID]bool // peers asked for again while their sync ran: once more after it
-	syncQ       chan peer.ID
-	syncRunning bool                   // a syncWorker runs (sync.go)
-	stalls      map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
-	topic       *pubsub.Topic          // the joined topic; nil while the room has none (topic.go)
-	topicStr    string                 // its name
-	unsub       func()                 // ends the topic's subscription (topic.go)
-	agents      map[string]AgentMember // agent address → its membership (membership.go)
-	outs        map[peer.ID]outRec     // nodes that left or were removed (membership.go)
-	ownKnown    chan struct{}          // closed once this node knows its own next seq (own.go)
-	unstored    []*Item                // own events published whose write failed: stored with the next batch (procMu)
-	waitingFrom time.Time              // since when some of unstored wait for their parents; zero if none does (procMu)
-	joinWait    identity.AgentName     // a join to post once unstored is empty, unless an own join is stored first (procMu)
-	ownSince    time.Time              // when the room began to learn it
-	invCatchUps int                    // catch-ups after an invite of this node that run (invite.go)
-	invCaughtUp chan struct{}          // closed when the last of them ends; nil while none runs
-	wantHeads   map[ID]bool            // others' heads this node lacks, to want in its next sync
-	corrupt     map[ID]bool            // damaged events to fetch again (corrupt.go)
-	nCorrupt    atomic.Int64           // len(corrupt), read without mu
-	repairs     uint64                 // damaged events written again
+	mu            sync.RWMutex // protects the fields below
+	meta          Meta
+	members       map[peer.ID]ID     // member node → the create or invite event admitting it
+	vv            map[peer.ID]uint64 // author → highest contiguous seq accepted
+	committed     map[peer.ID]uint64 // the same, as far as it is written to the store
+	forks         uint64             // forks written to the store (events outside committed)
+	headsSnap     []ID
+	listeners     map[int]chan View
+	nextLis       int
+	syncing       map[peer.ID]bool // peers with a sync queued or running
+	resync        map[peer.ID]bool // peers asked for again while their sync ran: once more after it
+	syncQ         chan peer.ID
+	syncRunning   bool                   // a syncWorker runs (sync.go)
+	stalls        map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
+	topic         *pubsub.Topic          // the joined topic; nil while the room has none (topic.go)
+	topicStr      string                 // its name
+	unsub         func()                 // ends the topic's subscription (topic.go)
+	agents        map[string]AgentMember // agent address → its membership (membership.go)
+	outs          map[peer.ID]outRec     // nodes that left or were removed (membership.go)
+	ownKnown      chan struct{}          // closed once this node knows its own next seq (own.go)
+	unstored      []*Item                // own events published whose write failed: stored with the next batch (procMu)
+	waitingFrom   time.Time              // since when some of unstored wait for their parents; zero if none does (procMu)
+	joinWait      identity.AgentName     // a join to post once unstored is empty, unless an own join is stored first (procMu)
+	ownSince      time.Time              // when the room began to learn it
+	invCatchUps   int                    // catch-ups after an invite of this node that run (invite.go)
+	invCaughtUp   chan struct{}          // closed when the last of them ends; nil while none runs
+	wantHeads     map[ID]bool            // others' heads this node lacks, to want in its next sync
+	corrupt       map[ID]bool            // damaged events to fetch again (corrupt.go)
+	nCorrupt      atomic.Int64           // len(corrupt), read without mu
+	repairs       uint64                 // damaged events written again
+	outRefused    []Item                 // the last events refused as their author's, out of the room (procMu; membership.go)
+	outRefusedLen int                    // their wires' bytes (procMu)
 }
 
 func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
@@ -946,6 +948,7 @@ func (r *room) receive(tx *txn, it Item, from peer.ID) {
 				}
 				tx.fetch[from] = true
 			}
+			r.retryBuiltOn(tx, it, missing, from)
 		}
 		return
 	}
@@ -954,6 +957,7 @@ func (r *room) receive(tx *txn, it Item, from peer.ID) {
 		cur := queue[0]
 		queue = queue[1:]
 		if err := r.accept(tx, cur); err != nil {
+			r.keepOutRefused(cur, err)
 			r.m.reject(err)
 			r.m.log.Debug("event refused", "room", string(r.id), "id", cur.ID.String(), "author", cur.Event.Author.String(), "err", err)
 			r.pending.Discard(cur.ID)
@@ -1022,7 +1026,7 @@ func (r *room) accept(tx *txn, it Item) error {
 	default:
 		// A new member's first event must have its invite in its causal
 		// past; later ones follow from the author's seq chain.
-		if err := r.checkAuthor(e, admit, member); err != nil {
+		if err := r.checkAuthor(it.ID, e, admit, member); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,247 @@
+package rooms_test
+
+import (
+	"context"
+	"crypto/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// rawRoom builds a room's events by hand, each key's events in its own
+// seq chain.
+type rawRoom struct {
+	t     *testing.T
+	id    identity.RoomID
+	nonce []byte
+	seq   map[peer.ID]uint64
+	depth map[rooms.ID]uint64
+	keys  map[peer.ID]crypto.PrivKey
+}
+
+func newRawRoom(t *testing.T, creator crypto.PrivKey) *rawRoom {
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		t.Fatal(err)
+	}
+	cid, _ := peer.IDFromPrivateKey(creator)
+	return &rawRoom{t: t, id: rooms.DeriveRoomID(cid, nonce), nonce: nonce, seq: map[peer.ID]uint64{},
+		depth: map[rooms.ID]uint64{}, keys: map[peer.ID]crypto.PrivKey{cid: creator}}
+}
+
+// post seals the next event of key's author with parents.
+func (rr *rawRoom) post(key crypto.PrivKey, kind rooms.Kind, body []byte, parents ...rooms.ID) ([]byte, rooms.ID) {
+	rr.t.Helper()
+	a, _ := peer.IDFromPrivateKey(key)
+	rr.seq[a]++
+	var depth uint64 = 1
+	for _, p := range parents {
+		depth = max(depth, rr.depth[p]+1)
+	}
+	e := rooms.Event{Room: rr.id, Author: a, Agent: identity.HumanAgent, Seq: rr.seq[a], Depth: depth,
+		Time: time.Now().UnixMilli(), Kind: kind, Body: body, Parents: rooms.SortIDs(slices.Clone(parents))}
+	w, eid, err := rooms.Seal(key, &e)
+	if err != nil {
+		rr.t.Fatal(err)
+	}
+	rr.depth[eid] = depth
+	return w, eid
+}
+
+// crossing is a room held by two nodes that share no connection, each
+// node 0 of its own net, built from raw events: a creator (a key no node
+// holds) invited both nodes and a key x, and x posted once. Each node has
+// the same events, and its join.
+type crossing struct {
+	*rawRoom
+	t       *testing.T
+	nets    []*nodetest.Net
+	ck, xk  crypto.PrivKey
+	xid     peer.ID
+	creator rooms.ID // the creator's last event
+	x1      rooms.ID // x's first post
+}
+
+func newCrossing(t *testing.T) *crossing {
+	t.Helper()
+	ck, _ := genKey(t)
+	xk, xid := genKey(t)
+	c := &crossing{rawRoom: newRawRoom(t, ck), t: t, nets: []*nodetest.Net{startNet(t, 1), startNet(t, 1)}, ck: ck, xk: xk, xid: xid}
+	var base [][]byte
+	add := func(w []byte, id rooms.ID) rooms.ID { base = append(base, w); return id }
+	last := add(c.post(ck, rooms.KindCreate, append(slices.Clone(c.nonce), "crossing"...)))
+	for _, nt := range c.nets {
+		last = add(c.post(ck, rooms.KindInvite, []byte(nt.ID(0)), last))
+	}
+	c.creator = add(c.post(ck, rooms.KindInvite, []byte(xid), last))
+	c.x1 = add(c.post(xk, rooms.KindMessage, []byte("x speaks"), c.creator))
+	for i := range c.nets {
+		m := c.mgr(i)
+		if err := m.OpenInvited(c.id, rooms.TopicFor(c.nonce)); err != nil {
+			t.Fatal(err)
+		}
+		c.give(i, base...)
+	}
+	for i := range c.nets {
+		c.waitFor(i, len(base)+1) // and its join
+	}
+	return c
+}
+
+func (c *crossing) mgr(i int) *rooms.Manager { return mgr(c.nets[i], 0) }
+
+// give has node i process wires, one batch each.
+func (c *crossing) give(i int, wires ...[]byte) {
+	c.t.Helper()
+	for _, w := range wires {
+		if err := c.mgr(i).ProcessBatch(c.id, w); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+func (c *crossing) count(i int) uint64 { return eventCount(c.nets[i], 0, c.id) }
+
+func (c *crossing) waitFor(i, n int) {
+	c.t.Helper()
+	if !nodetest.Poll(10*time.Second, func() bool { return c.count(i) == uint64(n) }) {
+		c.t.Fatalf("node %d holds %d events, want %d", i, c.count(i), n)
+	}
+}
+
+// ids lists the events node i holds, in display order (parents first).
+func (c *crossing) ids(i int) []rooms.ID {
+	c.t.Helper()
+	vs, err := c.mgr(i).Log(c.id, 1000, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := make([]rooms.ID, len(vs))
+	for k, v := range vs {
+		out[k] = v.ID
+	}
+	return out
+}
+
+// wires returns node i's wires of events.
+func (c *crossing) wires(i int, ids ...rooms.ID) [][]byte {
+	c.t.Helper()
+	out := make([][]byte, len(ids))
+	for k, id := range ids {
+		w, err := c.mgr(i).Wire(c.id, id)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		out[k] = w
+	}
+	return out
+}
+
+// exchange gives each node the events the other holds and it lacks, all
+// in one batch, parents first (as a sync brings them), and reports whether both then
+// hold the same events.
+func (c *crossing) exchange() bool {
+	c.t.Helper()
+	for i := range c.nets {
+		have := c.ids(1 - i)
+		var lack []rooms.ID
+		for _, id := range c.ids(i) {
+			if !slices.Contains(have, id) {
+				lack = append(lack, id)
+			}
+		}
+		if len(lack) > 0 {
+			if err := c.mgr(1-i).ProcessBatch(c.id, c.wires(i, lack...)...); err != nil {
+				c.t.Fatal(err)
+			}
+		}
+	}
+	return slices.Equal(rooms.SortIDs(c.ids(0)), rooms.SortIDs(c.ids(1)))
+}
+
+// each node posts once, and the posts are exchanged.
+func (c *crossing) postBoth(text string) {
+	c.t.Helper()
+	for i := range c.nets {
+		if _, err := c.mgr(i).Say(context.Background(), c.id, rooms.SayArgs{Agent: identity.HumanAgent, Text: text}); err != nil {
+			c.t.Fatalf("node %d: %v", i, err)
+		}
+	}
+}
+
+// A removal that crosses a post of the node removed (the creator counted
+// its events before the post came) leaves both nodes with the same room,
+// whichever of the two a node had first: the node that had the post first
+// stored it and built on it, and the other takes it for that. A later post
+// of the removed node, which no member built on, stays out of both.
+func TestRemovalCrossingAPost(t *testing.T) {
+	c := newCrossing(t)
+	removal, _ := c.post(c.ck, rooms.KindLeave, leaveBodyOf(1, c.xid), c.x1)
+	x2, _ := c.post(c.xk, rooms.KindMessage, []byte("x speaks again"), c.x1)
+	c.give(0, removal, x2) // x2 refused: x is out
+	c.give(1, x2, removal) // x2 stored: x was in
+	if c.count(0) == c.count(1) {
+		t.Fatalf("both nodes hold %d events: the removal did not cross the post", c.count(0))
+	}
+	c.postBoth("after the removal")
+	if !c.exchange() {
+		t.Fatalf("the nodes hold different events: %d and %d", c.count(0), c.count(1))
+	}
+	c.postBoth("and again")
+	if !c.exchange() {
+		t.Fatalf("later posts did not reach both nodes: %d and %d events", c.count(0), c.count(1))
+	}
+	x3, _ := c.post(c.xk, rooms.KindMessage, []byte("x, removed"), c.ids(1)...)
+	before := []uint64{c.count(0), c.count(1)}
+	for i := range c.nets {
+		c.give(i, x3)
+		if c.count(i) != before[i] {
+			t.Fatalf("node %d took a post the removed node made after its removal", i)
+		}
+	}
+}
+
+// Two leaves of one node that cross (its own and the creator's removal,
+// which counted fewer of its events) take it out after the same event on
+// both nodes, whichever came first: a first event of its return that does
+// not follow its invite is refused by both.
+func TestCrossingLeavesAgreeOnTheCutoff(t *testing.T) {
+	c := newCrossing(t)
+	removal, rid := c.post(c.ck, rooms.KindLeave, leaveBodyOf(1, c.xid), c.x1)
+	x2, x2id := c.post(c.xk, rooms.KindMessage, []byte("x speaks again"), c.x1)
+	leave, lid := c.post(c.xk, rooms.KindLeave, leaveBodyOf(0, c.xid), x2id)
+	c.give(0, removal, x2, leave) // x out after its event 1; the rest refused
+	c.give(1, x2, leave, removal) // x out after its event 3, its leave
+	c.postBoth("after the leaves")
+	if !c.exchange() {
+		t.Fatalf("the nodes hold different events: %d and %d", c.count(0), c.count(1))
+	}
+	back, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), rid, lid)
+	c.give(0, back)
+	c.give(1, back)
+	// x's next seq (4) is the first of its return: without its invite in
+	// its past, refused by both.
+	x4, _ := c.post(c.xk, rooms.KindMessage, []byte("back, but not after the invite"), lid)
+	before := []uint64{c.count(0), c.count(1)}
+	for i := range c.nets {
+		c.give(i, x4)
+		if c.count(i) != before[i] {
+			t.Fatalf("node %d took x's first event after its return without the invite in its past", i)
+		}
+	}
+}
+
+func leaveBodyOf(cutoff uint64, p peer.ID) []byte {
+	b := make([]byte, 8, 8+len(p))
+	for i := range 8 {
+		b[7-i] = byte(cutoff >> (8 * i))
+	}
+	return append(b, p...)
+}
