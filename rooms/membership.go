@@ -121,6 +121,7 @@ type outRec struct {
 	first  uint64 // the first seq of that membership
 	back   bool   // invited again since: its events from cutoff+1 need the new invite in their past
 	depth  uint64 // the depth of the event that took it out (0 in records older than this field)
+	leave  ID     // the event that took it out (zero in records older than this field)
 }
 
 // removedDepth returns, for node p out of the room and not invited back,
@@ -142,7 +143,8 @@ func (o outRec) marshal() []byte {
 	if o.back {
 		back = 1
 	}
-	return binary.BigEndian.AppendUint64(append(b, back), o.depth)
+	b = binary.BigEndian.AppendUint64(append(b, back), o.depth)
+	return append(b, o.leave[:]...)
 }
 
 func (m AgentMember) marshal() []byte {
@@ -178,13 +180,16 @@ func (r *room) loadMembership() error {
 		op := schema.RoomOutPrefix(rid)
 		err = db.ScanFrom(op, nil, false, func(k, v []byte) bool {
 			p, _, ok := peerFromKey(k[len(op):])
-			if !ok || (len(v) != 8+32+8+1 && len(v) != 8+32+8+1+8) {
+			if !ok || (len(v) != 8+32+8+1 && len(v) != 8+32+8+1+8 && len(v) != 8+32+8+1+8+32) {
 				bad = fmt.Errorf("rooms: bad left-node record in %s", rid)
 				return false
 			}
 			o := outRec{cutoff: be8(v[:8]), first: be8(v[40:48]), back: v[48] == 1}
 			if len(v) > 49 {
-				o.depth = be8(v[49:])
+				o.depth = be8(v[49:57])
+			}
+			if len(v) > 57 {
+				copy(o.leave[:], v[57:])
 			}
 			copy(o.admit[:], v[8:40])
 			outs[p] = o
@@ -375,10 +380,11 @@ func (r *room) firstOf(p peer.ID) (admit ID, first uint64) {
 // maxAncestorWalk events back, as it always was. In a room created since,
 // the walk goes through at most shortAncestorWalk events (a node of an older
 // build posts its join as its invite arrives, a few events after it), so a
-// fork of a first seq costs no walk of the room's history; and for an
-// author never taken out, any invite of it will do: two members may invite
-// a node at once, and nodes keep whichever they stored first as its
-// admission, while the invites in e's past are the same on every node. Its
+// fork of a first seq costs no walk of the room's history; and any invite
+// of the author will do (for one taken out before, any return: an invite
+// that names a leave of it, invitesIn): two members may invite a node at
+// once, and nodes keep whichever they stored first as its admission,
+// while the invites in e's past are the same on every node. Its
 // caller holds procMu.
 func (r *room) checkFirst(e *Event, admit ID, wasOut bool) error {
 	if slices.Contains(e.Parents, admit) {
@@ -393,9 +399,9 @@ func (r *room) checkFirst(e *Event, admit ID, wasOut bool) error {
 	case !strict:
 		ok = r.hasAncestor(e, admit, maxAncestorWalk)
 	case wasOut:
-		ok = r.hasAncestor(e, admit, shortAncestorWalk)
+		ok = r.invitedWithin(e, shortAncestorWalk, true)
 	default:
-		ok = r.invitedWithin(e, shortAncestorWalk)
+		ok = r.invitedWithin(e, shortAncestorWalk, false)
 	}
 	if !ok {
 		return fmt.Errorf("%w: %s speaks without its invite in the event's past (or further back than is looked)", ErrNotMember, e.Author)
@@ -435,15 +441,89 @@ func (r *room) namesAdmit() (bool, error) {
 	return r.founded >= NamedAdmitSince, nil
 }
 
+// invitesIn reports whether invite e makes node p a member: always, unless
+// p is out of the room and not invited back since. Then, in a room created
+// since NamedAdmitSince, only an invite that names a leave of p among its
+// parents does (a return; this node's own invites of a node that is out
+// name the leave that took it out). An invite made before its author knew
+// of the leave is so taken as it was meant, a no-op, on every node: before,
+// a node that stored the leave first took it as a return, and one that
+// stored the invite first took nothing from it, and the two then disagreed
+// on the node's later events. Its caller holds procMu.
+func (r *room) invitesIn(e *Event, p peer.ID) bool {
+	r.mu.RLock()
+	o, out := r.outs[p]
+	_, member := r.members[p]
+	r.mu.RUnlock()
+	if !out || o.back || member {
+		return true
+	}
+	strict, err := r.namesAdmit()
+	if err != nil {
+		r.m.log.Warn("room's rules unknown; an invite of a node that is out takes it back in", "room", string(r.id), "err", err)
+		return true
+	}
+	return !strict || r.namesLeaveOf(e, p)
+}
+
+// namesLeaveOf reports whether one of e's parents is a leave that takes
+// node p out. Its caller holds procMu.
+func (r *room) namesLeaveOf(e *Event, p peer.ID) bool {
+	for _, id := range e.Parents {
+		if ev := r.walkedEvent(id); ev != nil && ev.Kind == KindLeave {
+			if t, _, err := ev.LeaveTarget(); err == nil && t == p {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// leaveOf returns the event that took node p out, if p is out and not
+// invited back since. A record older than that field does not hold it:
+// then it is the event that took one of p's agents out, if that is a leave
+// of p. Its caller holds procMu.
+func (r *room) leaveOf(p peer.ID) (ID, bool) {
+	r.mu.RLock()
+	o, out := r.outs[p]
+	var agentsOut []ID
+	if out && !o.back && o.leave == (ID{}) {
+		suffix := "@" + p.String()
+		for addr, a := range r.agents {
+			if !a.In && strings.HasSuffix(addr, suffix) {
+				agentsOut = append(agentsOut, a.Event)
+			}
+		}
+	}
+	r.mu.RUnlock()
+	switch {
+	case !out || o.back:
+		return ID{}, false
+	case o.leave != (ID{}):
+		return o.leave, true
+	}
+	for _, id := range agentsOut {
+		if ev := r.walkedEvent(id); ev != nil && ev.Kind == KindLeave {
+			if t, _, err := ev.LeaveTarget(); err == nil && t == p {
+				return id, true
+			}
+		}
+	}
+	return ID{}, false
+}
+
 // applyMembership updates members, the nodes that left and the agent
-// records for a stored event. It runs inside store (procMu held),
+// records for a stored event; an invite admits its node only if admits
+// (invitesIn). It runs inside store (procMu held),
 // with r.mu held.
-func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID) {
+func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID, admits bool) {
 	switch e.Kind {
 	case KindCreate:
 		r.admitLocked(tx, e, e.Author, id)
 	case KindInvite:
-		r.admitLocked(tx, e, target, id)
+		if admits {
+			r.admitLocked(tx, e, target, id)
+		}
 	case KindLeave:
 		if p, cutoff, err := e.LeaveTarget(); err == nil && p != "" {
 			r.outLocked(tx, e, id, p, cutoff)
@@ -534,7 +614,7 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 		}
 		delete(r.members, p)
 		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(p)), Delete: true})
-		o := outRec{cutoff: cutoff, admit: admit, first: first, depth: e.Depth}
+		o := outRec{cutoff: cutoff, admit: admit, first: first, depth: e.Depth, leave: id}
 		r.outs[p] = o
 		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomOut(rid, []byte(p)), Val: o.marshal()})
 		switch {

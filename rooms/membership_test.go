@@ -177,8 +177,24 @@ func TestNodeLeavesAndComesBack(t *testing.T) {
 	}
 	// Invited again, it catches up and speaks.
 	waitConnected(t, nt, 0, 2)
-	if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(2), identity.HumanAgent); err != nil {
+	back, err := mgr(nt, 0).Invite(ctx, id, nt.ID(2), identity.HumanAgent)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The invite names node 2's leave among its parents: that makes it a
+	// return on every node (an invite that crossed the leave is not one).
+	var leave rooms.ID
+	vs, err := mgr(nt, 0).Log(id, 1000, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if v.Kind == rooms.KindLeave && v.Author == nt.ID(2) {
+			leave = v.ID
+		}
+	}
+	if ps, err := mgr(nt, 0).Parents(id, back); err != nil || !slices.Contains(ps, leave) {
+		t.Fatalf("the invite back has parents %v (%v), not node 2's leave %s", ps, err, leave)
 	}
 	// It speaks at once: its post waits for the catch-up, in which the
 	// history may come in batches before the invite's, and the join

@@ -206,7 +206,9 @@ func TestRemovalCrossingAPost(t *testing.T) {
 		t.Fatalf("sync left the nodes with different events: %d and %d", c.count(0), c.count(1))
 	}
 	c.postBoth("and again")
-	if !nodetest.Poll(20*time.Second, func() bool { return c.count(0) == c.count(1) && slices.Equal(rooms.SortIDs(c.ids(0)), rooms.SortIDs(c.ids(1))) }) {
+	if !nodetest.Poll(20*time.Second, func() bool {
+		return c.count(0) == c.count(1) && slices.Equal(rooms.SortIDs(c.ids(0)), rooms.SortIDs(c.ids(1)))
+	}) {
 		t.Fatalf("later posts did not reach both nodes: %d and %d events", c.count(0), c.count(1))
 	}
 	x3, _ := c.post(c.xk, rooms.KindMessage, []byte("x, removed"), c.ids(1)...)
@@ -246,6 +248,44 @@ func TestCrossingLeavesAgreeOnTheCutoff(t *testing.T) {
 		if c.count(i) != before[i] {
 			t.Fatalf("node %d took x's first event after its return without the invite in its past", i)
 		}
+	}
+}
+
+// An invite of a node made before its author knew the node had left (the
+// two cross) brings it back on no node, whichever of the two a node had
+// first; an invite that names the leave brings it back on both. A first
+// event of the return must follow such an invite.
+func TestInviteCrossingALeave(t *testing.T) {
+	c := newCrossing(t)
+	leave, lid := c.post(c.xk, rooms.KindLeave, leaveBodyOf(0, c.xid), c.x1)
+	crossed, cid := c.post(c.ck, rooms.KindInvite, []byte(c.xid), c.creator)
+	c.give(0, leave, crossed)
+	c.give(1, crossed, leave)
+	offer := func(wire []byte) []bool {
+		t.Helper()
+		took := make([]bool, len(c.nets))
+		for i := range c.nets {
+			before := c.count(i)
+			c.give(i, wire)
+			took[i] = c.count(i) > before
+		}
+		return took
+	}
+	// x's seq 3 is the first of a return.
+	early, _ := c.post(c.xk, rooms.KindMessage, []byte("back after the crossed invite?"), lid, cid)
+	c.seq[c.xid]--
+	if took := offer(early); took[0] || took[1] {
+		t.Fatalf("a first event after an invite that crossed the leave was taken (node 0: %v, node 1: %v)", took[0], took[1])
+	}
+	back, bid := c.post(c.ck, rooms.KindInvite, []byte(c.xid), lid, cid)
+	c.give(0, back)
+	c.give(1, back)
+	if took := offer(early); took[0] || took[1] {
+		t.Fatalf("a first event that follows only the crossed invite was taken (node 0: %v, node 1: %v)", took[0], took[1])
+	}
+	first, _ := c.post(c.xk, rooms.KindMessage, []byte("back"), lid, bid)
+	if took := offer(first); !took[0] || !took[1] {
+		t.Fatalf("a first event after the invite that names the leave was refused (node 0 took it: %v, node 1: %v)", took[0], took[1])
 	}
 }
 

@@ -1098,6 +1098,7 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	if tx.vv == nil {
 		tx.vv = make(map[peer.ID]uint64)
 	}
+	admits := e.Kind != KindInvite || r.invitesIn(e, target)
 	r.mu.Lock()
 	if fork {
 		tx.forks++
@@ -1105,7 +1106,7 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 		tx.vv[e.Author] = e.Seq
 		r.vv[e.Author] = e.Seq
 	}
-	r.applyMembership(tx, e, it.ID, target)
+	r.applyMembership(tx, e, it.ID, target, admits)
 	if e.Kind == KindCreate { // the create event names the room, whatever an invite said
 		r.founded, r.foundedKnown = e.Time, true
 		r.meta.Name, r.meta.Purpose = splitCreate(e.Body[roomNonceLen:])
@@ -1143,6 +1144,15 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 			// The first event of a membership names the event that
 			// admitted it: its proof of membership (checkAuthor).
 			e.Parents = r.withParent(e.Parents, admit)
+		}
+		if s.kind == KindInvite {
+			// An invite of a node that is out names the leave that
+			// took it out: that makes it a return (invitesIn).
+			if p, err := peer.IDFromBytes(s.body); err == nil {
+				if leave, ok := r.leaveOf(p); ok {
+					e.Parents = r.withParent(e.Parents, leave)
+				}
+			}
 		}
 	}
 	wire, id, err := Seal(r.m.cfg.Key, e)
@@ -1273,17 +1283,17 @@ func (r *room) hasAncestor(e *Event, target ID, limit int) bool {
 	})
 }
 
-// invitedWithin reports whether an invite of e's author is among e's
-// parents, or among the first limit events of e's past that a walk back
-// from them visits. The walk's order follows the signed parents alone, so
+// invitedWithin reports whether an invite of e's author (when returning,
+// one that names a leave of it: a return) is among e's parents, or among
+// the first limit events of e's past that a walk back from them visits. The walk's order follows the signed parents alone, so
 // every node visits the same events.
-func (r *room) invitedWithin(e *Event, limit int) bool {
+func (r *room) invitedWithin(e *Event, limit int, returning bool) bool {
 	invites := func(ev *Event) bool {
 		if ev == nil || ev.Kind != KindInvite {
 			return false
 		}
 		t, err := ev.InviteTarget()
-		return err == nil && t == e.Author
+		return err == nil && t == e.Author && (!returning || r.namesLeaveOf(ev, t))
 	}
 	for _, p := range e.Parents {
 		if invites(r.walkedEvent(p)) {
