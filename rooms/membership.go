@@ -258,13 +258,16 @@ func (r *room) builtOnByMember(id ID) bool {
 // refused, just before the event that shows a member built on it.
 const (
 	outRefusedKept  = 64
-	outRefusedBytes = 1 << 20
+	outRefusedBytes = 256 << 10
 )
 
 // keepOutRefused keeps it, just refused with err, if its author is out of
 // the room (the oldest kept go first). Its caller holds procMu.
 func (r *room) keepOutRefused(it Item, err error) {
 	if !errors.Is(err, ErrNotMember) || !r.wasOut(it.Event.Author) {
+		return
+	}
+	if slices.ContainsFunc(r.outRefused, func(k Item) bool { return k.ID == it.ID }) {
 		return
 	}
 	r.outRefused = append(r.outRefused, it)
@@ -286,7 +289,7 @@ func (r *room) retryBuiltOn(tx *txn, it Item, missing []ID, from peer.ID) {
 	}
 	seen := make(map[ID]bool)
 	queue := slices.Clone(missing)
-	for len(queue) > 0 && len(r.outRefused) > 0 {
+	for len(queue) > 0 && len(r.outRefused) > 0 && len(seen) < retryWalk {
 		id := queue[0]
 		queue = queue[1:]
 		if seen[id] {
@@ -300,6 +303,9 @@ func (r *room) retryBuiltOn(tx *txn, it Item, missing []ID, from peer.ID) {
 		queue = append(queue, r.pending.WaitsFor(id)...)
 	}
 }
+
+// retryWalk bounds how many pooled events retryBuiltOn looks through.
+const retryWalk = 256
 
 // isMemberOrSelf reports whether p is a member node or this node.
 func (r *room) isMemberOrSelf(p peer.ID) bool {
@@ -442,7 +448,7 @@ func (r *room) namesAdmit() (bool, error) {
 }
 
 // invitesIn reports whether invite e makes node p a member: always, unless
-// p is out of the room and not invited back since. Then, in a room created
+// p is its author, or is out of the room and not invited back since. Then, in a room created
 // since NamedAdmitSince, only an invite that names a leave of p among its
 // parents does (a return; this node's own invites of a node that is out
 // name the leave that took it out). An invite made before its author knew
@@ -451,6 +457,12 @@ func (r *room) namesAdmit() (bool, error) {
 // stored the invite first took nothing from it, and the two then disagreed
 // on the node's later events. Its caller holds procMu.
 func (r *room) invitesIn(e *Event, p peer.ID) bool {
+	if p == e.Author {
+		// An invite of itself: honest nodes make none (an invite needs
+		// a member, and a member is in), and one a node out of the
+		// room signed, which a member built on, must not take it back.
+		return false
+	}
 	r.mu.RLock()
 	o, out := r.outs[p]
 	_, member := r.members[p]
@@ -479,11 +491,11 @@ func (r *room) namesLeaveOf(e *Event, p peer.ID) bool {
 	return false
 }
 
-// leaveOf returns the event that took node p out, if p is out and not
-// invited back since. A record older than that field does not hold it:
-// then it is the event that took one of p's agents out, if that is a leave
-// of p. Its caller holds procMu.
-func (r *room) leaveOf(p peer.ID) (ID, bool) {
+// leaveOf returns, for a node p that is out and not invited back since
+// (out), the event that took it out; zero if unknown. A record older than
+// that field does not hold it: then it is the event that took one of p's
+// agents out, if that is a leave of p. Its caller holds procMu.
+func (r *room) leaveOf(p peer.ID) (leave ID, out bool) {
 	r.mu.RLock()
 	o, out := r.outs[p]
 	var agentsOut []ID
@@ -509,7 +521,7 @@ func (r *room) leaveOf(p peer.ID) (ID, bool) {
 			}
 		}
 	}
-	return ID{}, false
+	return ID{}, true
 }
 
 // applyMembership updates members, the nodes that left and the agent
@@ -599,13 +611,21 @@ func (r *room) admitLocked(tx *txn, e *Event, p peer.ID, id ID) {
 func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 	rid := string(r.id)
 	admit, member := r.members[p]
-	if o, ok := r.outs[p]; ok && !member && !o.back && cutoff > o.cutoff {
+	if o, ok := r.outs[p]; ok && !member && !o.back {
 		// Out already: two leaves crossed (its own and the creator's
 		// removal, say). The later cutoff counts, whichever came first:
-		// its events up to it are in this leave's past, so stored.
-		o.cutoff = cutoff
-		r.outs[p] = o
-		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomOut(rid, []byte(p)), Val: o.marshal()})
+		// its events up to it are in this leave's past, so stored. And
+		// the later leave in display order is the one kept (how far a
+		// removed node is served, the leave an invite back names).
+		changed := cutoff > o.cutoff
+		o.cutoff = max(o.cutoff, cutoff)
+		if o.leave != (ID{}) && Less(o.depth, o.leave, e.Depth, id) {
+			o.depth, o.leave, changed = e.Depth, id, true
+		}
+		if changed {
+			r.outs[p] = o
+			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomOut(rid, []byte(p)), Val: o.marshal()})
+		}
 	}
 	if member {
 		first := uint64(1)
@@ -703,7 +723,7 @@ func (m *Manager) InviteAgent(ctx context.Context, id identity.RoomID, target pe
 		return ID{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	addr := agentAddr(name, target)
-	if a, ok := r.agentState(addr); ok && a.In {
+	if a, ok := r.agentState(addr); ok && a.In && (target == m.self || r.isMember(target)) {
 		return a.Event, nil
 	}
 	r.mu.RLock()

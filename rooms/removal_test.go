@@ -24,6 +24,9 @@ type rawRoom struct {
 	seq   map[peer.ID]uint64
 	depth map[rooms.ID]uint64
 	keys  map[peer.ID]crypto.PrivKey
+	// founded dates the create event (the room's rules follow it); the
+	// other events are dated now
+	founded time.Time
 }
 
 func newRawRoom(t *testing.T, creator crypto.PrivKey) *rawRoom {
@@ -33,7 +36,7 @@ func newRawRoom(t *testing.T, creator crypto.PrivKey) *rawRoom {
 	}
 	cid, _ := peer.IDFromPrivateKey(creator)
 	return &rawRoom{t: t, id: rooms.DeriveRoomID(cid, nonce), nonce: nonce, seq: map[peer.ID]uint64{},
-		depth: map[rooms.ID]uint64{}, keys: map[peer.ID]crypto.PrivKey{cid: creator}}
+		depth: map[rooms.ID]uint64{}, keys: map[peer.ID]crypto.PrivKey{cid: creator}, founded: time.Now()}
 }
 
 // post seals the next event of key's author with parents.
@@ -45,8 +48,12 @@ func (rr *rawRoom) post(key crypto.PrivKey, kind rooms.Kind, body []byte, parent
 	for _, p := range parents {
 		depth = max(depth, rr.depth[p]+1)
 	}
+	at := time.Now()
+	if kind == rooms.KindCreate {
+		at = rr.founded
+	}
 	e := rooms.Event{Room: rr.id, Author: a, Agent: identity.HumanAgent, Seq: rr.seq[a], Depth: depth,
-		Time: time.Now().UnixMilli(), Kind: kind, Body: body, Parents: rooms.SortIDs(slices.Clone(parents))}
+		Time: at.UnixMilli(), Kind: kind, Body: body, Parents: rooms.SortIDs(slices.Clone(parents))}
 	w, eid, err := rooms.Seal(key, &e)
 	if err != nil {
 		rr.t.Fatal(err)
@@ -69,11 +76,13 @@ type crossing struct {
 	x1      rooms.ID // x's first post
 }
 
-func newCrossing(t *testing.T) *crossing {
+func newCrossing(t *testing.T, founded time.Time) *crossing {
 	t.Helper()
 	ck, _ := genKey(t)
 	xk, xid := genKey(t)
-	c := &crossing{rawRoom: newRawRoom(t, ck), t: t, nets: []*nodetest.Net{startNet(t, 1), startNet(t, 1)}, ck: ck, xk: xk, xid: xid}
+	rr := newRawRoom(t, ck)
+	rr.founded = founded
+	c := &crossing{rawRoom: rr, t: t, nets: []*nodetest.Net{startNet(t, 1), startNet(t, 1)}, ck: ck, xk: xk, xid: xid}
 	var base [][]byte
 	add := func(w []byte, id rooms.ID) rooms.ID { base = append(base, w); return id }
 	last := add(c.post(ck, rooms.KindCreate, append(slices.Clone(c.nonce), "crossing"...)))
@@ -189,35 +198,53 @@ func (c *crossing) postBoth(text string) {
 // its events before the post came) leaves both nodes with the same room,
 // whichever of the two a node had first: the node that had the post first
 // stored it and built on it, and the other takes it for that when their
-// sync brings it. A later post
-// of the removed node, which no member built on, stays out of both.
+// sync brings it. A later post of the removed node, which no member built
+// on, stays out of both; so does the node when the crossing post is an
+// invite of itself, even in a room older than the rule that a return names
+// the leave.
 func TestRemovalCrossingAPost(t *testing.T) {
-	c := newCrossing(t)
-	removal, _ := c.post(c.ck, rooms.KindLeave, leaveBodyOf(1, c.xid), c.x1)
-	x2, _ := c.post(c.xk, rooms.KindMessage, []byte("x speaks again"), c.x1)
-	c.give(0, removal, x2) // x2 refused: x is out
-	c.give(1, x2, removal) // x2 stored: x was in
-	if c.count(0) == c.count(1) {
-		t.Fatalf("both nodes hold %d events: the removal did not cross the post", c.count(0))
-	}
-	c.postBoth("after the removal")
-	c.connect()
-	if !nodetest.Poll(20*time.Second, func() bool { return slices.Equal(rooms.SortIDs(c.ids(0)), rooms.SortIDs(c.ids(1))) }) {
-		t.Fatalf("sync left the nodes with different events: %d and %d", c.count(0), c.count(1))
-	}
-	c.postBoth("and again")
-	if !nodetest.Poll(20*time.Second, func() bool {
-		return c.count(0) == c.count(1) && slices.Equal(rooms.SortIDs(c.ids(0)), rooms.SortIDs(c.ids(1)))
-	}) {
-		t.Fatalf("later posts did not reach both nodes: %d and %d events", c.count(0), c.count(1))
-	}
-	x3, _ := c.post(c.xk, rooms.KindMessage, []byte("x, removed"), c.ids(1)...)
-	before := []uint64{c.count(0), c.count(1)}
-	for i := range c.nets {
-		c.give(i, x3)
-		if c.count(i) != before[i] {
-			t.Fatalf("node %d took a post the removed node made after its removal", i)
-		}
+	for _, kind := range []rooms.Kind{rooms.KindMessage, rooms.KindInvite} {
+		t.Run(string(kind), func(t *testing.T) {
+			founded := time.Now()
+			if kind == rooms.KindInvite {
+				founded = time.UnixMilli(rooms.NamedAdmitSince).Add(-24 * time.Hour)
+			}
+			c := newCrossing(t, founded)
+			removal, _ := c.post(c.ck, rooms.KindLeave, leaveBodyOf(1, c.xid), c.x1)
+			body := []byte("x speaks again")
+			if kind == rooms.KindInvite {
+				body = []byte(c.xid)
+			}
+			x2, x2id := c.post(c.xk, kind, body, c.x1)
+			c.give(0, removal, x2) // x2 refused: x is out
+			c.give(1, x2, removal) // x2 stored: x was in
+			if c.count(0) == c.count(1) {
+				t.Fatalf("both nodes hold %d events: the removal did not cross the post", c.count(0))
+			}
+			c.postBoth("after the removal")
+			c.connect()
+			same := func() bool { return slices.Equal(rooms.SortIDs(c.ids(0)), rooms.SortIDs(c.ids(1))) }
+			if !nodetest.Poll(20*time.Second, same) {
+				t.Fatalf("sync left the nodes with different events: %d and %d", c.count(0), c.count(1))
+			}
+			c.postBoth("and again")
+			if !nodetest.Poll(20*time.Second, func() bool { return c.count(0) == c.count(1) && same() }) {
+				t.Fatalf("later posts did not reach both nodes: %d and %d events", c.count(0), c.count(1))
+			}
+			for i := range c.nets {
+				if ms, _ := c.mgr(i).Members(c.id); slices.Contains(ms, c.xid) {
+					t.Fatalf("node %d has the removed node as a member again", i)
+				}
+			}
+			x3, _ := c.post(c.xk, rooms.KindMessage, []byte("x, removed"), x2id)
+			for i, nt := range c.nets {
+				before, refused := c.count(i), rejected(t, nt.Node(0), "not_member")
+				c.give(i, x3)
+				if c.count(i) != before || rejected(t, nt.Node(0), "not_member") != refused+1 {
+					t.Fatalf("node %d took a post the removed node made after its removal, or refused it for another reason", i)
+				}
+			}
+		})
 	}
 }
 
@@ -226,7 +253,7 @@ func TestRemovalCrossingAPost(t *testing.T) {
 // both nodes, whichever came first: a first event of its return that does
 // not follow its invite is refused by both.
 func TestCrossingLeavesAgreeOnTheCutoff(t *testing.T) {
-	c := newCrossing(t)
+	c := newCrossing(t, time.Now())
 	removal, rid := c.post(c.ck, rooms.KindLeave, leaveBodyOf(1, c.xid), c.x1)
 	x2, x2id := c.post(c.xk, rooms.KindMessage, []byte("x speaks again"), c.x1)
 	leave, lid := c.post(c.xk, rooms.KindLeave, leaveBodyOf(0, c.xid), x2id)
@@ -256,7 +283,7 @@ func TestCrossingLeavesAgreeOnTheCutoff(t *testing.T) {
 // first; an invite that names the leave brings it back on both. A first
 // event of the return must follow such an invite.
 func TestInviteCrossingALeave(t *testing.T) {
-	c := newCrossing(t)
+	c := newCrossing(t, time.Now())
 	leave, lid := c.post(c.xk, rooms.KindLeave, leaveBodyOf(0, c.xid), c.x1)
 	crossed, cid := c.post(c.ck, rooms.KindInvite, []byte(c.xid), c.creator)
 	c.give(0, leave, crossed)

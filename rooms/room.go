@@ -1149,8 +1149,13 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 			// An invite of a node that is out names the leave that
 			// took it out: that makes it a return (invitesIn).
 			if p, err := peer.IDFromBytes(s.body); err == nil {
-				if leave, ok := r.leaveOf(p); ok {
+				switch leave, out := r.leaveOf(p); {
+				case leave != ID{}:
 					e.Parents = r.withParent(e.Parents, leave)
+				case out:
+					if strict, err := r.namesAdmit(); err != nil || strict {
+						return ID{}, fmt.Errorf("%w: %s is out of room %s, and the leave that took it out is not known here, which an invite back must name", ErrNotMember, p, r.id)
+					}
 				}
 			}
 		}
