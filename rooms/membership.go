@@ -121,8 +121,12 @@ type outRec struct {
 	first  uint64 // the first seq of that membership
 	back   bool   // invited again since: its events from cutoff+1 need the new invite in their past
 	depth  uint64 // the depth of the event that took it out (0 in records older than this field)
-	leave  ID     // the event that took it out (zero in records older than this field)
+	leaves []ID   // the leaves that took it out, since it was last a member (none in records older than this field)
 }
+
+// maxOutLeaves bounds outRec.leaves: an honest node is taken out by at most
+// two leaves at once (its own and the creator's removal).
+const maxOutLeaves = 8
 
 // removedDepth returns, for node p out of the room and not invited back,
 // the depth of the event that took it out; zero when unknown.
@@ -144,7 +148,10 @@ func (o outRec) marshal() []byte {
 		back = 1
 	}
 	b = binary.BigEndian.AppendUint64(append(b, back), o.depth)
-	return append(b, o.leave[:]...)
+	for _, l := range o.leaves {
+		b = append(b, l[:]...)
+	}
+	return b
 }
 
 func (m AgentMember) marshal() []byte {
@@ -180,7 +187,7 @@ func (r *room) loadMembership() error {
 		op := schema.RoomOutPrefix(rid)
 		err = db.ScanFrom(op, nil, false, func(k, v []byte) bool {
 			p, _, ok := peerFromKey(k[len(op):])
-			if !ok || (len(v) != 8+32+8+1 && len(v) != 8+32+8+1+8 && len(v) != 8+32+8+1+8+32) {
+			if !ok || (len(v) != 8+32+8+1 && (len(v) < 8+32+8+1+8 || (len(v)-57)%32 != 0)) {
 				bad = fmt.Errorf("rooms: bad left-node record in %s", rid)
 				return false
 			}
@@ -188,8 +195,8 @@ func (r *room) loadMembership() error {
 			if len(v) > 49 {
 				o.depth = be8(v[49:57])
 			}
-			if len(v) > 57 {
-				copy(o.leave[:], v[57:])
+			for rest := v[min(len(v), 57):]; len(rest) >= 32; rest = rest[32:] {
+				o.leaves = append(o.leaves, ID(rest[:32]))
 			}
 			copy(o.admit[:], v[8:40])
 			outs[p] = o
@@ -448,12 +455,13 @@ func (r *room) namesAdmit() (bool, error) {
 }
 
 // invitesIn reports whether invite e makes node p a member: always, unless
-// p is its author, or is out of the room and not invited back since. Then, in a room created
-// since NamedAdmitSince, only an invite that names a leave of p among its
-// parents does (a return; this node's own invites of a node that is out
-// name the leave that took it out). An invite made before its author knew
-// of the leave is so taken as it was meant, a no-op, on every node: before,
-// a node that stored the leave first took it as a return, and one that
+// p is its author, or is out of the room and not invited back since. Then,
+// in a room created since NamedAdmitSince, only an invite that names every
+// leave that took p out among its parents does (a return; this node's own
+// invites of a node that is out name them). An invite made before its
+// author knew of a leave is so taken as it was meant, a no-op, on every
+// node, and a leave wins over a return that crossed it: before, a node
+// that stored the leave first took the invite as a return, and one that
 // stored the invite first took nothing from it, and the two then disagreed
 // on the node's later events. Its caller holds procMu.
 func (r *room) invitesIn(e *Event, p peer.ID) bool {
@@ -475,7 +483,18 @@ func (r *room) invitesIn(e *Event, p peer.ID) bool {
 		r.m.log.Warn("room's rules unknown; an invite of a node that is out takes it back in", "room", string(r.id), "err", err)
 		return true
 	}
-	return !strict || r.namesLeaveOf(e, p)
+	if !strict {
+		return true
+	}
+	if len(o.leaves) == 0 { // a record older than the field
+		return r.namesLeaveOf(e, p)
+	}
+	for _, l := range o.leaves {
+		if !slices.Contains(e.Parents, l) {
+			return false
+		}
+	}
+	return true
 }
 
 // namesLeaveOf reports whether one of e's parents is a leave that takes
@@ -491,15 +510,15 @@ func (r *room) namesLeaveOf(e *Event, p peer.ID) bool {
 	return false
 }
 
-// leaveOf returns, for a node p that is out and not invited back since
-// (out), the event that took it out; zero if unknown. A record older than
-// that field does not hold it: then it is the event that took one of p's
-// agents out, if that is a leave of p. Its caller holds procMu.
-func (r *room) leaveOf(p peer.ID) (leave ID, out bool) {
+// leavesOf returns, for a node p that is out and not invited back since
+// (out), the leaves that took it out; none if unknown. A record older than
+// that field does not hold them: then they are the event that took one of
+// p's agents out, if that is a leave of p. Its caller holds procMu.
+func (r *room) leavesOf(p peer.ID) (leaves []ID, out bool) {
 	r.mu.RLock()
 	o, out := r.outs[p]
 	var agentsOut []ID
-	if out && !o.back && o.leave == (ID{}) {
+	if out && !o.back && len(o.leaves) == 0 {
 		suffix := "@" + p.String()
 		for addr, a := range r.agents {
 			if !a.In && strings.HasSuffix(addr, suffix) {
@@ -510,18 +529,18 @@ func (r *room) leaveOf(p peer.ID) (leave ID, out bool) {
 	r.mu.RUnlock()
 	switch {
 	case !out || o.back:
-		return ID{}, false
-	case o.leave != (ID{}):
-		return o.leave, true
+		return nil, false
+	case len(o.leaves) > 0:
+		return slices.Clone(o.leaves), true
 	}
 	for _, id := range agentsOut {
 		if ev := r.walkedEvent(id); ev != nil && ev.Kind == KindLeave {
 			if t, _, err := ev.LeaveTarget(); err == nil && t == p {
-				return id, true
+				return []ID{id}, true
 			}
 		}
 	}
-	return ID{}, true
+	return nil, true
 }
 
 // applyMembership updates members, the nodes that left and the agent
@@ -614,13 +633,13 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 	if o, ok := r.outs[p]; ok && !member && !o.back {
 		// Out already: two leaves crossed (its own and the creator's
 		// removal, say). The later cutoff counts, whichever came first:
-		// its events up to it are in this leave's past, so stored. And
-		// the later leave in display order is the one kept (how far a
-		// removed node is served, the leave an invite back names).
-		changed := cutoff > o.cutoff
-		o.cutoff = max(o.cutoff, cutoff)
-		if o.leave != (ID{}) && Less(o.depth, o.leave, e.Depth, id) {
-			o.depth, o.leave, changed = e.Depth, id, true
+		// its events up to it are in this leave's past, so stored. The
+		// deeper leave's depth bounds how far a removed node is served,
+		// and an invite back must name both leaves.
+		changed := cutoff > o.cutoff || e.Depth > o.depth
+		o.cutoff, o.depth = max(o.cutoff, cutoff), max(o.depth, e.Depth)
+		if !slices.Contains(o.leaves, id) && len(o.leaves) < maxOutLeaves {
+			o.leaves, changed = append(slices.Clone(o.leaves), id), true
 		}
 		if changed {
 			r.outs[p] = o
@@ -634,7 +653,7 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 		}
 		delete(r.members, p)
 		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(p)), Delete: true})
-		o := outRec{cutoff: cutoff, admit: admit, first: first, depth: e.Depth, leave: id}
+		o := outRec{cutoff: cutoff, admit: admit, first: first, depth: e.Depth, leaves: []ID{id}}
 		r.outs[p] = o
 		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomOut(rid, []byte(p)), Val: o.marshal()})
 		switch {

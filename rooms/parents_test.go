@@ -82,4 +82,12 @@ func TestWithParentMakesRoom(t *testing.T) {
 	if out := r.withParent(slices.Clone(few), admit); len(out) != 4 || !slices.Contains(out, admit) {
 		t.Fatalf("with room to spare: %v", out)
 	}
+	// Several named (an invite back names every leave, a first event its
+	// invite): none of them makes room for another.
+	var leave1, leave2 ID
+	leave1[0], leave2[0] = 0xFE, 0xFD
+	several := r.withParent(slices.Clone(parents), admit, leave1, leave2)
+	if len(several) != MaxParents || !slices.Contains(several, admit) || !slices.Contains(several, leave1) || !slices.Contains(several, leave2) {
+		t.Fatalf("parents %v: %d, want %d with the three named", several, len(several), MaxParents)
+	}
 }

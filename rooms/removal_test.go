@@ -316,6 +316,36 @@ func TestInviteCrossingALeave(t *testing.T) {
 	}
 }
 
+// A node leaves on its own while the creator, not knowing, removes it and
+// then invites it back naming the removal: the leave wins on both nodes,
+// whichever of the three a node had first, and the invite back that names
+// both leaves is a return on both.
+func TestLeaveCrossingAReturn(t *testing.T) {
+	c := newCrossing(t, time.Now())
+	own, oid := c.post(c.xk, rooms.KindLeave, leaveBodyOf(0, c.xid), c.x1)
+	removal, rid := c.post(c.ck, rooms.KindLeave, leaveBodyOf(1, c.xid), c.x1)
+	crossed, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), rid)
+	c.give(0, own, removal, crossed)
+	c.give(1, removal, crossed, own) // own: refused for now, x is back
+	c.postBoth("after the leaves")
+	if !c.exchange() {
+		t.Fatalf("the nodes hold different events: %d and %d", c.count(0), c.count(1))
+	}
+	for i := range c.nets {
+		if ms, _ := c.mgr(i).Members(c.id); slices.Contains(ms, c.xid) {
+			t.Fatalf("node %d holds x in, though it left", i)
+		}
+	}
+	back, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), oid, rid)
+	for i, nt := range c.nets {
+		c.give(i, back)
+		if ms, _ := c.mgr(i).Members(c.id); !slices.Contains(ms, c.xid) {
+			t.Fatalf("node %d did not take x back on an invite that names both leaves", i)
+		}
+		_ = nt
+	}
+}
+
 func leaveBodyOf(cutoff uint64, p peer.ID) []byte {
 	b := make([]byte, 8, 8+len(p))
 	for i := range 8 {

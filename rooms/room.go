@@ -1146,12 +1146,12 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 			e.Parents = r.withParent(e.Parents, admit)
 		}
 		if s.kind == KindInvite {
-			// An invite of a node that is out names the leave that
+			// An invite of a node that is out names the leaves that
 			// took it out: that makes it a return (invitesIn).
 			if p, err := peer.IDFromBytes(s.body); err == nil {
-				switch leave, out := r.leaveOf(p); {
-				case leave != ID{}:
-					e.Parents = r.withParent(e.Parents, leave)
+				switch leaves, out := r.leavesOf(p); {
+				case len(leaves) > 0:
+					e.Parents = r.withParent(e.Parents, leaves...)
 				case out:
 					if strict, err := r.namesAdmit(); err != nil || strict {
 						return ID{}, fmt.Errorf("%w: %s is out of room %s, and the leave that took it out is not known here, which an invite back must name", ErrNotMember, p, r.id)
@@ -1216,20 +1216,26 @@ func (r *room) pickParents() ([]ID, uint64) {
 
 // withParent returns parents (sorted, at most MaxParents, all heads) with
 // id among them: in place of the shallowest when they are full.
-func (r *room) withParent(parents []ID, id ID) []ID {
-	if slices.Contains(parents, id) {
-		return parents
-	}
-	if len(parents) >= MaxParents {
-		low := 0
-		for i, p := range parents {
-			if r.heads[p] < r.heads[parents[low]] {
-				low = i
-			}
+func (r *room) withParent(parents []ID, ids ...ID) []ID {
+	for _, id := range ids {
+		if slices.Contains(parents, id) {
+			continue
 		}
-		parents = slices.Delete(parents, low, low+1)
+		if len(parents) >= MaxParents {
+			low := -1
+			for i, p := range parents {
+				if slices.Contains(ids, p) {
+					continue // named: kept
+				}
+				if low < 0 || r.heads[p] < r.heads[parents[low]] {
+					low = i
+				}
+			}
+			parents = slices.Delete(parents, low, low+1)
+		}
+		parents = append(parents, id)
 	}
-	return SortIDs(append(parents, id))
+	return SortIDs(parents)
 }
 
 // depthOf returns the depth of a stored event.
