@@ -412,9 +412,12 @@ func (r *room) checkFirst(e *Event, admit ID, wasOut bool) error {
 	case !strict:
 		ok = r.hasAncestor(e, admit, maxAncestorWalk)
 	case wasOut:
-		ok = r.invitedWithin(e, shortAncestorWalk, true)
+		r.mu.RLock()
+		leaves := slices.Clone(r.outs[e.Author].leaves)
+		r.mu.RUnlock()
+		ok = r.invitedWithin(e, shortAncestorWalk, func(ev *Event) bool { return r.namesLeaves(ev, e.Author, leaves) })
 	default:
-		ok = r.invitedWithin(e, shortAncestorWalk, false)
+		ok = r.invitedWithin(e, shortAncestorWalk, nil)
 	}
 	if !ok {
 		return fmt.Errorf("%w: %s speaks without its invite in the event's past (or further back than is looked)", ErrNotMember, e.Author)
@@ -486,10 +489,17 @@ func (r *room) invitesIn(e *Event, p peer.ID) bool {
 	if !strict {
 		return true
 	}
-	if len(o.leaves) == 0 { // a record older than the field
+	return r.namesLeaves(e, p, o.leaves)
+}
+
+// namesLeaves reports whether e names every one of leaves (those of node
+// p's out record) among its parents; with none (a record older than the
+// field), whether it names any leave of p. Its caller holds procMu.
+func (r *room) namesLeaves(e *Event, p peer.ID, leaves []ID) bool {
+	if len(leaves) == 0 {
 		return r.namesLeaveOf(e, p)
 	}
-	for _, l := range o.leaves {
+	for _, l := range leaves {
 		if !slices.Contains(e.Parents, l) {
 			return false
 		}
@@ -510,37 +520,65 @@ func (r *room) namesLeaveOf(e *Event, p peer.ID) bool {
 	return false
 }
 
+// withLeaveLocked returns o's leaves (of node p) with id added, sorted,
+// the deepest maxOutLeaves kept. A record older than the field holds none:
+// they are then found from p's agents (oldLeavesLocked). Its caller holds
+// procMu and r.mu.
+func (r *room) withLeaveLocked(o outRec, p peer.ID, id ID) []ID {
+	leaves := slices.Clone(o.leaves)
+	if len(leaves) == 0 {
+		leaves = r.oldLeavesLocked(p)
+	}
+	if !slices.Contains(leaves, id) {
+		leaves = append(leaves, id)
+	}
+	if len(leaves) > maxOutLeaves {
+		depth := func(l ID) uint64 { d, _ := r.depthOf(l); return d }
+		slices.SortFunc(leaves, func(a, b ID) int {
+			if Less(depth(a), a, depth(b), b) {
+				return 1
+			}
+			return -1
+		})
+		leaves = leaves[:maxOutLeaves]
+	}
+	return SortIDs(leaves)
+}
+
+// oldLeavesLocked returns, for an out record of p older than its leaves
+// field, the events that took p's agents out that are leaves of p. Its
+// caller holds procMu and r.mu (read or write).
+func (r *room) oldLeavesLocked(p peer.ID) []ID {
+	suffix := "@" + p.String()
+	var out []ID
+	for addr, a := range r.agents {
+		if a.In || !strings.HasSuffix(addr, suffix) || slices.Contains(out, a.Event) {
+			continue
+		}
+		if ev := r.walkedEvent(a.Event); ev != nil && ev.Kind == KindLeave {
+			if t, _, err := ev.LeaveTarget(); err == nil && t == p {
+				out = append(out, a.Event)
+			}
+		}
+	}
+	return SortIDs(out)
+}
+
 // leavesOf returns, for a node p that is out and not invited back since
 // (out), the leaves that took it out; none if unknown. A record older than
 // that field does not hold them: then they are the event that took one of
 // p's agents out, if that is a leave of p. Its caller holds procMu.
 func (r *room) leavesOf(p peer.ID) (leaves []ID, out bool) {
 	r.mu.RLock()
+	defer r.mu.RUnlock()
 	o, out := r.outs[p]
-	var agentsOut []ID
-	if out && !o.back && len(o.leaves) == 0 {
-		suffix := "@" + p.String()
-		for addr, a := range r.agents {
-			if !a.In && strings.HasSuffix(addr, suffix) {
-				agentsOut = append(agentsOut, a.Event)
-			}
-		}
-	}
-	r.mu.RUnlock()
 	switch {
 	case !out || o.back:
 		return nil, false
 	case len(o.leaves) > 0:
 		return slices.Clone(o.leaves), true
 	}
-	for _, id := range agentsOut {
-		if ev := r.walkedEvent(id); ev != nil && ev.Kind == KindLeave {
-			if t, _, err := ev.LeaveTarget(); err == nil && t == p {
-				return []ID{id}, true
-			}
-		}
-	}
-	return nil, true
+	return r.oldLeavesLocked(p), true
 }
 
 // applyMembership updates members, the nodes that left and the agent
@@ -636,24 +674,27 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 		// its events up to it are in this leave's past, so stored. The
 		// deeper leave's depth bounds how far a removed node is served,
 		// and an invite back must name both leaves.
-		changed := cutoff > o.cutoff || e.Depth > o.depth
-		o.cutoff, o.depth = max(o.cutoff, cutoff), max(o.depth, e.Depth)
-		if !slices.Contains(o.leaves, id) && len(o.leaves) < maxOutLeaves {
-			o.leaves, changed = append(slices.Clone(o.leaves), id), true
-		}
-		if changed {
+		leaves := r.withLeaveLocked(o, p, id)
+		if cutoff > o.cutoff || e.Depth > o.depth || !slices.Equal(leaves, o.leaves) {
+			o.cutoff, o.depth, o.leaves = max(o.cutoff, cutoff), max(o.depth, e.Depth), leaves
 			r.outs[p] = o
 			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomOut(rid, []byte(p)), Val: o.marshal()})
 		}
 	}
 	if member {
-		first := uint64(1)
-		if o, ok := r.outs[p]; ok && o.back {
-			first = o.cutoff + 1
+		o := outRec{cutoff: cutoff, admit: admit, first: 1, depth: e.Depth, leaves: []ID{id}}
+		if prev, ok := r.outs[p]; ok && prev.back {
+			// Back after an earlier leave: this leave may have crossed
+			// the return (a node that had it first took the invite for
+			// no return, and holds p out with both leaves), so the
+			// record goes on from the one before: the later cutoff, and
+			// every leave, for an invite back to name.
+			o.first = prev.cutoff + 1
+			o.cutoff, o.depth = max(prev.cutoff, cutoff), max(prev.depth, e.Depth)
+			o.leaves = r.withLeaveLocked(prev, p, id)
 		}
 		delete(r.members, p)
 		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(p)), Delete: true})
-		o := outRec{cutoff: cutoff, admit: admit, first: first, depth: e.Depth, leaves: []ID{id}}
 		r.outs[p] = o
 		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomOut(rid, []byte(p)), Val: o.marshal()})
 		switch {

@@ -1140,10 +1140,11 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 	}
 	if s.kind != KindCreate {
 		e.Parents, e.Depth = r.pickParents()
+		var named []ID
 		if admit, first := r.firstOf(self); seq == first {
 			// The first event of a membership names the event that
 			// admitted it: its proof of membership (checkAuthor).
-			e.Parents = r.withParent(e.Parents, admit)
+			named = append(named, admit)
 		}
 		if s.kind == KindInvite {
 			// An invite of a node that is out names the leaves that
@@ -1151,7 +1152,7 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 			if p, err := peer.IDFromBytes(s.body); err == nil {
 				switch leaves, out := r.leavesOf(p); {
 				case len(leaves) > 0:
-					e.Parents = r.withParent(e.Parents, leaves...)
+					named = append(named, leaves...)
 				case out:
 					if strict, err := r.namesAdmit(); err != nil || strict {
 						return ID{}, fmt.Errorf("%w: %s is out of room %s, and the leave that took it out is not known here, which an invite back must name", ErrNotMember, p, r.id)
@@ -1159,6 +1160,7 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 				}
 			}
 		}
+		e.Parents = r.withParent(e.Parents, named...)
 	}
 	wire, id, err := Seal(r.m.cfg.Key, e)
 	if err != nil {
@@ -1294,17 +1296,17 @@ func (r *room) hasAncestor(e *Event, target ID, limit int) bool {
 	})
 }
 
-// invitedWithin reports whether an invite of e's author (when returning,
-// one that names a leave of it: a return) is among e's parents, or among
-// the first limit events of e's past that a walk back from them visits. The walk's order follows the signed parents alone, so
+// invitedWithin reports whether an invite of e's author (one returns is
+// true for, if not nil) is among e's parents, or among the first limit
+// events of e's past that a walk back from them visits. The walk's order follows the signed parents alone, so
 // every node visits the same events.
-func (r *room) invitedWithin(e *Event, limit int, returning bool) bool {
+func (r *room) invitedWithin(e *Event, limit int, returns func(*Event) bool) bool {
 	invites := func(ev *Event) bool {
 		if ev == nil || ev.Kind != KindInvite {
 			return false
 		}
 		t, err := ev.InviteTarget()
-		return err == nil && t == e.Author && (!returning || r.namesLeaveOf(ev, t))
+		return err == nil && t == e.Author && (returns == nil || returns(ev))
 	}
 	for _, p := range e.Parents {
 		if invites(r.walkedEvent(p)) {
