@@ -559,7 +559,7 @@ func (r *room) info() Info {
 		in.Members = append(in.Members, p)
 	}
 	for addr, a := range r.agents {
-		if a.In {
+		if r.maskedLocked(a).In {
 			in.Agents = append(in.Agents, addr)
 		}
 	}

@@ -236,11 +236,51 @@ func (r *room) loadMembership() error {
 // author was in, so it is taken here too, whatever came first.
 func (r *room) checkAuthor(id ID, e *Event, admit ID, member bool) error {
 	err := r.checkMember(e, admit, member)
-	if errors.Is(err, ErrNotMember) && r.wasOut(e.Author) && r.builtOnByMember(id) {
+	if errors.Is(err, ErrNotMember) && r.takesFromOut(Item{ID: id, Event: e}) {
 		r.m.metrics.builtOn.Inc()
 		return nil
 	}
 	return err
+}
+
+// takesFromOut reports whether it, an event of a node that left or was
+// removed, is taken all the same: a member (or this node) built on it, or
+// it is the node's own leave, the first of its own since it was taken out
+// (a leave that crossed the removal: a node that had it first holds the
+// node out after it, and an invite back must name it everywhere). Its
+// caller holds procMu.
+func (r *room) takesFromOut(it Item) bool {
+	e := it.Event
+	if !r.wasOut(e.Author) {
+		return false
+	}
+	return r.builtOnByMember(it.ID) || r.ownCrossingLeave(e)
+}
+
+// ownCrossingLeave reports whether e is its out author's own leave, at the
+// author's next seq, and the out record holds no leave of the author's own
+// yet. Its caller holds procMu.
+func (r *room) ownCrossingLeave(e *Event) bool {
+	if e.Kind != KindLeave {
+		return false
+	}
+	if t, _, err := e.LeaveTarget(); err != nil || t != e.Author {
+		return false
+	}
+	r.mu.RLock()
+	o := r.outs[e.Author]
+	next := r.vv[e.Author] + 1
+	leaves := slices.Clone(o.leaves)
+	r.mu.RUnlock()
+	if e.Seq != next || len(leaves) == 0 {
+		return false // not next; or a record older than the field
+	}
+	for _, l := range leaves {
+		if ev := r.walkedEvent(l); ev == nil || ev.Author == e.Author {
+			return false
+		}
+	}
+	return true
 }
 
 // wasOut reports whether node p left the room or was removed (and may be
@@ -271,7 +311,7 @@ const (
 // keepOutRefused keeps it, just refused with err, if its author is out of
 // the room (the oldest kept go first). Its caller holds procMu.
 func (r *room) keepOutRefused(it Item, err error) {
-	if !errors.Is(err, ErrNotMember) || !r.wasOut(it.Event.Author) {
+	if !(errors.Is(err, ErrNotMember) || errors.Is(err, ErrStranger)) || !r.wasOut(it.Event.Author) {
 		return
 	}
 	if slices.ContainsFunc(r.outRefused, func(k Item) bool { return k.ID == it.ID }) {
@@ -520,15 +560,11 @@ func (r *room) namesLeaveOf(e *Event, p peer.ID) bool {
 	return false
 }
 
-// withLeaveLocked returns o's leaves (of node p) with id added, sorted,
-// the deepest maxOutLeaves kept. A record older than the field holds none:
-// they are then found from p's agents (oldLeavesLocked). Its caller holds
-// procMu and r.mu.
-func (r *room) withLeaveLocked(o outRec, p peer.ID, id ID) []ID {
+// withLeaveLocked returns o's leaves with id added, sorted, the deepest
+// maxOutLeaves kept. (A record older than the field holds none: it goes on
+// with id alone.) Its caller holds procMu and r.mu.
+func (r *room) withLeaveLocked(o outRec, id ID) []ID {
 	leaves := slices.Clone(o.leaves)
-	if len(leaves) == 0 {
-		leaves = r.oldLeavesLocked(p)
-	}
 	if !slices.Contains(leaves, id) {
 		leaves = append(leaves, id)
 	}
@@ -545,19 +581,24 @@ func (r *room) withLeaveLocked(o outRec, p peer.ID, id ID) []ID {
 	return SortIDs(leaves)
 }
 
-// oldLeavesLocked returns, for an out record of p older than its leaves
-// field, the events that took p's agents out that are leaves of p. Its
-// caller holds procMu and r.mu (read or write).
-func (r *room) oldLeavesLocked(p peer.ID) []ID {
+// oldLeaves returns, for an out record of p older than its leaves field,
+// the events that took p's agents out that are leaves of p. Its caller
+// holds procMu, not r.mu (a damaged event read takes it).
+func (r *room) oldLeaves(p peer.ID) []ID {
 	suffix := "@" + p.String()
-	var out []ID
+	var cands []ID
+	r.mu.RLock()
 	for addr, a := range r.agents {
-		if a.In || !strings.HasSuffix(addr, suffix) || slices.Contains(out, a.Event) {
-			continue
+		if !a.In && strings.HasSuffix(addr, suffix) && !slices.Contains(cands, a.Event) {
+			cands = append(cands, a.Event)
 		}
-		if ev := r.walkedEvent(a.Event); ev != nil && ev.Kind == KindLeave {
+	}
+	r.mu.RUnlock()
+	var out []ID
+	for _, id := range cands {
+		if ev := r.walkedEvent(id); ev != nil && ev.Kind == KindLeave {
 			if t, _, err := ev.LeaveTarget(); err == nil && t == p {
-				out = append(out, a.Event)
+				out = append(out, id)
 			}
 		}
 	}
@@ -570,15 +611,15 @@ func (r *room) oldLeavesLocked(p peer.ID) []ID {
 // p's agents out, if that is a leave of p. Its caller holds procMu.
 func (r *room) leavesOf(p peer.ID) (leaves []ID, out bool) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	o, out := r.outs[p]
+	r.mu.RUnlock()
 	switch {
 	case !out || o.back:
 		return nil, false
 	case len(o.leaves) > 0:
 		return slices.Clone(o.leaves), true
 	}
-	return r.oldLeavesLocked(p), true
+	return r.oldLeaves(p), true
 }
 
 // applyMembership updates members, the nodes that left and the agent
@@ -674,7 +715,7 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 		// its events up to it are in this leave's past, so stored. The
 		// deeper leave's depth bounds how far a removed node is served,
 		// and an invite back must name both leaves.
-		leaves := r.withLeaveLocked(o, p, id)
+		leaves := r.withLeaveLocked(o, id)
 		if cutoff > o.cutoff || e.Depth > o.depth || !slices.Equal(leaves, o.leaves) {
 			o.cutoff, o.depth, o.leaves = max(o.cutoff, cutoff), max(o.depth, e.Depth), leaves
 			r.outs[p] = o
@@ -691,7 +732,7 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 			// every leave, for an invite back to name.
 			o.first = prev.cutoff + 1
 			o.cutoff, o.depth = max(prev.cutoff, cutoff), max(prev.depth, e.Depth)
-			o.leaves = r.withLeaveLocked(prev, p, id)
+			o.leaves = r.withLeaveLocked(prev, id)
 		}
 		delete(r.members, p)
 		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(p)), Delete: true})
@@ -742,7 +783,22 @@ func (r *room) agentState(addr string) (AgentMember, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	a, ok := r.agents[addr]
-	return a, ok
+	return r.maskedLocked(a), ok
+}
+
+// maskedLocked returns agent record a, out if its node is not a member: an
+// invite that did not bring its node back (invitesIn) still names the
+// agent, and its record says in on every node alike. Callers hold r.mu.
+func (r *room) maskedLocked(a AgentMember) AgentMember {
+	if !a.In {
+		return a
+	}
+	if ad, err := identity.ParseAgentAddr(a.Addr); err == nil && ad.Peer != "" {
+		if _, ok := r.members[ad.Peer]; !ok {
+			a.In = false
+		}
+	}
+	return a
 }
 
 // CreateRoom founds a room named name, with a purpose (one line, may be
@@ -783,7 +839,7 @@ func (m *Manager) InviteAgent(ctx context.Context, id identity.RoomID, target pe
 		return ID{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	addr := agentAddr(name, target)
-	if a, ok := r.agentState(addr); ok && a.In && (target == m.self || r.isMember(target)) {
+	if a, ok := r.agentState(addr); ok && a.In {
 		return a.Event, nil
 	}
 	r.mu.RLock()
@@ -853,7 +909,7 @@ func (m *Manager) Agents(id identity.RoomID) ([]AgentMember, error) {
 	r.mu.RLock()
 	out := make([]AgentMember, 0, len(r.agents))
 	for _, a := range r.agents {
-		out = append(out, a)
+		out = append(out, r.maskedLocked(a))
 	}
 	r.mu.RUnlock()
 	slices.SortFunc(out, func(a, b AgentMember) int { return strings.Compare(a.Addr, b.Addr) })

@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -42,6 +43,12 @@ func newRawRoom(t *testing.T, creator crypto.PrivKey) *rawRoom {
 // post seals the next event of key's author with parents.
 func (rr *rawRoom) post(key crypto.PrivKey, kind rooms.Kind, body []byte, parents ...rooms.ID) ([]byte, rooms.ID) {
 	rr.t.Helper()
+	return rr.postTo(key, kind, body, "", parents...)
+}
+
+// postTo is post for an event that names an agent (to).
+func (rr *rawRoom) postTo(key crypto.PrivKey, kind rooms.Kind, body []byte, to string, parents ...rooms.ID) ([]byte, rooms.ID) {
+	rr.t.Helper()
 	a, _ := peer.IDFromPrivateKey(key)
 	rr.seq[a]++
 	var depth uint64 = 1
@@ -53,7 +60,7 @@ func (rr *rawRoom) post(key crypto.PrivKey, kind rooms.Kind, body []byte, parent
 		at = rr.founded
 	}
 	e := rooms.Event{Room: rr.id, Author: a, Agent: identity.HumanAgent, Seq: rr.seq[a], Depth: depth,
-		Time: at.UnixMilli(), Kind: kind, Body: body, Parents: rooms.SortIDs(slices.Clone(parents))}
+		Time: at.UnixMilli(), Kind: kind, Body: body, To: to, Parents: rooms.SortIDs(slices.Clone(parents))}
 	w, eid, err := rooms.Seal(key, &e)
 	if err != nil {
 		rr.t.Fatal(err)
@@ -82,7 +89,7 @@ func newCrossing(t *testing.T, founded time.Time) *crossing {
 	xk, xid := genKey(t)
 	rr := newRawRoom(t, ck)
 	rr.founded = founded
-	c := &crossing{rawRoom: rr, t: t, nets: []*nodetest.Net{startNet(t, 1), startNet(t, 1)}, ck: ck, xk: xk, xid: xid}
+	c := &crossing{rawRoom: rr, t: t, nets: []*nodetest.Net{contactsNet(t), contactsNet(t)}, ck: ck, xk: xk, xid: xid}
 	var base [][]byte
 	add := func(w []byte, id rooms.ID) rooms.ID { base = append(base, w); return id }
 	last := add(c.post(ck, rooms.KindCreate, append(slices.Clone(c.nonce), "crossing"...)))
@@ -237,10 +244,15 @@ func TestRemovalCrossingAPost(t *testing.T) {
 				}
 			}
 			x3, _ := c.post(c.xk, rooms.KindMessage, []byte("x, removed"), x2id)
-			for i, nt := range c.nets {
-				before, refused := c.count(i), rejected(t, nt.Node(0), "not_member")
+			// Refused as not a member, or (to a node whose policy is its
+			// contacts) as a stranger that no longer shares a room.
+			refusals := func(i int) float64 {
+				return rejected(t, c.nets[i].Node(0), "not_member") + rejected(t, c.nets[i].Node(0), "no_consent")
+			}
+			for i := range c.nets {
+				before, refused := c.count(i), refusals(i)
 				c.give(i, x3)
-				if c.count(i) != before || rejected(t, nt.Node(0), "not_member") != refused+1 {
+				if c.count(i) != before || refusals(i) != refused+1 {
 					t.Fatalf("node %d took a post the removed node made after its removal, or refused it for another reason", i)
 				}
 			}
@@ -305,9 +317,24 @@ func (c *crossing) checkMember(in bool) {
 func TestInviteCrossingALeave(t *testing.T) {
 	c := newCrossing(t, time.Now())
 	leave, lid := c.post(c.xk, rooms.KindLeave, leaveBodyOf(0, c.xid), c.x1)
-	crossed, cid := c.post(c.ck, rooms.KindInvite, []byte(c.xid), c.creator)
-	c.give(0, leave, crossed)
-	c.give(1, crossed, leave)
+	human := string(identity.HumanAgent) + "@" + c.xid.String()
+	// The creator says two things first, so its invite lands after the
+	// leave in display order.
+	m1w, m1 := c.post(c.ck, rooms.KindMessage, []byte("one"), c.creator)
+	m2w, m2 := c.post(c.ck, rooms.KindMessage, []byte("two"), m1)
+	crossed, cid := c.postTo(c.ck, rooms.KindInvite, []byte(c.xid), human, m2)
+	c.give(0, m1w, m2w, leave, crossed)
+	c.give(1, m1w, m2w, crossed, leave)
+	// The invite names x's agent, after the leave: its record says in on
+	// both nodes, but with x out the agent is out on both.
+	for i := range c.nets {
+		if a, ok, err := c.mgr(i).AgentState(c.id, human); err != nil || !ok || a.In {
+			t.Fatalf("node %d: x's agent in %v (%v, %v) while x is out", i, a.In, ok, err)
+		}
+		if in, _ := c.mgr(i).Get(c.id); slices.Contains(in.Agents, human) {
+			t.Fatalf("node %d lists x's agent as in while x is out", i)
+		}
+	}
 	offer := func(wire []byte) []bool {
 		t.Helper()
 		took := make([]bool, len(c.nets))
@@ -363,10 +390,50 @@ func TestLeaveCrossingAReturn(t *testing.T) {
 	c.checkMember(true)
 }
 
+// A node leaves on its own while the creator removes it, and no member
+// builds on the leave: a node that had the removal first takes the own
+// leave all the same (the node's first of its own since it was taken
+// out), so both hold both leaves, and an invite back that names both
+// brings the node in on both; one that names the removal alone on neither.
+func TestOwnLeaveCrossingARemoval(t *testing.T) {
+	c := newCrossing(t, time.Now())
+	own, oid := c.post(c.xk, rooms.KindLeave, leaveBodyOf(0, c.xid), c.x1)
+	removal, rid := c.post(c.ck, rooms.KindLeave, leaveBodyOf(1, c.xid), c.x1)
+	c.give(0, removal, own)
+	c.give(1, own, removal)
+	if c.count(0) != c.count(1) || !c.exchange() {
+		t.Fatalf("the nodes hold different events: %d and %d", c.count(0), c.count(1))
+	}
+	// A second leave of its own, while out, is refused by both.
+	again, _ := c.post(c.xk, rooms.KindLeave, leaveBodyOf(0, c.xid), oid)
+	c.seq[c.xid]--
+	for i := range c.nets {
+		before := c.count(i)
+		if c.give(i, again); c.count(i) != before {
+			t.Fatalf("node %d took a second leave of the node's own while it was out", i)
+		}
+	}
+	half, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), rid)
+	c.give(0, half)
+	c.give(1, half)
+	c.checkMember(false)
+	back, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), oid, rid)
+	c.give(0, back)
+	c.give(1, back)
+	c.checkMember(true)
+}
+
 func leaveBodyOf(cutoff uint64, p peer.ID) []byte {
 	b := make([]byte, 8, 8+len(p))
 	for i := range 8 {
 		b[7-i] = byte(cutoff >> (8 * i))
 	}
 	return append(b, p...)
+}
+
+// contactsNet starts one node whose rooms' policy is its contact service,
+// as a node's is: the room's raw keys are strangers to it, let in while
+// they share the room.
+func contactsNet(t *testing.T) *nodetest.Net {
+	return nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) { c.SyncInterval = time.Second }))
 }

@@ -983,9 +983,12 @@ func (r *room) accept(tx *txn, it Item) error {
 		// is in it, like every member its invites vouch for.
 		// An event this node built an own event on (one that went out
 		// unstored and waits for it) is let in too: without it, that
-		// event, and so every later post, could never be stored.
-		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && r.founds(e)) && !r.ownBuiltOn(it.ID) {
-			return fmt.Errorf("%w: %v", ErrNoConsent, err)
+		// event, and so every later post, could never be stored. So is
+		// one of a stranger that was a member and is out now, when
+		// checkAuthor would take it (a member built on it, or its own
+		// leave): the room let it in while it was in.
+		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && (r.founds(e) || r.takesFromOut(it))) && !r.ownBuiltOn(it.ID) {
+			return fmt.Errorf("%w: %w", ErrNoConsent, err)
 		}
 	}
 	depths := make([]uint64, len(e.Parents))
