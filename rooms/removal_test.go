@@ -299,6 +299,16 @@ func TestCrossingLeavesAgreeOnTheCutoff(t *testing.T) {
 	}
 }
 
+// inviteBack gives both nodes the creator's invite of x with parents, and
+// fails the test unless x is then (in) or is not a member on both.
+func (c *crossing) inviteBack(in bool, parents ...rooms.ID) {
+	c.t.Helper()
+	w, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), parents...)
+	c.give(0, w)
+	c.give(1, w)
+	c.checkMember(in)
+}
+
 // checkMember fails the test unless x is (in) or is not a member on both
 // nodes.
 func (c *crossing) checkMember(in bool) {
@@ -380,14 +390,8 @@ func TestLeaveCrossingAReturn(t *testing.T) {
 		t.Fatalf("the nodes hold different events: %d and %d", c.count(0), c.count(1))
 	}
 	c.checkMember(false)
-	half, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), oid)
-	c.give(0, half)
-	c.give(1, half)
-	c.checkMember(false)
-	back, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), oid, rid)
-	c.give(0, back)
-	c.give(1, back)
-	c.checkMember(true)
+	c.inviteBack(false, oid)
+	c.inviteBack(true, oid, rid)
 }
 
 // A node leaves on its own while the creator removes it, and no member
@@ -413,14 +417,8 @@ func TestOwnLeaveCrossingARemoval(t *testing.T) {
 			t.Fatalf("node %d took a second leave of the node's own while it was out", i)
 		}
 	}
-	half, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), rid)
-	c.give(0, half)
-	c.give(1, half)
-	c.checkMember(false)
-	back, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), oid, rid)
-	c.give(0, back)
-	c.give(1, back)
-	c.checkMember(true)
+	c.inviteBack(false, rid)
+	c.inviteBack(true, oid, rid)
 }
 
 func leaveBodyOf(cutoff uint64, p peer.ID) []byte {
