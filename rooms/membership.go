@@ -547,14 +547,23 @@ func (r *room) namesLeaves(e *Event, p peer.ID, leaves []ID) bool {
 	return true
 }
 
+// isLeaveOf reports whether event id (stored, or in the batch) is a leave
+// that takes node p out. Its caller holds procMu, not r.mu.
+func (r *room) isLeaveOf(id ID, p peer.ID) bool {
+	ev := r.walkedEvent(id)
+	if ev == nil || ev.Kind != KindLeave {
+		return false
+	}
+	t, _, err := ev.LeaveTarget()
+	return err == nil && t == p
+}
+
 // namesLeaveOf reports whether one of e's parents is a leave that takes
 // node p out. Its caller holds procMu.
 func (r *room) namesLeaveOf(e *Event, p peer.ID) bool {
 	for _, id := range e.Parents {
-		if ev := r.walkedEvent(id); ev != nil && ev.Kind == KindLeave {
-			if t, _, err := ev.LeaveTarget(); err == nil && t == p {
-				return true
-			}
+		if r.isLeaveOf(id, p) {
+			return true
 		}
 	}
 	return false
@@ -596,10 +605,8 @@ func (r *room) oldLeaves(p peer.ID) []ID {
 	r.mu.RUnlock()
 	var out []ID
 	for _, id := range cands {
-		if ev := r.walkedEvent(id); ev != nil && ev.Kind == KindLeave {
-			if t, _, err := ev.LeaveTarget(); err == nil && t == p {
-				out = append(out, id)
-			}
+		if r.isLeaveOf(id, p) {
+			out = append(out, id)
 		}
 	}
 	return SortIDs(out)
