@@ -22,6 +22,28 @@ type Entry struct {
 	Time   int64  // the author's clock, unix milliseconds
 	Kind   string // KindClaim or KindRelease
 	Body   []byte
+
+	// The body as decoded once, when the entry is taken in (a fold that
+	// goes back applies it again).
+	claim   ClaimBody
+	release ReleaseBody
+	bad     string // why the body is ignored, if it is
+}
+
+// parse decodes the entry's body for apply.
+func (e *Entry) parse() {
+	var err error
+	switch e.Kind {
+	case KindClaim:
+		e.claim, err = DecodeClaim(e.Body)
+	case KindRelease:
+		e.release, err = DecodeRelease(e.Body)
+	default:
+		err = fmt.Errorf("unknown kind %q", e.Kind)
+	}
+	if err != nil {
+		e.bad = err.Error()
+	}
 }
 
 func (e *Entry) before(o *Entry) bool {
@@ -58,17 +80,48 @@ type Record struct {
 
 // State folds a board's claims and releases. It is not safe for
 // concurrent use.
+//
+// An entry dated before the last one folded makes the fold go back, to
+// the last checkpoint before it (the held claims as they were after an
+// entry, kept every few entries), and fold again from there only until
+// the held claims are again what the fold had reached at the same place
+// before: the same entries then follow the same state, so the rest of
+// the fold stands. An entry dated back changes the fold for at most as
+// long as the claims it makes or ends are held (MaxTTL, unless a claim
+// it beat or let through was renewed since), not the whole board's.
 type State struct {
 	entries []*Entry          // sorted by (Time, ID)
 	ids     map[string]bool   // IDs in entries
 	applied int               // entries[:applied] are folded into held and records
 	held    []*Held           // as of the last applied entry's time
 	records map[string]Record // by event ID
+
+	// cps are states of this fold (n <= applied, ascending); ahead, states
+	// of the fold before the last entries dated back, past all of them
+	// (n > applied, ascending), where the two may meet again.
+	cps, ahead []checkpoint
+	fold       int // this fold's number: one more each time the fold goes back
+	every      int // entries folded between two checkpoints
+	maxCps     int // past it, every other checkpoint goes and every doubles
+	refolds    int // entries folded again since the State was made
 }
+
+// checkpoint is the held claims of fold number fold after entries[:n],
+// in a slice of its own that nothing changes.
+type checkpoint struct {
+	n, fold int
+	held    []*Held
+}
+
+// Checkpoints start every cpEvery entries; at most cpMax are kept.
+const (
+	cpEvery = 64
+	cpMax   = 256
+)
 
 // NewState returns an empty board.
 func NewState() *State {
-	return &State{ids: map[string]bool{}, records: map[string]Record{}}
+	return &State{ids: map[string]bool{}, records: map[string]Record{}, every: cpEvery, maxCps: cpMax}
 }
 
 // Len is the number of events taken in.
@@ -80,6 +133,7 @@ func (s *State) Add(e Entry) {
 		return
 	}
 	s.ids[e.ID] = true
+	e.parse()
 	n := len(s.entries)
 	if n == 0 || s.entries[n-1].before(&e) {
 		s.entries = append(s.entries, &e)
@@ -92,28 +146,141 @@ func (s *State) Add(e Entry) {
 		return 1
 	})
 	s.entries = slices.Insert(s.entries, i, &e)
-	if i < s.applied {
-		s.applied, s.held, s.records = 0, nil, map[string]Record{} // fold again from the start
+	s.insertedAt(i)
+}
+
+// insertedAt takes the fold back for an entry inserted at index i.
+func (s *State) insertedAt(i int) {
+	// Where the fold may meet the fold before: the states of that fold at
+	// i or past it, one entry further on now (the same entries follow
+	// them), and past where the fold stands (it has passed the others),
+	// ascending.
+	var ahead []checkpoint
+	keep := func(c checkpoint) {
+		if c.n >= i && (len(ahead) == 0 || c.n+1 > ahead[len(ahead)-1].n) {
+			c.n++
+			ahead = append(ahead, c)
+		}
 	}
+	at := s.applied
+	if i < at {
+		byN := func(c checkpoint, n int) int { return cmp.Compare(c.n, n) }
+		from, _ := slices.BinarySearchFunc(s.cps, i, byN)
+		for _, c := range s.cps[from:] {
+			if c.n < at {
+				keep(checkpoint{n: c.n, fold: s.fold, held: c.held})
+			}
+		}
+		keep(checkpoint{n: at, fold: s.fold, held: s.held})
+		s.fold++
+		k, _ := slices.BinarySearchFunc(s.cps, i+1, byN)
+		s.cps = s.cps[:k] // the last one, at i or before it, is where to start again
+		s.applied, s.held = 0, nil
+		if k > 0 {
+			s.applied, s.held = s.cps[k-1].n, slices.Clone(s.cps[k-1].held)
+		}
+	}
+	for _, c := range s.ahead {
+		if c.n > at {
+			keep(c)
+		}
+	}
+	// Entries dated back one after the other, with no read between them,
+	// each leave a state where the fold stood: fewer places to meet are
+	// as good (any state of a fold before is one).
+	for len(ahead) > s.maxCps {
+		ahead = thin(ahead)
+	}
+	s.ahead = ahead
 }
 
 func (s *State) catchUp() {
-	for ; s.applied < len(s.entries); s.applied++ {
+	for s.applied < len(s.entries) {
+		if len(s.ahead) > 0 {
+			s.refolds++
+		}
 		s.apply(s.entries[s.applied])
+		s.applied++
+		if s.meet() {
+			continue
+		}
+		last := 0
+		if len(s.cps) > 0 {
+			last = s.cps[len(s.cps)-1].n
+		}
+		if s.applied-last >= s.every {
+			s.checkpoint(checkpoint{n: s.applied, fold: s.fold, held: slices.Clone(s.held)})
+		}
 	}
+}
+
+// meet reports whether the fold just reached a state the fold before an
+// entry dated back had at the same place, and if so takes that fold's
+// states and goes on from where it stood.
+func (s *State) meet() bool {
+	for len(s.ahead) > 0 && s.ahead[0].n < s.applied {
+		s.ahead = s.ahead[1:]
+	}
+	if len(s.ahead) == 0 || s.ahead[0].n != s.applied {
+		return false
+	}
+	if !sameHeld(s.held, s.ahead[0].held) {
+		s.ahead = s.ahead[1:] // passed
+		return false
+	}
+	// That fold's states from here on are this fold's, up to where it
+	// stood. (A fold's states come before those of the fold it went back
+	// from, which stood further on.)
+	j := 0
+	for j+1 < len(s.ahead) && s.ahead[j+1].fold == s.ahead[0].fold {
+		j++
+	}
+	for _, c := range s.ahead[:j+1] {
+		s.checkpoint(c)
+	}
+	last := s.ahead[j]
+	s.applied, s.held, s.ahead = last.n, slices.Clone(last.held), s.ahead[j+1:]
+	return true
+}
+
+// checkpoint keeps c, thinning the checkpoints when there are too many.
+func (s *State) checkpoint(c checkpoint) {
+	s.cps = append(s.cps, c)
+	if len(s.cps) > s.maxCps {
+		s.cps = thin(s.cps)
+		s.every *= 2
+	}
+}
+
+// thin keeps every other state of cs, the last one among them.
+func thin(cs []checkpoint) []checkpoint {
+	keep := cs[:0]
+	for j, c := range cs {
+		if (len(cs)-1-j)%2 == 0 {
+			keep = append(keep, c)
+		}
+	}
+	clear(cs[len(keep):])
+	return keep
+}
+
+// sameHeld reports whether a and b hold the same claims in the same order
+// (conflict takes the first one that overlaps).
+func sameHeld(a, b []*Held) bool {
+	return slices.EqualFunc(a, b, func(x, y *Held) bool { return *x == *y })
 }
 
 func (s *State) apply(e *Entry) {
 	s.held = slices.DeleteFunc(s.held, func(h *Held) bool { return h.Expires <= e.Time })
 	rec := Record{ID: e.ID, Room: e.Room, Holder: e.Holder, Time: e.Time, Kind: e.Kind}
 	defer func() { s.records[e.ID] = rec }()
+	if e.bad != "" {
+		rec.Bad = e.bad
+		return
+	}
 	switch e.Kind {
 	case KindClaim:
-		c, err := DecodeClaim(e.Body)
-		if err != nil {
-			rec.Bad = err.Error()
-			return
-		}
+		c := e.claim
 		rec.Paths, rec.Note, rec.Expires = c.Paths, c.Note, e.Time+c.TTL.Milliseconds()
 		if h := conflict(s.held, e.Holder, c.Paths); h != nil {
 			cp := *h
@@ -133,17 +300,10 @@ func (s *State) apply(e *Entry) {
 				Expires: rec.Expires, Event: e.ID, Room: e.Room, prefix: literalPrefix(p)})
 		}
 	case KindRelease:
-		r, err := DecodeRelease(e.Body)
-		if err != nil {
-			rec.Bad = err.Error()
-			return
-		}
-		rec.Paths = r.Paths
+		rec.Paths = e.release.Paths
 		s.held = slices.DeleteFunc(s.held, func(h *Held) bool {
-			return h.Holder == e.Holder && (len(r.Paths) == 0 || slices.Contains(r.Paths, h.Path))
+			return h.Holder == e.Holder && (len(rec.Paths) == 0 || slices.Contains(rec.Paths, h.Path))
 		})
-	default:
-		rec.Bad = fmt.Sprintf("unknown kind %q", e.Kind)
 	}
 }
 
