@@ -101,8 +101,8 @@ type State struct {
 	// (n > applied, ascending), where the two may meet again.
 	cps, ahead []checkpoint
 	fold       int // this fold's number: one more each time the fold goes back
-	every      int // entries folded between two checkpoints
-	maxCps     int // past it, every other checkpoint goes and every doubles
+	every      int // entries folded between two checkpoints, at least (more on a board past maxCps/2 times every)
+	maxCps     int // past it, every other checkpoint goes
 	refolds    int // entries folded again since the State was made
 }
 
@@ -113,7 +113,8 @@ type checkpoint struct {
 	held    []*Held
 }
 
-// Checkpoints start every cpEvery entries; at most cpMax are kept.
+// Checkpoints come every cpEvery entries, or a 128th of the board when that
+// is more; at most cpMax are kept.
 const (
 	cpEvery = 64
 	cpMax   = 256
@@ -208,7 +209,10 @@ func (s *State) catchUp() {
 		if len(s.cps) > 0 {
 			last = s.cps[len(s.cps)-1].n
 		}
-		if s.applied-last >= s.every {
+		// Spread over the board folded so far: about half as many as may
+		// be kept, so that thinning (a fold that met another adopts its
+		// states too) leaves them at most twice as far apart.
+		if s.applied-last >= max(s.every, s.applied*2/s.maxCps) {
 			s.checkpoint(checkpoint{n: s.applied, fold: s.fold, held: slices.Clone(s.held)})
 		}
 	}
@@ -248,7 +252,6 @@ func (s *State) checkpoint(c checkpoint) {
 	s.cps = append(s.cps, c)
 	if len(s.cps) > s.maxCps {
 		s.cps = thin(s.cps)
-		s.every *= 2
 	}
 }
 
@@ -281,7 +284,7 @@ func (s *State) apply(e *Entry) {
 	switch e.Kind {
 	case KindClaim:
 		c := e.claim
-		rec.Paths, rec.Note, rec.Expires = c.Paths, c.Note, e.Time+c.TTL.Milliseconds()
+		rec.Paths, rec.Note, rec.Expires = slices.Clone(c.Paths), c.Note, e.Time+c.TTL.Milliseconds()
 		if h := conflict(s.held, e.Holder, c.Paths); h != nil {
 			cp := *h
 			rec.Lost = &cp
@@ -300,7 +303,7 @@ func (s *State) apply(e *Entry) {
 				Expires: rec.Expires, Event: e.ID, Room: e.Room, prefix: literalPrefix(p)})
 		}
 	case KindRelease:
-		rec.Paths = e.release.Paths
+		rec.Paths = slices.Clone(e.release.Paths)
 		s.held = slices.DeleteFunc(s.held, func(h *Held) bool {
 			return h.Holder == e.Holder && (len(rec.Paths) == 0 || slices.Contains(rec.Paths, h.Path))
 		})

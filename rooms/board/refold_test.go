@@ -1,6 +1,7 @@
 package board
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -11,29 +12,35 @@ import (
 
 // TestFoldGoesBackAndMeets: entries that arrive late, in any number
 // between two reads, with checkpoints close together and thinned often,
-// fold to what a fold of the same entries in time order gives: the live
-// claims at any time, the history, every record and every conflict.
+// fold to what a plain fold of the same entries in time order gives (a
+// fold from the start that decodes each body as it goes, as the board did
+// before checkpoints): the live claims, the conflicts, the history and
+// every record, at every read.
 func TestFoldGoesBackAndMeets(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	holders := []string{"a@p", "b@p", "c@q", "d@q"}
 	paths := []string{"a/**", "a/*.go", "a/b.go", "c.go", "d/**", "d/e/f.go", "**"}
 	var refolds, folds int
-	for round := range 300 {
+	for round := range 200 {
 		n := 20 + rng.IntN(150)
 		es := make([]Entry, n)
 		for i := range es {
 			at := int64(rng.IntN(60_000))
 			h := holders[rng.IntN(len(holders))]
 			id := fmt.Sprintf("r%de%03d", round, i)
-			switch rng.IntN(6) {
-			case 0:
+			switch rng.IntN(10) {
+			case 0, 1:
 				var ps []string
 				if rng.IntN(2) == 0 {
 					ps = []string{paths[rng.IntN(len(paths))]}
 				}
 				es[i] = release(t, id, h, at, ps...)
-			case 1:
-				es[i] = Entry{ID: id, Room: "r", Holder: h, Time: at, Kind: KindClaim, Body: []byte{0xff}} // malformed
+			case 2:
+				es[i] = Entry{ID: id, Room: "r", Holder: h, Time: at, Kind: KindClaim, Body: []byte{0xff}}
+			case 3:
+				es[i] = Entry{ID: id, Room: "r", Holder: h, Time: at, Kind: KindRelease, Body: []byte{0xa1, 0x01}}
+			case 4:
+				es[i] = Entry{ID: id, Room: "r", Holder: h, Time: at, Kind: "message", Body: []byte("hi")}
 			default:
 				ps := []string{paths[rng.IntN(len(paths))]}
 				if rng.IntN(3) == 0 {
@@ -41,76 +48,190 @@ func TestFoldGoesBackAndMeets(t *testing.T) {
 					slices.Sort(ps)
 					ps = slices.Compact(ps)
 				}
-				es[i] = claim(t, id, h, at, time.Duration(1+rng.IntN(20))*time.Second, "n", ps...)
+				ttl := time.Duration(1+rng.IntN(20)) * time.Second
+				if rng.IntN(4) == 0 {
+					ttl = time.Duration(1+rng.IntN(60)) * time.Minute // past the board's end
+				}
+				es[i] = claim(t, id, h, at, ttl, "n", ps...)
 			}
 		}
 		// Arrival: mostly in time order, some late by a little or a lot.
+		keys := make([]int64, n)
+		for i := range keys {
+			keys[i] = es[i].Time
+			if rng.IntN(4) == 0 {
+				keys[i] += int64(rng.IntN(30_000))
+			}
+		}
 		order := make([]int, n)
 		for i := range order {
 			order[i] = i
 		}
-		key := func(i int) int64 {
-			k := es[i].Time
-			if rng.IntN(4) == 0 {
-				k += int64(rng.IntN(30_000))
-			}
-			return k
-		}
-		keys := make([]int64, n)
-		for i := range keys {
-			keys[i] = key(i)
-		}
-		slices.SortFunc(order, func(a, b int) int { return int(keys[a] - keys[b]) })
+		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
 
 		s := NewState()
 		s.every, s.maxCps = 1+rng.IntN(4), 2+rng.IntN(5)
+		var taken []Entry
 		for _, i := range order {
 			s.Add(es[i])
+			taken = append(taken, es[i])
 			s.check(t)
-			if rng.IntN(3) > 0 {
+			switch rng.IntN(6) {
+			case 0, 1:
+				continue // no read: the next entry may take the fold back again
+			case 2:
+				ms := int64(rng.IntN(70_000))
+				compareFolds(t, fmt.Sprintf("round %d after %d entries, at %d ms", round, len(taken), ms), s, taken, ms, paths)
+			default:
 				s.Live(time.UnixMilli(70_000))
-				s.check(t)
-				if len(s.ahead) > 0 {
-					t.Fatalf("round %d: folded to the end with states ahead: %v", round, s.ahead)
-				}
+			}
+			s.check(t)
+			if len(s.ahead) > 0 {
+				t.Fatalf("round %d: folded to the end with states ahead: %v", round, s.ahead)
 			}
 		}
-		want := NewState()
-		sorted := slices.Clone(es)
-		slices.SortFunc(sorted, func(a, b Entry) int {
-			if a.before(&b) {
-				return -1
-			}
-			return 1
-		})
-		for _, e := range sorted {
-			want.Add(e)
-		}
-		for _, ms := range []int64{0, 5_000, 20_000, 40_000, 59_999, 70_000} {
-			at := time.UnixMilli(ms)
-			if got, w := s.Live(at), want.Live(at); !reflect.DeepEqual(got, w) {
-				t.Fatalf("round %d: live at %d ms: %v, want %v", round, ms, got, w)
-			}
-			for _, p := range paths {
-				if got, w := s.Conflict("a@p", []string{p}, at), want.Conflict("a@p", []string{p}, at); !reflect.DeepEqual(got, w) {
-					t.Fatalf("round %d: conflict on %s at %d ms: %+v, want %+v", round, p, ms, got, w)
-				}
-			}
-		}
-		if got, w := s.History(""), want.History(""); !reflect.DeepEqual(got, w) {
-			t.Fatalf("round %d: history differs:\n%+v\nwant\n%+v", round, got, w)
-		}
-		for _, e := range es {
-			got, _ := s.Record(e.ID)
-			w, _ := want.Record(e.ID)
-			if !reflect.DeepEqual(got, w) {
-				t.Fatalf("round %d: record %s: %+v, want %+v", round, e.ID, got, w)
-			}
-		}
+		compareFolds(t, fmt.Sprintf("round %d", round), s, taken, 70_000, paths)
 		refolds += s.refolds
 		folds += n
 	}
 	t.Logf("%d entries folded again for %d taken in", refolds, folds)
+}
+
+// TestManyLateClaimsStayCheap: a thousand claims dated back, each read
+// after it, each fold again no more than the checkpoints' spacing past the
+// point where the claim stops mattering, however many came before it (the
+// checkpoints stay spread over the board).
+func TestManyLateClaimsStayCheap(t *testing.T) {
+	s := NewState()
+	for i := range 3000 {
+		s.Add(claim(t, fmt.Sprintf("e%05d", i), fmt.Sprintf("agent%d@p", i%10), int64(i)*1000, time.Minute,
+			"work", fmt.Sprintf("pkg%d/file%d.go", i%37, i)))
+	}
+	now := time.UnixMilli(3000 * 1000)
+	s.Live(now)
+	for k := range 1000 {
+		// A release of nothing held, dated 10 to 100 s back, changes nothing.
+		at := int64(2900-k%90) * 1000
+		s.Add(release(t, fmt.Sprintf("late%04d", k), "late@q", at+500, "x.go"))
+		before := s.refolds
+		s.Live(now)
+		if got := s.refolds - before; got > 2*cpEvery+1 {
+			t.Fatalf("late entry %d folded %d entries again (%d checkpoints, every %d)", k, got, len(s.cps), s.every)
+		}
+	}
+	if len(s.cps) > cpMax {
+		t.Fatalf("%d checkpoints", len(s.cps))
+	}
+}
+
+// compareFolds fails t unless s answers as plainFold of entries does.
+func compareFolds(t *testing.T, what string, s *State, entries []Entry, ms int64, paths []string) {
+	t.Helper()
+	held, records, order := plainFold(t, entries)
+	var live []Held
+	for _, h := range held {
+		if h.Expires > ms {
+			live = append(live, *h)
+		}
+	}
+	slices.SortFunc(live, func(a, b Held) int { return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Holder, b.Holder)) })
+	if got := s.Live(time.UnixMilli(ms)); len(got)+len(live) > 0 && !reflect.DeepEqual(got, live) {
+		t.Fatalf("%s: live %v, want %v", what, holdersOf(got), holdersOf(live))
+	}
+	for _, p := range paths {
+		var want *Held
+		for _, h := range held {
+			if h.Expires > ms && h.Holder != "a@p" && Overlap(p, h.Path) {
+				cp := *h
+				want = &cp
+				break
+			}
+		}
+		if got := s.Conflict("a@p", []string{p}, time.UnixMilli(ms)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: conflict on %s: %+v, want %+v", what, p, got, want)
+		}
+	}
+	var history []Record
+	for _, id := range order {
+		history = append(history, records[id])
+	}
+	if got := s.History(""); !reflect.DeepEqual(got, history) {
+		t.Fatalf("%s: history\n%+v\nwant\n%+v", what, got, history)
+	}
+	for id, want := range records {
+		if got, ok := s.Record(id); !ok || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: record %s: %+v, want %+v", what, id, got, want)
+		}
+	}
+}
+
+func holdersOf(hs []Held) []string {
+	out := []string{}
+	for _, h := range hs {
+		out = append(out, h.Path+"="+h.Holder)
+	}
+	return out
+}
+
+// plainFold folds entries from the start in (time, ID) order, decoding
+// each body as it goes: the board's fold as it was before checkpoints,
+// kept apart from State to check it. It returns the claims held after the
+// last entry, in the order they were taken, each entry's record, and the
+// entries' IDs in fold order.
+func plainFold(t *testing.T, entries []Entry) ([]*Held, map[string]Record, []string) {
+	t.Helper()
+	es := slices.Clone(entries)
+	slices.SortFunc(es, func(a, b Entry) int { return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.ID, b.ID)) })
+	var held []*Held
+	records := map[string]Record{}
+	var order []string
+	for _, e := range es {
+		order = append(order, e.ID)
+		held = slices.DeleteFunc(held, func(h *Held) bool { return h.Expires <= e.Time })
+		rec := Record{ID: e.ID, Room: e.Room, Holder: e.Holder, Time: e.Time, Kind: e.Kind}
+		switch e.Kind {
+		case KindClaim:
+			c, err := DecodeClaim(e.Body)
+			if err != nil {
+				rec.Bad = err.Error()
+				break
+			}
+			rec.Paths, rec.Note, rec.Expires = c.Paths, c.Note, e.Time+c.TTL.Milliseconds()
+			if i := slices.IndexFunc(held, func(h *Held) bool {
+				return h.Holder != e.Holder && slices.ContainsFunc(c.Paths, func(p string) bool { return Overlap(p, h.Path) })
+			}); i >= 0 {
+				cp := *held[i]
+				rec.Lost = &cp
+				break
+			}
+			for _, p := range c.Paths {
+				since := e.Time
+				held = slices.DeleteFunc(held, func(h *Held) bool {
+					if h.Holder == e.Holder && h.Path == p {
+						since = h.Since
+						return true
+					}
+					return false
+				})
+				held = append(held, &Held{Path: p, Holder: e.Holder, Note: c.Note, Since: since,
+					Expires: rec.Expires, Event: e.ID, Room: e.Room, prefix: literalPrefix(p)})
+			}
+		case KindRelease:
+			r, err := DecodeRelease(e.Body)
+			if err != nil {
+				rec.Bad = err.Error()
+				break
+			}
+			rec.Paths = r.Paths
+			held = slices.DeleteFunc(held, func(h *Held) bool {
+				return h.Holder == e.Holder && (len(r.Paths) == 0 || slices.Contains(r.Paths, h.Path))
+			})
+		default:
+			rec.Bad = fmt.Sprintf("unknown kind %q", e.Kind)
+		}
+		records[e.ID] = rec
+	}
+	return held, records, order
 }
 
 // TestLateClaimFoldsOnlyWhileItHolds: on a board of 3,000 claims, one a
