@@ -43,4 +43,9 @@
 // claims made apart, on two sides of a partition; at heal every node
 // reaches the same winner. Expiry needs no event: a claim past its expiry
 // is gone, also when its node is dead.
+//
+// The fold is incremental. An event that comes late, dated before events
+// already folded, takes the fold back to the last checkpoint before it,
+// and the fold goes on from there only until it holds what it held before
+// at the same place: what comes after stands (State).
 package board
