@@ -6,15 +6,16 @@ import (
 	"time"
 )
 
-// foldOf10k is a board of 10,000 claims, one a second, of 10 agents on
-// 37 packages, each held for ten minutes, folded up to its last one.
-func foldOf10k(b *testing.B) (*State, time.Time) {
+// busyBoard is a board of n claims, one a second, of 10 agents on 37
+// packages, each held for ttl, folded up to its last one, and the time of
+// its last second.
+func busyBoard(tb testing.TB, n int, ttl time.Duration) (*State, time.Time) {
 	s := NewState()
-	for i := range 10_000 {
-		s.Add(claim(b, fmt.Sprintf("e%05d", i), fmt.Sprintf("agent%d@p", i%10), int64(i)*1000, 10*time.Minute,
+	for i := range n {
+		s.Add(claim(tb, fmt.Sprintf("e%05d", i), fmt.Sprintf("agent%d@p", i%10), int64(i)*1000, ttl,
 			"work", fmt.Sprintf("pkg%d/file%d.go", i%37, i)))
 	}
-	now := time.UnixMilli(10_000 * 1000)
+	now := time.UnixMilli(int64(n) * 1000)
 	s.Live(now)
 	return s, now
 }
@@ -33,7 +34,7 @@ func BenchmarkBackdatedClaim(b *testing.B) {
 		ttl  time.Duration
 	}{{"first", 0, time.Minute}, {"10min", (10_000 - 600) * 1000, time.Minute}, {"first-maxttl", 0, MaxTTL}} {
 		b.Run(back.name, func(b *testing.B) {
-			s, now := foldOf10k(b)
+			s, now := busyBoard(b, 10_000, 10*time.Minute)
 			b.ResetTimer()
 			for i := range b.N {
 				s.Add(claim(b, fmt.Sprintf("late%d", i), "late@q", back.at+int64(i%1000), back.ttl, "late", fmt.Sprintf("late/%d.go", i)))

@@ -102,13 +102,7 @@ func TestFoldGoesBackAndMeets(t *testing.T) {
 // point where the claim stops mattering, however many came before it (the
 // checkpoints stay spread over the board).
 func TestManyLateClaimsStayCheap(t *testing.T) {
-	s := NewState()
-	for i := range 3000 {
-		s.Add(claim(t, fmt.Sprintf("e%05d", i), fmt.Sprintf("agent%d@p", i%10), int64(i)*1000, time.Minute,
-			"work", fmt.Sprintf("pkg%d/file%d.go", i%37, i)))
-	}
-	now := time.UnixMilli(3000 * 1000)
-	s.Live(now)
+	s, now := busyBoard(t, 3000, time.Minute)
 	for k := range 1000 {
 		// A release of nothing held, dated 10 to 100 s back, changes nothing.
 		at := int64(2900-k%90) * 1000
@@ -239,13 +233,7 @@ func plainFold(t *testing.T, entries []Entry) ([]*Held, map[string]Record, []str
 // board's first second) folds again only the entries from the checkpoint
 // before it until its own minute is over, not the board.
 func TestLateClaimFoldsOnlyWhileItHolds(t *testing.T) {
-	s := NewState()
-	for i := range 3000 {
-		s.Add(claim(t, fmt.Sprintf("e%05d", i), fmt.Sprintf("agent%d@p", i%10), int64(i)*1000, time.Minute,
-			"work", fmt.Sprintf("pkg%d/file%d.go", i%37, i)))
-	}
-	now := time.UnixMilli(3000 * 1000)
-	s.Live(now)
+	s, now := busyBoard(t, 3000, time.Minute)
 	for k, at := range []int64{2900 * 1000, 500, 1_500_000} {
 		before := s.refolds
 		s.Add(claim(t, fmt.Sprintf("late%d", k), "late@q", at, time.Minute, "late", fmt.Sprintf("late/%d.go", k)))
