@@ -3,6 +3,7 @@ package board
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -94,6 +95,8 @@ type State struct {
 	ids     map[string]bool   // IDs in entries
 	applied int               // entries[:applied] are folded into held and records
 	held    []*Held           // as of the last applied entry's time
+	idx     heldIndex         // of held
+	minExp  int64             // no claim in held expires before it
 	records map[string]Record // by event ID
 
 	// cps are states of this fold (n <= applied, ascending); ahead, states
@@ -122,7 +125,9 @@ const (
 
 // NewState returns an empty board.
 func NewState() *State {
-	return &State{ids: map[string]bool{}, records: map[string]Record{}, every: cpEvery, maxCps: cpMax}
+	s := &State{ids: map[string]bool{}, records: map[string]Record{}, every: cpEvery, maxCps: cpMax}
+	s.indexHeld()
+	return s
 }
 
 // Len is the number of events taken in.
@@ -180,6 +185,7 @@ func (s *State) insertedAt(i int) {
 		if k > 0 {
 			s.applied, s.held = s.cps[k-1].n, slices.Clone(s.cps[k-1].held)
 		}
+		s.indexHeld()
 	}
 	for _, c := range s.ahead {
 		if c.n > at {
@@ -244,6 +250,7 @@ func (s *State) meet() bool {
 	}
 	last := s.ahead[j]
 	s.applied, s.held, s.ahead = last.n, slices.Clone(last.held), s.ahead[j+1:]
+	s.indexHeld()
 	return true
 }
 
@@ -273,8 +280,31 @@ func sameHeld(a, b []*Held) bool {
 	return slices.EqualFunc(a, b, func(x, y *Held) bool { return *x == *y })
 }
 
+// indexHeld indexes held after it was replaced.
+func (s *State) indexHeld() {
+	s.idx.reset(s.held)
+	s.minExp = 0
+}
+
+// drop takes the claims gone out of held and out of the index.
+func (s *State) drop(gone func(h *Held) bool) {
+	s.held = slices.DeleteFunc(s.held, func(h *Held) bool {
+		if gone(h) {
+			s.idx.remove(h)
+			return true
+		}
+		return false
+	})
+}
+
 func (s *State) apply(e *Entry) {
-	s.held = slices.DeleteFunc(s.held, func(h *Held) bool { return h.Expires <= e.Time })
+	if e.Time >= s.minExp {
+		s.drop(func(h *Held) bool { return h.Expires <= e.Time })
+		s.minExp = math.MaxInt64
+		for _, h := range s.held {
+			s.minExp = min(s.minExp, h.Expires)
+		}
+	}
 	rec := Record{ID: e.ID, Room: e.Room, Holder: e.Holder, Time: e.Time, Kind: e.Kind}
 	defer func() { s.records[e.ID] = rec }()
 	if e.bad != "" {
@@ -285,54 +315,29 @@ func (s *State) apply(e *Entry) {
 	case KindClaim:
 		c := e.claim
 		rec.Paths, rec.Note, rec.Expires = slices.Clone(c.Paths), c.Note, e.Time+c.TTL.Milliseconds()
-		if h := conflict(s.held, e.Holder, c.Paths); h != nil {
+		if h := s.idx.first(e.Holder, c.Paths, 0); h != nil {
 			cp := *h
 			rec.Lost = &cp
 			return
 		}
 		for _, p := range c.Paths {
 			since := e.Time
-			s.held = slices.DeleteFunc(s.held, func(h *Held) bool {
-				if h.Holder == e.Holder && h.Path == p {
-					since = h.Since
-					return true
-				}
-				return false
-			})
-			s.held = append(s.held, &Held{Path: p, Holder: e.Holder, Note: c.Note, Since: since,
-				Expires: rec.Expires, Event: e.ID, Room: e.Room, prefix: literalPrefix(p)})
+			if old := s.idx.find(e.Holder, p); old != nil { // renewed
+				since = old.Since
+				s.drop(func(h *Held) bool { return h == old })
+			}
+			h := &Held{Path: p, Holder: e.Holder, Note: c.Note, Since: since,
+				Expires: rec.Expires, Event: e.ID, Room: e.Room, prefix: literalPrefix(p)}
+			s.held = append(s.held, h)
+			s.idx.add(h)
+			s.minExp = min(s.minExp, h.Expires)
 		}
 	case KindRelease:
 		rec.Paths = slices.Clone(e.release.Paths)
-		s.held = slices.DeleteFunc(s.held, func(h *Held) bool {
+		s.drop(func(h *Held) bool {
 			return h.Holder == e.Holder && (len(rec.Paths) == 0 || slices.Contains(rec.Paths, h.Path))
 		})
 	}
-}
-
-// conflict returns a claim of another agent among held that overlaps one
-// of paths.
-func conflict(held []*Held, holder string, paths []string) *Held {
-	return conflictAt(held, holder, paths, 0)
-}
-
-// conflictAt is conflict among the claims that expire after ms.
-func conflictAt(held []*Held, holder string, paths []string, ms int64) *Held {
-	prefixes := make([]string, len(paths))
-	for i, p := range paths {
-		prefixes[i] = literalPrefix(p)
-	}
-	for _, h := range held {
-		if h.Expires <= ms || h.Holder == holder {
-			continue
-		}
-		for i, p := range paths {
-			if overlap(p, prefixes[i], h.Path, h.prefix) {
-				return h
-			}
-		}
-	}
-	return nil
 }
 
 // Live returns the claims held at now, by path and holder.
@@ -355,7 +360,7 @@ func (s *State) Live(now time.Time) []Held {
 // by holder at now would overlap, or nil.
 func (s *State) Conflict(holder string, paths []string, now time.Time) *Held {
 	s.catchUp()
-	if h := conflictAt(s.held, holder, paths, now.UnixMilli()); h != nil {
+	if h := s.idx.first(holder, paths, now.UnixMilli()); h != nil {
 		cp := *h
 		return &cp
 	}

@@ -1,0 +1,95 @@
+package board
+
+import (
+	"slices"
+	"strings"
+)
+
+// heldIndex finds, among the held claims, those a path may overlap: a
+// claim whose literal prefix is a prefix of the path's, or begins with it
+// (overlap needs one or the other). It keeps the order the claims were
+// taken in, which is the order of State.held: conflict answers the first
+// one that overlaps.
+type heldIndex struct {
+	by   map[string][]*Held // by literal prefix
+	keys []string           // the prefixes in by, sorted
+	pos  map[*Held]int      // the order each was taken in
+	next int
+}
+
+// reset indexes held, in its order.
+func (x *heldIndex) reset(held []*Held) {
+	x.by, x.keys, x.pos, x.next = make(map[string][]*Held, len(held)), x.keys[:0], make(map[*Held]int, len(held)), 0
+	for _, h := range held {
+		x.add(h)
+	}
+}
+
+func (x *heldIndex) add(h *Held) {
+	hs, ok := x.by[h.prefix]
+	if !ok {
+		i, _ := slices.BinarySearch(x.keys, h.prefix)
+		x.keys = slices.Insert(x.keys, i, h.prefix)
+	}
+	x.by[h.prefix] = append(hs, h)
+	x.pos[h] = x.next
+	x.next++
+}
+
+func (x *heldIndex) remove(h *Held) {
+	hs := x.by[h.prefix]
+	if i := slices.Index(hs, h); i >= 0 {
+		hs = slices.Delete(hs, i, i+1)
+	}
+	if len(hs) > 0 {
+		x.by[h.prefix] = hs
+	} else {
+		delete(x.by, h.prefix)
+		if i, ok := slices.BinarySearch(x.keys, h.prefix); ok {
+			x.keys = slices.Delete(x.keys, i, i+1)
+		}
+	}
+	delete(x.pos, h)
+}
+
+// find returns the holder's own claim on exactly path, if held.
+func (x *heldIndex) find(holder, path string) *Held {
+	for _, h := range x.by[literalPrefix(path)] {
+		if h.Holder == holder && h.Path == path {
+			return h
+		}
+	}
+	return nil
+}
+
+// first returns the first claim taken, among those of other agents than
+// holder that expire after ms, that overlaps one of paths.
+func (x *heldIndex) first(holder string, paths []string, ms int64) *Held {
+	var best *Held
+	bestPos := 0
+	consider := func(p, pp string, hs []*Held) {
+		for _, h := range hs {
+			if h.Expires <= ms || h.Holder == holder {
+				continue
+			}
+			if pos := x.pos[h]; (best == nil || pos < bestPos) && overlap(p, pp, h.Path, h.prefix) {
+				best, bestPos = h, pos
+			}
+		}
+	}
+	for _, p := range paths {
+		pp := literalPrefix(p)
+		for l := 0; l <= len(pp); l++ { // held prefixes that are prefixes of pp
+			if hs, ok := x.by[pp[:l]]; ok {
+				consider(p, pp, hs)
+			}
+		}
+		i, _ := slices.BinarySearch(x.keys, pp)
+		for ; i < len(x.keys) && strings.HasPrefix(x.keys[i], pp); i++ { // and those that begin with it
+			if len(x.keys[i]) > len(pp) {
+				consider(p, pp, x.by[x.keys[i]])
+			}
+		}
+	}
+	return best
+}
