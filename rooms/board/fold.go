@@ -283,7 +283,7 @@ func sameHeld(a, b []*Held) bool {
 // indexHeld indexes held after it was replaced.
 func (s *State) indexHeld() {
 	s.idx.reset(s.held)
-	s.minExp = 0
+	s.minExp = math.MinInt64 // the next entry looks for expired claims
 }
 
 // drop takes the claims gone out of held and out of the index.
@@ -315,7 +315,7 @@ func (s *State) apply(e *Entry) {
 	case KindClaim:
 		c := e.claim
 		rec.Paths, rec.Note, rec.Expires = slices.Clone(c.Paths), c.Note, e.Time+c.TTL.Milliseconds()
-		if h := s.idx.first(e.Holder, c.Paths, 0); h != nil {
+		if h := s.idx.first(e.Holder, c.Paths, math.MinInt64); h != nil { // held has no expired claim here
 			cp := *h
 			rec.Lost = &cp
 			return

@@ -13,15 +13,36 @@ import (
 type heldIndex struct {
 	by   map[string][]*Held // by literal prefix
 	keys []string           // the prefixes in by, sorted
+	lens map[int]int        // how many keys have each length
+	ls   []int              // the lengths in lens, ascending
 	pos  map[*Held]int      // the order each was taken in
 	next int
 }
 
 // reset indexes held, in its order.
 func (x *heldIndex) reset(held []*Held) {
-	x.by, x.keys, x.pos, x.next = make(map[string][]*Held, len(held)), x.keys[:0], make(map[*Held]int, len(held)), 0
-	for _, h := range held {
-		x.add(h)
+	x.by, x.pos, x.next = make(map[string][]*Held, len(held)), make(map[*Held]int, len(held)), len(held)
+	x.keys, x.lens, x.ls = x.keys[:0], map[int]int{}, x.ls[:0]
+	for i, h := range held {
+		if _, ok := x.by[h.prefix]; !ok {
+			x.keys = append(x.keys, h.prefix)
+			x.keyLen(len(h.prefix), 1)
+		}
+		x.by[h.prefix] = append(x.by[h.prefix], h)
+		x.pos[h] = i
+	}
+	slices.Sort(x.keys)
+}
+
+// keyLen counts a key of length n in (d 1) or out (d -1).
+func (x *heldIndex) keyLen(n, d int) {
+	x.lens[n] += d
+	switch i, found := slices.BinarySearch(x.ls, n); {
+	case x.lens[n] == 0:
+		delete(x.lens, n)
+		x.ls = slices.Delete(x.ls, i, i+1)
+	case !found:
+		x.ls = slices.Insert(x.ls, i, n)
 	}
 }
 
@@ -30,6 +51,7 @@ func (x *heldIndex) add(h *Held) {
 	if !ok {
 		i, _ := slices.BinarySearch(x.keys, h.prefix)
 		x.keys = slices.Insert(x.keys, i, h.prefix)
+		x.keyLen(len(h.prefix), 1)
 	}
 	x.by[h.prefix] = append(hs, h)
 	x.pos[h] = x.next
@@ -47,6 +69,7 @@ func (x *heldIndex) remove(h *Held) {
 		delete(x.by, h.prefix)
 		if i, ok := slices.BinarySearch(x.keys, h.prefix); ok {
 			x.keys = slices.Delete(x.keys, i, i+1)
+			x.keyLen(len(h.prefix), -1)
 		}
 	}
 	delete(x.pos, h)
@@ -79,7 +102,10 @@ func (x *heldIndex) first(holder string, paths []string, ms int64) *Held {
 	}
 	for _, p := range paths {
 		pp := literalPrefix(p)
-		for l := 0; l <= len(pp); l++ { // held prefixes that are prefixes of pp
+		for _, l := range x.ls { // held prefixes that are prefixes of pp
+			if l > len(pp) {
+				break
+			}
 			if hs, ok := x.by[pp[:l]]; ok {
 				consider(p, pp, hs)
 			}

@@ -19,13 +19,13 @@ import (
 func TestFoldGoesBackAndMeets(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	holders := []string{"a@p", "b@p", "c@q", "d@q"}
-	paths := []string{"a/**", "a/*.go", "a/b.go", "c.go", "d/**", "d/e/f.go", "**"}
+	paths := []string{"a/**", "a/*.go", "a/b.go", "a/?.go", "c.go", "*.go", "d/**", "d/e/f.go", "**"}
 	var refolds, folds int
 	for round := range 200 {
 		n := 20 + rng.IntN(150)
 		es := make([]Entry, n)
 		for i := range es {
-			at := int64(rng.IntN(60_000))
+			at := int64(rng.IntN(90_000) - 30_000) // the store refuses times before 1970; State takes them
 			h := holders[rng.IntN(len(holders))]
 			id := fmt.Sprintf("r%de%03d", round, i)
 			switch rng.IntN(10) {
@@ -80,7 +80,7 @@ func TestFoldGoesBackAndMeets(t *testing.T) {
 			case 0, 1:
 				continue // no read: the next entry may take the fold back again
 			case 2:
-				ms := int64(rng.IntN(70_000))
+				ms := int64(rng.IntN(100_000) - 30_000)
 				compareFolds(t, fmt.Sprintf("round %d after %d entries, at %d ms", round, len(taken), ms), s, taken, ms, paths)
 			default:
 				s.Live(time.UnixMilli(70_000))
