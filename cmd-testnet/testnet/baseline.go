@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -56,17 +57,15 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 	r.p.printf("nats: %s", summaryLine(nt))
 	if parley != nil && parley.Latency != nil {
 		b.Ratios = make(map[string]float64)
-		b.Targets = make(map[string]bool)
 		ratio := func(name string, a, o float64) {
 			if o > 0 {
 				b.Ratios[name] = round3(a / o)
 			}
 		}
+		b.Targets = targets(r.cfg.Busy, runtime.NumCPU(), parley.Latency, gs.Latency)
 		if gs.Latency != nil {
 			ratio("p50_vs_gossipsub", parley.Latency.P50, gs.Latency.P50)
 			ratio("p99_vs_gossipsub", parley.Latency.P99, gs.Latency.P99)
-			b.Targets["p50 <= 1.5x gossipsub"] = parley.Latency.P50 <= 1.5*gs.Latency.P50
-			b.Targets["p99 <= 2x gossipsub"] = parley.Latency.P99 <= 2*gs.Latency.P99
 		}
 		if gm.Latency != nil {
 			ratio("p50_vs_gossipsub_mesh", parley.Latency.P50, gm.Latency.P50)
@@ -76,7 +75,6 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 			ratio("p50_vs_nats", parley.Latency.P50, nt.Latency.P50)
 			ratio("p99_vs_nats", parley.Latency.P99, nt.Latency.P99)
 		}
-		b.Targets["p50 <= 2ms"] = parley.Latency.P50 <= 2
 	}
 	if parley != nil && gs.Metrics["cpu_us_per_delivery"] > 0 && parley.Metrics["cpu_us_per_delivery"] > 0 {
 		if b.Ratios == nil {
@@ -88,6 +86,27 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 		}
 	}
 	return b, nil
+}
+
+// targets are the performance targets for a fanout with busy of cpus CPUs
+// kept busy by other processes, and whether Parley's latency p met them
+// against raw GossipSub's gs (nil: not measured): on a quiet machine, p50
+// within 1.5 times and p99 within twice GossipSub's; with some CPUs busy,
+// p50 within twice; with every one busy, p50 under 50 ms (no collapse);
+// and p50 under 2 ms in any case.
+func targets(busy, cpus int, p, gs *Latency) map[string]bool {
+	t := map[string]bool{"p50 <= 2ms": p.P50 <= 2}
+	switch {
+	case busy >= cpus:
+		t["p50 < 50ms, every CPU busy"] = p.P50 < 50
+	case gs == nil:
+	case busy <= 0:
+		t["p50 <= 1.5x gossipsub"] = p.P50 <= 1.5*gs.P50
+		t["p99 <= 2x gossipsub"] = p.P99 <= 2*gs.P99
+	default:
+		t["p50 <= 2x gossipsub, CPUs busy"] = p.P50 <= 2*gs.P50
+	}
+	return t
 }
 
 // fanoutProbe records a baseline's sends and deliveries.

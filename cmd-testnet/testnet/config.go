@@ -43,6 +43,11 @@ type Config struct {
 	Duration time.Duration
 	// Baseline runs the fanout workload on raw GossipSub and NATS too.
 	Baseline bool
+	// Busy is how many CPUs other processes keep busy during the run
+	// (cmd-testnet -burn). It picks the targets a baseline run checks:
+	// none busy, p50 within 1.5 times and p99 within twice raw GossipSub's;
+	// some, p50 within twice; every one, p50 under 50 ms.
+	Busy int
 	// Repeat is how many rounds of Parley's fanout and its baselines a
 	// Baseline run makes, one after the other (Parley, the baselines,
 	// Parley again, ...), so that a noisy machine's drift falls on every

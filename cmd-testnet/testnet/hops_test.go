@@ -1,6 +1,7 @@
 package testnet
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -62,4 +63,30 @@ func TestHopBreakdown(t *testing.T) {
 	check("relayed wire", h.RelayWire, 1, 2, 2)
 	check("receive", h.Receive, 3, 1, 2)
 	check("visible", h.Visible, 1, 2, 2)
+}
+
+// TestTargetsFollowTheLoad: a baseline run checks the targets of its load:
+// the quiet ratios with no CPU busy, p50 within twice GossipSub's with
+// some busy, p50 under 50 ms with all of them busy.
+func TestTargetsFollowTheLoad(t *testing.T) {
+	gs := &Latency{P50: 1.0, P99: 10}
+	for _, c := range []struct {
+		busy int
+		p    Latency
+		want map[string]bool
+	}{
+		{0, Latency{P50: 1.4, P99: 21}, map[string]bool{"p50 <= 1.5x gossipsub": true, "p99 <= 2x gossipsub": false, "p50 <= 2ms": true}},
+		{0, Latency{P50: 1.6, P99: 19}, map[string]bool{"p50 <= 1.5x gossipsub": false, "p99 <= 2x gossipsub": true, "p50 <= 2ms": true}},
+		{1, Latency{P50: 1.9, P99: 90}, map[string]bool{"p50 <= 2x gossipsub, CPUs busy": true, "p50 <= 2ms": true}},
+		{1, Latency{P50: 2.1, P99: 9}, map[string]bool{"p50 <= 2x gossipsub, CPUs busy": false, "p50 <= 2ms": false}},
+		{2, Latency{P50: 49, P99: 900}, map[string]bool{"p50 < 50ms, every CPU busy": true, "p50 <= 2ms": false}},
+		{3, Latency{P50: 51, P99: 90}, map[string]bool{"p50 < 50ms, every CPU busy": false, "p50 <= 2ms": false}},
+	} {
+		if got := targets(c.busy, 2, &c.p, gs); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%d busy, %+v: %v, want %v", c.busy, c.p, got, c.want)
+		}
+	}
+	if got := targets(0, 2, &Latency{P50: 1}, nil); !reflect.DeepEqual(got, map[string]bool{"p50 <= 2ms": true}) {
+		t.Errorf("without GossipSub's figures: %v", got)
+	}
 }
