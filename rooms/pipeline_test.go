@@ -229,3 +229,56 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
+
+// TestDeliveredEventsReadableAtOnce: others' events are shown once their
+// write is queued, before the store has written it; a read of the store
+// that a listener makes as soon as it sees an event must still find it.
+func TestDeliveredEventsReadableAtOnce(t *testing.T) {
+	nt := startNet(t, 2)
+	room := openRoom(t, nt, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	in, stop, err := mgr(nt, 1).Subscribe(room, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	const n = 300
+	said := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if _, err := mgr(nt, 0).Say(ctx, room, rooms.SayArgs{Agent: identity.HumanAgent, Text: fmt.Sprint("m", i)}); err != nil {
+				said <- err
+				return
+			}
+		}
+		said <- nil
+	}()
+	seen := 0
+	for seen < n {
+		select {
+		case v, ok := <-in:
+			if !ok {
+				t.Fatal("node 1's listener fell behind")
+			}
+			if v.Author != nt.ID(0) {
+				continue
+			}
+			got, err := mgr(nt, 1).Event(room, v.ID)
+			if err != nil {
+				t.Fatalf("event %d seen but not read: %v", seen, err)
+			}
+			if got.Text != v.Text {
+				t.Fatalf("event %d read as %q, seen as %q", seen, got.Text, v.Text)
+			}
+			seen++
+		case err := <-said:
+			if err != nil {
+				t.Fatal(err)
+			}
+			said = nil
+		case <-ctx.Done():
+			t.Fatalf("node 1 saw %d of %d events", seen, n)
+		}
+	}
+}

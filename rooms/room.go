@@ -770,12 +770,17 @@ const (
 // it back). It returns how many events the transactions written hold.
 func (r *room) write(tx *txn) (int, error) {
 	ops, marks := tx.ops, tx.marks
+	// A batch of others' events only need not wait for Badger to write
+	// it: reads that begin later see it, and its events are visible
+	// sooner. Own events wait, so that a failed write is known before
+	// their says are answered.
+	queue := len(tx.own) == 0
 	start, size, events := 0, 0, 0
 	next := 0 // the mark of the next event's writes
 	for i, op := range ops {
 		for next < len(marks) && marks[next].op == i {
 			if size >= writeChunk && i > start {
-				if err := r.apply(ops[start:i]); err != nil {
+				if err := r.apply(ops[start:i], queue); err != nil {
 					return events, err
 				}
 				start, size, events = i, 0, next
@@ -784,18 +789,23 @@ func (r *room) write(tx *txn) (int, error) {
 		}
 		size += len(op.Key) + len(op.Val) + writeOpCost
 	}
-	if err := r.apply(ops[start:]); err != nil {
+	if err := r.apply(ops[start:], queue); err != nil {
 		return events, err
 	}
 	return len(marks), nil
 }
 
-// apply writes ops in one transaction, not fsynced.
-func (r *room) apply(ops []schema.Op) error {
+// apply writes ops in one transaction, not fsynced. With queue set and a
+// store that can, it returns once the transaction is queued (a read that
+// begins later sees it) rather than written.
+func (r *room) apply(ops []schema.Op, queue bool) error {
 	if fault := r.m.storeFault.Load(); fault != nil {
 		if err := (*fault)(false); err != nil {
 			return err
 		}
+	}
+	if qs, ok := r.m.cfg.Store.(queuedStore); ok && queue {
+		return qs.ApplyQueued(ops)
 	}
 	return r.m.cfg.Store.Apply(ops, false)
 }

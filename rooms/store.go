@@ -27,6 +27,13 @@ type Store interface {
 	Sync() error
 }
 
+// queuedStore is a Store that can take a write without waiting for it to
+// be written (internal/store's DB.ApplyQueued): every read that begins
+// after it returns sees it, and ops must not change after it.
+type queuedStore interface {
+	ApplyQueued(ops []schema.Op) error
+}
+
 // storedEvent is the value at r/<room>/e/<id>: the depth, then the wire.
 func storedEvent(depth uint64, wire []byte) []byte {
 	v := make([]byte, 8+len(wire))

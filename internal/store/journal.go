@@ -85,6 +85,18 @@ type journal struct {
 	stale   bool   // a failed write may have left part of a record: start a new epoch first
 	closed  bool
 	started int // new epochs started since open (tests)
+
+	// Queued writes (writeQueued) that Badger has not finished. A new
+	// epoch waits for them: it must not drop a record Badger lacks.
+	queued sync.WaitGroup
+	// failed is the first error Badger gave a queued write. Its record
+	// stays in the journal, and so does every later one: no new epoch
+	// starts and no write is taken until a restart replays them.
+	failMu sync.Mutex
+	failed error
+	// commitFault, if set, stands for Badger's answer to a queued write
+	// (tests).
+	commitFault func() error
 }
 
 // openJournal opens (or creates) the journal of dir, writes to bdb what
@@ -204,6 +216,10 @@ func (j *journal) storedEpoch() (uint64, error) {
 // journal. Called with mu held (or before the journal is shared).
 func (j *journal) newEpoch() error {
 	defer since(j.epochs, time.Now())
+	j.queued.Wait()
+	if err := j.failure(); err != nil {
+		return err
+	}
 	if err := j.bdb.Sync(); err != nil {
 		return fmt.Errorf("store: sync: %w", classify(err))
 	}
@@ -301,8 +317,9 @@ func (j *journal) extend(size int64) error {
 }
 
 // write appends ops to the journal and then writes them to Badger, both
-// under the lock, so the journal's order is Badger's.
-func (j *journal) write(ops []schema.Op) error {
+// under the lock, so the journal's order is Badger's. With queue set it
+// returns once Badger has the transaction queued (writeQueued).
+func (j *journal) write(ops []schema.Op, queue bool) error {
 	if err := checkOps(ops); err != nil {
 		return err
 	}
@@ -311,6 +328,9 @@ func (j *journal) write(ops []schema.Op) error {
 	defer j.mu.Unlock()
 	if j.closed {
 		return ErrClosed
+	}
+	if err := j.failure(); err != nil {
+		return err
 	}
 	if j.stale {
 		if err := j.newEpoch(); err != nil {
@@ -345,7 +365,11 @@ func (j *journal) write(ops []schema.Op) error {
 		j.stale = true // part of it may be there
 		return fmt.Errorf("store: write journal: %w", diskFull(err))
 	}
-	if err := applyOps(j.bdb, ops); err != nil {
+	apply := applyOps
+	if queue {
+		apply = j.applyQueued
+	}
+	if err := apply(j.bdb, ops); err != nil {
 		// Badger refused it: the record must not be replayed, and the
 		// next write goes in its place.
 		if _, zerr := j.f.WriteAt([]byte{0}, j.off); zerr != nil {
@@ -355,6 +379,51 @@ func (j *journal) write(ops []schema.Op) error {
 	}
 	j.seq, j.off = seq, j.off+n
 	return nil
+}
+
+// applyQueued hands ops to Badger as one transaction and returns without
+// waiting for Badger to write it. Badger gives the transaction its commit
+// timestamp here, and every read that begins later waits until the
+// transactions before its own timestamp are written, so a read after
+// this call sees ops. What Badger refuses before queueing (a transaction
+// too big, a bad key) comes back here; a failure after (the disk) comes
+// to committed, and fails the journal.
+func (j *journal) applyQueued(bdb *badger.DB, ops []schema.Op) error {
+	txn := bdb.NewTransaction(true)
+	if err := setOps(txn, ops); err != nil {
+		txn.Discard()
+		return err
+	}
+	j.queued.Add(1) // CommitWith always calls back
+	txn.CommitWith(j.committed)
+	return nil
+}
+
+// committed is Badger's answer to a queued write.
+func (j *journal) committed(err error) {
+	defer j.queued.Done()
+	if j.commitFault != nil {
+		err = j.commitFault()
+	}
+	if err == nil {
+		return
+	}
+	j.failMu.Lock()
+	first := j.failed == nil
+	if first {
+		j.failed = fmt.Errorf("store: a queued write failed; no write is taken until a restart replays the journal: %w", classify(err))
+	}
+	j.failMu.Unlock()
+	if first {
+		j.log.Error("the database failed a queued write; the store takes no more writes, and a restart replays the write journal", "err", err)
+	}
+}
+
+// failure is the error that failed the journal, if any.
+func (j *journal) failure() error {
+	j.failMu.Lock()
+	defer j.failMu.Unlock()
+	return j.failed
 }
 
 // checkOps refuses, before they reach the journal, writes Badger would
@@ -413,6 +482,10 @@ func (j *journal) close() error {
 	}
 	j.closed = true
 	err := j.newEpoch()
+	if j.failure() != nil {
+		// The records stay for the next Open to replay.
+		j.log.Warn("the write journal is kept for the next start to replay", "file", j.f.Name())
+	}
 	if cerr := j.f.Close(); err == nil {
 		err = cerr
 	}

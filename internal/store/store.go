@@ -268,7 +268,24 @@ func (db *DB) CheckSpace(n int) error { return db.space.check(n) }
 // batch is on disk (fsync), so a crash cannot lose it. Below the
 // free-space floor it writes nothing and returns an error wrapping
 // ErrDiskFull.
-func (db *DB) Apply(ops []schema.Op, durable bool) (err error) {
+func (db *DB) Apply(ops []schema.Op, durable bool) error {
+	return db.apply(ops, durable, false)
+}
+
+// ApplyQueued writes ops atomically like Apply without durable, but
+// returns once Badger has their transaction queued rather than written:
+// the caller goes on while Badger writes. Every read that begins after it
+// returns sees ops. The write journal holds them already, so a later Sync
+// makes them durable as usual. A failure Badger reports later fails the
+// store: every later write returns it, and a restart replays the journal,
+// this write included. Badger keeps ops' keys and values until it has
+// written them: they must not change after the call. Without a journal it
+// is Apply.
+func (db *DB) ApplyQueued(ops []schema.Op) error {
+	return db.apply(ops, false, true)
+}
+
+func (db *DB) apply(ops []schema.Op, durable, queue bool) (err error) {
 	defer recoverCorrupt(&err, "write")
 	size := 0
 	for _, op := range ops {
@@ -279,7 +296,7 @@ func (db *DB) Apply(ops []schema.Op, durable bool) (err error) {
 	}
 	start := time.Now()
 	if db.j != nil {
-		err = db.j.write(ops)
+		err = db.j.write(ops, queue)
 	} else {
 		err = applyOps(db.bdb, ops)
 	}
