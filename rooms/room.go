@@ -423,8 +423,9 @@ type pendingSay struct {
 }
 
 // process applies a batch to the DAG and writes it (committed, not
-// fsynced; see write), with procMu held. Others' events are visible from
-// there, as a crash loses nothing of them that sync does not bring back.
+// fsynced; a batch of others' events only, queued to the database; see
+// write), with procMu held. Others' events are visible from there, as a
+// crash loses nothing of them that sync does not bring back.
 // This node's own events are published before the write and acknowledged
 // once fsynced (group commit: the fsync runs beside the next batches, and
 // one fsync serves every batch written before it). A node that crashes in

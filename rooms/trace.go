@@ -24,7 +24,8 @@ const (
 	StagePublished
 	// StageValidated: another node's event passed the topic's validator.
 	StageValidated
-	// StageStored: another node's event's batch is written to the store.
+	// StageStored: another node's event's batch is written to the store
+	// (to its journal, and queued to the database: see store.ApplyQueued).
 	StageStored
 	// StageVisible: the event was handed to the room's subscribers
 	// (Manager.Subscribe), which is what agents see.

@@ -394,8 +394,15 @@ func (j *journal) applyQueued(bdb *badger.DB, ops []schema.Op) error {
 		txn.Discard()
 		return err
 	}
-	j.queued.Add(1) // CommitWith always calls back
+	j.queued.Add(1) // CommitWith always calls back, unless it panics
+	called := false
+	defer func() {
+		if !called {
+			j.queued.Done() // a panic, passed on: a new epoch must not wait for it
+		}
+	}()
 	txn.CommitWith(j.committed)
+	called = true
 	return nil
 }
 
@@ -411,7 +418,7 @@ func (j *journal) committed(err error) {
 	j.failMu.Lock()
 	first := j.failed == nil
 	if first {
-		j.failed = fmt.Errorf("store: a queued write failed; no write is taken until a restart replays the journal: %w", classify(err))
+		j.failed = fmt.Errorf("store: a queued write failed; no write is taken until a restart replays the journal: %w", classify(diskFull(err)))
 	}
 	j.failMu.Unlock()
 	if first {

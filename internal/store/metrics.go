@@ -24,7 +24,7 @@ func newTimings() *timings {
 	}
 	return &timings{
 		flush: h("parley_store_flush_seconds", "Flushes of the database to disk (an fdatasync of the write journal, or the database's own sync without one); every durable write waits for one."),
-		write: h("parley_store_write_seconds", "Writes to the database (the journal's record and the database's transaction), not counting the flush."),
+		write: h("parley_store_write_seconds", "Writes to the database (the journal's record and the database's transaction, or for a queued write its queueing, which waits for the write queued before it), not counting the flush."),
 		epoch: h("parley_store_journal_epoch_seconds", "New epochs of the write journal (the database made durable and the journal emptied, every 4 MiB of writes); the node's writes wait meanwhile."),
 	}
 }

@@ -102,6 +102,10 @@ func TestQueuedWriteFailureKeepsTheJournal(t *testing.T) {
 	if err := db.ApplyQueued([]schema.Op{set("k4", "v")}); err == nil {
 		t.Fatal("a queued write taken after the failure")
 	}
+	// A room asks before it publishes its own events.
+	if err := db.CheckSpace(100); err == nil {
+		t.Fatal("CheckSpace finds nothing wrong after the failure")
+	}
 	// A flush still makes the journal durable, with the failed write in it.
 	if err := db.Sync(); err != nil {
 		t.Fatalf("Sync after the failure: %v", err)

@@ -259,9 +259,16 @@ func (db *DB) ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []by
 
 // CheckSpace returns the error Apply would return for a write of about n
 // bytes of keys and values (32 more an op) because the disk is nearly full
-// (wrapping ErrDiskFull), so a caller can find out before it acts on a
-// write it has yet to make.
-func (db *DB) CheckSpace(n int) error { return db.space.check(n) }
+// (wrapping ErrDiskFull), or because a queued write failed the store, so a
+// caller can find out before it acts on a write it has yet to make.
+func (db *DB) CheckSpace(n int) error {
+	if db.j != nil {
+		if err := db.j.failure(); err != nil {
+			return err
+		}
+	}
+	return db.space.check(n)
+}
 
 // Apply writes ops atomically (one transaction; keep batches to a few
 // thousand keys). With durable set it returns only once the
