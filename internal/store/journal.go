@@ -86,7 +86,7 @@ type journal struct {
 	closed  bool
 	started int // new epochs started since open (tests)
 
-	// Queued writes (writeQueued) that Badger has not finished. A new
+	// Queued writes (applyQueued) that Badger has not finished. A new
 	// epoch waits for them: it must not drop a record Badger lacks.
 	queued sync.WaitGroup
 	// failed is the first error Badger gave a queued write. Its record
@@ -318,7 +318,7 @@ func (j *journal) extend(size int64) error {
 
 // write appends ops to the journal and then writes them to Badger, both
 // under the lock, so the journal's order is Badger's. With queue set it
-// returns once Badger has the transaction queued (writeQueued).
+// returns once Badger has the transaction queued (applyQueued).
 func (j *journal) write(ops []schema.Op, queue bool) error {
 	if err := checkOps(ops); err != nil {
 		return err
