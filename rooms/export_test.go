@@ -216,3 +216,24 @@ func (m *Manager) Wire(id identity.RoomID, eid ID) ([]byte, error) {
 	_, wire, err := checkStored(eid, v)
 	return wire, err
 }
+
+// Heads returns a room's heads with their depths.
+func (m *Manager) Heads(id identity.RoomID) map[ID]uint64 {
+	r := m.room(id)
+	r.procMu.Lock()
+	defer r.procMu.Unlock()
+	out := make(map[ID]uint64, len(r.heads))
+	for h, d := range r.heads {
+		out[h] = d
+	}
+	return out
+}
+
+// TipEvery is how many arrivals pass between two tips.
+const TipEvery = tipEvery
+
+// TipArrival decodes a stored tip and returns the arrival it is as of.
+func TipArrival(v []byte) (uint64, error) {
+	t, err := unmarshalTip(v)
+	return t.arrival, err
+}

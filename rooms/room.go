@@ -121,6 +121,7 @@ type room struct {
 	// below it, and arrivals, are owned by its holder.
 	procMu  sync.Mutex
 	heads   map[ID]uint64 // head → depth
+	owesTip bool          // the next batch writes a tip whatever its arrivals (tip.go)
 	pending *Pending
 	recent  *depthCache // also read by validators
 	ancBuf  []ID
@@ -215,8 +216,6 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 func (r *room) load() error {
 	db, rid := r.m.cfg.Store, string(r.id)
 	members := make(map[peer.ID]ID)
-	vv := make(map[peer.ID]uint64)
-	heads := make(map[ID]uint64)
 	var ferr error
 	err := db.ScanFrom(schema.RoomMemberPrefix(rid), nil, false, func(k, v []byte) bool {
 		p, _, ok := peerFromKey(k[len(schema.RoomMemberPrefix(rid)):])
@@ -227,26 +226,6 @@ func (r *room) load() error {
 		members[p] = ID(v)
 		return true
 	})
-	if err == nil {
-		err = db.ScanFrom(schema.RoomVVPrefix(rid), nil, false, func(k, v []byte) bool {
-			p, _, ok := peerFromKey(k[len(schema.RoomVVPrefix(rid)):])
-			if !ok {
-				ferr = fmt.Errorf("rooms: bad version vector key in %s", rid)
-				return false
-			}
-			vv[p] = be8(v)
-			return true
-		})
-	}
-	if err == nil {
-		hp := schema.RoomHeadPrefix(rid)
-		err = db.ScanFrom(hp, nil, false, func(k, v []byte) bool {
-			var id ID
-			copy(id[:], k[len(hp):])
-			heads[id] = be8(v)
-			return true
-		})
-	}
 	var forks uint64
 	if err == nil {
 		err = db.ScanFrom(schema.RoomForkPrefix(rid), nil, false, func(_, _ []byte) bool {
@@ -262,11 +241,25 @@ func (r *room) load() error {
 			return false
 		})
 	}
+	var l loaded
+	if err == nil && ferr == nil {
+		l, err = r.loadTip(arrivals)
+	}
+	if err == nil && len(l.legacy) > 0 {
+		// Written before tips: the keys give way to a tip at once, as the
+		// events stored from now on do not keep them up to date.
+		ops := append(l.legacy, schema.Op{Key: schema.RoomTip(rid), Val: tip{arrival: arrivals, vv: l.vv, heads: l.heads}.marshal()})
+		if err = db.Apply(ops, false); err == nil {
+			r.m.log.Info("room heads and version vector now kept as a tip", "room", rid, "keys_removed", len(l.legacy))
+		}
+	}
 	if err = errors.Join(err, ferr); err != nil {
 		return fmt.Errorf("rooms: load %s: %w", rid, err)
 	}
+	heads, vv := l.heads, l.vv
 	r.heads = heads
 	r.arrivals = arrivals
+	r.owesTip = l.replay >= tipEvery
 	r.mu.Lock()
 	r.members, r.vv = members, vv
 	r.forks = forks
@@ -275,6 +268,14 @@ func (r *room) load() error {
 		r.committed[a] = s
 	}
 	r.headsSnap = mapKeys(heads)
+	for _, id := range l.damaged {
+		if len(r.corrupt) < maxCorrupt && !r.corrupt[id] {
+			r.corrupt[id] = true
+			r.m.metrics.corrupt.Inc()
+			r.m.log.Error("a stored event is damaged; fetching it again from the members", "room", rid, "id", id.String())
+		}
+	}
+	r.nCorrupt.Store(int64(len(r.corrupt)))
 	r.mu.Unlock()
 	return r.loadMembership()
 }
@@ -437,6 +438,7 @@ func (r *room) process(ctx context.Context, batch []input) {
 	tx := &txn{}
 	f := &finish{tx: tx}
 	var missing []chan []ID
+	arrived := r.arrivals
 	// Own events that went out but whose write failed come first: the
 	// batch's posts take the seqs after theirs.
 	r.restoreUnstored(tx)
@@ -472,6 +474,9 @@ func (r *room) process(ctx context.Context, batch []input) {
 		if _, err := r.author(tx, &sayReq{agent: tx.joinAs, kind: KindJoin}); err != nil {
 			r.m.log.Warn("join failed", "room", string(r.id), "err", err)
 		}
+	}
+	if len(tx.marks) > 0 && r.tipDue(arrived) {
+		r.addTip(tx)
 	}
 	// Own events go out before the batch is written: gossip does not wait
 	// for the store. Should the write then fail, members hold own events
@@ -1088,23 +1093,18 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	tx.ops = append(tx.ops,
 		schema.Op{Key: schema.RoomEvent(rid, it.ID[:]), Val: storedEvent(e.Depth, it.Wire)},
 		schema.Op{Key: schema.RoomOrder(rid, e.Depth, it.ID[:])},
-		schema.Op{Key: schema.RoomHead(rid, it.ID[:]), Val: schema.BE8(e.Depth)},
 	)
 	if fork {
 		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomFork(rid, author, e.Seq, it.ID[:])})
 	} else {
-		tx.ops = append(tx.ops,
-			schema.Op{Key: schema.RoomAuthorSeq(rid, author, e.Seq), Val: it.ID[:]},
-			schema.Op{Key: schema.RoomVV(rid, author), Val: schema.BE8(e.Seq)},
-		)
+		tx.ops = append(tx.ops, schema.Op{Key: schema.RoomAuthorSeq(rid, author, e.Seq), Val: it.ID[:]})
 	}
 	r.arrivals++
 	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomArrival(rid, r.arrivals), Val: it.ID[:]})
+	// The heads and the version vector are written as a tip every
+	// tipEvery arrivals (tip.go), not with each event.
 	for _, p := range e.Parents {
-		if _, ok := r.heads[p]; ok {
-			delete(r.heads, p)
-			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomHead(rid, p[:]), Delete: true})
-		}
+		delete(r.heads, p)
 	}
 	r.heads[it.ID] = e.Depth
 	r.recent.put(it.ID, e.Depth)

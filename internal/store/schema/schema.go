@@ -139,11 +139,16 @@ func RoomFork(room string, author []byte, seq uint64, id []byte) []byte {
 	return roomKey(room, "f/", PeerBytes(author), BE8(seq), id)
 }
 
-// RoomHeadPrefix is the prefix of the heads set.
+// RoomHeadPrefix is the prefix of the heads set a store written before
+// tips (RoomTip) keeps; read once, then deleted.
 func RoomHeadPrefix(room string) []byte { return roomKey(room, "h/") }
 
-// RoomHead is one head.
+// RoomHead is one head of a store written before tips.
 func RoomHead(room string, id []byte) []byte { return roomKey(room, "h/", id) }
+
+// RoomTip is a room's heads and version vector as of one arrival; the
+// events that arrived after it give the rest (rooms, tip.go).
+func RoomTip(room string) []byte { return roomKey(room, "t") }
 
 // RoomMemberPrefix is the prefix of the member set.
 func RoomMemberPrefix(room string) []byte { return roomKey(room, "m/") }
@@ -157,10 +162,12 @@ func RoomArrivalPrefix(room string) []byte { return roomKey(room, "l/") }
 // RoomArrival is the n-th event this node stored in a room.
 func RoomArrival(room string, n uint64) []byte { return roomKey(room, "l/", BE8(n)) }
 
-// RoomVVPrefix is the prefix of the version vector.
+// RoomVVPrefix is the prefix of the version vector a store written
+// before tips (RoomTip) keeps; read once, then deleted.
 func RoomVVPrefix(room string) []byte { return roomKey(room, "v/") }
 
-// RoomVV is one author's highest contiguous seq.
+// RoomVV is one author's highest contiguous seq, in a store written
+// before tips.
 func RoomVV(room string, author []byte) []byte { return roomKey(room, "v/", PeerBytes(author)) }
 
 // RoomAgentPrefix is the prefix of a room's agent membership records.
