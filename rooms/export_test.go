@@ -229,11 +229,26 @@ func (m *Manager) Heads(id identity.RoomID) map[ID]uint64 {
 	return out
 }
 
-// TipEvery is how many arrivals pass between two tips.
-const TipEvery = tipEvery
+// SetTipEvery sets how many arrivals pass between two tips, and returns a
+// function that puts it back.
+func SetTipEvery(n int) func() {
+	old := tipEvery.Swap(int64(n))
+	return func() { tipEvery.Store(old) }
+}
 
 // TipArrival decodes a stored tip and returns the arrival it is as of.
 func TipArrival(v []byte) (uint64, error) {
 	t, err := unmarshalTip(v)
 	return t.arrival, err
+}
+
+// StoredTipArrival reads the arrival of room id's tip in the store (false:
+// none).
+func (m *Manager) StoredTipArrival(id identity.RoomID) (uint64, bool, error) {
+	v, ok, err := m.cfg.Store.Lookup(schema.RoomTip(string(id)))
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	t, err := unmarshalTip(v)
+	return t.arrival, true, err
 }

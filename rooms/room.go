@@ -249,7 +249,8 @@ func (r *room) load() error {
 		// Written before tips: the keys give way to a tip at once, as the
 		// events stored from now on do not keep them up to date.
 		ops := append(l.legacy, schema.Op{Key: schema.RoomTip(rid), Val: tip{arrival: arrivals, vv: l.vv, heads: l.heads}.marshal()})
-		if err = db.Apply(ops, false); err == nil {
+		// Durable: a crash must not keep later events and lose this.
+		if err = db.Apply(ops, true); err == nil {
 			r.m.log.Info("room heads and version vector now kept as a tip", "room", rid, "keys_removed", len(l.legacy))
 		}
 	}
@@ -259,7 +260,7 @@ func (r *room) load() error {
 	heads, vv := l.heads, l.vv
 	r.heads = heads
 	r.arrivals = arrivals
-	r.owesTip = l.replay >= tipEvery
+	r.owesTip = l.badTip || int64(l.replay) >= tipEvery.Load()
 	r.mu.Lock()
 	r.members, r.vv = members, vv
 	r.forks = forks
@@ -373,9 +374,10 @@ type txn struct {
 	marks    []mark             // where each event's writes begin, one per event
 	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
-	arrivals []uint64 // the arrival number of each of accepted
-	own      []*Item  // own events, published before the write
-	restored []*Item  // own events of earlier batches that went out unstored, taken in first (restoreUnstored)
+	arrivals []uint64   // the arrival number of each of accepted
+	own      []*Item    // own events, published before the write
+	restored []*Item    // own events of earlier batches that went out unstored, taken in first (restoreUnstored)
+	tip      *schema.Op // the room's tip as of the batch's end, written after it (tip.go)
 	says     []pendingSay
 	fetch    map[peer.ID]bool
 	forks    int // forks this batch stores
@@ -476,7 +478,7 @@ func (r *room) process(ctx context.Context, batch []input) {
 		}
 	}
 	if len(tx.marks) > 0 && r.tipDue(arrived) {
-		r.addTip(tx)
+		r.takeTip(tx)
 	}
 	// Own events go out before the batch is written: gossip does not wait
 	// for the store. Should the write then fail, members hold own events
@@ -504,6 +506,8 @@ func (r *room) process(ctx context.Context, batch []input) {
 			}
 			if wrote, err := r.write(tx); err != nil {
 				r.writeFailed(tx, f, wrote, err, published)
+			} else if tx.tip != nil {
+				r.writeTip(tx)
 			}
 		}
 	}

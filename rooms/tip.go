@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -11,8 +12,8 @@ import (
 )
 
 // A room's heads and version vector live in memory. The store keeps them
-// as a tip: the heads and authors' seqs as of one arrival, written at the
-// end of the batch that reaches every tipEvery-th arrival. Loading reads
+// as a tip: the heads and authors' seqs as of one arrival, written after
+// the batch that reaches every tipEvery-th arrival. Loading reads
 // the tip and replays what the events that arrived after it did (each
 // takes its parents out of the heads, is a head, and moves its author's
 // seq on) from the arrival log. Before, every event wrote its head, took
@@ -22,9 +23,15 @@ import (
 // A store written before has no tip but those keys (r/<room>/h/ and
 // r/<room>/v/): load reads them once and writes a tip in their place.
 
-// tipEvery is how many arrivals pass between two tips: at most this many
-// events, plus those of the batch that reached it, are replayed on load.
-const tipEvery = 256
+// DefaultTipEvery is how many arrivals pass between two tips: while tips
+// are written, at most this many events, plus those of the batch that
+// reached it, are replayed on load.
+const DefaultTipEvery = 256
+
+// tipEvery is DefaultTipEvery but in tests (SetTipEvery).
+var tipEvery atomic.Int64
+
+func init() { tipEvery.Store(DefaultTipEvery) }
 
 // tip is the value at schema.RoomTip: the heads and the version vector as
 // they were once the room had stored arrival events.
@@ -65,8 +72,8 @@ func (t tip) marshal() []byte {
 }
 
 // unmarshalTip decodes a tip, refusing anything marshal does not write:
-// short or trailing bytes, counts the bytes cannot hold, an empty author,
-// authors or heads out of order (or twice).
+// short or trailing bytes, counts the bytes cannot hold, an author that
+// is no peer ID, authors or heads out of order (or twice).
 func unmarshalTip(b []byte) (tip, error) {
 	bad := func(what string) (tip, error) {
 		return tip{}, fmt.Errorf("%w: room tip: %s", ErrCorrupt, what)
@@ -89,7 +96,10 @@ func unmarshalTip(b []byte) (tip, error) {
 		if l == 0 || len(b) < 1+l+8 {
 			return bad("author")
 		}
-		a := peer.ID(b[1 : 1+l])
+		a, err := peer.IDFromBytes(b[1 : 1+l])
+		if err != nil {
+			return bad("author is no peer ID")
+		}
 		if len(t.vv) > 0 && a <= last {
 			return bad("authors out of order")
 		}
@@ -121,53 +131,70 @@ func unmarshalTip(b []byte) (tip, error) {
 // tipDue reports whether a batch that began after arrival from and ends
 // after r.arrivals reached a multiple of tipEvery, or the room owes a tip.
 func (r *room) tipDue(from uint64) bool {
-	return r.owesTip || r.arrivals/tipEvery > from/tipEvery
+	every := uint64(tipEvery.Load())
+	return r.owesTip || r.arrivals/every > from/every
 }
 
-// addTip ends the batch with the room's tip as of its last event. Put
-// after every event's writes, it is cut with the last of them (txn.cut)
-// and stored only if the whole batch is: whatever prefix of a batch is
-// stored, the tip in the store is at or before its last arrival.
-func (r *room) addTip(tx *txn) {
+// takeTip records the room's tip as of the batch's last event, to write
+// once the batch is (writeTip).
+func (r *room) takeTip(tx *txn) {
 	r.mu.RLock()
 	t := tip{arrival: r.arrivals, vv: r.vv, heads: r.heads}
 	v := t.marshal()
 	r.mu.RUnlock()
-	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomTip(string(r.id)), Val: v})
+	tx.tip = &schema.Op{Key: schema.RoomTip(string(r.id)), Val: v}
+}
+
+// writeTip writes the tip of a batch that was stored whole, in a
+// transaction of its own after the batch's: whatever a crash keeps of the
+// store, a tip is never ahead of the events stored, and a large one (a
+// room of thousands of authors) does not make the batch's last
+// transaction too large. One that fails is owed by the next batch.
+func (r *room) writeTip(tx *txn) {
+	if err := r.apply([]schema.Op{*tx.tip}, true); err != nil {
+		r.m.log.Warn("room tip not written; the next batch writes one", "room", string(r.id), "err", err)
+		r.owesTip = true
+		return
+	}
 	r.owesTip = false
 }
 
 // loaded is what loadTip read.
 type loaded struct {
-	heads   map[ID]uint64
-	vv      map[peer.ID]uint64
-	legacy  []schema.Op // a store written before tips: deletes of its head and seq keys
-	damaged []ID        // events after the tip the store could not read back
-	replay  int         // events replayed after the tip
+	heads  map[ID]uint64
+	vv     map[peer.ID]uint64
+	legacy []schema.Op // a store written before tips: deletes of its head and seq keys
+	// damaged are events after the tip the store could not read back.
+	// Each that tells its depth is taken for a head (its parents are not
+	// known), and the version vector is read from the sequence index.
+	damaged []ID
+	replay  int  // events replayed after the tip
+	badTip  bool // the tip could not be read: every event was replayed
 }
 
 // loadTip reads the room's heads and version vector: the tip and the
 // events that arrived after it, up to arrivals. A store written before
 // tips holds them as keys: they are read, with the deletes that take
-// them out once a tip replaces them.
+// them out once a tip replaces them. A tip that cannot be read is
+// rebuilt from every event stored.
 func (r *room) loadTip(arrivals uint64) (loaded, error) {
 	db, rid := r.m.cfg.Store, string(r.id)
-	v, ok, err := db.Lookup(schema.RoomTip(rid))
-	if err != nil {
-		return loaded{}, err
-	}
-	var l loaded
+	l := loaded{heads: make(map[ID]uint64), vv: make(map[peer.ID]uint64)}
 	from := uint64(0)
-	if ok {
-		t, err := unmarshalTip(v)
-		if err != nil {
-			return loaded{}, err
+	v, ok, err := db.Lookup(schema.RoomTip(rid))
+	if err == nil && ok {
+		var t tip
+		if t, err = unmarshalTip(v); err == nil && t.arrival > arrivals {
+			err = fmt.Errorf("%w: room tip at arrival %d, after the last (%d)", ErrCorrupt, t.arrival, arrivals)
 		}
-		if t.arrival > arrivals {
-			return loaded{}, fmt.Errorf("%w: room tip at arrival %d, after the last (%d)", ErrCorrupt, t.arrival, arrivals)
+		if err == nil {
+			l.heads, l.vv, from = t.heads, t.vv, t.arrival
 		}
-		l.heads, l.vv, from = t.heads, t.vv, t.arrival
-	} else {
+	}
+	if err != nil {
+		r.m.log.Error("room tip unreadable; reading the room's heads and version vector from its events", "room", rid, "err", err)
+		l.badTip = true
+	} else if !ok {
 		if l.heads, l.vv, l.legacy, err = r.loadLegacyTip(); err != nil {
 			return loaded{}, err
 		}
@@ -181,15 +208,19 @@ func (r *room) loadTip(arrivals uint64) (loaded, error) {
 		return l, nil
 	}
 	var ids []ID
+	seqsLost := false
 	err = db.ScanFrom(schema.RoomArrivalPrefix(rid), schema.RoomArrival(rid, from+1), false, func(_, v []byte) bool {
-		if len(v) == len(ID{}) {
-			ids = append(ids, ID(v))
+		if len(v) != len(ID{}) {
+			seqsLost = true // an arrival that names no event
+			return true
 		}
+		ids = append(ids, ID(v))
 		return true
 	})
 	if err != nil {
 		return loaded{}, err
 	}
+	l.replay = len(ids)
 	for _, id := range ids {
 		sv, ok, err := db.Lookup(schema.RoomEvent(rid, id[:]))
 		if err != nil || !ok {
@@ -197,19 +228,48 @@ func (r *room) loadTip(arrivals uint64) (loaded, error) {
 			continue
 		}
 		depth, wire, err := checkStored(id, sv)
-		if err != nil {
-			l.damaged = append(l.damaged, id)
-			continue
+		var e *Event
+		if err == nil {
+			e, err = decodeStored(wire)
 		}
-		e, err := decodeStored(wire)
 		if err != nil {
 			l.damaged = append(l.damaged, id)
+			if d, _, serr := splitStored(sv); serr == nil {
+				l.heads[id] = d
+			}
 			continue
 		}
 		replayTip(l.heads, l.vv, id, e, depth)
 	}
-	l.replay = len(ids)
+	if len(l.damaged) > 0 || seqsLost {
+		if l.vv, err = r.seqsFromIndex(); err != nil {
+			return loaded{}, err
+		}
+	}
 	return l, nil
+}
+
+// seqsFromIndex reads the version vector from the sequence index: each
+// author's highest seq there (every event but a fork has its entry,
+// written with it).
+func (r *room) seqsFromIndex() (map[peer.ID]uint64, error) {
+	rid := string(r.id)
+	vv := make(map[peer.ID]uint64)
+	ap := schema.RoomAuthorsPrefix(rid)
+	var ferr error
+	err := r.m.cfg.Store.ScanFrom(ap, nil, false, func(k, _ []byte) bool {
+		p, rest, ok := peerFromKey(k[len(ap):])
+		if !ok || len(rest) != 8 {
+			ferr = fmt.Errorf("rooms: bad sequence key in %s", rid)
+			return false
+		}
+		vv[p] = max(vv[p], be8(rest))
+		return true
+	})
+	if err == nil {
+		err = ferr
+	}
+	return vv, err
 }
 
 // replayTip does to heads and vv what storing event id did (room.store):

@@ -1,6 +1,7 @@
 package rooms_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -60,15 +61,24 @@ func countKeys(t *testing.T, db *store.DB, prefix []byte) int {
 }
 
 // TestTipKeepsHeadsAndSeqsOverACrash: a room's heads and version vector
-// are written as a tip every TipEvery arrivals, not with each event; after
-// a crash the node reads them back exactly (the tip and the events after
-// it), with several heads at once (two sides of a partition posting),
-// and posts on with the next seq.
+// are written as a tip every few hundred arrivals, not with each event;
+// after a crash the node reads them back exactly (the tip and the events
+// after it), with two heads at once (two sides of a partition posting),
+// and posts on with the next seq. With a tip after every batch the state
+// comes from the tip alone.
 func TestTipKeepsHeadsAndSeqsOverACrash(t *testing.T) {
+	for _, every := range []int{rooms.DefaultTipEvery, 1} {
+		t.Run(fmt.Sprintf("every %d", every), func(t *testing.T) {
+			defer rooms.SetTipEvery(every)()
+			tipOverACrash(t, every)
+		})
+	}
+}
+
+func tipOverACrash(t *testing.T, every int) {
 	nt := startNet(t, 3)
 	id := openRoom(t, nt, 1, 2)
-	// Concurrent posts from two nodes: well past two tips, with events
-	// after the last one.
+	// Concurrent posts from two nodes: well past two default tips.
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	for _, i := range []int{0, 1} {
@@ -89,17 +99,24 @@ func TestTipKeepsHeadsAndSeqsOverACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	const base = 1 + 2*2 // create, two invites, two joins
+	const all = base + 602
 	waitConverged(t, nt, id, base+600, 60*time.Second, 0, 1, 2)
 	// Two sides post apart: once they meet again, the room has two heads.
 	nt.Partition([]int{0}, []int{1, 2})
 	say(t, nt, 0, id, "left side")
 	say(t, nt, 2, id, "right side")
 	nt.Heal()
-	waitConverged(t, nt, id, base+602, 30*time.Second, 0, 1, 2)
+	waitConverged(t, nt, id, all, 30*time.Second, 0, 1, 2)
 	before := stateOf(nt, 1, id)
 	if len(before.heads) != 2 {
 		t.Fatalf("heads before the crash: %v, want the two sides' posts", before.heads)
 	}
+	// A tip is written after its batch: wait for the last one's.
+	var at uint64
+	nt.WaitFor(10*time.Second, func() bool {
+		at = tipArrival(t, nt, 1, id)
+		return every > 1 || at == all
+	}, "node 1's tip to cover all %d events", all)
 	nt.Crash(1)
 
 	db := openData(t, nt, 1)
@@ -109,14 +126,13 @@ func TestTipKeepsHeadsAndSeqsOverACrash(t *testing.T) {
 	}
 	v, err := db.Get(schema.RoomTip(rid))
 	if err != nil {
-		t.Fatalf("no tip stored after %d events: %v", base+602, err)
+		t.Fatalf("no tip stored after %d events: %v", all, err)
 	}
-	at, err := rooms.TipArrival(v)
-	if err != nil {
+	if at, err = rooms.TipArrival(v); err != nil {
 		t.Fatal(err)
 	}
-	if at < rooms.TipEvery*2 || at >= base+602 {
-		t.Fatalf("tip at arrival %d: want one at or past %d, before the last events", at, rooms.TipEvery*2)
+	if every > 1 && (at < uint64(2*every) || at >= all) {
+		t.Fatalf("tip at arrival %d: want one at or past %d, before the last events", at, 2*every)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -124,13 +140,23 @@ func TestTipKeepsHeadsAndSeqsOverACrash(t *testing.T) {
 
 	nt.Restart(1)
 	if after := stateOf(nt, 1, id); !after.equal(before) {
-		t.Fatalf("after the crash:\n%v\nbefore:\n%v", after, before)
+		t.Fatalf("after the crash (tip at arrival %d):\n%v\nbefore:\n%v", at, after, before)
 	}
 	say(t, nt, 1, id, "back")
-	waitConverged(t, nt, id, base+603, 30*time.Second, 0, 1, 2)
+	waitConverged(t, nt, id, all+1, 30*time.Second, 0, 1, 2)
 	if vv, _ := mgr(nt, 0).VVs(id); vv[nt.ID(1)] != before.vv[nt.ID(1)]+1 {
 		t.Fatalf("node 1 posted seq %d after %d", vv[nt.ID(1)], before.vv[nt.ID(1)])
 	}
+}
+
+// tipArrival reads the arrival of node i's stored tip of room id (0: none).
+func tipArrival(t *testing.T, nt *nodetest.Net, i int, id identity.RoomID) uint64 {
+	t.Helper()
+	at, _, err := mgr(nt, i).StoredTipArrival(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
 }
 
 // TestHeadAndSeqKeysBecomeATip: a store written before tips keeps each
@@ -186,4 +212,42 @@ func TestHeadAndSeqKeysBecomeATip(t *testing.T) {
 	if after := stateOf(nt, 1, id); !after.equal(want) {
 		t.Fatalf("after a second restart:\n%v\nwant:\n%v", after, want)
 	}
+}
+
+// TestDamagedEventAfterTheTip: an event stored after the last tip that
+// cannot be read back on load (its bytes were changed) still counts in
+// its author's seq, read from the sequence index: the author's next post
+// is taken, not refused as a gap, and the damaged event is fetched again.
+func TestDamagedEventAfterTheTip(t *testing.T) {
+	nt := startNet(t, 2)
+	id := openRoom(t, nt, 1)
+	for k := range 6 {
+		say(t, nt, k%2, id, fmt.Sprintf("m%d", k))
+	}
+	const text = "the last words of node zero before the crash"
+	eid := say(t, nt, 0, id, text)
+	waitConverged(t, nt, id, 10, 20*time.Second, 0, 1)
+	before := stateOf(nt, 1, id)
+	nt.Crash(1)
+
+	db := openData(t, nt, 1)
+	key := schema.RoomEvent(string(id), eid[:])
+	v, err := db.Get(key)
+	if err != nil || !bytes.Contains(v, []byte(text)) {
+		t.Fatalf("stored event: %v", err)
+	}
+	if err := db.Set(key, bytes.Replace(v, []byte("last"), []byte("lost"), 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	nt.Restart(1)
+	if vv, _ := mgr(nt, 1).VVs(id); !maps.Equal(vv, before.vv) {
+		t.Fatalf("version vector after the damage: %v, want %v", vv, before.vv)
+	}
+	say(t, nt, 0, id, "after the damage")
+	waitConverged(t, nt, id, 11, 20*time.Second, 0, 1)
+	readsTrue(t, nt, 1, id, eid, text)
 }
