@@ -66,6 +66,14 @@ func (r *room) repair(tx *txn, it Item) bool {
 	}
 	tx.markEvent()
 	tx.ops = append(tx.ops, schema.Op{Key: storedKey(r.id, it.ID), Val: storedEvent(it.Event.Depth, it.Wire)})
+	// Loaded damaged, its parents stayed heads (tip.go): with them known
+	// again, they are not.
+	for _, p := range it.Event.Parents {
+		delete(r.heads, p)
+	}
+	if _, ok := r.heads[it.ID]; ok {
+		r.heads[it.ID] = it.Event.Depth
+	}
 	r.m.metrics.repaired.Inc()
 	r.m.log.Info("a damaged event was fetched again", "room", string(r.id), "id", it.ID.String())
 	return true

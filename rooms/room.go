@@ -245,14 +245,14 @@ func (r *room) load() error {
 	if err == nil && ferr == nil {
 		l, err = r.loadTip(arrivals)
 	}
+	if err == nil && l.migrate {
+		// Written before tips: a tip replaces the keys at once, as the
+		// events stored from now on do not keep them up to date. Durable:
+		// a crash must not keep later events and lose it.
+		err = db.Apply([]schema.Op{{Key: schema.RoomTip(rid), Val: tip{arrival: arrivals, vv: l.vv, heads: l.heads}.marshal()}}, true)
+	}
 	if err == nil && len(l.legacy) > 0 {
-		// Written before tips: the keys give way to a tip at once, as the
-		// events stored from now on do not keep them up to date.
-		ops := append(l.legacy, schema.Op{Key: schema.RoomTip(rid), Val: tip{arrival: arrivals, vv: l.vv, heads: l.heads}.marshal()})
-		// Durable: a crash must not keep later events and lose this.
-		if err = db.Apply(ops, true); err == nil {
-			r.m.log.Info("room heads and version vector now kept as a tip", "room", rid, "keys_removed", len(l.legacy))
-		}
+		r.dropLegacy(l.legacy)
 	}
 	if err = errors.Join(err, ferr); err != nil {
 		return fmt.Errorf("rooms: load %s: %w", rid, err)

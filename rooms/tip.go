@@ -21,7 +21,8 @@ import (
 // seven an event wrote.
 //
 // A store written before has no tip but those keys (r/<room>/h/ and
-// r/<room>/v/): load reads them once and writes a tip in their place.
+// r/<room>/v/): load reads them once, writes a tip in their place and
+// deletes them.
 
 // DefaultTipEvery is how many arrivals pass between two tips: while tips
 // are written, at most this many events, plus those of the batch that
@@ -161,9 +162,13 @@ func (r *room) writeTip(tx *txn) {
 
 // loaded is what loadTip read.
 type loaded struct {
-	heads  map[ID]uint64
-	vv     map[peer.ID]uint64
-	legacy []schema.Op // a store written before tips: deletes of its head and seq keys
+	heads map[ID]uint64
+	vv    map[peer.ID]uint64
+	// legacy are the deletes of the head and seq keys a store written
+	// before tips keeps; migrate says the state was read from them, and a
+	// tip must replace them.
+	legacy  []schema.Op
+	migrate bool
 	// damaged are events after the tip the store could not read back.
 	// Each that tells its depth is taken for a head (its parents are not
 	// known), and the version vector is read from the sequence index.
@@ -194,15 +199,17 @@ func (r *room) loadTip(arrivals uint64) (loaded, error) {
 	if err != nil {
 		r.m.log.Error("room tip unreadable; reading the room's heads and version vector from its events", "room", rid, "err", err)
 		l.badTip = true
-	} else if !ok {
-		if l.heads, l.vv, l.legacy, err = r.loadLegacyTip(); err != nil {
-			return loaded{}, err
-		}
-		if len(l.legacy) > 0 {
-			// Written before tips: every event wrote these keys, so they
-			// hold the state as of the last arrival.
-			return l, nil
-		}
+	}
+	heads, vv, legacy, lerr := r.loadLegacyTip()
+	if lerr != nil {
+		return loaded{}, lerr
+	}
+	l.legacy = legacy
+	if !ok && err == nil && len(legacy) > 0 {
+		// Written before tips: every event wrote these keys, so they hold
+		// the state as of the last arrival.
+		l.heads, l.vv, l.migrate = heads, vv, true
+		return l, nil
 	}
 	if from == arrivals {
 		return l, nil
@@ -234,8 +241,12 @@ func (r *room) loadTip(arrivals uint64) (loaded, error) {
 		}
 		if err != nil {
 			l.damaged = append(l.damaged, id)
+			// Its depth, if the order index agrees with what is left of
+			// the value.
 			if d, _, serr := splitStored(sv); serr == nil {
-				l.heads[id] = d
+				if _, ok, _ := db.Lookup(schema.RoomOrder(rid, d, id[:])); ok {
+					l.heads[id] = d
+				}
 			}
 			continue
 		}
@@ -270,6 +281,20 @@ func (r *room) seqsFromIndex() (map[peer.ID]uint64, error) {
 		err = ferr
 	}
 	return vv, err
+}
+
+// dropLegacy deletes the head and seq keys of a store written before tips
+// once a tip holds their state, a few hundred a transaction. What fails is
+// left for the next load.
+func (r *room) dropLegacy(dels []schema.Op) {
+	const chunk = 512
+	for k := 0; k < len(dels); k += chunk {
+		if err := r.m.cfg.Store.Apply(dels[k:min(k+chunk, len(dels))], false); err != nil {
+			r.m.log.Warn("old head and seq keys not deleted; the next load tries again", "room", string(r.id), "err", err)
+			return
+		}
+	}
+	r.m.log.Info("room heads and version vector now kept as a tip", "room", string(r.id), "keys_removed", len(dels))
 }
 
 // replayTip does to heads and vv what storing event id did (room.store):

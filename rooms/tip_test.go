@@ -69,7 +69,7 @@ func countKeys(t *testing.T, db *store.DB, prefix []byte) int {
 func TestTipKeepsHeadsAndSeqsOverACrash(t *testing.T) {
 	for _, every := range []int{rooms.DefaultTipEvery, 1} {
 		t.Run(fmt.Sprintf("every %d", every), func(t *testing.T) {
-			defer rooms.SetTipEvery(every)()
+			t.Cleanup(rooms.SetTipEvery(every))
 			tipOverACrash(t, every)
 		})
 	}
@@ -219,15 +219,25 @@ func TestHeadAndSeqKeysBecomeATip(t *testing.T) {
 // its author's seq, read from the sequence index: the author's next post
 // is taken, not refused as a gap, and the damaged event is fetched again.
 func TestDamagedEventAfterTheTip(t *testing.T) {
+	t.Cleanup(rooms.SetTipEvery(4))
 	nt := startNet(t, 2)
 	id := openRoom(t, nt, 1)
-	for k := range 6 {
+	for k := range 7 {
 		say(t, nt, k%2, id, fmt.Sprintf("m%d", k))
 	}
+	waitConverged(t, nt, id, 10, 20*time.Second, 0, 1)
+	// The 11th arrival, alone in its batch, writes no tip (a tip every
+	// four): the last one is before it.
 	const text = "the last words of node zero before the crash"
 	eid := say(t, nt, 0, id, text)
-	waitConverged(t, nt, id, 10, 20*time.Second, 0, 1)
+	waitConverged(t, nt, id, 11, 20*time.Second, 0, 1)
 	before := stateOf(nt, 1, id)
+	if _, ok := before.heads[eid]; !ok {
+		t.Fatalf("heads %v: want the last event among them", before.heads)
+	}
+	if at := tipArrival(t, nt, 1, id); at < 8 || at > 10 {
+		t.Fatalf("tip at arrival %d: want one before the last event", at)
+	}
 	nt.Crash(1)
 
 	db := openData(t, nt, 1)
@@ -247,7 +257,14 @@ func TestDamagedEventAfterTheTip(t *testing.T) {
 	if vv, _ := mgr(nt, 1).VVs(id); !maps.Equal(vv, before.vv) {
 		t.Fatalf("version vector after the damage: %v, want %v", vv, before.vv)
 	}
-	say(t, nt, 0, id, "after the damage")
-	waitConverged(t, nt, id, 11, 20*time.Second, 0, 1)
+	if heads := mgr(nt, 1).Heads(id); heads[eid] != before.heads[eid] {
+		t.Fatalf("heads after the damage: %v, want the damaged event at depth %d among them", heads, before.heads[eid])
+	}
 	readsTrue(t, nt, 1, id, eid, text)
+	// Repaired, the event's parents are no heads any more.
+	if heads := mgr(nt, 1).Heads(id); !maps.Equal(heads, before.heads) {
+		t.Fatalf("heads after the repair: %v, want %v", heads, before.heads)
+	}
+	say(t, nt, 0, id, "after the damage")
+	waitConverged(t, nt, id, 12, 20*time.Second, 0, 1)
 }
