@@ -150,14 +150,14 @@ func (r *room) takeTip(tx *txn) {
 // transaction of its own after the batch's: whatever a crash keeps of the
 // store, a tip is never ahead of the events stored, and a large one (a
 // room of thousands of authors) does not make the batch's last
-// transaction too large. One that fails is owed by the next batch.
+// transaction too large. One that fails is tried again at the next
+// tipEvery-th arrival (not with every batch: a tip too large to write
+// would cost each one its encoding and a warning).
 func (r *room) writeTip(tx *txn) {
-	if err := r.apply([]schema.Op{*tx.tip}, true); err != nil {
-		r.m.log.Warn("room tip not written; the next batch writes one", "room", string(r.id), "err", err)
-		r.owesTip = true
-		return
-	}
 	r.owesTip = false
+	if err := r.apply([]schema.Op{*tx.tip}, true); err != nil {
+		r.m.log.Warn("room tip not written; loading replays the events since the last one", "room", string(r.id), "err", err)
+	}
 }
 
 // loaded is what loadTip read.
