@@ -260,7 +260,7 @@ func (r *room) load() error {
 	heads, vv := l.heads, l.vv
 	r.heads = heads
 	r.arrivals = arrivals
-	r.owesTip = l.badTip || int64(l.replay) >= tipEvery.Load()
+	r.owesTip = l.owesTip
 	r.mu.Lock()
 	r.members, r.vv = members, vv
 	r.forks = forks

@@ -147,10 +147,10 @@ func (r *room) takeTip(tx *txn) {
 }
 
 // writeTip writes the tip of a batch that was stored whole, in a
-// transaction of its own after the batch's: whatever a crash keeps of the
-// store, a tip is never ahead of the events stored, and a large one (a
-// room of thousands of authors) does not make the batch's last
-// transaction too large. One that fails is tried again at the next
+// transaction of its own after the batch's: it follows its events in the
+// store's order (a tip load finds past the last arrival is rebuilt), and
+// a large one (a room of thousands of authors) does not make the batch's
+// last transaction too large. One that fails is tried again at the next
 // tipEvery-th arrival (not with every batch: a tip too large to write
 // would cost each one its encoding and a warning).
 func (r *room) writeTip(tx *txn) {
@@ -173,8 +173,9 @@ type loaded struct {
 	// Each that tells its depth is taken for a head (its parents are not
 	// known), and the version vector is read from the sequence index.
 	damaged []ID
-	replay  int  // events replayed after the tip
-	badTip  bool // the tip could not be read: every event was replayed
+	// owesTip: the tip could not be read, or tipEvery events or more were
+	// replayed after it; the next batch writes one.
+	owesTip bool
 }
 
 // loadTip reads the room's heads and version vector: the tip and the
@@ -198,7 +199,7 @@ func (r *room) loadTip(arrivals uint64) (loaded, error) {
 	}
 	if err != nil {
 		r.m.log.Error("room tip unreadable; reading the room's heads and version vector from its events", "room", rid, "err", err)
-		l.badTip = true
+		l.owesTip = true
 	}
 	heads, vv, legacy, lerr := r.loadLegacyTip()
 	if lerr != nil {
@@ -227,7 +228,7 @@ func (r *room) loadTip(arrivals uint64) (loaded, error) {
 	if err != nil {
 		return loaded{}, err
 	}
-	l.replay = len(ids)
+	l.owesTip = l.owesTip || int64(len(ids)) >= tipEvery.Load()
 	for _, id := range ids {
 		sv, ok, err := db.Lookup(schema.RoomEvent(rid, id[:]))
 		if err != nil || !ok {
