@@ -47,7 +47,12 @@ func (b apiBackend) Status() localapi.Status {
 			direct++
 		}
 	}
+	problem := ""
+	if err := n.db.Problem(); err != nil {
+		problem = err.Error()
+	}
 	return localapi.Status{
+		StoreProblem: problem,
 		Reachability: strings.ToLower(n.reach.Reachability().String()),
 		RelayService: relay,
 		Direct:       direct,

@@ -60,6 +60,9 @@ func statusCmd(g *globals) *cobra.Command {
 						fmt.Fprintf(w, "  %s via %s: %s\n", p.PeerID, p.Relay, termtext.Line(p.Why))
 					}
 					fmt.Fprintf(w, "addrs:\n  %s\n", strings.Join(v.Addrs, "\n  "))
+					if v.StoreProblem != "" {
+						fmt.Fprintf(w, "STORE REFUSING WRITES: %s\n", termtext.Line(v.StoreProblem))
+					}
 					if v.Unreached > 0 {
 						fmt.Fprintf(w, "agents not reached: %d owed items were not read in time (parley who marks the agents)\n", v.Unreached)
 					}

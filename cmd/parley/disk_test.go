@@ -103,8 +103,12 @@ func TestCLIFullDiskRefusesWritesKeepsReads(t *testing.T) {
 	if errs, code := say(); !refused(errs, code) {
 		t.Fatalf("say on a full disk: exit %d: %s", code, errs)
 	}
-	if _, errs, code := run(t, "--home", home, "status"); code != 0 {
+	out, errs, code := run(t, "--home", home, "status")
+	if code != 0 {
 		t.Fatalf("the node is gone after the disk filled: %s\n%s", errs, d.stderr)
+	}
+	if !strings.Contains(out, "STORE REFUSING WRITES") || !strings.Contains(out, "free some space") {
+		t.Fatalf("status on a full disk does not say writes are refused:\n%s", out)
 	}
 	if got := len(roomLog(t, home, room.RoomID)); got != 1+3+n {
 		t.Fatalf("log on a full disk: %d events, want %d", got, 1+3+n)
@@ -126,6 +130,9 @@ func TestCLIFullDiskRefusesWritesKeepsReads(t *testing.T) {
 	must(t, os.Remove(filepath.Join(mnt, "filler2")))
 	if errs, code := say(); code != 0 {
 		t.Fatalf("say once space is freed: %s", errs)
+	}
+	if out, _, _ := run(t, "--home", home, "status"); strings.Contains(out, "REFUSING") {
+		t.Fatalf("status once space is freed still says writes are refused:\n%s", out)
 	}
 	stop(t, home, d)
 	if strings.Contains(d.stderr.String(), "SIGBUS") {

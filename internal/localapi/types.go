@@ -41,6 +41,9 @@ type Status struct {
 	// Unreached counts owed items (asks, invitations) no wake-up route got
 	// its agent to read in time: the human should look (parley who).
 	Unreached int `json:"unreached"`
+	// StoreProblem says why the node's database refuses writes, when it
+	// does: a failed write (restart the node) or a nearly full disk.
+	StoreProblem string `json:"store_problem,omitempty"`
 }
 
 // Peer is a connected peer.

@@ -34,7 +34,17 @@ func since(h prometheus.Observer, start time.Time) { h.Observe(time.Since(start)
 
 // Collectors are the database's metrics, for a node's registry.
 func (db *DB) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{db.t.flush, db.t.write, db.t.epoch}
+	return []prometheus.Collector{db.t.flush, db.t.write, db.t.epoch,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "parley_store_refusing_writes",
+			Help: "1 while the database refuses writes (a queued write failed: restart the node; or the disk is below the free-space floor), else 0.",
+		}, func() float64 {
+			if db.Problem() != nil {
+				return 1
+			}
+			return 0
+		}),
+	}
 }
 
 // Timing is a histogram of durations so far: for each of FlushBuckets,

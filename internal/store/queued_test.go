@@ -85,6 +85,9 @@ func TestQueuedWriteFailureKeepsTheJournal(t *testing.T) {
 		}
 		return nil
 	}
+	if err := db.Problem(); err != nil || refusing(t, db) != 0 {
+		t.Fatalf("before the failure the store's problem is %v and its gauge %v", err, refusing(t, db))
+	}
 	epochs := db.j.started
 	applyQueued(t, db, set("k1", "v"))
 	applyQueued(t, db, set("k2", "v"))
@@ -94,6 +97,9 @@ func TestQueuedWriteFailureKeepsTheJournal(t *testing.T) {
 			t.Fatal("no failure 10 s after a queued write failed")
 		}
 		runtime.Gosched()
+	}
+	if err := db.Problem(); err == nil || !strings.Contains(err.Error(), "restart") || refusing(t, db) != 1 {
+		t.Fatalf("after the failure the store's problem is %v and its gauge %v", err, refusing(t, db))
 	}
 	err := db.Apply([]schema.Op{set("k3", "v")}, false)
 	if err == nil || !strings.Contains(err.Error(), "the test's I/O error") {

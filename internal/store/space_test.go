@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -71,6 +73,9 @@ func TestFloorRefusesWritesAndKeepsReads(t *testing.T) {
 	if !db.Full() {
 		t.Fatal("Full is false below the floor")
 	}
+	if err := db.Problem(); !errors.Is(err, ErrDiskFull) || refusing(t, db) != 1 {
+		t.Fatalf("below the floor the store's problem is %v and its gauge %v", err, refusing(t, db))
+	}
 	if got := disk.reserve(t); got != 16*mib {
 		t.Fatalf("reserve holds %d bytes below the floor, want it kept", got)
 	}
@@ -91,6 +96,9 @@ func TestFloorRefusesWritesAndKeepsReads(t *testing.T) {
 	}
 	if db.Full() || disk.reserve(t) != 16*mib {
 		t.Fatalf("after space returned: full=%v reserve=%d", db.Full(), disk.reserve(t))
+	}
+	if err := db.Problem(); err != nil || refusing(t, db) != 0 {
+		t.Fatalf("after space returned the store's problem is %v and its gauge %v", err, refusing(t, db))
 	}
 
 	// Another program takes nearly everything: Close gives the reserve to
@@ -232,4 +240,24 @@ func TestFreeSpaceReadingReused(t *testing.T) {
 	if err := s.check(1 << 10); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("a small write after the disk filled: %v", err)
 	}
+}
+
+// refusing reads the database's parley_store_refusing_writes gauge.
+func refusing(t *testing.T, db *DB) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	for _, c := range db.Collectors() {
+		reg.MustRegister(c)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "parley_store_refusing_writes" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no parley_store_refusing_writes gauge")
+	return 0
 }

@@ -270,6 +270,13 @@ func (db *DB) CheckSpace(n int) error {
 	return db.space.check(n)
 }
 
+// Problem returns why the store refuses writes now, or nil: a queued
+// write failed (writes stay refused until a restart replays the journal),
+// or the disk is below the free-space floor (wrapping ErrDiskFull; writes
+// go on once there is space). A node shows it in its status and metrics,
+// so an operator learns of it before an agent's post is refused.
+func (db *DB) Problem() error { return db.CheckSpace(0) }
+
 // Apply writes ops atomically (one transaction; keep batches to a few
 // thousand keys). With durable set it returns only once the
 // batch is on disk (fsync), so a crash cannot lose it. Below the
