@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -98,13 +99,13 @@ func TestFullDiskPublishesNothing(t *testing.T) {
 func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 	nt := startNet(t, 2)
 	id := openRoom(t, nt, 1)
-	failWrites(t, nt, id, 1)
+	failWrites(t, nt, id, math.MaxInt32)
 	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "sent, not stored"})
 	if !errors.Is(err, rooms.ErrSentNotStored) {
 		t.Fatalf("say whose write failed after it went out: %v, want ErrSentNotStored", err)
 	}
-	// Counted at once: any batch from here on (anti-entropy, every
-	// second) stores the post first.
+	// Counted while writes still fail: once they succeed, any batch
+	// (anti-entropy, every second) stores the post first.
 	if got := eventCount(nt, 0, id); got != 3 {
 		t.Fatalf("node 0 holds %d events after its write failed, want 3", got)
 	}
@@ -118,7 +119,8 @@ func TestFailedWriteAfterPublishForksNothing(t *testing.T) {
 
 // failWrites waits for node 0's mesh in room id to hold node 1 (so that
 // its posts go out by gossip), then makes node 0's next n writes fail
-// (space checks pass). It returns how many writes were failed so far.
+// (space checks pass; math.MaxInt32: every write until FailStore(nil)).
+// It returns how many writes were failed so far.
 func failWrites(t *testing.T, nt *nodetest.Net, id identity.RoomID, n int32) *atomic.Int32 {
 	t.Helper()
 	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 0).MeshHas(id, nt.ID(1)) }, "node 0's mesh to hold node 1")
@@ -140,19 +142,20 @@ func failWrites(t *testing.T, nt *nodetest.Net, id identity.RoomID, n int32) *at
 func TestRestoredAndCutAgainForksNothing(t *testing.T) {
 	nt := startNet(t, 2)
 	id := openRoom(t, nt, 1)
-	failures := failWrites(t, nt, id, 2)
+	failures := failWrites(t, nt, id, math.MaxInt32)
 	_, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "sent, not stored"})
 	if !errors.Is(err, rooms.ErrSentNotStored) {
 		t.Fatalf("say whose write failed after it went out: %v, want ErrSentNotStored", err)
 	}
 	// Node 1's post makes node 0 run a batch, which takes the unstored
-	// post in first; its write fails as well.
+	// post in first; its write fails as well. The count is read before
+	// writes succeed again: the next batch after that stores both.
 	say(t, nt, 1, id, "from node 1")
 	nt.WaitFor(20*time.Second, func() bool { return failures.Load() >= 2 }, "node 0's second write to fail")
-	mgr(nt, 0).FailStore(nil)
 	if got := eventCount(nt, 0, id); got != 3 {
 		t.Fatalf("node 0 holds %d events after its writes failed, want 3", got)
 	}
+	mgr(nt, 0).FailStore(nil)
 	say(t, nt, 0, id, "next")
 	waitConverged(t, nt, id, 6, 20*time.Second, 0, 1)
 	noForkOf(t, nt, id, 0, 0, 1)
