@@ -201,10 +201,10 @@ func TestJoinWaitsForUnstoredJoin(t *testing.T) {
 	if err := m.ProcessBatch(id, cw, iw, pw); err != nil {
 		t.Fatal(err)
 	}
-	m.FailStore(nil)
 	if got := eventCount(nt, 0, id); got != 0 {
 		t.Fatalf("%d events stored after the failed write, want 0", got)
 	}
+	m.FailStore(nil)
 	if err := m.ProcessBatch(id, cw, iw); err != nil {
 		t.Fatal(err)
 	}
