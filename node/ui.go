@@ -102,6 +102,11 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	out := map[string]any{}
+	health := map[string]string{"store_problem": ""} // why the node's store refuses writes, or ""
+	if err := n.db.Problem(); err != nil {
+		health["store_problem"] = err.Error()
+	}
+	out["health"] = health
 	human, err := n.inbox.Owed(ctx, string(identity.HumanAgent))
 	if err != nil {
 		human = []localapi.Item{}

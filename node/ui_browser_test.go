@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -334,4 +336,87 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// The decisions made from the page are in the audit log shown on it.
 	waitJS(t, b, 30*time.Second, `document.getElementById("audit").textContent.includes("contact.approve")`, "the approval in the audit panel")
+}
+
+// A node whose store refuses writes says so at the top of its dashboard,
+// with the reason and what to do, and stops saying so once writes are
+// taken again; a node whose store writes shows nothing there. Node 0's
+// home is a 20 MB tmpfs that another file fills.
+func TestDashboardShowsStoreRefusingWrites(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a 20 MB tmpfs (mount -t tmpfs -o size=20m); the floor itself is tested in internal/store")
+	}
+	var mnt string
+	var nt *nodetest.Net
+	nt = nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		if i != 0 {
+			return
+		}
+		mnt = c.Home
+		if err := os.MkdirAll(mnt, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=20m,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount a tmpfs here (%v: %s)", err, strings.TrimSpace(string(out)))
+		}
+		t.Cleanup(func() { // before the folders are removed: the nodes first, then the disk
+			if nt != nil {
+				nt.Close()
+			}
+			if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+				// Start failed, and its nodes close later: detach it now.
+				if out2, err2 := exec.Command("umount", "-l", mnt).CombinedOutput(); err2 != nil {
+					t.Errorf("umount %s: %v %s; umount -l: %v %s", mnt, err, out, err2, out2)
+				}
+			}
+		})
+		c.MinFreeDisk = 4 << 20
+	}))
+	b := browser(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	open := func(i int) {
+		c := localapi.NewClient(node.SocketPath(nt.Home(i)))
+		defer c.Close()
+		info, err := c.UI(ctx)
+		if err != nil || info.URL == "" {
+			t.Fatalf("node %d ui: %+v %v", i, info, err)
+		}
+		run(t, b, fmt.Sprintf("open node %d's dashboard", i), chromedp.Navigate(info.URL))
+		waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
+		// The panels come together: once one is shown, so is the health.
+		waitJS(t, b, 30*time.Second, `document.getElementById("human").children.length > 0`, "the first panels")
+	}
+	const shown = `!document.getElementById("alert").hidden`
+	const says = `(() => { const a = document.getElementById("alert"); return !a.hidden &&
+		a.textContent.includes("Store refusing writes") && a.textContent.includes("free some space") })()`
+
+	open(1)
+	if eval[bool](t, b, shown) {
+		t.Fatalf("node 1 writes, and its dashboard says %q", eval[string](t, b, `document.getElementById("alert").textContent`))
+	}
+	open(0)
+	if eval[bool](t, b, shown) {
+		t.Fatal("node 0's dashboard shows an alert before its disk is full")
+	}
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	f.Close()
+	waitJS(t, b, 30*time.Second, says, "the dashboard to say the store refuses writes")
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, b, 30*time.Second, `document.getElementById("alert").hidden`, "the alert to go once space is free")
 }

@@ -167,6 +167,11 @@
   }
 
   var panels = {
+    health: function (h) {
+      var p = (h || {}).store_problem || "";
+      $("alert").hidden = !p;
+      $("alert").textContent = p ? "Store refusing writes: " + p : "";
+    },
     human: function (items) {
       fill($("human"), (items || []).map(function (it) {
         return el("li", { "data-ask": it.id }, [el("span", { cls: "from", text: addr(it.from) }), el("span", { text: it.text + " " }),
