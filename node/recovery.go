@@ -23,11 +23,12 @@ import (
 )
 
 // RecoveryFileName is the home's recovery file: a copy of the room list
-// (i/ keys) and the contact records (c/ keys) of the database, kept in step
-// with it (checked every recoverySaveInterval and when the node stops).
+// (i/ keys), the contact records (c/), the peers' last addresses (p/), the
+// moderation rules (k/) and the organisation records (o/) of the database,
+// kept in step with it (checked every recoverySaveInterval and when the node stops).
 // Config.Recover restores it into a new database, so a node whose
-// database was lost still knows its rooms and its contacts, and fetches
-// the rooms' events from their members. Its presence also tells that this
+// database was lost still knows its rooms, its contacts and where to dial
+// them, and fetches the rooms' events from their members. Its presence also tells that this
 // home ran a node, so a database that disappears is noticed.
 const RecoveryFileName = "recovery.json"
 
@@ -49,7 +50,8 @@ type recoveryEntry struct {
 
 // recoveryPrefixes are the database keys copied to the recovery file.
 func recoveryPrefixes() [][]byte {
-	return [][]byte{schema.RoomIndexPrefix(), schema.ContactPrefix()}
+	return [][]byte{schema.RoomIndexPrefix(), schema.ContactPrefix(), schema.PeerAddrsPrefix(), schema.ModerationPrefix(),
+		schema.OrgRecordPrefix(), schema.OrgContactPrefix(), schema.OrgOfferPrefix()}
 }
 
 func (n *Node) recoveryPath() string { return filepath.Join(n.cfg.Home, RecoveryFileName) }
@@ -159,7 +161,7 @@ func (n *Node) openStore() error {
 	}
 	switch {
 	case fresh && rec != nil && rec.Peer == n.id.String():
-		n.log.Warn("recover: new database; room list and contacts restored, rooms are refetched from their members",
+		n.log.Warn("recover: new database; room list, contacts, peer addresses, moderation and organisation records restored, rooms are refetched from their members",
 			"entries", restored, "saved", rec.Saved.Format(time.RFC3339))
 	case fresh && recErr != nil:
 		n.log.Warn("recover: new database; the recovery file could not be read, so rooms and contacts start empty", "err", recErr)

@@ -199,8 +199,9 @@ func idOfStopped(t *testing.T, home string) string {
 }
 
 // --recover on a lost database: the node keeps its identity, gets its room
-// list and contacts back from recovery.json, and refetches the room's
-// events — its own included — from the other member before it posts.
+// list, contacts and their addresses back from recovery.json, dials them
+// with no bootstrap peer given, and refetches the room's events — its own
+// included — from the other member before it posts.
 func TestCLIRecoverRefetchesRooms(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
@@ -235,7 +236,7 @@ func TestCLIRecoverRefetchesRooms(t *testing.T) {
 	if line := refusedUp(t, homeB, "--bootstrap", a.addr()); !strings.Contains(line, "--recover") {
 		t.Fatalf("lost database: %s", line)
 	}
-	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--recover")
+	up(t, homeB, "--listen", loopback, "--recover") // no bootstrap: A's address comes from recovery.json
 	if peerID(t, homeB) != idB {
 		t.Fatal("--recover changed the identity")
 	}
