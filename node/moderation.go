@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/agents"
@@ -86,10 +89,36 @@ func by(req localapi.ModerateRequest) string {
 	return req.By
 }
 
+// resolve turns NAME@HANDLE, as names show an agent, into NAME@PEER_ID;
+// anything else is returned as it is, for the moderation service to read.
+func (m modAPI) resolve(agent string) (string, error) {
+	agent = strings.TrimSpace(agent)
+	name, node, ok := strings.Cut(agent, "@")
+	if !ok || m.n.names == nil {
+		return agent, nil
+	}
+	if _, err := identity.ParseAgentAddr(agent); err == nil {
+		return agent, nil
+	}
+	if _, err := peer.Decode(node); err == nil {
+		return agent, nil // a peer ID with a bad name: the service says what is wrong
+	}
+	p, err := m.n.names.Resolve(node)
+	if err != nil {
+		return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent, "%q: %s (an agent's address is NAME@PEER_ID or NAME@HANDLE)",
+			agent, strings.TrimPrefix(err.Error(), "names: "))
+	}
+	return name + "@" + p.String(), nil
+}
+
 // known checks that an agent can be muted here: one of this node's agents
 // (registered, or a member of one of its rooms), or a member agent of one of
 // this node's rooms.
 func (m modAPI) known(ctx context.Context, agent string) (string, error) {
+	agent, err := m.resolve(agent)
+	if err != nil {
+		return "", err
+	}
 	a, err := m.n.mod.Addr(agent)
 	if err != nil {
 		return "", modError(err)
@@ -127,12 +156,20 @@ func (m modAPI) Mute(ctx context.Context, req localapi.ModerateRequest) (localap
 }
 
 func (m modAPI) Unmute(ctx context.Context, req localapi.ModerateRequest) (localapi.ModerationRule, error) {
-	r, err := m.n.mod.Unmute(req.Agent, by(req))
+	agent, err := m.resolve(req.Agent)
+	if err != nil {
+		return localapi.ModerationRule{}, err
+	}
+	r, err := m.n.mod.Unmute(agent, by(req))
 	return rule(r), modError(err)
 }
 
 func (m modAPI) Kill(ctx context.Context, req localapi.ModerateRequest) (localapi.ModerationRule, error) {
-	a, err := m.n.mod.Addr(req.Agent)
+	agent, err := m.resolve(req.Agent)
+	if err != nil {
+		return localapi.ModerationRule{}, err
+	}
+	a, err := m.n.mod.Addr(agent)
 	if err != nil {
 		return localapi.ModerationRule{}, modError(err)
 	}
@@ -153,7 +190,11 @@ func (m modAPI) Kill(ctx context.Context, req localapi.ModerateRequest) (localap
 }
 
 func (m modAPI) Revive(ctx context.Context, req localapi.ModerateRequest) (localapi.ModerationRule, error) {
-	r, err := m.n.mod.Revive(req.Agent, by(req))
+	agent, err := m.resolve(req.Agent)
+	if err != nil {
+		return localapi.ModerationRule{}, err
+	}
+	r, err := m.n.mod.Revive(agent, by(req))
 	return rule(r), modError(err)
 }
 

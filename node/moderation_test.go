@@ -124,6 +124,21 @@ func TestModeration(t *testing.T) {
 		t.Fatalf("alice after the unmute: %q", got)
 	}
 
+	// NAME@HANDLE, as names show an agent, works as NAME@PEER_ID does.
+	nt.WaitFor(30*time.Second, func() bool {
+		_, err := cs[0].Mute(ctx, localapi.ModerateRequest{Agent: "bob@node1"})
+		return err == nil
+	}, "bob@node1 to be muted by his node's handle")
+	if rs := modRules(t, cs[0]); !strings.Contains(rs, "bob@"+b+" muted") {
+		t.Fatalf("muting bob@node1 made the rules %q", rs)
+	}
+	if _, err := cs[0].Unmute(ctx, localapi.ModerateRequest{Agent: "bob@node1"}); err != nil {
+		t.Fatal(err)
+	}
+	if rs := modRules(t, cs[0]); strings.Contains(rs, "muted") {
+		t.Fatalf("bob@node1 unmuted, and the rules say %q", rs)
+	}
+
 	// A muted agent of this node cannot post, and is told why.
 	if _, err := cs[0].Mute(ctx, localapi.ModerateRequest{Agent: "alice", Seconds: 600}); err != nil {
 		t.Fatal(err)
@@ -193,7 +208,8 @@ func TestModeration(t *testing.T) {
 		{cs[0].Kill, localapi.ModerateRequest{Agent: "nobody"}, localapi.CodeUnknownAgent, "parley agent list"},
 		{cs[0].Kill, localapi.ModerateRequest{Agent: "bob@" + b}, localapi.CodeBadRequest, "mute"},
 		{cs[0].Mute, localapi.ModerateRequest{Agent: "carol@" + b}, localapi.CodeUnknownAgent, "parley room list"},
-		{cs[0].Mute, localapi.ModerateRequest{Agent: "x@" + stranger}, localapi.CodeBadRequest, "NAME@PEER_ID"},
+		{cs[0].Mute, localapi.ModerateRequest{Agent: "x@" + stranger}, localapi.CodeUnknownAgent, "NAME@PEER_ID or NAME@HANDLE"},
+		{cs[0].Mute, localapi.ModerateRequest{Agent: "b a d@" + b}, localapi.CodeBadRequest, "NAME@PEER_ID"},
 		{cs[0].Mute, localapi.ModerateRequest{Agent: "alice", Seconds: -1}, localapi.CodeBadRequest, "until unmuted"},
 		{cs[0].Unmute, localapi.ModerateRequest{Agent: "bob@" + b}, localapi.CodeUnknownAgent, "not muted"},
 		{cs[0].Revive, localapi.ModerateRequest{Agent: "alice"}, localapi.CodeUnknownAgent, "not killed"},
@@ -231,4 +247,23 @@ func refused(t *testing.T, nt *nodetest.Net, i int, reason string) float64 {
 		}
 	}
 	return 0
+}
+
+// modRules lists a node's moderation rules as "ADDR muted|killed" lines.
+func modRules(t *testing.T, c *localapi.Client) string {
+	t.Helper()
+	rs, err := c.ModerationRules(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rs {
+		if r.Muted {
+			out = append(out, r.Agent+" muted")
+		}
+		if r.Killed {
+			out = append(out, r.Agent+" killed")
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -697,7 +697,7 @@ func (s *Service) Resolve(name string) (peer.ID, error) {
 	}
 	switch len(ps) {
 	case 0:
-		return "", fmt.Errorf("%w: %q (give the node's peer ID, or see who is around with parley_who)", ErrUnknown, name)
+		return "", fmt.Errorf("%w: %q (give the node's peer ID, or see who is around: `parley who`, or the parley_who tool)", ErrUnknown, name)
 	case 1:
 		return ps[0], nil
 	}
