@@ -186,6 +186,17 @@ func TestCLIContactConsentGatesRooms(t *testing.T) {
 	}, "B to speak in the room")
 	nodetest.WaitFor(t, 10*time.Second, func() bool { return logHas(t, homeA, room.RoomID, "before") },
 		"A to get B's message")
+	// Inviting a member again posts nothing, and says it is in already.
+	for _, who := range []string{idB.PeerID, "human@" + idB.PeerID} {
+		before := len(roomLog(t, homeA, room.RoomID))
+		out, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, who)
+		if code != 0 || !strings.Contains(out, who+" is already in") {
+			t.Fatalf("invite of %s, a member: exit %d: %q %s", who, code, out, errs)
+		}
+		if after := len(roomLog(t, homeA, room.RoomID)); after != before {
+			t.Fatalf("invite of %s, a member, posted: %d events, then %d", who, before, after)
+		}
+	}
 	// A post waits for a flush of B's database, which /metrics times.
 	if n := metric(t, homeB, "parley_store_flush_seconds_count", ""); n == 0 {
 		t.Error("B's /metrics counts no database flush after a post")

@@ -37,7 +37,7 @@ func roomCreateCmd(g *globals) *cobra.Command {
 	var members []string
 	cmd := &cobra.Command{
 		Use:     "create NAME",
-		Short:   "Create a room; prints its room_id",
+		Short:   "Create a room; prints its room_id (also when a member could not be invited: then it exits 1 and says why)",
 		Example: `  parley room create release-1.0 --purpose "ship 1.0 by Friday" --member reviewer@12D3KooW...`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,7 +48,7 @@ func roomCreateCmd(g *globals) *cobra.Command {
 					for _, f := range res.Failed {
 						fs = append(fs, f.Member+": "+f.Error)
 					}
-					err = fmt.Errorf("room %s is open, but not everyone could be invited: %s", res.RoomID, strings.Join(fs, "; "))
+					err = partial{fmt.Errorf("room %s is open, but not everyone could be invited: %s", res.RoomID, strings.Join(fs, "; "))}
 				}
 				return res, err
 			}, func(w io.Writer, v localapi.OpenRoomResult) { fmt.Fprintln(w, v.RoomID) })
@@ -105,6 +105,10 @@ admits the node, whose "human" joins.`,
 				return out, nil
 			}, func(w io.Writer, v []localapi.Posted) {
 				for i, p := range v {
+					if p.Already {
+						fmt.Fprintf(w, "%s is already in %q (let in by event %s)\n", args[1+i], termtext.Line(p.Room.Name), p.ID)
+						continue
+					}
 					fmt.Fprintf(w, "invited %s into %q (event %s)\n", args[1+i], termtext.Line(p.Room.Name), p.ID)
 				}
 			})

@@ -115,6 +115,18 @@ func TestCLIRoomTailFollows(t *testing.T) {
 		RoomID string `json:"room_id"`
 	}
 	runJSON(t, &room, "--home", home, "room", "create", "tailed")
+	// A member that cannot be invited: the room is made all the same, its
+	// ID printed for scripts, and the exit status and stderr say who is
+	// missing and why.
+	pout, perrs, pcode := run(t, "--home", home, "room", "create", "partly", "--member", "ghost")
+	id := strings.TrimSpace(pout)
+	if pcode == 0 || id == "" || strings.ContainsAny(id, " \n") ||
+		!strings.Contains(perrs, "ghost") || !strings.Contains(perrs, "not everyone could be invited") {
+		t.Fatalf("room create with a member that is not there: exit %d, stdout %q, stderr %q", pcode, pout, perrs)
+	}
+	if got := roomLog(t, home, id); len(got) == 0 {
+		t.Fatalf("the room %q printed is not there", id)
+	}
 	cmd := exec.Command(parleyBin, "--home", home, "room", "tail", "tailed", "--json")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

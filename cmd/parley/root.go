@@ -105,11 +105,22 @@ func call[T any](g *globals, cmd *cobra.Command, f func(ctx context.Context, c *
 	defer cancel()
 	defer c.Close()
 	v, err := f(ctx, c)
+	var part partial
+	if errors.As(err, &part) {
+		if perr := printOut(g, cmd.OutOrStdout(), v, human); perr != nil {
+			return perr
+		}
+		return part.error
+	}
 	if err != nil {
 		return g.apiErr(err)
 	}
 	return printOut(g, cmd.OutOrStdout(), v, human)
 }
+
+// partial is the error of a call that did part of what was asked: call
+// prints its result, then fails with the error.
+type partial struct{ error }
 
 // printOut prints v as JSON with --json, else through human.
 func printOut[T any](g *globals, w io.Writer, v T, human func(io.Writer, T)) error {

@@ -285,7 +285,7 @@ func (b *Inbox) checkKnown(ctx context.Context, m member) error {
 			}
 		}
 		return localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
-			"no agent %q is registered on this node: parley_who lists the agents you can reach", m.name)
+			"no agent %q is registered on this node: parley_who, or `parley who`, lists the agents you can reach", m.name)
 	}
 	deadline := time.Now().Add(b.cfg.PresenceGrace)
 	for {
@@ -304,7 +304,7 @@ func (b *Inbox) checkKnown(ctx context.Context, m member) error {
 		}
 		if time.Now().After(deadline) {
 			return localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
-				"no agent %q is alive on node %s: parley_who lists the agents you can reach", m.name, m.peer)
+				"no agent %q is alive on node %s: parley_who, or `parley who`, lists the agents you can reach", m.name, m.peer)
 		}
 		select {
 		case <-ctx.Done():
@@ -445,7 +445,16 @@ func (b *Inbox) Invite(ctx context.Context, agent string, req localapi.InviteReq
 	if err := b.mustBeIn(a, in); err != nil {
 		return res, err
 	}
-	eid, err := b.bringIn(ctx, a, in.ID, m)
+	if m.name == "" {
+		res.Already = slices.Contains(in.Members, m.peer)
+	} else if rec, ok, err := b.rooms.AgentState(in.ID, m.String()); err == nil && ok && rec.In {
+		res.Already = true
+	}
+	bring := b.bringIn
+	if res.Already {
+		bring = b.invite // nothing new to audit
+	}
+	eid, err := bring(ctx, a, in.ID, m)
 	if err != nil && eid == (rooms.ID{}) {
 		return res, apiError(err)
 	}

@@ -316,6 +316,9 @@ type Posted struct {
 	ID      string  `json:"id"`
 	Room    RoomRef `json:"room"`
 	Pending Pending `json:"pending"`
+	// Already is set by an invite of a member that was in already: nothing
+	// was posted, and ID is the event that let it in.
+	Already bool `json:"already,omitempty"`
 }
 
 // AskRequest asks an agent (To) or a room (every member agent but the
