@@ -65,6 +65,9 @@ var (
 	ErrNoConsent = errors.New("rooms: author not allowed by this node")
 	// ErrUnknownEvent is returned when an event is not stored on this node.
 	ErrUnknownEvent = errors.New("rooms: unknown event")
+	// ErrAmbiguousID is returned when a shortened event ID fits several
+	// events.
+	ErrAmbiguousID = errors.New("rooms: ambiguous event id")
 	// ErrClosed is returned when the rooms service has stopped.
 	ErrClosed = errors.New("rooms: closed")
 	// ErrTextTooLong is returned when a message text is over MaxBody bytes.

@@ -681,6 +681,49 @@ func (m *Manager) since(id identity.RoomID, after uint64, limit int) ([]View, er
 	return out, nil
 }
 
+// MinIDPrefix is the fewest characters of an event ID that EventByPrefix
+// takes: the eight a room's log shows.
+const MinIDPrefix = 8
+
+// EventByPrefix returns the ID of the one stored event of room id whose ID
+// begins with prefix (at least MinIDPrefix characters of its String form).
+// No such event is ErrUnknownEvent; several are ErrAmbiguousID.
+func (m *Manager) EventByPrefix(id identity.RoomID, prefix string) (ID, error) {
+	if len(prefix) < MinIDPrefix || len(prefix) > idLen {
+		return ID{}, fmt.Errorf("%w: event id %.60q: give at least %d of its %d characters", ErrMalformed, prefix, MinIDPrefix, idLen)
+	}
+	if len(prefix) == idLen {
+		return ParseID(prefix)
+	}
+	whole := prefix[:len(prefix)/8*8] // 8 characters are 5 whole bytes
+	head, err := idEnc.DecodeString(whole)
+	if err != nil || strings.Trim(prefix, "abcdefghijklmnopqrstuvwxyz234567") != "" {
+		return ID{}, fmt.Errorf("%w: event id %q: not lower-case base32", ErrMalformed, prefix)
+	}
+	if _, err := m.getRoom(id); err != nil {
+		return ID{}, err
+	}
+	keys := schema.RoomEvent(string(id), nil)
+	var found []ID
+	err = m.cfg.Store.ScanFrom(schema.RoomEvent(string(id), head), nil, false, func(k, _ []byte) bool {
+		var eid ID
+		if copy(eid[:], k[len(keys):]) != len(eid) || !strings.HasPrefix(eid.String(), prefix) {
+			return true
+		}
+		found = append(found, eid)
+		return len(found) < 2
+	})
+	switch {
+	case err != nil:
+		return ID{}, err
+	case len(found) == 0:
+		return ID{}, fmt.Errorf("%w: no event of room %s begins with %s", ErrUnknownEvent, id, prefix)
+	case len(found) > 1:
+		return ID{}, fmt.Errorf("%w: several events of room %s begin with %s: give more of the ID (room log --json shows it whole)", ErrAmbiguousID, id, prefix)
+	}
+	return found[0], nil
+}
+
 // Find looks for a stored event in every room.
 func (m *Manager) Find(eid ID) (View, error) {
 	m.mu.RLock()

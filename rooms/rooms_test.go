@@ -307,6 +307,60 @@ func TestAPIErrors(t *testing.T) {
 	}
 }
 
+// A room's events are found by the first characters of their IDs, as a
+// room's log shows them; too few characters, characters outside the
+// alphabet, a prefix no event has and an unknown room are refused apart.
+func TestEventByPrefix(t *testing.T) {
+	nt := startNet(t, 1)
+	ctx := context.Background()
+	m := mgr(nt, 0)
+	id, err := m.Create(ctx, "x", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []rooms.ID
+	for i := range 50 {
+		eid, err := m.Say(ctx, id, rooms.SayArgs{Agent: "human", Text: fmt.Sprint("message ", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, eid)
+	}
+	for _, eid := range ids {
+		s := eid.String()
+		for _, n := range []int{rooms.MinIDPrefix, 11, 16, len(s) - 1, len(s)} {
+			got, err := m.EventByPrefix(id, s[:n])
+			if err != nil || got != eid {
+				t.Fatalf("prefix %q of %s: %s %v", s[:n], s, got, err)
+			}
+		}
+	}
+	s := ids[0].String()
+	flip := func(c byte) byte {
+		if c == 'a' {
+			return 'b'
+		}
+		return 'a'
+	}
+	none := s[:7] + string(flip(s[7])) + s[8:12]
+	for _, c := range []struct {
+		room   identity.RoomID
+		prefix string
+		want   error
+	}{
+		{id, s[:rooms.MinIDPrefix-1], rooms.ErrMalformed},
+		{id, strings.ToUpper(s[:10]), rooms.ErrMalformed},
+		{id, s[:8] + "1", rooms.ErrMalformed},
+		{id, s + "a", rooms.ErrMalformed},
+		{id, none, rooms.ErrUnknownEvent},
+		{identity.NewRoomID(), s[:10], rooms.ErrUnknownRoom},
+	} {
+		if _, err := m.EventByPrefix(c.room, c.prefix); !isErr(err, c.want) {
+			t.Errorf("prefix %q: %v, want %v", c.prefix, err, c.want)
+		}
+	}
+}
+
 func isErr(err, target error) bool {
 	return err != nil && strings.Contains(err.Error(), target.Error())
 }

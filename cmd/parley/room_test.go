@@ -127,6 +127,30 @@ func TestCLIRoomTailFollows(t *testing.T) {
 	if got := roomLog(t, home, id); len(got) == 0 {
 		t.Fatalf("the room %q printed is not there", id)
 	}
+	// A reply names its message by the eight characters the log shows.
+	first, errs, code := run(t, "--home", home, "room", "say", id, "first")
+	if code != 0 {
+		t.Fatalf("say: %s", errs)
+	}
+	first = strings.TrimSpace(first)
+	shown, _, _ := run(t, "--home", home, "room", "log", id)
+	if !strings.Contains(shown, first[:8]) || strings.Contains(shown, first[:9]) {
+		t.Fatalf("the log does not show %s as %s:\n%s", first, first[:8], shown)
+	}
+	if _, errs, code := run(t, "--home", home, "room", "say", id, "an answer", "--reply-to", first[:8]); code != 0 {
+		t.Fatalf("reply by the short ID: %s", errs)
+	}
+	var replies []struct {
+		Text    string `json:"text"`
+		ReplyTo string `json:"reply_to"`
+	}
+	runJSON(t, &replies, "--home", home, "room", "log", id)
+	if last := replies[len(replies)-1]; last.Text != "an answer" || last.ReplyTo != first {
+		t.Fatalf("the reply is %+v, want one to %s", last, first)
+	}
+	if _, errs, code := run(t, "--home", home, "room", "say", id, "x", "--reply-to", first[:7]); code == 0 || !strings.Contains(errs, "first 8 characters") {
+		t.Fatalf("reply by 7 characters: exit %d: %s", code, errs)
+	}
 	cmd := exec.Command(parleyBin, "--home", home, "room", "tail", "tailed", "--json")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

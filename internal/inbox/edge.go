@@ -485,8 +485,15 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 	args := rooms.SayArgs{Agent: a, Text: req.Text, Ask: req.Ask}
 	if req.ReplyTo != "" {
 		rid, err := rooms.ParseID(req.ReplyTo)
+		if err != nil && len(req.ReplyTo) >= rooms.MinIDPrefix && len(req.ReplyTo) < len(rid.String()) {
+			// The first characters of an ID, as a room's log shows it.
+			rid, err = b.rooms.EventByPrefix(in.ID, req.ReplyTo)
+			if err != nil && !errors.Is(err, rooms.ErrMalformed) {
+				return res, b.roomErr(in.ID, err)
+			}
+		}
 		if err != nil {
-			return res, localapi.BadRequest("reply_to %q is not an event ID", req.ReplyTo)
+			return res, localapi.BadRequest("reply_to %q is not an event ID (give it whole, or its first %d characters or more)", req.ReplyTo, rooms.MinIDPrefix)
 		}
 		args.ReplyTo = &rid
 	}

@@ -18,6 +18,7 @@ var apiErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
 	{Status: http.StatusInsufficientStorage, Code: localapi.CodeNotStored, Errs: []error{rooms.ErrSentNotStored}},
 	{Status: http.StatusNotFound, Code: localapi.CodeUnknownRoom, Errs: []error{rooms.ErrUnknownRoom}},
 	{Status: http.StatusNotFound, Code: localapi.CodeUnknownEvent, Errs: []error{rooms.ErrUnknownEvent}},
+	{Status: http.StatusConflict, Code: localapi.CodeAmbiguous, Errs: []error{rooms.ErrAmbiguousID}},
 	{Status: http.StatusForbidden, Code: localapi.CodeLeft, Errs: []error{rooms.ErrAgentLeft}},
 	{Status: http.StatusForbidden, Code: localapi.CodeNotCreator, Errs: []error{rooms.ErrNotCreator}},
 	{Status: http.StatusForbidden, Code: localapi.CodeNotMember, Errs: []error{rooms.ErrNotMember}},

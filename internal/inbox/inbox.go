@@ -30,6 +30,7 @@ type Rooms interface {
 	Since(id identity.RoomID, after uint64, limit int) ([]rooms.View, error)
 	Log(id identity.RoomID, limit int, before *rooms.ID) ([]rooms.View, error)
 	Find(eid rooms.ID) (rooms.View, error)
+	EventByPrefix(room identity.RoomID, prefix string) (rooms.ID, error)
 	Subscribe(id identity.RoomID, buf int) (<-chan rooms.View, func(), error)
 	Changes() (<-chan struct{}, func())
 	ChangedSince(after uint64) ([]identity.RoomID, uint64)
