@@ -151,6 +151,13 @@ func TestCLIRoomTailFollows(t *testing.T) {
 	if _, errs, code := run(t, "--home", home, "room", "say", id, "x", "--reply-to", first[:7]); code == 0 || !strings.Contains(errs, "first 8 characters") {
 		t.Fatalf("reply by 7 characters: exit %d: %s", code, errs)
 	}
+	// A message to an agent this node does not have is a slip: refused.
+	if _, errs, code := run(t, "--home", home, "room", "say", id, "x", "--to", "ghost"); code == 0 || !strings.Contains(errs, `no agent "ghost"`) {
+		t.Fatalf("say to an agent that is not there: exit %d: %s", code, errs)
+	}
+	if _, errs, code := run(t, "--home", home, "room", "say", id, "for you", "--to", "human"); code != 0 {
+		t.Fatalf("say to human: %s", errs)
+	}
 	cmd := exec.Command(parleyBin, "--home", home, "room", "tail", "tailed", "--json")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

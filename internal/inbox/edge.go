@@ -502,6 +502,11 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 		if err != nil {
 			return res, err
 		}
+		if m.peer == b.self { // a name no agent of this node has is a slip
+			if err := b.checkKnown(ctx, m); err != nil {
+				return res, err
+			}
+		}
 		args.To = m.String()
 	}
 	if err := b.mustBeIn(a, in); err != nil {
