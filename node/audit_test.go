@@ -13,6 +13,7 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/usage"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
@@ -202,6 +203,24 @@ func TestUsagePerAgent(t *testing.T) {
 		if !strings.Contains(text, w) {
 			t.Fatalf("metrics lack %s", w)
 		}
+	}
+
+	// An answer given with no call before it that reads what is owed (the
+	// human, from the CLI) counts too, and only once.
+	ask, err = c.Ask(ctx, "alice", localapi.AskRequest{To: "human", Text: "ok?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"yes", "still yes"} {
+		if _, err := c.Reply(ctx, "human", localapi.ReplyRequest{MessageID: ask.AskID, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	human := slices.IndexFunc(nt.Node(0).Usage().Snapshot().Agents, func(a usage.Counts) bool {
+		return a.Name == "human" && a.Messages == 2 && a.AsksAnswered == 1
+	})
+	if human < 0 {
+		t.Fatalf("the human's usage after two answers to one ask is not 2 messages and 1 answer: %+v", nt.Node(0).Usage().Snapshot().Agents)
 	}
 }
 

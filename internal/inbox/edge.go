@@ -531,13 +531,19 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 }
 
 // answered drops an ask the agent owes once it replied to it, and returns
-// it (nil when the agent did not owe it).
+// it (nil when the agent did not owe it). The agent's state is brought up
+// to date first: an agent that answers without a call that scans (the
+// human, from the CLI) has not noted the ask yet; the scan then notes the
+// ask and the answer after it, and counts it there.
 func (b *Inbox) answered(agent identity.AgentName, ask string) *askRec {
 	st, err := b.lock(agent)
 	if err != nil {
 		return nil // the next scan sees the reply
 	}
 	defer st.mu.Unlock()
+	if err := b.scan(agent, st); err != nil {
+		b.log.Warn("ask answered; the agent's state is not up to date, and the next scan notes it", "agent", string(agent), "err", err)
+	}
 	rec, ok := st.owed[ask]
 	if ok {
 		st.dropAsk(agent, "o", ask)
