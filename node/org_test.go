@@ -309,13 +309,20 @@ func TestOrgMembershipOnCard(t *testing.T) {
 	nt := nodetest.Start(t, 3)
 	befriend(t, nt, 0, 1)
 	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	nt.WaitFor(30*time.Second, func() bool {
+		_, ok := nt.Node(0).Names().CardSeq(nt.ID(1))
+		return ok
+	}, "node 0 to hold node 1's card, without a membership")
+	if m := nt.Node(0).Names().Member(nt.ID(1)); m != nil {
+		t.Fatalf("node 1's card shows %+v before it is a member", m)
+	}
 	x.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(1), Handle: "bob"})
 	if in := nt.Node(1).Org().Mine(); in == nil {
 		t.Fatal("node 1 holds no membership")
 	}
-	// Node 0 asks for node 1's card when they connect again.
-	nt.Crash(0)
-	nt.Restart(0)
+	// Node 1's card changed: it hands the new one to node 0, which asked
+	// for its card when they connected and would not ask again for
+	// names.RefetchAfter (10 minutes).
 	nt.WaitFor(30*time.Second, func() bool {
 		m := nt.Node(0).Names().Member(nt.ID(1))
 		return m != nil && m.Org == x.id && m.Name == "Xco"

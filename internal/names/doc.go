@@ -12,6 +12,16 @@
 // and stores it under schema.NodeCard, so names survive restarts and peers
 // that are not connected keep theirs.
 //
+// # Protocol /parley/name-push/1
+//
+// When a node's card changes (its organisation membership taken or lost;
+// looked at every 2 s), it opens this stream to each connected peer whose
+// card it keeps (contacts and room members), writes its new card as one
+// frame and closes. The receiver takes it as a fetched card (its sender's
+// own, newer, from a peer it keeps cards of) and refuses a push from the
+// same peer within PushEvery. Peers not connected then fetch it on their
+// next connection after RefetchAfter.
+//
 // # Display
 //
 // A known node shows as its handle; when two known nodes share a handle

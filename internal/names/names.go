@@ -26,6 +26,11 @@ import (
 // Protocol is the stream protocol on which a node hands out its node card.
 const Protocol protocol.ID = "/parley/name/1"
 
+// PushProtocol is the stream protocol on which a node hands its new card to
+// the peers that keep it, when its card changed (a membership taken or
+// lost).
+const PushProtocol protocol.ID = "/parley/name-push/1"
+
 // Limits.
 const (
 	// RefetchAfter is how long a peer's card is not asked for again.
@@ -46,8 +51,12 @@ const (
 	// minSuffix is the shortest tail of a peer ID shown after '~'.
 	minSuffix = 4
 	// recheck is how often connected peers without a card are looked at
-	// again (they may have become wanted).
+	// again (they may have become wanted), and this node's card is sealed
+	// again if its membership changed.
 	recheck = 2 * time.Second
+	// PushEvery is how often one peer's pushed card is taken; pushes that
+	// come sooner are refused.
+	PushEvery = 5 * time.Second
 )
 
 var (
@@ -123,6 +132,9 @@ type Service struct {
 	wantedAt time.Time
 	asked    map[peer.ID]time.Time
 	table    *table // display names, rebuilt when stale
+
+	pushMu   sync.Mutex            // protects pushedAt
+	pushedAt map[peer.ID]time.Time // when each peer's last push was taken
 }
 
 // passingCard is a requester's card and the bytes it came in.
@@ -157,7 +169,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, self: self, log: cfg.Logger, queue: make(chan peer.ID, queueLen),
 		cards: make(map[peer.ID]*discovery.NodeCard), passing: make(map[peer.ID]passingCard), members: make(map[peer.ID]Membership),
-		asked: make(map[peer.ID]time.Time)}
+		asked: make(map[peer.ID]time.Time), pushedAt: make(map[peer.ID]time.Time)}
 	if cfg.Handle != "" {
 		if _, err := s.ownCard(); err != nil {
 			return nil, err
@@ -188,6 +200,8 @@ func New(cfg Config) (*Service, error) {
 func (s *Service) Run(ctx context.Context) error {
 	h := s.cfg.Host
 	h.SetStreamHandler(Protocol, s.serve)
+	h.SetStreamHandler(PushProtocol, s.takePush)
+	pushed, _ := s.ownCard() // the card peers fetch from now on
 	notif := &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { s.enqueue(c.RemotePeer()) }}
 	h.Network().Notify(notif)
 	for _, p := range h.Network().Peers() {
@@ -204,6 +218,14 @@ func (s *Service) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				if own, err := s.ownCard(); err == nil && own != nil && !bytes.Equal(own, pushed) {
+					pushed = own
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						s.pushAll(ctx, own)
+					}()
+				}
 				s.tidyPassing()
 				for _, p := range h.Network().Peers() {
 					if !s.kept(p) {
@@ -230,6 +252,7 @@ func (s *Service) Run(ctx context.Context) error {
 	<-ctx.Done()
 	h.Network().StopNotify(notif)
 	h.RemoveStreamHandler(Protocol)
+	h.RemoveStreamHandler(PushProtocol)
 	wg.Wait()
 	return nil
 }
@@ -323,6 +346,74 @@ func (s *Service) serve(st network.Stream) {
 	if err := frame.Write(st, own); err != nil {
 		_ = st.Reset()
 	}
+}
+
+// pushAll hands own, this node's new card, to every connected peer that
+// keeps it (contacts and room members), one at a time.
+func (s *Service) pushAll(ctx context.Context, own []byte) {
+	for _, p := range s.cfg.Host.Network().Peers() {
+		if ctx.Err() != nil {
+			return
+		}
+		if s.wants(p) != wantKept {
+			continue
+		}
+		if err := s.push(ctx, p, own); err != nil {
+			s.log.Debug("node card not pushed; the peer fetches it later", "peer", p.String(), "err", err)
+		}
+	}
+}
+
+func (s *Service) push(ctx context.Context, p peer.ID, own []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	st, err := s.cfg.Host.NewStream(network.WithNoDial(ctx, "names"), p, PushProtocol)
+	if err != nil {
+		return err
+	}
+	_ = st.SetDeadline(time.Now().Add(fetchTimeout))
+	if err := frame.Write(st, own); err != nil {
+		_ = st.Reset()
+		return err
+	}
+	return st.Close()
+}
+
+// takePush reads a card a peer pushed: taken as a fetched one is (the
+// peer's own, newer, from a peer this node keeps cards of), at most once
+// in PushEvery from one peer.
+func (s *Service) takePush(st network.Stream) {
+	p := st.Conn().RemotePeer()
+	now := s.cfg.Now()
+	s.pushMu.Lock()
+	last, ok := s.pushedAt[p]
+	soon := ok && now.Sub(last) < PushEvery
+	if !soon {
+		s.pushedAt[p] = now
+		if len(s.pushedAt) > MaxNames {
+			for q, t := range s.pushedAt {
+				if now.Sub(t) >= PushEvery {
+					delete(s.pushedAt, q)
+				}
+			}
+		}
+	}
+	s.pushMu.Unlock()
+	if soon || s.wants(p) != wantKept {
+		_ = st.Reset()
+		return
+	}
+	_ = st.SetReadDeadline(time.Now().Add(fetchTimeout))
+	wire, err := frame.Read(st, discovery.MaxNodeCardWire)
+	if err != nil {
+		_ = st.Reset()
+		s.log.Debug("pushed node card not read", "peer", p.String(), "err", err)
+		return
+	}
+	if err := s.Learn(p, wire); err != nil {
+		s.log.Debug("pushed node card refused", "peer", p.String(), "err", err)
+	}
+	_ = st.Close() // after Learn: the pusher reads the close once the card is taken
 }
 
 // fetch asks p for its card and keeps it.
@@ -645,6 +736,17 @@ type Entry struct {
 	// Member is the organisation membership the node's card shows, checked
 	// (nil: none, or one that does not hold).
 	Member *Membership
+}
+
+// CardSeq is the seq of p's card this node keeps; ok is false when it
+// keeps none.
+func (s *Service) CardSeq(p peer.ID) (seq uint64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.cards[p]; c != nil {
+		return c.Seq, true
+	}
+	return 0, false
 }
 
 // Member is the checked organisation membership p's card shows (nil:

@@ -3,11 +3,13 @@ package names_test
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parley-mesh/parley/discovery"
+	"github.com/parley-mesh/parley/internal/frame"
 	"github.com/parley-mesh/parley/internal/names"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -98,5 +100,68 @@ func TestNamesFromNodeCards(t *testing.T) {
 	ns = nt.Node(0).Names()
 	if h, ok := ns.Handle(nt.ID(1)); !ok || h != "bob" {
 		t.Fatalf("after a restart, node 1's handle: %q %v", h, ok)
+	}
+}
+
+// pushCard opens names.PushProtocol from node from to node to and writes
+// wire; it returns once node to closed or reset the stream.
+func pushCard(t *testing.T, nt *nodetest.Net, from, to int, wire []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := nt.Node(from).Host().NewStream(ctx, nt.ID(to), names.PushProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := frame.Write(st, wire); err != nil {
+		return // refused before the card was read
+	}
+	_ = st.CloseWrite()
+	_, _ = io.Copy(io.Discard, st) // until the other side closes or resets
+}
+
+// A card pushed by a room member is taken at once; one pushed by a
+// stranger is not, nor a second push from one peer within PushEvery.
+func TestPushedCards(t *testing.T) {
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.Handle = []string{"alice", "bob", "carol"}[i]
+		c.RoomPolicy = rooms.DefaultPolicy{} // invites without contacts
+	}))
+	nt.ConnectAll()
+	ctx := context.Background()
+	room, err := nt.Node(0).Rooms().CreateRoom(ctx, "r", "", "human")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nt.Node(0).Rooms().Invite(ctx, room, nt.ID(1), "human"); err != nil {
+		t.Fatal(err)
+	}
+	ns := nt.Node(0).Names()
+	nt.WaitFor(30*time.Second, func() bool {
+		h, _ := ns.Handle(nt.ID(1))
+		return h == "bob"
+	}, "node 0 to hold node 1's card")
+	seal := func(i int, handle string, seq uint64) []byte {
+		t.Helper()
+		w, err := discovery.SealNodeCard(nt.Node(i).Host().Peerstore().PrivKey(nt.ID(i)), &discovery.NodeCard{Peer: nt.ID(i), Handle: handle, Seq: seq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	later := uint64(time.Now().Add(time.Hour).UnixMilli())
+
+	pushCard(t, nt, 2, 0, seal(2, "carol", later))
+	if _, ok := ns.CardSeq(nt.ID(2)); ok {
+		t.Fatal("a stranger's pushed card was kept")
+	}
+	pushCard(t, nt, 1, 0, seal(1, "bobby", later))
+	if h, _ := ns.Handle(nt.ID(1)); h != "bobby" {
+		t.Fatalf("node 1's pushed card: its handle is %q", h)
+	}
+	pushCard(t, nt, 1, 0, seal(1, "robert", later+1))
+	if h, _ := ns.Handle(nt.ID(1)); h != "bobby" {
+		t.Fatalf("a second push within %s was taken: the handle is %q", names.PushEvery, h)
 	}
 }
