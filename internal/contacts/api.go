@@ -119,7 +119,10 @@ func (s *Service) Request(ctx context.Context, target peer.AddrInfo, note string
 	switch {
 	case err == nil:
 		res.Delivered = true
-		res.Detail = "asked; the contact becomes active when they approve"
+		res.Detail = "asked; the contact becomes active when they approve (at once where their node trusts your organisation)"
+		if res.State == consent.StateActive {
+			res.Detail = "active: approved at once (their node trusts your organisation)"
+		}
 		if again {
 			res.Detail = "already asked: the same request was sent again (its note is kept); waiting for their approval"
 		}
