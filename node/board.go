@@ -112,7 +112,10 @@ func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardReq
 		})
 	}
 	out := localapi.BoardView{Project: v.Project, Rooms: v.Rooms, Claims: apiClaims(v.Claims), Alive: b.alive(ctx, v.Rooms)}
-	if len(out.Alive) <= 1 {
+	switch len(out.Alive) {
+	case 0:
+		out.Note = "no agent session is alive in this project: claims are optional overhead until two are"
+	case 1:
 		out.Note = "only one agent session is alive in this project: claims are optional overhead until another one comes"
 	}
 	return out, b.take(ctx, agent, req.Take, &out.Pending)

@@ -114,7 +114,7 @@ func TestCLIBoard(t *testing.T) {
 		runInJSON(t, repoB, &bv, "--home", homeB, "board")
 		return len(bv.Claims) == 1 && bv.Claims[0].Path == "src/a.go" && bv.Claims[0].Note == "splitting the parser"
 	}, "B's board to show A's claim")
-	if len(bv.Alive) != 0 || !strings.Contains(bv.Note, "only one agent session") {
+	if len(bv.Alive) != 0 || !strings.Contains(bv.Note, "no agent session is alive") {
 		t.Fatalf("no agent session is registered, yet the board says %v / %q", bv.Alive, bv.Note)
 	}
 
