@@ -76,8 +76,12 @@
 // whose leave (or removal, by the creator only) is stored has its events
 // after the leave's cutoff refused by every member; it is dropped from the
 // topic's mesh (the member leaves and joins the topic again, so the peer
-// filter vets the mesh anew), members refuse its sync, and an invite makes
-// it a member again from its next seq. A node that leaves stops following
+// filter vets the mesh anew), members serve its sync only up to its
+// removal, and an invite makes it a member again from its next seq. The
+// creator tells a node it removed on /parley/invite/1, with the leave event
+// in place of an invite; the node checks that the sender created the room,
+// signed the event and removes this node, and syncs with it at once, so it
+// learns of its removal without waiting for anti-entropy. A node that leaves stops following
 // the room, and answers sync for it only until a member has pulled its
 // leave.
 //

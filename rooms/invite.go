@@ -25,6 +25,8 @@ const maxInviteFrame = MaxWire + 1024
 // inviteNotice is what an inviter sends on /parley/invite/1: the room, its
 // name (a hint until the create event arrives), the signed invite event,
 // and the room's GossipSub topic (also a hint: the create event decides).
+// The room's creator sends a node it removed the room and the leave event
+// alone (see takeRemoval).
 type inviteNotice struct {
 	Room  string `cbor:"1,keyasint"`
 	Name  string `cbor:"2,keyasint,omitempty"`
@@ -84,6 +86,54 @@ func (m *Manager) Invite(ctx context.Context, id identity.RoomID, target peer.ID
 		return eid, fmt.Errorf("rooms: %s is invited to %s but could not be told yet (it will be when it connects): %w", target, id, err)
 	}
 	return eid, nil
+}
+
+// tellRemoved sends target, removed from the room by event eid, the notice
+// of it: the leave event alone, on the invite protocol.
+func (m *Manager) tellRemoved(ctx context.Context, r *room, target peer.ID, eid ID) error {
+	v, ok, err := m.cfg.Store.Lookup(storedKey(r.id, eid))
+	if err != nil || !ok {
+		return fmt.Errorf("leave event %s not stored: %v", eid, err)
+	}
+	_, wire, err := splitStored(v)
+	if err != nil {
+		return err
+	}
+	return sendInviteNotice(ctx, m.cfg.Host, target, inviteNotice{Room: string(r.id), Event: wire})
+}
+
+// takeRemoval takes the notice of this node's removal from room id: a leave
+// event that takes this node out, signed by the room's creator, which sent
+// it. The room then syncs with the creator, which serves it up to the
+// removal, so the removal is stored and checked as any event is.
+func (m *Manager) takeRemoval(id identity.RoomID, e *Event, remote peer.ID) error {
+	target, _, err := e.LeaveTarget()
+	if err != nil {
+		return err
+	}
+	if target != m.self || e.Author != remote || e.Room != id {
+		return fmt.Errorf("%w: the leave event is not %s removing this node from %s", ErrInviteRefused, remote, id)
+	}
+	r := m.room(id)
+	if r == nil {
+		return fmt.Errorf("%w: no room %s here", ErrUnknownRoom, id)
+	}
+	r.mu.RLock()
+	creator := r.meta.Creator
+	r.mu.RUnlock()
+	if creator != remote {
+		return fmt.Errorf("%w: %s did not create room %s, and only its creator removes", ErrInviteRefused, remote, id)
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, syncTimeout)
+		defer cancel()
+		if err := r.syncWith(ctx, remote); err != nil {
+			m.log.Debug("sync after a removal notice", "room", string(id), "remote", remote.String(), "err", err)
+		}
+	}()
+	return nil
 }
 
 // tellInvited sends target the notice of its invite event eid.
@@ -158,6 +208,10 @@ func (m *Manager) handleInvite(s network.Stream) {
 	e, _, err := Decode(n.Event)
 	if err != nil {
 		answer(err)
+		return
+	}
+	if e.Kind == KindLeave {
+		answer(m.takeRemoval(id, e, remote))
 		return
 	}
 	target, err := e.InviteTarget()

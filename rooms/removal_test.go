@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -434,4 +435,64 @@ func leaveBodyOf(cutoff uint64, p peer.ID) []byte {
 // they share the room.
 func contactsNet(t *testing.T) *nodetest.Net {
 	return nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) { c.SyncInterval = time.Second }))
+}
+
+// A removed node is told of its removal by the creator and learns it at
+// once, without waiting for anti-entropy (an hour here) and without the
+// gossip copy (a node just invited is not in the remover's mesh yet, and
+// the remover drops it from the mesh at once; here node 1's GossipSub
+// ignores node 0): its next post is refused as out of the room.
+func TestRemovedNodeIsTold(t *testing.T) {
+	nt, id := startQuietNet(t)
+	ctx := context.Background()
+	if _, err := mgr(nt, 1).Say(ctx, id, rooms.SayArgs{Agent: "human", Text: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 0, id) == eventCount(nt, 1, id) }, "node 0 to hold node 1's post")
+	// Removal notices that are not the creator removing the receiver are
+	// refused: node 1 (not the creator) removing node 0, and node 0
+	// removing a node that is not node 1.
+	leave := func(i int, target peer.ID) []byte {
+		t.Helper()
+		e := rooms.Event{Room: id, Author: nt.ID(i), Agent: identity.HumanAgent, Seq: 99, Depth: 99,
+			Time: time.Now().UnixMilli(), Kind: rooms.KindLeave, Body: leaveBodyOf(0, target), Parents: []rooms.ID{{1}}}
+		w, _, err := rooms.Seal(nt.Node(i).Host().Peerstore().PrivKey(nt.ID(i)), &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	sk, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, _ := peer.IDFromPrivateKey(sk)
+	for _, c := range []struct {
+		from, to int
+		wire     []byte
+		says     string
+	}{
+		{1, 0, leave(1, nt.ID(0)), "only its creator removes"},
+		{0, 1, leave(0, stranger), "not " + nt.ID(0).String() + " removing this node"},
+	} {
+		err := rooms.SendInviteNotice(ctx, nt.Node(c.from).Host(), nt.ID(c.to), id, c.wire, "")
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Fatalf("a removal notice from node %d to node %d: %v", c.from, c.to, err)
+		}
+	}
+	if _, left := mgr(nt, 0).LeftRoom(id); left {
+		t.Fatal("node 0 is out of its own room after a forged removal notice")
+	}
+
+	nt.Node(1).PubSub().BlacklistPeer(nt.ID(0))
+	if _, err := mgr(nt, 0).Remove(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		_, left := mgr(nt, 1).LeftRoom(id)
+		return left
+	}, "node 1 to learn of its removal")
+	if _, err := mgr(nt, 1).Say(ctx, id, rooms.SayArgs{Agent: "human", Text: "after"}); err == nil {
+		t.Fatal("a removed node posted")
+	}
 }
