@@ -120,11 +120,13 @@ func boardCmd(g *globals) *cobra.Command {
 		Short: "Show the project's board: who works on which files, why, and until when",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var book localapi.NameBook // holders show as agent@handle
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.BoardView, error) {
 				k, _, err := project(ctx, key, nil)
 				if err != nil {
 					return localapi.BoardView{}, err
 				}
+				book = nameBook(ctx, c)
 				return c.Board(ctx, as, localapi.BoardRequest{Project: k})
 			}, func(w io.Writer, v localapi.BoardView) {
 				if v.Note != "" {
@@ -137,7 +139,7 @@ func boardCmd(g *globals) *cobra.Command {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "PATH\tHOLDER\tUNTIL\tNOTE")
 				for _, h := range v.Claims {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termtext.Line(h.Path), termtext.Line(h.Holder), untilText(h.Expires), oneLine(h.Note, 60))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termtext.Line(h.Path), termtext.Line(book.Agent(h.Holder)), untilText(h.Expires), oneLine(h.Note, 60))
 				}
 				tw.Flush()
 			})
@@ -155,11 +157,13 @@ func boardHistoryCmd(g *globals, as, key *string) *cobra.Command {
 		Short: "Who held what, when and why: the board's claims and releases, oldest first",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var book localapi.NameBook // holders show as agent@handle
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.BoardHistory, error) {
 				k, paths, err := project(ctx, *key, args)
 				if err != nil {
 					return localapi.BoardHistory{}, err
 				}
+				book = nameBook(ctx, c)
 				req := localapi.BoardRequest{Project: k}
 				if len(paths) == 1 {
 					req.Path = paths[0]
@@ -171,12 +175,12 @@ func boardHistoryCmd(g *globals, as, key *string) *cobra.Command {
 					if e.Kind == "release" && paths == "" {
 						paths = "(all)"
 					}
-					line := fmt.Sprintf("%s  %s %s %s", e.Time.Local().Format("2006-01-02 15:04:05"), e.Holder, e.Kind, paths)
+					line := fmt.Sprintf("%s  %s %s %s", e.Time.Local().Format("2006-01-02 15:04:05"), book.Agent(e.Holder), e.Kind, paths)
 					if e.Note != "" {
 						line += fmt.Sprintf(" — %q", e.Note)
 					}
 					if e.LostTo != nil {
-						line += fmt.Sprintf(" (lost to %s's claim on %s)", e.LostTo.Holder, e.LostTo.Path)
+						line += fmt.Sprintf(" (lost to %s's claim on %s)", book.Agent(e.LostTo.Holder), e.LostTo.Path)
 					}
 					if e.Bad != "" {
 						line += " (ignored: " + e.Bad + ")"

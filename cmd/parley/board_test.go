@@ -117,6 +117,11 @@ func TestCLIBoard(t *testing.T) {
 	if len(bv.Alive) != 0 || !strings.Contains(bv.Note, "no agent session is alive") {
 		t.Fatalf("no agent session is registered, yet the board says %v / %q", bv.Alive, bv.Note)
 	}
+	// People read the holder as agent@handle, not the 52 characters of a
+	// peer ID.
+	if out, errs, _ := runIn(t, repoB, "--home", homeB, "board"); strings.Contains(out, peerID(t, homeA)) || !strings.Contains(out, "@") {
+		t.Fatalf("B's board shows the holder by its peer ID:\n%s%s", out, errs)
+	}
 
 	if _, errs, code := runIn(t, repoB, "--home", homeB, "claim", "src/*.go", "--note", "formatting"); code == 0 || !strings.Contains(errs, "splitting the parser") {
 		t.Fatalf("B's conflicting claim: exit %d, %q", code, errs)
