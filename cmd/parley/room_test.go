@@ -158,6 +158,10 @@ func TestCLIRoomTailFollows(t *testing.T) {
 	if _, errs, code := run(t, "--home", home, "room", "say", id, "for you", "--to", "human"); code != 0 {
 		t.Fatalf("say to human: %s", errs)
 	}
+	// Usage per room names the room beside its ID.
+	if out, errs, _ := run(t, "--home", home, "usage", "--rooms"); !strings.Contains(out, id) || !strings.Contains(out, "partly") {
+		t.Fatalf("usage --rooms does not name room %s (partly):\n%s%s", id, out, errs)
+	}
 	cmd := exec.Command(parleyBin, "--home", home, "room", "tail", "tailed", "--json")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

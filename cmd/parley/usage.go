@@ -26,16 +26,26 @@ is shown as unknown, never guessed. Tokens in include cache reads and writes.
 The first 64 agents and rooms are named; later ones count as "other".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			names := map[string]string{} // room ID → name
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Usage, error) {
+				if rooms && !g.json {
+					if rs, err := c.Rooms(ctx); err == nil {
+						for _, r := range rs {
+							names[r.RoomID] = r.Name
+						}
+					}
+				}
 				return c.Usage(ctx)
-			}, func(w io.Writer, u localapi.Usage) { printUsage(w, u, rooms) })
+			}, func(w io.Writer, u localapi.Usage) { printUsage(w, u, rooms, names) })
 		},
 	}
 	cmd.Flags().BoolVar(&rooms, "rooms", false, "per room instead of per agent")
 	return cmd
 }
 
-func printUsage(w io.Writer, u localapi.Usage, rooms bool) {
+// printUsage prints u; names gives the rooms' names (a room left shows by
+// its ID).
+func printUsage(w io.Writer, u localapi.Usage, rooms bool, names map[string]string) {
 	list, what := u.Agents, "AGENT"
 	if rooms {
 		list, what = u.Rooms, "ROOM"
@@ -53,9 +63,9 @@ func printUsage(w io.Writer, u localapi.Usage, rooms bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	defer tw.Flush()
 	if rooms { // tokens and cost are counted per agent only
-		fmt.Fprintln(tw, "ROOM\tMSGS\tBYTES\tASKS\tANSWERED\tAVG ANSWER")
+		fmt.Fprintln(tw, "ROOM\tNAME\tMSGS\tBYTES\tASKS\tANSWERED\tAVG ANSWER")
 		for _, c := range list {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", termtext.Line(c.Name), c.Messages, c.Bytes, c.AsksMade, c.AsksAnswered, avgAnswer(c))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", termtext.Line(c.Name), dash(termtext.Line(names[c.Name])), c.Messages, c.Bytes, c.AsksMade, c.AsksAnswered, avgAnswer(c))
 		}
 		return
 	}
