@@ -43,7 +43,7 @@ organisation's admin certifying you) waits for you: see it in 'parley org status
 then accept or decline it. Until you accept, your node is in no organisation, and
 that organisation's trusts approve no one for you.`,
 	}
-	cmd.AddCommand(orgInitCmd(), orgAddCmd(g), orgRemoveCmd(g), orgTrustCmd(g), orgUntrustCmd(g), orgStatusCmd(g),
+	cmd.AddCommand(orgInitCmd(g), orgAddCmd(g), orgRemoveCmd(g), orgTrustCmd(g), orgUntrustCmd(g), orgStatusCmd(g),
 		orgAnswerCmd(g, "accept"), orgAnswerCmd(g, "decline"))
 	return cmd
 }
@@ -78,7 +78,14 @@ func orgAnswerCmd(g *globals, verb string) *cobra.Command {
 	}
 }
 
-func orgInitCmd() *cobra.Command {
+// orgKeyMade is what org init prints.
+type orgKeyMade struct {
+	Name string `json:"name"`
+	Org  string `json:"org"` // the ORGKEY
+	Key  string `json:"key"` // the key file
+}
+
+func orgInitCmd(g *globals) *cobra.Command {
 	var key string
 	cmd := &cobra.Command{
 		Use:   "init NAME --key FILE",
@@ -92,8 +99,10 @@ func orgInitCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "organisation %s: ORGKEY %s (key in %s; keep it safe)\n", termtext.Line(k.Name), k.ID, key)
-			return nil
+			out := orgKeyMade{Name: k.Name, Org: k.ID.String(), Key: key}
+			return printOut(g, cmd.OutOrStdout(), out, func(w io.Writer, v orgKeyMade) {
+				fmt.Fprintf(w, "organisation %s: ORGKEY %s (key in %s; keep it safe)\n", termtext.Line(v.Name), v.Org, v.Key)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "the organisation key file to create")

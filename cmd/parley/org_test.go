@@ -24,6 +24,11 @@ func TestCLIOrgKeyFile(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", fi.Mode(), err)
 	}
+	var made struct{ Name, Org, Key string }
+	runJSON(t, &made, "org", "init", "Beta", "--key", filepath.Join(dir, "beta.orgkey"))
+	if made.Name != "Beta" || !strings.HasPrefix(made.Org, "12D3KooW") || made.Key != filepath.Join(dir, "beta.orgkey") {
+		t.Fatalf("org init --json: %+v", made)
+	}
 	if _, errs, code := run(t, "org", "init", "Acme", "--key", key); code == 0 || !strings.Contains(errs, "never overwritten") {
 		t.Fatalf("second init: %d %q", code, errs)
 	}
