@@ -66,6 +66,9 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 					if localapi.IsCode(err, localapi.CodeClaimed) && time.Until(deadline) > 0 {
 						continue
 					}
+					if localapi.IsCode(err, localapi.CodeClaimed) && wait > 0 {
+						err = fmt.Errorf("%w (after waiting %s)", err, wait)
+					}
 					return res, err
 				}
 			}, func(w io.Writer, v localapi.ClaimResult) {

@@ -126,6 +126,10 @@ func TestCLIBoard(t *testing.T) {
 	if _, errs, code := runIn(t, repoB, "--home", homeB, "claim", "src/*.go", "--note", "formatting"); code == 0 || !strings.Contains(errs, "splitting the parser") {
 		t.Fatalf("B's conflicting claim: exit %d, %q", code, errs)
 	}
+	if _, errs, code := runIn(t, repoB, "--home", homeB, "claim", "src/*.go", "--note", "formatting", "--wait", "1s"); code == 0 ||
+		!strings.Contains(errs, "splitting the parser") || !strings.Contains(errs, "after waiting 1s") {
+		t.Fatalf("B's conflicting claim, waited for: exit %d, %q", code, errs)
+	}
 	if _, errs, code := runIn(t, repoA, "--home", homeA, "release", "src/a.go"); code != 0 {
 		t.Fatalf("release on A: %s", errs)
 	}
