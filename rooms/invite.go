@@ -124,15 +124,12 @@ func (m *Manager) takeRemoval(id identity.RoomID, e *Event, remote peer.ID) erro
 	if creator != remote {
 		return fmt.Errorf("%w: %s did not create room %s, and only its creator removes", ErrInviteRefused, remote, id)
 	}
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		ctx, cancel := context.WithTimeout(m.ctx, syncTimeout)
-		defer cancel()
-		if err := r.syncWith(ctx, remote); err != nil {
-			m.log.Debug("sync after a removal notice", "room", string(id), "remote", remote.String(), "err", err)
-		}
-	}()
+	if _, out := m.LeftRoom(id); out {
+		return nil // known already (a notice sent again)
+	}
+	// A sync like any other: repeated notices merge into one, and it ends
+	// with the room.
+	r.requestSync(remote)
 	return nil
 }
 

@@ -908,15 +908,13 @@ func (m *Manager) Remove(ctx context.Context, id identity.RoomID, target peer.ID
 		// The removed node is dropped from the topic's mesh at once, so it
 		// would learn of its removal at its next anti-entropy round: tell
 		// it now, and it syncs with this node (served up to its removal).
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
+		m.spawn(func() {
 			ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
 			defer cancel()
 			if err := m.tellRemoved(ctx, r, target, eid); err != nil {
 				m.log.Debug("removed node not told; it learns at its next sync", "room", string(id), "remote", target.String(), "err", err)
 			}
-		}()
+		})
 	}
 	return eid, err
 }

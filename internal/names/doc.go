@@ -19,7 +19,8 @@
 // card it keeps (contacts and room members), writes its new card as one
 // frame and closes. The receiver takes it as a fetched card (its sender's
 // own, newer, from a peer it keeps cards of) and refuses a push from the
-// same peer within PushEvery. Peers not connected then fetch it on their
+// same peer within PushEvery, asking that peer for its card once PushEvery
+// has passed instead (so two changes close together end on the newest). Peers not connected then fetch it on their
 // next connection after RefetchAfter.
 //
 // # Display

@@ -133,8 +133,9 @@ type Service struct {
 	asked    map[peer.ID]time.Time
 	table    *table // display names, rebuilt when stale
 
-	pushMu   sync.Mutex            // protects pushedAt
+	pushMu   sync.Mutex            // protects pushedAt and refetch
 	pushedAt map[peer.ID]time.Time // when each peer's last push was taken
+	refetch  map[peer.ID]bool      // peers asked for their card once a refused push's wait is over
 }
 
 // passingCard is a requester's card and the bytes it came in.
@@ -169,7 +170,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, self: self, log: cfg.Logger, queue: make(chan peer.ID, queueLen),
 		cards: make(map[peer.ID]*discovery.NodeCard), passing: make(map[peer.ID]passingCard), members: make(map[peer.ID]Membership),
-		asked: make(map[peer.ID]time.Time), pushedAt: make(map[peer.ID]time.Time)}
+		asked: make(map[peer.ID]time.Time), pushedAt: make(map[peer.ID]time.Time), refetch: make(map[peer.ID]bool)}
 	if cfg.Handle != "" {
 		if _, err := s.ownCard(); err != nil {
 			return nil, err
@@ -384,10 +385,18 @@ func (s *Service) push(ctx context.Context, p peer.ID, own []byte) error {
 // in PushEvery from one peer.
 func (s *Service) takePush(st network.Stream) {
 	p := st.Conn().RemotePeer()
+	if s.wants(p) != wantKept {
+		_ = st.Reset()
+		return
+	}
 	now := s.cfg.Now()
 	s.pushMu.Lock()
 	last, ok := s.pushedAt[p]
 	soon := ok && now.Sub(last) < PushEvery
+	later := soon && !s.refetch[p]
+	if later {
+		s.refetch[p] = true
+	}
 	if !soon {
 		s.pushedAt[p] = now
 		if len(s.pushedAt) > MaxNames {
@@ -399,8 +408,21 @@ func (s *Service) takePush(st network.Stream) {
 		}
 	}
 	s.pushMu.Unlock()
-	if soon || s.wants(p) != wantKept {
+	if soon {
 		_ = st.Reset()
+		if later {
+			// The card changed again since the last push taken: ask
+			// for it once PushEvery has passed, so the newest shows.
+			time.AfterFunc(PushEvery, func() {
+				s.pushMu.Lock()
+				delete(s.refetch, p)
+				s.pushMu.Unlock()
+				s.mu.Lock()
+				delete(s.asked, p)
+				s.mu.Unlock()
+				s.enqueue(p)
+			})
+		}
 		return
 	}
 	_ = st.SetReadDeadline(time.Now().Add(fetchTimeout))

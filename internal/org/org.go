@@ -204,10 +204,25 @@ func (s *Service) get(org peer.ID, group byte, subj peer.ID) *consent.OrgRecord 
 func (s *Service) Mine() *consent.OrgRecord {
 	now := s.cfg.Now()
 	var best *consent.OrgRecord
-	for _, r := range s.all() {
+	// Only records about this node are parsed (and their signatures
+	// checked): the name service asks every few seconds.
+	self := schema.PeerBytes([]byte(s.self))
+	err := s.cfg.Store.ScanFrom(schema.OrgRecordPrefix(), nil, false, func(k, v []byte) bool {
+		if !bytes.HasSuffix(k, self) {
+			return true
+		}
+		r, err := consent.ParseOrgRecord(v)
+		if err != nil {
+			s.log.Error("a stored organisation record is damaged", "err", err)
+			return true
+		}
 		if r.Kind == consent.OrgMember && r.Subject == s.self && r.LiveAt(now) && (best == nil || r.Seq > best.Seq) {
 			best = r
 		}
+		return true
+	})
+	if err != nil {
+		s.log.Error("reading organisation records failed", "err", err)
 	}
 	return best
 }
