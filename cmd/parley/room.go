@@ -46,7 +46,7 @@ func roomCreateCmd(g *globals) *cobra.Command {
 				if err == nil && len(res.Failed) > 0 {
 					var fs []string
 					for _, f := range res.Failed {
-						fs = append(fs, f.Member+": "+f.Error)
+						fs = append(fs, termtext.Line(f.Member+": "+f.Error)) // the error may come from another node
 					}
 					err = partial{fmt.Errorf("room %s is open, but not everyone could be invited: %s", res.RoomID, strings.Join(fs, "; "))}
 				}
