@@ -91,11 +91,7 @@ func (m *Manager) Invite(ctx context.Context, id identity.RoomID, target peer.ID
 // tellRemoved sends target, removed from the room by event eid, the notice
 // of it: the leave event alone, on the invite protocol.
 func (m *Manager) tellRemoved(ctx context.Context, r *room, target peer.ID, eid ID) error {
-	v, ok, err := m.cfg.Store.Lookup(storedKey(r.id, eid))
-	if err != nil || !ok {
-		return fmt.Errorf("leave event %s not stored: %v", eid, err)
-	}
-	_, wire, err := splitStored(v)
+	wire, err := m.storedWire(r, eid)
 	if err != nil {
 		return err
 	}
@@ -133,13 +129,19 @@ func (m *Manager) takeRemoval(id identity.RoomID, e *Event, remote peer.ID) erro
 	return nil
 }
 
-// tellInvited sends target the notice of its invite event eid.
-func (m *Manager) tellInvited(ctx context.Context, r *room, target peer.ID, eid ID) error {
+// storedWire returns the signed bytes of a stored event of room r.
+func (m *Manager) storedWire(r *room, eid ID) ([]byte, error) {
 	v, ok, err := m.cfg.Store.Lookup(storedKey(r.id, eid))
 	if err != nil || !ok {
-		return fmt.Errorf("invite event %s not stored: %v", eid, err)
+		return nil, fmt.Errorf("event %s not stored: %v", eid, err)
 	}
 	_, wire, err := splitStored(v)
+	return wire, err
+}
+
+// tellInvited sends target the notice of its invite event eid.
+func (m *Manager) tellInvited(ctx context.Context, r *room, target peer.ID, eid ID) error {
+	wire, err := m.storedWire(r, eid)
 	if err != nil {
 		return err
 	}
