@@ -111,6 +111,12 @@ func (b apiBackend) Connect(ctx context.Context, addr string) (localapi.Peer, er
 		return localapi.Peer{}, localapi.Errorf(http.StatusBadRequest, "bad_addr",
 			"%s has no /p2p/PEER_ID part: %v", addr, err)
 	}
+	if cs := b.n.host.Network().ConnsToPeer(ai.ID); len(cs) > 0 {
+		// libp2p keeps the connection it has and dials nothing: say so,
+		// rather than let a wrong address pass for a good one.
+		return localapi.Peer{PeerID: ai.ID.String(), Addrs: []string{cs[0].RemoteMultiaddr().String()}, Conn: "direct",
+			Why: fmt.Sprintf("already connected, through %s; %s was not dialled", cs[0].RemoteMultiaddr(), addr)}, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := b.n.Connect(ctx, *ai); err != nil {

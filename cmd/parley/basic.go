@@ -105,7 +105,13 @@ func connectCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Peer, error) { return c.Connect(ctx, args[0]) },
-				func(w io.Writer, v localapi.Peer) { fmt.Fprintf(w, "connected to %s\n", v.PeerID) })
+				func(w io.Writer, v localapi.Peer) {
+					if v.Why != "" {
+						fmt.Fprintf(w, "%s: %s\n", v.PeerID, termtext.Line(v.Why))
+						return
+					}
+					fmt.Fprintf(w, "connected to %s\n", v.PeerID)
+				})
 		},
 	}
 }
