@@ -33,7 +33,7 @@ import (
 const RecoveryFileName = "recovery.json"
 
 // recoverySaveInterval is how often the recovery file is brought up to date.
-const recoverySaveInterval = 30 * time.Second
+const recoverySaveInterval = 5 * time.Second
 
 // recoveryFile is the JSON of the recovery file.
 type recoveryFile struct {
