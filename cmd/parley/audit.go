@@ -44,13 +44,19 @@ func auditCmd(g *globals) *cobra.Command {
 				es = []audit.Listed{}
 			}
 			var book localapi.NameBook
+			rooms := map[string]string{} // room ID → name
 			if !g.json {
 				if c, ctx, cancel, err := g.client(cmd); err == nil {
 					book = nameBook(ctx, c) // nil when no node runs: short peer IDs
+					if rs, err := c.Rooms(ctx); err == nil {
+						for _, r := range rs {
+							rooms[r.RoomID] = r.Name
+						}
+					}
 					cancel()
 				}
 			}
-			return printOut(g, cmd.OutOrStdout(), es, func(w io.Writer, es []audit.Listed) { printAudit(w, es, book) })
+			return printOut(g, cmd.OutOrStdout(), es, func(w io.Writer, es []audit.Listed) { printAudit(w, es, book, rooms) })
 		},
 	}
 	cmd.Flags().StringVar(&since, "since", "", "only entries since a time (RFC 3339, 2006-01-02) or for a duration back (24h, 7d)")
@@ -64,9 +70,13 @@ func auditCmd(g *globals) *cobra.Command {
 var peerIDs = regexp.MustCompile(`12D3KooW[1-9A-HJ-NP-Za-km-z]{44}`)
 
 // printAudit lists entries for a person: nodes by the names the node knows
-// (a short peer ID otherwise; --json keeps the full IDs).
-func printAudit(w io.Writer, es []audit.Listed, book localapi.NameBook) {
+// (a short peer ID otherwise; --json keeps the full IDs), and rooms the node
+// is in by their names beside their IDs.
+func printAudit(w io.Writer, es []audit.Listed, book localapi.NameBook, rooms map[string]string) {
 	readable := func(s string) string {
+		if name, ok := rooms[s]; ok && name != "" {
+			s = name + " (" + s + ")"
+		}
 		return termtext.Line(peerIDs.ReplaceAllStringFunc(s, book.Node))
 	}
 	if len(es) == 0 {

@@ -86,8 +86,8 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 	if l[0].Kind != "create" || l[len(l)-1].Kind != "message" {
 		t.Fatalf("log ends: %+v … %+v", l[0], l[len(l)-1])
 	}
-	// A's audit log names B and C by their handles for a person, and in
-	// full in --json.
+	// A's audit log names B and C by their handles for a person, the room
+	// by its name beside its ID, and the nodes in full in --json.
 	type named struct {
 		PeerID string `json:"peer_id"`
 		Name   string `json:"name"`
@@ -97,7 +97,7 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 	i := slices.IndexFunc(peers, func(p named) bool { return p.PeerID == tn.idB })
 	out, errs, code := run(t, "--home", homeA, "audit")
 	if i < 0 || code != 0 || strings.Contains(out, tn.idB) || !strings.Contains(out, "room.invite") ||
-		!strings.Contains(out, "member="+peers[i].Name) {
+		!strings.Contains(out, "member="+peers[i].Name) || !strings.Contains(out, "trio ("+tn.room+")") {
 		t.Fatalf("audit (B is %+v): exit %d\n%s%s", peers, code, out, errs)
 	}
 	var es []struct{ Subject string }
