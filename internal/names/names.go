@@ -425,17 +425,23 @@ func (s *Service) takePush(st network.Stream) {
 		}
 		return
 	}
+	s.readCard(st, p, "pushed")
+	_ = st.Close() // after Learn: the pusher reads the close once the card is taken
+}
+
+// readCard reads one card p writes on st (how: "pushed" or "fetched") and
+// takes it with Learn; a stream that brings no card is reset.
+func (s *Service) readCard(st network.Stream, p peer.ID, how string) {
 	_ = st.SetReadDeadline(time.Now().Add(fetchTimeout))
 	wire, err := frame.Read(st, discovery.MaxNodeCardWire)
 	if err != nil {
 		_ = st.Reset()
-		s.log.Debug("pushed node card not read", "peer", p.String(), "err", err)
+		s.log.Debug("no node card from peer", "how", how, "peer", p.String(), "err", err)
 		return
 	}
 	if err := s.Learn(p, wire); err != nil {
-		s.log.Debug("pushed node card refused", "peer", p.String(), "err", err)
+		s.log.Debug("node card refused", "how", how, "peer", p.String(), "err", err)
 	}
-	_ = st.Close() // after Learn: the pusher reads the close once the card is taken
 }
 
 // fetch asks p for its card and keeps it.
@@ -449,16 +455,7 @@ func (s *Service) fetch(ctx context.Context, p peer.ID) {
 	}
 	defer st.Close()
 	_ = st.CloseWrite()
-	_ = st.SetReadDeadline(time.Now().Add(fetchTimeout))
-	wire, err := frame.Read(st, discovery.MaxNodeCardWire)
-	if err != nil {
-		_ = st.Reset()
-		s.log.Debug("no node card from peer", "peer", p.String(), "err", err)
-		return
-	}
-	if err := s.Learn(p, wire); err != nil {
-		s.log.Debug("node card refused", "peer", p.String(), "err", err)
-	}
+	s.readCard(st, p, "fetched")
 }
 
 // Learn takes a node card that from handed over: it must be from's own.
