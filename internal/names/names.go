@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -57,6 +59,13 @@ const (
 	// PushEvery is how often one peer's pushed card is taken; pushes that
 	// come sooner are refused.
 	PushEvery = 5 * time.Second
+	// pushWorkers is how many pushes of this node's card run at once.
+	pushWorkers = 8
+	// pushTries bounds the pushes of one card to one peer; past them the
+	// peer fetches the card when it next asks (RefetchAfter).
+	pushTries = 8
+	// pushBackoffMax bounds the wait between two pushes to one peer.
+	pushBackoffMax = 2 * time.Minute
 )
 
 var (
@@ -133,9 +142,25 @@ type Service struct {
 	asked    map[peer.ID]time.Time
 	table    *table // display names, rebuilt when stale
 
-	pushMu   sync.Mutex            // protects pushedAt and refetch
+	pushMu   sync.Mutex            // protects pushedAt, refetch, unpushed and refusePushes
 	pushedAt map[peer.ID]time.Time // when each peer's last push was taken
 	refetch  map[peer.ID]bool      // peers asked for their card once a refused push's wait is over
+	// unpushed holds the peers this node's current card is still to be
+	// pushed to: every kept peer when the card changes, and those a push
+	// failed for, tried again with a growing wait.
+	unpushed     map[peer.ID]pushDue
+	pushing      atomic.Bool // a round of pushes runs
+	refusePushes int         // tests: pushes to refuse still
+	refused      int         // tests: pushes refused so far
+	handlers     sync.WaitGroup
+}
+
+// pushDue is when this node's card is next pushed to a peer, and how many
+// pushes of it failed.
+type pushDue struct {
+	at    time.Time
+	tries int
+	card  []byte // the card it is due for
 }
 
 // passingCard is a requester's card and the bytes it came in.
@@ -170,7 +195,8 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, self: self, log: cfg.Logger, queue: make(chan peer.ID, queueLen),
 		cards: make(map[peer.ID]*discovery.NodeCard), passing: make(map[peer.ID]passingCard), members: make(map[peer.ID]Membership),
-		asked: make(map[peer.ID]time.Time), pushedAt: make(map[peer.ID]time.Time), refetch: make(map[peer.ID]bool)}
+		asked: make(map[peer.ID]time.Time), pushedAt: make(map[peer.ID]time.Time), refetch: make(map[peer.ID]bool),
+		unpushed: make(map[peer.ID]pushDue)}
 	if cfg.Handle != "" {
 		if _, err := s.ownCard(); err != nil {
 			return nil, err
@@ -200,10 +226,13 @@ func New(cfg Config) (*Service, error) {
 // ends.
 func (s *Service) Run(ctx context.Context) error {
 	h := s.cfg.Host
-	h.SetStreamHandler(Protocol, s.serve)
-	h.SetStreamHandler(PushProtocol, s.takePush)
+	h.SetStreamHandler(Protocol, s.counted(s.serve))
+	h.SetStreamHandler(PushProtocol, s.counted(s.takePush))
 	pushed, _ := s.ownCard() // the card peers fetch from now on
-	notif := &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { s.enqueue(c.RemotePeer()) }}
+	notif := &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
+		s.enqueue(c.RemotePeer())
+		s.pushDueNow(c.RemotePeer())
+	}}
 	h.Network().Notify(notif)
 	for _, p := range h.Network().Peers() {
 		s.enqueue(p)
@@ -221,10 +250,14 @@ func (s *Service) Run(ctx context.Context) error {
 			case <-t.C:
 				if own, err := s.ownCard(); err == nil && own != nil && !bytes.Equal(own, pushed) {
 					pushed = own
+					s.pushToAll(own)
+				}
+				if due := s.duePushes(); len(due) > 0 && s.pushing.CompareAndSwap(false, true) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						s.pushAll(ctx, own)
+						defer s.pushing.Store(false)
+						s.pushRound(ctx, due)
 					}()
 				}
 				s.tidyPassing()
@@ -255,7 +288,17 @@ func (s *Service) Run(ctx context.Context) error {
 	h.RemoveStreamHandler(Protocol)
 	h.RemoveStreamHandler(PushProtocol)
 	wg.Wait()
+	s.handlers.Wait()
 	return nil
+}
+
+// counted runs a stream handler counted in s.handlers, which Run waits for.
+func (s *Service) counted(fn network.StreamHandler) network.StreamHandler {
+	return func(st network.Stream) {
+		s.handlers.Add(1)
+		defer s.handlers.Done()
+		fn(st)
+	}
 }
 
 // enqueue asks p for its card unless it was asked lately.
@@ -349,22 +392,113 @@ func (s *Service) serve(st network.Stream) {
 	}
 }
 
-// pushAll hands own, this node's new card, to every connected peer that
-// keeps it (contacts and room members), one at a time.
-func (s *Service) pushAll(ctx context.Context, own []byte) {
+// pushToAll makes own, this node's new card, due now for every connected
+// peer that keeps it (contacts and room members); pushes of an older card
+// still due are dropped.
+func (s *Service) pushToAll(own []byte) {
+	now := s.cfg.Now()
+	var kept []peer.ID
 	for _, p := range s.cfg.Host.Network().Peers() {
-		if ctx.Err() != nil {
-			return
+		if s.wants(p) == wantKept {
+			kept = append(kept, p)
 		}
-		if s.wants(p) != wantKept {
-			continue
-		}
-		if err := s.push(ctx, p, own); err != nil {
-			s.log.Debug("node card not pushed; the peer fetches it later", "peer", p.String(), "err", err)
-		}
+	}
+	s.pushMu.Lock()
+	defer s.pushMu.Unlock()
+	clear(s.unpushed)
+	for _, p := range kept {
+		s.unpushed[p] = pushDue{at: now, card: own}
 	}
 }
 
+// pushDueNow makes a push still due to p due at once: p just connected.
+func (s *Service) pushDueNow(p peer.ID) {
+	s.pushMu.Lock()
+	defer s.pushMu.Unlock()
+	if d, ok := s.unpushed[p]; ok {
+		d.at = time.Time{}
+		s.unpushed[p] = d
+	}
+}
+
+// duePushes returns the peers whose push is due now and who are
+// connected; a peer that no longer keeps this node's card is dropped.
+func (s *Service) duePushes() map[peer.ID][]byte {
+	now := s.cfg.Now()
+	s.pushMu.Lock()
+	var due map[peer.ID][]byte
+	for p, d := range s.unpushed {
+		if now.Before(d.at) || s.cfg.Host.Network().Connectedness(p) != network.Connected {
+			continue
+		}
+		if due == nil {
+			due = make(map[peer.ID][]byte)
+		}
+		due[p] = d.card
+	}
+	s.pushMu.Unlock()
+	for p, card := range due {
+		if s.wants(p) != wantKept {
+			delete(due, p)
+			s.pushed(p, card, errNotKept)
+		}
+	}
+	return due
+}
+
+// pushRound pushes each due peer its card, pushWorkers at a time (a slow
+// peer holds up no other). A push that fails is tried again after a wait
+// that doubles from PushEvery, up to pushTries times.
+func (s *Service) pushRound(ctx context.Context, due map[peer.ID][]byte) {
+	sem := make(chan struct{}, pushWorkers)
+	var wg sync.WaitGroup
+	for p, card := range due {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			err := s.push(ctx, p, card)
+			s.pushed(p, card, err)
+		}()
+	}
+	wg.Wait()
+}
+
+// errNotKept is why a card is not pushed to a peer that no longer keeps it.
+var errNotKept = errors.New("names: the peer no longer keeps this node's card")
+
+// pushed records how a push of card to p went.
+func (s *Service) pushed(p peer.ID, card []byte, err error) {
+	s.pushMu.Lock()
+	defer s.pushMu.Unlock()
+	d, ok := s.unpushed[p]
+	if !ok || !bytes.Equal(d.card, card) {
+		return // a newer card is due instead
+	}
+	if err == nil {
+		delete(s.unpushed, p)
+		return
+	}
+	d.tries++
+	if d.tries >= pushTries || errors.Is(err, errNotKept) {
+		delete(s.unpushed, p)
+		s.log.Debug("node card not pushed; the peer fetches it when it next asks", "peer", p.String(), "tries", d.tries, "err", err)
+		return
+	}
+	d.at = s.cfg.Now().Add(min(PushEvery<<(d.tries-1), pushBackoffMax))
+	s.unpushed[p] = d
+	s.log.Debug("node card not pushed; trying again", "peer", p.String(), "tries", d.tries, "err", err)
+}
+
+// push hands own to p and waits until p took it: p closes the stream once
+// it did, and resets it when it refuses the card (too soon after the
+// last).
 func (s *Service) push(ctx context.Context, p peer.ID, own []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
@@ -376,6 +510,18 @@ func (s *Service) push(ctx context.Context, p peer.ID, own []byte) error {
 	if err := frame.Write(st, own); err != nil {
 		_ = st.Reset()
 		return err
+	}
+	if err := st.CloseWrite(); err != nil {
+		_ = st.Reset()
+		return err
+	}
+	var b [1]byte
+	if _, err := st.Read(b[:]); !errors.Is(err, io.EOF) {
+		_ = st.Reset()
+		if err == nil {
+			err = errors.New("names: the peer answered a push with bytes")
+		}
+		return fmt.Errorf("names: push not taken: %w", err)
 	}
 	return st.Close()
 }
@@ -391,6 +537,13 @@ func (s *Service) takePush(st network.Stream) {
 	}
 	now := s.cfg.Now()
 	s.pushMu.Lock()
+	if s.refusePushes > 0 {
+		s.refusePushes--
+		s.refused++
+		s.pushMu.Unlock()
+		_ = st.Reset()
+		return
+	}
 	last, ok := s.pushedAt[p]
 	soon := ok && now.Sub(last) < PushEvery
 	later := soon && !s.refetch[p]
