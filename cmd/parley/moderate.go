@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -34,10 +35,10 @@ not shown them and owe it nothing.`,
 			}
 			return moderate(g, cmd, args[0], d, (*localapi.Client).Mute, func(w io.Writer, r localapi.ModerationRule) {
 				if r.MutedUntil != nil {
-					fmt.Fprintf(w, "%s is muted until %s\n", termtext.Line(args[0]), r.MutedUntil.Local().Format(time.RFC3339))
+					fmt.Fprintf(w, "%s is muted until %s\n", modName(args[0], r), r.MutedUntil.Local().Format(time.RFC3339))
 					return
 				}
-				fmt.Fprintf(w, "%s is muted until `parley agent unmute %s`\n", termtext.Line(args[0]), termtext.Line(args[0]))
+				fmt.Fprintf(w, "%s is muted until `parley agent unmute %s`\n", modName(args[0], r), termtext.Line(args[0]))
 			})
 		},
 	}
@@ -51,8 +52,8 @@ func agentUnmuteCmd(g *globals) *cobra.Command {
 		Short: "Lift a mute",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return moderate(g, cmd, args[0], 0, (*localapi.Client).Unmute, func(w io.Writer, _ localapi.ModerationRule) {
-				fmt.Fprintf(w, "%s is no longer muted\n", termtext.Line(args[0]))
+			return moderate(g, cmd, args[0], 0, (*localapi.Client).Unmute, func(w io.Writer, r localapi.ModerationRule) {
+				fmt.Fprintf(w, "%s is no longer muted\n", modName(args[0], r))
 			})
 		},
 	}
@@ -80,8 +81,8 @@ func agentReviveCmd(g *globals) *cobra.Command {
 		Short: "Undo a kill: the name may register and post again",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return moderate(g, cmd, args[0], 0, (*localapi.Client).Revive, func(w io.Writer, _ localapi.ModerationRule) {
-				fmt.Fprintf(w, "agent %s may register and post again\n", termtext.Line(args[0]))
+			return moderate(g, cmd, args[0], 0, (*localapi.Client).Revive, func(w io.Writer, r localapi.ModerationRule) {
+				fmt.Fprintf(w, "agent %s may register and post again\n", modName(args[0], r))
 			})
 		},
 	}
@@ -117,6 +118,16 @@ func agentMutedCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+}
+
+// modName is the agent as the user named it, followed by its address when
+// a handle stood for the node (NAME@HANDLE), so the user sees which node's
+// agent the rule is about.
+func modName(arg string, r localapi.ModerationRule) string {
+	if r.Agent == "" || r.Agent == arg || !strings.Contains(arg, "@") {
+		return termtext.Line(arg)
+	}
+	return termtext.Line(arg) + " (" + termtext.Line(r.Agent) + ")"
 }
 
 func moderate(g *globals, cmd *cobra.Command, agent string, d time.Duration,

@@ -73,4 +73,18 @@ func TestAgentKillAndLimitOverMCP(t *testing.T) {
 	if out, _, _ := run(t, "--home", home, "room", "log", "general"); strings.Contains(out, "too much") || strings.Contains(out, "still here?") {
 		t.Fatalf("a refused post is in the log:\n%s", out)
 	}
+
+	// NAME@HANDLE: the answer says which node's agent the handle stood for.
+	var id struct {
+		PeerID string `json:"peer_id"`
+		Handle string `json:"handle"`
+	}
+	runJSON(t, &id, "--home", home, "id")
+	byHandle := "chatty@" + id.Handle
+	for _, verb := range []string{"mute", "unmute"} {
+		out, errs, code := run(t, "--home", home, "agent", verb, byHandle)
+		if code != 0 || !strings.Contains(out, byHandle+" (chatty@"+id.PeerID+")") {
+			t.Fatalf("agent %s %s: %d %q %s", verb, byHandle, code, out, errs)
+		}
+	}
 }
