@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -186,16 +187,17 @@ func (m *Manager) handleInvite(s network.Stream) {
 		a := inviteAnswer{OK: err == nil}
 		if err != nil {
 			a.Error = err.Error()
-			m.log.Info("invite refused", "remote", remote.String(), "err", err)
+			m.refusedLogs.Log(m.log, slog.LevelInfo, "invite refused", "remote", remote.String(), "err", err)
 		}
 		_ = writeCBORFrame(s, a)
 	}
-	var n inviteNotice
-	if err := readCBORFrame(s, maxInviteFrame, &n); err != nil {
+	// A peer the policy refuses is answered before its notice is read.
+	if err := m.cfg.Policy.Allowed(remote); err != nil {
 		answer(err)
 		return
 	}
-	if err := m.cfg.Policy.Allowed(remote); err != nil {
+	var n inviteNotice
+	if err := readCBORFrame(s, maxInviteFrame, &n); err != nil {
 		answer(err)
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/lograte"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -69,10 +70,12 @@ const DefaultOwnEventsWait = 10 * time.Second
 // Manager runs every room of one node: the GossipSub topics and their
 // validators, the room goroutines, and the sync and invite protocols.
 type Manager struct {
-	cfg     Config
-	self    peer.ID
-	log     *slog.Logger
-	metrics *metrics
+	cfg  Config
+	self peer.ID
+	log  *slog.Logger
+	// refusedLogs bounds the lines about input refused from peers.
+	refusedLogs *lograte.Limiter
+	metrics     *metrics
 
 	beforeSync atomic.Pointer[func()] // tests: runs before a room's fsync of own events
 	beforeTake atomic.Pointer[func()] // tests: runs before a room's reader takes an event from gossip
@@ -171,7 +174,7 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rooms: %w", err)
 	}
-	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, rooms: make(map[identity.RoomID]*room), topics: make(map[string]*room),
+	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, refusedLogs: lograte.New(20), rooms: make(map[identity.RoomID]*room), topics: make(map[string]*room),
 		serving: make(slots, serveSlots())}
 	m.metrics = newMetrics(cfg.Registry, m)
 	return m, nil

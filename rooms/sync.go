@@ -405,6 +405,12 @@ func (m *Manager) handleSync(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(syncTimeout))
 	remote := s.Conn().RemotePeer()
+	// A peer the policy refuses is not read: a Hello may be 1 MiB.
+	if m.cfg.Policy.Allowed(remote) != nil {
+		m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
+		s.Reset()
+		return
+	}
 	h, err := ReadHello(s, MaxFrame)
 	if err != nil {
 		m.metrics.syncs.WithLabelValues("responder", "bad_request").Inc()

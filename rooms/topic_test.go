@@ -3,6 +3,8 @@ package rooms_test
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -397,4 +399,42 @@ func liveHeap(ms *runtime.MemStats) {
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(ms)
+}
+
+// TestStrangerStreamsAreNotRead: a stranger that opens a sync or an invite
+// stream and claims a frame of 1 MiB without sending it is answered at
+// once, unread: a node reads no frame of a peer its policy refuses, so
+// strangers with fresh keys cannot hold a megabyte a stream for a minute.
+func TestStrangerStreamsAreNotRead(t *testing.T) {
+	nt := nodetest.Start(t, 1) // the node's own policy: contacts and co-members
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	ctx := context.Background()
+	if err := h.Connect(ctx, peer.AddrInfo{ID: nt.ID(0), Addrs: nt.Node(0).Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	claim := binary.AppendUvarint(nil, 1<<20-1)
+	for _, proto := range []protocol.ID{rooms.ProtocolSync, rooms.ProtocolInvite} {
+		st, err := h.NewStream(ctx, nt.ID(0), proto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Write(claim); err != nil {
+			t.Fatal(err)
+		}
+		// Before, the node waited for the frame's body: 60 s for sync,
+		// 20 s for an invite.
+		_ = st.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var b [64]byte
+		n, err := st.Read(b[:])
+		var nerr interface{ Timeout() bool }
+		if errors.As(err, &nerr) && nerr.Timeout() {
+			t.Fatalf("%s: the node waited for the stranger's frame", proto)
+		}
+		t.Logf("%s: answered with %d bytes, %v", proto, n, err)
+		st.Reset()
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 var (
@@ -19,8 +20,8 @@ var (
 )
 
 // Read reads one frame of 1 to max bytes and returns its body. It reads
-// nothing beyond the frame and allocates nothing before the length is
-// checked. It returns io.EOF if r ends before the frame begins, and
+// nothing beyond the frame, allocates nothing before the length is
+// checked, and no more than twice the bytes that came (at least 16 KiB). It returns io.EOF if r ends before the frame begins, and
 // io.ErrUnexpectedEOF if it ends inside it.
 func Read(r io.Reader, max int) ([]byte, error) {
 	var n uint64
@@ -50,15 +51,28 @@ func Read(r io.Reader, max int) ([]byte, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("%w: empty frame", ErrMalformed)
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	// The body's buffer grows as its bytes come, so a peer that claims a
+	// large frame and sends little of it holds little memory.
+	b := make([]byte, 0, min(n, growFrom))
+	for uint64(len(b)) < n {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(n, 2*uint64(cap(b))))-len(b))
 		}
-		return nil, err
+		k, err := io.ReadFull(r, b[len(b):min(uint64(cap(b)), n)])
+		b = b[:len(b)+k]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
 	}
 	return b, nil
 }
+
+// growFrom is the body's first buffer: a frame longer than it is read into
+// a buffer that doubles as its bytes come.
+const growFrom = 16 << 10
 
 // Write writes b as one frame, length and body in a single Write.
 func Write(w io.Writer, b []byte) error {

@@ -2,9 +2,12 @@ package frame
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
+	"testing/iotest"
 )
 
 func TestRoundTripAndLimits(t *testing.T) {
@@ -53,4 +56,30 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("frame of %d bytes accepted", len(b))
 		}
 	})
+}
+
+// A frame that claims 1 MiB and brings 1,000 bytes before its stream ends
+// costs about what came, not what it claimed; a long frame that does come
+// whole is read whole.
+func TestReadGrowsAsBytesCome(t *testing.T) {
+	claim := binary.AppendUvarint(nil, 1<<20)
+	short := append(claim, bytes.Repeat([]byte{7}, 1000)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := Read(bytes.NewReader(short), 1<<20); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a frame cut short: %v", err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
+		t.Fatalf("a frame claiming 1 MiB that brought 1,000 bytes allocated %d bytes", got)
+	}
+	body := bytes.Repeat([]byte("parley"), 200_000)
+	var buf bytes.Buffer
+	if err := Write(&buf, body); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(iotest.OneByteReader(&buf), len(body))
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("a 1.2 MB frame read a byte at a time: %d bytes, %v", len(got), err)
+	}
 }
