@@ -58,6 +58,11 @@ func (c orgContacts) Active(p peer.ID) bool {
 	return ok && ct.State == consent.StateActive
 }
 
+func (c orgContacts) Requested(p peer.ID) bool {
+	ct, ok := c.n.contacts.Book().Get(p, time.Now())
+	return ok && ct.State == consent.StatePendingOut
+}
+
 func (c orgContacts) Revoke(ctx context.Context, p peer.ID) error {
 	_, err := c.n.contacts.Revoke(ctx, p.String())
 	return err

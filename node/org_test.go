@@ -281,6 +281,87 @@ func TestOrgRecordsRefused(t *testing.T) {
 	}
 }
 
+// orgExchange opens org.ProtocolID from node from to node to, sends op
+// with recs, and returns the answer's op (0 when the stream was reset).
+func orgExchange(t *testing.T, nt *nodetest.Net, from, to int, op byte, recs [][]byte) byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := nt.Node(from).Host().NewStream(ctx, nt.ID(to), org.ProtocolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	body, err := consent.EncodeOrgRecords(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := frame.Write(st, append([]byte{op}, body...)); err != nil {
+		return 0
+	}
+	_ = st.CloseWrite()
+	ans, err := frame.Read(st, 1<<20)
+	if err != nil || len(ans) == 0 {
+		return 0
+	}
+	return ans[0]
+}
+
+// A stranger's pushes are reset unread and its asks for this node's
+// introduction (its membership and its organisation's trusts) go
+// unanswered; a node this node asked to be a contact gets the
+// introduction, to decide by organisation trust; a contact that pushes
+// too fast is cut off, and what it pushes of another organisation is
+// counted, in few log lines.
+func TestOrgProtocolRefusesStrangers(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	nt.ConnectAll()
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(0), Handle: "me"})
+	foreign := y.seal(t, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
+
+	before := counter(nt, 0, "parley_org_records_refused_total", "not_contact")
+	if op := orgExchange(t, nt, 1, 0, 'p', [][]byte{foreign}); op != 0 {
+		t.Fatalf("a stranger's push was answered %q", op)
+	}
+	if op := orgExchange(t, nt, 1, 0, 'i', nil); op != 0 {
+		t.Fatalf("a stranger's ask for the introduction was answered %q", op)
+	}
+	if got := counter(nt, 0, "parley_org_records_refused_total", "not_contact"); got != before+2 {
+		t.Fatalf("not_contact refusals %v → %v, want 2 more", before, got)
+	}
+	if got := counter(nt, 0, "parley_org_records_refused_total", "other_org"); got != 0 {
+		t.Fatalf("a stranger's record was decoded and looked at (other_org %v)", got)
+	}
+
+	// Node 0 asks node 1 to be a contact: node 1 may now read node 0's
+	// introduction, but still not push to it.
+	request(t, nt, 0, 1)
+	if op := orgExchange(t, nt, 1, 0, 'i', nil); op != 'r' {
+		t.Fatalf("the node asked for contact got %q for the introduction", op)
+	}
+	if op := orgExchange(t, nt, 1, 0, 'p', [][]byte{foreign}); op != 0 {
+		t.Fatalf("a push from a node asked for contact (not a contact yet) was answered %q", op)
+	}
+
+	// A contact's pushes are read, up to a burst, then cut off.
+	befriend(t, nt, 0, 2)
+	acked, limited := 0, 0
+	for range 100 {
+		if orgExchange(t, nt, 2, 0, 'p', [][]byte{foreign}) == 'a' {
+			acked++
+		} else {
+			limited++
+		}
+	}
+	if acked < 1 || limited < 50 {
+		t.Fatalf("a contact's 100 quick pushes: %d answered, %d cut off", acked, limited)
+	}
+	if got := counter(nt, 0, "parley_org_records_refused_total", "other_org"); got != float64(acked) {
+		t.Fatalf("other_org refusals %v, want one per push read (%d)", got, acked)
+	}
+}
+
 // counter reads a counter of node i with the given label value.
 func counter(nt *nodetest.Net, i int, name, label string) float64 {
 	mfs, err := nt.Node(i).Registry().Gather()

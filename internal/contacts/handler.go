@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -103,7 +104,11 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 		if err == nil {
 			ans = consent.Message{Kind: consent.KindAck, ID: c.ID}
 			if fresh {
-				s.log.Info("contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
+				if known || c.Known {
+					s.log.Info("contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
+				} else {
+					s.peerLogs.Log(s.log, slog.LevelInfo, "contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
+				}
 				s.auditRequest(remote, c, known || c.Known)
 			}
 			if s.cfg.AutoApprove != nil && c.State == consent.StatePendingIn {
@@ -154,7 +159,7 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 func (s *Service) reject(remote peer.ID, kind consent.Kind, err error) {
 	reason := reasonOf(err)
 	s.m.rejected.WithLabelValues(reason).Inc()
-	s.log.Info("contact message refused", "peer", remote.String(), "kind", string(kind), "reason", reason, "err", err)
+	s.peerLogs.Log(s.log, slog.LevelInfo, "contact message refused", "peer", remote.String(), "kind", string(kind), "reason", reason, "err", err)
 }
 
 // reasons maps errors to the reason label of parley_contact_rejected_total.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/lograte"
 	"github.com/parley-mesh/parley/internal/ratelimit"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
@@ -96,9 +97,12 @@ type Service struct {
 	cfg  Config
 	self peer.ID
 	log  *slog.Logger
-	book *consent.Book
-	m    *metrics
-	now  func() time.Time
+	// peerLogs bounds the lines that peers' messages cause: refusals,
+	// and strangers' requests.
+	peerLogs *lograte.Limiter
+	book     *consent.Book
+	m        *metrics
+	now      func() time.Time
 
 	// mu serialises each mutating Book call with the write of the records it
 	// returns, so the store sees them in order.
@@ -147,6 +151,7 @@ func New(cfg Config) (*Service, error) {
 		cfg: cfg, self: book.Self(), log: cfg.Logger, book: book, now: cfg.Now,
 		out: make(map[peer.ID]chan struct{}), done: make(map[string]bool), lim: ratelimit.New[peer.ID](cfg.RateLimit, 0), limKnown: ratelimit.New[peer.ID](cfg.RateLimit, 0),
 		strangerAudits: rate.NewLimiter(rate.Limit(StrangerAudits)/60, StrangerAudits),
+		peerLogs:       lograte.New(20),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var recs [][]byte

@@ -58,11 +58,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/lograte"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -95,6 +97,9 @@ type Contacts interface {
 	Revoke(ctx context.Context, p peer.ID) error
 	// ActivePeers lists the active contacts.
 	ActivePeers() []peer.ID
+	// Requested reports whether this node asked p to be a contact and
+	// waits for its answer (p may ask for this node's introduction).
+	Requested(p peer.ID) bool
 }
 
 // Config configures a Service.
@@ -117,6 +122,10 @@ type Service struct {
 
 	mu sync.Mutex // serialises ingest (read, compare, write)
 
+	limMu  sync.Mutex
+	limits map[peer.ID]*rate.Limiter // exchanges a peer may open
+	logs   *lograte.Limiter          // lines about records peers pushed
+
 	refused *prometheus.CounterVec
 	auto    *prometheus.CounterVec
 }
@@ -133,9 +142,10 @@ func New(cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	s := &Service{cfg: cfg, self: cfg.Host.ID(), log: cfg.Logger,
+		limits: make(map[peer.ID]*rate.Limiter), logs: lograte.New(logsPerMinute),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_org_records_refused_total",
-			Help: "Organisation records refused, by reason (malformed, forged, other_org, stale, not_contact; on node cards also other_peer, expired, revoked).",
+			Help: "Organisation records refused, by reason (malformed, forged, other_org, stale, not_contact, rate_limited; on node cards also other_peer, expired, revoked).",
 		}, []string{"reason"}),
 		auto: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_org_auto_approvals_total",
@@ -507,9 +517,55 @@ func (s *Service) push(ctx context.Context, p peer.ID, recs [][]byte) error {
 	return nil
 }
 
+// Limits on what peers may send.
+const (
+	// exchangeRate and exchangeBurst bound the exchanges one peer opens.
+	exchangeRate  = 2 // a second
+	exchangeBurst = 32
+	// logsPerMinute bounds the lines about records peers pushed.
+	logsPerMinute = 20
+)
+
+// mayPush reports whether p may push records: an active contact, or a
+// member of this node's organisation.
+func (s *Service) mayPush(p peer.ID) bool {
+	return s.cfg.Contacts.Active(p) || s.IsMember(p)
+}
+
+// allow reports whether p may open one more exchange now.
+func (s *Service) allow(p peer.ID) bool {
+	s.limMu.Lock()
+	defer s.limMu.Unlock()
+	l := s.limits[p]
+	if l == nil {
+		if len(s.limits) >= 4096 {
+			clear(s.limits)
+		}
+		l = rate.NewLimiter(exchangeRate, exchangeBurst)
+		s.limits[p] = l
+	}
+	return l.Allow()
+}
+
+// handle serves ProtocolID. Only a peer this node deals with is read:
+// records are taken from contacts and members of this node's
+// organisation, its introduction is given to them and to a node it asked
+// to be a contact (which decides by organisation trust). A stranger's
+// stream is reset unread, and counted (not_contact).
 func (s *Service) handle(st network.Stream) {
 	defer st.Close()
 	remote := st.Conn().RemotePeer()
+	push := s.mayPush(remote)
+	if !push && !s.cfg.Contacts.Requested(remote) {
+		s.refused.WithLabelValues("not_contact").Inc()
+		_ = st.Reset()
+		return
+	}
+	if !s.allow(remote) {
+		s.refused.WithLabelValues("rate_limited").Inc()
+		_ = st.Reset()
+		return
+	}
 	_ = st.SetDeadline(time.Now().Add(20 * time.Second))
 	b, err := frame.Read(io.LimitReader(st, maxFrame+16), maxFrame)
 	if err != nil || len(b) < 1 {
@@ -528,6 +584,11 @@ func (s *Service) handle(st network.Stream) {
 	var reply []byte
 	switch b[0] {
 	case opPush:
+		if !push {
+			s.refused.WithLabelValues("not_contact").Add(float64(len(recs)))
+			_ = st.Reset()
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if s.Mine() == nil {
 			// A first membership waits for the user, with the trusts
@@ -535,7 +596,7 @@ func (s *Service) handle(st network.Stream) {
 			if o := s.offerFrom(recs, remote); o != nil {
 				s.mu.Lock()
 				if err := s.hold(o); err != nil {
-					s.log.Info("pushed organisation membership refused", "remote", remote.String(), "err", err)
+					s.logs.Log(s.log, slog.LevelInfo, "pushed organisation membership refused", "remote", remote.String(), "err", err)
 				}
 				s.mu.Unlock()
 				recs = slices.DeleteFunc(recs, func(r *consent.OrgRecord) bool { return r.Org == o.Member.Org })
@@ -543,7 +604,7 @@ func (s *Service) handle(st network.Stream) {
 		}
 		for _, r := range recs {
 			if err := s.ingest(ctx, r, remote); err != nil && !errors.Is(err, ErrStale) {
-				s.log.Info("pushed organisation record refused", "remote", remote.String(), "err", err)
+				s.logs.Log(s.log, slog.LevelInfo, "pushed organisation record refused", "remote", remote.String(), "err", err)
 			}
 		}
 		cancel()
