@@ -152,6 +152,8 @@ type Service struct {
 	pushing      atomic.Bool // a round of pushes runs
 	refusePushes int         // tests: pushes to refuse still
 	refused      int         // tests: pushes refused so far
+	handlerMu    sync.Mutex // protects stopped, and handlers' Add against its Wait
+	stopped      bool
 	handlers     sync.WaitGroup
 }
 
@@ -176,6 +178,9 @@ type table struct {
 	name   map[peer.ID]string
 	handle map[peer.ID]string
 	byName map[string][]peer.ID // lower-cased handle → nodes
+	// bare holds, for a handle shared by one trusted node and others, the
+	// trusted node, which shows as the bare handle.
+	bare map[string]peer.ID
 }
 
 // New loads the stored cards and seals this node's own; it starts nothing.
@@ -288,14 +293,25 @@ func (s *Service) Run(ctx context.Context) error {
 	h.RemoveStreamHandler(Protocol)
 	h.RemoveStreamHandler(PushProtocol)
 	wg.Wait()
+	s.handlerMu.Lock()
+	s.stopped = true
+	s.handlerMu.Unlock()
 	s.handlers.Wait()
 	return nil
 }
 
-// counted runs a stream handler counted in s.handlers, which Run waits for.
+// counted runs a stream handler counted in s.handlers, which Run waits
+// for; a stream that comes once Run is stopping is reset.
 func (s *Service) counted(fn network.StreamHandler) network.StreamHandler {
 	return func(st network.Stream) {
+		s.handlerMu.Lock()
+		if s.stopped {
+			s.handlerMu.Unlock()
+			_ = st.Reset()
+			return
+		}
 		s.handlers.Add(1)
+		s.handlerMu.Unlock()
 		defer s.handlers.Done()
 		fn(st)
 	}
@@ -814,19 +830,38 @@ func (s *Service) current() *table {
 		handles[p] = pc.card.Handle
 	}
 	t := &table{built: now, n: len(s.cards) + len(s.passing), name: make(map[peer.ID]string, len(handles)), handle: handles,
-		byName: make(map[string][]peer.ID)}
+		byName: make(map[string][]peer.ID), bare: make(map[string]peer.ID)}
 	for p, h := range handles {
 		k := strings.ToLower(h)
 		t.byName[k] = append(t.byName[k], p)
 	}
-	for _, ps := range t.byName {
+	// A node whose card this node keeps (a contact, a room member) is
+	// trusted with its handle; a requester's card or handle (anyone with a
+	// fresh key can ask) is not. When one trusted node shares its handle
+	// with untrusted ones, it keeps the bare handle, and they show with
+	// their tails: a stranger cannot rename a contact, nor look like it.
+	trusted := func(p peer.ID) bool {
+		_, kept := s.cards[p]
+		return kept || s.cfg.Wanted == nil || s.wanted[p]
+	}
+	for k, ps := range t.byName {
 		if len(ps) == 1 {
 			t.name[ps[0]] = handles[ps[0]]
 			continue
 		}
+		var trust []peer.ID
+		for _, p := range ps {
+			if trusted(p) {
+				trust = append(trust, p)
+			}
+		}
 		tails := suffixes(ps)
 		for i, p := range ps {
 			t.name[p] = handles[p] + "~" + tails[i]
+		}
+		if len(trust) == 1 {
+			t.name[trust[0]] = handles[trust[0]]
+			t.bare[k] = trust[0]
 		}
 	}
 	s.table = t
@@ -974,6 +1009,9 @@ func (s *Service) Resolve(name string) (peer.ID, error) {
 		return "", fmt.Errorf("%w: %q (give the node's peer ID, or see who is around: `parley who`, or the parley_who tool)", ErrUnknown, name)
 	case 1:
 		return ps[0], nil
+	}
+	if p, ok := t.bare[strings.ToLower(name)]; ok {
+		return p, nil // the one trusted node with this handle
 	}
 	var alts []string
 	for i, tail := range suffixes(ps) {

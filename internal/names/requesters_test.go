@@ -1,6 +1,7 @@
 package names_test
 
 import (
+	"errors"
 	"math/big"
 	"strings"
 	"sync"
@@ -256,5 +257,58 @@ func TestRequesterCardOverKeptOne(t *testing.T) {
 	ns.Tidy()
 	if h, _ := ns.Handle(p); h != "old" {
 		t.Fatalf("once it stopped asking the node shows as %q, want its kept card's handle", h)
+	}
+}
+
+// TestRequesterRenamesNoContact: a stranger that asks to be a contact under
+// a contact's handle does not rename the contact, who keeps the bare
+// handle (and resolves by it), while the stranger shows with its tail; two
+// kept nodes with one handle both show with their tails.
+func TestRequesterRenamesNoContact(t *testing.T) {
+	h, priv := hostAndKey(t)
+	l := &lists{}
+	now := time.Now()
+	var clock sync.Mutex
+	tick := func() { clock.Lock(); now = now.Add(2 * time.Second); clock.Unlock() }
+	ns, err := names.New(names.Config{Host: h, Key: priv, Wanted: l.get(&l.wanted), Requesters: l.get(&l.asking),
+		Now: func() time.Time { clock.Lock(); defer clock.Unlock(); return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, bobCard := card(t, "bob")
+	mallory, malloryCard := card(t, "Bob")
+	l.set([]peer.ID{bob}, []peer.ID{mallory})
+	tick()
+	for _, c := range []struct {
+		p    peer.ID
+		wire []byte
+	}{{bob, bobCard}, {mallory, malloryCard}} {
+		if err := ns.Learn(c.p, c.wire); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick()
+	if got := ns.Name(bob); got != "bob" {
+		t.Fatalf("the contact shows as %q once a stranger asks as Bob", got)
+	}
+	if got := ns.Name(mallory); !strings.HasPrefix(got, "Bob~") || !strings.HasSuffix(mallory.String(), got[4:]) {
+		t.Fatalf("the stranger shows as %q", got)
+	}
+	if p, err := ns.Resolve("bob"); err != nil || p != bob {
+		t.Fatalf("Resolve(bob) = %s, %v; want the contact", p, err)
+	}
+	if p, err := ns.Resolve(ns.Name(mallory)); err != nil || p != mallory {
+		t.Fatalf("Resolve(%s) = %s, %v; want the stranger", ns.Name(mallory), p, err)
+	}
+	// Once the stranger is a contact too, neither is the bare handle.
+	l.set([]peer.ID{bob, mallory}, nil)
+	tick()
+	ns.Tidy()
+	tick()
+	if a, b := ns.Name(bob), ns.Name(mallory); !strings.HasPrefix(a, "bob~") || !strings.HasPrefix(b, "Bob~") {
+		t.Fatalf("two contacts with one handle show as %q and %q", a, b)
+	}
+	if _, err := ns.Resolve("bob"); !errors.Is(err, names.ErrAmbiguous) {
+		t.Fatalf("Resolve of two contacts' handle: %v", err)
 	}
 }

@@ -211,7 +211,10 @@
         } else if (c.state === "active" || c.state === "pending-out") {
           acts.appendChild(btn(c.state === "active" ? "revoke" : "cancel", function () { act("/v1/contacts/revoke", { peer_id: c.peer_id }); }));
         }
-        var r = row([short(c.peer_id), (c.handle || peer(c.peer_id)) + (c.note ? " — " + c.note : ""), c.state, acts]);
+        // The node's name for the peer: a stranger that asks under a
+        // contact's handle shows with its peer ID's tail, not as the contact.
+        var name = (S.panels.names || {})[c.peer_id] || c.handle || short(c.peer_id);
+        var r = row([short(c.peer_id), name + (c.note ? " — " + c.note : ""), c.state, acts]);
         r.setAttribute("data-peer", c.peer_id);
         return r;
       })));
