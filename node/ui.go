@@ -3,6 +3,7 @@ package node
 import (
 	"cmp"
 	"context"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -46,10 +47,14 @@ func (n *Node) startUI() {
 		n.uiErr = err.Error()
 		n.log.Error("dashboard not served", "err", err)
 	}
-	tok, err := ui.LoadToken(n.cfg.Home)
+	tok, replaced, err := ui.LoadToken(n.cfg.Home)
 	if err != nil {
 		fail(err)
 		return
+	}
+	if replaced {
+		n.log.Warn("the dashboard's token file was open to other users: a new token replaces it (run `parley ui` for the new address)",
+			"file", filepath.Join(n.cfg.Home, ui.TokenFileName))
 	}
 	srv, err := ui.New(ui.Config{
 		Token: tok, Feed: n.inbox, API: n.api.Handler(), Actions: uiActions, Panels: n.uiPanels,

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"io"
+	neturl "net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -31,7 +35,10 @@ ui_port in the config (default: any free port).`,
 					err = fmt.Errorf("the node serves no dashboard: %s", info.Error)
 				}
 				if err == nil && open {
-					err = openBrowser(info.URL)
+					var home string
+					if home, err = g.homePath(); err == nil {
+						err = openBrowser(home, info.URL)
+					}
 				}
 				return info, err
 			}, func(w io.Writer, v localapi.UIInfo) { fmt.Fprintln(w, v.URL) })
@@ -41,8 +48,14 @@ ui_port in the config (default: any free port).`,
 	return cmd
 }
 
-// openBrowser opens url with the system's opener.
-func openBrowser(url string) error {
+// openPage is the page `ui --open` hands the browser, in the home.
+const openPage = "ui-open.html"
+
+// openBrowser opens url with the system's opener. The address carries the
+// dashboard's token, and an opener's (and a browser's) command line can be
+// read by every user of the machine: the opener gets a page in the home
+// instead, readable by its owner only, which sends the browser on to url.
+func openBrowser(home, url string) error {
 	name := "xdg-open"
 	if runtime.GOOS == "darwin" {
 		name = "open"
@@ -50,8 +63,35 @@ func openBrowser(url string) error {
 	if _, err := exec.LookPath(name); err != nil {
 		return errors.New("no browser opener (" + name + ") found: open the address yourself")
 	}
-	if err := exec.Command(name, url).Start(); err != nil {
+	page, err := writeOpenPage(home, url)
+	if err != nil {
+		return err
+	}
+	if err := exec.Command(name, (&neturl.URL{Scheme: "file", Path: page}).String()).Start(); err != nil {
 		return fmt.Errorf("open the browser: %w", err)
 	}
 	return nil
+}
+
+// writeOpenPage writes HOME/ui-open.html (mode 0600), a page that sends
+// the browser on to url at once, and returns its path.
+func writeOpenPage(home, url string) (string, error) {
+	u := html.EscapeString(url)
+	body := "<!doctype html>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"refresh\" content=\"0; url=" + u + "\">\n" +
+		"<title>Parley</title>\n<p><a href=\"" + u + "\">Open the Parley dashboard</a></p>\n"
+	f, err := os.CreateTemp(home, ".ui-open-*")
+	if err != nil {
+		return "", fmt.Errorf("write the page that opens the dashboard: %w", err)
+	}
+	_, werr := f.WriteString(body)
+	if err := errors.Join(werr, f.Chmod(0o600), f.Close()); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write the page that opens the dashboard: %w", err)
+	}
+	page := filepath.Join(home, openPage)
+	if err := os.Rename(f.Name(), page); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write the page that opens the dashboard: %w", err)
+	}
+	return page, nil
 }

@@ -8,11 +8,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // parley ui prints the dashboard's address on the port of the config; the
@@ -56,6 +59,44 @@ func TestCLIUI(t *testing.T) {
 	}
 	if c, body := get(strings.Split(url, "?")[0]); c != 401 || body != "" {
 		t.Fatalf("without the token: %d %q", c, body)
+	}
+
+	// --open hands the opener a page in the home, not the address: a
+	// command line is for every user of the machine to read.
+	bin := t.TempDir()
+	argv := filepath.Join(bin, "argv")
+	opener := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argv + ".tmp && mv " + argv + ".tmp " + argv + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "xdg-open"), []byte(opener), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(parleyBin, "--home", home, "ui", "--open")
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("parley ui --open: %v %s", err, b)
+	}
+	var args []byte
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		args, err = os.ReadFile(argv)
+		return err == nil
+	}, "the opener to run")
+	token := url[strings.Index(url, "?t=")+3:]
+	page := filepath.Join(home, "ui-open.html")
+	if strings.Contains(string(args), token) || strings.TrimSpace(string(args)) != "file://"+page {
+		t.Fatalf("the opener's command line: %q", args)
+	}
+	fi, err := os.Stat(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the page that carries the token has mode %04o", fi.Mode().Perm())
+	}
+	body, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `http-equiv="refresh" content="0; url=`+url+`"`) {
+		t.Fatalf("the page does not send the browser to the dashboard:\n%s", body)
 	}
 }
 

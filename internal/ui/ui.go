@@ -233,35 +233,44 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // LoadToken reads HOME/ui.token, making it (32 random bytes, hex, mode
-// 0600) when it does not exist.
-func LoadToken(home string) (string, error) {
+// 0600) when it does not exist. A token file that other users may read or
+// write (a mode beyond 0600) may have been read: it is replaced by a new
+// one, and replaced says so.
+func LoadToken(home string) (tok string, replaced bool, err error) {
 	path := filepath.Join(home, TokenFileName)
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Remove(path); err != nil {
+			return "", false, fmt.Errorf("ui: %s is open to other users (mode %04o) and cannot be replaced: %w", path, fi.Mode().Perm(), err)
+		}
+		tok, _, err := LoadToken(home)
+		return tok, true, err
+	}
 	raw, err := os.ReadFile(path)
 	if err == nil {
 		tok := string(bytes.TrimSpace(raw))
 		if len(tok) < 32 {
-			return "", fmt.Errorf("ui: %s is too short; remove it and a new token is made", path)
+			return "", false, fmt.Errorf("ui: %s is too short; remove it and a new token is made", path)
 		}
-		return tok, nil
+		return tok, false, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("ui: read %s: %w", path, err)
+		return "", false, fmt.Errorf("ui: read %s: %w", path, err)
 	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("ui: make a token: %w", err)
+		return "", false, fmt.Errorf("ui: make a token: %w", err)
 	}
-	tok := hex.EncodeToString(b[:])
+	tok = hex.EncodeToString(b[:])
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return LoadToken(home) // made meanwhile
 	}
 	if err != nil {
-		return "", fmt.Errorf("ui: write %s: %w", path, err)
+		return "", false, fmt.Errorf("ui: write %s: %w", path, err)
 	}
 	_, werr := f.WriteString(tok + "\n")
 	if err := errors.Join(werr, f.Close()); err != nil {
-		return "", fmt.Errorf("ui: write %s: %w", path, err)
+		return "", false, fmt.Errorf("ui: write %s: %w", path, err)
 	}
-	return tok, nil
+	return tok, false, nil
 }
