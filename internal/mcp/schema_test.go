@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -109,5 +111,35 @@ func TestReadOfMoreThanTenUnread(t *testing.T) {
 	out, _ = call(t, b, "parley_read", map[string]any{"room": room, "last": 3})
 	if n := len(out["messages"].([]any)); n != 3 {
 		t.Fatalf("last 3 = %d events", n)
+	}
+}
+
+// Every tool answers bad input (here, none at all) with a tool error whose
+// output still meets the tool's schema, not a protocol error; a name that
+// is not a name, or that another live session holds, is such an error.
+func TestToolErrorsMeetTheirSchema(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	a, b := connect(t, nt, 0, "a"), connect(t, nt, 0, "b")
+	tools, err := a.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if tool.Name == "parley_wait" {
+			continue // with nothing to wait for, it waits
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err := b.CallTool(ctx, &sdk.CallToolParams{Name: tool.Name, Arguments: map[string]any{}})
+		cancel()
+		if err != nil {
+			t.Errorf("%s with no arguments: %v", tool.Name, err)
+		}
+	}
+	if _, text, isErr := try(t, a, "parley_register", map[string]any{"name": "Bad Name!"}); !isErr || !strings.Contains(text, "bad name!") {
+		t.Fatalf("a bad name: error=%v %q", isErr, text)
+	}
+	call(t, a, "parley_register", map[string]any{"name": "alpha"})
+	if _, text, isErr := try(t, b, "parley_register", map[string]any{"name": "alpha"}); !isErr || !strings.Contains(text, "alpha") {
+		t.Fatalf("a name another session holds: error=%v %q", isErr, text)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -361,6 +362,10 @@ func addTool[In threaded, Out any, PO interface {
 		if err == nil {
 			out, text, err = h(ctx, c, in)
 		}
+		// The output must meet its schema, an error's too (the SDK checks
+		// it, and a client would get a protocol error instead of the
+		// error's text): lists are [] and maps {}, never null.
+		emptyNils(reflect.ValueOf(&out))
 		env := PO(&out).env()
 		if err != nil {
 			env.Error = errorText(err)
@@ -383,6 +388,37 @@ func addTool[In threaded, Out any, PO interface {
 		res.Content = []sdk.Content{&sdk.TextContent{Text: termtext.Text(s.named(ctx, text+renderPending(env.Pending, env.MoreUnread)))}}
 		return res, out, nil
 	})
+}
+
+// emptyNils sets every nil slice and map reachable through v's structs
+// (and their slices' elements) to an empty one.
+func emptyNils(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			emptyNils(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanSet() {
+				emptyNils(f)
+			}
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			if v.CanSet() {
+				v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+			}
+			return
+		}
+		for i := range v.Len() {
+			emptyNils(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() && v.CanSet() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+	}
 }
 
 func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
