@@ -567,14 +567,22 @@ func (b *Inbox) Reply(ctx context.Context, agent string, req localapi.ReplyReque
 	if err != nil {
 		return res, err
 	}
-	return b.Say(ctx, agent, localapi.SayRequest{Room: string(v.Room), Text: req.Text, ReplyTo: req.MessageID, Take: req.Take, Spent: req.Spent})
+	return b.Say(ctx, agent, localapi.SayRequest{Room: string(v.Room), Text: req.Text, ReplyTo: v.ID.String(), Take: req.Take, Spent: req.Spent})
 }
 
-// find looks an event up by ID in every room.
+// find looks an event up by ID in every room: its whole ID, or its first
+// rooms.MinIDPrefix characters or more, as a room's log shows them.
 func (b *Inbox) find(id string) (rooms.View, error) {
-	eid, err := rooms.ParseID(strings.TrimSpace(id))
+	id = strings.TrimSpace(id)
+	eid, err := rooms.ParseID(id)
+	if err != nil && len(id) >= rooms.MinIDPrefix && len(id) < len(eid.String()) {
+		eid, err = b.findPrefix(id)
+		if err != nil && !errors.Is(err, rooms.ErrMalformed) {
+			return rooms.View{}, err
+		}
+	}
 	if err != nil {
-		return rooms.View{}, localapi.BadRequest("%q is not an event ID (52 characters of a-z, 2-7)", id)
+		return rooms.View{}, localapi.BadRequest("%q is not an event ID (give it whole, 52 characters of a-z and 2-7, or its first %d or more)", id, rooms.MinIDPrefix)
 	}
 	v, err := b.rooms.Find(eid)
 	if err != nil {
@@ -582,6 +590,32 @@ func (b *Inbox) find(id string) (rooms.View, error) {
 			"no event %s in the rooms of this node (parley_read shows what you can answer)", eid)
 	}
 	return v, nil
+}
+
+// findPrefix finds the one event whose ID begins with prefix in the rooms
+// of this node.
+func (b *Inbox) findPrefix(prefix string) (rooms.ID, error) {
+	var found []rooms.ID
+	for _, in := range b.rooms.List() {
+		eid, err := b.rooms.EventByPrefix(in.ID, prefix)
+		switch {
+		case err == nil:
+			found = append(found, eid)
+		case errors.Is(err, rooms.ErrAmbiguousID):
+			return rooms.ID{}, b.roomErr(in.ID, err)
+		case errors.Is(err, rooms.ErrMalformed):
+			return rooms.ID{}, err
+		}
+	}
+	switch len(found) {
+	case 0:
+		return rooms.ID{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
+			"no event of the rooms of this node begins with %s (parley_read shows what you can answer)", prefix)
+	case 1:
+		return found[0], nil
+	}
+	return rooms.ID{}, localapi.Errorf(http.StatusConflict, localapi.CodeAmbiguous,
+		"%d events of the rooms of this node begin with %s: give more of the ID", len(found), prefix)
 }
 
 // Ask implements localapi.Edge.

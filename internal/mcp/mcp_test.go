@@ -169,3 +169,27 @@ func BenchmarkSayToRead(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// An agent answers and waits on a message by the first 8 characters of its
+// ID, as a room's log shows them; too few characters, or a prefix no event
+// has, is a tool error that says so.
+func TestReplyAndWaitByShortID(t *testing.T) {
+	_, a, b, room := twoAgents(t)
+	out, _ := call(t, a, "parley_ask", map[string]any{"room": room, "text": "ship it?", "wait_seconds": 1})
+	askID := out["ask_id"].(string)
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		_, text, isErr := try(t, b, "parley_reply", map[string]any{"message_id": askID[:8], "text": "shipped"})
+		return !isErr && text != ""
+	}, "beta to answer the ask by its short ID")
+	got, _ := call(t, a, "parley_wait", map[string]any{"ask_id": askID[:10], "wait_seconds": 20})
+	reply, _ := got["reply"].(map[string]any)
+	if reply == nil || reply["text"] != "shipped" {
+		t.Fatalf("parley_wait by a short ID: %v", got)
+	}
+	if _, text, isErr := try(t, b, "parley_reply", map[string]any{"message_id": askID[:5], "text": "x"}); !isErr || !strings.Contains(text, "first 8") {
+		t.Fatalf("5 characters: error=%v %q", isErr, text)
+	}
+	if _, text, isErr := try(t, b, "parley_reply", map[string]any{"message_id": "aaaaaaaa", "text": "x"}); !isErr || !strings.Contains(text, "begins with aaaaaaaa") {
+		t.Fatalf("a prefix no event has: error=%v %q", isErr, text)
+	}
+}

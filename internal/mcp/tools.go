@@ -261,7 +261,7 @@ type AskOut struct {
 // WaitIn is parley_wait's input.
 type WaitIn struct {
 	Thread
-	AskID       string `json:"ask_id,omitempty" jsonschema:"your ask to wait for; empty: wait for anything new for you"`
+	AskID       string `json:"ask_id,omitempty" jsonschema:"your ask to wait for (whole, or its first 8 characters or more); empty: wait for anything new for you"`
 	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to block, 1 to 50 (default 30)"`
 }
 
@@ -269,7 +269,7 @@ type WaitIn struct {
 type ReplyIn struct {
 	Thread
 	Spend
-	MessageID string `json:"message_id" jsonschema:"id of the message or ask you answer"`
+	MessageID string `json:"message_id" jsonschema:"id of the message or ask you answer (whole, or its first 8 characters or more)"`
 	Text      string `json:"text" jsonschema:"your answer"`
 }
 
