@@ -74,6 +74,12 @@ func TestAgentKillAndLimitOverMCP(t *testing.T) {
 		t.Fatalf("a refused post is in the log:\n%s", out)
 	}
 
+	// An ask nobody answers in --wait exits 1, saying so; the ask is made.
+	out, errs, code := run(t, "--home", home, "room", "ask", "general", "anyone?", "--wait", "1s")
+	if code != 1 || !strings.HasPrefix(out, "asked (id ") || !strings.Contains(errs, "no reply within 1s") {
+		t.Fatalf("an ask with no reply: exit %d %q %q", code, out, errs)
+	}
+
 	// NAME@HANDLE: the answer says which node's agent the handle stood for.
 	var id struct {
 		PeerID string `json:"peer_id"`

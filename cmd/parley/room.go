@@ -147,7 +147,8 @@ func roomAskCmd(g *globals) *cobra.Command {
 		Short: "Ask the room (or one agent, --to) and wait for the first answer",
 		Long: `Post an ask: every member agent of the room but you owes it (or only --to), and is
 reminded of it on each of its tool calls until someone answers, it expires, or it is
-dismissed. Waits up to --wait for the first reply and prints it.`,
+dismissed. Waits up to --wait for the first reply and prints it; with no reply by
+then it exits 1, the ask still open (with --wait 0 it does not wait, and exits 0).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wait < 0 || wait > localapi.MaxWait {
@@ -160,10 +161,15 @@ dismissed. Waits up to --wait for the first reply and prints it.`,
 				if err == nil && res.Reply != nil && !g.json {
 					book = nameBook(ctx, c)
 				}
+				if err == nil && res.Reply == nil && wait > 0 {
+					// A script tells an answer from a timeout by the exit
+					// code; the ask stays open.
+					err = partial{fmt.Errorf("no reply within %s; the ask stays open: its answer shows in `parley room log %s`", wait, args[0])}
+				}
 				return res, err
 			}, func(w io.Writer, v localapi.AskResult) {
 				if v.Reply == nil {
-					fmt.Fprintf(w, "asked (id %s); no reply within %s\n", v.AskID, wait)
+					fmt.Fprintf(w, "asked (id %s)\n", v.AskID)
 					return
 				}
 				fmt.Fprintf(w, "%s: %s\n", termtext.Line(book.Agent(v.Reply.From)), termtext.Lines(v.Reply.Text))
