@@ -152,7 +152,7 @@ type Service struct {
 	pushing      atomic.Bool // a round of pushes runs
 	refusePushes int         // tests: pushes to refuse still
 	refused      int         // tests: pushes refused so far
-	handlerMu    sync.Mutex // protects stopped, and handlers' Add against its Wait
+	handlerMu    sync.Mutex  // protects stopped, and handlers' Add against its Wait
 	stopped      bool
 	handlers     sync.WaitGroup
 }
