@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	osuser "os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -148,7 +150,7 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		listen = f.listen
 	}
 	if f.loopback {
-		listen = loopbackListen
+		listen = loopbackListen(home)
 	}
 	for _, s := range listen {
 		a, err := ma.NewMultiaddr(s)
@@ -190,6 +192,11 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		return err
 	}
 	addrs := n.Addrs()
+	if f.loopback {
+		if err := saveLoopbackPorts(home, addrs); err != nil {
+			slog.Warn("the ports of this loopback node are not kept for its next start", "err", err)
+		}
+	}
 	as := make([]string, len(addrs))
 	for i, a := range addrs {
 		as[i] = a.String()
@@ -242,9 +249,62 @@ func parsePeerAddr(s string) (peer.AddrInfo, error) {
 	return *ai, nil
 }
 
-// loopbackListen are the addresses of a node that only this machine can
-// reach.
-var loopbackListen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
+// loopbackPorts is the file in the home that keeps the ports a --loopback
+// node listened on.
+const loopbackPorts = "loopback.ports"
+
+// loopbackListen returns the addresses of a node that only this machine
+// can reach: the ports it had last time when they are free, else ports the
+// system chooses. Peers remember a node's addresses; with new ports at
+// each start, two loopback nodes that both restarted would not find each
+// other again.
+func loopbackListen(home string) []string {
+	tcp, udp := 0, 0
+	if b, err := os.ReadFile(filepath.Join(home, loopbackPorts)); err == nil {
+		for line := range strings.Lines(string(b)) {
+			proto, port, _ := strings.Cut(strings.TrimSpace(line), " ")
+			n, err := strconv.Atoi(port)
+			if err != nil || n <= 0 || n > 65535 {
+				continue
+			}
+			switch proto {
+			case "tcp":
+				if ln, err := net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", n)); err == nil {
+					ln.Close()
+					tcp = n
+				}
+			case "udp":
+				if pc, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", n)); err == nil {
+					pc.Close()
+					udp = n
+				}
+			}
+		}
+	}
+	return []string{fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", tcp), fmt.Sprintf("/ip4/127.0.0.1/udp/%d/quic-v1", udp)}
+}
+
+// saveLoopbackPorts keeps the TCP and UDP ports of addrs in the home, for
+// loopbackListen.
+func saveLoopbackPorts(home string, addrs []ma.Multiaddr) error {
+	var b strings.Builder
+	for _, a := range addrs {
+		if !manet.IsIPLoopback(a) {
+			continue
+		}
+		if p, err := a.ValueForProtocol(ma.P_TCP); err == nil {
+			fmt.Fprintf(&b, "tcp %s\n", p)
+		} else if p, err := a.ValueForProtocol(ma.P_UDP); err == nil {
+			fmt.Fprintf(&b, "udp %s\n", p)
+		}
+	}
+	path := filepath.Join(home, loopbackPorts)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
 
 // childArgs are the flags of a background `up`: the same as this one's,
 // without -d (the handle is in the config by now).
