@@ -64,7 +64,8 @@ keeps serving reads; writes resume once space is freed.
 --handle sets your display name and saves it in HOME/config (on first use the
 handle is your OS user name). With -d the node runs in the background: its
 output goes to HOME/node.log and up returns after the ready line. --loopback
-listens on 127.0.0.1 only (ports chosen by the system) without mDNS, as the
+listens on 127.0.0.1 only (on its last start's ports when they are free, else on
+ports the system chooses) without mDNS, as the
 node that ` + "`parley mcp`" + ` starts when none runs.`,
 		Example: `  parley up -d --handle alice
   parley up --listen /ip4/0.0.0.0/tcp/4190 --bootstrap /ip4/192.0.2.10/tcp/4190/p2p/12D3KooW...`,
@@ -77,7 +78,7 @@ node that ` + "`parley mcp`" + ` starts when none runs.`,
 	fl.BoolVar(&f.noMDNS, "no-mdns", false, "do not look for peers on the local network")
 	fl.StringVar(&f.handle, "handle", "", "your display name (saved in the config; default: the config's handle)")
 	fl.BoolVarP(&f.detach, "detach", "d", false, "run in the background (output in HOME/node.log); return after the ready line")
-	fl.BoolVar(&f.loopback, "loopback", false, "listen on 127.0.0.1 only (system-chosen ports), without mDNS")
+	fl.BoolVar(&f.loopback, "loopback", false, "listen on 127.0.0.1 only (the ports of its last start when free, else system-chosen), without mDNS")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")
 	fl.BoolVar(&f.recover, "recover", false, "start anew when the database is missing, damaged or another identity's: keep it aside, restore rooms and contacts from recovery.json, refetch rooms from peers")
 	fl.BoolVar(&f.newIdentity, "new-identity", false, "identity.key is lost: make a new identity and keep the old database aside")
