@@ -129,4 +129,24 @@ func TestMCPChannelPushesOncePerItem(t *testing.T) {
 		out, _, _ := run(t, "--home", home, "who")
 		return strings.Contains(out, "claude-code-shop") && !strings.Contains(out, "NOT REACHED")
 	}, "the mark to go once the agent read")
+
+	// The agent takes a name of its own: pushes follow it at once, not
+	// once the wait under its old name ends (up to 50 s).
+	write(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"parley_register","arguments":{"name":"shipper"}}}`)
+	if m, ok := next(30 * time.Second); !ok || string(m.ID) != "3" || !strings.Contains(string(m.Result), "shipper") {
+		t.Fatalf("register: %+v", m)
+	}
+	var ask2 struct {
+		AskID string `json:"ask_id"`
+	}
+	runJSON(t, &ask2, "--home", home, "room", "ask", room.RoomID, "and the host?", "--to", "shipper", "--wait", "0s")
+	for {
+		m, ok := next(10 * time.Second)
+		if !ok {
+			t.Fatal("no push of the ask to the renamed agent within 10 s")
+		}
+		if m.Method == "notifications/claude/channel" && m.Params.Meta["item_id"] == ask2.AskID {
+			break
+		}
+	}
 }

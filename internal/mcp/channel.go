@@ -33,11 +33,25 @@ type Notifier interface {
 func (s *Server) channel(ctx context.Context, n Notifier) {
 	backoff := time.Second
 	for ctx.Err() == nil {
-		agent := s.Agent()
-		w, err := s.api.WakeWait(ctx, agent, localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: s.cfg.Session, Seconds: localapi.MaxWait.Seconds()})
+		// A wait is for one name: a new one (parley_register) ends it, and
+		// the next waits under the new name at once.
+		agent, renamed := s.agentNow()
+		wctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-renamed:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		w, err := s.api.WakeWait(wctx, agent, localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: s.cfg.Session, Seconds: localapi.MaxWait.Seconds()})
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
+			}
+			if wctx.Err() != nil {
+				continue // renamed
 			}
 			s.log.Debug("channel wait failed", "agent", agent, "err", err)
 			select {

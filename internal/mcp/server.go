@@ -49,8 +49,9 @@ type Server struct {
 	api *localapi.Client
 	log *slog.Logger
 
-	mu      sync.Mutex // protects agent and threads
+	mu      sync.Mutex // protects agent, renamed and threads
 	agent   localapi.AgentInfo
+	renamed chan struct{} // closed when the session's agent name changes
 	threads map[string]localapi.AgentInfo
 
 	namesMu sync.Mutex // protects book and bookAt
@@ -66,7 +67,7 @@ func New(cfg Config) *Server {
 	if cfg.HeartbeatEvery == 0 {
 		cfg.HeartbeatEvery = 20 * time.Second
 	}
-	return &Server{cfg: cfg, api: cfg.Client, log: cfg.Logger, threads: make(map[string]localapi.AgentInfo)}
+	return &Server{cfg: cfg, api: cfg.Client, log: cfg.Logger, threads: make(map[string]localapi.AgentInfo), renamed: make(chan struct{})}
 }
 
 var nameJunk = regexp.MustCompile(`[^a-z0-9._-]+`)
@@ -110,12 +111,24 @@ func (s *Server) bind(ctx context.Context, thread string, req localapi.SessionRe
 	}
 	s.mu.Lock()
 	if thread == "" {
+		if info.Name != s.agent.Name {
+			close(s.renamed)
+			s.renamed = make(chan struct{})
+		}
 		s.agent = info
 	} else {
 		s.threads[thread] = info
 	}
 	s.mu.Unlock()
 	return info, nil
+}
+
+// agentNow is the session's agent name, and a channel closed once it
+// changes.
+func (s *Server) agentNow() (string, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.agent.Name, s.renamed
 }
 
 // Agent is the session's agent name ("" before Run binds it).
