@@ -93,6 +93,11 @@ type itemState struct {
 	handed  time.Time       // when it was last handed to a route (zero: not in flight)
 	told    bool            // the human was told
 	lastTry time.Time       // when the last route had it
+	// pasted: a terminal route pasted it whole into the agent's pane. A
+	// terminal agent reads it there (it may have no Parley tool that would
+	// mark it read): it is reached, handed to no route again, and its human
+	// is not told.
+	pasted bool
 }
 
 type route struct {
@@ -273,6 +278,9 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 	batches := map[*route][]localapi.Item{}
 	var picked []*route
 	for _, is := range items {
+		if is.pasted {
+			continue
+		}
 		if !is.handed.IsZero() && now.Sub(is.handed) < s.cfg.Limit {
 			continue // a route has it
 		}
@@ -532,12 +540,15 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			}
 			s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping
 				r.busy = false
-				if err != nil {
-					// The terminal had its turn; the next route may try at once.
-					for _, it := range items {
-						if is := s.state(agent).items[it.ID]; is != nil {
-							is.handed = time.Time{}
-						}
+				for _, it := range items {
+					is := s.state(agent).items[it.ID]
+					switch {
+					case is == nil:
+					case err == nil:
+						is.pasted, is.told = true, false
+					default:
+						// The terminal had its turn; the next route may try at once.
+						is.handed = time.Time{}
 					}
 				}
 				s.evaluate(ctx, agent)

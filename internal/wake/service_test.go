@@ -425,10 +425,20 @@ func TestTerminalRouteAndDeadPanes(t *testing.T) {
 		b, _ := os.ReadFile(taken)
 		return strings.Contains(string(b), "which port does the shop use?") && strings.Contains(string(b), id)
 	}, "the wake text in the agent's input")
-	// The agent only read it (it did not answer): the human is told.
-	nodetest.WaitFor(t, 20*time.Second, f.unreached(1), "the human to be told")
+	// The paste reached it: a terminal agent reads it in its pane (it may
+	// have no Parley tool that would mark it read), so its human is not
+	// told, though it has not answered yet, nor is it pasted again.
+	pasted := time.Now()
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		if f.unreached(1)() {
+			t.Fatal("the human was told of an ask pasted whole into the agent's pane")
+		}
+		return time.Since(pasted) > 3*2*time.Second
+	}, "three times the route's limit to pass")
+	if b, _ := os.ReadFile(taken); strings.Count(string(b), "which port does the shop use?") != 1 {
+		t.Fatalf("the ask was pasted %d times:\n%s", strings.Count(string(b), "which port does the shop use?"), b)
+	}
 	f.take()
-	nodetest.WaitFor(t, 20*time.Second, f.unreached(0), "the read ask to leave the count")
 
 	// The pane closes: the next item drops the route, and goes on.
 	if err := srv.KillPane(f.ctx, pane.ID); err != nil {
