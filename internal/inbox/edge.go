@@ -183,10 +183,38 @@ func (b *Inbox) resolve(s string) (rooms.Info, error) {
 		}
 		return in, nil
 	}
+	return b.byName(s, "")
+}
+
+// resolveFor is resolve for an agent's call: of several rooms with one
+// name, the one the agent is in is meant (another agent of the node, or
+// another node's invite, may have brought a second room of that name).
+func (b *Inbox) resolveFor(agent identity.AgentName, s string) (rooms.Info, error) {
+	s = strings.TrimSpace(s)
+	if _, err := identity.ParseRoomID(s); s == "" || err == nil {
+		return b.resolve(s)
+	}
+	return b.byName(s, agent)
+}
+
+// byName finds the one room named s; with agent set, of several it keeps
+// those agent is in.
+func (b *Inbox) byName(s string, agent identity.AgentName) (rooms.Info, error) {
 	var found []rooms.Info
 	for _, in := range b.rooms.List() {
 		if in.Name == s {
 			found = append(found, in)
+		}
+	}
+	if len(found) > 1 && agent != "" {
+		var mine []rooms.Info
+		for _, in := range found {
+			if b.isIn(agent, in.ID) {
+				mine = append(mine, in)
+			}
+		}
+		if len(mine) > 0 {
+			found = mine
 		}
 	}
 	switch len(found) {
@@ -196,8 +224,19 @@ func (b *Inbox) resolve(s string) (rooms.Info, error) {
 		return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
 			"no room named %q on this node (parley_who, or `parley room list`, lists the rooms)", s)
 	}
+	ids := make([]string, len(found))
+	for i, in := range found {
+		ids[i] = string(in.ID)
+	}
+	slices.Sort(ids)
 	return rooms.Info{}, localapi.Errorf(http.StatusConflict, localapi.CodeAmbiguous,
-		"%d rooms are named %q: use the room ID (parley_who, or `parley room list`, lists them)", len(found), s)
+		"%d rooms are named %q: use the room ID, one of %s", len(found), s, strings.Join(ids, ", "))
+}
+
+// isIn reports whether agent is a member of room id now.
+func (b *Inbox) isIn(agent identity.AgentName, id identity.RoomID) bool {
+	rec, ok, err := b.rooms.AgentState(id, b.addr(agent))
+	return err == nil && ok && rec.In
 }
 
 func ref(in rooms.Info) localapi.RoomRef {
@@ -398,6 +437,14 @@ func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoo
 		}
 		ms = append(ms, m)
 	}
+	// A second room of one name would make the name mean nothing to its
+	// agent: every call by name would have to give the ID instead.
+	for _, in := range b.rooms.List() {
+		if in.Name == req.Name && b.isIn(a, in.ID) {
+			return res, localapi.Errorf(http.StatusConflict, localapi.CodeAmbiguous,
+				"you (%s) are in a room named %q already (%s): post there, or give the new room another name", a, req.Name, in.ID)
+		}
+	}
 	id, err := b.rooms.CreateRoom(ctx, req.Name, req.Purpose, a)
 	if err != nil {
 		return res, apiError(err)
@@ -434,7 +481,7 @@ func (b *Inbox) Invite(ctx context.Context, agent string, req localapi.InviteReq
 	if err != nil {
 		return res, err
 	}
-	in, err := b.resolve(req.Room)
+	in, err := b.resolveFor(a, req.Room)
 	if err != nil {
 		return res, err
 	}
@@ -478,7 +525,7 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 	if err := checkSpent(req.Spent); err != nil {
 		return res, err
 	}
-	in, err := b.resolve(req.Room)
+	in, err := b.resolveFor(a, req.Room)
 	if err != nil {
 		return res, err
 	}
@@ -651,7 +698,7 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 	}
 	var in rooms.Info
 	if req.Room != "" {
-		if in, err = b.resolve(req.Room); err != nil {
+		if in, err = b.resolveFor(a, req.Room); err != nil {
 			return res, err
 		}
 		if err := b.mustBeIn(a, in); err != nil {
@@ -809,7 +856,7 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	}
 	var only *rooms.Info
 	if req.Room != "" {
-		in, err := b.resolve(req.Room)
+		in, err := b.resolveFor(a, req.Room)
 		if err != nil {
 			return res, err
 		}
@@ -914,7 +961,7 @@ func (b *Inbox) Leave(ctx context.Context, agent string, req localapi.LeaveReque
 	if err != nil {
 		return res, err
 	}
-	in, err := b.resolve(req.Room)
+	in, err := b.resolveFor(a, req.Room)
 	if err != nil {
 		return res, err
 	}

@@ -2,6 +2,7 @@ package inbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -399,5 +400,38 @@ func TestWaitForNews(t *testing.T) {
 	// Nothing was handed out: a take still shows both.
 	if p, _ := ib(nt, 0).Take(ctx, "beta"); len(p.Items) != 2 {
 		t.Fatalf("take after the peeks: %+v", p.Items)
+	}
+}
+
+// One agent cannot open a second room of a name it is in; another agent
+// of the node may, and each then means its own room by the name; an agent
+// in both, or in neither, is told the IDs to choose from.
+func TestRoomNamesPerAgent(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	register(t, nt, 0, "gamma")
+	a, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "pair"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var le *localapi.Error
+	if _, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "pair"}); !errors.As(err, &le) || le.Code != localapi.CodeAmbiguous || !strings.Contains(le.Message, a.RoomID) {
+		t.Fatalf("a second room of a name alpha is in: %v", err)
+	}
+	b, err := ib(nt, 0).OpenRoom(ctx, "beta", localapi.OpenRoomRequest{Name: "pair"})
+	if err != nil {
+		t.Fatalf("beta's own room of that name: %v", err)
+	}
+	for agent, want := range map[string]string{"alpha": a.RoomID, "beta": b.RoomID} {
+		p, err := ib(nt, 0).Say(ctx, agent, localapi.SayRequest{Room: "pair", Text: "hello from " + agent})
+		if err != nil || p.Room.RoomID != want {
+			t.Fatalf("%s says in \"pair\": room %s, %v; want %s", agent, p.Room.RoomID, err, want)
+		}
+	}
+	_, err = ib(nt, 0).Say(ctx, "gamma", localapi.SayRequest{Room: "pair", Text: "which?"})
+	if !errors.As(err, &le) || le.Code != localapi.CodeAmbiguous || !strings.Contains(le.Message, a.RoomID) || !strings.Contains(le.Message, b.RoomID) {
+		t.Fatalf("an agent in neither room: %v", err)
 	}
 }
