@@ -54,6 +54,19 @@ func (s *Service) watchLocked(agent identity.AgentName, project string, paths []
 	s.watches[agent] = append(ws, &watch{project: project, paths: paths, note: note, was: h, until: s.cfg.Now().Add(watchTTL)})
 }
 
+// unwatchLocked forgets agent's refused claims on project whose paths it
+// holds now (all of them among paths). Callers hold s.mu.
+func (s *Service) unwatchLocked(agent identity.AgentName, project string, paths []string) {
+	ws := slices.DeleteFunc(s.watches[agent], func(w *watch) bool {
+		return w.project == project && !slices.ContainsFunc(w.paths, func(p string) bool { return !slices.Contains(paths, p) })
+	})
+	if len(ws) == 0 {
+		delete(s.watches, agent)
+	} else {
+		s.watches[agent] = ws
+	}
+}
+
 // Notices returns what the board has to tell agent; with take they are
 // handed out (each is told once).
 func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {

@@ -348,6 +348,10 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 		if h == nil {
 			if err == nil {
 				res.Waited = s.cfg.Now().Sub(start)
+				// Refused earlier, held now: "free now" has nothing to tell.
+				s.mu.Lock()
+				s.unwatchLocked(agent, req.Project, paths)
+				s.mu.Unlock()
 			}
 			return res, err
 		}

@@ -132,7 +132,8 @@ func TestBoard(t *testing.T) {
 		t.Fatalf("bob told of a free path too early: %+v", ns)
 	}
 
-	// Bob waits; alice releases; bob gets it.
+	// Bob waits; alice releases; bob gets it, and so has no "free now" to
+	// be told of the claim he was refused.
 	done := make(chan error, 1)
 	go func() {
 		_, err := claim(ctx, nt, 1, "bob", "lexer fix", time.Hour, time.Minute, "parse/lex.go")
@@ -141,17 +142,28 @@ func TestBoard(t *testing.T) {
 	if _, err := nt.Node(0).Board().Release(ctx, "alice", project, []string{"parse/*.go"}); err != nil {
 		t.Fatal(err)
 	}
-	nt.WaitFor(30*time.Second, func() bool { return len(notices(1, "bob", board.NoticeFree, false)) == 1 }, "bob to be told parse/lex.go is free")
-	if ns := notices(1, "bob", board.NoticeFree, true); len(ns) != 1 || !strings.Contains(ns[0].Text, "was released") || ns[0].Paths[0] != "parse/lex.go" {
-		t.Fatalf("bob's notice: %+v", ns)
-	}
-	if ns := notices(1, "bob", board.NoticeFree, true); len(ns) != 0 {
-		t.Fatalf("bob told twice: %+v", ns)
-	}
 	if err := <-done; err != nil {
 		t.Fatalf("bob's waiting claim: %v", err)
 	}
+	if ns := notices(1, "bob", board.NoticeFree, true); len(ns) != 0 {
+		t.Fatalf("bob, who holds parse/lex.go now, is told it is free: %+v", ns)
+	}
 	nt.WaitFor(30*time.Second, func() bool { return holders(live(t, nt, 0))["parse/lex.go"] == b }, "node 0 to see bob's claim")
+
+	// Carol, refused too, is told once bob releases it (once).
+	if ns := notices(0, "carol", board.NoticeFree, false); len(ns) != 0 {
+		t.Fatalf("carol told of a path bob holds: %+v", ns)
+	}
+	if _, err := nt.Node(1).Board().Release(ctx, "bob", project, []string{"parse/lex.go"}); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(notices(0, "carol", board.NoticeFree, false)) == 1 }, "carol to be told parse/lex.go is free")
+	if ns := notices(0, "carol", board.NoticeFree, true); len(ns) != 1 || !strings.Contains(ns[0].Text, "was released") || ns[0].Paths[0] != "parse/lex.go" {
+		t.Fatalf("carol's notice: %+v", ns)
+	}
+	if ns := notices(0, "carol", board.NoticeFree, true); len(ns) != 0 {
+		t.Fatalf("carol told twice: %+v", ns)
+	}
 
 	// A short claim expires by itself; a claim waiting for it goes through.
 	if _, err := claim(ctx, nt, 1, "bob", "quick look", 8*time.Second, 0, "docs/**"); err != nil {
@@ -168,7 +180,7 @@ func TestBoard(t *testing.T) {
 	}
 
 	h, err := nt.Node(1).Board().History(ctx, project, "parse/lex.go")
-	if err != nil || len(h) != 3 || h[0].Holder != a1 || h[1].Kind != board.KindRelease || h[2].Holder != b {
+	if err != nil || len(h) != 4 || h[0].Holder != a1 || h[1].Kind != board.KindRelease || h[2].Holder != b || h[3].Kind != board.KindRelease {
 		t.Fatalf("history of parse/lex.go: %+v, %v", h, err)
 	}
 }
