@@ -176,8 +176,9 @@ func TestCLIBoard(t *testing.T) {
 		}
 		return false
 	}, "B's board to show alice's worktree")
-	if _, errs, code := runIn(t, repoA, "--home", homeA, "worktree", "remove", "feature", "--as", "alice"); code != 0 {
-		t.Fatalf("worktree remove: %s", errs)
+	// Without --as: the agent that holds the worktree's claim releases it.
+	if out, errs, code := runIn(t, repoA, "--home", homeA, "worktree", "remove", "feature"); code != 0 || !strings.Contains(out, "and released its claim") {
+		t.Fatalf("worktree remove: %d %q %s", code, out, errs)
 	}
 	runInJSON(t, repoA, &bv, "--home", homeA, "board")
 	for _, c := range bv.Claims {

@@ -112,7 +112,7 @@ func worktreeRemoveCmd(g *globals) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "remove NAME",
-		Short: "Remove the worktree .worktrees/NAME (its branch stays) and release its claim",
+		Short: "Remove the worktree .worktrees/NAME (its branch stays) and release its claim (as the agent of this node that holds it, unless --as)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -136,7 +136,15 @@ func worktreeRemoveCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return localapi.ReleaseResult{}, err
 				}
-				res, err := c.Release(ctx, as, localapi.ReleaseRequest{Project: k, Paths: paths})
+				who := as
+				if !cmd.Flags().Changed("as") {
+					// The agent the worktree was made for holds its claim:
+					// found on the board, it is released as that agent.
+					if h := worktreeHolder(ctx, c, k, paths[0]); h != "" {
+						who = h
+					}
+				}
+				res, err := c.Release(ctx, who, localapi.ReleaseRequest{Project: k, Paths: paths})
 				if localapi.IsCode(err, localapi.CodeNotHeld) {
 					return localapi.ReleaseResult{Project: k}, nil // expired or released already
 				}
@@ -146,9 +154,28 @@ func worktreeRemoveCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "the agent the worktree was for")
+	cmd.Flags().StringVar(&as, "as", human, "the agent the worktree was for (default: the agent of this node that holds its claim)")
 	cmd.Flags().BoolVar(&force, "force", false, "remove it even with changes not committed (they are lost)")
 	return cmd
+}
+
+// worktreeHolder returns the agent of this node that holds the claim on
+// path (a worktree's NAME/**) on project's board, or "".
+func worktreeHolder(ctx context.Context, c *localapi.Client, project, path string) string {
+	id, err := c.ID(ctx)
+	if err != nil {
+		return ""
+	}
+	v, err := c.Board(ctx, human, localapi.BoardRequest{Project: project, Paths: []string{path}})
+	if err != nil {
+		return ""
+	}
+	for _, cl := range v.Claims {
+		if name, peer, ok := strings.Cut(cl.Holder, "@"); ok && cl.Path == path && peer == id.PeerID {
+			return name
+		}
+	}
+	return ""
 }
 
 // excludeWorktrees adds .worktrees/ to the repository's info/exclude once.
