@@ -1061,6 +1061,23 @@ func (m *Manager) LeftRoom(id identity.RoomID) (name string, left bool) {
 	return meta.Name, meta.Left
 }
 
+// LeftByName returns the rooms named name that this node is out of (its
+// agents left them, or it was removed).
+func (m *Manager) LeftByName(name string) []identity.RoomID {
+	var out []identity.RoomID
+	_ = m.cfg.Store.ScanFrom(schema.RoomIndexPrefix(), nil, false, func(k, v []byte) bool {
+		var meta Meta
+		if json.Unmarshal(v, &meta) != nil || !meta.Left || meta.Name != name {
+			return true
+		}
+		if id, err := identity.ParseRoomID(string(k[len(schema.RoomIndexPrefix()):])); err == nil && m.room(id) == nil {
+			out = append(out, id)
+		}
+		return true
+	})
+	return out
+}
+
 // syncRoom is the room to answer a sync request for: an open one, or one
 // this node is leaving.
 func (m *Manager) syncRoom(id identity.RoomID) *room {

@@ -44,6 +44,8 @@ type Rooms interface {
 	Agents(id identity.RoomID) ([]rooms.AgentMember, error)
 	AgentState(id identity.RoomID, addr string) (rooms.AgentMember, bool, error)
 	LeftRoom(id identity.RoomID) (name string, left bool)
+	// LeftByName returns the rooms of that name this node is out of.
+	LeftByName(name string) []identity.RoomID
 }
 
 var _ Rooms = (*rooms.Manager)(nil)

@@ -267,6 +267,11 @@ func TestLeave(t *testing.T) {
 		!strings.Contains(err.Error(), "invite you back") {
 		t.Fatalf("say after the node left: %v", err)
 	}
+	// By the room's name too.
+	if _, err := ib(nt, 1).Say(ctx, "beta", localapi.SayRequest{Room: "design", Text: "still here?"}); !localapi.IsCode(err, localapi.CodeLeft) ||
+		!strings.Contains(err.Error(), "out of room \"design\"") {
+		t.Fatalf("say by name after the node left: %v", err)
+	}
 	// On the creator's node: alpha stays, human leaves, then cannot speak.
 	if _, err := ib(nt, 0).Say(ctx, "human", localapi.SayRequest{Room: room, Text: "hi"}); err != nil {
 		t.Fatal(err)
