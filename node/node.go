@@ -43,13 +43,14 @@ import (
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/internal/usage"
+	"github.com/parley-mesh/parley/internal/version"
 	"github.com/parley-mesh/parley/internal/wake"
 	"github.com/parley-mesh/parley/rooms"
 	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // Version is the Parley version reported by the node.
-const Version = "0.1.0-dev"
+const Version = version.Version
 
 // DHTPrefix is the protocol prefix of Parley's Kad-DHT (/parley/kad/1.0.0).
 const DHTPrefix = "/parley"

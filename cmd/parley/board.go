@@ -49,6 +49,9 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 			if ttl < 0 || wait < 0 {
 				return errors.New("--ttl and --wait must not be negative")
 			}
+			if cmd.Flags().Changed("ttl") && ttl < time.Second {
+				return fmt.Errorf("--ttl %s: must be from 1s to 8h0m0s (leave it out for 30m)", ttl)
+			}
 			g2 := *g
 			g2.timeout += wait
 			return call(&g2, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ClaimResult, error) {

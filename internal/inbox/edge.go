@@ -278,8 +278,12 @@ func (m member) String() string {
 func (b *Inbox) parseMember(s string) (member, error) {
 	s = strings.TrimSpace(s)
 	if !strings.Contains(s, "@") {
-		if p, err := peer.Decode(s); err == nil {
+		p, err := peer.Decode(s)
+		if err == nil {
 			return member{peer: p}, nil
+		}
+		if strings.HasPrefix(s, "12D3Koo") || strings.HasPrefix(s, "Qm") {
+			return member{}, localapi.BadRequest("%q looks like a peer ID but is not one (%v): copy it whole from `parley peers` or `parley contact list`", s, err)
 		}
 	}
 	a, err := identity.ParseAgentAddr(s)

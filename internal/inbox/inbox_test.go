@@ -334,6 +334,10 @@ func TestBadInput(t *testing.T) {
 			_, err := ib(nt, 0).Invite(ctx, "alpha", localapi.InviteRequest{Room: "r", Member: "Not An Agent"})
 			return err
 		}, localapi.CodeBadRequest, "NAME@PEER_ID"},
+		{"a peer ID cut short", func() error {
+			_, err := ib(nt, 0).Invite(ctx, "alpha", localapi.InviteRequest{Room: "r", Member: "12D3KooWbogus"})
+			return err
+		}, localapi.CodeBadRequest, "looks like a peer ID"},
 		{"unknown ask", func() error {
 			_, err := ib(nt, 0).Reply(ctx, "alpha", localapi.ReplyRequest{MessageID: strings.Repeat("a", 52), Text: "x"})
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parley-mesh/parley/internal/version"
 	"log/slog"
 	"path/filepath"
 	"regexp"
@@ -17,7 +18,7 @@ import (
 )
 
 // Version is reported to MCP clients.
-const Version = "0.2.0"
+const Version = version.Version
 
 // Config configures a Server.
 type Config struct {

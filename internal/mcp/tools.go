@@ -459,7 +459,11 @@ func (s *Server) who(ctx context.Context, c *call, in Empty) (WhoOut, string, er
 	}
 	out.Rooms = rooms(res.Rooms)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d agents alive:", len(out.Agents))
+	if len(out.Agents) == 1 {
+		b.WriteString("1 agent alive:")
+	} else {
+		fmt.Fprintf(&b, "%d agents alive:", len(out.Agents))
+	}
 	for _, a := range out.Agents {
 		fmt.Fprintf(&b, "\n• %s (%s)%s%s%s", a.Address, a.State, labelled(" role: ", a.Role), labelled(" — working on: ", a.WorkingOn),
 			labelled(" — claims: ", strings.Join(a.Claims, "; ")))
@@ -477,7 +481,14 @@ func rooms(rs []localapi.AgentRoom) []Room {
 }
 
 func writeRooms(b *strings.Builder, rs []Room) {
-	fmt.Fprintf(b, "\nYou are in %d rooms:", len(rs))
+	switch len(rs) {
+	case 0:
+		b.WriteString("\nYou are in no room.")
+	case 1:
+		b.WriteString("\nYou are in 1 room:")
+	default:
+		fmt.Fprintf(b, "\nYou are in %d rooms:", len(rs))
+	}
 	for _, r := range rs {
 		fmt.Fprintf(b, "\n• %q (%s)%s — members: %s; %d unread", r.Name, r.RoomID, labelled(" — ", r.Purpose), strings.Join(r.Members, ", "), r.Unread)
 	}
@@ -500,7 +511,14 @@ func (s *Server) find(ctx context.Context, c *call, in FindIn) (FindOut, string,
 		return out, "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d agents found:", len(cards))
+	switch len(cards) {
+	case 0:
+		b.WriteString("No agent found.")
+	case 1:
+		b.WriteString("1 agent found:")
+	default:
+		fmt.Fprintf(&b, "%d agents found:", len(cards))
+	}
 	for _, cv := range cards {
 		out.Cards = append(out.Cards, Card{Address: cv.Address, Handle: cv.Handle, Role: cv.Role, Capabilities: orEmpty(cv.Capabilities), Client: cv.Client})
 		fmt.Fprintf(&b, "\n• %s (%s)%s%s", cv.Address, cv.Handle, labelled(" role: ", cv.Role), labelled(" — ", strings.Join(cv.Capabilities, ", ")))
