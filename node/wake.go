@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"time"
 
 	"github.com/parley-mesh/parley/internal/agents"
@@ -13,7 +14,13 @@ import (
 // the node closes.
 func (n *Node) startWake() error {
 	w, err := wake.New(wake.Config{
-		Inbox:   n.inbox,
+		Inbox: n.inbox,
+		Named: func(text string) string {
+			if n.names == nil {
+				return text
+			}
+			return localapi.NewNameBook(namesAPI{n.names}.Names(context.Background())).Text(text)
+		},
 		Changes: n.rooms.Changes,
 		Agents: func() []string {
 			var names []string

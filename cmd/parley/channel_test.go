@@ -94,6 +94,10 @@ func TestMCPChannelPushesOncePerItem(t *testing.T) {
 		AskID string `json:"ask_id"`
 	}
 	runJSON(t, &ask, "--home", home, "room", "ask", room.RoomID, "which port?", "--to", "claude-code-shop", "--wait", "0s")
+	var id struct {
+		PeerID string `json:"peer_id"`
+	}
+	runJSON(t, &id, "--home", home, "id")
 	got := map[string]int{}
 	for len(got) < 2 {
 		m, ok := next(30 * time.Second)
@@ -106,6 +110,9 @@ func TestMCPChannelPushesOncePerItem(t *testing.T) {
 		got[m.Params.Meta["kind"]+" "+m.Params.Meta["item_id"]]++
 		if m.Params.Meta["room_id"] != room.RoomID || m.Params.Content == "" {
 			t.Fatalf("notification %+v", m)
+		}
+		if strings.Contains(m.Params.Content, "@"+id.PeerID) {
+			t.Fatalf("the push writes agents NAME@PEER_ID, not NAME@handle: %s", m.Params.Content)
 		}
 		if m.Params.Meta["kind"] == "ask" && (m.Params.Meta["item_id"] != ask.AskID || !strings.Contains(m.Params.Content, "which port?")) {
 			t.Fatalf("ask notification %+v", m)

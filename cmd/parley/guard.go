@@ -105,9 +105,10 @@ running it says so and lets the commit through.`,
 				return nil
 			}
 			w := cmd.ErrOrStderr()
+			book := nameBook(ctx, c)
 			fmt.Fprintln(w, "parley guard: this commit touches files another agent has claimed:")
 			for _, h := range theirs {
-				fmt.Fprintf(w, "  %s — %s until %s: %q\n", termtext.Line(h.Path), termtext.Line(h.Holder), h.Expires.Local().Format(time.DateTime), h.Note)
+				fmt.Fprintf(w, "  %s — %s until %s: %q\n", termtext.Line(h.Path), termtext.Line(book.Agent(h.Holder)), h.Expires.Local().Format(time.DateTime), h.Note)
 			}
 			fmt.Fprintln(w, "Talk to them (parley board shows who), or commit anyway: PARLEY_GUARD=off git commit ... (or git commit --no-verify).")
 			return errors.New("commit refused by parley guard")

@@ -248,6 +248,7 @@ func (h *hook) run(ctx context.Context) error {
 		return err
 	}
 	text := manual.Notice(p, h.agent.Address, manual.Shell{}, maxContext)
+	text = named(bctx, h.c, text)
 	if text == "" {
 		return nil
 	}
@@ -361,6 +362,7 @@ func (h *hook) stopWaiter(ctx context.Context) error {
 			return err
 		}
 		text := manual.Notice(p, h.agent.Address, manual.Shell{}, maxContext)
+		text = named(ctx, h.c, text)
 		if text == "" {
 			continue // read meanwhile
 		}
@@ -390,8 +392,18 @@ func (h *hook) stopContinue(ctx context.Context) error {
 		return err
 	}
 	text := manual.Notice(p, h.agent.Address, manual.Shell{}, maxContext)
+	text = named(ctx, h.c, text)
 	if text == "" {
 		return nil
 	}
 	return json.NewEncoder(h.out).Encode(hookOutput{Decision: "block", Reason: text})
+}
+
+// named writes the agent addresses in text as NAME@handle where the node's
+// name is known, as Parley's tools do; the agent edge takes both back.
+func named(ctx context.Context, c *localapi.Client, text string) string {
+	if text == "" || len(localapi.Peers(text)) == 0 {
+		return text
+	}
+	return nameBook(ctx, c).Text(text)
 }

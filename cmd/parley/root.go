@@ -113,6 +113,12 @@ func call[T any](g *globals, cmd *cobra.Command, f func(ctx context.Context, c *
 		return part.error
 	}
 	if err != nil {
+		if msg := err.Error(); !g.json && len(localapi.Peers(msg)) > 0 && ctx.Err() == nil {
+			// Agents in the node's answer as people read them.
+			if named := nameBook(ctx, c).Text(msg); named != msg {
+				return errors.New(named)
+			}
+		}
 		return g.apiErr(err)
 	}
 	return printOut(g, cmd.OutOrStdout(), v, human)

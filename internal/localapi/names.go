@@ -3,6 +3,7 @@ package localapi
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"time"
 )
 
@@ -78,4 +79,31 @@ func (b NameBook) Agent(addr string) string {
 		}
 	}
 	return addr
+}
+
+// addrPeer is a peer ID after the @ of an agent address in a text.
+var addrPeer = regexp.MustCompile(`@(12D3KooW[1-9A-HJ-NP-Za-km-z]{44})`)
+
+// Text writes the agent addresses NAME@PEER_ID in s as people read them,
+// NAME@name-of-node, where the node's name is known; the agent edge takes
+// both back.
+func (b NameBook) Text(s string) string {
+	if len(b) == 0 {
+		return s
+	}
+	return addrPeer.ReplaceAllStringFunc(s, func(m string) string {
+		if n, ok := b[m[1:]]; ok {
+			return "@" + n
+		}
+		return m
+	})
+}
+
+// Peers returns the peer IDs after an @ in s.
+func Peers(s string) []string {
+	var out []string
+	for _, m := range addrPeer.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
 }

@@ -70,7 +70,7 @@ func (s *Server) channel(ctx context.Context, n Notifier) {
 		you := s.agent.Address
 		s.mu.Unlock()
 		for _, it := range w.Items {
-			p := ChannelParams{Content: manual.Wake([]localapi.Item{it}, you, manual.Shell{}),
+			p := ChannelParams{Content: s.named(ctx, manual.Wake([]localapi.Item{it}, you, manual.Shell{})),
 				Meta: map[string]string{"kind": it.Kind, "item_id": it.ID, "room_id": it.Room, "from": it.From}}
 			if err := n.Notify(ChannelMethod, p); err != nil {
 				s.log.Debug("channel notification not sent", "agent", agent, "err", err)

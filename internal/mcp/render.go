@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -117,10 +116,6 @@ func clip(s string) string {
 	return s
 }
 
-// addrPeer finds the node part of an agent address NAME@PEER_ID (Ed25519
-// peer IDs: 52 characters of base58 that start with 12D3KooW).
-var addrPeer = regexp.MustCompile(`@(12D3KooW[1-9A-HJ-NP-Za-km-z]{44})`)
-
 // bookTTL is how long the names of nodes are used before they are asked
 // for again (at once when a text holds a node not in them).
 const bookTTL = 30 * time.Second
@@ -130,15 +125,15 @@ const bookTTL = 30 * time.Second
 // takes either form back. A node whose handle is not known keeps its peer
 // ID. The structured output keeps peer IDs.
 func (s *Server) named(ctx context.Context, text string) string {
-	ms := addrPeer.FindAllStringSubmatch(text, -1)
-	if len(ms) == 0 {
+	ps := localapi.Peers(text)
+	if len(ps) == 0 {
 		return text
 	}
 	s.namesMu.Lock()
 	defer s.namesMu.Unlock()
 	stale := time.Since(s.bookAt) > bookTTL
-	for _, m := range ms {
-		if _, ok := s.book[m[1]]; !ok && time.Since(s.bookAt) > 2*time.Second {
+	for _, p := range ps {
+		if _, ok := s.book[p]; !ok && time.Since(s.bookAt) > 2*time.Second {
 			stale = true
 		}
 	}
@@ -150,10 +145,5 @@ func (s *Server) named(ctx context.Context, text string) string {
 			s.book, s.bookAt = localapi.NewNameBook(es), time.Now()
 		}
 	}
-	return addrPeer.ReplaceAllStringFunc(text, func(m string) string {
-		if n, ok := s.book[m[1:]]; ok {
-			return "@" + n
-		}
-		return m
-	})
+	return s.book.Text(text)
 }

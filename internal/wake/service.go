@@ -54,6 +54,9 @@ type Config struct {
 	// pane); TmuxBin is the tmux program ("" means tmux on PATH).
 	Terminal tmux.Options
 	TmuxBin  string
+	// Named writes the agent addresses of a text as people read them
+	// (NAME@handle); nil leaves them NAME@PEER_ID.
+	Named func(string) string
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Registry receives the metrics; nil means none.
@@ -526,6 +529,9 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			return
 		case items := <-r.texts:
 			text := manual.Wake(items, agent+"@"+s.cfg.Self, manual.Shell{Agent: agent})
+			if s.cfg.Named != nil {
+				text = s.cfg.Named(text)
+			}
 			dctx, cancel := context.WithTimeout(ctx, s.cfg.Limit)
 			err := term.Deliver(dctx, text)
 			cancel()
