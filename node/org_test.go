@@ -307,42 +307,57 @@ func orgExchange(t *testing.T, nt *nodetest.Net, from, to int, op byte, recs [][
 	return ans[0]
 }
 
-// A stranger's pushes are reset unread and its asks for this node's
-// introduction (its membership and its organisation's trusts) go
-// unanswered; a node this node asked to be a contact gets the
-// introduction, to decide by organisation trust; a contact that pushes
-// too fast is cut off, and what it pushes of another organisation is
-// counted, in few log lines.
-func TestOrgProtocolRefusesStrangers(t *testing.T) {
+// Records are signed by their organisation: one of this node's
+// organisation is taken whoever pushes it (the node that publishes may be
+// a contact no longer), another's is counted and dropped. Peers the node
+// does not know share a small budget of pushes; its introduction (its
+// membership and its organisation's trusts) goes to contacts and to a node
+// it asked for contact, not to a stranger; a contact that pushes too fast
+// is cut off.
+func TestOrgProtocolAndStrangers(t *testing.T) {
 	nt := nodetest.Start(t, 3)
 	nt.ConnectAll()
 	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
 	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(0), Handle: "me"})
 	foreign := y.seal(t, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
 
-	before := counter(nt, 0, "parley_org_records_refused_total", "not_contact")
-	if op := orgExchange(t, nt, 1, 0, 'p', [][]byte{foreign}); op != 0 {
+	// A stranger hands node 0 a trust its own organisation signed: taken.
+	ours := x.seal(t, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk}})
+	if op := orgExchange(t, nt, 1, 0, 'p', [][]byte{ours}); op != 'a' {
+		t.Fatalf("a push of the organisation's own record was answered %q", op)
+	}
+	if ts := nt.Node(0).Org().Trusts(); len(ts) != 1 || ts[0].Subject != y.id {
+		t.Fatalf("node 0's trusts after the push: %v", ts)
+	}
+	// Another organisation's: read, counted, dropped.
+	if op := orgExchange(t, nt, 1, 0, 'p', [][]byte{foreign}); op != 'a' {
 		t.Fatalf("a stranger's push was answered %q", op)
 	}
+	if got := counter(nt, 0, "parley_org_records_refused_total", "other_org"); got != 1 {
+		t.Fatalf("other_org refusals %v, want 1", got)
+	}
+	before := counter(nt, 0, "parley_org_records_refused_total", "not_contact")
 	if op := orgExchange(t, nt, 1, 0, 'i', nil); op != 0 {
 		t.Fatalf("a stranger's ask for the introduction was answered %q", op)
 	}
-	if got := counter(nt, 0, "parley_org_records_refused_total", "not_contact"); got != before+2 {
-		t.Fatalf("not_contact refusals %v → %v, want 2 more", before, got)
+	if got := counter(nt, 0, "parley_org_records_refused_total", "not_contact"); got != before+1 {
+		t.Fatalf("not_contact refusals %v → %v, want 1 more", before, got)
 	}
-	if got := counter(nt, 0, "parley_org_records_refused_total", "other_org"); got != 0 {
-		t.Fatalf("a stranger's record was decoded and looked at (other_org %v)", got)
+	// Strangers share a budget: a flood is mostly cut off.
+	read := 0
+	for range 40 {
+		if orgExchange(t, nt, 1, 0, 'p', [][]byte{foreign}) == 'a' {
+			read++
+		}
+	}
+	if read > 12 {
+		t.Fatalf("a stranger's 40 quick pushes: %d read", read)
 	}
 
 	// Node 0 asks node 1 to be a contact: node 1 may now read node 0's
-	// introduction, but still not push to it.
+	// introduction.
 	request(t, nt, 0, 1)
-	if op := orgExchange(t, nt, 1, 0, 'i', nil); op != 'r' {
-		t.Fatalf("the node asked for contact got %q for the introduction", op)
-	}
-	if op := orgExchange(t, nt, 1, 0, 'p', [][]byte{foreign}); op != 0 {
-		t.Fatalf("a push from a node asked for contact (not a contact yet) was answered %q", op)
-	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return orgExchange(t, nt, 1, 0, 'i', nil) == 'r' }, "the node asked for contact to get the introduction")
 
 	// A contact's pushes are read, up to a burst, then cut off.
 	befriend(t, nt, 0, 2)
@@ -354,11 +369,8 @@ func TestOrgProtocolRefusesStrangers(t *testing.T) {
 			limited++
 		}
 	}
-	if acked < 1 || limited < 50 {
+	if acked < 20 || limited < 50 {
 		t.Fatalf("a contact's 100 quick pushes: %d answered, %d cut off", acked, limited)
-	}
-	if got := counter(nt, 0, "parley_org_records_refused_total", "other_org"); got != float64(acked) {
-		t.Fatalf("other_org refusals %v, want one per push read (%d)", got, acked)
 	}
 }
 

@@ -191,9 +191,14 @@ func (m *Manager) handleInvite(s network.Stream) {
 		}
 		_ = writeCBORFrame(s, a)
 	}
-	// A peer the policy refuses is answered before its notice is read.
+	// A peer the policy refuses is answered before its notice is read;
+	// what it sends is then drained (up to a notice, for a second) so that
+	// closing the stream does not reset it before it reads the answer.
 	if err := m.cfg.Policy.Allowed(remote); err != nil {
 		answer(err)
+		_ = s.CloseWrite()
+		_ = s.SetReadDeadline(time.Now().Add(time.Second))
+		_, _ = io.Copy(io.Discard, io.LimitReader(s, maxInviteFrame))
 		return
 	}
 	var n inviteNotice

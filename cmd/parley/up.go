@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -182,14 +183,20 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		cfg.Reachability = file.Reachability
 	}
 
-	n, err := node.New(cfg)
-	if err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := n.Start(ctx); err != nil {
-		n.Close()
+	n, err := startNode(ctx, cfg)
+	if err != nil && f.loopback && !slices.Equal(listen, anyLoopback) && strings.Contains(err.Error(), "address already in use") {
+		// Its last ports were taken between the look and the listen: any
+		// free ones do.
+		slog.Info("the loopback node's last ports are taken; the system chooses others", "err", err)
+		cfg.ListenAddrs = nil
+		for _, s := range anyLoopback {
+			cfg.ListenAddrs = append(cfg.ListenAddrs, ma.StringCast(s))
+		}
+		n, err = startNode(ctx, cfg)
+	}
+	if err != nil {
 		return err
 	}
 	addrs := n.Addrs()
@@ -250,6 +257,22 @@ func parsePeerAddr(s string) (peer.AddrInfo, error) {
 	return *ai, nil
 }
 
+// startNode makes and starts a node of cfg.
+func startNode(ctx context.Context, cfg node.Config) (*node.Node, error) {
+	n, err := node.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// anyLoopback are loopback addresses on ports the system chooses.
+var anyLoopback = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
+
 // loopbackPorts is the file in the home that keeps the ports a --loopback
 // node listened on.
 const loopbackPorts = "loopback.ports"
@@ -281,6 +304,9 @@ func loopbackListen(home string) []string {
 				}
 			}
 		}
+	}
+	if tcp == 0 && udp == 0 {
+		return anyLoopback
 	}
 	return []string{fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", tcp), fmt.Sprintf("/ip4/127.0.0.1/udp/%d/quic-v1", udp)}
 }

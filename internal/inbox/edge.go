@@ -222,7 +222,9 @@ func (b *Inbox) byName(s string, agent identity.AgentName) (rooms.Info, error) {
 		return found[0], nil
 	case 0:
 		if left := b.rooms.LeftByName(s); len(left) > 0 {
-			return rooms.Info{}, b.outOf(left[0])
+			if err := b.outOf(left[0]); err != nil {
+				return rooms.Info{}, err
+			}
 		}
 		return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
 			"no room named %q on this node (parley_who, or `parley room list`, lists the rooms)", s)

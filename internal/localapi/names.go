@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // NameEntry is a node as people read it: its handle, and the name it shows
@@ -92,11 +94,19 @@ func (b NameBook) Text(s string) string {
 		return s
 	}
 	return addrPeer.ReplaceAllStringFunc(s, func(m string) string {
-		if n, ok := b[m[1:]]; ok {
+		if n, ok := b[m[1:]]; ok && addressable(n) {
 			return "@" + n
 		}
 		return m
 	})
+}
+
+// addressable reports whether a node's name can stand in an agent address
+// that is copied back (NAME@name): no space or '@' in it, and nothing that
+// reads as a peer ID, which a handle may be made to look like.
+func addressable(n string) bool {
+	return n != "" && !strings.ContainsFunc(n, func(r rune) bool { return r == '@' || unicode.IsSpace(r) }) &&
+		!strings.HasPrefix(n, "12D3Koo") && !strings.HasPrefix(n, "Qm")
 }
 
 // Peers returns the peer IDs after an @ in s.

@@ -835,15 +835,13 @@ func (s *Service) current() *table {
 		k := strings.ToLower(h)
 		t.byName[k] = append(t.byName[k], p)
 	}
-	// A node whose card this node keeps (a contact, a room member) is
-	// trusted with its handle; a requester's card or handle (anyone with a
-	// fresh key can ask) is not. When one trusted node shares its handle
-	// with untrusted ones, it keeps the bare handle, and they show with
-	// their tails: a stranger cannot rename a contact, nor look like it.
-	trusted := func(p peer.ID) bool {
-		_, kept := s.cards[p]
-		return kept || s.cfg.Wanted == nil || s.wanted[p]
-	}
+	// A node this node deals with now (a contact, a room member: Wanted)
+	// is trusted with its handle; a requester's card or handle (anyone
+	// with a fresh key can ask), or a card kept from before, is not. When
+	// one trusted node shares its handle with untrusted ones, it keeps the
+	// bare handle, and they show with their tails: a stranger cannot
+	// rename a contact, nor look like it.
+	trusted := func(p peer.ID) bool { return s.cfg.Wanted == nil || s.wanted[p] }
 	for k, ps := range t.byName {
 		if len(ps) == 1 {
 			t.name[ps[0]] = handles[ps[0]]

@@ -300,6 +300,31 @@ func TestRequesterRenamesNoContact(t *testing.T) {
 	if p, err := ns.Resolve(ns.Name(mallory)); err != nil || p != mallory {
 		t.Fatalf("Resolve(%s) = %s, %v; want the stranger", ns.Name(mallory), p, err)
 	}
+	// A node whose card was kept once (a room member then) that asks now
+	// under bob's handle renames him no more than a stranger does.
+	oldKey, _, _ := crypto.GenerateEd25519Key(nil)
+	old, _ := peer.IDFromPrivateKey(oldKey)
+	oldCard := func(h string, seq uint64) []byte {
+		w, err := discovery.SealNodeCard(oldKey, &discovery.NodeCard{Peer: old, Handle: h, Seq: seq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	l.set([]peer.ID{bob, old}, []peer.ID{mallory})
+	tick()
+	if err := ns.Learn(old, oldCard("olga", 1)); err != nil {
+		t.Fatal(err)
+	}
+	l.set([]peer.ID{bob}, []peer.ID{mallory, old})
+	tick()
+	if err := ns.Learn(old, oldCard("bob", 2)); err != nil {
+		t.Fatal(err)
+	}
+	tick()
+	if got := ns.Name(bob); got != "bob" {
+		t.Fatalf("the contact shows as %q once a node known before asks as bob", got)
+	}
 	// Once the stranger is a contact too, neither is the bare handle.
 	l.set([]peer.ID{bob, mallory}, nil)
 	tick()

@@ -122,9 +122,12 @@ type Service struct {
 
 	mu sync.Mutex // serialises ingest (read, compare, write)
 
-	limMu  sync.Mutex
-	limits map[peer.ID]*rate.Limiter // exchanges a peer may open
-	logs   *lograte.Limiter          // lines about records peers pushed
+	limMu     sync.Mutex
+	limits    map[peer.ID]*rate.Limiter // exchanges a peer may open
+	strangers *rate.Limiter             // exchanges all the peers this node does not know may open
+	memberSet map[peer.ID]bool          // the organisation's members at membersAt
+	membersAt time.Time
+	logs      *lograte.Limiter // lines about records peers pushed
 
 	refused *prometheus.CounterVec
 	auto    *prometheus.CounterVec
@@ -143,6 +146,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, self: cfg.Host.ID(), log: cfg.Logger,
 		limits: make(map[peer.ID]*rate.Limiter), logs: lograte.New(logsPerMinute),
+		strangers: rate.NewLimiter(strangerRate, strangerBurst),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_org_records_refused_total",
 			Help: "Organisation records refused, by reason (malformed, forged, other_org, stale, not_contact, rate_limited; on node cards also other_peer, expired, revoked).",
@@ -522,14 +526,37 @@ const (
 	// exchangeRate and exchangeBurst bound the exchanges one peer opens.
 	exchangeRate  = 2 // a second
 	exchangeBurst = 32
+	// strangerRate and strangerBurst bound the exchanges that peers this
+	// node does not know open, all of them together.
+	strangerRate  = 1 // a second
+	strangerBurst = 8
+	// strangerFrame bounds what such a peer may push at once.
+	strangerFrame = 16 << 10
 	// logsPerMinute bounds the lines about records peers pushed.
 	logsPerMinute = 20
 )
 
-// mayPush reports whether p may push records: an active contact, or a
-// member of this node's organisation.
-func (s *Service) mayPush(p peer.ID) bool {
-	return s.cfg.Contacts.Active(p) || s.IsMember(p)
+// known reports whether p is a peer this node deals with for its
+// organisation: an active contact, or a member of its organisation.
+func (s *Service) known(p peer.ID) bool {
+	if s.cfg.Contacts.Active(p) {
+		return true
+	}
+	now := s.cfg.Now()
+	s.limMu.Lock()
+	fresh := s.memberSet != nil && now.Sub(s.membersAt) < 5*time.Second
+	set := s.memberSet
+	s.limMu.Unlock()
+	if !fresh {
+		set = map[peer.ID]bool{}
+		for _, r := range s.Members() {
+			set[r.Subject] = true
+		}
+		s.limMu.Lock()
+		s.memberSet, s.membersAt = set, now
+		s.limMu.Unlock()
+	}
+	return set[p]
 }
 
 // allow reports whether p may open one more exchange now.
@@ -547,19 +574,27 @@ func (s *Service) allow(p peer.ID) bool {
 	return l.Allow()
 }
 
-// handle serves ProtocolID. Only a peer this node deals with is read:
-// records are taken from contacts and members of this node's
-// organisation, its introduction is given to them and to a node it asked
-// to be a contact (which decides by organisation trust). A stranger's
-// stream is reset unread, and counted (not_contact).
+// handle serves ProtocolID. Records are signed by their organisation, and
+// only this node's organisation's (and revocations of members met through
+// another) are kept, whoever pushes them: the node that publishes may be
+// a contact no longer. Peers this node does not know (not contacts, not
+// members) share a small budget of exchanges and push at most
+// strangerFrame at once, so they cannot make it check signatures without
+// end. Its introduction (membership and trusts) goes to contacts,
+// members, and nodes it asked to be contacts (which decide by
+// organisation trust); a stranger asking for it is refused (not_contact).
 func (s *Service) handle(st network.Stream) {
 	defer st.Close()
 	remote := st.Conn().RemotePeer()
-	push := s.mayPush(remote)
-	if !push && !s.cfg.Contacts.Requested(remote) {
-		s.refused.WithLabelValues("not_contact").Inc()
-		_ = st.Reset()
-		return
+	known := s.known(remote)
+	limit := maxFrame
+	if !known {
+		if !s.strangers.Allow() {
+			s.refused.WithLabelValues("rate_limited").Inc()
+			_ = st.Reset()
+			return
+		}
+		limit = strangerFrame
 	}
 	if !s.allow(remote) {
 		s.refused.WithLabelValues("rate_limited").Inc()
@@ -567,7 +602,7 @@ func (s *Service) handle(st network.Stream) {
 		return
 	}
 	_ = st.SetDeadline(time.Now().Add(20 * time.Second))
-	b, err := frame.Read(io.LimitReader(st, maxFrame+16), maxFrame)
+	b, err := frame.Read(io.LimitReader(st, int64(limit)+16), limit)
 	if err != nil || len(b) < 1 {
 		_ = st.Reset()
 		return
@@ -584,11 +619,6 @@ func (s *Service) handle(st network.Stream) {
 	var reply []byte
 	switch b[0] {
 	case opPush:
-		if !push {
-			s.refused.WithLabelValues("not_contact").Add(float64(len(recs)))
-			_ = st.Reset()
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if s.Mine() == nil {
 			// A first membership waits for the user, with the trusts
@@ -611,6 +641,11 @@ func (s *Service) handle(st network.Stream) {
 		body, _ := consent.EncodeOrgRecords(nil)
 		reply = append([]byte{opAck}, body...)
 	case opIntro:
+		if !known && !s.cfg.Contacts.Requested(remote) {
+			s.refused.WithLabelValues("not_contact").Inc()
+			_ = st.Reset()
+			return
+		}
 		body, err := consent.EncodeOrgRecords(s.introRecords())
 		if err != nil {
 			_ = st.Reset()

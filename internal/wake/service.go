@@ -519,6 +519,12 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			s.remove(st, r)
 			for _, is := range st.items {
 				is.handed = time.Time{} // the next route may try at once
+				if is.pasted {
+					// Pasted into a pane that is gone: the agent may not
+					// have read it, and a new pane of it may take it again.
+					is.pasted = false
+					delete(is.tried, localapi.WakeTerminal)
+				}
 			}
 			s.evaluate(ctx, agent)
 		})
