@@ -216,20 +216,28 @@ func TestSuffixesTellApart(t *testing.T) {
 	}
 }
 
-// TestRequesterCardOverKeptOne: a node known before (its card kept) that
-// asks to be a contact shows the newer card it hands over while it asks,
-// and its kept card again once it stops asking.
-func TestRequesterCardOverKeptOne(t *testing.T) {
+// listedService is a Service (not run) whose Wanted and Requesters are l's
+// lists, on a clock that tick moves on by 2 s (past the lists' cache).
+func listedService(t *testing.T) (ns *names.Service, l *lists, tick func()) {
+	t.Helper()
 	h, priv := hostAndKey(t)
-	l := &lists{}
+	l = &lists{}
 	now := time.Now()
 	var clock sync.Mutex
-	tick := func() { clock.Lock(); now = now.Add(2 * time.Second); clock.Unlock() }
+	tick = func() { clock.Lock(); now = now.Add(2 * time.Second); clock.Unlock() }
 	ns, err := names.New(names.Config{Host: h, Key: priv, Wanted: l.get(&l.wanted), Requesters: l.get(&l.asking),
 		Now: func() time.Time { clock.Lock(); defer clock.Unlock(); return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ns, l, tick
+}
+
+// TestRequesterCardOverKeptOne: a node known before (its card kept) that
+// asks to be a contact shows the newer card it hands over while it asks,
+// and its kept card again once it stops asking.
+func TestRequesterCardOverKeptOne(t *testing.T) {
+	ns, l, tick := listedService(t)
 	key, _, _ := crypto.GenerateEd25519Key(nil)
 	p, _ := peer.IDFromPrivateKey(key)
 	sealed := func(handle string, seq uint64) []byte {
@@ -265,16 +273,7 @@ func TestRequesterCardOverKeptOne(t *testing.T) {
 // handle (and resolves by it), while the stranger shows with its tail; two
 // kept nodes with one handle both show with their tails.
 func TestRequesterRenamesNoContact(t *testing.T) {
-	h, priv := hostAndKey(t)
-	l := &lists{}
-	now := time.Now()
-	var clock sync.Mutex
-	tick := func() { clock.Lock(); now = now.Add(2 * time.Second); clock.Unlock() }
-	ns, err := names.New(names.Config{Host: h, Key: priv, Wanted: l.get(&l.wanted), Requesters: l.get(&l.asking),
-		Now: func() time.Time { clock.Lock(); defer clock.Unlock(); return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, l, tick := listedService(t)
 	bob, bobCard := card(t, "bob")
 	mallory, malloryCard := card(t, "Bob")
 	l.set([]peer.ID{bob}, []peer.ID{mallory})
