@@ -587,9 +587,12 @@ func (s *Service) handle(st network.Stream) {
 	defer st.Close()
 	remote := st.Conn().RemotePeer()
 	known := s.known(remote)
+	// A node this node asked to be a contact asks for its introduction:
+	// it is not held to the strangers' budget.
+	requested := !known && s.cfg.Contacts.Requested(remote)
 	limit := maxFrame
 	if !known {
-		if !s.strangers.Allow() {
+		if !requested && !s.strangers.Allow() {
 			s.refused.WithLabelValues("rate_limited").Inc()
 			_ = st.Reset()
 			return
@@ -641,7 +644,7 @@ func (s *Service) handle(st network.Stream) {
 		body, _ := consent.EncodeOrgRecords(nil)
 		reply = append([]byte{opAck}, body...)
 	case opIntro:
-		if !known && !s.cfg.Contacts.Requested(remote) {
+		if !known && !requested {
 			s.refused.WithLabelValues("not_contact").Inc()
 			_ = st.Reset()
 			return
