@@ -29,7 +29,7 @@ func (a agentsAPI) addr(name string) string { return name + "@" + a.n.id.String(
 
 func (a agentsAPI) info(i agents.Info) localapi.AgentInfo {
 	return localapi.AgentInfo{Name: i.Name, Address: a.addr(i.Name), Role: i.Role, WorkingOn: i.WorkingOn,
-		Capabilities: orEmpty(i.Capabilities), Client: i.Client, Session: i.Session, State: i.State, LastSeen: i.LastSeen, Expires: i.Expires}
+		Capabilities: orEmpty(i.Capabilities), Client: i.Client, Session: i.Session, ClientPID: i.ClientPID, State: i.State, LastSeen: i.LastSeen, Expires: i.Expires}
 }
 
 func (a agentsAPI) Register(ctx context.Context, req localapi.RegisterAgentRequest) (localapi.AgentInfo, error) {
@@ -88,8 +88,14 @@ func (a agentsAPI) Find(ctx context.Context, q string) ([]localapi.CardView, err
 
 func (a agentsAPI) Session(ctx context.Context, req localapi.SessionRequest) (localapi.AgentInfo, error) {
 	i, err := a.n.agents.Session(ctx, agents.SessionRequest{Session: req.Session, Name: req.Name, Fallback: req.Fallback,
-		Client: req.Client, Role: req.Role, WorkingOn: req.WorkingOn, Capabilities: req.Capabilities, TTLSeconds: req.TTLSeconds})
+		Client: req.Client, ClientPID: req.ClientPID, Role: req.Role, WorkingOn: req.WorkingOn, Capabilities: req.Capabilities,
+		TTLSeconds: req.TTLSeconds})
 	return a.info(i), agentsError(err)
+}
+
+func (a agentsAPI) ByProcess(_ context.Context, req localapi.ProcessRequest) (localapi.ProcessAgents, error) {
+	pid, names := a.n.agents.ByProcess(req.PIDs)
+	return localapi.ProcessAgents{PID: pid, Agents: orEmpty(names)}, nil
 }
 
 // agentsErrors give agent errors an HTTP status and a code.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/install"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/procs"
 	"github.com/parley-mesh/parley/internal/termtext"
 )
 
@@ -36,8 +38,12 @@ func guardCmd(g *globals) *cobra.Command {
 		Use:   "guard",
 		Short: "Refuse a commit touching files another agent has claimed (the git pre-commit hook runs it)",
 		Long: `Checks the staged files against the project's board and fails when one of them is
-claimed by another agent: by an agent of another node, or, with --as (or $PARLEY_AGENT), by
-any agent but that one. Install it as a pre-commit hook with parley install git-guard.
+claimed by another agent. The agent committing is --as (or $PARLEY_AGENT), else the local
+agent whose client program (Claude Code, Codex, Gemini CLI: the process that started its
+parley mcp) runs the commit; its own claims do not count. A commit no agent's client runs
+(a person's, in a terminal of their own) counts every agent of this node as its own: it is
+refused over claims of other nodes' agents only.
+Install it as a pre-commit hook with parley install git-guard.
 To commit anyway: PARLEY_GUARD=off git commit ..., or git commit --no-verify. With no node
 running it says so and lets the commit through.`,
 		Args: cobra.NoArgs,
@@ -83,9 +89,23 @@ running it says so and lets the commit through.`,
 			if err != nil {
 				return err
 			}
+			// Without --as: the agents whose client program runs this
+			// commit (its nearest ancestor that started a parley mcp).
+			var by []string
+			if as == "" {
+				// Best effort: a node from before the route answers
+				// 404 or 405, and the commit is then anyone's, as
+				// before.
+				if r, err := c.AgentsByProcess(ctx, procs.Ancestors(os.Getpid())); err == nil {
+					by = r.Agents
+				}
+			}
 			reader := as
 			if reader == "" {
 				reader = human
+				if len(by) > 0 {
+					reader = by[0]
+				}
 			}
 			v, err := c.Board(ctx, reader, localapi.BoardRequest{Project: k, Paths: staged})
 			if err != nil {
@@ -94,8 +114,11 @@ running it says so and lets the commit through.`,
 			var theirs []localapi.Claim
 			for _, h := range v.Claims {
 				mine := strings.HasSuffix(h.Holder, "@"+id.PeerID)
-				if as != "" {
+				switch {
+				case as != "":
 					mine = h.Holder == as+"@"+id.PeerID
+				case len(by) > 0:
+					mine = slices.ContainsFunc(by, func(a string) bool { return h.Holder == a+"@"+id.PeerID })
 				}
 				if !mine {
 					theirs = append(theirs, h)
@@ -106,7 +129,14 @@ running it says so and lets the commit through.`,
 			}
 			w := cmd.ErrOrStderr()
 			book := nameBook(ctx, c)
-			fmt.Fprintln(w, "parley guard: this commit touches files another agent has claimed:")
+			switch {
+			case as != "":
+				fmt.Fprintf(w, "parley guard: this commit, %s's, touches files another agent has claimed:\n", termtext.Line(as))
+			case len(by) > 0:
+				fmt.Fprintf(w, "parley guard: this commit, run by the client of %s, touches files another agent has claimed:\n", termtext.Line(strings.Join(by, ", ")))
+			default:
+				fmt.Fprintln(w, "parley guard: this commit touches files another agent has claimed:")
+			}
 			for _, h := range theirs {
 				fmt.Fprintf(w, "  %s — %s until %s: %q\n", termtext.Line(h.Path), termtext.Line(book.Agent(h.Holder)), h.Expires.Local().Format(time.DateTime), h.Note)
 			}
@@ -114,7 +144,7 @@ running it says so and lets the commit through.`,
 			return errors.New("commit refused by parley guard")
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", "", "the agent committing: its own claims do not count (default $PARLEY_AGENT; none: every agent of this node)")
+	cmd.Flags().StringVar(&as, "as", "", "the agent committing: its own claims do not count (default $PARLEY_AGENT, else the agent whose client runs the commit; none: every agent of this node)")
 	cmd.Flags().StringVar(&key, "project", "", "project key (default: the git repository around the working folder)")
 	return cmd
 }

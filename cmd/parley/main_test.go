@@ -22,6 +22,9 @@ import (
 var parleyBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeClientEnv) != "" {
+		os.Exit(runFakeClient())
+	}
 	if b := os.Getenv("PARLEY_TEST_BIN"); b != "" {
 		// A binary built elsewhere, e.g. without -race to measure the
 		// floods' memory as a user's node has it.

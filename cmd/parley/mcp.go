@@ -62,7 +62,7 @@ else CODEX_THREAD_ID; the same key is the same agent, with its cursors.`,
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: client, Project: project, Logger: log,
-				Channel: client == "claude-code"})
+				Channel: client == "claude-code", ClientPID: clientPID()})
 			err = srv.Run(cmd.Context(), &mcp.LineTransport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Logger: log})
 			if err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "EOF") {
 				return err
@@ -89,6 +89,16 @@ func detectClient() string {
 		return "opencode"
 	}
 	return "mcp"
+}
+
+// clientPID is the process that started this MCP server: the agent's
+// client program, which also runs the agent's shell commands (0 when this
+// process was left to init).
+func clientPID() int {
+	if p := os.Getppid(); p > 1 {
+		return p
+	}
+	return 0
 }
 
 func detectSession() string {

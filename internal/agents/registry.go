@@ -32,6 +32,7 @@ type local struct {
 	Caps      []string
 	Client    string
 	Session   string
+	ClientPID int // the client program's process, 0 if not known
 	State     discovery.State
 	LastSeen  time.Time
 	TTL       time.Duration
@@ -49,7 +50,7 @@ func (a *local) sameCard(b *local) bool {
 func (a *local) info() Info {
 	return Info{
 		Name: string(a.Name), Role: a.Role, WorkingOn: a.WorkingOn, Capabilities: orEmpty(a.Caps),
-		Client: a.Client, Session: a.Session, State: string(a.State),
+		Client: a.Client, Session: a.Session, ClientPID: a.ClientPID, State: string(a.State),
 		LastSeen: jsonTime(a.LastSeen), Expires: jsonTime(a.expires()),
 	}
 }
@@ -217,10 +218,13 @@ func newLocal(priv crypto.PrivKey, self peer.ID, req RegisterRequest, defTTL tim
 	if err := checkSession(req.Session); err != nil {
 		return nil, err
 	}
+	if req.ClientPID < 0 {
+		return nil, fmt.Errorf("%w: client_pid %d is negative", ErrBadInput, req.ClientPID)
+	}
 	a := &local{
 		Name: name, Role: strings.TrimSpace(req.Role), WorkingOn: strings.TrimSpace(req.WorkingOn),
 		Caps: normCaps(req.Capabilities), Client: strings.TrimSpace(req.Client), Session: req.Session,
-		State: discovery.StateIdle, LastSeen: now, TTL: ttl,
+		ClientPID: req.ClientPID, State: discovery.StateIdle, LastSeen: now, TTL: ttl,
 	}
 	if err := checkAgent(priv, self, a); err != nil {
 		return nil, err
@@ -269,6 +273,7 @@ type record struct {
 	Caps      []string `json:"caps,omitempty"`
 	Client    string   `json:"client,omitempty"`
 	Session   string   `json:"session,omitempty"`
+	ClientPID int      `json:"client_pid,omitempty"`
 	State     string   `json:"state"`
 	LastSeen  int64    `json:"last_seen_ms"`
 	TTL       int64    `json:"ttl_ms"`
@@ -277,7 +282,7 @@ type record struct {
 func (a *local) marshal() []byte {
 	b, _ := json.Marshal(record{
 		Name: string(a.Name), Role: a.Role, WorkingOn: a.WorkingOn, Caps: a.Caps, Client: a.Client,
-		Session: a.Session, State: string(a.State), LastSeen: a.LastSeen.UnixMilli(), TTL: a.TTL.Milliseconds(),
+		Session: a.Session, ClientPID: a.ClientPID, State: string(a.State), LastSeen: a.LastSeen.UnixMilli(), TTL: a.TTL.Milliseconds(),
 	})
 	return b
 }
@@ -301,7 +306,7 @@ func unmarshalLocal(priv crypto.PrivKey, self peer.ID, b []byte) (*local, error)
 	}
 	a := &local{
 		Name: name, Role: r.Role, WorkingOn: r.WorkingOn, Caps: r.Caps, Client: r.Client, Session: r.Session,
-		State: st, LastSeen: time.UnixMilli(r.LastSeen), TTL: time.Duration(r.TTL) * time.Millisecond,
+		ClientPID: max(r.ClientPID, 0), State: st, LastSeen: time.UnixMilli(r.LastSeen), TTL: time.Duration(r.TTL) * time.Millisecond,
 	}
 	if err := checkSession(a.Session); err != nil {
 		return nil, err

@@ -528,6 +528,31 @@ func (s *Service) List() []Info {
 	return out
 }
 
+// ByProcess returns the live agents whose client program is a process of
+// pids (a process's ancestry, nearest first: procs.Ancestors), taking the
+// first of pids that is any live agent's client, and that process. An
+// agent client starts its MCP server and its tools' shell commands, so a
+// command's nearest ancestor that is a client is the client that ran it;
+// one client may serve several agents (a Codex thread each). Nothing
+// matches: 0 and no names.
+func (s *Service) ByProcess(pids []int) (pid int, names []string) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	by := make(map[int][]string)
+	for _, a := range s.reg.list(now) {
+		if a.ClientPID > 0 {
+			by[a.ClientPID] = append(by[a.ClientPID], string(a.Name))
+		}
+	}
+	for _, p := range pids {
+		if ns := by[p]; len(ns) > 0 {
+			return p, ns // sorted: the registry lists by name
+		}
+	}
+	return 0, nil
+}
+
 // sweepLoop removes each agent at its expiry.
 func (s *Service) sweepLoop() {
 	t := time.NewTimer(0)

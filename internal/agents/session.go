@@ -20,6 +20,7 @@ type SessionRequest struct {
 	Name         string // rename the session's agent
 	Fallback     string
 	Client       string
+	ClientPID    int // the client program's process on this machine, 0 if not known
 	Role         *string
 	WorkingOn    *string
 	Capabilities *[]string
@@ -119,7 +120,7 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 	}
 	reg := func(name string) (Info, error) {
 		return s.Register(ctx, RegisterRequest{Name: name, Role: p.Role, WorkingOn: p.WorkingOn, Capabilities: p.Capabilities,
-			Client: p.Client, Session: req.Session, TTLSeconds: req.TTLSeconds})
+			Client: p.Client, Session: req.Session, ClientPID: req.ClientPID, TTLSeconds: req.TTLSeconds})
 	}
 	var info Info
 	switch {

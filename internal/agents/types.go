@@ -14,6 +14,7 @@ type RegisterRequest struct {
 	Capabilities []string `json:"capabilities,omitempty"` // each 1–64 of [a-z0-9._-] once lower-cased
 	Client       string   `json:"client,omitempty"`       // e.g. "claude-code", one line, ≤ 64 bytes
 	Session      string   `json:"session,omitempty"`      // the client's session ID, ≤ 256 bytes
+	ClientPID    int      `json:"client_pid,omitempty"`   // the client program's process on this machine, if known
 	TTLSeconds   int      `json:"ttl_seconds,omitempty"`  // 0: the node's default (60 s)
 }
 
@@ -32,6 +33,7 @@ type Info struct {
 	Capabilities []string  `json:"capabilities"`
 	Client       string    `json:"client"`
 	Session      string    `json:"session"`
+	ClientPID    int       `json:"client_pid,omitempty"`
 	State        string    `json:"state"`
 	LastSeen     time.Time `json:"last_seen"`
 	Expires      time.Time `json:"expires"` // when it is swept without a heartbeat

@@ -17,6 +17,9 @@ type Agents interface {
 	// Session binds a client's session to an agent and registers it with
 	// the card the session had, updated by req.
 	Session(ctx context.Context, req SessionRequest) (AgentInfo, error)
+	// ByProcess names the live agents whose client program runs a
+	// process (ProcessRequest: the process and its ancestors).
+	ByProcess(ctx context.Context, req ProcessRequest) (ProcessAgents, error)
 }
 
 // HandleAgents adds the agent endpoints:
@@ -28,6 +31,7 @@ type Agents interface {
 //	GET    /v1/agents                  → [AgentInfo] (local agents)
 //	GET    /v1/who                     → [WhoEntry] (local agents, then contacts' live agents)
 //	GET    /v1/find?q=QUERY            → [CardView] ([] when nothing is found)
+//	POST   /v1/agents/by-process       ProcessRequest → ProcessAgents (the agents whose client runs a process)
 func (s *Server) HandleAgents(a Agents) {
 	withBody(s, "POST /v1/sessions", false, func(r *http.Request, req SessionRequest) (AgentInfo, error) {
 		return a.Session(r.Context(), req)
@@ -40,6 +44,12 @@ func (s *Server) HandleAgents(a Agents) {
 	})
 	noBody(s, "DELETE /v1/agents/{name}", func(r *http.Request) (struct{}, error) {
 		return struct{}{}, a.Unregister(r.Context(), r.PathValue("name"))
+	})
+	withBody(s, "POST /v1/agents/by-process", false, func(r *http.Request, req ProcessRequest) (ProcessAgents, error) {
+		if len(req.PIDs) > MaxProcessChain {
+			return ProcessAgents{}, BadRequest("%d processes named, at most %d", len(req.PIDs), MaxProcessChain)
+		}
+		return a.ByProcess(r.Context(), req)
 	})
 	noBody(s, "GET /v1/agents", func(r *http.Request) ([]AgentInfo, error) { return orEmpty(a.List(r.Context())), nil })
 	noBody(s, "GET /v1/who", func(r *http.Request) ([]WhoEntry, error) { return orEmpty(a.Who(r.Context())), nil })
@@ -59,6 +69,13 @@ func agentPath(name, rest string) (string, error) {
 func (c *Client) Session(ctx context.Context, req SessionRequest) (AgentInfo, error) {
 	var v AgentInfo
 	return v, c.do(ctx, "POST", "/v1/sessions", req, &v)
+}
+
+// AgentsByProcess names the live local agents whose client program is the
+// nearest of pids (a process and its ancestors) that is any agent's client.
+func (c *Client) AgentsByProcess(ctx context.Context, pids []int) (ProcessAgents, error) {
+	var v ProcessAgents
+	return v, c.do(ctx, "POST", "/v1/agents/by-process", ProcessRequest{PIDs: pids}, &v)
 }
 
 // RegisterAgent registers (or updates) a local agent.

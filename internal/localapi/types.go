@@ -96,6 +96,7 @@ type SessionRequest struct {
 	Name         string    `json:"name,omitempty"`         // rename the session's agent
 	Fallback     string    `json:"fallback,omitempty"`     // the name of a new session (made unique)
 	Client       string    `json:"client,omitempty"`       // the client program, e.g. "claude-code"
+	ClientPID    int       `json:"client_pid,omitempty"`   // the client program's process on this machine (the MCP server's parent)
 	Role         *string   `json:"role,omitempty"`         // one line
 	WorkingOn    *string   `json:"working_on,omitempty"`   // one line, contacts only
 	Capabilities *[]string `json:"capabilities,omitempty"` // replaces the list
@@ -111,9 +112,28 @@ type AgentInfo struct {
 	Capabilities []string  `json:"capabilities"`
 	Client       string    `json:"client"`
 	Session      string    `json:"session"`
+	ClientPID    int       `json:"client_pid,omitempty"` // the client program's process, when its MCP server said
 	State        string    `json:"state"`
 	LastSeen     time.Time `json:"last_seen"`
 	Expires      time.Time `json:"expires"` // when it is swept without a heartbeat
+}
+
+// ProcessRequest names a process and its ancestors, nearest first
+// (procs.Ancestors of a command's own process), to learn which local
+// agent's client runs it.
+type ProcessRequest struct {
+	PIDs []int `json:"pids"` // at most MaxProcessChain
+}
+
+// MaxProcessChain is the most PIDs a ProcessRequest may name.
+const MaxProcessChain = 64
+
+// ProcessAgents are the live local agents whose client program is PID, the
+// first process of a ProcessRequest that is any agent's client; none: PID 0
+// and no agents.
+type ProcessAgents struct {
+	PID    int      `json:"pid"`
+	Agents []string `json:"agents"`
 }
 
 // WhoEntry is a live agent, local or a contact's.

@@ -32,6 +32,10 @@ type Config struct {
 	// Project is the project folder; its base name is part of the default
 	// agent name.
 	Project string
+	// ClientPID is the client program's process on this machine (the MCP
+	// server's parent), 0 if not known: the git guard finds the agent that
+	// commits by it (the client runs the agent's shell commands too).
+	ClientPID int
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Channel declares Claude Code's claude/channel capability and pushes
@@ -100,6 +104,7 @@ func (s *Server) sessionOf(thread string) string {
 func (s *Server) bind(ctx context.Context, thread string, req localapi.SessionRequest) (localapi.AgentInfo, error) {
 	req.Session = s.sessionOf(thread)
 	req.Client = s.cfg.ClientName
+	req.ClientPID = s.cfg.ClientPID
 	req.TTLSeconds = int(3 * s.cfg.HeartbeatEvery / time.Second)
 	if thread == "" {
 		req.Fallback = DefaultAgentName(s.cfg.ClientName, s.cfg.Project)
