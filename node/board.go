@@ -106,16 +106,27 @@ func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardReq
 	if err != nil {
 		return localapi.BoardView{}, boardError(err)
 	}
+	// Claims matter once two parties work here: the live sessions and
+	// whoever holds a claim (a person, an agent whose session ended).
+	alive := b.alive(ctx, v.Rooms)
+	parties := map[string]bool{}
+	for _, a := range alive {
+		parties[a] = true
+	}
+	for _, h := range v.Claims {
+		parties[h.Holder] = true
+	}
 	if len(req.Paths) > 0 {
 		v.Claims = slices.DeleteFunc(v.Claims, func(h board.Held) bool {
 			return !slices.ContainsFunc(req.Paths, func(p string) bool { return board.Overlap(h.Path, p) })
 		})
 	}
-	out := localapi.BoardView{Project: v.Project, Rooms: v.Rooms, Claims: apiClaims(v.Claims), Alive: b.alive(ctx, v.Rooms)}
-	switch len(out.Alive) {
-	case 0:
+	out := localapi.BoardView{Project: v.Project, Rooms: v.Rooms, Claims: apiClaims(v.Claims), Alive: alive}
+	switch {
+	case len(parties) > 1:
+	case len(alive) == 0:
 		out.Note = "no agent session is alive in this project: claims are optional overhead until two are"
-	case 1:
+	default:
 		out.Note = "only one agent session is alive in this project: claims are optional overhead until another one comes"
 	}
 	return out, b.take(ctx, agent, req.Take, &out.Pending)

@@ -41,8 +41,9 @@ func agentRegisterCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "register NAME",
 		Short: "Register an agent on this node (or update it)",
-		Long: `Register an agent on this node, or update one this CLI registered. NAME is 1–64 of
-a-z, 0-9, '.', '_', '-'. The registration outlives this command: it lasts --ttl (1h by
+		Long: `Register an agent on this node, or update one this CLI registered: an update changes
+only what its flags give (--cap replaces the list). NAME is 1–64 of a-z, 0-9, '.', '_', '-'
+(capitals are taken as lower case). The registration outlives this command: it lasts --ttl (1h by
 default) unless renewed with ` + "`parley agent heartbeat`" + `, and is gone at once with
 ` + "`parley agent unregister`" + `.`,
 		Example: `  parley agent register reviewer --role "code review" --cap go --cap rust --working-on "PR 12"`,
@@ -53,11 +54,41 @@ default) unless renewed with ` + "`parley agent heartbeat`" + `, and is gone at 
 			}
 			req.Name = args[0]
 			req.TTLSeconds = int(ttl / time.Second)
+			fl := cmd.Flags()
+			updated := false
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.AgentInfo, error) {
+				// An update keeps what its flags do not give: the node
+				// takes a registration whole.
+				as, err := c.Agents(ctx)
+				if err != nil {
+					return localapi.AgentInfo{}, err
+				}
+				for _, a := range as {
+					if a.Name != strings.ToLower(strings.TrimSpace(req.Name)) || a.Session != req.Session {
+						continue
+					}
+					updated = true
+					if !fl.Changed("role") {
+						req.Role = a.Role
+					}
+					if !fl.Changed("working-on") {
+						req.WorkingOn = a.WorkingOn
+					}
+					if !fl.Changed("cap") {
+						req.Capabilities = a.Capabilities
+					}
+					if !fl.Changed("client") {
+						req.Client = a.Client
+					}
+				}
 				return c.RegisterAgent(ctx, req)
 			}, func(w io.Writer, v localapi.AgentInfo) {
-				fmt.Fprintf(w, "agent %s registered (%s) until %s; find it with `parley find %s`\n",
-					v.Name, v.State, v.Expires.Local().Format(time.RFC3339), v.Name)
+				verb := "registered"
+				if updated {
+					verb = "updated"
+				}
+				fmt.Fprintf(w, "agent %s %s (%s) until %s; find it with `parley find %s`\n",
+					v.Name, verb, v.State, v.Expires.Local().Format(time.RFC3339), v.Name)
 			})
 		},
 	}

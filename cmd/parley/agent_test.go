@@ -113,6 +113,12 @@ func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
 	if out, _, code := run(t, "--home", homeC, "agent", "list"); code != 0 || !strings.Contains(out, "fixing the parser") {
 		t.Fatalf("agent list: %q", out)
 	}
+	// An update changes what its flags give and keeps the rest.
+	runJSON(t, &reg, "--home", homeC, "agent", "register", "coder", "--working-on", "fixing the lexer", "--ttl", "60s")
+	if reg.Role != "code review" || !slices.Equal(reg.Capabilities, []string{"golang"}) || reg.WorkingOn != "fixing the lexer" {
+		t.Fatalf("the update lost what it did not change: %+v", reg)
+	}
+	runJSON(t, &reg, "--home", homeC, "agent", "register", "coder", "--working-on", "fixing the parser", "--ttl", "60s")
 
 	// A finds it by capability and by name, through the DHT.
 	for _, q := range []string{"cap:golang", "coder", "handle:carol"} {

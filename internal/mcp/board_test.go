@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-mesh/parley/node/nodetest"
 )
@@ -66,5 +67,16 @@ func TestMCPBoard(t *testing.T) {
 	out, _ = call(t, b, "parley_board", map[string]any{"project": key, "history": true, "path": "api/user.go"})
 	if h := out["history"].([]any); len(h) != 3 {
 		t.Fatalf("history: %v", out)
+	}
+	// Alpha's session ends; its new claim stands, so the board is not
+	// beta's alone and claims are no overhead.
+	call(t, a, "parley_claim", map[string]any{"paths": []string{"docs/*.md"}, "note": "docs pass", "project": key})
+	a.Close()
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _ = call(t, b, "parley_board", map[string]any{"project": key})
+		return len(out["alive"].([]any)) == 1
+	}, "alpha's session to end")
+	if out["note"] != nil || len(out["claims"].([]any)) != 2 {
+		t.Fatalf("a board with alpha's and beta's claims and one session alive: %v", out)
 	}
 }
