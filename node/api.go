@@ -12,6 +12,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
 )
 
@@ -67,7 +68,22 @@ func (b apiBackend) Status() localapi.Status {
 		PubSubPeer:   len(n.ps.ListPeers("")),
 		MDNS:         n.cfg.MDNS,
 		Unreached:    unreachedTotal(n),
+		HumanOwed:    humanOwed(n),
 	}
+}
+
+// humanOwed counts the asks and invitations the node's human owes.
+func humanOwed(n *Node) int {
+	if n.inbox == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+	defer cancel()
+	owed, err := n.inbox.Owed(ctx, string(identity.HumanAgent))
+	if err != nil {
+		return 0
+	}
+	return len(owed)
 }
 
 func (b apiBackend) Peers() []localapi.Peer {

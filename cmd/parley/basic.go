@@ -63,6 +63,10 @@ func statusCmd(g *globals) *cobra.Command {
 					if v.StoreProblem != "" {
 						fmt.Fprintf(w, "STORE REFUSING WRITES: %s\n", termtext.Line(v.StoreProblem))
 					}
+					if v.HumanOwed > 0 {
+						fmt.Fprintf(w, "waiting for you: %d %s (parley inbox shows %s)\n", v.HumanOwed,
+							plural(v.HumanOwed, "ask or invitation", "asks and invitations"), plural(v.HumanOwed, "it", "them"))
+					}
 					if v.Unreached > 0 {
 						fmt.Fprintf(w, "agents not reached: %d owed items were not read in time (parley who marks the agents)\n", v.Unreached)
 					}

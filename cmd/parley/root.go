@@ -38,7 +38,7 @@ func newRoot() *cobra.Command {
 		upCmd(g),
 		idCmd(g), statusCmd(g), peersCmd(g), connectCmd(g), downCmd(g),
 		claimCmd(g), releaseCmd(g), boardCmd(g), guardCmd(g), worktreeCmd(g),
-		roomCmd(g), invitesCmd(g), mcpCmd(g), contactCmd(g), orgCmd(g), agentCmd(g), whoCmd(g), findCmd(g), auditCmd(g), uiCmd(g), usageCmd(g),
+		roomCmd(g), invitesCmd(g), inboxCmd(g), mcpCmd(g), contactCmd(g), orgCmd(g), agentCmd(g), whoCmd(g), findCmd(g), auditCmd(g), uiCmd(g), usageCmd(g),
 	)
 	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g), hookCmd(g), runCmd(g), codexCmd(g))
 	return root

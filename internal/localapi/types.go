@@ -41,6 +41,9 @@ type Status struct {
 	// Unreached counts owed items (asks, invitations) no wake-up route got
 	// its agent to read in time: the human should look (parley who).
 	Unreached int `json:"unreached"`
+	// HumanOwed counts the asks and invitations waiting for this node's
+	// human (parley inbox lists them).
+	HumanOwed int `json:"human_owed"`
 	// StoreProblem says why the node's database refuses writes, when it
 	// does: a failed write (restart the node) or a nearly full disk.
 	StoreProblem string `json:"store_problem,omitempty"`

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
+)
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func inboxCmd(g *globals) *cobra.Command {
+	var as string
+	var take bool
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "inbox",
+		Short: "What waits for you: asks to answer, invitations, replies, unread messages",
+		Long: `Lists what the agent (--as, default human: you) has yet to see, as an agent's
+parley_read does: the asks it owes (each with the command that answers it), invitations,
+replies to its asks, unread messages and board notices. Nothing is marked as seen unless
+--take is given; an ask stays until it is answered. --wait waits for something new first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if wait < 0 || wait > localapi.MaxWait {
+				return fmt.Errorf("--wait %s: use 0 to %s", wait, localapi.MaxWait)
+			}
+			var book localapi.NameBook
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Pending, error) {
+				book = nameBook(ctx, c)
+				if wait > 0 {
+					return c.Wait(ctx, as, localapi.WaitRequest{Seconds: wait.Seconds(), Take: take})
+				}
+				if take {
+					return c.Take(ctx, as)
+				}
+				return c.Peek(ctx, as)
+			}, func(w io.Writer, v localapi.Pending) { printPending(w, v, book) })
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent whose inbox to show")
+	cmd.Flags().BoolVar(&take, "take", false, "mark what is shown as seen (asks stay until answered)")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for something new (at most 50s)")
+	return cmd
+}
+
+// printPending prints an agent's pending items, each with what to do
+// about it, and the unread messages left unlisted.
+func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook) {
+	if len(v.Items) == 0 && len(v.MoreUnread) == 0 {
+		fmt.Fprintln(w, "nothing waits for you")
+		return
+	}
+	agent := func(a string) string { return termtext.Line(book.Agent(a)) }
+	short := func(id string) string { return id[:min(8, len(id))] }
+	room := func(it localapi.Item) string {
+		if it.RoomName != "" {
+			return fmt.Sprintf("%q", termtext.Line(it.RoomName))
+		}
+		return short(it.Room)
+	}
+	text := func(s string) string { return termtext.Lines(book.Text(strings.TrimRight(s, "\n"))) }
+	for _, it := range v.Items {
+		ts := time.UnixMilli(it.Time).Local().Format("15:04:05")
+		switch it.Kind {
+		case "ask":
+			fmt.Fprintf(w, "%s ASK %s from %s in %s: %s\n", ts, short(it.ID), agent(it.From), room(it), text(it.Text))
+			fmt.Fprintf(w, "    answer: parley room say %s \"…\" --reply-to %s\n", it.Room, it.ID)
+		case "reminder":
+			fmt.Fprintf(w, "%s ASK %s from %s in %s still waits for your answer: %s\n", ts, short(it.ID), agent(it.From), room(it), text(it.Text))
+			fmt.Fprintf(w, "    answer: parley room say %s \"…\" --reply-to %s\n", it.Room, it.ID)
+		case "invitation":
+			fmt.Fprintf(w, "%s INVITATION from %s to %s", ts, agent(it.From), room(it))
+			if it.Purpose != "" {
+				fmt.Fprintf(w, " (purpose: %s)", termtext.Line(it.Purpose))
+			}
+			fmt.Fprintln(w)
+			if len(it.Members) > 0 {
+				names := make([]string, len(it.Members))
+				for i, m := range it.Members {
+					names[i] = agent(m)
+				}
+				fmt.Fprintf(w, "    in it: %s\n", strings.Join(names, ", "))
+			}
+			fmt.Fprintf(w, "    read it: parley room log %s; leave it: parley room leave %s\n", it.Room, it.Room)
+		case "reply":
+			fmt.Fprintf(w, "%s REPLY from %s in %s to your ask %s: %s\n", ts, agent(it.From), room(it), short(it.ReplyTo), text(it.Text))
+		case "message":
+			to := ""
+			if it.To != "" {
+				to = " → " + agent(it.To)
+			}
+			fmt.Fprintf(w, "%s %s %s%s in %s: %s\n", ts, short(it.ID), agent(it.From), to, room(it), text(it.Text))
+		default: // board notices and what later versions add
+			paths := ""
+			if len(it.Paths) > 0 {
+				paths = " (" + termtext.Line(strings.Join(it.Paths, ", ")) + ")"
+			}
+			fmt.Fprintf(w, "%s %s%s: %s\n", ts, strings.ToUpper(strings.ReplaceAll(it.Kind, "_", " ")), paths, text(it.Text))
+		}
+	}
+	for _, r := range v.MoreUnread {
+		name := r.Room
+		if r.RoomName != "" {
+			name = fmt.Sprintf("%q", termtext.Line(r.RoomName))
+		}
+		fmt.Fprintf(w, "%d more unread in %s (parley room log %s)\n", r.Count, name, r.Room)
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// TestInboxShowsTheHumanItsAsks: an agent asks this node's human; parley
+// status says something waits, parley inbox lists the ask with the
+// command that answers it, and that command's answer reaches the agent,
+// after which the ask is gone from the inbox.
+func TestInboxShowsTheHumanItsAsks(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	if out, _, code := run(t, "--home", home, "inbox"); code != 0 || !strings.Contains(out, "nothing waits for you") {
+		t.Fatalf("an empty inbox: %d %q", code, out)
+	}
+	cs := mcpClient(t, home, "asker")
+	type answer struct {
+		text string
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "parley_ask",
+			Arguments: map[string]any{"to": "human", "text": "may I drop the old API?", "wait_seconds": 50}})
+		a := answer{err: err}
+		if res != nil {
+			for _, c := range res.Content {
+				if tc, ok := c.(*sdk.TextContent); ok {
+					a.text += tc.Text
+				}
+			}
+		}
+		got <- a
+	}()
+
+	var out string
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, _ = run(t, "--home", home, "status")
+		return strings.Contains(out, "waiting for you: 1 ask or invitation")
+	}, "status to say an ask waits")
+	out, errs, code := run(t, "--home", home, "inbox")
+	m := regexp.MustCompile(`answer: parley room say (\S+) "…" --reply-to (\S+)`).FindStringSubmatch(out)
+	if code != 0 || !strings.Contains(out, "ASK") || !strings.Contains(out, "may I drop the old API?") || m == nil {
+		t.Fatalf("the inbox: %d %q %s", code, out, errs)
+	}
+	if _, errs, code := run(t, "--home", home, "room", "say", m[1], "yes, after the release", "--reply-to", m[2]); code != 0 {
+		t.Fatalf("the answer: %s", errs)
+	}
+	select {
+	case a := <-got:
+		if a.err != nil || !strings.Contains(a.text, "yes, after the release") {
+			t.Fatalf("the agent's ask: %v %q", a.err, a.text)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the agent's ask did not return")
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, _ = run(t, "--home", home, "inbox")
+		return !strings.Contains(out, "ASK")
+	}, "the answered ask to leave the inbox")
+	if out, _, _ := run(t, "--home", home, "status"); strings.Contains(out, "waiting for you") {
+		t.Fatalf("status after the answer: %s", out)
+	}
+}
