@@ -55,6 +55,9 @@ type Config struct {
 	// RoomTrace, when set, is told when room events pass the stages of
 	// their way through the node (rooms.TraceFunc); for measurements.
 	RoomTrace rooms.TraceFunc
+	// RoomClock dates this node's room events; nil: time.Now. (Tests set a
+	// clock that is wrong or steps back.)
+	RoomClock func() time.Time
 	// GossipTracer, when set, is given GossipSub's events (its raw
 	// tracer, beside the node's own); for measurements.
 	GossipTracer pubsub.RawTracer

@@ -276,6 +276,7 @@ func (n *Node) start(ctx context.Context) error {
 		SyncInterval:  n.cfg.SyncInterval,
 		OwnEventsWait: n.cfg.OwnEventsWait,
 		Trace:         n.cfg.RoomTrace,
+		Now:           n.cfg.RoomClock,
 	})
 	if err != nil {
 		return err

@@ -62,7 +62,18 @@ type Config struct {
 	// ahead when none is (an offline node). Zero means DefaultOwnEventsWait;
 	// negative: no wait.
 	OwnEventsWait time.Duration
+	// Now is the clock this node's events are dated by; nil: time.Now.
+	// (Tests set it to a clock that is wrong, or that steps back.)
+	Now func() time.Time
 }
+
+// MaxStepBack is how far the clock may step back between two of this
+// node's events of a room for the later one to be dated just after the
+// earlier all the same: a release dated before the claim it ends (NTP
+// moved the clock back between the two) would end nothing, on every node.
+// A clock set back by more than that (it was wrong by that much) dates
+// events by itself again.
+const MaxStepBack = time.Hour
 
 // DefaultOwnEventsWait is the default Config.OwnEventsWait.
 const DefaultOwnEventsWait = 10 * time.Second
@@ -163,6 +174,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.SyncInterval == 0 {
 		cfg.SyncInterval = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.OwnEventsWait == 0 {
 		cfg.OwnEventsWait = DefaultOwnEventsWait

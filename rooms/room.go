@@ -130,6 +130,10 @@ type room struct {
 	// (namesAdmit).
 	founded      int64
 	foundedKnown bool
+	// lastOwn is this node's latest event's seq and time, once known
+	// (stamp). Its caller holds procMu.
+	lastOwnSeq  uint64
+	lastOwnTime int64
 	// batchEvents are the events the batch in process stored, not yet
 	// written: hasAncestor walks them as it walks the store.
 	batchEvents map[ID]*Event
@@ -1142,6 +1146,31 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	tx.arrivals = append(tx.arrivals, r.arrivals)
 }
 
+// stamp is the time of this node's event seq: the clock's, or just after
+// the node's previous event's when the clock stepped back since, by less
+// than MaxStepBack. Its caller holds procMu.
+func (r *room) stamp(seq uint64) int64 {
+	now := r.m.cfg.Now().UnixMilli()
+	if seq <= 1 {
+		return now
+	}
+	if r.lastOwnSeq != seq-1 {
+		idb, ok, err := r.m.cfg.Store.Lookup(schema.RoomAuthorSeq(string(r.id), []byte(r.m.self), seq-1))
+		if err != nil || !ok || len(idb) != len(ID{}) {
+			return now
+		}
+		e, _, err := r.m.readEvent(r.id, ID(idb))
+		if err != nil {
+			return now
+		}
+		r.lastOwnSeq, r.lastOwnTime = seq-1, e.Time
+	}
+	if prev := r.lastOwnTime; prev >= now && prev-now < MaxStepBack.Milliseconds() {
+		return prev + 1
+	}
+	return now
+}
+
 // author creates, signs and stores this node's next event.
 func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 	self := r.m.self
@@ -1154,7 +1183,7 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 	}
 	e := &Event{
 		Room: r.id, Author: self, Agent: s.agent, Seq: seq, Kind: s.kind, Body: s.body,
-		ReplyTo: s.replyTo, To: s.to, Time: time.Now().UnixMilli(), Depth: 1,
+		ReplyTo: s.replyTo, To: s.to, Time: r.stamp(seq), Depth: 1,
 	}
 	if s.kind != KindCreate {
 		e.Parents, e.Depth = r.pickParents()
@@ -1191,6 +1220,7 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 	it := &Item{ID: id, Event: e, Wire: wire}
 	r.store(tx, *it, target, false)
 	tx.own = append(tx.own, it)
+	r.lastOwnSeq, r.lastOwnTime = seq, e.Time
 	return id, nil
 }
 

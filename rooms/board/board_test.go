@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,10 +54,82 @@ func TestCheckPattern(t *testing.T) {
 			t.Errorf("CheckPattern(%q) = %v, want ErrBadInput", p, err)
 		}
 	}
-	for _, p := range []string{"a.go", "**", "rooms/**/x?.go", "d/*"} {
+	for _, p := range []string{"a.go", "**", "rooms/**/x?.go", "d/*", strings.Repeat("*x", MaxStars)} {
 		if err := CheckPattern(p); err != nil {
 			t.Errorf("CheckPattern(%q) = %v", p, err)
 		}
+	}
+	if err := CheckPattern(strings.Repeat("*x", MaxStars+1)); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "at most 8") {
+		t.Errorf("a path of %d stars: %v", MaxStars+1, err)
+	}
+}
+
+// intersectEveryRune is intersect trying, at every state, each literal of
+// both patterns, "/" and any other rune: what intersect tries at a state
+// must decide the same.
+func intersectEveryRune(a, b []token) bool {
+	alpha := []rune{0, '/'}
+	for _, ts := range [][]token{a, b} {
+		for _, t := range ts {
+			if t.kind == tokLit && !slices.Contains(alpha, t.r) {
+				alpha = append(alpha, t.r)
+			}
+		}
+	}
+	type state struct{ i, j int }
+	visited := map[state]bool{{0, 0}: true}
+	stack := []state{{0, 0}}
+	push := func(s state) {
+		if !visited[s] {
+			visited[s] = true
+			stack = append(stack, s)
+		}
+	}
+	star := func(ts []token, i int) bool { return i < len(ts) && (ts[i].kind == tokStar || ts[i].kind == tokAny) }
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if s.i == len(a) && s.j == len(b) {
+			return true
+		}
+		if star(a, s.i) {
+			push(state{s.i + 1, s.j})
+		}
+		if star(b, s.j) {
+			push(state{s.i, s.j + 1})
+		}
+		for _, c := range alpha {
+			if ni, nj := step(a, s.i, c), step(b, s.j, c); ni >= 0 && nj >= 0 {
+				push(state{ni, nj})
+			}
+		}
+	}
+	return false
+}
+
+// BenchmarkOverlapManyStars: two patterns of MaxPattern bytes with
+// MaxStars stars each, the literals between them apart, the most a
+// claim's path may ask of the fold (go test -run '^$' -bench
+// OverlapManyStars ./rooms/board).
+func BenchmarkOverlapManyStars(b *testing.B) {
+	mk := func(tag string) string {
+		seg := (MaxPattern - len(tag)) / MaxStars
+		var sb strings.Builder
+		for i := 0; i < MaxStars; i++ {
+			sb.WriteByte('*')
+			for k := 1; k < seg; k++ {
+				sb.WriteByte("abcdefghijklmnopqrstuvwxyz"[(i+k)%26])
+			}
+		}
+		sb.WriteString(tag)
+		return sb.String()
+	}
+	x, y := mk("Q1"), mk("Q2")
+	if CheckPattern(x) != nil || CheckPattern(y) != nil {
+		b.Fatal(CheckPattern(x), CheckPattern(y))
+	}
+	for b.Loop() {
+		Overlap(x, y)
 	}
 }
 
@@ -254,6 +327,9 @@ func FuzzOverlap(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b, name string) {
 		if CheckPattern(a) != nil || CheckPattern(b) != nil || len(a) > 40 || len(b) > 40 {
 			return
+		}
+		if got, want := intersect(tokens(a), tokens(b)), intersectEveryRune(tokens(a), tokens(b)); got != want {
+			t.Fatalf("intersect(%q, %q) = %v, trying every rune at every state says %v", a, b, got, want)
 		}
 		if Overlap(a, b) != Overlap(b, a) {
 			t.Fatalf("Overlap(%q, %q) is not symmetric", a, b)

@@ -82,10 +82,15 @@ func CheckPaths(paths []string, atLeastOne bool) ([]string, error) {
 	if len(out) > MaxPaths {
 		return nil, fmt.Errorf("%w: %d paths, at most %d at once", ErrBadInput, len(out), MaxPaths)
 	}
+	n := 0
 	for _, p := range out {
 		if err := CheckPattern(p); err != nil {
 			return nil, err
 		}
+		n += stars(p)
+	}
+	if n > MaxClaimStars {
+		return nil, fmt.Errorf("%w: %d * and ** in the paths, at most %d at once", ErrBadInput, n, MaxClaimStars)
 	}
 	return out, nil
 }

@@ -75,7 +75,8 @@ type Record struct {
 	Expires int64    `json:"expires,omitempty"` // claim: time + ttl
 	// Lost is set on a claim that lost to an earlier one it overlaps.
 	Lost *Held `json:"lost_to,omitempty"`
-	// Bad says why a malformed body was ignored.
+	// Bad says why the entry is not folded: a malformed body (for good),
+	// or a date too far past this node's clock (until it gets near).
 	Bad string `json:"bad,omitempty"`
 }
 

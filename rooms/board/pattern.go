@@ -10,6 +10,28 @@ import (
 // MaxPattern is the longest pattern, in bytes.
 const MaxPattern = 512
 
+// MaxStars is the most "*" and "**" of one pattern, and MaxClaimStars of
+// all the paths of one claim or release. Whether two patterns overlap is
+// decided on the product of their automata, whose states the patterns'
+// stars multiply: two 500-byte patterns of 250 stars each took 0.28 s,
+// and a claim of 64 such paths against another a quarter of an hour, on
+// every member node.
+const (
+	MaxStars      = 8
+	MaxClaimStars = 16
+)
+
+// stars counts the "*" and "**" of p.
+func stars(p string) int {
+	n := 0
+	for _, t := range tokens(p) {
+		if t.kind == tokStar || t.kind == tokAny {
+			n++
+		}
+	}
+	return n
+}
+
 // CheckPattern checks one claim path: relative to the repository's root,
 // "/" between segments, no ".", ".." or empty segment, no control
 // characters, and of the glob characters only "*", "**" and "?" ("[", "]",
@@ -29,6 +51,9 @@ func CheckPattern(p string) error {
 	}
 	if i := strings.IndexAny(p, `[]{}\`); i >= 0 {
 		return fmt.Errorf("%w: path %q: %q is not supported (use *, ** and ?)", ErrBadInput, p, p[i])
+	}
+	if n := stars(p); n > MaxStars {
+		return fmt.Errorf("%w: path %.60q has %d * or **, at most %d", ErrBadInput, p, n, MaxStars)
 	}
 	for _, seg := range strings.Split(p, "/") {
 		switch seg {
@@ -127,28 +152,28 @@ func step(ts []token, i int, c rune) int {
 }
 
 // intersect searches the product of the two patterns' automata for a
-// state where both have matched everything.
+// state where both have matched everything. At a state only the literals
+// the two tokens there name, "/" and any other rune (0) lead to different
+// places, so those are the runes tried.
 func intersect(a, b []token) bool {
-	alpha := []rune{0, '/'}
-	seen := map[rune]bool{0: true, '/': true}
-	for _, ts := range [][]token{a, b} {
-		for _, t := range ts {
-			if t.kind == tokLit && !seen[t.r] {
-				seen[t.r] = true
-				alpha = append(alpha, t.r)
-			}
-		}
-	}
 	type state struct{ i, j int }
-	visited := map[state]bool{}
+	w := len(b) + 1
+	visited := make([]bool, (len(a)+1)*w)
 	stack := []state{{0, 0}}
 	push := func(s state) {
-		if !visited[s] {
-			visited[s] = true
+		if k := s.i*w + s.j; !visited[k] {
+			visited[k] = true
 			stack = append(stack, s)
 		}
 	}
-	visited[state{0, 0}] = true
+	visited[0] = true
+	lit := func(ts []token, i int) (rune, bool) {
+		if i < len(ts) && ts[i].kind == tokLit && ts[i].r != '/' && ts[i].r != 0 {
+			return ts[i].r, true
+		}
+		return 0, false
+	}
+	alpha := make([]rune, 0, 4)
 	star := func(ts []token, i int) bool { return i < len(ts) && (ts[i].kind == tokStar || ts[i].kind == tokAny) }
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
@@ -161,6 +186,13 @@ func intersect(a, b []token) bool {
 		}
 		if star(b, s.j) {
 			push(state{s.i, s.j + 1})
+		}
+		alpha = append(alpha[:0], 0, '/')
+		if r, ok := lit(a, s.i); ok {
+			alpha = append(alpha, r)
+		}
+		if r, ok := lit(b, s.j); ok {
+			alpha = append(alpha, r)
 		}
 		for _, c := range alpha {
 			ni, nj := step(a, s.i, c), step(b, s.j, c)

@@ -68,7 +68,16 @@ type project struct {
 	key     string
 	cursors map[identity.RoomID]uint64 // board rooms and how far they were read
 	state   *State
+	later   []Entry // dated past MaxAhead of this node's clock: folded once it gets near
 }
+
+// MaxAhead is how far past this node's clock a claim or release may be
+// dated and still be folded; one dated further waits until the clock is
+// that near. The fold runs in its authors' time, and the board's state is
+// as of the last entry folded: a claim dated a year ahead (a hostile
+// member, a clock set wrong) would otherwise end every claim on the board,
+// on every node, and hold its paths for a year.
+const MaxAhead = 2 * time.Minute
 
 // New builds a Service; it starts nothing until Run.
 func New(cfg Config) (*Service, error) {
@@ -192,6 +201,19 @@ func (s *Service) load(key string) (*project, error) {
 			}
 		}
 	}
+	limit := s.cfg.Now().Add(MaxAhead).UnixMilli()
+	if len(p.later) > 0 {
+		keep := p.later[:0]
+		for _, e := range p.later {
+			if e.Time <= limit {
+				p.state.Add(e)
+			} else {
+				keep = append(keep, e)
+			}
+		}
+		clear(p.later[len(keep):])
+		p.later = keep
+	}
 	for id, after := range p.cursors {
 		for {
 			vs, err := s.cfg.Rooms.Since(id, after, 1000)
@@ -207,8 +229,13 @@ func (s *Service) load(key string) (*project, error) {
 				if v.Kind != rooms.KindClaim && v.Kind != rooms.KindRelease {
 					continue
 				}
-				p.state.Add(Entry{ID: v.ID.String(), Room: string(v.Room), Holder: string(v.Agent) + "@" + v.Author.String(),
-					Time: v.Time, Kind: string(v.Kind), Body: v.Body})
+				e := Entry{ID: v.ID.String(), Room: string(v.Room), Holder: string(v.Agent) + "@" + v.Author.String(),
+					Time: v.Time, Kind: string(v.Kind), Body: v.Body}
+				if e.Time > limit {
+					p.later = append(p.later, e)
+					continue
+				}
+				p.state.Add(e)
 			}
 			p.cursors[id] = after
 			if len(vs) < 1000 {
@@ -525,5 +552,21 @@ func (s *Service) History(_ context.Context, key, path string) ([]Record, error)
 	if err != nil {
 		return nil, err
 	}
-	return p.state.History(path), nil
+	h := p.state.History(path)
+	for _, e := range p.later {
+		r := Record{ID: e.ID, Room: e.Room, Holder: e.Holder, Time: e.Time, Kind: e.Kind,
+			Bad: fmt.Sprintf("dated %s ahead of this node's clock: folded once the clock is within %s of it",
+				time.Duration(e.Time-s.cfg.Now().UnixMilli())*time.Millisecond, MaxAhead)}
+		if e.Kind == KindClaim {
+			if c, err := DecodeClaim(e.Body); err == nil {
+				r.Paths, r.Note = c.Paths, c.Note
+			}
+		} else if rel, err := DecodeRelease(e.Body); err == nil {
+			r.Paths = rel.Paths
+		}
+		if path == "" || slices.ContainsFunc(r.Paths, func(p string) bool { return Overlap(p, path) }) {
+			h = append(h, r)
+		}
+	}
+	return h, nil
 }

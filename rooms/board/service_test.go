@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms/board"
 )
@@ -236,8 +238,20 @@ func TestBoardPartition(t *testing.T) {
 		return len(a) == 2 && reflect.DeepEqual(a, b) && len(ha) == 3 && len(hb) == 3
 	}, "both nodes to agree on the board")
 	// The loser is the later of the two in (time, event ID) order.
+	// (Held lists each side's claims by path: alice's setup.go comes
+	// before shared/*.go.)
+	since := func(hs []board.Held, path string) int64 {
+		for _, h := range hs {
+			if h.Path == path {
+				return h.Since
+			}
+		}
+		t.Fatalf("%s is not among %+v", path, hs)
+		return 0
+	}
+	sa, sb := since(ra.Held, "shared/*.go"), since(rb.Held, "shared/x.go")
 	loser := rb.Event
-	if ra.Held[0].Since > rb.Held[0].Since || ra.Held[0].Since == rb.Held[0].Since && ra.Event > rb.Event {
+	if sa > sb || sa == sb && ra.Event > rb.Event {
 		loser = ra.Event
 	}
 	for i := range 2 {
@@ -269,5 +283,118 @@ func TestBoardPartition(t *testing.T) {
 		if n.Kind == board.NoticeLost {
 			t.Fatalf("told twice: %+v", n)
 		}
+	}
+}
+
+// TestBoardHoldsBackEntriesDatedAhead: a board whose clock is behind the
+// authors' by more than MaxAhead (as a claim dated ahead looks to every
+// node) does not fold that claim yet: the claims before it stay held, the
+// history says why it waits, and once the clock is near it the claim is
+// folded as any other.
+func TestBoardHoldsBackEntriesDatedAhead(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "parser rewrite", time.Hour, 0, "parse/*.go"); err != nil {
+		t.Fatal(err)
+	}
+	// A second view of the same rooms, its clock ten minutes behind: the
+	// claim below is dated ten minutes ahead of it.
+	var mu sync.Mutex
+	lag := 10 * time.Minute
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(-lag) }
+	behind, err := board.New(board.Config{Rooms: nt.Node(0).Rooms(), Self: nt.ID(0), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := behind.Board(ctx, project)
+	if err != nil || len(v.Claims) != 0 {
+		// alice's claim too is ten minutes ahead of this clock
+		t.Fatalf("the lagging board before: %+v, %v", v.Claims, err)
+	}
+	h, err := behind.History(ctx, project, "")
+	if err != nil || len(h) != 1 || !strings.Contains(h[0].Bad, "ahead of this node's clock") || h[0].Note != "parser rewrite" {
+		t.Fatalf("the lagging board's history: %+v, %v", h, err)
+	}
+	mu.Lock()
+	lag = board.MaxAhead / 2
+	mu.Unlock()
+	v, err = behind.Board(ctx, project)
+	if err != nil || len(v.Claims) != 1 || v.Claims[0].Note != "parser rewrite" {
+		t.Fatalf("once the clock is near, the claim is folded: %+v, %v", v.Claims, err)
+	}
+	if h, _ := behind.History(ctx, project, ""); len(h) != 1 || h[0].Bad != "" {
+		t.Fatalf("the history once folded: %+v", h)
+	}
+}
+
+// TestFutureClaimEndsNoClaim: a member whose clock is a year ahead claims
+// other paths. On a board whose state is as of the last entry folded that
+// claim would end every other claim, on every node; held back, it ends
+// none, and a claim over a live one is still refused.
+func TestFutureClaimEndsNoClaim(t *testing.T) {
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		if i == 1 {
+			c.RoomClock = func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
+		}
+	}))
+	befriend(t, nt, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "parser rewrite", time.Hour, 0, "parse/*.go"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to see alice's claim")
+	res, err := claim(ctx, nt, 1, "mallory", "n", time.Hour, 0, "unrelated/**")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Held) != 0 {
+		t.Fatalf("a claim dated a year ahead holds at once on its own node: %+v", res.Held)
+	}
+	nt.WaitFor(30*time.Second, func() bool {
+		h, err := nt.Node(0).Board().History(ctx, project, "")
+		return err == nil && len(h) == 2 && strings.Contains(h[1].Bad, "ahead of this node's clock")
+	}, "node 0 to hold back the claim dated ahead")
+	_, err = claim(ctx, nt, 0, "carol", "lexer fix", time.Hour, 0, "parse/lex.go")
+	var ce *board.ConflictError
+	if !errors.As(err, &ce) || ce.Held.Note != "parser rewrite" {
+		t.Fatalf("carol's claim over alice's live one: %v", err)
+	}
+	if hs := holders(live(t, nt, 0)); len(hs) != 1 || !strings.HasPrefix(hs["parse/*.go"], "alice@") {
+		t.Fatalf("node 0's board: %v", hs)
+	}
+}
+
+// TestReleaseAfterTheClockSteppedBack: the node's clock steps back ten
+// minutes between a claim and its release (NTP); the release is dated
+// just after the claim all the same, and ends it on every node.
+func TestReleaseAfterTheClockSteppedBack(t *testing.T) {
+	var mu sync.Mutex
+	var back time.Duration
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		if i == 0 {
+			c.RoomClock = func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(-back) }
+		}
+	}))
+	befriend(t, nt, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "parser rewrite", time.Hour, 0, "parse/*.go"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to see alice's claim")
+	mu.Lock()
+	back = 10 * time.Minute
+	mu.Unlock()
+	if _, err := nt.Node(0).Board().Release(ctx, agentName("alice"), project, []string{"parse/*.go"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, i)) == 0 }, "node %d to see the release", i)
+	}
+	h, err := nt.Node(1).Board().History(ctx, project, "")
+	if err != nil || len(h) != 2 || h[1].Kind != board.KindRelease || h[1].Time <= h[0].Time {
+		t.Fatalf("history: %+v, %v", h, err)
 	}
 }
