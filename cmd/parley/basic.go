@@ -94,7 +94,11 @@ func peersCmd(g *globals) *cobra.Command {
 						if p.Org != nil {
 							org = p.Org.Name
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(p.Name)), dash(termtext.Line(org)), p.PeerID, p.Conn, strings.Join(p.Addrs, " "), termtext.Line(p.Why))
+						why := p.Why
+						if why == p.Conn {
+							why = "" // "direct" says nothing the CONN column does not
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(p.Name)), dash(termtext.Line(org)), p.PeerID, p.Conn, strings.Join(p.Addrs, " "), dash(termtext.Line(why)))
 					}
 					tw.Flush()
 				})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -54,11 +55,13 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 			}
 			g2 := *g
 			g2.timeout += wait
+			var asked []string
 			return call(&g2, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ClaimResult, error) {
 				k, paths, err := project(ctx, key, args)
 				if err != nil {
 					return localapi.ClaimResult{}, err
 				}
+				asked = paths
 				req := localapi.ClaimRequest{Project: k, Paths: paths, Note: note, TTLSeconds: ttl.Seconds()}
 				deadline := time.Now().Add(wait)
 				for {
@@ -75,8 +78,21 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 					return res, err
 				}
 			}, func(w io.Writer, v localapi.ClaimResult) {
+				var also []string
 				for _, h := range v.Held {
-					fmt.Fprintf(w, "claimed %s until %s\n", h.Path, untilText(h.Expires))
+					if slices.Contains(asked, h.Path) {
+						fmt.Fprintf(w, "claimed %s until %s\n", termtext.Line(h.Path), untilText(h.Expires))
+					} else {
+						also = append(also, fmt.Sprintf("%s until %s", termtext.Line(h.Path), untilText(h.Expires)))
+					}
+				}
+				for _, p := range asked {
+					if !slices.ContainsFunc(v.Held, func(h localapi.Claim) bool { return h.Path == p }) {
+						fmt.Fprintf(w, "claim of %s posted, but the board does not hold it yet: it is dated ahead of this machine's clock (the clock stepped back?); it holds once the clock gets there\n", termtext.Line(p))
+					}
+				}
+				if len(also) > 0 {
+					fmt.Fprintf(w, "also held: %s\n", strings.Join(also, "; "))
 				}
 			})
 		},

@@ -62,7 +62,7 @@ else CODEX_THREAD_ID; the same key is the same agent, with its cursors.`,
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: client, Project: project, Logger: log,
-				Channel: client == "claude-code", ClientPID: clientPID()})
+				Channel: client == "claude-code", ClientPID: clientPID(), Home: home})
 			err = srv.Run(cmd.Context(), &mcp.LineTransport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Logger: log})
 			if err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "EOF") {
 				return err

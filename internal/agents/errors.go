@@ -5,7 +5,7 @@ import "errors"
 var (
 	// ErrBadInput is returned when a registration, heartbeat or query has a
 	// field the service cannot use (a bad name, role, capability, TTL...).
-	ErrBadInput = errors.New("agents: bad input")
+	ErrBadInput = errors.New("bad input")
 	// ErrNameTaken is returned when a name is held by another live session.
 	ErrNameTaken = errors.New("agents: name held by another session")
 	// ErrUnknownAgent is returned when no live local agent has the name

@@ -105,9 +105,9 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 			ans = consent.Message{Kind: consent.KindAck, ID: c.ID}
 			if fresh {
 				if known || c.Known {
-					s.log.Info("contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
+					s.log.Info("contact request received", "from", remote.String(), "handle", c.Handle, "id", c.ID)
 				} else {
-					s.peerLogs.Log(s.log, slog.LevelInfo, "contact request received", "peer", remote.String(), "handle", c.Handle, "id", c.ID)
+					s.peerLogs.Log(s.log, slog.LevelInfo, "contact request received", "from", remote.String(), "handle", c.Handle, "id", c.ID)
 				}
 				s.auditRequest(remote, c, known || c.Known)
 			}

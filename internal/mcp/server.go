@@ -32,6 +32,9 @@ type Config struct {
 	// Project is the project folder; its base name is part of the default
 	// agent name.
 	Project string
+	// Home is the node's home folder, named in the error that says the
+	// node is not running; "" names none.
+	Home string
 	// ClientPID is the client program's process on this machine (the MCP
 	// server's parent), 0 if not known: the git guard finds the agent that
 	// commits by it (the client runs the agent's shell commands too).
@@ -188,7 +191,7 @@ func (s *Server) heartbeat(ctx context.Context) {
 // (the node keeps their names and cards for the next connection).
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	if _, err := s.bind(ctx, "", localapi.SessionRequest{}); err != nil {
-		return fmt.Errorf("mcp: bind session: %s", errorText(err))
+		return fmt.Errorf("mcp: bind session: %s", s.errorText(err))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -241,13 +244,15 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 }
 
 // errorText is what a model reads of an error.
-func errorText(err error) string {
+func (s *Server) errorText(err error) string {
 	var ae *localapi.Error
 	switch {
 	case errors.As(err, &ae):
 		return ae.Message
+	case errors.Is(err, localapi.ErrNoNode) && s.cfg.Home != "":
+		return fmt.Sprintf("the Parley node is not running (start it with `parley --home %s up -d`)", s.cfg.Home)
 	case errors.Is(err, localapi.ErrNoNode):
-		return "the Parley node is not running (start it with `parley up`)"
+		return "the Parley node is not running (start it with `parley up -d`)"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "the Parley node did not answer in time"
 	}

@@ -368,7 +368,7 @@ func addTool[In threaded, Out any, PO interface {
 		emptyNils(reflect.ValueOf(&out))
 		env := PO(&out).env()
 		if err != nil {
-			env.Error = errorText(err)
+			env.Error = s.errorText(err)
 			text = "Error: " + env.Error
 			res.IsError = true
 		}
