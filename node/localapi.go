@@ -71,6 +71,10 @@ func (a agentsAPI) Who(ctx context.Context) []localapi.WhoEntry {
 	return out
 }
 
+// Heard reports whether the node holds live presence of contact p (the
+// inbox tells an agent that does not exist from one it cannot see).
+func (a agentsAPI) Heard(_ context.Context, p peer.ID) bool { return a.n.agents.Heard(p) }
+
 func (a agentsAPI) Find(ctx context.Context, q string) ([]localapi.CardView, error) {
 	cs, err := a.n.agents.Find(ctx, q)
 	out := make([]localapi.CardView, len(cs))

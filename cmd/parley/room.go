@@ -43,6 +43,9 @@ func roomCreateCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.OpenRoomResult, error) {
 				res, err := c.OpenRoom(ctx, as, localapi.OpenRoomRequest{Name: args[0], Purpose: purpose, Members: members})
+				if err == nil && !g.json {
+					notes(ctx, c, cmd.ErrOrStderr(), res.Notes...)
+				}
 				if err == nil && len(res.Failed) > 0 {
 					var fs []string
 					for _, f := range res.Failed {
@@ -99,6 +102,9 @@ admits the node, whose "human" joins.`,
 					p, err := c.Invite(ctx, as, localapi.InviteRequest{Room: args[0], Member: m})
 					if err != nil {
 						return out, fmt.Errorf("invite %s: %w", m, err)
+					}
+					if !g.json {
+						notes(ctx, c, cmd.ErrOrStderr(), p.Note)
 					}
 					out = append(out, p)
 				}
@@ -158,6 +164,9 @@ then it exits 1, the ask still open (with --wait 0 it does not wait, and exits 0
 			var book localapi.NameBook
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.AskResult, error) {
 				res, err := c.Ask(ctx, as, req)
+				if err == nil && !g.json {
+					notes(ctx, c, cmd.ErrOrStderr(), res.Note)
+				}
 				if err == nil && res.Reply != nil && !g.json {
 					book = nameBook(ctx, c)
 				}
@@ -284,6 +293,21 @@ later events, stops sending to it and refuses its sync: it gets nothing new.`,
 	}
 	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that removes it")
 	return cmd
+}
+
+// notes prints the node's notes on a call that went through (an agent it
+// could not check), nodes named as people read them.
+func notes(ctx context.Context, c *localapi.Client, w io.Writer, ns ...string) {
+	var book localapi.NameBook
+	for _, n := range ns {
+		if n == "" {
+			continue
+		}
+		if book == nil {
+			book = nameBook(ctx, c)
+		}
+		fmt.Fprintf(w, "note: %s\n", termtext.Line(book.Text(n)))
+	}
 }
 
 // nameBook fetches the names of the nodes the node knows; without them,

@@ -321,6 +321,19 @@ func (s *Service) forgetSilent() {
 	}
 }
 
+// Heard reports whether this node holds live presence of contact p: the
+// contact told it lately which agents it runs, none perhaps. A contact it
+// has not heard from (offline, silent, or not a contact) tells nothing.
+func (s *Service) Heard(p peer.ID) bool {
+	if !s.isContact(p) {
+		return false
+	}
+	s.inMu.Lock()
+	defer s.inMu.Unlock()
+	r := s.remote[p]
+	return r != nil && s.live(r, s.now())
+}
+
 // Who returns the live local agents, then the live agents of contacts
 // (what they work on included), sorted by handle, peer and agent.
 // Non-contacts never appear: their presence is never taken.

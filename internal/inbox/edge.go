@@ -318,70 +318,71 @@ func (b *Inbox) parseTo(s string) (member, error) {
 }
 
 // checkKnown refuses an agent known not to exist: one of this node that is
-// not registered, or one missing from a contact's node whose agents this
-// node sees (presence). When the node tells nothing about the other node,
-// the agent may exist. Presence lags a change by a second or two, so a
-// contact's agent is looked for again for a short while.
-func (b *Inbox) checkKnown(ctx context.Context, m member) error {
+// not registered, or one missing from the agents a contact's node told this
+// node it runs (presence; also when it told of none). "human" of any node
+// always exists. When this node has heard nothing of the other node's
+// agents (not a contact, or one silent lately), the agent may exist: it is
+// let through, and the note says so. Presence lags a change by a second or
+// two, so a contact's agent is looked for again for a short while.
+func (b *Inbox) checkKnown(ctx context.Context, m member) (note string, err error) {
+	if m.name == identity.HumanAgent {
+		return "", nil
+	}
 	if m.peer == b.self {
-		if m.name == identity.HumanAgent {
-			return nil
-		}
 		for _, a := range b.cfg.Agents.List(ctx) {
 			if a.Name == string(m.name) {
-				return nil
+				return "", nil
 			}
 		}
-		return localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
+		return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
 			"no agent %q is registered on this node: parley_who, or `parley who`, lists the agents you can reach", m.name)
 	}
 	deadline := time.Now().Add(b.cfg.PresenceGrace)
 	for {
-		seen := false
 		for _, w := range b.cfg.Agents.Who(ctx) {
-			if w.PeerID != m.peer.String() {
-				continue
-			}
-			seen = true
-			if w.Agent == string(m.name) {
-				return nil
+			if w.PeerID == m.peer.String() && w.Agent == string(m.name) {
+				return "", nil
 			}
 		}
-		if !seen {
-			return nil // this node sees nothing of that node's agents
+		if !b.cfg.Agents.Heard(ctx, m.peer) {
+			return fmt.Sprintf("%s could not be checked: its node tells this node nothing of its agents (it is not a contact, or was not heard from lately); if no agent of that name runs there, nobody will answer", m), nil
 		}
 		if time.Now().After(deadline) {
-			return localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
+			return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
 				"no agent %q is alive on node %s: parley_who, or `parley who`, lists the agents you can reach", m.name, m.peer)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
 
-// bringIn invites m into room as agent: an agent by name, or a node.
-func (b *Inbox) bringIn(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, error) {
-	eid, err := b.invite(ctx, agent, room, m)
+// bringIn invites m into room as agent: an agent by name, or a node. The
+// note is checkKnown's.
+func (b *Inbox) bringIn(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, string, error) {
+	eid, note, err := b.invite(ctx, agent, room, m)
 	if eid != (rooms.ID{}) {
 		b.record(agent, audit.RoomInvite, room, map[string]string{"member": m.String(), "event": eid.String()})
 	}
-	return eid, err
+	return eid, note, err
 }
 
-func (b *Inbox) invite(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, error) {
+func (b *Inbox) invite(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, string, error) {
 	if m.name == "" {
 		if m.peer == b.self {
-			return rooms.ID{}, localapi.BadRequest("%s is this node: name one of its agents (NAME) instead", m.peer)
+			return rooms.ID{}, "", localapi.BadRequest("%s is this node: name one of its agents (NAME) instead", m.peer)
 		}
-		return b.rooms.Invite(ctx, room, m.peer, agent)
+		eid, err := b.rooms.Invite(ctx, room, m.peer, agent)
+		return eid, "", err
 	}
-	if err := b.checkKnown(ctx, m); err != nil {
-		return rooms.ID{}, err
+	note, err := b.checkKnown(ctx, m)
+	if err != nil {
+		return rooms.ID{}, "", err
 	}
-	return b.rooms.InviteAgent(ctx, room, m.peer, m.name, agent)
+	eid, err := b.rooms.InviteAgent(ctx, room, m.peer, m.name, agent)
+	return eid, note, err
 }
 
 // outOf is the error for a room this node is out of, or nil.
@@ -460,11 +461,15 @@ func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoo
 	}
 	b.record(a, audit.RoomCreate, id, map[string]string{"name": req.Name})
 	for _, m := range ms {
-		if _, err := b.bringIn(ctx, a, id, m); err != nil {
+		_, note, err := b.bringIn(ctx, a, id, m)
+		if err != nil {
 			res.Failed = append(res.Failed, localapi.Failure{Member: m.String(), Error: errText(err)})
 			continue
 		}
 		res.Invited = append(res.Invited, m.String())
+		if note != "" {
+			res.Notes = append(res.Notes, note)
+		}
 	}
 	in, err := b.rooms.Get(id)
 	if err != nil {
@@ -510,11 +515,11 @@ func (b *Inbox) Invite(ctx context.Context, agent string, req localapi.InviteReq
 	if res.Already {
 		bring = b.invite // nothing new to audit
 	}
-	eid, err := bring(ctx, a, in.ID, m)
+	eid, note, err := bring(ctx, a, in.ID, m)
 	if err != nil && eid == (rooms.ID{}) {
 		return res, apiError(err)
 	}
-	res.ID, res.Room = eid.String(), ref(in)
+	res.ID, res.Room, res.Note = eid.String(), ref(in), note
 	if err != nil {
 		return res, apiError(err) // invited, but the node could not be told yet
 	}
@@ -559,7 +564,7 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 			return res, err
 		}
 		if m.peer == b.self { // a name no agent of this node has is a slip
-			if err := b.checkKnown(ctx, m); err != nil {
+			if _, err := b.checkKnown(ctx, m); err != nil {
 				return res, err
 			}
 		}
@@ -701,7 +706,7 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		if to.name == a && to.peer == b.self {
 			return res, localapi.BadRequest("you cannot ask yourself")
 		}
-		if err := b.checkKnown(ctx, to); err != nil {
+		if res.Note, err = b.checkKnown(ctx, to); err != nil {
 			return res, err
 		}
 	}

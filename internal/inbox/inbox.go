@@ -55,6 +55,11 @@ var _ Rooms = (*rooms.Manager)(nil)
 type Agents interface {
 	List(ctx context.Context) []localapi.AgentInfo
 	Who(ctx context.Context) []localapi.WhoEntry
+	// Heard reports whether this node holds live presence of node p, a
+	// contact: it knows which agents p runs (none, perhaps). Who shows
+	// only the agents, so it cannot tell a node that runs none from one
+	// this node has not heard.
+	Heard(ctx context.Context, p peer.ID) bool
 }
 
 // Moderation is what the inbox asks before an agent posts, and before it

@@ -279,7 +279,10 @@ type OpenRoomResult struct {
 	RoomRef
 	Invited []string  `json:"invited"`
 	Failed  []Failure `json:"failed"`
-	Pending Pending   `json:"pending"`
+	// Notes say which invited agents could not be checked: their node
+	// tells this node nothing of its agents.
+	Notes   []string `json:"notes,omitempty"`
+	Pending Pending  `json:"pending"`
 }
 
 // Failure is one member that could not be brought in, and why.
@@ -342,6 +345,9 @@ type Posted struct {
 	// Already is set by an invite of a member that was in already: nothing
 	// was posted, and ID is the event that let it in.
 	Already bool `json:"already,omitempty"`
+	// Note is set by an invite of an agent that could not be checked: its
+	// node tells this node nothing of its agents, so it may not exist.
+	Note string `json:"note,omitempty"`
 }
 
 // AskRequest asks an agent (To) or a room (every member agent but the
@@ -361,6 +367,9 @@ type AskResult struct {
 	Room    RoomRef `json:"room"`
 	Reply   *Item   `json:"reply,omitempty"`
 	Pending Pending `json:"pending"`
+	// Note is set when To could not be checked: its node tells this node
+	// nothing of its agents, so it may not exist.
+	Note string `json:"note,omitempty"`
 }
 
 // ReadRequest reads what the agent has not seen, in one room or in all its

@@ -168,6 +168,7 @@ type RoomOpenOut struct {
 	Invited []string  `json:"invited"`
 	Failed  []Failure `json:"failed"`
 	Rooms   []Room    `json:"rooms"`
+	Notes   []string  `json:"notes,omitempty" jsonschema:"invited agents that could not be checked: their node tells yours nothing of its agents"`
 }
 
 // Failure is a member that could not be brought in.
@@ -189,6 +190,7 @@ type PostOut struct {
 	ID       string `json:"id"`
 	Room     string `json:"room"`
 	RoomName string `json:"room_name"`
+	Note     string `json:"note,omitempty" jsonschema:"set when the agent invited could not be checked: its node tells yours nothing of its agents"`
 }
 
 // SayIn is parley_say's input.
@@ -256,6 +258,7 @@ type AskOut struct {
 	Reply    *Reply `json:"reply,omitempty"`
 	// Next says how to keep waiting when no reply came in time.
 	Next string `json:"next,omitempty"`
+	Note string `json:"note,omitempty" jsonschema:"set when the agent asked could not be checked: its node tells yours nothing of its agents"`
 }
 
 // WaitIn is parley_wait's input.
@@ -558,6 +561,10 @@ func (s *Server) roomOpen(ctx context.Context, c *call, in RoomOpenIn) (RoomOpen
 	for _, f := range out.Failed {
 		text += fmt.Sprintf("\nNot invited: %s: %s", f.Member, f.Error)
 	}
+	out.Notes = res.Notes
+	for _, n := range out.Notes {
+		text += "\nNote: " + n
+	}
 	return out, text, nil
 }
 
@@ -567,8 +574,12 @@ func (s *Server) invite(ctx context.Context, c *call, in InviteIn) (PostOut, str
 		return PostOut{}, "", err
 	}
 	c.take(res.Pending)
-	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name}
-	return out, fmt.Sprintf("Invited %s into room %q.", in.Member, out.RoomName), nil
+	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name, Note: res.Note}
+	text := fmt.Sprintf("Invited %s into room %q.", in.Member, out.RoomName)
+	if out.Note != "" {
+		text += "\nNote: " + out.Note
+	}
+	return out, text, nil
 }
 
 func (s *Server) say(ctx context.Context, c *call, in SayIn) (PostOut, string, error) {
@@ -670,7 +681,12 @@ func (s *Server) ask(ctx context.Context, c *call, in AskIn) (AskOut, string, er
 	}
 	c.take(res.Pending)
 	out := askOut(res)
-	return out, askText(&out), nil
+	out.Note = res.Note
+	text := askText(&out)
+	if out.Note != "" {
+		text += "\nNote: " + out.Note
+	}
+	return out, text, nil
 }
 
 func askText(out *AskOut) string {
