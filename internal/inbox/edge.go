@@ -947,8 +947,8 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 				if v.Author == b.self && v.Agent == agent {
 					continue // its own words are never unread
 				}
-				if b.hidden(v) {
-					continue
+				if b.hidden(v) || st.replyToOwn(v) {
+					continue // a reply to its ask is shown as the reply
 				}
 				if v.Arrival <= st.scan[in.ID] && b.unreadMessage(st, v) {
 					st.unread[in.ID] = max(st.unread[in.ID]-1, 0)

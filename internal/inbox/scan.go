@@ -182,10 +182,8 @@ func (b *Inbox) recount(st *state, id identity.RoomID) error {
 // read: a message or ask of someone else, but not an ask it owes (or owed:
 // one to it, or to its room), which is shown as an ask.
 func (b *Inbox) unreadMessage(st *state, v rooms.View) bool {
-	if v.ReplyTo != nil {
-		if a := st.asked[v.ReplyTo.String()]; a != nil && a.Reply != nil && a.Reply.ID == v.ID.String() {
-			return false // the reply to its ask, shown as such
-		}
+	if st.replyToOwn(v) {
+		return false
 	}
 	switch {
 	case v.Author == b.self && v.Agent == st.agent:
@@ -198,6 +196,17 @@ func (b *Inbox) unreadMessage(st *state, v rooms.View) bool {
 		return v.To != "" && !b.isMe(v.To, st.agent)
 	}
 	return false
+}
+
+// replyToOwn reports whether v is the reply noted to one of the agent's
+// asks: it is shown as such (by the ask, parley_wait, or the pending items),
+// not as a message.
+func (st *state) replyToOwn(v rooms.View) bool {
+	if v.ReplyTo == nil {
+		return false
+	}
+	a := st.asked[v.ReplyTo.String()]
+	return a != nil && a.Reply != nil && a.Reply.ID == v.ID.String()
 }
 
 // expire drops asks past their TTL.
