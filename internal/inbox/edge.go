@@ -771,7 +771,7 @@ func (b *Inbox) roomWith(ctx context.Context, agent identity.AgentName, to membe
 			return in, nil
 		}
 	}
-	name := fmt.Sprintf("%s ↔ %s", agent, to.name)
+	name := b.pairName(agent, to)
 	id, err := b.rooms.CreateRoom(ctx, name, fmt.Sprintf("asks between %s and %s", b.addr(agent), to), agent)
 	if err != nil {
 		return rooms.Info{}, apiError(err)
@@ -781,6 +781,48 @@ func (b *Inbox) roomWith(ctx context.Context, agent identity.AgentName, to membe
 	}
 	in, err := b.rooms.Get(id)
 	return in, apiError(err)
+}
+
+// maxNodeName is the most bytes of a node's name in the name of a room an
+// ask opens: two agents (64 bytes each) and two nodes stay under
+// rooms.MaxName.
+const maxNodeName = 32
+
+// pairName names the room of agent and to that an ask opens, as both
+// sides read it: "coder@bob ↔ human@alice" (agents of this node alone:
+// "coder ↔ reviewer"). Agents of one node that ask several people, or one
+// person asked by agents of the same name on several nodes, so get rooms
+// of names of their own.
+func (b *Inbox) pairName(agent identity.AgentName, to member) string {
+	name := fmt.Sprintf("%s ↔ %s", agent, to.name)
+	if to.peer != b.self {
+		name = fmt.Sprintf("%s@%s ↔ %s@%s", agent, b.nodeName(b.self), to.name, b.nodeName(to.peer))
+	}
+	if rooms.CheckName(name) != nil {
+		return fmt.Sprintf("%s ↔ %s", agent, to.name) // a name that would not do: as before
+	}
+	return name
+}
+
+// nodeName is node p as people read it (its handle), at most maxNodeName
+// bytes; a node with no handle known shows as the end of its peer ID.
+func (b *Inbox) nodeName(p peer.ID) string {
+	n := ""
+	if b.cfg.Names != nil {
+		n = strings.TrimSpace(b.cfg.Names.Name(p))
+	}
+	if n == "" {
+		s := p.String()
+		n = "…" + s[max(len(s)-8, 0):]
+	}
+	if len(n) > maxNodeName {
+		cut := maxNodeName - len("…")
+		for cut > 0 && !utf8.RuneStart(n[cut]) {
+			cut--
+		}
+		n = n[:cut] + "…"
+	}
+	return n
 }
 
 // WaitReply implements localapi.Edge.

@@ -94,9 +94,12 @@ type Config struct {
 	Logger        *slog.Logger     // nil discards
 	Now           func() time.Time // nil: time.Now
 	// Names resolves the node of an address written NAME@HANDLE (as names
-	// show). Nil: only peer IDs are taken.
+	// show), and names nodes as people read them (in the names of the rooms
+	// asks open). Nil: only peer IDs are taken, and nodes are named by the
+	// end of their peer IDs.
 	Names interface {
 		Resolve(name string) (peer.ID, error)
+		Name(p peer.ID) string
 	}
 	// Moderation says whether an agent may post and whose events are kept
 	// from this node's agents. Nil: everyone may post, nothing is hidden.

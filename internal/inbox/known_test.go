@@ -12,6 +12,7 @@ import (
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -97,5 +98,51 @@ func TestUnknownAgentOfAContactRefused(t *testing.T) {
 	a, err := ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{Room: "design", To: unseen, Text: "anyone?"})
 	if err != nil || !strings.Contains(a.Note, unseen+" could not be checked") {
 		t.Fatalf("ask of an agent of a node that tells nothing: %+v %v", a, err)
+	}
+}
+
+// The rooms asks open are named after both sides, agent@node: an agent
+// that asks the humans of two nodes gets two rooms it (and its user) can
+// name apart; before, both were "coder ↔ human", and the name was
+// ambiguous on its node. A node whose handle is not known yet shows as the
+// end of its peer ID; a long handle is cut (between characters).
+func TestAskRoomsNamedApart(t *testing.T) {
+	long := strings.Repeat("ö", 30) // 60 bytes
+	nt := start(t, 3, func(c *node.Config) {
+		if c.Handle == "node0" {
+			c.Handle = long
+		}
+	})
+	ctx := context.Background()
+	befriend(t, nt, 0, 1)
+	register(t, nt, 0, "coder")
+	var names []string
+	for _, i := range []int{1, 2} {
+		a, err := ib(nt, 0).Ask(ctx, "coder", localapi.AskRequest{To: "human@" + nt.ID(i).String(), Text: "which port?"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, a.Room.Name)
+	}
+	if names[0] == names[1] {
+		t.Fatalf("two ask rooms named %q", names[0])
+	}
+	id2 := nt.ID(2).String()
+	me := "coder@" + long[:28] + "…"
+	for k, want := range []string{me + " ↔ human@node1", me + " ↔ human@…" + id2[len(id2)-8:]} {
+		if names[k] != want && !(k == 1 && names[k] == me+" ↔ human@node2") {
+			t.Fatalf("ask room %d is named %q, want %q", k, names[k], want)
+		}
+	}
+	for _, name := range names {
+		if _, err := ib(nt, 0).Say(ctx, "coder", localapi.SayRequest{Room: name, Text: "and the host?"}); err != nil {
+			t.Fatalf("say in %q by its name: %v", name, err)
+		}
+	}
+	// A local pair keeps its short name.
+	register(t, nt, 0, "reviewer")
+	a, err := ib(nt, 0).Ask(ctx, "coder", localapi.AskRequest{To: "reviewer", Text: "ok?"})
+	if err != nil || a.Room.Name != "coder ↔ reviewer" {
+		t.Fatalf("ask of an agent of this node: room %q, %v", a.Room.Name, err)
 	}
 }

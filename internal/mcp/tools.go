@@ -237,7 +237,7 @@ type AskIn struct {
 	Spend
 	Text        string `json:"text" jsonschema:"your question"`
 	To          string `json:"to,omitempty" jsonschema:"agent NAME@PEER_ID, or NAME on your node; without it the whole room is asked"`
-	Room        string `json:"room,omitempty" jsonschema:"room to ask in; default: a room of you two (made if needed)"`
+	Room        string `json:"room,omitempty" jsonschema:"room to ask in; default: a room of you two, made if needed and named like coder@bob ↔ human@alice"`
 	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to block for the answer, 1 to 50 (default 30)"`
 }
 
