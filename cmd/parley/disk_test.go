@@ -139,3 +139,46 @@ func TestCLIFullDiskRefusesWritesKeepsReads(t *testing.T) {
 		t.Fatalf("the node crashed:\n%s", d.stderr)
 	}
 }
+
+// TestCLIInboxOnAFullDisk: the human takes its inbox while the disk is
+// below the floor. The take cannot save what it handed out, and hands it
+// out all the same: before, the take failed, and every later one saw the
+// ask as handed out and showed a reminder only, until a restart.
+func TestCLIInboxOnAFullDisk(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a 20 MB tmpfs (mount -t tmpfs -o size=20m)")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=20m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", mnt, err, out)
+		}
+	})
+	home := filepath.Join(mnt, "home")
+	up(t, home, "--listen", loopback, "--min-free-disk", "4MiB")
+	if _, errs, code := run(t, "--home", home, "agent", "register", "bot"); code != 0 {
+		t.Fatalf("register: %s", errs)
+	}
+	if _, errs, code := run(t, "--home", home, "room", "create", "disk", "--member", "bot"); code != 0 {
+		t.Fatalf("room create: %s", errs)
+	}
+	if _, errs, code := run(t, "--home", home, "room", "ask", "disk", "may I drop the old API?", "--as", "bot", "--to", "human", "--wait", "0s"); code != 0 {
+		t.Fatalf("the ask: %s", errs)
+	}
+	fillDisk(t, mnt, "filler", 2<<20)
+	out, errs, code := run(t, "--home", home, "inbox", "--take")
+	if code != 0 || !strings.Contains(out, "may I drop the old API?") {
+		t.Fatalf("the take on a full disk: exit %d\n%s%s", code, out, errs)
+	}
+	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	// The ask is still owed: it is listed until answered.
+	if out, _, _ := run(t, "--home", home, "inbox"); !strings.Contains(out, "may I drop the old API?") {
+		t.Fatalf("the inbox after the disk was freed:\n%s", out)
+	}
+}

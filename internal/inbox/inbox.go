@@ -168,14 +168,28 @@ func New(cfg Config) (*Inbox, error) {
 
 // askRec is an ask an agent owes (o) or asked (q).
 type askRec struct {
-	Room  identity.RoomID `json:"room"`
-	From  string          `json:"from"`
-	Text  string          `json:"text"`
-	To    string          `json:"to,omitempty"`
-	Time  int64           `json:"time"`
-	Shown bool            `json:"shown,omitempty"` // owed: shown in full once
+	Room identity.RoomID `json:"room"`
+	From string          `json:"from"`
+	Text string          `json:"text"`
+	To   string          `json:"to,omitempty"`
+	Time int64           `json:"time"`
+	// Seen is when this node took the ask in (its own clock; owed asks):
+	// an owed ask ends AskTTL after it, so an asker's clock set wrong
+	// neither drops it at once nor keeps it for good. 0: from before it
+	// was kept, Time counts.
+	Seen  int64 `json:"seen,omitempty"`
+	Shown bool  `json:"shown,omitempty"` // owed: shown in full once
 	// Reply is the first reply to an own ask, once it came.
 	Reply *localapi.Item `json:"reply,omitempty"`
+}
+
+// since is when an ask's time to live began: when this node took it in,
+// if it kept that.
+func (a *askRec) since() int64 {
+	if a.Seen != 0 {
+		return a.Seen
+	}
+	return a.Time
 }
 
 // state is one agent's inbox. Its lock serializes the agent's scans and

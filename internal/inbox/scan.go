@@ -132,7 +132,7 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 		}
 	case v.Kind == rooms.KindAsk && (b.isMe(v.To, agent) || v.To == ""):
 		shown := v.Arrival <= st.read[v.Room] // Read showed it already
-		st.putAsk(agent, "o", id, &askRec{Room: v.Room, From: from(v), Text: v.Text, To: v.To, Time: v.Time, Shown: shown})
+		st.putAsk(agent, "o", id, &askRec{Room: v.Room, From: from(v), Text: v.Text, To: v.To, Time: v.Time, Seen: b.now().UnixMilli(), Shown: shown})
 		st.news++
 	case v.Kind == rooms.KindInvite && b.isMe(v.To, agent):
 		it := item(v, roomName)
@@ -213,7 +213,7 @@ func (st *state) replyToOwn(v rooms.View) bool {
 func (b *Inbox) expire(agent identity.AgentName, st *state) {
 	cut := b.now().Add(-b.cfg.AskTTL).UnixMilli()
 	for id, a := range st.owed {
-		if a.Time < cut {
+		if a.since() < cut {
 			st.dropAsk(agent, "o", id)
 		}
 	}
@@ -386,7 +386,7 @@ func sortedAsks(m map[string]*askRec) []askRef {
 
 func (b *Inbox) askItem(id string, a *askRec, kind, roomName string) localapi.Item {
 	return localapi.Item{Kind: kind, ID: id, Room: string(a.Room), RoomName: roomName, From: a.From, Text: a.Text,
-		To: a.To, Time: a.Time, Expires: a.Time + b.cfg.AskTTL.Milliseconds()}
+		To: a.To, Time: a.Time, Expires: a.since() + b.cfg.AskTTL.Milliseconds()}
 }
 
 // describeRoom fills an invitation with the room's purpose and members.
