@@ -57,7 +57,7 @@ type BoardIn struct {
 	Thread
 	Project string `json:"project,omitempty" jsonschema:"project key; default: the git repository of your working folder"`
 	History bool   `json:"history,omitempty" jsonschema:"show who held what, when and why, instead of the claims now"`
-	Path    string `json:"path,omitempty" jsonschema:"with history: only the events on paths that overlap this one"`
+	Path    string `json:"path,omitempty" jsonschema:"only the claims (with history: the events) on paths that overlap this one"`
 }
 
 // BoardEvent is one claim or release of the board's history.
@@ -78,7 +78,15 @@ type BoardOut struct {
 	History []BoardEvent `json:"history"`
 	Alive   []string     `json:"alive" jsonschema:"the live agent sessions of the project's nodes"`
 	Note    string       `json:"note,omitempty" jsonschema:"set when only one session is alive: claims are optional overhead then"`
+	More    int          `json:"more,omitempty" jsonschema:"claims (or, with history, earlier events) not listed: pass path to narrow"`
 }
+
+// The most claims and history events parley_board lists: a board is
+// written by every member, and what it holds goes into the agent's context.
+const (
+	maxBoardClaims = 100
+	maxBoardEvents = 50
+)
 
 // project resolves the project key and paths against the agent's folder.
 func (s *Server) project(ctx context.Context, key string, paths []string) (string, []string, error) {
@@ -179,8 +187,15 @@ func (s *Server) board(ctx context.Context, c *call, in BoardIn) (BoardOut, stri
 			return out, "", err
 		}
 		c.take(res.Pending)
-		fmt.Fprintf(&b, "History of the board (%d events):", len(res.Events))
-		for _, e := range res.Events {
+		evs := res.Events
+		if len(evs) > maxBoardEvents {
+			out.More = len(evs) - maxBoardEvents
+			evs = evs[out.More:]
+			fmt.Fprintf(&b, "History of the board (the last %d of %d events; pass path for those of one path):", len(evs), len(res.Events))
+		} else {
+			fmt.Fprintf(&b, "History of the board (%d events):", len(evs))
+		}
+		for _, e := range evs {
 			ev := BoardEvent{Time: e.Time.UTC().Format(time.RFC3339), Holder: e.Holder, Kind: e.Kind, Paths: orEmpty(e.Paths), Note: e.Note}
 			if e.LostTo != nil {
 				ev.LostTo = e.LostTo.Holder
@@ -193,15 +208,23 @@ func (s *Server) board(ctx context.Context, c *call, in BoardIn) (BoardOut, stri
 		}
 		return out, b.String(), nil
 	}
-	res, err := s.api.Board(ctx, c.agent, localapi.BoardRequest{Project: key, Take: true})
+	res, err := s.api.Board(ctx, c.agent, localapi.BoardRequest{Project: key, Paths: paths, Take: true})
 	if err != nil {
 		return out, "", err
 	}
 	c.take(res.Pending)
 	out.Claims, out.Alive, out.Note = boardClaims(res.Claims), orEmpty(res.Alive), res.Note
-	if len(out.Claims) == 0 {
+	if len(out.Claims) > maxBoardClaims {
+		out.More = len(out.Claims) - maxBoardClaims
+		out.Claims = out.Claims[:maxBoardClaims]
+	}
+	switch {
+	case len(out.Claims) == 0:
 		b.WriteString("The board is empty: nobody has claimed anything in this project.")
-	} else {
+	case out.More > 0:
+		fmt.Fprintf(&b, "%d claims on the board; the first %d by path (pass path for those that overlap one):", len(out.Claims)+out.More, len(out.Claims))
+		writeClaims(&b, out.Claims)
+	default:
 		fmt.Fprintf(&b, "%d claims on the board:", len(out.Claims))
 		writeClaims(&b, out.Claims)
 	}

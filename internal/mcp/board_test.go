@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,33 @@ func TestMCPBoard(t *testing.T) {
 	}, "alpha's session to end")
 	if out["note"] != nil || len(out["claims"].([]any)) != 2 {
 		t.Fatalf("a board with alpha's and beta's claims and one session alive: %v", out)
+	}
+}
+
+// TestMCPBoardIsBounded: a board of more claims than parley_board lists
+// gives the first ones by path and counts the rest; a path narrows it.
+func TestMCPBoardIsBounded(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	a := connect(t, nt, 0, "a")
+	call(t, a, "parley_register", map[string]any{"name": "alpha"})
+	const key = "mcp-board-bounded"
+	for i := range 3 {
+		paths := make([]string, 0, 64)
+		for k := range 64 {
+			paths = append(paths, fmt.Sprintf("d%d/f%02d.go", i, k))
+		}
+		call(t, a, "parley_claim", map[string]any{"paths": paths, "note": "many", "project": key})
+	}
+	out, text := call(t, a, "parley_board", map[string]any{"project": key})
+	if cs := out["claims"].([]any); len(cs) != 100 || out["more"] != float64(92) || !strings.Contains(text, "192 claims on the board; the first 100") {
+		t.Fatalf("a board of 192 claims: %d listed, more %v\n%.200s", len(cs), out["more"], text)
+	}
+	out, _ = call(t, a, "parley_board", map[string]any{"project": key, "path": "d2/f01.go"})
+	if cs := out["claims"].([]any); len(cs) != 1 || out["more"] != nil {
+		t.Fatalf("narrowed to one path: %v", out)
+	}
+	out, _ = call(t, a, "parley_board", map[string]any{"project": key, "history": true})
+	if h := out["history"].([]any); len(h) != 3 || out["more"] != nil {
+		t.Fatalf("history: %v", out)
 	}
 }
