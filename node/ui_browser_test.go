@@ -257,6 +257,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	run(t, b, "invite nobody from the page",
 		chromedp.SendKeys(chromedp.CSS("#member"), "nobody@not-a-peer"), chromedp.Click(chromedp.CSS("#invite button")))
 	waitJS(t, b, 30*time.Second, `document.getElementById("error").textContent !== ""`, "the refused invite's reason on the page")
+	// carol runs on node 1 (an agent a contact's presence does not list
+	// is refused).
+	if _, err := c1.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: "carol", Session: "carol", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
 	run(t, b, "invite carol from the page", chromedp.SetValue(chromedp.CSS("#member"), "carol@"+other), chromedp.Click(chromedp.CSS("#invite button")))
 	nt.WaitFor(30*time.Second, func() bool {
 		es, err := c1.Log(ctx, theirs.RoomID, 0, "")
