@@ -128,22 +128,9 @@ parley uninstall CLIENT takes out exactly what install added.`,
 				}
 			}
 			o := install.Options{Client: client, Scope: scope, Command: command, Args: homeArgs(env.ParleyHome), Hooks: hookCommands[client]}
-			var plan *install.Plan
-			for attempt := 0; ; attempt++ {
-				if plan, err = install.Install(env, o); err != nil {
-					return err
-				}
-				if f.dryRun {
-					break
-				}
-				err = plan.Apply()
-				if errors.Is(err, install.ErrRaced) && attempt < 2 {
-					continue // the client rewrote its file meanwhile: plan again
-				}
-				if err != nil {
-					return err
-				}
-				break
+			plan, err := runPlan(f.dryRun, func() (*install.Plan, error) { return install.Install(env, o) })
+			if err != nil {
+				return err
 			}
 			if !f.dryRun {
 				auditInstall(cmd, env.ParleyHome, audit.Install, plan)
@@ -184,22 +171,9 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 			if err != nil {
 				return err
 			}
-			var plan *install.Plan
-			for attempt := 0; ; attempt++ {
-				if plan, err = install.Uninstall(env, client, scope); err != nil {
-					return err
-				}
-				if f.dryRun {
-					break
-				}
-				err = plan.Apply()
-				if errors.Is(err, install.ErrRaced) && attempt < 2 {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				break
+			plan, err := runPlan(f.dryRun, func() (*install.Plan, error) { return install.Uninstall(env, client, scope) })
+			if err != nil {
+				return err
 			}
 			if !f.dryRun {
 				auditInstall(cmd, env.ParleyHome, audit.Uninstall, plan)
@@ -209,6 +183,15 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// runPlan makes a plan and, unless dryRun, applies it; install.Run plans
+// again when the client rewrote a file meanwhile.
+func runPlan(dryRun bool, plan func() (*install.Plan, error)) (*install.Plan, error) {
+	if dryRun {
+		return plan()
+	}
+	return install.Run(plan)
 }
 
 // auditInstall records an applied install or uninstall that changed files in

@@ -27,6 +27,18 @@ func readFile(path string) ([]byte, bool, error) {
 // writeFileAtomic replaces path's content in one rename, keeping its mode;
 // a symbolic link is followed, so the file it points at is the one written.
 func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	return replaceFile(path, data, perm, nil)
+}
+
+// beforeReplace, when set (by tests), runs just before replaceFile checks
+// the file a last time: after the new text is written and synced, before
+// the rename. It stands for the client writing its file at that moment.
+var beforeReplace func(path string)
+
+// replaceFile is writeFileAtomic with a last look: unchanged, when not nil,
+// runs after the new text is written and synced, right before the rename,
+// and an error from it (the file changed meanwhile) stops the write.
+func replaceFile(path string, data []byte, perm fs.FileMode, unchanged func() error) error {
 	real := path
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&fs.ModeSymlink != 0 {
@@ -59,6 +71,14 @@ func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("install: write %s: %w", path, err)
 	}
+	if unchanged != nil {
+		if beforeReplace != nil {
+			beforeReplace(path)
+		}
+		if err := unchanged(); err != nil {
+			return err
+		}
+	}
 	if err := os.Rename(tmp.Name(), real); err != nil {
 		return fmt.Errorf("install: write %s: %w", path, err)
 	}
@@ -67,6 +87,11 @@ func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+// removeFile removes a config file.
+func removeFile(path string) error {
+	return os.Remove(path)
 }
 
 // writeNew writes a private file, creating its folders.

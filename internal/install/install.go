@@ -587,6 +587,9 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 			continue
 		}
 		ch := Change{Path: t.path, before: cur}
+		if fi, err := os.Stat(t.path); err == nil {
+			ch.perm = fi.Mode().Perm() // to put it back, should Apply stop
+		}
 		if fr != nil && fr.Restorable && bytes.Equal(sum(cur), fr.afterSum()) {
 			if !fr.Existed {
 				ch.Delete, ch.Restore = true, true
@@ -779,35 +782,39 @@ func isEmptyConfig(t target, src []byte) bool {
 
 // Apply writes the plan: a copy of each file goes under Parley's home
 // first, then each file is replaced in one step (a rename), and the record
-// of the install is updated. If a file changed since the plan was made,
-// Apply stops with ErrRaced before writing it (files written before it
-// are put back).
+// of the install is updated. Each file is compared with the plan before its
+// copy is made and again right before the rename: if the client wrote it in
+// between, Apply stops with ErrRaced and leaves the client's text (files
+// written before it in this plan are put back, unless they changed too).
 func (p *Plan) Apply() error {
 	var done []Change
 	rollback := func() {
 		for i := len(done) - 1; i >= 0; i-- {
 			c := done[i]
-			if c.Create {
-				_ = os.Remove(c.Path) // best effort: the file Parley created
-				continue
+			// Best effort, and only while the file still holds what Parley
+			// left: a write the client made since stays. The copy stays too.
+			left := func() error { return holds(c.Path, c.after, !c.Delete) }
+			switch {
+			case c.Create:
+				if left() == nil {
+					_ = removeFile(c.Path)
+					removeEmptyDirs(c.dirs)
+				}
+			default:
+				_ = replaceFile(c.Path, c.before, c.perm, left)
 			}
-			_ = writeFileAtomic(c.Path, c.before, c.perm) // best effort; the backup copy stays
 		}
 	}
 	for _, c := range p.Changes {
-		cur, existed, err := readFile(c.Path)
-		if err != nil {
+		unchanged := func() error { return holds(c.Path, c.before, !c.Create) }
+		if err := unchanged(); err != nil {
 			rollback()
 			return err
 		}
-		if existed == c.Create || !bytes.Equal(cur, c.before) {
-			rollback()
-			return fmt.Errorf("%w: %s", ErrRaced, c.Path)
-		}
-		if existed {
+		if !c.Create {
 			fr := p.rec.file(c.Path)
 			first := fr != nil && fr.Backup == ""
-			if err := p.backup(c.Path, cur, first); err != nil {
+			if err := p.backup(c.Path, c.before, first); err != nil {
 				rollback()
 				return err
 			}
@@ -816,7 +823,14 @@ func (p *Plan) Apply() error {
 			}
 		}
 		if c.Delete {
-			if err := os.Remove(c.Path); err != nil {
+			if beforeReplace != nil {
+				beforeReplace(c.Path)
+			}
+			if err := unchanged(); err != nil {
+				rollback()
+				return err
+			}
+			if err := removeFile(c.Path); err != nil {
 				rollback()
 				return fmt.Errorf("install: remove %s: %w", c.Path, err)
 			}
@@ -830,7 +844,8 @@ func (p *Plan) Apply() error {
 				return fmt.Errorf("install: create %s: %w", dir, err)
 			}
 		}
-		if err := writeFileAtomic(c.Path, c.after, c.perm); err != nil {
+		if err := replaceFile(c.Path, c.after, c.perm, unchanged); err != nil {
+			removeEmptyDirs(c.dirs)
 			rollback()
 			return err
 		}
@@ -848,6 +863,43 @@ func (p *Plan) Apply() error {
 		}
 	}
 	return saveRecord(p.recPath, p.rec)
+}
+
+// holds checks that path holds want (exists false: that it is missing),
+// else returns ErrRaced.
+func holds(path string, want []byte, exists bool) error {
+	cur, existed, err := readFile(path)
+	if err != nil {
+		return err
+	}
+	if existed != exists || !bytes.Equal(cur, want) {
+		return fmt.Errorf("%w: %s", ErrRaced, path)
+	}
+	return nil
+}
+
+// Attempts is how many times Run makes and applies a plan before it gives up
+// on a file that keeps changing.
+const Attempts = 3
+
+// Run makes a plan (Install or Uninstall) and applies it. When a file
+// changed between the two (ErrRaced: the client rewrote it), it makes the
+// plan again from the file as it is now, up to Attempts times in all.
+func Run(plan func() (*Plan, error)) (*Plan, error) {
+	for attempt := 1; ; attempt++ {
+		p, err := plan()
+		if err != nil {
+			return nil, err
+		}
+		err = p.Apply()
+		if errors.Is(err, ErrRaced) && attempt < Attempts {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 }
 
 // backup keeps the file's text as it was before Parley's first write

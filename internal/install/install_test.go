@@ -828,3 +828,129 @@ func TestCodexSubTables(t *testing.T) {
 		t.Errorf("after uninstall:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// clientWritesAt makes the client write path (edit of its text) the first
+// time Apply is about to replace or remove it: after Parley's copy and its
+// new text are on disk, before the rename.
+func clientWritesAt(t *testing.T, path string, edit func([]byte) []byte) {
+	t.Helper()
+	done := false
+	beforeReplace = func(p string) {
+		if p != path || done {
+			return
+		}
+		done = true
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := os.WriteFile(p, edit(b), 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { beforeReplace = nil })
+}
+
+// clientEdit is a write of the client's: a key at the top of the file.
+func clientEdit(key string) func([]byte) []byte {
+	return func(b []byte) []byte {
+		return bytes.Replace(b, []byte("{"), []byte("{\n  \""+key+"\": 1,"), 1)
+	}
+}
+
+var startups = clientEdit("clientWrote")
+
+func TestInstallKeepsAWriteMadeJustBeforeTheRename(t *testing.T) {
+	env := testEnv(t)
+	realistic(t, env, Claude)
+	path := filepath.Join(env.Home, ".claude.json")
+	orig := mustRead(t, path)
+	clientWritesAt(t, path, startups)
+	p, err := Install(env, opts(Claude, User))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Apply(); !errors.Is(err, ErrRaced) {
+		t.Fatalf("apply: %v, want ErrRaced", err)
+	}
+	if got := mustRead(t, path); !bytes.Equal(got, startups(orig)) {
+		t.Fatalf("the client's write is lost:\n%s", got)
+	}
+	if _, err := os.Stat(recordPath(env, Claude, User)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a record of an install that did not happen: %v", err)
+	}
+
+	// Run plans again from the client's text: both are there.
+	clientWritesAt(t, path, clientEdit("clientWroteAgain"))
+	if _, err := Run(func() (*Plan, error) { return Install(env, opts(Claude, User)) }); err != nil {
+		t.Fatal(err)
+	}
+	got := mustRead(t, path)
+	if !bytes.Contains(got, []byte(`"clientWrote": 1`)) || !bytes.Contains(got, []byte(`"clientWroteAgain": 1`)) {
+		t.Errorf("the client's writes are not both kept:\n%s", got)
+	}
+	checkEntries(t, env, opts(Claude, User))
+}
+
+func TestInstallPutsBackTheFilesItWroteWhenALaterOneRaced(t *testing.T) {
+	for _, alsoFirst := range []bool{false, true} {
+		env := testEnv(t)
+		realistic(t, env, Claude)
+		first := filepath.Join(env.Home, ".claude.json")
+		second := filepath.Join(env.Home, ".claude", "settings.json")
+		orig := snapshot(t, env.Home)
+		var firstWrite []byte
+		clientWritesAt(t, second, func(b []byte) []byte {
+			if alsoFirst {
+				// The client rewrites the file Parley has just written, too.
+				firstWrite = startups(mustRead(t, first))
+				if err := os.WriteFile(first, firstWrite, 0o600); err != nil {
+					t.Error(err)
+				}
+			}
+			return startups(b)
+		})
+		p, err := Install(env, opts(Claude, User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Changes) != 2 || p.Changes[0].Path != first {
+			t.Fatalf("changes: %v", p.Changes)
+		}
+		if err := p.Apply(); !errors.Is(err, ErrRaced) {
+			t.Fatalf("apply: %v, want ErrRaced", err)
+		}
+		if got := mustRead(t, second); string(got) != string(startups([]byte(orig[second]))) {
+			t.Errorf("%s: the client's write is lost:\n%s", second, got)
+		}
+		want := orig[first]
+		if alsoFirst {
+			want = string(firstWrite)
+		}
+		if got := mustRead(t, first); string(got) != want {
+			t.Errorf("client wrote the first file too %v: %s is\n%s\nwant\n%s", alsoFirst, first, got, want)
+		}
+	}
+}
+
+func TestUninstallKeepsAFileTheClientWroteBeforeItsRemoval(t *testing.T) {
+	env := testEnv(t)
+	mustInstall(t, env, opts(Gemini, User)) // Parley creates settings.json
+	path := filepath.Join(env.Home, ".gemini", "settings.json")
+	p, err := Uninstall(env, Gemini, User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Changes) != 1 || !p.Changes[0].Delete {
+		t.Fatalf("changes: %+v", p.Changes)
+	}
+	installed := mustRead(t, path)
+	clientWritesAt(t, path, startups)
+	if err := p.Apply(); !errors.Is(err, ErrRaced) {
+		t.Fatalf("apply: %v, want ErrRaced", err)
+	}
+	if got := mustRead(t, path); !bytes.Equal(got, startups(installed)) {
+		t.Errorf("after the race:\n%s", got)
+	}
+}
