@@ -281,7 +281,7 @@ func printPlan(g *globals, w io.Writer, p *install.Plan, dryRun bool, env instal
 				fmt.Fprintf(w, "%s already holds Parley's entries\n", u)
 			}
 		}
-		if p.Uninstall && !p.Changed() && len(p.Unchanged) == 0 {
+		if p.Uninstall && !p.Changed() && len(p.Unchanged) == 0 && len(p.Remaining) == 0 {
 			fmt.Fprintf(w, "Parley is not installed for %s (%s)\n", client, scope)
 		}
 		if p.Changed() && !p.Uninstall {

@@ -19,6 +19,7 @@ import (
 // and a project folder.
 type userDirs struct {
 	home, project string
+	env           []string // more of the environment, NAME=VALUE
 }
 
 func newUser(t *testing.T) userDirs {
@@ -59,7 +60,7 @@ func (u userDirs) run(t *testing.T, args ...string) (string, string, int) {
 	}
 	cmd := exec.Command(parleyBin, args...)
 	cmd.Dir = sub
-	cmd.Env = []string{"HOME=" + u.home, "PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"HOME=" + u.home, "PATH=" + os.Getenv("PATH")}, u.env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -239,6 +240,38 @@ func TestCLIInstallProjectAndRefusal(t *testing.T) {
 	_, errs, code = u.run(t, "install", "vim")
 	if code == 0 || !strings.Contains(errs, "unknown client") {
 		t.Fatalf("install vim: exit %d %s", code, errs)
+	}
+}
+
+// An uninstall that does not find the files an install wrote (it ran with
+// CLAUDE_CONFIG_DIR) says so and keeps the record, so that the uninstall
+// that finds them puts back the user's own entry.
+func TestCLIUninstallKeepsTheRecordOfFilesElsewhere(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	cc := filepath.Join(u.home, "cc")
+	p := filepath.Join(cc, ".claude.json")
+	orig := "{\n  \"mcpServers\": {\n    \"parley\": {\"command\": \"parley\", \"args\": [\"mcp\"]}\n  }\n}\n"
+	if err := os.MkdirAll(cc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withDir := u
+	withDir.env = []string{"CLAUDE_CONFIG_DIR=" + cc}
+	if out, errs, code := withDir.run(t, "install", "claude"); code != 0 || !strings.Contains(out, "updated "+p) {
+		t.Fatalf("install: exit %d\n%s\n%s", code, out, errs)
+	}
+	out, errs, code := u.run(t, "uninstall", "claude")
+	if code != 0 || strings.Contains(out, "not installed") || !strings.Contains(out, p) || !strings.Contains(out, "CLAUDE_CONFIG_DIR") {
+		t.Fatalf("uninstall without CLAUDE_CONFIG_DIR: exit %d\n%s\n%s", code, out, errs)
+	}
+	if out, errs, code := withDir.run(t, "uninstall", "claude"); code != 0 || !strings.Contains(out, p) {
+		t.Fatalf("uninstall: exit %d\n%s\n%s", code, out, errs)
+	}
+	if got := readAll(t, p); got != orig {
+		t.Fatalf("after uninstall:\n%s", got)
 	}
 }
 

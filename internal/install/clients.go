@@ -293,6 +293,19 @@ func targets(env Env, o Options) ([]target, error) {
 	return nil, fmt.Errorf("%w %q", ErrUnknownClient, o.Client)
 }
 
+// configEnvVar names the variable that moves a client's user config files.
+func configEnvVar(c Client) string {
+	switch c {
+	case Claude:
+		return "CLAUDE_CONFIG_DIR"
+	case Codex:
+		return "CODEX_HOME"
+	case OpenCode:
+		return "XDG_CONFIG_HOME"
+	}
+	return "HOME"
+}
+
 // notes are the one-line things a person must do, or know, after an
 // install.
 func notes(env Env, o Options, wroteHooks bool) []string {

@@ -29,6 +29,10 @@ type Plan struct {
 	Unchanged []string `json:"unchanged,omitempty"`
 	// Notes are one-line things to do or know (a trust step, a flag).
 	Notes []string `json:"notes,omitempty"`
+	// Remaining lists the files the record of the install names that this
+	// plan does not look at (an install made with another CLAUDE_CONFIG_DIR
+	// or CODEX_HOME): the record stays for them.
+	Remaining []string `json:"remaining,omitempty"`
 
 	env     Env
 	rec     *record // the record as it will be after Apply (nil: remove it)
@@ -173,6 +177,20 @@ func Install(env Env, o Options) (*Plan, error) {
 		fr.After = hexSum(after)
 		rec.Files = append(rec.Files, fr)
 		p.Changes = append(p.Changes, ch)
+	}
+	// Files an earlier install wrote that these options do not name (another
+	// CLAUDE_CONFIG_DIR, CODEX_HOME) still hold its entries: they stay in the
+	// record, so that an uninstall that finds them can take them out.
+	if old != nil {
+		for _, f := range old.Files {
+			if !slices.ContainsFunc(ts, func(t target) bool { return t.path == f.Path }) {
+				rec.Files = append(rec.Files, f.clone())
+				p.Remaining = append(p.Remaining, f.Path)
+			}
+		}
+		if len(p.Remaining) > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("an earlier install wrote %s too (with another %s?); Parley's entries there stay, and so does their record", strings.Join(p.Remaining, ", "), configEnvVar(o.Client)))
+		}
 	}
 	p.Notes = append(p.Notes, notes(env, o, wroteHooks)...)
 	p.Notes = append(p.Notes, projectNotes...)
@@ -573,6 +591,19 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 	var k known
 	if rec != nil {
 		k = known{rec.Command}
+		// The record goes once every file it names has been looked at; those
+		// this uninstall does not name stay in it.
+		p.rec = &record{Client: rec.Client, Scope: rec.Scope, Project: rec.Project, Command: rec.Command, Hooks: rec.Hooks}
+		for _, f := range rec.Files {
+			if !slices.ContainsFunc(ts, func(t target) bool { return t.path == f.Path }) {
+				p.rec.Files = append(p.rec.Files, f.clone())
+				p.Remaining = append(p.Remaining, f.Path)
+			}
+		}
+		if len(p.Remaining) > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("the record of Parley's install also names %s, which this uninstall did not look at (was the install made with another %s?); the record is kept for them: run the uninstall again as the install ran",
+				strings.Join(p.Remaining, ", "), configEnvVar(client)))
+		}
 	}
 	for _, t := range ts {
 		var fr *fileRecord
@@ -852,6 +883,9 @@ func (p *Plan) Apply() error {
 		done = append(done, c)
 	}
 	if p.Uninstall {
+		if p.rec != nil && len(p.rec.Files) > 0 {
+			return saveRecord(p.recPath, p.rec) // the files it did not look at
+		}
 		if err := os.Remove(p.recPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("install: remove record %s: %w", p.recPath, err)
 		}

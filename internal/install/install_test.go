@@ -954,3 +954,45 @@ func TestUninstallKeepsAFileTheClientWroteBeforeItsRemoval(t *testing.T) {
 		t.Errorf("after the race:\n%s", got)
 	}
 }
+
+func TestUninstallKeepsTheRecordOfFilesItDidNotLookAt(t *testing.T) {
+	env := testEnv(t)
+	other := env
+	other.ClaudeConfigDir = filepath.Join(env.Home, "cc")
+	path := filepath.Join(other.ClaudeConfigDir, ".claude.json")
+	// The user's own parley entry, which the install replaces.
+	orig := "{\n  \"mcpServers\": {\n    \"parley\": {\"command\": \"parley\", \"args\": [\"mcp\"]}\n  }\n}\n"
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustInstall(t, other, opts(Claude, User))
+	installed := mustRead(t, path)
+
+	// Uninstall without CLAUDE_CONFIG_DIR: it finds nothing, and says the
+	// record names other files.
+	u := mustUninstall(t, env, Claude, User)
+	if u.Changed() || len(u.Remaining) != 2 || !strings.Contains(strings.Join(u.Notes, "\n"), path) {
+		t.Fatalf("uninstall elsewhere: changes %v, remaining %v, notes %q", u.Changes, u.Remaining, u.Notes)
+	}
+	if _, err := os.Stat(recordPath(env, Claude, User)); err != nil {
+		t.Fatalf("the record is gone: %v", err)
+	}
+	if !bytes.Equal(mustRead(t, path), installed) {
+		t.Fatal("the uninstall changed a file it did not look at")
+	}
+	// An install without CLAUDE_CONFIG_DIR keeps the record of them too.
+	mustInstall(t, env, opts(Claude, User))
+	mustUninstall(t, env, Claude, User)
+
+	// With CLAUDE_CONFIG_DIR the user's entry comes back, and the record goes.
+	mustUninstall(t, other, Claude, User)
+	if got := string(mustRead(t, path)); got != orig {
+		t.Errorf("after uninstall:\n%s\nwant\n%s", got, orig)
+	}
+	if _, err := os.Stat(recordPath(env, Claude, User)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the record is still there: %v", err)
+	}
+}
