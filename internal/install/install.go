@@ -220,15 +220,24 @@ func installJSON(t target, client Client, k known, before []byte, existed bool, 
 		}
 	}
 	if t.hooks != nil {
-		// Take out Parley's hooks for events no longer wanted.
+		// Take out Parley's hooks for events no longer wanted (putting back
+		// the user's hook one replaced; the event's others are theirs).
 		for {
 			root, _ := d.parse()
-			h := findParleyHook(d.src, &root, client, k, func(ev string) bool { _, want := t.hooks[ev]; return !want })
+			h := findParleyHook(d.src, &root, client, k, func(ev string) bool {
+				_, want := t.hooks[ev]
+				return !want && !fr.hookBack(ev)
+			})
 			if h == nil {
 				break
 			}
-			if err := d.removeHook(h, fr.jsonUndo([]string{"hooks", h.event})); err != nil {
+			u := fr.jsonUndo([]string{"hooks", h.event})
+			put, err := d.takeOutHook(h, u)
+			if err != nil {
 				return nil, nil, err
+			}
+			if put {
+				u.Back = true
 			}
 		}
 		events := make([]string, 0, len(t.hooks))
@@ -242,8 +251,10 @@ func installJSON(t target, client Client, k known, before []byte, existed bool, 
 			if err != nil {
 				return nil, nil, err
 			}
-			if changed && u != nil {
-				fr.setJSON(*u)
+			// A hook Parley added is recorded afresh; for one it replaced,
+			// the record of the first install keeps what was there before.
+			if r := fr.jsonUndo(u.Path); changed && (u.Prev == nil || r == nil || r.Back) {
+				fr.setJSON(u)
 			}
 		}
 	}
@@ -401,34 +412,86 @@ func (d *jsonDoc) removeHook(h *parleyHook, u *jsonUndo) error {
 	return d.removeItem(&g.Members[memberIndex(g, "hooks")].Value, h.hook, nil)
 }
 
-// ensureHook makes hooks.EVENT hold Parley's group. It returns an undo
-// record when it added the group.
-func (d *jsonDoc) ensureHook(client Client, k known, event string, group jobj) (*jsonUndo, bool, error) {
+// ensureHook makes hooks.EVENT hold Parley's group. It reports whether it
+// changed the file, and how to undo it: the group it added, or the text of
+// the group (or of the hook, in a group of others' hooks) it replaced.
+func (d *jsonDoc) ensureHook(client Client, k known, event string, group jobj) (jsonUndo, bool, error) {
+	path := []string{"hooks", event}
 	root, err := d.parse()
 	if err != nil {
-		return nil, false, err
+		return jsonUndo{Path: path}, false, err
 	}
 	h := findParleyHook(d.src, &root, client, k, func(ev string) bool { return ev == event })
 	if h == nil {
-		u, err := d.appendTo([]string{"hooks", event}, group)
-		return &u, err == nil, err
+		u, err := d.appendTo(path, group)
+		return u, err == nil, err
 	}
-	path := []string{"hooks", event}
 	arr := lookup(&root, path).Value.(*hujson.Array)
 	if h.pure {
 		if reflect.DeepEqual(h.groupValue, plain(group)) {
-			return nil, false, nil
+			return jsonUndo{Path: path}, false, nil
 		}
-		return nil, true, d.replaceValue(nil, &arr.Elements[h.group], group)
+		g := &arr.Elements[h.group]
+		prev := string(d.src[g.StartOffset:g.EndOffset])
+		return jsonUndo{Path: path, Prev: &prev}, true, d.replaceValue(nil, g, group)
 	}
 	want, _ := group.get("hooks")
 	hook := want.([]any)[0]
 	if reflect.DeepEqual(h.hookValue, plain(hook)) {
-		return nil, false, nil
+		return jsonUndo{Path: path}, false, nil
 	}
 	g := arr.Elements[h.group].Value.(*hujson.Object)
-	ha := g.Members[memberIndex(g, "hooks")].Value.Value.(*hujson.Array)
-	return nil, true, d.replaceValue(nil, &ha.Elements[h.hook], hook)
+	el := &g.Members[memberIndex(g, "hooks")].Value.Value.(*hujson.Array).Elements[h.hook]
+	prev := string(d.src[el.StartOffset:el.EndOffset])
+	return jsonUndo{Path: path, Prev: &prev, PrevHook: true}, true, d.replaceValue(nil, el, hook)
+}
+
+// takeOutHook takes one of Parley's hooks out. When u says it replaced a
+// hook or a group of the user's, that comes back in its place (and
+// takeOutHook reports true); else the hook goes, with its group when the
+// group holds only Parley's hooks.
+func (d *jsonDoc) takeOutHook(h *parleyHook, u *jsonUndo) (bool, error) {
+	if u == nil || u.Prev == nil {
+		return false, d.removeHook(h, u)
+	}
+	root, err := d.parse()
+	if err != nil {
+		return false, err
+	}
+	arr := lookup(&root, []string{"hooks", h.event}).Value.(*hujson.Array)
+	g := &arr.Elements[h.group]
+	if !u.PrevHook && h.pure {
+		return true, d.apply(splice{g.StartOffset, g.EndOffset, *u.Prev})
+	}
+	text := *u.Prev
+	if !u.PrevHook {
+		// The group Parley's replaced holds others' hooks now: the hooks of
+		// the user's group come back in place of Parley's.
+		var ok bool
+		if text, ok = groupHooksText(text); !ok {
+			return false, d.removeHook(h, u)
+		}
+	}
+	gobj := g.Value.(*hujson.Object)
+	el := &gobj.Members[memberIndex(gobj, "hooks")].Value.Value.(*hujson.Array).Elements[h.hook]
+	return true, d.apply(splice{el.StartOffset, el.EndOffset, text})
+}
+
+// groupHooksText returns the text of the items of a hook group's "hooks".
+func groupHooksText(group string) (string, bool) {
+	v, err := hujson.Parse([]byte(group))
+	if err != nil {
+		return "", false
+	}
+	hv := lookup(&v, []string{"hooks"})
+	if hv == nil {
+		return "", false
+	}
+	a, ok := hv.Value.(*hujson.Array)
+	if !ok || len(a.Elements) == 0 {
+		return "", false
+	}
+	return group[a.Elements[0].StartOffset:a.Elements[len(a.Elements)-1].EndOffset], true
 }
 
 // checkOthersKept checks that before and after differ only in Parley's
@@ -724,15 +787,23 @@ func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord)
 			}
 		}
 	}
+	// Where install replaced a hook of the user's, it comes back, and the
+	// event's other hooks are theirs.
+	restored := map[string]bool{}
 	for n := 0; n < 1000; n++ {
 		root, _ := d.parse()
-		h := findParleyHook(d.src, &root, client, k, func(string) bool { return true })
+		h := findParleyHook(d.src, &root, client, k, func(ev string) bool {
+			u := undo([]string{"hooks", ev})
+			return !restored[ev] && (u == nil || !u.Back)
+		})
 		if h == nil {
 			break
 		}
-		if err := d.removeHook(h, undo([]string{"hooks", h.event})); err != nil {
+		put, err := d.takeOutHook(h, undo([]string{"hooks", h.event}))
+		if err != nil {
 			return nil, nil, err
 		}
+		restored[h.event] = put
 	}
 	// Containers one entry created and another's removal left empty.
 	if fr != nil {

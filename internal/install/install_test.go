@@ -996,3 +996,99 @@ func TestUninstallKeepsTheRecordOfFilesItDidNotLookAt(t *testing.T) {
 		t.Errorf("the record is still there: %v", err)
 	}
 }
+
+// writeFile writes a file of the user's, with its folders.
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendText adds text at the end of a file: the user's edit after
+// install, so that uninstall cannot restore the original copy.
+func appendText(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, append(mustRead(t, path), text...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUninstallPutsBackTheUsersHookInstallReplaced(t *testing.T) {
+	cases := []struct {
+		name   string
+		client Client
+		rel    string
+		orig   string
+		check  func(b []byte) bool // after install
+		narrow []string            // a later install's hooks, which puts it back
+	}{
+		{"claude-own-group", Claude, ".claude/settings.json",
+			`{"hooks":{"PostToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"parley hook claude PostToolUse","timeout":5}]}]}}`,
+			func(b []byte) bool { return !bytes.Contains(b, []byte(`"Bash"`)) }, []string{"Stop"}},
+		{"gemini-mixed-group", Gemini, ".gemini/settings.json",
+			"{\n  // mine\n  \"hooks\": {\"AfterTool\": [{\"matcher\": \"write_file\", \"hooks\": [{\"type\": \"command\", \"command\": \"npx prettier\"}, {\"name\": \"mine\", \"type\": \"command\", \"command\": \"parley hook gemini AfterTool\"}]}]}\n}\n",
+			func(b []byte) bool {
+				return bytes.Contains(b, []byte("npx prettier")) && !bytes.Contains(b, []byte(`"mine"`)) && bytes.Contains(b, []byte(`"write_file"`))
+			}, []string{}},
+	}
+	for _, tc := range cases {
+		for _, how := range []string{"uninstall", "narrower install", "narrower then wider install"} {
+			t.Run(tc.name+"-"+how, func(t *testing.T) {
+				env := testEnv(t)
+				path := filepath.Join(env.Home, tc.rel)
+				writeFile(t, path, tc.orig)
+				mustInstall(t, env, opts(tc.client, User))
+				if b := mustRead(t, path); !tc.check(b) {
+					t.Fatalf("after install:\n%s", b)
+				}
+				appendText(t, path, "\n")
+				if how != "uninstall" {
+					o := opts(tc.client, User)
+					o.Hooks = tc.narrow
+					mustInstall(t, env, o)
+				}
+				if how == "narrower then wider install" {
+					mustInstall(t, env, opts(tc.client, User))
+					if b := mustRead(t, path); !tc.check(b) {
+						t.Fatalf("after the wider install:\n%s", b)
+					}
+				}
+				mustUninstall(t, env, tc.client, User)
+				if got := string(mustRead(t, path)); got != tc.orig+"\n" {
+					t.Errorf("after %s:\n%s\nwant\n%s\n", how, got, tc.orig+"\n")
+				}
+			})
+		}
+	}
+}
+
+func TestUninstallPutsBackTheUsersHooksIntoAGroupTheyAddedTo(t *testing.T) {
+	env := testEnv(t)
+	path := filepath.Join(env.Home, ".claude", "settings.json")
+	writeFile(t, path, `{"hooks":{"PostToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"parley hook claude PostToolUse","timeout":5}]}]}}`)
+	mustInstall(t, env, opts(Claude, User))
+	// The user adds a hook of theirs to the group Parley's replaced.
+	b := mustRead(t, path)
+	at := bytes.Index(b, []byte(`"timeout": 10`))
+	if at < 0 {
+		t.Fatalf("after install:\n%s", b)
+	}
+	at += bytes.IndexByte(b[at:], '}') + 1
+	edited := string(b[:at]) + `, {"type": "command", "command": "npx lint"}` + string(b[at:])
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustUninstall(t, env, Claude, User)
+	got := mustRead(t, path)
+	v := decodeAny(t, path, got).(map[string]any)
+	g := v["hooks"].(map[string]any)["PostToolUse"].([]any)[0].(map[string]any)
+	hs := g["hooks"].([]any)
+	if len(hs) != 2 || hs[0].(map[string]any)["command"] != "parley hook claude PostToolUse" || hs[0].(map[string]any)["timeout"] != 5.0 ||
+		hs[1].(map[string]any)["command"] != "npx lint" {
+		t.Errorf("after uninstall:\n%s", got)
+	}
+}

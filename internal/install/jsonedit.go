@@ -58,8 +58,14 @@ type jsonUndo struct {
 	// EmptyInner is the text inside the braces of the deepest container that
 	// existed and was empty before the entry went in.
 	EmptyInner *string `json:"empty_inner,omitempty"`
-	// Prev is the member's value before it was replaced (when one was).
-	Prev *string `json:"prev,omitempty"`
+	// Prev is the member's value before it was replaced (when one was); for
+	// a hook (Path hooks.EVENT), the user's group Parley's replaced, or with
+	// PrevHook the user's hook in a group of theirs.
+	Prev     *string `json:"prev,omitempty"`
+	PrevHook bool    `json:"prev_hook,omitempty"`
+	// Back is true once Prev is back in place of Parley's hook (an install
+	// left the event out): the event's hooks are the user's.
+	Back bool `json:"back,omitempty"`
 }
 
 // newJSONDoc checks src as a config file of dialect d whose top level is an

@@ -73,6 +73,13 @@ func (f *fileRecord) setJSON(u jsonUndo) {
 	f.JSON = append(f.JSON, u)
 }
 
+// hookBack reports whether the user's hook that Parley's replaced for event
+// is back in its place: that event's hooks are the user's.
+func (f *fileRecord) hookBack(event string) bool {
+	u := f.jsonUndo([]string{"hooks", event})
+	return u != nil && u.Back
+}
+
 func (f *fileRecord) tomlUndo(path []string) *tomlUndo {
 	for i := range f.TOML {
 		if slices.Equal(f.TOML[i].Path, path) {
