@@ -39,16 +39,12 @@ var beforeReplace func(path string)
 // runs after the new text is written and synced, right before the rename,
 // and an error from it (the file changed meanwhile) stops the write.
 func replaceFile(path string, data []byte, perm fs.FileMode, unchanged func() error) error {
-	real := path
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if r, err := filepath.EvalSymlinks(path); err == nil {
-				real = r
-			}
-		}
-		if st, err := os.Stat(real); err == nil {
-			perm = st.Mode().Perm()
-		}
+	real, err := linkTarget(path)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(real); err == nil {
+		perm = st.Mode().Perm()
 	}
 	dir := filepath.Dir(real)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(real)+".parley-*")
@@ -89,9 +85,55 @@ func replaceFile(path string, data []byte, perm fs.FileMode, unchanged func() er
 	return nil
 }
 
-// removeFile removes a config file.
+// removeFile removes a config file: for a symbolic link, the file it
+// points at (the link stays, as it was before Parley created the file).
 func removeFile(path string) error {
-	return os.Remove(path)
+	real, err := linkTarget(path)
+	if err != nil {
+		return err
+	}
+	return os.Remove(real)
+}
+
+// maxLinks is how many symbolic links linkTarget follows.
+const maxLinks = 40
+
+// linkTarget returns the file path stands for: path, or when it is a
+// symbolic link, the file at the end of its links, whether that exists or
+// not (a link to a file not yet there is written through, never replaced).
+func linkTarget(path string) (string, error) {
+	p := path
+	for range maxLinks {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			if p != path {
+				if _, err := os.Stat(filepath.Dir(p)); err != nil {
+					return "", fmt.Errorf("install: %s is a symbolic link to %s, whose folder is missing: create the folder, or remove the link", path, p)
+				}
+			}
+			return p, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("install: %w", err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil
+		}
+		to, err := os.Readlink(p)
+		if err != nil {
+			return "", fmt.Errorf("install: %w", err)
+		}
+		if !filepath.IsAbs(to) {
+			// Relative to the link's folder, as the system reads it.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+			if err != nil {
+				return "", fmt.Errorf("install: %w", err)
+			}
+			to = filepath.Join(dir, to)
+		}
+		p = to
+	}
+	return "", fmt.Errorf("install: %s: more than %d symbolic links in a row (a loop?); Parley will not write it", path, maxLinks)
 }
 
 // writeNew writes a private file, creating its folders.

@@ -127,6 +127,9 @@ func Install(env Env, o Options) (*Plan, error) {
 	p := &Plan{Client: o.Client, Scope: o.Scope, env: env, rec: rec, recPath: recPath}
 	wroteHooks := false
 	for _, t := range ts {
+		if _, err := linkTarget(t.path); err != nil {
+			return nil, err // a link Parley cannot write through
+		}
 		before, existed, err := readFile(t.path)
 		if err != nil {
 			return nil, err

@@ -1092,3 +1092,67 @@ func TestUninstallPutsBackTheUsersHooksIntoAGroupTheyAddedTo(t *testing.T) {
 		t.Errorf("after uninstall:\n%s", got)
 	}
 }
+
+func TestInstallWritesThroughALinkToAMissingFile(t *testing.T) {
+	env := testEnv(t)
+	path := filepath.Join(env.Home, ".gemini", "settings.json")
+	if err := os.MkdirAll(filepath.Join(env.Home, "dotfiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// settings.json -> gemini.json (a link too) -> ../dotfiles/gemini.json,
+	// which does not exist yet.
+	mid := filepath.Join(env.Home, ".gemini", "gemini.json")
+	if err := os.Symlink("gemini.json", path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", "dotfiles", "gemini.json"), mid); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(env.Home, "dotfiles", "gemini.json")
+	links := func(when string) {
+		t.Helper()
+		for p, want := range map[string]string{path: "gemini.json", mid: filepath.Join("..", "dotfiles", "gemini.json")} {
+			if got, err := os.Readlink(p); err != nil || got != want {
+				t.Fatalf("%s: %s is no longer the link: %q %v", when, p, got, err)
+			}
+		}
+	}
+	mustInstall(t, env, opts(Gemini, User))
+	links("after install")
+	if b := mustRead(t, real); !bytes.Contains(b, []byte(testBin)) {
+		t.Fatalf("%s after install:\n%s", real, b)
+	}
+	checkEntries(t, env, opts(Gemini, User))
+	mustUninstall(t, env, Gemini, User)
+	links("after uninstall")
+	if _, err := os.Stat(real); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the file Parley created is still there: %v", err)
+	}
+}
+
+func TestInstallRefusesALinkItCannotWriteThrough(t *testing.T) {
+	for _, to := range []string{"loop.json", filepath.Join("missing-folder", "x.json")} {
+		env := testEnv(t)
+		path := filepath.Join(env.Home, ".gemini", "settings.json")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(to, path); err != nil {
+			t.Fatal(err)
+		}
+		loop := filepath.Join(env.Home, ".gemini", "loop.json")
+		if err := os.Symlink("settings.json", loop); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Install(env, opts(Gemini, User))
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("link to %s: err = %v", to, err)
+		}
+		if got, err := os.Readlink(path); err != nil || got != to {
+			t.Errorf("link to %s: the link is now %q %v", to, got, err)
+		}
+	}
+}
