@@ -20,7 +20,10 @@
 // command line is `PARLEY [--home DIR] hook CLIENT EVENT`; Parley's entries
 // are recognised by that command (a program named parley, then `hook` and
 // the client), and the MCP server by its name and a parley program whose
-// arguments start with `mcp`.
+// arguments start with `mcp`. A server entry under Parley's name is
+// Parley's own only when it says nothing else: the keys Parley writes
+// (others at most empty), no comment. Install refuses any other one, with
+// its line (ErrConflict), and uninstall leaves it.
 //
 // # Editing
 //

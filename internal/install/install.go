@@ -212,6 +212,9 @@ func installJSON(t target, client Client, k known, before []byte, existed bool, 
 	}
 	src = d.src
 	if t.server != nil {
+		if err := d.checkServerJSON(t, k); err != nil {
+			return nil, nil, err
+		}
 		changed, u, err := d.put(t.server, t.serverValue)
 		if err != nil {
 			return nil, nil, err
@@ -283,6 +286,19 @@ func installTOML(t target, k known, before []byte, fr *fileRecord) ([]byte, []st
 			if v, ok := f[k].(bool); ok && !v {
 				notes = append(notes, fmt.Sprintf("%s sets [features] %s = false: Codex runs no hooks, Parley's included, until you set it to true.", t.path, k))
 			}
+		}
+	}
+	want := map[string]any{}
+	for _, kv := range t.serverTOML {
+		want[kv.k] = tomlPlain(kv.v)
+	}
+	if cur, _ := tableValue(m, t.server); !reflect.DeepEqual(cur, want) {
+		why, line, err := d.notOwnTable(t, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		if why != "" {
+			return nil, nil, userServerError("["+strings.Join(t.server, ".")+"]", why, line, 0)
 		}
 	}
 	changed, u, err := d.putTable(t.server, t.serverTOML)
@@ -730,17 +746,19 @@ func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord)
 			return nil, nil, err
 		}
 		m, _ := d.decode()
-		if tv, ok := tableValue(m, t.server); ok {
-			if c, _ := tv["command"].(string); k.program(c) {
-				var r *tomlUndo
-				if fr != nil {
-					r = fr.tomlUndo(t.server)
-				}
-				if _, err := d.removeTable(undoOr(r, t.server), r != nil); err != nil {
-					return nil, nil, err
-				}
-			} else {
-				notes = append(notes, fmt.Sprintf("%s: [mcp_servers.parley] no longer runs Parley; left alone.", t.path))
+		why, _, err := d.notOwnTable(t, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		if why != "" {
+			notes = append(notes, fmt.Sprintf("%s: [%s] is not Parley's own (%s); left alone.", t.path, strings.Join(t.server, "."), why))
+		} else if _, ok := tableValue(m, t.server); ok {
+			var r *tomlUndo
+			if fr != nil {
+				r = fr.tomlUndo(t.server)
+			}
+			if _, err := d.removeTable(undoOr(r, t.server), r != nil); err != nil {
+				return nil, nil, err
 			}
 		}
 		if k.notify(m["notify"]) {
@@ -768,9 +786,10 @@ func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord)
 		root, _ := d.parse()
 		if v := lookup(&root, t.server); v != nil {
 			val, _ := decodeValue(d.src, v)
+			why := t.notOwnServer(k, val, hasJSONComment(d.src[v.StartOffset:v.EndOffset]))
 			switch r := undo(t.server); {
-			case !k.server(val):
-				notes = append(notes, fmt.Sprintf("%s: %s no longer runs Parley; left alone.", t.path, strings.Join(t.server, ".")))
+			case why != "":
+				notes = append(notes, fmt.Sprintf("%s: %s is not Parley's own (%s); left alone.", t.path, strings.Join(t.server, "."), why))
 			case r != nil && r.Prev != nil:
 				if err := d.replaceRaw(t.server, *r.Prev); err != nil {
 					return nil, nil, err

@@ -1156,3 +1156,86 @@ func TestInstallRefusesALinkItCannotWriteThrough(t *testing.T) {
 		}
 	}
 }
+
+func TestInstallRefusesAServerEntryThatIsTheUsers(t *testing.T) {
+	cases := []struct {
+		name   string
+		client Client
+		rel    string
+		text   string
+		line   int
+		why    string
+	}{
+		{"claude-node", Claude, ".claude.json", "{\n  \"mcpServers\": {\n    \"parley\": {\"command\": \"node\", \"args\": [\"my.js\"]}\n  }\n}\n", 3, "it runs node my.js"},
+		{"claude-env", Claude, ".claude.json", "{\n  \"mcpServers\": {\n    \"parley\": {\"command\": \"parley\", \"args\": [\"mcp\"], \"env\": {\"FOO\": \"1\"}}\n  }\n}\n", 3, "it also sets env"},
+		{"gemini-comment", Gemini, ".gemini/settings.json", "{\n  \"mcpServers\": {\n    \"parley\": {\n      // mine\n      \"command\": \"parley\", \"args\": [\"mcp\"]\n    }\n  }\n}\n", 3, "comments"},
+		{"opencode-string", OpenCode, ".config/opencode/opencode.json", "{\n  \"mcp\": {\"parley\": \"off\"}\n}\n", 2, "not an object"},
+		{"codex-node", Codex, ".codex/config.toml", "model = \"o3\"\n\n[mcp_servers.parley]\ncommand = \"node\"\n", 3, "it runs node"},
+		{"codex-env", Codex, ".codex/config.toml", "[mcp_servers.parley]\ncommand = \"parley\"\nargs = [\"mcp\"]\nenv = { FOO = \"1\" }\n", 1, "it also sets env"},
+		{"codex-enabled-comment", Codex, ".codex/config.toml", "[mcp_servers.parley]\n# mine, switched off\ncommand = \"parley\"\nargs = [\"mcp\"]\nenabled = false\n", 1, "it also sets enabled"},
+		{"codex-comment", Codex, ".codex/config.toml", "[mcp_servers.parley]\ncommand = \"parley\" # mine\nargs = ['mcp']\n", 1, "comments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testEnv(t)
+			p := filepath.Join(env.Home, tc.rel)
+			writeFile(t, p, tc.text)
+			before := snapshot(t, env.Home)
+			_, err := Install(env, opts(tc.client, User))
+			var ce *ConfigError
+			if !errors.As(err, &ce) || !errors.Is(err, ErrConflict) || ce.Path != p || ce.Line != tc.line {
+				t.Fatalf("err = %v, want a conflict in %s at line %d", err, p, tc.line)
+			}
+			for _, want := range []string{"line ", tc.why, "not an entry Parley wrote", "rename it or remove it"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the message lacks %q: %v", want, err)
+				}
+			}
+			// Uninstall (no record) leaves it, and says so.
+			u := mustUninstall(t, env, tc.client, User)
+			if !strings.Contains(strings.Join(u.Notes, "\n"), "left alone") {
+				t.Errorf("uninstall notes: %q", u.Notes)
+			}
+			sameSnapshot(t, before, snapshot(t, env.Home))
+		})
+	}
+}
+
+func TestInstallReplacesAnEntryOfClaudeMCPAdd(t *testing.T) {
+	// What `claude mcp add parley -- parley mcp` writes holds nothing
+	// Parley would not: install replaces it, uninstall puts it back.
+	env := testEnv(t)
+	p := filepath.Join(env.Home, ".claude.json")
+	orig := "{\n  \"mcpServers\": {\n    \"parley\": {\n      \"type\": \"stdio\",\n      \"command\": \"parley\",\n      \"args\": [\n        \"mcp\"\n      ],\n      \"env\": {}\n    }\n  }\n}\n"
+	writeFile(t, p, orig)
+	mustInstall(t, env, opts(Claude, User))
+	checkEntries(t, env, opts(Claude, User))
+	appendText(t, p, "\n")
+	mustUninstall(t, env, Claude, User)
+	if got := string(mustRead(t, p)); got != orig+"\n" {
+		t.Errorf("after uninstall:\n%s", got)
+	}
+}
+
+func TestUninstallLeavesParleysTableTheUserAddedTo(t *testing.T) {
+	env := testEnv(t)
+	realistic(t, env, Codex)
+	mustInstall(t, env, opts(Codex, User))
+	p := filepath.Join(env.Home, ".codex", "config.toml")
+	b := string(mustRead(t, p))
+	if !strings.HasSuffix(b, "tool_timeout_sec = 120\n") {
+		t.Fatalf("Parley's table is not last:\n%s", b)
+	}
+	edited := b + "env = { FOO = \"1\" }\n"
+	if err := os.WriteFile(p, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u := mustUninstall(t, env, Codex, User)
+	if !strings.Contains(strings.Join(u.Notes, "\n"), "it also sets env") {
+		t.Errorf("notes: %q", u.Notes)
+	}
+	got := string(mustRead(t, p))
+	if !strings.Contains(got, "[mcp_servers.parley]\ncommand = ") || !strings.Contains(got, "env = { FOO = \"1\" }") || strings.Contains(got, "notify = [\""+testBin) {
+		t.Errorf("after uninstall:\n%s", got)
+	}
+}
