@@ -116,7 +116,9 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 							if e, ok := k.hookEvent(cmd, client); ok && e == ev {
 								s.hooks[ev] = cmd
 								if client == Claude && ev == "Stop" {
-									s.stopTimeout, _ = hm["timeout"].(float64)
+									if n, ok := hm["timeout"].(json.Number); ok {
+										s.stopTimeout, _ = n.Float64()
+									}
 								}
 							}
 						}

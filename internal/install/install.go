@@ -530,14 +530,22 @@ func checkOthersKept(before, after []byte, t target, client Client, k known) err
 	return nil
 }
 
+// standardValue decodes a JSON or JSONC file's text (numbers as written).
 func standardValue(src []byte) (any, error) {
 	std, err := hujson.Standardize(append([]byte(nil), src...))
 	if err != nil {
-		return nil, err
+		return nil, &ConfigError{Msg: "not valid JSON: " + err.Error(), Err: ErrInvalid}
 	}
-	var v any
-	err = json.Unmarshal(std, &v)
-	return v, err
+	v, err := decodeJSON(std)
+	if err != nil {
+		line, col := 0, 0
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col = lineCol(src, int(se.Offset)) // Standardize keeps offsets
+		}
+		return nil, &ConfigError{Line: line, Column: col, Msg: "not valid JSON: " + err.Error(), Err: ErrInvalid}
+	}
+	return v, nil
 }
 
 // stripJSON removes Parley's entries from a decoded config, and the

@@ -1239,3 +1239,50 @@ func TestUninstallLeavesParleysTableTheUserAddedTo(t *testing.T) {
 		t.Errorf("after uninstall:\n%s", got)
 	}
 }
+
+func TestInstallKeepsNumbersAsWritten(t *testing.T) {
+	for _, c := range []Client{Claude, Gemini, OpenCode} {
+		t.Run(string(c), func(t *testing.T) {
+			env := testEnv(t)
+			ts, err := targets(env, opts(c, User))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := ts[0].path
+			orig := "{\n  \"inf\": 1e400,\n  \"big\": 123456789012345678901234567890,\n  \"third\": 0.30000000000000000001,\n  \"mcpServers\": {}\n}\n"
+			writeFile(t, p, orig)
+			mustInstall(t, env, opts(c, User))
+			b := mustRead(t, p)
+			for _, n := range []string{"1e400", "123456789012345678901234567890", "0.30000000000000000001"} {
+				if !bytes.Contains(b, []byte(": "+n+",")) {
+					t.Errorf("%s is not kept as written:\n%s", n, b)
+				}
+			}
+			if !bytes.Contains(b, []byte(`"parley": {`)) || !bytes.Contains(b, []byte(testBin)) {
+				t.Errorf("no server entry:\n%s", b)
+			}
+			appendText(t, p, "\n")
+			mustUninstall(t, env, c, User)
+			if got := string(mustRead(t, p)); got != orig+"\n" {
+				t.Errorf("after uninstall:\n%s", got)
+			}
+		})
+	}
+}
+
+func TestInstallRefusesABadNumberWithItsLine(t *testing.T) {
+	for _, c := range []Client{Claude, Gemini} {
+		env := testEnv(t)
+		ts, err := targets(env, opts(c, User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ts[0].path
+		writeFile(t, p, "{\n  \"a\": 1,\n  \"b\": 01\n}\n")
+		_, err = Install(env, opts(c, User))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalid) || ce.Path != p || ce.Line != 3 || strings.Contains(err.Error(), "trailing comma") {
+			t.Errorf("%s: err = %v, want invalid JSON at %s line 3", c, err, p)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"sort"
 	"strings"
@@ -92,8 +93,10 @@ func (d *jsonDoc) parse() (hujson.Value, error) {
 // checkJSON parses src and checks it against the dialect.
 func checkJSON(src []byte, d jsonDialect) (hujson.Value, error) {
 	if d == plainJSON {
-		var v any
-		if err := json.Unmarshal(src, &v); err != nil {
+		// Syntax only: a number JSON allows but a float64 cannot hold
+		// (1e400) is the user's to write, and stays as written.
+		var raw json.RawMessage
+		if err := json.Unmarshal(src, &raw); err != nil {
 			line, col := 0, 0
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
@@ -208,15 +211,28 @@ func countMembers(obj *hujson.Object, name string) int {
 }
 
 // decodeValue decodes the JSON value v (a part of src) into plain Go values
-// (map[string]any, []any, string, float64, bool, nil).
+// (map[string]any, []any, string, json.Number, bool, nil).
 func decodeValue(src []byte, v *hujson.Value) (any, error) {
 	raw, err := hujson.Standardize(append([]byte(nil), src[v.StartOffset:v.EndOffset]...))
 	if err != nil {
 		return nil, err
 	}
-	var out any
-	err = json.Unmarshal(raw, &out)
-	return out, err
+	return decodeJSON(raw)
+}
+
+// decodeJSON decodes one standard JSON value, numbers as written
+// (json.Number: a float64 would refuse 1e400 and round others).
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("more than one JSON value")
+	}
+	return v, nil
 }
 
 // plain turns one of Parley's values (jobj, []any, …) into the plain Go
@@ -226,8 +242,8 @@ func plain(v any) any {
 	if err != nil {
 		panic(fmt.Sprintf("install: cannot encode %#v: %v", v, err))
 	}
-	var out any
-	if err := json.Unmarshal(raw, &out); err != nil {
+	out, err := decodeJSON(raw)
+	if err != nil {
 		panic(err)
 	}
 	return out
