@@ -754,6 +754,17 @@ func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord)
 			return nil, nil, err
 		}
 		m, _ := d.decode()
+		// Last in, first out: install wrote the table, then notify (whose
+		// separators may stand next to the table's).
+		if k.notify(m["notify"]) {
+			var r *tomlUndo
+			if fr != nil {
+				r = fr.tomlUndo([]string{"notify"})
+			}
+			if _, err := d.removeTopKey(undoOr(r, []string{"notify"}), r != nil); err != nil {
+				return nil, nil, err
+			}
+		}
 		why, _, err := d.notOwnTable(t, k)
 		if err != nil {
 			return nil, nil, err
@@ -766,15 +777,6 @@ func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord)
 				r = fr.tomlUndo(t.server)
 			}
 			if _, err := d.removeTable(undoOr(r, t.server), r != nil); err != nil {
-				return nil, nil, err
-			}
-		}
-		if k.notify(m["notify"]) {
-			var r *tomlUndo
-			if fr != nil {
-				r = fr.tomlUndo([]string{"notify"})
-			}
-			if _, err := d.removeTopKey(undoOr(r, []string{"notify"}), r != nil); err != nil {
 				return nil, nil, err
 			}
 		}

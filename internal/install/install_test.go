@@ -1286,3 +1286,31 @@ func TestInstallRefusesABadNumberWithItsLine(t *testing.T) {
 		}
 	}
 }
+
+func TestUninstallCodexConfigWithoutALastNewline(t *testing.T) {
+	origs := []string{"# my config", "model = \"o3\"", "model = \"o3\"\n\n[tui]\nx = 1", "# my config\n"}
+	edits := map[string]func(string) string{
+		"appended table":   func(s string) string { return s + "\n[mcp_servers.extra]\ncommand = \"extra\"\n" },
+		"prepended line":   func(s string) string { return "# edited\n" + s },
+		"appended comment": func(s string) string { return s + "# more\n" },
+	}
+	for _, orig := range origs {
+		for name, edit := range edits {
+			env := testEnv(t)
+			p := filepath.Join(env.Home, ".codex", "config.toml")
+			writeFile(t, p, orig)
+			mustInstall(t, env, opts(Codex, User))
+			installed := string(mustRead(t, p))
+			writeFile(t, p, edit(installed))
+			mustUninstall(t, env, Codex, User)
+			got := string(mustRead(t, p))
+			want := edit(orig)
+			if name == "appended comment" && !strings.HasSuffix(orig, "\n") {
+				want = orig + "\n# more\n" // the newline keeps the comment a line of its own
+			}
+			if got != want {
+				t.Errorf("%q, %s: after uninstall\n%q\nwant\n%q", orig, name, got, want)
+			}
+		}
+	}
+}

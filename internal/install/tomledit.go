@@ -396,11 +396,13 @@ func (d *tomlDoc) removeTable(u tomlUndo, recorded bool) (bool, error) {
 			sp = append(sp, splice{s, en, ""})
 		}
 	}
-	// The separator written before it: all of it at the end of the file;
+	// The separator written before it: all of it at the end of the file,
+	// or before a blank line (the text before had no newline at its end);
 	// elsewhere only a blank line (what follows needs the newline).
 	blank := bytes.HasSuffix(d.src[:start], []byte(d.nl+d.nl))
+	whole := recorded && u.Before != "" && bytes.HasSuffix(d.src[:start], []byte(u.Before))
 	switch {
-	case end == len(d.src) && recorded && u.Before != "" && bytes.HasSuffix(d.src[:start], []byte(u.Before)):
+	case whole && (end == len(d.src) || u.Before == d.nl+d.nl && isBlankLineAt(d.src, end)):
 		sp[0].at -= len(u.Before)
 	case blank && (!recorded || u.Before != ""):
 		sp[0].at -= len(d.nl)
