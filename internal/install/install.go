@@ -332,7 +332,7 @@ func installTOML(t target, k known, before []byte, fr *fileRecord) ([]byte, []st
 	if err != nil {
 		return nil, nil, err
 	}
-	if !reflect.DeepEqual(stripTOML(m, k), stripTOML(after, k)) {
+	if !reflect.DeepEqual(stripTOML(m, k, m), stripTOML(after, k, m)) {
 		return nil, nil, fmt.Errorf("install: the edit would change entries that are not Parley's (a bug in Parley; nothing was written)")
 	}
 	return d.src, notes, nil
@@ -520,11 +520,12 @@ func checkOthersKept(before, after []byte, t target, client Client, k known) err
 	if err != nil {
 		return err
 	}
+	ref, _ := standardValue(before) // stripJSON changes b
 	a, err := standardValue(after)
 	if err != nil {
 		return err
 	}
-	if !reflect.DeepEqual(stripJSON(b, t, client, k), stripJSON(a, t, client, k)) {
+	if !reflect.DeepEqual(stripJSON(b, t, client, k, ref), stripJSON(a, t, client, k, ref)) {
 		return fmt.Errorf("install: the edit would change entries that are not Parley's (a bug in Parley; nothing was written)")
 	}
 	return nil
@@ -548,19 +549,28 @@ func standardValue(src []byte) (any, error) {
 	return v, nil
 }
 
-// stripJSON removes Parley's entries from a decoded config, and the
-// containers on their paths left empty.
-func stripJSON(v any, t target, client Client, k known) any {
+// stripJSON removes Parley's entries from a decoded config (changing it),
+// and the containers on their paths that this leaves empty, unless they are
+// empty in ref (the file before the edit): an empty one of the user's stays.
+func stripJSON(v any, t target, client Client, k known, ref any) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
 	}
+	refm, _ := ref.(map[string]any)
+	had := func(path ...string) bool {
+		parent, ok := dig(refm, path[:len(path)-1])
+		if !ok {
+			return false
+		}
+		v, ok := parent[path[len(path)-1]]
+		return ok && isEmptyValue(v)
+	}
 	if t.server != nil {
-		if parent, ok := dig(m, t.server[:len(t.server)-1]); ok {
-			if k.server(parent[t.server[len(t.server)-1]]) {
-				delete(parent, t.server[len(t.server)-1])
-			}
-			if len(parent) == 0 && len(t.server) > 1 {
+		name := t.server[len(t.server)-1]
+		if parent, ok := dig(m, t.server[:len(t.server)-1]); ok && k.server(parent[name]) {
+			delete(parent, name)
+			if len(parent) == 0 && len(t.server) > 1 && !had(t.server[:len(t.server)-1]...) {
 				pp, _ := dig(m, t.server[:len(t.server)-2])
 				delete(pp, t.server[len(t.server)-2])
 			}
@@ -568,20 +578,22 @@ func stripJSON(v any, t target, client Client, k known) any {
 	}
 	if t.hooks != nil {
 		if hooks, ok := m["hooks"].(map[string]any); ok {
+			removedAny := false
 			for ev, arr := range hooks {
 				a, ok := arr.([]any)
 				if !ok {
 					continue
 				}
-				var keep []any
+				keep, removed := []any{}, false
 				for _, g := range a {
 					if gm, ok := g.(map[string]any); ok {
 						if hs, ok := gm["hooks"].([]any); ok {
-							var kh []any
+							kh := []any{}
 							for _, h := range hs {
 								hm, _ := h.(map[string]any)
 								cmd, _ := hm["command"].(string)
 								if e, ok := k.hookEvent(cmd, client); ok && e == ev {
+									removed = true
 									continue
 								}
 								kh = append(kh, h)
@@ -589,21 +601,21 @@ func stripJSON(v any, t target, client Client, k known) any {
 							if len(kh) == 0 && len(hs) > 0 {
 								continue
 							}
-							if kh == nil {
-								kh = []any{}
-							}
 							gm["hooks"] = kh
 						}
 					}
 					keep = append(keep, g)
 				}
-				if len(keep) == 0 {
+				switch {
+				case !removed:
+				case len(keep) == 0 && !had("hooks", ev):
 					delete(hooks, ev)
-				} else {
+				default:
 					hooks[ev] = keep
 				}
+				removedAny = removedAny || removed
 			}
-			if len(hooks) == 0 {
+			if removedAny && len(hooks) == 0 && !had("hooks") {
 				delete(m, "hooks")
 			}
 		}
@@ -623,8 +635,10 @@ func dig(m map[string]any, path []string) (map[string]any, bool) {
 	return m, true
 }
 
-// stripTOML removes Parley's table and notify from a decoded config.toml.
-func stripTOML(m map[string]any, k known) map[string]any {
+// stripTOML removes Parley's table and notify from a decoded config.toml,
+// and mcp_servers when this leaves it empty, unless it is empty in ref (the
+// file before the edit).
+func stripTOML(m map[string]any, k known, ref map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, v := range m {
 		out[k] = v
@@ -650,12 +664,12 @@ func stripTOML(m map[string]any, k known) map[string]any {
 			} else {
 				c["parley"] = sub
 			}
+			if had, ok := ref["mcp_servers"].(map[string]any); len(c) == 0 && !(ok && len(had) == 0) {
+				delete(out, "mcp_servers")
+				return out
+			}
 		}
-		if len(c) == 0 {
-			delete(out, "mcp_servers")
-		} else {
-			out["mcp_servers"] = c
-		}
+		out["mcp_servers"] = c
 	}
 	return out
 }
@@ -885,14 +899,14 @@ func isClean(t target, client Client, k known, src []byte) bool {
 		if err != nil {
 			return false
 		}
-		return reflect.DeepEqual(m, stripTOML(m, k))
+		return reflect.DeepEqual(m, stripTOML(m, k, m))
 	}
 	v, err := standardValue(src)
 	if err != nil {
 		return false
 	}
 	a, _ := standardValue(src)
-	return reflect.DeepEqual(v, stripJSON(a, t, client, k))
+	return reflect.DeepEqual(v, stripJSON(a, t, client, k, v))
 }
 
 // isEmptyConfig reports whether a file Parley created holds nothing else.

@@ -1314,3 +1314,34 @@ func TestUninstallCodexConfigWithoutALastNewline(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyContainersOfTheUsersAreTheirs(t *testing.T) {
+	for _, c := range []Client{Claude, Codex, Gemini} {
+		t.Run(string(c), func(t *testing.T) {
+			env := testEnv(t)
+			ts, err := targets(env, opts(c, User))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tg := range ts {
+				text := "{\n  \"mcpServers\": {},\n  \"hooks\": {\"Stop\": []}\n}\n"
+				if tg.format == fmtTOML {
+					text = "model = \"o3\"\n\n[mcp_servers]\n"
+				}
+				writeFile(t, tg.path, text)
+				if !isClean(tg, c, nil, []byte(text)) {
+					t.Errorf("%s: empty containers count as Parley's", tg.path)
+				}
+			}
+			orig := snapshot(t, env.Home)
+			mustInstall(t, env, opts(c, User))
+			u := mustUninstall(t, env, c, User)
+			for _, ch := range u.Changes {
+				if !ch.Restore {
+					t.Errorf("%s was not restored from its copy", ch.Path)
+				}
+			}
+			sameSnapshot(t, orig, snapshot(t, env.Home))
+		})
+	}
+}
