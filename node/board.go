@@ -102,6 +102,14 @@ func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardReq
 	if _, err := boardAgent(agent); err != nil {
 		return localapi.BoardView{}, err
 	}
+	// The paths asked about are compared with every claim: as long and as
+	// starred as a claim's may be, no more (the guard passes file names as
+	// they are, "[" and all, so they are not checked as patterns).
+	for _, p := range req.Paths {
+		if len(p) > board.MaxPattern || board.Stars(p) > board.MaxStars {
+			return localapi.BoardView{}, localapi.BadRequest("path %.60q: at most %d bytes and %d * or **", p, board.MaxPattern, board.MaxStars)
+		}
+	}
 	v, err := b.n.board.Board(ctx, req.Project)
 	if err != nil {
 		return localapi.BoardView{}, boardError(err)

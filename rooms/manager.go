@@ -72,8 +72,10 @@ type Config struct {
 // earlier all the same: a release dated before the claim it ends (NTP
 // moved the clock back between the two) would end nothing, on every node.
 // A clock set back by more than that (it was wrong by that much) dates
-// events by itself again.
-const MaxStepBack = time.Hour
+// events by itself again. It stays under the board's MaxAhead: events
+// dated further ahead of the clock wait there, this node's own board's
+// too.
+const MaxStepBack = time.Minute
 
 // DefaultOwnEventsWait is the default Config.OwnEventsWait.
 const DefaultOwnEventsWait = 10 * time.Second

@@ -38,7 +38,9 @@ replies to its asks, unread messages and board notices. Nothing is marked as see
 				return fmt.Errorf("--wait %s: use 0 to %s", wait, localapi.MaxWait)
 			}
 			var book localapi.NameBook
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Pending, error) {
+			g2 := *g
+			g2.timeout += wait
+			return call(&g2, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Pending, error) {
 				book = nameBook(ctx, c)
 				if wait > 0 {
 					return c.Wait(ctx, as, localapi.WaitRequest{Seconds: wait.Seconds(), Take: take})

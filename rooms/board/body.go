@@ -87,7 +87,7 @@ func CheckPaths(paths []string, atLeastOne bool) ([]string, error) {
 		if err := CheckPattern(p); err != nil {
 			return nil, err
 		}
-		n += stars(p)
+		n += Stars(p)
 	}
 	if n > MaxClaimStars {
 		return nil, fmt.Errorf("%w: %d * and ** in the paths, at most %d at once", ErrBadInput, n, MaxClaimStars)

@@ -21,8 +21,8 @@ const (
 	MaxClaimStars = 16
 )
 
-// stars counts the "*" and "**" of p.
-func stars(p string) int {
+// Stars counts the "*" and "**" of p.
+func Stars(p string) int {
 	n := 0
 	for _, t := range tokens(p) {
 		if t.kind == tokStar || t.kind == tokAny {
@@ -52,7 +52,7 @@ func CheckPattern(p string) error {
 	if i := strings.IndexAny(p, `[]{}\`); i >= 0 {
 		return fmt.Errorf("%w: path %q: %q is not supported (use *, ** and ?)", ErrBadInput, p, p[i])
 	}
-	if n := stars(p); n > MaxStars {
+	if n := Stars(p); n > MaxStars {
 		return fmt.Errorf("%w: path %.60q has %d * or **, at most %d", ErrBadInput, p, n, MaxStars)
 	}
 	for _, seg := range strings.Split(p, "/") {
@@ -157,16 +157,33 @@ func step(ts []token, i int, c rune) int {
 // places, so those are the runes tried.
 func intersect(a, b []token) bool {
 	type state struct{ i, j int }
+	// A table of every state, or for long patterns (a path asked about,
+	// not claimed, may be longer than MaxPattern) a map of those reached.
 	w := len(b) + 1
-	visited := make([]bool, (len(a)+1)*w)
+	var dense []bool
+	var sparse map[int]bool
+	if n := (len(a) + 1) * w; n <= 1<<18 {
+		dense = make([]bool, n)
+	} else {
+		sparse = map[int]bool{}
+	}
+	seen := func(k int) bool {
+		if dense != nil {
+			v := dense[k]
+			dense[k] = true
+			return v
+		}
+		v := sparse[k]
+		sparse[k] = true
+		return v
+	}
 	stack := []state{{0, 0}}
 	push := func(s state) {
-		if k := s.i*w + s.j; !visited[k] {
-			visited[k] = true
+		if !seen(s.i*w + s.j) {
 			stack = append(stack, s)
 		}
 	}
-	visited[0] = true
+	seen(0)
 	lit := func(ts []token, i int) (rune, bool) {
 		if i < len(ts) && ts[i].kind == tokLit && ts[i].r != '/' && ts[i].r != 0 {
 			return ts[i].r, true
