@@ -1,6 +1,7 @@
 package consent
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -179,6 +180,9 @@ func (b *Book) loadOne(v []byte) (*entry, error) {
 func (b *Book) commit(next Contact, cert *Certificate) ([]Record, error) {
 	if next.State != StatePendingIn {
 		next.PriorState, next.Known = "", false
+	}
+	if next.State != StateRevoked {
+		next.PeerRevocation = nil // it ended a contact that has moved on since
 	}
 	if cert != nil {
 		next.Expires, next.Scopes = cert.NotAfter, cert.Scopes
@@ -682,6 +686,9 @@ func (b *Book) ApplyRevocation(wire []byte, now time.Time) (c Contact, recs []Re
 	if err != nil {
 		return Contact{}, nil, err
 	}
+	if rev.Issuer == b.self {
+		return b.restoreRevocation(rev, now)
+	}
 	if rev.Subject != b.self {
 		return Contact{}, nil, fmt.Errorf("%w: revocation of %s", ErrWrongPeers, rev.Subject)
 	}
@@ -703,9 +710,45 @@ func (b *Book) ApplyRevocation(wire []byte, now time.Time) (c Contact, recs []Re
 			next.Offer, next.OfferSig, next.InRequest, next.OutRequest = nil, nil, nil, nil
 		}
 		next.Seq = rev.CertSeq
+		next.PeerRevocation = bytes.Clone(wire)
 	}
 	recs, err = b.commit(next, nil)
 	if err != nil {
+		return Contact{}, nil, err
+	}
+	out := next.clone()
+	out.State = out.stateAt(now)
+	return out, recs, nil
+}
+
+// restoreRevocation takes back a revocation this node made, shown to it by
+// the peer it revoked: a node started on an older copy of its home forgets
+// the revocations it made since, and its peers keep them
+// (Contact.PeerRevocation). It is this node's own signed decision, so it is
+// applied as Revoke would have: if it is newer than the last revocation the
+// book holds for the peer and ends the contact's current certificate (or
+// offer). Errors: ErrReplay (the book knows it, or a newer certificate
+// followed it), ErrNoContact.
+func (b *Book) restoreRevocation(rev *Revocation, now time.Time) (c Contact, recs []Record, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.contacts[rev.Subject]
+	if e == nil {
+		return Contact{}, nil, fmt.Errorf("%w: own revocation of %s", ErrNoContact, rev.Subject)
+	}
+	if rev.Seq <= e.c.RevokeSeq {
+		return Contact{}, nil, fmt.Errorf("%w: own revocation seq %d, last made %d", ErrReplay, rev.Seq, e.c.RevokeSeq)
+	}
+	if certSeq := max(e.c.Seq, offerSeq(&e.c)); rev.CertSeq < certSeq {
+		return Contact{}, nil, fmt.Errorf("%w: own revocation of certificate %d, the contact is at %d", ErrReplay, rev.CertSeq, certSeq)
+	}
+	next := e.c.clone()
+	if until := rev.Time.Add(b.pol.DenyCooldown); next.State != StatePendingOut && until.After(next.DeniedUntil) {
+		next.DeniedUntil = until
+	}
+	next.State, next.Seq, next.RevokeSeq, next.Revocation, next.Updated = StateRevoked, rev.CertSeq, rev.Seq, rev.Wire, now
+	next.Offer, next.OfferSig, next.InRequest, next.OutRequest = nil, nil, nil, nil
+	if recs, err = b.commit(next, nil); err != nil {
 		return Contact{}, nil, err
 	}
 	out := next.clone()

@@ -3,6 +3,7 @@ package consent
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -889,5 +890,108 @@ func TestMarshalContact(t *testing.T) {
 		if err := d.UnmarshalBinary(bad); !errors.Is(err, ErrBadRecord) {
 			t.Fatalf("%x: %v", bad, err)
 		}
+	}
+}
+
+// restored returns a node with n's key whose book is loaded from records:
+// n started on an older copy of its home.
+func restored(t *testing.T, n *tnode, records map[peer.ID][]byte) *tnode {
+	t.Helper()
+	b, err := NewBook(n.priv, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals [][]byte
+	for _, v := range records {
+		vals = append(vals, v)
+	}
+	if err := b.Load(vals); err != nil {
+		t.Fatal(err)
+	}
+	return &tnode{t: t, priv: n.priv, id: n.id, book: b, store: maps.Clone(records)}
+}
+
+func TestRevocationShownBackToARestoredCopy(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	connect(t, alice, bob, t0, 0)
+	old := maps.Clone(alice.store) // a copy of alice's home, taken while bob is a contact
+
+	now := t0.Add(time.Hour)
+	rev, recs, err := alice.book.Revoke(bob.id, now)
+	alice.must(recs, err)
+	c, recs, err := bob.book.ApplyRevocation(rev, now)
+	bob.must(recs, err)
+	if !bytes.Equal(c.PeerRevocation, rev) {
+		t.Fatal("bob keeps no copy of alice's revocation")
+	}
+	// Bob's book keeps it across a restart.
+	bob = restored(t, bob, bob.store)
+	c, _ = bob.book.Get(alice.id, now)
+	if c.State != StateRevoked || !bytes.Equal(c.PeerRevocation, rev) {
+		t.Fatalf("after a reload bob has %s and %d bytes of alice's revocation", c.State, len(c.PeerRevocation))
+	}
+
+	// Alice is started on the old copy: bob is a contact again there.
+	alice = restored(t, alice, old)
+	now = now.Add(time.Hour)
+	wantErr(t, alice.book.Allowed(bob.id, now), nil)
+	// Bob shows her own revocation back; she takes it in, as made.
+	got, recs, err := alice.book.ApplyRevocation(c.PeerRevocation, now)
+	alice.must(recs, err)
+	if got.State != StateRevoked || !bytes.Equal(got.Revocation, rev) || got.RevokeSeq == 0 {
+		t.Fatalf("restored: %s, revocation kept %v, seq %d", got.State, bytes.Equal(got.Revocation, rev), got.RevokeSeq)
+	}
+	wantErr(t, alice.book.Allowed(bob.id, now), ErrRevoked)
+	if !got.DeniedUntil.After(now) {
+		t.Fatalf("bob may ask again at once (denied until %v)", got.DeniedUntil)
+	}
+	// It survives her next restart, and showing it again changes nothing.
+	alice = restored(t, alice, alice.store)
+	wantErr(t, alice.book.Allowed(bob.id, now), ErrRevoked)
+	_, _, err = alice.book.ApplyRevocation(rev, now)
+	wantErr(t, err, ErrReplay)
+
+	// Once bob and alice are contacts again, the old revocation is
+	// stale on both sides: bob drops his copy, and alice refuses it.
+	now = now.Add(25 * time.Hour)
+	connect(t, bob, alice, now, 0)
+	if c, _ := bob.book.Get(alice.id, now); c.PeerRevocation != nil {
+		t.Fatal("bob keeps alice's revocation after a new certificate")
+	}
+	_, _, err = alice.book.ApplyRevocation(rev, now)
+	wantErr(t, err, ErrReplay)
+	wantErr(t, alice.book.Allowed(bob.id, now), nil)
+
+	// A node restored from a copy older than the contact knows nothing to
+	// take back.
+	stranger := restored(t, alice, map[peer.ID][]byte{})
+	_, _, err = stranger.book.ApplyRevocation(rev, now)
+	wantErr(t, err, ErrNoContact)
+}
+
+// TestRestoredRevocationOfANewerCertificate: a revocation made after a
+// renewal is taken back by a copy from before the renewal (it ends the
+// certificate the copy holds), but one made before it is not taken back
+// by a copy that holds the newer certificate.
+func TestRestoredRevocationOfANewerCertificate(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	connect(t, alice, bob, t0, 0)
+	old := maps.Clone(alice.store)
+	c, _ := alice.book.Get(bob.id, t0)
+	early, err := NewRevocation(alice.priv, bob.id, c.Seq-1, nextSeq(0, t0), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = restored(t, alice, old).book.ApplyRevocation(early, t0)
+	wantErr(t, err, ErrReplay)
+
+	later, err := NewRevocation(alice.priv, bob.id, c.Seq+5, nextSeq(0, t0.Add(time.Hour)), t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := restored(t, alice, old).book.ApplyRevocation(later, t0.Add(time.Hour))
+	wantErr(t, err, nil)
+	if got.State != StateRevoked || got.Seq != c.Seq+5 {
+		t.Fatalf("after the later revocation: %s at seq %d", got.State, got.Seq)
 	}
 }

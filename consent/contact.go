@@ -58,6 +58,11 @@ type Contact struct {
 	OfferSig   []byte // our signature over Offer
 	Revocation []byte // the last revocation we issued (wire), kept for redelivery
 
+	// PeerRevocation is the peer's revocation of this contact (wire), kept
+	// while the contact is revoked: the peer's node may be started on an
+	// older copy of its home that forgot it, and is shown it back.
+	PeerRevocation []byte
+
 	LastRevocationSeq uint64    // highest revocation seq seen from the peer
 	RevokeSeq         uint64    // highest revocation seq we issued to the peer
 	DeniedUntil       time.Time // the peer may not ask again before this (zero: may ask)
@@ -88,6 +93,7 @@ func (c *Contact) clone() Contact {
 	d.Offer = bytes.Clone(c.Offer)
 	d.OfferSig = bytes.Clone(c.OfferSig)
 	d.Revocation = bytes.Clone(c.Revocation)
+	d.PeerRevocation = bytes.Clone(c.PeerRevocation)
 	return d
 }
 
@@ -109,6 +115,7 @@ type contactRecord struct {
 	Offer             []byte   `cbor:"offer,omitempty"`
 	OfferSig          []byte   `cbor:"offer_sig,omitempty"`
 	Revocation        []byte   `cbor:"revocation,omitempty"`
+	PeerRevocation    []byte   `cbor:"peer_revocation,omitempty"`
 	LastRevocationSeq uint64   `cbor:"last_rev_seq"`
 	RevokeSeq         uint64   `cbor:"revoke_seq"`
 	DeniedUntil       int64    `cbor:"denied_until"`
@@ -139,7 +146,7 @@ func (c Contact) MarshalBinary() ([]byte, error) {
 		V: recordVersion, ID: c.ID, Peer: []byte(c.Peer), Handle: c.Handle, State: string(c.State), Note: c.Note,
 		Updated: toMs(c.Updated), Expires: toMs(c.Expires), Cert: c.Cert, Seq: c.Seq, Scopes: c.Scopes,
 		InRequest: c.InRequest, OutRequest: c.OutRequest, Offer: c.Offer, OfferSig: c.OfferSig, Revocation: c.Revocation,
-		LastRevocationSeq: c.LastRevocationSeq, RevokeSeq: c.RevokeSeq, DeniedUntil: toMs(c.DeniedUntil),
+		PeerRevocation: c.PeerRevocation, LastRevocationSeq: c.LastRevocationSeq, RevokeSeq: c.RevokeSeq, DeniedUntil: toMs(c.DeniedUntil),
 		Approver: c.Approver, Known: c.Known, PriorState: string(c.PriorState),
 	}
 	if r.State == string(StateExpired) {
@@ -176,7 +183,7 @@ func (c *Contact) UnmarshalBinary(b []byte) error {
 		ID: r.ID, Peer: p, Handle: r.Handle, State: State(r.State), Note: r.Note,
 		Updated: fromMs(r.Updated), Expires: fromMs(r.Expires), Cert: r.Cert, Seq: r.Seq, Scopes: r.Scopes,
 		InRequest: r.InRequest, OutRequest: r.OutRequest, Offer: r.Offer, OfferSig: r.OfferSig, Revocation: r.Revocation,
-		LastRevocationSeq: r.LastRevocationSeq, RevokeSeq: r.RevokeSeq, DeniedUntil: fromMs(r.DeniedUntil),
+		PeerRevocation: r.PeerRevocation, LastRevocationSeq: r.LastRevocationSeq, RevokeSeq: r.RevokeSeq, DeniedUntil: fromMs(r.DeniedUntil),
 		Approver: r.Approver, Known: r.Known, PriorState: State(r.PriorState),
 	}
 	return nil

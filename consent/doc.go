@@ -42,7 +42,13 @@
 //	revoke    {k:"revoke", rev}                    {k:"ack"}                     Revoke; ApplyRevocation
 //
 // The request is opened by the requester; approve and deny by the approver;
-// revoke by either side. The approver's sig is its signature over payload;
+// revoke by either side. A revoke may also carry the receiver's own
+// revocation back to it: the revoked node keeps the revocation it was sent
+// (Contact.PeerRevocation) and shows it to the revoker whenever they connect,
+// so a revoker started on an older copy of its home takes its decision back
+// in (ApplyRevocation, when it is newer than the book's last revocation of
+// that peer and ends the current certificate); a revoker that knows it
+// answers with a replay error. The approver's sig is its signature over payload;
 // the countersign sig is the requester's over the same payload, which the
 // approver passes to Complete.
 //
@@ -51,7 +57,9 @@
 // ErrRemote and the sentinel named by code. A node that cannot reach the
 // peer keeps the bytes to send (Contact.OutRequest, Contact.Offer with
 // OfferSig, Contact.Revocation) and retries; every step is idempotent or
-// answered with a precise error.
+// answered with a precise error. Revocations, either side's, are sent again
+// on each new connection between the two nodes (the peer may have lost
+// them to a restored copy).
 //
 // # Book
 //

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,29 +12,6 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
-
-// copyData copies node i's database folder (the node is stopped).
-func copyData(t testing.TB, nt *nodetest.Net, i int) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "data")
-	if err := os.CopyFS(dst, os.DirFS(filepath.Join(nt.Home(i), node.DataDirName))); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-// restoreData puts a copy made by copyData back in place of node i's
-// database folder (the node is stopped).
-func restoreData(t testing.TB, nt *nodetest.Net, i int, copied string) {
-	t.Helper()
-	data := filepath.Join(nt.Home(i), node.DataDirName)
-	if err := os.RemoveAll(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.CopyFS(data, os.DirFS(copied)); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // sayRetry posts as soon as the node may: it retries while the node is
 // still learning its own events from its peers.
@@ -73,7 +48,7 @@ func TestRollbackLearnsOwnSeq(t *testing.T) {
 	waitConverged(t, nt, id, 6, 20*time.Second, 0, 1, 2)
 	copied := ownSeq(t, nt, 1, id)
 	nt.Crash(1)
-	old := copyData(t, nt, 1)
+	old := nt.CopyData(1)
 	nt.Restart(1)
 	for _, s := range []string{"one", "two", "three", "four", "five"} {
 		sayRetry(t, nt, 1, id, "after the copy: "+s)
@@ -84,7 +59,7 @@ func TestRollbackLearnsOwnSeq(t *testing.T) {
 		t.Fatalf("node 1 is at seq %d after five posts on a copy at seq %d", high, copied)
 	}
 	nt.Crash(1)
-	restoreData(t, nt, 1, old)
+	nt.RestoreData(1, old)
 	// Restarted on the copy (at seq copied), the node may learn its later
 	// events from the members before this goroutine looks: what matters is
 	// that its next post takes none of their seqs.
@@ -111,14 +86,14 @@ func TestRollbackForkHeals(t *testing.T) {
 	}))
 	id := openRoom(t, nt, 1, 2)
 	nt.Crash(1)
-	old := copyData(t, nt, 1)
+	old := nt.CopyData(1)
 	nt.Restart(1)
 	for _, s := range []string{"one", "two", "three"} {
 		sayRetry(t, nt, 1, id, "the branch the copy lacks: "+s)
 	}
 	waitConverged(t, nt, id, 8, 20*time.Second, 0, 1, 2)
 	nt.Crash(1)
-	restoreData(t, nt, 1, old)
+	nt.RestoreData(1, old)
 	nt.Partition([]int{0, 2}, []int{1})
 	nt.Restart(1)
 	for _, s := range []string{"one", "two"} {
@@ -148,7 +123,7 @@ func BenchmarkRollbackPostAgain(b *testing.B) {
 		id := benchRoom(b, nt)
 		m := func(i int) *rooms.Manager { return nt.Node(i).Rooms() }
 		nt.Crash(1)
-		old := copyData(b, nt, 1)
+		old := nt.CopyData(1)
 		nt.Restart(1)
 		for k := range 5 {
 			if !nodetest.Poll(30*time.Second, func() bool {
@@ -169,7 +144,7 @@ func BenchmarkRollbackPostAgain(b *testing.B) {
 			return a.Events == want-1 && c.Events == want-1
 		}, "nodes 0 and 2 to hold node 1's posts")
 		nt.Crash(1)
-		restoreData(b, nt, 1, old)
+		nt.RestoreData(1, old)
 		b.StartTimer()
 		t0 := time.Now()
 		nt.Restart(1)

@@ -125,6 +125,22 @@ func (s *Service) markDone(key string) {
 	s.done[key] = true
 }
 
+// forgetRevocationSent lets the revocation between this node and p (its own
+// or p's, as workFor picks it) be sent again: a peer that connects may run
+// on an older copy of its home that lost it. One exchange per connection
+// with a revoked contact; a peer that knows it refuses it as a replay.
+func (s *Service) forgetRevocationSent(p peer.ID) {
+	c, ok := s.book.Get(p, s.now())
+	if !ok || c.State != consent.StateRevoked {
+		return
+	}
+	if w, _ := s.workFor(c); w.kind == consent.KindRevoke {
+		s.stateMu.Lock()
+		delete(s.done, w.key)
+		s.stateMu.Unlock()
+	}
+}
+
 // work is what this node still has to tell p: one of a request, an
 // approval (offer) or a revocation.
 type work struct {
@@ -149,6 +165,11 @@ func (s *Service) workFor(c consent.Contact) (work, bool) {
 	case c.State == consent.StateRevoked && c.Revocation != nil:
 		w = work{kind: consent.KindRevoke, msg: consent.Message{Kind: consent.KindRevoke, Revocation: c.Revocation}}
 		w.key = deliveryKey(w.kind, c.Revocation)
+	case c.State == consent.StateRevoked && c.PeerRevocation != nil:
+		// The peer's own revocation, shown back to it (a node restored
+		// from an older copy of its home takes it back in).
+		w = work{kind: consent.KindRevoke, msg: consent.Message{Kind: consent.KindRevoke, Revocation: c.PeerRevocation}}
+		w.key = deliveryKey(w.kind, c.PeerRevocation)
 	default:
 		return work{}, false
 	}

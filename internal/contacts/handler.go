@@ -1,6 +1,7 @@
 package contacts
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -140,7 +141,16 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 			c, recs, err = s.book.ApplyRevocation(m.Revocation, now)
 			return recs, err
 		})
-		if err == nil {
+		switch {
+		case err != nil:
+		case bytes.Equal(c.Revocation, m.Revocation):
+			// Our own revocation, shown back by a peer: this node runs on
+			// an older copy of its home that forgot it.
+			ans = consent.Message{Kind: consent.KindAck}
+			s.log.Warn("own revocation taken back from a peer: this home was restored from an older copy",
+				"peer", c.Peer.String(), "from", remote.String())
+			s.record(peerActor(remote), audit.ContactRevoke, c.Peer, map[string]string{"restored": "own revocation shown back by " + remote.String()})
+		default:
 			ans = consent.Message{Kind: consent.KindAck}
 			s.log.Info("contact revoked by peer", "peer", c.Peer.String(), "from", remote.String(), "state", string(c.State))
 			s.record(peerActor(remote), audit.ContactRevoke, c.Peer, nil)

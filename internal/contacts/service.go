@@ -200,6 +200,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cfg.Host.SetStreamHandler(consent.ProtocolID, s.handle)
 	s.notif = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
 		p := c.RemotePeer()
+		s.forgetRevocationSent(p)
 		if s.hasWork(p) {
 			s.spawn(func() { s.redeliver(s.ctx, p) })
 		}
