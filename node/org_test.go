@@ -92,7 +92,7 @@ func TestOrgTrust(t *testing.T) {
 	nt := nodetest.Start(t, 4)
 	const x1, y1, x2 = 1, 2, 3 // x1 runs organisation X, y1 Y; x2 is X's
 	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
-	befriend(t, nt, x2, x1) // an organisation enrols its members' nodes through a contact
+	nt.Befriend(t, x2, x1) // an organisation enrols its members' nodes through a contact
 	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x1), Handle: "xavier"})
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
 	if n := x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x2), Handle: "xena"}); n != 1 {
@@ -176,7 +176,7 @@ func TestOrgPushedMembershipWaitsForTheUser(t *testing.T) {
 	nt := nodetest.Start(t, 3)
 	nt.ConnectAll()
 	const victim, contact, stranger = 0, 1, 2
-	befriend(t, nt, contact, victim)
+	nt.Befriend(t, contact, victim)
 	o, z := newOrgKey(t, "Made up"), newOrgKey(t, "Puppet")
 	push := func(recs ...[]byte) {
 		t.Helper()
@@ -360,7 +360,7 @@ func TestOrgProtocolAndStrangers(t *testing.T) {
 	nodetest.WaitFor(t, 20*time.Second, func() bool { return orgExchange(t, nt, 1, 0, 'i', nil) == 'r' }, "the node asked for contact to get the introduction")
 
 	// A contact's pushes are read, up to a burst, then cut off.
-	befriend(t, nt, 0, 2)
+	nt.Befriend(t, 0, 2)
 	acked, limited := 0, 0
 	for range 100 {
 		if orgExchange(t, nt, 2, 0, 'p', [][]byte{foreign}) == 'a' {
@@ -400,7 +400,7 @@ func counter(nt *nodetest.Net, i int, name, label string) float64 {
 // node, an expired or a revoked one is not shown, and each is counted.
 func TestOrgMembershipOnCard(t *testing.T) {
 	nt := nodetest.Start(t, 3)
-	befriend(t, nt, 0, 1)
+	nt.Befriend(t, 0, 1)
 	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
 	nt.WaitFor(30*time.Second, func() bool {
 		_, ok := nt.Node(0).Names().CardSeq(nt.ID(1))

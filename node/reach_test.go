@@ -37,7 +37,7 @@ func TestRelayedContactsThroughAContactsRelay(t *testing.T) {
 		}
 	}))
 	nt.BlockDirect(a, b)
-	befriend(t, nt, a, r)
+	nt.Befriend(t, a, r)
 	// Its first try, at start, was refused (not yet a contact) and is in
 	// back-off: a restart asks again, of the contact it redials.
 	nt.Crash(a)
@@ -178,7 +178,7 @@ func TestRelaySurvivesAReservationFlood(t *testing.T) {
 			c.Reachability = node.ReachabilityPrivate
 		}
 	}))
-	befriend(t, nt, a, closed)
+	nt.Befriend(t, a, closed)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	info := func(i int) peer.AddrInfo { return peer.AddrInfo{ID: nt.ID(i), Addrs: nt.Node(i).Host().Addrs()} }

@@ -6,39 +6,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
-
-// befriend makes node req ask node appr, which approves; it returns once
-// both see an active contact.
-func befriend(t testing.TB, nt *nodetest.Net, req, appr int) {
-	t.Helper()
-	ctx := context.Background()
-	state := func(i, j int) consent.State {
-		c, ok := nt.Node(i).Contacts().Book().Get(nt.ID(j), time.Now())
-		if !ok {
-			return ""
-		}
-		return c.State
-	}
-	res, err := nt.Node(req).Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(appr), Addrs: nt.Node(appr).Host().Addrs()}, "hello")
-	if err != nil {
-		t.Fatalf("node %d asks node %d: %v", req, appr, err)
-	}
-	nt.WaitFor(20*time.Second, func() bool { return state(appr, req) == consent.StatePendingIn },
-		"node %d to see node %d's request", appr, req)
-	if _, err := nt.Node(appr).Contacts().Approve(ctx, res.ID, 0); err != nil {
-		t.Fatalf("node %d approves: %v", appr, err)
-	}
-	nt.WaitFor(20*time.Second, func() bool {
-		return state(req, appr) == consent.StateActive && state(appr, req) == consent.StateActive
-	}, "nodes %d and %d to be active contacts", req, appr)
-}
 
 // A restarted node with no bootstrap peer finds its contacts again at the
 // addresses it stored, and its room catches up with what was said while it
@@ -46,7 +18,7 @@ func befriend(t testing.TB, nt *nodetest.Net, req, appr int) {
 func TestReconnectAfterRestartWithoutBootstrap(t *testing.T) {
 	nt := nodetest.Start(t, 3)
 	const a, b = 1, 2
-	befriend(t, nt, a, b)
+	nt.Befriend(t, a, b)
 	ctx := context.Background()
 	id, err := nt.Node(a).Rooms().Create(ctx, "plans", "alice")
 	if err != nil {
@@ -95,7 +67,7 @@ func BenchmarkReconnectContacts(b *testing.B) {
 	const contacts = 5
 	nt := nodetest.Start(b, contacts+1)
 	for k := 1; k <= contacts; k++ {
-		befriend(b, nt, 0, k)
+		nt.Befriend(b, 0, k)
 	}
 	nt.WaitFor(30*time.Second, func() bool { return nt.Node(0).Reconnect().Stats().Stored >= contacts },
 		"node 0 to store its contacts' addresses")

@@ -166,7 +166,7 @@ func TestTestnet20(t *testing.T) {
 
 	const dev, friend, stranger = 5, 3, 9
 	t.Run("a non-contact does not see working_on", func(t *testing.T) {
-		befriend(t, nt, friend, dev)
+		nt.Befriend(t, friend, dev)
 		_, err := svc(nt, dev).Register(ctx, agents.RegisterRequest{
 			Name: "builder", Role: "builds things", Capabilities: []string{"parser"}, Session: "b-1",
 			WorkingOn: "refactoring the parser", TTLSeconds: 3600,

@@ -16,7 +16,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/agents"
@@ -68,37 +67,6 @@ func waitRouting(t testing.TB, nt *nodetest.Net) {
 }
 
 func svc(nt *nodetest.Net, i int) *agents.Service { return nt.Node(i).Agents() }
-
-// befriend makes node req ask node appr, which approves, through the
-// contact service (internal/contacts); it returns once both are active.
-func befriend(t *testing.T, nt *nodetest.Net, req, appr int) {
-	t.Helper()
-	ctx := context.Background()
-	cs := func(i int) interface {
-		Book() *consent.Book
-	} {
-		return nt.Node(i).Contacts()
-	}
-	state := func(i, j int) consent.State {
-		c, ok := cs(i).Book().Get(nt.ID(j), time.Now())
-		if !ok {
-			return ""
-		}
-		return c.State
-	}
-	res, err := nt.Node(req).Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(appr), Addrs: nt.Node(appr).Host().Addrs()}, "hello")
-	if err != nil {
-		t.Fatalf("node %d asks node %d: %v", req, appr, err)
-	}
-	nt.WaitFor(15*time.Second, func() bool { return state(appr, req) == consent.StatePendingIn },
-		"node %d to see node %d's request", appr, req)
-	if _, err := nt.Node(appr).Contacts().Approve(ctx, res.ID, 0); err != nil {
-		t.Fatalf("node %d approves: %v", appr, err)
-	}
-	nt.WaitFor(15*time.Second, func() bool {
-		return state(req, appr) == consent.StateActive && state(appr, req) == consent.StateActive
-	}, "nodes %d and %d to be active contacts", req, appr)
-}
 
 // find runs Find on node i with a short timeout.
 func find(t testing.TB, nt *nodetest.Net, i int, q string) []agents.CardView {

@@ -149,7 +149,7 @@ func TestNoGoroutineLeftAfterClose(t *testing.T) {
 		goleak.IgnoreAnyFunction("go.opencensus.io/stats/view.(*worker).start"),
 	)
 	nt := startNet(t, 3)
-	befriend(t, nt, 1, 2)
+	nt.Befriend(t, 1, 2)
 	ctx := context.Background()
 	if _, err := svc(nt, 2).Register(ctx, agents.RegisterRequest{Name: "coder", Capabilities: []string{"go"}}); err != nil {
 		t.Fatal(err)

@@ -7,40 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
-	"github.com/parley-mesh/parley/node/nodetest"
 )
-
-// befriend makes node req ask node appr, which approves; it returns once
-// both see an active contact.
-func befriend(t testing.TB, nt *nodetest.Net, req, appr int) {
-	t.Helper()
-	ctx := context.Background()
-	state := func(i, j int) consent.State {
-		c, ok := nt.Node(i).Contacts().Book().Get(nt.ID(j), time.Now())
-		if !ok {
-			return ""
-		}
-		return c.State
-	}
-	res, err := nt.Node(req).Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(appr), Addrs: nt.Node(appr).Host().Addrs()}, "hello")
-	if err != nil {
-		t.Fatalf("node %d asks node %d: %v", req, appr, err)
-	}
-	nt.WaitFor(20*time.Second, func() bool { return state(appr, req) == consent.StatePendingIn },
-		"node %d to see node %d's request", appr, req)
-	if _, err := nt.Node(appr).Contacts().Approve(ctx, res.ID, 0); err != nil {
-		t.Fatalf("node %d approves: %v", appr, err)
-	}
-	nt.WaitFor(20*time.Second, func() bool {
-		return state(req, appr) == consent.StateActive && state(appr, req) == consent.StateActive
-	}, "nodes %d and %d to be active contacts", req, appr)
-}
 
 // A contact that told this node it runs no agent has no agent of the name
 // asked: the ask and the invite are refused, and the room stays as it was
@@ -50,7 +20,7 @@ func befriend(t testing.TB, nt *nodetest.Net, req, appr int) {
 func TestUnknownAgentOfAContactRefused(t *testing.T) {
 	nt := start(t, 3)
 	ctx := context.Background()
-	befriend(t, nt, 0, 1)
+	nt.Befriend(t, 0, 1)
 	nt.WaitFor(20*time.Second, func() bool { return nt.Node(0).Agents().Heard(nt.ID(1)) }, "node 0 to hear node 1's presence (no agents)")
 	if nt.Node(0).Agents().Heard(nt.ID(2)) {
 		t.Fatal("node 0 holds presence of node 2, which is no contact")
@@ -114,7 +84,7 @@ func TestAskRoomsNamedApart(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	befriend(t, nt, 0, 1)
+	nt.Befriend(t, 0, 1)
 	register(t, nt, 0, "coder")
 	var names []string
 	for _, i := range []int{1, 2} {

@@ -23,6 +23,7 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/poll"
 	"github.com/parley-mesh/parley/node"
 )
@@ -379,6 +380,34 @@ func (nt *Net) connectAll(nodes []*node.Node) {
 		}
 	}
 	wg.Wait()
+}
+
+// Befriend makes node req ask node appr for contact, which appr approves,
+// through each node's contact service; it returns once both hold the
+// contact as active (each has signed its half of the certificate). Failures
+// go to t, which may be a subtest's.
+func (nt *Net) Befriend(t TB, req, appr int) {
+	t.Helper()
+	ctx := context.Background()
+	state := func(i, j int) consent.State {
+		c, ok := nt.Node(i).Contacts().Book().Get(nt.ID(j), time.Now())
+		if !ok {
+			return ""
+		}
+		return c.State
+	}
+	res, err := nt.Node(req).Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(appr), Addrs: nt.Node(appr).Host().Addrs()}, "hello")
+	if err != nil {
+		t.Fatalf("nodetest: node %d asks node %d: %v", req, appr, err)
+	}
+	WaitFor(t, 20*time.Second, func() bool { return state(appr, req) == consent.StatePendingIn },
+		"node %d to see node %d's request", appr, req)
+	if _, err := nt.Node(appr).Contacts().Approve(ctx, res.ID, 0); err != nil {
+		t.Fatalf("nodetest: node %d approves node %d: %v", appr, req, err)
+	}
+	WaitFor(t, 20*time.Second, func() bool {
+		return state(req, appr) == consent.StateActive && state(appr, req) == consent.StateActive
+	}, "nodes %d and %d to be active contacts", req, appr)
 }
 
 // BlockDirect lets nodes a and b reach each other only through a relay, as

@@ -18,7 +18,7 @@ import (
 //	go test -run '^$' -bench ClaimVisible -benchtime 200x ./rooms/board
 func BenchmarkClaimVisible(b *testing.B) {
 	nt := nodetest.Start(b, 2)
-	befriendB(b, nt)
+	nt.Befriend(b, 0, 1)
 	ctx := context.Background()
 	if _, err := nt.Node(0).Board().Claim(ctx, "alice", board.ClaimRequest{Project: project, Paths: []string{"warm"}, Note: "warm up", TTL: time.Hour}); err != nil {
 		b.Fatal(err)

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -22,41 +19,6 @@ import (
 const project = "0123456789abcdef0123456789abcdef"
 
 func agentName(s string) identity.AgentName { return identity.AgentName(s) }
-
-// befriendB makes nodes 0 and 1 active contacts.
-func befriendB(b *testing.B, nt *nodetest.Net) {
-	b.Helper()
-	befriendTB(b, nt, 0, 1)
-}
-
-// befriend makes nodes req and appr active contacts.
-func befriend(t *testing.T, nt *nodetest.Net, req, appr int) {
-	t.Helper()
-	befriendTB(t, nt, req, appr)
-}
-
-func befriendTB(t testing.TB, nt *nodetest.Net, req, appr int) {
-	t.Helper()
-	ctx := context.Background()
-	state := func(i, j int) consent.State {
-		c, ok := nt.Node(i).Contacts().Book().Get(nt.ID(j), time.Now())
-		if !ok {
-			return ""
-		}
-		return c.State
-	}
-	res, err := nt.Node(req).Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(appr), Addrs: nt.Node(appr).Host().Addrs()}, "hello")
-	if err != nil {
-		t.Fatalf("node %d asks node %d: %v", req, appr, err)
-	}
-	nt.WaitFor(20*time.Second, func() bool { return state(appr, req) == consent.StatePendingIn }, "the request to arrive")
-	if _, err := nt.Node(appr).Contacts().Approve(ctx, res.ID, 0); err != nil {
-		t.Fatalf("approve: %v", err)
-	}
-	nt.WaitFor(20*time.Second, func() bool {
-		return state(req, appr) == consent.StateActive && state(appr, req) == consent.StateActive
-	}, "nodes %d and %d to be contacts", req, appr)
-}
 
 func claim(ctx context.Context, nt *nodetest.Net, i int, agent, note string, ttl, wait time.Duration, paths ...string) (board.ClaimResult, error) {
 	return nt.Node(i).Board().Claim(ctx, identity.AgentName(agent), board.ClaimRequest{Project: project, Paths: paths, Note: note, TTL: ttl, Wait: wait})
@@ -84,7 +46,7 @@ func holders(hs []board.Held) map[string]string {
 // wait for the release and a wait for the expiry; history keeps it all.
 func TestBoard(t *testing.T) {
 	nt := nodetest.Start(t, 2)
-	befriend(t, nt, 0, 1)
+	nt.Befriend(t, 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a1 := "alice@" + nt.ID(0).String()
@@ -190,7 +152,7 @@ func TestBoard(t *testing.T) {
 // TestBoardDeadNode: a claim of a node that died ends at its expiry.
 func TestBoardDeadNode(t *testing.T) {
 	nt := nodetest.Start(t, 2)
-	befriend(t, nt, 0, 1)
+	nt.Befriend(t, 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := claim(ctx, nt, 0, "alice", "gone soon", 8*time.Second, 0, "a.go"); err != nil {
@@ -214,7 +176,7 @@ func TestBoardDeadNode(t *testing.T) {
 // it lost to.
 func TestBoardPartition(t *testing.T) {
 	nt := nodetest.Start(t, 2)
-	befriend(t, nt, 0, 1)
+	nt.Befriend(t, 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := claim(ctx, nt, 0, "alice", "setup", time.Hour, 0, "setup.go"); err != nil {
@@ -338,7 +300,7 @@ func TestFutureClaimEndsNoClaim(t *testing.T) {
 			c.RoomClock = func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
 		}
 	}))
-	befriend(t, nt, 0, 1)
+	nt.Befriend(t, 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := claim(ctx, nt, 0, "alice", "parser rewrite", time.Hour, 0, "parse/*.go"); err != nil {
@@ -377,7 +339,7 @@ func TestReleaseAfterTheClockSteppedBack(t *testing.T) {
 			c.RoomClock = func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(-back) }
 		}
 	}))
-	befriend(t, nt, 0, 1)
+	nt.Befriend(t, 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := claim(ctx, nt, 0, "alice", "parser rewrite", time.Hour, 0, "parse/*.go"); err != nil {
