@@ -95,6 +95,12 @@ func (r *registry) register(a *local, now time.Time) (change, error) {
 				ErrNameTaken, a.Name, old.Client, old.expires().UTC().Format(time.RFC3339))
 		}
 		a.State = old.State
+		if a.ClientPID == 0 {
+			// A re-registration that does not know the client's process
+			// (parley agent register --session, which the local API gives
+			// no PID) keeps the one the session's MCP server told.
+			a.ClientPID = old.ClientPID
+		}
 		r.agents[a.Name] = a
 		return change{card: !old.sameCard(a), presence: !old.sameCard(a) || old.WorkingOn != a.WorkingOn}, nil
 	}

@@ -412,7 +412,9 @@ func (s *Service) alive() error {
 }
 
 // Register registers a local agent, or updates it if the same session (or
-// nobody live) holds the name. Its card is published in the background.
+// nobody live) holds the name; an update keeps the agent's state, and its
+// client's process when req names none. Its card is published in the
+// background.
 func (s *Service) Register(ctx context.Context, req RegisterRequest) (Info, error) {
 	if err := s.alive(); err != nil {
 		return Info{}, err

@@ -2,6 +2,7 @@ package agents_test
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
 
@@ -58,5 +59,61 @@ func TestSessions(t *testing.T) {
 		if _, err := c.Session(ctx, req); !localapi.IsCode(err, localapi.CodeBadRequest) {
 			t.Fatalf("bad session %+v: %v", req, err)
 		}
+	}
+}
+
+// TestReRegisterKeepsClientPID: registering a session's agent again
+// through the local API (as `parley agent register --session` does, which
+// carries no process) keeps the client's process its MCP server told, so
+// ByProcess still names the agent; a bind that names another process
+// replaces it; a registration made afresh has none.
+func TestReRegisterKeepsClientPID(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	ctx := context.Background()
+	pid := os.Getpid() // this test's process stands for the client program
+	byProcess := func(pids ...int) localapi.ProcessAgents {
+		t.Helper()
+		r, err := c.AgentsByProcess(ctx, pids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, err := c.Session(ctx, localapi.SessionRequest{Session: "mcp-1", Fallback: "coder", Client: "claude-code", ClientPID: pid})
+	if err != nil || a.Name != "coder" || a.ClientPID != pid {
+		t.Fatalf("bind: %+v %v", a, err)
+	}
+	r, err := c.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: "coder", Session: "mcp-1", Client: "claude-code", Role: "code review"})
+	if err != nil || r.Role != "code review" || r.ClientPID != pid {
+		t.Fatalf("register again in the session: %+v %v (want client_pid %d)", r, err, pid)
+	}
+	if got := byProcess(pid); got.PID != pid || !slices.Equal(got.Agents, []string{"coder"}) {
+		t.Fatalf("by process after the register: %+v", got)
+	}
+	list, err := c.Agents(ctx)
+	if err != nil || len(list) != 1 || list[0].ClientPID != pid || list[0].Role != "code review" {
+		t.Fatalf("agent list: %+v %v", list, err)
+	}
+
+	// A bind that names another process (the client restarted) takes it.
+	other := os.Getppid()
+	if b, err := c.Session(ctx, localapi.SessionRequest{Session: "mcp-1", ClientPID: other}); err != nil || b.ClientPID != other {
+		t.Fatalf("bind with another process: %+v %v", b, err)
+	}
+	if got := byProcess(pid); got.PID != 0 || len(got.Agents) != 0 {
+		t.Fatalf("the old process still names the agent: %+v", got)
+	}
+
+	// Once unregistered, a new registration starts with no process.
+	if err := c.UnregisterAgent(ctx, "coder"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: "coder", Session: "mcp-1"}); err != nil || r.ClientPID != 0 {
+		t.Fatalf("a fresh registration: %+v %v", r, err)
+	}
+	if got := byProcess(pid, other); got.PID != 0 {
+		t.Fatalf("by process after a fresh registration: %+v", got)
 	}
 }
