@@ -723,13 +723,18 @@ func (s *Service) decide(ctx context.Context, p peer.ID) Decision {
 		return Decision{Why: "no_cert"}
 	}
 	var cert *consent.OrgRecord
+	// The requester's organisations' trusts in this node's organisation
+	// (an introduction holds every live trust of its organisation, one
+	// for each organisation it trusts).
 	theirs := map[peer.ID]*consent.OrgRecord{}
 	for _, r := range recs {
 		switch {
 		case r.Kind == consent.OrgMember && r.Subject == p:
 			cert = r
-		case r.Kind == consent.OrgTrust:
-			theirs[r.Org] = r
+		case r.Kind == consent.OrgTrust && r.Subject == mine.Org:
+			if old := theirs[r.Org]; old == nil || r.Seq > old.Seq {
+				theirs[r.Org] = r
+			}
 		}
 	}
 	if cert == nil {
