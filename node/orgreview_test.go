@@ -1,10 +1,15 @@
 package node_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/org"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -36,5 +41,73 @@ func TestOrgTrustingTwoOrganisations(t *testing.T) {
 	}, "node %d to decide the request", y1)
 	if s := contactState(nt, y1, x1); s != consent.StateActive {
 		t.Fatalf("X trusts Y and Z, Y trusts X: X's member's request is %q at Y's member, want active", s)
+	}
+}
+
+// A member its organisation revoked keeps its old certificate: a modified
+// node shows it in its introduction. Members of a trusting organisation
+// that were told of the revocation (pushed by the organisation's node to
+// its contacts, or passed on by a fellow member) refuse its requests.
+// Before, a node kept a revocation of another organisation's member only
+// when that member was already its contact through that organisation, so
+// the ex-member, showing its old certificate, was approved without the
+// user by every other member of the trusting organisation.
+func TestOrgRevokedMemberIsRefusedByTrustingOrganisation(t *testing.T) {
+	nt := nodetest.Start(t, 4)
+	nt.ConnectAll()
+	const x1, ex, y1, y2 = 0, 1, 2, 3
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x1), Handle: "xavier"})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
+	xTrust := x.seal(t, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk}})
+	if _, _, err := nt.Node(x1).Org().Publish(context.Background(), xTrust); err != nil {
+		t.Fatal(err)
+	}
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
+	// y2 joins Y through y1.
+	befriend(t, nt, y2, y1)
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y2), Handle: "yves"})
+	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(y2).Org().Offers()) == 1 }, "node %d to hold its membership", y2)
+	if _, err := nt.Node(y2).Org().Accept(context.Background(), y.id); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(y2).Org().Trusts()) == 1 }, "node %d to hold Y's trust", y2)
+
+	// The member to be: its node answers introductions with the
+	// certificate X gave it, whatever X says since.
+	cert := x.seal(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(ex), Handle: "eve"})
+	nt.Node(ex).Host().SetStreamHandler(org.ProtocolID, func(st network.Stream) {
+		defer st.Close()
+		b, err := frame.Read(st, 1<<20)
+		if err != nil || len(b) == 0 {
+			_ = st.Reset()
+			return
+		}
+		op, recs := byte('a'), [][]byte(nil)
+		if b[0] == 'i' {
+			op, recs = 'r', [][]byte{cert, xTrust}
+		}
+		body, _ := consent.EncodeOrgRecords(recs)
+		_ = frame.Write(st, append([]byte{op}, body...))
+		_ = st.CloseWrite()
+	})
+
+	// x1 and y1 become contacts through the trust.
+	request(t, nt, x1, y1)
+	nt.WaitFor(20*time.Second, func() bool { return contactState(nt, y1, x1) == consent.StateActive },
+		"node %d's request to be approved by trust", x1)
+
+	// X revokes the member: x1 pushes the revocation to its contacts (y1).
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgRevoke, Subject: nt.ID(ex)})
+
+	for _, yi := range []int{y1, y2} {
+		request(t, nt, ex, yi)
+		nt.WaitFor(20*time.Second, func() bool {
+			return contactState(nt, yi, ex) == consent.StateActive ||
+				counter(nt, yi, "parley_org_auto_approvals_total", "revoked") >= 1
+		}, "node %d to decide the ex-member's request", yi)
+		if s := contactState(nt, yi, ex); s != consent.StatePendingIn {
+			t.Fatalf("node %d: the revoked member's request is %q, want pending-in (for the user)", yi, s)
+		}
 	}
 }

@@ -19,8 +19,10 @@
 //
 // A pushed record is kept when it is about this node's organisation and is
 // newer (Seq) than the one it replaces; a revocation of a member of
-// another organisation is acted on when that member is a contact made
-// through that organisation. This node's first membership certificate,
+// another organisation is kept when that member is a contact made through
+// that organisation, or when this node's organisation trusts that
+// organisation (then it is passed on to this organisation's members, so
+// that the member's old certificate gets it approved by none of them). This node's first membership certificate,
 // pushed by a contact (with its organisation's trusts), waits for the
 // user (Offers, Accept, Decline; at most MaxOffers): the organisation's
 // trusts decide which strangers become contacts without the user, and
@@ -291,6 +293,26 @@ func (s *Service) forward(ctx context.Context, r *consent.OrgRecord) {
 	}
 }
 
+// forwardToMembers passes a revocation of a member of a trusted
+// organisation on to this node's organisation's members, but for the peer
+// that pushed it.
+func (s *Service) forwardToMembers(ctx context.Context, r *consent.OrgRecord, from peer.ID) {
+	for _, m := range s.Members() {
+		if p := m.Subject; p != s.self && p != from && p != r.Subject {
+			if err := s.push(ctx, p, [][]byte{r.Wire}); err != nil {
+				s.log.Debug("revocation not forwarded", "remote", p.String(), "err", err)
+			}
+		}
+	}
+}
+
+// trusts reports whether organisation org holds a trust record (live or
+// not) in organisation other.
+func (s *Service) trusts(org, other peer.ID) bool {
+	t := s.get(org, 't', other)
+	return t != nil && t.Kind == consent.OrgTrust
+}
+
 // ingest keeps r if it is for this node and newer than what it replaces,
 // and acts on it. from is the pushing peer ("" for the local user).
 func (s *Service) ingest(ctx context.Context, r *consent.OrgRecord, from peer.ID) error {
@@ -303,6 +325,9 @@ func (s *Service) ingest(ctx context.Context, r *consent.OrgRecord, from peer.ID
 		// a contact, it waits for the user: hold).
 	case r.Kind == consent.OrgRevoke && s.taggedWith(r.Subject) == r.Org:
 		// A member of another organisation, met through it, is revoked.
+	case r.Kind == consent.OrgRevoke && mine != nil && s.trusts(mine.Org, r.Org):
+		// A member of an organisation this one trusts is revoked: its
+		// old certificate must not get it approved (decide, CheckCard).
 	default:
 		s.mu.Unlock()
 		s.refused.WithLabelValues("other_org").Inc()
@@ -342,6 +367,10 @@ func (s *Service) act(ctx context.Context, r *consent.OrgRecord, from peer.ID) {
 		s.record(actor, audit.OrgRemove, r.Subject, detail)
 		if mine := s.Mine(); from != "" && mine != nil && mine.Org == r.Org {
 			s.forward(ctx, r)
+		} else if from != "" && mine != nil && s.trusts(mine.Org, r.Org) {
+			// One member told of it tells the others: any of them may
+			// be asked by the revoked member.
+			s.forwardToMembers(ctx, r, from)
 		}
 		if s.taggedWith(r.Subject) == r.Org {
 			s.revokeContact(ctx, r.Subject, "its organisation revoked its membership")
