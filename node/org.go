@@ -73,9 +73,14 @@ type orgAPI struct{ n *Node }
 
 func (a orgAPI) Publish(ctx context.Context, req localapi.OrgRecordRequest) (localapi.OrgRecordResult, error) {
 	r, delivered, err := a.n.org.Publish(ctx, req.Record)
+	var stale *org.StaleError
 	switch {
 	case err == nil:
-	case errors.Is(err, consent.ErrMalformed), errors.Is(err, org.ErrOtherOrg), errors.Is(err, org.ErrStale):
+	case errors.As(err, &stale):
+		e := localapi.Errorf(http.StatusConflict, localapi.CodeStale, "%v", err)
+		e.Seq = stale.Held
+		return localapi.OrgRecordResult{}, e
+	case errors.Is(err, consent.ErrMalformed), errors.Is(err, org.ErrOtherOrg):
 		return localapi.OrgRecordResult{}, localapi.Errorf(http.StatusBadRequest, "bad_record", "%v", err)
 	default:
 		return localapi.OrgRecordResult{}, localapi.Errorf(http.StatusBadRequest, "bad_record", "%v", err)

@@ -23,6 +23,18 @@ type OrgKey struct {
 	Name string
 	ID   peer.ID // the organisation's key as a peer ID (ORGKEY)
 	priv crypto.PrivKey
+	// after: records are signed with a Seq above it (see After).
+	after uint64
+}
+
+// After returns the key signing records with a Seq above seq, the Seq of
+// a record a node holds: one signed on a machine whose clock was ahead
+// holds a Seq from the future, and a record of a lower Seq is refused as
+// stale.
+func (k *OrgKey) After(seq uint64) *OrgKey {
+	c := *k
+	c.after = max(c.after, seq)
+	return &c
 }
 
 type orgKeyFile struct {
@@ -101,7 +113,7 @@ func LoadOrgKey(path string) (*OrgKey, error) {
 
 func (k *OrgKey) sign(r consent.OrgRecord) ([]byte, error) {
 	r.Name = k.Name
-	r.Seq = uint64(time.Now().UnixMicro())
+	r.Seq = max(uint64(time.Now().UnixMicro()), k.after+1)
 	return consent.NewOrgRecord(k.priv, r)
 }
 

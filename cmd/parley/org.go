@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -123,6 +124,20 @@ func orgPublish(g *globals, cmd *cobra.Command, keyFile string, sign func(k *nod
 		return err
 	}
 	return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.OrgRecordResult, error) {
+		res, err := c.OrgPublish(ctx, rec)
+		var e *localapi.Error
+		if !errors.As(err, &e) || e.Code != localapi.CodeStale || e.Seq == 0 {
+			return res, err
+		}
+		// The record the node holds was signed with a Seq above this
+		// one: by this key on a machine whose clock was ahead (the Seq
+		// is the time in microseconds), or a moment ago. What the user
+		// asks now is the newest decision: sign it again after that one.
+		if rec, err = sign(k.After(e.Seq)); err != nil {
+			return res, err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: the organisation record the node holds has seq %d, ahead of this machine's clock "+
+			"(signed on a clock ahead?); signed again after it\n", e.Seq)
 		return c.OrgPublish(ctx, rec)
 	}, func(w io.Writer, v localapi.OrgRecordResult) {
 		fmt.Fprintf(w, "%s %s (organisation %s); passed to %d peers\n", done, v.Subject, termtext.Line(k.Name), v.Delivered)

@@ -16,6 +16,9 @@ type Error struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code,omitempty"`
 	Message string `json:"error"`
+	// Seq, with CodeStale, is the Seq of the organisation record the node
+	// holds: a record signed again must have a greater one.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -49,6 +52,7 @@ const (
 	CodeNotFound     = "not_found"     // 404: an endpoint, a contact, a request
 	CodePeerRefused  = "peer_refused"  // 502: the other node said no
 	CodeCorrupt      = "corrupt"       // 500: a stored event is damaged; the node fetches it again
+	CodeStale        = "stale"         // 409: a newer organisation record is held (Error.Seq)
 )
 
 // A Mapping is the status and code the local API reports for an error that

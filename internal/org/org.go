@@ -84,6 +84,18 @@ var (
 	ErrCard = errors.New("org: the card's membership certificate does not hold")
 )
 
+// StaleError is ErrStale with the Seq of the record held, so that the
+// organisation's key may sign again after it (a record signed on a machine
+// whose clock was ahead holds a Seq from the future).
+type StaleError struct{ Held uint64 }
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("%v (its seq %d is not below the new record's)", ErrStale, e.Held)
+}
+
+// Is makes errors.Is(err, ErrStale) hold.
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
 // Store is where records live; internal/store's DB implements it.
 type Store interface {
 	Lookup(key []byte) ([]byte, bool, error)
@@ -339,7 +351,7 @@ func (s *Service) ingest(ctx context.Context, r *consent.OrgRecord, from peer.ID
 			return nil
 		}
 		s.refused.WithLabelValues("stale").Inc()
-		return ErrStale
+		return &StaleError{Held: old.Seq}
 	}
 	err := s.cfg.Store.Apply([]schema.Op{{Key: recKey(r.Org, r.Group(), r.Subject), Val: r.Wire}}, true)
 	s.mu.Unlock()
