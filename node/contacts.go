@@ -23,6 +23,7 @@ func (n *Node) newContacts() error {
 		SharesRoom:  n.sharesRoom,
 		Known:       n.knownPeer,
 		AutoApprove: n.autoApprove,
+		UserDecided: n.untagOrgContact,
 		Audit:       n.Audit,
 	})
 	if err != nil {

@@ -49,6 +49,17 @@ func (n *Node) autoApprove(ctx context.Context, p peer.ID) ([]string, time.Time,
 	return d.Scopes, d.Until, true
 }
 
+// untagOrgContact forgets that the contact with p was made through
+// organisation trust: the user decided about it since.
+func (n *Node) untagOrgContact(p peer.ID) {
+	if n.org == nil {
+		return
+	}
+	if err := n.org.Untag(p); err != nil {
+		n.log.Warn("dropping a contact's organisation tag failed", "remote", p.String(), "err", err)
+	}
+}
+
 type orgContacts struct{ n *Node }
 
 func (c orgContacts) ActivePeers() []peer.ID { return c.n.activeContacts() }

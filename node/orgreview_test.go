@@ -111,3 +111,41 @@ func TestOrgRevokedMemberIsRefusedByTrustingOrganisation(t *testing.T) {
 		}
 	}
 }
+
+// A contact made through organisation trust, then revoked by the user,
+// then made again by the user's own request, is the user's: withdrawing
+// the trust later leaves it. Before, the tag of the first contact
+// (o/c/<peer>) outlived it, and the untrust revoked the contact the user
+// had asked for, without the user.
+func TestOrgUntrustLeavesTheUsersOwnContact(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	const x1, y1 = 0, 1
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x1), Handle: "xavier"})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk}})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
+
+	request(t, nt, x1, y1)
+	nt.WaitFor(20*time.Second, func() bool { return contactState(nt, x1, y1) == consent.StateActive },
+		"node %d's request to be approved by trust", x1)
+	if nt.Node(y1).Org().TaggedWith(nt.ID(x1)) != x.id {
+		t.Fatal("the contact made through trust is not tagged")
+	}
+	// y1's user revokes it, then asks x1 itself.
+	if _, err := nt.Node(y1).Contacts().Revoke(context.Background(), nt.ID(x1).String()); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return contactState(nt, x1, y1) == consent.StateRevoked }, "the revocation to reach node %d", x1)
+	request(t, nt, y1, x1)
+	nt.WaitFor(20*time.Second, func() bool {
+		return contactState(nt, y1, x1) == consent.StateActive && contactState(nt, x1, y1) == consent.StateActive
+	}, "the contact node %d asked for to be active", y1)
+
+	// Y withdraws its trust in X: the contact y1's user asked for stays.
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgUntrust, Subject: x.id})
+	if s := contactState(nt, y1, x1); s != consent.StateActive {
+		t.Fatalf("the contact the user asked for is %q after the untrust, want active", s)
+	}
+}

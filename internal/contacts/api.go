@@ -112,6 +112,7 @@ func (s *Service) Request(ctx context.Context, target peer.AddrInfo, note string
 		}
 		s.record(HumanActor, audit.ContactRequest, p, noteDetail(note))
 	}
+	s.userDecided(p)
 	w := work{kind: consent.KindRequest, key: deliveryKey(consent.KindRequest, wire),
 		msg: consent.Message{Kind: consent.KindRequest, Request: wire}}
 	err = s.deliver(ctx, p, w)
@@ -202,6 +203,9 @@ func (s *Service) approve(ctx context.Context, ref string, validFor time.Duratio
 		return Result{}, err
 	}
 	s.record(actor, audit.ContactApprove, c.Peer, validity(c.ID, validFor))
+	if actor == HumanActor {
+		s.userDecided(c.Peer)
+	}
 	w := work{kind: consent.KindApprove, key: deliveryKey(consent.KindApprove, a.Payload), msg: consent.Message{
 		Kind: consent.KindApprove, ID: a.ID, Payload: a.Payload, Sig: a.Sig, Handle: s.cfg.Handle,
 	}}
@@ -289,6 +293,7 @@ func (s *Service) Revoke(ctx context.Context, ref string) (res Result, err error
 	}
 	s.log.Info("contact revoked", "peer", c.Peer.String())
 	s.record(HumanActor, audit.ContactRevoke, c.Peer, map[string]string{"was": string(c.State)})
+	s.userDecided(c.Peer)
 	w := work{kind: consent.KindRevoke, key: deliveryKey(consent.KindRevoke, wire),
 		msg: consent.Message{Kind: consent.KindRevoke, Revocation: wire}}
 	err = s.deliver(ctx, c.Peer, w)
@@ -303,6 +308,12 @@ func (s *Service) Revoke(ctx context.Context, ref string) (res Result, err error
 		res.Detail = fmt.Sprintf("revoked here at once; %s refused the notice: %v", c.Peer, err)
 	}
 	return res, nil
+}
+
+func (s *Service) userDecided(p peer.ID) {
+	if s.cfg.UserDecided != nil {
+		s.cfg.UserDecided(p)
+	}
 }
 
 // HumanActor is the actor of the decisions the user makes through the local

@@ -65,6 +65,12 @@ type Config struct {
 	// (after it is stored): ok approves it with scopes, valid until until,
 	// without the user (organisation trust). Nil: the user decides.
 	AutoApprove func(ctx context.Context, p peer.ID) (scopes []string, until time.Time, ok bool)
+	// UserDecided, if set, is told when the user asks p to be a contact,
+	// approves p's request or revokes the contact with p (an approval by
+	// AutoApprove is not the user's): the node forgets that a contact
+	// with p was made through organisation trust, so that a contact the
+	// user made is never revoked for an organisation's sake.
+	UserDecided func(p peer.ID)
 	// Book tunes the contact book: cool-down after deny or revoke, default
 	// validity, cap on pending requests. Zero: the consent defaults.
 	Book consent.Policy

@@ -813,6 +813,15 @@ func (s *Service) Tag(p, org peer.ID) error {
 	return s.cfg.Store.Apply([]schema.Op{{Key: tagKey(p), Val: []byte(org)}}, false)
 }
 
+// Untag forgets that p became a contact through an organisation (the
+// user decided about the contact since).
+func (s *Service) Untag(p peer.ID) error {
+	if s.taggedWith(p) == "" {
+		return nil
+	}
+	return s.cfg.Store.Apply([]schema.Op{{Key: tagKey(p), Delete: true}}, false)
+}
+
 // TaggedWith returns the organisation p became a contact through ("" none).
 func (s *Service) TaggedWith(p peer.ID) peer.ID { return s.taggedWith(p) }
 
