@@ -75,7 +75,7 @@ func (c orgContacts) Requested(p peer.ID) bool {
 }
 
 func (c orgContacts) Revoke(ctx context.Context, p peer.ID) error {
-	_, err := c.n.contacts.Revoke(ctx, p.String())
+	_, err := c.n.contacts.RevokeBy(ctx, p.String(), "org")
 	return err
 }
 

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,5 +148,33 @@ func TestOrgUntrustLeavesTheUsersOwnContact(t *testing.T) {
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgUntrust, Subject: x.id})
 	if s := contactState(nt, y1, x1); s != consent.StateActive {
 		t.Fatalf("the contact the user asked for is %q after the untrust, want active", s)
+	}
+}
+
+// A contact revoked because its organisation trust was withdrawn is in
+// the audit log as the organisation's doing, not the user's. Before, the
+// log said "human contact.revoke": the user never decided it.
+func TestOrgRevocationAuditedAsTheOrganisations(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	const x1, y1 = 0, 1
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x1), Handle: "xavier"})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk}})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
+	request(t, nt, x1, y1)
+	nt.WaitFor(20*time.Second, func() bool { return contactState(nt, y1, x1) == consent.StateActive },
+		"node %d's request to be approved by trust", x1)
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgUntrust, Subject: x.id})
+	if s := contactState(nt, y1, x1); s != consent.StateRevoked {
+		t.Fatalf("contact %q after the untrust", s)
+	}
+	got := strings.Join(auditActions(t, nt, y1), "\n")
+	if want := "org contact.revoke " + nt.ID(x1).String(); !strings.Contains(got, want) {
+		t.Fatalf("audit log lacks %q:\n%s", want, got)
+	}
+	if bad := "human contact.revoke " + nt.ID(x1).String(); strings.Contains(got, bad) {
+		t.Fatalf("audit log says the user revoked the contact:\n%s", got)
 	}
 }

@@ -267,6 +267,13 @@ func (s *Service) Deny(ctx context.Context, ref string) (res Result, err error) 
 // and the peer may not ask again for the book's cool-down. Revoking a
 // pending request of our own cancels it.
 func (s *Service) Revoke(ctx context.Context, ref string) (res Result, err error) {
+	return s.RevokeBy(ctx, ref, HumanActor)
+}
+
+// RevokeBy is Revoke decided by actor, as the audit log names it ("org":
+// the contact's organisation trust was withdrawn or its membership
+// revoked).
+func (s *Service) RevokeBy(ctx context.Context, ref, actor string) (res Result, err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("contacts: revoke %s: %w", ref, err)
@@ -292,8 +299,10 @@ func (s *Service) Revoke(ctx context.Context, ref string) (res Result, err error
 		return Result{}, err
 	}
 	s.log.Info("contact revoked", "peer", c.Peer.String())
-	s.record(HumanActor, audit.ContactRevoke, c.Peer, map[string]string{"was": string(c.State)})
-	s.userDecided(c.Peer)
+	s.record(actor, audit.ContactRevoke, c.Peer, map[string]string{"was": string(c.State)})
+	if actor == HumanActor {
+		s.userDecided(c.Peer)
+	}
 	w := work{kind: consent.KindRevoke, key: deliveryKey(consent.KindRevoke, wire),
 		msg: consent.Message{Kind: consent.KindRevoke, Revocation: wire}}
 	err = s.deliver(ctx, c.Peer, w)

@@ -107,7 +107,8 @@ type Store interface {
 type Contacts interface {
 	// Active reports whether p is an active contact.
 	Active(p peer.ID) bool
-	// Revoke revokes the contact with p, as the user would.
+	// Revoke revokes the contact with p as a revocation of the user does
+	// (the audit log names the organisation as its actor).
 	Revoke(ctx context.Context, p peer.ID) error
 	// ActivePeers lists the active contacts.
 	ActivePeers() []peer.ID
