@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/frame"
@@ -176,5 +178,60 @@ func TestOrgRevocationAuditedAsTheOrganisations(t *testing.T) {
 	}
 	if bad := "human contact.revoke " + nt.ID(x1).String(); strings.Contains(got, bad) {
 		t.Fatalf("audit log says the user revoked the contact:\n%s", got)
+	}
+}
+
+// Whether a peer is a member of the node's organisation is asked for
+// every contact message and relay request, strangers' too (knownPeer):
+// with hundreds of members it must not check every record's signature
+// each time. Before, each IsMember parsed and verified every stored
+// record: 18 ms with 500 members, for each message a stranger sent.
+func TestOrgIsMemberDoesNotVerifyEveryRecord(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	befriend(t, nt, 1, 0)
+	x := newOrgKey(t, "Xco")
+	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(0), Handle: "me"})
+	var recs [][]byte
+	for range consent.MaxOrgRecords - 1 {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := peer.IDFromPrivateKey(k)
+		recs = append(recs, x.seal(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: p, Handle: "m"}))
+	}
+	if op := orgExchange(t, nt, 1, 0, 'p', recs); op != 'a' {
+		t.Fatalf("push answered %q", op)
+	}
+	if n := len(nt.Node(0).Org().Members()); n != consent.MaxOrgRecords {
+		t.Fatalf("%d members, want %d", n, consent.MaxOrgRecords)
+	}
+	k, _, _ := crypto.GenerateEd25519Key(nil)
+	stranger, _ := peer.IDFromPrivateKey(k)
+	const calls = 50
+	start := time.Now()
+	for range calls {
+		if nt.Node(0).Org().IsMember(stranger) {
+			t.Fatal("a stranger is a member")
+		}
+	}
+	if each := time.Since(start) / calls; each > 2*time.Millisecond {
+		t.Fatalf("IsMember with %d members: %v each", consent.MaxOrgRecords, each)
+	}
+	// A record written since is seen at once.
+	if !nt.Node(0).Org().IsMember(nt.ID(0)) {
+		t.Fatal("the node is not a member of its own organisation")
+	}
+	// The revocation of one member is seen at once.
+	first, err := consent.ParseOrgRecord(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op := orgExchange(t, nt, 1, 0, 'p', [][]byte{x.seal(t, consent.OrgRecord{Kind: consent.OrgRevoke, Subject: first.Subject})}); op != 'a' {
+		t.Fatalf("push answered %q", op)
+	}
+	if nt.Node(0).Org().IsMember(first.Subject) {
+		t.Fatal("a revoked member is still a member")
 	}
 }

@@ -144,6 +144,12 @@ type Service struct {
 	membersAt time.Time
 	logs      *lograte.Limiter // lines about records peers pushed
 
+	recMu   sync.Mutex
+	recGen  uint64               // bumped by every write of a record
+	recs    []*consent.OrgRecord // every stored record, parsed, as of recsGen
+	recsGen uint64
+	recsOK  bool
+
 	refused *prometheus.CounterVec
 	auto    *prometheus.CounterVec
 }
@@ -199,8 +205,37 @@ func earliest(ts ...time.Time) time.Time {
 	return out
 }
 
-// all returns every stored record.
+// all returns every stored record (shared: read only). The records are
+// parsed and their signatures checked once for each write of a record
+// (ingest bumps recGen): membership is asked for every contact message
+// and relay request, strangers' too.
 func (s *Service) all() []*consent.OrgRecord {
+	s.recMu.Lock()
+	if s.recsOK && s.recsGen == s.recGen {
+		out := s.recs
+		s.recMu.Unlock()
+		return out
+	}
+	gen := s.recGen
+	s.recMu.Unlock()
+	out := s.scan()
+	s.recMu.Lock()
+	if gen == s.recGen {
+		s.recs, s.recsGen, s.recsOK = out, gen, true
+	}
+	s.recMu.Unlock()
+	return out
+}
+
+// written notes that a record was written (or may have been).
+func (s *Service) written() {
+	s.recMu.Lock()
+	s.recGen++
+	s.recMu.Unlock()
+}
+
+// scan reads and checks every stored record.
+func (s *Service) scan() []*consent.OrgRecord {
 	var out []*consent.OrgRecord
 	err := s.cfg.Store.ScanFrom(schema.OrgRecordPrefix(), nil, false, func(_, v []byte) bool {
 		r, err := consent.ParseOrgRecord(v)
@@ -233,25 +268,12 @@ func (s *Service) get(org peer.ID, group byte, subj peer.ID) *consent.OrgRecord 
 func (s *Service) Mine() *consent.OrgRecord {
 	now := s.cfg.Now()
 	var best *consent.OrgRecord
-	// Only records about this node are parsed (and their signatures
-	// checked): the name service asks every few seconds.
-	self := schema.PeerBytes([]byte(s.self))
-	err := s.cfg.Store.ScanFrom(schema.OrgRecordPrefix(), nil, false, func(k, v []byte) bool {
-		if !bytes.HasSuffix(k, self) {
-			return true
-		}
-		r, err := consent.ParseOrgRecord(v)
-		if err != nil {
-			s.log.Error("a stored organisation record is damaged", "err", err)
-			return true
-		}
+	// The records are parsed once for each write (all): the name service
+	// asks every few seconds.
+	for _, r := range s.all() {
 		if r.Kind == consent.OrgMember && r.Subject == s.self && r.LiveAt(now) && (best == nil || r.Seq > best.Seq) {
 			best = r
 		}
-		return true
-	})
-	if err != nil {
-		s.log.Error("reading organisation records failed", "err", err)
 	}
 	return best
 }
@@ -355,6 +377,7 @@ func (s *Service) ingest(ctx context.Context, r *consent.OrgRecord, from peer.ID
 		return &StaleError{Held: old.Seq}
 	}
 	err := s.cfg.Store.Apply([]schema.Op{{Key: recKey(r.Org, r.Group(), r.Subject), Val: r.Wire}}, true)
+	s.written()
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("org: store record: %w", err)
