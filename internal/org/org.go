@@ -227,11 +227,24 @@ func (s *Service) all() []*consent.OrgRecord {
 	return out
 }
 
-// written notes that a record was written (or may have been).
-func (s *Service) written() {
+// written notes that r was written (ok) or may have been: the records
+// held in memory take r in place of the one it replaces, so that a push
+// of many records is not read and checked again for each.
+func (s *Service) written(r *consent.OrgRecord, ok bool) {
 	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	fresh := ok && s.recsOK && s.recsGen == s.recGen
 	s.recGen++
-	s.recMu.Unlock()
+	if !fresh {
+		return
+	}
+	recs := make([]*consent.OrgRecord, 0, len(s.recs)+1)
+	for _, o := range s.recs {
+		if o.Org != r.Org || o.Group() != r.Group() || o.Subject != r.Subject {
+			recs = append(recs, o)
+		}
+	}
+	s.recs, s.recsGen = append(recs, r), s.recGen
 }
 
 // scan reads and checks every stored record.
@@ -377,7 +390,7 @@ func (s *Service) ingest(ctx context.Context, r *consent.OrgRecord, from peer.ID
 		return &StaleError{Held: old.Seq}
 	}
 	err := s.cfg.Store.Apply([]schema.Op{{Key: recKey(r.Org, r.Group(), r.Subject), Val: r.Wire}}, true)
-	s.written()
+	s.written(r, err == nil)
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("org: store record: %w", err)
