@@ -91,7 +91,7 @@ func (a orgAPI) Publish(ctx context.Context, req localapi.OrgRecordRequest) (loc
 		e := localapi.Errorf(http.StatusConflict, localapi.CodeStale, "%v", err)
 		e.Seq = stale.Held
 		return localapi.OrgRecordResult{}, e
-	case errors.Is(err, consent.ErrMalformed), errors.Is(err, org.ErrOtherOrg):
+	case errors.Is(err, consent.ErrMalformed), errors.Is(err, org.ErrOtherOrg), errors.Is(err, org.ErrNotLive):
 		return localapi.OrgRecordResult{}, localapi.Errorf(http.StatusBadRequest, "bad_record", "%v", err)
 	default:
 		return localapi.OrgRecordResult{}, localapi.Errorf(http.StatusBadRequest, "bad_record", "%v", err)

@@ -235,3 +235,37 @@ func TestOrgIsMemberDoesNotVerifyEveryRecord(t *testing.T) {
 		t.Fatal("a revoked member is still a member")
 	}
 }
+
+// A membership not valid yet on this node's clock (signed on a machine
+// ahead of it, or this node's clock behind) is refused with a message
+// that says so, where it is handed to the node and where it is pushed.
+// Before, the node's own took the record, then said it was in no
+// organisation, and refused the organisation's next record as "about
+// another organisation"; a pushed one was dropped as other_org.
+func TestOrgMembershipNotValidYetSaysSo(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	befriend(t, nt, 1, 0)
+	x := newOrgKey(t, "Xco")
+	later := func(p peer.ID) []byte {
+		orgSeq++
+		w, err := consent.NewOrgRecord(x.priv, consent.OrgRecord{Name: x.name, Kind: consent.OrgMember, Subject: p, Handle: "h",
+			NotBefore: time.Now().Add(3 * time.Hour), NotAfter: time.Now().Add(48 * time.Hour), Seq: uint64(time.Now().UnixMicro()) + orgSeq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	_, _, err := nt.Node(0).Org().Publish(context.Background(), later(nt.ID(0)))
+	if err == nil || !strings.Contains(err.Error(), "clock") {
+		t.Fatalf("a membership valid in 3 hours was taken: %v", err)
+	}
+	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(0), Handle: "me"})
+	if _, _, err := nt.Node(0).Org().Publish(context.Background(), later(nt.ID(1))); err != nil {
+		t.Fatal(err)
+	}
+	if got := counter(nt, 1, "parley_org_records_refused_total", "not_valid_yet"); got != 1 {
+		t.Fatalf("node 1: not_valid_yet refusals %v, want 1 (other_org: %v)", got,
+			counter(nt, 1, "parley_org_records_refused_total", "other_org"))
+	}
+}

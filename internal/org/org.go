@@ -79,6 +79,9 @@ var (
 	ErrNoOrg     = errors.New("org: this node is not a member of an organisation")
 	ErrStale     = errors.New("org: a newer record is held")
 	ErrNotMember = errors.New("org: not a live member")
+	// ErrNotLive is returned for a membership of this node that does not
+	// hold on its clock: not valid yet, or expired.
+	ErrNotLive = errors.New("org: the membership does not hold on this node's clock")
 	// ErrCard is returned by CheckCard for a certificate that is not a
 	// live membership of the card's node.
 	ErrCard = errors.New("org: the card's membership certificate does not hold")
@@ -170,7 +173,7 @@ func New(cfg Config) (*Service, error) {
 		strangers: rate.NewLimiter(strangerRate, strangerBurst),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_org_records_refused_total",
-			Help: "Organisation records refused, by reason (malformed, forged, other_org, stale, not_contact, rate_limited; on node cards also other_peer, expired, revoked).",
+			Help: "Organisation records refused, by reason (malformed, forged, other_org, stale, not_contact, rate_limited, not_valid_yet and expired: a membership of this node its clock does not hold; on node cards also other_peer, expired, revoked).",
 		}, []string{"reason"}),
 		auto: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_org_auto_approvals_total",
@@ -341,6 +344,24 @@ func (s *Service) forward(ctx context.Context, r *consent.OrgRecord) {
 	}
 }
 
+// notLive returns an error (ErrNotLive, counted) when r is a membership
+// of this node that does not hold on this node's clock, saying when it
+// holds and what the clock says: the machine that signed it, or this
+// one, may have a clock hours off.
+func (s *Service) notLive(r *consent.OrgRecord) error {
+	now := s.cfg.Now()
+	if r.Kind != consent.OrgMember || r.Subject != s.self || r.LiveAt(now) {
+		return nil
+	}
+	why := "expired"
+	if now.Before(r.NotBefore) {
+		why = "not_valid_yet"
+	}
+	s.refused.WithLabelValues(why).Inc()
+	return fmt.Errorf("%w: this node's membership of %s is valid from %s to %s, and this node's clock says %s (is a clock wrong?)",
+		ErrNotLive, r.Name, r.NotBefore.UTC().Format(time.RFC3339), r.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+}
+
 // forwardToMembers passes a revocation of a member of a trusted
 // organisation on to this node's organisation's members, but for the peer
 // that pushed it.
@@ -488,6 +509,9 @@ func (s *Service) Publish(ctx context.Context, wire []byte) (*consent.OrgRecord,
 	if err != nil {
 		s.refused.WithLabelValues("malformed").Inc()
 		return nil, 0, err
+	}
+	if err := s.notLive(r); err != nil {
+		return r, 0, err
 	}
 	if err := s.ingest(ctx, r, ""); err != nil {
 		return r, 0, err
@@ -702,6 +726,15 @@ func (s *Service) handle(st network.Stream) {
 	case opPush:
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if s.Mine() == nil {
+			// A membership of this node that does not hold on its clock
+			// is refused as such (not as another organisation's).
+			recs = slices.DeleteFunc(recs, func(r *consent.OrgRecord) bool {
+				err := s.notLive(r)
+				if err != nil {
+					s.logs.Log(s.log, slog.LevelWarn, "pushed organisation membership refused", "remote", remote.String(), "err", err)
+				}
+				return err != nil
+			})
 			// A first membership waits for the user, with the trusts
 			// pushed with it; the rest is taken as usual.
 			if o := s.offerFrom(recs, remote); o != nil {
