@@ -268,4 +268,20 @@ func TestOrgMembershipNotValidYetSaysSo(t *testing.T) {
 		t.Fatalf("node 1: not_valid_yet refusals %v, want 1 (other_org: %v)", got,
 			counter(nt, 1, "parley_org_records_refused_total", "other_org"))
 	}
+	// Once a member, a renewal not valid yet does not put the node out of
+	// its organisation until then.
+	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(1), Handle: "one"})
+	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(1).Org().Offers()) == 1 }, "node 1 to hold its membership")
+	if _, err := nt.Node(1).Org().Accept(context.Background(), x.id); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := nt.Node(0).Org().Publish(context.Background(), later(nt.ID(1))); err != nil {
+		t.Fatal(err)
+	}
+	if nt.Node(1).Org().Mine() == nil {
+		t.Fatal("a renewal valid in 3 hours put node 1 out of its organisation")
+	}
+	if got := counter(nt, 1, "parley_org_records_refused_total", "not_valid_yet"); got != 2 {
+		t.Fatalf("node 1: not_valid_yet refusals %v, want 2", got)
+	}
 }

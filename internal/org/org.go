@@ -725,16 +725,17 @@ func (s *Service) handle(st network.Stream) {
 	switch b[0] {
 	case opPush:
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		// A membership of this node that does not hold on its clock is
+		// refused as such (not as another organisation's), and does not
+		// take the place of the one that holds.
+		recs = slices.DeleteFunc(recs, func(r *consent.OrgRecord) bool {
+			err := s.notLive(r)
+			if err != nil {
+				s.logs.Log(s.log, slog.LevelWarn, "pushed organisation membership refused", "remote", remote.String(), "err", err)
+			}
+			return err != nil
+		})
 		if s.Mine() == nil {
-			// A membership of this node that does not hold on its clock
-			// is refused as such (not as another organisation's).
-			recs = slices.DeleteFunc(recs, func(r *consent.OrgRecord) bool {
-				err := s.notLive(r)
-				if err != nil {
-					s.logs.Log(s.log, slog.LevelWarn, "pushed organisation membership refused", "remote", remote.String(), "err", err)
-				}
-				return err != nil
-			})
 			// A first membership waits for the user, with the trusts
 			// pushed with it; the rest is taken as usual.
 			if o := s.offerFrom(recs, remote); o != nil {
