@@ -173,7 +173,7 @@ func New(cfg Config) (*Service, error) {
 		strangers: rate.NewLimiter(strangerRate, strangerBurst),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_org_records_refused_total",
-			Help: "Organisation records refused, by reason (malformed, forged, other_org, stale, not_contact, rate_limited, not_valid_yet and expired: a membership of this node its clock does not hold; on node cards also other_peer, expired, revoked).",
+			Help: "Organisation records refused, by reason (malformed, forged, other_org, stale, not_contact, rate_limited, too_many, not_valid_yet and expired: a membership of this node its clock does not hold; on node cards also other_peer, expired, revoked).",
 		}, []string{"reason"}),
 		auto: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_org_auto_approvals_total",
@@ -362,6 +362,25 @@ func (s *Service) notLive(r *consent.OrgRecord) error {
 		ErrNotLive, r.Name, r.NotBefore.UTC().Format(time.RFC3339), r.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 }
 
+// MaxForeignRevocations bounds the revocations of one trusted
+// organisation's members that a node keeps: that organisation signs them,
+// and may sign without end.
+const MaxForeignRevocations = 4096
+
+// ErrTooMany is returned for a record over MaxForeignRevocations.
+var ErrTooMany = errors.New("org: too many records of that organisation")
+
+// countOf counts the records of org held.
+func (s *Service) countOf(org peer.ID) int {
+	n := 0
+	for _, r := range s.all() {
+		if r.Org == org {
+			n++
+		}
+	}
+	return n
+}
+
 // forwardToMembers passes a revocation of a member of a trusted
 // organisation on to this node's organisation's members, but for the peer
 // that pushed it.
@@ -397,6 +416,12 @@ func (s *Service) ingest(ctx context.Context, r *consent.OrgRecord, from peer.ID
 	case r.Kind == consent.OrgRevoke && mine != nil && s.trusts(mine.Org, r.Org):
 		// A member of an organisation this one trusts is revoked: its
 		// old certificate must not get it approved (decide, CheckCard).
+		// Another organisation's records are bounded.
+		if s.get(r.Org, r.Group(), r.Subject) == nil && s.countOf(r.Org) >= MaxForeignRevocations {
+			s.mu.Unlock()
+			s.refused.WithLabelValues("too_many").Inc()
+			return fmt.Errorf("%w: %d revocations of %s's members held", ErrTooMany, MaxForeignRevocations, r.Org)
+		}
 	default:
 		s.mu.Unlock()
 		s.refused.WithLabelValues("other_org").Inc()
