@@ -1,10 +1,13 @@
 package org
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -17,11 +20,22 @@ import (
 // that pushes more organisations than this is refused.
 const MaxOffers = 8
 
+// MaxOfferTrusts bounds the trusts kept with an offer (the newest of each
+// trusted organisation, the first pushed): the store never reclaims a
+// value of 1 KiB or more written over, and a contact may push an offer
+// again and again.
+const MaxOfferTrusts = 16
+
+// offerEvery is how often an offer of one organisation may be replaced
+// by a newer one.
+const offerEvery = time.Minute
+
 // Errors of offers.
 var (
 	ErrNoOffer      = errors.New("org: no membership of that organisation waits for an answer")
 	ErrOffersFull   = errors.New("org: too many memberships wait for an answer")
 	ErrOfferExpired = errors.New("org: the membership that waited has expired")
+	ErrOfferTooSoon = errors.New("org: the membership waiting for the user was replaced less than a minute ago")
 )
 
 // Offer is a membership certificate of this node that a contact pushed: it
@@ -49,11 +63,24 @@ func (s *Service) offerFrom(recs []*consent.OrgRecord, from peer.ID) *Offer {
 		return nil
 	}
 	for _, r := range recs {
-		if r.Org == o.Member.Org && r.Group() == 't' {
+		if r.Org != o.Member.Org || r.Group() != 't' {
+			continue
+		}
+		if i := slices.IndexFunc(o.Trusts, func(t *consent.OrgRecord) bool { return t.Subject == r.Subject }); i >= 0 {
+			if r.Seq > o.Trusts[i].Seq {
+				o.Trusts[i] = r
+			}
+		} else if len(o.Trusts) < MaxOfferTrusts {
 			o.Trusts = append(o.Trusts, r)
 		}
 	}
 	return o
+}
+
+// sameOffer reports whether a and b hold the same records.
+func sameOffer(a, b *Offer) bool {
+	return a.From == b.From && bytes.Equal(a.Member.Wire, b.Member.Wire) &&
+		slices.EqualFunc(a.Trusts, b.Trusts, func(x, y *consent.OrgRecord) bool { return bytes.Equal(x.Wire, y.Wire) })
 }
 
 // hold keeps a pushed membership for the user's answer. Its caller holds
@@ -64,10 +91,17 @@ func (s *Service) hold(o *Offer) error {
 		return fmt.Errorf("%w: a membership pushed by %s, who is not a contact", ErrOtherOrg, o.From)
 	}
 	s.pruneOffers()
-	if old, ok := s.offer(o.Member.Org); ok && old.Member.Seq > o.Member.Seq {
+	old, ok := s.offer(o.Member.Org)
+	switch {
+	case ok && sameOffer(old, o):
+		return nil
+	case ok && old.Member.Seq > o.Member.Seq:
 		s.refused.WithLabelValues("stale").Inc()
 		return ErrStale
-	} else if !ok && len(s.offers()) >= MaxOffers {
+	case ok && s.cfg.Now().Sub(s.offerAt[o.Member.Org]) < offerEvery:
+		s.refused.WithLabelValues("rate_limited").Inc()
+		return fmt.Errorf("%w (organisation %s)", ErrOfferTooSoon, o.Member.Org)
+	case !ok && len(s.offers()) >= MaxOffers:
 		s.refused.WithLabelValues("offers_full").Inc()
 		return ErrOffersFull
 	}
@@ -84,6 +118,10 @@ func (s *Service) hold(o *Offer) error {
 	if err := s.cfg.Store.Apply([]schema.Op{{Key: schema.OrgOffer([]byte(o.Member.Org)), Val: v}}, true); err != nil {
 		return fmt.Errorf("org: store offer: %w", err)
 	}
+	if s.offerAt == nil || len(s.offerAt) > 4*MaxOffers {
+		s.offerAt = make(map[peer.ID]time.Time)
+	}
+	s.offerAt[o.Member.Org] = s.cfg.Now()
 	s.log.Info("organisation membership offered; it waits for the user (parley org accept)",
 		"org", o.Member.Org.String(), "name", o.Member.Name, "remote", o.From.String())
 	s.record("peer:"+o.From.String(), audit.OrgOffered, o.Member.Subject, map[string]string{

@@ -147,6 +147,8 @@ type Service struct {
 	membersAt time.Time
 	logs      *lograte.Limiter // lines about records peers pushed
 
+	offerAt map[peer.ID]time.Time // when each offer was last written (under mu)
+
 	recMu   sync.Mutex
 	recGen  uint64               // bumped by every write of a record
 	recs    []*consent.OrgRecord // every stored record, parsed, as of recsGen
