@@ -344,7 +344,7 @@ func TestOrgOffersDoNotFillTheDisk(t *testing.T) {
 	before := diskUse(t, data)
 	for range 30 {
 		recs := append([][]byte{o.seal(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(victim), Handle: "v"})}, trusts...)
-		nodetest.WaitFor(t, 10*time.Second, func() bool { return orgExchange(t, nt, contact, victim, 'p', recs) == 'a' }, "a push to be read")
+		nodetest.WaitFor(t, 10*time.Second, func() bool { return orgExchange(t, nt, contact, victim, 'p', recs) != 0 }, "a push to be read")
 	}
 	offers := nt.Node(victim).Org().Offers()
 	if len(offers) != 1 || len(offers[0].Trusts) > org.MaxOfferTrusts {
@@ -352,5 +352,28 @@ func TestOrgOffersDoNotFillTheDisk(t *testing.T) {
 	}
 	if grew := diskUse(t, data) - before; grew > 2<<20 {
 		t.Fatalf("30 pushes of one offer took %d KiB of disk", grew>>10)
+	}
+}
+
+// A membership published for a node that is not the publisher's contact
+// is refused there (it waits for the user only when a contact pushed
+// it), and the publisher does not count it as passed on. Before, every
+// push was answered alike, and `parley org add` said "passed to 1 peers"
+// for a member whose node had dropped it.
+func TestOrgPublishCountsOnlyWhatWasTaken(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	nt.ConnectAll()
+	const admin, stranger, friend = 0, 1, 2
+	befriend(t, nt, friend, admin)
+	x := newOrgKey(t, "Xco")
+	x.publish(t, nt, admin, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(admin), Handle: "me"})
+	if n := x.publish(t, nt, admin, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(stranger), Handle: "s"}); n != 0 {
+		t.Fatalf("a membership for a node that is not a contact: passed to %d peers, want 0", n)
+	}
+	if n := len(nt.Node(stranger).Org().Offers()); n != 0 {
+		t.Fatalf("the stranger holds %d offers", n)
+	}
+	if n := x.publish(t, nt, admin, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(friend), Handle: "f"}); n != 1 {
+		t.Fatalf("a membership for a contact: passed to %d peers, want 1", n)
 	}
 }

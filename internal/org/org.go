@@ -13,7 +13,8 @@
 // One frame each way (internal/frame): a one-byte operation, then a CBOR
 // array of sealed records (consent.EncodeOrgRecords):
 //
-//	'p' push    the records, answered by 'a' with no records
+//	'p' push    the records, answered by 'a' with no records ('n' when
+//	            none of them was taken)
 //	'i' intro   no records; answered by 'r' with the node's membership
 //	            certificate and its organisation's live trusts
 //
@@ -589,9 +590,15 @@ func (s *Service) Publish(ctx context.Context, wire []byte) (*consent.OrgRecord,
 const (
 	opPush  = 'p'
 	opAck   = 'a'
+	opNone  = 'n' // a push of which nothing was taken
 	opIntro = 'i'
 	opReply = 'r'
 )
+
+// ErrNotTaken is returned by a push of which the peer took nothing: the
+// records are about an organisation it is not in, or a membership was
+// pushed by a node that is not its contact.
+var ErrNotTaken = errors.New("org: the peer took none of the records (not in that organisation, or not a contact of this node)")
 
 const maxFrame = 1 << 20
 
@@ -644,10 +651,13 @@ func (s *Service) push(ctx context.Context, p peer.ID, recs [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if op != opAck {
-		return fmt.Errorf("org: %s answered %q", p, op)
+	switch op {
+	case opAck:
+		return nil
+	case opNone:
+		return fmt.Errorf("%w: %s", ErrNotTaken, p)
 	}
-	return nil
+	return fmt.Errorf("org: %s answered %q", p, op)
 }
 
 // Limits on what peers may send.
@@ -762,6 +772,9 @@ func (s *Service) handle(st network.Stream) {
 			}
 			return err != nil
 		})
+		// took: a record pushed is held here now (kept, held already or
+		// newer, or waiting for the user); the pusher counts only those.
+		took := len(recs) == 0 && len(errs) == 0
 		if s.Mine() == nil {
 			// A first membership waits for the user, with the trusts
 			// pushed with it; the rest is taken as usual.
@@ -769,19 +782,28 @@ func (s *Service) handle(st network.Stream) {
 				s.mu.Lock()
 				if err := s.hold(o); err != nil {
 					s.logs.Log(s.log, slog.LevelInfo, "pushed organisation membership refused", "remote", remote.String(), "err", err)
+				} else {
+					took = true
 				}
 				s.mu.Unlock()
 				recs = slices.DeleteFunc(recs, func(r *consent.OrgRecord) bool { return r.Org == o.Member.Org })
 			}
 		}
 		for _, r := range recs {
-			if err := s.ingest(ctx, r, remote); err != nil && !errors.Is(err, ErrStale) {
+			err := s.ingest(ctx, r, remote)
+			if err == nil || errors.Is(err, ErrStale) {
+				took = true
+			} else {
 				s.logs.Log(s.log, slog.LevelInfo, "pushed organisation record refused", "remote", remote.String(), "err", err)
 			}
 		}
 		cancel()
+		op := byte(opAck)
+		if !took {
+			op = opNone
+		}
 		body, _ := consent.EncodeOrgRecords(nil)
-		reply = append([]byte{opAck}, body...)
+		reply = append([]byte{op}, body...)
 	case opIntro:
 		if !known && !requested {
 			s.refused.WithLabelValues("not_contact").Inc()
