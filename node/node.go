@@ -566,6 +566,9 @@ func (n *Node) Close() error {
 		if n.agents != nil {
 			errs = append(errs, n.agents.Close())
 		}
+		if n.org != nil {
+			n.org.Close()
+		}
 		if n.contacts != nil {
 			errs = append(errs, n.contacts.Close())
 		}

@@ -377,3 +377,43 @@ func TestOrgPublishCountsOnlyWhatWasTaken(t *testing.T) {
 		t.Fatalf("a membership for a contact: passed to %d peers, want 1", n)
 	}
 }
+
+// A member that was away when its organisation withdrew a trust learns
+// it when it connects again to a member that holds it, and stops
+// approving the other organisation's members. Before, the untrust was
+// pushed once, to the members online then: the member that was away (or
+// a node restored from an older copy of its home) went on approving them
+// without the user, for as long as the trust record lasted.
+func TestOrgUntrustReachesAMemberThatWasAway(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	nt.ConnectAll()
+	const y1, y2, x1 = 0, 1, 2 // y1 first: the others bootstrap from it
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x1), Handle: "xavier"})
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk}})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
+	befriend(t, nt, y2, y1)
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y2), Handle: "yves"})
+	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(y2).Org().Offers()) == 1 }, "node %d to hold its membership", y2)
+	if _, err := nt.Node(y2).Org().Accept(context.Background(), y.id); err != nil {
+		t.Fatal(err)
+	}
+
+	nt.Crash(y2)
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgUntrust, Subject: x.id})
+	nt.Restart(y2)
+	nt.WaitFor(20*time.Second, func() bool {
+		ts := nt.Node(y2).Org().Trusts()
+		return len(ts) == 1 && ts[0].Kind == consent.OrgUntrust
+	}, "node %d, back, to hold Y's untrust of X", y2)
+
+	request(t, nt, x1, y2)
+	nt.WaitFor(20*time.Second, func() bool {
+		return contactState(nt, y2, x1) == consent.StateActive ||
+			counter(nt, y2, "parley_org_auto_approvals_total", "not_trusted") >= 1
+	}, "node %d to decide X's member's request", y2)
+	if s := contactState(nt, y2, x1); s != consent.StatePendingIn {
+		t.Fatalf("after Y's untrust of X, X's member's request is %q at Y's member that was away, want pending-in", s)
+	}
+}

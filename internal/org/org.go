@@ -150,6 +150,13 @@ type Service struct {
 
 	offerAt map[peer.ID]time.Time // when each offer was last written (under mu)
 
+	ctx      context.Context // ends with Close
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	notifiee *network.NotifyBundle
+	synced   map[peer.ID]time.Time // when each member was last passed the records (under limMu)
+	closed   bool                  // under limMu
+
 	recMu   sync.Mutex
 	recGen  uint64               // bumped by every write of a record
 	recs    []*consent.OrgRecord // every stored record, parsed, as of recsGen
@@ -189,11 +196,84 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Start serves /parley/org/1.
-func (s *Service) Start() { s.cfg.Host.SetStreamHandler(ProtocolID, s.handle) }
+// Start serves /parley/org/1 and, on each new connection to a member of
+// this node's organisation, passes it the organisation's records (see
+// syncTo).
+func (s *Service) Start() {
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.notifiee = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { s.connected(c.RemotePeer()) }}
+	s.cfg.Host.Network().Notify(s.notifiee)
+	s.cfg.Host.SetStreamHandler(ProtocolID, s.handle)
+}
 
-// Close stops serving.
-func (s *Service) Close() { s.cfg.Host.RemoveStreamHandler(ProtocolID) }
+// Close stops serving and waits for the records being passed on.
+func (s *Service) Close() {
+	s.cfg.Host.RemoveStreamHandler(ProtocolID)
+	if s.notifiee == nil {
+		return
+	}
+	s.cfg.Host.Network().StopNotify(s.notifiee)
+	s.limMu.Lock()
+	s.closed = true
+	s.limMu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+}
+
+// syncEvery is how often a member is passed the organisation's records
+// again when it connects again.
+const syncEvery = 10 * time.Minute
+
+// connected passes a member that just connected the organisation's
+// records, at most once every syncEvery.
+func (s *Service) connected(p peer.ID) {
+	if p == s.self || !s.IsMember(p) {
+		return
+	}
+	now := time.Now()
+	s.limMu.Lock()
+	if s.closed || now.Sub(s.synced[p]) < syncEvery {
+		s.limMu.Unlock()
+		return
+	}
+	if s.synced == nil || len(s.synced) >= 4096 {
+		s.synced = make(map[peer.ID]time.Time)
+	}
+	s.synced[p] = now
+	s.wg.Add(1)
+	s.limMu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		s.syncTo(s.ctx, p)
+	}()
+}
+
+// syncTo passes member p every record of this node's organisation and
+// the revocations of trusted organisations' members it holds: a member
+// that was away (or runs on a home restored from an older copy) missed
+// the revocations and untrusts pushed meanwhile, and would go on
+// approving the peers they cut off. Records it holds already cost it a
+// signature check each.
+func (s *Service) syncTo(ctx context.Context, p peer.ID) {
+	mine := s.Mine()
+	if mine == nil {
+		return
+	}
+	var wires [][]byte
+	for _, r := range s.all() {
+		if r.Org == mine.Org || (r.Kind == consent.OrgRevoke && s.trusts(mine.Org, r.Org)) {
+			wires = append(wires, r.Wire)
+		}
+	}
+	for len(wires) > 0 {
+		n := min(len(wires), consent.MaxOrgRecords)
+		if err := s.push(ctx, p, wires[:n]); err != nil && !errors.Is(err, ErrNotTaken) {
+			s.log.Debug("organisation records not passed to a member", "remote", p.String(), "err", err)
+			return
+		}
+		wires = wires[n:]
+	}
+}
 
 func recKey(org peer.ID, group byte, subj peer.ID) []byte {
 	return schema.OrgRecord([]byte(org), group, []byte(subj))
