@@ -284,12 +284,19 @@ func orgStatusCmd(g *globals) *cobra.Command {
 	}
 }
 
+// maxValidDays is the longest --valid in days (a time.Duration holds
+// about 106,751 days).
+const maxValidDays = 100 * 365
+
 // parseValid reads "90d", "36h" or a Go duration.
 func parseValid(s string) (time.Duration, error) {
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		d, err := strconv.Atoi(n)
 		if err != nil || d <= 0 {
 			return 0, fmt.Errorf("--valid %q: want e.g. 90d or 36h", s)
+		}
+		if d > maxValidDays {
+			return 0, fmt.Errorf("--valid %q: at most %dd", s, maxValidDays)
 		}
 		return time.Duration(d) * 24 * time.Hour, nil
 	}
