@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/org"
 )
@@ -91,10 +92,12 @@ func (a orgAPI) Publish(ctx context.Context, req localapi.OrgRecordRequest) (loc
 		e := localapi.Errorf(http.StatusConflict, localapi.CodeStale, "%v", err)
 		e.Seq = stale.Held
 		return localapi.OrgRecordResult{}, e
-	case errors.Is(err, consent.ErrMalformed), errors.Is(err, org.ErrOtherOrg), errors.Is(err, org.ErrNotLive):
+	case errors.Is(err, consent.ErrMalformed), errors.Is(err, org.ErrOtherOrg), errors.Is(err, org.ErrNotLive),
+		errors.Is(err, org.ErrTooMany), errors.Is(err, identity.ErrBadSignature):
 		return localapi.OrgRecordResult{}, localapi.Errorf(http.StatusBadRequest, "bad_record", "%v", err)
 	default:
-		return localapi.OrgRecordResult{}, localapi.Errorf(http.StatusBadRequest, "bad_record", "%v", err)
+		// The node's own failure (a store that refuses writes): a 500.
+		return localapi.OrgRecordResult{}, err
 	}
 	return localapi.OrgRecordResult{Org: r.Org.String(), Kind: string(r.Kind), Subject: r.Subject.String(), Delivered: delivered}, nil
 }

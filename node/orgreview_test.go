@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/org"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -415,5 +417,28 @@ func TestOrgUntrustReachesAMemberThatWasAway(t *testing.T) {
 	}, "node %d to decide X's member's request", y2)
 	if s := contactState(nt, y2, x1); s != consent.StatePendingIn {
 		t.Fatalf("after Y's untrust of X, X's member's request is %q at Y's member that was away, want pending-in", s)
+	}
+}
+
+// A record the node cannot store (the disk below the free-space floor) is
+// answered as the node's failure, not as a bad record: a program retries
+// the one and not the other. Before, every error but a few was 400
+// bad_record.
+func TestOrgPublishOnAFullDiskIsNotABadRecord(t *testing.T) {
+	full := false
+	nt := nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) {
+		if full {
+			c.MinFreeDisk = 1 << 60
+		}
+	}))
+	nt.Crash(0)
+	full = true
+	nt.Restart(0)
+	x := newOrgKey(t, "Xco")
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	_, err := c.OrgPublish(context.Background(), x.seal(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(0), Handle: "me"}))
+	var e *localapi.Error
+	if !errors.As(err, &e) || e.Status < 500 || !strings.Contains(e.Message, "disk") {
+		t.Fatalf("publishing on a full disk: %#v", err)
 	}
 }
