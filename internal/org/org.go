@@ -545,9 +545,10 @@ func (s *Service) act(ctx context.Context, r *consent.OrgRecord, from peer.ID) {
 		s.record(actor, audit.OrgRemove, r.Subject, detail)
 		if mine := s.Mine(); from != "" && mine != nil && mine.Org == r.Org {
 			s.forward(ctx, r)
-		} else if from != "" && mine != nil && s.trusts(mine.Org, r.Org) {
-			// One member told of it tells the others: any of them may
-			// be asked by the revoked member.
+		} else if from != "" && mine != nil && s.trusts(mine.Org, r.Org) && !s.IsMember(from) {
+			// The member told of it from outside tells the others (any
+			// of them may be asked by the revoked member); they do not
+			// tell each other again.
 			s.forwardToMembers(ctx, r, from)
 		}
 		if s.taggedWith(r.Subject) == r.Org {
