@@ -75,7 +75,7 @@ func TestOrgRevokedMemberIsRefusedByTrustingOrganisation(t *testing.T) {
 	}
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
 	// y2 joins Y through y1.
-	befriend(t, nt, y2, y1)
+	nt.Befriend(t, y2, y1)
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y2), Handle: "yves"})
 	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(y2).Org().Offers()) == 1 }, "node %d to hold its membership", y2)
 	if _, err := nt.Node(y2).Org().Accept(context.Background(), y.id); err != nil {
@@ -196,7 +196,7 @@ func TestOrgRevocationAuditedAsTheOrganisations(t *testing.T) {
 func TestOrgIsMemberDoesNotVerifyEveryRecord(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.ConnectAll()
-	befriend(t, nt, 1, 0)
+	nt.Befriend(t, 1, 0)
 	x := newOrgKey(t, "Xco")
 	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(0), Handle: "me"})
 	var recs [][]byte
@@ -252,7 +252,7 @@ func TestOrgIsMemberDoesNotVerifyEveryRecord(t *testing.T) {
 func TestOrgMembershipNotValidYetSaysSo(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.ConnectAll()
-	befriend(t, nt, 1, 0)
+	nt.Befriend(t, 1, 0)
 	x := newOrgKey(t, "Xco")
 	later := func(p peer.ID) []byte {
 		orgSeq++
@@ -327,7 +327,7 @@ func TestOrgOffersDoNotFillTheDisk(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.ConnectAll()
 	const victim, contact = 0, 1
-	befriend(t, nt, contact, victim)
+	nt.Befriend(t, contact, victim)
 	o := newOrgKey(t, strings.Repeat("O", consent.MaxOrgName))
 	var scopes []string
 	for i := range consent.MaxScopes {
@@ -366,7 +366,7 @@ func TestOrgPublishCountsOnlyWhatWasTaken(t *testing.T) {
 	nt := nodetest.Start(t, 3)
 	nt.ConnectAll()
 	const admin, stranger, friend = 0, 1, 2
-	befriend(t, nt, friend, admin)
+	nt.Befriend(t, friend, admin)
 	x := newOrgKey(t, "Xco")
 	x.publish(t, nt, admin, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(admin), Handle: "me"})
 	if n := x.publish(t, nt, admin, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(stranger), Handle: "s"}); n != 0 {
@@ -395,7 +395,7 @@ func TestOrgUntrustReachesAMemberThatWasAway(t *testing.T) {
 	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk}})
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
-	befriend(t, nt, y2, y1)
+	nt.Befriend(t, y2, y1)
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y2), Handle: "yves"})
 	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(y2).Org().Offers()) == 1 }, "node %d to hold its membership", y2)
 	if _, err := nt.Node(y2).Org().Accept(context.Background(), y.id); err != nil {
