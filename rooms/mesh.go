@@ -16,7 +16,8 @@ import (
 // ProtocolNudge asks a member to catch up now: the stream carries one room
 // ID (at most 64 bytes) and nothing comes back. A node sends it after
 // publishing its own events while its GossipSub mesh for the room is still
-// empty (just after joining), so those events do not wait for anti-entropy.
+// empty (just after joining), and to a peer just taken into that mesh, so
+// events that went out without the member do not wait for anti-entropy.
 const ProtocolNudge protocol.ID = "/parley/nudge/1"
 
 // meshTracer follows GossipSub's mesh (GRAFT and PRUNE) per topic. Pass
@@ -28,7 +29,10 @@ var _ pubsub.RawTracer = meshTracer{}
 // Tracer returns the GossipSub tracer that lets rooms know their mesh.
 func (m *Manager) Tracer() pubsub.RawTracer { return meshTracer{m} }
 
-func (t meshTracer) Graft(p peer.ID, topic string) { t.m.meshDelta(topic, p, true) }
+func (t meshTracer) Graft(p peer.ID, topic string) {
+	t.m.meshDelta(topic, p, true)
+	t.m.grafted(topic, p)
+}
 func (t meshTracer) Prune(p peer.ID, topic string) { t.m.meshDelta(topic, p, false) }
 func (t meshTracer) Leave(topic string)            { t.m.meshDelta(topic, "", false) }
 
@@ -123,6 +127,32 @@ func (m *Manager) meshDelta(topic string, p peer.ID, in bool) {
 	}
 }
 
+// grafted nudges p, just taken into this node's mesh of a room's topic,
+// to catch up. What this node sent on the topic before went to a mesh
+// without p, and GossipSub's gossip (IHAVE) goes only to peers outside the
+// mesh, so without the nudge p would get those events at its next
+// anti-entropy round at best. It happens after every invite: the invited
+// node joins the topic before its catch-up tells it the members, so its
+// mesh forms at a heartbeat after the catch-up, and an event posted in
+// between (an ask to the room right after the invite) reached it only by
+// anti-entropy. The nudge waits until what the room took so far is
+// stored, its own events durable, so that p's sync is served them. It
+// runs on GossipSub's event loop: nothing here waits.
+func (m *Manager) grafted(topic string, p peer.ID) {
+	m.mu.RLock()
+	r := m.topics[topic]
+	m.mu.RUnlock()
+	if r == nil || p == m.self {
+		return
+	}
+	r.goRoom(func(ctx context.Context) {
+		if err := r.barrier(ctx); err != nil {
+			return
+		}
+		r.nudge(ctx, p)
+	})
+}
+
 // meshGone takes p out of every topic's mesh.
 func (m *Manager) meshGone(p peer.ID) {
 	m.meshMu.Lock()
@@ -165,17 +195,20 @@ func (r *room) nudgeMembers(all bool) {
 		default:
 			continue
 		}
-		r.m.spawn(func() {
-			ctx, cancel := context.WithTimeout(r.m.ctx, 10*time.Second)
-			defer cancel()
-			s, err := r.m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "nudge"), p, ProtocolNudge)
-			if err != nil {
-				return
-			}
-			defer s.Close()
-			_, _ = s.Write([]byte(r.id))
-		})
+		r.m.spawn(func() { r.nudge(r.m.ctx, p) })
 	}
+}
+
+// nudge asks member p to catch up with this node now (ProtocolNudge).
+func (r *room) nudge(ctx context.Context, p peer.ID) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := r.m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "nudge"), p, ProtocolNudge)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	_, _ = s.Write([]byte(r.id))
 }
 
 // handleNudge serves ProtocolNudge: a member says it has news.
