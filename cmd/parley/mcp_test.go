@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -50,11 +51,21 @@ type toolResult struct {
 
 func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) toolResult {
 	t.Helper()
+	r, err := tryTool(cs, name, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// tryTool is callTool for a goroutine other than the test's: it returns
+// what callTool fails on.
+func tryTool(cs *sdk.ClientSession, name string, args map[string]any) (toolResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+		return toolResult{}, fmt.Errorf("%s: %v", name, err)
 	}
 	var r toolResult
 	r.Err = res.IsError
@@ -66,12 +77,12 @@ func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]
 	raw, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(raw, &r.Out)
 	if r.Out == nil {
-		t.Fatalf("%s returned no structured content: %s", name, r.Text)
+		return r, fmt.Errorf("%s returned no structured content: %s", name, r.Text)
 	}
 	if _, ok := r.Out["pending"]; !ok {
-		t.Fatalf("%s result has no pending list: %s", name, raw)
+		return r, fmt.Errorf("%s result has no pending list: %s", name, raw)
 	}
-	return r
+	return r, nil
 }
 
 func (r toolResult) str(k string) string { s, _ := r.Out[k].(string); return s }

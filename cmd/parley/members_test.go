@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,6 +102,36 @@ func logTexts(t *testing.T, home, room string) []string {
 	return texts
 }
 
+// diagnoseRoom logs what each node holds of a room (its events, members
+// and agents), what its agent has pending (peeked, not taken), and the end
+// of the node's log.
+func diagnoseRoom(t *testing.T, room string, users map[string]user, agents map[string]string) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(users)) {
+		u := users[k]
+		var b strings.Builder
+		if out, errs, code := run(t, "--home", u.home, "room", "log", room, "--json", "--limit", "100"); code != 0 {
+			fmt.Fprintf(&b, "room log: exit %d: %s\n", code, errs)
+		} else {
+			var l []logEntry
+			_ = json.Unmarshal([]byte(out), &l)
+			for _, e := range l {
+				fmt.Fprintf(&b, "  %.8s depth %d %s@%s %s %q\n", e.ID, e.Depth, e.Agent, tail(e.Author), e.Kind, e.Text)
+			}
+		}
+		out, errs, _ := run(t, "--home", u.home, "room", "list", "--json")
+		fmt.Fprintf(&b, "room list: %s%s\n", out, errs)
+		out, errs, _ = run(t, "--home", u.home, "inbox", "--as", agents[k], "--json")
+		fmt.Fprintf(&b, "%s's pending: %s%s\n", agents[k], out, errs)
+		log := u.d.stderr.String()
+		fmt.Fprintf(&b, "the end of its log:\n%s", log[max(0, len(log)-4000):])
+		t.Logf("node %s (%s):\n%s", k, u.id, b.String())
+	}
+}
+
+// tail is the end of a peer ID, as names show it.
+func tail(id string) string { return id[max(0, len(id)-4):] }
+
 // TestMCPAgentsAreMembers drives three users' agents through real `parley
 // mcp` processes: invitations that carry the manual, a room-wide ask, an
 // ask reminded until answered, removal of a node, leave, and sessions that
@@ -166,29 +198,50 @@ func TestMCPAgentsAreMembers(t *testing.T) {
 
 	// A room-wide ask: both owe it; gamma answers; alpha's blocking ask
 	// returns; beta stops being reminded.
-	asked := make(chan toolResult, 1)
+	type askResult struct {
+		r   toolResult
+		err error
+	}
+	asked := make(chan askResult, 1)
 	go func() {
-		asked <- alpha.call(t, "parley_ask", map[string]any{"room": room, "text": "who writes the release notes?", "wait_seconds": 45})
+		r, err := tryTool(alpha.cs, "parley_ask", map[string]any{"room": room, "text": "who writes the release notes?", "wait_seconds": 45})
+		asked <- askResult{r, err}
 	}()
 	var askID string
-	for _, s := range []*mcpSession{beta, gamma} {
-		nodetest.WaitFor(t, 30*time.Second, func() bool {
-			r := s.call(t, "parley_who", nil)
-			if it := r.item("ask"); it != nil && strings.Contains(it["text"].(string), "release notes") {
+	for i, s := range []*mcpSession{beta, gamma} {
+		name := []string{"beta", "gamma"}[i]
+		var last toolResult
+		if !nodetest.Poll(30*time.Second, func() bool {
+			last = s.call(t, "parley_who", nil)
+			if it := last.item("ask"); it != nil && strings.Contains(it["text"].(string), "release notes") {
 				askID = it["id"].(string)
-				if !strings.Contains(r.Text, mcp.Marker) {
-					t.Fatalf("no marker:\n%s", r.Text)
+				if !strings.Contains(last.Text, mcp.Marker) {
+					t.Fatalf("no marker:\n%s", last.Text)
 				}
 				return true
 			}
 			return false
-		}, "the room-wide ask to reach an agent")
+		}) {
+			select {
+			case a := <-asked:
+				t.Logf("alpha's parley_ask returned: %v; error %v %v\n%s", a.err, a.r.Err, a.r.Out, a.r.Text)
+			default:
+				t.Logf("alpha's parley_ask has not returned")
+			}
+			t.Logf("%s's last parley_who: %v\n%s", name, last.Out["pending"], last.Text)
+			diagnoseRoom(t, room, map[string]user{"A": a, "B": b, "C": c}, map[string]string{"A": "alpha", "B": "beta", "C": "gamma"})
+			t.Fatalf("timed out after 30s waiting for the room-wide ask to reach %s", name)
+		}
 	}
 	if r := gamma.call(t, "parley_reply", map[string]any{"message_id": askID, "text": "gamma does"}); r.Err {
 		t.Fatalf("reply: %s", r.Text)
 	}
 	select {
-	case r := <-asked:
+	case a := <-asked:
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		r := a.r
 		reply, _ := r.Out["reply"].(map[string]any)
 		if reply == nil || reply["text"] != "gamma does" || reply["from"] != gammaAddr {
 			t.Fatalf("the asker got %v\n%s", r.Out, r.Text)
