@@ -742,6 +742,18 @@ func (b *Book) restoreRevocation(rev *Revocation, now time.Time) (c Contact, rec
 	if certSeq := max(e.c.Seq, offerSeq(&e.c)); rev.CertSeq < certSeq {
 		return Contact{}, nil, fmt.Errorf("%w: own revocation of certificate %d, the contact is at %d", ErrReplay, rev.CertSeq, certSeq)
 	}
+	if e.c.Updated.After(rev.Time) {
+		// The contact changed after the revocation was made (a new
+		// request of the user's since the restore): that decision stands.
+		// The revocation's seq is taken, so it is not shown back again.
+		next := e.c.clone()
+		next.RevokeSeq = rev.Seq
+		if recs, err = b.commit(next, nil); err != nil {
+			return Contact{}, nil, err
+		}
+		return Contact{}, recs, fmt.Errorf("%w: own revocation made %s, before the contact's last change (%s)",
+			ErrReplay, rev.Time.UTC().Format(time.RFC3339), e.c.Updated.UTC().Format(time.RFC3339))
+	}
 	next := e.c.clone()
 	if until := rev.Time.Add(b.pol.DenyCooldown); next.State != StatePendingOut && until.After(next.DeniedUntil) {
 		next.DeniedUntil = until

@@ -995,3 +995,75 @@ func TestRestoredRevocationOfANewerCertificate(t *testing.T) {
 		t.Fatalf("after the later revocation: %s at seq %d", got.State, got.Seq)
 	}
 }
+
+// TestRevocationsToShow: a revoked contact sends the revocations that end
+// its current certificate: not one of its own that a later certificate
+// outdated, and both when each side revoked the other.
+func TestRevocationsToShow(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	connect(t, alice, bob, t0, 0)
+	now := t0.Add(time.Hour)
+	rev1, recs, err := alice.book.Revoke(bob.id, now)
+	alice.must(recs, err)
+	_, recs, err = bob.book.ApplyRevocation(rev1, now)
+	bob.must(recs, err)
+	now = now.Add(25 * time.Hour)
+	connect(t, bob, alice, now, 0)
+	now = now.Add(time.Hour)
+	rev2, recs, err := bob.book.Revoke(alice.id, now)
+	bob.must(recs, err)
+	c, recs, err := alice.book.ApplyRevocation(rev2, now)
+	alice.must(recs, err)
+	if got := c.Revocations(); len(got) != 1 || !bytes.Equal(got[0], rev2) {
+		t.Fatalf("alice shows %d revocations; want bob's only (hers ended an older certificate)", len(got))
+	}
+	if got, _ := bob.book.Get(alice.id, now); len(got.Revocations()) != 1 || !bytes.Equal(got.Revocations()[0], rev2) {
+		t.Fatal("bob, who revoked last, does not show his revocation alone")
+	}
+	// Each revokes the other at once: both end the certificate, own first.
+	carol, dave := newNode(t, Policy{}), newNode(t, Policy{})
+	connect(t, carol, dave, t0, 0)
+	revC, recs, err := carol.book.Revoke(dave.id, now)
+	carol.must(recs, err)
+	revD, recs, err := dave.book.Revoke(carol.id, now)
+	dave.must(recs, err)
+	c, recs, err = carol.book.ApplyRevocation(revD, now)
+	carol.must(recs, err)
+	if got := c.Revocations(); len(got) != 2 || !bytes.Equal(got[0], revC) || !bytes.Equal(got[1], revD) {
+		t.Fatalf("carol shows %d revocations, want hers then dave's", len(got))
+	}
+}
+
+// TestRestoredRevocationYieldsToALaterDecision: a node restored from a copy
+// older than the contact asks the peer again; the revocation it made before
+// the restore, shown back afterwards, does not cancel that newer request.
+func TestRestoredRevocationYieldsToALaterDecision(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	empty := maps.Clone(alice.store) // before alice knew bob
+	connect(t, alice, bob, t0, 0)
+	now := t0.Add(time.Hour)
+	rev, recs, err := alice.book.Revoke(bob.id, now)
+	alice.must(recs, err)
+	c, recs, err := bob.book.ApplyRevocation(rev, now)
+	bob.must(recs, err)
+
+	alice = restored(t, alice, empty)
+	now = now.Add(time.Hour)
+	_, recs, err = alice.book.OutgoingRequest(bob.id, "A", "again", now)
+	alice.must(recs, err)
+	_, recs, err = alice.book.ApplyRevocation(c.PeerRevocation, now.Add(time.Minute))
+	alice.save(recs)
+	wantErr(t, err, ErrReplay)
+	got, _ := alice.book.Get(bob.id, now)
+	if got.State != StatePendingOut || got.OutRequest == nil {
+		t.Fatalf("alice's newer request was cancelled: %s", got.State)
+	}
+	// The revocation's seq is taken: showing it again is a plain replay,
+	// and alice's next revocation of bob comes after it.
+	_, _, err = alice.book.ApplyRevocation(c.PeerRevocation, now.Add(time.Minute))
+	wantErr(t, err, ErrReplay)
+	got, _ = restored(t, alice, alice.store).book.Get(bob.id, now)
+	if got.State != StatePendingOut || got.RevokeSeq < c.LastRevocationSeq {
+		t.Fatalf("alice's revoke seq %d is below the one bob holds (%d)", got.RevokeSeq, c.LastRevocationSeq)
+	}
+}

@@ -76,6 +76,26 @@ type Contact struct {
 	PriorState State
 }
 
+// Revocations returns the revocations that end the contact's current
+// certificate, to send to the peer while the contact is revoked: this
+// node's own (Revocation, unless a later certificate outdated it), then
+// the peer's (PeerRevocation). None unless the contact is revoked.
+func (c *Contact) Revocations() [][]byte {
+	if c.State != StateRevoked {
+		return nil
+	}
+	var out [][]byte
+	if c.Revocation != nil {
+		if r, err := decodeRevocation(c.Revocation); err == nil && r.CertSeq >= c.Seq {
+			out = append(out, c.Revocation)
+		}
+	}
+	if c.PeerRevocation != nil {
+		out = append(out, c.PeerRevocation)
+	}
+	return out
+}
+
 // stateAt returns the state as reported at now.
 func (c *Contact) stateAt(now time.Time) State {
 	if c.State == StateActive && !c.Expires.IsZero() && now.UnixMilli() >= c.Expires.UnixMilli() {

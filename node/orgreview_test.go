@@ -291,6 +291,11 @@ func TestOrgMembershipNotValidYetSaysSo(t *testing.T) {
 	if got := counter(nt, 1, "parley_org_records_refused_total", "not_valid_yet"); got != 2 {
 		t.Fatalf("node 1: not_valid_yet refusals %v, want 2", got)
 	}
+	// A push that holds only such a membership is answered as not taken,
+	// so its publisher does not count it as passed on.
+	if op := orgExchange(t, nt, 0, 1, 'p', [][]byte{later(nt.ID(1))}); op != 'n' {
+		t.Fatalf("a push of only a membership not valid yet was answered %q, want 'n'", op)
+	}
 }
 
 // diskUse is the space the files under dir take.
@@ -319,9 +324,10 @@ func diskUse(t *testing.T, dir string) int64 {
 // A contact pushes a node in no organisation the membership of an
 // organisation it made up, with 255 trusts of the largest size, again
 // and again with a new Seq. What waits for the user is bounded (16
-// trusts) and replaced at most once a minute, so the pushes do not fill
-// the disk: the store never reclaims a value of 1 KiB or more that is
-// written over. Before, each push wrote the whole offer (~200 KiB) again:
+// trusts), and one contact's pushes write 8 offers at once, then one a
+// minute (a fresh organisation for each push too), so the pushes do not
+// fill the disk: the store never reclaims a value of 1 KiB or more that
+// is written over. Before, each push wrote the whole offer (~200 KiB) again:
 // 30 pushes took ~6 MiB for good, 2 a second 1.4 GB an hour.
 func TestOrgOffersDoNotFillTheDisk(t *testing.T) {
 	nt := nodetest.Start(t, 2)
@@ -354,6 +360,16 @@ func TestOrgOffersDoNotFillTheDisk(t *testing.T) {
 	}
 	if grew := diskUse(t, data) - before; grew > 2<<20 {
 		t.Fatalf("30 pushes of one offer took %d KiB of disk", grew>>10)
+	}
+	// A fresh organisation for each push writes nothing more within the
+	// minute: the limit is the contact's, whatever the organisation.
+	for i := range 5 {
+		fresh := newOrgKey(t, fmt.Sprintf("Fresh%d", i))
+		recs := [][]byte{fresh.seal(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(victim), Handle: "v"})}
+		nodetest.WaitFor(t, 10*time.Second, func() bool { return orgExchange(t, nt, contact, victim, 'p', recs) != 0 }, "a push to be read")
+	}
+	if n := len(nt.Node(victim).Org().Offers()); n != 1 {
+		t.Fatalf("pushes of five fresh organisations within a minute left %d offers, want the first one only", n)
 	}
 }
 

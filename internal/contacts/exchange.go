@@ -131,13 +131,14 @@ func (s *Service) markDone(key string) {
 // with a revoked contact; a peer that knows it refuses it as a replay.
 func (s *Service) forgetRevocationSent(p peer.ID) {
 	c, ok := s.book.Get(p, s.now())
-	if !ok || c.State != consent.StateRevoked {
+	if !ok {
 		return
 	}
-	if w, _ := s.workFor(c); w.kind == consent.KindRevoke {
-		s.stateMu.Lock()
-		delete(s.done, w.key)
-		s.stateMu.Unlock()
+	revs := c.Revocations()
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	for _, wire := range revs {
+		delete(s.done, deliveryKey(consent.KindRevoke, wire))
 	}
 }
 
@@ -162,14 +163,21 @@ func (s *Service) workFor(c consent.Contact) (work, bool) {
 			Kind: consent.KindApprove, ID: c.ID, Payload: c.Offer, Sig: c.OfferSig, Handle: s.cfg.Handle,
 		}}
 		w.key = deliveryKey(w.kind, c.Offer)
-	case c.State == consent.StateRevoked && c.Revocation != nil:
-		w = work{kind: consent.KindRevoke, msg: consent.Message{Kind: consent.KindRevoke, Revocation: c.Revocation}}
-		w.key = deliveryKey(w.kind, c.Revocation)
-	case c.State == consent.StateRevoked && c.PeerRevocation != nil:
-		// The peer's own revocation, shown back to it (a node restored
-		// from an older copy of its home takes it back in).
-		w = work{kind: consent.KindRevoke, msg: consent.Message{Kind: consent.KindRevoke, Revocation: c.PeerRevocation}}
-		w.key = deliveryKey(w.kind, c.PeerRevocation)
+	case c.State == consent.StateRevoked:
+		// This node's revocation, then the peer's own shown back to it
+		// (a node restored from an older copy of its home takes it back
+		// in): the first not yet answered.
+		revs := c.Revocations()
+		if len(revs) == 0 {
+			return work{}, false
+		}
+		for _, wire := range revs {
+			w = work{kind: consent.KindRevoke, key: deliveryKey(consent.KindRevoke, wire),
+				msg: consent.Message{Kind: consent.KindRevoke, Revocation: wire}}
+			if !s.isDone(w.key) {
+				return w, true
+			}
+		}
 	default:
 		return work{}, false
 	}
@@ -268,19 +276,29 @@ func (s *Service) redeliver(ctx context.Context, p peer.ID) {
 		return
 	}
 	defer unlock()
-	c, ok := s.book.Get(p, s.now())
-	if !ok {
-		return
+	// A revoked contact may have two revocations to send (this node's,
+	// then the peer's own), one after the other: any answer marks one done.
+	for range 3 {
+		c, ok := s.book.Get(p, s.now())
+		if !ok {
+			return
+		}
+		w, ok := s.workFor(c)
+		if !ok {
+			return
+		}
+		if err := s.deliver(ctx, p, w); err != nil {
+			s.log.Debug("contact re-send failed", "peer", p.String(), "kind", string(w.kind), "err", err)
+			if errors.Is(err, ErrUnreachable) || w.kind != consent.KindRevoke {
+				return
+			}
+			continue
+		}
+		s.log.Info("contact message re-sent", "peer", p.String(), "kind", string(w.kind))
+		if w.kind != consent.KindRevoke {
+			return
+		}
 	}
-	w, ok := s.workFor(c)
-	if !ok {
-		return
-	}
-	if err := s.deliver(ctx, p, w); err != nil {
-		s.log.Debug("contact re-send failed", "peer", p.String(), "kind", string(w.kind), "err", err)
-		return
-	}
-	s.log.Info("contact message re-sent", "peer", p.String(), "kind", string(w.kind))
 }
 
 // retryFor is how long after the last change retryLoop keeps dialling a

@@ -220,6 +220,12 @@ func (s *Service) autoApprove(p peer.ID, id string) {
 	}
 	if _, err := s.approve(ctx, id, validFor, scopes, "org"); err != nil {
 		s.log.Warn("approval by organisation trust failed", "peer", p.String(), "err", err)
+		// AutoApprove noted the contact as the organisation's before
+		// this approval; if the user decided meanwhile (approved by
+		// hand), the contact is the user's.
+		if c, ok := s.book.Get(p, s.now()); ok && c.State != consent.StatePendingIn && s.cfg.UserDecided != nil {
+			s.cfg.UserDecided(p)
+		}
 		return
 	}
 	s.log.Info("contact approved by organisation trust", "peer", p.String(), "scopes", fmt.Sprint(scopes))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/time/rate"
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/audit"
@@ -26,16 +27,20 @@ const MaxOffers = 8
 // again and again.
 const MaxOfferTrusts = 16
 
-// offerEvery is how often an offer of one organisation may be replaced
-// by a newer one.
+// offerEvery is how often one contact's pushes may write an offer (a new
+// one, or a newer one in place of its organisation's), after MaxOffers at
+// once.
 const offerEvery = time.Minute
+
+// maxOfferPushers bounds the contacts whose offer limiters are kept.
+const maxOfferPushers = 1024
 
 // Errors of offers.
 var (
 	ErrNoOffer      = errors.New("org: no membership of that organisation waits for an answer")
 	ErrOffersFull   = errors.New("org: too many memberships wait for an answer")
 	ErrOfferExpired = errors.New("org: the membership that waited has expired")
-	ErrOfferTooSoon = errors.New("org: the membership waiting for the user was replaced less than a minute ago")
+	ErrOfferTooSoon = errors.New("org: that contact pushed too many membership offers (one a minute)")
 )
 
 // Offer is a membership certificate of this node that a contact pushed: it
@@ -98,12 +103,17 @@ func (s *Service) hold(o *Offer) error {
 	case ok && old.Member.Seq > o.Member.Seq:
 		s.refused.WithLabelValues("stale").Inc()
 		return ErrStale
-	case ok && s.cfg.Now().Sub(s.offerAt[o.Member.Org]) < offerEvery:
-		s.refused.WithLabelValues("rate_limited").Inc()
-		return fmt.Errorf("%w (organisation %s)", ErrOfferTooSoon, o.Member.Org)
 	case !ok && len(s.offers()) >= MaxOffers:
 		s.refused.WithLabelValues("offers_full").Inc()
 		return ErrOffersFull
+	case !s.offerLimiter(o.From).AllowN(s.cfg.Now(), 1):
+		// MaxOffers writes at once for each contact, then one a minute,
+		// whatever the organisation: a contact that made a fresh
+		// organisation (or a new seq) for each push would otherwise
+		// write an offer on every push, and the store never reclaims a
+		// value written over.
+		s.refused.WithLabelValues("rate_limited").Inc()
+		return fmt.Errorf("%w (from %s)", ErrOfferTooSoon, o.From)
 	}
 	wires := [][]byte{o.Member.Wire}
 	for _, t := range o.Trusts {
@@ -118,15 +128,25 @@ func (s *Service) hold(o *Offer) error {
 	if err := s.cfg.Store.Apply([]schema.Op{{Key: schema.OrgOffer([]byte(o.Member.Org)), Val: v}}, true); err != nil {
 		return fmt.Errorf("org: store offer: %w", err)
 	}
-	if s.offerAt == nil || len(s.offerAt) > 4*MaxOffers {
-		s.offerAt = make(map[peer.ID]time.Time)
-	}
-	s.offerAt[o.Member.Org] = s.cfg.Now()
 	s.log.Info("organisation membership offered; it waits for the user (parley org accept)",
 		"org", o.Member.Org.String(), "name", o.Member.Name, "remote", o.From.String())
 	s.record("peer:"+o.From.String(), audit.OrgOffered, o.Member.Subject, map[string]string{
 		"org": o.Member.Org.String(), "name": o.Member.Name, "handle": o.Member.Handle})
 	return nil
+}
+
+// offerLimiter returns contact p's limiter of offer writes. Its caller
+// holds s.mu.
+func (s *Service) offerLimiter(p peer.ID) *rate.Limiter {
+	if l := s.offerLim[p]; l != nil {
+		return l
+	}
+	if s.offerLim == nil || len(s.offerLim) >= maxOfferPushers {
+		s.offerLim = make(map[peer.ID]*rate.Limiter) // only contacts push offers
+	}
+	l := rate.NewLimiter(rate.Every(offerEvery), MaxOffers)
+	s.offerLim[p] = l
+	return l
 }
 
 func (s *Service) parseOffer(v []byte) (*Offer, error) {

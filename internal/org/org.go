@@ -148,7 +148,7 @@ type Service struct {
 	membersAt time.Time
 	logs      *lograte.Limiter // lines about records peers pushed
 
-	offerAt map[peer.ID]time.Time // when each offer was last written (under mu)
+	offerLim map[peer.ID]*rate.Limiter // offer writes of each contact (under mu)
 
 	ctx      context.Context // ends with Close
 	cancel   context.CancelFunc
@@ -259,9 +259,16 @@ func (s *Service) syncTo(ctx context.Context, p peer.ID) {
 	if mine == nil {
 		return
 	}
+	all := s.all()
+	trusted := map[peer.ID]bool{} // organisations this one holds a trust in
+	for _, r := range all {
+		if r.Org == mine.Org && r.Kind == consent.OrgTrust {
+			trusted[r.Subject] = true
+		}
+	}
 	var wires [][]byte
-	for _, r := range s.all() {
-		if r.Org == mine.Org || (r.Kind == consent.OrgRevoke && s.trusts(mine.Org, r.Org)) {
+	for _, r := range all {
+		if r.Org == mine.Org || (r.Kind == consent.OrgRevoke && trusted[r.Org]) {
 			wires = append(wires, r.Wire)
 		}
 	}
@@ -843,6 +850,10 @@ func (s *Service) handle(st network.Stream) {
 	switch b[0] {
 	case opPush:
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		// took: a record pushed is held here now (kept, held already or
+		// newer, or waiting for the user); the pusher counts only those. A
+		// push of no records at all is taken.
+		took := len(recs) == 0 && len(errs) == 0
 		// A membership of this node that does not hold on its clock is
 		// refused as such (not as another organisation's), and does not
 		// take the place of the one that holds.
@@ -853,9 +864,6 @@ func (s *Service) handle(st network.Stream) {
 			}
 			return err != nil
 		})
-		// took: a record pushed is held here now (kept, held already or
-		// newer, or waiting for the user); the pusher counts only those.
-		took := len(recs) == 0 && len(errs) == 0
 		if s.Mine() == nil {
 			// A first membership waits for the user, with the trusts
 			// pushed with it; the rest is taken as usual.
