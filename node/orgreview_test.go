@@ -44,12 +44,7 @@ func TestOrgTrustingTwoOrganisations(t *testing.T) {
 	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: z.id, Scopes: []string{consent.ScopeAsk}})
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
 
-	request(t, nt, x1, y1)
-	nt.WaitFor(20*time.Second, func() bool {
-		return contactState(nt, y1, x1) == consent.StateActive ||
-			counter(nt, y1, "parley_org_auto_approvals_total", "not_trusted") >= 1
-	}, "node %d to decide the request", y1)
-	if s := contactState(nt, y1, x1); s != consent.StateActive {
+	if s := decided(t, nt, x1, y1, "not_trusted"); s != consent.StateActive {
 		t.Fatalf("X trusts Y and Z, Y trusts X: X's member's request is %q at Y's member, want active", s)
 	}
 }
@@ -111,12 +106,7 @@ func TestOrgRevokedMemberIsRefusedByTrustingOrganisation(t *testing.T) {
 	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgRevoke, Subject: nt.ID(ex)})
 
 	for _, yi := range []int{y1, y2} {
-		request(t, nt, ex, yi)
-		nt.WaitFor(20*time.Second, func() bool {
-			return contactState(nt, yi, ex) == consent.StateActive ||
-				counter(nt, yi, "parley_org_auto_approvals_total", "revoked") >= 1
-		}, "node %d to decide the ex-member's request", yi)
-		if s := contactState(nt, yi, ex); s != consent.StatePendingIn {
+		if s := decided(t, nt, ex, yi, "revoked"); s != consent.StatePendingIn {
 			t.Fatalf("node %d: the revoked member's request is %q, want pending-in (for the user)", yi, s)
 		}
 	}
@@ -426,12 +416,7 @@ func TestOrgUntrustReachesAMemberThatWasAway(t *testing.T) {
 		return len(ts) == 1 && ts[0].Kind == consent.OrgUntrust
 	}, "node %d, back, to hold Y's untrust of X", y2)
 
-	request(t, nt, x1, y2)
-	nt.WaitFor(20*time.Second, func() bool {
-		return contactState(nt, y2, x1) == consent.StateActive ||
-			counter(nt, y2, "parley_org_auto_approvals_total", "not_trusted") >= 1
-	}, "node %d to decide X's member's request", y2)
-	if s := contactState(nt, y2, x1); s != consent.StatePendingIn {
+	if s := decided(t, nt, x1, y2, "not_trusted"); s != consent.StatePendingIn {
 		t.Fatalf("after Y's untrust of X, X's member's request is %q at Y's member that was away, want pending-in", s)
 	}
 }
@@ -457,4 +442,18 @@ func TestOrgPublishOnAFullDiskIsNotABadRecord(t *testing.T) {
 	if !errors.As(err, &e) || e.Status < 500 || !strings.Contains(e.Message, "disk") {
 		t.Fatalf("publishing on a full disk: %#v", err)
 	}
+}
+
+// decided makes node from ask node to to be a contact and returns the
+// contact's state at to once to's organisation trust decided it: approved
+// (active), or refused for why (counted in
+// parley_org_auto_approvals_total) and left to the user.
+func decided(t *testing.T, nt *nodetest.Net, from, to int, why string) consent.State {
+	t.Helper()
+	request(t, nt, from, to)
+	nt.WaitFor(20*time.Second, func() bool {
+		return contactState(nt, to, from) == consent.StateActive ||
+			counter(nt, to, "parley_org_auto_approvals_total", why) >= 1
+	}, "node %d to decide node %d's request", to, from)
+	return contactState(nt, to, from)
 }
