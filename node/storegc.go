@@ -13,7 +13,7 @@ import (
 // more is garbage), so a round's writes stay bounded.
 const (
 	defaultStoreGCInterval = 10 * time.Minute
-	storeGCMaxFiles        = 8
+	storeGCMaxFiles        = 2
 )
 
 // startStoreGC reclaims, every StoreGCInterval, the disk space of
