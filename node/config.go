@@ -142,11 +142,6 @@ type Config struct {
 	// size. The testnet gives its nodes different sizes, so that nodes
 	// under the same load do not all rotate their memtables at once.
 	StoreMemTableSize int64
-	// StoreGCInterval is how often the database reclaims the disk space
-	// of overwritten and deleted values of 1 KiB or more (its value log;
-	// store.DB.CollectGarbage). Zero means 10 minutes; negative turns it
-	// off.
-	StoreGCInterval time.Duration
 }
 
 // DefaultPort is Parley's TCP and UDP port.

@@ -328,7 +328,6 @@ func (n *Node) start(ctx context.Context) error {
 	n.startAgents()
 	n.startNames()
 	n.startRecovery()
-	n.startStoreGC()
 	if err := n.startReconnect(); err != nil {
 		return err
 	}

@@ -220,8 +220,11 @@ func (j *journal) newEpoch() error {
 	if err := j.failure(); err != nil {
 		return err
 	}
-	if err := syncBadger(j.bdb, filepath.Dir(j.f.Name())); err != nil {
-		return err
+	if err := j.bdb.Sync(); err != nil {
+		return fmt.Errorf("store: sync: %w", classify(err))
+	}
+	if err := syncLogs(filepath.Dir(j.f.Name())); err != nil {
+		return fmt.Errorf("store: sync: %w", err)
 	}
 	next := j.epoch + 1
 	if err := applyOps(j.bdb, []schema.Op{{Key: schema.KeyJournal(), Val: schema.BE8(next)}}); err != nil {
@@ -239,34 +242,6 @@ func (j *journal) newEpoch() error {
 	j.epoch, j.seq, j.off, j.stale = next, 0, journalHeaderLen, false
 	j.size = max(j.size, journalHeaderLen)
 	j.started++
-	return nil
-}
-
-// syncBadger makes every write Badger took so far durable: its DB.Sync,
-// then every log in its folder dir (syncLogs).
-func syncBadger(bdb *badger.DB, dir string) error {
-	if err := bdb.Sync(); err != nil {
-		return fmt.Errorf("store: sync: %w", classify(err))
-	}
-	if err := syncLogs(dir); err != nil {
-		return fmt.Errorf("store: sync: %w", err)
-	}
-	return nil
-}
-
-// epochNow starts a new epoch at once, under the lock: every write Badger
-// took so far, the journal's and Badger's own (a value-log rewrite), is
-// durable once it returns.
-func (j *journal) epochNow() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.closed {
-		return ErrClosed
-	}
-	if err := j.newEpoch(); err != nil {
-		j.stale = true
-		return err
-	}
 	return nil
 }
 

@@ -32,11 +32,6 @@ type DB struct {
 	fsync       func() error // Badger's Sync; tests slow it down
 
 	t *timings
-
-	gcMu     sync.Mutex // one CollectGarbage at a time; Close waits for it
-	gcClosed bool       // Close has begun: no more collections
-	gcPins   []*logPin  // value logs held by collections not yet made durable
-	gcHook   func()     // tests: called after a collection rewrote, before Badger is made durable
 }
 
 // Config configures a database. Zero values are documented.
@@ -60,9 +55,6 @@ type Config struct {
 	freeSpace func(dir string) (int64, error)
 	// journalMax replaces journalMax in tests.
 	journalMax int64
-	// valueLogFileSize replaces the size of a value-log file of Options
-	// in tests (Badger's minimum is 1 MiB).
-	valueLogFileSize int64
 }
 
 // DefaultMemTableSize is the memtable size of Options.
@@ -143,9 +135,6 @@ func OpenConfig(cfg Config) (_ *DB, err error) {
 	opts := Options(cfg.Dir, log)
 	if cfg.MemTableSize > 0 {
 		opts = opts.WithMemTableSize(cfg.MemTableSize)
-	}
-	if cfg.valueLogFileSize > 0 {
-		opts = opts.WithValueLogFileSize(cfg.valueLogFileSize)
 	}
 	bdb, err := badger.Open(opts)
 	if err != nil {
@@ -390,27 +379,9 @@ func (db *DB) syncOnce() (err error) {
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		defer recoverCorrupt(&db.closeErr, "close")
-		db.gcMu.Lock()
-		db.gcClosed = true
-		pins := db.gcPins
-		db.gcPins = nil
-		db.gcMu.Unlock()
 		var jerr error
 		if db.j != nil {
 			jerr = db.j.close()
-		}
-		if len(pins) > 0 {
-			// A collection's old value logs, held because Badger could
-			// not be made durable after it: the journal's last epoch
-			// made it so, or Badger is synced here. If that fails too,
-			// they stay on disk.
-			durable := jerr == nil
-			if db.j == nil {
-				durable = syncBadger(db.bdb, db.dir) == nil
-			}
-			if durable && syncDir(db.dir) == nil {
-				releasePins(pins)
-			}
 		}
 		db.space.close()
 		db.closeErr = errors.Join(jerr, db.bdb.Close())
