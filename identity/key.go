@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/internal/atomicfile"
 )
 
 // KeyFile is the name of the key file inside a node's home.
@@ -55,29 +56,10 @@ func create(path string) (crypto.PrivKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("identity: encode key: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".identity-*.tmp")
-	if err != nil {
-		return nil, fmt.Errorf("identity: create key: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("identity: create key: %w", err)
-	}
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("identity: write key: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("identity: write key: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("identity: write key: %w", err)
-	}
-	// Link instead of rename so that two processes racing to create the key
-	// cannot both win: the loser reads the winner's key.
-	if err := os.Link(tmp.Name(), path); err != nil {
+	// Created whole or not at all; never replacing a key, so that two
+	// processes racing to create it cannot both win: the loser reads the
+	// winner's key.
+	if err := atomicfile.CreateNew(path, raw, 0o600); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return LoadOrCreate(path)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/atomicfile"
 )
 
 // OrgKey is an organisation's key, kept in a file of the user's choosing,
@@ -60,24 +61,13 @@ func CreateOrgKey(path, name string) (*OrgKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("%s exists: an organisation key is never overwritten (choose another file)", path)
-	}
-	if err != nil {
+	// Whole or absent after a crash: a partial file would be refused by
+	// init (never overwritten) and unreadable by every other command.
+	if err := atomicfile.CreateNew(path, append(b, '\n'), 0o600); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%s exists: an organisation key is never overwritten (choose another file)", path)
+		}
 		return nil, fmt.Errorf("cannot create %s: %v", path, err)
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("cannot write %s: %v", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
 	}
 	return LoadOrgKey(path)
 }
