@@ -118,14 +118,8 @@ func TestOrgRevokedMemberIsRefusedByTrustingOrganisation(t *testing.T) {
 // (o/c/<peer>) outlived it, and the untrust revoked the contact the user
 // had asked for, without the user.
 func TestOrgUntrustLeavesTheUsersOwnContact(t *testing.T) {
-	nt := nodetest.Start(t, 2)
-	nt.ConnectAll()
+	nt, x, y := trustingPair(t)
 	const x1, y1 = 0, 1
-	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
-	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x1), Handle: "xavier"})
-	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
-	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk}})
-	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
 
 	request(t, nt, x1, y1)
 	nt.WaitFor(20*time.Second, func() bool { return contactState(nt, x1, y1) == consent.StateActive },
@@ -154,14 +148,8 @@ func TestOrgUntrustLeavesTheUsersOwnContact(t *testing.T) {
 // the audit log as the organisation's doing, not the user's. Before, the
 // log said "human contact.revoke": the user never decided it.
 func TestOrgRevocationAuditedAsTheOrganisations(t *testing.T) {
-	nt := nodetest.Start(t, 2)
-	nt.ConnectAll()
+	nt, x, y := trustingPair(t)
 	const x1, y1 = 0, 1
-	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
-	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x1), Handle: "xavier"})
-	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
-	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk}})
-	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
 	request(t, nt, x1, y1)
 	nt.WaitFor(20*time.Second, func() bool { return contactState(nt, y1, x1) == consent.StateActive },
 		"node %d's request to be approved by trust", x1)
@@ -456,4 +444,18 @@ func decided(t *testing.T, nt *nodetest.Net, from, to int, why string) consent.S
 			counter(nt, to, "parley_org_auto_approvals_total", why) >= 1
 	}, "node %d to decide node %d's request", to, from)
 	return contactState(nt, to, from)
+}
+
+// trustingPair starts two nodes, node 0 a member of organisation X and
+// node 1 of Y, X and Y trusting each other's members to ask.
+func trustingPair(t *testing.T) (*nodetest.Net, orgKey, orgKey) {
+	t.Helper()
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(0), Handle: "xavier"})
+	y.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(1), Handle: "yann"})
+	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk}})
+	y.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
+	return nt, x, y
 }
