@@ -71,11 +71,7 @@ func TestOrgRevokedMemberIsRefusedByTrustingOrganisation(t *testing.T) {
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
 	// y2 joins Y through y1.
 	nt.Befriend(t, y2, y1)
-	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y2), Handle: "yves"})
-	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(y2).Org().Offers()) == 1 }, "node %d to hold its membership", y2)
-	if _, err := nt.Node(y2).Org().Accept(context.Background(), y.id); err != nil {
-		t.Fatal(err)
-	}
+	y.join(t, nt, y1, y2, "yves")
 	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(y2).Org().Trusts()) == 1 }, "node %d to hold Y's trust", y2)
 
 	// The member to be: its node answers introductions with the
@@ -255,11 +251,7 @@ func TestOrgMembershipNotValidYetSaysSo(t *testing.T) {
 	}
 	// Once a member, a renewal not valid yet does not put the node out of
 	// its organisation until then.
-	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(1), Handle: "one"})
-	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(1).Org().Offers()) == 1 }, "node 1 to hold its membership")
-	if _, err := nt.Node(1).Org().Accept(context.Background(), x.id); err != nil {
-		t.Fatal(err)
-	}
+	x.join(t, nt, 0, 1, "one")
 	if _, _, err := nt.Node(0).Org().Publish(context.Background(), later(nt.ID(1))); err != nil {
 		t.Fatal(err)
 	}
@@ -390,11 +382,7 @@ func TestOrgUntrustReachesAMemberThatWasAway(t *testing.T) {
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
 	nt.Befriend(t, y2, y1)
-	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y2), Handle: "yves"})
-	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(y2).Org().Offers()) == 1 }, "node %d to hold its membership", y2)
-	if _, err := nt.Node(y2).Org().Accept(context.Background(), y.id); err != nil {
-		t.Fatal(err)
-	}
+	y.join(t, nt, y1, y2, "yves")
 
 	nt.Crash(y2)
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgUntrust, Subject: x.id})
@@ -458,4 +446,16 @@ func trustingPair(t *testing.T) (*nodetest.Net, orgKey, orgKey) {
 	x.publish(t, nt, 0, consent.OrgRecord{Kind: consent.OrgTrust, Subject: y.id, Scopes: []string{consent.ScopeAsk}})
 	y.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
 	return nt, x, y
+}
+
+// join makes node i a member of the organisation: member node via (a
+// contact of i) publishes i's membership, which waits at i for its user,
+// who accepts it.
+func (o orgKey) join(t *testing.T, nt *nodetest.Net, via, i int, handle string) {
+	t.Helper()
+	o.publish(t, nt, via, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(i), Handle: handle})
+	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(i).Org().Offers()) == 1 }, "node %d to hold its membership", i)
+	if _, err := nt.Node(i).Org().Accept(context.Background(), o.id); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/atomicfile"
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
@@ -227,39 +228,13 @@ func (n *Node) saveRecovery() {
 	}
 	raw, err = json.MarshalIndent(rf, "", " ")
 	if err == nil {
-		err = writeFileAtomic(n.recoveryPath(), raw)
+		err = atomicfile.Replace(n.recoveryPath(), raw, 0o600)
 	}
 	if err != nil {
 		n.log.Warn("recovery file not updated", "path", n.recoveryPath(), "err", err)
 		return
 	}
 	n.recoverySum = sum
-}
-
-// writeFileAtomic writes path (mode 0600) so that a crash leaves the old
-// file or the new one, whole.
-func writeFileAtomic(path string, raw []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // a no-op after the rename
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(raw); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // startRecovery keeps the recovery file up to date and refetches rooms

@@ -21,30 +21,14 @@ var beforeCommit = func() {}
 // at path or the whole one. If path exists, nothing is written and the
 // error wraps fs.ErrExist (two processes racing: one wins).
 func CreateNew(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp, err := writeTemp(path, data, perm)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // after the link, the name only
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
+	defer os.Remove(tmp) // after the link, the name only
 	beforeCommit()
 	// A link, not a rename: it never replaces a file at path.
-	if err := os.Link(tmp.Name(), path); err != nil {
+	if err := os.Link(tmp, path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return err
 		}
@@ -53,12 +37,57 @@ func CreateNew(path string, data []byte, perm os.FileMode) error {
 		// may then leave a partial file.
 		return createInPlace(path, data, perm)
 	}
-	if d, err := os.Open(dir); err == nil {
-		serr := d.Sync()
-		d.Close()
-		if serr != nil {
-			return fmt.Errorf("sync %s: %w", dir, serr)
-		}
+	return syncDir(filepath.Dir(path))
+}
+
+// Replace writes data to path with permissions perm so that a crash
+// leaves the old file or the new one, whole: a temporary file in the same
+// folder is written and synced, then renamed over path.
+func Replace(path string, data []byte, perm os.FileMode) error {
+	tmp, err := writeTemp(path, data, perm)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // a no-op after the rename
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// writeTemp writes data, synced, to a new temporary file beside path and
+// returns its name.
+func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return "", err
+	}
+	err = tmp.Chmod(perm)
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
+}
+
+// syncDir makes the folder's entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil // a folder that cannot be opened cannot be synced
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -62,3 +62,19 @@ func TestCreateNewKilled(t *testing.T) {
 		t.Fatalf("create after the crash: %v", err)
 	}
 }
+
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	for _, want := range []string{"first", "second"} {
+		if err := Replace(path, []byte(want), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			t.Fatalf("the file holds %q (%v), want %q", b, err, want)
+		}
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Fatalf("%d files in the folder, want the file alone", len(es))
+	}
+}
