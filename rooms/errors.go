@@ -77,6 +77,9 @@ var (
 	// ErrNotCreator is returned when a node other than a room's creator
 	// removes a member.
 	ErrNotCreator = errors.New("rooms: only the room's creator may do that")
+	// ErrRoomTooOld is returned for what a room created before its rule
+	// began does not follow (AgentRemovalSince).
+	ErrRoomTooOld = errors.New("rooms: the room is older than this rule")
 	// ErrCorrupt is returned when a stored event cannot be read or does not
 	// match its ID (the database is damaged). The room fetches it again
 	// from its members.

@@ -460,7 +460,7 @@ func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, e
 			return ID{}, err
 		}
 		if st, ok := r.agentState(addr); ok && !st.In {
-			return ID{}, fmt.Errorf("%w: %s left room %s; a member can invite it back", ErrAgentLeft, a.Agent, id)
+			return ID{}, agentOut(st, a.Agent, id)
 		}
 	}
 	kind := KindMessage
@@ -484,7 +484,18 @@ func (m *Manager) Post(ctx context.Context, id identity.RoomID, agent identity.A
 	if len(body) > MaxBody {
 		return ID{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTextTooLong, len(body), MaxBody)
 	}
+	if st, ok := r.agentState(agentAddr(agent, m.self)); ok && !st.In {
+		return ID{}, agentOut(st, agent, id)
+	}
 	return r.say(ctx, &sayReq{agent: agent, kind: kind, body: body})
+}
+
+// agentOut is the error for an agent that is out of a room and speaks.
+func agentOut(st AgentMember, agent identity.AgentName, id identity.RoomID) error {
+	if st.Removed() {
+		return fmt.Errorf("%w: %s was removed from room %s (event %s); a member can invite it back", ErrAgentLeft, agent, id, st.Removal)
+	}
+	return fmt.Errorf("%w: %s left room %s; a member can invite it back", ErrAgentLeft, agent, id)
 }
 
 // Leave posts that agent leaves the room.

@@ -101,16 +101,43 @@ func leaveBody(cutoff uint64, p peer.ID) []byte {
 // AgentMember is an agent's membership of a room, as the latest event (in
 // display order) about it says: it is in after create, join, a message or
 // an ask of its own, or an invite naming it; out after it left or its node
-// left or was removed.
+// left or was removed. A removal by the room's creator (RemoveAgent) holds
+// it out until an invite naming it comes later in display order: its own
+// events made across the removal do not bring it back.
 type AgentMember struct {
 	Addr  string // NAME@PEER_ID
 	In    bool
-	Event ID     // the event that decided it
+	Event ID     // the latest event about it
 	Depth uint64 // that event's depth
 	// Arrival is the place in this node's arrival log of the event that
 	// began its current membership (or, when out, that took it out).
 	Arrival uint64
+	// Removal is the latest removal of the agent by the room's creator
+	// (zero if none), RemovalDepth its depth.
+	Removal      ID
+	RemovalDepth uint64
+
+	last        bool   // what Event says (In, but for a removal)
+	invite      ID     // the latest invite naming the agent (zero if none)
+	inviteDepth uint64 // its depth
 }
+
+// Removed reports whether the room's creator took the agent out and no
+// invite named it since (in display order): then it is out, whatever its
+// own events say.
+func (m AgentMember) Removed() bool {
+	return m.Removal != (ID{}) && !Less(m.RemovalDepth, m.Removal, m.inviteDepth, m.invite)
+}
+
+// agentChange is what an event does to an agent record beside being the
+// latest event about it.
+type agentChange int
+
+const (
+	agentEvent   agentChange = iota // its own event, its leave, its node's leave
+	agentInvite                     // an invite naming it
+	agentRemoval                    // its removal by the room's creator
+)
 
 func agentAddr(name identity.AgentName, p peer.ID) string { return string(name) + "@" + peerString(p) }
 
@@ -154,15 +181,49 @@ func (o outRec) marshal() []byte {
 	return b
 }
 
+// agentRecLen is an agent record's length; agentRecLongLen with what a
+// removal needs (written once an invite names the agent or it is removed).
+const (
+	agentRecLen     = 8 + 32 + 1 + 8
+	agentRecLongLen = agentRecLen + 1 + 8 + 32 + 8 + 32
+)
+
 func (m AgentMember) marshal() []byte {
 	b := binary.BigEndian.AppendUint64(nil, m.Depth)
 	b = append(b, m.Event[:]...)
-	in := byte(0)
-	if m.In {
-		in = 1
+	b = append(b, flag(m.In))
+	b = binary.BigEndian.AppendUint64(b, m.Arrival)
+	if m.Removal == (ID{}) && m.invite == (ID{}) {
+		return b
 	}
-	b = append(b, in)
-	return binary.BigEndian.AppendUint64(b, m.Arrival)
+	b = append(b, flag(m.last))
+	b = append(binary.BigEndian.AppendUint64(b, m.RemovalDepth), m.Removal[:]...)
+	return append(binary.BigEndian.AppendUint64(b, m.inviteDepth), m.invite[:]...)
+}
+
+func flag(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// parseAgentRec reads an agent record (marshal).
+func parseAgentRec(addr string, v []byte) (AgentMember, bool) {
+	if len(v) != agentRecLen && len(v) != agentRecLongLen {
+		return AgentMember{}, false
+	}
+	a := AgentMember{Addr: addr, Depth: be8(v[:8]), In: v[40] == 1, Arrival: be8(v[41:49])}
+	copy(a.Event[:], v[8:40])
+	a.last = a.In
+	if len(v) == agentRecLongLen {
+		a.last = v[49] == 1
+		a.RemovalDepth = be8(v[50:58])
+		copy(a.Removal[:], v[58:90])
+		a.inviteDepth = be8(v[90:98])
+		copy(a.invite[:], v[98:130])
+	}
+	return a, true
 }
 
 // loadMembership reads the agent records and the nodes that left. The
@@ -174,12 +235,11 @@ func (r *room) loadMembership() error {
 	var bad error
 	ap := schema.RoomAgentPrefix(rid)
 	err := db.ScanFrom(ap, nil, false, func(k, v []byte) bool {
-		if len(v) != 8+32+1+8 {
+		a, ok := parseAgentRec(string(k[len(ap):]), v)
+		if !ok {
 			bad = fmt.Errorf("rooms: bad agent record in %s", rid)
 			return false
 		}
-		a := AgentMember{Addr: string(k[len(ap):]), Depth: be8(v[:8]), In: v[40] == 1, Arrival: be8(v[41:])}
-		copy(a.Event[:], v[8:40])
 		agents[a.Addr] = a
 		return true
 	})
@@ -409,6 +469,13 @@ func (r *room) checkMember(e *Event, admit ID, member bool) error {
 		if p != "" && p != e.Author && e.Author != creator {
 			return fmt.Errorf("%w: %s removes %s from room %s", ErrNotCreator, e.Author, p, r.id)
 		}
+		named, err := r.leaveNamed(e)
+		if err != nil {
+			return err
+		}
+		if named != "" && !strings.HasSuffix(named, "@"+peerString(e.Author)) && e.Author != creator {
+			return fmt.Errorf("%w: %s removes agent %s from room %s", ErrNotCreator, e.Author, named, r.id)
+		}
 	}
 	return nil
 }
@@ -470,31 +537,62 @@ func (r *room) checkFirst(e *Event, admit ID, wasOut bool) error {
 // the date from the same create event.
 const NamedAdmitSince int64 = 1_796_256_000_000
 
+// AgentRemovalSince is when the rule that a leave naming an agent (its To)
+// takes that agent out began (RemoveAgent): unix ms, 2026-12-04 UTC. In a
+// room created before, such a leave is its author's agent leaving, as it
+// always was.
+const AgentRemovalSince int64 = 1_796_342_400_000
+
 // namesAdmit reports whether the room follows NamedAdmitSince's rule; an
 // error when its create event cannot be read, so that no node picks a
 // rule the others do not. Its caller holds procMu.
 func (r *room) namesAdmit() (bool, error) {
+	at, err := r.foundedAt()
+	return at >= NamedAdmitSince, err
+}
+
+// leaveNamed returns the agent a leave names and takes out, NAME@PEER_ID
+// (its To, in a room created since AgentRemovalSince); "" when the leave
+// is of its author's agent or of a node. Its caller holds procMu.
+func (r *room) leaveNamed(e *Event) (string, error) {
+	if e.Kind != KindLeave || e.To == "" || len(e.Body) != 0 {
+		return "", nil
+	}
+	at, err := r.foundedAt()
+	if err != nil || at < AgentRemovalSince {
+		return "", err
+	}
+	a, err := identity.ParseAgentAddr(e.To)
+	if err != nil || a.Peer == "" {
+		return "", fmt.Errorf("%w: a leave names %q, not an agent address NAME@PEER_ID", ErrMalformed, e.To)
+	}
+	return a.String(), nil
+}
+
+// foundedAt returns the time of the room's create event (its author's
+// clock), which dates the rules the room follows. Its caller holds procMu.
+func (r *room) foundedAt() (int64, error) {
 	if !r.foundedKnown {
 		r.mu.RLock()
 		creator := r.meta.Creator
 		r.mu.RUnlock()
 		if creator == "" {
-			return false, fmt.Errorf("rooms: room %s has no create event to date it", r.id)
+			return 0, fmt.Errorf("rooms: room %s has no create event to date it", r.id)
 		}
 		idb, ok, err := r.m.cfg.Store.Lookup(schema.RoomAuthorSeq(string(r.id), []byte(creator), 1))
 		if err == nil && (!ok || len(idb) != len(ID{})) {
 			err = fmt.Errorf("rooms: room %s: its create event is not indexed", r.id)
 		}
 		if err != nil {
-			return false, err
+			return 0, err
 		}
 		e, _, err := r.m.readEvent(r.id, ID(idb))
 		if err != nil {
-			return false, err
+			return 0, err
 		}
 		r.founded, r.foundedKnown = e.Time, true
 	}
-	return r.founded >= NamedAdmitSince, nil
+	return r.founded, nil
 }
 
 // invitesIn reports whether invite e makes node p a member: always, unless
@@ -633,7 +731,7 @@ func (r *room) leavesOf(p peer.ID) (leaves []ID, out bool) {
 // records for a stored event; an invite admits its node only if admits
 // (invitesIn). It runs inside store (procMu held),
 // with r.mu held.
-func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID, admits bool) {
+func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID, admits bool, named string) {
 	switch e.Kind {
 	case KindCreate:
 		r.admitLocked(tx, e, e.Author, id)
@@ -647,7 +745,7 @@ func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID, admits 
 			return
 		}
 	}
-	addr, in := "", true
+	addr, in, how := "", true, agentEvent
 	switch e.Kind {
 	case KindCreate, KindJoin, KindMessage, KindAsk, KindClaim, KindRelease:
 		addr = agentAddr(e.Agent, e.Author)
@@ -662,24 +760,49 @@ func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID, admits 
 		if a.Peer == "" {
 			a.Peer = target
 		}
-		addr = a.String()
+		addr, how = a.String(), agentInvite
 	case KindLeave:
 		addr, in = agentAddr(e.Agent, e.Author), false
+		if named != "" {
+			addr = named
+			if !strings.HasSuffix(named, "@"+peerString(e.Author)) {
+				how = agentRemoval
+			}
+		}
 	}
-	r.setAgentLocked(tx, addr, e.Depth, id, in)
+	r.setAgentLocked(tx, addr, e.Depth, id, in, how)
 }
 
-func (r *room) setAgentLocked(tx *txn, addr string, depth uint64, id ID, in bool) {
-	if cur, ok := r.agents[addr]; ok && Less(depth, id, cur.Depth, cur.Event) {
-		return // an older event than the one that decided it
+// setAgentLocked takes an event about agent addr into its record: the
+// latest event in display order says whether it is in, unless a removal
+// by the room's creator is later than every invite naming it. Each part is
+// the latest of a set of events, so every node that holds the same events
+// holds the same record, whatever order they came in.
+func (r *room) setAgentLocked(tx *txn, addr string, depth uint64, id ID, in bool, how agentChange) {
+	cur, ok := r.agents[addr]
+	next, changed := cur, false
+	if !ok {
+		next = AgentMember{Addr: addr}
 	}
-	arrival := r.arrivals
-	if cur, ok := r.agents[addr]; ok && cur.In && in {
-		arrival = cur.Arrival // still in: its membership began there
+	if !ok || !Less(depth, id, cur.Depth, cur.Event) {
+		next.Depth, next.Event, next.last, changed = depth, id, in, true
 	}
-	a := AgentMember{Addr: addr, In: in, Event: id, Depth: depth, Arrival: arrival}
-	r.agents[addr] = a
-	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomAgent(string(r.id), addr), Val: a.marshal()})
+	switch {
+	case how == agentInvite && Less(next.inviteDepth, next.invite, depth, id):
+		next.inviteDepth, next.invite, changed = depth, id, true
+	case how == agentRemoval && Less(next.RemovalDepth, next.Removal, depth, id):
+		next.RemovalDepth, next.Removal, changed = depth, id, true
+	}
+	if !changed {
+		return // an older event than those that decide it
+	}
+	next.In = next.last && !next.Removed()
+	next.Arrival = r.arrivals
+	if ok && cur.In && next.In {
+		next.Arrival = cur.Arrival // still in: its membership began there
+	}
+	r.agents[addr] = next
+	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomAgent(string(r.id), addr), Val: next.marshal()})
 }
 
 // admitLocked makes p a member node, or a member again after it left.
@@ -757,7 +880,7 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 	suffix := "@" + p.String()
 	for addr := range r.agents {
 		if strings.HasSuffix(addr, suffix) {
-			r.setAgentLocked(tx, addr, e.Depth, id, false)
+			r.setAgentLocked(tx, addr, e.Depth, id, false, agentEvent)
 		}
 	}
 }
@@ -917,6 +1040,44 @@ func (m *Manager) Remove(ctx context.Context, id identity.RoomID, target peer.ID
 		})
 	}
 	return eid, err
+}
+
+// RemoveAgent takes agent addr (NAME@PEER_ID) of another node out of a room
+// this node created: a leave that names it, posted as by. The agent's node
+// stays a member; its agent posts nothing more there (its node refuses)
+// until an invite names it again, and its events made across the removal
+// do not bring it back. An agent of this node is taken out as if it left.
+func (m *Manager) RemoveAgent(ctx context.Context, id identity.RoomID, addr identity.AgentAddr, by identity.AgentName) (ID, error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return ID{}, err
+	}
+	if addr.Peer == "" {
+		return ID{}, fmt.Errorf("%w: %q names no node: want NAME@PEER_ID", ErrMalformed, addr)
+	}
+	if addr.Peer == m.self {
+		return m.Leave(ctx, id, addr.Name)
+	}
+	r.procMu.Lock()
+	at, err := r.foundedAt()
+	r.procMu.Unlock()
+	if err != nil {
+		return ID{}, err
+	}
+	r.mu.RLock()
+	creator := r.meta.Creator
+	a, known := r.agents[addr.String()]
+	a = r.maskedLocked(a)
+	r.mu.RUnlock()
+	switch {
+	case creator != m.self:
+		return ID{}, fmt.Errorf("%w: only the room's creator (%s) removes agents of other nodes from room %s", ErrNotCreator, creator, id)
+	case at < AgentRemovalSince:
+		return ID{}, fmt.Errorf("%w: room %s was created before agents could be removed one by one: remove the node (and invite back the agents it wants), or ask it to take %s out", ErrRoomTooOld, id, addr)
+	case !known || !a.In:
+		return ID{}, fmt.Errorf("%w: %s is not in room %s", ErrNotMember, addr, id)
+	}
+	return r.say(ctx, &sayReq{agent: by, kind: KindLeave, to: addr.String()})
 }
 
 // Agents lists a room's agent records (members and those that left),

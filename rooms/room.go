@@ -1121,6 +1121,7 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 		tx.vv = make(map[peer.ID]uint64)
 	}
 	admits := e.Kind != KindInvite || r.invitesIn(e, target)
+	named, _ := r.leaveNamed(e) // checked when the event was (checkMember)
 	r.mu.Lock()
 	if fork {
 		tx.forks++
@@ -1128,7 +1129,7 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 		tx.vv[e.Author] = e.Seq
 		r.vv[e.Author] = e.Seq
 	}
-	r.applyMembership(tx, e, it.ID, target, admits)
+	r.applyMembership(tx, e, it.ID, target, admits, named)
 	if e.Kind == KindCreate { // the create event names the room, whatever an invite said
 		r.founded, r.foundedKnown = e.Time, true
 		r.meta.Name, r.meta.Purpose = splitCreate(e.Body[roomNonceLen:])

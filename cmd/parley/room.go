@@ -280,10 +280,14 @@ brings the node back.`,
 func roomRemoveCmd(g *globals) *cobra.Command {
 	var as string
 	cmd := &cobra.Command{
-		Use:   "remove ROOM PEER_ID",
-		Short: "Remove a member node from a room (the room's creator only)",
+		Use:   "remove ROOM PEER_ID|NAME@PEER_ID",
+		Short: "Remove a member node, or one agent, from a room (the room's creator only)",
 		Long: `Take a member node out of a room this node created. Every member refuses the node's
-later events, stops sending to it and refuses its sync: it gets nothing new.`,
+later events, stops sending to it and refuses its sync: it gets nothing new.
+
+Given an agent's address (NAME@PEER_ID or NAME@HANDLE), take only that agent out: its
+node stays a member, the agent is told and posts nothing more there (its node refuses)
+until an invite names it again. Rooms created before 2026-12-04 take out whole nodes only.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.EventID, error) {
@@ -359,6 +363,8 @@ func printEvent(w io.Writer, e localapi.Event, book localapi.NameBook) {
 		fmt.Fprintf(w, "%s %s %s joined\n", ts, id, who)
 	case "leave":
 		switch {
+		case e.Target == "" && e.To != "":
+			fmt.Fprintf(w, "%s %s %s removed %s\n", ts, id, who, shortAddr(e.To))
 		case e.Target == "":
 			fmt.Fprintf(w, "%s %s %s left\n", ts, id, who)
 		case e.Target == e.Author:

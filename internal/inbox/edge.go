@@ -424,6 +424,10 @@ func (b *Inbox) mustBeIn(agent identity.AgentName, in rooms.Info) error {
 	if err != nil {
 		return apiError(err)
 	}
+	if ok && !rec.In && rec.Removed() {
+		return localapi.Errorf(http.StatusForbidden, localapi.CodeLeft,
+			"the room's creator removed you (%s) from room %q; a member can invite you back", agent, in.Name)
+	}
 	if ok && !rec.In {
 		return localapi.Errorf(http.StatusForbidden, localapi.CodeLeft,
 			"you (%s) left room %q; a member can invite you back", agent, in.Name)
@@ -1079,11 +1083,7 @@ func (b *Inbox) leftRoom(agent identity.AgentName, room identity.RoomID) {
 		return
 	}
 	defer st.mu.Unlock()
-	for id, a := range st.owed {
-		if a.Room == room {
-			st.dropAsk(agent, "o", id)
-		}
-	}
+	st.dropOwedIn(agent, room)
 	if err := b.flush(st); err != nil {
 		b.log.Warn("left, but owed asks not dropped", "agent", string(agent), "err", err)
 	}

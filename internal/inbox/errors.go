@@ -21,6 +21,7 @@ var apiErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
 	{Status: http.StatusConflict, Code: localapi.CodeAmbiguous, Errs: []error{rooms.ErrAmbiguousID}},
 	{Status: http.StatusForbidden, Code: localapi.CodeLeft, Errs: []error{rooms.ErrAgentLeft}},
 	{Status: http.StatusForbidden, Code: localapi.CodeNotCreator, Errs: []error{rooms.ErrNotCreator}},
+	{Status: http.StatusConflict, Code: localapi.CodeConflict, Errs: []error{rooms.ErrRoomTooOld}},
 	{Status: http.StatusForbidden, Code: localapi.CodeNotMember, Errs: []error{rooms.ErrNotMember}},
 	{Status: http.StatusRequestEntityTooLarge, Code: localapi.CodeTooLarge, Errs: []error{rooms.ErrTextTooLong, rooms.ErrTooLarge}},
 	{Status: http.StatusForbidden, Code: localapi.CodeRefused, Errs: []error{rooms.ErrInviteRefused, rooms.ErrNoConsent}},

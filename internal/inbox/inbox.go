@@ -41,6 +41,7 @@ type Rooms interface {
 	Leave(ctx context.Context, id identity.RoomID, agent identity.AgentName) (rooms.ID, error)
 	LeaveNode(ctx context.Context, id identity.RoomID, agent identity.AgentName) (rooms.ID, error)
 	Remove(ctx context.Context, id identity.RoomID, target peer.ID, by identity.AgentName) (rooms.ID, error)
+	RemoveAgent(ctx context.Context, id identity.RoomID, addr identity.AgentAddr, by identity.AgentName) (rooms.ID, error)
 	Agents(id identity.RoomID) ([]rooms.AgentMember, error)
 	AgentState(id identity.RoomID, addr string) (rooms.AgentMember, bool, error)
 	LeftRoom(id identity.RoomID) (name string, left bool)
@@ -348,6 +349,15 @@ func (st *state) putNote(agent identity.AgentName, it localapi.Item) {
 	}
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), "n", it.ID), Val: raw})
 	st.news++
+}
+
+// dropOwedIn drops the asks the agent owes in a room.
+func (st *state) dropOwedIn(agent identity.AgentName, room identity.RoomID) {
+	for id, a := range st.owed {
+		if a.Room == room {
+			st.dropAsk(agent, "o", id)
+		}
+	}
 }
 
 func (st *state) dropNote(agent identity.AgentName, id string) {

@@ -122,21 +122,37 @@ func (b *Inbox) Remove(ctx context.Context, room string, req localapi.RemoveRequ
 	if err != nil {
 		return localapi.EventID{}, err
 	}
-	p, err := peer.Decode(strings.TrimSpace(req.PeerID))
-	if err != nil {
-		return localapi.EventID{}, localapi.BadRequest("%q is not a peer ID (`parley room log` shows the members' peer IDs)", req.PeerID)
-	}
 	by := identity.HumanAgent
 	if req.Agent != "" {
 		if by, err = parseAgent(req.Agent); err != nil {
 			return localapi.EventID{}, err
 		}
 	}
-	eid, err := b.rooms.Remove(ctx, in.ID, p, by)
+	s := strings.TrimSpace(req.PeerID)
+	if !strings.Contains(s, "@") {
+		p, err := peer.Decode(s)
+		if err != nil {
+			return localapi.EventID{}, localapi.BadRequest("%q is not a peer ID or an agent's address NAME@PEER_ID (`parley room show` lists the members)", req.PeerID)
+		}
+		eid, err := b.rooms.Remove(ctx, in.ID, p, by)
+		if err != nil {
+			return localapi.EventID{}, apiError(err)
+		}
+		b.record(by, audit.RoomRemove, in.ID, map[string]string{"peer": p.String(), "event": eid.String()})
+		return localapi.EventID{ID: eid.String()}, nil
+	}
+	m, err := b.parseMember(s)
+	if err != nil {
+		return localapi.EventID{}, err
+	}
+	eid, err := b.rooms.RemoveAgent(ctx, in.ID, identity.AgentAddr{Name: m.name, Peer: m.peer}, by)
 	if err != nil {
 		return localapi.EventID{}, apiError(err)
 	}
-	b.record(by, audit.RoomRemove, in.ID, map[string]string{"peer": p.String(), "event": eid.String()})
+	b.record(by, audit.RoomRemove, in.ID, map[string]string{"peer": m.peer.String(), "agent": m.String(), "event": eid.String()})
+	if m.peer == b.self {
+		b.leftRoom(m.name, in.ID)
+	}
 	return localapi.EventID{ID: eid.String()}, nil
 }
 

@@ -43,6 +43,9 @@ func (b *Inbox) scan(agent identity.AgentName, st *state) error {
 			if tracked { // it left: nothing of the room is news to it now
 				st.unread[id] = 0
 				delete(st.recount, id)
+				if rec.Removed() && st.scan[id] < rec.Arrival {
+					b.removed(agent, st, id, rec)
+				}
 			}
 			continue
 		}
@@ -66,6 +69,25 @@ func (b *Inbox) scan(agent identity.AgentName, st *state) error {
 	st.seen = seq
 	b.expire(agent, st)
 	return nil
+}
+
+// removed tells the agent that the room's creator took it out of room id
+// (a note of kind "removed"), once: the scan's cursor moves to the
+// removal's arrival. The asks it owed there go; it cannot answer them.
+func (b *Inbox) removed(agent identity.AgentName, st *state, id identity.RoomID, rec rooms.AgentMember) {
+	st.setCursor(agent, "d", id, rec.Arrival)
+	st.dropOwedIn(agent, id)
+	v, err := b.rooms.Find(rec.Removal)
+	if err != nil {
+		return // not readable now: the record says out all the same
+	}
+	name := ""
+	if in, err := b.rooms.Get(id); err == nil {
+		name = in.Name
+	}
+	it := item(v, name)
+	it.Kind = "removed"
+	st.putNote(agent, it)
 }
 
 // scanRoom reads one room's new events for the agent.
@@ -234,11 +256,7 @@ func (b *Inbox) forget(agent identity.AgentName, st *state, id identity.RoomID) 
 	delete(st.unread, id)
 	delete(st.recount, id)
 	delete(st.dirty, id)
-	for ask, a := range st.owed {
-		if a.Room == id {
-			st.dropAsk(agent, "o", ask)
-		}
-	}
+	st.dropOwedIn(agent, id)
 }
 
 // pending builds what the agent has yet to see; with take it hands it out:

@@ -251,8 +251,11 @@ type Event struct {
 	Time    int64  `json:"time"`             // unix milliseconds, the author's clock
 }
 
-// RemoveRequest takes a member node out of a room (its creator only).
+// RemoveRequest takes a member node, or one agent of another node, out of
+// a room (its creator only).
 type RemoveRequest struct {
+	// PeerID is the node to take out, or an agent: NAME@PEER_ID or
+	// NAME@HANDLE (only that agent goes; its node stays a member).
 	PeerID string `json:"peer_id"`
 	Agent  string `json:"agent,omitempty"` // who removes it (default human)
 }
@@ -435,7 +438,7 @@ type AgentRoom struct {
 // first time, then "reminder" with the text cut to one line), an
 // invitation, the reply to its own ask, or a message of a room it is in.
 type Item struct {
-	Kind     string   `json:"kind"` // ask, reminder, invitation, reply, message (read also shows create, invite, join, leave); board notices: claim_free, claim_expiring, claim_lost
+	Kind     string   `json:"kind"` // ask, reminder, invitation, removed (from a room, by its creator), reply, message (read also shows create, invite, join, leave); board notices: claim_free, claim_expiring, claim_lost
 	ID       string   `json:"id"`
 	Room     string   `json:"room"`
 	RoomName string   `json:"room_name"`

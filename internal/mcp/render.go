@@ -40,6 +40,8 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 			out.Text = manual.Invitation(it, you)
 		case "reply":
 			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."}`, it.ID)
+		case "removed":
+			out.Text = fmt.Sprintf("%s removed you from room %q: you no longer post or read there, and the asks you owed there are dropped; a member can invite you back", it.From, it.RoomName)
 		case "claim_free", "claim_lost":
 			paths, _ := json.Marshal(it.Paths)
 			out.Answer = fmt.Sprintf(`parley_claim {"paths":%s,"note":"<why>"}`, paths)
@@ -87,6 +89,9 @@ func renderPending(items []Pending, more []RoomCount) string {
 	})
 	section("📨 Invitations:", "invitation", func(it Pending) {
 		fmt.Fprintf(&b, "\n• %s", indent(it.Text))
+	})
+	section("🚪 Removed from rooms:", "removed", func(it Pending) {
+		fmt.Fprintf(&b, "\n• %s", it.Text)
 	})
 	section("↩️ Replies to your asks:", "reply", func(it Pending) {
 		fmt.Fprintf(&b, "\n• [reply %s to your ask %s] from %s:\n  %s", it.ID, it.ReplyTo, it.From, indent(clip(it.Text)))

@@ -93,7 +93,7 @@
     if (e.kind === "create") text = "created the room “" + e.text + "”";
     else if (e.kind === "invite") text = "invited " + (e.to ? addr(e.to) : peer(e.target));
     else if (e.kind === "join") text = "joined";
-    else if (e.kind === "leave") text = e.target ? "took " + peer(e.target) + " out" : "left";
+    else if (e.kind === "leave") text = e.target ? "took " + peer(e.target) + " out" : e.to ? "took " + addr(e.to) + " out" : "left";
     var kids = [el("span", { cls: "time", text: when(e.time) + " " }), el("span", { cls: "from", text: addr(e.from) })];
     if (e.kind === "ask") kids.push(el("strong", { text: "asks " + (e.to ? addr(e.to) : "the room") + ": " }));
     if (e.reply_to) kids.push(el("span", { cls: "muted", text: "↪ " + short(e.reply_to) + " " }));
