@@ -276,6 +276,22 @@ func TestMCPAgentsAreMembers(t *testing.T) {
 		t.Fatalf("reminded after the reply: %v", r.kinds())
 	}
 
+	// The creator takes beta (the agent) out: beta is told on its next
+	// call and cannot post there; its node stays a member.
+	if _, errs, code := run(t, "--home", a.home, "room", "remove", room, betaAddr); code != 0 {
+		t.Fatalf("remove beta: %s", errs)
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		r := beta.call(t, "parley_who", nil)
+		return r.item("removed") != nil && strings.Contains(r.Text, "Removed from rooms")
+	}, "beta to be told of its removal")
+	if r := beta.call(t, "parley_say", map[string]any{"room": room, "text": "still here?"}); !r.Err || !strings.Contains(r.Text, "removed you") {
+		t.Fatalf("say after the removal: %s", r.Text)
+	}
+	if out, _, code := run(t, "--home", a.home, "room", "log", room); code != 0 || !strings.Contains(out, "removed beta@") {
+		t.Fatalf("the room's log shows no removal of beta:\n%s", out)
+	}
+
 	// The creator removes B's node: its later events are refused by every
 	// member, and it receives nothing new.
 	if _, errs, code := run(t, "--home", c.home, "room", "remove", room, b.id); code == 0 || !strings.Contains(errs, "creator") {
