@@ -768,6 +768,73 @@ func (b *Book) restoreRevocation(rev *Revocation, now time.Time) (c Contact, rec
 	return out, recs, nil
 }
 
+// RestoreCertificate takes back a certificate between this node and from,
+// shown to it by from (wire, sealed; handle, from's display name if given):
+// a node started on an older copy of its home forgets the contacts made
+// and renewed since, and its peers keep them. It carries this node's own
+// signature, so it is taken as Countersign or Complete would have taken
+// it: if both signatures hold, it is valid now (a not_before within
+// ClockSkew counts), its seq is above every certificate, offer and
+// revocation the book holds for from, and the book's contact with from has
+// not changed since the certificate began (a decision of the user's since
+// the restore stands). The contact becomes active; this node counts as the
+// approver, so the peer cannot renew it alone. restored is false, with no
+// error, when the book holds that certificate already. Errors: ErrReplay,
+// ErrWrongPeers, ErrExpired, ErrNotYetValid, ErrBadSignature.
+func (b *Book) RestoreCertificate(from peer.ID, handle string, wire []byte, now time.Time) (c Contact, restored bool, recs []Record, err error) {
+	defer wrap(&err, "restore certificate", from)
+	if from == b.self {
+		return Contact{}, false, nil, fmt.Errorf("%w: a certificate with self", ErrWrongPeers)
+	}
+	b.mu.Lock()
+	held := b.contacts[from]
+	same := held != nil && bytes.Equal(held.c.Cert, wire)
+	b.mu.Unlock()
+	if same {
+		return held.c.clone(), false, nil, nil
+	}
+	if handle != "" {
+		if err := checkText("handle", handle, MaxHandle, false); err != nil {
+			return Contact{}, false, nil, err
+		}
+	}
+	cert, err := decodeCertificate(wire) // both signatures, outside the lock
+	if err != nil {
+		return Contact{}, false, nil, err
+	}
+	if err := cert.Check(b.self, from, now); err != nil {
+		if !errors.Is(err, ErrNotYetValid) || cert.NotBefore.Sub(now) > b.pol.ClockSkew {
+			return Contact{}, false, nil, err
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	next := Contact{Peer: from, Handle: handle}
+	if e := b.contacts[from]; e != nil {
+		if have := max(e.c.Seq, offerSeq(&e.c)-min(offerSeq(&e.c), 1)); cert.Seq <= have {
+			return Contact{}, false, nil, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, have)
+		}
+		if e.c.Updated.After(cert.NotBefore.Add(b.pol.ClockSkew)) {
+			return Contact{}, false, nil, fmt.Errorf("%w: the contact changed at %s, after the certificate began (%s)",
+				ErrReplay, e.c.Updated.UTC().Format(time.RFC3339), cert.NotBefore.UTC().Format(time.RFC3339))
+		}
+		next = e.c.clone()
+		if handle != "" {
+			next.Handle = handle
+		}
+	}
+	next.State, next.Cert, next.Seq, next.Updated = StateActive, bytes.Clone(wire), cert.Seq, now
+	next.Offer, next.OfferSig, next.InRequest, next.OutRequest, next.Note = nil, nil, nil, nil, ""
+	next.DeniedUntil, next.Approver = time.Time{}, true
+	next.Expires, next.Scopes = cert.NotAfter, cert.Scopes
+	if recs, err = b.commit(next, cert); err != nil {
+		return Contact{}, false, nil, err
+	}
+	out := next.clone()
+	out.State = out.stateAt(now)
+	return out, true, recs, nil
+}
+
 // Allowed returns nil if there is a live certificate between this node and
 // p at now (always for p == Self: a node's own agents need no consent). It
 // is the check before invites, direct asks, presence and accepting events.

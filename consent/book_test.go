@@ -1067,3 +1067,99 @@ func TestRestoredRevocationYieldsToALaterDecision(t *testing.T) {
 		t.Fatalf("alice's revoke seq %d is below the one bob holds (%d)", got.RevokeSeq, c.LastRevocationSeq)
 	}
 }
+
+// TestCertificateShownBackToARestoredCopy: a node started on a copy of its
+// home taken before a contact was made takes the certificate back when the
+// peer shows it (both signatures hold, its own among them), and again after
+// a renewal it lost; a forged, foreign, expired or outdated one is refused,
+// as is one older than a decision the user made since.
+func TestCertificateShownBackToARestoredCopy(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	old := maps.Clone(alice.store) // before bob
+	connect(t, bob, alice, t0, 0)  // alice approves
+	c, _ := bob.book.Get(alice.id, t0)
+
+	now := t0.Add(time.Hour)
+	alice = restored(t, alice, old)
+	wantErr(t, alice.book.Allowed(bob.id, now), ErrNoContact)
+	got, ok, recs, err := alice.book.RestoreCertificate(bob.id, "bob", c.Cert, now)
+	alice.must(recs, err)
+	if !ok || got.State != StateActive || got.Seq != c.Seq || got.Handle != "bob" || !got.Approver {
+		t.Fatalf("restored: %v %s seq %d handle %q approver %v", ok, got.State, got.Seq, got.Handle, got.Approver)
+	}
+	wantErr(t, alice.book.Allowed(bob.id, now), nil)
+	// Kept across a restart; shown again it is known, and nothing is written.
+	alice = restored(t, alice, alice.store)
+	_, ok, recs, err = alice.book.RestoreCertificate(bob.id, "", c.Cert, now)
+	if err != nil || ok || len(recs) != 0 {
+		t.Fatalf("shown again: taken %v, %d records, %v", ok, len(recs), err)
+	}
+
+	// A certificate with a byte of a signature changed; one between other
+	// peers; one shown by a peer it is not with.
+	bad := bytes.Clone(c.Cert)
+	bad[len(bad)-3] ^= 1
+	_, _, _, err = restored(t, alice, old).book.RestoreCertificate(bob.id, "", bad, now)
+	wantErr(t, err, ErrBadSignature)
+	carol := newNode(t, Policy{})
+	connect(t, carol, bob, t0, 0)
+	cb, _ := carol.book.Get(bob.id, t0)
+	_, _, _, err = restored(t, alice, old).book.RestoreCertificate(bob.id, "", cb.Cert, now)
+	wantErr(t, err, ErrWrongPeers)
+	_, _, _, err = restored(t, alice, old).book.RestoreCertificate(carol.id, "", c.Cert, now)
+	wantErr(t, err, ErrWrongPeers)
+	// Expired.
+	_, _, _, err = restored(t, alice, old).book.RestoreCertificate(bob.id, "", c.Cert, c.Expires.Add(time.Second))
+	wantErr(t, err, ErrExpired)
+
+	// A copy taken while dave's request waited: the user, on the restored
+	// copy, denies it; the certificate made from it before does not undo
+	// that decision.
+	erin, dave := newNode(t, Policy{}), newNode(t, Policy{})
+	wire, recs, err := dave.book.OutgoingRequest(erin.id, "dave", "hi", t0)
+	dave.must(recs, err)
+	in, recs, err := erin.book.IncomingRequest(dave.id, wire, false, t0)
+	erin.must(recs, err)
+	waiting := maps.Clone(erin.store)
+	a, recs, err := erin.book.Approve(in.ID, 0, t0)
+	erin.must(recs, err)
+	sig, recs, err := dave.book.Countersign(erin.id, "", a.Payload, a.Sig, t0)
+	dave.must(recs, err)
+	erin.must(erin.book.Complete(dave.id, sig, t0))
+	dc, _ := dave.book.Get(erin.id, t0)
+	erin = restored(t, erin, waiting)
+	erin.must(erin.book.Deny(in.ID, now))
+	_, _, _, err = erin.book.RestoreCertificate(dave.id, "", dc.Cert, now.Add(time.Hour))
+	wantErr(t, err, ErrReplay)
+	if st := stateOf(t, erin, dave.id, now.Add(time.Hour)); st != StateDenied {
+		t.Fatalf("after the denial and the certificate shown back: %s", st)
+	}
+	// Without the denial, the same copy takes it (the approval it lost).
+	got, ok, recs, err = restored(t, erin, waiting).book.RestoreCertificate(dave.id, "", dc.Cert, now)
+	if err != nil || !ok || got.State != StateActive || len(recs) != 1 {
+		t.Fatalf("the lost approval: taken %v, %s, %v", ok, got.State, err)
+	}
+
+	// A later certificate the copy never saw: gina approves frank for an
+	// hour; once it ran out, frank asked again and she approved again. She
+	// is started on the copy that holds the first: the second comes back,
+	// and the first, shown after, is outdated.
+	frank, gina := newNode(t, Policy{}), newNode(t, Policy{})
+	connect(t, frank, gina, t0, time.Hour)
+	c1, _ := frank.book.Get(gina.id, t0)
+	withFirst := maps.Clone(gina.store)
+	later := t0.Add(2 * time.Hour)
+	connect(t, frank, gina, later, 0)
+	c2, _ := frank.book.Get(gina.id, later)
+	if c2.Seq <= c1.Seq {
+		t.Fatalf("second certificate seq %d after %d", c2.Seq, c1.Seq)
+	}
+	back := restored(t, gina, withFirst)
+	got, ok, recs, err = back.book.RestoreCertificate(frank.id, "", c2.Cert, later.Add(time.Minute))
+	back.must(recs, err)
+	if !ok || got.Seq != c2.Seq || got.State != StateActive {
+		t.Fatalf("second certificate restored %v at seq %d (%s), want %d", ok, got.Seq, got.State, c2.Seq)
+	}
+	_, _, _, err = back.book.RestoreCertificate(frank.id, "", c1.Cert, t0.Add(time.Minute))
+	wantErr(t, err, ErrReplay)
+}

@@ -29,6 +29,7 @@ const (
 	KindCountersign Kind = "countersign" // ID, Sig (requester's)
 	KindDeny        Kind = "deny"        // ID: the request was denied
 	KindRevoke      Kind = "revoke"      // Revocation: a revocation's wire bytes
+	KindCert        Kind = "cert"        // Cert (the sealed certificate the sender holds), Handle (optional)
 )
 
 // Message is one frame on ProtocolID. Which fields a kind carries is listed
@@ -41,6 +42,7 @@ type Message struct {
 	Sig        []byte `cbor:"sig,omitempty"`
 	Handle     string `cbor:"handle,omitempty"`
 	Revocation []byte `cbor:"rev,omitempty"`
+	Cert       []byte `cbor:"cert,omitempty"`
 	Code       string `cbor:"code,omitempty"`
 	Text       string `cbor:"text,omitempty"`
 }
@@ -55,6 +57,7 @@ const (
 	fRevocation
 	fCode
 	fText
+	fCert
 )
 
 // kindFields lists, per kind, the required and the allowed fields.
@@ -66,6 +69,7 @@ var kindFields = map[Kind]struct{ need, may int }{
 	KindCountersign: {fID | fSig, fID | fSig},
 	KindDeny:        {fID, fID},
 	KindRevoke:      {fRevocation, fRevocation},
+	KindCert:        {fCert, fCert | fHandle},
 }
 
 const (
@@ -82,6 +86,7 @@ func (m *Message) fields() int {
 	}{
 		{m.ID != "", fID}, {len(m.Request) > 0, fRequest}, {len(m.Payload) > 0, fPayload}, {len(m.Sig) > 0, fSig},
 		{m.Handle != "", fHandle}, {len(m.Revocation) > 0, fRevocation}, {m.Code != "", fCode}, {m.Text != "", fText},
+		{len(m.Cert) > 0, fCert},
 	} {
 		if x.set {
 			f |= x.bit

@@ -142,6 +142,39 @@ func (s *Service) forgetRevocationSent(p peer.ID) {
 	}
 }
 
+// showCert shows p, an active contact that connected, the certificate
+// this node holds with it, once while p stays connected: a peer started on
+// an older copy of its home takes it back (consent.Book.RestoreCertificate),
+// one that holds it answers at once.
+func (s *Service) showCert(ctx context.Context, p peer.ID) {
+	c, ok := s.book.Get(p, s.now())
+	if !ok || c.State != consent.StateActive || c.Cert == nil {
+		return
+	}
+	key := deliveryKey(consent.KindCert, c.Cert)
+	s.stateMu.Lock()
+	if s.shown[p] == key {
+		s.stateMu.Unlock()
+		return
+	}
+	s.shown[p] = key
+	s.stateMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+	defer cancel()
+	_, err := s.exchange(ctx, p, consent.Message{Kind: consent.KindCert, Cert: c.Cert, Handle: s.cfg.Handle})
+	if err == nil {
+		return
+	}
+	s.log.Debug("certificate not taken by the contact", "peer", p.String(), "err", err)
+	if errors.Is(err, ErrUnreachable) {
+		s.stateMu.Lock()
+		if s.shown[p] == key {
+			delete(s.shown, p) // shown again on its next connection
+		}
+		s.stateMu.Unlock()
+	}
+}
+
 // work is what this node still has to tell p: one of a request, an
 // approval (offer) or a revocation.
 type work struct {

@@ -155,6 +155,26 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 			s.log.Info("contact revoked by peer", "peer", c.Peer.String(), "from", remote.String(), "state", string(c.State))
 			s.record(peerActor(remote), audit.ContactRevoke, c.Peer, nil)
 		}
+	case consent.KindCert:
+		var (
+			c        consent.Contact
+			restored bool
+		)
+		err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
+			c, restored, recs, err = s.book.RestoreCertificate(remote, m.Handle, m.Cert, now)
+			return recs, err
+		})
+		if err == nil {
+			ans = consent.Message{Kind: consent.KindAck}
+		}
+		if err == nil && restored {
+			// A certificate this node signed, that it did not hold: it runs
+			// on an older copy of its home.
+			s.log.Warn("contact taken back from a peer: this home was restored from an older copy",
+				"peer", remote.String(), "seq", c.Seq)
+			s.record(peerActor(remote), audit.ContactApprove, remote, map[string]string{
+				"restored": "certificate shown back by the peer", "seq": strconv.FormatUint(c.Seq, 10)})
+		}
 	default:
 		err = fmt.Errorf("%w: a %s message cannot open an exchange", consent.ErrMalformed, m.Kind)
 	}

@@ -75,3 +75,52 @@ func TestRevocationsOutliveAnOldCopyOfTheHome(t *testing.T) {
 		}
 	}
 }
+
+// TestContactsComeBackToAnOldCopyOfTheHome: node A's data is restored from
+// a copy taken before B approved it (A asked) and before A approved C (C
+// asked). Started on the copy, A knows neither; each shows A the certificate
+// they hold when they connect, and A takes both back (its own signature is
+// on each), says so in its audit log, and keeps them across a restart.
+func TestContactsComeBackToAnOldCopyOfTheHome(t *testing.T) {
+	nt := startNet(t, 3)
+	waitConnected(t, nt, 0, 1)
+	waitConnected(t, nt, 0, 2)
+	nt.Crash(0)
+	old := nt.CopyData(0)
+	nt.Restart(0)
+	nt.ConnectAll()
+	befriend(t, nt, 0, 1, 0)
+	befriend(t, nt, 2, 0, 0)
+
+	nt.Crash(0)
+	nt.RestoreData(0, old)
+	nt.Restart(0)
+	nt.ConnectAll()
+	waitState(t, nt, 0, 1, consent.StateActive)
+	waitState(t, nt, 0, 2, consent.StateActive)
+	for _, j := range []int{1, 2} {
+		if err := svc(nt, 0).Allowed(nt.ID(j)); err != nil {
+			t.Fatalf("A does not allow node %d: %v", j, err)
+		}
+	}
+	nt.WaitFor(10*time.Second, func() bool {
+		es, err := audit.List(nt.Home(0), time.Time{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken := map[string]bool{}
+		for _, e := range es {
+			if e.Action == audit.ContactApprove && e.Detail["restored"] != "" {
+				taken[e.Subject] = true
+			}
+		}
+		return len(taken) == 2 && taken[nt.ID(1).String()] && taken[nt.ID(2).String()]
+	}, "A's audit log to say it took back both certificates")
+	nt.Crash(0)
+	nt.Restart(0)
+	for _, j := range []int{1, 2} {
+		if s := state(nt, 0, j); s != consent.StateActive {
+			t.Fatalf("after a restart A sees node %d as %s", j, s)
+		}
+	}
+}

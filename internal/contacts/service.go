@@ -117,6 +117,7 @@ type Service struct {
 	stateMu  sync.Mutex                  // protects the fields below
 	out      map[peer.ID]chan struct{}   // one outbound exchange at a time per peer
 	done     map[string]bool             // deliveries answered since start, by deliveryKey
+	shown    map[peer.ID]string          // the certificate shown to each connected contact, by deliveryKey
 	lim      *ratelimit.Limiter[peer.ID] // inbound rate limits of peers the node does not know
 	limKnown *ratelimit.Limiter[peer.ID] // and of those it knows
 	// strangerAudits bounds the audit lines of requests from peers the
@@ -155,7 +156,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, self: book.Self(), log: cfg.Logger, book: book, now: cfg.Now,
-		out: make(map[peer.ID]chan struct{}), done: make(map[string]bool), lim: ratelimit.New[peer.ID](cfg.RateLimit, 0), limKnown: ratelimit.New[peer.ID](cfg.RateLimit, 0),
+		out: make(map[peer.ID]chan struct{}), done: make(map[string]bool), shown: make(map[peer.ID]string), lim: ratelimit.New[peer.ID](cfg.RateLimit, 0), limKnown: ratelimit.New[peer.ID](cfg.RateLimit, 0),
 		strangerAudits: rate.NewLimiter(rate.Limit(StrangerAudits)/60, StrangerAudits),
 		peerLogs:       lograte.New(20),
 	}
@@ -209,6 +210,14 @@ func (s *Service) Start(ctx context.Context) error {
 		s.forgetRevocationSent(p)
 		if s.hasWork(p) {
 			s.spawn(func() { s.redeliver(s.ctx, p) })
+		}
+		s.spawn(func() { s.showCert(s.ctx, p) })
+	}, DisconnectedF: func(n network.Network, c network.Conn) {
+		p := c.RemotePeer()
+		if len(n.ConnsToPeer(p)) == 0 {
+			s.stateMu.Lock()
+			delete(s.shown, p)
+			s.stateMu.Unlock()
 		}
 	}}
 	s.cfg.Host.Network().Notify(s.notif)
