@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -174,5 +175,137 @@ func TestRemoveAgent(t *testing.T) {
 	}, "bot to be back on node 1")
 	if _, err := mgr(nt, 1).Say(ctx, id, rooms.SayArgs{Agent: "bot", Text: "back"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A leave of a node that is out, naming another node's agent, that a
+// (colluding) member built on, is taken as built on (the exception of
+// checkAuthor) but still checked by the leave's rule: it takes nobody out,
+// and node 0 lets its own agent post.
+func TestAgentRemovalBuiltOnByAMemberIsRefused(t *testing.T) {
+	c := newCrossing(t, time.Now())
+	mk, mid := genKey(t)
+	human0 := string(identity.HumanAgent) + "@" + c.nets[0].ID(0).String()
+	invM, invMid := c.post(c.ck, rooms.KindInvite, []byte(mid), c.creator)
+	xLeave, xLeaveID := c.post(c.xk, rooms.KindLeave, leaveBodyOf(0, c.xid), c.x1)
+	forged, forgedID := c.postTo(c.xk, rooms.KindLeave, nil, human0, xLeaveID)
+	built, _ := c.post(mk, rooms.KindMessage, []byte("built on it"), invMid, forgedID)
+	c.give(0, invM, xLeave)
+	_ = c.mgr(0).ProcessBatch(c.id, built)  // pooled: waits for forged
+	_ = c.mgr(0).ProcessBatch(c.id, forged) // x is out: taken as built on
+	a, ok, err := c.mgr(0).AgentState(c.id, human0)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if !a.In || a.Removed() {
+		t.Errorf("a non-creator's leave naming node 0's agent took it out: in %v removed %v", a.In, a.Removed())
+	}
+	if _, err := c.mgr(0).Say(context.Background(), c.id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "mine"}); errors.Is(err, rooms.ErrAgentLeft) {
+		t.Errorf("node 0 refuses its own agent: %v", err)
+	}
+}
+
+// An invite naming bot@x that crosses x's own leave (the leave later in
+// display order): the node that had the leave first, before any record of
+// bot@x, folds the leave in when the invite makes the record, so both nodes
+// hold the agent out, and still after x is invited back.
+func TestAgentRecordOfANodesLeaveInEitherOrder(t *testing.T) {
+	c := newCrossing(t, time.Now())
+	bot := "bot@" + c.xid.String()
+	inv, _ := c.postTo(c.ck, rooms.KindInvite, []byte(c.xid), bot, c.creator)      // depth of x1
+	xLeave, xLeaveID := c.post(c.xk, rooms.KindLeave, leaveBodyOf(0, c.xid), c.x1) // deeper
+	c.give(0, xLeave, inv)
+	c.give(1, inv, xLeave)
+	back, _ := c.post(c.ck, rooms.KindInvite, []byte(c.xid), c.creator, xLeaveID)
+	c.give(0, back)
+	c.give(1, back)
+	if !c.exchange() {
+		t.Fatal("the nodes hold different events")
+	}
+	c.checkMember(true)
+	var in [2]bool
+	for i := range c.nets {
+		a, ok, err := c.mgr(i).AgentState(c.id, bot)
+		if err != nil || !ok {
+			t.Fatalf("node %d: %v %v", i, ok, err)
+		}
+		in[i] = a.In
+	}
+	if in[0] != in[1] {
+		t.Fatalf("same events, different records of %s: node 0 in %v, node 1 in %v", bot, in[0], in[1])
+	}
+}
+
+// The removed agent's own node cannot undo the creator's removal with an
+// invite of its own naming the agent: only another node's invite does.
+func TestRemovedAgentsNodeCannotInviteItBack(t *testing.T) {
+	c := newCrossing(t, time.Now())
+	bot := "bot@" + c.xid.String()
+	removal, rid := c.postTo(c.ck, rooms.KindLeave, nil, bot, c.x1)
+	self, _ := c.postTo(c.xk, rooms.KindInvite, []byte(c.xid), bot, rid)
+	c.give(0, removal, self)
+	a, ok, err := c.mgr(0).AgentState(c.id, bot)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if a.In {
+		t.Fatalf("x's own invite of its agent undid the creator's removal: %+v", a)
+	}
+}
+
+func countKind(p localapi.Pending, kind string) int {
+	n := 0
+	for _, it := range p.Items {
+		if it.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// The "removed" note is given once for a removal, also when the removed
+// agent's record changes while it stays removed (here an invite naming it
+// that is older than the removal in display order).
+func TestRemovedNoteOnce(t *testing.T) {
+	c := newCrossing(t, time.Now())
+	ctx := context.Background()
+	ib := c.nets[0].Node(0).Inbox()
+	human0 := string(identity.HumanAgent) + "@" + c.nets[0].ID(0).String()
+	if _, err := ib.Take(ctx, "human"); err != nil { // the room is tracked
+		t.Fatal(err)
+	}
+	removal, _ := c.postTo(c.ck, rooms.KindLeave, nil, human0, c.x1)
+	c.give(0, removal)
+	p, err := ib.Take(ctx, "human")
+	if err != nil || countKind(p, "removed") != 1 {
+		t.Fatalf("first take: %+v %v", p.Items, err)
+	}
+	early, _ := c.postTo(c.ck, rooms.KindInvite, []byte(c.nets[0].ID(0)), human0, c.creator)
+	c.give(0, early)
+	if a, _, _ := c.mgr(0).AgentState(c.id, human0); a.In || !a.Removed() {
+		t.Fatalf("the early invite brought it back: %+v", a)
+	}
+	p, err = ib.Take(ctx, "human")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countKind(p, "removed"); n != 0 {
+		t.Fatalf("told of the same removal again (%d more notes): %+v", n, p.Items)
+	}
+}
+
+// An agent that left a room still posts the release of a claim it holds
+// there (others may wait for it).
+func TestReleaseAfterLeave(t *testing.T) {
+	c := newCrossing(t, time.Now())
+	ctx := context.Background()
+	if _, err := c.mgr(0).Post(ctx, c.id, "bot", rooms.KindClaim, []byte{0xa0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.mgr(0).Leave(ctx, c.id, "bot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.mgr(0).Post(ctx, c.id, "bot", rooms.KindRelease, []byte{0xa0}); err != nil {
+		t.Fatalf("release after leaving: %v", err)
 	}
 }

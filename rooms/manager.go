@@ -484,8 +484,8 @@ func (m *Manager) Post(ctx context.Context, id identity.RoomID, agent identity.A
 	if len(body) > MaxBody {
 		return ID{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTextTooLong, len(body), MaxBody)
 	}
-	if st, ok := r.agentState(agentAddr(agent, m.self)); ok && !st.In {
-		return ID{}, agentOut(st, agent, id)
+	if st, ok := r.agentState(agentAddr(agent, m.self)); ok && !st.In && kind == KindClaim {
+		return ID{}, agentOut(st, agent, id) // a release is let through: it frees what others wait for
 	}
 	return r.say(ctx, &sayReq{agent: agent, kind: kind, body: body})
 }
@@ -493,7 +493,7 @@ func (m *Manager) Post(ctx context.Context, id identity.RoomID, agent identity.A
 // agentOut is the error for an agent that is out of a room and speaks.
 func agentOut(st AgentMember, agent identity.AgentName, id identity.RoomID) error {
 	if st.Removed() {
-		return fmt.Errorf("%w: %s was removed from room %s (event %s); a member can invite it back", ErrAgentLeft, agent, id, st.Removal)
+		return fmt.Errorf("%w: %s was removed from room %s (event %s); a member of another node can invite it back", ErrAgentLeft, agent, id, st.Removal)
 	}
 	return fmt.Errorf("%w: %s left room %s; a member can invite it back", ErrAgentLeft, agent, id)
 }

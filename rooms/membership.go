@@ -298,9 +298,13 @@ func (r *room) checkAuthor(id ID, e *Event, admit ID, member bool) error {
 	err := r.checkMember(e, admit, member)
 	if errors.Is(err, ErrNotMember) && r.takesFromOut(Item{ID: id, Event: e}) {
 		r.m.metrics.builtOn.Inc()
-		return nil
+		err = nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// Whoever builds on it, a leave takes out only whom its author may.
+	return r.checkLeave(e)
 }
 
 // takesFromOut reports whether it, an event of a node that left or was
@@ -438,11 +442,11 @@ func (r *room) takeOutRefused(id ID) (Item, bool) {
 	return Item{}, false
 }
 
-// checkMember is checkAuthor's rule without its exception.
+// checkMember is checkAuthor's rule without its exception (and without
+// checkLeave).
 func (r *room) checkMember(e *Event, admit ID, member bool) error {
 	r.mu.RLock()
 	o, wasOut := r.outs[e.Author]
-	creator := r.meta.Creator
 	r.mu.RUnlock()
 	first := uint64(1)
 	switch {
@@ -461,21 +465,32 @@ func (r *room) checkMember(e *Event, admit ID, member bool) error {
 			return err
 		}
 	}
-	if e.Kind == KindLeave {
-		p, _, err := e.LeaveTarget()
-		if err != nil {
-			return err
-		}
-		if p != "" && p != e.Author && e.Author != creator {
-			return fmt.Errorf("%w: %s removes %s from room %s", ErrNotCreator, e.Author, p, r.id)
-		}
-		named, err := r.leaveNamed(e)
-		if err != nil {
-			return err
-		}
-		if named != "" && !strings.HasSuffix(named, "@"+peerString(e.Author)) && e.Author != creator {
-			return fmt.Errorf("%w: %s removes agent %s from room %s", ErrNotCreator, e.Author, named, r.id)
-		}
+	return nil
+}
+
+// checkLeave checks that a leave takes out only whom its author may: itself
+// or its own agent, or, for the room's creator, another node or another
+// node's agent. Its caller holds procMu.
+func (r *room) checkLeave(e *Event) error {
+	if e.Kind != KindLeave {
+		return nil
+	}
+	r.mu.RLock()
+	creator := r.meta.Creator
+	r.mu.RUnlock()
+	p, _, err := e.LeaveTarget()
+	if err != nil {
+		return err
+	}
+	if p != "" && p != e.Author && e.Author != creator {
+		return fmt.Errorf("%w: %s removes %s from room %s", ErrNotCreator, e.Author, p, r.id)
+	}
+	named, err := r.leaveNamed(e)
+	if err != nil {
+		return err
+	}
+	if named != "" && !strings.HasSuffix(named, "@"+peerString(e.Author)) && e.Author != creator {
+		return fmt.Errorf("%w: %s removes agent %s from room %s", ErrNotCreator, e.Author, named, r.id)
 	}
 	return nil
 }
@@ -760,7 +775,12 @@ func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID, admits 
 		if a.Peer == "" {
 			a.Peer = target
 		}
-		addr, how = a.String(), agentInvite
+		addr = a.String()
+		if a.Peer != e.Author {
+			// Only another node's invite takes back a removal: the
+			// agent's own node cannot undo it.
+			how = agentInvite
+		}
 	case KindLeave:
 		addr, in = agentAddr(e.Agent, e.Author), false
 		if named != "" {
@@ -773,6 +793,25 @@ func (r *room) applyMembership(tx *txn, e *Event, id ID, target peer.ID, admits 
 	r.setAgentLocked(tx, addr, e.Depth, id, in, how)
 }
 
+// newAgentLocked returns the record of an agent no event named before: the
+// leaves of its node (outLocked takes out the agents that have a record) are
+// folded in, as if it had one then, so that the record is the same whether
+// the node's leave came before or after the first event naming the agent.
+// Callers hold procMu and r.mu.
+func (r *room) newAgentLocked(addr string) AgentMember {
+	a := AgentMember{Addr: addr}
+	ad, err := identity.ParseAgentAddr(addr)
+	if err != nil || ad.Peer == "" {
+		return a
+	}
+	for _, l := range r.outs[ad.Peer].leaves {
+		if d, ok := r.depthOf(l); ok && Less(a.Depth, a.Event, d, l) {
+			a.Depth, a.Event, a.last = d, l, false
+		}
+	}
+	return a
+}
+
 // setAgentLocked takes an event about agent addr into its record: the
 // latest event in display order says whether it is in, unless a removal
 // by the room's creator is later than every invite naming it. Each part is
@@ -782,11 +821,12 @@ func (r *room) setAgentLocked(tx *txn, addr string, depth uint64, id ID, in bool
 	cur, ok := r.agents[addr]
 	next, changed := cur, false
 	if !ok {
-		next = AgentMember{Addr: addr}
+		next = r.newAgentLocked(addr)
 	}
-	if !ok || !Less(depth, id, cur.Depth, cur.Event) {
+	if !Less(depth, id, next.Depth, next.Event) {
 		next.Depth, next.Event, next.last, changed = depth, id, in, true
 	}
+	changed = changed || !ok
 	switch {
 	case how == agentInvite && Less(next.inviteDepth, next.invite, depth, id):
 		next.inviteDepth, next.invite, changed = depth, id, true
@@ -969,8 +1009,12 @@ func (m *Manager) InviteAgent(ctx context.Context, id identity.RoomID, target pe
 		return ID{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	addr := agentAddr(name, target)
-	if a, ok := r.agentState(addr); ok && a.In {
+	a, ok := r.agentState(addr)
+	switch {
+	case ok && a.In:
 		return a.Event, nil
+	case ok && a.Removed() && target == m.self:
+		return ID{}, fmt.Errorf("%w: the room's creator removed %s from room %s; only another member node can invite it back", ErrAgentLeft, addr, id)
 	}
 	r.mu.RLock()
 	_, member := r.members[target]

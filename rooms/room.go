@@ -1121,7 +1121,7 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 		tx.vv = make(map[peer.ID]uint64)
 	}
 	admits := e.Kind != KindInvite || r.invitesIn(e, target)
-	named, _ := r.leaveNamed(e) // checked when the event was (checkMember)
+	named, _ := r.leaveNamed(e) // checked when the event was (checkLeave)
 	r.mu.Lock()
 	if fork {
 		tx.forks++

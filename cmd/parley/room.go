@@ -363,6 +363,8 @@ func printEvent(w io.Writer, e localapi.Event, book localapi.NameBook) {
 		fmt.Fprintf(w, "%s %s %s joined\n", ts, id, who)
 	case "leave":
 		switch {
+		case e.Target == "" && e.To != "" && strings.HasSuffix(e.To, "@"+e.Author):
+			fmt.Fprintf(w, "%s %s %s took %s out\n", ts, id, who, shortAddr(e.To))
 		case e.Target == "" && e.To != "":
 			fmt.Fprintf(w, "%s %s %s removed %s\n", ts, id, who, shortAddr(e.To))
 		case e.Target == "":

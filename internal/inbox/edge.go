@@ -426,7 +426,7 @@ func (b *Inbox) mustBeIn(agent identity.AgentName, in rooms.Info) error {
 	}
 	if ok && !rec.In && rec.Removed() {
 		return localapi.Errorf(http.StatusForbidden, localapi.CodeLeft,
-			"the room's creator removed you (%s) from room %q; a member can invite you back", agent, in.Name)
+			"the room's creator removed you (%s) from room %q; a member of another node can invite you back", agent, in.Name)
 	}
 	if ok && !rec.In {
 		return localapi.Errorf(http.StatusForbidden, localapi.CodeLeft,

@@ -202,6 +202,7 @@ type state struct {
 	seen    uint64                     // the rooms' change number scanned up to
 	scan    map[identity.RoomID]uint64 // arrival scanned up to (d)
 	read    map[identity.RoomID]uint64 // arrival shown up to (r)
+	removed map[identity.RoomID]uint64 // depth of the last removal from the room it was told of (x)
 	owed    map[string]*askRec         // asks it owes, by ID (o)
 	asked   map[string]*askRec         // its own asks, by ID (q)
 	notes   map[string]*localapi.Item  // invitations and replies to show once (n)
@@ -240,7 +241,7 @@ func (b *Inbox) lock(agent identity.AgentName) (*state, error) {
 // load reads an agent's cursors and items. Rooms whose messages were not
 // all shown get their unread count again on the next take.
 func (b *Inbox) load(agent identity.AgentName, st *state) error {
-	st.scan, st.read = map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}
+	st.scan, st.read, st.removed = map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}
 	st.owed, st.asked, st.notes = map[string]*askRec{}, map[string]*askRec{}, map[string]*localapi.Item{}
 	st.unread, st.recount, st.dirty = map[identity.RoomID]int{}, map[identity.RoomID]bool{}, map[identity.RoomID]bool{}
 	prefix := schema.AgentPrefix(string(agent))
@@ -251,15 +252,18 @@ func (b *Inbox) load(agent identity.AgentName, st *state) error {
 			return true
 		}
 		switch kind {
-		case "d", "r":
+		case "d", "r", "x":
 			if len(v) != 8 {
 				return true
 			}
 			n := beUint(v)
-			if kind == "d" {
+			switch kind {
+			case "d":
 				st.scan[identity.RoomID(key)] = n
-			} else {
+			case "r":
 				st.read[identity.RoomID(key)] = n
+			default:
+				st.removed[identity.RoomID(key)] = n
 			}
 		case "o", "q":
 			var a askRec
@@ -311,10 +315,13 @@ func (b *Inbox) flush(st *state) error {
 }
 
 func (st *state) setCursor(agent identity.AgentName, kind string, room identity.RoomID, n uint64) {
-	if kind == "d" {
+	switch kind {
+	case "d":
 		st.scan[room] = n
-	} else {
+	case "r":
 		st.read[room] = n
+	default:
+		st.removed[room] = n
 	}
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentCursor(string(agent), kind, string(room)), Val: schema.BE8(n)})
 }

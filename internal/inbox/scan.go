@@ -40,10 +40,12 @@ func (b *Inbox) scan(agent identity.AgentName, st *state) error {
 		}
 		_, tracked := st.scan[id]
 		if !ok || !rec.In {
+			delete(st.dirty, id)
 			if tracked { // it left: nothing of the room is news to it now
 				st.unread[id] = 0
 				delete(st.recount, id)
-				if rec.Removed() && st.scan[id] < rec.Arrival {
+				st.dropOwedIn(agent, id) // it cannot answer them there
+				if rec.Removed() && rec.RemovalDepth > st.removed[id] {
 					b.removed(agent, st, id, rec)
 				}
 			}
@@ -72,15 +74,15 @@ func (b *Inbox) scan(agent identity.AgentName, st *state) error {
 }
 
 // removed tells the agent that the room's creator took it out of room id
-// (a note of kind "removed"), once: the scan's cursor moves to the
-// removal's arrival. The asks it owed there go; it cannot answer them.
+// (a note of kind "removed"), once for each removal: its depth is kept (the
+// "x" cursor), and a removal is later than the one before it.
 func (b *Inbox) removed(agent identity.AgentName, st *state, id identity.RoomID, rec rooms.AgentMember) {
-	st.setCursor(agent, "d", id, rec.Arrival)
-	st.dropOwedIn(agent, id)
 	v, err := b.rooms.Find(rec.Removal)
 	if err != nil {
-		return // not readable now: the record says out all the same
+		st.dirty[id] = true // not readable yet: the next scan tells it
+		return
 	}
+	st.setCursor(agent, "x", id, rec.RemovalDepth)
 	name := ""
 	if in, err := b.rooms.Get(id); err == nil {
 		name = in.Name

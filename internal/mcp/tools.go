@@ -618,7 +618,12 @@ func message(it localapi.Item) Message {
 	case "join":
 		m.Text = "joined the room"
 	case "leave":
+		_, fromNode, _ := strings.Cut(it.From, "@")
 		switch {
+		case it.Target == "" && it.To != "" && !strings.HasSuffix(it.To, "@"+fromNode):
+			m.Text = "removed " + it.To + " from the room"
+		case it.Target == "" && it.To != "":
+			m.Text = it.To + " left the room"
 		case it.Target == "":
 			m.Text = "left the room"
 		case strings.HasSuffix(it.From, "@"+it.Target):

@@ -246,7 +246,7 @@ func ModerationPrefix() []byte { return []byte("k/") }
 // Session maps an agent session key to its agent name.
 func Session(key string) []byte { return append([]byte("s/k/"), key...) }
 
-// AgentCursor is one of an agent's per-room cursors ("d" or "r").
+// AgentCursor is one of an agent's per-room cursors ("d", "r" or "x").
 func AgentCursor(agent, cursor, room string) []byte {
 	return []byte("s/a/" + agent + "/" + cursor + "/" + room)
 }
