@@ -40,9 +40,14 @@
 //	           handle?}
 //	deny      {k:"deny", id}                       {k:"ack", id}                 Deny; Denied
 //	revoke    {k:"revoke", rev}                    {k:"ack"}                     Revoke; ApplyRevocation
+//	cert      {k:"cert", cert, handle?}            {k:"ack"}                     RestoreCertificate
 //
 // The request is opened by the requester; approve and deny by the approver;
-// revoke by either side. A revoke may also carry the receiver's own
+// revoke by either side; cert by either side of an active contact when they
+// connect: it shows the sealed certificate the opener holds, and a peer
+// started on an older copy of its home, which forgot it, takes it back
+// (RestoreCertificate: both signatures, valid now, newer than anything the
+// book holds for the opener, the contact unchanged since it began). A revoke may also carry the receiver's own
 // revocation back to it: the revoked node keeps the revocation it was sent
 // (Contact.PeerRevocation) and shows it to the revoker whenever they connect,
 // so a revoker started on an older copy of its home takes its decision back
