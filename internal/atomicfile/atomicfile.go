@@ -56,9 +56,18 @@ func Replace(path string, data []byte, perm os.FileMode) error {
 }
 
 // writeTemp writes data, synced, to a new temporary file beside path and
-// returns its name.
+// returns its name. Temporary files of path that a process killed before
+// it linked or renamed one left behind (a key's copy, perhaps) are removed
+// first. A writer racing this one for the same path may lose its temporary
+// file: CreateNew then creates the file in place, exclusively.
 func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	pattern := "." + filepath.Base(path) + ".*.tmp"
+	if stale, err := filepath.Glob(filepath.Join(filepath.Dir(path), globQuote(pattern))); err == nil {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), pattern)
 	if err != nil {
 		return "", err
 	}
@@ -110,4 +119,19 @@ func createInPlace(path string, data []byte, perm os.FileMode) error {
 		os.Remove(path)
 	}
 	return err
+}
+
+// globQuote escapes the glob's special characters in a file name pattern,
+// keeping its one "*".
+func globQuote(pattern string) string {
+	var b []byte
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '?', '[', '\\':
+			b = append(b, '\\', c)
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }

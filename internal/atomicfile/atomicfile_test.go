@@ -58,8 +58,15 @@ func TestCreateNewKilled(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a file is at the path after the crash: %v", err)
 	}
+	if es, _ := os.ReadDir(filepath.Dir(path)); len(es) != 1 {
+		t.Fatalf("%d files after the crash, want its temporary file alone", len(es))
+	}
 	if err := CreateNew(path, []byte("again"), 0o600); err != nil {
 		t.Fatalf("create after the crash: %v", err)
+	}
+	// The temporary file the crash left (a copy of the key) is gone.
+	if es, _ := os.ReadDir(filepath.Dir(path)); len(es) != 1 || es[0].Name() != "key.json" {
+		t.Fatalf("files after the next create: %v, want key.json alone", es)
 	}
 }
 
