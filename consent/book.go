@@ -184,6 +184,9 @@ func (b *Book) commit(next Contact, cert *Certificate) ([]Record, error) {
 	if next.State != StateRevoked {
 		next.PeerRevocation = nil // it ended a contact that has moved on since
 	}
+	if next.State != StatePendingIn {
+		next.ShownCert = nil // approved, denied or dropped
+	}
 	if cert != nil {
 		next.Expires, next.Scopes = cert.NotAfter, cert.Scopes
 	}
@@ -319,6 +322,18 @@ func (b *Book) byRequest(id string, now time.Time) *entry {
 		}
 	}
 	return nil
+}
+
+// shownSeq returns the seq of the certificate the peer showed back, 0 if
+// none.
+func shownSeq(c *Contact) uint64 {
+	if c.ShownCert == nil {
+		return 0
+	}
+	if cert, err := decodeCertificate(c.ShownCert); err == nil {
+		return cert.Seq
+	}
+	return 0
 }
 
 // offerSeq returns the seq of the outstanding offer, 0 if none.
@@ -462,6 +477,12 @@ func (b *Book) ApproveScoped(id string, validFor time.Duration, scopes []string,
 	e := b.byRequest(id, now)
 	if e == nil {
 		return Approval{}, nil, ErrNotFound
+	}
+	if e.c.ShownCert != nil {
+		// A certificate the peer showed back: approved, it is active again
+		// as it was (validity and scopes are the certificate's).
+		recs, err = b.approveShown(e, now)
+		return Approval{ID: id, Peer: e.c.Peer}, recs, err
 	}
 	if validFor <= 0 {
 		validFor = b.pol.DefaultValidity
@@ -611,6 +632,9 @@ func (b *Book) Deny(id string, now time.Time) (recs []Record, err error) {
 	if e.c.Offer != nil {
 		return nil, fmt.Errorf("%w: already approved, revoke instead", ErrState)
 	}
+	if e.c.ShownCert != nil {
+		return nil, fmt.Errorf("%w: the peer holds a certificate this node signed; revoke it instead", ErrState)
+	}
 	next := e.c.clone()
 	next.State, next.DeniedUntil, next.Updated = StateDenied, now.Add(b.pol.DenyCooldown), now
 	next.InRequest, next.OutRequest = nil, nil
@@ -650,7 +674,7 @@ func (b *Book) Revoke(p peer.ID, now time.Time) (wire []byte, recs []Record, err
 	if e.c.State == StateDenied || e.c.State == StateRevoked {
 		return nil, nil, fmt.Errorf("%w: contact is %s", ErrState, e.c.State)
 	}
-	certSeq := max(e.c.Seq, offerSeq(&e.c))
+	certSeq := max(e.c.Seq, offerSeq(&e.c), shownSeq(&e.c))
 	seq := nextSeq(e.c.RevokeSeq, now)
 	wire, err = NewRevocation(b.priv, p, certSeq, seq, now)
 	if err != nil {
@@ -768,19 +792,22 @@ func (b *Book) restoreRevocation(rev *Revocation, now time.Time) (c Contact, rec
 	return out, recs, nil
 }
 
-// RestoreCertificate takes back a certificate between this node and from,
-// shown to it by from (wire, sealed; handle, from's display name if given):
-// a node started on an older copy of its home forgets the contacts made
-// and renewed since, and its peers keep them. It carries this node's own
-// signature, so it is taken as Countersign or Complete would have taken
-// it: if both signatures hold, it is valid now (a not_before within
-// ClockSkew counts), its seq is above every certificate, offer and
-// revocation the book holds for from, and the book's contact with from has
-// not changed since the certificate began (a decision of the user's since
-// the restore stands). The contact becomes active; this node counts as the
-// approver, so the peer cannot renew it alone. restored is false, with no
-// error, when the book holds that certificate already. Errors: ErrReplay,
-// ErrWrongPeers, ErrExpired, ErrNotYetValid, ErrBadSignature.
+// RestoreCertificate takes a certificate between this node and from, shown
+// to it by from (wire, sealed; handle, from's display name if given): a
+// node started on an older copy of its home forgets the contacts made and
+// renewed since, and its peers keep them. It carries this node's own
+// signature, but a peer this node revoked since the copy could show it and
+// keep the revocation to itself, so it is not taken on trust: if both
+// signatures hold, it is valid now (a not_before within ClockSkew counts),
+// its seq is above every certificate and revocation the book holds for
+// from, and the book's contact has not changed since it began, the contact
+// becomes pending-in with the certificate (Contact.ShownCert) for the user
+// to approve (it is active again, this node its approver) or deny. Only a
+// certificate that completes the offer the book holds (its countersignature
+// was lost) is taken at once: the book's latest decision. restored reports
+// that it became active; a certificate the book holds, or holds pending
+// already, changes nothing. Errors: ErrReplay, ErrWrongPeers, ErrExpired,
+// ErrNotYetValid, ErrBadSignature, ErrAlreadyPending, ErrTooManyPending.
 func (b *Book) RestoreCertificate(from peer.ID, handle string, wire []byte, now time.Time) (c Contact, restored bool, recs []Record, err error) {
 	defer wrap(&err, "restore certificate", from)
 	if from == b.self {
@@ -788,7 +815,7 @@ func (b *Book) RestoreCertificate(from peer.ID, handle string, wire []byte, now 
 	}
 	b.mu.Lock()
 	held := b.contacts[from]
-	same := held != nil && bytes.Equal(held.c.Cert, wire)
+	same := held != nil && (bytes.Equal(held.c.Cert, wire) || bytes.Equal(held.c.ShownCert, wire))
 	b.mu.Unlock()
 	if same {
 		return held.c.clone(), false, nil, nil
@@ -802,37 +829,89 @@ func (b *Book) RestoreCertificate(from peer.ID, handle string, wire []byte, now 
 	if err != nil {
 		return Contact{}, false, nil, err
 	}
-	if err := cert.Check(b.self, from, now); err != nil {
-		if !errors.Is(err, ErrNotYetValid) || cert.NotBefore.Sub(now) > b.pol.ClockSkew {
-			return Contact{}, false, nil, err
-		}
+	if err := b.checkShown(cert, from, now); err != nil {
+		return Contact{}, false, nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	next := Contact{Peer: from, Handle: handle}
-	if e := b.contacts[from]; e != nil {
-		if have := max(e.c.Seq, offerSeq(&e.c)-min(offerSeq(&e.c), 1)); cert.Seq <= have {
-			return Contact{}, false, nil, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, have)
+	e := b.contacts[from]
+	completes := e != nil && e.c.Offer != nil && cert.Seq == offerSeq(&e.c)
+	if e != nil {
+		if cert.Seq <= e.c.Seq || (e.c.Offer != nil && cert.Seq < offerSeq(&e.c)) {
+			return Contact{}, false, nil, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, max(e.c.Seq, offerSeq(&e.c)))
 		}
-		if e.c.Updated.After(cert.NotBefore.Add(b.pol.ClockSkew)) {
+		if !completes && e.c.Updated.UnixMilli() > cert.NotBefore.Add(b.pol.ClockSkew).UnixMilli() {
 			return Contact{}, false, nil, fmt.Errorf("%w: the contact changed at %s, after the certificate began (%s)",
 				ErrReplay, e.c.Updated.UTC().Format(time.RFC3339), cert.NotBefore.UTC().Format(time.RFC3339))
+		}
+		if e.c.State == StatePendingIn && !completes {
+			return Contact{}, false, nil, fmt.Errorf("%w: request %s", ErrAlreadyPending, e.c.ID)
 		}
 		next = e.c.clone()
 		if handle != "" {
 			next.Handle = handle
 		}
 	}
-	next.State, next.Cert, next.Seq, next.Updated = StateActive, bytes.Clone(wire), cert.Seq, now
+	if completes {
+		next.State, next.Cert, next.Seq, next.Updated = StateActive, bytes.Clone(wire), cert.Seq, now
+		next.Offer, next.OfferSig, next.InRequest, next.OutRequest, next.Note = nil, nil, nil, nil, ""
+		next.DeniedUntil, next.Approver = time.Time{}, true
+		next.Expires, next.Scopes = cert.NotAfter, cert.Scopes
+		if recs, err = b.commit(next, cert); err != nil {
+			return Contact{}, false, nil, err
+		}
+		out := next.clone()
+		out.State = out.stateAt(now)
+		return out, true, recs, nil
+	}
+	if b.pendingIn(true) >= b.pol.MaxPendingKnown {
+		return Contact{}, false, nil, fmt.Errorf("%w: %d", ErrTooManyPending, b.pol.MaxPendingKnown)
+	}
+	if e != nil {
+		next.PriorState = e.c.State
+	}
+	next.ID, next.State, next.Updated, next.Known = RequestID(wire), StatePendingIn, now, true
+	next.ShownCert, next.InRequest = bytes.Clone(wire), nil
+	next.Note = fmt.Sprintf("shows a certificate this node signed (from %s, seq %d) that this home does not hold: restored from an older copy? approve to be contacts again",
+		cert.NotBefore.UTC().Format(time.RFC3339), cert.Seq)
+	if recs, err = b.commit(next, nil); err != nil {
+		return Contact{}, false, nil, err
+	}
+	return next.clone(), false, recs, nil
+}
+
+// checkShown checks a certificate shown back by from: between this node
+// and from, valid at now (a not_before within ClockSkew counts).
+func (b *Book) checkShown(cert *Certificate, from peer.ID, now time.Time) error {
+	if err := cert.Check(b.self, from, now); err != nil {
+		if !errors.Is(err, ErrNotYetValid) || cert.NotBefore.Sub(now) > b.pol.ClockSkew {
+			return err
+		}
+	}
+	return nil
+}
+
+// approveShown makes the certificate of pending-in contact e, shown back by
+// its peer (Contact.ShownCert), active again: the user's approval. Its
+// caller holds b.mu.
+func (b *Book) approveShown(e *entry, now time.Time) (recs []Record, err error) {
+	cert, err := decodeCertificate(e.c.ShownCert)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkShown(cert, e.c.Peer, now); err != nil {
+		return nil, err
+	}
+	if cert.Seq <= e.c.Seq {
+		return nil, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, e.c.Seq)
+	}
+	next := e.c.clone()
+	next.State, next.Cert, next.Seq, next.Updated = StateActive, bytes.Clone(e.c.ShownCert), cert.Seq, now
 	next.Offer, next.OfferSig, next.InRequest, next.OutRequest, next.Note = nil, nil, nil, nil, ""
 	next.DeniedUntil, next.Approver = time.Time{}, true
 	next.Expires, next.Scopes = cert.NotAfter, cert.Scopes
-	if recs, err = b.commit(next, cert); err != nil {
-		return Contact{}, false, nil, err
-	}
-	out := next.clone()
-	out.State = out.stateAt(now)
-	return out, true, recs, nil
+	return b.commit(next, cert)
 }
 
 // Allowed returns nil if there is a live certificate between this node and

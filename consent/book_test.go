@@ -1069,10 +1069,12 @@ func TestRestoredRevocationYieldsToALaterDecision(t *testing.T) {
 }
 
 // TestCertificateShownBackToARestoredCopy: a node started on a copy of its
-// home taken before a contact was made takes the certificate back when the
-// peer shows it (both signatures hold, its own among them), and again after
-// a renewal it lost; a forged, foreign, expired or outdated one is refused,
-// as is one older than a decision the user made since.
+// home taken before a contact was made holds the certificate the peer shows
+// back (both signatures hold, its own among them) as a pending request for
+// the user, not as a contact: the peer may have been revoked since and keep
+// that to itself. Approved, it is the contact again; denied (revoked), the
+// peer cannot show it again. A forged, foreign, expired or outdated one is
+// refused, as is one older than a decision the user made since.
 func TestCertificateShownBackToARestoredCopy(t *testing.T) {
 	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
 	old := maps.Clone(alice.store) // before bob
@@ -1084,19 +1086,49 @@ func TestCertificateShownBackToARestoredCopy(t *testing.T) {
 	wantErr(t, alice.book.Allowed(bob.id, now), ErrNoContact)
 	got, ok, recs, err := alice.book.RestoreCertificate(bob.id, "bob", c.Cert, now)
 	alice.must(recs, err)
-	if !ok || got.State != StateActive || got.Seq != c.Seq || got.Handle != "bob" || !got.Approver {
-		t.Fatalf("restored: %v %s seq %d handle %q approver %v", ok, got.State, got.Seq, got.Handle, got.Approver)
+	if ok || got.State != StatePendingIn || !bytes.Equal(got.ShownCert, c.Cert) || got.Handle != "bob" || got.ID == "" {
+		t.Fatalf("shown back: taken %v, %s, shown cert kept %v, handle %q, id %q", ok, got.State, got.ShownCert != nil, got.Handle, got.ID)
 	}
-	wantErr(t, alice.book.Allowed(bob.id, now), nil)
-	// Kept across a restart; shown again it is known, and nothing is written.
+	wantErr(t, alice.book.Allowed(bob.id, now), ErrNoContact)
+	// Kept across a restart; shown again, nothing changes.
 	alice = restored(t, alice, alice.store)
 	_, ok, recs, err = alice.book.RestoreCertificate(bob.id, "", c.Cert, now)
 	if err != nil || ok || len(recs) != 0 {
 		t.Fatalf("shown again: taken %v, %d records, %v", ok, len(recs), err)
 	}
+	// The user approves: the certificate is active again as it was.
+	a, recs, err := alice.book.Approve(got.ID, 0, now)
+	alice.must(recs, err)
+	if a.Payload != nil {
+		t.Fatal("approving a certificate shown back made a new offer")
+	}
+	got, _ = alice.book.Get(bob.id, now)
+	if got.State != StateActive || got.Seq != c.Seq || !bytes.Equal(got.Cert, c.Cert) || !got.Approver || got.ShownCert != nil {
+		t.Fatalf("approved: %s seq %d (want %d) approver %v", got.State, got.Seq, c.Seq, got.Approver)
+	}
+	wantErr(t, alice.book.Allowed(bob.id, now), nil)
+	alice = restored(t, alice, alice.store)
+	wantErr(t, alice.book.Allowed(bob.id, now), nil)
+
+	// Denied, it is revoked: bob takes the revocation, and showing the
+	// certificate again changes nothing.
+	a2 := restored(t, alice, old)
+	got, _, recs, err = a2.book.RestoreCertificate(bob.id, "", c.Cert, now)
+	a2.must(recs, err)
+	_, err = a2.book.Deny(got.ID, now)
+	wantErr(t, err, ErrState)
+	rev, recs, err := a2.book.Revoke(bob.id, now)
+	a2.must(recs, err)
+	b2, recs, err := bob.book.ApplyRevocation(rev, now)
+	if err != nil || b2.State != StateRevoked {
+		t.Fatalf("bob takes the revocation of the certificate shown back: %s %v", b2.State, err)
+	}
+	_, _, _, err = a2.book.RestoreCertificate(bob.id, "", c.Cert, now.Add(time.Minute))
+	wantErr(t, err, ErrReplay)
+	wantErr(t, a2.book.Allowed(bob.id, now.Add(time.Minute)), ErrRevoked)
 
 	// A certificate with a byte of a signature changed; one between other
-	// peers; one shown by a peer it is not with.
+	// peers; one shown by a peer it is not with; an expired one.
 	bad := bytes.Clone(c.Cert)
 	bad[len(bad)-3] ^= 1
 	_, _, _, err = restored(t, alice, old).book.RestoreCertificate(bob.id, "", bad, now)
@@ -1108,58 +1140,55 @@ func TestCertificateShownBackToARestoredCopy(t *testing.T) {
 	wantErr(t, err, ErrWrongPeers)
 	_, _, _, err = restored(t, alice, old).book.RestoreCertificate(carol.id, "", c.Cert, now)
 	wantErr(t, err, ErrWrongPeers)
-	// Expired.
 	_, _, _, err = restored(t, alice, old).book.RestoreCertificate(bob.id, "", c.Cert, c.Expires.Add(time.Second))
 	wantErr(t, err, ErrExpired)
+}
 
-	// A copy taken while dave's request waited: the user, on the restored
-	// copy, denies it; the certificate made from it before does not undo
-	// that decision.
-	erin, dave := newNode(t, Policy{}), newNode(t, Policy{})
-	wire, recs, err := dave.book.OutgoingRequest(erin.id, "dave", "hi", t0)
-	dave.must(recs, err)
-	in, recs, err := erin.book.IncomingRequest(dave.id, wire, false, t0)
-	erin.must(recs, err)
-	waiting := maps.Clone(erin.store)
-	a, recs, err := erin.book.Approve(in.ID, 0, t0)
-	erin.must(recs, err)
-	sig, recs, err := dave.book.Countersign(erin.id, "", a.Payload, a.Sig, t0)
-	dave.must(recs, err)
-	erin.must(erin.book.Complete(dave.id, sig, t0))
-	dc, _ := dave.book.Get(erin.id, t0)
-	erin = restored(t, erin, waiting)
-	erin.must(erin.book.Deny(in.ID, now))
-	_, _, _, err = erin.book.RestoreCertificate(dave.id, "", dc.Cert, now.Add(time.Hour))
-	wantErr(t, err, ErrReplay)
-	if st := stateOf(t, erin, dave.id, now.Add(time.Hour)); st != StateDenied {
-		t.Fatalf("after the denial and the certificate shown back: %s", st)
+// TestRevokedPeerShowingItsCertificate: bob, revoked by alice after her
+// last copy, keeps the revocation to himself and shows the certificate to
+// her restored copy: she holds it for the user to decide, and does not
+// allow him.
+func TestRevokedPeerShowingItsCertificate(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	old := maps.Clone(alice.store)
+	connect(t, bob, alice, t0, 0)
+	c, _ := bob.book.Get(alice.id, t0)
+	rev, recs, err := alice.book.Revoke(bob.id, t0.Add(time.Hour))
+	alice.must(recs, err)
+	_, recs, err = bob.book.ApplyRevocation(rev, t0.Add(time.Hour))
+	bob.must(recs, err)
+	now := t0.Add(2 * time.Hour)
+	alice = restored(t, alice, old)
+	got, ok, recs, err := alice.book.RestoreCertificate(bob.id, "", c.Cert, now)
+	alice.must(recs, err)
+	if ok || got.State != StatePendingIn {
+		t.Fatalf("revoked peer's certificate: taken %v, %s", ok, got.State)
 	}
-	// Without the denial, the same copy takes it (the approval it lost).
-	got, ok, recs, err = restored(t, erin, waiting).book.RestoreCertificate(dave.id, "", dc.Cert, now)
-	if err != nil || !ok || got.State != StateActive || len(recs) != 1 {
-		t.Fatalf("the lost approval: taken %v, %s, %v", ok, got.State, err)
-	}
+	wantErr(t, alice.book.Allowed(bob.id, now), ErrNoContact)
+}
 
-	// A later certificate the copy never saw: gina approves frank for an
-	// hour; once it ran out, frank asked again and she approved again. She
-	// is started on the copy that holds the first: the second comes back,
-	// and the first, shown after, is outdated.
-	frank, gina := newNode(t, Policy{}), newNode(t, Policy{})
-	connect(t, frank, gina, t0, time.Hour)
-	c1, _ := frank.book.Get(gina.id, t0)
-	withFirst := maps.Clone(gina.store)
-	later := t0.Add(2 * time.Hour)
-	connect(t, frank, gina, later, 0)
-	c2, _ := frank.book.Get(gina.id, later)
-	if c2.Seq <= c1.Seq {
-		t.Fatalf("second certificate seq %d after %d", c2.Seq, c1.Seq)
+// TestLostCountersignatureShownBack: the approver's offer was
+// countersigned and the countersignature lost; the requester shows the
+// certificate, which completes the offer the approver holds: taken at once
+// (its latest decision), before a restart as after.
+func TestLostCountersignatureShownBack(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	now := t0.Add(123456 * time.Nanosecond)
+	wire, recs, err := alice.book.OutgoingRequest(bob.id, "alice", "", now)
+	alice.must(recs, err)
+	in, recs, err := bob.book.IncomingRequest(alice.id, wire, false, now)
+	bob.must(recs, err)
+	a, recs, err := bob.book.Approve(in.ID, 0, now)
+	bob.must(recs, err)
+	_, recs, err = alice.book.Countersign(bob.id, "", a.Payload, a.Sig, now)
+	alice.must(recs, err) // its answer is lost
+	ca, _ := alice.book.Get(bob.id, now)
+	later := now.Add(time.Minute)
+	for _, b := range []*tnode{restored(t, bob, bob.store), bob} {
+		got, ok, recs, err := b.book.RestoreCertificate(alice.id, "", ca.Cert, later)
+		b.must(recs, err)
+		if !ok || got.State != StateActive || !got.Approver {
+			t.Fatalf("the lost countersignature: taken %v, %s, approver %v", ok, got.State, got.Approver)
+		}
 	}
-	back := restored(t, gina, withFirst)
-	got, ok, recs, err = back.book.RestoreCertificate(frank.id, "", c2.Cert, later.Add(time.Minute))
-	back.must(recs, err)
-	if !ok || got.Seq != c2.Seq || got.State != StateActive {
-		t.Fatalf("second certificate restored %v at seq %d (%s), want %d", ok, got.Seq, got.State, c2.Seq)
-	}
-	_, _, _, err = back.book.RestoreCertificate(frank.id, "", c1.Cert, t0.Add(time.Minute))
-	wantErr(t, err, ErrReplay)
 }

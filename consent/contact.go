@@ -63,6 +63,12 @@ type Contact struct {
 	// older copy of its home that forgot it, and is shown it back.
 	PeerRevocation []byte
 
+	// ShownCert is a certificate this node signed that the peer showed
+	// while the book held none as new (the home restored from an older
+	// copy, perhaps), kept while pending-in for the user to approve (it is
+	// then active again) or deny.
+	ShownCert []byte
+
 	LastRevocationSeq uint64    // highest revocation seq seen from the peer
 	RevokeSeq         uint64    // highest revocation seq we issued to the peer
 	DeniedUntil       time.Time // the peer may not ask again before this (zero: may ask)
@@ -114,6 +120,7 @@ func (c *Contact) clone() Contact {
 	d.OfferSig = bytes.Clone(c.OfferSig)
 	d.Revocation = bytes.Clone(c.Revocation)
 	d.PeerRevocation = bytes.Clone(c.PeerRevocation)
+	d.ShownCert = bytes.Clone(c.ShownCert)
 	return d
 }
 
@@ -136,6 +143,7 @@ type contactRecord struct {
 	OfferSig          []byte   `cbor:"offer_sig,omitempty"`
 	Revocation        []byte   `cbor:"revocation,omitempty"`
 	PeerRevocation    []byte   `cbor:"peer_revocation,omitempty"`
+	ShownCert         []byte   `cbor:"shown_cert,omitempty"`
 	LastRevocationSeq uint64   `cbor:"last_rev_seq"`
 	RevokeSeq         uint64   `cbor:"revoke_seq"`
 	DeniedUntil       int64    `cbor:"denied_until"`
@@ -166,7 +174,7 @@ func (c Contact) MarshalBinary() ([]byte, error) {
 		V: recordVersion, ID: c.ID, Peer: []byte(c.Peer), Handle: c.Handle, State: string(c.State), Note: c.Note,
 		Updated: toMs(c.Updated), Expires: toMs(c.Expires), Cert: c.Cert, Seq: c.Seq, Scopes: c.Scopes,
 		InRequest: c.InRequest, OutRequest: c.OutRequest, Offer: c.Offer, OfferSig: c.OfferSig, Revocation: c.Revocation,
-		PeerRevocation: c.PeerRevocation, LastRevocationSeq: c.LastRevocationSeq, RevokeSeq: c.RevokeSeq, DeniedUntil: toMs(c.DeniedUntil),
+		PeerRevocation: c.PeerRevocation, ShownCert: c.ShownCert, LastRevocationSeq: c.LastRevocationSeq, RevokeSeq: c.RevokeSeq, DeniedUntil: toMs(c.DeniedUntil),
 		Approver: c.Approver, Known: c.Known, PriorState: string(c.PriorState),
 	}
 	if r.State == string(StateExpired) {
@@ -203,7 +211,7 @@ func (c *Contact) UnmarshalBinary(b []byte) error {
 		ID: r.ID, Peer: p, Handle: r.Handle, State: State(r.State), Note: r.Note,
 		Updated: fromMs(r.Updated), Expires: fromMs(r.Expires), Cert: r.Cert, Seq: r.Seq, Scopes: r.Scopes,
 		InRequest: r.InRequest, OutRequest: r.OutRequest, Offer: r.Offer, OfferSig: r.OfferSig, Revocation: r.Revocation,
-		PeerRevocation: r.PeerRevocation, LastRevocationSeq: r.LastRevocationSeq, RevokeSeq: r.RevokeSeq, DeniedUntil: fromMs(r.DeniedUntil),
+		PeerRevocation: r.PeerRevocation, ShownCert: r.ShownCert, LastRevocationSeq: r.LastRevocationSeq, RevokeSeq: r.RevokeSeq, DeniedUntil: fromMs(r.DeniedUntil),
 		Approver: r.Approver, Known: r.Known, PriorState: State(r.PriorState),
 	}
 	return nil

@@ -45,9 +45,11 @@
 // The request is opened by the requester; approve and deny by the approver;
 // revoke by either side; cert by either side of an active contact when they
 // connect: it shows the sealed certificate the opener holds, and a peer
-// started on an older copy of its home, which forgot it, takes it back
-// (RestoreCertificate: both signatures, valid now, newer than anything the
-// book holds for the opener, the contact unchanged since it began). A revoke may also carry the receiver's own
+// started on an older copy of its home, which forgot it, holds it as a
+// pending request for its user to approve (RestoreCertificate: both
+// signatures, valid now, newer than anything the book holds for the
+// opener, the contact unchanged since it began); one that completes the
+// peer's own outstanding offer is taken at once. A revoke may also carry the receiver's own
 // revocation back to it: the revoked node keeps the revocation it was sent
 // (Contact.PeerRevocation) and shows it to the revoker whenever they connect,
 // so a revoker started on an older copy of its home takes its decision back

@@ -31,6 +31,7 @@ func seeds(f *testing.F) (req, cert, rev []byte, msgs [][]byte) {
 		{Kind: KindCountersign, ID: RequestID(req), Sig: sig},
 		{Kind: KindDeny, ID: RequestID(req)},
 		{Kind: KindRevoke, Revocation: rev},
+		{Kind: KindCert, Cert: cert, Handle: "Bob"},
 		ErrorMessage("x", ErrDenied),
 	} {
 		b, err := encMode.Marshal(m)
@@ -147,7 +148,8 @@ func FuzzDecodeMessage(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode: %v", err)
 		}
-		if m2.Kind != m.Kind || m2.ID != m.ID || !bytes.Equal(m2.Payload, m.Payload) || m2.Text != m.Text || m2.Handle != m.Handle {
+		if m2.Kind != m.Kind || m2.ID != m.ID || !bytes.Equal(m2.Payload, m.Payload) || m2.Text != m.Text || m2.Handle != m.Handle ||
+			!bytes.Equal(m2.Cert, m.Cert) || !bytes.Equal(m2.Revocation, m.Revocation) {
 			t.Fatalf("round trip changed %+v to %+v", m, m2)
 		}
 		_ = m.Err()

@@ -202,6 +202,16 @@ func (s *Service) approve(ctx context.Context, ref string, validFor time.Duratio
 	if err != nil {
 		return Result{}, err
 	}
+	if c.ShownCert != nil {
+		s.record(actor, audit.ContactApprove, c.Peer, map[string]string{"id": c.ID, "restored": "the certificate it showed back"})
+		if actor == HumanActor {
+			s.userDecided(c.Peer)
+		}
+		res = s.result(c.Peer)
+		res.Delivered = true
+		res.Detail = "approved; the certificate it showed back is active again (the peer holds it already)"
+		return res, nil
+	}
 	s.record(actor, audit.ContactApprove, c.Peer, validity(c.ID, validFor))
 	if actor == HumanActor {
 		s.userDecided(c.Peer)
@@ -239,6 +249,11 @@ func (s *Service) Deny(ctx context.Context, ref string) (res Result, err error) 
 	}
 	if err := pendingIn(c, "deny"); err != nil {
 		return Result{}, err
+	}
+	if c.ShownCert != nil {
+		// The peer holds a certificate this node signed: it is revoked,
+		// so that the peer stops counting on it too.
+		return s.RevokeBy(ctx, ref, HumanActor)
 	}
 	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 	defer cancel()

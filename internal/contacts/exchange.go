@@ -166,12 +166,35 @@ func (s *Service) showCert(ctx context.Context, p peer.ID) {
 		return
 	}
 	s.log.Debug("certificate not taken by the contact", "peer", p.String(), "err", err)
-	if errors.Is(err, ErrUnreachable) {
+	var refused *remoteError
+	if !errors.As(err, &refused) || errors.Is(err, consent.ErrRateLimited) {
+		// Not answered (the peer just starting, perhaps), or not now:
+		// retryLoop shows it again while the peer stays connected.
 		s.stateMu.Lock()
 		if s.shown[p] == key {
-			delete(s.shown, p) // shown again on its next connection
+			delete(s.shown, p)
 		}
 		s.stateMu.Unlock()
+	}
+}
+
+// showCerts shows their certificates to the connected active contacts
+// that have not answered one since they connected (retryLoop).
+func (s *Service) showCerts(now time.Time) {
+	for _, c := range s.book.List(now) {
+		if c.State != consent.StateActive || c.Cert == nil {
+			continue
+		}
+		p := c.Peer
+		if s.cfg.Host.Network().Connectedness(p) != network.Connected {
+			continue
+		}
+		s.stateMu.Lock()
+		shown := s.shown[p] == deliveryKey(consent.KindCert, c.Cert)
+		s.stateMu.Unlock()
+		if !shown {
+			s.spawn(func() { s.showCert(s.ctx, p) })
+		}
 	}
 }
 
@@ -351,6 +374,7 @@ func (s *Service) retryLoop() {
 		}
 		s.expire()
 		now := s.now()
+		s.showCerts(now)
 		for _, c := range s.book.List(now) {
 			if now.Sub(c.Updated) > retryFor {
 				continue // gone for a month: wait until it connects

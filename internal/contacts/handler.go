@@ -159,21 +159,31 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 		var (
 			c        consent.Contact
 			restored bool
+			changed  bool
 		)
 		err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
 			c, restored, recs, err = s.book.RestoreCertificate(remote, m.Handle, m.Cert, now)
+			changed = len(recs) > 0
 			return recs, err
 		})
 		if err == nil {
 			ans = consent.Message{Kind: consent.KindAck}
 		}
-		if err == nil && restored {
-			// A certificate this node signed, that it did not hold: it runs
-			// on an older copy of its home.
-			s.log.Warn("contact taken back from a peer: this home was restored from an older copy",
-				"peer", remote.String(), "seq", c.Seq)
+		switch {
+		case err != nil:
+		case restored:
+			// The approval this node made, whose countersignature it lost.
+			s.log.Info("contact active: the peer showed the certificate this node approved", "peer", remote.String())
 			s.record(peerActor(remote), audit.ContactApprove, remote, map[string]string{
-				"restored": "certificate shown back by the peer", "seq": strconv.FormatUint(c.Seq, 10)})
+				"restored": "certificate of this node's approval, shown back by the peer", "seq": strconv.FormatUint(c.Seq, 10)})
+		case c.State == consent.StatePendingIn && changed:
+			// A certificate this node signed that it does not hold: it may
+			// run on an older copy of its home, or the peer was revoked
+			// since and keeps that to itself. The user decides.
+			s.log.Warn("a peer shows a contact certificate this node signed and does not hold (home restored from an older copy?): approve it to be contacts again, or deny",
+				"peer", remote.String(), "id", c.ID)
+			s.record(peerActor(remote), audit.ContactRequest, remote, map[string]string{
+				"id": c.ID, "shown_cert": "a certificate this node signed, shown back by the peer; approve to take it back"})
 		}
 	default:
 		err = fmt.Errorf("%w: a %s message cannot open an exchange", consent.ErrMalformed, m.Kind)

@@ -79,12 +79,13 @@ func TestRevocationsOutliveAnOldCopyOfTheHome(t *testing.T) {
 // TestContactsComeBackToAnOldCopyOfTheHome: node A's data is restored from
 // a copy taken before B approved it (A asked) and before A approved C (C
 // asked). Started on the copy, A knows neither; each shows A the certificate
-// they hold when they connect, and A takes both back (its own signature is
-// on each), says so in its audit log, and keeps them across a restart.
+// they hold when they connect, and A holds it as a pending request for its
+// user (a peer revoked since the copy could show its certificate too): the
+// user approves B, which is a contact again at once with no new exchange,
+// and denies C, which revokes C on both sides. The audit log says which.
 func TestContactsComeBackToAnOldCopyOfTheHome(t *testing.T) {
 	nt := startNet(t, 3)
 	waitConnected(t, nt, 0, 1)
-	waitConnected(t, nt, 0, 2)
 	nt.Crash(0)
 	old := nt.CopyData(0)
 	nt.Restart(0)
@@ -96,31 +97,50 @@ func TestContactsComeBackToAnOldCopyOfTheHome(t *testing.T) {
 	nt.RestoreData(0, old)
 	nt.Restart(0)
 	nt.ConnectAll()
-	waitState(t, nt, 0, 1, consent.StateActive)
-	waitState(t, nt, 0, 2, consent.StateActive)
+	waitState(t, nt, 0, 1, consent.StatePendingIn)
+	waitState(t, nt, 0, 2, consent.StatePendingIn)
 	for _, j := range []int{1, 2} {
-		if err := svc(nt, 0).Allowed(nt.ID(j)); err != nil {
-			t.Fatalf("A does not allow node %d: %v", j, err)
+		if err := svc(nt, 0).Allowed(nt.ID(j)); err == nil {
+			t.Fatalf("A allows node %d before its user decided", j)
 		}
+	}
+	ctx := context.Background()
+	res, err := svc(nt, 0).Approve(ctx, nt.ID(1).String(), 0)
+	if err != nil || !res.Delivered {
+		t.Fatalf("approve B's certificate: %+v %v", res, err)
+	}
+	if err := svc(nt, 0).Allowed(nt.ID(1)); err != nil {
+		t.Fatalf("A does not allow B after approving: %v", err)
+	}
+	if s := state(nt, 1, 0); s != consent.StateActive {
+		t.Fatalf("B sees A as %s", s)
+	}
+	if res, err := svc(nt, 0).Deny(ctx, nt.ID(2).String()); err != nil || !res.Delivered {
+		t.Fatalf("deny C's certificate: %+v %v", res, err)
+	}
+	waitState(t, nt, 2, 0, consent.StateRevoked)
+	if s := state(nt, 0, 2); s != consent.StateRevoked {
+		t.Fatalf("A sees C as %s after denying its certificate", s)
 	}
 	nt.WaitFor(10*time.Second, func() bool {
 		es, err := audit.List(nt.Home(0), time.Time{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		taken := map[string]bool{}
+		shown, approved := map[string]bool{}, false
 		for _, e := range es {
-			if e.Action == audit.ContactApprove && e.Detail["restored"] != "" {
-				taken[e.Subject] = true
+			if e.Action == audit.ContactRequest && e.Detail["shown_cert"] != "" {
+				shown[e.Subject] = true
+			}
+			if e.Action == audit.ContactApprove && e.Subject == nt.ID(1).String() && e.Detail["restored"] != "" {
+				approved = true
 			}
 		}
-		return len(taken) == 2 && taken[nt.ID(1).String()] && taken[nt.ID(2).String()]
-	}, "A's audit log to say it took back both certificates")
+		return len(shown) == 2 && approved
+	}, "A's audit log to say both showed certificates back and B's was approved")
 	nt.Crash(0)
 	nt.Restart(0)
-	for _, j := range []int{1, 2} {
-		if s := state(nt, 0, j); s != consent.StateActive {
-			t.Fatalf("after a restart A sees node %d as %s", j, s)
-		}
+	if s := state(nt, 0, 1); s != consent.StateActive {
+		t.Fatalf("after a restart A sees B as %s", s)
 	}
 }

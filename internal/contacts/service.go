@@ -211,7 +211,9 @@ func (s *Service) Start(ctx context.Context) error {
 		if s.hasWork(p) {
 			s.spawn(func() { s.redeliver(s.ctx, p) })
 		}
-		s.spawn(func() { s.showCert(s.ctx, p) })
+		if st, ok := s.book.State(p, s.now()); ok && st == consent.StateActive {
+			s.spawn(func() { s.showCert(s.ctx, p) })
+		}
 	}, DisconnectedF: func(n network.Network, c network.Conn) {
 		p := c.RemotePeer()
 		if len(n.ConnsToPeer(p)) == 0 {
