@@ -414,7 +414,7 @@ func (b *Book) IncomingRequest(from peer.ID, wire []byte, known bool, now time.T
 		return fail(fmt.Errorf("%w: until %s", ErrDenied, e.c.DeniedUntil.UTC().Format(time.RFC3339)))
 	}
 	if e != nil && e.c.State == StatePendingIn {
-		if e.c.ID == RequestID(wire) {
+		if e.c.InRequest != nil && e.c.ID == RequestID(wire) {
 			return e.c.clone(), recs, nil
 		}
 		return fail(fmt.Errorf("%w: request %s", ErrAlreadyPending, e.c.ID))
@@ -479,10 +479,7 @@ func (b *Book) ApproveScoped(id string, validFor time.Duration, scopes []string,
 		return Approval{}, nil, ErrNotFound
 	}
 	if e.c.ShownCert != nil {
-		// A certificate the peer showed back: approved, it is active again
-		// as it was (validity and scopes are the certificate's).
-		recs, err = b.approveShown(e, now)
-		return Approval{ID: id, Peer: e.c.Peer}, recs, err
+		return Approval{}, nil, fmt.Errorf("%w: the peer showed back a certificate; only the user takes it back (ApproveShown)", ErrState)
 	}
 	if validFor <= 0 {
 		validFor = b.pol.DefaultValidity
@@ -763,13 +760,15 @@ func (b *Book) restoreRevocation(rev *Revocation, now time.Time) (c Contact, rec
 	if rev.Seq <= e.c.RevokeSeq {
 		return Contact{}, nil, fmt.Errorf("%w: own revocation seq %d, last made %d", ErrReplay, rev.Seq, e.c.RevokeSeq)
 	}
-	if certSeq := max(e.c.Seq, offerSeq(&e.c)); rev.CertSeq < certSeq {
+	if certSeq := max(e.c.Seq, offerSeq(&e.c), shownSeq(&e.c)); rev.CertSeq < certSeq {
 		return Contact{}, nil, fmt.Errorf("%w: own revocation of certificate %d, the contact is at %d", ErrReplay, rev.CertSeq, certSeq)
 	}
-	if e.c.Updated.After(rev.Time) {
+	if e.c.Updated.After(rev.Time) && e.c.ShownCert == nil {
 		// The contact changed after the revocation was made (a new
 		// request of the user's since the restore): that decision stands.
 		// The revocation's seq is taken, so it is not shown back again.
+		// (A certificate shown back, waiting, is the peer's change, not
+		// the user's: the revocation ends it.)
 		next := e.c.clone()
 		next.RevokeSeq = rev.Seq
 		if recs, err = b.commit(next, nil); err != nil {
@@ -783,7 +782,7 @@ func (b *Book) restoreRevocation(rev *Revocation, now time.Time) (c Contact, rec
 		next.DeniedUntil = until
 	}
 	next.State, next.Seq, next.RevokeSeq, next.Revocation, next.Updated = StateRevoked, rev.CertSeq, rev.Seq, rev.Wire, now
-	next.Offer, next.OfferSig, next.InRequest, next.OutRequest = nil, nil, nil, nil
+	next.Offer, next.OfferSig, next.InRequest, next.OutRequest, next.ShownCert = nil, nil, nil, nil, nil
 	if recs, err = b.commit(next, nil); err != nil {
 		return Contact{}, nil, err
 	}
@@ -813,19 +812,14 @@ func (b *Book) RestoreCertificate(from peer.ID, handle string, wire []byte, now 
 	if from == b.self {
 		return Contact{}, false, nil, fmt.Errorf("%w: a certificate with self", ErrWrongPeers)
 	}
-	b.mu.Lock()
-	held := b.contacts[from]
-	same := held != nil && (bytes.Equal(held.c.Cert, wire) || bytes.Equal(held.c.ShownCert, wire))
-	b.mu.Unlock()
-	if same {
-		return held.c.clone(), false, nil, nil
-	}
 	if handle != "" {
 		if err := checkText("handle", handle, MaxHandle, false); err != nil {
 			return Contact{}, false, nil, err
 		}
 	}
-	cert, err := decodeCertificate(wire) // both signatures, outside the lock
+	// The cheap checks first, the signatures last: a flood of shows costs
+	// a parse each.
+	cert, w, err := parseCertUnverified(wire)
 	if err != nil {
 		return Contact{}, false, nil, err
 	}
@@ -833,21 +827,27 @@ func (b *Book) RestoreCertificate(from peer.ID, handle string, wire []byte, now 
 		return Contact{}, false, nil, err
 	}
 	b.mu.Lock()
+	held, _, err := b.shownDecision(from, wire, cert, now)
+	b.mu.Unlock()
+	if err != nil || held {
+		return b.contactOf(from, now), false, nil, err
+	}
+	if err := verifyCert(cert.A, w.Payload, w.SigA); err != nil {
+		return Contact{}, false, nil, err
+	}
+	if err := verifyCert(cert.B, w.Payload, w.SigB); err != nil {
+		return Contact{}, false, nil, err
+	}
+	cert.SigA, cert.SigB = w.SigA, w.SigB
+	b.mu.Lock()
 	defer b.mu.Unlock()
+	held, completes, err := b.shownDecision(from, wire, cert, now) // again: the book may have moved
+	if err != nil || held {
+		return Contact{}, false, nil, err
+	}
 	next := Contact{Peer: from, Handle: handle}
 	e := b.contacts[from]
-	completes := e != nil && e.c.Offer != nil && cert.Seq == offerSeq(&e.c)
 	if e != nil {
-		if cert.Seq <= e.c.Seq || (e.c.Offer != nil && cert.Seq < offerSeq(&e.c)) {
-			return Contact{}, false, nil, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, max(e.c.Seq, offerSeq(&e.c)))
-		}
-		if !completes && e.c.Updated.UnixMilli() > cert.NotBefore.Add(b.pol.ClockSkew).UnixMilli() {
-			return Contact{}, false, nil, fmt.Errorf("%w: the contact changed at %s, after the certificate began (%s)",
-				ErrReplay, e.c.Updated.UTC().Format(time.RFC3339), cert.NotBefore.UTC().Format(time.RFC3339))
-		}
-		if e.c.State == StatePendingIn && !completes {
-			return Contact{}, false, nil, fmt.Errorf("%w: request %s", ErrAlreadyPending, e.c.ID)
-		}
 		next = e.c.clone()
 		if handle != "" {
 			next.Handle = handle
@@ -872,13 +872,72 @@ func (b *Book) RestoreCertificate(from peer.ID, handle string, wire []byte, now 
 		next.PriorState = e.c.State
 	}
 	next.ID, next.State, next.Updated, next.Known = RequestID(wire), StatePendingIn, now, true
-	next.ShownCert, next.InRequest = bytes.Clone(wire), nil
+	next.ShownCert, next.InRequest, next.Offer, next.OfferSig = bytes.Clone(wire), nil, nil, nil
 	next.Note = fmt.Sprintf("shows a certificate this node signed (from %s, seq %d) that this home does not hold: restored from an older copy? approve to be contacts again",
 		cert.NotBefore.UTC().Format(time.RFC3339), cert.Seq)
 	if recs, err = b.commit(next, nil); err != nil {
 		return Contact{}, false, nil, err
 	}
 	return next.clone(), false, recs, nil
+}
+
+// shownDecision decides, from the book alone, on a certificate from shows
+// back: held when the book holds it already (as its certificate, or
+// pending); completes when it completes the book's outstanding offer;
+// an error when it is refused. Its caller holds b.mu.
+func (b *Book) shownDecision(from peer.ID, wire []byte, cert *Certificate, now time.Time) (held, completes bool, err error) {
+	e := b.contacts[from]
+	if e == nil {
+		return false, false, nil
+	}
+	if bytes.Equal(e.c.Cert, wire) || bytes.Equal(e.c.ShownCert, wire) {
+		return true, false, nil
+	}
+	completes = e.c.Offer != nil && cert.Seq == offerSeq(&e.c)
+	switch {
+	case cert.Seq <= e.c.Seq || (e.c.Offer != nil && cert.Seq < offerSeq(&e.c)):
+		return false, false, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, max(e.c.Seq, offerSeq(&e.c)))
+	case completes:
+		return false, true, nil
+	case (e.c.State == StateDenied || e.c.State == StateRevoked) && now.Before(e.c.DeniedUntil):
+		return false, false, fmt.Errorf("%w: until %s", ErrDenied, e.c.DeniedUntil.UTC().Format(time.RFC3339))
+	case e.c.Updated.UnixMilli() > cert.NotBefore.Add(b.pol.ClockSkew).UnixMilli():
+		return false, false, fmt.Errorf("%w: the contact changed at %s, after the certificate began (%s)",
+			ErrReplay, e.c.Updated.UTC().Format(time.RFC3339), cert.NotBefore.UTC().Format(time.RFC3339))
+	case e.c.State == StatePendingIn:
+		return false, false, fmt.Errorf("%w: request %s", ErrAlreadyPending, e.c.ID)
+	case e.c.State == StateActive && b.live(e, now):
+		// A live contact stays as it is (the newer certificate is shown
+		// again later, and waits for the user once this one has ended).
+		return false, false, fmt.Errorf("%w: the contact's certificate is live", ErrAlreadyContact)
+	}
+	return false, false, nil
+}
+
+// parseCertUnverified decodes a sealed certificate and its payload,
+// canonical, without checking its signatures (decodeCertificate does).
+func parseCertUnverified(wire []byte) (*Certificate, certWire, error) {
+	var w certWire
+	if len(wire) > MaxFrame {
+		return nil, w, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(wire))
+	}
+	if err := decodeCanonical(wire, &w); err != nil {
+		return nil, w, err
+	}
+	if err := checkSig(w.SigA); err != nil {
+		return nil, w, err
+	}
+	if err := checkSig(w.SigB); err != nil {
+		return nil, w, err
+	}
+	c, err := parseCertPayload(w.Payload)
+	return c, w, err
+}
+
+// contactOf returns the contact with p as of now (zero if none).
+func (b *Book) contactOf(p peer.ID, now time.Time) Contact {
+	c, _ := b.Get(p, now)
+	return c
 }
 
 // checkShown checks a certificate shown back by from: between this node
@@ -892,10 +951,26 @@ func (b *Book) checkShown(cert *Certificate, from peer.ID, now time.Time) error 
 	return nil
 }
 
-// approveShown makes the certificate of pending-in contact e, shown back by
-// its peer (Contact.ShownCert), active again: the user's approval. Its
-// caller holds b.mu.
-func (b *Book) approveShown(e *entry, now time.Time) (recs []Record, err error) {
+// ApproveShown makes the certificate that the peer of pending-in request
+// id showed back (Contact.ShownCert) active again, as it was (validity and
+// scopes are the certificate's; this node counts as its approver): the
+// user's approval, which no policy gives in its place. Errors: ErrNotFound,
+// ErrState (no certificate shown), and the certificate's checks.
+func (b *Book) ApproveShown(id string, now time.Time) (recs []Record, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("consent: approve shown %s: %w", id, err)
+		}
+	}()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.byRequest(id, now)
+	switch {
+	case e == nil:
+		return nil, ErrNotFound
+	case e.c.ShownCert == nil:
+		return nil, fmt.Errorf("%w: no certificate shown back", ErrState)
+	}
 	cert, err := decodeCertificate(e.c.ShownCert)
 	if err != nil {
 		return nil, err

@@ -1096,12 +1096,14 @@ func TestCertificateShownBackToARestoredCopy(t *testing.T) {
 	if err != nil || ok || len(recs) != 0 {
 		t.Fatalf("shown again: taken %v, %d records, %v", ok, len(recs), err)
 	}
+	// No policy approves it in the user's place, and a request made of the
+	// certificate's bytes is not the pending request.
+	_, _, err = alice.book.Approve(got.ID, 0, now)
+	wantErr(t, err, ErrState)
+	_, _, err = alice.book.IncomingRequest(bob.id, c.Cert, true, now)
+	wantErr(t, err, ErrAlreadyPending)
 	// The user approves: the certificate is active again as it was.
-	a, recs, err := alice.book.Approve(got.ID, 0, now)
-	alice.must(recs, err)
-	if a.Payload != nil {
-		t.Fatal("approving a certificate shown back made a new offer")
-	}
+	alice.must(alice.book.ApproveShown(got.ID, now))
 	got, _ = alice.book.Get(bob.id, now)
 	if got.State != StateActive || got.Seq != c.Seq || !bytes.Equal(got.Cert, c.Cert) || !got.Approver || got.ShownCert != nil {
 		t.Fatalf("approved: %s seq %d (want %d) approver %v", got.State, got.Seq, c.Seq, got.Approver)
@@ -1165,6 +1167,62 @@ func TestRevokedPeerShowingItsCertificate(t *testing.T) {
 		t.Fatalf("revoked peer's certificate: taken %v, %s", ok, got.State)
 	}
 	wantErr(t, alice.book.Allowed(bob.id, now), ErrNoContact)
+}
+
+// TestShownCertificateEdges: a newer certificate shown while the book's
+// own is live leaves the contact as it is; one shown while a revocation's
+// cool-down runs is refused; a waiting one drops a stale offer, and this
+// node's own revocation shown back after it ends it.
+func TestShownCertificateEdges(t *testing.T) {
+	alice, bob := newNode(t, Policy{}), newNode(t, Policy{})
+	connect(t, bob, alice, t0, time.Hour)
+	first := maps.Clone(alice.store)
+	c1, _ := alice.book.Get(bob.id, t0)
+	later := t0.Add(2 * time.Hour)
+	// A second certificate both signed, from t0+10m for a day.
+	payload, err := NewCertPayload(alice.id, bob.id, c1.Scopes, t0.Add(10*time.Minute), t0.Add(24*time.Hour), c1.Seq+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := SignCert(alice.priv, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := SignCert(bob.priv, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire2, err := AssembleCert(payload, sa, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := Contact{Cert: wire2}
+	// alice's copy holds the first, live at t0+30m: the second waits.
+	live := restored(t, alice, first)
+	_, _, _, err = live.book.RestoreCertificate(bob.id, "", c2.Cert, t0.Add(30*time.Minute))
+	wantErr(t, err, ErrAlreadyContact)
+	wantErr(t, live.book.Allowed(bob.id, t0.Add(30*time.Minute)), nil)
+	// Once the first ended, the second waits for the user.
+	got, _, recs, err := live.book.RestoreCertificate(bob.id, "", c2.Cert, later.Add(time.Minute))
+	live.must(recs, err)
+	if got.State != StatePendingIn || got.Offer != nil {
+		t.Fatalf("after the first ended: %s, offer kept %v", got.State, got.Offer != nil)
+	}
+	// alice's own revocation of the second, shown back now, ends it.
+	rev, err := NewRevocation(alice.priv, bob.id, c1.Seq+1, nextSeq(c1.RevokeSeq, later.Add(time.Hour)), later.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, recs, err = live.book.ApplyRevocation(rev, later.Add(2*time.Hour))
+	live.must(recs, err)
+	if got.State != StateRevoked || got.ShownCert != nil {
+		t.Fatalf("own revocation after the show: %s, shown cert kept %v", got.State, got.ShownCert != nil)
+	}
+	// Within the revocation's cool-down a certificate shown is refused.
+	_, _, _, err = live.book.RestoreCertificate(bob.id, "", c2.Cert, later.Add(3*time.Hour))
+	if !errors.Is(err, ErrDenied) && !errors.Is(err, ErrReplay) {
+		t.Fatalf("shown during the cool-down: %v", err)
+	}
 }
 
 // TestLostCountersignatureShownBack: the approver's offer was

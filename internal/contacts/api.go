@@ -187,6 +187,9 @@ func (s *Service) approve(ctx context.Context, ref string, validFor time.Duratio
 	if err := pendingIn(c, "approve"); err != nil {
 		return Result{}, err
 	}
+	if c.ShownCert != nil && actor != HumanActor {
+		return Result{}, fmt.Errorf("%w: %s showed back a certificate this node signed: only the user takes it back", consent.ErrState, c.Peer)
+	}
 	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 	defer cancel()
 	unlock, err := s.lockPeer(ctx, c.Peer)
@@ -194,6 +197,17 @@ func (s *Service) approve(ctx context.Context, ref string, validFor time.Duratio
 		return Result{}, err
 	}
 	defer unlock()
+	if c.ShownCert != nil {
+		if err := s.apply(func(now time.Time) ([]consent.Record, error) { return s.book.ApproveShown(c.ID, now) }); err != nil {
+			return Result{}, err
+		}
+		s.record(actor, audit.ContactApprove, c.Peer, map[string]string{"id": c.ID, "restored": "the certificate it showed back"})
+		s.userDecided(c.Peer)
+		res = s.result(c.Peer)
+		res.Delivered = true
+		res.Detail = "approved; the certificate it showed back is active again (the peer holds it already)"
+		return res, nil
+	}
 	var a consent.Approval
 	err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
 		a, recs, err = s.book.ApproveScoped(c.ID, validFor, scopes, now)
@@ -201,16 +215,6 @@ func (s *Service) approve(ctx context.Context, ref string, validFor time.Duratio
 	})
 	if err != nil {
 		return Result{}, err
-	}
-	if c.ShownCert != nil {
-		s.record(actor, audit.ContactApprove, c.Peer, map[string]string{"id": c.ID, "restored": "the certificate it showed back"})
-		if actor == HumanActor {
-			s.userDecided(c.Peer)
-		}
-		res = s.result(c.Peer)
-		res.Delivered = true
-		res.Detail = "approved; the certificate it showed back is active again (the peer holds it already)"
-		return res, nil
 	}
 	s.record(actor, audit.ContactApprove, c.Peer, validity(c.ID, validFor))
 	if actor == HumanActor {

@@ -166,10 +166,11 @@ func (s *Service) showCert(ctx context.Context, p peer.ID) {
 		return
 	}
 	s.log.Debug("certificate not taken by the contact", "peer", p.String(), "err", err)
-	var refused *remoteError
-	if !errors.As(err, &refused) || errors.Is(err, consent.ErrRateLimited) {
-		// Not answered (the peer just starting, perhaps), or not now:
-		// retryLoop shows it again while the peer stays connected.
+	if !errors.Is(err, consent.ErrReplay) {
+		// Not answered (the peer just starting, perhaps), or not taken
+		// now (rate limited, its pending requests full, its own
+		// certificate still live): retryLoop shows it again while the
+		// peer stays connected. A replay is final: it holds newer.
 		s.stateMu.Lock()
 		if s.shown[p] == key {
 			delete(s.shown, p)
