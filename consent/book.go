@@ -854,10 +854,7 @@ func (b *Book) RestoreCertificate(from peer.ID, handle string, wire []byte, now 
 		}
 	}
 	if completes {
-		next.State, next.Cert, next.Seq, next.Updated = StateActive, bytes.Clone(wire), cert.Seq, now
-		next.Offer, next.OfferSig, next.InRequest, next.OutRequest, next.Note = nil, nil, nil, nil, ""
-		next.DeniedUntil, next.Approver = time.Time{}, true
-		next.Expires, next.Scopes = cert.NotAfter, cert.Scopes
+		next = activated(next, wire, cert, now)
 		if recs, err = b.commit(next, cert); err != nil {
 			return Contact{}, false, nil, err
 		}
@@ -914,26 +911,6 @@ func (b *Book) shownDecision(from peer.ID, wire []byte, cert *Certificate, now t
 	return false, false, nil
 }
 
-// parseCertUnverified decodes a sealed certificate and its payload,
-// canonical, without checking its signatures (decodeCertificate does).
-func parseCertUnverified(wire []byte) (*Certificate, certWire, error) {
-	var w certWire
-	if len(wire) > MaxFrame {
-		return nil, w, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(wire))
-	}
-	if err := decodeCanonical(wire, &w); err != nil {
-		return nil, w, err
-	}
-	if err := checkSig(w.SigA); err != nil {
-		return nil, w, err
-	}
-	if err := checkSig(w.SigB); err != nil {
-		return nil, w, err
-	}
-	c, err := parseCertPayload(w.Payload)
-	return c, w, err
-}
-
 // contactOf returns the contact with p as of now (zero if none).
 func (b *Book) contactOf(p peer.ID, now time.Time) Contact {
 	c, _ := b.Get(p, now)
@@ -981,12 +958,18 @@ func (b *Book) ApproveShown(id string, now time.Time) (recs []Record, err error)
 	if cert.Seq <= e.c.Seq {
 		return nil, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, e.c.Seq)
 	}
-	next := e.c.clone()
-	next.State, next.Cert, next.Seq, next.Updated = StateActive, bytes.Clone(e.c.ShownCert), cert.Seq, now
+	return b.commit(activated(e.c.clone(), e.c.ShownCert, cert, now), cert)
+}
+
+// activated returns next made active with the sealed certificate wire
+// (cert, decoded), this node its approver: a certificate shown back and
+// taken.
+func activated(next Contact, wire []byte, cert *Certificate, now time.Time) Contact {
+	next.State, next.Cert, next.Seq, next.Updated = StateActive, bytes.Clone(wire), cert.Seq, now
 	next.Offer, next.OfferSig, next.InRequest, next.OutRequest, next.Note = nil, nil, nil, nil, ""
 	next.DeniedUntil, next.Approver = time.Time{}, true
 	next.Expires, next.Scopes = cert.NotAfter, cert.Scopes
-	return b.commit(next, cert)
+	return next
 }
 
 // Allowed returns nil if there is a live certificate between this node and

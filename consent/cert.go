@@ -205,20 +205,7 @@ func DecodeCertificate(wire []byte) (*Certificate, error) {
 }
 
 func decodeCertificate(wire []byte) (*Certificate, error) {
-	if len(wire) > MaxFrame {
-		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(wire))
-	}
-	var w certWire
-	if err := decodeCanonical(wire, &w); err != nil {
-		return nil, err
-	}
-	if err := checkSig(w.SigA); err != nil {
-		return nil, err
-	}
-	if err := checkSig(w.SigB); err != nil {
-		return nil, err
-	}
-	c, err := parseCertPayload(w.Payload)
+	c, w, err := parseCertUnverified(wire)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +217,26 @@ func decodeCertificate(wire []byte) (*Certificate, error) {
 	}
 	c.SigA, c.SigB = w.SigA, w.SigB
 	return c, nil
+}
+
+// parseCertUnverified decodes a sealed certificate and its payload,
+// canonical, without checking its signatures (decodeCertificate does).
+func parseCertUnverified(wire []byte) (*Certificate, certWire, error) {
+	var w certWire
+	if len(wire) > MaxFrame {
+		return nil, w, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(wire))
+	}
+	if err := decodeCanonical(wire, &w); err != nil {
+		return nil, w, err
+	}
+	if err := checkSig(w.SigA); err != nil {
+		return nil, w, err
+	}
+	if err := checkSig(w.SigB); err != nil {
+		return nil, w, err
+	}
+	c, err := parseCertPayload(w.Payload)
+	return c, w, err
 }
 
 // Check reports whether c is a certificate between self and other that is
