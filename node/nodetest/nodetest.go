@@ -21,6 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/parley-mesh/parley/consent"
@@ -273,7 +274,25 @@ func (nt *Net) Restart(i int) *node.Node {
 	if err := nt.startNode(i, true); err != nil {
 		nt.t.Fatalf("nodetest: restart node %d: %v", i, err)
 	}
+	nt.clearBackoff(i)
 	return nt.Node(i)
+}
+
+// clearBackoff forgets the other nodes' failed dials of node i, back on
+// the addresses it had: a dial while it was down would otherwise be
+// refused as "dial backoff" for a few seconds after it is up again.
+func (nt *Net) clearBackoff(i int) {
+	nt.mu.Lock()
+	nodes := append([]*node.Node(nil), nt.nodes...)
+	nt.mu.Unlock()
+	for j, n := range nodes {
+		if j == i || n == nil {
+			continue
+		}
+		if sw, ok := n.Host().Network().(*swarm.Swarm); ok {
+			sw.Backoff().Clear(nt.ID(i))
+		}
+	}
 }
 
 // RestartAlone reopens node i from its home, on the addresses it had, with
@@ -286,6 +305,7 @@ func (nt *Net) RestartAlone(i int) *node.Node {
 	if err := nt.startNode(i, false); err != nil {
 		nt.t.Fatalf("nodetest: restart node %d: %v", i, err)
 	}
+	nt.clearBackoff(i)
 	return nt.Node(i)
 }
 
