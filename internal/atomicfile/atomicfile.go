@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // beforeCommit runs, in tests, once the data is durable in the temporary
@@ -61,13 +62,15 @@ func Replace(path string, data []byte, perm os.FileMode) error {
 // first. A writer racing this one for the same path may lose its temporary
 // file: CreateNew then creates the file in place, exclusively.
 func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
-	pattern := "." + filepath.Base(path) + ".*.tmp"
-	if stale, err := filepath.Glob(filepath.Join(filepath.Dir(path), globQuote(pattern))); err == nil {
-		for _, f := range stale {
-			os.Remove(f)
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+"."
+	if es, err := os.ReadDir(dir); err == nil {
+		for _, e := range es {
+			if n := e.Name(); strings.HasPrefix(n, prefix) && strings.HasSuffix(n, ".tmp") {
+				os.Remove(filepath.Join(dir, n))
+			}
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), pattern)
+	tmp, err := os.CreateTemp(dir, prefix+"*.tmp")
 	if err != nil {
 		return "", err
 	}
@@ -119,19 +122,4 @@ func createInPlace(path string, data []byte, perm os.FileMode) error {
 		os.Remove(path)
 	}
 	return err
-}
-
-// globQuote escapes the glob's special characters in a file name pattern,
-// keeping its one "*".
-func globQuote(pattern string) string {
-	var b []byte
-	for i := 0; i < len(pattern); i++ {
-		switch c := pattern[i]; c {
-		case '?', '[', '\\':
-			b = append(b, '\\', c)
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(b)
 }
