@@ -16,8 +16,9 @@ import (
 )
 
 // uiActions are the local API routes the dashboard's page may use: the
-// human's posts, replies, invites and new rooms, contact decisions, answers
-// to the invites and organisation memberships that wait, and room logs.
+// human's posts, replies, invites, new rooms and removals (from the rooms
+// this node created), contact decisions, answers to the invites and
+// organisation memberships that wait, and room logs.
 var uiActions = []string{
 	"POST /v1/agents/human/say",
 	"POST /v1/agents/human/reply",
@@ -34,6 +35,7 @@ var uiActions = []string{
 	"POST /v1/moderation/unmute",
 	"POST /v1/moderation/kill",
 	"POST /v1/moderation/revive",
+	"POST /v1/rooms/{room}/remove",
 	"GET /v1/rooms/{room}/log",
 }
 

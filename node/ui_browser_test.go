@@ -269,6 +269,44 @@ func TestDashboardInBrowser(t *testing.T) {
 			return e.Kind == "invite" && e.To == "carol@"+other && e.Author == me
 		})
 	}, "the invite of carol from the page in node 1's room log")
+
+	// The room's creator takes members out from the page: carol alone,
+	// then node 1. In node 1's room, which node 0 did not create, the page
+	// offers no removal.
+	if _, err := c0.Invite(ctx, "human", localapi.InviteRequest{Room: mine.RoomID, Member: "carol@" + other}); err != nil {
+		t.Fatal(err)
+	}
+	chip := func(member string) string { return fmt.Sprintf(`#roommembers span[data-member=%q]`, member) }
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!document.querySelector(%q)`, chip("carol@"+other)), "carol among the members of the page's room")
+	if n := eval[int](t, b, `document.querySelectorAll("#roommembers button").length`); n != 0 {
+		t.Fatalf("%d removal buttons in a room node 0 did not create", n)
+	}
+	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, mine.RoomID))
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!document.querySelector(%q)`, chip("carol@"+other)+" button"), "carol's removal button in node 0's room")
+	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, chip("alice@"+me)+", "+chip("alice@"+me)+" button")); n != 1 {
+		t.Fatalf("alice, this node's own agent, in node 0's room: %d chips and buttons, want her chip alone", n)
+	}
+	clickJS(t, b, chip("carol@"+other)+" button")
+	removed := func(kind func(e localapi.Event) bool) func() bool {
+		return func() bool {
+			es, err := c0.Log(ctx, mine.RoomID, 0, "")
+			return err == nil && slices.ContainsFunc(es, kind)
+		}
+	}
+	nt.WaitFor(30*time.Second, removed(func(e localapi.Event) bool {
+		return e.Kind == "leave" && e.To == "carol@"+other && e.Author == me
+	}), "carol's removal from the page in node 0's room log")
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!document.querySelector(%q) && [...document.querySelectorAll("#events li")].some(li => li.textContent.includes("took carol@node1 out"))`, chip("carol@"+other)),
+		"carol gone from the members and her removal in the room's events")
+	if in, err := c0.Room(ctx, mine.RoomID); err != nil || !slices.Contains(in.Members, other) {
+		t.Fatalf("node 1 after carol's removal: %+v %v", in, err)
+	}
+	clickJS(t, b, chip(other)+" button")
+	nt.WaitFor(30*time.Second, removed(func(e localapi.Event) bool {
+		return e.Kind == "leave" && e.Target == other && e.Author == me
+	}), "node 1's removal from the page in node 0's room log")
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!document.querySelector(%q)`, chip(other)), "node 1 gone from the page's members")
+	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, theirs.RoomID))
 	// A flood: the page keeps the last 200 events of the room and counts the
 	// others.
 	// (Posted from several goroutines: the room writes them in batches.)

@@ -105,7 +105,8 @@
   function renderEvents() {
     var r = S.rooms.filter(function (x) { return x.room_id === S.sel; })[0];
     $("roomname").textContent = r ? (r.name || r.room_id) : "No room selected";
-    $("roompurpose").textContent = r ? (r.purpose || "") + " · " + r.agents.map(addr).join(", ") : "";
+    $("roompurpose").textContent = r ? r.purpose || "" : "";
+    renderMembers(r);
     var n = S.dropped[S.sel] || 0;
     $("dropped").textContent = n ? n + " earlier events not shown (this page keeps the last " + S.max + ")" : "";
     var list = $("events"), evs = S.events[S.sel] || [];
@@ -128,6 +129,29 @@
     if (atBottom) list.scrollTop = list.scrollHeight;
   }
   var shownRoom = "";
+
+  // renderMembers shows the room's agents, and the nodes none of them is
+  // of; the room's creator gets a button to take each of another node out
+  // (an agent alone, or its whole node). A removal is undone by an invite.
+  function renderMembers(r) {
+    if (!r) { fill($("roommembers"), []); return; }
+    var mine = r.creator === S.node, seen = {}, kids = [];
+    var chip = function (member, label, button) {
+      var c = el("span", { cls: "member", "data-member": member }, [label]);
+      if (button) c.appendChild(btn(button, function () { act("/v1/rooms/" + encodeURIComponent(r.room_id) + "/remove", { peer_id: member }); }));
+      kids.push(c);
+    };
+    (r.agents || []).forEach(function (a) {
+      var node = a.slice(a.lastIndexOf("@") + 1);
+      seen[node] = true;
+      chip(a, addr(a), mine && node !== S.node ? "remove" : "");
+    });
+    (r.members || []).forEach(function (n) {
+      if (n === S.node) return;
+      chip(n, "node " + peer(n) + (seen[n] ? "" : " (no agent)"), mine ? "remove node" : "");
+    });
+    fill($("roommembers"), kids);
+  }
 
   function replyTo(id, room, from) {
     if (room !== S.sel) select(room);
