@@ -10,6 +10,8 @@ import (
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -307,5 +309,40 @@ func TestReleaseAfterLeave(t *testing.T) {
 	}
 	if _, err := c.mgr(0).Post(ctx, c.id, "bot", rooms.KindRelease, []byte{0xa0}); err != nil {
 		t.Fatalf("release after leaving: %v", err)
+	}
+}
+
+// The creator of a room made before AgentRemovalSince cannot take one agent
+// of another node out (the room's members would read it as the creator's
+// own agent leaving): RemoveAgent refuses with ErrRoomTooOld and posts
+// nothing; removing the whole node still works.
+func TestRemoveAgentInARoomTooOld(t *testing.T) {
+	before, start := time.UnixMilli(rooms.AgentRemovalSince).Add(-time.Hour), time.Now()
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Second
+		if i == 0 {
+			c.RoomClock = func() time.Time { return before.Add(time.Since(start)) }
+		}
+	}))
+	ctx := context.Background()
+	id := openRoom(t, nt, 1)
+	bot := identity.AgentAddr{Name: "bot", Peer: nt.ID(1)}
+	if _, err := mgr(nt, 0).InviteAgent(ctx, id, nt.ID(1), "bot", identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		a, ok, _ := mgr(nt, 1).AgentState(id, bot.String())
+		return ok && a.In
+	}, "bot to be in on node 1")
+	n := eventCount(nt, 0, id)
+	if _, err := mgr(nt, 0).RemoveAgent(ctx, id, bot, identity.HumanAgent); !errors.Is(err, rooms.ErrRoomTooOld) {
+		t.Fatalf("an agent removed from a room older than the rule: %v", err)
+	}
+	if got := eventCount(nt, 0, id); got != n {
+		t.Fatalf("the refused removal posted: %d events, were %d", got, n)
+	}
+	if _, err := mgr(nt, 0).Remove(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatalf("the node's removal in an older room: %v", err)
 	}
 }
