@@ -170,3 +170,58 @@ func TestDamagedRoomDoesNotStopTheNode(t *testing.T) {
 		t.Fatalf("%v rooms counted as not opened", n)
 	}
 }
+
+// TestAntiEntropyBacksOffWhenNothingToFetch: in a quiet room every
+// periodic catch-up finds nothing, and after three in a row anti-entropy
+// visits the room once every eight turns. A catch-up that brings events
+// (here node 1's subscription is held, so only a sync can bring node 0's
+// post) ends the backoff at once: the next turn syncs.
+func TestAntiEntropyBacksOffWhenNothingToFetch(t *testing.T) {
+	nt := startNet(t, 2) // a turn every second
+	id := openRoom(t, nt, 1)
+	n1 := nt.Node(1)
+	turns := func(outcome string) float64 { return aeTurns(t, n1, outcome) }
+	nt.WaitFor(60*time.Second, func() bool { return turns("skipped") >= 7 }, "node 1 to skip anti-entropy turns in a quiet room")
+	if got := mgr(nt, 1).EmptySyncs(id); got < 3 {
+		t.Fatalf("backing off after %d empty catch-ups", got)
+	}
+	synced, skipped := turns("synced"), turns("skipped")
+	nt.WaitFor(60*time.Second, func() bool { return turns("skipped")-skipped >= 14 }, "14 more turns skipped")
+	if d := turns("synced") - synced; d < 1 || d > 3 {
+		t.Fatalf("%v syncs in the turns that skipped 14: want one in eight", d)
+	}
+
+	stallReader(t, nt, 1)
+	before := eventCount(nt, 1, id)
+	if _, err := mgr(nt, 0).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "after the quiet"}); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(60*time.Second, func() bool { return eventCount(nt, 1, id) > before }, "a catch-up to bring node 0's post")
+	synced, skipped = turns("synced"), turns("skipped")
+	nt.WaitFor(30*time.Second, func() bool { return turns("synced") > synced }, "the next anti-entropy sync")
+	if d := turns("skipped") - skipped; d > 1 {
+		t.Fatalf("%v turns skipped after a catch-up that brought an event", d)
+	}
+}
+
+// aeTurns is node n's count of anti-entropy turns with outcome.
+func aeTurns(t *testing.T, n *node.Node, outcome string) float64 {
+	t.Helper()
+	mfs, err := n.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "parley_room_antientropy_turns_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}

@@ -252,3 +252,7 @@ func (m *Manager) StoredTipArrival(id identity.RoomID) (uint64, bool, error) {
 	t, err := unmarshalTip(v)
 	return t.arrival, true, err
 }
+
+// EmptySyncs returns how many catch-up sessions of a room in a row brought
+// no event (anti-entropy's backoff).
+func (m *Manager) EmptySyncs(id identity.RoomID) int { return int(m.room(id).emptySyncs.Load()) }

@@ -16,6 +16,9 @@ type metrics struct {
 	corrupt  prometheus.Counter
 	repaired prometheus.Counter
 	stalls   prometheus.Counter
+	// anti-entropy turns: a sync asked for, or skipped while the room's
+	// syncs keep finding nothing to fetch
+	antiEntropy *prometheus.CounterVec
 	// accepted gossip events GossipSub could not hand to a room's full
 	// subscription (fetched by sync instead)
 	overflow prometheus.Counter
@@ -70,6 +73,9 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		stalls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_sync_backoffs_total", Help: "Syncs whose events were all refused, after which the room backed off from the peer.",
 		}),
+		antiEntropy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_room_antientropy_turns_total", Help: "Rooms' periodic catch-up turns: synced, or skipped while the room's syncs found nothing to fetch.",
+		}, []string{"outcome"}),
 	}
 	if reg != nil {
 		pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -83,7 +89,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.antiEntropy, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}

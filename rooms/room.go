@@ -156,20 +156,26 @@ type room struct {
 
 	gsub atomic.Pointer[gossipSub] // the topic's subscription and its reader (gossip.go)
 
-	mu            sync.RWMutex // protects the fields below
-	meta          Meta
-	members       map[peer.ID]ID     // member node → the create or invite event admitting it
-	vv            map[peer.ID]uint64 // author → highest contiguous seq accepted
-	committed     map[peer.ID]uint64 // the same, as far as it is written to the store
-	forks         uint64             // forks written to the store (events outside committed)
-	headsSnap     []ID
-	listeners     map[int]chan View
-	nextLis       int
-	syncing       map[peer.ID]bool // peers with a sync queued or running
-	resync        map[peer.ID]bool // peers asked for again while their sync ran: once more after it
-	syncQ         chan peer.ID
-	syncRunning   bool                   // a syncWorker runs (sync.go)
-	stalls        map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
+	mu          sync.RWMutex // protects the fields below
+	meta        Meta
+	members     map[peer.ID]ID     // member node → the create or invite event admitting it
+	vv          map[peer.ID]uint64 // author → highest contiguous seq accepted
+	committed   map[peer.ID]uint64 // the same, as far as it is written to the store
+	forks       uint64             // forks written to the store (events outside committed)
+	headsSnap   []ID
+	listeners   map[int]chan View
+	nextLis     int
+	syncing     map[peer.ID]bool // peers with a sync queued or running
+	resync      map[peer.ID]bool // peers asked for again while their sync ran: once more after it
+	syncQ       chan peer.ID
+	syncRunning bool              // a syncWorker runs (sync.go)
+	stalls      map[peer.ID]stall // peers whose syncs made no progress lately (sync.go)
+	// emptySyncs counts the catch-up sessions in a row that brought no
+	// event (sync.go); anti-entropy visits the room less often while it
+	// grows. aeTurns is the anti-entropy goroutine's own: the turns the
+	// room skipped since its last sync.
+	emptySyncs    atomic.Int32
+	aeTurns       int
 	topic         *pubsub.Topic          // the joined topic; nil while the room has none (topic.go)
 	topicStr      string                 // its name
 	unsub         func()                 // ends the topic's subscription (topic.go)

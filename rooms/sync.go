@@ -208,12 +208,36 @@ func (m *Manager) antiEntropy() {
 		queue[0] = nil
 		queue = queue[1:]
 		if m.room(r.id) == r {
-			if p := r.randomMember(); p != "" {
+			if !r.aeDue() {
+				m.metrics.antiEntropy.WithLabelValues("skipped").Inc()
+			} else if p := r.randomMember(); p != "" {
+				m.metrics.antiEntropy.WithLabelValues("synced").Inc()
 				r.requestSync(p)
 			}
 		}
 		t.Reset(jittered(step))
 	}
+}
+
+// aeMaxShift bounds anti-entropy's backoff: a room whose catch-ups keep
+// finding nothing is visited once every 2^aeMaxShift periods (8: four
+// minutes at the default period). Catch-up on a connection, on a graft
+// into the room's mesh, on a nudge and on an event whose parents are
+// missing does not wait for it; anti-entropy is the last resort.
+const aeMaxShift = 3
+
+// aeDue reports whether the room syncs at this anti-entropy turn: at every
+// turn while its last catch-up brought events, and once every 2^k turns
+// after k catch-ups in a row brought none (k at most aeMaxShift). Called by
+// the anti-entropy goroutine only.
+func (r *room) aeDue() bool {
+	k := min(int(r.emptySyncs.Load()), aeMaxShift)
+	if r.aeTurns < 1<<k-1 {
+		r.aeTurns++
+		return false
+	}
+	r.aeTurns = 0
+	return true
 }
 
 // jittered returns d give or take up to a half, at random (a mean of d).
@@ -235,6 +259,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 	var from peer.ID // the authors asked for: from here on
 	refused := 0     // events of parts that brought nothing the room took
 	cut := false     // a part ended with more of it left unasked
+	fetched := false // a round brought events the room stored
 	for round := 0; round < maxSyncRounds; round++ {
 		mark := r.progressMark()
 		more, n, want, to, err := r.syncRound(ctx, p, from)
@@ -256,6 +281,7 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 			refused += n
 			cut = cut || more
 		case n > 0:
+			fetched = true
 			r.noteProgress(p, true)
 			if more {
 				continue // the same authors: p has more of them
@@ -270,14 +296,22 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 			// part it refused too: they were not this node's).
 			r.ownLearned("a member answered")
 		}
-		return r.syncEnd(p, refused)
+		return r.syncEnd(p, refused, fetched)
 	}
-	return r.syncEnd(p, refused)
+	return r.syncEnd(p, refused, fetched)
 }
 
-// syncEnd ends a catch-up session with p in which refused events were all
-// that some parts brought: then it backs off from p.
-func (r *room) syncEnd(p peer.ID, refused int) error {
+// syncEnd ends a catch-up session with p. One in which refused events were
+// all that some parts brought backs off from p; one that brought nothing at
+// all counts towards anti-entropy's backoff (aeDue), and one that brought
+// events ends it.
+func (r *room) syncEnd(p peer.ID, refused int, fetched bool) error {
+	switch {
+	case fetched:
+		r.emptySyncs.Store(0)
+	case refused == 0 && r.emptySyncs.Load() < 1<<aeMaxShift:
+		r.emptySyncs.Add(1)
+	}
 	if refused > 0 {
 		r.noteProgress(p, false)
 		r.m.metrics.syncs.WithLabelValues("requester", "no_progress").Inc()
