@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/moderation"
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // newModeration builds the moderation service; it needs the store.
@@ -205,4 +207,15 @@ func (m modAPI) Rules(context.Context) []localapi.ModerationRule {
 		out[i] = rule(r)
 	}
 	return out
+}
+
+// cutOff reports, by the rooms' policy, whether this node's user cut p off
+// (a contact revoked, expired or denied). A stranger, which the policy
+// refuses too, is not cut off: rooms take its events only where their
+// rules let it in.
+func cutOff(policy rooms.Policy) func(peer.ID) bool {
+	return func(p peer.ID) bool {
+		err := policy.Allowed(p)
+		return err != nil && !errors.Is(err, rooms.ErrStranger)
+	}
 }

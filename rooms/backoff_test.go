@@ -225,3 +225,45 @@ func aeTurns(t *testing.T, n *node.Node, outcome string) float64 {
 	}
 	return 0
 }
+
+// TestCutOffMemberDoesNotSplitTheRoom: node 0's user cuts off node 2, a
+// member of a room they share (a revoked contact). Node 2's post, which
+// node 0 refuses, is built on by node 1's reply: node 0 takes it then,
+// with the reply and every later post, so the room stays whole on every
+// node (before, node 0 could store no later post of node 1, for good). A
+// post of node 2 that no member built on stays out.
+func TestCutOffMemberDoesNotSplitTheRoom(t *testing.T) {
+	nt, pol := startCutOff(t, 3, 0)
+	ctx := context.Background()
+	id := openRoom(t, nt, 1, 2)
+	pol.cut(nt.ID(2))
+	say := func(i int, text string) {
+		t.Helper()
+		if _, err := mgr(nt, i).Say(ctx, id, rooms.SayArgs{Agent: identity.HumanAgent, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say(2, "from the cut-off member")
+	nt.WaitFor(20*time.Second, func() bool { return logHas(nt, 1, id, "from the cut-off member") }, "node 1 to hold node 2's post")
+	say(1, "a reply built on it")
+	say(0, "node 0 goes on")
+	waitConverged(t, nt, id, 8, 40*time.Second, 0, 1, 2)
+	for _, text := range []string{"from the cut-off member", "a reply built on it", "node 0 goes on"} {
+		if !logHas(nt, 0, id, text) {
+			t.Fatalf("node 0 lacks %q", text)
+		}
+	}
+
+	// Node 2 speaks again; nobody builds on it yet: node 0 does not take
+	// it, even when a sync with node 1 brings it.
+	say(2, "unanswered")
+	nt.WaitFor(20*time.Second, func() bool { return logHas(nt, 1, id, "unanswered") }, "node 1 to hold node 2's second post")
+	if err := mgr(nt, 0).SyncNow(ctx, id, nt.ID(1)); err != nil && !errors.Is(err, rooms.ErrNoProgress) {
+		t.Fatal(err)
+	}
+	if logHas(nt, 0, id, "unanswered") {
+		t.Fatal("node 0 took a post of the member its user cut off that no member built on")
+	}
+	say(1, "answered now")
+	waitConverged(t, nt, id, 10, 40*time.Second, 0, 1, 2)
+}

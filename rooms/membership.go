@@ -364,18 +364,20 @@ func (r *room) builtOnByMember(id ID) bool {
 }
 
 // A room keeps the last events it refused as their author's, out of the
-// room, up to outRefusedKept of them and outRefusedBytes of wire: a sync
-// sends parents first, so an event a member built on comes, and is
-// refused, just before the event that shows a member built on it.
+// room or cut off by this node's user, up to outRefusedKept of them and
+// outRefusedBytes of wire: a sync sends parents first, so an event a
+// member built on comes, and is refused, just before the event that shows
+// a member built on it.
 const (
 	outRefusedKept  = 64
 	outRefusedBytes = 256 << 10
 )
 
 // keepOutRefused keeps it, just refused with err, if its author is out of
-// the room (the oldest kept go first). Its caller holds procMu.
+// the room or cut off (the oldest kept go first). Its caller holds procMu.
 func (r *room) keepOutRefused(it Item, err error) {
-	if !(errors.Is(err, ErrNotMember) || errors.Is(err, ErrStranger)) || !r.wasOut(it.Event.Author) {
+	out := (errors.Is(err, ErrNotMember) || errors.Is(err, ErrStranger)) && r.wasOut(it.Event.Author)
+	if !out && !errors.Is(err, ErrNoConsent) {
 		return
 	}
 	if slices.ContainsFunc(r.outRefused, func(k Item) bool { return k.ID == it.ID }) {
@@ -391,11 +393,11 @@ func (r *room) keepOutRefused(it Item, err error) {
 
 // retryBuiltOn offers again the kept refused events that it, just pooled
 // and waiting for missing, waits for (directly or through pooled events),
-// when its author is a member or this node: a sync sends parents first,
+// when its author is this node or a member it takes events from: a sync sends parents first,
 // so they were refused before it came to show a member built on them. Its
 // caller holds procMu.
 func (r *room) retryBuiltOn(tx *txn, it Item, missing []ID, from peer.ID) {
-	if len(r.outRefused) == 0 || !r.isMemberOrSelf(it.Event.Author) {
+	if len(r.outRefused) == 0 || !r.allowedMember(it.Event.Author) {
 		return
 	}
 	seen := make(map[ID]bool)

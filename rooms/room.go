@@ -705,6 +705,19 @@ func (r *room) ownBuiltOn(id ID) bool {
 	return r.pending.NeededBy(id, func(e *Event) bool { return e != nil && e.Author == r.m.self })
 }
 
+// builtOnByAllowed reports whether an event of this node, or of a member
+// the room's policy allows, waits in the pending pool for id, directly or
+// through others' events. Its caller holds procMu.
+func (r *room) builtOnByAllowed(id ID) bool {
+	return r.pending.NeededBy(id, func(e *Event) bool { return e != nil && r.allowedMember(e.Author) })
+}
+
+// allowedMember reports whether p is this node, or a member of the room
+// that the policy allows (not cut off).
+func (r *room) allowedMember(p peer.ID) bool {
+	return p == r.m.self || r.isMember(p) && r.m.cfg.Policy.Allowed(p) == nil
+}
+
 // unstoredPosts is the error for a post while an own event that went out
 // is not stored yet (see restoreUnstored): it would take that event's seq.
 func (r *room) unstoredPosts() error {
@@ -1009,15 +1022,20 @@ func (r *room) accept(tx *txn, it Item) error {
 	}
 	if e.Author != r.m.self {
 		// Whatever path it came by: a node this user cut off (revoked,
-		// expired) gets no new events in. A stranger that founded the room
-		// is in it, like every member its invites vouch for.
-		// An event this node built an own event on (one that went out
-		// unstored and waits for it) is let in too: without it, that
-		// event, and so every later post, could never be stored. So is
-		// one of a stranger that was a member and is out now, when
+		// expired) gets no new events in by itself. A stranger that
+		// founded the room is in it, like every member its invites vouch
+		// for. An event that this node, or a member it takes events from,
+		// built on (directly or through others; one waiting in the pending
+		// pool for it) is let in too: without it that event, and every
+		// later one built on it, could never be stored, and the room would
+		// be split here for good (the node's own events that went out
+		// unstored, and every member's post after a cut-off member spoke).
+		// The room's own rules still hold for it (checkAuthor), and the
+		// inbox keeps a cut-off node's events from this node's agents. So
+		// is one of a stranger that was a member and is out now, when
 		// checkAuthor would take it (a member built on it, or its own
 		// leave): the room let it in while it was in.
-		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && (r.founds(e) || r.takesFromOut(it))) && !r.ownBuiltOn(it.ID) {
+		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && (r.founds(e) || r.takesFromOut(it))) && !r.builtOnByAllowed(it.ID) {
 			return fmt.Errorf("%w: %w", ErrNoConsent, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/contacts"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
@@ -229,6 +231,42 @@ func TestRevokeStopsDelivery(t *testing.T) {
 	if has(nt, 0, room, rooms.KindMessage, nt.ID(1), "after") {
 		t.Fatal("a message of the revoked node reached A's log")
 	}
+	// C replies, building on B's message: A takes both, so that the room
+	// stays whole on every node (before, A could store no later event of
+	// C's, for good), and keeps B's message from its agents. An ask of B's
+	// to A's human owes A nothing either.
+	say(t, nt, 2, room, "C answers B")
+	nt.WaitFor(20*time.Second, func() bool { return has(nt, 0, room, rooms.KindMessage, nt.ID(2), "C answers B") },
+		"A to store C's answer to B's message")
+	if !has(nt, 0, room, rooms.KindMessage, nt.ID(1), "after") {
+		t.Fatal("A stored C's answer without B's message it answers")
+	}
+	if _, err := mgr(nt, 1).Say(ctx, room, rooms.SayArgs{Agent: "bob", Text: "answer me, A", Ask: true, To: "human@" + nt.ID(0).String()}); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return has(nt, 2, room, rooms.KindAsk, nt.ID(1), "answer me, A") }, "C to hold B's ask")
+	say(t, nt, 2, room, "C again")
+	nt.WaitFor(20*time.Second, func() bool { return has(nt, 0, room, rooms.KindMessage, nt.ID(2), "C again") }, "A to store C's next message")
+	if !has(nt, 0, room, rooms.KindAsk, nt.ID(1), "answer me, A") {
+		t.Fatal("A stored C's message without B's ask it was built on")
+	}
+	read, err := nt.Node(0).Inbox().Read(ctx, "human", localapi.ReadRequest{Room: string(room), Last: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, it := range read.Messages {
+		shown = append(shown, it.Text)
+	}
+	if !slices.Contains(shown, "C answers B") || !slices.Contains(shown, "C again") || slices.Contains(shown, "after") || slices.Contains(shown, "answer me, A") {
+		t.Fatalf("A's human is shown %q: want C's messages, and none of B's since the revocation", shown)
+	}
+	for _, it := range read.Pending.Items {
+		if strings.HasSuffix(it.From, "@"+nt.ID(1).String()) {
+			t.Fatalf("A's human is handed %+v, of the node it revoked", it)
+		}
+	}
+
 	// A replay of the revocation is refused and counted.
 	c, _ := svc(nt, 0).Book().Get(nt.ID(1), time.Now())
 	before := rejected(t, nt, 1, "replay")

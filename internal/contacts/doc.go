@@ -51,6 +51,9 @@
 // unless p's contact is revoked, expired or denied: then it fails whatever
 // else holds, so a revoked or expired node is cut off at once from every
 // room, its events are ignored, sync with it is refused and the rooms' peer
-// filter keeps it off their topics. A stranger (no contact, no shared room)
+// filter keeps it off their topics. Its events that a member this node
+// takes events from built on still come in, through that member (a room
+// would be split here for good without them), and the inbox keeps them
+// from this node's agents (inbox.Config.CutOff). A stranger (no contact, no shared room)
 // is refused: it cannot invite this node into a room of its own.
 package contacts

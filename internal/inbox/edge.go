@@ -1154,11 +1154,14 @@ func (b *Inbox) checkPost(agent identity.AgentName) error {
 }
 
 // hidden reports whether v comes from an agent of another node that this
-// node's user muted: it stays in the room's log, but no agent here is
-// shown it or owes it anything.
+// node's user muted, or from a node the user cut off: it stays in the
+// room's log, but no agent here is shown it or owes it anything.
 func (b *Inbox) hidden(v rooms.View) bool {
-	if b.cfg.Moderation == nil || v.Author == b.self {
+	if v.Author == b.self {
 		return false
 	}
-	return b.cfg.Moderation.Hidden(from(v))
+	if b.cfg.CutOff != nil && b.cfg.CutOff(v.Author) {
+		return true
+	}
+	return b.cfg.Moderation != nil && b.cfg.Moderation.Hidden(from(v))
 }

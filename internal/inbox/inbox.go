@@ -105,6 +105,11 @@ type Config struct {
 	// Moderation says whether an agent may post and whose events are kept
 	// from this node's agents. Nil: everyone may post, nothing is hidden.
 	Moderation Moderation
+	// CutOff reports whether this node's user cut node p off (a contact
+	// revoked, expired or denied). A room still stores a cut-off member's
+	// events that others built on, so that it stays whole; they are kept
+	// from this node's agents as a muted agent's are. Nil: nobody is.
+	CutOff func(p peer.ID) bool
 	// Audit receives each decision on who is in a room once it is posted:
 	// rooms created, members invited and removed, agents and the node
 	// leaving. Nil records nothing.
