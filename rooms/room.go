@@ -336,30 +336,7 @@ func (r *room) run(ctx context.Context) {
 			idle.Reset(roomIdle)
 			continue
 		}
-	drain:
-		for len(live) < liveBatch {
-			select {
-			case in := <-r.inbox:
-				live = append(live, in)
-			default:
-				break drain
-			}
-		}
-		// Catch-up fills the batch when nothing live waits; else it takes
-		// a small share.
-		bulkMax := liveBatch
-		if len(live) > 0 {
-			bulkMax = bulkBatch
-		}
-	drainBulk:
-		for len(bulk) < bulkMax {
-			select {
-			case in := <-r.bulk:
-				bulk = append(bulk, in)
-			default:
-				break drainBulk
-			}
-		}
+		live, bulk = takeBatch(r.inbox, r.bulk, live, bulk)
 		// Live inputs first: a batch of catch-up is applied after them.
 		r.procMu.Lock()
 		r.process(ctx, append(live, bulk...))
@@ -367,6 +344,36 @@ func (r *room) run(ctx context.Context) {
 		r.queued.Add(-int64(len(live)))
 		idle.Reset(roomIdle)
 	}
+}
+
+// takeBatch adds to a batch that holds the input the room woke for (in
+// live or in bulk) what waits in the live inbox, up to liveBatch, then
+// catch-up from bulkq: up to liveBatch when the batch holds no live input,
+// else bulkBatch, so that live events never wait long behind catch-up.
+func takeBatch(inbox, bulkq <-chan input, live, bulk []input) ([]input, []input) {
+drain:
+	for len(live) < liveBatch {
+		select {
+		case in := <-inbox:
+			live = append(live, in)
+		default:
+			break drain
+		}
+	}
+	bulkMax := liveBatch
+	if len(live) > 0 {
+		bulkMax = bulkBatch
+	}
+drainBulk:
+	for len(bulk) < bulkMax {
+		select {
+		case in := <-bulkq:
+			bulk = append(bulk, in)
+		default:
+			break drainBulk
+		}
+	}
+	return live, bulk
 }
 
 // The most inputs one batch takes from the live inbox (gossip, says), and
