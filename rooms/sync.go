@@ -226,6 +226,10 @@ func (m *Manager) antiEntropy() {
 // missing does not wait for it; anti-entropy is the last resort.
 const aeMaxShift = 3
 
+// AntiEntropyReach is how many anti-entropy periods may pass, at most,
+// between two periodic catch-ups of a room (aeMaxShift's backoff).
+const AntiEntropyReach = 1 << aeMaxShift
+
 // aeDue reports whether the room syncs at this anti-entropy turn: at every
 // turn while its last catch-up brought events, and once every 2^k turns
 // after k catch-ups in a row brought none (k at most aeMaxShift). Called by

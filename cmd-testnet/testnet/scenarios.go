@@ -10,17 +10,20 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // drain is how long a scenario waits after its traffic for every node to
 // hold every event before it counts the missing ones as lost: the reach of
-// anti-entropy (three periods, at least 30 s) and the sending time, plus
+// anti-entropy (one period more than its longest backoff,
+// rooms.AntiEntropyReach, at least 30 s) and the sending time, plus
 // 2 ms for each of the events to move (500 events a second, a tenth of what
 // a node takes in by sync on two busy cores), so the deadline grows with the
 // work and a starved machine is not taken for a lossy one.
 func (r *runner) drain(events uint64) time.Duration {
 	sync := r.syncPeriod()
-	return max(30*time.Second, 3*sync) + r.cfg.Duration + time.Duration(events)*2*time.Millisecond
+	return max(30*time.Second, (rooms.AntiEntropyReach+1)*sync) + r.cfg.Duration + time.Duration(events)*2*time.Millisecond
 }
 
 // syncPeriod is the nodes' anti-entropy period.
