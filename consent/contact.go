@@ -102,6 +102,16 @@ func (c *Contact) Revocations() [][]byte {
 	return out
 }
 
+// RevokedHere reports whether the contact is revoked by this node: its own
+// revocation ends the current certificate (not only the peer's).
+func (c *Contact) RevokedHere() bool {
+	if c.State != StateRevoked || c.Revocation == nil {
+		return false
+	}
+	r, err := decodeRevocation(c.Revocation)
+	return err == nil && r.CertSeq >= c.Seq
+}
+
 // stateAt returns the state as reported at now.
 func (c *Contact) stateAt(now time.Time) State {
 	if c.State == StateActive && !c.Expires.IsZero() && now.UnixMilli() >= c.Expires.UnixMilli() {

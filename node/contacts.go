@@ -40,8 +40,16 @@ func (n *Node) knownPeer(p peer.ID) bool {
 	return n.sharesRoom(p) || (n.org != nil && n.org.IsMember(p))
 }
 
-// sharesRoom reports whether p is a member node of a room this node is in.
+// sharesRoom reports whether p is a member node of a room this node is in,
+// admitted through no node this user cut off (rooms.Manager.SharesRoom).
 // n.rooms is set in start before anything can call this.
 func (n *Node) sharesRoom(p peer.ID) bool {
-	return n.rooms != nil && n.rooms.SharesRoom(p)
+	if n.rooms == nil {
+		return false
+	}
+	var cut func(peer.ID) bool
+	if n.contacts != nil {
+		cut = n.contacts.CutOff
+	}
+	return n.rooms.SharesRoom(p, cut)
 }

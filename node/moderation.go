@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -209,13 +208,11 @@ func (m modAPI) Rules(context.Context) []localapi.ModerationRule {
 	return out
 }
 
-// cutOff reports, by the rooms' policy, whether this node's user cut p off
-// (a contact revoked, expired or denied). A stranger, which the policy
-// refuses too, is not cut off: rooms take its events only where their
-// rules let it in.
-func cutOff(policy rooms.Policy) func(peer.ID) bool {
-	return func(p peer.ID) bool {
-		err := policy.Allowed(p)
-		return err != nil && !errors.Is(err, rooms.ErrStranger)
-	}
+// refused reports whether the rooms' policy refuses p: a node this user cut
+// off (a contact revoked, expired or denied), or one no member this node
+// trusts vouched for (a stranger, or a node invited by a cut-off one). A
+// room stores such a node's events only where others built on them, and
+// the inbox keeps them from this node's agents.
+func refused(policy rooms.Policy) func(peer.ID) bool {
+	return func(p peer.ID) bool { return policy.Allowed(p) != nil }
 }

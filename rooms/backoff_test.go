@@ -266,4 +266,11 @@ func TestCutOffMemberDoesNotSplitTheRoom(t *testing.T) {
 	}
 	say(1, "answered now")
 	waitConverged(t, nt, id, 10, 40*time.Second, 0, 1, 2)
+
+	// A long run of the cut-off member's posts, more than the pending pool
+	// would hold in a chain, answered once: node 0 takes them all.
+	sayMany(t, nt, 2, id, 5000, "run")
+	nt.WaitFor(60*time.Second, func() bool { return eventCount(nt, 1, id) == 5010 }, "node 1 to hold the run")
+	say(1, "answered the run")
+	waitConverged(t, nt, id, 5011, 60*time.Second, 0, 1, 2)
 }

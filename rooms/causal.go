@@ -130,6 +130,14 @@ func (p *Pending) WaitsFor(id ID) []ID {
 	return nil
 }
 
+// Event returns the event of pooled item id, or nil.
+func (p *Pending) Event(id ID) *Event {
+	if it, ok := p.items[id]; ok {
+		return it.Event
+	}
+	return nil
+}
+
 // Has reports whether id is pooled.
 func (p *Pending) Has(id ID) bool {
 	_, ok := p.items[id]
@@ -248,6 +256,17 @@ func (p *Pending) Discard(id ID) []ID {
 		}
 	}
 	return gone
+}
+
+// WaitedOnBy reports whether a pooled item for whose event want is true
+// waits for id directly.
+func (p *Pending) WaitedOnBy(id ID, want func(*Event) bool) bool {
+	for wid := range p.waiters[id] {
+		if it, ok := p.items[wid]; ok && want(it.Event) {
+			return true
+		}
+	}
+	return false
 }
 
 // NeededBy reports whether a pooled item for whose event want is true

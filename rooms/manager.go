@@ -554,17 +554,101 @@ func (m *Manager) List() []Info {
 	return out
 }
 
-// SharesRoom reports whether p is a member node of a room this node is in.
-// It reads no store and copies nothing, so policies may call it per event.
-func (m *Manager) SharesRoom(p peer.ID) bool {
+// SharesRoom reports whether p is a member node of a room this node is in,
+// admitted there by a chain of invites in which no inviter is a node that
+// cutOff reports (nil: none is): a member vouches for those it invites,
+// and a node this user cut off (a revoked contact) vouches for nobody
+// here, not even for a node it invited before it was cut off, whose events
+// a room still takes when others build on them (see accept). Policies
+// call it per event: it copies nothing unless p is a member somewhere,
+// and reads an admitting event from the store once.
+func (m *Manager) SharesRoom(p peer.ID, cutOff func(peer.ID) bool) bool {
+	var in []*room
 	m.mu.RLock()
-	defer m.mu.RUnlock()
 	for _, r := range m.rooms {
 		if r.isMember(p) {
+			in = append(in, r)
+		}
+	}
+	m.mu.RUnlock()
+	for _, r := range in {
+		if r.vouches(p, cutOff) {
 			return true
 		}
 	}
 	return false
+}
+
+// maxVouchChain bounds the invites vouches follows back.
+const maxVouchChain = 64
+
+// vouches reports whether p is a member of the room admitted through no
+// inviter that cutOff reports: it follows the invites back from p's, to
+// this node, to the room's creator, or to an inviter whose own admission
+// the room does not know (not a member now, nor out with a record of it).
+func (r *room) vouches(p peer.ID, cutOff func(peer.ID) bool) bool {
+	admit, ok := r.admission(p, true)
+	for range maxVouchChain {
+		if !ok {
+			return false
+		}
+		by, known := r.admitter(admit)
+		switch {
+		case !known:
+			return false
+		case by == r.m.self:
+			return true
+		case cutOff != nil && cutOff(by):
+			return false
+		}
+		next, ok2 := r.admission(by, false)
+		if !ok2 || next == admit {
+			return true // the creator (its create admits it), or an inviter of unknown admission: vouched for here
+		}
+		admit = next
+	}
+	return false
+}
+
+// admission returns the event that admitted p: its membership's, or with
+// member false also the last one of a membership that ended.
+func (r *room) admission(p peer.ID, member bool) (ID, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if id, ok := r.members[p]; ok {
+		return id, true
+	}
+	if o, ok := r.outs[p]; ok && !member {
+		return o.admit, o.admit != ID{}
+	}
+	return ID{}, false
+}
+
+// admitter returns the author of an admitting event (an invite, or the
+// room's create), reading it once from the store.
+func (r *room) admitter(id ID) (peer.ID, bool) {
+	r.admitMu.Lock()
+	by, ok := r.admitters[id]
+	r.admitMu.Unlock()
+	if ok {
+		return by, true
+	}
+	e, _, err := r.m.readEvent(r.id, id)
+	if err != nil {
+		return "", false
+	}
+	r.noteAdmitter(id, e.Author)
+	return e.Author, true
+}
+
+// noteAdmitter records the author of an admitting event.
+func (r *room) noteAdmitter(id ID, by peer.ID) {
+	r.admitMu.Lock()
+	defer r.admitMu.Unlock()
+	if r.admitters == nil {
+		r.admitters = make(map[ID]peer.ID)
+	}
+	r.admitters[id] = by
 }
 
 // Get describes one room.

@@ -376,8 +376,10 @@ const (
 // keepOutRefused keeps it, just refused with err, if its author is out of
 // the room or cut off (the oldest kept go first). Its caller holds procMu.
 func (r *room) keepOutRefused(it Item, err error) {
-	out := (errors.Is(err, ErrNotMember) || errors.Is(err, ErrStranger)) && r.wasOut(it.Event.Author)
-	if !out && !errors.Is(err, ErrNoConsent) {
+	a := it.Event.Author
+	out := (errors.Is(err, ErrNotMember) || errors.Is(err, ErrStranger)) && r.wasOut(a)
+	cutOff := errors.Is(err, ErrNoConsent) && r.isMember(a) // not a stranger that never was one
+	if !out && !cutOff {
 		return
 	}
 	if slices.ContainsFunc(r.outRefused, func(k Item) bool { return k.ID == it.ID }) {
@@ -391,18 +393,16 @@ func (r *room) keepOutRefused(it Item, err error) {
 	}
 }
 
-// retryBuiltOn offers again the kept refused events that it, just pooled
-// and waiting for missing, waits for (directly or through pooled events),
-// when its author is this node or a member it takes events from: a sync sends parents first,
-// so they were refused before it came to show a member built on them. Its
-// caller holds procMu.
+// retryBuiltOn vouches for the pooled events that it, just pooled and
+// waiting for missing, waits for (directly or through pooled events; its
+// caller calls it when it vouches for them, vouchesParents), as they may
+// have come before it, and offers again the kept refused events among
+// them: a sync sends parents first, so they were refused before it came
+// to show a member built on them. Its caller holds procMu.
 func (r *room) retryBuiltOn(tx *txn, it Item, missing []ID, from peer.ID) {
-	if len(r.outRefused) == 0 || !r.allowedMember(it.Event.Author) {
-		return
-	}
 	seen := make(map[ID]bool)
 	queue := slices.Clone(missing)
-	for len(queue) > 0 && len(r.outRefused) > 0 && len(seen) < retryWalk {
+	for len(queue) > 0 && len(seen) < retryWalk {
 		id := queue[0]
 		queue = queue[1:]
 		if seen[id] {
@@ -413,7 +413,10 @@ func (r *room) retryBuiltOn(tx *txn, it Item, missing []ID, from peer.ID) {
 			r.receive(tx, kept, from)
 			continue
 		}
-		queue = append(queue, r.pending.WaitsFor(id)...)
+		if e := r.pending.Event(id); e != nil {
+			r.raiseVouched(e.Author, e.Seq)
+			queue = append(queue, r.pending.WaitsFor(id)...)
+		}
 	}
 }
 
@@ -854,6 +857,7 @@ func (r *room) admitLocked(tx *txn, e *Event, p peer.ID, id ID) {
 	}
 	rid := string(r.id)
 	r.members[p] = id
+	r.noteAdmitter(id, e.Author)
 	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(p)), Val: id[:]})
 	o, wasOut := r.outs[p]
 	if wasOut {

@@ -192,6 +192,10 @@ type room struct {
 	corrupt       map[ID]bool            // damaged events to fetch again (corrupt.go)
 	nCorrupt      atomic.Int64           // len(corrupt), read without mu
 	repairs       uint64                 // damaged events written again
+	vouchMu       sync.Mutex             // protects vouchedSeq (a leaf: nothing is locked under it)
+	vouchedSeq    map[peer.ID]uint64     // authors vouched for up to a seq (see vouchedFor)
+	admitMu       sync.Mutex             // protects admitters
+	admitters     map[ID]peer.ID         // admitting events' authors (manager.go: vouches)
 	outRefused    []Item                 // the last events refused as their author's, out of the room (procMu; membership.go)
 	outRefusedLen int                    // their wires' bytes (procMu)
 }
@@ -712,17 +716,63 @@ func (r *room) ownBuiltOn(id ID) bool {
 	return r.pending.NeededBy(id, func(e *Event) bool { return e != nil && e.Author == r.m.self })
 }
 
-// builtOnByAllowed reports whether an event of this node, or of a member
-// the room's policy allows, waits in the pending pool for id, directly or
-// through others' events. Its caller holds procMu.
-func (r *room) builtOnByAllowed(id ID) bool {
-	return r.pending.NeededBy(id, func(e *Event) bool { return e != nil && r.allowedMember(e.Author) })
-}
-
 // allowedMember reports whether p is this node, or a member of the room
 // that the policy allows (not cut off).
 func (r *room) allowedMember(p peer.ID) bool {
 	return p == r.m.self || r.isMember(p) && r.m.cfg.Policy.Allowed(p) == nil
+}
+
+// An event that this node or a member the policy allows built on is
+// vouched for, and so is every event a vouched one built on: their
+// authors may be nodes the policy refuses. An event is vouched for when an
+// allowed or vouched event waits for it in the pending pool, and then its
+// author is vouched for up to its seq (vouchedSeq): the author's events before it are in its past or forks of it,
+// and a sync sends an author's events in causal order, parents first, so
+// they come in at once on the next round, whatever their number (the
+// pending pool could not hold a long run of them, nor a walk through it
+// stay cheap).
+
+// vouchedFor reports whether it is vouched for, and vouches its author up
+// to its seq if so.
+func (r *room) vouchedFor(it Item) bool {
+	e := it.Event
+	if e.Seq <= r.vouchedBound(e.Author) {
+		return true
+	}
+	if !r.pending.WaitedOnBy(it.ID, func(w *Event) bool {
+		return w != nil && (w.Seq <= r.vouchedBound(w.Author) || r.allowedMember(w.Author))
+	}) {
+		return false
+	}
+	r.raiseVouched(e.Author, e.Seq)
+	return true
+}
+
+// raiseVouched vouches for author a up to seq.
+func (r *room) raiseVouched(a peer.ID, seq uint64) {
+	r.vouchMu.Lock()
+	defer r.vouchMu.Unlock()
+	if seq <= r.vouchedSeq[a] {
+		return
+	}
+	if r.vouchedSeq == nil {
+		r.vouchedSeq = make(map[peer.ID]uint64)
+	}
+	r.vouchedSeq[a] = seq
+}
+
+// vouchedBound is the seq up to which author a is vouched for.
+func (r *room) vouchedBound(a peer.ID) uint64 {
+	r.vouchMu.Lock()
+	defer r.vouchMu.Unlock()
+	return r.vouchedSeq[a]
+}
+
+// vouchesParents reports whether the parents a pooled event waits for are
+// vouched for by it: it is this node's or an allowed member's, or vouched
+// for itself.
+func (r *room) vouchesParents(it Item) bool {
+	return r.allowedMember(it.Event.Author) || r.vouchedFor(it)
 }
 
 // unstoredPosts is the error for a post while an own event that went out
@@ -998,7 +1048,9 @@ func (r *room) receive(tx *txn, it Item, from peer.ID) {
 				}
 				tx.fetch[from] = true
 			}
-			r.retryBuiltOn(tx, it, missing, from)
+			if r.vouchesParents(it) {
+				r.retryBuiltOn(tx, it, missing, from)
+			}
 		}
 		return
 	}
@@ -1032,17 +1084,17 @@ func (r *room) accept(tx *txn, it Item) error {
 		// expired) gets no new events in by itself. A stranger that
 		// founded the room is in it, like every member its invites vouch
 		// for. An event that this node, or a member it takes events from,
-		// built on (directly or through others; one waiting in the pending
-		// pool for it) is let in too: without it that event, and every
-		// later one built on it, could never be stored, and the room would
-		// be split here for good (the node's own events that went out
-		// unstored, and every member's post after a cut-off member spoke).
-		// The room's own rules still hold for it (checkAuthor), and the
-		// inbox keeps a cut-off node's events from this node's agents. So
-		// is one of a stranger that was a member and is out now, when
-		// checkAuthor would take it (a member built on it, or its own
-		// leave): the room let it in while it was in.
-		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && (r.founds(e) || r.takesFromOut(it))) && !r.builtOnByAllowed(it.ID) {
+		// built on is let in too (vouched: see vouch): without it that
+		// event, and every later one built on it, could never be stored,
+		// and the room would be split here for good (the node's own
+		// events that went out unstored, and every member's post after a
+		// cut-off member spoke). The room's own rules still hold for it
+		// (checkAuthor), and the inbox keeps events of nodes the policy
+		// refuses from this node's agents. So is one of a stranger that
+		// was a member and is out now, when checkAuthor would take it (a
+		// member built on it, or its own leave): the room let it in while
+		// it was in.
+		if err := r.m.cfg.Policy.Allowed(e.Author); err != nil && !(errors.Is(err, ErrStranger) && (r.founds(e) || r.takesFromOut(it))) && !r.vouchedFor(it) {
 			return fmt.Errorf("%w: %w", ErrNoConsent, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	mrand "math/rand/v2"
 	"runtime"
 	"slices"
@@ -361,6 +362,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 			want = append(want, id)
 		}
 	}
+	refused := r.refusedMembers()
 	s, err := r.m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, ProtocolSync)
 	if err != nil {
 		return false, 0, want, "", err
@@ -370,6 +372,18 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 	r.mu.RLock()
 	h := &Hello{Room: r.id, Limit: uint32(askLimit.Load()), Want: want}
 	h.VV, h.From, h.To = helloVV(r.vv, from, MaxVV)
+	// Members the policy refuses: their events come in only where an
+	// allowed event built on them (vouchedFor), which asks for them by ID
+	// (want); the Hello says it holds them all, so that a run of them
+	// that the room would refuse is not sent ahead of what it waits for,
+	// round after round. Once one is vouched for, they are asked for up
+	// to its seq.
+	for _, a := range refused {
+		_, listed := h.VV[a]
+		if h.Covers(a) && (listed || len(h.VV) < MaxVV) && r.vouchedBound(a) <= r.vv[a] {
+			h.VV[a] = skipSeq
+		}
+	}
 	h.Heads = r.headsSnap
 	if len(h.Heads) > MaxHeads {
 		h.Heads = h.Heads[:MaxHeads]
@@ -410,6 +424,23 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 		}
 		r.m.metrics.synced.Add(float64(len(b.Events)))
 	}
+}
+
+// skipSeq is the seq a Hello gives an author whose events it does not ask
+// for: above any it could have (a responder serves from the next seq on).
+const skipSeq = math.MaxUint64 >> 1
+
+// refusedMembers lists the room's members, other than this node, that the
+// policy refuses (a node this user cut off, or one nobody it trusts
+// vouched for).
+func (r *room) refusedMembers() []peer.ID {
+	var out []peer.ID
+	for _, a := range r.memberList() {
+		if a != r.m.self && r.m.cfg.Policy.Allowed(a) != nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // helloVV is the version vector of a Hello that asks for the authors from

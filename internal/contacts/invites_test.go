@@ -36,7 +36,7 @@ func sharedRoom(t *testing.T) *nodetest.Net {
 	room := createRoom(t, nt, 2)
 	invite(t, nt, 2, 0, room)
 	invite(t, nt, 2, 1, room)
-	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 0).SharesRoom(nt.ID(1)) }, "node 0 to know node 1 as a co-member")
+	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 0).SharesRoom(nt.ID(1), nil) }, "node 0 to know node 1 as a co-member")
 	return nt
 }
 

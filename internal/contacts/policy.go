@@ -3,6 +3,7 @@ package contacts
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -30,25 +31,43 @@ func (s *Service) Allowed(p peer.ID) error {
 		return nil
 	}
 	now := s.now()
-	st, ok := s.book.State(p, now)
-	if ok {
-		switch st {
-		case consent.StateRevoked:
-			return fmt.Errorf("contacts: %s: %w", p, consent.ErrRevoked)
-		case consent.StateExpired:
-			return fmt.Errorf("contacts: %s: %w", p, consent.ErrExpired)
-		case consent.StateDenied:
-			return fmt.Errorf("contacts: %s: %w", p, consent.ErrDenied)
-		case consent.StateActive:
-			if s.book.Allowed(p, now) == nil {
-				return nil
-			}
-		}
+	if err := s.cutOff(p, now); err != nil {
+		return err
+	}
+	if st, ok := s.book.State(p, now); ok && st == consent.StateActive && s.book.Allowed(p, now) == nil {
+		return nil
 	}
 	if s.cfg.SharesRoom != nil && s.cfg.SharesRoom(p) {
 		return nil
 	}
 	return fmt.Errorf("contacts: %s is not a contact of this node: %w (%w)", p, consent.ErrNoContact, rooms.ErrStranger)
+}
+
+// CutOff reports whether this node's user cut p off: revoked its contact
+// (a revocation by the peer alone does not count), or denied its request.
+// Rooms do not count such a node as vouching for the members it invited
+// (rooms.Manager.SharesRoom); a node the peer cut off still takes the
+// peer's invitees, as their own inviter's word.
+func (s *Service) CutOff(p peer.ID) bool {
+	c, ok := s.book.Get(p, s.now())
+	return ok && (c.State == consent.StateDenied || c.RevokedHere())
+}
+
+// cutOff is the error for a node this user cut off, or nil.
+func (s *Service) cutOff(p peer.ID, now time.Time) error {
+	st, ok := s.book.State(p, now)
+	if !ok {
+		return nil
+	}
+	switch st {
+	case consent.StateRevoked:
+		return fmt.Errorf("contacts: %s: %w", p, consent.ErrRevoked)
+	case consent.StateExpired:
+		return fmt.Errorf("contacts: %s: %w", p, consent.ErrExpired)
+	case consent.StateDenied:
+		return fmt.Errorf("contacts: %s: %w", p, consent.ErrDenied)
+	}
+	return nil
 }
 
 // CanInvite returns nil if this node holds a live certificate with target

@@ -92,7 +92,7 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 		return nil, errors.Join(apiError(err), b.flush(st))
 	}
 	out := []localapi.Item{}
-	for _, o := range sortedAsks(st.owed) {
+	for _, o := range b.owedShown(st) {
 		name := ""
 		if in, err := b.rooms.Get(o.rec.Room); err == nil {
 			name = in.Name
@@ -132,7 +132,7 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 		fresh := false
 		if err == nil {
 			if req.Take {
-				fresh = len(st.notes) > 0 || slices.ContainsFunc(sortedAsks(st.owed), func(r askRef) bool { return !r.rec.Shown })
+				fresh = len(st.notes) > 0 || slices.ContainsFunc(b.owedShown(st), func(r askRef) bool { return !r.rec.Shown })
 				for _, n := range st.unread {
 					fresh = fresh || n > 0
 				}
@@ -1164,4 +1164,17 @@ func (b *Inbox) hidden(v rooms.View) bool {
 		return true
 	}
 	return b.cfg.Moderation != nil && b.cfg.Moderation.Hidden(from(v))
+}
+
+// hiddenFrom is hidden for an agent's address (NAME@PEER_ID), as an ask
+// owed since before its node was cut off or its agent muted holds it.
+func (b *Inbox) hiddenFrom(addr string) bool {
+	a, err := identity.ParseAgentAddr(addr)
+	if err != nil || a.Peer == "" || a.Peer == b.self {
+		return false
+	}
+	if b.cfg.CutOff != nil && b.cfg.CutOff(a.Peer) {
+		return true
+	}
+	return b.cfg.Moderation != nil && b.cfg.Moderation.Hidden(addr)
 }

@@ -105,8 +105,9 @@ type Config struct {
 	// Moderation says whether an agent may post and whose events are kept
 	// from this node's agents. Nil: everyone may post, nothing is hidden.
 	Moderation Moderation
-	// CutOff reports whether this node's user cut node p off (a contact
-	// revoked, expired or denied). A room still stores a cut-off member's
+	// CutOff reports whether the rooms' policy refuses node p: a contact
+	// this node's user cut off (revoked, expired, denied), or a node no
+	// member it trusts vouched for. A room still stores such a node's
 	// events that others built on, so that it stays whole; they are kept
 	// from this node's agents as a muted agent's are. Nil: nobody is.
 	CutOff func(p peer.ID) bool

@@ -278,7 +278,7 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		return n
 	}
 	// Asks owed: new ones first in full, then reminders; oldest first.
-	owed := sortedAsks(st.owed)
+	owed := b.owedShown(st)
 	for _, o := range owed {
 		if o.rec.Shown {
 			continue
@@ -388,6 +388,13 @@ func (b *Inbox) unreadOf(st *state, id identity.RoomID, n int) ([]localapi.Item,
 type askRef struct {
 	id  string
 	rec *askRec
+}
+
+// owedShown returns the asks the agent owes, oldest first, but those of a
+// node cut off or an agent muted since the ask was noted: they stay owed
+// (and count again if that ends), and are not shown.
+func (b *Inbox) owedShown(st *state) []askRef {
+	return slices.DeleteFunc(sortedAsks(st.owed), func(o askRef) bool { return b.hiddenFrom(o.rec.From) })
 }
 
 func sortedAsks(m map[string]*askRec) []askRef {
