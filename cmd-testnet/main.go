@@ -8,8 +8,9 @@
 //	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-relay-drop] [-relay-stall] [-json FILE]
 //
 // It exits 0 when every scenario delivered every message with the same order
-// on every node, 1 when one did not (or the run failed), 2 on a usage
-// error and 3 when the machine lacks what the mode needs (root, ip, nft).
+// on every node and no Say failed, 1 when one did not (or the run failed),
+// 2 on a usage error and 3 when the machine lacks what the mode needs (root,
+// ip, nft).
 package main
 
 import (
@@ -119,7 +120,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 
 Runs N Parley nodes through scenarios and measures them: a table on stdout,
 -json for the full results, -svg for a chart. Exits 1 if any scenario loses a
-message or shows different orders on different nodes.
+message, shows different orders on different nodes or has a Say fail.
 
 In-process fanout also shows where the time goes: for each delivery, the time
 from the Say call to each stage (published and durable on the sender: the
@@ -490,10 +491,10 @@ func printTable(w io.Writer, res testnet.Results) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tsent\tdelivered\tratio\torder\tp50 ms\tp95 ms\tp99 ms\tmax ms\tconverge ms\ttime s\t")
+	fmt.Fprintln(tw, "scenario\tsent\tsays failed\tdelivered\tratio\torder\tp50 ms\tp95 ms\tp99 ms\tmax ms\tconverge ms\ttime s\t")
 	for _, s := range res.Scenarios {
 		if s.Skipped != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\tskipped\t-\t-\t-\t-\t-\t%.1f\t\n", s.Name, s.ElapsedS)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tskipped\t-\t-\t-\t-\t-\t%.1f\t\n", s.Name, s.ElapsedS)
 			continue
 		}
 		order := "n/a"
@@ -507,7 +508,7 @@ func printTable(w io.Writer, res testnet.Results) {
 		if s.Error != "" {
 			order, ratio = "ERROR", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%s\t%s\t%.1f\t\n", s.Name, s.Sent, s.Delivered, s.Expected, ratio, order, latCols(s.Latency, s.ConvergeMs), s.ElapsedS)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d/%d\t%s\t%s\t%s\t%.1f\t\n", s.Name, s.Sent, s.SaysFailed, s.Delivered, s.Expected, ratio, order, latCols(s.Latency, s.ConvergeMs), s.ElapsedS)
 	}
 	tw.Flush()
 	for _, s := range res.Scenarios {
@@ -597,7 +598,7 @@ func printTable(w io.Writer, res testnet.Results) {
 		fmt.Fprintf(w, "slowest convergence: %s, %.0f ms\n", slow.Name, slow.ConvergeMs)
 	}
 	if res.OK {
-		fmt.Fprintln(w, "OK: every scenario delivered every message, in the same order on every node")
+		fmt.Fprintln(w, "OK: every scenario delivered every message, in the same order on every node, and no Say failed")
 	} else {
 		for _, f := range res.Failures {
 			fmt.Fprintf(w, "FAILED: %s\n", f)
@@ -690,9 +691,13 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 		if r.Saturated {
 			sat = " (CPU-bound)"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f%s\t%.1f\t%d/%d\t%s\t%.2f\t\n", r.Nodes, r.Rooms, r.StartS,
+		delivered := fmt.Sprintf("%d/%d", r.Delivered, r.Expected)
+		if r.SaysFailed > 0 {
+			delivered += fmt.Sprintf(" (%d SAYS FAILED)", r.SaysFailed)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f%s\t%.1f\t%s\t%s\t%.2f\t\n", r.Nodes, r.Rooms, r.StartS,
 			r.Idle.RSSPerNodeMiB, r.Idle.HeapPerNodeMiB, r.Idle.GoroutinesPerNode, r.Idle.PeersPerNode, r.Idle.FDsPerNode,
-			1000*r.Idle.CPUPerNode, 1000*r.Load.CPUPerNode, sat, r.Load.RSSPerNodeMiB, r.Delivered, r.Expected, lat, r.Load1)
+			1000*r.Idle.CPUPerNode, 1000*r.Load.CPUPerNode, sat, r.Load.RSSPerNodeMiB, delivered, lat, r.Load1)
 	}
 	tw.Flush()
 	if len(sr.Fits) == 0 {

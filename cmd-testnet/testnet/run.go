@@ -132,6 +132,9 @@ func summaryLine(s *ScenarioResult) string {
 		return "FAILED: " + s.Error
 	}
 	line := fmt.Sprintf("done in %.1fs: delivered %d/%d (%.4f)", s.ElapsedS, s.Delivered, s.Expected, s.DeliveryRatio)
+	if s.SaysFailed > 0 {
+		line += fmt.Sprintf(", %d SAYS FAILED", s.SaysFailed)
+	}
 	if s.OrderChecked {
 		if s.OrderIdentical {
 			line += ", order identical"

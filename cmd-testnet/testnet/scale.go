@@ -35,7 +35,9 @@ type ScaleRow struct {
 	// process used before the nodes started is taken off.
 	Idle ScaleCost `json:"idle"`
 	Load ScaleCost `json:"load"`
-	// Delivery of the load's messages, over every room.
+	// Delivery of the load's messages, over every room; SaysFailed is
+	// how many of the load's Says returned an error (they fail the run).
+	SaysFailed     int      `json:"says_failed"`
 	Sent           int      `json:"sent"`
 	Expected       int      `json:"expected_deliveries"`
 	Delivered      int      `json:"delivered"`
@@ -46,6 +48,8 @@ type ScaleRow struct {
 	Saturated bool     `json:"cpu_saturated,omitempty"`
 	Load1     float64  `json:"loadavg_1m"` // the machine's load average at the end
 	Notes     []string `json:"notes,omitempty"`
+
+	sayErr string // the first failed Say's error
 }
 
 // ScaleCost is what N nodes used together, and per node.
@@ -138,6 +142,10 @@ func (r *runner) scale(ctx context.Context) (res ScenarioResult, err error) {
 		res.Sent += row.Sent
 		res.Expected += row.Expected
 		res.Delivered += row.Delivered
+		res.SaysFailed += row.SaysFailed
+		if res.sayErr == "" {
+			res.sayErr = row.sayErr
+		}
 		if !row.OrderIdentical {
 			res.OrderIdentical = false
 		}
@@ -274,9 +282,10 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 	row.Load = costOf(used, after.CPU-before.CPU, after.At.Sub(before.At), n)
 	row.Saturated = row.Load.CPU >= 0.9*float64(runtime.NumCPU())
 	row.Load1 = loadAverage()
-	if n := st.failed.Load(); n > 0 {
-		row.Notes = append(row.Notes, fmt.Sprintf("%d says failed (first: %v)", n, st.first))
-	}
+	var said ScenarioResult
+	st.record(&said)
+	row.SaysFailed, row.sayErr = said.SaysFailed, said.sayErr
+	row.Notes = append(row.Notes, said.Notes...)
 
 	// Every room converges; then every member holds every message, in one
 	// order.

@@ -195,7 +195,7 @@ func (r *runner) soak(ctx context.Context) (res ScenarioResult, err error) {
 	if err := <-sampled; err != nil {
 		return res, err
 	}
-	st.note(&res)
+	st.record(&res)
 	res.metric("achieved_rate_per_s", float64(st.said.Load())/time.Since(start).Seconds())
 	soakSlopes(sr)
 	r.p.printf("anonymous RSS %+.2f MiB/min (all RSS %+.2f), goroutines %+.2f/min after the warm-up: %s", sr.RSSAnonMiBPerMin, sr.RSSMiBPerMin, sr.GoroutinesPerMin, flatWord(sr.Flat))

@@ -116,6 +116,27 @@ func TestOrder(t *testing.T) {
 	}
 }
 
+// TestFailedSaysFailTheRun: Says that returned an error are counted, in
+// the JSON too, and fail the scenario though every recorded message was
+// delivered.
+func TestFailedSaysFailTheRun(t *testing.T) {
+	res := ScenarioResult{Name: "fanout", Sent: 8, Expected: 16, Delivered: 16, DeliveryRatio: 1, OrderChecked: true, OrderIdentical: true}
+	var st sendStats
+	if st.record(&res); res.SaysFailed != 0 || res.failed() != "" || len(res.Notes) != 0 {
+		t.Fatalf("no failed Says: %+v, %q", res, res.failed())
+	}
+	st.fail(errors.New("node 0: disk full"))
+	st.fail(errors.New("node 0: closed"))
+	st.record(&res)
+	if why := res.failed(); res.SaysFailed != 2 || !strings.Contains(why, "2 says failed (first: node 0: disk full)") {
+		t.Errorf("says failed %d, failure %q", res.SaysFailed, why)
+	}
+	raw, err := json.Marshal(res)
+	if err != nil || !strings.Contains(string(raw), `"says_failed":2`) {
+		t.Errorf("JSON %s, %v", raw, err)
+	}
+}
+
 func TestWriteSVG(t *testing.T) {
 	res := Results{Config: ConfigSummary{Nodes: 3, Mode: InProcess}, Scenarios: []ScenarioResult{
 		{Name: "fanout", samples: []time.Duration{time.Millisecond, 2 * time.Millisecond, 40 * time.Millisecond}, Latency: &Latency{P50: 2, P99: 40, Count: 3}},
