@@ -20,7 +20,7 @@ type Results struct {
 	Rounds       []*Baseline   `json:"rounds,omitempty"`
 	RoundSummary *RoundSummary `json:"round_summary,omitempty"`
 	// OK is true when no scenario lost a message, diverged in order, had
-	// a Say fail or failed.
+	// a Say fail, grew in live heap or goroutines (soak) or failed.
 	OK       bool     `json:"ok"`
 	Failures []string `json:"failures,omitempty"`
 }
@@ -125,6 +125,8 @@ func (s *ScenarioResult) failed() string {
 		return fmt.Sprintf("%s: nodes show different orders", s.Name)
 	case s.SaysFailed > 0:
 		return fmt.Sprintf("%s: %d says failed (first: %s)", s.Name, s.SaysFailed, s.sayErr)
+	case s.Soak != nil && !s.Soak.decisiveFlat():
+		return fmt.Sprintf("%s: %s", s.Name, s.Soak.growth())
 	}
 	return ""
 }

@@ -145,6 +145,9 @@ func summaryLine(s *ScenarioResult) string {
 	if s.Latency != nil {
 		line += fmt.Sprintf(", p50 %.2fms p99 %.2fms", s.Latency.P50, s.Latency.P99)
 	}
+	if s.Soak != nil && !s.Soak.Flat {
+		line += ", NOT FLAT: " + s.Soak.growth()
+	}
 	return line
 }
 

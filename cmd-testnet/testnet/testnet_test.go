@@ -480,7 +480,7 @@ func TestSoakLayoutAndSlopes(t *testing.T) {
 		t.Errorf("3 nodes in 5 rooms: %s", got)
 	}
 	sample := func(t float64, rss float64, g int) SoakSample {
-		return SoakSample{T: t, RSSMiB: rss + 100, RSSAnonMiB: rss, RSSFileMiB: 100, Goroutines: g}
+		return SoakSample{T: t, RSSMiB: rss + 100, RSSAnonMiB: rss, RSSFileMiB: 100, HeapMiB: rss / 2, Goroutines: g}
 	}
 	flat := &SoakResult{DurationS: 600}
 	growing := &SoakResult{DurationS: 600}
@@ -505,6 +505,45 @@ func TestSoakLayoutAndSlopes(t *testing.T) {
 	if growing.Flat || math.Abs(growing.RSSAnonMiBPerMin-60) > 0.01 || math.Abs(growing.GoroutinesPerMin-12) > 0.01 {
 		t.Errorf("growing run: flat %v, anonymous RSS %v MiB/min, goroutines %v/min", growing.Flat, growing.RSSAnonMiBPerMin, growing.GoroutinesPerMin)
 	}
+	// Whether a soak fails: the live heap and the goroutines decide;
+	// anonymous RSS that grows alone is NOT FLAT but passes.
+	fails := func(sr *SoakResult) string {
+		res := ScenarioResult{Name: "soak", DeliveryRatio: 1, OrderChecked: true, OrderIdentical: true, Soak: sr}
+		return res.failed()
+	}
+	if why := fails(flat); why != "" || !flat.HeapFlat || !flat.GoroutinesFlat || !flat.RSSAnonFlat {
+		t.Errorf("flat run fails: %q", why)
+	}
+	if why := fails(growing); !strings.Contains(why, "live heap NOT FLAT") || !growing.GoroutinesFlat {
+		t.Errorf("growing run: %q", why)
+	}
+	rssOnly, heapOnly, goroutinesOnly := &SoakResult{DurationS: 600}, &SoakResult{DurationS: 600}, &SoakResult{DurationS: 600}
+	for k := range 121 {
+		ts := float64(k * 5)
+		smp := sample(ts, 1000, 5000)
+		smp.RSSAnonMiB += ts // +60 MiB/min: 30 % over the second half
+		rssOnly.Samples = append(rssOnly.Samples, smp)
+		smp = sample(ts, 1000, 5000)
+		smp.HeapMiB += ts / 10 // +6 MiB/min of 545: 5.5 % over the second half
+		heapOnly.Samples = append(heapOnly.Samples, smp)
+		smp = sample(ts, 1000, 5000+k) // 12 a minute of 5,000: 1.2 %
+		if ts >= 300 {
+			smp.Goroutines += k // 24 a minute: 2.4 %
+		}
+		goroutinesOnly.Samples = append(goroutinesOnly.Samples, smp)
+	}
+	for _, sr := range []*SoakResult{rssOnly, heapOnly, goroutinesOnly} {
+		soakSlopes(sr)
+	}
+	if why := fails(rssOnly); rssOnly.Flat || rssOnly.RSSAnonFlat || !rssOnly.HeapFlat || why != "" || !strings.Contains(rssOnly.growth(), "anonymous RSS NOT FLAT") {
+		t.Errorf("anonymous RSS alone: flat %v, fails %q, %s", rssOnly.Flat, why, rssOnly.growth())
+	}
+	if why := fails(heapOnly); heapOnly.Flat || heapOnly.HeapFlat || !heapOnly.RSSAnonFlat || !strings.Contains(why, "live heap NOT FLAT (grew 5.5%") {
+		t.Errorf("live heap alone: flat %v, fails %q", heapOnly.Flat, why)
+	}
+	if why := fails(goroutinesOnly); goroutinesOnly.GoroutinesFlat || !goroutinesOnly.HeapFlat || !strings.Contains(why, "goroutines NOT FLAT") {
+		t.Errorf("goroutines alone: %+v, fails %q", goroutinesOnly, why)
+	}
 	// Goroutines that step up for the last minute (a periodic task's
 	// streams) do not make a flat run grow.
 	stepped := &SoakResult{DurationS: 600}
@@ -519,8 +558,8 @@ func TestSoakLayoutAndSlopes(t *testing.T) {
 		t.Errorf("a step in the last minute: flat %v, %v goroutines/min", stepped.Flat, stepped.GoroutinesPerMin)
 	}
 	short := &SoakResult{DurationS: 10, Samples: []SoakSample{sample(9, 1, 1)}}
-	if soakSlopes(short); short.Flat || !strings.Contains(short.FlatRule, "too few samples") {
-		t.Errorf("two samples: %+v", short)
+	if soakSlopes(short); short.Flat || !strings.Contains(short.FlatRule, "too few samples") || !strings.Contains(fails(short), "too few samples") {
+		t.Errorf("two samples: %+v, fails %q", short, fails(short))
 	}
 }
 
