@@ -244,7 +244,6 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 			s.close()
 		}
 	}()
-	subGoroutines := 0
 	for g, nodes := range groups {
 		recs[g] = newRecorder(total*n, n)
 		s, err := r.subscribe(ctx, c, rooms[g], recs[g], nodes, &bases[g])
@@ -252,10 +251,6 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 			return row, nil, err
 		}
 		subs = append(subs, s)
-		subGoroutines += len(nodes)
-	}
-	if _, ok := c.(*inproc); !ok {
-		subGoroutines = 0 // the testnet's goroutines are not the nodes'
 	}
 	roomOf := make([]int, n)
 	for g, nodes := range groups {
@@ -278,7 +273,12 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 		return row, nil, err
 	}
 	used := after.sub(base)
-	used.Goroutines -= subGoroutines
+	// In one process the subscriptions' goroutines are the testnet's,
+	// not the nodes': take off those running now (processes' goroutines
+	// are their own).
+	if t, ok := c.(interface{ testnetGoroutines() int }); ok {
+		used.Goroutines -= t.testnetGoroutines()
+	}
 	row.Load = costOf(used, after.CPU-before.CPU, after.At.Sub(before.At), n)
 	row.Saturated = row.Load.CPU >= 0.9*float64(runtime.NumCPU())
 	row.Load1 = loadAverage()

@@ -655,6 +655,46 @@ func TestWindowTakesEachOnce(t *testing.T) {
 	}
 }
 
+// TestFollowCountsItsGoroutines: the goroutines an in-process
+// subscription starts are the ones counted as the testnet's (and taken
+// off the nodes' in the scale scenario), and the count falls back as they
+// end.
+func TestFollowCountsItsGoroutines(t *testing.T) {
+	var g goroutines
+	before := runtime.NumGoroutine()
+	const subs = 3
+	chs := make([]chan rooms.View, subs)
+	got := make(chan string, subs)
+	for k := range chs {
+		chs[k] = make(chan rooms.View)
+		follow(&g, chs[k], func(text string, _ time.Time) { got <- text })
+	}
+	// Other tests' goroutines may still be ending: wait for the process
+	// to hold exactly those counted on top of what it held before.
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: counted %d, process %d (before %d)", what, g.count(), runtime.NumGoroutine(), before)
+			}
+			runtime.Gosched()
+		}
+	}
+	wait("started", func() bool { return g.count() > 0 && runtime.NumGoroutine()-before == g.count() })
+	if g.count()%subs != 0 {
+		t.Errorf("%d goroutines for %d subscriptions", g.count(), subs)
+	}
+	chs[0] <- rooms.View{Text: "tn 1"}
+	if text := <-got; text != "tn 1" {
+		t.Errorf("followed %q", text)
+	}
+	for _, ch := range chs {
+		close(ch)
+	}
+	wait("ended", func() bool { return g.count() == 0 && runtime.NumGoroutine() <= before })
+}
+
 func TestScaleFitPerPeer(t *testing.T) {
 	// 40 MiB a node alone, 0.25 MiB per peer, full mesh.
 	var rows []ScaleRow
