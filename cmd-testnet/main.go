@@ -148,9 +148,9 @@ prints each round's figures and each ratio's median and spread:
   go run ./cmd-testnet -n 12 -scenario fanout -baseline -repeat 5 -duration 15s
 
 The scale scenario (run only when named) measures, for each N of -scale, what
-N nodes cost: RSS, Go heap, goroutines and peers per node, and CPU per node at
-idle and while every node says 1 message a second into its room (rooms of
--roomsize members), each over a window of -duration; then it fits each total
+N nodes cost: RSS, Go heap, goroutines and CPU per node at idle and while every
+node says 1 message a second into its room (rooms of -roomsize members), each
+over a window of -duration, and peers per node; then it fits each total
 against N and predicts 1,000 nodes. With -procs every node is a process and
 its figures come from /proc and its metrics:
 
@@ -688,7 +688,7 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 	}
 	fmt.Fprintf(w, "\nscale (%s): rooms of %d, windows of %gs at idle and with every node saying %g msg/s; per node\n", sr.Mode, sr.RoomSize, sr.WindowS, sr.PerNodeRate)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\trooms\tstart s\tRSS MiB\theap MiB\tgoroutines\tpeers\tfiles\tidle CPU ms/s\tloaded CPU ms/s\tloaded RSS MiB\tdelivered\tp50 ms\tp99 ms\tload avg\t")
+	fmt.Fprintln(tw, "nodes\trooms\tstart s\tidle RSS MiB\tidle heap MiB\tidle goroutines\tpeers\tfiles\tidle CPU ms/s\tloaded CPU ms/s\tloaded RSS MiB\tloaded heap MiB\tloaded goroutines\tdelivered\tp50 ms\tp99 ms\tload avg\t")
 	for _, r := range sr.Rows {
 		lat := "-\t-"
 		if r.Latency != nil {
@@ -702,9 +702,9 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 		if r.SaysFailed > 0 {
 			delivered += fmt.Sprintf(" (%d SAYS FAILED)", r.SaysFailed)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f%s\t%.1f\t%s\t%s\t%.2f\t\n", r.Nodes, r.Rooms, r.StartS,
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t%.2f\t\n", r.Nodes, r.Rooms, r.StartS,
 			r.Idle.RSSPerNodeMiB, r.Idle.HeapPerNodeMiB, r.Idle.GoroutinesPerNode, r.Idle.PeersPerNode, r.Idle.FDsPerNode,
-			1000*r.Idle.CPUPerNode, 1000*r.Load.CPUPerNode, sat, r.Load.RSSPerNodeMiB, delivered, lat, r.Load1)
+			1000*r.Idle.CPUPerNode, 1000*r.Load.CPUPerNode, sat, r.Load.RSSPerNodeMiB, r.Load.HeapPerNodeMiB, r.Load.GoroutinesPerNode, delivered, lat, r.Load1)
 	}
 	tw.Flush()
 	if len(sr.Fits) == 0 {

@@ -153,8 +153,8 @@ func (r *runner) scale(ctx context.Context) (res ScenarioResult, err error) {
 			res.Notes = append(res.Notes, fmt.Sprintf("N = %d: %s", n, note))
 		}
 		all = lat // the largest N's latency stands for the scenario
-		r.p.printf("N = %d: %.1f MiB, %.0f goroutines, %.2f idle and %.2f loaded CPU ms/s per node; delivered %d/%d",
-			n, row.Idle.RSSPerNodeMiB, row.Idle.GoroutinesPerNode, 1000*row.Idle.CPUPerNode, 1000*row.Load.CPUPerNode, row.Delivered, row.Expected)
+		r.p.printf("N = %d: %.1f MiB and %.0f goroutines idle, %.1f MiB and %.0f goroutines loaded, %.2f idle and %.2f loaded CPU ms/s per node; delivered %d/%d",
+			n, row.Idle.RSSPerNodeMiB, row.Idle.GoroutinesPerNode, row.Load.RSSPerNodeMiB, row.Load.GoroutinesPerNode, 1000*row.Idle.CPUPerNode, 1000*row.Load.CPUPerNode, row.Delivered, row.Expected)
 	}
 	if len(sr.Rows) == 0 {
 		return res, fmt.Errorf("%w: no N of -scale fits this process", ErrUnsupported)
@@ -391,6 +391,8 @@ func scaleFits(rows []ScaleRow) []ScaleFit {
 		{"idle CPU", "cores", func(r ScaleRow) float64 { return r.Idle.CPU }},
 		{"loaded CPU", "cores", func(r ScaleRow) float64 { return r.Load.CPU }},
 		{"loaded RSS", "MiB", func(r ScaleRow) float64 { return r.Load.RSSMiB }},
+		{"loaded heap", "MiB", func(r ScaleRow) float64 { return r.Load.HeapMiB }},
+		{"loaded goroutines", "", func(r ScaleRow) float64 { return r.Load.Goroutines }},
 		{"peer connections", "", func(r ScaleRow) float64 { return r.Idle.PeersPerNode * float64(r.Nodes) }},
 		{"open files", "", func(r ScaleRow) float64 { return r.Idle.FDsPerNode * float64(r.Nodes) }},
 	}

@@ -367,11 +367,20 @@ func TestLinearFit(t *testing.T) {
 		t.Fatalf("noisy r2 %v", r2)
 	}
 	fits := scaleFits([]ScaleRow{
-		{Nodes: 10, Idle: ScaleCost{RSSMiB: 100, PeersPerNode: 9}},
-		{Nodes: 20, Idle: ScaleCost{RSSMiB: 200, PeersPerNode: 19}},
+		{Nodes: 10, Idle: ScaleCost{RSSMiB: 100, PeersPerNode: 9}, Load: ScaleCost{Goroutines: 2000}},
+		{Nodes: 20, Idle: ScaleCost{RSSMiB: 200, PeersPerNode: 19}, Load: ScaleCost{Goroutines: 5000}},
 	})
+	seen := false
 	for _, f := range fits {
 		switch f.Figure {
+		case "loaded goroutines":
+			// 200 then 250 a node: 300 more in all for each node (299,000
+			// at 1,000 nodes), or 5,150 a node if each node's count keeps
+			// rising so.
+			seen = true
+			if f.Slope != 300 || f.At1000 != 299_000 || f.PerNodeTrendAt1000 != 5150 {
+				t.Errorf("loaded goroutines fit %+v", f)
+			}
 		case "idle RSS":
 			if f.Slope != 10 || f.At1000 != 10_000 || f.PerNodeGrowth != 0 {
 				t.Errorf("RSS fit %+v", f)
@@ -382,6 +391,9 @@ func TestLinearFit(t *testing.T) {
 				t.Errorf("peers fit %+v", f)
 			}
 		}
+	}
+	if !seen {
+		t.Error("no fit of the loaded goroutines")
 	}
 }
 
