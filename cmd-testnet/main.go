@@ -88,7 +88,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 		bigRoom   = fs.Int("bigroom", 100_000, "events of the room reopened after a restart (restart)")
 		burst     = fs.Int("burst", 0, "messages of the burst (default rate × duration, at least 1000)")
 		delay     = fs.Duration("delay", 0, "netem delay on every node's link (-netns), or the mocknet's link latency (-mocknet)")
-		syncEvery = fs.Duration("sync", 5*time.Second, "rooms' anti-entropy period of in-process nodes (the node default is 30s)")
+		syncEvery = fs.Duration("sync", 5*time.Second, "rooms' anti-entropy period of in-process nodes (the node default is 30s, which the scale scenario uses unless this is given)")
 		parleyBin = fs.String("parley", "", "parley binary for -procs and -netns (default: go build ./cmd/parley)")
 		dir       = fs.String("dir", "", "folder for node homes (default: a temporary folder, removed at the end)")
 		verbose   = fs.Bool("v", false, "more progress detail")
@@ -151,7 +151,9 @@ The scale scenario (run only when named) measures, for each N of -scale, what
 N nodes cost: RSS, Go heap, goroutines and CPU per node at idle and while every
 node says 1 message a second into its room (rooms of -roomsize members), each
 over a window of -duration, and peers per node; then it fits each total
-against N and predicts 1,000 nodes. With -procs every node is a process and
+against N and predicts 1,000 nodes. Its nodes run the rooms' anti-entropy at
+the node's default period (30 s), not the other scenarios' 5 s, unless -sync
+is given. With -procs every node is a process and
 its figures come from /proc and its metrics:
 
   go run ./cmd-testnet -scenario scale -scale 10,25,50,100 -duration 20s
@@ -236,6 +238,9 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 	// The soak's own defaults: 50 nodes for 10 minutes.
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["sync"] {
+		cfg.ScaleSyncInterval = *syncEvery
+	}
 	if scenario == "soak" {
 		if !set["n"] {
 			cfg.Nodes = 50
@@ -479,8 +484,15 @@ func printTable(w io.Writer, res testnet.Results) {
 	if slices.Equal(c.Scenarios, []string{"scale"}) {
 		nodes = fmt.Sprintf("N = %s nodes", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.Scale)), ","), "[]"))
 	}
-	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %d msg/s of %d B, %gs per scenario, anti-entropy every %gs, %d CPUs (GOMAXPROCS %d), %s\n",
-		nodes, c.Mode, link, c.Rate, c.Size, c.Duration, c.SyncInterval, res.Machine.CPUs, res.Machine.Procs, res.Machine.GoVersion)
+	sync := fmt.Sprintf("anti-entropy every %gs", c.SyncInterval)
+	switch {
+	case slices.Equal(c.Scenarios, []string{"scale"}):
+		sync = fmt.Sprintf("anti-entropy every %gs", c.ScaleSyncInterval)
+	case slices.Contains(c.Scenarios, "scale") && c.ScaleSyncInterval != c.SyncInterval:
+		sync += fmt.Sprintf(" (scale: %gs)", c.ScaleSyncInterval)
+	}
+	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %d msg/s of %d B, %gs per scenario, %s, %d CPUs (GOMAXPROCS %d), %s\n",
+		nodes, c.Mode, link, c.Rate, c.Size, c.Duration, sync, res.Machine.CPUs, res.Machine.Procs, res.Machine.GoVersion)
 	if m := res.Machine; len(m.LoadAvg) == 3 || m.Burn > 0 {
 		var parts []string
 		if len(m.LoadAvg) == 3 {
@@ -686,7 +698,7 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 	if sr == nil || len(sr.Rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nscale (%s): rooms of %d, windows of %gs at idle and with every node saying %g msg/s; per node\n", sr.Mode, sr.RoomSize, sr.WindowS, sr.PerNodeRate)
+	fmt.Fprintf(w, "\nscale (%s): rooms of %d, anti-entropy every %gs, windows of %gs at idle and with every node saying %g msg/s; per node\n", sr.Mode, sr.RoomSize, sr.SyncIntervalS, sr.WindowS, sr.PerNodeRate)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "nodes\trooms\tstart s\tidle RSS MiB\tidle heap MiB\tidle goroutines\tpeers\tfiles\tidle CPU ms/s\tloaded CPU ms/s\tloaded RSS MiB\tloaded heap MiB\tloaded goroutines\tdelivered\tp50 ms\tp99 ms\tload avg\t")
 	for _, r := range sr.Rows {

@@ -44,8 +44,10 @@ type ConfigSummary struct {
 	// Scale is the numbers of nodes the scale scenario measures.
 	Scale []int `json:"scale_nodes,omitempty"`
 	// SyncInterval is the rooms' anti-entropy period (in-process nodes;
-	// processes use the node default, 30 s).
-	SyncInterval float64 `json:"sync_interval_s"`
+	// processes use the node default, 30 s), and ScaleSyncInterval the
+	// scale scenario's (the node default unless -sync was given).
+	SyncInterval      float64 `json:"sync_interval_s"`
+	ScaleSyncInterval float64 `json:"scale_sync_interval_s,omitempty"`
 }
 
 // Machine describes where the run happened.

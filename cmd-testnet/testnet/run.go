@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // Run runs the configured scenarios and returns their results. It writes
@@ -34,13 +35,17 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
 		Baseline: cfg.Baseline, SyncInterval: cfg.SyncInterval.Seconds(),
 	}
 	if !cfg.inProcess() {
-		res.Config.SyncInterval = 30
+		res.Config.SyncInterval = rooms.DefaultSyncInterval.Seconds()
 	}
 	if cfg.Repeat > 1 {
 		res.Config.Repeat = cfg.Repeat
 	}
 	if slices.Contains(cfg.Scenarios, "scale") {
 		res.Config.Scale = cfg.Scale
+		res.Config.ScaleSyncInterval = rooms.DefaultSyncInterval.Seconds()
+		if cfg.inProcess() && cfg.ScaleSyncInterval > 0 {
+			res.Config.ScaleSyncInterval = cfg.ScaleSyncInterval.Seconds()
+		}
 	}
 	r := &runner{cfg: cfg, p: newProgress(progress)}
 	// CPU profiles (-cpuprofile) tell the systems apart by this label
@@ -157,6 +162,9 @@ type runner struct {
 	p   *progress
 	dir string
 	seq int // scenario instances started, for folder names
+	// inScale is set while the scale scenario runs: its nodes get
+	// Config.ScaleSyncInterval.
+	inScale bool
 
 	bin string // parley binary (procs, netns)
 }
@@ -197,9 +205,9 @@ func (r *runner) start(ctx context.Context, n int) (cluster, error) {
 	}
 	switch r.cfg.Mode {
 	case InProcess:
-		c, err = startInproc(n, dir, r.cfg.SyncInterval, logf)
+		c, err = startInproc(n, dir, r.inprocSync(), logf)
 	case Mocknet:
-		c, err = startInproc(n, dir, r.cfg.SyncInterval, logf, nodetest.WithMocknet(r.cfg.Delay))
+		c, err = startInproc(n, dir, r.inprocSync(), logf, nodetest.WithMocknet(r.cfg.Delay))
 	case Procs:
 		c, err = startProcs(ctx, procsConfig{bin: r.bin, n: n, dir: dir, logf: logf, progress: r.p})
 	case Netns:

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // drain is how long a scenario waits after its traffic for every node to
@@ -25,8 +27,18 @@ func (r *runner) drain(events uint64) time.Duration {
 
 // syncPeriod is the nodes' anti-entropy period.
 func (r *runner) syncPeriod() time.Duration {
-	if !r.cfg.inProcess() {
-		return 30 * time.Second // the node's default
+	if d := r.inprocSync(); r.cfg.inProcess() && d > 0 {
+		return d
+	}
+	return rooms.DefaultSyncInterval // the node's default
+}
+
+// inprocSync is the anti-entropy period in-process nodes are given: the
+// configured one, or in the scale scenario its own (zero: the node's
+// default).
+func (r *runner) inprocSync() time.Duration {
+	if r.inScale {
+		return r.cfg.ScaleSyncInterval
 	}
 	return r.cfg.SyncInterval
 }

@@ -442,6 +442,11 @@ func TestScaleSmall(t *testing.T) {
 	if sr == nil || len(sr.Rows) != 2 || sr.Rows[0].Nodes != 2 || sr.Rows[1].Rooms != 1 || len(sr.Fits) == 0 {
 		t.Fatalf("scale result %+v", sr)
 	}
+	// Scale runs at the node's own anti-entropy period, not the other
+	// scenarios' 5 s.
+	if sr.SyncIntervalS != rooms.DefaultSyncInterval.Seconds() || res.Config.ScaleSyncInterval != sr.SyncIntervalS || res.Config.SyncInterval != 5 {
+		t.Errorf("anti-entropy: scale %vs (config %vs), others %vs", sr.SyncIntervalS, res.Config.ScaleSyncInterval, res.Config.SyncInterval)
+	}
 	// In one process RSS is the process's minus what it held before the
 	// nodes: for two or three small nodes the pages the runtime returns
 	// meanwhile can outweigh them (or match them: a delta of 0 came up in
