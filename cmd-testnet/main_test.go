@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -42,5 +43,19 @@ func TestUsageErrors(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "-baseline") {
 		t.Errorf("-h: exit %d, %q", code, errb.String())
+	}
+}
+
+// TestScaleSync: the scale scenario runs at the node's anti-entropy
+// period unless -sync is given; the other scenarios keep 5 s.
+func TestScaleSync(t *testing.T) {
+	var errb bytes.Buffer
+	cfg, _, err := parse([]string{"-scenario", "scale"}, &errb)
+	if err != nil || cfg.ScaleSyncInterval != 0 || cfg.SyncInterval != 5*time.Second {
+		t.Errorf("no -sync: scale %v, others %v, %v", cfg.ScaleSyncInterval, cfg.SyncInterval, err)
+	}
+	cfg, _, err = parse([]string{"-scenario", "scale", "-sync", "10s"}, &errb)
+	if err != nil || cfg.ScaleSyncInterval != 10*time.Second || cfg.SyncInterval != 10*time.Second {
+		t.Errorf("-sync 10s: scale %v, others %v, %v", cfg.ScaleSyncInterval, cfg.SyncInterval, err)
 	}
 }

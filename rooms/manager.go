@@ -37,6 +37,10 @@ type Policy interface {
 	Allowed(p peer.ID) error
 }
 
+// DefaultSyncInterval is the anti-entropy period of a Config that sets
+// none.
+const DefaultSyncInterval = 30 * time.Second
+
 // Config configures a Manager. Zero values are documented.
 type Config struct {
 	Host   host.Host      // required
@@ -47,7 +51,8 @@ type Config struct {
 	Registry prometheus.Registerer
 	// Policy decides invites and who may talk to us; nil: DefaultPolicy.
 	Policy Policy
-	// SyncInterval is the anti-entropy period; zero means 30 s.
+	// SyncInterval is the anti-entropy period; zero means
+	// DefaultSyncInterval (30 s).
 	SyncInterval time.Duration
 	// PendingEvents and PendingBytes bound each room's pending pool; zero
 	// means the Pending defaults.
@@ -175,7 +180,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.SyncInterval == 0 {
-		cfg.SyncInterval = 30 * time.Second
+		cfg.SyncInterval = DefaultSyncInterval
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

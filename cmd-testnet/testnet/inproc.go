@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -28,6 +29,7 @@ type inproc struct {
 	net    *nodetest.Net
 	stages *stageLog
 	hops   *hopLog
+	subs   goroutines // the subscriptions' goroutines, the testnet's own
 }
 
 var (
@@ -202,16 +204,40 @@ func (c *inproc) Subscribe(i int, room string, fn func(string, time.Time)) (func
 	if err != nil {
 		return nil, err
 	}
+	follow(&c.subs, ch, fn)
+	return stop, nil
+}
+
+// testnetGoroutines is how many goroutines of the process are the
+// testnet's subscriptions, not the nodes': a measure of the nodes takes
+// them off.
+func (c *inproc) testnetGoroutines() int { return c.subs.count() }
+
+// follow hands the texts of the views on ch to fn with their arrival
+// times, in goroutines started through g, until ch is closed.
+func follow(g *goroutines, ch <-chan rooms.View, fn func(string, time.Time)) {
 	q := &arrivals{ready: make(chan struct{}, 1)}
-	go func() {
+	g.start(func() {
 		for v := range ch {
 			q.push(v.Text, time.Now())
 		}
 		q.close()
-	}()
-	go q.drain(fn)
-	return stop, nil
+	})
+	g.start(func() { q.drain(fn) })
 }
+
+// goroutines starts goroutines and counts those still running.
+type goroutines struct{ n atomic.Int64 }
+
+func (g *goroutines) start(f func()) {
+	g.n.Add(1)
+	go func() {
+		defer g.n.Add(-1)
+		f()
+	}()
+}
+
+func (g *goroutines) count() int { return int(g.n.Load()) }
 
 // subscribeBuf is the channel buffer of an in-process subscription. The
 // room cuts off a listener whose buffer is full, so a goroutine does

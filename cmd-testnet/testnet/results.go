@@ -19,8 +19,8 @@ type Results struct {
 	// RoundSummary their spread.
 	Rounds       []*Baseline   `json:"rounds,omitempty"`
 	RoundSummary *RoundSummary `json:"round_summary,omitempty"`
-	// OK is true when no scenario lost a message, diverged in order or
-	// failed.
+	// OK is true when no scenario lost a message, diverged in order, had
+	// a Say fail, grew in live heap or goroutines (soak) or failed.
 	OK       bool     `json:"ok"`
 	Failures []string `json:"failures,omitempty"`
 }
@@ -44,8 +44,10 @@ type ConfigSummary struct {
 	// Scale is the numbers of nodes the scale scenario measures.
 	Scale []int `json:"scale_nodes,omitempty"`
 	// SyncInterval is the rooms' anti-entropy period (in-process nodes;
-	// processes use the node default, 30 s).
-	SyncInterval float64 `json:"sync_interval_s"`
+	// processes use the node default, 30 s), and ScaleSyncInterval the
+	// scale scenario's (the node default unless -sync was given).
+	SyncInterval      float64 `json:"sync_interval_s"`
+	ScaleSyncInterval float64 `json:"scale_sync_interval_s,omitempty"`
 }
 
 // Machine describes where the run happened.
@@ -74,6 +76,12 @@ type ScenarioResult struct {
 	Expected      int     `json:"expected_deliveries"`
 	Delivered     int     `json:"delivered"`
 	DeliveryRatio float64 `json:"delivery_ratio"`
+	// SaysFailed is how many of the scenario's Say calls returned an
+	// error. Their messages are left out of Sent and Expected, so a
+	// delivery ratio of 1 says nothing of them: any fails the run, since
+	// in every scenario the node that says stays up and within the
+	// testnet's reach (see sendStats).
+	SaysFailed int `json:"says_failed"`
 	// OrderChecked is false when the scenario has no room log to compare
 	// (discovery); OrderIdentical then stays true.
 	OrderChecked   bool `json:"order_checked"`
@@ -103,6 +111,7 @@ type ScenarioResult struct {
 	Error   string             `json:"error,omitempty"`
 
 	samples []time.Duration // for the chart
+	sayErr  string          // the first failed Say's error
 }
 
 // failed returns why the scenario failed, or "".
@@ -116,6 +125,10 @@ func (s *ScenarioResult) failed() string {
 		return fmt.Sprintf("%s: messages lost or late: %d of %d deliveries made by the end of the drain (ratio %.4f)", s.Name, s.Delivered, s.Expected, s.DeliveryRatio)
 	case s.OrderChecked && !s.OrderIdentical:
 		return fmt.Sprintf("%s: nodes show different orders", s.Name)
+	case s.SaysFailed > 0:
+		return fmt.Sprintf("%s: %d says failed (first: %s)", s.Name, s.SaysFailed, s.sayErr)
+	case s.Soak != nil && !s.Soak.decisiveFlat():
+		return fmt.Sprintf("%s: %s", s.Name, s.Soak.growth())
 	}
 	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // Run runs the configured scenarios and returns their results. It writes
@@ -34,13 +35,17 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
 		Baseline: cfg.Baseline, SyncInterval: cfg.SyncInterval.Seconds(),
 	}
 	if !cfg.inProcess() {
-		res.Config.SyncInterval = 30
+		res.Config.SyncInterval = rooms.DefaultSyncInterval.Seconds()
 	}
 	if cfg.Repeat > 1 {
 		res.Config.Repeat = cfg.Repeat
 	}
 	if slices.Contains(cfg.Scenarios, "scale") {
 		res.Config.Scale = cfg.Scale
+		res.Config.ScaleSyncInterval = rooms.DefaultSyncInterval.Seconds()
+		if cfg.inProcess() && cfg.ScaleSyncInterval > 0 {
+			res.Config.ScaleSyncInterval = cfg.ScaleSyncInterval.Seconds()
+		}
 	}
 	r := &runner{cfg: cfg, p: newProgress(progress)}
 	// CPU profiles (-cpuprofile) tell the systems apart by this label
@@ -132,6 +137,9 @@ func summaryLine(s *ScenarioResult) string {
 		return "FAILED: " + s.Error
 	}
 	line := fmt.Sprintf("done in %.1fs: delivered %d/%d (%.4f)", s.ElapsedS, s.Delivered, s.Expected, s.DeliveryRatio)
+	if s.SaysFailed > 0 {
+		line += fmt.Sprintf(", %d SAYS FAILED", s.SaysFailed)
+	}
 	if s.OrderChecked {
 		if s.OrderIdentical {
 			line += ", order identical"
@@ -142,6 +150,9 @@ func summaryLine(s *ScenarioResult) string {
 	if s.Latency != nil {
 		line += fmt.Sprintf(", p50 %.2fms p99 %.2fms", s.Latency.P50, s.Latency.P99)
 	}
+	if s.Soak != nil && !s.Soak.Flat {
+		line += ", NOT FLAT: " + s.Soak.growth()
+	}
 	return line
 }
 
@@ -151,6 +162,9 @@ type runner struct {
 	p   *progress
 	dir string
 	seq int // scenario instances started, for folder names
+	// inScale is set while the scale scenario runs: its nodes get
+	// Config.ScaleSyncInterval.
+	inScale bool
 
 	bin string // parley binary (procs, netns)
 }
@@ -191,9 +205,9 @@ func (r *runner) start(ctx context.Context, n int) (cluster, error) {
 	}
 	switch r.cfg.Mode {
 	case InProcess:
-		c, err = startInproc(n, dir, r.cfg.SyncInterval, logf)
+		c, err = startInproc(n, dir, r.inprocSync(), logf)
 	case Mocknet:
-		c, err = startInproc(n, dir, r.cfg.SyncInterval, logf, nodetest.WithMocknet(r.cfg.Delay))
+		c, err = startInproc(n, dir, r.inprocSync(), logf, nodetest.WithMocknet(r.cfg.Delay))
 	case Procs:
 		c, err = startProcs(ctx, procsConfig{bin: r.bin, n: n, dir: dir, logf: logf, progress: r.p})
 	case Netns:

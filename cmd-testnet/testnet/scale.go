@@ -17,8 +17,11 @@ type ScaleResult struct {
 	WindowS  float64 `json:"window_s"`
 	// PerNodeRate is each node's message rate under load (messages per
 	// second, into its room).
-	PerNodeRate float64    `json:"per_node_rate_per_s"`
-	Rows        []ScaleRow `json:"rows"`
+	PerNodeRate float64 `json:"per_node_rate_per_s"`
+	// SyncIntervalS is the rooms' anti-entropy period the nodes ran with:
+	// the node's default unless -sync was given.
+	SyncIntervalS float64    `json:"sync_interval_s"`
+	Rows          []ScaleRow `json:"rows"`
 	// Fits are least-squares lines total = intercept + slope·N over the
 	// rows, one per figure, with what they predict for 1,000 nodes.
 	Fits []ScaleFit `json:"fits,omitempty"`
@@ -35,7 +38,9 @@ type ScaleRow struct {
 	// process used before the nodes started is taken off.
 	Idle ScaleCost `json:"idle"`
 	Load ScaleCost `json:"load"`
-	// Delivery of the load's messages, over every room.
+	// Delivery of the load's messages, over every room; SaysFailed is
+	// how many of the load's Says returned an error (they fail the run).
+	SaysFailed     int      `json:"says_failed"`
 	Sent           int      `json:"sent"`
 	Expected       int      `json:"expected_deliveries"`
 	Delivered      int      `json:"delivered"`
@@ -46,6 +51,8 @@ type ScaleRow struct {
 	Saturated bool     `json:"cpu_saturated,omitempty"`
 	Load1     float64  `json:"loadavg_1m"` // the machine's load average at the end
 	Notes     []string `json:"notes,omitempty"`
+
+	sayErr string // the first failed Say's error
 }
 
 // ScaleCost is what N nodes used together, and per node.
@@ -107,8 +114,15 @@ const scaleSettle = 5 * time.Second
 func (r *runner) scale(ctx context.Context) (res ScenarioResult, err error) {
 	res.OrderIdentical = true
 	res.OrderChecked = true
-	sr := &ScaleResult{Mode: r.cfg.Mode, RoomSize: r.cfg.RoomSize, WindowS: r.cfg.Duration.Seconds(), PerNodeRate: 1}
+	// The node's own anti-entropy period (unless -sync says otherwise),
+	// not the other scenarios' quicker one: the rooms' periodic catch-ups
+	// are part of an idle node's CPU, which is to be measured, and
+	// predicted for 1,000 nodes, at the rate nodes run.
+	r.inScale = true
+	defer func() { r.inScale = false }()
+	sr := &ScaleResult{Mode: r.cfg.Mode, RoomSize: r.cfg.RoomSize, WindowS: r.cfg.Duration.Seconds(), PerNodeRate: 1, SyncIntervalS: r.syncPeriod().Seconds()}
 	res.Scale = sr
+	r.p.printf("rooms' anti-entropy every %v", r.syncPeriod())
 	ns := slices.Clone(r.cfg.Scale)
 	slices.Sort(ns)
 	ns = slices.Compact(ns)
@@ -138,6 +152,10 @@ func (r *runner) scale(ctx context.Context) (res ScenarioResult, err error) {
 		res.Sent += row.Sent
 		res.Expected += row.Expected
 		res.Delivered += row.Delivered
+		res.SaysFailed += row.SaysFailed
+		if res.sayErr == "" {
+			res.sayErr = row.sayErr
+		}
 		if !row.OrderIdentical {
 			res.OrderIdentical = false
 		}
@@ -145,8 +163,8 @@ func (r *runner) scale(ctx context.Context) (res ScenarioResult, err error) {
 			res.Notes = append(res.Notes, fmt.Sprintf("N = %d: %s", n, note))
 		}
 		all = lat // the largest N's latency stands for the scenario
-		r.p.printf("N = %d: %.1f MiB, %.0f goroutines, %.2f idle and %.2f loaded CPU ms/s per node; delivered %d/%d",
-			n, row.Idle.RSSPerNodeMiB, row.Idle.GoroutinesPerNode, 1000*row.Idle.CPUPerNode, 1000*row.Load.CPUPerNode, row.Delivered, row.Expected)
+		r.p.printf("N = %d: %.1f MiB and %.0f goroutines idle, %.1f MiB and %.0f goroutines loaded, %.2f idle and %.2f loaded CPU ms/s per node; delivered %d/%d",
+			n, row.Idle.RSSPerNodeMiB, row.Idle.GoroutinesPerNode, row.Load.RSSPerNodeMiB, row.Load.GoroutinesPerNode, 1000*row.Idle.CPUPerNode, 1000*row.Load.CPUPerNode, row.Delivered, row.Expected)
 	}
 	if len(sr.Rows) == 0 {
 		return res, fmt.Errorf("%w: no N of -scale fits this process", ErrUnsupported)
@@ -236,7 +254,6 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 			s.close()
 		}
 	}()
-	subGoroutines := 0
 	for g, nodes := range groups {
 		recs[g] = newRecorder(total*n, n)
 		s, err := r.subscribe(ctx, c, rooms[g], recs[g], nodes, &bases[g])
@@ -244,10 +261,6 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 			return row, nil, err
 		}
 		subs = append(subs, s)
-		subGoroutines += len(nodes)
-	}
-	if _, ok := c.(*inproc); !ok {
-		subGoroutines = 0 // the testnet's goroutines are not the nodes'
 	}
 	roomOf := make([]int, n)
 	for g, nodes := range groups {
@@ -270,13 +283,19 @@ func (r *runner) scaleRow(ctx context.Context, n int) (row ScaleRow, lat []time.
 		return row, nil, err
 	}
 	used := after.sub(base)
-	used.Goroutines -= subGoroutines
+	// In one process the subscriptions' goroutines are the testnet's,
+	// not the nodes': take off those running now (processes' goroutines
+	// are their own).
+	if t, ok := c.(interface{ testnetGoroutines() int }); ok {
+		used.Goroutines -= t.testnetGoroutines()
+	}
 	row.Load = costOf(used, after.CPU-before.CPU, after.At.Sub(before.At), n)
 	row.Saturated = row.Load.CPU >= 0.9*float64(runtime.NumCPU())
 	row.Load1 = loadAverage()
-	if n := st.failed.Load(); n > 0 {
-		row.Notes = append(row.Notes, fmt.Sprintf("%d says failed (first: %v)", n, st.first))
-	}
+	var said ScenarioResult
+	st.record(&said)
+	row.SaysFailed, row.sayErr = said.SaysFailed, said.sayErr
+	row.Notes = append(row.Notes, said.Notes...)
 
 	// Every room converges; then every member holds every message, in one
 	// order.
@@ -382,6 +401,8 @@ func scaleFits(rows []ScaleRow) []ScaleFit {
 		{"idle CPU", "cores", func(r ScaleRow) float64 { return r.Idle.CPU }},
 		{"loaded CPU", "cores", func(r ScaleRow) float64 { return r.Load.CPU }},
 		{"loaded RSS", "MiB", func(r ScaleRow) float64 { return r.Load.RSSMiB }},
+		{"loaded heap", "MiB", func(r ScaleRow) float64 { return r.Load.HeapMiB }},
+		{"loaded goroutines", "", func(r ScaleRow) float64 { return r.Load.Goroutines }},
 		{"peer connections", "", func(r ScaleRow) float64 { return r.Idle.PeersPerNode * float64(r.Nodes) }},
 		{"open files", "", func(r ScaleRow) float64 { return r.Idle.FDsPerNode * float64(r.Nodes) }},
 	}

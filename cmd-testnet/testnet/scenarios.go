@@ -28,8 +28,18 @@ func (r *runner) drain(events uint64) time.Duration {
 
 // syncPeriod is the nodes' anti-entropy period.
 func (r *runner) syncPeriod() time.Duration {
-	if !r.cfg.inProcess() {
-		return 30 * time.Second // the node's default
+	if d := r.inprocSync(); r.cfg.inProcess() && d > 0 {
+		return d
+	}
+	return rooms.DefaultSyncInterval // the node's default
+}
+
+// inprocSync is the anti-entropy period in-process nodes are given: the
+// configured one, or in the scale scenario its own (zero: the node's
+// default).
+func (r *runner) inprocSync() time.Duration {
+	if r.inScale {
+		return r.cfg.ScaleSyncInterval
 	}
 	return r.cfg.SyncInterval
 }
@@ -121,6 +131,16 @@ func (s *subscriptions) close() {
 }
 
 // sendStats counts a sender's outcome.
+//
+// A failed Say fails the run in every scenario (ScenarioResult.failed):
+// Say stores and publishes on the node that says, and none of the
+// scenarios takes that node away while it says. Fanout, burst, soak and
+// scale keep every node up; partition cuts the links between nodes, not
+// the testnet's hold on them (in-process calls, or a process's local API
+// over its unix socket); churn crashes only nodes other than node 0, the
+// one that says; restart crashes node n-1 while nodes 0 and 1 say (node 0
+// alone with two nodes), and its big room fails the scenario outright if
+// a Say fails.
 type sendStats struct {
 	said   atomic.Int64
 	failed atomic.Int64
@@ -137,10 +157,21 @@ func (s *sendStats) fail(err error) {
 	s.mu.Unlock()
 }
 
-func (s *sendStats) note(res *ScenarioResult) {
-	if n := s.failed.Load(); n > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d says failed (first: %v)", n, s.first))
+// record adds the failed Says to res (a count and a note with the first
+// error).
+func (s *sendStats) record(res *ScenarioResult) {
+	n := s.failed.Load()
+	if n == 0 {
+		return
 	}
+	res.SaysFailed += int(n)
+	s.mu.Lock()
+	first := s.first
+	s.mu.Unlock()
+	if res.sayErr == "" {
+		res.sayErr = fmt.Sprint(first)
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("%d says failed (first: %v)", n, first))
 }
 
 // say says message idx from node i and records it.
@@ -334,7 +365,7 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 	r.sendSteady(ctx, c, room, rec, 0, total, func(int) int { return 0 }, st)
 	sendTime := time.Since(t0)
 	stop()
-	st.note(&res)
+	st.record(&res)
 	res.metric("achieved_rate_per_s", float64(st.said.Load())/sendTime.Seconds())
 	conv, cerr := r.converge(ctx, c, room, base+uint64(st.said.Load()), all(c.Len()), r.drain(uint64(st.said.Load())))
 	// Every delivery is done: the check of every node's log (finish) is
@@ -397,7 +428,7 @@ func (r *runner) burst(ctx context.Context) (res ScenarioResult, err error) {
 	wg.Wait()
 	sendTime := time.Since(t0)
 	stop()
-	st.note(&res)
+	st.record(&res)
 	conv, cerr := r.converge(ctx, c, room, base+uint64(st.said.Load()), all(n), r.drain(uint64(st.said.Load())))
 	res.ConvergeMs = ms(conv)
 	res.metric("send_s", sendTime.Seconds())
@@ -457,7 +488,7 @@ func (r *runner) partition(ctx context.Context) (res ScenarioResult, err error) 
 		return right[0]
 	}, st)
 	stop()
-	st.note(&res)
+	st.record(&res)
 	// Each side converges on its own.
 	sent := rec.sentSet()
 	var l, rt uint64
@@ -596,7 +627,7 @@ func (r *runner) restart(ctx context.Context) (res ScenarioResult, err error) {
 	if err := r.check(ctx, c, room, rec, all(n), &res); err != nil {
 		return res, err
 	}
-	st.note(&res)
+	st.record(&res)
 
 	// (3) A big room, reopened.
 	if err := r.bigRoom(ctx, c, k, &res); err != nil {
@@ -706,7 +737,7 @@ func (r *runner) churn(ctx context.Context) (res ScenarioResult, err error) {
 	if err := <-churnErr; err != nil {
 		return res, err
 	}
-	st.note(&res)
+	st.record(&res)
 	t0 := time.Now()
 	for i := range n {
 		if !c.Running(i) {

@@ -116,6 +116,27 @@ func TestOrder(t *testing.T) {
 	}
 }
 
+// TestFailedSaysFailTheRun: Says that returned an error are counted, in
+// the JSON too, and fail the scenario though every recorded message was
+// delivered.
+func TestFailedSaysFailTheRun(t *testing.T) {
+	res := ScenarioResult{Name: "fanout", Sent: 8, Expected: 16, Delivered: 16, DeliveryRatio: 1, OrderChecked: true, OrderIdentical: true}
+	var st sendStats
+	if st.record(&res); res.SaysFailed != 0 || res.failed() != "" || len(res.Notes) != 0 {
+		t.Fatalf("no failed Says: %+v, %q", res, res.failed())
+	}
+	st.fail(errors.New("node 0: disk full"))
+	st.fail(errors.New("node 0: closed"))
+	st.record(&res)
+	if why := res.failed(); res.SaysFailed != 2 || !strings.Contains(why, "2 says failed (first: node 0: disk full)") {
+		t.Errorf("says failed %d, failure %q", res.SaysFailed, why)
+	}
+	raw, err := json.Marshal(res)
+	if err != nil || !strings.Contains(string(raw), `"says_failed":2`) {
+		t.Errorf("JSON %s, %v", raw, err)
+	}
+}
+
 func TestWriteSVG(t *testing.T) {
 	res := Results{Config: ConfigSummary{Nodes: 3, Mode: InProcess}, Scenarios: []ScenarioResult{
 		{Name: "fanout", samples: []time.Duration{time.Millisecond, 2 * time.Millisecond, 40 * time.Millisecond}, Latency: &Latency{P50: 2, P99: 40, Count: 3}},
@@ -346,11 +367,20 @@ func TestLinearFit(t *testing.T) {
 		t.Fatalf("noisy r2 %v", r2)
 	}
 	fits := scaleFits([]ScaleRow{
-		{Nodes: 10, Idle: ScaleCost{RSSMiB: 100, PeersPerNode: 9}},
-		{Nodes: 20, Idle: ScaleCost{RSSMiB: 200, PeersPerNode: 19}},
+		{Nodes: 10, Idle: ScaleCost{RSSMiB: 100, PeersPerNode: 9}, Load: ScaleCost{Goroutines: 2000}},
+		{Nodes: 20, Idle: ScaleCost{RSSMiB: 200, PeersPerNode: 19}, Load: ScaleCost{Goroutines: 5000}},
 	})
+	seen := false
 	for _, f := range fits {
 		switch f.Figure {
+		case "loaded goroutines":
+			// 200 then 250 a node: 300 more in all for each node (299,000
+			// at 1,000 nodes), or 5,150 a node if each node's count keeps
+			// rising so.
+			seen = true
+			if f.Slope != 300 || f.At1000 != 299_000 || f.PerNodeTrendAt1000 != 5150 {
+				t.Errorf("loaded goroutines fit %+v", f)
+			}
 		case "idle RSS":
 			if f.Slope != 10 || f.At1000 != 10_000 || f.PerNodeGrowth != 0 {
 				t.Errorf("RSS fit %+v", f)
@@ -361,6 +391,9 @@ func TestLinearFit(t *testing.T) {
 				t.Errorf("peers fit %+v", f)
 			}
 		}
+	}
+	if !seen {
+		t.Error("no fit of the loaded goroutines")
 	}
 }
 
@@ -408,6 +441,11 @@ func TestScaleSmall(t *testing.T) {
 	sr := res.Scenarios[0].Scale
 	if sr == nil || len(sr.Rows) != 2 || sr.Rows[0].Nodes != 2 || sr.Rows[1].Rooms != 1 || len(sr.Fits) == 0 {
 		t.Fatalf("scale result %+v", sr)
+	}
+	// Scale runs at the node's own anti-entropy period, not the other
+	// scenarios' 5 s.
+	if sr.SyncIntervalS != rooms.DefaultSyncInterval.Seconds() || res.Config.ScaleSyncInterval != sr.SyncIntervalS || res.Config.SyncInterval != 5 {
+		t.Errorf("anti-entropy: scale %vs (config %vs), others %vs", sr.SyncIntervalS, res.Config.ScaleSyncInterval, res.Config.SyncInterval)
 	}
 	// In one process RSS is the process's minus what it held before the
 	// nodes: for two or three small nodes the pages the runtime returns
@@ -459,7 +497,7 @@ func TestSoakLayoutAndSlopes(t *testing.T) {
 		t.Errorf("3 nodes in 5 rooms: %s", got)
 	}
 	sample := func(t float64, rss float64, g int) SoakSample {
-		return SoakSample{T: t, RSSMiB: rss + 100, RSSAnonMiB: rss, RSSFileMiB: 100, Goroutines: g}
+		return SoakSample{T: t, RSSMiB: rss + 100, RSSAnonMiB: rss, RSSFileMiB: 100, HeapMiB: rss / 2, Goroutines: g}
 	}
 	flat := &SoakResult{DurationS: 600}
 	growing := &SoakResult{DurationS: 600}
@@ -484,6 +522,45 @@ func TestSoakLayoutAndSlopes(t *testing.T) {
 	if growing.Flat || math.Abs(growing.RSSAnonMiBPerMin-60) > 0.01 || math.Abs(growing.GoroutinesPerMin-12) > 0.01 {
 		t.Errorf("growing run: flat %v, anonymous RSS %v MiB/min, goroutines %v/min", growing.Flat, growing.RSSAnonMiBPerMin, growing.GoroutinesPerMin)
 	}
+	// Whether a soak fails: the live heap and the goroutines decide;
+	// anonymous RSS that grows alone is NOT FLAT but passes.
+	fails := func(sr *SoakResult) string {
+		res := ScenarioResult{Name: "soak", DeliveryRatio: 1, OrderChecked: true, OrderIdentical: true, Soak: sr}
+		return res.failed()
+	}
+	if why := fails(flat); why != "" || !flat.HeapFlat || !flat.GoroutinesFlat || !flat.RSSAnonFlat {
+		t.Errorf("flat run fails: %q", why)
+	}
+	if why := fails(growing); !strings.Contains(why, "live heap NOT FLAT") || !growing.GoroutinesFlat {
+		t.Errorf("growing run: %q", why)
+	}
+	rssOnly, heapOnly, goroutinesOnly := &SoakResult{DurationS: 600}, &SoakResult{DurationS: 600}, &SoakResult{DurationS: 600}
+	for k := range 121 {
+		ts := float64(k * 5)
+		smp := sample(ts, 1000, 5000)
+		smp.RSSAnonMiB += ts // +60 MiB/min: 30 % over the second half
+		rssOnly.Samples = append(rssOnly.Samples, smp)
+		smp = sample(ts, 1000, 5000)
+		smp.HeapMiB += ts / 10 // +6 MiB/min of 545: 5.5 % over the second half
+		heapOnly.Samples = append(heapOnly.Samples, smp)
+		smp = sample(ts, 1000, 5000+k) // 12 a minute of 5,000: 1.2 %
+		if ts >= 300 {
+			smp.Goroutines += k // 24 a minute: 2.4 %
+		}
+		goroutinesOnly.Samples = append(goroutinesOnly.Samples, smp)
+	}
+	for _, sr := range []*SoakResult{rssOnly, heapOnly, goroutinesOnly} {
+		soakSlopes(sr)
+	}
+	if why := fails(rssOnly); rssOnly.Flat || rssOnly.RSSAnonFlat || !rssOnly.HeapFlat || why != "" || !strings.Contains(rssOnly.growth(), "anonymous RSS NOT FLAT") {
+		t.Errorf("anonymous RSS alone: flat %v, fails %q, %s", rssOnly.Flat, why, rssOnly.growth())
+	}
+	if why := fails(heapOnly); heapOnly.Flat || heapOnly.HeapFlat || !heapOnly.RSSAnonFlat || !strings.Contains(why, "live heap NOT FLAT (grew 5.5%") {
+		t.Errorf("live heap alone: flat %v, fails %q", heapOnly.Flat, why)
+	}
+	if why := fails(goroutinesOnly); goroutinesOnly.GoroutinesFlat || !goroutinesOnly.HeapFlat || !strings.Contains(why, "goroutines NOT FLAT") {
+		t.Errorf("goroutines alone: %+v, fails %q", goroutinesOnly, why)
+	}
 	// Goroutines that step up for the last minute (a periodic task's
 	// streams) do not make a flat run grow.
 	stepped := &SoakResult{DurationS: 600}
@@ -498,8 +575,8 @@ func TestSoakLayoutAndSlopes(t *testing.T) {
 		t.Errorf("a step in the last minute: flat %v, %v goroutines/min", stepped.Flat, stepped.GoroutinesPerMin)
 	}
 	short := &SoakResult{DurationS: 10, Samples: []SoakSample{sample(9, 1, 1)}}
-	if soakSlopes(short); short.Flat || !strings.Contains(short.FlatRule, "too few samples") {
-		t.Errorf("two samples: %+v", short)
+	if soakSlopes(short); short.Flat || !strings.Contains(short.FlatRule, "too few samples") || !strings.Contains(fails(short), "too few samples") {
+		t.Errorf("two samples: %+v, fails %q", short, fails(short))
 	}
 }
 
@@ -593,6 +670,46 @@ func TestWindowTakesEachOnce(t *testing.T) {
 	if n := w.take().n; n != 0 {
 		t.Fatalf("an empty window held %d", n)
 	}
+}
+
+// TestFollowCountsItsGoroutines: the goroutines an in-process
+// subscription starts are the ones counted as the testnet's (and taken
+// off the nodes' in the scale scenario), and the count falls back as they
+// end.
+func TestFollowCountsItsGoroutines(t *testing.T) {
+	var g goroutines
+	before := runtime.NumGoroutine()
+	const subs = 3
+	chs := make([]chan rooms.View, subs)
+	got := make(chan string, subs)
+	for k := range chs {
+		chs[k] = make(chan rooms.View)
+		follow(&g, chs[k], func(text string, _ time.Time) { got <- text })
+	}
+	// Other tests' goroutines may still be ending: wait for the process
+	// to hold exactly those counted on top of what it held before.
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: counted %d, process %d (before %d)", what, g.count(), runtime.NumGoroutine(), before)
+			}
+			runtime.Gosched()
+		}
+	}
+	wait("started", func() bool { return g.count() > 0 && runtime.NumGoroutine()-before == g.count() })
+	if g.count()%subs != 0 {
+		t.Errorf("%d goroutines for %d subscriptions", g.count(), subs)
+	}
+	chs[0] <- rooms.View{Text: "tn 1"}
+	if text := <-got; text != "tn 1" {
+		t.Errorf("followed %q", text)
+	}
+	for _, ch := range chs {
+		close(ch)
+	}
+	wait("ended", func() bool { return g.count() == 0 && runtime.NumGoroutine() <= before })
 }
 
 func TestScaleFitPerPeer(t *testing.T) {
