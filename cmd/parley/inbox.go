@@ -103,6 +103,8 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as st
 				fmt.Fprintf(w, "    in it: %s\n", strings.Join(names, ", "))
 			}
 			fmt.Fprintf(w, "    read it: parley room log %s; leave it: parley room leave %s%s\n", it.Room, it.Room, asFlag)
+		case "removed":
+			fmt.Fprintf(w, "%s REMOVED from %s by %s: you no longer post or read there, and the asks you owed there are dropped; a member can invite you back\n", ts, room(it), agent(it.From))
 		case "reply":
 			fmt.Fprintf(w, "%s REPLY from %s in %s to your ask %s: %s\n", ts, agent(it.From), room(it), short(it.ReplyTo), text(it.Text))
 		case "message":

@@ -114,3 +114,38 @@ func TestInboxHintsActAsTheAgent(t *testing.T) {
 		t.Fatalf("human's inbox shows --as: %q", out)
 	}
 }
+
+// TestInboxShowsARemoval: an agent the room's creator took out is told
+// which room and who did it, and the invitation it had not taken yet is
+// gone.
+func TestInboxShowsARemoval(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback)
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	idB := peerID(t, homeB)
+	befriend(t, homeA, homeB, idB)
+	if _, errs, code := run(t, "--home", homeB, "agent", "register", "coder"); code != 0 {
+		t.Fatal(errs)
+	}
+	runJSON(t, &struct{}{}, "--home", homeA, "room", "create", "design")
+	if _, errs, code := run(t, "--home", homeA, "room", "invite", "design", "coder@"+idB); code != 0 {
+		t.Fatal(errs)
+	}
+	var out string
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, _ = run(t, "--home", homeB, "inbox", "--as", "coder")
+		return strings.Contains(out, `INVITATION from human@`) && strings.Contains(out, `to "design"`)
+	}, "coder's invitation")
+	if _, errs, code := run(t, "--home", homeA, "room", "remove", "design", "coder@"+idB); code != 0 {
+		t.Fatal(errs)
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, _ = run(t, "--home", homeB, "inbox", "--as", "coder")
+		return strings.Contains(out, "REMOVED")
+	}, "coder to be told of its removal")
+	if !regexp.MustCompile(`REMOVED from "design" by human@\S+: `).MatchString(out) || strings.Contains(out, "INVITATION") {
+		t.Fatalf("coder's inbox once removed: %q", out)
+	}
+}
