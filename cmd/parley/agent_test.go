@@ -90,6 +90,7 @@ func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
 		{[]string{"agent", "register", "x", "--cap", "c++"}, "capability"},
 		{[]string{"agent", "register", "x", "--ttl", "0s"}, "--ttl"},
 		{[]string{"agent", "heartbeat", "nosuch"}, "not registered"},
+		{[]string{"agent", "unregister", "nosuch"}, "not registered"},
 		{[]string{"agent", "heartbeat", "x", "--state", "asleep"}, "idle or busy"},
 	} {
 		_, errs, code := run(t, append([]string{"--home", homeC}, tc.args...)...)
