@@ -218,6 +218,11 @@ func roomLogCmd(g *globals) *cobra.Command {
 		Short: "Show a room's events in display order (the same on every node)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > localapi.MaxLog {
+				// 0 would read the node's default: refused, as the node
+				// refuses a limit out of range.
+				return fmt.Errorf("--limit %d: limit must be 1 to %d", limit, localapi.MaxLog)
+			}
 			var book localapi.NameBook
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.Event, error) {
 				es, err := c.Log(ctx, args[0], limit, before)

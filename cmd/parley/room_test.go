@@ -308,3 +308,29 @@ func TestCLIAskIDOutlivesItsWait(t *testing.T) {
 		t.Fatalf("--json: an ask whose wait failed printed %q (%v), stderr %q", jout, err, jerrs)
 	}
 }
+
+// room log's --limit: left out, the last 100; out of 1 to 10000 (0 and
+// below too, which once read 100) refused saying so.
+func TestCLIRoomLogLimit(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	runJSON(t, &struct{}{}, "--home", home, "room", "create", "design")
+	for _, s := range []string{"one", "two", "three"} {
+		if _, errs, code := run(t, "--home", home, "room", "say", "design", s); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	if out, errs, code := run(t, "--home", home, "room", "log", "design"); code != 0 || strings.Count(out, "\n") != 4 {
+		t.Fatalf("room log: exit %d %q %s", code, out, errs)
+	}
+	if out, errs, code := run(t, "--home", home, "room", "log", "design", "--limit", "2"); code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "three") {
+		t.Fatalf("room log --limit 2: exit %d %q %s", code, out, errs)
+	}
+	for _, n := range []string{"0", "-5", "100000"} {
+		out, errs, code := run(t, "--home", home, "room", "log", "design", "--limit", n)
+		if code == 0 || out != "" || !strings.Contains(errs, "limit must be 1 to 10000") {
+			t.Fatalf("room log --limit %s: exit %d %q %q", n, code, out, errs)
+		}
+	}
+}
