@@ -42,9 +42,10 @@ func agentRegisterCmd(g *globals) *cobra.Command {
 		Use:   "register NAME",
 		Short: "Register an agent on this node (or update it)",
 		Long: `Register an agent on this node, or update one this CLI registered: an update changes
-only what its flags give (--cap replaces the list). NAME is 1–64 of a-z, 0-9, '.', '_', '-'
-(capitals are taken as lower case). The registration outlives this command: it lasts --ttl (1h by
-default) unless renewed with ` + "`parley agent heartbeat`" + `, and is gone at once with
+only what its flags give (--cap replaces the list; without --ttl it keeps its TTL, renewed from
+now). NAME is 1–64 of a-z, 0-9, '.', '_', '-' (capitals are taken as lower case). The
+registration outlives this command: it lasts --ttl (1h by default) unless renewed with
+` + "`parley agent heartbeat`" + `, and is gone at once with
 ` + "`parley agent unregister`" + `.`,
 		Example: `  parley agent register reviewer --role "code review" --cap go --cap rust --working-on "PR 12"`,
 		Args:    cobra.ExactArgs(1),
@@ -79,6 +80,11 @@ default) unless renewed with ` + "`parley agent heartbeat`" + `, and is gone at 
 					}
 					if !fl.Changed("client") {
 						req.Client = a.Client
+					}
+					if old := a.Expires.Sub(a.LastSeen); !fl.Changed("ttl") && old >= time.Second {
+						// Its TTL too (the update renews it, as a
+						// heartbeat does), not the 1h default.
+						req.TTLSeconds = int((old + time.Second - 1) / time.Second)
 					}
 				}
 				return c.RegisterAgent(ctx, req)

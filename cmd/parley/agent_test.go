@@ -90,6 +90,7 @@ func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
 		{[]string{"agent", "register", "x", "--cap", "c++"}, "capability"},
 		{[]string{"agent", "register", "x", "--ttl", "0s"}, "--ttl"},
 		{[]string{"agent", "heartbeat", "nosuch"}, "not registered"},
+		{[]string{"agent", "unregister", "nosuch"}, "not registered"},
 		{[]string{"agent", "heartbeat", "x", "--state", "asleep"}, "idle or busy"},
 	} {
 		_, errs, code := run(t, append([]string{"--home", homeC}, tc.args...)...)
@@ -118,7 +119,14 @@ func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
 	if reg.Role != "code review" || !slices.Equal(reg.Capabilities, []string{"golang"}) || reg.WorkingOn != "fixing the lexer" {
 		t.Fatalf("the update lost what it did not change: %+v", reg)
 	}
-	runJSON(t, &reg, "--home", homeC, "agent", "register", "coder", "--working-on", "fixing the parser", "--ttl", "60s")
+	// Without --ttl, the update keeps the agent's TTL (60s), not the 1h
+	// default.
+	runJSON(t, &reg, "--home", homeC, "agent", "register", "coder", "--working-on", "fixing the parser")
+	seen, err1 := time.Parse(time.RFC3339Nano, reg.LastSeen)
+	until, err2 := time.Parse(time.RFC3339Nano, reg.Expires)
+	if err1 != nil || err2 != nil || until.Sub(seen) != 60*time.Second || reg.WorkingOn != "fixing the parser" {
+		t.Fatalf("an update without --ttl: %+v (TTL %s)", reg, until.Sub(seen))
+	}
 
 	// A finds it by capability and by name, through the DHT.
 	for _, q := range []string{"cap:golang", "coder", "handle:carol"} {

@@ -49,7 +49,7 @@ replies to its asks, unread messages and board notices. Nothing is marked as see
 					return c.Take(ctx, as)
 				}
 				return c.Peek(ctx, as)
-			}, func(w io.Writer, v localapi.Pending) { printPending(w, v, book) })
+			}, func(w io.Writer, v localapi.Pending) { printPending(w, v, book, as) })
 		},
 	}
 	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent whose inbox to show")
@@ -58,12 +58,18 @@ replies to its asks, unread messages and board notices. Nothing is marked as see
 	return cmd
 }
 
-// printPending prints an agent's pending items, each with what to do
+// printPending prints agent as's pending items, each with what to do
 // about it, and the unread messages left unlisted.
-func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook) {
+func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as string) {
 	if len(v.Items) == 0 && len(v.MoreUnread) == 0 {
 		fmt.Fprintln(w, "nothing waits for you")
 		return
+	}
+	// The commands shown act as the agent whose inbox this is: pasted
+	// as they are, they do not answer as human (nor as PARLEY_AGENT).
+	asFlag := ""
+	if as != human || defaultAs() != human {
+		asFlag = " --as " + termtext.Line(as)
 	}
 	agent := func(a string) string { return termtext.Line(book.Agent(a)) }
 	short := func(id string) string { return id[:min(8, len(id))] }
@@ -79,10 +85,10 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook) {
 		switch it.Kind {
 		case "ask":
 			fmt.Fprintf(w, "%s ASK %s from %s in %s: %s\n", ts, short(it.ID), agent(it.From), room(it), text(it.Text))
-			fmt.Fprintf(w, "    answer: parley room say %s \"…\" --reply-to %s\n", it.Room, it.ID)
+			fmt.Fprintf(w, "    answer: parley room say %s \"…\" --reply-to %s%s\n", it.Room, it.ID, asFlag)
 		case "reminder":
 			fmt.Fprintf(w, "%s ASK %s from %s in %s still waits for your answer: %s\n", ts, short(it.ID), agent(it.From), room(it), text(it.Text))
-			fmt.Fprintf(w, "    answer: parley room say %s \"…\" --reply-to %s\n", it.Room, it.ID)
+			fmt.Fprintf(w, "    answer: parley room say %s \"…\" --reply-to %s%s\n", it.Room, it.ID, asFlag)
 		case "invitation":
 			fmt.Fprintf(w, "%s INVITATION from %s to %s", ts, agent(it.From), room(it))
 			if it.Purpose != "" {
@@ -96,7 +102,9 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook) {
 				}
 				fmt.Fprintf(w, "    in it: %s\n", strings.Join(names, ", "))
 			}
-			fmt.Fprintf(w, "    read it: parley room log %s; leave it: parley room leave %s\n", it.Room, it.Room)
+			fmt.Fprintf(w, "    read it: parley room log %s; leave it: parley room leave %s%s\n", it.Room, it.Room, asFlag)
+		case "removed":
+			fmt.Fprintf(w, "%s REMOVED from %s by %s: you no longer post or read there, and the asks you owed there are dropped; a member can invite you back\n", ts, room(it), agent(it.From))
 		case "reply":
 			fmt.Fprintf(w, "%s REPLY from %s in %s to your ask %s: %s\n", ts, agent(it.From), room(it), short(it.ReplyTo), text(it.Text))
 		case "message":

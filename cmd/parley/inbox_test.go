@@ -75,3 +75,77 @@ func TestInboxShowsTheHumanItsAsks(t *testing.T) {
 		t.Fatalf("status after the answer: %s", out)
 	}
 }
+
+// TestInboxHintsActAsTheAgent: the commands parley inbox --as AGENT shows
+// act as AGENT: the answer it gives, pasted, is AGENT's, not human's.
+func TestInboxHintsActAsTheAgent(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	if _, errs, code := run(t, "--home", home, "agent", "register", "coder"); code != 0 {
+		t.Fatal(errs)
+	}
+	runJSON(t, &struct{}{}, "--home", home, "room", "create", "design")
+	if _, errs, code := run(t, "--home", home, "room", "ask", "design", "which port?", "--to", "coder", "--wait", "0s"); code != 0 {
+		t.Fatal(errs)
+	}
+	var out string
+	hint := regexp.MustCompile(`answer: parley room say \S+ "…" --reply-to \S+ --as coder\n`)
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, _ = run(t, "--home", home, "inbox", "--as", "coder")
+		return hint.MatchString(out)
+	}, "coder's inbox to show the ask with a command that answers as coder")
+	if !strings.Contains(out, "leave it: parley room leave ") || !strings.Contains(out, " --as coder\n") {
+		t.Fatalf("coder's invitation: %q", out)
+	}
+	// The hint pasted as it is, with the text in place of "…".
+	pasted := []string{"--home", home}
+	for _, f := range strings.Fields(regexp.MustCompile(`answer: parley (.*)\n`).FindStringSubmatch(out)[1]) {
+		pasted = append(pasted, strings.ReplaceAll(f, `"…"`, "8080"))
+	}
+	if _, errs, code := run(t, pasted...); code != 0 {
+		t.Fatalf("the answer %q: %s", pasted, errs)
+	}
+	l := roomLog(t, home, "design")
+	if last := l[len(l)-1]; last.Text != "8080" || last.Agent != "coder" {
+		t.Fatalf("the answer is %+v", last)
+	}
+	if out, _, _ := run(t, "--home", home, "inbox"); strings.Contains(out, "--as") {
+		t.Fatalf("human's inbox shows --as: %q", out)
+	}
+}
+
+// TestInboxShowsARemoval: an agent the room's creator took out is told
+// which room and who did it, and the invitation it had not taken yet is
+// gone.
+func TestInboxShowsARemoval(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback)
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	idB := peerID(t, homeB)
+	befriend(t, homeA, homeB, idB)
+	if _, errs, code := run(t, "--home", homeB, "agent", "register", "coder"); code != 0 {
+		t.Fatal(errs)
+	}
+	runJSON(t, &struct{}{}, "--home", homeA, "room", "create", "design")
+	if _, errs, code := run(t, "--home", homeA, "room", "invite", "design", "coder@"+idB); code != 0 {
+		t.Fatal(errs)
+	}
+	var out string
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, _ = run(t, "--home", homeB, "inbox", "--as", "coder")
+		return strings.Contains(out, `INVITATION from human@`) && strings.Contains(out, `to "design"`)
+	}, "coder's invitation")
+	if _, errs, code := run(t, "--home", homeA, "room", "remove", "design", "coder@"+idB); code != 0 {
+		t.Fatal(errs)
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, _ = run(t, "--home", homeB, "inbox", "--as", "coder")
+		return strings.Contains(out, "REMOVED")
+	}, "coder to be told of its removal")
+	if !regexp.MustCompile(`REMOVED from "design" by human@\S+: `).MatchString(out) || strings.Contains(out, "INVITATION") {
+		t.Fatalf("coder's inbox once removed: %q", out)
+	}
+}

@@ -104,11 +104,12 @@ func agentMutedCmd(g *globals) *cobra.Command {
 					return
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "AGENT\tSTATE\tUNTIL\tBY\tSINCE")
+				fmt.Fprintln(tw, "AGENT\tSTATE\tENDS\tBY\tSINCE")
 				for _, r := range v {
-					state, until := "muted", "unmuted"
+					// A hold with no end lasts until a person lifts it.
+					state, until := "muted", "when unmuted"
 					if r.Killed {
-						state, until = "killed", "revived"
+						state, until = "killed", "when revived"
 					} else if r.MutedUntil != nil {
 						until = r.MutedUntil.Local().Format(time.RFC3339)
 					}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -50,8 +51,17 @@ func TestAgentKillAndLimitOverMCP(t *testing.T) {
 			t.Fatal("a killed agent is still registered")
 		}
 	}
-	if out, _, _ := run(t, "--home", home, "agent", "muted"); !strings.Contains(out, "killed") {
-		t.Fatalf("agent muted does not list the kill: %s", out)
+	if _, errs, code := run(t, "--home", home, "agent", "register", "quiet"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := run(t, "--home", home, "agent", "mute", "quiet"); code != 0 {
+		t.Fatal(errs)
+	}
+	// Holds with no end say what ends them, not a state they are not in.
+	out, _, _ := run(t, "--home", home, "agent", "muted")
+	if !regexp.MustCompile(`(?m)^chatty@\S+\s+killed\s+when revived\s`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^quiet@\S+\s+muted\s+when unmuted\s`).MatchString(out) || !strings.Contains(out, "ENDS") {
+		t.Fatalf("agent muted: %s", out)
 	}
 	if _, errs, code := run(t, "--home", home, "agent", "kill", "nobody"); code == 0 || !strings.Contains(errs, "parley agent list") {
 		t.Fatalf("kill of an agent that is not there: %d %s", code, errs)

@@ -160,17 +160,36 @@ then it exits 1, the ask still open (with --wait 0 it does not wait, and exits 0
 			if wait < 0 || wait > localapi.MaxWait {
 				return fmt.Errorf("--wait %s: use 0 to %s", wait, localapi.MaxWait)
 			}
-			req.Room, req.Text, req.WaitSeconds = args[0], args[1], wait.Seconds()
+			req.Room, req.Text = args[0], args[1]
 			var book localapi.NameBook
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.AskResult, error) {
+				// The ask is posted first and the reply waited for in a
+				// second call: whatever befalls the wait (the node
+				// stopping, a signal), the user has the ask's ID and
+				// does not ask again.
 				res, err := c.Ask(ctx, as, req)
-				if err == nil && !g.json {
+				if err != nil {
+					return res, err
+				}
+				if !g.json {
 					notes(ctx, c, cmd.ErrOrStderr(), res.Note)
 				}
-				if err == nil && res.Reply != nil && !g.json {
+				if res.Reply == nil && wait > 0 {
+					if !g.json {
+						fmt.Fprintf(cmd.ErrOrStderr(), "asked (id %s); waiting up to %s for a reply\n", res.AskID, wait)
+					}
+					got, werr := c.WaitReply(ctx, as, res.AskID, wait, req.Take)
+					if werr != nil {
+						return res, partial{fmt.Errorf("the ask %s was posted and stays open, but waiting for its reply failed: %w; its answer shows in `parley room log %s`",
+							res.AskID, g.apiErr(werr), args[0])}
+					}
+					got.Note = res.Note
+					res = got
+				}
+				if res.Reply != nil && !g.json {
 					book = nameBook(ctx, c)
 				}
-				if err == nil && res.Reply == nil && wait > 0 {
+				if res.Reply == nil && wait > 0 {
 					// A script tells an answer from a timeout by the exit
 					// code; the ask stays open.
 					err = partial{fmt.Errorf("no reply within %s; the ask stays open: its answer shows in `parley room log %s`", wait, args[0])}
@@ -199,6 +218,11 @@ func roomLogCmd(g *globals) *cobra.Command {
 		Short: "Show a room's events in display order (the same on every node)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > localapi.MaxLog {
+				// 0 would read the node's default: refused, as the node
+				// refuses a limit out of range.
+				return fmt.Errorf("--limit %d: limit must be 1 to %d", limit, localapi.MaxLog)
+			}
 			var book localapi.NameBook
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.Event, error) {
 				es, err := c.Log(ctx, args[0], limit, before)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -247,4 +248,89 @@ func trio(t *testing.T, name string) trioNodes {
 		}, "%s to join and speak", h)
 	}
 	return tn
+}
+
+// An ask whose wait is cut short by the node stopping still tells its ID:
+// it is said on stderr before the wait, the error says the ask was posted,
+// and --json prints the ask (with its ID) as well-formed JSON.
+func TestCLIAskIDOutlivesItsWait(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	d := up(t, home, "--listen", loopback)
+	runJSON(t, &struct{}{}, "--home", home, "room", "create", "design")
+	if _, errs, code := run(t, "--home", home, "agent", "register", "coder"); code != 0 {
+		t.Fatal(errs)
+	}
+	start := func(json bool) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+		args := []string{"--home", home, "room", "ask", "design", "anyone?", "--to", "coder", "--wait", "50s"}
+		if json {
+			args = append(args, "--json")
+		}
+		cmd := exec.Command(parleyBin, args...)
+		out, errs := &syncBuffer{}, &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, errs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd, out, errs
+	}
+	human, hout, herrs := start(false)
+	js, jout, jerrs := start(true)
+	asked := regexp.MustCompile(`asked \(id ([0-9a-z]+)\); waiting up to 50s`)
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return asked.MatchString(herrs.String()) }, "the ask's ID on stderr before the wait")
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		n := 0
+		for _, e := range roomLog(t, home, "design") {
+			if e.Kind == "ask" {
+				n++
+			}
+		}
+		return n == 2
+	}, "both asks posted")
+	id := asked.FindStringSubmatch(herrs.String())[1]
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := human.Wait(); err == nil {
+		t.Fatal("an ask whose wait failed exited 0")
+	}
+	if errs := herrs.String(); !strings.Contains(errs, "the ask "+id+" was posted and stays open") || !strings.Contains(hout.String(), "asked (id "+id+")") {
+		t.Fatalf("an ask whose wait failed: stdout %q, stderr %q", hout, errs)
+	}
+	if err := js.Wait(); err == nil {
+		t.Fatal("an ask whose wait failed exited 0 (--json)")
+	}
+	var res struct {
+		AskID string `json:"ask_id"`
+	}
+	if err := json.Unmarshal([]byte(jout.String()), &res); err != nil || res.AskID == "" || !strings.Contains(jerrs.String(), res.AskID) {
+		t.Fatalf("--json: an ask whose wait failed printed %q (%v), stderr %q", jout, err, jerrs)
+	}
+}
+
+// room log's --limit: left out, the last 100; out of 1 to 10000 (0 and
+// below too, which once read 100) refused saying so.
+func TestCLIRoomLogLimit(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	runJSON(t, &struct{}{}, "--home", home, "room", "create", "design")
+	for _, s := range []string{"one", "two", "three"} {
+		if _, errs, code := run(t, "--home", home, "room", "say", "design", s); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	if out, errs, code := run(t, "--home", home, "room", "log", "design"); code != 0 || strings.Count(out, "\n") != 4 {
+		t.Fatalf("room log: exit %d %q %s", code, out, errs)
+	}
+	if out, errs, code := run(t, "--home", home, "room", "log", "design", "--limit", "2"); code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "three") {
+		t.Fatalf("room log --limit 2: exit %d %q %s", code, out, errs)
+	}
+	for _, n := range []string{"0", "-5", "100000"} {
+		out, errs, code := run(t, "--home", home, "room", "log", "design", "--limit", n)
+		if code == 0 || out != "" || !strings.Contains(errs, "limit must be 1 to 10000") {
+			t.Fatalf("room log --limit %s: exit %d %q %q", n, code, out, errs)
+		}
+	}
 }

@@ -250,13 +250,18 @@ func TestTestnet20(t *testing.T) {
 	})
 
 	t.Run("unregister withdraws the card", func(t *testing.T) {
-		if _, err := svc(nt, 11).Register(ctx, agents.RegisterRequest{Name: "fleeting", Capabilities: []string{"fleet"}}); err != nil {
+		if _, err := svc(nt, 11).Register(ctx, agents.RegisterRequest{Name: "fleeting", Capabilities: []string{"fleet"}, TTLSeconds: 3600}); err != nil {
 			t.Fatal(err)
 		}
 		nt.WaitFor(20*time.Second, func() bool { return hasCard(find(t, nt, 2, "fleeting"), nt.ID(11), "fleeting") },
 			"the agent to be found")
 		if err := svc(nt, 11).Unregister(ctx, "fleeting"); err != nil {
 			t.Fatal(err)
+		}
+		for _, name := range []string{"fleeting", "nobody"} {
+			if err := svc(nt, 11).Unregister(ctx, name); !errors.Is(err, agents.ErrUnknownAgent) {
+				t.Fatalf("unregister of %s, not registered: %v", name, err)
+			}
 		}
 		nt.WaitFor(20*time.Second, func() bool {
 			return len(find(t, nt, 2, "agent:fleeting")) == 0 && len(find(t, nt, 2, "cap:fleet")) == 0

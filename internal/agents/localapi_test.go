@@ -131,8 +131,12 @@ func TestLocalAPIContract(t *testing.T) {
 	if err := c.UnregisterAgent(ctx, "coder"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.UnregisterAgent(ctx, "coder"); err != nil {
-		t.Fatalf("unregister twice: %v", err)
+	// Twice, or a name never registered: the user is told.
+	for _, name := range []string{"coder", "nobody"} {
+		err := c.UnregisterAgent(ctx, name)
+		if st, code := apiStatus(err); st != http.StatusNotFound || code != "unknown_agent" || !strings.Contains(err.Error(), "not registered") {
+			t.Fatalf("unregister of %s, not registered: %v (%d %s)", name, err, st, code)
+		}
 	}
 	_, err = c.Heartbeat(ctx, "coder", localapi.HeartbeatRequest{})
 	if st, code := apiStatus(err); st != http.StatusNotFound || code != "unknown_agent" {

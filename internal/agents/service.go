@@ -480,8 +480,9 @@ func (s *Service) Heartbeat(ctx context.Context, name string, req HeartbeatReque
 	return a.info(), nil
 }
 
-// Unregister removes a local agent and withdraws its card. Unregistering
-// an unknown agent is not an error.
+// Unregister removes a local agent and withdraws its card. It returns
+// ErrUnknownAgent if no agent of that name is registered, so a user who
+// mistyped the name is told.
 func (s *Service) Unregister(ctx context.Context, name string) error {
 	if err := s.alive(); err != nil {
 		return err
@@ -493,13 +494,13 @@ func (s *Service) Unregister(ctx context.Context, name string) error {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, known := s.reg.agents[n]
-	s.reg.remove(n, now)
-	if known {
-		s.gone(n, now)
-		s.persist(n, nil)
-		s.log.Debug("agent unregistered", "agent", string(n))
+	if _, known := s.reg.agents[n]; !known {
+		return fmt.Errorf("%w: %q is not registered on this node (`parley agent list` lists those that are)", ErrUnknownAgent, n)
 	}
+	s.reg.remove(n, now)
+	s.gone(n, now)
+	s.persist(n, nil)
+	s.log.Debug("agent unregistered", "agent", string(n))
 	return nil
 }
 

@@ -165,7 +165,7 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 		ours := a != nil && a.Session == req.Session
 		s.mu.Unlock()
 		if ours {
-			if err := s.Unregister(ctx, string(old)); err != nil {
+			if err := s.Unregister(ctx, string(old)); err != nil && !errors.Is(err, ErrUnknownAgent) { // swept since
 				return Info{}, err
 			}
 		}
@@ -183,7 +183,7 @@ func (s *Service) Unbind(ctx context.Context, name string) (sessions int, err er
 	if err != nil {
 		return 0, fmt.Errorf("agents: unbind: %w", err)
 	}
-	if err := s.Unregister(ctx, string(n)); err != nil {
+	if err := s.Unregister(ctx, string(n)); err != nil && !errors.Is(err, ErrUnknownAgent) { // sessions only
 		return 0, err
 	}
 	if _, ok := s.cfg.Store.(Lookup); !ok {

@@ -18,7 +18,10 @@
 //     dismisses it. It is shown in full once, then as a reminder on every
 //     later take.
 //   - An invitation is an invite event naming the agent; a reply is the
-//     first reply to an ask of the agent's. Each is shown once.
+//     first reply to an ask of the agent's. Each is shown once; an
+//     invitation not shown yet is dropped once the agent is out of the room
+//     (removed, left, or its node left), and a removal by the room's
+//     creator is shown once instead (kind "removed": the room, and who).
 //   - A message is shown once: by a take (at most 10 a take, oldest first;
 //     the rest are counted) or by Read. The agent's own events are never
 //     unread.

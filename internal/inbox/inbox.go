@@ -373,6 +373,16 @@ func (st *state) dropOwedIn(agent identity.AgentName, room identity.RoomID) {
 	}
 }
 
+// dropInvitationsTo drops the invitations to a room the agent is out of
+// (removed, left, or its node left): they are no longer true.
+func (st *state) dropInvitationsTo(agent identity.AgentName, room identity.RoomID) {
+	for id, it := range st.notes {
+		if it.Kind == "invitation" && it.Room == string(room) {
+			st.dropNote(agent, id)
+		}
+	}
+}
+
 func (st *state) dropNote(agent identity.AgentName, id string) {
 	delete(st.notes, id)
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), "n", id), Delete: true})

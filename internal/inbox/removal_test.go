@@ -81,3 +81,46 @@ func TestRemoveAgent(t *testing.T) {
 		t.Fatalf("a removal of an unknown handle: %v", err)
 	}
 }
+
+// TestInvitationGoesWhenTheAgentIsOut: an invitation not yet taken is
+// dropped once the agent is out of the room, whether removed by the
+// creator or gone of itself: what waits for it says it was removed, not
+// that it is invited.
+func TestInvitationGoesWhenTheAgentIsOut(t *testing.T) {
+	nt := start(t, 2)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	beta := register(t, nt, 1, "beta")
+	gamma := register(t, nt, 1, "gamma")
+	delta := register(t, nt, 1, "delta")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "design", Members: []string{beta, gamma, delta}})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	peek := func(agent, what string, cond func(localapi.Pending) bool) localapi.Pending {
+		t.Helper()
+		var p localapi.Pending
+		nt.WaitFor(30*time.Second, func() bool {
+			var err error
+			if p, err = ib(nt, 1).Peek(ctx, agent); err != nil {
+				t.Fatal(err)
+			}
+			return cond(p)
+		}, "%s", what)
+		return p
+	}
+	for _, a := range []string{"beta", "gamma"} {
+		peek(a, a+"'s invitation", func(p localapi.Pending) bool { return slices.Contains(kinds(p), "invitation") })
+	}
+	if _, err := ib(nt, 0).Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: beta}); err != nil {
+		t.Fatal(err)
+	}
+	p := peek("beta", "beta told of its removal", func(p localapi.Pending) bool { return slices.Contains(kinds(p), "removed") })
+	if k := kinds(p); !slices.Equal(k, []string{"removed"}) {
+		t.Fatalf("beta's items once removed: %v", k)
+	}
+	if _, err := ib(nt, 1).Leave(ctx, "gamma", localapi.LeaveRequest{Room: res.RoomID}); err != nil {
+		t.Fatal(err)
+	}
+	peek("gamma", "gamma's invitation gone once it left", func(p localapi.Pending) bool { return !slices.Contains(kinds(p), "invitation") })
+}

@@ -45,6 +45,7 @@ func (b *Inbox) scan(agent identity.AgentName, st *state) error {
 				st.unread[id] = 0
 				delete(st.recount, id)
 				st.dropOwedIn(agent, id) // it cannot answer them there
+				st.dropInvitationsTo(agent, id)
 				if rec.Removed() && rec.RemovalDepth > st.removed[id] {
 					b.removed(agent, st, id, rec)
 				}
@@ -259,6 +260,7 @@ func (b *Inbox) forget(agent identity.AgentName, st *state, id identity.RoomID) 
 	delete(st.recount, id)
 	delete(st.dirty, id)
 	st.dropOwedIn(agent, id)
+	st.dropInvitationsTo(agent, id)
 }
 
 // pending builds what the agent has yet to see; with take it hands it out:

@@ -49,8 +49,8 @@ func (s *Server) HandleRooms(rm Rooms) {
 		limit := 100
 		if v := r.URL.Query().Get("limit"); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 10000 {
-				return nil, BadRequest("limit must be 1 to 10000")
+			if err != nil || n < 1 || n > MaxLog {
+				return nil, BadRequest("limit must be 1 to %d", MaxLog)
 			}
 			limit = n
 		}
@@ -139,10 +139,14 @@ func (c *Client) Room(ctx context.Context, room string) (RoomInfo, error) {
 	return v, c.do(ctx, "GET", p, nil, &v)
 }
 
-// Log reads the last limit events (before an event, if before is set).
+// MaxLog is the most events one read of a room's log gives.
+const MaxLog = 10000
+
+// Log reads the last limit events (before an event, if before is set);
+// limit 0 reads the node's default (100), and one below 0 is refused.
 func (c *Client) Log(ctx context.Context, room string, limit int, before string) ([]Event, error) {
 	q := url.Values{}
-	if limit > 0 {
+	if limit != 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	if before != "" {

@@ -27,7 +27,9 @@
 //
 // A known node shows as its handle; when two known nodes share a handle
 // (case-folded) each shows as handle~SUFFIX, with the shortest tail of its
-// peer ID that tells them apart (at least 4 characters). A node with no
+// peer ID that tells them apart (at least 4 characters), except one: the
+// node itself keeps its bare handle, or else the one node it deals with (a
+// contact, a room member) among strangers. A node with no
 // handle known shows as …SUFFIX (the last 8 characters of its peer ID).
 // Contacts' handles from their requests serve until a node's card arrives.
 // Resolve turns a displayed name back into the peer ID, so an agent can

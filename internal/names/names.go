@@ -179,7 +179,8 @@ type table struct {
 	handle map[peer.ID]string
 	byName map[string][]peer.ID // lower-cased handle → nodes
 	// bare holds, for a handle shared by one trusted node and others, the
-	// trusted node, which shows as the bare handle.
+	// trusted node, which shows as the bare handle; for this node's own
+	// handle, this node.
 	bare map[string]peer.ID
 }
 
@@ -840,7 +841,10 @@ func (s *Service) current() *table {
 	// with a fresh key can ask), or a card kept from before, is not. When
 	// one trusted node shares its handle with untrusted ones, it keeps the
 	// bare handle, and they show with their tails: a stranger cannot
-	// rename a contact, nor look like it.
+	// rename a contact, nor look like it. This node itself always keeps
+	// its bare handle, on itself: any other node with it, trusted or not,
+	// shows with its tail, so no one can pass for the user on their own
+	// node.
 	trusted := func(p peer.ID) bool { return s.cfg.Wanted == nil || s.wanted[p] }
 	for k, ps := range t.byName {
 		if len(ps) == 1 {
@@ -849,6 +853,10 @@ func (s *Service) current() *table {
 		}
 		var trust []peer.ID
 		for _, p := range ps {
+			if p == s.self {
+				trust = []peer.ID{p}
+				break
+			}
 			if trusted(p) {
 				trust = append(trust, p)
 			}

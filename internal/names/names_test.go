@@ -64,6 +64,16 @@ func TestNamesFromNodeCards(t *testing.T) {
 	if _, err := ns.Resolve("carol"); !errors.Is(err, names.ErrUnknown) {
 		t.Errorf("Resolve of an unknown handle: %v", err)
 	}
+	// On node 1 itself, the room member with its handle shows with its
+	// tail, and node 1 keeps the bare handle.
+	ns1 := nt.Node(1).Names()
+	nt.WaitFor(30*time.Second, func() bool {
+		_, ok := ns1.Handle(nt.ID(2))
+		return ok
+	}, "node 1 to learn the handle of node 2")
+	if own, other := ns1.Name(nt.ID(1)), ns1.Name(nt.ID(2)); own != "bob" || other != n2 {
+		t.Errorf("on node 1, node 1 shows as %q and node 2 as %q; want bob and %s", own, other, n2)
+	}
 	if got := names.Short(nt.ID(1)); !strings.HasPrefix(got, "…") || len(got) > 12 {
 		t.Errorf("short name %q", got)
 	}

@@ -336,3 +336,60 @@ func TestRequesterRenamesNoContact(t *testing.T) {
 		t.Fatalf("Resolve of two contacts' handle: %v", err)
 	}
 }
+
+// TestOwnHandleStaysBare: a node keeps its own bare handle on itself when a
+// node it deals with (a room member, a contact) has the same handle; the
+// other node shows with its tail, and the bare handle resolves to this
+// node. Two other nodes with this node's handle, trusted or not, both show
+// with their tails.
+func TestOwnHandleStaysBare(t *testing.T) {
+	h, priv := hostAndKey(t)
+	self, _ := peer.IDFromPrivateKey(priv)
+	l := &lists{}
+	now := time.Now()
+	var clock sync.Mutex
+	tick := func() { clock.Lock(); now = now.Add(2 * time.Second); clock.Unlock() }
+	ns, err := names.New(names.Config{Host: h, Key: priv, Handle: "bob", Wanted: l.get(&l.wanted), Requesters: l.get(&l.asking),
+		Now: func() time.Time { clock.Lock(); defer clock.Unlock(); return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eve, eveCard := card(t, "bob")
+	mallory, malloryCard := card(t, "Bob")
+	l.set([]peer.ID{eve}, []peer.ID{mallory}) // eve a room member, mallory asking
+	tick()
+	for _, c := range []struct {
+		p    peer.ID
+		wire []byte
+	}{{eve, eveCard}, {mallory, malloryCard}} {
+		if err := ns.Learn(c.p, c.wire); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick()
+	if got := ns.Name(self); got != "bob" {
+		t.Fatalf("this node shows to itself as %q once a room member has its handle", got)
+	}
+	for _, p := range []peer.ID{eve, mallory} {
+		if got := ns.Name(p); !strings.HasPrefix(strings.ToLower(got), "bob~") || !strings.HasSuffix(p.String(), got[4:]) {
+			t.Fatalf("another node with this node's handle shows as %q", got)
+		}
+		if q, err := ns.Resolve(ns.Name(p)); err != nil || q != p {
+			t.Fatalf("Resolve(%s) = %s, %v", ns.Name(p), q, err)
+		}
+	}
+	if p, err := ns.Resolve("bob"); err != nil || p != self {
+		t.Fatalf("Resolve(bob) = %s, %v; want this node", p, err)
+	}
+	// Both others trusted: still this node keeps the bare handle.
+	l.set([]peer.ID{eve, mallory}, nil)
+	tick()
+	ns.Tidy()
+	tick()
+	if got := ns.Name(self); got != "bob" {
+		t.Fatalf("this node shows to itself as %q among two trusted nodes with its handle", got)
+	}
+	if a, b := ns.Name(eve), ns.Name(mallory); !strings.HasPrefix(a, "bob~") || !strings.HasPrefix(b, "Bob~") {
+		t.Fatalf("two other nodes with this node's handle show as %q and %q", a, b)
+	}
+}
