@@ -137,6 +137,9 @@ func (s *Service) Mute(agent string, d time.Duration, by string) (Rule, error) {
 	if err != nil {
 		return Rule{}, err
 	}
+	if err := s.notTheUser(a, "muted"); err != nil {
+		return Rule{}, err
+	}
 	if d < 0 || d > MaxMute {
 		return Rule{}, fmt.Errorf("%w: mute for %s: give 1s to %s, or nothing for until unmuted", ErrBadInput, d, MaxMute)
 	}
@@ -180,6 +183,9 @@ func (s *Service) Kill(name, by string) (Rule, error) {
 	if err != nil {
 		return Rule{}, err
 	}
+	if err := s.notTheUser(a, "killed"); err != nil {
+		return Rule{}, err
+	}
 	r, err := s.update(a.String(), func(r *Rule) { r.Killed, r.By, r.At = true, by, s.now() })
 	if err != nil {
 		return Rule{}, err
@@ -203,6 +209,16 @@ func (s *Service) Revive(name, by string) (Rule, error) {
 	}
 	s.record(by, ActionRevive, a.String(), nil)
 	return r, nil
+}
+
+// notTheUser refuses a rule on this node's human, the user: it would shut
+// them out of every room with no agent to undo it from but themselves.
+// Another node's human may be muted (its events are hidden here).
+func (s *Service) notTheUser(a identity.AgentAddr, what string) error {
+	if a.Peer == s.cfg.Self && a.Name == identity.HumanAgent {
+		return fmt.Errorf("%w: %s is you, the user of this node: it cannot be %s (mute or kill an agent)", ErrBadInput, identity.HumanAgent, what)
+	}
+	return nil
 }
 
 func (s *Service) local(name string) (identity.AgentAddr, error) {

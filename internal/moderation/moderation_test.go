@@ -132,3 +132,32 @@ func TestRulesLimitsAndAudit(t *testing.T) {
 		}
 	}
 }
+
+// The user's own agent, human, cannot be muted or killed: that would shut
+// the user out of every room. Another node's human can be muted.
+func TestTheUserCannotBeShutOut(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "data"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	self, other := newPeer(t), newPeer(t)
+	m, err := moderation.New(moderation.Config{Self: self, Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"human", "human@" + self.String()} {
+		if _, err := m.Kill(name, "human"); !errors.Is(err, moderation.ErrBadInput) {
+			t.Fatalf("kill %s: %v", name, err)
+		}
+		if _, err := m.Mute(name, 0, "human"); !errors.Is(err, moderation.ErrBadInput) {
+			t.Fatalf("mute %s: %v", name, err)
+		}
+	}
+	if err := m.CheckPost(identity.HumanAgent); err != nil {
+		t.Fatalf("the user's post after the refused rules: %v", err)
+	}
+	if _, err := m.Mute("human@"+other.String(), 0, "human"); err != nil {
+		t.Fatalf("mute another node's human: %v", err)
+	}
+}
