@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -41,6 +43,9 @@ func roomCreateCmd(g *globals) *cobra.Command {
 		Example: `  parley room create release-1.0 --purpose "ship 1.0 by Friday" --member reviewer@12D3KooW...`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := errors.Join(utf8Arg("NAME", args[0]), utf8Arg("--purpose", purpose)); err != nil {
+				return err
+			}
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.OpenRoomResult, error) {
 				res, err := c.OpenRoom(ctx, as, localapi.OpenRoomRequest{Name: args[0], Purpose: purpose, Members: members})
 				if err == nil && !g.json {
@@ -133,6 +138,9 @@ func roomSayCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Room, req.Text = args[0], args[1]
+			if err := utf8Arg("TEXT", req.Text); err != nil {
+				return err
+			}
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Posted, error) {
 				return c.Say(ctx, as, req)
 			}, func(w io.Writer, v localapi.Posted) { fmt.Fprintln(w, v.ID) })
@@ -161,6 +169,9 @@ then it exits 1, the ask still open (with --wait 0 it does not wait, and exits 0
 				return fmt.Errorf("--wait %s: use 0 to %s", wait, localapi.MaxWait)
 			}
 			req.Room, req.Text = args[0], args[1]
+			if err := utf8Arg("TEXT", req.Text); err != nil {
+				return err
+			}
 			var book localapi.NameBook
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.AskResult, error) {
 				// The ask is posted first and the reply waited for in a
@@ -401,4 +412,18 @@ func printEvent(w io.Writer, e localapi.Event, book localapi.NameBook) {
 	default:
 		fmt.Fprintf(w, "%s %s %s %s\n", ts, id, who, termtext.Line(e.Kind))
 	}
+}
+
+// utf8Arg refuses text that is not valid UTF-8: the local API's JSON would
+// carry it with each bad byte replaced (U+FFFD), so the room would get
+// other text than the one given.
+func utf8Arg(what, s string) error {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return fmt.Errorf("%s is not valid UTF-8 (byte %d of %d): give text", what, i+1, len(s))
+		}
+		i += n
+	}
+	return nil
 }

@@ -327,6 +327,18 @@ func TestCLIRoomLogLimit(t *testing.T) {
 	if out, errs, code := run(t, "--home", home, "room", "log", "design", "--limit", "2"); code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "three") {
 		t.Fatalf("room log --limit 2: exit %d %q %s", code, out, errs)
 	}
+	// Text that is not UTF-8 is refused before it reaches the node (JSON
+	// would carry it with its bad bytes replaced).
+	for _, args := range [][]string{{"room", "say", "design", "bad \xff byte"}, {"room", "ask", "design", "\xc3", "--wait", "0"},
+		{"room", "create", "bad\xfename"}, {"room", "create", "fine", "--purpose", "\xed\xa0\x80"}} {
+		out, errs, code := run(t, append([]string{"--home", home}, args...)...)
+		if code == 0 || out != "" || !strings.Contains(errs, "is not valid UTF-8") {
+			t.Fatalf("%q: exit %d %q %q", args, code, out, errs)
+		}
+	}
+	if out, _, _ := run(t, "--home", home, "room", "list"); strings.Contains(out, "fine") {
+		t.Fatalf("a room was made of a refused purpose: %s", out)
+	}
 	for _, n := range []string{"0", "-5", "100000"} {
 		out, errs, code := run(t, "--home", home, "room", "log", "design", "--limit", n)
 		if code == 0 || out != "" || !strings.Contains(errs, "limit must be 1 to 10000") {
