@@ -355,29 +355,25 @@ func (r *room) run(ctx context.Context) {
 // catch-up from bulkq: up to liveBatch when the batch holds no live input,
 // else bulkBatch, so that live events never wait long behind catch-up.
 func takeBatch(inbox, bulkq <-chan input, live, bulk []input) ([]input, []input) {
-drain:
-	for len(live) < liveBatch {
-		select {
-		case in := <-inbox:
-			live = append(live, in)
-		default:
-			break drain
-		}
-	}
+	live = drainQueue(inbox, live, liveBatch)
 	bulkMax := liveBatch
 	if len(live) > 0 {
 		bulkMax = bulkBatch
 	}
-drainBulk:
-	for len(bulk) < bulkMax {
+	return live, drainQueue(bulkq, bulk, bulkMax)
+}
+
+// drainQueue appends to buf what waits in q, until buf holds limit.
+func drainQueue(q <-chan input, buf []input, limit int) []input {
+	for len(buf) < limit {
 		select {
-		case in := <-bulkq:
-			bulk = append(bulk, in)
+		case in := <-q:
+			buf = append(buf, in)
 		default:
-			break drainBulk
+			return buf
 		}
 	}
-	return live, bulk
+	return buf
 }
 
 // The most inputs one batch takes from the live inbox (gossip, says), and
@@ -708,12 +704,6 @@ func (r *room) restoreUnstored(tx *txn) {
 			}
 		}
 	}
-}
-
-// ownBuiltOn reports whether an own event waits in the pending pool for
-// id, directly or through others' events.
-func (r *room) ownBuiltOn(id ID) bool {
-	return r.pending.NeededBy(id, func(e *Event) bool { return e != nil && e.Author == r.m.self })
 }
 
 // allowedMember reports whether p is this node, or a member of the room
