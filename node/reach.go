@@ -368,10 +368,10 @@ func (n *Node) watchReachability() error {
 
 // ConnInfo says how the node is connected to a peer.
 type ConnInfo struct {
-	Relayed bool    // only through a relay (a limited connection)
-	Relay   peer.ID // the relay, when relayed
-	Why     string  // why relayed, or how the direct connection came
-	Addrs   []ma.Multiaddr
+	Relayed bool           // only through a relay (a limited connection)
+	Relay   peer.ID        // the relay, when relayed
+	Why     string         // why relayed, or how the direct connection came
+	Addrs   []ma.Multiaddr // the connections' remote addresses, each once, in the connections' order
 }
 
 // ConnInfo says how the node is connected to p (ok false: not connected).
@@ -384,7 +384,12 @@ func (n *Node) ConnInfo(p peer.ID) (ConnInfo, bool) {
 	ci.Relayed = true
 	for _, c := range conns {
 		a := c.RemoteMultiaddr()
-		ci.Addrs = append(ci.Addrs, a)
+		// Two connections may share an address: both nodes dialled at
+		// once, and QUIC dials leave from the listening port, so the
+		// inbound one comes from where the outbound one goes.
+		if !slices.ContainsFunc(ci.Addrs, a.Equal) {
+			ci.Addrs = append(ci.Addrs, a)
+		}
 		if !isRelayed(a) {
 			ci.Relayed = false
 		} else if ci.Relay == "" {
