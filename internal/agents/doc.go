@@ -12,7 +12,10 @@
 // not renewed within its TTL is swept at its expiry, and is treated as gone
 // from that instant even before the sweep runs. Registering a name held by
 // another live session fails with ErrNameTaken; the same session (or an
-// expired holder) updates it. A node holds at most discovery.MaxAgents
+// expired holder) updates it. The name "human" (identity.HumanAgent) is the
+// node's user and no agent's: registering it fails with ErrReservedName
+// (a registration or session bound to it by an older node is dropped or
+// given its fallback name). A node holds at most discovery.MaxAgents
 // agents. Registrations are kept in the store under schema.LocalAgent, so
 // they outlive a node restart until their TTL.
 //

@@ -1,11 +1,20 @@
 package agents
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrBadInput is returned when a registration, heartbeat or query has a
 	// field the service cannot use (a bad name, role, capability, TTL...).
 	ErrBadInput = errors.New("bad input")
+	// ErrReservedName is returned when an agent would take the name of the
+	// node's own user, identity.HumanAgent ("human"): that name is the
+	// user's everywhere (their posts, what is owed to them, the rules
+	// moderation will not put on them), so no agent may hold it. It is an
+	// ErrBadInput.
+	ErrReservedName = fmt.Errorf("%w: reserved name", ErrBadInput)
 	// ErrNameTaken is returned when a name is held by another live session.
 	ErrNameTaken = errors.New("agents: name held by another session")
 	// ErrUnknownAgent is returned when no live local agent has the name

@@ -204,12 +204,25 @@ func normCaps(caps []string) []string {
 	return discovery.SortCapabilities(out)
 }
 
+// reserved refuses the user's own name, identity.HumanAgent, for an agent.
+func reserved(name identity.AgentName) error {
+	if name == identity.HumanAgent {
+		return fmt.Errorf("%w: %q is you, the user of this node, in every room and inbox: an agent cannot take it (choose another name)",
+			ErrReservedName, name)
+	}
+	return nil
+}
+
 // newLocal turns a request into an agent, checked against the card and
 // presence rules by sealing both with the node's key (so the rules live in
-// one place, the discovery package).
+// one place, the discovery package). Every registration (the CLI, the
+// local API, a session's binding) comes through here.
 func newLocal(priv crypto.PrivKey, self peer.ID, req RegisterRequest, defTTL time.Duration, now time.Time) (*local, error) {
 	name, err := ParseName(req.Name)
 	if err != nil {
+		return nil, err
+	}
+	if err := reserved(name); err != nil {
 		return nil, err
 	}
 	ttl := defTTL
@@ -301,6 +314,9 @@ func unmarshalLocal(priv crypto.PrivKey, self peer.ID, b []byte) (*local, error)
 	}
 	name, err := identity.ParseAgentName(r.Name)
 	if err != nil {
+		return nil, err
+	}
+	if err := reserved(name); err != nil { // registered before the name was reserved
 		return nil, err
 	}
 	st := discovery.State(r.State)

@@ -103,7 +103,7 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 		return Info{}, err
 	}
 	old := identity.AgentName(p.Name)
-	if _, err := identity.ParseAgentName(p.Name); err != nil {
+	if n, err := identity.ParseAgentName(p.Name); err != nil || reserved(n) != nil { // bound before the name was reserved
 		known, old = false, ""
 	}
 	if req.Client != "" {
@@ -153,7 +153,7 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 			if err == nil {
 				break
 			}
-			if !errors.Is(err, ErrNameTaken) || i >= 100 {
+			if !errors.Is(err, ErrNameTaken) && !errors.Is(err, ErrReservedName) || i >= 100 {
 				return Info{}, err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -115,5 +116,40 @@ func TestReRegisterKeepsClientPID(t *testing.T) {
 	}
 	if got := byProcess(pid, other); got.PID != 0 {
 		t.Fatalf("by process after a fresh registration: %+v", got)
+	}
+}
+
+// TestHumanIsNoAgentsName: "human" is the node's user (their posts, what
+// is owed to them, the rules moderation will not put on them), so no agent
+// takes it: registering it, in any case, and binding a session to it are
+// refused as bad input naming the reason; a session whose fallback is
+// "human" (a client called so, or none, in a folder called so) gets
+// "human-2".
+func TestHumanIsNoAgentsName(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	ctx := context.Background()
+	for _, name := range []string{"human", "Human", " HUMAN "} {
+		_, err := c.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: name})
+		if !localapi.IsCode(err, localapi.CodeBadRequest) || !strings.Contains(err.Error(), `"human" is you, the user of this node`) {
+			t.Fatalf("register %q: %v, want a bad request saying it is the user's name", name, err)
+		}
+	}
+	if _, err := c.Session(ctx, localapi.SessionRequest{Session: "s1", Name: "human", Fallback: "x"}); !localapi.IsCode(err, localapi.CodeBadRequest) {
+		t.Fatalf("a session named human: %v", err)
+	}
+	a, err := c.Session(ctx, localapi.SessionRequest{Session: "s2", Fallback: "human"})
+	if err != nil || a.Name != "human-2" {
+		t.Fatalf("a session whose fallback is human: %+v %v", a, err)
+	}
+	list, err := c.Agents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range list {
+		if l.Name == "human" {
+			t.Fatalf("human is registered as an agent: %+v", list)
+		}
 	}
 }
