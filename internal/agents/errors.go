@@ -5,6 +5,9 @@ import (
 	"fmt"
 )
 
+// The sentinels that the service's operations wrap ("agents: register:
+// ...") carry no "agents: " of their own, so that an error says its
+// context once.
 var (
 	// ErrBadInput is returned when a registration, heartbeat or query has a
 	// field the service cannot use (a bad name, role, capability, TTL...).
@@ -16,13 +19,13 @@ var (
 	// ErrBadInput.
 	ErrReservedName = fmt.Errorf("%w: reserved name", ErrBadInput)
 	// ErrNameTaken is returned when a name is held by another live session.
-	ErrNameTaken = errors.New("agents: name held by another session")
+	ErrNameTaken = errors.New("name held by another session")
 	// ErrUnknownAgent is returned when no live local agent has the name
 	// (it was never registered, was unregistered, or was swept).
-	ErrUnknownAgent = errors.New("agents: no such agent")
+	ErrUnknownAgent = errors.New("no such agent")
 	// ErrTooManyAgents is returned when a node already holds
 	// discovery.MaxAgents agents.
-	ErrTooManyAgents = errors.New("agents: too many agents on this node")
+	ErrTooManyAgents = errors.New("too many agents on this node")
 	// ErrClosed is returned when the service has stopped.
 	ErrClosed = errors.New("agents: closed")
 	// ErrBadConfig is returned when the Config cannot be used.

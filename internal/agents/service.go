@@ -495,7 +495,7 @@ func (s *Service) Unregister(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, known := s.reg.agents[n]; !known {
-		return fmt.Errorf("%w: %q is not registered on this node (`parley agent list` lists those that are)", ErrUnknownAgent, n)
+		return fmt.Errorf("agents: unregister: %w: %q is not registered on this node (`parley agent list` lists those that are)", ErrUnknownAgent, n)
 	}
 	s.reg.remove(n, now)
 	s.gone(n, now)

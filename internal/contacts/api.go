@@ -372,17 +372,17 @@ func ParseTarget(s string) (peer.AddrInfo, error) {
 	if strings.HasPrefix(s, "/") {
 		m, err := ma.NewMultiaddr(s)
 		if err != nil {
-			return peer.AddrInfo{}, fmt.Errorf("%w: %q is not a multiaddr: %v (example: /ip4/192.0.2.1/tcp/4190/p2p/12D3KooW...)", ErrBadInput, s, err)
+			return peer.AddrInfo{}, fmt.Errorf("contacts: %w: %q is not a multiaddr: %v (example: /ip4/192.0.2.1/tcp/4190/p2p/12D3KooW...)", ErrBadInput, s, err)
 		}
 		ai, err := peer.AddrInfoFromP2pAddr(m)
 		if err != nil {
-			return peer.AddrInfo{}, fmt.Errorf("%w: %s has no /p2p/PEER_ID part: %v", ErrBadInput, s, err)
+			return peer.AddrInfo{}, fmt.Errorf("contacts: %w: %s has no /p2p/PEER_ID part: %v", ErrBadInput, s, err)
 		}
 		return *ai, nil
 	}
 	id, err := peer.Decode(s)
 	if err != nil {
-		return peer.AddrInfo{}, fmt.Errorf("%w: %q is neither a peer ID nor a multiaddr ending in /p2p/PEER_ID", ErrBadInput, s)
+		return peer.AddrInfo{}, fmt.Errorf("contacts: %w: %q is neither a peer ID nor a multiaddr ending in /p2p/PEER_ID", ErrBadInput, s)
 	}
 	return peer.AddrInfo{ID: id}, nil
 }
@@ -399,7 +399,7 @@ func ParseExpires(s string) (time.Duration, error) {
 		return 0, nil
 	}
 	bad := func(why string) error {
-		return fmt.Errorf("%w: expires %q: %s (use days like 90d, or a duration like 36h)", ErrBadInput, s, why)
+		return fmt.Errorf("contacts: %w: expires %q: %s (use days like 90d, or a duration like 36h)", ErrBadInput, s, why)
 	}
 	var d time.Duration
 	if n, ok := strings.CutSuffix(s, "d"); ok {

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// prefixRe is a context an error message opens with: "agents", "contacts:
+// approve bogus" and the like.
+var prefixRe = regexp.MustCompile(`^[a-z][a-z ]{0,40}$`)
+
+// repeatedContext returns a context that msg ("parley: a: b: ...") names
+// twice, or "".
+func repeatedContext(msg string) string {
+	seen := make(map[string]bool)
+	for _, seg := range strings.Split(strings.TrimSpace(msg), ": ") {
+		if !prefixRe.MatchString(seg) {
+			continue
+		}
+		if seen[seg] {
+			return seg
+		}
+		seen[seg] = true
+	}
+	return ""
+}
+
+// A failing command says each context of its error once: the agent and
+// contact services' errors used to name their package twice ("agents:
+// heartbeat: agents: no such agent", "contacts: approve x: contacts: no
+// such contact or request"), their sentinels carrying the prefix their
+// callers add.
+func TestCLIErrorsSayTheirContextOnce(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	var id struct {
+		PeerID string `json:"peer_id"`
+	}
+	runJSON(t, &id, "--home", home, "id")
+	runJSON(t, &struct{}{}, "--home", home, "agent", "register", "held", "--session", "one")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agent", "heartbeat", "nosuch"}, "agents: heartbeat: no such agent: "},
+		{[]string{"agent", "unregister", "nosuch"}, "agents: unregister: no such agent: "},
+		{[]string{"agent", "register", "held", "--session", "two"}, "agents: register: name held by another session: "},
+		{[]string{"agent", "register", "Bad Name"}, "agents: register: bad input: "},
+		{[]string{"contact", "approve", "bogus"}, "contacts: approve bogus: no such contact or request: "},
+		{[]string{"contact", "deny", "bogus"}, "contacts: deny bogus: no such contact or request: "},
+		{[]string{"contact", "revoke", "bogus"}, "contacts: revoke bogus: no such contact or request: "},
+		{[]string{"contact", "request", "bogus"}, "contacts: bad input: "},
+		{[]string{"contact", "request", id.PeerID}, "bad input: that is this node's own peer ID"},
+		{[]string{"room", "say", "nosuch", "hi"}, `no room named "nosuch"`},
+		{[]string{"invites", "accept", "nosuch"}, "rooms: unknown room: "},
+	} {
+		_, errs, code := run(t, append([]string{"--home", home}, tc.args...)...)
+		if code == 0 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q, want one line with %q", tc.args, code, errs, tc.want)
+		}
+		if r := repeatedContext(errs); r != "" {
+			t.Errorf("%v: %q names %q twice", tc.args, errs, r)
+		}
+	}
+}
