@@ -547,6 +547,15 @@ func (n *Node) requestStop() { n.stopOnce.Do(func() { close(n.stop) }) }
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		if n.reconnect != nil {
+			// Where the peers it deals with are, for the next start (a
+			// contact made a moment ago is not noted yet).
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := n.reconnect.Save(ctx); err != nil {
+				n.log.Warn("peer addresses not saved", "err", err)
+			}
+			cancel()
+		}
 		if n.ui != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			errs = append(errs, n.ui.Shutdown(ctx))

@@ -60,6 +60,24 @@ func TestReconnectAfterRestartWithoutBootstrap(t *testing.T) {
 	}
 }
 
+// A node stopped right after it made a contact finds the contact again at
+// its next start. Where a peer that was connected before it became a
+// contact was reached used to be noted only at the reconnect service's next
+// refresh (5 s later): a node stopped sooner came back knowing no address
+// of it, and waited for the contact to redial it.
+func TestContactMadeJustBeforeAStopIsRedialled(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	const r, a = 0, 1
+	nt.Befriend(t, a, r)
+	nt.Crash(a)
+	nt.Crash(r)
+	nt.RestartAlone(r)
+	na := nt.RestartAlone(a)
+	nt.WaitFor(10*time.Second, func() bool {
+		return na.Host().Network().Connectedness(nt.ID(r)) == network.Connected
+	}, "node %d to redial its new contact at the address it stored", a)
+}
+
 // BenchmarkReconnectContacts restarts a node with five contacts and no
 // bootstrap peer and reports the time until it is connected to all of them
 // again through the addresses it stored (the target is 5 s).

@@ -11,7 +11,10 @@
 // addresses included) and the address this node dialled it on, at most
 // MaxAddrs, with the time they were learnt. The record is local (never
 // sent): CBOR {t: unix seconds, a: [multiaddr bytes]}. Records of peers
-// the node no longer deals with are dropped.
+// the node no longer deals with are dropped. A peer is noted when identify
+// completes with it, and, for a peer that was connected before the node
+// dealt with it (a new contact, a new room member), at the next refresh of
+// the wanted set (every 5 s) or when the node stops (Save).
 //
 // # Redial
 //

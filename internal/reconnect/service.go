@@ -68,6 +68,9 @@ type Service struct {
 
 	statsMu sync.Mutex // protects stats
 	stats   Stats
+
+	saves chan chan struct{} // Save's requests to Run
+	ended chan struct{}      // closed when Run returns
 }
 
 // Stats is what the service did since start.
@@ -114,7 +117,33 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 16
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry)}, nil
+	return &Service{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry),
+		saves: make(chan chan struct{}), ended: make(chan struct{})}, nil
+}
+
+// Save stores where each wanted peer that is connected now was reached.
+// Run notes a peer that was connected before it became wanted (a new
+// contact, a new room member) only at its next refresh, up to refreshEvery
+// later: a node stopped before that would not know, after a restart, where
+// to find it. The node calls Save as it stops. It returns once done, or
+// when ctx ends or Run has returned.
+func (s *Service) Save(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case s.saves <- done:
+	case <-s.ended:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("reconnect: save: %w", ctx.Err())
+	}
+	select {
+	case <-done:
+		return nil
+	case <-s.ended:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("reconnect: save: %w", ctx.Err())
+	}
 }
 
 // Stats returns what the service did since start.
@@ -125,8 +154,10 @@ func (s *Service) Stats() Stats {
 }
 
 // Run loads the stored addresses into the peerstore, then keeps the wanted
-// peers connected until ctx ends. It returns nil when ctx ends.
+// peers connected until ctx ends. It returns nil when ctx ends. Call it
+// once.
 func (s *Service) Run(ctx context.Context) error {
+	defer close(s.ended)
 	h := s.cfg.Host
 	sub, err := h.EventBus().Subscribe([]any{
 		new(event.EvtPeerIdentificationCompleted),
@@ -254,6 +285,11 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
+		case done := <-s.saves:
+			now := time.Now()
+			refresh(now)
+			lastRefresh = now
+			close(done)
 		case r := <-results:
 			inflight--
 			st := state[r.p]
