@@ -386,7 +386,7 @@ func (n *Node) start(ctx context.Context) error {
 		}()
 	}
 
-	n.reach.ready.Store(true)
+	n.reach.started()
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()

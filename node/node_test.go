@@ -34,10 +34,12 @@ func TestTwoNodesConnectThroughBootstrap(t *testing.T) {
 		// is set up, which may come a moment after the other's.)
 		var peers []localapi.Peer
 		var err error
-		nt.WaitFor(10*time.Second, func() bool {
+		if !nodetest.Poll(10*time.Second, func() bool {
 			peers, err = c.Peers(context.Background())
 			return err == nil && len(peers) == 1 && peers[0].PeerID == pair[1].ID().String()
-		}, "%s to list only %s (it lists %+v, %v)", pair[0].ID(), pair[1].ID(), &peers, &err)
+		}) {
+			t.Fatalf("%s does not list only %s: it lists %+v, %v", pair[0].ID(), pair[1].ID(), peers, err)
+		}
 		info, err := c.ID(context.Background())
 		if err != nil || info.PeerID != pair[0].ID().String() || len(info.Addrs) == 0 {
 			t.Fatalf("id = %+v, %v", info, err)

@@ -50,10 +50,11 @@ const (
 // reach is the node's view of its own reachability and of how each peer
 // is connected.
 type reach struct {
-	// ready is set once the node has started: until then the relay
-	// callbacks, which libp2p may call while the host is being built, know
-	// only the configuration.
+	// ready is set, and up closed, once the node has started: until then
+	// the relay callbacks, which libp2p may call while the host is being
+	// built, know only the configuration.
 	ready atomic.Bool
+	up    chan struct{}
 
 	mu           sync.Mutex // protects the fields below
 	reachability network.Reachability
@@ -114,6 +115,7 @@ type punchResult struct {
 
 func newReach(reg prometheus.Registerer) *reach {
 	r := &reach{
+		up:    make(chan struct{}),
 		punch: make(map[peer.ID]punchResult),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_relay_refused_total",
@@ -177,6 +179,12 @@ func (r *reach) Trace(e *holepunch.Event) {
 		return
 	}
 	r.punch[e.Remote] = pr
+}
+
+// started marks the node started (once).
+func (r *reach) started() {
+	r.ready.Store(true)
+	close(r.up)
 }
 
 func (r *reach) setReachability(v network.Reachability) {
@@ -285,20 +293,33 @@ func (n *Node) reachOptions() ([]libp2p.Option, error) {
 	return opts, nil
 }
 
+// relaySourceWait is how long one call of relayCandidates waits for a
+// peer that offers relaying to connect when none has yet: autorelay asks
+// again only after its minimum interval (5 s), so a source that answered
+// at once with nothing (the node had just started, its contacts were
+// still being dialled) left a node behind a NAT unreachable for that long.
+const relaySourceWait = 5 * time.Second
+
 // relayCandidates offers autorelay the configured relays, then connected
 // peers that speak the relay protocol, contacts and room members first.
+// Until it has offered one of those it waits, up to relaySourceWait, for
+// such a peer to connect (identify tells what a peer speaks).
 func (n *Node) relayCandidates(ctx context.Context, num int) <-chan peer.AddrInfo {
 	ch := make(chan peer.AddrInfo, num)
 	go func() {
 		defer close(ch)
-		var out []peer.AddrInfo
 		seen := make(map[peer.ID]bool)
-		add := func(ai peer.AddrInfo) {
-			if ai.ID == n.id || seen[ai.ID] || len(out) >= num {
-				return
+		offer := func(ai peer.AddrInfo) bool {
+			if ai.ID == n.id || seen[ai.ID] || len(seen) >= num {
+				return false
 			}
 			seen[ai.ID] = true
-			out = append(out, ai)
+			select {
+			case ch <- ai:
+				return true
+			case <-ctx.Done():
+				return false
+			}
 		}
 		// A relay connection made before the node listens would leave
 		// from another port than the one peers and NATs see later: QUIC
@@ -309,34 +330,69 @@ func (n *Node) relayCandidates(ctx context.Context, num int) <-chan peer.AddrInf
 			return
 		}
 		for _, ai := range n.cfg.Relays {
-			add(ai)
+			offer(ai)
 		}
-		if n.reach.ready.Load() {
-			h := n.host
-			var known, others []peer.ID
-			for _, p := range h.Network().Peers() {
-				if ok, err := h.Peerstore().SupportsProtocols(p, hopProtocol); err != nil || len(ok) == 0 {
-					continue
-				}
-				if slices.Contains(n.wantedPeers(), p) || n.knownPeer(p) {
-					known = append(known, p)
-				} else {
-					others = append(others, p)
+		// Which peers the node deals with is known once it has started.
+		select {
+		case <-n.reach.up:
+		case <-ctx.Done():
+			return
+		}
+		h := n.host
+		sub, err := h.EventBus().Subscribe([]any{new(event.EvtPeerIdentificationCompleted), new(event.EvtPeerProtocolsUpdated)})
+		if err != nil {
+			n.log.Warn("relay candidates: subscribe to identify", "err", err)
+			sub = nil
+		}
+		if sub != nil {
+			defer sub.Close()
+		}
+		deadline := time.NewTimer(relaySourceWait)
+		defer deadline.Stop()
+		for {
+			offered := false
+			for _, ai := range n.connectedRelays() {
+				if offer(ai) {
+					offered = true
 				}
 			}
-			for _, p := range append(known, others...) {
-				add(h.Peerstore().PeerInfo(p))
+			if offered || sub == nil || len(seen) >= num {
+				return
 			}
-		}
-		for _, ai := range out {
 			select {
-			case ch <- ai:
+			case <-sub.Out():
+			case <-deadline.C:
+				return
 			case <-ctx.Done():
+				return
+			case <-n.ctx.Done():
 				return
 			}
 		}
 	}()
 	return ch
+}
+
+// connectedRelays are the connected peers that speak the relay protocol,
+// contacts and room members first.
+func (n *Node) connectedRelays() []peer.AddrInfo {
+	h := n.host
+	var known, others []peer.ID
+	for _, p := range h.Network().Peers() {
+		if ok, err := h.Peerstore().SupportsProtocols(p, hopProtocol); err != nil || len(ok) == 0 {
+			continue
+		}
+		if slices.Contains(n.wantedPeers(), p) || n.knownPeer(p) {
+			known = append(known, p)
+		} else {
+			others = append(others, p)
+		}
+	}
+	out := make([]peer.AddrInfo, 0, len(known)+len(others))
+	for _, p := range append(known, others...) {
+		out = append(out, h.Peerstore().PeerInfo(p))
+	}
+	return out
 }
 
 // watchReachability follows AutoNAT's verdict.

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -65,17 +66,29 @@ func TestRelayedContactsThroughAContactsRelay(t *testing.T) {
 		return 0
 	}
 	nt.WaitFor(30*time.Second, func() bool { return refused() > 0 }, "the relay to refuse the stranger's reservation")
+	// The stranger dials only once the contact holds its reservation: a
+	// dial before it fails (NO_RESERVATION) and puts the circuit address
+	// in the swarm's dial backoff (5 s, then 6, 9, 14 s...), so a poll
+	// that dialled at once had its later tries refused without a dial
+	// and, with a reservation a little late, timed out.
+	nt.WaitFor(30*time.Second, func() bool { return relayCount(nt, r, "reserve", "ok") >= 1 },
+		"node %d to reserve a slot on its contact's relay", a)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	nb := nt.Node(b)
 	var err error
-	nt.WaitFor(30*time.Second, func() bool {
+	if !nodetest.Poll(30*time.Second, func() bool {
+		// A failed try leaves the address in dial backoff: the next
+		// try must dial again.
+		nb.Host().Network().(*swarm.Swarm).Backoff().Clear(nt.ID(a))
 		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 		defer dcancel()
 		err = nb.Connect(dctx, peer.AddrInfo{ID: nt.ID(a), Addrs: circuit})
 		return err == nil
-	}, "node %d to reach node %d through the relay (its reservation made): %v", b, a, &err)
+	}) {
+		t.Fatalf("node %d did not reach node %d through the relay (its reservation made): %v", b, a, err)
+	}
 	ci, ok := nb.ConnInfo(nt.ID(a))
 	if !ok || !ci.Relayed || ci.Relay != nt.ID(r) || !strings.HasPrefix(ci.Why, "relayed") {
 		t.Fatalf("conn info %+v %v, want relayed via %s", ci, ok, nt.ID(r))
@@ -127,6 +140,31 @@ func TestRelayedContactsThroughAContactsRelay(t *testing.T) {
 	}
 }
 
+// A node behind a NAT reserves a slot on its contact's relay as soon as
+// it has started and the contact is connected again, not at autorelay's
+// next ask for candidates (5 s later): until it holds one, nobody can
+// reach it. Before, the node answered autorelay's first ask, made while it
+// was starting, with no candidate.
+func TestPrivateNodeReservesOnItsContactsRelayAtStart(t *testing.T) {
+	const r, a = 0, 1
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RelayService = i == r
+		c.Reachability = node.ReachabilityPublic
+		if i == a {
+			c.Reachability = node.ReachabilityPrivate
+		}
+	}))
+	nt.Befriend(t, a, r)
+	nt.Crash(a)
+	before := relayCount(nt, r, "reserve", "ok")
+	start := time.Now()
+	nt.RestartAlone(a)
+	// autorelay asks for candidates again only after 5 s.
+	nt.WaitFor(4*time.Second, func() bool { return relayCount(nt, r, "reserve", "ok") > before },
+		"node %d to reserve on its contact's relay after a restart", a)
+	t.Logf("reserved %v after the restart", time.Since(start).Round(time.Millisecond))
+}
+
 // relayCount is the relay service's count of requests of kind answered
 // with status, on node i.
 func relayCount(nt *nodetest.Net, i int, kind, status string) float64 {
@@ -173,10 +211,11 @@ func TestRelaySurvivesAReservationFlood(t *testing.T) {
 		case closed, open:
 			c.RelayService = true
 			c.RelayOpen = i == open
-			c.Reachability = node.ReachabilityPublic
-		default:
-			c.Reachability = node.ReachabilityPrivate
 		}
+		// Every node public: a private one's own autorelay would reserve
+		// on both relays as soon as it starts (before it is a contact,
+		// refused), and its answers would mix with the flood's counts.
+		c.Reachability = node.ReachabilityPublic
 	}))
 	nt.Befriend(t, a, closed)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -229,9 +268,11 @@ func TestRelaySurvivesAReservationFlood(t *testing.T) {
 		h.Close()
 	}
 	var err error
-	nt.WaitFor(30*time.Second, func() bool {
+	if !nodetest.Poll(30*time.Second, func() bool {
 		err = reserve(nt.Node(a).Host(), closed)
 		return err == nil
-	}, "the contact to reserve on the relay after the flood: %v", &err)
+	}) {
+		t.Fatalf("the contact did not reserve on the relay after the flood: %v", err)
+	}
 	nt.WaitFor(10*time.Second, func() bool { return relayCount(nt, closed, "reserve", "ok") == 1 }, "the contact's reservation to be counted")
 }
