@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+// runEnv is runIn with more environment (KEY=VALUE).
+func runEnv(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(parleyBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// boardOf returns the live claims of the project around dir.
+func boardOf(t *testing.T, dir, home string) []localapi.Claim {
+	t.Helper()
+	var bv localapi.BoardView
+	runInJSON(t, dir, &bv, "--home", home, "board")
+	return bv.Claims
+}
+
+// TestCLIBoardAsAgent: claim, release and worktree add speak as
+// $PARLEY_AGENT (which parley run sets) when --as is not given, as room
+// say and inbox do: an agent's claim does not renew the person's, nor its
+// release take the person's away. release --all with nothing held is no
+// error, and a folder's history shows the claims under it.
+func TestCLIBoardAsAgent(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	bot := []string{"PARLEY_AGENT=bot"}
+
+	if _, errs, code := runIn(t, repo, "--home", home, "claim", "src/a.go", "--note", "the person's"); code != 0 {
+		t.Fatalf("claim: %s", errs)
+	}
+	if _, errs, code := runEnv(t, repo, bot, "--home", home, "claim", "src/a.go", "--note", "the bot's"); code == 0 || !strings.Contains(errs, "the person's") {
+		t.Fatalf("bot's claim over the person's: exit %d, %q", code, errs)
+	}
+	if _, errs, code := runEnv(t, repo, bot, "--home", home, "release", "src/a.go"); code == 0 {
+		t.Fatalf("bot released the person's claim: %q", errs)
+	}
+	cs := boardOf(t, repo, home)
+	if len(cs) != 1 || cs[0].Note != "the person's" || !strings.HasPrefix(cs[0].Holder, human+"@") {
+		t.Fatalf("the person's claim changed: %+v", cs)
+	}
+	// --as comes first.
+	if _, errs, code := runEnv(t, repo, bot, "--home", home, "claim", "src/b.go", "--note", "for typer", "--as", "typer"); code != 0 {
+		t.Fatalf("claim --as typer: %s", errs)
+	}
+	if _, errs, code := runEnv(t, repo, bot, "--home", home, "worktree", "add", "w1"); code != 0 {
+		t.Fatalf("worktree add as bot: %s", errs)
+	}
+	held := map[string]string{}
+	for _, c := range boardOf(t, repo, home) {
+		held[c.Path], _, _ = strings.Cut(c.Holder, "@")
+	}
+	if held["src/b.go"] != "typer" || held[".worktrees/w1/**"] != "bot" {
+		t.Fatalf("holders: %v", held)
+	}
+
+	// release --all: nothing held is what was asked.
+	out, errs, code := runEnv(t, repo, []string{"PARLEY_AGENT=nobody"}, "--home", home, "release", "--all")
+	if code != 0 || !strings.Contains(out, "nothing") {
+		t.Fatalf("release --all with nothing held: exit %d, %q %q", code, out, errs)
+	}
+	if out, errs, code := runEnv(t, repo, bot, "--home", home, "release", "--all"); code != 0 || !strings.Contains(out, ".worktrees/w1/**") {
+		t.Fatalf("bot's release --all: exit %d, %q %q", code, out, errs)
+	}
+	// A folder's history: the claims on it and under it.
+	if out, errs, code := runIn(t, repo, "--home", home, "board", "history", ".worktrees/w1"); code != 0 || !strings.Contains(out, ".worktrees/w1/**") {
+		t.Fatalf("history of the folder: exit %d, %q %q", code, out, errs)
+	}
+}
+
+// TestCLIWorktreeClaims: adding a worktree that exists fails and leaves its
+// claim; removing one another agent claimed is refused naming them, and
+// nothing goes; removing one releases its claim, also from inside another
+// worktree.
+func TestCLIWorktreeClaims(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	holders := func() map[string]string {
+		m := map[string]string{}
+		for _, c := range boardOf(t, repo, home) {
+			m[c.Path] = c.Holder + " " + c.Note
+		}
+		return m
+	}
+
+	if _, errs, code := runIn(t, repo, "--home", home, "worktree", "add", "feat2"); code != 0 {
+		t.Fatalf("worktree add: %s", errs)
+	}
+	before := holders()[".worktrees/feat2/**"]
+	if _, errs, code := runIn(t, repo, "--home", home, "worktree", "add", "feat2", "--note", "again"); code == 0 || !strings.Contains(errs, "already exists") {
+		t.Fatalf("second worktree add: exit %d, %q", code, errs)
+	}
+	if got := holders()[".worktrees/feat2/**"]; got != before || got == "" {
+		t.Fatalf("the second add changed the claim: %q, was %q", got, before)
+	}
+
+	bot := []string{"PARLEY_AGENT=bot"}
+	if _, errs, code := runEnv(t, repo, bot, "--home", home, "worktree", "add", "w6", "--note", "bot's work"); code != 0 {
+		t.Fatalf("worktree add as bot: %s", errs)
+	}
+	wip := filepath.Join(repo, ".worktrees", "w6", "wip.go")
+	if err := os.WriteFile(wip, []byte("not committed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env  []string
+		args []string
+	}{
+		{nil, []string{"--as", "typer"}},
+		{[]string{"PARLEY_AGENT=typer"}, nil},
+	} {
+		args := append([]string{"--home", home, "worktree", "remove", "w6", "--force"}, c.args...)
+		if _, errs, code := runEnv(t, repo, c.env, args...); code == 0 || !strings.Contains(errs, "bot") || !strings.Contains(errs, "bot's work") {
+			t.Fatalf("typer removed bot's worktree: exit %d, %q", code, errs)
+		}
+		if _, err := os.Stat(wip); err != nil {
+			t.Fatalf("bot's file is gone: %v", err)
+		}
+	}
+	if !strings.Contains(holders()[".worktrees/w6/**"], "bot@") {
+		t.Fatalf("bot's claim: %v", holders())
+	}
+	// The person (no --as, no PARLEY_AGENT) removes this node's agent's
+	// worktree, from inside another worktree: its claim goes too.
+	if out, errs, code := runEnv(t, filepath.Join(repo, ".worktrees", "feat2", "src"), []string{"PARLEY_AGENT="}, "--home", home, "worktree", "remove", "w6", "--force"); code != 0 || !strings.Contains(out, "released") {
+		t.Fatalf("worktree remove: exit %d, %q %q", code, out, errs)
+	}
+	if h := holders(); h[".worktrees/w6/**"] != "" || h[".worktrees/feat2/**"] == "" {
+		t.Fatalf("after remove: %v", h)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".worktrees", "w6")); !os.IsNotExist(err) {
+		t.Fatalf("the worktree is still there: %v", err)
+	}
+}
