@@ -157,3 +157,151 @@ func TestCLIWorktreeClaims(t *testing.T) {
 		t.Fatalf("the worktree is still there: %v", err)
 	}
 }
+
+// gitEnv is the environment of the git commands the guard tests run.
+var gitEnv = []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org",
+	"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.org", "GIT_CONFIG_GLOBAL=/dev/null"}
+
+// gitTry runs git in dir with env added and returns its output and error.
+func gitTry(dir string, env []string, args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(append(os.Environ(), gitEnv...), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gone(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s is still there: %v", p, err)
+		}
+	}
+}
+
+// TestCLIGitGuardHooks: the guard is not written into a hook in another
+// language; it refuses a rename away from a claimed file (paths with spaces
+// and letters beyond ASCII too) and a merge that changes one; installed
+// from a worktree, uninstall from the main working copy takes all of it
+// out; a hook git tracks is left alone unless --force.
+func TestCLIGitGuardHooks(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	hooks := filepath.Join(repo, ".git", "hooks")
+	preCommit, preMerge := filepath.Join(hooks, "pre-commit"), filepath.Join(hooks, "pre-merge-commit")
+	parley := func(dir string, args ...string) (string, string, int) {
+		t.Helper()
+		return runEnv(t, dir, []string{"GIT_CONFIG_GLOBAL=/dev/null"}, append([]string{"--home", home}, args...)...)
+	}
+	alice := []string{"PARLEY_AGENT=alice"}
+
+	// A python hook: refused, and it stays as it was.
+	py := "#!/usr/bin/env python3\nimport sys\nsys.exit(0)\n"
+	writeFile(t, preCommit, py)
+	if _, errs, code := parley(repo, "install", "git-guard"); code == 0 || !strings.Contains(errs, "not a shell script") || !strings.Contains(errs, " guard") {
+		t.Fatalf("install into a python hook: exit %d, %q", code, errs)
+	}
+	if b, _ := os.ReadFile(preCommit); string(b) != py {
+		t.Fatalf("the python hook changed: %q", b)
+	}
+	gone(t, preMerge)
+	if err := os.Remove(preCommit); err != nil {
+		t.Fatal(err)
+	}
+
+	odd := "sp ace/grüße.go"
+	writeFile(t, filepath.Join(repo, odd), "x\n")
+	gitIn(t, repo, "add", ".")
+	gitIn(t, repo, "commit", "-q", "-m", "odd")
+	if _, errs, code := parley(repo, "claim", "src/a.go", odd, "--note", "bob's rework", "--as", "bob"); code != 0 {
+		t.Fatalf("claim: %s", errs)
+	}
+	if _, errs, code := parley(repo, "install", "git-guard"); code != 0 {
+		t.Fatalf("install git-guard: %s", errs)
+	}
+	for _, mv := range [][2]string{{"src/a.go", "src/a2.go"}, {odd, "plain.go"}} {
+		gitIn(t, repo, "mv", mv[0], mv[1])
+		if out, err := gitTry(repo, alice, "commit", "-q", "-m", "rename"); err == nil || !strings.Contains(out, "bob's rework") {
+			t.Fatalf("a rename of %s went through the guard: %v\n%s", mv[0], err, out)
+		}
+		gitIn(t, repo, "reset", "-q", "--hard")
+	}
+	// A merge bringing a change to a claimed file.
+	gitIn(t, repo, "checkout", "-q", "-b", "side")
+	writeFile(t, filepath.Join(repo, "src", "a.go"), "side\n")
+	if out, err := gitTry(repo, []string{"PARLEY_GUARD=off"}, "commit", "-q", "-am", "side"); err != nil {
+		t.Fatalf("commit on side: %v\n%s", err, out)
+	}
+	gitIn(t, repo, "checkout", "-q", "main")
+	if out, err := gitTry(repo, alice, "merge", "--no-ff", "-m", "merge side", "side"); err == nil || !strings.Contains(out, "bob's rework") {
+		t.Fatalf("the merge went through the guard: %v\n%s", err, out)
+	}
+	gitIn(t, repo, "merge", "--abort")
+	if _, errs, code := parley(repo, "uninstall", "git-guard"); code != 0 {
+		t.Fatalf("uninstall: %s", errs)
+	}
+	gone(t, preCommit, preMerge)
+
+	// Installed from a worktree, uninstalled from the main working copy.
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitIn(t, repo, "worktree", "add", "-q", wt)
+	if _, errs, code := parley(wt, "install", "git-guard"); code != 0 {
+		t.Fatalf("install from the worktree: %s", errs)
+	}
+	if _, err := os.Stat(preMerge); err != nil {
+		t.Fatalf("install from the worktree: %v", err)
+	}
+	if _, errs, code := parley(repo, "uninstall", "git-guard"); code != 0 {
+		t.Fatalf("uninstall from the main working copy: %s", errs)
+	}
+	gone(t, preCommit, preMerge)
+
+	// A hook that is a tracked file of the repository.
+	script := filepath.Join(repo, "scripts", "pre-commit.sh")
+	writeFile(t, script, "#!/bin/sh\nexit 0\n")
+	gitIn(t, repo, "add", "scripts")
+	gitIn(t, repo, "commit", "-q", "-m", "hook script")
+	if err := os.Symlink("../../scripts/pre-commit.sh", preCommit); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := parley(repo, "install", "git-guard"); code == 0 || !strings.Contains(errs, "tracks") || !strings.Contains(errs, "--force") {
+		t.Fatalf("install into a tracked hook: exit %d, %q", code, errs)
+	}
+	if b, _ := os.ReadFile(script); string(b) != "#!/bin/sh\nexit 0\n" {
+		t.Fatalf("the tracked hook changed: %q", b)
+	}
+	gone(t, preMerge)
+	if _, errs, code := parley(repo, "install", "git-guard", "--force"); code != 0 {
+		t.Fatalf("install --force: %s", errs)
+	}
+	if _, errs, code := parley(repo, "uninstall", "git-guard"); code != 0 {
+		t.Fatalf("uninstall: %s", errs)
+	}
+	if b, _ := os.ReadFile(script); string(b) != "#!/bin/sh\nexit 0\n" {
+		t.Fatalf("the tracked hook after uninstall: %q", b)
+	}
+	if err := os.Remove(preCommit); err != nil {
+		t.Fatal(err)
+	}
+	// core.hooksPath in the work tree, a folder git tracks.
+	writeFile(t, filepath.Join(repo, ".husky", "commit-msg"), "#!/bin/sh\nexit 0\n")
+	gitIn(t, repo, "add", ".husky")
+	gitIn(t, repo, "commit", "-q", "-m", "husky")
+	gitIn(t, repo, "config", "core.hooksPath", ".husky")
+	if _, errs, code := parley(filepath.Join(repo, "src"), "install", "git-guard"); code == 0 || !strings.Contains(errs, "tracks") || !strings.Contains(errs, "--force") {
+		t.Fatalf("install into a tracked hooks folder: exit %d, %q", code, errs)
+	}
+	gone(t, filepath.Join(repo, ".husky", "pre-commit"), filepath.Join(repo, ".husky", "pre-merge-commit"))
+}
