@@ -85,7 +85,10 @@ func TestCLIBoardAsAgent(t *testing.T) {
 	if out, errs, code := runEnv(t, repo, bot, "--home", home, "release", "--all"); code != 0 || !strings.Contains(out, ".worktrees/w1/**") {
 		t.Fatalf("bot's release --all: exit %d, %q %q", code, out, errs)
 	}
-	// A folder's history: the claims on it and under it.
+	// A folder's history, the folder gone: the claims on it and under it.
+	if _, errs, code := runIn(t, repo, "--home", home, "worktree", "remove", "w1"); code != 0 {
+		t.Fatalf("worktree remove: %s", errs)
+	}
 	if out, errs, code := runIn(t, repo, "--home", home, "board", "history", ".worktrees/w1"); code != 0 || !strings.Contains(out, ".worktrees/w1/**") {
 		t.Fatalf("history of the folder: exit %d, %q %q", code, out, errs)
 	}
