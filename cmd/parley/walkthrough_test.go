@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // runEnv is runIn with more environment (KEY=VALUE).
@@ -102,7 +104,7 @@ func TestCLIWorktreeClaims(t *testing.T) {
 	t.Parallel()
 	repo, _ := twoClones(t)
 	home := filepath.Join(t.TempDir(), "a")
-	up(t, home, "--listen", loopback)
+	a := up(t, home, "--listen", loopback)
 	holders := func() map[string]string {
 		m := map[string]string{}
 		for _, c := range boardOf(t, repo, home) {
@@ -158,6 +160,26 @@ func TestCLIWorktreeClaims(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, ".worktrees", "w6")); !os.IsNotExist(err) {
 		t.Fatalf("the worktree is still there: %v", err)
+	}
+
+	// Another node, on the same board, cannot take this node's worktree
+	// away from under its claim (its release would leave the claim).
+	homeB := filepath.Join(t.TempDir(), "b")
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	befriend(t, home, homeB, peerID(t, homeB))
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		for _, c := range boardOf(t, repo, homeB) {
+			if c.Path == ".worktrees/feat2/**" {
+				return true
+			}
+		}
+		return false
+	}, "B's board to show A's worktree")
+	if _, errs, code := runIn(t, repo, "--home", homeB, "worktree", "remove", "feat2"); code == 0 || !strings.Contains(errs, "my own worktree feat2") {
+		t.Fatalf("B removed A's worktree: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".worktrees", "feat2")); err != nil || holders()[".worktrees/feat2/**"] == "" {
+		t.Fatalf("A's worktree after B's remove: %v, %v", err, holders())
 	}
 }
 
