@@ -118,7 +118,7 @@ func InstallGitGuard(env Env, hooksDir, command string, args []string) (*Plan, e
 		if prog := interpreter(before); existed && prog != "" && !shells[prog] {
 			return nil, &ConfigError{Path: path, Line: 1, Err: ErrNotShell, Msg: fmt.Sprintf(
 				"the hook is a %s script, not a shell script: Parley puts shell lines only into sh, bash, dash or zsh scripts (or a file with no #! line). "+
-					"Call the guard from it yourself: run %s in the repository and stop the %s when it exits non-zero", prog, guardLine(command, args), strings.TrimPrefix(name, "pre-"))}
+					"Call the guard from it yourself: run %s in the repository and stop the %s when it exits non-zero", prog, guardLine(command, args), strings.TrimSuffix(strings.TrimPrefix(name, "pre-"), "-commit"))}
 		}
 		var after []byte
 		switch {
