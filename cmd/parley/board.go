@@ -97,7 +97,7 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "agent that claims")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that claims (default $PARLEY_AGENT, else human)")
 	cmd.Flags().StringVar(&key, "project", "", "project key (default: the git repository around the working folder)")
 	cmd.Flags().StringVar(&note, "note", "", "why you work on it, in your own words (required)")
 	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Minute, "how long the claim lasts (at most 8h)")
@@ -123,13 +123,22 @@ func releaseCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return localapi.ReleaseResult{}, err
 				}
-				return c.Release(ctx, as, localapi.ReleaseRequest{Project: k, Paths: paths})
+				res, err := c.Release(ctx, as, localapi.ReleaseRequest{Project: k, Paths: paths})
+				if all && localapi.IsCode(err, localapi.CodeNotHeld) {
+					// Nothing held is what --all asks for.
+					return localapi.ReleaseResult{Project: k, Released: []string{}, Held: []localapi.Claim{}}, nil
+				}
+				return res, err
 			}, func(w io.Writer, v localapi.ReleaseResult) {
+				if len(v.Released) == 0 {
+					fmt.Fprintf(w, "%s held nothing on the board\n", termtext.Line(as))
+					return
+				}
 				fmt.Fprintf(w, "released %s\n", strings.Join(v.Released, " "))
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "agent that releases")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that releases (default $PARLEY_AGENT, else human)")
 	cmd.Flags().StringVar(&key, "project", "", "project key (default: the git repository around the working folder)")
 	cmd.Flags().BoolVar(&all, "all", false, "release every claim of the agent")
 	return cmd

@@ -36,14 +36,15 @@ func guardCmd(g *globals) *cobra.Command {
 	var as, key string
 	cmd := &cobra.Command{
 		Use:   "guard",
-		Short: "Refuse a commit touching files another agent has claimed (the git pre-commit hook runs it)",
-		Long: `Checks the staged files against the project's board and fails when one of them is
-claimed by another agent. The agent committing is --as (or $PARLEY_AGENT), else the local
+		Short: "Refuse a commit touching files another agent has claimed (the git pre-commit and pre-merge-commit hooks run it)",
+		Long: `Checks the files the commit changes against HEAD (both paths of a rename or a copy;
+in a merge, the files the merge brings) against the project's board and fails when one of
+them is claimed by another agent. The agent committing is --as (or $PARLEY_AGENT), else the local
 agent whose client program (Claude Code, Codex, Gemini CLI: the process that started its
 parley mcp) runs the commit; its own claims do not count. A commit no agent's client runs
 (a person's, in a terminal of their own) counts every agent of this node as its own: it is
 refused over claims of other nodes' agents only.
-Install it as a pre-commit hook with parley install git-guard.
+Install it as pre-commit and pre-merge-commit hooks with parley install git-guard.
 To commit anyway: PARLEY_GUARD=off git commit ..., or git commit --no-verify. With no node
 running it says so and lets the commit through.`,
 		Args: cobra.NoArgs,
@@ -64,15 +65,9 @@ running it says so and lets the commit through.`,
 			if err != nil {
 				return err
 			}
-			out, err := gitOut(ctx, wd, "diff", "--cached", "--name-only", "-z")
+			staged, err := stagedPaths(ctx, wd)
 			if err != nil {
 				return err
-			}
-			var staged []string
-			for _, f := range strings.Split(out, "\x00") {
-				if f != "" {
-					staged = append(staged, f)
-				}
 			}
 			if len(staged) == 0 {
 				return nil
@@ -149,9 +144,40 @@ running it says so and lets the commit through.`,
 	return cmd
 }
 
-// gitGuard installs or uninstalls the pre-commit hook of the repository
+// stagedPaths returns the paths the commit being made in dir touches
+// (against HEAD; in a merge's pre-merge-commit hook, the files the merge
+// changes): both sides of a rename or a copy, each path once.
+func stagedPaths(ctx context.Context, dir string) ([]string, error) {
+	out, err := gitOut(ctx, dir, "-c", "core.quotePath=false", "diff", "--cached", "--name-status", "-z", "--find-copies", "--find-renames")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	seen := map[string]bool{}
+	fs := strings.Split(out, "\x00")
+	for i := 0; i < len(fs); i++ {
+		status := fs[i]
+		if status == "" {
+			continue
+		}
+		n := 1
+		if status[0] == 'R' || status[0] == 'C' {
+			n = 2 // old path, new path
+		}
+		for ; n > 0 && i+1 < len(fs); n-- {
+			i++
+			if !seen[fs[i]] {
+				seen[fs[i]] = true
+				paths = append(paths, fs[i])
+			}
+		}
+	}
+	return paths, nil
+}
+
+// gitGuard installs or uninstalls the guard's hooks of the repository
 // around the working folder.
-func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, uninstall bool) error {
+func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, uninstall, force bool) error {
 	if f.user {
 		return errors.New("the git guard goes into a repository; --user does not apply")
 	}
@@ -168,18 +194,27 @@ func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, u
 	if err != nil {
 		return fmt.Errorf("the git guard needs a git repository: %v", err)
 	}
-	hooks, err := gitOut(ctx, dir, "rev-parse", "--git-path", "hooks")
+	// The hooks folder every working copy of the repository uses (its
+	// worktrees share it), core.hooksPath respected.
+	hooks, err := gitOut(ctx, dir, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
 	if err != nil {
 		return err
-	}
-	if !filepath.IsAbs(hooks) {
-		hooks = filepath.Join(dir, hooks)
 	}
 	env, err := f.env(g, true)
 	if err != nil {
 		return err
 	}
+	// One record for the repository, whichever of its worktrees runs
+	// install or uninstall: the main working copy's.
 	env.ProjectDir = root
+	if common, err := gitOut(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil && filepath.Base(common) == ".git" {
+		env.ProjectDir = filepath.Dir(common)
+	}
+	if !uninstall && !force {
+		if err := untrackedHooks(ctx, hooks); err != nil {
+			return err
+		}
+	}
 	if command == "" {
 		if command, err = defaultCommand(install.User); err != nil {
 			return err
@@ -215,4 +250,40 @@ func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, u
 		auditInstall(cmd, env.ParleyHome, action, plan)
 	}
 	return printPlan(g, cmd.OutOrStdout(), plan, f.dryRun, env, install.GitGuard, install.Project)
+}
+
+// untrackedHooks refuses hooks that git tracks: the guard's lines name this
+// machine's parley program and home, and a hook file in the repository (a
+// link to scripts/pre-commit.sh, core.hooksPath set to .husky) would be
+// committed with them for everyone.
+func untrackedHooks(ctx context.Context, hooks string) error {
+	tracked := func(dir string, paths ...string) bool {
+		// Inside .git, ls-files answers for the whole work tree.
+		if in, err := gitOut(ctx, dir, "rev-parse", "--is-inside-work-tree"); err != nil || in != "true" {
+			return false
+		}
+		out, err := gitOut(ctx, dir, append([]string{"ls-files", "-z", "--error-unmatch", "--"}, paths...)...)
+		return err == nil && out != ""
+	}
+	for _, name := range install.GuardHooks {
+		p := filepath.Join(hooks, name)
+		if _, err := os.Lstat(p); err == nil {
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				continue // a dangling link: the install says so
+			}
+			if tracked(filepath.Dir(real), filepath.Base(real)) {
+				return fmt.Errorf("install: %s is the file %s, which git tracks: the guard's lines name this machine's parley program and home, and would be committed with it; call parley guard from it yourself, or install with --force to edit it anyway", p, real)
+			}
+			continue
+		}
+		real, err := filepath.EvalSymlinks(hooks)
+		if err != nil {
+			continue // no hooks folder yet: it is made in .git
+		}
+		if tracked(real, ".") {
+			return fmt.Errorf("install: the hooks folder %s holds files git tracks: a new %s there would be committed with this machine's parley program and home; add parley guard to the repository's hooks yourself, or install with --force to create it anyway", hooks, name)
+		}
+	}
+	return nil
 }

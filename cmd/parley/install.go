@@ -88,6 +88,7 @@ func projectRoot(dir string) string {
 func installCmd(g *globals) *cobra.Command {
 	var f installFlags
 	var command string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "install claude|codex|gemini|opencode|git-guard",
 		Short: "Register Parley with an agent client: its MCP server and, where the client has them, its hooks",
@@ -101,14 +102,19 @@ the diff. A file that is not valid JSON/TOML is refused with its line.
   codex     $CODEX_HOME/config.toml and hooks.json (--project: .codex/)
   gemini    ~/.gemini/settings.json (--project: .gemini/settings.json)
   opencode  ~/.config/opencode/opencode.json (--project: opencode.json)
-  git-guard the git repository's pre-commit hook: parley guard refuses a commit
-            touching files another agent has claimed on the board
+  git-guard the git repository's pre-commit and pre-merge-commit hooks: parley
+            guard refuses a commit (or a merge) touching files another agent
+            has claimed on the board; a hook that is not a shell script, or
+            one git tracks, is refused (--force edits a tracked one)
 
 parley uninstall CLIENT takes out exactly what install added.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == string(install.GitGuard) {
-				return gitGuard(g, cmd, &f, command, false)
+				return gitGuard(g, cmd, &f, command, false, force)
+			}
+			if force {
+				return errors.New("--force applies to git-guard only")
 			}
 			client, err := install.ParseClient(args[0])
 			if err != nil {
@@ -143,6 +149,7 @@ parley uninstall CLIENT takes out exactly what install added.`,
 	}
 	f.add(cmd)
 	cmd.Flags().StringVar(&command, "command", "", "the parley program the client runs (default: this program's full path; with --project: parley, found on PATH)")
+	cmd.Flags().BoolVar(&force, "force", false, "git-guard: edit or create a hook file that git tracks (it gets this machine's paths)")
 	return cmd
 }
 
@@ -157,7 +164,7 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == string(install.GitGuard) {
-				return gitGuard(g, cmd, &f, "", true)
+				return gitGuard(g, cmd, &f, "", true, false)
 			}
 			client, err := install.ParseClient(args[0])
 			if err != nil {

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/parley-mesh/parley/internal/gitrepo"
 	"github.com/parley-mesh/parley/internal/localapi"
 )
 
@@ -73,8 +76,17 @@ parley claim .worktrees/NAME --note TEXT. parley worktree remove NAME takes it a
 					return localapi.ClaimResult{}, err
 				}
 				path := filepath.Join(root, worktreeDir, name)
-				rel := worktreeDir + "/" + name + "/**"
-				k, paths, err := project(ctx, "", []string{filepath.Join(root, rel)})
+				if _, err := os.Lstat(path); err == nil {
+					// Before the board: the claim on it stays as it is.
+					return localapi.ClaimResult{}, fmt.Errorf("%s already exists (parley worktree remove %s takes it away)", path, name)
+				}
+				// Paths from the main working copy's top folder, also
+				// when run inside a worktree.
+				k, paths, err := gitrepo.Project(ctx, root, "", []string{worktreeDir + "/" + name + "/**"})
+				if err != nil {
+					return localapi.ClaimResult{}, err
+				}
+				had, err := worktreeClaims(ctx, c, k, name)
 				if err != nil {
 					return localapi.ClaimResult{}, err
 				}
@@ -91,6 +103,10 @@ parley claim .worktrees/NAME --note TEXT. parley worktree remove NAME takes it a
 					gitArgs = []string{"worktree", "add", "-b", branch, path}
 				}
 				if _, err := gitOut(ctx, root, gitArgs...); err != nil {
+					// A claim this call renewed stays; one it made goes.
+					if slices.ContainsFunc(had, func(cl localapi.Claim) bool { return cl.Path == paths[0] }) {
+						return res, err
+					}
 					_, rerr := c.Release(ctx, as, localapi.ReleaseRequest{Project: k, Paths: paths})
 					return res, errors.Join(err, rerr)
 				}
@@ -100,7 +116,7 @@ parley claim .worktrees/NAME --note TEXT. parley worktree remove NAME takes it a
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "the agent the worktree is for")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "the agent the worktree is for (default $PARLEY_AGENT, else human)")
 	cmd.Flags().StringVar(&note, "note", "", "what the agent does there (default: names the worktree and branch)")
 	cmd.Flags().StringVar(&branch, "branch", "", "the branch to check out (default NAME; made from HEAD if it does not exist)")
 	cmd.Flags().DurationVar(&ttl, "ttl", 8*time.Hour, "how long the claim on the worktree lasts (at most 8h)")
@@ -112,17 +128,49 @@ func worktreeRemoveCmd(g *globals) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "remove NAME",
-		Short: "Remove the worktree .worktrees/NAME (its branch stays) and release its claim (as the agent of this node that holds it, unless --as)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Remove the worktree .worktrees/NAME (its branch stays) and release its claim",
+		Long: `Removes the worktree .worktrees/NAME (its branch stays) and releases the claims on it,
+each as the agent of this node that holds it. A worktree another agent has claimed (with --as,
+or $PARLEY_AGENT: any agent but that one; without: an agent of another node) is refused with
+its holder, note and expiry, and nothing is removed.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if !worktreeName.MatchString(name) {
 				return fmt.Errorf("worktree name %q: 1 to 64 of a-z 0-9 . _ -", name)
 			}
+			// Who removes it: --as, else $PARLEY_AGENT, else anyone of
+			// this node (a person counts this node's agents as its own,
+			// as the guard does).
+			if !cmd.Flags().Changed("as") {
+				as = os.Getenv("PARLEY_AGENT")
+			}
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ReleaseResult, error) {
 				root, err := worktreeRoot(ctx)
 				if err != nil {
 					return localapi.ReleaseResult{}, err
+				}
+				k, _, err := gitrepo.Project(ctx, root, "", nil)
+				if err != nil {
+					return localapi.ReleaseResult{}, err
+				}
+				id, err := c.ID(ctx)
+				if err != nil {
+					return localapi.ReleaseResult{}, err
+				}
+				// The claims on the worktree, checked before git runs.
+				held, err := worktreeClaims(ctx, c, k, name)
+				if err != nil {
+					return localapi.ReleaseResult{}, err
+				}
+				mine := map[string][]string{} // holder name: paths as stored
+				for _, cl := range held {
+					who, peer, _ := strings.Cut(cl.Holder, "@")
+					if peer != id.PeerID || as != "" && who != as {
+						return localapi.ReleaseResult{}, fmt.Errorf("%s/%s is claimed by %s until %s: %q; it is not removed (talk to them: parley board shows who)",
+							worktreeDir, name, cl.Holder, cl.Expires.UTC().Format(time.RFC3339), cl.Note)
+					}
+					mine[who] = append(mine[who], cl.Path)
 				}
 				path := filepath.Join(root, worktreeDir, name)
 				gitArgs := []string{"worktree", "remove", path}
@@ -132,50 +180,49 @@ func worktreeRemoveCmd(g *globals) *cobra.Command {
 				if _, err := gitOut(ctx, root, gitArgs...); err != nil {
 					return localapi.ReleaseResult{}, err
 				}
-				k, paths, err := project(ctx, "", []string{filepath.Join(root, worktreeDir, name) + "/**"})
-				if err != nil {
-					return localapi.ReleaseResult{}, err
-				}
-				who := as
-				if !cmd.Flags().Changed("as") {
-					// The agent the worktree was made for holds its claim:
-					// found on the board, it is released as that agent.
-					if h := worktreeHolder(ctx, c, k, paths[0]); h != "" {
-						who = h
+				res := localapi.ReleaseResult{Project: k, Released: []string{}}
+				var errs []error
+				for _, who := range slices.Sorted(maps.Keys(mine)) {
+					r, err := c.Release(ctx, who, localapi.ReleaseRequest{Project: k, Paths: mine[who]})
+					if localapi.IsCode(err, localapi.CodeNotHeld) {
+						continue // expired or released meanwhile
 					}
+					if err != nil {
+						errs = append(errs, err)
+						continue
+					}
+					res.Released = append(res.Released, r.Released...)
 				}
-				res, err := c.Release(ctx, who, localapi.ReleaseRequest{Project: k, Paths: paths})
-				if localapi.IsCode(err, localapi.CodeNotHeld) {
-					return localapi.ReleaseResult{Project: k}, nil // expired or released already
+				if len(errs) > 0 {
+					return res, partial{errors.Join(errs...)}
 				}
-				return res, err
+				return res, nil
 			}, func(w io.Writer, v localapi.ReleaseResult) {
 				fmt.Fprintf(w, "removed .worktrees/%s%s\n", name, strings.Repeat(" and released its claim", min(1, len(v.Released))))
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", human, "the agent the worktree was for (default: the agent of this node that holds its claim)")
+	cmd.Flags().StringVar(&as, "as", "", "the agent removing it: another agent's claim on it refuses (default $PARLEY_AGENT, else any agent of this node)")
 	cmd.Flags().BoolVar(&force, "force", false, "remove it even with changes not committed (they are lost)")
 	return cmd
 }
 
-// worktreeHolder returns the agent of this node that holds the claim on
-// path (a worktree's NAME/**) on project's board, or "".
-func worktreeHolder(ctx context.Context, c *localapi.Client, project, path string) string {
-	id, err := c.ID(ctx)
+// worktreeClaims returns the live claims on the worktree NAME and inside
+// it (.worktrees/NAME/...) on project's board, paths as the board holds
+// them.
+func worktreeClaims(ctx context.Context, c *localapi.Client, project, name string) ([]localapi.Claim, error) {
+	prefix := worktreeDir + "/" + name + "/"
+	v, err := c.Board(ctx, human, localapi.BoardRequest{Project: project, Paths: []string{prefix + "**"}})
 	if err != nil {
-		return ""
+		return nil, err
 	}
-	v, err := c.Board(ctx, human, localapi.BoardRequest{Project: project, Paths: []string{path}})
-	if err != nil {
-		return ""
-	}
+	var out []localapi.Claim
 	for _, cl := range v.Claims {
-		if name, peer, ok := strings.Cut(cl.Holder, "@"); ok && cl.Path == path && peer == id.PeerID {
-			return name
+		if strings.HasPrefix(cl.Path, prefix) {
+			out = append(out, cl)
 		}
 	}
-	return ""
+	return out, nil
 }
 
 // excludeWorktrees adds .worktrees/ to the repository's info/exclude once.

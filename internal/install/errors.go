@@ -18,6 +18,10 @@ var (
 	// ErrRaced is returned when a config file kept changing while Parley
 	// tried to write it (the client rewrote it at the same moment).
 	ErrRaced = errors.New("install: the file changed while it was being written")
+	// ErrNotShell is returned (inside a *ConfigError) when an existing git
+	// hook is a script in a language other than the shell's: the guard's
+	// shell lines would break it; nothing is changed.
+	ErrNotShell = errors.New("install: the git hook is not a shell script")
 )
 
 // ConfigError says which file, and where in it, a problem is. Line and

@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
-// GitGuard is `parley install git-guard`: a git pre-commit hook that runs
-// `parley guard`, which refuses a commit touching files another agent has
+// GitGuard is `parley install git-guard`: git pre-commit and
+// pre-merge-commit hooks that run `parley guard`, which refuses a commit
+// (or a merge that commits by itself) touching files another agent has
 // claimed on the project's board. It is written into the repository's
 // hooks folder (git rev-parse --git-path hooks) as a block between two
-// marker lines: in a new pre-commit file, or after the first line (the
-// #! line) of an existing one, which is otherwise left alone.
+// marker lines: in a new hook file, or after the first line (the #! line)
+// of an existing shell script, which is otherwise left alone. A hook in
+// another language is refused (ErrNotShell).
 const GitGuard Client = "git-guard"
 
 // The marker lines of the git guard's block.
@@ -21,16 +26,55 @@ const (
 	guardEnd   = "# <<< parley git-guard\n"
 )
 
-// guardBlock is the hook's text: it runs the guard when the parley program
-// is there (a moved program does not block commits).
-func guardBlock(command string, args []string) string {
+// GuardHooks are the git hooks the guard goes into: pre-commit for
+// commits, pre-merge-commit for merges that commit by themselves (git runs
+// no pre-commit for those).
+var GuardHooks = []string{"pre-commit", "pre-merge-commit"}
+
+// shells are the programs whose scripts take the guard's block: POSIX
+// shells and the shells that read POSIX shell.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true, "yash": true, "posh": true}
+
+// interpreter returns the program a script's #! line names ("" for none),
+// looking through env: "#!/usr/bin/env -S python3 -u" is python3.
+func interpreter(src []byte) string {
+	if !bytes.HasPrefix(src, []byte("#!")) {
+		return ""
+	}
+	line, _, _ := bytes.Cut(src[2:], []byte("\n"))
+	fs := strings.Fields(strings.TrimSuffix(string(line), "\r"))
+	if len(fs) == 0 {
+		return ""
+	}
+	prog := path.Base(fs[0])
+	if prog == "env" {
+		prog = ""
+		for _, f := range fs[1:] {
+			if strings.HasPrefix(f, "-") || strings.Contains(f, "=") {
+				continue
+			}
+			prog = path.Base(f)
+			break
+		}
+	}
+	return prog
+}
+
+// guardLine is the command that runs the guard.
+func guardLine(command string, args []string) string {
 	line := shellQuote(command)
 	for _, a := range args {
 		line += " " + shellQuote(a)
 	}
+	return line + " guard"
+}
+
+// guardBlock is the hook's text: it runs the guard when the parley program
+// is there (a moved program does not block commits).
+func guardBlock(command string, args []string) string {
 	return guardBegin +
 		"if command -v " + shellQuote(command) + " >/dev/null 2>&1; then\n" +
-		"\t" + line + " guard || exit 1\n" +
+		"\t" + guardLine(command, args) + " || exit 1\n" +
 		"fi\n" +
 		guardEnd
 }
@@ -48,86 +92,147 @@ func findBlock(src []byte) (int, int, bool) {
 	return i, i + j + len(guardEnd), true
 }
 
-// InstallGitGuard plans the pre-commit hook in hooksDir for the repository
-// env.ProjectDir; command and args run parley (args: e.g. --home DIR).
+// InstallGitGuard plans the guard's hooks (GuardHooks) in hooksDir for the
+// repository env.ProjectDir; command and args run parley (args: e.g.
+// --home DIR). An existing hook that is not a shell script is refused
+// with ErrNotShell, and nothing is written.
 func InstallGitGuard(env Env, hooksDir, command string, args []string) (*Plan, error) {
-	path := filepath.Join(hooksDir, "pre-commit")
 	recPath := recordPath(env, GitGuard, Project)
 	rec, err := loadRecord(recPath)
 	if err != nil {
 		return nil, err
 	}
 	p := &Plan{Client: GitGuard, Scope: Project, env: env, recPath: recPath}
-	before, existed, err := readFile(path)
-	if err != nil {
-		return nil, err
-	}
 	block := guardBlock(command, args)
-	var after []byte
-	switch {
-	case existed && bytes.Contains(before, []byte(block)):
-		p.Unchanged = append(p.Unchanged, path)
-		if rec == nil {
-			p.rec = &record{Client: GitGuard, Scope: Project, Project: env.ProjectDir, Command: command,
-				Files: []fileRecord{{Path: path, Existed: true, After: hexSum(before)}}}
-		} else {
-			p.rec = rec
+	if rec == nil {
+		rec = &record{Client: GitGuard, Scope: Project, Project: env.ProjectDir, Command: command}
+	}
+	rec.Command = command
+	for _, name := range GuardHooks {
+		path := filepath.Join(hooksDir, name)
+		before, existed, err := readFile(path)
+		if err != nil {
+			return nil, err
 		}
-		return p, nil
-	case existed:
-		if i, j, ok := findBlock(before); ok { // another command: replace the block
-			after = append(append(append([]byte{}, before[:i]...), block...), before[j:]...)
-			break
+		// Also over a block an older Parley put there: it breaks the hook.
+		if prog := interpreter(before); existed && prog != "" && !shells[prog] {
+			return nil, &ConfigError{Path: path, Line: 1, Err: ErrNotShell, Msg: fmt.Sprintf(
+				"the hook is a %s script, not a shell script: Parley puts shell lines only into sh, bash, dash or zsh scripts (or a file with no #! line). "+
+					"Call the guard from it yourself: run %s in the repository and stop the %s when it exits non-zero", prog, guardLine(command, args), strings.TrimSuffix(strings.TrimPrefix(name, "pre-"), "-commit"))}
 		}
-		at := 0
-		if bytes.HasPrefix(before, []byte("#!")) {
-			if nl := bytes.IndexByte(before, '\n'); nl >= 0 {
-				at = nl + 1
+		var after []byte
+		switch {
+		case existed && bytes.Contains(before, []byte(block)):
+			p.Unchanged = append(p.Unchanged, path)
+			if rec.file(path) == nil {
+				rec.Files = append(rec.Files, fileRecord{Path: path, Existed: true, After: hexSum(before)})
+			}
+			continue
+		case existed:
+			if i, j, ok := findBlock(before); ok { // another command: replace the block
+				after = append(append(append([]byte{}, before[:i]...), block...), before[j:]...)
+				break
+			}
+			at := 0
+			if bytes.HasPrefix(before, []byte("#!")) {
+				if nl := bytes.IndexByte(before, '\n'); nl >= 0 {
+					at = nl + 1
+				} else {
+					return nil, fmt.Errorf("install: %s is one line without a line end; add one and try again", path)
+				}
+			}
+			after = append(append(append([]byte{}, before[:at]...), block...), before[at:]...)
+		default:
+			after = []byte("#!/bin/sh\n" + block)
+		}
+		fr := rec.file(path)
+		if fr == nil {
+			nf := fileRecord{Path: path, Existed: existed, Restorable: true}
+			if !existed {
+				nf.Dirs = missingDirs(hooksDir)
+			}
+			rec.Files = append(rec.Files, nf)
+			fr = &rec.Files[len(rec.Files)-1]
+		} else if !bytes.Equal(sum(before), fr.afterSum()) {
+			fr.Restorable = false // someone else changed it since
+		}
+		fr.After = hexSum(after)
+		ch := Change{Path: path, Create: !existed, before: before, after: after, perm: 0o755,
+			Diff: unifiedDiff(path, before, after, !existed, false)}
+		if !existed {
+			// The folders the first new file creates.
+			if !slices.ContainsFunc(p.Changes, func(c Change) bool { return c.Create }) {
+				ch.dirs = fr.Dirs
 			} else {
-				return nil, fmt.Errorf("install: %s is one line without a line end; add one and try again", path)
+				fr.Dirs = nil
 			}
 		}
-		after = append(append(append([]byte{}, before[:at]...), block...), before[at:]...)
-	default:
-		after = []byte("#!/bin/sh\n" + block)
+		p.Changes = append(p.Changes, ch)
 	}
-	fr := rec.file(path)
-	if fr == nil {
-		nf := fileRecord{Path: path, Existed: existed, Restorable: true}
-		if !existed {
-			nf.Dirs = missingDirs(hooksDir)
-		}
-		rec = &record{Client: GitGuard, Scope: Project, Project: env.ProjectDir, Command: command, Files: []fileRecord{nf}}
-		fr = &rec.Files[0]
-	} else if !bytes.Equal(sum(before), fr.afterSum()) {
-		fr.Restorable = false // someone else changed it since
-	}
-	fr.After = hexSum(after)
-	rec.Command = command
 	p.rec = rec
-	ch := Change{Path: path, Create: !existed, before: before, after: after, perm: 0o755,
-		Diff: unifiedDiff(path, before, after, !existed, false)}
-	if !existed {
-		ch.dirs = fr.Dirs
-	}
-	p.Changes = append(p.Changes, ch)
 	return p, nil
 }
 
-// UninstallGitGuard plans taking the git guard out of hooksDir: the file
-// comes back byte for byte when nothing else changed it (a file Parley
-// created is removed), else only the block goes.
+// UninstallGitGuard plans taking the git guard out of hooksDir, and out of
+// the hook files the record of the install names elsewhere (a hooks folder
+// that moved since: core.hooksPath): a file comes back byte for byte when
+// nothing else changed it (a file Parley created is removed), else only
+// the block goes, and a file left with nothing but "#!/bin/sh" that Parley
+// created, or that no record names, is removed.
 func UninstallGitGuard(env Env, hooksDir string) (*Plan, error) {
-	path := filepath.Join(hooksDir, "pre-commit")
 	recPath := recordPath(env, GitGuard, Project)
 	rec, err := loadRecord(recPath)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Client: GitGuard, Scope: Project, Uninstall: true, env: env, recPath: recPath}
+	p := &Plan{Client: GitGuard, Scope: Project, Uninstall: true, env: env, recPath: recPath, rec: rec}
+	var paths []string
+	for _, name := range GuardHooks {
+		paths = append(paths, filepath.Join(hooksDir, name))
+	}
+	if rec != nil {
+		for _, f := range rec.Files {
+			if !slices.Contains(paths, f.Path) {
+				paths = append(paths, f.Path)
+			}
+		}
+	}
+	for _, path := range paths {
+		ch, err := uninstallHook(rec, path)
+		if err != nil {
+			return nil, err
+		}
+		if ch == nil {
+			p.Unchanged = append(p.Unchanged, path)
+			continue
+		}
+		p.Changes = append(p.Changes, *ch)
+	}
+	// The folders Parley made go with the last file it removes.
+	var dirs []string
+	last := -1
+	for i := range p.Changes {
+		if p.Changes[i].Delete {
+			dirs = appendNew(dirs, p.Changes[i].dirs...)
+			p.Changes[i].dirs, last = nil, i
+		}
+	}
+	if last >= 0 {
+		p.Changes[last].dirs = dirs
+	}
+	if rec != nil {
+		// Applied, nothing of the install is left to remember.
+		p.rec = &record{Client: rec.Client, Scope: rec.Scope, Project: rec.Project, Command: rec.Command}
+	}
+	return p, nil
+}
+
+// uninstallHook plans taking the guard out of one hook file (nil: it has
+// none).
+func uninstallHook(rec *record, path string) (*Change, error) {
 	cur, existed, err := readFile(path)
 	if err != nil || !existed {
-		return p, err
+		return nil, err
 	}
 	fr := rec.file(path)
 	ch := Change{Path: path, before: cur, perm: 0o755}
@@ -143,11 +248,10 @@ func UninstallGitGuard(env Env, hooksDir string) (*Plan, error) {
 	if !ch.Restore {
 		i, j, ok := findBlock(cur)
 		if !ok {
-			p.Unchanged = append(p.Unchanged, path)
-			return p, nil
+			return nil, nil
 		}
 		ch.after = append(append([]byte{}, cur[:i]...), cur[j:]...)
-		if fr != nil && !fr.Existed && string(ch.after) == "#!/bin/sh\n" {
+		if (fr == nil || !fr.Existed) && string(ch.after) == "#!/bin/sh\n" {
 			ch.Delete = true
 		}
 	}
@@ -158,6 +262,5 @@ func UninstallGitGuard(env Env, hooksDir string) (*Plan, error) {
 		}
 	}
 	ch.Diff = unifiedDiff(path, ch.before, ch.after, false, ch.Delete)
-	p.Changes = append(p.Changes, ch)
-	return p, nil
+	return &ch, nil
 }

@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,10 @@ func TestGitGuard(t *testing.T) {
 			if st, _ := os.Stat(path); st.Mode().Perm()&0o100 == 0 {
 				t.Fatalf("hook not executable: %v", st.Mode())
 			}
+			merge := filepath.Join(hooks, "pre-merge-commit")
+			if m, err := os.ReadFile(merge); err != nil || !strings.Contains(string(m), "/usr/bin/parley --home /h guard || exit 1") {
+				t.Fatalf("pre-merge-commit hook: %q, %v", m, err)
+			}
 			again, err := InstallGitGuard(env, hooks, "/usr/bin/parley", []string{"--home", "/h"})
 			if err != nil || again.Changed() {
 				t.Fatalf("second install: %+v, %v", again, err)
@@ -72,6 +77,9 @@ func TestGitGuard(t *testing.T) {
 			if err := u.Apply(); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := os.Stat(filepath.Join(hooks, "pre-merge-commit")); !os.IsNotExist(err) {
+				t.Fatalf("the pre-merge-commit hook Parley made is still there: %v", err)
+			}
 			after, err := os.ReadFile(path)
 			if !c.exists {
 				if !os.IsNotExist(err) {
@@ -84,6 +92,76 @@ func TestGitGuard(t *testing.T) {
 			}
 			if !bytes.Equal(after, want) {
 				t.Fatalf("after uninstall %q, want %q", after, want)
+			}
+		})
+	}
+}
+
+// TestGitGuardNotShell: an existing hook in another language than the
+// shell's is refused, naming the command to call from it, and nothing is
+// written; shells named directly or through env take the block.
+func TestGitGuardNotShell(t *testing.T) {
+	for _, c := range []struct {
+		shebang string
+		shell   bool
+	}{
+		{"#!/usr/bin/env python3\n", false},
+		{"#!/usr/bin/python3 -u\n", false},
+		{"#!/usr/bin/env -S node --no-warnings\n", false},
+		{"#!/usr/bin/perl\n", false},
+		{"#!/bin/sh\n", true},
+		{"#!/usr/bin/env bash\n", true},
+		{"#! /bin/dash -e\n", true},
+		{"#!/bin/zsh\n", true},
+		{"", true},
+	} {
+		t.Run(c.shebang, func(t *testing.T) {
+			base := t.TempDir()
+			env := Env{Home: base, ProjectDir: filepath.Join(base, "repo"), ParleyHome: filepath.Join(base, "parley")}
+			hooks := filepath.Join(base, "repo", ".git", "hooks")
+			if err := os.MkdirAll(hooks, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			before := c.shebang + "print('lint')\n"
+			path := filepath.Join(hooks, "pre-commit")
+			if err := os.WriteFile(path, []byte(before), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			p, err := InstallGitGuard(env, hooks, "/usr/bin/parley", []string{"--home", "/h"})
+			if c.shell {
+				if err != nil {
+					t.Fatalf("a shell script refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotShell) || !strings.Contains(err.Error(), "not a shell script") ||
+				!strings.Contains(err.Error(), "/usr/bin/parley --home /h guard") || p != nil {
+				t.Fatalf("install into %q: %v", c.shebang, err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != before {
+				t.Fatalf("the hook changed: %q", got)
+			}
+			if _, err := os.Stat(filepath.Join(hooks, "pre-merge-commit")); !os.IsNotExist(err) {
+				t.Fatalf("a hook was written: %v", err)
+			}
+			// The block an older Parley put under such a #! line: install
+			// still refuses, uninstall takes it out.
+			broken := c.shebang + guardBlock("/usr/bin/parley", nil) + "print('lint')\n"
+			if err := os.WriteFile(path, []byte(broken), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := InstallGitGuard(env, hooks, "/usr/bin/parley", nil); !errors.Is(err, ErrNotShell) {
+				t.Fatalf("install over the old block: %v", err)
+			}
+			u, err := UninstallGitGuard(env, hooks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := u.Apply(); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != before {
+				t.Fatalf("after uninstall: %q, want %q", got, before)
 			}
 		})
 	}

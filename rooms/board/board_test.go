@@ -238,6 +238,12 @@ func TestFold(t *testing.T) {
 	if h := s.History("parse/lex.go"); len(h) != 4 {
 		t.Fatalf("history of parse/lex.go = %+v", h)
 	}
+	// A folder's history holds the claims on it and under it.
+	for path, want := range map[string]int{"docs": 1, "docs/": 1, "parse": 4, "doc": 0} {
+		if h := s.History(path); len(h) != want {
+			t.Fatalf("history of %s: %d events, want %d: %+v", path, len(h), want, h)
+		}
+	}
 }
 
 // TestFoldOrderFree: every order of arrival gives the same board (what two

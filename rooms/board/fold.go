@@ -369,14 +369,21 @@ func (s *State) Conflict(holder string, paths []string, now time.Time) *Held {
 }
 
 // History returns the board's events in fold order; with path set only
-// those with a path overlapping it (a release of everything counts).
+// those with a path overlapping it (a release of everything counts). A
+// path with no glob in it is also a folder: claims under it count too
+// (.worktrees/w4 finds the claims on .worktrees/w4/**).
 func (s *State) History(path string) []Record {
 	s.catchUp()
+	under := ""
+	if path != "" && !strings.ContainsAny(path, "*?") {
+		under = strings.TrimSuffix(path, "/") + "/**"
+	}
+	match := func(p string) bool { return Overlap(p, path) || under != "" && Overlap(p, under) }
 	out := []Record{}
 	for _, e := range s.entries {
 		r := s.records[e.ID]
 		if path != "" && !(r.Kind == KindRelease && len(r.Paths) == 0) &&
-			!slices.ContainsFunc(r.Paths, func(p string) bool { return Overlap(p, path) }) {
+			!slices.ContainsFunc(r.Paths, match) {
 			continue
 		}
 		out = append(out, r)
