@@ -221,6 +221,45 @@ func TestCLIInstallProjectAndRefusal(t *testing.T) {
 		t.Fatalf("uninstall --project: exit %d %v\n%s", code, err, out)
 	}
 
+	// A home of one's own is not written into the project's shared files
+	// (a path of this machine's is wrong on every other), and the output
+	// says so, and that parley is not on PATH.
+	mine := filepath.Join(t.TempDir(), "my-parley")
+	out, errs, code = u.run(t, "--home", mine, "install", "claude", "--project")
+	if code != 0 || !strings.Contains(out, "PARLEY_HOME="+mine) || !strings.Contains(out, "not on your PATH") {
+		t.Fatalf("install --project --home: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, f := range []string{mcp, filepath.Join(u.project, ".claude", "settings.json")} {
+		if s := readAll(t, f); strings.Contains(s, mine) || strings.Contains(s, "--home") {
+			t.Fatalf("%s names a home:\n%s", f, s)
+		}
+	}
+	if out, errs, code = u.run(t, "--home", mine, "--json", "uninstall", "claude", "--project"); code != 0 {
+		t.Fatalf("uninstall --project --home: exit %d\n%s\n%s", code, out, errs)
+	}
+	// Nothing left to take out: "changes" is an empty list, not null.
+	out, errs, code = u.run(t, "--home", mine, "--json", "uninstall", "claude", "--project")
+	var plan map[string]any
+	if err := json.Unmarshal([]byte(out), &plan); code != 0 || err != nil {
+		t.Fatalf("uninstall --json: exit %d %v\n%s\n%s", code, err, out, errs)
+	}
+	if ch, ok := plan["changes"].([]any); !ok || len(ch) != 0 {
+		t.Fatalf(`uninstall --json: "changes" = %#v, want []`, plan["changes"])
+	}
+
+	// --dir names a project: refused without --project, and a folder that
+	// is not there is not made.
+	if _, errs, code = u.run(t, "install", "claude", "--dir", u.project); code == 0 || !strings.Contains(errs, "use it with --project") {
+		t.Fatalf("install --dir without --project: exit %d\n%s", code, errs)
+	}
+	gone := filepath.Join(t.TempDir(), "no-such-project")
+	if _, errs, code = u.run(t, "install", "claude", "--project", "--dir", gone); code == 0 || !strings.Contains(errs, gone) {
+		t.Fatalf("install --project --dir MISSING: exit %d\n%s", code, errs)
+	}
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Fatalf("the missing project folder was made: %v", err)
+	}
+
 	// An invalid config.toml is refused with its line, and kept.
 	bad := "model = \"o3\"\n\n[mcp_servers.docs\ncommand = \"x\"\n"
 	p := filepath.Join(u.home, ".codex", "config.toml")

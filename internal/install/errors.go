@@ -18,6 +18,9 @@ var (
 	// ErrRaced is returned when a config file kept changing while Parley
 	// tried to write it (the client rewrote it at the same moment).
 	ErrRaced = errors.New("install: the file changed while it was being written")
+	// ErrReadOnly is returned when a config file Parley would change is
+	// read-only: someone made it so, and a rename would replace it anyway.
+	ErrReadOnly = errors.New("install: read-only file")
 )
 
 // ConfigError says which file, and where in it, a problem is. Line and
