@@ -152,7 +152,7 @@ parley uninstall CLIENT takes out exactly what install added.`,
 			}
 			args, notes := commandArgs(scope, command, env)
 			o := install.Options{Client: client, Scope: scope, Command: command, Args: args, Hooks: hookCommands[client]}
-			plan, err := runPlan(f.dryRun, func() (*install.Plan, error) { return install.Install(env, o) })
+			plan, err := runPlan(env.ParleyHome, f.dryRun, func() (*install.Plan, error) { return install.Install(env, o) })
 			if err != nil {
 				return err
 			}
@@ -199,7 +199,7 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 			if err != nil {
 				return err
 			}
-			plan, err := runPlan(f.dryRun, func() (*install.Plan, error) { return install.Uninstall(env, client, scope) })
+			plan, err := runPlan(env.ParleyHome, f.dryRun, func() (*install.Plan, error) { return install.Uninstall(env, client, scope) })
 			if err != nil {
 				return err
 			}
@@ -215,10 +215,15 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 
 // runPlan makes a plan and, unless dryRun, applies it; install.Run plans
 // again when the client rewrote a file meanwhile.
-func runPlan(dryRun bool, plan func() (*install.Plan, error)) (*install.Plan, error) {
+func runPlan(home string, dryRun bool, plan func() (*install.Plan, error)) (*install.Plan, error) {
 	if dryRun {
 		return plan()
 	}
+	unlock, err := install.Lock(home)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	return install.Run(plan)
 }
 

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -410,4 +412,60 @@ func TestCLIInstallCodexRunsWhatItWrote(t *testing.T) {
 	if readAll(t, config) != origConfig || readAll(t, hooks) != origHooks {
 		t.Fatalf("after uninstall:\n%s\n%s", readAll(t, config), readAll(t, hooks))
 	}
+}
+
+// Installs run one at a time: six at once leave one record that says which
+// files Parley created, so an uninstall removes them (it left a "{}"
+// settings.json when each install recorded the file the others had made).
+func TestCLIInstallsAtOnce(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	before := snapshotFiles(t, u.home)
+	var wg sync.WaitGroup
+	errs := make([]string, 6)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if out, e, code := u.run(t, "install", "claude"); code != 0 {
+				errs[i] = fmt.Sprintf("exit %d\n%s\n%s", code, out, e)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Fatalf("install: %s", e)
+		}
+	}
+	if out, e, code := u.run(t, "uninstall", "claude"); code != 0 {
+		t.Fatalf("uninstall: exit %d\n%s\n%s", code, out, e)
+	}
+	after := snapshotFiles(t, u.home)
+	for p, b := range after {
+		if strings.HasPrefix(p, filepath.Join(u.home, ".parley")) {
+			continue // the home Parley made, with its record and backups
+		}
+		if before[p] != b {
+			t.Errorf("%s after install ×6 and uninstall: %q (before: %q)", p, b, before[p])
+		}
+	}
+}
+
+// snapshotFiles reads every file under dir.
+func snapshotFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
