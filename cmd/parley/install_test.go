@@ -325,6 +325,23 @@ func TestCLIDoctorNode(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ok   node: running") {
 		t.Fatalf("doctor with a node: exit %d\n%s\n%s", code, out, errs)
 	}
+	// A config the running node read at start, edited since into one the
+	// next start refuses.
+	cfg := filepath.Join(home, "config")
+	good, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(good, "ui_port = x\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = u.run(t, "--home", home, "doctor")
+	if code != 1 || !strings.Contains(out, "FAIL node: "+cfg) || !strings.Contains(out, "ui_port must be a port number") {
+		t.Fatalf("doctor with a broken config: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(cfg, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Chmod(home, 0o777); err != nil {
 		t.Fatal(err)
 	}
