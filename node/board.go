@@ -20,6 +20,7 @@ func (n *Node) newBoard() error {
 		return err
 	}
 	n.board = b
+	n.boardKick.Store(b)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/contacts"
 )
 
@@ -24,7 +25,7 @@ func (n *Node) newContacts() error {
 		Known:       n.knownPeer,
 		AutoApprove: n.autoApprove,
 		UserDecided: n.untagOrgContact,
-		Audit:       n.Audit,
+		Audit:       n.contactAudit,
 	})
 	if err != nil {
 		return err
@@ -52,4 +53,16 @@ func (n *Node) sharesRoom(p peer.ID) bool {
 		cut = n.contacts.CutOff
 	}
 	return n.rooms.SharesRoom(p, cut)
+}
+
+// contactAudit records a contact's decision; one that makes a contact
+// active (this user's approval, or the peer's of this node's request) has
+// the boards invite it at once.
+func (n *Node) contactAudit(r audit.Record) {
+	n.Audit(r)
+	if r.Action == audit.ContactApprove {
+		if b := n.boardKick.Load(); b != nil {
+			b.Kick()
+		}
+	}
 }

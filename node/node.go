@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,13 +94,14 @@ type Node struct {
 	// listen sockets: dials that must leave from the listening port wait.
 	listening     chan struct{}
 	listeningDone func()
-	org           *org.Service   // set by Start, read-only afterwards
-	usage         *usage.Meter   // set by Start, read-only afterwards
-	board         *board.Service // set by Start, read-only afterwards
-	wake          *wake.Service  // set by Start, read-only afterwards
-	ui            *ui.Server     // set by Start, read-only afterwards (nil: not served)
-	uiURL         string         // the dashboard's URL with its token (set with ui)
-	uiErr         string         // why the dashboard is not served
+	org           *org.Service                  // set by Start, read-only afterwards
+	usage         *usage.Meter                  // set by Start, read-only afterwards
+	board         *board.Service                // set by Start, read-only afterwards
+	wake          *wake.Service                 // set by Start, read-only afterwards
+	ui            *ui.Server                    // set by Start, read-only afterwards (nil: not served)
+	uiURL         string                        // the dashboard's URL with its token (set with ui)
+	uiErr         string                        // why the dashboard is not served
+	boardKick     atomic.Pointer[board.Service] // n.board, for the contacts' goroutines that start before it
 
 	recoverySum [32]byte // of the recovery file's entries last written (see saveRecovery)
 

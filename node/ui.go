@@ -85,6 +85,15 @@ func (n *Node) startUI() {
 // served).
 func (n *Node) UIURL() string { return n.uiURL }
 
+// UIError says why the dashboard is not served (empty when it is, or when
+// the node was started without it).
+func (n *Node) UIError() string {
+	if n.uiURL != "" {
+		return ""
+	}
+	return n.uiErr
+}
+
 func (n *Node) uiInfo() localapi.UIInfo {
 	if n.uiURL == "" {
 		msg := n.uiErr

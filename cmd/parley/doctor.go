@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parley-mesh/parley/internal/config"
 	"github.com/parley-mesh/parley/internal/install"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
@@ -113,6 +114,16 @@ func checkNode(ctx context.Context, home string) []install.Finding {
 	key := filepath.Join(home, node.KeyFileName)
 	if ki, err := os.Stat(key); err == nil && ki.Mode().Perm()&0o077 != 0 {
 		add(install.Fail, "%s is readable by others (mode %04o), so the node refuses it: chmod 600 %s", key, ki.Mode().Perm(), key)
+	}
+	// The config is read at start only: a running node does not notice an
+	// edit that the next start will refuse.
+	cfgPath := filepath.Join(home, config.FileName)
+	if raw, err := os.ReadFile(cfgPath); err == nil {
+		if _, err := config.Parse(raw); err != nil {
+			add(install.Fail, "%s: %v: the next parley up refuses it; fix that line", cfgPath, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		add(install.Fail, "cannot read %s: %v", cfgPath, err)
 	}
 	sock := node.SocketPath(home)
 	c := localapi.NewClient(sock)

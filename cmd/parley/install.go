@@ -46,6 +46,26 @@ func (f *installFlags) scope() (install.Scope, error) {
 	return install.User, nil
 }
 
+// checkDir refuses --dir where it means nothing (a client's own config) and
+// a project folder that is not there: install creates the client's folders
+// inside the project, never the project itself.
+func (f *installFlags) checkDir(scope install.Scope) error {
+	if f.dir == "" {
+		return nil
+	}
+	if scope != install.Project {
+		return errors.New("--dir names the project folder: use it with --project (your own config is in your home folder)")
+	}
+	st, err := os.Stat(f.dir)
+	if err != nil {
+		return fmt.Errorf("the project folder %s: %w", f.dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("the project folder %s is not a folder", f.dir)
+	}
+	return nil
+}
+
 // env returns where the clients' files are, and Parley's home: checked for
 // install and uninstall (they keep backups there), unchecked for doctor,
 // which reports on it.
@@ -124,6 +144,9 @@ parley uninstall CLIENT takes out exactly what install added.`,
 			if err != nil {
 				return err
 			}
+			if err := f.checkDir(scope); err != nil {
+				return err
+			}
 			env, err := f.env(g, true)
 			if err != nil {
 				return err
@@ -133,11 +156,13 @@ parley uninstall CLIENT takes out exactly what install added.`,
 					return err
 				}
 			}
-			o := install.Options{Client: client, Scope: scope, Command: command, Args: homeArgs(env.ParleyHome), Hooks: hookCommands[client]}
-			plan, err := runPlan(f.dryRun, func() (*install.Plan, error) { return install.Install(env, o) })
+			args, notes := commandArgs(scope, command, env)
+			o := install.Options{Client: client, Scope: scope, Command: command, Args: args, Hooks: hookCommands[client]}
+			plan, err := runPlan(env.ParleyHome, f.dryRun, func() (*install.Plan, error) { return install.Install(env, o) })
 			if err != nil {
 				return err
 			}
+			plan.Notes = append(plan.Notes, notes...)
 			if !f.dryRun {
 				auditInstall(cmd, env.ParleyHome, audit.Install, plan)
 			}
@@ -174,11 +199,14 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 			if err != nil {
 				return err
 			}
+			if err := f.checkDir(scope); err != nil {
+				return err
+			}
 			env, err := f.env(g, true)
 			if err != nil {
 				return err
 			}
-			plan, err := runPlan(f.dryRun, func() (*install.Plan, error) { return install.Uninstall(env, client, scope) })
+			plan, err := runPlan(env.ParleyHome, f.dryRun, func() (*install.Plan, error) { return install.Uninstall(env, client, scope) })
 			if err != nil {
 				return err
 			}
@@ -194,10 +222,15 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 
 // runPlan makes a plan and, unless dryRun, applies it; install.Run plans
 // again when the client rewrote a file meanwhile.
-func runPlan(dryRun bool, plan func() (*install.Plan, error)) (*install.Plan, error) {
+func runPlan(home string, dryRun bool, plan func() (*install.Plan, error)) (*install.Plan, error) {
 	if dryRun {
 		return plan()
 	}
+	unlock, err := install.Lock(home)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	return install.Run(plan)
 }
 
@@ -253,9 +286,49 @@ func homeArgs(home string) []string {
 	return []string{"--home", home}
 }
 
+// commandArgs are the arguments the client's parley gets before its own
+// (mcp, hook …), and notes on them. Your own config points at this home when
+// it is not the default. A project's files are shared through the
+// repository, so they name no home (a path of this machine's would be
+// wrong on every other one): each teammate's parley finds its own, through
+// PARLEY_HOME or ~/.parley. Nor can a project's files name this program by
+// its path; they say parley, which must be on PATH.
+func commandArgs(scope install.Scope, command string, env install.Env) ([]string, []string) {
+	if scope != install.Project {
+		return homeArgs(env.ParleyHome), nil
+	}
+	var notes []string
+	if homeArgs(env.ParleyHome) != nil && os.Getenv("PARLEY_HOME") != env.ParleyHome {
+		notes = append(notes, fmt.Sprintf("the project's files name no home (they are shared): the client's parley uses PARLEY_HOME, else ~/.parley; to use %s, start the client with PARLEY_HOME=%s", env.ParleyHome, env.ParleyHome))
+	}
+	if !filepath.IsAbs(command) && !strings.ContainsRune(command, filepath.Separator) {
+		if _, err := lookPathIn(command, env.Path); err != nil {
+			notes = append(notes, fmt.Sprintf("%s is not on your PATH, so the client will not find it: install it (go install ./cmd/parley) or put its folder on PATH", command))
+		}
+	}
+	return nil, notes
+}
+
+// lookPathIn finds an executable file named name in a PATH list.
+func lookPathIn(name, path string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
 // printPlan says what a plan did (or, with dryRun, would do).
 func printPlan(g *globals, w io.Writer, p *install.Plan, dryRun bool, env install.Env, client install.Client, scope install.Scope) error {
 	if g.json {
+		if p.Changes == nil {
+			p.Changes = []install.Change{} // "changes": [], not null
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
@@ -291,8 +364,10 @@ func printPlan(g *globals, w io.Writer, p *install.Plan, dryRun bool, env instal
 		if p.Uninstall && !p.Changed() && len(p.Unchanged) == 0 && len(p.Remaining) == 0 {
 			fmt.Fprintf(w, "Parley is not installed for %s (%s)\n", client, scope)
 		}
-		if p.Changed() && !p.Uninstall {
-			fmt.Fprintf(w, "copies of the files as they were are in %s\n", install.BackupDir(env, client, scope))
+		if p.Changed() {
+			// Uninstall keeps them too: the copies are the user's files, and
+			// only the user deletes them (they may hold a client's tokens).
+			fmt.Fprintf(w, "copies of the files as they were are in %s (readable by you only; delete them when you no longer need them)\n", install.BackupDir(env, client, scope))
 		}
 	}
 	for _, n := range p.Notes {

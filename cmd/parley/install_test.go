@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,6 +223,45 @@ func TestCLIInstallProjectAndRefusal(t *testing.T) {
 		t.Fatalf("uninstall --project: exit %d %v\n%s", code, err, out)
 	}
 
+	// A home of one's own is not written into the project's shared files
+	// (a path of this machine's is wrong on every other), and the output
+	// says so, and that parley is not on PATH.
+	mine := filepath.Join(t.TempDir(), "my-parley")
+	out, errs, code = u.run(t, "--home", mine, "install", "claude", "--project")
+	if code != 0 || !strings.Contains(out, "PARLEY_HOME="+mine) || !strings.Contains(out, "not on your PATH") {
+		t.Fatalf("install --project --home: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, f := range []string{mcp, filepath.Join(u.project, ".claude", "settings.json")} {
+		if s := readAll(t, f); strings.Contains(s, mine) || strings.Contains(s, "--home") {
+			t.Fatalf("%s names a home:\n%s", f, s)
+		}
+	}
+	if out, errs, code = u.run(t, "--home", mine, "--json", "uninstall", "claude", "--project"); code != 0 {
+		t.Fatalf("uninstall --project --home: exit %d\n%s\n%s", code, out, errs)
+	}
+	// Nothing left to take out: "changes" is an empty list, not null.
+	out, errs, code = u.run(t, "--home", mine, "--json", "uninstall", "claude", "--project")
+	var plan map[string]any
+	if err := json.Unmarshal([]byte(out), &plan); code != 0 || err != nil {
+		t.Fatalf("uninstall --json: exit %d %v\n%s\n%s", code, err, out, errs)
+	}
+	if ch, ok := plan["changes"].([]any); !ok || len(ch) != 0 {
+		t.Fatalf(`uninstall --json: "changes" = %#v, want []`, plan["changes"])
+	}
+
+	// --dir names a project: refused without --project, and a folder that
+	// is not there is not made.
+	if _, errs, code = u.run(t, "install", "claude", "--dir", u.project); code == 0 || !strings.Contains(errs, "use it with --project") {
+		t.Fatalf("install --dir without --project: exit %d\n%s", code, errs)
+	}
+	gone := filepath.Join(t.TempDir(), "no-such-project")
+	if _, errs, code = u.run(t, "install", "claude", "--project", "--dir", gone); code == 0 || !strings.Contains(errs, gone) {
+		t.Fatalf("install --project --dir MISSING: exit %d\n%s", code, errs)
+	}
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Fatalf("the missing project folder was made: %v", err)
+	}
+
 	// An invalid config.toml is refused with its line, and kept.
 	bad := "model = \"o3\"\n\n[mcp_servers.docs\ncommand = \"x\"\n"
 	p := filepath.Join(u.home, ".codex", "config.toml")
@@ -283,6 +324,23 @@ func TestCLIDoctorNode(t *testing.T) {
 	out, errs, code := u.run(t, "--home", home, "doctor")
 	if code != 0 || !strings.Contains(out, "ok   node: running") {
 		t.Fatalf("doctor with a node: exit %d\n%s\n%s", code, out, errs)
+	}
+	// A config the running node read at start, edited since into one the
+	// next start refuses.
+	cfg := filepath.Join(home, "config")
+	good, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(good, "ui_port = x\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = u.run(t, "--home", home, "doctor")
+	if code != 1 || !strings.Contains(out, "FAIL node: "+cfg) || !strings.Contains(out, "ui_port must be a port number") {
+		t.Fatalf("doctor with a broken config: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(cfg, good, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.Chmod(home, 0o777); err != nil {
 		t.Fatal(err)
@@ -371,4 +429,60 @@ func TestCLIInstallCodexRunsWhatItWrote(t *testing.T) {
 	if readAll(t, config) != origConfig || readAll(t, hooks) != origHooks {
 		t.Fatalf("after uninstall:\n%s\n%s", readAll(t, config), readAll(t, hooks))
 	}
+}
+
+// Installs run one at a time: six at once leave one record that says which
+// files Parley created, so an uninstall removes them (it left a "{}"
+// settings.json when each install recorded the file the others had made).
+func TestCLIInstallsAtOnce(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	before := snapshotFiles(t, u.home)
+	var wg sync.WaitGroup
+	errs := make([]string, 6)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if out, e, code := u.run(t, "install", "claude"); code != 0 {
+				errs[i] = fmt.Sprintf("exit %d\n%s\n%s", code, out, e)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Fatalf("install: %s", e)
+		}
+	}
+	if out, e, code := u.run(t, "uninstall", "claude"); code != 0 {
+		t.Fatalf("uninstall: exit %d\n%s\n%s", code, out, e)
+	}
+	after := snapshotFiles(t, u.home)
+	for p, b := range after {
+		if strings.HasPrefix(p, filepath.Join(u.home, ".parley")) {
+			continue // the home Parley made, with its record and backups
+		}
+		if before[p] != b {
+			t.Errorf("%s after install ×6 and uninstall: %q (before: %q)", p, b, before[p])
+		}
+	}
+}
+
+// snapshotFiles reads every file under dir.
+func snapshotFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

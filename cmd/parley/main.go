@@ -8,6 +8,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,15 @@ func main() {
 		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
+		}
+		if asJSON, _ := root.PersistentFlags().GetBool("json"); asJSON {
+			// A script that asked for JSON gets its error as JSON too,
+			// on stderr, with stdout left empty.
+			b, _ := json.Marshal(struct {
+				Error string `json:"error"`
+			}{err.Error()})
+			fmt.Fprintln(os.Stderr, string(b))
+			os.Exit(1)
 		}
 		fmt.Fprintln(os.Stderr, "parley: "+err.Error())
 		os.Exit(1)

@@ -312,3 +312,20 @@ func snapshot(t *testing.T, home string) string {
 	}
 	return b.String()
 }
+
+// With --json a failing command writes its error as one JSON object on
+// stderr and nothing on stdout; without it, the text as before.
+func TestCLIJSONErrors(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "none")
+	out, errs, code := run(t, "--home", home, "--json", "status")
+	var e struct {
+		Error string `json:"error"`
+	}
+	if code != 1 || out != "" || json.Unmarshal([]byte(errs), &e) != nil || !strings.Contains(e.Error, "no node is running") {
+		t.Fatalf("status --json without a node: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if _, errs, code = run(t, "--home", home, "status"); code != 1 || !strings.HasPrefix(errs, "parley: no node is running") {
+		t.Fatalf("status without a node: exit %d, stderr %q", code, errs)
+	}
+}

@@ -78,6 +78,10 @@ func TestCLIOrgMembershipWaitsForAccept(t *testing.T) {
 	if !strings.Contains(out, "parley org accept "+orgKey) || !strings.Contains(out, "not a member of an organisation") {
 		t.Fatalf("status before accepting:\n%s", out)
 	}
+	// No membership, no date: "expires" is left out, not 0001-01-01.
+	if out, _, _ = run(t, "--home", homeB, "--json", "org", "status"); strings.Contains(out, `"expires": "0001`) || strings.Contains(out, `"expires":"0001`) {
+		t.Fatalf("status --json before accepting:\n%s", out)
+	}
 	if _, errs, code := run(t, "--home", homeB, "org", "accept", "12D3KooWDpg8uJ23WCMp3pC5in3VfXd9rUnP3jSnY32zU88w3CiC"); code == 0 || !strings.Contains(errs, "no membership") {
 		t.Fatalf("accepting what nobody offered: exit %d: %q", code, errs)
 	}

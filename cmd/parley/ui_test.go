@@ -36,7 +36,24 @@ func TestCLIUI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	up(t, home)
+	if d := up(t, home); strings.Contains(d.ready, "dashboard_error") {
+		t.Fatalf("the ready line: %s", d.ready)
+	}
+	// A second node whose ui_port is taken runs without its dashboard and
+	// says so on its ready line, and `parley ui` says why.
+	other := filepath.Join(t.TempDir(), "h2")
+	if err := os.MkdirAll(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "config"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if d := up(t, other); !strings.Contains(d.ready, `dashboard_error="not served: `) || !strings.Contains(d.ready, "address already in use") {
+		t.Fatalf("the ready line of a node whose ui_port is taken: %s", d.ready)
+	}
+	if _, errs, code := run(t, "--home", other, "ui"); code == 0 || !strings.Contains(errs, "address already in use") {
+		t.Fatalf("parley ui of a node without its dashboard: exit %d %s", code, errs)
+	}
 	out, errs, code := run(t, "--home", home, "ui")
 	url := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(url, fmt.Sprintf("http://127.0.0.1:%d/?t=", port)) {

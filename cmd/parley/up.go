@@ -209,8 +209,14 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	for i, a := range addrs {
 		as[i] = a.String()
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "parley ready peer_id=%s handle=%q addrs=%s home=%s startup_ms=%d\n",
-		n.ID(), n.Handle(), strings.Join(as, ","), home, time.Since(start).Milliseconds())
+	// A dashboard that could not be served (its ui_port taken) is said on
+	// the ready line, which `up -d` prints too: the node runs without it.
+	noUI := ""
+	if why := n.UIError(); why != "" {
+		noUI = fmt.Sprintf(" dashboard_error=%q", "not served: "+why)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "parley ready peer_id=%s handle=%q addrs=%s home=%s startup_ms=%d%s\n",
+		n.ID(), n.Handle(), strings.Join(as, ","), home, time.Since(start).Milliseconds(), noUI)
 
 	select {
 	case <-ctx.Done():

@@ -143,12 +143,19 @@ func writeNew(path string, raw []byte) error {
 	return fh.Close()
 }
 
+// singleKeys are the keys a file may set once (the others, listen,
+// bootstrap and relay, repeat for several values).
+var singleKeys = map[string]struct{}{
+	"handle": {}, "mdns": {}, "relay_service": {}, "port_map": {}, "reachability": {}, "agent_post_limit": {}, "ui_port": {},
+}
+
 // Parse reads the text of a config file.
 func Parse(raw []byte) (File, error) {
 	f := File{MDNS: true, PortMap: true, RelayService: "off", Reachability: "auto"}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	line := 0
 	var sawListen bool
+	once := map[string]int{} // single-valued keys seen, and their line
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
@@ -163,6 +170,21 @@ func Parse(raw []byte) (File, error) {
 			return File{}, fmt.Errorf("line %d: want \"key = value\", got %q", line, text)
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		if strings.HasPrefix(val, `"`) {
+			// handle = "alice", as TOML would have it: the quotes are not
+			// part of the value.
+			uq, err := strconv.Unquote(val)
+			if err != nil || strings.ContainsAny(uq, "\n\r") {
+				return File{}, fmt.Errorf("line %d: %s: %s is not a quoted value on one line (quotes are optional; a '#' starts a comment, even inside them)", line, key, val)
+			}
+			val = uq
+		}
+		if once[key] != 0 {
+			return File{}, fmt.Errorf("line %d: %s is set again (first on line %d); keep one of the two", line, key, once[key])
+		}
+		if _, single := singleKeys[key]; single {
+			once[key] = line
+		}
 		switch key {
 		case "handle":
 			if err := CheckHandle(val); err != nil {
@@ -249,8 +271,8 @@ func Parse(raw []byte) (File, error) {
 // CheckHandle checks a handle: 1 to 64 bytes of printable text on one line,
 // without '#' (it would start a comment in the file).
 func CheckHandle(h string) error {
-	if h == "" || len(h) > 64 || h != strings.TrimSpace(h) || strings.ContainsRune(h, '#') || !utf8.ValidString(h) {
-		return errors.New("handle must be 1 to 64 printable characters, without '#' or surrounding spaces")
+	if h == "" || len(h) > 64 || h != strings.TrimSpace(h) || strings.ContainsRune(h, '#') || strings.HasPrefix(h, `"`) || !utf8.ValidString(h) {
+		return errors.New("handle must be 1 to 64 printable characters, without '#', surrounding spaces or a leading '\"'")
 	}
 	for _, r := range h {
 		if !unicode.IsPrint(r) {

@@ -37,6 +37,10 @@ func TestParseErrors(t *testing.T) {
 		{"handle = ", "handle must be"},
 		{"ui_port = 70000", "ui_port must be a port number"},
 		{"ui_port = x", "ui_port must be a port number"},
+		{"handle = alice\nmdns = on\nhandle = bob", "line 3: handle is set again (first on line 1)"},
+		{"ui_port = 1\nui_port = 2", "line 2: ui_port is set again"},
+		{`handle = "alice`, "line 1: handle: \"alice is not a quoted value"},
+		{`handle = "a\nb"`, "not a quoted value on one line"},
 	} {
 		_, err := Parse([]byte(tc.text))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -52,6 +56,15 @@ func TestParseValues(t *testing.T) {
 	}
 	if f.Handle != "Bob Smith" || f.MDNS || len(f.Listen) != 1 || len(f.Bootstrap) != 2 || f.UIPort != 4191 {
 		t.Fatalf("%+v", f)
+	}
+	// Quotes, as TOML would have them, are not part of the value; repeated
+	// keys add values.
+	f, err = Parse([]byte("handle = \"Bob Smith\"\nlisten = \"/ip4/127.0.0.1/tcp/0\"\nlisten = /ip4/127.0.0.1/udp/0/quic-v1\nrelay_service = \"on\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Handle != "Bob Smith" || len(f.Listen) != 2 || f.Listen[0] != "/ip4/127.0.0.1/tcp/0" || f.RelayService != "on" {
+		t.Fatalf("quoted values: %+v", f)
 	}
 }
 
@@ -94,7 +107,7 @@ func TestSetHandleKeepsTheRest(t *testing.T) {
 	if err != nil || f.Handle != "carol" {
 		t.Fatalf("handle after SetHandle: %q, %v", f.Handle, err)
 	}
-	for _, bad := range []string{"", " x", "a#b", "a\x1bb", strings.Repeat("x", 65)} {
+	for _, bad := range []string{"", " x", "a#b", "a\x1bb", strings.Repeat("x", 65), `"bob"`} {
 		if err := SetHandle(home, bad); err == nil {
 			t.Errorf("SetHandle(%q) accepted", bad)
 		}

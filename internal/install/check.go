@@ -205,6 +205,10 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 				add(Warn, t.path, "%s: the Stop hook's timeout is under %d s, so Claude Code ends the waiter early: run `%s` again", t.path, ClaudeStopTimeout, again)
 			}
 		}
+		if m, _ := s.decoded.(map[string]any); client == Claude && len(t.hooks) > 0 && m["disableAllHooks"] == true {
+			// Claude Code's own switch: no hook of any settings file runs.
+			add(Warn, t.path, "%s: \"disableAllHooks\": true, so Claude Code runs none of Parley's hooks (an idle session is not woken, nothing rides on tool results)", t.path)
+		}
 		if t.format == fmtTOML && slices.Contains(wantHooks, "notify") {
 			switch {
 			case s.notify == nil:

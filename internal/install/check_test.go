@@ -211,6 +211,17 @@ func TestStopTimeoutAndProjectNotify(t *testing.T) {
 	if _, fs = Check(env, Claude, User, HookEvents[Claude]); len(levels(fs)[Warn]) > 0 {
 		t.Errorf("after re-install: %v", fs)
 	}
+	// Claude Code's switch that turns every hook off is a warning.
+	off := bytes.Replace(installed, []byte("{"), []byte("{\n  \"disableAllHooks\": true,"), 1)
+	if err := os.WriteFile(settings, off, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, fs = Check(env, Claude, User, HookEvents[Claude]); !hasFinding(fs, Warn, "disableAllHooks") {
+		t.Errorf("hooks switched off: %v", fs)
+	}
+	if err := os.WriteFile(settings, installed, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	c := opts(Codex, Project)
 	c.Command = fakeBinary(t)

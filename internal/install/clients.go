@@ -32,7 +32,7 @@ func ParseClient(s string) (Client, error) {
 		c = Gemini
 	}
 	if !slices.Contains(Clients, c) {
-		return "", fmt.Errorf("%w %q (one of: claude, codex, gemini, opencode)", ErrUnknownClient, s)
+		return "", fmt.Errorf("%w %q (one of: claude, codex, gemini, opencode, git-guard)", ErrUnknownClient, s)
 	}
 	return c, nil
 }

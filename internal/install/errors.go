@@ -22,6 +22,9 @@ var (
 	// hook is a script in a language other than the shell's: the guard's
 	// shell lines would break it; nothing is changed.
 	ErrNotShell = errors.New("install: the git hook is not a shell script")
+	// ErrReadOnly is returned when a config file Parley would change is
+	// read-only: someone made it so, and a rename would replace it anyway.
+	ErrReadOnly = errors.New("install: read-only file")
 )
 
 // ConfigError says which file, and where in it, a problem is. Line and

@@ -95,6 +95,20 @@ func removeFile(path string) error {
 	return os.Remove(real)
 }
 
+// writable refuses to change a file whose owner may not write it (a rename
+// into its folder would replace it all the same): a file made read-only
+// is one its user keeps as it is.
+func writable(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil // missing: created; unreadable: the read said so already
+	}
+	if st.Mode().Perm()&0o200 == 0 {
+		return fmt.Errorf("%w: %s (mode %04o): Parley will not change it; make it writable (chmod u+w) to go on", ErrReadOnly, path, st.Mode().Perm())
+	}
+	return nil
+}
+
 // maxLinks is how many symbolic links linkTarget follows.
 const maxLinks = 40
 

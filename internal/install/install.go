@@ -171,6 +171,11 @@ func Install(env Env, o Options) (*Plan, error) {
 			}
 			continue
 		}
+		if existed {
+			if err := writable(t.path); err != nil {
+				return nil, err
+			}
+		}
 		ch := Change{Path: t.path, Create: !existed, before: before, after: after, perm: t.perm}
 		if !existed {
 			ch.dirs = missingDirs(filepath.Dir(t.path))
@@ -312,7 +317,7 @@ func installTOML(t target, k known, before []byte, fr *fileRecord) ([]byte, []st
 	curOurs := hasNotify && k.notify(cur)
 	switch {
 	case t.notify != nil && hasNotify && !curOurs:
-		notes = append(notes, fmt.Sprintf("%s already has notify = %v; Parley left it, so Codex tells Parley it is idle only through hooks.", t.path, cur))
+		notes = append(notes, fmt.Sprintf("%s already has notify = %s; Parley left it, so Codex tells Parley it is idle only through hooks.", t.path, tomlShow(cur)))
 	case t.notify != nil:
 		changed, u, err := d.putTopKey("notify", t.notify)
 		if err != nil {
@@ -749,6 +754,9 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 		}
 		if ch.Delete {
 			ch.after = nil
+		}
+		if err := writable(t.path); err != nil {
+			return nil, err
 		}
 		ch.Diff = unifiedDiff(t.path, ch.before, ch.after, false, ch.Delete)
 		if fr != nil && ch.Delete {

@@ -497,6 +497,7 @@ func TestInstallRefusesConflicts(t *testing.T) {
 		{Claude, ".claude.json", "{\n  \"mcpServers\": {},\n  \"mcpServers\": {}\n}\n", 2},
 		{Codex, ".codex/config.toml", "[mcp_servers]\nparley = { command = \"x\" }\n", 2},
 		{Codex, ".codex/config.toml", "mcp_servers.parley.command = \"x\"\n", 1},
+		{Codex, ".codex/config.toml", "mcp_servers = { docs = { command = \"d\" } }\n", 1},
 	}
 	for _, tc := range cases {
 		env := testEnv(t)
@@ -512,6 +513,43 @@ func TestInstallRefusesConflicts(t *testing.T) {
 		if !errors.As(err, &ce) || !errors.Is(err, ErrConflict) || ce.Line != tc.line {
 			t.Errorf("%q: err = %v, want a conflict at line %d", tc.text, err, tc.line)
 		}
+	}
+	// The message names what is in the way: an inline mcp_servers is not
+	// "mcp_servers.parley defined in another form".
+	env := testEnv(t)
+	writeFile(t, filepath.Join(env.Home, ".codex", "config.toml"), "mcp_servers = { docs = { command = \"d\" } }\n")
+	_, err := Install(env, opts(Codex, User))
+	if err == nil || !strings.Contains(err.Error(), "mcp_servers is an inline table here") || strings.Contains(err.Error(), "mcp_servers.parley is defined") {
+		t.Errorf("inline mcp_servers: %v", err)
+	}
+}
+
+// A config file its user made read-only is refused, by install and by
+// uninstall, and kept byte for byte (a rename would replace it all the same).
+func TestReadOnlyFileIsRefused(t *testing.T) {
+	env := testEnv(t)
+	p := filepath.Join(env.Home, ".gemini", "settings.json")
+	writeFile(t, p, "{\n  \"theme\": \"dark\"\n}\n")
+	if err := os.Chmod(p, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Install(env, opts(Gemini, User))
+	if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("install into a read-only file: %v", err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustInstall(t, env, opts(Gemini, User))
+	after := mustRead(t, p)
+	if err := os.Chmod(p, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Uninstall(env, Gemini, User); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("uninstall from a read-only file: %v", err)
+	}
+	if !bytes.Equal(mustRead(t, p), after) {
+		t.Fatal("the read-only file changed")
 	}
 }
 
@@ -641,7 +679,7 @@ func TestCodexNotifyAndFeatures(t *testing.T) {
 	}
 	plan := mustInstall(t, env, opts(Codex, User))
 	text := strings.Join(plan.Notes, "\n")
-	if !strings.Contains(text, "notify") || !strings.Contains(text, "hooks = false") {
+	if !strings.Contains(text, `notify = ["notify-send", "Codex"]`) || !strings.Contains(text, "hooks = false") {
 		t.Errorf("notes: %s", text)
 	}
 	b, _ := os.ReadFile(p)

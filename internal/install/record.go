@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"syscall"
 )
 
 // --- the record of installs ---
@@ -111,6 +112,28 @@ func (r *record) file(path string) *fileRecord {
 		}
 	}
 	return nil
+}
+
+// Lock takes the install lock of a Parley home: installs and uninstalls of
+// one home run one at a time (each reads the record, plans from the
+// clients' files and writes the record back, so two at once would each
+// record what they saw, and the last one's record would say Parley found
+// a file it had created itself). The lock is an flock, let go when the
+// process ends.
+func Lock(parleyHome string) (unlock func(), err error) {
+	dir := filepath.Join(parleyHome, "install")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("install: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("install: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("install: lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil // closing lets the flock go
 }
 
 // recordPath names the record of a client's install in a scope (one per

@@ -277,8 +277,13 @@ func (d *tomlDoc) tableAt(exprs []tomlExpr, path []string) (int, error) {
 				at = i
 			}
 		case unstable.KeyValue:
-			if !inside && hasPrefix(e.key, path) || !inside && hasPrefix(path, e.key) {
-				return -1, d.conflict(e.start, fmt.Sprintf("%s is defined here in another form; remove it, or edit it by hand", strings.Join(path, ".")))
+			if !inside && hasPrefix(path, e.key) && len(e.key) < len(path) {
+				// mcp_servers = { … }: the whole table is one inline value.
+				return -1, d.conflict(e.start, fmt.Sprintf("%s is an inline table here, so [%s] cannot be added beside it; write it as [%s.NAME] tables, or add Parley's entry to it by hand",
+					strings.Join(e.key, "."), strings.Join(path, "."), strings.Join(e.key, ".")))
+			}
+			if !inside && (hasPrefix(e.key, path) || hasPrefix(path, e.key)) {
+				return -1, d.conflict(e.start, fmt.Sprintf("%s is set here with a dotted key or an inline table, a form Parley does not edit; remove it, or edit it by hand", strings.Join(e.key, ".")))
 			}
 		}
 	}
@@ -513,4 +518,20 @@ func (d *tomlDoc) removeTopKey(u tomlUndo, recorded bool) (bool, error) {
 // isBlankLineAt reports whether the line starting at i is empty.
 func isBlankLineAt(src []byte, i int) bool {
 	return i < len(src) && (src[i] == '\n' || bytes.HasPrefix(src[i:], []byte("\r\n")))
+}
+
+// tomlShow writes a value read from a TOML file as the file would: an array
+// of strings as ["a", "b"], not as Go prints it.
+func tomlShow(v any) string {
+	if a, ok := v.([]any); ok {
+		parts := make([]string, len(a))
+		for i, e := range a {
+			parts[i] = tomlShow(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
 }

@@ -57,7 +57,7 @@ type OrgStatus struct {
 	Org     string      `json:"org"`  // the organisation's key (a peer ID); empty: none
 	Name    string      `json:"name"` // its name
 	Handle  string      `json:"handle"`
-	Expires time.Time   `json:"expires"` // of this node's membership
+	Expires time.Time   `json:"expires,omitzero"` // of this node's membership (none: left out)
 	Members []OrgMember `json:"members"`
 	Trusts  []OrgTrust  `json:"trusts"`
 	// Contacts made through organisation trust, by peer ID → organisation.

@@ -140,8 +140,10 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 			if s.told[id] || r.Expires <= ms {
 				continue
 			}
-			out = append(out, Notice{Kind: NoticeLost, ID: id, Project: key, Paths: r.Paths, Time: ms, Held: r.Lost,
-				Text: fmt.Sprintf("Your claim on %s (%q) lost to %s's claim on %s (%q), made at the same time while your nodes could not reach each other. It is not yours: agree with them, or wait.",
+			// Dated by the claim that lost, so the notice keeps its time
+			// however often it is read.
+			out = append(out, Notice{Kind: NoticeLost, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: r.Lost,
+				Text: fmt.Sprintf("Your claim on %s (%q) lost to %s's earlier claim on %s (%q): your node had not yet heard of it when you claimed (the two nodes were apart, or had only just become contacts). It is not yours: agree with them, or wait.",
 					strings.Join(r.Paths, ", "), r.Note, r.Lost.Holder, r.Lost.Path, r.Lost.Note)})
 			if take {
 				s.told[id] = true

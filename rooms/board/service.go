@@ -114,6 +114,16 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
+// Kick asks Run to invite the node's contacts into its boards now, not at
+// its next tick: a contact that became active since shares the boards at
+// once, before either side claims what the other holds.
+func (s *Service) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
 func (s *Service) inviteContacts(ctx context.Context) {
 	if s.cfg.Contacts == nil {
 		return
@@ -428,10 +438,7 @@ func (s *Service) tryClaim(ctx context.Context, agent identity.AgentName, key st
 		return ClaimResult{}, nil, fmt.Errorf("board: post claim: %w", err)
 	}
 	if s.inviter[key] == "" {
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
+		s.Kick()
 	}
 	s.inviter[key] = agent
 	if _, err := s.load(key); err != nil {

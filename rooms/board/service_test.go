@@ -227,10 +227,25 @@ func TestBoardPartition(t *testing.T) {
 			}
 		}
 	}
-	// The loser's agent is told, once.
+	// The loser's agent is told, once, dated by its claim (however often
+	// it reads before it takes the notice).
 	li, la := 1, "bob"
 	if loser == ra.Event {
 		li, la = 0, "alice"
+	}
+	lh, _ := nt.Node(li).Board().History(ctx, project, "shared/x.go")
+	var lostAt int64
+	for _, r := range lh {
+		if r.ID == loser {
+			lostAt = r.Time
+		}
+	}
+	for range 2 {
+		for _, n := range nt.Node(li).Board().Notices(identity.AgentName(la), false) {
+			if n.Kind == board.NoticeLost && (n.Time != lostAt || !strings.Contains(n.Text, "had not yet heard of it")) {
+				t.Fatalf("the lost notice: %+v, want it dated %d", n, lostAt)
+			}
+		}
 	}
 	var told []board.Notice
 	for _, n := range nt.Node(li).Board().Notices(identity.AgentName(la), true) {
@@ -246,6 +261,22 @@ func TestBoardPartition(t *testing.T) {
 			t.Fatalf("told twice: %+v", n)
 		}
 	}
+}
+
+// TestBoardSharedWithANewContactAtOnce: a claim made before two nodes were
+// contacts reaches the other node's board once they become contacts, at
+// once, not at the boards' next round of invites (30 s), in which the
+// other node could claim the same paths and lose them later.
+func TestBoardSharedWithANewContactAtOnce(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "parser rewrite", time.Hour, 0, "parse/*.go"); err != nil {
+		t.Fatal(err)
+	}
+	nt.Befriend(t, 0, 1)
+	a := "alice@" + nt.ID(0).String()
+	nt.WaitFor(15*time.Second, func() bool { return holders(live(t, nt, 1))["parse/*.go"] == a }, "the new contact's board to hold the claim")
 }
 
 // TestBoardHoldsBackEntriesDatedAhead: a board whose clock is behind the
