@@ -42,8 +42,9 @@ over something a person has started typing.
 The program gets PARLEY_HOME, PARLEY_AGENT and PARLEY_SESSION in its environment:
 parley commands it runs speak as the agent (parley room say ROOM TEXT --reply-to ID),
 and a parley mcp it starts is the same agent. Inside tmux the agent gets a new window
-of the current session; otherwise a new session (attached when this is a terminal,
-unless --detach). The node keeps the agent registered while its pane lives.`,
+of the current session; otherwise a new session, attached when stdin and stdout
+are a terminal (unless --detach), else left detached, saying so (a script's or
+cron's run). The node keeps the agent registered while its pane lives.`,
 		Example: `  parley run --name reviewer -- claude
   parley run -- codex
   parley run --detach --name bot -- ./my-agent.sh`,
@@ -105,8 +106,12 @@ unless --detach). The node keeps the agent registered while its pane lives.`,
 			attach := tmux.Server{Socket: pane.Socket}.AttachCommand(pane.Session)
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "agent %s (%s) runs in tmux pane %s; the node wakes it there\n", info.Name, info.Address, pane.ID)
-			if inTmux || detach || !isTerminal(os.Stdin) {
+			attached := isTerminal(os.Stdin) && isTerminal(os.Stdout)
+			if inTmux || detach || !attached {
 				if !inTmux {
+					if !detach {
+						fmt.Fprintln(out, "not attached (this is not a terminal): it runs detached")
+					}
 					fmt.Fprintf(out, "attach: %s\n", shellJoin(attach))
 				}
 				return nil
@@ -135,11 +140,6 @@ func currentSession(ctx context.Context) (string, error) {
 		return "", errors.New("cannot tell which tmux session this is")
 	}
 	return s, nil
-}
-
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func shellJoin(args []string) string {

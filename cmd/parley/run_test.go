@@ -118,3 +118,67 @@ func TestRunWakesIdleTerminalAgent(t *testing.T) {
 		t.Fatalf("who: %s %s", out, errs)
 	}
 }
+
+// tmuxDir makes a short folder for a private tmux server's socket, whose
+// server is killed at the end of the test.
+func tmuxDir(t testing.TB) (sock string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (.ci/run installs it)")
+	}
+	dir, err := os.MkdirTemp("", "pt-") // a short path: unix socket paths are short
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock = filepath.Join(dir, "tmux.sock")
+	t.Cleanup(func() {
+		exec.Command("tmux", "-S", sock, "kill-server").Run() //nolint:errcheck // gone already is fine
+		os.RemoveAll(dir)
+	})
+	return sock
+}
+
+// parleyRun runs `parley run` the way a script does: stdin /dev/null.
+func parleyRun(t testing.TB, home string, args ...string) (string, int) {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("testdata", "fakeagent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = append([]string{"--home", home, "run"}, args...)
+	for i, a := range args {
+		if a == "FAKEAGENT" {
+			args[i] = script
+		}
+	}
+	cmd := exec.Command(parleyBin, args...)
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	cmd.Stdin = devnull
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(parleyBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+// `parley run` from a script or cron (stdin /dev/null, no --detach) starts
+// the agent, leaves it detached and says so, and exits 0 (it failed with
+// "open terminal failed: not a terminal": /dev/null is a character device).
+func TestRunWithoutTerminalRunsDetached(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	sock := tmuxDir(t)
+	out, code := parleyRun(t, home, "--name", "cron", "--tmux-socket", sock, "--", "bash", "--norc", "FAKEAGENT")
+	if code != 0 || !strings.Contains(out, "agent cron") || !strings.Contains(out, "runs detached") || !strings.Contains(out, "attach: ") {
+		t.Fatalf("parley run with stdin /dev/null: exit %d\n%s", code, out)
+	}
+}
