@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +181,117 @@ func TestRunWithoutTerminalRunsDetached(t *testing.T) {
 	out, code := parleyRun(t, home, "--name", "cron", "--tmux-socket", sock, "--", "bash", "--norc", "FAKEAGENT")
 	if code != 0 || !strings.Contains(out, "agent cron") || !strings.Contains(out, "runs detached") || !strings.Contains(out, "attach: ") {
 		t.Fatalf("parley run with stdin /dev/null: exit %d\n%s", code, out)
+	}
+}
+
+// listed reports whether the node lists the agent.
+func listed(t testing.TB, home, name string) bool {
+	t.Helper()
+	var as []localapi.AgentInfo
+	runJSON(t, &as, "--home", home, "agent", "list")
+	for _, a := range as {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// A run that fails leaves no agent behind: a program that exits at once,
+// a tmux socket that cannot be made. `run` exits non-zero saying why, the
+// agent is not listed, and an ask to it is refused as to an unknown agent.
+// An agent whose program exits later is let go by the node as well.
+func TestRunFailureLeavesNoAgent(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	sock := tmuxDir(t)
+	c := localapi.NewClient(node.SocketPath(home))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	refused := func(name string) {
+		t.Helper()
+		if listed(t, home, name) {
+			t.Fatalf("agent %s is still listed", name)
+		}
+		if _, err := c.Ask(ctx, "human", localapi.AskRequest{Text: "there?", To: name}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("an ask to %s: %v", name, err)
+		}
+	}
+
+	out, code := parleyRun(t, home, "--name", "quick", "--tmux-socket", sock, "--", "/bin/true")
+	if code == 0 || !strings.Contains(out, "exited") || !strings.Contains(out, "exit status 0") || !strings.Contains(out, "agent quick is unregistered") {
+		t.Fatalf("run of a program that exits at once: exit %d\n%s", code, out)
+	}
+	refused("quick")
+
+	out, code = parleyRun(t, home, "--name", "nosock", "--tmux-socket", filepath.Join(t.TempDir(), "no", "such", "sock"), "--", "bash", "--norc", "FAKEAGENT")
+	if code == 0 || !strings.Contains(out, "cannot start") || !strings.Contains(out, "agent nosock is unregistered") {
+		t.Fatalf("run on a tmux socket that cannot be made: exit %d\n%s", code, out)
+	}
+	refused("nosock")
+
+	// The program of a running agent ends (the fake agent ends at EOF).
+	out, code = parleyRun(t, home, "--name", "later", "--tmux-socket", sock, "--", "bash", "--norc", "FAKEAGENT")
+	m := regexp.MustCompile(`tmux pane (%[0-9]+)`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("parley run: exit %d\n%s", code, out)
+	}
+	if !listed(t, home, "later") {
+		t.Fatal("the running agent is not listed")
+	}
+	if out, err := exec.Command("tmux", "-S", sock, "send-keys", "-t", m[1], "C-d").CombinedOutput(); err != nil {
+		t.Fatalf("send-keys: %v %s", err, out)
+	}
+	nodetest.WaitFor(t, 15*time.Second, func() bool { return !listed(t, home, "later") }, "the agent whose program exited to be let go")
+	refused("later")
+}
+
+// A node restart does not orphan a `parley run` agent: the node keeps the
+// pane and takes it up again at start (the same program still runs in it),
+// re-registers the agent, and pastes an ask made after the restart.
+func TestRunSurvivesNodeRestart(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	if out, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code != 0 {
+		t.Fatalf("up -d: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	ta := startTerminalAgent(t, home, "fake")
+	if _, errs, code := run(t, "--home", home, "down"); code != 0 {
+		t.Fatalf("down: %s", errs)
+	}
+	if out, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code != 0 {
+		t.Fatalf("up -d again: exit %d\n%s\n%s", code, out, errs)
+	}
+	c := localapi.NewClient(node.SocketPath(home))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		st, err := c.WakeStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range st {
+			if w.Agent == "fake" && slices.Contains(w.Routes, localapi.WakeTerminal) {
+				return true
+			}
+		}
+		return false
+	}, "the restarted node to take up the agent's pane")
+	res, err := c.Ask(ctx, "human", localapi.AskRequest{Text: "which port does the shop use?", To: "fake", WaitSeconds: 30})
+	if err != nil || res.Reply == nil || res.Reply.Text != "the port is 8080" {
+		screen, _ := exec.Command("tmux", "-S", ta.sock, "capture-pane", "-p", "-t", ta.pane).CombinedOutput()
+		log, _ := os.ReadFile(filepath.Join(home, "node.log"))
+		t.Fatalf("no answer from the agent after the restart: %+v, %v\nscreen:\n%s\nlog:\n%s", res, err, screen, log)
+	}
+	var as []localapi.AgentInfo
+	runJSON(t, &as, "--home", home, "agent", "list")
+	for _, a := range as {
+		if a.Name == "fake" && a.Session == "" {
+			t.Fatalf("the agent is not bound to its run's session: %+v", a)
+		}
 	}
 }
