@@ -95,6 +95,8 @@ type Service struct {
 type agentState struct {
 	routes []*route
 	items  map[string]*itemState
+	// quiet: its person muted or killed it when it was last looked at.
+	quiet bool
 	// idle is when a session of the agent last said it is idle (Codex's
 	// notify after a turn); zero once it works again or reads an item.
 	idle time.Time
@@ -225,11 +227,12 @@ func (s *Service) state(agent string) *agentState {
 }
 
 // scan looks at every watched agent: all live agents and those with
-// routes when all is set (the rooms changed), else only those with items.
+// routes when all is set (the rooms changed), else only those with items
+// and those muted when last looked at.
 func (s *Service) scan(ctx context.Context, all bool) {
 	names := map[string]bool{}
 	for a, st := range s.agents {
-		if all || len(st.items) > 0 {
+		if all || len(st.items) > 0 || st.quiet {
 			names[a] = true
 		}
 	}
@@ -249,16 +252,21 @@ func owed(it localapi.Item) bool { return it.Kind == "ask" || it.Kind == "invita
 // evaluate brings an agent's items up to date and hands the new ones, and
 // those whose route ran out of time, to the next route.
 func (s *Service) evaluate(ctx context.Context, agent string) {
+	st := s.state(agent)
+	if s.cfg.Quiet != nil && s.cfg.Quiet(agent) {
+		// Not woken, and nobody to tell: its person chose so. It is looked
+		// at again on every recheck, so that what waits for it is brought
+		// once it is unmuted (or the mute runs out).
+		clear(st.items)
+		st.quiet = true
+		return
+	}
+	st.quiet = false
 	p, err := s.cfg.Inbox.Peek(ctx, agent)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Debug("wake: peek failed", "agent", agent, "err", err)
 		}
-		return
-	}
-	st := s.state(agent)
-	if s.cfg.Quiet != nil && s.cfg.Quiet(agent) {
-		clear(st.items) // not woken, and nobody to tell: its person chose so
 		return
 	}
 	now := time.Now()

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,6 +73,8 @@ type fixture struct {
 	log  *logBuf
 	reg  *prometheus.Registry
 	room string
+	// quiet stands for the agent's person muting it.
+	quiet atomic.Bool
 }
 
 func newFixture(t *testing.T, limit time.Duration) *fixture {
@@ -97,6 +100,7 @@ func newFixture(t *testing.T, limit time.Duration) *fixture {
 		Inbox:    n.Inbox(),
 		Changes:  n.Rooms().Changes,
 		Agents:   func() []string { return []string{"bot"} },
+		Quiet:    func(string) bool { return f.quiet.Load() },
 		Self:     n.ID().String(),
 		Limit:    limit,
 		Recheck:  20 * time.Millisecond,
@@ -477,5 +481,27 @@ func TestTerminalRouteAndDeadPanes(t *testing.T) {
 	}
 	if got := f.status().Routes; len(got) != 0 {
 		t.Fatalf("routes: %v", got)
+	}
+}
+
+// An ask made while the agent was muted is brought to it once it is
+// unmuted, by the route it has, without a new ask (it waited for the next
+// change in the rooms, and no NOT REACHED mark came either).
+func TestUnmuteWakesForWhatWaits(t *testing.T) {
+	f := newFixture(t, 5*time.Second)
+	f.quiet.Store(true)
+	w := f.wait(localapi.WakeStop, "s1", 15)
+	nodetest.WaitFor(t, 10*time.Second, f.routes(localapi.WakeStop), "the stop waiter")
+	id := f.ask("are you there?")
+	// Muted: nothing is handed to the waiter (a few rechecks go by).
+	select {
+	case r := <-w:
+		t.Fatalf("a muted agent was woken: %+v", r)
+	case <-time.After(300 * time.Millisecond):
+	}
+	f.quiet.Store(false)
+	got := w.get(t)
+	if got.err != nil || len(got.w.Items) != 1 || got.w.Items[0].ID != id {
+		t.Fatalf("after unmute: %+v", got)
 	}
 }
