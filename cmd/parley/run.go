@@ -136,6 +136,9 @@ cron's run). The node keeps the agent registered while its pane lives.`,
 			attach := tmux.Server{Socket: pane.Socket}.AttachCommand(pane.Session)
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "agent %s (%s) runs in tmux pane %s; the node wakes it there\n", info.Name, info.Address, pane.ID)
+			if strings.TrimSpace(prompt) == "" {
+				fmt.Fprintf(out, "note: %s waits with its cursor on a blank line, so the node takes a blank line, still for 1.5 s, for its empty prompt; a program that prints a line and works on without output shows the same, and may be pasted into\n", args[0])
+			}
 			attached := isTerminal(os.Stdin) && isTerminal(os.Stdout)
 			if inTmux || detach || !attached {
 				if !inTmux {

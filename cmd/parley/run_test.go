@@ -295,3 +295,40 @@ func TestRunSurvivesNodeRestart(t *testing.T) {
 		}
 	}
 }
+
+// A program that takes a while to start (a line printed, then silence
+// with the cursor on a blank line, then its prompt) has its real prompt
+// learned, not the blank line: the blank line was taken for the prompt, and
+// the real prompt then looked like a person's draft, so nothing was pasted.
+func TestRunLearnsThePromptOfASlowStart(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	sock := tmuxDir(t)
+	script, err := filepath.Abs(filepath.Join("testdata", "fakeagent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, code := parleyRun(t, home, "--name", "slow", "--tmux-socket", sock, "--", "sh", "-c", "echo loading; sleep 3; exec bash --norc "+script)
+	if code != 0 || strings.Contains(out, "blank line") {
+		t.Fatalf("parley run: exit %d\n%s", code, out)
+	}
+	m := regexp.MustCompile(`tmux pane (%[0-9]+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("parley run named no pane: %s", out)
+	}
+	// Asked once the prompt shows (asked before, the text would be pasted
+	// into the starting program, and read by the shell from the terminal).
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, err := exec.Command("tmux", "-S", sock, "display-message", "-p", "-t", m[1], "#{cursor_x}").Output()
+		return err == nil && strings.TrimSpace(string(out)) == "2"
+	}, "the agent's prompt")
+	c := localapi.NewClient(node.SocketPath(home))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := c.Ask(ctx, "human", localapi.AskRequest{Text: "which port does the shop use?", To: "slow", WaitSeconds: 20})
+	if err != nil || res.Reply == nil || res.Reply.Text != "the port is 8080" {
+		t.Fatalf("no answer from the agent: %+v, %v", res, err)
+	}
+}
