@@ -332,3 +332,30 @@ func TestRunLearnsThePromptOfASlowStart(t *testing.T) {
 		t.Fatalf("no answer from the agent: %+v, %v", res, err)
 	}
 }
+
+// An ask made to a `parley run` agent while it was muted is pasted into
+// its pane once it is unmuted, without another ask coming.
+func TestUnmuteDeliversWhatWaited(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	startTerminalAgent(t, home, "fake")
+	if _, errs, code := run(t, "--home", home, "agent", "mute", "fake"); code != 0 {
+		t.Fatalf("mute: %s", errs)
+	}
+	c := localapi.NewClient(node.SocketPath(home))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := c.Ask(ctx, "human", localapi.AskRequest{Text: "which port does the shop use?", To: "fake", WaitSeconds: 3})
+	if err != nil || res.Reply != nil {
+		t.Fatalf("a muted agent answered: %+v, %v", res, err)
+	}
+	if _, errs, code := run(t, "--home", home, "agent", "unmute", "fake"); code != 0 {
+		t.Fatalf("unmute: %s", errs)
+	}
+	got, err := c.WaitReply(ctx, "human", res.AskID, 20*time.Second, false)
+	if err != nil || got.Reply == nil || got.Reply.Text != "the port is 8080" {
+		t.Fatalf("no answer after unmute: %+v, %v", got, err)
+	}
+}
