@@ -16,6 +16,7 @@ import (
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/mcp"
+	"github.com/parley-mesh/parley/internal/termtext"
 	"github.com/parley-mesh/parley/internal/wake/tmux"
 )
 
@@ -44,7 +45,10 @@ parley commands it runs speak as the agent (parley room say ROOM TEXT --reply-to
 and a parley mcp it starts is the same agent. Inside tmux the agent gets a new window
 of the current session; otherwise a new session, attached when stdin and stdout
 are a terminal (unless --detach), else left detached, saying so (a script's or
-cron's run). The node keeps the agent registered while its pane lives.`,
+cron's run). The node keeps the agent registered while its pane lives, also
+across a restart of the node; when the program exits, the agent goes. When the
+program cannot be started, or exits before it waits at a prompt, the agent is
+unregistered and run exits 1 saying why.`,
 		Example: `  parley run --name reviewer -- claude
   parley run -- codex
   parley run --detach --name bot -- ./my-agent.sh`,
@@ -177,7 +181,7 @@ func lastLines(ctx context.Context, s tmux.Server, pane string, n int) string {
 	if len(lines) == 0 {
 		return "; it printed nothing"
 	}
-	return "; its last lines: " + strings.Join(lines[max(0, len(lines)-n):], " | ")
+	return "; its last lines: " + termtext.Line(strings.Join(lines[max(0, len(lines)-n):], " | "))
 }
 
 // currentSession is the tmux session this process runs in.
