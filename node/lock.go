@@ -49,3 +49,31 @@ func (l *homeLock) unlock() {
 	_ = l.f.Close()
 	l.f = nil
 }
+
+// HomeLockHolder reports whether a node holds the home's lock, and the pid
+// it wrote there (0 when none is written). It takes the lock shared for a
+// moment to find out, so it never blocks a node.
+func HomeLockHolder(home string) (held bool, pid int, err error) {
+	path := filepath.Join(home, LockFileName)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("node: open lock %s: %w", path, err)
+	}
+	defer f.Close()
+	raw, _ := os.ReadFile(path) // the pid is a hint; a lock file without one still locks
+	pid, _ = strconv.Atoi(strings.TrimSpace(string(raw)))
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return true, pid, nil
+	}
+	if err != nil {
+		return false, pid, fmt.Errorf("node: lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
+		return false, pid, fmt.Errorf("node: unlock %s: %w", path, err)
+	}
+	return false, pid, nil
+}

@@ -33,6 +33,19 @@ func (n *Node) startWake() error {
 			_, err := n.agents.Heartbeat(ctx, agent, agents.HeartbeatRequest{})
 			return err
 		},
+		Terminals: wake.DB{Store: n.db},
+		TerminalGone: func(ctx context.Context, agent, session string) {
+			// The program of a `parley run` agent exited: the agent the pane
+			// kept registered goes (unless another session holds the name).
+			for _, a := range n.agents.List() {
+				if a.Name != agent || session == "" || a.Session != session {
+					continue
+				}
+				if err := n.agents.Unregister(ctx, agent); err != nil && ctx.Err() == nil {
+					n.log.Info("terminal agent not unregistered", "agent", agent, "err", err)
+				}
+			}
+		},
 		Quiet: func(agent string) bool {
 			r, ok := n.mod.Rule(agent + "@" + n.id.String())
 			return ok && (r.Muted || r.Killed)
@@ -54,6 +67,22 @@ func (n *Node) startWake() error {
 		defer n.wg.Done()
 		if err := w.Run(n.ctx); err != nil {
 			n.log.Error("wake-up service stopped", "err", err)
+		}
+	}()
+	// The panes of `parley run` agents outlive the node: take them up
+	// again, and re-register their agents.
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		k, err := w.Restore(n.ctx, func(ctx context.Context, session string) (string, error) {
+			info, err := n.agents.Session(ctx, agents.SessionRequest{Session: session, Client: "terminal", TTLSeconds: 60})
+			return info.Name, err
+		})
+		if err != nil && n.ctx.Err() == nil {
+			n.log.Warn("terminal wake-up routes not taken up again", "err", err)
+		}
+		if k > 0 {
+			n.log.Info("terminal agents taken up again", "count", k)
 		}
 	}()
 	return nil

@@ -2,15 +2,21 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/termtext"
+	"github.com/parley-mesh/parley/node"
 )
 
 func idCmd(g *globals) *cobra.Command {
@@ -127,15 +133,84 @@ func connectCmd(g *globals) *cobra.Command {
 func downCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "down",
-		Short: "Stop the running node",
+		Short: "Stop the running node, and wait until it has exited and let go of the home",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := g.resolveHome()
+			if err != nil {
+				return err
+			}
 			type result struct {
 				Status string `json:"status"`
 			}
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (result, error) {
-				return result{"stopping"}, c.Down(ctx)
-			}, func(w io.Writer, v result) { fmt.Fprintln(w, "node is stopping") })
+				_, pid, err := node.HomeLockHolder(home)
+				if err != nil {
+					return result{}, err
+				}
+				if err := c.Down(ctx); err != nil {
+					return result{}, err
+				}
+				return result{"stopped"}, waitDown(ctx, cmd.ErrOrStderr(), home, pid, downTimeout)
+			}, func(w io.Writer, v result) { fmt.Fprintln(w, "node stopped") })
 		},
 	}
+}
+
+// downTimeout bounds how long down waits for the node to exit (it stops
+// within 5 s, whatever a stuck part does).
+const downTimeout = 20 * time.Second
+
+// waitDown polls until no node holds the home's lock and the node's
+// process (pid, when known) has exited, so that an `up` right after finds
+// the home free. It says what it waits for when that takes a while.
+func waitDown(ctx context.Context, w io.Writer, home string, pid int, limit time.Duration) error {
+	start := time.Now()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	said := false
+	what := "the node"
+	if pid > 0 {
+		what = fmt.Sprintf("the node (pid %d)", pid)
+	}
+	for {
+		held, _, err := node.HomeLockHolder(home)
+		if err != nil {
+			return err
+		}
+		if !held && (pid <= 0 || processGone(pid)) {
+			return nil
+		}
+		waited := time.Since(start)
+		if waited >= limit {
+			return fmt.Errorf("%s has not exited and let go of %s within %s; it may still be stopping (see %s)",
+				what, filepath.Join(home, node.LockFileName), limit, filepath.Join(home, node.LogFileName))
+		}
+		if !said && waited >= 2*time.Second {
+			said = true
+			fmt.Fprintf(w, "parley: waiting for %s to exit and let go of %s …\n", what, filepath.Join(home, node.LockFileName))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s was asked to stop, but had not exited when the wait ended: %w", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// processGone reports whether pid has exited: no such process, or one that
+// is only waiting to be reaped (a zombie).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] == 'Z'
+	}
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -82,4 +83,32 @@ func waitStopped(t *testing.T, home string) {
 		_, _, code := run(t, "--home", home, "status")
 		return code != 0
 	}, "the node to stop after down")
+}
+
+// `down` returns only once the node has exited and let go of the home, so
+// that `up -d` right after it finds the home free (it failed half the time
+// when down returned as soon as the node was asked to stop).
+func TestDownWaitsForTheHome(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	for i := range 3 {
+		if out, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code != 0 {
+			t.Fatalf("round %d: up -d: exit %d\n%s\n%s", i, code, out, errs)
+		}
+		_, pid, err := node.HomeLockHolder(home)
+		if err != nil || pid == 0 {
+			t.Fatalf("round %d: no pid in the lock: %v", i, err)
+		}
+		out, errs, code := run(t, "--home", home, "down")
+		if code != 0 {
+			t.Fatalf("round %d: down: exit %d\n%s\n%s", i, code, out, errs)
+		}
+		if held, _, err := node.HomeLockHolder(home); err != nil || held {
+			t.Fatalf("round %d: down returned while the node still holds the home (%v)", i, err)
+		}
+		if !processGone(pid) {
+			t.Fatalf("round %d: down returned while the node's process %d still runs", i, pid)
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/mcp"
+	"github.com/parley-mesh/parley/internal/termtext"
 	"github.com/parley-mesh/parley/internal/wake/tmux"
 )
 
@@ -42,8 +43,12 @@ over something a person has started typing.
 The program gets PARLEY_HOME, PARLEY_AGENT and PARLEY_SESSION in its environment:
 parley commands it runs speak as the agent (parley room say ROOM TEXT --reply-to ID),
 and a parley mcp it starts is the same agent. Inside tmux the agent gets a new window
-of the current session; otherwise a new session (attached when this is a terminal,
-unless --detach). The node keeps the agent registered while its pane lives.`,
+of the current session; otherwise a new session, attached when stdin and stdout
+are a terminal (unless --detach), else left detached, saying so (a script's or
+cron's run). The node keeps the agent registered while its pane lives, also
+across a restart of the node; when the program exits, the agent goes. When the
+program cannot be started, or exits before it waits at a prompt, the agent is
+unregistered and run exits 1 saying why.`,
 		Example: `  parley run --name reviewer -- claude
   parley run -- codex
   parley run --detach --name bot -- ./my-agent.sh`,
@@ -73,18 +78,36 @@ unless --detach). The node keeps the agent registered while its pane lives.`,
 			if err != nil {
 				return g.apiErr(err)
 			}
+			// Until the pane is the agent's wake route, a failure must not
+			// leave the agent registered with nothing behind it.
+			bound := false
+			defer func() {
+				if bound {
+					return
+				}
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				if err := c.UnregisterAgent(uctx, info.Name); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "parley: could not unregister agent %s: %v\n", info.Name, err)
+				}
+			}()
+			failed := func(format string, a ...any) error {
+				return fmt.Errorf(format+"; agent %s is unregistered", append(a, info.Name)...)
+			}
 			srv, inTmux := tmux.Server{Socket: socket}, false
 			if socket == "" {
 				if cur, _, ok := tmux.Current(os.Getenv); ok {
 					srv, inTmux = cur, true
 				}
 			}
-			so := tmux.StartOptions{Command: args, Dir: wd, Window: info.Name,
+			// KeepDead: a program that exits at once leaves its pane, so its
+			// exit status and last lines can be told.
+			so := tmux.StartOptions{Command: args, Dir: wd, Window: info.Name, KeepDead: true,
 				Env: []string{"PARLEY_HOME=" + home, "PARLEY_AGENT=" + info.Name, "PARLEY_SESSION=" + session}}
 			if inTmux {
 				cur, err := currentSession(ctx)
 				if err != nil {
-					return err
+					return failed("%v", err)
 				}
 				so.InSession = cur
 			} else {
@@ -92,21 +115,40 @@ unless --detach). The node keeps the agent registered while its pane lives.`,
 			}
 			pane, err := srv.Start(ctx, so)
 			if err != nil {
-				return err
+				return failed("cannot start %s in tmux: %v", args[0], err)
 			}
-			term := tmux.Bind(tmux.Server{Socket: pane.Socket}, pane.ID, tmux.Options{})
+			psrv := tmux.Server{Socket: pane.Socket}
+			term := tmux.Bind(psrv, pane.ID, tmux.Options{})
 			prompt, err := term.LearnPrompt(ctx)
+			if errors.Is(err, tmux.ErrPaneDead) {
+				last := lastLines(ctx, psrv, pane.ID, 3)
+				if kerr := psrv.KillPane(context.WithoutCancel(ctx), pane.ID); kerr != nil && !errors.Is(kerr, tmux.ErrNoPane) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "parley: could not close tmux pane %s: %v\n", pane.ID, kerr)
+				}
+				return failed("%s exited before it waited at a prompt (%v)%s", args[0], err, last)
+			}
 			if err != nil {
-				return fmt.Errorf("%s started in tmux pane %s, but it never waited quietly at a prompt: %v", args[0], pane.ID, err)
+				return failed("%s started in tmux pane %s, but it never waited quietly at a prompt: %v", args[0], pane.ID, err)
 			}
-			if err := c.WakeTerminal(ctx, info.Name, localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: prompt}); err != nil {
-				return g.apiErr(err)
+			if err := psrv.KeepDead(ctx, pane.ID, false); err != nil && !errors.Is(err, tmux.ErrNoPane) {
+				return failed("%v", err)
 			}
+			if err := c.WakeTerminal(ctx, info.Name, localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: prompt, Session: session}); err != nil {
+				return failed("%v", g.apiErr(err))
+			}
+			bound = true
 			attach := tmux.Server{Socket: pane.Socket}.AttachCommand(pane.Session)
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "agent %s (%s) runs in tmux pane %s; the node wakes it there\n", info.Name, info.Address, pane.ID)
-			if inTmux || detach || !isTerminal(os.Stdin) {
+			if strings.TrimSpace(prompt) == "" {
+				fmt.Fprintf(out, "note: %s waits with its cursor on a blank line, so the node takes a blank line, still for 1.5 s, for its empty prompt; a program that prints a line and works on without output shows the same, and may be pasted into\n", args[0])
+			}
+			attached := isTerminal(os.Stdin) && isTerminal(os.Stdout)
+			if inTmux || detach || !attached {
 				if !inTmux {
+					if !detach {
+						fmt.Fprintln(out, "not attached (this is not a terminal): it runs detached")
+					}
 					fmt.Fprintf(out, "attach: %s\n", shellJoin(attach))
 				}
 				return nil
@@ -124,6 +166,24 @@ unless --detach). The node keeps the agent registered while its pane lives.`,
 	return cmd
 }
 
+// lastLines returns the last n lines a pane shows, for an error, or "".
+func lastLines(ctx context.Context, s tmux.Server, pane string, n int) string {
+	sc, err := s.Capture(ctx, pane)
+	if err != nil {
+		return ""
+	}
+	var lines []string
+	for _, l := range sc.Lines {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "Pane is dead") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return "; it printed nothing"
+	}
+	return "; its last lines: " + termtext.Line(strings.Join(lines[max(0, len(lines)-n):], " | "))
+}
+
 // currentSession is the tmux session this process runs in.
 func currentSession(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "tmux", "display-message", "-p", "#{session_name}").Output()
@@ -135,11 +195,6 @@ func currentSession(ctx context.Context) (string, error) {
 		return "", errors.New("cannot tell which tmux session this is")
 	}
 	return s, nil
-}
-
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func shellJoin(args []string) string {

@@ -52,6 +52,9 @@ type TerminalRequest struct {
 	Socket string `json:"socket"` // the tmux server's socket path
 	Pane   string `json:"pane"`   // the pane ID, e.g. "%3"
 	Prompt string `json:"prompt"` // the agent's empty prompt line, as the screen shows it
+	// Session is the session key the agent was bound with: a restarted
+	// node binds it again to re-register the agent while the pane lives.
+	Session string `json:"session,omitempty"`
 }
 
 // WakeStatus is what the node knows of an agent's wake-ups.

@@ -39,6 +39,17 @@ type Config struct {
 	// Heartbeat keeps an agent with a live terminal route registered. Nil
 	// means none.
 	Heartbeat func(ctx context.Context, agent string) error
+	// Terminals keeps the terminal routes across restarts (Restore reads
+	// them back). Nil keeps them in memory only.
+	Terminals Store
+	// TerminalGone is told when the program of an agent's terminal route
+	// exited or its pane closed, with the session key the route was bound
+	// with, so that the agent it kept registered is let go. Nil means
+	// nothing is done.
+	TerminalGone func(ctx context.Context, agent, session string)
+	// PaneCheck is how often a terminal route looks whether its pane still
+	// lives. Zero means 2 s. (The agent is heartbeaten every 15 s.)
+	PaneCheck time.Duration
 	// Quiet reports an agent the node must not wake (its person muted or
 	// killed it). Nil means none.
 	Quiet func(agent string) bool
@@ -84,6 +95,8 @@ type Service struct {
 type agentState struct {
 	routes []*route
 	items  map[string]*itemState
+	// quiet: its person muted or killed it when it was last looked at.
+	quiet bool
 	// idle is when a session of the agent last said it is idle (Codex's
 	// notify after a turn); zero once it works again or reads an item.
 	idle time.Time
@@ -127,6 +140,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = time.Second
+	}
+	if cfg.PaneCheck <= 0 {
+		cfg.PaneCheck = 2 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -211,11 +227,12 @@ func (s *Service) state(agent string) *agentState {
 }
 
 // scan looks at every watched agent: all live agents and those with
-// routes when all is set (the rooms changed), else only those with items.
+// routes when all is set (the rooms changed), else only those with items
+// and those muted when last looked at.
 func (s *Service) scan(ctx context.Context, all bool) {
 	names := map[string]bool{}
 	for a, st := range s.agents {
-		if all || len(st.items) > 0 {
+		if all || len(st.items) > 0 || st.quiet {
 			names[a] = true
 		}
 	}
@@ -235,16 +252,21 @@ func owed(it localapi.Item) bool { return it.Kind == "ask" || it.Kind == "invita
 // evaluate brings an agent's items up to date and hands the new ones, and
 // those whose route ran out of time, to the next route.
 func (s *Service) evaluate(ctx context.Context, agent string) {
+	st := s.state(agent)
+	if s.cfg.Quiet != nil && s.cfg.Quiet(agent) {
+		// Not woken, and nobody to tell: its person chose so. It is looked
+		// at again on every recheck, so that what waits for it is brought
+		// once it is unmuted (or the mute runs out).
+		clear(st.items)
+		st.quiet = true
+		return
+	}
+	st.quiet = false
 	p, err := s.cfg.Inbox.Peek(ctx, agent)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Debug("wake: peek failed", "agent", agent, "err", err)
 		}
-		return
-	}
-	st := s.state(agent)
-	if s.cfg.Quiet != nil && s.cfg.Quiet(agent) {
-		clear(st.items) // not woken, and nobody to tell: its person chose so
 		return
 	}
 	now := time.Now()
@@ -486,8 +508,8 @@ func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.T
 	o.Flatten = true
 	o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
 	term := tmux.Bind(srv, req.Pane, o)
-	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane}
-	return s.do(ctx, func(ctx context.Context) {
+	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane, session: req.Session}
+	err = s.do(ctx, func(ctx context.Context) {
 		sst := s.state(agent)
 		for _, old := range slices.Clone(sst.routes) {
 			if old.kind == localapi.WakeTerminal {
@@ -504,16 +526,40 @@ func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.T
 		s.log.Info("terminal wake-up route", "agent", agent, "pane", req.Pane, "socket", req.Socket)
 		s.evaluate(ctx, agent)
 	})
+	if err != nil {
+		return err
+	}
+	if s.cfg.Terminals != nil {
+		saved := Saved{Agent: agent, Session: req.Session, Socket: req.Socket, Pane: req.Pane, PID: st.PID, Prompt: req.Prompt}
+		if err := s.cfg.Terminals.SaveTerminal(saved); err != nil {
+			// The route works; only a restart of the node would lose it.
+			s.log.Warn("terminal wake-up route not kept for restarts", "agent", agent, "pane", req.Pane, "err", err)
+		}
+	}
+	return nil
 }
+
+// heartbeatEvery is how often a terminal route heartbeats its agent
+// (registered by `parley run` with a TTL of 60 s).
+const heartbeatEvery = 15 * time.Second
 
 // terminal runs a terminal route: it pastes what it is handed when the
 // agent is idle, keeps the agent registered while the pane lives, and
 // drops the route when the pane is gone.
 func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tmux.Terminal, srv tmux.Server) {
-	beat := time.NewTicker(15 * time.Second)
-	defer beat.Stop()
+	check := time.NewTicker(s.cfg.PaneCheck)
+	defer check.Stop()
+	lastBeat := time.Now()
 	gone := func(why error) {
 		s.log.Info("terminal wake-up route gone", "agent", agent, "pane", r.pane, "err", why)
+		if s.cfg.Terminals != nil {
+			if err := s.cfg.Terminals.DropTerminal(agent, r.pane); err != nil {
+				s.log.Warn("terminal wake-up route not dropped from the store", "agent", agent, "pane", r.pane, "err", err)
+			}
+		}
+		if s.cfg.TerminalGone != nil {
+			s.cfg.TerminalGone(ctx, agent, r.session)
+		}
 		s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping: nothing is left to drop
 			st := s.state(agent)
 			s.remove(st, r)
@@ -565,7 +611,7 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 				}
 				s.evaluate(ctx, agent)
 			})
-		case <-beat.C:
+		case <-check.C:
 			st, err := srv.Inspect(ctx, r.pane)
 			if err == nil && st.Dead {
 				err = tmux.ErrPaneDead
@@ -577,7 +623,8 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 				gone(err)
 				return
 			}
-			if s.cfg.Heartbeat != nil {
+			if s.cfg.Heartbeat != nil && time.Since(lastBeat) >= heartbeatEvery {
+				lastBeat = time.Now()
 				if err := s.cfg.Heartbeat(ctx, agent); err != nil && ctx.Err() == nil {
 					s.log.Debug("terminal agent heartbeat failed", "agent", agent, "err", err)
 				}

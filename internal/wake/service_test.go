@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,6 +73,41 @@ type fixture struct {
 	log  *logBuf
 	reg  *prometheus.Registry
 	room string
+	// quiet stands for the agent's person muting it.
+	quiet atomic.Bool
+	terms *memTerminals
+}
+
+// memTerminals keeps terminal routes in memory.
+type memTerminals struct {
+	mu sync.Mutex // guards m
+	m  map[string]wake.Saved
+}
+
+func (m *memTerminals) SaveTerminal(t wake.Saved) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.m[t.Agent] = t
+	return nil
+}
+
+func (m *memTerminals) DropTerminal(agent, pane string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.m[agent]; ok && (pane == "" || t.Pane == pane) {
+		delete(m.m, agent)
+	}
+	return nil
+}
+
+func (m *memTerminals) Terminals() ([]wake.Saved, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []wake.Saved
+	for _, t := range m.m {
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 func newFixture(t *testing.T, limit time.Duration) *fixture {
@@ -92,17 +128,20 @@ func newFixture(t *testing.T, limit time.Duration) *fixture {
 	if _, err := n.Inbox().Take(ctx, "bot"); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ctx: ctx, n: n, log: &logBuf{}, reg: prometheus.NewRegistry(), room: room.RoomID}
+	f := &fixture{t: t, ctx: ctx, n: n, log: &logBuf{}, reg: prometheus.NewRegistry(), room: room.RoomID,
+		terms: &memTerminals{m: map[string]wake.Saved{}}}
 	f.s, err = wake.New(wake.Config{
-		Inbox:    n.Inbox(),
-		Changes:  n.Rooms().Changes,
-		Agents:   func() []string { return []string{"bot"} },
-		Self:     n.ID().String(),
-		Limit:    limit,
-		Recheck:  20 * time.Millisecond,
-		Terminal: tmux.Options{Poll: 20 * time.Millisecond},
-		Logger:   slog.New(slog.NewTextHandler(f.log, nil)),
-		Registry: f.reg,
+		Inbox:     n.Inbox(),
+		Changes:   n.Rooms().Changes,
+		Agents:    func() []string { return []string{"bot"} },
+		Quiet:     func(string) bool { return f.quiet.Load() },
+		Terminals: f.terms,
+		Self:      n.ID().String(),
+		Limit:     limit,
+		Recheck:   20 * time.Millisecond,
+		Terminal:  tmux.Options{Poll: 20 * time.Millisecond},
+		Logger:    slog.New(slog.NewTextHandler(f.log, nil)),
+		Registry:  f.reg,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -477,5 +516,78 @@ func TestTerminalRouteAndDeadPanes(t *testing.T) {
 	}
 	if got := f.status().Routes; len(got) != 0 {
 		t.Fatalf("routes: %v", got)
+	}
+}
+
+// An ask made while the agent was muted is brought to it once it is
+// unmuted, by the route it has, without a new ask (it waited for the next
+// change in the rooms, and no NOT REACHED mark came either).
+func TestUnmuteWakesForWhatWaits(t *testing.T) {
+	f := newFixture(t, 5*time.Second)
+	f.quiet.Store(true)
+	w := f.wait(localapi.WakeStop, "s1", 15)
+	nodetest.WaitFor(t, 10*time.Second, f.routes(localapi.WakeStop), "the stop waiter")
+	id := f.ask("are you there?")
+	// Muted: nothing is handed to the waiter (a few rechecks go by).
+	select {
+	case r := <-w:
+		t.Fatalf("a muted agent was woken: %+v", r)
+	case <-time.After(300 * time.Millisecond):
+	}
+	f.quiet.Store(false)
+	got := w.get(t)
+	if got.err != nil || len(got.w.Items) != 1 || got.w.Items[0].ID != id {
+		t.Fatalf("after unmute: %+v", got)
+	}
+}
+
+// Restore takes up a kept terminal route only when its pane still runs the
+// program it ran (the same first process): a pane respawned with another
+// program is dropped, and its agent is not bound again.
+func TestRestoreChecksThePanesProgram(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	f := newFixture(t, 5*time.Second)
+	srv := tmux.Server{Name: fmt.Sprintf("parley-wake-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
+	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
+	pane, err := srv.Start(f.ctx, tmux.StartOptions{Command: []string{"sh", "-c", "printf '> '; sleep 600"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: "> ", Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := f.terms.Terminals()
+	if len(kept) != 1 || kept[0].PID != pane.PID || kept[0].Session != "s1" || kept[0].Pane != pane.ID {
+		t.Fatalf("kept %+v, pane %+v", kept, pane)
+	}
+	rebound := 0
+	rebind := func(_ context.Context, session string) (string, error) {
+		rebound++
+		if session != "s1" {
+			t.Errorf("rebind of session %q", session)
+		}
+		return "bot", nil
+	}
+	// The same program: taken up.
+	if n, err := f.s.Restore(f.ctx, rebind); err != nil || n != 1 || rebound != 1 {
+		t.Fatalf("restore of a live pane: %d, %v (rebound %d)", n, err, rebound)
+	}
+	// Another program in the same pane: dropped.
+	if out, err := exec.Command("tmux", "-L", srv.Name, "-f", "/dev/null", "respawn-pane", "-k", "-t", pane.ID, "sleep 600").CombinedOutput(); err != nil {
+		t.Fatalf("respawn-pane: %v %s", err, out)
+	}
+	if n, err := f.s.Restore(f.ctx, rebind); err != nil || n != 0 || rebound != 1 {
+		t.Fatalf("restore of a respawned pane: %d, %v (rebound %d)", n, err, rebound)
+	}
+	if kept, _ := f.terms.Terminals(); len(kept) != 0 {
+		t.Fatalf("a respawned pane's route is kept: %+v", kept)
+	}
+	if l := f.log.lines("not taken up again", "another program"); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
 	}
 }

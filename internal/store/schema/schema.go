@@ -40,6 +40,10 @@
 //	                                   user's answer: uvarint length, the pusher's peer ID, then
 //	                                   the sealed records (consent.EncodeOrgRecords)
 //	g/<agent>                          local agent registrations (JSON, internal/agents)
+//	t/<agent>                          the agent's terminal wake route (JSON, internal/wake:
+//	                                   the tmux socket, pane, its program's pid, the prompt
+//	                                   and the session key), so a restarted node finds the
+//	                                   panes of its `parley run` agents again
 //	s/k/<session>                      agent session key → its agent's name and card (JSON,
 //	                                   internal/agents; a bare name from older nodes)
 //	s/a/<agent>/<cursor>/<room>        an agent's cursors: d (scanned for its pending
@@ -227,6 +231,12 @@ func OrgOfferPrefix() []byte { return []byte("o/o/") }
 
 // LocalAgent is one local agent registration (internal/agents).
 func LocalAgent(agent string) []byte { return append([]byte("g/"), agent...) }
+
+// Terminal is an agent's terminal wake route (a `parley run` pane).
+func Terminal(agent string) []byte { return append([]byte("t/"), agent...) }
+
+// TerminalPrefix is the prefix of every terminal wake route.
+func TerminalPrefix() []byte { return []byte("t/") }
 
 // LocalAgentPrefix is the prefix of every local agent registration.
 func LocalAgentPrefix() []byte { return []byte("g/") }

@@ -19,9 +19,9 @@ type Options struct {
 	// Poll is how often the screen is read while waiting. Zero means 100 ms.
 	Poll time.Duration
 	// Prompt matches the cursor line when the agent waits at an empty
-	// prompt (for example `^> ?$`; tmux trims trailing blanks). A match on
-	// a screen that did not change between two looks counts as idle at
-	// once; a quiet screen whose cursor line does not match holds a
+	// prompt (for example `^> ?$`; tmux trims trailing blanks). A match of
+	// a line that is not blank, on a screen that did not change between
+	// two looks, counts as idle at once (a blank line counts after Quiet); a quiet screen whose cursor line does not match holds a
 	// person's draft. Without it, LearnPrompt records the empty prompt.
 	Prompt *regexp.Regexp
 	// EnterDelay is the pause between the paste and the Enter key, so the
@@ -134,7 +134,11 @@ func (t *Terminal) Look(ctx context.Context) (Activity, Screen, error) {
 	}
 	line := strings.TrimRight(sc.CursorLine(), " ")
 	matches := t.opts.Prompt != nil && t.opts.Prompt.MatchString(line)
-	if quietFor < t.opts.Quiet && !(matches && looks >= 1) {
+	// A prompt on the cursor line makes a stable screen idle at once; a
+	// blank cursor line does not, even when the pattern takes it: a program
+	// that printed a line and works on without output shows one too. It
+	// counts only after Quiet.
+	if quietFor < t.opts.Quiet && !(matches && line != "" && looks >= 1) {
 		return Busy, sc, nil
 	}
 	// Quiet, but not at the empty prompt: a draft when the cursor line is
@@ -198,16 +202,39 @@ func (t *Terminal) gaveUp(a Activity, ctx context.Context) error {
 	return fmt.Errorf("%w (pane %s): %w", why, t.pane, ctx.Err())
 }
 
+// BlankPromptQuiet is how long LearnPrompt watches a quiet screen whose
+// cursor line is blank before it takes the blank line for the prompt: a
+// program that is still starting (loading, with its cursor under what it
+// printed) shows one too, and draws its prompt later.
+const BlankPromptQuiet = 10 * time.Second
+
 // LearnPrompt waits until the screen is quiet and records the cursor line
 // as the agent's empty prompt. Call it when nobody has typed, typically
 // right after starting the agent; with Options.Prompt set it is not needed.
+// A blank cursor line is taken only once the screen has stayed the same
+// for BlankPromptQuiet (or Quiet, if longer).
 func (t *Terminal) LearnPrompt(ctx context.Context) (string, error) {
 	t.mu.Lock()
 	t.learned = false
 	t.mu.Unlock()
-	sc, err := t.WaitIdle(ctx)
-	if err != nil {
-		return "", err
+	var sc Screen
+	for {
+		var err error
+		sc, err = t.WaitIdle(ctx)
+		if err != nil {
+			return "", err
+		}
+		t.mu.Lock()
+		quietFor := time.Since(t.changed)
+		t.mu.Unlock()
+		if strings.TrimSpace(sc.CursorLine()) != "" || quietFor >= max(BlankPromptQuiet, t.opts.Quiet) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return "", t.gaveUp(Busy, ctx)
+		case <-time.After(t.opts.Poll):
+		}
 	}
 	line := strings.TrimRight(sc.CursorLine(), " ")
 	t.mu.Lock()

@@ -30,6 +30,14 @@ type Server struct {
 // run runs one tmux command line (commands may be joined with ";") and
 // returns its standard output.
 func (s Server) run(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
+	out, _, err := s.runStderr(ctx, stdin, args...)
+	return out, err
+}
+
+// runStderr is run that also returns what tmux wrote on stderr when it
+// succeeded (a tmux that cannot create its server's socket says so there
+// and exits 0).
+func (s Server) runStderr(ctx context.Context, stdin io.Reader, args ...string) (string, string, error) {
 	bin := s.Bin
 	if bin == "" {
 		bin = "tmux"
@@ -50,29 +58,29 @@ func (s Server) run(ctx context.Context, stdin io.Reader, args ...string) (strin
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if err == nil {
-		return out.String(), nil
+		return out.String(), strings.TrimSpace(errb.String()), nil
 	}
 	if errors.Is(err, exec.ErrNotFound) {
-		return "", fmt.Errorf("%w (%s)", ErrNoTmux, bin)
+		return "", "", fmt.Errorf("%w (%s)", ErrNoTmux, bin)
 	}
 	if ctx.Err() != nil {
-		return "", fmt.Errorf("tmux %s: %w", args[0], ctx.Err())
+		return "", "", fmt.Errorf("tmux %s: %w", args[0], ctx.Err())
 	}
 	msg := strings.TrimSpace(errb.String())
 	switch {
 	case strings.Contains(msg, "no server running"), strings.Contains(msg, "error connecting to"),
 		strings.Contains(msg, "server exited"), strings.Contains(msg, "lost server"):
-		return "", fmt.Errorf("%w (%s)", ErrNoServer, msg)
+		return "", "", fmt.Errorf("%w (%s)", ErrNoServer, msg)
 	case strings.Contains(msg, "can't find pane"), strings.Contains(msg, "can't find window"),
 		strings.Contains(msg, "can't find session"), strings.Contains(msg, "no such"):
-		return "", fmt.Errorf("%w (%s)", ErrNoPane, msg)
+		return "", "", fmt.Errorf("%w (%s)", ErrNoPane, msg)
 	case strings.Contains(msg, "duplicate session"):
-		return "", fmt.Errorf("%w (%s)", ErrSessionExists, msg)
+		return "", "", fmt.Errorf("%w (%s)", ErrSessionExists, msg)
 	}
 	if msg == "" {
 		msg = err.Error()
 	}
-	return "", fmt.Errorf("tmux %s: %s", args[0], msg)
+	return "", "", fmt.Errorf("tmux %s: %s", args[0], msg)
 }
 
 // Pane names one pane for good: its ID does not change while it lives, and
@@ -203,9 +211,15 @@ func (s Server) Start(ctx context.Context, o StartOptions) (Pane, error) {
 	} else {
 		args = append(args, ";", "set-option", "-w", "-t", target, "automatic-rename", "on")
 	}
-	out, err := s.run(ctx, nil, args...)
+	out, stderr, err := s.runStderr(ctx, nil, args...)
 	if err != nil {
 		return Pane{}, fmt.Errorf("tmux: start %q: %w", strings.Join(o.Command, " "), err)
+	}
+	if strings.TrimSpace(out) == "" {
+		if stderr == "" {
+			stderr = "it made no pane"
+		}
+		return Pane{}, fmt.Errorf("tmux: start %q: %s", strings.Join(o.Command, " "), stderr)
 	}
 	st, err := parseState(strings.SplitN(out, "\n", 2)[0])
 	if err != nil {
@@ -408,4 +422,17 @@ func (s Server) AttachCommand(session string) []string {
 		cmd = append(cmd, "-L", s.Name)
 	}
 	return append(cmd, "attach-session", "-t", "="+session)
+}
+
+// KeepDead sets whether the pane's window stays when its program exits
+// (remain-on-exit).
+func (s Server) KeepDead(ctx context.Context, pane string, on bool) error {
+	v := "off"
+	if on {
+		v = "on"
+	}
+	if _, err := s.run(ctx, nil, "set-option", "-w", "-t", pane, "remain-on-exit", v); err != nil {
+		return fmt.Errorf("tmux: remain-on-exit of %s: %w", pane, err)
+	}
+	return nil
 }

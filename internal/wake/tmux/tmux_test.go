@@ -440,3 +440,32 @@ func TestLaunchCurrentAndAttach(t *testing.T) {
 		t.Fatalf("attach: %s", got)
 	}
 }
+
+// A blank cursor line is not taken for the empty prompt at once, even when
+// the prompt pattern takes a blank line: a program that printed a line and
+// works on without output shows one too. Only the quiet period makes it
+// idle (it was pasted into two looks after the output stopped).
+func TestBlankLineIsNoPromptAtOnce(t *testing.T) {
+	s := newServer(t)
+	ctx := testCtx(t, 30*time.Second)
+	p, err := s.Start(ctx, StartOptions{Command: []string{"sh", "-c", "echo thinking; sleep 60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the output", func() bool {
+		sc, err := s.Capture(ctx, p.ID)
+		return err == nil && strings.Contains(sc.Text(), "thinking") && sc.CursorLine() == ""
+	})
+	term := Bind(s, p.ID, Options{Prompt: regexp.MustCompile(`^$`), Quiet: time.Hour})
+	if err := term.Deliver(testCtx(t, 1500*time.Millisecond), "pasted"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("deliver at a blank line while the program works: %v", err)
+	}
+	if sc, err := s.Capture(ctx, p.ID); err != nil || strings.Contains(sc.Text(), "pasted") {
+		t.Fatalf("pasted into a working program (%v):\n%s", err, sc.Text())
+	}
+	// A prompt that is not blank still makes a stable screen idle at once.
+	q := startAgent(t, s, "0.1", StartOptions{})
+	if err := q.bind(t, Options{Prompt: regexp.MustCompile(`^> ?$`), Quiet: time.Hour}).Deliver(testCtx(t, 10*time.Second), "at the prompt"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,152 @@
+package wake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/store/schema"
+	"github.com/parley-mesh/parley/internal/wake/tmux"
+)
+
+// Saved is a terminal route as kept across restarts: the pane of a
+// `parley run` agent and what identifies its program.
+type Saved struct {
+	Agent   string `json:"agent"`
+	Session string `json:"session,omitempty"` // the session key the agent is bound with
+	Socket  string `json:"socket"`
+	Pane    string `json:"pane"`
+	PID     int    `json:"pid"` // the pane's first process when the route was made
+	Prompt  string `json:"prompt"`
+}
+
+// Store keeps terminal routes (schema.Terminal); internal/store's DB
+// satisfies DBStore, and DB wraps it.
+type Store interface {
+	SaveTerminal(t Saved) error
+	// DropTerminal drops the agent's route if it is still the pane's.
+	DropTerminal(agent, pane string) error
+	Terminals() ([]Saved, error)
+}
+
+// DBStore is what DB needs of the node's database.
+type DBStore interface {
+	Apply(ops []schema.Op, durable bool) error
+	Lookup(key []byte) ([]byte, bool, error)
+	ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []byte) bool) error
+}
+
+// DB keeps terminal routes in the node's database.
+type DB struct{ Store DBStore }
+
+// SaveTerminal implements Store.
+func (d DB) SaveTerminal(t Saved) error {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("wake: keep terminal route of %s: %w", t.Agent, err)
+	}
+	if err := d.Store.Apply([]schema.Op{{Key: schema.Terminal(t.Agent), Val: raw}}, false); err != nil {
+		return fmt.Errorf("wake: keep terminal route of %s: %w", t.Agent, err)
+	}
+	return nil
+}
+
+// DropTerminal implements Store.
+func (d DB) DropTerminal(agent, pane string) error {
+	raw, ok, err := d.Store.Lookup(schema.Terminal(agent))
+	if err != nil || !ok {
+		return err
+	}
+	var t Saved
+	if json.Unmarshal(raw, &t) == nil && pane != "" && t.Pane != pane {
+		return nil // another pane of the agent's since
+	}
+	if err := d.Store.Apply([]schema.Op{{Key: schema.Terminal(agent), Delete: true}}, false); err != nil {
+		return fmt.Errorf("wake: drop terminal route of %s: %w", agent, err)
+	}
+	return nil
+}
+
+// Terminals implements Store. A record that is not JSON is skipped.
+func (d DB) Terminals() ([]Saved, error) {
+	var out []Saved
+	err := d.Store.ScanFrom(schema.TerminalPrefix(), nil, false, func(k, v []byte) bool {
+		var t Saved
+		if json.Unmarshal(v, &t) == nil {
+			t.Agent = strings.TrimPrefix(string(k), string(schema.TerminalPrefix()))
+			out = append(out, t)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wake: read terminal routes: %w", err)
+	}
+	return out, nil
+}
+
+// Rebind binds a session key to its agent again and registers it; it
+// returns the agent's name.
+type Rebind func(ctx context.Context, session string) (agent string, err error)
+
+// Restore takes up the terminal routes kept before a restart: each pane
+// that still runs the program it ran then (the same pane ID on the same
+// tmux server, with the same first process) is bound again, its agent
+// re-registered through rebind; the others are dropped. It returns how many
+// it took up.
+func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
+	if s.cfg.Terminals == nil {
+		return 0, nil
+	}
+	saved, err := s.cfg.Terminals.Terminals()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range saved {
+		why := s.restore(ctx, t, rebind)
+		if why == nil {
+			n++
+			continue
+		}
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		s.log.Info("terminal wake-up route not taken up again", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "why", why)
+		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Pane); err != nil {
+			s.log.Warn("terminal wake-up route not dropped from the store", "agent", t.Agent, "pane", t.Pane, "err", err)
+		}
+	}
+	return n, nil
+}
+
+func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
+	if t.Session == "" || t.PID <= 0 {
+		return errors.New("kept without its session or program")
+	}
+	st, err := tmux.Server{Socket: t.Socket, Bin: s.cfg.TmuxBin}.Inspect(ctx, t.Pane)
+	switch {
+	case err != nil:
+		return err
+	case st.Dead:
+		return tmux.ErrPaneDead
+	case st.PID != t.PID:
+		return fmt.Errorf("the pane runs another program now (pid %d, was %d)", st.PID, t.PID)
+	}
+	agent, err := rebind(ctx, t.Session)
+	if err != nil {
+		return fmt.Errorf("re-register the agent: %w", err)
+	}
+	if agent != t.Agent {
+		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Pane); err != nil {
+			return err
+		}
+	}
+	if err := s.WakeTerminal(ctx, agent, localapi.TerminalRequest{Socket: t.Socket, Pane: t.Pane, Prompt: t.Prompt, Session: t.Session}); err != nil {
+		return err
+	}
+	s.log.Info("terminal wake-up route taken up again", "agent", agent, "pane", t.Pane)
+	return nil
+}
