@@ -329,3 +329,18 @@ func TestCLIJSONErrors(t *testing.T) {
 		t.Fatalf("status without a node: exit %d, stderr %q", code, errs)
 	}
 }
+
+// A command that groups others fails on a word it does not know, as the
+// root does (it printed its help and exited 0), and prints its help alone.
+func TestCLIUnknownSubcommandFails(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"room", "read", "x"}, {"agent", "bogus"}, {"contact", "list2"}, {"bogus"}} {
+		out, errs, code := run(t, args...)
+		if code != 1 || out != "" || !strings.Contains(errs, "unknown command") {
+			t.Errorf("parley %v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+	if out, _, code := run(t, "room"); code != 0 || !strings.Contains(out, "Available Commands") {
+		t.Errorf("parley room: exit %d\n%s", code, out)
+	}
+}

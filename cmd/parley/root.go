@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,7 +42,38 @@ func newRoot() *cobra.Command {
 		roomCmd(g), invitesCmd(g), inboxCmd(g), mcpCmd(g), contactCmd(g), orgCmd(g), agentCmd(g), whoCmd(g), findCmd(g), auditCmd(g), uiCmd(g), usageCmd(g),
 	)
 	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g), hookCmd(g), runCmd(g), codexCmd(g))
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes each command that only groups others
+// (room, contact, agent …) fail on a word it does not know, as the root
+// does, instead of printing its help and exiting 0: a script that typed
+// `parley room read X` must see it failed. Alone, such a command prints its
+// help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if c.HasParent() && c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q for %q (its commands: %s)", args[0], cmd.CommandPath(), subcommandNames(cmd))
+			}
+			return cmd.Help()
+		}
+	}
+}
+
+func subcommandNames(c *cobra.Command) string {
+	var names []string
+	for _, s := range c.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, s.Name())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // resolveHome applies --home, then PARLEY_HOME, then ~/.parley, and refuses
