@@ -56,10 +56,17 @@ func TestCLIErrorsSayTheirContextOnce(t *testing.T) {
 		{[]string{"contact", "request", id.PeerID}, "bad input: that is this node's own peer ID"},
 		{[]string{"room", "say", "nosuch", "hi"}, `no room named "nosuch"`},
 		{[]string{"invites", "accept", "nosuch"}, "rooms: unknown room: "},
+		{[]string{"org", "accept", "bogus"}, `"bogus" is not a peer ID`},
+		{[]string{"contact", "request", "12D3KooWDpg8uJ23WCMp3pC5in3VfXd9rUnP3jSnY32zU88w3CiC"}, "contacts: request 12D3KooWDpg8uJ23WCMp3pC5in3VfXd9rUnP3jSnY32zU88w3CiC: peer cannot be reached: "},
 	} {
 		_, errs, code := run(t, append([]string{"--home", home}, tc.args...)...)
 		if code == 0 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q, want one line with %q", tc.args, code, errs, tc.want)
+		}
+		// A peer ID is named where the error says what failed, and at most
+		// once more in a command to copy.
+		if n := strings.Count(errs, "12D3KooWDpg8"); n > 2 {
+			t.Errorf("%v: %q names the peer %d times", tc.args, errs, n)
 		}
 		if r := repeatedContext(errs); r != "" {
 			t.Errorf("%v: %q names %q twice", tc.args, errs, r)

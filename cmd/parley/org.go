@@ -147,7 +147,8 @@ func orgPublish(g *globals, cmd *cobra.Command, keyFile string, sign func(k *nod
 func orgPeerArg(s string) (peer.ID, error) {
 	p, err := peer.Decode(s)
 	if err != nil {
-		return "", fmt.Errorf("%q is not a peer ID: %v", s, err)
+		// libp2p's reason ("invalid cid: invalid cid: …") says no more.
+		return "", fmt.Errorf("%.80q is not a peer ID (one looks like 12D3KooW…, as `parley id` prints it)", s)
 	}
 	return p, nil
 }

@@ -54,7 +54,9 @@ func (s *Service) reach(ctx context.Context, ai peer.AddrInfo) error {
 	if len(errs) == 0 {
 		errs = append(errs, errors.New("no known address"))
 	}
-	return fmt.Errorf("%w: %s: %w", ErrUnreachable, ai.ID, errors.Join(errs...))
+	// The caller names the peer (a request's error is "contacts: request
+	// PEER: …"), so the reasons follow the sentinel alone.
+	return fmt.Errorf("%w: %w", ErrUnreachable, errors.Join(errs...))
 }
 
 // exchange sends m to p and returns the answer. A peer that cannot be
@@ -62,7 +64,7 @@ func (s *Service) reach(ctx context.Context, ai peer.AddrInfo) error {
 // error wrapping consent.ErrRemote.
 func (s *Service) exchange(ctx context.Context, p peer.ID, m consent.Message) (*consent.Message, error) {
 	if err := s.reach(ctx, peer.AddrInfo{ID: p}); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
 	defer cancel()
