@@ -160,9 +160,17 @@ func (n *Node) String() string { return fmt.Sprintf("node %s (%s)", n.id, n.cfg.
 func unreachedTotal(n *Node) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	un := n.unreached(ctx)
+	if len(un) == 0 {
+		return 0
+	}
+	// Only the agents `parley who` lists, which it marks: an agent whose
+	// registration ended is not there to mark.
 	total := 0
-	for _, c := range n.unreached(ctx) {
-		total += c
+	for _, w := range n.agents.Who(ctx) {
+		if w.Local {
+			total += un[w.Agent]
+		}
 	}
 	return total
 }

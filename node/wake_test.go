@@ -39,6 +39,11 @@ func TestWakeRoutesInTurnThenTheHuman(t *testing.T) {
 	}
 	// No route at all: the human is told once the limit has passed.
 	nodetest.WaitFor(t, 20*time.Second, func() bool { return unreached() == 1 }, "the invitation to be reported unreached")
+	c := localapi.NewClient(node.SocketPath(net.Home(0)))
+	defer c.Close()
+	if st, err := c.Status(ctx); err != nil || st.Unreached != 1 {
+		t.Fatalf("status: %d unreached, %v", st.Unreached, err)
+	}
 
 	// A stop waiter that comes later still gets it, first; then a channel.
 	got, err := w.WakeWait(ctx, "bot", localapi.WakeWaitRequest{Kind: localapi.WakeStop, Session: "s1", Seconds: 20})
@@ -142,5 +147,37 @@ func TestWakeRoutesInTurnThenTheHuman(t *testing.T) {
 	}
 	if err := w.WakeTerminal(ctx, "bot", localapi.TerminalRequest{Socket: "/nonexistent/tmux.sock", Pane: "%1"}); err == nil {
 		t.Fatal("a terminal route on no tmux server was taken")
+	}
+}
+
+// Status counts the unreached items of the agents `parley who` lists, which
+// it marks: an agent whose registration ended is not counted (status said
+// "parley who marks the agents" while who listed none).
+func TestStatusCountsUnreachedOfListedAgents(t *testing.T) {
+	net := nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) { c.WakeLimit = time.Second }))
+	n := net.Node(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := n.Agents().Register(ctx, agents.RegisterRequest{Name: "bot", Session: "s1", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Inbox().OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "ops", Members: []string{"bot"}}); err != nil {
+		t.Fatal(err)
+	}
+	c := localapi.NewClient(node.SocketPath(net.Home(0)))
+	defer c.Close()
+	status := func() int {
+		st, err := c.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Unreached
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return status() == 1 }, "the invitation to be reported unreached")
+	if err := n.Agents().Unregister(ctx, "bot"); err != nil {
+		t.Fatal(err)
+	}
+	if k := status(); k != 0 {
+		t.Fatalf("status counts %d unreached items of an agent who no longer lists", k)
 	}
 }
