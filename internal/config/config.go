@@ -143,6 +143,15 @@ func writeNew(path string, raw []byte) error {
 	return fh.Close()
 }
 
+// handleValue is a handle as the file holds it: as it is, unless it would
+// read back as a quoted string ("bob" would be read as bob), then quoted.
+func handleValue(h string) string {
+	if uq, err := strconv.Unquote(h); err == nil && strings.HasPrefix(h, `"`) && uq != h {
+		return strconv.Quote(h)
+	}
+	return h
+}
+
 // singleKeys are the keys a file may set once (the others, listen,
 // bootstrap and relay, repeat for several values).
 var singleKeys = map[string]struct{}{
@@ -170,13 +179,11 @@ func Parse(raw []byte) (File, error) {
 			return File{}, fmt.Errorf("line %d: want \"key = value\", got %q", line, text)
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		if strings.HasPrefix(val, `"`) {
-			// handle = "alice", as TOML would have it: the quotes are not
-			// part of the value.
-			uq, err := strconv.Unquote(val)
-			if err != nil || strings.ContainsAny(uq, "\n\r") {
-				return File{}, fmt.Errorf("line %d: %s: %s is not a quoted value on one line (quotes are optional; a '#' starts a comment, even inside them)", line, key, val)
-			}
+		// handle = "alice", as TOML would have it: a value that is one
+		// quoted string is read without its quotes. Any other value is
+		// taken as written: an earlier Parley wrote a handle such as
+		// "Doc" Brown unquoted, and its file must still start.
+		if uq, err := strconv.Unquote(val); err == nil && strings.HasPrefix(val, `"`) && !strings.ContainsAny(uq, "\n\r") {
 			val = uq
 		}
 		if once[key] != 0 {
@@ -271,8 +278,8 @@ func Parse(raw []byte) (File, error) {
 // CheckHandle checks a handle: 1 to 64 bytes of printable text on one line,
 // without '#' (it would start a comment in the file).
 func CheckHandle(h string) error {
-	if h == "" || len(h) > 64 || h != strings.TrimSpace(h) || strings.ContainsRune(h, '#') || strings.HasPrefix(h, `"`) || !utf8.ValidString(h) {
-		return errors.New("handle must be 1 to 64 printable characters, without '#', surrounding spaces or a leading '\"'")
+	if h == "" || len(h) > 64 || h != strings.TrimSpace(h) || strings.ContainsRune(h, '#') || !utf8.ValidString(h) {
+		return errors.New("handle must be 1 to 64 printable characters, without '#' or surrounding spaces")
 	}
 	for _, r := range h {
 		if !unicode.IsPrint(r) {
@@ -313,7 +320,7 @@ func SetHandle(home, handle string) error {
 		if strings.HasSuffix(l, "\n") {
 			nl = "\n"
 		}
-		lines[i] = "handle = " + handle + nl
+		lines[i] = "handle = " + handleValue(handle) + nl
 		done = true
 	}
 	out := strings.Join(lines, "")
@@ -321,7 +328,7 @@ func SetHandle(home, handle string) error {
 		if out != "" && !strings.HasSuffix(out, "\n") {
 			out += "\n"
 		}
-		out += "handle = " + handle + "\n"
+		out += "handle = " + handleValue(handle) + "\n"
 	}
 	if _, err := Parse([]byte(out)); err != nil {
 		return fmt.Errorf("config: %s: %w", path, err)

@@ -39,8 +39,6 @@ func TestParseErrors(t *testing.T) {
 		{"ui_port = x", "ui_port must be a port number"},
 		{"handle = alice\nmdns = on\nhandle = bob", "line 3: handle is set again (first on line 1)"},
 		{"ui_port = 1\nui_port = 2", "line 2: ui_port is set again"},
-		{`handle = "alice`, "line 1: handle: \"alice is not a quoted value"},
-		{`handle = "a\nb"`, "not a quoted value on one line"},
 	} {
 		_, err := Parse([]byte(tc.text))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -65,6 +63,32 @@ func TestParseValues(t *testing.T) {
 	}
 	if f.Handle != "Bob Smith" || len(f.Listen) != 2 || f.Listen[0] != "/ip4/127.0.0.1/tcp/0" || f.RelayService != "on" {
 		t.Fatalf("quoted values: %+v", f)
+	}
+	// A value that is not one quoted string is taken as written: an earlier
+	// Parley wrote such handles unquoted, and their files must still start.
+	for _, h := range []string{`"Doc" Brown`, `"alice`, `Bob "the builder"`} {
+		f, err := Parse([]byte("handle = " + h + "\n"))
+		if err != nil || f.Handle != h {
+			t.Errorf("handle = %s: %q, %v", h, f.Handle, err)
+		}
+	}
+}
+
+// SetHandle writes any valid handle so that it reads back the same, one
+// that looks like a quoted string too.
+func TestSetHandleRoundTrips(t *testing.T) {
+	home := t.TempDir()
+	if _, err := LoadOrCreate(home, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{`"bob"`, `"Doc" Brown`, `Bob "the builder"`, `""x"`, "ünï cödé"} {
+		if err := SetHandle(home, h); err != nil {
+			t.Fatalf("SetHandle(%q): %v", h, err)
+		}
+		f, err := LoadOrCreate(home, "x")
+		if err != nil || f.Handle != h {
+			t.Errorf("SetHandle(%q) reads back %q, %v", h, f.Handle, err)
+		}
 	}
 }
 
@@ -107,7 +131,7 @@ func TestSetHandleKeepsTheRest(t *testing.T) {
 	if err != nil || f.Handle != "carol" {
 		t.Fatalf("handle after SetHandle: %q, %v", f.Handle, err)
 	}
-	for _, bad := range []string{"", " x", "a#b", "a\x1bb", strings.Repeat("x", 65), `"bob"`} {
+	for _, bad := range []string{"", " x", "a#b", "a\x1bb", strings.Repeat("x", 65)} {
 		if err := SetHandle(home, bad); err == nil {
 			t.Errorf("SetHandle(%q) accepted", bad)
 		}

@@ -20,7 +20,7 @@ func FuzzParse(f *testing.F) {
 			if err := CheckHandle(c.Handle); err != nil {
 				t.Fatalf("parsed handle %q: %v", c.Handle, err)
 			}
-			back, err := Parse([]byte("handle = " + c.Handle + "\n"))
+			back, err := Parse([]byte("handle = " + handleValue(c.Handle) + "\n"))
 			if err != nil || back.Handle != c.Handle {
 				t.Fatalf("handle %q written back reads %q, %v", c.Handle, back.Handle, err)
 			}

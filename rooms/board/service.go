@@ -98,11 +98,14 @@ func New(cfg Config) (*Service, error) {
 		watches: map[identity.AgentName][]*watch{}, told: map[string]bool{}}, nil
 }
 
-// Run invites the node's contacts into its boards, at once when a board is
-// made and every InviteInterval, until ctx ends.
+// Run invites the node's contacts into its boards, at its start (a contact
+// approved while the node was starting had no board to kick), when a board
+// is made or a contact becomes active, and every InviteInterval, until ctx
+// ends.
 func (s *Service) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.InviteInterval)
 	defer t.Stop()
+	s.inviteContacts(ctx)
 	for {
 		select {
 		case <-ctx.Done():
