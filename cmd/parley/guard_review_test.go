@@ -138,3 +138,50 @@ func TestR4OldWorktreeGuardInstallUninstalls(t *testing.T) {
 		}
 	}
 }
+
+// A hook that is a link (git does not track it) to a file outside the
+// repository is refused without --force, and taken with it; a link to
+// nothing is refused even with --force, and nothing is made where it
+// points.
+func TestGitGuardHookLinksOutside(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "h")
+	env := []string{"GIT_CONFIG_GLOBAL=/dev/null"}
+	outside := t.TempDir()
+	target := filepath.Join(outside, "pre-commit.sh")
+	const text = "#!/bin/sh\nexit 0\n"
+	writeFile(t, target, text)
+	hooks := filepath.Join(repo, ".git", "hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(hooks, "pre-commit")); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code := runEnv(t, repo, env, "--home", home, "install", "git-guard")
+	if b, _ := os.ReadFile(target); code == 0 || string(b) != text || !strings.Contains(errs, "outside the repository") {
+		t.Fatalf("install through a link out of the repository: exit %d (%q), the file reads %q", code, errs, b)
+	}
+	if out, errs, code := runEnv(t, repo, env, "--home", home, "install", "--force", "git-guard"); code != 0 {
+		t.Fatalf("install --force: exit %d\n%s\n%s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(target); !strings.Contains(string(b), " guard || exit 1") {
+		t.Fatalf("install --force did not edit %s: %q", target, b)
+	}
+	if out, errs, code := runEnv(t, repo, env, "--home", home, "uninstall", "git-guard"); code != 0 {
+		t.Fatalf("uninstall: exit %d\n%s\n%s", code, out, errs)
+	}
+	nowhere := filepath.Join(outside, "made-by-parley")
+	merge := filepath.Join(hooks, "pre-merge-commit")
+	if err := os.Remove(merge); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(nowhere, merge); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code = runEnv(t, repo, env, "--home", home, "install", "--force", "git-guard")
+	if _, err := os.Lstat(nowhere); code == 0 || err == nil || !strings.Contains(errs, "does not exist") {
+		t.Fatalf("install --force through a dangling link: exit %d (%q); %s made: %v", code, errs, nowhere, err == nil)
+	}
+}
