@@ -351,8 +351,25 @@ func untrackedHooks(ctx context.Context, root, hooks string) error {
 		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			return false
 		}
-		out, err := gitOut(ctx, top, "ls-files", "-z", "--error-unmatch", "--", filepath.ToSlash(rel))
+		out, err := gitOut(ctx, top, "--literal-pathspecs", "ls-files", "-z", "--error-unmatch", "--", filepath.ToSlash(rel))
 		return err == nil && out != ""
+	}
+	// The hooks folder as named in the work tree (git gives the absolute
+	// path with links resolved): a folder there that is a link out of the
+	// repository (a tracked .husky link) is refused like a hook link.
+	if lex, err := gitOut(ctx, root, "rev-parse", "--git-path", "hooks"); err == nil && lex != "" && !strings.Contains(lex, "\n") {
+		if !filepath.IsAbs(lex) {
+			lex = filepath.Join(root, lex)
+		}
+		if rel, err := filepath.Rel(root, lex); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			real, err := filepath.EvalSymlinks(lex)
+			if _, lerr := os.Lstat(lex); err != nil && lerr == nil {
+				return fmt.Errorf("install: the hooks folder %s is a link to nothing: Parley does not create files through a link; remove the link or make the folder, and try again", lex)
+			}
+			if err == nil && !inRepo(real) {
+				return fmt.Errorf("install: the hooks folder %s is a link to %s, outside the repository: Parley would write the guard's hooks there; add parley guard to the hooks yourself, or install with --force to write them anyway", lex, real)
+			}
+		}
 	}
 	for _, name := range install.GuardHooks {
 		p := filepath.Join(hooks, name)

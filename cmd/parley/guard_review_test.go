@@ -185,3 +185,25 @@ func TestGitGuardHookLinksOutside(t *testing.T) {
 		t.Fatalf("install --force through a dangling link: exit %d (%q); %s made: %v", code, errs, nowhere, err == nil)
 	}
 }
+
+// A hooks folder in the work tree that is a link out of the repository
+// (core.hooksPath=.husky, .husky a link git tracks) is refused without
+// --force: nothing is written where it points.
+func TestGitGuardHooksFolderLinksOutside(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "h")
+	env := []string{"GIT_CONFIG_GLOBAL=/dev/null"}
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(repo, ".husky")); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "add", ".husky")
+	gitIn(t, repo, "commit", "-q", "-m", "husky link")
+	gitIn(t, repo, "config", "core.hooksPath", ".husky")
+	_, errs, code := runEnv(t, repo, env, "--home", home, "install", "git-guard")
+	ents, _ := os.ReadDir(outside)
+	if code == 0 || len(ents) != 0 || !strings.Contains(errs, "outside the repository") {
+		t.Fatalf("install into a hooks folder linked out of the repository: exit %d (%q), %d files made there", code, errs, len(ents))
+	}
+}
