@@ -21,6 +21,10 @@ type Saved struct {
 	Pane    string `json:"pane"`
 	PID     int    `json:"pid"` // the pane's first process when the route was made
 	Prompt  string `json:"prompt"`
+	// Ended is set when the user ended the agent (unregister, kill): the
+	// record only tells the next start why the pane is not taken up again,
+	// and is dropped then.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Store keeps terminal routes (schema.Terminal); internal/store's DB
@@ -94,7 +98,8 @@ type Rebind func(ctx context.Context, session string) (agent string, err error)
 // Restore takes up the terminal routes kept before a restart: each pane
 // that still runs the program it ran then (the same pane ID on the same
 // tmux server, with the same first process) is bound again, its agent
-// re-registered through rebind; the others are dropped. It returns how many
+// re-registered through rebind; the others are dropped, and their agents
+// let go through Config.TerminalGone. It returns how many
 // it took up.
 func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 	if s.cfg.Terminals == nil {
@@ -118,11 +123,20 @@ func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Pane); err != nil {
 			s.log.Warn("terminal wake-up route not dropped from the store", "agent", t.Agent, "pane", t.Pane, "err", err)
 		}
+		// As for a pane that goes while the node runs: the agent the pane
+		// kept registered goes (TerminalGone checks it is still bound with
+		// the pane's session).
+		if s.cfg.TerminalGone != nil && t.Session != "" && !t.Ended {
+			s.cfg.TerminalGone(ctx, t.Agent, t.Session)
+		}
 	}
 	return n, nil
 }
 
 func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
+	if t.Ended {
+		return errEnded
+	}
 	if t.Session == "" || t.PID <= 0 {
 		return errors.New("kept without its session or program")
 	}
@@ -150,3 +164,6 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
 	s.log.Info("terminal wake-up route taken up again", "agent", agent, "pane", t.Pane)
 	return nil
 }
+
+// errEnded is why the route of an agent the user ended is not taken up.
+var errEnded = errors.New("the agent was unregistered or killed by the user")
