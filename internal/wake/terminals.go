@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store/schema"
@@ -140,6 +144,9 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
 	if t.Session == "" || t.PID <= 0 {
 		return errors.New("kept without its session or program")
 	}
+	if err := ownSocket(t.Socket); err != nil {
+		return err
+	}
 	st, err := tmux.Server{Socket: t.Socket, Bin: s.cfg.TmuxBin}.Inspect(ctx, t.Pane)
 	switch {
 	case err != nil:
@@ -167,3 +174,43 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
 
 // errEnded is why the route of an agent the user ended is not taken up.
 var errEnded = errors.New("the agent was unregistered or killed by the user")
+
+// ownSocket checks that a kept tmux socket is still this user's to trust:
+// the socket and its directory are owned by this user, and no one else can
+// write to the directory. Otherwise another user could have put a tmux
+// server of theirs at the path while the node was down (say a
+// --tmux-socket under /tmp) and, with a matching pid, be taken for the
+// agent's pane.
+func ownSocket(path string) error {
+	uid := os.Getuid()
+	dir := filepath.Dir(path)
+	di, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("tmux socket directory: %w", err)
+	}
+	if o, ok := owner(di); !ok || o != uid {
+		return fmt.Errorf("tmux socket directory %s is not this user's (owner %d)", dir, o)
+	}
+	if di.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("tmux socket directory %s can be written by others (mode %v)", dir, di.Mode().Perm())
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("tmux socket: %w", err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s is not a socket", path)
+	}
+	if o, ok := owner(fi); !ok || o != uid {
+		return fmt.Errorf("tmux socket %s is not this user's (owner %d)", path, o)
+	}
+	return nil
+}
+
+func owner(fi fs.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1, false
+	}
+	return int(st.Uid), true
+}
