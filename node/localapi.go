@@ -44,7 +44,12 @@ func (a agentsAPI) Heartbeat(ctx context.Context, name string, req localapi.Hear
 }
 
 func (a agentsAPI) Unregister(ctx context.Context, name string) error {
-	return agentsError(a.n.agents.Unregister(ctx, name))
+	if err := a.n.agents.Unregister(ctx, name); err != nil {
+		return agentsError(err)
+	}
+	// The user let the agent go: its pane (`parley run`) is not pasted
+	// into, nor taken up again at the next start.
+	return a.n.forgetTerminal(ctx, name)
 }
 
 func (a agentsAPI) List(context.Context) []localapi.AgentInfo {

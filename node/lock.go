@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // homeLock is an flock on HOME/node.lock held for the node's life. The
@@ -21,7 +22,7 @@ func lockHome(home string) (*homeLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: open lock %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockRetry(f, path); err != nil {
 		raw, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -40,6 +41,30 @@ func lockHome(home string) (*homeLock, error) {
 	return &homeLock{f: f}, nil
 }
 
+// pidlessRetry bounds how long lockHome keeps trying a lock that is held
+// while the lock file names no pid: HomeLockHolder (a `parley down` or
+// status polling) holds it shared for an instant, and a node writes its pid
+// just after taking it. A holder that writes none (not a node) is reported
+// once this has passed.
+const pidlessRetry = time.Second
+
+// flockRetry takes the lock exclusively without blocking, trying again for
+// up to pidlessRetry while it is held and the file names no pid.
+func flockRetry(f *os.File, path string) error {
+	deadline := time.Now().Add(pidlessRetry)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return err
+		}
+		raw, _ := os.ReadFile(path)
+		if _, perr := strconv.Atoi(strings.TrimSpace(string(raw))); perr == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond) // polling a lock: nothing to wait on
+	}
+}
+
 func (l *homeLock) unlock() {
 	if l == nil || l.f == nil {
 		return
@@ -52,7 +77,8 @@ func (l *homeLock) unlock() {
 
 // HomeLockHolder reports whether a node holds the home's lock, and the pid
 // it wrote there (0 when none is written). It takes the lock shared for a
-// moment to find out, so it never blocks a node.
+// moment to find out, so it never blocks a node; a node starting in that
+// moment retries (flockRetry).
 func HomeLockHolder(home string) (held bool, pid int, err error) {
 	path := filepath.Join(home, LockFileName)
 	f, err := os.Open(path)

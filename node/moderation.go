@@ -187,6 +187,9 @@ func (m modAPI) Kill(ctx context.Context, req localapi.ModerateRequest) (localap
 	if _, err := m.n.agents.Unbind(ctx, string(a.Name)); err != nil {
 		return rule(r), fmt.Errorf("agent %s is killed (its posts are refused), but its registration could not be ended: %w", a.Name, err)
 	}
+	if err := m.n.forgetTerminal(ctx, string(a.Name)); err != nil {
+		return rule(r), fmt.Errorf("agent %s is killed, but its terminal wake-up route could not be dropped: %w", a.Name, err)
+	}
 	return rule(r), nil
 }
 

@@ -88,6 +88,18 @@ func (n *Node) startWake() error {
 	return nil
 }
 
+// forgetTerminal drops the terminal route of an agent the user ended
+// (unregister, kill), both the running one and the one kept for restarts.
+func (n *Node) forgetTerminal(ctx context.Context, agent string) error {
+	if n.wake != nil {
+		return n.wake.ForgetTerminal(ctx, agent)
+	}
+	if n.db != nil {
+		return wake.EndTerminal(wake.DB{Store: n.db}, agent)
+	}
+	return nil
+}
+
 // Wake is the node's wake-up service (nil before Start).
 func (n *Node) Wake() *wake.Service { return n.wake }
 

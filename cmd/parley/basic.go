@@ -161,9 +161,11 @@ func downCmd(g *globals) *cobra.Command {
 // within 5 s, whatever a stuck part does).
 const downTimeout = 20 * time.Second
 
-// waitDown polls until no node holds the home's lock and the node's
-// process (pid, when known) has exited, so that an `up` right after finds
-// the home free. It says what it waits for when that takes a while.
+// waitDown polls until the node's process (pid, when known) has exited, or,
+// when its pid is unknown, until no process holds the home's lock, so that
+// an `up` right after finds the home free unless another node took it in
+// the meantime (said on w). It says what it waits for when that takes a
+// while.
 func waitDown(ctx context.Context, w io.Writer, home string, pid int, limit time.Duration) error {
 	start := time.Now()
 	tick := time.NewTicker(25 * time.Millisecond)
@@ -174,11 +176,24 @@ func waitDown(ctx context.Context, w io.Writer, home string, pid int, limit time
 		what = fmt.Sprintf("the node (pid %d)", pid)
 	}
 	for {
-		held, _, err := node.HomeLockHolder(home)
+		held, now, err := node.HomeLockHolder(home)
 		if err != nil {
 			return err
 		}
-		if !held && (pid <= 0 || processGone(pid)) {
+		if pid > 0 && processGone(pid) {
+			// The node stopped is gone; the lock is the kernel's to let go
+			// with it. Another process (a node started again at once)
+			// may hold the home now: that is not the stopped node.
+			if held {
+				who := "another process"
+				if now > 0 && now != pid {
+					who = fmt.Sprintf("another process (pid %d)", now)
+				}
+				fmt.Fprintf(w, "parley: %s has exited; %s holds %s now\n", what, who, home)
+			}
+			return nil
+		}
+		if pid <= 0 && !held {
 			return nil
 		}
 		waited := time.Since(start)

@@ -196,7 +196,8 @@ func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, u
 	}
 	// The hooks folder every working copy of the repository uses (its
 	// worktrees share it), core.hooksPath respected.
-	hooks, err := gitOut(ctx, dir, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	run := func(dir string, args ...string) (string, error) { return gitOut(ctx, dir, args...) }
+	hooks, err := gitAbsPath(run, dir, root, "--git-path", "hooks")
 	if err != nil {
 		return err
 	}
@@ -207,16 +208,30 @@ func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, u
 	// One record for the repository, whichever of its worktrees runs
 	// install or uninstall: the main working copy's.
 	env.ProjectDir = root
-	if common, err := gitOut(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil && filepath.Base(common) == ".git" {
+	if common, err := gitAbsPath(run, dir, root, "--git-common-dir"); err == nil && filepath.Base(common) == ".git" {
 		env.ProjectDir = filepath.Dir(common)
 	}
 	if !uninstall && !force {
-		if err := untrackedHooks(ctx, hooks); err != nil {
+		if err := untrackedHooks(ctx, root, hooks); err != nil {
 			return err
 		}
 	}
 	if command == "" {
 		if command, err = defaultCommand(install.User); err != nil {
+			return err
+		}
+	}
+	if !f.dryRun {
+		// Installs and uninstalls one at a time, as for the clients' files
+		// (runPlan): two at once would each plan from no record.
+		unlock, err := install.Lock(env.ParleyHome)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		// An earlier Parley recorded a guard installed from a worktree
+		// under the worktree's folder.
+		if _, err := install.AdoptGitGuardRecord(env, root); err != nil {
 			return err
 		}
 	}
@@ -252,11 +267,48 @@ func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, u
 	return printPlan(g, cmd.OutOrStdout(), plan, f.dryRun, env, install.GitGuard, install.Project)
 }
 
+// gitAbsPath asks git rev-parse in dir for a path (args: --git-path hooks,
+// --git-common-dir) as one absolute path, with --path-format=absolute. A
+// git before 2.31 does not know that flag and prints it back as a line of
+// its own: then the path is asked again without it, in the work tree's
+// top folder root, and a relative answer is taken from there (git gives
+// core.hooksPath as set, which hooks take from the top folder).
+func gitAbsPath(run func(dir string, args ...string) (string, error), dir, root string, args ...string) (string, error) {
+	out, err := run(dir, append([]string{"rev-parse", "--path-format=absolute"}, args...)...)
+	if err == nil {
+		if p, ok := oneAbsPath(out); ok {
+			return p, nil
+		}
+	}
+	out, err = run(root, append([]string{"rev-parse"}, args...)...)
+	if err != nil {
+		return "", err
+	}
+	if strings.Contains(out, "\n") || out == "" {
+		return "", fmt.Errorf("git rev-parse %s: unexpected answer %q", strings.Join(args, " "), out)
+	}
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	return filepath.Clean(out), nil
+}
+
+// oneAbsPath returns out when it is one line holding an absolute path.
+func oneAbsPath(out string) (string, bool) {
+	if out == "" || strings.ContainsAny(out, "\n\r") || !filepath.IsAbs(out) {
+		return "", false
+	}
+	return filepath.Clean(out), true
+}
+
 // untrackedHooks refuses hooks that git tracks: the guard's lines name this
 // machine's parley program and home, and a hook file in the repository (a
 // link to scripts/pre-commit.sh, core.hooksPath set to .husky) would be
-// committed with them for everyone.
-func untrackedHooks(ctx context.Context, hooks string) error {
+// committed with them for everyone. Both the hook file and, for a link,
+// the file it leads to are looked at; a link that leads out of the
+// repository (its work tree root and its git folders) is refused too: the
+// file it names is chosen by whoever wrote the link.
+func untrackedHooks(ctx context.Context, root, hooks string) error {
 	tracked := func(dir string, paths ...string) bool {
 		// Inside .git, ls-files answers for the whole work tree.
 		if in, err := gitOut(ctx, dir, "rev-parse", "--is-inside-work-tree"); err != nil || in != "true" {
@@ -265,12 +317,72 @@ func untrackedHooks(ctx context.Context, hooks string) error {
 		out, err := gitOut(ctx, dir, append([]string{"ls-files", "-z", "--error-unmatch", "--"}, paths...)...)
 		return err == nil && out != ""
 	}
+	// inRepo reports whether path is in the work tree or the git folders.
+	within := []string{root}
+	run := func(dir string, args ...string) (string, error) { return gitOut(ctx, dir, args...) }
+	for _, a := range []string{"--absolute-git-dir", "--git-common-dir"} {
+		if d, err := gitAbsPath(run, root, root, a); err == nil {
+			within = append(within, d)
+		}
+	}
+	inRepo := func(path string) bool {
+		for _, d := range within {
+			if real, err := filepath.EvalSymlinks(d); err == nil {
+				d = real
+			}
+			if rel, err := filepath.Rel(d, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
+	}
+	// trackedAt reports whether git tracks the file at path itself (a
+	// link, not what it leads to), asked from the work tree's top.
+	trackedAt := func(path string) bool {
+		dir := filepath.Dir(path)
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		top := root
+		if real, err := filepath.EvalSymlinks(root); err == nil {
+			top = real
+		}
+		rel, err := filepath.Rel(top, filepath.Join(dir, filepath.Base(path)))
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return false
+		}
+		out, err := gitOut(ctx, top, "--literal-pathspecs", "ls-files", "-z", "--error-unmatch", "--", filepath.ToSlash(rel))
+		return err == nil && out != ""
+	}
+	// The hooks folder as named in the work tree (git gives the absolute
+	// path with links resolved): a folder there that is a link out of the
+	// repository (a tracked .husky link) is refused like a hook link.
+	if lex, err := gitOut(ctx, root, "rev-parse", "--git-path", "hooks"); err == nil && lex != "" && !strings.Contains(lex, "\n") {
+		if !filepath.IsAbs(lex) {
+			lex = filepath.Join(root, lex)
+		}
+		if rel, err := filepath.Rel(root, lex); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			real, err := filepath.EvalSymlinks(lex)
+			if _, lerr := os.Lstat(lex); err != nil && lerr == nil {
+				return fmt.Errorf("install: the hooks folder %s is a link to nothing: Parley does not create files through a link; remove the link or make the folder, and try again", lex)
+			}
+			if err == nil && !inRepo(real) {
+				return fmt.Errorf("install: the hooks folder %s is a link to %s, outside the repository: Parley would write the guard's hooks there; add parley guard to the hooks yourself, or install with --force to write them anyway", lex, real)
+			}
+		}
+	}
 	for _, name := range install.GuardHooks {
 		p := filepath.Join(hooks, name)
-		if _, err := os.Lstat(p); err == nil {
+		if fi, err := os.Lstat(p); err == nil {
+			if trackedAt(p) {
+				return fmt.Errorf("install: %s is a file git tracks: the guard's lines name this machine's parley program and home, and would be committed with it; call parley guard from it yourself, or install with --force to edit it anyway", p)
+			}
 			real, err := filepath.EvalSymlinks(p)
 			if err != nil {
-				continue // a dangling link: the install says so
+				continue // a dangling link: the install refuses it
+			}
+			if fi.Mode()&os.ModeSymlink != 0 && !inRepo(real) {
+				return fmt.Errorf("install: %s is a symbolic link to %s, outside the repository: Parley would write the guard's lines into that file; call parley guard from it yourself, or install with --force to edit it anyway", p, real)
 			}
 			if tracked(filepath.Dir(real), filepath.Base(real)) {
 				return fmt.Errorf("install: %s is the file %s, which git tracks: the guard's lines name this machine's parley program and home, and would be committed with it; call parley guard from it yourself, or install with --force to edit it anyway", p, real)

@@ -2,7 +2,9 @@ package install
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -110,6 +112,9 @@ func InstallGitGuard(env Env, hooksDir, command string, args []string) (*Plan, e
 	rec.Command = command
 	for _, name := range GuardHooks {
 		path := filepath.Join(hooksDir, name)
+		if err := danglingLink(path); err != nil {
+			return nil, err
+		}
 		before, existed, err := readFile(path)
 		if err != nil {
 			return nil, err
@@ -263,4 +268,49 @@ func uninstallHook(rec *record, path string) (*Change, error) {
 	}
 	ch.Diff = unifiedDiff(path, ch.before, ch.after, false, ch.Delete)
 	return &ch, nil
+}
+
+// danglingLink refuses a hook that is a symbolic link to nothing: writing
+// the hook would create a file wherever the link points, a place whoever
+// made the link chose (a repository can track such a link).
+func danglingLink(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		to, _ := os.Readlink(path)
+		return fmt.Errorf("install: %s is a symbolic link to %s, which does not exist: Parley does not create a file through a link; remove the link or make the file it points to, and try again", path, to)
+	}
+	return nil
+}
+
+// AdoptGitGuardRecord moves the record of a guard installed with the
+// repository's folder taken as from (an earlier Parley recorded a guard
+// installed from a worktree under the worktree's folder) to env's
+// project folder, when env's has none; it reports whether it moved one.
+// Call it holding the install lock.
+func AdoptGitGuardRecord(env Env, from string) (bool, error) {
+	if from == "" || from == env.ProjectDir {
+		return false, nil
+	}
+	to := recordPath(env, GitGuard, Project)
+	if rec, err := loadRecord(to); err != nil || rec != nil {
+		return false, err
+	}
+	oldEnv := env
+	oldEnv.ProjectDir = from
+	fromPath := recordPath(oldEnv, GitGuard, Project)
+	rec, err := loadRecord(fromPath)
+	if err != nil || rec == nil {
+		return false, err
+	}
+	rec.Project = env.ProjectDir
+	if err := saveRecord(to, rec); err != nil {
+		return false, err
+	}
+	if err := os.Remove(fromPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true, fmt.Errorf("install: %w", err)
+	}
+	return true, nil
 }

@@ -166,3 +166,79 @@ func TestGitGuardNotShell(t *testing.T) {
 		})
 	}
 }
+
+// TestGitGuardDanglingLink: a hook that is a link to nothing is refused,
+// and no file is made where it points.
+func TestGitGuardDanglingLink(t *testing.T) {
+	base := t.TempDir()
+	env := Env{Home: base, ProjectDir: filepath.Join(base, "repo"), ParleyHome: filepath.Join(base, "parley")}
+	hooks := filepath.Join(base, "repo", ".git", "hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(base, "elsewhere", "made-by-parley")
+	if err := os.Symlink(target, filepath.Join(hooks, "pre-merge-commit")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := InstallGitGuard(env, hooks, "/usr/bin/parley", nil)
+	if err == nil || !strings.Contains(err.Error(), "does not exist") {
+		if err == nil {
+			err = p.Apply()
+		}
+		t.Fatalf("install through a dangling link: %v", err)
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Fatalf("%s was made", target)
+	}
+	if _, err := os.Lstat(filepath.Join(hooks, "pre-commit")); err == nil {
+		t.Fatal("pre-commit written though the install was refused")
+	}
+}
+
+// TestAdoptGitGuardRecord: a record made under a worktree's folder moves
+// to the main working copy's when that has none, and not over one.
+func TestAdoptGitGuardRecord(t *testing.T) {
+	base := t.TempDir()
+	wt := filepath.Join(base, "wt")
+	env := Env{Home: base, ProjectDir: filepath.Join(base, "repo"), ParleyHome: filepath.Join(base, "parley")}
+	hooks := filepath.Join(base, "repo", ".git", "hooks")
+	old := env
+	old.ProjectDir = wt
+	p, err := InstallGitGuard(old, hooks, "/usr/bin/parley", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := AdoptGitGuardRecord(env, wt); err != nil || !moved {
+		t.Fatalf("adopt: %v %v", moved, err)
+	}
+	if _, err := os.Stat(recordPath(old, GitGuard, Project)); err == nil {
+		t.Fatal("the worktree's record is still there")
+	}
+	rec, err := loadRecord(recordPath(env, GitGuard, Project))
+	if err != nil || rec == nil || rec.Project != env.ProjectDir || len(rec.Files) != len(GuardHooks) {
+		t.Fatalf("moved record: %+v %v", rec, err)
+	}
+	// Again: the main copy has its record now, nothing moves.
+	if err := saveRecord(recordPath(old, GitGuard, Project), rec); err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := AdoptGitGuardRecord(env, wt); err != nil || moved {
+		t.Fatalf("adopt over a record: %v %v", moved, err)
+	}
+	// The uninstall, from the main copy's record, leaves no hook.
+	u, err := UninstallGitGuard(env, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range GuardHooks {
+		if b, err := os.ReadFile(filepath.Join(hooks, name)); err == nil {
+			t.Fatalf("%s left: %q", name, b)
+		}
+	}
+}

@@ -69,8 +69,10 @@ type Service struct {
 	statsMu sync.Mutex // protects stats
 	stats   Stats
 
-	saves chan chan struct{} // Save's requests to Run
-	ended chan struct{}      // closed when Run returns
+	saves   chan chan struct{} // Save's requests to Run
+	started chan struct{}      // closed when Run starts
+	ended   chan struct{}      // closed when Run returns
+	runOnce sync.Once          // closes started
 }
 
 // Stats is what the service did since start.
@@ -118,7 +120,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Parallel = 16
 	}
 	return &Service{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry),
-		saves: make(chan chan struct{}), ended: make(chan struct{})}, nil
+		saves: make(chan chan struct{}), started: make(chan struct{}), ended: make(chan struct{})}, nil
 }
 
 // Save stores where each wanted peer that is connected now was reached.
@@ -126,8 +128,15 @@ func New(cfg Config) (*Service, error) {
 // contact, a new room member) only at its next refresh, up to refreshEvery
 // later: a node stopped before that would not know, after a restart, where
 // to find it. The node calls Save as it stops. It returns once done, or
-// when ctx ends or Run has returned.
+// when ctx ends or Run has returned; at once if Run never started (a node
+// whose start failed: there is nothing it connected to since the last
+// save).
 func (s *Service) Save(ctx context.Context) error {
+	select {
+	case <-s.started:
+	default:
+		return nil
+	}
 	done := make(chan struct{})
 	select {
 	case s.saves <- done:
@@ -157,6 +166,7 @@ func (s *Service) Stats() Stats {
 // peers connected until ctx ends. It returns nil when ctx ends. Call it
 // once.
 func (s *Service) Run(ctx context.Context) error {
+	s.runOnce.Do(func() { close(s.started) })
 	defer close(s.ended)
 	h := s.cfg.Host
 	sub, err := h.EventBus().Subscribe([]any{

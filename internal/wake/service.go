@@ -658,3 +658,49 @@ func (s *Service) WakeStatus(ctx context.Context) []localapi.WakeStatus {
 	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
 	return out
 }
+
+// ForgetTerminal drops the agent's terminal route, running and kept: the
+// user ended the agent (unregister, kill), so its pane is no longer pasted
+// into, and a restart of the node does not take the pane up again (the
+// kept route is marked ended, so that Restore says why, and drops it). It
+// is not an error for the agent to have none.
+func (s *Service) ForgetTerminal(ctx context.Context, agent string) error {
+	if s.cfg.Terminals != nil {
+		if err := EndTerminal(s.cfg.Terminals, agent); err != nil {
+			return err
+		}
+	}
+	err := s.do(ctx, func(ctx context.Context) {
+		st := s.agents[agent]
+		if st == nil {
+			return
+		}
+		for _, r := range slices.Clone(st.routes) {
+			if r.kind == localapi.WakeTerminal {
+				s.remove(st, r)
+				r.cancel()
+				s.log.Info("terminal wake-up route dropped", "agent", agent, "pane", r.pane)
+			}
+		}
+	})
+	if errors.Is(err, ErrStopped) {
+		return nil // nothing runs any more; the kept route is dropped
+	}
+	return err
+}
+
+// EndTerminal marks the agent's kept terminal route ended (ForgetTerminal),
+// if it has one.
+func EndTerminal(st Store, agent string) error {
+	saved, err := st.Terminals()
+	if err != nil {
+		return err
+	}
+	for _, t := range saved {
+		if t.Agent == agent && !t.Ended {
+			t.Ended = true
+			return st.SaveTerminal(t)
+		}
+	}
+	return nil
+}

@@ -591,3 +591,96 @@ func TestRestoreChecksThePanesProgram(t *testing.T) {
 		t.Fatalf("log: %q\n%s", l, f.log)
 	}
 }
+
+// Restore does not take up a kept route whose tmux socket lies in a
+// directory others can write to (another user could have put a server of
+// theirs there while the node was down): the route is dropped and its
+// agent is not bound again.
+func TestRestoreRefusesASocketOthersCanWrite(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	f := newFixture(t, 5*time.Second)
+	dir, err := os.MkdirTemp("", "pw-") // short: unix socket paths are short
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := tmux.Server{Socket: filepath.Join(dir, "s"), Config: "/dev/null"}
+	t.Cleanup(func() {
+		srv.KillServer(context.Background()) //nolint:errcheck // gone already is fine
+		os.RemoveAll(dir)
+	})
+	pane, err := srv.Start(f.ctx, tmux.StartOptions{Command: []string{"sh", "-c", "printf '> '; sleep 600"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: srv.Socket, Pane: pane.ID, Prompt: "> ", Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil { //nolint:gosec // the point of the test
+		t.Fatal(err)
+	}
+	rebind := func(context.Context, string) (string, error) {
+		t.Error("rebound a route on a socket others can replace")
+		return "bot", nil
+	}
+	if n, err := f.s.Restore(f.ctx, rebind); err != nil || n != 0 {
+		t.Fatalf("restore: %d, %v", n, err)
+	}
+	if kept, _ := f.terms.Terminals(); len(kept) != 0 {
+		t.Fatalf("the route is kept: %+v", kept)
+	}
+	if l := f.log.lines("not taken up again", "written by others"); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+}
+
+// ForgetTerminal (unregister, kill) drops the agent's running terminal
+// route and the one kept for restarts.
+func TestForgetTerminalDropsTheRoute(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	f := newFixture(t, 5*time.Second)
+	srv := tmux.Server{Name: fmt.Sprintf("parley-wake-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
+	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
+	pane, err := srv.Start(f.ctx, tmux.StartOptions{Command: []string{"sh", "-c", "printf '> '; sleep 600"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: "> ", Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, f.routes("terminal"), "the terminal route")
+	if err := f.s.ForgetTerminal(f.ctx, "bot"); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := f.terms.Terminals(); len(kept) != 1 || !kept[0].Ended {
+		t.Fatalf("the kept route is not marked ended: %+v", kept)
+	}
+	for _, w := range f.s.WakeStatus(f.ctx) {
+		if w.Agent == "bot" && slices.Contains(w.Routes, localapi.WakeTerminal) {
+			t.Fatalf("the terminal route still runs: %+v", w)
+		}
+	}
+	// The pane still runs its program, but a restart does not take it up.
+	rebind := func(context.Context, string) (string, error) {
+		t.Error("rebound the route of an agent the user ended")
+		return "bot", nil
+	}
+	if n, err := f.s.Restore(f.ctx, rebind); err != nil || n != 0 {
+		t.Fatalf("restore: %d, %v", n, err)
+	}
+	if kept, _ := f.terms.Terminals(); len(kept) != 0 {
+		t.Fatalf("the ended route is kept after Restore: %+v", kept)
+	}
+	if l := f.log.lines("not taken up again", "unregistered or killed"); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+}

@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store/schema"
@@ -21,6 +25,10 @@ type Saved struct {
 	Pane    string `json:"pane"`
 	PID     int    `json:"pid"` // the pane's first process when the route was made
 	Prompt  string `json:"prompt"`
+	// Ended is set when the user ended the agent (unregister, kill): the
+	// record only tells the next start why the pane is not taken up again,
+	// and is dropped then.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Store keeps terminal routes (schema.Terminal); internal/store's DB
@@ -94,7 +102,8 @@ type Rebind func(ctx context.Context, session string) (agent string, err error)
 // Restore takes up the terminal routes kept before a restart: each pane
 // that still runs the program it ran then (the same pane ID on the same
 // tmux server, with the same first process) is bound again, its agent
-// re-registered through rebind; the others are dropped. It returns how many
+// re-registered through rebind; the others are dropped, and their agents
+// let go through Config.TerminalGone. It returns how many
 // it took up.
 func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 	if s.cfg.Terminals == nil {
@@ -118,13 +127,25 @@ func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Pane); err != nil {
 			s.log.Warn("terminal wake-up route not dropped from the store", "agent", t.Agent, "pane", t.Pane, "err", err)
 		}
+		// As for a pane that goes while the node runs: the agent the pane
+		// kept registered goes (TerminalGone checks it is still bound with
+		// the pane's session).
+		if s.cfg.TerminalGone != nil && t.Session != "" && !t.Ended {
+			s.cfg.TerminalGone(ctx, t.Agent, t.Session)
+		}
 	}
 	return n, nil
 }
 
 func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
+	if t.Ended {
+		return errEnded
+	}
 	if t.Session == "" || t.PID <= 0 {
 		return errors.New("kept without its session or program")
+	}
+	if err := ownSocket(t.Socket); err != nil {
+		return err
 	}
 	st, err := tmux.Server{Socket: t.Socket, Bin: s.cfg.TmuxBin}.Inspect(ctx, t.Pane)
 	switch {
@@ -149,4 +170,47 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
 	}
 	s.log.Info("terminal wake-up route taken up again", "agent", agent, "pane", t.Pane)
 	return nil
+}
+
+// errEnded is why the route of an agent the user ended is not taken up.
+var errEnded = errors.New("the agent was unregistered or killed by the user")
+
+// ownSocket checks that a kept tmux socket is still this user's to trust:
+// the socket and its directory are owned by this user, and no one else can
+// write to the directory. Otherwise another user could have put a tmux
+// server of theirs at the path while the node was down (say a
+// --tmux-socket under /tmp) and, with a matching pid, be taken for the
+// agent's pane.
+func ownSocket(path string) error {
+	uid := os.Getuid()
+	dir := filepath.Dir(path)
+	di, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("tmux socket directory: %w", err)
+	}
+	if o, ok := owner(di); !ok || o != uid {
+		return fmt.Errorf("tmux socket directory %s is not this user's (owner %d)", dir, o)
+	}
+	if di.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("tmux socket directory %s can be written by others (mode %v)", dir, di.Mode().Perm())
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("tmux socket: %w", err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s is not a socket", path)
+	}
+	if o, ok := owner(fi); !ok || o != uid {
+		return fmt.Errorf("tmux socket %s is not this user's (owner %d)", path, o)
+	}
+	return nil
+}
+
+func owner(fi fs.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1, false
+	}
+	return int(st.Uid), true
 }
