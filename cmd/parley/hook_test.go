@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
@@ -18,16 +17,7 @@ func runStdin(t testing.TB, stdin string, args ...string) (string, string, int) 
 	t.Helper()
 	cmd := exec.Command(parleyBin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return runPrepared(t, cmd)
 }
 
 // waiter is a hook process running in the background.

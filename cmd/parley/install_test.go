@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -63,16 +62,7 @@ func (u userDirs) run(t *testing.T, args ...string) (string, string, int) {
 	cmd := exec.Command(parleyBin, args...)
 	cmd.Dir = sub
 	cmd.Env = append([]string{"HOME=" + u.home, "PATH=" + os.Getenv("PATH")}, u.env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return runPrepared(t, cmd)
 }
 
 func readAll(t *testing.T, p string) string {

@@ -126,6 +126,13 @@ func up(t testing.TB, home string, args ...string) *daemon {
 func run(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(parleyBin, args...)
+	return runPrepared(t, cmd)
+}
+
+// runPrepared runs a prepared parley command and returns stdout, stderr and the
+// exit code (a command that cannot start at all fails the test).
+func runPrepared(t testing.TB, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,16 +18,7 @@ func runEnv(t *testing.T, dir string, env []string, args ...string) (string, str
 	cmd := exec.Command(parleyBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return runPrepared(t, cmd)
 }
 
 // boardOf returns the live claims of the project around dir.
