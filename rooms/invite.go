@@ -20,19 +20,24 @@ import (
 // ProtocolInvite is the stream protocol that tells a node it was invited.
 const ProtocolInvite protocol.ID = "/parley/invite/1"
 
-// maxInviteFrame caps an invite notice (an event plus a room name).
-const maxInviteFrame = MaxWire + 1024
+// maxInviteFrame caps an invite notice (up to three events, as a room told
+// back carries, plus a room name).
+const maxInviteFrame = 3*MaxWire + 1024
 
 // inviteNotice is what an inviter sends on /parley/invite/1: the room, its
 // name (a hint until the create event arrives), the signed invite event,
 // and the room's GossipSub topic (also a hint: the create event decides).
 // The room's creator sends a node it removed the room and the leave event
-// alone (see takeRemoval).
+// alone (see takeRemoval). A member that tells a node back a room it is in
+// and lacks (retell.go) adds the create event (unless Event is it) and the
+// node's own latest event in the room.
 type inviteNotice struct {
-	Room  string `cbor:"1,keyasint"`
-	Name  string `cbor:"2,keyasint,omitempty"`
-	Event []byte `cbor:"3,keyasint"`
-	Topic string `cbor:"4,keyasint,omitempty"`
+	Room   string `cbor:"1,keyasint"`
+	Name   string `cbor:"2,keyasint,omitempty"`
+	Event  []byte `cbor:"3,keyasint"`
+	Topic  string `cbor:"4,keyasint,omitempty"`
+	Create []byte `cbor:"5,keyasint,omitempty"`
+	Own    []byte `cbor:"6,keyasint,omitempty"`
 }
 
 // inviteAnswer is the invitee's reply.
@@ -209,6 +214,10 @@ func (m *Manager) handleInvite(s network.Stream) {
 	id, err := identity.ParseRoomID(n.Room)
 	if err != nil {
 		answer(err)
+		return
+	}
+	if len(n.Own) > 0 {
+		answer(m.takeTellBack(id, n, remote))
 		return
 	}
 	e, _, err := Decode(n.Event)

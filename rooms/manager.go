@@ -127,6 +127,7 @@ type Manager struct {
 	leaving   leaving     // rooms this node left that still hand out its leave (membership.go)
 	invites   invitesBook // invites waiting for the user's answer (invites.go)
 	serving   slots       // sync requests being served (sync.go)
+	asking    asking      // peers being asked which shared rooms they lack (retell.go)
 }
 
 // Changes returns a channel that receives (without blocking the rooms)
@@ -280,6 +281,7 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
 	m.cfg.Host.SetStreamHandler(ProtocolInvite, m.handleInvite)
 	m.cfg.Host.SetStreamHandler(ProtocolNudge, m.handleNudge)
+	m.cfg.Host.SetStreamHandler(ProtocolHeld, m.handleHeld)
 	m.notif = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { m.onConnected(c.RemotePeer()) }}
 	m.cfg.Host.Network().Notify(m.notif)
 	return nil
@@ -297,6 +299,7 @@ func (m *Manager) Close() error {
 	m.cfg.Host.RemoveStreamHandler(ProtocolSync)
 	m.cfg.Host.RemoveStreamHandler(ProtocolInvite)
 	m.cfg.Host.RemoveStreamHandler(ProtocolNudge)
+	m.cfg.Host.RemoveStreamHandler(ProtocolHeld)
 	if m.notif != nil {
 		m.cfg.Host.Network().StopNotify(m.notif)
 	}
@@ -329,7 +332,17 @@ func (m *Manager) getRoom(id identity.RoomID) (*room, error) {
 
 // open starts a room: loads its state, joins its topic and starts its
 // goroutines. With persist set it also records the room in the room list.
+// A room opened from the store may hold an older copy of this node's own
+// events than its members do, so it learns them before it posts; a room
+// just created or joined cannot.
 func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, error) {
+	return m.openRoom(id, meta, persist, !persist)
+}
+
+// openRoom is open; with learn set, the room learns this node's own events
+// from a member before it posts (own.go), as a room told back to this node
+// by a member must (retell.go).
+func (m *Manager) openRoom(id identity.RoomID, meta Meta, persist, learn bool) (*room, error) {
 	// openMu, not mu, is held across the pubsub calls below: GossipSub's
 	// event loop calls PeerFilter, which takes mu.
 	m.openMu.Lock()
@@ -350,10 +363,7 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 	if err := r.load(); err != nil {
 		return nil, err
 	}
-	// A room opened from the store may hold an older copy of this node's
-	// own events than its members do; a room just created or joined
-	// cannot.
-	r.learnOwn(!persist)
+	r.learnOwn(learn)
 	topic := meta.Topic
 	if topic == "" {
 		// Recorded before rooms kept their topic: derive it.
@@ -395,6 +405,7 @@ func (m *Manager) onConnected(p peer.ID) {
 	}
 	m.mu.RUnlock()
 	m.spawn(func() { m.retellInvites(p) })
+	m.spawn(func() { m.retellRooms(p) })
 }
 
 func (m *Manager) reject(err error) {
