@@ -256,3 +256,29 @@ func (m *Manager) StoredTipArrival(id identity.RoomID) (uint64, bool, error) {
 // EmptySyncs returns how many catch-up sessions of a room in a row brought
 // no event (anti-entropy's backoff).
 func (m *Manager) EmptySyncs(id identity.RoomID) int { return int(m.room(id).emptySyncs.Load()) }
+
+// SendTellBack sends target, from host h, a notice telling it back room
+// id: the admitting event, the create event and its own event (retell.go),
+// and returns target's answer.
+func SendTellBack(ctx context.Context, h host.Host, target peer.ID, id identity.RoomID, event, create, own []byte) error {
+	return sendInviteNotice(ctx, h, target, inviteNotice{Room: string(id), Event: event, Create: create, Own: own})
+}
+
+// AskHeld asks target, from host h, which of the rooms ids it lacks
+// (/parley/held/1).
+func AskHeld(ctx context.Context, h host.Host, target peer.ID, ids []string) ([]string, error) {
+	s, err := h.NewStream(ctx, target, ProtocolHeld)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if err := writeCBORFrame(s, heldAsk{Rooms: ids}); err != nil {
+		return nil, err
+	}
+	_ = s.CloseWrite()
+	var ans heldAnswer
+	if err := readCBORFrame(s, maxHeldFrame, &ans); err != nil {
+		return nil, err
+	}
+	return ans.Lacks, nil
+}

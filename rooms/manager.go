@@ -350,14 +350,15 @@ func (m *Manager) openRoom(id identity.RoomID, meta Meta, persist, learn bool) (
 	if r := m.room(id); r != nil {
 		return r, nil
 	}
+	return m.openLocked(id, meta, persist, learn)
+}
+
+// openLocked is openRoom for a room not open; the caller holds openMu. The
+// room's record is written (persist) only once the room has loaded and
+// joined its topic: a room that fails to open leaves the record as it was.
+func (m *Manager) openLocked(id identity.RoomID, meta Meta, persist, learn bool) (*room, error) {
 	if m.ctx.Err() != nil {
 		return nil, ErrClosed
-	}
-	if persist {
-		raw, _ := json.Marshal(meta)
-		if err := m.cfg.Store.Apply([]schema.Op{{Key: schema.RoomIndex(string(id)), Val: raw}}, true); err != nil {
-			return nil, fmt.Errorf("rooms: open %s: %w", id, err)
-		}
 	}
 	r := newRoom(m, id, meta)
 	if err := r.load(); err != nil {
@@ -374,6 +375,14 @@ func (m *Manager) openRoom(id identity.RoomID, meta Meta, persist, learn bool) (
 	if topic != "" {
 		if err := m.joinTopic(r, topic); err != nil {
 			r.cancel()
+			return nil, fmt.Errorf("rooms: open %s: %w", id, err)
+		}
+	}
+	if persist {
+		raw, _ := json.Marshal(meta)
+		if err := m.cfg.Store.Apply([]schema.Op{{Key: schema.RoomIndex(string(id)), Val: raw}}, true); err != nil {
+			r.cancel()
+			m.leaveTopic(r)
 			return nil, fmt.Errorf("rooms: open %s: %w", id, err)
 		}
 	}

@@ -2,8 +2,6 @@ package rooms
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -32,8 +30,12 @@ import (
 // then opens the room and catches up from the teller; the room learns P's
 // own events (a post waits, as after a restart, and a join its admission
 // would post waits for them too: P joined already) before P posts again.
-// A room P's store says it left stays shut unless the own event is later
-// than its leave (it was invited back since). Rooms P was invited to and
+// A told-back room opens only if P's store holds no record of it at all
+// (an older copy lacks the record; a record, left, removed from or failed
+// to open, is never overwritten by a notice: a post of P's that crossed
+// its removal is later than the removal's cutoff, and a member that has
+// not learnt the removal holds it), and if the catch-up then says P is out,
+// it closes again. Rooms P was invited to and
 // never joined are told again by their inviter as before (retellInvites),
 // and wait for the user when the inviter is not trusted.
 
@@ -281,43 +283,69 @@ func (m *Manager) takeTellBack(id identity.RoomID, n inviteNotice, remote peer.I
 			return refuse("no invite of this node into the room")
 		}
 	}
-	if m.room(id) != nil {
-		return nil // open already (told twice)
-	}
-	if left, cutoff := m.leftAt(id); left && own.Seq <= cutoff {
-		// This node left (or was removed) after its event: the member
-		// has not learnt of it yet, and the room stays shut.
-		return refuse("this node is out of the room")
-	}
 	name, purpose := splitCreate(create.Body[roomNonceLen:])
 	meta := Meta{Name: name, Purpose: purpose, Creator: create.Author, Opened: time.Now().UTC(), Topic: TopicFor(create.Body[:roomNonceLen])}
 	if create.Author != m.self {
 		meta.InvitedBy = admit.Author
 	}
-	m.dropInvite(id)
-	r, err := m.openRoom(id, meta, true, true)
+	r, err := m.openToldBack(id, meta)
 	if err != nil {
 		return err
 	}
+	m.dropInvite(id)
 	r.beginInviteCatchUp()
 	m.log.Info("room told back by a member", "room", string(id), "remote", remote.String())
-	m.spawn(func() { m.joinAfterInvite(r, remote) })
+	m.spawn(func() { m.catchUpToldBack(r, remote) })
 	return nil
 }
 
-// leftAt reports whether this node's record of room id says it is out,
-// and the seq of its last event before it went out (0 when unknown).
-func (m *Manager) leftAt(id identity.RoomID) (left bool, cutoff uint64) {
-	raw, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id)))
-	var meta Meta
-	if err != nil || !ok || json.Unmarshal(raw, &meta) != nil || !meta.Left {
-		return false, 0
+// errHeld refuses a room told back that this node holds a record of: open,
+// left, removed from, or failed to open. The notice is for rooms an older
+// copy lacks altogether; a record is never overwritten by one (a member
+// that has not learnt this node's removal yet may hold an own event of it
+// later than the removal: a post that crossed it). The same answer for
+// each case tells the sender nothing about which.
+var errHeld = fmt.Errorf("%w: this node holds a record of the room", ErrInviteRefused)
+
+// openToldBack opens a room told back, persisting it, unless this node
+// holds a record of it. The check and the open are made under openMu, as
+// closeRoom takes the room out and records it left under openMu.
+func (m *Manager) openToldBack(id identity.RoomID, meta Meta) (*room, error) {
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	if m.room(id) != nil || m.leaving.get(id) != nil {
+		return nil, errHeld
 	}
-	v, ok, err := m.cfg.Store.Lookup(schema.RoomOut(string(id), []byte(m.self)))
-	if err != nil || !ok || len(v) < 8 {
-		return true, ^uint64(0) // out, and nothing says since when: stays out
+	if _, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id))); err != nil {
+		return nil, err
+	} else if ok {
+		return nil, errHeld
 	}
-	return true, binary.BigEndian.Uint64(v[:8])
+	return m.openLocked(id, meta, true, true)
+}
+
+// catchUpToldBack catches up a room told back with its teller. If the room
+// then says this node is out (it was removed, or left, since its own
+// event: the teller had not learnt it), the room closes again, recorded
+// as left.
+func (m *Manager) catchUpToldBack(r *room, teller peer.ID) {
+	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Minute)
+	defer cancel()
+	err := r.syncWith(ctx, teller)
+	r.endInviteCatchUp()
+	if err != nil {
+		m.log.Warn("catch-up of a room told back failed; will retry", "room", string(r.id), "err", err)
+		r.requestSync(teller)
+		return
+	}
+	r.mu.RLock()
+	_, member := r.members[m.self]
+	known := len(r.members) > 0 // the room holds its create event at least
+	r.mu.RUnlock()
+	if known && !member && m.room(r.id) == r {
+		m.log.Info("room told back says this node is out; closing it", "room", string(r.id), "remote", teller.String())
+		m.closeRoom(r, false)
+	}
 }
 
 // dropInvite forgets a waiting invite to room id (the room is open now).
