@@ -8,6 +8,7 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	dto "github.com/prometheus/client_model/go"
 
@@ -281,4 +282,24 @@ func AskHeld(ctx context.Context, h host.Host, target peer.ID, ids []string) ([]
 		return nil, err
 	}
 	return ans.Lacks, nil
+}
+
+// ServeHeld makes host h answer /parley/held/1 with answer(ask), or reset
+// the stream when answer returns ok false: a peer that answers as it
+// pleases.
+func ServeHeld(h host.Host, answer func(ask []string) (lacks []string, ok bool)) {
+	h.SetStreamHandler(ProtocolHeld, func(s network.Stream) {
+		defer s.Close()
+		var ask heldAsk
+		if err := readCBORFrame(s, maxHeldFrame, &ask); err != nil {
+			s.Reset()
+			return
+		}
+		lacks, ok := answer(ask.Rooms)
+		if !ok {
+			s.Reset()
+			return
+		}
+		_ = writeCBORFrame(s, heldAnswer{Lacks: lacks})
+	})
 }

@@ -278,10 +278,12 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 		}
 	}
 	m.spawn(m.antiEntropy)
+	// Held first: a peer that finds sync served and held not is an older
+	// version, and is asked no more (askAgain).
+	m.cfg.Host.SetStreamHandler(ProtocolHeld, m.handleHeld)
 	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
 	m.cfg.Host.SetStreamHandler(ProtocolInvite, m.handleInvite)
 	m.cfg.Host.SetStreamHandler(ProtocolNudge, m.handleNudge)
-	m.cfg.Host.SetStreamHandler(ProtocolHeld, m.handleHeld)
 	m.notif = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { m.onConnected(c.RemotePeer()) }}
 	m.cfg.Host.Network().Notify(m.notif)
 	return nil

@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/store/schema"
@@ -133,8 +135,11 @@ func (m *Manager) retellRooms(p peer.ID) {
 		for _, id := range lacks {
 			r := byID[id]
 			if r == nil || m.room(r.id) != r {
-				continue // not asked about, or closed since
+				continue // not asked about, told already, or closed since
 			}
+			// Each room asked about is told once at most, however
+			// often the answer names it.
+			delete(byID, id)
 			if err := m.tellBack(r, p); err != nil {
 				m.log.Info("telling a member a room it lacks failed", "room", string(r.id), "remote", p.String(), "err", err)
 				continue
@@ -153,7 +158,7 @@ func (m *Manager) askHeld(p peer.ID, ask heldAsk) ([]string, error) {
 		if err == nil {
 			return ans.Lacks, nil
 		}
-		if try == heldRetries || m.cfg.Host.Network().Connectedness(p) == network.NotConnected {
+		if try == heldRetries || !m.askAgain(p, err) || m.cfg.Host.Network().Connectedness(p) == network.NotConnected {
 			return nil, err
 		}
 		t := time.NewTimer(wait)
@@ -165,6 +170,24 @@ func (m *Manager) askHeld(p peer.ID, ask heldAsk) ([]string, error) {
 		}
 		wait *= 2
 	}
+}
+
+// askAgain reports whether an ask of p that failed with err is worth
+// making again. A reset is the peer's refusal (its policy, or an ask it does
+// not take), and a malformed answer will not mend: both are final. So is a
+// protocol not supported by a peer whose rooms serve sync already (an
+// older version: the rooms serve /parley/held/1 before sync, see Start);
+// while they do not, the peer's rooms may still be starting.
+func (m *Manager) askAgain(p peer.ID, err error) bool {
+	var unsupported msmux.ErrNotSupported[protocol.ID]
+	switch {
+	case errors.Is(err, network.ErrReset), errors.Is(err, ErrMalformed), errors.Is(err, ErrTooLarge):
+		return false
+	case errors.As(err, &unsupported):
+		serves, _ := m.cfg.Host.Peerstore().SupportsProtocols(p, ProtocolSync)
+		return len(serves) == 0
+	}
+	return true
 }
 
 // exchange sends p one CBOR frame on proto and reads one back.

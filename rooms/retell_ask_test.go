@@ -1,0 +1,84 @@
+package rooms_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// reconnect cuts node i off from the others and lets it back, so that
+// they see a new connection (and ask it which rooms it lacks).
+func reconnect(t *testing.T, nt *nodetest.Net, i, other int) {
+	t.Helper()
+	var rest []int
+	for j := 0; j < nt.Len(); j++ {
+		if j != i {
+			rest = append(rest, j)
+		}
+	}
+	nt.Partition(rest, []int{i})
+	nt.WaitFor(10*time.Second, func() bool {
+		return nt.Node(other).Host().Network().Connectedness(nt.ID(i)) != network.Connected
+	}, "node %d cut off", i)
+	nt.Heal()
+	nt.ConnectAll()
+}
+
+// staysAt fails the test if counter goes past want within d (it polls: a
+// count that should not grow can only be watched for a while).
+func staysAt(t *testing.T, counter *atomic.Int64, want int64, d time.Duration, what string) {
+	t.Helper()
+	if nodetest.Poll(d, func() bool { return counter.Load() > want }) {
+		t.Fatalf("%s: %d, want %d", what, counter.Load(), want)
+	}
+}
+
+// TestHeldAnswerNamingARoomTwiceTellsItOnce: a peer answers the ask with
+// the one room asked about, 200 times. Before the fix node 0 sent a
+// notice for each; now it tells the room once on the connection.
+func TestHeldAnswerNamingARoomTwiceTellsItOnce(t *testing.T) {
+	nt := startNet(t, 3)
+	id := openRoom(t, nt, 2)
+	say(t, nt, 2, id, "spoken")
+	waitConverged(t, nt, id, 4, 20*time.Second, 0, 2)
+	h := nt.Node(2).Host()
+	rooms.ServeHeld(h, func([]string) ([]string, bool) {
+		lacks := make([]string, 200)
+		for i := range lacks {
+			lacks[i] = string(id)
+		}
+		return lacks, true
+	})
+	var notices atomic.Int64
+	h.SetStreamHandler(rooms.ProtocolInvite, func(s network.Stream) {
+		notices.Add(1)
+		s.Reset()
+	})
+	reconnect(t, nt, 2, 0)
+	nt.WaitFor(20*time.Second, func() bool { return notices.Load() > 0 }, "a notice")
+	staysAt(t, &notices, 1, 3*time.Second, "notices for one room on one connection")
+}
+
+// TestHeldAskNotRetriedAfterReset: a peer that resets the ask (its policy
+// refuses this node, or it does not take the ask) is not asked again on
+// the same connection. Before the fix node 0 asked again 1, 2, 4, … s
+// later.
+func TestHeldAskNotRetriedAfterReset(t *testing.T) {
+	nt := startNet(t, 3)
+	id := openRoom(t, nt, 2)
+	say(t, nt, 2, id, "spoken")
+	waitConverged(t, nt, id, 4, 20*time.Second, 0, 2)
+	var asks atomic.Int64
+	rooms.ServeHeld(nt.Node(2).Host(), func([]string) ([]string, bool) {
+		asks.Add(1)
+		return nil, false
+	})
+	reconnect(t, nt, 2, 0)
+	nt.WaitFor(20*time.Second, func() bool { return asks.Load() > 0 }, "an ask")
+	staysAt(t, &asks, 1, 4*time.Second, "asks on one connection")
+}
