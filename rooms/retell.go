@@ -22,9 +22,9 @@ import (
 // still count it in and send to it. So a member that holds a room in which
 // a connected peer P is in (P created it, or joined since it was last
 // admitted, and is not out) asks P, once per connection, which of those
-// rooms it lacks (/parley/held/1: the room IDs, all of which P knows as a
-// member; the answer is the ones it has not open). For each, the member
-// tells P the room back on /parley/invite/1: the notice carries, beside
+// rooms it lacks (/parley/held/1: the room IDs; the answer is the ones
+// it has not open, or every one when P does not know the asker as a
+// member, see handleHeld). For each, the member tells P the room back on /parley/invite/1: the notice carries, beside
 // the invite event (the create event for the creator), the signed create
 // event and P's own latest event in the room. P checks that the create
 // event founds the room, that the invite invites P into it, and that the
@@ -53,7 +53,8 @@ type heldAsk struct {
 	Rooms []string `cbor:"1,keyasint"`
 }
 
-// heldAnswer names the rooms of an ask that the peer has not open.
+// heldAnswer names the rooms of an ask that the peer has not open (all of
+// them, to an asker it does not know as a member: see handleHeld).
 type heldAnswer struct {
 	Lacks []string `cbor:"1,keyasint,omitempty"`
 }
@@ -213,12 +214,17 @@ func (m *Manager) exchange(p peer.ID, proto protocol.ID, req, ans any) error {
 }
 
 // handleHeld serves /parley/held/1: it answers which of the rooms asked
-// about this node has not open. Only rooms whose IDs the asker names are
-// answered about, so it learns nothing it did not know.
+// about this node lacks. A room counts as held only if it is open here and
+// the asker is a member of it as this node knows: a member learns what it
+// may (this node is in the room), and any other asker is answered "lacks"
+// for every room it lists, held or not, so it cannot tell which rooms this
+// node is in. A room answered "lacks" that this node holds a record of is
+// refused when told back (takeTellBack).
 func (m *Manager) handleHeld(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(20 * time.Second))
-	if m.cfg.Policy.Allowed(s.Conn().RemotePeer()) != nil {
+	remote := s.Conn().RemotePeer()
+	if m.cfg.Policy.Allowed(remote) != nil {
 		s.Reset()
 		return
 	}
@@ -230,9 +236,13 @@ func (m *Manager) handleHeld(s network.Stream) {
 	var ans heldAnswer
 	for _, raw := range ask.Rooms {
 		id, err := identity.ParseRoomID(raw)
-		if err == nil && m.room(id) == nil && m.leaving.get(id) == nil {
-			ans.Lacks = append(ans.Lacks, raw)
+		if err != nil {
+			continue
 		}
+		if r := m.room(id); r != nil && r.isMember(remote) {
+			continue
+		}
+		ans.Lacks = append(ans.Lacks, raw)
 	}
 	_ = writeCBORFrame(s, ans)
 }

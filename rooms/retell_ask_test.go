@@ -1,12 +1,15 @@
 package rooms_test
 
 import (
+	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -81,4 +84,35 @@ func TestHeldAskNotRetriedAfterReset(t *testing.T) {
 	reconnect(t, nt, 2, 0)
 	nt.WaitFor(20*time.Second, func() bool { return asks.Load() > 0 }, "an ask")
 	staysAt(t, &asks, 1, 4*time.Second, "asks on one connection")
+}
+
+// TestHeldAnswerTellsNonMembersNothing: node 2, in no room with node 1,
+// asks it about a room node 1 is in and one it is not in. Before the fix
+// node 1 answered that it lacked only the second, telling node 2 it is in
+// the first; now both are answered alike. Node 0, a member of the first,
+// still learns node 1 holds it.
+func TestHeldAnswerTellsNonMembersNothing(t *testing.T) {
+	nt := startNet(t, 3)
+	ctx := context.Background()
+	private := openRoom(t, nt, 1)
+	other, err := mgr(nt, 0).Create(ctx, "other", identity.HumanAgent) // node 1 is not in it
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := []string{string(private), string(other)}
+	waitConnected(t, nt, 2, 1)
+	lacks, err := rooms.AskHeld(ctx, nt.Node(2).Host(), nt.ID(1), asked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(lacks, asked) {
+		t.Errorf("node 1 answered a peer in none of its rooms that it lacks %v of %v", lacks, asked)
+	}
+	lacks, err = rooms.AskHeld(ctx, nt.Node(0).Host(), nt.ID(1), asked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(lacks, []string{string(other)}) {
+		t.Errorf("node 1 answered a member that it lacks %v of %v", lacks, asked)
+	}
 }
