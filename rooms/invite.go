@@ -21,8 +21,12 @@ import (
 const ProtocolInvite protocol.ID = "/parley/invite/1"
 
 // maxInviteFrame caps an invite notice (up to three events, as a room told
-// back carries, plus a room name).
-const maxInviteFrame = 3*MaxWire + 1024
+// back carries, plus a room name); maxPlainInviteFrame caps one that tells
+// no room back (an event plus a room name).
+const (
+	maxInviteFrame      = 3*MaxWire + 1024
+	maxPlainInviteFrame = MaxWire + 1024
+)
 
 // inviteNotice is what an inviter sends on /parley/invite/1: the room, its
 // name (a hint until the create event arrives), the signed invite event,
@@ -207,7 +211,15 @@ func (m *Manager) handleInvite(s network.Stream) {
 		return
 	}
 	var n inviteNotice
-	if err := readCBORFrame(s, maxInviteFrame, &n); err != nil {
+	b, err := readFrame(s, maxInviteFrame)
+	if err == nil {
+		if err = frameDec.Unmarshal(b, &n); err != nil {
+			err = fmt.Errorf("%w: %v", ErrMalformed, err)
+		} else if len(n.Own) == 0 && len(b) > maxPlainInviteFrame {
+			err = fmt.Errorf("%w: an invite notice of %d bytes", ErrTooLarge, len(b))
+		}
+	}
+	if err != nil {
 		answer(err)
 		return
 	}

@@ -3,6 +3,7 @@ package rooms_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,5 +115,23 @@ func TestHeldAnswerTellsNonMembersNothing(t *testing.T) {
 	}
 	if !slices.Equal(lacks, []string{string(other)}) {
 		t.Errorf("node 1 answered a member that it lacks %v of %v", lacks, asked)
+	}
+}
+
+// TestPlainInviteNoticeKeepsItsCap: a notice that tells no room back
+// (no own event) may be no larger than an invite notice was before rooms
+// were told back (an event and a name); only a room told back may carry
+// three events.
+func TestPlainInviteNoticeKeepsItsCap(t *testing.T) {
+	nt := startNet(t, 2)
+	waitConnected(t, nt, 0, 1)
+	id, err := mgr(nt, 0).Create(context.Background(), "r", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	padding := make([]byte, rooms.MaxWire+2048)
+	err = rooms.SendTellBack(context.Background(), nt.Node(0).Host(), nt.ID(1), id, []byte{1}, padding, nil)
+	if err == nil || !strings.Contains(err.Error(), rooms.ErrTooLarge.Error()) {
+		t.Fatalf("a plain notice of two events' size: %v, want it refused as too large", err)
 	}
 }
