@@ -3,6 +3,7 @@ package rooms
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -202,8 +203,12 @@ func (m *Manager) handleInvite(s network.Stream) {
 	}
 	// A peer the policy refuses is answered before its notice is read;
 	// what it sends is then drained (up to a notice, for a second) so that
-	// closing the stream does not reset it before it reads the answer.
-	if err := m.cfg.Policy.Allowed(remote); err != nil {
+	// closing the stream does not reset it before it reads the answer. A
+	// stranger's notice is read: it may tell this node back a room it is
+	// in (a co-member an older copy of this node's home does not know),
+	// which this node's own event in it proves; any other is refused.
+	policy := m.cfg.Policy.Allowed(remote)
+	if err := policy; err != nil && !errors.Is(err, ErrStranger) {
 		answer(err)
 		_ = s.CloseWrite()
 		_ = s.SetReadDeadline(time.Now().Add(time.Second))
@@ -230,6 +235,10 @@ func (m *Manager) handleInvite(s network.Stream) {
 	}
 	if len(n.Own) > 0 {
 		answer(m.takeTellBack(id, n, remote))
+		return
+	}
+	if policy != nil {
+		answer(policy)
 		return
 	}
 	e, _, err := Decode(n.Event)

@@ -224,7 +224,12 @@ func (m *Manager) handleHeld(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(20 * time.Second))
 	remote := s.Conn().RemotePeer()
-	if m.cfg.Policy.Allowed(remote) != nil {
+	// A stranger is served: it is a member of no room open here (or the
+	// policy would know it), so it is answered "lacks" for every room and
+	// learns nothing, and a co-member that an older copy of this node's
+	// home does not know can still tell it its rooms back. A revoked,
+	// denied or expired contact is refused.
+	if err := m.cfg.Policy.Allowed(remote); err != nil && !errors.Is(err, ErrStranger) {
 		s.Reset()
 		return
 	}
@@ -326,6 +331,9 @@ func (m *Manager) takeTellBack(id identity.RoomID, n inviteNotice, remote peer.I
 		return err
 	}
 	m.dropInvite(id)
+	r.mu.Lock()
+	r.toldBy = remote
+	r.mu.Unlock()
 	r.beginInviteCatchUp()
 	m.log.Info("room told back by a member", "room", string(id), "remote", remote.String())
 	m.spawn(func() { m.catchUpToldBack(r, remote) })
@@ -355,6 +363,16 @@ func (m *Manager) openToldBack(id identity.RoomID, meta Meta) (*room, error) {
 		return nil, errHeld
 	}
 	return m.openLocked(id, meta, true, true)
+}
+
+// toldBackBy reports whether p told this node the room back. A stranger
+// that did is caught up from (syncWith): it is a co-member an older copy
+// of this node's home does not know, and the room knows it as one once it
+// holds the room's events.
+func (r *room) toldBackBy(p peer.ID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return p != "" && r.toldBy == p
 }
 
 // catchUpToldBack catches up a room told back with its teller. If the room

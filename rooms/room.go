@@ -186,6 +186,7 @@ type room struct {
 	waitingFrom   time.Time              // since when some of unstored wait for their parents; zero if none does (procMu)
 	joinWait      identity.AgentName     // a join to post once unstored is empty, unless an own join is stored first (procMu)
 	joinAfterOwn  identity.AgentName     // a join to post once own events are learnt, unless one of them is (own.go)
+	toldBy        peer.ID                // the member that told this node the room back, if one did (retell.go)
 	ownSince      time.Time              // when the room began to learn it
 	invCatchUps   int                    // catch-ups after an invite of this node that run (invite.go)
 	invCaughtUp   chan struct{}          // closed when the last of them ends; nil while none runs

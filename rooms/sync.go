@@ -258,7 +258,7 @@ func jittered(d time.Duration) time.Duration {
 // there is more. A room with more authors than one Hello lists is asked
 // for a part of its authors at a time, in the order of their IDs.
 func (r *room) syncWith(ctx context.Context, p peer.ID) error {
-	if err := r.m.cfg.Policy.Allowed(p); err != nil {
+	if err := r.m.cfg.Policy.Allowed(p); err != nil && !(errors.Is(err, ErrStranger) && r.toldBackBy(p)) {
 		return err
 	}
 	var from peer.ID // the authors asked for: from here on
