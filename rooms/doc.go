@@ -148,14 +148,22 @@
 // new connection a node asks the peer about the open rooms it holds in
 // which the peer is a member that created the room or has spoken since it
 // was last admitted: it writes one frame {1: [room id text] (≤ 256; more
-// rooms, more asks)}, and the peer answers {1: [room id text]}, the ones it
-// has not open (an ask that gets no answer, as from a node still starting,
-// is made again up to 5 times while connected, 1 s, 2 s, 4 s … apart).
-// For each, it sends an invite notice on /parley/invite/1 whose field 3 is
-// the event that admitted the peer, 5 the create event (absent when field 3
-// is it) and 6 the peer's latest event in the room. The peer takes it only
-// if 6 is its own, signed by its key, in that room, 5 (or 3) founds the
-// room and, when it did not create it, 3 invites it; a room it recorded as
-// left stays shut unless 6 is later than its leave. It then opens the room,
-// catches up from the sender, and learns its own events before it posts.
+// rooms, more asks)}, and the peer answers {1: [room id text]}: the ones
+// it has not open, or every one it does not know the asker to be a member
+// of, so an outsider learns nothing. An ask that gets no answer, as from a
+// node still starting, is made again up to 5 times while connected, 1 s,
+// 2 s, 4 s … apart; a reset, a malformed answer, or a peer that serves
+// sync and not /parley/held/1 (served first) ends it. For each room named,
+// once, it sends an invite notice on /parley/invite/1 whose field 3 is the
+// event that admitted the peer, 5 the create event (absent when field 3 is
+// it) and 6 the peer's latest event in the room. The peer takes it only if
+// 6 is its own, signed by its key, in that room, 5 (or 3) founds the room
+// and, when it did not create it, 3 invites it, and only if it holds no
+// record of the room (a room it left, was removed from or failed to open
+// stays as recorded). It then opens the room, catches up from the sender
+// (closing the room again if that says it is out), and learns its own
+// events before it posts. A notice without field 6 is capped as before (one
+// event and a name). A stranger (a co-member the older copy does not know)
+// may ask, and may tell a room back; a revoked, denied or expired contact
+// may not.
 package rooms

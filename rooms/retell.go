@@ -17,29 +17,32 @@ import (
 )
 
 // A node whose home was put back from an older copy lacks the rooms it
-// created or joined since (the rollback fix, own.go, brings back the
-// events of rooms it still holds, not rooms it does not). Its co-members
-// still count it in and send to it. So a member that holds a room in which
-// a connected peer P is in (P created it, or joined since it was last
+// created or joined since (the rollback fix, own.go, brings back the events
+// of rooms it still holds, not rooms it does not). Its co-members still
+// count it in and send to it. So a member that holds a room in which a
+// connected peer P is in (P created it, or joined since it was last
 // admitted, and is not out) asks P, once per connection, which of those
-// rooms it lacks (/parley/held/1: the room IDs; the answer is the ones
-// it has not open, or every one when P does not know the asker as a
-// member, see handleHeld). For each, the member tells P the room back on /parley/invite/1: the notice carries, beside
-// the invite event (the create event for the creator), the signed create
-// event and P's own latest event in the room. P checks that the create
-// event founds the room, that the invite invites P into it, and that the
-// own event is its own, signed by its key: it accepted the room once. It
-// then opens the room and catches up from the teller; the room learns P's
-// own events (a post waits, as after a restart, and a join its admission
-// would post waits for them too: P joined already) before P posts again.
-// A told-back room opens only if P's store holds no record of it at all
-// (an older copy lacks the record; a record, left, removed from or failed
-// to open, is never overwritten by a notice: a post of P's that crossed
-// its removal is later than the removal's cutoff, and a member that has
-// not learnt the removal holds it), and if the catch-up then says P is out,
-// it closes again. Rooms P was invited to and
-// never joined are told again by their inviter as before (retellInvites),
-// and wait for the user when the inviter is not trusted.
+// rooms it lacks (/parley/held/1: the room IDs; the answer is the ones it
+// has not open, or every one when P does not know the asker as a member,
+// see handleHeld). For each, the member tells P the room back on
+// /parley/invite/1: the notice carries, beside the invite event (the create
+// event for the creator), the signed create event and P's own latest event
+// in the room. P checks that the create event founds the room, that the
+// invite invites P into it, and that the own event is its own, signed by
+// its key: it accepted the room once. It then opens the room and catches up
+// from the teller; the room learns P's own events (a post waits, as after a
+// restart, and a join its admission would post waits for them too: P joined
+// already) before P posts again. A told-back room opens only if P's store
+// holds no record of it at all (an older copy lacks the record; a record,
+// left, removed from or failed to open, is never overwritten by a notice: a
+// post of P's that crossed its removal is later than the removal's cutoff,
+// and a member that has not learnt the removal holds it), and if the
+// catch-up then says P is out, it closes again. A teller the policy does
+// not know (a stranger: a co-member the older copy does not know) may ask
+// and tell back, and is caught up from; a revoked, denied or expired
+// contact may not. Rooms P was invited to and never joined are told again
+// by their inviter as before (retellInvites), and wait for the user when
+// the inviter is not trusted.
 
 // ProtocolHeld asks a member which of the rooms shared with it it lacks.
 const ProtocolHeld protocol.ID = "/parley/held/1"
