@@ -3,6 +3,7 @@ package rooms
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -302,4 +303,47 @@ func ServeHeld(h host.Host, answer func(ask []string) (lacks []string, ok bool))
 		}
 		_ = writeCBORFrame(s, heldAnswer{Lacks: lacks})
 	})
+}
+
+// Provisional reports whether room id is open on this node as a room told
+// back that no catch-up has confirmed yet (retell.go).
+func (m *Manager) Provisional(id identity.RoomID) bool {
+	r := m.room(id)
+	return r != nil && r.provisional()
+}
+
+// HasRecord reports whether this node's store holds a record of room id
+// (its entry in the room list, open, left or removed).
+func (m *Manager) HasRecord(id identity.RoomID) bool {
+	_, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id)))
+	return err == nil && ok
+}
+
+// ToldBackDropped returns the rooms told back and dropped unopened for
+// reason ("cap", "out", "expired").
+func (m *Manager) ToldBackDropped(reason string) float64 {
+	var d dto.Metric
+	if err := m.metrics.toldBackDropped.WithLabelValues(reason).Write(&d); err != nil {
+		return -1
+	}
+	return d.GetCounter().GetValue()
+}
+
+// ServeEmptySync makes host h answer every /parley/sync/1 request with
+// nothing (a member that serves nothing), and returns how many it answered.
+func ServeEmptySync(h host.Host) func() int {
+	var n atomic.Int64
+	h.SetStreamHandler(ProtocolSync, func(s network.Stream) {
+		defer s.Close()
+		if _, err := ReadHello(s, 0); err != nil {
+			s.Reset()
+			return
+		}
+		if err := WriteFrame(s, &Batch{End: true}); err != nil {
+			s.Reset()
+			return
+		}
+		n.Add(1)
+	})
+	return func() int { return int(n.Load()) }
 }

@@ -259,7 +259,11 @@ func (m *Manager) handleInvite(s network.Stream) {
 		answer(fmt.Errorf("%w: the invite event is not %s inviting this node to %s", ErrInviteRefused, remote, id))
 		return
 	}
-	if r := m.room(id); r != nil && r.refusesInviter(remote, m.trustsInvite(remote)) {
+	open := m.room(id)
+	if open != nil && open.provisional() {
+		open = nil // told back and not confirmed: the invite is taken as if the room were not open
+	}
+	if r := open; r != nil && r.refusesInviter(remote, m.trustsInvite(remote)) {
 		// This node is in the room and the sender is not a member of it
 		// (perhaps removed): it would be caught up from, and told this
 		// node's version vector, for nothing.
@@ -274,11 +278,11 @@ func (m *Manager) handleInvite(s network.Stream) {
 	if !validTopic(topic) {
 		topic = "" // the room joins its topic when the create event comes
 	}
-	if m.room(id) == nil && (!m.trustsInvite(remote) || m.roomsOpenedBy(remote) >= int(MaxRoomsPerInviter.Load())) {
+	if open == nil && (!m.trustsInvite(remote) || m.roomsOpenedBy(remote) >= int(MaxRoomsPerInviter.Load())) {
 		// Not a contact (a co-member of another room), or a contact whose
 		// invites opened MaxRoomsPerInviter rooms already: the invite
 		// waits for the user, and opens nothing until accepted.
-		if err := m.holdInvite(id, name, topic, remote); err != nil {
+		if err := m.holdInvite(id, inviteRec{Name: name, Inviter: remote.String(), Topic: topic}); err != nil {
 			answer(err)
 			return
 		}
@@ -318,7 +322,7 @@ func (m *Manager) retellInvites(p peer.ID) {
 	for _, r := range m.rooms {
 		r.mu.RLock()
 		_, member := r.members[p]
-		silent := r.awaitsJoin(p)
+		silent := r.awaitsJoin(p) && r.prov == nil
 		r.mu.RUnlock()
 		if member && silent {
 			todo = append(todo, r)

@@ -128,6 +128,7 @@ type Manager struct {
 	invites   invitesBook // invites waiting for the user's answer (invites.go)
 	serving   slots       // sync requests being served (sync.go)
 	asking    asking      // peers being asked which shared rooms they lack (retell.go)
+	judged    judgedBook  // rooms told back that a catch-up found this node out of (retell.go)
 }
 
 // Changes returns a channel that receives (without blocking the rooms)
@@ -284,7 +285,14 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
 	m.cfg.Host.SetStreamHandler(ProtocolInvite, m.handleInvite)
 	m.cfg.Host.SetStreamHandler(ProtocolNudge, m.handleNudge)
-	m.notif = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { m.onConnected(c.RemotePeer()) }}
+	m.notif = &network.NotifyBundle{
+		ConnectedF: func(_ network.Network, c network.Conn) { m.onConnected(c.RemotePeer()) },
+		DisconnectedF: func(n network.Network, c network.Conn) {
+			if n.Connectedness(c.RemotePeer()) != network.Connected {
+				m.judged.forget(c.RemotePeer())
+			}
+		},
+	}
 	m.cfg.Host.Network().Notify(m.notif)
 	return nil
 }
@@ -325,8 +333,10 @@ func (m *Manager) room(id identity.RoomID) *room {
 	return m.rooms[id]
 }
 
+// getRoom returns an open room for the API: a room told back that no
+// catch-up has confirmed yet is not one (retell.go).
 func (m *Manager) getRoom(id identity.RoomID) (*room, error) {
-	if r := m.room(id); r != nil {
+	if r := m.room(id); r != nil && !r.provisional() {
 		return r, nil
 	}
 	return nil, fmt.Errorf("%w: %s (see `parley room list`)", ErrUnknownRoom, id)
@@ -352,17 +362,21 @@ func (m *Manager) openRoom(id identity.RoomID, meta Meta, persist, learn bool) (
 	if r := m.room(id); r != nil {
 		return r, nil
 	}
-	return m.openLocked(id, meta, persist, learn)
+	return m.openLocked(id, meta, persist, learn, nil)
 }
 
 // openLocked is openRoom for a room not open; the caller holds openMu. The
 // room's record is written (persist) only once the room has loaded and
 // joined its topic: a room that fails to open leaves the record as it was.
-func (m *Manager) openLocked(id identity.RoomID, meta Meta, persist, learn bool) (*room, error) {
+//
+// A room told back opens with prov set (retell.go): provisional, it is
+// not persisted.
+func (m *Manager) openLocked(id identity.RoomID, meta Meta, persist, learn bool, prov *provisional) (*room, error) {
 	if m.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
 	r := newRoom(m, id, meta)
+	r.prov = prov
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -560,7 +574,8 @@ type Info struct {
 	Opened    time.Time `json:"opened"`
 }
 
-// List describes every room this node is in, by name.
+// List describes every room this node is in, by name (not those told
+// back and not confirmed yet: retell.go).
 func (m *Manager) List() []Info {
 	m.mu.RLock()
 	rs := make([]*room, 0, len(m.rooms))
@@ -570,7 +585,9 @@ func (m *Manager) List() []Info {
 	m.mu.RUnlock()
 	out := make([]Info, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, r.info())
+		if !r.provisional() {
+			out = append(out, r.info())
+		}
 	}
 	slices.SortFunc(out, func(a, b Info) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
@@ -585,7 +602,8 @@ func (m *Manager) List() []Info {
 // admitted there by a chain of invites in which no inviter is a node that
 // cutOff reports (nil: none is): a member vouches for those it invites,
 // and a node this user cut off (a revoked contact) vouches for nobody
-// here, not even for a node it invited before it was cut off, whose events
+// here (nor does a room told back and not confirmed yet: its members are
+// what its tellers said), not even for a node it invited before it was cut off, whose events
 // a room still takes when others build on them (see accept). Policies
 // call it per event: it copies nothing unless p is a member somewhere,
 // and reads an admitting event from the store once.
@@ -599,7 +617,7 @@ func (m *Manager) SharesRoom(p peer.ID, cutOff func(peer.ID) bool) bool {
 	}
 	m.mu.RUnlock()
 	for _, r := range in {
-		if r.vouches(p, cutOff) {
+		if !r.provisional() && r.vouches(p, cutOff) {
 			return true
 		}
 	}
@@ -874,6 +892,9 @@ func (m *Manager) Find(eid ID) (View, error) {
 	}
 	m.mu.RUnlock()
 	for _, id := range ids {
+		if _, err := m.getRoom(id); err != nil {
+			continue // told back, not confirmed
+		}
 		if e, _, err := m.readEvent(id, eid); err == nil {
 			return viewOf(eid, e), nil
 		}

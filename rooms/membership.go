@@ -943,6 +943,13 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 // node that left (or was removed) is dropped from the topic's mesh, and
 // this node stops following a room it is out of.
 func (r *room) afterMembership(tx *txn) {
+	if (tx.selfLeft || tx.selfOut) && r.provisional() {
+		// A room told back learns this node's membership from its
+		// catch-ups, its own old leave among them, and a re-admission
+		// perhaps after it: it is judged when a catch-up ends
+		// (judgeToldBack), never on one event of it.
+		return
+	}
 	switch {
 	case tx.selfLeft:
 		r.m.spawn(func() { r.m.closeRoom(r, true) })

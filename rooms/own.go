@@ -48,6 +48,12 @@ func (r *room) learnOwn(learn bool) {
 // events learnt hold one.
 func (r *room) ownLearned(why string) {
 	r.mu.Lock()
+	if r.prov != nil {
+		// A room told back posts nothing, its join neither, until a
+		// catch-up shows this node in (confirmToldBack learns it then).
+		r.mu.Unlock()
+		return
+	}
 	join := identity.AgentName("")
 	select {
 	case <-r.ownKnown:

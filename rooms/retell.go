@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -106,7 +107,7 @@ func (m *Manager) spokenIn(p peer.ID) []*room {
 	for _, r := range m.rooms {
 		r.mu.RLock()
 		_, member := r.members[p]
-		if member && !r.awaitsJoin(p) {
+		if member && !r.awaitsJoin(p) && r.prov == nil {
 			out = append(out, r)
 		}
 		r.mu.RUnlock()
@@ -247,8 +248,8 @@ func (m *Manager) handleHeld(s network.Stream) {
 		if err != nil {
 			continue
 		}
-		if r := m.room(id); r != nil && r.isMember(remote) {
-			continue
+		if r := m.room(id); r != nil && r.isMember(remote) && !r.provisional() {
+			continue // a room told back, not confirmed: "lacks", so that every member tells it (each a source)
 		}
 		ans.Lacks = append(ans.Lacks, raw)
 	}
@@ -293,54 +294,246 @@ func (m *Manager) seqWire(r *room, author peer.ID, seq uint64) ([]byte, error) {
 	return m.storedWire(r, ID(idb))
 }
 
-// takeTellBack takes a member's notice of a room this node is in and does
-// not hold (see the top of this file), sent by remote.
-func (m *Manager) takeTellBack(id identity.RoomID, n inviteNotice, remote peer.ID) error {
-	refuse := func(why string, args ...any) error {
-		return fmt.Errorf("%w: room %s told back by %s: %s", ErrInviteRefused, id, remote, fmt.Sprintf(why, args...))
+// A room told back is provisional: a notice proves that this node once
+// took part in the room (its own signed event there), not that it still
+// does. The room opens in memory only: no record of it is written, the
+// room list, the API and the agents do not see it, and it posts nothing
+// (its join neither). It catches up from each teller (every teller heard
+// is a source, a stranger too) and from any member connected; membership
+// of this node is judged only when such a catch-up ends, at the room's
+// state then, never on one event of it (the node's own old leave of a room
+// it rejoined since is replayed on the way). A complete catch-up from a
+// member that brought events and finds this node in confirms the room: its
+// record is written and it is a room like any other (confirmToldBack). One
+// that finds it out, with no other catch-up under way, drops the room with
+// nothing written (dropToldBack), and the evidence it came with is not
+// taken again from that teller while it stays connected. A catch-up that
+// brings nothing decides nothing. A room no catch-up confirms within
+// ProvisionalTTL is dropped.
+
+// Bounds of the rooms told back that wait for a catch-up to confirm them.
+const (
+	// MaxProvisionalPerTeller is how many provisional rooms one
+	// teller's notices may have opened.
+	MaxProvisionalPerTeller = 8
+	// MaxProvisional is how many provisional rooms may be open in all.
+	MaxProvisional = 64
+	// maxJudged bounds the evidence remembered as found out.
+	maxJudged = 1024
+)
+
+// ProvisionalTTL is how long a room told back waits for a catch-up to
+// confirm it before it is dropped.
+var ProvisionalTTL = 10 * time.Minute
+
+// provisional is the state of a room told back that no catch-up has
+// confirmed yet; the room's mu protects it.
+type provisional struct {
+	sources map[peer.ID]ID // the tellers heard, caught up from → the own event each sent
+	opener  peer.ID        // the teller whose notice opened it (the bounds count it)
+	running int            // catch-up sessions of the room under way
+	sawOut  bool           // a complete catch-up found this node out
+}
+
+// judgedKey is evidence a catch-up found this node out with: the room, the
+// teller and the own event it sent.
+type judgedKey struct {
+	room   identity.RoomID
+	teller peer.ID
+	own    ID
+}
+
+// judgedBook remembers such evidence while the teller stays connected; mu
+// protects keys.
+type judgedBook struct {
+	mu   sync.Mutex
+	keys map[judgedKey]bool
+}
+
+func (b *judgedBook) add(k judgedKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.keys == nil {
+		b.keys = make(map[judgedKey]bool)
+	}
+	if len(b.keys) >= maxJudged {
+		for old := range b.keys {
+			delete(b.keys, old) // any one: a bound, not a cache
+			break
+		}
+	}
+	b.keys[k] = true
+}
+
+func (b *judgedBook) has(k judgedKey) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.keys[k]
+}
+
+// forget drops what was judged of p's evidence (p disconnected).
+func (b *judgedBook) forget(p peer.ID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k := range b.keys {
+		if k.teller == p {
+			delete(b.keys, k)
+		}
+	}
+}
+
+// provisional reports whether the room waits for a catch-up to confirm it.
+func (r *room) provisional() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.prov != nil
+}
+
+// toldBackBy reports whether p told this node the room back and is caught
+// up from while the room is provisional, a stranger too: a co-member an
+// older copy of this node's home does not know.
+func (r *room) toldBackBy(p peer.ID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.prov == nil || p == "" {
+		return false
+	}
+	_, ok := r.prov.sources[p]
+	return ok
+}
+
+// beginToldBackSession counts a catch-up session of a provisional room,
+// and reports whether it is one (judgeToldBack then ends it).
+func (r *room) beginToldBackSession() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.prov == nil {
+		return false
+	}
+	r.prov.running++
+	return true
+}
+
+// tellBackEvidence is a told-back notice checked: the room's record to
+// open it with and the own event that proves this node took part.
+type tellBackEvidence struct {
+	meta Meta
+	own  ID
+}
+
+// checkTellBack checks a told-back notice of room id from teller: the
+// create event founds the room, the admitting event admits this node into
+// it (for a room another node created), and the own event is this node's
+// in the room, signed by its key, and not its leave (a leave proves that
+// it took part, not that it still does). Each event's signature is its
+// author's (Decode). The teller, the authenticated peer of the stream, is
+// recorded as the inviter: nothing in the notice names it.
+func (m *Manager) checkTellBack(id identity.RoomID, n inviteNotice, teller peer.ID) (tellBackEvidence, error) {
+	refuse := func(why string) error {
+		return fmt.Errorf("%w: room %s told back by %s: %s", ErrInviteRefused, id, teller, why)
 	}
 	admit, _, err := Decode(n.Event)
 	if err != nil {
-		return err
+		return tellBackEvidence{}, err
 	}
-	own, _, err := Decode(n.Own)
+	own, ownID, err := Decode(n.Own)
 	if err != nil {
-		return err
+		return tellBackEvidence{}, err
 	}
 	if own.Author != m.self || own.Room != id {
-		return refuse("the event said to be this node's is not this node's in the room")
+		return tellBackEvidence{}, refuse("the event said to be this node's is not this node's in the room")
+	}
+	if target, _, err := own.LeaveTarget(); own.Kind == KindLeave && err == nil && target == m.self {
+		return tellBackEvidence{}, refuse("the event of this node's is its leave")
 	}
 	create := admit
 	if len(n.Create) > 0 {
 		if create, _, err = Decode(n.Create); err != nil {
-			return err
+			return tellBackEvidence{}, err
 		}
 	}
 	if create.Kind != KindCreate || create.Room != id || len(create.Body) < roomNonceLen || DeriveRoomID(create.Author, create.Body[:roomNonceLen]) != id {
-		return refuse("no create event that founds the room")
+		return tellBackEvidence{}, refuse("no create event that founds the room")
 	}
 	if create.Author != m.self {
 		if target, err := admit.InviteTarget(); err != nil || target != m.self || admit.Room != id {
-			return refuse("no invite of this node into the room")
+			return tellBackEvidence{}, refuse("no invite of this node into the room")
 		}
 	}
 	name, purpose := splitCreate(create.Body[roomNonceLen:])
 	meta := Meta{Name: name, Purpose: purpose, Creator: create.Author, Opened: time.Now().UTC(), Topic: TopicFor(create.Body[:roomNonceLen])}
 	if create.Author != m.self {
-		meta.InvitedBy = admit.Author
+		meta.InvitedBy = teller
 	}
-	r, err := m.openToldBack(id, meta)
+	return tellBackEvidence{meta: meta, own: ownID}, nil
+}
+
+// takeTellBack takes a member's notice of a room this node is in and does
+// not hold (see the top of this file), sent by remote. A notice from an
+// active contact trusted to invite opens the room provisionally at once;
+// one from any other node the policy lets tell (a stranger: a co-member an
+// older copy of this node's home does not know; a co-member not trusted to
+// invite) waits for the user as its invite would (Invites, AcceptInvite).
+func (m *Manager) takeTellBack(id identity.RoomID, n inviteNotice, remote peer.ID) error {
+	ev, err := m.checkTellBack(id, n, remote)
 	if err != nil {
 		return err
 	}
-	m.dropInvite(id)
-	r.mu.Lock()
-	r.toldBy = remote
-	r.mu.Unlock()
-	r.beginInviteCatchUp()
-	m.log.Info("room told back by a member", "room", string(id), "remote", remote.String())
-	m.spawn(func() { m.catchUpToldBack(r, remote) })
+	if m.judged.has(judgedKey{id, remote, ev.own}) {
+		return fmt.Errorf("%w: room %s told back by %s: a catch-up found this node out of it with this very evidence", ErrInviteRefused, id, remote)
+	}
+	trusted := m.cfg.Policy.Allowed(remote) == nil && m.trustsInvite(remote)
+	if r := m.room(id); r != nil {
+		if trusted && r.addToldBackSource(remote, ev.own) {
+			m.log.Info("room told back again, by another member", "room", string(id), "remote", remote.String())
+			m.spawn(func() { m.catchUpToldBack(r, remote) })
+			return nil
+		}
+		if !r.provisional() {
+			return errHeld
+		}
+	} else if err := m.holdsRecord(id); err != nil {
+		return err
+	}
+	if !trusted {
+		raw, err := encMode.Marshal(n)
+		if err != nil {
+			return err
+		}
+		rec := inviteRec{Name: ev.meta.Name, Inviter: remote.String(), Topic: ev.meta.Topic, ToldBack: raw}
+		if err := m.holdInvite(id, rec); err != nil {
+			return err
+		}
+		m.log.Info("room told back waits for the user", "room", string(id), "remote", remote.String())
+		m.pulse()
+		return nil
+	}
+	return m.openToldBack(id, ev, remote)
+}
+
+// holdsRecord returns errHeld if this node holds a record of room id.
+func (m *Manager) holdsRecord(id identity.RoomID) error {
+	if m.room(id) != nil || m.leaving.get(id) != nil {
+		return errHeld
+	}
+	if _, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id))); err != nil {
+		return err
+	} else if ok {
+		return errHeld
+	}
 	return nil
+}
+
+// addToldBackSource adds teller as a source of a provisional room, and
+// reports whether the room is one.
+func (r *room) addToldBackSource(teller peer.ID, own ID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.prov == nil {
+		return false
+	}
+	r.prov.sources[teller] = own
+	return true
 }
 
 // errHeld refuses a room told back that this node holds a record of: open,
@@ -351,54 +544,198 @@ func (m *Manager) takeTellBack(id identity.RoomID, n inviteNotice, remote peer.I
 // each case tells the sender nothing about which.
 var errHeld = fmt.Errorf("%w: this node holds a record of the room", ErrInviteRefused)
 
-// openToldBack opens a room told back, persisting it, unless this node
-// holds a record of it. The check and the open are made under openMu, as
-// closeRoom takes the room out and records it left under openMu.
-func (m *Manager) openToldBack(id identity.RoomID, meta Meta) (*room, error) {
+// openToldBack opens a room told back by teller, provisionally (see the
+// top of this file), and catches up from it; a room provisional already
+// takes teller as one more source.
+func (m *Manager) openToldBack(id identity.RoomID, ev tellBackEvidence, teller peer.ID) error {
+	r, fresh, err := m.openProvisional(id, ev, teller)
+	if err != nil {
+		return err
+	}
+	m.log.Info("room told back by a member, provisional until a catch-up shows this node in", "room", string(id), "remote", teller.String(), "first", fresh)
+	m.spawn(func() { m.catchUpToldBack(r, teller) })
+	if fresh {
+		m.spawn(func() { m.expireToldBack(r) })
+	}
+	return nil
+}
+
+// openProvisional opens the room unless this node holds a record of it or
+// the bounds are reached. The check and the open are made under openMu,
+// as closeRoom takes a room out and records it left under openMu.
+func (m *Manager) openProvisional(id identity.RoomID, ev tellBackEvidence, teller peer.ID) (r *room, fresh bool, err error) {
 	m.openMu.Lock()
 	defer m.openMu.Unlock()
-	if m.room(id) != nil || m.leaving.get(id) != nil {
-		return nil, errHeld
+	if r := m.room(id); r != nil {
+		if r.addToldBackSource(teller, ev.own) {
+			return r, false, nil
+		}
+		return nil, false, errHeld
 	}
-	if _, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id))); err != nil {
-		return nil, err
-	} else if ok {
-		return nil, errHeld
+	if err := m.holdsRecord(id); err != nil {
+		return nil, false, err
 	}
-	return m.openLocked(id, meta, true, true)
+	all, by := m.provisionalCount(teller)
+	if all >= MaxProvisional || by >= MaxProvisionalPerTeller {
+		m.metrics.toldBackDropped.WithLabelValues("cap").Inc()
+		return nil, false, fmt.Errorf("%w: %d rooms told back wait for a catch-up (%d of them by %s)", ErrInviteRefused, all, by, teller)
+	}
+	r, err = m.openLocked(id, ev.meta, false, true, &provisional{sources: map[peer.ID]ID{teller: ev.own}, opener: teller})
+	if err != nil {
+		return nil, false, err
+	}
+	return r, true, nil
 }
 
-// toldBackBy reports whether p told this node the room back. A stranger
-// that did is caught up from (syncWith): it is a co-member an older copy
-// of this node's home does not know, and the room knows it as one once it
-// holds the room's events.
-func (r *room) toldBackBy(p peer.ID) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return p != "" && r.toldBy == p
+// provisionalCount counts the provisional rooms, all and those teller's
+// notices opened.
+func (m *Manager) provisionalCount(teller peer.ID) (all, by int) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, r := range m.rooms {
+		r.mu.RLock()
+		if r.prov != nil {
+			all++
+			if r.prov.opener == teller {
+				by++
+			}
+		}
+		r.mu.RUnlock()
+	}
+	return all, by
 }
 
-// catchUpToldBack catches up a room told back with its teller. If the room
-// then says this node is out (it was removed, or left, since its own
-// event: the teller had not learnt it), the room closes again, recorded
-// as left.
+// catchUpToldBack catches up a room told back with a teller; the session's
+// end judges the room (judgeToldBack, from syncWith).
 func (m *Manager) catchUpToldBack(r *room, teller peer.ID) {
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Minute)
 	defer cancel()
-	err := r.syncWith(ctx, teller)
-	r.endInviteCatchUp()
-	if err != nil {
+	if err := r.syncWith(ctx, teller); err != nil && ctx.Err() == nil {
 		m.log.Warn("catch-up of a room told back failed; will retry", "room", string(r.id), "err", err)
 		r.requestSync(teller)
+	}
+}
+
+// judgeToldBack ends a catch-up session of a provisional room with p, which
+// ended with err and brought events or not. It decides only on a complete
+// session from a member (as the room knows it then) that brought events:
+// this node in confirms the room; out drops it once no other session is
+// under way (a later one may bring a re-admission). A session undecided
+// asks the other members connected.
+func (m *Manager) judgeToldBack(r *room, p peer.ID, err error, brought bool) {
+	r.mu.Lock()
+	pv := r.prov
+	if pv == nil {
+		r.mu.Unlock()
 		return
 	}
+	pv.running--
+	_, in := r.members[m.self]
+	_, fromMember := r.members[p]
+	complete := err == nil && brought && fromMember
+	if complete && !in {
+		pv.sawOut = true
+	}
+	out := !in && pv.sawOut && pv.running == 0
+	r.mu.Unlock()
+	switch {
+	case complete && in:
+		m.spawn(func() { m.confirmToldBack(r) })
+		return
+	case out:
+		m.spawn(func() { m.dropToldBack(r, "out") })
+		return
+	}
+	if brought {
+		for _, q := range r.memberList() {
+			if q != m.self && q != p && m.reachable(q) && (m.cfg.Policy.Allowed(q) == nil || r.toldBackBy(q)) {
+				r.requestSync(q)
+			}
+		}
+	}
+}
+
+// confirmToldBack makes a provisional room a room like any other: its
+// record is written, the API and the agents see it, and it posts (its
+// join first, if this node has not spoken since its admission).
+func (m *Manager) confirmToldBack(r *room) {
+	m.openMu.Lock()
+	r.mu.Lock()
+	pv := r.prov
+	if pv == nil || m.room(r.id) != r {
+		r.mu.Unlock()
+		m.openMu.Unlock()
+		return
+	}
+	r.prov = nil
+	raw, err := json.Marshal(r.meta)
+	r.mu.Unlock()
+	if err == nil {
+		err = m.cfg.Store.Apply([]schema.Op{{Key: schema.RoomIndex(string(r.id)), Val: raw}}, true)
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.prov = pv // a later catch-up confirms it
+		r.mu.Unlock()
+		m.openMu.Unlock()
+		m.log.Warn("room told back not recorded; still provisional", "room", string(r.id), "err", err)
+		return
+	}
+	m.openMu.Unlock()
+	m.dropInvite(r.id)
+	m.changed(r.id)
+	r.ownLearned("a member's catch-up confirmed the room")
+	m.log.Info("room told back confirmed by a member's catch-up", "room", string(r.id))
+}
+
+// dropToldBack drops a provisional room with nothing written: a catch-up
+// found this node out (reason "out": unless a session runs again, or this
+// node is in now), or none confirmed it in time ("expired"). The evidence
+// each teller sent is not taken from it again while it stays connected.
+func (m *Manager) dropToldBack(r *room, reason string) {
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	m.mu.Lock()
 	r.mu.RLock()
-	_, member := r.members[m.self]
-	known := len(r.members) > 0 // the room holds its create event at least
+	pv := r.prov
+	_, in := r.members[m.self]
+	keep := pv == nil || m.rooms[r.id] != r || reason == "out" && (pv.running > 0 || in || !pv.sawOut)
+	var sources map[peer.ID]ID
+	if pv != nil {
+		sources = pv.sources
+	}
 	r.mu.RUnlock()
-	if known && !member && m.room(r.id) == r {
-		m.log.Info("room told back says this node is out; closing it", "room", string(r.id), "remote", teller.String())
-		m.closeRoom(r, false)
+	if keep {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.rooms, r.id)
+	m.mu.Unlock()
+	for p, own := range sources {
+		m.judged.add(judgedKey{r.id, p, own})
+	}
+	m.spawnMu.Lock()
+	r.cancel()
+	m.spawnMu.Unlock()
+	r.wg.Wait()
+	m.leaveTopic(r)
+	r.closeListeners()
+	m.metrics.toldBackDropped.WithLabelValues(reason).Inc()
+	m.log.Info("room told back dropped", "room", string(r.id), "reason", reason)
+}
+
+// expireToldBack drops r if it is still provisional ProvisionalTTL after it
+// opened.
+func (m *Manager) expireToldBack(r *room) {
+	t := time.NewTimer(ProvisionalTTL)
+	defer t.Stop()
+	select {
+	case <-r.ctx.Done():
+		return
+	case <-t.C:
+	}
+	if r.provisional() {
+		m.dropToldBack(r, "expired")
 	}
 }
 
@@ -413,4 +750,23 @@ func (m *Manager) dropInvite(id identity.RoomID) {
 	if err := m.cfg.Store.Apply([]schema.Op{{Key: schema.WaitingInvite(string(id)), Delete: true}}, false); err != nil {
 		m.log.Warn("waiting invite not dropped from the store", "room", string(id), "err", err)
 	}
+}
+
+// acceptToldBack takes the user's yes to a room told back by teller, a
+// node not trusted to open it (its notice waited, raw): the room opens
+// provisionally, or takes teller as one more source if it is open so.
+func (m *Manager) acceptToldBack(id identity.RoomID, raw []byte, teller peer.ID) error {
+	var n inviteNotice
+	if err := frameDec.Unmarshal(raw, &n); err != nil {
+		return fmt.Errorf("%w: the notice kept: %v", ErrMalformed, err)
+	}
+	ev, err := m.checkTellBack(id, n, teller)
+	if err != nil {
+		return err
+	}
+	if err := m.openToldBack(id, ev, teller); err != nil {
+		return err
+	}
+	m.log.Info("room told back accepted", "room", string(id), "remote", teller.String())
+	return nil
 }

@@ -3,6 +3,8 @@ package rooms_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,14 +124,18 @@ func TestToldBackRemovedRoomStaysShut(t *testing.T) {
 
 // TestToldBackForgedNoticesRefused: node 1 is put back on a copy of its
 // home taken before it joined room A (node 0's, node 3 invited too) and
-// before it created room C. With A's members down, node 2, in no room,
-// sends node 1 notices of A that each get one thing wrong: node 1 opens
-// none of them. The right notice then opens A, which shows each refusal
-// is for what was wrong.
+// before it created room C. With A's members down, node 2, a contact of
+// node 1's in no room, sends node 1 notices of A that each get one thing
+// wrong: each is refused for that thing (its answer says which), and node
+// 1 opens none of them, not even provisionally. The right notice then
+// opens A provisionally (node 2 holds nothing of A, so A stays so).
 func TestToldBackForgedNoticesRefused(t *testing.T) {
-	nt := startNet(t, 4)
+	nt := contactNet(t, 4)
 	ctx := context.Background()
-	waitConnected(t, nt, 0, 1)
+	for _, p := range [][2]int{{0, 1}, {0, 3}, {2, 1}} {
+		waitConnected(t, nt, p[0], p[1])
+		nt.Befriend(t, p[0], p[1])
+	}
 	nt.Crash(1)
 	old := nt.CopyData(1)
 	nt.Restart(1)
@@ -153,37 +159,52 @@ func TestToldBackForgedNoticesRefused(t *testing.T) {
 	nt.Restart(1)
 	waitConnected(t, nt, 1, 2)
 
+	// ownA with its signature's last byte changed: node 1's event, not
+	// signed by node 1's key.
+	badSig := slices.Clone(ownA)
+	badSig[len(badSig)-1] ^= 1
+	_, _, sigErr := rooms.Decode(badSig)
+	if !errors.Is(sigErr, rooms.ErrBadSignature) {
+		t.Fatalf("the tampered event decodes with %v", sigErr)
+	}
 	for _, f := range []struct {
 		why                string
 		event, create, own []byte
+		answer             string // what node 1's refusal says
 	}{
-		{"own event signed by another node", inviteOf1, createA, createA},
-		{"own event from another room", inviteOf1, createA, createC},
-		{"create event of another room", inviteOf1, createC, ownA},
-		{"invite of another node", inviteOf3, createA, ownA},
-		{"no invite at all", ownA, createA, ownA},
+		{"own event signed by another node", inviteOf1, createA, createA, "is not this node's in the room"},
+		{"own event from another room", inviteOf1, createA, createC, "is not this node's in the room"},
+		{"own event with a wrong signature", inviteOf1, createA, badSig, sigErr.Error()},
+		{"create event of another room", inviteOf1, createC, ownA, "no create event that founds the room"},
+		{"invite of another node", inviteOf3, createA, ownA, "no invite of this node into the room"},
+		{"no invite at all", ownA, createA, ownA, "no invite of this node into the room"},
 	} {
-		if err := rooms.SendTellBack(ctx, nt.Node(2).Host(), nt.ID(1), a, f.event, f.create, f.own); !errors.Is(err, rooms.ErrInviteRefused) && err == nil {
-			t.Errorf("%s: taken", f.why)
+		err := rooms.SendTellBack(ctx, nt.Node(2).Host(), nt.ID(1), a, f.event, f.create, f.own)
+		if !errors.Is(err, rooms.ErrInviteRefused) || !strings.Contains(err.Error(), f.answer) {
+			t.Errorf("%s: %v, want it refused with %q", f.why, err, f.answer)
 		}
-		if _, err := mgr(nt, 1).Get(a); !errors.Is(err, rooms.ErrUnknownRoom) {
-			t.Fatalf("%s: node 1 opened the room (%v)", f.why, err)
+		if mgr(nt, 1).Provisional(a) || waits(nt, 1, a) {
+			t.Fatalf("%s: node 1 opened the room provisionally, or holds it for the user", f.why)
 		}
 	}
 	if err := rooms.SendTellBack(ctx, nt.Node(2).Host(), nt.ID(1), a, inviteOf1, createA, ownA); err != nil {
 		t.Fatalf("the right notice: %v", err)
 	}
-	if _, err := mgr(nt, 1).Get(a); err != nil {
-		t.Fatalf("the right notice did not open the room: %v", err)
+	if !mgr(nt, 1).Provisional(a) {
+		t.Fatal("the right notice did not open the room provisionally")
+	}
+	if _, err := mgr(nt, 1).Get(a); !errors.Is(err, rooms.ErrUnknownRoom) {
+		t.Fatalf("a room told back by a node that holds nothing of it is open to the API: %v", err)
 	}
 }
 
 // TestToldBackRoomClosesWhenOut: node 1 is put back on a copy taken before
 // it joined a room it was removed from since (a post of its crossed the
 // removal). A member that holds the removal tells it the room back anyway,
-// with the crossing post: node 1 lacks the room, so it opens it, but once
-// caught up the room says node 1 is out, and it closes again, recorded as
-// left.
+// with the crossing post: node 1 lacks the room, so it opens it
+// provisionally, but once caught up the room says node 1 is out, and it is
+// dropped with nothing written (no record, not even a left one: the
+// room was never confirmed), and the same notice is refused after.
 func TestToldBackRoomClosesWhenOut(t *testing.T) {
 	nt := startNet(t, 3)
 	ctx := context.Background()
@@ -228,9 +249,15 @@ func TestToldBackRoomClosesWhenOut(t *testing.T) {
 		t.Logf("tell-back refused: %v", err)
 	}
 	nt.WaitFor(40*time.Second, func() bool {
-		_, left := mgr(nt, 1).LeftRoom(id)
-		return left
-	}, "node 1 to close the room told back, recorded as left")
+		return !mgr(nt, 1).Provisional(id) && mgr(nt, 1).ToldBackDropped("out") == 1
+	}, "node 1 to drop the room told back")
+	if mgr(nt, 1).HasRecord(id) {
+		t.Fatal("the room dropped left a record")
+	}
+	err := rooms.SendTellBack(ctx, nt.Node(2).Host(), nt.ID(1), id, invite, create, own)
+	if !errors.Is(err, rooms.ErrInviteRefused) || !strings.Contains(err.Error(), "this very evidence") {
+		t.Fatalf("the same notice again: %v, want it refused", err)
+	}
 	nt.Crash(1)
 	nt.Restart(1)
 	if _, err := mgr(nt, 1).Get(id); !errors.Is(err, rooms.ErrUnknownRoom) {

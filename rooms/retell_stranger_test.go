@@ -3,9 +3,11 @@ package rooms_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
@@ -15,9 +17,11 @@ import (
 // on a copy taken before it became node 0's contact, and before it joined
 // node 0's room. Node 1 no longer knows node 0 (a stranger, in no room it
 // holds), yet node 0 still counts it in: node 1 answers node 0's ask and
-// takes the room back, its own event proving it accepted it. Before the
-// fix node 1's contacts policy refused node 0 outright and the room never
-// came back.
+// is told the room back, its own event proving it accepted it. A
+// stranger's word waits for the user (listed among the invites, marked
+// told back) and opens nothing until accepted; accepted, the room comes
+// back. Before h3, node 1's contacts policy refused node 0 outright and
+// the room never came back.
 func TestRestoredNodeToldRoomsByAContactItForgot(t *testing.T) {
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.SyncInterval = time.Second
@@ -36,6 +40,13 @@ func TestRestoredNodeToldRoomsByAContactItForgot(t *testing.T) {
 	nt.Crash(1)
 	nt.RestoreData(1, old)
 	nt.Restart(1)
+	nt.WaitFor(40*time.Second, func() bool { return heldToldBack(nt, 1, id) }, "node 0's tell-back to wait for node 1's user")
+	if mgr(nt, 1).Provisional(id) || mgr(nt, 1).HasRecord(id) {
+		t.Fatal("a stranger's tell-back opened the room before the user accepted it")
+	}
+	if _, err := mgr(nt, 1).AcceptInvite(string(id)); err != nil {
+		t.Fatal(err)
+	}
 	nt.WaitFor(40*time.Second, func() bool {
 		_, err := mgr(nt, 1).Get(id)
 		return err == nil
@@ -72,8 +83,12 @@ func TestRevokedContactCannotTellRoomsBack(t *testing.T) {
 	nt.RestoreData(1, old)
 	nt.Restart(1)
 	waitConnected(t, nt, 1, 2)
-	if err := rooms.SendTellBack(ctx, nt.Node(2).Host(), nt.ID(1), id, invite, create, own); err == nil {
-		t.Error("a revoked contact told node 1 a room back")
+	err := rooms.SendTellBack(ctx, nt.Node(2).Host(), nt.ID(1), id, invite, create, own)
+	if !errors.Is(err, rooms.ErrInviteRefused) || !strings.Contains(err.Error(), consent.ErrRevoked.Error()) {
+		t.Fatalf("a revoked contact's tell-back: %v, want it refused as revoked", err)
+	}
+	if waits(nt, 1, id) || mgr(nt, 1).Provisional(id) {
+		t.Fatal("a revoked contact's tell-back waits for the user, or opened the room")
 	}
 	if _, err := mgr(nt, 1).Get(id); !errors.Is(err, rooms.ErrUnknownRoom) {
 		t.Fatalf("node 1 opened the room a revoked contact told it (%v)", err)

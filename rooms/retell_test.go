@@ -102,8 +102,10 @@ func TestRestoredNodeToldItsRooms(t *testing.T) {
 // TestRestoredNodeToldRoomsItAccepted: invites from a node this node does
 // not trust to invite wait for the user. Since the copy of node 1's home,
 // the user accepted one (node 1 joined) and left another waiting. Put back
-// on the copy, node 1 opens the first again when told (its own join
-// proves it accepted) and holds the second for the user again.
+// on the copy, node 1 is told the first back by node 0, which it still
+// does not trust: the tell-back waits for the user like the invite did
+// (marked told back), and opens the room once accepted; the second is held
+// for the user again as an invite.
 func TestRestoredNodeToldRoomsItAccepted(t *testing.T) {
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.RoomPolicy = gatedPolicy{}
@@ -140,9 +142,18 @@ func TestRestoredNodeToldRoomsItAccepted(t *testing.T) {
 	nt.RestoreData(1, old)
 	nt.Restart(1)
 	nt.WaitFor(40*time.Second, func() bool {
+		return heldToldBack(nt, 1, accepted) && waits(nt, 1, waiting)
+	}, "node 1 to hold the tell-back of the room it accepted, and the other invite")
+	if _, err := mgr(nt, 1).Get(accepted); !errors.Is(err, rooms.ErrUnknownRoom) || mgr(nt, 1).Provisional(accepted) {
+		t.Fatalf("the tell-back of an untrusted node opened the room before the user accepted it: %v", err)
+	}
+	if _, err := mgr(nt, 1).AcceptInvite(string(accepted)); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(40*time.Second, func() bool {
 		_, err := mgr(nt, 1).Get(accepted)
-		return err == nil && waits(nt, 1, waiting)
-	}, "node 1 to open the room it accepted and hold the other invite")
+		return err == nil
+	}, "node 1 to open the room it accepted again")
 	waitConverged(t, nt, accepted, 4, 40*time.Second, 0, 1)
 	if _, err := mgr(nt, 1).Get(waiting); !errors.Is(err, rooms.ErrUnknownRoom) {
 		t.Fatalf("the invite node 1 never accepted opened its room: %v", err)

@@ -261,6 +261,17 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 	if err := r.m.cfg.Policy.Allowed(p); err != nil && !(errors.Is(err, ErrStranger) && r.toldBackBy(p)) {
 		return err
 	}
+	if !r.beginToldBackSession() {
+		return r.syncSession(ctx, p)
+	}
+	mark := r.progressMark()
+	err := r.syncSession(ctx, p)
+	r.m.judgeToldBack(r, p, err, r.progressMark() != mark)
+	return err
+}
+
+// syncSession is syncWith's catch-up itself.
+func (r *room) syncSession(ctx context.Context, p peer.ID) error {
 	var from peer.ID // the authors asked for: from here on
 	refused := 0     // events of parts that brought nothing the room took
 	cut := false     // a part ended with more of it left unasked
