@@ -443,8 +443,12 @@ func (m *Manager) checkTellBack(id identity.RoomID, n inviteNotice, teller peer.
 	if own.Author != m.self || own.Room != id {
 		return tellBackEvidence{}, refuse("the event said to be this node's is not this node's in the room")
 	}
-	if target, _, err := own.LeaveTarget(); own.Kind == KindLeave && err == nil && target == m.self {
-		return tellBackEvidence{}, refuse("the event of this node's is its leave")
+	if own.Kind == KindLeave {
+		// Its own leave, or an agent's: it took part, and may not now.
+		// (The creator's removal of another node proves it was in.)
+		if target, _, err := own.LeaveTarget(); err != nil || target == "" || target == m.self {
+			return tellBackEvidence{}, refuse("the event of this node's is its leave")
+		}
 	}
 	create := admit
 	if len(n.Create) > 0 {
@@ -660,9 +664,13 @@ func (m *Manager) judgeToldBack(r *room, p peer.ID, err error, brought bool) {
 // join first, if this node has not spoken since its admission).
 func (m *Manager) confirmToldBack(r *room) {
 	m.openMu.Lock()
+	if m.room(r.id) != r { // m.mu before r.mu, never under it
+		m.openMu.Unlock()
+		return
+	}
 	r.mu.Lock()
 	pv := r.prov
-	if pv == nil || m.room(r.id) != r {
+	if pv == nil {
 		r.mu.Unlock()
 		m.openMu.Unlock()
 		return
