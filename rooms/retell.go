@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -311,16 +312,19 @@ func (m *Manager) seqWire(r *room, author peer.ID, seq uint64) ([]byte, error) {
 // brings nothing decides nothing. A room no catch-up confirms within
 // ProvisionalTTL is dropped.
 
-// Bounds of the rooms told back that wait for a catch-up to confirm them.
-const (
-	// MaxProvisionalPerTeller is how many provisional rooms one
-	// teller's notices may have opened.
-	MaxProvisionalPerTeller = 8
-	// MaxProvisional is how many provisional rooms may be open in all.
-	MaxProvisional = 64
-	// maxJudged bounds the evidence remembered as found out.
-	maxJudged = 1024
-)
+// Bounds of the rooms told back that wait for a catch-up to confirm them
+// (tests lower them): MaxProvisionalPerTeller is how many provisional rooms
+// one teller's notices may have opened, MaxProvisional how many may be
+// open in all. Notices past them are refused (and counted).
+var MaxProvisionalPerTeller, MaxProvisional atomic.Int32
+
+func init() {
+	MaxProvisionalPerTeller.Store(8)
+	MaxProvisional.Store(64)
+}
+
+// maxJudged bounds the evidence remembered as found out.
+const maxJudged = 1024
 
 // ProvisionalTTL is how long a room told back waits for a catch-up to
 // confirm it before it is dropped.
@@ -580,7 +584,7 @@ func (m *Manager) openProvisional(id identity.RoomID, ev tellBackEvidence, telle
 		return nil, false, err
 	}
 	all, by := m.provisionalCount(teller)
-	if all >= MaxProvisional || by >= MaxProvisionalPerTeller {
+	if all >= int(MaxProvisional.Load()) || by >= int(MaxProvisionalPerTeller.Load()) {
 		m.metrics.toldBackDropped.WithLabelValues("cap").Inc()
 		return nil, false, fmt.Errorf("%w: %d rooms told back wait for a catch-up (%d of them by %s)", ErrInviteRefused, all, by, teller)
 	}

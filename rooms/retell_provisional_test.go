@@ -300,3 +300,62 @@ func TestToldBackLeftRoomNotReopened(t *testing.T) {
 		t.Fatalf("after a restart, the room accepted: %v", err)
 	}
 }
+
+// TestToldBackBounded: a teller cannot make a restored node hold more
+// provisional rooms than MaxProvisionalPerTeller (nor more than
+// MaxProvisional in all): past the bound its notices are refused and
+// counted, and another teller is still heard. Node 1 created three rooms
+// since the copy of its home; node 0 and node 2 (contacts, members of
+// none, so they serve nothing and the rooms stay provisional) tell them
+// back.
+func TestToldBackBounded(t *testing.T) {
+	defer func(by, all int32) {
+		rooms.MaxProvisionalPerTeller.Store(by)
+		rooms.MaxProvisional.Store(all)
+	}(rooms.MaxProvisionalPerTeller.Load(), rooms.MaxProvisional.Load())
+	rooms.MaxProvisionalPerTeller.Store(2)
+	rooms.MaxProvisional.Store(3)
+	nt := contactNet(t, 3)
+	ctx := context.Background()
+	for _, p := range [][2]int{{0, 1}, {2, 1}} {
+		waitConnected(t, nt, p[0], p[1])
+		nt.Befriend(t, p[0], p[1])
+	}
+	nt.Crash(1)
+	old := nt.CopyData(1)
+	nt.Restart(1)
+	var ids []identity.RoomID
+	var creates [][]byte
+	for _, name := range []string{"a", "b", "c", "d"} {
+		id, err := mgr(nt, 1).Create(ctx, name, identity.HumanAgent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		create, _ := roomWires(t, nt, 1, id, 1)
+		ids, creates = append(ids, id), append(creates, create)
+	}
+	restore(nt, 1, old)
+	waitConnected(t, nt, 1, 0)
+	waitConnected(t, nt, 1, 2)
+	tell := func(teller, k int) error {
+		// The create event is the admitting event, and node 1's own.
+		return rooms.SendTellBack(ctx, nt.Node(teller).Host(), nt.ID(1), ids[k], creates[k], nil, creates[k])
+	}
+	for k := range 2 {
+		if err := tell(0, k); err != nil {
+			t.Fatalf("node 0's notice %d: %v", k, err)
+		}
+	}
+	if err := tell(0, 2); !errors.Is(err, rooms.ErrInviteRefused) || mgr(nt, 1).Provisional(ids[2]) {
+		t.Fatalf("node 0's third notice: %v, want it refused over the bound per teller", err)
+	}
+	if err := tell(2, 2); err != nil || !mgr(nt, 1).Provisional(ids[2]) {
+		t.Fatalf("node 2's notice: %v, want it taken", err)
+	}
+	if err := tell(2, 3); !errors.Is(err, rooms.ErrInviteRefused) || mgr(nt, 1).Provisional(ids[3]) {
+		t.Fatalf("a notice past the bound in all: %v, want it refused", err)
+	}
+	if n := mgr(nt, 1).ToldBackDropped("cap"); n != 2 {
+		t.Fatalf("%v notices counted as over the bounds, want 2", n)
+	}
+}
