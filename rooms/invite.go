@@ -296,6 +296,7 @@ func (m *Manager) handleInvite(s network.Stream) {
 		answer(err)
 		return
 	}
+	r.invitedWhileProvisional()
 	r.beginInviteCatchUp() // before the answer: a post may follow it at once
 	answer(nil)
 	m.log.Info("invited to room", "room", string(id), "remote", remote.String())

@@ -280,6 +280,7 @@ func (m *Manager) AcceptInvite(ref string) (identity.RoomID, error) {
 	if err != nil {
 		return "", err
 	}
+	r.invitedWhileProvisional()
 	m.log.Info("invite accepted", "room", string(id), "remote", rec.Inviter)
 	m.spawn(func() { m.joinAfterInvite(r, inviter) })
 	return id, nil

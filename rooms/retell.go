@@ -337,6 +337,7 @@ type provisional struct {
 	opener  peer.ID        // the teller whose notice opened it (the bounds count it)
 	running int            // catch-up sessions of the room under way
 	sawOut  bool           // a complete catch-up found this node out
+	invited bool           // an invite was taken meanwhile (trusted, or accepted by the user)
 }
 
 // judgedKey is evidence a catch-up found this node out with: the room, the
@@ -638,7 +639,7 @@ func (m *Manager) judgeToldBack(r *room, p peer.ID, err error, brought bool) {
 		return
 	}
 	pv.running--
-	_, in := r.members[m.self]
+	in := r.spokeSinceAdmittedLocked() || pv.invited && r.isMemberLocked(m.self)
 	_, fromMember := r.members[p]
 	complete := err == nil && brought && fromMember
 	if complete && !in {
@@ -660,6 +661,35 @@ func (m *Manager) judgeToldBack(r *room, p peer.ID, err error, brought bool) {
 				r.requestSync(q)
 			}
 		}
+	}
+}
+
+// spokeSinceAdmittedLocked reports whether this node is in the room by its
+// own word: a member that spoke since it was (last) admitted. A member
+// admitted and silent since (invited back after it left, say, by a node its
+// user never answered) is not in for a room told back: that is an invite,
+// told by its inviter and gated as one (retellInvites, handleInvite).
+// Callers hold r.mu.
+func (r *room) spokeSinceAdmittedLocked() bool {
+	_, member := r.members[r.m.self]
+	return member && !r.awaitsJoin(r.m.self)
+}
+
+// isMemberLocked reports whether p is a member node. Callers hold r.mu.
+func (r *room) isMemberLocked(p peer.ID) bool {
+	_, ok := r.members[p]
+	return ok
+}
+
+// invitedWhileProvisional records that an invite into the room was taken
+// (from a trusted inviter, or accepted by the user) while it is
+// provisional: the catch-ups then confirm it once they show this node a
+// member, whether or not it spoke since (it joins then).
+func (r *room) invitedWhileProvisional() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.prov != nil {
+		r.prov.invited = true
 	}
 }
 
@@ -710,7 +740,7 @@ func (m *Manager) dropToldBack(r *room, reason string) {
 	m.mu.Lock()
 	r.mu.RLock()
 	pv := r.prov
-	_, in := r.members[m.self]
+	in := r.spokeSinceAdmittedLocked() || pv != nil && pv.invited && r.isMemberLocked(m.self)
 	keep := pv == nil || m.rooms[r.id] != r || reason == "out" && (pv.running > 0 || in || !pv.sawOut)
 	var sources map[peer.ID]ID
 	if pv != nil {

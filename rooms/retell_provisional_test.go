@@ -5,8 +5,11 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/node"
@@ -357,5 +360,94 @@ func TestToldBackBounded(t *testing.T) {
 	}
 	if n := mgr(nt, 1).ToldBackDropped("cap"); n != 2 {
 		t.Fatalf("%v notices counted as over the bounds, want 2", n)
+	}
+}
+
+// trustsOne allows every node and lets every node invite, and trusts the
+// invites of one node only (trusted; none while it is unset).
+type trustsOne struct{ trusted *atomic.Value }
+
+func (trustsOne) CanInvite(peer.ID) error { return nil }
+func (trustsOne) Allowed(peer.ID) error   { return nil }
+func (p trustsOne) TrustInvite(q peer.ID) bool {
+	t, _ := p.trusted.Load().(peer.ID)
+	return t != "" && q == t
+}
+
+// TestToldBackInvitedBackNotJoined: since the copy of node 1's home, node
+// 1 joined a room (invited by node 2, whose invites it trusts), spoke,
+// left, and was invited back by node 0, whose invites wait for the user;
+// the user has not answered. After the restore, node 2 (modified) tells
+// the room back with node 1's post from before the leave. The catch-up
+// shows node 1 a member, admitted by node 0's invite and silent since:
+// that is an invite its user never accepted, not a room it is in, so the
+// room is dropped, nothing is posted (no join), and node 0's invite still
+// waits. Before the fix the room was taken back and node 1 joined without
+// its user's answer.
+func TestToldBackInvitedBackNotJoined(t *testing.T) {
+	trusted := new(atomic.Value)
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.SyncInterval = time.Second
+		if i == 1 {
+			c.RoomPolicy = trustsOne{trusted}
+		} else {
+			c.RoomPolicy = rooms.DefaultPolicy{}
+		}
+	}))
+	trusted.Store(nt.ID(2))
+	ctx := context.Background()
+	waitConnected(t, nt, 0, 1)
+	waitConnected(t, nt, 2, 1)
+	nt.Crash(1)
+	old := nt.CopyData(1)
+	nt.Restart(1)
+	waitConnected(t, nt, 1, 0)
+	waitConnected(t, nt, 1, 2)
+
+	id := roomOf(t, nt, 0, "invited back", 2)
+	if _, err := mgr(nt, 2).Invite(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(40*time.Second, func() bool { return hasJoined(nt, 1, id) }, "node 1 to join")
+	post := wireOf(t, nt, 1, id, say(t, nt, 1, id, "before I left"))
+	if _, err := mgr(nt, 1).LeaveNode(ctx, id, identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	waitOut(t, nt, 0, 1, id)
+	waitOut(t, nt, 2, 1, id)
+	if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return waits(nt, 1, id) }, "node 0's invite to wait for node 1's user")
+	nt.WaitFor(20*time.Second, func() bool {
+		ms, err := mgr(nt, 2).Members(id)
+		return err == nil && slices.Contains(ms, nt.ID(1))
+	}, "node 2 to hold node 0's invite of node 1")
+	create, invite := roomWires(t, nt, 2, id, 1)
+
+	restore(nt, 1, old)
+	waitConnected(t, nt, 1, 2)
+	if err := rooms.SendTellBack(ctx, nt.Node(2).Host(), nt.ID(1), id, invite, create, post); err != nil {
+		t.Fatalf("node 2's notice: %v", err)
+	}
+	nt.WaitFor(40*time.Second, func() bool {
+		return !mgr(nt, 1).Provisional(id) && mgr(nt, 1).ToldBackDropped("out") >= 1
+	}, "the room told back to be dropped")
+	if _, err := mgr(nt, 1).Get(id); !errors.Is(err, rooms.ErrUnknownRoom) || mgr(nt, 1).HasRecord(id) {
+		t.Fatalf("the room node 1 was only invited back to is open or recorded: %v", err)
+	}
+	nt.WaitFor(40*time.Second, func() bool { return waits(nt, 1, id) }, "node 0's invite to wait again for node 1's user")
+	vs, err := mgr(nt, 0).Log(id, 10000, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, v := range vs {
+		if v.Author == nt.ID(1) && v.Kind == rooms.KindJoin {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("node 0 holds %d joins of node 1's, want 1 (none since the invite back)", n)
 	}
 }
