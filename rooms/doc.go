@@ -157,13 +157,25 @@
 // once, it sends an invite notice on /parley/invite/1 whose field 3 is the
 // event that admitted the peer, 5 the create event (absent when field 3 is
 // it) and 6 the peer's latest event in the room. The peer takes it only if
-// 6 is its own, signed by its key, in that room, 5 (or 3) founds the room
-// and, when it did not create it, 3 invites it, and only if it holds no
-// record of the room (a room it left, was removed from or failed to open
-// stays as recorded). It then opens the room, catches up from the sender
-// (closing the room again if that says it is out), and learns its own
-// events before it posts. A notice without field 6 is capped as before (one
-// event and a name). A stranger (a co-member the older copy does not know)
-// may ask, and may tell a room back; a revoked, denied or expired contact
-// may not.
+// 6 is its own, signed by its key, in that room, and not its leave (nor an
+// agent's), 5 (or 3) founds the room and, when it did not create it, 3
+// invites it, and only if it holds no record of the room (a room it left,
+// was removed from or failed to open stays as recorded). The sender is the
+// stream's peer: it is recorded as the inviter. A notice from an active
+// contact trusted to invite opens the room provisionally at once; one from
+// a stranger (a co-member the older copy does not know) or a co-member not
+// trusted to invite waits for the user among the invites (told back), and
+// opens it provisionally once accepted; a revoked, denied or expired
+// contact is refused. A provisional room writes no record, is not listed or
+// open to the API, and posts nothing; every teller heard is a source, and
+// it catches up from them and from any member connected. When a catch-up
+// from a member that brought events ends, the room is judged at its state
+// then: this node in (a member that spoke since its last admission) confirms
+// it, writing its record; out, with no other catch-up under way, drops it
+// with nothing written, and that teller's evidence is refused while it
+// stays connected. A catch-up that brings nothing decides nothing; a room
+// unconfirmed after ProvisionalTTL is dropped. Provisional rooms are
+// bounded per teller and in all. A notice without field 6 is capped as
+// before (one event and a name). A provisional room is answered "lacks" on
+// /parley/held/1, so every member tells it.
 package rooms

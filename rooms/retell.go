@@ -31,20 +31,20 @@ import (
 // event for the creator), the signed create event and P's own latest event
 // in the room. P checks that the create event founds the room, that the
 // invite invites P into it, and that the own event is its own, signed by
-// its key: it accepted the room once. It then opens the room and catches up
-// from the teller; the room learns P's own events (a post waits, as after a
-// restart, and a join its admission would post waits for them too: P joined
-// already) before P posts again. A told-back room opens only if P's store
+// its key, and not a leave: it took part in the room once. That is no proof
+// that it still does, so the room opens provisionally (below) and a
+// catch-up from a member decides. A told-back room opens only if P's store
 // holds no record of it at all (an older copy lacks the record; a record,
 // left, removed from or failed to open, is never overwritten by a notice: a
 // post of P's that crossed its removal is later than the removal's cutoff,
-// and a member that has not learnt the removal holds it), and if the
-// catch-up then says P is out, it closes again. A teller the policy does
-// not know (a stranger: a co-member the older copy does not know) may ask
-// and tell back, and is caught up from; a revoked, denied or expired
-// contact may not. Rooms P was invited to and never joined are told again
-// by their inviter as before (retellInvites), and wait for the user when
-// the inviter is not trusted.
+// and a member that has not learnt the removal holds it). A teller that is
+// an active contact trusted to invite opens it at once; any other the
+// policy lets tell (a stranger: a co-member the older copy does not know;
+// a co-member not trusted to invite) waits for the user, as its invite
+// would (Invites, marked ToldBack; AcceptInvite). A revoked, denied or
+// expired contact is refused. Rooms P was invited to and never joined are
+// told again by their inviter as before (retellInvites), and wait for the
+// user when the inviter is not trusted.
 
 // ProtocolHeld asks a member which of the rooms shared with it it lacks.
 const ProtocolHeld protocol.ID = "/parley/held/1"
