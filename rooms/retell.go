@@ -542,6 +542,10 @@ func (r *room) addToldBackSource(teller peer.ID, own ID) bool {
 		return false
 	}
 	r.prov.sources[teller] = own
+	// A catch-up that found this node out no longer drops the room by
+	// itself: the new teller's is heard first (it may bring a
+	// re-admission the others lacked).
+	r.prov.sawOut = false
 	return true
 }
 
