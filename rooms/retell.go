@@ -280,10 +280,35 @@ func (m *Manager) tellBack(r *room, p peer.ID) error {
 			return err
 		}
 	}
-	if n.Own, err = m.seqWire(r, p, own); err != nil {
+	if n.Own, err = m.ownNotLeave(r, p, own); err != nil {
 		return err
 	}
 	return sendInviteNotice(m.ctx, m.cfg.Host, p, n)
+}
+
+// maxOwnBack bounds how many of p's latest events tellBack looks through
+// for one that is not a leave.
+const maxOwnBack = 256
+
+// ownNotLeave returns the signed bytes of p's latest event in room r, up
+// to seq own, that is not a leave: a leave (its own, or an agent's of its)
+// is no evidence that p took part (checkTellBack refuses it), and p's
+// latest event may well be an agent's leave while p itself is in.
+func (m *Manager) ownNotLeave(r *room, p peer.ID, own uint64) ([]byte, error) {
+	for seq := own; seq > 0 && own-seq < maxOwnBack; seq-- {
+		wire, err := m.seqWire(r, p, seq)
+		if err != nil {
+			return nil, err
+		}
+		e, _, err := Decode(wire)
+		if err != nil {
+			return nil, err
+		}
+		if e.Kind != KindLeave {
+			return wire, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no event of %s in room %s that is not a leave among its latest %d", ErrInviteRefused, p, r.id, maxOwnBack)
 }
 
 // seqWire returns the signed bytes of author's event seq in room r.
