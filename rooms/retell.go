@@ -520,7 +520,7 @@ func (m *Manager) takeTellBack(id identity.RoomID, n inviteNotice, remote peer.I
 	if r := m.room(id); r != nil {
 		if trusted && r.addToldBackSource(remote, ev.own) {
 			m.log.Info("room told back again, by another member", "room", string(id), "remote", remote.String())
-			m.spawn(func() { m.catchUpToldBack(r, remote) })
+			r.requestSync(remote)
 			return nil
 		}
 		if !r.provisional() {
@@ -591,7 +591,7 @@ func (m *Manager) openToldBack(id identity.RoomID, ev tellBackEvidence, teller p
 		return err
 	}
 	m.log.Info("room told back by a member, provisional until a catch-up shows this node in", "room", string(id), "remote", teller.String(), "first", fresh)
-	m.spawn(func() { m.catchUpToldBack(r, teller) })
+	r.requestSync(teller)
 	if fresh {
 		m.spawn(func() { m.expireToldBack(r) })
 	}
@@ -641,17 +641,6 @@ func (m *Manager) provisionalCount(teller peer.ID) (all, by int) {
 		r.mu.RUnlock()
 	}
 	return all, by
-}
-
-// catchUpToldBack catches up a room told back with a teller; the session's
-// end judges the room (judgeToldBack, from syncWith).
-func (m *Manager) catchUpToldBack(r *room, teller peer.ID) {
-	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Minute)
-	defer cancel()
-	if err := r.syncWith(ctx, teller); err != nil && ctx.Err() == nil {
-		m.log.Warn("catch-up of a room told back failed; will retry", "room", string(r.id), "err", err)
-		r.requestSync(teller)
-	}
 }
 
 // judgeToldBack ends a catch-up session of a provisional room with p, which
