@@ -290,6 +290,7 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 		DisconnectedF: func(n network.Network, c network.Conn) {
 			if n.Connectedness(c.RemotePeer()) != network.Connected {
 				m.judged.forget(c.RemotePeer())
+				m.asking.end(c.RemotePeer())
 			}
 		},
 	}

@@ -23,7 +23,8 @@ import (
 // of rooms it still holds, not rooms it does not). Its co-members still
 // count it in and send to it. So a member that holds a room in which a
 // connected peer P is in (P created it, or joined since it was last
-// admitted, and is not out) asks P, once per connection, which of those
+// admitted, and is not out) asks P, once per connected period (from its
+// first connection until its last one closes), which of those
 // rooms it lacks (/parley/held/1: the room IDs; the answer is the ones it
 // has not open, or every one when P does not know the asker as a member,
 // see handleHeld). For each, the member tells P the room back on
@@ -73,27 +74,45 @@ const maxHeldFrame = maxHeldAsk*(26+3) + 64 // a room ID is 26 characters
 // four, ….
 const heldRetries = 5
 
-// asking holds the peers being asked (a peer's several connections start
-// one ask); mu protects peers.
+// asking holds the peers asked in their current connected period: a peer
+// is asked once from its first connection until its last one closes
+// (several connections, or a new one while another stays, ask nothing
+// more), and each room is told it once in that period, however often its
+// answers name it. mu protects peers.
 type asking struct {
 	mu    sync.Mutex
-	peers map[peer.ID]bool
+	peers map[peer.ID]map[identity.RoomID]bool // → the rooms told it in the period
 }
 
+// start reports whether p is to be asked: it was not in this period.
 func (a *asking) start(p peer.ID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.peers[p] {
+	if _, ok := a.peers[p]; ok {
 		return false
 	}
 	if a.peers == nil {
-		a.peers = make(map[peer.ID]bool)
+		a.peers = make(map[peer.ID]map[identity.RoomID]bool)
 	}
-	a.peers[p] = true
+	a.peers[p] = make(map[identity.RoomID]bool)
 	return true
 }
 
-func (a *asking) done(p peer.ID) {
+// tell reports whether room id is to be told p: it was not in this
+// period (and the period has not ended).
+func (a *asking) tell(p peer.ID, id identity.RoomID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	told, ok := a.peers[p]
+	if !ok || told[id] {
+		return false
+	}
+	told[id] = true
+	return true
+}
+
+// end ends p's connected period (its last connection closed).
+func (a *asking) end(p peer.ID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.peers, p)
@@ -122,7 +141,6 @@ func (m *Manager) retellRooms(p peer.ID) {
 	if p == m.self || m.cfg.Policy.Allowed(p) != nil || !m.asking.start(p) {
 		return
 	}
-	defer m.asking.done(p)
 	shared := m.spokenIn(p)
 	for len(shared) > 0 {
 		part := shared[:min(len(shared), maxHeldAsk)]
@@ -140,12 +158,9 @@ func (m *Manager) retellRooms(p peer.ID) {
 		}
 		for _, id := range lacks {
 			r := byID[id]
-			if r == nil || m.room(r.id) != r {
-				continue // not asked about, told already, or closed since
+			if r == nil || m.room(r.id) != r || !m.asking.tell(p, r.id) {
+				continue // not asked about, told already (in this period), or closed since
 			}
-			// Each room asked about is told once at most, however
-			// often the answer names it.
-			delete(byID, id)
 			if err := m.tellBack(r, p); err != nil {
 				m.log.Info("telling a member a room it lacks failed", "room", string(r.id), "remote", p.String(), "err", err)
 				continue
@@ -358,11 +373,13 @@ var ProvisionalTTL = 10 * time.Minute
 // provisional is the state of a room told back that no catch-up has
 // confirmed yet; the room's mu protects it.
 type provisional struct {
-	sources map[peer.ID]ID // the tellers heard, caught up from → the own event each sent
-	opener  peer.ID        // the teller whose notice opened it (the bounds count it)
-	running int            // catch-up sessions of the room under way
-	sawOut  bool           // a complete catch-up found this node out
-	invited bool           // an invite was taken meanwhile (trusted, or accepted by the user)
+	sources map[peer.ID]ID   // the tellers heard, caught up from → the own event each sent
+	opener  peer.ID          // the teller whose notice opened it (the bounds count it)
+	running int              // catch-up sessions of the room under way
+	sawOut  bool             // a complete catch-up found this node out
+	invited bool             // an invite was taken meanwhile (trusted, or accepted by the user)
+	heard   map[peer.ID]bool // the members a catch-up ended complete with
+	opened  time.Time        // when the room opened (ToldBackWait counts from it)
 }
 
 // judgedKey is evidence a catch-up found this node out with: the room, the
@@ -594,6 +611,7 @@ func (m *Manager) openToldBack(id identity.RoomID, ev tellBackEvidence, teller p
 	r.requestSync(teller)
 	if fresh {
 		m.spawn(func() { m.expireToldBack(r) })
+		m.spawn(func() { m.waitToldBack(r) })
 	}
 	return nil
 }
@@ -618,7 +636,7 @@ func (m *Manager) openProvisional(id identity.RoomID, ev tellBackEvidence, telle
 		m.metrics.toldBackDropped.WithLabelValues("cap").Inc()
 		return nil, false, fmt.Errorf("%w: %d rooms told back wait for a catch-up (%d of them by %s)", ErrInviteRefused, all, by, teller)
 	}
-	r, err = m.openLocked(id, ev.meta, false, true, &provisional{sources: map[peer.ID]ID{teller: ev.own}, opener: teller})
+	r, err = m.openLocked(id, ev.meta, false, true, &provisional{sources: map[peer.ID]ID{teller: ev.own}, opener: teller, heard: make(map[peer.ID]bool), opened: time.Now()})
 	if err != nil {
 		return nil, false, err
 	}
@@ -643,12 +661,25 @@ func (m *Manager) provisionalCount(teller peer.ID) (all, by int) {
 	return all, by
 }
 
+// ToldBackWait is how long a room told back waits for every member node
+// it knows to be heard (a complete catch-up with each) before it is
+// confirmed on the word of the members connected only, in nanoseconds
+// (tests lower it).
+var ToldBackWait atomic.Int64
+
+func init() { ToldBackWait.Store(int64(2 * time.Minute)) }
+
+// toldBackWait is ToldBackWait as a duration.
+func toldBackWait() time.Duration { return time.Duration(ToldBackWait.Load()) }
+
 // judgeToldBack ends a catch-up session of a provisional room with p, which
-// ended with err and brought events or not. It decides only on a complete
-// session from a member (as the room knows it then) that brought events:
-// this node in confirms the room; out drops it once no other session is
-// under way (a later one may bring a re-admission). A session undecided
-// asks the other members connected.
+// ended with err and brought events or not. A session that ended complete
+// with a member (as the room knows it then) hears it: what it holds of
+// this node's events is here now. This node out, by a complete session
+// that brought events, drops the room once no other session is under way
+// (a later one may bring a re-admission). This node in confirms it once
+// enough members are heard (toldBackReady); until then the members not
+// heard and connected are asked.
 func (m *Manager) judgeToldBack(r *room, p peer.ID, err error, brought bool) {
 	r.mu.Lock()
 	pv := r.prov
@@ -657,8 +688,11 @@ func (m *Manager) judgeToldBack(r *room, p peer.ID, err error, brought bool) {
 		return
 	}
 	pv.running--
-	in := r.spokeSinceAdmittedLocked() || pv.invited && r.isMemberLocked(m.self)
+	in := r.inToldBackLocked()
 	_, fromMember := r.members[p]
+	if err == nil && fromMember {
+		pv.heard[p] = true
+	}
 	complete := err == nil && brought && fromMember
 	if complete && !in {
 		pv.sawOut = true
@@ -666,20 +700,118 @@ func (m *Manager) judgeToldBack(r *room, p peer.ID, err error, brought bool) {
 	out := !in && pv.sawOut && pv.running == 0
 	r.mu.Unlock()
 	switch {
-	case complete && in:
-		m.spawn(func() { m.confirmToldBack(r) })
-		return
 	case out:
 		m.spawn(func() { m.dropToldBack(r, "out") })
 		return
+	case in && m.toldBackReady(r):
+		m.spawn(func() { m.confirmToldBack(r) })
+		return
 	}
-	if brought {
-		for _, q := range r.memberList() {
-			if q != m.self && q != p && m.reachable(q) && (m.cfg.Policy.Allowed(q) == nil || r.toldBackBy(q)) {
-				r.requestSync(q)
-			}
+	if err == nil && (brought || in) {
+		m.askUnheard(r, p)
+	}
+}
+
+// inToldBackLocked reports whether the room's state shows this node in:
+// it spoke since its last admission, or an invite was taken meanwhile and
+// it is a member. Callers hold r.mu.
+func (r *room) inToldBackLocked() bool {
+	return r.spokeSinceAdmittedLocked() || r.prov != nil && r.prov.invited && r.isMemberLocked(r.m.self)
+}
+
+// askUnheard asks the members of a provisional room that are connected
+// and not heard yet (but p) to catch this node up.
+func (m *Manager) askUnheard(r *room, p peer.ID) {
+	for _, q := range m.unheard(r) {
+		if q != p && m.reachable(q) && (m.cfg.Policy.Allowed(q) == nil || r.toldBackBy(q)) {
+			r.requestSync(q)
 		}
 	}
+}
+
+// unheard returns the member nodes of a provisional room, this node aside,
+// that no catch-up has ended complete with.
+func (m *Manager) unheard(r *room) []peer.ID {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.prov == nil {
+		return nil
+	}
+	var out []peer.ID
+	for q := range r.members {
+		if q != m.self && !r.prov.heard[q] {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// toldBackReady reports whether enough members of a provisional room are
+// heard to confirm it: every member node it knows, or, once ToldBackWait
+// has passed since it opened, every one connected (and at least one). A
+// single stale member (one that missed this node's later leave, say) must
+// not confirm a room on its own word while a member that may hold more of
+// this node's events is known: before the wait every member is waited
+// for, connected or not; after it, a member connected and not heard
+// (refusing, or not answering yet) still holds the room provisional. A
+// member the policy refuses, and that did not tell the room, is not
+// waited for: it is not asked.
+func (m *Manager) toldBackReady(r *room) bool {
+	refused := make(map[peer.ID]bool)
+	for _, q := range m.unheard(r) {
+		if m.cfg.Policy.Allowed(q) != nil && !r.toldBackBy(q) {
+			refused[q] = true
+		}
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.toldBackReadyLocked(refused)
+}
+
+// toldBackReadyLocked is toldBackReady's rule, with the unheard members
+// the policy refuses (they are not waited for). Callers hold r.mu.
+func (r *room) toldBackReadyLocked(refused map[peer.ID]bool) bool {
+	pv := r.prov
+	if pv == nil {
+		return false
+	}
+	waited := time.Since(pv.opened) >= toldBackWait()
+	heard := false
+	for q := range r.members {
+		switch {
+		case q == r.m.self:
+		case pv.heard[q]:
+			heard = true
+		case refused[q]:
+		case !waited || r.m.reachable(q):
+			return false
+		}
+	}
+	return heard
+}
+
+// waitToldBack judges a provisional room again once ToldBackWait has
+// passed since it opened: the members not connected are no longer waited
+// for.
+func (m *Manager) waitToldBack(r *room) {
+	t := time.NewTimer(toldBackWait())
+	defer t.Stop()
+	select {
+	case <-r.ctx.Done():
+		return
+	case <-t.C:
+	}
+	r.mu.RLock()
+	in := r.prov != nil && r.inToldBackLocked()
+	r.mu.RUnlock()
+	if !in {
+		return
+	}
+	if m.toldBackReady(r) {
+		m.confirmToldBack(r)
+		return
+	}
+	m.askUnheard(r, "")
 }
 
 // spokeSinceAdmittedLocked reports whether this node is in the room by its
@@ -713,39 +845,47 @@ func (r *room) invitedWhileProvisional() {
 
 // confirmToldBack makes a provisional room a room like any other: its
 // record is written, the API and the agents see it, and it posts (its
-// join first, if this node has not spoken since its admission).
+// join first, if this node has not spoken since its admission). It
+// re-checks, under the room's lock, that this node is in and that enough
+// members are heard (the state may have moved since the session that
+// judged it); the record is written under the lock too, before the room
+// stops being provisional, so no reader sees it confirmed without its
+// record, nor provisional again after a failed write.
 func (m *Manager) confirmToldBack(r *room) {
+	refused := make(map[peer.ID]bool)
+	for _, q := range m.unheard(r) {
+		if m.cfg.Policy.Allowed(q) != nil && !r.toldBackBy(q) {
+			refused[q] = true
+		}
+	}
 	m.openMu.Lock()
 	if m.room(r.id) != r { // m.mu before r.mu, never under it
 		m.openMu.Unlock()
 		return
 	}
 	r.mu.Lock()
-	pv := r.prov
-	if pv == nil {
+	if r.prov == nil || !r.inToldBackLocked() || !r.toldBackReadyLocked(refused) {
 		r.mu.Unlock()
 		m.openMu.Unlock()
 		return
 	}
-	r.prov = nil
 	raw, err := json.Marshal(r.meta)
-	r.mu.Unlock()
 	if err == nil {
 		err = m.cfg.Store.Apply([]schema.Op{{Key: schema.RoomIndex(string(r.id)), Val: raw}}, true)
 	}
+	if err == nil {
+		r.prov = nil
+	}
+	r.mu.Unlock()
+	m.openMu.Unlock()
 	if err != nil {
-		r.mu.Lock()
-		r.prov = pv // a later catch-up confirms it
-		r.mu.Unlock()
-		m.openMu.Unlock()
 		m.log.Warn("room told back not recorded; still provisional", "room", string(r.id), "err", err)
 		return
 	}
-	m.openMu.Unlock()
 	m.dropInvite(r.id)
 	m.changed(r.id)
-	r.ownLearned("a member's catch-up confirmed the room")
-	m.log.Info("room told back confirmed by a member's catch-up", "room", string(r.id))
+	r.ownLearned("members' catch-ups confirmed the room")
+	m.log.Info("room told back confirmed by members' catch-ups", "room", string(r.id))
 }
 
 // dropToldBack drops a provisional room with nothing written: a catch-up
@@ -758,7 +898,7 @@ func (m *Manager) dropToldBack(r *room, reason string) {
 	m.mu.Lock()
 	r.mu.RLock()
 	pv := r.prov
-	in := r.spokeSinceAdmittedLocked() || pv != nil && pv.invited && r.isMemberLocked(m.self)
+	in := r.inToldBackLocked()
 	keep := pv == nil || m.rooms[r.id] != r || reason == "out" && (pv.running > 0 || in || !pv.sawOut)
 	var sources map[peer.ID]ID
 	if pv != nil {

@@ -129,6 +129,9 @@ func TestToldBackRoomLeftAndRejoinedComesBack(t *testing.T) {
 // Before the fix, node 3's notice opened the room (listed at once) and
 // node 2's was refused, as the room was open: it stayed empty.
 func TestToldBackFirstTellerServesNothing(t *testing.T) {
+	// Node 0, a member, stays down: the room waits for it ToldBackWait,
+	// then is confirmed on the connected members' word.
+	shortToldBackWait(t, 3*time.Second)
 	nt := contactNet(t, 4)
 	for _, p := range [][2]int{{0, 1}, {2, 1}, {3, 1}, {0, 2}, {0, 3}} {
 		waitConnected(t, nt, p[0], p[1])
@@ -207,6 +210,9 @@ func TestToldBackFirstTellerServesNothing(t *testing.T) {
 // Before the fix a stranger's notice opened the room at once, and a leave
 // was taken as evidence.
 func TestToldBackLeftRoomNotReopened(t *testing.T) {
+	// Node 0, a member, stays down: the room kept waits for it
+	// ToldBackWait, then is confirmed on the connected members' word.
+	shortToldBackWait(t, 3*time.Second)
 	nt := contactNet(t, 4)
 	ctx := context.Background()
 	for _, p := range [][2]int{{0, 1}, {0, 2}, {3, 1}} {
