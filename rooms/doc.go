@@ -169,11 +169,13 @@
 // contact is refused. A provisional room writes no record, is not listed or
 // open to the API, and posts nothing; every teller heard is a source, and
 // it catches up from them and from any member connected. When a catch-up
-// from a member that brought events ends, the room is judged at its state
-// then: this node in (a member that spoke since its last admission) confirms
-// it, writing its record; out, with no other catch-up under way, drops it
-// with nothing written, and that teller's evidence is refused while it
-// stays connected. A catch-up that brings nothing decides nothing; a room
+// from a member ends complete, the member is heard, and the room is judged
+// at its state then: this node in (a member that spoke since its last
+// admission) confirms it, writing its record, once every member node the
+// room knows is heard (or, after ToldBackWait, every one connected: one
+// stale member cannot confirm it alone); out, by a catch-up that brought
+// events, with no other under way, drops it with nothing written, and that
+// teller's evidence is refused while it stays connected. A catch-up that brings nothing decides nothing; a room
 // unconfirmed after ProvisionalTTL is dropped. Provisional rooms are
 // bounded per teller and in all. A notice without field 6 is capped as
 // before (one event and a name). A provisional room is answered "lacks" on

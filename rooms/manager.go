@@ -279,11 +279,13 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 		}
 	}
 	m.spawn(m.antiEntropy)
-	// Held first: a peer that finds sync served and held not is an older
-	// version, and is asked no more (askAgain).
+	// Invite before held: a peer asked which rooms it lacks (held) is
+	// told them at once (invite), and is asked once per connected period
+	// (retell.go). Held before sync: a peer that finds sync served and
+	// held not is an older version, and is asked no more (askAgain).
+	m.cfg.Host.SetStreamHandler(ProtocolInvite, m.handleInvite)
 	m.cfg.Host.SetStreamHandler(ProtocolHeld, m.handleHeld)
 	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
-	m.cfg.Host.SetStreamHandler(ProtocolInvite, m.handleInvite)
 	m.cfg.Host.SetStreamHandler(ProtocolNudge, m.handleNudge)
 	m.notif = &network.NotifyBundle{
 		ConnectedF: func(_ network.Network, c network.Conn) { m.onConnected(c.RemotePeer()) },

@@ -161,12 +161,34 @@ func (m *Manager) retellRooms(p peer.ID) {
 			if r == nil || m.room(r.id) != r || !m.asking.tell(p, r.id) {
 				continue // not asked about, told already (in this period), or closed since
 			}
-			if err := m.tellBack(r, p); err != nil {
+			if err := m.tellBackRetrying(r, p); err != nil {
 				m.log.Info("telling a member a room it lacks failed", "room", string(r.id), "remote", p.String(), "err", err)
 				continue
 			}
 			m.log.Info("told a member a room it lacks", "room", string(r.id), "remote", p.String())
 		}
+	}
+}
+
+// tellBackRetrying tells p room r back, again (a few times, one second
+// apart, then two, …) while p stays connected and the notice failed other
+// than by p's refusal: the room is told p once in its connected period.
+func (m *Manager) tellBackRetrying(r *room, p peer.ID) error {
+	wait := time.Second
+	for try := 0; ; try++ {
+		err := m.tellBack(r, p)
+		if err == nil || try == 3 || errors.Is(err, ErrInviteRefused) || errors.Is(err, network.ErrReset) ||
+			m.cfg.Host.Network().Connectedness(p) == network.NotConnected {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-m.ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait *= 2
 	}
 }
 
@@ -436,17 +458,19 @@ func (r *room) provisional() bool {
 	return r.prov != nil
 }
 
-// toldBackBy reports whether p told this node the room back and is caught
-// up from while the room is provisional, a stranger too: a co-member an
-// older copy of this node's home does not know.
-func (r *room) toldBackBy(p peer.ID) bool {
+// asksToldBack reports whether a provisional room catches up from p, a
+// stranger to the policy: p told it the room back, or it is a member of
+// the room as its tellers' events show (a member not heard may hold more
+// of this node's events: its later leave, say).
+func (r *room) asksToldBack(p peer.ID) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.prov == nil || p == "" {
 		return false
 	}
-	_, ok := r.prov.sources[p]
-	return ok
+	_, teller := r.prov.sources[p]
+	_, member := r.members[p]
+	return teller || member
 }
 
 // beginToldBackSession counts a catch-up session of a provisional room,
@@ -723,7 +747,7 @@ func (r *room) inToldBackLocked() bool {
 // and not heard yet (but p) to catch this node up.
 func (m *Manager) askUnheard(r *room, p peer.ID) {
 	for _, q := range m.unheard(r) {
-		if q != p && m.reachable(q) && (m.cfg.Policy.Allowed(q) == nil || r.toldBackBy(q)) {
+		if err := m.cfg.Policy.Allowed(q); q != p && m.reachable(q) && (err == nil || errors.Is(err, ErrStranger)) {
 			r.requestSync(q)
 		}
 	}
@@ -754,18 +778,27 @@ func (m *Manager) unheard(r *room) []peer.ID {
 // this node's events is known: before the wait every member is waited
 // for, connected or not; after it, a member connected and not heard
 // (refusing, or not answering yet) still holds the room provisional. A
-// member the policy refuses, and that did not tell the room, is not
-// waited for: it is not asked.
+// member the policy cuts off (revoked, denied, expired) is not asked, so
+// not waited for; a stranger is asked (asksToldBack), and waited for.
 func (m *Manager) toldBackReady(r *room) bool {
-	refused := make(map[peer.ID]bool)
-	for _, q := range m.unheard(r) {
-		if m.cfg.Policy.Allowed(q) != nil && !r.toldBackBy(q) {
-			refused[q] = true
-		}
-	}
+	refused := m.refusedUnheard(r)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.toldBackReadyLocked(refused)
+}
+
+// refusedUnheard returns the members of a provisional room not heard that
+// the policy refuses outright (cut off: revoked, denied, expired): they
+// are not asked, so not waited for. A stranger (a co-member unknown to an
+// older copy of this node's home) is asked, and waited for.
+func (m *Manager) refusedUnheard(r *room) map[peer.ID]bool {
+	refused := make(map[peer.ID]bool)
+	for _, q := range m.unheard(r) {
+		if err := m.cfg.Policy.Allowed(q); err != nil && !errors.Is(err, ErrStranger) {
+			refused[q] = true
+		}
+	}
+	return refused
 }
 
 // toldBackReadyLocked is toldBackReady's rule, with the unheard members
@@ -852,12 +885,7 @@ func (r *room) invitedWhileProvisional() {
 // stops being provisional, so no reader sees it confirmed without its
 // record, nor provisional again after a failed write.
 func (m *Manager) confirmToldBack(r *room) {
-	refused := make(map[peer.ID]bool)
-	for _, q := range m.unheard(r) {
-		if m.cfg.Policy.Allowed(q) != nil && !r.toldBackBy(q) {
-			refused[q] = true
-		}
-	}
+	refused := m.refusedUnheard(r)
 	m.openMu.Lock()
 	if m.room(r.id) != r { // m.mu before r.mu, never under it
 		m.openMu.Unlock()
