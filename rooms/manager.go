@@ -297,6 +297,12 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 		},
 	}
 	m.cfg.Host.Network().Notify(m.notif)
+	// A peer that connected before the notifiee was registered (a node
+	// dialled while its rooms were starting) is caught up with and asked
+	// as one that connects now; one connected period asks it once.
+	for _, p := range m.cfg.Host.Network().Peers() {
+		m.onConnected(p)
+	}
 	return nil
 }
 
