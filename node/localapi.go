@@ -196,7 +196,7 @@ func (a invitesAPI) List(context.Context) []localapi.WaitingInvite {
 	ws := a.n.rooms.Invites()
 	out := make([]localapi.WaitingInvite, len(ws))
 	for i, w := range ws {
-		out[i] = localapi.WaitingInvite{ID: string(w.Room), RoomName: w.Name, Inviter: w.Inviter.String(), At: w.At, Expires: w.Expires}
+		out[i] = localapi.WaitingInvite{ID: string(w.Room), RoomName: w.Name, Inviter: w.Inviter.String(), At: w.At, Expires: w.Expires, ToldBack: w.ToldBack}
 	}
 	return out
 }

@@ -141,4 +141,43 @@
 // in the same order; forks travel by gossip, as missing parents (want), and
 // as heads (above). The author's next seq follows the highest it used. A
 // second create event is still refused.
+//
+// # Rooms told back: /parley/held/1
+//
+// An older copy may also lack whole rooms, created or joined since. On each
+// new connection a node asks the peer about the open rooms it holds in
+// which the peer is a member that created the room or has spoken since it
+// was last admitted: it writes one frame {1: [room id text] (≤ 256; more
+// rooms, more asks)}, and the peer answers {1: [room id text]}: the ones
+// it has not open, or every one it does not know the asker to be a member
+// of, so an outsider learns nothing. An ask that gets no answer, as from a
+// node still starting, is made again up to 5 times while connected, 1 s,
+// 2 s, 4 s … apart; a reset, a malformed answer, or a peer that serves
+// sync and not /parley/held/1 (served first) ends it. For each room named,
+// once, it sends an invite notice on /parley/invite/1 whose field 3 is the
+// event that admitted the peer, 5 the create event (absent when field 3 is
+// it) and 6 the peer's latest event in the room. The peer takes it only if
+// 6 is its own, signed by its key, in that room, and not its leave (nor an
+// agent's), 5 (or 3) founds the room and, when it did not create it, 3
+// invites it, and only if it holds no record of the room (a room it left,
+// was removed from or failed to open stays as recorded). The sender is the
+// stream's peer: it is recorded as the inviter. A notice from an active
+// contact trusted to invite opens the room provisionally at once; one from
+// a stranger (a co-member the older copy does not know) or a co-member not
+// trusted to invite waits for the user among the invites (told back), and
+// opens it provisionally once accepted; a revoked, denied or expired
+// contact is refused. A provisional room writes no record, is not listed or
+// open to the API, and posts nothing; every teller heard is a source, and
+// it catches up from them and from any member connected. When a catch-up
+// from a member ends complete, the member is heard, and the room is judged
+// at its state then: this node in (a member that spoke since its last
+// admission) confirms it, writing its record, once every member node the
+// room knows is heard (or, after ToldBackWait, every one connected: one
+// stale member cannot confirm it alone); out, by a catch-up that brought
+// events, with no other under way, drops it with nothing written, and that
+// teller's evidence is refused while it stays connected. A catch-up that brings nothing decides nothing; a room
+// unconfirmed after ProvisionalTTL is dropped. Provisional rooms are
+// bounded per teller and in all. A notice without field 6 is capped as
+// before (one event and a name). A provisional room is answered "lacks" on
+// /parley/held/1, so every member tells it.
 package rooms

@@ -105,4 +105,7 @@ var (
 	// none could be stored (all refused): the room backs off from that peer
 	// instead of fetching the same events again.
 	ErrNoProgress = errors.New("rooms: sync made no progress")
+	// ErrProvisional is returned by a post in a room told back to this
+	// node that no catch-up has yet shown this node in (retell.go).
+	ErrProvisional = errors.New("rooms: room told back to this node, not confirmed by a member yet")
 )

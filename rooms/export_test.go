@@ -3,11 +3,13 @@ package rooms
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	dto "github.com/prometheus/client_model/go"
 
@@ -256,3 +258,92 @@ func (m *Manager) StoredTipArrival(id identity.RoomID) (uint64, bool, error) {
 // EmptySyncs returns how many catch-up sessions of a room in a row brought
 // no event (anti-entropy's backoff).
 func (m *Manager) EmptySyncs(id identity.RoomID) int { return int(m.room(id).emptySyncs.Load()) }
+
+// SendTellBack sends target, from host h, a notice telling it back room
+// id: the admitting event, the create event and its own event (retell.go),
+// and returns target's answer.
+func SendTellBack(ctx context.Context, h host.Host, target peer.ID, id identity.RoomID, event, create, own []byte) error {
+	return sendInviteNotice(ctx, h, target, inviteNotice{Room: string(id), Event: event, Create: create, Own: own})
+}
+
+// AskHeld asks target, from host h, which of the rooms ids it lacks
+// (/parley/held/1).
+func AskHeld(ctx context.Context, h host.Host, target peer.ID, ids []string) ([]string, error) {
+	s, err := h.NewStream(ctx, target, ProtocolHeld)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if err := writeCBORFrame(s, heldAsk{Rooms: ids}); err != nil {
+		return nil, err
+	}
+	_ = s.CloseWrite()
+	var ans heldAnswer
+	if err := readCBORFrame(s, maxHeldFrame, &ans); err != nil {
+		return nil, err
+	}
+	return ans.Lacks, nil
+}
+
+// ServeHeld makes host h answer /parley/held/1 with answer(ask), or reset
+// the stream when answer returns ok false: a peer that answers as it
+// pleases.
+func ServeHeld(h host.Host, answer func(ask []string) (lacks []string, ok bool)) {
+	h.SetStreamHandler(ProtocolHeld, func(s network.Stream) {
+		defer s.Close()
+		var ask heldAsk
+		if err := readCBORFrame(s, maxHeldFrame, &ask); err != nil {
+			s.Reset()
+			return
+		}
+		lacks, ok := answer(ask.Rooms)
+		if !ok {
+			s.Reset()
+			return
+		}
+		_ = writeCBORFrame(s, heldAnswer{Lacks: lacks})
+	})
+}
+
+// Provisional reports whether room id is open on this node as a room told
+// back that no catch-up has confirmed yet (retell.go).
+func (m *Manager) Provisional(id identity.RoomID) bool {
+	r := m.room(id)
+	return r != nil && r.provisional()
+}
+
+// HasRecord reports whether this node's store holds a record of room id
+// (its entry in the room list, open, left or removed).
+func (m *Manager) HasRecord(id identity.RoomID) bool {
+	_, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id)))
+	return err == nil && ok
+}
+
+// ToldBackDropped returns the rooms told back and dropped unopened for
+// reason ("cap", "out", "expired").
+func (m *Manager) ToldBackDropped(reason string) float64 {
+	var d dto.Metric
+	if err := m.metrics.toldBackDropped.WithLabelValues(reason).Write(&d); err != nil {
+		return -1
+	}
+	return d.GetCounter().GetValue()
+}
+
+// ServeEmptySync makes host h answer every /parley/sync/1 request with
+// nothing (a member that serves nothing), and returns how many it answered.
+func ServeEmptySync(h host.Host) func() int {
+	var n atomic.Int64
+	h.SetStreamHandler(ProtocolSync, func(s network.Stream) {
+		defer s.Close()
+		if _, err := ReadHello(s, 0); err != nil {
+			s.Reset()
+			return
+		}
+		if err := WriteFrame(s, &Batch{End: true}); err != nil {
+			s.Reset()
+			return
+		}
+		n.Add(1)
+	})
+	return func() int { return int(n.Load()) }
+}

@@ -3,6 +3,7 @@ package rooms
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,19 +21,28 @@ import (
 // ProtocolInvite is the stream protocol that tells a node it was invited.
 const ProtocolInvite protocol.ID = "/parley/invite/1"
 
-// maxInviteFrame caps an invite notice (an event plus a room name).
-const maxInviteFrame = MaxWire + 1024
+// maxInviteFrame caps an invite notice (up to three events, as a room told
+// back carries, plus a room name); maxPlainInviteFrame caps one that tells
+// no room back (an event plus a room name).
+const (
+	maxInviteFrame      = 3*MaxWire + 1024
+	maxPlainInviteFrame = MaxWire + 1024
+)
 
 // inviteNotice is what an inviter sends on /parley/invite/1: the room, its
 // name (a hint until the create event arrives), the signed invite event,
 // and the room's GossipSub topic (also a hint: the create event decides).
 // The room's creator sends a node it removed the room and the leave event
-// alone (see takeRemoval).
+// alone (see takeRemoval). A member that tells a node back a room it is in
+// and lacks (retell.go) adds the create event (unless Event is it) and the
+// node's own latest event in the room.
 type inviteNotice struct {
-	Room  string `cbor:"1,keyasint"`
-	Name  string `cbor:"2,keyasint,omitempty"`
-	Event []byte `cbor:"3,keyasint"`
-	Topic string `cbor:"4,keyasint,omitempty"`
+	Room   string `cbor:"1,keyasint"`
+	Name   string `cbor:"2,keyasint,omitempty"`
+	Event  []byte `cbor:"3,keyasint"`
+	Topic  string `cbor:"4,keyasint,omitempty"`
+	Create []byte `cbor:"5,keyasint,omitempty"`
+	Own    []byte `cbor:"6,keyasint,omitempty"`
 }
 
 // inviteAnswer is the invitee's reply.
@@ -193,8 +203,12 @@ func (m *Manager) handleInvite(s network.Stream) {
 	}
 	// A peer the policy refuses is answered before its notice is read;
 	// what it sends is then drained (up to a notice, for a second) so that
-	// closing the stream does not reset it before it reads the answer.
-	if err := m.cfg.Policy.Allowed(remote); err != nil {
+	// closing the stream does not reset it before it reads the answer. A
+	// stranger's notice is read: it may tell this node back a room it is
+	// in (a co-member an older copy of this node's home does not know),
+	// which this node's own event in it proves; any other is refused.
+	policy := m.cfg.Policy.Allowed(remote)
+	if err := policy; err != nil && !errors.Is(err, ErrStranger) {
 		answer(err)
 		_ = s.CloseWrite()
 		_ = s.SetReadDeadline(time.Now().Add(time.Second))
@@ -202,13 +216,29 @@ func (m *Manager) handleInvite(s network.Stream) {
 		return
 	}
 	var n inviteNotice
-	if err := readCBORFrame(s, maxInviteFrame, &n); err != nil {
+	b, err := readFrame(s, maxInviteFrame)
+	if err == nil {
+		if err = frameDec.Unmarshal(b, &n); err != nil {
+			err = fmt.Errorf("%w: %v", ErrMalformed, err)
+		} else if len(n.Own) == 0 && len(b) > maxPlainInviteFrame {
+			err = fmt.Errorf("%w: an invite notice of %d bytes", ErrTooLarge, len(b))
+		}
+	}
+	if err != nil {
 		answer(err)
 		return
 	}
 	id, err := identity.ParseRoomID(n.Room)
 	if err != nil {
 		answer(err)
+		return
+	}
+	if len(n.Own) > 0 {
+		answer(m.takeTellBack(id, n, remote))
+		return
+	}
+	if policy != nil {
+		answer(policy)
 		return
 	}
 	e, _, err := Decode(n.Event)
@@ -229,7 +259,11 @@ func (m *Manager) handleInvite(s network.Stream) {
 		answer(fmt.Errorf("%w: the invite event is not %s inviting this node to %s", ErrInviteRefused, remote, id))
 		return
 	}
-	if r := m.room(id); r != nil && r.refusesInviter(remote, m.trustsInvite(remote)) {
+	open := m.room(id)
+	if open != nil && open.provisional() {
+		open = nil // told back and not confirmed: the invite is taken as if the room were not open
+	}
+	if r := open; r != nil && r.refusesInviter(remote, m.trustsInvite(remote)) {
 		// This node is in the room and the sender is not a member of it
 		// (perhaps removed): it would be caught up from, and told this
 		// node's version vector, for nothing.
@@ -244,11 +278,11 @@ func (m *Manager) handleInvite(s network.Stream) {
 	if !validTopic(topic) {
 		topic = "" // the room joins its topic when the create event comes
 	}
-	if m.room(id) == nil && (!m.trustsInvite(remote) || m.roomsOpenedBy(remote) >= int(MaxRoomsPerInviter.Load())) {
+	if open == nil && (!m.trustsInvite(remote) || m.roomsOpenedBy(remote) >= int(MaxRoomsPerInviter.Load())) {
 		// Not a contact (a co-member of another room), or a contact whose
 		// invites opened MaxRoomsPerInviter rooms already: the invite
 		// waits for the user, and opens nothing until accepted.
-		if err := m.holdInvite(id, name, topic, remote); err != nil {
+		if err := m.holdInvite(id, inviteRec{Name: name, Inviter: remote.String(), Topic: topic}); err != nil {
 			answer(err)
 			return
 		}
@@ -262,6 +296,7 @@ func (m *Manager) handleInvite(s network.Stream) {
 		answer(err)
 		return
 	}
+	r.invitedWhileProvisional()
 	r.beginInviteCatchUp() // before the answer: a post may follow it at once
 	answer(nil)
 	m.log.Info("invited to room", "room", string(id), "remote", remote.String())
@@ -288,7 +323,7 @@ func (m *Manager) retellInvites(p peer.ID) {
 	for _, r := range m.rooms {
 		r.mu.RLock()
 		_, member := r.members[p]
-		silent := r.awaitsJoin(p)
+		silent := r.awaitsJoin(p) && r.prov == nil
 		r.mu.RUnlock()
 		if member && silent {
 			todo = append(todo, r)

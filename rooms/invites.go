@@ -69,6 +69,10 @@ type WaitingInvite struct {
 	Inviter peer.ID
 	At      time.Time // when it came
 	Expires time.Time
+	// ToldBack is set for a room told back to this node (its home was
+	// put back from an older copy) by a node not trusted to open it: the
+	// inviter says this node is in the room, and proves it took part.
+	ToldBack bool
 }
 
 // inviteRec is a waiting invite as stored at w/<room>.
@@ -78,6 +82,10 @@ type inviteRec struct {
 	Topic    string    `json:"topic,omitempty"`
 	At       time.Time `json:"at"`
 	Declined bool      `json:"declined,omitempty"`
+	// ToldBack is the notice of a room told back (retell.go) by a node
+	// not trusted to open it, as it came: accepting it opens the room
+	// provisionally, as a trusted teller's notice does.
+	ToldBack []byte `json:"told_back,omitempty"`
 }
 
 // invitesBook holds the waiting and declined invites; mu protects recs.
@@ -146,25 +154,25 @@ func (m *Manager) expireInvitesLocked(now time.Time) {
 
 // holdInvite keeps an invite from inviter for the user's answer, within
 // the bounds; an invite already waiting is kept as it is.
-func (m *Manager) holdInvite(id identity.RoomID, name, topic string, inviter peer.ID) error {
+func (m *Manager) holdInvite(id identity.RoomID, rec inviteRec) error {
 	m.invites.mu.Lock()
 	defer m.invites.mu.Unlock()
 	now := time.Now()
 	m.expireInvitesLocked(now)
-	if rec, ok := m.invites.recs[id]; ok {
-		if rec.Declined {
+	if old, ok := m.invites.recs[id]; ok {
+		if old.Declined {
 			m.metrics.invitesRefused.Inc()
 			return fmt.Errorf("%w: the user declined the invite to room %s", ErrInviteRefused, id)
 		}
 		return nil
 	}
 	waiting, from := 0, 0
-	for _, rec := range m.invites.recs {
-		if rec.Declined {
+	for _, other := range m.invites.recs {
+		if other.Declined {
 			continue
 		}
 		waiting++
-		if rec.Inviter == inviter.String() {
+		if other.Inviter == rec.Inviter {
 			from++
 		}
 	}
@@ -174,11 +182,11 @@ func (m *Manager) holdInvite(id identity.RoomID, name, topic string, inviter pee
 	}
 	switch {
 	case from >= MaxInvitesPerInviter:
-		return fmt.Errorf("%w: %d invites from %s already wait for the user's answer", ErrInviteRefused, from, inviter)
+		return fmt.Errorf("%w: %d invites from %s already wait for the user's answer", ErrInviteRefused, from, rec.Inviter)
 	case waiting >= MaxInvites:
 		return fmt.Errorf("%w: %d invites already wait for the user's answer", ErrInviteRefused, waiting)
 	}
-	rec := inviteRec{Name: name, Inviter: inviter.String(), Topic: topic, At: now.UTC()}
+	rec.At = now.UTC()
 	raw, err := json.Marshal(rec)
 	if err == nil {
 		err = m.cfg.Store.Apply([]schema.Op{{Key: schema.WaitingInvite(string(id)), Val: raw}}, false)
@@ -202,7 +210,7 @@ func (m *Manager) Invites() []WaitingInvite {
 			continue
 		}
 		p, _ := peer.Decode(rec.Inviter)
-		out = append(out, WaitingInvite{Room: id, Name: rec.Name, Inviter: p, At: rec.At, Expires: rec.At.Add(InviteTTL)})
+		out = append(out, WaitingInvite{Room: id, Name: rec.Name, Inviter: p, At: rec.At, Expires: rec.At.Add(InviteTTL), ToldBack: len(rec.ToldBack) > 0})
 	}
 	slices.SortFunc(out, func(a, b WaitingInvite) int {
 		if c := a.At.Compare(b.At); c != 0 {
@@ -265,10 +273,14 @@ func (m *Manager) AcceptInvite(ref string) (identity.RoomID, error) {
 		return "", err
 	}
 	inviter, _ := peer.Decode(rec.Inviter)
+	if len(rec.ToldBack) > 0 {
+		return id, m.acceptToldBack(id, rec.ToldBack, inviter)
+	}
 	r, err := m.open(id, m.reopenMeta(id, Meta{Name: rec.Name, InvitedBy: inviter, Opened: time.Now().UTC(), Topic: rec.Topic}), true)
 	if err != nil {
 		return "", err
 	}
+	r.invitedWhileProvisional()
 	m.log.Info("invite accepted", "room", string(id), "remote", rec.Inviter)
 	m.spawn(func() { m.joinAfterInvite(r, inviter) })
 	return id, nil

@@ -127,6 +127,8 @@ type Manager struct {
 	leaving   leaving     // rooms this node left that still hand out its leave (membership.go)
 	invites   invitesBook // invites waiting for the user's answer (invites.go)
 	serving   slots       // sync requests being served (sync.go)
+	asking    asking      // peers being asked which shared rooms they lack (retell.go)
+	judged    judgedBook  // rooms told back that a catch-up found this node out of (retell.go)
 }
 
 // Changes returns a channel that receives (without blocking the rooms)
@@ -277,11 +279,30 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 		}
 	}
 	m.spawn(m.antiEntropy)
-	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
+	// Invite before held: a peer asked which rooms it lacks (held) is
+	// told them at once (invite), and is asked once per connected period
+	// (retell.go). Held before sync: a peer that finds sync served and
+	// held not is an older version, and is asked no more (askAgain).
 	m.cfg.Host.SetStreamHandler(ProtocolInvite, m.handleInvite)
+	m.cfg.Host.SetStreamHandler(ProtocolHeld, m.handleHeld)
+	m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
 	m.cfg.Host.SetStreamHandler(ProtocolNudge, m.handleNudge)
-	m.notif = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { m.onConnected(c.RemotePeer()) }}
+	m.notif = &network.NotifyBundle{
+		ConnectedF: func(_ network.Network, c network.Conn) { m.onConnected(c.RemotePeer()) },
+		DisconnectedF: func(n network.Network, c network.Conn) {
+			if n.Connectedness(c.RemotePeer()) != network.Connected {
+				m.judged.forget(c.RemotePeer())
+				m.asking.end(c.RemotePeer())
+			}
+		},
+	}
 	m.cfg.Host.Network().Notify(m.notif)
+	// A peer that connected before the notifiee was registered (a node
+	// dialled while its rooms were starting) is caught up with and asked
+	// as one that connects now; one connected period asks it once.
+	for _, p := range m.cfg.Host.Network().Peers() {
+		m.onConnected(p)
+	}
 	return nil
 }
 
@@ -297,6 +318,7 @@ func (m *Manager) Close() error {
 	m.cfg.Host.RemoveStreamHandler(ProtocolSync)
 	m.cfg.Host.RemoveStreamHandler(ProtocolInvite)
 	m.cfg.Host.RemoveStreamHandler(ProtocolNudge)
+	m.cfg.Host.RemoveStreamHandler(ProtocolHeld)
 	if m.notif != nil {
 		m.cfg.Host.Network().StopNotify(m.notif)
 	}
@@ -320,8 +342,10 @@ func (m *Manager) room(id identity.RoomID) *room {
 	return m.rooms[id]
 }
 
+// getRoom returns an open room for the API: a room told back that no
+// catch-up has confirmed yet is not one (retell.go).
 func (m *Manager) getRoom(id identity.RoomID) (*room, error) {
-	if r := m.room(id); r != nil {
+	if r := m.room(id); r != nil && !r.provisional() {
 		return r, nil
 	}
 	return nil, fmt.Errorf("%w: %s (see `parley room list`)", ErrUnknownRoom, id)
@@ -329,7 +353,17 @@ func (m *Manager) getRoom(id identity.RoomID) (*room, error) {
 
 // open starts a room: loads its state, joins its topic and starts its
 // goroutines. With persist set it also records the room in the room list.
+// A room opened from the store may hold an older copy of this node's own
+// events than its members do, so it learns them before it posts; a room
+// just created or joined cannot.
 func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, error) {
+	return m.openRoom(id, meta, persist, !persist)
+}
+
+// openRoom is open; with learn set, the room learns this node's own events
+// from a member before it posts (own.go), as a room told back to this node
+// by a member must (retell.go).
+func (m *Manager) openRoom(id identity.RoomID, meta Meta, persist, learn bool) (*room, error) {
 	// openMu, not mu, is held across the pubsub calls below: GossipSub's
 	// event loop calls PeerFilter, which takes mu.
 	m.openMu.Lock()
@@ -337,23 +371,25 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 	if r := m.room(id); r != nil {
 		return r, nil
 	}
+	return m.openLocked(id, meta, persist, learn, nil)
+}
+
+// openLocked is openRoom for a room not open; the caller holds openMu. The
+// room's record is written (persist) only once the room has loaded and
+// joined its topic: a room that fails to open leaves the record as it was.
+//
+// A room told back opens with prov set (retell.go): provisional, it is
+// not persisted.
+func (m *Manager) openLocked(id identity.RoomID, meta Meta, persist, learn bool, prov *provisional) (*room, error) {
 	if m.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
-	if persist {
-		raw, _ := json.Marshal(meta)
-		if err := m.cfg.Store.Apply([]schema.Op{{Key: schema.RoomIndex(string(id)), Val: raw}}, true); err != nil {
-			return nil, fmt.Errorf("rooms: open %s: %w", id, err)
-		}
-	}
 	r := newRoom(m, id, meta)
+	r.prov = prov
 	if err := r.load(); err != nil {
 		return nil, err
 	}
-	// A room opened from the store may hold an older copy of this node's
-	// own events than its members do; a room just created or joined
-	// cannot.
-	r.learnOwn(!persist)
+	r.learnOwn(learn)
 	topic := meta.Topic
 	if topic == "" {
 		// Recorded before rooms kept their topic: derive it.
@@ -364,6 +400,14 @@ func (m *Manager) open(id identity.RoomID, meta Meta, persist bool) (*room, erro
 	if topic != "" {
 		if err := m.joinTopic(r, topic); err != nil {
 			r.cancel()
+			return nil, fmt.Errorf("rooms: open %s: %w", id, err)
+		}
+	}
+	if persist {
+		raw, _ := json.Marshal(meta)
+		if err := m.cfg.Store.Apply([]schema.Op{{Key: schema.RoomIndex(string(id)), Val: raw}}, true); err != nil {
+			r.cancel()
+			m.leaveTopic(r)
 			return nil, fmt.Errorf("rooms: open %s: %w", id, err)
 		}
 	}
@@ -395,6 +439,7 @@ func (m *Manager) onConnected(p peer.ID) {
 	}
 	m.mu.RUnlock()
 	m.spawn(func() { m.retellInvites(p) })
+	m.spawn(func() { m.retellRooms(p) })
 }
 
 func (m *Manager) reject(err error) {
@@ -538,7 +583,8 @@ type Info struct {
 	Opened    time.Time `json:"opened"`
 }
 
-// List describes every room this node is in, by name.
+// List describes every room this node is in, by name (not those told
+// back and not confirmed yet: retell.go).
 func (m *Manager) List() []Info {
 	m.mu.RLock()
 	rs := make([]*room, 0, len(m.rooms))
@@ -548,7 +594,9 @@ func (m *Manager) List() []Info {
 	m.mu.RUnlock()
 	out := make([]Info, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, r.info())
+		if !r.provisional() {
+			out = append(out, r.info())
+		}
 	}
 	slices.SortFunc(out, func(a, b Info) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
@@ -563,7 +611,8 @@ func (m *Manager) List() []Info {
 // admitted there by a chain of invites in which no inviter is a node that
 // cutOff reports (nil: none is): a member vouches for those it invites,
 // and a node this user cut off (a revoked contact) vouches for nobody
-// here, not even for a node it invited before it was cut off, whose events
+// here (nor does a room told back and not confirmed yet: its members are
+// what its tellers said), not even for a node it invited before it was cut off, whose events
 // a room still takes when others build on them (see accept). Policies
 // call it per event: it copies nothing unless p is a member somewhere,
 // and reads an admitting event from the store once.
@@ -577,7 +626,7 @@ func (m *Manager) SharesRoom(p peer.ID, cutOff func(peer.ID) bool) bool {
 	}
 	m.mu.RUnlock()
 	for _, r := range in {
-		if r.vouches(p, cutOff) {
+		if !r.provisional() && r.vouches(p, cutOff) {
 			return true
 		}
 	}
@@ -852,6 +901,9 @@ func (m *Manager) Find(eid ID) (View, error) {
 	}
 	m.mu.RUnlock()
 	for _, id := range ids {
+		if _, err := m.getRoom(id); err != nil {
+			continue // told back, not confirmed
+		}
 		if e, _, err := m.readEvent(id, eid); err == nil {
 			return viewOf(eid, e), nil
 		}

@@ -878,6 +878,14 @@ func (r *room) admitLocked(tx *txn, e *Event, p peer.ID, id ID) {
 	if a, err := identity.ParseAgentAddr(e.To); err == nil && (a.Peer == "" || a.Peer == r.m.self) {
 		tx.joinAs = a.Name
 	}
+	if r.learningOwnLocked() {
+		// The room is learning this node's own events (a member told it
+		// back after a restore, or it was opened from an older copy):
+		// the join may be among them, and a join now could take the seq
+		// of one (a fork). It is posted once they are learnt, if this
+		// node has still not spoken since this admission (own.go).
+		r.joinAfterOwn, tx.joinAs = tx.joinAs, ""
+	}
 }
 
 // outLocked takes node p out of the room: its events after cutoff are
@@ -935,6 +943,13 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 // node that left (or was removed) is dropped from the topic's mesh, and
 // this node stops following a room it is out of.
 func (r *room) afterMembership(tx *txn) {
+	if (tx.selfLeft || tx.selfOut) && r.provisional() {
+		// A room told back learns this node's membership from its
+		// catch-ups, its own old leave among them, and a re-admission
+		// perhaps after it: it is judged when a catch-up ends
+		// (judgeToldBack), never on one event of it.
+		return
+	}
 	switch {
 	case tx.selfLeft:
 		r.m.spawn(func() { r.m.closeRoom(r, true) })

@@ -27,6 +27,8 @@ type metrics struct {
 	// invites from nodes that are not contacts: held for the user, or
 	// refused at the bounds
 	invitesHeld, invitesRefused prometheus.Counter
+	// rooms told back and dropped unopened, by reason (retell.go)
+	toldBackDropped *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
@@ -64,6 +66,9 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		invitesRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_invites_refused_total", Help: "Invites from nodes that are not contacts refused: over the bounds, or declined.",
 		}),
+		toldBackDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_rooms_told_back_dropped_total", Help: "Rooms told back to this node and dropped unopened: over the bounds (cap), found out by a catch-up (out), or never confirmed (expired).",
+		}, []string{"reason"}),
 		openFailed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_rooms_open_failed_total", Help: "Rooms of the room list that could not be opened at start (their state is damaged).",
 		}),
@@ -89,7 +94,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.antiEntropy, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
+		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.antiEntropy, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.toldBackDropped, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}

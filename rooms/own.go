@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/parley-mesh/parley/identity"
 )
 
 // A node's data may be an older copy than what its peers hold of it: a
@@ -42,16 +44,58 @@ func (r *room) learnOwn(learn bool) {
 }
 
 // ownLearned records that this node knows its own next seq in the room.
+// A join held back meanwhile (joinAfterOwn) is posted now, unless the own
+// events learnt hold one.
 func (r *room) ownLearned(why string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	if r.prov != nil {
+		// A room told back posts nothing, its join neither, until a
+		// catch-up shows this node in (confirmToldBack learns it then).
+		r.mu.Unlock()
+		return
+	}
+	join := identity.AgentName("")
 	select {
 	case <-r.ownKnown:
 	default:
 		close(r.ownKnown)
+		join, r.joinAfterOwn = r.joinAfterOwn, ""
 		if why != "" {
 			r.m.log.Debug("own events learnt", "room", string(r.id), "after", time.Since(r.ownSince).String(), "how", why)
 		}
+	}
+	r.mu.Unlock()
+	if join != "" {
+		r.goRoom(func(ctx context.Context) { r.joinIfSilent(ctx, join) })
+	}
+}
+
+// learningOwnLocked reports whether the room is still learning this node's
+// own events. Callers hold r.mu.
+func (r *room) learningOwnLocked() bool {
+	if r.ownKnown == nil {
+		return false
+	}
+	select {
+	case <-r.ownKnown:
+		return false
+	default:
+		return true
+	}
+}
+
+// joinIfSilent posts this node's join as agent if it is a member that has
+// not spoken since it was (last) admitted.
+func (r *room) joinIfSilent(ctx context.Context, agent identity.AgentName) {
+	r.mu.RLock()
+	_, member := r.members[r.m.self]
+	silent := member && r.awaitsJoin(r.m.self)
+	r.mu.RUnlock()
+	if !silent {
+		return
+	}
+	if _, err := r.say(ctx, &sayReq{agent: agent, kind: KindJoin}); err != nil && ctx.Err() == nil {
+		r.m.log.Warn("join failed", "room", string(r.id), "err", err)
 	}
 }
 

@@ -185,6 +185,8 @@ type room struct {
 	unstored      []*Item                // own events published whose write failed: stored with the next batch (procMu)
 	waitingFrom   time.Time              // since when some of unstored wait for their parents; zero if none does (procMu)
 	joinWait      identity.AgentName     // a join to post once unstored is empty, unless an own join is stored first (procMu)
+	joinAfterOwn  identity.AgentName     // a join to post once own events are learnt, unless one of them is (own.go)
+	prov          *provisional           // set while the room, told back, waits for a member to show this node in (retell.go)
 	ownSince      time.Time              // when the room began to learn it
 	invCatchUps   int                    // catch-ups after an invite of this node that run (invite.go)
 	invCaughtUp   chan struct{}          // closed when the last of them ends; nil while none runs
@@ -1211,7 +1213,9 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 		if r.meta.Topic != r.topicStr {
 			tx.topic = r.meta.Topic
 		}
-		if raw, err := json.Marshal(r.meta); err == nil {
+		// A room told back has no record until a catch-up confirms it
+		// (retell.go: confirmToldBack writes it then).
+		if raw, err := json.Marshal(r.meta); err == nil && r.prov == nil {
 			tx.ops = append(tx.ops, schema.Op{Key: schema.RoomIndex(rid), Val: raw})
 		}
 	}
@@ -1620,6 +1624,9 @@ func (r *room) closed() <-chan struct{} {
 
 // say authors an event and waits until it is stored durably.
 func (r *room) say(ctx context.Context, s *sayReq) (ID, error) {
+	if r.provisional() {
+		return ID{}, fmt.Errorf("%w: %s", ErrProvisional, r.id)
+	}
 	if err := r.awaitOwn(ctx); err != nil {
 		return ID{}, err
 	}

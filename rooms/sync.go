@@ -258,9 +258,20 @@ func jittered(d time.Duration) time.Duration {
 // there is more. A room with more authors than one Hello lists is asked
 // for a part of its authors at a time, in the order of their IDs.
 func (r *room) syncWith(ctx context.Context, p peer.ID) error {
-	if err := r.m.cfg.Policy.Allowed(p); err != nil {
+	if err := r.m.cfg.Policy.Allowed(p); err != nil && !(errors.Is(err, ErrStranger) && r.asksToldBack(p)) {
 		return err
 	}
+	if !r.beginToldBackSession() {
+		return r.syncSession(ctx, p)
+	}
+	mark := r.progressMark()
+	err := r.syncSession(ctx, p)
+	r.m.judgeToldBack(r, p, err, r.progressMark() != mark)
+	return err
+}
+
+// syncSession is syncWith's catch-up itself.
+func (r *room) syncSession(ctx context.Context, p peer.ID) error {
 	var from peer.ID // the authors asked for: from here on
 	refused := 0     // events of parts that brought nothing the room took
 	cut := false     // a part ended with more of it left unasked
@@ -474,13 +485,23 @@ func (m *Manager) handleSync(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(syncTimeout))
 	remote := s.Conn().RemotePeer()
-	// A peer the policy refuses is not read: a Hello may be 1 MiB.
-	if m.cfg.Policy.Allowed(remote) != nil {
-		m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
-		s.Reset()
-		return
+	// A peer the policy refuses is not read: a Hello may be 1 MiB. But a
+	// node that left a room open here (or was removed from it), a
+	// stranger now that it shares no room with this node, is served up
+	// to its leave: a node put back on an older copy of its home learns
+	// so that it left (retell.go). Its Hello is read up to
+	// maxDepartedHello only.
+	limit := MaxFrame
+	departed := false
+	if err := m.cfg.Policy.Allowed(remote); err != nil {
+		if departed = errors.Is(err, ErrStranger) && m.outOfSome(remote); !departed {
+			m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
+			s.Reset()
+			return
+		}
+		limit = maxDepartedHello
 	}
-	h, err := ReadHello(s, MaxFrame)
+	h, err := ReadHello(s, limit)
 	if err != nil {
 		m.metrics.syncs.WithLabelValues("responder", "bad_request").Inc()
 		m.log.Debug("bad sync request", "remote", remote.String(), "err", err)
@@ -492,7 +513,7 @@ func (m *Manager) handleSync(s network.Stream) {
 	if r != nil && !r.isMember(remote) {
 		upTo = r.removedDepth(remote)
 	}
-	if r == nil || (!r.isMember(remote) && upTo == 0) || m.cfg.Policy.Allowed(remote) != nil {
+	if r == nil || (!r.isMember(remote) && upTo == 0) || (m.cfg.Policy.Allowed(remote) != nil && !(departed && upTo > 0)) {
 		m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
 		s.Reset()
 		return
@@ -524,6 +545,23 @@ func (m *Manager) handleSync(s network.Stream) {
 			r.noteHeads(remote, h)
 		}
 	}
+}
+
+// maxDepartedHello bounds the Hello of a node served only because it left
+// a room open here (handleSync).
+const maxDepartedHello = 64 << 10
+
+// outOfSome reports whether p left, or was removed from, a room open here
+// and was not invited back.
+func (m *Manager) outOfSome(p peer.ID) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, r := range m.rooms {
+		if r.removedDepth(p) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // noteHeads looks at a requester's heads: when it holds nothing newer than

@@ -29,7 +29,11 @@ at most 8 from one node and 64 in all, for 14 days. Further ones are refused.`,
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "ROOM ID\tNAME\tINVITED BY\tSINCE\tEXPIRES")
 					for _, i := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.ID, dash(oneLine(i.RoomName, 40)), i.Inviter,
+						name := dash(oneLine(i.RoomName, 40))
+						if i.ToldBack {
+							name += " (told back: you were in it)"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.ID, name, i.Inviter,
 							i.At.Local().Format("2006-01-02 15:04"), i.Expires.Local().Format("2006-01-02 15:04"))
 					}
 					tw.Flush()

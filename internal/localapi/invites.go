@@ -14,6 +14,11 @@ type WaitingInvite struct {
 	Inviter  string    `json:"inviter"`   // peer ID
 	At       time.Time `json:"at"`
 	Expires  time.Time `json:"expires"`
+	// ToldBack: the inviter tells this node back a room it says this node
+	// is in (this node's home was put back from an older copy), proven by
+	// an event of this node's there. Accepting opens it provisionally,
+	// until a member's catch-up shows this node in.
+	ToldBack bool `json:"told_back,omitempty"`
 }
 
 // InviteRef names a waiting invite: the room ID, or a unique prefix of it.
