@@ -488,8 +488,9 @@ func (r *room) beginToldBackSession() bool {
 // tellBackEvidence is a told-back notice checked: the room's record to
 // open it with and the own event that proves this node took part.
 type tellBackEvidence struct {
-	meta Meta
-	own  ID
+	meta   Meta
+	own    ID
+	ownSeq uint64 // the own event's seq in this node's chain of the room
 }
 
 // checkTellBack checks a told-back notice of room id from teller: the
@@ -540,7 +541,7 @@ func (m *Manager) checkTellBack(id identity.RoomID, n inviteNotice, teller peer.
 	if create.Author != m.self {
 		meta.InvitedBy = teller
 	}
-	return tellBackEvidence{meta: meta, own: ownID}, nil
+	return tellBackEvidence{meta: meta, own: ownID, ownSeq: own.Seq}, nil
 }
 
 // takeTellBack takes a member's notice of a room this node is in and does
@@ -567,7 +568,7 @@ func (m *Manager) takeTellBack(id identity.RoomID, n inviteNotice, remote peer.I
 		if !r.provisional() {
 			return errHeld
 		}
-	} else if err := m.holdsRecord(id); err != nil {
+	} else if err := m.holdsRecord(id, ev); err != nil {
 		return err
 	}
 	if !trusted {
@@ -586,17 +587,65 @@ func (m *Manager) takeTellBack(id identity.RoomID, n inviteNotice, remote peer.I
 	return m.openToldBack(id, ev, remote)
 }
 
-// holdsRecord returns errHeld if this node holds a record of room id.
-func (m *Manager) holdsRecord(id identity.RoomID) error {
-	if m.room(id) != nil || m.leaving.get(id) != nil {
+// holdsRecord returns errHeld if this node holds a record of room id that
+// the evidence ev does not go past. One it goes past: the room is recorded
+// left, this node's latest event there that it holds is its own leave, and
+// ev's own event comes after it in this node's chain. A node posts after
+// its leave only once invited back, so the copy's record is older than the
+// evidence (left before the copy, joined again since). A removal is never
+// gone past: a post that crossed it may come after it in the chain.
+func (m *Manager) holdsRecord(id identity.RoomID, ev tellBackEvidence) error {
+	if m.room(id) != nil {
 		return errHeld
 	}
-	if _, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id))); err != nil {
+	raw, ok, err := m.cfg.Store.Lookup(schema.RoomIndex(string(id)))
+	if err != nil {
 		return err
-	} else if ok {
+	}
+	if !ok {
+		if m.leaving.get(id) != nil {
+			return errHeld
+		}
+		return nil
+	}
+	var meta Meta
+	if json.Unmarshal(raw, &meta) != nil || !meta.Left {
+		return errHeld
+	}
+	left, err := m.ownLeaveSeq(id)
+	if err != nil || left == 0 || ev.ownSeq <= left {
 		return errHeld
 	}
 	return nil
+}
+
+// ownLeaveSeq returns the seq of this node's own leave of room id if it is
+// the latest event of this node's that the store holds there, else 0.
+func (m *Manager) ownLeaveSeq(id identity.RoomID) (uint64, error) {
+	var eid []byte
+	err := m.cfg.Store.ScanFrom(schema.RoomAuthorPrefix(string(id), []byte(m.self)), nil, true, func(_, v []byte) bool {
+		eid = append([]byte(nil), v...)
+		return false
+	})
+	if err != nil || len(eid) != len(ID{}) {
+		return 0, err
+	}
+	v, ok, err := m.cfg.Store.Lookup(storedKey(id, ID(eid)))
+	if err != nil || !ok {
+		return 0, err
+	}
+	_, wire, err := splitStored(v)
+	if err != nil {
+		return 0, err
+	}
+	e, _, err := Decode(wire)
+	if err != nil || e.Kind != KindLeave || e.Author != m.self {
+		return 0, err
+	}
+	if target, _, err := e.LeaveTarget(); err != nil || target != m.self {
+		return 0, err
+	}
+	return e.Seq, nil
 }
 
 // addToldBackSource adds teller as a source of a provisional room, and
@@ -652,9 +701,12 @@ func (m *Manager) openProvisional(id identity.RoomID, ev tellBackEvidence, telle
 		}
 		return nil, false, errHeld
 	}
-	if err := m.holdsRecord(id); err != nil {
+	if err := m.holdsRecord(id, ev); err != nil {
 		return nil, false, err
 	}
+	// A room left before the copy and joined again since (holdsRecord):
+	// the old leave is no longer this node's to hand out.
+	m.leaving.drop(id)
 	all, by := m.provisionalCount(teller)
 	if all >= int(MaxProvisional.Load()) || by >= int(MaxProvisionalPerTeller.Load()) {
 		m.metrics.toldBackDropped.WithLabelValues("cap").Inc()
