@@ -402,6 +402,7 @@ type provisional struct {
 	invited bool             // an invite was taken meanwhile (trusted, or accepted by the user)
 	heard   map[peer.ID]bool // the members a catch-up ended complete with
 	opened  time.Time        // when the room opened (ToldBackWait counts from it)
+	gone    bool             // dropped: a notice that raced the drop opens the room afresh
 }
 
 // judgedKey is evidence a catch-up found this node out with: the room, the
@@ -653,7 +654,7 @@ func (m *Manager) ownLeaveSeq(id identity.RoomID) (uint64, error) {
 func (r *room) addToldBackSource(teller peer.ID, own ID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.prov == nil {
+	if r.prov == nil || r.prov.gone {
 		return false
 	}
 	r.prov.sources[teller] = own
@@ -990,6 +991,9 @@ func (m *Manager) dropToldBack(r *room, reason string) {
 		return
 	}
 	delete(m.rooms, r.id)
+	r.mu.Lock()
+	pv.gone = true
+	r.mu.Unlock()
 	m.mu.Unlock()
 	for p, own := range sources {
 		m.judged.add(judgedKey{r.id, p, own})
