@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -86,7 +87,14 @@ func (m *Manager) Invite(ctx context.Context, id identity.RoomID, target peer.ID
 	}
 	r.mu.RLock()
 	eid, already := r.members[target]
+	spoke := already && !r.awaitsJoin(target) && r.committed[target] > 0
 	r.mu.RUnlock()
+	if spoke {
+		// A member that spoke since its admission is in by its own word:
+		// invited again, it is asked whether it holds the room and, if it
+		// lacks it (its home put back on an older copy), told it back.
+		return eid, m.remindMember(r, target)
+	}
 	if !already {
 		eid, err = r.say(ctx, &sayReq{agent: agent, kind: KindInvite, body: []byte(target)})
 		if err != nil {
@@ -94,9 +102,28 @@ func (m *Manager) Invite(ctx context.Context, id identity.RoomID, target peer.ID
 		}
 	}
 	if err := m.tellInvited(ctx, r, target, eid); err != nil {
+		if errors.Is(err, ErrInviteRefused) {
+			return eid, fmt.Errorf("rooms: %s is invited to %s, but its node refused the notice: %w", target, id, err)
+		}
 		return eid, fmt.Errorf("rooms: %s is invited to %s but could not be told yet (it will be when it connects): %w", target, id, err)
 	}
 	return eid, nil
+}
+
+// remindMember asks target, a member of r that spoke in it, whether it
+// holds r, and tells it r back if it lacks it.
+func (m *Manager) remindMember(r *room, target peer.ID) error {
+	lacks, err := m.askHeld(target, heldAsk{Rooms: []string{string(r.id)}})
+	if err != nil {
+		return fmt.Errorf("rooms: %s is a member of %s; asking whether its node holds the room failed (members tell it when it connects): %w", target, r.id, err)
+	}
+	if !slices.Contains(lacks, string(r.id)) {
+		return nil
+	}
+	if err := m.tellBack(r, target); err != nil {
+		return fmt.Errorf("rooms: %s is a member of %s that lacks the room; telling it back failed: %w", target, r.id, err)
+	}
+	return nil
 }
 
 // tellRemoved sends target, removed from the room by event eid, the notice

@@ -88,6 +88,14 @@ func TestRestoredNodeToldItsRooms(t *testing.T) {
 	if _, err := mgr(nt, 1).Get(gone); !errors.Is(err, rooms.ErrUnknownRoom) {
 		t.Fatalf("the room node 1 left since the copy: %v, want it unknown", err)
 	}
+	// Invited again by a member, a member that holds the room is asked,
+	// not sent its old admission (for the creator, the create event, which
+	// it refused as no invite).
+	for _, id := range []identity.RoomID{created, joined} {
+		if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+			t.Fatalf("node 0 invites node 1, a member that holds the room, again: %v", err)
+		}
+	}
 
 	// The rooms told back are in node 1's room list for good.
 	nt.Crash(1)
