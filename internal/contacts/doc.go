@@ -38,8 +38,11 @@
 //
 // # Policy for rooms
 //
-// CanInvite(target) requires a live certificate with target granting the
-// "invite" scope; the error names `parley contact request`.
+// CanInvite(target) is nil for a live certificate with target granting the
+// "invite" scope (the invite opens the room there at once, TrustInvite),
+// and for a member node of a room this node is in that this user did not
+// cut off: that invite waits on target's node for its user's answer. Else
+// the error names `parley contact request`.
 //
 // Allowed(p), asked by rooms for every invite notice, event author, gossip
 // sender and sync partner, is nil when

@@ -351,6 +351,10 @@ type Posted struct {
 	// Note is set by an invite of an agent that could not be checked: its
 	// node tells this node nothing of its agents, so it may not exist.
 	Note string `json:"note,omitempty"`
+	// Waits is set by an invite of a node that is not a contact granting
+	// invites (a member of a room this node shares): the invite waits on
+	// that node for its user's answer (`parley invites` there).
+	Waits bool `json:"waits,omitempty"`
 }
 
 // AskRequest asks an agent (To) or a room (every member agent but the
