@@ -150,6 +150,11 @@ func TestOrgTrust(t *testing.T) {
 	nt.WaitFor(20*time.Second, func() bool {
 		return contactState(nt, y1, x1) == consent.StateRevoked && contactState(nt, x1, y1) == consent.StateRevoked
 	}, "the contact made through the withdrawn trust to be revoked")
+	// Nobody denied X's member anything: it may ask again at once (and
+	// its request, no longer trusted, waits for the user).
+	request(t, nt, x1, y1)
+	nt.WaitFor(15*time.Second, func() bool { return contactState(nt, y1, x1) == consent.StatePendingIn },
+		"node %d to hold node %d's new request", y1, x1)
 
 	// Each organisation decision is in the audit log of the node that
 	// took it, and the log verifies.
