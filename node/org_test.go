@@ -16,7 +16,9 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/org"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -131,6 +133,36 @@ func TestOrgTrust(t *testing.T) {
 	c, _ := nt.Node(y1).Contacts().Book().Get(nt.ID(x1), time.Now())
 	if c.Cert == nil || !slices.Equal(c.Scopes, []string{consent.ScopeAsk}) {
 		t.Fatalf("certificate scopes %v, want the scopes both trusts name: [ask]", c.Scopes)
+	}
+	// `parley contact list` shows the scopes and the organisation.
+	api := localapi.NewClient(node.SocketPath(nt.Home(y1)))
+	defer api.Close()
+	es, err := api.Contacts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(es, func(e localapi.ContactEntry) bool { return e.PeerID == nt.ID(x1).String() }); i < 0 ||
+		!slices.Equal(es[i].Scopes, []string{consent.ScopeAsk}) || es[i].Org != x.id.String() {
+		t.Fatalf("contact list: %+v, want scopes [ask] and org %s", es, x.id)
+	}
+	// Its certificate grants no invites: an invite is sent all the same,
+	// and waits for the user of x1 instead of opening the room.
+	ctx := context.Background()
+	room, err := nt.Node(y1).Rooms().Create(ctx, "narrow", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nt.Node(y1).Rooms().InviteWaits(nt.ID(x1)) {
+		t.Fatal("an invite of a contact without the invite scope should wait")
+	}
+	if _, err := nt.Node(y1).Rooms().Invite(ctx, room, nt.ID(x1), identity.HumanAgent); err != nil {
+		t.Fatalf("invite of a contact without the invite scope: %v", err)
+	}
+	if w := nt.Node(x1).Rooms().Invites(); len(w) != 1 || w[0].Room != room {
+		t.Fatalf("x1's waiting invites: %+v", w)
+	}
+	if _, err := nt.Node(x1).Rooms().Get(room); err == nil {
+		t.Fatal("the invite opened the room without x1's user")
 	}
 
 	// X's second member is approved too, then X revokes it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ type Entry struct {
 	State   consent.State `json:"state"`   // pending-in, pending-out, active, denied, revoked, expired
 	Note    string        `json:"note"`    // the pending request's note
 	Expires *time.Time    `json:"expires"` // the certificate's end, null without one
+	Scopes  []string      `json:"scopes"`  // what the certificate grants (ask, invite, presence), null without one
 }
 
 func entryOf(c consent.Contact) Entry {
@@ -31,6 +33,7 @@ func entryOf(c consent.Contact) Entry {
 	if c.Cert != nil && !c.Expires.IsZero() && (c.State == consent.StateActive || c.State == consent.StateExpired) {
 		t := c.Expires.UTC()
 		e.Expires = &t
+		e.Scopes = slices.Clone(c.Scopes)
 	}
 	return e
 }

@@ -40,8 +40,9 @@
 //
 // CanInvite(target) is nil for a live certificate with target granting the
 // "invite" scope (the invite opens the room there at once, TrustInvite),
-// and for a member node of a room this node is in that this user did not
-// cut off: that invite waits on target's node for its user's answer. Else
+// and for another node Allowed lets in (a contact without the scope, a
+// member node of a room this node is in): that invite waits on target's
+// node for its user's answer. Else
 // the error names `parley contact request`.
 //
 // Allowed(p), asked by rooms for every invite notice, event author, gossip

@@ -74,19 +74,17 @@ func (s *Service) cutOff(p peer.ID, now time.Time) error {
 
 // CanInvite returns nil if this node holds a live certificate with target
 // that grants the invite scope (the invite opens the room there at once),
-// or if target is a member node of a room this node is in and this user
-// did not cut it off (Allowed): that invite waits on target's node for its
-// user's answer (rooms.InviteGate). Otherwise the error wraps
+// or if this policy otherwise allows target (Allowed: a contact whose
+// certificate does not grant invites, or a member node of a room this node
+// is in, and this user did not cut it off): that invite waits on target's
+// node for its user's answer (rooms.InviteGate). Otherwise the error wraps
 // rooms.ErrInviteRefused and says how to get consent.
 func (s *Service) CanInvite(target peer.ID) error {
 	if target == s.self {
 		return nil
 	}
 	err := s.contactInvite(target)
-	if err == nil || s.cutOff(target, s.now()) != nil {
-		return err
-	}
-	if s.cfg.SharesRoom != nil && s.cfg.SharesRoom(target) {
+	if err != nil && s.Allowed(target) == nil {
 		return nil
 	}
 	return err

@@ -208,6 +208,11 @@ type ContactEntry struct {
 	State   string     `json:"state"`   // pending-in, pending-out, active, denied, revoked, expired
 	Note    string     `json:"note"`    // the pending request's note
 	Expires *time.Time `json:"expires"` // the certificate's end, null without one
+	// Scopes is what the certificate grants (ask, invite, presence).
+	Scopes []string `json:"scopes,omitempty"`
+	// Org is set for a contact made through organisation trust: the
+	// ORGKEY of the organisation whose trust approved it.
+	Org string `json:"org,omitempty"`
 }
 
 // ContactResult is the outcome of a request, approval, denial or revocation.
