@@ -662,6 +662,19 @@ func (b *Book) Denied(from peer.ID, id string, now time.Time) (recs []Record, er
 // Errors: ErrNoContact, ErrState (already denied or revoked).
 func (b *Book) Revoke(p peer.ID, now time.Time) (wire []byte, recs []Record, err error) {
 	defer wrap(&err, "revoke", p)
+	return b.revoke(p, true, now)
+}
+
+// RevokeAllowingAsk is Revoke without the cool-down: p may ask again at
+// once (and its request waits for the user). It is for a revocation that
+// is no decision of the user against p: the organisation trust the contact
+// came through was withdrawn, or a membership revoked.
+func (b *Book) RevokeAllowingAsk(p peer.ID, now time.Time) (wire []byte, recs []Record, err error) {
+	defer wrap(&err, "revoke", p)
+	return b.revoke(p, false, now)
+}
+
+func (b *Book) revoke(p peer.ID, cooldown bool, now time.Time) (wire []byte, recs []Record, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.contacts[p]
@@ -678,7 +691,7 @@ func (b *Book) Revoke(p peer.ID, now time.Time) (wire []byte, recs []Record, err
 		return nil, nil, err
 	}
 	next := e.c.clone()
-	if next.State != StatePendingOut {
+	if next.State != StatePendingOut && cooldown {
 		next.DeniedUntil = now.Add(b.pol.DenyCooldown)
 	}
 	next.State, next.Seq, next.RevokeSeq, next.Revocation, next.Updated = StateRevoked, certSeq, seq, wire, now

@@ -119,12 +119,17 @@ var agentsErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
 func agentsError(err error) error { return agentsErrors.Wrap(err) }
 
 // contactsAPI serves the contact service.
-type contactsAPI struct{ cs *contacts.Service }
+// contactsAPI is the local API's contacts; org, if set, names the
+// organisation a contact was made through ("" if none).
+type contactsAPI struct {
+	cs  *contacts.Service
+	org func(peer.ID) peer.ID
+}
 
 var _ localapi.Contacts = contactsAPI{}
 
 func contactEntry(e contacts.Entry) localapi.ContactEntry {
-	return localapi.ContactEntry{ID: e.ID, PeerID: e.PeerID.String(), Handle: e.Handle, State: string(e.State), Note: e.Note, Expires: e.Expires}
+	return localapi.ContactEntry{ID: e.ID, PeerID: e.PeerID.String(), Handle: e.Handle, State: string(e.State), Note: e.Note, Expires: e.Expires, Scopes: e.Scopes}
 }
 
 func contactResult(r contacts.Result, err error) (localapi.ContactResult, error) {
@@ -163,6 +168,11 @@ func (c contactsAPI) List(context.Context) []localapi.ContactEntry {
 	out := make([]localapi.ContactEntry, len(es))
 	for i, e := range es {
 		out[i] = contactEntry(e)
+		if c.org != nil && e.State == consent.StateActive {
+			if o := c.org(e.PeerID); o != "" {
+				out[i].Org = o.String()
+			}
+		}
 	}
 	return out
 }

@@ -365,7 +365,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api = localapi.NewServer(apiBackend{n}, n.log)
 		n.api.HandleRooms(n.inbox)
 		n.api.HandleEdge(n.inbox)
-		n.api.HandleContacts(contactsAPI{n.contacts})
+		n.api.HandleContacts(n.contactsAPI())
 		n.api.HandleOrg(orgAPI{n})
 		n.api.HandleInvites(invitesAPI{n})
 		n.api.HandleAgents(agentsAPI{n})

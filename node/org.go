@@ -61,6 +61,17 @@ func (n *Node) untagOrgContact(p peer.ID) {
 	}
 }
 
+// contactsAPI is the local API's contacts, with the organisation each
+// contact was made through.
+func (n *Node) contactsAPI() contactsAPI {
+	return contactsAPI{cs: n.contacts, org: func(p peer.ID) peer.ID {
+		if n.org == nil {
+			return ""
+		}
+		return n.org.TaggedWith(p)
+	}}
+}
+
 type orgContacts struct{ n *Node }
 
 func (c orgContacts) ActivePeers() []peer.ID { return c.n.activeContacts() }

@@ -16,7 +16,9 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/org"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -132,6 +134,36 @@ func TestOrgTrust(t *testing.T) {
 	if c.Cert == nil || !slices.Equal(c.Scopes, []string{consent.ScopeAsk}) {
 		t.Fatalf("certificate scopes %v, want the scopes both trusts name: [ask]", c.Scopes)
 	}
+	// `parley contact list` shows the scopes and the organisation.
+	api := localapi.NewClient(node.SocketPath(nt.Home(y1)))
+	defer api.Close()
+	es, err := api.Contacts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(es, func(e localapi.ContactEntry) bool { return e.PeerID == nt.ID(x1).String() }); i < 0 ||
+		!slices.Equal(es[i].Scopes, []string{consent.ScopeAsk}) || es[i].Org != x.id.String() {
+		t.Fatalf("contact list: %+v, want scopes [ask] and org %s", es, x.id)
+	}
+	// Its certificate grants no invites: an invite is sent all the same,
+	// and waits for the user of x1 instead of opening the room.
+	ctx := context.Background()
+	room, err := nt.Node(y1).Rooms().Create(ctx, "narrow", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nt.Node(y1).Rooms().InviteWaits(nt.ID(x1)) {
+		t.Fatal("an invite of a contact without the invite scope should wait")
+	}
+	if _, err := nt.Node(y1).Rooms().Invite(ctx, room, nt.ID(x1), identity.HumanAgent); err != nil {
+		t.Fatalf("invite of a contact without the invite scope: %v", err)
+	}
+	if w := nt.Node(x1).Rooms().Invites(); len(w) != 1 || w[0].Room != room {
+		t.Fatalf("x1's waiting invites: %+v", w)
+	}
+	if _, err := nt.Node(x1).Rooms().Get(room); err == nil {
+		t.Fatal("the invite opened the room without x1's user")
+	}
 
 	// X's second member is approved too, then X revokes it.
 	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(x2).Org().Trusts()) == 1 }, "node %d to hold X's trust", x2)
@@ -150,6 +182,11 @@ func TestOrgTrust(t *testing.T) {
 	nt.WaitFor(20*time.Second, func() bool {
 		return contactState(nt, y1, x1) == consent.StateRevoked && contactState(nt, x1, y1) == consent.StateRevoked
 	}, "the contact made through the withdrawn trust to be revoked")
+	// Nobody denied X's member anything: it may ask again at once (and
+	// its request, no longer trusted, waits for the user).
+	request(t, nt, x1, y1)
+	nt.WaitFor(15*time.Second, func() bool { return contactState(nt, y1, x1) == consent.StatePendingIn },
+		"node %d to hold node %d's new request", y1, x1)
 
 	// Each organisation decision is in the audit log of the node that
 	// took it, and the log verifies.

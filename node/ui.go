@@ -152,7 +152,7 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 		agents = []agentView{}
 	}
 	out["agents"] = agents
-	out["contacts"] = (contactsAPI{n.contacts}).List(ctx)
+	out["contacts"] = (n.contactsAPI()).List(ctx)
 	out["invites"] = (invitesAPI{n}).List(ctx)
 	if n.org != nil {
 		out["org_offers"] = (orgAPI{n}).Status(ctx).Offers

@@ -100,6 +100,14 @@ func (m *Manager) trustsInvite(p peer.ID) bool {
 	return !ok || g.TrustInvite(p)
 }
 
+// InviteWaits reports whether this node's invite of target waits on
+// target's node for its user's answer instead of opening the room there at
+// once: target is not a contact whose certificate grants invites (the
+// InviteGate; certificates grant the same scopes to both sides).
+func (m *Manager) InviteWaits(target peer.ID) bool {
+	return target != m.self && !m.trustsInvite(target)
+}
+
 // loadInvites reads the waiting invites, dropping the expired and the
 // unreadable ones.
 func (m *Manager) loadInvites() error {

@@ -21,8 +21,11 @@ func contactCmd(g *globals) *cobra.Command {
 		Short: "Contacts: consent between users' nodes, sealed by both",
 		Long: `Another user's node can reach your agents only as a contact: it asks with
 ` + "`parley contact request`" + `, you approve (or deny), and both nodes hold a certificate signed by
-both. Either side may revoke it at once; it also expires by itself. Inviting another
-user's node into a room needs a live contact.`,
+both. Either side may revoke it at once; it also expires by itself. A contact whose
+certificate grants invites (SCOPES in ` + "`contact list`" + `) is invited into a room at once; the
+invite of another contact, or of a member of a room you share, waits for their answer.
+A contact approved through organisation trust (VIA org ORGKEY) has the scopes both
+organisations' trusts name.`,
 	}
 	cmd.AddCommand(contactRequestCmd(g), contactApproveCmd(g), contactDenyCmd(g), contactRevokeCmd(g), contactListCmd(g))
 	return cmd
@@ -114,7 +117,7 @@ func contactListCmd(g *globals) *cobra.Command {
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "ID\tPEER ID\tHANDLE\tSTATE\tEXPIRES\tNOTE")
+					fmt.Fprintln(tw, "ID\tPEER ID\tHANDLE\tSTATE\tEXPIRES\tSCOPES\tVIA\tNOTE")
 					for _, e := range v {
 						exp := "-"
 						if e.Expires != nil {
@@ -124,7 +127,17 @@ func contactListCmd(g *globals) *cobra.Command {
 						if utf8.RuneCountInString(note) > 40 {
 							note = string([]rune(note)[:39]) + "…"
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.PeerID, termtext.Line(e.Handle), e.State, exp, termtext.Line(note))
+						handle, scopes, via := termtext.Line(e.Handle), "-", "-"
+						if handle == "" {
+							handle = "-" // not told yet: a node tells its handle once it approves
+						}
+						if len(e.Scopes) > 0 {
+							scopes = strings.Join(e.Scopes, ",")
+						}
+						if e.Org != "" {
+							via = "org " + e.Org
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.PeerID, handle, e.State, exp, scopes, via, termtext.Line(note))
 					}
 					tw.Flush()
 				})

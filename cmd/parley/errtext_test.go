@@ -56,7 +56,8 @@ func TestCLIErrorsSayTheirContextOnce(t *testing.T) {
 		{[]string{"contact", "request", id.PeerID}, "bad input: that is this node's own peer ID"},
 		{[]string{"room", "say", "nosuch", "hi"}, `no room named "nosuch"`},
 		{[]string{"invites", "accept", "nosuch"}, "rooms: unknown room: "},
-		{[]string{"org", "accept", "bogus"}, `"bogus" is not a peer ID`},
+		{[]string{"org", "accept", "bogus"}, `"bogus" is not an ORGKEY (`},
+		{[]string{"org", "trust", "bogus", "--key", "k"}, `"bogus" is not an ORGKEY (`},
 		{[]string{"contact", "request", "12D3KooWDpg8uJ23WCMp3pC5in3VfXd9rUnP3jSnY32zU88w3CiC"}, "contacts: request 12D3KooWDpg8uJ23WCMp3pC5in3VfXd9rUnP3jSnY32zU88w3CiC: peer cannot be reached: "},
 	} {
 		_, errs, code := run(t, append([]string{"--home", home}, tc.args...)...)

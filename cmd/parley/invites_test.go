@@ -232,3 +232,67 @@ func TestCLIInviteFlood(t *testing.T) {
 		return code == 0 && strings.Contains(out, "second")
 	}, "A to join the contact's room")
 }
+
+// TestCLICoMemberInviteWaits: S, a stock node, invites A, a member of a
+// room they share but not S's contact. The invite is sent, `room invite`
+// says it waits for their answer, and it waits in A's `parley invites`;
+// no room opens on A until A accepts.
+func TestCLICoMemberInviteWaits(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeC, homeS := filepath.Join(base, "a"), filepath.Join(base, "c"), filepath.Join(base, "s")
+	a := up(t, homeA, "--listen", loopback)
+	up(t, homeC, "--listen", loopback, "--bootstrap", a.addr())
+	up(t, homeS, "--listen", loopback, "--bootstrap", a.addr())
+	idA, idS := peerID(t, homeA), peerID(t, homeS)
+	befriend(t, homeC, homeA, idA)
+	befriend(t, homeC, homeS, idS)
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", homeC, "room", "create", "shared")
+	for _, id := range []string{idA, idS} {
+		if _, errs, code := run(t, "--home", homeC, "room", "invite", room.RoomID, id); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		var l []struct {
+			Members []string `json:"members"`
+		}
+		runJSON(t, &l, "--home", homeS, "room", "list")
+		return len(l) == 1 && len(l[0].Members) == 3
+	}, "S to know A as a member of the shared room")
+
+	var own struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &own, "--home", homeS, "room", "create", "carolsroom")
+	out, errs, code := run(t, "--home", homeS, "room", "invite", own.RoomID, idA)
+	if code != 0 || !strings.Contains(out, "waits for their answer") {
+		t.Fatalf("invite of a co-member: exit %d\n%s%s", code, out, errs)
+	}
+	var waiting []cliInvite
+	runJSON(t, &waiting, "--home", homeA, "invites")
+	if len(waiting) != 1 || waiting[0].ID != own.RoomID || waiting[0].Inviter != idS {
+		t.Fatalf("waiting invites: %+v", waiting)
+	}
+	if out, _, _ := run(t, "--home", homeA, "room", "list"); strings.Contains(out, "carolsroom") {
+		t.Fatalf("the invite opened the room before A's answer:\n%s", out)
+	}
+	if out, errs, code := run(t, "--home", homeA, "invites", "accept", own.RoomID); code != 0 {
+		t.Fatalf("accept: exit %d: %s%s", code, out, errs)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, code := run(t, "--home", homeA, "room", "list")
+		return code == 0 && strings.Contains(out, "carolsroom")
+	}, "A to join the room it accepted")
+	// A contact's invite still opens at once, and says nothing of waiting.
+	var second struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &second, "--home", homeC, "room", "create", "second")
+	if out, errs, code := run(t, "--home", homeC, "room", "invite", second.RoomID, idA); code != 0 || strings.Contains(out, "waits") {
+		t.Fatalf("a contact's invite: exit %d\n%s%s", code, out, errs)
+	}
+}

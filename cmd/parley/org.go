@@ -60,7 +60,7 @@ func orgAnswerCmd(g *globals, verb string) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := orgPeerArg(args[0]); err != nil {
+			if _, err := orgKeyArg(args[0]); err != nil {
 				return err
 			}
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.OrgStatus, error) {
@@ -153,6 +153,16 @@ func orgPeerArg(s string) (peer.ID, error) {
 	return p, nil
 }
 
+// orgKeyArg parses an organisation key (ORGKEY). It is written as a peer
+// ID is, but the error names what was wanted.
+func orgKeyArg(s string) (peer.ID, error) {
+	p, err := peer.Decode(s)
+	if err != nil {
+		return "", fmt.Errorf("%.80q is not an ORGKEY (`parley org init` prints one; `parley org status` shows the ones offered to this node)", s)
+	}
+	return p, nil
+}
+
 func orgAddCmd(g *globals) *cobra.Command {
 	var key, handle, valid string
 	cmd := &cobra.Command{
@@ -202,7 +212,7 @@ func orgTrustCmd(g *globals) *cobra.Command {
 		Short: "Trust another organisation (it must trust yours too)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := orgPeerArg(args[0])
+			o, err := orgKeyArg(args[0])
 			if err != nil {
 				return err
 			}
@@ -232,7 +242,7 @@ func orgUntrustCmd(g *globals) *cobra.Command {
 		Short: "Withdraw the trust: contacts made through it are revoked",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := orgPeerArg(args[0])
+			o, err := orgKeyArg(args[0])
 			if err != nil {
 				return err
 			}

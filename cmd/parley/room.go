@@ -97,8 +97,10 @@ func roomInviteCmd(g *globals) *cobra.Command {
 		Use:   "invite ROOM MEMBER...",
 		Short: "Bring agents (NAME@PEER_ID, or NAME of this node) or nodes (PEER_ID) into a room",
 		Long: `Bring members into a room. An agent NAME@PEER_ID becomes a member, and its node is
-admitted for it (that needs an active contact); NAME is an agent of this node; a bare PEER_ID
-admits the node, whose "human" joins.`,
+admitted for it; NAME is an agent of this node; a bare PEER_ID admits the node, whose "human"
+joins. The invite opens the room at once on a contact's node whose certificate grants invites;
+a node that is not (a member of a room you share) gets it in ` + "`parley invites`" + `, where it waits
+for their answer.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.Posted, error) {
@@ -118,6 +120,10 @@ admits the node, whose "human" joins.`,
 				for i, p := range v {
 					if p.Already {
 						fmt.Fprintf(w, "%s is already in %q (let in by event %s)\n", args[1+i], termtext.Line(p.Room.Name), p.ID)
+						continue
+					}
+					if p.Waits {
+						fmt.Fprintf(w, "invited %s into %q (event %s): it is not a contact that lets you invite it at once, so the invite waits for their answer (`parley invites` on their node)\n", args[1+i], termtext.Line(p.Room.Name), p.ID)
 						continue
 					}
 					fmt.Fprintf(w, "invited %s into %q (event %s)\n", args[1+i], termtext.Line(p.Room.Name), p.ID)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ type Entry struct {
 	State   consent.State `json:"state"`   // pending-in, pending-out, active, denied, revoked, expired
 	Note    string        `json:"note"`    // the pending request's note
 	Expires *time.Time    `json:"expires"` // the certificate's end, null without one
+	Scopes  []string      `json:"scopes"`  // what the certificate grants (ask, invite, presence), null without one
 }
 
 func entryOf(c consent.Contact) Entry {
@@ -31,6 +33,7 @@ func entryOf(c consent.Contact) Entry {
 	if c.Cert != nil && !c.Expires.IsZero() && (c.State == consent.StateActive || c.State == consent.StateExpired) {
 		t := c.Expires.UTC()
 		e.Expires = &t
+		e.Scopes = slices.Clone(c.Scopes)
 	}
 	return e
 }
@@ -291,7 +294,9 @@ func (s *Service) Revoke(ctx context.Context, ref string) (res Result, err error
 
 // RevokeBy is Revoke decided by actor, as the audit log names it ("org":
 // the contact's organisation trust was withdrawn or its membership
-// revoked).
+// revoked). Only the user's own revocation (HumanActor) holds the peer's
+// new requests off for the cool-down; after another actor's, the peer may
+// ask again at once, and its request waits for the user.
 func (s *Service) RevokeBy(ctx context.Context, ref, actor string) (res Result, err error) {
 	defer func() {
 		if err != nil {
@@ -311,7 +316,12 @@ func (s *Service) RevokeBy(ctx context.Context, ref, actor string) (res Result, 
 	defer unlock()
 	var wire []byte
 	err = s.apply(func(now time.Time) (recs []consent.Record, err error) {
-		wire, recs, err = s.book.Revoke(c.Peer, now)
+		if actor == HumanActor {
+			wire, recs, err = s.book.Revoke(c.Peer, now)
+		} else {
+			// Not the user's decision against the peer: it may ask again.
+			wire, recs, err = s.book.RevokeAllowingAsk(c.Peer, now)
+		}
 		return recs, err
 	})
 	if err != nil {

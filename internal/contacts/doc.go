@@ -38,8 +38,12 @@
 //
 // # Policy for rooms
 //
-// CanInvite(target) requires a live certificate with target granting the
-// "invite" scope; the error names `parley contact request`.
+// CanInvite(target) is nil for a live certificate with target granting the
+// "invite" scope (the invite opens the room there at once, TrustInvite),
+// and for another node Allowed lets in (a contact without the scope, a
+// member node of a room this node is in): that invite waits on target's
+// node for its user's answer. Else
+// the error names `parley contact request`.
 //
 // Allowed(p), asked by rooms for every invite notice, event author, gossip
 // sender and sync partner, is nil when

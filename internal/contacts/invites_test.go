@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/canon"
 	"github.com/parley-mesh/parley/internal/frame"
@@ -22,11 +24,14 @@ import (
 // sharedRoom starts three nodes: node 2 is a contact of nodes 0 and 1 and
 // brings both into a room, so node 1 is a co-member of node 0 but not its
 // contact. Node 1 invites anyone (as a hostile node would).
-func sharedRoom(t *testing.T) *nodetest.Net {
+func sharedRoom(t *testing.T) *nodetest.Net { return sharedRoomWith(t, true) }
+
+// sharedRoomWith is sharedRoom; with open false, node 1 is a stock node.
+func sharedRoomWith(t *testing.T, open bool) *nodetest.Net {
 	t.Helper()
 	nt := startNet(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.SyncInterval = time.Second
-		if i == 1 {
+		if i == 1 && open {
 			c.RoomPolicy = openPolicy{}
 		}
 	}))
@@ -87,6 +92,68 @@ func TestInvitesFromCoMembersWait(t *testing.T) {
 	// A contact's invite opens the room at once.
 	own := createRoom(t, nt, 2)
 	invite(t, nt, 2, 0, own)
+}
+
+// TestStockNodeInvitesCoMember: a stock node invites a co-member of a room
+// it shares that is not its contact (its node, or a named agent of it):
+// the invite is sent and waits on the co-member's node for its user, and
+// opens nothing there. Inviting an agent of a node already in the room
+// needs no contact either. Once the inviter's user denied the co-member's
+// contact request, its invites are refused again.
+func TestStockNodeInvitesCoMember(t *testing.T) {
+	nt := sharedRoomWith(t, false)
+	ctx := context.Background()
+	if !mgr(nt, 1).InviteWaits(nt.ID(0)) || mgr(nt, 2).InviteWaits(nt.ID(0)) {
+		t.Fatal("InviteWaits: a co-member's invite should wait, a contact's not")
+	}
+	id, err := mgr(nt, 1).Create(ctx, "carolsroom", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr(nt, 1).Invite(ctx, id, nt.ID(0), identity.HumanAgent); err != nil {
+		t.Fatalf("invite of a co-member: %v", err)
+	}
+	agentRoom, err := mgr(nt, 1).Create(ctx, "agentroom", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr(nt, 1).InviteAgent(ctx, agentRoom, nt.ID(0), "planner", identity.HumanAgent); err != nil {
+		t.Fatalf("invite of a co-member's agent: %v", err)
+	}
+	w := mgr(nt, 0).Invites()
+	if len(w) != 2 || w[0].Room != id || w[0].Inviter != nt.ID(1) || w[1].Room != agentRoom {
+		t.Fatalf("waiting invites: %+v", w)
+	}
+	if inRoom(nt, 0, id) || inRoom(nt, 0, agentRoom) {
+		t.Fatal("a co-member's invite opened a room without the user")
+	}
+	// An agent of a node already in the shared room.
+	var shared identity.RoomID
+	for _, in := range mgr(nt, 1).List() {
+		if in.Creator == nt.ID(2) {
+			shared = in.ID
+		}
+	}
+	if _, err := mgr(nt, 1).InviteAgent(ctx, shared, nt.ID(0), "helper", identity.HumanAgent); err != nil {
+		t.Fatalf("invite of an agent of a node in the room: %v", err)
+	}
+	// Node 0 asks node 1 for contact and node 1's user denies it.
+	res, err := svc(nt, 0).Request(ctx, peer.AddrInfo{ID: nt.ID(1)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, nt, 1, 0, consent.StatePendingIn)
+	if _, err := svc(nt, 1).Deny(ctx, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	other, err := mgr(nt, 1).Create(ctx, "after deny", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = mgr(nt, 1).Invite(ctx, other, nt.ID(0), identity.HumanAgent)
+	wantErr(t, err, rooms.ErrInviteRefused, "no longer a contact")
+	_, err = mgr(nt, 1).InviteAgent(ctx, shared, nt.ID(0), "other", identity.HumanAgent)
+	wantErr(t, err, rooms.ErrInviteRefused, "no longer a contact")
 }
 
 // inviteNotice is /parley/invite/1's notice, as a hostile peer builds it.

@@ -19,7 +19,9 @@ var (
 // TrustInvite reports whether an invite from p opens a room at once: p is
 // a contact whose live certificate grants invites. An invite from another
 // node this policy allows (a co-member of a room) waits for the user.
-func (s *Service) TrustInvite(p peer.ID) bool { return s.CanInvite(p) == nil }
+// Certificates carry the same scopes on both sides, so it also says
+// whether this node's invite of p opens the room there at once.
+func (s *Service) TrustInvite(p peer.ID) bool { return p == s.self || s.contactInvite(p) == nil }
 
 // Allowed returns nil if p may talk to this node: p is this node, holds a
 // live certificate, or is a member of a room this node is in — unless p's
@@ -71,12 +73,27 @@ func (s *Service) cutOff(p peer.ID, now time.Time) error {
 }
 
 // CanInvite returns nil if this node holds a live certificate with target
-// that grants the invite scope. Otherwise the error wraps
+// that grants the invite scope (the invite opens the room there at once),
+// or if this policy otherwise allows target (Allowed: a contact whose
+// certificate does not grant invites, or a member node of a room this node
+// is in, and this user did not cut it off): that invite waits on target's
+// node for its user's answer (rooms.InviteGate). Otherwise the error wraps
 // rooms.ErrInviteRefused and says how to get consent.
 func (s *Service) CanInvite(target peer.ID) error {
 	if target == s.self {
 		return nil
 	}
+	err := s.contactInvite(target)
+	if err != nil && s.Allowed(target) == nil {
+		return nil
+	}
+	return err
+}
+
+// contactInvite returns nil if this node holds a live certificate with
+// target that grants the invite scope, or the error that says how to get
+// consent.
+func (s *Service) contactInvite(target peer.ID) error {
 	now := s.now()
 	c, ok := s.book.Get(target, now)
 	ask := fmt.Sprintf("ask first with `parley contact request %s` and invite it once it approves", target)

@@ -393,6 +393,29 @@ func (b *Inbox) invite(ctx context.Context, agent identity.AgentName, room ident
 	return eid, note, err
 }
 
+// waits reports whether the invite of m into room in waits on m's node for
+// its user's answer: that node is not in the room yet, and is not a
+// contact whose certificate grants invites.
+func (b *Inbox) waits(in rooms.Info, m member) bool {
+	if m.peer == b.self || !b.rooms.InviteWaits(m.peer) {
+		return false
+	}
+	if m.name == "" {
+		return true
+	}
+	if slices.Contains(in.Members, m.peer) {
+		// Its node is in (or was invited already): the event reaches
+		// the agent through the room.
+		return false
+	}
+	return true
+}
+
+// waitsNote says that an invite of p waits for its user's answer.
+func waitsNote(p peer.ID) string {
+	return fmt.Sprintf("%s is not a contact that lets you invite it at once: the invite waits on its node for its user's answer (`parley invites` there)", p)
+}
+
 // outOf is the error for a room this node is out of, or nil.
 func (b *Inbox) outOf(id identity.RoomID) error {
 	name, left := b.rooms.LeftRoom(id)
@@ -482,6 +505,9 @@ func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoo
 		if note != "" {
 			res.Notes = append(res.Notes, note)
 		}
+		if b.rooms.InviteWaits(m.peer) {
+			res.Notes = append(res.Notes, waitsNote(m.peer))
+		}
 	}
 	in, err := b.rooms.Get(id)
 	if err != nil {
@@ -532,6 +558,7 @@ func (b *Inbox) Invite(ctx context.Context, agent string, req localapi.InviteReq
 		return res, apiError(err)
 	}
 	res.ID, res.Room, res.Note = eid.String(), ref(in), note
+	res.Waits = b.waits(in, m)
 	if err != nil {
 		return res, apiError(err) // invited, but the node could not be told yet
 	}

@@ -208,6 +208,11 @@ type ContactEntry struct {
 	State   string     `json:"state"`   // pending-in, pending-out, active, denied, revoked, expired
 	Note    string     `json:"note"`    // the pending request's note
 	Expires *time.Time `json:"expires"` // the certificate's end, null without one
+	// Scopes is what the certificate grants (ask, invite, presence).
+	Scopes []string `json:"scopes,omitempty"`
+	// Org is set for a contact made through organisation trust: the
+	// ORGKEY of the organisation whose trust approved it.
+	Org string `json:"org,omitempty"`
 }
 
 // ContactResult is the outcome of a request, approval, denial or revocation.
@@ -351,6 +356,10 @@ type Posted struct {
 	// Note is set by an invite of an agent that could not be checked: its
 	// node tells this node nothing of its agents, so it may not exist.
 	Note string `json:"note,omitempty"`
+	// Waits is set by an invite of a node that is not a contact granting
+	// invites (a member of a room this node shares): the invite waits on
+	// that node for its user's answer (`parley invites` there).
+	Waits bool `json:"waits,omitempty"`
 }
 
 // AskRequest asks an agent (To) or a room (every member agent but the

@@ -576,6 +576,9 @@ func (s *Server) invite(ctx context.Context, c *call, in InviteIn) (PostOut, str
 	c.take(res.Pending)
 	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name, Note: res.Note}
 	text := fmt.Sprintf("Invited %s into room %q.", in.Member, out.RoomName)
+	if res.Waits {
+		text = fmt.Sprintf("Invited %s into room %q: its node is not a contact that lets you invite it at once, so the invite waits for its user's answer.", in.Member, out.RoomName)
+	}
 	if out.Note != "" {
 		text += "\nNote: " + out.Note
 	}
