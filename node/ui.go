@@ -3,8 +3,12 @@ package node
 import (
 	"cmp"
 	"context"
+	"net"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
@@ -66,7 +70,7 @@ func (n *Node) startUI() {
 		fail(err)
 		return
 	}
-	ln, err := ui.Listen(n.cfg.UIPort)
+	ln, err := n.uiListen()
 	if err != nil {
 		fail(err)
 		return
@@ -79,6 +83,48 @@ func (n *Node) startUI() {
 			n.log.Error("dashboard stopped", "err", err)
 		}
 	}()
+}
+
+// UIPortFileName is the file in the home that keeps the port the dashboard
+// had, when the config sets none: the next start takes it again if it is
+// free, so a saved address of the page keeps working.
+const UIPortFileName = "ui.port"
+
+// uiListen opens the dashboard's port: the config's ui_port; else the port
+// it had last time, when that is free; else any free port, kept for the
+// next start.
+func (n *Node) uiListen() (net.Listener, error) {
+	if n.cfg.UIPort != 0 {
+		return ui.Listen(n.cfg.UIPort)
+	}
+	path := filepath.Join(n.cfg.Home, UIPortFileName)
+	var ln net.Listener
+	if b, err := os.ReadFile(path); err == nil {
+		if last, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && last > 0 && last <= 65535 {
+			if ln, err = ui.Listen(last); err != nil {
+				n.log.Info("the dashboard's last port is taken; the system chooses another (a saved address of the page no longer works: run `parley ui`)",
+					"port", last, "err", err)
+				ln = nil
+			}
+		}
+	}
+	if ln == nil {
+		var err error
+		if ln, err = ui.Listen(0); err != nil {
+			return nil, err
+		}
+	}
+	if _, port, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		tmp := path + ".tmp"
+		err := os.WriteFile(tmp, []byte(port+"\n"), 0o600)
+		if err == nil {
+			err = os.Rename(tmp, path)
+		}
+		if err != nil {
+			n.log.Warn("the dashboard's port is not kept for the next start", "err", err)
+		}
+	}
+	return ln, nil
 }
 
 // UIURL is the dashboard's address with its token (empty when it is not

@@ -463,3 +463,99 @@ func TestDashboardShowsStoreRefusingWrites(t *testing.T) {
 	}
 	waitJS(t, b, 30*time.Second, `document.getElementById("alert").hidden`, "the alert to go once space is free")
 }
+
+// A contact makes a room with the same name as this node's (and more after
+// the human picked one): the page tells them apart by creator and ID, selects
+// no room the human did not pick, keeps the pick when a look-alike arrives,
+// and posts into the room picked.
+func TestDashboardTellsLookAlikeRoomsApart(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	nt.Befriend(t, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c0, c1 := localapi.NewClient(node.SocketPath(nt.Home(0))), localapi.NewClient(node.SocketPath(nt.Home(1)))
+	defer c0.Close()
+	defer c1.Close()
+	me := nt.ID(0).String()
+	mine, err := c0.OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "api", Purpose: "design the v2 api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c0.UI(ctx)
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	b := browser(t)
+	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
+	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
+	li := func(id string) string { return fmt.Sprintf(`#rooms li[data-room=%q]`, id) }
+	label := func(id string) string { return li(id) + " span" } // the name, without the unread count
+	text := func(id string) string {
+		return eval[string](t, b, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, label(id)))
+	}
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!document.querySelector(%q)`, li(mine.RoomID)), "this node's room")
+	if got := text(mine.RoomID); got != "api" {
+		t.Fatalf("a room whose name no other room has reads %q, want just its name", got)
+	}
+
+	// An agent of node 1 makes a look-alike and brings node 0 in.
+	lookAlike := func(agent, say string) string {
+		t.Helper()
+		r, err := c1.OpenRoom(ctx, agent, localapi.OpenRoomRequest{Name: "api", Purpose: "design the v2 api", Members: []string{me}})
+		if err != nil || len(r.Invited) != 1 {
+			t.Fatalf("the look-alike: %+v %v", r, err)
+		}
+		p, err := c1.Say(ctx, agent, localapi.SayRequest{Room: r.RoomID, Text: say})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!window.parley.seen[%q]`, p.ID), "the post in the look-alike")
+		return r.RoomID
+	}
+	theirs := lookAlike("carol", "post here")
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === %q`, label(mine.RoomID), "api · by you · "+mine.RoomID[:8]),
+		"this node's room labelled with its creator and ID")
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === %q`, label(theirs), "api · by node1 · "+theirs[:8]),
+		"carol's room labelled with its creator and ID")
+	if sel := eval[string](t, b, `window.parley.sel`); sel != "" {
+		t.Fatalf("the page selected room %s that the human did not pick", sel)
+	}
+	if h := eval[string](t, b, `document.getElementById("roomname").textContent`); !strings.Contains(h, "No room selected") {
+		t.Fatalf("the room header with no room picked: %q", h)
+	}
+	// A post with no room picked goes nowhere, and says why.
+	run(t, b, "post with no room picked",
+		chromedp.SendKeys(chromedp.CSS("#text"), "meant for my room"), chromedp.Click(chromedp.CSS("#send")))
+	waitJS(t, b, 30*time.Second, `document.getElementById("error").textContent.includes("pick a room")`, "the reason the post went nowhere")
+
+	// carol asks the human in her room: the ask says which "api".
+	ask, err := c1.Ask(ctx, "carol", localapi.AskRequest{Room: theirs, To: "human@" + me, Text: "which api?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`((document.querySelector('#human li[data-ask=%q]') || {}).textContent || "").includes(%q)`, ask.AskID, "in api · by node1 · "+theirs[:8]),
+		"the ask naming carol's room apart from this node's")
+
+	// The human picks their room; a new look-alike does not take the pick.
+	clickJS(t, b, li(mine.RoomID))
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`window.parley.sel === %q`, mine.RoomID), "the room picked")
+	third := lookAlike("dave", "no, post here")
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === %q`, label(third), "api · by node1 · "+third[:8]),
+		"the second look-alike labelled")
+	if sel := eval[string](t, b, `window.parley.sel`); sel != mine.RoomID {
+		t.Fatalf("after a look-alike arrived the page has %s selected, want the room picked, %s", sel, mine.RoomID)
+	}
+	if h := eval[string](t, b, `document.getElementById("roomname").textContent`); h != "api · by you · "+mine.RoomID[:8] {
+		t.Fatalf("the room header: %q", h)
+	}
+	run(t, b, "post into the room picked", chromedp.Click(chromedp.CSS("#send")))
+	in := func(room string) bool {
+		es, err := c0.Log(ctx, room, 0, "")
+		return err == nil && slices.ContainsFunc(es, func(e localapi.Event) bool { return e.Text == "meant for my room" })
+	}
+	nt.WaitFor(30*time.Second, func() bool { return in(mine.RoomID) }, "the post in the room picked")
+	if in(theirs) || in(third) {
+		t.Fatal("the post went into a look-alike too")
+	}
+}

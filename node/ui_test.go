@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -218,4 +219,35 @@ func needContact(t *testing.T, nt *nodetest.Net, a, b int) {
 		es, err := ca.Contacts(ctx)
 		return err == nil && len(es) == 1 && es[0].State == "active"
 	}, "the contact to be active")
+}
+
+// With no ui_port in the config, the dashboard takes the port it had last
+// time, so a saved address keeps working; when another program holds that
+// port, it takes any free one, and keeps that for the next start.
+func TestDashboardKeepsItsPort(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	first, _ := uiBase(t, nt, 0)
+	nt.Crash(0)
+	nt.Restart(0)
+	again, _ := uiBase(t, nt, 0)
+	if again != first {
+		t.Fatalf("after a restart the dashboard is at %s, was at %s", again, first)
+	}
+	nt.Crash(0)
+	hold, err := net.Listen("tcp", strings.TrimPrefix(first, "http://"))
+	if err != nil {
+		t.Fatalf("hold the dashboard's port: %v", err)
+	}
+	defer hold.Close()
+	nt.Restart(0)
+	moved, _ := uiBase(t, nt, 0)
+	if moved == first {
+		t.Fatalf("the dashboard is at %s, a port another program holds", moved)
+	}
+	hold.Close()
+	nt.Crash(0)
+	nt.Restart(0)
+	if last, _ := uiBase(t, nt, 0); last != moved {
+		t.Fatalf("after its port was taken and a restart, the dashboard is at %s, want %s (where it moved)", last, moved)
+	}
 }

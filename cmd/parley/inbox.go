@@ -75,7 +75,8 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as st
 	short := func(id string) string { return id[:min(8, len(id))] }
 	room := func(it localapi.Item) string {
 		if it.RoomName != "" {
-			return fmt.Sprintf("%q", termtext.Line(it.RoomName))
+			// Another room here has the name: say whose this one is.
+			return fmt.Sprintf("%q", termtext.Line(it.RoomName)) + book.Text(localapi.RoomAside(it.Room, it.RoomCreator))
 		}
 		return short(it.Room)
 	}
@@ -124,7 +125,7 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as st
 	for _, r := range v.MoreUnread {
 		name := r.Room
 		if r.RoomName != "" {
-			name = fmt.Sprintf("%q", termtext.Line(r.RoomName))
+			name = fmt.Sprintf("%q", termtext.Line(r.RoomName)) + book.Text(localapi.RoomAside(r.Room, r.RoomCreator))
 		}
 		fmt.Fprintf(w, "%d more unread in %s (parley room log %s)\n", r.Count, name, r.Room)
 	}

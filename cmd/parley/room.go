@@ -74,16 +74,30 @@ func roomListCmd(g *globals) *cobra.Command {
 		Short: "List the rooms this node is in",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.RoomInfo, error) { return c.Rooms(ctx) },
+			// Who created each room: any member of a room can make one with
+			// the same name and purpose.
+			var book localapi.NameBook
+			self := ""
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.RoomInfo, error) {
+				book = nameBook(ctx, c)
+				if id, err := c.ID(ctx); err == nil {
+					self = id.PeerID
+				}
+				return c.Rooms(ctx)
+			},
 				func(w io.Writer, v []localapi.RoomInfo) {
 					if len(v) == 0 {
 						fmt.Fprintln(w, "no rooms (create one with `parley room create NAME`)")
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "ROOM ID\tNAME\tNODES\tAGENTS\tEVENTS\tPURPOSE")
+					fmt.Fprintln(tw, "ROOM ID\tNAME\tCREATED BY\tNODES\tAGENTS\tEVENTS\tPURPOSE")
 					for _, r := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.RoomID, termtext.Line(r.Name), len(r.Members), len(r.Agents), r.Events, dash(oneLine(r.Purpose, 50)))
+						by := "this node"
+						if r.Creator != self {
+							by = termtext.Line(book.Node(r.Creator))
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.RoomID, termtext.Line(r.Name), dash(by), len(r.Members), len(r.Agents), r.Events, dash(oneLine(r.Purpose, 50)))
 					}
 					tw.Flush()
 				})

@@ -346,3 +346,54 @@ func TestCLIRoomLogLimit(t *testing.T) {
 		}
 	}
 }
+
+// A contact makes a room with the name of one of this node's and invites
+// it: `room list` says who created each, and `inbox` says which "api" a
+// message is in.
+func TestCLILookAlikeRoomsNamedApart(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeC := filepath.Join(base, "a"), filepath.Join(base, "c")
+	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
+	up(t, homeC, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "carol")
+	var idA, idC struct {
+		PeerID string `json:"peer_id"`
+	}
+	runJSON(t, &idA, "--home", homeA, "id")
+	runJSON(t, &idC, "--home", homeC, "id")
+	befriend(t, homeC, homeA, idA.PeerID)
+	var mine, theirs struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &mine, "--home", homeA, "room", "create", "api", "--purpose", "design the v2 api")
+	runJSON(t, &theirs, "--home", homeC, "room", "create", "api", "--purpose", "design the v2 api")
+	if _, errs, code := run(t, "--home", homeC, "room", "invite", theirs.RoomID, idA.PeerID); code != 0 {
+		t.Fatalf("invite: %s", errs)
+	}
+	var out string
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ = run(t, "--home", homeA, "room", "list")
+		return strings.Contains(out, theirs.RoomID)
+	}, "alice to be in carol's room")
+	line := func(text, s string) string {
+		for l := range strings.Lines(text) {
+			if strings.Contains(l, s) {
+				return l
+			}
+		}
+		return ""
+	}
+	if !strings.Contains(out, "CREATED BY") || !strings.Contains(line(out, mine.RoomID), "this node") || !strings.Contains(line(out, theirs.RoomID), "carol") {
+		t.Fatalf("room list does not say who created each room:\n%s", out)
+	}
+	if _, errs, code := run(t, "--home", homeC, "room", "say", theirs.RoomID, "post here"); code != 0 {
+		t.Fatalf("say: %s", errs)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ = run(t, "--home", homeA, "inbox")
+		return strings.Contains(out, "post here")
+	}, "carol's message in alice's inbox")
+	if l := line(out, "post here"); !strings.Contains(l, `"api" (created by @carol, room_id `+theirs.RoomID+")") {
+		t.Fatalf("the inbox does not say which api: %q\n%s", l, out)
+	}
+}

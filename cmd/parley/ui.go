@@ -26,7 +26,7 @@ func uiCmd(g *globals) *cobra.Command {
 reply to what is asked of you, invite), agents and what they wait on, contact
 requests to approve or deny, the audit log and usage per agent. The address
 carries the home's token (HOME/ui.token): keep it to yourself. Its port is
-ui_port in the config (default: any free port).`,
+ui_port in the config (unset: the port it had last time when free, else any).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.UIInfo, error) {

@@ -56,6 +56,7 @@ func (b *Inbox) takeLocked(agent identity.AgentName, take bool) (localapi.Pendin
 		b.log.Warn("inbox: what an agent was handed is not saved; it may be handed out again after a restart",
 			"agent", string(agent), "err", err)
 	}
+	b.tellApart(p.Items, p.MoreUnread)
 	return p, nil
 }
 
@@ -99,6 +100,7 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 		}
 		out = append(out, b.askItem(o.id, o.rec, "ask", name))
 	}
+	b.tellApart(out, nil)
 	return out, b.flush(st)
 }
 
@@ -148,6 +150,7 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 		err = errors.Join(apiError(err), b.flush(st))
 		st.mu.Unlock()
 		if err != nil || fresh {
+			b.tellApart(p.Items, p.MoreUnread)
 			return p, err
 		}
 		select {
@@ -970,6 +973,7 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 				res.Messages = append(res.Messages, item(v, only.Name))
 			}
 		}
+		b.tellApart(res.Messages, nil)
 		return res, b.withPending(a, req.Take, &res.Pending)
 	}
 	st, err := b.lock(a)
@@ -985,6 +989,7 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	if err != nil {
 		return res, err
 	}
+	b.tellApart(res.Messages, nil)
 	return res, b.withPending(a, req.Take, &res.Pending)
 }
 

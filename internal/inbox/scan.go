@@ -418,6 +418,35 @@ func (b *Inbox) askItem(id string, a *askRec, kind, roomName string) localapi.It
 		To: a.To, Time: a.Time, Expires: a.since() + b.cfg.AskTTL.Milliseconds()}
 }
 
+// tellApart gives the items and counts of rooms whose name another room of
+// this node has their room's creator: a member of a shared room can make a
+// look-alike (same name and purpose) and invite this node, and a text that
+// names only "api" would not say which.
+func (b *Inbox) tellApart(items []localapi.Item, more []localapi.RoomCount) {
+	if !slices.ContainsFunc(items, func(it localapi.Item) bool { return it.RoomName != "" }) &&
+		!slices.ContainsFunc(more, func(m localapi.RoomCount) bool { return m.RoomName != "" }) {
+		return
+	}
+	named := map[string]int{}
+	creator := map[string]string{}
+	for _, in := range b.rooms.List() {
+		named[in.Name]++
+		creator[string(in.ID)] = in.Creator.String()
+	}
+	twin := func(room, name string) string {
+		if name == "" || named[name] < 2 {
+			return ""
+		}
+		return creator[room]
+	}
+	for i := range items {
+		items[i].RoomCreator = twin(items[i].Room, items[i].RoomName)
+	}
+	for i := range more {
+		more[i].RoomCreator = twin(more[i].Room, more[i].RoomName)
+	}
+}
+
 // describeRoom fills an invitation with the room's purpose and members.
 func (b *Inbox) describeRoom(it *localapi.Item) {
 	in, err := b.rooms.Get(identity.RoomID(it.Room))

@@ -447,21 +447,25 @@ type AgentRoom struct {
 // first time, then "reminder" with the text cut to one line), an
 // invitation, the reply to its own ask, or a message of a room it is in.
 type Item struct {
-	Kind     string   `json:"kind"` // ask, reminder, invitation, removed (from a room, by its creator), reply, message (read also shows create, invite, join, leave); board notices: claim_free, claim_expiring, claim_lost
-	ID       string   `json:"id"`
-	Room     string   `json:"room"`
-	RoomName string   `json:"room_name"`
-	From     string   `json:"from"` // NAME@PEER_ID
-	Text     string   `json:"text"`
-	ReplyTo  string   `json:"reply_to,omitempty"`
-	To       string   `json:"to,omitempty"` // ask: the agent asked (empty: the room)
-	Time     int64    `json:"time"`         // unix milliseconds
-	Expires  int64    `json:"expires,omitempty"`
-	Purpose  string   `json:"purpose,omitempty"` // invitation: the room's purpose
-	Members  []string `json:"members,omitempty"` // invitation: the room's member agents
-	Target   string   `json:"target,omitempty"`  // invite and leave events: the node concerned
-	Paths    []string `json:"paths,omitempty"`   // board notices: the paths concerned
-	Project  string   `json:"project,omitempty"` // board notices: the project
+	Kind     string `json:"kind"` // ask, reminder, invitation, removed (from a room, by its creator), reply, message (read also shows create, invite, join, leave); board notices: claim_free, claim_expiring, claim_lost
+	ID       string `json:"id"`
+	Room     string `json:"room"`
+	RoomName string `json:"room_name"`
+	// RoomCreator is the room's creator node, given only when another room
+	// of this node has the same name: anyone a room is shared with can make
+	// a look-alike, and texts name the creator (RoomAside) to tell them apart.
+	RoomCreator string   `json:"room_creator,omitempty"`
+	From        string   `json:"from"` // NAME@PEER_ID
+	Text        string   `json:"text"`
+	ReplyTo     string   `json:"reply_to,omitempty"`
+	To          string   `json:"to,omitempty"` // ask: the agent asked (empty: the room)
+	Time        int64    `json:"time"`         // unix milliseconds
+	Expires     int64    `json:"expires,omitempty"`
+	Purpose     string   `json:"purpose,omitempty"` // invitation: the room's purpose
+	Members     []string `json:"members,omitempty"` // invitation: the room's member agents
+	Target      string   `json:"target,omitempty"`  // invite and leave events: the node concerned
+	Paths       []string `json:"paths,omitempty"`   // board notices: the paths concerned
+	Project     string   `json:"project,omitempty"` // board notices: the project
 }
 
 // Pending is what an agent has yet to see. Items come in this order: asks
@@ -487,9 +491,30 @@ type WaitRequest struct {
 
 // RoomCount counts unread messages of a room that were not listed.
 type RoomCount struct {
-	Room     string `json:"room"`
-	RoomName string `json:"room_name"`
-	Count    int    `json:"count"`
+	Room        string `json:"room"`
+	RoomName    string `json:"room_name"`
+	RoomCreator string `json:"room_creator,omitempty"` // as in Item
+	Count       int    `json:"count"`
+}
+
+// RoomAside tells a room apart from others of its name in a text that does
+// not give its ID: " (created by @PEER, room_id ID)" when creator (an
+// Item's RoomCreator) is set, else "". The @PEER reads as a handle where
+// texts are shown with names.
+func RoomAside(id, creator string) string {
+	if creator == "" {
+		return ""
+	}
+	return " (created by @" + creator + ", room_id " + id + ")"
+}
+
+// CreatedBy is RoomAside for a text that gives the room's ID in
+// parentheses: ", created by @PEER" to put after it, or "".
+func CreatedBy(creator string) string {
+	if creator == "" {
+		return ""
+	}
+	return ", created by @" + creator
 }
 
 // Empty reports whether there is nothing to show.

@@ -17,7 +17,7 @@ const MaxLen = 2000
 func Invitation(it localapi.Item, you string) string {
 	var b strings.Builder
 	room := quote(it.RoomName, 80)
-	fmt.Fprintf(&b, "%s invited you (%s) into the Parley room %s (room_id %s).\n", cut(it.From, 120), cut(you, 120), room, it.Room)
+	fmt.Fprintf(&b, "%s invited you (%s) into the Parley room %s (room_id %s%s).\n", cut(it.From, 120), cut(you, 120), room, it.Room, localapi.CreatedBy(it.RoomCreator))
 	if p := strings.TrimSpace(it.Purpose); p != "" {
 		fmt.Fprintf(&b, "Its purpose: %s\n", cut(p, 300))
 	}
@@ -71,7 +71,7 @@ func Ask(it localapi.Item) string {
 	if it.To == "" {
 		whom = "asks everyone in the room, you included"
 	}
-	head := fmt.Sprintf("%s %s, in room %s (room_id %s):\n", cut(it.From, 120), whom, quote(it.RoomName, 80), it.Room)
+	head := fmt.Sprintf("%s %s, in room %s (room_id %s%s):\n", cut(it.From, 120), whom, quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator))
 	foot := fmt.Sprintf("\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it; the asker may be waiting for it. "+
 		"parley_dismiss {\"ask_id\":%q} drops it unanswered.", it.ID, it.ID)
 	text := cut(it.Text, MaxLen-utf8.RuneCountInString(head)-utf8.RuneCountInString(foot))
@@ -80,8 +80,8 @@ func Ask(it localapi.Item) string {
 
 // Reminder is the one line that recalls an ask the agent still owes.
 func Reminder(it localapi.Item) string {
-	return fmt.Sprintf("still owed: %s asked in %s: %q → parley_reply {\"message_id\":%q,\"text\":\"...\"}",
-		cut(it.From, 80), quote(it.RoomName, 40), cut(oneLine(it.Text), 80), it.ID)
+	return fmt.Sprintf("still owed: %s asked in %s%s: %q → parley_reply {\"message_id\":%q,\"text\":\"...\"}",
+		cut(it.From, 80), quote(it.RoomName, 40), localapi.RoomAside(it.Room, it.RoomCreator), cut(oneLine(it.Text), 80), it.ID)
 }
 
 func quote(s string, n int) string {

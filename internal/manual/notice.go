@@ -99,9 +99,9 @@ func kindRank(k string) int {
 // oneItem is an owed item on one line.
 func oneItem(it localapi.Item) string {
 	if it.Kind == "invitation" {
-		return fmt.Sprintf("%s invited you into room %s (room_id %s).", cut(it.From, 80), quote(it.RoomName, 40), it.Room)
+		return fmt.Sprintf("%s invited you into room %s (room_id %s%s).", cut(it.From, 80), quote(it.RoomName, 40), it.Room, localapi.CreatedBy(it.RoomCreator))
 	}
-	return fmt.Sprintf("%s asked in %s: %q (ask %s).", cut(it.From, 80), quote(it.RoomName, 40), cut(oneLine(it.Text), 80), it.ID)
+	return fmt.Sprintf("%s asked in %s%s: %q (ask %s).", cut(it.From, 80), quote(it.RoomName, 40), localapi.RoomAside(it.Room, it.RoomCreator), cut(oneLine(it.Text), 80), it.ID)
 }
 
 // Notice renders an agent's pending items (as a take returns them) as plain
@@ -131,14 +131,14 @@ func Notice(p localapi.Pending, you string, sh Shell, max int) string {
 		switch it.Kind {
 		case "ask", "reminder", "invitation":
 		case "reply":
-			add(fmt.Sprintf("Reply %s from %s to your ask %s, in room %s:\n%s", it.ID, cut(it.From, 120), it.ReplyTo, quote(it.RoomName, 80), cut(it.Text, 1500)))
+			add(fmt.Sprintf("Reply %s from %s to your ask %s, in room %s%s:\n%s", it.ID, cut(it.From, 120), it.ReplyTo, quote(it.RoomName, 80), localapi.RoomAside(it.Room, it.RoomCreator), cut(it.Text, 1500)))
 		default:
-			add(fmt.Sprintf("Message %s from %s in room %s (room_id %s):\n%s\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it.",
-				it.ID, cut(it.From, 120), quote(it.RoomName, 80), it.Room, cut(it.Text, 1500), it.ID))
+			add(fmt.Sprintf("Message %s from %s in room %s (room_id %s%s):\n%s\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it.",
+				it.ID, cut(it.From, 120), quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator), cut(it.Text, 1500), it.ID))
 		}
 	}
 	for _, m := range p.MoreUnread {
-		add(fmt.Sprintf("%d more unread in room %s: parley_read {\"room\":%q} shows them.", m.Count, quote(m.RoomName, 80), m.Room))
+		add(fmt.Sprintf("%d more unread in room %s%s: parley_read {\"room\":%q} shows them.", m.Count, quote(m.RoomName, 80), localapi.CreatedBy(m.RoomCreator), m.Room))
 	}
 	var b strings.Builder
 	b.WriteString("Parley (messages for you):")

@@ -193,3 +193,67 @@ func TestReplyAndWaitByShortID(t *testing.T) {
 		t.Fatalf("a prefix no event has: error=%v %q", isErr, text)
 	}
 }
+
+// Another agent makes a room with the name of one alpha is in and invites
+// alpha: from then on, what alpha is told of either room says who created
+// it and its ID (a name alone does not say which); before, the name is
+// enough.
+func TestLookAlikeRoomsNamedApart(t *testing.T) {
+	nt, a, b, room := twoAgents(t)
+	reg, _ := call(t, a, "parley_register", nil)
+	alpha := reg["address"].(string)
+	call(t, b, "parley_say", map[string]any{"room": room, "text": "before"})
+	var text string
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		_, got := call(t, a, "parley_read", map[string]any{})
+		text += got
+		return strings.Contains(text, "before")
+	}, "alpha to read beta's first message")
+	if strings.Contains(text, "created by") {
+		t.Fatalf("a room no other room shares a name with is told apart:\n%s", text)
+	}
+
+	g := connect(t, nt, 1, "g")
+	call(t, g, "parley_register", map[string]any{"name": "gamma"})
+	out, _ := call(t, g, "parley_room_open", map[string]any{"name": "bench", "members": []string{alpha}})
+	twin := out["room_id"].(string)
+	call(t, g, "parley_say", map[string]any{"room": twin, "text": "post here"})
+	call(t, b, "parley_say", map[string]any{"room": room, "text": "the real one"})
+	text = ""
+	var creators []string
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		res, got := call(t, a, "parley_read", map[string]any{})
+		text += got
+		for _, p := range res["pending"].([]any) {
+			if c, ok := p.(map[string]any)["room_creator"].(string); ok {
+				creators = append(creators, c)
+			}
+		}
+		return strings.Contains(text, "post here") && strings.Contains(text, "the real one")
+	}, "alpha to read both rooms")
+	line := func(s string) string {
+		for l := range strings.Lines(text) {
+			if strings.Contains(l, s) {
+				return l
+			}
+		}
+		return ""
+	}
+	// Node 1 reads as node1 once node 0 learned its handle, else by its
+	// peer ID.
+	by1 := func(s string) bool {
+		return strings.Contains(s, "created by @node1") || strings.Contains(s, "created by @"+nt.ID(1).String())
+	}
+	if l := line("post here"); !by1(l) || !strings.Contains(l, "room_id "+twin+")") {
+		t.Fatalf("the look-alike's message does not say whose room it is: %q\n%s", l, text)
+	}
+	if l := line("the real one"); !strings.Contains(l, "created by @") || !strings.Contains(l, "room_id "+room+")") {
+		t.Fatalf("the first room's message does not say whose room it is: %q\n%s", l, text)
+	}
+	if l := line("invited you"); !strings.Contains(l, "(room_id "+twin+", created by @") || !by1(l) {
+		t.Fatalf("the invitation does not say who created the room:\n%s", text)
+	}
+	if !slices.Contains(creators, nt.ID(1).String()) {
+		t.Fatalf("no pending item gives the look-alike's creator: %v\n%s", creators, text)
+	}
+}

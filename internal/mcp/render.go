@@ -26,7 +26,7 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 	s.mu.Unlock()
 	items := make([]Pending, 0, len(p.Items))
 	for _, it := range p.Items {
-		out := Pending{Kind: it.Kind, ID: it.ID, Room: it.Room, RoomName: it.RoomName, From: it.From, Text: it.Text,
+		out := Pending{Kind: it.Kind, ID: it.ID, Room: it.Room, RoomName: it.RoomName, RoomCreator: it.RoomCreator, From: it.From, Text: it.Text,
 			ReplyTo: it.ReplyTo, To: it.To, Time: msTime(it.Time), Purpose: it.Purpose, Members: it.Members}
 		switch it.Kind {
 		case "ask":
@@ -41,7 +41,7 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 		case "reply":
 			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."}`, it.ID)
 		case "removed":
-			out.Text = fmt.Sprintf("%s removed you from room %q: you no longer post or read there, and the asks you owed there are dropped; a member can invite you back", it.From, it.RoomName)
+			out.Text = fmt.Sprintf("%s removed you from room %q%s: you no longer post or read there, and the asks you owed there are dropped; a member can invite you back", it.From, it.RoomName, localapi.RoomAside(it.Room, it.RoomCreator))
 		case "claim_free", "claim_lost":
 			paths, _ := json.Marshal(it.Paths)
 			out.Answer = fmt.Sprintf(`parley_claim {"paths":%s,"note":"<why>"}`, paths)
@@ -102,10 +102,10 @@ func renderPending(items []Pending, more []RoomCount) string {
 		})
 	}
 	section("💬 Unread messages:", "message", func(it Pending) {
-		fmt.Fprintf(&b, "\n• [%s %s] room %q, from %s%s:\n  %s\n  → %s", it.Kind, it.ID, it.RoomName, it.From, labelled(" to ", it.To), indent(clip(it.Text)), it.Answer)
+		fmt.Fprintf(&b, "\n• [%s %s] room %q%s, from %s%s:\n  %s\n  → %s", it.Kind, it.ID, it.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), it.From, labelled(" to ", it.To), indent(clip(it.Text)), it.Answer)
 	})
 	for _, m := range more {
-		fmt.Fprintf(&b, "\n(+%d more unread in room %q: parley_read {\"room\":%q})", m.Count, m.RoomName, m.Room)
+		fmt.Fprintf(&b, "\n(+%d more unread in room %q%s: parley_read {\"room\":%q})", m.Count, m.RoomName, localapi.CreatedBy(m.RoomCreator), m.Room)
 	}
 	return b.String()
 }

@@ -58,25 +58,27 @@ func (e *Envelope) env() *Envelope { return e }
 
 // Pending is one item for the agent.
 type Pending struct {
-	Kind     string   `json:"kind" jsonschema:"ask (someone waits for your answer), reminder (an ask you still owe), invitation, removed (the room's creator took you out of a room), reply (to your ask), message, or from the board: claim_free (paths you were refused are free), claim_expiring (your claim ends soon), claim_lost (your claim lost to one made during a partition)"`
-	ID       string   `json:"id"`
-	Room     string   `json:"room"`
-	RoomName string   `json:"room_name"`
-	From     string   `json:"from"`
-	Text     string   `json:"text"`
-	ReplyTo  string   `json:"reply_to,omitempty"`
-	To       string   `json:"to,omitempty"`
-	Time     string   `json:"time"`
-	Purpose  string   `json:"purpose,omitempty"`
-	Members  []string `json:"members,omitempty"`
-	Answer   string   `json:"answer" jsonschema:"the call that answers or acts on it"`
+	Kind        string   `json:"kind" jsonschema:"ask (someone waits for your answer), reminder (an ask you still owe), invitation, removed (the room's creator took you out of a room), reply (to your ask), message, or from the board: claim_free (paths you were refused are free), claim_expiring (your claim ends soon), claim_lost (your claim lost to one made during a partition)"`
+	ID          string   `json:"id"`
+	Room        string   `json:"room"`
+	RoomName    string   `json:"room_name"`
+	RoomCreator string   `json:"room_creator,omitempty" jsonschema:"the node that created the room, given when another of your node's rooms has the same name: use the room ID"`
+	From        string   `json:"from"`
+	Text        string   `json:"text"`
+	ReplyTo     string   `json:"reply_to,omitempty"`
+	To          string   `json:"to,omitempty"`
+	Time        string   `json:"time"`
+	Purpose     string   `json:"purpose,omitempty"`
+	Members     []string `json:"members,omitempty"`
+	Answer      string   `json:"answer" jsonschema:"the call that answers or acts on it"`
 }
 
 // RoomCount counts unread messages of a room that were not listed.
 type RoomCount struct {
-	Room     string `json:"room"`
-	RoomName string `json:"room_name"`
-	Count    int    `json:"count"`
+	Room        string `json:"room"`
+	RoomName    string `json:"room_name"`
+	RoomCreator string `json:"room_creator,omitempty"`
+	Count       int    `json:"count"`
 }
 
 // RegisterIn is parley_register's input.
@@ -655,7 +657,7 @@ func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string,
 	for _, it := range res.Messages {
 		m := message(it)
 		out.Messages = append(out.Messages, m)
-		fmt.Fprintf(&b, "\n[%s] %s in %q (%s): %s", m.ID, m.From, m.RoomName, m.Kind, m.Text)
+		fmt.Fprintf(&b, "\n[%s] %s in %q%s (%s): %s", m.ID, m.From, m.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), m.Kind, m.Text)
 	}
 	if out.HasMore {
 		b.WriteString("\n(more unread: call parley_read again)")

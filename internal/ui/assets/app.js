@@ -36,6 +36,27 @@
     if (i >= 0) return a.slice(0, i) + "@" + peer(a.slice(i + 1));
     return a.slice(0, 5) === "peer:" ? "peer:" + peer(a.slice(5)) : peer(a);
   }
+  // roomOf is the room this node is in with that ID, if any.
+  function roomOf(id) { return S.rooms.filter(function (x) { return x.room_id === id; })[0]; }
+  // twins reports whether another room here has this name: anyone a room
+  // is shared with can make one that looks like it.
+  function twins(name) { return !!name && S.rooms.filter(function (x) { return x.name === name; }).length > 1; }
+  // roomLabel is a room as people read it: its name, and for rooms that
+  // share a name, who created it and the start of its ID.
+  function roomLabel(r) {
+    if (!r) return "";
+    var name = r.name || short(r.room_id);
+    if (!twins(r.name)) return name;
+    return name + " · by " + (r.creator === S.node ? "you" : peer(r.creator)) + " · " + r.room_id.slice(0, 8);
+  }
+  // roomName labels a room by its ID (name: what a list gave, for a room
+  // this node is not in).
+  function roomName(id, name) {
+    var r = roomOf(id);
+    if (r) return roomLabel(r);
+    var like = !!name && S.rooms.some(function (x) { return x.name === name; });
+    return (name || short(id)) + (like ? " · " + id.slice(0, 8) : "");
+  }
   function until(t) {
     var d = new Date(t);
     if (isNaN(d)) return "";
@@ -75,9 +96,10 @@
   function renderRooms() {
     fill($("rooms"), S.rooms.map(function (r) {
       var n = S.unread[r.room_id] || 0;
-      return el("li", { cls: r.room_id === S.sel ? "sel" : "", "data-room": r.room_id, title: r.room_id,
+      return el("li", { cls: r.room_id === S.sel ? "sel" : "", "data-room": r.room_id,
+        title: r.room_id + " · created by " + (r.creator === S.node ? "you" : peer(r.creator)),
         onclick: function () { select(r.room_id); } },
-        [el("span", { text: r.name || short(r.room_id) }), n ? el("span", { cls: "badge", text: String(n) }) : null]);
+        [el("span", { text: roomLabel(r) }), n ? el("span", { cls: "badge", text: String(n) }) : null]);
     }));
   }
 
@@ -103,8 +125,8 @@
   }
 
   function renderEvents() {
-    var r = S.rooms.filter(function (x) { return x.room_id === S.sel; })[0];
-    $("roomname").textContent = r ? (r.name || r.room_id) : "No room selected";
+    var r = roomOf(S.sel);
+    $("roomname").textContent = r ? roomLabel(r) : S.rooms.length ? "No room selected: pick one on the left" : "No room yet";
     $("roompurpose").textContent = r ? r.purpose || "" : "";
     renderMembers(r);
     var n = S.dropped[S.sel] || 0;
@@ -179,7 +201,8 @@
       S.unread[m.room] = (S.unread[m.room] || 0) + m.events.filter(function (e) { return e.kind === "message" || e.kind === "ask"; }).length;
       mark("rooms");
     } else mark("events");
-    if (!S.sel) select(m.room);
+    // No room is selected for the user: the post box writes to the room
+    // they picked, never to one that arrived (perhaps a look-alike).
   }
 
   function row(cells) { return el("tr", {}, cells.map(function (c) { return typeof c === "object" && c ? el("td", {}, [c]) : el("td", { text: c === null || c === undefined ? "" : String(c) }); })); }
@@ -199,7 +222,7 @@
     human: function (items) {
       fill($("human"), (items || []).map(function (it) {
         return el("li", { "data-ask": it.id }, [el("span", { cls: "from", text: addr(it.from) }), el("span", { text: it.text + " " }),
-          el("span", { cls: "muted", text: "in " + (it.room_name || short(it.room)) + " " }),
+          el("span", { cls: "muted", text: "in " + roomName(it.room, it.room_name) + " " }),
           btn("reply", function () { replyTo(it.id, it.room, it.from); })]);
       }));
       if (!(items || []).length) fill($("human"), [el("li", { cls: "muted", text: "nothing" })]);
@@ -243,7 +266,7 @@
         return r;
       })));
     },
-    names: function () { shownRoom = ""; mark("events"); renderPanel("agents"); renderPanel("audit"); renderPanel("board"); renderPanel("moderation"); },
+    names: function () { shownRoom = ""; mark("events"); mark("rooms"); renderPanel("agents"); renderPanel("audit"); renderPanel("board"); renderPanel("moderation"); },
     board: function (cs) {
       $("board-panel").hidden = false;
       fill($("board"), [head(["path", "holder", "until", "note"])].concat((cs || []).map(function (c) {
@@ -259,7 +282,7 @@
         var acts = el("span", { cls: "nowrap" }, [
           btn("accept", function () { act("/v1/invites/accept", { id: w.id }); }),
           btn("decline", function () { act("/v1/invites/decline", { id: w.id }); })]);
-        var r = row([w.room_name || short(w.id), peer(w.inviter), until(w.expires), acts]);
+        var r = row([roomName(w.id, w.room_name), peer(w.inviter), until(w.expires), acts]);
         r.setAttribute("data-invite", w.id);
         return r;
       })));
@@ -277,8 +300,8 @@
     },
     audit: function (es) {
       fill($("audit"), [head(["#", "time", "actor", "action", "subject"])].concat((es || []).slice().reverse().map(function (e) {
-        var room = e.action.slice(0, 5) === "room." && S.rooms.filter(function (r) { return r.room_id === e.subject; })[0];
-        return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, room ? room.name || short(e.subject) : addr(e.subject)]);
+        var room = e.action.slice(0, 5) === "room." && roomOf(e.subject);
+        return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, room ? roomLabel(room) : addr(e.subject)]);
       })));
     },
     usage: function (u) {
@@ -332,7 +355,7 @@
       S.events = {}; S.dropped = {}; S.unread = {};
       $("who").textContent = m.handle + " · " + short(m.node);
     } else if (ev === "rooms") {
-      S.rooms = m; mark("rooms"); mark("events"); mark("panel:audit");
+      S.rooms = m; mark("rooms"); mark("events"); mark("panel:audit"); mark("panel:human"); mark("panel:invites");
     } else if (ev === "events") {
       addEvents(m);
     } else if (ev === "panel") {
@@ -373,7 +396,8 @@
   $("post").addEventListener("submit", function (e) {
     e.preventDefault();
     var text = $("text").value, rt = $("reply_to").value;
-    if (!text.trim() || !S.sel) return;
+    if (!S.sel) { showError("pick a room on the left first"); return; }
+    if (!text.trim()) return;
     var p = rt ? act("/v1/agents/human/reply", { message_id: rt, text: text }) : act("/v1/agents/human/say", { room: S.sel, text: text });
     p.then(function (v) { if (v) { $("text").value = ""; $("reply_to").value = ""; $("replying").textContent = ""; } });
   });
@@ -383,7 +407,8 @@
   $("invite").addEventListener("submit", function (e) {
     e.preventDefault();
     var m = $("member").value.trim();
-    if (!m || !S.sel) return;
+    if (!S.sel) { showError("pick a room on the left first"); return; }
+    if (!m) return;
     act("/v1/agents/human/invite", { room: S.sel, member: m }).then(function (v) { if (v) $("member").value = ""; });
   });
   connect();
