@@ -143,7 +143,7 @@ func downCmd(g *globals) *cobra.Command {
 			type result struct {
 				Status string `json:"status"`
 			}
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (result, error) {
+			err = call(g, cmd, func(ctx context.Context, c *localapi.Client) (result, error) {
 				_, pid, err := node.HomeLockHolder(home)
 				if err != nil {
 					return result{}, err
@@ -153,6 +153,11 @@ func downCmd(g *globals) *cobra.Command {
 				}
 				return result{"stopped"}, waitDown(ctx, cmd.ErrOrStderr(), home, pid, downTimeout)
 			}, func(w io.Writer, v result) { fmt.Fprintln(w, "node stopped") })
+			if errors.Is(err, localapi.ErrNoNode) {
+				// Not "start one with parley up": there is nothing to stop.
+				return fmt.Errorf("no node is running for home %s: nothing to stop", home)
+			}
+			return err
 		},
 	}
 }

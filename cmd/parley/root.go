@@ -122,10 +122,20 @@ func (g *globals) client(cmd *cobra.Command) (*localapi.Client, context.Context,
 func (g *globals) apiErr(err error) error {
 	if errors.Is(err, localapi.ErrNoNode) {
 		home, _ := g.resolveHome()
-		return fmt.Errorf("no node is running for home %s (start one with `parley --home %s up`)", home, home)
+		return noNode{home}
 	}
 	return err
 }
+
+// noNode is apiErr's error when no node runs for the home (it is
+// localapi.ErrNoNode, as a person reads it).
+type noNode struct{ home string }
+
+func (e noNode) Error() string {
+	return fmt.Sprintf("no node is running for home %s (start one with `parley --home %s up`)", e.home, e.home)
+}
+
+func (e noNode) Unwrap() error { return localapi.ErrNoNode }
 
 // call runs one local API call and prints its result: JSON with --json, else
 // through human.
