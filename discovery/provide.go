@@ -109,6 +109,32 @@ func (c *Card) ProviderKeys() ([]cid.Cid, error) {
 	return keys, nil
 }
 
+// CheckQuery says why q can match nothing (nil: ParseQuery gives at least
+// one lookup): a kind with an empty or invalid value ("cap:"), or a word
+// that is no handle, agent name or capability.
+func CheckQuery(q string) error {
+	if len(ParseQuery(q)) > 0 {
+		return nil
+	}
+	t := strings.TrimSpace(q)
+	if k, v, ok := strings.Cut(t, ":"); ok {
+		k = strings.ToLower(strings.TrimSpace(k))
+		for _, kind := range kinds {
+			if k == kind {
+				v = normalize(v)
+				if v == "" {
+					return fmt.Errorf("%w: %q has no value: give one, as in %s:NAME", ErrBadQuery, kind+":", kind)
+				}
+				return checkQuery(kind, v)
+			}
+		}
+	}
+	if t == "" {
+		return fmt.Errorf("%w: empty: give a handle, an agent name or a capability (cap:go, agent:NAME, handle:NAME)", ErrBadQuery)
+	}
+	return fmt.Errorf("%w: %.60q is no handle, agent name or capability", ErrBadQuery, t)
+}
+
 // ParseQuery turns a user's search into provider lookups. "handle:alice",
 // "agent:claude-api" and "cap:go" (kind case-insensitive) give one lookup of
 // that kind; anything else is a free query, looked up as a handle, an agent

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -22,7 +23,8 @@ type apiBackend struct{ n *Node }
 var _ localapi.Backend = apiBackend{}
 
 func (b apiBackend) Info() localapi.Info {
-	in := localapi.Info{PeerID: b.n.id.String(), Handle: b.n.cfg.Handle, Addrs: addrStrings(b.n.Addrs())}
+	in := localapi.Info{PeerID: b.n.id.String(), Handle: b.n.cfg.Handle, Addrs: addrStrings(b.n.Addrs()),
+		RelayAddrs: addrStrings(b.n.RelayAddrs())}
 	if b.n.org != nil {
 		if r := b.n.org.Mine(); r != nil {
 			in.Org = &localapi.Membership{OrgID: r.Org.String(), Name: r.Name, Until: r.NotAfter}
@@ -56,6 +58,7 @@ func (b apiBackend) Status() localapi.Status {
 		StoreProblem: problem,
 		Reachability: strings.ToLower(n.reach.Reachability().String()),
 		RelayService: relay,
+		Relays:       relayInfos(n),
 		Direct:       direct,
 		Relayed:      relayed,
 		Info:         b.Info(),
@@ -70,6 +73,28 @@ func (b apiBackend) Status() localapi.Status {
 		Unreached:    unreachedTotal(n),
 		HumanOwed:    humanOwed(n),
 	}
+}
+
+// relayInfos are the node's reservations on relays, for the local API.
+func relayInfos(n *Node) []localapi.RelayInfo {
+	public := n.reach.Reachability() == network.ReachabilityPublic
+	out := []localapi.RelayInfo{}
+	for _, st := range n.Relays() {
+		ri := localapi.RelayInfo{PeerID: st.Relay.String(), Configured: st.Configured, Addrs: addrStrings(st.Addrs),
+			Expires: st.Expires, Error: st.Err, FailedAt: st.Failed, RetryAt: st.Retry}
+		switch {
+		case st.Held:
+			ri.State = "held"
+		case st.Err != "":
+			ri.State = "failed"
+		case public:
+			ri.State = "not needed"
+		default:
+			ri.State = "waiting"
+		}
+		out = append(out, ri)
+	}
+	return out
 }
 
 // humanOwed counts the asks and invitations the node's human owes.

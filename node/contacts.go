@@ -64,5 +64,14 @@ func (n *Node) contactAudit(r audit.Record) {
 		if b := n.boardKick.Load(); b != nil {
 			b.Kick()
 		}
+		// A relay that refused this node a reservation may take one now
+		// (it serves its contacts): ask it at once rather than after
+		// autorelay's 30 s back-off.
+		if n.reach != nil {
+			select {
+			case n.reach.relayContact <- struct{}{}:
+			default:
+			}
+		}
 	}
 }

@@ -389,10 +389,14 @@ func (n *Node) start(ctx context.Context) error {
 	}
 
 	n.reach.started()
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go func() {
 		defer n.wg.Done()
 		n.maintain()
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.watchRelays()
 	}()
 	go func() {
 		defer n.wg.Done()

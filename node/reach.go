@@ -59,6 +59,11 @@ type reach struct {
 	mu           sync.Mutex // protects the fields below
 	reachability network.Reachability
 	punch        map[peer.ID]punchResult // hole punching with each peer
+	relays       map[peer.ID]*RelayState // the node's own reservations (relays.go)
+
+	relayAsk      chan struct{} // autorelay failed a reservation (relayTracer): ask the configured relays not held
+	relayContact  chan struct{} // a contact became active: ask them at once
+	relayReserved chan struct{} // autorelay made or renewed one
 
 	refused *prometheus.CounterVec // relay service: reservations and circuits refused
 	punches *prometheus.CounterVec // hole punches, by result
@@ -115,8 +120,12 @@ type punchResult struct {
 
 func newReach(reg prometheus.Registerer) *reach {
 	r := &reach{
-		up:    make(chan struct{}),
-		punch: make(map[peer.ID]punchResult),
+		up:            make(chan struct{}),
+		punch:         make(map[peer.ID]punchResult),
+		relays:        make(map[peer.ID]*RelayState),
+		relayAsk:      make(chan struct{}, 1),
+		relayContact:  make(chan struct{}, 1),
+		relayReserved: make(chan struct{}, 1),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_relay_refused_total",
 			Help: "Relay service requests refused because the peer is neither a contact nor a room member, by kind (reserve, connect).",
@@ -265,8 +274,9 @@ func (n *Node) reachOptions() ([]libp2p.Option, error) {
 			autorelay.WithMinCandidates(1),
 			autorelay.WithNumRelays(2),
 			autorelay.WithBootDelay(0),
-			autorelay.WithBackoff(30*time.Second),
+			autorelay.WithBackoff(relayBackoff),
 			autorelay.WithMinInterval(5*time.Second),
+			n.relayTracer(),
 		),
 	}
 	switch n.cfg.Reachability {

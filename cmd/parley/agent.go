@@ -217,7 +217,8 @@ func findCmd(g *globals) *cobra.Command {
 		Use:   "find QUERY",
 		Short: "Find agents through the DHT by handle, agent name or capability",
 		Long: `Find agents' public cards through the DHT. QUERY is cap:CAPABILITY, agent:NAME,
-handle:HANDLE, or a word looked up as all three. Finding nothing is not an error.`,
+handle:HANDLE, or a word looked up as all three. Finding nothing is not an error;
+a query that can match nothing (cap: with no value) is.`,
 		Example: "  parley find cap:go\n  parley find reviewer",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -35,8 +35,52 @@ func idCmd(g *globals) *cobra.Command {
 					for _, a := range v.Addrs {
 						fmt.Fprintf(w, "  %s\n", a)
 					}
+					printRelayAddrs(w, v.RelayAddrs)
 				})
 		},
+	}
+}
+
+// printRelayAddrs prints the node's relayed addresses, the ones to give
+// out when it is not reachable directly.
+func printRelayAddrs(w io.Writer, addrs []string) {
+	if len(addrs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "relayed addrs (through the relays this node holds a reservation on; give one of these to peers that cannot reach it directly):")
+	for _, a := range addrs {
+		fmt.Fprintf(w, "  %s\n", a)
+	}
+}
+
+// printRelays prints the node's reservations on relays: held until when,
+// or why one failed and when it is asked again.
+func printRelays(w io.Writer, rs []localapi.RelayInfo) {
+	if len(rs) == 0 {
+		return
+	}
+	clock := func(t time.Time) string { return t.Local().Format("15:04:05") }
+	fmt.Fprintln(w, "relays (this node's reservations):")
+	for _, r := range rs {
+		conf := ""
+		if r.Configured {
+			conf = " (configured)"
+		}
+		line := r.State
+		switch r.State {
+		case "held":
+			line += " until " + clock(r.Expires) + " (renewed before it ends)"
+		case "failed":
+			line += " at " + clock(r.FailedAt) + ": " + termtext.Line(r.Error)
+			if !r.RetryAt.IsZero() {
+				line += "; asked again about " + clock(r.RetryAt)
+			} else {
+				line += "; asked again as soon as it can be reached"
+			}
+		case "waiting":
+			line += ": not asked yet (until the node finds it is behind a NAT)"
+		}
+		fmt.Fprintf(w, "  %s%s: %s\n", r.PeerID, conf, line)
 	}
 }
 
@@ -65,7 +109,9 @@ func statusCmd(g *globals) *cobra.Command {
 					for _, p := range v.Relayed {
 						fmt.Fprintf(w, "  %s via %s: %s\n", p.PeerID, p.Relay, termtext.Line(p.Why))
 					}
+					printRelays(w, v.Relays)
 					fmt.Fprintf(w, "addrs:\n  %s\n", strings.Join(v.Addrs, "\n  "))
+					printRelayAddrs(w, v.RelayAddrs)
 					if v.StoreProblem != "" {
 						fmt.Fprintf(w, "STORE REFUSING WRITES: %s\n", termtext.Line(v.StoreProblem))
 					}
@@ -143,7 +189,7 @@ func downCmd(g *globals) *cobra.Command {
 			type result struct {
 				Status string `json:"status"`
 			}
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (result, error) {
+			err = call(g, cmd, func(ctx context.Context, c *localapi.Client) (result, error) {
 				_, pid, err := node.HomeLockHolder(home)
 				if err != nil {
 					return result{}, err
@@ -153,6 +199,11 @@ func downCmd(g *globals) *cobra.Command {
 				}
 				return result{"stopped"}, waitDown(ctx, cmd.ErrOrStderr(), home, pid, downTimeout)
 			}, func(w io.Writer, v result) { fmt.Fprintln(w, "node stopped") })
+			if errors.Is(err, localapi.ErrNoNode) {
+				// Not "start one with parley up": there is nothing to stop.
+				return fmt.Errorf("no node is running for home %s: nothing to stop", home)
+			}
+			return err
 		},
 	}
 }

@@ -351,3 +351,30 @@ func TestCLIUnknownSubcommandFails(t *testing.T) {
 		t.Errorf("parley room: exit %d\n%s", code, out)
 	}
 }
+
+// `find cap:` (a kind with no value) can match nothing: it fails saying so
+// (it said "no agents found" and exited 0); `down` with no node running
+// says there is none to stop (it said "start one with parley up"), exit 1.
+func TestCLIFindEmptyValueAndDownWithoutNode(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home := filepath.Join(base, "a")
+	up(t, home, "--listen", loopback)
+	for _, q := range []string{"cap:", "handle: ", ""} {
+		_, errs, code := run(t, "--home", home, "find", q)
+		if code != 1 || !strings.Contains(errs, "give") {
+			t.Errorf("find %q: exit %d, stderr %q; want exit 1 saying what to give", q, code, errs)
+		}
+	}
+	if out, errs, code := run(t, "--home", home, "find", "cap:go"); code != 0 || !strings.Contains(out, "no agents found") {
+		t.Errorf("find cap:go: exit %d, %q %q; want exit 0, no agents found", code, out, errs)
+	}
+	empty := filepath.Join(base, "none")
+	if err := os.MkdirAll(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code := run(t, "--home", empty, "down")
+	if code != 1 || !strings.Contains(errs, "no node is running") || !strings.Contains(errs, "nothing to stop") || strings.Contains(errs, "start one") {
+		t.Errorf("down with no node: exit %d, stderr %q", code, errs)
+	}
+}

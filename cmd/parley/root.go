@@ -43,7 +43,42 @@ func newRoot() *cobra.Command {
 	)
 	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g), hookCmd(g), runCmd(g), codexCmd(g))
 	refuseUnknownSubcommands(root)
+	explainStops(root, g)
 	return root
+}
+
+// explainStops makes every command that fails because the node stopped
+// while a request to its local API was under way (it was stopped, or
+// crashed) say so, and what to do, in place of the transport's error
+// ("read unix …: connection reset by peer"): the one place for all of them.
+func explainStops(c *cobra.Command, g *globals) {
+	for _, sub := range c.Commands() {
+		explainStops(sub, g)
+	}
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			return g.stopped(run(cmd, args))
+		}
+	}
+}
+
+// stopped turns a request cut off by the node stopping into what a person
+// reads: that the node stopped, that a change asked may or may not have
+// been made, and how to look before doing it again.
+func (g *globals) stopped(err error) error {
+	var st *localapi.Stopped
+	if !errors.As(err, &st) {
+		return err
+	}
+	home, herr := g.homePath()
+	if herr != nil {
+		home = "HOME"
+	}
+	if !st.Write() {
+		return fmt.Errorf("the node stopped before it answered (%s %s); start it again with `parley --home %s up`", st.Method, st.Path, home)
+	}
+	return fmt.Errorf("the node stopped while this command was under way (%s %s): it may or may not have been done (a post stored, an invite sent); "+
+		"start the node again with `parley --home %s up` and look before you repeat it (a post: `parley room log ROOM`)", st.Method, st.Path, home)
 }
 
 // refuseUnknownSubcommands makes each command that only groups others
@@ -122,10 +157,20 @@ func (g *globals) client(cmd *cobra.Command) (*localapi.Client, context.Context,
 func (g *globals) apiErr(err error) error {
 	if errors.Is(err, localapi.ErrNoNode) {
 		home, _ := g.resolveHome()
-		return fmt.Errorf("no node is running for home %s (start one with `parley --home %s up`)", home, home)
+		return noNode{home}
 	}
 	return err
 }
+
+// noNode is apiErr's error when no node runs for the home (it is
+// localapi.ErrNoNode, as a person reads it).
+type noNode struct{ home string }
+
+func (e noNode) Error() string {
+	return fmt.Sprintf("no node is running for home %s (start one with `parley --home %s up`)", e.home, e.home)
+}
+
+func (e noNode) Unwrap() error { return localapi.ErrNoNode }
 
 // call runs one local API call and prints its result: JSON with --json, else
 // through human.

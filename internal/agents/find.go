@@ -143,28 +143,30 @@ func (s *Service) dhtCard(ctx context.Context, p peer.ID, name identity.AgentNam
 // "handle:NAME" or a free word tried as all three (see
 // discovery.ParseQuery). It returns the valid public cards found within
 // Config.FindTimeout (or ctx), sorted by handle, agent and peer; nothing
-// found, or a query that cannot match anything, gives an empty list.
+// found gives an empty list, and a query that cannot match anything
+// ("cap:", an empty one) ErrBadInput, saying why.
 func (s *Service) Find(ctx context.Context, q string) ([]CardView, error) {
 	if err := s.alive(); err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	qs := discovery.ParseQuery(q)
-	res := &found{cards: make(map[cardID]*discovery.Card)}
-	if len(qs) > 0 {
-		ctx, cancel := context.WithTimeout(ctx, s.cfg.FindTimeout)
-		defer cancel()
-		f := &fetcher{s: s, peers: make(map[peer.ID]*peerFetch)}
-		var wg sync.WaitGroup
-		for _, q := range qs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.findQuery(ctx, q, f, res)
-			}()
-		}
-		wg.Wait()
+	if len(qs) == 0 {
+		return nil, fmt.Errorf("%w: find: %w", ErrBadInput, discovery.CheckQuery(q))
 	}
+	res := &found{cards: make(map[cardID]*discovery.Card)}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.FindTimeout)
+	defer cancel()
+	f := &fetcher{s: s, peers: make(map[peer.ID]*peerFetch)}
+	var wg sync.WaitGroup
+	for _, q := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.findQuery(ctx, q, f, res)
+		}()
+	}
+	wg.Wait()
 	s.m.find.Observe(time.Since(start).Seconds())
 	return res.views(), nil
 }

@@ -103,10 +103,15 @@ func TestLocalAPIContract(t *testing.T) {
 		who[0].Handle != "node0" || who[0].LastSeen.IsZero() {
 		t.Fatalf("who: %+v %v", who, err)
 	}
-	for _, q := range []string{"", "nothing-here", "cap:zzz"} {
+	for _, q := range []string{"nothing-here", "cap:zzz"} {
 		found, err := c.Find(ctx, q)
 		if err != nil || found == nil || len(found) != 0 {
 			t.Fatalf("find %q: %+v %v", q, found, err)
+		}
+	}
+	for _, q := range []string{"", "cap:"} {
+		if _, err := c.Find(ctx, q); func() int { s, _ := apiStatus(err); return s }() != 400 {
+			t.Fatalf("find %q, which can match nothing: %v, want 400", q, err)
 		}
 	}
 	resp, err = rawCall(ctx, c.Socket(), "GET", "/v1/find?q=nothing-here")
@@ -123,7 +128,7 @@ func TestLocalAPIContract(t *testing.T) {
 	var found []localapi.CardView
 	if !nodetest.Poll(30*time.Second, func() bool {
 		found, err = c.Find(ctx, "cap:go")
-		return err == nil && len(found) == 1 && found[0].Agent == "coder" && found[0].Role == "reviews code"
+		return err == nil && len(found) == 1 && found[0].Agent == "coder" && found[0].Role == "" // no role on a public card
 	}) {
 		t.Fatalf("find own agent: %+v %v", found, err)
 	}

@@ -103,8 +103,11 @@ func (s *Service) dueJobs() []job {
 		if a == nil || p.next.IsZero() || p.next.After(now) {
 			continue
 		}
+		// No role: a public card carries the handle, the agent's name,
+		// capabilities, client and organisation; the role goes to
+		// contacts only, with presence (docs/ARCHITECTURE.md).
 		c := &discovery.Card{
-			Peer: s.self, Handle: s.handle, Agent: name, Role: a.Role, Capabilities: a.Caps, Client: a.Client,
+			Peer: s.self, Handle: s.handle, Agent: name, Capabilities: a.Caps, Client: a.Client,
 			Seq: s.nextSeq(now), Expires: now.Add(s.cfg.CardTTL).UnixMilli(),
 		}
 		if s.cfg.Member != nil {

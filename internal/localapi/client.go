@@ -49,14 +49,32 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	defer resp.Body.Close()
 	if out == nil {
 		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			if stoppedErr(ctx, err) {
+				return &Stopped{method, path, err}
+			}
 			return fmt.Errorf("localapi: %s %s: read answer: %w", method, path, err)
 		}
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if stoppedErr(ctx, err) {
+			return &Stopped{method, path, err}
+		}
 		return fmt.Errorf("localapi: %s %s: bad answer: %w", method, path, err)
 	}
 	return nil
+}
+
+// stoppedErr reports whether err, met while a request was under way (the
+// node had taken the connection), means that the node's end went away: a
+// connection reset or closed before the answer was whole. The caller's own
+// deadline or cancel is not that.
+func stoppedErr(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // open sends a request and returns the response for the caller to read (for
@@ -81,6 +99,9 @@ func (c *Client) open(ctx context.Context, method, path string, in any) (*http.R
 	if err != nil {
 		if isNoNode(err) {
 			return nil, fmt.Errorf("%w (socket %s)", ErrNoNode, c.socket)
+		}
+		if stoppedErr(ctx, err) {
+			return nil, &Stopped{method, path, err}
 		}
 		return nil, fmt.Errorf("localapi: %s %s: %w", method, path, err)
 	}

@@ -10,6 +10,29 @@ import (
 // ErrNoNode is returned when no node answers on the socket.
 var ErrNoNode = errors.New("localapi: no node is running")
 
+// ErrNodeStopped is returned (inside a *Stopped) when the node's end of a
+// request went away before the node answered it whole: the node stopped
+// (or crashed) while the request was under way, so what was asked may or
+// may not have been done.
+var ErrNodeStopped = errors.New("localapi: the node stopped while the request was under way")
+
+// Stopped is a request cut off by the node stopping: Method and Path name
+// it, Err is what the connection said.
+type Stopped struct {
+	Method, Path string
+	Err          error
+}
+
+func (e *Stopped) Error() string {
+	return fmt.Sprintf("%v (%s %s: %v)", ErrNodeStopped, e.Method, e.Path, e.Err)
+}
+
+func (e *Stopped) Unwrap() []error { return []error{ErrNodeStopped, e.Err} }
+
+// Write reports whether the request could have changed something (it was
+// not a GET).
+func (e *Stopped) Write() bool { return e.Method != http.MethodGet }
+
 // Error is an error reported by the node: an HTTP status, a code a program
 // can test, and a message for a person.
 type Error struct {

@@ -14,6 +14,10 @@ type Info struct {
 	PeerID string   `json:"peer_id"`
 	Handle string   `json:"handle"`
 	Addrs  []string `json:"addrs"`
+	// RelayAddrs are the node's addresses through the relays it holds a
+	// reservation on (RELAY_ADDR/p2p/RELAY/p2p-circuit/p2p/SELF): the ones
+	// to give others when it is not reachable directly.
+	RelayAddrs []string `json:"relay_addrs,omitempty"`
 	// Org is the node's live membership certificate, shown on its card.
 	Org *Membership `json:"org,omitempty"`
 }
@@ -34,6 +38,9 @@ type Status struct {
 	Reachability string `json:"reachability"`
 	// RelayService is off, on (contacts and room members) or open.
 	RelayService string `json:"relay_service"`
+	// Relays are the node's own reservations: each relay it holds one on,
+	// each configured relay, and any that refused one.
+	Relays []RelayInfo `json:"relays"`
 	// Direct counts peers connected directly; Relayed lists those reached
 	// only through a relay, each with why.
 	Direct  int    `json:"direct"`
@@ -47,6 +54,25 @@ type Status struct {
 	// StoreProblem says why the node's database refuses writes, when it
 	// does: a failed write (restart the node) or a nearly full disk.
 	StoreProblem string `json:"store_problem,omitempty"`
+}
+
+// RelayInfo is the node's reservation on one relay.
+type RelayInfo struct {
+	PeerID     string `json:"peer_id"`
+	Configured bool   `json:"configured"` // a relay = line of the config
+	// State is "held" (the relay holds a reservation for the node until
+	// Expires, renewed 2 minutes before, and Addrs are the node's
+	// addresses through it, to give out), "failed" (Error says why, at
+	// FailedAt; RetryAt is when it is asked again, none: as soon as it can
+	// be reached), "waiting" (a configured relay not asked yet: the node
+	// does not know yet that it is behind a NAT) or "not needed" (the node
+	// is reachable directly).
+	State    string    `json:"state"`
+	Addrs    []string  `json:"addrs,omitempty"` // the relayed addresses to give out
+	Expires  time.Time `json:"expires,omitzero"`
+	Error    string    `json:"error,omitempty"`
+	FailedAt time.Time `json:"failed_at,omitzero"`
+	RetryAt  time.Time `json:"retry_at,omitzero"`
 }
 
 // Peer is a connected peer.

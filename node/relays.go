@@ -1,0 +1,361 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	circuitv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
+	pbv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/pb"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The node's own reservations on relays, as the user sees them (parley
+// status, parley id): autorelay holds them, but says neither which relay
+// it holds until when nor why one refused, and it announces relayed
+// addresses only through relays with public addresses (none on a LAN or
+// loopback). So the node asks, itself, each relay autorelay reserved on
+// (it protects their connections with its tag) for its reservation (asked
+// again, a reservation is the same one renewed, and the answer tells its
+// end); when autorelay's reservation fails, it asks each configured relay
+// it does not hold, to learn why. A relay is held while the node is
+// connected to it and the end it was told has not passed; the relayed
+// addresses to give out are built from the relay's addresses.
+
+// relayBackoff is how long autorelay waits before it asks a relay that
+// refused a reservation again.
+const relayBackoff = 30 * time.Second
+
+// relayTick is how often the node looks at its relays: expiries to learn
+// again, configured relays to ask why they refused.
+const relayTick = 5 * time.Second
+
+// RelayState is one relay's reservation, as the node knows it.
+type RelayState struct {
+	Relay      peer.ID
+	Configured bool // a relay of the config
+	// Held: the relay holds a reservation for the node until Expires
+	// (autorelay renews it 2 minutes before), and Addrs are the node's
+	// addresses through it (RELAY_ADDR/p2p/RELAY/p2p-circuit/p2p/SELF), to
+	// give out.
+	Held    bool
+	Expires time.Time
+	Addrs   []ma.Multiaddr
+	// Err is why the last reservation asked of the relay failed (empty:
+	// it did not), at Failed; Retry is when autorelay asks again (zero:
+	// as soon as the relay can be reached, every few seconds).
+	Err    string
+	Failed time.Time
+	Retry  time.Time
+	asked  time.Time // when the node last asked the relay itself
+}
+
+// relayTracer passes autorelay's events to libp2p's own tracer (which
+// counts them in a registry of its own) and tells the node when a
+// reservation failed.
+type relayTracer struct {
+	autorelay.MetricsTracer
+	failed, reserved chan<- struct{}
+}
+
+func (t relayTracer) ReservationRequestFinished(refresh bool, err error) {
+	t.MetricsTracer.ReservationRequestFinished(refresh, err)
+	ch := t.reserved
+	if err != nil {
+		ch = t.failed
+	}
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) relayTracer() autorelay.Option {
+	return autorelay.WithMetricsTracer(relayTracer{
+		MetricsTracer: autorelay.NewMetricsTracer(autorelay.WithRegisterer(prometheus.NewRegistry())),
+		failed:        n.reach.relayAsk,
+		reserved:      n.reach.relayReserved,
+	})
+}
+
+// Relays are the relays the node holds a reservation on, the configured
+// ones, and any that refused one, configured first, then by peer ID.
+func (n *Node) Relays() []RelayState {
+	r := n.reach
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	out := make([]RelayState, 0, len(r.relays)+len(n.cfg.Relays))
+	for _, ai := range n.cfg.Relays {
+		st, ok := r.relays[ai.ID]
+		if !ok {
+			st = &RelayState{Relay: ai.ID}
+		}
+		c := *st
+		c.Configured = true
+		out = append(out, c)
+	}
+	var others []RelayState
+	for p, st := range r.relays {
+		if !slices.ContainsFunc(n.cfg.Relays, func(ai peer.AddrInfo) bool { return ai.ID == p }) {
+			others = append(others, *st)
+		}
+	}
+	slices.SortFunc(others, func(a, b RelayState) int { return compareIDs(a.Relay, b.Relay) })
+	out = append(out, others...)
+	kept := out[:0]
+	for _, st := range out {
+		st.Addrs = nil
+		st.Held = st.Expires.After(now) && n.host.Network().Connectedness(st.Relay) == network.Connected
+		if st.Held {
+			st.Addrs = n.relayedAddrs(st.Relay)
+		} else {
+			st.Expires = time.Time{}
+		}
+		if st.Configured || st.Held || st.Err != "" {
+			kept = append(kept, st)
+		}
+	}
+	return kept
+}
+
+func compareIDs(a, b peer.ID) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// RelayAddrs are the node's relayed addresses, to give out: reached
+// through the relays it holds a reservation on.
+func (n *Node) RelayAddrs() []ma.Multiaddr {
+	var out []ma.Multiaddr
+	for _, st := range n.Relays() {
+		if st.Held {
+			out = append(out, st.Addrs...)
+		}
+	}
+	return out
+}
+
+// relayedAddrs are the node's addresses through relay p: p's addresses
+// (the configured ones, and those the node's connections to it go to),
+// each followed by /p2p/p/p2p-circuit/p2p/SELF.
+func (n *Node) relayedAddrs(p peer.ID) []ma.Multiaddr {
+	var base []ma.Multiaddr
+	add := func(a ma.Multiaddr) {
+		if a == nil || isRelayed(a) {
+			return
+		}
+		a, _ = peer.SplitAddr(a)
+		if a != nil && !slices.ContainsFunc(base, a.Equal) {
+			base = append(base, a)
+		}
+	}
+	for _, ai := range n.cfg.Relays {
+		if ai.ID == p {
+			for _, a := range ai.Addrs {
+				add(a)
+			}
+		}
+	}
+	for _, c := range n.host.Network().ConnsToPeer(p) {
+		add(c.RemoteMultiaddr())
+	}
+	tail, err := ma.NewMultiaddr("/p2p/" + p.String() + "/p2p-circuit/p2p/" + n.id.String())
+	if err != nil {
+		return nil
+	}
+	out := make([]ma.Multiaddr, 0, len(base))
+	for _, a := range base {
+		out = append(out, a.Encapsulate(tail))
+	}
+	return out
+}
+
+// autorelayTag is the tag autorelay protects its relays' connections with
+// (go-libp2p's p2p/host/autorelay): a connected peer with it is a relay
+// autorelay holds, or held, a reservation on.
+const autorelayTag = "autorelay"
+
+// watchRelays asks relays for the node's reservations (see above) when
+// autorelay made or failed one, and every relayTick, until the node stops.
+func (n *Node) watchRelays() {
+	t := time.NewTicker(relayTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-n.reach.relayReserved:
+			n.askRelays(time.Now(), askTick)
+		case <-n.reach.relayAsk:
+			n.askRelays(time.Now(), askFailed)
+		case <-n.reach.relayContact:
+			n.askRelays(time.Now(), askContact)
+		case now := <-t.C:
+			n.askRelays(now, askTick)
+		}
+	}
+}
+
+// relayState is p's state, made when new (r.mu held).
+func (r *reach) relayState(p peer.ID) *RelayState {
+	st := r.relays[p]
+	if st == nil {
+		if len(r.relays) > 64 {
+			for q, s := range r.relays {
+				if !s.Held {
+					delete(r.relays, q)
+				}
+			}
+		}
+		st = &RelayState{Relay: p}
+		r.relays[p] = st
+	}
+	return st
+}
+
+// Why the node asks its relays.
+const (
+	askTick    = iota // a tick, or autorelay made a reservation
+	askFailed         // autorelay failed a reservation
+	askContact        // a contact became active: a relay that refused may take one now
+)
+
+// askRelays asks relays for the node's reservation: each connected relay
+// autorelay reserved on whose end the node does not know or that ends
+// within a minute (the answer is the renewed reservation and its new end),
+// and, after autorelay failed one or a contact became active, or once a
+// failed one's retry time has passed, each configured relay not held (to
+// learn why it refused, or to hold a reservation at once: a reservation the
+// node holds on a relay is one autorelay renews when it asks again).
+func (n *Node) askRelays(now time.Time, why int) {
+	if n.reach.Reachability() != network.ReachabilityPrivate {
+		return
+	}
+	var asks []peer.AddrInfo
+	net, cm := n.host.Network(), n.host.ConnManager()
+	r := n.reach
+	r.mu.Lock()
+	for _, p := range net.Peers() {
+		if !cm.IsProtected(p, autorelayTag) {
+			continue
+		}
+		st := r.relays[p]
+		if st != nil && (now.Sub(st.asked) < relayTick || st.Expires.After(now.Add(time.Minute))) {
+			continue
+		}
+		st = r.relayState(p)
+		st.asked = now
+		asks = append(asks, peer.AddrInfo{ID: p})
+	}
+	for _, ai := range n.cfg.Relays {
+		st := r.relays[ai.ID]
+		switch {
+		case st != nil && st.Expires.After(now) && net.Connectedness(ai.ID) == network.Connected:
+			continue // held
+		case why == askContact:
+		case st != nil && now.Sub(st.asked) < relayTick:
+			continue
+		case why == askFailed:
+		case st != nil && st.Err != "" && (st.Retry.IsZero() || now.After(st.Retry.Add(relayTick))):
+			// autorelay asked again, or asks as soon as it can reach the
+			// relay: what is shown should not be older than that.
+		default:
+			continue
+		}
+		st = r.relayState(ai.ID)
+		st.asked = now
+		asks = append(asks, ai)
+	}
+	r.mu.Unlock()
+	for _, ai := range asks {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			// The relay's node may record the contact a moment after
+			// this one: a refusal then is asked again, three times.
+			for try := 0; n.askRelay(ai) == pbv2.Status_PERMISSION_DENIED && why == askContact && try < 3; try++ {
+				t := time.NewTimer(time.Second)
+				select {
+				case <-t.C:
+				case <-n.ctx.Done():
+					t.Stop()
+					return
+				}
+			}
+		}()
+	}
+}
+
+// askRelay asks one relay for a reservation and records its answer: its
+// end, or why it failed. It returns the relay's answer (CONNECTION_FAILED
+// when there was none).
+func (n *Node) askRelay(ai peer.AddrInfo) pbv2.Status {
+	ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+	defer cancel()
+	var rsvp *circuitv2.Reservation
+	err := n.host.Connect(ctx, ai)
+	if err == nil {
+		rsvp, err = circuitv2.Reserve(ctx, n.host, ai)
+	}
+	if n.ctx.Err() != nil {
+		return pbv2.Status_CONNECTION_FAILED
+	}
+	now := time.Now()
+	r := n.reach
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.relayState(ai.ID)
+	if err == nil {
+		st.Expires, st.Err, st.Failed, st.Retry = rsvp.Expiration, "", time.Time{}, time.Time{}
+		return pbv2.Status_OK
+	}
+	was := st.Err
+	st.Expires = time.Time{}
+	st.Err, st.Failed, st.Retry = relayRefusal(err), now, time.Time{}
+	status := pbv2.Status_CONNECTION_FAILED
+	var re circuitv2.ReservationError
+	if errors.As(err, &re) {
+		status = re.Status
+	}
+	if status != pbv2.Status_CONNECTION_FAILED {
+		st.Retry = now.Add(relayBackoff)
+	}
+	if st.Err != was {
+		n.log.Info("relay reservation failed", "relay", ai.ID.String(), "err", st.Err)
+	}
+	return status
+}
+
+// relayRefusal says why a reservation failed, as a person reads it.
+func relayRefusal(err error) string {
+	var re circuitv2.ReservationError
+	if !errors.As(err, &re) {
+		return "could not reach the relay: " + err.Error()
+	}
+	switch re.Status {
+	case pbv2.Status_PERMISSION_DENIED:
+		return "refused (permission_denied): the relay serves only peers it deals with (a Parley relay: its contacts and room members, unless relay_service = open; ask its user to be a contact: it is asked again at once when that contact is made)"
+	case pbv2.Status_RESERVATION_REFUSED:
+		return "refused (reservation_refused): the relay holds as many reservations as it takes"
+	case pbv2.Status_RESOURCE_LIMIT_EXCEEDED:
+		return "refused (resource_limit_exceeded): the relay is busy"
+	case pbv2.Status_CONNECTION_FAILED:
+		if e := errors.Unwrap(re); e != nil {
+			return "could not ask the relay: " + e.Error()
+		}
+		return "could not ask the relay: " + re.Reason
+	}
+	return fmt.Sprintf("refused (%s): %s", relayStatus(re.Status), re.Reason)
+}
