@@ -1007,9 +1007,16 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 				if v.Arrival <= st.scan[in.ID] && b.unreadMessage(st, v) {
 					st.unread[in.ID] = max(st.unread[in.ID]-1, 0)
 				}
-				if o := st.owed[v.ID.String()]; o != nil && !o.Shown {
-					o.Shown = true
-					st.putAsk(agent, "o", v.ID.String(), o)
+				if b.askFor(st, v) && v.Arrival <= st.scan[in.ID] {
+					// An ask it owes is shown as an ask: in full, under the
+					// line that says someone is blocked on it, by the
+					// pending items of this very result (it stays unshown
+					// here), then as reminders. One it no longer owes
+					// (answered, dismissed, expired) or was shown already
+					// is not unread.
+					if o := st.owed[v.ID.String()]; o == nil || o.Shown {
+						continue
+					}
 				}
 				out = append(out, item(v, in.Name))
 				left--

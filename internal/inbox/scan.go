@@ -155,7 +155,7 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 				st.putAsk(agent, "q", id, &askRec{Room: v.Room, From: me, Text: v.Text, To: v.To, Time: v.Time})
 			}
 		}
-	case v.Kind == rooms.KindAsk && (b.isMe(v.To, agent) || v.To == ""):
+	case b.askFor(st, v):
 		shown := v.Arrival <= st.read[v.Room] // Read showed it already
 		st.putAsk(agent, "o", id, &askRec{Room: v.Room, From: from(v), Text: v.Text, To: v.To, Time: v.Time, Seen: b.now().UnixMilli(), Shown: shown})
 		st.news++
@@ -169,6 +169,12 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 			st.news++
 		}
 	}
+}
+
+// askFor reports whether v is an ask the agent owes (or owed) an answer:
+// someone else's ask to it, or to a room it is in.
+func (b *Inbox) askFor(st *state, v rooms.View) bool {
+	return v.Kind == rooms.KindAsk && !(v.Author == b.self && v.Agent == st.agent) && (b.isMe(v.To, st.agent) || v.To == "")
 }
 
 // isMe reports whether address to names agent of this node.
