@@ -783,16 +783,39 @@ func (b *Inbox) roomWith(ctx context.Context, agent identity.AgentName, to membe
 			return in, nil
 		}
 	}
+	// A node this one may not invite (not a contact, say) cannot be asked
+	// in a room of the two: say so before a room is made for nothing.
+	if err := b.rooms.CanInvite(to.peer); err != nil {
+		return rooms.Info{}, cannotAsk(to, err)
+	}
 	name := b.pairName(agent, to)
 	id, err := b.rooms.CreateRoom(ctx, name, fmt.Sprintf("asks between %s and %s", b.addr(agent), to), agent)
 	if err != nil {
 		return rooms.Info{}, apiError(err)
 	}
-	if _, err := b.rooms.InviteAgent(ctx, id, to.peer, to.name, agent); err != nil {
+	if eid, err := b.rooms.InviteAgent(ctx, id, to.peer, to.name, agent); err != nil {
+		if eid == (rooms.ID{}) {
+			// Not invited (refused since, or not posted): the room has no
+			// one to ask; this node leaves it, so a failed ask leaves
+			// no room behind.
+			if _, lerr := b.rooms.LeaveNode(ctx, id, agent); lerr != nil {
+				b.log.Warn("ask failed; the room opened for it is left behind", "room", string(id), "err", lerr)
+			}
+			if errors.Is(err, rooms.ErrInviteRefused) {
+				return rooms.Info{}, cannotAsk(to, err)
+			}
+		}
 		return rooms.Info{}, apiError(err)
 	}
 	in, err := b.rooms.Get(id)
 	return in, apiError(err)
+}
+
+// cannotAsk is the error of an ask of agent to that its node may not be
+// invited for: it says why, and what to do, in terms of the ask.
+func cannotAsk(to member, err error) error {
+	why := strings.TrimPrefix(err.Error(), rooms.ErrInviteRefused.Error()+": ")
+	return localapi.Errorf(http.StatusForbidden, localapi.CodeRefused, "cannot ask %s: %s", to, why)
 }
 
 // maxNodeName is the most bytes of a node's name in the name of a room an

@@ -37,6 +37,9 @@ type Rooms interface {
 	CreateRoom(ctx context.Context, name, purpose string, agent identity.AgentName) (identity.RoomID, error)
 	Invite(ctx context.Context, id identity.RoomID, target peer.ID, agent identity.AgentName) (rooms.ID, error)
 	InviteAgent(ctx context.Context, id identity.RoomID, target peer.ID, name, by identity.AgentName) (rooms.ID, error)
+	// CanInvite returns nil when this node may invite node target now, else
+	// why not (wrapping rooms.ErrInviteRefused).
+	CanInvite(target peer.ID) error
 	Say(ctx context.Context, id identity.RoomID, a rooms.SayArgs) (rooms.ID, error)
 	Leave(ctx context.Context, id identity.RoomID, agent identity.AgentName) (rooms.ID, error)
 	LeaveNode(ctx context.Context, id identity.RoomID, agent identity.AgentName) (rooms.ID, error)
