@@ -941,7 +941,7 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	limit := req.Limit
 	switch {
 	case limit < 0 || limit > MaxRead:
-		return res, localapi.BadRequest("limit must be 1 to %d", MaxRead)
+		return res, localapi.BadRequest("limit is %d: it must be 1 to %d", limit, MaxRead)
 	case limit == 0:
 		limit = 50
 	}
@@ -954,8 +954,11 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 		only = &in
 	}
 	if req.Last != 0 {
-		if only == nil || req.Last < 0 || req.Last > MaxRead {
-			return res, localapi.BadRequest("last needs a room, and is 1 to %d", MaxRead)
+		switch {
+		case req.Last < 0 || req.Last > MaxRead:
+			return res, localapi.BadRequest("last is %d: it must be 1 to %d (the room's last events)", req.Last, MaxRead)
+		case only == nil:
+			return res, localapi.BadRequest("last needs a room: give room with it (without last, you read what you have not read in all your rooms)")
 		}
 		vs, err := b.rooms.Log(only.ID, req.Last, nil)
 		if err != nil {

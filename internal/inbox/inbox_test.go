@@ -350,6 +350,22 @@ func TestBadInput(t *testing.T) {
 			_, err := ib(nt, 0).Remove(ctx, "r", localapi.RemoveRequest{PeerID: nodetest.Start(t, 1).ID(0).String()})
 			return err
 		}, localapi.CodeNotMember, "not a member"},
+		{"last out of range, with a room", func() error {
+			_, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: "r", Last: 100000})
+			return err
+		}, localapi.CodeBadRequest, fmt.Sprintf("last is 100000: it must be 1 to %d", inbox.MaxRead)},
+		{"last below range, with a room", func() error {
+			_, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: "r", Last: -1})
+			return err
+		}, localapi.CodeBadRequest, fmt.Sprintf("last is -1: it must be 1 to %d", inbox.MaxRead)},
+		{"last without a room", func() error {
+			_, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Last: 5})
+			return err
+		}, localapi.CodeBadRequest, "last needs a room"},
+		{"limit out of range", func() error {
+			_, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: "r", Limit: 100000})
+			return err
+		}, localapi.CodeBadRequest, fmt.Sprintf("limit is 100000: it must be 1 to %d", inbox.MaxRead)},
 		{"bad agent", func() error {
 			_, err := ib(nt, 0).Take(ctx, "Bad Agent")
 			return err
