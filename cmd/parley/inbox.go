@@ -54,7 +54,7 @@ replies to its asks, unread messages and board notices. Nothing is marked as see
 	}
 	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent whose inbox to show")
 	cmd.Flags().BoolVar(&take, "take", false, "mark what is shown as seen (asks stay until answered)")
-	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for something new (at most 50s)")
+	durationFlag(cmd.Flags(), &wait, "wait", 0, "wait up to this long for something new (at most 50s)")
 	return cmd
 }
 
