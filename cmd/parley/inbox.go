@@ -85,6 +85,13 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as st
 		switch it.Kind {
 		case "ask":
 			fmt.Fprintf(w, "%s ASK %s from %s in %s: %s\n", ts, short(it.ID), agent(it.From), room(it), text(it.Text))
+			if it.Brought {
+				fmt.Fprintf(w, "    it brought you into %s for this ask", room(it))
+				if it.Purpose != "" {
+					fmt.Fprintf(w, " (purpose: %s)", termtext.Line(it.Purpose))
+				}
+				fmt.Fprintf(w, "; read it: parley room log %s; leave it: parley room leave %s%s\n", it.Room, it.Room, asFlag)
+			}
 			fmt.Fprintf(w, "    answer: parley room say %s \"…\" --reply-to %s%s\n", it.Room, it.ID, asFlag)
 		case "reminder":
 			fmt.Fprintf(w, "%s ASK %s from %s in %s still waits for your answer: %s\n", ts, short(it.ID), agent(it.From), room(it), text(it.Text))

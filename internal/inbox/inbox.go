@@ -189,6 +189,9 @@ type askRec struct {
 	// was kept, Time counts.
 	Seen  int64 `json:"seen,omitempty"`
 	Shown bool  `json:"shown,omitempty"` // owed: shown in full once
+	// Brought: the asker invited the agent into the room for this ask
+	// (the invite just before it); the invite is not shown apart.
+	Brought bool `json:"brought,omitempty"`
 	// Reply is the first reply to an own ask, once it came.
 	Reply *localapi.Item `json:"reply,omitempty"`
 }
