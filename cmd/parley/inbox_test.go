@@ -163,3 +163,27 @@ func TestInboxShowsARemoval(t *testing.T) {
 		t.Fatalf("coder's inbox once removed: %q", out)
 	}
 }
+
+// TestStatusCountsUnreachedInWords: an ask no wake-up route got its agent
+// to read in time is counted by parley status in a sentence that agrees
+// with its number (before: "1 owed items were").
+func TestStatusCountsUnreachedInWords(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback, "--wake-limit", "1s")
+	if _, errs, code := run(t, "--home", home, "agent", "register", "coder"); code != 0 {
+		t.Fatal(errs)
+	}
+	runJSON(t, &struct{}{}, "--home", home, "room", "create", "design")
+	if _, errs, code := run(t, "--home", home, "room", "ask", "design", "which port?", "--to", "coder", "--wait", "0s"); code != 0 {
+		t.Fatal(errs)
+	}
+	var out string
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, _ = run(t, "--home", home, "status")
+		return strings.Contains(out, "agents not reached")
+	}, "status to count the ask coder was not reached with")
+	if !strings.Contains(out, "agents not reached: 1 owed item was not read in time") {
+		t.Fatalf("status: %s", out)
+	}
+}
