@@ -732,7 +732,10 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		}
 		if req.To != "" {
 			// The addressee sees asks of the rooms it is in: bring it in.
-			if _, err := b.rooms.InviteAgent(ctx, in.ID, to.peer, to.name, a); err != nil {
+			if eid, err := b.rooms.InviteAgent(ctx, in.ID, to.peer, to.name, a); err != nil {
+				if eid == (rooms.ID{}) && errors.Is(err, rooms.ErrInviteRefused) {
+					return res, cannotAsk(to, err)
+				}
 				return res, apiError(err)
 			}
 		}

@@ -135,12 +135,26 @@ func TestAskOfAStrangerLeavesNoRoom(t *testing.T) {
 	if l := ib(nt, 0).List(ctx); len(l) != 0 {
 		t.Fatalf("the refused ask left rooms behind: %+v", l)
 	}
+	// In a room given, it is refused the same way, and the room stays as
+	// it was.
+	open, err := ib(nt, 0).OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "design"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := ib(nt, 0).Get(ctx, open.RoomID)
+	_, err = ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{Room: "design", To: impl, Text: "can you look?"})
+	if !localapi.IsCode(err, localapi.CodeRefused) || !strings.Contains(err.Error(), "cannot ask "+impl) {
+		t.Fatalf("ask of a stranger's agent in a room: %v", err)
+	}
+	if after, _ := ib(nt, 0).Get(ctx, open.RoomID); after.Events != before.Events || len(ib(nt, 0).List(ctx)) != 1 {
+		t.Fatalf("the refused ask changed the rooms: %d → %d events", before.Events, after.Events)
+	}
 	// Once the nodes are contacts, the same ask opens the room of the two.
 	nt.Befriend(t, 0, 1)
 	if _, err := ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{To: impl, Text: "can you look?"}); err != nil {
 		t.Fatal(err)
 	}
-	if l := ib(nt, 0).List(ctx); len(l) != 1 {
+	if l := ib(nt, 0).List(ctx); len(l) != 2 {
 		t.Fatalf("rooms after the ask of a contact's agent: %+v", l)
 	}
 }
