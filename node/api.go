@@ -54,7 +54,7 @@ func (b apiBackend) Status() localapi.Status {
 	if err := n.db.Problem(); err != nil {
 		problem = err.Error()
 	}
-	return localapi.Status{
+	st := localapi.Status{
 		StoreProblem: problem,
 		Reachability: strings.ToLower(n.reach.Reachability().String()),
 		RelayService: relay,
@@ -71,8 +71,10 @@ func (b apiBackend) Status() localapi.Status {
 		PubSubPeer:   len(n.ps.ListPeers("")),
 		MDNS:         n.cfg.MDNS,
 		Unreached:    unreachedTotal(n),
-		HumanOwed:    humanOwed(n),
 	}
+	st.HumanAsks, st.HumanInvitations = humanWaiting(n)
+	st.HumanOwed = st.HumanAsks + st.HumanInvitations
+	return st
 }
 
 // relayInfos are the node's reservations on relays, for the local API.
@@ -97,18 +99,27 @@ func relayInfos(n *Node) []localapi.RelayInfo {
 	return out
 }
 
-// humanOwed counts the asks and invitations the node's human owes.
-func humanOwed(n *Node) int {
+// humanWaiting counts the asks the node's human owes and the invitations
+// waiting for it, as parley inbox lists them.
+func humanWaiting(n *Node) (asks, invitations int) {
 	if n.inbox == nil {
-		return 0
+		return 0, 0
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
 	defer cancel()
-	owed, err := n.inbox.Owed(ctx, string(identity.HumanAgent))
+	p, err := n.inbox.Peek(ctx, string(identity.HumanAgent))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	return len(owed)
+	for _, it := range p.Items {
+		switch it.Kind {
+		case "ask", "reminder":
+			asks++
+		case "invitation":
+			invitations++
+		}
+	}
+	return asks, invitations
 }
 
 func (b apiBackend) Peers() []localapi.Peer {

@@ -1058,6 +1058,17 @@ func (m *Manager) InviteAgent(ctx context.Context, id identity.RoomID, target pe
 	return eid, nil
 }
 
+// CanInvite returns nil when this node may invite node target now (its
+// Policy; this node itself always), else the reason, which wraps
+// ErrInviteRefused: what InviteAgent and Invite would refuse, asked before
+// anything is made for the invite.
+func (m *Manager) CanInvite(target peer.ID) error {
+	if target == m.self {
+		return nil
+	}
+	return m.cfg.Policy.CanInvite(target)
+}
+
 // LeaveNode takes this node out of the room: it posts its leave (as agent),
 // then stops following the room (no topic, no sync) and drops it from its
 // room list; members stop sending to it. The history stays in the store,

@@ -104,7 +104,7 @@ registration outlives this command: it lasts --ttl (1h by default) unless renewe
 	fl.StringArrayVar(&req.Capabilities, "cap", nil, "a capability, e.g. go; repeatable (public)")
 	fl.StringVar(&req.Client, "client", "", `the agent's client, e.g. "claude-code" (public)`)
 	fl.StringVar(&req.Session, "session", cliSession, "session ID; another session cannot take a live name")
-	fl.DurationVar(&ttl, "ttl", time.Hour, "how long the registration lives without a heartbeat")
+	durationFlag(fl, &ttl, "ttl", time.Hour, "how long the registration lives without a heartbeat")
 	return cmd
 }
 

@@ -116,11 +116,18 @@ func statusCmd(g *globals) *cobra.Command {
 						fmt.Fprintf(w, "STORE REFUSING WRITES: %s\n", termtext.Line(v.StoreProblem))
 					}
 					if v.HumanOwed > 0 {
-						fmt.Fprintf(w, "waiting for you: %d %s (parley inbox shows %s)\n", v.HumanOwed,
-							plural(v.HumanOwed, "ask or invitation", "asks and invitations"), plural(v.HumanOwed, "it", "them"))
+						var parts []string
+						if v.HumanAsks > 0 {
+							parts = append(parts, fmt.Sprintf("%d %s", v.HumanAsks, plural(v.HumanAsks, "ask", "asks")))
+						}
+						if v.HumanInvitations > 0 {
+							parts = append(parts, fmt.Sprintf("%d %s", v.HumanInvitations, plural(v.HumanInvitations, "invitation", "invitations")))
+						}
+						fmt.Fprintf(w, "waiting for you: %s (parley inbox shows %s)\n", strings.Join(parts, " and "), plural(v.HumanOwed, "it", "them"))
 					}
 					if v.Unreached > 0 {
-						fmt.Fprintf(w, "agents not reached: %d owed items were not read in time (parley who marks the agents)\n", v.Unreached)
+						fmt.Fprintf(w, "agents not reached: %d %s not read in time (parley who marks the agents)\n", v.Unreached,
+							plural(v.Unreached, "owed item was", "owed items were"))
 					}
 				})
 		},

@@ -100,8 +100,8 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that claims (default $PARLEY_AGENT, else human)")
 	cmd.Flags().StringVar(&key, "project", "", "project key (default: the git repository around the working folder)")
 	cmd.Flags().StringVar(&note, "note", "", "why you work on it, in your own words (required)")
-	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Minute, "how long the claim lasts (at most 8h)")
-	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for a conflicting claim to be released or to expire")
+	durationFlag(cmd.Flags(), &ttl, "ttl", 30*time.Minute, "how long the claim lasts (at most 8h)")
+	durationFlag(cmd.Flags(), &wait, "wait", 0, "wait this long for a conflicting claim to be released or to expire")
 	return cmd
 }
 

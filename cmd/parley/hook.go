@@ -200,7 +200,7 @@ owed. With no node running a hook does nothing.`,
 	}
 	// A minute under the timeout install gives the hook, so the waiter
 	// ends by itself before Claude Code ends it.
-	cmd.Flags().DurationVar(&waitFor, "wait-for", install.ClaudeStopTimeout*time.Second-time.Minute, "claude Stop: how long the waiter waits at most")
+	durationFlag(cmd.Flags(), &waitFor, "wait-for", install.ClaudeStopTimeout*time.Second-time.Minute, "claude Stop: how long the waiter waits at most")
 	return cmd
 }
 

@@ -54,7 +54,7 @@ replies to its asks, unread messages and board notices. Nothing is marked as see
 	}
 	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent whose inbox to show")
 	cmd.Flags().BoolVar(&take, "take", false, "mark what is shown as seen (asks stay until answered)")
-	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for something new (at most 50s)")
+	durationFlag(cmd.Flags(), &wait, "wait", 0, "wait up to this long for something new (at most 50s)")
 	return cmd
 }
 
@@ -86,6 +86,13 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as st
 		switch it.Kind {
 		case "ask":
 			fmt.Fprintf(w, "%s ASK %s from %s in %s: %s\n", ts, short(it.ID), agent(it.From), room(it), text(it.Text))
+			if it.Brought {
+				fmt.Fprintf(w, "    it brought you into %s for this ask", room(it))
+				if it.Purpose != "" {
+					fmt.Fprintf(w, " (purpose: %s)", termtext.Line(it.Purpose))
+				}
+				fmt.Fprintf(w, "; read it: parley room log %s; leave it: parley room leave %s%s\n", it.Room, it.Room, asFlag)
+			}
 			fmt.Fprintf(w, "    answer: parley room say %s \"…\" --reply-to %s%s\n", it.Room, it.ID, asFlag)
 		case "reminder":
 			fmt.Fprintf(w, "%s ASK %s from %s in %s still waits for your answer: %s\n", ts, short(it.ID), agent(it.From), room(it), text(it.Text))

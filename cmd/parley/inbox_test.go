@@ -25,6 +25,12 @@ func TestInboxShowsTheHumanItsAsks(t *testing.T) {
 		t.Fatalf("an empty inbox: %d %q", code, out)
 	}
 	cs := mcpClient(t, home, "asker")
+	// An invitation of another agent waits too: status counts both, each
+	// by its name.
+	if res, err := mcpClient(t, home, "inviter").CallTool(context.Background(), &sdk.CallToolParams{Name: "parley_room_open",
+		Arguments: map[string]any{"name": "plans", "members": []string{"human"}}}); err != nil || res.IsError {
+		t.Fatalf("room_open: %v %+v", err, res)
+	}
 	type answer struct {
 		text string
 		err  error
@@ -49,11 +55,15 @@ func TestInboxShowsTheHumanItsAsks(t *testing.T) {
 	var out string
 	nodetest.WaitFor(t, 30*time.Second, func() bool {
 		out, _, _ = run(t, "--home", home, "status")
-		return strings.Contains(out, "waiting for you: 1 ask or invitation")
-	}, "status to say an ask waits")
+		return strings.Contains(out, "waiting for you: 1 ask and 1 invitation (parley inbox shows them)")
+	}, "status to say an ask and an invitation wait; last said:\n%s", out)
+	// The ask brought the human into a room of the two: that is shown as
+	// part of the ask, not as an invitation of its own.
 	out, errs, code := run(t, "--home", home, "inbox")
 	m := regexp.MustCompile(`answer: parley room say (\S+) "…" --reply-to (\S+)`).FindStringSubmatch(out)
-	if code != 0 || !strings.Contains(out, "ASK") || !strings.Contains(out, "may I drop the old API?") || m == nil {
+	if code != 0 || !strings.Contains(out, "ASK") || !strings.Contains(out, "may I drop the old API?") || m == nil ||
+		!strings.Contains(out, "it brought you into") || strings.Count(out, "INVITATION") != 1 || !strings.Contains(out, `INVITATION from test-inviter@`) ||
+		!strings.Contains(out, `to "plans"`) {
 		t.Fatalf("the inbox: %d %q %s", code, out, errs)
 	}
 	if _, errs, code := run(t, "--home", home, "room", "say", m[1], "yes, after the release", "--reply-to", m[2]); code != 0 {
@@ -71,8 +81,12 @@ func TestInboxShowsTheHumanItsAsks(t *testing.T) {
 		out, _, _ = run(t, "--home", home, "inbox")
 		return !strings.Contains(out, "ASK")
 	}, "the answered ask to leave the inbox")
-	if out, _, _ := run(t, "--home", home, "status"); strings.Contains(out, "waiting for you") {
+	if out, _, _ := run(t, "--home", home, "status"); !strings.Contains(out, "waiting for you: 1 invitation (parley inbox shows it)") {
 		t.Fatalf("status after the answer: %s", out)
+	}
+	run(t, "--home", home, "inbox", "--take")
+	if out, _, _ := run(t, "--home", home, "status"); strings.Contains(out, "waiting for you") {
+		t.Fatalf("status after the inbox was taken: %s", out)
 	}
 }
 
@@ -147,5 +161,29 @@ func TestInboxShowsARemoval(t *testing.T) {
 	}, "coder to be told of its removal")
 	if !regexp.MustCompile(`REMOVED from "design" by human@\S+: `).MatchString(out) || strings.Contains(out, "INVITATION") {
 		t.Fatalf("coder's inbox once removed: %q", out)
+	}
+}
+
+// TestStatusCountsUnreachedInWords: an ask no wake-up route got its agent
+// to read in time is counted by parley status in a sentence that agrees
+// with its number (before: "1 owed items were").
+func TestStatusCountsUnreachedInWords(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback, "--wake-limit", "1s")
+	if _, errs, code := run(t, "--home", home, "agent", "register", "coder"); code != 0 {
+		t.Fatal(errs)
+	}
+	runJSON(t, &struct{}{}, "--home", home, "room", "create", "design")
+	if _, errs, code := run(t, "--home", home, "room", "ask", "design", "which port?", "--to", "coder", "--wait", "0s"); code != 0 {
+		t.Fatal(errs)
+	}
+	var out string
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, _ = run(t, "--home", home, "status")
+		return strings.Contains(out, "agents not reached")
+	}, "status to count the ask coder was not reached with")
+	if !strings.Contains(out, "agents not reached: 1 owed item was not read in time") {
+		t.Fatalf("status: %s", out)
 	}
 }

@@ -217,10 +217,13 @@ func TestMCPAskAcrossTwoNodes(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("parley_ask did not return the reply")
 	}
-	// Still readable with parley_read.
-	rd := callTool(t, c2, "parley_read", map[string]any{"room": room})
+	// Answered, it is not unread; it is still in the room's last events.
+	if rd := callTool(t, c2, "parley_read", map[string]any{"room": room}); strings.Contains(rd.Text, "6 times 7") {
+		t.Fatalf("parley_read lists the answered ask as unread: %s", rd.Text)
+	}
+	rd := callTool(t, c2, "parley_read", map[string]any{"room": room, "last": 20})
 	if !strings.Contains(rd.Text, "6 times 7") {
-		t.Fatalf("parley_read lacks the ask: %s", rd.Text)
+		t.Fatalf("parley_read's last events lack the ask: %s", rd.Text)
 	}
 
 	// An ask that times out, then parley_wait gets the late reply.

@@ -237,7 +237,7 @@ then it exits 1, the ask still open (with --wait 0 it does not wait, and exits 0
 	}
 	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that asks")
 	cmd.Flags().StringVar(&req.To, "to", "", "the agent asked (NAME or NAME@PEER_ID); default: everyone in the room")
-	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the answer")
+	durationFlag(cmd.Flags(), &wait, "wait", 30*time.Second, "how long to wait for the answer")
 	return cmd
 }
 

@@ -34,7 +34,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "node home folder (default $PARLEY_HOME, else ~/.parley)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON")
-	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 30*time.Second, "how long to wait for the node")
+	durationFlag(root.PersistentFlags(), &g.timeout, "timeout", 30*time.Second, "how long to wait for the node")
 	root.AddCommand(
 		upCmd(g),
 		idCmd(g), statusCmd(g), peersCmd(g), connectCmd(g), downCmd(g),

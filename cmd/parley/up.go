@@ -84,7 +84,7 @@ node that ` + "`parley mcp`" + ` starts when none runs.`,
 	fl.BoolVar(&f.recover, "recover", false, "start anew when the database is missing, damaged or another identity's: keep it aside, restore rooms and contacts from recovery.json, refetch rooms from peers")
 	fl.BoolVar(&f.newIdentity, "new-identity", false, "identity.key is lost: make a new identity and keep the old database aside")
 	fl.StringVar(&f.minFree, "min-free-disk", "64MiB", "free disk space the database keeps; below it writes are refused and reads go on (0 turns it off)")
-	fl.DurationVar(&f.wakeLimit, "wake-limit", 60*time.Second, "how long a wake-up route has to get an owed ask or invitation read before the next route tries (then the human is told)")
+	durationFlag(fl, &f.wakeLimit, "wake-limit", 60*time.Second, "how long a wake-up route has to get an owed ask or invitation read before the next route tries (then the human is told)")
 	return cmd
 }
 

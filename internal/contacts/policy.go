@@ -96,7 +96,7 @@ func (s *Service) CanInvite(target peer.ID) error {
 func (s *Service) contactInvite(target peer.ID) error {
 	now := s.now()
 	c, ok := s.book.Get(target, now)
-	ask := fmt.Sprintf("ask first with `parley contact request %s` and invite it once it approves", target)
+	ask := fmt.Sprintf("ask first with `parley contact request %s`, and try again once it approves", target)
 	var why string
 	switch {
 	case !ok:

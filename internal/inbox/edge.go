@@ -762,7 +762,10 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		}
 		if req.To != "" {
 			// The addressee sees asks of the rooms it is in: bring it in.
-			if _, err := b.rooms.InviteAgent(ctx, in.ID, to.peer, to.name, a); err != nil {
+			if eid, err := b.rooms.InviteAgent(ctx, in.ID, to.peer, to.name, a); err != nil {
+				if eid == (rooms.ID{}) && errors.Is(err, rooms.ErrInviteRefused) {
+					return res, cannotAsk(to, err)
+				}
 				return res, apiError(err)
 			}
 		}
@@ -813,16 +816,39 @@ func (b *Inbox) roomWith(ctx context.Context, agent identity.AgentName, to membe
 			return in, nil
 		}
 	}
+	// A node this one may not invite (not a contact, say) cannot be asked
+	// in a room of the two: say so before a room is made for nothing.
+	if err := b.rooms.CanInvite(to.peer); err != nil {
+		return rooms.Info{}, cannotAsk(to, err)
+	}
 	name := b.pairName(agent, to)
 	id, err := b.rooms.CreateRoom(ctx, name, fmt.Sprintf("asks between %s and %s", b.addr(agent), to), agent)
 	if err != nil {
 		return rooms.Info{}, apiError(err)
 	}
-	if _, err := b.rooms.InviteAgent(ctx, id, to.peer, to.name, agent); err != nil {
+	if eid, err := b.rooms.InviteAgent(ctx, id, to.peer, to.name, agent); err != nil {
+		if eid == (rooms.ID{}) {
+			// Not invited (refused since, or not posted): the room has no
+			// one to ask; this node leaves it, so a failed ask leaves
+			// no room behind.
+			if _, lerr := b.rooms.LeaveNode(ctx, id, agent); lerr != nil {
+				b.log.Warn("ask failed; the room opened for it is left behind", "room", string(id), "err", lerr)
+			}
+			if errors.Is(err, rooms.ErrInviteRefused) {
+				return rooms.Info{}, cannotAsk(to, err)
+			}
+		}
 		return rooms.Info{}, apiError(err)
 	}
 	in, err := b.rooms.Get(id)
 	return in, apiError(err)
+}
+
+// cannotAsk is the error of an ask of agent to that its node may not be
+// invited for: it says why, and what to do, in terms of the ask.
+func cannotAsk(to member, err error) error {
+	why := strings.TrimPrefix(err.Error(), rooms.ErrInviteRefused.Error()+": ")
+	return localapi.Errorf(http.StatusForbidden, localapi.CodeRefused, "cannot ask %s: %s", to, why)
 }
 
 // maxNodeName is the most bytes of a node's name in the name of a room an
@@ -948,7 +974,7 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	limit := req.Limit
 	switch {
 	case limit < 0 || limit > MaxRead:
-		return res, localapi.BadRequest("limit must be 1 to %d", MaxRead)
+		return res, localapi.BadRequest("limit is %d: it must be 1 to %d", limit, MaxRead)
 	case limit == 0:
 		limit = 50
 	}
@@ -961,8 +987,11 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 		only = &in
 	}
 	if req.Last != 0 {
-		if only == nil || req.Last < 0 || req.Last > MaxRead {
-			return res, localapi.BadRequest("last needs a room, and is 1 to %d", MaxRead)
+		switch {
+		case req.Last < 0 || req.Last > MaxRead:
+			return res, localapi.BadRequest("last is %d: it must be 1 to %d (the room's last events)", req.Last, MaxRead)
+		case only == nil:
+			return res, localapi.BadRequest("last needs a room: give room with it (without last, you read what you have not read in all your rooms)")
 		}
 		vs, err := b.rooms.Log(only.ID, req.Last, nil)
 		if err != nil {
@@ -1039,9 +1068,16 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 				if v.Arrival <= st.scan[in.ID] && b.unreadMessage(st, v) {
 					st.unread[in.ID] = max(st.unread[in.ID]-1, 0)
 				}
-				if o := st.owed[v.ID.String()]; o != nil && !o.Shown {
-					o.Shown = true
-					st.putAsk(agent, "o", v.ID.String(), o)
+				if b.askFor(st, v) && v.Arrival <= st.scan[in.ID] {
+					// An ask it owes is shown as an ask: in full, under the
+					// line that says someone is blocked on it, by the
+					// pending items of this very result (it stays unshown
+					// here), then as reminders. One it no longer owes
+					// (answered, dismissed, expired) or was shown already
+					// is not unread.
+					if o := st.owed[v.ID.String()]; o == nil || o.Shown {
+						continue
+					}
 				}
 				out = append(out, item(v, in.Name))
 				left--

@@ -40,6 +40,9 @@ type Rooms interface {
 	// InviteWaits reports whether an invite of target waits on its node
 	// for its user's answer (target is not a contact granting invites).
 	InviteWaits(target peer.ID) bool
+	// CanInvite returns nil when this node may invite node target now, else
+	// why not (wrapping rooms.ErrInviteRefused).
+	CanInvite(target peer.ID) error
 	Say(ctx context.Context, id identity.RoomID, a rooms.SayArgs) (rooms.ID, error)
 	Leave(ctx context.Context, id identity.RoomID, agent identity.AgentName) (rooms.ID, error)
 	LeaveNode(ctx context.Context, id identity.RoomID, agent identity.AgentName) (rooms.ID, error)
@@ -189,6 +192,9 @@ type askRec struct {
 	// was kept, Time counts.
 	Seen  int64 `json:"seen,omitempty"`
 	Shown bool  `json:"shown,omitempty"` // owed: shown in full once
+	// Brought: the asker invited the agent into the room for this ask
+	// (the invite just before it); the invite is not shown apart.
+	Brought bool `json:"brought,omitempty"`
 	// Reply is the first reply to an own ask, once it came.
 	Reply *localapi.Item `json:"reply,omitempty"`
 }

@@ -350,6 +350,22 @@ func TestBadInput(t *testing.T) {
 			_, err := ib(nt, 0).Remove(ctx, "r", localapi.RemoveRequest{PeerID: nodetest.Start(t, 1).ID(0).String()})
 			return err
 		}, localapi.CodeNotMember, "not a member"},
+		{"last out of range, with a room", func() error {
+			_, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: "r", Last: 100000})
+			return err
+		}, localapi.CodeBadRequest, fmt.Sprintf("last is 100000: it must be 1 to %d", inbox.MaxRead)},
+		{"last below range, with a room", func() error {
+			_, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: "r", Last: -1})
+			return err
+		}, localapi.CodeBadRequest, fmt.Sprintf("last is -1: it must be 1 to %d", inbox.MaxRead)},
+		{"last without a room", func() error {
+			_, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Last: 5})
+			return err
+		}, localapi.CodeBadRequest, "last needs a room"},
+		{"limit out of range", func() error {
+			_, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: "r", Limit: 100000})
+			return err
+		}, localapi.CodeBadRequest, fmt.Sprintf("limit is 100000: it must be 1 to %d", inbox.MaxRead)},
 		{"bad agent", func() error {
 			_, err := ib(nt, 0).Take(ctx, "Bad Agent")
 			return err
@@ -442,5 +458,40 @@ func TestRoomNamesPerAgent(t *testing.T) {
 	_, err = ib(nt, 0).Say(ctx, "gamma", localapi.SayRequest{Room: "pair", Text: "which?"})
 	if !errors.As(err, &le) || le.Code != localapi.CodeAmbiguous || !strings.Contains(le.Message, a.RoomID) || !strings.Contains(le.Message, b.RoomID) {
 		t.Fatalf("an agent in neither room: %v", err)
+	}
+}
+
+// An ask of an agent not in the room brings it in (an invite, then the
+// ask): the agent is asked, not invited, so it gets one item, the ask,
+// which says it was brought in and what the room is for; before, it got an
+// invitation too (a human's inbox read "INVITATION" for an ask).
+func TestAskThatBringsTheAgentInIsOneAsk(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	if _, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "api", Purpose: "design the v2 api"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, agent := range []string{"beta", "human"} {
+		ask, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{Room: "api", To: agent, Text: "which version, " + agent + "?"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ib(nt, 0).Take(ctx, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Items) != 1 || p.Items[0].Kind != "ask" || p.Items[0].ID != ask.AskID || !p.Items[0].Brought ||
+			p.Items[0].Purpose != "design the v2 api" || p.Items[0].RoomName != "api" {
+			t.Fatalf("%s's items after an ask that brought it in: %+v", agent, p.Items)
+		}
+	}
+	// An invitation that no ask follows is one.
+	if _, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "ops", Members: []string{"beta"}}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := ib(nt, 0).Take(ctx, "beta"); !slices.Contains(kinds(p), "invitation") {
+		t.Fatalf("beta's items after an invite alone: %+v", p.Items)
 	}
 }

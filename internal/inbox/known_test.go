@@ -10,6 +10,7 @@ import (
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // A contact that told this node it runs no agent has no agent of the name
@@ -114,5 +115,46 @@ func TestAskRoomsNamedApart(t *testing.T) {
 	a, err := ib(nt, 0).Ask(ctx, "coder", localapi.AskRequest{To: "reviewer", Text: "ok?"})
 	if err != nil || a.Room.Name != "coder ↔ reviewer" {
 		t.Fatalf("ask of an agent of this node: room %q, %v", a.Room.Name, err)
+	}
+}
+
+// An ask of an agent of a node that is not a contact, without a room, is
+// refused as an ask (why, and what to do) and leaves no room behind:
+// before, a room of the two was opened, the invite refused, and the empty
+// room stayed in the node's list.
+func TestAskOfAStrangerLeavesNoRoom(t *testing.T) {
+	nt := nodetest.Start(t, 2) // the nodes' own policy: contacts only
+	ctx := context.Background()
+	impl := "impl@" + nt.ID(1).String()
+	_, err := ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{To: impl, Text: "can you look?"})
+	if !localapi.IsCode(err, localapi.CodeRefused) || !strings.Contains(err.Error(), "cannot ask "+impl) ||
+		!strings.Contains(err.Error(), "not a contact") || !strings.Contains(err.Error(), "parley contact request") ||
+		strings.Contains(err.Error(), "invite refused") {
+		t.Fatalf("ask of a stranger's agent: %v", err)
+	}
+	if l := ib(nt, 0).List(ctx); len(l) != 0 {
+		t.Fatalf("the refused ask left rooms behind: %+v", l)
+	}
+	// In a room given, it is refused the same way, and the room stays as
+	// it was.
+	open, err := ib(nt, 0).OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "design"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := ib(nt, 0).Get(ctx, open.RoomID)
+	_, err = ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{Room: "design", To: impl, Text: "can you look?"})
+	if !localapi.IsCode(err, localapi.CodeRefused) || !strings.Contains(err.Error(), "cannot ask "+impl) {
+		t.Fatalf("ask of a stranger's agent in a room: %v", err)
+	}
+	if after, _ := ib(nt, 0).Get(ctx, open.RoomID); after.Events != before.Events || len(ib(nt, 0).List(ctx)) != 1 {
+		t.Fatalf("the refused ask changed the rooms: %d → %d events", before.Events, after.Events)
+	}
+	// Once the nodes are contacts, the same ask opens the room of the two.
+	nt.Befriend(t, 0, 1)
+	if _, err := ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{To: impl, Text: "can you look?"}); err != nil {
+		t.Fatal(err)
+	}
+	if l := ib(nt, 0).List(ctx); len(l) != 2 {
+		t.Fatalf("rooms after the ask of a contact's agent: %+v", l)
 	}
 }

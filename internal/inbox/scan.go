@@ -155,9 +155,11 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 				st.putAsk(agent, "q", id, &askRec{Room: v.Room, From: me, Text: v.Text, To: v.To, Time: v.Time})
 			}
 		}
-	case v.Kind == rooms.KindAsk && (b.isMe(v.To, agent) || v.To == ""):
+	case b.askFor(st, v):
 		shown := v.Arrival <= st.read[v.Room] // Read showed it already
-		st.putAsk(agent, "o", id, &askRec{Room: v.Room, From: from(v), Text: v.Text, To: v.To, Time: v.Time, Seen: b.now().UnixMilli(), Shown: shown})
+		rec := &askRec{Room: v.Room, From: from(v), Text: v.Text, To: v.To, Time: v.Time, Seen: b.now().UnixMilli(), Shown: shown}
+		rec.Brought = b.foldInvite(agent, st, v)
+		st.putAsk(agent, "o", id, rec)
 		st.news++
 	case v.Kind == rooms.KindInvite && b.isMe(v.To, agent):
 		it := item(v, roomName)
@@ -169,6 +171,39 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 			st.news++
 		}
 	}
+}
+
+// askFor reports whether v is an ask the agent owes (or owed) an answer:
+// someone else's ask to it, or to a room it is in.
+func (b *Inbox) askFor(st *state, v rooms.View) bool {
+	return v.Kind == rooms.KindAsk && !(v.Author == b.self && v.Agent == st.agent) && (b.isMe(v.To, st.agent) || v.To == "")
+}
+
+// foldInvite drops the invitation the asker's node posted to bring the
+// agent into the room for ask v (its event just before the ask: an ask
+// of one not in the room invites it first), and reports whether it did.
+// The agent is asked, not invited: it sees one ask, which says so.
+func (b *Inbox) foldInvite(agent identity.AgentName, st *state, v rooms.View) bool {
+	if v.To == "" {
+		return false
+	}
+	for id, it := range st.notes {
+		if it.Kind != "invitation" || it.Room != string(v.Room) || it.From != from(v) {
+			continue
+		}
+		inv, err := b.rooms.Find(mustID(id))
+		if err != nil || inv.Author != v.Author || inv.Seq+1 != v.Seq {
+			continue
+		}
+		st.dropNote(agent, id)
+		return true
+	}
+	return false
+}
+
+func mustID(s string) rooms.ID {
+	id, _ := rooms.ParseID(s)
+	return id
 }
 
 // isMe reports whether address to names agent of this node.
@@ -414,8 +449,12 @@ func sortedAsks(m map[string]*askRec) []askRef {
 }
 
 func (b *Inbox) askItem(id string, a *askRec, kind, roomName string) localapi.Item {
-	return localapi.Item{Kind: kind, ID: id, Room: string(a.Room), RoomName: roomName, From: a.From, Text: a.Text,
-		To: a.To, Time: a.Time, Expires: a.since() + b.cfg.AskTTL.Milliseconds()}
+	it := localapi.Item{Kind: kind, ID: id, Room: string(a.Room), RoomName: roomName, From: a.From, Text: a.Text,
+		To: a.To, Time: a.Time, Expires: a.since() + b.cfg.AskTTL.Milliseconds(), Brought: a.Brought}
+	if a.Brought && kind == "ask" {
+		b.describeRoom(&it) // what its invitation would have said
+	}
+	return it
 }
 
 // tellApart gives the items and counts of rooms whose name another room of

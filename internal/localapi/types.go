@@ -51,6 +51,9 @@ type Status struct {
 	// HumanOwed counts the asks and invitations waiting for this node's
 	// human (parley inbox lists them).
 	HumanOwed int `json:"human_owed"`
+	// HumanAsks and HumanInvitations are HumanOwed's two parts.
+	HumanAsks        int `json:"human_asks"`
+	HumanInvitations int `json:"human_invitations"`
 	// StoreProblem says why the node's database refuses writes, when it
 	// does: a failed write (restart the node) or a nearly full disk.
 	StoreProblem string `json:"store_problem,omitempty"`
@@ -492,6 +495,10 @@ type Item struct {
 	Target      string   `json:"target,omitempty"`  // invite and leave events: the node concerned
 	Paths       []string `json:"paths,omitempty"`   // board notices: the paths concerned
 	Project     string   `json:"project,omitempty"` // board notices: the project
+	// Brought (ask): the asker invited the agent into the room for this
+	// ask (its invite just before the ask); no invitation is shown apart,
+	// and Purpose and Members say what it would have.
+	Brought bool `json:"brought,omitempty"`
 }
 
 // Pending is what an agent has yet to see. Items come in this order: asks

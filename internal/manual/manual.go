@@ -72,6 +72,15 @@ func Ask(it localapi.Item) string {
 		whom = "asks everyone in the room, you included"
 	}
 	head := fmt.Sprintf("%s %s, in room %s (room_id %s%s):\n", cut(it.From, 120), whom, quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator))
+	if it.Brought {
+		// The ask brought the agent into the room: what its invitation
+		// would have said, in short.
+		head = fmt.Sprintf("%s asks you, in room %s (room_id %s%s), which it brought you into for this ask", cut(it.From, 120), quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator))
+		if p := strings.TrimSpace(it.Purpose); p != "" {
+			head += "; its purpose: " + cut(oneLine(p), 300)
+		}
+		head += fmt.Sprintf(" (parley_read {\"room\":%q} shows what was said there, parley_leave {\"room\":%q} takes you out):\n", it.Room, it.Room)
+	}
 	foot := fmt.Sprintf("\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it; the asker may be waiting for it. "+
 		"parley_dismiss {\"ask_id\":%q} drops it unanswered.", it.ID, it.ID)
 	text := cut(it.Text, MaxLen-utf8.RuneCountInString(head)-utf8.RuneCountInString(foot))

@@ -109,3 +109,18 @@ func TestTextsArePlainStatements(t *testing.T) {
 		}
 	}
 }
+
+// An ask that brought the agent into the room says so, with the room's
+// purpose and how to read and leave it (what its invitation would have
+// said), and still how to answer.
+func TestAskThatBroughtTheAgentIn(t *testing.T) {
+	it := localapi.Item{Kind: "ask", ID: "e1", Room: "r1", RoomName: "api", From: "impl@bob", To: "human@alice",
+		Text: "which version?", Brought: true, Purpose: "design the v2 api"}
+	got := Ask(it)
+	for _, want := range []string{"impl@bob asks you", "brought you into", "its purpose: design the v2 api",
+		`parley_read {"room":"r1"}`, `parley_leave {"room":"r1"}`, "which version?", `parley_reply {"message_id":"e1"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the ask lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -654,10 +654,19 @@ func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string,
 	} else {
 		fmt.Fprintf(&b, "%d unread:", len(res.Messages))
 	}
+	owed := map[string]bool{}
+	for _, it := range res.Pending.Items {
+		if it.Kind == "ask" {
+			owed[it.ID] = true
+		}
+	}
 	for _, it := range res.Messages {
 		m := message(it)
 		out.Messages = append(out.Messages, m)
 		fmt.Fprintf(&b, "\n[%s] %s in %q%s (%s): %s", m.ID, m.From, m.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), m.Kind, m.Text)
+		if owed[m.ID] {
+			b.WriteString("\n  (someone is blocked on you: this ask is below, with how to answer it)")
+		}
 	}
 	if out.HasMore {
 		b.WriteString("\n(more unread: call parley_read again)")
