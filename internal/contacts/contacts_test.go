@@ -456,8 +456,12 @@ func TestFriendOfAFriendJoins(t *testing.T) {
 	if err := svc(nt, 2).Allowed(nt.ID(0)); err != nil {
 		t.Fatalf("E does not take A, a co-member: %v", err)
 	}
-	if err := svc(nt, 2).CanInvite(nt.ID(0)); err == nil {
-		t.Fatal("E may invite A without a contact")
+	// E may invite A, a co-member, but its invite waits for A's user.
+	if err := svc(nt, 2).CanInvite(nt.ID(0)); err != nil {
+		t.Fatalf("E may not invite A, a co-member: %v", err)
+	}
+	if svc(nt, 2).TrustInvite(nt.ID(0)) {
+		t.Fatal("E's invite of A, no contact, would open the room at once")
 	}
 }
 
