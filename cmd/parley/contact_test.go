@@ -220,8 +220,9 @@ func TestCLIContactConsentGatesRooms(t *testing.T) {
 	}
 	const ignored = "parley_room_events_rejected_total"
 	before := metric(t, homeA, ignored, `{reason="no_consent"}`)
-	if _, errs, code := run(t, "--home", homeB, "room", "say", room.RoomID, "after"); code != 0 {
-		t.Fatalf("say after revoke: %s", errs)
+	// B's post reaches no one now, and B is told so.
+	if _, errs, code := run(t, "--home", homeB, "room", "say", room.RoomID, "after"); code != 0 || !strings.Contains(errs, "no other member of room") {
+		t.Fatalf("say after revoke: exit %d, want a note that no member can take it: %s", code, errs)
 	}
 	if !logHas(t, homeB, room.RoomID, "after") {
 		t.Fatal("B's own log lacks its message")

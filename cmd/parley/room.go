@@ -162,7 +162,11 @@ func roomSayCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Posted, error) {
-				return c.Say(ctx, as, req)
+				res, err := c.Say(ctx, as, req)
+				if err == nil {
+					notes(ctx, c, cmd.ErrOrStderr(), res.Note)
+				}
+				return res, err
 			}, func(w io.Writer, v localapi.Posted) { fmt.Fprintln(w, v.ID) })
 		},
 	}

@@ -630,7 +630,32 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 		}
 	}
 	res.ID, res.Room = eid.String(), ref(in)
+	res.Note = b.nobodyHears(in)
 	return res, b.withPending(a, req.Take, &res.Pending)
+}
+
+// nobodyHears says, when room in has other member nodes and this node's
+// policy refuses every one of them (contacts revoked, by either side,
+// expired or denied), that a post there reaches no one now: each of them
+// refuses this node's events as this node refuses theirs. Else "".
+func (b *Inbox) nobodyHears(in rooms.Info) string {
+	if b.cfg.CutOff == nil {
+		return ""
+	}
+	var others []string
+	for _, p := range in.Members {
+		if p == b.self {
+			continue
+		}
+		if !b.cfg.CutOff(p) {
+			return ""
+		}
+		others = append(others, p.String())
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no other member of room %q can take this now: the contact with %s is revoked, expired or denied (see `parley contact list`), so it stays in this node's log", in.Name, strings.Join(others, ", "))
 }
 
 // answered drops an ask the agent owes once it replied to it, and returns

@@ -192,7 +192,7 @@ type PostOut struct {
 	ID       string `json:"id"`
 	Room     string `json:"room"`
 	RoomName string `json:"room_name"`
-	Note     string `json:"note,omitempty" jsonschema:"set when the agent invited could not be checked: its node tells yours nothing of its agents"`
+	Note     string `json:"note,omitempty" jsonschema:"set when the agent invited could not be checked (its node tells yours nothing of its agents), or when no other member of the room can take the post now"`
 }
 
 // SayIn is parley_say's input.
@@ -593,8 +593,12 @@ func (s *Server) say(ctx context.Context, c *call, in SayIn) (PostOut, string, e
 		return PostOut{}, "", err
 	}
 	c.take(res.Pending)
-	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name}
-	return out, fmt.Sprintf("Posted in %q: id %s", out.RoomName, out.ID), nil
+	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name, Note: res.Note}
+	text := fmt.Sprintf("Posted in %q: id %s", out.RoomName, out.ID)
+	if out.Note != "" {
+		text += "\nNote: " + out.Note
+	}
+	return out, text, nil
 }
 
 func (s *Server) reply(ctx context.Context, c *call, in ReplyIn) (PostOut, string, error) {
