@@ -1019,7 +1019,7 @@ func (m *Manager) CreateRoom(ctx context.Context, name, purpose string, agent id
 // InviteAgent makes agent name of node target a member of the room, by an
 // invite event that names it (agent by invites). A node that is not a member
 // yet is admitted by the same event (its consent is checked as for Invite)
-// and told. Inviting an agent that is already in returns the event that
+// and told; for a member node, the policy must only still allow it. Inviting an agent that is already in returns the event that
 // let it in.
 func (m *Manager) InviteAgent(ctx context.Context, id identity.RoomID, target peer.ID, name identity.AgentName, by identity.AgentName) (ID, error) {
 	r, err := m.getRoom(id)
@@ -1042,7 +1042,14 @@ func (m *Manager) InviteAgent(ctx context.Context, id identity.RoomID, target pe
 	tell := !member || r.awaitsJoin(target)
 	r.mu.RUnlock()
 	if target != m.self {
-		if err := m.cfg.Policy.CanInvite(target); err != nil {
+		// A node in the room already was vouched for when it was let in:
+		// an agent of it needs only that this node still takes it. Any
+		// other node is admitted by this invite, with this node's word.
+		if member {
+			if err := m.cfg.Policy.Allowed(target); err != nil {
+				return ID{}, fmt.Errorf("%w: %w", ErrInviteRefused, err)
+			}
+		} else if err := m.cfg.Policy.CanInvite(target); err != nil {
 			return ID{}, err
 		}
 	}

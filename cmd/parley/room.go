@@ -113,8 +113,8 @@ func roomInviteCmd(g *globals) *cobra.Command {
 		Long: `Bring members into a room. An agent NAME@PEER_ID becomes a member, and its node is
 admitted for it; NAME is an agent of this node; a bare PEER_ID admits the node, whose "human"
 joins. The invite opens the room at once on a contact's node whose certificate grants invites;
-a node that is not (a member of a room you share) gets it in ` + "`parley invites`" + `, where it waits
-for their answer.`,
+a contact whose certificate does not gets it in ` + "`parley invites`" + `, where it waits for their
+answer. A node that is no contact is not invited (an agent of a node in the room already may be).`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.Posted, error) {

@@ -397,10 +397,8 @@ func TestThreePartyRoomAndStrangers(t *testing.T) {
 	say(t, nt, 2, room, "hello from 2")
 	nt.WaitFor(15*time.Second, func() bool { return has(nt, 1, room, rooms.KindMessage, nt.ID(2), "hello from 2") },
 		"node 1 to get the message of node 2, a member vouched for by node 0")
-	// Node 1 may invite node 2, a co-member, but its invite opens nothing
-	// there: it waits for node 2's user (TestStockNodeInvitesCoMember).
-	if err := svc(nt, 1).CanInvite(nt.ID(2)); err != nil || svc(nt, 1).TrustInvite(nt.ID(2)) {
-		t.Fatalf("node 1 inviting node 2, a co-member: %v (trusted: %v)", err, svc(nt, 1).TrustInvite(nt.ID(2)))
+	if err := svc(nt, 1).CanInvite(nt.ID(2)); err == nil {
+		t.Fatal("node 1 may invite node 2 without a contact")
 	}
 
 	// A stranger's invite is refused.
@@ -456,12 +454,8 @@ func TestFriendOfAFriendJoins(t *testing.T) {
 	if err := svc(nt, 2).Allowed(nt.ID(0)); err != nil {
 		t.Fatalf("E does not take A, a co-member: %v", err)
 	}
-	// E may invite A, a co-member, but its invite waits for A's user.
-	if err := svc(nt, 2).CanInvite(nt.ID(0)); err != nil {
-		t.Fatalf("E may not invite A, a co-member: %v", err)
-	}
-	if svc(nt, 2).TrustInvite(nt.ID(0)) {
-		t.Fatal("E's invite of A, no contact, would open the room at once")
+	if err := svc(nt, 2).CanInvite(nt.ID(0)); err == nil {
+		t.Fatal("E may invite A without a contact")
 	}
 }
 

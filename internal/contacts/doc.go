@@ -38,12 +38,12 @@
 //
 // # Policy for rooms
 //
-// CanInvite(target) is nil for a live certificate with target granting the
-// "invite" scope (the invite opens the room there at once, TrustInvite),
-// and for another node Allowed lets in (a contact without the scope, a
-// member node of a room this node is in): that invite waits on target's
-// node for its user's answer. Else
-// the error names `parley contact request`.
+// CanInvite(target) is nil for a live certificate with target: one granting
+// the "invite" scope (the invite opens the room there at once,
+// TrustInvite), or one without it (that invite waits on target's node for
+// its user's answer). A co-member that is no contact is not invited (its
+// inviter vouches for it to every member, below). Else the error names
+// `parley contact request`.
 //
 // Allowed(p), asked by rooms for every invite notice, event author, gossip
 // sender and sync partner, is nil when

@@ -72,20 +72,25 @@ func (s *Service) cutOff(p peer.ID, now time.Time) error {
 	return nil
 }
 
-// CanInvite returns nil if this node holds a live certificate with target
-// that grants the invite scope (the invite opens the room there at once),
-// or if this policy otherwise allows target (Allowed: a contact whose
-// certificate does not grant invites, or a member node of a room this node
-// is in, and this user did not cut it off): that invite waits on target's
-// node for its user's answer (rooms.InviteGate). Otherwise the error wraps
+// CanInvite returns nil if this node holds a live certificate with target:
+// one that grants the invite scope (the invite opens the room there at
+// once), or one that does not (the invite waits on target's node for its
+// user's answer, rooms.InviteGate). A co-member that is no contact is not
+// invited: members take a member's invitee on its inviter's word (Allowed,
+// SharesRoom), and that word is worth something only where the inviter
+// holds the invitee's consent. Otherwise the error wraps
 // rooms.ErrInviteRefused and says how to get consent.
 func (s *Service) CanInvite(target peer.ID) error {
 	if target == s.self {
 		return nil
 	}
 	err := s.contactInvite(target)
-	if err != nil && s.Allowed(target) == nil {
+	if err == nil {
 		return nil
+	}
+	now := s.now()
+	if st, ok := s.book.State(target, now); ok && st == consent.StateActive && s.book.Allowed(target, now) == nil {
+		return nil // a contact without the invite scope: the invite waits
 	}
 	return err
 }
