@@ -212,17 +212,39 @@ func (n *Node) watchRelays() {
 func (r *reach) relayState(p peer.ID) *RelayState {
 	st := r.relays[p]
 	if st == nil {
-		if len(r.relays) > 64 {
-			for q, s := range r.relays {
-				if !s.Held {
-					delete(r.relays, q)
-				}
-			}
+		if len(r.relays) >= maxRelayStates {
+			r.forgetOldestRelay(time.Now())
 		}
 		st = &RelayState{Relay: p}
 		r.relays[p] = st
 	}
 	return st
+}
+
+// maxRelayStates bounds the relays the node remembers.
+const maxRelayStates = 64
+
+// forgetOldestRelay drops the remembered relay that holds no reservation
+// and was asked (or failed) longest ago; one that holds one is kept (r.mu
+// held).
+func (r *reach) forgetOldestRelay(now time.Time) {
+	var oldest peer.ID
+	var at time.Time
+	for q, s := range r.relays {
+		if s.Expires.After(now) {
+			continue
+		}
+		t := s.asked
+		if s.Failed.After(t) {
+			t = s.Failed
+		}
+		if oldest == "" || t.Before(at) {
+			oldest, at = q, t
+		}
+	}
+	if oldest != "" {
+		delete(r.relays, oldest)
+	}
 }
 
 // Why the node asks its relays.

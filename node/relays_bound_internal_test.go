@@ -8,13 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// relayState bounds the relays it remembers: past 64 it drops those not
-// held. But RelayState.Held is only ever set on the copies Relays() returns,
-// never on the entries of reach.relays, so the bound drops every entry,
-// the reservations the node holds (their Expires) and the configured
-// relays' refusals with them: status then shows a held relay as not held,
-// with no relayed address to give out, until it is asked again.
-func TestReviewRelayStateBoundKeepsHeldReservations(t *testing.T) {
+// TestRelayStateBoundKeepsHeldReservations (found by a review): relayState
+// bounds the relays it remembers. The bound once dropped every entry (it
+// asked for Held, set only on the copies Relays() returns), the
+// reservations the node holds with them; now it forgets one relay, the one
+// asked longest ago that holds no reservation.
+func TestRelayStateBoundKeepsHeldReservations(t *testing.T) {
 	r := newReach(prometheus.NewRegistry())
 	held, err := test.RandPeerID()
 	if err != nil {
