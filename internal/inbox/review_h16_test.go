@@ -46,3 +46,38 @@ func TestReviewFoldedInvitationLostWhenTheAskExpiresUnshown(t *testing.T) {
 		t.Fatalf("beta is a member of room ops (%s) but was never told it was invited: its first take is %+v", res.RoomID, p.Items)
 	}
 }
+
+// A room-wide ask answered by another member before beta read anything:
+// beta never saw the question, yet parley_read {} skips it as "no longer
+// owed" while it lists the answer to it, a reply to an event beta cannot
+// see among what it read. Before h11, parley_read listed the ask.
+func TestReviewReadSkipsAnAskNeverReadOnceAnswered(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	register(t, nt, 0, "gamma")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "all", Members: []string{"beta", "gamma"}})
+	if err != nil || len(res.Invited) != 2 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	if _, err := ib(nt, 0).Read(ctx, "beta", localapi.ReadRequest{Take: true}); err != nil { // the invitation and the room so far
+		t.Fatal(err)
+	}
+	ask, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{Room: "all", Text: "who takes the release notes?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Reply(ctx, "gamma", localapi.ReplyRequest{MessageID: ask.AskID, Text: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ib(nt, 0).Read(ctx, "beta", localapi.ReadRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasAsk := slices.ContainsFunc(r.Messages, func(it localapi.Item) bool { return it.ID == ask.AskID })
+	hasReply := slices.ContainsFunc(r.Messages, func(it localapi.Item) bool { return it.ReplyTo == ask.AskID })
+	if !hasAsk {
+		t.Fatalf("beta never saw the ask %s, yet parley_read {} leaves it out (reply to it listed: %v): %+v", ask.AskID, hasReply, r.Messages)
+	}
+}
