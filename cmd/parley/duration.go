@@ -43,8 +43,13 @@ func (d *durationValue) Set(s string) error {
 		return nil
 	}
 	// pflag puts `invalid argument "3" for "--wait" flag:` before this.
+	// The value with "s" added, when that is a duration (not inf, NaN,
+	// or past what a duration holds).
 	if n, nerr := strconv.ParseFloat(strings.TrimSpace(s), 64); nerr == nil {
-		return fmt.Errorf("a duration needs a unit: --%s %ss (units: ms, s, m, h; as in 500ms, 90s, 10m, 1h30m)", d.name, strconv.FormatFloat(n, 'f', -1, 64))
+		fix := strconv.FormatFloat(n, 'f', -1, 64) + "s"
+		if _, perr := time.ParseDuration(fix); perr == nil {
+			return fmt.Errorf("a duration needs a unit: --%s %s (units: ms, s, m, h; as in 500ms, 90s, 10m, 1h30m)", d.name, fix)
+		}
 	}
 	return fmt.Errorf("not a duration: give a number with a unit, as in --%s 30s (units: ms, s, m, h; as in 500ms, 90s, 10m, 1h30m)", d.name)
 }

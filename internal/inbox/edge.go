@@ -1078,6 +1078,13 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 			if len(vs) == 0 {
 				break
 			}
+			// The asks this agent answered among these events.
+			mine := map[rooms.ID]bool{}
+			for _, v := range vs {
+				if v.Author == b.self && v.Agent == agent && v.ReplyTo != nil {
+					mine[*v.ReplyTo] = true
+				}
+			}
 			for _, v := range vs {
 				if left == 0 {
 					more = true
@@ -1097,10 +1104,10 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 					// An ask it owes is shown as an ask: in full, under the
 					// line that says someone is blocked on it, by the
 					// pending items of this very result (it stays unshown
-					// here), then as reminders. One it no longer owes
-					// (answered, dismissed, expired) or was shown already
-					// is not unread.
-					if o := st.owed[v.ID.String()]; o == nil || o.Shown {
+					// here), then as reminders. One it was shown already, or
+					// answered itself, is not unread; one it no longer owes
+					// unseen (another answered it, it expired) still is.
+					if o := st.owed[v.ID.String()]; o != nil && o.Shown || o == nil && mine[v.ID] {
 						continue
 					}
 				}

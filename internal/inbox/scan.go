@@ -158,7 +158,8 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 	case b.askFor(st, v):
 		shown := v.Arrival <= st.read[v.Room] // Read showed it already
 		rec := &askRec{Room: v.Room, From: from(v), Text: v.Text, To: v.To, Time: v.Time, Seen: b.now().UnixMilli(), Shown: shown}
-		rec.Brought = b.foldInvite(agent, st, v)
+		rec.Invite = b.foldInvite(st, v)
+		rec.Brought = rec.Invite != ""
 		st.putAsk(agent, "o", id, rec)
 		st.news++
 	case v.Kind == rooms.KindInvite && b.isMe(v.To, agent):
@@ -179,13 +180,20 @@ func (b *Inbox) askFor(st *state, v rooms.View) bool {
 	return v.Kind == rooms.KindAsk && !(v.Author == b.self && v.Agent == st.agent) && (b.isMe(v.To, st.agent) || v.To == "")
 }
 
-// foldInvite drops the invitation the asker's node posted to bring the
-// agent into the room for ask v (its event just before the ask: an ask
-// of one not in the room invites it first), and reports whether it did.
-// The agent is asked, not invited: it sees one ask, which says so.
-func (b *Inbox) foldInvite(agent identity.AgentName, st *state, v rooms.View) bool {
+// foldWindow is how soon after its invite an ask must come to be the one
+// the invite was made for.
+const foldWindow = 10 * time.Second
+
+// foldInvite returns the invitation the asker's node posted to bring the
+// agent into the room for ask v (its event just before the ask, made at
+// once: an ask of one not in the room invites it first), or "". The agent
+// is asked, not invited: while the ask waits to be shown, it is one ask
+// that says so (pending); the invitation itself is dropped only once the
+// ask was shown, so an ask that ends unshown (expired, answered by
+// another) leaves the invitation as it was.
+func (b *Inbox) foldInvite(st *state, v rooms.View) string {
 	if v.To == "" {
-		return false
+		return ""
 	}
 	for id, it := range st.notes {
 		if it.Kind != "invitation" || it.Room != string(v.Room) || it.From != from(v) {
@@ -195,10 +203,12 @@ func (b *Inbox) foldInvite(agent identity.AgentName, st *state, v rooms.View) bo
 		if err != nil || inv.Author != v.Author || inv.Seq+1 != v.Seq {
 			continue
 		}
-		st.dropNote(agent, id)
-		return true
+		if d := time.Duration(v.Time-inv.Time) * time.Millisecond; d < 0 || d > foldWindow {
+			continue
+		}
+		return id
 	}
-	return false
+	return ""
 }
 
 func mustID(s string) rooms.ID {
@@ -316,11 +326,15 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 	}
 	// Asks owed: new ones first in full, then reminders; oldest first.
 	owed := b.owedShown(st)
+	folded := map[string]bool{} // invitations an ask shown in full now stands for
 	for _, o := range owed {
 		if o.rec.Shown {
 			continue
 		}
 		p.Items = append(p.Items, b.askItem(o.id, o.rec, "ask", nameOf(o.rec.Room)))
+		if o.rec.Invite != "" {
+			folded[o.rec.Invite] = true
+		}
 		if take {
 			o.rec.Shown = true
 			st.putAsk(agent, "o", o.id, o.rec)
@@ -343,6 +357,12 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		return notes[i].Time < notes[j].Time
 	})
 	for _, it := range notes {
+		if folded[it.ID] {
+			if take {
+				st.dropNote(agent, it.ID)
+			}
+			continue
+		}
 		cp := *it
 		if cp.Kind == "invitation" {
 			b.describeRoom(&cp)

@@ -57,7 +57,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		if stoppedErr(ctx, err) {
+		// A body cut off reads as io.ErrUnexpectedEOF or a reset; a
+		// plain io.EOF is an empty answer, whole.
+		if !errors.Is(err, io.EOF) && stoppedErr(ctx, err) {
 			return &Stopped{method, path, err}
 		}
 		return fmt.Errorf("localapi: %s %s: bad answer: %w", method, path, err)
