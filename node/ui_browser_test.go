@@ -465,9 +465,10 @@ func TestDashboardShowsStoreRefusingWrites(t *testing.T) {
 }
 
 // A contact makes a room with the same name as this node's (and more after
-// the human picked one): the page tells them apart by creator and ID, selects
-// no room the human did not pick, keeps the pick when a look-alike arrives,
-// and posts into the room picked.
+// the human picked one): the page shows who created each room not this
+// node's in an element of its own, the start of the ID of rooms that would
+// still read the same, selects no room the human did not pick, keeps the
+// pick when a look-alike arrives, and posts into the room picked.
 func TestDashboardTellsLookAlikeRoomsApart(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.ConnectAll()
@@ -514,10 +515,14 @@ func TestDashboardTellsLookAlikeRoomsApart(t *testing.T) {
 		return r.RoomID
 	}
 	theirs := lookAlike("carol", "post here")
-	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === %q`, label(mine.RoomID), "api · by you · "+mine.RoomID[:8]),
-		"this node's room labelled with its creator and ID")
-	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === %q`, label(theirs), "api · by node1 · "+theirs[:8]),
-		"carol's room labelled with its creator and ID")
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === %q`, label(theirs), "api by node1"),
+		"carol's room labelled with its creator")
+	if got := eval[string](t, b, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, label(theirs)+" .rby")); got != "by node1" {
+		t.Fatalf("the creator of carol's room reads %q in its own element, want %q", got, "by node1")
+	}
+	if got := text(mine.RoomID); got != "api" || eval[bool](t, b, fmt.Sprintf(`!!document.querySelector(%q)`, label(mine.RoomID)+" .rby")) {
+		t.Fatalf("this node's room reads %q (or shows a creator), want just its name", got)
+	}
 	if sel := eval[string](t, b, `window.parley.sel`); sel != "" {
 		t.Fatalf("the page selected room %s that the human did not pick", sel)
 	}
@@ -534,19 +539,22 @@ func TestDashboardTellsLookAlikeRoomsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, b, 30*time.Second, fmt.Sprintf(`((document.querySelector('#human li[data-ask=%q]') || {}).textContent || "").includes(%q)`, ask.AskID, "in api · by node1 · "+theirs[:8]),
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`((document.querySelector('#human li[data-ask=%q]') || {}).textContent || "").includes(%q)`, ask.AskID, "in api by node1"),
 		"the ask naming carol's room apart from this node's")
 
 	// The human picks their room; a new look-alike does not take the pick.
 	clickJS(t, b, li(mine.RoomID))
 	waitJS(t, b, 30*time.Second, fmt.Sprintf(`window.parley.sel === %q`, mine.RoomID), "the room picked")
 	third := lookAlike("dave", "no, post here")
-	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === %q`, label(third), "api · by node1 · "+third[:8]),
-		"the second look-alike labelled")
+	// carol's and dave's rooms would read the same: both show their IDs.
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === %q`, label(third), "api by node1 "+third[:8]),
+		"the second look-alike labelled with its ID")
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === %q`, label(theirs), "api by node1 "+theirs[:8]),
+		"the first look-alike labelled with its ID")
 	if sel := eval[string](t, b, `window.parley.sel`); sel != mine.RoomID {
 		t.Fatalf("after a look-alike arrived the page has %s selected, want the room picked, %s", sel, mine.RoomID)
 	}
-	if h := eval[string](t, b, `document.getElementById("roomname").textContent`); h != "api · by you · "+mine.RoomID[:8] {
+	if h := eval[string](t, b, `document.getElementById("roomname").textContent`); h != "api" {
 		t.Fatalf("the room header: %q", h)
 	}
 	run(t, b, "post into the room picked", chromedp.Click(chromedp.CSS("#send")))

@@ -28,7 +28,7 @@
     if (!id) return "";
     if (id === S.node) return "here";
     var n = (S.panels.names || {})[id];
-    return n || short(id);
+    return n && fold(n) !== "here" ? n : short(id);
   }
   function addr(a) { // NAME@PEER → NAME@handle, peer:PEER → peer:handle
     if (!a) return "";
@@ -38,24 +38,57 @@
   }
   // roomOf is the room this node is in with that ID, if any.
   function roomOf(id) { return S.rooms.filter(function (x) { return x.room_id === id; })[0]; }
-  // twins reports whether another room here has this name: anyone a room
-  // is shared with can make one that looks like it.
-  function twins(name) { return !!name && S.rooms.filter(function (x) { return x.name === name; }).length > 1; }
-  // roomLabel is a room as people read it: its name, and for rooms that
-  // share a name, who created it and the start of its ID.
+  // fold is a text as it is compared for look-alikes: NFKC, case-folded,
+  // without format and other invisible characters (U+200B, U+2060, U+FEFF,
+  // bidi controls…), whitespace collapsed.
+  function fold(s) {
+    var strip = function (t) { return t.normalize("NFKC").replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, ""); };
+    return strip(strip(String(s || ""))).toUpperCase().toLowerCase().replace(/\s+/g, " ").trim();
+  }
+  // creatorName is another node as a room label reads it: its handle as
+  // this node knows it, or a short peer ID when there is none or it reads
+  // like this node ("you", "here", this node's handle).
+  function creatorName(id) {
+    var n = (S.panels.names || {})[id], k = fold(n);
+    return !n || k === "you" || k === "here" || k === fold(S.handle) ? short(id) : n;
+  }
+  // A room's label is its name; a room another node created (or one whose
+  // creator the page does not know) also shows, in an element of its own
+  // that no name can make, who created it; and the start of its ID when
+  // another room's label would read the same once folded. A room this node
+  // created shows no creator at all, so a name cannot pass for one.
+  function labelParts(id, name, creator, known) {
+    var by = creator === S.node ? "" : creator ? "by " + creatorName(creator) : known ? "by ?" : "not joined";
+    return { id: id, name: name || short(id), by: by, creator: creator };
+  }
+  function labelKey(p) { return fold(p.name) + "\n" + fold(p.by); }
+  var keys = { rooms: null, names: null, node: null, handle: null, n: {} };
+  // shared reports whether two rooms here have labels that read the same.
+  function shared(p) {
+    if (keys.rooms !== S.rooms || keys.names !== S.panels.names || keys.node !== S.node || keys.handle !== S.handle) {
+      keys = { rooms: S.rooms, names: S.panels.names, node: S.node, handle: S.handle, n: {} };
+      S.rooms.forEach(function (x) { var k = labelKey(labelParts(x.room_id, x.name, x.creator, true)); keys.n[k] = (keys.n[k] || 0) + 1; });
+    }
+    return (keys.n[labelKey(p)] || 0) > 1;
+  }
+  function labelEl(p, withID) {
+    var kids = [el("span", { cls: "rname", text: p.name })];
+    if (p.by) kids.push(" ", el("span", { cls: "rby", text: p.by }));
+    if (withID) kids.push(" ", el("span", { cls: "rid", text: p.id.slice(0, 8) }));
+    return el("span", { cls: "rlabel",
+      title: p.id + " · " + (p.creator === S.node ? "created by you" : p.creator ? "created by " + creatorName(p.creator) + " (" + p.creator + ")" : "creator unknown") }, kids);
+  }
+  // roomLabel is a room this node is in as people read it (an element).
   function roomLabel(r) {
     if (!r) return "";
-    var name = r.name || short(r.room_id);
-    if (!twins(r.name)) return name;
-    return name + " · by " + (r.creator === S.node ? "you" : peer(r.creator)) + " · " + r.room_id.slice(0, 8);
+    var p = labelParts(r.room_id, r.name, r.creator, true);
+    return labelEl(p, shared(p));
   }
-  // roomName labels a room by its ID (name: what a list gave, for a room
-  // this node is not in).
-  function roomName(id, name) {
+  // roomName labels a room by its ID (name and creator: what a list gave,
+  // for a room this node is not in, whose label always has its ID).
+  function roomName(id, name, creator) {
     var r = roomOf(id);
-    if (r) return roomLabel(r);
-    var like = !!name && S.rooms.some(function (x) { return x.name === name; });
-    return (name || short(id)) + (like ? " · " + id.slice(0, 8) : "");
+    return r ? roomLabel(r) : labelEl(labelParts(id, name, creator, false), true);
   }
   function until(t) {
     var d = new Date(t);
@@ -97,9 +130,8 @@
     fill($("rooms"), S.rooms.map(function (r) {
       var n = S.unread[r.room_id] || 0;
       return el("li", { cls: r.room_id === S.sel ? "sel" : "", "data-room": r.room_id,
-        title: r.room_id + " · created by " + (r.creator === S.node ? "you" : peer(r.creator)),
         onclick: function () { select(r.room_id); } },
-        [el("span", { text: roomLabel(r) }), n ? el("span", { cls: "badge", text: String(n) }) : null]);
+        [roomLabel(r), n ? el("span", { cls: "badge", text: String(n) }) : null]);
     }));
   }
 
@@ -126,7 +158,7 @@
 
   function renderEvents() {
     var r = roomOf(S.sel);
-    $("roomname").textContent = r ? roomLabel(r) : S.rooms.length ? "No room selected: pick one on the left" : "No room yet";
+    fill($("roomname"), [r ? roomLabel(r) : S.rooms.length ? "No room selected: pick one on the left" : "No room yet"]);
     $("roompurpose").textContent = r ? r.purpose || "" : "";
     renderMembers(r);
     var n = S.dropped[S.sel] || 0;
@@ -222,7 +254,7 @@
     human: function (items) {
       fill($("human"), (items || []).map(function (it) {
         return el("li", { "data-ask": it.id }, [el("span", { cls: "from", text: addr(it.from) }), el("span", { text: it.text + " " }),
-          el("span", { cls: "muted", text: "in " + roomName(it.room, it.room_name) + " " }),
+          el("span", { cls: "muted" }, ["in ", roomName(it.room, it.room_name, it.room_creator), " "]),
           btn("reply", function () { replyTo(it.id, it.room, it.from); })]);
       }));
       if (!(items || []).length) fill($("human"), [el("li", { cls: "muted", text: "nothing" })]);
@@ -266,7 +298,7 @@
         return r;
       })));
     },
-    names: function () { shownRoom = ""; mark("events"); mark("rooms"); renderPanel("agents"); renderPanel("audit"); renderPanel("board"); renderPanel("moderation"); },
+    names: function () { shownRoom = ""; mark("events"); mark("rooms"); renderPanel("human"); renderPanel("invites"); renderPanel("agents"); renderPanel("audit"); renderPanel("board"); renderPanel("moderation"); },
     board: function (cs) {
       $("board-panel").hidden = false;
       fill($("board"), [head(["path", "holder", "until", "note"])].concat((cs || []).map(function (c) {
