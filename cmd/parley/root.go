@@ -74,11 +74,16 @@ func (g *globals) stopped(err error) error {
 	if herr != nil {
 		home = "HOME"
 	}
+	// The explanation takes the place of the cut-off request's text where
+	// it is, so what the command said around it (an ask posted before
+	// its wait) stays.
 	if !st.Write() {
-		return fmt.Errorf("the node stopped before it answered (%s %s); start it again with `parley --home %s up`", st.Method, st.Path, home)
+		st.Explain = fmt.Sprintf("the node stopped before it answered (%s %s); start it again with `parley --home %s up`", st.Method, st.Path, home)
+	} else {
+		st.Explain = fmt.Sprintf("the node stopped while this command was under way (%s %s): it may or may not have been done (a post stored, an invite sent); "+
+			"start the node again with `parley --home %s up` and look before you repeat it (a post: `parley room log ROOM`)", st.Method, st.Path, home)
 	}
-	return fmt.Errorf("the node stopped while this command was under way (%s %s): it may or may not have been done (a post stored, an invite sent); "+
-		"start the node again with `parley --home %s up` and look before you repeat it (a post: `parley room log ROOM`)", st.Method, st.Path, home)
+	return err
 }
 
 // refuseUnknownSubcommands makes each command that only groups others

@@ -50,7 +50,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if out == nil {
 		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 			if stoppedErr(ctx, err) {
-				return &Stopped{method, path, err}
+				return &Stopped{Method: method, Path: path, Err: err}
 			}
 			return fmt.Errorf("localapi: %s %s: read answer: %w", method, path, err)
 		}
@@ -60,7 +60,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		// A body cut off reads as io.ErrUnexpectedEOF or a reset; a
 		// plain io.EOF is an empty answer, whole.
 		if !errors.Is(err, io.EOF) && stoppedErr(ctx, err) {
-			return &Stopped{method, path, err}
+			return &Stopped{Method: method, Path: path, Err: err}
 		}
 		return fmt.Errorf("localapi: %s %s: bad answer: %w", method, path, err)
 	}
@@ -103,7 +103,7 @@ func (c *Client) open(ctx context.Context, method, path string, in any) (*http.R
 			return nil, fmt.Errorf("%w (socket %s)", ErrNoNode, c.socket)
 		}
 		if stoppedErr(ctx, err) {
-			return nil, &Stopped{method, path, err}
+			return nil, &Stopped{Method: method, Path: path, Err: err}
 		}
 		return nil, fmt.Errorf("localapi: %s %s: %w", method, path, err)
 	}

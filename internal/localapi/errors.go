@@ -17,13 +17,19 @@ var ErrNoNode = errors.New("localapi: no node is running")
 var ErrNodeStopped = errors.New("localapi: the node stopped while the request was under way")
 
 // Stopped is a request cut off by the node stopping: Method and Path name
-// it, Err is what the connection said.
+// it, Err is what the connection said. Explain, when set (the CLI sets
+// it), is the text a person reads in its place, wherever the error is
+// wrapped.
 type Stopped struct {
 	Method, Path string
 	Err          error
+	Explain      string
 }
 
 func (e *Stopped) Error() string {
+	if e.Explain != "" {
+		return e.Explain
+	}
 	return fmt.Sprintf("%v (%s %s: %v)", ErrNodeStopped, e.Method, e.Path, e.Err)
 }
 
