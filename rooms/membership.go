@@ -1049,6 +1049,9 @@ func (m *Manager) InviteAgent(ctx context.Context, id identity.RoomID, target pe
 			if err := m.cfg.Policy.Allowed(target); err != nil {
 				return ID{}, fmt.Errorf("%w: %w", ErrInviteRefused, err)
 			}
+			// A member node that is no contact to invite is not sent a
+			// notice: it learns of its agent's invite in the room.
+			tell = tell && m.cfg.Policy.CanInvite(target) == nil
 		} else if err := m.cfg.Policy.CanInvite(target); err != nil {
 			return ID{}, err
 		}

@@ -76,15 +76,26 @@ func (g *globals) stopped(err error) error {
 	}
 	// The explanation takes the place of the cut-off request's text where
 	// it is, so what the command said around it (an ask posted before
-	// its wait) stays.
+	// its wait) stays: in the Stopped itself, and in a wrapper's text,
+	// which fmt.Errorf wrote when it wrapped it.
+	orig := st.Error()
 	if !st.Write() {
 		st.Explain = fmt.Sprintf("the node stopped before it answered (%s %s); start it again with `parley --home %s up`", st.Method, st.Path, home)
 	} else {
 		st.Explain = fmt.Sprintf("the node stopped while this command was under way (%s %s): it may or may not have been done (a post stored, an invite sent); "+
 			"start the node again with `parley --home %s up` and look before you repeat it (a post: `parley room log ROOM`)", st.Method, st.Path, home)
 	}
-	return err
+	return explained{strings.Replace(err.Error(), orig, st.Explain, 1), err}
 }
+
+// explained is an error told in other words; it wraps the error.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e explained) Error() string { return e.msg }
+func (e explained) Unwrap() error { return e.err }
 
 // refuseUnknownSubcommands makes each command that only groups others
 // (room, contact, agent …) fail on a word it does not know, as the root

@@ -655,7 +655,7 @@ func (b *Inbox) nobodyHears(in rooms.Info) string {
 	if len(others) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("no other member of room %q can take this now: the contact with %s is revoked, expired or denied (see `parley contact list`), so it stays in this node's log", in.Name, strings.Join(others, ", "))
+	return fmt.Sprintf("no other member of room %q can take this now: this node refuses %s (a contact revoked, by either side, expired or denied, or a node no member this node trusts vouched for; see `parley contact list`), so it may stay in this node's log alone", in.Name, strings.Join(others, ", "))
 }
 
 // answered drops an ask the agent owes once it replied to it, and returns
@@ -674,6 +674,7 @@ func (b *Inbox) answered(agent identity.AgentName, ask string) *askRec {
 	}
 	rec, ok := st.owed[ask]
 	if ok {
+		st.sawAsk(agent, ask) // it answers it
 		st.dropAsk(agent, "o", ask)
 	}
 	if err := b.flush(st); err != nil {
@@ -1107,7 +1108,8 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 					// here), then as reminders. One it was shown already, or
 					// answered itself, is not unread; one it no longer owes
 					// unseen (another answered it, it expired) still is.
-					if o := st.owed[v.ID.String()]; o != nil && o.Shown || o == nil && mine[v.ID] {
+					o := st.owed[v.ID.String()]
+					if _, saw := st.sawAsks[v.ID.String()]; o != nil && o.Shown || o == nil && (saw || mine[v.ID]) {
 						continue
 					}
 				}

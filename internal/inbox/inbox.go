@@ -224,6 +224,7 @@ type state struct {
 	owed    map[string]*askRec         // asks it owes, by ID (o)
 	asked   map[string]*askRec         // its own asks, by ID (q)
 	notes   map[string]*localapi.Item  // invitations and replies to show once (n)
+	sawAsks map[string]int64           // asks it owed, shown or answered by it, since dropped → when (s)
 	unread  map[identity.RoomID]int    // unread messages counted by the scan
 	recount map[identity.RoomID]bool   // rooms whose unread count is not known (after a restart)
 	dirty   map[identity.RoomID]bool   // rooms with more to scan than one take scans
@@ -261,6 +262,7 @@ func (b *Inbox) lock(agent identity.AgentName) (*state, error) {
 func (b *Inbox) load(agent identity.AgentName, st *state) error {
 	st.scan, st.read, st.removed = map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}
 	st.owed, st.asked, st.notes = map[string]*askRec{}, map[string]*askRec{}, map[string]*localapi.Item{}
+	st.sawAsks = map[string]int64{}
 	st.unread, st.recount, st.dirty = map[identity.RoomID]int{}, map[identity.RoomID]bool{}, map[identity.RoomID]bool{}
 	prefix := schema.AgentPrefix(string(agent))
 	var bad error
@@ -293,6 +295,10 @@ func (b *Inbox) load(agent identity.AgentName, st *state) error {
 				st.owed[key] = &a
 			} else {
 				st.asked[key] = &a
+			}
+		case "s":
+			if len(v) == 8 {
+				st.sawAsks[key] = int64(beUint(v))
 			}
 		case "n":
 			var it localapi.Item
@@ -359,11 +365,36 @@ func (st *state) putAsk(agent identity.AgentName, kind, id string, a *askRec) {
 
 func (st *state) dropAsk(agent identity.AgentName, kind, id string) {
 	if kind == "o" {
+		if a := st.owed[id]; a != nil && a.Shown {
+			st.sawAsk(agent, id)
+		}
 		delete(st.owed, id)
 	} else {
 		delete(st.asked, id)
 	}
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), kind, id), Delete: true})
+}
+
+// seenKeep is how long an ask the agent owed and saw is remembered once
+// dropped: parley_read does not list it as unread again within it.
+const seenKeep = 7 * 24 * time.Hour
+
+// sawAsk remembers that the agent saw ask id (shown in full, or answered
+// by it), so that parley_read does not list it as unread once it is no
+// longer owed; entries past seenKeep go.
+func (st *state) sawAsk(agent identity.AgentName, id string) {
+	now := time.Now().UnixMilli()
+	for k, at := range st.sawAsks {
+		if now-at > seenKeep.Milliseconds() {
+			delete(st.sawAsks, k)
+			st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), "s", k), Delete: true})
+		}
+	}
+	if st.sawAsks == nil {
+		st.sawAsks = map[string]int64{}
+	}
+	st.sawAsks[id] = now
+	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), "s", id), Val: schema.BE8(uint64(now))})
 }
 
 func (st *state) putNote(agent identity.AgentName, it localapi.Item) {
