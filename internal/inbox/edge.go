@@ -675,6 +675,9 @@ func (b *Inbox) answered(agent identity.AgentName, ask string) *askRec {
 	rec, ok := st.owed[ask]
 	if ok {
 		st.sawAsk(agent, ask) // it answers it
+		if _, held := st.notes[rec.Invite]; held && rec.Invite != "" {
+			st.dropNote(agent, rec.Invite) // the ask stood for it, and was read
+		}
 		st.dropAsk(agent, "o", ask)
 	}
 	if err := b.flush(st); err != nil {

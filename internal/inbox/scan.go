@@ -132,12 +132,17 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 	if v.ReplyTo != nil {
 		ask := v.ReplyTo.String()
 		if a := st.owed[ask]; a != nil && from(v) != a.From {
-			st.dropAsk(agent, "o", ask) // answered, by whoever came first
 			if own {
 				// The agent's own answer, seen by a scan before its Say
-				// noted it (Say counts it when it comes first).
+				// noted it (Say counts it when it comes first). It read
+				// the ask, and with it the invitation the ask stood for.
 				b.cfg.Usage.Answered(string(agent), string(v.Room), b.now().Sub(time.UnixMilli(a.Time)))
+				st.sawAsk(agent, ask)
+				if _, held := st.notes[a.Invite]; held && a.Invite != "" {
+					st.dropNote(agent, a.Invite)
+				}
 			}
+			st.dropAsk(agent, "o", ask) // answered, by whoever came first
 		}
 		if a := st.asked[ask]; a != nil && a.Reply == nil && !own {
 			reply := item(v, roomName)
