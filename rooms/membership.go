@@ -1209,12 +1209,7 @@ func (m *Manager) closeRoom(r *room, serve bool) {
 	}
 	delete(m.rooms, r.id)
 	m.mu.Unlock()
-	m.spawnMu.Lock()
-	r.cancel()
-	m.spawnMu.Unlock()
-	r.wg.Wait()
-	m.leaveTopic(r)
-	r.closeListeners()
+	m.stopRoom(r)
 	if serve {
 		m.leaving.add(r)
 		r.nudgeMembers(true)
@@ -1225,6 +1220,17 @@ func (m *Manager) closeRoom(r *room, serve bool) {
 	r.saveMeta()
 	m.changed(r.id)
 	m.log.Info("left room", "room", string(r.id), "waiting_for_members", serve)
+}
+
+// stopRoom stops a room taken out of m.rooms: its goroutines (none is
+// started again), its topic and its listeners.
+func (m *Manager) stopRoom(r *room) {
+	m.spawnMu.Lock()
+	r.cancel()
+	m.spawnMu.Unlock()
+	r.wg.Wait()
+	m.leaveTopic(r)
+	r.closeListeners()
 }
 
 // saveMeta writes the room's index entry.

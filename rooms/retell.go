@@ -998,12 +998,7 @@ func (m *Manager) dropToldBack(r *room, reason string) {
 	for p, own := range sources {
 		m.judged.add(judgedKey{r.id, p, own})
 	}
-	m.spawnMu.Lock()
-	r.cancel()
-	m.spawnMu.Unlock()
-	r.wg.Wait()
-	m.leaveTopic(r)
-	r.closeListeners()
+	m.stopRoom(r)
 	m.metrics.toldBackDropped.WithLabelValues(reason).Inc()
 	m.log.Info("room told back dropped", "room", string(r.id), "reason", reason)
 }
