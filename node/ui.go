@@ -3,6 +3,9 @@ package node
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -53,8 +56,25 @@ func (n *Node) startUI() {
 		n.uiErr = err.Error()
 		n.log.Error("dashboard not served", "err", err)
 	}
+	ln, moved, err := n.uiListen()
+	if err != nil {
+		fail(err)
+		return
+	}
+	if moved {
+		// Another program holds the port a saved address of the page
+		// names, and the address carries the token: whoever listens
+		// there may have it. A new token makes it worth nothing.
+		if err := os.Remove(filepath.Join(n.cfg.Home, ui.TokenFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			ln.Close()
+			fail(fmt.Errorf("the dashboard's last port is taken, and its token cannot be replaced: %w", err))
+			return
+		}
+		n.log.Warn("the dashboard's last port is held by another program: a new token replaces the old one, which a saved address of the page would have sent there (run `parley ui` for the new address)")
+	}
 	tok, replaced, err := ui.LoadToken(n.cfg.Home)
 	if err != nil {
+		ln.Close()
 		fail(err)
 		return
 	}
@@ -67,11 +87,7 @@ func (n *Node) startUI() {
 		Node: n.id.String(), Handle: n.cfg.Handle, Logger: n.log,
 	})
 	if err != nil {
-		fail(err)
-		return
-	}
-	ln, err := n.uiListen()
-	if err != nil {
+		ln.Close()
 		fail(err)
 		return
 	}
@@ -92,26 +108,25 @@ const UIPortFileName = "ui.port"
 
 // uiListen opens the dashboard's port: the config's ui_port; else the port
 // it had last time, when that is free; else any free port, kept for the
-// next start.
-func (n *Node) uiListen() (net.Listener, error) {
+// next start. moved says the last port was taken.
+func (n *Node) uiListen() (ln net.Listener, moved bool, err error) {
 	if n.cfg.UIPort != 0 {
-		return ui.Listen(n.cfg.UIPort)
+		ln, err = ui.Listen(n.cfg.UIPort)
+		return ln, false, err
 	}
 	path := filepath.Join(n.cfg.Home, UIPortFileName)
-	var ln net.Listener
-	if b, err := os.ReadFile(path); err == nil {
-		if last, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && last > 0 && last <= 65535 {
+	if b, rerr := os.ReadFile(path); rerr == nil {
+		if last, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && last > 0 && last <= 65535 {
 			if ln, err = ui.Listen(last); err != nil {
 				n.log.Info("the dashboard's last port is taken; the system chooses another (a saved address of the page no longer works: run `parley ui`)",
 					"port", last, "err", err)
-				ln = nil
+				ln, moved = nil, true
 			}
 		}
 	}
 	if ln == nil {
-		var err error
 		if ln, err = ui.Listen(0); err != nil {
-			return nil, err
+			return nil, moved, err
 		}
 	}
 	if _, port, err := net.SplitHostPort(ln.Addr().String()); err == nil {
@@ -124,7 +139,7 @@ func (n *Node) uiListen() (net.Listener, error) {
 			n.log.Warn("the dashboard's port is not kept for the next start", "err", err)
 		}
 	}
-	return ln, nil
+	return ln, moved, nil
 }
 
 // UIURL is the dashboard's address with its token (empty when it is not

@@ -226,12 +226,12 @@ func needContact(t *testing.T, nt *nodetest.Net, a, b int) {
 // port, it takes any free one, and keeps that for the next start.
 func TestDashboardKeepsItsPort(t *testing.T) {
 	nt := nodetest.Start(t, 1)
-	first, _ := uiBase(t, nt, 0)
+	first, tok := uiBase(t, nt, 0)
 	nt.Crash(0)
 	nt.Restart(0)
-	again, _ := uiBase(t, nt, 0)
-	if again != first {
-		t.Fatalf("after a restart the dashboard is at %s, was at %s", again, first)
+	again, same := uiBase(t, nt, 0)
+	if again != first || same != tok {
+		t.Fatalf("after a restart the dashboard is at %s (token kept: %v), was at %s", again, same == tok, first)
 	}
 	nt.Crash(0)
 	hold, err := net.Listen("tcp", strings.TrimPrefix(first, "http://"))
@@ -240,9 +240,14 @@ func TestDashboardKeepsItsPort(t *testing.T) {
 	}
 	defer hold.Close()
 	nt.Restart(0)
-	moved, _ := uiBase(t, nt, 0)
+	moved, newTok := uiBase(t, nt, 0)
 	if moved == first {
 		t.Fatalf("the dashboard is at %s, a port another program holds", moved)
+	}
+	// A saved address of the page, with its token, now goes to the other
+	// program: the token changed, so what it got there is worth nothing.
+	if newTok == tok || newTok == "" {
+		t.Fatal("the dashboard kept its token though its saved address now reaches another program")
 	}
 	hold.Close()
 	nt.Crash(0)
