@@ -1082,13 +1082,6 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 			if len(vs) == 0 {
 				break
 			}
-			// The asks this agent answered among these events.
-			mine := map[rooms.ID]bool{}
-			for _, v := range vs {
-				if v.Author == b.self && v.Agent == agent && v.ReplyTo != nil {
-					mine[*v.ReplyTo] = true
-				}
-			}
 			for _, v := range vs {
 				if left == 0 {
 					more = true
@@ -1112,7 +1105,7 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 					// answered itself, is not unread; one it no longer owes
 					// unseen (another answered it, it expired) still is.
 					o := st.owed[v.ID.String()]
-					if _, saw := st.sawAsks[v.ID.String()]; o != nil && o.Shown || o == nil && (saw || mine[v.ID]) {
+					if _, saw := st.sawAsks[v.ID.String()]; o != nil && o.Shown || o == nil && saw {
 						continue
 					}
 				}

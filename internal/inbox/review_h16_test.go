@@ -52,18 +52,7 @@ func TestReviewFoldedInvitationLostWhenTheAskExpiresUnshown(t *testing.T) {
 // owed" while it lists the answer to it, a reply to an event beta cannot
 // see among what it read. Before h11, parley_read listed the ask.
 func TestReviewReadSkipsAnAskNeverReadOnceAnswered(t *testing.T) {
-	nt := start(t, 1)
-	ctx := context.Background()
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
-	register(t, nt, 0, "gamma")
-	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "all", Members: []string{"beta", "gamma"}})
-	if err != nil || len(res.Invited) != 2 {
-		t.Fatalf("open: %+v %v", res, err)
-	}
-	if _, err := ib(nt, 0).Read(ctx, "beta", localapi.ReadRequest{Take: true}); err != nil { // the invitation and the room so far
-		t.Fatal(err)
-	}
+	nt, ctx := roomAll(t)
 	ask, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{Room: "all", Text: "who takes the release notes?"})
 	if err != nil {
 		t.Fatal(err)
