@@ -491,15 +491,25 @@ func (m *Manager) handleSync(s network.Stream) {
 	// to its leave: a node put back on an older copy of its home learns
 	// so that it left (retell.go). Its Hello is read up to
 	// maxDepartedHello only.
+	// So is a member of a room this node left whose leave no member has
+	// pulled yet: once the room is closed it shares no open room with a
+	// member that is no contact, and that member could never learn the
+	// leave had it missed its gossip.
 	limit := MaxFrame
-	departed := false
+	departed, stayed := false, false
 	if err := m.cfg.Policy.Allowed(remote); err != nil {
-		if departed = errors.Is(err, ErrStranger) && m.outOfSome(remote); !departed {
+		if errors.Is(err, ErrStranger) {
+			stayed = m.memberOfLeaving(remote)
+			departed = m.outOfSome(remote)
+		}
+		if !departed && !stayed {
 			m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
 			s.Reset()
 			return
 		}
-		limit = maxDepartedHello
+		if !stayed {
+			limit = maxDepartedHello
+		}
 	}
 	h, err := ReadHello(s, limit)
 	if err != nil {
@@ -513,7 +523,8 @@ func (m *Manager) handleSync(s network.Stream) {
 	if r != nil && !r.isMember(remote) {
 		upTo = r.removedDepth(remote)
 	}
-	if r == nil || (!r.isMember(remote) && upTo == 0) || (m.cfg.Policy.Allowed(remote) != nil && !(departed && upTo > 0)) {
+	strangerServed := (departed && upTo > 0) || (stayed && r != nil && m.leaving.get(h.Room) == r && r.isMember(remote))
+	if r == nil || (!r.isMember(remote) && upTo == 0) || (m.cfg.Policy.Allowed(remote) != nil && !strangerServed) {
 		m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
 		s.Reset()
 		return
@@ -550,6 +561,23 @@ func (m *Manager) handleSync(s network.Stream) {
 // maxDepartedHello bounds the Hello of a node served only because it left
 // a room open here (handleSync).
 const maxDepartedHello = 64 << 10
+
+// memberOfLeaving reports whether p is a member of a room this node left
+// whose leave no member has pulled yet.
+func (m *Manager) memberOfLeaving(p peer.ID) bool {
+	m.leaving.mu.Lock()
+	rs := make([]*room, 0, len(m.leaving.rooms))
+	for _, r := range m.leaving.rooms {
+		rs = append(rs, r)
+	}
+	m.leaving.mu.Unlock()
+	for _, r := range rs {
+		if r.isMember(p) {
+			return true
+		}
+	}
+	return false
+}
 
 // outOfSome reports whether p left, or was removed from, a room open here
 // and was not invited back.
