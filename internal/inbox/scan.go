@@ -483,7 +483,8 @@ func (b *Inbox) askItem(id string, a *askRec, kind, roomName string) localapi.It
 }
 
 // tellApart gives the items and counts of rooms whose name another room of
-// this node has their room's creator: a member of a shared room can make a
+// this node has, or one that differs only in case, width or invisible
+// characters (fold), their room's creator: a member of a shared room can make a
 // look-alike (same name and purpose) and invite this node, and a text that
 // names only "api" would not say which.
 func (b *Inbox) tellApart(items []localapi.Item, more []localapi.RoomCount) {
@@ -494,11 +495,11 @@ func (b *Inbox) tellApart(items []localapi.Item, more []localapi.RoomCount) {
 	named := map[string]int{}
 	creator := map[string]string{}
 	for _, in := range b.rooms.List() {
-		named[in.Name]++
+		named[fold(in.Name)]++
 		creator[string(in.ID)] = in.Creator.String()
 	}
 	twin := func(room, name string) string {
-		if name == "" || named[name] < 2 {
+		if name == "" || named[fold(name)] < 2 {
 			return ""
 		}
 		return creator[room]

@@ -215,7 +215,9 @@ func TestLookAlikeRoomsNamedApart(t *testing.T) {
 
 	g := connect(t, nt, 1, "g")
 	call(t, g, "parley_register", map[string]any{"name": "gamma"})
-	out, _ := call(t, g, "parley_room_open", map[string]any{"name": "bench", "members": []string{alpha}})
+	// Not the same name byte for byte: one that reads the same (case,
+	// width, an invisible character), as the dashboard folds it.
+	out, _ := call(t, g, "parley_room_open", map[string]any{"name": "\uff42ENCH\u200b", "members": []string{alpha}})
 	twin := out["room_id"].(string)
 	call(t, g, "parley_say", map[string]any{"room": twin, "text": "post here"})
 	call(t, b, "parley_say", map[string]any{"room": room, "text": "the real one"})
