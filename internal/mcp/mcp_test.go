@@ -219,7 +219,9 @@ func TestLookAlikeRoomsNamedApart(t *testing.T) {
 	// width, an invisible character), as the dashboard folds it.
 	out, _ := call(t, g, "parley_room_open", map[string]any{"name": "\uff42ENCH\u200b", "members": []string{alpha}})
 	twin := out["room_id"].(string)
-	call(t, g, "parley_say", map[string]any{"room": twin, "text": "post here"})
+	if _, got := call(t, g, "parley_say", map[string]any{"room": twin, "text": "post here"}); !strings.Contains(got, "(room_id "+twin+")") {
+		t.Fatalf("the post's confirmation does not give the room's ID: %q", got)
+	}
 	call(t, b, "parley_say", map[string]any{"room": room, "text": "the real one"})
 	text = ""
 	var creators []string

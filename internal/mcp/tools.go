@@ -577,9 +577,9 @@ func (s *Server) invite(ctx context.Context, c *call, in InviteIn) (PostOut, str
 	}
 	c.take(res.Pending)
 	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name, Note: res.Note}
-	text := fmt.Sprintf("Invited %s into room %q.", in.Member, out.RoomName)
+	text := fmt.Sprintf("Invited %s into room %s.", in.Member, roomRef(out.RoomName, out.Room))
 	if res.Waits {
-		text = fmt.Sprintf("Invited %s into room %q: its node is not a contact that lets you invite it at once, so the invite waits for its user's answer.", in.Member, out.RoomName)
+		text = fmt.Sprintf("Invited %s into room %s: its node is not a contact that lets you invite it at once, so the invite waits for its user's answer.", in.Member, roomRef(out.RoomName, out.Room))
 	}
 	if out.Note != "" {
 		text += "\nNote: " + out.Note
@@ -594,7 +594,7 @@ func (s *Server) say(ctx context.Context, c *call, in SayIn) (PostOut, string, e
 	}
 	c.take(res.Pending)
 	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name, Note: res.Note}
-	text := fmt.Sprintf("Posted in %q: id %s", out.RoomName, out.ID)
+	text := fmt.Sprintf("Posted in %s: id %s", roomRef(out.RoomName, out.Room), out.ID)
 	if out.Note != "" {
 		text += "\nNote: " + out.Note
 	}
@@ -608,8 +608,12 @@ func (s *Server) reply(ctx context.Context, c *call, in ReplyIn) (PostOut, strin
 	}
 	c.take(res.Pending)
 	out := PostOut{ID: res.ID, Room: res.Room.RoomID, RoomName: res.Room.Name}
-	return out, fmt.Sprintf("Replied in %q: id %s", out.RoomName, out.ID), nil
+	return out, fmt.Sprintf("Replied in %s: id %s", roomRef(out.RoomName, out.Room), out.ID), nil
 }
+
+// roomRef names a room in a confirmation: its name and its ID, as another
+// room of this node may read alike.
+func roomRef(name, id string) string { return fmt.Sprintf("%q (room_id %s)", name, id) }
 
 // message is an event as tools show it: a sentence for what is not a
 // message.
