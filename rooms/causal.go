@@ -3,6 +3,7 @@ package rooms
 import (
 	"encoding/binary"
 	"slices"
+	"sync/atomic"
 )
 
 // Less reports whether the event (depthA, idA) comes before (depthB, idB) in
@@ -33,6 +34,18 @@ const (
 	DefaultPendingEvents = 4096
 	// DefaultPendingBytes is the byte bound NewPending uses when given 0.
 	DefaultPendingBytes = 16 << 20
+	// DefaultPendingTotalEvents and DefaultPendingTotalBytes bound the
+	// pending pools of all of a node's rooms together (PendingShare).
+	DefaultPendingTotalEvents = 16384
+	DefaultPendingTotalBytes  = 64 << 20
+	// StrangerPendingEvents and StrangerPendingBytes bound, within a pool,
+	// the events whose author the node's policy refused when they came
+	// (AddFrom): such an event can only be taken once the event admitting
+	// its author is stored, which a catch-up brings before it, so a member
+	// that sends a stranger's events with parents that never come (sync
+	// does not vet authors before the parents are stored) fills no more.
+	StrangerPendingEvents = 256
+	StrangerPendingBytes  = 2 << 20
 	// MaxDeps is the largest number of missing dependencies of one pending
 	// event: its parents plus any extra IDs the caller waits for.
 	MaxDeps = 64
@@ -63,7 +76,48 @@ type pendingItem struct {
 	Item
 	missing    []ID // dependencies not yet stored; never empty while pooled
 	cost       int
+	stranger   bool // its author was refused by the policy when it came
 	prev, next *pendingItem
+}
+
+// PendingShare bounds several Pending pools together (a node's rooms): a
+// pool that would take the total past a bound evicts its own oldest items
+// first, and takes nothing more once it holds none. Safe for concurrent use
+// by the pools' owners.
+type PendingShare struct {
+	maxEvents, maxBytes int64
+	events, bytes       atomic.Int64
+}
+
+// NewPendingShare returns a share of maxEvents items and about maxBytes of
+// memory; zero or negative bounds select DefaultPendingTotalEvents and
+// DefaultPendingTotalBytes.
+func NewPendingShare(maxEvents, maxBytes int) *PendingShare {
+	if maxEvents <= 0 {
+		maxEvents = DefaultPendingTotalEvents
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultPendingTotalBytes
+	}
+	return &PendingShare{maxEvents: int64(maxEvents), maxBytes: int64(maxBytes)}
+}
+
+// Bytes returns the memory the pools of the share hold, approximately.
+func (s *PendingShare) Bytes() int { return int(s.bytes.Load()) }
+
+// Events returns the number of events the pools of the share hold.
+func (s *PendingShare) Events() int { return int(s.events.Load()) }
+
+// full reports whether one more item of cost would pass a bound.
+func (s *PendingShare) full(cost int) bool {
+	return s != nil && (s.events.Load()+1 > s.maxEvents || s.bytes.Load()+int64(cost) > s.maxBytes)
+}
+
+func (s *PendingShare) add(n, cost int) {
+	if s != nil {
+		s.events.Add(int64(n))
+		s.bytes.Add(int64(cost))
+	}
 }
 
 // Pending is a bounded pool of events whose dependencies (parents, and any
@@ -91,6 +145,9 @@ type pendingItem struct {
 type Pending struct {
 	maxEvents, maxBytes int
 	bytes               int
+	share               *PendingShare // nil: this pool's bounds alone
+	strangers           int           // pooled items whose author was refused
+	strangerBytes       int
 	items               map[ID]*pendingItem
 	// waiters maps a dependency to the pooled items that wait for it.
 	waiters        map[ID]map[ID]struct{}
@@ -113,6 +170,19 @@ func NewPending(maxEvents, maxBytes int) *Pending {
 		items:     make(map[ID]*pendingItem),
 		waiters:   make(map[ID]map[ID]struct{}),
 	}
+}
+
+// Share makes the pool count against s as well as its own bounds. Call it
+// before the first Add.
+func (p *Pending) Share(s *PendingShare) { p.share = s }
+
+// Clear drops every pooled item (the pool's room is closed), giving its
+// part of the share back.
+func (p *Pending) Clear() {
+	for p.oldest != nil {
+		p.remove(p.oldest)
+	}
+	clear(p.waiters)
 }
 
 // Len returns the number of pooled events.
@@ -151,6 +221,15 @@ func (p *Pending) Has(id ID) bool {
 // now) or has more than MaxDeps distinct IDs or contains id itself, or if
 // the event alone exceeds the byte bound.
 func (p *Pending) Add(id ID, e *Event, wire []byte, missing []ID) (added bool) {
+	return p.AddFrom(id, e, wire, missing, false)
+}
+
+// AddFrom is Add for an event whose author the node's policy refused when
+// it came (stranger): such items are held within StrangerPendingEvents and
+// StrangerPendingBytes, the oldest of them evicted first. A pool that is
+// part of a share and would take it past a bound evicts its own oldest
+// items; once it holds none, it pools nothing and reports false.
+func (p *Pending) AddFrom(id ID, e *Event, wire []byte, missing []ID, stranger bool) (added bool) {
 	if _, dup := p.items[id]; dup || len(missing) == 0 {
 		return false
 	}
@@ -165,15 +244,32 @@ func (p *Pending) Add(id ID, e *Event, wire []byte, missing []ID) (added bool) {
 	if e != nil {
 		cost += len(e.Body)
 	}
-	if cost > p.maxBytes {
+	if cost > p.maxBytes || stranger && cost > StrangerPendingBytes {
 		return false
 	}
-	for p.oldest != nil && (len(p.items) >= p.maxEvents || p.bytes+cost > p.maxBytes) {
+	if stranger {
+		for it := p.oldest; it != nil && (p.strangers >= StrangerPendingEvents || p.strangerBytes+cost > StrangerPendingBytes); {
+			next := it.next
+			if it.stranger {
+				p.remove(it)
+			}
+			it = next
+		}
+	}
+	for p.oldest != nil && (len(p.items) >= p.maxEvents || p.bytes+cost > p.maxBytes || p.share.full(cost)) {
 		p.remove(p.oldest)
 	}
-	it := &pendingItem{Item: Item{ID: id, Event: e, Wire: wire}, missing: deps, cost: cost}
+	if p.share.full(cost) {
+		return false
+	}
+	it := &pendingItem{Item: Item{ID: id, Event: e, Wire: wire}, missing: deps, cost: cost, stranger: stranger}
 	p.items[id] = it
 	p.bytes += cost
+	p.share.add(1, cost)
+	if stranger {
+		p.strangers++
+		p.strangerBytes += cost
+	}
 	it.prev = p.newest
 	if p.newest != nil {
 		p.newest.next = it
@@ -320,6 +416,11 @@ func (p *Pending) Missing() []ID {
 func (p *Pending) remove(it *pendingItem) {
 	delete(p.items, it.ID)
 	p.bytes -= it.cost
+	p.share.add(-1, -it.cost)
+	if it.stranger {
+		p.strangers--
+		p.strangerBytes -= it.cost
+	}
 	if it.prev != nil {
 		it.prev.next = it.next
 	} else {

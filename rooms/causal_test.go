@@ -428,3 +428,97 @@ func TestPendingRandomDAG(t *testing.T) {
 	}
 	checkCausal(t, got, nil)
 }
+
+// TestPendingShareBoundsPoolsTogether: pools that share a bound hold no
+// more together than it, each evicting its own oldest items first, and a
+// pool that holds none takes nothing more; a cleared pool gives its part
+// back.
+func TestPendingShareBoundsPoolsTogether(t *testing.T) {
+	share := NewPendingShare(50, 1<<30)
+	a, b := NewPending(100, 1<<30), NewPending(100, 1<<30)
+	a.Share(share)
+	b.Share(share)
+	for i := range 80 {
+		if !a.Add(fakeID(i), dagEvent(2), []byte("w"), []ID{fakeID(-1)}) {
+			t.Fatalf("a: Add %d refused", i)
+		}
+	}
+	if a.Len() != 50 || share.Events() != 50 || !a.Has(fakeID(79)) || a.Has(fakeID(29)) {
+		t.Fatalf("a holds %d, the share %d: want the newest 50", a.Len(), share.Events())
+	}
+	// b holds nothing: it cannot make room in a, so it takes nothing.
+	if b.Add(fakeID(1000), dagEvent(2), []byte("w"), []ID{fakeID(-1)}) || share.Events() != 50 {
+		t.Fatalf("b took an event past the share (%d)", share.Events())
+	}
+	a.Clear()
+	if share.Events() != 0 || share.Bytes() != 0 || a.Len() != 0 || len(a.waiters) != 0 {
+		t.Fatalf("after Clear: share %d events %d bytes, pool %d", share.Events(), share.Bytes(), a.Len())
+	}
+	for i := range 10 {
+		if !b.Add(fakeID(2000+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)}) {
+			t.Fatalf("b: Add %d refused once a gave its part back", i)
+		}
+	}
+	// Now b, holding some, evicts its own oldest to take more.
+	for i := range 10 {
+		a.Add(fakeID(3000+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)})
+	}
+	for i := range 45 {
+		b.Add(fakeID(4000+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)})
+	}
+	if share.Events() > 50 || a.Len() != 10 || !b.Has(fakeID(4044)) {
+		t.Fatalf("share %d, a %d, b %d", share.Events(), a.Len(), b.Len())
+	}
+	// The byte bound too.
+	share = NewPendingShare(1000, 100<<10)
+	a = NewPending(1000, 1<<30)
+	a.Share(share)
+	for i := range 100 {
+		a.Add(fakeID(i), dagEvent(2), make([]byte, 10<<10), []ID{fakeID(-1)})
+		if share.Bytes() > 100<<10 || a.Bytes() != share.Bytes() {
+			t.Fatalf("share %d bytes, pool %d", share.Bytes(), a.Bytes())
+		}
+	}
+}
+
+// TestPendingStrangersShare: events whose author the policy refused are
+// held within StrangerPendingEvents and StrangerPendingBytes, oldest
+// evicted first, and never push out the others' events.
+func TestPendingStrangersShare(t *testing.T) {
+	p := NewPending(10_000, 1<<30)
+	for i := range 10 {
+		p.Add(fakeID(i), dagEvent(2), []byte("w"), []ID{fakeID(-1)})
+	}
+	for i := range 2 * StrangerPendingEvents {
+		if !p.AddFrom(fakeID(100+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)}, true) {
+			t.Fatalf("AddFrom %d refused", i)
+		}
+	}
+	if p.strangers != StrangerPendingEvents || p.Len() != 10+StrangerPendingEvents {
+		t.Fatalf("%d strangers' events of %d, want %d of %d", p.strangers, p.Len(), StrangerPendingEvents, 10+StrangerPendingEvents)
+	}
+	for i := range 10 {
+		if !p.Has(fakeID(i)) {
+			t.Fatalf("a stranger's event pushed out event %d", i)
+		}
+	}
+	if p.Has(fakeID(100)) || !p.Has(fakeID(100+2*StrangerPendingEvents-1)) {
+		t.Fatal("the strangers' oldest events were not the ones evicted")
+	}
+	// Bytes: 64 KiB wires.
+	p = NewPending(10_000, 1<<30)
+	for i := range 100 {
+		p.AddFrom(fakeID(i), dagEvent(2), make([]byte, 64<<10), []ID{fakeID(-1)}, true)
+		if p.strangerBytes > StrangerPendingBytes {
+			t.Fatalf("strangers hold %d bytes", p.strangerBytes)
+		}
+	}
+	if p.AddFrom(fakeID(1000), dagEvent(2), make([]byte, StrangerPendingBytes), []ID{fakeID(-1)}, true) {
+		t.Fatal("a stranger's event larger than the strangers' share was pooled")
+	}
+	n := p.Len()
+	p.Ready(fakeID(-1))
+	if p.Len() != 0 || p.strangers != 0 || p.strangerBytes != 0 || n == 0 {
+		t.Fatalf("after release: %d left, strangers %d (%d bytes)", p.Len(), p.strangers, p.strangerBytes)
+	}
+}

@@ -347,3 +347,8 @@ func ServeEmptySync(h host.Host) func() int {
 	})
 	return func() int { return int(n.Load()) }
 }
+
+// PendingHeld returns what the rooms' pending pools hold together.
+func (m *Manager) PendingHeld() (events, bytes int) {
+	return m.pendingShare.Events(), m.pendingShare.Bytes()
+}

@@ -57,6 +57,10 @@ type Config struct {
 	// PendingEvents and PendingBytes bound each room's pending pool; zero
 	// means the Pending defaults.
 	PendingEvents, PendingBytes int
+	// PendingTotalEvents and PendingTotalBytes bound every room's pending
+	// pool together (PendingShare); zero means DefaultPendingTotalEvents
+	// and DefaultPendingTotalBytes.
+	PendingTotalEvents, PendingTotalBytes int
 	// Trace, when set, is told when events pass the stages of their way
 	// through this node (TraceFunc); nil costs nothing.
 	Trace TraceFunc
@@ -91,6 +95,8 @@ type Manager struct {
 	cfg  Config
 	self peer.ID
 	log  *slog.Logger
+	// pendingShare bounds the rooms' pending pools together.
+	pendingShare *PendingShare
 	// refusedLogs bounds the lines about input refused from peers.
 	refusedLogs *lograte.Limiter
 	metrics     *metrics
@@ -197,7 +203,7 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rooms: %w", err)
 	}
-	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, refusedLogs: lograte.New(20), rooms: make(map[identity.RoomID]*room), topics: make(map[string]*room),
+	m := &Manager{cfg: cfg, self: self, log: cfg.Logger, pendingShare: NewPendingShare(cfg.PendingTotalEvents, cfg.PendingTotalBytes), refusedLogs: lograte.New(20), rooms: make(map[identity.RoomID]*room), topics: make(map[string]*room),
 		serving: make(slots, serveSlots())}
 	m.metrics = newMetrics(cfg.Registry, m)
 	return m, nil

@@ -1231,6 +1231,10 @@ func (m *Manager) stopRoom(r *room) {
 	r.wg.Wait()
 	m.leaveTopic(r)
 	r.closeListeners()
+	// No goroutine of the room runs: its pool is free to clear, and its
+	// part of the node's pending share goes back.
+	r.pending.Clear()
+	r.pendingLen.Store(0)
 }
 
 // saveMeta writes the room's index entry.

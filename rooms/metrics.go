@@ -94,7 +94,10 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			}
 			return float64(n)
 		})
-		for _, c := range []prometheus.Collector{mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.antiEntropy, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.toldBackDropped, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
+		pendingBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "parley_room_pending_bytes", Help: "Memory held by events waiting for their parents, all rooms (approximate; bounded by the node's pending share).",
+		}, func() float64 { return float64(m.pendingShare.Bytes()) })
+		for _, c := range []prometheus.Collector{pendingBytes, mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.antiEntropy, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.toldBackDropped, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}

@@ -163,6 +163,7 @@ type room struct {
 	committed   map[peer.ID]uint64 // the same, as far as it is written to the store
 	forks       uint64             // forks written to the store (events outside committed)
 	headsSnap   []ID
+	headsTurn   atomic.Uint64 // Hellos that carried a part of many heads (helloHeads)
 	listeners   map[int]chan View
 	nextLis     int
 	syncing     map[peer.ID]bool // peers with a sync queued or running
@@ -203,13 +204,15 @@ type room struct {
 }
 
 func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
+	pending := NewPending(m.cfg.PendingEvents, m.cfg.PendingBytes)
+	pending.Share(m.pendingShare)
 	return &room{
 		id:        id,
 		m:         m,
 		inbox:     make(chan input, 1024),
 		bulk:      make(chan input, 1024),
 		heads:     make(map[ID]uint64),
-		pending:   NewPending(m.cfg.PendingEvents, m.cfg.PendingBytes),
+		pending:   pending,
 		recent:    newDepthCache(depthCacheSize),
 		meta:      meta,
 		members:   make(map[peer.ID]ID),
@@ -1033,7 +1036,11 @@ func (r *room) receive(tx *txn, it Item, from peer.ID) {
 		}
 	}
 	if len(missing) > 0 {
-		if r.pending.Add(it.ID, it.Event, it.Wire, missing) {
+		// An author the policy refuses (a stranger, by all this node
+		// knows yet) is held in the pool's small strangers' share: sync
+		// vets no author before an event's parents are stored.
+		stranger := r.m.cfg.Policy.Allowed(it.Event.Author) != nil
+		if r.pending.AddFrom(it.ID, it.Event, it.Wire, missing, stranger) {
 			if from != "" && from != r.m.self {
 				if tx.fetch == nil {
 					tx.fetch = make(map[peer.ID]bool)

@@ -395,10 +395,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 			h.VV[a] = skipSeq
 		}
 	}
-	h.Heads = r.headsSnap
-	if len(h.Heads) > MaxHeads {
-		h.Heads = h.Heads[:MaxHeads]
-	}
+	h.Heads = helloHeads(r.headsSnap, &r.headsTurn)
 	r.mu.RUnlock()
 	if err := WriteFrame(s, h); err != nil {
 		s.Reset()
@@ -556,6 +553,24 @@ func (m *Manager) handleSync(s network.Stream) {
 			r.noteHeads(remote, h)
 		}
 	}
+}
+
+// helloHeads is the heads a Hello carries: all of them, or past MaxHeads
+// the next MaxHeads in turn (turn counts the Hellos that took a part), so
+// that each head, a fork this node alone holds among them, is shown to the
+// peers within len(heads)/MaxHeads rounds; the first MaxHeads in ID order
+// alone would leave a fork past them where it is until its holder posts.
+func helloHeads(heads []ID, turn *atomic.Uint64) []ID {
+	n := len(heads)
+	if n <= MaxHeads {
+		return heads
+	}
+	start := int((turn.Add(1) - 1) * MaxHeads % uint64(n))
+	out := make([]ID, 0, MaxHeads)
+	for i := range MaxHeads {
+		out = append(out, heads[(start+i)%n])
+	}
+	return out
 }
 
 // maxDepartedHello bounds the Hello of a node served only because it left
