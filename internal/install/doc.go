@@ -22,7 +22,8 @@
 // the client), and the MCP server by its name and a parley program whose
 // arguments start with `mcp`. A server entry under Parley's name is
 // Parley's own only when it says nothing else: the keys Parley writes
-// (others at most empty), no comment. Install refuses any other one, with
+// (others at most empty), no comment; in TOML its sub-tables are part of
+// it ([mcp_servers.parley.env] is its env). Install refuses any other one, with
 // its line (ErrConflict), and uninstall leaves it.
 //
 // # Editing

@@ -297,7 +297,9 @@ func installTOML(t target, k known, before []byte, fr *fileRecord) ([]byte, []st
 	for _, kv := range t.serverTOML {
 		want[kv.k] = tomlPlain(kv.v)
 	}
-	if cur, _ := tableValue(m, t.server); !reflect.DeepEqual(cur, want) {
+	// The whole table, as TOML reads it: a sub-table under it is part of
+	// the entry ([mcp_servers.parley.env] is an env key of the server).
+	if cur, _ := dig(m, t.server); !reflect.DeepEqual(cur, want) {
 		why, line, err := d.notOwnTable(t, k)
 		if err != nil {
 			return nil, nil, err

@@ -846,7 +846,7 @@ func TestUninstallRemovesTheContainersItCreated(t *testing.T) {
 func TestCodexSubTables(t *testing.T) {
 	env := testEnv(t)
 	p := filepath.Join(env.Home, ".codex", "config.toml")
-	orig := "model = \"o3\"\n\n[mcp_servers.parley.env]\nKEPT = \"1\"\n"
+	orig := "model = \"o3\"\n"
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -854,9 +854,24 @@ func TestCodexSubTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustInstall(t, env, opts(Codex, User))
-	// The person adds a sub-table under Parley's table, and edits elsewhere.
-	b := string(mustRead(t, p)) + "\n[mcp_servers.parley.tools]\nx = 1\n"
+	installed := string(mustRead(t, p))
+	// The person adds a sub-table under Parley's table, and edits elsewhere:
+	// the server is theirs now, and uninstall leaves it.
+	b := installed + "\n[mcp_servers.parley.tools]\nx = 1\n"
 	b = strings.Replace(b, "model = \"o3\"", "model = \"o4\"", 1)
+	if err := os.WriteFile(p, []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u := mustUninstall(t, env, Codex, User)
+	if !strings.Contains(strings.Join(u.Notes, "\n"), "it also sets tools") {
+		t.Errorf("notes: %q", u.Notes)
+	}
+	if got := string(mustRead(t, p)); !strings.Contains(got, "[mcp_servers.parley]\ncommand = ") || !strings.HasSuffix(got, "[mcp_servers.parley.tools]\nx = 1\n") {
+		t.Errorf("after uninstall:\n%s", got)
+	}
+	// They empty it again: an empty sub-table sets nothing, and one added
+	// since goes with Parley's table.
+	b = strings.Replace(installed, "model = \"o3\"", "model = \"o4\"", 1) + "\n[mcp_servers.parley.tools]\n"
 	if err := os.WriteFile(p, []byte(b), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -1211,6 +1226,10 @@ func TestInstallRefusesAServerEntryThatIsTheUsers(t *testing.T) {
 		{"codex-node", Codex, ".codex/config.toml", "model = \"o3\"\n\n[mcp_servers.parley]\ncommand = \"node\"\n", 3, "it runs node"},
 		{"codex-env", Codex, ".codex/config.toml", "[mcp_servers.parley]\ncommand = \"parley\"\nargs = [\"mcp\"]\nenv = { FOO = \"1\" }\n", 1, "it also sets env"},
 		{"codex-enabled-comment", Codex, ".codex/config.toml", "[mcp_servers.parley]\n# mine, switched off\ncommand = \"parley\"\nargs = [\"mcp\"]\nenabled = false\n", 1, "it also sets enabled"},
+		{"codex-env-subtable", Codex, ".codex/config.toml", "[mcp_servers.parley]\ncommand = \"parley\"\nargs = [\"mcp\"]\n\n[mcp_servers.parley.env]\nFOO = \"1\"\n", 1, "it also sets env"},
+		{"codex-env-subtable-first", Codex, ".codex/config.toml", "[mcp_servers.parley.env]\nFOO = \"1\"\n\n[mcp_servers.parley]\ncommand = \"parley\"\nargs = [\"mcp\"]\n", 4, "it also sets env"},
+		{"codex-env-subtable-alone", Codex, ".codex/config.toml", "model = \"o3\"\n\n[mcp_servers.parley.env]\nFOO = \"1\"\n", 3, "it names no parley program"},
+		{"codex-subtable-comment", Codex, ".codex/config.toml", "[mcp_servers.parley]\ncommand = \"parley\"\nargs = [\"mcp\"]\n[mcp_servers.parley.env] # mine\n", 1, "comments"},
 		{"codex-comment", Codex, ".codex/config.toml", "[mcp_servers.parley]\ncommand = \"parley\" # mine\nargs = ['mcp']\n", 1, "comments"},
 	}
 	for _, tc := range cases {

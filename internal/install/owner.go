@@ -152,31 +152,42 @@ func hasJSONComment(src []byte) bool {
 	return false
 }
 
-// tomlServer describes the table at path as it is written: its header's
-// offset, the decoded keys its own block sets (with those of inline tables
-// and dotted keys), and whether the block holds a comment. ok is false when
-// there is no such table.
+// tomlServer describes the table at path as TOML reads it: the offset of
+// its header (or, when it has none, of its first sub-table's), its decoded
+// value, sub-tables included ([mcp_servers.parley.env] sets the same env
+// as an inline env = { … }), and whether its block or a sub-table's holds
+// a comment. ok is false when the file defines no such table.
 func (d *tomlDoc) tomlServer(path []string) (at int, keys map[string]any, comments, ok bool, err error) {
 	exprs, err := d.exprs()
 	if err != nil {
 		return 0, nil, false, false, err
 	}
-	i := slices.IndexFunc(exprs, func(e tomlExpr) bool { return e.kind == unstable.Table && slices.Equal(e.key, path) })
-	if i < 0 {
+	header, sub := -1, -1
+	for i, e := range exprs {
+		if e.kind != unstable.Table || !hasPrefix(e.key, path) {
+			continue
+		}
+		switch {
+		case len(e.key) == len(path):
+			header = e.start
+		case sub < 0:
+			sub = e.start
+		}
+		start, end := tableBlock(exprs, i)
+		comments = comments || hasTOMLComment(d.src[start:end])
+	}
+	if at = header; at < 0 {
+		at = sub
+	}
+	if at < 0 {
 		return 0, nil, false, false, nil
 	}
 	m, err := d.decode()
 	if err != nil {
 		return 0, nil, false, false, err
 	}
-	all, _ := dig(m, path)
-	keys = map[string]any{}
-	for k := i + 1; k < len(exprs) && exprs[k].kind == unstable.KeyValue; k++ {
-		name := exprs[k].key[len(path)]
-		keys[name] = all[name]
-	}
-	start, end := tableBlock(exprs, i)
-	return exprs[i].start, keys, hasTOMLComment(d.src[start:end]), true, nil
+	keys, _ = dig(m, path)
+	return at, keys, comments, true, nil
 }
 
 // hasTOMLComment reports whether TOML text holds a comment.

@@ -389,9 +389,10 @@ func (d *tomlDoc) removeTable(u tomlUndo, recorded bool) (bool, error) {
 		return true, d.apply(splice{start, end, *u.Prev})
 	}
 	sp := []splice{{start, end, ""}}
-	// Sub-tables written under Parley's table since ([mcp_servers.parley.env])
-	// would be left defining a server with no command: they go too. Those
-	// before it were there before Parley's table and stay.
+	// Empty sub-tables written under Parley's table since (one that sets a
+	// key makes the table the user's, which uninstall leaves) would be left
+	// defining a server with no command: they go too. Those before it were
+	// there before Parley's table and stay.
 	for k := i + 1; k < len(exprs); k++ {
 		if e := exprs[k]; e.kind == unstable.Table && hasPrefix(e.key, u.Path) {
 			s, en := tableBlock(exprs, k)
