@@ -154,6 +154,32 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 	if scope == Project {
 		again += " --project"
 	}
+	// What to do about an entry or a file that is not there: install again,
+	// unless the record names files this check does not look at. Then the
+	// install was likely made with another CODEX_HOME (or the like), and
+	// installing again would make a second one here.
+	fix := fmt.Sprintf("run `%s` again", again)
+	var elsewhere []string
+	if rec != nil {
+		for _, f := range rec.Files {
+			if !slices.ContainsFunc(ts, func(t target) bool { return t.path == f.Path }) {
+				elsewhere = append(elsewhere, f.Path)
+			}
+		}
+	}
+	if len(elsewhere) > 0 {
+		fix = fmt.Sprintf("the record of Parley's install names %s, which this check did not look at: was the install made with another %s? Run `parley doctor` with it set as the install had it (`%s` here would make a second install)",
+			strings.Join(elsewhere, ", "), configEnvVar(client), again)
+	}
+	usedFix := false
+	fixed := func(format string, a ...any) string {
+		msg := fmt.Sprintf(format, a...) + ": " + fix
+		if usedFix && len(elsewhere) > 0 {
+			msg = fmt.Sprintf(format, a...) + ": see above (another " + configEnvVar(client) + "?)"
+		}
+		usedFix = true
+		return msg
+	}
 	bad := len(findings)
 	for _, s := range states {
 		t := s.t
@@ -168,7 +194,7 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			add(Fail, t.path, "%v", s.err)
 			continue
 		case !s.exists && (t.server != nil || expectsHooks):
-			add(Fail, t.path, "%s is missing: run `%s` again", t.path, again)
+			add(Fail, t.path, "%s", fixed("%s is missing", t.path))
 			continue
 		case !s.exists:
 			continue
@@ -177,7 +203,7 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			name := strings.Join(t.server, ".")
 			switch {
 			case s.server == nil:
-				add(Fail, t.path, "%s: %s is gone: run `%s` again", t.path, name, again)
+				add(Fail, t.path, "%s", fixed("%s: %s is gone", t.path, name))
 			case !k.server(s.server):
 				add(Fail, t.path, "%s: %s no longer starts `parley mcp`", t.path, name)
 			default:
@@ -195,7 +221,7 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			}
 			cmd, ok := s.hooks[ev]
 			if !ok {
-				add(Fail, t.path, "%s: the %s hook is gone: run `%s` again", t.path, ev, again)
+				add(Fail, t.path, "%s", fixed("%s: the %s hook is gone", t.path, ev))
 				continue
 			}
 			if msg := checkProgram(splitCommand(cmd)[0], env.Path); msg != "" {
@@ -212,7 +238,7 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 		if t.format == fmtTOML && slices.Contains(wantHooks, "notify") {
 			switch {
 			case s.notify == nil:
-				add(Fail, t.path, "%s: notify is gone: run `%s` again", t.path, again)
+				add(Fail, t.path, "%s", fixed("%s: notify is gone", t.path))
 			case !k.notify(s.notify):
 				add(Warn, t.path, "%s: notify runs another program, so Codex tells Parley it is idle only through hooks", t.path)
 			default:
@@ -234,6 +260,9 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 	}
 	if len(missing) > 0 {
 		add(Warn, "", "this parley also has the hook(s) %s for %s: run `%s` again to add them", strings.Join(missing, ", "), client, again)
+	}
+	if len(elsewhere) > 0 && !usedFix {
+		add(Note, "", "the record of Parley's install also names %s, which this check did not look at (an install made with another %s?)", strings.Join(elsewhere, ", "), configEnvVar(client))
 	}
 	findings = append(findings, extraSteps(env, client, scope, wantHooks, states[0].decoded)...)
 	if len(findings) == bad || onlyNotes(findings[bad:]) {

@@ -236,3 +236,49 @@ func TestStopTimeoutAndProjectNotify(t *testing.T) {
 		t.Errorf("doctor asks for notify in a project: %v", fs)
 	}
 }
+
+func TestCheckAnInstallMadeWithAnotherConfigDir(t *testing.T) {
+	env := testEnv(t)
+	other := env
+	other.CodexHome = filepath.Join(env.Home, "cx")
+	o := opts(Codex, User)
+	o.Command = fakeBinary(t)
+	mustInstall(t, other, o)
+	if _, fs := Check(other, Codex, User, HookEvents[Codex]); len(levels(fs)[Fail]) > 0 || len(levels(fs)[OK]) != 1 {
+		t.Fatalf("with the install's CODEX_HOME: %v", fs)
+	}
+
+	// Without it, the files are missing, and the advice is to check as the
+	// install ran, not to install again (which would make a second install).
+	_, fs := Check(env, Codex, User, HookEvents[Codex])
+	if !hasFinding(fs, Fail, "is missing") {
+		t.Fatalf("without CODEX_HOME: %v", fs)
+	}
+	first := true
+	for _, f := range fs {
+		if f.Level != Fail {
+			continue
+		}
+		want := []string{"another CODEX_HOME"}
+		if first {
+			// Said once in full; the next ones refer to it.
+			want = append(want, filepath.Join(other.CodexHome, "config.toml"), "would make a second install")
+			first = false
+		}
+		for _, w := range want {
+			if !strings.Contains(f.Msg, w) {
+				t.Errorf("%q lacks %q", f.Msg, w)
+			}
+		}
+		if strings.Contains(f.Msg, "run `parley install codex` again") {
+			t.Errorf("%q advises a second install", f.Msg)
+		}
+	}
+
+	// Installed in both: the default one is intact, and the other is named.
+	mustInstall(t, env, o)
+	_, fs = Check(env, Codex, User, HookEvents[Codex])
+	if len(levels(fs)[Fail]) > 0 || len(levels(fs)[OK]) != 1 || !hasFinding(fs, Note, filepath.Join(other.CodexHome, "config.toml")) {
+		t.Errorf("installed in both: %v", fs)
+	}
+}
