@@ -364,9 +364,10 @@ func printPlan(g *globals, w io.Writer, p *install.Plan, dryRun bool, env instal
 		if p.Uninstall && !p.Changed() && len(p.Unchanged) == 0 && len(p.Remaining) == 0 {
 			fmt.Fprintf(w, "Parley is not installed for %s (%s)\n", client, scope)
 		}
-		if p.Changed() {
+		if len(p.Backups) > 0 {
 			// Uninstall keeps them too: the copies are the user's files, and
 			// only the user deletes them (they may hold a client's tokens).
+			// A file Parley created has no copy: there was nothing to keep.
 			fmt.Fprintf(w, "copies of the files as they were are in %s (readable by you only; delete them when you no longer need them)\n", install.BackupDir(env, client, scope))
 		}
 	}

@@ -476,3 +476,38 @@ func snapshotFiles(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+// Install and uninstall say where the copies of the files are only when
+// they made one: a file Parley creates has none.
+func TestCLIInstallNamesCopiesOnlyWhenItMadeThem(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	backups := filepath.Join(u.home, ".parley", "install", "backup")
+	settings := filepath.Join(u.home, ".gemini", "settings.json")
+	out, errs, code := u.run(t, "install", "gemini")
+	if code != 0 || !strings.Contains(out, "created "+settings) || strings.Contains(out, "copies") {
+		t.Fatalf("install into an empty home: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(backups); !os.IsNotExist(err) {
+		t.Fatalf("a backup folder with nothing to keep: %v", err)
+	}
+	// Uninstall keeps a copy of the file it removes, and says so.
+	out, errs, code = u.run(t, "uninstall", "gemini")
+	if code != 0 || !strings.Contains(out, "removed "+settings) || !strings.Contains(out, "copies of the files as they were are in "+backups) {
+		t.Fatalf("uninstall: exit %d\n%s\n%s", code, out, errs)
+	}
+	if ents, err := os.ReadDir(filepath.Join(backups, "gemini-user")); err != nil || len(ents) == 0 {
+		t.Fatalf("the copies named are not there: %v %v", ents, err)
+	}
+	// A file that was there is copied before the install changes it.
+	u2 := newUser(t)
+	u2.put(t, ".gemini/settings.json", "gemini-settings.json")
+	out, errs, code = u2.run(t, "install", "gemini")
+	want := filepath.Join(u2.home, ".parley", "install", "backup", "gemini-user")
+	if code != 0 || !strings.Contains(out, "copies of the files as they were are in "+want) {
+		t.Fatalf("install into a file of the user's: exit %d\n%s\n%s", code, out, errs)
+	}
+	if ents, err := os.ReadDir(want); err != nil || len(ents) == 0 {
+		t.Fatalf("the copies named are not there: %v %v", ents, err)
+	}
+}

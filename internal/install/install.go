@@ -33,6 +33,9 @@ type Plan struct {
 	// plan does not look at (an install made with another CLAUDE_CONFIG_DIR
 	// or CODEX_HOME): the record stays for them.
 	Remaining []string `json:"remaining,omitempty"`
+	// Backups lists the copies Apply made of files as they were before it
+	// changed them (none for a file it created).
+	Backups []string `json:"backups,omitempty"`
 
 	env     Env
 	rec     *record // the record as it will be after Apply (nil: remove it)
@@ -1070,8 +1073,13 @@ func (p *Plan) backup(path string, data []byte, first bool) error {
 		if err := writeNew(p.backupPath(path, "original"), data); err != nil {
 			return err
 		}
+		p.Backups = append(p.Backups, p.backupPath(path, "original"))
 	}
-	return writeNew(p.backupPath(path, "previous"), data)
+	if err := writeNew(p.backupPath(path, "previous"), data); err != nil {
+		return err
+	}
+	p.Backups = append(p.Backups, p.backupPath(path, "previous"))
+	return nil
 }
 
 func (p *Plan) backupPath(path, kind string) string {
