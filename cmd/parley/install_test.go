@@ -511,3 +511,31 @@ func TestCLIInstallNamesCopiesOnlyWhenItMadeThem(t *testing.T) {
 		t.Fatalf("the copies named are not there: %v %v", ents, err)
 	}
 }
+
+// An uninstall with another home than the install's changes nothing and
+// names the uninstall that puts the files back as they were (before, it
+// took Parley's entries out of a settings.json Parley had created and left
+// "{}" behind, and the install's record still said installed).
+func TestCLIUninstallWithAnotherHome(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	x := filepath.Join(t.TempDir(), "x")
+	settings := filepath.Join(u.home, ".gemini", "settings.json")
+	if out, errs, code := u.run(t, "--home", x, "install", "gemini"); code != 0 || !strings.Contains(out, "created "+settings) {
+		t.Fatalf("install --home: exit %d\n%s\n%s", code, out, errs)
+	}
+	installed := readAll(t, settings)
+	_, errs, code := u.run(t, "uninstall", "gemini")
+	if code == 0 || !strings.Contains(errs, "parley --home "+x+" uninstall gemini") || !strings.Contains(errs, "nothing was changed") {
+		t.Fatalf("uninstall with another home: exit %d\n%s", code, errs)
+	}
+	if readAll(t, settings) != installed {
+		t.Fatalf("the refused uninstall changed %s", settings)
+	}
+	if out, errs, code := u.run(t, "--home", x, "uninstall", "gemini"); code != 0 || !strings.Contains(out, "removed "+settings) {
+		t.Fatalf("uninstall --home: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(u.home, ".gemini")); !os.IsNotExist(err) {
+		t.Fatalf("after the uninstall with the install's home: %v", err)
+	}
+}

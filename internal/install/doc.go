@@ -48,5 +48,7 @@
 // out only Parley's entries (and the containers it created, and puts back
 // an entry it replaced), which, thanks to the record, also gives back the
 // user's bytes around them. Without a record it still finds and removes
-// Parley's entries by their commands.
+// Parley's entries by their commands, unless they name another Parley home
+// that holds the record: then it refuses (ErrOtherHome), since the
+// uninstall with that home puts the files back as they were.
 package install

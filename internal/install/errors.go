@@ -25,6 +25,10 @@ var (
 	// ErrReadOnly is returned when a config file Parley would change is
 	// read-only: someone made it so, and a rename would replace it anyway.
 	ErrReadOnly = errors.New("install: read-only file")
+	// ErrOtherHome is returned by an uninstall whose Parley home holds no
+	// record of the install when Parley's entries name another home that
+	// does: the uninstall belongs there; nothing is changed.
+	ErrOtherHome = errors.New("install: the install was made with another Parley home")
 )
 
 // ConfigError says which file, and where in it, a problem is. Line and

@@ -701,6 +701,16 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec == nil {
+		if other := recordElsewhere(env, client, scope, ts); other != "" {
+			flag := ""
+			if scope == Project {
+				flag = " --project"
+			}
+			return nil, fmt.Errorf("%w: Parley's entries for %s name the home %s, which holds the record of the install, and this home (%s) holds none; run `parley --home %s uninstall %s%s`, which puts the files back as they were (from here, a file Parley created would stay behind, and that record would still say installed); nothing was changed",
+				ErrOtherHome, client, other, env.ParleyHome, other, client, flag)
+		}
+	}
 	p := &Plan{Client: client, Scope: scope, Uninstall: true, env: env, recPath: recPath}
 	var k known
 	if rec != nil {
@@ -1092,4 +1102,130 @@ func (p *Plan) backupPath(path, kind string) string {
 func BackupDir(env Env, client Client, scope Scope) string {
 	rp := recordPath(env, client, scope)
 	return filepath.Join(filepath.Dir(rp), "backup", strings.TrimSuffix(filepath.Base(rp), ".json"))
+}
+
+// recordElsewhere returns, for an uninstall whose home holds no record of
+// the install, the home that does: one that Parley's entries in the files
+// name (--home DIR; an entry naming none runs with ~/.parley) and that holds
+// a record for this client and scope. It returns "" when there is none.
+func recordElsewhere(env Env, client Client, scope Scope, ts []target) string {
+	var homes []string
+	for _, t := range ts {
+		b, ok, err := readFile(t.path)
+		if err != nil || !ok {
+			continue
+		}
+		for _, args := range parleyArgs(t, client, b) {
+			h := namedHome(args, env.Home)
+			if h != "" && !slices.Contains(homes, h) {
+				homes = append(homes, h)
+			}
+		}
+	}
+	for _, h := range homes {
+		if sameFolder(h, env.ParleyHome) {
+			continue
+		}
+		other := env
+		other.ParleyHome = h
+		if _, err := os.Stat(recordPath(other, client, scope)); err == nil {
+			return h
+		}
+	}
+	return ""
+}
+
+// parleyArgs returns the arguments (after the program) of each of Parley's
+// entries in a config file's text: its MCP server, its hooks, notify.
+func parleyArgs(t target, client Client, src []byte) [][]string {
+	var out [][]string
+	strs := func(a []any) []string {
+		var ss []string
+		for _, x := range a {
+			s, _ := x.(string)
+			ss = append(ss, s)
+		}
+		return ss
+	}
+	var m map[string]any
+	if t.format == fmtTOML {
+		d, err := decodeTOML(src)
+		if err != nil {
+			return nil
+		}
+		m = d
+		if n, ok := m["notify"].([]any); ok && isParleyNotify(n) {
+			out = append(out, strs(n)[1:])
+		}
+	} else {
+		v, err := standardValue(src)
+		if err != nil {
+			return nil
+		}
+		m, _ = v.(map[string]any)
+		hooks, _ := m["hooks"].(map[string]any)
+		for _, arr := range hooks {
+			groups, _ := arr.([]any)
+			for _, g := range groups {
+				gm, _ := g.(map[string]any)
+				hs, _ := gm["hooks"].([]any)
+				for _, h := range hs {
+					hm, _ := h.(map[string]any)
+					cmd, _ := hm["command"].(string)
+					if _, ok := parleyHookEvent(cmd, client); ok {
+						out = append(out, splitCommand(cmd)[1:])
+					}
+				}
+			}
+		}
+	}
+	if t.server != nil {
+		if v, ok := dig(m, t.server[:len(t.server)-1]); ok {
+			if sv := v[t.server[len(t.server)-1]]; isParleyServer(sv) {
+				sm := sv.(map[string]any)
+				switch c := sm["command"].(type) {
+				case string:
+					a, _ := sm["args"].([]any)
+					out = append(out, strs(a))
+				case []any:
+					out = append(out, strs(c)[1:])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// namedHome returns the home a parley command's arguments name (--home
+// DIR), or, when they name none, the default one, ~/.parley.
+func namedHome(args []string, userHome string) string {
+	for len(args) > 0 {
+		a := args[0]
+		switch {
+		case a == "--home" && len(args) > 1:
+			return args[1]
+		case strings.HasPrefix(a, "--home="):
+			return strings.TrimPrefix(a, "--home=")
+		case a == "--timeout" && len(args) > 1:
+			args = args[2:]
+		case strings.HasPrefix(a, "--timeout=") || a == "--json":
+			args = args[1:]
+		default:
+			args = nil
+		}
+	}
+	if userHome == "" {
+		return ""
+	}
+	return filepath.Join(userHome, ".parley")
+}
+
+// sameFolder reports whether a and b name the same folder.
+func sameFolder(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ea, errA := filepath.EvalSymlinks(a)
+	eb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ea == eb
 }

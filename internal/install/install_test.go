@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -1400,5 +1401,47 @@ func TestEmptyContainersOfTheUsersAreTheirs(t *testing.T) {
 			}
 			sameSnapshot(t, orig, snapshot(t, env.Home))
 		})
+	}
+}
+
+// An uninstall run with another Parley home than the install's finds no
+// record; when Parley's entries name the home that holds it, it changes
+// nothing and says which uninstall puts the files back.
+func TestUninstallWithAnotherHomeNamesTheInstallsHome(t *testing.T) {
+	for _, c := range Clients {
+		for _, named := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s-named-%v", c, named), func(t *testing.T) {
+				env := testEnv(t)
+				o := opts(c, User)
+				if named {
+					o.Args = []string{"--home", env.ParleyHome}
+				} else {
+					// The default home, which the entries do not name.
+					env.ParleyHome = filepath.Join(env.Home, ".parley")
+				}
+				empty := snapshot(t, env.Home)
+				mustInstall(t, env, o)
+				installed := snapshot(t, env.Home)
+
+				other := env
+				other.ParleyHome = filepath.Join(t.TempDir(), "other-home")
+				_, err := Uninstall(other, c, User)
+				if !errors.Is(err, ErrOtherHome) || !strings.Contains(err.Error(), "parley --home "+env.ParleyHome+" uninstall "+string(c)) {
+					t.Fatalf("uninstall with another home: %v", err)
+				}
+				sameSnapshot(t, installed, snapshot(t, env.Home))
+
+				mustUninstall(t, env, c, User)
+				if named {
+					sameSnapshot(t, empty, snapshot(t, env.Home))
+				} else {
+					// The home's own folder, with no record left in it.
+					if err := os.RemoveAll(env.ParleyHome); err != nil {
+						t.Fatal(err)
+					}
+					sameSnapshot(t, empty, snapshot(t, env.Home))
+				}
+			})
+		}
 	}
 }
