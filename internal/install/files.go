@@ -113,17 +113,17 @@ func writable(path string) error {
 const maxLinks = 40
 
 // linkTarget returns the file path stands for: path, or when it is a
-// symbolic link, the file at the end of its links, whether that exists or
-// not (a link to a file not yet there is written through, never replaced).
+// symbolic link, the file at the end of its links. A link to a file that
+// is not there is refused: Parley never creates a file through a link (as
+// for git hooks), since the place is whoever made the link's choice, and a
+// repository can track such a link into a project's config folder.
 func linkTarget(path string) (string, error) {
 	p := path
 	for range maxLinks {
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			if p != path {
-				if _, err := os.Stat(filepath.Dir(p)); err != nil {
-					return "", fmt.Errorf("install: %s is a symbolic link to %s, whose folder is missing: create the folder, or remove the link", path, p)
-				}
+				return "", fmt.Errorf("install: %s is a symbolic link to %s, which does not exist: Parley does not create a file through a link; create the file it points to (empty will do), or remove the link, and try again", path, p)
 			}
 			return p, nil
 		}

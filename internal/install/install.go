@@ -178,6 +178,8 @@ func Install(env Env, o Options) (*Plan, error) {
 			if err := writable(t.path); err != nil {
 				return nil, err
 			}
+		} else if _, err := linkTarget(t.path); err != nil {
+			return nil, err // a link to nothing: refused, also in a dry run
 		}
 		ch := Change{Path: t.path, Create: !existed, before: before, after: after, perm: t.perm}
 		if !existed {

@@ -1147,7 +1147,10 @@ func TestUninstallPutsBackTheUsersHooksIntoAGroupTheyAddedTo(t *testing.T) {
 	}
 }
 
-func TestInstallWritesThroughALinkToAMissingFile(t *testing.T) {
+// A link to a file that is not there is refused, in a dry run too: Parley
+// never creates a file through a link (the git guard's rule too). Once the
+// file is there, it is written through, and the links stay.
+func TestInstallRefusesALinkToAMissingFile(t *testing.T) {
 	env := testEnv(t)
 	path := filepath.Join(env.Home, ".gemini", "settings.json")
 	if err := os.MkdirAll(filepath.Join(env.Home, "dotfiles"), 0o755); err != nil {
@@ -1174,6 +1177,23 @@ func TestInstallWritesThroughALinkToAMissingFile(t *testing.T) {
 			}
 		}
 	}
+	_, err := Install(env, opts(Gemini, User))
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "does not create a file through a link") {
+		t.Fatalf("install through a link to nothing: %v", err)
+	}
+	links("after the refused install")
+	if _, err := os.Stat(env.ParleyHome); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the refused install wrote into Parley's home: %v", err)
+	}
+	if _, err := os.Lstat(real); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%s was made: %v", real, err)
+	}
+
+	// The user makes the file (empty): it is written through, and comes
+	// back as it was.
+	if err := os.WriteFile(real, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	mustInstall(t, env, opts(Gemini, User))
 	links("after install")
 	if b := mustRead(t, real); !bytes.Contains(b, []byte(testBin)) {
@@ -1182,8 +1202,8 @@ func TestInstallWritesThroughALinkToAMissingFile(t *testing.T) {
 	checkEntries(t, env, opts(Gemini, User))
 	mustUninstall(t, env, Gemini, User)
 	links("after uninstall")
-	if _, err := os.Stat(real); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the file Parley created is still there: %v", err)
+	if b, err := os.ReadFile(real); err != nil || len(b) != 0 {
+		t.Errorf("after uninstall: %q %v", b, err)
 	}
 }
 
