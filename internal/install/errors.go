@@ -25,6 +25,9 @@ var (
 	// ErrReadOnly is returned when a config file Parley would change is
 	// read-only: someone made it so, and a rename would replace it anyway.
 	ErrReadOnly = errors.New("install: read-only file")
+	// ErrHardLinked is returned when a file Parley would change has other
+	// names (hard links), which a replace would part from it.
+	ErrHardLinked = errors.New("install: hard-linked file")
 	// ErrOtherHome is returned by an uninstall whose Parley home holds no
 	// record of the install when Parley's entries name another home that
 	// does: the uninstall belongs there; nothing is changed.

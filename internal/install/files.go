@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 )
 
 // --- files ---
@@ -41,6 +42,9 @@ var beforeReplace func(path string)
 func replaceFile(path string, data []byte, perm fs.FileMode, unchanged func() error) error {
 	real, err := linkTarget(path)
 	if err != nil {
+		return err
+	}
+	if err := hardLinked(path); err != nil {
 		return err
 	}
 	if st, err := os.Stat(real); err == nil {
@@ -105,6 +109,25 @@ func writable(path string) error {
 	}
 	if st.Mode().Perm()&0o200 == 0 {
 		return fmt.Errorf("%w: %s (mode %04o): Parley will not change it; make it writable (chmod u+w) to go on", ErrReadOnly, path, st.Mode().Perm())
+	}
+	return hardLinked(path)
+}
+
+// hardLinked refuses to change a file that has more than one name (a hard
+// link: a dotfiles copy, say). Replacing it in one rename, as Parley does,
+// would give this name a new file and leave the other with the old text;
+// writing it in place instead would keep the names together, but a crash
+// or a full disk halfway would leave the user's config cut short, and the
+// client may read it half-written. So neither: the user makes the other
+// name a symbolic link (written through), or applies the diff by hand.
+func hardLinked(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil // missing: created; unreadable: the read says so
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && st.Mode().IsRegular() && sys.Nlink > 1 {
+		return fmt.Errorf("%w: %s has %d hard links (other names for the same file): Parley replaces a file in one step, which would leave the other names with the old text, and will not write it in place, where an interruption would leave it cut short; "+
+			"make the other names symbolic links to it (Parley writes through links), or apply the changes of --dry-run by hand", ErrHardLinked, path, sys.Nlink)
 	}
 	return nil
 }

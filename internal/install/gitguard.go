@@ -150,6 +150,9 @@ func InstallGitGuard(env Env, hooksDir, command string, args []string) (*Plan, e
 		default:
 			after = []byte("#!/bin/sh\n" + block)
 		}
+		if err := hardLinked(path); err != nil {
+			return nil, err
+		}
 		fr := rec.file(path)
 		if fr == nil {
 			nf := fileRecord{Path: path, Existed: existed, Restorable: true}
@@ -238,6 +241,11 @@ func uninstallHook(rec *record, path string) (*Change, error) {
 	cur, existed, err := readFile(path)
 	if err != nil || !existed {
 		return nil, err
+	}
+	if _, _, has := findBlock(cur); has {
+		if err := hardLinked(path); err != nil {
+			return nil, err
+		}
 	}
 	fr := rec.file(path)
 	ch := Change{Path: path, before: cur, perm: 0o755}

@@ -167,6 +167,40 @@ func TestGitGuardNotShell(t *testing.T) {
 	}
 }
 
+// TestGitGuardRefusesAHardLinkedHook: a hook with another name (a hard
+// link) is refused: a replace would part the names.
+func TestGitGuardRefusesAHardLinkedHook(t *testing.T) {
+	base := t.TempDir()
+	env := Env{Home: base, ProjectDir: filepath.Join(base, "repo"), ParleyHome: filepath.Join(base, "parley")}
+	hooks := filepath.Join(base, "repo", ".git", "hooks")
+	path := filepath.Join(hooks, "pre-commit")
+	before := "#!/bin/sh\nmake lint\n"
+	writeHook(t, path, before)
+	other := filepath.Join(base, "shared-pre-commit")
+	if err := os.Link(path, other); err != nil {
+		t.Fatal(err)
+	}
+	_, err := InstallGitGuard(env, hooks, "/usr/bin/parley", nil)
+	if !errors.Is(err, ErrHardLinked) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("install into a hard-linked hook: %v", err)
+	}
+	for _, p := range []string{path, other} {
+		if got, _ := os.ReadFile(p); string(got) != before {
+			t.Fatalf("%s changed: %q", p, got)
+		}
+	}
+}
+
+func writeHook(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestGitGuardDanglingLink: a hook that is a link to nothing is refused,
 // and no file is made where it points.
 func TestGitGuardDanglingLink(t *testing.T) {

@@ -1465,3 +1465,47 @@ func TestUninstallWithAnotherHomeNamesTheInstallsHome(t *testing.T) {
 		}
 	}
 }
+
+// A config file with another name (a hard link: a dotfiles copy) is
+// refused by install and uninstall, in a dry run too: a replace would give
+// this name a new file and leave the other with the old text.
+func TestInstallRefusesAHardLinkedFile(t *testing.T) {
+	env := testEnv(t)
+	path := filepath.Join(env.Home, ".gemini", "settings.json")
+	orig := "{\n  \"ui\": {}\n}\n"
+	writeFile(t, path, orig)
+	dot := filepath.Join(env.Home, "dotfiles", "gemini.json")
+	if err := os.MkdirAll(filepath.Dir(dot), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(path, dot); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Install(env, opts(Gemini, User))
+	if !errors.Is(err, ErrHardLinked) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("install into a hard-linked file: %v", err)
+	}
+	for _, p := range []string{path, dot} {
+		if got := string(mustRead(t, p)); got != orig {
+			t.Fatalf("%s changed: %q", p, got)
+		}
+	}
+
+	// Installed before the link was made: uninstall refuses too.
+	if err := os.Remove(dot); err != nil {
+		t.Fatal(err)
+	}
+	mustInstall(t, env, opts(Gemini, User))
+	installed := string(mustRead(t, path))
+	if err := os.Link(path, dot); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Uninstall(env, Gemini, User); !errors.Is(err, ErrHardLinked) {
+		t.Fatalf("uninstall of a hard-linked file: %v", err)
+	}
+	for _, p := range []string{path, dot} {
+		if got := string(mustRead(t, p)); got != installed {
+			t.Fatalf("%s changed: %q", p, got)
+		}
+	}
+}
