@@ -134,6 +134,10 @@ func InstallGitGuard(env Env, hooksDir, command string, args []string) (*Plan, e
 			}
 			continue
 		case existed:
+			if first, _, _ := bytes.Cut(before, []byte("\n")); bytes.HasSuffix(first, []byte("\r")) {
+				return nil, &ConfigError{Path: path, Line: 1, Err: ErrNotShell, Msg: "the hook's lines end in CRLF (\\r\\n), so git cannot run it: the system finds no program named in a #! line that ends in \\r, and a shell reads the \\r as part of each command. " +
+					"Convert it to LF line endings (dos2unix FILE, or sed -i 's/\\r$//' FILE), check that it runs, then install again"}
+			}
 			if i, j, ok := findBlock(before); ok { // another command: replace the block
 				after = append(append(append([]byte{}, before[:i]...), block...), before[j:]...)
 				break

@@ -21,8 +21,8 @@ func TestGitGuard(t *testing.T) {
 		{name: "new"},
 		{name: "existing", before: "#!/bin/bash\nset -e\nmake lint\n", exists: true},
 		{name: "no shebang", before: "make lint\n", exists: true},
-		{name: "edited", before: "#!/bin/sh\r\nmake lint\r\n", exists: true,
-			edit: func(b []byte) []byte { return append(b, "make test\r\n"...) }},
+		{name: "edited", before: "#!/bin/sh\nmake lint\n", exists: true,
+			edit: func(b []byte) []byte { return append(b, "make test\n"...) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			base := t.TempDir()
@@ -164,6 +164,29 @@ func TestGitGuardNotShell(t *testing.T) {
 				t.Fatalf("after uninstall: %q, want %q", got, before)
 			}
 		})
+	}
+}
+
+// TestGitGuardRefusesACRLFHook: a hook with CRLF line endings is one git
+// cannot run (its #! line names a program ending in \r; a shell reads the
+// \r into each command): install refuses it with the fix, and writes
+// nothing.
+func TestGitGuardRefusesACRLFHook(t *testing.T) {
+	for _, before := range []string{"#!/bin/bash\r\nmake lint\r\n", "make lint\r\n"} {
+		base := t.TempDir()
+		env := Env{Home: base, ProjectDir: filepath.Join(base, "repo"), ParleyHome: filepath.Join(base, "parley")}
+		hooks := filepath.Join(base, "repo", ".git", "hooks")
+		writeHook(t, filepath.Join(hooks, "pre-commit"), before)
+		_, err := InstallGitGuard(env, hooks, "/usr/bin/parley", nil)
+		if !errors.Is(err, ErrNotShell) || !strings.Contains(err.Error(), "CRLF") || !strings.Contains(err.Error(), "dos2unix") {
+			t.Fatalf("install into %q: %v", before, err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(hooks, "pre-commit")); string(got) != before {
+			t.Fatalf("the hook changed: %q", got)
+		}
+		if _, err := os.Stat(filepath.Join(hooks, "pre-merge-commit")); !os.IsNotExist(err) {
+			t.Fatalf("a hook was written: %v", err)
+		}
 	}
 }
 
