@@ -24,8 +24,9 @@ func agentCmd(g *globals) *cobra.Command {
 		Use:   "agent",
 		Short: "Agents on this node: register, list, unregister; mute, kill, revive",
 		Long: `Agent sessions (MCP, or a person at the CLI) register on their user's node under a
-name. Each gets a public card in the DHT (handle, name, role, capabilities), found with
-` + "`parley find`" + `; contacts also see its state and what it works on (` + "`parley who`" + `).
+name. Each gets a public card in the DHT (handle, name, capabilities, client, organisation),
+found with ` + "`parley find`" + `; contacts also see its role, state and what it works on
+(` + "`parley who`" + `). A card never carries the role.
 A registration not renewed by a heartbeat within its TTL is swept.`,
 	}
 	cmd.AddCommand(agentRegisterCmd(g), agentHeartbeatCmd(g), agentListCmd(g), agentUnregisterCmd(g),
@@ -99,7 +100,7 @@ registration outlives this command: it lasts --ttl (1h by default) unless renewe
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&req.Role, "role", "", "what the agent is for, one line (public)")
+	fl.StringVar(&req.Role, "role", "", "what the agent is for, one line (this node and contacts only, never on the public card)")
 	fl.StringVar(&req.WorkingOn, "working-on", "", "what it works on now (contacts only)")
 	fl.StringArrayVar(&req.Capabilities, "cap", nil, "a capability, e.g. go; repeatable (public)")
 	fl.StringVar(&req.Client, "client", "", `the agent's client, e.g. "claude-code" (public)`)
@@ -231,13 +232,13 @@ a query that can match nothing (cap: with no value) is.`,
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "HANDLE\tORG\tAGENT\tROLE\tCAPABILITIES\tCLIENT\tPEER ID")
+					fmt.Fprintln(tw, "HANDLE\tORG\tAGENT\tCAPABILITIES\tCLIENT\tPEER ID")
 					for _, c := range v {
 						org := ""
 						if c.Org != nil {
 							org = c.Org.Name
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(c.Handle)), dash(termtext.Line(org)), termtext.Line(c.Agent), dash(termtext.Line(c.Role)),
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(c.Handle)), dash(termtext.Line(org)), termtext.Line(c.Agent),
 							dash(termtext.Line(strings.Join(c.Capabilities, ","))), dash(termtext.Line(c.Client)), c.PeerID)
 					}
 					tw.Flush()

@@ -138,8 +138,18 @@ func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
 			})
 		}, "A to find C's agent with %q", q)
 	}
-	if out, _, code := run(t, "--home", homeA, "find", "golang"); code != 0 || !strings.Contains(out, "coder") {
+	// A card never carries the role: find has no column for it, and the
+	// help does not call it public.
+	if out, _, code := run(t, "--home", homeA, "find", "golang"); code != 0 || !strings.Contains(out, "coder") || strings.Contains(out, "ROLE") {
 		t.Fatalf("find (human): exit %d: %q", code, out)
+	}
+	for _, args := range [][]string{{"agent", "--help"}, {"agent", "register", "--help"}} {
+		out, _, _ := run(t, args...)
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "role") && strings.Contains(l, "(public)") || strings.Contains(l, "name, role") {
+				t.Fatalf("%v calls the role public: %q", args, l)
+			}
+		}
 	}
 	// Finding nothing is an empty list, not an error.
 	if out, errs, code := run(t, "--home", homeA, "find", "nothing-here", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
