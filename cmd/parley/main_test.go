@@ -174,6 +174,26 @@ func TestCLITwoNodesPeersRestartAndLock(t *testing.T) {
 	if idA.PeerID == "" || len(idA.Addrs) == 0 {
 		t.Fatalf("id: %+v", idA)
 	}
+	// Every key README lists is there, empty when it does not apply: a
+	// script written from README finds relay_addrs with no relay, org with
+	// no organisation.
+	hasKeys := func(what string, raw []byte, keys ...string) {
+		t.Helper()
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("%s: %v: %s", what, err, raw)
+		}
+		for _, k := range keys {
+			if _, ok := m[k]; !ok {
+				t.Fatalf("%s has no %q: %s", what, k, raw)
+			}
+		}
+	}
+	out, _, _ := run(t, "--home", homeA, "--json", "id")
+	hasKeys("id", []byte(out), "peer_id", "handle", "addrs", "relay_addrs", "org")
+	if !strings.Contains(out, `"relay_addrs": []`) {
+		t.Fatalf("id without relays: relay_addrs is not []: %s", out)
+	}
 	nodetest.WaitFor(t, 15*time.Second, func() bool {
 		var peers []struct {
 			PeerID string `json:"peer_id"`
@@ -181,6 +201,12 @@ func TestCLITwoNodesPeersRestartAndLock(t *testing.T) {
 		runJSON(t, &peers, "--home", homeB, "peers")
 		return len(peers) == 1 && peers[0].PeerID == idA.PeerID
 	}, "B to list A in peers")
+	out, _, _ = run(t, "--home", homeB, "--json", "peers")
+	var peers []json.RawMessage
+	if err := json.Unmarshal([]byte(out), &peers); err != nil || len(peers) != 1 {
+		t.Fatalf("peers: %v: %s", err, out)
+	}
+	hasKeys("peers", peers[0], "peer_id", "handle", "name", "addrs", "conn", "relay", "why", "org")
 
 	// A second up on A's home is refused, and A keeps running.
 	_, errs, code := run(t, "--home", homeA, "up", "--no-mdns", "--listen", loopback)

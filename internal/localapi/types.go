@@ -16,10 +16,11 @@ type Info struct {
 	Addrs  []string `json:"addrs"`
 	// RelayAddrs are the node's addresses through the relays it holds a
 	// reservation on (RELAY_ADDR/p2p/RELAY/p2p-circuit/p2p/SELF): the ones
-	// to give others when it is not reachable directly.
-	RelayAddrs []string `json:"relay_addrs,omitempty"`
-	// Org is the node's live membership certificate, shown on its card.
-	Org *Membership `json:"org,omitempty"`
+	// to give others when it is not reachable directly ([] without one).
+	RelayAddrs []string `json:"relay_addrs"`
+	// Org is the node's live membership certificate, shown on its card;
+	// null without one.
+	Org *Membership `json:"org"`
 }
 
 // Status is a summary of the running node.
@@ -81,17 +82,19 @@ type RelayInfo struct {
 // Peer is a connected peer.
 type Peer struct {
 	PeerID string   `json:"peer_id"`
-	Handle string   `json:"handle,omitempty"` // its user's handle, when known
-	Name   string   `json:"name,omitempty"`   // how it shows (handle, or handle~SUFFIX)
+	Handle string   `json:"handle"` // its user's handle, when known ("" when not)
+	Name   string   `json:"name"`   // how it shows (handle, or handle~SUFFIX; "" when not known)
 	Addrs  []string `json:"addrs"`
 	// Conn is "direct" or "relayed" (empty when unknown); Relay names the
 	// relay of a relayed connection and Why says why it is relayed, or how
 	// the direct one came.
-	Conn  string `json:"conn,omitempty"`
-	Relay string `json:"relay,omitempty"`
-	Why   string `json:"why,omitempty"`
-	// Org is the organisation membership its card shows, checked.
-	Org *Membership `json:"org,omitempty"`
+	// Every key is there, empty ("" or null) when it does not apply.
+	Conn  string `json:"conn"`
+	Relay string `json:"relay"`
+	Why   string `json:"why"`
+	// Org is the organisation membership its card shows, checked (null
+	// without one).
+	Org *Membership `json:"org"`
 }
 
 // ConnectRequest asks the node to dial an address.
