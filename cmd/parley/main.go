@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 )
 
 func main() {
@@ -21,7 +23,7 @@ func main() {
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
-		if asJSON, _ := root.PersistentFlags().GetBool("json"); asJSON {
+		if asJSON, _ := root.PersistentFlags().GetBool("json"); asJSON || jsonAsked(os.Args[1:]) {
 			// A script that asked for JSON gets its error as JSON too,
 			// on stderr, with stdout left empty.
 			b, _ := json.Marshal(struct {
@@ -39,3 +41,23 @@ func main() {
 type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// jsonAsked reports whether args ask for --json. An error found before the
+// flags were parsed (an unknown command, a bad flag ahead of --json) leaves
+// the flag unset, but a script that asked for JSON still gets its error as
+// JSON.
+func jsonAsked(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--json" {
+			return true
+		}
+		if v, ok := strings.CutPrefix(a, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			return err == nil && b
+		}
+	}
+	return false
+}

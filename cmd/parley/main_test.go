@@ -361,6 +361,30 @@ func TestCLIJSONErrors(t *testing.T) {
 	if _, errs, code = run(t, "--home", home, "status"); code != 1 || !strings.HasPrefix(errs, "parley: no node is running") {
 		t.Fatalf("status without a node: exit %d, stderr %q", code, errs)
 	}
+	// So does an error found before the command ran: an unknown command, a
+	// bad flag, a wrong number of arguments (each naming what to do).
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--json", "stauts"}, "did you mean status?"},
+		{[]string{"stauts", "--json"}, "did you mean status?"},
+		{[]string{"status", "--bogus", "--json"}, "unknown flag: --bogus"},
+		{[]string{"--json", "room", "sya"}, "did you mean say?"},
+		{[]string{"--json", "room", "say", "x"}, "usage: parley room say ROOM TEXT"},
+	} {
+		out, errs, code := run(t, append([]string{"--home", home}, tc.args...)...)
+		e.Error = ""
+		if code != 1 || out != "" || json.Unmarshal([]byte(errs), &e) != nil || !strings.Contains(e.Error, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q, want {\"error\"} with %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+	// Without --json: one line.
+	for _, args := range [][]string{{"room", "sya"}, {"room", "say"}, {"stauts"}} {
+		if _, errs, code := run(t, append([]string{"--home", home}, args...)...); code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q, want one line", args, code, errs)
+		}
+	}
 }
 
 // A command that groups others fails on a word it does not know, as the

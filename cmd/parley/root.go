@@ -43,6 +43,7 @@ func newRoot() *cobra.Command {
 	)
 	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g), hookCmd(g), runCmd(g), codexCmd(g))
 	refuseUnknownSubcommands(root)
+	usageOnBadArgs(root)
 	explainStops(root, g)
 	return root
 }
@@ -98,21 +99,48 @@ func (e explained) Error() string { return e.msg }
 func (e explained) Unwrap() error { return e.err }
 
 // refuseUnknownSubcommands makes each command that only groups others
-// (room, contact, agent …) fail on a word it does not know, as the root
-// does, instead of printing its help and exiting 0: a script that typed
-// `parley room read X` must see it failed. Alone, such a command prints its
-// help.
+// (the root, room, contact, agent …) fail on a word it does not know,
+// instead of printing its help and exiting 0: a script that typed `parley
+// room read X` must see it failed. The error is one line, with the
+// commands a typo was near (`room sya`: say). Alone, such a command prints
+// its help.
 func refuseUnknownSubcommands(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		refuseUnknownSubcommands(sub)
 	}
-	if c.HasParent() && c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
 		c.Args = cobra.ArbitraryArgs
+		c.SuggestionsMinimumDistance = 2
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
+				if !cmd.HasParent() { // the root's commands are many: its help lists them
+					if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+						return fmt.Errorf("unknown command %q (did you mean %s? `parley --help` lists the commands)", args[0], strings.Join(near, " or "))
+					}
+					return fmt.Errorf("unknown command %q (`parley --help` lists the commands)", args[0])
+				}
+				if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+					return fmt.Errorf("unknown command %q for %q (did you mean %s? its commands: %s)", args[0], cmd.CommandPath(), strings.Join(near, " or "), subcommandNames(cmd))
+				}
 				return fmt.Errorf("unknown command %q for %q (its commands: %s)", args[0], cmd.CommandPath(), subcommandNames(cmd))
 			}
 			return cmd.Help()
+		}
+	}
+}
+
+// usageOnBadArgs makes a command given too few or too many arguments
+// say how it is used ("accepts 2 arg(s), received 0" alone does not).
+func usageOnBadArgs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		usageOnBadArgs(sub)
+	}
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return fmt.Errorf("%w (usage: %s)", err, strings.TrimSuffix(cmd.UseLine(), " [flags]"))
+			}
+			return nil
 		}
 	}
 }
