@@ -238,8 +238,17 @@ func TestFold(t *testing.T) {
 	if h := s.History("parse/lex.go"); len(h) != 4 {
 		t.Fatalf("history of parse/lex.go = %+v", h)
 	}
+	// A release of everything counts in a path's history where it ended
+	// a claim: b@q held parse/lex.go never (its claim lost), docs/** yes.
+	s.Add(release(t, "e6", "b@q", 50000))
+	if h := s.History("parse/lex.go"); len(h) != 4 {
+		t.Fatalf("history of parse/lex.go lists b@q's release of everything: %+v", h)
+	}
+	if h := s.History("docs/a.md"); len(h) != 2 || h[1].ID != "e6" || !reflect.DeepEqual(h[1].Ended, []string{"docs/**"}) {
+		t.Fatalf("history of docs/a.md = %+v", h)
+	}
 	// A folder's history holds the claims on it and under it.
-	for path, want := range map[string]int{"docs": 1, "docs/": 1, "parse": 4, "doc": 0} {
+	for path, want := range map[string]int{"docs": 2, "docs/": 2, "parse": 4, "doc": 0} {
 		if h := s.History(path); len(h) != want {
 			t.Fatalf("history of %s: %d events, want %d: %+v", path, len(h), want, h)
 		}

@@ -75,6 +75,9 @@ type Record struct {
 	Expires int64    `json:"expires,omitempty"` // claim: time + ttl
 	// Lost is set on a claim that lost to an earlier one it overlaps.
 	Lost *Held `json:"lost_to,omitempty"`
+	// Ended is what a release took off the board: the holder's live
+	// claims it named, or all of them for a release of everything.
+	Ended []string `json:"ended,omitempty"`
 	// Bad says why the entry is not folded: a malformed body (for good),
 	// or a date too far past this node's clock (until it gets near).
 	Bad string `json:"bad,omitempty"`
@@ -336,7 +339,11 @@ func (s *State) apply(e *Entry) {
 	case KindRelease:
 		rec.Paths = slices.Clone(e.release.Paths)
 		s.drop(func(h *Held) bool {
-			return h.Holder == e.Holder && (len(rec.Paths) == 0 || slices.Contains(rec.Paths, h.Path))
+			if h.Holder == e.Holder && (len(rec.Paths) == 0 || slices.Contains(rec.Paths, h.Path)) {
+				rec.Ended = append(rec.Ended, h.Path)
+				return true
+			}
+			return false
 		})
 	}
 }
@@ -369,9 +376,10 @@ func (s *State) Conflict(holder string, paths []string, now time.Time) *Held {
 }
 
 // History returns the board's events in fold order; with path set only
-// those with a path overlapping it (a release of everything counts). A
-// path with no glob in it is also a folder: claims under it count too
-// (.worktrees/w4 finds the claims on .worktrees/w4/**).
+// those with a path overlapping it: a release of everything counts when it
+// ended a claim overlapping it (not another agent's, who held nothing
+// there). A path with no glob in it is also a folder: claims under it
+// count too (.worktrees/w4 finds the claims on .worktrees/w4/**).
 func (s *State) History(path string) []Record {
 	s.catchUp()
 	under := ""
@@ -382,8 +390,11 @@ func (s *State) History(path string) []Record {
 	out := []Record{}
 	for _, e := range s.entries {
 		r := s.records[e.ID]
-		if path != "" && !(r.Kind == KindRelease && len(r.Paths) == 0) &&
-			!slices.ContainsFunc(r.Paths, match) {
+		named := r.Paths
+		if r.Kind == KindRelease && len(r.Paths) == 0 {
+			named = r.Ended
+		}
+		if path != "" && !slices.ContainsFunc(named, match) {
 			continue
 		}
 		out = append(out, r)

@@ -218,7 +218,11 @@ func plainFold(t *testing.T, entries []Entry) ([]*Held, map[string]Record, []str
 			}
 			rec.Paths = r.Paths
 			held = slices.DeleteFunc(held, func(h *Held) bool {
-				return h.Holder == e.Holder && (len(r.Paths) == 0 || slices.Contains(r.Paths, h.Path))
+				if h.Holder == e.Holder && (len(r.Paths) == 0 || slices.Contains(r.Paths, h.Path)) {
+					rec.Ended = append(rec.Ended, h.Path)
+					return true
+				}
+				return false
 			})
 		default:
 			rec.Bad = fmt.Sprintf("unknown kind %q", e.Kind)
