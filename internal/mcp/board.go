@@ -201,7 +201,11 @@ func (s *Server) board(ctx context.Context, c *call, in BoardIn) (BoardOut, stri
 				ev.LostTo = e.LostTo.Holder
 			}
 			out.History = append(out.History, ev)
-			fmt.Fprintf(&b, "\n• %s %s %s %s%s", ev.Time, ev.Holder, ev.Kind, strings.Join(ev.Paths, " "), labelled(" — ", ev.Note))
+			paths := strings.Join(ev.Paths, " ")
+			if ev.Kind == "release" && paths == "" {
+				paths = "(all)" // all the holder's claims, as the CLI says
+			}
+			fmt.Fprintf(&b, "\n• %s %s %s %s%s", ev.Time, ev.Holder, ev.Kind, paths, labelled(" — ", ev.Note))
 			if ev.LostTo != "" {
 				fmt.Fprintf(&b, " (lost to %s)", ev.LostTo)
 			}

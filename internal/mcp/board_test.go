@@ -65,9 +65,13 @@ func TestMCPBoard(t *testing.T) {
 		t.Fatalf("beta's pending after the release: %s", text)
 	}
 	call(t, b, "parley_claim", map[string]any{"paths": []string{"api/user.go"}, "note": "fix", "project": key})
-	out, _ = call(t, b, "parley_board", map[string]any{"project": key, "history": true, "path": "api/user.go"})
+	out, text = call(t, b, "parley_board", map[string]any{"project": key, "history": true, "path": "api/user.go"})
 	if h := out["history"].([]any); len(h) != 3 {
 		t.Fatalf("history: %v", out)
+	}
+	// Alpha's release of everything says so (it showed no path at all).
+	if !strings.Contains(text, " release (all)") {
+		t.Fatalf("history's text of a release of everything:\n%s", text)
 	}
 	// Alpha's session ends; its new claim stands, so the board is not
 	// beta's alone and claims are no overhead.
