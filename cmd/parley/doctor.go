@@ -120,7 +120,15 @@ func checkNode(ctx context.Context, home string) []install.Finding {
 	cfgPath := filepath.Join(home, config.FileName)
 	if raw, err := os.ReadFile(cfgPath); err == nil {
 		if _, err := config.Parse(raw); err != nil {
-			add(install.Fail, "%s: %v: the next parley up refuses it; fix that line", cfgPath, err)
+			// Each fault on a line of its own: all of them, so that one
+			// run of doctor shows everything to fix.
+			var errs config.Errors
+			if !errors.As(err, &errs) {
+				errs = config.Errors{err}
+			}
+			for _, e := range errs {
+				add(install.Fail, "%s: %v: the next parley up refuses it; fix that line", cfgPath, e)
+			}
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		add(install.Fail, "cannot read %s: %v", cfgPath, err)

@@ -322,12 +322,16 @@ func TestCLIDoctorNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cfg, append(good, "ui_port = x\n"...), 0o600); err != nil {
+	if err := os.WriteFile(cfg, append(good, "ui_port = x\nwat = 1\n"...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, _, code = u.run(t, "--home", home, "doctor")
 	if code != 1 || !strings.Contains(out, "FAIL node: "+cfg) || !strings.Contains(out, "ui_port must be a port number") {
 		t.Fatalf("doctor with a broken config: exit %d\n%s", code, out)
+	}
+	// Every fault, each on a line of its own (it gave the first only).
+	if !strings.Contains(out, `unknown key "wat"`) || strings.Count(out, "FAIL node: "+cfg) != 2 {
+		t.Fatalf("doctor with two faults in the config:\n%s", out)
 	}
 	if err := os.WriteFile(cfg, good, 0o600); err != nil {
 		t.Fatal(err)

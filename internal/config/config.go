@@ -158,13 +158,15 @@ var singleKeys = map[string]struct{}{
 	"handle": {}, "mdns": {}, "relay_service": {}, "port_map": {}, "reachability": {}, "agent_post_limit": {}, "ui_port": {},
 }
 
-// Parse reads the text of a config file.
+// Parse reads the text of a config file. A file with faults gives them
+// all (Errors), each with its line, so that one read shows what to fix.
 func Parse(raw []byte) (File, error) {
 	f := File{MDNS: true, PortMap: true, RelayService: "off", Reachability: "auto"}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	line := 0
 	var sawListen bool
 	once := map[string]int{} // single-valued keys seen, and their line
+	var errs Errors          // every bad line, not the first only
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
@@ -176,7 +178,8 @@ func Parse(raw []byte) (File, error) {
 		}
 		key, val, ok := strings.Cut(text, "=")
 		if !ok {
-			return File{}, fmt.Errorf("line %d: want \"key = value\", got %q", line, text)
+			errs = append(errs, fmt.Errorf("line %d: want \"key = value\", got %q", line, text))
+			continue
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
 		// handle = "alice", as TOML would have it: a value that is one
@@ -187,7 +190,8 @@ func Parse(raw []byte) (File, error) {
 			val = uq
 		}
 		if once[key] != 0 {
-			return File{}, fmt.Errorf("line %d: %s is set again (first on line %d); keep one of the two", line, key, once[key])
+			errs = append(errs, fmt.Errorf("line %d: %s is set again (first on line %d); keep one of the two", line, key, once[key]))
+			continue
 		}
 		if _, single := singleKeys[key]; single {
 			once[key] = line
@@ -195,18 +199,21 @@ func Parse(raw []byte) (File, error) {
 		switch key {
 		case "handle":
 			if err := CheckHandle(val); err != nil {
-				return File{}, fmt.Errorf("line %d: %w", line, err)
+				errs = append(errs, fmt.Errorf("line %d: %w", line, err))
+				continue
 			}
 			f.Handle = val
 		case "listen":
 			if _, err := ma.NewMultiaddr(val); err != nil {
-				return File{}, fmt.Errorf("line %d: listen %q is not a multiaddr: %v", line, val, err)
+				errs = append(errs, fmt.Errorf("line %d: listen %q is not a multiaddr: %v", line, val, err))
+				continue
 			}
 			sawListen = true
 			f.Listen = append(f.Listen, val)
 		case "bootstrap":
 			if _, err := ma.NewMultiaddr(val); err != nil {
-				return File{}, fmt.Errorf("line %d: bootstrap %q is not a multiaddr: %v", line, val, err)
+				errs = append(errs, fmt.Errorf("line %d: bootstrap %q is not a multiaddr: %v", line, val, err))
+				continue
 			}
 			f.Bootstrap = append(f.Bootstrap, val)
 		case "mdns":
@@ -216,11 +223,13 @@ func Parse(raw []byte) (File, error) {
 			case "false", "off", "no":
 				f.MDNS = false
 			default:
-				return File{}, fmt.Errorf("line %d: mdns must be true or false, got %q", line, val)
+				errs = append(errs, fmt.Errorf("line %d: mdns must be true or false, got %q", line, val))
+				continue
 			}
 		case "relay":
 			if _, err := ma.NewMultiaddr(val); err != nil {
-				return File{}, fmt.Errorf("line %d: relay %q is not a multiaddr: %v", line, val, err)
+				errs = append(errs, fmt.Errorf("line %d: relay %q is not a multiaddr: %v", line, val, err))
+				continue
 			}
 			f.Relays = append(f.Relays, val)
 		case "relay_service":
@@ -228,7 +237,8 @@ func Parse(raw []byte) (File, error) {
 			case "off", "on", "open":
 				f.RelayService = val
 			default:
-				return File{}, fmt.Errorf("line %d: relay_service must be off, on or open, got %q", line, val)
+				errs = append(errs, fmt.Errorf("line %d: relay_service must be off, on or open, got %q", line, val))
+				continue
 			}
 		case "port_map":
 			switch val {
@@ -237,14 +247,16 @@ func Parse(raw []byte) (File, error) {
 			case "false", "off", "no":
 				f.PortMap = false
 			default:
-				return File{}, fmt.Errorf("line %d: port_map must be true or false, got %q", line, val)
+				errs = append(errs, fmt.Errorf("line %d: port_map must be true or false, got %q", line, val))
+				continue
 			}
 		case "reachability":
 			switch val {
 			case "auto", "public", "private":
 				f.Reachability = val
 			default:
-				return File{}, fmt.Errorf("line %d: reachability must be auto, public or private, got %q", line, val)
+				errs = append(errs, fmt.Errorf("line %d: reachability must be auto, public or private, got %q", line, val))
+				continue
 			}
 		case "agent_post_limit":
 			if val == "none" {
@@ -253,27 +265,52 @@ func Parse(raw []byte) (File, error) {
 			}
 			n, err := strconv.Atoi(val)
 			if err != nil || n < 1 || n > 1_000_000 {
-				return File{}, fmt.Errorf("line %d: agent_post_limit must be 1 to 1000000 (posts a minute) or none, got %q", line, val)
+				errs = append(errs, fmt.Errorf("line %d: agent_post_limit must be 1 to 1000000 (posts a minute) or none, got %q", line, val))
+				continue
 			}
 			f.AgentPostLimit = n
 		case "ui_port":
 			p, err := strconv.Atoi(val)
 			if err != nil || p < 0 || p > 65535 {
-				return File{}, fmt.Errorf("line %d: ui_port must be a port number (0 to 65535), got %q", line, val)
+				errs = append(errs, fmt.Errorf("line %d: ui_port must be a port number (0 to 65535), got %q", line, val))
+				continue
 			}
 			f.UIPort = p
 		default:
-			return File{}, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, relay, relay_service, port_map, reachability, ui_port, agent_post_limit)", line, key)
+			errs = append(errs, fmt.Errorf("line %d: unknown key %q (known: handle, listen, bootstrap, mdns, relay, relay_service, port_map, reachability, ui_port, agent_post_limit)", line, key))
+			continue
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return File{}, fmt.Errorf("line %d: %v", line+1, err)
+		errs = append(errs, fmt.Errorf("line %d: %v", line+1, err))
+	}
+	if len(errs) > 0 {
+		return File{}, errs
 	}
 	if !sawListen {
 		f.Listen = append([]string(nil), DefaultListen...)
 	}
 	return f, nil
 }
+
+// Errors are the faults of a config file, in line order.
+type Errors []error
+
+// Error gives them on one line, separated by "; " (the first 10, and how
+// many more: a file that is no config at all has a fault a line).
+func (e Errors) Error() string {
+	var msgs []string
+	for i, err := range e {
+		if i == 10 {
+			msgs = append(msgs, fmt.Sprintf("and %d more", len(e)-i))
+			break
+		}
+		msgs = append(msgs, err.Error())
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e Errors) Unwrap() []error { return e }
 
 // CheckHandle checks a handle: 1 to 64 bytes of printable text on one line,
 // without '#' (it would start a comment in the file).

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,19 @@ func TestParseErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q) = %v, want error containing %q", tc.text, err, tc.want)
 		}
+	}
+	// A file with several faults gives them all, in line order, on one
+	// line (it gave the first, then the next once that was fixed).
+	_, err := Parse([]byte("handle = a\nhandle = b\nmdns = maybe\nwat = 1\nui_port = x\n"))
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) != 4 || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "line 2: handle is set again (first on line 1); keep one of the two; line 3: mdns must be true or false") ||
+		!strings.Contains(err.Error(), `line 4: unknown key "wat"`) || !strings.Contains(err.Error(), "line 5: ui_port must be") {
+		t.Fatalf("several faults: %v", err)
+	}
+	// A file that is no config at all: the first 10, and how many more.
+	if _, err := Parse([]byte(strings.Repeat("garbage\n", 50))); err == nil || !strings.HasSuffix(err.Error(), "; and 40 more") {
+		t.Fatalf("50 faults: %v", err)
 	}
 }
 
