@@ -16,25 +16,32 @@ import (
 func TestCLIDurationFlagsSayWhatTheyWant(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
+	// The unit a hint adds is the flag's: that of its default (--ttl 30
+	// with 30m by default meant 30m, not 30s), one smaller where that
+	// goes far past the default (agent register --ttl 10: 10m, not 10h).
 	for _, tc := range []struct {
 		flag string
 		args []string
+		unit string // the hint's unit for 3 and 1.5
+		ex   string // the example for a value that is no number
+		ten  string // the hint for 10
 	}{
-		{"timeout", []string{"id"}},
-		{"wake-limit", []string{"up"}},
-		{"wait", []string{"inbox"}},
-		{"wait", []string{"room", "ask", "r", "q"}},
-		{"ttl", []string{"agent", "register", "x"}},
-		{"for", []string{"agent", "mute", "x"}},
-		{"ttl", []string{"claim", "p", "--note", "n"}},
-		{"wait", []string{"claim", "p", "--note", "n"}},
-		{"ttl", []string{"worktree", "add", "n"}},
-		{"wait-for", []string{"hook", "claude", "stop"}},
+		{"timeout", []string{"id"}, "s", "30s", "10s"},
+		{"wake-limit", []string{"up"}, "m", "1m", "10s"},
+		{"wait", []string{"inbox"}, "s", "30s", "10s"},
+		{"wait", []string{"room", "ask", "r", "q"}, "s", "30s", "10s"},
+		{"ttl", []string{"agent", "register", "x"}, "h", "1h", "10m"},
+		{"for", []string{"agent", "mute", "x"}, "m", "30m", "10m"},
+		{"ttl", []string{"claim", "p", "--note", "n"}, "m", "30m", "10m"},
+		{"wait", []string{"claim", "p", "--note", "n"}, "s", "30s", "10s"},
+		{"ttl", []string{"worktree", "add", "n"}, "h", "8h", "10h"},
+		{"wait-for", []string{"hook", "claude", "stop"}, "m", "11h59m", "10m"},
 	} {
 		for _, bad := range []struct{ value, want string }{
-			{"3", "a duration needs a unit: --" + tc.flag + " 3s"},
-			{"1.5", "a duration needs a unit: --" + tc.flag + " 1.5s"},
-			{"soon", "not a duration: give a number with a unit, as in --" + tc.flag + " 30s"},
+			{"3", "a duration needs a unit: --" + tc.flag + " 3" + tc.unit + " "},
+			{"1.5", "a duration needs a unit: --" + tc.flag + " 1.5" + tc.unit + " "},
+			{"10", "a duration needs a unit: --" + tc.flag + " " + tc.ten + " "},
+			{"soon", "not a duration: give a number with a unit, as in --" + tc.flag + " " + tc.ex + " "},
 		} {
 			args := append([]string{"--home", home}, tc.args...)
 			args = append(args, "--"+tc.flag, bad.value)

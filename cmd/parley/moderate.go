@@ -42,7 +42,7 @@ not shown them and owe it nothing.`,
 			})
 		},
 	}
-	durationFlag(cmd.Flags(), &d, "for", 0, "how long, e.g. 10m (default: until unmuted)")
+	durationFlagIn(cmd.Flags(), &d, "for", 0, time.Minute, "how long, e.g. 10m (default: until unmuted)")
 	return cmd
 }
 
