@@ -50,7 +50,7 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 			if ttl < 0 || wait < 0 {
 				return errors.New("--ttl and --wait must not be negative")
 			}
-			if cmd.Flags().Changed("ttl") && ttl < time.Second {
+			if cmd.Flags().Changed("ttl") && (ttl < time.Second || ttl > 8*time.Hour) {
 				return fmt.Errorf("--ttl %s: must be from 1s to 8h0m0s (leave it out for 30m)", ttl)
 			}
 			g2 := *g

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -45,16 +46,20 @@ func TestCLIErrorsSayTheirContextOnce(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"agent", "heartbeat", "nosuch"}, "agents: heartbeat: no such agent: "},
-		{[]string{"agent", "unregister", "nosuch"}, "agents: unregister: no such agent: "},
-		{[]string{"agent", "register", "held", "--session", "two"}, "agents: register: name held by another session: "},
-		{[]string{"agent", "register", "Bad Name"}, "agents: register: bad input: "},
+		{[]string{"agent", "heartbeat", "nosuch"}, "parley: no such agent: "},
+		{[]string{"agent", "unregister", "nosuch"}, "parley: no such agent: "},
+		{[]string{"agent", "register", "held", "--session", "two"}, "parley: name held by another session: "},
+		{[]string{"agent", "register", "Bad Name"}, `parley: bad input: agent name "bad name": `},
+		{[]string{"agent", "register", "human"}, "parley: bad input: reserved name: "},
+		{[]string{"agent", "mute", "Bad Name"}, `is not an agent (NAME, or NAME@PEER_ID): agent name "Bad Name": `},
+		{[]string{"find", "cap:"}, `parley: bad input: bad query: "cap:" has no value`},
+		{[]string{"claim", "x", "--note", "n", "--project", "p", "--ttl", "9h"}, "--ttl 9h0m0s: must be from 1s to 8h0m0s"},
 		{[]string{"contact", "approve", "bogus"}, "contacts: approve bogus: no such contact or request: "},
 		{[]string{"contact", "deny", "bogus"}, "contacts: deny bogus: no such contact or request: "},
 		{[]string{"contact", "revoke", "bogus"}, "contacts: revoke bogus: no such contact or request: "},
 		{[]string{"contact", "request", "bogus"}, "contacts: bad input: "},
 		{[]string{"contact", "request", id.PeerID}, "bad input: that is this node's own peer ID"},
-		{[]string{"room", "say", "nosuch", "hi"}, `no room named "nosuch"`},
+		{[]string{"room", "say", "nosuch", "hi"}, "no room named \"nosuch\" on this node (`parley room list` lists the rooms)"},
 		{[]string{"invites", "accept", "nosuch"}, "rooms: unknown room: "},
 		{[]string{"org", "accept", "bogus"}, `"bogus" is not an ORGKEY (`},
 		{[]string{"org", "trust", "bogus", "--key", "k"}, `"bogus" is not an ORGKEY (`},
@@ -72,5 +77,20 @@ func TestCLIErrorsSayTheirContextOnce(t *testing.T) {
 		if r := repeatedContext(errs); r != "" {
 			t.Errorf("%v: %q names %q twice", tc.args, errs, r)
 		}
+		// Nor does it name an internal package, or send a person at the
+		// CLI to an MCP tool.
+		if internalRe.MatchString(errs) || strings.Contains(errs, "parley_") {
+			t.Errorf("%v: %q names an internal package or an MCP tool", tc.args, errs)
+		}
+	}
+	// Outside a git repository, with no --project.
+	cmd := exec.Command(parleyBin, "--home", home, "board")
+	cmd.Dir = t.TempDir()
+	if _, errs, code := runPrepared(t, cmd); code == 0 || !strings.HasPrefix(errs, "parley: not inside a git repository") {
+		t.Errorf("board outside a repository: exit %d, %q", code, errs)
 	}
 }
+
+// internalRe finds a context naming an internal package in an error's
+// text.
+var internalRe = regexp.MustCompile(`(^parley|:) (agents|identity|discovery|gitrepo|board|node|localapi): `)

@@ -12,8 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/parley-mesh/parley/internal/localapi"
 )
 
 func main() {
@@ -28,11 +31,11 @@ func main() {
 			// on stderr, with stdout left empty.
 			b, _ := json.Marshal(struct {
 				Error string `json:"error"`
-			}{err.Error()})
+			}{cliText(err.Error())})
 			fmt.Fprintln(os.Stderr, string(b))
 			os.Exit(1)
 		}
-		fmt.Fprintln(os.Stderr, "parley: "+err.Error())
+		fmt.Fprintln(os.Stderr, "parley: "+cliText(err.Error()))
 		os.Exit(1)
 	}
 }
@@ -41,6 +44,18 @@ func main() {
 type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// mcpHint is a hint in the node's error texts that names an MCP tool
+// beside the command doing the same ("parley_who, or `parley who`, lists
+// …"): the node answers agents and the CLI alike.
+var mcpHint = regexp.MustCompile("parley_[a-z_]+, or (`parley [^`]+`), ")
+
+// cliText is an error's text as a person at the CLI reads it: without
+// internal packages' names (localapi.UserText), and pointing to commands,
+// not to MCP tools.
+func cliText(msg string) string {
+	return mcpHint.ReplaceAllString(localapi.UserText(msg), "$1 ")
+}
 
 // jsonAsked reports whether args ask for --json. An error found before the
 // flags were parsed (an unknown command, a bad flag ahead of --json) leaves

@@ -152,7 +152,7 @@ func (s *Service) Find(ctx context.Context, q string) ([]CardView, error) {
 	start := time.Now()
 	qs := discovery.ParseQuery(q)
 	if len(qs) == 0 {
-		return nil, fmt.Errorf("%w: find: %w", ErrBadInput, discovery.CheckQuery(q))
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, discovery.CheckQuery(q))
 	}
 	res := &found{cards: make(map[cardID]*discovery.Card)}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.FindTimeout)

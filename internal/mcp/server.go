@@ -248,7 +248,7 @@ func (s *Server) errorText(err error) string {
 	var ae *localapi.Error
 	switch {
 	case errors.As(err, &ae):
-		return ae.Message
+		return localapi.UserText(ae.Message)
 	case errors.Is(err, localapi.ErrNoNode) && s.cfg.Home != "":
 		return fmt.Sprintf("the Parley node is not running (start it with `parley --home %s up -d`)", s.cfg.Home)
 	case errors.Is(err, localapi.ErrNoNode):
@@ -256,5 +256,5 @@ func (s *Server) errorText(err error) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "the Parley node did not answer in time"
 	}
-	return err.Error()
+	return localapi.UserText(err.Error())
 }
