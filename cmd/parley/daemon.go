@@ -67,7 +67,7 @@ func startBackground(ctx context.Context, home string, args ...string) (string, 
 			if last == "" {
 				last = "it logged nothing"
 			}
-			return "", fmt.Errorf("the node for %s did not start: %s", home, strings.TrimPrefix(last, "Error: "))
+			return "", fmt.Errorf("the node for %s did not start: %s", home, strings.TrimPrefix(strings.TrimPrefix(last, "Error: "), "parley: "))
 		case <-deadline.C:
 			return "", fmt.Errorf("the node started for %s printed no ready line within %s; see %s", home, readyTimeout, logPath)
 		case <-ctx.Done():

@@ -33,7 +33,8 @@ func TestUpDetached(t *testing.T) {
 	if _, errs, code := run(t, "--home", home, "status"); code != 0 {
 		t.Fatalf("status after up -d: %s", errs)
 	}
-	if _, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code == 0 || !strings.Contains(errs, "did not start") {
+	if _, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code == 0 || !strings.Contains(errs, "did not start") ||
+		strings.Count(errs, "parley:") != 1 || strings.Contains(errs, "node: home") {
 		t.Fatalf("a second up -d on the same home: exit %d, %q", code, errs)
 	}
 
