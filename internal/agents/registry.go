@@ -91,7 +91,7 @@ func (r *registry) register(a *local, now time.Time) (change, error) {
 	old := r.agents[a.Name]
 	if old != nil && old.live(now) {
 		if old.Session != a.Session {
-			return change{}, fmt.Errorf("%w: %q is registered by another session (client %q) until %s without a heartbeat (unregister it, or use another name)",
+			return change{}, fmt.Errorf("%w: %q is registered by another session (client %q), live: it ends at %s unless that session renews it (unregister it, or use another name)",
 				ErrNameTaken, a.Name, old.Client, old.expires().UTC().Format(time.RFC3339))
 		}
 		a.State = old.State
