@@ -97,7 +97,7 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that claims (default $PARLEY_AGENT, else human)")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that claims; $PARLEY_AGENT sets its default")
 	cmd.Flags().StringVar(&key, "project", "", "project key (default: the git repository around the working folder)")
 	cmd.Flags().StringVar(&note, "note", "", "why you work on it, in your own words (required)")
 	durationFlag(cmd.Flags(), &ttl, "ttl", 30*time.Minute, "how long the claim lasts (at most 8h)")
@@ -138,7 +138,7 @@ func releaseCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that releases (default $PARLEY_AGENT, else human)")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that releases; $PARLEY_AGENT sets its default")
 	cmd.Flags().StringVar(&key, "project", "", "project key (default: the git repository around the working folder)")
 	cmd.Flags().BoolVar(&all, "all", false, "release every claim of the agent")
 	return cmd

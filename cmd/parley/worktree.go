@@ -116,7 +116,7 @@ parley claim .worktrees/NAME --note TEXT. parley worktree remove NAME takes it a
 			})
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", defaultAs(), "the agent the worktree is for (default $PARLEY_AGENT, else human)")
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "the agent the worktree is for; $PARLEY_AGENT sets its default")
 	cmd.Flags().StringVar(&note, "note", "", "what the agent does there (default: names the worktree and branch)")
 	cmd.Flags().StringVar(&branch, "branch", "", "the branch to check out (default NAME; made from HEAD if it does not exist)")
 	durationFlag(cmd.Flags(), &ttl, "ttl", 8*time.Hour, "how long the claim on the worktree lasts (at most 8h)")
