@@ -14,10 +14,13 @@ import (
 func invitesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "invites",
-		Short: "Invites from nodes that are not contacts, waiting for your answer",
-		Long: `An invite from a contact opens the room at once. One from another node (a member of a
-room you share, who is not your contact) waits here until you accept or decline it:
-at most 8 from one node and 64 in all, for 14 days. Further ones are refused.`,
+		Short: "Invites that did not open a room at once, waiting for your answer",
+		Long: `An invite from a contact whose certificate grants invites opens the room at once. These
+wait here until you accept or decline them: one from a contact whose certificate does not
+grant invites (made through organisation trust with fewer scopes), one from a contact
+whose invites already opened 100 rooms here, and one from a co-member of a room you share
+who is not your contact (a stock node does not send those: it invites contacts only).
+At most 8 wait from one node and 64 in all, for 14 days; further ones are refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.WaitingInvite, error) { return c.Invites(ctx) },

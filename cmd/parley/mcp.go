@@ -35,7 +35,10 @@ If no node runs for the home, one is started in the background, reachable from
 this machine only (127.0.0.1, no mDNS; its log goes to HOME/node.log), and one
 line on stderr says so and how to stop it. Run ` + "`parley up -d`" + ` first for a node
 other machines can reach. The session key comes from --session, else CLAUDE_CODE_SESSION_ID,
-else CODEX_THREAD_ID; the same key is the same agent, with its cursors.`,
+else CODEX_THREAD_ID; the same key is the same agent, with its cursors. A new key
+takes the default name (client and folder, e.g. claude-code-repo) when no live session
+holds it, and so is that agent again: its rooms, the asks it owes and its unread
+messages belong to the name (its role, capabilities and work start empty).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := g.resolveHome()

@@ -36,7 +36,9 @@ func runCmd(g *globals) *cobra.Command {
 		Use:   "run [--name AGENT] -- COMMAND [ARG...]",
 		Short: "Run a terminal agent in tmux, so that the node can wake it when something is asked of it",
 		Long: `Start a terminal agent (any program that reads a prompt) in tmux as an agent of
-this node. When an ask or an invitation comes for it while it waits at an empty
+this node. If no node runs for the home, one is started in the background first, as
+` + "`parley mcp`" + ` does: reachable from this machine only (127.0.0.1, no mDNS; its log goes to
+HOME/node.log), and one line on stderr says so and how to stop it. When an ask or an invitation comes for it while it waits at an empty
 prompt, the node pastes the text into its pane and presses Enter; it never pastes
 over something a person has started typing.
 

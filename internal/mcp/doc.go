@@ -32,5 +32,9 @@
 // LangGraph-style programs that serve many threads, from a thread_id
 // argument on each call; the node keeps each key's agent name and card
 // (role, capabilities, what it works on), so a session that reconnects is
-// the same agent with the same card and cursors.
+// the same agent with the same card and cursors. A new key takes the
+// default name (DefaultAgentName: client and project folder) when no live
+// session holds it, and so is that agent again: rooms, owed asks and
+// cursors belong to the name, so a new conversation in the same folder
+// carries on from the last one; its card starts empty.
 package mcp
