@@ -46,6 +46,12 @@ const (
 	// does not vet authors before the parents are stored) fills no more.
 	StrangerPendingEvents = 256
 	StrangerPendingBytes  = 2 << 20
+	// PendingReserveEvents and PendingReserveBytes are what a pool holds
+	// whatever its share says: a contact that fills the share with its
+	// own orphans in a few rooms leaves every other room this much to
+	// hold its events that came before their parents.
+	PendingReserveEvents = 256
+	PendingReserveBytes  = 1 << 20
 	// MaxDeps is the largest number of missing dependencies of one pending
 	// event: its parents plus any extra IDs the caller waits for.
 	MaxDeps = 64
@@ -81,8 +87,10 @@ type pendingItem struct {
 }
 
 // PendingShare bounds several Pending pools together (a node's rooms): a
-// pool that would take the total past a bound evicts its own oldest items
-// first, and takes nothing more once it holds none. Safe for concurrent use
+// pool past its reserve (PendingReserveEvents, PendingReserveBytes) that
+// would take the total past a bound evicts its own oldest items first,
+// down to its reserve. The pools hold at most the share's bounds plus each
+// one's reserve. Safe for concurrent use
 // by the pools' owners.
 type PendingShare struct {
 	maxEvents, maxBytes int64
@@ -227,8 +235,8 @@ func (p *Pending) Add(id ID, e *Event, wire []byte, missing []ID) (added bool) {
 // AddFrom is Add for an event whose author the node's policy refused when
 // it came (stranger): such items are held within StrangerPendingEvents and
 // StrangerPendingBytes, the oldest of them evicted first. A pool that is
-// part of a share and would take it past a bound evicts its own oldest
-// items; once it holds none, it pools nothing and reports false.
+// part of a share, past its reserve, and would take the share past a bound
+// evicts its own oldest items down to its reserve.
 func (p *Pending) AddFrom(id ID, e *Event, wire []byte, missing []ID, stranger bool) (added bool) {
 	if _, dup := p.items[id]; dup || len(missing) == 0 {
 		return false
@@ -256,10 +264,14 @@ func (p *Pending) AddFrom(id ID, e *Event, wire []byte, missing []ID, stranger b
 			it = next
 		}
 	}
-	for p.oldest != nil && (len(p.items) >= p.maxEvents || p.bytes+cost > p.maxBytes || p.share.full(cost)) {
+	// Past its reserve a pool holds what the share leaves.
+	shared := func() bool {
+		return (len(p.items)+1 > PendingReserveEvents || p.bytes+cost > PendingReserveBytes) && p.share.full(cost)
+	}
+	for p.oldest != nil && (len(p.items) >= p.maxEvents || p.bytes+cost > p.maxBytes || shared()) {
 		p.remove(p.oldest)
 	}
-	if p.share.full(cost) {
+	if shared() {
 		return false
 	}
 	it := &pendingItem{Item: Item{ID: id, Event: e, Wire: wire}, missing: deps, cost: cost, stranger: stranger}

@@ -430,54 +430,79 @@ func TestPendingRandomDAG(t *testing.T) {
 }
 
 // TestPendingShareBoundsPoolsTogether: pools that share a bound hold no
-// more together than it, each evicting its own oldest items first, and a
-// pool that holds none takes nothing more; a cleared pool gives its part
-// back.
+// more together than it plus each one's reserve: a pool past its reserve
+// evicts its own oldest items, down to the reserve, while the share is
+// full; within its reserve a pool takes events whatever the share says; a
+// cleared pool gives its part back.
 func TestPendingShareBoundsPoolsTogether(t *testing.T) {
-	share := NewPendingShare(50, 1<<30)
-	a, b := NewPending(100, 1<<30), NewPending(100, 1<<30)
+	const bound = 300
+	share := NewPendingShare(bound, 1<<30)
+	a, b := NewPending(10_000, 1<<30), NewPending(10_000, 1<<30)
 	a.Share(share)
 	b.Share(share)
-	for i := range 80 {
+	for i := range 2 * bound {
 		if !a.Add(fakeID(i), dagEvent(2), []byte("w"), []ID{fakeID(-1)}) {
 			t.Fatalf("a: Add %d refused", i)
 		}
 	}
-	if a.Len() != 50 || share.Events() != 50 || !a.Has(fakeID(79)) || a.Has(fakeID(29)) {
-		t.Fatalf("a holds %d, the share %d: want the newest 50", a.Len(), share.Events())
+	if a.Len() != bound || share.Events() != bound || !a.Has(fakeID(2*bound-1)) || a.Has(fakeID(bound-1)) {
+		t.Fatalf("a holds %d, the share %d: want the newest %d", a.Len(), share.Events(), bound)
 	}
-	// b holds nothing: it cannot make room in a, so it takes nothing.
-	if b.Add(fakeID(1000), dagEvent(2), []byte("w"), []ID{fakeID(-1)}) || share.Events() != 50 {
-		t.Fatalf("b took an event past the share (%d)", share.Events())
+	// b takes its reserve though a filled the share, and no more.
+	for i := range 2 * PendingReserveEvents {
+		if !b.Add(fakeID(10_000+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)}) {
+			t.Fatalf("b: Add %d refused", i)
+		}
+	}
+	if b.Len() != PendingReserveEvents || !b.Has(fakeID(10_000+2*PendingReserveEvents-1)) {
+		t.Fatalf("b holds %d, want its reserve of %d (the newest)", b.Len(), PendingReserveEvents)
+	}
+	// a, past its reserve with the share full, goes down to its reserve.
+	for i := range 10 {
+		a.Add(fakeID(20_000+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)})
+	}
+	if a.Len() != PendingReserveEvents || share.Events() > bound+2*PendingReserveEvents {
+		t.Fatalf("a holds %d, the share %d", a.Len(), share.Events())
 	}
 	a.Clear()
+	b.Clear()
 	if share.Events() != 0 || share.Bytes() != 0 || a.Len() != 0 || len(a.waiters) != 0 {
 		t.Fatalf("after Clear: share %d events %d bytes, pool %d", share.Events(), share.Bytes(), a.Len())
 	}
-	for i := range 10 {
-		if !b.Add(fakeID(2000+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)}) {
-			t.Fatalf("b: Add %d refused once a gave its part back", i)
-		}
-	}
-	// Now b, holding some, evicts its own oldest to take more.
-	for i := range 10 {
-		a.Add(fakeID(3000+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)})
-	}
-	for i := range 45 {
-		b.Add(fakeID(4000+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)})
-	}
-	if share.Events() > 50 || a.Len() != 10 || !b.Has(fakeID(4044)) {
-		t.Fatalf("share %d, a %d, b %d", share.Events(), a.Len(), b.Len())
-	}
 	// The byte bound too.
-	share = NewPendingShare(1000, 100<<10)
-	a = NewPending(1000, 1<<30)
+	share = NewPendingShare(10_000, 4<<20)
+	a = NewPending(10_000, 1<<30)
 	a.Share(share)
-	for i := range 100 {
+	for i := range 1000 {
 		a.Add(fakeID(i), dagEvent(2), make([]byte, 10<<10), []ID{fakeID(-1)})
-		if share.Bytes() > 100<<10 || a.Bytes() != share.Bytes() {
+		if share.Bytes() > 4<<20 || a.Bytes() != share.Bytes() {
 			t.Fatalf("share %d bytes, pool %d", share.Bytes(), a.Bytes())
 		}
+	}
+}
+
+// TestPendingShareLeavesAPoolItsReserve: the share is full of pool a's
+// events; pool b, holding a few small events of an honest catch-up, gets
+// a larger one: it takes it within its reserve, evicting nothing. (A
+// review found the first build of the share emptied b and took nothing.)
+func TestPendingShareLeavesAPoolItsReserve(t *testing.T) {
+	share := NewPendingShare(1000, 2*PendingReserveBytes)
+	a, b := NewPending(10_000, 1<<30), NewPending(10_000, 1<<30)
+	a.Share(share)
+	b.Share(share)
+	for i := range 10 {
+		if !b.Add(fakeID(5000+i), dagEvent(2), make([]byte, 1<<10), []ID{fakeID(-2)}) {
+			t.Fatal("b refused a small event")
+		}
+	}
+	for i := range 1000 {
+		a.Add(fakeID(i), dagEvent(2), make([]byte, 10<<10), []ID{fakeID(-1)})
+	}
+	if !share.full(30 << 10) {
+		t.Fatalf("the share is not full (%d bytes): the test no longer tests what it says", share.Bytes())
+	}
+	if !b.Add(fakeID(9999), dagEvent(2), make([]byte, 30<<10), []ID{fakeID(-2)}) || b.Len() != 11 {
+		t.Fatalf("b refused the event or evicted its own (holds %d)", b.Len())
 	}
 }
 

@@ -179,6 +179,22 @@ func (m *Manager) spawn(f func()) {
 	}()
 }
 
+// dropUnopened stops a room that failed to open after it joined its
+// topic. Its reader may have pooled events already: once the room's
+// goroutines end, its pool gives its part of the node's share back. (The
+// caller holds openMu, which a room's goroutine may wait for, so the wait
+// is not made here.)
+func (m *Manager) dropUnopened(r *room) {
+	m.spawnMu.Lock()
+	r.cancel()
+	m.spawnMu.Unlock()
+	m.leaveTopic(r)
+	m.spawn(func() {
+		r.wg.Wait()
+		r.pending.Clear()
+	})
+}
+
 // New builds a Manager; it starts nothing until Start.
 func New(cfg Config) (*Manager, error) {
 	if cfg.Host == nil || cfg.Store == nil || cfg.Key == nil {
@@ -412,16 +428,14 @@ func (m *Manager) openLocked(id identity.RoomID, meta Meta, persist, learn bool,
 	if persist {
 		raw, _ := json.Marshal(meta)
 		if err := m.cfg.Store.Apply([]schema.Op{{Key: schema.RoomIndex(string(id)), Val: raw}}, true); err != nil {
-			r.cancel()
-			m.leaveTopic(r)
+			m.dropUnopened(r)
 			return nil, fmt.Errorf("rooms: open %s: %w", id, err)
 		}
 	}
 	m.mu.Lock()
 	if m.ctx.Err() != nil {
 		m.mu.Unlock()
-		r.cancel()
-		m.leaveTopic(r)
+		m.dropUnopened(r)
 		return nil, ErrClosed
 	}
 	m.rooms[id] = r

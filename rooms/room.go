@@ -163,7 +163,6 @@ type room struct {
 	committed   map[peer.ID]uint64 // the same, as far as it is written to the store
 	forks       uint64             // forks written to the store (events outside committed)
 	headsSnap   []ID
-	headsTurn   atomic.Uint64 // Hellos that carried a part of many heads (helloHeads)
 	listeners   map[int]chan View
 	nextLis     int
 	syncing     map[peer.ID]bool // peers with a sync queued or running

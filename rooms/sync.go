@@ -395,7 +395,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 			h.VV[a] = skipSeq
 		}
 	}
-	h.Heads = helloHeads(r.headsSnap, &r.headsTurn)
+	h.Heads = helloHeads(r.headsSnap)
 	r.mu.RUnlock()
 	if err := WriteFrame(s, h); err != nil {
 		s.Reset()
@@ -534,7 +534,7 @@ func (m *Manager) handleSync(s network.Stream) {
 		s.Reset()
 		return
 	}
-	err = r.serveSync(s, h, upTo)
+	more, err := r.serveSync(s, h, upTo)
 	m.serving.release()
 	if err != nil {
 		m.metrics.syncs.WithLabelValues("responder", "error").Inc()
@@ -546,7 +546,13 @@ func (m *Manager) handleSync(s network.Stream) {
 	}
 	m.metrics.syncs.WithLabelValues("responder", "ok").Inc()
 	if upTo == 0 { // a member pulled
-		m.servedSync(r)
+		// A room this node left is done once the member holds all of
+		// this node's events, the leave last: it had them, or this round
+		// served the node's events to the end (a round is a page: a
+		// member far behind needs more).
+		if own := r.committedVV()[m.self]; h.Covers(m.self) && (h.VV[m.self] >= own || !more) {
+			m.servedSync(r)
+		}
 		if h.From == "" && h.To == "" {
 			// A Hello that lists a part of the authors cannot say that
 			// the requester holds nothing newer than this node.
@@ -556,16 +562,17 @@ func (m *Manager) handleSync(s network.Stream) {
 }
 
 // helloHeads is the heads a Hello carries: all of them, or past MaxHeads
-// the next MaxHeads in turn (turn counts the Hellos that took a part), so
-// that each head, a fork this node alone holds among them, is shown to the
-// peers within len(heads)/MaxHeads rounds; the first MaxHeads in ID order
-// alone would leave a fork past them where it is until its holder posts.
-func helloHeads(heads []ID, turn *atomic.Uint64) []ID {
+// MaxHeads in a row from a place drawn at random, so that each head (a fork
+// this node alone holds among them) is shown to each peer in time; the
+// first MaxHeads in ID order alone left a fork past them where it was until
+// its holder posted. (A turn kept per room could show a peer the same part
+// each time when the room's Hellos go round its peers in step.)
+func helloHeads(heads []ID) []ID {
 	n := len(heads)
 	if n <= MaxHeads {
 		return heads
 	}
-	start := int((turn.Add(1) - 1) * MaxHeads % uint64(n))
+	start := mrand.IntN(n)
 	out := make([]ID, 0, MaxHeads)
 	for i := range MaxHeads {
 		out = append(out, heads[(start+i)%n])
@@ -586,8 +593,14 @@ func (m *Manager) memberOfLeaving(p peer.ID) bool {
 		rs = append(rs, r)
 	}
 	m.leaving.mu.Unlock()
+	// As SharesRoom: not a member admitted through a node this user cut
+	// off, when the policy tells (the contacts service does).
+	var cut func(peer.ID) bool
+	if c, ok := m.cfg.Policy.(interface{ CutOff(peer.ID) bool }); ok {
+		cut = c.CutOff
+	}
 	for _, r := range rs {
-		if r.isMember(p) {
+		if r.isMember(p) && r.vouches(p, cut) {
 			return true
 		}
 	}
@@ -711,7 +724,10 @@ func (c *cursor) load(r *room) (bool, error) {
 // removed from the room gets the events up to its removal (which it then
 // learns of) and none after. Events are served in display order, so what
 // is served under the bound has all its parents there too.
-func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
+//
+// more reports that the requester is to ask again (the page was full, or
+// it may want the parents of wanted events served).
+func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) (more bool, err error) {
 	mine := r.committedVV()
 	limit := servePage(int(h.Limit), len(r.inbox), cap(r.inbox))
 	var hp cursorHeap
@@ -722,7 +738,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 		c := &cursor{author: a, next: h.VV[a] + 1, last: last}
 		ok, err := c.load(r)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if ok {
 			hp = append(hp, c)
@@ -733,7 +749,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 	// lost track of), merged into the same display order.
 	wanted, err := r.wanted(h.Want)
 	if err != nil {
-		return err
+		return false, err
 	}
 	sentWanted := make(map[ID]bool, len(wanted))
 	b := &Batch{}
@@ -761,7 +777,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 			c.next++
 			ok, err := c.load(r)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if ok {
 				heap.Fix(&hp, 0)
@@ -775,7 +791,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 		}
 		if !b.Fits(len(wire)) {
 			if err := WriteFrame(w, b); err != nil {
-				return err
+				return false, err
 			}
 			b = &Batch{}
 		}
@@ -784,13 +800,13 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 	}
 	if len(b.Events) > 0 {
 		if err := WriteFrame(w, b); err != nil {
-			return err
+			return false, err
 		}
 	}
 	// A wanted event may itself wait for parents the requester lacks: it
 	// asks again with what it still misses.
-	more := !capped && (hp.Len() > 0 || len(wanted) > 0 || served > 0)
-	return WriteFrame(w, &Batch{End: true, More: more})
+	more = !capped && (hp.Len() > 0 || len(wanted) > 0 || served > 0)
+	return more, WriteFrame(w, &Batch{End: true, More: more})
 }
 
 // wanted reads the events of ids this node holds, in display order.
