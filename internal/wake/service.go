@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,9 +37,13 @@ type Config struct {
 	// Agents lists the node's live agents. Nil means none (only agents
 	// with routes are watched).
 	Agents func() []string
-	// Heartbeat keeps an agent with a live terminal route registered. Nil
-	// means none.
+	// Heartbeat keeps an agent with a live terminal route registered. It is
+	// called every HeartbeatEvery while the pane lives, whatever the route
+	// is delivering. Nil means none.
 	Heartbeat func(ctx context.Context, agent string) error
+	// HeartbeatEvery is how often a terminal route heartbeats its agent.
+	// Zero means 15 s (`parley run` registers it with a TTL of 60 s).
+	HeartbeatEvery time.Duration
 	// Terminals keeps the terminal routes across restarts (Restore reads
 	// them back). Nil keeps them in memory only.
 	Terminals Store
@@ -48,7 +53,7 @@ type Config struct {
 	// nothing is done.
 	TerminalGone func(ctx context.Context, agent, session string)
 	// PaneCheck is how often a terminal route looks whether its pane still
-	// lives. Zero means 2 s. (The agent is heartbeaten every 15 s.)
+	// lives. Zero means 2 s.
 	PaneCheck time.Duration
 	// Quiet reports an agent the node must not wake (its person muted or
 	// killed it). Nil means none.
@@ -143,6 +148,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.PaneCheck <= 0 {
 		cfg.PaneCheck = 2 * time.Second
+	}
+	if cfg.HeartbeatEvery <= 0 {
+		cfg.HeartbeatEvery = 15 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -539,42 +547,48 @@ func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.T
 	return nil
 }
 
-// heartbeatEvery is how often a terminal route heartbeats its agent
-// (registered by `parley run` with a TTL of 60 s).
-const heartbeatEvery = 15 * time.Second
-
 // terminal runs a terminal route: it pastes what it is handed when the
-// agent is idle, keeps the agent registered while the pane lives, and
-// drops the route when the pane is gone.
+// agent is idle, and, in a goroutine of its own (a paste may wait for the
+// agent up to Config.Limit), keeps the agent registered while the pane
+// lives and drops the route when the pane is gone.
 func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tmux.Terminal, srv tmux.Server) {
-	check := time.NewTicker(s.cfg.PaneCheck)
-	defer check.Stop()
-	lastBeat := time.Now()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var once sync.Once
 	gone := func(why error) {
-		s.log.Info("terminal wake-up route gone", "agent", agent, "pane", r.pane, "err", why)
-		if s.cfg.Terminals != nil {
-			if err := s.cfg.Terminals.DropTerminal(agent, r.pane); err != nil {
-				s.log.Warn("terminal wake-up route not dropped from the store", "agent", agent, "pane", r.pane, "err", err)
-			}
-		}
-		if s.cfg.TerminalGone != nil {
-			s.cfg.TerminalGone(ctx, agent, r.session)
-		}
-		s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping: nothing is left to drop
-			st := s.state(agent)
-			s.remove(st, r)
-			for _, is := range st.items {
-				is.handed = time.Time{} // the next route may try at once
-				if is.pasted {
-					// Pasted into a pane that is gone: the agent may not
-					// have read it, and a new pane of it may take it again.
-					is.pasted = false
-					delete(is.tried, localapi.WakeTerminal)
+		once.Do(func() {
+			defer stop()
+			s.log.Info("terminal wake-up route gone", "agent", agent, "pane", r.pane, "err", why)
+			if s.cfg.Terminals != nil {
+				if err := s.cfg.Terminals.DropTerminal(agent, r.pane); err != nil {
+					s.log.Warn("terminal wake-up route not dropped from the store", "agent", agent, "pane", r.pane, "err", err)
 				}
 			}
-			s.evaluate(ctx, agent)
+			if s.cfg.TerminalGone != nil {
+				s.cfg.TerminalGone(ctx, agent, r.session)
+			}
+			s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping: nothing is left to drop
+				st := s.state(agent)
+				s.remove(st, r)
+				for _, is := range st.items {
+					is.handed = time.Time{} // the next route may try at once
+					if is.pasted {
+						// Pasted into a pane that is gone: the agent may not
+						// have read it, and a new pane of it may take it again.
+						is.pasted = false
+						delete(is.tried, localapi.WakeTerminal)
+					}
+				}
+				s.evaluate(ctx, agent)
+			})
 		})
 	}
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		s.watchTerminal(ctx, agent, r, srv, gone)
+	}()
+	defer func() { <-watched }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -588,6 +602,8 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			err := term.Deliver(dctx, text)
 			cancel()
 			switch {
+			case ctx.Err() != nil:
+				return // the route ended (its pane is gone, or it was replaced)
 			case err == nil:
 				s.log.Debug("wake text pasted", "agent", agent, "pane", r.pane, "items", len(items))
 			case errors.Is(err, tmux.ErrPaneDead), errors.Is(err, tmux.ErrNoPane), errors.Is(err, tmux.ErrNoServer):
@@ -611,24 +627,41 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 				}
 				s.evaluate(ctx, agent)
 			})
+		}
+	}
+}
+
+// watchTerminal looks every Config.PaneCheck, until ctx ends, whether a
+// terminal route's pane still lives: a pane that is gone, or whose program
+// exited, ends the route (gone); else the agent is heartbeaten every
+// Config.HeartbeatEvery.
+func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, srv tmux.Server, gone func(error)) {
+	check := time.NewTicker(s.cfg.PaneCheck)
+	defer check.Stop()
+	lastBeat := time.Now() // registered just now
+	for {
+		select {
+		case <-ctx.Done():
+			return
 		case <-check.C:
-			st, err := srv.Inspect(ctx, r.pane)
-			if err == nil && st.Dead {
-				err = tmux.ErrPaneDead
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				gone(err)
+		}
+		st, err := srv.Inspect(ctx, r.pane)
+		if err == nil && st.Dead {
+			err = tmux.ErrPaneDead
+		}
+		if err != nil {
+			if ctx.Err() != nil {
 				return
 			}
-			if s.cfg.Heartbeat != nil && time.Since(lastBeat) >= heartbeatEvery {
-				lastBeat = time.Now()
-				if err := s.cfg.Heartbeat(ctx, agent); err != nil && ctx.Err() == nil {
-					s.log.Debug("terminal agent heartbeat failed", "agent", agent, "err", err)
-				}
-			}
+			gone(err)
+			return
+		}
+		if s.cfg.Heartbeat == nil || time.Since(lastBeat) < s.cfg.HeartbeatEvery {
+			continue
+		}
+		lastBeat = time.Now()
+		if err := s.cfg.Heartbeat(ctx, agent); err != nil && ctx.Err() == nil {
+			s.log.Debug("terminal agent heartbeat failed", "agent", agent, "err", err)
 		}
 	}
 }

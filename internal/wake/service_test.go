@@ -110,7 +110,9 @@ func (m *memTerminals) Terminals() ([]wake.Saved, error) {
 	return out, nil
 }
 
-func newFixture(t *testing.T, limit time.Duration) *fixture {
+// newFixture starts the fixture; opts may change the service's Config
+// (f.n is set when they run).
+func newFixture(t *testing.T, limit time.Duration, opts ...func(f *fixture, c *wake.Config)) *fixture {
 	t.Helper()
 	net := nodetest.Start(t, 1)
 	n := net.Node(0)
@@ -130,7 +132,7 @@ func newFixture(t *testing.T, limit time.Duration) *fixture {
 	}
 	f := &fixture{t: t, ctx: ctx, n: n, log: &logBuf{}, reg: prometheus.NewRegistry(), room: room.RoomID,
 		terms: &memTerminals{m: map[string]wake.Saved{}}}
-	f.s, err = wake.New(wake.Config{
+	cfg := wake.Config{
 		Inbox:     n.Inbox(),
 		Changes:   n.Rooms().Changes,
 		Agents:    func() []string { return []string{"bot"} },
@@ -142,7 +144,11 @@ func newFixture(t *testing.T, limit time.Duration) *fixture {
 		Terminal:  tmux.Options{Poll: 20 * time.Millisecond},
 		Logger:    slog.New(slog.NewTextHandler(f.log, nil)),
 		Registry:  f.reg,
-	})
+	}
+	for _, o := range opts {
+		o(f, &cfg)
+	}
+	f.s, err = wake.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -682,5 +688,122 @@ func TestForgetTerminalDropsTheRoute(t *testing.T) {
 	}
 	if l := f.log.lines("not taken up again", "unregistered or killed"); len(l) != 1 {
 		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+}
+
+// agent is bot's registration on the fixture's node; ok is false once it
+// is gone (swept, unregistered).
+func (f *fixture) agent() (agents.Info, bool) {
+	for _, a := range f.n.Agents().List() {
+		if a.Name == "bot" {
+			return a, true
+		}
+	}
+	return agents.Info{}, false
+}
+
+// A terminal agent stays registered while its pane lives, also while a
+// paste waits for it (a person's draft at its prompt, or its program busy)
+// longer than its TTL: the heartbeat does not wait for the paste. So what it
+// was not brought in time is told to its human on a live agent (`parley
+// who` marks it NOT REACHED), and later asks to it are taken.
+func TestTerminalAgentStaysWhileAPasteWaits(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	f := newFixture(t, 3*time.Second, func(f *fixture, c *wake.Config) {
+		c.PaneCheck = 50 * time.Millisecond
+		c.HeartbeatEvery = 200 * time.Millisecond
+		c.Heartbeat = func(ctx context.Context, agent string) error {
+			_, err := f.n.Agents().Heartbeat(ctx, agent, agents.HeartbeatRequest{})
+			return err
+		}
+	})
+	// A TTL well under the limit: a heartbeat that waited for the paste
+	// would let the agent be swept.
+	if _, err := f.n.Agents().Register(f.ctx, agents.RegisterRequest{Name: "bot", Session: "s1", TTLSeconds: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ta := f.fakeAgent("60") // a minute's work on each line
+	// Polls until the human is told of n items, failing if the agent is
+	// dropped meanwhile.
+	told := func(n int) {
+		t.Helper()
+		nodetest.WaitFor(t, 20*time.Second, func() bool {
+			if _, ok := f.agent(); !ok {
+				t.Fatalf("the agent was dropped while a paste waited for it\n%s", f.log)
+			}
+			return f.unreached(n)()
+		}, "the human to be told of %d items", n)
+	}
+
+	// Someone types at the prompt: the paste waits past the TTL.
+	ta.keys("-l", "half a thought")
+	f.ask("are you there?")
+	told(1)
+	if l := f.log.lines("wake text not pasted", "someone is typing"); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+	// The draft goes, the program works: a new ask is taken, waits past
+	// the TTL, and is told too.
+	ta.keys("C-u")
+	ta.keys("be busy", "Enter")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { b, _ := os.ReadFile(ta.taken); return string(b) == "be busy\n" }, "the agent to take its line")
+	if _, err := f.n.Inbox().Ask(f.ctx, "human", localapi.AskRequest{Room: f.room, Text: "still there?", To: "bot"}); err != nil {
+		t.Fatalf("an ask to the busy agent: %v", err)
+	}
+	told(2)
+	if l := f.log.lines("wake text not pasted", "busy"); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+	if b, _ := os.ReadFile(ta.taken); string(b) != "be busy\n" {
+		t.Fatalf("pasted over a draft or into a busy program: %q", b)
+	}
+}
+
+// fakeTerm is tmux/testdata/fakeagent.sh in a pane of a tmux server of the
+// test's own, bound as bot's terminal route.
+type fakeTerm struct {
+	t     *testing.T
+	srv   tmux.Server
+	pane  tmux.Pane
+	taken string // the lines it took
+}
+
+// fakeAgent starts the fake agent, working work seconds on each line, and
+// binds it as bot's terminal route once its prompt shows.
+func (f *fixture) fakeAgent(work string) fakeTerm {
+	t := f.t
+	t.Helper()
+	ta := fakeTerm{t: t, srv: tmux.Server{Name: fmt.Sprintf("parley-wake-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"},
+		taken: filepath.Join(t.TempDir(), "taken")}
+	t.Cleanup(func() { ta.srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
+	script, err := filepath.Abs(filepath.Join("tmux", "testdata", "fakeagent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta.pane, err = ta.srv.Start(f.ctx, tmux.StartOptions{Command: []string{script}, Env: []string{"FAKE_LOG=" + ta.taken, "FAKE_WORK=" + work, "INPUTRC=/dev/null"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		sc, err := ta.srv.Capture(f.ctx, ta.pane.ID)
+		return err == nil && sc.CursorLine() == ">"
+	}, "the agent's prompt")
+	if err := f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: ta.pane.Socket, Pane: ta.pane.ID, Prompt: "> ", Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	return ta
+}
+
+// keys types into the pane (tmux send-keys).
+func (ta fakeTerm) keys(keys ...string) {
+	ta.t.Helper()
+	args := append([]string{"-L", ta.srv.Name, "-f", "/dev/null", "send-keys", "-t", ta.pane.ID}, keys...)
+	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
+		ta.t.Fatalf("send-keys: %v %s", err, out)
 	}
 }
