@@ -29,8 +29,12 @@ func (n *Node) startWake() error {
 			}
 			return names
 		},
-		Heartbeat: func(ctx context.Context, agent string) error {
-			_, err := n.agents.Heartbeat(ctx, agent, agents.HeartbeatRequest{})
+		Heartbeat: func(ctx context.Context, agent, state string) error {
+			var req agents.HeartbeatRequest
+			if state != "" {
+				req.State = &state
+			}
+			_, err := n.agents.Heartbeat(ctx, agent, req)
 			return err
 		},
 		Terminals: wake.DB{Store: n.db},

@@ -37,10 +37,12 @@ type Config struct {
 	// Agents lists the node's live agents. Nil means none (only agents
 	// with routes are watched).
 	Agents func() []string
-	// Heartbeat keeps an agent with a live terminal route registered. It is
-	// called every HeartbeatEvery while the pane lives, whatever the route
-	// is delivering. Nil means none.
-	Heartbeat func(ctx context.Context, agent string) error
+	// Heartbeat keeps an agent with a live terminal route registered, and
+	// gives what its screen shows it doing: "busy" or "idle" ("" when that
+	// is not known). It is called every HeartbeatEvery while the pane
+	// lives, whatever the route is delivering, and at once when the state
+	// changes. Nil means none.
+	Heartbeat func(ctx context.Context, agent, state string) error
 	// HeartbeatEvery is how often a terminal route heartbeats its agent.
 	// Zero means 15 s (`parley run` registers it with a TTL of 60 s).
 	HeartbeatEvery time.Duration
@@ -52,8 +54,8 @@ type Config struct {
 	// with, so that the agent it kept registered is let go. Nil means
 	// nothing is done.
 	TerminalGone func(ctx context.Context, agent, session string)
-	// PaneCheck is how often a terminal route looks whether its pane still
-	// lives. Zero means 2 s.
+	// PaneCheck is how often a terminal route looks at its pane: whether it
+	// still lives, and what its program is doing. Zero means 2 s.
 	PaneCheck time.Duration
 	// Quiet reports an agent the node must not wake (its person muted or
 	// killed it). Nil means none.
@@ -530,7 +532,7 @@ func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.T
 		rctx, cancel := context.WithCancel(ctx)
 		r.cancel = cancel
 		sst.routes = append(sst.routes, r)
-		go s.terminal(rctx, agent, r, term, srv)
+		go s.terminal(rctx, agent, r, term)
 		s.log.Info("terminal wake-up route", "agent", agent, "pane", req.Pane, "socket", req.Socket)
 		s.evaluate(ctx, agent)
 	})
@@ -550,8 +552,9 @@ func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.T
 // terminal runs a terminal route: it pastes what it is handed when the
 // agent is idle, and, in a goroutine of its own (a paste may wait for the
 // agent up to Config.Limit), keeps the agent registered while the pane
-// lives and drops the route when the pane is gone.
-func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tmux.Terminal, srv tmux.Server) {
+// lives, with the state its screen shows, and drops the route when the
+// pane is gone.
+func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tmux.Terminal) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var once sync.Once
@@ -586,7 +589,7 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		s.watchTerminal(ctx, agent, r, srv, gone)
+		s.watchTerminal(ctx, agent, r, term, gone)
 	}()
 	defer func() { <-watched }()
 	for {
@@ -631,22 +634,27 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 	}
 }
 
-// watchTerminal looks every Config.PaneCheck, until ctx ends, whether a
-// terminal route's pane still lives: a pane that is gone, or whose program
-// exited, ends the route (gone); else the agent is heartbeaten every
-// Config.HeartbeatEvery.
-func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, srv tmux.Server, gone func(error)) {
+// watchTerminal looks at a terminal route's pane every Config.PaneCheck
+// until ctx ends: a pane that is gone, or whose program exited, ends the
+// route (gone); else the agent is heartbeaten every Config.HeartbeatEvery,
+// and at once when what the screen shows changes. The state is "busy"
+// while the screen changes or a person's draft is at the prompt, "idle" at
+// the empty prompt; it counts once two looks in a row agree (a look in
+// copy mode tells nothing), so that one look at a moment of change does
+// not flip it.
+func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, term *tmux.Terminal, gone func(error)) {
 	check := time.NewTicker(s.cfg.PaneCheck)
 	defer check.Stop()
 	lastBeat := time.Now() // registered just now
+	var seen, sent string  // the state the last look showed, and the one last sent
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-check.C:
 		}
-		st, err := srv.Inspect(ctx, r.pane)
-		if err == nil && st.Dead {
+		a, _, err := term.Look(ctx)
+		if err == nil && a == tmux.Dead {
 			err = tmux.ErrPaneDead
 		}
 		if err != nil {
@@ -656,12 +664,32 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, srv
 			gone(err)
 			return
 		}
-		if s.cfg.Heartbeat == nil || time.Since(lastBeat) < s.cfg.HeartbeatEvery {
+		now := ""
+		switch a {
+		case tmux.Idle:
+			now = "idle"
+		case tmux.Busy, tmux.Draft:
+			now = "busy"
+		}
+		state := ""
+		if now != "" && now == seen && now != sent {
+			state = now
+		}
+		if now != "" {
+			seen = now
+		}
+		if s.cfg.Heartbeat == nil || (state == "" && time.Since(lastBeat) < s.cfg.HeartbeatEvery) {
 			continue
 		}
 		lastBeat = time.Now()
-		if err := s.cfg.Heartbeat(ctx, agent); err != nil && ctx.Err() == nil {
-			s.log.Debug("terminal agent heartbeat failed", "agent", agent, "err", err)
+		if err := s.cfg.Heartbeat(ctx, agent, state); err != nil {
+			if ctx.Err() == nil {
+				s.log.Debug("terminal agent heartbeat failed", "agent", agent, "err", err)
+			}
+			continue
+		}
+		if state != "" {
+			sent = state
 		}
 	}
 }

@@ -714,14 +714,7 @@ func TestTerminalAgentStaysWhileAPasteWaits(t *testing.T) {
 		}
 		t.Skip("tmux is not installed")
 	}
-	f := newFixture(t, 3*time.Second, func(f *fixture, c *wake.Config) {
-		c.PaneCheck = 50 * time.Millisecond
-		c.HeartbeatEvery = 200 * time.Millisecond
-		c.Heartbeat = func(ctx context.Context, agent string) error {
-			_, err := f.n.Agents().Heartbeat(ctx, agent, agents.HeartbeatRequest{})
-			return err
-		}
-	})
+	f := newFixture(t, 3*time.Second, heartbeaten)
 	// A TTL well under the limit: a heartbeat that waited for the paste
 	// would let the agent be swept.
 	if _, err := f.n.Agents().Register(f.ctx, agents.RegisterRequest{Name: "bot", Session: "s1", TTLSeconds: 1}); err != nil {
@@ -761,6 +754,46 @@ func TestTerminalAgentStaysWhileAPasteWaits(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(ta.taken); string(b) != "be busy\n" {
 		t.Fatalf("pasted over a draft or into a busy program: %q", b)
+	}
+}
+
+// A terminal agent's registration shows what its screen shows, as `parley
+// who` and `agent list` give it: busy while its program works or a person
+// types at its prompt, idle back at its empty prompt.
+func TestTerminalAgentStateFromItsScreen(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	f := newFixture(t, time.Hour, heartbeaten)
+	ta := f.fakeAgent("2")
+	state := func(want string) func() bool {
+		return func() bool { a, ok := f.agent(); return ok && a.State == want }
+	}
+	ta.keys("-l", "half a thought")
+	nodetest.WaitFor(t, 10*time.Second, state("busy"), "the agent to show busy with a draft at its prompt")
+	ta.keys("C-u")
+	nodetest.WaitFor(t, 10*time.Second, state("idle"), "the agent to show idle at its empty prompt")
+	ta.keys("be busy", "Enter")
+	nodetest.WaitFor(t, 10*time.Second, state("busy"), "the agent to show busy while it works")
+	// Its two seconds of work done, it is back at its prompt.
+	nodetest.WaitFor(t, 10*time.Second, state("idle"), "the agent to show idle once its work is done")
+}
+
+// heartbeaten has the service heartbeat bot on the fixture's node (as the
+// node does), looking at its pane every 50 ms and beating every 200 ms.
+func heartbeaten(f *fixture, c *wake.Config) {
+	c.PaneCheck = 50 * time.Millisecond
+	c.HeartbeatEvery = 200 * time.Millisecond
+	c.Heartbeat = func(ctx context.Context, agent, state string) error {
+		var req agents.HeartbeatRequest
+		if state != "" {
+			req.State = &state
+		}
+		_, err := f.n.Agents().Heartbeat(ctx, agent, req)
+		return err
 	}
 }
 
