@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -128,8 +129,8 @@ func ensureNode(ctx context.Context, c *localapi.Client, w io.Writer, home strin
 	}
 	ready, err := startBackground(ctx, home, "--loopback")
 	if err != nil {
-		if _, err2 := c.ID(ctx); err2 == nil {
-			return nil // another parley mcp started one first
+		if waitOtherNode(ctx, c, home) {
+			return nil // another process started one first
 		}
 		return err
 	}
@@ -140,4 +141,32 @@ func ensureNode(ctx context.Context, c *localapi.Client, w io.Writer, home strin
 	fmt.Fprintf(w, "parley: started a node for %s, reachable from this machine only (%s; no mDNS; log %s); stop it with `parley --home %s down`\n",
 		home, addrs, filepath.Join(home, node.LogFileName), home)
 	return nil
+}
+
+// waitOtherNode waits, up to readyTimeout, for a node that another process
+// started for home to answer (several sessions starting at once: one node
+// takes the home's lock and opens its socket a moment later, and the others'
+// starts are refused). It reports whether one answers; it gives up at once
+// when no node holds the home's lock.
+func waitOtherNode(ctx context.Context, c *localapi.Client, home string) bool {
+	deadline := time.NewTimer(readyTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := c.ID(ctx); err == nil {
+			return true
+		}
+		if held, _, err := node.HomeLockHolder(home); err != nil || !held {
+			_, err := c.ID(ctx) // it may have opened its socket meanwhile
+			return err == nil
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+	}
 }

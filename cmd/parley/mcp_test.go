@@ -323,3 +323,50 @@ func TestMCPStartsANode(t *testing.T) {
 		t.Fatalf("node log: %v", err)
 	}
 }
+
+// Several `parley mcp` started at once on a home with no node (the sessions
+// a person opens after a reboot, a client starting its servers in
+// parallel): one starts the node, the others wait for it and use it (they
+// failed with "home is in use by a running node": its socket was not open
+// yet when they looked).
+func TestMCPStartedAtOnceShareOneNode(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	const n = 4
+	type result struct {
+		cs     *sdk.ClientSession
+		err    error
+		stderr *syncBuffer
+	}
+	results := make(chan result, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for i := range n {
+		go func() {
+			session := fmt.Sprintf("race%d", i)
+			cmd := exec.Command(parleyBin, "--home", home, "mcp", "--session", session, "--client", "test", "--project", "/src/"+session)
+			stderr := &syncBuffer{}
+			cmd.Stderr = stderr
+			c := sdk.NewClient(&sdk.Implementation{Name: "parley-test", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+			results <- result{cs, err, stderr}
+		}()
+	}
+	started := 0
+	for range n {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("a parley mcp started beside others failed: %v\nstderr: %s", r.err, r.stderr)
+			continue
+		}
+		t.Cleanup(func() { r.cs.Close() })
+		if res := callTool(t, r.cs, "parley_who", map[string]any{}); res.Err {
+			t.Errorf("parley_who: %s", res.Text)
+		}
+		started += strings.Count(r.stderr.String(), "started a node")
+	}
+	if started != 1 {
+		t.Errorf("%d of the parley mcp said they started a node, want 1", started)
+	}
+}
