@@ -113,3 +113,54 @@ func TestDownWaitsForTheHome(t *testing.T) {
 		}
 	}
 }
+
+// An up refused because a node runs on the home changes nothing: the
+// handle it gave is not saved (it was, and the next start took it while
+// the running node announced the old one). An up that starts saves it,
+// in the background as in the foreground.
+func TestRefusedUpKeepsTheHandle(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	if out, errs, code := run(t, "--home", home, "up", "-d", "--loopback", "--handle", "Alice Smith"); code != 0 {
+		t.Fatalf("up -d: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	before, err := os.ReadFile(filepath.Join(home, "config"))
+	if err != nil || !strings.Contains(string(before), "\nhandle = Alice Smith\n") {
+		t.Fatalf("--handle not saved in the config (%v):\n%s", err, before)
+	}
+	for _, args := range [][]string{{"up", "-d", "--loopback", "--handle", "ALICE"}, {"up", "--loopback", "--handle", "ALICE"}} {
+		if _, errs, code := run(t, append([]string{"--home", home}, args...)...); code == 0 || !strings.Contains(errs, "home is in use") {
+			t.Fatalf("%v on a home in use: exit %d, %q", args, code, errs)
+		}
+		if after, err := os.ReadFile(filepath.Join(home, "config")); err != nil || string(after) != string(before) {
+			t.Fatalf("%v, refused, changed the config (%v):\n%s", args, err, after)
+		}
+	}
+	if _, errs, code := run(t, "--home", home, "down"); code != 0 {
+		t.Fatal(errs)
+	}
+	if out, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code != 0 || !strings.Contains(out, `handle="Alice Smith"`) {
+		t.Fatalf("up -d after the refused ones: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, errs, code := run(t, "--home", home, "down"); code != 0 {
+		t.Fatal(errs)
+	}
+	// A new handle given to an up that starts is saved.
+	if out, errs, code := run(t, "--home", home, "up", "-d", "--loopback", "--handle", "bob"); code != 0 || !strings.Contains(out, `handle="bob"`) {
+		t.Fatalf("up -d --handle bob: exit %d\n%s\n%s", code, out, errs)
+	}
+	if cfg, err := os.ReadFile(filepath.Join(home, "config")); err != nil || !strings.Contains(string(cfg), "\nhandle = bob\n") {
+		t.Fatalf("--handle of an up that started not saved (%v):\n%s", err, cfg)
+	}
+	if _, errs, code := run(t, "--home", home, "down"); code != 0 {
+		t.Fatal(errs)
+	}
+	d := up(t, home, "--loopback", "--handle", "carol")
+	if !strings.Contains(d.ready, `handle="carol"`) {
+		t.Fatalf("up --handle carol: %s", d.ready)
+	}
+	if cfg, err := os.ReadFile(filepath.Join(home, "config")); err != nil || !strings.Contains(string(cfg), "\nhandle = carol\n") {
+		t.Fatalf("--handle of a foreground up not saved (%v):\n%s", err, cfg)
+	}
+}

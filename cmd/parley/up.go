@@ -62,8 +62,9 @@ lost, it stops with one line saying what is wrong; then choose:
 Below --min-free-disk of free space the node refuses writes (saying so) and
 keeps serving reads; writes resume once space is freed.
 
---handle sets your display name and saves it in HOME/config (on first use the
-handle is your OS user name). With -d the node runs in the background: its
+--handle sets your display name and saves it in HOME/config once the node has
+started (an up that is refused changes nothing; on first use the handle is
+your OS user name). With -d the node runs in the background: its
 output goes to HOME/node.log and up returns after the ready line. --loopback
 listens on 127.0.0.1 only (on its last start's ports when they are free, else on
 ports the system chooses) without mDNS, as the
@@ -101,12 +102,12 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.handle != "" && f.handle != file.Handle {
+	// A new handle is saved once the node holds the home (below, or in the
+	// background node): an up that is refused changes nothing.
+	newHandle := f.handle != "" && f.handle != file.Handle
+	if newHandle {
 		if err := config.CheckHandle(f.handle); err != nil {
 			return fmt.Errorf("--handle %q: %v", f.handle, err)
-		}
-		if err := config.SetHandle(home, f.handle); err != nil {
-			return err
 		}
 		file.Handle = f.handle
 	}
@@ -198,6 +199,12 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	}
 	if err != nil {
 		return err
+	}
+	if newHandle {
+		if err := config.SetHandle(home, f.handle); err != nil {
+			n.Close()
+			return err
+		}
 	}
 	addrs := n.Addrs()
 	if f.loopback {
@@ -340,9 +347,12 @@ func saveLoopbackPorts(home string, addrs []ma.Multiaddr) error {
 }
 
 // childArgs are the flags of a background `up`: the same as this one's,
-// without -d (the handle is in the config by now).
+// without -d.
 func (f *upFlags) childArgs() []string {
 	var a []string
+	if f.handle != "" {
+		a = append(a, "--handle", f.handle)
+	}
 	for _, l := range f.listen {
 		a = append(a, "--listen", l)
 	}
