@@ -54,16 +54,31 @@ func startBackground(ctx context.Context, home string, args ...string) (string, 
 	defer deadline.Stop()
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
+	// The log is shared: a node another process started for the home at the
+	// same moment writes its ready line there too. The line is this node's
+	// only when this node holds the home's lock (a node takes it, and
+	// writes its pid in the lock file, before it is ready).
+	ours := func() bool {
+		held, pid, err := node.HomeLockHolder(home)
+		return err == nil && held && pid == cmd.Process.Pid
+	}
 	for {
-		if l, _ := logLines(logPath, from, "parley ready "); l != "" {
+		if _, l, _ := logLines(logPath, from, "parley ready "); l != "" && ours() {
 			return l, nil
 		}
 		select {
 		case err := <-exited:
-			if l, _ := logLines(logPath, from, "parley ready "); l != "" {
-				return "", fmt.Errorf("the node started for %s stopped at once (%v); see %s", home, err, logPath)
+			if l, _, _ := logLines(logPath, from, "parley ready "); l != "" {
+				if held, pid, _ := node.HomeLockHolder(home); !held || pid == cmd.Process.Pid {
+					return "", fmt.Errorf("the node started for %s stopped at once (%v); see %s", home, err, logPath)
+				}
 			}
-			_, last := logLines(logPath, from, "")
+			// Its own error is the last line it wrote as an error ("parley:
+			// …"), whatever another node wrote after it.
+			_, last, tail := logLines(logPath, from, "parley: ")
+			if last == "" {
+				last = tail
+			}
 			if last == "" {
 				last = "it logged nothing"
 			}
@@ -77,16 +92,16 @@ func startBackground(ctx context.Context, home string, args ...string) (string, 
 	}
 }
 
-// logLines reads the log from offset from and returns the first line that
-// starts with prefix (none if prefix is empty) and the last non-empty line.
-func logLines(path string, from int64, prefix string) (match, last string) {
+// logLines reads the log from offset from and returns the first and the
+// last line that start with prefix, and the last non-empty line.
+func logLines(path string, from int64, prefix string) (first, lastMatch, last string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", ""
+		return "", "", ""
 	}
 	defer f.Close()
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		return "", ""
+		return "", "", ""
 	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
@@ -96,11 +111,14 @@ func logLines(path string, from int64, prefix string) (match, last string) {
 			continue
 		}
 		last = l
-		if prefix != "" && match == "" && strings.HasPrefix(l, prefix) {
-			match = l
+		if strings.HasPrefix(l, prefix) {
+			if first == "" {
+				first = l
+			}
+			lastMatch = l
 		}
 	}
-	return match, last
+	return first, lastMatch, last
 }
 
 // readyAddrs finds the addresses in a ready line.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,5 +163,45 @@ func TestRefusedUpKeepsTheHandle(t *testing.T) {
 	}
 	if cfg, err := os.ReadFile(filepath.Join(home, "config")); err != nil || !strings.Contains(string(cfg), "\nhandle = carol\n") {
 		t.Fatalf("--handle of a foreground up not saved (%v):\n%s", err, cfg)
+	}
+}
+
+// The node log is shared by every node started for the home: a background
+// start takes a ready line there for its own only when its node holds the
+// home. Here another node writes ready lines while `up -d` is refused (as
+// when several sessions start a node at once): up -d fails saying why,
+// instead of printing the other's line as its own.
+func TestUpDetachedTellsItsNodeFromAnothers(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	if out, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code != 0 {
+		t.Fatalf("up -d: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		f, err := os.OpenFile(filepath.Join(home, node.LogFileName), os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			fmt.Fprintf(f, "parley ready peer_id=other handle=\"other\" addrs=/ip4/127.0.0.1/tcp/1 home=%s startup_ms=1\n", home)
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	out, errs, code := run(t, "--home", home, "up", "-d", "--loopback")
+	close(stop)
+	<-stopped
+	if code == 0 || out != "" || !strings.Contains(errs, "did not start") || !strings.Contains(errs, "home is in use") {
+		t.Fatalf("up -d on a home in use while another node logs its ready line: exit %d\nstdout %q\nstderr %q", code, out, errs)
 	}
 }
