@@ -705,12 +705,15 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 	}
 	if rec == nil {
 		if other := recordElsewhere(env, client, scope, ts); other != "" {
-			flag := ""
+			// A command to paste: the home quoted, and for a project its
+			// folder, since the record is the project's, not the working
+			// folder's wherever it is pasted.
+			run := "parley --home " + shellQuote(other) + " uninstall " + string(client)
 			if scope == Project {
-				flag = " --project"
+				run += " --project --dir " + shellQuote(env.ProjectDir)
 			}
-			return nil, fmt.Errorf("%w: Parley's entries for %s name the home %s, which holds the record of the install, and this home (%s) holds none; run `parley --home %s uninstall %s%s`, which puts the files back as they were (from here, a file Parley created would stay behind, and that record would still say installed); nothing was changed",
-				ErrOtherHome, client, other, env.ParleyHome, other, client, flag)
+			return nil, fmt.Errorf("%w: Parley's entries for %s name the home %s, which holds the record of the install, and this home (%s) holds none; run `%s`, which puts the files back as they were (from here, a file Parley created would stay behind, and that record would still say installed); nothing was changed",
+				ErrOtherHome, client, other, env.ParleyHome, run)
 		}
 	}
 	p := &Plan{Client: client, Scope: scope, Uninstall: true, env: env, recPath: recPath}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -1463,6 +1464,56 @@ func TestUninstallWithAnotherHomeNamesTheInstallsHome(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// pastedCommand returns the words of the command an error says to run
+// (between "run `" and "`"), as a shell splits them.
+func pastedCommand(t *testing.T, err error) []string {
+	t.Helper()
+	_, after, ok := strings.Cut(err.Error(), "run `")
+	cmd, _, ok2 := strings.Cut(after, "`")
+	if !ok || !ok2 {
+		t.Fatalf("no command to run in: %v", err)
+	}
+	return splitCommand(cmd)
+}
+
+// The uninstall an ErrOtherHome refusal of a project's uninstall names
+// acts on that project (--dir), not on whatever folder it is pasted in.
+func TestOtherHomeRefusalNamesTheProjectFolder(t *testing.T) {
+	env := testEnv(t)
+	env.ParleyHome = filepath.Join(env.Home, ".parley") // the default home: project entries name none
+	mustInstall(t, env, opts(Gemini, Project))
+	other := env
+	other.ParleyHome = filepath.Join(t.TempDir(), "other")
+	_, err := Uninstall(other, Gemini, Project)
+	if !errors.Is(err, ErrOtherHome) {
+		t.Fatalf("%v", err)
+	}
+	want := []string{"parley", "--home", env.ParleyHome, "uninstall", "gemini", "--project", "--dir", env.ProjectDir}
+	if got := pastedCommand(t, err); !slices.Equal(got, want) {
+		t.Errorf("the command given is %q, want %q: %v", got, want, err)
+	}
+}
+
+// The home in the command an ErrOtherHome refusal names is shell-quoted:
+// pasted, it names that home, whatever its characters.
+func TestOtherHomeRefusalQuotesTheHome(t *testing.T) {
+	env := testEnv(t)
+	env.ParleyHome = filepath.Join(env.Home, "it's my home; $x")
+	o := opts(Gemini, User)
+	o.Args = []string{"--home", env.ParleyHome}
+	mustInstall(t, env, o)
+	other := env
+	other.ParleyHome = filepath.Join(t.TempDir(), "other")
+	_, err := Uninstall(other, Gemini, User)
+	if !errors.Is(err, ErrOtherHome) {
+		t.Fatalf("%v", err)
+	}
+	want := []string{"parley", "--home", env.ParleyHome, "uninstall", "gemini"}
+	if got := pastedCommand(t, err); !slices.Equal(got, want) {
+		t.Errorf("the command given is %q, want %q: %v", got, want, err)
 	}
 }
 
