@@ -155,26 +155,34 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 		again += " --project"
 	}
 	// What to do about an entry or a file that is not there: install again,
-	// unless the record names files this check does not look at. Then the
-	// install was likely made with another CODEX_HOME (or the like), and
-	// installing again would make a second one here.
+	// unless the record names only files this check does not look at. Then
+	// the install was likely made with another CODEX_HOME (or the like), and
+	// installing again would make a second one here. When the record names
+	// files here too, the install covered them, and installing again is the
+	// repair.
 	fix := fmt.Sprintf("run `%s` again", again)
+	addHooks := fmt.Sprintf("run `%s` again to add them", again)
 	var elsewhere []string
+	here := false
 	if rec != nil {
 		for _, f := range rec.Files {
-			if !slices.ContainsFunc(ts, func(t target) bool { return t.path == f.Path }) {
+			if slices.ContainsFunc(ts, func(t target) bool { return t.path == f.Path }) {
+				here = true
+			} else {
 				elsewhere = append(elsewhere, f.Path)
 			}
 		}
 	}
-	if len(elsewhere) > 0 {
+	onlyElsewhere := len(elsewhere) > 0 && !here
+	if onlyElsewhere {
 		fix = fmt.Sprintf("the record of Parley's install names %s, which this check did not look at: was the install made with another %s? Run `parley doctor` with it set as the install had it (`%s` here would make a second install)",
 			strings.Join(elsewhere, ", "), configEnvVar(client), again)
+		addHooks = fmt.Sprintf("to add them, install again with %s set as the install had it (the record names %s)", configEnvVar(client), strings.Join(elsewhere, ", "))
 	}
 	usedFix := false
 	fixed := func(format string, a ...any) string {
 		msg := fmt.Sprintf(format, a...) + ": " + fix
-		if usedFix && len(elsewhere) > 0 {
+		if usedFix && onlyElsewhere {
 			msg = fmt.Sprintf(format, a...) + ": see above (another " + configEnvVar(client) + "?)"
 		}
 		usedFix = true
@@ -259,9 +267,9 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 		}
 	}
 	if len(missing) > 0 {
-		add(Warn, "", "this parley also has the hook(s) %s for %s: run `%s` again to add them", strings.Join(missing, ", "), client, again)
+		add(Warn, "", "this parley also has the hook(s) %s for %s: %s", strings.Join(missing, ", "), client, addHooks)
 	}
-	if len(elsewhere) > 0 && !usedFix {
+	if len(elsewhere) > 0 && !(onlyElsewhere && usedFix) {
 		add(Note, "", "the record of Parley's install also names %s, which this check did not look at (an install made with another %s?)", strings.Join(elsewhere, ", "), configEnvVar(client))
 	}
 	findings = append(findings, extraSteps(env, client, scope, wantHooks, states[0].decoded)...)

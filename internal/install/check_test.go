@@ -282,3 +282,59 @@ func TestCheckAnInstallMadeWithAnotherConfigDir(t *testing.T) {
 		t.Errorf("installed in both: %v", fs)
 	}
 }
+
+// Installed with another CODEX_HOME and with the default one (one record
+// names both), then Parley's table goes from the default file: the record
+// names that file, so installing again is the repair, and doctor says so
+// (not that it would make a second install); the other file is named.
+func TestCheckAdvisesInstallingAgainWhenTheRecordNamesThisFileToo(t *testing.T) {
+	env := testEnv(t)
+	other := env
+	other.CodexHome = filepath.Join(env.Home, "cx")
+	o := opts(Codex, User)
+	o.Command = fakeBinary(t)
+	mustInstall(t, other, o)
+	mustInstall(t, env, o)
+	p := filepath.Join(env.Home, ".codex", "config.toml")
+	b := string(mustRead(t, p))
+	if err := os.WriteFile(p, []byte(b[:strings.Index(b, "[mcp_servers.parley]")]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, fs := Check(env, Codex, User, HookEvents[Codex])
+	for _, f := range fs {
+		if strings.Contains(f.Msg, "would make a second install") || f.Level == Fail && strings.Contains(f.Msg, "another CODEX_HOME") {
+			t.Errorf("the record names %s too, yet doctor says installing here makes a second install: %q", p, f.Msg)
+		}
+	}
+	if !hasFinding(fs, Fail, "mcp_servers.parley is gone: run `parley install codex` again") {
+		t.Errorf("no advice to install again: %v", fs)
+	}
+	if !hasFinding(fs, Note, filepath.Join(other.CodexHome, "config.toml")) {
+		t.Errorf("the other file the record names is not named: %v", fs)
+	}
+}
+
+// An install made only with another CODEX_HOME, by a parley with fewer
+// hooks: one report gives one piece of advice, to check (and install) as
+// the install ran, never to run the install here that it warns against.
+func TestCheckAdviceAgreesWhenTheInstallIsElsewhere(t *testing.T) {
+	env := testEnv(t)
+	other := env
+	other.CodexHome = filepath.Join(env.Home, "cx")
+	o := opts(Codex, User)
+	o.Command = fakeBinary(t)
+	o.Hooks = []string{"SessionStart", "Stop", "notify"} // an older parley's
+	mustInstall(t, other, o)
+	_, fs := Check(env, Codex, User, HookEvents[Codex])
+	for _, f := range fs {
+		if strings.Contains(f.Msg, "run `parley install codex` again") {
+			t.Errorf("advises the second install it warns against: %q", f.Msg)
+		}
+	}
+	if !hasFinding(fs, Fail, "would make a second install") {
+		t.Errorf("no warning against a second install: %v", fs)
+	}
+	if !hasFinding(fs, Warn, "install again with CODEX_HOME set as the install had it") {
+		t.Errorf("the hooks this parley adds are not named with how to add them: %v", fs)
+	}
+}
