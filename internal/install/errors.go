@@ -20,8 +20,8 @@ var (
 	ErrRaced = errors.New("install: the file changed while it was being written")
 	// ErrNotShell is returned (inside a *ConfigError) when an existing git
 	// hook is a script in a language other than the shell's (the guard's
-	// shell lines would break it), or one git cannot run (CRLF line
-	// endings); nothing is changed.
+	// shell lines would break it), or one git cannot run (its #! line
+	// ends in CRLF); nothing is changed.
 	ErrNotShell = errors.New("install: the git hook is not a shell script")
 	// ErrReadOnly is returned when a config file Parley would change is
 	// read-only: someone made it so, and a rename would replace it anyway.

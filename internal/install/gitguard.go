@@ -62,6 +62,27 @@ func interpreter(src []byte) string {
 	return prog
 }
 
+// crlfShebang reports whether a hook's #! line ends in \r (a CRLF file):
+// git cannot run it, since the system looks for a program whose name
+// ends in \r. A hook with no #! line git runs with sh, which takes a \r
+// as part of a command: harmless on a comment line, so that is no reason
+// to refuse one.
+func crlfShebang(src []byte) bool {
+	if !bytes.HasPrefix(src, []byte("#!")) {
+		return false
+	}
+	line, _, _ := bytes.Cut(src, []byte("\n"))
+	return bytes.HasSuffix(line, []byte("\r"))
+}
+
+// toLF is how to convert a file to LF line endings, on any system:
+// dos2unix, or tr (POSIX, unlike sed -i) into a copy written back over the
+// file, which keeps its mode (a hook must stay executable).
+func toLF(path string) string {
+	q, tmp := shellQuote(path), shellQuote(path+".tmp")
+	return fmt.Sprintf("`dos2unix %s`, or `tr -d '\\r' < %s > %s && cat %s > %s && rm %s`", q, q, tmp, tmp, q, tmp)
+}
+
 // guardLine is the command that runs the guard.
 func guardLine(command string, args []string) string {
 	line := shellQuote(command)
@@ -119,6 +140,14 @@ func InstallGitGuard(env Env, hooksDir, command string, args []string) (*Plan, e
 		if err != nil {
 			return nil, err
 		}
+		// Also for a hook that holds the guard already: git runs none of it.
+		if existed && crlfShebang(before) {
+			return nil, &ConfigError{Path: path, Line: 1, Err: ErrNotShell, Msg: "the hook's #! line ends in CRLF (\\r\\n), so git cannot run it: the system looks for a program whose name ends in \\r. " +
+				"Convert it to LF line endings (" + toLF(path) + "), check that it runs, then install again"}
+		}
+		if existed && bytes.Contains(before, []byte("\r\n")) {
+			p.Notes = append(p.Notes, fmt.Sprintf("%s has lines ending in CRLF (\\r\\n): a shell reads the \\r into the command on such a line (Parley's lines end in LF); to convert it: %s", path, toLF(path)))
+		}
 		// Also over a block an older Parley put there: it breaks the hook.
 		if prog := interpreter(before); existed && prog != "" && !shells[prog] {
 			return nil, &ConfigError{Path: path, Line: 1, Err: ErrNotShell, Msg: fmt.Sprintf(
@@ -134,10 +163,6 @@ func InstallGitGuard(env Env, hooksDir, command string, args []string) (*Plan, e
 			}
 			continue
 		case existed:
-			if first, _, _ := bytes.Cut(before, []byte("\n")); bytes.HasSuffix(first, []byte("\r")) {
-				return nil, &ConfigError{Path: path, Line: 1, Err: ErrNotShell, Msg: "the hook's lines end in CRLF (\\r\\n), so git cannot run it: the system finds no program named in a #! line that ends in \\r, and a shell reads the \\r as part of each command. " +
-					"Convert it to LF line endings (dos2unix FILE, or sed -i 's/\\r$//' FILE), check that it runs, then install again"}
-			}
 			if i, j, ok := findBlock(before); ok { // another command: replace the block
 				after = append(append(append([]byte{}, before[:i]...), block...), before[j:]...)
 				break

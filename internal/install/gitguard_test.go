@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -167,25 +169,95 @@ func TestGitGuardNotShell(t *testing.T) {
 	}
 }
 
-// TestGitGuardRefusesACRLFHook: a hook with CRLF line endings is one git
-// cannot run (its #! line names a program ending in \r; a shell reads the
-// \r into each command): install refuses it with the fix, and writes
-// nothing.
+// TestGitGuardRefusesACRLFHook: a hook whose #! line ends in CRLF is one
+// git cannot run (the system looks for a program named "/bin/bash\r"):
+// install refuses it with a fix that works on any system (not GNU sed's
+// -i), and writes nothing. The fix, run as given, leaves the hook with LF
+// line ends and its mode.
 func TestGitGuardRefusesACRLFHook(t *testing.T) {
-	for _, before := range []string{"#!/bin/bash\r\nmake lint\r\n", "make lint\r\n"} {
+	for _, before := range []string{"#!/bin/bash\r\nmake lint\r\n", "#!/bin/sh\r\n", "#!/bin/sh\r\nmake lint\nexit 0\n"} {
 		base := t.TempDir()
-		env := Env{Home: base, ProjectDir: filepath.Join(base, "repo"), ParleyHome: filepath.Join(base, "parley")}
-		hooks := filepath.Join(base, "repo", ".git", "hooks")
-		writeHook(t, filepath.Join(hooks, "pre-commit"), before)
+		repo := filepath.Join(base, "it's a repo")
+		env := Env{Home: base, ProjectDir: repo, ParleyHome: filepath.Join(base, "parley")}
+		hooks := filepath.Join(repo, ".git", "hooks")
+		path := filepath.Join(hooks, "pre-commit")
+		writeHook(t, path, before)
+		if err := os.Chmod(path, 0o750); err != nil {
+			t.Fatal(err)
+		}
 		_, err := InstallGitGuard(env, hooks, "/usr/bin/parley", nil)
-		if !errors.Is(err, ErrNotShell) || !strings.Contains(err.Error(), "CRLF") || !strings.Contains(err.Error(), "dos2unix") {
+		if !errors.Is(err, ErrNotShell) || !strings.Contains(err.Error(), "CRLF") || !strings.Contains(err.Error(), "dos2unix") || strings.Contains(err.Error(), "sed -i") {
 			t.Fatalf("install into %q: %v", before, err)
 		}
-		if got, _ := os.ReadFile(filepath.Join(hooks, "pre-commit")); string(got) != before {
+		if got, _ := os.ReadFile(path); string(got) != before {
 			t.Fatalf("the hook changed: %q", got)
 		}
 		if _, err := os.Stat(filepath.Join(hooks, "pre-merge-commit")); !os.IsNotExist(err) {
 			t.Fatalf("a hook was written: %v", err)
+		}
+		_, fix, ok := strings.Cut(err.Error(), "or `tr ")
+		fix, _, ok2 := strings.Cut(fix, "`")
+		if !ok || !ok2 {
+			t.Fatalf("no tr command in: %v", err)
+		}
+		if out, err := exec.Command("sh", "-c", "tr "+fix).CombinedOutput(); err != nil {
+			t.Fatalf("the fix given: %v\n%s", err, out)
+		}
+		if got := string(mustRead(t, path)); got != strings.ReplaceAll(before, "\r", "") {
+			t.Fatalf("after the fix given: %q", got)
+		}
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o750 {
+			t.Fatalf("after the fix given, the mode is not kept: %v %v", st.Mode(), err)
+		}
+		if ents, _ := os.ReadDir(hooks); len(ents) != 1 {
+			t.Fatalf("the fix given left files behind: %v", ents)
+		}
+	}
+}
+
+// A CRLF hook that holds the guard already (an older Parley put it there)
+// is refused as well, not reported installed: git runs none of it.
+func TestGitGuardRefusesACRLFHookThatHoldsTheGuard(t *testing.T) {
+	base := t.TempDir()
+	env := Env{Home: base, ProjectDir: filepath.Join(base, "repo"), ParleyHome: filepath.Join(base, "parley")}
+	hooks := filepath.Join(base, "repo", ".git", "hooks")
+	path := filepath.Join(hooks, "pre-commit")
+	before := "#!/bin/sh\r\n" + guardBlock("/usr/bin/parley", nil) + "make lint\r\n"
+	writeHook(t, path, before)
+	_, err := InstallGitGuard(env, hooks, "/usr/bin/parley", nil)
+	if !errors.Is(err, ErrNotShell) || !strings.Contains(err.Error(), "CRLF") {
+		t.Fatalf("a CRLF hook git cannot run that holds the guard: %v", err)
+	}
+	if got := string(mustRead(t, path)); got != before {
+		t.Fatalf("the hook changed: %q", got)
+	}
+}
+
+// A hook with no #! line, which git runs with sh, is taken even with CR
+// line ends (a comment made on Windows; a shell command with a \r was
+// broken before the guard came): the guard goes in, and a note says how
+// to convert it.
+func TestGitGuardTakesACRLFHookWithoutAShebang(t *testing.T) {
+	for _, before := range []string{"# made on Windows\r\nexit 0\n", "make lint\r\n"} {
+		base := t.TempDir()
+		env := Env{Home: base, ProjectDir: filepath.Join(base, "repo"), ParleyHome: filepath.Join(base, "parley")}
+		hooks := filepath.Join(base, "repo", ".git", "hooks")
+		path := filepath.Join(hooks, "pre-commit")
+		writeHook(t, path, before)
+		p, err := InstallGitGuard(env, hooks, "/usr/bin/parley", nil)
+		if err != nil {
+			t.Fatalf("refused a hook git runs, %q: %v", before, err)
+		}
+		if err := p.Apply(); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(mustRead(t, path)); got != guardBlock("/usr/bin/parley", nil)+before {
+			t.Fatalf("%q became %q", before, got)
+		}
+		if !slices.ContainsFunc(p.Notes, func(n string) bool {
+			return strings.Contains(n, path) && strings.Contains(n, "CRLF") && strings.Contains(n, "dos2unix")
+		}) {
+			t.Fatalf("no note of the CRLF line ends: %q", p.Notes)
 		}
 	}
 }
