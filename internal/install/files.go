@@ -79,6 +79,11 @@ func replaceFile(path string, data []byte, perm fs.FileMode, unchanged func() er
 			return err
 		}
 	}
+	// Again, as late as can be: a name linked to the file since the first
+	// look would be parted from it by the rename.
+	if err := hardLinked(path); err != nil {
+		return err
+	}
 	if err := os.Rename(tmp.Name(), real); err != nil {
 		return fmt.Errorf("install: write %s: %w", path, err)
 	}

@@ -1560,3 +1560,34 @@ func TestInstallRefusesAHardLinkedFile(t *testing.T) {
 		}
 	}
 }
+
+// A hard link made after the plan's look and before the rename (another
+// program linking the file at that moment) stops the write: the names are
+// not parted, and the file keeps its text.
+func TestApplyRefusesAHardLinkMadeWhileItWrites(t *testing.T) {
+	env := testEnv(t)
+	p := filepath.Join(env.Home, ".gemini", "settings.json")
+	writeFile(t, p, "{}\n")
+	other := filepath.Join(env.Home, "dotfiles.json")
+	beforeReplace = func(string) {
+		if err := os.Link(p, other); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { beforeReplace = nil }()
+	pl, err := Install(env, opts(Gemini, User))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.Apply(); !errors.Is(err, ErrHardLinked) {
+		t.Fatalf("apply over a hard link made meanwhile: %v", err)
+	}
+	for _, f := range []string{p, other} {
+		if got := string(mustRead(t, f)); got != "{}\n" {
+			t.Errorf("%s holds %q", f, got)
+		}
+	}
+	if _, err := os.Stat(recordPath(env, Gemini, User)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a record of an install that did not happen: %v", err)
+	}
+}
