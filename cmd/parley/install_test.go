@@ -543,3 +543,27 @@ func TestCLIUninstallWithAnotherHome(t *testing.T) {
 		t.Fatalf("after the uninstall with the install's home: %v", err)
 	}
 }
+
+// The hard-link refusal says to apply the changes of --dry-run by hand:
+// --dry-run prints them, with a note that applying them is refused, and
+// only the install that writes is refused.
+func TestCLIDryRunShowsTheChangesToAHardLinkedFile(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	settings := u.put(t, ".gemini/settings.json", "gemini-settings.json")
+	orig := readAll(t, settings)
+	if err := os.Link(settings, filepath.Join(u.home, "dotfiles-gemini.json")); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code := u.run(t, "install", "gemini")
+	if code == 0 || !strings.Contains(errs, "hard links") || !strings.Contains(errs, "--dry-run") {
+		t.Fatalf("install into a hard-linked file: exit %d\n%s", code, errs)
+	}
+	out, errs, code := u.run(t, "install", "gemini", "--dry-run")
+	if code != 0 || !strings.Contains(out, "+\t\t\"parley\": {") || !strings.Contains(out, "note: applying this is refused") {
+		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if readAll(t, settings) != orig {
+		t.Fatal("the file changed")
+	}
+}

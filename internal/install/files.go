@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -115,7 +116,16 @@ func writable(path string) error {
 	if st.Mode().Perm()&0o200 == 0 {
 		return fmt.Errorf("%w: %s (mode %04o): Parley will not change it; make it writable (chmod u+w) to go on", ErrReadOnly, path, st.Mode().Perm())
 	}
-	return hardLinked(path)
+	return nil
+}
+
+// noteHardLinked notes in the plan that Apply will refuse to change path,
+// a file with hard links: the plan is still made, so that --dry-run shows
+// the changes a user can make by hand.
+func (p *Plan) noteHardLinked(path string) {
+	if err := hardLinked(path); err != nil {
+		p.Notes = append(p.Notes, "applying this is refused: "+strings.TrimPrefix(err.Error(), "install: "))
+	}
 }
 
 // hardLinked refuses to change a file that has more than one name (a hard

@@ -179,8 +179,8 @@ func InstallGitGuard(env Env, hooksDir, command string, args []string) (*Plan, e
 		default:
 			after = []byte("#!/bin/sh\n" + block)
 		}
-		if err := hardLinked(path); err != nil {
-			return nil, err
+		if existed {
+			p.noteHardLinked(path)
 		}
 		fr := rec.file(path)
 		if fr == nil {
@@ -243,6 +243,7 @@ func UninstallGitGuard(env Env, hooksDir string) (*Plan, error) {
 			p.Unchanged = append(p.Unchanged, path)
 			continue
 		}
+		p.noteHardLinked(path)
 		p.Changes = append(p.Changes, *ch)
 	}
 	// The folders Parley made go with the last file it removes.
@@ -270,11 +271,6 @@ func uninstallHook(rec *record, path string) (*Change, error) {
 	cur, existed, err := readFile(path)
 	if err != nil || !existed {
 		return nil, err
-	}
-	if _, _, has := findBlock(cur); has {
-		if err := hardLinked(path); err != nil {
-			return nil, err
-		}
 	}
 	fr := rec.file(path)
 	ch := Change{Path: path, before: cur, perm: 0o755}

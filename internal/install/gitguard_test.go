@@ -263,7 +263,8 @@ func TestGitGuardTakesACRLFHookWithoutAShebang(t *testing.T) {
 }
 
 // TestGitGuardRefusesAHardLinkedHook: a hook with another name (a hard
-// link) is refused: a replace would part the names.
+// link) is refused when applied: a replace would part the names. The plan
+// (--dry-run) shows the change, and notes the refusal.
 func TestGitGuardRefusesAHardLinkedHook(t *testing.T) {
 	base := t.TempDir()
 	env := Env{Home: base, ProjectDir: filepath.Join(base, "repo"), ParleyHome: filepath.Join(base, "parley")}
@@ -275,9 +276,18 @@ func TestGitGuardRefusesAHardLinkedHook(t *testing.T) {
 	if err := os.Link(path, other); err != nil {
 		t.Fatal(err)
 	}
-	_, err := InstallGitGuard(env, hooks, "/usr/bin/parley", nil)
-	if !errors.Is(err, ErrHardLinked) || !strings.Contains(err.Error(), path) {
+	p, err := InstallGitGuard(env, hooks, "/usr/bin/parley", nil)
+	if err != nil {
+		t.Fatalf("the plan (--dry-run) of an install into a hard-linked hook: %v", err)
+	}
+	if !strings.Contains(p.Diff(), "+"+guardBegin) || !slices.ContainsFunc(p.Notes, func(n string) bool { return strings.Contains(n, path) && strings.Contains(n, "refused") }) {
+		t.Fatalf("the plan shows no change or no refusal: %q %q", p.Diff(), p.Notes)
+	}
+	if err := p.Apply(); !errors.Is(err, ErrHardLinked) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("install into a hard-linked hook: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(hooks, "pre-merge-commit")); !os.IsNotExist(err) {
+		t.Fatalf("a refused install wrote another hook: %v", err)
 	}
 	for _, p := range []string{path, other} {
 		if got, _ := os.ReadFile(p); string(got) != before {

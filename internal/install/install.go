@@ -178,6 +178,7 @@ func Install(env Env, o Options) (*Plan, error) {
 			if err := writable(t.path); err != nil {
 				return nil, err
 			}
+			p.noteHardLinked(t.path)
 		} else if _, err := linkTarget(t.path); err != nil {
 			return nil, err // a link to nothing: refused, also in a dry run
 		}
@@ -778,6 +779,7 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 		if err := writable(t.path); err != nil {
 			return nil, err
 		}
+		p.noteHardLinked(t.path)
 		ch.Diff = unifiedDiff(t.path, ch.before, ch.after, false, ch.Delete)
 		if fr != nil && ch.Delete {
 			ch.dirs = fr.Dirs // removed when empty
@@ -962,7 +964,16 @@ func isEmptyConfig(t target, src []byte) bool {
 // copy is made and again right before the rename: if the client wrote it in
 // between, Apply stops with ErrRaced and leaves the client's text (files
 // written before it in this plan are put back, unless they changed too).
+// A plan that changes a file with hard links is refused (ErrHardLinked)
+// before anything is written.
 func (p *Plan) Apply() error {
+	for _, c := range p.Changes {
+		if !c.Create {
+			if err := hardLinked(c.Path); err != nil {
+				return err
+			}
+		}
+	}
 	var done []Change
 	rollback := func() {
 		for i := len(done) - 1; i >= 0; i-- {

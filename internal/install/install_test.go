@@ -1518,8 +1518,9 @@ func TestOtherHomeRefusalQuotesTheHome(t *testing.T) {
 }
 
 // A config file with another name (a hard link: a dotfiles copy) is
-// refused by install and uninstall, in a dry run too: a replace would give
-// this name a new file and leave the other with the old text.
+// refused by install and uninstall when applied (a replace would give this
+// name a new file and leave the other with the old text); nothing is
+// written.
 func TestInstallRefusesAHardLinkedFile(t *testing.T) {
 	env := testEnv(t)
 	path := filepath.Join(env.Home, ".gemini", "settings.json")
@@ -1532,9 +1533,12 @@ func TestInstallRefusesAHardLinkedFile(t *testing.T) {
 	if err := os.Link(path, dot); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Install(env, opts(Gemini, User))
+	_, err := Run(func() (*Plan, error) { return Install(env, opts(Gemini, User)) })
 	if !errors.Is(err, ErrHardLinked) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("install into a hard-linked file: %v", err)
+	}
+	if _, err := os.Stat(env.ParleyHome); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused install wrote into Parley's home: %v", err)
 	}
 	for _, p := range []string{path, dot} {
 		if got := string(mustRead(t, p)); got != orig {
@@ -1551,8 +1555,11 @@ func TestInstallRefusesAHardLinkedFile(t *testing.T) {
 	if err := os.Link(path, dot); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Uninstall(env, Gemini, User); !errors.Is(err, ErrHardLinked) {
+	if _, err := Run(func() (*Plan, error) { return Uninstall(env, Gemini, User) }); !errors.Is(err, ErrHardLinked) {
 		t.Fatalf("uninstall of a hard-linked file: %v", err)
+	}
+	if _, err := os.Stat(recordPath(env, Gemini, User)); err != nil {
+		t.Fatalf("the refused uninstall took the record: %v", err)
 	}
 	for _, p := range []string{path, dot} {
 		if got := string(mustRead(t, p)); got != installed {
@@ -1589,5 +1596,35 @@ func TestApplyRefusesAHardLinkMadeWhileItWrites(t *testing.T) {
 	}
 	if _, err := os.Stat(recordPath(env, Gemini, User)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a record of an install that did not happen: %v", err)
+	}
+}
+
+// The hard-link refusal's advice works: the plan (what --dry-run prints)
+// is made, with the changes to apply by hand and a note that applying it
+// is refused; only Apply refuses, and it says to use --dry-run.
+func TestDryRunShowsTheChangesToAHardLinkedFile(t *testing.T) {
+	env := testEnv(t)
+	p := filepath.Join(env.Home, ".gemini", "settings.json")
+	writeFile(t, p, "{}\n")
+	if err := os.Link(p, filepath.Join(env.Home, "copy.json")); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := Install(env, opts(Gemini, User)) // what --dry-run runs
+	if err != nil {
+		t.Fatalf("the dry run the refusal points to is refused too: %v", err)
+	}
+	if len(pl.Changes) != 1 || !strings.Contains(pl.Diff(), "+  \"mcpServers\"") {
+		t.Fatalf("the dry run shows no change to make by hand: %q", pl.Diff())
+	}
+	if !slices.ContainsFunc(pl.Notes, func(n string) bool {
+		return strings.Contains(n, p) && strings.Contains(n, "hard link") && strings.Contains(n, "refused")
+	}) {
+		t.Fatalf("the dry run does not say applying it is refused: %q", pl.Notes)
+	}
+	if err := pl.Apply(); !errors.Is(err, ErrHardLinked) || !strings.Contains(err.Error(), "--dry-run") {
+		t.Fatalf("apply: %v", err)
+	}
+	if got := string(mustRead(t, p)); got != "{}\n" {
+		t.Fatalf("the refused apply wrote %q", got)
 	}
 }
