@@ -188,6 +188,47 @@ func linkTarget(path string) (string, error) {
 	return "", fmt.Errorf("install: %s: more than %d symbolic links in a row (a loop?); Parley will not write it", path, maxLinks)
 }
 
+// projectFolder refuses a project's config folder (dir, inside the
+// project folder root) that is, or lies inside, a symbolic link leading
+// out of the project or to nothing: a repository can track such a link
+// (.gemini -> ../elsewhere), and Parley would write wherever its author
+// chose. A link that stays inside the project is followed. (Your own
+// config folder may well be a link, ~/.claude -> dotfiles: only a
+// project's is checked.)
+func projectFolder(root, dir string) error {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil // the project folder itself, or not in it
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	cur := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // Parley creates it, a folder
+		}
+		if err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		to, _ := os.Readlink(cur)
+		real, err := filepath.EvalSymlinks(cur)
+		if err != nil {
+			return fmt.Errorf("install: %s is a symbolic link to %s, which does not exist: Parley does not create a project's config through a link; make %s a folder, and try again", cur, to, cur)
+		}
+		if r, err := filepath.Rel(realRoot, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("install: %s is a symbolic link to %s, outside the project folder %s: Parley does not write a project's config through a link that leads out of the project (whoever made the link chose the place, and a repository can track such a link); make %s a folder in the project, or install into your own config (without --project)", cur, real, root, cur)
+		}
+	}
+	return nil
+}
+
 // writeNew writes a private file, creating its folders.
 func writeNew(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

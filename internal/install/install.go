@@ -130,6 +130,11 @@ func Install(env Env, o Options) (*Plan, error) {
 	p := &Plan{Client: o.Client, Scope: o.Scope, env: env, rec: rec, recPath: recPath}
 	wroteHooks := false
 	for _, t := range ts {
+		if o.Scope == Project {
+			if err := projectFolder(env.ProjectDir, filepath.Dir(t.path)); err != nil {
+				return nil, err // a link out of the project
+			}
+		}
 		if _, err := linkTarget(t.path); err != nil {
 			return nil, err // a link Parley cannot write through
 		}

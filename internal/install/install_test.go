@@ -1628,3 +1628,71 @@ func TestDryRunShowsTheChangesToAHardLinkedFile(t *testing.T) {
 		t.Fatalf("the refused apply wrote %q", got)
 	}
 }
+
+// A project's config folder that is a symbolic link out of the project (a
+// repository can track .gemini -> ../elsewhere), or to nothing, is refused
+// in the plan: no file is created, or written, where the link leads. A
+// link inside the project is followed, and so is your own config folder's
+// link (~/.gemini -> dotfiles).
+func TestInstallRefusesAProjectConfigFolderLinkedOutOfTheProject(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		file bool // a settings.json is there already
+	}{{"new file", false}, {"existing file", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			env := testEnv(t)
+			outside := t.TempDir()
+			if c.file {
+				writeFile(t, filepath.Join(outside, "settings.json"), "{}\n")
+			}
+			if err := os.Symlink(outside, filepath.Join(env.ProjectDir, ".gemini")); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, outside)
+			_, err := Run(func() (*Plan, error) { return Install(env, opts(Gemini, Project)) })
+			if err == nil || !strings.Contains(err.Error(), "outside the project folder") {
+				t.Fatalf("install through a folder link out of the project: %v", err)
+			}
+			sameSnapshot(t, before, snapshot(t, outside))
+		})
+	}
+
+	t.Run("link to nothing", func(t *testing.T) {
+		env := testEnv(t)
+		gone := filepath.Join(t.TempDir(), "gone")
+		if err := os.Symlink(gone, filepath.Join(env.ProjectDir, ".gemini")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Install(env, opts(Gemini, Project)); err == nil || !strings.Contains(err.Error(), "does not exist") {
+			t.Fatalf("install through a folder link to nothing: %v", err)
+		}
+		if _, err := os.Lstat(gone); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("made where the link leads: %v", err)
+		}
+	})
+
+	t.Run("link inside the project", func(t *testing.T) {
+		env := testEnv(t)
+		if err := os.MkdirAll(filepath.Join(env.ProjectDir, "config", "gemini"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("config", "gemini"), filepath.Join(env.ProjectDir, ".gemini")); err != nil {
+			t.Fatal(err)
+		}
+		mustInstall(t, env, opts(Gemini, Project))
+		mustRead(t, filepath.Join(env.ProjectDir, "config", "gemini", "settings.json"))
+	})
+
+	t.Run("your own folder, a link", func(t *testing.T) {
+		env := testEnv(t)
+		dot := filepath.Join(t.TempDir(), "dotfiles", "gemini")
+		if err := os.MkdirAll(dot, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(dot, filepath.Join(env.Home, ".gemini")); err != nil {
+			t.Fatal(err)
+		}
+		mustInstall(t, env, opts(Gemini, User))
+		mustRead(t, filepath.Join(dot, "settings.json"))
+	})
+}
