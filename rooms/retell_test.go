@@ -181,6 +181,9 @@ func roomOf(t *testing.T, nt *nodetest.Net, creator int, name string, member int
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The invite needs the creator's side of the connection: after a
+	// restart the member may see it before the creator does (a CI flake).
+	waitConnected(t, nt, creator, member)
 	if _, err := mgr(nt, creator).Invite(ctx, id, nt.ID(member), identity.HumanAgent); err != nil {
 		t.Fatal(err)
 	}
