@@ -47,11 +47,13 @@ const (
 	StrangerPendingEvents = 256
 	StrangerPendingBytes  = 2 << 20
 	// PendingReserveEvents and PendingReserveBytes are what a pool holds
-	// whatever its share says: a contact that fills the share with its
-	// own orphans in a few rooms leaves every other room this much to
-	// hold its events that came before their parents.
-	PendingReserveEvents = 256
-	PendingReserveBytes  = 1 << 20
+	// past a full share, while the pools together stay under twice the
+	// share's bounds: a contact that fills the share with its own orphans
+	// in a few rooms leaves other rooms this much each to hold events
+	// that came before their parents (unless it fills the reserves of
+	// hundreds of rooms too).
+	PendingReserveEvents = 64
+	PendingReserveBytes  = 256 << 10
 	// MaxDeps is the largest number of missing dependencies of one pending
 	// event: its parents plus any extra IDs the caller waits for.
 	MaxDeps = 64
@@ -89,8 +91,8 @@ type pendingItem struct {
 // PendingShare bounds several Pending pools together (a node's rooms): a
 // pool past its reserve (PendingReserveEvents, PendingReserveBytes) that
 // would take the total past a bound evicts its own oldest items first,
-// down to its reserve. The pools hold at most the share's bounds plus each
-// one's reserve. Safe for concurrent use
+// down to its reserve; within its reserve it takes items until the total
+// is twice the bounds, which the pools never pass. Safe for concurrent use
 // by the pools' owners.
 type PendingShare struct {
 	maxEvents, maxBytes int64
@@ -119,6 +121,12 @@ func (s *PendingShare) Events() int { return int(s.events.Load()) }
 // full reports whether one more item of cost would pass a bound.
 func (s *PendingShare) full(cost int) bool {
 	return s != nil && (s.events.Load()+1 > s.maxEvents || s.bytes.Load()+int64(cost) > s.maxBytes)
+}
+
+// overCeiling reports whether one more item of cost would pass twice the
+// bounds, which no pool passes, reserve or not.
+func (s *PendingShare) overCeiling(cost int) bool {
+	return s != nil && (s.events.Load()+1 > 2*s.maxEvents || s.bytes.Load()+int64(cost) > 2*s.maxBytes)
 }
 
 func (s *PendingShare) add(n, cost int) {
@@ -264,9 +272,13 @@ func (p *Pending) AddFrom(id ID, e *Event, wire []byte, missing []ID, stranger b
 			it = next
 		}
 	}
-	// Past its reserve a pool holds what the share leaves.
+	// Past its reserve a pool holds what the share leaves; within it, what
+	// twice the share leaves.
 	shared := func() bool {
-		return (len(p.items)+1 > PendingReserveEvents || p.bytes+cost > PendingReserveBytes) && p.share.full(cost)
+		if len(p.items)+1 > PendingReserveEvents || p.bytes+cost > PendingReserveBytes {
+			return p.share.full(cost)
+		}
+		return p.share.overCeiling(cost)
 	}
 	for p.oldest != nil && (len(p.items) >= p.maxEvents || p.bytes+cost > p.maxBytes || shared()) {
 		p.remove(p.oldest)

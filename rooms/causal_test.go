@@ -457,12 +457,28 @@ func TestPendingShareBoundsPoolsTogether(t *testing.T) {
 	if b.Len() != PendingReserveEvents || !b.Has(fakeID(10_000+2*PendingReserveEvents-1)) {
 		t.Fatalf("b holds %d, want its reserve of %d (the newest)", b.Len(), PendingReserveEvents)
 	}
-	// a, past its reserve with the share full, goes down to its reserve.
+	// a, past its reserve with the share full, gives back what b took.
 	for i := range 10 {
 		a.Add(fakeID(20_000+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)})
 	}
-	if a.Len() != PendingReserveEvents || share.Events() > bound+2*PendingReserveEvents {
+	if a.Len() != bound-PendingReserveEvents || share.Events() != bound {
 		t.Fatalf("a holds %d, the share %d", a.Len(), share.Events())
+	}
+	// Reserves never take the pools past twice the share.
+	var pools []*Pending
+	for k := range 3 * bound / PendingReserveEvents {
+		q := NewPending(10_000, 1<<30)
+		q.Share(share)
+		pools = append(pools, q)
+		for i := range PendingReserveEvents {
+			q.Add(fakeID(100_000*(k+1)+i), dagEvent(2), []byte("w"), []ID{fakeID(-1)})
+		}
+	}
+	if share.Events() != 2*bound {
+		t.Fatalf("the pools hold %d together, want twice the share (%d)", share.Events(), 2*bound)
+	}
+	for _, q := range pools {
+		q.Clear()
 	}
 	a.Clear()
 	b.Clear()

@@ -82,8 +82,8 @@
 // in place of an invite; the node checks that the sender created the room,
 // signed the event and removes this node, and syncs with it at once, so it
 // learns of its removal without waiting for anti-entropy. A node that leaves stops following
-// the room, and answers sync for it only until a member has pulled its
-// leave.
+// the room, and answers its members' sync for it for LeavingServeFor (14
+// days) only, so they learn of its leave.
 //
 // Agents are members too: an agent is in from the latest event, in display
 // order, that names it (create, join, a message or ask of its own, an invite

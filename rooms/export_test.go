@@ -352,3 +352,7 @@ func ServeEmptySync(h host.Host) func() int {
 func (m *Manager) PendingHeld() (events, bytes int) {
 	return m.pendingShare.Events(), m.pendingShare.Bytes()
 }
+
+// Leaving reports whether this node serves room id's sync because it left
+// it (no member has shown it holds the leave, and the time is not over).
+func (m *Manager) Leaving(id identity.RoomID) bool { return m.leaving.get(id) != nil }

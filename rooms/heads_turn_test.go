@@ -13,8 +13,9 @@ import (
 // node 1 on one parent (100 heads), and node 0 alone a fork of node 1's
 // seq whose ID sorts last. A Hello carries at most 64 heads; they were the
 // first 64 by ID, so the fork, whose seq is below every peer's version
-// vector, stayed on node 0 until node 0 posted. Now each Hello carries the
-// next 64 in turn, and the fork reaches node 2 by anti-entropy alone.
+// vector, stayed on node 0 until node 0 posted. Now each Hello carries 64
+// from a place drawn at random, and the fork reaches node 2 by anti-entropy
+// alone.
 func TestForkBeyondTheHelloHeadsSpreads(t *testing.T) {
 	const heads = 100
 	nt := startNet(t, 3)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,4 +67,76 @@ func TestLeaveReachesAMemberThatIsNoContact(t *testing.T) {
 		ms, _ := mgr(nt, 2).Members(id)
 		return !slices.Contains(ms, nt.ID(1))
 	}, "node 2 to learn node 1's leave from node 1")
+}
+
+// TestLeaveOnARefusedMembersPostReachesAMember: node 0 cut off node 2.
+// Node 2 posts while node 0 is apart; node 1 leaves, its leave built on
+// node 2's post. Node 2 goes away; node 0 can reach only node 1. Node 0's
+// Hello says it holds all of node 2's events (it refuses them), so node 1
+// serves the leave alone, which node 0 pools, and asks for its parent by
+// ID in the next round. A build that counted a left room done after a
+// round that served all of the node's events refused that round, and node
+// 0 never stored the leave (found by a review).
+func TestLeaveOnARefusedMembersPostReachesAMember(t *testing.T) {
+	nt, pol := startCutOff(t, 3, 0)
+	ctx := context.Background()
+	id := openRoom(t, nt, 1, 2)
+	nt.ConnectAll()
+	waitConnected(t, nt, 1, 2)
+	pol.cut(nt.ID(2))
+	nt.Partition([]int{0}, []int{1, 2})
+	say(t, nt, 2, id, "from the cut-off member")
+	nt.WaitFor(20*time.Second, func() bool { return logHas(nt, 1, id, "from the cut-off member") }, "node 1 to hold node 2's post")
+	if _, err := mgr(nt, 1).LeaveNode(ctx, id, identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 1).Leaving(id) }, "node 1 to close the room")
+	nt.Crash(2)
+	nt.Heal()
+	nt.ConnectAll()
+	waitConnected(t, nt, 0, 1)
+	nt.WaitFor(60*time.Second, func() bool {
+		ms, _ := mgr(nt, 0).Members(id)
+		return !slices.Contains(ms, nt.ID(1))
+	}, "node 0 to store node 1's leave")
+}
+
+// TestLeftRoomServedForATimeOnly: a node that left a room serves its sync
+// to members for LeavingServeFor at most (members that got the leave by
+// gossip never pull it, so none may ever show it holds it), across a
+// restart too.
+func TestLeftRoomServedForATimeOnly(t *testing.T) {
+	var skew atomic.Int64
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Second
+		c.RoomClock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	}))
+	ctx := context.Background()
+	id := openRoom(t, nt, 1)
+	nt.Partition([]int{0}, []int{1})
+	if _, err := mgr(nt, 1).LeaveNode(ctx, id, identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 1).Leaving(id) }, "node 1 to close the room")
+	nt.Crash(1)
+	nt.Restart(1)
+	if !mgr(nt, 1).Leaving(id) {
+		t.Fatal("a restart stopped serving the left room")
+	}
+	skew.Store(int64(rooms.LeavingServeFor + time.Hour))
+	nt.Heal()
+	nt.ConnectAll()
+	waitConnected(t, nt, 0, 1)
+	if err := mgr(nt, 0).SyncNow(ctx, id, nt.ID(1)); err == nil {
+		t.Fatal("node 1 served the room it left past LeavingServeFor")
+	}
+	if mgr(nt, 1).Leaving(id) {
+		t.Fatal("node 1 still counts itself serving the room")
+	}
+	nt.Crash(1)
+	nt.Restart(1)
+	if mgr(nt, 1).Leaving(id) {
+		t.Fatal("a restart serves the room again")
+	}
 }

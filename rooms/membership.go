@@ -1197,8 +1197,8 @@ func (m *Manager) AgentState(id identity.RoomID, addr string) (a AgentMember, ok
 // closeRoom stops following a room this node is out of: its goroutines,
 // topic and validator go, it leaves the room list, and its index entry is
 // marked left so a restart does not open it again. With serve set (this
-// node left by itself) the room keeps answering sync until a member has
-// pulled the leave (servedSync), so the members learn of it.
+// node left by itself) the room keeps answering its members' sync for
+// LeavingServeFor (doneLeaving), so they learn of the leave.
 func (m *Manager) closeRoom(r *room, serve bool) {
 	m.openMu.Lock()
 	defer m.openMu.Unlock()
@@ -1216,6 +1216,9 @@ func (m *Manager) closeRoom(r *room, serve bool) {
 	}
 	r.mu.Lock()
 	r.meta.Left, r.meta.Leaving = true, serve
+	if serve {
+		r.meta.LeftAt = m.cfg.Now()
+	}
 	r.mu.Unlock()
 	r.saveMeta()
 	m.changed(r.id)
@@ -1250,8 +1253,8 @@ func (r *room) saveMeta() {
 	}
 }
 
-// leaving holds the rooms this node left whose members have not pulled its
-// leave yet. They run no goroutine; they only answer sync.
+// leaving holds the rooms this node left less than LeavingServeFor ago.
+// They run no goroutine; they only answer sync.
 type leaving struct {
 	mu    sync.Mutex // protects rooms
 	rooms map[identity.RoomID]*room
@@ -1278,10 +1281,19 @@ func (l *leaving) get(id identity.RoomID) *room {
 	return l.rooms[id]
 }
 
-// keepLeaving loads a room this node left before a restart, whose leave no
-// member has pulled yet, to answer sync for it.
+// keepLeaving loads a room this node left before a restart, whose
+// LeavingServeFor is not over, to answer sync for it.
 func (m *Manager) keepLeaving(id identity.RoomID, meta Meta) {
+	now := m.cfg.Now()
+	if meta.LeftAt.IsZero() { // left before the time was kept: from now
+		meta.LeftAt = now
+	}
 	r := newRoom(m, id, meta)
+	if now.Sub(meta.LeftAt) > LeavingServeFor {
+		m.doneLeaving(r, "its time is over")
+		return
+	}
+	r.saveMeta()
 	if err := r.load(); err != nil {
 		m.log.Warn("room left, but cannot be loaded to hand out the leave", "room", string(id), "err", err)
 		return
@@ -1336,31 +1348,47 @@ func (m *Manager) LeftByName(name string) []identity.RoomID {
 }
 
 // syncRoom is the room to answer a sync request for: an open one, or one
-// this node is leaving.
+// this node is leaving (until LeavingServeFor is over).
 func (m *Manager) syncRoom(id identity.RoomID) *room {
 	if r := m.room(id); r != nil {
 		return r
 	}
-	return m.leaving.get(id)
+	r := m.leaving.get(id)
+	if r != nil && r.leavingOver() {
+		m.doneLeaving(r, "its time is over")
+		return nil
+	}
+	return r
 }
 
-// servedSync notes that a member pulled from r: if this node is leaving r,
-// the member now has the leave, and the room is done.
-func (m *Manager) servedSync(r *room) {
+// LeavingServeFor is how long a node that left a room serves its sync to
+// the room's members. Not less, whatever a member shows: one that holds
+// the leave may be the only one, and go away (or be cut off by the
+// others), and members that got the leave by gossip never pull it.
+const LeavingServeFor = 14 * 24 * time.Hour
+
+// doneLeaving ends serving room r, which this node left LeavingServeFor
+// ago.
+func (m *Manager) doneLeaving(r *room, why string) {
 	m.leaving.mu.Lock()
-	done := m.leaving.rooms[r.id] == r
-	if done {
+	if m.leaving.rooms[r.id] == r {
 		delete(m.leaving.rooms, r.id)
 	}
 	m.leaving.mu.Unlock()
-	if !done {
-		return
-	}
 	r.mu.Lock()
 	r.meta.Leaving = false
 	r.mu.Unlock()
 	r.saveMeta()
-	m.log.Info("a member has this node's leave", "room", string(r.id))
+	m.log.Info("left room no longer served", "room", string(r.id), "why", why)
+}
+
+// leavingOver reports whether this node has served room r, which it left,
+// for LeavingServeFor.
+func (r *room) leavingOver() bool {
+	r.mu.RLock()
+	at := r.meta.LeftAt
+	r.mu.RUnlock()
+	return !at.IsZero() && r.m.cfg.Now().Sub(at) > LeavingServeFor
 }
 
 // refreshTopic leaves the room's topic and joins it again, so the GossipSub

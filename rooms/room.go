@@ -45,9 +45,12 @@ type Meta struct {
 	// Left says this node is out of the room (it left or was removed): it
 	// is not opened again until a new invite.
 	Left bool `json:"left,omitempty"`
-	// Leaving says no member has pulled this node's leave yet: the node
-	// still serves sync for the room (only) until one does.
+	// Leaving says the node still serves sync for the room (only), for
+	// LeavingServeFor from LeftAt.
 	Leaving bool `json:"leaving,omitempty"`
+	// LeftAt is when this node left the room by itself: it serves the
+	// room's sync to its members for LeavingServeFor from then at most.
+	LeftAt time.Time `json:"left_at,omitzero"`
 	// Topic is the room's GossipSub topic (TopicFor), from the create
 	// event or, until it arrives, the invite.
 	Topic string `json:"topic,omitempty"`
@@ -65,12 +68,13 @@ func (m *Meta) UnmarshalJSON(b []byte) error {
 		Opened    time.Time `json:"opened"`
 		Left      bool      `json:"left"`
 		Leaving   bool      `json:"leaving"`
+		LeftAt    time.Time `json:"left_at"`
 		Topic     string    `json:"topic"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	*m = Meta{Name: raw.Name, Purpose: raw.Purpose, Opened: raw.Opened, Left: raw.Left, Leaving: raw.Leaving}
+	*m = Meta{Name: raw.Name, Purpose: raw.Purpose, Opened: raw.Opened, Left: raw.Left, Leaving: raw.Leaving, LeftAt: raw.LeftAt}
 	if validTopic(raw.Topic) {
 		m.Topic = raw.Topic
 	}

@@ -534,7 +534,7 @@ func (m *Manager) handleSync(s network.Stream) {
 		s.Reset()
 		return
 	}
-	more, err := r.serveSync(s, h, upTo)
+	err = r.serveSync(s, h, upTo)
 	m.serving.release()
 	if err != nil {
 		m.metrics.syncs.WithLabelValues("responder", "error").Inc()
@@ -546,13 +546,6 @@ func (m *Manager) handleSync(s network.Stream) {
 	}
 	m.metrics.syncs.WithLabelValues("responder", "ok").Inc()
 	if upTo == 0 { // a member pulled
-		// A room this node left is done once the member holds all of
-		// this node's events, the leave last: it had them, or this round
-		// served the node's events to the end (a round is a page: a
-		// member far behind needs more).
-		if own := r.committedVV()[m.self]; h.Covers(m.self) && (h.VV[m.self] >= own || !more) {
-			m.servedSync(r)
-		}
 		if h.From == "" && h.To == "" {
 			// A Hello that lists a part of the authors cannot say that
 			// the requester holds nothing newer than this node.
@@ -600,7 +593,7 @@ func (m *Manager) memberOfLeaving(p peer.ID) bool {
 		cut = c.CutOff
 	}
 	for _, r := range rs {
-		if r.isMember(p) && r.vouches(p, cut) {
+		if !r.leavingOver() && r.isMember(p) && r.vouches(p, cut) {
 			return true
 		}
 	}
@@ -724,10 +717,7 @@ func (c *cursor) load(r *room) (bool, error) {
 // removed from the room gets the events up to its removal (which it then
 // learns of) and none after. Events are served in display order, so what
 // is served under the bound has all its parents there too.
-//
-// more reports that the requester is to ask again (the page was full, or
-// it may want the parents of wanted events served).
-func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) (more bool, err error) {
+func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 	mine := r.committedVV()
 	limit := servePage(int(h.Limit), len(r.inbox), cap(r.inbox))
 	var hp cursorHeap
@@ -738,7 +728,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) (more bool, err err
 		c := &cursor{author: a, next: h.VV[a] + 1, last: last}
 		ok, err := c.load(r)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if ok {
 			hp = append(hp, c)
@@ -749,7 +739,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) (more bool, err err
 	// lost track of), merged into the same display order.
 	wanted, err := r.wanted(h.Want)
 	if err != nil {
-		return false, err
+		return err
 	}
 	sentWanted := make(map[ID]bool, len(wanted))
 	b := &Batch{}
@@ -777,7 +767,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) (more bool, err err
 			c.next++
 			ok, err := c.load(r)
 			if err != nil {
-				return false, err
+				return err
 			}
 			if ok {
 				heap.Fix(&hp, 0)
@@ -791,7 +781,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) (more bool, err err
 		}
 		if !b.Fits(len(wire)) {
 			if err := WriteFrame(w, b); err != nil {
-				return false, err
+				return err
 			}
 			b = &Batch{}
 		}
@@ -800,13 +790,13 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) (more bool, err err
 	}
 	if len(b.Events) > 0 {
 		if err := WriteFrame(w, b); err != nil {
-			return false, err
+			return err
 		}
 	}
 	// A wanted event may itself wait for parents the requester lacks: it
 	// asks again with what it still misses.
-	more = !capped && (hp.Len() > 0 || len(wanted) > 0 || served > 0)
-	return more, WriteFrame(w, &Batch{End: true, More: more})
+	more := !capped && (hp.Len() > 0 || len(wanted) > 0 || served > 0)
+	return WriteFrame(w, &Batch{End: true, More: more})
 }
 
 // wanted reads the events of ids this node holds, in display order.
