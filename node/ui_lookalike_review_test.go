@@ -75,6 +75,10 @@ func TestReviewDashboardLabelForgedByRoomName(t *testing.T) {
 	creator := func(id string) string {
 		return eval[string](t, b, fmt.Sprintf(`(document.querySelector('#rooms li[data-room=%q] .rby') || {}).textContent || ""`, id))
 	}
+	// Until the room's create event arrives its creator is not known ("by
+	// ?"), and until the names book has node 1's handle it reads by its ID.
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`((document.querySelector('#rooms li[data-room=%q] .rby') || {}).textContent || "") === "by node1"`, forged),
+		"node 1's room to name its creator by its handle")
 	if c := creator(forged); c != "by node1" {
 		t.Fatalf("the creator of node 1's room %s reads %q in its own element, want %q", forged, c, "by node1")
 	}
