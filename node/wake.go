@@ -2,8 +2,11 @@ package node
 
 import (
 	"context"
-	"github.com/parley-mesh/parley/internal/localapi"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
 
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/wake"
@@ -13,6 +16,13 @@ import (
 // startWake builds the wake-up service over the inbox and runs it until
 // the node closes.
 func (n *Node) startWake() error {
+	// A terminal agent is bound by its session key, as `parley run` bound
+	// it: after a restart, and when its registration went while its pane
+	// lived.
+	rebind := func(ctx context.Context, session string) (string, error) {
+		info, err := n.agents.Session(ctx, agents.SessionRequest{Session: session, Client: "terminal", TTLSeconds: 60})
+		return info.Name, err
+	}
 	w, err := wake.New(wake.Config{
 		Inbox: n.inbox,
 		Named: func(text string) string {
@@ -35,8 +45,12 @@ func (n *Node) startWake() error {
 				req.State = &state
 			}
 			_, err := n.agents.Heartbeat(ctx, agent, req)
+			if errors.Is(err, agents.ErrUnknownAgent) {
+				return fmt.Errorf("%w: %w", wake.ErrUnregistered, err)
+			}
 			return err
 		},
+		Rebind:    rebind,
 		Terminals: wake.DB{Store: n.db},
 		TerminalGone: func(ctx context.Context, agent, session string) {
 			// The program of a `parley run` agent exited: the agent the pane
@@ -78,10 +92,7 @@ func (n *Node) startWake() error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		k, err := w.Restore(n.ctx, func(ctx context.Context, session string) (string, error) {
-			info, err := n.agents.Session(ctx, agents.SessionRequest{Session: session, Client: "terminal", TTLSeconds: 60})
-			return info.Name, err
-		})
+		k, err := w.Restore(n.ctx, rebind)
 		if err != nil && n.ctx.Err() == nil {
 			n.log.Warn("terminal wake-up routes not taken up again", "err", err)
 		}

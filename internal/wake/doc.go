@@ -23,7 +23,8 @@
 //   - terminal: a tmux pane (`parley run`), which the node pastes into
 //     itself when the agent is idle at an empty prompt, never over a
 //     person's draft (internal/wake/tmux). The node keeps the agent
-//     registered while the pane lives and drops the route when it dies.
+//     registered while the pane lives (binding its session again when the
+//     registration went: Config.Rebind) and drops the route when it dies.
 //
 // A busy session is reached by its hooks and by the items every Parley
 // tool result carries (piggy-back); those need no route here.

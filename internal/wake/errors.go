@@ -8,4 +8,7 @@ var (
 	// ErrBadRoute is returned for a route that cannot be used (an unknown
 	// kind, no session, a pane that is not there).
 	ErrBadRoute = errors.New("wake: bad route")
+	// ErrUnregistered is wrapped by a Config.Heartbeat error when the agent
+	// is not registered.
+	ErrUnregistered = errors.New("wake: the agent is not registered")
 )

@@ -41,8 +41,15 @@ type Config struct {
 	// gives what its screen shows it doing: "busy" or "idle" ("" when that
 	// is not known). It is called every HeartbeatEvery while the pane
 	// lives, whatever the route is delivering, and at once when the state
-	// changes. Nil means none.
+	// changes. An error that wraps ErrUnregistered says the agent is not
+	// registered any more (swept, or its session took another name): the
+	// route binds its session again through Rebind. Nil means none.
 	Heartbeat func(ctx context.Context, agent, state string) error
+	// Rebind binds a terminal route's session key to its agent again and
+	// registers it, when a heartbeat finds the agent unregistered while its
+	// pane lives. When the session now holds another name, the route moves
+	// to that name. Nil means the route does not bind again.
+	Rebind Rebind
 	// HeartbeatEvery is how often a terminal route heartbeats its agent.
 	// Zero means 15 s (`parley run` registers it with a TTL of 60 s).
 	HeartbeatEvery time.Duration
@@ -134,7 +141,8 @@ type route struct {
 	texts  chan []localapi.Item
 	busy   bool
 	cancel context.CancelFunc
-	pane   string
+	// Terminal: the pane, its tmux server and its prompt.
+	pane, socket, prompt string
 }
 
 // New returns a Service; Run runs it.
@@ -518,7 +526,8 @@ func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.T
 	o.Flatten = true
 	o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
 	term := tmux.Bind(srv, req.Pane, o)
-	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane, session: req.Session}
+	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane, socket: req.Socket,
+		prompt: req.Prompt, session: req.Session}
 	err = s.do(ctx, func(ctx context.Context) {
 		sst := s.state(agent)
 		for _, old := range slices.Clone(sst.routes) {
@@ -682,7 +691,25 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 			continue
 		}
 		lastBeat = time.Now()
-		if err := s.cfg.Heartbeat(ctx, agent, state); err != nil {
+		err = s.cfg.Heartbeat(ctx, agent, state)
+		if errors.Is(err, ErrUnregistered) && s.cfg.Rebind != nil && r.session != "" {
+			// Its registration is gone while its pane lives: bind its
+			// session again, or the agent stays unknown, asks to it refused.
+			name, rerr := s.cfg.Rebind(ctx, r.session)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case rerr != nil:
+				s.log.Info("terminal agent not registered again", "agent", agent, "pane", r.pane, "err", rerr)
+			case name != agent:
+				s.moveTerminal(ctx, agent, name, r)
+				return
+			default:
+				s.log.Info("terminal agent registered again", "agent", agent, "pane", r.pane)
+				sent, err = "", nil // registered afresh: its state goes with the next look
+			}
+		}
+		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Debug("terminal agent heartbeat failed", "agent", agent, "err", err)
 			}
@@ -692,6 +719,33 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 			sent = state
 		}
 	}
+}
+
+// moveTerminal makes a terminal route's pane the route of name, the agent
+// its session holds now (it took another name), and ends the route of
+// agent, whose registration went with the rename.
+func (s *Service) moveTerminal(ctx context.Context, agent, name string, r *route) {
+	s.log.Info("terminal wake-up route moves to the agent's new name", "agent", agent, "to", name, "pane", r.pane)
+	if err := s.WakeTerminal(ctx, name, localapi.TerminalRequest{Socket: r.socket, Pane: r.pane, Prompt: r.prompt, Session: r.session}); err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("terminal wake-up route not moved to the agent's new name", "agent", agent, "to", name, "pane", r.pane, "err", err)
+		}
+		return
+	}
+	if s.cfg.Terminals != nil {
+		if err := s.cfg.Terminals.DropTerminal(agent, r.pane); err != nil {
+			s.log.Warn("terminal wake-up route not dropped from the store", "agent", agent, "pane", r.pane, "err", err)
+		}
+	}
+	s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping: nothing is left to drop
+		st := s.state(agent)
+		s.remove(st, r)
+		r.cancel()
+		for _, is := range st.items {
+			is.handed = time.Time{} // nothing reaches the old name now
+		}
+		s.evaluate(ctx, agent)
+	})
 }
 
 // WakeStatus implements localapi.Waker.

@@ -118,7 +118,9 @@ func newFixture(t *testing.T, limit time.Duration, opts ...func(f *fixture, c *w
 	n := net.Node(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	if _, err := n.Agents().Register(ctx, agents.RegisterRequest{Name: "bot", Session: "s1", TTLSeconds: 600}); err != nil {
+	// Bound by its session key, as `parley run` binds it (so the session can
+	// bind it again).
+	if _, err := n.Agents().Session(ctx, agents.SessionRequest{Session: "s1", Name: "bot", TTLSeconds: 600}); err != nil {
 		t.Fatal(err)
 	}
 	room, err := n.Inbox().OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "ops", Members: []string{"bot"}})
@@ -782,6 +784,63 @@ func TestTerminalAgentStateFromItsScreen(t *testing.T) {
 	nodetest.WaitFor(t, 10*time.Second, state("idle"), "the agent to show idle once its work is done")
 }
 
+// A terminal agent whose registration goes while its pane lives (swept
+// after a stall of the node, or unregistered under it) is registered again
+// by its route, as the MCP server and `parley codex` bind again: asks to it
+// are taken, not refused until the node restarts.
+func TestTerminalAgentRegisteredAgainWhileItsPaneLives(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	f := newFixture(t, time.Hour, heartbeaten)
+	f.fakeAgent("2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.State == "idle" }, "the agent to show idle")
+	if err := f.n.Agents().Unregister(f.ctx, "bot"); err != nil { // as a sweep does
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 10*time.Second, func() bool { _, ok := f.agent(); return ok }, "the agent to be registered again (route %v)\n%s", f.status().Routes, f.log)
+	if l := f.log.lines("terminal agent registered again", "agent=bot"); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+	// Its state is sent again to the new registration.
+	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.State == "idle" }, "the agent to show idle again")
+	if _, err := f.n.Inbox().Ask(f.ctx, "human", localapi.AskRequest{Room: f.room, Text: "back?", To: "bot"}); err != nil {
+		t.Fatalf("an ask to the agent registered again: %v", err)
+	}
+}
+
+// When the session of a terminal agent takes another name (a parley mcp in
+// its pane renames it), the old name goes with it: the pane's route moves
+// to the new name, kept for restarts under it.
+func TestTerminalRouteMovesToItsSessionsNewName(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	f := newFixture(t, time.Hour, heartbeaten)
+	ta := f.fakeAgent("2")
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", Name: "bot2", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	moved := func() bool {
+		var routes []string
+		for _, w := range f.s.WakeStatus(f.ctx) {
+			routes = append(routes, w.Agent+":"+strings.Join(w.Routes, ","))
+		}
+		kept, _ := f.terms.Terminals()
+		return slices.Equal(routes, []string{"bot2:terminal"}) && len(kept) == 1 && kept[0].Agent == "bot2" && kept[0].Pane == ta.pane.ID
+	}
+	nodetest.WaitFor(t, 10*time.Second, moved, "the route to move to bot2\n%s", f.log)
+	if _, ok := f.agent(); ok {
+		t.Fatal("the old name was registered again")
+	}
+}
+
 // heartbeaten has the service heartbeat bot on the fixture's node (as the
 // node does), looking at its pane every 50 ms and beating every 200 ms.
 func heartbeaten(f *fixture, c *wake.Config) {
@@ -793,7 +852,14 @@ func heartbeaten(f *fixture, c *wake.Config) {
 			req.State = &state
 		}
 		_, err := f.n.Agents().Heartbeat(ctx, agent, req)
+		if errors.Is(err, agents.ErrUnknownAgent) {
+			return fmt.Errorf("%w: %w", wake.ErrUnregistered, err)
+		}
 		return err
+	}
+	c.Rebind = func(ctx context.Context, session string) (string, error) {
+		info, err := f.n.Agents().Session(ctx, agents.SessionRequest{Session: session, Client: "terminal", TTLSeconds: 60})
+		return info.Name, err
 	}
 }
 
