@@ -650,34 +650,49 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 // while the screen changes or a person's draft is at the prompt, "idle" at
 // the empty prompt; it counts once two looks in a row agree (a look in
 // copy mode tells nothing), so that one look at a moment of change does
-// not flip it.
+// not flip it. A beat that fails is tried again at the next
+// HeartbeatEvery, not at every look; one that finds the agent unregistered
+// binds its session again (Config.Rebind).
 func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, term *tmux.Terminal, gone func(error)) {
 	check := time.NewTicker(s.cfg.PaneCheck)
 	defer check.Stop()
-	lastBeat := time.Now() // registered just now
-	var seen, sent string  // the state the last look showed, and the one last sent
+	// A tmux call that hangs must not hold the heartbeat back past the
+	// agent's TTL: a look gets this long, and one that runs out tells
+	// nothing (whether the pane lives is not known; the agent stays).
+	lookFor := max(5*s.cfg.PaneCheck, time.Second)
+	// The first look beats: the agent may have been registered long before
+	// (`parley run` registers it, then learns its prompt).
+	var lastBeat time.Time
+	var seen, sent string // the state the last look showed, and the one last sent
+	failing := false      // the last beat failed: the next waits for HeartbeatEvery
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-check.C:
 		}
-		a, _, err := term.Look(ctx)
+		lctx, cancel := context.WithTimeout(ctx, lookFor)
+		a, _, err := term.Look(lctx)
+		cancel()
 		if err == nil && a == tmux.Dead {
 			err = tmux.ErrPaneDead
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+			s.log.Info("terminal pane not looked at: tmux did not answer", "agent", agent, "pane", r.pane, "after", lookFor)
+		default:
 			gone(err)
 			return
 		}
-		now := ""
-		switch a {
-		case tmux.Idle:
+		now := "" // what this look tells: nothing when it ran out, or in copy mode
+		switch {
+		case err != nil:
+		case a == tmux.Idle:
 			now = "idle"
-		case tmux.Busy, tmux.Draft:
+		case a == tmux.Busy, a == tmux.Draft:
 			now = "busy"
 		}
 		state := ""
@@ -687,7 +702,8 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 		if now != "" {
 			seen = now
 		}
-		if s.cfg.Heartbeat == nil || (state == "" && time.Since(lastBeat) < s.cfg.HeartbeatEvery) {
+		due := time.Since(lastBeat) >= s.cfg.HeartbeatEvery
+		if s.cfg.Heartbeat == nil || (!due && (state == "" || failing)) {
 			continue
 		}
 		lastBeat = time.Now()
@@ -706,9 +722,12 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 				return
 			default:
 				s.log.Info("terminal agent registered again", "agent", agent, "pane", r.pane)
-				sent, err = "", nil // registered afresh: its state goes with the next look
+				// Registered afresh, without a state: it goes with the next look.
+				failing, sent = false, ""
+				continue
 			}
 		}
+		failing = err != nil
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Debug("terminal agent heartbeat failed", "agent", agent, "err", err)

@@ -875,6 +875,23 @@ type fakeTerm struct {
 // fakeAgent starts the fake agent, working work seconds on each line, and
 // binds it as bot's terminal route once its prompt shows.
 func (f *fixture) fakeAgent(work string) fakeTerm {
+	f.t.Helper()
+	ta := f.fakePane(work)
+	f.bind(ta)
+	return ta
+}
+
+// bind makes the fake agent's pane bot's terminal route.
+func (f *fixture) bind(ta fakeTerm) {
+	f.t.Helper()
+	if err := f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: ta.pane.Socket, Pane: ta.pane.ID, Prompt: "> ", Session: "s1"}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// fakePane starts the fake agent, working work seconds on each line, and
+// waits for its prompt.
+func (f *fixture) fakePane(work string) fakeTerm {
 	t := f.t
 	t.Helper()
 	ta := fakeTerm{t: t, srv: tmux.Server{Name: fmt.Sprintf("parley-wake-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"},
@@ -892,17 +909,112 @@ func (f *fixture) fakeAgent(work string) fakeTerm {
 		sc, err := ta.srv.Capture(f.ctx, ta.pane.ID)
 		return err == nil && sc.CursorLine() == ">"
 	}, "the agent's prompt")
-	if err := f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: ta.pane.Socket, Pane: ta.pane.ID, Prompt: "> ", Session: "s1"}); err != nil {
-		t.Fatal(err)
-	}
 	return ta
 }
 
 // keys types into the pane (tmux send-keys).
 func (ta fakeTerm) keys(keys ...string) {
 	ta.t.Helper()
-	args := append([]string{"-L", ta.srv.Name, "-f", "/dev/null", "send-keys", "-t", ta.pane.ID}, keys...)
+	ta.tmux(append([]string{"send-keys", "-t", ta.pane.ID}, keys...)...)
+}
+
+// tmux runs a tmux command on the fake agent's server.
+func (ta fakeTerm) tmux(args ...string) {
+	ta.t.Helper()
+	args = append([]string{"-L", ta.srv.Name, "-f", "/dev/null"}, args...)
 	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
-		ta.t.Fatalf("send-keys: %v %s", err, out)
+		ta.t.Fatalf("tmux %s: %v %s", args[3], err, out)
+	}
+}
+
+// beats counts the calls to Config.Heartbeat, after the option that set
+// it, and gives each to seen when not nil.
+type beats struct {
+	n    atomic.Int64
+	seen func(state string) error
+}
+
+func (b *beats) count(f *fixture, c *wake.Config) {
+	hb := c.Heartbeat
+	c.Heartbeat = func(ctx context.Context, agent, state string) error {
+		b.n.Add(1)
+		if b.seen != nil {
+			return b.seen(state)
+		}
+		return hb(ctx, agent, state)
+	}
+}
+
+// A terminal route beats at its first look, not a heartbeat period after
+// the route is made: `parley run` registers the agent before it learns the
+// prompt, which may take longer than the agent's TTL.
+func TestTerminalRouteBeatsAtItsFirstLook(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	b := &beats{}
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.HeartbeatEvery = time.Hour }, b.count)
+	ta := f.fakePane("2")
+	ta.tmux("copy-mode", "-t", ta.pane.ID) // its screen tells nothing: no beat for a state
+	f.bind(ta)
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return b.n.Load() >= 1 }, "a heartbeat")
+}
+
+// A beat that fails (with a state to send) is tried again at the next
+// heartbeat period, not at every look at the pane.
+func TestTerminalBeatThatFailsWaitsForTheNextPeriod(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	var states sync.Map
+	b := &beats{seen: func(state string) error { states.Store(state, true); return errors.New("the node is busy") }}
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.HeartbeatEvery = time.Hour }, b.count)
+	f.fakeAgent("2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return b.n.Load() >= 1 }, "a heartbeat")
+	// Looks every 50 ms: a beat tried again at each would be many.
+	if nodetest.Poll(2*time.Second, func() bool { return b.n.Load() > 1 }) {
+		t.Fatalf("a failed heartbeat was tried again before its period: %d beats", b.n.Load())
+	}
+}
+
+// A tmux that does not answer does not hold the heartbeat back (the
+// agent's TTL would run out): a look at the pane runs out, and tells
+// nothing; the route stays.
+func TestTerminalRouteBeatsWhileTmuxHangs(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	dir := t.TempDir()
+	hang := filepath.Join(dir, "hang")
+	bin := filepath.Join(dir, "tmux")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n[ -e '"+hang+"' ] && exec sleep 600\nexec tmux \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := &beats{}
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.TmuxBin = bin }, b.count)
+	f.fakeAgent("2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.State == "idle" }, "the agent to show idle")
+	if err := os.WriteFile(hang, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	from := b.n.Load()
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return b.n.Load() >= from+4 }, "heartbeats while tmux hangs\n%s", f.log)
+	if len(f.log.lines("tmux did not answer")) == 0 {
+		t.Fatalf("no look ran out:\n%s", f.log)
+	}
+	if _, ok := f.agent(); !ok || !f.routes(localapi.WakeTerminal)() {
+		t.Fatalf("registered %v, routes %v, while tmux hung\n%s", ok, f.status().Routes, f.log)
+	}
+	if err := os.Remove(hang); err != nil {
+		t.Fatal(err)
 	}
 }
