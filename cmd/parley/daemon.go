@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,9 @@ import (
 
 // readyTimeout bounds how long a background start waits for the ready line.
 const readyTimeout = 60 * time.Second
+
+// errNoReadyLine: the node started printed no ready line in readyTimeout.
+var errNoReadyLine = errors.New("printed no ready line")
 
 // startBackground starts `parley --home HOME up ARGS...` as a process of its
 // own session (it outlives this one), with its output appended to
@@ -84,7 +88,7 @@ func startBackground(ctx context.Context, home string, args ...string) (string, 
 			}
 			return "", fmt.Errorf("the node for %s did not start: %s", home, strings.TrimPrefix(strings.TrimPrefix(last, "Error: "), "parley: "))
 		case <-deadline.C:
-			return "", fmt.Errorf("the node started for %s printed no ready line within %s; see %s", home, readyTimeout, logPath)
+			return "", fmt.Errorf("the node started for %s %w within %s; see %s", home, errNoReadyLine, readyTimeout, logPath)
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-tick.C:

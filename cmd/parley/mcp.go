@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -117,9 +118,11 @@ func detectSession() string {
 // ensureNode checks that a node answers for home. If none does and start is
 // set, it starts one in the background that only this machine can reach
 // (loopback addresses, no mDNS; log in HOME/node.log) and says so on w in
-// one line.
+// one line. When another process holds the home (several sessions starting
+// a node at once), it waits for that node to answer; when that process
+// exits without a node answering, it starts one again, once.
 func ensureNode(ctx context.Context, c *localapi.Client, w io.Writer, home string, start bool) error {
-	if _, err := c.ID(ctx); err == nil {
+	if err := pingNode(ctx, c); err == nil {
 		return nil
 	} else if !errors.Is(err, localapi.ErrNoNode) {
 		return err
@@ -127,46 +130,95 @@ func ensureNode(ctx context.Context, c *localapi.Client, w io.Writer, home strin
 	if !start {
 		return fmt.Errorf("no node is running for home %s (start one with `parley --home %s up`)", home, home)
 	}
-	ready, err := startBackground(ctx, home, "--loopback")
-	if err != nil {
-		if waitOtherNode(ctx, c, home) {
-			return nil // another process started one first
+	for tries := 1; ; tries++ {
+		ready, err := startBackground(ctx, home, "--loopback")
+		if err == nil {
+			addrs := "?"
+			if m := readyAddrs.FindStringSubmatch(ready); m != nil {
+				addrs = m[1]
+			}
+			fmt.Fprintf(w, "parley: started a node for %s, reachable from this machine only (%s; no mDNS; log %s); stop it with `parley --home %s down`\n",
+				home, addrs, filepath.Join(home, node.LogFileName), home)
+			return nil
 		}
-		return err
+		if errors.Is(err, errNoReadyLine) || ctx.Err() != nil {
+			return err // it waited its time already
+		}
+		werr := waitOtherNode(ctx, c, home)
+		switch {
+		case werr == nil:
+			return nil // another process started one first
+		case errors.Is(werr, errHolderExited) && tries < 2:
+			continue // the home is free now
+		}
+		return fmt.Errorf("%v; %v", err, werr)
 	}
-	addrs := "?"
-	if m := readyAddrs.FindStringSubmatch(ready); m != nil {
-		addrs = m[1]
-	}
-	fmt.Fprintf(w, "parley: started a node for %s, reachable from this machine only (%s; no mDNS; log %s); stop it with `parley --home %s down`\n",
-		home, addrs, filepath.Join(home, node.LogFileName), home)
-	return nil
 }
 
+// statusTimeout bounds one status call to the node: a socket that takes
+// the connection and never answers (a stopped node) is no node.
+const statusTimeout = 5 * time.Second
+
+// pingNode asks the node for its ID, within statusTimeout.
+func pingNode(ctx context.Context, c *localapi.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	_, err := c.ID(ctx)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, localapi.ErrNoNode) {
+		return fmt.Errorf("the node's socket took the call but nothing answered within %s: %w", statusTimeout, err)
+	}
+	return err
+}
+
+var (
+	// errHolderExited: the process that held the home exited, and no node
+	// answers.
+	errHolderExited = errors.New("the process that held the home exited without a node answering")
+	// errHolderDead: the home's lock names a process that does not run
+	// (another process holds the lock).
+	errHolderDead = errors.New("the home's lock is held, but the process it names does not run")
+)
+
 // waitOtherNode waits, up to readyTimeout, for a node that another process
-// started for home to answer (several sessions starting at once: one node
-// takes the home's lock and opens its socket a moment later, and the others'
-// starts are refused). It reports whether one answers; it gives up at once
-// when no node holds the home's lock.
-func waitOtherNode(ctx context.Context, c *localapi.Client, home string) bool {
+// started for home to answer. It returns nil once one answers;
+// errHolderExited when the home's lock is let go with no node answering;
+// errHolderDead when the lock names a process that does not run (no node
+// will answer); else why it stopped waiting.
+func waitOtherNode(ctx context.Context, c *localapi.Client, home string) error {
 	deadline := time.NewTimer(readyTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, err := c.ID(ctx); err == nil {
-			return true
+		if pingNode(ctx, c) == nil {
+			return nil
 		}
-		if held, _, err := node.HomeLockHolder(home); err != nil || !held {
-			_, err := c.ID(ctx) // it may have opened its socket meanwhile
-			return err == nil
+		held, pid, err := node.HomeLockHolder(home)
+		if err != nil {
+			return err
+		}
+		if !held {
+			if pingNode(ctx, c) == nil { // it may have opened its socket meanwhile
+				return nil
+			}
+			return errHolderExited
+		}
+		if pid > 0 && !processRuns(pid) {
+			return fmt.Errorf("%w (pid %d in %s)", errHolderDead, pid, filepath.Join(home, node.LockFileName))
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return ctx.Err()
 		case <-deadline.C:
-			return false
+			return fmt.Errorf("no node answered for %s within %s", home, readyTimeout)
 		case <-tick.C:
 		}
 	}
+}
+
+// processRuns reports whether a process with the pid exists (one of
+// another user's counts).
+func processRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
