@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,80 @@ import (
 	"github.com/parley-mesh/parley/rooms"
 )
 
+// roomsWith has node from create n rooms and invite node to into each;
+// it waits until node to joined them all.
+func roomsWith(t *testing.T, nt *nodetest.Net, from, to, n int, name string) []identity.RoomID {
+	t.Helper()
+	ctx := context.Background()
+	var ids []identity.RoomID
+	for k := range n {
+		id, err := mgr(nt, from).Create(ctx, fmt.Sprintf("%s%d", name, k), identity.HumanAgent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mgr(nt, from).Invite(ctx, id, nt.ID(to), identity.HumanAgent); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		nt.WaitFor(30*time.Second, func() bool { return hasJoined(nt, to, id) }, "node %d to join %s", to, id)
+	}
+	return ids
+}
+
+// orphans returns a maker of events of room signed by key (author), each
+// with a body of size bytes and one parent that never exists.
+func orphans(key crypto.PrivKey, size int) func(room identity.RoomID) []byte {
+	author, _ := peer.IDFromPrivateKey(key)
+	body := make([]byte, size)
+	var seq atomic.Uint64
+	return func(room identity.RoomID) []byte {
+		var parent rooms.ID
+		_, _ = rand.Read(parent[:])
+		e := rooms.Event{Room: room, Author: author, Agent: identity.HumanAgent, Seq: 1000 + seq.Add(1), Parents: []rooms.ID{parent},
+			Depth: 5, Time: time.Now().UnixMilli(), Kind: rooms.KindMessage, Body: body}
+		w, _, err := rooms.Seal(key, &e)
+		if err != nil {
+			panic(err)
+		}
+		return w
+	}
+}
+
+// answerSyncsWith makes node i answer every sync request with count events
+// that mk makes for the requested room, per to a batch, and pulls each of
+// rooms from it on node j, waiting until node j's room took what came.
+func answerSyncsWith(t *testing.T, nt *nodetest.Net, i, j int, ids []identity.RoomID, count, per int, mk func(identity.RoomID) []byte) {
+	t.Helper()
+	nt.Node(i).Host().SetStreamHandler(rooms.ProtocolSync, func(s network.Stream) {
+		defer s.Close()
+		h, err := rooms.ReadHello(s, rooms.MaxFrame)
+		if err != nil {
+			s.Reset()
+			return
+		}
+		for sent := 0; sent < count; sent += per {
+			var b rooms.Batch
+			for range min(per, count-sent) {
+				b.Events = append(b.Events, mk(h.Room))
+			}
+			if rooms.WriteFrame(s, &b) != nil {
+				return
+			}
+		}
+		_ = rooms.WriteFrame(s, &rooms.Batch{End: true})
+	})
+	ctx := context.Background()
+	for _, id := range ids {
+		_ = mgr(nt, j).SyncNow(ctx, id, nt.ID(i))
+		barrier, _, _ := mgr(nt, j).RoomWaits(id)
+		if err := barrier(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestMemberCannotFillPendingPoolsWithAStrangersEvents: node 1, a contact
 // that made several rooms with node 0, answers node 0's catch-ups with
 // events of a key no one knows, 60 KiB each, whose parent never comes. A
@@ -24,64 +99,16 @@ import (
 // they are held within each pool's strangers' share, and every room's pool
 // within the node's share.
 func TestMemberCannotFillPendingPoolsWithAStrangersEvents(t *testing.T) {
-	const nRooms, perSync = 4, 150
+	const nRooms = 4
 	nt := nodetest.Start(t, 2)
 	nt.Befriend(t, 1, 0)
-	ctx := context.Background()
 	waitConnected(t, nt, 1, 0)
-	var ids []identity.RoomID
-	for k := range nRooms {
-		id, err := mgr(nt, 1).Create(ctx, fmt.Sprintf("r%d", k), identity.HumanAgent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := mgr(nt, 1).Invite(ctx, id, nt.ID(0), identity.HumanAgent); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	for _, id := range ids {
-		nt.WaitFor(30*time.Second, func() bool { return hasJoined(nt, 0, id) }, "node 0 to join %s", id)
-	}
-
+	ids := roomsWith(t, nt, 1, 0, nRooms, "r")
 	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	author, _ := peer.IDFromPrivateKey(key)
-	body := make([]byte, 60<<10)
-	orphan := func(room identity.RoomID) []byte {
-		var parent rooms.ID
-		_, _ = rand.Read(parent[:])
-		e := rooms.Event{Room: room, Author: author, Agent: "x", Seq: 2, Parents: []rooms.ID{parent}, Depth: 5,
-			Time: time.Now().UnixMilli(), Kind: rooms.KindMessage, Body: body}
-		w, _, err := rooms.Seal(key, &e)
-		if err != nil {
-			panic(err)
-		}
-		return w
-	}
-	nt.Node(1).Host().SetStreamHandler(rooms.ProtocolSync, func(s network.Stream) {
-		defer s.Close()
-		h, err := rooms.ReadHello(s, rooms.MaxFrame)
-		if err != nil {
-			s.Reset()
-			return
-		}
-		for range perSync {
-			if rooms.WriteFrame(s, &rooms.Batch{Events: [][]byte{orphan(h.Room)}}) != nil {
-				return
-			}
-		}
-		_ = rooms.WriteFrame(s, &rooms.Batch{End: true})
-	})
-	for _, id := range ids {
-		_ = mgr(nt, 0).SyncNow(ctx, id, nt.ID(1))
-		barrier, _, _ := mgr(nt, 0).RoomWaits(id)
-		if err := barrier(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	answerSyncsWith(t, nt, 1, 0, ids, 150, 1, orphans(key, 60<<10))
 	events, bytes := mgr(nt, 0).PendingHeld()
 	if events == 0 {
 		t.Fatal("no event was pooled: the test no longer sends what it means to")
@@ -92,11 +119,59 @@ func TestMemberCannotFillPendingPoolsWithAStrangersEvents(t *testing.T) {
 	}
 	t.Logf("pooled: %d events, %d KiB", events, bytes>>10)
 	// A room that closes gives its part back.
-	if _, err := mgr(nt, 0).LeaveNode(ctx, ids[0], identity.HumanAgent); err != nil {
+	if _, err := mgr(nt, 0).LeaveNode(context.Background(), ids[0], identity.HumanAgent); err != nil {
 		t.Fatal(err)
 	}
 	nt.WaitFor(20*time.Second, func() bool {
 		e, _ := mgr(nt, 0).PendingHeld()
 		return e < events
 	}, "the left room's pool to be given back")
+}
+
+// TestContactFillingTheShareLeavesOtherRoomsTheirReserve: node 1, a contact
+// of node 0, made four rooms with it and answers node 0's catch-ups there
+// with events of its own key (no stranger's share applies) whose parent
+// never comes: they fill the node's pending share. In a room node 2 made,
+// an honest event that comes before its parent is still held (each pool's
+// reserve), and stored once its parent comes. A review found the first
+// build of the share let one contact stop every other room from holding
+// any event ahead of its parent.
+func TestContactFillingTheShareLeavesOtherRoomsTheirReserve(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	nt.Befriend(t, 1, 0)
+	nt.Befriend(t, 2, 0)
+	waitConnected(t, nt, 1, 0)
+	waitConnected(t, nt, 2, 0)
+	ids := roomsWith(t, nt, 1, 0, 4, "r")
+	honest := roomsWith(t, nt, 2, 0, 1, "honest")[0]
+
+	// Node 2 posts two messages node 0 does not get.
+	nt.Partition([]int{0, 1}, []int{2})
+	e1 := say(t, nt, 2, honest, "one")
+	e2 := say(t, nt, 2, honest, "two")
+	w1, err := mgr(nt, 2).Wire(honest, e1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := mgr(nt, 2).Wire(honest, e2)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	answerSyncsWith(t, nt, 1, 0, ids, rooms.DefaultPendingEvents, 256, orphans(nt.Node(1).Host().Peerstore().PrivKey(nt.ID(1)), 1))
+	events, bytes := mgr(nt, 0).PendingHeld()
+	t.Logf("node 0's pools hold %d events, %d KiB, all from node 1's four rooms", events, bytes>>10)
+
+	if err := mgr(nt, 0).ProcessBatch(honest, w2); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr(nt, 0).ProcessBatch(honest, w1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr(nt, 0).Wire(honest, e1); err != nil {
+		t.Fatal("parent not stored")
+	}
+	if _, err := mgr(nt, 0).Wire(honest, e2); err != nil {
+		t.Fatalf("node 2's honest event, which came before its parent, was dropped: the honest room could pool nothing (share %d events, %d MiB held by node 1's rooms)", events, bytes>>20)
+	}
 }

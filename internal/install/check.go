@@ -104,27 +104,16 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 					s.server = parent[t.server[len(t.server)-1]]
 				}
 			}
-			if hooks, ok := m["hooks"].(map[string]any); ok {
-				for ev, arr := range hooks {
-					groups, _ := arr.([]any)
-					for _, g := range groups {
-						gm, _ := g.(map[string]any)
-						hs, _ := gm["hooks"].([]any)
-						for _, h := range hs {
-							hm, _ := h.(map[string]any)
-							cmd, _ := hm["command"].(string)
-							if e, ok := k.hookEvent(cmd, client); ok && e == ev {
-								s.hooks[ev] = cmd
-								if client == Claude && ev == "Stop" {
-									if n, ok := hm["timeout"].(json.Number); ok {
-										s.stopTimeout, _ = n.Float64()
-									}
-								}
-							}
+			eachHook(m, func(ev string, hm map[string]any, cmd string) {
+				if e, ok := k.hookEvent(cmd, client); ok && e == ev {
+					s.hooks[ev] = cmd
+					if client == Claude && ev == "Stop" {
+						if n, ok := hm["timeout"].(json.Number); ok {
+							s.stopTimeout, _ = n.Float64()
 						}
 					}
 				}
-			}
+			})
 		}
 		if k.server(s.server) || len(s.hooks) > 0 || k.notify(s.notify) {
 			found = true

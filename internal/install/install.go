@@ -1184,21 +1184,11 @@ func parleyArgs(t target, client Client, src []byte) [][]string {
 			return nil
 		}
 		m, _ = v.(map[string]any)
-		hooks, _ := m["hooks"].(map[string]any)
-		for _, arr := range hooks {
-			groups, _ := arr.([]any)
-			for _, g := range groups {
-				gm, _ := g.(map[string]any)
-				hs, _ := gm["hooks"].([]any)
-				for _, h := range hs {
-					hm, _ := h.(map[string]any)
-					cmd, _ := hm["command"].(string)
-					if _, ok := parleyHookEvent(cmd, client); ok {
-						out = append(out, splitCommand(cmd)[1:])
-					}
-				}
+		eachHook(m, func(_ string, _ map[string]any, cmd string) {
+			if _, ok := parleyHookEvent(cmd, client); ok {
+				out = append(out, splitCommand(cmd)[1:])
 			}
-		}
+		})
 	}
 	if t.server != nil {
 		if v, ok := dig(m, t.server[:len(t.server)-1]); ok {
@@ -1249,4 +1239,23 @@ func sameFolder(a, b string) bool {
 	ea, errA := filepath.EvalSymlinks(a)
 	eb, errB := filepath.EvalSymlinks(b)
 	return errA == nil && errB == nil && ea == eb
+}
+
+// eachHook calls f with each hook of a settings file's "hooks" table
+// (Claude Code's and Gemini CLI's form: event → groups → hooks): its
+// event, the hook's object and its command.
+func eachHook(m map[string]any, f func(ev string, hook map[string]any, cmd string)) {
+	hooks, _ := m["hooks"].(map[string]any)
+	for ev, arr := range hooks {
+		groups, _ := arr.([]any)
+		for _, g := range groups {
+			gm, _ := g.(map[string]any)
+			hs, _ := gm["hooks"].([]any)
+			for _, h := range hs {
+				hm, _ := h.(map[string]any)
+				cmd, _ := hm["command"].(string)
+				f(ev, hm, cmd)
+			}
+		}
+	}
 }
