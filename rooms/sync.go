@@ -488,10 +488,10 @@ func (m *Manager) handleSync(s network.Stream) {
 	// to its leave: a node put back on an older copy of its home learns
 	// so that it left (retell.go). Its Hello is read up to
 	// maxDepartedHello only.
-	// So is a member of a room this node left whose leave no member has
-	// pulled yet: once the room is closed it shares no open room with a
-	// member that is no contact, and that member could never learn the
-	// leave had it missed its gossip.
+	// So is a member of a room this node left (servesLeft): once the room
+	// is closed it shares no open room with a member that is no contact,
+	// and that member could never learn the leave had it missed its
+	// gossip.
 	limit := MaxFrame
 	departed, stayed := false, false
 	if err := m.cfg.Policy.Allowed(remote); err != nil {
@@ -520,7 +520,7 @@ func (m *Manager) handleSync(s network.Stream) {
 	if r != nil && !r.isMember(remote) {
 		upTo = r.removedDepth(remote)
 	}
-	strangerServed := (departed && upTo > 0) || (stayed && r != nil && m.leaving.get(h.Room) == r && r.isMember(remote))
+	strangerServed := (departed && upTo > 0) || (stayed && r != nil && m.servesLeft(r, remote))
 	if r == nil || (!r.isMember(remote) && upTo == 0) || (m.cfg.Policy.Allowed(remote) != nil && !strangerServed) {
 		m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
 		s.Reset()
@@ -577,8 +577,8 @@ func helloHeads(heads []ID) []ID {
 // a room open here (handleSync).
 const maxDepartedHello = 64 << 10
 
-// memberOfLeaving reports whether p is a member of a room this node left
-// whose leave no member has pulled yet.
+// memberOfLeaving reports whether p is one this node serves a room it
+// left to (servesLeft), in any such room.
 func (m *Manager) memberOfLeaving(p peer.ID) bool {
 	m.leaving.mu.Lock()
 	rs := make([]*room, 0, len(m.leaving.rooms))
@@ -586,18 +586,22 @@ func (m *Manager) memberOfLeaving(p peer.ID) bool {
 		rs = append(rs, r)
 	}
 	m.leaving.mu.Unlock()
-	// As SharesRoom: not a member admitted through a node this user cut
-	// off, when the policy tells (the contacts service does).
+	return slices.ContainsFunc(rs, func(r *room) bool { return m.servesLeft(r, p) })
+}
+
+// servesLeft reports whether this node serves room r, which it left less
+// than LeavingServeFor ago, to p: a member of it admitted, as SharesRoom
+// asks of open rooms, through no node this user cut off (when the policy
+// tells: the contacts service does).
+func (m *Manager) servesLeft(r *room, p peer.ID) bool {
+	if m.leaving.get(r.id) != r || r.leavingOver() || !r.isMember(p) {
+		return false
+	}
 	var cut func(peer.ID) bool
 	if c, ok := m.cfg.Policy.(interface{ CutOff(peer.ID) bool }); ok {
 		cut = c.CutOff
 	}
-	for _, r := range rs {
-		if !r.leavingOver() && r.isMember(p) && r.vouches(p, cut) {
-			return true
-		}
-	}
-	return false
+	return r.vouches(p, cut)
 }
 
 // outOfSome reports whether p left, or was removed from, a room open here
