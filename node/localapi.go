@@ -44,12 +44,13 @@ func (a agentsAPI) Heartbeat(ctx context.Context, name string, req localapi.Hear
 }
 
 func (a agentsAPI) Unregister(ctx context.Context, name string) error {
-	if err := a.n.agents.Unregister(ctx, name); err != nil {
-		return agentsError(err)
+	// The user lets the agent go: its pane (`parley run`) is not pasted
+	// into, nor taken up again at the next start. The route goes first: a
+	// route that found its agent unregistered would bind it again.
+	if err := a.n.forgetTerminal(ctx, name); err != nil {
+		return err
 	}
-	// The user let the agent go: its pane (`parley run`) is not pasted
-	// into, nor taken up again at the next start.
-	return a.n.forgetTerminal(ctx, name)
+	return agentsError(a.n.agents.Unregister(ctx, name))
 }
 
 func (a agentsAPI) List(context.Context) []localapi.AgentInfo {

@@ -141,6 +141,8 @@ type route struct {
 	texts  chan []localapi.Item
 	busy   bool
 	cancel context.CancelFunc
+	// Terminal: closed once the route's goroutines have returned.
+	done chan struct{}
 	// Terminal: the pane, its tmux server and its prompt.
 	pane, socket, prompt string
 }
@@ -527,7 +529,7 @@ func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.T
 	o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
 	term := tmux.Bind(srv, req.Pane, o)
 	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane, socket: req.Socket,
-		prompt: req.Prompt, session: req.Session}
+		prompt: req.Prompt, session: req.Session, done: make(chan struct{})}
 	err = s.do(ctx, func(ctx context.Context) {
 		sst := s.state(agent)
 		for _, old := range slices.Clone(sst.routes) {
@@ -564,6 +566,7 @@ func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.T
 // lives, with the state its screen shows, and drops the route when the
 // pane is gone.
 func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tmux.Terminal) {
+	defer close(r.done)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var once sync.Once
@@ -708,6 +711,9 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 		}
 		lastBeat = time.Now()
 		err = s.cfg.Heartbeat(ctx, agent, state)
+		if ctx.Err() != nil {
+			return // the route ended (dropped, replaced): it binds nothing again
+		}
 		if errors.Is(err, ErrUnregistered) && s.cfg.Rebind != nil && r.session != "" {
 			// Its registration is gone while its pane lives: bind its
 			// session again, or the agent stays unknown, asks to it refused.
@@ -797,13 +803,16 @@ func (s *Service) WakeStatus(ctx context.Context) []localapi.WakeStatus {
 // user ended the agent (unregister, kill), so its pane is no longer pasted
 // into, and a restart of the node does not take the pane up again (the
 // kept route is marked ended, so that Restore says why, and drops it). It
-// is not an error for the agent to have none.
+// returns once the route has stopped: no beat of it can then find the
+// agent unregistered and bind its session again. It is not an error for
+// the agent to have none.
 func (s *Service) ForgetTerminal(ctx context.Context, agent string) error {
 	if s.cfg.Terminals != nil {
 		if err := EndTerminal(s.cfg.Terminals, agent); err != nil {
 			return err
 		}
 	}
+	var dropped []*route
 	err := s.do(ctx, func(ctx context.Context) {
 		st := s.agents[agent]
 		if st == nil {
@@ -813,6 +822,7 @@ func (s *Service) ForgetTerminal(ctx context.Context, agent string) error {
 			if r.kind == localapi.WakeTerminal {
 				s.remove(st, r)
 				r.cancel()
+				dropped = append(dropped, r)
 				s.log.Info("terminal wake-up route dropped", "agent", agent, "pane", r.pane)
 			}
 		}
@@ -820,7 +830,17 @@ func (s *Service) ForgetTerminal(ctx context.Context, agent string) error {
 	if errors.Is(err, ErrStopped) {
 		return nil // nothing runs any more; the kept route is dropped
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for _, r := range dropped {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // EndTerminal marks the agent's kept terminal route ended (ForgetTerminal),

@@ -1018,3 +1018,47 @@ func TestTerminalRouteBeatsWhileTmuxHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The user ends a terminal agent (`parley agent unregister`: the node
+// forgets its route, then unregisters it): a beat of the route at that
+// moment must not find the agent unregistered and bind its session again.
+// ForgetTerminal returns once the route's watcher has stopped.
+func TestForgottenTerminalRouteDoesNotRegisterItsAgentAgain(t *testing.T) {
+	needTmux(t)
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) {
+		c.PaneCheck = 5 * time.Millisecond
+		c.HeartbeatEvery = time.Millisecond
+	})
+	ta := f.fakePane("2")
+	hits, tries := 0, 150
+	for range tries {
+		if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", Client: "terminal", TTLSeconds: 60}); err != nil {
+			t.Fatal(err)
+		}
+		f.bind(ta)
+		nodetest.Poll(30*time.Millisecond, func() bool { return false })
+		if err := f.s.ForgetTerminal(f.ctx, "bot"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.n.Agents().Unregister(f.ctx, "bot"); err != nil {
+			t.Fatal(err)
+		}
+		nodetest.Poll(30*time.Millisecond, func() bool { return false })
+		if _, ok := f.agent(); ok {
+			hits++
+		}
+	}
+	if hits > 0 {
+		t.Fatalf("%d of %d ended agents were registered again\n%s", hits, tries, f.log)
+	}
+}
+
+func needTmux(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+}
