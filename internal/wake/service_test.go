@@ -11,9 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1060,5 +1062,41 @@ func needTmux(t *testing.T) {
 			t.Fatal("tmux is not installed (.ci/run installs it)")
 		}
 		t.Skip("tmux is not installed")
+	}
+}
+
+// A tmux that hangs while a child of its own holds its output (a wrapper
+// script that does not exec tmux): the look still runs out, and the agent
+// is still heartbeaten. Before, only the wrapper was killed, and the look
+// waited for the child's end of the pipe for good.
+func TestTerminalRouteBeatsWhileATmuxWrapperHangs(t *testing.T) {
+	needTmux(t)
+	dir := t.TempDir()
+	hang := filepath.Join(dir, "hang")
+	bin := filepath.Join(dir, "tmux")
+	// No exec: sh waits for sleep, and sleep holds sh's output.
+	script := "#!/bin/sh\nif [ -e '" + hang + "' ]; then sleep 600 & echo $! >> '" + hang + ".pids'; wait; exit 0; fi\nexec tmux \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := &beats{}
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.TmuxBin = bin }, b.count)
+	f.fakeAgent("2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.State == "idle" }, "the agent to show idle")
+	if err := os.WriteFile(hang, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.Remove(hang)
+		raw, _ := os.ReadFile(hang + ".pids")
+		for _, l := range strings.Fields(string(raw)) {
+			if pid, err := strconv.Atoi(l); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck // already gone is fine
+			}
+		}
+	})
+	from := b.n.Load()
+	if !nodetest.Poll(20*time.Second, func() bool { return b.n.Load() >= from+4 }) {
+		t.Fatalf("%d beats in 20 s while a tmux wrapper hung; looks that ran out: %d\n%s", b.n.Load()-from, len(f.log.lines("tmux did not answer")), f.log)
 	}
 }

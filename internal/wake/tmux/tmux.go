@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Server is one tmux server: the user's own (the zero value), one named by
@@ -53,6 +55,13 @@ func (s Server) runStderr(ctx context.Context, stdin io.Reader, args ...string) 
 		pre = append(pre, "-f", s.Config)
 	}
 	cmd := exec.CommandContext(ctx, bin, append(pre, args...)...)
+	// When ctx ends, the tmux client and whatever it started (a wrapper
+	// script's tmux, say) are killed together, and Run does not wait long
+	// for a pipe something left behind still holds: a call that hangs runs
+	// out when its ctx does.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
