@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -39,17 +37,7 @@ func (n *Node) startWake() error {
 			}
 			return names
 		},
-		Heartbeat: func(ctx context.Context, agent, state string) error {
-			var req agents.HeartbeatRequest
-			if state != "" {
-				req.State = &state
-			}
-			_, err := n.agents.Heartbeat(ctx, agent, req)
-			if errors.Is(err, agents.ErrUnknownAgent) {
-				return fmt.Errorf("%w: %w", wake.ErrUnregistered, err)
-			}
-			return err
-		},
+		Heartbeat: wake.AgentHeartbeat(n.agents),
 		Rebind:    rebind,
 		Terminals: wake.DB{Store: n.db},
 		TerminalGone: func(ctx context.Context, agent, session string) {

@@ -41,10 +41,12 @@ type Config struct {
 	// gives what its screen shows it doing: "busy" or "idle" ("" when that
 	// is not known). It is called every HeartbeatEvery while the pane
 	// lives, whatever the route is delivering, and at once when the state
-	// changes. An error that wraps ErrUnregistered says the agent is not
-	// registered any more (swept, or its session took another name): the
-	// route binds its session again through Rebind. Nil means none.
-	Heartbeat func(ctx context.Context, agent, state string) error
+	// changes. session is the route's session key ("" if none). An error
+	// that wraps ErrUnregistered says the agent is not registered any more
+	// by that session (swept, its session took another name, or another
+	// session took the name): the route binds its session again through
+	// Rebind. Nil means none; AgentHeartbeat is the node's.
+	Heartbeat func(ctx context.Context, agent, session, state string) error
 	// Rebind binds a terminal route's session key to its agent again and
 	// registers it, when a heartbeat finds the agent unregistered while its
 	// pane lives. When the session now holds another name, the route moves
@@ -710,7 +712,7 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 			continue
 		}
 		lastBeat = time.Now()
-		err = s.cfg.Heartbeat(ctx, agent, state)
+		err = s.cfg.Heartbeat(ctx, agent, r.session, state)
 		if ctx.Err() != nil {
 			return // the route ended (dropped, replaced): it binds nothing again
 		}

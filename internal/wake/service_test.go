@@ -848,17 +848,7 @@ func TestTerminalRouteMovesToItsSessionsNewName(t *testing.T) {
 func heartbeaten(f *fixture, c *wake.Config) {
 	c.PaneCheck = 50 * time.Millisecond
 	c.HeartbeatEvery = 200 * time.Millisecond
-	c.Heartbeat = func(ctx context.Context, agent, state string) error {
-		var req agents.HeartbeatRequest
-		if state != "" {
-			req.State = &state
-		}
-		_, err := f.n.Agents().Heartbeat(ctx, agent, req)
-		if errors.Is(err, agents.ErrUnknownAgent) {
-			return fmt.Errorf("%w: %w", wake.ErrUnregistered, err)
-		}
-		return err
-	}
+	c.Heartbeat = wake.AgentHeartbeat(f.n.Agents())
 	c.Rebind = func(ctx context.Context, session string) (string, error) {
 		info, err := f.n.Agents().Session(ctx, agents.SessionRequest{Session: session, Client: "terminal", TTLSeconds: 60})
 		return info.Name, err
@@ -938,12 +928,12 @@ type beats struct {
 
 func (b *beats) count(f *fixture, c *wake.Config) {
 	hb := c.Heartbeat
-	c.Heartbeat = func(ctx context.Context, agent, state string) error {
+	c.Heartbeat = func(ctx context.Context, agent, session, state string) error {
 		b.n.Add(1)
 		if b.seen != nil {
 			return b.seen(state)
 		}
-		return hb(ctx, agent, state)
+		return hb(ctx, agent, session, state)
 	}
 }
 
@@ -1099,4 +1089,25 @@ func TestTerminalRouteBeatsWhileATmuxWrapperHangs(t *testing.T) {
 	if !nodetest.Poll(20*time.Second, func() bool { return b.n.Load() >= from+4 }) {
 		t.Fatalf("%d beats in 20 s while a tmux wrapper hung; looks that ran out: %d\n%s", b.n.Load()-from, len(f.log.lines("tmux did not answer")), f.log)
 	}
+}
+
+// The pane's registration went (swept), and another session took the name
+// before the pane's next beat: the route does not beat that session's
+// agent (keeping it past its TTL, its asks pasted into this pane); once
+// that session's TTL has run out, the pane's session gets its name back.
+func TestTerminalRouteDoesNotBeatAnotherSessionsAgent(t *testing.T) {
+	needTmux(t)
+	f := newFixture(t, time.Hour, heartbeaten)
+	f.fakeAgent("2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.State == "idle" }, "the agent to show idle")
+	if err := f.n.Agents().Unregister(f.ctx, "bot"); err != nil { // swept
+		t.Fatal(err)
+	}
+	// An MCP session takes the free name with a short TTL and goes away
+	// without unregistering.
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "mcp-other", Name: "bot", Client: "mcp", TTLSeconds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.Session == "s1" },
+		"the pane's session to get its name back after the other session's TTL (2 s)\n%s", f.log)
 }
