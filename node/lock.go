@@ -89,9 +89,15 @@ func HomeLockHolder(home string) (held bool, pid int, err error) {
 		return false, 0, fmt.Errorf("node: open lock %s: %w", path, err)
 	}
 	defer f.Close()
-	raw, _ := os.ReadFile(path) // the pid is a hint; a lock file without one still locks
-	pid, _ = strconv.Atoi(strings.TrimSpace(string(raw)))
+	// The pid is a hint (a lock file without one still locks), read after
+	// the lock is tried: a node writes it once it holds the lock.
+	readPid := func() int {
+		raw, _ := os.ReadFile(path)
+		n, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+		return n
+	}
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	pid = readPid()
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		return true, pid, nil
 	}

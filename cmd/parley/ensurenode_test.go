@@ -146,3 +146,51 @@ func TestMCPDoesNotWaitForeverOnASocketThatNeverAnswers(t *testing.T) {
 		t.Fatalf("parley mcp on a socket that never answers: exit %d after %s\n%s", code, took.Round(time.Second), errs)
 	}
 }
+
+// A node writes its pid in the home's lock file only once it holds the
+// lock, so a start in progress shows the pid of an earlier holder that is
+// gone for a moment: `parley mcp` waits a little before it calls the
+// holder dead. Here the holder names a dead pid for half a second, then its
+// own, then lets the home go: `parley mcp` starts the node itself. (It
+// gave up at once, saying the holder did not run.)
+func TestMCPWaitsForAHolderThatWritesItsPidLate(t *testing.T) {
+	t.Parallel()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := gone.Process.Pid
+	home, _ := lockHome(t)
+	lock := filepath.Join(home, node.LockFileName)
+	holder := exec.Command("flock", "-x", lock, "sh", "-c", `sleep 0.5; echo $$ > "$0"; sleep 1`, lock)
+	startHolder(t, home, holder, func() int { return dead })
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	_, errs, code := runPrepared(t, exec.CommandContext(ctx, parleyBin, "--home", home, "mcp"))
+	if code != 0 || !strings.Contains(errs, "started a node") {
+		t.Fatalf("parley mcp while a holder wrote its pid late: exit %d\n%s", code, errs)
+	}
+}
+
+// A start of our own that fails by itself (here a key file the node
+// refuses) is told as it is, once: no second start, and no word of a
+// holder that never was. (It started twice and blamed "the process that
+// held the home".)
+func TestMCPOwnFailedStartIsToldOnce(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, node.KeyFileName), []byte("not a key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, errs, code := runPrepared(t, exec.CommandContext(ctx, parleyBin, "--home", home, "mcp"))
+	log, _ := os.ReadFile(filepath.Join(home, node.LogFileName))
+	if code == 0 || strings.Contains(errs, "held the home") || strings.Count(string(log), "key file") != 1 {
+		t.Fatalf("parley mcp with a key the node refuses: exit %d\n%s\nnode.log:\n%s", code, errs, log)
+	}
+}

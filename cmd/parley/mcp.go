@@ -144,6 +144,9 @@ func ensureNode(ctx context.Context, c *localapi.Client, w io.Writer, home strin
 		if errors.Is(err, errNoReadyLine) || ctx.Err() != nil {
 			return err // it waited its time already
 		}
+		if !strings.Contains(err.Error(), homeInUse) {
+			return err // our node failed by itself (a damaged key, a bad config): no other to wait for
+		}
 		werr := waitOtherNode(ctx, c, home)
 		switch {
 		case werr == nil:
@@ -154,6 +157,15 @@ func ensureNode(ctx context.Context, c *localapi.Client, w io.Writer, home strin
 		return fmt.Errorf("%v; %v", err, werr)
 	}
 }
+
+// homeInUse is what a start refused because another process holds the
+// home says (node.ErrHomeLocked, as the child logs it).
+var homeInUse = strings.TrimPrefix(node.ErrHomeLocked.Error(), "node: ")
+
+// deadHolderGrace is how long the pid in the home's lock must look dead
+// before waiting stops: a node writes its pid only after it took the lock,
+// so a start in progress shows the pid of an earlier, gone holder a moment.
+const deadHolderGrace = 2 * time.Second
 
 // statusTimeout bounds one status call to the node: a socket that takes
 // the connection and never answers (a stopped node) is no node.
@@ -189,6 +201,8 @@ func waitOtherNode(ctx context.Context, c *localapi.Client, home string) error {
 	defer deadline.Stop()
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
+	var deadPid int // the lock's pid that looked dead, since deadSince
+	var deadSince time.Time
 	for {
 		if pingNode(ctx, c) == nil {
 			return nil
@@ -203,7 +217,12 @@ func waitOtherNode(ctx context.Context, c *localapi.Client, home string) error {
 			}
 			return errHolderExited
 		}
-		if pid > 0 && !processRuns(pid) {
+		switch {
+		case pid <= 0 || processRuns(pid):
+			deadPid, deadSince = 0, time.Time{}
+		case pid != deadPid:
+			deadPid, deadSince = pid, time.Now()
+		case time.Since(deadSince) > deadHolderGrace:
 			return fmt.Errorf("%w (pid %d in %s)", errHolderDead, pid, filepath.Join(home, node.LockFileName))
 		}
 		select {
