@@ -443,12 +443,7 @@ func TestIdleSessionTellsTheHumanAtOnce(t *testing.T) {
 // after the limit); a pane whose program has exited, or no tmux server, is
 // refused as a route.
 func TestTerminalRouteAndDeadPanes(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	f := newFixture(t, 2*time.Second)
 	srv := tmux.Server{Name: fmt.Sprintf("parley-wake-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
 	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
@@ -555,12 +550,7 @@ func TestUnmuteWakesForWhatWaits(t *testing.T) {
 // program it ran (the same first process): a pane respawned with another
 // program is dropped, and its agent is not bound again.
 func TestRestoreChecksThePanesProgram(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	f := newFixture(t, 5*time.Second)
 	srv := tmux.Server{Name: fmt.Sprintf("parley-wake-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
 	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
@@ -607,12 +597,7 @@ func TestRestoreChecksThePanesProgram(t *testing.T) {
 // theirs there while the node was down): the route is dropped and its
 // agent is not bound again.
 func TestRestoreRefusesASocketOthersCanWrite(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	f := newFixture(t, 5*time.Second)
 	dir, err := os.MkdirTemp("", "pw-") // short: unix socket paths are short
 	if err != nil {
@@ -651,12 +636,7 @@ func TestRestoreRefusesASocketOthersCanWrite(t *testing.T) {
 // ForgetTerminal (unregister, kill) drops the agent's running terminal
 // route and the one kept for restarts.
 func TestForgetTerminalDropsTheRoute(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	f := newFixture(t, 5*time.Second)
 	srv := tmux.Server{Name: fmt.Sprintf("parley-wake-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
 	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
@@ -712,12 +692,7 @@ func (f *fixture) agent() (agents.Info, bool) {
 // was not brought in time is told to its human on a live agent (`parley
 // who` marks it NOT REACHED), and later asks to it are taken.
 func TestTerminalAgentStaysWhileAPasteWaits(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	f := newFixture(t, 3*time.Second, heartbeaten)
 	// A TTL well under the limit: a heartbeat that waited for the paste
 	// would let the agent be swept.
@@ -765,12 +740,7 @@ func TestTerminalAgentStaysWhileAPasteWaits(t *testing.T) {
 // who` and `agent list` give it: busy while its program works or a person
 // types at its prompt, idle back at its empty prompt.
 func TestTerminalAgentStateFromItsScreen(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	f := newFixture(t, time.Hour, heartbeaten)
 	ta := f.fakeAgent("2")
 	state := func(want string) func() bool {
@@ -791,12 +761,7 @@ func TestTerminalAgentStateFromItsScreen(t *testing.T) {
 // by its route, as the MCP server and `parley codex` bind again: asks to it
 // are taken, not refused until the node restarts.
 func TestTerminalAgentRegisteredAgainWhileItsPaneLives(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	f := newFixture(t, time.Hour, heartbeaten)
 	f.fakeAgent("2")
 	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.State == "idle" }, "the agent to show idle")
@@ -818,12 +783,7 @@ func TestTerminalAgentRegisteredAgainWhileItsPaneLives(t *testing.T) {
 // its pane renames it), the old name goes with it: the pane's route moves
 // to the new name, kept for restarts under it.
 func TestTerminalRouteMovesToItsSessionsNewName(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	f := newFixture(t, time.Hour, heartbeaten)
 	ta := f.fakeAgent("2")
 	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", Name: "bot2", TTLSeconds: 600}); err != nil {
@@ -941,12 +901,7 @@ func (b *beats) count(f *fixture, c *wake.Config) {
 // the route is made: `parley run` registers the agent before it learns the
 // prompt, which may take longer than the agent's TTL.
 func TestTerminalRouteBeatsAtItsFirstLook(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	b := &beats{}
 	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.HeartbeatEvery = time.Hour }, b.count)
 	ta := f.fakePane("2")
@@ -958,12 +913,7 @@ func TestTerminalRouteBeatsAtItsFirstLook(t *testing.T) {
 // A beat that fails (with a state to send) is tried again at the next
 // heartbeat period, not at every look at the pane.
 func TestTerminalBeatThatFailsWaitsForTheNextPeriod(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	var states sync.Map
 	b := &beats{seen: func(state string) error { states.Store(state, true); return errors.New("the node is busy") }}
 	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.HeartbeatEvery = time.Hour }, b.count)
@@ -979,12 +929,7 @@ func TestTerminalBeatThatFailsWaitsForTheNextPeriod(t *testing.T) {
 // agent's TTL would run out): a look at the pane runs out, and tells
 // nothing; the route stays.
 func TestTerminalRouteBeatsWhileTmuxHangs(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	needTmux(t)
 	dir := t.TempDir()
 	hang := filepath.Join(dir, "hang")
 	bin := filepath.Join(dir, "tmux")
