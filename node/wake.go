@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/parley-mesh/parley/internal/localapi"
-
 	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/wake"
 	"github.com/parley-mesh/parley/internal/wake/tmux"
 )
