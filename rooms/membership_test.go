@@ -110,12 +110,13 @@ func TestAgentsAreMembers(t *testing.T) {
 		nt.WaitFor(20*time.Second, func() bool { return !slices.Contains(agentsOf(nt, i, id), addr("beta", nt, 1)) },
 			"node %d to see beta leave", i)
 	}
-	n1 := eventCount(nt, 1, id)
 	_, err = mgr(nt, 1).Say(ctx, id, rooms.SayArgs{Agent: "beta", Text: "still here?"})
 	if !errors.Is(err, rooms.ErrAgentLeft) {
 		t.Fatalf("say after leave: %v", err)
 	}
-	if eventCount(nt, 1, id) != n1 {
+	// (Not a count of the log's events: another node's event may still
+	// come in meanwhile, a CI flake.)
+	if logHas(nt, 1, id, "still here?") {
 		t.Fatal("a refused say changed the log")
 	}
 	// While the node catches up after an invite, the say waits (its join
