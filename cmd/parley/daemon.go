@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -60,26 +61,20 @@ func startBackground(ctx context.Context, home string, args ...string) (string, 
 	defer tick.Stop()
 	// The log is shared: a node another process started for the home at the
 	// same moment writes its ready line there too. The line is this node's
-	// only when this node holds the home's lock (a node takes it, and
-	// writes its pid in the lock file, before it is ready).
-	ours := func() bool {
-		held, pid, err := node.HomeLockHolder(home)
-		return err == nil && held && pid == cmd.Process.Pid
-	}
+	// only when it names this node's pid.
+	ready := ownReady(cmd.Process.Pid)
 	for {
-		if _, l, _ := logLines(logPath, from, "parley ready "); l != "" && ours() {
+		if l, _, _ := logLines(logPath, from, ready); l != "" {
 			return l, nil
 		}
 		select {
 		case err := <-exited:
-			if l, _, _ := logLines(logPath, from, "parley ready "); l != "" {
-				if held, pid, _ := node.HomeLockHolder(home); !held || pid == cmd.Process.Pid {
-					return "", fmt.Errorf("the node started for %s stopped at once (%v); see %s", home, err, logPath)
-				}
+			if l, _, _ := logLines(logPath, from, ready); l != "" {
+				return "", fmt.Errorf("the node started for %s stopped at once (%v); see %s", home, err, logPath)
 			}
 			// Its own error is the last line it wrote as an error ("parley:
 			// …"), whatever another node wrote after it.
-			_, last, tail := logLines(logPath, from, "parley: ")
+			_, last, tail := logLines(logPath, from, hasPrefix("parley: "))
 			if last == "" {
 				last = tail
 			}
@@ -97,8 +92,8 @@ func startBackground(ctx context.Context, home string, args ...string) (string, 
 }
 
 // logLines reads the log from offset from and returns the first and the
-// last line that start with prefix, and the last non-empty line.
-func logLines(path string, from int64, prefix string) (first, lastMatch, last string) {
+// last line that match, and the last non-empty line.
+func logLines(path string, from int64, match func(string) bool) (first, lastMatch, last string) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", "", ""
@@ -115,7 +110,7 @@ func logLines(path string, from int64, prefix string) (first, lastMatch, last st
 			continue
 		}
 		last = l
-		if strings.HasPrefix(l, prefix) {
+		if match(l) {
 			if first == "" {
 				first = l
 			}
@@ -123,6 +118,19 @@ func logLines(path string, from int64, prefix string) (first, lastMatch, last st
 		}
 	}
 	return first, lastMatch, last
+}
+
+// ownReady returns a test of whether a line is the ready line of the node
+// of process pid: it names that pid just after its peer ID (runUp prints
+// it so).
+func ownReady(pid int) func(string) bool {
+	re := regexp.MustCompile(`^parley ready peer_id=\S+ pid=` + strconv.Itoa(pid) + `(\s|$)`)
+	return re.MatchString
+}
+
+// hasPrefix returns a test of whether a line starts with prefix.
+func hasPrefix(prefix string) func(string) bool {
+	return func(l string) bool { return strings.HasPrefix(l, prefix) }
 }
 
 // readyAddrs finds the addresses in a ready line.

@@ -34,9 +34,18 @@ func TestUpDetached(t *testing.T) {
 	if _, errs, code := run(t, "--home", home, "status"); code != 0 {
 		t.Fatalf("status after up -d: %s", errs)
 	}
+	logPath := filepath.Join(home, node.LogFileName)
+	before, err := os.ReadFile(logPath)
+	if err != nil || !strings.Contains(string(before), "parley ready ") {
+		t.Fatalf("node.log of the running node (%v):\n%s", err, before)
+	}
 	if _, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code == 0 || !strings.Contains(errs, "did not start") ||
 		strings.Count(errs, "parley:") != 1 || strings.Contains(errs, "node: home") {
 		t.Fatalf("a second up -d on the same home: exit %d, %q", code, errs)
+	}
+	// The refused start appended to the running node's log; it kept it whole.
+	if after, err := os.ReadFile(logPath); err != nil || !strings.HasPrefix(string(after), string(before)) || !strings.Contains(string(after[len(before):]), "home is in use") {
+		t.Fatalf("node.log after a refused up -d (%v); before:\n%s\nafter:\n%s", err, before, after)
 	}
 
 	// Escapes in a text: shown escaped by room log, raw in --json.
@@ -178,30 +187,64 @@ func TestUpDetachedTellsItsNodeFromAnothers(t *testing.T) {
 		t.Fatalf("up -d: exit %d\n%s\n%s", code, out, errs)
 	}
 	t.Cleanup(func() { run(t, "--home", home, "down") })
-	stop, stopped := make(chan struct{}), make(chan struct{})
+	stop := otherReadyLines(t, home)
+	out, errs, code := run(t, "--home", home, "up", "-d", "--loopback")
+	stop()
+	if code == 0 || out != "" || !strings.Contains(errs, "did not start") || !strings.Contains(errs, "home is in use") {
+		t.Fatalf("up -d on a home in use while another node logs its ready line: exit %d\nstdout %q\nstderr %q", code, out, errs)
+	}
+}
+
+// A ready line is the node's own only when it names its pid: another
+// node's line, written after the start began (a node that another process
+// started for the home, ready and stopped since), is not taken for it even
+// once the node started holds the home and has not printed its own yet.
+func TestUpDetachedTakesOnlyItsOwnReadyLine(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stop := otherReadyLines(t, home)
+	out, errs, code := run(t, "--home", home, "up", "-d", "--loopback")
+	stop()
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	if code != 0 || strings.Contains(out, "peer_id=other") {
+		t.Fatalf("up -d while another node logs ready lines: exit %d\nstdout %q\nstderr %q", code, out, errs)
+	}
+	id, errs, code := run(t, "--home", home, "id")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	peerID, _, _ := strings.Cut(strings.TrimPrefix(id, "peer_id: "), "\n")
+	_, pid, err := node.HomeLockHolder(home)
+	if err != nil || !strings.HasPrefix(out, fmt.Sprintf("parley ready peer_id=%s pid=%d ", peerID, pid)) {
+		t.Fatalf("up -d printed %q; the node's peer ID is %s and its pid %d (%v)", out, peerID, pid, err)
+	}
+}
+
+// otherReadyLines writes, every 5 ms until stop is called, the ready line
+// of another node (another pid, another peer ID) in home's node log.
+func otherReadyLines(t *testing.T, home string) (stop func()) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(home, node.LogFileName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quit, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		f, err := os.OpenFile(filepath.Join(home, node.LogFileName), os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Error(err)
-			return
-		}
 		defer f.Close()
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			fmt.Fprintf(f, "parley ready peer_id=other handle=\"other\" addrs=/ip4/127.0.0.1/tcp/1 home=%s startup_ms=1\n", home)
+			fmt.Fprintf(f, "parley ready peer_id=other pid=%d handle=\"other\" addrs=/ip4/127.0.0.1/tcp/1 home=%s startup_ms=1\n", os.Getpid(), home)
 			select {
-			case <-stop:
+			case <-quit:
 				return
 			case <-tick.C:
 			}
 		}
 	}()
-	out, errs, code := run(t, "--home", home, "up", "-d", "--loopback")
-	close(stop)
-	<-stopped
-	if code == 0 || out != "" || !strings.Contains(errs, "did not start") || !strings.Contains(errs, "home is in use") {
-		t.Fatalf("up -d on a home in use while another node logs its ready line: exit %d\nstdout %q\nstderr %q", code, out, errs)
-	}
+	return func() { close(quit); <-stopped }
 }

@@ -47,7 +47,7 @@ func upCmd(g *globals) *cobra.Command {
 		Long: `Run this user's Parley node in the foreground.
 
 On first use the home gets a new identity key (identity.key, mode 0600) and a
-documented config file. The node prints one ready line with its peer ID and
+documented config file. The node prints one ready line with its peer ID, pid and
 addresses; SIGINT or SIGTERM (or ` + "`parley down`" + `) stop it.
 
 A node never starts silently on an empty database or a new identity. If its
@@ -222,8 +222,10 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	if why := n.UIError(); why != "" {
 		noUI = fmt.Sprintf(" dashboard_error=%q", "not served: "+why)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "parley ready peer_id=%s handle=%q addrs=%s home=%s startup_ms=%d%s\n",
-		n.ID(), n.Handle(), strings.Join(as, ","), home, time.Since(start).Milliseconds(), noUI)
+	// The pid tells this node's ready line from another's in the shared
+	// node log (startBackground).
+	fmt.Fprintf(cmd.OutOrStdout(), "parley ready peer_id=%s pid=%d handle=%q addrs=%s home=%s startup_ms=%d%s\n",
+		n.ID(), os.Getpid(), n.Handle(), strings.Join(as, ","), home, time.Since(start).Milliseconds(), noUI)
 
 	select {
 	case <-ctx.Done():
