@@ -188,15 +188,16 @@ func linkTarget(path string) (string, error) {
 	return "", fmt.Errorf("install: %s: more than %d symbolic links in a row (a loop?); Parley will not write it", path, maxLinks)
 }
 
-// projectFolder refuses a project's config folder (dir, inside the
-// project folder root) that is, or lies inside, a symbolic link leading
-// out of the project or to nothing: a repository can track such a link
-// (.gemini -> ../elsewhere), and Parley would write wherever its author
-// chose. A link that stays inside the project is followed. (Your own
-// config folder may well be a link, ~/.claude -> dotfiles: only a
+// projectFile refuses a project's config file (path, inside the project
+// folder root) that is, or lies in a folder that is or lies inside, a
+// symbolic link leading out of the project or to nothing: a repository
+// can track such a link (.gemini -> ../elsewhere, .mcp.json ->
+// ~/.claude.json), and Parley would write wherever its author chose. A
+// link that stays inside the project is followed. (Your own config
+// folder or file may well be a link, ~/.claude -> dotfiles: only a
 // project's is checked.)
-func projectFolder(root, dir string) error {
-	rel, err := filepath.Rel(root, dir)
+func projectFile(root, path string) error {
+	rel, err := filepath.Rel(root, path)
 	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return nil // the project folder itself, or not in it
 	}
@@ -204,12 +205,13 @@ func projectFolder(root, dir string) error {
 	if err != nil {
 		return fmt.Errorf("install: %w", err)
 	}
+	parts := strings.Split(rel, string(filepath.Separator))
 	cur := root
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+	for i, part := range parts {
 		cur = filepath.Join(cur, part)
 		fi, err := os.Lstat(cur)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil // Parley creates it, a folder
+			return nil // Parley creates it (and the folders to it)
 		}
 		if err != nil {
 			return fmt.Errorf("install: %w", err)
@@ -217,13 +219,21 @@ func projectFolder(root, dir string) error {
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			continue
 		}
+		file := i == len(parts)-1
+		what, fix := "folder", "make "+cur+" a folder in the project"
+		if file {
+			what, fix = "file", "put a copy of the file it points to in its place"
+		}
 		to, _ := os.Readlink(cur)
 		real, err := filepath.EvalSymlinks(cur)
+		if err != nil && file {
+			return nil // a file link to nothing: linkTarget refuses it
+		}
 		if err != nil {
 			return fmt.Errorf("install: %s is a symbolic link to %s, which does not exist: Parley does not create a project's config through a link; make %s a folder, and try again", cur, to, cur)
 		}
 		if r, err := filepath.Rel(realRoot, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("install: %s is a symbolic link to %s, outside the project folder %s: Parley does not write a project's config through a link that leads out of the project (whoever made the link chose the place, and a repository can track such a link); make %s a folder in the project, or install into your own config (without --project)", cur, real, root, cur)
+			return fmt.Errorf("install: %s is a symbolic link to %s, outside the project folder %s: Parley does not write a project's config %s through a link that leads out of the project (whoever made the link chose the place, and a repository can track such a link); %s, or install into your own config (without --project)", cur, real, root, what, fix)
 		}
 	}
 	return nil

@@ -131,7 +131,7 @@ func Install(env Env, o Options) (*Plan, error) {
 	wroteHooks := false
 	for _, t := range ts {
 		if o.Scope == Project {
-			if err := projectFolder(env.ProjectDir, filepath.Dir(t.path)); err != nil {
+			if err := projectFile(env.ProjectDir, t.path); err != nil {
 				return nil, err // a link out of the project
 			}
 		}

@@ -1696,3 +1696,57 @@ func TestInstallRefusesAProjectConfigFolderLinkedOutOfTheProject(t *testing.T) {
 		mustRead(t, filepath.Join(dot, "settings.json"))
 	})
 }
+
+// A project's config file that is a symbolic link out of the project (a
+// repository can track .mcp.json -> ~/.claude.json) is refused in the
+// plan, as its folder would be: the file the link leads to is not written.
+// A file link that stays inside the project is followed.
+func TestInstallRefusesAProjectConfigFileLinkedOutOfTheProject(t *testing.T) {
+	for _, c := range []struct {
+		client Client
+		rel    string
+		text   string
+	}{
+		{Claude, ".mcp.json", "{}\n"},
+		{Claude, filepath.Join(".claude", "settings.json"), "{}\n"},
+		{Codex, filepath.Join(".codex", "config.toml"), "model = \"o3\"\n"},
+		{Codex, filepath.Join(".codex", "hooks.json"), "{}\n"},
+		{Gemini, filepath.Join(".gemini", "settings.json"), "{}\n"},
+		{OpenCode, "opencode.json", "{}\n"},
+	} {
+		t.Run(string(c.client)+"/"+c.rel, func(t *testing.T) {
+			env := testEnv(t)
+			outside := filepath.Join(t.TempDir(), "elsewhere")
+			writeFile(t, outside, c.text)
+			link := filepath.Join(env.ProjectDir, c.rel)
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, link); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, filepath.Dir(outside))
+			_, err := Run(func() (*Plan, error) { return Install(env, opts(c.client, Project)) })
+			if err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "outside the project folder") {
+				t.Fatalf("install through a file link out of the project: %v", err)
+			}
+			sameSnapshot(t, before, snapshot(t, filepath.Dir(outside)))
+			if got, err := os.Readlink(link); err != nil || got != outside {
+				t.Fatalf("the link is now %q %v", got, err)
+			}
+		})
+	}
+
+	t.Run("link inside the project", func(t *testing.T) {
+		env := testEnv(t)
+		real := filepath.Join(env.ProjectDir, "config", "mcp.json")
+		writeFile(t, real, "{}\n")
+		if err := os.Symlink(filepath.Join("config", "mcp.json"), filepath.Join(env.ProjectDir, ".mcp.json")); err != nil {
+			t.Fatal(err)
+		}
+		mustInstall(t, env, opts(Claude, Project))
+		if b := mustRead(t, real); !bytes.Contains(b, []byte("mcpServers")) {
+			t.Fatalf("%s after install:\n%s", real, b)
+		}
+	})
+}
