@@ -26,8 +26,10 @@ func doctorCmd(g *globals) *cobra.Command {
 		Short: "Check Parley's installs in agent clients and the node; say what is wrong",
 		Long: `Check each client Parley is installed in (its config files are there and valid,
 Parley's entries are intact and run a parley program that exists, the client's
-extra steps are done) and the node (its home, key and socket, and whether it
-runs). One line per finding; exits 1 when something is broken.`,
+extra steps are done), the git guard of the project's repository when it is
+installed (its hooks are there, hold the guard, and git can run them), and the
+node (its home, key and socket, and whether it runs). One line per finding;
+exits 1 when something is broken.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := installFlags{dir: dir}
@@ -49,6 +51,15 @@ runs). One line per finding; exits 1 when something is broken.`,
 			if !somewhere {
 				findings = append(findings, install.Finding{Level: install.Note,
 					Msg: "Parley is not installed in any client here: parley install claude|codex|gemini|opencode"})
+			}
+			// The git guard of the repository around the project folder,
+			// when it is installed there.
+			if _, hooks, project, err := guardPlace(cmd.Context(), env.ProjectDir); err == nil {
+				genv := env
+				genv.ProjectDir = project
+				if installed, fs := install.CheckGitGuard(genv, hooks); installed {
+					findings = append(findings, fs...)
+				}
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), min(g.timeout, 5*time.Second))
 			defer cancel()

@@ -182,22 +182,7 @@ func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, u
 		return errors.New("the git guard goes into a repository; --user does not apply")
 	}
 	ctx := cmd.Context()
-	dir := f.dir
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		dir = wd
-	}
-	root, err := gitOut(ctx, dir, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return fmt.Errorf("the git guard needs a git repository: %v", err)
-	}
-	// The hooks folder every working copy of the repository uses (its
-	// worktrees share it), core.hooksPath respected.
-	run := func(dir string, args ...string) (string, error) { return gitOut(ctx, dir, args...) }
-	hooks, err := gitAbsPath(run, dir, root, "--git-path", "hooks")
+	root, hooks, project, err := guardPlace(ctx, f.dir)
 	if err != nil {
 		return err
 	}
@@ -205,12 +190,7 @@ func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, u
 	if err != nil {
 		return err
 	}
-	// One record for the repository, whichever of its worktrees runs
-	// install or uninstall: the main working copy's.
-	env.ProjectDir = root
-	if common, err := gitAbsPath(run, dir, root, "--git-common-dir"); err == nil && filepath.Base(common) == ".git" {
-		env.ProjectDir = filepath.Dir(common)
-	}
+	env.ProjectDir = project
 	if !uninstall && !force {
 		if err := untrackedHooks(ctx, root, hooks); err != nil {
 			return err
@@ -265,6 +245,33 @@ func gitGuard(g *globals, cmd *cobra.Command, f *installFlags, command string, u
 		auditInstall(cmd, env.ParleyHome, action, plan)
 	}
 	return printPlan(g, cmd.OutOrStdout(), plan, f.dryRun, env, install.GitGuard, install.Project)
+}
+
+// guardPlace finds, for the git repository around dir (the working folder
+// when ""), its work tree's top folder, the hooks folder every working
+// copy of it uses (its worktrees share it; core.hooksPath respected), and
+// the folder the git guard's record is kept under: the main working
+// copy's, whichever of its worktrees runs install, uninstall or doctor.
+func guardPlace(ctx context.Context, dir string) (root, hooks, project string, err error) {
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return "", "", "", err
+		}
+	}
+	root, err = gitOut(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", "", "", fmt.Errorf("the git guard needs a git repository: %v", err)
+	}
+	run := func(dir string, args ...string) (string, error) { return gitOut(ctx, dir, args...) }
+	hooks, err = gitAbsPath(run, dir, root, "--git-path", "hooks")
+	if err != nil {
+		return "", "", "", err
+	}
+	project = root
+	if common, err := gitAbsPath(run, dir, root, "--git-common-dir"); err == nil && filepath.Base(common) == ".git" {
+		project = filepath.Dir(common)
+	}
+	return root, hooks, project, nil
 }
 
 // gitAbsPath asks git rev-parse in dir for a path (args: --git-path hooks,

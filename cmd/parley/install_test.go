@@ -567,3 +567,88 @@ func TestCLIDryRunShowsTheChangesToAHardLinkedFile(t *testing.T) {
 		t.Fatal("the file changed")
 	}
 }
+
+// doctor checks the git guard's hooks as it checks the clients' files:
+// each hook is there, holds the guard as install wrote it, and is one git
+// runs; each fault is a FAIL saying what to do.
+func TestCLIDoctorChecksTheGitGuard(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "h")
+	env := []string{"GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + t.TempDir()}
+	if out, errs, code := runEnv(t, repo, env, "--home", home, "install", "git-guard"); code != 0 {
+		t.Fatalf("install git-guard: exit %d\n%s\n%s", code, out, errs)
+	}
+	hooks := filepath.Join(repo, ".git", "hooks")
+	pre, merge := filepath.Join(hooks, "pre-commit"), filepath.Join(hooks, "pre-merge-commit")
+	good, goodMerge := readAll(t, pre), readAll(t, merge)
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doctor := func(when string, wantCode int, want string) {
+		t.Helper()
+		out, errs, code := runEnv(t, repo, env, "--home", home, "doctor")
+		if code != wantCode || !strings.Contains(out, want) {
+			t.Fatalf("doctor, %s: exit %d (want %d), no %q in\n%s\n%s", when, code, wantCode, want, out, errs)
+		}
+	}
+	doctor("after install", 0, "ok   git-guard (project): the guard is intact in "+pre+", "+merge)
+
+	const fail = "FAIL git-guard (project): "
+	for _, c := range []struct {
+		name  string
+		spoil func()
+		want  string
+	}{
+		{"not executable", func() {
+			if err := os.Chmod(pre, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, fail + pre + " is not executable (mode 0644), so git does not run it and commits go unguarded: chmod +x " + pre},
+		{"a CRLF #! line", func() { write(pre, strings.ReplaceAll(good, "\n", "\r\n")) }, fail + pre + ": the hook's #! line ends in CRLF"},
+		{"not a shell script", func() { write(pre, "#!/usr/bin/env python3\n"+strings.TrimPrefix(good, "#!/bin/sh\n")) }, fail + pre + " is a python3 script"},
+		{"the guard taken out", func() { write(merge, "#!/bin/sh\n") }, fail + merge + " no longer holds the guard's lines, so merges that commit by themselves go unguarded: run `parley install git-guard` again"},
+		{"the guard edited", func() { write(pre, strings.Replace(good, " || exit 1", "", 1)) }, fail + pre + ": the guard's lines were changed by hand"},
+		{"the program gone", func() { write(pre, strings.ReplaceAll(good, parleyBin, "/nonexistent/parley")) }, fail + pre + ": the guard points at /nonexistent/parley, which does not exist"},
+		{"missing", func() {
+			if err := os.Remove(pre); err != nil {
+				t.Fatal(err)
+			}
+		}, fail + pre + " is missing, so commits go unguarded: run `parley install git-guard` again"},
+		{"a link to nothing", func() {
+			if err := os.Remove(pre); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(t.TempDir(), "gone"), pre); err != nil {
+				t.Fatal(err)
+			}
+		}, fail + pre + " is a symbolic link to "},
+	} {
+		c.spoil()
+		doctor(c.name, 1, c.want)
+		write(pre, good)
+		write(merge, goodMerge)
+	}
+	doctor("with the hooks put back", 0, "ok   git-guard (project): the guard is intact")
+
+	// A hooks folder moved since the install (core.hooksPath): the guard
+	// is missing where git looks, and the old hooks are named.
+	gitIn(t, repo, "config", "core.hooksPath", "hooks2")
+	doctor("with core.hooksPath moved", 1, fail+filepath.Join(repo, "hooks2", "pre-commit")+" is missing")
+	doctor("with core.hooksPath moved", 1, "note git-guard (project): "+pre+", "+merge+" hold the guard too, but git runs the hooks of "+filepath.Join(repo, "hooks2")+" now")
+	gitIn(t, repo, "config", "--unset", "core.hooksPath")
+
+	// No guard installed: doctor says nothing of it.
+	if out, errs, code := runEnv(t, repo, env, "--home", home, "uninstall", "git-guard"); code != 0 {
+		t.Fatalf("uninstall git-guard: exit %d\n%s\n%s", code, out, errs)
+	}
+	if out, _, _ := runEnv(t, repo, env, "--home", home, "doctor"); strings.Contains(out, "git-guard") {
+		t.Fatalf("doctor after uninstall git-guard:\n%s", out)
+	}
+}

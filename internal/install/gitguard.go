@@ -347,3 +347,134 @@ func AdoptGitGuardRecord(env Env, from string) (bool, error) {
 	}
 	return true, nil
 }
+
+// CheckGitGuard looks at the git guard in hooksDir, the hooks folder git
+// runs for the repository env.ProjectDir, as `parley doctor` does for the
+// clients: each hook is there, holds the guard's block as Parley writes it,
+// is one git runs (executable, a #! line without CRLF, a shell script) and
+// names a parley program that exists. installed is false (and there are
+// no findings) when neither the hooks nor Parley's record know of the
+// guard there.
+func CheckGitGuard(env Env, hooksDir string) (installed bool, findings []Finding) {
+	add := func(level Level, path, format string, a ...any) {
+		findings = append(findings, Finding{Client: GitGuard, Scope: Project, Path: path, Level: level, Msg: fmt.Sprintf(format, a...)})
+	}
+	rec, recErr := loadRecord(recordPath(env, GitGuard, Project))
+	type hook struct {
+		name, path string
+		src, lf    []byte
+		exists     bool
+		err        error
+		block      bool
+	}
+	var hooks []hook
+	found := false
+	for _, name := range GuardHooks {
+		h := hook{name: name, path: filepath.Join(hooksDir, name)}
+		h.src, h.exists, h.err = readFile(h.path)
+		// The block is looked for in LF lines: a hook converted to CRLF
+		// holds it still (and is told as a hook git cannot run).
+		h.lf = bytes.ReplaceAll(h.src, []byte("\r\n"), []byte("\n"))
+		if _, _, ok := findBlock(h.lf); ok {
+			h.block, found = true, true
+		}
+		hooks = append(hooks, h)
+	}
+	if !found && rec == nil && recErr == nil {
+		return false, nil
+	}
+	if recErr != nil {
+		add(Fail, "", "%v", recErr)
+	}
+	const again = "run `parley install git-guard` again"
+	bad := len(findings)
+	for _, h := range hooks {
+		what := "commits"
+		if h.name == "pre-merge-commit" {
+			what = "merges that commit by themselves"
+		}
+		if fi, err := os.Lstat(h.path); err == nil && fi.Mode()&fs.ModeSymlink != 0 && !h.exists && h.err == nil {
+			to, _ := os.Readlink(h.path)
+			add(Fail, h.path, "%s is a symbolic link to %s, which does not exist, so git runs no %s hook and %s go unguarded: remove the link (or create the file it points to), then %s", h.path, to, h.name, what, again)
+			continue
+		}
+		switch {
+		case h.err != nil:
+			add(Fail, h.path, "%v", h.err)
+			continue
+		case !h.exists:
+			add(Fail, h.path, "%s is missing, so %s go unguarded: %s", h.path, what, again)
+			continue
+		case !h.block:
+			add(Fail, h.path, "%s no longer holds the guard's lines, so %s go unguarded: %s", h.path, what, again)
+			continue
+		}
+		if crlfShebang(h.src) {
+			add(Fail, h.path, "%s: the hook's #! line ends in CRLF (\\r\\n), so git cannot run it: convert it to LF line endings (%s)", h.path, toLF(h.path))
+		} else if bytes.Contains(h.src, []byte("\r\n")) {
+			add(Note, h.path, "%s has lines ending in CRLF (\\r\\n): a shell reads the \\r into the command on such a line; to convert it: %s", h.path, toLF(h.path))
+		}
+		i, j, _ := findBlock(h.lf)
+		command, args, ours := guardOf(string(h.lf[i:j]))
+		if prog := interpreter(h.src); prog != "" && !shells[prog] {
+			line := "parley guard"
+			if ours {
+				line = guardLine(command, args)
+			}
+			add(Fail, h.path, "%s is a %s script, not a shell script, which the guard's shell lines break: take them out (`parley uninstall git-guard`) and call the guard from it yourself: run %s and stop the %s when it exits non-zero",
+				h.path, prog, line, strings.TrimSuffix(strings.TrimPrefix(h.name, "pre-"), "-commit"))
+		}
+		if fi, err := os.Stat(h.path); err == nil && fi.Mode().Perm()&0o111 == 0 {
+			add(Fail, h.path, "%s is not executable (mode %04o), so git does not run it and %s go unguarded: chmod +x %s", h.path, fi.Mode().Perm(), what, shellQuote(h.path))
+		}
+		switch {
+		case !ours:
+			add(Fail, h.path, "%s: the guard's lines were changed by hand: %s", h.path, again)
+		default:
+			if msg := checkProgram(command, env.Path); msg != "" {
+				add(Fail, h.path, "%s: the guard %s, so the hook lets %s through unguarded: %s (with --command naming the parley program, if need be)", h.path, msg, what, again)
+			}
+		}
+	}
+	if rec != nil {
+		// A hooks folder that moved since (core.hooksPath): the guard
+		// left in the old one runs no more.
+		var elsewhere []string
+		for _, f := range rec.Files {
+			if filepath.Dir(f.Path) == hooksDir {
+				continue
+			}
+			if b, _, _ := readFile(f.Path); bytes.Contains(b, []byte(guardBegin)) {
+				elsewhere = append(elsewhere, f.Path)
+			}
+		}
+		if len(elsewhere) > 0 {
+			add(Note, "", "%s hold the guard too, but git runs the hooks of %s now (core.hooksPath changed since the install?): `parley uninstall git-guard` takes it out of every hook the install's record names", strings.Join(elsewhere, ", "), hooksDir)
+		}
+	}
+	if len(findings) == bad || onlyNotes(findings[bad:]) {
+		var paths []string
+		for _, h := range hooks {
+			paths = append(paths, h.path)
+		}
+		findings = append(findings[:bad:bad], append([]Finding{{Client: GitGuard, Scope: Project, Level: OK,
+			Msg: "the guard is intact in " + strings.Join(paths, ", ")}}, findings[bad:]...)...)
+	}
+	return true, findings
+}
+
+// guardOf reads the parley program and arguments a guard block (from
+// guardBegin to guardEnd) runs; ours is false when the block is not
+// exactly as Parley writes it for them.
+func guardOf(block string) (command string, args []string, ours bool) {
+	lines := strings.Split(block, "\n")
+	if len(lines) != 6 {
+		return "", nil, false
+	}
+	w := splitCommand(strings.TrimSuffix(strings.TrimPrefix(lines[2], "\t"), " || exit 1"))
+	if len(w) < 2 || w[len(w)-1] != "guard" {
+		return "", nil, false
+	}
+	command, args = w[0], w[1:len(w)-1]
+	return command, args, guardBlock(command, args) == block
+}
