@@ -86,7 +86,7 @@ func (a agentsAPI) Find(ctx context.Context, q string) ([]localapi.CardView, err
 	out := make([]localapi.CardView, len(cs))
 	for i, c := range cs {
 		out[i] = localapi.CardView{PeerID: c.PeerID, Handle: c.Handle, Agent: c.Agent, Address: c.Agent + "@" + c.PeerID,
-			Role: c.Role, Capabilities: orEmpty(c.Capabilities), Client: c.Client, Expires: c.Expires}
+			Capabilities: orEmpty(c.Capabilities), Client: c.Client, Expires: c.Expires}
 		if p, err := peer.Decode(c.PeerID); err == nil && len(c.Member) > 0 && a.n.org != nil {
 			if r, err := a.n.org.CheckCard(p, c.Member); err == nil {
 				out[i].Org = &localapi.Membership{OrgID: r.Org.String(), Name: r.Name, Until: r.NotAfter}

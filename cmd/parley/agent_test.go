@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,8 +36,17 @@ type cliCard struct {
 	PeerID       string   `json:"peer_id"`
 	Handle       string   `json:"handle"`
 	Agent        string   `json:"agent"`
-	Role         string   `json:"role"`
 	Capabilities []string `json:"capabilities"`
+	// Keys is every key of the card's JSON object.
+	Keys map[string]any `json:"-"`
+}
+
+func (c *cliCard) UnmarshalJSON(b []byte) error {
+	type plain cliCard
+	if err := json.Unmarshal(b, (*plain)(c)); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &c.Keys)
 }
 
 func whoOf(t *testing.T, home string) []cliWho {
@@ -134,12 +144,22 @@ func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
 			var cards []cliCard
 			runJSON(t, &cards, "--home", homeA, "find", q)
 			return slices.ContainsFunc(cards, func(c cliCard) bool {
-				return c.PeerID == idC.PeerID && c.Agent == "coder" && c.Handle == "carol" && c.Role == "" // no role on a public card
+				return c.PeerID == idC.PeerID && c.Agent == "coder" && c.Handle == "carol"
 			})
 		}, "A to find C's agent with %q", q)
 	}
-	// A card never carries the role: find has no column for it, and the
-	// help does not call it public.
+	// A card never carries the role: find has no column for it, no key in
+	// its JSON, and the help does not call it public.
+	var cards []cliCard
+	runJSON(t, &cards, "--home", homeA, "find", "coder")
+	if len(cards) == 0 {
+		t.Fatal("find coder --json found no card")
+	}
+	for _, c := range cards {
+		if _, ok := c.Keys["role"]; ok {
+			t.Fatalf("find --json shows a role key on a card: %v", c.Keys)
+		}
+	}
 	if out, _, code := run(t, "--home", homeA, "find", "golang"); code != 0 || !strings.Contains(out, "coder") || strings.Contains(out, "ROLE") {
 		t.Fatalf("find (human): exit %d: %q", code, out)
 	}

@@ -320,7 +320,7 @@ func (f *found) views() []CardView {
 
 func cardView(c *discovery.Card) CardView {
 	return CardView{
-		PeerID: c.Peer.String(), Handle: c.Handle, Agent: string(c.Agent), Role: c.Role,
+		PeerID: c.Peer.String(), Handle: c.Handle, Agent: string(c.Agent),
 		Capabilities: orEmpty(c.Capabilities), Client: c.Client, Expires: jsonTime(time.UnixMilli(c.Expires)),
 		Member: c.Member,
 	}

@@ -57,7 +57,6 @@ type CardView struct {
 	PeerID       string    `json:"peer_id"`
 	Handle       string    `json:"handle"`
 	Agent        string    `json:"agent"`
-	Role         string    `json:"role"`
 	Capabilities []string  `json:"capabilities"`
 	Client       string    `json:"client"`
 	Expires      time.Time `json:"expires"`

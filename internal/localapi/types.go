@@ -195,7 +195,6 @@ type CardView struct {
 	Handle       string    `json:"handle"`
 	Agent        string    `json:"agent"`
 	Address      string    `json:"address"` // NAME@PEER_ID
-	Role         string    `json:"role"`
 	Capabilities []string  `json:"capabilities"`
 	Client       string    `json:"client"`
 	Expires      time.Time `json:"expires"`

@@ -148,7 +148,6 @@ type FindOut struct {
 type Card struct {
 	Address      string   `json:"address"`
 	Handle       string   `json:"handle"`
-	Role         string   `json:"role"`
 	Capabilities []string `json:"capabilities"`
 	Client       string   `json:"client"`
 }
@@ -525,8 +524,8 @@ func (s *Server) find(ctx context.Context, c *call, in FindIn) (FindOut, string,
 		fmt.Fprintf(&b, "%d agents found:", len(cards))
 	}
 	for _, cv := range cards {
-		out.Cards = append(out.Cards, Card{Address: cv.Address, Handle: cv.Handle, Role: cv.Role, Capabilities: orEmpty(cv.Capabilities), Client: cv.Client})
-		fmt.Fprintf(&b, "\n• %s (%s)%s%s", cv.Address, cv.Handle, labelled(" role: ", cv.Role), labelled(" — ", strings.Join(cv.Capabilities, ", ")))
+		out.Cards = append(out.Cards, Card{Address: cv.Address, Handle: cv.Handle, Capabilities: orEmpty(cv.Capabilities), Client: cv.Client})
+		fmt.Fprintf(&b, "\n• %s (%s)%s", cv.Address, cv.Handle, labelled(" — ", strings.Join(cv.Capabilities, ", ")))
 	}
 	return out, b.String(), nil
 }
