@@ -29,7 +29,7 @@ func readFile(path string) ([]byte, bool, error) {
 // writeFileAtomic replaces path's content in one rename, keeping its mode;
 // a symbolic link is followed, so the file it points at is the one written.
 func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	return replaceFile(path, data, perm, nil)
+	return replaceFile(path, "", "", data, perm, nil)
 }
 
 // beforeReplace, when set (by tests), runs just before replaceFile checks
@@ -37,11 +37,28 @@ func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
 // the rename. It stands for the client writing its file at that moment.
 var beforeReplace func(path string)
 
+// reach returns the file a write to path reaches now (writeTarget, with
+// root the project folder path must stay in, or ""): when planned is not
+// "" and path reaches another file now (a link changed since the plan),
+// ErrRaced.
+func reach(path, root, planned string) (string, error) {
+	real, err := writeTarget(path, root)
+	if err != nil {
+		return "", err
+	}
+	if planned != "" && real != planned {
+		return "", fmt.Errorf("%w: %s leads to %s now, not to %s as it did when the changes were planned", ErrRaced, path, real, planned)
+	}
+	return real, nil
+}
+
 // replaceFile is writeFileAtomic with a last look: unchanged, when not nil,
 // runs after the new text is written and synced, right before the rename,
-// and an error from it (the file changed meanwhile) stops the write.
-func replaceFile(path string, data []byte, perm fs.FileMode, unchanged func() error) error {
-	real, err := linkTarget(path)
+// and an error from it (the file changed meanwhile) stops the write. The
+// file written is the one path reaches (reach, with root and planned),
+// looked at again right before the rename.
+func replaceFile(path, root, planned string, data []byte, perm fs.FileMode, unchanged func() error) error {
+	real, err := reach(path, root, planned)
 	if err != nil {
 		return err
 	}
@@ -81,8 +98,12 @@ func replaceFile(path string, data []byte, perm fs.FileMode, unchanged func() er
 		}
 	}
 	// Again, as late as can be: a name linked to the file since the first
-	// look would be parted from it by the rename.
+	// look would be parted from it by the rename, and a link changed since
+	// would lead the rename elsewhere.
 	if err := hardLinked(path); err != nil {
+		return err
+	}
+	if _, err := reach(path, root, real); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), real); err != nil {
@@ -96,9 +117,10 @@ func replaceFile(path string, data []byte, perm fs.FileMode, unchanged func() er
 }
 
 // removeFile removes a config file: for a symbolic link, the file it
-// points at (the link stays, as it was before Parley created the file).
-func removeFile(path string) error {
-	real, err := linkTarget(path)
+// points at (the link stays, as it was before Parley created the file);
+// root and planned as for replaceFile.
+func removeFile(path, root, planned string) error {
+	real, err := reach(path, root, planned)
 	if err != nil {
 		return err
 	}
@@ -147,96 +169,170 @@ func hardLinked(path string) error {
 	return nil
 }
 
-// maxLinks is how many symbolic links linkTarget follows.
+// maxLinks is how many symbolic links resolve follows, as the system's
+// limit (40 on Linux).
 const maxLinks = 40
 
-// linkTarget returns the file path stands for: path, or when it is a
-// symbolic link, the file at the end of its links. A link to a file that
-// is not there is refused: Parley never creates a file through a link (as
-// for git hooks), since the place is whoever made the link's choice, and a
-// repository can track such a link into a project's config folder.
-func linkTarget(path string) (string, error) {
-	p := path
-	for range maxLinks {
-		fi, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			if p != path {
-				return "", fmt.Errorf("install: %s is a symbolic link to %s, which does not exist: Parley does not create a file through a link; create the file it points to (empty will do), or remove the link, and try again", path, p)
+// linkError is a symbolic link that leads to nothing (or loops): Parley
+// never creates a file through a link, since the place is whoever made
+// the link's choice (a repository can track such a link into a
+// project's config folder).
+type linkError struct {
+	link    string // the link, as path names it
+	missing string // where it leads that does not exist; "" for a loop
+	file    bool   // the link is the file itself, not one of its folders
+}
+
+func (e *linkError) Error() string {
+	if e.missing == "" {
+		return fmt.Sprintf("install: %s: more than %d symbolic links in a row (a loop?); Parley will not write it", e.link, maxLinks)
+	}
+	return fmt.Sprintf("install: %s is a symbolic link leading to %s, which does not exist: Parley does not create a file through a link; create the file it points to (empty will do), or remove the link, and try again", e.link, e.missing)
+}
+
+// resolve returns the file path names as the system finds it: component
+// by component, each symbolic link replaced by its target where it is met,
+// so that a ".." after a link steps out of the folder the link led to
+// (filepath.EvalSymlinks does the same, for a path that exists; joining a
+// link's folder and its target as text would collapse the ".." first and
+// lead elsewhere). The end of path that does not exist yet is kept as
+// named: Parley creates it. A link that leads to nothing is refused
+// (*linkError).
+func resolve(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("install: %w", err)
+	}
+	type part struct {
+		name   string
+		linked bool // from a link's target, not from path
+	}
+	split := func(p string, linked bool) []part {
+		var out []part
+		for _, n := range strings.Split(p, string(filepath.Separator)) {
+			if n != "" && n != "." {
+				out = append(out, part{n, linked})
 			}
-			return p, nil
+		}
+		return out
+	}
+	rest := split(abs, false)
+	cur := string(filepath.Separator)
+	named := cur // path's components taken so far, as path names them
+	link := ""   // the last of them that is a link
+	links := 0
+	for len(rest) > 0 {
+		p := rest[0]
+		rest = rest[1:]
+		if !p.linked {
+			named = filepath.Join(named, p.name)
+		}
+		if p.name == ".." {
+			cur = filepath.Dir(cur) // cur holds no link: the system's ".."
+			continue
+		}
+		next := filepath.Join(cur, p.name)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			if p.linked {
+				return "", &linkError{link: link, missing: next, file: link == abs}
+			}
+			for _, q := range rest {
+				next = filepath.Join(next, q.name) // path's own names: none is ".."
+			}
+			return next, nil
 		}
 		if err != nil {
 			return "", fmt.Errorf("install: %w", err)
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			return p, nil
+			cur = next
+			continue
 		}
-		to, err := os.Readlink(p)
+		if !p.linked {
+			link = named
+		}
+		if links++; links > maxLinks {
+			return "", &linkError{link: link}
+		}
+		to, err := os.Readlink(next)
 		if err != nil {
 			return "", fmt.Errorf("install: %w", err)
 		}
-		if !filepath.IsAbs(to) {
-			// Relative to the link's folder, as the system reads it.
-			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
-			if err != nil {
-				return "", fmt.Errorf("install: %w", err)
-			}
-			to = filepath.Join(dir, to)
+		if filepath.IsAbs(to) {
+			cur = string(filepath.Separator)
 		}
-		p = to
+		rest = append(split(to, true), rest...)
 	}
-	return "", fmt.Errorf("install: %s: more than %d symbolic links in a row (a loop?); Parley will not write it", path, maxLinks)
+	return cur, nil
 }
 
-// projectFile refuses a project's config file (path, inside the project
-// folder root) that is, or lies in a folder that is or lies inside, a
-// symbolic link leading out of the project or to nothing: a repository
-// can track such a link (.gemini -> ../elsewhere, .mcp.json ->
-// ~/.claude.json), and Parley would write wherever its author chose. A
-// link that stays inside the project is followed. (Your own config
-// folder or file may well be a link, ~/.claude -> dotfiles: only a
+// writeTarget returns the file a write to path reaches (resolve), the one
+// place that finds it, for the plan and again for the write itself. For a
+// project's config (root, the project folder, not ""), it refuses a path
+// that is, or lies in a folder that is, a symbolic link leading out of the
+// project or to nothing, and a file that is not in the project in the
+// end: a repository can track such a link (.gemini -> ../elsewhere,
+// .mcp.json -> ~/.claude.json), and Parley would write wherever its author
+// chose. A link that stays inside the project is followed. (Your own
+// config folder or file may well be a link, ~/.claude -> dotfiles: only a
 // project's is checked.)
-func projectFile(root, path string) error {
-	rel, err := filepath.Rel(root, path)
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return nil // the project folder itself, or not in it
+func writeTarget(path, root string) (string, error) {
+	real, err := resolve(path)
+	rel, relErr := filepath.Rel(root, path)
+	if root == "" || relErr != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return real, err // not a project's file
 	}
-	realRoot, err := filepath.EvalSymlinks(root)
+	var le *linkError
+	if errors.As(err, &le) && le.missing != "" {
+		what := "file"
+		if !le.file {
+			what = "folder"
+		}
+		return "", fmt.Errorf("install: %s is a symbolic link leading to %s, which does not exist: Parley does not create a project's config through a link (whoever made the link chose the place, and a repository can track such a link); remove the link from the project (Parley then creates the %s in its place), or install into your own config (without --project)", le.link, le.missing, what)
+	}
 	if err != nil {
-		return fmt.Errorf("install: %w", err)
+		return "", err
 	}
+	realRoot, err := resolve(root)
+	if err != nil {
+		return "", err
+	}
+	in := func(p string) bool {
+		r, err := filepath.Rel(realRoot, p)
+		return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator))
+	}
+	// Each link on the way, to name the one that leads out.
 	parts := strings.Split(rel, string(filepath.Separator))
 	cur := root
 	for i, part := range parts {
 		cur = filepath.Join(cur, part)
 		fi, err := os.Lstat(cur)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil // Parley creates it (and the folders to it)
+			break // Parley creates it (and the folders to it)
 		}
 		if err != nil {
-			return fmt.Errorf("install: %w", err)
+			return "", fmt.Errorf("install: %w", err)
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			continue
 		}
-		file := i == len(parts)-1
-		what, fix := "folder", "make "+cur+" a folder in the project"
-		if file {
-			what, fix = "file", "put a copy of the file it points to in its place"
-		}
-		to, _ := os.Readlink(cur)
-		real, err := filepath.EvalSymlinks(cur)
-		if err != nil && file {
-			return nil // a file link to nothing: linkTarget refuses it
-		}
+		to, err := resolve(cur)
 		if err != nil {
-			return fmt.Errorf("install: %s is a symbolic link to %s, which does not exist: Parley does not create a project's config through a link; make %s a folder, and try again", cur, to, cur)
+			return "", err
 		}
-		if r, err := filepath.Rel(realRoot, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("install: %s is a symbolic link to %s, outside the project folder %s: Parley does not write a project's config %s through a link that leads out of the project (whoever made the link chose the place, and a repository can track such a link); %s, or install into your own config (without --project)", cur, real, root, what, fix)
+		if in(to) {
+			continue
 		}
+		if i == len(parts)-1 {
+			return "", fmt.Errorf("install: %s is a symbolic link to %s, outside the project folder %s: Parley does not write a project's config file through a link that leads out of the project (whoever made the link chose the place, and a repository can track such a link); remove the link from the project (Parley then creates the file in its place; not a copy of the file it leads to, which may be your own config, with your account and other projects' settings, in a file the repository tracks), or install into your own config (without --project)", cur, to, root)
+		}
+		return "", fmt.Errorf("install: %s is a symbolic link to %s, outside the project folder %s: Parley does not write a project's config folder through a link that leads out of the project (whoever made the link chose the place, and a repository can track such a link); make %s a folder in the project, or install into your own config (without --project)", cur, to, root, cur)
 	}
-	return nil
+	if !in(real) {
+		return "", fmt.Errorf("install: %s leads to %s, outside the project folder %s: Parley does not write a project's config out of the project; install into your own config (without --project)", path, real, root)
+	}
+	return real, nil
 }
 
 // writeNew writes a private file, creating its folders.

@@ -57,6 +57,10 @@ type Change struct {
 	before, after []byte
 	perm          fs.FileMode
 	dirs          []string // folders to create, outermost first
+	// root is the project folder the file must stay in ("" for your own
+	// config); real is the file the plan found Path to reach (writeTarget),
+	// which the write checks again ("" for none to check).
+	root, real string
 }
 
 // Changed reports whether the plan changes any file.
@@ -129,16 +133,18 @@ func Install(env Env, o Options) (*Plan, error) {
 	}
 	p := &Plan{Client: o.Client, Scope: o.Scope, env: env, rec: rec, recPath: recPath}
 	wroteHooks := false
+	root := ""
+	if o.Scope == Project {
+		root = env.ProjectDir
+	}
 	for _, t := range ts {
-		if o.Scope == Project {
-			if err := projectFile(env.ProjectDir, t.path); err != nil {
-				return nil, err // a link out of the project
-			}
+		// A link out of the project, or one Parley cannot write through, is
+		// refused, in a dry run too.
+		real, err := writeTarget(t.path, root)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := linkTarget(t.path); err != nil {
-			return nil, err // a link Parley cannot write through
-		}
-		before, existed, err := readFile(t.path)
+		before, existed, err := readFile(real)
 		if err != nil {
 			return nil, err
 		}
@@ -184,10 +190,8 @@ func Install(env Env, o Options) (*Plan, error) {
 				return nil, err
 			}
 			p.noteHardLinked(t.path)
-		} else if _, err := linkTarget(t.path); err != nil {
-			return nil, err // a link to nothing: refused, also in a dry run
 		}
-		ch := Change{Path: t.path, Create: !existed, before: before, after: after, perm: t.perm}
+		ch := Change{Path: t.path, Create: !existed, before: before, after: after, perm: t.perm, root: root, real: real}
 		if !existed {
 			ch.dirs = missingDirs(filepath.Dir(t.path))
 			fr.Dirs = appendNew(fr.Dirs, ch.dirs...)
@@ -745,14 +749,24 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 		if rec != nil {
 			fr = rec.file(t.path)
 		}
-		cur, existed, err := readFile(t.path)
+		// Links are followed as they are, also a project's out of it: an
+		// install made through one (before Parley refused them) can still
+		// be taken out, and an uninstall only takes Parley's entries out.
+		real, err := writeTarget(t.path, "")
+		if le := (*linkError)(nil); errors.As(err, &le) && le.missing != "" {
+			continue // a link to nothing: no entries to take out
+		}
+		if err != nil {
+			return nil, err
+		}
+		cur, existed, err := readFile(real)
 		if err != nil {
 			return nil, err
 		}
 		if !existed {
 			continue
 		}
-		ch := Change{Path: t.path, before: cur}
+		ch := Change{Path: t.path, before: cur, real: real}
 		if fi, err := os.Stat(t.path); err == nil {
 			ch.perm = fi.Mode().Perm() // to put it back, should Apply stop
 		}
@@ -989,11 +1003,11 @@ func (p *Plan) Apply() error {
 			switch {
 			case c.Create:
 				if left() == nil {
-					_ = removeFile(c.Path)
+					_ = removeFile(c.Path, c.root, c.real)
 					removeEmptyDirs(c.dirs)
 				}
 			default:
-				_ = replaceFile(c.Path, c.before, c.perm, left)
+				_ = replaceFile(c.Path, c.root, c.real, c.before, c.perm, left)
 			}
 		}
 	}
@@ -1022,7 +1036,7 @@ func (p *Plan) Apply() error {
 				rollback()
 				return err
 			}
-			if err := removeFile(c.Path); err != nil {
+			if err := removeFile(c.Path, c.root, c.real); err != nil {
 				rollback()
 				return fmt.Errorf("install: remove %s: %w", c.Path, err)
 			}
@@ -1036,7 +1050,7 @@ func (p *Plan) Apply() error {
 				return fmt.Errorf("install: create %s: %w", dir, err)
 			}
 		}
-		if err := replaceFile(c.Path, c.after, c.perm, unchanged); err != nil {
+		if err := replaceFile(c.Path, c.root, c.real, c.after, c.perm, unchanged); err != nil {
 			removeEmptyDirs(c.dirs)
 			rollback()
 			return err

@@ -1699,7 +1699,8 @@ func TestInstallRefusesAProjectConfigFolderLinkedOutOfTheProject(t *testing.T) {
 
 // A project's config file that is a symbolic link out of the project (a
 // repository can track .mcp.json -> ~/.claude.json) is refused in the
-// plan, as its folder would be: the file the link leads to is not written.
+// plan, as its folder would be: the file the link leads to is not written,
+// and the advice is to remove the link.
 // A file link that stays inside the project is followed.
 func TestInstallRefusesAProjectConfigFileLinkedOutOfTheProject(t *testing.T) {
 	for _, c := range []struct {
@@ -1730,6 +1731,11 @@ func TestInstallRefusesAProjectConfigFileLinkedOutOfTheProject(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "outside the project folder") {
 				t.Fatalf("install through a file link out of the project: %v", err)
 			}
+			// The advice: take the link out, not copy the file it leads to
+			// (the user's own config, maybe) into the project.
+			if msg := err.Error(); !strings.Contains(msg, "remove the link from the project") || !strings.Contains(msg, "without --project") || strings.Contains(msg, "put a copy") {
+				t.Fatalf("the refusal's advice: %v", err)
+			}
 			sameSnapshot(t, before, snapshot(t, filepath.Dir(outside)))
 			if got, err := os.Readlink(link); err != nil || got != outside {
 				t.Fatalf("the link is now %q %v", got, err)
@@ -1747,6 +1753,168 @@ func TestInstallRefusesAProjectConfigFileLinkedOutOfTheProject(t *testing.T) {
 		mustInstall(t, env, opts(Claude, Project))
 		if b := mustRead(t, real); !bytes.Contains(b, []byte("mcpServers")) {
 			t.Fatalf("%s after install:\n%s", real, b)
+		}
+	})
+}
+
+// A link is followed where the system follows it: a ".." in its target
+// steps out of the folder a link before it led to, not out of the folder
+// the link's text names (.mcp.json -> s/../../home/.claude.json, with s ->
+// a/b in the project, is the project's own home/.claude.json, not the
+// user's ~/.claude.json beside the project). So a project's file linked
+// that way leads to nothing and is refused, or, with a file there (a
+// repository can track one), that file in the project is read and
+// written; the user's file is never touched. In your own config the file
+// read is the file written.
+func TestInstallFollowsALinkAsTheSystemDoes(t *testing.T) {
+	for _, c := range []struct {
+		client Client
+		rel    string
+		text   string
+	}{
+		{Claude, ".mcp.json", "{\"numStartups\": 7, \"oauthAccount\": {\"email\": \"me@example.com\"}}\n"},
+		{Claude, filepath.Join(".claude", "settings.json"), "{\"model\": \"opus\"}\n"},
+		{Codex, filepath.Join(".codex", "config.toml"), "model = \"o3\"\n"},
+		{Codex, filepath.Join(".codex", "hooks.json"), "{}\n"},
+		{Gemini, filepath.Join(".gemini", "settings.json"), "{\"theme\": \"dark\"}\n"},
+		{OpenCode, "opencode.json", "{\"theme\": \"dark\"}\n"},
+	} {
+		for _, decoy := range []bool{false, true} {
+			name := string(c.client) + "/" + c.rel + "/nothing there"
+			if decoy {
+				name = string(c.client) + "/" + c.rel + "/a file there"
+			}
+			t.Run(name, func(t *testing.T) {
+				env := testEnv(t)
+				// The user's file, where a lexical reading of the link leads.
+				user := filepath.Join(env.Home, "victim"+filepath.Ext(c.rel))
+				writeFile(t, user, c.text)
+				if err := os.MkdirAll(filepath.Join(env.ProjectDir, "a", "b"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join("a", "b"), filepath.Join(env.ProjectDir, "s")); err != nil {
+					t.Fatal(err)
+				}
+				link := filepath.Join(env.ProjectDir, c.rel)
+				if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				up := strings.Repeat("../", strings.Count(c.rel, string(filepath.Separator)))
+				to := up + "s/../../home/" + filepath.Base(user)
+				if err := os.Symlink(to, link); err != nil {
+					t.Fatal(err)
+				}
+				inProject := filepath.Join(env.ProjectDir, "home", filepath.Base(user))
+				if decoy {
+					writeFile(t, inProject, c.text)
+				}
+				before := snapshot(t, env.Home)
+				_, err := Run(func() (*Plan, error) { return Install(env, opts(c.client, Project)) })
+				sameSnapshot(t, before, snapshot(t, env.Home))
+				if got, err := os.Readlink(link); err != nil || got != to {
+					t.Fatalf("the link is now %q %v", got, err)
+				}
+				if !decoy {
+					if err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "does not exist") {
+						t.Fatalf("install through a link to nothing: %v", err)
+					}
+					if _, err := os.Lstat(inProject); !errors.Is(err, fs.ErrNotExist) {
+						t.Fatalf("made where the link leads: %v", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("install through a link to a file in the project: %v", err)
+				}
+				if b := mustRead(t, inProject); !bytes.Contains(b, []byte("parley")) {
+					t.Fatalf("%s after install:\n%s", inProject, b)
+				}
+			})
+		}
+	}
+
+	t.Run("your own config", func(t *testing.T) {
+		env := testEnv(t)
+		// ~/.gemini/settings.json -> s/../gemini.json, s -> ../dotfiles/sub:
+		// the system reads ~/dotfiles/gemini.json.
+		dir := filepath.Join(env.Home, ".gemini")
+		if err := os.MkdirAll(filepath.Join(env.Home, "dotfiles", "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("..", "dotfiles", "sub"), filepath.Join(dir, "s")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("s/../gemini.json", filepath.Join(dir, "settings.json")); err != nil {
+			t.Fatal(err)
+		}
+		real := filepath.Join(env.Home, "dotfiles", "gemini.json")
+		other := filepath.Join(dir, "gemini.json")
+		writeFile(t, real, "{\"theme\": \"dark\"}\n")
+		writeFile(t, other, "{\"theme\": \"light\"}\n")
+		mustInstall(t, env, opts(Gemini, User))
+		if b := mustRead(t, real); !bytes.Contains(b, []byte(testBin)) || !bytes.Contains(b, []byte("dark")) {
+			t.Fatalf("%s after install:\n%s", real, b)
+		}
+		if got := string(mustRead(t, other)); got != "{\"theme\": \"light\"}\n" {
+			t.Fatalf("%s, which the link does not lead to, now holds:\n%s", other, got)
+		}
+		mustUninstall(t, env, Gemini, User)
+		if got := string(mustRead(t, real)); got != "{\"theme\": \"dark\"}\n" {
+			t.Fatalf("%s after uninstall:\n%s", real, got)
+		}
+	})
+}
+
+// The plan's look at a project's links is made again when the file is
+// written: a link changed in between to lead out of the project (to a
+// file holding the same text, which the check of the file's text does not
+// tell apart) is refused, and nothing out of the project is written.
+func TestApplyChecksAProjectsLinksAgain(t *testing.T) {
+	t.Run("file link", func(t *testing.T) {
+		env := testEnv(t)
+		inside := filepath.Join(env.ProjectDir, "config", "mcp.json")
+		writeFile(t, inside, "{}\n")
+		link := filepath.Join(env.ProjectDir, ".mcp.json")
+		if err := os.Symlink(filepath.Join("config", "mcp.json"), link); err != nil {
+			t.Fatal(err)
+		}
+		outside := filepath.Join(t.TempDir(), "claude.json")
+		writeFile(t, outside, "{}\n")
+		p, err := Install(env, opts(Claude, Project))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(link); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, link); err != nil {
+			t.Fatal(err)
+		}
+		before := snapshot(t, filepath.Dir(outside))
+		if err := p.Apply(); err == nil || !strings.Contains(err.Error(), "outside the project folder") {
+			t.Fatalf("apply through a link changed to lead out of the project: %v", err)
+		}
+		sameSnapshot(t, before, snapshot(t, filepath.Dir(outside)))
+	})
+
+	t.Run("folder link", func(t *testing.T) {
+		env := testEnv(t)
+		outside := t.TempDir()
+		p, err := Install(env, opts(Gemini, Project))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(env.ProjectDir, ".gemini")); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Apply(); err == nil || !strings.Contains(err.Error(), "outside the project folder") {
+			t.Fatalf("apply through a folder link made to lead out of the project: %v", err)
+		}
+		if ents, err := os.ReadDir(outside); err != nil || len(ents) != 0 {
+			t.Fatalf("written out of the project: %v %v", ents, err)
 		}
 	})
 }
