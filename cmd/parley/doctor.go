@@ -57,7 +57,7 @@ exits 1 when something is broken.`,
 			if _, hooks, project, err := guardPlace(cmd.Context(), env.ProjectDir); err == nil {
 				genv := env
 				genv.ProjectDir = project
-				if installed, fs := install.CheckGitGuard(genv, hooks); installed {
+				if installed, fs := install.CheckGitGuard(genv, hooks, nodeHome); installed {
 					findings = append(findings, fs...)
 				}
 			}
@@ -97,6 +97,13 @@ func printFindings(w io.Writer, findings []install.Finding) {
 		tag := map[install.Level]string{install.OK: "ok  ", install.Note: "note", install.Warn: "warn", install.Fail: "FAIL"}[f.Level]
 		fmt.Fprintf(w, "%s %s\n", tag, f)
 	}
+}
+
+// nodeHome reports whether dir is a node's home: one a node has run with,
+// which holds its key.
+func nodeHome(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, node.KeyFileName))
+	return err == nil
 }
 
 // checkNode checks the node's home (permissions, key) and whether a node
