@@ -92,7 +92,11 @@ func startBackground(ctx context.Context, home string, args ...string) (string, 
 }
 
 // logLines reads the log from offset from and returns the first and the
-// last line that match, and the last non-empty line.
+// last whole line that match, and the last non-empty line (also one still
+// being written). A line is whole once its line end is written: a reader
+// can see part of a write, and a ready line cut short would be taken
+// without its addresses, or, cut inside another node's pid, as another
+// process's.
 func logLines(path string, from int64, match func(string) bool) (first, lastMatch, last string) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -102,22 +106,22 @@ func logLines(path string, from int64, match func(string) bool) (first, lastMatc
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
 		return "", "", ""
 	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		l := strings.TrimSpace(sc.Text())
-		if l == "" {
-			continue
-		}
-		last = l
-		if match(l) {
-			if first == "" {
-				first = l
+	r := bufio.NewReaderSize(f, 64*1024)
+	for {
+		raw, err := r.ReadString('\n')
+		if l := strings.TrimSpace(raw); l != "" {
+			last = l
+			if strings.HasSuffix(raw, "\n") && match(l) {
+				if first == "" {
+					first = l
+				}
+				lastMatch = l
 			}
-			lastMatch = l
+		}
+		if err != nil {
+			return first, lastMatch, last
 		}
 	}
-	return first, lastMatch, last
 }
 
 // ownReady returns a test of whether a line is the ready line of the node

@@ -248,3 +248,43 @@ func otherReadyLines(t *testing.T, home string) (stop func()) {
 	}()
 	return func() { close(quit); <-stopped }
 }
+
+// A ready line is taken only once it is whole (its line end written): a
+// reader can see part of a write, and a line cut short would be taken
+// without its addresses, or, cut inside another node's pid (pid=42 of
+// pid=4217), as the ready line of another process.
+func TestLogLinesTakesOnlyWholeLines(t *testing.T) {
+	log := filepath.Join(t.TempDir(), node.LogFileName)
+	add := func(s string) {
+		t.Helper()
+		f, err := os.OpenFile(log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("parley ready peer_id=12D3KooWabc pid=4242")
+	if l, _, _ := logLines(log, 0, ownReady(4242)); l != "" {
+		t.Fatalf("a ready line without its line end was taken: %q", l)
+	}
+	add(" addrs=/ip4/127.0.0.1/tcp/4001\n")
+	if l, _, _ := logLines(log, 0, ownReady(4242)); !strings.HasSuffix(l, "addrs=/ip4/127.0.0.1/tcp/4001") {
+		t.Fatalf("the whole ready line: %q", l)
+	}
+
+	from := int64(len("parley ready peer_id=12D3KooWabc pid=4242 addrs=/ip4/127.0.0.1/tcp/4001\n"))
+	add("parley ready peer_id=12D3KooWdef pid=42")
+	if l, _, _ := logLines(log, from, ownReady(42)); l != "" {
+		t.Fatalf("another node's ready line, cut in its pid, was taken: %q", l)
+	}
+	add("17 addrs=/ip4/127.0.0.1/tcp/4002\n")
+	if l, _, _ := logLines(log, from, ownReady(42)); l != "" {
+		t.Fatalf("another node's ready line was taken: %q", l)
+	}
+	if l, _, _ := logLines(log, from, ownReady(4217)); !strings.Contains(l, "pid=4217 ") {
+		t.Fatalf("the ready line of pid 4217: %q", l)
+	}
+}
