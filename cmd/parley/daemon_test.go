@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,8 +224,9 @@ func TestUpDetachedTakesOnlyItsOwnReadyLine(t *testing.T) {
 	}
 }
 
-// otherReadyLines writes, every 5 ms until stop is called, the ready line
-// of another node (another pid, another peer ID) in home's node log.
+// otherReadyLines writes, every 5 ms until stop is called (or the test
+// ends), the ready line of another node (another pid, another peer ID) in
+// home's node log.
 func otherReadyLines(t *testing.T, home string) (stop func()) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(home, node.LogFileName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -246,7 +248,10 @@ func otherReadyLines(t *testing.T, home string) (stop func()) {
 			}
 		}
 	}()
-	return func() { close(quit); <-stopped }
+	var once sync.Once
+	stop = func() { once.Do(func() { close(quit); <-stopped }) }
+	t.Cleanup(stop) // also when the test stops before it calls stop
+	return stop
 }
 
 // A ready line is taken only once it is whole (its line end written): a

@@ -53,15 +53,31 @@ exits 1 when something is broken.`,
 					Msg: "Parley is not installed in any client here: parley install claude|codex|gemini|opencode"})
 			}
 			// The git guard of the repository around the project folder,
-			// when it is installed there.
-			if _, hooks, project, err := guardPlace(cmd.Context(), env.ProjectDir); err == nil {
+			// when it is installed there. git gets the time the node check
+			// gets: one that hangs (a stale network mount) does not hold
+			// doctor.
+			limit := min(g.timeout, 5*time.Second)
+			gctx, gcancel := context.WithTimeout(cmd.Context(), limit)
+			_, hooks, project, err := guardPlace(gctx, env.ProjectDir)
+			gcancel()
+			switch {
+			case err == nil:
 				genv := env
 				genv.ProjectDir = project
 				if installed, fs := install.CheckGitGuard(genv, hooks, nodeHome); installed {
 					findings = append(findings, fs...)
 				}
+			case isRepo(env.ProjectDir):
+				// A repository git would not look at (safe.directory, a
+				// git that hangs): its guard, if any, is not checked.
+				why := err.Error()
+				if errors.Is(gctx.Err(), context.DeadlineExceeded) {
+					why = fmt.Sprintf("git did not answer within %s", limit)
+				}
+				findings = append(findings, install.Finding{Client: install.GitGuard, Scope: install.Project, Path: env.ProjectDir, Level: install.Note,
+					Msg: "the git guard of " + env.ProjectDir + " is not checked: " + why})
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), min(g.timeout, 5*time.Second))
+			ctx, cancel := context.WithTimeout(cmd.Context(), limit)
 			defer cancel()
 			findings = append(findings, checkNode(ctx, env.ParleyHome)...)
 			failed := false
@@ -97,6 +113,13 @@ func printFindings(w io.Writer, findings []install.Finding) {
 		tag := map[install.Level]string{install.OK: "ok  ", install.Note: "note", install.Warn: "warn", install.Fail: "FAIL"}[f.Level]
 		fmt.Fprintf(w, "%s %s\n", tag, f)
 	}
+}
+
+// isRepo reports whether dir is a git working copy's top folder (it holds
+// .git), without asking git.
+func isRepo(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, ".git"))
+	return err == nil
 }
 
 // nodeHome reports whether dir is a node's home: one a node has run with,

@@ -652,3 +652,40 @@ func TestCLIDoctorChecksTheGitGuard(t *testing.T) {
 		t.Fatalf("doctor after uninstall git-guard:\n%s", out)
 	}
 }
+
+// doctor gives git the time it gives the node check: a git that hangs (a
+// stale network mount) does not hold it, and a repository git does not
+// answer for (one it refuses: safe.directory) is said to be unchecked
+// rather than passed over. A stand-in git on PATH plays both.
+func TestCLIDoctorDoesNotWaitForGit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, script, want string
+	}{
+		// Not exec: the sleep, a process git started, holds its output.
+		{"hangs", "#!/bin/sh\nsleep 10\n", "git did not answer within 1s"},
+		{"refuses", "#!/bin/sh\necho \"fatal: detected dubious ownership in repository at '$PWD'\" >&2\nexit 128\n", "dubious ownership"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			bin := t.TempDir()
+			if err := os.WriteFile(filepath.Join(bin, "git"), []byte(c.script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			repo := t.TempDir()
+			if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{"PATH=" + bin + string(filepath.ListSeparator) + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			start := time.Now()
+			out, errs, _ := runEnv(t, repo, env, "--home", filepath.Join(t.TempDir(), "h"), "--timeout", "1s", "doctor")
+			took := time.Since(start)
+			if took > 6*time.Second {
+				t.Fatalf("doctor took %s with a git that hangs", took)
+			}
+			if !strings.Contains(out, "note git-guard (project): the git guard of "+repo+" is not checked: ") || !strings.Contains(out, c.want) {
+				t.Fatalf("doctor:\n%s\n%s", out, errs)
+			}
+		})
+	}
+}
