@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/gitrepo"
 	"github.com/parley-mesh/parley/internal/install"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/procs"
@@ -49,7 +50,8 @@ parley mcp) runs the commit; its own claims do not count. A commit no agent's cl
 refused over claims of other nodes' agents only.
 Install it as pre-commit and pre-merge-commit hooks with parley install git-guard.
 To commit anyway: PARLEY_GUARD=off git commit ..., or git commit --no-verify. With no node
-running it says so and lets the commit through.`,
+running, or before the repository's first commit (the project is named by its root
+commit, so no claim can name it yet), it says so and lets the commit through.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Getenv("PARLEY_GUARD") == "off" {
@@ -76,6 +78,12 @@ running it says so and lets the commit through.`,
 				return nil
 			}
 			k, _, err := project(ctx, key, nil)
+			if errors.Is(err, gitrepo.ErrNoCommit) {
+				// The project is named by its root commit: before the
+				// first one no agent could claim a file of it.
+				fmt.Fprintln(cmd.ErrOrStderr(), "parley guard: the repository has no commit yet, so no claim can name it; the board is not checked")
+				return nil
+			}
 			if err != nil {
 				return err
 			}

@@ -186,3 +186,26 @@ func TestGuardKnowsTheCommittingAgent(t *testing.T) {
 	gitIn(t, repo, "add", "src/a.go")
 	gitIn(t, repo, "commit", "-q", "-m", "a person's change")
 }
+
+// TestGuardLetsAFirstCommitThrough: a repository with no commit has no
+// project key (it is its root commit), so no claim can name it; the
+// guard says so and lets the first commit through instead of failing it.
+func TestGuardLetsAFirstCommitThrough(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	if _, errs, code := runEnv(t, repo, []string{"GIT_CONFIG_GLOBAL=/dev/null"}, "--home", home, "install", "git-guard"); code != 0 {
+		t.Fatalf("install git-guard: %s", errs)
+	}
+	writeFile(t, filepath.Join(repo, "a.go"), "package a\n")
+	gitIn(t, repo, "add", ".")
+	out, err := gitTry(repo, nil, "commit", "-q", "-m", "first")
+	if err != nil || !strings.Contains(out, "no commit yet") {
+		t.Fatalf("the first commit with the guard: %v\n%s", err, out)
+	}
+	if got := gitIn(t, repo, "rev-list", "--count", "HEAD"); strings.TrimSpace(got) != "1" {
+		t.Fatalf("commits after the first: %q", got)
+	}
+}
