@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 // MaxLen is the most characters a text of this package has.
@@ -19,7 +20,7 @@ func Invitation(it localapi.Item, you string) string {
 	room := quote(it.RoomName, 80)
 	fmt.Fprintf(&b, "%s invited you (%s) into the Parley room %s (room_id %s%s).\n", cut(it.From, 120), cut(you, 120), room, it.Room, localapi.CreatedBy(it.RoomCreator))
 	if p := strings.TrimSpace(it.Purpose); p != "" {
-		fmt.Fprintf(&b, "Its purpose: %s\n", cut(p, 300))
+		fmt.Fprintf(&b, "Its purpose: %s\n", cut(oneLine(p), 300))
 	}
 	tail := fmt.Sprintf(`Parley links agent sessions and their people across machines; a room is a conversation that every member sees in the same order, and it lasts.
 parley_read {"room":%[1]q} shows what was said there; parley_read {"room":%[1]q,"last":20} shows the last 20 events, read or not.
@@ -83,7 +84,8 @@ func Ask(it localapi.Item) string {
 	}
 	foot := fmt.Sprintf("\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it; the asker may be waiting for it. "+
 		"parley_dismiss {\"ask_id\":%q} drops it unanswered.", it.ID, it.ID)
-	text := cut(it.Text, MaxLen-utf8.RuneCountInString(head)-utf8.RuneCountInString(foot))
+	budget := MaxLen - utf8.RuneCountInString(head) - utf8.RuneCountInString(foot)
+	text := cut(Block(cut(it.Text, budget), 2), budget)
 	return head + text + foot
 }
 
@@ -113,3 +115,22 @@ func cut(s string, n int) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Block is a text from another node (a message, an ask, a reply) on lines
+// of its own under one of Parley's: every line indented by depth spaces,
+// and whatever else could end a line or drive a terminal escaped
+// (termtext.Lines). Parley's own lines start less deep, so no line of the
+// text can pass for one of them (a marker such as "Someone is waiting on
+// you", an item, the call that answers).
+func Block(s string, depth int) string { return strings.Repeat(" ", depth) + Inline(s, depth) }
+
+// Inline is a text from another node that follows Parley's own words on
+// their line ("from X: ..."): as Block, but its first line is not indented.
+func Inline(s string, depth int) string {
+	t := termtext.Lines(strings.TrimRight(s, "\n"))
+	if depth == 2 {
+		return t
+	}
+	// termtext.Lines writes every line break as a newline and two spaces.
+	return strings.ReplaceAll(t, "\n  ", "\n"+strings.Repeat(" ", depth))
+}

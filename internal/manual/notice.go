@@ -131,10 +131,10 @@ func Notice(p localapi.Pending, you string, sh Shell, max int) string {
 		switch it.Kind {
 		case "ask", "reminder", "invitation":
 		case "reply":
-			add(fmt.Sprintf("Reply %s from %s to your ask %s, in room %s%s:\n%s", it.ID, cut(it.From, 120), it.ReplyTo, quote(it.RoomName, 80), localapi.RoomAside(it.Room, it.RoomCreator), cut(it.Text, 1500)))
+			add(fmt.Sprintf("Reply %s from %s to your ask %s, in room %s%s:\n%s", it.ID, cut(it.From, 120), it.ReplyTo, quote(it.RoomName, 80), localapi.RoomAside(it.Room, it.RoomCreator), Block(cut(it.Text, 1500), 2)))
 		default:
 			add(fmt.Sprintf("Message %s from %s in room %s (room_id %s%s):\n%s\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it.",
-				it.ID, cut(it.From, 120), quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator), cut(it.Text, 1500), it.ID))
+				it.ID, cut(it.From, 120), quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator), Block(cut(it.Text, 1500), 2), it.ID))
 		}
 	}
 	for _, m := range p.MoreUnread {

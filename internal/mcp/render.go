@@ -14,6 +14,13 @@ import (
 // Marker is the line that tells a model someone waits on it.
 const Marker = "⚠️ SOMEONE IS BLOCKED ON YOU — answer this first:"
 
+// TextDepth is how deep a text from another node (a message, an ask, a
+// reply, on lines of its own or the lines after its first) is indented in
+// a tool result: deeper than any line Parley writes itself (an item starts
+// at the left edge, the call that answers it two spaces in), so none of its
+// lines can pass for Parley's.
+const TextDepth = 4
+
 // convert turns the node's pending items into the tools' items, each with
 // the call that answers or acts on it (the wording lives here, not in the
 // node).
@@ -94,7 +101,7 @@ func renderPending(items []Pending, more []RoomCount) string {
 		fmt.Fprintf(&b, "\n• %s", it.Text)
 	})
 	section("↩️ Replies to your asks:", "reply", func(it Pending) {
-		fmt.Fprintf(&b, "\n• [reply %s to your ask %s] from %s:\n  %s", it.ID, it.ReplyTo, it.From, indent(clip(it.Text)))
+		fmt.Fprintf(&b, "\n• [reply %s to your ask %s] from %s:\n%s", it.ID, it.ReplyTo, it.From, manual.Block(clip(it.Text), TextDepth))
 	})
 	for _, k := range []string{"claim_lost", "claim_free", "claim_expiring"} {
 		section("📌 The board:", k, func(it Pending) {
@@ -102,7 +109,7 @@ func renderPending(items []Pending, more []RoomCount) string {
 		})
 	}
 	section("💬 Unread messages:", "message", func(it Pending) {
-		fmt.Fprintf(&b, "\n• [%s %s] room %q%s, from %s%s:\n  %s\n  → %s", it.Kind, it.ID, it.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), it.From, labelled(" to ", it.To), indent(clip(it.Text)), it.Answer)
+		fmt.Fprintf(&b, "\n• [%s %s] room %q%s, from %s%s:\n%s\n  → %s", it.Kind, it.ID, it.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), it.From, labelled(" to ", it.To), manual.Block(clip(it.Text), TextDepth), it.Answer)
 	})
 	for _, m := range more {
 		fmt.Fprintf(&b, "\n(+%d more unread in room %q%s: parley_read {\"room\":%q})", m.Count, m.RoomName, localapi.CreatedBy(m.RoomCreator), m.Room)
@@ -110,6 +117,9 @@ func renderPending(items []Pending, more []RoomCount) string {
 	return b.String()
 }
 
+// indent nests one of Parley's own texts of several lines (an ask's notice,
+// an invitation's manual) under its bullet; the texts from other nodes in
+// them are indented further (manual.Block).
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
 
 // clip shortens a long text in the rendered result (parley_read shows it

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/manual"
 	"github.com/parley-mesh/parley/internal/termtext"
 )
 
@@ -469,7 +470,7 @@ func (s *Server) who(ctx context.Context, c *call, in Empty) (WhoOut, string, er
 		fmt.Fprintf(&b, "%d agents alive:", len(out.Agents))
 	}
 	for _, a := range out.Agents {
-		fmt.Fprintf(&b, "\n• %s (%s)%s%s%s", a.Address, a.State, labelled(" role: ", a.Role), labelled(" — working on: ", a.WorkingOn),
+		fmt.Fprintf(&b, "\n• %s (%s)%s%s%s", a.Address, a.State, labelled(" role: ", a.Role), quoted(" — working on: ", a.WorkingOn),
 			labelled(" — claims: ", strings.Join(a.Claims, "; ")))
 	}
 	writeRooms(&b, out.Rooms)
@@ -494,7 +495,7 @@ func writeRooms(b *strings.Builder, rs []Room) {
 		fmt.Fprintf(b, "\nYou are in %d rooms:", len(rs))
 	}
 	for _, r := range rs {
-		fmt.Fprintf(b, "\n• %q (%s)%s — members: %s; %d unread", r.Name, r.RoomID, labelled(" — ", r.Purpose), strings.Join(r.Members, ", "), r.Unread)
+		fmt.Fprintf(b, "\n• %q (%s)%s — members: %s; %d unread", r.Name, r.RoomID, quoted(" — ", r.Purpose), strings.Join(r.Members, ", "), r.Unread)
 	}
 }
 
@@ -503,6 +504,15 @@ func labelled(label, s string) string {
 		return ""
 	}
 	return label + s
+}
+
+// quoted is labelled for a text from another node that may hold line
+// breaks (what an agent works on, a room's purpose): quoted, on one line.
+func quoted(label, s string) string {
+	if s == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s%q", label, s)
 }
 
 func (s *Server) find(ctx context.Context, c *call, in FindIn) (FindOut, string, error) {
@@ -621,7 +631,7 @@ func message(it localapi.Item) Message {
 		ReplyTo: it.ReplyTo, To: it.To, Time: msTime(it.Time)}
 	switch it.Kind {
 	case "create":
-		m.Text = fmt.Sprintf("opened the room %q%s", it.Text, labelled(" — purpose: ", it.Purpose))
+		m.Text = fmt.Sprintf("opened the room %q%s", it.Text, quoted(" — purpose: ", it.Purpose))
 	case "invite":
 		m.Text = "invited node " + it.Target
 		if it.To != "" {
@@ -670,10 +680,11 @@ func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string,
 	for _, it := range res.Messages {
 		m := message(it)
 		out.Messages = append(out.Messages, m)
-		fmt.Fprintf(&b, "\n[%s] %s in %q%s (%s): %s", m.ID, m.From, m.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), m.Kind, m.Text)
+		owes := ""
 		if owed[m.ID] {
-			b.WriteString("\n  (someone is blocked on you: this ask is below, with how to answer it)")
+			owes = "; someone is blocked on you: this ask is below, with how to answer it"
 		}
+		fmt.Fprintf(&b, "\n[%s] %s in %q%s (%s%s): %s", m.ID, m.From, m.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), m.Kind, owes, manual.Inline(m.Text, TextDepth))
 	}
 	if out.HasMore {
 		b.WriteString("\n(more unread: call parley_read again)")
@@ -717,7 +728,7 @@ func (s *Server) ask(ctx context.Context, c *call, in AskIn) (AskOut, string, er
 
 func askText(out *AskOut) string {
 	if out.Reply != nil {
-		return fmt.Sprintf("Reply from %s (id %s):\n%s", out.Reply.From, out.Reply.ID, out.Reply.Text)
+		return fmt.Sprintf("Reply from %s (id %s):\n%s", out.Reply.From, out.Reply.ID, manual.Block(out.Reply.Text, TextDepth))
 	}
 	out.Next = fmt.Sprintf(`parley_wait {"ask_id":%q,"wait_seconds":%d}`, out.AskID, MaxWaitSeconds)
 	return fmt.Sprintf("No reply yet to ask %s in room %q. %s keeps waiting; the reply also shows in your pending items when it comes.",
