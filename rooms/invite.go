@@ -1,7 +1,6 @@
 package rooms
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -210,7 +209,9 @@ func sendInviteNotice(ctx context.Context, h host.Host, target peer.ID, n invite
 		return err
 	}
 	if !ans.OK {
-		return fmt.Errorf("%w by %s: %s", ErrInviteRefused, target, ans.Error)
+		// The invitee's own words, quoted: they may say anything, on any
+		// number of lines, and reach the inviting agent's tool result.
+		return fmt.Errorf("%w by %s: %q", ErrInviteRefused, target, ans.Error)
 	}
 	return nil
 }
@@ -297,9 +298,15 @@ func (m *Manager) handleInvite(s network.Stream) {
 		answer(fmt.Errorf("%w: %s is not a member of room %s", ErrInviteRefused, remote, id))
 		return
 	}
+	// The name the notice gives (until the create event comes) is checked
+	// as the create event's is: a node that sends one CreateRoom would
+	// refuse is not an honest one.
 	name := n.Name
-	if len(name) > 200 || !bytes.Equal([]byte(name), bytes.ToValidUTF8([]byte(name), nil)) {
-		name = ""
+	if name != "" {
+		if err := CheckName(name); err != nil {
+			answer(fmt.Errorf("%w: %w", ErrInviteRefused, err))
+			return
+		}
 	}
 	topic := n.Topic
 	if !validTopic(topic) {

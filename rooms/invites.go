@@ -127,6 +127,7 @@ func (m *Manager) loadInvites() error {
 			drop = append(drop, schema.Op{Key: append([]byte(nil), k...), Delete: true})
 			return true
 		}
+		rec.Name = cleanLine(rec.Name, MaxName) // held before invites' names were checked
 		recs[id] = rec
 		return true
 	})

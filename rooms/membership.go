@@ -40,10 +40,61 @@ func createBody(nonce []byte, name, purpose string) []byte {
 }
 
 // splitCreate returns the name and purpose of a create event's body after
-// its nonce.
+// its nonce, as they may be shown (cleanLine): receivers check them
+// (Event.validate) only since 2026-12-05, and a room stored before may
+// hold anything its creator sent.
 func splitCreate(b []byte) (name, purpose string) {
+	n, p := splitCreateRaw(b)
+	return cleanLine(n, MaxName), cleanLine(p, MaxPurpose)
+}
+
+// splitCreateRaw returns the name and purpose of a create event's body
+// after its nonce, as sent.
+func splitCreateRaw(b []byte) (name, purpose string) {
 	n, p, _ := bytes.Cut(b, []byte{0})
 	return string(n), string(p)
+}
+
+// checkCreate checks the name and purpose of a create event's body (one
+// shorter than a nonce founds no room, and is refused where that is
+// checked): what CreateRoom would have taken.
+func checkCreate(body []byte) error {
+	if len(body) < roomNonceLen {
+		return nil
+	}
+	name, purpose := splitCreateRaw(body[roomNonceLen:])
+	if err := CheckName(name); err != nil {
+		return fmt.Errorf("create event: %w", err)
+	}
+	if err := CheckPurpose(purpose); err != nil {
+		return fmt.Errorf("create event: %w", err)
+	}
+	return nil
+}
+
+// cleanLine returns s (a room's name or purpose, at most max bytes) as
+// CheckName and CheckPurpose let one be: bytes that are not UTF-8 and
+// control characters (line breaks included) become spaces, and a text over
+// max bytes is cut, marked with "…". A name or purpose that passes the
+// checks comes back as it is.
+func cleanLine(s string, max int) string {
+	if checkLine("", s, max) == nil {
+		return s
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, " "))
+	if len(s) > max {
+		cut := max - len("…")
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }
 
 // CheckName checks a room name: 1 to MaxName bytes of text on one line,
