@@ -1,6 +1,7 @@
 package localapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,10 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MaxRequestBody caps every request body.
@@ -103,8 +107,9 @@ func WriteError(w http.ResponseWriter, err error) {
 }
 
 // ReadJSON decodes a request body of one JSON object into v: unknown fields
-// and trailing data are a 400, a body over MaxRequestBody a 413. On failure
-// it writes the error and returns false.
+// and trailing data are a 400, a body over MaxRequestBody a 413, and so are
+// what encoding/json would take silently (checkJSON). On failure it writes
+// the error and returns false.
 func ReadJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := readJSON(w, r, v, false); err != nil {
 		WriteError(w, err)
@@ -114,27 +119,150 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 func readJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
-	body := http.MaxBytesReader(w, r.Body, MaxRequestBody)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	tooLarge := func(err error) bool {
-		var mbe *http.MaxBytesError
-		return errors.As(err, &mbe)
-	}
-	if err := dec.Decode(v); err != nil {
-		switch {
-		case tooLarge(err):
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body is over the limit of %d bytes", MaxRequestBody)
-		case optional && errors.Is(err, io.EOF):
-			return nil
 		}
 		return BadRequest("bad request body: %v", err)
 	}
+	if optional && len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	if !utf8.Valid(raw) {
+		i := invalidAt(raw)
+		return BadRequest("bad request body: it is not UTF-8 (byte %#02x at offset %d): send JSON, and its texts, as UTF-8", raw[i], i)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return BadRequest("bad request body: %v", err)
+	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if tooLarge(err) {
-			return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body is over the limit of %d bytes", MaxRequestBody)
-		}
 		return BadRequest("bad request body: trailing data after the JSON object")
+	}
+	if err := checkJSON(raw); err != nil {
+		return BadRequest("bad request body: %v", err)
+	}
+	return nil
+}
+
+// invalidAt returns the offset of the first byte of b that is not UTF-8.
+func invalidAt(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// checkJSON refuses in raw (one valid JSON value) what encoding/json
+// would take without a word: a key given twice in one object (the last
+// would win; keys that differ only in case count as the same, as the
+// decoder matches either to a field), and a \u escape of half a UTF-16
+// surrogate pair (it would read as U+FFFD).
+func checkJSON(raw []byte) error {
+	if err := checkSurrogates(raw); err != nil {
+		return err
+	}
+	type object struct {
+		keys    map[string]bool
+		wantKey bool
+	}
+	var stack []*object // nil for an array
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var top *object
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, &object{keys: map[string]bool{}, wantKey: true})
+				continue
+			case '[':
+				stack = append(stack, nil)
+				continue
+			}
+			stack = stack[:len(stack)-1] // } or ]: a value of the enclosing object ends
+			if len(stack) > 0 && stack[len(stack)-1] != nil {
+				stack[len(stack)-1].wantKey = true
+			}
+			continue
+		case string:
+			if top != nil && top.wantKey {
+				k := foldKey(t)
+				if top.keys[k] {
+					return fmt.Errorf("the key %q is given twice in one object (keys that differ only in case are the same key)", t)
+				}
+				top.keys[k], top.wantKey = true, false
+				continue
+			}
+		}
+		if top != nil {
+			top.wantKey = true // a value ended
+		}
+	}
+}
+
+// foldKey returns s with each letter as the smallest of its case
+// variants: two keys fold alike exactly when strings.EqualFold says they
+// are equal, as encoding/json matches keys to fields.
+func foldKey(s string) string {
+	return strings.Map(func(r rune) rune {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		return m
+	}, s)
+}
+
+// checkSurrogates refuses a \u escape in a string of raw (valid JSON) that
+// is half of a UTF-16 surrogate pair.
+func checkSurrogates(raw []byte) error {
+	hex4 := func(b []byte) rune {
+		n, err := strconv.ParseUint(string(b), 16, 32)
+		if err != nil {
+			return -1
+		}
+		return rune(n)
+	}
+	in := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case !in:
+			in = c == '"'
+		case c == '"':
+			in = false
+		case c == '\\' && i+5 < len(raw) && raw[i+1] == 'u':
+			r := hex4(raw[i+2 : i+6])
+			if r >= 0xd800 && r < 0xdc00 && i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+				if r2 := hex4(raw[i+8 : i+12]); r2 >= 0xdc00 && r2 < 0xe000 {
+					i += 11 // a whole pair
+					continue
+				}
+			}
+			if r >= 0xd800 && r < 0xe000 {
+				return fmt.Errorf("%s at offset %d is half of a UTF-16 surrogate pair, not a character: send texts as valid Unicode", raw[i:i+6], i)
+			}
+			i += 5
+		case c == '\\':
+			i++ // the escaped character
+		}
 	}
 	return nil
 }

@@ -56,6 +56,16 @@ func TestRequestBodies(t *testing.T) {
 		{"no room", `{"room":"","text":"x"}`, 400, "room is empty"},
 		{"unknown room", `{"room":"nope","text":"x"}`, 404, `no room named \"nope\"`},
 		{"fine", `{"room":"r","text":"x"}` + "\n", 200, `"id"`},
+		// What encoding/json takes without a word: bytes that are not
+		// UTF-8 (read as U+FFFD), half a surrogate pair (likewise), a key
+		// given twice (the last wins), whatever its case.
+		{"not UTF-8", "{\"room\":\"r\",\"text\":\"\xff\xfe\"}", 400, "not UTF-8 (byte 0xff at offset 20)"},
+		{"half a surrogate pair", `{"room":"r","text":"a\ud800b"}`, 400, `\\ud800 at offset 21 is half of a UTF-16 surrogate pair`},
+		{"low half alone", `{"room":"r","text":"\udc00"}`, 400, "half of a UTF-16 surrogate pair"},
+		{"a key twice", `{"room":"r","text":"dup1","text":"dup2"}`, 400, `the key \"text\" is given twice`},
+		{"a key twice, in another case", `{"room":"r","text":"dup1","Text":"dup2"}`, 400, `the key \"Text\" is given twice`},
+		{"a key twice, nested", `{"room":"r","text":"x","spent":{"tokens_in":1,"tokens_in":2}}`, 400, `the key \"tokens_in\" is given twice`},
+		{"a surrogate pair and U+FFFD", `{"room":"r","text":"\ud83d\ude00 \ufffd \\ud800"}`, 200, `"id"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := post(t, socket, "/v1/agents/human/say", []byte(tc.body))
