@@ -301,7 +301,17 @@ func (b *Inbox) parseMember(s string) (member, error) {
 	}
 	a, err := identity.ParseAgentAddr(s)
 	if name, node, ok := strings.Cut(s, "@"); err != nil && ok && b.cfg.Names != nil {
-		// NAME@HANDLE, as names show: the node whose handle it is.
+		// NAME@HANDLE, as names show: the node whose handle it is. An
+		// address whose NAME is not one is malformed whatever follows.
+		why := ""
+		if _, nerr := identity.ParseAgentName(name); nerr != nil {
+			why = strings.TrimPrefix(nerr.Error(), "identity: ")
+		} else if node == "" {
+			why = `nothing follows "@"`
+		}
+		if why != "" {
+			return member{}, localapi.BadRequest("%q is a malformed address (%s): an agent's address is NAME@PEER_ID or NAME@HANDLE, or NAME for an agent of your node", s, why)
+		}
 		if _, perr := peer.Decode(node); perr != nil {
 			p, rerr := b.cfg.Names.Resolve(node)
 			if rerr != nil {

@@ -74,6 +74,13 @@ func TestRequestBodies(t *testing.T) {
 			}
 		})
 	}
+	// A malformed address is called one, not looked up as a handle.
+	for _, member := range []string{"@@@", "@bob", "x@"} {
+		status, body := post(t, socket, "/v1/agents/human/invite", []byte(`{"room":"r","member":"`+member+`"}`))
+		if status != 400 || !strings.Contains(body, "is a malformed address") || strings.Contains(body, "handle") && !strings.Contains(body, "NAME@HANDLE") {
+			t.Fatalf("invite %q: %d %s", member, status, body)
+		}
+	}
 	// The client refuses an empty path segment instead of calling another
 	// endpoint.
 	if _, err := c.Log(ctx, "", 10, ""); err == nil || !strings.Contains(err.Error(), "the room is empty") {
