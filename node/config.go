@@ -172,6 +172,10 @@ const (
 	SocketFileName = "parley.sock"
 	LockFileName   = "node.lock"
 	LogFileName    = "node.log"
+	// UIOpenFileName is the page `parley ui --open` hands the browser.
+	UIOpenFileName = "ui-open.html"
+	// LoopbackPortsFileName keeps the ports a --loopback node listened on.
+	LoopbackPortsFileName = "loopback.ports"
 )
 
 // SocketPath returns the local API socket of a home.

@@ -4,15 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/config"
 	"github.com/parley-mesh/parley/internal/store"
 )
 
@@ -65,6 +70,81 @@ func ownerOf(st fs.FileInfo) (int, bool) {
 		return 0, false
 	}
 	return int(sys.Uid), true
+}
+
+// privateFiles are the files Parley writes in a home, each readable by its
+// owner only (mode 0600). identity.key is not among them: a key others may
+// read is refused (identity.LoadOrCreate), as ssh does; nor is ui.token: one
+// others may read is replaced by a new token (ui.LoadToken).
+var privateFiles = []string{config.FileName, LogFileName, LockFileName, RecoveryFileName, audit.FileName, audit.HeadName,
+	UIPortFileName, UIOpenFileName, LoopbackPortsFileName}
+
+// tightenHome makes private what Parley keeps in home that other users may
+// read or write: the database folder data/ (and the folders --recover and
+// --new-identity set aside) becomes mode 0700 and each file in it loses its
+// group and other bits, as does each of privateFiles and of the recovery
+// files set aside. A home restored from a backup or copied, or files a
+// permissive umask made, would otherwise stay open: Badger makes its files
+// with the process umask, so only a private data/ keeps them to the user.
+// Each change is logged; one that cannot be made is an error naming the
+// chmod to run. Symbolic links and other non-regular files are left alone.
+func tightenHome(home string, log *slog.Logger) error {
+	ents, err := os.ReadDir(home)
+	if err != nil {
+		return fmt.Errorf("node: home %s: %w", home, err)
+	}
+	for _, e := range ents {
+		name, path := e.Name(), filepath.Join(home, e.Name())
+		switch {
+		case name == DataDirName || strings.HasPrefix(name, DataDirName+"."):
+			if e.Type() != fs.ModeDir {
+				continue
+			}
+			if err := tighten(path, 0o700, log); err != nil {
+				return err
+			}
+			files, err := os.ReadDir(path)
+			if err != nil {
+				return fmt.Errorf("node: %s: %w", path, err)
+			}
+			for _, f := range files {
+				if f.Type().IsRegular() {
+					if err := tighten(filepath.Join(path, f.Name()), 0o600, log); err != nil {
+						return err
+					}
+				}
+			}
+		case slices.Contains(privateFiles, name) || strings.HasPrefix(name, RecoveryFileName+"."):
+			if e.Type().IsRegular() {
+				if err := tighten(path, 0o600, log); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// tighten takes from path's mode every bit beyond want's (for want 0600:
+// all group and other bits).
+func tighten(path string, want fs.FileMode, log *slog.Logger) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("node: %s: %w", path, err)
+	}
+	m := st.Mode().Perm()
+	if m&^want == 0 {
+		return nil
+	}
+	if err := os.Chmod(path, m&want); err != nil {
+		return fmt.Errorf("node: %s can be read or written by other users (mode %04o) and could not be made private (%v): run `chmod go-rwx %s` and try again",
+			path, m, err, path)
+	}
+	log.Warn("made private: other users could read or write it", "path", path, "mode_was", fmt.Sprintf("%04o", m), "mode", fmt.Sprintf("%04o", m&want))
+	return nil
 }
 
 // listenSocket serves the local API socket of home. The socket is bound in

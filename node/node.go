@@ -130,6 +130,10 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := tightenHome(cfg.Home, cfg.Logger); err != nil {
+		lock.unlock()
+		return nil, err
+	}
 	if err := prepareIdentity(cfg); err != nil {
 		lock.unlock()
 		return nil, err

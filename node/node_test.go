@@ -181,3 +181,44 @@ func TestLocalAPIErrors(t *testing.T) {
 		t.Fatalf("no node: err = %v", err)
 	}
 }
+
+// A home whose database folder and files others may read (restored from a
+// backup, copied, or made under a permissive umask) is made private at
+// start: data/ becomes 0700 and the files in it and the home's files lose
+// their group and other bits; the key keeps its own rule (refused).
+func TestHomeMadePrivateAtStart(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	home := nt.Home(0)
+	nt.Crash(0)
+	data := filepath.Join(home, node.DataDirName)
+	loose := map[string]os.FileMode{data: 0o755, filepath.Join(home, node.LogFileName): 0o644,
+		filepath.Join(home, node.RecoveryFileName): 0o666, filepath.Join(home, node.LockFileName): 0o644}
+	files, err := os.ReadDir(data)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("data/ holds %d files: %v", len(files), err)
+	}
+	for _, f := range files {
+		loose[filepath.Join(data, f.Name())] = 0o666
+	}
+	if err := os.WriteFile(filepath.Join(home, node.LogFileName), []byte("a log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for p, m := range loose {
+		if err := os.Chmod(p, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nt.Restart(0)
+	for p := range loose {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := st.Mode().Perm(); m&0o077 != 0 {
+			t.Errorf("%s has mode %04o after start, want no group or other bits", p, m)
+		}
+	}
+	if st, err := os.Stat(data); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("data/ after start: %v %v, want 0700", st.Mode().Perm(), err)
+	}
+}

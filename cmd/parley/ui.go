@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
 )
 
 func uiCmd(g *globals) *cobra.Command {
@@ -49,7 +50,7 @@ ui_port in the config (unset: the port it had last time when free, else any).`,
 }
 
 // openPage is the page `ui --open` hands the browser, in the home.
-const openPage = "ui-open.html"
+const openPage = node.UIOpenFileName
 
 // openBrowser opens url with the system's opener. The address carries the
 // dashboard's token, and an opener's (and a browser's) command line can be

@@ -290,7 +290,7 @@ var anyLoopback = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1
 
 // loopbackPorts is the file in the home that keeps the ports a --loopback
 // node listened on.
-const loopbackPorts = "loopback.ports"
+const loopbackPorts = node.LoopbackPortsFileName
 
 // loopbackListen returns the addresses of a node that only this machine
 // can reach: the ports it had last time when they are free, else ports the
