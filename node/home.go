@@ -18,6 +18,7 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/config"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store"
 )
 
@@ -147,38 +148,11 @@ func tighten(path string, want fs.FileMode, log *slog.Logger) error {
 	return nil
 }
 
-// listenSocket serves the local API socket of home. The socket is bound in
-// a fresh private folder (mode 0700), made mode 0600 there, and then moved
-// into place, so it is never open to other users, not even for the moment
-// between bind and chmod.
+// listenSocket serves the local API socket of home (localapi.Listen: bound
+// in a private folder, made 0600 and then moved into place, so it is never
+// open to other users, not even for the moment between bind and chmod).
 func listenSocket(home string) (net.Listener, error) {
-	path := SocketPath(home)
-	if len(path) > 100 {
-		return nil, fmt.Errorf("node: socket path %s is too long for a unix socket (use a shorter --home)", path)
-	}
-	// Short names: the bound path must fit a unix socket address too.
-	tmp, err := os.MkdirTemp(home, ".s")
-	if err != nil {
-		return nil, fmt.Errorf("node: local api socket: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	bound := filepath.Join(tmp, "s")
-	ln, err := net.Listen("unix", bound)
-	if err != nil {
-		return nil, fmt.Errorf("node: listen %s: %w", bound, err)
-	}
-	ul := ln.(*net.UnixListener)
-	// The node removes the socket at its final path when it stops.
-	ul.SetUnlinkOnClose(false)
-	if err := os.Chmod(bound, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("node: chmod %s: %w", bound, err)
-	}
-	if err := os.Rename(bound, path); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("node: local api socket %s: %w", path, err)
-	}
-	return ln, nil
+	return localapi.Listen(SocketPath(home))
 }
 
 // Names of what --recover and --new-identity set aside, beside data/.

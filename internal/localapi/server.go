@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -37,20 +38,33 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 
 // Listen opens the unix socket at path with mode 0600, replacing a stale
 // socket file. The caller must hold the home's lock, so no live node owns it.
+// The socket is bound in a fresh private folder (mode 0700) beside path,
+// made 0600 there and then moved into place, so it is never open to other
+// users, whatever the umask, not even for the moment between bind and
+// chmod. Closing the listener leaves the socket file: the caller removes it.
 func Listen(path string) (net.Listener, error) {
 	if len(path) > 100 {
 		return nil, fmt.Errorf("localapi: socket path %s is too long for a unix socket (use a shorter --home)", path)
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("localapi: remove stale socket: %w", err)
-	}
-	ln, err := net.Listen("unix", path)
+	// Short names: the bound path must fit a unix socket address too.
+	tmp, err := os.MkdirTemp(filepath.Dir(path), ".s")
 	if err != nil {
-		return nil, fmt.Errorf("localapi: listen %s: %w", path, err)
+		return nil, fmt.Errorf("localapi: socket %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	defer os.RemoveAll(tmp)
+	bound := filepath.Join(tmp, "s")
+	ln, err := net.Listen("unix", bound)
+	if err != nil {
+		return nil, fmt.Errorf("localapi: listen %s: %w", bound, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(bound, 0o600); err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("localapi: chmod %s: %w", path, err)
+		return nil, fmt.Errorf("localapi: chmod %s: %w", bound, err)
+	}
+	if err := os.Rename(bound, path); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("localapi: socket %s: %w", path, err)
 	}
 	return ln, nil
 }

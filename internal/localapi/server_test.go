@@ -3,10 +3,15 @@ package localapi_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -88,5 +93,58 @@ func TestRequestBodies(t *testing.T) {
 	}
 	if _, err := c.Take(ctx, ""); err == nil || !strings.Contains(err.Error(), "the agent name is empty") {
 		t.Fatalf("take of an empty agent: %v", err)
+	}
+}
+
+// The socket is never at its path with a mode other than 0600, even under
+// umask 000 and for the moment between bind and chmod: another user who
+// connected then would keep a connection with every right of the local API.
+// A watcher looks at the path while sockets are made there again and again.
+func TestSocketNeverOpenToOthers(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "parley.sock")
+	stop := make(chan struct{})
+	seen := make(chan os.FileMode, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if st, err := os.Lstat(path); err == nil && st.Mode().Perm() != 0o600 {
+				select {
+				case seen <- st.Mode().Perm():
+				default:
+				}
+				return
+			}
+		}
+	}()
+	for range 500 {
+		ln, err := localapi.Listen(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close()
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-seen:
+			close(stop)
+			wg.Wait()
+			t.Fatalf("the socket was at %s with mode %04o", path, m)
+		default:
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if es, err := os.ReadDir(filepath.Dir(path)); err != nil || len(es) != 0 {
+		t.Fatalf("the private folders were left behind: %v %v", es, err)
 	}
 }
