@@ -125,19 +125,26 @@ func agentsError(err error) error { return agentsErrors.Wrap(err) }
 type contactsAPI struct {
 	cs  *contacts.Service
 	org func(peer.ID) peer.ID
+	// name is how a node reads (the names service's name), "" while its
+	// handle is not known; nil: none.
+	name func(peer.ID) string
 }
 
 var _ localapi.Contacts = contactsAPI{}
 
-func contactEntry(e contacts.Entry) localapi.ContactEntry {
-	return localapi.ContactEntry{ID: e.ID, PeerID: e.PeerID.String(), Handle: e.Handle, State: string(e.State), Note: e.Note, Expires: e.Expires, Scopes: e.Scopes}
+func (c contactsAPI) entry(e contacts.Entry) localapi.ContactEntry {
+	out := localapi.ContactEntry{ID: e.ID, PeerID: e.PeerID.String(), Handle: e.Handle, State: string(e.State), Note: e.Note, Expires: e.Expires, Scopes: e.Scopes}
+	if c.name != nil {
+		out.Name = c.name(e.PeerID)
+	}
+	return out
 }
 
-func contactResult(r contacts.Result, err error) (localapi.ContactResult, error) {
+func (c contactsAPI) result(r contacts.Result, err error) (localapi.ContactResult, error) {
 	if err != nil {
 		return localapi.ContactResult{}, contactsError(err)
 	}
-	return localapi.ContactResult{ContactEntry: contactEntry(r.Entry), Delivered: r.Delivered, Detail: r.Detail}, nil
+	return localapi.ContactResult{ContactEntry: c.entry(r.Entry), Delivered: r.Delivered, Detail: r.Detail}, nil
 }
 
 func (c contactsAPI) Request(ctx context.Context, req localapi.ContactRequest) (localapi.ContactResult, error) {
@@ -145,7 +152,7 @@ func (c contactsAPI) Request(ctx context.Context, req localapi.ContactRequest) (
 	if err != nil {
 		return localapi.ContactResult{}, contactsError(err)
 	}
-	return contactResult(c.cs.Request(ctx, ai, req.Note))
+	return c.result(c.cs.Request(ctx, ai, req.Note))
 }
 
 func (c contactsAPI) Approve(ctx context.Context, req localapi.ContactApproveRequest) (localapi.ContactResult, error) {
@@ -153,22 +160,22 @@ func (c contactsAPI) Approve(ctx context.Context, req localapi.ContactApproveReq
 	if err != nil {
 		return localapi.ContactResult{}, contactsError(err)
 	}
-	return contactResult(c.cs.Approve(ctx, req.ID, d))
+	return c.result(c.cs.Approve(ctx, req.ID, d))
 }
 
 func (c contactsAPI) Deny(ctx context.Context, ref string) (localapi.ContactResult, error) {
-	return contactResult(c.cs.Deny(ctx, ref))
+	return c.result(c.cs.Deny(ctx, ref))
 }
 
 func (c contactsAPI) Revoke(ctx context.Context, ref string) (localapi.ContactResult, error) {
-	return contactResult(c.cs.Revoke(ctx, ref))
+	return c.result(c.cs.Revoke(ctx, ref))
 }
 
 func (c contactsAPI) List(context.Context) []localapi.ContactEntry {
 	es := c.cs.List()
 	out := make([]localapi.ContactEntry, len(es))
 	for i, e := range es {
-		out[i] = contactEntry(e)
+		out[i] = c.entry(e)
 		if c.org != nil && e.State == consent.StateActive {
 			if o := c.org(e.PeerID); o != "" {
 				out[i].Org = o.String()

@@ -62,13 +62,21 @@ func (n *Node) untagOrgContact(p peer.ID) {
 }
 
 // contactsAPI is the local API's contacts, with the organisation each
-// contact was made through.
+// contact was made through and the name each reads by.
 func (n *Node) contactsAPI() contactsAPI {
 	return contactsAPI{cs: n.contacts, org: func(p peer.ID) peer.ID {
 		if n.org == nil {
 			return ""
 		}
 		return n.org.TaggedWith(p)
+	}, name: func(p peer.ID) string {
+		if n.names == nil {
+			return ""
+		}
+		if _, ok := n.names.Handle(p); !ok {
+			return ""
+		}
+		return n.names.Name(p)
 	}}
 }
 

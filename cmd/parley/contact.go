@@ -66,7 +66,7 @@ func contactApproveCmd(g *globals) *cobra.Command {
 				if v.Expires != nil {
 					until = " until " + v.Expires.Local().Format(time.RFC3339)
 				}
-				fmt.Fprintf(w, "%s (%s) is %s%s: %s\n", v.PeerID, termtext.Line(v.Handle), v.State, until, termtext.Line(v.Detail))
+				fmt.Fprintf(w, "%s (%s) is %s%s: %s\n", v.PeerID, contactName(v.ContactEntry), v.State, until, termtext.Line(v.Detail))
 			})
 		},
 	}
@@ -117,7 +117,7 @@ func contactListCmd(g *globals) *cobra.Command {
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "ID\tPEER ID\tHANDLE\tSTATE\tEXPIRES\tSCOPES\tVIA\tNOTE")
+					fmt.Fprintln(tw, "ID\tPEER ID\tNAME\tSTATE\tEXPIRES\tSCOPES\tVIA\tNOTE")
 					for _, e := range v {
 						exp := "-"
 						if e.Expires != nil {
@@ -127,20 +127,33 @@ func contactListCmd(g *globals) *cobra.Command {
 						if utf8.RuneCountInString(note) > 40 {
 							note = string([]rune(note)[:39]) + "…"
 						}
-						handle, scopes, via := termtext.Line(e.Handle), "-", "-"
-						if handle == "" {
-							handle = "-" // not told yet: a node tells its handle once it approves
-						}
+						name, scopes, via := contactName(e), "-", "-"
 						if len(e.Scopes) > 0 {
 							scopes = strings.Join(e.Scopes, ",")
 						}
 						if e.Org != "" {
 							via = "org " + e.Org
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.PeerID, handle, e.State, exp, scopes, via, termtext.Line(note))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.PeerID, name, e.State, exp, scopes, via, termtext.Line(note))
 					}
 					tw.Flush()
 				})
 		},
 	}
+}
+
+// contactName is how a contact or a requester reads: the name the node
+// gives it everywhere (handle~SUFFIX when another node's handle reads the
+// same, so a stranger asking under a contact's handle does not read as the
+// contact), else its handle, else "-" (not told yet: a node tells its
+// handle once it approves).
+func contactName(e localapi.ContactEntry) string {
+	n := e.Name
+	if n == "" {
+		n = e.Handle
+	}
+	if n = termtext.Line(n); n == "" {
+		return "-"
+	}
+	return n
 }

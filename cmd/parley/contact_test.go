@@ -238,3 +238,55 @@ func TestCLIContactConsentGatesRooms(t *testing.T) {
 		t.Fatalf("invite after revoke: exit %d: %q", code, errs)
 	}
 }
+
+// A stranger asking under a contact's handle reads in `contact list` and in
+// `contact approve`'s confirmation as it does everywhere else: with its
+// peer ID's tail (bob~SUFFIX), while the contact keeps the bare handle.
+func TestCLIContactListNamesAStrangerAsEverywhere(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeB, homeH := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "h")
+	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	up(t, homeH, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	var idA, idB, idH struct {
+		PeerID string `json:"peer_id"`
+	}
+	runJSON(t, &idA, "--home", homeA, "id")
+	runJSON(t, &idB, "--home", homeB, "id")
+	runJSON(t, &idH, "--home", homeH, "id")
+	befriend(t, homeB, homeA, idA.PeerID)
+	if _, errs, code := run(t, "--home", homeH, "contact", "request", idA.PeerID, "--note", "new laptop, please approve"); code != 0 {
+		t.Fatalf("the stranger's request: %s", errs)
+	}
+	// The row of each node in the text list: its name is its third column.
+	nameIn := func(out, id string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 2 && f[1] == id {
+				return f[2]
+			}
+		}
+		return ""
+	}
+	var out string
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ = run(t, "--home", homeA, "contact", "list")
+		return strings.HasPrefix(nameIn(out, idH.PeerID), "bob~")
+	}, "A's contact list to name the stranger bob~SUFFIX")
+	if n := nameIn(out, idH.PeerID); !strings.HasSuffix(idH.PeerID, strings.TrimPrefix(n, "bob~")) {
+		t.Fatalf("the stranger reads %q, not with its own peer ID's tail:\n%s", n, out)
+	}
+	if n := nameIn(out, idB.PeerID); n != "bob" {
+		t.Fatalf("the contact reads %q, want bob:\n%s", n, out)
+	}
+	var id string
+	for _, c := range contactsOf(t, homeA) {
+		if c.PeerID == idH.PeerID {
+			id = c.ID
+		}
+	}
+	out, errs, code := run(t, "--home", homeA, "contact", "approve", id)
+	if code != 0 || !strings.Contains(out, idH.PeerID+" (bob~") {
+		t.Fatalf("approve: exit %d, %q %s; want the stranger named bob~SUFFIX", code, out, errs)
+	}
+}

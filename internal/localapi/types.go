@@ -233,9 +233,14 @@ func (r ContactRef) Ref() string {
 
 // ContactEntry is one contact or pending request.
 type ContactEntry struct {
-	ID      string     `json:"id"`      // the request that made or last changed the contact
-	PeerID  string     `json:"peer_id"` // the other node
-	Handle  string     `json:"handle"`
+	ID     string `json:"id"`      // the request that made or last changed the contact
+	PeerID string `json:"peer_id"` // the other node
+	Handle string `json:"handle"`  // as the node told it (its request, its approval)
+	// Name is how the node reads everywhere (the names service's: its
+	// handle, or handle~SUFFIX when another node's handle reads the same,
+	// so a stranger asking under a contact's handle does not read as the
+	// contact); empty while no handle of the node is known.
+	Name    string     `json:"name,omitempty"`
 	State   string     `json:"state"`   // pending-in, pending-out, active, denied, revoked, expired
 	Note    string     `json:"note"`    // the pending request's note
 	Expires *time.Time `json:"expires"` // the certificate's end, null without one

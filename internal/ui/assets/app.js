@@ -292,7 +292,7 @@
         }
         // The node's name for the peer: a stranger that asks under a
         // contact's handle shows with its peer ID's tail, not as the contact.
-        var name = (S.panels.names || {})[c.peer_id] || c.handle || short(c.peer_id);
+        var name = c.name || (S.panels.names || {})[c.peer_id] || c.handle || short(c.peer_id);
         var r = row([short(c.peer_id), name + (c.note ? " — " + c.note : ""), c.state, acts]);
         r.setAttribute("data-peer", c.peer_id);
         return r;
