@@ -148,7 +148,7 @@ func (c *Card) validate() error {
 	if err := checkSigner(c.Peer); err != nil {
 		return err
 	}
-	if err := checkLine(c.Handle, MaxText, "handle"); err != nil {
+	if err := checkHandle(c.Handle); err != nil {
 		return err
 	}
 	if _, err := identity.ParseAgentName(string(c.Agent)); err != nil {

@@ -60,7 +60,7 @@ func (c *NodeCard) validate() error {
 	if c.Handle == "" {
 		return fmt.Errorf("%w: empty handle", ErrMalformed)
 	}
-	if err := checkLine(c.Handle, MaxText, "handle"); err != nil {
+	if err := checkHandle(c.Handle); err != nil {
 		return err
 	}
 	if c.Seq == 0 {

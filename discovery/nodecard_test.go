@@ -30,6 +30,17 @@ func TestNodeCardRoundTripAndRefusals(t *testing.T) {
 			t.Errorf("sealed %+v", bad)
 		}
 	}
+	// A handle with a character that shows nothing is neither sealed nor
+	// taken from the wire: it would only make the handle read like another.
+	for _, h := range []string{"bob\u3164", "\u115fbob", "bob\u2800", "bob\uffa0"} {
+		if _, err := SealNodeCard(priv, &NodeCard{Peer: me, Handle: h, Seq: 1}); err == nil {
+			t.Errorf("sealed a node card with handle %+q", h)
+		}
+		w := signRaw(t, priv, identity.DomainNodeCard, mustMarshal(t, nodeCardPayload{V: 1, Peer: []byte(me), Handle: h, Seq: 1}))
+		if _, err := DecodeNodeCard(w); !errors.Is(err, ErrMalformed) {
+			t.Errorf("a node card with handle %+q: %v", h, err)
+		}
+	}
 	// Another node's signature over this node's payload is refused.
 	p := mustMarshal(t, nodeCardPayload{V: 1, Peer: []byte(me), Handle: "mallory", Seq: 9})
 	privOther, _ := testKey(t, 2)

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/canon"
 	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/lookalike"
 )
 
 // signedWire is the wire form of a card and of a presence message: the
@@ -122,6 +123,21 @@ func checkLine(s string, max int, what string) error {
 	}
 	if strings.TrimSpace(s) != s {
 		return fmt.Errorf("%w: %s %q has surrounding white space", ErrMalformed, what, s)
+	}
+	return nil
+}
+
+// checkHandle checks a handle: a line (checkLine) without invisible
+// characters (lookalike.Invisible: Hangul fillers, the blank Braille
+// pattern and other default-ignorable code points), which show nothing and
+// only serve to make a handle read like another.
+func checkHandle(s string) error {
+	if err := checkLine(s, MaxText, "handle"); err != nil {
+		return err
+	}
+	if i := strings.IndexFunc(s, lookalike.Invisible); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("%w: handle %q holds %U, a character that shows nothing", ErrMalformed, s, r)
 	}
 	return nil
 }

@@ -109,7 +109,7 @@ func (a namesAPI) Names(context.Context) []localapi.NameEntry {
 	es := a.s.All()
 	out := make([]localapi.NameEntry, len(es))
 	for i, e := range es {
-		out[i] = localapi.NameEntry{PeerID: e.Peer.String(), Handle: e.Handle, Name: e.Name}
+		out[i] = localapi.NameEntry{PeerID: e.Peer.String(), Handle: e.Handle, Name: e.Name, LikeSelf: e.LikeSelf}
 		if m := e.Member; m != nil {
 			out[i].Org = &localapi.Membership{OrgID: m.Org.String(), Name: m.Name, Until: m.Until}
 		}

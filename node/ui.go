@@ -236,12 +236,17 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	}
 	out["audit"] = es
 	book := map[string]string{} // peer ID → the name people read
+	likeSelf := []string{}      // the nodes whose handles read as this node's
 	if n.names != nil {
 		for _, e := range (namesAPI{n.names}).Names(ctx) {
 			book[e.PeerID] = e.Name
+			if e.LikeSelf {
+				likeSelf = append(likeSelf, e.PeerID)
+			}
 		}
 	}
 	out["names"] = book
+	out["like_self"] = likeSelf
 	out["usage"] = n.usageView()
 	if n.board != nil {
 		claims := []localapi.Claim{}

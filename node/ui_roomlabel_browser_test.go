@@ -10,9 +10,10 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// A peer whose handle is "you" makes rooms whose names read like the user's
-// "api" once folded (case, full-width letters, invisible characters): its
-// rooms show their creator by short peer ID, never "by you"; the two rooms
+// A peer whose handle is "you" (which the node names you~SUFFIX, as it
+// reads as this node) makes rooms whose names read like the user's "api"
+// once folded (case, full-width letters, invisible characters): its rooms
+// show their creator by short peer ID, never "by you"; the two rooms
 // of that peer would read the same, so both show the start of their IDs;
 // the user's own room reads just "api", in the list and the header.
 func TestDashboardRoomLabelsFoldLookAlikes(t *testing.T) {
@@ -25,7 +26,8 @@ func TestDashboardRoomLabelsFoldLookAlikes(t *testing.T) {
 	upper := openWith(t, b, ctx, c1, me, "carol", "API")
 	wide := openWith(t, b, ctx, c1, me, "dave", "\uff41\u200bp\u2060i\ufeff")
 	them := eval[string](t, b, fmt.Sprintf(`window.parley.rooms.find(r => r.room_id === %q).creator`, upper))
-	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(window.parley.panels.names || {})[%q] === "you"`, them), "node 1's handle in the names book")
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`((window.parley.panels.names || {})[%q] || "").startsWith("you~")`, them), "node 1's name in the names book")
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(window.parley.panels.like_self || []).includes(%q)`, them), "node 1 among the nodes that read like this one")
 	short := them[:6] + "…" + them[len(them)-6:]
 	for _, r := range []struct{ id, name string }{{upper, "API"}, {wide, "\uff41\u200bp\u2060i\ufeff"}} {
 		want := r.name + " by " + short + " " + r.id[:8]

@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/parley-mesh/parley/internal/lookalike"
 )
 
 // FileName is the config file's name inside the home.
@@ -313,7 +315,9 @@ func (e Errors) Error() string {
 func (e Errors) Unwrap() []error { return e }
 
 // CheckHandle checks a handle: 1 to 64 bytes of printable text on one line,
-// without '#' (it would start a comment in the file).
+// without '#' (it would start a comment in the file) and without characters
+// that show nothing (lookalike.Invisible: Hangul fillers, the blank Braille
+// pattern…), which only serve to make a handle read like another.
 func CheckHandle(h string) error {
 	if h == "" || len(h) > 64 || h != strings.TrimSpace(h) || strings.ContainsRune(h, '#') || !utf8.ValidString(h) {
 		return errors.New("handle must be 1 to 64 printable characters, without '#' or surrounding spaces")
@@ -321,6 +325,9 @@ func CheckHandle(h string) error {
 	for _, r := range h {
 		if !unicode.IsPrint(r) {
 			return fmt.Errorf("handle must be 1 to 64 printable characters (%q is not)", r)
+		}
+		if lookalike.Invisible(r) {
+			return fmt.Errorf("handle must not hold characters that show nothing (%U does: it would only make the handle read like another)", r)
 		}
 	}
 	return nil

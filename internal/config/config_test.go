@@ -161,3 +161,20 @@ func TestSetHandleKeepsTheRest(t *testing.T) {
 		t.Fatalf("after adding a handle line: %+v, %v", f, err)
 	}
 }
+
+// A handle with a character that shows nothing (a Hangul filler, the blank
+// Braille pattern, a bidi control, a zero-width space) is refused: it
+// would only make the handle read like another. Handles of other scripts,
+// with spaces, quotes, accents or an emoji keep working.
+func TestCheckHandleRefusesInvisibleCharacters(t *testing.T) {
+	for _, h := range []string{"bob\u3164", "\u3164", "b\u115fob", "bob\uffa0", "bob\u2800", "bo\u200bb", "bob\u202e", "a\u034flice", "bob\u00ad"} {
+		if err := CheckHandle(h); err == nil {
+			t.Errorf("CheckHandle(%+q) accepted", h)
+		}
+	}
+	for _, h := range []string{"alice", "Jane Doe", `Bob "the builder"`, "ünï cödé", "\u674e\u96f7", "\u0430\u043b\u0438\u0441\u0430", "\u2764\ufe0f bob", "o'brien (ops)"} {
+		if err := CheckHandle(h); err != nil {
+			t.Errorf("CheckHandle(%q): %v", h, err)
+		}
+	}
+}

@@ -15,6 +15,9 @@ type NameEntry struct {
 	PeerID string `json:"peer_id"`
 	Handle string `json:"handle"`
 	Name   string `json:"name"`
+	// LikeSelf is set for a node whose handle reads as this node's (or as
+	// "here" or "you"): its name has its peer ID's tail.
+	LikeSelf bool `json:"like_self,omitempty"`
 	// Org is the organisation membership the node's card shows, checked
 	// by this node (its organisation's signature, for this node, live, not
 	// revoked); absent without one.

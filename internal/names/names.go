@@ -22,6 +22,7 @@ import (
 
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/lookalike"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -132,7 +133,7 @@ type Service struct {
 
 	queue chan peer.ID
 
-	mu       sync.Mutex // protects cards, passing, members, asked, table, wanted, asking and wantedAt
+	mu       sync.Mutex // protects cards, passing, members, asked, table, keys, wanted, asking and wantedAt
 	cards    map[peer.ID]*discovery.NodeCard
 	passing  map[peer.ID]passingCard // requesters' cards, in memory only
 	members  map[peer.ID]Membership  // checked certificates of cards
@@ -140,7 +141,8 @@ type Service struct {
 	asking   map[peer.ID]bool        // Requesters' answer at wantedAt
 	wantedAt time.Time
 	asked    map[peer.ID]time.Time
-	table    *table // display names, rebuilt when stale
+	table    *table              // display names, rebuilt when stale
+	keys     map[string][]string // the lookalike keys of the handles of the last table
 
 	pushMu   sync.Mutex            // protects pushedAt, refetch, unpushed and refusePushes
 	pushedAt map[peer.ID]time.Time // when each peer's last push was taken
@@ -177,11 +179,19 @@ type table struct {
 	n      int // cards when built
 	name   map[peer.ID]string
 	handle map[peer.ID]string
-	byName map[string][]peer.ID // lower-cased handle → nodes
-	// bare holds, for a handle shared by one trusted node and others, the
-	// trusted node, which shows as the bare handle; for this node's own
-	// handle, this node.
-	bare map[string]peer.ID
+	// byKey holds the nodes whose handles have each key (lookalike.Keys):
+	// the nodes of one key read the same.
+	byKey map[string][]peer.ID
+	// group holds, for each node, the nodes whose handles read the same as
+	// its own, through a chain of shared keys (itself included).
+	group map[peer.ID][]peer.ID
+	// byName is each node's display name, lower-cased, → the node.
+	byName map[string][]peer.ID
+	// keys is the keys of each handle (lookalike.Keys).
+	keys map[string][]string
+	// likeSelf holds the other nodes whose handles read as this node's,
+	// or as a word that stands for it.
+	likeSelf map[peer.ID]bool
 }
 
 // New loads the stored cards and seals this node's own; it starts nothing.
@@ -819,7 +829,7 @@ func (s *Service) current() *table {
 	handles := make(map[peer.ID]string, len(s.cards))
 	if s.cfg.Hints != nil {
 		for p, h := range s.cfg.Hints() {
-			if h = strings.TrimSpace(h); h != "" && len(h) <= discovery.MaxText && !strings.ContainsFunc(h, unsafe) {
+			if h = strings.TrimSpace(h); h != "" && len(h) <= discovery.MaxText && !strings.ContainsFunc(h, unsafe) && !strings.ContainsFunc(h, lookalike.Invisible) {
 				handles[p] = h
 			}
 		}
@@ -830,52 +840,151 @@ func (s *Service) current() *table {
 	for p, pc := range s.passing { // held only when newer than a kept one
 		handles[p] = pc.card.Handle
 	}
-	t := &table{built: now, n: len(s.cards) + len(s.passing), name: make(map[peer.ID]string, len(handles)), handle: handles,
-		byName: make(map[string][]peer.ID), bare: make(map[string]peer.ID)}
-	for p, h := range handles {
-		k := strings.ToLower(h)
-		t.byName[k] = append(t.byName[k], p)
-	}
-	// A node this node deals with now (a contact, a room member: Wanted)
-	// is trusted with its handle; a requester's card or handle (anyone
-	// with a fresh key can ask), or a card kept from before, is not. When
-	// one trusted node shares its handle with untrusted ones, it keeps the
-	// bare handle, and they show with their tails: a stranger cannot
-	// rename a contact, nor look like it. This node itself always keeps
-	// its bare handle, on itself: any other node with it, trusted or not,
-	// shows with its tail, so no one can pass for the user on their own
-	// node.
-	trusted := func(p peer.ID) bool { return s.cfg.Wanted == nil || s.wanted[p] }
-	for k, ps := range t.byName {
-		if len(ps) == 1 {
-			t.name[ps[0]] = handles[ps[0]]
-			continue
-		}
-		var trust []peer.ID
-		for _, p := range ps {
-			if p == s.self {
-				trust = []peer.ID{p}
-				break
-			}
-			if trusted(p) {
-				trust = append(trust, p)
-			}
-		}
-		tails := suffixes(ps)
-		for i, p := range ps {
-			t.name[p] = handles[p] + "~" + tails[i]
-		}
-		if len(trust) == 1 {
-			t.name[trust[0]] = handles[trust[0]]
-			t.bare[k] = trust[0]
-		}
-	}
-	s.table = t
+	t := buildTable(now, s.self, s.cfg.Handle, handles, s.keys, func(p peer.ID) bool { return s.cfg.Wanted == nil || s.wanted[p] })
+	t.n = len(s.cards) + len(s.passing)
+	s.table, s.keys = t, t.keys
 	return t
 }
 
-// unsafe reports characters a hint may not hold (a card's handle is
-// checked by its decoder).
+// Words that stand for this node where people read names: the dashboard
+// calls it "here", and "you" marks it (`parley who`: "alice (you)"; "by
+// you"). No other node's name may read as them.
+var selfWords = [][]string{lookalike.Keys("here"), lookalike.Keys("you")}
+
+// buildTable gives every node of handles its display name. Nodes whose
+// handles read the same (lookalike: the same skeleton, ignoring case,
+// width, invisible characters and look-alike letters of other scripts;
+// through a chain of such handles) form a group. A node alone in its group
+// shows as its handle; in a group of several, each shows as handle~SUFFIX,
+// with the shortest tail of its peer ID that tells it from the others of
+// the group (at least minSuffix characters), except one:
+//
+//   - This node (self) always keeps its bare handle, on itself: any other
+//     node whose handle reads like it, trusted or not, shows with its tail,
+//     so no one can pass for the user on their own node. So does any node
+//     whose handle reads as this node's followed by a remark ("alice
+//     (you)", "alice [admin]") and any whose handle reads as a word that
+//     stands for this node ("here", "you", "here. (you, this node)").
+//   - Otherwise, a node this node deals with now (a contact, a room member:
+//     trusted) keeps the bare handle when it is the only trusted node of
+//     its group; a requester's card or handle (anyone with a fresh key can
+//     ask), or a card kept from before, is not trusted: a stranger can
+//     neither rename a contact nor look like it.
+//
+// keys holds the keys of handles from the last build (nil: none).
+func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]string, keys map[string][]string, trusted func(peer.ID) bool) *table {
+	t := &table{built: now, name: make(map[peer.ID]string, len(handles)), handle: handles,
+		byKey: make(map[string][]peer.ID), group: make(map[peer.ID][]peer.ID, len(handles)),
+		byName: make(map[string][]peer.ID, len(handles)), keys: make(map[string][]string, len(handles)),
+		likeSelf: make(map[peer.ID]bool)}
+	ps := make([]peer.ID, 0, len(handles))
+	for p := range handles {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps) // the same groups and names whatever the map's order
+	// Union-find over ps: nodes that share a key are joined.
+	up := make([]int, len(ps))
+	for i := range up {
+		up[i] = i
+	}
+	root := func(i int) int {
+		for up[i] != i {
+			up[i] = up[up[i]]
+			i = up[i]
+		}
+		return i
+	}
+	first := make(map[string]int)
+	for i, p := range ps {
+		h := handles[p]
+		ks, ok := keys[h]
+		if !ok {
+			ks = lookalike.Keys(h)
+		}
+		t.keys[h] = ks
+		for _, k := range ks {
+			t.byKey[k] = append(t.byKey[k], p)
+			if j, ok := first[k]; ok {
+				up[root(i)] = root(j)
+			} else {
+				first[k] = i
+			}
+		}
+	}
+	groups := make(map[int][]peer.ID)
+	for i, p := range ps {
+		r := root(i)
+		groups[r] = append(groups[r], p)
+	}
+	protect := selfWords // what reads as this node
+	if own != "" {
+		protect = append([][]string{lookalike.Keys(own)}, selfWords...)
+	}
+	// marked reports a node that reads as this node without being it.
+	marked := func(p peer.ID) bool {
+		if p == self {
+			return false
+		}
+		ks := t.keys[handles[p]]
+		for _, words := range protect {
+			for _, k := range ks {
+				for _, w := range words {
+					if lookalike.ReadsAs(k, w) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	for _, g := range groups {
+		withSelf := slices.Contains(g, self)
+		for _, p := range g {
+			t.group[p] = g
+			if p != self && (withSelf || marked(p)) {
+				t.likeSelf[p] = true
+			}
+		}
+		bare := peer.ID("")
+		if len(g) == 1 {
+			bare = g[0]
+		} else {
+			var trust []peer.ID
+			for _, p := range g {
+				if p == self {
+					trust = []peer.ID{p}
+					break
+				}
+				if trusted(p) {
+					trust = append(trust, p)
+				}
+			}
+			if len(trust) == 1 {
+				bare = trust[0]
+			}
+		}
+		if bare != "" && marked(bare) {
+			bare = ""
+		}
+		var tails []string
+		if len(g) > 1 || bare == "" {
+			tails = suffixes(g)
+		}
+		for i, p := range g {
+			n := handles[p]
+			if p != bare {
+				n += "~" + tails[i]
+			}
+			t.name[p] = n
+			l := strings.ToLower(n)
+			t.byName[l] = append(t.byName[l], p)
+		}
+	}
+	return t
+}
+
+// unsafe reports characters a hint may not hold, beside invisible ones
+// (lookalike.Invisible); a card's handle is checked by its decoder.
 func unsafe(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 // suffixes gives each of ps the shortest tail of its ID (at least
@@ -946,6 +1055,11 @@ type Entry struct {
 	Peer   peer.ID
 	Handle string
 	Name   string // as shown
+	// LikeSelf is set for another node whose handle reads as this node's
+	// (ignoring case, width, invisible characters and look-alike letters,
+	// or with a remark after it) or as a word that stands for this node
+	// ("here", "you"); its Name has its tail.
+	LikeSelf bool
 	// Member is the organisation membership the node's card shows, checked
 	// (nil: none, or one that does not hold).
 	Member *Membership
@@ -981,7 +1095,7 @@ func (s *Service) All() []Entry {
 	now := s.cfg.Now()
 	s.mu.Lock()
 	for p, n := range t.name {
-		e := Entry{Peer: p, Handle: t.handle[p], Name: n}
+		e := Entry{Peer: p, Handle: t.handle[p], Name: n, LikeSelf: t.likeSelf[p]}
 		if m, ok := s.members[p]; ok && now.Before(m.Until) {
 			e.Member = &m
 		}
@@ -992,37 +1106,66 @@ func (s *Service) All() []Entry {
 	return out
 }
 
-// Resolve returns the node a displayed name stands for: a handle (that one
-// known node has, case-folded) or handle~SUFFIX (the node with that handle
-// whose peer ID ends in SUFFIX).
+// Resolve returns the node a displayed name stands for: its name as shown
+// (case-folded), or handle~SUFFIX (a node of that handle whose peer ID ends
+// in SUFFIX), or a handle that reads like the handle of one known node
+// only, which shows bare. A name that reads like the handles of several
+// nodes, or of one that shows with its tail, is refused naming the names
+// to write.
 func (s *Service) Resolve(name string) (peer.ID, error) {
 	t := s.current()
 	name = strings.TrimSpace(name)
-	ps := t.byName[strings.ToLower(name)]
-	if i := strings.LastIndexByte(name, '~'); len(ps) == 0 && i >= 0 {
+	if ps := t.byName[strings.ToLower(name)]; len(ps) == 1 {
+		return ps[0], nil
+	}
+	var ps []peer.ID // the nodes name may stand for
+	if i := strings.LastIndexByte(name, '~'); i > 0 && i < len(name)-1 {
 		tail := name[i+1:]
-		ps = t.byName[strings.ToLower(name[:i])]
 		var match []peer.ID
-		for _, p := range ps {
-			if tail != "" && strings.HasSuffix(p.String(), tail) {
+		for _, p := range t.like(name[:i]) {
+			if strings.HasSuffix(p.String(), tail) {
 				match = append(match, p)
 			}
 		}
+		if len(match) == 1 {
+			return match[0], nil
+		}
 		ps = match
 	}
-	switch len(ps) {
-	case 0:
+	if len(ps) == 0 {
+		ps = t.like(name)
+	}
+	switch {
+	case len(ps) == 0:
 		return "", fmt.Errorf("%w: %q (give the node's peer ID, or see who is around: `parley who`, or the parley_who tool)", ErrUnknown, name)
-	case 1:
+	case len(ps) == 1 && t.name[ps[0]] == t.handle[ps[0]]:
 		return ps[0], nil
 	}
-	if p, ok := t.bare[strings.ToLower(name)]; ok {
-		return p, nil // the one trusted node with this handle
-	}
 	var alts []string
-	for i, tail := range suffixes(ps) {
-		alts = append(alts, t.handle[ps[i]]+"~"+tail)
+	for _, p := range ps {
+		alts = append(alts, t.name[p])
 	}
 	sort.Strings(alts)
-	return "", fmt.Errorf("%w: %q is the handle of %d nodes: write one of %s", ErrAmbiguous, name, len(ps), strings.Join(alts, ", "))
+	if len(ps) == 1 {
+		return "", fmt.Errorf("%w: %q reads like the handle of another node: write %s", ErrAmbiguous, name, alts[0])
+	}
+	return "", fmt.Errorf("%w: %q is the handle of %d nodes, or reads like it: write one of %s", ErrAmbiguous, name, len(ps), strings.Join(alts, ", "))
+}
+
+// like is the nodes whose handles read like h: the groups of the nodes
+// that share a key with it.
+func (t *table) like(h string) []peer.ID {
+	var out []peer.ID
+	seen := make(map[peer.ID]bool)
+	for _, k := range lookalike.Keys(h) {
+		for _, p := range t.byKey[k] {
+			for _, q := range t.group[p] {
+				if !seen[q] {
+					seen[q] = true
+					out = append(out, q)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -22,8 +22,10 @@
   }
   function fill(node, kids) { node.replaceChildren.apply(node, kids); }
   function short(id) { return id && id.length > 14 ? id.slice(0, 6) + "…" + id.slice(-6) : id || ""; }
-  // peer is a node as people read it: "here", its handle (handle~SUFFIX on a
-  // collision) when the node knows it, else a short peer ID.
+  // peer is a node as people read it: "here", the name the node gives it
+  // (its handle; handle~SUFFIX when it reads like another known node's
+  // handle, this node's, "here" or "you") when the node knows it, else a
+  // short peer ID.
   function peer(id) {
     if (!id) return "";
     if (id === S.node) return "here";
@@ -47,10 +49,11 @@
   }
   // creatorName is another node as a room label reads it: its handle as
   // this node knows it, or a short peer ID when there is none or it reads
-  // like this node ("you", "here", this node's handle).
+  // like this node ("you", "here", this node's handle: the node says which,
+  // look-alike letters of other scripts included, in like_self).
   function creatorName(id) {
     var n = (S.panels.names || {})[id], k = fold(n);
-    return !n || k === "you" || k === "here" || k === fold(S.handle) ? short(id) : n;
+    return !n || (S.panels.like_self || []).indexOf(id) >= 0 || k === "you" || k === "here" || k === fold(S.handle) ? short(id) : n;
   }
   // A room's label is its name; a room another node created (or one whose
   // creator the page does not know) also shows, in an element of its own
@@ -62,11 +65,11 @@
     return { id: id, name: name || short(id), by: by, creator: creator };
   }
   function labelKey(p) { return fold(p.name) + "\n" + fold(p.by); }
-  var keys = { rooms: null, names: null, node: null, handle: null, n: {} };
+  var keys = { rooms: null, names: null, like: null, node: null, handle: null, n: {} };
   // shared reports whether two rooms here have labels that read the same.
   function shared(p) {
-    if (keys.rooms !== S.rooms || keys.names !== S.panels.names || keys.node !== S.node || keys.handle !== S.handle) {
-      keys = { rooms: S.rooms, names: S.panels.names, node: S.node, handle: S.handle, n: {} };
+    if (keys.rooms !== S.rooms || keys.names !== S.panels.names || keys.like !== S.panels.like_self || keys.node !== S.node || keys.handle !== S.handle) {
+      keys = { rooms: S.rooms, names: S.panels.names, like: S.panels.like_self, node: S.node, handle: S.handle, n: {} };
       S.rooms.forEach(function (x) { var k = labelKey(labelParts(x.room_id, x.name, x.creator, true)); keys.n[k] = (keys.n[k] || 0) + 1; });
     }
     return (keys.n[labelKey(p)] || 0) > 1;
