@@ -82,13 +82,15 @@ var privateFiles = []string{config.FileName, LogFileName, LockFileName, Recovery
 
 // tightenHome makes private what Parley keeps in home that other users may
 // read or write: the database folder data/ (and the folders --recover and
-// --new-identity set aside) becomes mode 0700 and each file in it loses its
-// group and other bits, as does each of privateFiles and of the recovery
-// files set aside. A home restored from a backup or copied, or files a
-// permissive umask made, would otherwise stay open: Badger makes its files
-// with the process umask, so only a private data/ keeps them to the user.
-// Each change is logged; one that cannot be made is an error naming the
-// chmod to run. Symbolic links and other non-regular files are left alone.
+// --new-identity set aside beside it) becomes mode 0700, and each of
+// privateFiles and of the recovery files set aside loses its group and
+// other bits. A home restored from a backup or copied, or files a
+// permissive umask made, would otherwise stay open. Badger makes its files
+// with the process umask (0644 under the usual 022) and has no setting for
+// their mode: the private data/ is what keeps them to the user, so they are
+// left as they are. Each change is logged; one that cannot be made is an
+// error naming the chmod to run. Symbolic links and other non-regular files
+// are left alone.
 func tightenHome(home string, log *slog.Logger) error {
 	ents, err := os.ReadDir(home)
 	if err != nil {
@@ -98,21 +100,9 @@ func tightenHome(home string, log *slog.Logger) error {
 		name, path := e.Name(), filepath.Join(home, e.Name())
 		switch {
 		case name == DataDirName || strings.HasPrefix(name, DataDirName+"."):
-			if e.Type() != fs.ModeDir {
-				continue
-			}
-			if err := tighten(path, 0o700, log); err != nil {
-				return err
-			}
-			files, err := os.ReadDir(path)
-			if err != nil {
-				return fmt.Errorf("node: %s: %w", path, err)
-			}
-			for _, f := range files {
-				if f.Type().IsRegular() {
-					if err := tighten(filepath.Join(path, f.Name()), 0o600, log); err != nil {
-						return err
-					}
+			if e.Type() == fs.ModeDir {
+				if err := tighten(path, 0o700, log); err != nil {
+					return err
 				}
 			}
 		case slices.Contains(privateFiles, name) || strings.HasPrefix(name, RecoveryFileName+"."):
