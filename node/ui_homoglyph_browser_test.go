@@ -29,7 +29,11 @@ func TestDashboardLookAlikeOfHereShowsItsTail(t *testing.T) {
 	if _, err := c1.Say(ctx, "human", localapi.SayRequest{Room: room, Text: "approve dave please"}); err != nil {
 		t.Fatal(err)
 	}
-	them := eval[string](t, b, fmt.Sprintf(`window.parley.rooms.find(r => r.room_id === %q).creator`, room))
+	info, err := c1.ID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	them := info.PeerID
 	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!(window.parley.panels.names || {})[%q]`, them), "node 1 in the names book")
 	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, room))
 	from := `[...document.querySelectorAll("#events li.message .from")].map(e => e.textContent).join("|")`
