@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync/atomic"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // Less reports whether the event (depthA, idA) comes before (depthB, idB) in
@@ -164,7 +166,13 @@ type Pending struct {
 	share               *PendingShare // nil: this pool's bounds alone
 	strangers           int           // pooled items whose author was refused
 	strangerBytes       int
-	items               map[ID]*pendingItem
+	// byStranger holds the items pooled as strangers' by author, so that
+	// an author's admission unmarks its items without a walk of the pool.
+	byStranger map[peer.ID]map[*pendingItem]struct{}
+	// stillStranger, if set, is asked before an item pooled as a
+	// stranger's is evicted for another's (Vet).
+	stillStranger func(author peer.ID) bool
+	items         map[ID]*pendingItem
 	// waiters maps a dependency to the pooled items that wait for it.
 	waiters        map[ID]map[ID]struct{}
 	oldest, newest *pendingItem
@@ -181,16 +189,52 @@ func NewPending(maxEvents, maxBytes int) *Pending {
 		maxBytes = DefaultPendingBytes
 	}
 	return &Pending{
-		maxEvents: maxEvents,
-		maxBytes:  maxBytes,
-		items:     make(map[ID]*pendingItem),
-		waiters:   make(map[ID]map[ID]struct{}),
+		maxEvents:  maxEvents,
+		maxBytes:   maxBytes,
+		items:      make(map[ID]*pendingItem),
+		waiters:    make(map[ID]map[ID]struct{}),
+		byStranger: make(map[peer.ID]map[*pendingItem]struct{}),
 	}
 }
 
 // Share makes the pool count against s as well as its own bounds. Call it
 // before the first Add.
 func (p *Pending) Share(s *PendingShare) { p.share = s }
+
+// Vet makes the pool ask still, before it evicts an item pooled as a
+// stranger's to make room for another stranger's, whether the item's
+// author is a stranger still; if not (admitted since in a way the pool
+// was not told of by Admit), its items count as a member's from then on.
+// Call it before the first Add.
+func (p *Pending) Vet(still func(author peer.ID) bool) { p.stillStranger = still }
+
+// HoldsStranger reports whether items of author are pooled as a
+// stranger's.
+func (p *Pending) HoldsStranger(author peer.ID) bool {
+	_, ok := p.byStranger[author]
+	return ok
+}
+
+// Admit makes the items of author pooled as a stranger's count as a
+// member's (its author is admitted now): they leave the strangers' share
+// and are no longer evicted first for another stranger's. It costs a map
+// lookup when there are none.
+func (p *Pending) Admit(author peer.ID) {
+	for it := range p.byStranger[author] {
+		it.stranger = false
+		p.strangers--
+		p.strangerBytes -= it.cost
+	}
+	delete(p.byStranger, author)
+}
+
+// authorOf is the author of a pooled event, or "" for none.
+func authorOf(e *Event) peer.ID {
+	if e == nil {
+		return ""
+	}
+	return e.Author
+}
 
 // Clear drops every pooled item (the pool's room is closed), giving its
 // part of the share back.
@@ -267,7 +311,11 @@ func (p *Pending) AddFrom(id ID, e *Event, wire []byte, missing []ID, stranger b
 		for it := p.oldest; it != nil && (p.strangers >= StrangerPendingEvents || p.strangerBytes+cost > StrangerPendingBytes); {
 			next := it.next
 			if it.stranger {
-				p.remove(it)
+				if a := authorOf(it.Event); p.stillStranger != nil && !p.stillStranger(a) {
+					p.Admit(a)
+				} else {
+					p.remove(it)
+				}
 			}
 			it = next
 		}
@@ -293,6 +341,11 @@ func (p *Pending) AddFrom(id ID, e *Event, wire []byte, missing []ID, stranger b
 	if stranger {
 		p.strangers++
 		p.strangerBytes += cost
+		a := authorOf(e)
+		if p.byStranger[a] == nil {
+			p.byStranger[a] = make(map[*pendingItem]struct{}, 1)
+		}
+		p.byStranger[a][it] = struct{}{}
 	}
 	it.prev = p.newest
 	if p.newest != nil {
@@ -444,6 +497,13 @@ func (p *Pending) remove(it *pendingItem) {
 	if it.stranger {
 		p.strangers--
 		p.strangerBytes -= it.cost
+		a := authorOf(it.Event)
+		if w := p.byStranger[a]; w != nil {
+			delete(w, it)
+			if len(w) == 0 {
+				delete(p.byStranger, a)
+			}
+		}
 	}
 	if it.prev != nil {
 		it.prev.next = it.next

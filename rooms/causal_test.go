@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // dagEvent is an unsigned event for pool tests: only Parents and Depth matter.
@@ -561,5 +563,52 @@ func TestPendingStrangersShare(t *testing.T) {
 	p.Ready(fakeID(-1))
 	if p.Len() != 0 || p.strangers != 0 || p.strangerBytes != 0 || n == 0 {
 		t.Fatalf("after release: %d left, strangers %d (%d bytes)", p.Len(), p.strangers, p.strangerBytes)
+	}
+}
+
+// authorEvent is an unsigned event of author for pool tests.
+func authorEvent(author string) *Event {
+	return &Event{Kind: KindMessage, Depth: 2, Author: peer.ID(author)}
+}
+
+// TestPendingAdmittedAuthorLeavesTheStrangersShare: events pooled as a
+// stranger's whose author is admitted since (Admit, or found by Vet when
+// the strangers' share is full) count as a member's: out of the
+// strangers' share, and not evicted for another stranger's. Before, they
+// kept the mark until they left the pool.
+func TestPendingAdmittedAuthorLeavesTheStrangersShare(t *testing.T) {
+	p := NewPending(10_000, 1<<30)
+	for i := range 3 {
+		p.AddFrom(fakeID(i), authorEvent("invited"), []byte("w"), []ID{fakeID(-1)}, true)
+	}
+	p.AddFrom(fakeID(3), authorEvent("contact"), []byte("w"), []ID{fakeID(-1)}, true)
+	p.AddFrom(fakeID(4), authorEvent("other"), []byte("w"), []ID{fakeID(-1)}, true)
+	if p.strangers != 5 || !p.HoldsStranger("invited") {
+		t.Fatalf("%d strangers' events, want 5", p.strangers)
+	}
+	p.Admit("invited")
+	if p.strangers != 2 || p.strangerBytes != p.Bytes()*2/5 || p.HoldsStranger("invited") || !p.HoldsStranger("contact") {
+		t.Fatalf("after the admission: %d strangers' events (%d of %d bytes), want 2", p.strangers, p.strangerBytes, p.Bytes())
+	}
+	p.Admit("nobody") // none pooled: nothing changes
+	// "contact" is allowed now in a way the pool was not told of; the
+	// vetting finds it when the strangers' share is full.
+	p.Vet(func(a peer.ID) bool { return a != "contact" })
+	for i := range 2 * StrangerPendingEvents {
+		if !p.AddFrom(fakeID(100+i), authorEvent("flood"), []byte("w"), []ID{fakeID(-1)}, true) {
+			t.Fatalf("AddFrom %d refused", i)
+		}
+	}
+	for i := range 4 {
+		if !p.Has(fakeID(i)) {
+			t.Fatalf("event %d of an admitted author was evicted as a stranger's", i)
+		}
+	}
+	if p.Has(fakeID(4)) || p.strangers != StrangerPendingEvents || p.HoldsStranger("contact") || p.HoldsStranger("other") {
+		t.Fatalf("a stranger's event kept (%v), %d strangers' events, want %d", p.Has(fakeID(4)), p.strangers, StrangerPendingEvents)
+	}
+	p.Ready(fakeID(-1))
+	if p.Len() != 0 || p.strangers != 0 || p.strangerBytes != 0 || len(p.byStranger) != 0 {
+		t.Fatalf("after release: %d left, strangers %d (%d bytes), %d authors indexed", p.Len(), p.strangers, p.strangerBytes, len(p.byStranger))
 	}
 }

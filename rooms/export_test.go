@@ -356,3 +356,12 @@ func (m *Manager) PendingHeld() (events, bytes int) {
 // Leaving reports whether this node serves room id's sync because it left
 // it (no member has shown it holds the leave, and the time is not over).
 func (m *Manager) Leaving(id identity.RoomID) bool { return m.leaving.get(id) != nil }
+
+// PendingStrangers returns how many events room id's pool holds as
+// strangers' (their author refused by the policy when they came).
+func (m *Manager) PendingStrangers(id identity.RoomID) int {
+	r := m.room(id)
+	r.procMu.Lock()
+	defer r.procMu.Unlock()
+	return r.pending.strangers
+}

@@ -909,6 +909,9 @@ func (r *room) admitLocked(tx *txn, e *Event, p peer.ID, id ID) {
 	rid := string(r.id)
 	r.members[p] = id
 	r.noteAdmitter(id, e.Author)
+	if r.pending.HoldsStranger(p) {
+		tx.admits = append(tx.admits, p)
+	}
 	tx.ops = append(tx.ops, schema.Op{Key: schema.RoomMember(rid, []byte(p)), Val: id[:]})
 	o, wasOut := r.outs[p]
 	if wasOut {
@@ -936,6 +939,19 @@ func (r *room) admitLocked(tx *txn, e *Event, p peer.ID, id ID) {
 		// of one (a fork). It is posted once they are learnt, if this
 		// node has still not spoken since this admission (own.go).
 		r.joinAfterOwn, tx.joinAs = tx.joinAs, ""
+	}
+}
+
+// admitPooled makes the pooled events of the nodes the batch admitted, if
+// they came while their author was a stranger, count as a member's, once
+// the policy allows the author (an invite by a node this user cut off
+// vouches for nobody). A batch whose write failed in part admitted only
+// the nodes of the part written (tx.cut).
+func (r *room) admitPooled(tx *txn) {
+	for _, p := range tx.admits {
+		if r.pending.HoldsStranger(p) && r.m.cfg.Policy.Allowed(p) == nil {
+			r.pending.Admit(p)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -173,5 +174,90 @@ func TestContactFillingTheShareLeavesOtherRoomsTheirReserve(t *testing.T) {
 	}
 	if _, err := mgr(nt, 0).Wire(honest, e2); err != nil {
 		t.Fatalf("node 2's honest event, which came before its parent, was dropped: the honest room could pool nothing (share %d events, %d MiB held by node 1's rooms)", events, bytes>>20)
+	}
+}
+
+// TestAdmittedAuthorsPooledEventsCountAsAMembers: node 0 gets a post of
+// node 2, a stranger to it, before node 2's invite and the post's parent:
+// it waits as a stranger's. Once the invite is stored, node 2 is a member
+// node 0 takes events from, and the post counts as a member's: a flood of
+// a fresh key's events whose parents never come, more than the strangers'
+// share, does not evict it, and it is stored once its parent comes.
+// Before, it kept the stranger's mark until it left the pool and was
+// evicted first.
+func TestAdmittedAuthorsPooledEventsCountAsAMembers(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	nt.Befriend(t, 1, 0)
+	nt.Befriend(t, 1, 2)
+	waitConnected(t, nt, 1, 0)
+	waitConnected(t, nt, 1, 2)
+	ctx := context.Background()
+	id := roomsWith(t, nt, 1, 0, 1, "r")[0]
+	waitConverged(t, nt, id, 3, 30*time.Second, 0, 1)
+
+	// Node 0 is away while node 1 invites node 2 and node 2 posts.
+	nt.Partition([]int{0}, []int{1, 2})
+	inv, err := mgr(nt, 1).Invite(ctx, id, nt.ID(2), identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return hasJoined(nt, 2, id) }, "node 2 to join")
+	one := say(t, nt, 2, id, "one")
+	two := say(t, nt, 2, id, "two")
+	wire := func(eid rooms.ID) []byte {
+		t.Helper()
+		w, err := mgr(nt, 2).Wire(id, eid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	parents, err := mgr(nt, 2).Parents(id, two)
+	if err != nil || !slices.Equal(parents, []rooms.ID{one}) {
+		t.Fatalf("post two's parents %v (%v), want post one alone", parents, err)
+	}
+	var joinAndOne [][]byte
+	for _, eid := range logIDs(t, nt, 2, id) {
+		if eid != inv && eid != two && !slices.Contains(logIDs(t, nt, 0, id), eid) {
+			joinAndOne = append(joinAndOne, wire(eid))
+		}
+	}
+
+	if err := mgr(nt, 0).ProcessBatch(id, wire(two)); err != nil {
+		t.Fatal(err)
+	}
+	if n := mgr(nt, 0).PendingStrangers(id); n != 1 {
+		t.Fatalf("the pool holds %d strangers' events, want node 2's post", n)
+	}
+	if err := mgr(nt, 0).ProcessBatch(id, wire(inv)); err != nil {
+		t.Fatal(err)
+	}
+	if ms, _ := mgr(nt, 0).Members(id); !slices.Contains(ms, nt.ID(2)) {
+		t.Fatal("node 2's invite did not make it a member")
+	}
+	if n := mgr(nt, 0).PendingStrangers(id); n != 0 {
+		t.Fatalf("node 2 is admitted, and the pool still holds %d events as strangers'", n)
+	}
+
+	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := orphans(key, 1)
+	var flood [][]byte
+	for range 2 * rooms.StrangerPendingEvents {
+		flood = append(flood, mk(id))
+	}
+	if err := mgr(nt, 0).ProcessBatch(id, flood...); err != nil {
+		t.Fatal(err)
+	}
+	if n := mgr(nt, 0).PendingStrangers(id); n != rooms.StrangerPendingEvents {
+		t.Fatalf("the pool holds %d strangers' events, want the strangers' share (%d)", n, rooms.StrangerPendingEvents)
+	}
+	if err := mgr(nt, 0).ProcessBatch(id, joinAndOne...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr(nt, 0).Wire(id, two); err != nil {
+		t.Fatal("node 2's post, pooled before its invite came, was evicted for a stranger's events after it")
 	}
 }

@@ -210,6 +210,10 @@ type room struct {
 func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 	pending := NewPending(m.cfg.PendingEvents, m.cfg.PendingBytes)
 	pending.Share(m.pendingShare)
+	// An author admitted since its events were pooled in some other way
+	// than by this room (a contact made, a membership in another room)
+	// is found before its events are evicted as a stranger's.
+	pending.Vet(func(a peer.ID) bool { return m.cfg.Policy.Allowed(a) != nil })
 	return &room{
 		id:        id,
 		m:         m,
@@ -413,6 +417,7 @@ type txn struct {
 // acted on once the batch is written.
 type txnFx struct {
 	admitted bool               // this node became a member in this batch
+	admits   []peer.ID          // nodes admitted in this batch that have events pooled as a stranger's
 	joinAs   identity.AgentName // set: this node posts its join as this agent
 	selfOut  bool               // this node was removed from the room
 	selfLeft bool               // this node left the room
@@ -542,6 +547,7 @@ func (r *room) process(ctx context.Context, batch []input) {
 	if f.werr == nil {
 		r.keepViews(tx)
 	}
+	r.admitPooled(tx)
 	r.mu.Lock()
 	r.headsSnap = mapKeys(r.heads)
 	if f.werr == nil {
