@@ -95,15 +95,30 @@ type pendingItem struct {
 // would take the total past a bound evicts its own oldest items first,
 // down to its reserve; within its reserve it takes items until the total
 // is twice the bounds, which the pools never pass. Safe for concurrent use
-// by the pools' owners.
+// by the pools' owners: a pool checks the total and takes its part in one
+// step, so pools that add at once do not pass a bound together.
 type PendingShare struct {
 	maxEvents, maxBytes int64
-	events, bytes       atomic.Int64
+	// held packs the events held (the bits from shareBytesBits up) and
+	// their bytes (the bits below) into one word, checked and changed
+	// with one compare-and-swap.
+	held atomic.Uint64
 }
+
+// shareBytesBits is the width of the byte count in PendingShare.held; the
+// event count has the 24 bits above it. NewPendingShare bounds maxEvents
+// and maxBytes so that twice each fits.
+const (
+	shareBytesBits = 40
+	shareBytesMask = 1<<shareBytesBits - 1
+	shareMaxEvents = 1<<(63-shareBytesBits) - 1
+	shareMaxBytes  = 1<<(shareBytesBits-1) - 1
+)
 
 // NewPendingShare returns a share of maxEvents items and about maxBytes of
 // memory; zero or negative bounds select DefaultPendingTotalEvents and
-// DefaultPendingTotalBytes.
+// DefaultPendingTotalBytes. Bounds above about 8 million events or 512 GiB
+// are taken as those.
 func NewPendingShare(maxEvents, maxBytes int) *PendingShare {
 	if maxEvents <= 0 {
 		maxEvents = DefaultPendingTotalEvents
@@ -111,30 +126,63 @@ func NewPendingShare(maxEvents, maxBytes int) *PendingShare {
 	if maxBytes <= 0 {
 		maxBytes = DefaultPendingTotalBytes
 	}
-	return &PendingShare{maxEvents: int64(maxEvents), maxBytes: int64(maxBytes)}
+	return &PendingShare{maxEvents: min(int64(maxEvents), shareMaxEvents), maxBytes: min(int64(maxBytes), shareMaxBytes)}
+}
+
+// load returns the events and bytes the share holds.
+func (s *PendingShare) load() (events, bytes int64) {
+	v := s.held.Load()
+	return int64(v >> shareBytesBits), int64(v & shareBytesMask)
 }
 
 // Bytes returns the memory the pools of the share hold, approximately.
-func (s *PendingShare) Bytes() int { return int(s.bytes.Load()) }
+func (s *PendingShare) Bytes() int {
+	_, b := s.load()
+	return int(b)
+}
 
 // Events returns the number of events the pools of the share hold.
-func (s *PendingShare) Events() int { return int(s.events.Load()) }
+func (s *PendingShare) Events() int {
+	e, _ := s.load()
+	return int(e)
+}
 
 // full reports whether one more item of cost would pass a bound.
 func (s *PendingShare) full(cost int) bool {
-	return s != nil && (s.events.Load()+1 > s.maxEvents || s.bytes.Load()+int64(cost) > s.maxBytes)
+	if s == nil {
+		return false
+	}
+	e, b := s.load()
+	return e+1 > s.maxEvents || b+int64(cost) > s.maxBytes
 }
 
-// overCeiling reports whether one more item of cost would pass twice the
-// bounds, which no pool passes, reserve or not.
-func (s *PendingShare) overCeiling(cost int) bool {
-	return s != nil && (s.events.Load()+1 > 2*s.maxEvents || s.bytes.Load()+int64(cost) > 2*s.maxBytes)
+// take counts one more item of cost against the share if that passes no
+// bound (twice the bounds with ceiling set: a pool within its reserve),
+// and reports whether it did. The check and the count are one step.
+func (s *PendingShare) take(cost int, ceiling bool) bool {
+	if s == nil {
+		return true
+	}
+	maxE, maxB := s.maxEvents, s.maxBytes
+	if ceiling {
+		maxE, maxB = 2*maxE, 2*maxB
+	}
+	for {
+		v := s.held.Load()
+		e, b := int64(v>>shareBytesBits), int64(v&shareBytesMask)
+		if e+1 > maxE || b+int64(cost) > maxB {
+			return false
+		}
+		if s.held.CompareAndSwap(v, v+1<<shareBytesBits+uint64(cost)) {
+			return true
+		}
+	}
 }
 
-func (s *PendingShare) add(n, cost int) {
+// give takes back one item of cost that take counted.
+func (s *PendingShare) give(cost int) {
 	if s != nil {
-		s.events.Add(int64(n))
-		s.bytes.Add(int64(cost))
+		s.held.Add(-(1<<shareBytesBits + uint64(cost)))
 	}
 }
 
@@ -320,24 +368,20 @@ func (p *Pending) AddFrom(id ID, e *Event, wire []byte, missing []ID, stranger b
 			it = next
 		}
 	}
-	// Past its reserve a pool holds what the share leaves; within it, what
-	// twice the share leaves.
-	shared := func() bool {
-		if len(p.items)+1 > PendingReserveEvents || p.bytes+cost > PendingReserveBytes {
-			return p.share.full(cost)
-		}
-		return p.share.overCeiling(cost)
-	}
-	for p.oldest != nil && (len(p.items) >= p.maxEvents || p.bytes+cost > p.maxBytes || shared()) {
+	for p.oldest != nil && (len(p.items) >= p.maxEvents || p.bytes+cost > p.maxBytes) {
 		p.remove(p.oldest)
 	}
-	if shared() {
-		return false
+	// Past its reserve a pool holds what the share leaves; within it, what
+	// twice the share leaves.
+	for !p.share.take(cost, len(p.items)+1 <= PendingReserveEvents && p.bytes+cost <= PendingReserveBytes) {
+		if p.oldest == nil {
+			return false
+		}
+		p.remove(p.oldest)
 	}
 	it := &pendingItem{Item: Item{ID: id, Event: e, Wire: wire}, missing: deps, cost: cost, stranger: stranger}
 	p.items[id] = it
 	p.bytes += cost
-	p.share.add(1, cost)
 	if stranger {
 		p.strangers++
 		p.strangerBytes += cost
@@ -493,7 +537,7 @@ func (p *Pending) Missing() []ID {
 func (p *Pending) remove(it *pendingItem) {
 	delete(p.items, it.ID)
 	p.bytes -= it.cost
-	p.share.add(-1, -it.cost)
+	p.share.give(it.cost)
 	if it.stranger {
 		p.strangers--
 		p.strangerBytes -= it.cost

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -610,5 +612,53 @@ func TestPendingAdmittedAuthorLeavesTheStrangersShare(t *testing.T) {
 	p.Ready(fakeID(-1))
 	if p.Len() != 0 || p.strangers != 0 || p.strangerBytes != 0 || len(p.byStranger) != 0 {
 		t.Fatalf("after release: %d left, strangers %d (%d bytes), %d authors indexed", p.Len(), p.strangers, p.strangerBytes, len(p.byStranger))
+	}
+}
+
+// TestPendingShareHeldByPoolsAddingAtOnce: pools of several rooms,
+// together holding the full share, add at once, each event too large for
+// a pool's reserve; the share is never passed. Before, each pool checked
+// the share and then added to it, so pools adding at once passed it by
+// about an event each.
+func TestPendingShareHeldByPoolsAddingAtOnce(t *testing.T) {
+	const (
+		pools = 8
+		each  = 4
+		adds  = 20_000
+	)
+	wire := make([]byte, PendingReserveBytes) // past any pool's reserve
+	cost := itemOverhead + len(wire) + depOverhead
+	bound := pools * each * cost
+	share := NewPendingShare(1_000_000, bound)
+	var over atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for k := range pools {
+		q := NewPending(10_000, 1<<30)
+		q.Share(share)
+		for i := range each {
+			if !q.Add(fakeID(-2-k*adds-i), dagEvent(2), wire, []ID{fakeID(-1)}) {
+				t.Fatal("a pool refused its part of the share")
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range adds {
+				q.Add(fakeID(k*adds+i), dagEvent(2), wire, []ID{fakeID(-1)})
+				if n := share.Bytes(); n > bound {
+					over.Store(int64(n))
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if n := over.Load(); n > 0 {
+		t.Fatalf("the pools held %d bytes together (%d events' worth more than the share); the share is %d", n, (n-int64(bound))/int64(cost), bound)
+	}
+	if share.Bytes() > bound {
+		t.Fatalf("the pools hold %d bytes together; the share is %d", share.Bytes(), bound)
 	}
 }
