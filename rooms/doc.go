@@ -95,9 +95,12 @@
 // GossipSub delivers new events, but its gossip covers only seconds. On
 // joining, on connecting to a member, on a missing parent, and periodically,
 // a node opens a stream with protocol /parley/sync/1 to a member of the room
-// and catches up. Each frame on the stream is a uvarint length (minimal
-// encoding, 1 to 1 MiB) followed by that many bytes of CBOR (definite
-// lengths, no tags, no duplicate or unknown keys).
+// and catches up. A catch-up that fails on the way (the member does not
+// serve sync yet, as while it starts, or the stream breaks) is made again
+// while the member stays connected, 1 s, 2 s, 4 s … later, up to 5 times.
+// Each frame on the stream is a uvarint length (minimal encoding, 1 to 1
+// MiB) followed by that many bytes of CBOR (definite lengths, no tags, no
+// duplicate or unknown keys).
 //
 // The requester writes one Hello frame:
 //

@@ -365,3 +365,13 @@ func (m *Manager) PendingStrangers(id identity.RoomID) int {
 	defer r.procMu.Unlock()
 	return r.pending.strangers
 }
+
+// ServeSync stops (serve false) or starts again serving /parley/sync/1, as
+// a node does before its rooms are open and once they are.
+func (m *Manager) ServeSync(serve bool) {
+	if serve {
+		m.cfg.Host.SetStreamHandler(ProtocolSync, m.handleSync)
+		return
+	}
+	m.cfg.Host.RemoveStreamHandler(ProtocolSync)
+}

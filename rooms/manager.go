@@ -454,6 +454,7 @@ func (m *Manager) onConnected(p peer.ID) {
 	m.mu.RLock()
 	for _, r := range m.rooms {
 		if r.isMember(p) {
+			r.newConnection(p)
 			r.requestSync(p)
 		}
 	}

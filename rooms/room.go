@@ -175,6 +175,7 @@ type room struct {
 	syncQ       chan peer.ID
 	syncRunning bool              // a syncWorker runs (sync.go)
 	stalls      map[peer.ID]stall // peers whose syncs made no progress lately (sync.go)
+	syncRetries map[peer.ID]int   // failed syncs in a row asked again, by peer (sync.go: retrySync)
 	// emptySyncs counts the catch-up sessions in a row that brought no
 	// event (sync.go); anti-entropy visits the room less often while it
 	// grows. aeTurns is the anti-entropy goroutine's own: the turns the
@@ -215,26 +216,27 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 	// is found before its events are evicted as a stranger's.
 	pending.Vet(func(a peer.ID) bool { return m.cfg.Policy.Allowed(a) != nil })
 	return &room{
-		id:        id,
-		m:         m,
-		inbox:     make(chan input, 1024),
-		bulk:      make(chan input, 1024),
-		heads:     make(map[ID]uint64),
-		pending:   pending,
-		recent:    newDepthCache(depthCacheSize),
-		meta:      meta,
-		members:   make(map[peer.ID]ID),
-		vv:        make(map[peer.ID]uint64),
-		committed: make(map[peer.ID]uint64),
-		listeners: make(map[int]chan View),
-		syncing:   make(map[peer.ID]bool),
-		resync:    make(map[peer.ID]bool),
-		syncQ:     make(chan peer.ID, 64),
-		stalls:    make(map[peer.ID]stall),
-		agents:    make(map[string]AgentMember),
-		outs:      make(map[peer.ID]outRec),
-		wantHeads: make(map[ID]bool),
-		corrupt:   make(map[ID]bool),
+		id:          id,
+		m:           m,
+		inbox:       make(chan input, 1024),
+		bulk:        make(chan input, 1024),
+		heads:       make(map[ID]uint64),
+		pending:     pending,
+		recent:      newDepthCache(depthCacheSize),
+		meta:        meta,
+		members:     make(map[peer.ID]ID),
+		vv:          make(map[peer.ID]uint64),
+		committed:   make(map[peer.ID]uint64),
+		listeners:   make(map[int]chan View),
+		syncing:     make(map[peer.ID]bool),
+		resync:      make(map[peer.ID]bool),
+		syncQ:       make(chan peer.ID, 64),
+		stalls:      make(map[peer.ID]stall),
+		syncRetries: make(map[peer.ID]int),
+		agents:      make(map[string]AgentMember),
+		outs:        make(map[peer.ID]outRec),
+		wantHeads:   make(map[ID]bool),
+		corrupt:     make(map[ID]bool),
 	}
 }
 

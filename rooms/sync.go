@@ -32,6 +32,14 @@ const (
 	maxSyncRounds = 10_000
 )
 
+// A catch-up that failed on the way is asked again while the peer stays
+// connected, syncRetryFirst later, then twice that, …, at most
+// maxSyncRetries times in a row (retrySync).
+const (
+	syncRetryFirst = time.Second
+	maxSyncRetries = 5
+)
+
 // Backoff from a peer whose sync brought nothing this node could store:
 // the first wait, doubled after each such sync up to the cap.
 const (
@@ -162,8 +170,15 @@ func (r *room) syncWorker(ctx context.Context) {
 			r.mu.Unlock()
 			continue
 		}
-		if err := r.syncWith(ctx, p); err != nil && ctx.Err() == nil {
+		err := r.syncWith(ctx, p)
+		switch {
+		case err == nil:
+			r.mu.Lock()
+			delete(r.syncRetries, p)
+			r.mu.Unlock()
+		case ctx.Err() == nil:
 			r.m.log.Debug("sync failed", "room", string(r.id), "remote", p.String(), "err", err)
+			r.retrySync(p, err)
 		}
 		r.mu.Lock()
 		delete(r.syncing, p)
@@ -174,6 +189,55 @@ func (r *room) syncWorker(ctx context.Context) {
 			r.requestSync(p)
 		}
 	}
+}
+
+// syncLinkError is a sync round's failure to reach the peer's sync
+// service or to read its answer: the peer may serve it a moment later.
+type syncLinkError struct{ err error }
+
+func (e *syncLinkError) Error() string { return e.err.Error() }
+func (e *syncLinkError) Unwrap() error { return e.err }
+
+// retrySync asks for a catch-up with p again, later, after one that failed
+// on the way (syncLinkError) while p is still connected: p may not serve
+// sync yet (a node that starts is reachable before its rooms are open, so
+// a peer's sync on connecting to it then is refused, and the events it
+// holds that gossip did not carry, posts made before a crash, would wait
+// for anti-entropy), or the stream broke. It waits syncRetryFirst, then
+// twice as long each time, up to maxSyncRetries times in a row; a sync
+// that succeeds, or a new connection to p, starts the count again.
+func (r *room) retrySync(p peer.ID, err error) {
+	var le *syncLinkError
+	if !errors.As(err, &le) || !r.m.reachable(p) {
+		return
+	}
+	r.mu.Lock()
+	n := r.syncRetries[p]
+	if n >= maxSyncRetries {
+		r.mu.Unlock()
+		return
+	}
+	r.syncRetries[p] = n + 1
+	r.mu.Unlock()
+	r.goRoom(func(ctx context.Context) {
+		t := time.NewTimer(syncRetryFirst << n)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if r.m.reachable(p) {
+			r.requestSync(p)
+		}
+	})
+}
+
+// newConnection starts p's count of syncs asked again (retrySync) anew.
+func (r *room) newConnection(p peer.ID) {
+	r.mu.Lock()
+	delete(r.syncRetries, p)
+	r.mu.Unlock()
 }
 
 // antiEntropy asks every open room, once each SyncInterval, to catch up
@@ -376,7 +440,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 	refused := r.refusedMembers()
 	s, err := r.m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, ProtocolSync)
 	if err != nil {
-		return false, 0, want, "", err
+		return false, 0, want, "", &syncLinkError{err}
 	}
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(syncTimeout))
@@ -399,14 +463,14 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 	r.mu.RUnlock()
 	if err := WriteFrame(s, h); err != nil {
 		s.Reset()
-		return false, 0, want, "", err
+		return false, 0, want, "", &syncLinkError{err}
 	}
 	_ = s.CloseWrite()
 	for {
 		b, err := ReadBatch(s)
 		if err != nil {
 			s.Reset()
-			return false, n, want, "", err
+			return false, n, want, "", &syncLinkError{err}
 		}
 		if b.End {
 			return b.More, n, want, h.To, nil
