@@ -61,6 +61,13 @@ func SetAskLimit(n int) func() {
 	return func() { askLimit.Store(old) }
 }
 
+// SetSyncRetryFirst sets the first wait before a failed catch-up is asked
+// again (then twice that, …), and returns a function that puts it back.
+func SetSyncRetryFirst(d time.Duration) func() {
+	old := syncRetryFirst.Swap(int64(d))
+	return func() { syncRetryFirst.Store(old) }
+}
+
 // SetUnstoredWait sets how long own events that went out unstored wait
 // for their parents, and returns a function that puts it back.
 func SetUnstoredWait(d time.Duration) func() {

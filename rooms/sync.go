@@ -33,12 +33,18 @@ const (
 )
 
 // A catch-up that failed on the way is asked again while the peer stays
-// connected, syncRetryFirst later, then twice that, …, at most
+// connected, defaultSyncRetryFirst later, then twice that, …, at most
 // maxSyncRetries times in a row (retrySync).
 const (
-	syncRetryFirst = time.Second
-	maxSyncRetries = 5
+	defaultSyncRetryFirst = time.Second
+	maxSyncRetries        = 5
 )
+
+// syncRetryFirst is the first wait of retrySync: defaultSyncRetryFirst,
+// other in tests.
+var syncRetryFirst atomic.Int64
+
+func init() { syncRetryFirst.Store(int64(defaultSyncRetryFirst)) }
 
 // Backoff from a peer whose sync brought nothing this node could store:
 // the first wait, doubled after each such sync up to the cap.
@@ -220,7 +226,7 @@ func (r *room) retrySync(p peer.ID, err error) {
 	r.syncRetries[p] = n + 1
 	r.mu.Unlock()
 	r.goRoom(func(ctx context.Context) {
-		t := time.NewTimer(syncRetryFirst << n)
+		t := time.NewTimer(time.Duration(syncRetryFirst.Load()) << n)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
