@@ -10,6 +10,8 @@ import (
 	"maps"
 	"math"
 	mrand "math/rand/v2"
+	"net"
+	"os"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
@@ -198,23 +202,63 @@ func (r *room) syncWorker(ctx context.Context) {
 }
 
 // syncLinkError is a sync round's failure to reach the peer's sync
-// service or to read its answer: the peer may serve it a moment later.
+// service or to read its answer (syncRetryable tells which of them may
+// mend).
 type syncLinkError struct{ err error }
 
 func (e *syncLinkError) Error() string { return e.err.Error() }
 func (e *syncLinkError) Unwrap() error { return e.err }
 
-// retrySync asks for a catch-up with p again, later, after one that failed
-// on the way (syncLinkError) while p is still connected: p may not serve
-// sync yet (a node that starts is reachable before its rooms are open, so
-// a peer's sync on connecting to it then is refused, and the events it
-// holds that gossip did not carry, posts made before a crash, would wait
-// for anti-entropy), or the stream broke. It waits syncRetryFirst, then
-// twice as long each time, up to maxSyncRetries times in a row; a sync
-// that succeeds, or a new connection to p, starts the count again.
-func (r *room) retrySync(p peer.ID, err error) {
+// syncRetryable reports whether a catch-up that failed with err may
+// succeed if asked again while the peer stays connected: the peer did not
+// serve /parley/sync/1 (not yet: a node that starts is reachable before
+// its rooms are open), or the stream broke below the protocol (the
+// connection it ran on closed while another stays). A reset by the peer
+// is its answer: a refusal (its policy, the room not open there, this node
+// not a member of it), busy, or its own failure to serve; it is not asked
+// again, and neither is a deadline passed (a peer too slow or too busy to
+// answer) nor an answer cut short or malformed. They wait for the next
+// catch-up the room asks for anyway (a connection, a graft, a nudge,
+// anti-entropy).
+func syncRetryable(err error) bool {
 	var le *syncLinkError
-	if !errors.As(err, &le) || !r.m.reachable(p) {
+	if !errors.As(err, &le) {
+		return false
+	}
+	var (
+		unsupported msmux.ErrNotSupported[protocol.ID]
+		reset       *network.StreamError
+		timeout     net.Error
+	)
+	switch {
+	case errors.As(err, &unsupported):
+		return true
+	case errors.As(err, &reset):
+		// A host resets a stream whose protocol it does not serve with
+		// this code, which may come before its "not supported"; a reset
+		// on this side is not the peer's answer.
+		return !reset.Remote || reset.ErrorCode == network.StreamProtocolNegotiationFailed
+	case errors.Is(err, network.ErrReset), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, ErrMalformed), errors.Is(err, ErrTooLarge),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.As(err, &timeout) && timeout.Timeout():
+		return false
+	}
+	return true
+}
+
+// retrySync asks for a catch-up with p again, later, after one that failed
+// in a way that may mend (syncRetryable) while p is still connected: p may
+// not serve sync yet (a node that starts is reachable before its rooms are
+// open, so a peer's sync on connecting to it then fails, and the events it
+// holds that gossip did not carry, posts made before a crash, would wait
+// for anti-entropy), or the stream broke. It waits about syncRetryFirst
+// (give or take a half, so that the rooms' syncs do not all start at
+// once), then twice as long each time, up to maxSyncRetries times in a
+// row; a sync that succeeds, or a new connection to p, starts the count
+// again.
+func (r *room) retrySync(p peer.ID, err error) {
+	if !syncRetryable(err) || !r.m.reachable(p) {
 		return
 	}
 	r.mu.Lock()
@@ -226,7 +270,7 @@ func (r *room) retrySync(p peer.ID, err error) {
 	r.syncRetries[p] = n + 1
 	r.mu.Unlock()
 	r.goRoom(func(ctx context.Context) {
-		t := time.NewTimer(time.Duration(syncRetryFirst.Load()) << n)
+		t := time.NewTimer(jittered(time.Duration(syncRetryFirst.Load()) << n))
 		defer t.Stop()
 		select {
 		case <-ctx.Done():

@@ -4,8 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
 )
 
 // TestSyncOnConnectionRetriedWhileThePeerStarts: node 1 posts while apart
@@ -41,4 +45,70 @@ func TestSyncOnConnectionRetriedWhileThePeerStarts(t *testing.T) {
 	mgr(nt, 1).ServeSync(true)
 	nt.WaitFor(10*time.Second, func() bool { return logHas(nt, 0, id, "posted before the crash") },
 		"node 0 to get node 1's post once node 1 serves sync")
+}
+
+// syncSessions is node n's count of sync sessions in role (requester or
+// responder) that ended with result ("" for any).
+func syncSessions(t *testing.T, n *node.Node, role, result string) float64 {
+	t.Helper()
+	mfs, err := n.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, mf := range mfs {
+		if mf.GetName() != "parley_room_sync_sessions_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var r, res string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "role":
+					r = l.GetValue()
+				case "result":
+					res = l.GetValue()
+				}
+			}
+			if r == role && (result == "" || res == result) {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// TestSyncRefusedIsNotAskedAgain: node 1's user cuts node 0 off, so node 1
+// refuses node 0's catch-ups (it resets the stream). Node 0 reconnects to
+// it: its sync on the connection in each shared room is refused, and is
+// not asked again as if node 1 were still starting (before, every room
+// asked 5 more times, all rooms at the same moments).
+func TestSyncRefusedIsNotAskedAgain(t *testing.T) {
+	const nRooms = 3
+	t.Cleanup(rooms.SetSyncRetryFirst(50 * time.Millisecond)) // retries, if any, within about 2 s
+	pol := &cutOff{out: map[peer.ID]bool{}}
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		if i == 1 {
+			c.RoomPolicy = pol
+		}
+		c.SyncInterval = time.Hour
+	}))
+	waitConnected(t, nt, 0, 1)
+	roomsWith(t, nt, 0, 1, nRooms, "r")
+	pol.cut(nt.ID(0))
+	nt.Partition([]int{0}, []int{1})
+	nt.WaitFor(10*time.Second, func() bool {
+		return nt.Node(0).Host().Network().Connectedness(nt.ID(1)) == network.NotConnected
+	}, "nodes 0 and 1 to disconnect")
+	before := syncSessions(t, nt.Node(1), "responder", "refused")
+	refused := func() float64 { return syncSessions(t, nt.Node(1), "responder", "refused") - before }
+	nt.Heal()
+	waitConnected(t, nt, 0, 1)
+	nt.WaitFor(10*time.Second, func() bool { return refused() >= nRooms }, "node 1 to refuse node 0's sync on the connection")
+	// The sync on the connection, and one a graft into the room's mesh may
+	// start: no more.
+	if nodetest.Poll(4*time.Second, func() bool { return refused() > 2*nRooms }) {
+		t.Fatalf("node 1 refused %v catch-ups of node 0 in %d rooms: refusals were asked again", refused(), nRooms)
+	}
 }
