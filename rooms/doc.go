@@ -97,9 +97,11 @@
 // a node opens a stream with protocol /parley/sync/1 to a member of the room
 // and catches up. A catch-up that fails on the way (the member does not
 // serve sync yet, as while it starts, or the stream breaks) is made again
-// while the member stays connected, about 1 s, 2 s, 4 s … later, up to 5
-// times; one the member refused (it resets the stream: its policy, the
-// room not open there, not a member, busy) is not.
+// while the member stays connected: about 1 s after the failure, then each
+// time twice as long after the one before fails (give or take a half), up
+// to 5 times, in one chain per room and member that a success or the
+// member's disconnection ends. One the member refused (it resets the
+// stream: its policy, the room not open there, not a member, busy) is not.
 // Each frame on the stream is a uvarint length (minimal encoding, 1 to 1
 // MiB) followed by that many bytes of CBOR (definite lengths, no tags, no
 // duplicate or unknown keys).

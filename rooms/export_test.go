@@ -382,3 +382,20 @@ func (m *Manager) ServeSync(serve bool) {
 	}
 	m.cfg.Host.RemoveStreamHandler(ProtocolSync)
 }
+
+// SyncRetry reports room id's catch-ups with p asked again after failures
+// in p's connected period: how many were begun, and whether one waits.
+func (m *Manager) SyncRetry(id identity.RoomID, p peer.ID) (n int, waiting bool) {
+	r := m.room(id)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c := r.syncRetries[p]
+	if c == nil {
+		return 0, false
+	}
+	return c.n, c.stop != nil
+}
+
+// RequestSync asks room id for a catch-up with p, as a graft into its
+// mesh or a nudge does.
+func (m *Manager) RequestSync(id identity.RoomID, p peer.ID) { m.room(id).requestSync(p) }

@@ -316,6 +316,9 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 				m.judged.forget(c.RemotePeer())
 				m.asking.end(c.RemotePeer())
 			}
+			if !m.reachable(c.RemotePeer()) {
+				m.onGone(c.RemotePeer())
+			}
 		},
 	}
 	m.cfg.Host.Network().Notify(m.notif)
@@ -454,13 +457,22 @@ func (m *Manager) onConnected(p peer.ID) {
 	m.mu.RLock()
 	for _, r := range m.rooms {
 		if r.isMember(p) {
-			r.newConnection(p)
 			r.requestSync(p)
 		}
 	}
 	m.mu.RUnlock()
 	m.spawn(func() { m.retellInvites(p) })
 	m.spawn(func() { m.retellRooms(p) })
+}
+
+// onGone ends what the rooms keep of p's connected period: p has no
+// connection left.
+func (m *Manager) onGone(p peer.ID) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, r := range m.rooms {
+		r.syncPeerGone(p)
+	}
 }
 
 func (m *Manager) reject(err error) {

@@ -173,9 +173,9 @@ type room struct {
 	syncing     map[peer.ID]bool // peers with a sync queued or running
 	resync      map[peer.ID]bool // peers asked for again while their sync ran: once more after it
 	syncQ       chan peer.ID
-	syncRunning bool              // a syncWorker runs (sync.go)
-	stalls      map[peer.ID]stall // peers whose syncs made no progress lately (sync.go)
-	syncRetries map[peer.ID]int   // failed syncs in a row asked again, by peer (sync.go: retrySync)
+	syncRunning bool                   // a syncWorker runs (sync.go)
+	stalls      map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
+	syncRetries map[peer.ID]*syncRetry // catch-ups asked again, by connected peer (sync.go: retrySync)
 	// emptySyncs counts the catch-up sessions in a row that brought no
 	// event (sync.go); anti-entropy visits the room less often while it
 	// grows. aeTurns is the anti-entropy goroutine's own: the turns the
@@ -232,7 +232,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		resync:      make(map[peer.ID]bool),
 		syncQ:       make(chan peer.ID, 64),
 		stalls:      make(map[peer.ID]stall),
-		syncRetries: make(map[peer.ID]int),
+		syncRetries: make(map[peer.ID]*syncRetry),
 		agents:      make(map[string]AgentMember),
 		outs:        make(map[peer.ID]outRec),
 		wantHeads:   make(map[ID]bool),

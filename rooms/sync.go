@@ -183,9 +183,7 @@ func (r *room) syncWorker(ctx context.Context) {
 		err := r.syncWith(ctx, p)
 		switch {
 		case err == nil:
-			r.mu.Lock()
-			delete(r.syncRetries, p)
-			r.mu.Unlock()
+			r.endSyncRetries(p)
 		case ctx.Err() == nil:
 			r.m.log.Debug("sync failed", "room", string(r.id), "remote", p.String(), "err", err)
 			r.retrySync(p, err)
@@ -247,47 +245,93 @@ func syncRetryable(err error) bool {
 	return true
 }
 
+// syncRetry is a peer's catch-ups asked again after failures (retrySync)
+// in its connected period.
+type syncRetry struct {
+	n    int                // retries begun
+	stop context.CancelFunc // ends the wait under way; nil when none waits
+}
+
 // retrySync asks for a catch-up with p again, later, after one that failed
 // in a way that may mend (syncRetryable) while p is still connected: p may
 // not serve sync yet (a node that starts is reachable before its rooms are
 // open, so a peer's sync on connecting to it then fails, and the events it
 // holds that gossip did not carry, posts made before a crash, would wait
-// for anti-entropy), or the stream broke. It waits about syncRetryFirst
-// (give or take a half, so that the rooms' syncs do not all start at
-// once), then twice as long each time, up to maxSyncRetries times in a
-// row; a sync that succeeds, or a new connection to p, starts the count
-// again.
+// for anti-entropy), or the stream broke.
+//
+// The retries of a peer form one chain per room: the first waits about
+// syncRetryFirst, each next one twice as long (give or take a half, so
+// that the rooms' syncs do not all start at once), and it ends after
+// maxSyncRetries. A failure while a wait is under way (the sync a graft
+// starts, say) adds none: the wait's retry covers it. A sync with p that
+// succeeds ends the chain (a failure after it starts a new one), and so
+// does p's disconnection (syncPeerGone: its last connection closed); a new
+// connection while p stays connected does not.
 func (r *room) retrySync(p peer.ID, err error) {
-	if !syncRetryable(err) || !r.m.reachable(p) {
+	if !syncRetryable(err) {
 		return
 	}
 	r.mu.Lock()
-	n := r.syncRetries[p]
-	if n >= maxSyncRetries {
+	// Asked under r.mu: syncPeerGone, which takes it, runs once p is no
+	// longer reachable, so it ends every chain begun while it was.
+	if !r.m.reachable(p) {
 		r.mu.Unlock()
 		return
 	}
-	r.syncRetries[p] = n + 1
+	c := r.syncRetries[p]
+	if c == nil {
+		c = &syncRetry{}
+		r.syncRetries[p] = c
+	}
+	if c.stop != nil || c.n >= maxSyncRetries {
+		r.mu.Unlock()
+		return
+	}
+	wait := jittered(time.Duration(syncRetryFirst.Load()) << c.n)
+	c.n++
+	ctx, stop := context.WithCancel(r.ctx)
+	c.stop = stop
 	r.mu.Unlock()
-	r.goRoom(func(ctx context.Context) {
-		t := time.NewTimer(jittered(time.Duration(syncRetryFirst.Load()) << n))
+	started := r.goRoom(func(context.Context) {
+		defer stop()
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
-		case <-ctx.Done():
+		case <-ctx.Done(): // the room closed, or the chain ended
 			return
 		case <-t.C:
 		}
-		if r.m.reachable(p) {
-			r.requestSync(p)
+		r.mu.Lock()
+		if r.syncRetries[p] != c {
+			r.mu.Unlock()
+			return
 		}
+		c.stop = nil
+		r.mu.Unlock()
+		r.requestSync(p)
 	})
+	if !started {
+		stop()
+	}
 }
 
-// newConnection starts p's count of syncs asked again (retrySync) anew.
-func (r *room) newConnection(p peer.ID) {
+// endSyncRetries ends p's chain of catch-ups asked again (retrySync), and
+// a wait of it under way.
+func (r *room) endSyncRetries(p peer.ID) {
 	r.mu.Lock()
-	delete(r.syncRetries, p)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	if c := r.syncRetries[p]; c != nil {
+		if c.stop != nil {
+			c.stop()
+		}
+		delete(r.syncRetries, p)
+	}
+}
+
+// syncPeerGone forgets what the room keeps of p's connected period (its
+// last connection closed): its catch-ups asked again.
+func (r *room) syncPeerGone(p peer.ID) {
+	r.endSyncRetries(p)
 }
 
 // antiEntropy asks every open room, once each SyncInterval, to catch up

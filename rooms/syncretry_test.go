@@ -112,3 +112,42 @@ func TestSyncRefusedIsNotAskedAgain(t *testing.T) {
 		t.Fatalf("node 1 refused %v catch-ups of node 0 in %d rooms: refusals were asked again", refused(), nRooms)
 	}
 }
+
+// TestSyncRetriesOneChainPerConnectedPeer: node 1 does not serve sync, so
+// node 0's catch-ups with it fail as with a node that starts. The first
+// failure begins one chain of retries; the failures that come while its
+// wait runs (a graft's sync, a nudge's) add none (before, each began a
+// wait of its own and counted towards the same 5, so the retries came at
+// other times than said and ended early). Node 1's disconnection ends the
+// chain and its wait (before, the wait outlived the connection, and the
+// count stayed until the next connection).
+func TestSyncRetriesOneChainPerConnectedPeer(t *testing.T) {
+	t.Cleanup(rooms.SetSyncRetryFirst(time.Hour)) // no wait ends during the test
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.SyncInterval = time.Hour
+	}))
+	nt.Befriend(t, 1, 0)
+	waitConnected(t, nt, 1, 0)
+	id := roomsWith(t, nt, 0, 1, 1, "r")[0]
+	mgr(nt, 1).ServeSync(false)
+
+	failed := func() float64 { return syncSessions(t, nt.Node(0), "requester", "error") }
+	chain := func(wantN int, wantWaiting bool) func() bool {
+		return func() bool {
+			n, waiting := mgr(nt, 0).SyncRetry(id, nt.ID(1))
+			return n == wantN && waiting == wantWaiting
+		}
+	}
+	mgr(nt, 0).RequestSync(id, nt.ID(1))
+	nt.WaitFor(10*time.Second, chain(1, true), "node 0's failed sync to begin a chain of retries")
+	for k := range 3 {
+		before := failed()
+		mgr(nt, 0).RequestSync(id, nt.ID(1))
+		nt.WaitFor(10*time.Second, func() bool { return failed() > before }, "node 0's sync %d to fail", k)
+		if n, waiting := mgr(nt, 0).SyncRetry(id, nt.ID(1)); n != 1 || !waiting {
+			t.Fatalf("after %d more failures while the first retry waits: %d retries begun (waiting %v), want 1", k+1, n, waiting)
+		}
+	}
+	nt.Partition([]int{0}, []int{1})
+	nt.WaitFor(10*time.Second, chain(0, false), "node 1's disconnection to end node 0's chain of retries")
+}
