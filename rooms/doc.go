@@ -126,11 +126,16 @@
 // true, 3: more}, where more says it stopped at a limit, or sent wanted
 // events whose own parents the requester may lack, and the requester should
 // ask again (with what it still misses). Every event received is checked
-// with Decode and the room's rules like one from gossip. Heads tell the
-// responder whether the requester has something it lacks: when a Hello that
-// lists every author has a vv nowhere above the responder's, a head the
-// responder lacks is a fork (below), and the responder syncs the other way
-// on a stream of its own, wanting it.
+// with Decode and the room's rules like one from gossip. A Hello that
+// lists every author tells the responder whether the requester has
+// something it lacks. A vv above the responder's for some author (a seq of
+// 2^63-1 aside: the requester asks for none of that author's events) makes
+// the responder sync the other way on a stream of its own, once for what
+// it shows in the requester's connected period; a node that starts thus
+// gets its peers to fetch what it posted before a crash as soon as it
+// pulls from them. When the vv is nowhere above the responder's, a head
+// the responder lacks is a fork (below), and the responder syncs the other
+// way, wanting it.
 //
 // # Forks and a node's own seq
 //

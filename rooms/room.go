@@ -176,6 +176,7 @@ type room struct {
 	syncRunning bool                   // a syncWorker runs (sync.go)
 	stalls      map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
 	syncRetries map[peer.ID]*syncRetry // catch-ups asked again, by connected peer (sync.go: retrySync)
+	syncedBack  map[peer.ID]uint64     // the lead each connected peer was last synced back for (sync.go: syncBack)
 	// emptySyncs counts the catch-up sessions in a row that brought no
 	// event (sync.go); anti-entropy visits the room less often while it
 	// grows. aeTurns is the anti-entropy goroutine's own: the turns the
@@ -233,6 +234,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		syncQ:       make(chan peer.ID, 64),
 		stalls:      make(map[peer.ID]stall),
 		syncRetries: make(map[peer.ID]*syncRetry),
+		syncedBack:  make(map[peer.ID]uint64),
 		agents:      make(map[string]AgentMember),
 		outs:        make(map[peer.ID]outRec),
 		wantHeads:   make(map[ID]bool),

@@ -4,8 +4,10 @@ import (
 	"container/heap"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
 	"math"
@@ -186,6 +188,9 @@ func (r *room) syncWorker(ctx context.Context) {
 			r.endSyncRetries(p)
 		case ctx.Err() == nil:
 			r.m.log.Debug("sync failed", "room", string(r.id), "remote", p.String(), "err", err)
+			r.mu.Lock()
+			delete(r.syncedBack, p)
+			r.mu.Unlock()
 			r.retrySync(p, err)
 		}
 		r.mu.Lock()
@@ -329,9 +334,13 @@ func (r *room) endSyncRetries(p peer.ID) {
 }
 
 // syncPeerGone forgets what the room keeps of p's connected period (its
-// last connection closed): its catch-ups asked again.
+// last connection closed): its catch-ups asked again, and the lead it was
+// last synced back for.
 func (r *room) syncPeerGone(p peer.ID) {
 	r.endSyncRetries(p)
+	r.mu.Lock()
+	delete(r.syncedBack, p)
+	r.mu.Unlock()
 }
 
 // antiEntropy asks every open room, once each SyncInterval, to catch up
@@ -775,17 +784,30 @@ func (m *Manager) outOfSome(p peer.ID) bool {
 	return false
 }
 
-// noteHeads looks at a requester's heads: when it holds nothing newer than
-// this node by the version vectors, a head this node lacks is an event
-// that reuses its author's seq (a fork), which no version vector shows. This
-// node then asks the requester for it (Hello.Want), and for its ancestors
-// as they turn up missing.
+// noteHeads looks at a member's Hello that lists every author. When the
+// requester holds events this node lacks by the version vectors, this node
+// syncs back from it (syncBack): a node that starts pulls from every peer
+// connected once its rooms serve sync, and the posts it made before a
+// crash that gossip had not carried reach a peer this way, however long
+// its start took (the peer's own sync on the connection came too early,
+// and its retries may be over). Else a head this node lacks is an event
+// that reuses its author's seq (a fork), which no version vector shows.
+// This node then asks the requester for it (Hello.Want), and for its
+// ancestors as they turn up missing.
 func (r *room) noteHeads(remote peer.ID, h *Hello) {
 	mine := r.committedVV()
+	var lead uint64 // what the requester holds that this node lacks, as a digest
+	ahead := false
 	for a, s := range h.VV {
-		if s > mine[a] {
-			return // the requester is ahead: ordinary sync and gossip bring it
+		// skipSeq is not held: the requester asks for none of a's events.
+		if s > mine[a] && s < skipSeq {
+			ahead = true
+			lead += leadOf(a, s)
 		}
+	}
+	if ahead {
+		r.syncBack(remote, lead)
+		return
 	}
 	var unknown []ID
 	for _, id := range h.Heads {
@@ -802,6 +824,34 @@ func (r *room) noteHeads(remote peer.ID, h *Hello) {
 			r.wantHeads[id] = true
 		}
 	}
+	r.mu.Unlock()
+	r.requestSync(remote)
+}
+
+// leadOf is a digest of a requester holding author a's events up to seq s;
+// a Hello's lead is the sum over the authors it is ahead in.
+func leadOf(a peer.ID, s uint64) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(a))
+	_, _ = h.Write(binary.BigEndian.AppendUint64(nil, s))
+	return h.Sum64()
+}
+
+// syncBack asks for a catch-up with remote, a member whose Hello showed it
+// holds events this node lacks (lead: which, as a digest), unless one was
+// asked for the same lead in remote's connected period. Two nodes whose
+// version vectors stay apart (one refuses an author whose events the other
+// holds) would else sync each other back and forth, each sync's Hello
+// starting the next: remote must show more than it showed before to be
+// asked again. A sync with remote that fails forgets the lead (the next
+// Hello asks again), and the stall backoff applies as to every sync.
+func (r *room) syncBack(remote peer.ID, lead uint64) {
+	r.mu.Lock()
+	if l, ok := r.syncedBack[remote]; ok && l == lead {
+		r.mu.Unlock()
+		return
+	}
+	r.syncedBack[remote] = lead
 	r.mu.Unlock()
 	r.requestSync(remote)
 }
