@@ -20,10 +20,8 @@ import (
 // open: it connects to its bootstrap peers meanwhile). Node 0's sync on
 // the connection is refused; it is asked again a moment later, so node 0
 // gets node 1's posts without waiting for anti-entropy (an hour here).
-// Before, nothing asked again: in a review's kill -9 rounds of three CLI
-// nodes, a node that stayed up got the restarted node's posts only by
-// anti-entropy, 10 to 35 s after the restart (found again with 30 rooms
-// restarted in-process: 16 of them were still behind 15 s later).
+// Before, nothing asked again: with 30 rooms restarted in-process, 16 of
+// them were still behind 15 s later (docs/ARCHITECTURE.md, Known gaps).
 func TestSyncOnConnectionRetriedWhileThePeerStarts(t *testing.T) {
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.SyncInterval = time.Hour
