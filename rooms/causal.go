@@ -147,15 +147,6 @@ func (s *PendingShare) Events() int {
 	return int(e)
 }
 
-// full reports whether one more item of cost would pass a bound.
-func (s *PendingShare) full(cost int) bool {
-	if s == nil {
-		return false
-	}
-	e, b := s.load()
-	return e+1 > s.maxEvents || b+int64(cost) > s.maxBytes
-}
-
 // take counts one more item of cost against the share if that passes no
 // bound (twice the bounds with ceiling set: a pool within its reserve),
 // and reports whether it did. The check and the count are one step.

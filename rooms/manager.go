@@ -59,7 +59,8 @@ type Config struct {
 	PendingEvents, PendingBytes int
 	// PendingTotalEvents and PendingTotalBytes bound every room's pending
 	// pool together (PendingShare); zero means DefaultPendingTotalEvents
-	// and DefaultPendingTotalBytes.
+	// and DefaultPendingTotalBytes. Bounds above about 8 million events or
+	// 512 GiB are taken as those (NewPendingShare).
 	PendingTotalEvents, PendingTotalBytes int
 	// Trace, when set, is told when events pass the stages of their way
 	// through this node (TraceFunc); nil costs nothing.
