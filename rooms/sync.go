@@ -842,11 +842,19 @@ func leadOf(a peer.ID, s uint64) uint64 {
 // asked for the same lead in remote's connected period. Two nodes whose
 // version vectors stay apart (one refuses an author whose events the other
 // holds) would else sync each other back and forth, each sync's Hello
-// starting the next: remote must show more than it showed before to be
-// asked again. A sync with remote that fails forgets the lead (the next
-// Hello asks again), and the stall backoff applies as to every sync.
+// starting the next: remote is asked again only for another lead (it
+// shows more, or this node caught up in part). A sync with remote that
+// fails forgets the lead (the next Hello asks again), and the stall
+// backoff applies as to every sync. (A member could make this node sync
+// with it by a nudge already: this adds no work a member can cause.)
 func (r *room) syncBack(remote peer.ID, lead uint64) {
 	r.mu.Lock()
+	// Asked under r.mu, as in retrySync: syncPeerGone forgets the lead
+	// of a peer no longer reachable.
+	if !r.m.reachable(remote) {
+		r.mu.Unlock()
+		return
+	}
 	if l, ok := r.syncedBack[remote]; ok && l == lead {
 		r.mu.Unlock()
 		return
