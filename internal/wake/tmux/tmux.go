@@ -81,7 +81,10 @@ func (s Server) runStderr(ctx context.Context, stdin io.Reader, args ...string) 
 		strings.Contains(msg, "server exited"), strings.Contains(msg, "lost server"):
 		return "", "", fmt.Errorf("%w (%s)", ErrNoServer, msg)
 	case strings.Contains(msg, "can't find pane"), strings.Contains(msg, "can't find window"),
-		strings.Contains(msg, "can't find session"), strings.Contains(msg, "no such"):
+		strings.Contains(msg, "can't find session"), strings.Contains(msg, "no such"),
+		// A server whose last session just ended, and that has not exited
+		// yet, finds no pane at all.
+		strings.Contains(msg, "no current target"):
 		return "", "", fmt.Errorf("%w (%s)", ErrNoPane, msg)
 	case strings.Contains(msg, "duplicate session"):
 		return "", "", fmt.Errorf("%w (%s)", ErrSessionExists, msg)

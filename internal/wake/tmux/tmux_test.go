@@ -469,3 +469,19 @@ func TestBlankLineIsNoPromptAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A server with no session left (its last pane just closed, and it has not
+// exited yet) says "no current target" for a pane: the pane is gone
+// (before, it was an error of its own, which a caller did not take for a
+// pane that is gone).
+func TestPaneOfAServerWithNoSessionIsGone(t *testing.T) {
+	s := newServer(t)
+	ctx := testCtx(t, 30*time.Second)
+	// exit-empty off keeps the server running without a session.
+	if _, err := s.run(ctx, nil, "start-server", ";", "set-option", "-s", "exit-empty", "off"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Inspect(ctx, "%0"); !errors.Is(err, ErrNoPane) {
+		t.Fatalf("a pane of a server with no session: %v", err)
+	}
+}
