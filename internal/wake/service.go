@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,7 +51,10 @@ type Config struct {
 	// Rebind binds a terminal route's session key to its agent again and
 	// registers it, when a heartbeat finds the agent unregistered while its
 	// pane lives. When the session now holds another name, the route moves
-	// to that name. Nil means the route does not bind again.
+	// to that name; when the move fails, the pane is gone, and the route
+	// goes (its new name let go through TerminalGone), or tmux did not
+	// answer, and the route stays and tries again at its next beat.
+	// Nil means the route does not bind again.
 	Rebind Rebind
 	// HeartbeatEvery is how often a terminal route heartbeats its agent.
 	// Zero means 15 s (`parley run` registers it with a TTL of 60 s).
@@ -147,6 +151,10 @@ type route struct {
 	done chan struct{}
 	// Terminal: the pane, its tmux server and its prompt.
 	pane, socket, prompt string
+	// Terminal: the name its session took, once a move of the route to it
+	// failed and waits to be tried again (watchTerminal); the route lets
+	// that name go too when its pane goes.
+	renamed atomic.Pointer[string]
 }
 
 // New returns a Service; Run runs it.
@@ -510,30 +518,84 @@ func (s *Service) WakeIdle(ctx context.Context, agent string, req localapi.Sessi
 // WakeTerminal implements localapi.Waker: the pane becomes the agent's
 // terminal route (replacing one it had).
 func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.TerminalRequest) error {
+	err := s.bindTerminal(ctx, agent, req, nil, "")
+	var le *localapi.Error
+	switch {
+	case err == nil, errors.As(err, &le), errors.Is(err, ErrStopped), ctx.Err() != nil:
+		return err
+	case errors.Is(err, tmux.ErrPaneDead):
+		return localapi.Errorf(http.StatusGone, localapi.CodeBadRequest, "the program in tmux pane %s has exited", req.Pane)
+	case errors.Is(err, context.DeadlineExceeded):
+		return localapi.Errorf(http.StatusGatewayTimeout, localapi.CodeTimeout, "%v (try again)", err)
+	}
+	return localapi.Errorf(http.StatusNotFound, localapi.CodeBadRequest, "%v", err)
+}
+
+// lookFor is how long one tmux call that looks at a pane gets: a tmux that
+// hangs (its process group is killed then) must not hold back a terminal
+// route's heartbeat past the agent's TTL, nor its move to a new name.
+func (s *Service) lookFor() time.Duration { return max(5*s.cfg.PaneCheck, time.Second) }
+
+// inspect reads a pane's state, for at most lookFor.
+func (s *Service) inspect(ctx context.Context, socket, pane string) (tmux.State, error) {
+	lctx, cancel := context.WithTimeout(ctx, s.lookFor())
+	defer cancel()
+	st, err := tmux.Server{Socket: socket, Bin: s.cfg.TmuxBin}.Inspect(lctx, pane)
+	switch {
+	case err == nil:
+		return st, nil
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return st, fmt.Errorf("tmux pane %s on %s: tmux did not answer within %s: %w", pane, socket, s.lookFor(), err)
+	}
+	return st, fmt.Errorf("tmux pane %s on %s: %w", pane, socket, err)
+}
+
+// errRouteEnded is returned when the route a move was to replace ended
+// meanwhile (its pane went, or the user ended its agent).
+var errRouteEnded = errors.New("wake: the terminal route ended before it moved")
+
+// bindTerminal makes the pane agent's terminal route (WakeTerminal). from,
+// when not nil, is the pane's route under the name fromAgent, which its
+// session left for agent: it is replaced in the same step, so that a move
+// is whole or not at all (errRouteEnded when it has ended meanwhile).
+func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.TerminalRequest, from *route, fromAgent string) error {
 	if !filepath.IsAbs(req.Socket) || !strings.HasPrefix(req.Pane, "%") {
 		return localapi.BadRequest("a tmux socket path and a pane ID (%%N) are needed")
 	}
 	if agent == "" {
 		return localapi.BadRequest("no agent")
 	}
-	srv := tmux.Server{Socket: req.Socket, Bin: s.cfg.TmuxBin}
-	st, err := srv.Inspect(ctx, req.Pane)
-	if err != nil {
-		return localapi.Errorf(http.StatusNotFound, localapi.CodeBadRequest, "tmux pane %s on %s: %v", req.Pane, req.Socket, err)
-	}
-	if st.Dead {
-		return localapi.Errorf(http.StatusGone, localapi.CodeBadRequest, "the program in tmux pane %s has exited", req.Pane)
+	st, err := s.inspect(ctx, req.Socket, req.Pane)
+	switch {
+	case err != nil:
+		return err
+	case st.Dead:
+		return fmt.Errorf("the program in tmux pane %s has exited: %w", req.Pane, tmux.ErrPaneDead)
 	}
 	o := s.cfg.Terminal
 	// One line: a readline program keeps only the first line of a
 	// multi-line paste; every program takes one line.
 	o.Flatten = true
 	o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
-	term := tmux.Bind(srv, req.Pane, o)
+	term := tmux.Bind(tmux.Server{Socket: req.Socket, Bin: s.cfg.TmuxBin}, req.Pane, o)
 	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane, socket: req.Socket,
 		prompt: req.Prompt, session: req.Session, done: make(chan struct{})}
+	ended := false
 	err = s.do(ctx, func(ctx context.Context) {
 		sst := s.state(agent)
+		if from != nil {
+			fst := s.state(fromAgent)
+			if !slices.Contains(fst.routes, from) {
+				ended = true
+				return
+			}
+			s.remove(fst, from)
+			from.cancel()
+			for _, is := range fst.items {
+				is.handed = time.Time{} // nothing reaches the old name now
+			}
+			s.evaluate(ctx, fromAgent)
+		}
 		for _, old := range slices.Clone(sst.routes) {
 			if old.kind == localapi.WakeTerminal {
 				s.remove(sst, old)
@@ -549,14 +611,22 @@ func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.T
 		s.log.Info("terminal wake-up route", "agent", agent, "pane", req.Pane, "socket", req.Socket)
 		s.evaluate(ctx, agent)
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case ended:
+		return errRouteEnded
 	}
 	if s.cfg.Terminals != nil {
 		saved := Saved{Agent: agent, Session: req.Session, Socket: req.Socket, Pane: req.Pane, PID: st.PID, Prompt: req.Prompt}
 		if err := s.cfg.Terminals.SaveTerminal(saved); err != nil {
 			// The route works; only a restart of the node would lose it.
 			s.log.Warn("terminal wake-up route not kept for restarts", "agent", agent, "pane", req.Pane, "err", err)
+		}
+		if from != nil {
+			if err := s.cfg.Terminals.DropTerminal(fromAgent, from.pane); err != nil {
+				s.log.Warn("terminal wake-up route not dropped from the store", "agent", fromAgent, "pane", from.pane, "err", err)
+			}
 		}
 	}
 	return nil
@@ -572,17 +642,27 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var once sync.Once
-	gone := func(why error) {
+	// end ends the route and drops its kept record; paneGone says its pane
+	// is gone (or its program exited), and the agent it kept registered is
+	// let go (Config.TerminalGone).
+	end := func(why error, paneGone bool) {
 		once.Do(func() {
 			defer stop()
-			s.log.Info("terminal wake-up route gone", "agent", agent, "pane", r.pane, "err", why)
+			if paneGone {
+				s.log.Info("terminal wake-up route gone", "agent", agent, "pane", r.pane, "err", why)
+			} else {
+				s.log.Info("terminal wake-up route ended", "agent", agent, "pane", r.pane, "err", why)
+			}
 			if s.cfg.Terminals != nil {
 				if err := s.cfg.Terminals.DropTerminal(agent, r.pane); err != nil {
 					s.log.Warn("terminal wake-up route not dropped from the store", "agent", agent, "pane", r.pane, "err", err)
 				}
 			}
-			if s.cfg.TerminalGone != nil {
+			if s.cfg.TerminalGone != nil && paneGone {
 				s.cfg.TerminalGone(ctx, agent, r.session)
+				if name := r.renamed.Load(); name != nil && *name != agent {
+					s.cfg.TerminalGone(ctx, *name, r.session)
+				}
 			}
 			s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping: nothing is left to drop
 				st := s.state(agent)
@@ -603,7 +683,7 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		s.watchTerminal(ctx, agent, r, term, gone)
+		s.watchTerminal(ctx, agent, r, term, end)
 	}()
 	defer func() { <-watched }()
 	for {
@@ -623,8 +703,8 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 				return // the route ended (its pane is gone, or it was replaced)
 			case err == nil:
 				s.log.Debug("wake text pasted", "agent", agent, "pane", r.pane, "items", len(items))
-			case errors.Is(err, tmux.ErrPaneDead), errors.Is(err, tmux.ErrNoPane), errors.Is(err, tmux.ErrNoServer):
-				gone(err)
+			case paneGone(err):
+				end(err, true)
 				return
 			default:
 				s.log.Info("wake text not pasted", "agent", agent, "pane", r.pane, "err", err)
@@ -650,21 +730,22 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 
 // watchTerminal looks at a terminal route's pane every Config.PaneCheck
 // until ctx ends: a pane that is gone, or whose program exited, ends the
-// route (gone); else the agent is heartbeaten every Config.HeartbeatEvery,
+// route (end); else the agent is heartbeaten every Config.HeartbeatEvery,
 // and at once when what the screen shows changes. The state is "busy"
 // while the screen changes or a person's draft is at the prompt, "idle" at
 // the empty prompt; it counts once two looks in a row agree (a look in
 // copy mode tells nothing), so that one look at a moment of change does
 // not flip it. A beat that fails is tried again at the next
 // HeartbeatEvery, not at every look; one that finds the agent unregistered
-// binds its session again (Config.Rebind).
-func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, term *tmux.Terminal, gone func(error)) {
+// binds its session again (Config.Rebind), and moves the route when the
+// session took another name (moveTerminal).
+func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, term *tmux.Terminal, end func(why error, paneGone bool)) {
 	check := time.NewTicker(s.cfg.PaneCheck)
 	defer check.Stop()
 	// A tmux call that hangs must not hold the heartbeat back past the
 	// agent's TTL: a look gets this long, and one that runs out tells
 	// nothing (whether the pane lives is not known; the agent stays).
-	lookFor := max(5*s.cfg.PaneCheck, time.Second)
+	lookFor := s.lookFor()
 	// The first look beats: the agent may have been registered long before
 	// (`parley run` registers it, then learns its prompt).
 	var lastBeat time.Time
@@ -689,7 +770,7 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 		case errors.Is(err, context.DeadlineExceeded):
 			s.log.Info("terminal pane not looked at: tmux did not answer", "agent", agent, "pane", r.pane, "after", lookFor)
 		default:
-			gone(err)
+			end(err, true)
 			return
 		}
 		now := "" // what this look tells: nothing when it ran out, or in copy mode
@@ -726,8 +807,18 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 			case rerr != nil:
 				s.log.Info("terminal agent not registered again", "agent", agent, "pane", r.pane, "err", rerr)
 			case name != agent:
-				s.moveTerminal(ctx, agent, name, r)
-				return
+				r.renamed.Store(&name)
+				merr := s.moveTerminal(ctx, agent, name, r)
+				switch {
+				case merr == nil, ctx.Err() != nil, errors.Is(merr, errRouteEnded):
+					return // moved (the new route runs), or this route ended
+				case paneGone(merr):
+					end(merr, true)
+					return
+				}
+				// tmux did not answer: the route stays, and the next beat
+				// (a heartbeat period on) binds the session and tries again.
+				s.log.Warn("terminal wake-up route not moved to the agent's new name yet: it tries again", "agent", agent, "to", name, "pane", r.pane, "after", s.cfg.HeartbeatEvery, "err", merr)
 			default:
 				s.log.Info("terminal agent registered again", "agent", agent, "pane", r.pane)
 				// Registered afresh, without a state: it goes with the next look.
@@ -749,30 +840,18 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 }
 
 // moveTerminal makes a terminal route's pane the route of name, the agent
-// its session holds now (it took another name), and ends the route of
-// agent, whose registration went with the rename.
-func (s *Service) moveTerminal(ctx context.Context, agent, name string, r *route) {
+// its session holds now (it took another name), in place of the route of
+// agent, whose registration went with the rename: both at once, or neither
+// (bindTerminal).
+func (s *Service) moveTerminal(ctx context.Context, agent, name string, r *route) error {
 	s.log.Info("terminal wake-up route moves to the agent's new name", "agent", agent, "to", name, "pane", r.pane)
-	if err := s.WakeTerminal(ctx, name, localapi.TerminalRequest{Socket: r.socket, Pane: r.pane, Prompt: r.prompt, Session: r.session}); err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("terminal wake-up route not moved to the agent's new name", "agent", agent, "to", name, "pane", r.pane, "err", err)
-		}
-		return
-	}
-	if s.cfg.Terminals != nil {
-		if err := s.cfg.Terminals.DropTerminal(agent, r.pane); err != nil {
-			s.log.Warn("terminal wake-up route not dropped from the store", "agent", agent, "pane", r.pane, "err", err)
-		}
-	}
-	s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping: nothing is left to drop
-		st := s.state(agent)
-		s.remove(st, r)
-		r.cancel()
-		for _, is := range st.items {
-			is.handed = time.Time{} // nothing reaches the old name now
-		}
-		s.evaluate(ctx, agent)
-	})
+	return s.bindTerminal(ctx, name, localapi.TerminalRequest{Socket: r.socket, Pane: r.pane, Prompt: r.prompt, Session: r.session}, r, agent)
+}
+
+// paneGone reports whether a tmux error says the pane is gone or its
+// program exited.
+func paneGone(err error) bool {
+	return errors.Is(err, tmux.ErrPaneDead) || errors.Is(err, tmux.ErrNoPane) || errors.Is(err, tmux.ErrNoServer)
 }
 
 // WakeStatus implements localapi.Waker.

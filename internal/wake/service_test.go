@@ -1056,3 +1056,164 @@ func TestTerminalRouteDoesNotBeatAnotherSessionsAgent(t *testing.T) {
 	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.Session == "s1" },
 		"the pane's session to get its name back after the other session's TTL (2 s)\n%s", f.log)
 }
+
+// inspectHook is a tmux that runs hook (a shell snippet) before a pane's
+// bare check (list-panes without capture-pane: Inspect, as WakeTerminal
+// and a move make; a route's look captures the screen too) while the file
+// armed exists. The snippet has $1 $2 (-S SOCKET), the file's path in $f
+// and its content in $arg.
+func inspectHook(t *testing.T, hook string) (bin, armed string) {
+	t.Helper()
+	dir := t.TempDir()
+	armed = filepath.Join(dir, "armed")
+	bin = filepath.Join(dir, "tmux")
+	script := "#!/bin/sh\nf='" + armed + "'\nif [ -e \"$f\" ]; then\n  case \" $* \" in\n  *\" capture-pane \"*) ;;\n" +
+		"  *\" list-panes \"*) arg=$(cat \"$f\"); " + hook + " ;;\n  esac\nfi\nexec tmux \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, armed
+}
+
+// letGo has TerminalGone unregister the agent when the route's session
+// still holds it, as the node's does.
+func letGo(f *fixture, c *wake.Config) {
+	c.TerminalGone = func(ctx context.Context, agent, session string) {
+		for _, a := range f.n.Agents().List() {
+			if a.Name == agent && session != "" && a.Session == session {
+				f.n.Agents().Unregister(ctx, agent) //nolint:errcheck // swept meanwhile is fine
+			}
+		}
+	}
+}
+
+// registered reports whether name is registered on the fixture's node.
+func (f *fixture) registered(name string) bool {
+	for _, a := range f.n.Agents().List() {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// routesByAgent lists the service's routes as agent:kind,kind….
+func (f *fixture) routesByAgent() []string {
+	var out []string
+	for _, w := range f.s.WakeStatus(f.ctx) {
+		if len(w.Routes) > 0 {
+			out = append(out, w.Agent+":"+strings.Join(w.Routes, ","))
+		}
+	}
+	return out
+}
+
+// kept is the kept terminal routes, by agent.
+func (f *fixture) kept() map[string]wake.Saved {
+	saved, _ := f.terms.Terminals()
+	out := map[string]wake.Saved{}
+	for _, s := range saved {
+		out[s.Agent] = s
+	}
+	return out
+}
+
+// The session of a terminal agent takes another name, and the pane closes
+// just as its route moves there: nothing is left behind, neither the old
+// name's route and kept record (before, they stayed, and nothing beat the
+// new name, which was swept a minute later) nor the new name, which the
+// pane's session held for it.
+func TestTerminalRouteMoveToAClosedPaneLeavesNothing(t *testing.T) {
+	needTmux(t)
+	// The pane closes at the move's check of it (once).
+	bin, armed := inspectHook(t, `rm -f "$f"; tmux "$1" "$2" kill-pane -t "$arg"`)
+	f := newFixture(t, time.Hour, heartbeaten, letGo, func(f *fixture, c *wake.Config) { c.TmuxBin = bin })
+	ta := f.fakeAgent("2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.State == "idle" }, "the agent to show idle")
+	if err := os.WriteFile(armed, []byte(ta.pane.ID), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", Name: "bot2", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 10*time.Second, func() bool { _, err := os.Stat(armed); return err != nil }, "the move to look at the pane")
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		return len(f.routesByAgent()) == 0 && len(f.kept()) == 0 && !f.registered("bot") && !f.registered("bot2")
+	}, "no route, no kept record, no agent left (routes %v, kept %v)\n%s", f.routesByAgent(), f.kept(), f.log)
+	if l := f.log.lines("terminal wake-up route gone", "agent=bot ", ta.pane.ID); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+}
+
+// A tmux that does not answer when a route moves to its session's new
+// name (its check of the pane) does not hold the route: the check runs out
+// as a look does, the route stays and beats on, and the move is made at a
+// later beat once tmux answers (before, the check waited for tmux for
+// good, and with it the heartbeat).
+func TestTerminalRouteMoveWhileTmuxHangs(t *testing.T) {
+	needTmux(t)
+	bin, armed := inspectHook(t, `exec sleep 600`)
+	b := &beats{}
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.TmuxBin = bin }, b.count)
+	ta := f.fakeAgent("2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.State == "idle" }, "the agent to show idle")
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", Name: "bot2", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(f.log.lines("not moved", "tries again", "did not answer")) > 0 },
+		"the move's check of the pane to run out\n%s", f.log)
+	from := b.n.Load()
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return b.n.Load() >= from+2 }, "beats after the move ran out\n%s", f.log)
+	if got := f.routesByAgent(); !slices.Equal(got, []string{"bot:terminal"}) {
+		t.Fatalf("routes while tmux hangs: %v\n%s", got, f.log)
+	}
+	if err := os.Remove(armed); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		return slices.Equal(f.routesByAgent(), []string{"bot2:terminal"}) && len(f.kept()) == 1 && f.kept()["bot2"].Socket == ta.pane.Socket
+	}, "the route to move to bot2 once tmux answers (routes %v, kept %v)\n%s", f.routesByAgent(), f.kept(), f.log)
+}
+
+// Restore does not wait for good for a tmux that does not answer: its
+// check of a kept pane runs out as a route's look does, and the route is
+// kept for the next start, its agent not let go (before, Restore waited
+// for tmux for good, and the routes after it with it).
+func TestRestoreWhileTmuxHangs(t *testing.T) {
+	needTmux(t)
+	bin, armed := inspectHook(t, `exec sleep 600`)
+	f := newFixture(t, time.Hour, letGo, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
+	ta := f.fakeAgent("2")
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type restored struct {
+		n   int
+		err error
+	}
+	done := make(chan restored, 1)
+	go func() {
+		n, err := f.s.Restore(f.ctx, func(context.Context, string) (string, error) { return "bot", nil })
+		done <- restored{n, err}
+	}()
+	select {
+	case r := <-done:
+		if r.n != 0 || r.err != nil {
+			t.Fatalf("restore: %d, %v", r.n, r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("Restore waited 20 s for a tmux that does not answer\n%s", f.log)
+	}
+	if kept := f.kept(); kept["bot"].Pane != ta.pane.ID || kept["bot"].Socket != ta.pane.Socket {
+		t.Fatalf("kept: %+v", kept)
+	}
+	if !f.registered("bot") {
+		t.Fatal("the agent was let go")
+	}
+	if l := f.log.lines("not taken up again now", "did not answer", "kept for the next start"); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+}

@@ -103,8 +103,9 @@ type Rebind func(ctx context.Context, session string) (agent string, err error)
 // that still runs the program it ran then (the same pane ID on the same
 // tmux server, with the same first process) is bound again, its agent
 // re-registered through rebind; the others are dropped, and their agents
-// let go through Config.TerminalGone. It returns how many
-// it took up.
+// let go through Config.TerminalGone, but for those tmux did not answer
+// for (each look at a pane gets as long as a route's look), which are kept
+// for the next start. It returns how many it took up.
 func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 	if s.cfg.Terminals == nil {
 		return 0, nil
@@ -122,6 +123,13 @@ func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 		}
 		if ctx.Err() != nil {
 			return n, ctx.Err()
+		}
+		if errors.Is(why, context.DeadlineExceeded) {
+			// tmux did not answer: whether the pane still runs the program is
+			// not known. The route is kept for the next start, and its agent
+			// is not let go.
+			s.log.Warn("terminal wake-up route not taken up again now: tmux did not answer; it is kept for the next start of the node", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "err", why)
+			continue
 		}
 		s.log.Info("terminal wake-up route not taken up again", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "why", why)
 		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Pane); err != nil {
@@ -147,7 +155,7 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
 	if err := ownSocket(t.Socket); err != nil {
 		return err
 	}
-	st, err := tmux.Server{Socket: t.Socket, Bin: s.cfg.TmuxBin}.Inspect(ctx, t.Pane)
+	st, err := s.inspect(ctx, t.Socket, t.Pane)
 	switch {
 	case err != nil:
 		return err
@@ -165,7 +173,7 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
 			return err
 		}
 	}
-	if err := s.WakeTerminal(ctx, agent, localapi.TerminalRequest{Socket: t.Socket, Pane: t.Pane, Prompt: t.Prompt, Session: t.Session}); err != nil {
+	if err := s.bindTerminal(ctx, agent, localapi.TerminalRequest{Socket: t.Socket, Pane: t.Pane, Prompt: t.Prompt, Session: t.Session}, nil, ""); err != nil {
 		return err
 	}
 	s.log.Info("terminal wake-up route taken up again", "agent", agent, "pane", t.Pane)
