@@ -11,4 +11,9 @@ var (
 	// ErrUnregistered is wrapped by a Config.Heartbeat error when the agent
 	// is not registered.
 	ErrUnregistered = errors.New("wake: the agent is not registered")
+	// ErrRouteTaken is returned when a terminal route would move to its
+	// session's new name while that name's route is the pane of another
+	// session whose program still runs: that pane keeps the route, as the
+	// agent registry lets a live session keep its name.
+	ErrRouteTaken = errors.New("wake: the agent's terminal route is another session's pane")
 )

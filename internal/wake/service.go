@@ -51,10 +51,11 @@ type Config struct {
 	// Rebind binds a terminal route's session key to its agent again and
 	// registers it, when a heartbeat finds the agent unregistered while its
 	// pane lives. When the session now holds another name, the route moves
-	// to that name; when the move fails, the pane is gone, and the route
-	// goes (its new name let go through TerminalGone), or tmux did not
-	// answer, and the route stays and tries again at its next beat.
-	// Nil means the route does not bind again.
+	// to that name, unless the pane is gone by then (the route goes, its
+	// new name let go through TerminalGone), the name's route is another
+	// session's pane whose program runs (this route ends: ErrRouteTaken),
+	// or tmux does not answer (the route stays, and tries again at its next
+	// beat). Nil means the route does not bind again.
 	Rebind Rebind
 	// HeartbeatEvery is how often a terminal route heartbeats its agent.
 	// Zero means 15 s (`parley run` registers it with a TTL of 60 s).
@@ -554,10 +555,19 @@ func (s *Service) inspect(ctx context.Context, socket, pane string) (tmux.State,
 // meanwhile (its pane went, or the user ended its agent).
 var errRouteEnded = errors.New("wake: the terminal route ended before it moved")
 
+// rival reports whether r is a terminal route a move of the pane of req
+// does not simply replace: another pane, of another session.
+func rival(r *route, req localapi.TerminalRequest) bool {
+	return r.kind == localapi.WakeTerminal && (r.socket != req.Socket || r.pane != req.Pane) && r.session != req.Session
+}
+
 // bindTerminal makes the pane agent's terminal route (WakeTerminal). from,
 // when not nil, is the pane's route under the name fromAgent, which its
 // session left for agent: it is replaced in the same step, so that a move
-// is whole or not at all (errRouteEnded when it has ended meanwhile).
+// is whole or not at all (errRouteEnded when it has ended meanwhile). A
+// move replaces a rival route of agent (another session's pane) only when
+// its pane is gone; while its program runs the move fails with
+// ErrRouteTaken.
 func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.TerminalRequest, from *route, fromAgent string) error {
 	if !filepath.IsAbs(req.Socket) || !strings.HasPrefix(req.Pane, "%") {
 		return localapi.BadRequest("a tmux socket path and a pane ID (%%N) are needed")
@@ -572,6 +582,33 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 	case st.Dead:
 		return fmt.Errorf("the program in tmux pane %s has exited: %w", req.Pane, tmux.ErrPaneDead)
 	}
+	// A rival's pane is looked at outside Run's goroutine (tmux may take
+	// its time); one bound meanwhile is refused below.
+	var rivals []*route
+	if from != nil {
+		err = s.do(ctx, func(context.Context) {
+			for _, old := range s.state(agent).routes {
+				if rival(old, req) {
+					rivals = append(rivals, old)
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	gone := map[*route]bool{}
+	for _, o := range rivals {
+		ost, err := s.inspect(ctx, o.socket, o.pane)
+		switch {
+		case err == nil && !ost.Dead:
+			return routeTaken(agent, o)
+		case err == nil, errors.Is(err, tmux.ErrNoPane), errors.Is(err, tmux.ErrNoServer):
+			gone[o] = true // its own look drops it soon; this bind replaces it now
+		default:
+			return fmt.Errorf("%s's terminal route is another session's pane, and whether its program still runs is not known: %w", agent, err)
+		}
+	}
 	o := s.cfg.Terminal
 	// One line: a readline program keeps only the first line of a
 	// multi-line paste; every program takes one line.
@@ -580,10 +617,17 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 	term := tmux.Bind(tmux.Server{Socket: req.Socket, Bin: s.cfg.TmuxBin}, req.Pane, o)
 	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane, socket: req.Socket,
 		prompt: req.Prompt, session: req.Session, done: make(chan struct{})}
+	var taken *route
 	ended := false
 	err = s.do(ctx, func(ctx context.Context) {
 		sst := s.state(agent)
 		if from != nil {
+			for _, old := range sst.routes {
+				if rival(old, req) && !gone[old] {
+					taken = old
+					return
+				}
+			}
 			fst := s.state(fromAgent)
 			if !slices.Contains(fst.routes, from) {
 				ended = true
@@ -614,6 +658,8 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 	switch {
 	case err != nil:
 		return err
+	case taken != nil:
+		return routeTaken(agent, taken)
 	case ended:
 		return errRouteEnded
 	}
@@ -630,6 +676,11 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 		}
 	}
 	return nil
+}
+
+// routeTaken is the ErrRouteTaken of agent's route o.
+func routeTaken(agent string, o *route) error {
+	return fmt.Errorf("%w: %s's is tmux pane %s on %s, whose program still runs, and it keeps the name", ErrRouteTaken, agent, o.pane, o.socket)
 }
 
 // terminal runs a terminal route: it pastes what it is handed when the
@@ -814,6 +865,14 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 					return // moved (the new route runs), or this route ended
 				case paneGone(merr):
 					end(merr, true)
+					return
+				case errors.Is(merr, ErrRouteTaken):
+					// Another pane keeps the name: this pane is no longer
+					// woken; its session's new name is left to the registry
+					// (it lapses unless something else renews it).
+					s.log.Warn("terminal wake-up route not moved to the agent's new name: this pane is no longer woken (start its program again with parley run under a name of its own, or end the other agent first)",
+						"agent", agent, "to", name, "pane", r.pane, "err", merr)
+					end(merr, false)
 					return
 				}
 				// tmux did not answer: the route stays, and the next beat

@@ -1145,6 +1145,87 @@ func TestTerminalRouteMoveToAClosedPaneLeavesNothing(t *testing.T) {
 	}
 }
 
+// The pane's session takes a name whose terminal route is another
+// session's pane, still running (its registration had lapsed): that pane
+// keeps the route and its kept record (before, the move replaced them
+// without a word), and the moving pane's route ends with a warning.
+func TestTerminalRouteMoveKeepsAnotherLivePanesRoute(t *testing.T) {
+	needTmux(t)
+	f := newFixture(t, time.Hour, heartbeaten)
+	f.fakeAgent("2")
+	tb := f.fakePane("2")
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s2", Name: "bot2", Client: "terminal", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.WakeTerminal(f.ctx, "bot2", localapi.TerminalRequest{Socket: tb.pane.Socket, Pane: tb.pane.ID, Prompt: "> ", Session: "s2"}); err != nil {
+		t.Fatal(err)
+	}
+	// bot2's registration lapses, and s1 takes the name.
+	f.takeName("s1", "bot2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { _, ok := f.kept()["bot"]; return !ok && !f.routes(localapi.WakeTerminal)() },
+		"bot's route to end (routes %v, kept %v)\n%s", f.routesByAgent(), f.kept(), f.log)
+	if got, kept := f.routesByAgent(), f.kept(); !slices.Equal(got, []string{"bot2:terminal"}) || len(kept) != 1 || kept["bot2"].Socket != tb.pane.Socket {
+		t.Fatalf("routes %v, kept %+v: bot2's route is not its own pane on %s any more\n%s", got, kept, tb.pane.Socket, f.log)
+	}
+	if l := f.log.lines("level=WARN", "not moved", "no longer woken", "agent=bot ", tb.pane.Socket, "still runs"); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+
+}
+
+// takeName has session take name, which a terminal route of another
+// session renews: its registration is dropped (as a sweep does), and the
+// session takes the name before that route binds it again (a beat of it
+// may win: it tries again).
+func (f *fixture) takeName(session, name string) {
+	f.t.Helper()
+	nodetest.WaitFor(f.t, 10*time.Second, func() bool {
+		if err := f.n.Agents().Unregister(f.ctx, name); err != nil && !errors.Is(err, agents.ErrUnknownAgent) {
+			f.t.Fatal(err)
+		}
+		_, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: session, Name: name, TTLSeconds: 600})
+		if err != nil && !errors.Is(err, agents.ErrNameTaken) {
+			f.t.Fatal(err)
+		}
+		return err == nil
+	}, "%s to take the name %s", session, name)
+}
+
+// A move to a name whose route is another session's pane that is gone
+// replaces that route at once, though the route's own looks have not
+// seen it go (here they hang).
+func TestTerminalRouteMoveReplacesAClosedPanesRoute(t *testing.T) {
+	needTmux(t)
+	dir := t.TempDir()
+	armed, bin := filepath.Join(dir, "armed"), filepath.Join(dir, "tmux")
+	// Screen captures on the socket named in armed hang.
+	script := "#!/bin/sh\nf='" + armed + "'\nif [ -e \"$f\" ] && [ \"$2\" = \"$(cat \"$f\")\" ]; then\n  case \" $* \" in *\" capture-pane \"*) exec sleep 600 ;; esac\nfi\nexec tmux \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.TmuxBin = bin })
+	ta := f.fakeAgent("2")
+	tb := f.fakePane("2")
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s2", Name: "bot2", Client: "terminal", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.WakeTerminal(f.ctx, "bot2", localapi.TerminalRequest{Socket: tb.pane.Socket, Pane: tb.pane.ID, Prompt: "> ", Session: "s2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(armed, []byte(tb.pane.Socket), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tb.tmux("kill-pane", "-t", tb.pane.ID)
+	f.takeName("s1", "bot2")
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		return slices.Equal(f.routesByAgent(), []string{"bot2:terminal"}) && len(f.kept()) == 1 && f.kept()["bot2"].Socket == ta.pane.Socket
+	}, "the route to move to bot2 (routes %v, kept %v)\n%s", f.routesByAgent(), f.kept(), f.log)
+	// Replaced by the move, not dropped by its own look first.
+	if len(f.log.lines("not moved")) != 0 || len(f.log.lines("route gone", "agent=bot2")) != 0 {
+		t.Fatalf("log:\n%s", f.log)
+	}
+}
+
 // A tmux that does not answer when a route moves to its session's new
 // name (its check of the pane) does not hold the route: the check runs out
 // as a look does, the route stays and beats on, and the move is made at a
