@@ -152,6 +152,9 @@ type route struct {
 	done chan struct{}
 	// Terminal: the pane, its tmux server and its prompt.
 	pane, socket, prompt string
+	// Terminal: its pane was found gone (or its program exited) when the
+	// route ended. Owned by Run's goroutine.
+	gone bool
 	// Terminal: the name its session took, once a move of the route to it
 	// failed and waits to be tried again (watchTerminal); the route lets
 	// that name go too when its pane goes.
@@ -718,6 +721,7 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping: nothing is left to drop
 				st := s.state(agent)
 				s.remove(st, r)
+				r.gone = paneGone
 				for _, is := range st.items {
 					is.handed = time.Time{} // the next route may try at once
 					if is.pasted {
@@ -749,24 +753,28 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			dctx, cancel := context.WithTimeout(ctx, s.cfg.Limit)
 			err := term.Deliver(dctx, text)
 			cancel()
+			ended := ctx.Err() != nil // replaced, its agent ended, or its pane gone
 			switch {
-			case ctx.Err() != nil:
-				return // the route ended (its pane is gone, or it was replaced)
 			case err == nil:
 				s.log.Debug("wake text pasted", "agent", agent, "pane", r.pane, "items", len(items))
+			case ended:
 			case paneGone(err):
 				end(err, true)
 				return
 			default:
 				s.log.Info("wake text not pasted", "agent", agent, "pane", r.pane, "err", err)
 			}
-			s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping
+			// Recorded also when the route ended meanwhile: a text pasted
+			// whole as the route was replaced is in its pane all the same
+			// (Deliver sends the Enter of a paste it made). One pasted into
+			// a pane found gone is not.
+			s.do(context.WithoutCancel(ctx), func(ctx context.Context) { //nolint:errcheck // stopping
 				r.busy = false
 				for _, it := range items {
 					is := s.state(agent).items[it.ID]
 					switch {
 					case is == nil:
-					case err == nil:
+					case err == nil && !r.gone:
 						is.pasted, is.told = true, false
 					default:
 						// The terminal had its turn; the next route may try at once.
@@ -775,6 +783,9 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 				}
 				s.evaluate(ctx, agent)
 			})
+			if ended {
+				return
+			}
 		}
 	}
 }

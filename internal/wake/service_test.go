@@ -1298,3 +1298,40 @@ func TestRestoreWhileTmuxHangs(t *testing.T) {
 		t.Fatalf("log: %q\n%s", l, f.log)
 	}
 }
+
+// A text pasted whole just as its route is replaced (the pane bound again)
+// is recorded as pasted: it is not handed on, nor is its human told (before,
+// the route's end dropped the record, and once the limit had passed the
+// human was told of an ask the agent had in its pane).
+func TestTerminalPasteAsItsRouteIsReplacedIsRecorded(t *testing.T) {
+	needTmux(t)
+	dir := t.TempDir()
+	armed, reached, release, bin := filepath.Join(dir, "armed"), filepath.Join(dir, "reached"), filepath.Join(dir, "release"), filepath.Join(dir, "tmux")
+	// The Enter after a paste waits for release (Deliver sends it whatever
+	// becomes of the route).
+	script := "#!/bin/sh\nif [ -e '" + armed + "' ]; then\n  case \" $* \" in *\" send-keys \"*\" Enter \"*)\n" +
+		"    rm -f '" + armed + "'; : > '" + reached + "'; while [ ! -e '" + release + "' ]; do sleep 0.02; done ;;\n  esac\nfi\nexec tmux \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 2 * time.Second
+	f := newFixture(t, limit, func(f *fixture, c *wake.Config) { c.TmuxBin = bin })
+	ta := f.fakeAgent("0.05")
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := f.ask("which port does the shop use?")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { _, err := os.Stat(reached); return err == nil }, "the paste\n%s", f.log)
+	f.bind(ta) // the route is replaced while its paste's Enter is under way
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool { b, _ := os.ReadFile(ta.taken); return strings.Contains(string(b), id) },
+		"the agent to take the pasted ask")
+	if nodetest.Poll(3*limit, f.unreached(1)) {
+		t.Fatalf("the human was told of an ask pasted whole into the agent's pane\n%s", f.log)
+	}
+	if b, _ := os.ReadFile(ta.taken); strings.Count(string(b), "which port") != 1 {
+		t.Fatalf("the ask was pasted %d times:\n%s", strings.Count(string(b), "which port"), b)
+	}
+}
