@@ -471,6 +471,9 @@ func (s *Service) Heartbeat(ctx context.Context, name string, req HeartbeatReque
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if a := s.reg.get(n, now); a != nil && req.Session != "" && a.Session != req.Session {
+		return Info{}, fmt.Errorf("agents: heartbeat: %w: %q is registered by another session (client %q)", ErrNameTaken, n, a.Client)
+	}
 	a, ch, err := s.reg.heartbeat(n, st, w, now)
 	if err != nil {
 		return Info{}, fmt.Errorf("agents: heartbeat: %w", err)

@@ -23,6 +23,10 @@ type RegisterRequest struct {
 type HeartbeatRequest struct {
 	State     *string `json:"state,omitempty"`      // "idle" or "busy"
 	WorkingOn *string `json:"working_on,omitempty"` // "" clears it
+	// Session, when set, renews the agent only while that session holds
+	// the name: another session's agent of it is left as it is, and the
+	// heartbeat fails with ErrNameTaken.
+	Session string `json:"session,omitempty"`
 }
 
 // Info is one local agent as the local API shows it.
