@@ -890,6 +890,7 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 				// (a heartbeat period on) binds the session and tries again.
 				s.log.Warn("terminal wake-up route not moved to the agent's new name yet: it tries again", "agent", agent, "to", name, "pane", r.pane, "after", s.cfg.HeartbeatEvery, "err", merr)
 			default:
+				r.renamed.Store(nil) // its session holds the route's name again
 				s.log.Info("terminal agent registered again", "agent", agent, "pane", r.pane)
 				// Registered afresh, without a state: it goes with the next look.
 				failing, sent = false, ""
