@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,11 +82,10 @@ func (s Server) runStderr(ctx context.Context, stdin io.Reader, args ...string) 
 		strings.Contains(msg, "server exited"), strings.Contains(msg, "lost server"):
 		return "", "", fmt.Errorf("%w (%s)", ErrNoServer, msg)
 	case strings.Contains(msg, "can't find pane"), strings.Contains(msg, "can't find window"),
-		strings.Contains(msg, "can't find session"), strings.Contains(msg, "no such"),
-		// A server whose last session just ended, and that has not exited
-		// yet, finds no pane at all.
-		strings.Contains(msg, "no current target"):
+		strings.Contains(msg, "can't find session"), strings.Contains(msg, "no such"):
 		return "", "", fmt.Errorf("%w (%s)", ErrNoPane, msg)
+	case strings.Contains(msg, "no current target"):
+		return "", "", s.noCurrentTarget(ctx, args, msg)
 	case strings.Contains(msg, "duplicate session"):
 		return "", "", fmt.Errorf("%w (%s)", ErrSessionExists, msg)
 	}
@@ -93,6 +93,35 @@ func (s Server) runStderr(ctx context.Context, stdin io.Reader, args ...string) 
 		msg = err.Error()
 	}
 	return "", "", fmt.Errorf("tmux %s: %s", args[0], msg)
+}
+
+// noCurrentTarget is the error of a command that tmux answered with "no
+// current target": tmux says so, before it looks at the target, when it
+// finds no session to start from. That is a server whose last session just
+// ended (it has not exited yet), but also, in tmux 3.6b and later, a
+// server whose sessions are all, for a moment, no use as a start (a session
+// of a group being synchronised has no current window). So the pane the
+// command named (-t %N) is gone (ErrNoPane) only when tmux, asked again
+// (list-sessions, which takes no target), lists no session, or lists none
+// of its panes; else the error is one of its own, which says nothing of
+// the pane.
+func (s Server) noCurrentTarget(ctx context.Context, args []string, msg string) error {
+	pane := ""
+	for i, a := range args[:len(args)-1] {
+		if a == "-t" && strings.HasPrefix(args[i+1], "%") {
+			pane = args[i+1]
+		}
+	}
+	out, err := s.run(ctx, nil, "list-sessions", "-F", "#{W:#{P:#{pane_id} }}")
+	switch {
+	case errors.Is(err, ErrNoServer):
+		return err
+	case err == nil && pane != "" && !slices.Contains(strings.Fields(out), pane):
+		return fmt.Errorf("%w (%s; tmux lists no such pane)", ErrNoPane, msg)
+	case err == nil && pane == "" && strings.TrimSpace(out) == "":
+		return fmt.Errorf("%w (%s; tmux lists no session)", ErrNoPane, msg)
+	}
+	return fmt.Errorf("tmux %s: %s", args[0], msg)
 }
 
 // Pane names one pane for good: its ID does not change while it lives, and

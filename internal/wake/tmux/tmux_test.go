@@ -485,3 +485,44 @@ func TestPaneOfAServerWithNoSessionIsGone(t *testing.T) {
 		t.Fatalf("a pane of a server with no session: %v", err)
 	}
 }
+
+// tmux 3.6b and later also say "no current target" while sessions exist,
+// when none of them is, for a moment, any use as a start (a session of a
+// group being synchronised has no current window): a pane looked for then
+// is not taken for gone unless tmux, asked again, lists no such pane
+// (before, any "no current target" was ErrNoPane, and a route whose pane
+// still ran ended as if it had closed). A tmux wrapper stands in for that
+// tmux: it answers a pane's list-panes so while the file armed exists.
+func TestNoCurrentTargetWhileSessionsLiveIsNotAPaneGone(t *testing.T) {
+	s := newServer(t)
+	ctx := testCtx(t, 30*time.Second)
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	armed, bin := filepath.Join(dir, "armed"), filepath.Join(dir, "tmux")
+	script := "#!/bin/sh\nif [ -e '" + armed + "' ]; then\n  case \" $* \" in *\" list-panes \"*) echo 'no current target' >&2; exit 1 ;; esac\nfi\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	live := startAgent(t, s, "1", StartOptions{})
+	other := startAgent(t, s, "1", StartOptions{})
+	ws := s
+	ws.Bin = bin
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Inspect(ctx, live.pane.ID); err == nil || errors.Is(err, ErrNoPane) || !strings.Contains(err.Error(), "no current target") {
+		t.Fatalf("a live pane, tmux saying no current target: %v", err)
+	}
+	if err := s.KillPane(ctx, live.pane.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Inspect(ctx, live.pane.ID); !errors.Is(err, ErrNoPane) {
+		t.Fatalf("a closed pane, tmux saying no current target while another session lives: %v", err)
+	}
+	if _, err := ws.Inspect(ctx, other.pane.ID); errors.Is(err, ErrNoPane) {
+		t.Fatalf("the other live pane: %v", err)
+	}
+}
