@@ -616,6 +616,10 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 	// One line: a readline program keeps only the first line of a
 	// multi-line paste; every program takes one line.
 	o.Flatten = true
+	// The Enter after a paste, sent whatever becomes of the route, gets as
+	// long as a look: a route that ends (ForgetTerminal waits for it) must
+	// not wait for good for a tmux that hangs there.
+	o.EnterLimit = s.lookFor()
 	o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
 	term := tmux.Bind(tmux.Server{Socket: req.Socket, Bin: s.cfg.TmuxBin}, req.Pane, o)
 	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane, socket: req.Socket,

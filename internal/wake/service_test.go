@@ -930,12 +930,8 @@ func TestTerminalBeatThatFailsWaitsForTheNextPeriod(t *testing.T) {
 // nothing; the route stays.
 func TestTerminalRouteBeatsWhileTmuxHangs(t *testing.T) {
 	needTmux(t)
-	dir := t.TempDir()
-	hang := filepath.Join(dir, "hang")
-	bin := filepath.Join(dir, "tmux")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\n[ -e '"+hang+"' ] && exec sleep 600\nexec tmux \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	hang := filepath.Join(t.TempDir(), "hang")
+	bin, _ := tmuxWrapper(t, "[ -e '"+hang+"' ] && hang")
 	b := &beats{}
 	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.TmuxBin = bin }, b.count)
 	f.fakeAgent("2")
@@ -1057,6 +1053,40 @@ func TestTerminalRouteDoesNotBeatAnotherSessionsAgent(t *testing.T) {
 		"the pane's session to get its name back after the other session's TTL (2 s)\n%s", f.log)
 }
 
+// tmuxWrapper writes a tmux wrapper script, body followed by `exec tmux
+// "$@"`, into a folder of its own, and returns its path and the folder's.
+// body may call hang, which does not return: it stands for a tmux that does
+// not answer. Each tmux call runs as the leader of a process group of its
+// own (tmux.Server); a call that still hangs when the test ends (it failed,
+// or ended, before the service's time limit killed the call) is killed
+// then, its whole group, so that nothing of it outlives the test. A
+// process is taken for one of these only while its command line still
+// names the wrapper's folder.
+func tmuxWrapper(t *testing.T, body string) (bin, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin, pids := filepath.Join(dir, "tmux"), filepath.Join(dir, "pids")
+	script := "#!/bin/sh\nhang() { echo $$ >> '" + pids + "'; exec sh -c 'sleep 600; :' '" + dir + "'; }\n" + body + "\nexec tmux \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		raw, _ := os.ReadFile(pids)
+		for _, f := range strings.Fields(string(raw)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if err != nil || !bytes.Contains(cmdline, []byte(dir)) {
+				continue // ended (or no /proc to tell)
+			}
+			syscall.Kill(-pid, syscall.SIGKILL) //nolint:errcheck // ended meanwhile is fine
+		}
+	})
+	return bin, dir
+}
+
 // inspectHook is a tmux that runs hook (a shell snippet) before a pane's
 // bare check (list-panes without capture-pane: Inspect, as WakeTerminal
 // and a move make; a route's look captures the screen too) while the file
@@ -1064,14 +1094,9 @@ func TestTerminalRouteDoesNotBeatAnotherSessionsAgent(t *testing.T) {
 // and its content in $arg.
 func inspectHook(t *testing.T, hook string) (bin, armed string) {
 	t.Helper()
-	dir := t.TempDir()
-	armed = filepath.Join(dir, "armed")
-	bin = filepath.Join(dir, "tmux")
-	script := "#!/bin/sh\nf='" + armed + "'\nif [ -e \"$f\" ]; then\n  case \" $* \" in\n  *\" capture-pane \"*) ;;\n" +
-		"  *\" list-panes \"*) arg=$(cat \"$f\"); " + hook + " ;;\n  esac\nfi\nexec tmux \"$@\"\n"
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	armed = filepath.Join(t.TempDir(), "armed")
+	bin, _ = tmuxWrapper(t, "f='"+armed+"'\nif [ -e \"$f\" ]; then\n  case \" $* \" in\n  *\" capture-pane \"*) ;;\n"+
+		"  *\" list-panes \"*) arg=$(cat \"$f\"); "+hook+" ;;\n  esac\nfi")
 	return bin, armed
 }
 
@@ -1196,13 +1221,9 @@ func (f *fixture) takeName(session, name string) {
 // seen it go (here they hang).
 func TestTerminalRouteMoveReplacesAClosedPanesRoute(t *testing.T) {
 	needTmux(t)
-	dir := t.TempDir()
-	armed, bin := filepath.Join(dir, "armed"), filepath.Join(dir, "tmux")
+	armed := filepath.Join(t.TempDir(), "armed")
 	// Screen captures on the socket named in armed hang.
-	script := "#!/bin/sh\nf='" + armed + "'\nif [ -e \"$f\" ] && [ \"$2\" = \"$(cat \"$f\")\" ]; then\n  case \" $* \" in *\" capture-pane \"*) exec sleep 600 ;; esac\nfi\nexec tmux \"$@\"\n"
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, _ := tmuxWrapper(t, "f='"+armed+"'\nif [ -e \"$f\" ] && [ \"$2\" = \"$(cat \"$f\")\" ]; then\n  case \" $* \" in *\" capture-pane \"*) hang ;; esac\nfi")
 	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.TmuxBin = bin })
 	ta := f.fakeAgent("2")
 	tb := f.fakePane("2")
@@ -1233,7 +1254,7 @@ func TestTerminalRouteMoveReplacesAClosedPanesRoute(t *testing.T) {
 // good, and with it the heartbeat).
 func TestTerminalRouteMoveWhileTmuxHangs(t *testing.T) {
 	needTmux(t)
-	bin, armed := inspectHook(t, `exec sleep 600`)
+	bin, armed := inspectHook(t, `hang`)
 	b := &beats{}
 	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.TmuxBin = bin }, b.count)
 	ta := f.fakeAgent("2")
@@ -1265,7 +1286,7 @@ func TestTerminalRouteMoveWhileTmuxHangs(t *testing.T) {
 // for tmux for good, and the routes after it with it).
 func TestRestoreWhileTmuxHangs(t *testing.T) {
 	needTmux(t)
-	bin, armed := inspectHook(t, `exec sleep 600`)
+	bin, armed := inspectHook(t, `hang`)
 	f := newFixture(t, time.Hour, letGo, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
 	ta := f.fakeAgent("2")
 	if err := os.WriteFile(armed, nil, 0o600); err != nil {
@@ -1306,14 +1327,12 @@ func TestRestoreWhileTmuxHangs(t *testing.T) {
 func TestTerminalPasteAsItsRouteIsReplacedIsRecorded(t *testing.T) {
 	needTmux(t)
 	dir := t.TempDir()
-	armed, reached, release, bin := filepath.Join(dir, "armed"), filepath.Join(dir, "reached"), filepath.Join(dir, "release"), filepath.Join(dir, "tmux")
+	armed, reached, release := filepath.Join(dir, "armed"), filepath.Join(dir, "reached"), filepath.Join(dir, "release")
 	// The Enter after a paste waits for release (Deliver sends it whatever
-	// becomes of the route).
-	script := "#!/bin/sh\nif [ -e '" + armed + "' ]; then\n  case \" $* \" in *\" send-keys \"*\" Enter \"*)\n" +
-		"    rm -f '" + armed + "'; : > '" + reached + "'; while [ ! -e '" + release + "' ]; do sleep 0.02; done ;;\n  esac\nfi\nexec tmux \"$@\"\n"
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// becomes of the route, within a time limit). The wrapper's folder is
+	// in its command line: a wait the test leaves behind is killed.
+	bin, _ := tmuxWrapper(t, "if [ -e '"+armed+"' ]; then\n  case \" $* \" in *\" send-keys \"*\" Enter \"*)\n"+
+		"    rm -f '"+armed+"'; : > '"+reached+"'; echo $$ >> \"$(dirname \"$0\")/pids\"; while [ ! -e '"+release+"' ]; do sleep 0.02; done ;;\n  esac\nfi")
 	const limit = 2 * time.Second
 	f := newFixture(t, limit, func(f *fixture, c *wake.Config) { c.TmuxBin = bin })
 	ta := f.fakeAgent("0.05")
@@ -1333,5 +1352,33 @@ func TestTerminalPasteAsItsRouteIsReplacedIsRecorded(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(ta.taken); strings.Count(string(b), "which port") != 1 {
 		t.Fatalf("the ask was pasted %d times:\n%s", strings.Count(string(b), "which port"), b)
+	}
+}
+
+// The user ends a terminal agent while tmux hangs on the Enter after a
+// paste: ForgetTerminal, which waits for the route to stop, returns once the
+// Enter's time limit (a look's) has run out (before, the Enter had none, and
+// `agent unregister` failed with a timeout, the agent left registered).
+func TestForgetTerminalWhileTmuxHangsOnAnEnter(t *testing.T) {
+	needTmux(t)
+	dir := t.TempDir()
+	armed, reached := filepath.Join(dir, "armed"), filepath.Join(dir, "reached")
+	bin, _ := tmuxWrapper(t, "if [ -e '"+armed+"' ]; then\n  case \" $* \" in *\" send-keys \"*\" Enter \"*)\n"+
+		"    rm -f '"+armed+"'; : > '"+reached+"'; hang ;;\n  esac\nfi")
+	f := newFixture(t, time.Hour, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
+	f.fakeAgent("0.05")
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.ask("which port?")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { _, err := os.Stat(reached); return err == nil }, "the paste\n%s", f.log)
+	ctx, cancel := context.WithTimeout(f.ctx, 8*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := f.s.ForgetTerminal(ctx, "bot"); err != nil {
+		t.Fatalf("ForgetTerminal while tmux hung on an Enter: %v after %s\n%s", err, time.Since(start).Round(time.Millisecond), f.log)
+	}
+	if len(f.routesByAgent()) != 0 {
+		t.Fatalf("routes: %v", f.routesByAgent())
 	}
 }

@@ -27,6 +27,11 @@ type Options struct {
 	// EnterDelay is the pause between the paste and the Enter key, so the
 	// program has taken the paste before Enter arrives. Zero means 80 ms.
 	EnterDelay time.Duration
+	// EnterLimit is how long the Enter after a paste gets. It is sent
+	// whatever becomes of Deliver's ctx (a paste is not left at the prompt
+	// without its Enter), but a tmux that hangs there must not hold Deliver
+	// for good: its tmux call is killed when this runs out. Zero means 10 s.
+	EnterLimit time.Duration
 	// Flatten turns newlines into spaces, for programs that do not take
 	// bracketed paste (where a newline would send half the text).
 	Flatten bool
@@ -41,6 +46,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.EnterDelay <= 0 {
 		o.EnterDelay = 80 * time.Millisecond
+	}
+	if o.EnterLimit <= 0 {
+		o.EnterLimit = 10 * time.Second
 	}
 	return o
 }
@@ -292,7 +300,9 @@ func (t *Terminal) Deliver(ctx context.Context, text string) error {
 		// rather than leave it there as if someone had typed it.
 	case <-time.After(t.opts.EnterDelay):
 	}
-	if err := t.server.SendKeys(context.WithoutCancel(ctx), t.pane, "Enter"); err != nil {
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.opts.EnterLimit)
+	defer cancel()
+	if err := t.server.SendKeys(ectx, t.pane, "Enter"); err != nil {
 		return err
 	}
 	t.mu.Lock()
