@@ -38,6 +38,9 @@ func (n *Node) startWake() error {
 		},
 		Heartbeat: wake.AgentHeartbeat(n.agents),
 		Rebind:    rebind,
+		SessionAgent: func(_ context.Context, session string) (string, error) {
+			return n.agents.SessionName(session)
+		},
 		Terminals: wake.DB{Store: n.db},
 		TerminalGone: func(ctx context.Context, agent, session string) {
 			// The program of a `parley run` agent exited: the agent the pane

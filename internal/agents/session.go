@@ -176,6 +176,17 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 	return info, nil
 }
 
+// SessionName returns the name the node binds a session key to: the one
+// its agent took last (Session), whether or not it is registered now; ""
+// for a session the node does not know.
+func (s *Service) SessionName(session string) (string, error) {
+	p, known, err := s.loadProfile(session)
+	if err != nil || !known {
+		return "", err
+	}
+	return p.Name, nil
+}
+
 // Unbind ends an agent: its registration (its card is withdrawn) and every
 // session bound to its name, so a reconnecting session starts afresh.
 func (s *Service) Unbind(ctx context.Context, name string) (sessions int, err error) {

@@ -13,7 +13,8 @@ var (
 	ErrUnregistered = errors.New("wake: the agent is not registered")
 	// ErrRouteTaken is returned when a terminal route would move to its
 	// session's new name while that name's route is the pane of another
-	// session whose program still runs: that pane keeps the route, as the
-	// agent registry lets a live session keep its name.
+	// session whose program still runs and which is still bound to that
+	// name: that pane keeps the route, as the agent registry lets a live
+	// session keep its name.
 	ErrRouteTaken = errors.New("wake: the agent's terminal route is another session's pane")
 )

@@ -53,10 +53,18 @@ type Config struct {
 	// pane lives. When the session now holds another name, the route moves
 	// to that name, unless the pane is gone by then (the route goes, its
 	// new name let go through TerminalGone), the name's route is another
-	// session's pane whose program runs (this route ends: ErrRouteTaken),
-	// or tmux does not answer (the route stays, and tries again at its next
-	// beat). Nil means the route does not bind again.
+	// session's pane whose program runs and whose session is still bound to
+	// the name (this route ends: ErrRouteTaken), or tmux does not answer
+	// (the route stays, and tries again at its next beat). Nil means the
+	// route does not bind again.
 	Rebind Rebind
+	// SessionAgent gives the name a session key is bound to, whether or
+	// not it is registered now ("" for none). A move of a terminal route to
+	// its session's new name replaces that name's route when its pane is
+	// another session's that took another name itself (a name swap): that
+	// route is the other name's now, and moves there at its next beat. Nil
+	// takes every session for bound to the name its route is under.
+	SessionAgent func(ctx context.Context, session string) (string, error)
 	// HeartbeatEvery is how often a terminal route heartbeats its agent.
 	// Zero means 15 s (`parley run` registers it with a TTL of 60 s).
 	HeartbeatEvery time.Duration
@@ -111,6 +119,11 @@ type Service struct {
 	// Owned by Run's goroutine.
 	agents map[string]*agentState
 	nextID uint64
+	// unlisted holds the terminal routes a move of another pane took off
+	// their name, whose session had taken another name: they are no
+	// agent's route, and run on until they move to their session's name
+	// (or their pane goes, or they are forgotten).
+	unlisted map[*route]bool
 }
 
 type agentState struct {
@@ -150,8 +163,18 @@ type route struct {
 	cancel context.CancelFunc
 	// Terminal: closed once the route's goroutines have returned.
 	done chan struct{}
-	// Terminal: the pane, its tmux server and its prompt.
+	// Terminal: the pane, its tmux server, its first process when the
+	// route was made, and its prompt.
 	pane, socket, prompt string
+	pid                  int
+	// Terminal: kick makes its watcher look and beat at once.
+	kick chan struct{}
+	// Terminal: pasting ends (a paste under way stops) once this is done:
+	// a move of another pane took the route off its name (Service.unlisted;
+	// displaced is set then too).
+	pasting   context.Context
+	unlist    context.CancelFunc
+	displaced atomic.Bool
 	// Terminal: its pane was found gone (or its program exited) when the
 	// route ended. Owned by Run's goroutine.
 	gone bool
@@ -186,7 +209,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, log: cfg.Logger, ops: make(chan func(context.Context)), done: make(chan struct{}),
-		agents: make(map[string]*agentState),
+		agents: make(map[string]*agentState), unlisted: make(map[*route]bool),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_wake_attempts_total", Help: "Owed items handed to a wake-up route, by route kind.",
 		}, []string{"route"}),
@@ -568,8 +591,10 @@ func rival(r *route, req localapi.TerminalRequest) bool {
 // when not nil, is the pane's route under the name fromAgent, which its
 // session left for agent: it is replaced in the same step, so that a move
 // is whole or not at all (errRouteEnded when it has ended meanwhile). A
-// move replaces a rival route of agent (another session's pane) only when
-// its pane is gone; while its program runs the move fails with
+// move replaces a rival route of agent (another session's pane) when its
+// pane is gone, or when its session is bound to another name now (it is
+// taken off agent, and moves at its next beat: displace); while its
+// program runs and its session is bound to agent, the move fails with
 // ErrRouteTaken.
 func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.TerminalRequest, from *route, fromAgent string) error {
 	if !filepath.IsAbs(req.Socket) || !strings.HasPrefix(req.Pane, "%") {
@@ -601,11 +626,30 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 		}
 	}
 	gone := map[*route]bool{}
+	left := map[*route]string{} // rivals whose session took another name: that name
 	for _, o := range rivals {
 		ost, err := s.inspect(ctx, o.socket, o.pane)
 		switch {
 		case err == nil && !ost.Dead:
-			return routeTaken(agent, o)
+			// Its program runs: the name is its pane's while its session is
+			// still bound to it (the registry gave it to this route's session
+			// only because that session's registration had lapsed). A session
+			// that took another name has left it (two agents swapped names,
+			// and that route has not moved yet): its route moves at its next
+			// beat, and this one takes the name now.
+			name, err := s.sessionAgent(ctx, o.session, agent)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s's terminal route is another session's pane, and which name that session is bound to is not known: %w", agent, err)
+			case name == agent:
+				return routeTaken(agent, o)
+			case name == "":
+				// Bound to no name (the user killed its agent): its route
+				// cannot bind its session again, and goes.
+				gone[o] = true
+				continue
+			}
+			left[o] = name
 		case err == nil, errors.Is(err, tmux.ErrNoPane), errors.Is(err, tmux.ErrNoServer):
 			gone[o] = true // its own look drops it soon; this bind replaces it now
 		default:
@@ -623,40 +667,51 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 	o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
 	term := tmux.Bind(tmux.Server{Socket: req.Socket, Bin: s.cfg.TmuxBin}, req.Pane, o)
 	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane, socket: req.Socket,
-		prompt: req.Prompt, session: req.Session, done: make(chan struct{})}
+		prompt: req.Prompt, pid: st.PID, session: req.Session, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	var taken *route
 	ended := false
 	err = s.do(ctx, func(ctx context.Context) {
 		sst := s.state(agent)
 		if from != nil {
 			for _, old := range sst.routes {
-				if rival(old, req) && !gone[old] {
+				_, hasLeft := left[old]
+				if rival(old, req) && !gone[old] && !hasLeft {
 					taken = old
 					return
 				}
 			}
 			fst := s.state(fromAgent)
-			if !slices.Contains(fst.routes, from) {
+			switch {
+			case slices.Contains(fst.routes, from):
+				s.remove(fst, from)
+				for _, is := range fst.items {
+					is.handed = time.Time{} // nothing reaches the old name now
+				}
+				s.evaluate(ctx, fromAgent)
+			case s.unlisted[from]:
+				delete(s.unlisted, from)
+			default:
 				ended = true
 				return
 			}
-			s.remove(fst, from)
 			from.cancel()
-			for _, is := range fst.items {
-				is.handed = time.Time{} // nothing reaches the old name now
-			}
-			s.evaluate(ctx, fromAgent)
 		}
 		for _, old := range slices.Clone(sst.routes) {
-			if old.kind == localapi.WakeTerminal {
-				s.remove(sst, old)
-				old.cancel()
+			if old.kind != localapi.WakeTerminal {
+				continue
 			}
+			s.remove(sst, old)
+			if name, ok := left[old]; ok {
+				s.displace(agent, old, name)
+				continue
+			}
+			old.cancel()
 		}
 		s.nextID++
 		r.id = s.nextID
 		rctx, cancel := context.WithCancel(ctx)
 		r.cancel = cancel
+		r.pasting, r.unlist = context.WithCancel(rctx)
 		sst.routes = append(sst.routes, r)
 		go s.terminal(rctx, agent, r, term)
 		s.log.Info("terminal wake-up route", "agent", agent, "pane", req.Pane, "socket", req.Socket)
@@ -677,7 +732,7 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 			s.log.Warn("terminal wake-up route not kept for restarts", "agent", agent, "pane", req.Pane, "err", err)
 		}
 		if from != nil {
-			if err := s.cfg.Terminals.DropTerminal(fromAgent, from.pane); err != nil {
+			if err := s.cfg.Terminals.DropTerminal(fromAgent, from.socket, from.pane); err != nil {
 				s.log.Warn("terminal wake-up route not dropped from the store", "agent", fromAgent, "pane", from.pane, "err", err)
 			}
 		}
@@ -687,7 +742,45 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 
 // routeTaken is the ErrRouteTaken of agent's route o.
 func routeTaken(agent string, o *route) error {
-	return fmt.Errorf("%w: %s's is tmux pane %s on %s, whose program still runs, and it keeps the name", ErrRouteTaken, agent, o.pane, o.socket)
+	return fmt.Errorf("%w: %s's is tmux pane %s on %s, whose program still runs, and whose session is still bound to the name: it keeps it", ErrRouteTaken, agent, o.pane, o.socket)
+}
+
+// sessionAgent is the name session is bound to (Config.SessionAgent);
+// without one, agent, the name its route is under.
+func (s *Service) sessionAgent(ctx context.Context, session, agent string) (string, error) {
+	if s.cfg.SessionAgent == nil {
+		return agent, nil
+	}
+	return s.cfg.SessionAgent(ctx, session)
+}
+
+// displace takes terminal route r off agent, its name until now, for a
+// move of another pane to it: r's session took name, another name, and r
+// has not moved yet. r pastes no more (a paste under way stops) and is no
+// agent's route; its watcher beats at once, finds agent held by another
+// session, and moves r to name (its kept record is kept under name until
+// then, if that name has none), or ends it. Run's goroutine.
+func (s *Service) displace(agent string, r *route, name string) {
+	s.unlisted[r] = true
+	r.displaced.Store(true)
+	r.unlist()
+	if name != "" {
+		r.renamed.Store(&name)
+		if s.cfg.Terminals != nil {
+			saved, err := s.cfg.Terminals.Terminals()
+			if err == nil && !slices.ContainsFunc(saved, func(t Saved) bool { return t.Agent == name }) {
+				err = s.cfg.Terminals.SaveTerminal(Saved{Agent: name, Session: r.session, Socket: r.socket, Pane: r.pane, PID: r.pid, Prompt: r.prompt})
+			}
+			if err != nil {
+				s.log.Warn("terminal wake-up route not kept for restarts under its session's new name", "agent", name, "pane", r.pane, "err", err)
+			}
+		}
+	}
+	s.log.Info("terminal wake-up route taken off its name, which its session left: it moves to the session's new name", "agent", agent, "to", name, "pane", r.pane, "socket", r.socket)
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
 }
 
 // terminal runs a terminal route: it pastes what it is handed when the
@@ -712,8 +805,14 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 				s.log.Info("terminal wake-up route ended", "agent", agent, "pane", r.pane, "err", why)
 			}
 			if s.cfg.Terminals != nil {
-				if err := s.cfg.Terminals.DropTerminal(agent, r.pane); err != nil {
-					s.log.Warn("terminal wake-up route not dropped from the store", "agent", agent, "pane", r.pane, "err", err)
+				names := []string{agent}
+				if name := r.renamed.Load(); name != nil && *name != agent {
+					names = append(names, *name) // kept there when it was taken off agent
+				}
+				for _, a := range names {
+					if err := s.cfg.Terminals.DropTerminal(a, r.socket, r.pane); err != nil {
+						s.log.Warn("terminal wake-up route not dropped from the store", "agent", a, "pane", r.pane, "err", err)
+					}
 				}
 			}
 			if s.cfg.TerminalGone != nil && paneGone {
@@ -725,6 +824,7 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			s.do(ctx, func(ctx context.Context) { //nolint:errcheck // stopping: nothing is left to drop
 				st := s.state(agent)
 				s.remove(st, r)
+				delete(s.unlisted, r)
 				r.gone = paneGone
 				for _, is := range st.items {
 					is.handed = time.Time{} // the next route may try at once
@@ -755,13 +855,15 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 				text = s.cfg.Named(text)
 			}
 			dctx, cancel := context.WithTimeout(ctx, s.cfg.Limit)
+			unhook := context.AfterFunc(r.pasting, cancel) // taken off its name
 			err := term.Deliver(dctx, text)
+			unhook()
 			cancel()
 			ended := ctx.Err() != nil // replaced, its agent ended, or its pane gone
 			switch {
 			case err == nil:
 				s.log.Debug("wake text pasted", "agent", agent, "pane", r.pane, "items", len(items))
-			case ended:
+			case ended, r.pasting.Err() != nil:
 			case paneGone(err):
 				end(err, true)
 				return
@@ -822,6 +924,8 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 		case <-ctx.Done():
 			return
 		case <-check.C:
+		case <-r.kick:
+			lastBeat = time.Time{} // beat at this look
 		}
 		lctx, cancel := context.WithTimeout(ctx, lookFor)
 		a, _, err := term.Look(lctx)
@@ -872,7 +976,9 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 				return
 			case rerr != nil:
 				s.log.Info("terminal agent not registered again", "agent", agent, "pane", r.pane, "err", rerr)
-			case name != agent:
+			case name != agent || r.displaced.Load():
+				// Taken off its name (displace), the route moves to its
+				// session's name even when that is the name it was under.
 				r.renamed.Store(&name)
 				merr := s.moveTerminal(ctx, agent, name, r)
 				switch {

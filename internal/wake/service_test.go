@@ -93,10 +93,10 @@ func (m *memTerminals) SaveTerminal(t wake.Saved) error {
 	return nil
 }
 
-func (m *memTerminals) DropTerminal(agent, pane string) error {
+func (m *memTerminals) DropTerminal(agent, socket, pane string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if t, ok := m.m[agent]; ok && (pane == "" || t.Pane == pane) {
+	if t, ok := m.m[agent]; ok && (pane == "" || t.Pane == pane) && (socket == "" || t.Socket == socket) {
 		delete(m.m, agent)
 	}
 	return nil
@@ -813,6 +813,7 @@ func heartbeaten(f *fixture, c *wake.Config) {
 		info, err := f.n.Agents().Session(ctx, agents.SessionRequest{Session: session, Client: "terminal", TTLSeconds: 60})
 		return info.Name, err
 	}
+	c.SessionAgent = func(_ context.Context, session string) (string, error) { return f.n.Agents().SessionName(session) }
 }
 
 // fakeTerm is tmux/testdata/fakeagent.sh in a pane of a tmux server of the
@@ -1381,4 +1382,128 @@ func TestForgetTerminalWhileTmuxHangsOnAnEnter(t *testing.T) {
 	if len(f.routesByAgent()) != 0 {
 		t.Fatalf("routes: %v", f.routesByAgent())
 	}
+}
+
+// keptAt is the kept route of name as "SESSION SOCKET" ("" for none).
+func (f *fixture) keptAt(name string) string {
+	k, ok := f.kept()[name]
+	if !ok {
+		return ""
+	}
+	return k.Session + " " + k.Socket
+}
+
+// Two terminal agents swap names: B (s2, bot2) takes bot3, then A (s1, bot)
+// takes bot2, and A's beat comes first, while B's route still lists under
+// bot2. A's move wins, as the registry gave bot2 to A's session: B's
+// session left it. B's route moves to bot3 at its own beat (before, A's
+// move was refused as if B's pane kept bot2, A's route ended for good,
+// and once B moved on, bot2 had no route at all).
+func TestTerminalRouteMovesOntoANameAnotherPaneLeft(t *testing.T) {
+	needTmux(t)
+	var holdB atomic.Bool
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) {
+		hb := c.Heartbeat
+		c.Heartbeat = func(ctx context.Context, agent, session, state string) error {
+			if session == "s2" && holdB.Load() {
+				return nil // B's beat has not come yet
+			}
+			return hb(ctx, agent, session, state)
+		}
+	})
+	ta := f.fakeAgent("2")
+	tb := f.fakePane("2")
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s2", Name: "bot2", Client: "terminal", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.WakeTerminal(f.ctx, "bot2", localapi.TerminalRequest{Socket: tb.pane.Socket, Pane: tb.pane.ID, Prompt: "> ", Session: "s2"}); err != nil {
+		t.Fatal(err)
+	}
+	holdB.Store(true)
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s2", Name: "bot3", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", Name: "bot2", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return !slices.Contains(f.routesByAgent(), "bot:terminal") },
+		"A's route to leave bot (routes %v)\n%s", f.routesByAgent(), f.log)
+	if got := f.routesByAgent(); !slices.Equal(got, []string{"bot2:terminal"}) || f.keptAt("bot2") != "s1 "+ta.pane.Socket {
+		t.Fatalf("before B's beat: routes %v, kept %+v: A's pane is not bot2's route\n%s", got, f.kept(), f.log)
+	}
+	holdB.Store(false)
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		return slices.Equal(f.routesByAgent(), []string{"bot2:terminal", "bot3:terminal"}) &&
+			f.keptAt("bot2") == "s1 "+ta.pane.Socket && f.keptAt("bot3") == "s2 "+tb.pane.Socket
+	}, "bot2's route to be A's pane and bot3's B's (routes %v, kept %+v)\n%s", f.routesByAgent(), f.kept(), f.log)
+	if l := f.log.lines("level=WARN"); len(l) != 0 {
+		t.Fatalf("warnings: %q", l)
+	}
+}
+
+// The case ErrRouteTaken is for, where what renamed the moving pane's
+// session goes on renewing the name, as the `parley mcp` in that pane does
+// (its heartbeat checks no session): the name stays that session's, its
+// asks are pasted into the other pane, whose route keeps the name's route
+// and kept record and cannot bind it back; once the renewal stops, the
+// name lapses and the other pane's route binds it back.
+func TestTerminalRouteTakenStaysWithItsPaneWhileTheNameIsRenewed(t *testing.T) {
+	needTmux(t)
+	f := newFixture(t, time.Hour, heartbeaten)
+	f.fakeAgent("2")
+	tb := f.fakePane("2")
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s2", Name: "bot2", Client: "terminal", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.WakeTerminal(f.ctx, "bot2", localapi.TerminalRequest{Socket: tb.pane.Socket, Pane: tb.pane.ID, Prompt: "> ", Session: "s2"}); err != nil {
+		t.Fatal(err)
+	}
+	f.takeName("s1", "bot2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return len(f.log.lines("level=WARN", "not moved", "agent=bot ")) > 0 }, "the refusal\n%s", f.log)
+	// s1's hold on the name gets a TTL of 1 s, renewed every 200 ms as an
+	// MCP server's heartbeat would.
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", TTLSeconds: 1}); err != nil {
+		t.Fatal(err)
+	}
+	holder := func() string {
+		for _, a := range f.n.Agents().List() {
+			if a.Name == "bot2" {
+				return a.Session
+			}
+		}
+		return ""
+	}
+	stop := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				f.n.Agents().Heartbeat(f.ctx, "bot2", agents.HeartbeatRequest{}) //nolint:errcheck // a lapse shows below
+			}
+		}
+	}()
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		<-renewed
+	}()
+	from := len(f.log.lines("not registered again", "agent=bot2"))
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return len(f.log.lines("not registered again", "agent=bot2")) >= from+3 },
+		"B's route to fail to bind bot2 back, beat after beat\n%s", f.log)
+	if h, got := holder(), f.routesByAgent(); h != "s1" || !slices.Equal(got, []string{"bot2:terminal"}) || f.keptAt("bot2") != "s2 "+tb.pane.Socket {
+		t.Fatalf("while renewed: bot2 held by %q, routes %v, kept %+v\n%s", h, got, f.kept(), f.log)
+	}
+	close(stop)
+	<-renewed
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return holder() == "s2" },
+		"B's session to get bot2 back once it lapsed (held by %q)\n%s", holder(), f.log)
 }

@@ -35,8 +35,10 @@ type Saved struct {
 // satisfies DBStore, and DB wraps it.
 type Store interface {
 	SaveTerminal(t Saved) error
-	// DropTerminal drops the agent's route if it is still the pane's.
-	DropTerminal(agent, pane string) error
+	// DropTerminal drops the agent's route if it is still that pane's on
+	// that tmux server (pane IDs repeat across servers); an empty socket or
+	// pane matches any.
+	DropTerminal(agent, socket, pane string) error
 	Terminals() ([]Saved, error)
 }
 
@@ -63,13 +65,13 @@ func (d DB) SaveTerminal(t Saved) error {
 }
 
 // DropTerminal implements Store.
-func (d DB) DropTerminal(agent, pane string) error {
+func (d DB) DropTerminal(agent, socket, pane string) error {
 	raw, ok, err := d.Store.Lookup(schema.Terminal(agent))
 	if err != nil || !ok {
 		return err
 	}
 	var t Saved
-	if json.Unmarshal(raw, &t) == nil && pane != "" && t.Pane != pane {
+	if json.Unmarshal(raw, &t) == nil && (pane != "" && t.Pane != pane || socket != "" && t.Socket != socket) {
 		return nil // another pane of the agent's since
 	}
 	if err := d.Store.Apply([]schema.Op{{Key: schema.Terminal(agent), Delete: true}}, false); err != nil {
@@ -132,7 +134,7 @@ func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 			continue
 		}
 		s.log.Info("terminal wake-up route not taken up again", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "why", why)
-		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Pane); err != nil {
+		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Socket, t.Pane); err != nil {
 			s.log.Warn("terminal wake-up route not dropped from the store", "agent", t.Agent, "pane", t.Pane, "err", err)
 		}
 		// As for a pane that goes while the node runs: the agent the pane
@@ -169,7 +171,7 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
 		return fmt.Errorf("re-register the agent: %w", err)
 	}
 	if agent != t.Agent {
-		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Pane); err != nil {
+		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Socket, t.Pane); err != nil {
 			return err
 		}
 	}
