@@ -71,6 +71,10 @@ type Config struct {
 	// Terminals keeps the terminal routes across restarts (Restore reads
 	// them back). Nil keeps them in memory only.
 	Terminals Store
+	// RestoreRetry is how long Restore waits before it tries again the
+	// kept routes tmux did not answer for; the wait doubles after each try.
+	// Zero means 15 s.
+	RestoreRetry time.Duration
 	// TerminalGone is told when the program of an agent's terminal route
 	// exited or its pane closed, with the session key the route was bound
 	// with, so that the agent it kept registered is let go. Nil means
@@ -200,6 +204,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.HeartbeatEvery <= 0 {
 		cfg.HeartbeatEvery = 15 * time.Second
+	}
+	if cfg.RestoreRetry <= 0 {
+		cfg.RestoreRetry = 15 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -1282,13 +1282,16 @@ func TestTerminalRouteMoveWhileTmuxHangs(t *testing.T) {
 }
 
 // Restore does not wait for good for a tmux that does not answer: its
-// check of a kept pane runs out as a route's look does, and the route is
-// kept for the next start, its agent not let go (before, Restore waited
-// for tmux for good, and the routes after it with it).
+// check of a kept pane runs out as a route's look does, it tries again a
+// few times, and then the route is kept for the next start, its agent not
+// let go (before, Restore waited for tmux for good, and the routes after
+// it with it).
 func TestRestoreWhileTmuxHangs(t *testing.T) {
 	needTmux(t)
 	bin, armed := inspectHook(t, `hang`)
-	f := newFixture(t, time.Hour, letGo, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
+	f := newFixture(t, time.Hour, letGo, func(f *fixture, c *wake.Config) {
+		c.TmuxBin, c.PaneCheck, c.RestoreRetry = bin, 50*time.Millisecond, 50*time.Millisecond
+	})
 	ta := f.fakeAgent("2")
 	if err := os.WriteFile(armed, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -1318,6 +1321,127 @@ func TestRestoreWhileTmuxHangs(t *testing.T) {
 	}
 	if l := f.log.lines("not taken up again now", "did not answer", "kept for the next start"); len(l) != 1 {
 		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+	if l := f.log.lines("not taken up again yet", "did not answer", "tries again"); len(l) != 4 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+}
+
+// A tmux that does not answer at start, and answers later: Restore tries
+// the route again while the node runs, and takes it up once tmux answers
+// (before, it was kept for the next start only, and its agent, beaten by
+// nothing, was swept a minute later, its asks refused until the node
+// restarted).
+func TestRestoreTriesAgainOnceTmuxAnswers(t *testing.T) {
+	needTmux(t)
+	bin, armed := inspectHook(t, `hang`)
+	f := newFixture(t, time.Hour, letGo, func(f *fixture, c *wake.Config) {
+		c.TmuxBin, c.PaneCheck, c.RestoreRetry = bin, 50*time.Millisecond, 300*time.Millisecond
+	})
+	ta := f.fakePane("2")
+	if err := f.terms.SaveTerminal(wake.Saved{Agent: "bot", Session: "s1", Socket: ta.pane.Socket, Pane: ta.pane.ID, PID: ta.pane.PID, Prompt: "> "}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type restored struct {
+		n   int
+		err error
+	}
+	done := make(chan restored, 1)
+	go func() {
+		n, err := f.s.Restore(f.ctx, func(ctx context.Context, session string) (string, error) {
+			info, err := f.n.Agents().Session(ctx, agents.SessionRequest{Session: session, Client: "terminal", TTLSeconds: 60})
+			return info.Name, err
+		})
+		done <- restored{n, err}
+	}()
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(f.log.lines("not taken up again", "did not answer")) > 0 }, "a check to run out\n%s", f.log)
+	if err := os.Remove(armed); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.n != 1 || r.err != nil {
+			t.Fatalf("restore: %d, %v\n%s", r.n, r.err, f.log)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Restore did not return\n%s", f.log)
+	}
+	if got := f.routesByAgent(); !slices.Equal(got, []string{"bot:terminal"}) || f.keptAt("bot") != "s1 "+ta.pane.Socket || !f.registered("bot") {
+		t.Fatalf("routes %v, kept %+v, registered %v\n%s", got, f.kept(), f.registered("bot"), f.log)
+	}
+}
+
+// A kept route whose session took another name while the node was down,
+// and a tmux that answers Restore's check of the pane but not the bind's:
+// the route is kept, under its old name, for a later try (before, the old
+// record was dropped before the bind, and nothing was kept, though the log
+// said the route was).
+func TestRestoreKeepsARenamedSessionsRouteWhileTmuxHangs(t *testing.T) {
+	needTmux(t)
+	dir := t.TempDir()
+	armed, n := filepath.Join(dir, "armed"), filepath.Join(dir, "n")
+	// The second check of a pane, and every one after it, hangs.
+	bin, _ := tmuxWrapper(t, "if [ -e '"+armed+"' ]; then\n  case \" $* \" in *\" capture-pane \"*) ;; *\" list-panes \"*)\n"+
+		"    echo x >> '"+n+"'; [ $(wc -l < '"+n+"') -ge 2 ] && hang ;;\n  esac\nfi")
+	f := newFixture(t, time.Hour, letGo, func(f *fixture, c *wake.Config) {
+		c.TmuxBin, c.PaneCheck, c.RestoreRetry = bin, 50*time.Millisecond, 50*time.Millisecond
+	})
+	ta := f.fakePane("2")
+	if err := f.terms.SaveTerminal(wake.Saved{Agent: "bot", Session: "s1", Socket: ta.pane.Socket, Pane: ta.pane.ID, PID: ta.pane.PID, Prompt: "> "}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := f.s.Restore(f.ctx, func(context.Context, string) (string, error) { return "bot2", nil })
+	if k != 0 || err != nil {
+		t.Fatalf("restore: %d, %v", k, err)
+	}
+	if got := f.kept(); len(got) != 1 || f.keptAt("bot") != "s1 "+ta.pane.Socket {
+		t.Fatalf("kept %+v\n%s", got, f.log)
+	}
+	if l := f.log.lines("not taken up again now", "kept for the next start"); len(l) != 1 {
+		t.Fatalf("log: %q\n%s", l, f.log)
+	}
+}
+
+// A kept route whose session took another name while the node was down,
+// and whose pane closes as Restore binds it: the name rebind registered
+// goes too (before, only the old name was let go, which the session no
+// longer held, and the new one stayed registered until its TTL ran out).
+func TestRestoreLetsGoTheNewNameOfARenamedSessionWhosePaneWent(t *testing.T) {
+	needTmux(t)
+	dir := t.TempDir()
+	armed, n, pane := filepath.Join(dir, "armed"), filepath.Join(dir, "n"), filepath.Join(dir, "pane")
+	// The second check of the pane closes it first.
+	bin, _ := tmuxWrapper(t, "if [ -e '"+armed+"' ]; then\n  case \" $* \" in *\" capture-pane \"*) ;; *\" list-panes \"*)\n"+
+		"    echo x >> '"+n+"'; if [ $(wc -l < '"+n+"') -ge 2 ]; then rm -f '"+armed+"'; tmux \"$1\" \"$2\" kill-pane -t \"$(cat '"+pane+"')\"; fi ;;\n  esac\nfi")
+	f := newFixture(t, time.Hour, letGo, func(f *fixture, c *wake.Config) { c.TmuxBin = bin })
+	ta := f.fakePane("2")
+	// A second pane on the same tmux server keeps it running once the
+	// first closes.
+	ta.tmux("split-window", "-d", "-t", ta.pane.ID, "sleep 600")
+	if err := f.terms.SaveTerminal(wake.Saved{Agent: "bot", Session: "s1", Socket: ta.pane.Socket, Pane: ta.pane.ID, PID: ta.pane.PID, Prompt: "> "}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pane, []byte(ta.pane.ID), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := f.s.Restore(f.ctx, func(ctx context.Context, session string) (string, error) {
+		info, err := f.n.Agents().Session(ctx, agents.SessionRequest{Session: session, Name: "bot2", Client: "terminal", TTLSeconds: 600})
+		return info.Name, err
+	})
+	if k != 0 || err != nil {
+		t.Fatalf("restore: %d, %v\n%s", k, err, f.log)
+	}
+	if len(f.kept()) != 0 || f.registered("bot") || f.registered("bot2") {
+		t.Fatalf("kept %+v, bot registered %v, bot2 registered %v\n%s", f.kept(), f.registered("bot"), f.registered("bot2"), f.log)
 	}
 }
 

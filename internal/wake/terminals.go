@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store/schema"
@@ -101,13 +103,21 @@ func (d DB) Terminals() ([]Saved, error) {
 // returns the agent's name.
 type Rebind func(ctx context.Context, session string) (agent string, err error)
 
+// restoreTries is how many times Restore tries again the kept routes tmux
+// did not answer for.
+const restoreTries = 4
+
 // Restore takes up the terminal routes kept before a restart: each pane
 // that still runs the program it ran then (the same pane ID on the same
 // tmux server, with the same first process) is bound again, its agent
 // re-registered through rebind; the others are dropped, and their agents
-// let go through Config.TerminalGone, but for those tmux did not answer
-// for (each look at a pane gets as long as a route's look), which are kept
-// for the next start. It returns how many it took up.
+// let go through Config.TerminalGone. A route tmux did not answer for (each
+// look at a pane gets as long as a route's look) is tried again, after
+// Config.RestoreRetry, then twice as long each time, restoreTries times,
+// while it is still kept as it was (the user did not end its agent, no
+// other bind replaced it); one tmux never answered for is kept for the
+// next start, its agent not let go. It returns how many it took up, once
+// nothing is left to try again or ctx ends.
 func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 	if s.cfg.Terminals == nil {
 		return 0, nil
@@ -117,69 +127,109 @@ func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 		return 0, err
 	}
 	n := 0
-	for _, t := range saved {
-		why := s.restore(ctx, t, rebind)
-		if why == nil {
-			n++
-			continue
+	wait := s.cfg.RestoreRetry
+	for try := 0; ; try++ {
+		var later []Saved
+		for _, t := range saved {
+			agent, why := s.restore(ctx, t, rebind)
+			if why == nil {
+				n++
+				continue
+			}
+			if ctx.Err() != nil {
+				return n, ctx.Err()
+			}
+			if errors.Is(why, context.DeadlineExceeded) {
+				// tmux did not answer: whether the pane still runs the
+				// program is not known. The route is kept, and its agent
+				// not let go.
+				if try < restoreTries {
+					later = append(later, t)
+					s.log.Info("terminal wake-up route not taken up again yet: tmux did not answer; it tries again", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "in", wait, "err", why)
+				} else {
+					s.log.Warn("terminal wake-up route not taken up again now: tmux did not answer; it is kept for the next start of the node", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "err", why)
+				}
+				continue
+			}
+			s.log.Info("terminal wake-up route not taken up again", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "why", why)
+			if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Socket, t.Pane); err != nil {
+				s.log.Warn("terminal wake-up route not dropped from the store", "agent", t.Agent, "pane", t.Pane, "err", err)
+			}
+			// As for a pane that goes while the node runs: the agent the
+			// pane kept registered goes (TerminalGone checks it is still
+			// bound with the pane's session), and so does the name rebind
+			// registered, when its session took another while the node was
+			// down.
+			if s.cfg.TerminalGone != nil && t.Session != "" && !t.Ended {
+				s.cfg.TerminalGone(ctx, t.Agent, t.Session)
+				if agent != "" && agent != t.Agent {
+					s.cfg.TerminalGone(ctx, agent, t.Session)
+				}
+			}
 		}
-		if ctx.Err() != nil {
+		if len(later) == 0 {
+			return n, nil
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
 			return n, ctx.Err()
+		case <-timer.C:
 		}
-		if errors.Is(why, context.DeadlineExceeded) {
-			// tmux did not answer: whether the pane still runs the program is
-			// not known. The route is kept for the next start, and its agent
-			// is not let go.
-			s.log.Warn("terminal wake-up route not taken up again now: tmux did not answer; it is kept for the next start of the node", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "err", why)
-			continue
+		wait *= 2
+		now, err := s.cfg.Terminals.Terminals()
+		if err != nil {
+			return n, err
 		}
-		s.log.Info("terminal wake-up route not taken up again", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "why", why)
-		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Socket, t.Pane); err != nil {
-			s.log.Warn("terminal wake-up route not dropped from the store", "agent", t.Agent, "pane", t.Pane, "err", err)
-		}
-		// As for a pane that goes while the node runs: the agent the pane
-		// kept registered goes (TerminalGone checks it is still bound with
-		// the pane's session).
-		if s.cfg.TerminalGone != nil && t.Session != "" && !t.Ended {
-			s.cfg.TerminalGone(ctx, t.Agent, t.Session)
+		saved = nil
+		for _, t := range later {
+			if slices.Contains(now, t) {
+				saved = append(saved, t)
+			}
 		}
 	}
-	return n, nil
 }
 
-func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) error {
+// restore takes up one kept route; it returns the name rebind gave (""
+// when it did not get that far) and why it did not take it up.
+func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) (string, error) {
 	if t.Ended {
-		return errEnded
+		return "", errEnded
 	}
 	if t.Session == "" || t.PID <= 0 {
-		return errors.New("kept without its session or program")
+		return "", errors.New("kept without its session or program")
 	}
 	if err := ownSocket(t.Socket); err != nil {
-		return err
+		return "", err
 	}
 	st, err := s.inspect(ctx, t.Socket, t.Pane)
 	switch {
 	case err != nil:
-		return err
+		return "", err
 	case st.Dead:
-		return tmux.ErrPaneDead
+		return "", tmux.ErrPaneDead
 	case st.PID != t.PID:
-		return fmt.Errorf("the pane runs another program now (pid %d, was %d)", st.PID, t.PID)
+		return "", fmt.Errorf("the pane runs another program now (pid %d, was %d)", st.PID, t.PID)
 	}
 	agent, err := rebind(ctx, t.Session)
 	if err != nil {
-		return fmt.Errorf("re-register the agent: %w", err)
-	}
-	if agent != t.Agent {
-		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Socket, t.Pane); err != nil {
-			return err
-		}
+		return "", fmt.Errorf("re-register the agent: %w", err)
 	}
 	if err := s.bindTerminal(ctx, agent, localapi.TerminalRequest{Socket: t.Socket, Pane: t.Pane, Prompt: t.Prompt, Session: t.Session}, nil, ""); err != nil {
-		return err
+		return agent, err
+	}
+	if agent != t.Agent {
+		// Its session took another name while the node was down: the
+		// route is kept under that one now (bindTerminal), and the record
+		// under the old name goes only then, so that a bind that fails
+		// (tmux did not answer) leaves it kept.
+		if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Socket, t.Pane); err != nil {
+			s.log.Warn("terminal wake-up route not dropped from the store", "agent", t.Agent, "pane", t.Pane, "err", err)
+		}
 	}
 	s.log.Info("terminal wake-up route taken up again", "agent", agent, "pane", t.Pane)
-	return nil
+	return agent, nil
 }
 
 // errEnded is why the route of an agent the user ended is not taken up.
