@@ -552,7 +552,7 @@ func (s *Service) WakeIdle(ctx context.Context, agent string, req localapi.Sessi
 // WakeTerminal implements localapi.Waker: the pane becomes the agent's
 // terminal route (replacing one it had).
 func (s *Service) WakeTerminal(ctx context.Context, agent string, req localapi.TerminalRequest) error {
-	err := s.bindTerminal(ctx, agent, req, nil, "")
+	err := s.bindTerminal(ctx, agent, req, nil, "", nil)
 	var le *localapi.Error
 	switch {
 	case err == nil, errors.As(err, &le), errors.Is(err, ErrStopped), ctx.Err() != nil:
@@ -603,7 +603,14 @@ func rival(r *route, req localapi.TerminalRequest) bool {
 // taken off agent, and moves at its next beat: displace); while its
 // program runs and its session is bound to agent, the move fails with
 // ErrRouteTaken.
-func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.TerminalRequest, from *route, fromAgent string) error {
+//
+// restoring, when not nil, is the kept route Restore takes up: the bind is
+// refused unless it is still kept as it was: errEnded when the user ended
+// its agent meanwhile, errKeptChanged when another bind replaced it. The kept record is saved in the same step as
+// the route is made (and, for a move, the old name's dropped), so that
+// ForgetTerminal, which marks it ended in a step of its own, comes before
+// both or after both.
+func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.TerminalRequest, from *route, fromAgent string, restoring *Saved) error {
 	if !filepath.IsAbs(req.Socket) || !strings.HasPrefix(req.Pane, "%") {
 		return localapi.BadRequest("a tmux socket path and a pane ID (%%N) are needed")
 	}
@@ -677,8 +684,24 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 		prompt: req.Prompt, pid: st.PID, session: req.Session, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	var taken *route
 	ended := false
+	var gave error
 	err = s.do(ctx, func(ctx context.Context) {
 		sst := s.state(agent)
+		if restoring != nil && s.cfg.Terminals != nil {
+			saved, err := s.cfg.Terminals.Terminals()
+			switch {
+			case err != nil:
+				gave = err
+				return
+			case slices.Contains(saved, *restoring):
+			case slices.ContainsFunc(saved, func(t Saved) bool { e := *restoring; e.Ended = true; return t == e }):
+				gave = errEnded
+				return
+			default:
+				gave = errKeptChanged
+				return
+			}
+		}
 		if from != nil {
 			for _, old := range sst.routes {
 				_, hasLeft := left[old]
@@ -722,27 +745,29 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 		sst.routes = append(sst.routes, r)
 		go s.terminal(rctx, agent, r, term)
 		s.log.Info("terminal wake-up route", "agent", agent, "pane", req.Pane, "socket", req.Socket)
+		if s.cfg.Terminals != nil {
+			saved := Saved{Agent: agent, Session: req.Session, Socket: req.Socket, Pane: req.Pane, PID: st.PID, Prompt: req.Prompt}
+			if err := s.cfg.Terminals.SaveTerminal(saved); err != nil {
+				// The route works; only a restart of the node would lose it.
+				s.log.Warn("terminal wake-up route not kept for restarts", "agent", agent, "pane", req.Pane, "err", err)
+			}
+			if from != nil {
+				if err := s.cfg.Terminals.DropTerminal(fromAgent, from.socket, from.pane); err != nil {
+					s.log.Warn("terminal wake-up route not dropped from the store", "agent", fromAgent, "pane", from.pane, "err", err)
+				}
+			}
+		}
 		s.evaluate(ctx, agent)
 	})
 	switch {
 	case err != nil:
 		return err
+	case gave != nil:
+		return gave
 	case taken != nil:
 		return routeTaken(agent, taken)
 	case ended:
 		return errRouteEnded
-	}
-	if s.cfg.Terminals != nil {
-		saved := Saved{Agent: agent, Session: req.Session, Socket: req.Socket, Pane: req.Pane, PID: st.PID, Prompt: req.Prompt}
-		if err := s.cfg.Terminals.SaveTerminal(saved); err != nil {
-			// The route works; only a restart of the node would lose it.
-			s.log.Warn("terminal wake-up route not kept for restarts", "agent", agent, "pane", req.Pane, "err", err)
-		}
-		if from != nil {
-			if err := s.cfg.Terminals.DropTerminal(fromAgent, from.socket, from.pane); err != nil {
-				s.log.Warn("terminal wake-up route not dropped from the store", "agent", fromAgent, "pane", from.pane, "err", err)
-			}
-		}
 	}
 	return nil
 }
@@ -1033,7 +1058,7 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 // (bindTerminal).
 func (s *Service) moveTerminal(ctx context.Context, agent, name string, r *route) error {
 	s.log.Info("terminal wake-up route moves to the agent's new name", "agent", agent, "to", name, "pane", r.pane)
-	return s.bindTerminal(ctx, name, localapi.TerminalRequest{Socket: r.socket, Pane: r.pane, Prompt: r.prompt, Session: r.session}, r, agent)
+	return s.bindTerminal(ctx, name, localapi.TerminalRequest{Socket: r.socket, Pane: r.pane, Prompt: r.prompt, Session: r.session}, r, agent, nil)
 }
 
 // paneGone reports whether a tmux error says the pane is gone or its
@@ -1071,33 +1096,48 @@ func (s *Service) WakeStatus(ctx context.Context) []localapi.WakeStatus {
 // ForgetTerminal drops the agent's terminal route, running and kept: the
 // user ended the agent (unregister, kill), so its pane is no longer pasted
 // into, and a restart of the node does not take the pane up again (the
-// kept route is marked ended, so that Restore says why, and drops it). It
-// returns once the route has stopped: no beat of it can then find the
-// agent unregistered and bind its session again. It is not an error for
-// the agent to have none.
+// kept route is marked ended, so that Restore says why, and drops it). The
+// routes of panes whose session took the name and that have not moved to
+// it yet go too: one whose move waits to be tried again (tmux did not
+// answer), is under way, or has not begun (its beat has not seen the
+// rename; Config.SessionAgent tells), and one taken off its old name
+// (displace). Each would register the name again at its move. It returns
+// once the routes have stopped: no beat of theirs can then find the agent
+// unregistered and bind its session again. It is not an error for the
+// agent to have none.
 func (s *Service) ForgetTerminal(ctx context.Context, agent string) error {
-	if s.cfg.Terminals != nil {
-		if err := EndTerminal(s.cfg.Terminals, agent); err != nil {
-			return err
-		}
-	}
 	var dropped []*route
+	var kerr error
 	err := s.do(ctx, func(ctx context.Context) {
-		st := s.agents[agent]
-		if st == nil {
-			return
+		drop := func(r *route, under string) {
+			r.cancel()
+			dropped = append(dropped, r)
+			s.log.Info("terminal wake-up route dropped", "agent", agent, "pane", r.pane, "under", under)
 		}
-		for _, r := range slices.Clone(st.routes) {
-			if r.kind == localapi.WakeTerminal {
-				s.remove(st, r)
-				r.cancel()
-				dropped = append(dropped, r)
-				s.log.Info("terminal wake-up route dropped", "agent", agent, "pane", r.pane)
+		for a, st := range s.agents {
+			for _, r := range slices.Clone(st.routes) {
+				if r.kind == localapi.WakeTerminal && (a == agent || s.headsFor(ctx, r, agent)) {
+					s.remove(st, r)
+					drop(r, a)
+				}
 			}
+		}
+		for r := range s.unlisted {
+			if s.headsFor(ctx, r, agent) {
+				delete(s.unlisted, r)
+				drop(r, "")
+			}
+		}
+		if s.cfg.Terminals != nil {
+			kerr = s.endKept(agent, dropped)
 		}
 	})
 	if errors.Is(err, ErrStopped) {
-		return nil // nothing runs any more; the kept route is dropped
+		// Nothing runs any more; the kept route is marked ended.
+		if s.cfg.Terminals != nil {
+			return EndTerminal(s.cfg.Terminals, agent)
+		}
+		return nil
 	}
 	if err != nil {
 		return err
@@ -1107,6 +1147,41 @@ func (s *Service) ForgetTerminal(ctx context.Context, agent string) error {
 		case <-r.done:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+	return kerr
+}
+
+// headsFor reports whether terminal route r, not agent's, is bound for it:
+// its session took the name agent, and r has not moved there yet.
+func (s *Service) headsFor(ctx context.Context, r *route, agent string) bool {
+	if name := r.renamed.Load(); name != nil && *name == agent {
+		return true
+	}
+	if s.cfg.SessionAgent == nil || r.session == "" {
+		return false
+	}
+	name, err := s.cfg.SessionAgent(ctx, r.session)
+	return err == nil && name == agent
+}
+
+// endKept marks ended the kept route of agent, and those of the panes of
+// the routes dropped (kept under their old name). Run's goroutine.
+func (s *Service) endKept(agent string, dropped []*route) error {
+	saved, err := s.cfg.Terminals.Terminals()
+	if err != nil {
+		return err
+	}
+	for _, t := range saved {
+		if t.Ended {
+			continue
+		}
+		if t.Agent != agent && !slices.ContainsFunc(dropped, func(r *route) bool { return r.socket == t.Socket && r.pane == t.Pane }) {
+			continue
+		}
+		t.Ended = true
+		if err := s.cfg.Terminals.SaveTerminal(t); err != nil {
+			return err
 		}
 	}
 	return nil

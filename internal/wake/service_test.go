@@ -1631,3 +1631,103 @@ func TestTerminalRouteTakenStaysWithItsPaneWhileTheNameIsRenewed(t *testing.T) {
 	nodetest.WaitFor(t, 10*time.Second, func() bool { return holder() == "s2" },
 		"B's session to get bot2 back once it lapsed (held by %q)\n%s", holder(), f.log)
 }
+
+// The session of a terminal agent takes another name, the route's move
+// there runs out (tmux did not answer) and waits to be tried again, and
+// the user unregisters the new name: the route goes, and its kept record
+// is marked ended; the name is not registered again (before, the route,
+// still under the old name, was not dropped, and its next beat bound the
+// session, registering the name the user had just unregistered).
+func TestForgetTerminalOfTheNameAMoveWaitsFor(t *testing.T) {
+	needTmux(t)
+	bin, armed := inspectHook(t, `hang`)
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.TmuxBin = bin })
+	ta := f.fakeAgent("2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.State == "idle" }, "the agent to show idle")
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", Name: "bot2", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(f.log.lines("not moved", "tries again")) > 0 }, "the move to run out\n%s", f.log)
+	f.forget("bot2")
+	if err := os.Remove(armed); err != nil {
+		t.Fatal(err)
+	}
+	f.staysForgotten("bot2", ta)
+}
+
+// As TestForgetTerminalOfTheNameAMoveWaitsFor, with the user's unregister
+// coming while the move checks the pane: the move is dropped with its
+// route, and saves no kept record of the name.
+func TestForgetTerminalOfTheNameAMoveIsUnderWayTo(t *testing.T) {
+	needTmux(t)
+	dir := t.TempDir()
+	reached, release := filepath.Join(dir, "reached"), filepath.Join(dir, "release")
+	// The move's check of the pane waits for release (within the check's
+	// time limit: 2.5 s).
+	bin, armed := inspectHook(t, `rm -f "$f"; : > '`+reached+`'; echo $$ >> "$(dirname "$0")/pids"; while [ ! -e '`+release+`' ]; do sleep 0.05; done`)
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 500*time.Millisecond })
+	ta := f.fakeAgent("2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { a, ok := f.agent(); return ok && a.State == "idle" }, "the agent to show idle")
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", Name: "bot2", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 10*time.Second, func() bool { _, err := os.Stat(reached); return err == nil }, "the move to check the pane\n%s", f.log)
+	f.forget("bot2")
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.staysForgotten("bot2", ta)
+}
+
+// forget ends name as `parley agent unregister` does: its terminal route
+// first, then its registration.
+func (f *fixture) forget(name string) {
+	f.t.Helper()
+	if err := f.s.ForgetTerminal(f.ctx, name); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.n.Agents().Unregister(f.ctx, name); err != nil && !errors.Is(err, agents.ErrUnknownAgent) {
+		f.t.Fatal(err)
+	}
+}
+
+// staysForgotten checks that name, just ended by forget, stays so for ten
+// heartbeat periods: not registered again, no route, and the pane's kept
+// record, if any, marked ended.
+func (f *fixture) staysForgotten(name string, ta fakeTerm) {
+	f.t.Helper()
+	if nodetest.Poll(2*time.Second, func() bool { return f.registered(name) || len(f.routesByAgent()) != 0 }) {
+		f.t.Fatalf("after the user ended %s: registered %v, routes %v\n%s", name, f.registered(name), f.routesByAgent(), f.log)
+	}
+	for a, k := range f.kept() {
+		if k.Socket == ta.pane.Socket && !k.Ended {
+			f.t.Fatalf("the pane's kept record under %s is not marked ended: %+v\n%s", a, k, f.log)
+		}
+	}
+}
+
+// As TestForgetTerminalOfTheNameAMoveWaitsFor, with the user's unregister
+// coming before the route's beat has seen its session take the name (here
+// it beats once an hour, after its first look): the route goes all the
+// same, as its session is bound to the name.
+func TestForgetTerminalOfTheNameARouteHasNotSeenItsSessionTake(t *testing.T) {
+	needTmux(t)
+	b := &beats{}
+	f := newFixture(t, time.Hour, heartbeaten, func(f *fixture, c *wake.Config) { c.HeartbeatEvery = time.Hour }, b.count)
+	ta := f.fakeAgent("2")
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return b.n.Load() >= 1 }, "the first beat")
+	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", Name: "bot2", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	f.forget("bot2")
+	if got := f.routesByAgent(); len(got) != 0 {
+		t.Fatalf("routes after the user ended bot2: %v\n%s", got, f.log)
+	}
+	f.staysForgotten("bot2", ta)
+}

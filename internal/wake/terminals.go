@@ -152,6 +152,9 @@ func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 				continue
 			}
 			s.log.Info("terminal wake-up route not taken up again", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "why", why)
+			if errors.Is(why, errKeptChanged) {
+				continue // the record, and the agent, are the other bind's now
+			}
 			if err := s.cfg.Terminals.DropTerminal(t.Agent, t.Socket, t.Pane); err != nil {
 				s.log.Warn("terminal wake-up route not dropped from the store", "agent", t.Agent, "pane", t.Pane, "err", err)
 			}
@@ -216,7 +219,7 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) (string, 
 	if err != nil {
 		return "", fmt.Errorf("re-register the agent: %w", err)
 	}
-	if err := s.bindTerminal(ctx, agent, localapi.TerminalRequest{Socket: t.Socket, Pane: t.Pane, Prompt: t.Prompt, Session: t.Session}, nil, ""); err != nil {
+	if err := s.bindTerminal(ctx, agent, localapi.TerminalRequest{Socket: t.Socket, Pane: t.Pane, Prompt: t.Prompt, Session: t.Session}, nil, "", &t); err != nil {
 		return agent, err
 	}
 	if agent != t.Agent {
@@ -234,6 +237,10 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) (string, 
 
 // errEnded is why the route of an agent the user ended is not taken up.
 var errEnded = errors.New("the agent was unregistered or killed by the user")
+
+// errKeptChanged is why Restore does not take up a kept route that another
+// bind of its agent replaced while Restore was at it.
+var errKeptChanged = errors.New("another pane was bound to the agent meanwhile")
 
 // ownSocket checks that a kept tmux socket is still this user's to trust:
 // the socket and its directory are owned by this user, and no one else can
