@@ -79,7 +79,16 @@ func (d *daemon) addr() string { return strings.Split(addrsRe.FindStringSubmatch
 // up starts `parley up` and waits for its ready line.
 func up(t testing.TB, home string, args ...string) *daemon {
 	t.Helper()
+	return upEnv(t, home, nil, args...)
+}
+
+// upEnv is up with env added to the node's environment.
+func upEnv(t testing.TB, home string, env []string, args ...string) *daemon {
+	t.Helper()
 	cmd := exec.Command(parleyBin, append([]string{"--home", home, "up", "--no-mdns"}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -49,8 +49,9 @@ of the current session; otherwise a new session, attached when stdin and stdout
 are a terminal (unless --detach), else left detached, saying so (a script's or
 cron's run). The node keeps the agent registered while its pane lives, also
 across a restart of the node; when the program exits, the agent goes. When the
-program cannot be started, or exits before it waits at a prompt, the agent is
-unregistered and run exits 1 saying why.`,
+program cannot be started, or exits before it waits at a prompt, or the node
+cannot make its pane the agent's wake-up route (its pane is closed then), the
+agent is unregistered and run exits 1 saying why.`,
 		Example: `  parley run --name reviewer -- claude
   parley run -- codex
   parley run --detach --name bot -- ./my-agent.sh`,
@@ -136,7 +137,17 @@ unregistered and run exits 1 saying why.`,
 				return failed("%v", err)
 			}
 			if err := c.WakeTerminal(ctx, info.Name, localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: prompt, Session: session}); err != nil {
-				return failed("%v", g.apiErr(err))
+				// The program runs for an agent about to be unregistered:
+				// its pane goes too, so that running run again (as a 504
+				// says to) does not leave two copies of it.
+				kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				kerr := psrv.KillPane(kctx, pane.ID)
+				kcancel()
+				if kerr != nil && !errors.Is(kerr, tmux.ErrNoPane) && !errors.Is(kerr, tmux.ErrNoServer) {
+					return failed("the node could not make tmux pane %s the agent's wake-up route: %v; the pane could not be closed (%v): %s runs on in it, for no agent, so close it before you run it again",
+						pane.ID, g.apiErr(err), kerr, args[0])
+				}
+				return failed("the node could not make tmux pane %s the agent's wake-up route: %v; the pane is closed", pane.ID, g.apiErr(err))
 			}
 			bound = true
 			attach := tmux.Server{Socket: pane.Socket}.AttachCommand(pane.Session)

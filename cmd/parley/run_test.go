@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -360,5 +364,55 @@ func TestUnmuteDeliversWhatWaited(t *testing.T) {
 	got, err := c.WaitReply(ctx, "human", res.AskID, 20*time.Second, false)
 	if err != nil || got.Reply == nil || got.Reply.Text != "the port is 8080" {
 		t.Fatalf("no answer after unmute: %+v, %v", got, err)
+	}
+}
+
+// The node cannot make the pane the agent's wake-up route: its tmux does
+// not answer its check of the pane in time (the local API's 504). `run`
+// exits 1 saying why, the agent is unregistered, and the pane, whose
+// program would run on for no agent, is closed, so that running `run`
+// again, as the message says to, starts no second copy (before, the
+// program ran on in its pane).
+func TestRunClosesItsPaneWhenTheNodeCannotBindIt(t *testing.T) {
+	t.Parallel()
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux is not installed (.ci/run installs it)")
+	}
+	// The node's tmux (found on its PATH) hangs on a bare check of a pane
+	// (list-panes without capture-pane: WakeTerminal's), until the node's
+	// time limit kills it; a hang left at the end of the test is killed
+	// then, by its process group, while its command line names dir.
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	script := "#!/bin/sh\ncase \" $* \" in *\" capture-pane \"*) ;; *\" list-panes \"*) echo $$ >> '" + pids + "'; exec sh -c 'sleep 600; :' '" + dir + "' ;; esac\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "tmux"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		raw, _ := os.ReadFile(pids)
+		for _, f := range strings.Fields(string(raw)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && bytes.Contains(cmdline, []byte(dir)) {
+				syscall.Kill(-pid, syscall.SIGKILL) //nolint:errcheck // ended meanwhile is fine
+			}
+		}
+	})
+	home := filepath.Join(t.TempDir(), "a")
+	upEnv(t, home, []string{"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")}, "--listen", loopback)
+	sock := tmuxDir(t)
+	out, code := parleyRun(t, home, "--name", "slow", "--tmux-socket", sock, "--", "bash", "--norc", "FAKEAGENT")
+	if code == 0 || !strings.Contains(out, "did not answer") || !strings.Contains(out, "the pane is closed") || !strings.Contains(out, "agent slow is unregistered") {
+		t.Fatalf("parley run, the node's tmux not answering: exit %d\n%s", code, out)
+	}
+	if listed(t, home, "slow") {
+		t.Fatal("agent slow is still listed")
+	}
+	// The pane was the server's only one: the server is gone with it.
+	if panes, err := exec.Command("tmux", "-S", sock, "list-panes", "-a", "-F", "#{pane_id}").CombinedOutput(); err == nil && strings.TrimSpace(string(panes)) != "" {
+		t.Fatalf("panes left on the tmux server: %s", panes)
 	}
 }

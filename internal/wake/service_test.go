@@ -1731,3 +1731,24 @@ func TestForgetTerminalOfTheNameARouteHasNotSeenItsSessionTake(t *testing.T) {
 	}
 	f.staysForgotten("bot2", ta)
 }
+
+// POST …/wake/terminal while tmux does not answer the check of the pane:
+// the check runs out as a look does, and the local API's error is a 504
+// that says so.
+func TestWakeTerminalWhileTmuxHangsIs504(t *testing.T) {
+	needTmux(t)
+	bin, armed := inspectHook(t, `hang`)
+	f := newFixture(t, time.Hour, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
+	ta := f.fakePane("2")
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: ta.pane.Socket, Pane: ta.pane.ID, Prompt: "> ", Session: "s1"})
+	var le *localapi.Error
+	if !errors.As(err, &le) || le.Status != http.StatusGatewayTimeout || le.Code != localapi.CodeTimeout || !strings.Contains(le.Message, "did not answer") {
+		t.Fatalf("WakeTerminal while tmux hangs: %#v", err)
+	}
+	if got := f.routesByAgent(); len(got) != 0 || len(f.kept()) != 0 {
+		t.Fatalf("routes %v, kept %+v", got, f.kept())
+	}
+}
