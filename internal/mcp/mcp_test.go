@@ -235,11 +235,15 @@ func TestLookAlikeRoomsNamedApart(t *testing.T) {
 		}
 		return strings.Contains(text, "post here") && strings.Contains(text, "the real one")
 	}, "alpha to read both rooms")
+	// line is the line that holds s and the line before it: a pending
+	// item's text stands indented under its header, which names the room.
 	line := func(s string) string {
+		prev := ""
 		for l := range strings.Lines(text) {
 			if strings.Contains(l, s) {
-				return l
+				return prev + l
 			}
+			prev = l
 		}
 		return ""
 	}
