@@ -529,7 +529,7 @@ func (s *Service) pushed(p peer.ID, card []byte, err error) {
 func (s *Service) push(ctx context.Context, p peer.ID, own []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	st, err := s.cfg.Host.NewStream(network.WithNoDial(ctx, "names"), p, PushProtocol)
+	st, err := s.cfg.Host.NewStream(overRelay(ctx), p, PushProtocol)
 	if err != nil {
 		return err
 	}
@@ -624,11 +624,22 @@ func (s *Service) readCard(st network.Stream, p peer.ID, how string) {
 	}
 }
 
+// overRelay is ctx for a card's stream: on the connections the node has
+// (it dials nobody for a card), relayed ones included. A peer reached only
+// through a relay (a room member or contact behind a NAT) is named too; a
+// card is small (at most discovery.MaxNodeCardWire bytes), asked for at most
+// once in RefetchAfter and pushed at most once in PushEvery, and only with
+// the peers whose cards are kept or held, so a relay's per-circuit data
+// budget is not at risk.
+func overRelay(ctx context.Context) context.Context {
+	return network.WithAllowLimitedConn(network.WithNoDial(ctx, "names"), "names")
+}
+
 // fetch asks p for its card and keeps it.
 func (s *Service) fetch(ctx context.Context, p peer.ID) {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	st, err := s.cfg.Host.NewStream(network.WithNoDial(ctx, "names"), p, Protocol)
+	st, err := s.cfg.Host.NewStream(overRelay(ctx), p, Protocol)
 	if err != nil {
 		s.log.Debug("no node card from peer", "peer", p.String(), "err", err)
 		return

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	ma "github.com/multiformats/go-multiaddr"
+
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/internal/frame"
 	"github.com/parley-mesh/parley/internal/names"
@@ -173,5 +177,66 @@ func TestPushedCards(t *testing.T) {
 	pushCard(t, nt, 1, 0, seal(1, "robert", later+1))
 	if h, _ := ns.Handle(nt.ID(1)); h != "bobby" {
 		t.Fatalf("a second push within %s was taken: the handle is %q", names.PushEvery, h)
+	}
+}
+
+// Two room members that reach each other only through a relay (behind
+// NATs that allow no hole punching) learn each other's handles over the
+// relayed connection. Before, the card's streams were not allowed on a
+// limited connection, and each showed the other as …SUFFIX for good.
+func TestNamesOverARelay(t *testing.T) {
+	const r, a, b = 0, 1, 2
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.Handle = []string{"rita", "alice", "bob"}[i]
+		c.RoomPolicy = rooms.DefaultPolicy{} // invites without contacts
+		c.Reachability = node.ReachabilityPrivate
+		if i == r {
+			c.Reachability = node.ReachabilityPublic
+			c.RelayService, c.RelayOpen = true, true
+		}
+		if i == a {
+			c.Relays = c.Bootstrap // node r
+		}
+	}))
+	nt.BlockDirect(a, b)
+	nt.WaitFor(30*time.Second, func() bool {
+		for _, rs := range nt.Node(a).Relays() {
+			if rs.Relay == nt.ID(r) && rs.Held {
+				return true
+			}
+		}
+		return false
+	}, "node %d to hold a reservation on node %d", a, r)
+	var circuit []ma.Multiaddr
+	for _, ra := range nt.Node(r).Host().Addrs() {
+		circuit = append(circuit, ra.Encapsulate(ma.StringCast("/p2p/"+nt.ID(r).String()+"/p2p-circuit")))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nb := nt.Node(b)
+	var err error
+	if !nodetest.Poll(30*time.Second, func() bool {
+		nb.Host().Network().(*swarm.Swarm).Backoff().Clear(nt.ID(a)) // a failed try must dial again
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer dcancel()
+		err = nb.Connect(dctx, peer.AddrInfo{ID: nt.ID(a), Addrs: circuit})
+		return err == nil
+	}) {
+		t.Fatalf("node %d did not reach node %d through the relay: %v", b, a, err)
+	}
+	room, err := nb.Rooms().CreateRoom(ctx, "across", "", "human")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nb.Rooms().Invite(ctx, room, nt.ID(a), "human"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool {
+		ha, oka := nt.Node(b).Names().Handle(nt.ID(a))
+		hb, okb := nt.Node(a).Names().Handle(nt.ID(b))
+		return oka && okb && ha == "alice" && hb == "bob"
+	}, "the two members to learn each other's handles over the relay")
+	if ci, ok := nb.ConnInfo(nt.ID(a)); !ok || !ci.Relayed {
+		t.Fatalf("nodes %d and %d: %+v %v, want relayed only", b, a, ci, ok)
 	}
 }
