@@ -5,7 +5,7 @@
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline [-repeat N]]
 //	    [-cpuprofile FILE] [-burn N] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
 //	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
-//	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-relay-drop] [-relay-stall] [-json FILE]
+//	go run ./cmd-testnet -netns -nat [cone|symmetric] [-runs 5] [-messages 10] [-relay-drop] [-relay-stall] [-relay-tcp] [-json FILE]
 //
 // It exits 0 when every scenario delivered every message with the same order
 // on every node and no Say failed (and a soak's live heap and goroutines
@@ -103,6 +103,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs.IntVar(&out.natMessages, "messages", 10, "with -nat: messages each of A and B says")
 	fs.BoolVar(&out.natRelayDrop, "relay-drop", false, "with -nat: kill the relay while A and B talk, say more, start it again; every message must arrive")
 	fs.BoolVar(&out.natRelayStall, "relay-stall", false, "with -nat: freeze the relay for 10 s (connections open, nothing forwarded) while A and B say more; every message must arrive")
+	fs.BoolVar(&out.natRelayTCP, "relay-tcp", false, "with -nat: give A and B the relay's TCP address instead of its QUIC one")
 	fs.StringVar(&scenario, "scenario", "all", "scenario: "+strings.Join(testnet.Scenarios, "|")+"|all (comma-separated for several)")
 	fs.StringVar(&out.json, "json", "", "write the full results as JSON to `FILE`")
 	fs.StringVar(&out.svg, "svg", "", "write a chart of the latency distributions to `FILE` (SVG)")
@@ -282,6 +283,7 @@ type outputs struct {
 	natRuns, natMessages int
 	natRelayDrop         bool
 	natRelayStall        bool
+	natRelayTCP          bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -392,7 +394,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runNAT runs the NAT lab and prints one line a run and a summary.
 func runNAT(ctx context.Context, cfg testnet.Config, out outputs, stdout, stderr io.Writer) int {
-	res, err := testnet.RunNAT(ctx, testnet.NATConfig{NAT: out.nat, Runs: out.natRuns, Messages: out.natMessages, RelayDrop: out.natRelayDrop, RelayStall: out.natRelayStall, Parley: cfg.Parley, Dir: cfg.Dir}, stderr)
+	res, err := testnet.RunNAT(ctx, testnet.NATConfig{NAT: out.nat, Runs: out.natRuns, Messages: out.natMessages, RelayDrop: out.natRelayDrop, RelayStall: out.natRelayStall, RelayTCP: out.natRelayTCP, Parley: cfg.Parley, Dir: cfg.Dir}, stderr)
 	switch {
 	case errors.Is(err, testnet.ErrUsage):
 		fmt.Fprintf(stderr, "cmd-testnet: %v\n", err)

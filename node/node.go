@@ -28,6 +28,7 @@ import (
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/discovery"
@@ -229,7 +230,11 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	for _, a := range n.cfg.ListenAddrs {
-		if err := n.host.Network().Listen(a); err != nil {
+		err := tcpPortFree(a)
+		if err == nil {
+			err = n.host.Network().Listen(a)
+		}
+		if err != nil {
 			if noIPv6(a, err) {
 				n.log.Warn("no IPv6 on this machine: not listening on it", "addr", a.String(), "err", rootCause(err))
 				continue
@@ -436,9 +441,14 @@ func (n *Node) startHost() error {
 	opts := []libp2p.Option{
 		libp2p.Identity(n.priv),
 		libp2p.NoListenAddrs,
-		// No SO_REUSEPORT for TCP: a second node on a busy port must
-		// fail, not silently share the port with the first.
-		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
+		// TCP dials leave from the listening port (SO_REUSEPORT,
+		// libp2p's default): a peer records the address it observes
+		// for the node only on a connection from a listening port, and
+		// hole punching needs one. Without it a node that reached the
+		// others over TCP alone (a TCP bootstrap or relay address) knew
+		// no public address and never punched. tcpPortFree refuses a
+		// port another node holds, which SO_REUSEPORT would share.
+		libp2p.Transport(tcp.NewTCPTransport),
 		// QUIC dials from its listening socket (libp2p's default: the
 		// socket is shared inside the process, no SO_REUSEPORT), so a NAT
 		// maps the node's one QUIC port, peers observe that mapping, and
@@ -640,6 +650,24 @@ func noIPv6(a ma.Multiaddr, err error) bool {
 		return false
 	}
 	return errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EPROTONOSUPPORT)
+}
+
+// tcpPortFree checks that a TCP listen address's port is free, with a
+// plain bind (no SO_REUSEPORT), closed at once: the TCP listener takes the
+// port with SO_REUSEPORT, which lets a second socket of the same user share
+// a port the first holds (the kernel then splits incoming connections
+// between the two nodes); a plain bind fails on such a port. Port 0 and
+// other transports pass.
+func tcpPortFree(a ma.Multiaddr) error {
+	port, err := a.ValueForProtocol(ma.P_TCP)
+	if err != nil || port == "0" {
+		return nil
+	}
+	l, err := manet.Listen(a)
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }
 
 func rootCause(err error) error {

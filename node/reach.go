@@ -476,12 +476,27 @@ func (n *Node) ConnInfo(p peer.ID) (ConnInfo, bool) {
 		ci.Why = "relayed: hole punching under way"
 	case punched && !punch.ok:
 		ci.Why = "relayed: hole punching failed (" + punch.err + "); the NATs may not allow a direct connection"
+	case !slices.Contains(n.host.Mux().Protocols(), holepunch.Protocol):
+		// libp2p serves hole punching once the node knows a public
+		// address of its own, one a peer observed it come from.
+		ci.Why = "relayed: hole punching cannot start: this node knows no public address of its own yet " +
+			"(the peers it reaches directly tell it the address they see; none has told it a public one)"
+	case !n.peerPunches(p):
+		ci.Why = "relayed: hole punching cannot start: the peer knows no public address of its own yet"
 	case n.reach.Reachability() == network.ReachabilityPrivate:
 		ci.Why = "relayed: this node is behind a NAT; hole punching not tried yet"
 	default:
 		ci.Why = "relayed: the peer is not reachable directly; hole punching not tried yet"
 	}
 	return ci, true
+}
+
+// peerPunches reports whether p may take part in hole punching: false
+// once identify told that p does not serve it (p knows no public address
+// of its own); true while p's protocols are not known.
+func (n *Node) peerPunches(p peer.ID) bool {
+	ps, err := n.host.Peerstore().GetProtocols(p)
+	return err != nil || len(ps) == 0 || slices.Contains(ps, holepunch.Protocol)
 }
 
 func isRelayed(a ma.Multiaddr) bool {

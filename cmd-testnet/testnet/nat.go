@@ -59,6 +59,10 @@ type NATConfig struct {
 	// must arrive. Zero RelayStallFor means 10 s.
 	RelayStall    bool
 	RelayStallFor time.Duration
+	// RelayTCP gives A and B the relay's TCP address (as bootstrap and
+	// relay) instead of its QUIC one: A and B then reach the public node
+	// over TCP alone, and must still become direct behind cone NATs.
+	RelayTCP bool
 	// Parley is the parley binary; empty means build it.
 	Parley string
 	// Dir is where node homes go; empty means a temporary folder.
@@ -413,6 +417,9 @@ func natRun(ctx context.Context, cfg NATConfig, bin, dir string, p *progress) (r
 	}
 	nodes = append(nodes, pr)
 	raddr := "/ip4/5.0.0.10/udp/4190/quic-v1/p2p/" + pr.peerID
+	if cfg.RelayTCP {
+		raddr = "/ip4/5.0.0.10/tcp/4190/p2p/" + pr.peerID
+	}
 	behind := fmt.Sprintf("bootstrap = %s\nrelay = %s\nreachability = private\n", raddr, raddr)
 	t0 := time.Now()
 	since := func() float64 { return round3(time.Since(t0).Seconds()) }
