@@ -541,7 +541,10 @@ func (n *Node) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	if ai.ID == n.id {
 		return fmt.Errorf("node: connect: that is this node's own address")
 	}
-	return n.host.Connect(ctx, ai)
+	if err := n.host.Connect(ctx, ai); err != nil {
+		return dialError{err}
+	}
+	return nil
 }
 
 // Run starts the node if it is not started and blocks until ctx ends or the
