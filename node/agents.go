@@ -65,3 +65,18 @@ func (a agentContacts) Active() []agents.Contact {
 	}
 	return out
 }
+
+// contactRequests counts the requests to be contacts that wait for the
+// user.
+func contactRequests(n *Node) int {
+	if n.contacts == nil {
+		return 0
+	}
+	k := 0
+	for _, e := range n.contacts.List() {
+		if e.State == consent.StatePendingIn {
+			k++
+		}
+	}
+	return k
+}

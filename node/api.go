@@ -74,6 +74,7 @@ func (b apiBackend) Status() localapi.Status {
 	}
 	st.HumanAsks, st.HumanInvitations = humanWaiting(n)
 	st.HumanOwed = st.HumanAsks + st.HumanInvitations
+	st.ContactRequests = contactRequests(n)
 	return st
 }
 

@@ -125,6 +125,10 @@ func statusCmd(g *globals) *cobra.Command {
 						}
 						fmt.Fprintf(w, "waiting for you: %s (parley inbox shows %s)\n", strings.Join(parts, " and "), plural(v.HumanOwed, "it", "them"))
 					}
+					if v.ContactRequests > 0 {
+						fmt.Fprintf(w, "contact requests waiting for you: %d (parley inbox or parley contact list shows %s; approve or deny each)\n",
+							v.ContactRequests, plural(v.ContactRequests, "it", "them"))
+					}
 					if v.Unreached > 0 {
 						fmt.Fprintf(w, "agents not reached: %d %s not read in time (parley who marks the agents)\n", v.Unreached,
 							plural(v.Unreached, "owed item was", "owed items were"))

@@ -143,6 +143,16 @@ func TestCLIContactConsentGatesRooms(t *testing.T) {
 	if p := pending[0]; p.ID != req.ID || p.PeerID != idA.PeerID || p.Handle != "alice" || p.State != "pending-in" || p.Note != "let's pair" || p.Expires != nil {
 		t.Fatalf("B lists %+v", p)
 	}
+	// The request waits for B's user: status and inbox say so, with the
+	// commands that answer it. Before, inbox said "nothing waits for
+	// you" and status nothing.
+	if out, errs, code := run(t, "--home", homeB, "status"); code != 0 || !strings.Contains(out, "contact requests waiting for you: 1 ") {
+		t.Fatalf("B's status: exit %d %s\n%s", code, errs, out)
+	}
+	if out, errs, code := run(t, "--home", homeB, "inbox"); code != 0 || !strings.Contains(out, "CONTACT REQUEST from "+idA.PeerID+` (handle "alice", its own word): let's pair`) ||
+		!strings.Contains(out, "parley contact approve "+req.ID+"; deny: parley contact deny "+req.ID) {
+		t.Fatalf("B's inbox: exit %d %s\n%s", code, errs, out)
+	}
 	// The list's JSON has exactly the documented keys.
 	out, _, _ := run(t, "--home", homeB, "contact", "list", "--json")
 	for _, k := range []string{`"id"`, `"peer_id"`, `"handle"`, `"state"`, `"note"`, `"expires"`} {
@@ -156,6 +166,9 @@ func TestCLIContactConsentGatesRooms(t *testing.T) {
 	for _, h := range []struct{ home, other string }{{homeA, idB.PeerID}, {homeB, idA.PeerID}} {
 		nodetest.WaitFor(t, 10*time.Second, func() bool { return stateOf(t, h.home, h.other) == "active" },
 			"%s to list the contact as active", h.home)
+	}
+	if out, _, _ := run(t, "--home", homeB, "inbox"); strings.Contains(out, "CONTACT REQUEST") {
+		t.Fatalf("B's inbox lists an approved request:\n%s", out)
 	}
 	l := contactsOf(t, homeA)
 	if len(l) != 1 || l[0].Handle != "bob" || l[0].Expires == nil {

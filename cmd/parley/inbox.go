@@ -27,29 +27,36 @@ func inboxCmd(g *globals) *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "inbox",
-		Short: "What waits for you: asks to answer, invitations, replies, unread messages",
+		Short: "What waits for you: asks to answer, invitations, replies, unread messages, contact requests",
 		Long: `Lists what the agent (--as, default human: you) has yet to see, as an agent's
 parley_read does: the asks it owes (each with the command that answers it), invitations,
-replies to its asks, unread messages and board notices. Nothing is marked as seen unless
---take is given; an ask stays until it is answered. --wait waits for something new first.`,
+replies to its asks, unread messages and board notices; for human, also the requests to be
+contacts that wait for your approval. Nothing is marked as seen unless --take is given; an
+ask stays until it is answered. --wait waits for something new first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if wait < 0 || wait > localapi.MaxWait {
 				return fmt.Errorf("--wait %s: use 0 to %s", wait, localapi.MaxWait)
 			}
 			var book localapi.NameBook
+			var requests []localapi.ContactEntry
 			g2 := *g
 			g2.timeout += wait
-			return call(&g2, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Pending, error) {
+			return call(&g2, cmd, func(ctx context.Context, c *localapi.Client) (v localapi.Pending, err error) {
 				book = nameBook(ctx, c)
-				if wait > 0 {
-					return c.Wait(ctx, as, localapi.WaitRequest{Seconds: wait.Seconds(), Take: take})
+				switch {
+				case wait > 0:
+					v, err = c.Wait(ctx, as, localapi.WaitRequest{Seconds: wait.Seconds(), Take: take})
+				case take:
+					v, err = c.Take(ctx, as)
+				default:
+					v, err = c.Peek(ctx, as)
 				}
-				if take {
-					return c.Take(ctx, as)
+				if err == nil && as == human {
+					requests = contactRequests(ctx, c)
 				}
-				return c.Peek(ctx, as)
-			}, func(w io.Writer, v localapi.Pending) { printPending(w, v, book, as) })
+				return v, err
+			}, func(w io.Writer, v localapi.Pending) { printPending(w, v, book, as, requests) })
 		},
 	}
 	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent whose inbox to show")
@@ -58,13 +65,43 @@ replies to its asks, unread messages and board notices. Nothing is marked as see
 	return cmd
 }
 
+// contactRequests returns the requests to be contacts that wait for the
+// user's approval; none when they cannot be read (the inbox is shown
+// anyway).
+func contactRequests(ctx context.Context, c *localapi.Client) []localapi.ContactEntry {
+	cs, err := c.Contacts(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []localapi.ContactEntry
+	for _, e := range cs {
+		if e.State == "pending-in" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // printPending prints agent as's pending items, each with what to do
-// about it, and the unread messages left unlisted.
-func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as string) {
-	if len(v.Items) == 0 && len(v.MoreUnread) == 0 {
+// about it, the unread messages left unlisted, and the requests to be
+// contacts that wait for the user.
+func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as string, requests []localapi.ContactEntry) {
+	if len(v.Items) == 0 && len(v.MoreUnread) == 0 && len(requests) == 0 {
 		fmt.Fprintln(w, "nothing waits for you")
 		return
 	}
+	defer func() {
+		for _, r := range requests {
+			fmt.Fprintf(w, "CONTACT REQUEST from %s", r.PeerID)
+			if r.Handle != "" {
+				fmt.Fprintf(w, " (handle %q, its own word)", termtext.Line(r.Handle))
+			}
+			if r.Note != "" {
+				fmt.Fprintf(w, ": %s", termtext.Line(r.Note))
+			}
+			fmt.Fprintf(w, "\n    approve: parley contact approve %s; deny: parley contact deny %s\n", r.ID, r.ID)
+		}
+	}()
 	// The commands shown act as the agent whose inbox this is: pasted
 	// as they are, they do not answer as human (nor as PARLEY_AGENT).
 	asFlag := ""

@@ -55,6 +55,9 @@ type Status struct {
 	// HumanAsks and HumanInvitations are HumanOwed's two parts.
 	HumanAsks        int `json:"human_asks"`
 	HumanInvitations int `json:"human_invitations"`
+	// ContactRequests counts the requests to be contacts that wait for
+	// the user's approval (parley contact list and parley inbox list them).
+	ContactRequests int `json:"contact_requests"`
 	// StoreProblem says why the node's database refuses writes, when it
 	// does: a failed write (restart the node) or a nearly full disk.
 	StoreProblem string `json:"store_problem,omitempty"`
