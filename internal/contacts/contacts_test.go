@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -164,6 +165,12 @@ func TestDenyAndRateLimit(t *testing.T) {
 	wantErr(t, err, consent.ErrDenied)
 	if !errors.Is(err, consent.ErrRemote) {
 		t.Fatalf("not the peer's refusal: %v", err)
+	}
+	// Said to the requester as it is: not the peer's own error, which
+	// names the requester's "incoming request" and reads backwards here.
+	if msg := err.Error(); !regexp.MustCompile(`refused: its user denied this node's request, or revoked the contact; this node may ask again after \d{4}-\d\d-\d\d \d\d:\d\d UTC$`).MatchString(msg) ||
+		strings.Contains(msg, "incoming request") {
+		t.Fatalf("a denied request's error: %q", msg)
 	}
 	if rejected(t, nt, 1, "denied") != before+1 {
 		t.Fatal("refused request not counted")

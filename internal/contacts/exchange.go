@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -94,9 +95,33 @@ func (s *Service) exchange(ctx context.Context, p peer.ID, m consent.Message) (*
 		if text == "" {
 			text = ans.Code
 		}
+		if errors.Is(err, consent.ErrDenied) {
+			text = deniedText(ans.Text)
+		}
 		return nil, &remoteError{peer: p, text: text, err: err}
 	}
 	return ans, nil
+}
+
+// deniedUntil finds the end of a cool-down in a "denied" answer's text
+// ("...: until 2026-12-06T05:52:16Z").
+var deniedUntil = regexp.MustCompile(`until (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)`)
+
+// deniedText says, to this node's user, what a peer's "denied" answer
+// means: the peer's text is its own node's error ("consent: incoming
+// request THIS_NODE: consent: denied, try again later: until T"), which
+// read backwards here.
+func deniedText(peerText string) string {
+	const what = "its user denied this node's request, or revoked the contact"
+	m := deniedUntil.FindStringSubmatch(peerText)
+	if m == nil {
+		return what + "; this node may ask again later"
+	}
+	t, err := time.Parse(time.RFC3339, m[1])
+	if err != nil {
+		return what + "; this node may ask again later"
+	}
+	return what + "; this node may ask again after " + t.UTC().Format("2006-01-02 15:04 MST")
 }
 
 // remoteError is a peer's refusal: it reads as the peer's own words and
