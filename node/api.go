@@ -35,13 +35,6 @@ func (b apiBackend) Info() localapi.Info {
 
 func (b apiBackend) Status() localapi.Status {
 	n := b.n
-	relay := "off"
-	if n.cfg.RelayService {
-		relay = "on (contacts and room members)"
-		if n.cfg.RelayOpen {
-			relay = "open (every peer)"
-		}
-	}
 	direct, relayed := 0, []localapi.Peer{}
 	for _, p := range b.Peers() {
 		if p.Conn == "relayed" {
@@ -57,7 +50,7 @@ func (b apiBackend) Status() localapi.Status {
 	st := localapi.Status{
 		StoreProblem: problem,
 		Reachability: strings.ToLower(n.reach.Reachability().String()),
-		RelayService: relay,
+		RelayService: n.RelayServiceStatus(),
 		Relays:       relayInfos(n),
 		Direct:       direct,
 		Relayed:      relayed,

@@ -109,11 +109,12 @@ type Config struct {
 	// (contacts and room members first) are tried after them. Nil: only
 	// those peers.
 	Relays []peer.AddrInfo
-	// RelayService offers relaying, once AutoNAT finds the node publicly
-	// reachable (or Reachability is "public"), to its contacts, the peers
-	// it asked and the member nodes of its rooms, with limits (2 minutes
-	// and 1 MiB a relayed connection, 128 reservations, 8 from one IP
-	// address, one a peer). False means off.
+	// RelayService offers relaying to the node's contacts, the peers it
+	// asked and the member nodes of its rooms, with limits (2 minutes and
+	// 1 MiB a relayed connection, 128 reservations, 8 from one IP address,
+	// one a peer). It runs from the start, whatever AutoNAT finds (a
+	// public node among NATed peers never learns from AutoNAT that it is
+	// public). False means off.
 	RelayService bool
 	// RelayOpen opens the relay service to every peer. False means
 	// contacts and room members only.

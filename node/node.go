@@ -25,6 +25,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
@@ -91,6 +92,7 @@ type Node struct {
 	names     *names.Service      // set by Start, read-only afterwards
 	reconnect *reconnect.Service  // set by Start, read-only afterwards
 	reach     *reach              // set by Start, read-only afterwards
+	relaySvc  *relayv2.Relay      // the relay service (nil: off); set by Start, read-only afterwards
 	// listening is closed once Start has opened (or failed to open) the
 	// listen sockets: dials that must leave from the listening port wait.
 	listening     chan struct{}
@@ -398,6 +400,12 @@ func (n *Node) start(ctx context.Context) error {
 	}
 
 	n.reach.started()
+	// The relay service starts once the node knows whom it deals with:
+	// until then it would refuse its contacts (who then wait out a
+	// back-off of 30 s).
+	if err := n.startRelayService(); err != nil {
+		return err
+	}
 	n.wg.Add(3)
 	go func() {
 		defer n.wg.Done()
@@ -609,6 +617,9 @@ func (n *Node) Close() error {
 		}
 		if n.dht != nil {
 			errs = append(errs, n.dht.Close())
+		}
+		if n.relaySvc != nil {
+			errs = append(errs, n.relaySvc.Close())
 		}
 		if n.host != nil {
 			errs = append(errs, n.host.Close())

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	pbv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/pb"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
@@ -291,16 +292,59 @@ func (n *Node) reachOptions() ([]libp2p.Option, error) {
 	if n.cfg.NATPortMap {
 		opts = append(opts, libp2p.NATPortMap())
 	}
-	if n.cfg.RelayService {
-		rc := relayv2.DefaultResources()
-		rc.Limit = &relayv2.RelayLimit{Duration: relayDuration, Data: relayData}
-		rc.MaxReservations = relayReservations
-		rc.MaxReservationsPerIP = relayPerIP
-		rc.MaxCircuits = relayCircuits
-		opts = append(opts, libp2p.EnableRelayService(relayv2.WithResources(rc), relayv2.WithACL(relayACL{n}),
-			relayv2.WithMetricsTracer(n.reach.relay)))
-	}
 	return opts, nil
+}
+
+// startRelayService runs the relay service when the config asks for it,
+// whatever AutoNAT finds. libp2p's own (libp2p.EnableRelayService) runs
+// only while AutoNAT finds the node public, and AutoNAT needs peers that
+// are public themselves to find that: a team's first relay, on a public
+// address with only NATed laptops around, stayed "unknown" and never
+// relayed while it was configured to. Behind a NAT the service still
+// serves the peers that reach the node directly (on its network); `parley
+// status` says so.
+func (n *Node) startRelayService() error {
+	if !n.cfg.RelayService {
+		return nil
+	}
+	rc := relayv2.DefaultResources()
+	rc.Limit = &relayv2.RelayLimit{Duration: relayDuration, Data: relayData}
+	rc.MaxReservations = relayReservations
+	rc.MaxReservationsPerIP = relayPerIP
+	rc.MaxCircuits = relayCircuits
+	svc, err := relayv2.New(n.host, relayv2.WithResources(rc), relayv2.WithACL(relayACL{n}),
+		relayv2.WithMetricsTracer(n.reach.relay))
+	if err != nil {
+		return fmt.Errorf("node: start the relay service: %w (set relay_service = off in HOME/config to run without it)", err)
+	}
+	n.relaySvc = svc
+	return nil
+}
+
+// relayServing reports whether the relay service answers reservations
+// now: its protocol is on the host.
+func (n *Node) relayServing() bool {
+	return n.host != nil && slices.Contains(n.host.Mux().Protocols(), protocol.ID(hopProtocol))
+}
+
+// RelayServiceStatus says whether the node relays for others, for whom,
+// and, when it is configured to but cannot serve everyone it is meant to,
+// why (parley status).
+func (n *Node) RelayServiceStatus() string {
+	if !n.cfg.RelayService {
+		return "off"
+	}
+	mode := "on (contacts and room members)"
+	if n.cfg.RelayOpen {
+		mode = "open (every peer)"
+	}
+	if !n.relayServing() {
+		return mode + ": NOT SERVING: the relay service is not running (the node is stopping, or it failed: see the node's log)"
+	}
+	if n.reach.Reachability() == network.ReachabilityPrivate {
+		return mode + ": serving, but AutoNAT finds this node behind a NAT: only peers that reach it directly (on its network) can use it; set reachability = public in HOME/config if it is in fact reachable"
+	}
+	return mode + ": serving"
 }
 
 // relaySourceWait is how long one call of relayCandidates waits for a

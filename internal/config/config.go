@@ -88,14 +88,18 @@ mdns = true
 # offer relaying are used too.
 # relay = /ip4/192.0.2.10/tcp/4190/p2p/12D3KooW...
 
-# relay_service: relay for others when this node is publicly reachable:
-# off, on (your contacts and room members only) or open (everyone).
+# relay_service: relay for others: off, on (your contacts and room members
+# only) or open (everyone). Turn it on for a node others can reach (a public
+# address, or a forwarded port); it runs whatever AutoNAT finds, and
+# parley status says whether it serves.
 relay_service = off
 
 # port_map: ask the router to forward a port (UPnP, NAT-PMP): true or false.
 port_map = true
 
-# reachability: auto (find out with AutoNAT), public or private.
+# reachability: auto (find out with AutoNAT, which needs public peers to
+# tell), public (this node is reachable from outside: its DHT serves others)
+# or private (behind a NAT: it reserves a slot on a relay from the start).
 reachability = auto
 
 # agent_post_limit: how many messages and asks each of your agents may post in

@@ -37,7 +37,10 @@ type Status struct {
 	// Reachability is what AutoNAT found: public, private (behind a NAT)
 	// or unknown.
 	Reachability string `json:"reachability"`
-	// RelayService is off, on (contacts and room members) or open.
+	// RelayService is "off", or "on (contacts and room members)" or "open
+	// (every peer)" followed by whether the service runs ("serving", or
+	// "NOT SERVING" and why) and, when AutoNAT finds the node behind a
+	// NAT, that only peers that reach it directly can use it.
 	RelayService string `json:"relay_service"`
 	// Relays are the node's own reservations: each relay it holds one on,
 	// each configured relay, and any that refused one.
