@@ -28,7 +28,8 @@ type Config struct {
 	// DefaultListenAddrs. Every address must be listened on, or Start fails.
 	ListenAddrs []ma.Multiaddr
 	// Bootstrap are peers dialled at start and whenever the node has no
-	// connections. Nil means none.
+	// connections; their addresses are kept for dials by peer ID alone.
+	// Nil means none.
 	Bootstrap []peer.AddrInfo
 	// MDNS turns on LAN discovery. False means off.
 	MDNS bool
@@ -106,8 +107,10 @@ type Config struct {
 	NewIdentity bool
 	// Relays are relays the node may reserve a slot on when it is not
 	// reachable directly (behind a NAT); connected peers that offer relaying
-	// (contacts and room members first) are tried after them. Nil: only
-	// those peers.
+	// (contacts and room members first) are tried after them. They are
+	// dialled at start and whenever the node has no connections, as
+	// Bootstrap is, and their addresses are kept for dials by peer ID
+	// alone. Nil: only those peers.
 	Relays []peer.AddrInfo
 	// RelayService offers relaying to the node's contacts, the peers it
 	// asked and the member nodes of its rooms, with limits (2 minutes and

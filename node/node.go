@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
@@ -247,6 +249,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 
 	n.listeningDone()
+	n.keepConfiguredAddrs()
 
 	kad, err := dht.New(n.host, append([]dht.Option{
 		// A server unless AutoNAT finds the node behind a NAT.
@@ -487,13 +490,43 @@ func (n *Node) startHost() error {
 	return n.watchReachability()
 }
 
-// maintain redials the bootstrap peers at start and whenever the node has
-// no connections, then refreshes the DHT.
+// configuredPeers are the bootstrap peers and the configured relays, each
+// once: the peers the config gives with their addresses.
+func (n *Node) configuredPeers() []peer.AddrInfo {
+	var out []peer.AddrInfo
+	for _, ai := range append(append([]peer.AddrInfo(nil), n.cfg.Bootstrap...), n.cfg.Relays...) {
+		if ai.ID == n.id {
+			continue
+		}
+		if i := slices.IndexFunc(out, func(o peer.AddrInfo) bool { return o.ID == ai.ID }); i >= 0 {
+			out[i].Addrs = append(out[i].Addrs, ai.Addrs...)
+			continue
+		}
+		out = append(out, peer.AddrInfo{ID: ai.ID, Addrs: append([]ma.Multiaddr(nil), ai.Addrs...)})
+	}
+	return out
+}
+
+// keepConfiguredAddrs puts the configured peers' addresses in the
+// peerstore for good, so that a dial by peer ID alone (a contact request
+// to the relay's ID) finds them, not only a DHT lookup, which a node with
+// no peer yet cannot make.
+func (n *Node) keepConfiguredAddrs() {
+	for _, ai := range n.configuredPeers() {
+		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
+	}
+}
+
+// maintain dials the bootstrap peers and the configured relays at start
+// and whenever the node has no connections, then refreshes the DHT. A
+// relay is dialled as a bootstrap peer is: a node whose config names only
+// a relay has no other peer to learn from, with AutoNAT, that it is behind
+// a NAT, and so would never ask the relay.
 func (n *Node) maintain() {
 	t := time.NewTicker(30 * time.Second)
 	defer t.Stop()
 	for {
-		if len(n.host.Network().Peers()) == 0 && len(n.cfg.Bootstrap) > 0 {
+		if len(n.host.Network().Peers()) == 0 && len(n.configuredPeers()) > 0 {
 			n.dialBootstrap()
 		}
 		select {
@@ -506,17 +539,14 @@ func (n *Node) maintain() {
 
 func (n *Node) dialBootstrap() {
 	var wg sync.WaitGroup
-	for _, ai := range n.cfg.Bootstrap {
-		if ai.ID == n.id {
-			continue
-		}
+	for _, ai := range n.configuredPeers() {
 		wg.Add(1)
 		go func(ai peer.AddrInfo) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
 			defer cancel()
 			if err := n.host.Connect(ctx, ai); err != nil {
-				n.log.Warn("bootstrap dial failed", "bootstrap", ai.ID.String(), "err", err)
+				n.log.Warn("dial of a bootstrap peer or configured relay failed", "peer", ai.ID.String(), "err", err)
 			}
 		}(ai)
 	}

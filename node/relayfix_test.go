@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
@@ -66,5 +67,37 @@ func TestRelayServiceRunsWhileReachabilityIsUnknown(t *testing.T) {
 	}
 	if st.Reachability != "unknown" || st.RelayService != "on (contacts and room members): serving" {
 		t.Fatalf("relay's status: reachability %q, relay service %q", st.Reachability, st.RelayService)
+	}
+}
+
+// A node whose config names only a relay (no bootstrap line) dials it at
+// start, and a contact request to the relay's peer ID alone uses the
+// configured address, also when the relay was down at the node's start.
+// Before, nothing dialled a configured relay until AutoNAT found the node
+// behind a NAT, which it could not without a peer, and a request by peer
+// ID went to the DHT, which had no peer to ask.
+func TestConfiguredRelayIsDialled(t *testing.T) {
+	const r, a = 0, 1
+	var relays []peer.AddrInfo
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		if i == a {
+			if relays == nil {
+				relays = c.Bootstrap
+			}
+			c.Relays, c.Bootstrap = relays, nil
+		}
+	}))
+	nt.WaitFor(10*time.Second, func() bool {
+		return nt.Node(a).Host().Network().Connectedness(nt.ID(r)) == network.Connected
+	}, "node %d to dial its configured relay", a)
+
+	nt.Crash(a)
+	nt.Crash(r)
+	nt.RestartAlone(a) // its dial of the relay fails
+	nt.RestartAlone(r)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := nt.Node(a).Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(r)}, "by peer ID"); err != nil {
+		t.Fatalf("contact request to the configured relay's peer ID: %v", err)
 	}
 }
