@@ -402,6 +402,7 @@ func (n *Node) start(ctx context.Context) error {
 		}()
 	}
 
+	n.watchRelayConns()
 	n.reach.started()
 	// The relay service starts once the node knows whom it deals with:
 	// until then it would refuse its contacts (who then wait out a

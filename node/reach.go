@@ -65,6 +65,7 @@ type reach struct {
 	relayAsk      chan struct{} // autorelay failed a reservation (relayTracer): ask the configured relays not held
 	relayContact  chan struct{} // a contact became active: ask them at once
 	relayReserved chan struct{} // autorelay made or renewed one
+	relayRecheck  chan struct{} // a connection to a relay the node dealt with opened: ask it again
 
 	refused *prometheus.CounterVec // relay service: reservations and circuits refused
 	punches *prometheus.CounterVec // hole punches, by result
@@ -127,6 +128,7 @@ func newReach(reg prometheus.Registerer) *reach {
 		relayAsk:      make(chan struct{}, 1),
 		relayContact:  make(chan struct{}, 1),
 		relayReserved: make(chan struct{}, 1),
+		relayRecheck:  make(chan struct{}, 1),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_relay_refused_total",
 			Help: "Relay service requests refused because the peer is neither a contact nor a room member, by kind (reserve, connect).",

@@ -2,11 +2,16 @@ package node_test
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
@@ -31,6 +36,20 @@ func relayState(t *testing.T, nt *nodetest.Net, i, r int) localapi.RelayInfo {
 		}
 	}
 	return localapi.RelayInfo{}
+}
+
+// relayGauge is node i's parley_relay_reservations.
+func relayGauge(nt *nodetest.Net, i int) float64 {
+	mfs, err := nt.Node(i).Registry().Gather()
+	if err != nil {
+		return -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "parley_relay_reservations" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
 }
 
 // A node told to relay (relay_service = on) relays even though AutoNAT
@@ -70,6 +89,86 @@ func TestRelayServiceRunsWhileReachabilityIsUnknown(t *testing.T) {
 	}
 }
 
+// A reservation is held only while the relay holds it. The relay restarts
+// without its relay service: the node's status first says the connection
+// closed, then, once connected again, that the relay refused (it does not
+// offer relaying), and it gives out no relayed address. The relay restarts
+// with its service: the node reserves again at once, and a peer reaches
+// it through the address it gives out. Before, a reconnection revived the
+// old reservation's end ("held until …", an hour), so the node handed out
+// relayed addresses that failed (NO_RESERVATION), and while the relay was
+// down its status said "waiting: not asked yet".
+func TestRelayReservationFollowsTheRelay(t *testing.T) {
+	const r, a, b = 0, 1, 2
+	var serve atomic.Bool
+	serve.Store(true)
+	var relays []peer.AddrInfo
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.Reachability = node.ReachabilityPublic
+		switch i {
+		case r:
+			c.RelayService = serve.Load()
+		case a:
+			c.Reachability = node.ReachabilityPrivate
+			if relays == nil {
+				relays = c.Bootstrap // node r, as a relay = line names it
+			}
+			c.Relays = relays
+		}
+	}))
+	nt.Befriend(t, a, r)
+	var ri localapi.RelayInfo
+	nt.WaitFor(20*time.Second, func() bool { ri = relayState(t, nt, a, r); return ri.State == "held" },
+		"node %d to hold a reservation on node %d", a, r)
+
+	serve.Store(false)
+	nt.Crash(r)
+	// The connection closed, then (asked again) the relay cannot be
+	// reached.
+	nt.WaitFor(10*time.Second, func() bool {
+		ri = relayState(t, nt, a, r)
+		return ri.State == "failed" && (strings.Contains(ri.Error, "closed") || strings.Contains(ri.Error, "could not reach"))
+	}, "node %d's status to say its relay's connection closed (last: %+v)", a, &ri)
+	nt.Restart(r)
+	nt.WaitFor(20*time.Second, func() bool {
+		return nt.Node(a).Host().Network().Connectedness(nt.ID(r)) == network.Connected
+	}, "node %d to be connected to the restarted relay", a)
+	nt.WaitFor(20*time.Second, func() bool {
+		ri = relayState(t, nt, a, r)
+		return ri.State == "failed" && strings.Contains(ri.Error, "does not offer relaying")
+	}, "node %d's status to say the restarted relay does not relay (last: %+v)", a, &ri)
+	if got := nt.Node(a).RelayAddrs(); len(got) != 0 {
+		t.Fatalf("node %d gives out relayed addresses through a relay that holds no reservation: %v", a, got)
+	}
+
+	serve.Store(true)
+	nt.Crash(r)
+	nt.Restart(r)
+	// The gauge is the restarted relay's own: a reservation it gave.
+	nt.WaitFor(20*time.Second, func() bool { ri = relayState(t, nt, a, r); return ri.State == "held" && relayGauge(nt, r) == 1 },
+		"node %d to reserve again on the relay started again (last: %+v)", a, &ri)
+	// Every relayed address given out works (the relay dialled node a
+	// again after its restart: the port that connection came from is
+	// not one).
+	nt.BlockDirect(a, b)
+	for _, addr := range ri.Addrs {
+		ai, err := peer.AddrInfoFromP2pAddr(ma.StringCast(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nb := nt.Node(b)
+		_ = nb.Host().Network().ClosePeer(nt.ID(a))
+		nb.Host().Peerstore().ClearAddrs(nt.ID(a))
+		nb.Host().Network().(*swarm.Swarm).Backoff().Clear(nt.ID(a))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = nb.Connect(ctx, *ai)
+		cancel()
+		if err != nil {
+			t.Fatalf("dial %s (given out among %v): %v", addr, ri.Addrs, err)
+		}
+	}
+}
+
 // A node whose config names only a relay (no bootstrap line) dials it at
 // start, and a contact request to the relay's peer ID alone uses the
 // configured address, also when the relay was down at the node's start.
@@ -99,5 +198,74 @@ func TestConfiguredRelayIsDialled(t *testing.T) {
 	defer cancel()
 	if _, err := nt.Node(a).Contacts().Request(ctx, peer.AddrInfo{ID: nt.ID(r)}, "by peer ID"); err != nil {
 		t.Fatalf("contact request to the configured relay's peer ID: %v", err)
+	}
+}
+
+// relayedThrough sets up a relay r (a contact's relay), a node a behind a
+// NAT that holds a reservation on it, and a node b, a contact of r too,
+// that reaches a only through r.
+func relayedThrough(t *testing.T) *nodetest.Net {
+	const r, a, b = 0, 1, 2
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.Reachability = node.ReachabilityPublic
+		switch i {
+		case r:
+			c.RelayService = true
+		case a:
+			c.Reachability = node.ReachabilityPrivate
+			c.Relays = c.Bootstrap
+		}
+	}))
+	nt.Befriend(t, a, r)
+	nt.Befriend(t, b, r)
+	nt.WaitFor(20*time.Second, func() bool { return relayState(t, nt, a, r).State == "held" },
+		"node %d to hold a reservation on node %d", a, r)
+	nt.BlockDirect(a, b)
+	return nt
+}
+
+// Each relayed address a node gives out can be dialled, by a peer that
+// knows nothing else of the relay, also when the relay dialled the node: over TCP that connection comes from a port the
+// relay opened for it alone, and an address built on it led nowhere.
+func TestRelayedAddrsAreDialable(t *testing.T) {
+	const r, a = 0, 1
+	nt := relayedThrough(t)
+	nr, na := nt.Node(r), nt.Node(a)
+	_ = nr.Host().Network().ClosePeer(na.ID())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nr.Host().Network().(*swarm.Swarm).Backoff().Clear(na.ID())
+	if err := nr.Connect(ctx, peer.AddrInfo{ID: na.ID(), Addrs: na.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	inbound := false
+	for _, c := range na.Host().Network().ConnsToPeer(nr.ID()) {
+		inbound = inbound || c.Stat().Direction == network.DirInbound
+	}
+	if !inbound {
+		t.Fatal("node a has no connection the relay dialled")
+	}
+	var ri localapi.RelayInfo
+	nt.WaitFor(20*time.Second, func() bool { ri = relayState(t, nt, a, r); return ri.State == "held" },
+		"node %d to hold its reservation again (last: %+v)", a, &ri)
+	// Each address is dialled by a peer that knows nothing of the relay
+	// but what the address says (a peer connected to the relay already
+	// would go through that connection, whatever the address).
+	for _, addr := range na.RelayAddrs() {
+		ai, err := peer.AddrInfoFromP2pAddr(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+		err = h.Connect(dctx, *ai)
+		dcancel()
+		h.Close()
+		if err != nil {
+			t.Fatalf("dial %s (given out among %v): %v", addr, na.RelayAddrs(), err)
+		}
 	}
 }

@@ -7,12 +7,15 @@ import (
 	"slices"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	circuitv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	pbv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/pb"
 	ma "github.com/multiformats/go-multiaddr"
+	msmux "github.com/multiformats/go-multistream"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -24,9 +27,15 @@ import (
 // (it protects their connections with its tag) for its reservation (asked
 // again, a reservation is the same one renewed, and the answer tells its
 // end); when autorelay's reservation fails, it asks each configured relay
-// it does not hold, to learn why. A relay is held while the node is
-// connected to it and the end it was told has not passed; the relayed
-// addresses to give out are built from the relay's addresses.
+// it does not hold, to learn why. A relay is held while the connection
+// the reservation was made over lives (a relay drops a peer's reservation
+// when the peer's last connection to it closes, and a restarted relay
+// holds none), the relay has not refused since and the end it was told has
+// not passed: when the node's last connection to a relay closes, or the
+// relay stops offering relaying, the reservation is taken as lost; when a
+// connection to a relay it dealt with opens, or autorelay fails a
+// reservation, the node asks again, and the answer is what it holds. The
+// relayed addresses to give out are built from the relay's addresses.
 
 // relayBackoff is how long autorelay waits before it asks a relay that
 // refused a reservation again.
@@ -54,6 +63,10 @@ type RelayState struct {
 	Failed time.Time
 	Retry  time.Time
 	asked  time.Time // when the node last asked the relay itself
+	// recheck: a connection to the relay opened, or autorelay failed a
+	// reservation, since the node last asked: what it holds there is
+	// known again only once it asks.
+	recheck bool
 }
 
 // relayTracer passes autorelay's events to libp2p's own tracer (which
@@ -148,8 +161,9 @@ func (n *Node) RelayAddrs() []ma.Multiaddr {
 }
 
 // relayedAddrs are the node's addresses through relay p: p's addresses
-// (the configured ones, and those the node's connections to it go to),
-// each followed by /p2p/p/p2p-circuit/p2p/SELF.
+// (the configured ones, and those the node's connections to it go to,
+// but for TCP connections p dialled), each followed by
+// /p2p/p/p2p-circuit/p2p/SELF.
 func (n *Node) relayedAddrs(p peer.ID) []ma.Multiaddr {
 	var base []ma.Multiaddr
 	add := func(a ma.Multiaddr) {
@@ -169,7 +183,13 @@ func (n *Node) relayedAddrs(p peer.ID) []ma.Multiaddr {
 		}
 	}
 	for _, c := range n.host.Network().ConnsToPeer(p) {
-		add(c.RemoteMultiaddr())
+		a := c.RemoteMultiaddr()
+		if _, err := a.ValueForProtocol(ma.P_TCP); err == nil && c.Stat().Direction == network.DirInbound {
+			// A TCP connection the relay dialled comes from a port of
+			// its own for that connection, where nobody can dial it.
+			continue
+		}
+		add(a)
 	}
 	tail, err := ma.NewMultiaddr("/p2p/" + p.String() + "/p2p-circuit/p2p/" + n.id.String())
 	if err != nil {
@@ -192,6 +212,13 @@ const autorelayTag = "autorelay"
 func (n *Node) watchRelays() {
 	t := time.NewTicker(relayTick)
 	defer t.Stop()
+	var protos <-chan any
+	if sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerProtocolsUpdated)); err != nil {
+		n.log.Warn("relays: subscribe to protocol updates", "err", err)
+	} else {
+		defer sub.Close()
+		protos = sub.Out()
+	}
 	for {
 		select {
 		case <-n.ctx.Done():
@@ -202,10 +229,72 @@ func (n *Node) watchRelays() {
 			n.askRelays(time.Now(), askFailed)
 		case <-n.reach.relayContact:
 			n.askRelays(time.Now(), askContact)
+		case <-n.reach.relayRecheck:
+			n.askRelays(time.Now(), askTick)
+		case e, ok := <-protos:
+			if !ok {
+				protos = nil
+				continue
+			}
+			ev := e.(event.EvtPeerProtocolsUpdated)
+			if slices.Contains(ev.Removed, protocol.ID(hopProtocol)) {
+				n.reach.relayLost(ev.Peer, "the relay stopped offering relaying")
+			}
+			if slices.Contains(ev.Added, protocol.ID(hopProtocol)) {
+				n.reach.relayConnected(ev.Peer) // a relay that refused may take one now
+			}
 		case now := <-t.C:
 			n.askRelays(now, askTick)
 		}
 	}
+}
+
+// watchRelayConns follows the node's connections to the relays it dealt
+// with (see above).
+func (n *Node) watchRelayConns() {
+	n.host.Network().Notify(&network.NotifyBundle{
+		ConnectedF: func(_ network.Network, c network.Conn) {
+			if !isRelayed(c.RemoteMultiaddr()) {
+				n.reach.relayConnected(c.RemotePeer())
+			}
+		},
+		DisconnectedF: func(net network.Network, c network.Conn) {
+			// As the relay does: it keeps the reservation while the peer
+			// has a connection to it.
+			if p := c.RemotePeer(); net.Connectedness(p) != network.Connected {
+				n.reach.relayLost(p, errRelayClosed.Error())
+			}
+		},
+	})
+}
+
+// relayConnected notes a new connection to p, or that p offers relaying
+// now: if p is a relay the node dealt with, it is asked again.
+func (r *reach) relayConnected(p peer.ID) {
+	r.mu.Lock()
+	st := r.relays[p]
+	if st != nil {
+		st.recheck = true
+	}
+	r.mu.Unlock()
+	if st != nil {
+		select {
+		case r.relayRecheck <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// relayLost takes the reservation held on relay p, if any, as lost, why.
+func (r *reach) relayLost(p peer.ID, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.relays[p]
+	if st == nil || st.Expires.IsZero() {
+		return
+	}
+	st.Expires = time.Time{}
+	st.Err, st.Failed, st.Retry = why, time.Now(), time.Time{}
 }
 
 // relayState is p's state, made when new (r.mu held).
@@ -257,10 +346,12 @@ const (
 // askRelays asks relays for the node's reservation: each connected relay
 // autorelay reserved on whose end the node does not know or that ends
 // within a minute (the answer is the renewed reservation and its new end),
-// and, after autorelay failed one or a contact became active, or once a
-// failed one's retry time has passed, each configured relay not held (to
-// learn why it refused, or to hold a reservation at once: a reservation the
-// node holds on a relay is one autorelay renews when it asks again).
+// each relay to be checked again (a connection to it opened, autorelay
+// failed a reservation: a restarted relay holds none), and, after autorelay
+// failed one or a contact became active, or once a failed one's retry time
+// has passed, each configured relay not held (to learn why it refused, or
+// to hold a reservation at once: a reservation the node holds on a relay is
+// one autorelay renews when it asks again).
 func (n *Node) askRelays(now time.Time, why int) {
 	if n.reach.Reachability() != network.ReachabilityPrivate {
 		return
@@ -269,21 +360,31 @@ func (n *Node) askRelays(now time.Time, why int) {
 	net, cm := n.host.Network(), n.host.ConnManager()
 	r := n.reach
 	r.mu.Lock()
+	if why == askFailed {
+		// autorelay does not say which relay failed it: one the node
+		// holds may have refused a renewal.
+		for _, st := range r.relays {
+			if !st.Expires.IsZero() && now.Sub(st.asked) >= relayTick {
+				st.recheck = true
+			}
+		}
+	}
 	for _, p := range net.Peers() {
 		if !cm.IsProtected(p, autorelayTag) {
 			continue
 		}
 		st := r.relays[p]
-		if st != nil && (now.Sub(st.asked) < relayTick || st.Expires.After(now.Add(time.Minute))) {
+		if st != nil && !st.recheck && (now.Sub(st.asked) < relayTick || st.Expires.After(now.Add(time.Minute))) {
 			continue
 		}
 		st = r.relayState(p)
-		st.asked = now
+		st.asked, st.recheck = now, false
 		asks = append(asks, peer.AddrInfo{ID: p})
 	}
 	for _, ai := range n.cfg.Relays {
 		st := r.relays[ai.ID]
 		switch {
+		case st != nil && st.recheck:
 		case st != nil && st.Expires.After(now) && net.Connectedness(ai.ID) == network.Connected:
 			continue // held
 		case why == askContact:
@@ -297,7 +398,7 @@ func (n *Node) askRelays(now time.Time, why int) {
 			continue
 		}
 		st = r.relayState(ai.ID)
-		st.asked = now
+		st.asked, st.recheck = now, false
 		asks = append(asks, ai)
 	}
 	r.mu.Unlock()
@@ -339,6 +440,12 @@ func (n *Node) askRelay(ai peer.AddrInfo) pbv2.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.relayState(ai.ID)
+	if err == nil && n.host.Network().Connectedness(ai.ID) != network.Connected {
+		// The connection closed since the relay answered, and the
+		// reservation with it (checked under r.mu: a close from now on
+		// finds the reservation recorded, and takes it as lost).
+		err = errRelayClosed
+	}
 	if err == nil {
 		st.Expires, st.Err, st.Failed, st.Retry = rsvp.Expiration, "", time.Time{}, time.Time{}
 		return pbv2.Status_OK
@@ -360,8 +467,15 @@ func (n *Node) askRelay(ai peer.AddrInfo) pbv2.Status {
 	return status
 }
 
+// errRelayClosed: the connection to the relay closed, and the reservation
+// with it.
+var errRelayClosed = errors.New("the connection to the relay closed (a relay keeps a reservation only while the node stays connected to it)")
+
 // relayRefusal says why a reservation failed, as a person reads it.
 func relayRefusal(err error) string {
+	if errors.Is(err, errRelayClosed) {
+		return err.Error()
+	}
 	var re circuitv2.ReservationError
 	if !errors.As(err, &re) {
 		return "could not reach the relay: " + err.Error()
@@ -374,6 +488,9 @@ func relayRefusal(err error) string {
 	case pbv2.Status_RESOURCE_LIMIT_EXCEEDED:
 		return "refused (resource_limit_exceeded): the relay is busy"
 	case pbv2.Status_CONNECTION_FAILED:
+		if errors.Is(err, msmux.ErrNotSupported[protocol.ID]{}) {
+			return "refused: the peer does not offer relaying now (its relay service is off; a Parley relay's `parley status` says why)"
+		}
 		if e := errors.Unwrap(re); e != nil {
 			return "could not ask the relay: " + e.Error()
 		}

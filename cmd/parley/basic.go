@@ -55,7 +55,7 @@ func printRelayAddrs(w io.Writer, addrs []string) {
 
 // printRelays prints the node's reservations on relays: held until when,
 // or why one failed and when it is asked again.
-func printRelays(w io.Writer, rs []localapi.RelayInfo) {
+func printRelays(w io.Writer, rs []localapi.RelayInfo, reachability string) {
 	if len(rs) == 0 {
 		return
 	}
@@ -78,7 +78,12 @@ func printRelays(w io.Writer, rs []localapi.RelayInfo) {
 				line += "; asked again as soon as it can be reached"
 			}
 		case "waiting":
-			line += ": not asked yet (until the node finds it is behind a NAT)"
+			if reachability == "private" {
+				line += ": not asked yet (asked within seconds)"
+			} else {
+				line += ": not asked yet: the node asks once AutoNAT finds it behind a NAT (reachability: " + reachability +
+					"; connected peers tell it; set reachability = private in HOME/config if it is)"
+			}
 		}
 		fmt.Fprintf(w, "  %s%s: %s\n", r.PeerID, conf, line)
 	}
@@ -109,7 +114,7 @@ func statusCmd(g *globals) *cobra.Command {
 					for _, p := range v.Relayed {
 						fmt.Fprintf(w, "  %s via %s: %s\n", p.PeerID, p.Relay, termtext.Line(p.Why))
 					}
-					printRelays(w, v.Relays)
+					printRelays(w, v.Relays, v.Reachability)
 					fmt.Fprintf(w, "addrs:\n  %s\n", strings.Join(v.Addrs, "\n  "))
 					printRelayAddrs(w, v.RelayAddrs)
 					if v.StoreProblem != "" {
