@@ -106,11 +106,11 @@ type Config struct {
 	// while the key is present.
 	NewIdentity bool
 	// Relays are relays the node may reserve a slot on when it is not
-	// reachable directly (behind a NAT); connected peers that offer relaying
-	// (contacts and room members first) are tried after them. They are
-	// dialled at start and whenever the node has no connections, as
-	// Bootstrap is, and their addresses are kept for dials by peer ID
-	// alone. Nil: only those peers.
+	// reachable directly (behind a NAT); connected contacts and room
+	// members that offer relaying are tried after them. They are dialled
+	// at start and whenever the node has no connections, as Bootstrap is,
+	// and their addresses are kept for dials by peer ID alone. Nil: only
+	// contacts and room members.
 	Relays []peer.AddrInfo
 	// RelayService offers relaying to the node's contacts, the peers it
 	// asked and the member nodes of its rooms, with limits (2 minutes and

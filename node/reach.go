@@ -20,16 +20,19 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parley-mesh/parley/consent"
 )
 
 // Reachability: the node learns whether it is reachable from outside with
 // AutoNAT (v1 and v2, serving both to its peers); behind a NAT it reserves
-// a slot on a relay (configured ones first, then connected peers that offer
-// the service) and announces the relay address; a peer that comes in
-// through the relay is upgraded to a direct connection by hole punching
-// (DCUtR) where the NATs allow it. Port mapping (UPnP, NAT-PMP) is asked of
-// the router when configured. A publicly reachable node may offer relaying
-// to its contacts.
+// a slot on a relay (configured ones first, then connected contacts and
+// room members that offer the service; never a stranger) and announces the
+// relay address; a peer that comes in through the relay is upgraded to a
+// direct connection by hole punching (DCUtR) where the NATs allow it. Port
+// mapping (UPnP, NAT-PMP) is asked of the router when configured. A node
+// configured to relay (relay_service) relays for its contacts and room
+// members, whatever AutoNAT finds.
 
 // hopProtocol is circuit relay v2's reservation protocol: peers that speak
 // it offer relaying.
@@ -357,7 +360,7 @@ func (n *Node) RelayServiceStatus() string {
 const relaySourceWait = 5 * time.Second
 
 // relayCandidates offers autorelay the configured relays, then connected
-// peers that speak the relay protocol, contacts and room members first.
+// contacts and room members that speak the relay protocol.
 // Until it has offered one of those it waits, up to relaySourceWait, for
 // such a peer to connect (identify tells what a peer speaks).
 func (n *Node) relayCandidates(ctx context.Context, num int) <-chan peer.AddrInfo {
@@ -429,26 +432,35 @@ func (n *Node) relayCandidates(ctx context.Context, num int) <-chan peer.AddrInf
 	return ch
 }
 
-// connectedRelays are the connected peers that speak the relay protocol,
-// contacts and room members first.
+// connectedRelays are the connected peers that speak the relay protocol
+// and that the node trusts to relay for it: its active contacts and the
+// member nodes of its rooms. A stranger that offers relaying is never
+// one: a relay carries, and can drop, delay or count, every connection
+// made to the node through the address it hands out.
 func (n *Node) connectedRelays() []peer.AddrInfo {
 	h := n.host
-	var known, others []peer.ID
+	var out []peer.AddrInfo
 	for _, p := range h.Network().Peers() {
 		if ok, err := h.Peerstore().SupportsProtocols(p, hopProtocol); err != nil || len(ok) == 0 {
 			continue
 		}
-		if slices.Contains(n.wantedPeers(), p) || n.knownPeer(p) {
-			known = append(known, p)
-		} else {
-			others = append(others, p)
+		if n.relayTrusted(p) {
+			out = append(out, h.Peerstore().PeerInfo(p))
 		}
 	}
-	out := make([]peer.AddrInfo, 0, len(known)+len(others))
-	for _, p := range append(known, others...) {
-		out = append(out, h.Peerstore().PeerInfo(p))
-	}
 	return out
+}
+
+// relayTrusted reports whether the node may reserve a slot on p's relay
+// without p being a configured relay: p is an active contact or a member
+// node of one of its rooms.
+func (n *Node) relayTrusted(p peer.ID) bool {
+	if n.contacts != nil {
+		if c, ok := n.contacts.Book().Get(p, time.Now()); ok && c.State == consent.StateActive {
+			return true
+		}
+	}
+	return n.sharesRoom(p)
 }
 
 // watchReachability follows AutoNAT's verdict.

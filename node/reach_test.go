@@ -36,6 +36,12 @@ func TestRelayedContactsThroughAContactsRelay(t *testing.T) {
 		} else {
 			c.Reachability = node.ReachabilityPrivate
 		}
+		if i == b {
+			// A stranger to the relay's node: it uses the relay only
+			// because its config names it (a stranger's relay is never
+			// taken otherwise).
+			c.Relays = c.Bootstrap
+		}
 	}))
 	nt.BlockDirect(a, b)
 	nt.Befriend(t, a, r)

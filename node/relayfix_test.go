@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
+
+const hop = protocol.ID("/libp2p/circuit/relay/0.2.0/hop")
 
 // relayState is node i's view of its reservation on relay r, as its
 // status shows it (the zero value: not listed).
@@ -86,6 +89,50 @@ func TestRelayServiceRunsWhileReachabilityIsUnknown(t *testing.T) {
 	}
 	if st.Reachability != "unknown" || st.RelayService != "on (contacts and room members): serving" {
 		t.Fatalf("relay's status: reachability %q, relay service %q", st.Reachability, st.RelayService)
+	}
+}
+
+// A connected stranger that offers relaying (relay_service = open) is
+// never one of the node's relays: only configured relays, contacts and
+// room members are. Before, autorelay was offered every connected peer
+// that spoke the relay protocol, strangers after contacts, and took a
+// stranger's relay as its second.
+func TestStrangersRelayIsNotUsed(t *testing.T) {
+	const c, a, s = 0, 1, 2
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, cfg *node.Config) {
+		cfg.Reachability = node.ReachabilityPublic
+		switch i {
+		case c:
+			cfg.RelayService = true
+		case a:
+			cfg.Reachability = node.ReachabilityPrivate
+			cfg.Relays = cfg.Bootstrap // node c: reserved at once when the contact is made
+		case s:
+			cfg.RelayService, cfg.RelayOpen = true, true
+		}
+	}))
+	nt.Befriend(t, a, c)
+	nt.WaitFor(30*time.Second, func() bool { return relayCount(nt, c, "reserve", "ok") >= 1 },
+		"node %d to reserve on its contact's relay", a)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	na := nt.Node(a)
+	if err := nt.Node(s).Connect(ctx, peer.AddrInfo{ID: na.ID(), Addrs: na.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(10*time.Second, func() bool {
+		ok, err := na.Host().Peerstore().SupportsProtocols(nt.ID(s), hop)
+		return err == nil && len(ok) > 0
+	}, "node %d to learn that the stranger offers relaying", a)
+	// autorelay wants two relays and holds one: it asks for candidates
+	// again every 5 s. Three rounds.
+	if nodetest.Poll(15*time.Second, func() bool { return relayCount(nt, s, "reserve", "ok") > 0 }) {
+		t.Fatalf("node %d reserved a slot on a stranger's relay", a)
+	}
+	for _, st := range na.Relays() {
+		if st.Relay == nt.ID(s) {
+			t.Fatalf("node %d lists the stranger as a relay: %+v", a, st)
+		}
 	}
 }
 

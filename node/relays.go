@@ -347,17 +347,25 @@ const (
 // autorelay reserved on whose end the node does not know or that ends
 // within a minute (the answer is the renewed reservation and its new end),
 // each relay to be checked again (a connection to it opened, autorelay
-// failed a reservation: a restarted relay holds none), and, after autorelay
-// failed one or a contact became active, or once a failed one's retry time
-// has passed, each configured relay not held (to learn why it refused, or
-// to hold a reservation at once: a reservation the node holds on a relay is
-// one autorelay renews when it asks again).
+// failed a reservation: a restarted relay holds none), after a contact
+// became active each connected contact or room member that offers relaying
+// and is not held, and, after autorelay failed one or a contact became
+// active, or once a failed one's retry time has passed, each configured
+// relay not held (to learn why it refused, or to hold a reservation at
+// once: a reservation the node holds on a relay is one autorelay renews
+// when it asks again).
 func (n *Node) askRelays(now time.Time, why int) {
 	if n.reach.Reachability() != network.ReachabilityPrivate {
 		return
 	}
 	var asks []peer.AddrInfo
 	net, cm := n.host.Network(), n.host.ConnManager()
+	var trusted []peer.AddrInfo
+	if why == askContact {
+		// A contact's relay that refused the node before may take it
+		// now; autorelay would ask it only after its back-off.
+		trusted = n.connectedRelays()
+	}
 	r := n.reach
 	r.mu.Lock()
 	if why == askFailed {
@@ -380,6 +388,17 @@ func (n *Node) askRelays(now time.Time, why int) {
 		st = r.relayState(p)
 		st.asked, st.recheck = now, false
 		asks = append(asks, peer.AddrInfo{ID: p})
+	}
+	for _, ai := range trusted {
+		st := r.relays[ai.ID]
+		if slices.ContainsFunc(n.cfg.Relays, func(c peer.AddrInfo) bool { return c.ID == ai.ID }) ||
+			slices.ContainsFunc(asks, func(a peer.AddrInfo) bool { return a.ID == ai.ID }) ||
+			(st != nil && st.Expires.After(now)) {
+			continue // the configured relays follow; held, or just asked
+		}
+		st = r.relayState(ai.ID)
+		st.asked, st.recheck = now, false
+		asks = append(asks, peer.AddrInfo{ID: ai.ID})
 	}
 	for _, ai := range n.cfg.Relays {
 		st := r.relays[ai.ID]

@@ -86,7 +86,7 @@ mdns = true
 # relay: a relay to use when this node is behind a NAT, as a multiaddr ending
 # in /p2p/PEER_ID; repeat the line for more. It is dialled at start, as a
 # bootstrap peer is. Contacts and room members that offer relaying are used
-# too.
+# too (never a stranger).
 # relay = /ip4/192.0.2.10/tcp/4190/p2p/12D3KooW...
 
 # relay_service: relay for others: off, on (your contacts and room members
