@@ -128,6 +128,8 @@ type contactsAPI struct {
 	// name is how a node reads (the names service's name), "" while its
 	// handle is not known; nil: none.
 	name func(peer.ID) string
+	// revoked, if set, is called after the user revoked a contact.
+	revoked func()
 }
 
 var _ localapi.Contacts = contactsAPI{}
@@ -168,7 +170,13 @@ func (c contactsAPI) Deny(ctx context.Context, ref string) (localapi.ContactResu
 }
 
 func (c contactsAPI) Revoke(ctx context.Context, ref string) (localapi.ContactResult, error) {
-	return c.result(c.cs.Revoke(ctx, ref))
+	res, err := c.cs.Revoke(ctx, ref)
+	if err == nil && c.revoked != nil {
+		// After the revocation went out: closing the peer's connections
+		// before would leave it untold until it connects again.
+		c.revoked()
+	}
+	return c.result(res, err)
 }
 
 func (c contactsAPI) List(context.Context) []localapi.ContactEntry {

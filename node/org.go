@@ -77,7 +77,7 @@ func (n *Node) contactsAPI() contactsAPI {
 			return ""
 		}
 		return n.names.Name(p)
-	}}
+	}, revoked: n.kickRelaySweep}
 }
 
 type orgContacts struct{ n *Node }

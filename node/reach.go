@@ -65,10 +65,12 @@ type reach struct {
 	punch        map[peer.ID]punchResult // hole punching with each peer
 	relays       map[peer.ID]*RelayState // the node's own reservations (relays.go)
 
-	relayAsk      chan struct{} // autorelay failed a reservation (relayTracer): ask the configured relays not held
-	relayContact  chan struct{} // a contact became active: ask them at once
-	relayReserved chan struct{} // autorelay made or renewed one
-	relayRecheck  chan struct{} // a connection to a relay the node dealt with opened: ask it again
+	relayAsk      chan struct{}    // autorelay failed a reservation (relayTracer): ask the configured relays not held
+	relayContact  chan struct{}    // a contact became active: ask them at once
+	relayReserved chan struct{}    // autorelay made or renewed one
+	relayRecheck  chan struct{}    // a connection to a relay the node dealt with opened: ask it again
+	relaySweep    chan struct{}    // a contact was revoked: drop the peers the relay service no longer serves
+	served        map[peer.ID]bool // peers the relay service gave (or renewed) a reservation, still to check
 
 	refused *prometheus.CounterVec // relay service: reservations and circuits refused
 	punches *prometheus.CounterVec // hole punches, by result
@@ -132,6 +134,8 @@ func newReach(reg prometheus.Registerer) *reach {
 		relayContact:  make(chan struct{}, 1),
 		relayReserved: make(chan struct{}, 1),
 		relayRecheck:  make(chan struct{}, 1),
+		relaySweep:    make(chan struct{}, 1),
+		served:        make(map[peer.ID]bool),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_relay_refused_total",
 			Help: "Relay service requests refused because the peer is neither a contact nor a room member, by kind (reserve, connect).",
@@ -239,6 +243,10 @@ type relayACL struct {
 
 func (a relayACL) AllowReserve(p peer.ID, _ ma.Multiaddr) bool {
 	if a.n.relayAllowed(p) {
+		r := a.n.reach
+		r.mu.Lock()
+		r.served[p] = true
+		r.mu.Unlock()
 		return true
 	}
 	a.n.reach.refused.WithLabelValues("reserve").Inc()
@@ -255,6 +263,63 @@ func (a relayACL) AllowConnect(src peer.ID, _ ma.Multiaddr, dest peer.ID) bool {
 	}
 	a.n.reach.refused.WithLabelValues("connect").Inc()
 	return false
+}
+
+// The relay service checks a peer when it asks for a reservation or a
+// relayed connection, and keeps a reservation it gave for its whole term
+// (an hour); a peer the node stops dealing with (its contact revoked, the
+// last room shared with it left) would go on being relayed to until then.
+// So every relayTick, and at once after the user revokes a contact, the
+// node closes its connections to each peer it gave a reservation that it
+// may no longer serve: the relay drops a reservation, and the relayed
+// connections to its holder, when the holder's connections close.
+
+// kickRelaySweep has the node look at once for peers its relay service no
+// longer serves.
+func (n *Node) kickRelaySweep() {
+	if n.reach == nil {
+		return
+	}
+	select {
+	case n.reach.relaySweep <- struct{}{}:
+	default:
+	}
+}
+
+// dropUnserved closes the connections of each peer the relay service gave
+// a reservation that may no longer use it (see above).
+func (n *Node) dropUnserved() {
+	if n.relaySvc == nil || n.cfg.RelayOpen {
+		return
+	}
+	r := n.reach
+	r.mu.Lock()
+	ps := make([]peer.ID, 0, len(r.served))
+	for p := range r.served {
+		ps = append(ps, p)
+	}
+	r.mu.Unlock()
+	net := n.host.Network()
+	for _, p := range ps {
+		drop := false
+		switch {
+		case net.Connectedness(p) == network.NotConnected:
+			// Its reservation went with its last connection.
+		case n.relayAllowed(p):
+			continue
+		default:
+			drop = true
+		}
+		r.mu.Lock()
+		delete(r.served, p)
+		r.mu.Unlock()
+		if drop {
+			n.log.Info("relay service: closing the connections of a peer it no longer serves (not a contact, nor a member of a room of this node's)", "remote", p.String())
+			if err := net.ClosePeer(p); err != nil {
+				n.log.Debug("close a peer the relay no longer serves", "remote", p.String(), "err", err)
+			}
+		}
+	}
 }
 
 // relayAllowed reports whether p may use this node's relay: anyone when

@@ -271,6 +271,52 @@ func relayedThrough(t *testing.T) *nodetest.Net {
 	return nt
 }
 
+// dialRelayed has node b dial node a through the relayed address a gives
+// out.
+func dialRelayed(nt *nodetest.Net, a, b int) error {
+	addrs := nt.Node(a).RelayAddrs()
+	if len(addrs) == 0 {
+		return errNoRelayAddr
+	}
+	ai, err := peer.AddrInfoFromP2pAddr(addrs[0])
+	if err != nil {
+		return err
+	}
+	nt.Node(b).Host().Network().(*swarm.Swarm).Backoff().Clear(ai.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return nt.Node(b).Connect(ctx, *ai)
+}
+
+type relayErr string
+
+func (e relayErr) Error() string { return string(e) }
+
+const errNoRelayAddr = relayErr("no relayed address")
+
+// A relay that revokes a contact stops relaying for it at once: its
+// reservation ends, and a peer the relay serves can no longer reach it
+// through the relay. Before, the relay kept the reservation for its whole
+// term (an hour) and went on relaying connections to the revoked peer.
+func TestRevokedContactLosesItsRelayReservation(t *testing.T) {
+	const r, a, b = 0, 1, 2
+	nt := relayedThrough(t)
+	nt.WaitFor(10*time.Second, func() bool { return relayGauge(nt, r) == 1 }, "the relay to count the reservation")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	api := localapi.NewClient(node.SocketPath(nt.Home(r)))
+	defer api.Close()
+	if _, err := api.ContactRevoke(ctx, nt.ID(a).String()); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(10*time.Second, func() bool { return relayGauge(nt, r) == 0 },
+		"the relay to drop the revoked contact's reservation")
+	_ = nt.Node(b).Host().Network().ClosePeer(nt.ID(a))
+	if err := dialRelayed(nt, a, b); err == nil {
+		t.Fatalf("node %d reached the revoked node %d through the relay", b, a)
+	}
+}
+
 // Each relayed address a node gives out can be dialled, by a peer that
 // knows nothing else of the relay, also when the relay dialled the node: over TCP that connection comes from a port the
 // relay opened for it alone, and an address built on it led nowhere.

@@ -231,6 +231,8 @@ func (n *Node) watchRelays() {
 			n.askRelays(time.Now(), askContact)
 		case <-n.reach.relayRecheck:
 			n.askRelays(time.Now(), askTick)
+		case <-n.reach.relaySweep:
+			n.dropUnserved()
 		case e, ok := <-protos:
 			if !ok {
 				protos = nil
@@ -245,6 +247,7 @@ func (n *Node) watchRelays() {
 			}
 		case now := <-t.C:
 			n.askRelays(now, askTick)
+			n.dropUnserved()
 		}
 	}
 }
