@@ -126,13 +126,8 @@ func (b apiBackend) Peers() []localapi.Peer {
 		if !ok {
 			continue
 		}
-		pe := localapi.Peer{PeerID: id.String(), Addrs: addrStrings(ci.Addrs), Conn: "direct", Why: ci.Why}
-		if ci.Relayed {
-			pe.Conn = "relayed"
-			if ci.Relay != "" {
-				pe.Relay = ci.Relay.String()
-			}
-		}
+		pe := connPeer(id, ci)
+		pe.Why = ci.Why
 		if b.n.names != nil {
 			if h, ok := b.n.names.Handle(id); ok {
 				pe.Handle, pe.Name = h, b.n.names.Name(id)
@@ -157,18 +152,36 @@ func (b apiBackend) Connect(ctx context.Context, addr string) (localapi.Peer, er
 		return localapi.Peer{}, localapi.Errorf(http.StatusBadRequest, "bad_addr",
 			"%s has no /p2p/PEER_ID part: %v", addr, err)
 	}
-	if cs := b.n.host.Network().ConnsToPeer(ai.ID); len(cs) > 0 {
+	if ci, ok := b.n.ConnInfo(ai.ID); ok {
 		// libp2p keeps the connection it has and dials nothing: say so,
 		// rather than let a wrong address pass for a good one.
-		return localapi.Peer{PeerID: ai.ID.String(), Addrs: []string{cs[0].RemoteMultiaddr().String()}, Conn: "direct",
-			Why: fmt.Sprintf("already connected, through %s; %s was not dialled", cs[0].RemoteMultiaddr(), addr)}, nil
+		pe := connPeer(ai.ID, ci)
+		pe.Why = fmt.Sprintf("already connected (%s), through %s; %s was not dialled", pe.Conn, ci.Addrs[0], addr)
+		return pe, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := b.n.Connect(ctx, *ai); err != nil {
 		return localapi.Peer{}, localapi.Errorf(http.StatusBadGateway, "dial_failed", "connect %s: %v", addr, err)
 	}
+	if ci, ok := b.n.ConnInfo(ai.ID); ok {
+		return connPeer(ai.ID, ci), nil
+	}
 	return localapi.Peer{PeerID: ai.ID.String(), Addrs: addrStrings(ai.Addrs)}, nil
+}
+
+// connPeer is a connected peer as the local API shows it: its
+// connections' addresses, and whether it is reached directly or only
+// through a relay (which).
+func connPeer(p peer.ID, ci ConnInfo) localapi.Peer {
+	pe := localapi.Peer{PeerID: p.String(), Addrs: addrStrings(ci.Addrs), Conn: "direct"}
+	if ci.Relayed {
+		pe.Conn = "relayed"
+		if ci.Relay != "" {
+			pe.Relay = ci.Relay.String()
+		}
+	}
+	return pe
 }
 
 func (b apiBackend) Shutdown() { b.n.requestStop() }

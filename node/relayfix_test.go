@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -314,6 +315,44 @@ func TestRevokedContactLosesItsRelayReservation(t *testing.T) {
 	_ = nt.Node(b).Host().Network().ClosePeer(nt.ID(a))
 	if err := dialRelayed(nt, a, b); err == nil {
 		t.Fatalf("node %d reached the revoked node %d through the relay", b, a)
+	}
+}
+
+// `parley connect` says how the peer is connected: to a peer reached only
+// through a relay, "relayed" and the relay, both when it dials and when
+// the peer is connected already. Before, a peer connected already was
+// always "direct", and a fresh dial said nothing.
+func TestConnectSaysRelayed(t *testing.T) {
+	const r, a, b = 0, 1, 2
+	nt := relayedThrough(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	api := localapi.NewClient(node.SocketPath(nt.Home(b)))
+	defer api.Close()
+	relayed := nt.Node(a).RelayAddrs()[0].String()
+	var pe localapi.Peer
+	var err error
+	if !nodetest.Poll(20*time.Second, func() bool {
+		// A direct connection that was being made when BlockDirect
+		// came may have been kept: each try starts unconnected.
+		_ = nt.Node(b).Host().Network().ClosePeer(nt.ID(a))
+		nt.Node(b).Host().Network().(*swarm.Swarm).Backoff().Clear(nt.ID(a))
+		pe, err = api.Connect(ctx, relayed)
+		return err == nil && pe.Why == ""
+	}) {
+		t.Fatalf("connect %s: %v", relayed, err)
+	}
+	if pe.Conn != "relayed" || pe.Relay != nt.ID(r).String() {
+		t.Fatalf("connect through the relay: %+v", pe)
+	}
+	direct := nt.Node(a).Addrs()[0].String()
+	pe, err = api.Connect(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pe.Conn != "relayed" || pe.Relay != nt.ID(r).String() || !strings.Contains(pe.Why, "already connected") ||
+		!slices.ContainsFunc(pe.Addrs, func(s string) bool { return strings.Contains(s, "/p2p-circuit") }) {
+		t.Fatalf("connect to a peer connected through a relay: %+v", pe)
 	}
 }
 

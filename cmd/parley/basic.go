@@ -186,6 +186,10 @@ func connectCmd(g *globals) *cobra.Command {
 						fmt.Fprintf(w, "%s: %s\n", v.PeerID, termtext.Line(v.Why))
 						return
 					}
+					if v.Conn == "relayed" {
+						fmt.Fprintf(w, "connected to %s, through the relay %s (hole punching may make it direct: parley peers says)\n", v.PeerID, v.Relay)
+						return
+					}
 					fmt.Fprintf(w, "connected to %s\n", v.PeerID)
 				})
 		},
