@@ -358,7 +358,15 @@ const (
 // once: a reservation the node holds on a relay is one autorelay renews
 // when it asks again).
 func (n *Node) askRelays(now time.Time, why int) {
-	if n.reach.Reachability() != network.ReachabilityPrivate {
+	switch n.reach.Reachability() {
+	case network.ReachabilityPublic:
+		return
+	case network.ReachabilityUnknown:
+		// AutoNAT's verdict went with the node's peers (the relay was
+		// gone, and with it the peers reached through it): a relay the
+		// node dealt with that is connected again is asked at once, not
+		// once AutoNAT finds the node behind a NAT again.
+		n.askAgain(now)
 		return
 	}
 	var asks []peer.AddrInfo
@@ -424,6 +432,27 @@ func (n *Node) askRelays(now time.Time, why int) {
 		asks = append(asks, ai)
 	}
 	r.mu.Unlock()
+	n.askEach(asks, why)
+}
+
+// askAgain asks each connected relay marked to be asked again.
+func (n *Node) askAgain(now time.Time) {
+	var asks []peer.AddrInfo
+	net := n.host.Network()
+	r := n.reach
+	r.mu.Lock()
+	for p, st := range r.relays {
+		if st.recheck && net.Connectedness(p) == network.Connected {
+			st.asked, st.recheck = now, false
+			asks = append(asks, peer.AddrInfo{ID: p})
+		}
+	}
+	r.mu.Unlock()
+	n.askEach(asks, askTick)
+}
+
+// askEach asks each relay of asks, each in a goroutine of its own.
+func (n *Node) askEach(asks []peer.AddrInfo, why int) {
 	for _, ai := range asks {
 		n.wg.Add(1)
 		go func() {
