@@ -138,13 +138,7 @@ func (m *Manager) tellRemoved(ctx context.Context, r *room, target peer.ID, eid 
 // takeRemoval takes the notice of this node's removal from room id: a leave
 // event that takes this node out, signed by the room's creator, which sent
 // it. The room then syncs with the creator, which serves it up to the
-// removal, so the removal is stored and checked as any event is. It is
-// taken from a creator this node no longer takes events from too (a
-// contact revoked, by either side): it only takes something away, and
-// refused, the node went on posting into a room no member took its events
-// from. So the sync with the creator is let through (sync.go), and the
-// creator's events up to the removal are vouched for (vouchedFor): without
-// them the removal, built on them, could never be stored.
+// removal, so the removal is stored and checked as any event is.
 func (m *Manager) takeRemoval(id identity.RoomID, e *Event, remote peer.ID) error {
 	target, _, err := e.LeaveTarget()
 	if err != nil {
@@ -166,46 +160,10 @@ func (m *Manager) takeRemoval(id identity.RoomID, e *Event, remote peer.ID) erro
 	if _, out := m.LeftRoom(id); out {
 		return nil // known already (a notice sent again)
 	}
-	r.raiseVouched(remote, e.Seq)
-	r.vouchMu.Lock()
-	r.removedBy = remote
-	r.vouchMu.Unlock()
 	// A sync like any other: repeated notices merge into one, and it ends
 	// with the room.
 	r.requestSync(remote)
 	return nil
-}
-
-// removesThisNode reports whether e is the room's creator taking this node
-// out of the room.
-func (r *room) removesThisNode(e *Event) bool {
-	if e.Kind != KindLeave || e.Author == r.m.self || !r.createdBy(e.Author) {
-		return false
-	}
-	target, _, err := e.LeaveTarget()
-	return err == nil && target == r.m.self
-}
-
-// toldRemovedBy reports whether this node took p's notice of its removal
-// from r (takeRemoval).
-func (r *room) toldRemovedBy(p peer.ID) bool {
-	r.vouchMu.Lock()
-	defer r.vouchMu.Unlock()
-	return r.removedBy != "" && r.removedBy == p
-}
-
-// createsOpenRoom reports whether p created a room open here: the only
-// peer whose notice removing this node is taken when the policy refuses
-// it otherwise.
-func (m *Manager) createsOpenRoom(p peer.ID) bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	for _, r := range m.rooms {
-		if r.createdBy(p) {
-			return true
-		}
-	}
-	return false
 }
 
 // storedWire returns the signed bytes of a stored event of room r.
@@ -277,25 +235,16 @@ func (m *Manager) handleInvite(s network.Stream) {
 	// stranger's notice is read: it may tell this node back a room it is
 	// in (a co-member an older copy of this node's home does not know),
 	// which this node's own event in it proves; any other is refused.
-	// A node this user cut off (or that cut this node off) that created
-	// a room open here is read too, up to a notice of one event: it may
-	// be removing this node from that room, and nothing else it sends is
-	// taken.
 	policy := m.cfg.Policy.Allowed(remote)
-	cutOff := policy != nil && !errors.Is(policy, ErrStranger)
-	if cutOff && !m.createsOpenRoom(remote) {
-		answer(policy)
+	if err := policy; err != nil && !errors.Is(err, ErrStranger) {
+		answer(err)
 		_ = s.CloseWrite()
 		_ = s.SetReadDeadline(time.Now().Add(time.Second))
 		_, _ = io.Copy(io.Discard, io.LimitReader(s, maxInviteFrame))
 		return
 	}
-	limit := maxInviteFrame
-	if cutOff {
-		limit = maxPlainInviteFrame
-	}
 	var n inviteNotice
-	b, err := readFrame(s, limit)
+	b, err := readFrame(s, maxInviteFrame)
 	if err == nil {
 		if err = frameDec.Unmarshal(b, &n); err != nil {
 			err = fmt.Errorf("%w: %v", ErrMalformed, err)
@@ -304,23 +253,12 @@ func (m *Manager) handleInvite(s network.Stream) {
 		}
 	}
 	if err != nil {
-		if cutOff {
-			err = policy
-		}
 		answer(err)
 		return
 	}
 	id, err := identity.ParseRoomID(n.Room)
 	if err != nil {
 		answer(err)
-		return
-	}
-	if cutOff {
-		if e, _, err := Decode(n.Event); err == nil && e.Kind == KindLeave && len(n.Own) == 0 {
-			answer(m.takeRemoval(id, e, remote))
-			return
-		}
-		answer(policy)
 		return
 	}
 	if len(n.Own) > 0 {

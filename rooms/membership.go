@@ -781,18 +781,6 @@ func (r *room) oldLeaves(p peer.ID) []ID {
 	return SortIDs(out)
 }
 
-// outLeaves returns, for a node p that is out and not invited back since,
-// the leaves that took it out, as its record holds them (a record older
-// than that field holds none).
-func (r *room) outLeaves(p peer.ID) []ID {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if o, ok := r.outs[p]; ok && !o.back {
-		return slices.Clone(o.leaves)
-	}
-	return nil
-}
-
 // leavesOf returns, for a node p that is out and not invited back since
 // (out), the leaves that took it out; none if unknown. A record older than
 // that field does not hold them: then they are the event that took one of

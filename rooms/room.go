@@ -201,9 +201,8 @@ type room struct {
 	corrupt       map[ID]bool            // damaged events to fetch again (corrupt.go)
 	nCorrupt      atomic.Int64           // len(corrupt), read without mu
 	repairs       uint64                 // damaged events written again
-	vouchMu       sync.Mutex             // protects vouchedSeq and removedBy (a leaf: nothing is locked under it)
+	vouchMu       sync.Mutex             // protects vouchedSeq (a leaf: nothing is locked under it)
 	vouchedSeq    map[peer.ID]uint64     // authors vouched for up to a seq (see vouchedFor)
-	removedBy     peer.ID                // the creator whose notice of this node's removal was taken (vouchMu; takeRemoval)
 	admitMu       sync.Mutex             // protects admitters
 	admitters     map[ID]peer.ID         // admitting events' authors (manager.go: vouches)
 	outRefused    []Item                 // the last events refused as their author's, out of the room (procMu; membership.go)
@@ -1043,14 +1042,6 @@ func (r *room) receive(tx *txn, it Item, from peer.ID) {
 	if r.storedAlready(it) || r.pending.Has(it.ID) {
 		r.m.metrics.duplicate.Inc()
 		return
-	}
-	if r.removesThisNode(it.Event) {
-		// The creator's removal of this node is taken whatever this node
-		// thinks of the creator (a contact revoked, by either side), with
-		// the creator's events it is built on: it only takes this node
-		// out, and refused, the node would post on into a room no member
-		// takes its events from.
-		r.raiseVouched(it.Event.Author, it.Event.Seq)
 	}
 	var missing []ID
 	for _, p := range it.Event.Parents {

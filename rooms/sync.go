@@ -425,7 +425,7 @@ func jittered(d time.Duration) time.Duration {
 // there is more. A room with more authors than one Hello lists is asked
 // for a part of its authors at a time, in the order of their IDs.
 func (r *room) syncWith(ctx context.Context, p peer.ID) error {
-	if err := r.m.cfg.Policy.Allowed(p); err != nil && !(errors.Is(err, ErrStranger) && r.asksToldBack(p)) && !r.toldRemovedBy(p) {
+	if err := r.m.cfg.Policy.Allowed(p); err != nil && !(errors.Is(err, ErrStranger) && r.asksToldBack(p)) {
 		return err
 	}
 	if !r.beginToldBackSession() {
@@ -658,18 +658,13 @@ func (m *Manager) handleSync(s network.Stream) {
 	// So is a member of a room this node left (servesLeft): once the room
 	// is closed it shares no open room with a member that is no contact,
 	// and that member could never learn the leave had it missed its
-	// gossip. And a node this user cut off (or that cut this node off),
-	// out of a room this node created: told of its removal, it syncs to
-	// store it (takeRemoval), or it would go on posting into the room.
+	// gossip.
 	limit := MaxFrame
-	departed, stayed, cut := false, false, false
+	departed, stayed := false, false
 	if err := m.cfg.Policy.Allowed(remote); err != nil {
 		if errors.Is(err, ErrStranger) {
 			stayed = m.memberOfLeaving(remote)
 			departed = m.outOfSome(remote)
-		} else {
-			cut = true
-			departed = m.outOfOwn(remote)
 		}
 		if !departed && !stayed {
 			m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
@@ -692,19 +687,7 @@ func (m *Manager) handleSync(s network.Stream) {
 	if r != nil && !r.isMember(remote) {
 		upTo = r.removedDepth(remote)
 	}
-	if upTo > 0 {
-		// The leaves that took it out are sent whatever its Hello says:
-		// it may say it holds every event of their author (a member it
-		// cut off, whose events it does not ask for), and the removal
-		// is what it must learn. Taking one, it asks for what it is
-		// built on (takeRemoval, removesThisNode).
-		for _, l := range r.outLeaves(remote) {
-			if len(h.Want) < MaxWant && !slices.Contains(h.Want, l) {
-				h.Want = append(h.Want, l)
-			}
-		}
-	}
-	strangerServed := (departed && upTo > 0 && (!cut || r.createdBy(m.self))) || (stayed && r != nil && m.servesLeft(r, remote))
+	strangerServed := (departed && upTo > 0) || (stayed && r != nil && m.servesLeft(r, remote))
 	if r == nil || (!r.isMember(remote) && upTo == 0) || (m.cfg.Policy.Allowed(remote) != nil && !strangerServed) {
 		m.metrics.syncs.WithLabelValues("responder", "refused").Inc()
 		s.Reset()
@@ -786,26 +769,6 @@ func (m *Manager) servesLeft(r *room, p peer.ID) bool {
 		cut = c.CutOff
 	}
 	return r.vouches(p, cut)
-}
-
-// outOfOwn reports whether p left, or was removed from, a room open here
-// that this node created, and was not invited back.
-func (m *Manager) outOfOwn(p peer.ID) bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	for _, r := range m.rooms {
-		if r.createdBy(m.self) && r.removedDepth(p) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// createdBy reports whether p created the room.
-func (r *room) createdBy(p peer.ID) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.meta.Creator == p
 }
 
 // outOfSome reports whether p left, or was removed from, a room open here
