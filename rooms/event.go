@@ -444,13 +444,6 @@ func (e *Event) validate() error {
 		if !utf8.Valid(e.Body) {
 			return fmt.Errorf("%w: %s body is not UTF-8", ErrMalformed, e.Kind)
 		}
-	case KindCreate:
-		// The room's name and purpose, as CreateRoom checks them: every
-		// node shows them, and they must not hold a terminal's control
-		// sequences or lines of their own.
-		if err := checkCreate(e.Body); err != nil {
-			return err
-		}
 	case KindInvite:
 		if _, err := e.InviteTarget(); err != nil {
 			return err

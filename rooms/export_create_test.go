@@ -40,8 +40,8 @@ func SendInviteNamed(ctx context.Context, h host.Host, target peer.ID, id identi
 }
 
 // ProcessUnchecked has room id process events (as catch-up, one batch, on
-// the caller's goroutine) decoded without Decode's checks, as a node took
-// any create event before receivers checked its name and purpose.
+// the caller's goroutine) decoded as stored events are, without Decode's
+// checks: a room as a node of any version stored it.
 func (m *Manager) ProcessUnchecked(id identity.RoomID, wires ...[]byte) error {
 	r := m.room(id)
 	batch := make([]input, 0, len(wires))

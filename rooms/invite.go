@@ -185,6 +185,12 @@ func (m *Manager) tellInvited(ctx context.Context, r *room, target peer.ID, eid 
 	r.mu.RLock()
 	name, topic := r.meta.Name, r.meta.Topic
 	r.mu.RUnlock()
+	if CheckName(name) != nil {
+		// Clean but blank (a room named under earlier rules, or by a node
+		// of another build): the invitee would refuse it, and the create
+		// event names the room anyway.
+		name = ""
+	}
 	return sendInviteNotice(ctx, m.cfg.Host, target, inviteNotice{Room: string(r.id), Name: name, Event: wire, Topic: topic})
 }
 

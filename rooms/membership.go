@@ -40,36 +40,14 @@ func createBody(nonce []byte, name, purpose string) []byte {
 }
 
 // splitCreate returns the name and purpose of a create event's body after
-// its nonce, as they may be shown (cleanLine): receivers check them
-// (Event.validate) only since 2026-12-05, and a room stored before may
-// hold anything its creator sent.
+// its nonce, as they are shown and kept in a room's record: clean
+// (cleanLine). A create event is the root of its room's history, so every
+// node takes it as signed, whatever its name and purpose (a node of
+// another build, or a room made under earlier rules, may send any bytes):
+// refusing it would leave the room without a root on this node alone.
 func splitCreate(b []byte) (name, purpose string) {
-	n, p := splitCreateRaw(b)
-	return cleanLine(n, MaxName), cleanLine(p, MaxPurpose)
-}
-
-// splitCreateRaw returns the name and purpose of a create event's body
-// after its nonce, as sent.
-func splitCreateRaw(b []byte) (name, purpose string) {
 	n, p, _ := bytes.Cut(b, []byte{0})
-	return string(n), string(p)
-}
-
-// checkCreate checks the name and purpose of a create event's body (one
-// shorter than a nonce founds no room, and is refused where that is
-// checked): what CreateRoom would have taken.
-func checkCreate(body []byte) error {
-	if len(body) < roomNonceLen {
-		return nil
-	}
-	name, purpose := splitCreateRaw(body[roomNonceLen:])
-	if err := CheckName(name); err != nil {
-		return fmt.Errorf("create event: %w", err)
-	}
-	if err := CheckPurpose(purpose); err != nil {
-		return fmt.Errorf("create event: %w", err)
-	}
-	return nil
+	return cleanLine(string(n), MaxName), cleanLine(string(p), MaxPurpose)
 }
 
 // cleanLine returns s (a room's name or purpose, at most max bytes) as

@@ -74,7 +74,8 @@ func (m *Meta) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	// A name or purpose stored before receivers checked them is shown clean.
+	// A name or purpose as the create event gave it (written before it was
+	// kept clean) is shown clean.
 	*m = Meta{Name: cleanLine(raw.Name, MaxName), Purpose: cleanLine(raw.Purpose, MaxPurpose), Opened: raw.Opened, Left: raw.Left, Leaving: raw.Leaving, LeftAt: raw.LeftAt}
 	if validTopic(raw.Topic) {
 		m.Topic = raw.Topic
