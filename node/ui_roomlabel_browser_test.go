@@ -24,12 +24,12 @@ func TestDashboardRoomLabelsFoldLookAlikes(t *testing.T) {
 	}))
 	me := eval[string](t, b, `window.parley.node`)
 	upper := openWith(t, b, ctx, c1, me, "carol", "API")
-	wide := openWith(t, b, ctx, c1, me, "dave", "\uff41\u200bp\u2060i\ufeff")
+	wide := openWith(t, b, ctx, c1, me, "dave", "\uff41\ufe0fp\u034fi\ufe0e")
 	them := eval[string](t, b, fmt.Sprintf(`window.parley.rooms.find(r => r.room_id === %q).creator`, upper))
 	waitJS(t, b, 30*time.Second, fmt.Sprintf(`((window.parley.panels.names || {})[%q] || "").startsWith("you~")`, them), "node 1's name in the names book")
 	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(window.parley.panels.like_self || []).includes(%q)`, them), "node 1 among the nodes that read like this one")
 	short := them[:6] + "…" + them[len(them)-6:]
-	for _, r := range []struct{ id, name string }{{upper, "API"}, {wide, "\uff41\u200bp\u2060i\ufeff"}} {
+	for _, r := range []struct{ id, name string }{{upper, "API"}, {wide, "\uff41\ufe0fp\u034fi\ufe0e"}} {
 		want := r.name + " by " + short + " " + r.id[:8]
 		waitJS(t, b, 30*time.Second, fmt.Sprintf(`(document.querySelector('#rooms li[data-room=%q] span') || {}).textContent === %q`, r.id, want),
 			"node 1's room "+r.id+" labelled "+want)

@@ -81,8 +81,12 @@ func hostileInvite(t *testing.T, ck crypto.PrivKey, id identity.RoomID, cid room
 }
 
 // clean reports whether s could be a room's name or purpose: one line
-// without control characters.
-func clean(s string) bool { return !strings.ContainsFunc(s, unicode.IsControl) }
+// without control or format characters.
+func clean(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+	})
+}
 
 // A create event whose name or purpose CreateRoom would refuse is taken
 // like any other: it is the room's root. Its creator (a node of another
@@ -310,6 +314,57 @@ func TestRoomStoredWithBadNameLoadsClean(t *testing.T) {
 	}
 	nt.Restart(0)
 	check("after a restart")
+}
+
+// A room's name and purpose hold no format characters (bidi overrides,
+// zero-width characters) and no line or paragraph separators: its creator
+// refuses them, naming the whole character; every node drops the first
+// from what another node sends and reads the others as spaces, in a create
+// event and in an invite notice's name (which an older node still sends
+// as its room was made).
+func TestRoomNameFormatCharacters(t *testing.T) {
+	for _, c := range []struct{ name, purpose, found string }{
+		{"rtl\u2028name", "", "U+2028"},
+		{"a\u0085b", "", "U+0085"},
+		{"zero\u200bwidth", "", "U+200B"},
+		{"design", "review the file \u202etxt.exe\u202c now", "U+202E"},
+		{"design", "one\u2029two", "U+2029"},
+	} {
+		err := rooms.CheckName(c.name)
+		if err == nil {
+			err = rooms.CheckPurpose(c.purpose)
+		}
+		if !errors.Is(err, rooms.ErrMalformed) || !strings.Contains(err.Error(), "found "+c.found+")") {
+			t.Errorf("name %q, purpose %q: %v, want it refused for %s", c.name, c.purpose, err, c.found)
+		}
+	}
+
+	nt := startNet(t, 2)
+	m := mgr(nt, 0)
+	if _, err := m.CreateRoom(context.Background(), "rtl\u2028name", "", identity.HumanAgent); !errors.Is(err, rooms.ErrMalformed) {
+		t.Fatalf("a room named with a line separator: %v", err)
+	}
+
+	ck, _ := genKey(t)
+	id, nonce, create, invite := hostileRoom(t, ck, "rtl\u2028name\u200b", "review the file \u202etxt.exe\u202c now\u2028next", nt.ID(0))
+	if err := m.OpenInvited(id, rooms.TopicFor(nonce)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ProcessBatch(id, create, invite); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := m.Get(id); err != nil || in.Name != "rtl name" || in.Purpose != "review the file txt.exe now next" {
+		t.Fatalf("the room reads name %q, purpose %q (%v)", in.Name, in.Purpose, err)
+	}
+
+	key := nt.Node(1).Host().Peerstore().PrivKey(nt.ID(1))
+	id, nonce, _, invite = hostileRoom(t, key, "design", "", nt.ID(0))
+	if err := rooms.SendInviteNamed(context.Background(), nt.Node(1).Host(), nt.ID(0), id, "de\u202esign\u200b\u2028plans", invite, rooms.TopicFor(nonce)); err != nil {
+		t.Fatalf("an invite notice named with format characters: %v", err)
+	}
+	if in, err := m.Get(id); err != nil || in.Name != "design plans" {
+		t.Fatalf("the room the notice opened reads name %q (%v)", in.Name, err)
+	}
 }
 
 // A node's refusal of an invite is its own words: the inviter's error

@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -304,14 +306,21 @@ func (m *Manager) handleInvite(s network.Stream) {
 		answer(fmt.Errorf("%w: %s is not a member of room %s", ErrInviteRefused, remote, id))
 		return
 	}
-	// The name the notice gives (until the create event comes) is checked
-	// as the create event's is: a node that sends one CreateRoom would
-	// refuse is not an honest one.
+	// The name the notice gives (shown until the create event comes) is
+	// refused if CreateRoom has refused it since 2026-12-01 (blank, over
+	// MaxName bytes, not UTF-8, control characters): a node of a version
+	// since sends its room's name clean. Format characters and line
+	// separators, which CreateRoom took until 2026-12-05 and a node of an
+	// earlier version still sends, are cleaned away, as the create
+	// event's name will be.
 	name := n.Name
 	if name != "" {
-		if err := CheckName(name); err != nil {
+		if err := checkName(name, unicode.IsControl); err != nil {
 			answer(fmt.Errorf("%w: %w", ErrInviteRefused, err))
 			return
+		}
+		if name = cleanLine(name, MaxName); strings.TrimSpace(name) == "" {
+			name = ""
 		}
 	}
 	topic := n.Topic

@@ -51,16 +51,21 @@ func splitCreate(b []byte) (name, purpose string) {
 }
 
 // cleanLine returns s (a room's name or purpose, at most max bytes) as
-// CheckName and CheckPurpose let one be: bytes that are not UTF-8 and
-// control characters (line breaks included) become spaces, and a text over
-// max bytes is cut, marked with "…". A name or purpose that passes the
-// checks comes back as it is.
+// CheckName and CheckPurpose let one be: bytes that are not UTF-8, control
+// characters and line and paragraph separators become spaces, format
+// characters (bidi overrides and marks, zero-width characters, tags: what
+// a reader does not see) are dropped, and a text over max bytes is cut,
+// marked with "…". A name or purpose that passes the checks comes back as
+// it is.
 func cleanLine(s string, max int) string {
-	if checkLine("", s, max) == nil {
+	if checkLine("", s, max, notInLine) == nil {
 		return s
 	}
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		switch {
+		case unicode.Is(unicode.Cf, r):
+			return -1
+		case notInLine(r):
 			return ' '
 		}
 		return r
@@ -75,25 +80,41 @@ func cleanLine(s string, max int) string {
 	return s
 }
 
+// notInLine reports the characters a room's name or purpose may not hold,
+// as a card's texts may not (discovery): control characters (line breaks
+// among them), format characters (bidi overrides and marks, zero-width
+// characters, tags), and the line and paragraph separators. A terminal
+// would run the first; the others reorder or hide what a line shows, or
+// start a line of their own for a model or an editor.
+func notInLine(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
 // CheckName checks a room name: 1 to MaxName bytes of text on one line,
-// without control characters.
-func CheckName(name string) error {
+// without control or format characters.
+func CheckName(name string) error { return checkName(name, notInLine) }
+
+// checkName checks a room name, refusing the characters bad reports.
+func checkName(name string, bad func(rune) bool) error {
 	if strings.TrimSpace(name) == "" {
 		return fmt.Errorf("%w: a room needs a name", ErrMalformed)
 	}
-	return checkLine("room name", name, MaxName)
+	return checkLine("room name", name, MaxName, bad)
 }
 
 // CheckPurpose checks a room purpose: at most MaxPurpose bytes of text on
-// one line, without control characters (empty is allowed).
-func CheckPurpose(purpose string) error { return checkLine("room purpose", purpose, MaxPurpose) }
+// one line, without control or format characters (empty is allowed).
+func CheckPurpose(purpose string) error {
+	return checkLine("room purpose", purpose, MaxPurpose, notInLine)
+}
 
-func checkLine(what, s string, max int) error {
+func checkLine(what, s string, max int, bad func(rune) bool) error {
 	if len(s) > max || !utf8.ValidString(s) {
 		return fmt.Errorf("%w: %s must be valid text of at most %d bytes", ErrMalformed, what, max)
 	}
-	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
-		return fmt.Errorf("%w: %s must be one line without control characters (found %q)", ErrMalformed, what, s[i:i+1])
+	if i := strings.IndexFunc(s, bad); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("%w: %s must be one line without control or format characters (found %U)", ErrMalformed, what, r)
 	}
 	return nil
 }

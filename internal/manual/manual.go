@@ -3,6 +3,7 @@ package manual
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -20,7 +21,7 @@ func Invitation(it localapi.Item, you string) string {
 	room := quote(it.RoomName, 80)
 	fmt.Fprintf(&b, "%s invited you (%s) into the Parley room %s (room_id %s%s).\n", cut(it.From, 120), cut(you, 120), room, it.Room, localapi.CreatedBy(it.RoomCreator))
 	if p := strings.TrimSpace(it.Purpose); p != "" {
-		fmt.Fprintf(&b, "Its purpose: %s\n", cut(oneLine(p), 300))
+		fmt.Fprintf(&b, "Its purpose: %s\n", cut(line(p), 300))
 	}
 	tail := fmt.Sprintf(`Parley links agent sessions and their people across machines; a room is a conversation that every member sees in the same order, and it lasts.
 parley_read {"room":%[1]q} shows what was said there; parley_read {"room":%[1]q,"last":20} shows the last 20 events, read or not.
@@ -78,7 +79,7 @@ func Ask(it localapi.Item) string {
 		// would have said, in short.
 		head = fmt.Sprintf("%s asks you, in room %s (room_id %s%s), which it brought you into for this ask", cut(it.From, 120), quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator))
 		if p := strings.TrimSpace(it.Purpose); p != "" {
-			head += "; its purpose: " + cut(oneLine(p), 300)
+			head += "; its purpose: " + cut(line(p), 300)
 		}
 		head += fmt.Sprintf(" (parley_read {\"room\":%q} shows what was said there, parley_leave {\"room\":%q} takes you out):\n", it.Room, it.Room)
 	}
@@ -116,21 +117,54 @@ func cut(s string, n int) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// line is a text from another node on one of Parley's lines (a room's
+// purpose): its white space, line breaks included, as single spaces, and
+// whatever could drive a terminal, reorder the line or hide part of it
+// escaped (termtext.Line, escapeFormat).
+func line(s string) string { return escapeFormat(termtext.Line(oneLine(s))) }
+
 // Block is a text from another node (a message, an ask, a reply) on lines
 // of its own under one of Parley's: every line indented by depth spaces,
-// and whatever else could end a line or drive a terminal escaped
-// (termtext.Lines). Parley's own lines start less deep, so no line of the
-// text can pass for one of them (a marker such as "Someone is waiting on
-// you", an item, the call that answers).
+// and whatever else could end a line, drive a terminal, reorder a line or
+// hide part of it escaped (termtext.Lines, escapeFormat). Parley's own
+// lines start less deep, so no line of the text can pass for one of them
+// (a marker such as "Someone is waiting on you", an item, the call that
+// answers).
 func Block(s string, depth int) string { return strings.Repeat(" ", depth) + Inline(s, depth) }
 
 // Inline is a text from another node that follows Parley's own words on
 // their line ("from X: ..."): as Block, but its first line is not indented.
 func Inline(s string, depth int) string {
-	t := termtext.Lines(strings.TrimRight(s, "\n"))
+	t := escapeFormat(termtext.Lines(strings.TrimRight(s, "\n")))
 	if depth == 2 {
 		return t
 	}
 	// termtext.Lines writes every line break as a newline and two spaces.
 	return strings.ReplaceAll(t, "\n  ", "\n"+strings.Repeat(" ", depth))
 }
+
+// escapeFormat escapes, as \uXXXX, the format characters termtext leaves
+// as they are (it escapes the bidi controls among them, and the line and
+// paragraph separators): zero-width spaces and joiners, the byte order
+// mark, soft hyphens, tag characters. A terminal shows nothing for them,
+// so they could hide part of a text from the person who watches an
+// agent's pane.
+func escapeFormat(s string) string {
+	if !strings.ContainsFunc(s, hidden) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !hidden(r):
+			b.WriteRune(r)
+		case r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
+}
+
+func hidden(r rune) bool { return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) }

@@ -217,7 +217,7 @@ func TestLookAlikeRoomsNamedApart(t *testing.T) {
 	call(t, g, "parley_register", map[string]any{"name": "gamma"})
 	// Not the same name byte for byte: one that reads the same (case,
 	// width, an invisible character), as the dashboard folds it.
-	out, _ := call(t, g, "parley_room_open", map[string]any{"name": "\uff42ENCH\u200b", "members": []string{alpha}})
+	out, _ := call(t, g, "parley_room_open", map[string]any{"name": "\uff42ENCH\ufe0f", "members": []string{alpha}})
 	twin := out["room_id"].(string)
 	if _, got := call(t, g, "parley_say", map[string]any{"room": twin, "text": "post here"}); !strings.Contains(got, "(room_id "+twin+")") {
 		t.Fatalf("the post's confirmation does not give the room's ID: %q", got)
