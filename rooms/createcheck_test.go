@@ -245,7 +245,8 @@ func TestInviteNoticeWithBadNameRefused(t *testing.T) {
 	key := nt.Node(1).Host().Peerstore().PrivKey(nt.ID(1))
 	id, nonce, _, invite := hostileRoom(t, key, "design", "", nt.ID(0))
 	err := rooms.SendInviteNamed(context.Background(), nt.Node(1).Host(), nt.ID(0), id, evilName, invite, rooms.TopicFor(nonce))
-	if !errors.Is(err, rooms.ErrInviteRefused) || !strings.Contains(err.Error(), "room name must be one line") || strings.Contains(err.Error(), "\n") {
+	if !errors.Is(err, rooms.ErrInviteRefused) || !strings.Contains(err.Error(), "room name must be one line") || strings.Contains(err.Error(), "\n") ||
+		strings.Count(err.Error(), "invite refused") != 1 || strings.Contains(err.Error(), `"`) {
 		t.Fatalf("the invite notice of a room named %q: err %v", evilName, err)
 	}
 	if _, err := m.Get(id); err == nil || slices.ContainsFunc(m.Invites(), func(w rooms.WaitingInvite) bool { return w.Room == id }) {
@@ -368,8 +369,9 @@ func TestRoomNameFormatCharacters(t *testing.T) {
 }
 
 // A node's refusal of an invite is its own words: the inviter's error
-// quotes them on one line, so they cannot start lines of their own in what
-// an agent or a person reads.
+// quotes them on one line when they span lines, so they cannot start lines
+// of their own in what an agent or a person reads. (A refusal that prints
+// as it is on one line is given as it is: TestInviteNoticeWithBadNameRefused.)
 func TestInviteRefusalQuoted(t *testing.T) {
 	nt := startNet(t, 2)
 	id, err := mgr(nt, 0).Create(context.Background(), "plans", identity.HumanAgent)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -217,11 +218,22 @@ func sendInviteNotice(ctx context.Context, h host.Host, target peer.ID, n invite
 		return err
 	}
 	if !ans.OK {
-		// The invitee's own words, quoted: they may say anything, on any
-		// number of lines, and reach the inviting agent's tool result.
-		return fmt.Errorf("%w by %s: %q", ErrInviteRefused, target, ans.Error)
+		return fmt.Errorf("%w by %s: %s", ErrInviteRefused, target, refusal(ans.Error))
 	}
 	return nil
+}
+
+// refusal is an invitee's answer as the inviter's error gives it: without
+// its own "invite refused" (the error says so already), and quoted (%q)
+// if it holds anything that does not print as it is on one line (a line
+// break, a control or format character, a quote): the words are the
+// invitee's, and reach the inviting agent's tool result.
+func refusal(why string) string {
+	why = strings.TrimPrefix(why, ErrInviteRefused.Error()+": ")
+	if q := strconv.Quote(why); q[1:len(q)-1] != why {
+		return q
+	}
+	return why
 }
 
 // handleInvite serves /parley/invite/1 on the invitee.

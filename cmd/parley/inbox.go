@@ -113,7 +113,7 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as st
 	room := func(it localapi.Item) string {
 		if it.RoomName != "" {
 			// Another room here has the name: say whose this one is.
-			return fmt.Sprintf("%q", termtext.Line(it.RoomName)) + book.Text(localapi.RoomAside(it.Room, it.RoomCreator))
+			return quoted(it.RoomName) + book.Text(localapi.RoomAside(it.Room, it.RoomCreator))
 		}
 		return short(it.Room)
 	}
@@ -169,7 +169,7 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as st
 	for _, r := range v.MoreUnread {
 		name := r.Room
 		if r.RoomName != "" {
-			name = fmt.Sprintf("%q", termtext.Line(r.RoomName)) + book.Text(localapi.RoomAside(r.Room, r.RoomCreator))
+			name = quoted(r.RoomName) + book.Text(localapi.RoomAside(r.Room, r.RoomCreator))
 		}
 		fmt.Fprintf(w, "%d more unread in %s (parley room log %s)\n", r.Count, name, r.Room)
 	}

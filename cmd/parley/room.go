@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -133,14 +134,14 @@ answer. A node that is no contact is not invited (an agent of a node in the room
 			}, func(w io.Writer, v []localapi.Posted) {
 				for i, p := range v {
 					if p.Already {
-						fmt.Fprintf(w, "%s is already in %q (let in by event %s)\n", args[1+i], termtext.Line(p.Room.Name), p.ID)
+						fmt.Fprintf(w, "%s is already in %s (let in by event %s)\n", args[1+i], quoted(p.Room.Name), p.ID)
 						continue
 					}
 					if p.Waits {
-						fmt.Fprintf(w, "invited %s into %q (event %s): it is not a contact that lets you invite it at once, so the invite waits for their answer (`parley invites` on their node)\n", args[1+i], termtext.Line(p.Room.Name), p.ID)
+						fmt.Fprintf(w, "invited %s into %s (event %s): it is not a contact that lets you invite it at once, so the invite waits for their answer (`parley invites` on their node)\n", args[1+i], quoted(p.Room.Name), p.ID)
 						continue
 					}
-					fmt.Fprintf(w, "invited %s into %q (event %s)\n", args[1+i], termtext.Line(p.Room.Name), p.ID)
+					fmt.Fprintf(w, "invited %s into %s (event %s)\n", args[1+i], quoted(p.Room.Name), p.ID)
 				}
 			})
 		},
@@ -324,10 +325,10 @@ brings the node back.`,
 				return c.Leave(ctx, as, localapi.LeaveRequest{Room: args[0], Node: node})
 			}, func(w io.Writer, v localapi.LeaveResult) {
 				if v.NodeLeft {
-					fmt.Fprintf(w, "this node left %q (event %s)\n", termtext.Line(v.Room.Name), v.ID)
+					fmt.Fprintf(w, "this node left %s (event %s)\n", quoted(v.Room.Name), v.ID)
 					return
 				}
-				fmt.Fprintf(w, "%s left %q (event %s)\n", as, termtext.Line(v.Room.Name), v.ID)
+				fmt.Fprintf(w, "%s left %s (event %s)\n", as, quoted(v.Room.Name), v.ID)
 			})
 		},
 	}
@@ -383,6 +384,12 @@ func nameBook(ctx context.Context, c *localapi.Client) localapi.NameBook {
 	return localapi.NewNameBook(es)
 }
 
+// quoted is a room's name in quotes, as a sentence of the CLI gives it:
+// strconv.Quote escapes, once, every character termtext.Line would
+// (controls, format characters such as bidi overrides, line separators,
+// bytes that are not UTF-8), and the quotes and backslashes in it.
+func quoted(name string) string { return strconv.Quote(name) }
+
 // printEvent prints one event on a line: time, short ID, agent@handle and
 // what it did, with every text from the network shown escaped.
 func printEvent(w io.Writer, e localapi.Event, book localapi.NameBook) {
@@ -411,7 +418,7 @@ func printEvent(w io.Writer, e localapi.Event, book localapi.NameBook) {
 		if e.Purpose != "" {
 			purpose = fmt.Sprintf(" (purpose: %s)", termtext.Line(e.Purpose))
 		}
-		fmt.Fprintf(w, "%s %s %s created the room %q%s\n", ts, id, who, termtext.Line(e.Text), purpose)
+		fmt.Fprintf(w, "%s %s %s created the room %s%s\n", ts, id, who, quoted(e.Text), purpose)
 	case "invite":
 		whom := "node " + short(e.Target)
 		if e.To != "" {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -395,5 +396,22 @@ func TestCLILookAlikeRoomsNamedApart(t *testing.T) {
 	}, "carol's message in alice's inbox")
 	if l := line(out, "post here"); !strings.Contains(l, `"api" (created by @carol, room_id `+theirs.RoomID+")") {
 		t.Fatalf("the inbox does not say which api: %q\n%s", l, out)
+	}
+}
+
+// Where a sentence of the CLI quotes a room's name, the name is escaped
+// once: a bidi override reads \u202e (not \\u202e, %q of what termtext
+// escaped already), and a quote in the name reads \".
+func TestCLIRoomNamesEscapedOnce(t *testing.T) {
+	name := "de\u202esign \"v2\"\u200b"
+	want := `"de\u202esign \"v2\"\u200b"`
+	var b strings.Builder
+	printPending(&b, localapi.Pending{
+		Items:      []localapi.Item{{Kind: "message", ID: "m1abcdefgh", Room: "r1", RoomName: name, From: "impl@x", Text: "hi"}},
+		MoreUnread: []localapi.RoomCount{{Room: "r2", RoomName: name, Count: 3}},
+	}, nil, human)
+	printEvent(&b, localapi.Event{ID: "e1abcdefgh", Kind: "create", Text: name, Agent: human, Author: "x"}, nil)
+	if out := b.String(); strings.Count(out, want) != 3 || strings.Contains(out, `\\`) {
+		t.Fatalf("the room's name is not quoted once, as %s, in:\n%s", want, out)
 	}
 }
