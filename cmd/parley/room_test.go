@@ -409,7 +409,7 @@ func TestCLIRoomNamesEscapedOnce(t *testing.T) {
 	printPending(&b, localapi.Pending{
 		Items:      []localapi.Item{{Kind: "message", ID: "m1abcdefgh", Room: "r1", RoomName: name, From: "impl@x", Text: "hi"}},
 		MoreUnread: []localapi.RoomCount{{Room: "r2", RoomName: name, Count: 3}},
-	}, nil, human)
+	}, nil, human, nil)
 	printEvent(&b, localapi.Event{ID: "e1abcdefgh", Kind: "create", Text: name, Agent: human, Author: "x"}, nil)
 	if out := b.String(); strings.Count(out, want) != 3 || strings.Contains(out, `\\`) {
 		t.Fatalf("the room's name is not quoted once, as %s, in:\n%s", want, out)
