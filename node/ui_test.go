@@ -68,6 +68,9 @@ func TestDashboardTokenOriginAndStream(t *testing.T) {
 		t.Fatalf("dashboard at %s with token %q", base, tok)
 	}
 	jsonCT := map[string]string{"Content-Type": "application/json"}
+	nav := func(dest string) map[string]string {
+		return map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": dest}
+	}
 	for _, tc := range []struct {
 		method, path, token string
 		hdr                 map[string]string
@@ -82,6 +85,14 @@ func TestDashboardTokenOriginAndStream(t *testing.T) {
 		{"POST", "/v1/down", "", jsonCT, 401},
 		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example"}, 403},
 		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, 403},
+		// The page opened from elsewhere (a file: page, a bookmark): a
+		// top-level navigation, marked cross-site, with the token.
+		{"GET", "/?t=" + tok, "", nav("document"), 200},
+		{"GET", "/?t=" + strings.Repeat("0", 64), "", nav("document"), 401},
+		{"GET", "/?t=" + tok, "", nav("iframe"), 403},
+		{"GET", "/ui/state", tok, nav("document"), 403},
+		{"GET", "/ui/stream", tok, nav("document"), 403},
+		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}, 403},
 		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "text/plain"}, 415},
 		{"POST", "/v1/down", tok, jsonCT, 404}, // not one of the page's actions
 		{"GET", "/ui/state", tok, nil, 200},

@@ -11,7 +11,10 @@
 // so another site cannot make the browser use it (no CSRF); on top of that a
 // request with an Origin other than the page's, a cross-site Sec-Fetch-Site,
 // or a Host that is not the loopback address it is served on is refused
-// (403), and actions must be JSON. The page is one document with its script
+// (403), and actions must be JSON. The one cross-site request taken is the
+// browser opening the page itself as a top-level document (Sec-Fetch-Mode
+// navigate, Sec-Fetch-Dest document, GET /?t=TOKEN): that is how it arrives
+// from the file: page of `parley ui --open` or from a bookmark. The page is one document with its script
 // and style inline, allowed by a Content-Security-Policy that names their
 // hashes and lets the page connect to its own origin only; it loads nothing
 // from the network, so it works offline.

@@ -180,10 +180,22 @@ func (s *Server) foreign(r *http.Request) string {
 	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
 		return "requests from other origins are refused"
 	}
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" && !pageNavigation(r) {
 		return "cross-site requests are refused"
 	}
 	return ""
+}
+
+// pageNavigation reports whether r is the browser opening the page itself
+// as a top-level document: the address followed from a file: page (`parley
+// ui --open`), a bookmark or another site is marked cross-site, and it must
+// open. It carries the token in its query, which is what proves it (whoever
+// has the token needs no browser); it reads nothing and changes nothing,
+// and the page it gets cannot be framed. Everything else the page does is a
+// same-origin request that a cross-site one cannot pass for.
+func pageNavigation(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.Path == "/" &&
+		r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document"
 }
 
 func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
