@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
@@ -101,6 +102,21 @@ func TestDashboardTokenOriginAndStream(t *testing.T) {
 		if code != tc.want || (code == 401 && body != "") {
 			t.Fatalf("%s %s (token %q, %v): %d %q, want %d", tc.method, tc.path, tc.token, tc.hdr, code, body, tc.want)
 		}
+	}
+	// The proof the page asks for before it sends the token: anyone gets
+	// it, and it is the token's HMAC of the port and the nonce.
+	nonce := strings.Repeat("0f", 32)
+	port := base[strings.LastIndex(base, ":")+1:]
+	if code, body := uiDo(t, "GET", base+"/ui/proof?n="+nonce, "", nil, ""); code != 200 || body != ui.Proof(tok, port, nonce) || body == ui.Proof(tok, "1", nonce) {
+		t.Fatalf("the proof of %s: %d %q", nonce, code, body)
+	}
+	for _, bad := range []string{"", "n=abc", "n=" + strings.Repeat("0F", 32), "n=" + strings.Repeat("0", 130)} {
+		if code, body := uiDo(t, "GET", base+"/ui/proof?"+bad, "", nil, ""); code != 400 {
+			t.Fatalf("a proof of %q: %d %q, want 400", bad, code, body)
+		}
+	}
+	if code, _ := uiDo(t, "GET", base+"/ui/proof?n="+nonce, "", map[string]string{"Sec-Fetch-Site": "cross-site"}, ""); code != 403 {
+		t.Fatalf("a cross-site proof: %d, want 403", code)
 	}
 	// Actions on things that do not exist: a clear error, nothing done.
 	for _, tc := range []struct{ path, body string }{

@@ -19,11 +19,17 @@
 // hashes and lets the page connect to its own origin only; it loads nothing
 // from the network, so it works offline.
 //
+// The page sends the token only to a server that has just shown it knows
+// it: before the stream and before each action it asks /ui/proof with a
+// random nonce and checks the answer (Proof) with WebCrypto. A program that
+// took the port while the node was down cannot answer, and gets nothing.
+//
 // # Endpoints
 //
 //	GET  /?t=TOKEN            the page
 //	GET  /ui/stream           server-sent events (below)
 //	GET  /ui/state            the panels, as one JSON object
+//	GET  /ui/proof?n=NONCE    no token: Proof of the token for NONCE
 //	…                         the local API routes the node allows (Config.Actions)
 //
 // # Stream

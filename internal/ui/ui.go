@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -11,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -142,6 +144,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
+	if r.URL.Path == "/ui/proof" {
+		s.serveProof(w, r)
+		return
+	}
 	if !s.authorized(r) {
 		w.WriteHeader(http.StatusUnauthorized)
 		return
@@ -196,6 +202,40 @@ func (s *Server) foreign(r *http.Request) string {
 func pageNavigation(r *http.Request) bool {
 	return r.Method == http.MethodGet && r.URL.Path == "/" &&
 		r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document"
+}
+
+// ProofPrefix starts what a proof signs: ProofPrefix + port + "\n" + nonce.
+const ProofPrefix = "parley-ui-proof\n"
+
+// Proof is what the dashboard on port answers to nonce: hex of
+// HMAC-SHA256(token, ProofPrefix + port + "\n" + nonce). The page asks for
+// one before each request that carries the token, and sends the token only
+// when it checks: a program that took the port while the node was down
+// does not know the token, so it cannot answer, and gets nothing. The port
+// is signed so that a program on another port cannot pass on the node's
+// answer as its own.
+func Proof(token, port, nonce string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte(ProofPrefix + port + "\n" + nonce))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// serveProof answers GET /ui/proof?n=NONCE (NONCE: 32 to 128 lowercase hex
+// digits) with Proof, to anyone: it tells nothing of the token.
+func (s *Server) serveProof(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	if why := s.foreign(r); why != "" {
+		http.Error(w, why, http.StatusForbidden)
+		return
+	}
+	n := r.URL.Query().Get("n")
+	if r.Method != http.MethodGet || len(n) < 32 || len(n) > 128 || strings.Trim(n, "0123456789abcdef") != "" {
+		http.Error(w, "GET /ui/proof?n=NONCE, NONCE 32 to 128 lowercase hex digits", http.StatusBadRequest)
+		return
+	}
+	_, port, _ := net.SplitHostPort(s.addr)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, Proof(string(s.token), port, n)) //nolint:errcheck // the browser went away
 }
 
 func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {

@@ -101,12 +101,43 @@
   function when(ms) { var d = new Date(ms); return d.toLocaleTimeString(); }
   function showError(msg) { $("error").textContent = msg || ""; }
 
+  // The token goes only to a server that first proves it knows it: before
+  // each request that carries it, the page sends a random nonce and checks
+  // the answer, HMAC-SHA256(token, "parley-ui-proof\n" + port + "\n" +
+  // nonce). While the node is down another program may take its port; it
+  // cannot answer, so it gets neither the token nor the page's trust.
+  var enc = new TextEncoder(), hmacKey = null;
+  function Impostor(why) {
+    this.impostor = true;
+    this.message = "the program on " + location.host + " is not this node's dashboard (" + why +
+      "): the page sends it nothing and shows nothing from it; run `parley ui` for the dashboard's address";
+  }
+  function prove() {
+    if (!window.crypto || !crypto.subtle) return Promise.reject(new Impostor("this browser cannot check it here: no WebCrypto"));
+    var n = new Uint8Array(32), nonce = "";
+    crypto.getRandomValues(n);
+    n.forEach(function (b) { nonce += (b < 16 ? "0" : "") + b.toString(16); });
+    hmacKey = hmacKey || crypto.subtle.importKey("raw", enc.encode(token), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+    return fetch("/ui/proof?n=" + nonce, { cache: "no-store", credentials: "omit" }).then(function (r) {
+      if (!r.ok) throw new Impostor("it answered HTTP " + r.status + " when asked to prove it knows the token");
+      return r.text();
+    }).then(function (t) {
+      t = t.trim();
+      if (!/^[0-9a-f]{64}$/.test(t)) throw new Impostor("its answer is not a proof");
+      var sig = new Uint8Array(32);
+      for (var i = 0; i < 32; i++) sig[i] = parseInt(t.slice(2 * i, 2 * i + 2), 16);
+      return hmacKey.then(function (k) {
+        return crypto.subtle.verify("HMAC", k, sig, enc.encode("parley-ui-proof\n" + (location.port || "80") + "\n" + nonce));
+      });
+    }).then(function (ok) { if (!ok) throw new Impostor("it does not know the token"); });
+  }
+
   function api(method, path, body) {
-    return fetch(path, {
+    return prove().then(function () { return fetch(path, {
       method: method,
       headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body)
-    }).then(function (r) {
+    }); }).then(function (r) {
       return r.text().then(function (t) {
         var v = null;
         try { v = t ? JSON.parse(t) : null; } catch (e) { v = { error: t }; }
@@ -400,7 +431,9 @@
 
   function connect() {
     $("status").textContent = "connecting…";
-    fetch("/ui/stream", { headers: { "Authorization": "Bearer " + token } }).then(function (r) {
+    prove().then(function () {
+      return fetch("/ui/stream", { headers: { "Authorization": "Bearer " + token } });
+    }).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status + (r.status === 401 ? ": the token is wrong; run `parley ui` for the address" : ""));
       $("status").textContent = "live";
       var reader = r.body.getReader(), dec = new TextDecoder(), buf = "";
@@ -423,7 +456,7 @@
       }
       return pump();
     }).catch(function (err) {
-      $("status").textContent = "offline: " + err.message + " (retrying)";
+      $("status").textContent = (err.impostor ? "not connected: " : "offline: ") + err.message + " (retrying)";
       setTimeout(connect, 2000);
     });
   }
