@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -281,5 +282,100 @@ func TestDashboardKeepsItsPort(t *testing.T) {
 	nt.Restart(0)
 	if last, _ := uiBase(t, nt, 0); last != moved {
 		t.Fatalf("after its port was taken and a restart, the dashboard is at %s, want %s (where it moved)", last, moved)
+	}
+}
+
+// Nothing without the token holds the dashboard's connections: a request
+// without it is answered and its connection closed, its body unread
+// (however slowly it comes), and the connections held at once are capped,
+// a page's stream among them; the stream outlives the server's read
+// deadline.
+func TestDashboardHoldsNoConnectionWithoutTheToken(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	base, tok := uiBase(t, nt, 0)
+	host := strings.TrimPrefix(base, "http://")
+	opened := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/ui/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	alive := make(chan time.Time, 1)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 4<<20)
+		for sc.Scan() {
+			if sc.Text() == ": alive" {
+				alive <- time.Now()
+				return
+			}
+		}
+		close(alive)
+	}()
+
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", host, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// A post without the token that says its body is 200,000 bytes and
+	// sends one: 401, Connection: close, and the connection closed.
+	c := dial()
+	fmt.Fprintf(c, "POST /v1/agents/human/say HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{", host)
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(c)
+	r, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StatusCode != 401 || !r.Close {
+		t.Fatalf("a post without the token: %d, Connection %q", r.StatusCode, r.Header.Get("Connection"))
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Fatalf("the connection of a post without the token stays open: %v", err)
+	}
+
+	// The cap: the stream and MaxConns-1 connections that send part of a
+	// request; one more is not answered until one of them goes.
+	var held []net.Conn
+	for range ui.MaxConns - 1 {
+		h := dial()
+		fmt.Fprintf(h, "GET /ui/state HTTP/1.1\r\nHost: %s\r\n", host)
+		held = append(held, h)
+	}
+	extra := dial()
+	fmt.Fprintf(extra, "GET /ui/state HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", host, tok)
+	eb := bufio.NewReader(extra)
+	extra.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := eb.ReadByte(); err == nil {
+		t.Fatalf("a connection past the %d held was answered", ui.MaxConns)
+	}
+	held[0].Close()
+	extra.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if r, err := http.ReadResponse(eb, nil); err != nil || r.StatusCode != 200 {
+		t.Fatalf("the connection past the cap, once one went: %v %v", r, err)
+	}
+
+	// The stream is still open past the read deadline, and sends its
+	// keep-alive.
+	select {
+	case at, ok := <-alive:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		t.Logf("the stream sends its keep-alive %v after it opened", at.Sub(opened).Round(time.Second))
+	case <-time.After(time.Minute):
+		t.Fatal("no keep-alive on the stream within a minute")
 	}
 }

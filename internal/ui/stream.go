@@ -23,6 +23,7 @@ const coalesce = 50 * time.Millisecond
 type stream struct {
 	s       *Server
 	w       http.ResponseWriter
+	rc      *http.ResponseController
 	flush   func()
 	ctx     context.Context
 	cursors map[string]uint64 // room → arrival sent up to
@@ -36,11 +37,15 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 		localapi.WriteError(w, fmt.Errorf("ui: streaming not supported"))
 		return
 	}
+	// The stream lasts as long as its page: its write deadline moves before
+	// each write (the server's would end it writeTimeout after it began),
+	// so only a page that stops reading lets it go.
+	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	st := &stream{s: s, w: w, flush: fl.Flush, ctx: r.Context(), cursors: map[string]uint64{}, panels: map[string][]byte{}}
+	st := &stream{s: s, w: w, rc: rc, flush: fl.Flush, ctx: r.Context(), cursors: map[string]uint64{}, panels: map[string][]byte{}}
 	if err := st.run(); err != nil && r.Context().Err() == nil {
 		s.logger.Debug("dashboard stream ended", "err", err)
 	}
@@ -55,6 +60,7 @@ func (st *stream) send(event string, v any) error {
 }
 
 func (st *stream) sendRaw(event string, raw []byte) error {
+	st.rc.SetWriteDeadline(time.Now().Add(writeTimeout)) //nolint:errcheck // unsupported: the server's deadline stays
 	if _, err := fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", event, raw); err != nil {
 		return err
 	}
@@ -94,6 +100,7 @@ func (st *stream) run() error {
 		case <-s.done:
 			return nil
 		case <-alive.C:
+			st.rc.SetWriteDeadline(time.Now().Add(writeTimeout)) //nolint:errcheck // as in sendRaw
 			if _, err := fmt.Fprint(st.w, ": alive\n\n"); err != nil {
 				return err
 			}

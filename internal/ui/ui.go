@@ -22,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/parley-mesh/parley/internal/localapi"
 )
 
@@ -130,9 +132,29 @@ func New(cfg Config) (*Server, error) {
 			s.mux.Handle(p, cfg.API)
 		}
 	}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: readTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
 	return s, nil
 }
+
+// MaxConns is how many connections the dashboard holds at once; more wait
+// to be accepted until one ends. A page uses a few (its stream and its
+// actions), so this is for many tabs, and it keeps programs without the
+// token from taking the node's file descriptors.
+const MaxConns = 64
+
+// The server's deadlines: a request is read within readTimeout (a request
+// without the token is answered once its headers are, its body unread),
+// its answer written within writeTimeout (an action waits at most
+// localapi.MaxWait), and a connection with no request is closed after
+// idleTimeout. The stream, which lasts as long as its page, sets its own
+// write deadline before each write. (Once a request is read, net/http
+// lifts the read deadline: it does not cut a handler.)
+const (
+	readTimeout  = 10 * time.Second
+	writeTimeout = localapi.MaxWait + 10*time.Second
+	idleTimeout  = time.Minute
+)
 
 // PageSize is the page's size in bytes (everything it loads).
 func (s *Server) PageSize() int { return len(s.page) }
@@ -149,6 +171,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.authorized(r) {
+		// Its body is not read: the connection is closed instead, so that
+		// nothing without the token holds it by sending slowly.
+		h.Set("Connection", "close")
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
@@ -261,7 +286,7 @@ func Listen(port int) (net.Listener, error) {
 // Call it once.
 func (s *Server) Serve(ln net.Listener) error {
 	s.addr = ln.Addr().String()
-	err := s.srv.Serve(ln)
+	err := s.srv.Serve(netutil.LimitListener(ln, MaxConns))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
