@@ -21,6 +21,10 @@
     return e;
   }
   function fill(node, kids) { node.replaceChildren.apply(node, kids); }
+  // bdi holds a text another node wrote (a message, a note, a handle…): a
+  // bidi-isolated element of its own, so that no control or right-to-left
+  // character in it reorders the text drawn around it.
+  function bdi(text, cls) { return el("bdi", cls ? { cls: cls, text: text } : { text: text }); }
   function short(id) { return id && id.length > 14 ? id.slice(0, 6) + "…" + id.slice(-6) : id || ""; }
   // peer is a node as people read it: "here", the name the node gives it
   // (its handle; handle~SUFFIX when it reads like another known node's
@@ -177,15 +181,15 @@
 
   function eventNode(e) {
     var sys = e.kind !== "message" && e.kind !== "ask";
-    var text = e.text;
-    if (e.kind === "create") text = "created the room “" + e.text + "”";
-    else if (e.kind === "invite") text = "invited " + (e.to ? addr(e.to) : peer(e.target));
-    else if (e.kind === "join") text = "joined";
-    else if (e.kind === "leave") text = e.target ? "took " + peer(e.target) + " out" : e.to ? "took " + addr(e.to) + " out" : "left";
-    var kids = [el("span", { cls: "time", text: when(e.time) + " " }), el("span", { cls: "from", text: addr(e.from) })];
-    if (e.kind === "ask") kids.push(el("strong", { text: "asks " + (e.to ? addr(e.to) : "the room") + ": " }));
+    var text = [bdi(e.text, "text")];
+    if (e.kind === "create") text = ["created the room “", bdi(e.text), "”"];
+    else if (e.kind === "invite") text = ["invited ", bdi(e.to ? addr(e.to) : peer(e.target))];
+    else if (e.kind === "join") text = ["joined"];
+    else if (e.kind === "leave") text = e.target ? ["took ", bdi(peer(e.target)), " out"] : e.to ? ["took ", bdi(addr(e.to)), " out"] : ["left"];
+    var kids = [el("span", { cls: "time", text: when(e.time) + " " }), bdi(addr(e.from), "from")];
+    if (e.kind === "ask") kids.push(el("strong", {}, ["asks ", e.to ? bdi(addr(e.to)) : "the room", ": "]));
     if (e.reply_to) kids.push(el("span", { cls: "muted", text: "↪ " + short(e.reply_to) + " " }));
-    kids.push(el("span", { text: text }));
+    kids.push(el("span", {}, text));
     if (!sys) kids.push(el("button", { text: "reply", onclick: function () { replyTo(e.id, e.room, e.from); } }));
     return el("li", { cls: sys ? "sys" : e.kind, "data-id": e.id }, kids);
   }
@@ -225,18 +229,18 @@
     if (!r) { fill($("roommembers"), []); return; }
     var mine = r.creator === S.node, seen = {}, kids = [];
     var chip = function (member, label, button) {
-      var c = el("span", { cls: "member", "data-member": member }, [label]);
+      var c = el("span", { cls: "member", "data-member": member }, label);
       if (button) c.appendChild(btn(button, function () { act("/v1/rooms/" + encodeURIComponent(r.room_id) + "/remove", { peer_id: member }); }));
       kids.push(c);
     };
     (r.agents || []).forEach(function (a) {
       var node = a.slice(a.lastIndexOf("@") + 1);
       seen[node] = true;
-      chip(a, addr(a), mine && node !== S.node ? "remove" : "");
+      chip(a, [bdi(addr(a))], mine && node !== S.node ? "remove" : "");
     });
     (r.members || []).forEach(function (n) {
       if (n === S.node) return;
-      chip(n, "node " + peer(n) + (seen[n] ? "" : " (no agent)"), mine ? "remove node" : "");
+      chip(n, ["node ", bdi(peer(n)), seen[n] ? "" : " (no agent)"], mine ? "remove node" : "");
     });
     fill($("roommembers"), kids);
   }
@@ -244,7 +248,7 @@
   function replyTo(id, room, from) {
     if (room !== S.sel) select(room);
     $("reply_to").value = id;
-    $("replying").textContent = "replying to " + addr(from) + " (" + short(id) + ") ";
+    fill($("replying"), ["replying to ", bdi(addr(from)), " (" + short(id) + ") "]);
     $("replying").appendChild(el("button", { type: "button", text: "cancel", onclick: function () {
       $("reply_to").value = ""; $("replying").textContent = "";
     } }));
@@ -287,7 +291,7 @@
     },
     human: function (items) {
       fill($("human"), (items || []).map(function (it) {
-        return el("li", { "data-ask": it.id }, [el("span", { cls: "from", text: addr(it.from) }), el("span", { text: it.text + " " }),
+        return el("li", { "data-ask": it.id }, [bdi(addr(it.from), "from"), bdi(it.text, "text"), " ",
           el("span", { cls: "muted" }, ["in ", roomName(it.room, it.room_name, it.room_creator), " "]),
           btn("reply", function () { replyTo(it.id, it.room, it.from); })]);
       }));
@@ -300,7 +304,7 @@
       fill($("agents"), [head(cols)].concat((as || []).map(function (a) {
         var cells = [a.address ? addr(a.address) : a.agent, el("span", { cls: a.state, text: a.state }), a.working_on,
           a.owed === null || a.owed === undefined ? "" : String(a.owed),
-          (a.waiting_on || []).map(addr).join(", ")];
+          el("span", {}, (a.waiting_on || []).reduce(function (l, w, i) { return l.concat(i ? ", " : "", bdi(addr(w))); }, []))];
         if (mod) {
           var r = rule(a.address), acts = el("span", { cls: "nowrap" });
           acts.appendChild(r.muted ? btn("unmute", function () { act("/v1/moderation/unmute", { agent: a.address }); })
@@ -327,7 +331,7 @@
         // The node's name for the peer: a stranger that asks under a
         // contact's handle shows with its peer ID's tail, not as the contact.
         var name = c.name || (S.panels.names || {})[c.peer_id] || c.handle || short(c.peer_id);
-        var r = row([short(c.peer_id), name + (c.note ? " — " + c.note : ""), c.state, acts]);
+        var r = row([short(c.peer_id), el("span", {}, [bdi(name)].concat(c.note ? [" — ", bdi(c.note, "note")] : [])), c.state, acts]);
         r.setAttribute("data-peer", c.peer_id);
         return r;
       })));
@@ -359,7 +363,7 @@
         var acts = el("span", { cls: "nowrap" }, [
           btn("accept", function () { act("/v1/org/accept", { org: o.org }); }),
           btn("decline", function () { act("/v1/org/decline", { org: o.org }); })]);
-        var r = row([(o.name || "") + " " + short(o.org), o.handle, peer(o.from), (o.trusts || []).map(short).join(", "), until(o.expires), acts]);
+        var r = row([el("span", {}, [bdi(o.name || ""), " " + short(o.org)]), bdi(o.handle || ""), bdi(peer(o.from)), (o.trusts || []).map(short).join(", "), until(o.expires), acts]);
         r.setAttribute("data-org", o.org);
         return r;
       })));
