@@ -3,21 +3,24 @@
 //
 // # Access
 //
-// Every request needs the home's token (HOME/ui.token, random, made once):
-// the page itself as /?t=TOKEN (the URL `parley ui` prints), everything
-// else with the header "Authorization: Bearer TOKEN", which the page adds
-// to each of its requests. A request without the token, or with a wrong one,
-// is answered 401 with an empty body. The token never travels in a cookie,
+// Every request but /ui/proof needs the home's token (HOME/ui.token,
+// random, made once): the page itself as /?t=TOKEN (the URL `parley ui`
+// prints), everything else with the header "Authorization: Bearer TOKEN",
+// which the page adds to each of its requests. A request without the token,
+// or with a wrong one, is answered 401 with an empty body and its
+// connection closed, its body unread. The token never travels in a cookie,
 // so another site cannot make the browser use it (no CSRF); on top of that a
 // request with an Origin other than the page's, a cross-site Sec-Fetch-Site,
 // or a Host that is not the loopback address it is served on is refused
 // (403), and actions must be JSON. The one cross-site request taken is the
 // browser opening the page itself as a top-level document (Sec-Fetch-Mode
 // navigate, Sec-Fetch-Dest document, GET /?t=TOKEN): that is how it arrives
-// from the file: page of `parley ui --open` or from a bookmark. The page is one document with its script
-// and style inline, allowed by a Content-Security-Policy that names their
-// hashes and lets the page connect to its own origin only; it loads nothing
-// from the network, so it works offline.
+// from the file: page of `parley ui --open` or from a bookmark. The page is
+// one document with its script and style inline, allowed by a
+// Content-Security-Policy that names their hashes and lets the page connect
+// to its own origin only; it loads nothing from the network, so it works
+// offline. The server holds at most MaxConns connections, with read, write
+// and idle deadlines.
 //
 // The page sends the token only to a server that has just shown it knows
 // it: before the stream and before each action it asks /ui/proof with a
