@@ -374,6 +374,7 @@ func TestRoomNameFormatCharacters(t *testing.T) {
 // as it is on one line is given as it is: TestInviteNoticeWithBadNameRefused.)
 func TestInviteRefusalQuoted(t *testing.T) {
 	nt := startNet(t, 2)
+	waitConnected(t, nt, 0, 1)
 	id, err := mgr(nt, 0).Create(context.Background(), "plans", identity.HumanAgent)
 	if err != nil {
 		t.Fatal(err)
