@@ -440,21 +440,28 @@
     }).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status + (r.status === 401 ? ": the token is wrong; run `parley ui` for the address" : ""));
       $("status").textContent = "live";
-      var reader = r.body.getReader(), dec = new TextDecoder(), buf = "";
+      // The stream is read a line at a time, and each read is looked at
+      // once: a block of 200 events of 64 KiB each (13 MB) may arrive in
+      // hundreds of reads, and searching the whole block again at each
+      // read took Chromium 1.3 s for reads of 64 KiB, 7 s for 16 KiB.
+      var reader = r.body.getReader(), dec = new TextDecoder(), part = [], ev = "message", data = [];
+      var line = function (l) {
+        if (l === "") {
+          if (data.length) handle(ev, data.join("\n"));
+          ev = "message"; data = [];
+        } else if (l.slice(0, 6) === "event:") ev = l.slice(6).trim();
+        else if (l.slice(0, 5) === "data:") data.push(l.slice(l.charAt(5) === " " ? 6 : 5));
+      };
       function pump() {
         return reader.read().then(function (x) {
           if (x.done) throw new Error("stream ended");
-          buf += dec.decode(x.value, { stream: true });
-          var i;
-          while ((i = buf.indexOf("\n\n")) >= 0) {
-            var block = buf.slice(0, i); buf = buf.slice(i + 2);
-            var ev = "message", data = [];
-            block.split("\n").forEach(function (line) {
-              if (line.slice(0, 6) === "event:") ev = line.slice(6).trim();
-              else if (line.slice(0, 5) === "data:") data.push(line.slice(5).replace(/^ /, ""));
-            });
-            if (data.length) handle(ev, data.join("\n"));
+          var s = dec.decode(x.value, { stream: true }), from = 0, i;
+          while ((i = s.indexOf("\n", from)) >= 0) {
+            part.push(s.slice(from, i)); from = i + 1;
+            var l = part.join(""); part = [];
+            line(l);
           }
+          if (from < s.length) part.push(s.slice(from));
           return pump();
         });
       }
