@@ -1,7 +1,7 @@
 "use strict";
 (function () {
   var token = new URLSearchParams(location.search).get("t") || "";
-  var S = { node: "", handle: "", max: 200, rooms: [], events: {}, dropped: {}, unread: {}, sel: "", panels: {}, seen: {},
+  var S = { node: "", handle: "", max: 200, rooms: [], events: {}, dropped: {}, unread: {}, sel: "", panels: {}, seen: {}, open: {},
     lat: [], latN: 0 };
   // For tests and the curious: S.seen[eventID] is when the page got an event
   // it holds (ms); S.lat the last 1000 delays from an event's time to the
@@ -25,6 +25,57 @@
   // bidi-isolated element of its own, so that no control or right-to-left
   // character in it reorders the text drawn around it.
   function bdi(text, cls) { return el("bdi", cls ? { cls: cls, text: text } : { text: text }); }
+
+  // A text another node wrote may be 64 KiB of one run with no space, which
+  // a browser wraps in time that grows with the square of the run's length
+  // (Chromium: 21 s for one 64 KiB run in a 570 px column, minutes in a
+  // narrow one, and the page answers nothing meanwhile).
+  // So a text is drawn in pieces: each ends after its last space, tab or
+  // line break within cut characters, with a <wbr> between pieces (always a
+  // break opportunity, where a space may not be one: U+2060 after it, a
+  // combining mark…); a piece with no such character there is cut at cut
+  // characters and may break anywhere. No run is then longer than cut, and
+  // drawing takes time in proportion to the text. Text with spaces is drawn
+  // as before: each <wbr> follows a space.
+  var cut = 256;
+  function pieces(node, t) {
+    var gap = function (k) { var c = t.charCodeAt(k); return c === 32 || c === 9 || c === 10 || c === 13; };
+    var inRun = false; // the piece before was cut in the middle of a run
+    for (var i = 0, j; i < t.length; i = j) {
+      j = Math.min(t.length, i + cut);
+      var k = j - 1;
+      while (k >= i && !gap(k)) k--;
+      if (k >= i && j < t.length) j = k + 1;
+      else if (k < i && j < t.length && j - 1 > i && (t.charCodeAt(j) & 0xFC00) === 0xDC00) j--; // a surrogate pair stays whole
+      var part = t.slice(i, j), run = k < i && (inRun || j < t.length);
+      if (i) node.appendChild(document.createElement("wbr"));
+      node.appendChild(run ? el("span", { cls: "run", text: part }) : document.createTextNode(part));
+      inRun = k < i && j < t.length;
+    }
+    return node;
+  }
+  // shown is a text another node wrote as the page draws it: a bdi of its
+  // pieces, and for a text over clip.chars characters or clip.lines lines,
+  // its start and a button that shows it all (and back). Drawing every
+  // event of a room whole costs up to 200 times 64 KiB of layout. key names
+  // the text: one shown all stays so when its list is drawn again.
+  var clip = { chars: 2000, lines: 40 };
+  function shown(key, text, cls) {
+    var b = el("bdi", cls ? { cls: cls } : {}), end = Math.min(text.length, clip.chars);
+    for (var i = -1, n = 0; (i = text.indexOf("\n", i + 1)) >= 0 && i < end;) if (++n === clip.lines) { end = i; break; }
+    if (end === text.length) return [pieces(b, text)];
+    if ((text.charCodeAt(end) & 0xFC00) === 0xDC00) end--;
+    var size = enc.encode(text).length, more = el("button", { type: "button", cls: "more" });
+    var draw = function () {
+      var all = !!S.open[key];
+      b.replaceChildren();
+      pieces(b, all ? text : text.slice(0, end));
+      more.textContent = all ? "show less" : "… show all (" + (size < 1024 ? size + " bytes" : Math.round(size / 1024) + " KiB") + ")";
+    };
+    more.addEventListener("click", function () { S.open[key] = !S.open[key]; draw(); });
+    draw();
+    return [b, " ", more];
+  }
   function short(id) { return id && id.length > 14 ? id.slice(0, 6) + "…" + id.slice(-6) : id || ""; }
   // peer is a node as people read it: "here", the name the node gives it
   // (its handle; handle~SUFFIX when it reads like another known node's
@@ -181,8 +232,8 @@
 
   function eventNode(e) {
     var sys = e.kind !== "message" && e.kind !== "ask";
-    var text = [bdi(e.text, "text")];
-    if (e.kind === "create") text = ["created the room “", bdi(e.text), "”"];
+    var text = shown("event " + e.id, e.text, "text");
+    if (e.kind === "create") text = ["created the room “"].concat(shown("event " + e.id, e.text), "”");
     else if (e.kind === "invite") text = ["invited ", bdi(e.to ? addr(e.to) : peer(e.target))];
     else if (e.kind === "join") text = ["joined"];
     else if (e.kind === "leave") text = e.target ? ["took ", bdi(peer(e.target)), " out"] : e.to ? ["took ", bdi(addr(e.to)), " out"] : ["left"];
@@ -202,7 +253,9 @@
     var n = S.dropped[S.sel] || 0;
     $("dropped").textContent = n ? n + " earlier events not shown (this page keeps the last " + S.max + ")" : "";
     var list = $("events"), evs = S.events[S.sel] || [];
-    var atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 20;
+    // A room just opened shows its latest events; one already shown stays
+    // at its end if it was there.
+    var atBottom = shownRoom !== S.sel || list.scrollTop + list.clientHeight >= list.scrollHeight - 20;
     // Only what is new is drawn: the events after the last one shown are
     // appended, and the oldest dropped, as long as the room is the same.
     var lastShown = list.lastElementChild && list.lastElementChild.getAttribute("data-id");
@@ -218,7 +271,21 @@
       while (list.children.length > evs.length) list.removeChild(list.firstElementChild);
     }
     shownRoom = S.sel;
-    if (atBottom) list.scrollTop = list.scrollHeight;
+    if (atBottom) toBottom(list);
+  }
+  // toBottom scrolls the list to its end, and again at each next frame
+  // until a frame finds it there with the same height (20 frames at most):
+  // an entry is laid out only once it is near the screen (content-visibility
+  // in app.css, so that opening a room of 200 long events lays out the few
+  // in view), and takes its real height only then.
+  function toBottom(list) {
+    var frames = 0, h = -1;
+    (function again() {
+      var there = list.scrollTop + list.clientHeight >= list.scrollHeight - 1;
+      if (there && list.scrollHeight === h || frames++ === 20) return;
+      h = list.scrollHeight; list.scrollTop = h;
+      requestAnimationFrame(again);
+    })();
   }
   var shownRoom = "";
 
@@ -291,9 +358,9 @@
     },
     human: function (items) {
       fill($("human"), (items || []).map(function (it) {
-        return el("li", { "data-ask": it.id }, [bdi(addr(it.from), "from"), bdi(it.text, "text"), " ",
+        return el("li", { "data-ask": it.id }, [bdi(addr(it.from), "from")].concat(shown("ask " + it.id, it.text, "text"), " ",
           el("span", { cls: "muted" }, ["in ", roomName(it.room, it.room_name, it.room_creator), " "]),
-          btn("reply", function () { replyTo(it.id, it.room, it.from); })]);
+          btn("reply", function () { replyTo(it.id, it.room, it.from); })));
       }));
       if (!(items || []).length) fill($("human"), [el("li", { cls: "muted", text: "nothing" })]);
     },
