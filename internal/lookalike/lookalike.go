@@ -1,25 +1,46 @@
 // Package lookalike tells when handles read the same to a person, so that
 // a node whose handle only looks like another's (a Cyrillic "а" for a
-// Latin "a", a digit 0 for a letter O, an invisible filler after a name)
-// can be shown apart from it.
+// Latin "a", a digit 0 for a letter O, an invisible filler after a name, a
+// small mark under a letter, a remark around it) can be shown apart from it.
 //
 // Two handles read the same when they share a key (Keys). A key is the
 // confusable skeleton of Unicode Technical Standard #39 (section 4: NFD,
 // default-ignorable characters removed, each character replaced by its
-// prototype in the Unicode confusables data, NFD again) of the handle
-// case-folded, with runs of white space read as one space and anything
-// from the first '~' on left out (display names add "~SUFFIX" to a handle,
-// so a handle may not bring one of its own). The confusables data is Unicode's
-// confusables.txt (version 13.0.0), compiled into
-// github.com/mtibben/confusables.
+// prototype in Unicode's confusables data, NFD again) of the handle
+// case-folded, without the general-purpose combining marks (accents, dots
+// and lines above or below a letter: the blocks U+0300–U+036F,
+// U+1AB0–U+1AFF, U+1DC0–U+1DFF, U+20D0–U+20FF and U+FE20–U+FE2F; marks of
+// a script of their own, such as Devanagari vowel signs, stay), with runs
+// of white space read as one space and anything from the first '~' (or a
+// character that looks like one: 〜, ˜, ～, ∼ …) on left out.
+//
+// A handle also reads as another when it holds the other's key as whole
+// words with more around it (Index): a remark ("bob (laptop)", "[admin]
+// carol", "real carol") or punctuation ("bob.", "bob_"). Words are runs of
+// letters, digits and marks, joined inside a name by '.', '-', '_', an
+// apostrophe or a middle dot ("alice.w", "alice-bot" and "alice_2" are one
+// word each, and do not read as "alice"); spaces, brackets, commas and
+// other signs part words. A key without a letter or digit (an emoji alone)
+// reads only as itself.
+//
+// Form tells a handle that reads like a name Parley shows in place of a
+// handle (handle~SUFFIX, …SUFFIX, a peer ID).
+//
+// The confusables data is Unicode's confusables.txt, version 13.0.0
+// (confusables.txt in this folder: its mapping lines, without their
+// comments), read the first time a key is made, not at start.
 package lookalike
 
 import (
+	_ "embed"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/mtibben/confusables"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
@@ -29,8 +50,9 @@ import (
 // the soft hyphen, tags), the other default-ignorable code points of
 // Unicode (Hangul fillers U+115F, U+1160, U+3164, U+FFA0, the combining
 // grapheme joiner…) and the blank Braille pattern U+2800. In a handle they
-// only serve to make it read like another; variation selectors, which
-// choose how an emoji shows, are not among them.
+// serve to make it read like another (a zero-width joiner also joins the
+// emoji of a sequence such as 👨‍💻, which handles have never held);
+// variation selectors, which choose how an emoji shows, are not among them.
 func Invisible(r rune) bool {
 	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || r == '\u2800'
 }
@@ -42,15 +64,80 @@ func ignorable(r rune) bool {
 	return Invisible(r) || unicode.Is(unicode.Variation_Selector, r)
 }
 
+//go:embed confusables.txt
+var confusablesTxt string
+
+var (
+	protoOnce sync.Once
+	protos    map[rune]string
+	loaded    atomic.Bool
+)
+
+// prototypes is the confusables data: each character's prototype. It is
+// read from confusablesTxt the first time it is needed.
+func prototypes() map[rune]string {
+	protoOnce.Do(func() {
+		m, err := parseConfusables(confusablesTxt)
+		if err != nil {
+			panic(fmt.Sprintf("lookalike: the embedded confusables.txt: %v", err))
+		}
+		protos = m
+		loaded.Store(true)
+	})
+	return protos
+}
+
+// Loaded reports whether the confusables data has been read: it is read
+// the first time a key is made, so that a program that makes none does not
+// pay for it.
+func Loaded() bool { return loaded.Load() }
+
+// parseConfusables reads the lines of confusables.txt: "SOURCE ; TARGET… ;
+// TYPE", code points in hexadecimal, '#' starting a comment.
+func parseConfusables(txt string) (map[rune]string, error) {
+	m := make(map[rune]string, 6400)
+	for n, line := range strings.Split(strings.TrimPrefix(txt, "\ufeff"), "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Split(line, ";")
+		if len(f) < 2 {
+			return nil, fmt.Errorf("line %d: want SOURCE ; TARGET ; TYPE, got %q", n+1, line)
+		}
+		src, err := strconv.ParseUint(strings.TrimSpace(f[0]), 16, 32)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", n+1, err)
+		}
+		var b strings.Builder
+		for _, t := range strings.Fields(f[1]) {
+			r, err := strconv.ParseUint(t, 16, 32)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %v", n+1, err)
+			}
+			b.WriteRune(rune(r))
+		}
+		m[rune(src)] = b.String()
+	}
+	return m, nil
+}
+
 // skeleton is s's confusable skeleton (UTS #39, section 4).
 func skeleton(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if ignorable(r) {
-			return -1
+	p := prototypes()
+	var b strings.Builder
+	for _, r := range norm.NFD.String(s) {
+		switch t, ok := p[r]; {
+		case ignorable(r):
+		case ok:
+			b.WriteString(t)
+		default:
+			b.WriteRune(r)
 		}
-		return r
-	}, norm.NFD.String(s))
-	return confusables.Skeleton(s)
+	}
+	return norm.NFD.String(b.String())
 }
 
 // Keys are what handle h reads as: handles that share a key read the
@@ -59,7 +146,7 @@ func skeleton(s string) string {
 // (so "AIice", with a capital I, reads as "alice" too: folded first, its I
 // would become an i).
 func Keys(h string) []string {
-	h = norm.NFKC.String(h)
+	h = norm.NFKC.String(strings.Map(tilde, h))
 	a, b := key(skeleton(cases.Fold().String(h))), key(skeleton(cases.Fold().String(skeleton(h))))
 	if a == b {
 		return []string{a}
@@ -67,13 +154,37 @@ func Keys(h string) []string {
 	return []string{a, b}
 }
 
-// key is a skeleton as a key: runs of white space read as one space, and
-// anything from the first '~' on left out.
+// tilde maps the characters that look like a '~' to one.
+func tilde(r rune) rune {
+	switch r {
+	case '\u02dc', '\u02f7', '\u1fc0', '\u2053', '\u223c', '\u223d', '\u301c', '\u3030', '\uff5e':
+		return '~'
+	}
+	return r
+}
+
+// key is a skeleton as a key: without the general-purpose combining marks,
+// runs of white space read as one space, and anything from the first '~'
+// on left out.
 func key(k string) string {
+	k = strings.Map(func(r rune) rune {
+		if diacritic(r) {
+			return -1
+		}
+		return r
+	}, k)
 	if i := strings.IndexByte(k, '~'); i > 0 {
 		k = k[:i]
 	}
 	return strings.Join(strings.Fields(k), " ")
+}
+
+// diacritic reports the general-purpose combining marks, which sit on the
+// letters of any script: small enough to pass unseen, or to be taken for
+// part of the letter.
+func diacritic(r rune) bool {
+	return r >= 0x0300 && r <= 0x036f || r >= 0x1ab0 && r <= 0x1aff || r >= 0x1dc0 && r <= 0x1dff ||
+		r >= 0x20d0 && r <= 0x20ff || r >= 0xfe20 && r <= 0xfe2f
 }
 
 // Same reports whether handles a and b read the same (share a key).
@@ -88,26 +199,142 @@ func Same(a, b string) bool {
 	return false
 }
 
-// ReadsAs reports whether a handle whose key is k reads as one whose key
-// is p, or as p followed by more that a reader may take for a remark: k,
-// after any leading marks that are neither letters nor digits, starts with
-// p, and what follows (if anything) does not begin with a letter, a digit
-// or a combining mark. So "here. (you, this node)" and "(alice)" read as
-// "here" and "alice"; "alicea" and "alice2" do not read as "alice".
-func ReadsAs(k, p string) bool {
-	k, p = strings.TrimLeftFunc(k, notWord), strings.TrimLeftFunc(p, notWord)
-	if p == "" || !strings.HasPrefix(k, p) {
-		return k == p
-	}
-	rest := k[len(p):]
-	if rest == "" {
+// Form reports whether handle h reads like a name Parley shows in place of
+// a handle, so that a node could pass for another by taking it as its
+// handle: handle~SUFFIX (h holds a '~' or a character that looks like
+// one), …SUFFIX (how a node with no known handle shows: h starts with an
+// ellipsis or dots), or a peer ID (h reads as 40 or more ASCII letters and
+// digits in one word).
+func Form(h string) bool {
+	if strings.ContainsFunc(h, func(r rune) bool { return tilde(r) == '~' }) {
 		return true
 	}
-	r, _ := utf8.DecodeRuneInString(rest)
-	return notWord(r)
+	for _, k := range Keys(h) {
+		if strings.HasPrefix(k, "..") || strings.HasPrefix(k, "\u00b7\u00b7") {
+			return true
+		}
+		if len(k) >= 40 && !strings.ContainsFunc(k, func(r rune) bool { return r > unicode.MaxASCII || !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			return true
+		}
+	}
+	return false
 }
 
-// notWord reports characters that do not continue a word.
-func notWord(r rune) bool {
-	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.M, r)
+// ReadsAs reports whether a handle whose key is k reads as one whose key
+// is w: k is w, or holds w as whole words with more around it (see
+// Index).
+func ReadsAs(k, w string) bool {
+	if k == w {
+		return true
+	}
+	var x Index
+	x.Add(w, 0)
+	found := false
+	x.Find(k, func(int) bool { found = true; return false })
+	return found
+}
+
+// Index finds the keys a key reads as with more around them: those it
+// holds as whole words, with what comes before and after them in their
+// own key (a key "(bob)" is held by "[admin] (bob)", not by "bob"). A key
+// without a letter or digit is not taken.
+type Index struct {
+	byCore   map[string][]held
+	maxWords int // the most words of a core taken
+}
+
+// held is a key taken into an Index: its core (from its first word to its
+// last), what comes before and after the core, and the caller's id.
+type held struct {
+	key, before, after string
+	id                 int
+}
+
+// Add takes key k, under id.
+func (x *Index) Add(k string, id int) {
+	ws := words(k)
+	if len(ws) == 0 {
+		return
+	}
+	core := k[ws[0][0]:ws[len(ws)-1][1]]
+	if !strings.ContainsFunc(core, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+		return
+	}
+	if x.byCore == nil {
+		x.byCore = make(map[string][]held)
+	}
+	x.byCore[core] = append(x.byCore[core], held{key: k, before: k[:ws[0][0]], after: k[ws[len(ws)-1][1]:], id: id})
+	x.maxWords = max(x.maxWords, len(ws))
+}
+
+// Find calls fn with the id of each key taken that k holds as whole words
+// and is not k itself, until fn returns false.
+func (x *Index) Find(k string, fn func(id int) bool) {
+	if len(x.byCore) == 0 {
+		return
+	}
+	ws := words(k)
+	for a := range ws {
+		for b := a; b < len(ws) && b-a < x.maxWords; b++ {
+			before, after := k[:ws[a][0]], k[ws[b][1]:]
+			for _, h := range x.byCore[k[ws[a][0]:ws[b][1]]] {
+				if h.key != k && strings.HasSuffix(before, h.before) && strings.HasPrefix(after, h.after) && !fn(h.id) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// words returns the byte spans of the words of k: runs of letters, digits
+// and marks, joined across a run of joiners ('.', '-', '_', apostrophes,
+// middle dots) that has a word character on both sides.
+func words(k string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(k); {
+		r, n := utf8.DecodeRuneInString(k[i:])
+		if !wordRune(r) {
+			i += n
+			continue
+		}
+		start, end := i, i+n
+		for j := end; j < len(k); {
+			r, n := utf8.DecodeRuneInString(k[j:])
+			if wordRune(r) {
+				j += n
+				end = j
+				continue
+			}
+			m := j
+			for m < len(k) {
+				r, n := utf8.DecodeRuneInString(k[m:])
+				if !joiner(r) {
+					break
+				}
+				m += n
+			}
+			if m == j || m == len(k) {
+				break
+			}
+			if r, _ := utf8.DecodeRuneInString(k[m:]); !wordRune(r) {
+				break
+			}
+			j = m
+		}
+		out = append(out, [2]int{start, end})
+		i = end
+	}
+	return out
+}
+
+// wordRune reports the characters of a word: letters, digits and marks.
+func wordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.M, r)
+}
+
+// joiner reports characters that join words into one name: '.', an
+// apostrophe, a middle dot (what the skeleton makes of ・, •, ‧ …), and
+// connector and dash punctuation ('_', '-' …).
+func joiner(r rune) bool {
+	return r == '.' || r == '\'' || r == '\u00b7' || unicode.Is(unicode.Pc, r) || unicode.Is(unicode.Pd, r)
 }
