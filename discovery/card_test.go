@@ -60,6 +60,8 @@ func TestSealCardRefuses(t *testing.T) {
 		"negative expires":  {func(c *Card) { c.Expires = -5 }, ErrMalformed},
 		"non-ed25519 peer":  {func(c *Card) { c.Peer = "Qmfoo" }, ErrBadPeer},
 		"handle format chr": {func(c *Card) { c.Handle = "a\u200bb" }, ErrMalformed},
+		"handle unassigned": {func(c *Card) { c.Handle = "alice\u0378" }, ErrMalformed},
+		"handle private":    {func(c *Card) { c.Handle = "alice\ue000" }, ErrMalformed},
 	} {
 		c := testCard(me)
 		tc.mod(c)
@@ -128,6 +130,8 @@ func TestDecodeCardRefuses(t *testing.T) {
 		"truncated":       {w[:len(w)-1], ErrMalformed},
 		"payload only":    {mustMarshal(t, good), ErrMalformed},
 		"unknown field":   {signRaw(t, priv, identity.DomainAgentCard, withField(t, good, 99, "x")), ErrMalformed},
+		"unassigned char": {signRaw(t, priv, identity.DomainAgentCard, withHandle(good, "alice\u0378")), ErrMalformed},
+		"private use":     {signRaw(t, priv, identity.DomainAgentCard, withHandle(good, "alice\ue000")), ErrMalformed},
 	} {
 		c, err := DecodeCard(tc.wire)
 		if !errors.Is(err, tc.want) || c != nil {
@@ -217,4 +221,21 @@ func TestSortCapabilities(t *testing.T) {
 func mustCIDString(tb testing.TB, p peer.ID) string {
 	tb.Helper()
 	return peer.ToCid(p).String()
+}
+
+// withHandle is payload p with handle h.
+func withHandle(p cardPayload, h string) cardPayload {
+	p.Handle = h
+	return p
+}
+
+// An older node's agent card whose handle holds a character that shows
+// nothing (earlier Parley accepted them) is taken, so its agents stay
+// findable; the handle is shown escaped where it is printed.
+func TestDecodeCardTakesAnOlderNodesFiller(t *testing.T) {
+	priv, me := testKey(t, 1)
+	w := signRaw(t, priv, identity.DomainAgentCard, withHandle(testCard(me).payload(), "bob\u3164"))
+	if c, err := DecodeCard(w); err != nil || c.Handle != "bob\u3164" {
+		t.Fatalf("DecodeCard: %+v, %v", c, err)
+	}
 }

@@ -30,9 +30,18 @@ func TestNodeCardRoundTripAndRefusals(t *testing.T) {
 			t.Errorf("sealed %+v", bad)
 		}
 	}
-	// A handle with a character that shows nothing is neither sealed nor
-	// taken from the wire: it would only make the handle read like another.
-	for _, h := range []string{"bob\u3164", "\u115fbob", "bob\u2800", "bob\uffa0"} {
+	// A handle with a character that shows nothing but is printable (a
+	// Hangul filler) is taken from the wire: earlier Parley accepted such
+	// handles, and their nodes keep their names, shown escaped. Code
+	// points that are not printable (unassigned, private use), which the
+	// user's own handle may not hold either, are refused both ways.
+	for _, h := range []string{"bob\u3164", "\u115fbob", "bob\u2800", "bob\uffa0", "a\u034flice"} {
+		w := signRaw(t, priv, identity.DomainNodeCard, mustMarshal(t, nodeCardPayload{V: 1, Peer: []byte(me), Handle: h, Seq: 1}))
+		if c, err := DecodeNodeCard(w); err != nil || c.Handle != h {
+			t.Errorf("an older node's card with handle %+q: %v", h, err)
+		}
+	}
+	for _, h := range []string{"alice\u0378", "alice\ue000", "alice\U000f0000", "bob\u3000smith"} {
 		if _, err := SealNodeCard(priv, &NodeCard{Peer: me, Handle: h, Seq: 1}); err == nil {
 			t.Errorf("sealed a node card with handle %+q", h)
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/canon"
 	"github.com/parley-mesh/parley/internal/frame"
-	"github.com/parley-mesh/parley/internal/lookalike"
 )
 
 // signedWire is the wire form of a card and of a presence message: the
@@ -127,17 +126,26 @@ func checkLine(s string, max int, what string) error {
 	return nil
 }
 
-// checkHandle checks a handle: a line (checkLine) without invisible
-// characters (lookalike.Invisible: Hangul fillers, the blank Braille
-// pattern and other default-ignorable code points), which show nothing and
-// only serve to make a handle read like another.
+// checkHandle checks a handle on a card by the character rules the user's
+// own handle has (config.CheckHandle): a line (checkLine) of printable
+// characters (unicode.IsPrint: letters, marks, numbers, punctuation,
+// symbols and the ASCII space), so neither unassigned nor private-use code
+// points, which show as nothing or as a box, or as an icon in some fonts.
+// Characters that show nothing but are printable by that rule (Hangul
+// fillers, the blank Braille pattern U+2800, the combining grapheme
+// joiner: lookalike.Invisible) pass, as they did before handles refused
+// them: an older node's card holding one keeps its name, which the names
+// service shows with those characters escaped and its peer ID's tail. The
+// user's own handle holds none (config.CheckHandle refuses them, and an
+// earlier config's handle is read without them).
 func checkHandle(s string) error {
 	if err := checkLine(s, MaxText, "handle"); err != nil {
 		return err
 	}
-	if i := strings.IndexFunc(s, lookalike.Invisible); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(s[i:])
-		return fmt.Errorf("%w: handle %q holds %U, a character that shows nothing", ErrMalformed, s, r)
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("%w: handle %q holds %U, which is not a printable character", ErrMalformed, s, r)
+		}
 	}
 	return nil
 }
