@@ -24,6 +24,7 @@ func (n *Node) newNames() error {
 		Store:      n.db,
 		Hints:      n.contactHandles,
 		Wanted:     n.namedPeers,
+		Contacts:   n.contactPeers,
 		Requesters: n.requesters,
 		Member:     n.ownMember,
 		CheckMember: func(p peer.ID, wire []byte) (names.Membership, error) {
@@ -74,6 +75,21 @@ func (n *Node) namedPeers() []peer.ID {
 		return nil
 	}
 	return n.wantedPeers()
+}
+
+// contactPeers are the node's contacts and the peers it asked to be:
+// their handles rank above room members' (names.Config.Contacts).
+func (n *Node) contactPeers() []peer.ID {
+	if n.contacts == nil {
+		return nil
+	}
+	var out []peer.ID
+	for _, c := range n.contacts.Book().List(time.Now()) {
+		if c.State == consent.StateActive || c.State == consent.StatePendingOut {
+			out = append(out, c.Peer)
+		}
+	}
+	return out
 }
 
 // requesters are the peers asking to be contacts: their names are learned

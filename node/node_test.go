@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +15,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/config"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/lookalike"
+	"github.com/parley-mesh/parley/internal/termtext"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
@@ -214,5 +218,33 @@ func TestHomeMadePrivateAtStart(t *testing.T) {
 	}
 	if st, err := os.Stat(data); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("data/ after start: %v %v, want 0700", st.Mode().Perm(), err)
+	}
+}
+
+// The confusables data is read when a handle's key is first made, not when
+// the program starts: a command that names no node (status, id, a config
+// check) does not pay for it. Run in a process of its own, so that no test
+// before it has made a key.
+func TestConfusablesReadOnlyWhenNeeded(t *testing.T) {
+	if os.Getenv("PARLEY_TEST_LOOKALIKE_CHILD") != "" {
+		if lookalike.Loaded() {
+			t.Fatal("the confusables data was read at start")
+		}
+		_ = config.CheckHandle("bob")
+		_ = termtext.Line("bob\u3164")
+		if lookalike.Loaded() {
+			t.Fatal("the confusables data was read to check a handle or print a line")
+		}
+		lookalike.Keys("bob")
+		if !lookalike.Loaded() {
+			t.Fatal("a key was made without the confusables data")
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestConfusablesReadOnlyWhenNeeded$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PARLEY_TEST_LOOKALIKE_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "PASS") {
+		t.Fatalf("the test in a process of its own: %v\n%s", err, out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,8 +73,10 @@ const (
 var (
 	// ErrUnknown is returned by Resolve for a name no known node has.
 	ErrUnknown = errors.New("names: no node has this handle")
-	// ErrAmbiguous is returned by Resolve for a handle several nodes have.
-	ErrAmbiguous = errors.New("names: several nodes have this handle")
+	// ErrAmbiguous is what Resolve's error is, for a name that reads like
+	// the handles of several nodes or of one shown with its tail; the
+	// error's text names the nodes it may stand for.
+	ErrAmbiguous = errors.New("names: the name does not tell one node")
 	// ErrBadConfig is returned by New for a missing required field.
 	ErrBadConfig = errors.New("names: bad config")
 )
@@ -96,6 +99,11 @@ type Config struct {
 	// members of the node's rooms): a stranger that connects cannot fill the
 	// store or crowd the names. Nil: every peer's.
 	Wanted func() []peer.ID
+	// Contacts lists the wanted peers that are this node's contacts (or
+	// that it asked to be): they keep their bare handles against room
+	// members whose handles read the same. Nil: every wanted peer ranks
+	// alike.
+	Contacts func() []peer.ID
 	// Requesters lists peers asking to be contacts: their cards are asked
 	// for so the user sees who asks, and kept in memory only, at most
 	// MaxRequesterCards of them, while they ask. A stranger with a fresh key
@@ -133,11 +141,12 @@ type Service struct {
 
 	queue chan peer.ID
 
-	mu       sync.Mutex // protects cards, passing, members, asked, table, keys, wanted, asking and wantedAt
+	mu       sync.Mutex // protects cards, passing, members, asked, table, keys, wanted, contacts, asking and wantedAt
 	cards    map[peer.ID]*discovery.NodeCard
 	passing  map[peer.ID]passingCard // requesters' cards, in memory only
 	members  map[peer.ID]Membership  // checked certificates of cards
 	wanted   map[peer.ID]bool        // Wanted's answer at wantedAt
+	contacts map[peer.ID]bool        // Contacts' answer at wantedAt
 	asking   map[peer.ID]bool        // Requesters' answer at wantedAt
 	wantedAt time.Time
 	asked    map[peer.ID]time.Time
@@ -192,6 +201,12 @@ type table struct {
 	// likeSelf holds the other nodes whose handles read as this node's,
 	// or as a word that stands for it.
 	likeSelf map[peer.ID]bool
+	// rank is how far this node trusts each node (rankSelf … rankNone).
+	rank map[peer.ID]int
+	// why says, for each node shown with its tail, why it has one.
+	why map[peer.ID]string
+	// ranked is set when contacts rank above room members (Config.Contacts).
+	ranked bool
 }
 
 // New loads the stored cards and seals this node's own; it starts nothing.
@@ -737,9 +752,14 @@ func (s *Service) refreshLists() {
 	if !stale {
 		return
 	}
-	w, a := make(map[peer.ID]bool), make(map[peer.ID]bool)
+	w, a, c := make(map[peer.ID]bool), make(map[peer.ID]bool), make(map[peer.ID]bool)
 	for _, q := range s.cfg.Wanted() {
 		w[q] = true
+	}
+	if s.cfg.Contacts != nil {
+		for _, q := range s.cfg.Contacts() {
+			c[q] = true
+		}
 	}
 	if s.cfg.Requesters != nil {
 		for _, q := range s.cfg.Requesters() {
@@ -747,7 +767,7 @@ func (s *Service) refreshLists() {
 		}
 	}
 	s.mu.Lock()
-	s.wanted, s.asking, s.wantedAt = w, a, now
+	s.wanted, s.asking, s.contacts, s.wantedAt = w, a, c, now
 	s.mu.Unlock()
 }
 
@@ -840,7 +860,7 @@ func (s *Service) current() *table {
 	handles := make(map[peer.ID]string, len(s.cards))
 	if s.cfg.Hints != nil {
 		for p, h := range s.cfg.Hints() {
-			if h = strings.TrimSpace(h); h != "" && len(h) <= discovery.MaxText && !strings.ContainsFunc(h, unsafe) && !strings.ContainsFunc(h, lookalike.Invisible) {
+			if h = strings.TrimSpace(h); h != "" && len(h) <= discovery.MaxText && !strings.ContainsFunc(h, unsafe) {
 				handles[p] = h
 			}
 		}
@@ -851,49 +871,91 @@ func (s *Service) current() *table {
 	for p, pc := range s.passing { // held only when newer than a kept one
 		handles[p] = pc.card.Handle
 	}
-	t := buildTable(now, s.self, s.cfg.Handle, handles, s.keys, func(p peer.ID) bool { return s.cfg.Wanted == nil || s.wanted[p] })
+	t := buildTable(now, s.self, s.cfg.Handle, handles, s.keys, func(p peer.ID) int {
+		switch {
+		case s.cfg.Wanted == nil:
+			return rankMember
+		case s.contacts[p]:
+			return rankContact
+		case s.wanted[p]:
+			return rankMember
+		}
+		return rankNone
+	})
 	t.n = len(s.cards) + len(s.passing)
+	t.ranked = s.cfg.Contacts != nil
 	s.table, s.keys = t, t.keys
 	return t
 }
 
+// How far this node trusts a node with its handle: a node keeps its bare
+// handle against nodes of a lower rank whose handles read the same.
+const (
+	rankNone    = iota // a requester (anyone with a fresh key can ask), a card kept from before
+	rankMember         // a member of one of this node's rooms (any member may invite)
+	rankContact        // a contact, or a node this node asked to be one
+	rankSelf           // this node, and the words that stand for it
+)
+
 // Words that stand for this node where people read names: the dashboard
 // calls it "here", and "you" marks it (`parley who`: "alice (you)"; "by
 // you"). No other node's name may read as them.
-var selfWords = [][]string{lookalike.Keys("here"), lookalike.Keys("you")}
+var selfWords = sync.OnceValue(func() [][]string { return [][]string{lookalike.Keys("here"), lookalike.Keys("you")} })
 
-// buildTable gives every node of handles its display name. Nodes whose
-// handles read the same (lookalike: the same skeleton, ignoring case,
-// width, invisible characters and look-alike letters of other scripts;
-// through a chain of such handles) form a group. A node alone in its group
-// shows as its handle; in a group of several, each shows as handle~SUFFIX,
-// with the shortest tail of its peer ID that tells it from the others of
-// the group (at least minSuffix characters), except one:
+// Why a node shows with its tail (table.why).
+const (
+	whySelf    = "its handle reads like this node's, or like \"here\" or \"you\""
+	whyShared  = "another node's handle reads the same"
+	whyForm    = "its handle reads like a name Parley shows (handle~SUFFIX, …SUFFIX or a peer ID)"
+	whyHidden  = "its handle holds characters that show nothing, shown escaped"
+	whyRemarks = "its handle reads like the handle of %s with more around it"
+)
+
+// buildTable gives every node of handles its display name: its handle, or
+// handle~SUFFIX with the shortest tail of its peer ID that tells it from
+// the nodes whose handles read like its own (at least minSuffix
+// characters). Handles read the same when they share a key
+// (lookalike.Keys: the same skeleton, ignoring case, width, invisible
+// characters, small marks and look-alike letters of other scripts).
 //
-//   - This node (self) always keeps its bare handle, on itself: any other
-//     node whose handle reads like it, trusted or not, shows with its tail,
-//     so no one can pass for the user on their own node. So does any node
-//     whose handle reads as this node's followed by a remark ("alice
-//     (you)", "alice [admin]") and any whose handle reads as a word that
-//     stands for this node ("here", "you", "here. (you, this node)").
-//   - Otherwise, a node this node deals with now (a contact, a room member:
-//     trusted) keeps the bare handle when it is the only trusted node of
-//     its group; a requester's card or handle (anyone with a fresh key can
-//     ask), or a card kept from before, is not trusted: a stranger can
-//     neither rename a contact nor look like it.
+//   - This node (self) always keeps its bare handle, on itself. Any other
+//     node whose handle reads like it, or like a word that stands for it
+//     ("here", "you"), trusted or not, shows with its tail, and so does
+//     any whose handle holds one of them as whole words with more around
+//     it ("alice (you)", "[admin] alice", "here. (you, this node)"), so no
+//     one can pass for the user on their own node.
+//   - Another node keeps its bare handle when every other node whose
+//     handle reads the same ranks below it: a contact (or a node this node
+//     asked) above a room member, a room member above a requester or a
+//     card kept from before (rank). So a stranger can neither rename a
+//     contact nor look like it, and a room member (any member may invite
+//     one) cannot take a contact's name. Two nodes of one rank whose
+//     handles read the same both show with their tails. A stranger whose
+//     handle reads like two contacts' (ALI: "ali" and "all") takes
+//     neither's bare name: each node is weighed against the nodes it
+//     shares a key with, not against a chain of them.
+//   - A node whose handle holds the handle of a node of its rank or above
+//     as whole words with more around it ("bob (laptop)", "[admin] carol",
+//     "bob.": lookalike.Index) shows with its tail; the node it reads like
+//     keeps its name.
+//   - A node whose handle reads like a name Parley shows in place of a
+//     handle (lookalike.Form: handle~SUFFIX, …SUFFIX, a peer ID), or holds
+//     characters that show nothing (an older node's card, a contact's
+//     request), shows with its tail, those characters escaped (\uXXXX).
 //
 // keys holds the keys of handles from the last build (nil: none).
-func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]string, keys map[string][]string, trusted func(peer.ID) bool) *table {
+func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]string, keys map[string][]string, rank func(peer.ID) int) *table {
 	t := &table{built: now, name: make(map[peer.ID]string, len(handles)), handle: handles,
 		byKey: make(map[string][]peer.ID), group: make(map[peer.ID][]peer.ID, len(handles)),
 		byName: make(map[string][]peer.ID, len(handles)), keys: make(map[string][]string, len(handles)),
-		likeSelf: make(map[peer.ID]bool)}
+		likeSelf: make(map[peer.ID]bool), rank: make(map[peer.ID]int, len(handles)), why: make(map[peer.ID]string)}
 	ps := make([]peer.ID, 0, len(handles))
 	for p := range handles {
 		ps = append(ps, p)
 	}
 	slices.Sort(ps) // the same groups and names whatever the map's order
-	// Union-find over ps: nodes that share a key are joined.
+	// Union-find over ps: nodes that share a key are joined (the groups
+	// tails are told apart in).
 	up := make([]int, len(ps))
 	for i := range up {
 		up[i] = i
@@ -907,6 +969,10 @@ func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]str
 	}
 	first := make(map[string]int)
 	for i, p := range ps {
+		t.rank[p] = rank(p)
+		if p == self {
+			t.rank[p] = rankSelf
+		}
 		h := handles[p]
 		ks, ok := keys[h]
 		if !ok {
@@ -922,68 +988,88 @@ func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]str
 			}
 		}
 	}
+	// What reads as this node: its handle and the words for it (id -1 in
+	// the index), and the handles of trusted nodes (their index in ps).
+	selfKeys := make(map[string]bool)
+	var idx lookalike.Index
+	protect := selfWords()
+	if own != "" {
+		protect = append([][]string{lookalike.Keys(own)}, protect...)
+	}
+	for _, ks := range protect {
+		for _, k := range ks {
+			selfKeys[k] = true
+			idx.Add(k, -1)
+		}
+	}
+	for i, p := range ps {
+		if p != self && t.rank[p] > rankNone {
+			for _, k := range t.keys[handles[p]] {
+				idx.Add(k, i)
+			}
+		}
+	}
+	tailed := make(map[peer.ID]bool)
+	for _, p := range ps {
+		if p == self {
+			continue
+		}
+		h, r := handles[p], t.rank[p]
+		var why string
+		top := true // every other node of its keys ranks below it
+		for _, k := range t.keys[h] {
+			if selfKeys[k] {
+				t.likeSelf[p] = true
+			}
+			for _, q := range t.byKey[k] {
+				if q != p && t.rank[q] >= r {
+					top = false
+				}
+			}
+			idx.Find(k, func(id int) bool {
+				if id < 0 {
+					t.likeSelf[p] = true
+					return false
+				}
+				if q := ps[id]; q != p && t.rank[q] >= r && why == "" {
+					why = fmt.Sprintf(whyRemarks, strconv.Quote(handles[q]))
+				}
+				return true
+			})
+		}
+		switch {
+		case t.likeSelf[p]:
+			why = whySelf
+		case why != "":
+		case hidden(h):
+			why = whyHidden
+		case lookalike.Form(h) || peerIDForm(h):
+			why = whyForm
+		case !top:
+			why = whyShared
+		}
+		if why != "" {
+			t.why[p] = why
+			tailed[p] = true
+		}
+	}
 	groups := make(map[int][]peer.ID)
 	for i, p := range ps {
 		r := root(i)
 		groups[r] = append(groups[r], p)
 	}
-	protect := selfWords // what reads as this node
-	if own != "" {
-		protect = append([][]string{lookalike.Keys(own)}, selfWords...)
-	}
-	// marked reports a node that reads as this node without being it.
-	marked := func(p peer.ID) bool {
-		if p == self {
-			return false
-		}
-		ks := t.keys[handles[p]]
-		for _, words := range protect {
-			for _, k := range ks {
-				for _, w := range words {
-					if lookalike.ReadsAs(k, w) {
-						return true
-					}
-				}
-			}
-		}
-		return false
-	}
 	for _, g := range groups {
-		withSelf := slices.Contains(g, self)
-		for _, p := range g {
-			t.group[p] = g
-			if p != self && (withSelf || marked(p)) {
-				t.likeSelf[p] = true
-			}
-		}
-		bare := peer.ID("")
-		if len(g) == 1 {
-			bare = g[0]
-		} else {
-			var trust []peer.ID
-			for _, p := range g {
-				if p == self {
-					trust = []peer.ID{p}
-					break
-				}
-				if trusted(p) {
-					trust = append(trust, p)
-				}
-			}
-			if len(trust) == 1 {
-				bare = trust[0]
-			}
-		}
-		if bare != "" && marked(bare) {
-			bare = ""
-		}
 		var tails []string
-		if len(g) > 1 || bare == "" {
-			tails = suffixes(g)
+		for _, p := range g {
+			if tailed[p] {
+				tails = suffixes(g)
+				break
+			}
 		}
 		for i, p := range g {
-			n := handles[p]
-			if p != bare {
+			t.group[p] = g
+			n := show(handles[p])
+			if tailed[p] {
 				n += "~" + tails[i]
 			}
 			t.name[p] = n
@@ -992,6 +1078,38 @@ func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]str
 		}
 	}
 	return t
+}
+
+// peerIDForm reports a handle that is a peer ID as it is written.
+func peerIDForm(h string) bool {
+	_, err := peer.Decode(strings.TrimSpace(h))
+	return err == nil
+}
+
+// hidden reports a handle holding characters that show nothing
+// (lookalike.Invisible) or break the line: a card refuses most of them,
+// but an older node's card, or a contact's request, may hold some.
+func hidden(h string) bool { return strings.ContainsFunc(h, hiddenRune) }
+
+func hiddenRune(r rune) bool {
+	return lookalike.Invisible(r) || unsafe(r) || r == '\u2028' || r == '\u2029'
+}
+
+// show is handle h as a name shows it: characters that show nothing
+// written as \uXXXX, so that "bob\u3164" does not read as "bob".
+func show(h string) string {
+	if !hidden(h) {
+		return h
+	}
+	var b strings.Builder
+	for _, r := range h {
+		if hiddenRune(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // unsafe reports characters a hint may not hold, beside invisible ones
@@ -1120,9 +1238,12 @@ func (s *Service) All() []Entry {
 // Resolve returns the node a displayed name stands for: its name as shown
 // (case-folded), or handle~SUFFIX (a node of that handle whose peer ID ends
 // in SUFFIX), or a handle that reads like the handle of one known node
-// only, which shows bare. A name that reads like the handles of several
-// nodes, or of one that shows with its tail, is refused naming the names
-// to write.
+// only, which shows bare. A contact's bare handle names the contact even
+// when room members' or strangers' handles read the same (they show with
+// their tails). A name that reads like the handles of several nodes, or of
+// one that shows with its tail, is refused (ErrAmbiguous) naming each node
+// it may stand for: the name to write, its peer ID and whether it is a
+// contact.
 func (s *Service) Resolve(name string) (peer.ID, error) {
 	t := s.current()
 	name = strings.TrimSpace(name)
@@ -1151,17 +1272,42 @@ func (s *Service) Resolve(name string) (peer.ID, error) {
 		return "", fmt.Errorf("%w: %q (give the node's peer ID, or see who is around: `parley who`, or the parley_who tool)", ErrUnknown, name)
 	case len(ps) == 1 && t.name[ps[0]] == t.handle[ps[0]]:
 		return ps[0], nil
+	case len(ps) == 1:
+		p := ps[0]
+		return "", &ambiguous{fmt.Sprintf("%q shows here as %s (%s): write %s, or its peer ID %s",
+			name, t.name[p], t.why[p], t.name[p], p)}
 	}
-	var alts []string
-	for _, p := range ps {
-		alts = append(alts, t.name[p])
+	sort.Slice(ps, func(i, j int) bool { return t.name[ps[i]] < t.name[ps[j]] })
+	alts := make([]string, len(ps))
+	for i, p := range ps {
+		alts[i] = fmt.Sprintf("%s (peer ID %s, %s)", t.name[p], p, t.what(p))
 	}
-	sort.Strings(alts)
-	if len(ps) == 1 {
-		return "", fmt.Errorf("%w: %q reads like the handle of another node: write %s", ErrAmbiguous, name, alts[0])
-	}
-	return "", fmt.Errorf("%w: %q is the handle of %d nodes, or reads like it: write one of %s", ErrAmbiguous, name, len(ps), strings.Join(alts, ", "))
+	return "", &ambiguous{fmt.Sprintf("%q may stand for any of %d nodes, whose handles read alike: write one of %s",
+		name, len(ps), strings.Join(alts, "; "))}
 }
+
+// what says what node p is to this one, in Resolve's errors.
+func (t *table) what(p peer.ID) string {
+	switch t.rank[p] {
+	case rankSelf:
+		return "this node"
+	case rankContact:
+		return "a contact"
+	case rankMember:
+		if !t.ranked {
+			return "a contact or a room member"
+		}
+		return "a room member"
+	}
+	return "not a contact"
+}
+
+// ambiguous is a name Resolve refuses: it reads like the handles of
+// several nodes, or of one shown with its tail. It is ErrAmbiguous.
+type ambiguous struct{ msg string }
+
+func (e *ambiguous) Error() string        { return "names: " + e.msg }
+func (e *ambiguous) Is(target error) bool { return target == ErrAmbiguous }
 
 // like is the nodes whose handles read like h: the groups of the nodes
 // that share a key with it.
