@@ -8,14 +8,22 @@
 //
 // Every character that could drive a terminal or hide what a text says is
 // shown escaped: C0 controls, DEL and C1 controls as \xNN, bidi marks and
-// overrides and the line and paragraph separators as \uNNNN, and bytes that
-// are not UTF-8 as \xNN.
+// overrides, the line and paragraph separators and the characters that
+// show nothing (lookalike.Invisible: zero-width spaces, Hangul fillers,
+// tag characters, the blank Braille pattern…, so that a name "bob\u3164"
+// does not read as "bob" and a text hides no words) as \uNNNN, and bytes
+// that are not UTF-8 as \xNN. Texts of several lines keep the zero-width
+// joiner and non-joiner, which join the emoji of a sequence (👨‍💻) and
+// shape the letters of some scripts; a line (names, handles, a note)
+// shows them escaped.
 package termtext
 
 import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/parley-mesh/parley/internal/lookalike"
 )
 
 // Line returns s on one line: newlines and tabs are escaped too.
@@ -24,15 +32,16 @@ func Line(s string) string { return escape(s, mode{}) }
 // Lines is for a text of several lines shown under a heading: newlines stay,
 // each line after the first indented by two spaces (so it cannot pass for an
 // entry of its own), and so do tabs.
-func Lines(s string) string { return escape(s, mode{keepLines: true, indent: true}) }
+func Lines(s string) string { return escape(s, mode{keepLines: true, indent: true, joiners: true}) }
 
 // Text keeps newlines and tabs as they are and escapes everything else that
 // Line escapes: for a text an agent's client shows in a block of its own.
-func Text(s string) string { return escape(s, mode{keepLines: true}) }
+func Text(s string) string { return escape(s, mode{keepLines: true, joiners: true}) }
 
 type mode struct {
 	keepLines bool // newline and tab pass
 	indent    bool // each newline is followed by two spaces
+	joiners   bool // the zero-width joiner and non-joiner pass
 }
 
 func escape(s string, m mode) string {
@@ -56,7 +65,7 @@ func escape(s string, m mode) string {
 			b.WriteByte('\t')
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeAbove(r):
+		case unsafeAbove(r, m):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])
@@ -96,25 +105,29 @@ func plain(s string, m mode) bool {
 				return false
 			}
 		}
-		if unsafeAbove(r) {
+		if unsafeAbove(r, m) {
 			return false
 		}
 	}
 	return true
 }
 
-// unsafeAbove reports the characters above ASCII that are escaped: C1
-// controls (U+009B is CSI on terminals that take 8-bit controls), bidi marks
-// and overrides (they reorder what is shown), and the line and paragraph
-// separators.
-func unsafeAbove(r rune) bool {
+// unsafeAbove reports the characters above ASCII that are escaped in mode
+// m: C1 controls (U+009B is CSI on terminals that take 8-bit controls),
+// the line and paragraph separators, and the characters that show nothing
+// (lookalike.Invisible), among them the bidi marks and overrides (they
+// reorder what is shown); the zero-width joiner and non-joiner pass when
+// m.joiners.
+func unsafeAbove(r rune, m mode) bool {
 	switch {
-	case r >= 0x80 && r < 0xa0:
-		return true
-	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+	case r < 0x80:
+		return false
+	case r < 0xa0:
 		return true
 	case r == 0x2028, r == 0x2029:
 		return true
+	case m.joiners && (r == 0x200c || r == 0x200d):
+		return false
 	}
-	return false
+	return lookalike.Invisible(r)
 }

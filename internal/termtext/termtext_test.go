@@ -20,6 +20,13 @@ func TestEscapes(t *testing.T) {
 		{"cr\rback", `cr\x0dback`, `cr\x0dback`, `cr\x0dback`},
 		{"bad \xff byte", `bad \xff byte`, `bad \xff byte`, `bad \xff byte`},
 		{"del\x7f", `del\x7f`, `del\x7f`, `del\x7f`},
+		// Characters that show nothing: a name with a Hangul filler does
+		// not read as the name without it, and a text hides no tags.
+		{"bob\u3164", `bob\u3164`, `bob\u3164`, `bob\u3164`},
+		{"zero\u200bwidth \u2800 \u115f\u00ad", `zero\u200bwidth \u2800 \u115f\u00ad`, `zero\u200bwidth \u2800 \u115f\u00ad`, `zero\u200bwidth \u2800 \u115f\u00ad`},
+		{"hi\U000e0041\U000e0042", `hi\ue0041\ue0042`, `hi\ue0041\ue0042`, `hi\ue0041\ue0042`},
+		// Texts keep the joiners of an emoji sequence; a line does not.
+		{"\U0001f468\u200d\U0001f4bb \u2764\ufe0f", "\U0001f468\\u200d\U0001f4bb \u2764\ufe0f", "\U0001f468\u200d\U0001f4bb \u2764\ufe0f", "\U0001f468\u200d\U0001f4bb \u2764\ufe0f"},
 		{"", "", "", ""},
 	} {
 		if got := Line(c.in); got != c.line {
@@ -47,7 +54,7 @@ func FuzzEscape(f *testing.F) {
 				t.Fatalf("invalid UTF-8 out of %q: %q", s, out)
 			}
 			for _, r := range out {
-				if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || unsafeAbove(r) {
+				if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || unsafeAbove(r, mode{}) && r != 0x200c && r != 0x200d {
 					t.Fatalf("%q left in the output of %q: %q", r, s, out)
 				}
 			}
@@ -70,7 +77,7 @@ func isClean(s string) bool {
 		if r == '\n' || r == '\t' {
 			continue
 		}
-		if r < 0x20 || r == 0x7f || unsafeAbove(r) {
+		if r < 0x20 || r == 0x7f || unsafeAbove(r, mode{joiners: true}) {
 			return false
 		}
 	}
