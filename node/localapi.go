@@ -125,8 +125,9 @@ func agentsError(err error) error { return agentsErrors.Wrap(err) }
 type contactsAPI struct {
 	cs  *contacts.Service
 	org func(peer.ID) peer.ID
-	// name is how a node reads (the names service's name), "" while its
-	// handle is not known; nil: none.
+	// name is how a node reads (the names service's name: …SUFFIX while
+	// its handle is not known, or when the handle it told is not shown);
+	// nil: none.
 	name func(peer.ID) string
 	// revoked, if set, is called after the user revoked a contact.
 	revoked func()

@@ -11,6 +11,7 @@ import (
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/names"
 	"github.com/parley-mesh/parley/internal/org"
 )
 
@@ -71,10 +72,7 @@ func (n *Node) contactsAPI() contactsAPI {
 		return n.org.TaggedWith(p)
 	}, name: func(p peer.ID) string {
 		if n.names == nil {
-			return ""
-		}
-		if _, ok := n.names.Handle(p); !ok {
-			return ""
+			return names.Short(p)
 		}
 		return n.names.Name(p)
 	}, revoked: n.kickRelaySweep}

@@ -9,9 +9,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/names"
 	"github.com/parley-mesh/parley/internal/termtext"
 )
 
@@ -145,15 +147,15 @@ func contactListCmd(g *globals) *cobra.Command {
 // contactName is how a contact or a requester reads: the name the node
 // gives it everywhere (handle~SUFFIX when another node's handle reads the
 // same, so a stranger asking under a contact's handle does not read as the
-// contact), else its handle, else "-" (not told yet: a node tells its
-// handle once it approves).
+// contact; …SUFFIX while no handle is known), never the handle as the
+// node told it, which may hold characters that show nothing ("bob\u3164"
+// would read as "bob"); without a name, the short form of its peer ID.
 func contactName(e localapi.ContactEntry) string {
-	n := e.Name
-	if n == "" {
-		n = e.Handle
-	}
-	if n = termtext.Line(n); n == "" {
+	if e.Name == "" {
+		if p, err := peer.Decode(e.PeerID); err == nil {
+			return names.Short(p)
+		}
 		return "-"
 	}
-	return n
+	return termtext.Line(e.Name)
 }

@@ -303,3 +303,89 @@ func TestCLIContactListNamesAStrangerAsEverywhere(t *testing.T) {
 		t.Fatalf("approve: exit %d, %q %s; want the stranger named bob~SUFFIX", code, out, errs)
 	}
 }
+
+// A node asks for contact under a contact's handle with a Hangul filler
+// after it ("bob\u3164", which an older Parley's node could take): contact
+// list and contact approve print it escaped and with its peer ID's tail,
+// never as "bobㅤ" beside the contact bob, and --json's name says the same.
+func TestCLIContactListNeverPrintsARawHandle(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	var idA, idB struct {
+		PeerID string `json:"peer_id"`
+	}
+	runJSON(t, &idA, "--home", homeA, "id")
+	runJSON(t, &idB, "--home", homeB, "id")
+	befriend(t, homeB, homeA, idA.PeerID)
+	// The older node: its handle as such a node sends it.
+	old := nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) { c.Handle = "bob\u3164" }))
+	idH := old.ID(0).String()
+	ai, err := parsePeerAddr(a.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Node(0).Contacts().Request(context.Background(), ai, "new laptop, please approve"); err != nil {
+		t.Fatalf("the older node's request: %v", err)
+	}
+	nameIn := func(out, id string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 2 && f[1] == id {
+				return f[2]
+			}
+		}
+		return ""
+	}
+	var out string
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ = run(t, "--home", homeA, "contact", "list")
+		return nameIn(out, idH) != ""
+	}, "A's contact list to show the older node's request")
+	tail, ok := strings.CutPrefix(nameIn(out, idH), `bob\u3164~`)
+	if !ok || len(tail) < 4 || !strings.HasSuffix(idH, tail) || strings.ContainsRune(out, '\u3164') {
+		t.Fatalf("the request reads %+q, want bob\\u3164~SUFFIX:\n%s", nameIn(out, idH), out)
+	}
+	if n := nameIn(out, idB.PeerID); n != "bob" {
+		t.Fatalf("the contact reads %q, want bob:\n%s", n, out)
+	}
+	var v []struct {
+		PeerID string `json:"peer_id"`
+		ID     string `json:"id"`
+		Name   string `json:"name"`
+	}
+	runJSON(t, &v, "--home", homeA, "contact", "list")
+	var id string
+	for _, c := range v {
+		if c.PeerID == idH {
+			id = c.ID
+			if c.Name != `bob\u3164~`+tail {
+				t.Errorf("--json name %+q, want the name contact list prints", c.Name)
+			}
+		}
+	}
+	out, errs, code := run(t, "--home", homeA, "contact", "approve", id)
+	if code != 0 || !strings.Contains(out, idH+` (bob\u3164~`+tail+")") || strings.ContainsRune(out, '\u3164') {
+		t.Fatalf("approve: exit %d, %+q %s; want the older node named bob\\u3164~%s", code, out, errs, tail)
+	}
+}
+
+// contactName prints the name the node gives, escaped; without one, the
+// short form of the peer ID: never the handle as the node told it.
+func TestContactNameNeverTheRawHandle(t *testing.T) {
+	id := "12D3KooWDA8czuYiLVo4WKvreGCzijAVWGrJvRNKbLzfgmZmkHgK"
+	for _, c := range []struct {
+		e    localapi.ContactEntry
+		want string
+	}{
+		{localapi.ContactEntry{PeerID: id, Handle: "bob\u3164"}, "…gmZmkHgK"},
+		{localapi.ContactEntry{PeerID: id, Handle: "bob\u3164", Name: "bob\u3164~HgK2"}, `bob\u3164~HgK2`},
+		{localapi.ContactEntry{PeerID: id, Handle: "bob", Name: "bob"}, "bob"},
+		{localapi.ContactEntry{PeerID: "nope", Handle: "bob"}, "-"},
+	} {
+		if got := contactName(c.e); got != c.want {
+			t.Errorf("contactName(%+v) = %+q, want %+q", c.e, got, c.want)
+		}
+	}
+}

@@ -245,7 +245,9 @@ type ContactEntry struct {
 	// Name is how the node reads everywhere (the names service's: its
 	// handle, or handle~SUFFIX when another node's handle reads the same,
 	// so a stranger asking under a contact's handle does not read as the
-	// contact); empty while no handle of the node is known.
+	// contact; …SUFFIX, the last 8 characters of its peer ID, while no
+	// handle of the node is known). Print it, not Handle: Handle is as the
+	// node told it, characters that show nothing included.
 	Name    string     `json:"name,omitempty"`
 	State   string     `json:"state"`   // pending-in, pending-out, active, denied, revoked, expired
 	Note    string     `json:"note"`    // the pending request's note

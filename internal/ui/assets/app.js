@@ -396,8 +396,11 @@
           acts.appendChild(btn(c.state === "active" ? "revoke" : "cancel", function () { act("/v1/contacts/revoke", { peer_id: c.peer_id }); }));
         }
         // The node's name for the peer: a stranger that asks under a
-        // contact's handle shows with its peer ID's tail, not as the contact.
-        var name = c.name || (S.panels.names || {})[c.peer_id] || c.handle || short(c.peer_id);
+        // contact's handle shows with its peer ID's tail, not as the
+        // contact. Never the handle as the node told it: it may hold
+        // characters that show nothing ("bob\u3164" reads as "bob"), which
+        // the name shows escaped.
+        var name = c.name || (S.panels.names || {})[c.peer_id] || short(c.peer_id);
         var r = row([short(c.peer_id), el("span", {}, [bdi(name)].concat(c.note ? [" — ", bdi(c.note, "note")] : [])), c.state, acts]);
         r.setAttribute("data-peer", c.peer_id);
         return r;
