@@ -160,7 +160,11 @@ func checkNode(ctx context.Context, home string) []install.Finding {
 	// edit that the next start will refuse.
 	cfgPath := filepath.Join(home, config.FileName)
 	if raw, err := os.ReadFile(cfgPath); err == nil {
-		if _, err := config.Parse(raw); err != nil {
+		f, err := config.Parse(raw)
+		for _, w := range f.Warnings {
+			add(install.Warn, "%s: %s", cfgPath, w)
+		}
+		if err != nil {
 			// Each fault on a line of its own: all of them, so that one
 			// run of doctor shows everything to fix.
 			var errs config.Errors

@@ -306,3 +306,37 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A home whose config an earlier Parley wrote with a handle holding a
+// character that shows nothing (a Hangul filler, accepted then) still
+// starts: up warns, saying what to do, and the node goes by the handle
+// without it; `up --handle NEW` replaces it.
+func TestCLIStartsWithAnOlderHandle(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	must(t, os.MkdirAll(home, 0o700))
+	must(t, os.WriteFile(filepath.Join(home, "config"), []byte("handle = bob\u3164\nmdns = false\n"), 0o600))
+	d := up(t, home, "--listen", loopback)
+	if errs := d.stderr.String(); !strings.Contains(errs, "line 1: handle \"bob\\u3164\" holds U+3164") || !strings.Contains(errs, `goes by "bob"`) ||
+		!strings.Contains(errs, "parley up --handle NEW") {
+		t.Fatalf("up printed no warning that says what to do:\n%s", errs)
+	}
+	var info struct {
+		Handle string `json:"handle"`
+	}
+	runJSON(t, &info, "--home", home, "id")
+	if info.Handle != "bob" {
+		t.Fatalf("the node goes by %+q, want bob", info.Handle)
+	}
+	stop(t, home, d)
+	d = up(t, home, "--listen", loopback, "--handle", "bob2")
+	runJSON(t, &info, "--home", home, "id")
+	raw, err := os.ReadFile(filepath.Join(home, "config"))
+	if err != nil || info.Handle != "bob2" || !strings.Contains(string(raw), "handle = bob2\n") || strings.ContainsRune(string(raw), '\u3164') {
+		t.Fatalf("after up --handle bob2: %+q, config %q, %v", info.Handle, raw, err)
+	}
+	stop(t, home, d)
+	if d = up(t, home, "--listen", loopback); strings.Contains(d.stderr.String(), "shows nothing") {
+		t.Fatalf("the warning stays once the handle is replaced:\n%s", d.stderr)
+	}
+}

@@ -104,7 +104,12 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	}
 	// A new handle is saved once the node holds the home (below, or in the
 	// background node): an up that is refused changes nothing.
-	newHandle := f.handle != "" && f.handle != file.Handle
+	newHandle := f.handle != "" && (f.handle != file.Handle || file.HandleAsWritten != "")
+	if !newHandle {
+		for _, w := range file.Warnings {
+			fmt.Fprintf(cmd.ErrOrStderr(), "parley: %s: %s\n", filepath.Join(home, config.FileName), w)
+		}
+	}
 	if newHandle {
 		if err := config.CheckHandle(f.handle); err != nil {
 			return fmt.Errorf("--handle %q: %v", f.handle, err)

@@ -53,6 +53,13 @@ type File struct {
 	AgentPostLimit int
 	// UIPort is the dashboard's port on 127.0.0.1; 0 means any free port.
 	UIPort int
+	// Warnings are what the file holds that is taken, but should be
+	// changed (each with its line and what to do): a handle with
+	// characters that show nothing, which earlier Parley accepted.
+	Warnings []string
+	// HandleAsWritten is the handle line's value when Handle is not it
+	// (characters that show nothing left out); empty otherwise.
+	HandleAsWritten string
 }
 
 // DefaultListen are the addresses a node listens on unless told otherwise:
@@ -205,11 +212,16 @@ func Parse(raw []byte) (File, error) {
 		}
 		switch key {
 		case "handle":
-			if err := CheckHandle(val); err != nil {
+			h, warn, err := readHandle(val)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("line %d: %w", line, err))
 				continue
 			}
-			f.Handle = val
+			if warn != "" {
+				f.Warnings = append(f.Warnings, fmt.Sprintf("line %d: %s", line, warn))
+				f.HandleAsWritten = val
+			}
+			f.Handle = h
 		case "listen":
 			if _, err := ma.NewMultiaddr(val); err != nil {
 				errs = append(errs, fmt.Errorf("line %d: listen %q is not a multiaddr: %v", line, val, err))
@@ -324,6 +336,20 @@ func (e Errors) Unwrap() []error { return e }
 // that show nothing (lookalike.Invisible: Hangul fillers, the blank Braille
 // pattern…), which only serve to make a handle read like another.
 func CheckHandle(h string) error {
+	if err := checkPrintable(h); err != nil {
+		return err
+	}
+	if i := strings.IndexFunc(h, lookalike.Invisible); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(h[i:])
+		return fmt.Errorf("handle must not hold characters that show nothing (%U does: it would only make the handle read like another)", r)
+	}
+	return nil
+}
+
+// checkPrintable checks what a handle had to be before handles refused
+// characters that show nothing: 1 to 64 bytes of printable text on one
+// line, without '#' or surrounding spaces.
+func checkPrintable(h string) error {
 	if h == "" || len(h) > 64 || h != strings.TrimSpace(h) || strings.ContainsRune(h, '#') || !utf8.ValidString(h) {
 		return errors.New("handle must be 1 to 64 printable characters, without '#' or surrounding spaces")
 	}
@@ -331,11 +357,34 @@ func CheckHandle(h string) error {
 		if !unicode.IsPrint(r) {
 			return fmt.Errorf("handle must be 1 to 64 printable characters (%q is not)", r)
 		}
-		if lookalike.Invisible(r) {
-			return fmt.Errorf("handle must not hold characters that show nothing (%U does: it would only make the handle read like another)", r)
-		}
 	}
 	return nil
+}
+
+// readHandle reads the handle line of a file. A handle that earlier
+// Parley accepted but that holds characters that show nothing is taken
+// without them, with a warning: the node still starts (with the handle as
+// it reads), and `parley up --handle NEW` sets another.
+func readHandle(val string) (handle, warning string, err error) {
+	if err := CheckHandle(val); err == nil {
+		return val, "", nil
+	} else if checkPrintable(val) != nil {
+		return "", "", err
+	}
+	i := strings.IndexFunc(val, lookalike.Invisible)
+	r, _ := utf8.DecodeRuneInString(val[i:])
+	h := strings.TrimSpace(strings.Map(func(r rune) rune {
+		if lookalike.Invisible(r) {
+			return -1
+		}
+		return r
+	}, val))
+	goes := fmt.Sprintf("this node goes by %+q", h)
+	if h == "" {
+		goes = "this node goes without one"
+	}
+	return h, fmt.Sprintf("handle %+q holds %U, a character that shows nothing, which a handle may no longer hold: %s; set a handle with `parley up --handle NEW`",
+		val, r, goes), nil
 }
 
 // SetHandle saves handle in HOME/config: the file's handle line is

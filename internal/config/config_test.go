@@ -178,3 +178,35 @@ func TestCheckHandleRefusesInvisibleCharacters(t *testing.T) {
 		}
 	}
 }
+
+// A file an earlier Parley wrote, whose handle holds a character that
+// shows nothing (accepted then), still loads: the handle is read without
+// it, with a warning that says what to do, and SetHandle replaces it.
+func TestOlderHandleWithFillerStillLoads(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, FileName), []byte("handle = bob\u3164\nmdns = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := LoadOrCreate(home, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Handle != "bob" || f.HandleAsWritten != "bob\u3164" || len(f.Warnings) != 1 ||
+		!strings.Contains(f.Warnings[0], "line 1") || !strings.Contains(f.Warnings[0], "U+3164") || !strings.Contains(f.Warnings[0], "parley up --handle") {
+		t.Fatalf("loaded %+v", f)
+	}
+	if err := SetHandle(home, "bob2"); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = LoadOrCreate(home, "x"); err != nil || f.Handle != "bob2" || f.Warnings != nil || f.MDNS {
+		t.Fatalf("after SetHandle: %+v, %v", f, err)
+	}
+	// A handle of nothing but such characters leaves the node without one.
+	if f, err := Parse([]byte("handle = \u3164\u3164\n")); err != nil || f.Handle != "" || len(f.Warnings) != 1 {
+		t.Fatalf("a filler handle: %+v, %v", f, err)
+	}
+	// What was never accepted is still refused.
+	if _, err := Parse([]byte("handle = bob\ue000\n")); err == nil {
+		t.Fatal("a private-use character in a handle was taken")
+	}
+}
