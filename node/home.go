@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -85,12 +87,23 @@ var privateFiles = []string{config.FileName, LogFileName, LockFileName, Recovery
 // --new-identity set aside beside it) becomes mode 0700, and each of
 // privateFiles and of the recovery files set aside loses its group and
 // other bits. A home restored from a backup or copied, or files a
-// permissive umask made, would otherwise stay open. Badger makes its files
-// with the process umask (0644 under the usual 022) and has no setting for
-// their mode: the private data/ is what keeps them to the user, so they are
-// left as they are. Each change is logged; one that cannot be made is an
-// error naming the chmod to run. Symbolic links and other non-regular files
-// are left alone.
+// permissive umask made, would otherwise stay open; so would a group mode
+// the user set (Parley's files are the user's alone: it is taken away at
+// each start too). Badger makes its files with the process umask (0644
+// under the usual 022) and has no setting for their mode: the private
+// data/ is what keeps them to the user, so they are left as they are. A
+// data/ that is a symbolic link (the database on another disk) has the
+// folder it points to made private; other links are left alone (the user
+// chose where such a file goes).
+//
+// Each change is logged as a warning. A file that is not the user's (a
+// config a root shell provisioned, a node.log a `sudo parley up` left)
+// cannot be made private by the user: when others can only read it, that
+// is logged as a warning naming the chown that lets the next start make it
+// private, and the start goes on; when others can write it, what Parley
+// reads from it cannot be trusted, and the start stops with that chown. A
+// chmod of the user's own file that fails stops the start with the chmod
+// to run.
 func tightenHome(home string, log *slog.Logger) error {
 	ents, err := os.ReadDir(home)
 	if err != nil {
@@ -100,8 +113,20 @@ func tightenHome(home string, log *slog.Logger) error {
 		name, path := e.Name(), filepath.Join(home, e.Name())
 		switch {
 		case name == DataDirName || strings.HasPrefix(name, DataDirName+"."):
-			if e.Type() == fs.ModeDir {
+			switch e.Type() {
+			case fs.ModeDir:
 				if err := tighten(path, 0o700, log); err != nil {
+					return err
+				}
+			case fs.ModeSymlink:
+				target, err := filepath.EvalSymlinks(path)
+				if err != nil {
+					continue // a link to nothing: the database says so when it opens
+				}
+				if st, err := os.Stat(target); err != nil || !st.IsDir() {
+					continue
+				}
+				if err := tighten(target, 0o700, log.With("link", path)); err != nil {
 					return err
 				}
 			}
@@ -117,7 +142,7 @@ func tightenHome(home string, log *slog.Logger) error {
 }
 
 // tighten takes from path's mode every bit beyond want's (for want 0600:
-// all group and other bits).
+// all group and other bits); path is not a symbolic link.
 func tighten(path string, want fs.FileMode, log *slog.Logger) error {
 	st, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -130,12 +155,35 @@ func tighten(path string, want fs.FileMode, log *slog.Logger) error {
 	if m&^want == 0 {
 		return nil
 	}
-	if err := os.Chmod(path, m&want); err != nil {
+	err = os.Chmod(path, m&want)
+	if uid, ok := ownerOf(st); err != nil && ok && uid != os.Geteuid() {
+		chown := chownCommand(path, st.IsDir())
+		if m&0o022 != 0 {
+			return fmt.Errorf("node: %s belongs to user %d, not to you, and other users can write it (mode %04o), so what the node reads there cannot be trusted: make it yours with `%s` (the node then makes it private), or move it away, and try again",
+				path, uid, m, chown)
+		}
+		log.Warn("other users can read this file of the home and it is not yours, so it cannot be made private: make it yours and the next start makes it private",
+			"path", path, "owner", uid, "mode", fmt.Sprintf("%04o", m), "run", chown)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("node: %s can be read or written by other users (mode %04o) and could not be made private (%v): run `chmod go-rwx %s` and try again",
 			path, m, err, path)
 	}
 	log.Warn("made private: other users could read or write it", "path", path, "mode_was", fmt.Sprintf("%04o", m), "mode", fmt.Sprintf("%04o", m&want))
 	return nil
+}
+
+// chownCommand is the command that makes path the user's.
+func chownCommand(path string, dir bool) string {
+	who := strconv.Itoa(os.Geteuid())
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		who = u.Username
+	}
+	if dir {
+		return fmt.Sprintf("sudo chown -R %s %s", who, path)
+	}
+	return fmt.Sprintf("sudo chown %s %s", who, path)
 }
 
 // listenSocket serves the local API socket of home (localapi.Listen: bound

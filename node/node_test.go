@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -218,6 +219,30 @@ func TestHomeMadePrivateAtStart(t *testing.T) {
 	}
 	if st, err := os.Stat(data); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("data/ after start: %v %v, want 0700", st.Mode().Perm(), err)
+	}
+
+	// The database on another disk: data/ is a link, and the folder it
+	// points to is made private.
+	nt.Crash(0)
+	elsewhere := filepath.Join(t.TempDir(), "bigdisk", "parley-data")
+	if err := os.MkdirAll(filepath.Dir(elsewhere), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(data, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, data); err != nil {
+		t.Fatal(err)
+	}
+	nt.Restart(0)
+	if st, err := os.Stat(elsewhere); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("the folder data/ links to, after start: %v %v, want 0700", st.Mode().Perm(), err)
+	}
+	if st, err := os.Lstat(data); err != nil || st.Mode().Type() != fs.ModeSymlink {
+		t.Errorf("data/ is no longer the link: %v %v", st, err)
 	}
 }
 

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	osuser "os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,5 +341,57 @@ func TestCLIStartsWithAnOlderHandle(t *testing.T) {
 	stop(t, home, d)
 	if d = up(t, home, "--listen", loopback); strings.Contains(d.stderr.String(), "shows nothing") {
 		t.Fatalf("the warning stays once the handle is replaced:\n%s", d.stderr)
+	}
+}
+
+// A file of the home that is not the user's (a config a root shell
+// provisioned) and that others can only read does not stop the start: up
+// warns, naming the chown that lets the next start make it private (a
+// chmod cannot). One that others can write stops the start, naming that
+// chown. The node runs as another user than the file's.
+func TestCLIHomeFileOfAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("files of another user need root to make; run the tests as root to cover it")
+	}
+	t.Parallel()
+	const uid = 65534
+	dir := t.TempDir()
+	for d := dir; d != filepath.Dir(d) && strings.HasPrefix(d, os.TempDir()+"/"); d = filepath.Dir(d) {
+		must(t, os.Chmod(d, 0o755)) // the other user reaches the binary and the home
+	}
+	bin := filepath.Join(dir, "parley")
+	raw, err := os.ReadFile(parleyBin)
+	must(t, err)
+	must(t, os.WriteFile(bin, raw, 0o755))
+	home := filepath.Join(dir, "h")
+	must(t, os.Mkdir(home, 0o700))
+	must(t, os.Chown(home, uid, uid))
+	cfg := filepath.Join(home, "config")
+	must(t, os.WriteFile(cfg, []byte("handle = nobody\nmdns = false\n"), 0o644)) // root's
+	as := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, append([]string{"--home", home}, args...)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		cmd.Env = append(os.Environ(), "HOME="+dir)
+		return cmd
+	}
+	who := strconv.Itoa(uid)
+	if u, err := osuser.LookupId(who); err == nil {
+		who = u.Username
+	}
+	chown := "sudo chown " + who + " " + cfg
+	d := upPrepared(t, as("up", "--no-mdns", "--listen", loopback))
+	if errs := d.stderr.String(); !strings.Contains(errs, "cannot be made private") || !strings.Contains(errs, chown) {
+		t.Fatalf("up did not warn about root's config with a chown that works:\n%s", errs)
+	}
+	if _, errs, code := runPrepared(t, as("down")); code != 0 {
+		t.Fatalf("down: %s", errs)
+	}
+	<-d.done
+	d.done <- nil
+
+	must(t, os.Chmod(cfg, 0o666))
+	_, errs, code := runPrepared(t, as("up", "--no-mdns", "--listen", loopback))
+	if code == 0 || !strings.Contains(errs, "other users can write it") || !strings.Contains(errs, chown) {
+		t.Fatalf("up with a config of root's that others can write: exit %d: %s", code, errs)
 	}
 }

@@ -89,6 +89,13 @@ func upEnv(t testing.TB, home string, env []string, args ...string) *daemon {
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
+	return upPrepared(t, cmd)
+}
+
+// upPrepared starts a prepared `parley up` command and waits for its ready
+// line.
+func upPrepared(t testing.TB, cmd *exec.Cmd) *daemon {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
