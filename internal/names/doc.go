@@ -25,18 +25,23 @@
 //
 // # Display
 //
-// A known node shows as its handle. Nodes whose handles read the same
-// (internal/lookalike: the same confusable skeleton, ignoring case, width,
-// invisible characters and look-alike letters of other scripts) form a
-// group; in a group of several each shows as handle~SUFFIX, with the
-// shortest tail of its peer ID that tells it from the others (at least 4
-// characters), except one: the node itself keeps its bare handle, or else
-// the one node it deals with (a contact, a room member) among strangers. A
-// node whose handle reads as the node's own, or as "here" or "you" (words
-// that stand for the node), alone or with a remark after it, always shows
-// with its tail. A node with no handle known shows as …SUFFIX (the last 8
-// characters of its peer ID). Contacts' handles from their requests serve
-// until a node's card arrives. Resolve turns a displayed name back into
-// the peer ID, so an agent can address NAME@handle (or NAME@handle~SUFFIX)
-// as it reads it.
+// A known node shows as its handle, or as handle~SUFFIX, with the shortest
+// tail of its peer ID that tells it from the nodes whose handles read like
+// its own (at least 4 characters), when it must be told apart. Handles read
+// the same when they share a key (internal/lookalike: the same confusable
+// skeleton, ignoring case, width, invisible characters, small marks and
+// look-alike letters of other scripts). The node itself keeps its bare
+// handle; any other node keeps it when every node whose handle reads the
+// same ranks below it (contacts and nodes it asked, then room members, then
+// requesters and cards kept from before). A node whose handle reads as the
+// node's own, or as "here" or "you" (words that stand for the node), alone
+// or with more around it, always shows with its tail; so does one whose
+// handle holds a node's of its rank or above with more around it ("bob
+// (laptop)", "[admin] carol"), one whose handle reads like a display form
+// (handle~SUFFIX, …SUFFIX, a peer ID), and one whose handle holds
+// characters that show nothing (shown escaped, \uXXXX). A node with no
+// handle known shows as …SUFFIX (the last 8 characters of its peer ID).
+// Contacts' handles from their requests serve until a node's card arrives.
+// Resolve turns a displayed name back into the peer ID, so an agent can
+// address NAME@handle (or NAME@handle~SUFFIX) as it reads it.
 package names

@@ -1185,9 +1185,9 @@ type Entry struct {
 	Handle string
 	Name   string // as shown
 	// LikeSelf is set for another node whose handle reads as this node's
-	// (ignoring case, width, invisible characters and look-alike letters,
-	// or with a remark after it) or as a word that stands for this node
-	// ("here", "you"); its Name has its tail.
+	// (ignoring case, width, invisible characters, small marks and
+	// look-alike letters, or with more around it) or as a word that stands
+	// for this node ("here", "you"); its Name has its tail.
 	LikeSelf bool
 	// Member is the organisation membership the node's card shows, checked
 	// (nil: none, or one that does not hold).
