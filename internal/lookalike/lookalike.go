@@ -204,12 +204,16 @@ func Same(a, b string) bool {
 // handle: handle~SUFFIX (h holds a '~' or a character that looks like
 // one), …SUFFIX (how a node with no known handle shows: h starts with an
 // ellipsis or dots), or a peer ID (h reads as 40 or more ASCII letters and
-// digits in one word).
-func Form(h string) bool {
+// digits in one word). keys are h's keys (Keys), when the caller has them;
+// nil: they are made.
+func Form(h string, keys []string) bool {
 	if strings.ContainsFunc(h, func(r rune) bool { return tilde(r) == '~' }) {
 		return true
 	}
-	for _, k := range Keys(h) {
+	if keys == nil {
+		keys = Keys(h)
+	}
+	for _, k := range keys {
 		if strings.HasPrefix(k, "..") || strings.HasPrefix(k, "\u00b7\u00b7") {
 			return true
 		}

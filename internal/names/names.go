@@ -988,10 +988,29 @@ func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]str
 			}
 		}
 	}
-	// What reads as this node: its handle and the words for it (id -1 in
-	// the index), and the handles of trusted nodes (their index in ps).
-	selfKeys := make(map[string]bool)
+	// The keys a node's handle may hold with more around it: this node's
+	// handle and the words for it, and the handles of trusted nodes, each
+	// key once with the highest rank of the nodes that have it.
+	type held struct {
+		key    string
+		rank   int
+		handle string // a handle of that key and rank
+	}
+	var heldKeys []held
+	heldID := make(map[string]int)
 	var idx lookalike.Index
+	hold := func(k string, r int, h string) {
+		if i, ok := heldID[k]; ok {
+			if r > heldKeys[i].rank {
+				heldKeys[i].rank, heldKeys[i].handle = r, h
+			}
+			return
+		}
+		heldID[k] = len(heldKeys)
+		heldKeys = append(heldKeys, held{k, r, h})
+		idx.Add(k, len(heldKeys)-1)
+	}
+	selfKeys := make(map[string]bool)
 	protect := selfWords()
 	if own != "" {
 		protect = append([][]string{lookalike.Keys(own)}, protect...)
@@ -999,15 +1018,31 @@ func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]str
 	for _, ks := range protect {
 		for _, k := range ks {
 			selfKeys[k] = true
-			idx.Add(k, -1)
+			hold(k, rankSelf, "")
 		}
 	}
-	for i, p := range ps {
+	for _, p := range ps {
 		if p != self && t.rank[p] > rankNone {
 			for _, k := range t.keys[handles[p]] {
-				idx.Add(k, i)
+				hold(k, t.rank[p], handles[p])
 			}
 		}
+	}
+	// The highest rank among the nodes of each key, and how many have it:
+	// a node tops a key when it alone has the highest rank.
+	type top struct{ rank, n int }
+	tops := make(map[string]top, len(t.byKey))
+	for k, qs := range t.byKey {
+		var x top
+		for _, q := range qs {
+			switch r := t.rank[q]; {
+			case x.n == 0 || r > x.rank:
+				x = top{r, 1}
+			case r == x.rank:
+				x.n++
+			}
+		}
+		tops[k] = x
 	}
 	tailed := make(map[peer.ID]bool)
 	for _, p := range ps {
@@ -1016,23 +1051,22 @@ func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]str
 		}
 		h, r := handles[p], t.rank[p]
 		var why string
-		top := true // every other node of its keys ranks below it
+		first := true // every other node of its keys ranks below it
 		for _, k := range t.keys[h] {
 			if selfKeys[k] {
 				t.likeSelf[p] = true
 			}
-			for _, q := range t.byKey[k] {
-				if q != p && t.rank[q] >= r {
-					top = false
-				}
+			if x := tops[k]; x.rank != r || x.n != 1 {
+				first = false
 			}
 			idx.Find(k, func(id int) bool {
-				if id < 0 {
+				x := heldKeys[id]
+				switch {
+				case x.rank == rankSelf:
 					t.likeSelf[p] = true
 					return false
-				}
-				if q := ps[id]; q != p && t.rank[q] >= r && why == "" {
-					why = fmt.Sprintf(whyRemarks, strconv.Quote(handles[q]))
+				case x.rank >= r && why == "" && !slices.Contains(t.keys[h], x.key):
+					why = fmt.Sprintf(whyRemarks, strconv.Quote(x.handle))
 				}
 				return true
 			})
@@ -1043,9 +1077,9 @@ func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]str
 		case why != "":
 		case hidden(h):
 			why = whyHidden
-		case lookalike.Form(h) || peerIDForm(h):
+		case lookalike.Form(h, t.keys[h]):
 			why = whyForm
-		case !top:
+		case !first:
 			why = whyShared
 		}
 		if why != "" {
@@ -1078,12 +1112,6 @@ func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]str
 		}
 	}
 	return t
-}
-
-// peerIDForm reports a handle that is a peer ID as it is written.
-func peerIDForm(h string) bool {
-	_, err := peer.Decode(strings.TrimSpace(h))
-	return err == nil
 }
 
 // hidden reports a handle holding characters that show nothing
