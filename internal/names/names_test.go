@@ -14,6 +14,7 @@ import (
 
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/internal/frame"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/names"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -238,5 +239,55 @@ func TestNamesOverARelay(t *testing.T) {
 	}, "the two members to learn each other's handles over the relay")
 	if ci, ok := nb.ConnInfo(nt.ID(a)); !ok || !ci.Relayed {
 		t.Fatalf("nodes %d and %d: %+v %v, want relayed only", b, a, ci, ok)
+	}
+}
+
+// A node's contact keeps its bare handle, and NAME@handle reaches it, when a
+// room member's handle only looks like it (a Cyrillic а, invited into a room
+// by any member): the member shows with its tail, and its bare handle is
+// refused naming both nodes, their peer IDs and which one is the contact.
+func TestContactKeepsItsHandleAgainstALookAlikeMember(t *testing.T) {
+	handles := []string{"xavier", "alice", "\u0430lice"}
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.Handle = handles[i]
+		c.RoomPolicy = rooms.DefaultPolicy{} // invites without contacts
+	}))
+	nt.ConnectAll()
+	nt.Befriend(t, 1, 0)
+	ctx := context.Background()
+	room, err := nt.Node(0).Rooms().CreateRoom(ctx, "r", "", "human")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nt.Node(0).Rooms().Invite(ctx, room, nt.ID(2), "human"); err != nil {
+		t.Fatal(err)
+	}
+	ns := nt.Node(0).Names()
+	nt.WaitFor(30*time.Second, func() bool {
+		_, ok1 := ns.Handle(nt.ID(1))
+		h2, ok2 := ns.Handle(nt.ID(2))
+		return ok1 && ok2 && h2 == handles[2]
+	}, "node 0 to learn the handles of its contact and its room member")
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	book := map[string]string{}
+	es, err := c.Names(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		book[e.PeerID] = e.Name
+	}
+	alice, lookalike := book[nt.ID(1).String()], book[nt.ID(2).String()]
+	if alice != "alice" || !strings.HasPrefix(lookalike, handles[2]+"~") {
+		t.Fatalf("/v1/names: the contact is %q, the look-alike member %q", alice, lookalike)
+	}
+	if p, err := ns.Resolve("alice"); err != nil || p != nt.ID(1) {
+		t.Fatalf("Resolve(alice) = %s, %v; want the contact", p, err)
+	}
+	_, err = ns.Resolve(handles[2])
+	if !errors.Is(err, names.ErrAmbiguous) || !strings.Contains(err.Error(), "alice (peer ID "+nt.ID(1).String()+", a contact)") ||
+		!strings.Contains(err.Error(), lookalike+" (peer ID "+nt.ID(2).String()+", a room member)") {
+		t.Fatalf("Resolve of the look-alike's bare handle: %v", err)
 	}
 }
