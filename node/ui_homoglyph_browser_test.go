@@ -49,3 +49,24 @@ func TestDashboardLookAlikeOfHereShowsItsTail(t *testing.T) {
 	waitJS(t, b, 30*time.Second, fmt.Sprintf(`((document.querySelector('#rooms li[data-room=%q] .rby') || {}).textContent || "") === %q`, room, want),
 		"node 1's room labelled "+want)
 }
+
+// A contact whose handle holds a Hangul filler after "bob" (an older
+// node's) reads on the page's contact list as the names service names it,
+// the filler escaped and with its peer ID's tail, never as "bobㅤ".
+func TestDashboardContactWithAFillerShowsEscaped(t *testing.T) {
+	b, ctx, c1, _, _ := lookAlikePage(t, nodetest.WithConfig(func(i int, c *node.Config) {
+		if i == 1 {
+			c.Handle = "bob\u3164"
+		}
+	}))
+	info, err := c1.ID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	them := info.PeerID
+	row := fmt.Sprintf(`((document.querySelector('#contacts tr[data-peer=%q]') || {}).textContent || "")`, them)
+	waitJS(t, b, 30*time.Second, row+`.includes("bob\\u3164~")`, "node 1's contact row named bob\\u3164~SUFFIX")
+	if got := eval[string](t, b, row); strings.ContainsRune(got, '\u3164') {
+		t.Fatalf("the contact row shows the filler: %+q", got)
+	}
+}
