@@ -26,32 +26,34 @@ var errNoReadyLine = errors.New("printed no ready line")
 
 // startBackground starts `parley --home HOME up ARGS...` as a process of its
 // own session (it outlives this one), with its output appended to
-// HOME/node.log, and waits for its ready line, which it returns. If the node
+// HOME/node.log, and waits for its ready line, which it returns with the
+// warnings the node logged before it (a file of the home made private, one
+// that cannot be: what the user should see, not only the log). If the node
 // exits first, the error quotes the last line it logged.
-func startBackground(ctx context.Context, home string, args ...string) (string, error) {
+func startBackground(ctx context.Context, home string, args ...string) (string, []string, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
-		return "", fmt.Errorf("cannot create home %s: %v", home, err)
+		return "", nil, fmt.Errorf("cannot create home %s: %v", home, err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("cannot find the parley binary: %v", err)
+		return "", nil, fmt.Errorf("cannot find the parley binary: %v", err)
 	}
 	logPath := filepath.Join(home, node.LogFileName)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("cannot open node log %s: %v", logPath, err)
+		return "", nil, fmt.Errorf("cannot open node log %s: %v", logPath, err)
 	}
 	defer logf.Close()
 	st, err := logf.Stat()
 	if err != nil {
-		return "", fmt.Errorf("cannot open node log %s: %v", logPath, err)
+		return "", nil, fmt.Errorf("cannot open node log %s: %v", logPath, err)
 	}
 	from := st.Size() // the ready line is looked for in what this node writes
 	cmd := exec.Command(exe, append([]string{"--home", home, "up"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("cannot start a node: %v", err)
+		return "", nil, fmt.Errorf("cannot start a node: %v", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -65,12 +67,12 @@ func startBackground(ctx context.Context, home string, args ...string) (string, 
 	ready := ownReady(cmd.Process.Pid)
 	for {
 		if l, _, _ := logLines(logPath, from, ready); l != "" {
-			return l, nil
+			return l, startWarnings(logPath, from), nil
 		}
 		select {
 		case err := <-exited:
 			if l, _, _ := logLines(logPath, from, ready); l != "" {
-				return "", fmt.Errorf("the node started for %s stopped at once (%v); see %s", home, err, logPath)
+				return "", nil, fmt.Errorf("the node started for %s stopped at once (%v); see %s", home, err, logPath)
 			}
 			// Its own error is the last line it wrote as an error ("parley:
 			// …"), whatever another node wrote after it.
@@ -81,14 +83,40 @@ func startBackground(ctx context.Context, home string, args ...string) (string, 
 			if last == "" {
 				last = "it logged nothing"
 			}
-			return "", fmt.Errorf("the node for %s did not start: %s", home, strings.TrimPrefix(strings.TrimPrefix(last, "Error: "), "parley: "))
+			return "", nil, fmt.Errorf("the node for %s did not start: %s", home, strings.TrimPrefix(strings.TrimPrefix(last, "Error: "), "parley: "))
 		case <-deadline.C:
-			return "", fmt.Errorf("the node started for %s %w within %s; see %s", home, errNoReadyLine, readyTimeout, logPath)
+			return "", nil, fmt.Errorf("the node started for %s %w within %s; see %s", home, errNoReadyLine, readyTimeout, logPath)
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return "", nil, ctx.Err()
 		case <-tick.C:
 		}
 	}
+}
+
+// startWarnings returns the warnings (level=WARN) a node logged from
+// offset from of its log up to its ready line.
+func startWarnings(path string, from int64) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return nil
+	}
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(l, "parley ready ") {
+			break
+		}
+		if strings.Contains(l, " level=WARN ") {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // logLines reads the log from offset from and returns the first and the

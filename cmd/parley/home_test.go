@@ -395,3 +395,21 @@ func TestCLIHomeFileOfAnotherUser(t *testing.T) {
 		t.Fatalf("up with a config of root's that others can write: exit %d: %s", code, errs)
 	}
 }
+
+// `up -d` says what the node warned of at start, not only its log: a
+// config another user could read (a group mode the user set), made private.
+func TestCLIUpDetachedSaysWhatTheNodeWarned(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	must(t, os.MkdirAll(home, 0o700))
+	cfg := filepath.Join(home, "config")
+	must(t, os.WriteFile(cfg, []byte("handle = alice\nmdns = false\n"), 0o640))
+	_, errs, code := run(t, "--home", home, "up", "-d", "--loopback")
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	if code != 0 || !strings.Contains(errs, "parley: the node warned:") || !strings.Contains(errs, "made private") || !strings.Contains(errs, cfg) {
+		t.Fatalf("up -d: exit %d, %q; want the node's warning that the config was made private", code, errs)
+	}
+	if st, err := os.Stat(cfg); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("config after up -d: %v %v", st, err)
+	}
+}

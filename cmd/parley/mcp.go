@@ -131,7 +131,7 @@ func ensureNode(ctx context.Context, c *localapi.Client, w io.Writer, home strin
 		return fmt.Errorf("no node is running for home %s (start one with `parley --home %s up`)", home, home)
 	}
 	for tries := 1; ; tries++ {
-		ready, err := startBackground(ctx, home, "--loopback")
+		ready, _, err := startBackground(ctx, home, "--loopback")
 		if err == nil {
 			addrs := "?"
 			if m := readyAddrs.FindStringSubmatch(ready); m != nil {

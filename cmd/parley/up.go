@@ -120,9 +120,12 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		return fmt.Errorf("--loopback chooses the listen addresses: drop --listen, or --loopback")
 	}
 	if f.detach {
-		line, err := startBackground(cmd.Context(), home, f.childArgs()...)
+		line, warnings, err := startBackground(cmd.Context(), home, f.childArgs()...)
 		if err != nil {
 			return err
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(cmd.ErrOrStderr(), "parley: the node warned: %s\n", w)
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), line)
 		fmt.Fprintf(cmd.ErrOrStderr(), "parley: the node runs in the background (log %s); stop it with `parley --home %s down`\n",
