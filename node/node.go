@@ -234,7 +234,12 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	for _, a := range n.cfg.ListenAddrs {
-		err := tcpPortFree(a)
+		var err error
+		// A host of its own (mocknet) listens on no port of this
+		// machine's: only the default host's ports are checked.
+		if n.cfg.NewHost == nil {
+			err = tcpPortFree(a)
+		}
 		if err == nil {
 			err = n.host.Network().Listen(a)
 		}
