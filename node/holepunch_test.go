@@ -39,14 +39,7 @@ func TestRelayedWhyWithoutAPublicAddress(t *testing.T) {
 		}
 	}))
 	nt.BlockDirect(a, b)
-	nt.WaitFor(30*time.Second, func() bool {
-		for _, rs := range nt.Node(a).Relays() {
-			if rs.Relay == nt.ID(r) && rs.Held {
-				return true
-			}
-		}
-		return false
-	}, "node %d to hold a reservation on node %d", a, r)
+	nt.WaitRelayHeld(a, r)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	nb := nt.Node(b)

@@ -921,7 +921,6 @@ func (r *room) admitLocked(tx *txn, e *Event, p peer.ID, id ID) {
 	if p != r.m.self || e.Author == r.m.self {
 		return
 	}
-	tx.admitted = true
 	if r.vv[p] != 0 && !wasOut {
 		return
 	}

@@ -421,7 +421,6 @@ type txn struct {
 // txnFx is what a batch's events do to the room beyond storing them,
 // acted on once the batch is written.
 type txnFx struct {
-	admitted bool               // this node became a member in this batch
 	admits   []peer.ID          // nodes admitted in this batch that have events pooled as a stranger's
 	joinAs   identity.AgentName // set: this node posts its join as this agent
 	selfOut  bool               // this node was removed from the room

@@ -200,14 +200,7 @@ func TestNamesOverARelay(t *testing.T) {
 		}
 	}))
 	nt.BlockDirect(a, b)
-	nt.WaitFor(30*time.Second, func() bool {
-		for _, rs := range nt.Node(a).Relays() {
-			if rs.Relay == nt.ID(r) && rs.Held {
-				return true
-			}
-		}
-		return false
-	}, "node %d to hold a reservation on node %d", a, r)
+	nt.WaitRelayHeld(a, r)
 	var circuit []ma.Multiaddr
 	for _, ra := range nt.Node(r).Host().Addrs() {
 		circuit = append(circuit, ra.Encapsulate(ma.StringCast("/p2p/"+nt.ID(r).String()+"/p2p-circuit")))

@@ -430,6 +430,18 @@ func (nt *Net) Befriend(t TB, req, appr int) {
 	}, "nodes %d and %d to be active contacts", req, appr)
 }
 
+// WaitRelayHeld waits until node a holds a reservation on node r's relay.
+func (nt *Net) WaitRelayHeld(a, r int) {
+	nt.WaitFor(30*time.Second, func() bool {
+		for _, rs := range nt.Node(a).Relays() {
+			if rs.Relay == nt.ID(r) && rs.Held {
+				return true
+			}
+		}
+		return false
+	}, "node %d to hold a reservation on node %d", a, r)
+}
+
 // BlockDirect lets nodes a and b reach each other only through a relay, as
 // two nodes behind NATs that forbid hole punching: direct dials between them
 // fail and direct connections are refused; live ones are closed.
