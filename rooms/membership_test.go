@@ -27,11 +27,11 @@ func agentsOf(nt *nodetest.Net, i int, id identity.RoomID) []string {
 	return in.Agents
 }
 
+// waitConnected waits for nodes a and b to be connected (dialled if the
+// DHT has not brought them together in 15 s).
 func waitConnected(t *testing.T, nt *nodetest.Net, a, b int) {
 	t.Helper()
-	nt.WaitFor(15*time.Second, func() bool {
-		return nt.Node(a).Host().Network().Connectedness(nt.ID(b)) == network.Connected
-	}, "node %d connected to node %d", a, b)
+	nt.WaitConnected(a, b)
 }
 
 func logHas(nt *nodetest.Net, i int, id identity.RoomID, text string) bool {

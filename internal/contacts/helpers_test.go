@@ -10,7 +10,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/consent"
@@ -35,12 +34,11 @@ func svc(nt *nodetest.Net, i int) *contacts.Service { return nt.Node(i).Contacts
 
 func mgr(nt *nodetest.Net, i int) *rooms.Manager { return nt.Node(i).Rooms() }
 
-// waitConnected waits until nodes i and j are connected.
+// waitConnected waits until nodes i and j are connected (dialled if the
+// DHT has not brought them together in 15 s).
 func waitConnected(t *testing.T, nt *nodetest.Net, i, j int) {
 	t.Helper()
-	nt.WaitFor(10*time.Second, func() bool {
-		return nt.Node(i).Host().Network().Connectedness(nt.ID(j)) == network.Connected
-	}, "nodes %d and %d to connect", i, j)
+	nt.WaitConnected(i, j)
 }
 
 // state returns node i's state for node j's contact ("" if none).

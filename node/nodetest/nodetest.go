@@ -499,6 +499,28 @@ func (nt *Net) WaitFor(timeout time.Duration, cond func() bool, format string, a
 	WaitFor(nt.t, timeout, cond, format, args...)
 }
 
+// WaitConnected waits for nodes a and b to be connected. Tests that need
+// the connection, not the DHT's way to it, call it: when the nodes have not
+// met through the DHT in 15 s (in a loaded run, two nodes that bootstrap
+// together from one peer can wait for its next refresh), a dials b, which
+// is logged.
+func (nt *Net) WaitConnected(a, b int) {
+	nt.t.Helper()
+	connected := func() bool {
+		return nt.Node(a).Host().Network().Connectedness(nt.ID(b)) == network.Connected
+	}
+	if Poll(15*time.Second, connected) {
+		return
+	}
+	nt.t.Logf("nodetest: node %d and node %d did not meet through the DHT in 15 s: dialled", a, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := nt.Node(a).Connect(ctx, peer.AddrInfo{ID: nt.ID(b), Addrs: nt.Node(b).Host().Addrs()}); err != nil {
+		nt.t.Logf("nodetest: dial: %v", err)
+	}
+	nt.WaitFor(15*time.Second, connected, "node %d connected to node %d", a, b)
+}
+
 // TempHome returns a fresh home folder path under the test's temp dir.
 func TempHome(t TB) string {
 	h := filepath.Join(t.TempDir(), "home")
