@@ -16,6 +16,8 @@ type metrics struct {
 	corrupt  prometheus.Counter
 	repaired prometheus.Counter
 	stalls   prometheus.Counter
+	// syncs asked because a member's Hello showed events this node lacked
+	syncBacks prometheus.Counter
 	// anti-entropy turns: a sync asked for, or skipped while the room's
 	// syncs keep finding nothing to fetch
 	antiEntropy *prometheus.CounterVec
@@ -78,6 +80,9 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		stalls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_sync_backoffs_total", Help: "Syncs whose events were all refused, after which the room backed off from the peer.",
 		}),
+		syncBacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_sync_backs_total", Help: "Syncs asked of a member because its Hello showed events this node lacked.",
+		}),
 		antiEntropy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_room_antientropy_turns_total", Help: "Rooms' periodic catch-up turns: synced, or skipped while the room's syncs found nothing to fetch.",
 		}, []string{"outcome"}),
@@ -97,7 +102,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		pendingBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "parley_room_pending_bytes", Help: "Memory held by events waiting for their parents, all rooms (approximate; bounded by the node's pending share).",
 		}, func() float64 { return float64(m.pendingShare.Bytes()) })
-		for _, c := range []prometheus.Collector{pendingBytes, mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.antiEntropy, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.toldBackDropped, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
+		for _, c := range []prometheus.Collector{pendingBytes, mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.syncBacks, mt.antiEntropy, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.toldBackDropped, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}

@@ -861,6 +861,7 @@ func (r *room) syncBack(remote peer.ID, lead uint64) {
 	}
 	r.syncedBack[remote] = lead
 	r.mu.Unlock()
+	r.m.metrics.syncBacks.Inc()
 	r.requestSync(remote)
 }
 

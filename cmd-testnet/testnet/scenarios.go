@@ -360,6 +360,7 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 	if hl != nil {
 		hl.start(0)
 	}
+	syncs := countSyncs(c)
 	cpu := startCPU()
 	t0 := time.Now()
 	r.sendSteady(ctx, c, room, rec, 0, total, func(int) int { return 0 }, st)
@@ -371,6 +372,7 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 	// Every delivery is done: the check of every node's log (finish) is
 	// the testnet's work, not delivery's, and the baselines have none.
 	cpu.stop()
+	syncs.note(&res)
 	res.ConvergeMs = ms(conv)
 	if sl != nil {
 		sl.stop()
