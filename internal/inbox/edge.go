@@ -1017,6 +1017,9 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	case limit == 0:
 		limit = 50
 	}
+	if req.MaxBytes < 0 {
+		return res, localapi.BadRequest("max_bytes is %d: it must be positive (or not given: no bound)", req.MaxBytes)
+	}
 	var only *rooms.Info
 	if req.Room != "" {
 		in, err := b.resolveFor(a, req.Room)
@@ -1041,6 +1044,7 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 				res.Messages = append(res.Messages, item(v, only.Name))
 			}
 		}
+		res.Messages, res.LeftOut = newestWithin(res.Messages, req.MaxBytes)
 		b.tellApart(res.Messages, nil)
 		return res, b.withPending(a, req.Take, &res.Pending)
 	}
@@ -1050,7 +1054,7 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	}
 	err = b.scan(a, st)
 	if err == nil {
-		res.Messages, res.More, err = b.readLocked(a, st, only, limit)
+		res.Messages, res.More, err = b.readLocked(a, st, only, limit, req.MaxBytes)
 	}
 	err = errors.Join(apiError(err), b.flush(st))
 	st.mu.Unlock()
@@ -1061,9 +1065,26 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	return res, b.withPending(a, req.Take, &res.Pending)
 }
 
+// newestWithin keeps the newest of items whose texts fit in maxBytes
+// together (the newest always; every one when maxBytes is not set) and
+// says how many older ones it left out.
+func newestWithin(items []localapi.Item, maxBytes int) ([]localapi.Item, int) {
+	if maxBytes <= 0 || len(items) == 0 {
+		return items, 0
+	}
+	used, i := 0, len(items)
+	for i > 0 && (i == len(items) || used+len(items[i-1].Text) <= maxBytes) {
+		i--
+		used += len(items[i].Text)
+	}
+	return items[i:], i
+}
+
 // readLocked returns up to limit events the agent has not seen, in one room
-// or in every room it is in, and moves its read cursors.
-func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info, limit int) ([]localapi.Item, bool, error) {
+// or in every room it is in, and moves its read cursors. With maxBytes set
+// it stops before an event whose text would take the page's texts past it
+// (the page's first event is always taken).
+func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info, limit, maxBytes int) ([]localapi.Item, bool, error) {
 	var list []rooms.Info
 	if only != nil {
 		list = []rooms.Info{*only}
@@ -1076,15 +1097,16 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 		}
 	}
 	out := []localapi.Item{}
-	more := false
+	more, full := false, false
+	used := 0
 	for _, in := range list {
 		left := limit - len(out)
-		if left <= 0 {
+		if left <= 0 || full {
 			more = true
 			break
 		}
 		after := st.read[in.ID]
-		for left > 0 {
+		for left > 0 && !full {
 			vs, err := b.rooms.Since(in.ID, after, left+1)
 			if err != nil {
 				return nil, false, err
@@ -1095,6 +1117,12 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 			for _, v := range vs {
 				if left == 0 {
 					more = true
+					break
+				}
+				// Asked before the event counts in any way: one that
+				// would pass the bound stays unread, as it was.
+				if maxBytes > 0 && len(out) > 0 && used+len(v.Text) > maxBytes {
+					more, full = true, true
 					break
 				}
 				after = v.Arrival
@@ -1120,6 +1148,7 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 					}
 				}
 				out = append(out, item(v, in.Name))
+				used += len(v.Text)
 				left--
 			}
 		}

@@ -135,6 +135,15 @@ const (
 	DefaultAskTTL = time.Hour
 	// MaxMessages is the most unread messages one take lists.
 	MaxMessages = 10
+	// MaxListedText is the longest message a take lists: a longer one
+	// stays unread (counted in MoreUnread) for a read, which shows it
+	// whole.
+	MaxListedText = 2000
+	// PendingBudget bounds the texts of one take's items together (asks
+	// shown in full, replies, messages): what does not fit waits for the
+	// next take (asks, replies) or a read (messages). A take's first item
+	// is always given. Agents' clients refuse or cut large tool results.
+	PendingBudget = 32 << 10
 	// MaxRead is the most events one Read returns.
 	MaxRead = 500
 	// scanBatch is the most events read at once from a room's arrival log.

@@ -329,6 +329,16 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		names[id] = n
 		return n
 	}
+	// The texts given, against PendingBudget: an item that would pass it
+	// waits (the first is always given).
+	used := 0
+	fits := func(text string) bool {
+		if len(p.Items) > 0 && used+len(text) > PendingBudget {
+			return false
+		}
+		used += len(text)
+		return true
+	}
 	// Asks owed: new ones first in full, then reminders; oldest first.
 	owed := b.owedShown(st)
 	folded := map[string]bool{} // invitations an ask shown in full now stands for
@@ -336,7 +346,11 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		if o.rec.Shown {
 			continue
 		}
-		p.Items = append(p.Items, b.askItem(o.id, o.rec, "ask", nameOf(o.rec.Room)))
+		it := b.askItem(o.id, o.rec, "ask", nameOf(o.rec.Room))
+		if !fits(it.Text) {
+			continue // shown in full in a later take
+		}
+		p.Items = append(p.Items, it)
 		if o.rec.Invite != "" {
 			folded[o.rec.Invite] = true
 		}
@@ -371,6 +385,8 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		cp := *it
 		if cp.Kind == "invitation" {
 			b.describeRoom(&cp)
+		} else if !fits(cp.Text) {
+			continue // a long reply: in a later take
 		}
 		p.Items = append(p.Items, cp)
 		if take {
@@ -391,7 +407,7 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 	listed := 0
 	for _, id := range backlog {
 		if listed < MaxMessages {
-			its, last, err := b.unreadOf(st, id, MaxMessages-listed)
+			its, last, err := b.unreadOf(st, id, MaxMessages-listed, PendingBudget-used)
 			if err != nil {
 				return localapi.Pending{}, err
 			}
@@ -400,6 +416,9 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 			}
 			p.Items = append(p.Items, its...)
 			listed += len(its)
+			for _, it := range its {
+				used += len(it.Text)
+			}
 			rest := max(st.unread[id]-len(its), 0)
 			if take {
 				if last > st.read[id] {
@@ -419,8 +438,10 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 }
 
 // unreadOf lists up to n unread messages of a room after the read cursor,
-// and the arrival of the last one listed.
-func (b *Inbox) unreadOf(st *state, id identity.RoomID, n int) ([]localapi.Item, uint64, error) {
+// their texts within budget together, and the arrival of the last one
+// listed. It stops at a message longer than MaxListedText or past the
+// budget: that one and those after it stay unread, for a read.
+func (b *Inbox) unreadOf(st *state, id identity.RoomID, n, budget int) ([]localapi.Item, uint64, error) {
 	var out []localapi.Item
 	var last uint64
 	for after := st.read[id]; after < st.scan[id] && len(out) < n; {
@@ -435,12 +456,16 @@ func (b *Inbox) unreadOf(st *state, id identity.RoomID, n int) ([]localapi.Item,
 			if v.Arrival > st.scan[id] || len(out) == n {
 				break
 			}
-			last = v.Arrival
 			if b.unreadMessage(st, v) {
+				if len(v.Text) > MaxListedText || len(v.Text) > budget {
+					return out, last, nil
+				}
+				budget -= len(v.Text)
 				it := item(v, "")
 				it.Kind = "message" // an ask to someone else is a message to this agent
 				out = append(out, it)
 			}
+			last = v.Arrival
 		}
 		after = vs[len(vs)-1].Arrival
 	}

@@ -437,14 +437,22 @@ type ReadRequest struct {
 	Room  string `json:"room,omitempty"`
 	Limit int    `json:"limit,omitempty"` // default 50, at most 500
 	Last  int    `json:"last,omitempty"`  // with Room: the last N events (at most 500)
-	Take  bool   `json:"take,omitempty"`
+	// MaxBytes, when set, bounds the page's texts together: a page stops
+	// before the event that would take them past it (More says the rest
+	// is unread), and with Last the oldest are left out (LeftOut). The
+	// page's first event is always given, whole.
+	MaxBytes int  `json:"max_bytes,omitempty"`
+	Take     bool `json:"take,omitempty"`
 }
 
 // ReadResult is a page of events.
 type ReadResult struct {
-	Messages []Item  `json:"messages"`
-	More     bool    `json:"more"` // more is unread: read again
-	Pending  Pending `json:"pending"`
+	Messages []Item `json:"messages"`
+	More     bool   `json:"more"` // more is unread: read again
+	// LeftOut counts the oldest of the last events asked for (Last) left
+	// out to keep the page within MaxBytes.
+	LeftOut int     `json:"left_out,omitempty"`
+	Pending Pending `json:"pending"`
 }
 
 // LeaveRequest takes the agent out of a room; with Node set the whole node

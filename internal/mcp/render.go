@@ -101,7 +101,7 @@ func renderPending(items []Pending, more []RoomCount) string {
 		fmt.Fprintf(&b, "\n• %s", it.Text)
 	})
 	section("↩️ Replies to your asks:", "reply", func(it Pending) {
-		fmt.Fprintf(&b, "\n• [reply %s to your ask %s] from %s:\n%s", it.ID, it.ReplyTo, it.From, manual.Block(clip(it.Text), TextDepth))
+		fmt.Fprintf(&b, "\n• [reply %s to your ask %s] from %s:\n%s", it.ID, it.ReplyTo, it.From, manual.Block(it.Text, TextDepth))
 	})
 	for _, k := range []string{"claim_lost", "claim_free", "claim_expiring"} {
 		section("📌 The board:", k, func(it Pending) {
@@ -109,7 +109,7 @@ func renderPending(items []Pending, more []RoomCount) string {
 		})
 	}
 	section("💬 Unread messages:", "message", func(it Pending) {
-		fmt.Fprintf(&b, "\n• [%s %s] room %q%s, from %s%s:\n%s\n  → %s", it.Kind, it.ID, it.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), it.From, labelled(" to ", it.To), manual.Block(clip(it.Text), TextDepth), it.Answer)
+		fmt.Fprintf(&b, "\n• [%s %s] room %q%s, from %s%s:\n%s\n  → %s", it.Kind, it.ID, it.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), it.From, labelled(" to ", it.To), manual.Block(it.Text, TextDepth), it.Answer)
 	})
 	for _, m := range more {
 		fmt.Fprintf(&b, "\n(+%d more unread in room %q%s: parley_read {\"room\":%q})", m.Count, m.RoomName, localapi.CreatedBy(m.RoomCreator), m.Room)
@@ -117,19 +117,42 @@ func renderPending(items []Pending, more []RoomCount) string {
 	return b.String()
 }
 
+// notice says in a few lines what waits among the pending items, for the
+// structured output: a client may give its model only the structured
+// output (Claude Code does when there is one), which has no header lines
+// of its own.
+func notice(items []Pending, more []RoomCount) string {
+	count := map[string]int{}
+	for _, it := range items {
+		count[it.Kind]++
+	}
+	var lines []string
+	if n := count["ask"]; n > 0 {
+		lines = append(lines, fmt.Sprintf("%s %d ask(s) in pending (kind ask) wait for your answer: answer each with its answer call.", Marker, n))
+	}
+	if n := count["reminder"]; n > 0 {
+		lines = append(lines, fmt.Sprintf("⏳ You still owe %d ask(s) (pending, kind reminder).", n))
+	}
+	if n := count["invitation"]; n > 0 {
+		lines = append(lines, fmt.Sprintf("📨 %d invitation(s) (pending, kind invitation): each text holds how to take part.", n))
+	}
+	if n := count["reply"]; n > 0 {
+		lines = append(lines, fmt.Sprintf("↩️ %d reply(ies) to your asks (pending, kind reply).", n))
+	}
+	unread := 0
+	for _, m := range more {
+		unread += m.Count
+	}
+	if n := count["message"]; n > 0 || unread > 0 {
+		lines = append(lines, fmt.Sprintf("💬 %d unread message(s) in pending, %d more to read with parley_read (more_unread).", n, unread))
+	}
+	return strings.Join(lines, "\n")
+}
+
 // indent nests one of Parley's own texts of several lines (an ask's notice,
 // an invitation's manual) under its bullet; the texts from other nodes in
 // them are indented further (manual.Block).
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
-
-// clip shortens a long text in the rendered result (parley_read shows it
-// all).
-func clip(s string) string {
-	if len(s) > 2000 {
-		s = strings.ToValidUTF8(s[:2000], "") + "… (cut; parley_read shows all)"
-	}
-	return s
-}
 
 // bookTTL is how long the names of nodes are used before they are asked
 // for again (at once when a text holds a node not in them).

@@ -50,6 +50,9 @@ func (s Spend) spent() *localapi.Spend {
 // Envelope is the part of every tool's structured output that Parley adds:
 // the error, if the call failed, and what is pending for the agent.
 type Envelope struct {
+	// Notice says what the text's header lines say: a client may give
+	// its model the structured output alone (Claude Code does).
+	Notice     string      `json:"notice,omitempty" jsonschema:"what waits for you among pending, in a few lines; an ask there means someone is blocked on you"`
 	Error      string      `json:"error,omitempty"`
 	Pending    []Pending   `json:"pending"`
 	MoreUnread []RoomCount `json:"more_unread"`
@@ -231,7 +234,14 @@ type ReadOut struct {
 	Envelope
 	Messages []Message `json:"messages"`
 	HasMore  bool      `json:"has_more"`
+	LeftOut  int       `json:"left_out,omitempty" jsonschema:"with last: how many of the oldest events asked for were left out to keep the result small"`
 }
+
+// ReadBudget bounds the texts of the messages one parley_read returns
+// together (a page's first message is always given whole: at most 64 KiB).
+// Clients refuse or cut larger tool results (Claude Code refuses one over
+// 25,000 tokens by default), and a room of long messages must still read.
+const ReadBudget = 32 << 10
 
 // AskIn is parley_ask's input.
 type AskIn struct {
@@ -390,6 +400,7 @@ func addTool[In threaded, Out any, PO interface {
 		if p != nil {
 			env.Pending, env.MoreUnread = s.convert(c.agent, *p)
 		}
+		env.Notice = notice(env.Pending, env.MoreUnread)
 		res.Content = []sdk.Content{&sdk.TextContent{Text: termtext.Text(s.named(ctx, text+renderPending(env.Pending, env.MoreUnread)))}}
 		return res, out, nil
 	})
@@ -659,15 +670,18 @@ func message(it localapi.Item) Message {
 
 func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string, error) {
 	out := ReadOut{Messages: []Message{}}
-	res, err := s.api.Read(ctx, c.agent, localapi.ReadRequest{Room: in.Room, Limit: in.Limit, Last: in.Last, Take: true})
+	res, err := s.api.Read(ctx, c.agent, localapi.ReadRequest{Room: in.Room, Limit: in.Limit, Last: in.Last, MaxBytes: ReadBudget, Take: true})
 	if err != nil {
 		return out, "", err
 	}
 	c.take(res.Pending)
-	out.HasMore = res.More
+	out.HasMore, out.LeftOut = res.More, res.LeftOut
 	var b strings.Builder
 	if in.Last > 0 {
 		fmt.Fprintf(&b, "The last %d events:", len(res.Messages))
+		if res.LeftOut > 0 {
+			fmt.Fprintf(&b, " (the %d before them left out to keep this result small: ask for fewer with last)", res.LeftOut)
+		}
 	} else {
 		fmt.Fprintf(&b, "%d unread:", len(res.Messages))
 	}
