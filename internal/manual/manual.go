@@ -149,14 +149,18 @@ func Inline(s string, depth int) string {
 // mark, soft hyphens, tag characters. A terminal shows nothing for them,
 // so they could hide part of a text from the person who watches an
 // agent's pane.
+//
+// A zero-width joiner between two emoji passes: it joins them into one
+// (a family, a profession, a flag with a sign), hides nothing, and
+// escaped it broke the emoji apart.
 func escapeFormat(s string) string {
 	if !strings.ContainsFunc(s, hidden) {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
+	for i, r := range s {
 		switch {
-		case !hidden(r):
+		case !hidden(r), termtext.JoinsEmoji(s, i):
 			b.WriteRune(r)
 		case r > 0xffff:
 			fmt.Fprintf(&b, `\U%08x`, r)

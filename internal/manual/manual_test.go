@@ -211,3 +211,18 @@ func TestRemoteTextsCannotStartALine(t *testing.T) {
 		}
 	}
 }
+
+// TestEmojiJoinedStayWholeInAgentsTexts: an agent's one-line field (what
+// it works on, a room's purpose) and a text under a header keep emoji
+// joined by a zero-width joiner whole; a joiner between letters is still
+// escaped.
+func TestEmojiJoinedStayWholeInAgentsTexts(t *testing.T) {
+	in := "family 👨\u200d👩\u200d👧 and a\u200db"
+	want := "family 👨\u200d👩\u200d👧 and a\\u200db"
+	if got := Inline(in, 4); got != want {
+		t.Fatalf("Inline = %q, want %q", got, want)
+	}
+	if got := Invitation(localapi.Item{Room: "r", RoomName: "n", From: "x@y", Purpose: in}, "me@z"); !strings.Contains(got, want) {
+		t.Fatalf("an invitation's purpose does not read %q:\n%s", want, got)
+	}
+}

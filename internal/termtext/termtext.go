@@ -65,7 +65,7 @@ func escape(s string, m mode) string {
 			b.WriteByte('\t')
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeAbove(r, m):
+		case unsafeAbove(r, m) && !(r == zwj && JoinsEmoji(s, i)):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])
@@ -74,6 +74,35 @@ func escape(s string, m mode) string {
 	}
 	return b.String()
 }
+
+const zwj = 0x200d
+
+// JoinsEmoji reports whether s holds, at byte i, a zero-width joiner
+// between two emoji: after an emoji (with its variation selector or skin
+// tone, if any) and before one. Such a joiner makes one emoji of them (a
+// family, a profession) and hides nothing; escaped, it broke the emoji
+// apart. Next to a letter it is escaped as ever.
+func JoinsEmoji(s string, i int) bool {
+	if r, _ := utf8.DecodeRuneInString(s[i:]); r != zwj {
+		return false
+	}
+	next, _ := utf8.DecodeRuneInString(s[i+len(string(rune(zwj))):])
+	prev := utf8.RuneError
+	for j := i; j > 0; {
+		r, n := utf8.DecodeLastRuneInString(s[:j])
+		if r != 0xfe0f && (r < 0x1f3fb || r > 0x1f3ff) {
+			prev = r
+			break
+		}
+		j -= n
+	}
+	return emoji(prev) && emoji(next)
+}
+
+// emoji reports whether r is in the blocks of the emoji a joiner joins
+// (pictographs, symbols, dingbats): never a letter, among which a joiner
+// could hide a look-alike.
+func emoji(r rune) bool { return r >= 0x1f000 && r <= 0x1faff || r >= 0x2600 && r <= 0x27bf }
 
 // plain reports whether s comes out of escape unchanged (the common case:
 // a line of printable ASCII is decided in one pass over its bytes).
