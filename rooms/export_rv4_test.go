@@ -1,0 +1,23 @@
+package rooms
+
+import (
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+)
+
+// LeftRoomSyncState reports what room id, which this node left and serves
+// for a while (leaving), keeps of catch-ups with p: whether a sync back
+// was recorded for p, whether a catch-up with p is marked queued or
+// running, and how many catch-ups wait in its queue. Zero values when the
+// room is not served as left.
+func (m *Manager) LeftRoomSyncState(id identity.RoomID, p peer.ID) (syncedBack, syncing bool, queued int) {
+	r := m.leaving.get(id)
+	if r == nil {
+		return false, false, 0
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, syncedBack = r.syncedBack[p]
+	return syncedBack, r.syncing[p], len(r.syncQ)
+}

@@ -1,0 +1,134 @@
+package rooms_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// metricSum is node n's sum of every series of the counter name.
+func metricSum(t *testing.T, n *node.Node, name string) float64 {
+	t.Helper()
+	mfs, err := n.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
+}
+
+// TestRV4SyncBackWhileMembersPost: two members post at a steady pace,
+// anti-entropy an hour away. Each catch-up's Hello shows its requester
+// ahead of the responder by the posts gossip has not stored there yet: a
+// new lead each time, so the responder syncs back (noteHeads, syncBack),
+// and that sync's Hello shows the same the other way, so the first node
+// syncs back in turn. "Once per lead" does not bound it: the lead changes
+// with every post. Were each sync back caused by a catch-up asked for
+// some other reason (a missing parent, a graft), there would be at most
+// one sync back per such catch-up; there are more: sync backs start sync
+// backs, for as long as the members post.
+func TestRV4SyncBackWhileMembersPost(t *testing.T) {
+	opts := []nodetest.Option{nodetest.WithConfig(func(i int, c *node.Config) {
+		c.SyncInterval = time.Hour
+	})}
+	if os.Getenv("RV4_MOCKNET") != "" {
+		opts = append(opts, nodetest.WithMocknet(20*time.Millisecond))
+	}
+	nt := nodetest.Start(t, 2, opts...)
+	nt.Befriend(t, 1, 0)
+	waitConnected(t, nt, 1, 0)
+	id := roomsWith(t, nt, 0, 1, 1, "r")[0]
+	settle(t, nt, 0, 1)
+
+	backs := func() float64 {
+		return metricSum(t, nt.Node(0), "parley_room_sync_backs_total") + metricSum(t, nt.Node(1), "parley_room_sync_backs_total")
+	}
+	asked := func() float64 {
+		return syncSessions(t, nt.Node(0), "requester", "") + syncSessions(t, nt.Node(1), "requester", "")
+	}
+	b0, a0 := backs(), asked()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, i := range []int{0, 1} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ctx.Err() == nil; k++ {
+				_, _ = mgr(nt, i).Say(ctx, id, rooms.SayArgs{Agent: identity.HumanAgent, Text: fmt.Sprintf("node %d post %d", i, k)})
+			}
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	nodetest.Poll(5*time.Second, func() bool { return false }) // 5 s of posting
+	cancel()
+	wg.Wait()
+	b, a := backs()-b0, asked()-a0
+	t.Logf("while both members posted for 5 s: %v catch-ups asked, %v of them sync backs", a, b)
+	if b > a-b {
+		t.Fatalf("%v sync backs for %v other catch-ups: sync backs start sync backs while the members post", b, a-b)
+	}
+}
+
+// TestRV4LeftRoomAsksNoSyncBack: node 1 left the room and serves its sync
+// to the members for a while (LeavingServeFor), so they learn of the
+// leave; it no longer follows the room. A member that posted since pulls
+// from it: its Hello shows events node 1 lacks, and node 1's left room
+// "syncs back" (noteHeads runs for a served member's Hello in a left room
+// too): it records the lead, counts a sync back, marks a catch-up with the
+// member queued and puts it in the queue, though no goroutine of a left
+// room runs it: nothing ever clears them (onGone visits open rooms only).
+func TestRV4LeftRoomAsksNoSyncBack(t *testing.T) {
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.SyncInterval = time.Hour
+	}))
+	nt.Befriend(t, 1, 0)
+	waitConnected(t, nt, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := roomsWith(t, nt, 0, 1, 1, "r")[0]
+	if _, err := mgr(nt, 1).LeaveNode(ctx, id, identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 1).Leaving(id) }, "node 1 to close the room")
+	settle(t, nt, 0, 1)
+	backs0 := metricSum(t, nt.Node(1), "parley_room_sync_backs_total")
+	asked0 := syncSessions(t, nt.Node(1), "requester", "")
+	for k := range 3 {
+		say(t, nt, 0, id, fmt.Sprintf("after node 1 left %d", k))
+		if err := mgr(nt, 0).SyncNow(ctx, id, nt.ID(1)); err != nil {
+			t.Fatalf("node 0's pull from node 1, which serves the room it left: %v", err)
+		}
+	}
+	backs := metricSum(t, nt.Node(1), "parley_room_sync_backs_total") - backs0
+	asked := syncSessions(t, nt.Node(1), "requester", "") - asked0
+	syncedBack, syncing, queued := mgr(nt, 1).LeftRoomSyncState(id, nt.ID(0))
+	t.Logf("node 1, in the room it left: %v sync backs counted, %v catch-ups made; lead kept %v, catch-up marked %v, %d queued",
+		backs, asked, syncedBack, syncing, queued)
+	nt.Partition([]int{0}, []int{1})
+	nt.WaitFor(10*time.Second, func() bool {
+		return nt.Node(1).Host().Network().Connectedness(nt.ID(0)) == network.NotConnected
+	}, "nodes 0 and 1 to disconnect")
+	gone, _, _ := mgr(nt, 1).LeftRoomSyncState(id, nt.ID(0))
+	if backs > 0 || syncedBack || syncing || queued > 0 || gone {
+		t.Fatalf("a room this node left asked sync backs it never makes: %v counted (%v made), lead kept %v (still after the member disconnected: %v), catch-up marked %v, %d in its queue",
+			backs, asked, syncedBack, gone, syncing, queued)
+	}
+}
