@@ -1,6 +1,8 @@
 package rooms
 
 import (
+	"time"
+
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
@@ -20,4 +22,13 @@ func (m *Manager) LeftRoomSyncState(id identity.RoomID, p peer.ID) (syncedBack, 
 	defer r.mu.RUnlock()
 	_, syncedBack = r.syncedBack[p]
 	return syncedBack, r.syncing[p], len(r.syncQ)
+}
+
+// StallFrom makes room id back off from p for d, as after a catch-up with
+// p that brought only events the room refused (noteProgress).
+func (m *Manager) StallFrom(id identity.RoomID, p peer.ID, d time.Duration) {
+	r := m.room(id)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stalls[p] = stall{n: 1, until: time.Now().Add(d)}
 }

@@ -132,3 +132,49 @@ func TestRV4LeftRoomAsksNoSyncBack(t *testing.T) {
 			backs, asked, syncedBack, gone, syncing, queued)
 	}
 }
+
+// TestRV4SyncBackAskedWhileStalledIsSpent: as in
+// TestSlowStartCaughtUpByTheStartersPull, node 1 posted while apart from
+// node 0, crashed and started again, and pulls from node 0: its Hello
+// shows the post node 0 lacks. But node 0 backs off from node 1 at that
+// moment (a stall: a catch-up that brought only refused events, which a
+// disconnection does not end), so the sync back it asks for is dropped
+// (requestSync), while the lead is recorded as synced back (syncBack). Once
+// the stall is over, node 1's next pull shows the same lead, and node 0
+// does not sync back: the post waits for anti-entropy (an hour here).
+func TestRV4SyncBackAskedWhileStalledIsSpent(t *testing.T) {
+	t.Cleanup(rooms.SetSyncRetryFirst(time.Hour))
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.SyncInterval = time.Hour
+	}))
+	nt.Befriend(t, 1, 0)
+	waitConnected(t, nt, 1, 0)
+	id := roomsWith(t, nt, 0, 1, 1, "r")[0]
+
+	nt.Partition([]int{0}, []int{1})
+	say(t, nt, 1, id, "posted before the crash")
+	nt.Crash(1)
+	nt.Restart(1) // still apart from node 0
+	const stallFor = 3 * time.Second
+	stallEnds := time.Now().Add(stallFor)
+	mgr(nt, 0).StallFrom(id, nt.ID(1), stallFor)
+	nt.Heal()
+	waitConnected(t, nt, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := mgr(nt, 1).SyncNow(ctx, id, nt.ID(0)); err != nil {
+		t.Fatalf("node 1's pull from node 0: %v", err)
+	}
+	if time.Now().After(stallEnds) {
+		t.Skip("the stall ended before node 1 pulled: the test does not test what it says")
+	}
+	if logHas(nt, 0, id, "posted before the crash") {
+		t.Fatal("node 0 got the post while it backed off from node 1: the test no longer tests what it says")
+	}
+	nodetest.Poll(time.Until(stallEnds)+100*time.Millisecond, func() bool { return false }) // the stall ends
+	if err := mgr(nt, 1).SyncNow(ctx, id, nt.ID(0)); err != nil {
+		t.Fatalf("node 1's second pull from node 0: %v", err)
+	}
+	nt.WaitFor(10*time.Second, func() bool { return logHas(nt, 0, id, "posted before the crash") },
+		"node 0 to sync back from node 1 once its stall is over (node 1's pull showed the post again)")
+}
