@@ -178,6 +178,7 @@ type room struct {
 	stalls      map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
 	syncRetries map[peer.ID]*syncRetry // catch-ups asked again, by connected peer (sync.go: retrySync)
 	syncedBack  map[peer.ID]uint64     // the lead each connected peer was last synced back for (sync.go: syncBack)
+	backWaits   map[peer.ID]bool       // peers a sync back waits to look again for (sync.go: syncBackLater)
 	// emptySyncs counts the catch-up sessions in a row that brought no
 	// event (sync.go); anti-entropy visits the room less often while it
 	// grows. aeTurns is the anti-entropy goroutine's own: the turns the
@@ -236,6 +237,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		stalls:      make(map[peer.ID]stall),
 		syncRetries: make(map[peer.ID]*syncRetry),
 		syncedBack:  make(map[peer.ID]uint64),
+		backWaits:   make(map[peer.ID]bool),
 		agents:      make(map[string]AgentMember),
 		outs:        make(map[peer.ID]outRec),
 		wantHeads:   make(map[ID]bool),

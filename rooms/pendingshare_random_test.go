@@ -7,13 +7,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// TestRV4PendingShareAccountingUnderRandomOps drives pools of one share
+// TestPendingShareAccountingUnderRandomOps drives pools of one share
 // with random adds (members' and strangers'), releases, discards,
 // admissions, vetting and clears, and checks after each step that the
 // share holds exactly what the pools hold, that each pool's strangers'
 // counts match its items, and that clearing every pool gives the share
 // back to zero.
-func TestRV4PendingShareAccountingUnderRandomOps(t *testing.T) {
+func TestPendingShareAccountingUnderRandomOps(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := mrand.New(mrand.NewPCG(seed, seed*7))
 		share := NewPendingShare(300, 600<<10)
@@ -101,11 +101,11 @@ func TestRV4PendingShareAccountingUnderRandomOps(t *testing.T) {
 	}
 }
 
-// TestRV4PendingShareCountsAtTheirWidest: a share with bounds past what
+// TestPendingShareCountsAtTheirWidest: a share with bounds past what
 // its packed word holds is clamped; filled to twice its bounds (the
 // ceiling) by items of the largest cost, neither count spills into the
 // other, and giving everything back returns it to zero.
-func TestRV4PendingShareCountsAtTheirWidest(t *testing.T) {
+func TestPendingShareCountsAtTheirWidest(t *testing.T) {
 	s := NewPendingShare(1<<40, 1<<60)
 	if s.maxEvents != shareMaxEvents || s.maxBytes != shareMaxBytes {
 		t.Fatalf("bounds %d, %d: want them clamped to %d, %d", s.maxEvents, s.maxBytes, shareMaxEvents, shareMaxBytes)
