@@ -44,9 +44,10 @@ func startHook(t testing.TB, stdin string, args ...string) *waiter {
 		w.done <- code
 	}()
 	t.Cleanup(func() {
-		if w.cmd.ProcessState == nil {
-			_ = w.cmd.Process.Kill()
-		}
+		// Killed whether it ended or not (ProcessState is Wait's to write,
+		// on the goroutine above): a kill of an ended process fails, and
+		// that is all.
+		_ = w.cmd.Process.Kill()
 	})
 	return w
 }
