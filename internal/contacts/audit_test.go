@@ -84,6 +84,7 @@ func TestStrangersGrowNoAuditLog(t *testing.T) {
 		t.Fatalf("%d audit lines for one request sent twice", n)
 	}
 	const strangers = contacts.StrangerAudits + 15
+	began := time.Now()
 	for range strangers - 1 {
 		priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
 		if err != nil {
@@ -91,10 +92,14 @@ func TestStrangersGrowNoAuditLog(t *testing.T) {
 		}
 		ask(priv, rawRequest(t, priv, target, "let me in"))
 	}
-	if n := requestLines(t, nt.Home(0)); n != contacts.StrangerAudits {
-		t.Fatalf("%d audit lines for %d strangers' requests within the minute, want %d", n, strangers, contacts.StrangerAudits)
+	// The budget is StrangerAudits a minute, refilled as the minute goes:
+	// a loaded run that takes a while gets a line more every 6 s.
+	most := contacts.StrangerAudits + int(time.Since(began).Seconds()*contacts.StrangerAudits/60)
+	n := requestLines(t, nt.Home(0))
+	if n < contacts.StrangerAudits || n > most {
+		t.Fatalf("%d audit lines for %d strangers' requests in %s, want %d to %d", n, strangers, time.Since(began).Round(time.Millisecond), contacts.StrangerAudits, most)
 	}
-	if got := unaudited(t, nt.Node(0).Registry()); got != strangers-contacts.StrangerAudits {
-		t.Fatalf("parley_contact_requests_unaudited_total %v, want %d", got, strangers-contacts.StrangerAudits)
+	if got := unaudited(t, nt.Node(0).Registry()); got != float64(strangers-n) {
+		t.Fatalf("parley_contact_requests_unaudited_total %v, want %d", got, strangers-n)
 	}
 }
