@@ -1,0 +1,170 @@
+package node_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// Review findings on the relay work (relays.go, reach.go). Each test
+// states what a user or the code's own comments expect; a failure is the
+// finding.
+
+// relayingStranger is a bare libp2p host with a fresh key on loopback
+// that can dial through relays (the relay transport is on).
+func relayingStranger(t *testing.T) host.Host {
+	t.Helper()
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// Strangers may open circuits to a peer that holds a reservation on the
+// relay (to ask it to be a contact), but they must not be able to take
+// every circuit the relay gives that peer: the relay allows 16 circuits a
+// destination (relayCircuits), and strangers with fresh keys fill them,
+// after which the relay's own contact cannot reach its other contact
+// through the relay (RESOURCE_LIMIT_EXCEEDED) for as long as the strangers
+// keep them open, and they may open them again every 2 minutes.
+func TestReviewStrangersCannotTakeAContactsCircuits(t *testing.T) {
+	const r, a, b = 0, 1, 2
+	nt := relayedThrough(t) // a holds a reservation on r; b and a meet only through r
+	circuit := circuitVia(nt, r)
+	const strangers = 16 // relayCircuits
+	opened := 0
+	for range strangers {
+		h := relayingStranger(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := h.Connect(ctx, peer.AddrInfo{ID: nt.ID(a), Addrs: circuit}); err == nil {
+			opened++
+		} else {
+			t.Logf("stranger's circuit: %v", err)
+		}
+		cancel()
+	}
+	t.Logf("%d strangers opened a circuit to node %d through the relay", opened, a)
+	_ = nt.Node(b).Host().Network().ClosePeer(nt.ID(a))
+	var err error
+	if !nodetest.Poll(10*time.Second, func() bool {
+		err = dialRelayed(nt, a, b)
+		return err == nil
+	}) {
+		t.Fatalf("node %d (a contact of the relay) cannot reach node %d through the relay once %d strangers hold circuits to it: %v",
+			b, a, opened, err)
+	}
+}
+
+// A node that revokes a contact whose node relays for it stops using that
+// relay: the revoked peer is a stranger now, and a node never reserves on
+// a stranger's relay (a relay carries, and can drop, delay or count, every
+// connection made to the node through the address it hands out). Here the
+// relay serves everyone (relay_service = open: it does not drop the node
+// when told of the revocation, as a hostile one would not either), and the
+// node goes on holding its reservation there and handing out addresses
+// through it: autorelay keeps its relay, and askRelays renews it, without
+// asking relayTrusted again.
+func TestReviewRevokedContactsRelayIsDropped(t *testing.T) {
+	const r, a = 0, 1
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.Reachability = node.ReachabilityPublic
+		switch i {
+		case r:
+			c.RelayService, c.RelayOpen = true, true
+		case a:
+			c.Reachability = node.ReachabilityPrivate // no relay line: only its contact's relay
+		}
+	}))
+	nt.Befriend(t, a, r)
+	nt.WaitRelayHeld(a, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	api := localapi.NewClient(node.SocketPath(nt.Home(a)))
+	defer api.Close()
+	if _, err := api.ContactRevoke(ctx, nt.ID(r).String()); err != nil {
+		t.Fatal(err)
+	}
+	through := func() []string {
+		var out []string
+		for _, addr := range nt.Node(a).RelayAddrs() {
+			if strings.Contains(addr.String(), "/p2p/"+nt.ID(r).String()+"/p2p-circuit") {
+				out = append(out, addr.String())
+			}
+		}
+		return out
+	}
+	// Several relay ticks (5 s) and autorelay rounds.
+	if !nodetest.Poll(20*time.Second, func() bool { return len(through()) == 0 }) {
+		t.Fatalf("node %d revoked node %d, yet 20 s later still holds a reservation on its relay and gives out %v",
+			a, r, through())
+	}
+}
+
+// A relay named twice in the config (say, by its TCP and its QUIC
+// address, two relay = lines) is one relay: status lists it once.
+func TestReviewRelayNamedTwiceIsListedOnce(t *testing.T) {
+	const r, a = 0, 1
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		if i == a {
+			c.Relays = append(append([]peer.AddrInfo(nil), c.Bootstrap...), c.Bootstrap...)
+		}
+	}))
+	n := 0
+	for _, st := range nt.Node(a).Relays() {
+		if st.Relay == nt.ID(r) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("node %d lists its configured relay %d times, want once: %+v", a, n, nt.Node(a).Relays())
+	}
+}
+
+// A node whose config names itself as a relay (a team's shared config,
+// with its relay = line, used on the relay's own machine too) does not
+// list itself among its relays, nor ask itself for a reservation.
+// configuredPeers and relayCandidates skip the node's own ID; Relays and
+// askRelays do not.
+func TestReviewOwnIDAsRelayIsNotListed(t *testing.T) {
+	const r, a = 0, 1
+	self := false
+	var selfID peer.ID
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		switch i {
+		case r:
+			c.RelayService = true
+			c.Reachability = node.ReachabilityPrivate
+			if self {
+				c.Relays = []peer.AddrInfo{{ID: selfID}}
+			}
+		}
+	}))
+	selfID, self = nt.ID(r), true
+	nt.Crash(r)
+	nt.Restart(r)
+	// A contact made: the node asks its configured relays at once.
+	nt.Befriend(t, a, r)
+	var got []node.RelayState
+	if nodetest.Poll(5*time.Second, func() bool {
+		got = nt.Node(r).Relays()
+		for _, st := range got {
+			if st.Relay == selfID && st.Err != "" {
+				return true
+			}
+		}
+		return false
+	}) || len(got) != 0 {
+		t.Fatalf("node %d lists itself as a relay: %+v", r, got)
+	}
+}
