@@ -168,3 +168,40 @@ func TestReviewOwnIDAsRelayIsNotListed(t *testing.T) {
 		t.Fatalf("node %d lists itself as a relay: %+v", r, got)
 	}
 }
+
+// A node behind a NAT holds reservations on at most as many relays as
+// autorelay keeps (autorelay.WithNumRelays(2)): each reservation takes a
+// slot of a relay's 128 (8 an IP: an office behind one NAT), and the
+// relayed addresses given out grow with each. When a contact becomes
+// active, askRelays reserves on every connected contact or room member
+// that offers relaying and is not held, whatever the node holds already;
+// those autorelay did not pick are renewed by nobody (askRelays renews
+// only autorelay's relays) and lapse after the relay's term (an hour)
+// while the addresses through them were given out.
+func TestReviewReservationsStayWithinAutorelaysTwo(t *testing.T) {
+	const a = 3
+	nt := nodetest.Start(t, 4, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.Reachability = node.ReachabilityPublic
+		c.RelayService = i != a
+		if i == a {
+			c.Reachability = node.ReachabilityPrivate
+		}
+	}))
+	held := func() int {
+		k := 0
+		for _, st := range nt.Node(a).Relays() {
+			if st.Held {
+				k++
+			}
+		}
+		return k
+	}
+	for r := range 3 {
+		nt.WaitConnected(a, r)
+		nt.Befriend(t, a, r)
+	}
+	if nodetest.Poll(15*time.Second, func() bool { return held() > 2 }) {
+		t.Fatalf("node %d holds %d reservations (autorelay keeps 2); relayed addresses given out: %d",
+			a, held(), len(nt.Node(a).RelayAddrs()))
+	}
+}
