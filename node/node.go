@@ -499,13 +499,36 @@ func (n *Node) startHost() error {
 // configuredPeers are the bootstrap peers and the configured relays, each
 // once: the peers the config gives with their addresses.
 func (n *Node) configuredPeers() []peer.AddrInfo {
+	return mergePeers(append(append([]peer.AddrInfo(nil), n.cfg.Bootstrap...), n.cfg.Relays...), n.id)
+}
+
+// relayList is the configured relays, each once (a relay named on two
+// relay = lines, by its TCP and its QUIC address, is one relay with both),
+// in the config's order, the node itself left out (a team's shared config
+// used on the relay's own machine names it).
+func (n *Node) relayList() []peer.AddrInfo {
+	return mergePeers(n.cfg.Relays, n.id)
+}
+
+// configuredRelay reports whether p is one of the configured relays.
+func (n *Node) configuredRelay(p peer.ID) bool {
+	return p != n.id && slices.ContainsFunc(n.cfg.Relays, func(ai peer.AddrInfo) bool { return ai.ID == p })
+}
+
+// mergePeers is ais with each peer once, at its first place, with the
+// addresses of all its entries, and without self.
+func mergePeers(ais []peer.AddrInfo, self peer.ID) []peer.AddrInfo {
 	var out []peer.AddrInfo
-	for _, ai := range append(append([]peer.AddrInfo(nil), n.cfg.Bootstrap...), n.cfg.Relays...) {
-		if ai.ID == n.id {
+	for _, ai := range ais {
+		if ai.ID == self {
 			continue
 		}
 		if i := slices.IndexFunc(out, func(o peer.AddrInfo) bool { return o.ID == ai.ID }); i >= 0 {
-			out[i].Addrs = append(out[i].Addrs, ai.Addrs...)
+			for _, a := range ai.Addrs {
+				if !slices.ContainsFunc(out[i].Addrs, a.Equal) {
+					out[i].Addrs = append(out[i].Addrs, a)
+				}
+			}
 			continue
 		}
 		out = append(out, peer.AddrInfo{ID: ai.ID, Addrs: append([]ma.Multiaddr(nil), ai.Addrs...)})

@@ -453,7 +453,7 @@ func (n *Node) relayCandidates(ctx context.Context, num int) <-chan peer.AddrInf
 		case <-ctx.Done():
 			return
 		}
-		for _, ai := range n.cfg.Relays {
+		for _, ai := range n.relayList() {
 			offer(ai)
 		}
 		// Which peers the node deals with is known once it has started.

@@ -104,8 +104,9 @@ func (n *Node) Relays() []RelayState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
-	out := make([]RelayState, 0, len(r.relays)+len(n.cfg.Relays))
-	for _, ai := range n.cfg.Relays {
+	configured := n.relayList()
+	out := make([]RelayState, 0, len(r.relays)+len(configured))
+	for _, ai := range configured {
 		st, ok := r.relays[ai.ID]
 		if !ok {
 			st = &RelayState{Relay: ai.ID}
@@ -116,7 +117,7 @@ func (n *Node) Relays() []RelayState {
 	}
 	var others []RelayState
 	for p, st := range r.relays {
-		if !slices.ContainsFunc(n.cfg.Relays, func(ai peer.AddrInfo) bool { return ai.ID == p }) {
+		if !n.configuredRelay(p) {
 			others = append(others, *st)
 		}
 	}
@@ -175,7 +176,7 @@ func (n *Node) relayedAddrs(p peer.ID) []ma.Multiaddr {
 			base = append(base, a)
 		}
 	}
-	for _, ai := range n.cfg.Relays {
+	for _, ai := range n.relayList() {
 		if ai.ID == p {
 			for _, a := range ai.Addrs {
 				add(a)
@@ -402,7 +403,7 @@ func (n *Node) askRelays(now time.Time, why int) {
 	}
 	for _, ai := range trusted {
 		st := r.relays[ai.ID]
-		if slices.ContainsFunc(n.cfg.Relays, func(c peer.AddrInfo) bool { return c.ID == ai.ID }) ||
+		if n.configuredRelay(ai.ID) ||
 			slices.ContainsFunc(asks, func(a peer.AddrInfo) bool { return a.ID == ai.ID }) ||
 			(st != nil && st.Expires.After(now)) {
 			continue // the configured relays follow; held, or just asked
@@ -411,7 +412,7 @@ func (n *Node) askRelays(now time.Time, why int) {
 		st.asked, st.recheck = now, false
 		asks = append(asks, peer.AddrInfo{ID: ai.ID})
 	}
-	for _, ai := range n.cfg.Relays {
+	for _, ai := range n.relayList() {
 		st := r.relays[ai.ID]
 		switch {
 		case st != nil && st.recheck:

@@ -15,9 +15,9 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// Review findings on the relay work (relays.go, reach.go). Each test
-// states what a user or the code's own comments expect; a failure is the
-// finding.
+// The limits of the relay work (relays.go, reach.go): what strangers may
+// take of a relay, which relays a node holds reservations on, and how its
+// configured relays are listed.
 
 // relayingStranger is a bare libp2p host with a fresh key on loopback
 // that can dial through relays (the relay transport is on).
@@ -112,8 +112,12 @@ func TestReviewRevokedContactsRelayIsDropped(t *testing.T) {
 }
 
 // A relay named twice in the config (say, by its TCP and its QUIC
-// address, two relay = lines) is one relay: status lists it once.
-func TestReviewRelayNamedTwiceIsListedOnce(t *testing.T) {
+// address, two relay = lines) is one relay: status lists it once. Before,
+// Relays and askRelays went through the config's raw list, so status
+// listed the relay once a line and the node asked it once a line; now
+// both use one list with each relay once, its addresses merged
+// (Node.relayList, as configuredPeers does).
+func TestRelayNamedTwiceIsListedOnce(t *testing.T) {
 	const r, a = 0, 1
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		if i == a {
@@ -133,10 +137,12 @@ func TestReviewRelayNamedTwiceIsListedOnce(t *testing.T) {
 
 // A node whose config names itself as a relay (a team's shared config,
 // with its relay = line, used on the relay's own machine too) does not
-// list itself among its relays, nor ask itself for a reservation.
-// configuredPeers and relayCandidates skip the node's own ID; Relays and
-// askRelays do not.
-func TestReviewOwnIDAsRelayIsNotListed(t *testing.T) {
+// list itself among its relays, nor ask itself for a reservation. Before,
+// configuredPeers and relayCandidates skipped the node's own ID but
+// Relays and askRelays did not: status showed the node as its own relay,
+// failed with "dial to self attempted"; now the relay list leaves the
+// node out.
+func TestOwnIDAsRelayIsNotListed(t *testing.T) {
 	const r, a = 0, 1
 	self := false
 	var selfID peer.ID
