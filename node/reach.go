@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -65,12 +66,17 @@ type reach struct {
 	punch        map[peer.ID]punchResult // hole punching with each peer
 	relays       map[peer.ID]*RelayState // the node's own reservations (relays.go)
 
-	relayAsk      chan struct{}    // autorelay failed a reservation (relayTracer): ask the configured relays not held
-	relayContact  chan struct{}    // a contact became active: ask them at once
-	relayReserved chan struct{}    // autorelay made or renewed one
-	relayRecheck  chan struct{}    // a connection to a relay the node dealt with opened: ask it again
-	relaySweep    chan struct{}    // a contact was revoked: drop the peers the relay service no longer serves
-	served        map[peer.ID]bool // peers the relay service gave (or renewed) a reservation, still to check
+	relayAsk      chan struct{} // autorelay failed a reservation (relayTracer): ask the configured relays not held
+	relayContact  chan struct{} // a contact became active: ask them at once
+	relayReserved chan struct{} // autorelay made or renewed one
+	relayRecheck  chan struct{} // a connection to a relay the node dealt with opened: ask it again
+	relaySweep    chan struct{} // a contact was revoked: drop the peers the relay service no longer serves
+	// served are the peers the relay service (not open) gave, or renewed,
+	// a reservation, still to check, each with the grant's number (from
+	// servedGen): a sweep forgets a peer only if it was granted nothing
+	// since the sweep looked.
+	served    map[peer.ID]uint64
+	servedGen uint64
 
 	refused *prometheus.CounterVec // relay service: reservations and circuits refused
 	punches *prometheus.CounterVec // hole punches, by result
@@ -135,7 +141,7 @@ func newReach(reg prometheus.Registerer) *reach {
 		relayReserved: make(chan struct{}, 1),
 		relayRecheck:  make(chan struct{}, 1),
 		relaySweep:    make(chan struct{}, 1),
-		served:        make(map[peer.ID]bool),
+		served:        make(map[peer.ID]uint64),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_relay_refused_total",
 			Help: "Relay service requests refused because the peer is neither a contact nor a room member, by kind (reserve, connect).",
@@ -243,10 +249,11 @@ type relayACL struct {
 
 func (a relayACL) AllowReserve(p peer.ID, _ ma.Multiaddr) bool {
 	if a.n.relayAllowed(p) {
-		r := a.n.reach
-		r.mu.Lock()
-		r.served[p] = true
-		r.mu.Unlock()
+		if !a.n.cfg.RelayOpen {
+			// An open relay serves everyone: nobody to drop later, and
+			// nothing to note (strangers' fresh keys would grow it).
+			a.n.reach.noteServed(p)
+		}
 		return true
 	}
 	a.n.reach.refused.WithLabelValues("reserve").Inc()
@@ -286,6 +293,36 @@ func (n *Node) kickRelaySweep() {
 	}
 }
 
+// noteServed notes that the relay service gave p a reservation (or
+// renewed it), and returns the grant's number.
+func (r *reach) noteServed(p peer.ID) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.servedGen++
+	r.served[p] = r.servedGen
+	return r.servedGen
+}
+
+// servedPeers are the peers noted served, each with its grant's number.
+func (r *reach) servedPeers() map[peer.ID]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.served)
+}
+
+// forgetServed forgets p if its last grant is still gen (a grant since,
+// a renewal over a new connection, is checked on the next sweep), and
+// reports whether it did.
+func (r *reach) forgetServed(p peer.ID, gen uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.served[p] != gen {
+		return false
+	}
+	delete(r.served, p)
+	return true
+}
+
 // dropUnserved closes the connections of each peer the relay service gave
 // a reservation that may no longer use it (see above).
 func (n *Node) dropUnserved() {
@@ -293,14 +330,8 @@ func (n *Node) dropUnserved() {
 		return
 	}
 	r := n.reach
-	r.mu.Lock()
-	ps := make([]peer.ID, 0, len(r.served))
-	for p := range r.served {
-		ps = append(ps, p)
-	}
-	r.mu.Unlock()
 	net := n.host.Network()
-	for _, p := range ps {
+	for p, gen := range r.servedPeers() {
 		drop := false
 		switch {
 		case net.Connectedness(p) == network.NotConnected:
@@ -310,9 +341,7 @@ func (n *Node) dropUnserved() {
 		default:
 			drop = true
 		}
-		r.mu.Lock()
-		delete(r.served, p)
-		r.mu.Unlock()
+		r.forgetServed(p, gen)
 		if drop {
 			n.log.Info("relay service: closing the connections of a peer it no longer serves (not a contact, nor a member of a room of this node's)", "remote", p.String())
 			if err := net.ClosePeer(p); err != nil {

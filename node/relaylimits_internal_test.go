@@ -8,20 +8,23 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/test"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/internal/poll"
 )
 
-// Review finding: the relay service notes every peer its ACL lets reserve
-// (reach.served) and forgets one only in dropUnserved, which returns at
-// once when the service is open (relay_service = open). The ACL is asked
-// before the relay's caps, so with an open relay every reservation request,
-// taken or refused, from every fresh key adds an entry that is never
-// removed, also once the peer is long gone: memory that strangers grow at
-// will on a public relay.
-func TestReviewOpenRelayForgetsPeersGone(t *testing.T) {
+// An open relay (relay_service = open) keeps no note of the peers it
+// served. Before, the relay service noted every peer its ACL let reserve
+// (reach.served) and forgot one only in dropUnserved, which returns at
+// once when the service is open; the ACL is asked before the relay's caps,
+// so every reservation request, taken or refused, from every fresh key
+// added an entry never removed: memory that strangers grew at will on a
+// public relay. Now only a relay that serves its contacts and room members
+// notes them (it has peers to drop when they stop being either).
+func TestOpenRelayForgetsPeersGone(t *testing.T) {
 	n, err := New(Config{
 		Home:         filepath.Join(t.TempDir(), "relay"),
 		ListenAddrs:  []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/0")},
@@ -63,5 +66,29 @@ func TestReviewOpenRelayForgetsPeersGone(t *testing.T) {
 	// Two relay ticks (dropUnserved runs on each).
 	if !poll.Until(2*relayTick+time.Second, func() bool { return size() == 0 }) {
 		t.Fatalf("the open relay still notes %d peers it served, all gone (%d strangers asked)", size(), strangers)
+	}
+}
+
+// A sweep of the relay service's served peers forgets a peer only if the
+// relay granted it nothing since the sweep looked. Before, dropUnserved
+// read the peers, checked each without the lock and then deleted it: a
+// peer that came back and reserved again in between (its note written
+// anew) lost the note, and was then never dropped when the user revoked
+// it, for the reservation's whole term. Now each grant has a number, and
+// the sweep deletes a note only if its number is the one it read.
+func TestServedSweepKeepsAGrantMadeSinceItLooked(t *testing.T) {
+	r := newReach(prometheus.NewRegistry())
+	p := test.RandPeerIDFatal(t)
+	r.noteServed(p)
+	seen := r.servedPeers() // the sweep looks: p is gone, say
+	r.noteServed(p)         // p connects again and reserves
+	if r.forgetServed(p, seen[p]) {
+		t.Fatal("the sweep forgot a peer granted a reservation after it looked")
+	}
+	if _, ok := r.servedPeers()[p]; !ok {
+		t.Fatal("the peer's new grant is no longer noted")
+	}
+	if !r.forgetServed(p, r.servedPeers()[p]) {
+		t.Fatal("the sweep kept a peer granted nothing since it looked")
 	}
 }
