@@ -92,3 +92,50 @@ func TestServedSweepKeepsAGrantMadeSinceItLooked(t *testing.T) {
 		t.Fatal("the sweep kept a peer granted nothing since it looked")
 	}
 }
+
+// An answer to a reservation asked before the reservation on that relay
+// was lost is not recorded. Before, askRelay recorded whatever answer came
+// back, checking only that the node was connected to the relay when it
+// did: an ask made over a connection that closed (and the relay's
+// reservation with it) while a new one opened was recorded as held, until
+// its end an hour on, and the node gave out addresses through a relay that
+// held nothing for it; an older failure could also overwrite a newer
+// reservation. Now each relay's state counts the reservations lost on it
+// (relayLost), an answer whose count changed since its ask began is
+// dropped and the relay marked to be asked again, and an answer for a
+// relay the node dropped meanwhile is dropped too.
+func TestStaleRelayAnswerIsNotRecorded(t *testing.T) {
+	n := &Node{reach: newReach(prometheus.NewRegistry())}
+	r := n.reach
+	p := test.RandPeerIDFatal(t)
+	r.mu.Lock()
+	st := r.relayState(p)
+	gen := st.gen // the ask begins
+	r.mu.Unlock()
+	r.relayLost(p, errRelayClosed.Error()) // its connection closes; another opens
+	rsvp := &client.Reservation{Expiration: time.Now().Add(time.Hour)}
+	n.recordAnswer(p, st, gen, rsvp, nil)
+	r.mu.Lock()
+	expires, recheck := st.Expires, st.recheck
+	r.mu.Unlock()
+	if !expires.IsZero() {
+		t.Fatalf("a reservation made over a connection since closed is recorded as held until %v", expires)
+	}
+	if !recheck {
+		t.Fatal("the relay is not marked to be asked again after a stale answer")
+	}
+
+	// Dropped meanwhile (no longer trusted): its state is gone, and an
+	// answer does not bring it back.
+	r.mu.Lock()
+	gen = st.gen
+	delete(r.relays, p)
+	r.mu.Unlock()
+	n.recordAnswer(p, st, gen, nil, errRelayClosed)
+	r.mu.Lock()
+	_, back := r.relays[p]
+	r.mu.Unlock()
+	if back {
+		t.Fatal("an answer brought back the state of a relay the node dropped")
+	}
+}

@@ -77,11 +77,14 @@ func TestStrangersCannotTakeAContactsCircuits(t *testing.T) {
 // a stranger's relay (a relay carries, and can drop, delay or count, every
 // connection made to the node through the address it hands out). Here the
 // relay serves everyone (relay_service = open: it does not drop the node
-// when told of the revocation, as a hostile one would not either), and the
-// node goes on holding its reservation there and handing out addresses
-// through it: autorelay keeps its relay, and askRelays renews it, without
-// asking relayTrusted again.
-func TestReviewRevokedContactsRelayIsDropped(t *testing.T) {
+// when told of the revocation, as a hostile one would not either). Before,
+// the node went on holding its reservation there and handing out
+// addresses through it: autorelay kept its relay, and askRelays renewed
+// it, without asking relayTrusted again. Now, at once after a revocation
+// and on each relay tick, the node drops each relay neither configured
+// nor trusted: it forgets it, takes autorelay's protection off and closes
+// its connections to it (the reservation goes with them).
+func TestRevokedContactsRelayIsDropped(t *testing.T) {
 	const r, a = 0, 1
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.Reachability = node.ReachabilityPublic

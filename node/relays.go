@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -67,6 +68,10 @@ type RelayState struct {
 	// reservation, since the node last asked: what it holds there is
 	// known again only once it asks.
 	recheck bool
+	// gen counts the reservations lost on the relay (relayLost): an answer
+	// to an ask that began before one is stale (made over a connection
+	// since closed, with the reservation) and is not recorded.
+	gen uint64
 }
 
 // relayTracer passes autorelay's events to libp2p's own tracer (which
@@ -233,6 +238,7 @@ func (n *Node) watchRelays() {
 		case <-n.reach.relayRecheck:
 			n.askRelays(time.Now(), askTick)
 		case <-n.reach.relaySweep:
+			n.dropUntrustedRelays()
 			n.dropUnserved()
 		case e, ok := <-protos:
 			if !ok {
@@ -247,6 +253,7 @@ func (n *Node) watchRelays() {
 				n.reach.relayConnected(ev.Peer) // a relay that refused may take one now
 			}
 		case now := <-t.C:
+			n.dropUntrustedRelays()
 			n.askRelays(now, askTick)
 			n.dropUnserved()
 		}
@@ -294,7 +301,11 @@ func (r *reach) relayLost(p peer.ID, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.relays[p]
-	if st == nil || st.Expires.IsZero() {
+	if st == nil {
+		return
+	}
+	st.gen++
+	if st.Expires.IsZero() {
 		return
 	}
 	st.Expires = time.Time{}
@@ -370,8 +381,9 @@ func (n *Node) askRelays(now time.Time, why int) {
 		n.askAgain(now)
 		return
 	}
-	var asks []peer.AddrInfo
+	var asks []relayAsk
 	net, cm := n.host.Network(), n.host.ConnManager()
+	kept := n.keptRelays()
 	var trusted []peer.AddrInfo
 	if why == askContact {
 		// A contact's relay that refused the node before may take it
@@ -390,8 +402,8 @@ func (n *Node) askRelays(now time.Time, why int) {
 		}
 	}
 	for _, p := range net.Peers() {
-		if !cm.IsProtected(p, autorelayTag) {
-			continue
+		if !cm.IsProtected(p, autorelayTag) || !kept[p] {
+			continue // not autorelay's; or dropped (dropUntrustedRelays)
 		}
 		st := r.relays[p]
 		if st != nil && !st.recheck && (now.Sub(st.asked) < relayTick || st.Expires.After(now.Add(time.Minute))) {
@@ -399,18 +411,18 @@ func (n *Node) askRelays(now time.Time, why int) {
 		}
 		st = r.relayState(p)
 		st.asked, st.recheck = now, false
-		asks = append(asks, peer.AddrInfo{ID: p})
+		asks = append(asks, relayAsk{peer.AddrInfo{ID: p}, st})
 	}
 	for _, ai := range trusted {
 		st := r.relays[ai.ID]
 		if n.configuredRelay(ai.ID) ||
-			slices.ContainsFunc(asks, func(a peer.AddrInfo) bool { return a.ID == ai.ID }) ||
+			slices.ContainsFunc(asks, func(a relayAsk) bool { return a.ai.ID == ai.ID }) ||
 			(st != nil && st.Expires.After(now)) {
 			continue // the configured relays follow; held, or just asked
 		}
 		st = r.relayState(ai.ID)
 		st.asked, st.recheck = now, false
-		asks = append(asks, peer.AddrInfo{ID: ai.ID})
+		asks = append(asks, relayAsk{peer.AddrInfo{ID: ai.ID}, st})
 	}
 	for _, ai := range n.relayList() {
 		st := r.relays[ai.ID]
@@ -430,7 +442,7 @@ func (n *Node) askRelays(now time.Time, why int) {
 		}
 		st = r.relayState(ai.ID)
 		st.asked, st.recheck = now, false
-		asks = append(asks, ai)
+		asks = append(asks, relayAsk{ai, st})
 	}
 	r.mu.Unlock()
 	n.askEach(asks, why)
@@ -438,29 +450,36 @@ func (n *Node) askRelays(now time.Time, why int) {
 
 // askAgain asks each connected relay marked to be asked again.
 func (n *Node) askAgain(now time.Time) {
-	var asks []peer.AddrInfo
+	var asks []relayAsk
 	net := n.host.Network()
+	kept := n.keptRelays()
 	r := n.reach
 	r.mu.Lock()
 	for p, st := range r.relays {
-		if st.recheck && net.Connectedness(p) == network.Connected {
+		if st.recheck && kept[p] && net.Connectedness(p) == network.Connected {
 			st.asked, st.recheck = now, false
-			asks = append(asks, peer.AddrInfo{ID: p})
+			asks = append(asks, relayAsk{peer.AddrInfo{ID: p}, st})
 		}
 	}
 	r.mu.Unlock()
 	n.askEach(asks, askTick)
 }
 
+// relayAsk is a relay to ask, and its state when the node chose to.
+type relayAsk struct {
+	ai peer.AddrInfo
+	st *RelayState
+}
+
 // askEach asks each relay of asks, each in a goroutine of its own.
-func (n *Node) askEach(asks []peer.AddrInfo, why int) {
-	for _, ai := range asks {
+func (n *Node) askEach(asks []relayAsk, why int) {
+	for _, a := range asks {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
 			// The relay's node may record the contact a moment after
 			// this one: a refusal then is asked again, three times.
-			for try := 0; n.askRelay(ai) == pbv2.Status_PERMISSION_DENIED && why == askContact && try < 3; try++ {
+			for try := 0; n.askRelay(a.ai, a.st) == pbv2.Status_PERMISSION_DENIED && why == askContact && try < 3; try++ {
 				t := time.NewTimer(time.Second)
 				select {
 				case <-t.C:
@@ -473,10 +492,22 @@ func (n *Node) askEach(asks []peer.AddrInfo, why int) {
 	}
 }
 
-// askRelay asks one relay for a reservation and records its answer: its
-// end, or why it failed. It returns the relay's answer (CONNECTION_FAILED
-// when there was none).
-func (n *Node) askRelay(ai peer.AddrInfo) pbv2.Status {
+// askRelay asks one relay for a reservation and records its answer in st,
+// its state when the node chose to ask: its end, or why it failed. An
+// answer is not recorded when the node dropped the relay since (st is no
+// longer its state) or the reservation was lost since the ask began (the
+// answer may tell of a reservation made over a connection now closed:
+// the node asks again once connected). It returns the relay's answer
+// (CONNECTION_FAILED when there was none).
+func (n *Node) askRelay(ai peer.AddrInfo, st *RelayState) pbv2.Status {
+	r := n.reach
+	r.mu.Lock()
+	current := r.relays[ai.ID] == st
+	gen := st.gen
+	r.mu.Unlock()
+	if !current {
+		return pbv2.Status_CONNECTION_FAILED
+	}
 	ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
 	defer cancel()
 	var rsvp *circuitv2.Reservation
@@ -487,16 +518,42 @@ func (n *Node) askRelay(ai peer.AddrInfo) pbv2.Status {
 	if n.ctx.Err() != nil {
 		return pbv2.Status_CONNECTION_FAILED
 	}
+	return n.recordAnswer(ai.ID, st, gen, rsvp, err)
+}
+
+// recordAnswer records relay p's answer to an ask made with p's state st
+// at generation gen (see askRelay), and returns the relay's answer.
+func (n *Node) recordAnswer(p peer.ID, st *RelayState, gen uint64, rsvp *circuitv2.Reservation, err error) pbv2.Status {
+	status := pbv2.Status_OK
+	if err != nil {
+		status = pbv2.Status_CONNECTION_FAILED
+		var re circuitv2.ReservationError
+		if errors.As(err, &re) {
+			status = re.Status
+		}
+	}
 	now := time.Now()
 	r := n.reach
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := r.relayState(ai.ID)
-	if err == nil && n.host.Network().Connectedness(ai.ID) != network.Connected {
+	switch {
+	case r.relays[p] != st:
+		// Dropped since (dropUntrustedRelays): a reservation just made
+		// there goes with the connection.
+		if err == nil && !n.relayKept(p) {
+			go n.dropRelayConn(p)
+		}
+		return status
+	case st.gen != gen:
+		st.recheck = true
+		return status
+	}
+	if err == nil && n.host.Network().Connectedness(p) != network.Connected {
 		// The connection closed since the relay answered, and the
 		// reservation with it (checked under r.mu: a close from now on
 		// finds the reservation recorded, and takes it as lost).
 		err = errRelayClosed
+		status = pbv2.Status_CONNECTION_FAILED
 	}
 	if err == nil {
 		st.Expires, st.Err, st.Failed, st.Retry = rsvp.Expiration, "", time.Time{}, time.Time{}
@@ -505,18 +562,81 @@ func (n *Node) askRelay(ai peer.AddrInfo) pbv2.Status {
 	was := st.Err
 	st.Expires = time.Time{}
 	st.Err, st.Failed, st.Retry = relayRefusal(err), now, time.Time{}
-	status := pbv2.Status_CONNECTION_FAILED
-	var re circuitv2.ReservationError
-	if errors.As(err, &re) {
-		status = re.Status
-	}
 	if status != pbv2.Status_CONNECTION_FAILED {
 		st.Retry = now.Add(relayBackoff)
 	}
 	if st.Err != was {
-		n.log.Info("relay reservation failed", "relay", ai.ID.String(), "err", st.Err)
+		n.log.Info("relay reservation failed", "relay", p.String(), "err", st.Err)
 	}
 	return status
+}
+
+// A relay the node holds a reservation on carries, and can drop, delay or
+// count, every connection made to the node through the addresses it gives
+// out: the node keeps one only on a configured relay or a peer it trusts
+// (relayTrusted). One it stops trusting (the user revoked the contact, or
+// left the last room shared with it) is dropped at once after a
+// revocation, else on the next relayTick: the node forgets its state,
+// autorelay's protection goes, and the connections to it close (a relay
+// keeps a reservation only while the peer stays connected; autorelay
+// forgets a relay it is no longer connected to, and relayCandidates never
+// offers it again).
+
+// relayKept reports whether the node may hold a reservation on p's relay.
+func (n *Node) relayKept(p peer.ID) bool {
+	return n.configuredRelay(p) || n.relayTrusted(p)
+}
+
+// keptRelays are the relays of the node's state, and the peers autorelay
+// protects, that it may hold a reservation on (relayKept), as a set.
+func (n *Node) keptRelays() map[peer.ID]bool {
+	cm := n.host.ConnManager()
+	r := n.reach
+	r.mu.Lock()
+	ps := slices.Collect(maps.Keys(r.relays))
+	r.mu.Unlock()
+	for _, p := range n.host.Network().Peers() {
+		if cm.IsProtected(p, autorelayTag) && !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	kept := make(map[peer.ID]bool, len(ps))
+	for _, p := range ps {
+		kept[p] = n.relayKept(p)
+	}
+	return kept
+}
+
+// dropUntrustedRelays drops each relay the node deals with that it may no
+// longer hold a reservation on (see above).
+func (n *Node) dropUntrustedRelays() {
+	if n.reach == nil || n.host == nil {
+		return
+	}
+	for p, ok := range n.keptRelays() {
+		if ok {
+			continue
+		}
+		r := n.reach
+		r.mu.Lock()
+		st := r.relays[p]
+		delete(r.relays, p)
+		r.mu.Unlock()
+		held := st != nil && !st.Expires.IsZero()
+		if held || n.host.ConnManager().IsProtected(p, autorelayTag) {
+			n.log.Info("relays: dropping the reservation on a relay no longer trusted (not a configured relay, a contact, nor a member of a room of this node's)", "relay", p.String())
+			n.dropRelayConn(p)
+		}
+	}
+}
+
+// dropRelayConn ends the node's reservation on relay p: autorelay's
+// protection goes, and the connections to p close.
+func (n *Node) dropRelayConn(p peer.ID) {
+	n.host.ConnManager().Unprotect(p, autorelayTag)
+	if err := n.host.Network().ClosePeer(p); err != nil {
+		n.log.Debug("close a relay no longer trusted", "relay", p.String(), "err", err)
+	}
 }
 
 // errRelayClosed: the connection to the relay closed, and the reservation
