@@ -452,7 +452,7 @@ func (n *Node) reachOptions() ([]libp2p.Option, error) {
 		libp2p.EnableHolePunching(holepunch.WithTracer(n.reach)),
 		libp2p.EnableAutoRelayWithPeerSource(n.relayCandidates,
 			autorelay.WithMinCandidates(1),
-			autorelay.WithNumRelays(2),
+			autorelay.WithNumRelays(numRelays),
 			autorelay.WithBootDelay(0),
 			autorelay.WithBackoff(relayBackoff),
 			autorelay.WithMinInterval(5*time.Second),

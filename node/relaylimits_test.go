@@ -185,15 +185,19 @@ func TestOwnIDAsRelayIsNotListed(t *testing.T) {
 }
 
 // A node behind a NAT holds reservations on at most as many relays as
-// autorelay keeps (autorelay.WithNumRelays(2)): each reservation takes a
-// slot of a relay's 128 (8 an IP: an office behind one NAT), and the
-// relayed addresses given out grow with each. When a contact becomes
-// active, askRelays reserves on every connected contact or room member
-// that offers relaying and is not held, whatever the node holds already;
-// those autorelay did not pick are renewed by nobody (askRelays renews
-// only autorelay's relays) and lapse after the relay's term (an hour)
-// while the addresses through them were given out.
-func TestReviewReservationsStayWithinAutorelaysTwo(t *testing.T) {
+// autorelay keeps (numRelays, 2): each reservation takes a slot of a
+// relay's 128 (8 an IP: an office behind one NAT), and the relayed
+// addresses given out grow with each. Before, when a contact became
+// active, askRelays reserved on every connected contact or room member
+// that offered relaying and was not held, whatever the node held already;
+// those autorelay did not pick were renewed by nobody (askRelays renewed
+// only autorelay's) and lapsed after the relay's term (an hour) while the
+// addresses through them were given out. Now the node reserves on a
+// trusted relay itself only while it holds (or is asking) fewer than
+// numRelays, renews the reservations it made itself before they end, and
+// when autorelay picks another relay after it, lets its own lapse, given
+// out no more.
+func TestReservationsStayWithinAutorelaysTwo(t *testing.T) {
 	const a = 3
 	nt := nodetest.Start(t, 4, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.Reachability = node.ReachabilityPublic

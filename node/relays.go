@@ -42,6 +42,19 @@ import (
 // refused a reservation again.
 const relayBackoff = 30 * time.Second
 
+// numRelays is how many relays the node holds reservations on: autorelay
+// keeps this many, and the node reserves on a trusted relay itself (after
+// a contact became active) only while it holds fewer. Each reservation
+// takes a slot of a relay's relayReservations (relayPerIP from one
+// address: an office behind one NAT), and each adds relayed addresses to
+// give out.
+const numRelays = 2
+
+// relayRenew is how long before its end the node renews a reservation it
+// made itself on a relay autorelay did not pick (autorelay renews its own
+// as long before).
+const relayRenew = 2 * time.Minute
+
 // relayTick is how often the node looks at its relays: expiries to learn
 // again, configured relays to ask why they refused.
 const relayTick = 5 * time.Second
@@ -72,6 +85,8 @@ type RelayState struct {
 	// to an ask that began before one is stale (made over a connection
 	// since closed, with the reservation) and is not recorded.
 	gen uint64
+	// pending: asked, and no answer recorded since.
+	pending bool
 }
 
 // relayTracer passes autorelay's events to libp2p's own tracer (which
@@ -401,6 +416,11 @@ func (n *Node) askRelays(now time.Time, why int) {
 			}
 		}
 	}
+	ask := func(ai peer.AddrInfo) {
+		st := r.relayState(ai.ID)
+		st.asked, st.recheck, st.pending = now, false, true
+		asks = append(asks, relayAsk{ai, st})
+	}
 	for _, p := range net.Peers() {
 		if !cm.IsProtected(p, autorelayTag) || !kept[p] {
 			continue // not autorelay's; or dropped (dropUntrustedRelays)
@@ -409,20 +429,36 @@ func (n *Node) askRelays(now time.Time, why int) {
 		if st != nil && !st.recheck && (now.Sub(st.asked) < relayTick || st.Expires.After(now.Add(time.Minute))) {
 			continue
 		}
-		st = r.relayState(p)
-		st.asked, st.recheck = now, false
-		asks = append(asks, relayAsk{peer.AddrInfo{ID: p}, st})
+		ask(peer.AddrInfo{ID: p})
+	}
+	// The reservations the node made itself on relays autorelay did not
+	// pick: nobody else renews them.
+	for p, st := range r.relays {
+		if cm.IsProtected(p, autorelayTag) || !kept[p] || !st.Expires.After(now) ||
+			net.Connectedness(p) != network.Connected || now.Sub(st.asked) < relayTick ||
+			(!st.recheck && st.Expires.After(now.Add(relayRenew))) {
+			continue
+		}
+		ask(peer.AddrInfo{ID: p})
+	}
+	asked := func(p peer.ID) bool { return slices.ContainsFunc(asks, func(a relayAsk) bool { return a.ai.ID == p }) }
+	// Within numRelays: held, or asked and not answered yet.
+	room := numRelays
+	for p, st := range r.relays {
+		if st.pending || (st.Expires.After(now) && net.Connectedness(p) == network.Connected) {
+			room--
+		}
 	}
 	for _, ai := range trusted {
 		st := r.relays[ai.ID]
-		if n.configuredRelay(ai.ID) ||
-			slices.ContainsFunc(asks, func(a relayAsk) bool { return a.ai.ID == ai.ID }) ||
-			(st != nil && st.Expires.After(now)) {
-			continue // the configured relays follow; held, or just asked
+		if room <= 0 {
+			break
 		}
-		st = r.relayState(ai.ID)
-		st.asked, st.recheck = now, false
-		asks = append(asks, relayAsk{peer.AddrInfo{ID: ai.ID}, st})
+		if n.configuredRelay(ai.ID) || asked(ai.ID) || (st != nil && (st.Expires.After(now) || st.pending)) {
+			continue // the configured relays follow; held, or being asked
+		}
+		ask(ai)
+		room--
 	}
 	for _, ai := range n.relayList() {
 		st := r.relays[ai.ID]
@@ -440,9 +476,9 @@ func (n *Node) askRelays(now time.Time, why int) {
 		default:
 			continue
 		}
-		st = r.relayState(ai.ID)
-		st.asked, st.recheck = now, false
-		asks = append(asks, relayAsk{ai, st})
+		if !asked(ai.ID) {
+			ask(ai)
+		}
 	}
 	r.mu.Unlock()
 	n.askEach(asks, why)
@@ -457,7 +493,7 @@ func (n *Node) askAgain(now time.Time) {
 	r.mu.Lock()
 	for p, st := range r.relays {
 		if st.recheck && kept[p] && net.Connectedness(p) == network.Connected {
-			st.asked, st.recheck = now, false
+			st.asked, st.recheck, st.pending = now, false, true
 			asks = append(asks, relayAsk{peer.AddrInfo{ID: p}, st})
 		}
 	}
@@ -544,7 +580,9 @@ func (n *Node) recordAnswer(p peer.ID, st *RelayState, gen uint64, rsvp *circuit
 			go n.dropRelayConn(p)
 		}
 		return status
-	case st.gen != gen:
+	}
+	st.pending = false
+	if st.gen != gen {
 		st.recheck = true
 		return status
 	}
@@ -557,6 +595,7 @@ func (n *Node) recordAnswer(p peer.ID, st *RelayState, gen uint64, rsvp *circuit
 	}
 	if err == nil {
 		st.Expires, st.Err, st.Failed, st.Retry = rsvp.Expiration, "", time.Time{}, time.Time{}
+		n.trimRelays(now, p)
 		return pbv2.Status_OK
 	}
 	was := st.Err
@@ -636,6 +675,45 @@ func (n *Node) dropRelayConn(p peer.ID) {
 	n.host.ConnManager().Unprotect(p, autorelayTag)
 	if err := n.host.Network().ClosePeer(p); err != nil {
 		n.log.Debug("close a relay no longer trusted", "relay", p.String(), "err", err)
+	}
+}
+
+// trimRelays keeps the node within numRelays reservations once one was
+// recorded on relay p: autorelay may pick, after the node reserved on a
+// contact's relay itself, another than that one. Those the node made
+// itself (not autorelay's, nor on a configured relay) go first, p last:
+// the node forgets them, gives out no address through them and does not
+// renew them (the relay holds each until its end, at most an hour, or
+// until the connection closes; the connection to a contact is kept). r.mu
+// held.
+func (n *Node) trimRelays(now time.Time, p peer.ID) {
+	r := n.reach
+	net, cm := n.host.Network(), n.host.ConnManager()
+	var held, spare []peer.ID
+	for q, st := range r.relays {
+		if !st.Expires.After(now) || net.Connectedness(q) != network.Connected {
+			continue
+		}
+		held = append(held, q)
+		if !cm.IsProtected(q, autorelayTag) && !n.configuredRelay(q) {
+			spare = append(spare, q)
+		}
+	}
+	// p last, the others by peer ID (the same on every trim).
+	slices.SortFunc(spare, func(a, b peer.ID) int {
+		switch {
+		case a == p:
+			return 1
+		case b == p:
+			return -1
+		}
+		return compareIDs(a, b)
+	})
+	for over := len(held) - numRelays; over > 0 && len(spare) > 0; over-- {
+		q := spare[0]
+		spare = spare[1:]
+		delete(r.relays, q)
+		n.log.Info("relays: letting a reservation made on a contact's relay lapse: the node holds as many as it keeps", "relay", q.String(), "keeps", numRelays)
 	}
 }
 
