@@ -376,14 +376,17 @@ const (
 // askRelays asks relays for the node's reservation: each connected relay
 // autorelay reserved on whose end the node does not know or that ends
 // within a minute (the answer is the renewed reservation and its new end),
-// each relay to be checked again (a connection to it opened, autorelay
-// failed a reservation: a restarted relay holds none), after a contact
-// became active each connected contact or room member that offers relaying
-// and is not held, and, after autorelay failed one or a contact became
-// active, or once a failed one's retry time has passed, each configured
-// relay not held (to learn why it refused, or to hold a reservation at
-// once: a reservation the node holds on a relay is one autorelay renews
-// when it asks again).
+// each reservation the node made itself on a relay autorelay did not pick
+// that ends within relayRenew (nobody else renews it), each relay to be
+// checked again (a connection to it opened, autorelay failed a
+// reservation: a restarted relay holds none), after a contact became
+// active each connected contact or room member that offers relaying and is
+// not held while the node holds or asks fewer than numRelays, and, after
+// autorelay failed one or a contact became active, or once a failed one's
+// retry time has passed, each configured relay not held (to learn why it
+// refused, or to hold a reservation at once). A relay the node may no
+// longer hold a reservation on (relayKept) is not asked: it is dropped
+// (dropUntrustedRelays).
 func (n *Node) askRelays(now time.Time, why int) {
 	switch n.reach.Reachability() {
 	case network.ReachabilityPublic:
