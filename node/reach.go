@@ -309,12 +309,14 @@ func (n *Node) strangerCircuit(src, dest peer.ID) bool {
 	defer r.mu.Unlock()
 	k := 0
 	for s, d := range r.strangers {
-		switch {
-		case s == src:
-		case hopStreams(net, s) == 0:
+		if s == src {
+			continue
+		}
+		switch open := hopStreams(net, s); {
+		case open == 0:
 			delete(r.strangers, s) // its circuit ended
 		case d == dest:
-			k++
+			k += open // more than one only if it raced its own requests
 		}
 	}
 	if k >= strangerCircuits {
