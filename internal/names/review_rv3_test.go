@@ -138,3 +138,30 @@ func TestReviewResolveIsQuadratic(t *testing.T) {
 		t.Errorf("Resolve(\"bob\")'s refusal is %d bytes: it names each of %d nodes", len(err.Error()), n)
 	}
 }
+
+// TestReviewGeneralMarkShowsBare: a stranger "bob" with U+0317 (acute
+// accent below, a general-purpose mark Parley means to read through) and
+// a room member "alice" with U+030D (vertical line above) show bare on
+// alice's node beside the contact bob and alice herself: the lookalike
+// keys keep those marks (see internal/lookalike's
+// TestReviewGeneralMarksLeftInKeys).
+func TestReviewGeneralMarkShowsBare(t *testing.T) {
+	nodes := []rankedNode{
+		{"bob", "contact"},
+		{"bob\u0317", "stranger"},
+		{"alic\u030de", "member"},
+		{"bob\u0323", "stranger"}, // a dot below: read through, shows its tail
+	}
+	ids, book, _ := namesOf(t, "alice", nodes, nil)
+	if e := book[ids[0]]; e.Name != "bob" {
+		t.Fatalf("the contact bob shows as %+q", e.Name)
+	}
+	if e := book[ids[3]]; e.Name == nodes[3].handle {
+		t.Fatalf("the control %+q shows bare", nodes[3].handle)
+	}
+	for i := 1; i < 3; i++ {
+		if e := book[ids[i]]; e.Name == nodes[i].handle {
+			t.Errorf("%+q (%s) shows bare as %+q, LikeSelf %v", nodes[i].handle, nodes[i].rank, e.Name, e.LikeSelf)
+		}
+	}
+}
