@@ -242,48 +242,113 @@ func ReadsAs(k, w string) bool {
 // holds as whole words, with what comes before and after them in their
 // own key (a key "(bob)" is held by "[admin] (bob)", not by "bob"). A key
 // without a letter or digit is not taken.
+//
+// A key taken is filed under its core (its words, from the first to the
+// last), then under the signs before the core, then under those after it,
+// so a key looked up costs what its own length allows, however many keys
+// share a core: each run of its words is one look-up, and each of the
+// signs around that run that some key of that core starts or ends with
+// one more.
 type Index struct {
-	byCore   map[string][]held
+	byCore   map[string]*core
 	maxWords int // the most words of a core taken
 }
 
-// held is a key taken into an Index: its core (from its first word to its
-// last), what comes before and after the core, and the caller's id.
-type held struct {
-	key, before, after string
-	id                 int
+// core is the keys of an Index that have one core: by the signs before
+// the core, then by the signs after it, the ids they were taken under.
+type core struct {
+	byBefore  map[string]map[string][]int
+	maxBefore int // the longest signs before, in bytes
+	maxAfter  int // the longest signs after, in bytes
 }
 
-// Add takes key k, under id.
+// MaxFindWords bounds the words of a key that Index.Find looks at (its
+// first ones), and the words of a core it finds: a handle of
+// discovery.MaxText bytes holds fewer, but what the skeleton makes of some
+// characters ("½" is "1⁄2") may hold more.
+const MaxFindWords = 48
+
+// Add takes key k, under id. A key whose core has more than MaxFindWords
+// words is not taken: Find would not find it.
 func (x *Index) Add(k string, id int) {
 	ws := words(k)
-	if len(ws) == 0 {
+	if len(ws) == 0 || len(ws) > MaxFindWords {
 		return
 	}
-	core := k[ws[0][0]:ws[len(ws)-1][1]]
-	if !strings.ContainsFunc(core, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+	c := k[ws[0][0]:ws[len(ws)-1][1]]
+	if !strings.ContainsFunc(c, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
 		return
 	}
 	if x.byCore == nil {
-		x.byCore = make(map[string][]held)
+		x.byCore = make(map[string]*core)
 	}
-	x.byCore[core] = append(x.byCore[core], held{key: k, before: k[:ws[0][0]], after: k[ws[len(ws)-1][1]:], id: id})
+	h := x.byCore[c]
+	if h == nil {
+		h = &core{byBefore: make(map[string]map[string][]int)}
+		x.byCore[c] = h
+	}
+	before, after := k[:ws[0][0]], k[ws[len(ws)-1][1]:]
+	byAfter := h.byBefore[before]
+	if byAfter == nil {
+		byAfter = make(map[string][]int)
+		h.byBefore[before] = byAfter
+	}
+	byAfter[after] = append(byAfter[after], id)
+	h.maxBefore, h.maxAfter = max(h.maxBefore, len(before)), max(h.maxAfter, len(after))
 	x.maxWords = max(x.maxWords, len(ws))
 }
 
 // Find calls fn with the id of each key taken that k holds as whole words
-// and is not k itself, until fn returns false.
+// and is not k itself, until fn returns false. Only k's first MaxFindWords
+// words are looked at.
 func (x *Index) Find(k string, fn func(id int) bool) {
 	if len(x.byCore) == 0 {
 		return
 	}
 	ws := words(k)
+	if len(ws) > MaxFindWords {
+		ws = ws[:MaxFindWords]
+	}
 	for a := range ws {
+		// The signs between the word before and this one: a key's signs
+		// before its core hold no word character, so they end this run.
+		gapStart := 0
+		if a > 0 {
+			gapStart = ws[a-1][1]
+		}
 		for b := a; b < len(ws) && b-a < x.maxWords; b++ {
-			before, after := k[:ws[a][0]], k[ws[b][1]:]
-			for _, h := range x.byCore[k[ws[a][0]:ws[b][1]]] {
-				if h.key != k && strings.HasSuffix(before, h.before) && strings.HasPrefix(after, h.after) && !fn(h.id) {
-					return
+			c := x.byCore[k[ws[a][0]:ws[b][1]]]
+			if c == nil {
+				continue
+			}
+			gapEnd := len(k)
+			if b+1 < len(ws) {
+				gapEnd = ws[b+1][0]
+			}
+			gapBefore, gapAfter := k[gapStart:ws[a][0]], k[ws[b][1]:gapEnd]
+			// Each tail of gapBefore and head of gapAfter, at most as long
+			// as the signs of a key of this core, is looked up.
+			for i := len(gapBefore); i >= 0 && len(gapBefore)-i <= c.maxBefore; i-- {
+				if i < len(gapBefore) && !utf8.RuneStart(gapBefore[i]) {
+					continue
+				}
+				byAfter := c.byBefore[gapBefore[i:]]
+				if byAfter == nil {
+					continue
+				}
+				for j := 0; j <= len(gapAfter) && j <= c.maxAfter; j++ {
+					if j < len(gapAfter) && !utf8.RuneStart(gapAfter[j]) {
+						continue
+					}
+					ids := byAfter[gapAfter[:j]]
+					if len(ids) == 0 || gapStart+i == 0 && ws[b][1]+j == len(k) { // none, or k itself
+						continue
+					}
+					for _, id := range ids {
+						if !fn(id) {
+							return
+						}
+					}
 				}
 			}
 		}
