@@ -141,7 +141,7 @@ type Service struct {
 
 	queue chan peer.ID
 
-	mu       sync.Mutex // protects cards, passing, members, asked, table, keys, wanted, contacts, asking and wantedAt
+	mu       sync.Mutex // protects cards, passing, members, asked, table, gen, wanted, contacts, asking and wantedAt
 	cards    map[peer.ID]*discovery.NodeCard
 	passing  map[peer.ID]passingCard // requesters' cards, in memory only
 	members  map[peer.ID]Membership  // checked certificates of cards
@@ -151,6 +151,8 @@ type Service struct {
 	wantedAt time.Time
 	asked    map[peer.ID]time.Time
 	table    *table              // display names, rebuilt when stale
+	gen      uint64              // counts the changes of cards: a table of an older gen is stale
+	buildMu  sync.Mutex          // one build of the table at a time; protects keys
 	keys     map[string][]string // the lookalike keys of the handles of the last table
 
 	pushMu   sync.Mutex            // protects pushedAt, refetch, unpushed and refusePushes
@@ -185,7 +187,8 @@ type passingCard struct {
 // table is the display names of every known node at one time.
 type table struct {
 	built  time.Time
-	n      int // cards when built
+	gen    uint64 // Service.gen when built
+	n      int    // cards when built
 	name   map[peer.ID]string
 	handle map[peer.ID]string
 	// byKey holds the nodes whose handles have each key (lookalike.Keys):
@@ -397,7 +400,7 @@ func (s *Service) ownCard() ([]byte, error) {
 	s.mu.Lock()
 	s.cards[s.self] = c
 	s.checkMember(c)
-	s.table = nil
+	s.gen++
 	s.mu.Unlock()
 	return w, nil
 }
@@ -693,7 +696,7 @@ func (s *Service) Learn(from peer.ID, wire []byte) error {
 		if asked { // the kept card is the newer: it shows again
 			delete(s.passing, c.Peer)
 			s.checkMember(old)
-			s.table = nil
+			s.gen++
 		}
 		s.mu.Unlock()
 		return nil
@@ -705,7 +708,7 @@ func (s *Service) Learn(from peer.ID, wire []byte) error {
 	delete(s.passing, c.Peer)
 	s.cards[c.Peer] = c
 	s.checkMember(c)
-	s.table = nil
+	s.gen++
 	s.mu.Unlock()
 	if s.cfg.Store != nil {
 		if err := s.cfg.Store.Apply([]schema.Op{{Key: schema.NodeCard([]byte(c.Peer)), Val: wire}}, false); err != nil {
@@ -791,7 +794,7 @@ func (s *Service) learnPassing(c *discovery.NodeCard, wire []byte) error {
 	}
 	s.passing[c.Peer] = passingCard{card: c, wire: wire}
 	s.checkMember(c)
-	s.table = nil
+	s.gen++
 	return nil
 }
 
@@ -806,7 +809,7 @@ func (s *Service) dropPassingLocked() {
 			} else {
 				delete(s.members, p)
 			}
-			s.table = nil
+			s.gen++
 		}
 	}
 }
@@ -849,15 +852,34 @@ func (s *Service) kept(p peer.ID) bool {
 }
 
 // current returns the display table, rebuilt when a card came in or it is
-// older than a second (contacts' hints change without telling).
+// older than a second (contacts' hints change without telling). A table is
+// built outside s.mu, one at a time: while one is built, readers of a
+// table only old keep reading it, and readers of one a card changed since
+// wait for the build.
 func (s *Service) current() *table {
 	now := s.cfg.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.table != nil && now.Sub(s.table.built) < time.Second {
-		return s.table
+	t, gen := s.table, s.gen
+	s.mu.Unlock()
+	switch {
+	case t != nil && t.gen == gen && now.Sub(t.built) < time.Second:
+		return t
+	case t != nil && t.gen == gen:
+		if !s.buildMu.TryLock() {
+			return t // being built again
+		}
+	default:
+		s.buildMu.Lock()
 	}
-	handles := make(map[peer.ID]string, len(s.cards))
+	defer s.buildMu.Unlock()
+	return s.rebuild(now)
+}
+
+// rebuild builds the display table from the cards and hints held now,
+// unless another build made a table current meanwhile, and keeps it.
+// s.buildMu is held.
+func (s *Service) rebuild(now time.Time) *table {
+	handles := make(map[peer.ID]string)
 	if s.cfg.Hints != nil {
 		for p, h := range s.cfg.Hints() {
 			if h = strings.TrimSpace(h); h != "" && len(h) <= discovery.MaxText && !strings.ContainsFunc(h, unsafe) {
@@ -865,26 +887,37 @@ func (s *Service) current() *table {
 			}
 		}
 	}
+	s.mu.Lock()
+	if t := s.table; t != nil && t.gen == s.gen && now.Sub(t.built) < time.Second {
+		s.mu.Unlock()
+		return t // built while this one waited
+	}
+	gen, contacts, wanted := s.gen, s.contacts, s.wanted // the lists are replaced, never changed
 	for p, c := range s.cards {
 		handles[p] = c.Handle
 	}
 	for p, pc := range s.passing { // held only when newer than a kept one
 		handles[p] = pc.card.Handle
 	}
+	n := len(s.cards) + len(s.passing)
+	s.mu.Unlock()
 	t := buildTable(now, s.self, s.cfg.Handle, handles, s.keys, func(p peer.ID) int {
 		switch {
 		case s.cfg.Wanted == nil:
 			return rankMember
-		case s.contacts[p]:
+		case contacts[p]:
 			return rankContact
-		case s.wanted[p]:
+		case wanted[p]:
 			return rankMember
 		}
 		return rankNone
 	})
-	t.n = len(s.cards) + len(s.passing)
+	t.n, t.gen = n, gen
 	t.ranked = s.cfg.Contacts != nil
-	s.table, s.keys = t, t.keys
+	s.keys = t.keys
+	s.mu.Lock()
+	s.table = t // stale at once when a card came in meanwhile (gen)
+	s.mu.Unlock()
 	return t
 }
 
