@@ -195,7 +195,8 @@ type table struct {
 	// the nodes of one key read the same.
 	byKey map[string][]peer.ID
 	// group holds, for each node, the nodes whose handles read the same as
-	// its own, through a chain of shared keys (itself included).
+	// its own, through a chain of shared keys (itself included): the nodes
+	// of a key are all of one group.
 	group map[peer.ID][]peer.ID
 	// byName is each node's display name, lower-cased, → the node.
 	byName map[string][]peer.ID
@@ -1338,14 +1339,28 @@ func (s *Service) Resolve(name string) (peer.ID, error) {
 		return "", &ambiguous{fmt.Sprintf("%q shows here as %s (%s): write %s, or its peer ID %s",
 			name, t.name[p], t.why[p], t.name[p], p)}
 	}
-	sort.Slice(ps, func(i, j int) bool { return t.name[ps[i]] < t.name[ps[j]] })
-	alts := make([]string, len(ps))
-	for i, p := range ps {
-		alts[i] = fmt.Sprintf("%s (peer ID %s, %s)", t.name[p], p, t.what(p))
+	// The most trusted first (a contact is the likeliest meant), then by
+	// name; at most maxAlternatives of them.
+	sort.Slice(ps, func(i, j int) bool {
+		if ri, rj := t.rank[ps[i]], t.rank[ps[j]]; ri != rj {
+			return ri > rj
+		}
+		return t.name[ps[i]] < t.name[ps[j]]
+	})
+	alts := make([]string, 0, min(len(ps), maxAlternatives)+1)
+	for _, p := range ps[:min(len(ps), maxAlternatives)] {
+		alts = append(alts, fmt.Sprintf("%s (peer ID %s, %s)", t.name[p], p, t.what(p)))
+	}
+	if more := len(ps) - len(alts); more > 0 {
+		alts = append(alts, fmt.Sprintf("and %d more (see `parley who`)", more))
 	}
 	return "", &ambiguous{fmt.Sprintf("%q may stand for any of %d nodes, whose handles read alike: write one of %s",
 		name, len(ps), strings.Join(alts, "; "))}
 }
+
+// maxAlternatives bounds the nodes Resolve's refusal names (an agent reads
+// it as its tool's result): the others are counted.
+const maxAlternatives = 10
 
 // what says what node p is to this one, in Resolve's errors.
 func (t *table) what(p peer.ID) string {
@@ -1371,19 +1386,22 @@ func (e *ambiguous) Error() string        { return "names: " + e.msg }
 func (e *ambiguous) Is(target error) bool { return target == ErrAmbiguous }
 
 // like is the nodes whose handles read like h: the groups of the nodes
-// that share a key with it.
+// that share a key with it (the nodes of a key are all of one group, so
+// each key brings in one group, whatever its size).
 func (t *table) like(h string) []peer.ID {
 	var out []peer.ID
-	seen := make(map[peer.ID]bool)
+	var seen []peer.ID // a node of each group taken
 	for _, k := range lookalike.Keys(h) {
-		for _, p := range t.byKey[k] {
-			for _, q := range t.group[p] {
-				if !seen[q] {
-					seen[q] = true
-					out = append(out, q)
-				}
-			}
+		ps := t.byKey[k]
+		if len(ps) == 0 {
+			continue
 		}
+		g := t.group[ps[0]]
+		if slices.ContainsFunc(seen, func(q peer.ID) bool { return slices.Contains(g, q) }) {
+			continue
+		}
+		seen = append(seen, g[0])
+		out = append(out, g...)
 	}
 	return out
 }
