@@ -9,10 +9,14 @@
 // prototype in Unicode's confusables data, NFD again) of the handle
 // case-folded, without the general-purpose combining marks (accents, dots
 // and lines above or below a letter: the blocks U+0300–U+036F,
-// U+1AB0–U+1AFF, U+1DC0–U+1DFF, U+20D0–U+20FF and U+FE20–U+FE2F; marks of
-// a script of their own, such as Devanagari vowel signs, stay), with runs
-// of white space read as one space and anything from the first '~' (or a
-// character that looks like one: 〜, ˜, ～, ∼ …) on left out.
+// U+1AB0–U+1AFF, U+1DC0–U+1DFF, U+20D0–U+20FF and U+FE20–U+FE2F), left out
+// both before and after the characters are mapped to their prototypes,
+// with runs of white space read as one space and anything from the first
+// '~' (or a character that looks like one: 〜, ˜, ～, ∼ …) on left out.
+// Nonspacing marks of a script of their own (Devanagari vowel signs,
+// Arabic vowel marks, Japanese voicing marks) stay on a letter of their
+// script, and are left out on a letter of another script or on no letter:
+// an Arabic kasra under a Latin b reads as any small mark there.
 //
 // A handle also reads as another when it holds the other's key as whole
 // words with more around it (Index): a remark ("bob (laptop)", "[admin]
@@ -124,13 +128,17 @@ func parseConfusables(txt string) (map[rune]string, error) {
 	return m, nil
 }
 
-// skeleton is s's confusable skeleton (UTS #39, section 4).
+// skeleton is s's confusable skeleton (UTS #39, section 4), without the
+// general-purpose combining marks of s: they are left out before the
+// characters are mapped to their prototypes, as some have a prototype that
+// is a mark of a script of its own (U+0317, an acute accent below, reads
+// as U+0650, the Arabic kasra), and after (key).
 func skeleton(s string) string {
 	p := prototypes()
 	var b strings.Builder
 	for _, r := range norm.NFD.String(s) {
 		switch t, ok := p[r]; {
-		case ignorable(r):
+		case ignorable(r) || diacritic(r):
 		case ok:
 			b.WriteString(t)
 		default:
@@ -146,7 +154,7 @@ func skeleton(s string) string {
 // (so "AIice", with a capital I, reads as "alice" too: folded first, its I
 // would become an i).
 func Keys(h string) []string {
-	h = norm.NFKC.String(strings.Map(tilde, h))
+	h = foreignMarks(norm.NFD.String(norm.NFKC.String(strings.Map(tilde, h))))
 	a, b := key(skeleton(cases.Fold().String(h))), key(skeleton(cases.Fold().String(skeleton(h))))
 	if a == b {
 		return []string{a}
@@ -186,6 +194,103 @@ func diacritic(r rune) bool {
 	return r >= 0x0300 && r <= 0x036f || r >= 0x1ab0 && r <= 0x1aff || r >= 0x1dc0 && r <= 0x1dff ||
 		r >= 0x20d0 && r <= 0x20ff || r >= 0xfe20 && r <= 0xfe2f
 }
+
+// foreignMarks is s (in NFD) without the nonspacing marks that do not
+// belong with the letter they sit on: a mark of a script of its own (an
+// Arabic kasra, a Devanagari vowel sign) on a letter of another script (a
+// Latin b), or on no letter (after a space, a digit, a sign), reads as a
+// small mark on it, as a general-purpose one does (Unicode Technical
+// Standard #39 holds a mark to its letter's script the same way).
+func foreignMarks(s string) string {
+	base := rune(-1) // the letter the marks that follow sit on
+	return strings.Map(func(r rune) rune {
+		switch {
+		case ignorable(r):
+		case !unicode.Is(unicode.M, r):
+			base = r
+		case unicode.Is(unicode.Mn, r) && !diacritic(r) && !markFits(r, base):
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// markFits reports whether nonspacing mark m belongs with base: base is a
+// letter (or digit) of one of m's scripts.
+func markFits(m, base rune) bool {
+	if base < 0 || !unicode.IsLetter(base) && !unicode.IsDigit(base) {
+		return false
+	}
+	for _, sc := range markScripts(m) {
+		if unicode.Is(sc, base) {
+			return true
+		}
+	}
+	return false
+}
+
+// markScripts is the scripts nonspacing mark m belongs with: its own, or,
+// for a mark of the Inherited script outside the general-purpose blocks,
+// those that use it (Unicode's Script_Extensions, in short). An Inherited
+// mark not listed (Znamenny and musical notation, a Phaistos disc stroke)
+// belongs with none, as the general-purpose ones.
+func markScripts(m rune) []*unicode.RangeTable {
+	for _, x := range inheritedMarks {
+		if m >= x.lo && m <= x.hi {
+			return x.scripts
+		}
+	}
+	if sc := markScript()[m]; sc != nil && sc != unicode.Inherited {
+		return []*unicode.RangeTable{sc}
+	}
+	return nil
+}
+
+// indic is the scripts that write Vedic accents (U+0951–U+0954,
+// U+1CD0–U+1CF9).
+var indic = []*unicode.RangeTable{unicode.Devanagari, unicode.Bengali, unicode.Grantha, unicode.Gujarati,
+	unicode.Gurmukhi, unicode.Kannada, unicode.Malayalam, unicode.Oriya, unicode.Sharada, unicode.Tamil,
+	unicode.Telugu, unicode.Tirhuta, unicode.Nandinagari}
+
+// inheritedMarks is the nonspacing marks of the Inherited script outside
+// the general-purpose blocks that belong with certain scripts.
+var inheritedMarks = []struct {
+	lo, hi  rune
+	scripts []*unicode.RangeTable
+}{
+	{0x0485, 0x0486, []*unicode.RangeTable{unicode.Cyrillic, unicode.Latin}},
+	{0x064b, 0x0655, []*unicode.RangeTable{unicode.Arabic, unicode.Syriac}},
+	{0x0670, 0x0670, []*unicode.RangeTable{unicode.Arabic, unicode.Syriac}},
+	{0x0951, 0x0954, indic},
+	{0x1cd0, 0x1cf9, indic},
+	{0x302a, 0x302d, []*unicode.RangeTable{unicode.Bopomofo, unicode.Han}},
+	{0x3099, 0x309a, []*unicode.RangeTable{unicode.Hiragana, unicode.Katakana}},
+	{0x102e0, 0x102e0, []*unicode.RangeTable{unicode.Arabic, unicode.Coptic}},
+	{0x1133b, 0x1133b, []*unicode.RangeTable{unicode.Grantha, unicode.Tamil}},
+}
+
+// markScript is the script of each nonspacing mark, made the first time
+// it is needed.
+var markScript = sync.OnceValue(func() map[rune]*unicode.RangeTable {
+	m := make(map[rune]*unicode.RangeTable, 2048)
+	for _, sc := range unicode.Scripts {
+		for _, r16 := range sc.R16 {
+			for r := rune(r16.Lo); r <= rune(r16.Hi); r += rune(r16.Stride) {
+				if unicode.Is(unicode.Mn, r) {
+					m[r] = sc
+				}
+			}
+		}
+		for _, r32 := range sc.R32 {
+			for r := rune(r32.Lo); r <= rune(r32.Hi); r += rune(r32.Stride) {
+				if unicode.Is(unicode.Mn, r) {
+					m[r] = sc
+				}
+			}
+		}
+	}
+	return m
+})
 
 // Same reports whether handles a and b read the same (share a key).
 func Same(a, b string) bool {
