@@ -38,6 +38,7 @@ package lookalike
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -353,10 +354,13 @@ func ReadsAs(k, w string) bool {
 // so a key looked up costs what its own length allows, however many keys
 // share a core: each run of its words is one look-up, and each of the
 // signs around that run that some key of that core starts or ends with
-// one more.
+// one more. Only the runs as long as a core that starts with their first
+// word are looked up.
 type Index struct {
-	byCore   map[string]*core
-	maxWords int // the most words of a core taken
+	byCore map[string]*core
+	// lens holds, for the first word of each core, the numbers of words
+	// of the cores that start with it.
+	lens map[string][]int
 }
 
 // core is the keys of an Index that have one core: by the signs before
@@ -385,7 +389,7 @@ func (x *Index) Add(k string, id int) {
 		return
 	}
 	if x.byCore == nil {
-		x.byCore = make(map[string]*core)
+		x.byCore, x.lens = make(map[string]*core), make(map[string][]int)
 	}
 	h := x.byCore[c]
 	if h == nil {
@@ -400,7 +404,9 @@ func (x *Index) Add(k string, id int) {
 	}
 	byAfter[after] = append(byAfter[after], id)
 	h.maxBefore, h.maxAfter = max(h.maxBefore, len(before)), max(h.maxAfter, len(after))
-	x.maxWords = max(x.maxWords, len(ws))
+	if first := k[ws[0][0]:ws[0][1]]; !slices.Contains(x.lens[first], len(ws)) {
+		x.lens[first] = append(x.lens[first], len(ws))
+	}
 }
 
 // Find calls fn with the id of each key taken that k holds as whole words
@@ -421,7 +427,11 @@ func (x *Index) Find(k string, fn func(id int) bool) {
 		if a > 0 {
 			gapStart = ws[a-1][1]
 		}
-		for b := a; b < len(ws) && b-a < x.maxWords; b++ {
+		for _, n := range x.lens[k[ws[a][0]:ws[a][1]]] {
+			b := a + n - 1
+			if b >= len(ws) {
+				continue
+			}
 			c := x.byCore[k[ws[a][0]:ws[b][1]]]
 			if c == nil {
 				continue
