@@ -343,3 +343,31 @@ func TestHandlesThatReadLikeThisNode(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkedHandleShowsItsTail: a stranger "bob" with U+0317 (acute
+// accent below, a general-purpose mark Parley reads through) and a room
+// member "alice" with U+030D (vertical line above) show with their tails
+// on alice's node, beside the contact bob and alice herself, as "bob" with
+// a dot below does. Before, they showed bare: the look-alike keys kept
+// those marks, mapped to Arabic marks (see internal/lookalike's
+// TestGeneralMarksMappedToScriptMarksLeftOut).
+func TestMarkedHandleShowsItsTail(t *testing.T) {
+	nodes := []rankedNode{
+		{"bob", "contact"},
+		{"bob\u0317", "stranger"},
+		{"alic\u030de", "member"},
+		{"bob\u0323", "stranger"}, // a dot below: read through, shows its tail
+	}
+	ids, book, _ := namesOf(t, "alice", nodes, nil)
+	if e := book[ids[0]]; e.Name != "bob" {
+		t.Fatalf("the contact bob shows as %+q", e.Name)
+	}
+	if e := book[ids[3]]; e.Name == nodes[3].handle {
+		t.Fatalf("the control %+q shows bare", nodes[3].handle)
+	}
+	for i := 1; i < 3; i++ {
+		if e := book[ids[i]]; e.Name == nodes[i].handle {
+			t.Errorf("%+q (%s) shows bare as %+q, LikeSelf %v", nodes[i].handle, nodes[i].rank, e.Name, e.LikeSelf)
+		}
+	}
+}
