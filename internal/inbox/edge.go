@@ -911,8 +911,11 @@ func (b *Inbox) pairName(agent identity.AgentName, to member) string {
 	return name
 }
 
-// nodeName is node p as people read it (its handle), at most maxNodeName
-// bytes; a node with no handle known shows as the end of its peer ID.
+// nodeName is node p as people read it (its name from the names service),
+// at most maxNodeName bytes; a node with no handle known shows as the end
+// of its peer ID. A long name is cut in its handle: the ~SUFFIX a name
+// that reads like another's shows with stays whole, so the cut name does
+// not read as the other's.
 func (b *Inbox) nodeName(p peer.ID) string {
 	n := ""
 	if b.cfg.Names != nil {
@@ -922,14 +925,18 @@ func (b *Inbox) nodeName(p peer.ID) string {
 		s := p.String()
 		n = "…" + s[max(len(s)-8, 0):]
 	}
-	if len(n) > maxNodeName {
-		cut := maxNodeName - len("…")
-		for cut > 0 && !utf8.RuneStart(n[cut]) {
-			cut--
-		}
-		n = n[:cut] + "…"
+	if len(n) <= maxNodeName {
+		return n
 	}
-	return n
+	head, tail := n, ""
+	if i := strings.LastIndexByte(n, '~'); i > 0 && len(n)-i <= maxNodeName/2 {
+		head, tail = n[:i], n[i:]
+	}
+	cut := maxNodeName - len("…") - len(tail)
+	for cut > 0 && !utf8.RuneStart(head[cut]) {
+		cut--
+	}
+	return strings.TrimRight(head[:cut], " ") + "…" + tail
 }
 
 // WaitReply implements localapi.Edge.
