@@ -19,3 +19,7 @@ func (s *Service) PushesRefused() int {
 	defer s.pushMu.Unlock()
 	return s.refused
 }
+
+// Show is how a name shows handle h (characters that show nothing
+// escaped).
+func Show(h string) string { return show(h) }

@@ -371,3 +371,43 @@ func TestMarkedHandleShowsItsTail(t *testing.T) {
 		}
 	}
 }
+
+// TestNameOfAStrangersCard: a handle from a card this node does not keep
+// (an agent card `parley find` or parley_find found through the DHT)
+// shows as the names service shows it. Before, find printed the card's
+// handle as it came: a stranger "bob" read as the contact bob. Now a node
+// this node knows shows by its name, and a stranger's handle that reads
+// like a known node's, this node's, a word for it, or a display form, or
+// that holds characters that show nothing, takes its tail.
+func TestNameOfAStrangersCard(t *testing.T) {
+	ids, book, ns := namesOf(t, "alice", []rankedNode{{"bob", "contact"}, {"carol", "member"}}, nil)
+	stranger, _ := card(t, "x")
+	if got := ns.NameOf(ids[0], "robert"); got != book[ids[0]].Name {
+		t.Errorf("the contact bob, whose card tells robert, shows as %q, want %q", got, book[ids[0]].Name)
+	}
+	for h, tailed := range map[string]bool{
+		"dave":           false,
+		"bob":            true,
+		"B\u043eb":       true, // a Cyrillic o
+		"bob\u0317":      true, // a mark below
+		"alice":          true,
+		"alice (admin)":  true,
+		"[team] carol":   true,
+		"you":            true,
+		"dave~abcd":      true,
+		"dave\u3164":     true, // a Hangul filler
+		"robert (admin)": false,
+	} {
+		got := ns.NameOf(stranger, h)
+		tail, ok := strings.CutPrefix(got, names.Show(h)+"~")
+		switch {
+		case !tailed && got != h:
+			t.Errorf("a stranger %+q shows as %+q, want it bare", h, got)
+		case tailed && (!ok || len(tail) < 4 || !strings.HasSuffix(stranger.String(), tail)):
+			t.Errorf("a stranger %+q shows as %+q, want it with its tail", h, got)
+		}
+	}
+	if got := ns.NameOf(stranger, " "); got != names.Short(stranger) {
+		t.Errorf("a stranger without a handle shows as %q", got)
+	}
+}

@@ -211,6 +211,11 @@ type table struct {
 	why map[peer.ID]string
 	// ranked is set when contacts rank above room members (Config.Contacts).
 	ranked bool
+	// held finds the keys of this node's handle, of the words that stand
+	// for it and of trusted nodes' handles in a key with more around them;
+	// selfKeys is the keys of the first two.
+	held     *lookalike.Index
+	selfKeys map[string]bool
 }
 
 // New loads the stored cards and seals this node's own; it starts nothing.
@@ -979,7 +984,7 @@ const (
 //
 // keys holds the keys of handles from the last build (nil: none).
 func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]string, keys map[string][]string, rank func(peer.ID) int) *table {
-	t := &table{built: now, name: make(map[peer.ID]string, len(handles)), handle: handles,
+	t := &table{built: now, name: make(map[peer.ID]string, len(handles)), handle: handles, selfKeys: make(map[string]bool),
 		byKey: make(map[string][]peer.ID), group: make(map[peer.ID][]peer.ID, len(handles)),
 		byName: make(map[string][]peer.ID, len(handles)), keys: make(map[string][]string, len(handles)),
 		likeSelf: make(map[peer.ID]bool), rank: make(map[peer.ID]int, len(handles)), why: make(map[peer.ID]string)}
@@ -1032,7 +1037,7 @@ func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]str
 	}
 	var heldKeys []held
 	heldID := make(map[string]int)
-	var idx lookalike.Index
+	idx := new(lookalike.Index)
 	hold := func(k string, r int, h string) {
 		if i, ok := heldID[k]; ok {
 			if r > heldKeys[i].rank {
@@ -1044,7 +1049,8 @@ func buildTable(now time.Time, self peer.ID, own string, handles map[peer.ID]str
 		heldKeys = append(heldKeys, held{k, r, h})
 		idx.Add(k, len(heldKeys)-1)
 	}
-	selfKeys := make(map[string]bool)
+	selfKeys := t.selfKeys
+	t.held = idx
 	protect := selfWords()
 	if own != "" {
 		protect = append([][]string{lookalike.Keys(own)}, protect...)
@@ -1235,6 +1241,40 @@ func (s *Service) Name(p peer.ID) string {
 	return Short(p)
 }
 
+// NameOf is how node p shows when the handle it tells is handle, from a
+// card this node does not keep (an agent card found through the DHT,
+// perhaps a stranger's): its name (Name) when this node knows p's handle;
+// else handle, characters that show nothing escaped, with the tail of p's
+// peer ID when it reads like the handle of a node this node knows, like
+// this node's or a word that stands for it (or holds one of them with
+// more around it), or like a name Parley shows in place of a handle. An
+// empty handle shows as Short(p).
+func (s *Service) NameOf(p peer.ID, handle string) string {
+	t := s.current()
+	if n, ok := t.name[p]; ok {
+		return n
+	}
+	if handle = strings.TrimSpace(handle); handle == "" {
+		return Short(p)
+	}
+	ks := lookalike.Keys(handle)
+	like := t.likeKeys(ks)
+	tailed := len(like) > 0 || hidden(handle) || lookalike.Form(handle, ks)
+	for _, k := range ks {
+		if t.selfKeys[k] {
+			tailed = true
+		}
+		if t.held != nil {
+			t.held.Find(k, func(int) bool { tailed = true; return false })
+		}
+	}
+	n := show(handle)
+	if !tailed {
+		return n
+	}
+	return n + "~" + suffixes(append(like, p))[len(like)]
+}
+
 // Handle is node p's handle, if known.
 func (s *Service) Handle(p peer.ID) (string, bool) {
 	h, ok := s.current().handle[p]
@@ -1388,10 +1428,13 @@ func (e *ambiguous) Is(target error) bool { return target == ErrAmbiguous }
 // like is the nodes whose handles read like h: the groups of the nodes
 // that share a key with it (the nodes of a key are all of one group, so
 // each key brings in one group, whatever its size).
-func (t *table) like(h string) []peer.ID {
+func (t *table) like(h string) []peer.ID { return t.likeKeys(lookalike.Keys(h)) }
+
+// likeKeys is like, for a handle whose keys are ks.
+func (t *table) likeKeys(ks []string) []peer.ID {
 	var out []peer.ID
 	var seen []peer.ID // a node of each group taken
-	for _, k := range lookalike.Keys(h) {
+	for _, k := range ks {
 		ps := t.byKey[k]
 		if len(ps) == 0 {
 			continue
