@@ -72,6 +72,9 @@ func (a agentsAPI) Who(ctx context.Context) []localapi.WhoEntry {
 		if w.Local {
 			out[i].Unreached = un[w.Agent]
 		}
+		if p, err := peer.Decode(w.PeerID); err == nil && a.n.names != nil {
+			out[i].Name = a.n.names.Name(p)
+		}
 	}
 	a.n.withClaims(out)
 	return out
@@ -87,7 +90,14 @@ func (a agentsAPI) Find(ctx context.Context, q string) ([]localapi.CardView, err
 	for i, c := range cs {
 		out[i] = localapi.CardView{PeerID: c.PeerID, Handle: c.Handle, Agent: c.Agent, Address: c.Agent + "@" + c.PeerID,
 			Capabilities: orEmpty(c.Capabilities), Client: c.Client, Expires: c.Expires}
-		if p, err := peer.Decode(c.PeerID); err == nil && len(c.Member) > 0 && a.n.org != nil {
+		p, err := peer.Decode(c.PeerID)
+		if err != nil {
+			continue
+		}
+		if a.n.names != nil {
+			out[i].Name = a.n.names.NameOf(p, c.Handle)
+		}
+		if len(c.Member) > 0 && a.n.org != nil {
 			if r, err := a.n.org.CheckCard(p, c.Member); err == nil {
 				out[i].Org = &localapi.Membership{OrgID: r.Org.String(), Name: r.Name, Until: r.NotAfter}
 			}

@@ -190,9 +190,9 @@ are found by their public cards with ` + "`parley find`" + `.`,
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "PEER ID\tHANDLE\tAGENT\tSTATE\tWORKING ON\tCLAIMS\tLAST SEEN")
+					fmt.Fprintln(tw, "PEER ID\tNAME\tAGENT\tSTATE\tWORKING ON\tCLAIMS\tLAST SEEN")
 					for _, e := range v {
-						handle := termtext.Line(e.Handle)
+						handle := shownName(e.Name, e.Handle)
 						if e.Local {
 							handle += " (you)"
 						}
@@ -232,19 +232,29 @@ a query that can match nothing (cap: with no value) is.`,
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "HANDLE\tORG\tAGENT\tCAPABILITIES\tCLIENT\tPEER ID")
+					fmt.Fprintln(tw, "NAME\tORG\tAGENT\tCAPABILITIES\tCLIENT\tPEER ID")
 					for _, c := range v {
 						org := ""
 						if c.Org != nil {
 							org = c.Org.Name
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(termtext.Line(c.Handle)), dash(termtext.Line(org)), termtext.Line(c.Agent),
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(shownName(c.Name, c.Handle)), dash(termtext.Line(org)), termtext.Line(c.Agent),
 							dash(termtext.Line(strings.Join(c.Capabilities, ","))), dash(termtext.Line(c.Client)), c.PeerID)
 					}
 					tw.Flush()
 				})
 		},
 	}
+}
+
+// shownName is how `who` and `find` print a node: the name its node gives
+// it (handle~SUFFIX when its handle reads like another's), or, from a node
+// that gives none (an older one), its handle.
+func shownName(name, handle string) string {
+	if name != "" {
+		return termtext.Line(name)
+	}
+	return termtext.Line(handle)
 }
 
 func dash(s string) string {

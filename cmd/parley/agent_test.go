@@ -25,6 +25,7 @@ type cliAgent struct {
 type cliWho struct {
 	PeerID    string `json:"peer_id"`
 	Handle    string `json:"handle"`
+	Name      string `json:"name"`
 	Agent     string `json:"agent"`
 	State     string `json:"state"`
 	WorkingOn string `json:"working_on"`
@@ -35,6 +36,7 @@ type cliWho struct {
 type cliCard struct {
 	PeerID       string   `json:"peer_id"`
 	Handle       string   `json:"handle"`
+	Name         string   `json:"name"`
 	Agent        string   `json:"agent"`
 	Capabilities []string `json:"capabilities"`
 	// Keys is every key of the card's JSON object.
@@ -69,18 +71,22 @@ func liveAt(t *testing.T, home, peerID, agent string) (cliWho, bool) {
 // Three nodes from the CLI, mDNS off: an agent registered on C with a
 // capability is found by `find` on A; A, a contact of C, sees what it works
 // on in `who` and B, a stranger, does not; after C is killed, `who` on A
-// stops listing C's agent as alive within the agent's TTL.
+// stops listing C's agent as alive within the agent's TTL. B's handle
+// reads like C's (a Cyrillic а): A's `find` shows B's card with its tail
+// and C's by C's name (before, find and who printed the cards' handles
+// as they came, so B read as the contact carol).
 func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
 	homeA, homeB, homeC := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
 	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
-	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "c\u0430rol")
 	c := up(t, homeC, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "carol")
-	var idA, idC struct {
+	var idA, idB, idC struct {
 		PeerID string `json:"peer_id"`
 	}
 	runJSON(t, &idA, "--home", homeA, "id")
+	runJSON(t, &idB, "--home", homeB, "id")
 	runJSON(t, &idC, "--home", homeC, "id")
 
 	// A and C become contacts; B stays a stranger.
@@ -148,6 +154,29 @@ func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
 			})
 		}, "A to find C's agent with %q", q)
 	}
+	// B's look-alike card shows on A with its tail, C's by C's name.
+	runJSON(t, &reg, "--home", homeB, "agent", "register", "mimic", "--cap", "golang", "--ttl", "60s")
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		var cards []cliCard
+		runJSON(t, &cards, "--home", homeA, "find", "cap:golang")
+		return slices.ContainsFunc(cards, func(c cliCard) bool { return c.PeerID == idB.PeerID })
+	}, "A to find B's agent")
+	var found []cliCard
+	runJSON(t, &found, "--home", homeA, "find", "cap:golang")
+	for _, c := range found {
+		switch tail, ok := strings.CutPrefix(c.Name, "c\u0430rol~"); {
+		case c.PeerID == idC.PeerID && c.Name != "carol":
+			t.Errorf("find on A shows the contact carol's card as %q", c.Name)
+		case c.PeerID == idB.PeerID && (!ok || !strings.HasSuffix(idB.PeerID, tail)):
+			t.Errorf("find on A shows the look-alike stranger's card (handle %+q) as %+q, want it with its tail", c.Handle, c.Name)
+		}
+	}
+	if out, _, _ := run(t, "--home", homeA, "find", "cap:golang"); !strings.Contains(out, "c\u0430rol~") {
+		t.Errorf("find (human) on A shows the look-alike without its tail: %q", out)
+	}
+	if _, errs, code := run(t, "--home", homeB, "agent", "unregister", "mimic"); code != 0 {
+		t.Fatalf("agent unregister mimic on B: exit %d: %s", code, errs)
+	}
 	// A card never carries the role: find has no column for it, no key in
 	// its JSON, and the help does not call it public.
 	var cards []cliCard
@@ -182,7 +211,7 @@ func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
 	// A, a contact, sees what it works on; B, a stranger, finds only the card.
 	nodetest.WaitFor(t, 15*time.Second, func() bool {
 		e, ok := liveAt(t, homeA, idC.PeerID, "coder")
-		return ok && e.WorkingOn == "fixing the parser" && !e.Local && e.Handle == "carol" && e.LastSeen != ""
+		return ok && e.WorkingOn == "fixing the parser" && !e.Local && e.Handle == "carol" && e.Name == "carol" && e.LastSeen != ""
 	}, "A to see C's agent in who")
 	if out, _, _ := run(t, "--home", homeA, "who"); !strings.Contains(out, "coder") || !strings.Contains(out, "carol") {
 		t.Fatalf("who (human): %q", out)

@@ -179,8 +179,12 @@ type ProcessAgents struct {
 
 // WhoEntry is a live agent, local or a contact's.
 type WhoEntry struct {
-	PeerID       string    `json:"peer_id"`
-	Handle       string    `json:"handle"`
+	PeerID string `json:"peer_id"`
+	Handle string `json:"handle"`
+	// Name is how the node reads (the names service's name: its handle,
+	// or handle~SUFFIX when another node's handle reads the same). Print
+	// it, not Handle; empty from a node without a names service.
+	Name         string    `json:"name,omitempty"`
 	Agent        string    `json:"agent"`
 	Address      string    `json:"address"` // NAME@PEER_ID
 	State        string    `json:"state"`
@@ -197,8 +201,13 @@ type WhoEntry struct {
 
 // CardView is a public agent card found through the DHT.
 type CardView struct {
-	PeerID       string    `json:"peer_id"`
-	Handle       string    `json:"handle"`
+	PeerID string `json:"peer_id"`
+	Handle string `json:"handle"` // as the card tells it
+	// Name is how the node reads (names.Service.NameOf: its name when this
+	// node knows it; else the card's handle, with the tail of its peer ID
+	// when it reads like a known node's or this node's). Print it, not
+	// Handle; empty from a node without a names service.
+	Name         string    `json:"name,omitempty"`
 	Agent        string    `json:"agent"`
 	Address      string    `json:"address"` // NAME@PEER_ID
 	Capabilities []string  `json:"capabilities"`

@@ -118,6 +118,7 @@ type WhoOut struct {
 type Agent struct {
 	Address      string   `json:"address"`
 	Handle       string   `json:"handle"`
+	Name         string   `json:"name" jsonschema:"how its node reads here: its handle, or handle~SUFFIX when another node's handle reads the same; use it, not handle"`
 	State        string   `json:"state"`
 	Role         string   `json:"role"`
 	WorkingOn    string   `json:"working_on"`
@@ -152,6 +153,7 @@ type FindOut struct {
 type Card struct {
 	Address      string   `json:"address"`
 	Handle       string   `json:"handle"`
+	Name         string   `json:"name" jsonschema:"how its node reads here: its handle, or handle~SUFFIX when it reads like a known node's or yours; use it, not handle"`
 	Capabilities []string `json:"capabilities"`
 	Client       string   `json:"client"`
 }
@@ -469,7 +471,7 @@ func (s *Server) who(ctx context.Context, c *call, in Empty) (WhoOut, string, er
 	}
 	c.take(res.Pending)
 	for _, w := range res.Agents {
-		out.Agents = append(out.Agents, Agent{Address: w.Address, Handle: w.Handle, State: w.State, Role: w.Role,
+		out.Agents = append(out.Agents, Agent{Address: w.Address, Handle: w.Handle, Name: nameOr(w.Name, w.Handle), State: w.State, Role: w.Role,
 			WorkingOn: w.WorkingOn, Capabilities: orEmpty(w.Capabilities), LastSeen: w.LastSeen.UTC().Format(time.RFC3339), Local: w.Local,
 			Claims: claimLines(w.Claims)})
 	}
@@ -510,6 +512,15 @@ func writeRooms(b *strings.Builder, rs []Room) {
 	}
 }
 
+// nameOr is a node's name as the node gives it, or its handle when the
+// node gives none.
+func nameOr(name, handle string) string {
+	if name != "" {
+		return name
+	}
+	return handle
+}
+
 func labelled(label, s string) string {
 	if s == "" {
 		return ""
@@ -545,8 +556,9 @@ func (s *Server) find(ctx context.Context, c *call, in FindIn) (FindOut, string,
 		fmt.Fprintf(&b, "%d agents found:", len(cards))
 	}
 	for _, cv := range cards {
-		out.Cards = append(out.Cards, Card{Address: cv.Address, Handle: cv.Handle, Capabilities: orEmpty(cv.Capabilities), Client: cv.Client})
-		fmt.Fprintf(&b, "\n• %s (%s)%s", cv.Address, cv.Handle, labelled(" — ", strings.Join(cv.Capabilities, ", ")))
+		n := nameOr(cv.Name, cv.Handle)
+		out.Cards = append(out.Cards, Card{Address: cv.Address, Handle: cv.Handle, Name: n, Capabilities: orEmpty(cv.Capabilities), Client: cv.Client})
+		fmt.Fprintf(&b, "\n• %s (%s)%s", cv.Address, n, labelled(" — ", strings.Join(cv.Capabilities, ", ")))
 	}
 	return out, b.String(), nil
 }
