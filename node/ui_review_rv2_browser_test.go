@@ -1,0 +1,78 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// Review: the "Asked of you" panel draws every ask the human owes, whole
+// (clipped at 2,000 characters each, with no content-visibility), and draws
+// it all again at each "rooms" event: every event stored in any room
+// changes the room list (its event counts), so it comes with every message.
+// A member of one shared room asks the human a hundred times (an ask is owed
+// an hour; a room has no limit per member), then keeps talking: the page
+// spends its time redrawing the panel and answers late or not at all.
+func TestReviewDashboardOwedAsksRedrawnAtEveryMessage(t *testing.T) {
+	const asks = 100
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) { c.AgentPostLimit = -1 }))
+	nt.ConnectAll()
+	nt.Befriend(t, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c0, c1 := localapi.NewClient(node.SocketPath(nt.Home(0))), localapi.NewClient(node.SocketPath(nt.Home(1)))
+	defer c0.Close()
+	defer c1.Close()
+	me := nt.ID(0).String()
+	room, err := c1.OpenRoom(ctx, "bob", localapi.OpenRoomRequest{Name: "asks", Members: []string{me}})
+	if err != nil || len(room.Invited) != 1 {
+		t.Fatalf("open room: %+v %v", room, err)
+	}
+	// Latin and Hebrew letters in turn: each pair is a bidi run of its own.
+	text := strings.Repeat("a\u05d0", 1000)
+	for i := 0; i < asks; i++ {
+		if _, err := c1.Ask(ctx, "bob", localapi.AskRequest{Room: room.RoomID, To: "human@" + me, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := c0.UI(ctx)
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	b := browser(t)
+	run(t, b, "a desktop's window", chromedp.EmulateViewport(1280, 800))
+	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
+	waitJS(t, b, 2*time.Minute, fmt.Sprintf(`document.getElementById("status").textContent === "live" && document.querySelectorAll("#human li[data-ask]").length === %d`, asks), "the owed asks on the page")
+
+	// The page's main thread, watched while the member posts a short message
+	// every 250 ms for 10 s (no room is selected: the room itself is not
+	// drawn).
+	// Each frame the page draws is timed (it draws in requestAnimationFrame).
+	eval[bool](t, b, `(() => { window.busy = 0; const raf = window.requestAnimationFrame.bind(window);
+	  window.requestAnimationFrame = f => raf(ts => { const s = performance.now(); try { f(ts) } finally { window.busy += performance.now() - s } }); return true })()`)
+	start := time.Now()
+	var last localapi.Posted
+	pace := time.NewTicker(250 * time.Millisecond) // the member's pace, not a wait
+	defer pace.Stop()
+	for i := 0; time.Since(start) < 10*time.Second; i++ {
+		if last, err = c1.Say(ctx, "bob", localapi.SayRequest{Room: room.RoomID, Text: fmt.Sprintf("hello %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		<-pace.C
+	}
+	waitJS(t, b, 2*time.Minute, fmt.Sprintf(`!!window.parley.seen[%q]`, last.ID), "the last message on the page")
+	took := time.Since(start)
+	busy := time.Duration(eval[float64](t, b, `window.busy`) * float64(time.Millisecond))
+	t.Logf("in %v of short messages the page was busy %v drawing", took.Round(time.Millisecond), busy.Round(time.Millisecond))
+	if busy > took/4 {
+		t.Fatalf("with %d asks owed the page was busy %v of %v redrawing them as short messages came in (the panel is drawn again at every rooms event)", asks, busy.Round(time.Millisecond), took.Round(time.Millisecond))
+	}
+}
