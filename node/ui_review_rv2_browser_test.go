@@ -76,3 +76,49 @@ func TestReviewDashboardOwedAsksRedrawnAtEveryMessage(t *testing.T) {
 		t.Fatalf("with %d asks owed the page was busy %v of %v redrawing them as short messages came in (the panel is drawn again at every rooms event)", asks, busy.Round(time.Millisecond), took.Round(time.Millisecond))
 	}
 }
+
+// Review: a stranger's contact request with a note of 500 letters and no
+// space (consent.MaxNote allows it) widens the contacts table far past its
+// column: the note is drawn whole, in one run, in an auto-sized table. The
+// state and the buttons of every row are pushed out of the panel, a real
+// contact's "revoke" with them, out of sight until the user scrolls the
+// panel sideways (the room's texts are cut in pieces; this note is not).
+func TestReviewDashboardContactNotePushesButtonsAway(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	nt.ConnectAll()
+	nt.Befriend(t, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c0, c2 := localapi.NewClient(node.SocketPath(nt.Home(0))), localapi.NewClient(node.SocketPath(nt.Home(2)))
+	defer c0.Close()
+	defer c2.Close()
+	me := nt.ID(0).String()
+	info, err := c0.UI(ctx)
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	b := browser(t)
+	run(t, b, "a desktop's window", chromedp.EmulateViewport(1280, 800))
+	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
+	friend := fmt.Sprintf(`document.querySelector('#contacts tr[data-peer=%q] button')`, nt.ID(1).String())
+	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live" && `+friend+` !== null`, "the contact's revoke button")
+	visible := func(sel string) string {
+		return fmt.Sprintf(`(() => { const a = document.querySelector("aside").getBoundingClientRect(), r = %s.getBoundingClientRect(); return r.left >= a.left && r.right <= a.right })()`, sel)
+	}
+	if !eval[bool](t, b, visible(friend)) {
+		t.Fatal("the contact's revoke button is out of the panel before any request")
+	}
+
+	if _, err := c2.ContactRequest(ctx, me, strings.Repeat("W", 500)); err != nil {
+		t.Fatal(err)
+	}
+	stranger := fmt.Sprintf(`document.querySelector('#contacts tr[data-peer=%q] button')`, nt.ID(2).String())
+	waitJS(t, b, 30*time.Second, stranger+` !== null`, "the stranger's request")
+	width := eval[float64](t, b, `document.getElementById("contacts").getBoundingClientRect().width`)
+	panel := eval[float64](t, b, `document.querySelector("aside").getBoundingClientRect().width`)
+	t.Logf("the contacts table is %.0f px wide in a panel of %.0f px", width, panel)
+	if !eval[bool](t, b, visible(friend)) || !eval[bool](t, b, visible(stranger)) {
+		t.Fatalf("a stranger's 500-letter note pushed the contacts' buttons out of the panel (table %.0f px wide, panel %.0f px): the contact's revoke at x=%.0f", width, panel,
+			eval[float64](t, b, friend+`.getBoundingClientRect().left`))
+	}
+}
