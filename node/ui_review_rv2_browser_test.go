@@ -77,13 +77,18 @@ func TestReviewDashboardOwedAsksRedrawnAtEveryMessage(t *testing.T) {
 	}
 }
 
-// Review: a stranger's contact request with a note of 500 letters and no
-// space (consent.MaxNote allows it) widens the contacts table far past its
-// column: the note is drawn whole, in one run, in an auto-sized table. The
-// state and the buttons of every row are pushed out of the panel, a real
-// contact's "revoke" with them, out of sight until the user scrolls the
-// panel sideways (the room's texts are cut in pieces; this note is not).
-func TestReviewDashboardContactNotePushesButtonsAway(t *testing.T) {
+// TestDashboardLongTextsKeepPanelButtonsInView: a stranger's contact
+// request with a note of 500 letters and no space (consent.MaxNote allows
+// it) made the contacts table 6,148 px wide in a panel of 440: the note was
+// drawn whole, in one run, in an auto-sized table, and the state and
+// buttons of every row, a real contact's "revoke" with them, were out of
+// sight until the user scrolled the panel sideways (found by a review; an
+// agent's working_on, a board claim's path and note and an organisation's
+// name were drawn so too). Now such texts are drawn in pieces that may
+// break, and the panels' tables lay out fixed, with set widths for the
+// state and button columns: the contacts' buttons, and those of an agent
+// working on 500 letters, stay in the panel.
+func TestDashboardLongTextsKeepPanelButtonsInView(t *testing.T) {
 	nt := nodetest.Start(t, 3)
 	nt.ConnectAll()
 	nt.Befriend(t, 1, 0)
@@ -120,5 +125,20 @@ func TestReviewDashboardContactNotePushesButtonsAway(t *testing.T) {
 	if !eval[bool](t, b, visible(friend)) || !eval[bool](t, b, visible(stranger)) {
 		t.Fatalf("a stranger's 500-letter note pushed the contacts' buttons out of the panel (table %.0f px wide, panel %.0f px): the contact's revoke at x=%.0f", width, panel,
 			eval[float64](t, b, friend+`.getBoundingClientRect().left`))
+	}
+
+	// An agent of this node working on 500 letters: its mute and kill
+	// buttons stay in the panel.
+	if _, err := c0.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: "alice", WorkingOn: strings.Repeat("W", 500)}); err != nil {
+		t.Fatal(err)
+	}
+	agent := fmt.Sprintf(`document.querySelectorAll('#agents tr[data-agent=%q] button')`, "alice@"+me)
+	waitJS(t, b, 30*time.Second, agent+`.length === 2`, "the agent's buttons")
+	width = eval[float64](t, b, `document.getElementById("agents").getBoundingClientRect().width`)
+	t.Logf("the agents table is %.0f px wide in a panel of %.0f px", width, panel)
+	for i := range 2 {
+		if !eval[bool](t, b, visible(fmt.Sprintf("%s[%d]", agent, i))) {
+			t.Fatalf("an agent working on 500 letters pushed its button %d out of the panel (table %.0f px wide, panel %.0f px)", i, width, panel)
+		}
 	}
 }

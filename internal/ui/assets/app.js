@@ -343,7 +343,19 @@
   }
 
   function row(cells) { return el("tr", {}, cells.map(function (c) { return typeof c === "object" && c ? el("td", {}, [c]) : el("td", { text: c === null || c === undefined ? "" : String(c) }); })); }
-  function head(cells) { return el("tr", {}, cells.map(function (c) { return el("th", { text: c }); })); }
+  // head is a table's first row; widths, when given, set its columns'
+  // (the panels' tables lay out fixed, from this row: a long text wraps in
+  // its column and never pushes the buttons out of view).
+  function head(cells, widths) {
+    return el("tr", {}, cells.map(function (c, i) {
+      var th = el("th", { text: c });
+      if (widths && widths[i]) th.style.width = widths[i];
+      return th;
+    }));
+  }
+  // remote is a text another node wrote, drawn in pieces in a bdi of its
+  // own.
+  function remote(t, cls) { return pieces(el("bdi", cls ? { cls: cls } : {}), String(t || "")); }
   function btn(label, f) { return el("button", { text: label, onclick: f }); }
   function act(path, body) {
     showError("");
@@ -368,10 +380,10 @@
       var mod = S.panels.moderation; // present when the node has moderation
       var rule = function (address) { return (mod || []).filter(function (r) { return r.agent === address; })[0] || {}; };
       var cols = ["agent", "state", "working on", "owes", "waits on"].concat(mod ? [""] : []);
-      fill($("agents"), [head(cols)].concat((as || []).map(function (a) {
-        var cells = [a.address ? addr(a.address) : a.agent, el("span", { cls: a.state, text: a.state }), a.working_on,
+      fill($("agents"), [head(cols, [null, "52px", null, "40px", null, "124px"])].concat((as || []).map(function (a) {
+        var cells = [remote(a.address ? addr(a.address) : a.agent), el("span", { cls: a.state, text: a.state }), remote(a.working_on),
           a.owed === null || a.owed === undefined ? "" : String(a.owed),
-          el("span", {}, (a.waiting_on || []).reduce(function (l, w, i) { return l.concat(i ? ", " : "", bdi(addr(w))); }, []))];
+          el("span", {}, (a.waiting_on || []).reduce(function (l, w, i) { return l.concat(i ? ", " : "", remote(addr(w))); }, []))];
         if (mod) {
           var r = rule(a.address), acts = el("span", { cls: "nowrap" });
           acts.appendChild(r.muted ? btn("unmute", function () { act("/v1/moderation/unmute", { agent: a.address }); })
@@ -387,8 +399,8 @@
       if (!(as || []).length) $("agents").appendChild(el("caption", { cls: "muted", text: "no agent is alive here or at your contacts" }));
     },
     contacts: function (cs) {
-      fill($("contacts"), [head(["peer", "handle", "state", ""])].concat((cs || []).map(function (c) {
-        var acts = el("span", {});
+      fill($("contacts"), [head(["peer", "handle", "state", ""], ["96px", null, "76px", "124px"])].concat((cs || []).map(function (c) {
+        var acts = el("span", { cls: "nowrap" });
         if (c.state === "pending-in") {
           acts.appendChild(btn("approve", function () { act("/v1/contacts/approve", { id: c.id }); }));
           acts.appendChild(btn("deny", function () { act("/v1/contacts/deny", { id: c.id }); }));
@@ -401,7 +413,7 @@
         // characters that show nothing ("bob\u3164" reads as "bob"), which
         // the name shows escaped.
         var name = c.name || (S.panels.names || {})[c.peer_id] || short(c.peer_id);
-        var r = row([short(c.peer_id), el("span", {}, [bdi(name)].concat(c.note ? [" — ", bdi(c.note, "note")] : [])), c.state, acts]);
+        var r = row([short(c.peer_id), el("span", {}, [remote(name)].concat(c.note ? [" — ", remote(c.note, "note")] : [])), c.state, acts]);
         r.setAttribute("data-peer", c.peer_id);
         return r;
       })));
@@ -409,8 +421,8 @@
     names: function () { shownRoom = ""; mark("events"); mark("rooms"); renderPanel("human"); renderPanel("invites"); renderPanel("agents"); renderPanel("audit"); renderPanel("board"); renderPanel("moderation"); },
     board: function (cs) {
       $("board-panel").hidden = false;
-      fill($("board"), [head(["path", "holder", "until", "note"])].concat((cs || []).map(function (c) {
-        var r = row([c.path, addr(c.holder), until(c.expires), c.note]);
+      fill($("board"), [head(["path", "holder", "until", "note"], [null, null, "76px", null])].concat((cs || []).map(function (c) {
+        var r = row([remote(c.path), remote(addr(c.holder)), until(c.expires), remote(c.note)]);
         r.setAttribute("data-path", c.path);
         return r;
       })));
@@ -418,22 +430,22 @@
     },
     invites: function (ws) {
       $("invites-panel").hidden = !(ws || []).length;
-      fill($("invites"), [head(["room", "from", "until", ""])].concat((ws || []).map(function (w) {
+      fill($("invites"), [head(["room", "from", "until", ""], [null, null, "76px", "124px"])].concat((ws || []).map(function (w) {
         var acts = el("span", { cls: "nowrap" }, [
           btn("accept", function () { act("/v1/invites/accept", { id: w.id }); }),
           btn("decline", function () { act("/v1/invites/decline", { id: w.id }); })]);
-        var r = row([roomName(w.id, w.room_name), peer(w.inviter), until(w.expires), acts]);
+        var r = row([roomName(w.id, w.room_name), remote(peer(w.inviter)), until(w.expires), acts]);
         r.setAttribute("data-invite", w.id);
         return r;
       })));
     },
     org_offers: function (os) {
       $("org-panel").hidden = !(os || []).length;
-      fill($("org_offers"), [head(["organisation", "you as", "from", "trusts", "until", ""])].concat((os || []).map(function (o) {
+      fill($("org_offers"), [head(["organisation", "you as", "from", "trusts", "until", ""], [null, null, null, null, "76px", "124px"])].concat((os || []).map(function (o) {
         var acts = el("span", { cls: "nowrap" }, [
           btn("accept", function () { act("/v1/org/accept", { org: o.org }); }),
           btn("decline", function () { act("/v1/org/decline", { org: o.org }); })]);
-        var r = row([el("span", {}, [bdi(o.name || ""), " " + short(o.org)]), bdi(o.handle || ""), bdi(peer(o.from)), (o.trusts || []).map(short).join(", "), until(o.expires), acts]);
+        var r = row([el("span", {}, [remote(o.name), " " + short(o.org)]), remote(o.handle), remote(peer(o.from)), (o.trusts || []).map(short).join(", "), until(o.expires), acts]);
         r.setAttribute("data-org", o.org);
         return r;
       })));
