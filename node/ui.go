@@ -25,7 +25,8 @@ import (
 // uiActions are the local API routes the dashboard's page may use: the
 // human's posts, replies, invites, new rooms and removals (from the rooms
 // this node created), contact decisions, answers to the invites and
-// organisation memberships that wait, and room logs.
+// organisation memberships that wait, room logs, and an event by ID (the
+// whole text of an ask the human panel shows clipped).
 var uiActions = []string{
 	"POST /v1/agents/human/say",
 	"POST /v1/agents/human/reply",
@@ -44,6 +45,7 @@ var uiActions = []string{
 	"POST /v1/moderation/revive",
 	"POST /v1/rooms/{room}/remove",
 	"GET /v1/rooms/{room}/log",
+	"GET /v1/events/{id}",
 }
 
 // auditShown is how many audit entries the dashboard shows.
@@ -166,6 +168,66 @@ func (n *Node) uiInfo() localapi.UIInfo {
 	return localapi.UIInfo{URL: n.uiURL}
 }
 
+// humanShown is how many of the asks owed by the human the dashboard's
+// panel holds (the oldest); askClip and askClipLines bound each one's text
+// there as the page clips a long text (in UTF-16 code units, as the page
+// counts, and lines): an ask's text may be 64 KiB, and the panel's JSON is
+// built and compared every second for each open page.
+const (
+	humanShown   = 50
+	askClip      = 2000
+	askClipLines = 40
+)
+
+// humanView is the human panel: the asks owed, and how many more there are.
+type humanView struct {
+	Asks []askView `json:"asks"`
+	More int       `json:"more"`
+}
+
+// askView is an ask owed by the human as the panel holds it.
+type askView struct {
+	localapi.Item
+	TextBytes int `json:"text_bytes,omitempty"` // the whole text's size, when Text is its start
+}
+
+// clipAsk is the start of a text as the human panel holds it, and whether
+// it was clipped.
+func clipAsk(t string) (string, bool) {
+	units, lines := 0, 0
+	for i, r := range t {
+		if r == '\n' {
+			if lines++; lines == askClipLines {
+				return t[:i], true
+			}
+		}
+		if units++; r >= 0x10000 {
+			units++
+		}
+		if units > askClip {
+			return t[:i], true
+		}
+	}
+	return t, false
+}
+
+// humanPanel is the asks owed by the human as the dashboard shows them.
+func humanPanel(owed []localapi.Item) humanView {
+	v := humanView{Asks: []askView{}}
+	for i, it := range owed {
+		if i == humanShown {
+			v.More = len(owed) - i
+			break
+		}
+		a := askView{Item: it}
+		if t, clipped := clipAsk(it.Text); clipped {
+			a.Text, a.TextBytes = t, len(it.Text)
+		}
+		v.Asks = append(v.Asks, a)
+	}
+	return v
+}
+
 // agentView is one agent on the dashboard: its presence, and for the node's
 // own agents the asks it owes and whom it waits on.
 type agentView struct {
@@ -188,7 +250,7 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	if err != nil {
 		human = []localapi.Item{}
 	}
-	out["human"] = human
+	out["human"] = humanPanel(human)
 	var agents []agentView
 	for _, w := range (agentsAPI{n}).Who(ctx) {
 		v := agentView{WhoEntry: w, WaitingOn: []string{}}

@@ -59,20 +59,34 @@
   // its start and a button that shows it all (and back). Drawing every
   // event of a room whole costs up to 200 times 64 KiB of layout. key names
   // the text: one shown all stays so when its list is drawn again.
+  // whole, when given, says the text is the start of a longer one the node
+  // clipped: whole.bytes its size, whole.get() a promise of it all, asked
+  // for when the user first wants it shown all.
   var clip = { chars: 2000, lines: 40 };
-  function shown(key, text, cls) {
+  function shown(key, text, cls, whole) {
     var b = el("bdi", cls ? { cls: cls } : {}), end = Math.min(text.length, clip.chars);
     for (var i = -1, n = 0; (i = text.indexOf("\n", i + 1)) >= 0 && i < end;) if (++n === clip.lines) { end = i; break; }
-    if (end === text.length) return [pieces(b, text)];
-    if ((text.charCodeAt(end) & 0xFC00) === 0xDC00) end--;
-    var size = enc.encode(text).length, more = el("button", { type: "button", cls: "more" });
+    if (end === text.length && !whole) return [pieces(b, text)];
+    if (end < text.length && (text.charCodeAt(end) & 0xFC00) === 0xDC00) end--;
+    var size = whole ? whole.bytes : enc.encode(text).length, more = el("button", { type: "button", cls: "more" });
+    var all = whole ? null : text, asking = false;
     var draw = function () {
-      var all = !!S.open[key];
+      var open = !!S.open[key] && all !== null;
       b.replaceChildren();
-      pieces(b, all ? text : text.slice(0, end));
-      more.textContent = all ? "show less" : "… show all (" + (size < 1024 ? size + " bytes" : Math.round(size / 1024) + " KiB") + ")";
+      pieces(b, open ? all : text.slice(0, end));
+      more.textContent = open ? "show less" : "… show all (" + (size < 1024 ? size + " bytes" : Math.round(size / 1024) + " KiB") + ")";
     };
-    more.addEventListener("click", function () { S.open[key] = !S.open[key]; draw(); });
+    more.addEventListener("click", function () {
+      S.open[key] = !(S.open[key] && all !== null); // what the button offered
+      if (S.open[key] && all === null) {
+        if (asking) return;
+        asking = true; more.textContent = "… loading";
+        whole.get().then(function (t) { all = t; }, function (err) { S.open[key] = false; showError(err.message); })
+          .then(function () { asking = false; draw(); });
+        return;
+      }
+      draw();
+    });
     draw();
     return [b, " ", more];
   }
@@ -362,19 +376,60 @@
     return api("POST", path, body).catch(function (err) { showError(err.message); });
   }
 
+  // The asks owed the human are drawn only when they change: an entry is
+  // kept by its ask's ID and drawn again when its ask changed, or, its
+  // sender and room label alone, when the labels did (labelGen counts the
+  // changes of room labels and names). A room's new events change the room
+  // list, never these. The node sends the oldest askShown, their texts
+  // clipped (text_bytes: the whole text's size, read from the node when
+  // the user asks to see it all), and how many more it owes.
+  var askShown = 50, labelGen = 0, owed = {}; // ask ID → { sig, gen, li, from, room }
+  var owedNone = el("li", { cls: "muted", text: "nothing" }), owedMore = el("li", { cls: "muted", "data-more": "" });
+  function askEntry(it, sig) {
+    var whole = it.text_bytes ? { bytes: it.text_bytes, get: function () {
+      return api("GET", "/v1/events/" + encodeURIComponent(it.id)).then(function (e) { return e.text; });
+    } } : null;
+    var o = { sig: sig, from: el("span", {}), room: el("span", {}) };
+    askLabels(o, it);
+    o.li = el("li", { "data-ask": it.id }, [o.from].concat(shown("ask " + it.id, it.text, "text", whole), " ",
+      el("span", { cls: "muted" }, ["in ", o.room, " "]),
+      btn("reply", function () { replyTo(it.id, it.room, it.from); })));
+    return o;
+  }
+  function askLabels(o, it) {
+    o.gen = labelGen;
+    fill(o.from, [bdi(addr(it.from), "from")]);
+    fill(o.room, [roomName(it.room, it.room_name, it.room_creator)]);
+  }
+  // roomsKey is what the room labels are drawn from in the room list.
+  function roomsKey(rs) { return JSON.stringify(rs.map(function (r) { return [r.room_id, r.name, r.creator]; })); }
+  var labelsOf = "";
+
   var panels = {
     health: function (h) {
       var p = (h || {}).store_problem || "";
       $("alert").hidden = !p;
       $("alert").textContent = p ? "Store refusing writes: " + p : "";
     },
-    human: function (items) {
-      fill($("human"), (items || []).map(function (it) {
-        return el("li", { "data-ask": it.id }, [bdi(addr(it.from), "from")].concat(shown("ask " + it.id, it.text, "text"), " ",
-          el("span", { cls: "muted" }, ["in ", roomName(it.room, it.room_name, it.room_creator), " "]),
-          btn("reply", function () { replyTo(it.id, it.room, it.from); })));
-      }));
-      if (!(items || []).length) fill($("human"), [el("li", { cls: "muted", text: "nothing" })]);
+    human: function (h) {
+      h = h || {};
+      var items = (h.asks || []).slice(0, askShown), more = (h.more || 0) + Math.max(0, (h.asks || []).length - askShown);
+      var next = {}, kids = items.map(function (it) {
+        var o = owed[it.id], sig = JSON.stringify(it);
+        if (!o || o.sig !== sig) o = askEntry(it, sig);
+        else if (o.gen !== labelGen) askLabels(o, it);
+        next[it.id] = o;
+        return o.li;
+      });
+      owed = next;
+      if (!kids.length) kids.push(owedNone);
+      if (more) {
+        var t = "… and " + more + " more (the oldest are shown)";
+        if (owedMore.textContent !== t) owedMore.textContent = t;
+        kids.push(owedMore);
+      }
+      var list = $("human");
+      if (list.children.length !== kids.length || kids.some(function (k, i) { return list.children[i] !== k; })) fill(list, kids);
     },
     agents: function (as) {
       var mod = S.panels.moderation; // present when the node has moderation
@@ -504,13 +559,19 @@
     var m = JSON.parse(data);
     if (ev === "hello") {
       S.node = m.node; S.handle = m.handle; S.max = m.max_events;
-      S.events = {}; S.dropped = {}; S.unread = {};
+      S.events = {}; S.dropped = {}; S.unread = {}; labelGen++;
       $("who").textContent = m.handle + " · " + short(m.node);
     } else if (ev === "rooms") {
-      S.rooms = m; mark("rooms"); mark("events"); mark("panel:audit"); mark("panel:human"); mark("panel:invites");
+      // The list comes with every event stored in any room (it carries
+      // their counts): the panels that show room labels are drawn again
+      // only when a label may read otherwise.
+      S.rooms = m; mark("rooms"); mark("events");
+      var k = roomsKey(m);
+      if (k !== labelsOf) { labelsOf = k; labelGen++; mark("panel:audit"); mark("panel:human"); mark("panel:invites"); }
     } else if (ev === "events") {
       addEvents(m);
     } else if (ev === "panel") {
+      if (m.name === "names" || m.name === "like_self") labelGen++;
       S.panels[m.name] = m.data; mark("panel:" + m.name);
     }
   }
