@@ -50,11 +50,6 @@ const (
 	relayReservations = 128
 	relayPerIP        = 8
 	relayCircuits     = 16
-	// strangerCircuits: of a destination's relayCircuits, strangers (peers
-	// the node does not deal with, reaching one that holds a reservation,
-	// to ask to be a contact) hold at most this many open at once, each at
-	// most one: the rest stay for the peers the node deals with.
-	strangerCircuits = 2
 )
 
 // reach is the node's view of its own reachability and of how each peer
@@ -82,10 +77,6 @@ type reach struct {
 	// since the sweep looked.
 	served    map[peer.ID]uint64
 	servedGen uint64
-	// strangers are the strangers the relay service let open a circuit,
-	// each with its destination; one counts while its circuit's stream
-	// to the relay is open.
-	strangers map[peer.ID]peer.ID
 
 	refused *prometheus.CounterVec // relay service: reservations and circuits refused
 	punches *prometheus.CounterVec // hole punches, by result
@@ -151,10 +142,9 @@ func newReach(reg prometheus.Registerer) *reach {
 		relayRecheck:  make(chan struct{}, 1),
 		relaySweep:    make(chan struct{}, 1),
 		served:        make(map[peer.ID]uint64),
-		strangers:     make(map[peer.ID]peer.ID),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_relay_refused_total",
-			Help: "Relay service requests refused because the peer is neither a contact nor a room member, by kind (reserve; connect; connect_stranger: a stranger past the strangers' share of circuits to a destination).",
+			Help: "Relay service requests refused because the peer is neither a contact nor a room member, by kind (reserve, connect).",
 		}, []string{"kind"}),
 		punches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_holepunch_total",
@@ -274,83 +264,12 @@ func (a relayACL) AllowConnect(src peer.ID, _ ma.Multiaddr, dest peer.ID) bool {
 	// The destination holds a reservation, so it passed AllowReserve; the
 	// source must be someone the node or the destination deals with: a
 	// stranger may still reach a reserved peer, to ask to be a contact
-	// (the destination's own consent rules apply), within the strangers'
-	// share of the destination's circuits.
-	if a.n.relayAllowed(src) {
+	// (the destination's own consent rules apply).
+	if a.n.relayAllowed(src) || a.n.relayAllowed(dest) {
 		return true
-	}
-	if a.n.relayAllowed(dest) {
-		if a.n.strangerCircuit(src, dest) {
-			return true
-		}
-		a.n.reach.refused.WithLabelValues("connect_stranger").Inc()
-		return false
 	}
 	a.n.reach.refused.WithLabelValues("connect").Inc()
 	return false
-}
-
-// strangerCircuit reports whether stranger src may open a circuit to dest
-// now, and if so counts it: src holds no other circuit (or request) open
-// through the relay, and fewer than strangerCircuits other strangers hold
-// one to dest. The relay tells its ACL nothing when a circuit ends, but a
-// circuit lives as long as the source's stream to the relay that asked for
-// it (the relay closes that stream when it refuses, and when the circuit
-// ends): a stranger counts while it has such a stream open. A stranger
-// holds no reservation (AllowReserve refuses it), so its streams of the
-// relay protocol are all circuits or requests for one.
-func (n *Node) strangerCircuit(src, dest peer.ID) bool {
-	net := n.host.Network()
-	if hopStreams(net, src) > 1 { // the one asking now is one
-		return false
-	}
-	r := n.reach
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := 0
-	for s, d := range r.strangers {
-		if s == src {
-			continue
-		}
-		switch open := hopStreams(net, s); {
-		case open == 0:
-			delete(r.strangers, s) // its circuit ended
-		case d == dest:
-			k += open // more than one only if it raced its own requests
-		}
-	}
-	if k >= strangerCircuits {
-		return false
-	}
-	r.strangers[src] = dest
-	return true
-}
-
-// hopStreams counts the streams of the relay protocol p has open to the
-// node's relay service.
-func hopStreams(net network.Network, p peer.ID) int {
-	k := 0
-	for _, c := range net.ConnsToPeer(p) {
-		for _, s := range c.GetStreams() {
-			if s.Protocol() == hopProtocol && s.Stat().Direction == network.DirInbound {
-				k++
-			}
-		}
-	}
-	return k
-}
-
-// sweepStrangers forgets the strangers whose circuits ended.
-func (n *Node) sweepStrangers() {
-	net := n.host.Network()
-	r := n.reach
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for s := range r.strangers {
-		if hopStreams(net, s) == 0 {
-			delete(r.strangers, s)
-		}
-	}
 }
 
 // The relay service checks a peer when it asks for a reservation or a
@@ -410,7 +329,6 @@ func (n *Node) dropUnserved() {
 	if n.relaySvc == nil || n.cfg.RelayOpen {
 		return
 	}
-	n.sweepStrangers()
 	r := n.reach
 	net := n.host.Network()
 	for p, gen := range r.servedPeers() {

@@ -31,47 +31,6 @@ func relayingStranger(t *testing.T) host.Host {
 	return h
 }
 
-// Strangers may open circuits to a peer that holds a reservation on the
-// relay (to ask it to be a contact), but they cannot take every circuit
-// the relay gives that peer. Before, the relay allowed 16 circuits a
-// destination (relayCircuits) and strangers with fresh keys filled them,
-// after which the relay's own contact could not reach its other contact
-// through the relay (RESOURCE_LIMIT_EXCEEDED) for as long as the strangers
-// kept them open, and they could open them again every 2 minutes. Now
-// strangers hold at most strangerCircuits open to one destination, one
-// each, counted in the relay's ACL while the circuit's stream lives: the
-// other circuits stay for the peers the relay deals with.
-func TestStrangersCannotTakeAContactsCircuits(t *testing.T) {
-	const r, a, b = 0, 1, 2
-	nt := relayedThrough(t) // a holds a reservation on r; b and a meet only through r
-	circuit := circuitVia(nt, r)
-	const strangers = 16 // relayCircuits
-	opened := 0
-	for range strangers {
-		h := relayingStranger(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := h.Connect(ctx, peer.AddrInfo{ID: nt.ID(a), Addrs: circuit}); err == nil {
-			opened++
-		} else {
-			t.Logf("stranger's circuit: %v", err)
-		}
-		cancel()
-	}
-	t.Logf("%d strangers opened a circuit to node %d through the relay", opened, a)
-	if opened == 0 || opened > 2 { // strangerCircuits
-		t.Fatalf("%d strangers opened a circuit to node %d through the relay, want 1 or 2: a stranger still reaches a reserved peer to ask to be a contact, within the strangers' share", opened, a)
-	}
-	_ = nt.Node(b).Host().Network().ClosePeer(nt.ID(a))
-	var err error
-	if !nodetest.Poll(10*time.Second, func() bool {
-		err = dialRelayed(nt, a, b)
-		return err == nil
-	}) {
-		t.Fatalf("node %d (a contact of the relay) cannot reach node %d through the relay once %d strangers hold circuits to it: %v",
-			b, a, opened, err)
-	}
-}
-
 // A node that revokes a contact whose node relays for it stops using that
 // relay: the revoked peer is a stranger now, and a node never reserves on
 // a stranger's relay (a relay carries, and can drop, delay or count, every
