@@ -580,7 +580,11 @@ func (n *Node) recordAnswer(p peer.ID, st *RelayState, gen uint64, rsvp *circuit
 		// Dropped since (dropUntrustedRelays): a reservation just made
 		// there goes with the connection.
 		if err == nil && !n.relayKept(p) {
-			go n.dropRelayConn(p)
+			n.wg.Add(1)
+			go func() {
+				defer n.wg.Done()
+				n.dropRelayConn(p)
+			}()
 		}
 		return status
 	}
