@@ -15,13 +15,13 @@ func scanFind(taken []string, k string) []int {
 	ws := words(k)
 	for id, h := range taken {
 		hw := words(h)
-		if h == k || len(hw) == 0 || len(hw) > MaxFindWords ||
+		if h == k || len(hw) == 0 ||
 			!strings.ContainsFunc(h[hw[0][0]:hw[len(hw)-1][1]], func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
 			continue
 		}
 		core, before, after := h[hw[0][0]:hw[len(hw)-1][1]], h[:hw[0][0]], h[hw[len(hw)-1][1]:]
-		for a := range min(len(ws), MaxFindWords) {
-			for b := a; b < min(len(ws), MaxFindWords); b++ {
+		for a := range ws {
+			for b := a; b < len(ws); b++ {
 				if k[ws[a][0]:ws[b][1]] == core && strings.HasSuffix(k[:ws[a][0]], before) && strings.HasPrefix(k[ws[b][1]:], after) {
 					out = append(out, id)
 				}

@@ -371,17 +371,12 @@ type core struct {
 	maxAfter  int // the longest signs after, in bytes
 }
 
-// MaxFindWords bounds the words of a key that Index.Find looks at (its
-// first ones), and the words of a core it finds: a handle of
-// discovery.MaxText bytes holds fewer, but what the skeleton makes of some
-// characters ("½" is "1⁄2") may hold more.
-const MaxFindWords = 48
-
-// Add takes key k, under id. A key whose core has more than MaxFindWords
-// words is not taken: Find would not find it.
+// Add takes key k, under id. Its core may have any number of words: what
+// the skeleton makes of some characters holds several (U+FDFA is four
+// words once NFKC), and Find walks every word of the key it looks up.
 func (x *Index) Add(k string, id int) {
 	ws := words(k)
-	if len(ws) == 0 || len(ws) > MaxFindWords {
+	if len(ws) == 0 {
 		return
 	}
 	c := k[ws[0][0]:ws[len(ws)-1][1]]
@@ -410,16 +405,14 @@ func (x *Index) Add(k string, id int) {
 }
 
 // Find calls fn with the id of each key taken that k holds as whole words
-// and is not k itself, until fn returns false. Only k's first MaxFindWords
-// words are looked at.
+// and is not k itself, until fn returns false. Every word of k is a start
+// looked at: each costs one look-up for each length of a core that starts
+// with that word, so a key costs what its own length allows.
 func (x *Index) Find(k string, fn func(id int) bool) {
 	if len(x.byCore) == 0 {
 		return
 	}
 	ws := words(k)
-	if len(ws) > MaxFindWords {
-		ws = ws[:MaxFindWords]
-	}
 	for a := range ws {
 		// The signs between the word before and this one: a key's signs
 		// before its core hold no word character, so they end this run.
