@@ -1345,33 +1345,42 @@ func (s *Service) All() []Entry {
 // their tails). A name that reads like the handles of several nodes, or of
 // one that shows with its tail, is refused (ErrAmbiguous) naming each node
 // it may stand for: the name to write, its peer ID and whether it is a
-// contact.
+// contact. A handle~SUFFIX where no node of that handle has a peer ID
+// ending in SUFFIX (a stranger's name as `parley find` shows it) stands
+// for none of them: it is refused too (ErrUnknown, or ErrAmbiguous naming
+// the nodes of that handle), never taken for the handle alone.
 func (s *Service) Resolve(name string) (peer.ID, error) {
 	t := s.current()
 	name = strings.TrimSpace(name)
 	if ps := t.byName[strings.ToLower(name)]; len(ps) == 1 {
 		return ps[0], nil
 	}
-	var ps []peer.ID // the nodes name may stand for
 	if i := strings.LastIndexByte(name, '~'); i > 0 && i < len(name)-1 {
-		tail := name[i+1:]
+		tail, others := name[i+1:], t.like(name[:i])
 		var match []peer.ID
-		for _, p := range t.like(name[:i]) {
+		for _, p := range others {
 			if strings.HasSuffix(p.String(), tail) {
 				match = append(match, p)
 			}
 		}
-		if len(match) == 1 {
+		switch {
+		case len(match) == 1:
 			return match[0], nil
+		case len(match) > 1:
+			return "", t.ambiguousOf(name, match)
 		}
-		ps = match
+		// A tail no node of that handle has (a stranger's name as shown,
+		// a mistyped tail) names none of them: the handle alone, which
+		// stops at the '~', would stand for another node.
+		if len(others) == 0 {
+			return "", unknown(name)
+		}
+		return "", t.noSuchTail(name, tail, others)
 	}
-	if len(ps) == 0 {
-		ps = t.like(name)
-	}
+	ps := t.like(name) // the nodes name may stand for
 	switch {
 	case len(ps) == 0:
-		return "", fmt.Errorf("%w: %q (give the node's peer ID, or see who is around: `parley who`, or the parley_who tool)", ErrUnknown, name)
+		return "", unknown(name)
 	case len(ps) == 1 && t.name[ps[0]] == t.handle[ps[0]]:
 		return ps[0], nil
 	case len(ps) == 1:
@@ -1379,8 +1388,33 @@ func (s *Service) Resolve(name string) (peer.ID, error) {
 		return "", &ambiguous{fmt.Sprintf("%q shows here as %s (%s): write %s, or its peer ID %s",
 			name, t.name[p], t.why[p], t.name[p], p)}
 	}
-	// The most trusted first (a contact is the likeliest meant), then by
-	// name; at most maxAlternatives of them.
+	return "", t.ambiguousOf(name, ps)
+}
+
+// unknown is Resolve's refusal of a name that stands for no node known.
+func unknown(name string) error {
+	return fmt.Errorf("%w: %q (give the node's peer ID, or see who is around: `parley who`, or the parley_who tool)", ErrUnknown, name)
+}
+
+// ambiguousOf is Resolve's refusal of a name that may stand for any of
+// nodes ps.
+func (t *table) ambiguousOf(name string, ps []peer.ID) error {
+	return &ambiguous{fmt.Sprintf("%q may stand for any of %d nodes, whose handles read alike: write one of %s",
+		name, len(ps), t.alternatives(ps))}
+}
+
+// noSuchTail is Resolve's refusal of handle~SUFFIX when no node of that
+// handle has a peer ID ending in SUFFIX, naming the nodes ps of that
+// handle: it is ErrAmbiguous, as the name may be meant for one of them.
+func (t *table) noSuchTail(name, tail string, ps []peer.ID) error {
+	return &ambiguous{fmt.Sprintf("%q: no node known whose handle reads so has a peer ID ending in %q (give the node's peer ID); the nodes of that handle are %s",
+		name, tail, t.alternatives(ps))}
+}
+
+// alternatives names nodes ps in Resolve's refusals: the most trusted
+// first (a contact is the likeliest meant), then by name; at most
+// maxAlternatives of them, the others counted (ps is sorted so).
+func (t *table) alternatives(ps []peer.ID) string {
 	sort.Slice(ps, func(i, j int) bool {
 		if ri, rj := t.rank[ps[i]], t.rank[ps[j]]; ri != rj {
 			return ri > rj
@@ -1394,8 +1428,7 @@ func (s *Service) Resolve(name string) (peer.ID, error) {
 	if more := len(ps) - len(alts); more > 0 {
 		alts = append(alts, fmt.Sprintf("and %d more (see `parley who`)", more))
 	}
-	return "", &ambiguous{fmt.Sprintf("%q may stand for any of %d nodes, whose handles read alike: write one of %s",
-		name, len(ps), strings.Join(alts, "; "))}
+	return strings.Join(alts, "; ")
 }
 
 // maxAlternatives bounds the nodes Resolve's refusal names (an agent reads
