@@ -16,7 +16,9 @@
 // Nonspacing marks of a script of their own (Devanagari vowel signs,
 // Arabic vowel marks, Japanese voicing marks) stay on a letter of their
 // script, and are left out on a letter of another script or on no letter:
-// an Arabic kasra under a Latin b reads as any small mark there.
+// an Arabic kasra under a Latin b reads as any small mark there. They are
+// left out too on a letter whose prototype is of another script: an Arabic
+// heh reads as a Latin o, and with a kasra as an o with a small mark.
 //
 // A handle also reads as another when it holds the other's key as whole
 // words with more around it (Index): a remark ("bob (laptop)", "[admin]
@@ -199,8 +201,9 @@ func diacritic(r rune) bool {
 // foreignMarks is s (in NFD) without the nonspacing marks that do not
 // belong with the letter they sit on: a mark of a script of its own (an
 // Arabic kasra, a Devanagari vowel sign) on a letter of another script (a
-// Latin b), or on no letter (after a space, a digit, a sign), reads as a
-// small mark on it, as a general-purpose one does (Unicode Technical
+// Latin b, or a Cyrillic о, whose prototype is a Latin o: markFits), or on
+// no letter (after a space, a digit, a sign), reads as a small mark on it,
+// as a general-purpose one does (Unicode Technical
 // Standard #39 holds a mark to its letter's script the same way).
 func foreignMarks(s string) string {
 	base := rune(-1) // the letter the marks that follow sit on
@@ -217,8 +220,25 @@ func foreignMarks(s string) string {
 }
 
 // markFits reports whether nonspacing mark m belongs with base: base is a
-// letter (or digit) of one of m's scripts.
+// letter (or digit) of one of m's scripts, and so is the first character
+// of base's prototype, when it has one. A letter that reads as a letter
+// of another script reads so with a mark of its own script too: a
+// Cyrillic о with a titlo (U+0483) is a Latin o with a small mark, an
+// Arabic heh with a kasra too.
 func markFits(m, base rune) bool {
+	if !fitsLetter(m, base) {
+		return false
+	}
+	if t, ok := prototypes()[base]; ok {
+		r, _ := utf8.DecodeRuneInString(t)
+		return fitsLetter(m, r)
+	}
+	return true
+}
+
+// fitsLetter reports whether base is a letter (or digit) of one of
+// nonspacing mark m's scripts.
+func fitsLetter(m, base rune) bool {
 	if base < 0 || !unicode.IsLetter(base) && !unicode.IsDigit(base) {
 		return false
 	}
