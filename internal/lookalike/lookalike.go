@@ -12,7 +12,8 @@
 // U+1AB0–U+1AFF, U+1DC0–U+1DFF, U+20D0–U+20FF and U+FE20–U+FE2F), left out
 // both before and after the characters are mapped to their prototypes,
 // with runs of white space read as one space and anything from the first
-// '~' (or a character that looks like one: 〜, ˜, ～, ∼ …) on left out.
+// '~' (or a character that looks like one: 〜, ˜, ～, ∼ …) on left out,
+// and without the Arabic tatweel (U+0640, a stretch of the baseline).
 // Nonspacing marks of a script of their own (Devanagari vowel signs,
 // Arabic vowel marks, Japanese voicing marks) stay on a letter of their
 // script, and are left out on a letter of another script or on no letter:
@@ -157,12 +158,22 @@ func skeleton(s string) string {
 // (so "AIice", with a capital I, reads as "alice" too: folded first, its I
 // would become an i).
 func Keys(h string) []string {
-	h = foreignMarks(norm.NFD.String(norm.NFKC.String(strings.Map(tilde, h))))
+	h = foreignMarks(norm.NFD.String(strings.Map(tatweel, norm.NFKC.String(strings.Map(tilde, h)))))
 	a, b := key(skeleton(cases.Fold().String(h))), key(skeleton(cases.Fold().String(skeleton(h))))
 	if a == b {
 		return []string{a}
 	}
 	return []string{a, b}
+}
+
+// tatweel leaves out the Arabic tatweel U+0640 (a kashida: a stretch of
+// the baseline between letters, which reads as nothing, or as an
+// underscore after a handle), also where NFKC makes one (U+FE71).
+func tatweel(r rune) rune {
+	if r == '\u0640' {
+		return -1
+	}
+	return r
 }
 
 // tilde maps the characters that look like a '~' to one.
