@@ -8,12 +8,12 @@ import (
 	"github.com/parley-mesh/parley/internal/lookalike"
 )
 
-// TestReadsAsPastFortyEightWords (review rv6): Index.Find looks only at a
-// key's first MaxFindWords (48) words. One character can make four words
-// of a key (U+FDFA is "صلى الله عليه وسلم" once NFKC), so a handle of
-// fewer than discovery.MaxText bytes can put "bob" past the 48th word.
-// Before the Index was filed by core (f6760e7), Find scanned every run of
-// words and found it: "ﷺ…ﷺ bob" read as "bob" with more around it.
+// TestReadsAsPastFortyEightWords: one character can make four words of a
+// key (U+FDFA is "صلى الله عليه وسلم" once NFKC), so a handle of fewer
+// than discovery.MaxText bytes can put "bob" past the 48th word. Before,
+// Index.Find looked only at a key's first 48 words (and Add skipped longer
+// cores), so "ﷺ…ﷺ bob" read as no one; now Find walks every word of the
+// key, and it reads as "bob" with more around it.
 func TestReadsAsPastFortyEightWords(t *testing.T) {
 	for _, w := range []string{"bob", "you"} {
 		h := strings.Repeat("\ufdfa", 19) + " " + w
@@ -27,16 +27,16 @@ func TestReadsAsPastFortyEightWords(t *testing.T) {
 	}
 }
 
-// TestOwnScriptMarkOnLookAlikeLetter (review rv6): a general-purpose mark
-// is read through on any letter ("bõb" reads as "bob"), and a mark of a
-// script of its own on a letter of another script too. But a mark of a
-// script on a letter of that same script stays in the key even when that
-// letter's prototype is a Latin one: a Cyrillic о with a titlo (U+0483,
-// a small wave above, as a tilde), an Arabic heh with a kasra, an
-// Arabic-Indic five with a kasra, a Devanagari zero with the vowel sign
-// e, a Cyrillic о with a combining be above: each reads as "bob" without
-// the mark, and as no one with it, so it shows bare beside the contact
-// bob.
+// TestOwnScriptMarkOnLookAlikeLetter: a general-purpose mark is read
+// through on any letter ("bõb" reads as "bob"), and a mark of a script of
+// its own on a letter of another script too. Before, a mark on a letter of
+// its own script stayed in the key even when that letter's prototype is a
+// Latin one: a Cyrillic о with a titlo (U+0483, a small wave above, as a
+// tilde), an Arabic heh with a kasra, an Arabic-Indic five with a kasra, a
+// Devanagari zero with the vowel sign e, a Cyrillic о with a combining be
+// above each read as no one, and showed bare beside the contact bob. Now a
+// mark is left out also when the letter's prototype is of a script it
+// does not belong with, and each reads as "bob".
 func TestOwnScriptMarkOnLookAlikeLetter(t *testing.T) {
 	if !lookalike.Same("bo\u0303b", "bob") || !lookalike.Same("b\u043e\u0303b", "bob") {
 		t.Fatal("control: a tilde on o (Latin or Cyrillic) is not read through")
@@ -66,10 +66,11 @@ func TestOwnScriptMarkOnLookAlikeLetter(t *testing.T) {
 	}
 }
 
-// TestTatweelAfterAHandle (review rv6, outside the fix set): "bob_" reads
-// as "bob" with more around it, but "bob" and an Arabic tatweel U+0640 (a
-// kashida: a line along the baseline, as an underscore) is one word of
-// its own, and shows bare beside the contact bob.
+// TestTatweelAfterAHandle: "bob_" reads as "bob" with more around it.
+// Before, "bob" and an Arabic tatweel U+0640 (a kashida: a line along the
+// baseline, as an underscore) was one word of its own, and showed bare
+// beside the contact bob; now keys leave the tatweel out, and it reads as
+// "bob".
 func TestTatweelAfterAHandle(t *testing.T) {
 	if k := lookalike.Keys("bob_")[0]; !lookalike.ReadsAs(k, "bob") {
 		t.Fatal("control: bob_ does not read as bob")

@@ -8,12 +8,12 @@ import (
 	"github.com/parley-mesh/parley/internal/names"
 )
 
-// TestLongPrefixedHandleShowsItsTail (review rv6): a handle that holds a
-// contact's handle, or "you", after 19 U+FDFA (each four words once NFKC:
-// 59 words in 61 bytes) is past the first lookalike.MaxFindWords words
-// the Index looks at, and shows bare beside the contact bob, or as
-// "ﷺ…ﷺ you" on this node; through NameOf (parley find) too. Before the
-// Index was filed by core, both read as the handle with more around it.
+// TestLongPrefixedHandleShowsItsTail: a handle that holds a contact's
+// handle, or "you", after 19 U+FDFA (each four words once NFKC: 59 words
+// in 61 bytes). Before, the Index looked only at a key's first 48 words,
+// so it showed bare beside the contact bob, or as "ﷺ…ﷺ you" on this node,
+// through NameOf (parley find) too. Now every word is looked at, and each
+// shows with its tail.
 func TestLongPrefixedHandleShowsItsTail(t *testing.T) {
 	pre := strings.Repeat("\ufdfa", 19) + " "
 	nodes := []rankedNode{{"bob", "contact"}, {pre + "bob", "stranger"}, {pre + "you", "member"}, {pre + "alice", "member"}}
@@ -36,11 +36,12 @@ func TestLongPrefixedHandleShowsItsTail(t *testing.T) {
 	}
 }
 
-// TestOwnScriptMarkLookAlikeShowsItsTail (review rv6): "bõb" with a
-// Cyrillic о shows with its tail beside the contact bob, but the same
-// Cyrillic о with a Cyrillic titlo (U+0483, as small as the tilde) shows
-// bare: a mark of the letter's own script stays in the key, though the
-// letter reads as a Latin o (see internal/lookalike's
+// TestOwnScriptMarkLookAlikeShowsItsTail: "bõb" with a Cyrillic о shows
+// with its tail beside the contact bob. Before, the same Cyrillic о with a
+// Cyrillic titlo (U+0483, as small as the tilde), or an Arabic heh with a
+// kasra, showed bare: a mark of the letter's own script stayed in the key,
+// though the letter reads as a Latin o. Now it is left out, and each shows
+// with its tail (see internal/lookalike's
 // TestOwnScriptMarkOnLookAlikeLetter).
 func TestOwnScriptMarkLookAlikeShowsItsTail(t *testing.T) {
 	nodes := []rankedNode{{"bob", "contact"}, {"b\u043e\u0303b", "stranger"}, {"b\u043e\u0483b", "stranger"}, {"b\u0647\u0650b", "member"}}
@@ -55,13 +56,14 @@ func TestOwnScriptMarkLookAlikeShowsItsTail(t *testing.T) {
 	}
 }
 
-// TestResolveOfAStrangersShownName (review rv6): `parley find` shows a
-// stranger whose card tells "bob" as bob~SUFFIX (NameOf), its own peer
-// ID's tail. Written back (`parley ask claude@bob~SUFFIX`, an agent
-// reading parley_find's name), Resolve finds no node of that handle whose
-// peer ID ends so, falls back to the nodes whose handles read like the
-// whole name (the key stops at '~': "bob"), and returns the contact bob:
-// the name of one node stands for another. Any tail does it.
+// TestResolveOfAStrangersShownName: `parley find` shows a stranger whose
+// card tells "bob" as bob~SUFFIX (NameOf), its own peer ID's tail. Written
+// back (`parley ask claude@bob~SUFFIX`, an agent reading parley_find's
+// name), Resolve finds no node of that handle whose peer ID ends so.
+// Before, it fell back to the nodes whose handles read like the whole name
+// (the key stops at '~': "bob") and returned the contact bob, for any
+// tail: the name of one node stood for another. Now it refuses the name
+// (ErrAmbiguous, naming the nodes of that handle, or ErrUnknown).
 func TestResolveOfAStrangersShownName(t *testing.T) {
 	ids, _, ns := namesOf(t, "alice", []rankedNode{{"bob", "contact"}}, nil)
 	stranger, _ := card(t, "x")
@@ -73,6 +75,8 @@ func TestResolveOfAStrangersShownName(t *testing.T) {
 		p, err := ns.Resolve(name)
 		if err == nil && p == ids[0] {
 			t.Errorf("Resolve(%q) = the contact bob %s, whose peer ID does not end so", name, p)
+		} else if err == nil {
+			t.Errorf("Resolve(%q) = %s, a node not known", name, p)
 		} else if err != nil && !errors.Is(err, names.ErrUnknown) && !errors.Is(err, names.ErrAmbiguous) {
 			t.Errorf("Resolve(%q): %v", name, err)
 		}
