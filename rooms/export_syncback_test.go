@@ -32,3 +32,8 @@ func (m *Manager) StallFrom(id identity.RoomID, p peer.ID, d time.Duration) {
 	defer r.mu.Unlock()
 	r.stalls[p] = stall{n: 1, until: time.Now().Add(d)}
 }
+
+// StalledFrom reports whether room id backs off from p now.
+func (m *Manager) StalledFrom(id identity.RoomID, p peer.ID) bool {
+	return m.room(id).stalledFrom(p)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,21 +67,30 @@ func TestSyncBackWaitsForGossipWhileMembersPost(t *testing.T) {
 	b0, a0 := backs(), asked()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	var posted [2]atomic.Int64
 	for _, i := range []int{0, 1} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for k := 0; ctx.Err() == nil; k++ {
-				_, _ = mgr(nt, i).Say(ctx, id, rooms.SayArgs{Agent: identity.HumanAgent, Text: fmt.Sprintf("node %d post %d", i, k)})
+				if _, err := mgr(nt, i).Say(ctx, id, rooms.SayArgs{Agent: identity.HumanAgent, Text: fmt.Sprintf("node %d post %d", i, k)}); err == nil {
+					posted[i].Add(1)
+				}
 			}
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }()
-	nodetest.Poll(5*time.Second, func() bool { return false }) // 5 s of posting
+	// Both post until 20 catch-ups were asked (before the fix, in about
+	// a second) and each posted 300, or for 30 s.
+	if !nodetest.Poll(30*time.Second, func() bool {
+		return asked()-a0 >= 20 && posted[0].Load() >= 300 && posted[1].Load() >= 300
+	}) {
+		t.Logf("30 s of posting: %d and %d posts", posted[0].Load(), posted[1].Load())
+	}
 	cancel()
 	wg.Wait()
 	b, a := backs()-b0, asked()-a0
-	t.Logf("while both members posted for 5 s: %v catch-ups asked, %v of them sync backs", a, b)
+	t.Logf("while both members posted (%d and %d posts): %v catch-ups asked, %v of them sync backs", posted[0].Load(), posted[1].Load(), a, b)
 	if b > a-b {
 		t.Fatalf("%v sync backs for %v other catch-ups: sync backs start sync backs while the members post", b, a-b)
 	}
@@ -171,7 +181,7 @@ func TestSyncBackAskedWhileStalledIsAskedAgain(t *testing.T) {
 	if logHas(nt, 0, id, "posted before the crash") {
 		t.Fatal("node 0 got the post while it backed off from node 1: the test no longer tests what it says")
 	}
-	nodetest.Poll(time.Until(stallEnds)+100*time.Millisecond, func() bool { return false }) // the stall ends
+	nt.WaitFor(stallFor+10*time.Second, func() bool { return !mgr(nt, 0).StalledFrom(id, nt.ID(1)) }, "node 0's stall from node 1 to end")
 	if err := mgr(nt, 1).SyncNow(ctx, id, nt.ID(0)); err != nil {
 		t.Fatalf("node 1's second pull from node 0: %v", err)
 	}
