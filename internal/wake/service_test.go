@@ -716,6 +716,13 @@ func TestTerminalAgentStaysWhileAPasteWaits(t *testing.T) {
 	ta.keys("-l", "half a thought")
 	f.ask("are you there?")
 	told(1)
+	// The paste gives up at the same limit the human is told at: either
+	// may come first.
+	pasteLogged := func(why string) {
+		t.Helper()
+		nodetest.WaitFor(t, 10*time.Second, func() bool { return len(f.log.lines("wake text not pasted", why)) > 0 }, "the paste to be logged as not made (%s)\n%s", why, f.log)
+	}
+	pasteLogged("someone is typing")
 	if l := f.log.lines("wake text not pasted", "someone is typing"); len(l) != 1 {
 		t.Fatalf("log: %q\n%s", l, f.log)
 	}
@@ -728,6 +735,7 @@ func TestTerminalAgentStaysWhileAPasteWaits(t *testing.T) {
 		t.Fatalf("an ask to the busy agent: %v", err)
 	}
 	told(2)
+	pasteLogged("busy")
 	if l := f.log.lines("wake text not pasted", "busy"); len(l) != 1 {
 		t.Fatalf("log: %q\n%s", l, f.log)
 	}
