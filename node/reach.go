@@ -700,6 +700,7 @@ func (n *Node) retryPunches() {
 func (n *Node) punchRound(now time.Time, state map[peer.ID]*punchState) {
 	net := n.host.Network()
 	var wanted map[peer.ID]bool
+	servesPunch := slices.Contains(n.host.Mux().Protocols(), holepunch.Protocol)
 	seen := make(map[peer.ID]bool)
 	for _, p := range net.Peers() {
 		var out []network.Conn
@@ -725,6 +726,7 @@ func (n *Node) punchRound(now time.Time, state map[peer.ID]*punchState) {
 			continue
 		}
 		seen[p] = true
+		punchable := servesPunch && n.peerPunches(p)
 		st := state[p]
 		if st == nil {
 			opened := now
@@ -740,6 +742,13 @@ func (n *Node) punchRound(now time.Time, state map[peer.ID]*punchState) {
 			continue // a punch runs or just ran: wait for its outcome
 		}
 		if now.Before(st.next) {
+			continue
+		}
+		if !punchable {
+			// A redial now would only reopen the relayed connection:
+			// wait, backoff unspent, for both ends to serve hole
+			// punching (each does once it learns a public address of
+			// its own), and redial at the next tick after that.
 			continue
 		}
 		st.next, st.wait = now.Add(st.wait), min(2*st.wait, punchRetryMax)

@@ -574,8 +574,10 @@ func natRun(ctx context.Context, cfg NATConfig, bin, dir string, p *progress) (r
 
 	// Wait for the connection to settle: direct, or (behind symmetric
 	// NATs) a failed hole punch. Behind cone NATs a failed punch is tried
-	// again, so the lab waits for direct until the deadline.
-	settle := 40 * time.Second
+	// again, so the lab waits for direct until the deadline, which is
+	// wide for a loaded machine: the first punch comes once both nodes
+	// know a public address of their own (about 10 s on a quiet one).
+	settle := 60 * time.Second
 	_ = poll(ctx, settle, func() bool {
 		ps, err := a.Peers(ctx)
 		if err != nil {
