@@ -78,7 +78,8 @@ func (b *Inbox) Peek(ctx context.Context, agent string) (localapi.Pending, error
 	return b.takeLocked(a, false)
 }
 
-// Owed implements localapi.Edge: the asks agent owes now, oldest first.
+// Owed implements localapi.Edge: the asks agent owes now, in the order they
+// arrived at this node.
 func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error) {
 	a, err := parseAgent(agent)
 	if err != nil {

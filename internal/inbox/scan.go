@@ -339,7 +339,8 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		used += len(text)
 		return true
 	}
-	// Asks owed: new ones first in full, then reminders; oldest first.
+	// Asks owed: new ones first in full, then reminders; in the order they
+	// arrived here.
 	owed := b.owedShown(st)
 	folded := map[string]bool{} // invitations an ask shown in full now stands for
 	for _, o := range owed {
@@ -477,21 +478,31 @@ type askRef struct {
 	rec *askRec
 }
 
-// owedShown returns the asks the agent owes, oldest first, but those of a
-// node cut off or an agent muted since the ask was noted: they stay owed
-// (and count again if that ends), and are not shown.
+// owedShown returns the asks the agent owes in the order they arrived here,
+// but those of a node cut off or an agent muted since the ask was noted:
+// they stay owed (and count again if that ends), and are not shown.
 func (b *Inbox) owedShown(st *state) []askRef {
 	return slices.DeleteFunc(sortedAsks(st.owed), func(o askRef) bool { return b.hiddenFrom(o.rec.From) })
 }
 
+// sortedAsks orders asks by when this node took them in (since: Seen, this
+// node's clock), then by their date, then by ID. An asker's node dates its
+// asks as it likes (a time is checked only to be 0 or more): ordered by
+// date, a member dating its asks an hour back put every one of them before
+// an ask that came here first. An own ask keeps no Seen; its date is this
+// node's.
 func sortedAsks(m map[string]*askRec) []askRef {
 	out := make([]askRef, 0, len(m))
 	for id, a := range m {
 		out = append(out, askRef{id, a})
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].rec.Time != out[j].rec.Time {
-			return out[i].rec.Time < out[j].rec.Time
+		a, b := out[i].rec, out[j].rec
+		if a.since() != b.since() {
+			return a.since() < b.since()
+		}
+		if a.Time != b.Time {
+			return a.Time < b.Time
 		}
 		return out[i].id < out[j].id
 	})
