@@ -169,7 +169,7 @@ func (n *Node) uiInfo() localapi.UIInfo {
 }
 
 // humanShown is how many of the asks owed by the human the dashboard's
-// panel holds (the oldest); askClip and askClipLines bound each one's text
+// panel holds (a fair share of each asking node's, see humanPanel); askClip and askClipLines bound each one's text
 // there as the page clips a long text (in UTF-16 code units, as the page
 // counts, and lines): an ask's text may be 64 KiB, and the panel's JSON is
 // built and compared every second for each open page.
@@ -211,13 +211,16 @@ func clipAsk(t string) (string, bool) {
 	return t, false
 }
 
-// humanPanel is the asks owed by the human as the dashboard shows them.
+// humanPanel is the asks owed by the human as the dashboard shows them:
+// owed is in the order the asks arrived here (inbox.Owed), and the panel
+// holds humanShown of them, in that order, taken by turns of the asking
+// nodes (fairShare), and counts the rest.
 func humanPanel(owed []localapi.Item) humanView {
 	v := humanView{Asks: []askView{}}
+	keep := fairShare(owed, humanShown)
 	for i, it := range owed {
-		if i == humanShown {
-			v.More = len(owed) - i
-			break
+		if !keep[i] {
+			continue
 		}
 		a := askView{Item: it}
 		if t, clipped := clipAsk(it.Text); clipped {
@@ -225,7 +228,41 @@ func humanPanel(owed []localapi.Item) humanView {
 		}
 		v.Asks = append(v.Asks, a)
 	}
+	v.More = len(owed) - len(v.Asks)
 	return v
+}
+
+// fairShare picks n of the asks (all when there are no more), by turns of
+// the nodes that ask: first each node's first ask to arrive, then each
+// one's second, and so on, in arrival order within a turn. A node that
+// asks many times thus has no more places than any other while others ask:
+// before, the panel held the first 50 asks, so one member asking 50 times
+// hid every other ask (for the hour an ask is owed, and longer if it went
+// on asking).
+func fairShare(owed []localapi.Item, n int) []bool {
+	keep := make([]bool, len(owed))
+	if len(owed) <= n {
+		for i := range keep {
+			keep[i] = true
+		}
+		return keep
+	}
+	turn := make([]int, len(owed))
+	asked := map[string]int{} // asks so far by node
+	for i, it := range owed {
+		_, node, _ := strings.Cut(it.From, "@")
+		turn[i] = asked[node]
+		asked[node]++
+	}
+	order := make([]int, len(owed))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(turn[a], turn[b]) })
+	for _, i := range order[:n] {
+		keep[i] = true
+	}
+	return keep
 }
 
 // agentView is one agent on the dashboard: its presence, and for the node's

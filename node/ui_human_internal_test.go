@@ -2,14 +2,15 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 )
 
-// TestHumanPanelClipsAndCaps: the dashboard's human panel holds the oldest
-// humanShown asks and how many more there are, each text cut as the page
+// TestHumanPanelClipsAndCaps: the dashboard's human panel holds the first
+// humanShown asks to arrive of one node and how many more there are, each text cut as the page
 // clips one (2,000 UTF-16 code units or 40 lines, never inside a
 // character) with the whole text's size.
 func TestHumanPanelClipsAndCaps(t *testing.T) {
@@ -43,5 +44,60 @@ func TestHumanPanelClipsAndCaps(t *testing.T) {
 		case c.want != "" && (got.Text != c.want || got.TextBytes != len(c.text)):
 			t.Errorf("%s: %d bytes, %d lines, size %d; want %d bytes, size %d", c.name, len(got.Text), strings.Count(got.Text, "\n"), got.TextBytes, len(c.want), len(c.text))
 		}
+	}
+}
+
+// TestHumanPanelFairShare: the human panel takes the asks by turns of the
+// nodes that ask (each node's first to arrive, then each one's second, in
+// arrival order within a turn) and shows those it took in arrival order: a
+// node that asked 60 times first leaves places for the one ask of a second
+// node and the two of a third, and takes the rest; with fewer asks than
+// places every ask is shown.
+func TestHumanPanelFairShare(t *testing.T) {
+	var owed []localapi.Item
+	ask := func(id, node string) {
+		owed = append(owed, localapi.Item{ID: id, From: "agent@" + node, Text: "may I?"})
+	}
+	for i := range 60 {
+		ask(fmt.Sprint("noisy", i), "N")
+	}
+	ask("b0", "B")
+	ask("c0", "C")
+	ask("c1", "C")
+	v := humanPanel(owed)
+	var got []string
+	for _, a := range v.Asks {
+		got = append(got, a.ID)
+	}
+	want := []string{}
+	for i := range humanShown - 3 {
+		want = append(want, fmt.Sprint("noisy", i))
+	}
+	want = append(want, "b0", "c0", "c1")
+	if !slices.Equal(got, want) || v.More != len(owed)-humanShown {
+		t.Fatalf("shown %v, %d more; want %v, %d more", got, v.More, want, len(owed)-humanShown)
+	}
+	// Many nodes: each one's first ask before any node's second.
+	owed = nil
+	for i := range 40 {
+		ask(fmt.Sprint("x", i), "X")
+	}
+	for n := range 45 {
+		ask(fmt.Sprint("n", n), fmt.Sprint("P", n))
+	}
+	v = humanPanel(owed)
+	got = got[:0]
+	for _, a := range v.Asks {
+		got = append(got, a.ID)
+	}
+	want = []string{"x0", "x1", "x2", "x3", "x4"}
+	for n := range 45 {
+		want = append(want, fmt.Sprint("n", n))
+	}
+	if !slices.Equal(got, want) || v.More != 35 {
+		t.Fatalf("shown %v, %d more; want %v, 35 more", got, v.More, want)
+	}
+	if v := humanPanel(owed[:humanShown]); len(v.Asks) != humanShown || v.More != 0 {
+		t.Fatalf("%d asks: %d shown, %d more", humanShown, len(v.Asks), v.More)
 	}
 }

@@ -24,7 +24,7 @@ import (
 // owed an hour; a room has no limit per member) and then keep talking: the
 // page was busy 59% of the time. Now the panel is drawn again only when its
 // asks or the labels it shows change, entry by entry (kept by ask ID); it
-// holds the oldest 50 asks and how many more there are, their texts clipped
+// holds 50 asks (here the member's first 50) and how many more there are, their texts clipped
 // by the node (show all reads one whole); its entries are laid out only
 // near the screen; and the page's three columns are laid out apart (CSS
 // containment, a fixed row). The page is busy about 1% of the time, and
@@ -58,8 +58,8 @@ func TestDashboardOwedAsksNotRedrawnByMessages(t *testing.T) {
 	b := browser(t)
 	run(t, b, "a desktop's window", chromedp.EmulateViewport(1280, 800))
 	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
-	waitJS(t, b, 2*time.Minute, fmt.Sprintf(`document.getElementById("status").textContent === "live" && document.querySelectorAll("#human li[data-ask]").length === 50 && (document.querySelector("#human li[data-more]") || {}).textContent === "… and %d more (the oldest are shown)"`, asks-50),
-		"the oldest 50 owed asks on the page, and how many more")
+	waitJS(t, b, 2*time.Minute, fmt.Sprintf(`document.getElementById("status").textContent === "live" && document.querySelectorAll("#human li[data-ask]").length === 50 && (document.querySelector("#human li[data-more]") || {}).textContent === "… and %d more (shown: each asking node's earliest, in fair shares)"`, asks-50),
+		"the first 50 owed asks on the page, and how many more")
 	// The node sends the asks' texts clipped; show all reads one whole.
 	first := `document.querySelector("#human li[data-ask]")`
 	if got := eval[string](t, b, first+`.querySelector("button.more").textContent`); got != "… show all (4 KiB)" {

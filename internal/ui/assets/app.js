@@ -380,9 +380,11 @@
   // kept by its ask's ID and drawn again when its ask changed, or, its
   // sender and room label alone, when the labels did (labelGen counts the
   // changes of room labels and names). A room's new events change the room
-  // list, never these. The node sends the oldest askShown, their texts
-  // clipped (text_bytes: the whole text's size, read from the node when
-  // the user asks to see it all), and how many more it owes.
+  // list, never these. The node sends askShown of them in the order they
+  // arrived, taken by turns of the asking nodes (each one's earliest before
+  // any node's later ones, so one node asking often hides no other), their
+  // texts clipped (text_bytes: the whole text's size, read from the node
+  // when the user asks to see it all), and how many more it owes.
   var askShown = 50, labelGen = 0, owed = {}; // ask ID → { sig, gen, li, from, room }
   var owedNone = el("li", { cls: "muted", text: "nothing" }), owedMore = el("li", { cls: "muted", "data-more": "" });
   function askEntry(it, sig) {
@@ -424,7 +426,7 @@
       owed = next;
       if (!kids.length) kids.push(owedNone);
       if (more) {
-        var t = "… and " + more + " more (the oldest are shown)";
+        var t = "… and " + more + " more (shown: each asking node's earliest, in fair shares)";
         if (owedMore.textContent !== t) owedMore.textContent = t;
         kids.push(owedMore);
       }
