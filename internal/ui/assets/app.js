@@ -508,7 +508,7 @@
       })));
     },
     audit: function (es) {
-      fill($("audit"), [head(["#", "time", "actor", "action", "subject"])].concat((es || []).slice().reverse().map(function (e) {
+      fill($("audit"), [head(["#", "time", "actor", "action", "subject"], ["40px", "64px"])].concat((es || []).slice().reverse().map(function (e) {
         var room = e.action.slice(0, 5) === "room." && roomOf(e.subject);
         return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, room ? roomLabel(room) : addr(e.subject)]);
       })));

@@ -14,19 +14,22 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// TestReviewHumanPanelLongWordsStayInView: the "Asked of you" panel draws
-// what another node wrote with no break allowed inside a word (#human li
-// has no overflow-wrap, unlike #events li; a piece of an ask's text that
-// ends at a space is a plain text node, so a word under 256 letters is one
-// unbreakable run), and since its entries have content-visibility:auto
-// (paint containment, d412a90) what goes past an entry's edge is cut off
-// where no scrolling reaches it (before, the side panel scrolled sideways).
-// A member of a shared room controls such words: its agent's name (64
-// letters of [a-z0-9._-] are allowed), which hides the "@node" that says
-// who asks and pushes a short ask's whole text out of sight; its room's
-// name (200 bytes); and any word of an ask. Each must be wholly inside its
-// entry.
-func TestReviewHumanPanelLongWordsStayInView(t *testing.T) {
+// TestHumanPanelLongWordsStayInView: what a member of a shared room
+// writes may hold long words it controls: its agent's name (64 letters of
+// [a-z0-9._-] are allowed), its room's name (200 bytes) and any word of an
+// ask (a piece of an ask's text that ends at a space is a plain text node,
+// so a word under 256 letters is one unbreakable run). In the "Asked of
+// you" panel each is wholly inside its entry (#human li may break a word
+// anywhere, as #events li may); in the room list the room's name wraps and
+// its unread count stays in view; the audit table lays out fixed, so the
+// side panel does not grow sideways. A review found them cut off: the
+// panel's entries have content-visibility:auto (paint containment), so
+// what went past an entry's edge was clipped where no scrolling reached it
+// (the agent's name hid the "@node" that says who asks, and pushed a short
+// ask's whole text out of sight); and the room list and the audit table
+// grew to about 1,950 px for the room's name, the room's unread count out
+// of view.
+func TestHumanPanelLongWordsStayInView(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.ConnectAll()
 	nt.Befriend(t, 1, 0)
@@ -79,5 +82,27 @@ func TestReviewHumanPanelLongWordsStayInView(t *testing.T) {
 		if over := eval[float64](t, b, js); over > 1 {
 			t.Errorf("%s runs %.0f px past the panel's entry, cut off out of reach (%q)", c.what, over, eval[string](t, b, e+`.textContent`))
 		}
+	}
+
+	// The room list: a new message in the room with the long name counts
+	// as unread there, and the count is in view.
+	if _, err := c1.Say(ctx, agent, localapi.SayRequest{Room: room.RoomID, Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	badge := fmt.Sprintf(`document.querySelector('#rooms li[data-room=%q] .badge')`, room.RoomID)
+	waitJS(t, b, time.Minute, "!!"+badge, "the room's unread count in the room list")
+	for _, c := range []struct{ what, js string }{
+		{"the room list's unread count runs past the list's right edge", `(() => { const n = document.querySelector("nav"), r = n.getBoundingClientRect();
+		  return ` + badge + `.getBoundingClientRect().right - (r.left + n.clientLeft + n.clientWidth) })()`},
+		{"the room list scrolls sideways", `(() => { const n = document.querySelector("nav"); return n.scrollWidth - n.clientWidth })()`},
+		{"the audit table is wider than the side panel", `(() => { const a = document.querySelector("aside"); return document.getElementById("audit").getBoundingClientRect().width - a.clientWidth })()`},
+		{"the side panel scrolls sideways", `(() => { const a = document.querySelector("aside"); return a.scrollWidth - a.clientWidth })()`},
+	} {
+		if over := eval[float64](t, b, c.js); over > 1 {
+			t.Errorf("%s by %.0f px", c.what, over)
+		}
+	}
+	if got := eval[string](t, b, fmt.Sprintf(`document.querySelector('#rooms li[data-room=%q] .rname').textContent`, room.RoomID)); got != strings.Repeat("R", 200) {
+		t.Errorf("the room list names the room %q, not its whole name", got)
 	}
 }
