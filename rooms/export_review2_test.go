@@ -1,0 +1,28 @@
+package rooms
+
+import (
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+)
+
+// BackWaiting reports whether room id has a sync back from p waiting
+// (syncBackLater): the wait a Hello of p started and that has not
+// looked again yet.
+func (m *Manager) BackWaiting(id identity.RoomID, p peer.ID) bool {
+	r := m.room(id)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.backWaits[p]
+}
+
+// SyncedBackLead reports the lead room id last synced back from p for
+// (syncBack), if it keeps one, and whether a catch-up with p is marked
+// queued or running.
+func (m *Manager) SyncedBackLead(id identity.RoomID, p peer.ID) (kept, syncing bool) {
+	r := m.room(id)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, kept = r.syncedBack[p]
+	return kept, r.syncing[p]
+}
