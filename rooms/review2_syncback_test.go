@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
@@ -168,4 +171,43 @@ func TestFailedSyncBackForgetsItsLead(t *testing.T) {
 	}
 	got := nodetest.Poll(8*time.Second, func() bool { return logHas(nt, 0, id, "hidden") })
 	t.Fatalf("a sync back that failed left its lead recorded (it was forgotten before syncBack recorded it); node 1's next Hello, once it served sync, brought node 0 the post: %v", got)
+}
+
+// TestLeftRoomHelloWithUnknownHeadsQueuesNoCatchUp: node 1 left the room
+// and serves its members' sync for a while. A member's Hello that shows
+// no event node 1 lacks by version vector, but heads node 1 does not hold,
+// must not make the left room queue a catch-up: no goroutine of a left
+// room runs its queue, and nothing clears it. (TestLeftRoomAsksNoSyncBack
+// passes without handleSync's check that the room is not a left one: its
+// Hellos show events node 1 lacks, and syncBackLater's goroutine is
+// refused in a closed room; a Hello with unknown heads takes noteHeads'
+// other way, requestSync, which does put the member in the queue.)
+func TestLeftRoomHelloWithUnknownHeadsQueuesNoCatchUp(t *testing.T) {
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.SyncInterval = time.Hour
+	}))
+	nt.Befriend(t, 1, 0)
+	waitConnected(t, nt, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := roomsWith(t, nt, 0, 1, 1, "r")[0]
+	if _, err := mgr(nt, 1).LeaveNode(ctx, id, identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { return mgr(nt, 1).Leaving(id) }, "node 1 to close the room")
+	settle(t, nt, 0, 1)
+	var head rooms.ID
+	head[0] = 0xAB // held by nobody
+	// Every author at seq 1: node 1 holds the room's first event of each.
+	vv := map[peer.ID]uint64{nt.ID(0): 1}
+	sendHello(ctx, t, nt, 0, 1, &rooms.Hello{Room: id, VV: vv, Heads: []rooms.ID{head}, Limit: 64})
+	var queued int
+	var syncing bool
+	nodetest.Poll(2*time.Second, func() bool {
+		_, syncing, queued = mgr(nt, 1).LeftRoomSyncState(id, nt.ID(0))
+		return syncing || queued > 0
+	})
+	if syncing || queued > 0 {
+		t.Fatalf("a Hello with a head node 1 lacks made the room it left queue a catch-up no goroutine runs: marked %v, %d in its queue", syncing, queued)
+	}
 }
