@@ -114,13 +114,15 @@ const syncBackWaitMin = 500 * time.Millisecond
 // TestFailedSyncBackForgetsItsLead: node 1 posted while apart from node 0
 // and crashed; it starts again serving no sync yet, and pulls from node 0
 // several times. Each Hello shows the post node 0 lacks, and node 0 syncs
-// back; each sync back fails (node 1 serves no sync). syncBack's doc: "A
-// sync with remote that fails forgets the lead (the next Hello asks
-// again)". But syncBack records the lead after requestSync returned, and
-// the sync worker, on another goroutine, may have run the catch-up and
-// forgotten the lead of its failure before that: the lead stays, and
-// every later Hello of node 1 with the same lead gets no sync back, for
-// as long as node 1 stays connected.
+// back; each sync back fails (node 1 serves no sync). A sync back that
+// fails forgets its lead, so that the next Hello asks again. But syncBack
+// recorded the lead after requestSync returned, and the sync worker, on
+// another goroutine, could run the catch-up and forget the lead of its
+// failure before that: the lead stayed, and every later Hello of node 1
+// with the same lead got no sync back, for as long as node 1 stayed
+// connected. Now syncBack records the lead before it queues the catch-up
+// (and takes it back if none is queued): no lead stays after the sync
+// backs failed.
 func TestFailedSyncBackForgetsItsLead(t *testing.T) {
 	t.Cleanup(rooms.SetSyncRetryFirst(time.Hour))
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {

@@ -922,15 +922,23 @@ func (r *room) syncBack(remote peer.ID, lead uint64) {
 		r.mu.Unlock()
 		return
 	}
-	r.mu.Unlock()
-	// The lead is spent only by a catch-up to come: one the room backs
-	// off from (or cannot queue) is asked again at the next Hello.
-	if !r.requestSync(remote) {
-		return
-	}
-	r.mu.Lock()
+	// Recorded before the catch-up is queued: the sync worker, which
+	// forgets the lead of a sync that fails, may run it and fail before
+	// requestSync returns, and a lead recorded after that stayed spent
+	// for the rest of remote's connected period.
 	r.syncedBack[remote] = lead
 	r.mu.Unlock()
+	// The lead is spent only by a catch-up to come: one the room backs
+	// off from (or cannot queue) is asked again at the next Hello. A lead
+	// another sync back recorded since stays.
+	if !r.requestSync(remote) {
+		r.mu.Lock()
+		if l, ok := r.syncedBack[remote]; ok && l == lead {
+			delete(r.syncedBack, remote)
+		}
+		r.mu.Unlock()
+		return
+	}
 	r.m.metrics.syncBacks.Inc()
 }
 
