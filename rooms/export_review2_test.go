@@ -26,3 +26,15 @@ func (m *Manager) SyncedBackLead(id identity.RoomID, p peer.ID) (kept, syncing b
 	_, kept = r.syncedBack[p]
 	return kept, r.syncing[p]
 }
+
+// RequestSyncLeft has room id, which this node left and serves for a
+// while (leaving), ask for a catch-up with p (requestSync), and reports
+// whether it says one is to come. False when the room is not served as
+// left.
+func (m *Manager) RequestSyncLeft(id identity.RoomID, p peer.ID) bool {
+	r := m.leaving.get(id)
+	if r == nil {
+		return false
+	}
+	return r.requestSync(p)
+}

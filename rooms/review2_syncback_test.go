@@ -179,11 +179,15 @@ func TestFailedSyncBackForgetsItsLead(t *testing.T) {
 // and serves its members' sync for a while. A member's Hello that shows
 // no event node 1 lacks by version vector, but heads node 1 does not hold,
 // must not make the left room queue a catch-up: no goroutine of a left
-// room runs its queue, and nothing clears it. (TestLeftRoomAsksNoSyncBack
-// passes without handleSync's check that the room is not a left one: its
-// Hellos show events node 1 lacks, and syncBackLater's goroutine is
-// refused in a closed room; a Hello with unknown heads takes noteHeads'
-// other way, requestSync, which does put the member in the queue.)
+// room runs its queue. (TestLeftRoomAsksNoSyncBack passes without
+// handleSync's check that the room is not a left one: its Hellos show
+// events node 1 lacks, and syncBackLater's goroutine is refused in a
+// closed room; a Hello with unknown heads takes noteHeads' other way,
+// requestSync.) requestSync in a closed room, asked all the same, put the
+// peer in the queue and cleared only its mark when the worker's goroutine
+// was refused: the queue kept it, and nothing emptied it. Now a closed
+// room queues nothing, and a room that closes while a catch-up is queued
+// empties its queue when the worker cannot start.
 func TestLeftRoomHelloWithUnknownHeadsQueuesNoCatchUp(t *testing.T) {
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.SyncInterval = time.Hour
@@ -211,5 +215,12 @@ func TestLeftRoomHelloWithUnknownHeadsQueuesNoCatchUp(t *testing.T) {
 	})
 	if syncing || queued > 0 {
 		t.Fatalf("a Hello with a head node 1 lacks made the room it left queue a catch-up no goroutine runs: marked %v, %d in its queue", syncing, queued)
+	}
+	// Asked directly, as noteHeads would without handleSync's check.
+	if mgr(nt, 1).RequestSyncLeft(id, nt.ID(0)) {
+		t.Error("the room node 1 left says a catch-up with node 0 is to come")
+	}
+	if _, syncing, queued = mgr(nt, 1).LeftRoomSyncState(id, nt.ID(0)); syncing || queued > 0 {
+		t.Fatalf("a catch-up asked in the room node 1 left stays queued, which no goroutine runs: marked %v, %d in its queue", syncing, queued)
 	}
 }

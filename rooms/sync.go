@@ -128,10 +128,16 @@ func init() { askLimit.Store(SyncLimit) }
 // room backs off from p. Asked while p's sync runs (a nudge for an event p
 // stored after the sync began), it runs once more after it. It reports
 // whether a catch-up with p is to come: false when the room backs off from
-// p, its queue is full or it is closed.
+// p, its queue is full or it is closed. A closed room queues nothing: no
+// goroutine of it runs its queue again.
 func (r *room) requestSync(p peer.ID) bool {
 	if p == r.m.self || p == "" {
 		return false
+	}
+	select {
+	case <-r.closed():
+		return false
+	default:
 	}
 	r.mu.Lock()
 	if r.stalledLocked(p) {
@@ -158,13 +164,30 @@ func (r *room) requestSync(p peer.ID) bool {
 	r.syncRunning = true
 	r.mu.Unlock()
 	if start && !r.goRoom(r.syncWorker) {
+		// The room closed since: empty its queue (p with the others
+		// queued there), which no goroutine will run.
 		r.mu.Lock()
 		r.syncRunning = false
 		delete(r.syncing, p)
+		r.dropQueuedLocked()
 		r.mu.Unlock()
 		return false
 	}
 	return true
+}
+
+// dropQueuedLocked empties the queue of a room that closed, and forgets
+// that its catch-ups are to come. Callers hold r.mu.
+func (r *room) dropQueuedLocked() {
+	for {
+		select {
+		case q := <-r.syncQ:
+			delete(r.syncing, q)
+			delete(r.resync, q)
+		default:
+			return
+		}
+	}
 }
 
 // syncWorker runs queued catch-ups one at a time, and ends when none is
