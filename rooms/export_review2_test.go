@@ -13,7 +13,8 @@ func (m *Manager) BackWaiting(id identity.RoomID, p peer.ID) bool {
 	r := m.room(id)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.backWaits[p]
+	_, waiting := r.backWaits[p]
+	return waiting
 }
 
 // SyncedBackLead reports the lead room id last synced back from p for

@@ -20,10 +20,12 @@ import (
 // reconnected). A first Hello of node 1 shows node 0 behind only in events
 // gossip brings within the second syncBackLater waits (here node 0's own
 // next post). While that wait runs, node 1 pulls again: its Hello shows
-// the post node 0 lacks. syncBackLater drops that Hello (one wait per
-// peer), and the wait, when it looks again, checks only the first Hello's
-// authors and seqs: all there, no sync back. Node 0 stays without node
-// 1's post until node 1's next Hello, or anti-entropy.
+// the post node 0 lacks. syncBackLater dropped that Hello (one wait per
+// peer), and the wait, when it looked again, checked only the first
+// Hello's authors and seqs: all there, no sync back, and node 0 stayed
+// without node 1's post until node 1's next Hello, or anti-entropy. Now a
+// Hello during the wait adds what it shows to it, and the wait syncs back
+// for every author still missing once it is over.
 func TestSyncBackHelloDuringAWaitIsNotDropped(t *testing.T) {
 	t.Cleanup(rooms.SetSyncRetryFirst(time.Hour))
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {

@@ -174,11 +174,11 @@ type room struct {
 	syncing     map[peer.ID]bool // peers with a sync queued or running
 	resync      map[peer.ID]bool // peers asked for again while their sync ran: once more after it
 	syncQ       chan peer.ID
-	syncRunning bool                   // a syncWorker runs (sync.go)
-	stalls      map[peer.ID]stall      // peers whose syncs made no progress lately (sync.go)
-	syncRetries map[peer.ID]*syncRetry // catch-ups asked again, by connected peer (sync.go: retrySync)
-	syncedBack  map[peer.ID]uint64     // the lead each connected peer was last synced back for (sync.go: syncBack)
-	backWaits   map[peer.ID]bool       // peers a sync back waits to look again for (sync.go: syncBackLater)
+	syncRunning bool                           // a syncWorker runs (sync.go)
+	stalls      map[peer.ID]stall              // peers whose syncs made no progress lately (sync.go)
+	syncRetries map[peer.ID]*syncRetry         // catch-ups asked again, by connected peer (sync.go: retrySync)
+	syncedBack  map[peer.ID]uint64             // the lead each connected peer was last synced back for (sync.go: syncBack)
+	backWaits   map[peer.ID]map[peer.ID]uint64 // peers a sync back waits to look again for: what their Hellos showed this node lacks, author → seq (sync.go: syncBackLater)
 	// emptySyncs counts the catch-up sessions in a row that brought no
 	// event (sync.go); anti-entropy visits the room less often while it
 	// grows. aeTurns is the anti-entropy goroutine's own: the turns the
@@ -237,7 +237,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		stalls:      make(map[peer.ID]stall),
 		syncRetries: make(map[peer.ID]*syncRetry),
 		syncedBack:  make(map[peer.ID]uint64),
-		backWaits:   make(map[peer.ID]bool),
+		backWaits:   make(map[peer.ID]map[peer.ID]uint64),
 		agents:      make(map[string]AgentMember),
 		outs:        make(map[peer.ID]outRec),
 		wantHeads:   make(map[ID]bool),

@@ -882,10 +882,24 @@ const syncBackWait = time.Second
 
 // syncBackLater waits syncBackWait (jittered) and syncs back from remote
 // (syncBack) if this node still lacks any of ahead, the authors and seqs
-// remote's Hello showed. One wait per peer at a time.
+// remote's Hello showed. One wait per peer at a time: a Hello of remote
+// while it runs adds what it shows to it (the highest seq of each author,
+// at most MaxVV authors), and the wait, once over, syncs back for every
+// author still missing, its lead worked out from them alone (as the next
+// Hello's would be, were nothing more posted). lead is the Hello's: a
+// Hello whose lead was synced back for starts no wait.
 func (r *room) syncBackLater(remote peer.ID, ahead map[peer.ID]uint64, lead uint64) {
 	r.mu.Lock()
-	if r.backWaits[remote] || !r.m.reachable(remote) {
+	if !r.m.reachable(remote) {
+		r.mu.Unlock()
+		return
+	}
+	if pending, ok := r.backWaits[remote]; ok {
+		for a, s := range ahead {
+			if old, ok := pending[a]; ok || len(pending) < MaxVV {
+				pending[a] = max(old, s)
+			}
+		}
 		r.mu.Unlock()
 		return
 	}
@@ -893,33 +907,41 @@ func (r *room) syncBackLater(remote peer.ID, ahead map[peer.ID]uint64, lead uint
 		r.mu.Unlock()
 		return
 	}
-	r.backWaits[remote] = true
+	r.backWaits[remote] = maps.Clone(ahead)
 	r.mu.Unlock()
-	done := func() {
+	// take ends the wait and returns what it waited for.
+	take := func() map[peer.ID]uint64 {
 		r.mu.Lock()
+		defer r.mu.Unlock()
+		pending := r.backWaits[remote]
 		delete(r.backWaits, remote)
-		r.mu.Unlock()
+		return pending
 	}
 	started := r.goRoom(func(ctx context.Context) {
 		t := time.NewTimer(jittered(syncBackWait))
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			done()
+			take()
 			return
 		case <-t.C:
 		}
-		done()
+		pending := take()
 		mine := r.committedVV()
-		for a, s := range ahead {
+		var lead uint64
+		missing := false
+		for a, s := range pending {
 			if mine[a] < s {
-				r.syncBack(remote, lead)
-				return
+				lead += leadOf(a, s)
+				missing = true
 			}
+		}
+		if missing {
+			r.syncBack(remote, lead)
 		}
 	})
 	if !started {
-		done()
+		take()
 	}
 }
 
