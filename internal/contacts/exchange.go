@@ -310,6 +310,16 @@ func (s *Service) deliver(ctx context.Context, p peer.ID, w work) error {
 			return fmt.Errorf("contacts: %s: %w", p, err)
 		}
 		err := s.apply(func(now time.Time) ([]consent.Record, error) { return s.book.Complete(p, ans.Sig, now) })
+		if err != nil && errors.Is(err, consent.ErrState) {
+			// The requester, active once it countersigned, may show
+			// this node the certificate (showCert) before its answer
+			// here comes back: the offer was taken in by that, and the
+			// contact is active. The approval did what it was for.
+			if c, ok := s.book.Get(p, s.now()); ok && c.State == consent.StateActive && c.Cert != nil {
+				s.log.Info("contact active: the peer showed the certificate before its countersignature came back", "peer", p.String())
+				return nil
+			}
+		}
 		if err != nil {
 			s.reject(p, ans.Kind, err)
 			return err
