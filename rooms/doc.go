@@ -101,7 +101,13 @@
 // time twice as long after the one before fails (give or take a half), up
 // to 5 times, in one chain per room and member that a success or the
 // member's disconnection ends. One the member refused (it resets the
-// stream: its policy, the room not open there, not a member, busy) is not.
+// stream: its policy, the room not open there, not a member) is not; one it
+// found busy (a reset with code 0x70617201: its serving slots stayed taken
+// for 10 s) is. A requester waits at most 20 s for each frame of the answer:
+// a member silent that long is given up and not asked again by the room
+// for a while (1 s, doubling while it stays so, at most 5 min). A room runs
+// up to two catch-ups at a time, each with a different member, so one slow
+// or silent member does not hold its catch-ups with the others.
 // Each frame on the stream is a uvarint length (minimal encoding, 1 to 1
 // MiB) followed by that many bytes of CBOR (definite lengths, no tags, no
 // duplicate or unknown keys).

@@ -399,3 +399,25 @@ func (m *Manager) SyncRetry(id identity.RoomID, p peer.ID) (n int, waiting bool)
 // RequestSync asks room id for a catch-up with p, as a graft into its
 // mesh or a nudge does.
 func (m *Manager) RequestSync(id identity.RoomID, p peer.ID) { m.room(id).requestSync(p) }
+
+// SetSyncSilence sets how long a catch-up waits for each frame of its
+// answer (and, through serveWait, how long a responder waits for a serving
+// slot) and returns a function that restores it.
+func SetSyncSilence(d time.Duration) func() {
+	old := syncSilence.Swap(int64(d))
+	return func() { syncSilence.Store(old) }
+}
+
+// HoldServing takes every one of the node's serving slots, as catch-ups it
+// serves to others would, until release.
+func (m *Manager) HoldServing() (release func()) {
+	n := cap(m.serving)
+	for range n {
+		m.serving <- struct{}{}
+	}
+	return func() {
+		for range n {
+			<-m.serving
+		}
+	}
+}

@@ -174,7 +174,7 @@ type room struct {
 	syncing     map[peer.ID]bool // peers with a sync queued or running
 	resync      map[peer.ID]bool // peers asked for again while their sync ran: once more after it
 	syncQ       chan peer.ID
-	syncRunning bool                           // a syncWorker runs (sync.go)
+	syncRunning int                            // syncWorkers running (sync.go)
 	stalls      map[peer.ID]stall              // peers whose syncs made no progress lately (sync.go)
 	syncRetries map[peer.ID]*syncRetry         // catch-ups asked again, by connected peer (sync.go: retrySync)
 	syncedBack  map[peer.ID]uint64             // the lead each connected peer was last synced back for (sync.go: syncBack)

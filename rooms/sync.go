@@ -34,6 +34,16 @@ const (
 	SyncLimit = 4096
 	// syncTimeout bounds one request/response exchange.
 	syncTimeout = time.Minute
+	// defaultSyncSilence bounds the wait for each next frame of a
+	// catch-up's answer (syncSilence): a member that takes a Hello and
+	// then says nothing holds the catch-up for that long, not for
+	// syncTimeout, and the room backs off from it (noteProgress).
+	defaultSyncSilence = 20 * time.Second
+	// syncWorkers is how many catch-ups of one room run side by side,
+	// each with a different peer: one peer slow or silent to answer
+	// holds one of them, and the room's catch-ups with its other members
+	// go on.
+	syncWorkers = 2
 	// maxSyncRounds bounds the requests of one session.
 	maxSyncRounds = 10_000
 )
@@ -50,7 +60,31 @@ const (
 // other in tests.
 var syncRetryFirst atomic.Int64
 
-func init() { syncRetryFirst.Store(int64(defaultSyncRetryFirst)) }
+// syncSilence is the longest wait for a frame of a catch-up's answer:
+// defaultSyncSilence, other in tests.
+var syncSilence atomic.Int64
+
+func init() {
+	syncRetryFirst.Store(int64(defaultSyncRetryFirst))
+	syncSilence.Store(int64(defaultSyncSilence))
+}
+
+// serveWait is how long a responder waits for one of its serving slots
+// before it answers busy: half the silence its requester waits through,
+// so that a requester queued behind other catch-ups hears "busy" (and
+// asks again, retrySync) before it would give the responder up as
+// silent.
+func serveWait() time.Duration { return time.Duration(syncSilence.Load()) / 2 }
+
+// syncBusy is the error code of the reset with which a responder says
+// that all its serving slots stayed taken (serveWait): the requester may
+// ask again later (syncRetryable). A node that sends no codes resets
+// plainly, which the requester takes for a refusal.
+const syncBusy network.StreamErrorCode = 0x70617201
+
+// errSyncSilent is a catch-up given up because the peer sent no frame
+// for syncSilence.
+var errSyncSilent = errors.New("peer silent")
 
 // Backoff from a peer whose sync brought nothing this node could store:
 // the first wait, doubled after each such sync up to the cap.
@@ -160,14 +194,18 @@ func (r *room) requestSync(p peer.ID) bool {
 		return false
 	}
 	r.mu.Lock()
-	start := !r.syncRunning
-	r.syncRunning = true
+	// One more worker while fewer than syncWorkers run and the queue
+	// holds a catch-up none of them took yet.
+	start := r.syncRunning < syncWorkers && len(r.syncQ) > 0
+	if start {
+		r.syncRunning++
+	}
 	r.mu.Unlock()
 	if start && !r.goRoom(r.syncWorker) {
 		// The room closed since: empty its queue (p with the others
 		// queued there), which no goroutine will run.
 		r.mu.Lock()
-		r.syncRunning = false
+		r.syncRunning--
 		delete(r.syncing, p)
 		r.dropQueuedLocked()
 		r.mu.Unlock()
@@ -190,22 +228,25 @@ func (r *room) dropQueuedLocked() {
 	}
 }
 
-// syncWorker runs queued catch-ups one at a time, and ends when none is
-// left: an idle room runs no goroutine (requestSync starts it again).
+// syncWorker runs queued catch-ups one after the other, and ends when none
+// is left: an idle room runs no goroutine (requestSync starts it again).
+// Up to syncWorkers of them run, each with its own peer (a peer is queued
+// once: syncing), so that one peer slow to answer does not hold the
+// room's catch-ups with the others.
 func (r *room) syncWorker(ctx context.Context) {
 	for {
 		var p peer.ID
 		select {
 		case <-ctx.Done():
 			r.mu.Lock()
-			r.syncRunning = false
+			r.syncRunning--
 			r.mu.Unlock()
 			return
 		case p = <-r.syncQ:
 		default:
 			r.mu.Lock()
 			if len(r.syncQ) == 0 {
-				r.syncRunning = false
+				r.syncRunning--
 				r.mu.Unlock()
 				return
 			}
@@ -221,6 +262,11 @@ func (r *room) syncWorker(ctx context.Context) {
 			r.mu.Lock()
 			delete(r.syncedBack, p)
 			r.mu.Unlock()
+			if errors.Is(err, errSyncSilent) {
+				// Not asked by itself again for a while, and
+				// for longer each time it stays silent.
+				r.noteProgress(p, false)
+			}
 			r.retrySync(p, err)
 		}
 		r.mu.Lock()
@@ -266,11 +312,14 @@ func syncRetryable(err error) bool {
 	switch {
 	case errors.As(err, &unsupported):
 		return true
+	case errors.Is(err, errSyncSilent):
+		return false
 	case errors.As(err, &reset):
 		// A host resets a stream whose protocol it does not serve with
 		// this code, which may come before its "not supported"; a reset
-		// on this side is not the peer's answer.
-		return !reset.Remote || reset.ErrorCode == network.StreamProtocolNegotiationFailed
+		// on this side is not the peer's answer. Busy is an answer that
+		// asks for a later try.
+		return !reset.Remote || reset.ErrorCode == network.StreamProtocolNegotiationFailed || reset.ErrorCode == syncBusy
 	case errors.Is(err, network.ErrReset), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, ErrMalformed), errors.Is(err, ErrTooLarge),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
@@ -477,7 +526,11 @@ func (r *room) syncSession(ctx context.Context, p peer.ID) error {
 		mark := r.progressMark()
 		more, n, want, to, err := r.syncRound(ctx, p, from)
 		if err != nil {
-			r.m.metrics.syncs.WithLabelValues("requester", "error").Inc()
+			result := "error"
+			if errors.Is(err, errSyncSilent) {
+				result = "silent"
+			}
+			r.m.metrics.syncs.WithLabelValues("requester", result).Inc()
 			return fmt.Errorf("rooms: sync %s with %s: %w", r.id, p, err)
 		}
 		// Wait until the room stored the batch, so the next
@@ -576,7 +629,8 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 		return false, 0, want, "", &syncLinkError{err}
 	}
 	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(syncTimeout))
+	end := time.Now().Add(syncTimeout)
+	_ = s.SetDeadline(end)
 	r.mu.RLock()
 	h := &Hello{Room: r.id, Limit: uint32(askLimit.Load()), Want: want}
 	h.VV, h.From, h.To = helloVV(r.vv, from, MaxVV)
@@ -599,10 +653,21 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 		return false, 0, want, "", &syncLinkError{err}
 	}
 	_ = s.CloseWrite()
+	silence := time.Duration(syncSilence.Load())
 	for {
+		wait := time.Now().Add(silence)
+		silent := wait.Before(end)
+		if !silent {
+			wait = end
+		}
+		_ = s.SetReadDeadline(wait)
 		b, err := ReadBatch(s)
 		if err != nil {
 			s.Reset()
+			var timeout net.Error
+			if silent && (errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &timeout) && timeout.Timeout()) {
+				err = fmt.Errorf("%w: no answer in %v: %w", errSyncSilent, silence, err)
+			}
 			return false, n, want, "", &syncLinkError{err}
 		}
 		if b.End {
@@ -723,12 +788,12 @@ func (m *Manager) handleSync(s network.Stream) {
 		s.Reset()
 		return
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, syncTimeout)
+	ctx, cancel := context.WithTimeout(m.ctx, serveWait())
 	ok := m.serving.acquire(ctx)
 	cancel()
 	if !ok {
 		m.metrics.syncs.WithLabelValues("responder", "busy").Inc()
-		s.Reset()
+		_ = s.ResetWithError(syncBusy)
 		return
 	}
 	err = r.serveSync(s, h, upTo)
