@@ -103,9 +103,10 @@
 // member's disconnection ends. One the member refused (it resets the
 // stream: its policy, the room not open there, not a member) is not; one it
 // found busy (a reset with code 0x70617201: its serving slots stayed taken
-// for 10 s) is. A requester waits at most 20 s for each frame of the answer:
-// a member silent that long is given up and not asked again by the room
-// for a while (1 s, doubling while it stays so, at most 5 min). A room runs
+// for 10 s) is. A requester gives an answer up after 20 s without a byte:
+// a member silent that long is not asked again by the room for a while
+// (1 s, doubling while it stays so, at most 5 min). A responder writes a
+// batch once it has waited 2.5 s, full or not. A room runs
 // up to two catch-ups at a time, each with a different member, so one slow
 // or silent member does not hold its catch-ups with the others.
 // Each frame on the stream is a uvarint length (minimal encoding, 1 to 1

@@ -508,23 +508,32 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 		return err
 	}
 	if !r.beginToldBackSession() {
-		return r.syncSession(ctx, p)
+		return r.syncSession(ctx, p, nil)
 	}
-	mark := r.progressMark()
-	err := r.syncSession(ctx, p)
-	r.m.judgeToldBack(r, p, err, r.progressMark() != mark)
+	tally := &syncTally{}
+	err := r.syncSession(ctx, p, tally)
+	// What this session stored: another catch-up of the room may run
+	// beside it (a second worker, an invite's, a recovery's), and what
+	// that one brought is not this member's word.
+	r.m.judgeToldBack(r, p, err, tally.stored.Load() > 0)
 	return err
 }
 
-// syncSession is syncWith's catch-up itself.
-func (r *room) syncSession(ctx context.Context, p peer.ID) error {
+// syncTally counts the events one catch-up session had the room store
+// (taken in, a fork, a damaged copy written again, or pooled events they
+// released).
+type syncTally struct{ stored atomic.Int64 }
+
+// syncSession is syncWith's catch-up itself; tally, when not nil, counts
+// what it stored.
+func (r *room) syncSession(ctx context.Context, p peer.ID, tally *syncTally) error {
 	var from peer.ID // the authors asked for: from here on
 	refused := 0     // events of parts that brought nothing the room took
 	cut := false     // a part ended with more of it left unasked
 	fetched := false // a round brought events the room stored
 	for round := 0; round < maxSyncRounds; round++ {
 		mark := r.progressMark()
-		more, n, want, to, err := r.syncRound(ctx, p, from)
+		more, n, want, to, err := r.syncRound(ctx, p, from, tally)
 		if err != nil {
 			result := "error"
 			if errors.Is(err, errSyncSilent) {
@@ -606,7 +615,7 @@ func (r *room) wantsMore(ctx context.Context, asked []ID) bool {
 // syncRound asks p once for the events of the authors from from on that
 // this node lacks, as many authors as one Hello lists: to is where the
 // next round's authors begin, "" when this one reached the last.
-func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more bool, n int, want []ID, to peer.ID, err error) {
+func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID, tally *syncTally) (more bool, n int, want []ID, to peer.ID, err error) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	want, err = r.missingIDs(ctx)
@@ -653,20 +662,13 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 		return false, 0, want, "", &syncLinkError{err}
 	}
 	_ = s.CloseWrite()
-	silence := time.Duration(syncSilence.Load())
+	rd := &silenceReader{s: s, silence: time.Duration(syncSilence.Load()), end: end}
 	for {
-		wait := time.Now().Add(silence)
-		silent := wait.Before(end)
-		if !silent {
-			wait = end
-		}
-		_ = s.SetReadDeadline(wait)
-		b, err := ReadBatch(s)
+		b, err := ReadBatch(rd)
 		if err != nil {
 			s.Reset()
-			var timeout net.Error
-			if silent && (errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &timeout) && timeout.Timeout()) {
-				err = fmt.Errorf("%w: no answer in %v: %w", errSyncSilent, silence, err)
+			if rd.silent {
+				err = fmt.Errorf("%w: nothing for %v: %w", errSyncSilent, rd.silence, err)
 			}
 			return false, n, want, "", &syncLinkError{err}
 		}
@@ -687,13 +689,39 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 				s.Reset()
 				return false, n, want, "", fmt.Errorf("peer sent a bad event: %w", err)
 			}
-			if err := r.submit(ctx, input{item: &Item{ID: id, Event: e, Wire: w}, from: p, catchUp: true}); err != nil {
+			if err := r.submit(ctx, input{item: &Item{ID: id, Event: e, Wire: w}, from: p, catchUp: true, tally: tally}); err != nil {
 				return false, n, want, "", err
 			}
 			n++
 		}
 		r.m.metrics.synced.Add(float64(len(b.Events)))
 	}
+}
+
+// silenceReader reads a catch-up's answer from s, each read given up
+// once silence passes with no byte (silent then tells so), or at end.
+// The limit is on a silence, not on a frame: an answer of 1 MiB over a
+// slow link comes as long as its bytes do.
+type silenceReader struct {
+	s       network.Stream
+	silence time.Duration
+	end     time.Time
+	silent  bool // the last read failed for silence, before end
+}
+
+func (rd *silenceReader) Read(p []byte) (int, error) {
+	wait := time.Now().Add(rd.silence)
+	before := wait.Before(rd.end)
+	if !before {
+		wait = rd.end
+	}
+	_ = rd.s.SetReadDeadline(wait)
+	n, err := rd.s.Read(p)
+	var timeout net.Error
+	if err != nil && before && (errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &timeout) && timeout.Timeout()) {
+		rd.silent = true
+	}
+	return n, err
 }
 
 // skipSeq is the seq a Hello gives an author whose events it does not ask
@@ -1153,6 +1181,11 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 	b := &Batch{}
 	sent, served := 0, 0
 	capped := false
+	// A batch goes out when full, or once it has waited flushAfter (reads
+	// slow on a loaded disk), so the requester hears from this node well
+	// within its silence limit.
+	flushAfter := time.Duration(syncSilence.Load()) / 8
+	began := time.Now()
 	for (hp.Len() > 0 || len(wanted) > 0) && sent < limit {
 		var wire []byte
 		var id ID
@@ -1187,11 +1220,12 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 			}
 			sentWanted[id] = true
 		}
-		if !b.Fits(len(wire)) {
+		if !b.Fits(len(wire)) || (len(b.Events) > 0 && time.Since(began) > flushAfter) {
 			if err := WriteFrame(w, b); err != nil {
 				return err
 			}
 			b = &Batch{}
+			began = time.Now()
 		}
 		b.Events = append(b.Events, wire)
 		sent++
