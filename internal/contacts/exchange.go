@@ -310,7 +310,7 @@ func (s *Service) deliver(ctx context.Context, p peer.ID, w work) error {
 			return fmt.Errorf("contacts: %s: %w", p, err)
 		}
 		err := s.apply(func(now time.Time) ([]consent.Record, error) { return s.book.Complete(p, ans.Sig, now) })
-		if err != nil && errors.Is(err, consent.ErrState) {
+		if errors.Is(err, consent.ErrState) {
 			// The requester, active once it countersigned, may show
 			// this node the certificate (showCert) before its answer
 			// here comes back: the offer was taken in by that, and the
