@@ -34,10 +34,10 @@ const (
 	SyncLimit = 4096
 	// syncTimeout bounds one request/response exchange.
 	syncTimeout = time.Minute
-	// defaultSyncSilence bounds the wait for each next frame of a
-	// catch-up's answer (syncSilence): a member that takes a Hello and
-	// then says nothing holds the catch-up for that long, not for
-	// syncTimeout, and the room backs off from it (noteProgress).
+	// defaultSyncSilence bounds a time without a byte of a catch-up's
+	// answer (syncSilence): a member that takes a Hello and then says
+	// nothing holds the catch-up for that long, not for syncTimeout, and
+	// the room backs off from it (noteProgress).
 	defaultSyncSilence = 20 * time.Second
 	// syncWorkers is how many catch-ups of one room run side by side,
 	// each with a different peer: one peer slow or silent to answer
@@ -60,7 +60,7 @@ const (
 // other in tests.
 var syncRetryFirst atomic.Int64
 
-// syncSilence is the longest wait for a frame of a catch-up's answer:
+// syncSilence is the longest time without a byte of a catch-up's answer:
 // defaultSyncSilence, other in tests.
 var syncSilence atomic.Int64
 
@@ -82,8 +82,8 @@ func serveWait() time.Duration { return time.Duration(syncSilence.Load()) / 2 }
 // plainly, which the requester takes for a refusal.
 const syncBusy network.StreamErrorCode = 0x70617201
 
-// errSyncSilent is a catch-up given up because the peer sent no frame
-// for syncSilence.
+// errSyncSilent is a catch-up given up because the peer sent no byte for
+// syncSilence.
 var errSyncSilent = errors.New("peer silent")
 
 // Backoff from a peer whose sync brought nothing this node could store:
