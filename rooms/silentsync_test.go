@@ -1,6 +1,9 @@
 package rooms_test
 
 import (
+	"bytes"
+	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,20 +32,7 @@ func silentNet(t *testing.T) (nt *nodetest.Net, id identity.RoomID, hold func())
 	}, "every node to hold node 1's post")
 	return nt, id, func() {
 		t.Helper()
-		vs := must(mgr(nt, 1).Log(id, 100, nil))
-		head := vs[len(vs)-1]
-		var seq uint64
-		for _, v := range vs {
-			if v.Author == nt.ID(1) {
-				seq = max(seq, v.Seq)
-			}
-		}
-		e := rooms.Event{Room: id, Author: nt.ID(1), Agent: identity.HumanAgent, Seq: seq + 1, Parents: []rooms.ID{head.ID},
-			Depth: head.Depth + 1, Time: time.Now().UnixMilli(), Kind: rooms.KindMessage, Body: []byte("held by node 1 alone")}
-		w, _, err := rooms.Seal(loadKey(t, nt.Home(1)), &e)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := unheldEvent(t, nt, id, "held by node 1 alone")
 		if err := mgr(nt, 1).ProcessBatch(id, w); err != nil {
 			t.Fatal(err)
 		}
@@ -120,4 +110,224 @@ func TestBusyResponderIsAskedAgain(t *testing.T) {
 	release()
 	nt.WaitFor(15*time.Second, func() bool { return logHas(nt, 0, id, "held by node 1 alone") },
 		"node 0 to catch up with node 1 once it has a slot")
+}
+
+// unheldEvent signs a new message of node 1's in room id, after the
+// room's latest event on node 1, and stores it nowhere: the wire a member
+// that got it from node 1 by catch-up would serve.
+func unheldEvent(t *testing.T, nt *nodetest.Net, id identity.RoomID, body string) []byte {
+	t.Helper()
+	vs := must(mgr(nt, 1).Log(id, 100, nil))
+	head := vs[len(vs)-1]
+	var seq uint64
+	for _, v := range vs {
+		if v.Author == nt.ID(1) {
+			seq = max(seq, v.Seq)
+		}
+	}
+	e := rooms.Event{Room: id, Author: nt.ID(1), Agent: identity.HumanAgent, Seq: seq + 1, Parents: []rooms.ID{head.ID},
+		Depth: head.Depth + 1, Time: time.Now().UnixMilli(), Kind: rooms.KindMessage, Body: []byte(body)}
+	w, _, err := rooms.Seal(loadKey(t, nt.Home(1)), &e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestSteadySlowAnswerIsNotSilent: node 2 answers node 0's catch-up with
+// one batch that it sends steadily but slowly (a few bytes every 50 ms, as
+// over a slow or congested link), the whole frame taking about three times
+// the silence limit. Node 0 is never without a byte for longer than 50 ms,
+// so node 2 is not silent: node 0 stores the event and does not back off.
+// Before (found by a review), the limit bounded each whole frame, so node
+// 0 gave node 2 up as silent; at the default limits a requester on a link
+// slower than about 52 KB/s could never take a full batch (1 MiB).
+func TestSteadySlowAnswerIsNotSilent(t *testing.T) {
+	const silence = time.Second
+	t.Cleanup(rooms.SetSyncSilence(silence))
+	nt, id, _ := silentNet(t)
+	w := unheldEvent(t, nt, id, "served slowly by node 2")
+	var frame bytes.Buffer
+	if err := rooms.WriteFrame(&frame, &rooms.Batch{Events: [][]byte{w}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rooms.WriteFrame(&frame, &rooms.Batch{End: true}); err != nil {
+		t.Fatal(err)
+	}
+	raw := frame.Bytes()
+	const gap = 50 * time.Millisecond
+	steps := int(3 * silence / gap)
+	chunk := max(1, (len(raw)+steps-1)/steps)
+	nt.Node(2).Host().SetStreamHandler(rooms.ProtocolSync, func(s network.Stream) {
+		defer s.Close()
+		if _, err := rooms.ReadHello(s, rooms.MaxFrame); err != nil {
+			s.Reset()
+			return
+		}
+		// The slow link itself: a chunk at each tick.
+		tick := time.NewTicker(gap)
+		defer tick.Stop()
+		for off := 0; off < len(raw); off += chunk {
+			if _, err := s.Write(raw[off:min(off+chunk, len(raw))]); err != nil {
+				return
+			}
+			<-tick.C
+		}
+	})
+	mgr(nt, 0).RequestSync(id, nt.ID(2))
+	nt.WaitFor(15*time.Second, func() bool {
+		return logHas(nt, 0, id, "served slowly by node 2") || syncSessions(t, nt.Node(0), "requester", "silent") > 0
+	}, "node 0's catch-up with node 2 to end")
+	if n := syncSessions(t, nt.Node(0), "requester", "silent"); n > 0 {
+		t.Errorf("node 0 gave up %v catch-ups with node 2 as silent, though a byte came every %v (limit %v)", n, gap, silence)
+	}
+	if mgr(nt, 0).StalledFrom(id, nt.ID(2)) {
+		t.Errorf("node 0 backs off from node 2, which was answering")
+	}
+	if !logHas(nt, 0, id, "served slowly by node 2") {
+		t.Errorf("node 0 did not store the event node 2 sent it")
+	}
+}
+
+// TestToldBackNotDroppedOnAnotherSessionsProgress: node 1 is put back on a
+// copy of its home taken before it joined node 0's room; since, it spoke
+// there, left, was invited back and spoke again, so it is in. Told the
+// room back, node 1 catches up from node 0 (rounds 1 and 2) and, side by
+// side, from node 2, a member that holds nothing node 1 lacks by then (it
+// stands for a member away since before node 1 left: it answers an empty
+// catch-up). While node 2's session runs, node 0's second round stores
+// node 1's old leave; node 0 then falls silent before the invite back.
+// Node 2's session ends complete and brought nothing of its own: it is no
+// evidence that node 1 is out, and when node 0's session fails (silent)
+// the room stays provisional for the next catch-up with node 0 to
+// confirm. Before (found by a review), the judgment read the room's
+// progress, which node 0's session had moved, so node 2's empty session
+// counted as one that brought events showing node 1 out, and the room was
+// dropped as "out".
+func TestToldBackNotDroppedOnAnotherSessionsProgress(t *testing.T) {
+	t.Cleanup(rooms.SetSyncSilence(2 * time.Second))
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Hour
+	}))
+	ctx := context.Background()
+	waitConnected(t, nt, 0, 1)
+	nt.Crash(1)
+	old := nt.CopyData(1)
+	nt.Restart(1)
+	waitConnected(t, nt, 1, 0)
+
+	id := openRoom(t, nt, 1, 2)
+	say(t, nt, 1, id, "first time")
+	if _, err := mgr(nt, 1).LeaveNode(ctx, id, identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	waitOut(t, nt, 0, 1, id)
+	if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(40*time.Second, func() bool { return joins(nt, 1, id) == 2 }, "node 1 to join again")
+	back := say(t, nt, 1, id, "back again")
+	own := wireOf(t, nt, 0, id, back)
+	create, invite := roomWires(t, nt, 0, id, 1)
+
+	// Node 0's history in display order, cut at node 1's leave.
+	vs := must(mgr(nt, 0).Log(id, 10000, nil))
+	leaveAt := -1
+	for i, v := range vs {
+		if v.Kind == rooms.KindLeave && v.Author == nt.ID(1) && v.Target == nt.ID(1) {
+			leaveAt = i
+		}
+	}
+	if leaveAt < 1 {
+		t.Fatal("no leave of node 1's on node 0")
+	}
+	var before [][]byte
+	for _, v := range vs[:leaveAt] {
+		before = append(before, wireOf(t, nt, 0, id, v.ID))
+	}
+	lastBefore, leaveID := vs[leaveAt-1].ID, vs[leaveAt].ID
+	leave := wireOf(t, nt, 0, id, leaveID)
+	holds := func(eid rooms.ID) bool { _, err := mgr(nt, 1).Wire(id, eid); return err == nil }
+
+	quiet := make(chan struct{})
+	xAsked := make(chan struct{})
+	var xOnce sync.Once
+	var yMu sync.Mutex
+	yRound := 0
+	t.Cleanup(func() { close(quiet) })
+	// Node 0 answers node 1 with its history up to the leave, then falls
+	// silent.
+	nt.Node(0).Host().SetStreamHandler(rooms.ProtocolSync, func(s network.Stream) {
+		defer s.Close()
+		h, err := rooms.ReadHello(s, rooms.MaxFrame)
+		if err != nil || h.Room != id || s.Conn().RemotePeer() != nt.ID(1) {
+			s.Reset()
+			return
+		}
+		yMu.Lock()
+		yRound++
+		round := yRound
+		yMu.Unlock()
+		var events [][]byte
+		switch round {
+		case 1:
+			events = before
+		case 2:
+			select {
+			case <-xAsked:
+			case <-quiet:
+			}
+			events = [][]byte{leave}
+		default:
+			<-quiet
+			s.Reset()
+			return
+		}
+		_ = rooms.WriteFrame(s, &rooms.Batch{Events: events})
+		_ = rooms.WriteFrame(s, &rooms.Batch{End: true, More: true})
+	})
+	// Node 2 holds nothing node 1 lacks once node 1 has node 0's first
+	// round; it answers the catch-up asked then once node 0's second round
+	// is stored (a member slow to answer).
+	nt.Node(2).Host().SetStreamHandler(rooms.ProtocolSync, func(s network.Stream) {
+		defer s.Close()
+		h, err := rooms.ReadHello(s, rooms.MaxFrame)
+		if err != nil || h.Room != id || s.Conn().RemotePeer() != nt.ID(1) {
+			s.Reset()
+			return
+		}
+		if holds(lastBefore) && !holds(leaveID) {
+			xOnce.Do(func() { close(xAsked) })
+			nodetest.Poll(5*time.Second, func() bool { return holds(leaveID) })
+		}
+		_ = rooms.WriteFrame(s, &rooms.Batch{End: true})
+	})
+
+	restore(nt, 1, old)
+	waitConnected(t, nt, 1, 0)
+	waitConnected(t, nt, 1, 2)
+	nt.WaitFor(20*time.Second, func() bool {
+		_ = rooms.SendTellBack(ctx, nt.Node(0).Host(), nt.ID(1), id, invite, create, own)
+		return mgr(nt, 1).Provisional(id)
+	}, "node 1 to open the room told back")
+	mgr(nt, 1).RequestSync(id, nt.ID(0))
+	nt.WaitFor(10*time.Second, func() bool { return holds(lastBefore) }, "node 1 to store node 0's first round")
+	mgr(nt, 1).RequestSync(id, nt.ID(2))
+	nt.WaitFor(10*time.Second, func() bool {
+		select {
+		case <-xAsked:
+			return true
+		default:
+			return false
+		}
+	}, "node 2 to be asked while node 0's catch-up runs")
+	nt.WaitFor(15*time.Second, func() bool { return syncSessions(t, nt.Node(1), "requester", "silent") >= 1 },
+		"node 1 to give node 0 up as silent")
+	if nodetest.Poll(3*time.Second, func() bool { return mgr(nt, 1).ToldBackDropped("out") > 0 }) {
+		t.Fatal("node 1 dropped the room told back as out: a stale member's empty catch-up was judged on node 0's partial one")
+	}
+	if !mgr(nt, 1).Provisional(id) {
+		t.Fatal("the room told back is no longer provisional")
+	}
 }
