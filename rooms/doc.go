@@ -103,12 +103,14 @@
 // member's disconnection ends. One the member refused (it resets the
 // stream: its policy, the room not open there, not a member) is not; one it
 // found busy (a reset with code 0x70617201: its serving slots stayed taken
-// for 10 s) is. A requester gives an answer up after 20 s without a byte:
-// a member silent that long is not asked again by the room for a while
-// (1 s, doubling while it stays so, at most 5 min). A responder writes a
-// batch once it has waited 2.5 s, full or not. A room runs
+// for 10 s) is. A requester gives an answer up after 20 s without a byte,
+// or when it is not done by the end of the exchange's minute: such a
+// member is not asked again by the room for a while (1 s, doubling while
+// it stays so, at most 5 min). A responder writes what its batch holds
+// once 2.5 s passed since its last write, full or not. A room runs
 // up to two catch-ups at a time, each with a different member, so one slow
-// or silent member does not hold its catch-ups with the others.
+// or silent member does not hold its catch-ups with the others (a room told
+// back, below, one).
 // Each frame on the stream is a uvarint length (minimal encoding, 1 to 1
 // MiB) followed by that many bytes of CBOR (definite lengths, no tags, no
 // duplicate or unknown keys).

@@ -83,7 +83,7 @@ func serveWait() time.Duration { return time.Duration(syncSilence.Load()) / 2 }
 const syncBusy network.StreamErrorCode = 0x70617201
 
 // errSyncSilent is a catch-up given up because the peer sent no byte for
-// syncSilence.
+// syncSilence, or had not answered by the end of the exchange.
 var errSyncSilent = errors.New("peer silent")
 
 // Backoff from a peer whose sync brought nothing this node could store:
@@ -195,8 +195,15 @@ func (r *room) requestSync(p peer.ID) bool {
 	}
 	r.mu.Lock()
 	// One more worker while fewer than syncWorkers run and the queue
-	// holds a catch-up none of them took yet.
-	start := r.syncRunning < syncWorkers && len(r.syncQ) > 0
+	// holds a catch-up none of them took yet. A room told back runs one:
+	// it judges whether this node is out by its state after a member's
+	// complete catch-up (judgeToldBack), which a catch-up running beside
+	// it would change.
+	workers := syncWorkers
+	if r.prov != nil {
+		workers = 1
+	}
+	start := r.syncRunning < workers && len(r.syncQ) > 0
 	if start {
 		r.syncRunning++
 	}
@@ -667,10 +674,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID, tally *sy
 		b, err := ReadBatch(rd)
 		if err != nil {
 			s.Reset()
-			if rd.silent {
-				err = fmt.Errorf("%w: nothing for %v: %w", errSyncSilent, rd.silence, err)
-			}
-			return false, n, want, "", &syncLinkError{err}
+			return false, n, want, "", &syncLinkError{rd.giveUp(err)}
 		}
 		if b.End {
 			return b.More, n, want, h.To, nil
@@ -706,7 +710,8 @@ type silenceReader struct {
 	s       network.Stream
 	silence time.Duration
 	end     time.Time
-	silent  bool // the last read failed for silence, before end
+	silent  bool // the last read brought nothing for silence, before end
+	late    bool // the last read brought nothing by end
 }
 
 func (rd *silenceReader) Read(p []byte) (int, error) {
@@ -717,11 +722,27 @@ func (rd *silenceReader) Read(p []byte) (int, error) {
 	}
 	_ = rd.s.SetReadDeadline(wait)
 	n, err := rd.s.Read(p)
+	// A read may bring bytes with a deadline's error (a muxer's window
+	// update after them waited): that is no silence, and the next read
+	// tells.
 	var timeout net.Error
-	if err != nil && before && (errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &timeout) && timeout.Timeout()) {
-		rd.silent = true
-	}
+	timedOut := n == 0 && err != nil && (errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &timeout) && timeout.Timeout())
+	rd.silent, rd.late = timedOut && before, timedOut && !before
 	return n, err
+}
+
+// giveUp wraps err, a read of the answer that failed, in errSyncSilent
+// when the peer let its limit pass: silence, or an answer not done by the
+// end of the exchange (a peer that sends a byte now and then holds a
+// catch-up that long, and is backed off like a silent one).
+func (rd *silenceReader) giveUp(err error) error {
+	switch {
+	case rd.silent:
+		return fmt.Errorf("%w: nothing for %v: %w", errSyncSilent, rd.silence, err)
+	case rd.late:
+		return fmt.Errorf("%w: its answer not done in %v: %w", errSyncSilent, syncTimeout, err)
+	}
+	return err
 }
 
 // skipSeq is the seq a Hello gives an author whose events it does not ask
