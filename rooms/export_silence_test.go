@@ -24,3 +24,10 @@ func ReadAnswer(s network.Stream, silence time.Duration, end time.Time) (frames 
 		}
 	}
 }
+
+// SetSyncTimeout sets the limit of one catch-up exchange and returns a
+// function that restores it.
+func SetSyncTimeout(d time.Duration) func() {
+	old := syncTimeoutNs.Swap(int64(d))
+	return func() { syncTimeoutNs.Store(old) }
+}

@@ -191,6 +191,49 @@ func TestSteadySlowAnswerIsNotSilent(t *testing.T) {
 	}
 }
 
+// TestTricklingPeerIsBackedOffLikeASilentOne: node 2 answers node 0's
+// catch-up a byte now and then, never silent for the silence limit but
+// never done either. The exchange's limit ends it, and node 0 counts it
+// and backs off from node 2 as from a silent peer. Before (found by a
+// review), the exchange's end was no silence: such a member held one of
+// the room's catch-ups for the whole limit each time it was asked, and
+// was asked again at once.
+func TestTricklingPeerIsBackedOffLikeASilentOne(t *testing.T) {
+	t.Cleanup(rooms.SetSyncSilence(time.Second))
+	t.Cleanup(rooms.SetSyncTimeout(3 * time.Second))
+	nt, id, _ := silentNet(t)
+	var frame bytes.Buffer
+	if err := rooms.WriteFrame(&frame, &rooms.Batch{Events: [][]byte{unheldEvent(t, nt, id, "trickled by node 2")}}); err != nil {
+		t.Fatal(err)
+	}
+	raw := frame.Bytes()
+	quiet := make(chan struct{})
+	t.Cleanup(func() { close(quiet) })
+	nt.Node(2).Host().SetStreamHandler(rooms.ProtocolSync, func(s network.Stream) {
+		defer s.Close()
+		if _, err := rooms.ReadHello(s, rooms.MaxFrame); err != nil {
+			s.Reset()
+			return
+		}
+		tick := time.NewTicker(300 * time.Millisecond)
+		defer tick.Stop()
+		for _, c := range raw {
+			if _, err := s.Write([]byte{c}); err != nil {
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-quiet:
+				return
+			}
+		}
+	})
+	mgr(nt, 0).RequestSync(id, nt.ID(2))
+	nt.WaitFor(15*time.Second, func() bool {
+		return syncSessions(t, nt.Node(0), "requester", "silent") == 1 && mgr(nt, 0).StalledFrom(id, nt.ID(2))
+	}, "node 0 to give up node 2's trickle at the exchange's end and back off from it")
+}
+
 // TestToldBackNotDroppedOnAnotherSessionsProgress: node 1 is put back on a
 // copy of its home taken before it joined node 0's room; since, it spoke
 // there, left, was invited back and spoke again, so it is in. Told the

@@ -32,11 +32,13 @@ const (
 	// SyncLimit is the most events a responder sends per request; the
 	// requester asks again while More is set.
 	SyncLimit = 4096
-	// syncTimeout bounds one request/response exchange.
-	syncTimeout = time.Minute
+	// defaultSyncTimeout bounds one request/response exchange
+	// (syncTimeout).
+	defaultSyncTimeout = time.Minute
 	// defaultSyncSilence bounds a time without a byte of a catch-up's
 	// answer (syncSilence): a member that takes a Hello and then says
-	// nothing holds the catch-up for that long, not for syncTimeout, and
+	// nothing holds the catch-up for that long, not for the exchange's
+	// whole limit (defaultSyncTimeout), and
 	// the room backs off from it (noteProgress).
 	defaultSyncSilence = 20 * time.Second
 	// syncWorkers is how many catch-ups of one room run side by side,
@@ -64,10 +66,18 @@ var syncRetryFirst atomic.Int64
 // defaultSyncSilence, other in tests.
 var syncSilence atomic.Int64
 
+// syncTimeoutNs is the limit of one exchange (syncTimeout), in
+// nanoseconds: defaultSyncTimeout, other in tests.
+var syncTimeoutNs atomic.Int64
+
 func init() {
 	syncRetryFirst.Store(int64(defaultSyncRetryFirst))
 	syncSilence.Store(int64(defaultSyncSilence))
+	syncTimeoutNs.Store(int64(defaultSyncTimeout))
 }
+
+// syncTimeout bounds one request/response exchange.
+func syncTimeout() time.Duration { return time.Duration(syncTimeoutNs.Load()) }
 
 // serveWait is how long a responder waits for one of its serving slots
 // before it answers busy: half the silence its requester waits through,
@@ -623,7 +633,8 @@ func (r *room) wantsMore(ctx context.Context, asked []ID) bool {
 // this node lacks, as many authors as one Hello lists: to is where the
 // next round's authors begin, "" when this one reached the last.
 func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID, tally *syncTally) (more bool, n int, want []ID, to peer.ID, err error) {
-	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	limit := syncTimeout()
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	want, err = r.missingIDs(ctx)
 	if err != nil {
@@ -645,7 +656,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID, tally *sy
 		return false, 0, want, "", &syncLinkError{err}
 	}
 	defer s.Close()
-	end := time.Now().Add(syncTimeout)
+	end := time.Now().Add(limit)
 	_ = s.SetDeadline(end)
 	r.mu.RLock()
 	h := &Hello{Room: r.id, Limit: uint32(askLimit.Load()), Want: want}
@@ -740,7 +751,7 @@ func (rd *silenceReader) giveUp(err error) error {
 	case rd.silent:
 		return fmt.Errorf("%w: nothing for %v: %w", errSyncSilent, rd.silence, err)
 	case rd.late:
-		return fmt.Errorf("%w: its answer not done in %v: %w", errSyncSilent, syncTimeout, err)
+		return fmt.Errorf("%w: its answer not done by the exchange's end: %w", errSyncSilent, err)
 	}
 	return err
 }
@@ -791,7 +802,7 @@ func helloVV(vv map[peer.ID]uint64, from peer.ID, limit int) (out map[peer.ID]ui
 // streams the events it lacks in display order, at most SyncLimit.
 func (m *Manager) handleSync(s network.Stream) {
 	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(syncTimeout))
+	_ = s.SetDeadline(time.Now().Add(syncTimeout()))
 	remote := s.Conn().RemotePeer()
 	// A peer the policy refuses is not read: a Hello may be 1 MiB. But a
 	// node that left a room open here (or was removed from it), a
