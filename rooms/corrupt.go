@@ -64,7 +64,6 @@ func (r *room) repair(tx *txn, it Item) bool {
 	if !bad {
 		return false
 	}
-	tx.repaired++
 	tx.markEvent()
 	tx.ops = append(tx.ops, schema.Op{Key: storedKey(r.id, it.ID), Val: storedEvent(it.Event.Depth, it.Wire)})
 	// Loaded damaged, its parents stayed heads (tip.go): with them known

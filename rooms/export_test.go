@@ -400,7 +400,7 @@ func (m *Manager) SyncRetry(id identity.RoomID, p peer.ID) (n int, waiting bool)
 // mesh or a nudge does.
 func (m *Manager) RequestSync(id identity.RoomID, p peer.ID) { m.room(id).requestSync(p) }
 
-// SetSyncSilence sets how long a catch-up waits for each frame of its
+// SetSyncSilence sets how long a catch-up waits without a byte of its
 // answer (and, through serveWait, how long a responder waits for a serving
 // slot) and returns a function that restores it.
 func SetSyncSilence(d time.Duration) func() {

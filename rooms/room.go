@@ -93,7 +93,6 @@ type input struct {
 	say     *sayReq    // an event to author
 	barrier chan error // closed once everything before it is processed
 	missing chan []ID  // receives the IDs the pending pool waits for
-	tally   *syncTally // counts what item had the room store (the catch-up it came by; sync.go)
 }
 
 type sayReq struct {
@@ -412,7 +411,6 @@ type txn struct {
 	marks    []mark             // where each event's writes begin, one per event
 	vv       map[peer.ID]uint64 // authors' seqs this batch stores
 	accepted []View
-	repaired int        // damaged events written again (corrupt.go: repair)
 	arrivals []uint64   // the arrival number of each of accepted
 	own      []*Item    // own events, published before the write
 	restored []*Item    // own events of earlier batches that went out unstored, taken in first (restoreUnstored)
@@ -486,11 +484,7 @@ func (r *room) process(ctx context.Context, batch []input) {
 	for _, in := range batch {
 		switch {
 		case in.item != nil:
-			took := len(tx.accepted) + tx.repaired
 			r.receive(tx, *in.item, in.from)
-			if in.tally != nil {
-				in.tally.stored.Add(int64(len(tx.accepted) + tx.repaired - took))
-			}
 		case in.say != nil:
 			var id ID
 			err := r.unstoredPosts()

@@ -525,32 +525,23 @@ func (r *room) syncWith(ctx context.Context, p peer.ID) error {
 		return err
 	}
 	if !r.beginToldBackSession() {
-		return r.syncSession(ctx, p, nil)
+		return r.syncSession(ctx, p)
 	}
-	tally := &syncTally{}
-	err := r.syncSession(ctx, p, tally)
-	// What this session stored: another catch-up of the room may run
-	// beside it (a second worker, an invite's, a recovery's), and what
-	// that one brought is not this member's word.
-	r.m.judgeToldBack(r, p, err, tally.stored.Load() > 0)
+	mark := r.progressMark()
+	err := r.syncSession(ctx, p)
+	r.m.judgeToldBack(r, p, err, r.progressMark() != mark)
 	return err
 }
 
-// syncTally counts the events one catch-up session had the room store
-// (taken in, a fork, a damaged copy written again, or pooled events they
-// released).
-type syncTally struct{ stored atomic.Int64 }
-
-// syncSession is syncWith's catch-up itself; tally, when not nil, counts
-// what it stored.
-func (r *room) syncSession(ctx context.Context, p peer.ID, tally *syncTally) error {
+// syncSession is syncWith's catch-up itself.
+func (r *room) syncSession(ctx context.Context, p peer.ID) error {
 	var from peer.ID // the authors asked for: from here on
 	refused := 0     // events of parts that brought nothing the room took
 	cut := false     // a part ended with more of it left unasked
 	fetched := false // a round brought events the room stored
 	for round := 0; round < maxSyncRounds; round++ {
 		mark := r.progressMark()
-		more, n, want, to, err := r.syncRound(ctx, p, from, tally)
+		more, n, want, to, err := r.syncRound(ctx, p, from)
 		if err != nil {
 			result := "error"
 			if errors.Is(err, errSyncSilent) {
@@ -632,7 +623,7 @@ func (r *room) wantsMore(ctx context.Context, asked []ID) bool {
 // syncRound asks p once for the events of the authors from from on that
 // this node lacks, as many authors as one Hello lists: to is where the
 // next round's authors begin, "" when this one reached the last.
-func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID, tally *syncTally) (more bool, n int, want []ID, to peer.ID, err error) {
+func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more bool, n int, want []ID, to peer.ID, err error) {
 	limit := syncTimeout()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -704,7 +695,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID, tally *sy
 				s.Reset()
 				return false, n, want, "", fmt.Errorf("peer sent a bad event: %w", err)
 			}
-			if err := r.submit(ctx, input{item: &Item{ID: id, Event: e, Wire: w}, from: p, catchUp: true, tally: tally}); err != nil {
+			if err := r.submit(ctx, input{item: &Item{ID: id, Event: e, Wire: w}, from: p, catchUp: true}); err != nil {
 				return false, n, want, "", err
 			}
 			n++
