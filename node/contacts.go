@@ -26,6 +26,11 @@ func (n *Node) newContacts() error {
 		AutoApprove: n.autoApprove,
 		UserDecided: n.untagOrgContact,
 		Audit:       n.contactAudit,
+		Changed: func() {
+			if n.names != nil { // set before the contact service starts
+				n.names.ListsChanged()
+			}
+		},
 	})
 	if err != nil {
 		return err

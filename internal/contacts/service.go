@@ -71,6 +71,12 @@ type Config struct {
 	// with p was made through organisation trust, so that a contact the
 	// user made is never revoked for an organisation's sake.
 	UserDecided func(p peer.ID)
+	// Changed, if set, is called after each change of the contact book
+	// is stored (a request, approval, denial, revocation, renewal, from
+	// the user or a peer), outside the service's locks: the node's name
+	// service ranks contacts' handles above others' at once, not at its
+	// next tick.
+	Changed func()
 	// Book tunes the contact book: cool-down after deny or revoke, default
 	// validity, cap on pending requests. Zero: the consent defaults.
 	Book consent.Policy
@@ -280,6 +286,16 @@ func (s *Service) spawn(f func()) {
 // under mu. Records are written durably: a crash must not forget a
 // revocation or an approval.
 func (s *Service) apply(f func(now time.Time) ([]consent.Record, error)) error {
+	changed, err := s.applyLocked(f)
+	if changed && s.cfg.Changed != nil {
+		s.cfg.Changed()
+	}
+	return err
+}
+
+// applyLocked is apply's work under mu; changed reports whether the book
+// changed.
+func (s *Service) applyLocked(f func(now time.Time) ([]consent.Record, error)) (changed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	recs, err := f(s.now())
@@ -288,7 +304,7 @@ func (s *Service) apply(f func(now time.Time) ([]consent.Record, error)) error {
 	if perr := s.persist(recs); perr != nil && err == nil {
 		err = perr
 	}
-	return err
+	return len(recs) > 0, err
 }
 
 func (s *Service) persist(recs []consent.Record) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -140,6 +141,9 @@ type Service struct {
 	ownSeq    uint64
 
 	queue chan peer.ID
+	// listsChanged wakes the service's loop to ask Wanted, Contacts and
+	// Requesters again at once (ListsChanged).
+	listsChanged chan struct{}
 
 	mu       sync.Mutex // protects cards, passing, members, asked, table, gen, wanted, contacts, asking and wantedAt
 	cards    map[peer.ID]*discovery.NodeCard
@@ -233,7 +237,7 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("names: %w", err)
 	}
-	s := &Service{cfg: cfg, self: self, log: cfg.Logger, queue: make(chan peer.ID, queueLen),
+	s := &Service{cfg: cfg, self: self, log: cfg.Logger, queue: make(chan peer.ID, queueLen), listsChanged: make(chan struct{}, 1),
 		cards: make(map[peer.ID]*discovery.NodeCard), passing: make(map[peer.ID]passingCard), members: make(map[peer.ID]Membership),
 		asked: make(map[peer.ID]time.Time), pushedAt: make(map[peer.ID]time.Time), refetch: make(map[peer.ID]bool),
 		unpushed: make(map[peer.ID]pushDue)}
@@ -287,6 +291,16 @@ func (s *Service) Run(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return
+			case <-s.listsChanged:
+				s.mu.Lock()
+				s.wantedAt = time.Time{} // asked again by tidyPassing
+				s.mu.Unlock()
+				s.tidyPassing()
+				for _, p := range h.Network().Peers() {
+					if !s.kept(p) {
+						s.enqueue(p)
+					}
+				}
 			case <-t.C:
 				if own, err := s.ownCard(); err == nil && own != nil && !bytes.Equal(own, pushed) {
 					pushed = own
@@ -776,8 +790,23 @@ func (s *Service) refreshLists() {
 		}
 	}
 	s.mu.Lock()
+	if !maps.Equal(w, s.wanted) || !maps.Equal(c, s.contacts) {
+		s.gen++ // a node's rank may have changed: the table is stale
+	}
 	s.wanted, s.asking, s.contacts, s.wantedAt = w, a, c, now
 	s.mu.Unlock()
+}
+
+// ListsChanged tells the service that the peers Wanted, Contacts or
+// Requesters list may have changed (a contact approved or revoked): it asks
+// them again at once rather than at its next tick, and the names it shows
+// follow (a new contact keeps its bare handle against a stranger's).
+// It does not wait; safe to call from any goroutine.
+func (s *Service) ListsChanged() {
+	select {
+	case s.listsChanged <- struct{}{}:
+	default:
+	}
 }
 
 // learnPassing keeps a requester's card in memory, while there is room
