@@ -22,6 +22,14 @@ import (
 var parleyBin string
 
 func TestMain(m *testing.M) {
+	// A binary built with -race sleeps a second before it exits, to catch
+	// races in goroutines still running (the race runtime's
+	// atexit_sleep_ms, 1000 by default); every CLI call of these tests
+	// paid it. A race found before the exit still fails the process (exit
+	// code 66), which the tests check.
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 	if os.Getenv(fakeClientEnv) != "" {
 		os.Exit(runFakeClient())
 	}
