@@ -177,6 +177,7 @@ func TestDamagedRoomDoesNotStopTheNode(t *testing.T) {
 // (here node 1's subscription is held, so only a sync can bring node 0's
 // post) ends the backoff at once: the next turn syncs.
 func TestAntiEntropyBacksOffWhenNothingToFetch(t *testing.T) {
+	t.Parallel()         // waits on timers, sets no package knob
 	nt := startNet(t, 2) // a turn every second
 	id := openRoom(t, nt, 1)
 	n1 := nt.Node(1)

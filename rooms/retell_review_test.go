@@ -125,6 +125,7 @@ func TestToldBackRepeatedNoticesBoundSessions(t *testing.T) {
 // be the node's own later events that member lacks; at the least, the
 // node must not post there.
 func TestToldBackStaleMemberDoesNotReopenLeftRoomAndFork(t *testing.T) {
+	t.Parallel() // waits on timers, sets no package knob
 	nt := contactNet(t, 3)
 	ctx := context.Background()
 	for _, p := range [][2]int{{0, 1}, {0, 2}, {2, 1}} {

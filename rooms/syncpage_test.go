@@ -108,6 +108,7 @@ func crowdedRoom(t *testing.T, nt *nodetest.Net, authors int) *crowded {
 // (MaxVV): a node that holds them all then asks for the room a part of
 // its authors at a time, and still catches up.
 func TestSyncOfMoreAuthorsThanOneHelloLists(t *testing.T) {
+	t.Parallel() // waits on timers, sets no package knob
 	nt := startNet(t, 2)
 	c := crowdedRoom(t, nt, rooms.MaxVV+40)
 	id, held := c.id, c.held

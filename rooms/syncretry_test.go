@@ -227,6 +227,7 @@ func settle(t *testing.T, nt *nodetest.Net, nodes ...int) {
 // holds and node 1 never takes). One sync between them, and the syncs
 // stop.
 func TestSyncBackDoesNotPingPong(t *testing.T) {
+	t.Parallel() // waits on timers, sets no package knob
 	pol := &cutOff{out: map[peer.ID]bool{}}
 	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.RoomPolicy = rooms.DefaultPolicy{}
