@@ -139,6 +139,9 @@ type contactsAPI struct {
 	// its handle is not known, or when the handle it told is not shown);
 	// nil: none.
 	name func(peer.ID) string
+	// fresh, if set, brings the names in line with the contact book before
+	// a call's answer names the contact it changed.
+	fresh func()
 	// revoked, if set, is called after the user revoked a contact.
 	revoked func()
 }
@@ -156,6 +159,9 @@ func (c contactsAPI) entry(e contacts.Entry) localapi.ContactEntry {
 func (c contactsAPI) result(r contacts.Result, err error) (localapi.ContactResult, error) {
 	if err != nil {
 		return localapi.ContactResult{}, contactsError(err)
+	}
+	if c.fresh != nil {
+		c.fresh() // an approved contact reads as its handle in the answer, not handle~SUFFIX
 	}
 	return localapi.ContactResult{ContactEntry: c.entry(r.Entry), Delivered: r.Delivered, Detail: r.Detail}, nil
 }

@@ -75,6 +75,10 @@ func (n *Node) contactsAPI() contactsAPI {
 			return names.Short(p)
 		}
 		return n.names.Name(p)
+	}, fresh: func() {
+		if n.names != nil {
+			n.names.RefreshLists()
+		}
 	}, revoked: n.kickRelaySweep}
 }
 

@@ -144,6 +144,8 @@ type Service struct {
 	// listsChanged wakes the service's loop to ask Wanted, Contacts and
 	// Requesters again at once (ListsChanged).
 	listsChanged chan struct{}
+	// listsSeq counts ListsChanged's calls.
+	listsSeq atomic.Uint64
 
 	mu       sync.Mutex // protects cards, passing, members, asked, table, gen, wanted, contacts, asking and wantedAt
 	cards    map[peer.ID]*discovery.NodeCard
@@ -153,11 +155,16 @@ type Service struct {
 	contacts map[peer.ID]bool        // Contacts' answer at wantedAt
 	asking   map[peer.ID]bool        // Requesters' answer at wantedAt
 	wantedAt time.Time
-	asked    map[peer.ID]time.Time
-	table    *table              // display names, rebuilt when stale
-	gen      uint64              // counts the changes of cards: a table of an older gen is stale
-	buildMu  sync.Mutex          // one build of the table at a time; protects keys
-	keys     map[string][]string // the lookalike keys of the handles of the last table
+	// listsTicket counts the reads of the lists begun (refreshLists);
+	// listsKept is the ticket of the answer held, so an answer read before
+	// another never replaces it. listsSeqKept is the listsSeq the held answer
+	// was read at: one below listsSeq is stale.
+	listsTicket, listsKept, listsSeqKept uint64
+	asked                                map[peer.ID]time.Time
+	table                                *table              // display names, rebuilt when stale
+	gen                                  uint64              // counts the changes of cards: a table of an older gen is stale
+	buildMu                              sync.Mutex          // one build of the table at a time; protects keys
+	keys                                 map[string][]string // the lookalike keys of the handles of the last table
 
 	pushMu   sync.Mutex            // protects pushedAt, refetch, unpushed and refusePushes
 	pushedAt map[peer.ID]time.Time // when each peer's last push was taken
@@ -292,10 +299,7 @@ func (s *Service) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-s.listsChanged:
-				s.mu.Lock()
-				s.wantedAt = time.Time{} // asked again by tidyPassing
-				s.mu.Unlock()
-				s.tidyPassing()
+				s.tidyPassing() // asks the lists again (listsSeq moved)
 				for _, p := range h.Network().Peers() {
 					if !s.kept(p) {
 						s.enqueue(p)
@@ -770,11 +774,15 @@ func (s *Service) refreshLists() {
 	}
 	now := s.cfg.Now()
 	s.mu.Lock()
-	stale := s.wanted == nil || now.Sub(s.wantedAt) > time.Second
-	s.mu.Unlock()
+	stale := s.wanted == nil || now.Sub(s.wantedAt) > time.Second || s.listsSeqKept < s.listsSeq.Load()
 	if !stale {
+		s.mu.Unlock()
 		return
 	}
+	s.listsTicket++
+	ticket := s.listsTicket
+	s.mu.Unlock()
+	seq := s.listsSeq.Load() // before the lists are read
 	w, a, c := make(map[peer.ID]bool), make(map[peer.ID]bool), make(map[peer.ID]bool)
 	for _, q := range s.cfg.Wanted() {
 		w[q] = true
@@ -790,19 +798,32 @@ func (s *Service) refreshLists() {
 		}
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ticket < s.listsKept {
+		return // a read begun since is held: this one may predate a change
+	}
 	if !maps.Equal(w, s.wanted) || !maps.Equal(c, s.contacts) {
 		s.gen++ // a node's rank may have changed: the table is stale
 	}
 	s.wanted, s.asking, s.contacts, s.wantedAt = w, a, c, now
-	s.mu.Unlock()
+	s.listsKept, s.listsSeqKept = ticket, seq
 }
 
+// RefreshLists asks Wanted, Contacts and Requesters again now if they
+// changed since they were last asked (ListsChanged) or their answers are
+// more than a second old, and returns once the names shown follow them:
+// for a caller about to show the name of a node whose contact it just
+// changed. It calls the list functions on the caller's goroutine.
+func (s *Service) RefreshLists() { s.refreshLists() }
+
 // ListsChanged tells the service that the peers Wanted, Contacts or
-// Requesters list may have changed (a contact approved or revoked): it asks
-// them again at once rather than at its next tick, and the names it shows
-// follow (a new contact keeps its bare handle against a stranger's).
-// It does not wait; safe to call from any goroutine.
+// Requesters list may have changed (a contact approved or revoked): the
+// answers held are stale from now on, its loop asks them again at once
+// rather than at its next tick, and the names it shows follow (a new
+// contact keeps its bare handle against a stranger's). It does not wait
+// (RefreshLists does); safe to call from any goroutine.
 func (s *Service) ListsChanged() {
+	s.listsSeq.Add(1)
 	select {
 	case s.listsChanged <- struct{}{}:
 	default:
