@@ -17,10 +17,10 @@ import (
 // TestListsChangedNotUndoneByAnOlderRead: a card fetch (Learn) that read
 // the lists just before the user approved bob finishes after the loop,
 // woken by ListsChanged, read them again: the older answer must not
-// replace the newer one. Here it does: refreshLists keeps whichever read
-// ends last, bumps gen, and bob, shown as bare "bob" a moment before,
-// reads bob~SUFFIX again (and "bob" resolves to no one) until the lists
-// are next asked, a second or two later in a node (never here, the clock
+// replace the newer one. Before (found by a review), refreshLists kept
+// whichever read ended last, so bob, shown as bare "bob" a moment before,
+// read bob~SUFFIX again (and "bob" resolved to no one) until the lists
+// were next asked, a second or two later in a node (never here: the clock
 // does not move).
 func TestListsChangedNotUndoneByAnOlderRead(t *testing.T) {
 	h, priv := hostAndKey(t)
