@@ -3,7 +3,6 @@ package names_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,26 +20,16 @@ import (
 // for up to its tick.
 func TestContactApprovedKeepsItsHandleAtOnce(t *testing.T) {
 	h, priv := hostAndKey(t)
-	var mu sync.Mutex
-	var wanted, contacts, asking []peer.ID
-	get := func(which *[]peer.ID) func() []peer.ID {
-		return func() []peer.ID {
-			mu.Lock()
-			defer mu.Unlock()
-			return append([]peer.ID(nil), (*which)...)
-		}
-	}
+	l := &lists{}
 	now := time.Now()
-	ns, err := names.New(names.Config{Host: h, Key: priv, Wanted: get(&wanted), Contacts: get(&contacts),
-		Requesters: get(&asking), Now: func() time.Time { return now }})
+	ns, err := names.New(names.Config{Host: h, Key: priv, Wanted: l.get(&l.wanted), Contacts: l.get(&l.contacts),
+		Requesters: l.get(&l.asking), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bob, bobCard := card(t, "bob")
 	other, otherCard := card(t, "bob")
-	mu.Lock()
-	asking = []peer.ID{bob, other}
-	mu.Unlock()
+	l.setAll(nil, nil, []peer.ID{bob, other})
 	if err := ns.Learn(bob, bobCard); err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +44,7 @@ func TestContactApprovedKeepsItsHandleAtOnce(t *testing.T) {
 	go func() { done <- ns.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	mu.Lock() // the user approves bob
-	wanted, contacts, asking = []peer.ID{bob}, []peer.ID{bob}, []peer.ID{other}
-	mu.Unlock()
+	l.setAll([]peer.ID{bob}, []peer.ID{bob}, []peer.ID{other}) // the user approves bob
 	ns.ListsChanged()
 	waitFor(t, 10*time.Second, "the approved contact to read bob", func() bool {
 		p, err := ns.Resolve("bob")

@@ -24,13 +24,7 @@ import (
 // does not move).
 func TestListsChangedNotUndoneByAnOlderRead(t *testing.T) {
 	h, priv := hostAndKey(t)
-	var mu sync.Mutex
-	var wanted, contacts, asking []peer.ID
-	get := func(which *[]peer.ID) []peer.ID {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]peer.ID(nil), (*which)...)
-	}
+	l := &lists{}
 	// The test's own Learn, alone, waits in Contacts once it has read it:
 	// the loop's reads and the ticker's pass.
 	var armed, held atomic.Bool
@@ -43,16 +37,16 @@ func TestListsChangedNotUndoneByAnOlderRead(t *testing.T) {
 	var clockMu sync.Mutex
 	now := time.Now()
 	ns, err := names.New(names.Config{Host: h, Key: priv,
-		Wanted: func() []peer.ID { return get(&wanted) },
+		Wanted: l.get(&l.wanted),
 		Contacts: func() []peer.ID {
-			out := get(&contacts)
+			out := l.get(&l.contacts)()
 			if armed.Load() && fromTestLearn() && held.CompareAndSwap(false, true) {
 				close(entered)
 				<-release
 			}
 			return out
 		},
-		Requesters: func() []peer.ID { return get(&asking) },
+		Requesters: l.get(&l.asking),
 		Now: func() time.Time {
 			clockMu.Lock()
 			defer clockMu.Unlock()
@@ -64,9 +58,7 @@ func TestListsChangedNotUndoneByAnOlderRead(t *testing.T) {
 	bob, bobCard := card(t, "bob")
 	other, otherCard := card(t, "bob")
 	carol, carolCard := card(t, "carol")
-	mu.Lock()
-	asking = []peer.ID{bob, other, carol}
-	mu.Unlock()
+	l.setAll(nil, nil, []peer.ID{bob, other, carol})
 	for _, c := range []struct {
 		p peer.ID
 		w []byte
@@ -94,9 +86,7 @@ func TestListsChangedNotUndoneByAnOlderRead(t *testing.T) {
 		t.Fatal("carol's Learn did not read the lists")
 	}
 
-	mu.Lock() // the user approves bob; the contact service says so
-	wanted, contacts, asking = []peer.ID{bob}, []peer.ID{bob}, []peer.ID{other, carol}
-	mu.Unlock()
+	l.setAll([]peer.ID{bob}, []peer.ID{bob}, []peer.ID{other, carol}) // the user approves bob; the contact service says so
 	ns.ListsChanged()
 	waitFor(t, 10*time.Second, "the approved contact to read bob", func() bool {
 		p, err := ns.Resolve("bob")

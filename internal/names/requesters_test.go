@@ -53,10 +53,10 @@ func hostAndKey(t *testing.T) (host.Host, crypto.PrivKey) {
 	return h, priv
 }
 
-// lists is what the node would say is wanted and asking.
+// lists is what the node would say is wanted, its contacts and asking.
 type lists struct {
-	mu             sync.Mutex
-	wanted, asking []peer.ID
+	mu                       sync.Mutex
+	wanted, contacts, asking []peer.ID
 }
 
 func (l *lists) get(which *[]peer.ID) func() []peer.ID {
@@ -70,6 +70,12 @@ func (l *lists) get(which *[]peer.ID) func() []peer.ID {
 func (l *lists) set(wanted, asking []peer.ID) {
 	l.mu.Lock()
 	l.wanted, l.asking = wanted, asking
+	l.mu.Unlock()
+}
+
+func (l *lists) setAll(wanted, contacts, asking []peer.ID) {
+	l.mu.Lock()
+	l.wanted, l.contacts, l.asking = wanted, contacts, asking
 	l.mu.Unlock()
 }
 
