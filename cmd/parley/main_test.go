@@ -131,6 +131,12 @@ func upPrepared(t testing.TB, cmd *exec.Cmd) *daemon {
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 		}
+		// The node is built with -race: a race it ran into fails the test
+		// that started it (the race runtime prints a report and, at exit,
+		// makes the exit code 66, which a stopped node's caller ignores).
+		if strings.Contains(d.stderr.String(), "WARNING: DATA RACE") {
+			t.Errorf("parley up ran into a data race:\n%s", d.stderr)
+		}
 	})
 	select {
 	case l := <-lines:
