@@ -155,16 +155,16 @@ type Service struct {
 	contacts map[peer.ID]bool        // Contacts' answer at wantedAt
 	asking   map[peer.ID]bool        // Requesters' answer at wantedAt
 	wantedAt time.Time
-	// listsTicket counts the reads of the lists begun (refreshLists);
-	// listsKept is the ticket of the answer held, so an answer read before
-	// another never replaces it. listsSeqKept is the listsSeq the held answer
-	// was read at: one below listsSeq is stale.
+	asked    map[peer.ID]time.Time
+	table    *table              // display names, rebuilt when stale
+	gen      uint64              // counts the changes of cards: a table of an older gen is stale
+	buildMu  sync.Mutex          // one build of the table at a time; protects keys
+	keys     map[string][]string // the lookalike keys of the handles of the last table
+	// Under mu too: listsTicket counts the reads of the lists begun
+	// (refreshLists); listsKept is the ticket of the answer held, so an
+	// answer read before another never replaces it. listsSeqKept is the
+	// listsSeq the held answer was read at: one below listsSeq is stale.
 	listsTicket, listsKept, listsSeqKept uint64
-	asked                                map[peer.ID]time.Time
-	table                                *table              // display names, rebuilt when stale
-	gen                                  uint64              // counts the changes of cards: a table of an older gen is stale
-	buildMu                              sync.Mutex          // one build of the table at a time; protects keys
-	keys                                 map[string][]string // the lookalike keys of the handles of the last table
 
 	pushMu   sync.Mutex            // protects pushedAt, refetch, unpushed and refusePushes
 	pushedAt map[peer.ID]time.Time // when each peer's last push was taken
