@@ -115,7 +115,9 @@ func TestRunWakesIdleTerminalAgent(t *testing.T) {
 	}
 	got, err := c.WaitReply(ctx, "human", res.AskID, 45*time.Second, false)
 	if err != nil || got.Reply == nil || got.Reply.Text != "the port is 8080" {
-		t.Fatalf("no answer after the draft went: %+v, %v", got, err)
+		screen, _ := exec.Command("tmux", "-S", ta.sock, "capture-pane", "-p", "-t", ta.pane).CombinedOutput()
+		log, _ := os.ReadFile(ta.log)
+		t.Fatalf("no answer after the draft went: %+v, %v\nscreen:\n%s\nlog: %s\nB:\n%s", got, err, screen, log, dB.stderr)
 	}
 	// The agent is live on B, and nobody had to be told.
 	out, errs, code := run(t, "--home", homeB, "who")
