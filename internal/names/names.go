@@ -288,6 +288,13 @@ func (s *Service) Run(ctx context.Context) error {
 	for _, p := range h.Network().Peers() {
 		s.enqueue(p)
 	}
+	fetchUnkept := func() { // connected peers whose card is not kept
+		for _, p := range h.Network().Peers() {
+			if !s.kept(p) {
+				s.enqueue(p)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // peers become wanted while connected (a room invite)
@@ -300,11 +307,7 @@ func (s *Service) Run(ctx context.Context) error {
 				return
 			case <-s.listsChanged:
 				s.tidyPassing() // asks the lists again (listsSeq moved)
-				for _, p := range h.Network().Peers() {
-					if !s.kept(p) {
-						s.enqueue(p)
-					}
-				}
+				fetchUnkept()
 			case <-t.C:
 				if own, err := s.ownCard(); err == nil && own != nil && !bytes.Equal(own, pushed) {
 					pushed = own
@@ -319,11 +322,7 @@ func (s *Service) Run(ctx context.Context) error {
 					}()
 				}
 				s.tidyPassing()
-				for _, p := range h.Network().Peers() {
-					if !s.kept(p) {
-						s.enqueue(p)
-					}
-				}
+				fetchUnkept()
 			}
 		}
 	}()
