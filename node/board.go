@@ -115,10 +115,12 @@ func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardReq
 	if err != nil {
 		return localapi.BoardView{}, boardError(err)
 	}
-	// Claims matter once two parties work here: the live sessions and
-	// whoever holds a claim (a person, an agent whose session ended).
+	// Claims matter once two parties work here: the live sessions, whoever
+	// holds a claim (a person, an agent whose session ended), and the one
+	// who asks (a person reading the board while another node's agent
+	// holds a claim that this node's git guard enforces on their commits).
 	alive := b.alive(ctx, v.Rooms)
-	parties := map[string]bool{}
+	parties := map[string]bool{agent + "@" + b.n.id.String(): true}
 	for _, a := range alive {
 		parties[a] = true
 	}

@@ -214,3 +214,37 @@ func gitGuardCheck(t *testing.T, repoA, homeA string) {
 		t.Fatalf("the hook Parley created is still there: %v", err)
 	}
 }
+
+// A person reading the board is a party: while another node's agent holds
+// a claim (which this node's git guard enforces on the person's commits),
+// the board does not call claims optional overhead (it did: the reader was
+// not counted, and the holder was the one live session).
+func TestCLIBoardNoteCountsTheReader(t *testing.T) {
+	t.Parallel()
+	repoA, repoB := twoClones(t)
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback)
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	idB := peerID(t, homeB)
+	befriend(t, homeA, homeB, idB)
+	if _, errs, code := run(t, "--home", homeB, "agent", "register", "coder", "--ttl", "1h"); code != 0 {
+		t.Fatalf("agent register: %s", errs)
+	}
+	if _, errs, code := runIn(t, repoB, "--home", homeB, "claim", "src/a.go", "--note", "rewriting a", "--as", "coder"); code != 0 {
+		t.Fatalf("claim on B: %s", errs)
+	}
+	var bv localapi.BoardView
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		runInJSON(t, repoA, &bv, "--home", homeA, "board")
+		return len(bv.Claims) == 1 && bv.Claims[0].Note == "rewriting a" && len(bv.Alive) == 1
+	}, "A's board to show B's claim and B's live agent")
+	if bv.Note != "" {
+		t.Fatalf("A's board, with coder@B's claim on it, says %q", bv.Note)
+	}
+	// The holder itself, the one live session, reads the note.
+	runInJSON(t, repoB, &bv, "--home", homeB, "board", "--as", "coder")
+	if !strings.Contains(bv.Note, "only one agent session is alive") {
+		t.Fatalf("coder's own board: note %q", bv.Note)
+	}
+}
