@@ -1,0 +1,169 @@
+package inbox_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// diskFloor is a real free-space floor for a node: a gibibyte under what
+// the disk has free now, so the node starts writable and a file of 1.5 GiB
+// takes the disk below it (fill), until the file goes (the returned func).
+type diskFloor struct {
+	dir   string
+	floor int64
+}
+
+func newDiskFloor(t *testing.T) *diskFloor {
+	t.Helper()
+	dir := t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Skipf("statfs: %v", err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free < 4<<30 {
+		t.Skipf("%d bytes free: too few for a real floor", free)
+	}
+	return &diskFloor{dir: dir, floor: free - 1<<30}
+}
+
+// fill takes the disk of the test's folders below the floor; the returned
+// func frees it again.
+func (d *diskFloor) fill(t *testing.T) func() {
+	t.Helper()
+	path := filepath.Join(d.dir, "ballast")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, 3<<29); err != nil {
+		f.Close()
+		t.Skipf("fallocate: %v", err)
+	}
+	f.Close()
+	freed := false
+	free := func() {
+		if !freed {
+			freed = true
+			os.Remove(path)
+		}
+	}
+	t.Cleanup(free)
+	return free
+}
+
+// TestReviewReadOnAFullDiskLosesMessages: an agent's parley_read while the
+// disk is below the node's free-space floor fails (its read cursor cannot
+// be saved), but the read cursor has moved in memory all the same: once the
+// disk has room again, the messages that failed read are never shown, by a
+// read or a take, until the node restarts. (Take keeps what it hands out,
+// by design, see takeLocked; Read and Wait do not.)
+func TestReviewReadOnAFullDiskLosesMessages(t *testing.T) {
+	d := newDiskFloor(t)
+	nt := start(t, 1, func(c *node.Config) { c.MinFreeDisk = d.floor })
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	beta := register(t, nt, 0, "beta")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "work", Members: []string{beta}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alpha has seen the room's start.
+	if _, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: res.RoomID}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"one", "two", "three"} {
+		if _, err := ib(nt, 0).Say(ctx, "beta", localapi.SayRequest{Room: res.RoomID, Text: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	free := d.fill(t)
+	r, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: res.RoomID})
+	if err == nil {
+		t.Logf("read on a full disk did not fail (%d messages): nothing to show here", len(r.Messages))
+		free()
+		return
+	}
+	t.Logf("read on a full disk: %v", err)
+	free()
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		_, err := ib(nt, 0).Say(ctx, "beta", localapi.SayRequest{Room: res.RoomID, Text: "disk is back"})
+		return err == nil
+	}, "writes to be taken again")
+	r, err = ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: res.RoomID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range r.Messages {
+		texts = append(texts, m.Text)
+	}
+	if len(texts) < 4 || texts[0] != "one" {
+		t.Fatalf("after the disk has room again, alpha reads %q: the messages the failed read did not show (one, two, three) are lost until a restart", texts)
+	}
+}
+
+// TestReviewWaitOnAFullDiskLosesItems: parley_wait (Wait with take) while the
+// disk is below the floor hands the agent's items out in memory, then fails
+// on saving that, so the agent gets an error and never sees them.
+func TestReviewWaitOnAFullDiskLosesItems(t *testing.T) {
+	d := newDiskFloor(t)
+	nt := start(t, 1, func(c *node.Config) { c.MinFreeDisk = d.floor })
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	beta := register(t, nt, 0, "beta")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "work", Members: []string{beta}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Take(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: res.RoomID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Say(ctx, "beta", localapi.SayRequest{Room: res.RoomID, Text: "look at this"}); err != nil {
+		t.Fatal(err)
+	}
+	free := d.fill(t)
+	p, err := ib(nt, 0).Wait(ctx, "alpha", localapi.WaitRequest{Seconds: 1, Take: true})
+	if err == nil {
+		t.Logf("wait on a full disk did not fail (%d items): nothing to show here", len(p.Items))
+		free()
+		return
+	}
+	t.Logf("wait on a full disk: %v (the local API answers only this error)", err)
+	free()
+	var got []string
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		p, err := ib(nt, 0).Take(ctx, "alpha")
+		if err != nil {
+			return false
+		}
+		for _, it := range p.Items {
+			got = append(got, it.Text)
+		}
+		return true
+	}, "a take once the disk has room")
+	r, err := ib(nt, 0).Read(ctx, "alpha", localapi.ReadRequest{Room: res.RoomID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range r.Messages {
+		got = append(got, m.Text)
+	}
+	for _, s := range got {
+		if s == "look at this" {
+			return
+		}
+	}
+	t.Fatalf("after the disk has room again alpha's take and read show %q: the message the failed wait handed out is lost until a restart", got)
+}
