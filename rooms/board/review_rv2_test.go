@@ -78,6 +78,9 @@ func TestReviewBoardReadsOfUnknownProjectsGrowMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	start := time.Now()
+	nt.Node(0).Board().Notices("alice", false)
+	t.Logf("one Notices (each agent's take asks it) after the reads: %v", time.Since(start))
 	if got := board.Projects(nt.Node(0).Board()); got >= n {
 		t.Fatalf("after reads of %d boards the node has none of, the board service keeps %d projects in memory", n, got)
 	}
