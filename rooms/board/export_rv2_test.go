@@ -21,3 +21,18 @@ func Projects(s *Service) int {
 	defer s.mu.Unlock()
 	return len(s.projects)
 }
+
+// FoldedBodies returns how many entries project key's fold keeps, and the
+// bytes of their bodies.
+func FoldedBodies(s *Service, key string) (n, bodyBytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.projects[key]
+	if p == nil {
+		return 0, 0
+	}
+	for _, e := range p.state.entries {
+		bodyBytes += len(e.Body)
+	}
+	return len(p.state.entries), bodyBytes
+}

@@ -85,3 +85,45 @@ func TestReviewBoardReadsOfUnknownProjectsGrowMemory(t *testing.T) {
 		t.Fatalf("after reads of %d boards the node has none of, the board service keeps %d projects in memory", n, got)
 	}
 }
+
+// TestReviewBoardKeepsEveryBodyInMemory: a member of a board room (any
+// contact: the board invites every active contact) posts claims whose
+// bodies are the largest an event may carry and do not decode as claims.
+// The fold refuses them (bad body), but keeps each entry, body and all,
+// in memory for as long as the node runs (State.entries): the board
+// rooms' whole history is held in memory, and a member chooses its size.
+func TestReviewBoardKeepsEveryBodyInMemory(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.Befriend(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "parser rewrite", time.Hour, 0, "parse/*.go"); err != nil {
+		t.Fatal(err)
+	}
+	var room string
+	nt.WaitFor(30*time.Second, func() bool {
+		v, err := nt.Node(1).Board().Board(ctx, project)
+		if err == nil && len(v.Rooms) == 1 {
+			room = v.Rooms[0]
+		}
+		return room != "" && len(v.Claims) == 1
+	}, "node 1 to be in node 0's board")
+	const n = 64
+	body := bytes.Repeat([]byte{0xff}, rooms.MaxBody-256)
+	for i := range n {
+		body[0] = byte(i)
+		if _, err := nt.Node(1).Rooms().Post(ctx, identity.RoomID(room), agentName("mallory"), rooms.KindClaim, body); err != nil {
+			t.Fatalf("post %d: %v", i, err)
+		}
+	}
+	nt.WaitFor(60*time.Second, func() bool {
+		nt.Node(0).Board().Board(ctx, project) //nolint:errcheck
+		k, _ := board.FoldedBodies(nt.Node(0).Board(), project)
+		return k >= n+1
+	}, "node 0's board to fold the %d claims", n)
+	k, held := board.FoldedBodies(nt.Node(0).Board(), project)
+	t.Logf("node 0's board keeps %d entries, %d bytes of bodies in memory", k, held)
+	if held > 1<<20 {
+		t.Fatalf("node 0's board keeps %s of bodies in memory (%d entries, %d of them bodies the fold refused), and keeps every further one for as long as the node runs", fmtBytes(held), k, n)
+	}
+}
