@@ -235,3 +235,41 @@ func TestReviewOwedAsksHoldTheirTextsInMemory(t *testing.T) {
 		t.Fatalf("after %d asks of a remote member, node 0's inbox holds %.1f MiB of their texts in memory (a copy per local agent in the room), for an hour, with no bound on their number", n, float64(total)/(1<<20))
 	}
 }
+
+// TestReviewDismissOnAFullDiskFailsYetDismisses: a dismiss while the disk
+// is below the floor answers an error, yet the ask is dropped in memory:
+// the agent, told it failed, tries again and is told it owes no such ask;
+// after a restart the ask is owed again.
+func TestReviewDismissOnAFullDiskFailsYetDismisses(t *testing.T) {
+	d := newDiskFloor(t)
+	nt := start(t, 1, func(c *node.Config) { c.MinFreeDisk = d.floor })
+	ctx := context.Background()
+	alpha := register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	res, err := ib(nt, 0).OpenRoom(ctx, "beta", localapi.OpenRoomRequest{Name: "work", Members: []string{alpha}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask, err := ib(nt, 0).Ask(ctx, "beta", localapi.AskRequest{Room: res.RoomID, To: alpha, Text: "please review"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Take(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	free := d.fill(t)
+	_, err = ib(nt, 0).Dismiss(ctx, "alpha", localapi.DismissRequest{AskID: ask.AskID})
+	if err == nil {
+		t.Log("the dismiss on a full disk did not fail: nothing to show here")
+		return
+	}
+	t.Logf("dismiss on a full disk: %v", err)
+	free()
+	owed, err := ib(nt, 0).Owed(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(owed) != 1 {
+		t.Fatalf("the dismiss failed, yet alpha owes %d asks: the ask was dropped in memory (a restart brings it back)", len(owed))
+	}
+}
