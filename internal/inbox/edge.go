@@ -42,20 +42,17 @@ func (b *Inbox) takeLocked(agent identity.AgentName, take bool) (localapi.Pendin
 	}
 	defer st.mu.Unlock()
 	if err := b.scan(agent, st); err != nil {
-		return localapi.Pending{}, errors.Join(apiError(err), b.flush(st))
+		b.discard(st)
+		return localapi.Pending{}, apiError(err)
 	}
 	p, err := b.pending(agent, st, take)
 	if err != nil {
-		return localapi.Pending{}, errors.Join(apiError(err), b.flush(st))
+		b.discard(st) // what it marked before the error was not handed out
+		return localapi.Pending{}, apiError(err)
 	}
-	if err := b.flush(st); err != nil {
-		// What this take handed out is marked in memory only: the agent
-		// gets it now (an error here lost it until a restart: later takes
-		// saw it as handed out), and after a restart, which starts from
-		// what was saved, it is handed out again.
-		b.log.Warn("inbox: what an agent was handed is not saved; it may be handed out again after a restart",
-			"agent", string(agent), "err", err)
-	}
+	// What this take handed out is marked in memory; a refused save is
+	// logged (see keep): an error here would lose it until a restart.
+	b.keep(st)
 	b.tellApart(p.Items, p.MoreUnread)
 	return p, nil
 }
@@ -91,7 +88,8 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 	}
 	defer st.mu.Unlock()
 	if err := b.scan(a, st); err != nil {
-		return nil, errors.Join(apiError(err), b.flush(st))
+		b.discard(st)
+		return nil, apiError(err)
 	}
 	out := []localapi.Item{}
 	for _, o := range b.owedShown(st) {
@@ -102,7 +100,8 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 		out = append(out, b.askItem(o.id, o.rec, "ask", name))
 	}
 	b.tellApart(out, nil)
-	return out, b.flush(st)
+	b.keep(st) // the scan's bookkeeping: the list is true without it
+	return out, nil
 }
 
 // Wait implements localapi.Edge. With take it returns (and hands out) the
@@ -148,11 +147,20 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 		if err == nil && fresh {
 			p, err = b.pending(a, st, req.Take)
 		}
-		err = errors.Join(apiError(err), b.flush(st))
+		if err != nil {
+			// Nothing is handed out: what the scan or pending marked
+			// goes back to what the store holds (see keep).
+			b.discard(st)
+			st.mu.Unlock()
+			return localapi.Pending{}, apiError(err)
+		}
+		// With take, what it hands out is marked in memory; a refused
+		// save is logged, and the agent gets the items (see keep).
+		b.keep(st)
 		st.mu.Unlock()
-		if err != nil || fresh {
+		if fresh {
 			b.tellApart(p.Items, p.MoreUnread)
-			return p, err
+			return p, nil
 		}
 		select {
 		case <-changes:
@@ -977,7 +985,11 @@ func (b *Inbox) waitReply(ctx context.Context, agent identity.AgentName, ask str
 		if err != nil {
 			return nil, err
 		}
-		err = b.scan(agent, st)
+		if err := b.scan(agent, st); err != nil {
+			b.discard(st) // nothing handed out (see keep)
+			st.mu.Unlock()
+			return nil, apiError(err)
+		}
 		var reply *localapi.Item
 		known := false
 		if a := st.asked[ask]; a != nil {
@@ -990,11 +1002,11 @@ func (b *Inbox) waitReply(ctx context.Context, agent identity.AgentName, ask str
 				}
 			}
 		}
-		err = errors.Join(apiError(err), b.flush(st))
+		// The reply is handed out here, and dropped from the notes in
+		// memory; a refused save is logged (see keep).
+		b.keep(st)
 		st.mu.Unlock()
 		switch {
-		case err != nil:
-			return nil, err
 		case reply != nil:
 			return reply, nil
 		case !known:
@@ -1064,11 +1076,17 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	if err == nil {
 		res.Messages, res.More, err = b.readLocked(a, st, only, limit, req.MaxBytes)
 	}
-	err = errors.Join(apiError(err), b.flush(st))
-	st.mu.Unlock()
 	if err != nil {
-		return res, err
+		// Nothing is shown: read cursors moved before the error (in
+		// another room) go back (see keep).
+		b.discard(st)
+		st.mu.Unlock()
+		return localapi.ReadResult{Messages: []localapi.Item{}}, apiError(err)
 	}
+	// The messages are shown and their read cursors moved in memory; a
+	// refused save is logged (see keep).
+	b.keep(st)
+	st.mu.Unlock()
 	b.tellApart(res.Messages, nil)
 	return res, b.withPending(a, req.Take, &res.Pending)
 }
@@ -1249,11 +1267,19 @@ func (b *Inbox) Dismiss(ctx context.Context, agent string, req localapi.DismissR
 	if err == nil && owed {
 		st.dropAsk(a, "o", req.AskID)
 	}
-	err = errors.Join(apiError(err), b.flush(st))
+	if err == nil {
+		err = b.flush(st)
+	}
+	if err != nil {
+		// A dismiss is its write: refused, the ask stays owed in memory
+		// too (see keep), and the agent, told it failed, can dismiss it
+		// again once the disk has room.
+		b.discard(st)
+	}
 	st.mu.Unlock()
 	switch {
 	case err != nil:
-		return localapi.Pending{}, err
+		return localapi.Pending{}, apiError(err)
 	case !owed:
 		return localapi.Pending{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
 			"you owe no ask %q (answered, expired or never yours; your pending items list the asks you owe)", req.AskID)

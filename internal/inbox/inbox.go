@@ -334,7 +334,8 @@ func (b *Inbox) load(agent identity.AgentName, st *state) error {
 	return nil
 }
 
-// flush applies the state's pending writes.
+// flush applies the state's pending writes. A refused write (a full disk)
+// drops them: the caller decides what memory keeps, see keep and discard.
 func (b *Inbox) flush(st *state) error {
 	if len(st.ops) == 0 {
 		return nil
@@ -345,6 +346,34 @@ func (b *Inbox) flush(st *state) error {
 		return fmt.Errorf("inbox: save: %w", err)
 	}
 	return nil
+}
+
+// A call that hands out what it read (take, read, wait, the reply to an
+// ask) and cannot save that it did — the disk is full — still answers with
+// it: the agent has it, and memory, which marks it handed out, says so
+// truly. What was not saved comes back after a restart, which starts from
+// the store: an item may then be shown twice, never lost. A call that fails
+// before it has handed anything out, or whose point is the write itself
+// (dismiss), answers the error and changes nothing: discard puts memory
+// back to what the store holds, so that what the call marked is offered
+// again once the disk has room.
+
+// keep flushes the state's writes after a call that handed out what it
+// read; a refused write is logged, not returned (see above).
+func (b *Inbox) keep(st *state) {
+	if err := b.flush(st); err != nil {
+		b.log.Warn("inbox: what an agent was handed is not saved; it may be handed out again after a restart",
+			"agent", string(st.agent), "err", err)
+	}
+}
+
+// discard drops the state's unsaved changes, in memory too: the next lock
+// loads the state from the store again and scans every room from its saved
+// cursors, as after a restart. Callers hold st.mu.
+func (b *Inbox) discard(st *state) {
+	st.ops = st.ops[:0]
+	st.loaded = false
+	st.seen = 0
 }
 
 func (st *state) setCursor(agent identity.AgentName, kind string, room identity.RoomID, n uint64) {
