@@ -97,7 +97,7 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 		if in, err := b.rooms.Get(o.rec.Room); err == nil {
 			name = in.Name
 		}
-		out = append(out, b.askItem(o.id, o.rec, "ask", name))
+		out = append(out, b.askItem(st, o.id, o.rec, "ask", name))
 	}
 	b.tellApart(out, nil)
 	b.keep(st) // the scan's bookkeeping: the list is true without it

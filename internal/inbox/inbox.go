@@ -192,9 +192,14 @@ func New(cfg Config) (*Inbox, error) {
 type askRec struct {
 	Room identity.RoomID `json:"room"`
 	From string          `json:"from"`
-	Text string          `json:"text"`
-	To   string          `json:"to,omitempty"`
-	Time int64           `json:"time"`
+	// Text is the ask's text. Memory keeps it for own asks alone: an
+	// owed ask's text is in its record on disk (and in the room's event),
+	// and is read from there when the ask is shown (owedText), so that
+	// what other members ask, once per local agent asked, does not take
+	// the node's memory for as long as the asks are owed.
+	Text string `json:"text"`
+	To   string `json:"to,omitempty"`
+	Time int64  `json:"time"`
 	// Seen is when this node took the ask in (its own clock; owed asks):
 	// an owed ask ends AskTTL after it, so an asker's clock set wrong
 	// neither drops it at once nor keeps it for good. 0: from before it
@@ -301,6 +306,7 @@ func (b *Inbox) load(agent identity.AgentName, st *state) error {
 				return false
 			}
 			if kind == "o" {
+				a.Text = "" // read when shown (owedText)
 				st.owed[key] = &a
 			} else {
 				st.asked[key] = &a
@@ -388,17 +394,53 @@ func (st *state) setCursor(agent identity.AgentName, kind string, room identity.
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentCursor(string(agent), kind, string(room)), Val: schema.BE8(n)})
 }
 
+// putAsk keeps an ask and writes its record, with a.Text; of an owed ask
+// memory keeps no text (see askRec.Text): a.Text is cleared once written.
 func (st *state) putAsk(agent identity.AgentName, kind, id string, a *askRec) {
+	raw, err := json.Marshal(a)
 	if kind == "o" {
+		a.Text = ""
 		st.owed[id] = a
 	} else {
 		st.asked[id] = a
 	}
-	raw, err := json.Marshal(a)
 	if err != nil {
 		return // plain strings and numbers: cannot fail
 	}
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), kind, id), Val: raw})
+}
+
+// owedText is the text of ask id the agent owes: from its record not yet
+// written, or on disk, or (a record not saved: a full disk) from the
+// room's event.
+func (b *Inbox) owedText(st *state, id string) string {
+	key := schema.AgentItem(string(st.agent), "o", id)
+	text := func(raw []byte) string {
+		var a askRec
+		if json.Unmarshal(raw, &a) != nil {
+			return ""
+		}
+		return a.Text
+	}
+	for i := len(st.ops) - 1; i >= 0; i-- {
+		if op := st.ops[i]; !op.Delete && string(op.Key) == string(key) {
+			if t := text(op.Val); t != "" {
+				return t
+			}
+			break
+		}
+	}
+	if raw, ok, err := b.db.Lookup(key); err == nil && ok {
+		if t := text(raw); t != "" {
+			return t
+		}
+	}
+	if eid, err := rooms.ParseID(id); err == nil {
+		if v, err := b.rooms.Find(eid); err == nil {
+			return v.Text
+		}
+	}
+	return "(the text of this ask is no longer on this node)"
 }
 
 func (st *state) dropAsk(agent identity.AgentName, kind, id string) {

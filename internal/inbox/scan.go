@@ -347,7 +347,7 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		if o.rec.Shown {
 			continue
 		}
-		it := b.askItem(o.id, o.rec, "ask", nameOf(o.rec.Room))
+		it := b.askItem(st, o.id, o.rec, "ask", nameOf(o.rec.Room))
 		if !fits(it.Text) {
 			continue // shown in full in a later take
 		}
@@ -357,12 +357,13 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		}
 		if take {
 			o.rec.Shown = true
+			o.rec.Text = it.Text // for its record: memory drops it again
 			st.putAsk(agent, "o", o.id, o.rec)
 		}
 	}
 	for _, o := range owed {
 		if o.rec.Shown && !slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.ID == o.id }) {
-			p.Items = append(p.Items, b.askItem(o.id, o.rec, "reminder", nameOf(o.rec.Room)))
+			p.Items = append(p.Items, b.askItem(st, o.id, o.rec, "reminder", nameOf(o.rec.Room)))
 		}
 	}
 	// Notices: invitations, then replies.
@@ -509,8 +510,14 @@ func sortedAsks(m map[string]*askRec) []askRef {
 	return out
 }
 
-func (b *Inbox) askItem(id string, a *askRec, kind, roomName string) localapi.Item {
-	it := localapi.Item{Kind: kind, ID: id, Room: string(a.Room), RoomName: roomName, From: a.From, Text: a.Text,
+// askItem is an ask of the agent's state as an item; an owed ask's text is
+// read here (owedText).
+func (b *Inbox) askItem(st *state, id string, a *askRec, kind, roomName string) localapi.Item {
+	text := a.Text
+	if text == "" {
+		text = b.owedText(st, id)
+	}
+	it := localapi.Item{Kind: kind, ID: id, Room: string(a.Room), RoomName: roomName, From: a.From, Text: text,
 		To: a.To, Time: a.Time, Expires: a.since() + b.cfg.AskTTL.Milliseconds(), Brought: a.Brought}
 	if a.Brought && kind == "ask" {
 		b.describeRoom(&it) // what its invitation would have said
