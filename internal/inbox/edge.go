@@ -40,7 +40,7 @@ func (b *Inbox) takeLocked(agent identity.AgentName, take bool) (localapi.Pendin
 	if err != nil {
 		return localapi.Pending{}, err
 	}
-	defer st.mu.Unlock()
+	defer b.unlock(st)
 	if err := b.scan(agent, st); err != nil {
 		b.discard(st)
 		return localapi.Pending{}, apiError(err)
@@ -86,7 +86,7 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 	if err != nil {
 		return nil, err
 	}
-	defer st.mu.Unlock()
+	defer b.unlock(st)
 	if err := b.scan(a, st); err != nil {
 		b.discard(st)
 		return nil, apiError(err)
@@ -151,13 +151,13 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 			// Nothing is handed out: what the scan or pending marked
 			// goes back to what the store holds (see keep).
 			b.discard(st)
-			st.mu.Unlock()
+			b.unlock(st)
 			return localapi.Pending{}, apiError(err)
 		}
 		// With take, what it hands out is marked in memory; a refused
 		// save is logged, and the agent gets the items (see keep).
 		b.keep(st)
-		st.mu.Unlock()
+		b.unlock(st)
 		if fresh {
 			b.tellApart(p.Items, p.MoreUnread)
 			return p, nil
@@ -687,7 +687,7 @@ func (b *Inbox) answered(agent identity.AgentName, ask string) *askRec {
 	if err != nil {
 		return nil // the next scan sees the reply
 	}
-	defer st.mu.Unlock()
+	defer b.unlock(st)
 	if err := b.scan(agent, st); err != nil {
 		b.log.Warn("ask answered; the agent's state is not up to date, and the next scan notes it", "agent", string(agent), "err", err)
 	}
@@ -849,7 +849,7 @@ func (b *Inbox) noteAsked(agent identity.AgentName, eid rooms.ID, room identity.
 	if err != nil {
 		return err
 	}
-	defer st.mu.Unlock()
+	defer b.unlock(st)
 	st.putAsk(agent, "q", eid.String(), &askRec{Room: room, From: b.addr(agent), Text: args.Text, To: args.To, Time: b.now().UnixMilli()})
 	return b.flush(st)
 }
@@ -987,7 +987,7 @@ func (b *Inbox) waitReply(ctx context.Context, agent identity.AgentName, ask str
 		}
 		if err := b.scan(agent, st); err != nil {
 			b.discard(st) // nothing handed out (see keep)
-			st.mu.Unlock()
+			b.unlock(st)
 			return nil, apiError(err)
 		}
 		var reply *localapi.Item
@@ -1005,7 +1005,7 @@ func (b *Inbox) waitReply(ctx context.Context, agent identity.AgentName, ask str
 		// The reply is handed out here, and dropped from the notes in
 		// memory; a refused save is logged (see keep).
 		b.keep(st)
-		st.mu.Unlock()
+		b.unlock(st)
 		switch {
 		case reply != nil:
 			return reply, nil
@@ -1080,13 +1080,13 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 		// Nothing is shown: read cursors moved before the error (in
 		// another room) go back (see keep).
 		b.discard(st)
-		st.mu.Unlock()
+		b.unlock(st)
 		return localapi.ReadResult{Messages: []localapi.Item{}}, apiError(err)
 	}
 	// The messages are shown and their read cursors moved in memory; a
 	// refused save is logged (see keep).
 	b.keep(st)
-	st.mu.Unlock()
+	b.unlock(st)
 	b.tellApart(res.Messages, nil)
 	return res, b.withPending(a, req.Take, &res.Pending)
 }
@@ -1245,7 +1245,7 @@ func (b *Inbox) leftRoom(agent identity.AgentName, room identity.RoomID) {
 	if err != nil {
 		return
 	}
-	defer st.mu.Unlock()
+	defer b.unlock(st)
 	st.dropOwedIn(agent, room)
 	if err := b.flush(st); err != nil {
 		b.log.Warn("left, but owed asks not dropped", "agent", string(agent), "err", err)
@@ -1276,7 +1276,7 @@ func (b *Inbox) Dismiss(ctx context.Context, agent string, req localapi.DismissR
 		// again once the disk has room.
 		b.discard(st)
 	}
-	st.mu.Unlock()
+	b.unlock(st)
 	switch {
 	case err != nil:
 		return localapi.Pending{}, apiError(err)
@@ -1306,7 +1306,7 @@ func (b *Inbox) Who(ctx context.Context, agent string, req localapi.AgentRequest
 	if err != nil {
 		return res, err
 	}
-	defer st.mu.Unlock()
+	defer b.unlock(st)
 	for _, in := range b.rooms.List() {
 		if slices.Contains(in.Agents, me) {
 			res.Rooms = append(res.Rooms, localapi.AgentRoom{RoomRef: ref(in), Members: slices.Clone(in.Agents), Unread: st.unread[in.ID]})

@@ -52,7 +52,7 @@ func (b *Inbox) Asked(ctx context.Context, agent string) ([]localapi.Item, error
 	if err != nil {
 		return nil, err
 	}
-	defer st.mu.Unlock()
+	defer b.unlock(st)
 	out := []localapi.Item{}
 	for _, q := range sortedAsks(st.asked) {
 		if q.rec.Reply != nil {

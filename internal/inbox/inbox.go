@@ -162,8 +162,10 @@ type Inbox struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	run    string     // names this run of the node in cursors
-	mu     sync.Mutex // protects states (each state has its own lock)
+	run string     // names this run of the node in cursors
+	mu  sync.Mutex // protects states and each state's refs (each state has its own lock)
+	// states are the agents' states in memory, by name; unlock drops the
+	// empty ones of names no agent holds.
 	states map[identity.AgentName]*state
 }
 
@@ -228,7 +230,10 @@ func (a *askRec) since() int64 {
 // state is one agent's inbox. Its lock serializes the agent's scans and
 // takes; a call that waits does not hold it.
 type state struct {
-	agent   identity.AgentName
+	agent identity.AgentName
+	// refs counts the calls that hold the state, or wait for its lock
+	// (lock to unlock); under Inbox.mu.
+	refs    int
 	mu      sync.Mutex // protects the fields below
 	loaded  bool
 	seen    uint64                     // the rooms' change number scanned up to
@@ -246,6 +251,7 @@ type state struct {
 	ops     []schema.Op                // writes not yet applied
 }
 
+// state returns agent's state, counted as held (refs) until unlock.
 func (b *Inbox) state(agent identity.AgentName) *state {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -254,10 +260,12 @@ func (b *Inbox) state(agent identity.AgentName) *state {
 		st = &state{agent: agent}
 		b.states[agent] = st
 	}
+	st.refs++
 	return st
 }
 
-// lock returns agent's state, locked and loaded from the store.
+// lock returns agent's state, locked and loaded from the store; the
+// caller gives it back with unlock.
 func (b *Inbox) lock(agent identity.AgentName) (*state, error) {
 	st := b.state(agent)
 	st.mu.Lock()
@@ -265,10 +273,57 @@ func (b *Inbox) lock(agent identity.AgentName) (*state, error) {
 		return st, nil
 	}
 	if err := b.load(agent, st); err != nil {
-		st.mu.Unlock()
+		b.unlock(st)
 		return nil, err
 	}
 	return st, nil
+}
+
+// unlock unlocks a state lock returned. A state that no call holds any
+// more, that is empty (nothing saved, owed, asked or noted, no room, no
+// news), of a name no agent of this node holds, leaves memory: calls for
+// names of no agent (a typo, a script going over names) would else keep
+// one each for good. The next call for the name starts afresh, as it
+// would have (empty, there is nothing to load). A caller counts in refs
+// before it locks, so a state with refs at 0 is locked by nobody and can
+// change no more once Inbox.mu is held; a waiter locks again on each
+// round, and finds a fresh state as good (news stays 0: the state had
+// none).
+func (b *Inbox) unlock(st *state) {
+	idle := st.empty()
+	st.mu.Unlock()
+	held := idle && b.held(st.agent) // no lock held: it asks the agents service
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st.refs--
+	if !idle || held || st.refs > 0 || b.states[st.agent] != st {
+		return
+	}
+	if !st.mu.TryLock() {
+		return // a test's look at it; it goes on a later call
+	}
+	if st.empty() { // another call may have come and gone meanwhile
+		delete(b.states, st.agent)
+	}
+	st.mu.Unlock()
+}
+
+// empty reports whether the state holds nothing but what a fresh one
+// would; callers hold st.mu.
+func (st *state) empty() bool {
+	return st.news == 0 && len(st.ops) == 0 && len(st.scan) == 0 && len(st.read) == 0 && len(st.removed) == 0 &&
+		len(st.owed) == 0 && len(st.asked) == 0 && len(st.notes) == 0 && len(st.sawAsks) == 0 &&
+		len(st.unread) == 0 && len(st.dirty) == 0 && len(st.recount) == 0
+}
+
+// held reports whether an agent of this node holds the name.
+func (b *Inbox) held(agent identity.AgentName) bool {
+	for _, a := range b.cfg.Agents.List(context.Background()) {
+		if a.Name == string(agent) {
+			return true
+		}
+	}
+	return false
 }
 
 // load reads an agent's cursors and items. Rooms whose messages were not

@@ -82,3 +82,36 @@ func TestOwedAsksKeepNoTextsInMemory(t *testing.T) {
 		t.Fatal("the first ask, shown, is not reminded of")
 	}
 }
+
+// TestCallsForUnknownAgentsLeaveNoState checks that the calls of the local
+// API for names no agent of the node holds (a peek, a take, a wait: a
+// typo, a script that goes over names, an agent that renames itself each
+// run) leave no state in the inbox's memory once they return, while the
+// state of a registered agent is kept.
+func TestCallsForUnknownAgentsLeaveNoState(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	if _, err := ib(nt, 0).Peek(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	for i := range n {
+		name := fmt.Sprintf("nobody-%d", i)
+		var err error
+		switch i % 3 {
+		case 0:
+			_, err = ib(nt, 0).Peek(ctx, name)
+		case 1:
+			_, err = ib(nt, 0).Take(ctx, name)
+		default:
+			_, err = ib(nt, 0).Wait(ctx, name, localapi.WaitRequest{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := inbox.States(ib(nt, 0)); got != 1 {
+		t.Fatalf("after calls for %d names no agent holds, and a peek of alpha, the inbox keeps %d agents' states in memory, want 1 (alpha's)", n, got)
+	}
+}
