@@ -299,8 +299,19 @@ func clip(s string, max int) string {
 	return s[:cut] + "…"
 }
 
+// Test hooks: testHookParse is called for each line parseLine decodes (and
+// whose signature it checks), testHookRead with the bytes each read of a
+// backward scan takes. Nil outside tests.
+var (
+	testHookParse func()
+	testHookRead  func(n int)
+)
+
 // parseLine decodes one line strictly, checks its signature and returns it.
 func parseLine(b []byte) (Listed, error) {
+	if testHookParse != nil {
+		testHookParse()
+	}
 	if len(b) > MaxLine {
 		return Listed{}, fmt.Errorf("line is %d bytes, limit %d", len(b), MaxLine)
 	}

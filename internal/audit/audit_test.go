@@ -291,5 +291,9 @@ func FuzzVerify(f *testing.F) {
 		if rep.OK && uint64(len(es)) != rep.Entries {
 			t.Fatalf("verify counts %d, list %d", rep.Entries, len(es))
 		}
+		if last, err := List(d, time.Time{}, 2); rep.OK && (err != nil || len(last) != min(2, len(es)) ||
+			len(last) > 0 && last[len(last)-1].Hash != es[len(es)-1].Hash) {
+			t.Fatalf("verify OK but the last 2 differ from the end of the whole list: %d %v", len(last), err)
+		}
 	})
 }

@@ -34,4 +34,12 @@
 // tool (an installer) may append to the same log; each append is fsynced
 // before it returns. A line left incomplete by a crash is cut off by the next
 // append (it was never acknowledged).
+//
+// # Reading
+//
+// Verify reads the whole log and checks everything: each line, each
+// signature, the numbering, the chain and the head file. List with a limit
+// (the dashboard's last entries) reads the log backwards from its end and
+// checks only the entries it returns, each one's signature; its cost follows
+// the limit, not the log's length.
 package audit

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -70,10 +71,50 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 // List returns the entries of the log in dir written at or after since (zero:
-// all), the last limit of them (limit ≤ 0: all), oldest first. It checks each
-// line it returns; the first line that does not read stops it with an error
-// naming the line (Verify tells more).
+// all), the last limit of them (limit ≤ 0: all), oldest first.
+//
+// What it checks: each entry it returns reads as an entry and carries a valid
+// signature by the node it names; the first line that does not stops it with
+// an error wrapping ErrDamaged. What it does not check: the chain (that
+// entries count from 1 without gaps and each names the hash of the line
+// before it), the head file, and, with limit > 0, any line older than those
+// it reads to find the last limit entries. Whole-log checking is Verify's
+// (`parley audit verify`).
+//
+// With limit > 0 it reads the log backwards from its end and stops once it
+// has limit entries, so its cost follows limit, not the log's length (with
+// since, it reads on past entries older than since, as clocks may step back).
+// An incomplete last line (a crash while writing) is not an entry yet and is
+// skipped.
 func List(dir string, since time.Time, limit int) ([]Listed, error) {
+	if limit <= 0 {
+		return listAll(dir, since)
+	}
+	var out []Listed
+	var bad error
+	err := scanBack(dir, func(off int64, k int, b []byte) bool {
+		e, err := parseLine(b)
+		if err != nil {
+			bad = fmt.Errorf("%w: the line at byte %d (%d from the end): %v (run `parley audit verify`)", ErrDamaged, off, k, err)
+			return false
+		}
+		if !since.IsZero() {
+			if t, err := time.Parse(time.RFC3339, e.Time); err == nil && t.Before(since) {
+				return true
+			}
+		}
+		out = append(out, e)
+		return len(out) < limit
+	})
+	if err = errors.Join(err, bad); err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// listAll is List without a limit: it reads the log from its start.
+func listAll(dir string, since time.Time) ([]Listed, error) {
 	var out []Listed
 	var bad error
 	err := scan(dir, func(n uint64, b []byte, complete bool) bool {
@@ -91,18 +132,74 @@ func List(dir string, since time.Time, limit int) ([]Listed, error) {
 			}
 		}
 		out = append(out, e)
-		if limit > 0 && len(out) > 2*limit {
-			out = append(out[:0], out[len(out)-limit:]...)
-		}
 		return true
 	})
 	if err = errors.Join(err, bad); err != nil {
 		return nil, err
 	}
-	if limit > 0 && len(out) > limit {
-		out = out[len(out)-limit:]
-	}
 	return out, nil
+}
+
+// backChunk is how much scanBack reads at a time.
+const backChunk = 32 << 10
+
+// scanBack calls fn with each complete line of the log in dir, newest first:
+// its byte offset, its place counted from the end (1: the last complete
+// line) and its bytes without the newline (valid only during the call). An
+// incomplete last line is skipped. It stops early when fn returns false. A
+// line over MaxLine is handed to fn as its last MaxLine+1 bytes; the scan
+// stops after it.
+func scanBack(dir string, fn func(off int64, k int, b []byte) bool) error {
+	f, err := os.Open(filepath.Join(dir, FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	pos := st.Size() // the file offset of buf[0]
+	var buf []byte   // bytes of the file from pos not yet handed out
+	tail := true     // still cutting off the bytes after the last newline
+	k := 0
+	for {
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			if !tail {
+				k++
+				if !fn(pos+int64(i)+1, k, buf[i+1:]) {
+					return nil
+				}
+			}
+			buf, tail = buf[:i], false
+			continue
+		}
+		if !tail && len(buf) > MaxLine {
+			k++
+			fn(pos+int64(len(buf)-MaxLine-1), k, buf[len(buf)-MaxLine-1:])
+			return nil
+		}
+		if pos == 0 {
+			if !tail { // the first line of the file
+				k++
+				fn(0, k, buf)
+			}
+			return nil
+		}
+		n := min(pos, backChunk)
+		chunk := make([]byte, int(n)+len(buf))
+		if _, err := f.ReadAt(chunk[:n], pos-n); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("audit: read %s: %w", f.Name(), err)
+		}
+		if testHookRead != nil {
+			testHookRead(int(n))
+		}
+		copy(chunk[n:], buf)
+		buf, pos = chunk, pos-n
+	}
 }
 
 // Problem is the first thing wrong with a log.
