@@ -20,8 +20,11 @@ const roomAuditBatch = 512
 // nodes (invites, removals, leaves) the room auditor records. A member can
 // invite without end, one event each; past this bound its decisions are
 // counted, and the next line recorded for it says how many were left out
-// (unlogged_before). Decisions about this node are always recorded. The
-// room keeps every event: Since and the log show them all.
+// (unlogged_before). The same bound holds for invites of this node's agents
+// into a room it is in (a member can name agent after agent). Only the
+// decisions that let this node into a room or put it out of one are always
+// recorded: each happens once until the other does. The room keeps every
+// event: Since and the log show them all.
 const RoomAudits = 20
 
 // maxUnlogged bounds the nodes whose left-out decisions are counted.
@@ -53,6 +56,9 @@ type roomAuditor struct {
 	// line (at most maxUnlogged nodes).
 	lim      *ratelimit.Limiter[peer.ID]
 	unlogged map[peer.ID]int
+	// out holds the rooms this node was removed from (since its last
+	// admission): a removal of it there is no news, an invite of it is.
+	out map[identity.RoomID]bool
 }
 
 // startRoomAudit starts the room auditor (once the rooms run).
@@ -94,7 +100,7 @@ func (n *Node) startRoomAudit() {
 
 func newRoomAuditor(n *Node) *roomAuditor {
 	return &roomAuditor{n: n, self: n.id, cursor: map[identity.RoomID]uint64{}, joined: map[identity.RoomID]uint64{},
-		lim: ratelimit.New[peer.ID](RoomAudits, 0), unlogged: map[peer.ID]int{}}
+		lim: ratelimit.New[peer.ID](RoomAudits, 0), unlogged: map[peer.ID]int{}, out: map[identity.RoomID]bool{}}
 }
 
 // heldAuditInterval is how often the auditor looks for new invites that
@@ -138,13 +144,26 @@ func (a *roomAuditor) read(room identity.RoomID) {
 // event records e when it is another node's decision that changes who can
 // reach whom.
 func (a *roomAuditor) event(e rooms.View) {
+	if e.Author == a.self && e.Kind == rooms.KindLeave && e.Target == a.self {
+		a.out[e.Room] = true // this node left: an invite back lets it in again
+	}
 	if e.Author == a.self || e.Target == "" || (e.Kind != rooms.KindInvite && e.Kind != rooms.KindLeave) {
 		return
 	}
 	about := e.Target == a.self
-	if e.Kind == rooms.KindInvite && about {
-		if _, ok := a.joined[e.Room]; !ok {
-			a.joined[e.Room] = e.Depth
+	// always: the decisions that let this node in or put it out, once each
+	always := false
+	if about {
+		_, known := a.joined[e.Room]
+		if e.Kind == rooms.KindInvite {
+			always = !known || a.out[e.Room] // an admission (maybe by an invite of one of its agents)
+			if !known {
+				a.joined[e.Room] = e.Depth
+			}
+			delete(a.out, e.Room)
+		} else {
+			always = !a.out[e.Room] // a removal
+			a.out[e.Room] = true
 		}
 	}
 	if since, ok := a.joined[e.Room]; !about && (!ok || e.Depth <= since) {
@@ -162,7 +181,7 @@ func (a *roomAuditor) event(e rooms.View) {
 	default:
 		r.Action, r.Detail["peer"] = audit.RoomRemove, e.Target.String()
 	}
-	if !about && !a.lim.Allow(e.Author, time.Now()) {
+	if !always && !a.lim.Allow(e.Author, time.Now()) {
 		if _, ok := a.unlogged[e.Author]; ok || len(a.unlogged) < maxUnlogged {
 			a.unlogged[e.Author]++
 		}

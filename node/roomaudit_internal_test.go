@@ -91,3 +91,56 @@ func TestCoMemberInvitesAuditedWithinBounds(t *testing.T) {
 		t.Fatalf("the audit log does not verify: %+v %v", rep, err)
 	}
 }
+
+// Of the decisions about this node, only those that let it in or put it out
+// are recorded without limit, once each until the other comes: invites of
+// its agents into a room it is in, and repeated removals, are held to
+// RoomAudits a minute like decisions about third nodes.
+func TestCoMemberDecisionsAboutThisNodeAuditedWithinBounds(t *testing.T) {
+	home := t.TempDir()
+	priv, self := testPeer(t)
+	al, err := audit.New(home, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{id: self, audit: al, log: slog.New(slog.DiscardHandler)}
+	a := newRoomAuditor(n)
+	_, member := testPeer(t)
+	room := identity.RoomID("plans")
+	depth := uint64(1)
+	decide := func(kind rooms.Kind, to string) {
+		depth++
+		var id rooms.ID
+		copy(id[:], strconv.FormatUint(depth, 10))
+		a.event(rooms.View{ID: id, Room: room, Author: member, Kind: kind, Target: self, To: to, Depth: depth})
+	}
+	decide(rooms.KindInvite, "a0") // an invite of one of its agents admits this node
+	const invites = 3 * RoomAudits
+	for i := range invites {
+		decide(rooms.KindInvite, "a"+strconv.Itoa(i+1))
+	}
+	decide(rooms.KindLeave, "") // the removal
+	decide(rooms.KindLeave, "") // again: no news, limited
+	decide(rooms.KindInvite, "")
+	es, err := audit.List(home, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, e := range es {
+		actions = append(actions, e.Action)
+	}
+	if len(es) < RoomAudits+2 || len(es) > RoomAudits+5 {
+		t.Fatalf("%d lines for %d decisions about this node, want about %d: %v", len(es), invites+4, RoomAudits+3, actions)
+	}
+	if es[0].Action != audit.RoomInvite || es[0].Detail["agent"] != "a0" {
+		t.Fatalf("the admission is not the first line: %+v", es[0])
+	}
+	last, removal := es[len(es)-1], es[len(es)-2]
+	if removal.Action != audit.RoomRemove || removal.Detail["unlogged_before"] == "" {
+		t.Fatalf("the removal: %+v (lines %v)", removal, actions)
+	}
+	if last.Action != audit.RoomInvite || last.Detail["agent"] != "" || last.Detail["unlogged_before"] != "1" {
+		t.Fatalf("the invite back after the removal: %+v (lines %v)", last, actions)
+	}
+}
