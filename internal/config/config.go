@@ -20,6 +20,7 @@ import (
 
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/parley-mesh/parley/internal/atomicfile"
 	"github.com/parley-mesh/parley/internal/lookalike"
 )
 
@@ -122,17 +123,26 @@ reachability = auto
 }
 
 // LoadOrCreate reads HOME/config, writing the default file first if there is
-// none. Errors name the file and line and say what to do.
+// none. A file that holds nothing but white space is taken as none (what a
+// crash while an earlier Parley created it could leave): it is replaced by
+// the default file. A file with anything else in it is never written here.
+// Errors name the file and line and say what to do.
 func LoadOrCreate(home, defaultHandle string) (File, error) {
 	path := filepath.Join(home, FileName)
 	raw, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		raw = []byte(Default(defaultHandle))
 		if err := writeNew(path, raw); err != nil {
 			return File{}, err
 		}
-	} else if err != nil {
+	case err != nil:
 		return File{}, fmt.Errorf("config: cannot read %s: %v (check its permissions)", path, err)
+	case len(bytes.TrimSpace(raw)) == 0:
+		raw = []byte(Default(defaultHandle))
+		if err := atomicfile.Replace(path, raw, 0o600); err != nil {
+			return File{}, fmt.Errorf("config: %s is empty and cannot be replaced by the default: %v", path, err)
+		}
 	}
 	f, err := Parse(raw)
 	if err != nil {
@@ -141,20 +151,18 @@ func LoadOrCreate(home, defaultHandle string) (File, error) {
 	return f, nil
 }
 
+// writeNew creates the file at path with raw so that a crash leaves it
+// absent or whole (written to a temporary file, synced, linked into place,
+// the folder synced). A file there already is left as it is.
 func writeNew(path string, raw []byte) error {
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err := atomicfile.CreateNew(path, raw, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil // someone else wrote it first
 	}
 	if err != nil {
 		return fmt.Errorf("config: cannot create %s: %v", path, err)
 	}
-	if _, err := fh.Write(raw); err != nil {
-		fh.Close()
-		os.Remove(path)
-		return fmt.Errorf("config: cannot write %s: %v", path, err)
-	}
-	return fh.Close()
+	return nil
 }
 
 // handleValue is a handle as the file holds it: as it is, unless it would
@@ -389,7 +397,8 @@ func readHandle(val string) (handle, warning string, err error) {
 
 // SetHandle saves handle in HOME/config: the file's handle line is
 // replaced (a line is added if it has none) and every other line stays as
-// it was. The file is replaced atomically.
+// it was. The file is replaced atomically (a temporary file, synced,
+// renamed over it, the folder synced).
 func SetHandle(home, handle string) error {
 	if err := CheckHandle(handle); err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -431,26 +440,7 @@ func SetHandle(home, handle string) error {
 	if _, err := Parse([]byte(out)); err != nil {
 		return fmt.Errorf("config: %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(home, ".config-*")
-	if err != nil {
-		return fmt.Errorf("config: cannot write %s: %v", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(out); err != nil {
-		tmp.Close()
-		return fmt.Errorf("config: cannot write %s: %v", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("config: cannot write %s: %v", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("config: cannot write %s: %v", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		return fmt.Errorf("config: cannot write %s: %v", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Replace(path, []byte(out), 0o600); err != nil {
 		return fmt.Errorf("config: cannot write %s: %v", path, err)
 	}
 	return nil
