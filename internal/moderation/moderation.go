@@ -71,7 +71,15 @@ type Service struct {
 	rules   map[string]Rule
 	limits  map[identity.AgentName]*rate.Limiter
 	perTick rate.Limit
+	// pruned is when limits last lost its full buckets, pruneAt the size
+	// at which it does before a minute has passed (see prune).
+	pruned  time.Time
+	pruneAt int
 }
+
+// minPruneAt is the fewest post limits that make a pass over them before a
+// minute has passed since the last.
+const minPruneAt = 1024
 
 // New returns a service with the rules kept in the store.
 func New(cfg Config) (*Service, error) {
@@ -341,6 +349,7 @@ func (s *Service) CheckPost(name identity.AgentName) error {
 	}
 	now := s.now()
 	s.mu.Lock()
+	s.prune(now)
 	l := s.limits[name]
 	if l == nil {
 		l = rate.NewLimiter(s.perTick, s.cfg.PostLimit)
@@ -358,6 +367,25 @@ func (s *Service) CheckPost(name identity.AgentName) error {
 			ErrRateLimited, name, s.cfg.PostLimit, roundUp(wait))
 	}
 	return nil
+}
+
+// prune drops the post limits that are full again: a full bucket is the
+// same as a new one, so the limits behave as before, and a limit is kept
+// only while its agent has posted in about the last minute (any name the
+// local API was called with gets one). It makes a pass once a minute, or
+// sooner when the map has doubled since the last pass, so its cost spread
+// over the posts stays constant. The caller holds s.mu.
+func (s *Service) prune(now time.Time) {
+	if len(s.limits) < s.pruneAt && now.Sub(s.pruned) < time.Minute && !now.Before(s.pruned) {
+		return
+	}
+	full := float64(s.cfg.PostLimit)
+	for name, l := range s.limits {
+		if l.TokensAt(now) >= full {
+			delete(s.limits, name)
+		}
+	}
+	s.pruned, s.pruneAt = now, max(minPruneAt, 2*len(s.limits))
 }
 
 func roundUp(d time.Duration) string {
