@@ -55,8 +55,16 @@ func TestListOfTheLastEntriesCostsOnlyThoseEntries(t *testing.T) {
 	if max := int(limit+1)*int(lineLen) + backChunk; *read > max {
 		t.Fatalf("listing the last %d entries read %d bytes of %d, want at most %d", limit, *read, st.Size(), max)
 	}
-	if !slices.EqualFunc(es, all[n-limit:], func(a, b Listed) bool { return a.N == b.N && a.Hash == b.Hash }) {
+	same := func(a, b Listed) bool { return a.N == b.N && a.Hash == b.Hash }
+	if !slices.EqualFunc(es, all[n-limit:], same) {
 		t.Fatalf("the last %d differ from the end of the whole list", limit)
+	}
+	// more than one backward read, lines across their bounds
+	for _, k := range []int{200, n - 1, n, n + 1} {
+		es, err := List(dir, time.Time{}, k)
+		if err != nil || !slices.EqualFunc(es, all[max(0, n-k):], same) {
+			t.Fatalf("the last %d: %d entries, %v; not the end of the whole list", k, len(es), err)
+		}
 	}
 }
 
