@@ -22,16 +22,21 @@ type Entry struct {
 	Holder string // the agent, NAME@PEER_ID
 	Time   int64  // the author's clock, unix milliseconds
 	Kind   string // KindClaim or KindRelease
-	Body   []byte
+	Body   []byte // State.Add decodes it and lets it go
 
 	// The body as decoded once, when the entry is taken in (a fold that
-	// goes back applies it again).
+	// goes back applies it again). The raw body is not kept: a member of a
+	// board room chooses its size, up to an event's largest, also for a
+	// body the fold refuses.
 	claim   ClaimBody
 	release ReleaseBody
-	bad     string // why the body is ignored, if it is
+	bad     string // why the body is ignored, if it is (at most maxBad bytes)
 }
 
-// parse decodes the entry's body for apply.
+// maxBad bounds the reason kept for a body the fold refuses.
+const maxBad = 200
+
+// parse decodes the entry's body for apply, and drops it.
 func (e *Entry) parse() {
 	var err error
 	switch e.Kind {
@@ -43,8 +48,17 @@ func (e *Entry) parse() {
 		err = fmt.Errorf("unknown kind %q", e.Kind)
 	}
 	if err != nil {
-		e.bad = err.Error()
+		e.bad = strings.ToValidUTF8(truncate(err.Error(), maxBad), "")
 	}
+	e.Body = nil
+}
+
+// truncate cuts s to at most n bytes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.Clone(s[:n])
 }
 
 func (e *Entry) before(o *Entry) bool {
@@ -111,6 +125,14 @@ type State struct {
 	every      int // entries folded between two checkpoints, at least (more on a board past maxCps/2 times every)
 	maxCps     int // past it, every other checkpoint goes
 	refolds    int // entries folded again since the State was made
+
+	// Trim lets go of the entries before a checkpoint long past; base is
+	// the last of them (trimmed is set once it did). An entry dated at or
+	// before base cannot be folded here any more: it makes the State
+	// stale, and the caller folds the board again from its events.
+	trimmed bool
+	base    Entry
+	stale   bool
 }
 
 // checkpoint is the held claims of fold number fold after entries[:n],
@@ -142,6 +164,10 @@ func (s *State) Add(e Entry) {
 	if s.ids[e.ID] {
 		return
 	}
+	if s.trimmed && !s.base.before(&e) {
+		s.stale = true
+		return
+	}
 	s.ids[e.ID] = true
 	e.parse()
 	n := len(s.entries)
@@ -157,6 +183,56 @@ func (s *State) Add(e Entry) {
 	})
 	s.entries = slices.Insert(s.entries, i, &e)
 	s.insertedAt(i)
+}
+
+// Stale reports whether an entry was dated at or before the entries Trim
+// let go of: the State no longer folds the whole board, and must be made
+// again from all its entries.
+func (s *State) Stale() bool { return s.stale }
+
+// Trimmed reports whether Trim let go of entries: History lists only
+// those kept.
+func (s *State) Trimmed() bool { return s.trimmed }
+
+// Trim folds the entries taken in, then lets go of those dated more than
+// keep before the last one, up to a checkpoint, which becomes where the
+// fold starts. What the fold holds and tells stays the same: the entries
+// after the checkpoint follow the same state. An entry dated back as far
+// as those let go of makes the State stale (Stale). keep should be at
+// least MaxTTL + MaxAhead, so that every claim live at the clock of the
+// node, and every entry a fold that goes back usually reaches, is kept.
+func (s *State) Trim(keep time.Duration) {
+	s.catchUp()
+	if len(s.entries) == 0 || len(s.ahead) > 0 {
+		return
+	}
+	cutoff := s.entries[len(s.entries)-1].Time - keep.Milliseconds()
+	// The last checkpoint after entries all dated before cutoff.
+	j, _ := slices.BinarySearchFunc(s.cps, cutoff, func(c checkpoint, t int64) int {
+		if c.n == 0 || s.entries[c.n-1].Time < t {
+			return -1
+		}
+		return 1
+	})
+	if j == 0 || s.cps[j-1].n == 0 {
+		return
+	}
+	c := s.cps[j-1]
+	k := c.n
+	for _, e := range s.entries[:k] {
+		delete(s.ids, e.ID)
+		delete(s.records, e.ID)
+	}
+	s.trimmed, s.base = true, *s.entries[k-1]
+	s.base.claim, s.base.release = ClaimBody{}, ReleaseBody{}
+	s.entries = slices.Clone(s.entries[k:])
+	s.applied -= k
+	cps := make([]checkpoint, 0, len(s.cps)-j+1)
+	for _, c := range s.cps[j-1:] {
+		c.n -= k
+		cps = append(cps, c)
+	}
+	s.cps = cps
 }
 
 // insertedAt takes the fold back for an entry inserted at index i.
@@ -262,7 +338,11 @@ func (s *State) meet() bool {
 func (s *State) checkpoint(c checkpoint) {
 	s.cps = append(s.cps, c)
 	if len(s.cps) > s.maxCps {
-		s.cps = thin(s.cps)
+		if s.trimmed { // the first one is where the fold starts: it stays
+			s.cps = s.cps[:1+len(thin(s.cps[1:]))]
+		} else {
+			s.cps = thin(s.cps)
+		}
 	}
 }
 
