@@ -1,6 +1,7 @@
 package board
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,7 +69,18 @@ type project struct {
 	key     string
 	cursors map[identity.RoomID]uint64 // board rooms and how far they were read
 	state   *State
-	later   []Entry // dated past MaxAhead of this node's clock: folded once it gets near
+	// Events dated past MaxAhead of this node's clock, by time: folded
+	// once it gets near, read from the store again then.
+	later   []laterRef
+	lastOwn Entry // the last claim of this node's agents taken in (ID, Time, Holder: the agent)
+}
+
+// laterRef is where an event dated ahead is stored.
+type laterRef struct {
+	ID      string
+	Room    identity.RoomID
+	Arrival uint64
+	Time    int64
 }
 
 // MaxAhead is how far past this node's clock a claim or release may be
@@ -176,15 +188,11 @@ func (s *Service) lastAgent(key string) identity.AgentName {
 	if err != nil {
 		return ""
 	}
-	suffix := "@" + s.cfg.Self.String()
-	h := p.state.History("")
-	for i := len(h) - 1; i >= 0; i-- {
-		if name, ok := strings.CutSuffix(h[i].Holder, suffix); ok && h[i].Kind == KindClaim {
-			s.inviter[key] = identity.AgentName(name)
-			return identity.AgentName(name)
-		}
+	if p.lastOwn.ID == "" {
+		return ""
 	}
-	return ""
+	s.inviter[key] = identity.AgentName(p.lastOwn.Holder)
+	return s.inviter[key]
 }
 
 func (s *Service) holder(agent identity.AgentName) string {
@@ -198,13 +206,20 @@ func checkProject(key string) error {
 	return nil
 }
 
-// load returns the project's board, read up to what the rooms hold.
+// keepFolded is how far back of its last entry a board's fold keeps its
+// entries (State.Trim): every claim that may be live at this node's clock
+// (MaxTTL, and MaxAhead of entries dated ahead), and an hour of late
+// entries beyond. An entry dated further back has the board folded again
+// from the rooms' events.
+const keepFolded = MaxTTL + MaxAhead + time.Hour
+
+// load returns the project's board, read up to what the rooms hold. A
+// project this node has no board room of is not kept: its board is empty.
 // Callers hold s.mu.
 func (s *Service) load(key string) (*project, error) {
 	p := s.projects[key]
 	if p == nil {
-		p = &project{key: key, cursors: map[identity.RoomID]uint64{}, state: NewState()}
-		s.projects[key] = p
+		p = newProject(key)
 	}
 	name := RoomName(key)
 	for _, in := range s.cfg.Rooms.List() {
@@ -214,18 +229,48 @@ func (s *Service) load(key string) (*project, error) {
 			}
 		}
 	}
-	limit := s.cfg.Now().Add(MaxAhead).UnixMilli()
-	if len(p.later) > 0 {
-		keep := p.later[:0]
-		for _, e := range p.later {
-			if e.Time <= limit {
-				p.state.Add(e)
-			} else {
-				keep = append(keep, e)
-			}
+	if s.projects[key] == nil {
+		if len(p.cursors) == 0 {
+			return p, nil // read of a board this node has none of
 		}
-		clear(p.later[len(keep):])
-		p.later = keep
+		s.projects[key] = p
+	}
+	if err := s.read(p); err != nil {
+		return nil, err
+	}
+	if p.state.Stale() {
+		// An entry dated before what the fold kept: fold the board again.
+		fresh := newProject(key)
+		for id := range p.cursors {
+			fresh.cursors[id] = 0
+		}
+		if err := s.read(fresh); err != nil {
+			return nil, err
+		}
+		s.log.Debug("board: folded again from the start", "project", key, "entries", fresh.state.Len())
+		*p = *fresh
+	}
+	p.state.Trim(keepFolded)
+	return p, nil
+}
+
+func newProject(key string) *project {
+	return &project{key: key, cursors: map[identity.RoomID]uint64{}, state: NewState()}
+}
+
+// read takes into p's fold the events of its rooms past their cursors, and
+// those dated ahead that the clock is near now (read from the store again).
+func (s *Service) read(p *project) error {
+	limit := s.cfg.Now().Add(MaxAhead).UnixMilli()
+	for len(p.later) > 0 && p.later[0].Time <= limit {
+		v, ok, err := s.fetchLater(p.later[0])
+		if err != nil {
+			return err
+		}
+		if ok {
+			s.take(p, v)
+		}
+		p.later = slices.Delete(p.later, 0, 1)
 	}
 	for id, after := range p.cursors {
 		for {
@@ -235,20 +280,21 @@ func (s *Service) load(key string) (*project, error) {
 				break
 			}
 			if err != nil {
-				return nil, fmt.Errorf("board: read %s: %w", id, err)
+				return fmt.Errorf("board: read %s: %w", id, err)
 			}
 			for _, v := range vs {
 				after = v.Arrival
 				if v.Kind != rooms.KindClaim && v.Kind != rooms.KindRelease {
 					continue
 				}
-				e := Entry{ID: v.ID.String(), Room: string(v.Room), Holder: string(v.Agent) + "@" + v.Author.String(),
-					Time: v.Time, Kind: string(v.Kind), Body: v.Body}
-				if e.Time > limit {
-					p.later = append(p.later, e)
+				if v.Time > limit {
+					// Only where to find it again: its body waits in the store.
+					r := laterRef{ID: v.ID.String(), Room: v.Room, Arrival: v.Arrival, Time: v.Time}
+					i, _ := slices.BinarySearchFunc(p.later, r.Time, func(a laterRef, t int64) int { return cmp.Compare(a.Time, t+1) })
+					p.later = slices.Insert(p.later, i, r)
 					continue
 				}
-				p.state.Add(e)
+				s.take(p, v)
 			}
 			p.cursors[id] = after
 			if len(vs) < 1000 {
@@ -256,7 +302,33 @@ func (s *Service) load(key string) (*project, error) {
 			}
 		}
 	}
-	return p, nil
+	return nil
+}
+
+// take folds one claim or release event into p.
+func (s *Service) take(p *project, v rooms.View) {
+	e := Entry{ID: v.ID.String(), Room: string(v.Room), Holder: string(v.Agent) + "@" + v.Author.String(),
+		Time: v.Time, Kind: string(v.Kind), Body: v.Body}
+	if v.Author == s.cfg.Self && v.Kind == rooms.KindClaim && (p.lastOwn.ID == "" || p.lastOwn.before(&e)) {
+		p.lastOwn = Entry{ID: e.ID, Time: e.Time, Holder: string(v.Agent)}
+	}
+	p.state.Add(e)
+}
+
+// fetchLater reads an event dated ahead from the store again; ok is false
+// when it is gone (its room left).
+func (s *Service) fetchLater(r laterRef) (v rooms.View, ok bool, err error) {
+	vs, err := s.cfg.Rooms.Since(r.Room, r.Arrival-1, 1)
+	if errors.Is(err, rooms.ErrUnknownRoom) {
+		return rooms.View{}, false, nil
+	}
+	if err != nil {
+		return rooms.View{}, false, fmt.Errorf("board: read %s: %w", r.Room, err)
+	}
+	if len(vs) == 0 || vs[0].ID.String() != r.ID {
+		return rooms.View{}, false, nil
+	}
+	return vs[0], true, nil
 }
 
 // room returns the board room to post in: the smallest ID of the
@@ -274,6 +346,7 @@ func (s *Service) room(ctx context.Context, p *project, agent identity.AgentName
 		return "", fmt.Errorf("board: create the board of %s: %w", p.key, err)
 	}
 	p.cursors[id] = 0
+	s.projects[p.key] = p // a board here now
 	return id, nil
 }
 
@@ -562,16 +635,35 @@ func (s *Service) History(_ context.Context, key, path string) ([]Record, error)
 	if err != nil {
 		return nil, err
 	}
-	h := p.state.History(path)
-	for _, e := range p.later {
-		r := Record{ID: e.ID, Room: e.Room, Holder: e.Holder, Time: e.Time, Kind: e.Kind,
+	src := p
+	if p.state.Trimmed() {
+		// The fold let go of the board's old entries: fold it all again,
+		// from its rooms' events, for this read.
+		src = newProject(key)
+		for id := range p.cursors {
+			src.cursors[id] = 0
+		}
+		if err := s.read(src); err != nil {
+			return nil, err
+		}
+	}
+	h := src.state.History(path)
+	for _, l := range src.later {
+		v, ok, err := s.fetchLater(l)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		r := Record{ID: l.ID, Room: string(v.Room), Holder: string(v.Agent) + "@" + v.Author.String(), Time: v.Time, Kind: string(v.Kind),
 			Bad: fmt.Sprintf("dated %s ahead of this node's clock: folded once the clock is within %s of it",
-				time.Duration(e.Time-s.cfg.Now().UnixMilli())*time.Millisecond, MaxAhead)}
-		if e.Kind == KindClaim {
-			if c, err := DecodeClaim(e.Body); err == nil {
+				time.Duration(v.Time-s.cfg.Now().UnixMilli())*time.Millisecond, MaxAhead)}
+		if r.Kind == KindClaim {
+			if c, err := DecodeClaim(v.Body); err == nil {
 				r.Paths, r.Note = c.Paths, c.Note
 			}
-		} else if rel, err := DecodeRelease(e.Body); err == nil {
+		} else if rel, err := DecodeRelease(v.Body); err == nil {
 			r.Paths = rel.Paths
 		}
 		if path == "" || slices.ContainsFunc(r.Paths, func(p string) bool { return Overlap(p, path) }) {

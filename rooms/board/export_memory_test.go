@@ -1,0 +1,91 @@
+package board
+
+import "reflect"
+
+// retained returns the bytes v reaches beyond its own size: its strings'
+// bytes, its slices' arrays, its maps' entries, what its pointers point to
+// (each once).
+func retained(v reflect.Value, seen map[uintptr]bool) int {
+	switch v.Kind() {
+	case reflect.String:
+		return v.Len()
+	case reflect.Slice:
+		if v.IsNil() {
+			return 0
+		}
+		n := v.Cap() * int(v.Type().Elem().Size())
+		for i := range v.Len() {
+			n += retained(v.Index(i), seen)
+		}
+		return n
+	case reflect.Array:
+		n := 0
+		for i := range v.Len() {
+			n += retained(v.Index(i), seen)
+		}
+		return n
+	case reflect.Struct:
+		n := 0
+		for i := range v.NumField() {
+			n += retained(v.Field(i), seen)
+		}
+		return n
+	case reflect.Pointer:
+		if v.IsNil() || seen[v.Pointer()] {
+			return 0
+		}
+		seen[v.Pointer()] = true
+		return int(v.Type().Elem().Size()) + retained(v.Elem(), seen)
+	case reflect.Map:
+		n := 0
+		for it := v.MapRange(); it.Next(); {
+			n += int(v.Type().Key().Size()+v.Type().Elem().Size()) + retained(it.Key(), seen) + retained(it.Value(), seen)
+		}
+		return n
+	}
+	return 0
+}
+
+// HeldAhead returns how many entries of project key's board are held back
+// as dated ahead of the clock, and the bytes held in memory for them
+// (strings and slices: what a member chooses the size of).
+func HeldAhead(s *Service, key string) (n, bytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.projects[key]
+	if p == nil {
+		return 0, 0
+	}
+	return len(p.later), retained(reflect.ValueOf(p.later), map[uintptr]bool{})
+}
+
+// Projects returns how many projects the service keeps in memory.
+func Projects(s *Service) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.projects)
+}
+
+// FoldedBytes returns how many entries project key's fold keeps, and the
+// bytes they hold in memory: the raw body if kept, what was decoded of it,
+// or the reason it was refused, and the event's names.
+func FoldedBytes(s *Service, key string) (n, bytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.projects[key]
+	if p == nil {
+		return 0, 0
+	}
+	seen := map[uintptr]bool{}
+	for _, e := range p.state.entries {
+		bytes += retained(reflect.ValueOf(e), seen)
+	}
+	return len(p.state.entries), bytes
+}
+
+// Told returns how many notices the service remembers handing out.
+func Told(s *Service) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.told)
+}

@@ -1,0 +1,152 @@
+package board_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+	"github.com/parley-mesh/parley/rooms/board"
+)
+
+// junkClaims has node `from` post n claims of the largest body an event
+// may carry, none of which decodes as a claim, into the board room it
+// shares with node 0, and returns that room.
+func junkClaims(ctx context.Context, t *testing.T, nt *nodetest.Net, from, n int) string {
+	t.Helper()
+	if _, err := claim(ctx, nt, 0, "alice", "parser rewrite", time.Hour, 0, "parse/*.go"); err != nil {
+		t.Fatal(err)
+	}
+	var room string
+	nt.WaitFor(30*time.Second, func() bool {
+		v, err := nt.Node(from).Board().Board(ctx, project)
+		if err == nil && len(v.Rooms) == 1 {
+			room = v.Rooms[0]
+		}
+		return room != "" && len(v.Claims) == 1
+	}, "node %d to be in node 0's board", from)
+	body := bytes.Repeat([]byte{0xff}, rooms.MaxBody-256)
+	for i := range n {
+		body[0] = byte(i)
+		if _, err := nt.Node(from).Rooms().Post(ctx, identity.RoomID(room), agentName("mallory"), rooms.KindClaim, body); err != nil {
+			t.Fatalf("post %d: %v", i, err)
+		}
+	}
+	return room
+}
+
+func mib(n int) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// TestBoardKeepsNoBodyItFolded: a member of a board room (any contact: the
+// board invites every active contact) posts 64 claims whose bodies are the
+// largest an event may carry and do not decode as claims. The fold
+// refuses them, and keeps of each only why (a claim it takes, only what
+// it decoded); the bodies stay in the store. Before, every entry kept its
+// raw body in memory for as long as the node ran (State.entries): 4 MiB
+// here, and as much as the members chose to post. The check measures
+// what the fold's entries retain of their bodies, not the process.
+func TestBoardKeepsNoBodyItFolded(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.Befriend(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const n = 64
+	junkClaims(ctx, t, nt, 1, n)
+	nt.WaitFor(60*time.Second, func() bool {
+		nt.Node(0).Board().Board(ctx, project) //nolint:errcheck
+		k, _ := board.FoldedBytes(nt.Node(0).Board(), project)
+		return k >= n+1
+	}, "node 0's board to fold the %d claims", n)
+	k, held := board.FoldedBytes(nt.Node(0).Board(), project)
+	t.Logf("node 0's board keeps %d entries, %d bytes in memory", k, held)
+	if held > 64<<10 {
+		t.Fatalf("node 0's board keeps %s of bodies in memory (%d entries, %d of them bodies the fold refused)", mib(held), k, n)
+	}
+	h, err := nt.Node(0).Board().History(ctx, project, "")
+	if err != nil || len(h) != n+1 || h[1].Bad == "" {
+		t.Fatalf("history: %d records, %v", len(h), err)
+	}
+}
+
+// TestBoardKeepsOnlyWhereToFindEntriesDatedAhead: a member whose clock is
+// a year ahead (or who dates them so on purpose) posts 64 claims of the
+// largest body an event may carry. The board holds them back until its
+// clock is near their date, keeping of each only its ID, room, arrival
+// and time, and reads it from the store again when it is due (or when the
+// history lists it). Before, it kept each whole, body included, in memory
+// (project.later) and walked them all at every read of the board: events
+// the store keeps on disk became memory the remote member chose the size
+// of. The check measures what project.later retains.
+func TestBoardKeepsOnlyWhereToFindEntriesDatedAhead(t *testing.T) {
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		if i == 1 {
+			c.RoomClock = func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
+		}
+	}))
+	nt.Befriend(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const n = 64
+	junkClaims(ctx, t, nt, 1, n)
+	nt.WaitFor(60*time.Second, func() bool {
+		nt.Node(0).Board().Board(ctx, project) //nolint:errcheck
+		k, _ := board.HeldAhead(nt.Node(0).Board(), project)
+		return k == n
+	}, "node 0's board to read the %d claims dated ahead", n)
+	k, held := board.HeldAhead(nt.Node(0).Board(), project)
+	t.Logf("node 0's board holds %d entries dated ahead, %d bytes in memory", k, held)
+	if held > 64<<10 {
+		t.Fatalf("node 0's board holds %s in memory for %d claims dated a year ahead", mib(held), k)
+	}
+	h, err := nt.Node(0).Board().History(ctx, project, "")
+	if err != nil || len(h) != n+1 {
+		t.Fatalf("history: %d records, %v", len(h), err)
+	}
+	for _, r := range h[1:] {
+		if r.Holder != "mallory@"+nt.ID(1).String() || r.Kind != board.KindClaim {
+			t.Fatalf("a claim dated ahead, as the history lists it: %+v", r)
+		}
+	}
+}
+
+// TestBoardReadsOfUnknownProjectsKeepNothing: reads of the boards of 2,000
+// projects this node has no board room of (`parley board show` in another
+// repository, parley_board from an agent, a typo) answer an empty board
+// and keep nothing. Before, each read added the project to the service's
+// memory for good, and every later Notices (each agent's take) and Claims
+// loaded them all: one Notices took 19 ms after 2,000 such reads. A claim
+// on a new project still keeps its board.
+func TestBoardReadsOfUnknownProjectsKeepNothing(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx := context.Background()
+	const n = 2000
+	for i := range n {
+		key := fmt.Sprintf("%032x", i+1)
+		if v, err := nt.Node(0).Board().Board(ctx, key); err != nil || len(v.Rooms)+len(v.Claims) != 0 {
+			t.Fatalf("board of %s: %+v, %v", key, v, err)
+		}
+		if h, err := nt.Node(0).Board().History(ctx, key, ""); err != nil || len(h) != 0 {
+			t.Fatalf("history of %s: %+v, %v", key, h, err)
+		}
+	}
+	start := time.Now()
+	nt.Node(0).Board().Notices("alice", false)
+	t.Logf("one Notices after the reads: %v", time.Since(start))
+	if got := board.Projects(nt.Node(0).Board()); got != 0 {
+		t.Fatalf("after reads of %d boards the node has none of, the board service keeps %d projects in memory", n, got)
+	}
+	if _, err := claim(ctx, nt, 0, "alice", "parser rewrite", time.Hour, 0, "parse/*.go"); err != nil {
+		t.Fatal(err)
+	}
+	if got := board.Projects(nt.Node(0).Board()); got != 1 {
+		t.Fatalf("after a claim, %d projects kept", got)
+	}
+	if v, err := nt.Node(0).Board().Board(ctx, project); err != nil || len(v.Claims) != 1 || len(v.Rooms) != 1 {
+		t.Fatalf("the board claimed on: %+v, %v", v, err)
+	}
+}
