@@ -2,6 +2,7 @@ package board
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -76,6 +77,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 	ms := now.UnixMilli()
 	holder := s.holder(agent)
 	var out []Notice
+	maps.DeleteFunc(s.told, func(_ string, expires int64) bool { return expires <= ms })
 	// Refused claims whose paths are free now.
 	ws := s.watches[agent]
 	keep := ws[:0]
@@ -124,7 +126,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 				continue
 			}
 			id := "expiring:" + h.Event + ":" + h.Path
-			if s.told[id] {
+			if _, ok := s.told[id]; ok {
 				continue
 			}
 			hc := h
@@ -132,12 +134,12 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 				Text: fmt.Sprintf("Your claim on %s ends at %s (in %s). Claim it again to keep it, or release it if you are done.",
 					h.Path, time.UnixMilli(h.Expires).UTC().Format(time.RFC3339), time.Duration(h.Expires-ms)*time.Millisecond/time.Second*time.Second)})
 			if take {
-				s.told[id] = true
+				s.told[id] = h.Expires
 			}
 		}
 		for _, r := range p.state.Lost(holder) {
 			id := "lost:" + r.ID
-			if s.told[id] || r.Expires <= ms {
+			if _, ok := s.told[id]; ok || r.Expires <= ms {
 				continue
 			}
 			// Dated by the claim that lost, so the notice keeps its time
@@ -146,7 +148,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 				Text: fmt.Sprintf("Your claim on %s (%q) lost to %s's earlier claim on %s (%q): your node had not yet heard of it when you claimed (the two nodes were apart, or had only just become contacts). It is not yours: agree with them, or wait.",
 					strings.Join(r.Paths, ", "), r.Note, r.Lost.Holder, r.Lost.Path, r.Lost.Note)})
 			if take {
-				s.told[id] = true
+				s.told[id] = r.Expires
 			}
 		}
 	}

@@ -62,7 +62,10 @@ type Service struct {
 	projects map[string]*project
 	inviter  map[string]identity.AgentName   // project → the agent that invites (the last to claim)
 	watches  map[identity.AgentName][]*watch // refused claims, to tell when their paths go free
-	told     map[string]bool                 // notices handed out (by Notice.ID)
+	// Notices handed out (by Notice.ID), with the expiry of the claim each
+	// is about: a notice is told only while its claim lives, so it is
+	// forgotten once that has passed.
+	told map[string]int64
 }
 
 type project struct {
@@ -107,7 +110,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	return &Service{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1),
 		projects: map[string]*project{}, inviter: map[string]identity.AgentName{},
-		watches: map[identity.AgentName][]*watch{}, told: map[string]bool{}}, nil
+		watches: map[identity.AgentName][]*watch{}, told: map[string]int64{}}, nil
 }
 
 // Run invites the node's contacts into its boards, at its start (a contact
