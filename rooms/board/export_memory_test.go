@@ -89,3 +89,11 @@ func Told(s *Service) int {
 	defer s.mu.Unlock()
 	return len(s.told)
 }
+
+// FoldTrimmed reports whether project key's fold let go of entries.
+func FoldTrimmed(s *Service, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.projects[key]
+	return p != nil && p.state.Trimmed()
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,5 +149,84 @@ func TestBoardReadsOfUnknownProjectsKeepNothing(t *testing.T) {
 	}
 	if v, err := nt.Node(0).Board().Board(ctx, project); err != nil || len(v.Claims) != 1 || len(v.Rooms) != 1 {
 		t.Fatalf("the board claimed on: %+v, %v", v, err)
+	}
+}
+
+// TestBoardFoldsAgainForAnEntryDatedBeforeWhatItKept: the board's fold
+// keeps only the entries of the last MaxTTL or so (and a checkpoint), so
+// a claim dated further back than that cannot be folded in memory: the
+// board folds again from its rooms' events. Here a member's clock is
+// 10 h behind: 100 claims of a minute, then dave's claim of 8 h on
+// shared.go dated 3.5 h back (he holds it now), which the fold keeps
+// while it lets go of the 100; then carol's claim of 8 h on shared.go
+// dated 10.5 h back, before all of them. Folded in time order, carol's
+// claim held shared.go when dave claimed it, so dave's lost and nobody
+// holds it now; the history, read from the store, lists every entry.
+func TestBoardFoldsAgainForAnEntryDatedBeforeWhatItKept(t *testing.T) {
+	var mu sync.Mutex
+	back := 10 * time.Hour
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		if i == 1 {
+			c.RoomClock = func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(-back) }
+		}
+	}))
+	setBack := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); back = d }
+	nt.Befriend(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	room := junkClaims(ctx, t, nt, 1, 0)
+	post := func(agent, path string, ttl time.Duration) string {
+		t.Helper()
+		body, err := board.EncodeClaim(board.ClaimBody{Paths: []string{path}, Note: "n", TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := nt.Node(1).Rooms().Post(ctx, identity.RoomID(room), agentName(agent), rooms.KindClaim, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id.String()
+	}
+	for i := range 100 {
+		post("bob", fmt.Sprintf("old/%d.go", i), time.Minute)
+	}
+	setBack(3*time.Hour + 30*time.Minute)
+	dave := post("dave", "shared.go", 8*time.Hour)
+	holdsShared := func() string {
+		v, err := nt.Node(0).Board().Board(ctx, project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range v.Claims {
+			if h.Path == "shared.go" {
+				return h.Holder
+			}
+		}
+		return ""
+	}
+	nt.WaitFor(30*time.Second, func() bool {
+		return holdsShared() != "" && board.FoldTrimmed(nt.Node(0).Board(), project)
+	}, "node 0 to fold dave's claim and let go of the old ones")
+	if n, _ := board.FoldedBytes(nt.Node(0).Board(), project); n > 60 {
+		t.Fatalf("node 0's fold keeps %d of 102 entries", n)
+	}
+	setBack(10*time.Hour + 30*time.Minute)
+	carol := post("carol", "shared.go", 8*time.Hour)
+	nt.WaitFor(30*time.Second, func() bool { return holdsShared() == "" }, "node 0 to fold carol's claim dated back, and dave's to lose")
+	h, err := nt.Node(0).Board().History(ctx, project, "")
+	if err != nil || len(h) != 103 {
+		t.Fatalf("history: %d records, %v", len(h), err)
+	}
+	if h[0].ID != carol || h[0].Bad != "" || h[0].Lost != nil {
+		t.Fatalf("the first record: %+v", h[0])
+	}
+	var d board.Record
+	for _, r := range h {
+		if r.ID == dave {
+			d = r
+		}
+	}
+	if d.Lost == nil || d.Lost.Event != carol {
+		t.Fatalf("dave's claim: %+v", d)
 	}
 }
