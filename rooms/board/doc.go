@@ -48,4 +48,13 @@
 // already folded, takes the fold back to the last checkpoint before it,
 // and the fold goes on from there only until it holds what it held before
 // at the same place: what comes after stands (State).
+//
+// The fold keeps no body: each is decoded when taken in, and a refused one
+// leaves only why. It keeps the entries dated within MaxTTL + MaxAhead +
+// 1 h of its last one, and the held claims at a checkpoint before them
+// (State.Trim); an entry dated further back has the board folded again
+// from its rooms' events, and the history of a board whose fold let go of
+// entries is folded from them for each read. An entry dated past MaxAhead
+// of this node's clock is kept as where to find it in the store (room,
+// arrival) until its date is near.
 package board
