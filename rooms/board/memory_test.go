@@ -230,3 +230,74 @@ func TestBoardFoldsAgainForAnEntryDatedBeforeWhatItKept(t *testing.T) {
 		t.Fatalf("dave's claim: %+v", d)
 	}
 }
+
+// TestBoardFoldsEntriesDatedAheadAsTheyComeDue: claims dated ahead, posted
+// in another order than their dates, are each folded once the clock is
+// within MaxAhead of its date, read from the store again then; the history
+// lists those still ahead by date.
+func TestBoardFoldsEntriesDatedAheadAsTheyComeDue(t *testing.T) {
+	var mu sync.Mutex
+	ahead := 20 * time.Minute
+	nt := nodetest.Start(t, 1, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomClock = func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(ahead) }
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "first", time.Hour, 0, "a.go"); err != nil { // dated 20 min ahead
+		t.Fatal(err)
+	}
+	v, err := nt.Node(0).Board().Board(ctx, project)
+	if err != nil || len(v.Rooms) != 1 {
+		t.Fatalf("board: %+v, %v", v, err)
+	}
+	for _, c := range []struct {
+		ahead time.Duration
+		path  string
+	}{{30 * time.Minute, "c.go"}, {10 * time.Minute, "b.go"}} {
+		mu.Lock()
+		ahead = c.ahead
+		mu.Unlock()
+		body, err := board.EncodeClaim(board.ClaimBody{Paths: []string{c.path}, Note: "n", TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nt.Node(0).Rooms().Post(ctx, identity.RoomID(v.Rooms[0]), "alice", rooms.KindClaim, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A view of the same rooms with a clock of its own.
+	var now time.Duration
+	view, err := board.New(board.Config{Rooms: nt.Node(0).Rooms(), Self: nt.ID(0),
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(now) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		now  time.Duration
+		want []string
+	}{{0, nil}, {9 * time.Minute, []string{"b.go"}}, {19 * time.Minute, []string{"a.go", "b.go"}}, {29 * time.Minute, []string{"a.go", "b.go", "c.go"}}} {
+		mu.Lock()
+		now = step.now
+		mu.Unlock()
+		v, err := view.Board(ctx, project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range v.Claims {
+			got = append(got, h.Path)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(step.want) {
+			t.Fatalf("at %v ahead: claims %v, want %v", step.now, got, step.want)
+		}
+		h, err := view.History(ctx, project, "")
+		if err != nil || len(h) != 3 {
+			t.Fatalf("at %v ahead: history %+v, %v", step.now, h, err)
+		}
+		for i, r := range h {
+			if folded := i < len(step.want); folded != (r.Bad == "") || r.Paths[0] != []string{"b.go", "a.go", "c.go"}[i] {
+				t.Fatalf("at %v ahead: history %+v", step.now, h)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package board
 
 import (
 	"cmp"
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -72,9 +73,9 @@ type project struct {
 	key     string
 	cursors map[identity.RoomID]uint64 // board rooms and how far they were read
 	state   *State
-	// Events dated past MaxAhead of this node's clock, by time: folded
-	// once it gets near, read from the store again then.
-	later   []laterRef
+	// Events dated past MaxAhead of this node's clock, a heap by time:
+	// folded once it gets near, read from the store again then.
+	later   laterHeap
 	lastOwn Entry // the last claim of this node's agents taken in (ID, Time, Holder: the agent)
 }
 
@@ -84,6 +85,22 @@ type laterRef struct {
 	Room    identity.RoomID
 	Arrival uint64
 	Time    int64
+}
+
+// laterHeap is a min-heap of laterRef by Time (container/heap): a member
+// may post many events dated ahead, in any order of their dates.
+type laterHeap []laterRef
+
+func (h laterHeap) Len() int           { return len(h) }
+func (h laterHeap) Less(i, j int) bool { return h[i].Time < h[j].Time }
+func (h laterHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *laterHeap) Push(x any)        { *h = append(*h, x.(laterRef)) }
+func (h *laterHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = laterRef{}
+	*h = old[:len(old)-1]
+	return x
 }
 
 // MaxAhead is how far past this node's clock a claim or release may be
@@ -273,7 +290,7 @@ func (s *Service) read(p *project) error {
 		if ok {
 			s.take(p, v)
 		}
-		p.later = slices.Delete(p.later, 0, 1)
+		heap.Pop(&p.later)
 	}
 	for id, after := range p.cursors {
 		for {
@@ -293,8 +310,7 @@ func (s *Service) read(p *project) error {
 				if v.Time > limit {
 					// Only where to find it again: its body waits in the store.
 					r := laterRef{ID: v.ID.String(), Room: v.Room, Arrival: v.Arrival, Time: v.Time}
-					i, _ := slices.BinarySearchFunc(p.later, r.Time, func(a laterRef, t int64) int { return cmp.Compare(a.Time, t+1) })
-					p.later = slices.Insert(p.later, i, r)
+					heap.Push(&p.later, r)
 					continue
 				}
 				s.take(p, v)
@@ -651,7 +667,9 @@ func (s *Service) History(_ context.Context, key, path string) ([]Record, error)
 		}
 	}
 	h := src.state.History(path)
-	for _, l := range src.later {
+	later := slices.Clone(src.later)
+	slices.SortFunc(later, func(a, b laterRef) int { return cmp.Or(cmp.Compare(a.Time, b.Time), strings.Compare(a.ID, b.ID)) })
+	for _, l := range later {
 		v, ok, err := s.fetchLater(l)
 		if err != nil {
 			return nil, err
