@@ -1,0 +1,59 @@
+package wake_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/poll"
+	"github.com/parley-mesh/parley/internal/wake/tmux"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// Review rv3: a terminal route has one try at an item: Deliver waits for
+// the idle prompt for Config.Limit (60 s), and when the agent works longer
+// than that, the item is marked tried on the terminal, the human is told,
+// and the route never pastes it, though the agent comes back to its empty
+// prompt and sits there idle while the asker stays blocked on it. A terminal
+// agent of `parley run` without hooks reads nothing else.
+func TestRV3AskToATerminalAgentBusyPastTheLimitIsPastedOnceIdle(t *testing.T) {
+	needTmux(t)
+	f := newFixture(t, 2*time.Second)
+	srv := tmux.Server{Name: fmt.Sprintf("parley-rv3-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
+	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
+	script, err := filepath.Abs(filepath.Join("tmux", "testdata", "fakeagent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := filepath.Join(t.TempDir(), "taken")
+	// Works (output every 100 ms) for 6 s, three times the route's limit,
+	// then waits at its prompt.
+	busy := fmt.Sprintf("i=0; while [ $i -lt 60 ]; do echo working $i; i=$((i+1)); sleep 0.1; done; exec %q", script)
+	pane, err := srv.Start(f.ctx, tmux.StartOptions{Command: []string{"sh", "-c", busy},
+		Env: []string{"FAKE_LOG=" + taken, "FAKE_WORK=0.05", "INPUTRC=/dev/null"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.WakeTerminal(f.ctx, "bot", localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: "> "}); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, 20*time.Second, f.routes("terminal"), "the terminal route")
+	f.ask("are you free after your task?")
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		sc, err := srv.Capture(f.ctx, pane.ID)
+		return err == nil && sc.CursorLine() == ">"
+	}, "the agent to finish its work and wait at its prompt")
+	if !poll.Until(20*time.Second, func() bool {
+		b, _ := os.ReadFile(taken)
+		return strings.Contains(string(b), "are you free after your task?")
+	}) {
+		sc, _ := srv.Capture(f.ctx, pane.ID)
+		t.Fatalf("the agent has been idle at its prompt for 20 s and the ask it owes was never pasted (unreached: %d); the pane:\n%s",
+			f.status().Unreached, sc.Text())
+	}
+}
