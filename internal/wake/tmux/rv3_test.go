@@ -73,3 +73,32 @@ func TestRV3TabInAWakeTextIsAKeyPress(t *testing.T) {
 		t.Fatalf("the text's tab was pressed as a key: the agent read %q", got)
 	}
 }
+
+// Review rv3: the same gap from the other side: keys a person types
+// between Deliver's last look and its paste (the wrapper types them just
+// before tmux's paste-buffer) join the wake text, and Deliver's Enter
+// sends the person's half-typed words as part of the agent's input. A look
+// after the paste (the cursor line must be the prompt and the text, the
+// pane not in a mode) before the Enter would leave such a line to the
+// person instead.
+func TestRV3KeysTypedJustBeforeThePasteAreSentWithIt(t *testing.T) {
+	s := newServer(t)
+	a := startAgent(t, s, "0.1", StartOptions{Session: "agent"})
+	dir := t.TempDir()
+	wrapper := filepath.Join(dir, "tmux")
+	script := "#!/bin/sh\n" +
+		"case \" $* \" in *\" paste-buffer \"*) tmux -L " + s.Name + " send-keys -t " + a.pane.ID + " -l 'git push --force ';; esac\n" +
+		"exec tmux \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	term := a.bind(t, Options{})
+	term.server.Bin = wrapper
+	if err := term.Deliver(testCtx(t, 20*time.Second), "the wake text"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "a read", func() bool { return len(a.taken()) > 0 })
+	if got := a.taken()[0]; got != "the wake text" {
+		t.Fatalf("the person's half-typed words were sent with the wake text: the agent read %q", got)
+	}
+}
