@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -59,7 +60,18 @@ func parseHookInput(raw []byte, client install.Client, event string) (hookInput,
 	if in.HookEventName != "" && !strings.EqualFold(in.HookEventName, event) {
 		return in, fmt.Errorf("the hook input is for %s, not %s", in.HookEventName, event)
 	}
-	return in, nil
+	return in.inRun(), nil
+}
+
+// inRun is in with the run's session key in place of the client's when the
+// client runs inside `parley run` (PARLEY_SESSION): the hook binds, wakes
+// and waits for the run's agent, as the client's parley mcp does, not for
+// another agent bound to the client's key.
+func (in hookInput) inRun() hookInput {
+	if s := os.Getenv(runSessionEnv); s != "" && len(s) <= 256 {
+		in.SessionID = s
+	}
+	return in
 }
 
 // codexNotify is the JSON Codex's notify program gets as its last
@@ -96,7 +108,7 @@ func parseCodexNotify(arg string) (in hookInput, ok bool, err error) {
 	if n.ThreadID == "" || len(n.ThreadID) > 256 {
 		return in, false, fmt.Errorf("the notify argument has no thread-id of 1 to 256 bytes")
 	}
-	return hookInput{SessionID: n.ThreadID, Cwd: n.Cwd, HookEventName: "notify"}, true, nil
+	return hookInput{SessionID: n.ThreadID, Cwd: n.Cwd, HookEventName: "notify"}.inRun(), true, nil
 }
 
 // hookOutput is the documented JSON a hook prints to add context.

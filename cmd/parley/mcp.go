@@ -36,7 +36,8 @@ Register it with your agent's client, for example:
 If no node runs for the home, one is started in the background, reachable from
 this machine only (127.0.0.1, no mDNS; its log goes to HOME/node.log), and one
 line on stderr says so and how to stop it. Run ` + "`parley up -d`" + ` first for a node
-other machines can reach. The session key comes from --session, else CLAUDE_CODE_SESSION_ID,
+other machines can reach. The session key comes from --session, else PARLEY_SESSION (set
+by parley run, so a parley mcp inside a run is the run's agent), else CLAUDE_CODE_SESSION_ID,
 else CODEX_THREAD_ID; the same key is the same agent, with its cursors. A new key
 takes the default name (client and folder, e.g. claude-code-repo) when no live session
 holds it, and so is that agent again: its rooms, the asks it owes and its unread
@@ -106,8 +107,13 @@ func clientPID() int {
 	return 0
 }
 
+// detectSession is the session key of a parley mcp started without
+// --session: the run's (PARLEY_SESSION, which `parley run` gives its
+// program) first, so that an MCP server a client starts inside a run is the
+// run's agent, the one whose pane the node pastes into, and not another
+// agent bound to the client's own key; else the client's; else a new one.
 func detectSession() string {
-	for _, k := range []string{"CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "PARLEY_SESSION"} {
+	for _, k := range []string{runSessionEnv, "CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID"} {
 		if v := os.Getenv(k); v != "" {
 			return v
 		}

@@ -20,6 +20,11 @@ import (
 	"github.com/parley-mesh/parley/internal/wake/tmux"
 )
 
+// runSessionEnv is the variable by which `parley run` gives its program the
+// run's session key: a parley mcp or a client hook inside the run binds it
+// instead of the client's own key, so they are the run's agent.
+const runSessionEnv = "PARLEY_SESSION"
+
 // defaultAs is the agent the CLI speaks as: the one `parley run` started
 // this program as ($PARLEY_AGENT), else the human.
 func defaultAs() string {
@@ -106,7 +111,7 @@ agent is unregistered and run exits 1 saying why.`,
 			// KeepDead: a program that exits at once leaves its pane, so its
 			// exit status and last lines can be told.
 			so := tmux.StartOptions{Command: args, Dir: wd, Window: info.Name, KeepDead: true,
-				Env: []string{"PARLEY_HOME=" + home, "PARLEY_AGENT=" + info.Name, "PARLEY_SESSION=" + session}}
+				Env: []string{"PARLEY_HOME=" + home, "PARLEY_AGENT=" + info.Name, runSessionEnv + "=" + session}}
 			if inTmux {
 				cur, err := currentSession(ctx)
 				if err != nil {
