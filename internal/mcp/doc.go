@@ -28,9 +28,11 @@
 // error and the session goes on.
 //
 // One MCP session is one agent of the node. Its session key comes from the
-// client (CLAUDE_CODE_SESSION_ID, CODEX_THREAD_ID, --session) or, for
-// LangGraph-style programs that serve many threads, from a thread_id
-// argument on each call; the node keeps each key's agent name and card
+// client (--session, PARLEY_SESSION of `parley run`, CLAUDE_CODE_SESSION_ID,
+// CODEX_THREAD_ID) or, for LangGraph-style programs that serve many
+// threads, from a thread_id argument on each call, scoped to the MCP
+// session (MaxThreads at once; one idle for Config.ThreadIdle is let go
+// and bound again by its next call); the node keeps each key's agent name and card
 // (role, capabilities, what it works on), so a session that reconnects is
 // the same agent with the same card and cursors. A new key takes the
 // default name (DefaultAgentName: client and project folder) when no live

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/parley-mesh/parley/internal/version"
@@ -48,6 +50,26 @@ type Config struct {
 	// HeartbeatEvery is how often the agent's registration is renewed; zero
 	// means 20 s (the node sweeps agents after 60 s without one).
 	HeartbeatEvery time.Duration
+	// ThreadIdle is how long a thread's agent (thread_id) stays registered
+	// with no call for it; zero means DefaultThreadIdle.
+	ThreadIdle time.Duration
+}
+
+// MaxThreads is how many thread agents (one per thread_id) one MCP session
+// holds at once: the node's agents (discovery.MaxAgents) are shared by
+// every session, and one program passing new thread_ids must not take
+// them all. A thread idle for Config.ThreadIdle is let go, and frees its
+// place.
+const MaxThreads = 8
+
+// DefaultThreadIdle is Config.ThreadIdle's default.
+const DefaultThreadIdle = 10 * time.Minute
+
+// threadAgent is the agent of one thread_id of the session.
+type threadAgent struct {
+	info localapi.AgentInfo
+	used time.Time // when a call for it last ended (or began)
+	busy int       // calls for it under way
 }
 
 // Server serves one agent session (and, for programs that pass thread_id,
@@ -57,10 +79,11 @@ type Server struct {
 	api *localapi.Client
 	log *slog.Logger
 
-	mu      sync.Mutex // protects agent, renamed and threads
+	mu      sync.Mutex // protects agent, renamed, threads and binding
 	agent   localapi.AgentInfo
 	renamed chan struct{} // closed when the session's agent name changes
-	threads map[string]localapi.AgentInfo
+	threads map[string]*threadAgent
+	binding int // new threads being bound, counted against MaxThreads
 
 	namesMu sync.Mutex // protects book and bookAt
 	book    localapi.NameBook
@@ -75,7 +98,10 @@ func New(cfg Config) *Server {
 	if cfg.HeartbeatEvery == 0 {
 		cfg.HeartbeatEvery = 20 * time.Second
 	}
-	return &Server{cfg: cfg, api: cfg.Client, log: cfg.Logger, threads: make(map[string]localapi.AgentInfo), renamed: make(chan struct{})}
+	if cfg.ThreadIdle == 0 {
+		cfg.ThreadIdle = DefaultThreadIdle
+	}
+	return &Server{cfg: cfg, api: cfg.Client, log: cfg.Logger, threads: make(map[string]*threadAgent), renamed: make(chan struct{})}
 }
 
 var nameJunk = regexp.MustCompile(`[^a-z0-9._-]+`)
@@ -94,18 +120,43 @@ func DefaultAgentName(client, project string) string {
 }
 
 // sessionOf is the node's session key of a call: the MCP session's, or
-// one per thread.
+// one per thread of this MCP session. A thread's key holds the session's
+// (hashed, to bound its length), so two sessions that pass the same
+// thread_id ("main") are two agents, while a session that reconnects with
+// its key finds its threads' agents, cards and all.
 func (s *Server) sessionOf(thread string) string {
 	if thread == "" {
 		return s.cfg.Session
 	}
-	return "thread:" + thread
+	h := sha256.Sum256([]byte(s.cfg.Session))
+	return "thread:" + hex.EncodeToString(h[:8]) + ":" + thread
 }
+
+// errTooManyThreads is the tool error of a new thread_id past MaxThreads.
+var errTooManyThreads = fmt.Errorf("this Parley session already serves %d thread agents (one per thread_id), the most it holds at once; "+
+	"pass a thread_id already in use, or none, or wait until a thread has had no call for a while (it is let go then)", MaxThreads)
 
 // bind binds the session of thread (or the MCP session) on the node with
 // req's changes, registering its agent, and remembers it.
 func (s *Server) bind(ctx context.Context, thread string, req localapi.SessionRequest) (localapi.AgentInfo, error) {
 	req.Session = s.sessionOf(thread)
+	if thread != "" {
+		s.mu.Lock()
+		_, known := s.threads[thread]
+		if !known && len(s.threads)+s.binding >= MaxThreads {
+			s.mu.Unlock()
+			return localapi.AgentInfo{}, errTooManyThreads
+		}
+		if !known {
+			s.binding++
+			defer func() {
+				s.mu.Lock()
+				s.binding--
+				s.mu.Unlock()
+			}()
+		}
+		s.mu.Unlock()
+	}
 	req.Client = s.cfg.ClientName
 	req.ClientPID = s.cfg.ClientPID
 	req.TTLSeconds = int(3 * s.cfg.HeartbeatEvery / time.Second)
@@ -125,8 +176,10 @@ func (s *Server) bind(ctx context.Context, thread string, req localapi.SessionRe
 			s.renamed = make(chan struct{})
 		}
 		s.agent = info
+	} else if t := s.threads[thread]; t != nil {
+		t.info = info
 	} else {
-		s.threads[thread] = info
+		s.threads[thread] = &threadAgent{info: info, used: time.Now()}
 	}
 	s.mu.Unlock()
 	return info, nil
@@ -148,28 +201,84 @@ func (s *Server) Agent() string {
 }
 
 // agentFor returns the agent of a call: the session's, or the one bound to
-// the call's thread_id (bound on first use).
-func (s *Server) agentFor(ctx context.Context, thread string) (string, error) {
-	s.mu.Lock()
-	a, ok := s.agent, s.agent.Name != ""
-	if thread != "" {
-		a, ok = s.threads[thread]
+// the call's thread_id (bound on first use). done ends the call: a thread
+// is not let go while a call for it is under way.
+func (s *Server) agentFor(ctx context.Context, thread string) (name string, done func(), err error) {
+	done = func() {}
+	if thread == "" {
+		s.mu.Lock()
+		a := s.agent
+		s.mu.Unlock()
+		if a.Name != "" {
+			return a.Name, done, nil
+		}
+		info, err := s.bind(ctx, thread, localapi.SessionRequest{})
+		return info.Name, done, err
 	}
-	s.mu.Unlock()
-	if ok {
-		return a.Name, nil
+	for {
+		if name := s.useThread(thread); name != "" {
+			return name, func() { s.endThread(thread) }, nil
+		}
+		if _, err := s.bind(ctx, thread, localapi.SessionRequest{}); err != nil {
+			return "", done, err
+		}
 	}
-	info, err := s.bind(ctx, thread, localapi.SessionRequest{})
-	return info.Name, err
 }
 
-// heartbeat renews every agent of this server; one the node swept (the
-// process slept, the node restarted) is bound again, card and all.
+// useThread marks a call for thread under way and returns its agent ("" if
+// it was let go meanwhile).
+func (s *Server) useThread(thread string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.threads[thread]
+	if t == nil {
+		return ""
+	}
+	t.busy++
+	t.used = time.Now()
+	return t.info.Name
+}
+
+// endThread marks a call for thread ended.
+func (s *Server) endThread(thread string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.threads[thread]; t != nil {
+		t.busy--
+		t.used = time.Now()
+	}
+}
+
+// lapse lets go of the threads with no call for ThreadIdle: they are no
+// longer renewed but unregistered (the node keeps their names and cards
+// for the thread's next call), so a long session does not hold the
+// agents of threads it is done with.
+func (s *Server) lapse(ctx context.Context) {
+	var idle []string
+	s.mu.Lock()
+	for th, t := range s.threads {
+		if t.busy == 0 && time.Since(t.used) >= s.cfg.ThreadIdle {
+			idle = append(idle, t.info.Name)
+			delete(s.threads, th)
+		}
+	}
+	s.mu.Unlock()
+	for _, n := range idle {
+		if err := s.api.UnregisterAgent(ctx, n); err != nil && ctx.Err() == nil {
+			s.log.Debug("unregister of an idle thread's agent failed; the node sweeps it", "agent", n, "err", err)
+		}
+	}
+}
+
+// heartbeat renews every agent of this server, after letting idle threads
+// go; one the node swept (the process slept, the node restarted) is bound
+// again, card and all.
 func (s *Server) heartbeat(ctx context.Context) {
+	s.lapse(ctx)
 	s.mu.Lock()
 	todo := map[string]string{"": s.agent.Name}
-	for t, a := range s.threads {
-		todo[t] = a.Name
+	for th, t := range s.threads {
+		todo[th] = t.info.Name
 	}
 	s.mu.Unlock()
 	for thread, name := range todo {
@@ -231,8 +340,8 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	defer ucancel()
 	s.mu.Lock()
 	names := []string{s.agent.Name}
-	for _, a := range s.threads {
-		names = append(names, a.Name)
+	for _, t := range s.threads {
+		names = append(names, t.info.Name)
 	}
 	s.mu.Unlock()
 	for _, n := range names {

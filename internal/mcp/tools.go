@@ -372,7 +372,8 @@ func addTool[In threaded, Out any, PO interface {
 	t := &sdk.Tool{Name: name, Description: desc, InputSchema: portableSchema[In](), OutputSchema: portableSchema[Out]()}
 	sdk.AddTool(srv, t, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
 		res := &sdk.CallToolResult{}
-		agent, err := s.agentFor(ctx, in.thread())
+		agent, done, err := s.agentFor(ctx, in.thread())
+		defer done()
 		var out Out
 		text := ""
 		c := &call{agent: agent}
