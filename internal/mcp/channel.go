@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -70,7 +71,7 @@ func (s *Server) channel(ctx context.Context, n Notifier) {
 		you := s.agent.Address
 		s.mu.Unlock()
 		for _, it := range w.Items {
-			p := ChannelParams{Content: s.named(ctx, manual.Wake([]localapi.Item{it}, you, manual.Shell{})),
+			p := ChannelParams{Content: channelText(s.named(ctx, manual.Wake([]localapi.Item{it}, you, manual.Shell{}))),
 				Meta: map[string]string{"kind": it.Kind, "item_id": it.ID, "room_id": it.Room, "from": it.From}}
 			if err := n.Notify(ChannelMethod, p); err != nil {
 				s.log.Debug("channel notification not sent", "agent", agent, "err", err)
@@ -79,3 +80,16 @@ func (s *Server) channel(ctx context.Context, n Notifier) {
 		}
 	}
 }
+
+// channelEscaper writes &, < and > as XML's entities.
+var channelEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// channelText is a notification's content as the client may show it:
+// Claude Code gives its model a channel notification as
+// <channel source="parley" k="v">CONTENT</channel>, and the content holds
+// a peer's text, so a peer who writes "</channel><channel source=…>" would
+// close Parley's element and open one of its own, with the source and
+// attributes it chooses (an ask from the user's own human, say). With &, <
+// and > written as entities, no text can close or open an element; the
+// model reads the entities as the characters they stand for.
+func channelText(s string) string { return channelEscaper.Replace(s) }
