@@ -210,3 +210,37 @@ func TestRunAskThatBringsATerminalAgentInIsOnePaste(t *testing.T) {
 		t.Fatalf("the agent was pasted into %d times besides the ask that brought it in; want the ask alone\nscreen:\n%s", n, strings.TrimSpace(screen))
 	}
 }
+
+// `up -d` runs "the same in the background", but the background node is
+// started with only some of up's flags (cmd/parley/up.go, childArgs: handle,
+// listen, bootstrap, no-mdns, loopback, recover, new-identity, log-level,
+// min-free-disk): `up -d --wake-limit 1s` runs a node with the default
+// 60 s, silently. An agent that does not read what it owes is then marked
+// NOT REACHED after a minute, not after the second asked for.
+func TestUpDetachedKeepsWakeLimit(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	out, errs, code := run(t, "--home", home, "up", "-d", "--loopback", "--wake-limit", "1s")
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	if code != 0 || !strings.HasPrefix(out, "parley ready ") {
+		t.Fatalf("up -d: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, errs, code := run(t, "--home", home, "agent", "register", "quiet", "--ttl", "10m"); code != 0 {
+		t.Fatalf("agent register: %s", errs)
+	}
+	if _, errs, code := run(t, "--home", home, "room", "create", "solo"); code != 0 {
+		t.Fatalf("room create: %s", errs)
+	}
+	if _, errs, code := run(t, "--home", home, "room", "ask", "solo", "anyone there?", "--to", "quiet", "--wait", "0"); code != 0 {
+		t.Fatalf("room ask: %s", errs)
+	}
+	// With a 1 s limit the agent, which no route reaches, is marked within
+	// a few seconds; with the default it takes 60.
+	var st struct {
+		Unreached int `json:"unreached"`
+	}
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		runJSON(t, &st, "--home", home, "status")
+		return st.Unreached > 0
+	}, "the agent to be counted unreached, with --wake-limit 1s (the default is 60 s)")
+}
