@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -243,4 +244,22 @@ func TestUpDetachedKeepsWakeLimit(t *testing.T) {
 		runJSON(t, &st, "--home", home, "status")
 		return st.Unreached > 0
 	}, "the agent to be counted unreached, with --wake-limit 1s (the default is 60 s)")
+}
+
+// README: "Every command takes --home DIR … and --json". `parley --json up
+// -d` prints the text ready line on stdout ("parley ready peer_id=…"), not
+// JSON, so `parley --json up -d | jq` fails; a script has to parse the
+// key=value line instead.
+func TestUpDetachedJSONPrintsJSON(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	out, errs, code := run(t, "--home", home, "--json", "up", "-d", "--loopback")
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	if code != 0 {
+		t.Fatalf("up -d --json: exit %d: %s", code, errs)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("up -d --json: stdout is not JSON (%v): %q", err, out)
+	}
 }
