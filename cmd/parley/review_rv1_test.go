@@ -284,3 +284,23 @@ func TestCLIRoomAskWithNoOneToAnswer(t *testing.T) {
 		t.Fatalf("room ask in a room no one else is in: exit %d after %s: %q; want it refused (or told) at once", code, took.Round(time.Millisecond), errs)
 	}
 }
+
+// Revoking a contact that is revoked already prints the error chain of four
+// layers, the peer ID twice and internal package names:
+// "contacts: revoke ID: consent: revoke ID: consent: operation does not fit
+// contact state: contact is revoked". It should say it in the user's terms:
+// the contact is revoked already (nothing to do).
+func TestCLIRevokeTwiceSaysItPlainly(t *testing.T) {
+	t.Parallel()
+	homeA, _, idB, _ := twoContacts(t)
+	if _, errs, code := run(t, "--home", homeA, "contact", "revoke", idB); code != 0 {
+		t.Fatalf("revoke: %s", errs)
+	}
+	_, errs, code := run(t, "--home", homeA, "contact", "revoke", idB)
+	if code == 0 {
+		t.Fatalf("a second revoke succeeded: %s", errs)
+	}
+	if strings.Count(errs, idB) > 1 || strings.Contains(errs, "consent:") || strings.Contains(errs, "does not fit contact state") {
+		t.Fatalf("second revoke: %q; want one plain sentence (already revoked)", strings.TrimSpace(errs))
+	}
+}
