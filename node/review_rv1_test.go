@@ -12,57 +12,6 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// An ask of an agent that is not in the room brings it in: the asker's node
-// posts an invite event for it, as `parley room invite` does. The audit log
-// is "every decision on who can reach whom", recorded on the node that
-// makes it; `room invite` is recorded (actor room.invite ROOM), but the
-// invite an ask makes is not (Ask calls rooms.InviteAgent directly, not
-// bringIn, which records: internal/inbox/edge.go, Ask). The node it
-// concerns records it as peer:ID room.invite; its own log has nothing. An
-// ask without a room opens a room of the two (roomWith): neither its
-// creation nor its invite is recorded.
-func TestAnInviteMadeByAnAskIsAudited(t *testing.T) {
-	nt := nodetest.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c.Close()
-	for _, name := range []string{"alpha", "beta", "gamma"} {
-		if _, err := c.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: name}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	res, err := c.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "plans"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Ask(ctx, "alpha", localapi.AskRequest{Room: res.RoomID, To: "beta", Text: "which version?"}); err != nil {
-		t.Fatal(err)
-	}
-	in, err := c.Room(ctx, res.RoomID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(in.Agents, func(a string) bool { return strings.HasPrefix(a, "beta@") }) {
-		t.Fatalf("the ask did not bring beta in: %+v", in.Agents)
-	}
-	want := "alpha room.invite " + res.RoomID
-	if got := auditActions(t, nt, 0); !slices.Contains(got, want) {
-		t.Errorf("audit log lacks %q (the invite the ask made):\n%s", want, strings.Join(got, "\n"))
-	}
-
-	pair, err := c.Ask(ctx, "alpha", localapi.AskRequest{To: "gamma", Text: "and in a room of our own?"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := auditActions(t, nt, 0)
-	for _, w := range []string{"alpha room.create " + pair.Room.RoomID, "alpha room.invite " + pair.Room.RoomID} {
-		if !slices.Contains(got, w) {
-			t.Errorf("audit log lacks %q (the room of two an ask opened):\n%s", w, strings.Join(got, "\n"))
-		}
-	}
-}
-
 // The node an audit record concerns records other nodes' decisions about it
 // (peer:ID room.invite, room.remove). When a room's creator invites an agent
 // of node 1 (`room invite ROOM coder@PEER`), node 1 records it; when the

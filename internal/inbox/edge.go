@@ -810,7 +810,7 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		}
 		if req.To != "" {
 			// The addressee sees asks of the rooms it is in: bring it in.
-			if eid, err := b.rooms.InviteAgent(ctx, in.ID, to.peer, to.name, a); err != nil {
+			if eid, err := b.admit(ctx, a, in.ID, to); err != nil {
 				if eid == (rooms.ID{}) && errors.Is(err, rooms.ErrInviteRefused) {
 					return res, cannotAsk(to, err)
 				}
@@ -874,13 +874,16 @@ func (b *Inbox) roomWith(ctx context.Context, agent identity.AgentName, to membe
 	if err != nil {
 		return rooms.Info{}, apiError(err)
 	}
-	if eid, err := b.rooms.InviteAgent(ctx, id, to.peer, to.name, agent); err != nil {
+	b.record(agent, audit.RoomCreate, id, map[string]string{"name": name})
+	if eid, err := b.admit(ctx, agent, id, to); err != nil {
 		if eid == (rooms.ID{}) {
 			// Not invited (refused since, or not posted): the room has no
 			// one to ask; this node leaves it, so a failed ask leaves
 			// no room behind.
-			if _, lerr := b.rooms.LeaveNode(ctx, id, agent); lerr != nil {
+			if leid, lerr := b.rooms.LeaveNode(ctx, id, agent); lerr != nil {
 				b.log.Warn("ask failed; the room opened for it is left behind", "room", string(id), "err", lerr)
+			} else {
+				b.record(agent, audit.RoomLeave, id, map[string]string{"agent": string(agent), "event": leid.String(), "node_left": "true"})
 			}
 			if errors.Is(err, rooms.ErrInviteRefused) {
 				return rooms.Info{}, cannotAsk(to, err)
@@ -890,6 +893,19 @@ func (b *Inbox) roomWith(ctx context.Context, agent identity.AgentName, to membe
 	}
 	in, err := b.rooms.Get(id)
 	return in, apiError(err)
+}
+
+// admit brings agent m into room for an ask of agent, as bringIn does
+// (the ask checked m is known already): an invite it posts is recorded in
+// the audit log, as `room invite` records it; one that finds m in the room
+// already posts nothing and records nothing.
+func (b *Inbox) admit(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, error) {
+	rec, ok, _ := b.rooms.AgentState(room, m.String())
+	eid, err := b.rooms.InviteAgent(ctx, room, m.peer, m.name, agent)
+	if eid != (rooms.ID{}) && !(ok && rec.In) {
+		b.record(agent, audit.RoomInvite, room, map[string]string{"member": m.String(), "event": eid.String()})
+	}
+	return eid, err
 }
 
 // cannotAsk is the error of an ask of agent to that its node may not be
