@@ -32,10 +32,11 @@ const maxUnlogged = 4096
 
 // roomAuditor records in the node's audit log the membership decisions other
 // nodes take in its rooms, as their events arrive: this node invited into a
-// room or removed from one, and, in rooms it is in, other nodes invited,
-// removed or leaving (actor peer:<the deciding node>), and invites from
-// nodes that are not contacts, held for the user (room.held). The node's own
-// decisions are recorded where it takes them (internal/inbox).
+// room or removed from one, an agent of it removed by the room's creator,
+// and, in rooms it is in, other nodes invited, removed or leaving (actor
+// peer:<the deciding node>), and invites from nodes that are not contacts,
+// held for the user (room.held). The node's own decisions are recorded
+// where it takes them (internal/inbox).
 //
 // It follows the rooms' arrival logs from where they stood when the node
 // started (what came before was recorded by an earlier run); a room joined
@@ -147,7 +148,13 @@ func (a *roomAuditor) event(e rooms.View) {
 	if e.Author == a.self && e.Kind == rooms.KindLeave && e.Target == a.self {
 		a.out[e.Room] = true // this node left: an invite back lets it in again
 	}
-	if e.Author == a.self || e.Target == "" || (e.Kind != rooms.KindInvite && e.Kind != rooms.KindLeave) {
+	if e.Author == a.self || (e.Kind != rooms.KindInvite && e.Kind != rooms.KindLeave) {
+		return
+	}
+	if e.Target == "" {
+		if e.Kind == rooms.KindLeave {
+			a.agentRemoved(e)
+		}
 		return
 	}
 	about := e.Target == a.self
@@ -181,15 +188,40 @@ func (a *roomAuditor) event(e rooms.View) {
 	default:
 		r.Action, r.Detail["peer"] = audit.RoomRemove, e.Target.String()
 	}
-	if !always && !a.lim.Allow(e.Author, time.Now()) {
-		if _, ok := a.unlogged[e.Author]; ok || len(a.unlogged) < maxUnlogged {
-			a.unlogged[e.Author]++
+	a.write(r, e.Author, always)
+}
+
+// agentRemoved records leave event e when another node (the room's
+// creator) takes an agent of this node out of the room by it: a leave that
+// names the agent (To) rather than a node. An agent that leaves by itself
+// names no one. Its node records the removal as it records the invite that
+// brought the agent in; like other nodes' decisions, within RoomAudits a
+// minute of the deciding node.
+func (a *roomAuditor) agentRemoved(e rooms.View) {
+	agent, err := identity.ParseAgentAddr(e.To)
+	if err != nil || agent.Peer != a.self {
+		return
+	}
+	if since, ok := a.joined[e.Room]; !ok || e.Depth <= since {
+		return // before this node was in the room: its history
+	}
+	a.write(audit.Record{Actor: "peer:" + e.Author.String(), Action: audit.RoomRemove, Subject: string(e.Room),
+		Detail: map[string]string{"event": e.ID.String(), "peer": a.self.String(), "agent": e.To}}, e.Author, false)
+}
+
+// write hands r, a decision of node by, to the audit log: always when
+// always is set (this node's admission or removal), else within by's
+// RoomAudits a minute (counting the ones left out, said on its next line).
+func (a *roomAuditor) write(r audit.Record, by peer.ID, always bool) {
+	if !always && !a.lim.Allow(by, time.Now()) {
+		if _, ok := a.unlogged[by]; ok || len(a.unlogged) < maxUnlogged {
+			a.unlogged[by]++
 		}
 		return
 	}
-	if n := a.unlogged[e.Author]; n > 0 {
+	if n := a.unlogged[by]; n > 0 {
 		r.Detail["unlogged_before"] = strconv.Itoa(n)
-		delete(a.unlogged, e.Author)
+		delete(a.unlogged, by)
 	}
 	a.n.Audit(r)
 }

@@ -12,14 +12,12 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// The node an audit record concerns records other nodes' decisions about it
-// (peer:ID room.invite, room.remove). When a room's creator invites an agent
-// of node 1 (`room invite ROOM coder@PEER`), node 1 records it; when the
-// creator takes that agent out again (`room remove ROOM coder@PEER`), node 1
-// records nothing: an agent's removal is a leave event naming the agent
-// (To) with no Target, which the auditor skips (node/roomaudit.go, event:
-// `e.Target == ""`).
-func TestAnAgentsRemovalIsAuditedOnItsNode(t *testing.T) {
+// Regression: a node recorded the invite of its agent by another node, but
+// not that agent's removal (`room remove ROOM coder@PEER` by the room's
+// creator): the removal is a leave event naming the agent (To), not a node
+// (Target), and the room auditor skipped it. Node 1 now records
+// peer:ID room.remove ROOM.
+func TestAgentRemovalByAnotherNodeIsAuditedOnItsNode(t *testing.T) {
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) { c.SyncInterval = time.Second }))
 	nt.ConnectAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
