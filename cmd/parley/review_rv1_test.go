@@ -264,27 +264,6 @@ func TestUpDetachedJSONPrintsJSON(t *testing.T) {
 	}
 }
 
-// An ask of a room owes every member agent but the asker an answer. In a
-// room where the asker is the only member, no one owes it: the ask is
-// posted all the same and `room ask` waits out its whole --wait (30 s by
-// default) for a reply that cannot come, then says "no reply within 30s;
-// the ask stays open". An ask of an agent known not to exist is refused at
-// once; an ask no one can answer should be too (or say so before it waits).
-func TestCLIRoomAskWithNoOneToAnswer(t *testing.T) {
-	t.Parallel()
-	home := filepath.Join(t.TempDir(), "a")
-	up(t, home, "--listen", loopback)
-	if _, errs, code := run(t, "--home", home, "room", "create", "alone"); code != 0 {
-		t.Fatalf("room create: %s", errs)
-	}
-	start := time.Now()
-	_, errs, code := run(t, "--home", home, "room", "ask", "alone", "anyone?", "--wait", "8s")
-	took := time.Since(start)
-	if code == 0 || took > 5*time.Second {
-		t.Fatalf("room ask in a room no one else is in: exit %d after %s: %q; want it refused (or told) at once", code, took.Round(time.Millisecond), errs)
-	}
-}
-
 // Revoking a contact that is revoked already prints the error chain of four
 // layers, the peer ID twice and internal package names:
 // "contacts: revoke ID: consent: revoke ID: consent: operation does not fit

@@ -808,6 +808,13 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		if err := b.mustBeIn(a, in); err != nil {
 			return res, err
 		}
+		if req.To == "" && !slices.ContainsFunc(in.Agents, func(s string) bool { return s != b.addr(a) }) {
+			// An ask of a room is owed by the other agents in it; one
+			// that comes in later does not owe what was asked before
+			// (scan): no one could ever answer it.
+			return res, localapi.Errorf(http.StatusConflict, localapi.CodeConflict,
+				"nobody else is in room %q to answer: name the agent to ask (--to, or to in parley_ask), which brings it in, or invite one first (`parley room invite`, parley_invite)", in.Name)
+		}
 		if req.To != "" {
 			// The addressee sees asks of the rooms it is in: bring it in.
 			if eid, err := b.admit(ctx, a, in.ID, to); err != nil {
