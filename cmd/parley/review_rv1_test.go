@@ -181,37 +181,6 @@ func TestCLIBoardNoteWhenAnotherNodesAgentHoldsAClaim(t *testing.T) {
 	}
 }
 
-// README: "An ask of an agent not in the room brings it in: it gets the ask
-// alone, which says so". A terminal agent (`parley run`) asked in a room it
-// is not in gets two pastes, two turns: the invitation the ask made ("…
-// invited you (fake@…) into the Parley room …", which the wake service
-// hands on as soon as the invite is stored, before the ask is), then the ask
-// ("… asks you, in room …, which it brought you into for this ask").
-func TestRunAskThatBringsATerminalAgentInIsOnePaste(t *testing.T) {
-	t.Parallel()
-	home := filepath.Join(t.TempDir(), "a")
-	up(t, home, "--listen", loopback)
-	ta := startTerminalAgent(t, home, "fake")
-	if _, errs, code := run(t, "--home", home, "room", "create", "ops"); code != 0 {
-		t.Fatalf("room create: %s", errs)
-	}
-	out, errs, code := run(t, "--home", home, "room", "ask", "ops", "which port?", "--to", "fake", "--wait", "45s")
-	if code != 0 || !strings.Contains(out, "the port is 8080") {
-		t.Fatalf("no answer from the terminal agent: exit %d: %s%s", code, out, errs)
-	}
-	// The agent printed "answered ID" for the ask, and "nothing to answer"
-	// for any other line pasted in.
-	var screen string
-	nodetest.WaitFor(t, 15*time.Second, func() bool {
-		b, _ := exec.Command("tmux", "-S", ta.sock, "capture-pane", "-p", "-J", "-S", "-200", "-t", ta.pane).CombinedOutput()
-		screen = string(b)
-		return strings.Contains(screen, "answered ")
-	}, "the agent to print its answer")
-	if n := strings.Count(screen, "nothing to answer"); n != 0 {
-		t.Fatalf("the agent was pasted into %d times besides the ask that brought it in; want the ask alone\nscreen:\n%s", n, strings.TrimSpace(screen))
-	}
-}
-
 // `up -d` runs "the same in the background", but the background node is
 // started with only some of up's flags (cmd/parley/up.go, childArgs: handle,
 // listen, bootstrap, no-mdns, loopback, recover, new-identity, log-level,

@@ -94,6 +94,12 @@ type Config struct {
 	// Recheck is how often items handed out are looked at again without a
 	// change in the rooms. Zero means 1 s.
 	Recheck time.Duration
+	// InviteHold is how long a new invitation waits before it is handed
+	// to a route: an ask of an agent not in the room invites it, then
+	// asks, and the ask carries the invitation (one item, one paste) when
+	// it comes within this time. Zero means 2 s; it is waited out at the
+	// next recheck after it.
+	InviteHold time.Duration
 	// Terminal tunes idle detection in tmux panes (Prompt is set per
 	// pane); TmuxBin is the tmux program ("" means tmux on PATH).
 	Terminal tmux.Options
@@ -198,6 +204,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = time.Second
+	}
+	if cfg.InviteHold <= 0 {
+		cfg.InviteHold = 2 * time.Second
 	}
 	if cfg.PaneCheck <= 0 {
 		cfg.PaneCheck = 2 * time.Second
@@ -368,6 +377,12 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 	var picked []*route
 	for _, is := range items {
 		if is.pasted {
+			continue
+		}
+		if is.item.Kind == "invitation" && len(is.tried) == 0 && now.Sub(is.first) < s.cfg.InviteHold {
+			// An ask may follow at once that brought the agent in: the
+			// inbox folds the invitation into it, and the agent gets the
+			// ask alone. It is looked at again at the next recheck.
 			continue
 		}
 		if !is.handed.IsZero() && now.Sub(is.handed) < s.cfg.Limit {
