@@ -121,33 +121,6 @@ func TestCLIDownDoesNotWaitOutALongPoll(t *testing.T) {
 	}
 }
 
-// `parley mcp` serves JSON-RPC over stdio. A caller that writes its
-// requests and closes its end (a script: `printf … | parley mcp`) gets the
-// answer to initialize at best (from a terminal; none at all when the input
-// is already at its end), and nothing after it: the server ends at end of
-// input with the requests it read still unanswered, and exits 0.
-func TestMCPAnswersWhatItReadBeforeEndOfInput(t *testing.T) {
-	t.Parallel()
-	home := filepath.Join(t.TempDir(), "h")
-	up(t, home, "--listen", loopback)
-	in := strings.Join([]string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
-	}, "\n") + "\n"
-	cmd := exec.Command(parleyBin, "--home", home, "mcp", "--no-start", "--session", "eof", "--client", "test")
-	cmd.Stdin = strings.NewReader(in)
-	out, errs, code := runPrepared(t, cmd)
-	if code != 0 {
-		t.Fatalf("parley mcp: exit %d: %s", code, errs)
-	}
-	for _, id := range []string{`"id":1`, `"id":2`} {
-		if !strings.Contains(out, id) {
-			t.Errorf("the request with %s, read before end of input, got no answer; stdout %q", id, out)
-		}
-	}
-}
-
 // The board says claims are "optional overhead" when only one party works in
 // the project (README: "when only one agent session is alive in the project
 // and no one else holds a claim"). A person on node A reads the board while

@@ -25,7 +25,9 @@
 //
 // LineTransport serves the stdio framing and checks each line before the
 // SDK sees it: a malformed, deeply nested or over-size line gets a JSON-RPC
-// error and the session goes on.
+// error and the session goes on. At the end of its input it answers the
+// requests already read before it ends (waiting at most DefaultEndGrace
+// for each next answer, so a parley_wait whose caller has gone is cut).
 //
 // One MCP session is one agent of the node. Its session key comes from the
 // client (--session, PARLEY_SESSION of `parley run`, CLAUDE_CODE_SESSION_ID,

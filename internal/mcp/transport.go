@@ -10,10 +10,15 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// DefaultEndGrace is how long, at the end of its input, a LineTransport
+// waits for the next answer to a request it read before it ends.
+const DefaultEndGrace = 2 * time.Second
 
 // Limits of one incoming line (one JSON-RPC message).
 const (
@@ -31,10 +36,19 @@ const (
 // MaxLine is answered with a JSON-RPC error (its id, when one can be read,
 // else null), and the next line is served. One bad line never ends the
 // session.
+//
+// At the end of In the requests already read are finished before the
+// connection reports it: their answers are written as they come, and the
+// end is passed on once every one is answered, or once EndGrace passes
+// without an answer (a request that waits on others, such as parley_wait,
+// is then cut: its caller has gone).
 type LineTransport struct {
 	In     io.Reader
 	Out    io.Writer
 	Logger *slog.Logger // nil discards
+	// EndGrace is how long, at the end of In, the connection waits for the
+	// next answer to a request it read; zero means DefaultEndGrace.
+	EndGrace time.Duration
 
 	mu   sync.Mutex // protects conn
 	conn *lineConn
@@ -68,7 +82,12 @@ func (t *LineTransport) Connect(context.Context) (sdk.Connection, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &lineConn{out: t.Out, log: log, incoming: make(chan lineMsg), closed: make(chan struct{})}
+	grace := t.EndGrace
+	if grace <= 0 {
+		grace = DefaultEndGrace
+	}
+	c := &lineConn{out: t.Out, log: log, incoming: make(chan lineMsg), closed: make(chan struct{}),
+		grace: grace, open: make(map[jsonrpc.ID]int), answered: make(chan struct{}, 1)}
 	t.mu.Lock()
 	t.conn = c
 	t.mu.Unlock()
@@ -89,11 +108,18 @@ type lineConn struct {
 
 	wmu sync.Mutex // serializes writes of whole lines
 	out io.Writer
+
+	grace    time.Duration
+	omu      sync.Mutex         // protects open
+	open     map[jsonrpc.ID]int // requests read and not yet answered, by id
+	answered chan struct{}      // signalled when one of them is answered
 }
 
 // readLoop reads lines until EOF, handing good messages to Read and
-// answering bad ones. It ends at EOF or when the connection closes (a read
-// of stdin that never returns leaves it blocked; nothing else waits on it).
+// answering bad ones. At EOF it waits for the requests it handed on to be
+// answered (see finish), then hands on the end. It ends at EOF or when the
+// connection closes (a read of stdin that never returns leaves it blocked;
+// nothing else waits on it).
 func (c *lineConn) readLoop(r *bufio.Reader) {
 	for {
 		line, size, err := readLine(r, MaxLine)
@@ -101,15 +127,73 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 			if msg, bad := check(line, size); bad != nil {
 				c.log.Warn("refused a malformed MCP message", "bytes", size, "err", bad.Message)
 				c.answer(bad)
-			} else if !c.deliver(lineMsg{msg: msg}) {
-				return
+			} else {
+				c.opened(msg)
+				if !c.deliver(lineMsg{msg: msg}) {
+					return
+				}
 			}
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				c.log.Debug("mcp input failed", "err", err)
 			}
+			c.finish()
 			c.deliver(lineMsg{err: io.EOF})
+			return
+		}
+	}
+}
+
+// opened counts msg, if it is a request that wants an answer, as open.
+func (c *lineConn) opened(msg jsonrpc.Message) {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.omu.Lock()
+		c.open[req.ID]++
+		c.omu.Unlock()
+	}
+}
+
+// closedBy counts the request msg answers, if any, as answered.
+func (c *lineConn) closedBy(msg jsonrpc.Message) {
+	res, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return
+	}
+	c.omu.Lock()
+	if n := c.open[res.ID]; n > 1 {
+		c.open[res.ID] = n - 1
+	} else {
+		delete(c.open, res.ID)
+	}
+	c.omu.Unlock()
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
+}
+
+// finish waits, at the end of the input, until every request read is
+// answered, or grace passes without an answer, or the connection closes.
+// Until the end is handed on the SDK still writes answers; after it, it
+// cancels the requests left and writes nothing more.
+func (c *lineConn) finish() {
+	t := time.NewTimer(c.grace)
+	defer t.Stop()
+	for {
+		c.omu.Lock()
+		n := len(c.open)
+		c.omu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+			t.Reset(c.grace)
+		case <-t.C:
+			c.log.Debug("end of mcp input: requests left unanswered", "requests", n)
+			return
+		case <-c.closed:
 			return
 		}
 	}
@@ -306,7 +390,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("mcp: encode message: %w", err)
 	}
-	return c.writeLine(raw)
+	err = c.writeLine(raw)
+	c.closedBy(msg)
+	return err
 }
 
 // Close implements sdk.Connection.

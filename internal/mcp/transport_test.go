@@ -18,7 +18,9 @@ import (
 func TestLineTransportAnswersBadLines(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	conn, err := (&LineTransport{In: inR, Out: outW}).Connect(context.Background())
+	// The pings read are never answered: the end of input is passed on
+	// after EndGrace.
+	conn, err := (&LineTransport{In: inR, Out: outW, EndGrace: 10 * time.Millisecond}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +79,77 @@ func TestLineTransportAnswersBadLines(t *testing.T) {
 	if _, err := conn.Read(context.Background()); err != io.EOF {
 		t.Fatalf("after the end of input: %v", err)
 	}
+}
+
+// TestLineTransportFinishesRequestsAtEndOfInput: at the end of the input
+// the requests already read are still answered before the end is passed
+// on (the SDK writes nothing once it sees it), and one left unanswered
+// (a parley_wait whose caller has gone) holds the end back no longer than
+// EndGrace.
+func TestLineTransportFinishesRequestsAtEndOfInput(t *testing.T) {
+	req := `{"jsonrpc":"2.0","id":1,"method":"tools/call"}` + "\n"
+	read := func(conn interface {
+		Read(context.Context) (jsonrpc.Message, error)
+	}, within time.Duration) (jsonrpc.Message, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		return conn.Read(ctx)
+	}
+	t.Run("answered", func(t *testing.T) {
+		conn, err := (&LineTransport{In: strings.NewReader(req), Out: io.Discard, EndGrace: time.Hour}).Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		msg, err := read(conn, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The input is at its end, but the request is not answered yet.
+		if _, err := read(conn, 100*time.Millisecond); err != context.DeadlineExceeded {
+			t.Fatalf("read with a request unanswered at the end of input: %v; want it to wait", err)
+		}
+		res, err := jsonrpc2Response(msg.(*jsonrpc.Request).ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Write(context.Background(), res); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := read(conn, 5*time.Second); err != io.EOF {
+			t.Fatalf("read once every request is answered: %v; want io.EOF", err)
+		}
+	})
+	t.Run("cut", func(t *testing.T) {
+		conn, err := (&LineTransport{In: strings.NewReader(req), Out: io.Discard, EndGrace: 50 * time.Millisecond}).Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := read(conn, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := read(conn, 5*time.Second); err != io.EOF {
+			t.Fatalf("read with a request unanswered past EndGrace: %v; want io.EOF", err)
+		}
+	})
+}
+
+// jsonrpc2Response is an empty result for the request id.
+func jsonrpc2Response(id jsonrpc.ID) (*jsonrpc.Response, error) {
+	msg, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":` + mustJSON(id.Raw()) + `,"result":{}}`))
+	if err != nil {
+		return nil, err
+	}
+	return msg.(*jsonrpc.Response), nil
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 func FuzzCheckLine(f *testing.F) {
