@@ -339,10 +339,18 @@ func notes(env Env, o Options, wroteHooks bool) []string {
 // of the programs listed (those an install wrote, whatever their name).
 type known []string
 
+// anyName, listed in a known, stands for every program: the entries are
+// then told by their arguments alone (`[--home H] mcp`, `hook …`). No
+// program is named so (a NUL cannot be in a path).
+const anyName = "\x00any"
+
+// anyProgram tells entries shaped as Parley's, whatever their program.
+var anyProgram = known{anyName}
+
 // program reports whether argv0 is Parley.
 func (k known) program(argv0 string) bool {
 	base := strings.TrimSuffix(strings.ToLower(filepath.Base(argv0)), ".exe")
-	return base == "parley" || argv0 != "" && slices.Contains(k, argv0)
+	return base == "parley" || argv0 != "" && (slices.Contains(k, argv0) || slices.Contains(k, anyName))
 }
 
 // hookEvent returns the event of a `parley … hook CLIENT EVENT` command line

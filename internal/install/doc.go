@@ -50,5 +50,7 @@
 // user's bytes around them. Without a record it still finds and removes
 // Parley's entries by their commands, unless they name another Parley home
 // that holds the record: then it refuses (ErrOtherHome), since the
-// uninstall with that home puts the files back as they were.
+// uninstall with that home puts the files back as they were. There an
+// entry whose program is not named parley counts too when it is shaped as
+// Parley's (`[--home H] mcp`, `hook …`) and H's record names its program.
 package install

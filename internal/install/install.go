@@ -1142,37 +1142,49 @@ func BackupDir(env Env, client Client, scope Scope) string {
 // recordElsewhere returns, for an uninstall whose home holds no record of
 // the install, the home that does: one that Parley's entries in the files
 // name (--home DIR; an entry naming none runs with ~/.parley) and that holds
-// a record for this client and scope. It returns "" when there is none.
+// a record for this client and scope. An entry whose program is not named
+// parley (an install writes the full path of the program that ran it,
+// whatever its name) counts when it is shaped as Parley's and the record
+// in the home it names names its program. It returns "" when there is none.
 func recordElsewhere(env Env, client Client, scope Scope, ts []target) string {
-	var homes []string
+	type entry struct{ program, home string }
+	var entries []entry
 	for _, t := range ts {
 		b, ok, err := readFile(t.path)
 		if err != nil || !ok {
 			continue
 		}
-		for _, args := range parleyArgs(t, client, b) {
-			h := namedHome(args, env.Home)
-			if h != "" && !slices.Contains(homes, h) {
-				homes = append(homes, h)
+		for _, argv := range parleyEntries(t, client, b) {
+			e := entry{argv[0], namedHome(argv[1:], env.Home)}
+			if e.home != "" && !slices.Contains(entries, e) {
+				entries = append(entries, e)
 			}
 		}
 	}
-	for _, h := range homes {
-		if sameFolder(h, env.ParleyHome) {
+	for _, e := range entries {
+		if sameFolder(e.home, env.ParleyHome) {
 			continue
 		}
 		other := env
-		other.ParleyHome = h
-		if _, err := os.Stat(recordPath(other, client, scope)); err == nil {
-			return h
+		other.ParleyHome = e.home
+		rp := recordPath(other, client, scope)
+		if isParleyBinary(e.program) {
+			if _, err := os.Stat(rp); err == nil {
+				return e.home
+			}
+			continue
+		}
+		if rec, err := loadRecord(rp); err == nil && rec != nil && rec.Command == e.program {
+			return e.home
 		}
 	}
 	return ""
 }
 
-// parleyArgs returns the arguments (after the program) of each of Parley's
-// entries in a config file's text: its MCP server, its hooks, notify.
-func parleyArgs(t target, client Client, src []byte) [][]string {
+// parleyEntries returns the command (program and arguments) of each entry
+// in a config file's text shaped as one of Parley's, whatever its program:
+// an MCP server running `mcp`, hooks and notify running `hook`.
+func parleyEntries(t target, client Client, src []byte) [][]string {
 	var out [][]string
 	strs := func(a []any) []string {
 		var ss []string
@@ -1182,6 +1194,7 @@ func parleyArgs(t target, client Client, src []byte) [][]string {
 		}
 		return ss
 	}
+	k := anyProgram
 	var m map[string]any
 	if t.format == fmtTOML {
 		d, err := decodeTOML(src)
@@ -1189,8 +1202,8 @@ func parleyArgs(t target, client Client, src []byte) [][]string {
 			return nil
 		}
 		m = d
-		if n, ok := m["notify"].([]any); ok && isParleyNotify(n) {
-			out = append(out, strs(n)[1:])
+		if n, ok := m["notify"].([]any); ok && k.notify(n) {
+			out = append(out, strs(n))
 		}
 	} else {
 		v, err := standardValue(src)
@@ -1199,21 +1212,21 @@ func parleyArgs(t target, client Client, src []byte) [][]string {
 		}
 		m, _ = v.(map[string]any)
 		eachHook(m, func(_ string, _ map[string]any, cmd string) {
-			if _, ok := parleyHookEvent(cmd, client); ok {
-				out = append(out, splitCommand(cmd)[1:])
+			if _, ok := k.hookEvent(cmd, client); ok {
+				out = append(out, splitCommand(cmd))
 			}
 		})
 	}
 	if t.server != nil {
 		if v, ok := dig(m, t.server[:len(t.server)-1]); ok {
-			if sv := v[t.server[len(t.server)-1]]; isParleyServer(sv) {
+			if sv := v[t.server[len(t.server)-1]]; k.server(sv) {
 				sm := sv.(map[string]any)
 				switch c := sm["command"].(type) {
 				case string:
 					a, _ := sm["args"].([]any)
-					out = append(out, strs(a))
+					out = append(out, append([]string{c}, strs(a)...))
 				case []any:
-					out = append(out, strs(c)[1:])
+					out = append(out, strs(c))
 				}
 			}
 		}
