@@ -177,6 +177,15 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 		usedFix = true
 		return msg
 	}
+	// What to do about the program an entry runs: install again, which
+	// writes this program's full path, except where a project's shared
+	// files name parley without a path, for everyone who works in it.
+	programFault := func(prog, format string, a ...any) string {
+		if scope == Project && prog != "" && !strings.Contains(prog, "/") {
+			return fmt.Sprintf(format, a...) + ": put parley on PATH (this project's shared files run it by name)"
+		}
+		return fixed(format, a...)
+	}
 	bad := len(findings)
 	for _, s := range states {
 		t := s.t
@@ -204,8 +213,9 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			case !k.server(s.server):
 				add(Fail, t.path, "%s: %s no longer starts `parley mcp`", t.path, name)
 			default:
-				if msg := checkProgram(serverCommand(s.server), env.Path); msg != "" {
-					add(Fail, t.path, "%s: %s %s", t.path, name, msg)
+				prog := serverCommand(s.server)
+				if msg := checkProgram(prog, env.Path); msg != "" {
+					add(Fail, t.path, "%s", programFault(prog, "%s: %s %s", t.path, name, msg))
 				}
 				if m, _ := s.server.(map[string]any); m["enabled"] == false {
 					add(Warn, t.path, "%s: %s is switched off (\"enabled\": false)", t.path, name)
@@ -221,8 +231,9 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 				add(Fail, t.path, "%s", fixed("%s: the %s hook is gone", t.path, ev))
 				continue
 			}
-			if msg := checkProgram(splitCommand(cmd)[0], env.Path); msg != "" {
-				add(Fail, t.path, "%s: the %s hook %s", t.path, ev, msg)
+			prog := splitCommand(cmd)[0]
+			if msg := checkProgram(prog, env.Path); msg != "" {
+				add(Fail, t.path, "%s", programFault(prog, "%s: the %s hook %s", t.path, ev, msg))
 			}
 			if client == Claude && ev == "Stop" && s.stopTimeout < ClaudeStopTimeout {
 				add(Warn, t.path, "%s: the Stop hook's timeout is under %d s, so Claude Code ends the waiter early: run `%s` again", t.path, ClaudeStopTimeout, again)
@@ -240,8 +251,9 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 				add(Warn, t.path, "%s: notify runs another program, so Codex tells Parley it is idle only through hooks", t.path)
 			default:
 				a, _ := s.notify.([]any)
-				if p, _ := a[0].(string); checkProgram(p, env.Path) != "" {
-					add(Fail, t.path, "%s: notify %s", t.path, checkProgram(p, env.Path))
+				p, _ := a[0].(string)
+				if msg := checkProgram(p, env.Path); msg != "" {
+					add(Fail, t.path, "%s", programFault(p, "%s: notify %s", t.path, msg))
 				}
 			}
 		}

@@ -32,30 +32,3 @@ func TestInstallNamesAByteOrderMark(t *testing.T) {
 		t.Fatalf("install over a settings file with a byte order mark: %v; want it named", err)
 	}
 }
-
-// README: `parley doctor` prints "one line per finding, each fault with what
-// to do". When the parley program an install named is gone (moved, or a
-// `go build -o` somewhere else since), every entry's fault reads only
-// "… points at /path/parley, which does not exist": unlike the other faults
-// (an entry gone, a file missing), it does not say to install again (which
-// rewrites the entries with this program's path, as a try shows).
-func TestCheckSaysWhatToDoWhenTheProgramIsGone(t *testing.T) {
-	for _, c := range Clients {
-		t.Run(string(c), func(t *testing.T) {
-			env := testEnv(t)
-			bin := fakeBinary(t)
-			o := opts(c, User)
-			o.Command = bin
-			mustInstall(t, env, o)
-			if err := os.Remove(bin); err != nil {
-				t.Fatal(err)
-			}
-			_, fs := Check(env, c, User, HookEvents[c])
-			for _, f := range fs {
-				if f.Level == Fail && strings.Contains(f.Msg, "does not exist") && !strings.Contains(f.Msg, "parley install") {
-					t.Errorf("a fault without what to do: %s", f.Msg)
-				}
-			}
-		})
-	}
-}
