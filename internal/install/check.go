@@ -91,7 +91,8 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			}
 			s.notify = m["notify"]
 		} else {
-			if _, err := checkJSON(b, t.dialect); err != nil {
+			_, text := splitBOM(b)
+			if _, err := checkJSON(text, t.dialect); err != nil {
 				s.err = withPath(err, t.path)
 				states = append(states, s)
 				continue

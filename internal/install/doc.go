@@ -38,6 +38,8 @@
 // plain JSON for Claude Code and Codex, JSON with comments for Gemini CLI,
 // comments and trailing commas for opencode, TOML (checked with go-toml)
 // for Codex's config.toml, whose notify key goes before the first table.
+// A UTF-8 byte order mark at the start of a file (some Windows editors
+// write one) is kept as it is, and the text after it edited.
 //
 // Install is idempotent: a second run with the same options changes
 // nothing. Plan.Apply keeps a copy of each file before its first change

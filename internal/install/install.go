@@ -220,8 +220,15 @@ func Install(env Env, o Options) (*Plan, error) {
 	return p, nil
 }
 
-// installJSON writes Parley's entries into a JSON file's text.
+// installJSON writes Parley's entries into a JSON file's text (after its
+// byte order mark, which stays, when it has one).
 func installJSON(t target, client Client, k known, before []byte, existed bool, fr *fileRecord) ([]byte, []string, error) {
+	bom, before := splitBOM(before)
+	after, notes, err := installJSONText(t, client, k, before, existed, fr)
+	return withBOM(bom, after), notes, err
+}
+
+func installJSONText(t target, client Client, k known, before []byte, existed bool, fr *fileRecord) ([]byte, []string, error) {
 	src := before
 	if !existed {
 		src = []byte(t.newFile)
@@ -293,8 +300,15 @@ func installJSON(t target, client Client, k known, before []byte, existed bool, 
 	return d.src, nil, nil
 }
 
-// installTOML writes Parley's table (and notify) into Codex's config.toml.
+// installTOML writes Parley's table (and notify) into Codex's config.toml
+// (after its byte order mark, which stays, when it has one).
 func installTOML(t target, k known, before []byte, fr *fileRecord) ([]byte, []string, error) {
+	bom, before := splitBOM(before)
+	after, notes, err := installTOMLText(t, k, before, fr)
+	return withBOM(bom, after), notes, err
+}
+
+func installTOMLText(t target, k known, before []byte, fr *fileRecord) ([]byte, []string, error) {
 	d, err := newTOMLDoc(before)
 	if err != nil {
 		return nil, nil, err
@@ -553,8 +567,10 @@ func checkOthersKept(before, after []byte, t target, client Client, k known) err
 	return nil
 }
 
-// standardValue decodes a JSON or JSONC file's text (numbers as written).
+// standardValue decodes a JSON or JSONC file's text (numbers as written;
+// a byte order mark before it is passed over).
 func standardValue(src []byte) (any, error) {
+	_, src = splitBOM(src)
 	std, err := hujson.Standardize(append([]byte(nil), src...))
 	if err != nil {
 		return nil, &ConfigError{Msg: "not valid JSON: " + err.Error(), Err: ErrInvalid}
@@ -808,43 +824,62 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 	return p, nil
 }
 
-// uninstallFile takes Parley's entries out of a file's text.
+// uninstallFile takes Parley's entries out of a file's text (after its
+// byte order mark, which stays, when it has one).
 func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord) ([]byte, []string, error) {
+	bom, cur := splitBOM(cur)
+	var after []byte
 	var notes []string
+	var err error
 	if t.format == fmtTOML {
-		d, err := newTOMLDoc(cur)
-		if err != nil {
-			return nil, nil, err
-		}
-		m, _ := d.decode()
-		// Last in, first out: install wrote the table, then notify (whose
-		// separators may stand next to the table's).
-		if k.notify(m["notify"]) {
-			var r *tomlUndo
-			if fr != nil {
-				r = fr.tomlUndo([]string{"notify"})
-			}
-			if _, err := d.removeTopKey(undoOr(r, []string{"notify"}), r != nil); err != nil {
-				return nil, nil, err
-			}
-		}
-		why, _, err := d.notOwnTable(t, k)
-		if err != nil {
-			return nil, nil, err
-		}
-		if why != "" {
-			notes = append(notes, fmt.Sprintf("%s: [%s] is not Parley's own (%s); left alone.", t.path, strings.Join(t.server, "."), why))
-		} else if _, ok := tableValue(m, t.server); ok {
-			var r *tomlUndo
-			if fr != nil {
-				r = fr.tomlUndo(t.server)
-			}
-			if _, err := d.removeTable(undoOr(r, t.server), r != nil); err != nil {
-				return nil, nil, err
-			}
-		}
-		return d.src, notes, nil
+		after, notes, err = uninstallTOML(t, k, cur, fr)
+	} else {
+		after, notes, err = uninstallJSON(t, client, k, cur, fr)
 	}
+	return withBOM(bom, after), notes, err
+}
+
+// uninstallTOML takes Parley's entries out of a TOML file's text.
+func uninstallTOML(t target, k known, cur []byte, fr *fileRecord) ([]byte, []string, error) {
+	var notes []string
+	d, err := newTOMLDoc(cur)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, _ := d.decode()
+	// Last in, first out: install wrote the table, then notify (whose
+	// separators may stand next to the table's).
+	if k.notify(m["notify"]) {
+		var r *tomlUndo
+		if fr != nil {
+			r = fr.tomlUndo([]string{"notify"})
+		}
+		if _, err := d.removeTopKey(undoOr(r, []string{"notify"}), r != nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	why, _, err := d.notOwnTable(t, k)
+	if err != nil {
+		return nil, nil, err
+	}
+	if why != "" {
+		notes = append(notes, fmt.Sprintf("%s: [%s] is not Parley's own (%s); left alone.", t.path, strings.Join(t.server, "."), why))
+	} else if _, ok := tableValue(m, t.server); ok {
+		var r *tomlUndo
+		if fr != nil {
+			r = fr.tomlUndo(t.server)
+		}
+		if _, err := d.removeTable(undoOr(r, t.server), r != nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	return d.src, notes, nil
+}
+
+// uninstallJSON takes Parley's entries out of a JSON file's text (without
+// a byte order mark).
+func uninstallJSON(t target, client Client, k known, cur []byte, fr *fileRecord) ([]byte, []string, error) {
+	var notes []string
 	d, err := newJSONDoc(cur, t.dialect)
 	if err != nil {
 		return nil, nil, err

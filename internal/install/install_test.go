@@ -805,19 +805,6 @@ func TestEmptyFilesStayEmpty(t *testing.T) {
 	}
 }
 
-func TestByteOrderMarkIsRefused(t *testing.T) {
-	env := testEnv(t)
-	p := filepath.Join(env.Home, ".claude.json")
-	if err := os.WriteFile(p, []byte("\xef\xbb\xbf{}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Install(env, opts(Claude, User))
-	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Line != 1 {
-		t.Fatalf("err = %v", err)
-	}
-}
-
 func TestUninstallRemovesTheContainersItCreated(t *testing.T) {
 	for _, lost := range []bool{false, true} {
 		env := testEnv(t)

@@ -90,6 +90,28 @@ func (d *jsonDoc) parse() (hujson.Value, error) {
 	return checkJSON(d.src, d.dialect)
 }
 
+// utf8BOM is the UTF-8 byte order mark some editors (on Windows) write at
+// the start of a file. JSON parsers refuse it; Parley passes over it, and
+// keeps it.
+var utf8BOM = []byte("\ufeff")
+
+// splitBOM splits a file's text into its byte order mark, if it starts
+// with one, and the rest.
+func splitBOM(src []byte) (bom, rest []byte) {
+	if bytes.HasPrefix(src, utf8BOM) {
+		return src[:len(utf8BOM)], src[len(utf8BOM):]
+	}
+	return nil, src
+}
+
+// withBOM puts bom back before text (text nil stays nil).
+func withBOM(bom, text []byte) []byte {
+	if len(bom) == 0 || text == nil {
+		return text
+	}
+	return append(append([]byte(nil), bom...), text...)
+}
+
 // checkJSON parses src and checks it against the dialect.
 func checkJSON(src []byte, d jsonDialect) (hujson.Value, error) {
 	if d == plainJSON {

@@ -56,7 +56,10 @@ func (d *tomlDoc) decode() (map[string]any, error) {
 	return decodeTOML(d.src)
 }
 
+// decodeTOML decodes a TOML file's text (a byte order mark before it is
+// passed over).
 func decodeTOML(src []byte) (map[string]any, error) {
+	_, src = splitBOM(src)
 	m := map[string]any{}
 	if err := toml.Unmarshal(src, &m); err != nil {
 		var de *toml.DecodeError
