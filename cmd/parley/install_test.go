@@ -495,13 +495,15 @@ func TestCLIInstallNamesCopiesOnlyWhenItMadeThem(t *testing.T) {
 	if _, err := os.Stat(backups); !os.IsNotExist(err) {
 		t.Fatalf("a backup folder with nothing to keep: %v", err)
 	}
-	// Uninstall keeps a copy of the file it removes, and says so.
+	// Regression: the uninstall that removes a file Parley created, as it
+	// wrote it, said "copies of the files as they were are in …" of a copy
+	// of Parley's own text. It keeps no copy of it now, and says none.
 	out, errs, code = u.run(t, "uninstall", "gemini")
-	if code != 0 || !strings.Contains(out, "removed "+settings) || !strings.Contains(out, "copies of the files as they were are in "+backups) {
-		t.Fatalf("uninstall: exit %d\n%s\n%s", code, out, errs)
+	if code != 0 || !strings.Contains(out, "removed "+settings) || strings.Contains(out, "copies") {
+		t.Fatalf("uninstall of a file Parley created: exit %d\n%s\n%s", code, out, errs)
 	}
-	if ents, err := os.ReadDir(filepath.Join(backups, "gemini-user")); err != nil || len(ents) == 0 {
-		t.Fatalf("the copies named are not there: %v %v", ents, err)
+	if ents, err := os.ReadDir(filepath.Join(backups, "gemini-user")); len(ents) != 0 {
+		t.Fatalf("copies of a file that held Parley's text alone: %v %v", ents, err)
 	}
 	// A file that was there is copied before the install changes it.
 	u2 := newUser(t)
@@ -513,6 +515,11 @@ func TestCLIInstallNamesCopiesOnlyWhenItMadeThem(t *testing.T) {
 	}
 	if ents, err := os.ReadDir(want); err != nil || len(ents) == 0 {
 		t.Fatalf("the copies named are not there: %v %v", ents, err)
+	}
+	// The uninstall that puts the user's file back copies it first.
+	out, errs, code = u2.run(t, "uninstall", "gemini")
+	if code != 0 || !strings.Contains(out, "restored") || !strings.Contains(out, "copies of the files as they were are in "+want) {
+		t.Fatalf("uninstall from a file of the user's: exit %d\n%s\n%s", code, out, errs)
 	}
 }
 

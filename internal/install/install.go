@@ -34,7 +34,8 @@ type Plan struct {
 	// or CODEX_HOME): the record stays for them.
 	Remaining []string `json:"remaining,omitempty"`
 	// Backups lists the copies Apply made of files as they were before it
-	// changed them (none for a file it created).
+	// changed them (none for a file it creates, nor for one it created and
+	// removes unchanged since).
 	Backups []string `json:"backups,omitempty"`
 
 	env     Env
@@ -1013,7 +1014,8 @@ func isEmptyConfig(t target, src []byte) bool {
 }
 
 // Apply writes the plan: a copy of each file goes under Parley's home
-// first, then each file is replaced in one step (a rename), and the record
+// first (but of one holding Parley's text alone: one it creates, or one it
+// created and removes as it wrote it), then each file is replaced in one step (a rename), and the record
 // of the install is updated. Each file is compared with the plan before its
 // copy is made and again right before the rename: if the client wrote it in
 // between, Apply stops with ErrRaced and leaves the client's text (files
@@ -1052,7 +1054,9 @@ func (p *Plan) Apply() error {
 			rollback()
 			return err
 		}
-		if !c.Create {
+		// No copy of a file Parley creates, nor of one it created and
+		// removes as it wrote it: neither holds anything of the user's.
+		if !c.Create && !(c.Delete && c.Restore) {
 			fr := p.rec.file(c.Path)
 			first := fr != nil && fr.Backup == ""
 			if err := p.backup(c.Path, c.before, first); err != nil {
