@@ -177,6 +177,10 @@ type route struct {
 	// route was made, and its prompt.
 	pane, socket, prompt string
 	pid                  int
+	// Terminal: idle is set while the watcher's last two looks found the
+	// agent idle at its empty prompt (not in copy mode, no draft). An item
+	// the route had and could not paste is handed to it again then.
+	idle atomic.Bool
 	// Terminal: kick makes its watcher look and beat at once.
 	kick chan struct{}
 	// Terminal: pasting ends (a paste under way stops) once this is done:
@@ -418,6 +422,20 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 				"kind", is.item.Kind, "from", is.item.From, "room", is.item.Room, "routes_tried", strings.Join(tried, ","),
 				"waiting", now.Sub(is.first).Round(time.Second).String(), "idle", idleUnreachable)
 		}
+		// A terminal counts as tried for good only once it pasted the item:
+		// one that could not (its agent worked past the limit, a person
+		// scrolled or had a draft at the prompt) has it again whenever its
+		// watcher sees the agent idle at its empty prompt, however long
+		// after. The terminal is the last kind of route: none is left to
+		// try first. lastTry stays: such tries do not hold back telling the
+		// human (once) when the routes' turns ran out.
+		if r := s.idleTerminal(st, is); r != nil {
+			is.handed = now
+			if _, ok := batches[r]; !ok {
+				picked = append(picked, r)
+			}
+			batches[r] = append(batches[r], is.item)
+		}
 	}
 	for _, r := range picked {
 		s.hand(st, r, batches[r])
@@ -435,6 +453,20 @@ func (s *Service) pick(st *agentState, is *itemState) *route {
 			if r.kind == k && !r.busy {
 				return r
 			}
+		}
+	}
+	return nil
+}
+
+// idleTerminal returns a terminal route the item was handed to before,
+// not pasted, that is free and whose agent sits idle at its empty prompt.
+func (s *Service) idleTerminal(st *agentState, is *itemState) *route {
+	if !is.tried[localapi.WakeTerminal] || is.pasted {
+		return nil
+	}
+	for _, r := range st.routes {
+		if r.kind == localapi.WakeTerminal && !r.busy && r.idle.Load() {
+			return r
 		}
 	}
 	return nil
@@ -923,6 +955,11 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			// a pane found gone is not.
 			s.do(context.WithoutCancel(ctx), func(ctx context.Context) { //nolint:errcheck // stopping
 				r.busy = false
+				if err != nil {
+					// Handed again only once the watcher sees the agent
+					// idle anew, not on a look from before this try.
+					r.idle.Store(false)
+				}
 				for _, it := range items {
 					is := s.state(agent).items[it.ID]
 					switch {
@@ -930,7 +967,9 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 					case err == nil && !r.gone:
 						is.pasted, is.told = true, false
 					default:
-						// The terminal had its turn; the next route may try at once.
+						// The terminal had its turn; the next route may try
+						// at once, and this one again once its agent is idle
+						// (evaluate).
 						is.handed = time.Time{}
 					}
 				}
@@ -998,6 +1037,7 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 		case a == tmux.Busy, a == tmux.Draft:
 			now = "busy"
 		}
+		r.idle.Store(now == "idle" && seen == "idle")
 		state := ""
 		if now != "" && now == seen && now != sent {
 			state = now

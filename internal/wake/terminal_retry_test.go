@@ -15,16 +15,16 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// Review rv3: a terminal route has one try at an item: Deliver waits for
-// the idle prompt for Config.Limit (60 s), and when the agent works longer
-// than that, the item is marked tried on the terminal, the human is told,
-// and the route never pastes it, though the agent comes back to its empty
-// prompt and sits there idle while the asker stays blocked on it. A terminal
-// agent of `parley run` without hooks reads nothing else.
-func TestRV3AskToATerminalAgentBusyPastTheLimitIsPastedOnceIdle(t *testing.T) {
+// A terminal route that could not paste an item in its time (its agent
+// worked past Config.Limit: Deliver gave up waiting for the idle prompt)
+// has the human told, and pastes the item once its agent sits idle at its
+// prompt, however long after: the terminal counts as tried for good only
+// once it pasted. A terminal agent of `parley run` without hooks reads
+// nothing else.
+func TestTerminalPastesAnAskOnceItsAgentIsIdleAfterTheLimit(t *testing.T) {
 	needTmux(t)
 	f := newFixture(t, 2*time.Second)
-	srv := tmux.Server{Name: fmt.Sprintf("parley-rv3-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
+	srv := tmux.Server{Name: fmt.Sprintf("parley-retry-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
 	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
 	script, err := filepath.Abs(filepath.Join("tmux", "testdata", "fakeagent.sh"))
 	if err != nil {
@@ -55,5 +55,8 @@ func TestRV3AskToATerminalAgentBusyPastTheLimitIsPastedOnceIdle(t *testing.T) {
 		sc, _ := srv.Capture(f.ctx, pane.ID)
 		t.Fatalf("the agent has been idle at its prompt for 20 s and the ask it owes was never pasted (unreached: %d); the pane:\n%s",
 			f.status().Unreached, sc.Text())
+	}
+	if n := len(f.log.lines("tell its human")); n != 1 {
+		t.Fatalf("the human was told %d times, want once (when the terminal's turn ran out)", n)
 	}
 }
