@@ -946,6 +946,11 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			case paneGone(err):
 				end(err, true)
 				return
+			case errors.Is(err, tmux.ErrNotSent):
+				// A person came to the pane as it was pasted: the line is
+				// theirs. Not pasted again while it is at the prompt (a
+				// draft); their human is told as for one.
+				s.log.Info("wake text pasted but left unsent at the prompt to the person at the pane", "agent", agent, "pane", r.pane, "err", err)
 			default:
 				s.log.Info("wake text not pasted", "agent", agent, "pane", r.pane, "err", err)
 			}

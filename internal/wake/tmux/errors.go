@@ -22,6 +22,11 @@ var (
 	// ErrInMode is returned when the pane is in copy or view mode (a person
 	// is scrolling): nothing was pasted.
 	ErrInMode = errors.New("tmux: the pane is in copy mode")
+	// ErrNotSent is returned by Deliver when the text was pasted but its
+	// Enter not sent: a person came to the pane meanwhile (it went into
+	// copy mode, or keys were typed at the prompt with the text). The line
+	// is left to them.
+	ErrNotSent = errors.New("tmux: the text was pasted but not sent: a person is at the pane")
 	// ErrBusy is returned when the program did not become idle in time.
 	ErrBusy = errors.New("tmux: the program in the pane is busy")
 	// ErrNoPrompt is returned by Deliver when the program's empty prompt is
