@@ -379,8 +379,14 @@ func squash(s string) string {
 }
 
 // Clean drops control characters (C0 but newline and tab, DEL, C1),
-// turns CR and CRLF into newlines, trims newlines at the ends, and with
-// flatten turns the newlines left into spaces.
+// turns tabs into spaces, CR and CRLF into newlines, trims newlines at the
+// ends, and with flatten turns the newlines left into spaces.
+//
+// Tabs go always, not only when flattening: in a program that does not
+// take bracketed paste a pasted tab is a Tab key press (readline completes
+// file names into the line), so that a peer's text would reach the agent
+// changed by keys it pressed; and whether the program takes bracketed
+// paste is not known for sure even without Flatten.
 func Clean(text string, flatten bool) string {
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	text = strings.ReplaceAll(text, "\r\n", "\n")
@@ -393,6 +399,7 @@ func Clean(text string, flatten bool) string {
 				r = ' '
 			}
 		case r == '\t':
+			r = ' '
 		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
 			continue
 		}

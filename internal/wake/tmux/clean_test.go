@@ -9,11 +9,10 @@ import (
 	"time"
 )
 
-// Review rv3: Clean keeps tabs, and a terminal route flattens its text
-// for programs that do not take bracketed paste, where a pasted tab is a
-// Tab key press: readline completes file names into the line, so a
-// peer's text reaches the agent changed by keys it pressed.
-func TestRV3TabInAWakeTextIsAKeyPress(t *testing.T) {
+// A tab in a peer's text is a Tab key press in a program that does not
+// take bracketed paste (readline completes a file name into the line):
+// Clean turns tabs into spaces, so the text reaches the agent as written.
+func TestTabInAWakeTextIsNoKeyPress(t *testing.T) {
 	s := newServer(t)
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "secret-plans.txt"), nil, 0o600); err != nil {
@@ -39,7 +38,15 @@ func TestRV3TabInAWakeTextIsAKeyPress(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "the read", func() bool { return len(a.taken()) == 1 })
-	if got := a.taken()[0]; strings.Contains(got, "secret-plans") || !strings.Contains(got, "sec") || got != "look at sec nothing else" && got != "look at sec\tnothing else" {
+	if got := a.taken()[0]; strings.Contains(got, "secret-plans") || !strings.Contains(got, "sec") || got != "look at sec nothing else" {
 		t.Fatalf("the text's tab was pressed as a key: the agent read %q", got)
+	}
+}
+
+func TestCleanTurnsTabsIntoSpaces(t *testing.T) {
+	for _, flatten := range []bool{false, true} {
+		if got := Clean("a\tb\n\tc\t", flatten); got != map[bool]string{false: "a b\n c", true: "a b  c"}[flatten] {
+			t.Errorf("Clean(flatten %v) = %q", flatten, got)
+		}
 	}
 }
