@@ -11,6 +11,7 @@ import (
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/poll"
+	"github.com/parley-mesh/parley/internal/wake"
 	"github.com/parley-mesh/parley/internal/wake/tmux"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
@@ -58,5 +59,42 @@ func TestTerminalPastesAnAskOnceItsAgentIsIdleAfterTheLimit(t *testing.T) {
 	}
 	if n := len(f.log.lines("tell its human")); n != 1 {
 		t.Fatalf("the human was told %d times, want once (when the terminal's turn ran out)", n)
+	}
+}
+
+// A person who types at the prompt as a wake text is pasted keeps the line
+// (Deliver sends no Enter: tmux.ErrNotSent): the item is not pasted again
+// while their line is there, their human is told as for a draft, and once
+// the line is cleared the terminal pastes the item.
+func TestTerminalLeavesALineTypedAtThePasteToThePerson(t *testing.T) {
+	needTmux(t)
+	cmd := filepath.Join(t.TempDir(), "person")
+	// The person's keys go in just before tmux's paste-buffer, once.
+	bin, _ := tmuxWrapper(t, "if [ -e '"+cmd+"' ]; then\n  case \" $* \" in *\" paste-buffer \"*)\n"+
+		"    sh '"+cmd+"'; rm -f '"+cmd+"' ;;\n  esac\nfi")
+	f := newFixture(t, 2*time.Second, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
+	ta := f.fakeAgent("0.05")
+	keys := fmt.Sprintf("tmux -L %s -f /dev/null send-keys -t %s -l 'half typed '\n", ta.srv.Name, ta.pane.ID)
+	if err := os.WriteFile(cmd, []byte(keys), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := f.ask("is the build green?")
+	nodetest.WaitFor(t, 20*time.Second, f.unreached(1), "the human to be told\n%s", f.log)
+	if n := len(f.log.lines("left unsent at the prompt")); n != 1 {
+		t.Fatalf("the text was left at the prompt %d times, want once\n%s", n, f.log)
+	}
+	sc, err := ta.srv.Capture(f.ctx, ta.pane.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen := strings.Join(sc.Lines, "") // the text wraps
+	if b, _ := os.ReadFile(ta.taken); len(b) != 0 || !strings.Contains(screen, "> half typed ") || strings.Count(screen, "is the build green?") != 1 {
+		t.Fatalf("the person's line was sent or pasted over (the agent read %q); the pane:\n%s", b, sc.Text())
+	}
+	ta.keys("C-u")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { b, _ := os.ReadFile(ta.taken); return strings.Contains(string(b), id) },
+		"the ask to be pasted once the line is cleared\n%s", f.log)
+	if b, _ := os.ReadFile(ta.taken); strings.Contains(string(b), "half typed") {
+		t.Fatalf("the person's words were sent: %q", b)
 	}
 }
