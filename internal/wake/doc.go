@@ -43,7 +43,11 @@
 // a session of it is busy again (WakeBusy).
 // An agent its person muted or killed (Config.Quiet) is not woken.
 // The same item is never handed twice to one kind of route, so a Stop hook
-// is never woken again for an item it already woke its session for.
+// is never woken again for an item it already woke its session for; but a
+// terminal counts as tried for good only once it pasted the item: one that
+// could not (the agent worked past Limit, a person scrolled or typed) has
+// it again whenever its pane shows the agent idle at an empty prompt,
+// after the human was told.
 //
 // # Shape
 //

@@ -19,10 +19,11 @@
 //     position and the screen match.
 //   - Delivery: load-buffer -b NAME - (the text on stdin), paste-buffer -p
 //     -r -d -b NAME -t PANE (bracketed when the program asked the terminal
-//     for it; tmux adds the brackets), a pause (80 ms), then send-keys
-//     Enter as a key of its own. Parley never writes bracketed-paste
-//     escapes itself, and strips control characters from the text, so a
-//     message cannot end the paste early or press keys.
+//     for it; tmux adds the brackets), a pause (80 ms), a look at the
+//     pane, then send-keys Enter as a key of its own. Parley never writes
+//     bracketed-paste escapes itself, and strips control characters from
+//     the text (tabs become spaces), so a message cannot end the paste
+//     early or press keys.
 //
 // # Idle and drafts
 //
@@ -33,7 +34,12 @@
 // LearnPrompt recorded): anything else is a person's draft, and Deliver
 // waits for it to go (sent or erased) and gives up with ErrDraft when its
 // context ends, having pasted nothing. A pane in copy mode (someone
-// scrolling) is waited out the same way (ErrInMode). A pane whose program
+// scrolling) is waited out the same way (ErrInMode). A person may come
+// to the pane between the last look and the paste, or before the Enter:
+// the Enter is sent only when the pane is in no mode and the lines up to
+// the cursor are the prompt and the text alone (whitespace aside, since a
+// long text wraps); else Deliver returns ErrNotSent and leaves the line
+// to the person. A pane whose program
 // exited is ErrPaneDead, a closed one ErrNoPane, a server that is gone
 // ErrNoServer.
 package tmux
