@@ -46,8 +46,8 @@
 // is never woken again for an item it already woke its session for; but a
 // terminal counts as tried for good only once it pasted the item: one that
 // could not (the agent worked past Limit, a person scrolled or typed) has
-// it again whenever its pane shows the agent idle at an empty prompt,
-// after the human was told.
+// it again whenever its pane shows the agent idle at an empty prompt (its
+// human still told once, when the routes' turns ran out).
 //
 // # Shape
 //
