@@ -45,7 +45,7 @@
 // The same item is never handed twice to one kind of route, so a Stop hook
 // is never woken again for an item it already woke its session for; but a
 // terminal counts as tried for good only once it pasted the item: one that
-// could not (the agent worked past Limit, a person scrolled or typed) has
+// could not (the agent worked past Limit, a person scrolled or typed at its prompt) has
 // it again whenever its pane shows the agent idle at an empty prompt (its
 // human still told once, when the routes' turns ran out).
 //

@@ -50,27 +50,8 @@ func TestDeliverSendsNoEnterToCopyModeEnteredAfterThePaste(t *testing.T) {
 	waitFor(t, 10*time.Second, "the text at the prompt", func() bool { return a.screen(t).CursorLine() == "> the wake text" })
 }
 
-// Keys a person types between Deliver's last look and its paste join the
-// text at the prompt; an Enter would send their half-typed words as part
-// of the agent's input. Deliver leaves such a line to the person
-// (ErrNotSent), sending no Enter.
-func TestDeliverSendsNoEnterWithKeysTypedJustBeforeThePaste(t *testing.T) {
-	s := newServer(t)
-	a := startAgent(t, s, "0.1", StartOptions{Session: "agent"})
-	term := a.bind(t, Options{})
-	term.server.Bin = wrapTmux(t, "tmux -L "+s.Name+" send-keys -t "+a.pane.ID+" -l 'git push --force '", ":")
-	err := term.Deliver(testCtx(t, 20*time.Second), "the wake text")
-	if !errors.Is(err, ErrNotSent) {
-		t.Fatalf("Deliver with keys typed before the paste: %v, want ErrNotSent", err)
-	}
-	if got, line := a.taken(), a.screen(t).CursorLine(); len(got) != 0 || line != "> git push --force the wake text" {
-		t.Fatalf("the line was not left to the person: the agent read %q, the prompt shows %q", got, line)
-	}
-}
-
-// The look after the paste takes a text wrapped over several lines of a
-// narrow pane for the text, whether the prompt is still in sight or
-// scrolled out of it at the top.
+// A text wrapped over several lines of a narrow pane is sent whole,
+// whether the prompt is still in sight or scrolled out of it at the top.
 func TestDeliverSendsALongTextWrappedOverSeveralLines(t *testing.T) {
 	s := newServer(t)
 	long := strings.Repeat("a peer asks something rather long ", 8)

@@ -34,12 +34,13 @@
 // LearnPrompt recorded): anything else is a person's draft, and Deliver
 // waits for it to go (sent or erased) and gives up with ErrDraft when its
 // context ends, having pasted nothing. A pane in copy mode (someone
-// scrolling) is waited out the same way (ErrInMode). A person may come
-// to the pane between the last look and the paste, or before the Enter:
-// the Enter is sent only when the pane is in no mode and the lines up to
-// the cursor are the prompt and the text alone (whitespace aside, since a
-// long text wraps); else Deliver returns ErrNotSent and leaves the line
-// to the person. A pane whose program
+// scrolling) is waited out the same way (ErrInMode). A person may scroll
+// the pane up between the paste and the Enter: the Enter is sent only when
+// the pane is in no mode after the paste, else Deliver returns ErrNotSent
+// and leaves the line to the person. What the prompt shows is not compared
+// with the text (clients draw a paste their own way: Claude Code shows a
+// long one as a "[Pasted text …]" line in a box), so keys typed in the
+// moment between the last look and the paste go with the text. A pane whose program
 // exited is ErrPaneDead, a closed one ErrNoPane, a server that is gone
 // ErrNoServer.
 package tmux

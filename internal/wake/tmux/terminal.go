@@ -255,9 +255,8 @@ func (t *Terminal) LearnPrompt(ctx context.Context) (string, error) {
 // then pastes text as one paste and presses Enter. It never pastes over a
 // person's draft or into a scrolling pane: when ctx ends first it returns
 // ErrDraft, ErrInMode or ErrBusy, having sent nothing. When, after the
-// paste, the pane is in copy mode or its prompt holds more than the text
-// (a person came to it meanwhile), it returns ErrNotSent without the
-// Enter: the line is the person's then. Control characters
+// paste, the pane is in copy mode (a person scrolled up meanwhile), it
+// returns ErrNotSent without the Enter: the line is the person's then. Control characters
 // in text (escape sequences among them) are dropped, so a text cannot end
 // the paste early or press keys.
 func (t *Terminal) Deliver(ctx context.Context, text string) error {
@@ -273,7 +272,6 @@ func (t *Terminal) Deliver(ctx context.Context, text string) error {
 	}
 	// Idle, and still the same screen a poll later: keys a person has
 	// just pressed have been echoed by then.
-	var prompt string // the cursor line at the empty prompt, just before the paste
 	for {
 		sc, err := t.WaitIdle(ctx)
 		if err != nil {
@@ -292,7 +290,6 @@ func (t *Terminal) Deliver(ctx context.Context, text string) error {
 			return err
 		}
 		if a == Idle && again.Text() == sc.Text() && again.CursorX == sc.CursorX && again.CursorY == sc.CursorY {
-			prompt = again.CursorLine()
 			break
 		}
 	}
@@ -307,11 +304,9 @@ func (t *Terminal) Deliver(ctx context.Context, text string) error {
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.opts.EnterLimit)
 	defer cancel()
-	// A person may have come to the pane between the last look and the
-	// paste, or since: the Enter goes only to the prompt holding the text
-	// alone. In copy mode it would end the mode and leave the text unsent;
-	// after keys typed just before the paste it would send them with it.
-	err := t.pasteShown(ectx, prompt, text)
+	// A person may have scrolled the pane up since the last look: in
+	// copy mode the Enter would end the mode and leave the text unsent.
+	err := t.pasteShown(ectx)
 	t.mu.Lock()
 	t.last, t.changed, t.looks = "", time.Now(), 0
 	t.mu.Unlock()
@@ -321,61 +316,27 @@ func (t *Terminal) Deliver(ctx context.Context, text string) error {
 	return t.server.SendKeys(ectx, t.pane, "Enter")
 }
 
-// pasteShown waits (within ctx, and Options.Quiet but 1 s at least, for
-// a slow program's echo) until the
-// pane, not in a mode, shows the prompt followed by text alone up to the
-// cursor. It returns ErrNotSent when the pane is in a mode, or shows
-// something else once the time runs out (keys typed at the prompt), and
-// ErrPaneDead when the program exited.
-func (t *Terminal) pasteShown(ctx context.Context, prompt, text string) error {
-	ctx, cancel := context.WithTimeout(ctx, max(t.opts.Quiet, time.Second))
-	defer cancel()
-	want := squash(prompt + text)
-	var sc Screen
-	for {
-		var err error
-		sc, err = t.server.Capture(ctx, t.pane)
-		switch {
-		case err != nil && ctx.Err() != nil:
-		case err != nil:
-			return err
-		case sc.Dead:
-			return fmt.Errorf("%w (pane %s)", ErrPaneDead, t.pane)
-		case sc.InMode:
-			return fmt.Errorf("%w (pane %s): it went into copy mode", ErrNotSent, t.pane)
-		case showsLine(sc, want):
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (pane %s): the prompt shows more than the text: %q", ErrNotSent, t.pane, sc.CursorLine())
-		case <-time.After(t.opts.Poll):
-		}
+// pasteShown looks at the pane once after the paste: in copy mode (a
+// person scrolled up since the last look) the Enter would end the mode and
+// leave the text unsent, so it returns ErrNotSent; a program that exited
+// is ErrPaneDead. What the prompt shows is not compared with the text:
+// clients draw a paste their own way (Claude Code shows a long one as
+// "[Pasted text #1 +N lines]", in a box), so no comparison holds for all
+// of them. Keys a person types in the moment between Deliver's last look
+// and its paste are sent with the text (a known gap). A look that fails
+// (tmux slow to answer) lets the Enter go: the text is at the prompt, and
+// left there it would read as a person's draft.
+func (t *Terminal) pasteShown(ctx context.Context) error {
+	sc, err := t.server.Capture(ctx, t.pane)
+	switch {
+	case err != nil:
+		return nil
+	case sc.Dead:
+		return fmt.Errorf("%w (pane %s)", ErrPaneDead, t.pane)
+	case sc.InMode:
+		return fmt.Errorf("%w (pane %s): it went into copy mode", ErrNotSent, t.pane)
 	}
-}
-
-// showsLine reports whether the screen's lines up to the cursor end with
-// want (squashed): from the line that begins it, or from the top of the
-// screen when the text is longer than the screen holds. Lines are joined
-// whitespace aside, so that a text wrapped over several lines, or pasted
-// with newlines, compares.
-func showsLine(sc Screen, want string) bool {
-	got := ""
-	for y := min(sc.CursorY, len(sc.Lines)-1); y >= 0; y-- {
-		got = squash(sc.Lines[y]) + got
-		if got == want {
-			return true
-		}
-		if !strings.HasSuffix(want, got) {
-			return false
-		}
-	}
-	return got != ""
-}
-
-// squash drops the whitespace of s.
-func squash(s string) string {
-	return strings.Join(strings.Fields(s), "")
+	return nil
 }
 
 // Clean drops control characters (C0 but newline and tab, DEL, C1),
