@@ -121,39 +121,6 @@ func TestCLIDownDoesNotWaitOutALongPoll(t *testing.T) {
 	}
 }
 
-// The board says claims are "optional overhead" when only one party works in
-// the project (README: "when only one agent session is alive in the project
-// and no one else holds a claim"). A person on node A reads the board while
-// an agent of node B, the one live session, holds a claim that A's git
-// guard enforces against A's commits: from A, someone else holds a claim,
-// yet A's board still says "only one agent session is alive in this
-// project: claims are optional overhead until another one comes" (the
-// reader, human, is never counted as a party: node/board.go, Board).
-func TestCLIBoardNoteWhenAnotherNodesAgentHoldsAClaim(t *testing.T) {
-	t.Parallel()
-	repoA, repoB := twoClones(t)
-	base := t.TempDir()
-	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
-	a := up(t, homeA, "--listen", loopback)
-	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
-	idB := peerID(t, homeB)
-	befriend(t, homeA, homeB, idB)
-	if _, errs, code := run(t, "--home", homeB, "agent", "register", "coder", "--ttl", "1h"); code != 0 {
-		t.Fatalf("agent register: %s", errs)
-	}
-	if _, errs, code := runIn(t, repoB, "--home", homeB, "claim", "src/a.go", "--note", "rewriting a", "--as", "coder"); code != 0 {
-		t.Fatalf("claim on B: %s", errs)
-	}
-	var bv localapi.BoardView
-	nodetest.WaitFor(t, 30*time.Second, func() bool {
-		runInJSON(t, repoA, &bv, "--home", homeA, "board")
-		return len(bv.Claims) == 1 && bv.Claims[0].Note == "rewriting a" && len(bv.Alive) == 1
-	}, "A's board to show B's claim and B's live agent")
-	if strings.Contains(bv.Note, "optional overhead") {
-		t.Fatalf("A's board, with coder@B's claim on it, says %q", bv.Note)
-	}
-}
-
 // `up -d` runs "the same in the background", but the background node is
 // started with only some of up's flags (cmd/parley/up.go, childArgs: handle,
 // listen, bootstrap, no-mdns, loopback, recover, new-identity, log-level,
