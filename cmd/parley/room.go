@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/termtext"
+	"github.com/parley-mesh/parley/node"
 )
 
 // human is the agent the CLI speaks as unless --as names another.
@@ -303,6 +305,17 @@ func roomTailCmd(g *globals) *cobra.Command {
 				printEvent(out, v, book)
 				return nil
 			})
+			// A tail ends, but for an interrupt, only when the node
+			// stops: say so, and fail (a script following a room must
+			// not read it as a room gone quiet).
+			if st := (*localapi.Stopped)(nil); errors.As(err, &st) && st.Stream {
+				how := "the node stopped"
+				if !errors.Is(st.Err, localapi.ErrStreamStopped) {
+					how = fmt.Sprintf("the node stopped without a word (it crashed or was killed; its log: %s)", filepath.Join(home, node.LogFileName))
+				}
+				st.Explain = fmt.Sprintf("%s: the tail of room %s ends here; start the node again with `parley --home %s up` and tail again", how, args[0], home)
+				return st
+			}
 			return g.apiErr(err)
 		},
 	}

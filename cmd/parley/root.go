@@ -80,9 +80,15 @@ func (g *globals) stopped(err error) error {
 	// its wait) stays: in the Stopped itself, and in a wrapper's text,
 	// which fmt.Errorf wrote when it wrapped it.
 	orig := st.Error()
-	if !st.Write() {
+	switch {
+	case st.Explain != "":
+		// The command told it in its own words (room tail).
+		return err
+	case st.Stream:
+		st.Explain = fmt.Sprintf("the node stopped, which ended %s %s; start it again with `parley --home %s up`", st.Method, st.Path, home)
+	case !st.Write():
 		st.Explain = fmt.Sprintf("the node stopped before it answered (%s %s); start it again with `parley --home %s up`", st.Method, st.Path, home)
-	} else {
+	default:
 		st.Explain = fmt.Sprintf("the node stopped while this command was under way (%s %s): it may or may not have been done (a post stored, an invite sent); "+
 			"start the node again with `parley --home %s up` and look before you repeat it (a post: `parley room log ROOM`)", st.Method, st.Path, home)
 	}

@@ -20,6 +20,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/parley-mesh/parley/internal/config"
 	"github.com/parley-mesh/parley/node"
@@ -120,14 +121,20 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		return fmt.Errorf("--loopback chooses the listen addresses: drop --listen, or --loopback")
 	}
 	if f.detach {
-		line, warnings, err := startBackground(cmd.Context(), home, f.childArgs()...)
+		line, warnings, err := startBackground(cmd.Context(), home, childArgs(cmd)...)
 		if err != nil {
 			return err
 		}
 		for _, w := range warnings {
 			fmt.Fprintf(cmd.ErrOrStderr(), "parley: the node warned: %s\n", w)
 		}
-		fmt.Fprintln(cmd.OutOrStdout(), line)
+		if g.json {
+			if err := printOut(g, cmd.OutOrStdout(), parseReady(line, home), nil); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintln(cmd.OutOrStdout(), line)
+		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "parley: the node runs in the background (log %s); stop it with `parley --home %s down`\n",
 			filepath.Join(home, node.LogFileName), home)
 		return nil
@@ -231,9 +238,22 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		noUI = fmt.Sprintf(" dashboard_error=%q", "not served: "+why)
 	}
 	// The pid tells this node's ready line from another's in the shared
-	// node log (startBackground).
-	fmt.Fprintf(cmd.OutOrStdout(), "parley ready peer_id=%s pid=%d handle=%q addrs=%s home=%s startup_ms=%d%s\n",
-		n.ID(), os.Getpid(), n.Handle(), strings.Join(as, ","), home, time.Since(start).Milliseconds(), noUI)
+	// node log (startBackground). With --json the line is one JSON object
+	// of the same fields; a background node is never given --json
+	// (childArgs), so its parent reads the line.
+	if g.json {
+		r := readyInfo{PeerID: n.ID().String(), PID: os.Getpid(), Handle: n.Handle(), Addrs: as, Home: home, StartupMS: time.Since(start).Milliseconds()}
+		if why := n.UIError(); why != "" {
+			r.DashboardError = "not served: " + why
+		}
+		if err := printOut(g, cmd.OutOrStdout(), r, nil); err != nil {
+			n.Close()
+			return err
+		}
+	} else {
+		fmt.Fprintf(cmd.OutOrStdout(), "parley ready peer_id=%s pid=%d handle=%q addrs=%s home=%s startup_ms=%d%s\n",
+			n.ID(), os.Getpid(), n.Handle(), strings.Join(as, ","), home, time.Since(start).Milliseconds(), noUI)
+	}
 
 	select {
 	case <-ctx.Done():
@@ -356,32 +376,80 @@ func saveLoopbackPorts(home string, addrs []ma.Multiaddr) error {
 	return os.Rename(tmp, path)
 }
 
-// childArgs are the flags of a background `up`: the same as this one's,
-// without -d.
-func (f *upFlags) childArgs() []string {
+// childArgs are the flags of a background `up`: every flag given to this
+// one, so that a new flag of up cannot be left out, but for those the child
+// must not get: -d itself, and the flags every command shares (the child
+// gets --home from startBackground; --json would turn its ready line, which
+// startBackground reads in the log, into JSON).
+func childArgs(cmd *cobra.Command) []string {
 	var a []string
-	if f.handle != "" {
-		a = append(a, "--handle", f.handle)
+	inherited := cmd.InheritedFlags()
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if fl.Name == "detach" || inherited.Lookup(fl.Name) != nil {
+			return
+		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				a = append(a, "--"+fl.Name+"="+v)
+			}
+			return
+		}
+		a = append(a, "--"+fl.Name+"="+fl.Value.String())
+	})
+	return a
+}
+
+// readyInfo is the ready line of a node, as `parley --json up -d` prints
+// it: the same fields.
+type readyInfo struct {
+	PeerID         string   `json:"peer_id"`
+	PID            int      `json:"pid"`
+	Handle         string   `json:"handle"`
+	Addrs          []string `json:"addrs"`
+	Home           string   `json:"home"`
+	StartupMS      int64    `json:"startup_ms"`
+	DashboardError string   `json:"dashboard_error,omitempty"`
+}
+
+// parseReady reads a ready line (runUp prints it) of the node of home.
+// The home is the one given, not read from the line, where a home with a
+// space in it is not quoted.
+func parseReady(line, home string) readyInfo {
+	r := readyInfo{Home: home, Addrs: []string{}}
+	rest := strings.TrimPrefix(line, "parley ready ")
+	for rest != "" {
+		rest = strings.TrimLeft(rest, " ")
+		key, after, ok := strings.Cut(rest, "=")
+		if !ok || strings.Contains(key, " ") {
+			// Not a key=value: a word of an unquoted value with a space.
+			_, rest, _ = strings.Cut(rest, " ")
+			continue
+		}
+		var val string
+		if q, err := strconv.QuotedPrefix(after); err == nil {
+			val, _ = strconv.Unquote(q)
+			rest = after[len(q):]
+		} else {
+			val, rest, _ = strings.Cut(after, " ")
+		}
+		switch key {
+		case "peer_id":
+			r.PeerID = val
+		case "pid":
+			r.PID, _ = strconv.Atoi(val)
+		case "handle":
+			r.Handle = val
+		case "addrs":
+			if val != "" {
+				r.Addrs = strings.Split(val, ",")
+			}
+		case "startup_ms":
+			r.StartupMS, _ = strconv.ParseInt(val, 10, 64)
+		case "dashboard_error":
+			r.DashboardError = val
+		}
 	}
-	for _, l := range f.listen {
-		a = append(a, "--listen", l)
-	}
-	for _, b := range f.bootstrap {
-		a = append(a, "--bootstrap", b)
-	}
-	if f.noMDNS {
-		a = append(a, "--no-mdns")
-	}
-	if f.loopback {
-		a = append(a, "--loopback")
-	}
-	if f.recover {
-		a = append(a, "--recover")
-	}
-	if f.newIdentity {
-		a = append(a, "--new-identity")
-	}
-	return append(a, "--log-level", f.logLevel, "--min-free-disk", f.minFree)
+	return r
 }
 
 // defaultHandle is the handle of a new home: the OS user name.

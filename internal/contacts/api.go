@@ -71,11 +71,7 @@ func (s *Service) List() []Entry {
 // is pending sends the same request again.
 func (s *Service) Request(ctx context.Context, target peer.AddrInfo, note string) (res Result, err error) {
 	p := target.ID
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("contacts: request %s: %w", p, err)
-		}
-	}()
+	defer wrapOp(&err, "request", p.String())
 	if p == s.self {
 		return Result{}, fmt.Errorf("%w: that is this node's own peer ID", ErrBadInput)
 	}
@@ -95,7 +91,7 @@ func (s *Service) Request(ctx context.Context, target peer.AddrInfo, note string
 		case consent.StateActive:
 			return Result{}, fmt.Errorf("%w until %s", consent.ErrAlreadyContact, c.Expires.UTC().Format(time.RFC3339))
 		case consent.StatePendingIn:
-			return Result{}, fmt.Errorf("%w: %s already asked you: approve it with `parley contact approve %s`", consent.ErrState, p, c.ID)
+			return Result{}, alreadyAsked(p, c.ID)
 		}
 	}
 	if err := s.reach(ctx, target); err != nil {
@@ -110,6 +106,9 @@ func (s *Service) Request(ctx context.Context, target peer.AddrInfo, note string
 			wire, recs, err = s.book.OutgoingRequest(p, s.cfg.Handle, note, now)
 			return recs, err
 		})
+		if c, ok := s.book.Get(p, s.now()); ok && c.State == consent.StatePendingIn && errors.Is(err, consent.ErrState) {
+			return Result{}, alreadyAsked(p, c.ID) // its request came meanwhile
+		}
 		if err != nil {
 			return Result{}, err
 		}
@@ -159,9 +158,15 @@ func (s *Service) resolve(ref string) (consent.Contact, error) {
 
 func pendingIn(c consent.Contact, verb string) error {
 	if c.State != consent.StatePendingIn {
-		return fmt.Errorf("%w: %s is %s, there is no request from it to %s", consent.ErrState, c.Peer, c.State, verb)
+		return plain(consent.ErrState, "there is no request from %s to %s: the contact is %s", c.Peer, verb, c.State)
 	}
 	return nil
+}
+
+// alreadyAsked is the error of a request to p while p's request id waits
+// for the user.
+func alreadyAsked(p peer.ID, id string) error {
+	return plain(consent.ErrState, "%s already asked you for contact: approve its request with `parley contact approve %s`", p, id)
 }
 
 // Approve grants the pending request ref (its ID, or the requester's peer
@@ -175,11 +180,7 @@ func (s *Service) Approve(ctx context.Context, ref string, validFor time.Duratio
 
 // approve is Approve granting scopes (nil: the book's), decided by actor.
 func (s *Service) approve(ctx context.Context, ref string, validFor time.Duration, scopes []string, actor string) (res Result, err error) {
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("contacts: approve %s: %w", ref, err)
-		}
-	}()
+	defer wrapOp(&err, "approve", ref)
 	if validFor < 0 {
 		return Result{}, fmt.Errorf("%w: negative validity", ErrBadInput)
 	}
@@ -245,11 +246,7 @@ func (s *Service) approve(ctx context.Context, ref string, validFor time.Duratio
 // ID). The requester may not ask again for the book's cool-down (a day). It
 // is told if it can be reached; otherwise it learns on its next request.
 func (s *Service) Deny(ctx context.Context, ref string) (res Result, err error) {
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("contacts: deny %s: %w", ref, err)
-		}
-	}()
+	defer wrapOp(&err, "deny", ref)
 	c, err := s.resolve(ref)
 	if err != nil {
 		return Result{}, err
@@ -298,11 +295,7 @@ func (s *Service) Revoke(ctx context.Context, ref string) (res Result, err error
 // new requests off for the cool-down; after another actor's, the peer may
 // ask again at once, and its request waits for the user.
 func (s *Service) RevokeBy(ctx context.Context, ref, actor string) (res Result, err error) {
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("contacts: revoke %s: %w", ref, err)
-		}
-	}()
+	defer wrapOp(&err, "revoke", ref)
 	c, err := s.resolve(ref)
 	if err != nil {
 		return Result{}, err
@@ -324,6 +317,17 @@ func (s *Service) RevokeBy(ctx context.Context, ref, actor string) (res Result, 
 		}
 		return recs, err
 	})
+	if errors.Is(err, consent.ErrState) {
+		// Revoked or denied already: nothing to do, said plainly.
+		if cur, ok := s.book.Get(c.Peer, s.now()); ok {
+			switch cur.State {
+			case consent.StateRevoked:
+				return Result{}, plain(err, "the contact with %s is already revoked: nothing to do", c.Peer)
+			case consent.StateDenied:
+				return Result{}, plain(err, "the request of %s is already denied: there is no contact to revoke", c.Peer)
+			}
+		}
+	}
 	if err != nil {
 		return Result{}, err
 	}

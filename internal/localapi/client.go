@@ -114,6 +114,11 @@ func (c *Client) open(ctx context.Context, method, path string, in any) (*http.R
 		if rerr != nil || json.Unmarshal(raw, e) != nil || e.Message == "" {
 			e.Message = fmt.Sprintf("node answered %s", resp.Status)
 		}
+		if e.Code == CodeStopping {
+			// The node stopped while the request was under way (a
+			// long poll, cut short).
+			return nil, &Stopped{Method: method, Path: path, Err: e}
+		}
 		return nil, e
 	}
 	return resp, nil

@@ -16,13 +16,29 @@ var ErrNoNode = errors.New("localapi: no node is running")
 // may not have been done.
 var ErrNodeStopped = errors.New("localapi: the node stopped while the request was under way")
 
+// ErrStopping is why the node ends the requests under way when it stops
+// (long polls: a wait for the inbox, for an ask's reply): it answers them
+// at once with CodeStopping, and the client returns a *Stopped.
+var ErrStopping = errors.New("the node is stopping")
+
+// ErrStreamStopped is the Err of a *Stopped for a stream (a room's tail)
+// the node ended because it stops: it said so before it closed the stream.
+var ErrStreamStopped = errors.New("the node is stopping: it ended the stream")
+
+// ErrStreamCut is the Err of a *Stopped for a stream that ended without the
+// node saying it stops: the node crashed or was killed.
+var ErrStreamCut = errors.New("the stream ended without a word from the node: it crashed or was killed")
+
 // Stopped is a request cut off by the node stopping: Method and Path name
-// it, Err is what the connection said. Explain, when set (the CLI sets
-// it), is the text a person reads in its place, wherever the error is
+// it, Err is what the connection said. Stream is set for a stream the node
+// had answered and followed until it stopped (Err is then ErrStreamStopped,
+// ErrStreamCut, or what the connection said). Explain, when set (the CLI
+// sets it), is the text a person reads in its place, wherever the error is
 // wrapped.
 type Stopped struct {
 	Method, Path string
 	Err          error
+	Stream       bool
 	Explain      string
 }
 
@@ -75,6 +91,7 @@ const (
 	CodeTimeout      = "timeout"       // 504
 	CodeTooMany      = "too_many"      // 429
 	CodeClosed       = "closed"        // 503
+	CodeStopping     = "stopping"      // 503: the node stops, ending the request (a long poll) under way
 	CodeLearning     = "learning"      // 503: the node is learning its own events from peers; retry in a moment
 	CodeNotStored    = "not_stored"    // 507: the post went out to the room but is not safely stored on this node yet; do not post it again
 	CodeInternal     = "internal"      // 500

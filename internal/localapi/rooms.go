@@ -75,7 +75,9 @@ func (s *Server) HandleRooms(rm Rooms) {
 }
 
 // stream writes events as server-sent events until the client goes, the
-// server shuts down or ch closes (the reader fell behind: "lagged").
+// server shuts down or ch closes (the reader fell behind: "lagged"). When
+// the server shuts down the stream ends with a "stopped" event: a client
+// tells by it the node stopping from the node crashing (an end without it).
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, ch <-chan Event) {
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -98,8 +100,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ch <-chan Event)
 	for {
 		select {
 		case <-r.Context().Done():
+			if errors.Is(context.Cause(s.base), ErrStopping) {
+				write("event: stopped\ndata: {}\n\n")
+			} // else the client went
 			return
 		case <-s.done:
+			write("event: stopped\ndata: {}\n\n")
 			return
 		case <-keepalive.C:
 			if !write(": keepalive\n\n") {
@@ -180,8 +186,10 @@ func (c *Client) Event(ctx context.Context, id string) (Event, error) {
 	return v, c.do(ctx, "GET", "/v1/events/"+e, nil, &v)
 }
 
-// Tail follows a room, calling fn for each new event until ctx ends, fn
-// returns an error, or the node ends the stream.
+// Tail follows a room, calling fn for each new event until ctx ends (it
+// returns nil), fn returns an error, or the node ends the stream: it fell
+// behind (an error saying so), or the node stopped, or crashed (a *Stopped,
+// with Stream set and Err ErrStreamStopped when the node said it stops).
 func (c *Client) Tail(ctx context.Context, room string, fn func(Event) error) error {
 	p, err := roomPath(room, "/tail")
 	if err != nil {
@@ -204,6 +212,9 @@ func (c *Client) Tail(ctx context.Context, room string, fn func(Event) error) er
 			if event == "lagged" {
 				return errors.New("localapi: tail fell behind; run it again (the log has everything)")
 			}
+			if event == "stopped" {
+				return &Stopped{Method: "GET", Path: p, Err: ErrStreamStopped, Stream: true}
+			}
 			var v Event
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &v); err != nil {
 				return fmt.Errorf("localapi: tail: %w", err)
@@ -218,5 +229,14 @@ func (c *Client) Tail(ctx context.Context, room string, fn func(Event) error) er
 	if ctx.Err() != nil {
 		return nil
 	}
-	return sc.Err()
+	// The node ends a tail only with an event that says why: an end
+	// without one is the node gone.
+	err = sc.Err()
+	switch {
+	case err == nil:
+		return &Stopped{Method: "GET", Path: p, Err: ErrStreamCut, Stream: true}
+	case stoppedErr(ctx, err):
+		return &Stopped{Method: "GET", Path: p, Err: err, Stream: true}
+	}
+	return fmt.Errorf("localapi: tail: %w", err)
 }

@@ -28,9 +28,51 @@ const MaxWait = 50 * time.Second
 // Server serves the local API on a unix socket.
 type Server struct {
 	done chan struct{} // closed by Shutdown, ends long-lived streams
+	// base is the context of every request: Shutdown cancels it (cause
+	// ErrStopping), so a request that waits (a long poll) ends at once.
+	base context.Context
+	stop context.CancelCauseFunc
 	mux  *http.ServeMux
 	srv  *http.Server
 	log  *slog.Logger
+}
+
+// newHTTPServer is the server of s: every request's context comes from
+// s.base, and its writer tells WriteError when the node stops.
+func (s *Server) newHTTPServer() *http.Server {
+	s.base, s.stop = context.WithCancelCause(context.Background())
+	return &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.mux.ServeHTTP(stopWriter{w, s.base}, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return s.base },
+	}
+}
+
+// stopWriter is a response writer that knows the server's base context:
+// WriteError answers a request ended by the node stopping with
+// CodeStopping, not as a timeout.
+type stopWriter struct {
+	http.ResponseWriter
+	base context.Context
+}
+
+// Flush flushes a stream (a room's tail) as the writer it wraps does.
+func (w stopWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer it wraps.
+func (w stopWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// stopping reports whether w is the writer of a request the node's stop
+// ended.
+func stopping(w http.ResponseWriter) bool {
+	sw, ok := w.(stopWriter)
+	return ok && errors.Is(context.Cause(sw.base), ErrStopping)
 }
 
 // Handle adds a handler (for parts of the node with endpoints of their own).
@@ -78,9 +120,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown stops the server, waiting for in-flight requests until ctx ends;
-// then it closes what is left (long-lived streams).
+// Shutdown stops the server: it ends the requests under way (their
+// context is cancelled: a long poll answers at once that the node stops),
+// waits for their answers until ctx ends, then closes what is left.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stop(ErrStopping) // before done: a request it ends is told why
 	close(s.done)
 	if err := s.srv.Shutdown(ctx); err != nil {
 		return s.srv.Close()
@@ -100,12 +144,15 @@ func WriteJSON(w http.ResponseWriter, v any) {
 	w.Write(append(raw, '\n')) //nolint:errcheck
 }
 
-// WriteError writes err: an *Error keeps its status and code, a context
-// error is a 504, anything else a 500.
+// WriteError writes err: an *Error keeps its status and code, a request
+// the node's stop cancelled is a 503 (CodeStopping), another context error
+// a 504, anything else a 500.
 func WriteError(w http.ResponseWriter, err error) {
 	var e *Error
 	switch {
 	case errors.As(err, &e):
+	case (errors.Is(err, context.Canceled) || errors.Is(err, ErrStopping)) && stopping(w):
+		e = Errorf(http.StatusServiceUnavailable, CodeStopping, "%v: it ended this request", ErrStopping)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		e = Errorf(http.StatusGatewayTimeout, CodeTimeout, "%v", err)
 	default:

@@ -99,18 +99,9 @@ func (s *Server) HandleWake(w Waker) {
 			return Wake{}, err
 		}
 		q := r.URL.Query()
-		// A waiter ends when the server shuts down, not only when its
-		// client goes.
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		go func() {
-			select {
-			case <-s.done:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		v, err := w.WakeWait(ctx, agent(r), WakeWaitRequest{Kind: q.Get("kind"), Session: q.Get("session"), Seconds: d.Seconds()})
+		// A waiter ends when the server shuts down (which cancels every
+		// request's context), not only when its client goes.
+		v, err := w.WakeWait(r.Context(), agent(r), WakeWaitRequest{Kind: q.Get("kind"), Session: q.Get("session"), Seconds: d.Seconds()})
 		if v.Items == nil {
 			v.Items = []Item{}
 		}
