@@ -104,8 +104,15 @@ func TestCLIBoard(t *testing.T) {
 		runInJSON(t, repoB, &bv, "--home", homeB, "board")
 		return len(bv.Claims) == 1 && bv.Claims[0].Path == "src/a.go" && bv.Claims[0].Note == "splitting the parser"
 	}, "B's board to show A's claim")
+	// B's person reads a claim of A's that B's git guard enforces on their
+	// commits: two parties, no note. A's person, alone with their own
+	// claim, is told claims are optional overhead.
+	if len(bv.Alive) != 0 || bv.Note != "" {
+		t.Fatalf("no agent session is registered and A holds a claim, yet B's board says %v / %q", bv.Alive, bv.Note)
+	}
+	runInJSON(t, repoA, &bv, "--home", homeA, "board")
 	if len(bv.Alive) != 0 || !strings.Contains(bv.Note, "no agent session is alive") {
-		t.Fatalf("no agent session is registered, yet the board says %v / %q", bv.Alive, bv.Note)
+		t.Fatalf("no agent session is registered, yet A's board says %v / %q", bv.Alive, bv.Note)
 	}
 	// People read the holder as agent@handle, not the 52 characters of a
 	// peer ID.
