@@ -15,15 +15,24 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
+// openLog opens the log in dir to read; no log is (nil, nil).
+func openLog(dir string) (*os.File, error) {
+	f, err := os.Open(filepath.Join(dir, FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return f, nil
+}
+
 // scan calls fn with each line of the log in dir (without its newline) and
 // whether the line was complete. It stops early when fn returns false.
 func scan(dir string, fn func(n uint64, b []byte, complete bool) bool) error {
-	f, err := os.Open(filepath.Join(dir, FileName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+	f, err := openLog(dir)
+	if f == nil {
+		return err
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -150,12 +159,9 @@ const backChunk = 32 << 10
 // line over MaxLine is handed to fn as its last MaxLine+1 bytes; the scan
 // stops after it.
 func scanBack(dir string, fn func(off int64, k int, b []byte) bool) error {
-	f, err := os.Open(filepath.Join(dir, FileName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+	f, err := openLog(dir)
+	if f == nil {
+		return err
 	}
 	defer f.Close()
 	st, err := f.Stat()
