@@ -115,7 +115,7 @@ func (r *registry) register(a *local, now time.Time) (change, error) {
 func (r *registry) heartbeat(name identity.AgentName, state *discovery.State, workingOn *string, now time.Time) (*local, change, error) {
 	a := r.get(name, now)
 	if a == nil {
-		return nil, change{}, fmt.Errorf("%w: %q is not registered on this node (register it again)", ErrUnknownAgent, name)
+		return nil, change{}, fmt.Errorf("%w: %q is not registered on this node (never registered, or its registration lapsed: register it)", ErrUnknownAgent, name)
 	}
 	var ch change
 	a.LastSeen = now

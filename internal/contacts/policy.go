@@ -120,6 +120,8 @@ func (s *Service) contactInvite(target peer.ID) error {
 		} else {
 			return nil
 		}
+	case c.State == consent.StateDenied:
+		why = "is not a contact (a contact request between you was denied)"
 	default:
 		why = fmt.Sprintf("is no longer a contact (%s)", c.State)
 	}
