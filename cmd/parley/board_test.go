@@ -71,18 +71,25 @@ func twoClones(t *testing.T) (string, string) {
 	return a, b
 }
 
+// boardPair starts two nodes that are contacts, each with a clone of one
+// repository: repoA is A's (home homeA), repoB is B's.
+func boardPair(t *testing.T) (repoA, repoB, homeA, homeB string) {
+	t.Helper()
+	repoA, repoB = twoClones(t)
+	base := t.TempDir()
+	homeA, homeB = filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback)
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	befriend(t, homeA, homeB, peerID(t, homeB))
+	return repoA, repoB, homeA, homeB
+}
+
 // TestCLIBoard: two nodes on clones of one repository share its board. A
 // claim on A is seen on B; B's conflicting claim fails naming A's note;
 // after A's release B's claim succeeds; the history shows both.
 func TestCLIBoard(t *testing.T) {
 	t.Parallel()
-	repoA, repoB := twoClones(t)
-	base := t.TempDir()
-	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
-	a := up(t, homeA, "--listen", loopback)
-	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
-	idB := peerID(t, homeB)
-	befriend(t, homeA, homeB, idB)
+	repoA, repoB, homeA, homeB := boardPair(t)
 
 	// Bad input first: it is refused and changes nothing.
 	for _, args := range [][]string{
@@ -228,13 +235,7 @@ func gitGuardCheck(t *testing.T, repoA, homeA string) {
 // not counted, and the holder was the one live session).
 func TestCLIBoardNoteCountsTheReader(t *testing.T) {
 	t.Parallel()
-	repoA, repoB := twoClones(t)
-	base := t.TempDir()
-	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
-	a := up(t, homeA, "--listen", loopback)
-	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
-	idB := peerID(t, homeB)
-	befriend(t, homeA, homeB, idB)
+	repoA, repoB, homeA, homeB := boardPair(t)
 	if _, errs, code := run(t, "--home", homeB, "agent", "register", "coder", "--ttl", "1h"); code != 0 {
 		t.Fatalf("agent register: %s", errs)
 	}
