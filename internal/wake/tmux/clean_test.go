@@ -32,6 +32,7 @@ func TestTabInAWakeTextIsNoKeyPress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { endProcess(t, s, p) })
 	a := agent{s: s, pane: p, log: log}
 	term := a.bind(t, Options{Flatten: true, Prompt: regexp.MustCompile(`^> ?$`)})
 	if err := term.Deliver(testCtx(t, 20*time.Second), "look at sec\tnothing else"); err != nil {

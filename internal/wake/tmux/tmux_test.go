@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,7 +73,23 @@ func startAgent(t *testing.T, s Server, work string, o StartOptions) agent {
 	if !strings.HasPrefix(p.ID, "%") || p.Socket == "" || p.PID == 0 {
 		t.Fatalf("pane %+v", p)
 	}
+	// Cleanups run last first: this one, registered after the log's
+	// TempDir, ends the agent before that directory is removed (an agent
+	// still taking a line would write its log into a directory being
+	// removed, and the removal fail with "directory not empty").
+	t.Cleanup(func() { endProcess(t, s, p) })
 	return agent{s: s, pane: p, log: log}
+}
+
+// endProcess closes the pane and waits until its program has exited.
+func endProcess(t *testing.T, s Server, p Pane) {
+	t.Helper()
+	if err := s.KillPane(context.Background(), p.ID); err != nil && !errors.Is(err, ErrNoPane) && !errors.Is(err, ErrNoServer) {
+		t.Errorf("kill pane %s: %v", p.ID, err)
+	}
+	if !poll.Until(10*time.Second, func() bool { return syscall.Kill(p.PID, 0) == syscall.ESRCH }) {
+		t.Errorf("the program of pane %s (pid %d) did not exit", p.ID, p.PID)
+	}
 }
 
 // taken returns the lines the agent has read.
@@ -425,6 +442,7 @@ func TestLaunchCurrentAndAttach(t *testing.T) {
 	if err := term.Deliver(testCtx(t, 20*time.Second), "launched"); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { endProcess(t, s, p) })
 	a := agent{s: s, pane: p, log: log}
 	waitFor(t, 20*time.Second, "the read", func() bool { return equal(a.taken(), []string{"launched"}) })
 
