@@ -177,6 +177,12 @@ type Service struct {
 	version  uint64               // bumped whenever what contacts see changes
 	sessions map[string]profile   // session profiles, without a Store that can read them back
 
+	// sessMu makes each Session and Unbind whole: a session's profile is
+	// read, its names registered and unregistered, and the profile saved,
+	// with no other of them in between (a bind read between a rename's
+	// unregister and its save registered the old name again).
+	sessMu sync.Mutex
+
 	outMu sync.Mutex // protects out
 	out   map[peer.ID]*outState
 

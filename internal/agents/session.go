@@ -98,6 +98,8 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 	if err := checkSession(req.Session); err != nil {
 		return Info{}, err
 	}
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
 	p, known, err := s.loadProfile(req.Session)
 	if err != nil {
 		return Info{}, err
@@ -194,6 +196,8 @@ func (s *Service) Unbind(ctx context.Context, name string) (sessions int, err er
 	if err != nil {
 		return 0, fmt.Errorf("agents: unbind: %w", err)
 	}
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
 	if err := s.Unregister(ctx, string(n)); err != nil && !errors.Is(err, ErrUnknownAgent) { // sessions only
 		return 0, err
 	}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -150,6 +153,43 @@ func TestHumanIsNoAgentsName(t *testing.T) {
 	for _, l := range list {
 		if l.Name == "human" {
 			t.Fatalf("human is registered as an agent: %+v", list)
+		}
+	}
+}
+
+// A rename and a bind of the same session at once (a `parley mcp` taking a
+// new name while its pane's terminal route binds the session again, having
+// found the old name unregistered) leave the session with one name,
+// registered: before, the bind could read the profile between the rename's
+// unregister of the old name and its save of the new one, and register the
+// old name again beside the new (the route then kept its old name for good).
+func TestRenameAndRebindOfASessionAtOnce(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ag := nt.Node(0).Agents()
+	ctx := context.Background()
+	if _, err := ag.Session(ctx, agents.SessionRequest{Session: "s1", Name: "name-0"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 300; i++ {
+		name := "name-" + strconv.Itoa(i)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = ag.Session(ctx, agents.SessionRequest{Session: "s1"})
+		}()
+		if _, err := ag.Session(ctx, agents.SessionRequest{Session: "s1", Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		var held []string
+		for _, a := range ag.List() {
+			if a.Session == "s1" {
+				held = append(held, a.Name)
+			}
+		}
+		if got, _ := ag.SessionName("s1"); got != name || !slices.Equal(held, []string{name}) {
+			t.Fatalf("round %d: the session is bound to %q and holds %v; want %s alone", i, got, held, name)
 		}
 	}
 }

@@ -116,7 +116,7 @@ reachability = auto
 # none turns the limit off. Default:
 # agent_post_limit = 120
 
-# ui_port: the dashboard's port on 127.0.0.1 (see parley ui); 0: the last one when free, else any.
+# ui_port: the dashboard's port on 127.0.0.1 (see parley ui); unset or 0: the last one when free, else any.
 # ui_port = 4191
 `)
 	return b.String()

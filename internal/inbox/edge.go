@@ -619,15 +619,17 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 		}
 		args.ReplyTo = &rid
 	}
+	var toNote string
 	if req.To != "" {
 		m, err := b.parseTo(req.To)
 		if err != nil {
 			return res, err
 		}
-		if m.peer == b.self { // a name no agent of this node has is a slip
-			if _, err := b.checkKnown(ctx, m); err != nil {
-				return res, err
-			}
+		// An agent known not to exist (of this node, or missing from what
+		// a contact tells of its agents) is a slip, refused as an ask of
+		// it is; one that could not be checked is said in the note.
+		if toNote, err = b.checkKnown(ctx, m); err != nil {
+			return res, err
 		}
 		args.To = m.String()
 	}
@@ -650,6 +652,9 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 	}
 	res.ID, res.Room = eid.String(), ref(in)
 	res.Note = b.nobodyHears(in)
+	if res.Note == "" {
+		res.Note = toNote
+	}
 	return res, b.withPending(a, req.Take, &res.Pending)
 }
 

@@ -45,6 +45,11 @@ func TestUnknownAgentOfAContactRefused(t *testing.T) {
 	if _, err := ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{To: ghost, Text: "to nobody"}); !localapi.IsCode(err, localapi.CodeUnknownAgent) {
 		t.Fatalf("ask of an agent a contact does not run, in a room of the two: %v", err)
 	}
+	// A post addressed to it is the same slip (before, it was posted, to
+	// nobody, while the ask was refused).
+	if _, err := ib(nt, 0).Say(ctx, "human", localapi.SayRequest{Room: "design", To: ghost, Text: "to nobody"}); !localapi.IsCode(err, localapi.CodeUnknownAgent) {
+		t.Fatalf("post to an agent a contact does not run: %v", err)
+	}
 	after, err := ib(nt, 0).Get(ctx, res.RoomID)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +74,10 @@ func TestUnknownAgentOfAContactRefused(t *testing.T) {
 	a, err := ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{Room: "design", To: unseen, Text: "anyone?"})
 	if err != nil || !strings.Contains(a.Note, unseen+" could not be checked") {
 		t.Fatalf("ask of an agent of a node that tells nothing: %+v %v", a, err)
+	}
+	p, err := ib(nt, 0).Say(ctx, "human", localapi.SayRequest{Room: "design", To: unseen, Text: "anyone at all?"})
+	if err != nil || !strings.Contains(p.Note, unseen+" could not be checked") {
+		t.Fatalf("post to an agent of a node that tells nothing: %+v %v", p, err)
 	}
 }
 

@@ -407,9 +407,10 @@ type Posted struct {
 	// was posted, and ID is the event that let it in.
 	Already bool `json:"already,omitempty"`
 	// Note is set by an invite of an agent that could not be checked: its
-	// node tells this node nothing of its agents, so it may not exist; and
-	// by a post in a room whose other member nodes this node's contacts
-	// all refuse now (it reaches no one).
+	// node tells this node nothing of its agents, so it may not exist (and
+	// by a post whose To could not be checked so); and by a post in a room
+	// whose other member nodes this node's contacts all refuse now (it
+	// reaches no one).
 	Note string `json:"note,omitempty"`
 	// Waits is set by an invite of a node that is not a contact granting
 	// invites (a member of a room this node shares): the invite waits on
