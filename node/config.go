@@ -82,6 +82,11 @@ type Config struct {
 	// AskTTL is how long an ask is owed by the agents it asks (and waited
 	// for by its asker) unless answered. Zero means 1 hour.
 	AskTTL time.Duration
+	// HandWait is how long a two-step hand-out of an agent's items (a
+	// local API call with the Parley-Hand header: the MCP server's, the
+	// hooks') waits for its confirmation before the items are offered to
+	// the agent again (internal/inbox). Zero means 30 s.
+	HandWait time.Duration
 	// WakeLimit is how long a wake-up route has to get an owed item read
 	// before the next route tries, and, with none left, the human is told
 	// (internal/wake). Zero means 60 s.

@@ -24,7 +24,7 @@
 //     creator is shown once instead (kind "removed": the room, and who).
 //   - A message is shown once: by a take (at most 10 a take, oldest first;
 //     the rest are counted) or by Read. The agent's own events are never
-//     unread.
+//     unread. (A two-step hand-out not confirmed shows it again; below.)
 //
 // The inbox follows each room's local arrival log (rooms.Manager.Since),
 // which only grows, so an event that arrives late through catch-up is not
@@ -38,6 +38,21 @@
 // items are scanned, r/<room> how far its messages were shown (both
 // arrival numbers, 8 bytes big-endian), o/<ask> the asks it owes, q/<ask>
 // its own asks until answered or expired, n/<event> notices to show once
-// (JSON). The counts of unread messages live in memory and are counted
-// again after a restart.
+// (JSON), h/<token> its open two-step hand-outs (JSON: until when, and the
+// items given, by event ID, or whole when they are no event's). The counts
+// of unread messages live in memory and are counted again after a restart.
+//
+// # Two-step hand-outs
+//
+// A call made with localapi.TwoStep (the MCP server's, the hooks') marks
+// what it hands out as any call does, and records it (h/<token>, saved with
+// the marks) under a token its answer gives (Pending.Hand). The caller
+// confirms the token (Ack) once what it was handed reached the agent; a
+// record not confirmed within Config.HandWait is offered again at the
+// agent's next call (take, peek, read, a waiting take when it passes): an
+// ask it still owes is shown in full again, anything else comes back as a
+// notice to show once (n/<event>, made again from the event). Open records
+// survive a restart (offered again once their wait passed); at most
+// MaxHands (and 256 KiB of records) per agent: past them the oldest is
+// offered again at once. Shown twice, never lost.
 package inbox

@@ -19,23 +19,25 @@ import (
 	"github.com/parley-mesh/parley/rooms"
 )
 
-// withPending runs f for agent, then (with take) scans and takes its
-// pending items into the answer.
-func (b *Inbox) withPending(agent identity.AgentName, take bool, p *localapi.Pending) error {
+// withPending fills a call's answer's pending items: with take it scans and
+// takes them. A two-step call (h) gets its hand-out's token, if the call
+// handed anything out (here, or before: a read's messages).
+func (b *Inbox) withPending(agent identity.AgentName, take bool, h *hand, p *localapi.Pending) error {
 	*p = p.OrEmpty()
-	if !take {
-		return nil
+	if take {
+		got, err := b.takeLocked(agent, true, h)
+		if err != nil {
+			return err
+		}
+		*p = got
 	}
-	got, err := b.takeLocked(agent, true)
-	if err != nil {
-		return err
-	}
-	*p = got
+	p.Hand = h.tokenIfUsed()
 	return nil
 }
 
-// takeLocked scans and builds the agent's pending items.
-func (b *Inbox) takeLocked(agent identity.AgentName, take bool) (localapi.Pending, error) {
+// takeLocked scans and builds the agent's pending items; with take and h
+// it records its hand-out.
+func (b *Inbox) takeLocked(agent identity.AgentName, take bool, h *hand) (localapi.Pending, error) {
 	st, err := b.lock(agent)
 	if err != nil {
 		return localapi.Pending{}, err
@@ -45,11 +47,12 @@ func (b *Inbox) takeLocked(agent identity.AgentName, take bool) (localapi.Pendin
 		b.discard(st)
 		return localapi.Pending{}, apiError(err)
 	}
-	p, err := b.pending(agent, st, take)
+	p, err := b.pending(agent, st, take, h)
 	if err != nil {
 		b.discard(st) // what it marked before the error was not handed out
 		return localapi.Pending{}, apiError(err)
 	}
+	p.Hand = h.tokenIfUsed()
 	// What this take handed out is marked in memory; a refused save is
 	// logged (see keep): an error here would lose it until a restart.
 	b.keep(st)
@@ -63,7 +66,7 @@ func (b *Inbox) Take(ctx context.Context, agent string) (localapi.Pending, error
 	if err != nil {
 		return localapi.Pending{}, err
 	}
-	return b.takeLocked(a, true)
+	return b.takeLocked(a, true, handFor(ctx))
 }
 
 // Peek implements localapi.Edge.
@@ -72,7 +75,7 @@ func (b *Inbox) Peek(ctx context.Context, agent string) (localapi.Pending, error
 	if err != nil {
 		return localapi.Pending{}, err
 	}
-	return b.takeLocked(a, false)
+	return b.takeLocked(a, false, nil)
 }
 
 // Owed implements localapi.Edge: the asks agent owes now, in the order they
@@ -122,6 +125,10 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	after, known := b.parseCursor(req.After)
+	var h *hand
+	if req.Take {
+		h = handFor(ctx)
+	}
 	for first := true; ; first = false {
 		st, err := b.lock(a)
 		if err != nil {
@@ -145,7 +152,8 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 		}
 		var p localapi.Pending
 		if err == nil && fresh {
-			p, err = b.pending(a, st, req.Take)
+			p, err = b.pending(a, st, req.Take, h)
+			p.Hand = h.tokenIfUsed()
 		}
 		if err != nil {
 			// Nothing is handed out: what the scan or pending marked
@@ -153,6 +161,12 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 			b.discard(st)
 			b.unlock(st)
 			return localapi.Pending{}, apiError(err)
+		}
+		// An open hand-out's wait that passes offers its items again: a
+		// take waiting wakes for it.
+		var due <-chan time.Time
+		if next := st.nextHand(); req.Take && !next.IsZero() {
+			due = time.After(max(next.Sub(b.now()), 0))
 		}
 		// With take, what it hands out is marked in memory; a refused
 		// save is logged, and the agent gets the items (see keep).
@@ -164,8 +178,9 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 		}
 		select {
 		case <-changes:
+		case <-due:
 		case <-timer.C:
-			return b.takeLocked(a, req.Take)
+			return b.takeLocked(a, req.Take, h)
 		case <-ctx.Done():
 			return localapi.Pending{}, ctx.Err()
 		}
@@ -536,7 +551,7 @@ func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoo
 		return res, apiError(err)
 	}
 	res.RoomRef = ref(in)
-	return res, b.withPending(a, req.Take, &res.Pending)
+	return res, b.withPending(a, req.Take, handFor(ctx), &res.Pending)
 }
 
 // errText is an error's message without its package prefixes.
@@ -584,7 +599,7 @@ func (b *Inbox) Invite(ctx context.Context, agent string, req localapi.InviteReq
 	if err != nil {
 		return res, apiError(err) // invited, but the node could not be told yet
 	}
-	return res, b.withPending(a, req.Take, &res.Pending)
+	return res, b.withPending(a, req.Take, handFor(ctx), &res.Pending)
 }
 
 // Say implements localapi.Edge.
@@ -655,7 +670,7 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 	if res.Note == "" {
 		res.Note = toNote
 	}
-	return res, b.withPending(a, req.Take, &res.Pending)
+	return res, b.withPending(a, req.Take, handFor(ctx), &res.Pending)
 }
 
 // nobodyHears says, when room in has other member nodes and this node's
@@ -847,11 +862,12 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		return res, err
 	}
 	wait := time.Duration(req.WaitSeconds * float64(time.Second))
-	res.Reply, err = b.waitReply(ctx, a, res.AskID, wait)
+	h := handFor(ctx)
+	res.Reply, err = b.waitReply(ctx, a, res.AskID, wait, h)
 	if err != nil {
 		return res, err
 	}
-	return res, b.withPending(a, req.Take, &res.Pending)
+	return res, b.withPending(a, req.Take, h, &res.Pending)
 }
 
 // noteAsked records the agent's own ask at once (its scan would too), so
@@ -995,15 +1011,17 @@ func (b *Inbox) WaitReply(ctx context.Context, agent, ask string, wait time.Dura
 	if in, err := b.rooms.Get(v.Room); err == nil {
 		res.Room = ref(in)
 	}
-	if res.Reply, err = b.waitReply(ctx, a, res.AskID, wait); err != nil {
+	h := handFor(ctx)
+	if res.Reply, err = b.waitReply(ctx, a, res.AskID, wait, h); err != nil {
 		return res, err
 	}
-	return res, b.withPending(a, take, &res.Pending)
+	return res, b.withPending(a, take, h, &res.Pending)
 }
 
 // waitReply waits up to wait for the first reply to the agent's ask; the
-// reply is then handed out here rather than among the pending items.
-func (b *Inbox) waitReply(ctx context.Context, agent identity.AgentName, ask string, wait time.Duration) (*localapi.Item, error) {
+// reply is then handed out here rather than among the pending items (and
+// recorded in a two-step hand-out, h).
+func (b *Inbox) waitReply(ctx context.Context, agent identity.AgentName, ask string, wait time.Duration, h *hand) (*localapi.Item, error) {
 	changes, stop := b.rooms.Changes()
 	defer stop()
 	timer := time.NewTimer(wait)
@@ -1027,6 +1045,7 @@ func (b *Inbox) waitReply(ctx context.Context, agent identity.AgentName, ask str
 				reply = &r
 				if _, ok := st.notes[r.ID]; ok {
 					st.dropNote(agent, r.ID)
+					b.handed(st, h, []localapi.Item{r})
 				}
 			}
 		}
@@ -1094,8 +1113,9 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 		}
 		res.Messages, res.LeftOut = newestWithin(res.Messages, req.MaxBytes)
 		b.tellApart(res.Messages, nil)
-		return res, b.withPending(a, req.Take, &res.Pending)
+		return res, b.withPending(a, req.Take, handFor(ctx), &res.Pending)
 	}
+	h := handFor(ctx)
 	st, err := b.lock(a)
 	if err != nil {
 		return res, err
@@ -1113,10 +1133,11 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	}
 	// The messages are shown and their read cursors moved in memory; a
 	// refused save is logged (see keep).
+	b.handed(st, h, res.Messages)
 	b.keep(st)
 	b.unlock(st)
 	b.tellApart(res.Messages, nil)
-	return res, b.withPending(a, req.Take, &res.Pending)
+	return res, b.withPending(a, req.Take, h, &res.Pending)
 }
 
 // newestWithin keeps the newest of items whose texts fit in maxBytes
@@ -1254,7 +1275,7 @@ func (b *Inbox) Leave(ctx context.Context, agent string, req localapi.LeaveReque
 	b.record(a, audit.RoomLeave, in.ID, d)
 	res.ID = eid.String()
 	b.leftRoom(a, in.ID)
-	return res, b.withPending(a, req.Take, &res.Pending)
+	return res, b.withPending(a, req.Take, handFor(ctx), &res.Pending)
 }
 
 // localAgentsIn reports whether an agent of this node is in the room.
@@ -1313,7 +1334,7 @@ func (b *Inbox) Dismiss(ctx context.Context, agent string, req localapi.DismissR
 			"you owe no ask %q (answered, expired or never yours; your pending items list the asks you owe)", req.AskID)
 	}
 	var p localapi.Pending
-	return p, b.withPending(a, req.Take, &p)
+	return p, b.withPending(a, req.Take, handFor(ctx), &p)
 }
 
 // Who implements localapi.Edge.
@@ -1326,7 +1347,7 @@ func (b *Inbox) Who(ctx context.Context, agent string, req localapi.AgentRequest
 	if ws := b.cfg.Agents.Who(ctx); ws != nil {
 		res.Agents = ws
 	}
-	if err := b.withPending(a, req.Take, &res.Pending); err != nil {
+	if err := b.withPending(a, req.Take, handFor(ctx), &res.Pending); err != nil {
 		return res, err
 	}
 	me := b.addr(a)

@@ -1,6 +1,9 @@
 package inbox
 
-import "github.com/parley-mesh/parley/identity"
+import (
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
 
 // States returns how many agents' states the inbox keeps in memory.
 func States(b *Inbox) int {
@@ -24,4 +27,15 @@ func OwedTextBytes(b *Inbox, agent string) (n, textBytes int) {
 		textBytes += len(a.Text)
 	}
 	return len(st.owed), textBytes
+}
+
+// HandRecords returns how many open hand-out records of agent the store
+// holds.
+func HandRecords(b *Inbox, agent string) (int, error) {
+	n := 0
+	err := b.db.ScanFrom(schema.AgentItem(agent, "h", ""), nil, false, func(k, v []byte) bool {
+		n++
+		return true
+	})
+	return n, err
 }

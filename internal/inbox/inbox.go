@@ -127,6 +127,10 @@ type Config struct {
 	// Notices are other services' items for an agent (the board's), listed
 	// after the replies; with take they are handed out. Nil: none.
 	Notices func(agent identity.AgentName, take bool) []localapi.Item
+	// HandWait is how long a two-step hand-out (a call made with
+	// localapi.TwoStep) waits for its confirmation (Ack) before its items
+	// are offered again. Zero means DefaultHandWait.
+	HandWait time.Duration
 }
 
 // Defaults and limits.
@@ -185,6 +189,9 @@ func New(cfg Config) (*Inbox, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.HandWait <= 0 {
+		cfg.HandWait = DefaultHandWait
 	}
 	return &Inbox{cfg: cfg, rooms: cfg.Rooms, db: cfg.Store, self: cfg.Rooms.Self(), log: cfg.Logger, now: cfg.Now,
 		run: strings.ToLower(rand.Text()[:8]), states: make(map[identity.AgentName]*state)}, nil
@@ -247,6 +254,7 @@ type state struct {
 	unread  map[identity.RoomID]int    // unread messages counted by the scan
 	recount map[identity.RoomID]bool   // rooms whose unread count is not known (after a restart)
 	dirty   map[identity.RoomID]bool   // rooms with more to scan than one take scans
+	hands   map[string]*handRec        // open two-step hand-outs, by token (h)
 	news    uint64                     // bumped when a scan finds something new
 	ops     []schema.Op                // writes not yet applied
 }
@@ -313,7 +321,7 @@ func (b *Inbox) unlock(st *state) {
 func (st *state) empty() bool {
 	return st.news == 0 && len(st.ops) == 0 && len(st.scan) == 0 && len(st.read) == 0 && len(st.removed) == 0 &&
 		len(st.owed) == 0 && len(st.asked) == 0 && len(st.notes) == 0 && len(st.sawAsks) == 0 &&
-		len(st.unread) == 0 && len(st.dirty) == 0 && len(st.recount) == 0
+		len(st.unread) == 0 && len(st.dirty) == 0 && len(st.recount) == 0 && len(st.hands) == 0
 }
 
 // held reports whether an agent of this node holds the name.
@@ -331,7 +339,7 @@ func (b *Inbox) held(agent identity.AgentName) bool {
 func (b *Inbox) load(agent identity.AgentName, st *state) error {
 	st.scan, st.read, st.removed = map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}
 	st.owed, st.asked, st.notes = map[string]*askRec{}, map[string]*askRec{}, map[string]*localapi.Item{}
-	st.sawAsks = map[string]int64{}
+	st.sawAsks, st.hands = map[string]int64{}, map[string]*handRec{}
 	st.unread, st.recount, st.dirty = map[identity.RoomID]int{}, map[identity.RoomID]bool{}, map[identity.RoomID]bool{}
 	prefix := schema.AgentPrefix(string(agent))
 	var bad error
@@ -377,6 +385,13 @@ func (b *Inbox) load(agent identity.AgentName, st *state) error {
 				return false
 			}
 			st.notes[key] = &it
+		case "h":
+			r, err := loadHand(v)
+			if err != nil {
+				bad = fmt.Errorf("inbox: %s hand-out %s: %w", agent, key, err)
+				return false
+			}
+			st.hands[key] = r
 		}
 		return true
 	})

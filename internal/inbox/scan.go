@@ -17,6 +17,7 @@ import (
 // and notes asks it owes, replies to its asks, invitations, and unread
 // messages. Callers hold st.mu; they flush st.ops.
 func (b *Inbox) scan(agent identity.AgentName, st *state) error {
+	b.expireHands(st)
 	changed, seq := b.rooms.ChangedSince(st.seen)
 	for id := range st.dirty {
 		if !slices.Contains(changed, id) {
@@ -314,9 +315,11 @@ func (b *Inbox) forget(agent identity.AgentName, st *state, id identity.RoomID) 
 }
 
 // pending builds what the agent has yet to see; with take it hands it out:
-// new asks become reminders, notices go, and listed messages are read.
-func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localapi.Pending, error) {
+// new asks become reminders, notices go, and listed messages are read. A
+// two-step hand-out (h) records what it handed out.
+func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand) (localapi.Pending, error) {
 	var p localapi.Pending
+	var handed []localapi.Item // what this take hands out (reminders are shown, not handed)
 	names := map[identity.RoomID]string{}
 	nameOf := func(id identity.RoomID) string {
 		if n, ok := names[id]; ok {
@@ -359,6 +362,7 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 			o.rec.Shown = true
 			o.rec.Text = it.Text // for its record: memory drops it again
 			st.putAsk(agent, "o", o.id, o.rec)
+			handed = append(handed, it)
 		}
 	}
 	for _, o := range owed {
@@ -393,10 +397,15 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		p.Items = append(p.Items, cp)
 		if take {
 			st.dropNote(agent, it.ID)
+			handed = append(handed, cp)
 		}
 	}
 	if b.cfg.Notices != nil {
-		p.Items = append(p.Items, b.cfg.Notices(agent, take)...)
+		ns := b.cfg.Notices(agent, take)
+		p.Items = append(p.Items, ns...)
+		if take {
+			handed = append(handed, ns...)
+		}
 	}
 	// Unread messages, oldest first per room, at most MaxMessages.
 	var backlog []identity.RoomID
@@ -427,6 +436,7 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 					st.setCursor(agent, "r", id, last)
 				}
 				st.unread[id] = rest
+				handed = append(handed, its...)
 			}
 			if rest > 0 {
 				p.MoreUnread = append(p.MoreUnread, localapi.RoomCount{Room: string(id), RoomName: nameOf(id), Count: rest})
@@ -435,6 +445,7 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool) (localap
 		}
 		p.MoreUnread = append(p.MoreUnread, localapi.RoomCount{Room: string(id), RoomName: nameOf(id), Count: st.unread[id]})
 	}
+	b.handed(st, h, handed)
 	p.Cursor = b.cursor(st)
 	return p.OrEmpty(), nil
 }

@@ -97,6 +97,9 @@ func (c *Client) open(ctx context.Context, method, path string, in any) (*http.R
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if TwoStep(ctx) {
+		req.Header.Set(HandHeader, handTwoStep)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if isNoNode(err) {

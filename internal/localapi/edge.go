@@ -33,6 +33,9 @@ type Edge interface {
 	// Wait blocks until something new is pending for the agent (or the
 	// wait passes), then takes it, or only peeks (see WaitRequest).
 	Wait(ctx context.Context, agent string, req WaitRequest) (Pending, error)
+	// Ack confirms a two-step hand-out (Pending.Hand of a call made with
+	// TwoStep): its items are not offered again.
+	Ack(ctx context.Context, agent string, req AckRequest) (AckResult, error)
 }
 
 // HandleEdge adds the agent endpoints ({agent} is the agent's name on this
@@ -53,6 +56,11 @@ type Edge interface {
 //	GET  /v1/agents/{agent}/pending            → Pending (nothing handed out)
 //	GET  /v1/agents/{agent}/owed               → [Item] (the asks it owes)
 //	GET  /v1/agents/{agent}/wait               ?seconds=&take=&after= → Pending (blocks until something new)
+//	POST /v1/agents/{agent}/ack                AckRequest → AckResult (confirms a two-step hand-out)
+//
+// A request with the header HandHeader ("Parley-Hand: two-step") hands out
+// in two steps: its answer's Pending.Hand is to be confirmed with ack once
+// what was handed out reached the agent, else it is offered again.
 func (s *Server) HandleEdge(e Edge) {
 	agent := func(r *http.Request) string { return r.PathValue("agent") }
 	take := func(r *http.Request) bool { v, _ := strconv.ParseBool(r.URL.Query().Get("take")); return v }
@@ -109,6 +117,12 @@ func (s *Server) HandleEdge(e Edge) {
 			return Pending{}, err
 		}
 		return e.Wait(r.Context(), agent(r), WaitRequest{Seconds: d.Seconds(), Take: take(r), After: r.URL.Query().Get("after")})
+	})
+	withBody(s, "POST /v1/agents/{agent}/ack", false, func(r *http.Request, req AckRequest) (AckResult, error) {
+		if req.Hand == "" {
+			return AckResult{}, BadRequest("hand is empty: give the hand of the answer to confirm (its pending.hand)")
+		}
+		return e.Ack(r.Context(), agent(r), req)
 	})
 }
 
@@ -225,4 +239,12 @@ func (c *Client) Wait(ctx context.Context, agent string, req WaitRequest) (Pendi
 		q.Set("after", req.After)
 	}
 	return v, c.agentCall(ctx, "GET", agent, "/wait?"+q.Encode(), nil, &v)
+}
+
+// Ack confirms agent's two-step hand-out hand (Pending.Hand); it reports
+// whether the hand-out was still open (see AckResult).
+func (c *Client) Ack(ctx context.Context, agent, hand string) (bool, error) {
+	var v AckResult
+	err := c.agentCall(ctx, "POST", agent, "/ack", AckRequest{Hand: hand}, &v)
+	return v.Acked, err
 }

@@ -43,7 +43,7 @@ func (s *Server) newHTTPServer() *http.Server {
 	s.base, s.stop = context.WithCancelCause(context.Background())
 	return &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.mux.ServeHTTP(stopWriter{w, s.base}, r)
+			s.mux.ServeHTTP(stopWriter{w, s.base}, twoStepRequest(r))
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return s.base },

@@ -325,7 +325,10 @@ type EventID struct {
 
 // Agent calls: what an agent does through its node. Each request names no
 // agent (the path does); Take asks for the agent's pending items in the same
-// answer, which hands them out.
+// answer, which hands them out. A call made with TwoStep (the Parley-Hand
+// header) hands them out in two steps: the answer's Pending.Hand is then to
+// be confirmed (Ack) once the items reached the agent, or they are offered
+// again.
 
 // OpenRoomRequest creates a room and brings members in.
 type OpenRoomRequest struct {
@@ -545,6 +548,23 @@ type Pending struct {
 	// Cursor marks what the agent had when this was built: a wait with it
 	// as After returns once something newer arrives.
 	Cursor string `json:"cursor,omitempty"`
+	// Hand is set by a two-step hand-out (a call made with TwoStep) that
+	// handed something out: the caller confirms it with Ack once what it
+	// was handed reached whom it is for. A hand-out not confirmed within
+	// the node's hand wait (30 s by default) is offered again.
+	Hand string `json:"hand,omitempty"`
+}
+
+// AckRequest confirms a two-step hand-out (Pending.Hand).
+type AckRequest struct {
+	Hand string `json:"hand"`
+}
+
+// AckResult says whether the hand-out was still open: false when it was
+// confirmed already, or its wait passed and its items were offered again
+// (then the agent may see them twice), or no such hand-out was made.
+type AckResult struct {
+	Acked bool `json:"acked"`
 }
 
 // WaitRequest waits for something new for an agent.

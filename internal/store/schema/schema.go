@@ -55,6 +55,8 @@
 //	s/a/<agent>/<item>/<event id>      an agent's open items (JSON): o (an ask it owes),
 //	                                   q (an ask it asked, until answered), n (a notice to
 //	                                   show once: an invitation, or the reply to its ask)
+//	s/a/<agent>/h/<token>              an open two-step hand-out of the agent's items,
+//	                                   until confirmed (JSON, internal/inbox)
 //
 // Pending events (parents not yet stored) live only in memory: catch-up sync
 // fetches them again after a restart.
@@ -266,7 +268,8 @@ func AgentCursorPrefix(agent, cursor string) []byte {
 	return []byte("s/a/" + agent + "/" + cursor + "/")
 }
 
-// AgentItem is one of an agent's open items ("o", "q" or "n") by event ID.
+// AgentItem is one of an agent's open items ("o", "q" or "n") by event ID,
+// or an open hand-out ("h") by its token.
 func AgentItem(agent, kind, id string) []byte {
 	return []byte("s/a/" + agent + "/" + kind + "/" + id)
 }

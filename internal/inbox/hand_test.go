@@ -1,0 +1,217 @@
+package inbox_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/inbox"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// handWait sets the node's hand wait.
+func handWait(d time.Duration) func(*node.Config) { return func(c *node.Config) { c.HandWait = d } }
+
+// itemsFor sets beta up with an invitation from alpha, a message and an
+// ask for it, in room "r" of node 0.
+func itemsFor(t *testing.T, nt *nodetest.Net) {
+	t.Helper()
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	if _, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "r", Members: []string{"beta"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "r", Text: "hello beta"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{Room: "r", To: "beta", Text: "are you there?"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// has reports whether p holds an item of kind with text (any text for "").
+func has(p localapi.Pending, kind, text string) bool {
+	return slices.ContainsFunc(p.Items, func(it localapi.Item) bool {
+		return it.Kind == kind && (text == "" || it.Text == text)
+	})
+}
+
+// all3 reports whether p holds beta's three items.
+func all3(p localapi.Pending) bool {
+	return has(p, "invitation", "") && has(p, "message", "hello beta") && has(p, "ask", "are you there?")
+}
+
+// takeTwoStep takes beta's items in two steps until the three are handed.
+func takeTwoStep(t *testing.T, nt *nodetest.Net) localapi.Pending {
+	t.Helper()
+	two := localapi.WithTwoStep(context.Background())
+	p, err := ib(nt, 0).Take(two, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !all3(p) || p.Hand == "" {
+		t.Fatalf("a two-step take: %v, hand %q; want the invitation, the message and the ask, and a hand", kinds(p), p.Hand)
+	}
+	return p
+}
+
+// An item handed out in two steps and never confirmed is offered again
+// once the hand wait passed: the ask in full (once, not also as a
+// reminder), the invitation and the message as notices.
+func TestTwoStepHandOutUnconfirmedIsOfferedAgain(t *testing.T) {
+	nt := start(t, 1, handWait(time.Second))
+	itemsFor(t, nt)
+	takeTwoStep(t, nt)
+	p := waitItems(t, nt, 0, "beta", "the unconfirmed items to be offered again", all3)
+	ask := p.Items[slices.IndexFunc(p.Items, func(it localapi.Item) bool { return it.Kind == "ask" })].ID
+	asks := 0
+	for _, it := range p.Items {
+		if it.ID == ask {
+			asks++
+		}
+	}
+	if asks != 1 {
+		t.Errorf("the ask is listed %d times, want once: %v", asks, kinds(p))
+	}
+	if p.Hand != "" {
+		t.Errorf("a one-step take has hand %q", p.Hand)
+	}
+	// Offered again once: the next take has only the reminder.
+	p, err := ib(nt, 0).Take(context.Background(), "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(kinds(p), []string{"reminder"}) {
+		t.Errorf("the take after: %v, want the reminder alone", kinds(p))
+	}
+}
+
+// A confirmed hand-out is not offered again, and confirms once.
+func TestTwoStepHandOutConfirmedIsNotOfferedAgain(t *testing.T) {
+	const wait = time.Second
+	nt := start(t, 1, handWait(wait))
+	itemsFor(t, nt)
+	p := takeTwoStep(t, nt)
+	ctx := context.Background()
+	if res, err := ib(nt, 0).Ack(ctx, "beta", localapi.AckRequest{Hand: p.Hand}); err != nil || !res.Acked {
+		t.Fatalf("ack: %v, %v", res, err)
+	}
+	if res, err := ib(nt, 0).Ack(ctx, "beta", localapi.AckRequest{Hand: p.Hand}); err != nil || res.Acked {
+		t.Fatalf("a second ack: %v, %v; want not acked", res, err)
+	}
+	if n := ib(nt, 0).OpenHands("beta"); n != 0 {
+		t.Fatalf("%d hand-outs open after the ack", n)
+	}
+	if nodetest.Poll(3*wait, func() bool {
+		p, err := ib(nt, 0).Take(ctx, "beta")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return has(p, "message", "") || has(p, "invitation", "") || has(p, "ask", "")
+	}) {
+		t.Fatal("a confirmed hand-out's items were offered again")
+	}
+}
+
+// The messages a two-step read hands out come back when it is not
+// confirmed.
+func TestTwoStepReadUnconfirmedIsOfferedAgain(t *testing.T) {
+	nt := start(t, 1, handWait(time.Second))
+	itemsFor(t, nt)
+	ctx := context.Background()
+	// The ask and invitation go by a one-step take; the message stays for
+	// the read (a take lists it too: say another one).
+	if _, err := ib(nt, 0).Take(ctx, "beta"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "r", Text: "read me"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ib(nt, 0).Read(localapi.WithTwoStep(ctx), "beta", localapi.ReadRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res.Messages, func(it localapi.Item) bool { return it.Text == "read me" }) || res.Pending.Hand == "" {
+		t.Fatalf("a two-step read: %v, hand %q", texts(res.Messages), res.Pending.Hand)
+	}
+	waitItems(t, nt, 0, "beta", "the unconfirmed read's message to be offered again",
+		func(p localapi.Pending) bool { return has(p, "message", "read me") })
+}
+
+// An open hand-out survives a restart of the node: its items are offered
+// again once its wait passed.
+func TestTwoStepHandOutSurvivesRestart(t *testing.T) {
+	nt := start(t, 1, handWait(3*time.Second))
+	itemsFor(t, nt)
+	takeTwoStep(t, nt)
+	nt.Crash(0)
+	nt.RestartAlone(0)
+	waitItems(t, nt, 0, "beta", "the unconfirmed items to be offered again after a restart", all3)
+}
+
+// A caller that never confirms keeps at most MaxHands hand-outs open, in
+// memory and on disk: past it the oldest's items are offered again, once
+// each.
+func TestTwoStepHandOutsAreBounded(t *testing.T) {
+	nt := start(t, 1, handWait(time.Hour))
+	itemsFor(t, nt)
+	ctx := context.Background()
+	two := localapi.WithTwoStep(ctx)
+	takeTwoStep(t, nt)
+	extra := 5
+	for k := range inbox.MaxHands + extra {
+		if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "r", Text: fmt.Sprintf("m%d", k)}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := ib(nt, 0).Take(two, "beta")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Hand == "" {
+			t.Fatalf("take %d handed nothing out: %v", k, kinds(p))
+		}
+		if n := ib(nt, 0).OpenHands("beta"); n > inbox.MaxHands {
+			t.Fatalf("%d hand-outs open, over %d", n, inbox.MaxHands)
+		}
+		if n, err := inbox.HandRecords(ib(nt, 0), "beta"); err != nil || n > inbox.MaxHands {
+			t.Fatalf("%d hand-out records on disk (%v), over %d", n, err, inbox.MaxHands)
+		}
+	}
+	// Each hand-out past the cap offered the oldest again, and the next
+	// two-step take handed those again in a hand-out of its own: what is
+	// offered again is what was handed, no more, each item once.
+	p, err := ib(nt, 0).Take(ctx, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, it := range p.Items {
+		seen[it.ID]++
+		if seen[it.ID] > 1 {
+			t.Errorf("item %s (%s %q) offered twice in one take", it.ID, it.Kind, it.Text)
+		}
+	}
+	if len(p.Items) > inbox.MaxHands+extra+3 {
+		t.Errorf("%d items offered again, more than were handed out", len(p.Items))
+	}
+}
+
+// A two-step take on a full disk answers with its items and a hand, as a
+// one-step take does; the record kept in memory offers them again when not
+// confirmed, while the disk is still full.
+func TestTwoStepTakeOnAFullDiskIsOfferedAgain(t *testing.T) {
+	d := newDiskFloor(t)
+	nt := start(t, 1, handWait(time.Second), func(c *node.Config) { c.MinFreeDisk = d.floor })
+	itemsFor(t, nt)
+	d.fill(t)
+	if _, err := ib(nt, 0).Say(context.Background(), "alpha", localapi.SayRequest{Room: "r", Text: "refused"}); err == nil {
+		t.Fatal("a say on a full disk was taken: the disk is not below the floor")
+	}
+	takeTwoStep(t, nt)
+	waitItems(t, nt, 0, "beta", "the unconfirmed items to be offered again on a full disk", all3)
+}
