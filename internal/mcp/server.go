@@ -333,9 +333,13 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 			})
 		})
 	}
-	err := srv.Run(ctx, t)
+	// Each tool result's hand-out is confirmed once the result is written
+	// (hand.go); the confirmations under way finish before the end.
+	acks := &acker{api: s.api, log: s.log}
+	err := srv.Run(ctx, ackTransport{Transport: t, a: acks})
 	cancel()
 	wg.Wait()
+	acks.wait()
 	uctx, ucancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer ucancel()
 	s.mu.Lock()

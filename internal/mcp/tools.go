@@ -371,6 +371,9 @@ func addTool[In threaded, Out any, PO interface {
 }](srv *sdk.Server, s *Server, name, desc string, h func(ctx context.Context, c *call, in In) (Out, string, error)) {
 	t := &sdk.Tool{Name: name, Description: desc, InputSchema: portableSchema[In](), OutputSchema: portableSchema[Out]()}
 	sdk.AddTool(srv, t, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
+		// The node hands the items out in two steps: the result carries
+		// the hand-out (HandMeta), confirmed once it was written.
+		ctx = localapi.WithTwoStep(ctx)
 		res := &sdk.CallToolResult{}
 		agent, done, err := s.agentFor(ctx, in.thread())
 		defer done()
@@ -402,6 +405,9 @@ func addTool[In threaded, Out any, PO interface {
 		env.Pending, env.MoreUnread = []Pending{}, []RoomCount{}
 		if p != nil {
 			env.Pending, env.MoreUnread = s.convert(c.agent, *p)
+			if p.Hand != "" {
+				res.Meta = sdk.Meta{HandMeta: handMeta{Agent: c.agent, Hand: p.Hand}}
+			}
 		}
 		env.Notice = notice(env.Pending, env.MoreUnread)
 		res.Content = []sdk.Content{&sdk.TextContent{Text: termtext.Text(s.named(ctx, text+renderPending(env.Pending, env.MoreUnread)))}}
