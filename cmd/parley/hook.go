@@ -255,7 +255,7 @@ func (h *hook) run(ctx context.Context) error {
 			return nil // Parley's own tools carry the items already
 		}
 	}
-	p, err := h.c.Take(bctx, h.agent.Name)
+	p, err := h.c.Take(localapi.WithTwoStep(bctx), h.agent.Name)
 	if err != nil {
 		return err
 	}
@@ -264,7 +264,23 @@ func (h *hook) run(ctx context.Context) error {
 	if text == "" {
 		return nil
 	}
-	return json.NewEncoder(h.out).Encode(hookOutput{HookSpecificOutput: &hookSpecific{HookEventName: h.event, AdditionalContext: text}})
+	if err := json.NewEncoder(h.out).Encode(hookOutput{HookSpecificOutput: &hookSpecific{HookEventName: h.event, AdditionalContext: text}}); err != nil {
+		return err // not confirmed: the node offers the items again
+	}
+	h.ack(bctx, p.Hand)
+	return nil
+}
+
+// ack confirms the two-step hand-out of the items the hook printed (the
+// node offers unconfirmed ones again after its hand wait): called only
+// once they were written whole.
+func (h *hook) ack(ctx context.Context, hand string) {
+	if hand == "" {
+		return
+	}
+	if _, err := h.c.Ack(ctx, h.agent.Name, hand); err != nil && h.event != "Stop" {
+		fmt.Fprintln(h.errw, "parley: the node was not told the items were shown; it shows them again:", termtext.Line(err.Error()))
+	}
 }
 
 // transcriptFormats are the clients whose hook inputs name a transcript
@@ -368,7 +384,7 @@ func (h *hook) stopWaiter(ctx context.Context) error {
 			continue
 		}
 		tctx, tcancel := context.WithTimeout(ctx, 8*time.Second)
-		p, err := h.c.Take(tctx, h.agent.Name)
+		p, err := h.c.Take(localapi.WithTwoStep(tctx), h.agent.Name)
 		tcancel()
 		if err != nil {
 			return err
@@ -378,7 +394,12 @@ func (h *hook) stopWaiter(ctx context.Context) error {
 		if text == "" {
 			continue // read meanwhile
 		}
-		fmt.Fprintln(h.errw, text)
+		if _, err := fmt.Fprintln(h.errw, text); err != nil {
+			return err // not confirmed: the node offers the items again
+		}
+		actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), 8*time.Second)
+		h.ack(actx, p.Hand)
+		acancel()
 		return exitError{2}
 	}
 	return nil
@@ -400,7 +421,7 @@ func (h *hook) stopContinue(ctx context.Context) error {
 	if !fresh {
 		return nil
 	}
-	if p, err = h.c.Take(ctx, h.agent.Name); err != nil {
+	if p, err = h.c.Take(localapi.WithTwoStep(ctx), h.agent.Name); err != nil {
 		return err
 	}
 	text := manual.Notice(p, h.agent.Address, manual.Shell{}, maxContext)
@@ -408,7 +429,11 @@ func (h *hook) stopContinue(ctx context.Context) error {
 	if text == "" {
 		return nil
 	}
-	return json.NewEncoder(h.out).Encode(hookOutput{Decision: "block", Reason: text})
+	if err := json.NewEncoder(h.out).Encode(hookOutput{Decision: "block", Reason: text}); err != nil {
+		return err // not confirmed: the node offers the items again
+	}
+	h.ack(ctx, p.Hand)
+	return nil
 }
 
 // named writes the agent addresses in text as NAME@handle where the node's

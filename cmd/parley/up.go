@@ -38,6 +38,7 @@ type upFlags struct {
 	detach      bool
 	loopback    bool
 	wakeLimit   time.Duration
+	handWait    time.Duration
 }
 
 func upCmd(g *globals) *cobra.Command {
@@ -87,6 +88,7 @@ node that ` + "`parley mcp`" + ` starts when none runs.`,
 	fl.BoolVar(&f.newIdentity, "new-identity", false, "identity.key is lost: make a new identity and keep the old database aside")
 	fl.StringVar(&f.minFree, "min-free-disk", "64MiB", "free disk space the database keeps; below it writes are refused and reads go on (0 turns it off)")
 	durationFlag(fl, &f.wakeLimit, "wake-limit", 60*time.Second, "how long a wake-up route has to get an owed ask or invitation read before the next route tries (then the human is told)")
+	durationFlag(fl, &f.handWait, "hand-wait", 30*time.Second, "how long items handed to an agent's client (a tool result, a hook's output) wait for the client's confirmation that it got them before they are offered to the agent again")
 	return cmd
 }
 
@@ -159,6 +161,7 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		NewIdentity: f.newIdentity,
 		MinFreeDisk: minFree,
 		WakeLimit:   f.wakeLimit,
+		HandWait:    f.handWait,
 		UIPort:      file.UIPort,
 
 		AgentPostLimit: file.AgentPostLimit,
