@@ -30,12 +30,12 @@ func OwedTextBytes(b *Inbox, agent string) (n, textBytes int) {
 }
 
 // HandRecords returns how many open hand-out records of agent the store
-// holds.
-func HandRecords(b *Inbox, agent string) (int, error) {
-	n := 0
-	err := b.db.ScanFrom(schema.AgentItem(agent, "h", ""), nil, false, func(k, v []byte) bool {
+// holds, and the size of the largest.
+func HandRecords(b *Inbox, agent string) (n, largest int, err error) {
+	err = b.db.ScanFrom(schema.AgentItem(agent, "h", ""), nil, false, func(k, v []byte) bool {
 		n++
+		largest = max(largest, len(v))
 		return true
 	})
-	return n, err
+	return n, largest, err
 }

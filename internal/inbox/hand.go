@@ -50,11 +50,13 @@ type handRec struct {
 // handItem is one item a hand-out gave. An item made from an event is kept
 // by reference (its room's log holds its text), and made again from the
 // event when it is offered again; another (a board notice) is kept whole.
+// Short keys keep a take's record (a dozen items) under Badger's value
+// threshold (1 KiB), in the LSM tree, which compacts, rather than in the
+// value log, which the node never reclaims.
 type handItem struct {
-	Kind     string         `json:"kind"`
-	ID       string         `json:"id"`
-	RoomName string         `json:"room_name,omitempty"`
-	Item     *localapi.Item `json:"item,omitempty"`
+	Kind string         `json:"k"`
+	ID   string         `json:"id"`
+	Item *localapi.Item `json:"it,omitempty"`
 }
 
 // hand is one call's two-step hand-out; nil for a one-step call.
@@ -103,7 +105,7 @@ func (b *Inbox) handed(st *state, h *hand, items []localapi.Item) {
 		st.hands[h.token] = rec
 	}
 	for _, it := range items {
-		hi := handItem{Kind: it.Kind, ID: it.ID, RoomName: it.RoomName}
+		hi := handItem{Kind: it.Kind, ID: it.ID}
 		if _, err := rooms.ParseID(it.ID); err != nil || !slices.Contains(eventKinds, it.Kind) {
 			cp := it
 			hi.Item = &cp
@@ -135,7 +137,7 @@ func (b *Inbox) makeRoom(st *state) {
 		if len(st.hands) < MaxHands && total < maxHandBytes {
 			return
 		}
-		b.offerAgain(st, oldest)
+		b.offerAgain(st, oldest, "too many hand-outs wait for their confirmation")
 	}
 }
 
@@ -151,7 +153,7 @@ func (b *Inbox) expireHands(st *state) {
 	}
 	slices.SortFunc(due, func(x, y string) int { return cmp.Or(cmp.Compare(st.hands[x].At, st.hands[y].At), cmp.Compare(x, y)) })
 	for _, tok := range due {
-		b.offerAgain(st, tok)
+		b.offerAgain(st, tok, "not confirmed in time")
 	}
 }
 
@@ -176,7 +178,7 @@ func (st *state) nextHand() time.Time {
 // replies are), made again from its event. An item whose event this node
 // no longer holds (a room it left) has nothing left to offer. Callers hold
 // st.mu.
-func (b *Inbox) offerAgain(st *state, tok string) {
+func (b *Inbox) offerAgain(st *state, tok, why string) {
 	rec := st.hands[tok]
 	delete(st.hands, tok)
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(st.agent), "h", tok), Delete: true})
@@ -203,10 +205,14 @@ func (b *Inbox) offerAgain(st *state, tok string) {
 			continue
 		}
 		v, err := b.rooms.Find(eid)
-		if err != nil {
-			continue // the node left the room: nothing to act on there
+		if err != nil || b.hidden(v) {
+			continue // the node left the room, or its user muted the author since
 		}
-		it := item(v, hi.RoomName)
+		name := ""
+		if in, err := b.rooms.Get(v.Room); err == nil {
+			name = in.Name
+		}
+		it := item(v, name)
 		switch hi.Kind {
 		case "ask":
 			it.Kind = "message" // no longer owed (answered, expired): the text alone
@@ -218,7 +224,7 @@ func (b *Inbox) offerAgain(st *state, tok string) {
 		}
 		st.putNote(agent, it)
 	}
-	b.log.Info("inbox: a two-step hand-out was not confirmed in time; its items are offered again",
+	b.log.Info("inbox: the items of a two-step hand-out are offered again", "why", why,
 		"agent", string(agent), "items", len(rec.Items))
 }
 
