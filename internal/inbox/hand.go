@@ -172,21 +172,34 @@ func (st *state) nextHand() time.Time {
 	return time.UnixMilli(next)
 }
 
-// offerAgain drops hand-out tok and offers its items to the agent again:
-// an ask it still owes is shown in full again (not twice over); any other
-// item comes back as a notice to show once (n/<id>, as invitations and
-// replies are), made again from its event. An item whose event this node
-// no longer holds (a room it left) has nothing left to offer. Callers hold
-// st.mu.
+// offerAgain drops hand-out tok and offers its items to the agent again
+// (offerItems). Callers hold st.mu.
 func (b *Inbox) offerAgain(st *state, tok, why string) {
+	if rec := b.dropHand(st, tok); rec != nil {
+		b.offerItems(st, rec.Items, why)
+	}
+}
+
+// dropHand drops hand-out tok, in memory and on disk, and returns its
+// record (nil when it is not open). Callers hold st.mu.
+func (b *Inbox) dropHand(st *state, tok string) *handRec {
 	rec := st.hands[tok]
 	delete(st.hands, tok)
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(st.agent), "h", tok), Delete: true})
-	if rec == nil {
+	return rec
+}
+
+// offerItems offers items of a hand-out to the agent again: an ask it
+// still owes is shown in full again (not twice over); any other item comes
+// back as a notice to show once (n/<id>, as invitations and replies are),
+// made again from its event. An item whose event this node no longer holds
+// (a room it left) has nothing left to offer. Callers hold st.mu.
+func (b *Inbox) offerItems(st *state, items []handItem, why string) {
+	if len(items) == 0 {
 		return
 	}
 	agent := st.agent
-	for _, hi := range rec.Items {
+	for _, hi := range items {
 		if hi.Item != nil {
 			st.putNote(agent, *hi.Item)
 			continue
@@ -225,11 +238,12 @@ func (b *Inbox) offerAgain(st *state, tok, why string) {
 		st.putNote(agent, it)
 	}
 	b.log.Info("inbox: the items of a two-step hand-out are offered again", "why", why,
-		"agent", string(agent), "items", len(rec.Items))
+		"agent", string(agent), "items", len(items))
 }
 
 // Ack implements localapi.Edge: it confirms a two-step hand-out, whose
-// items are then not offered again.
+// items are then not offered again. With req.Shown it confirms the items
+// of those IDs alone, and offers the others again at once.
 func (b *Inbox) Ack(ctx context.Context, agent string, req localapi.AckRequest) (localapi.AckResult, error) {
 	a, err := parseAgent(agent)
 	if err != nil {
@@ -243,10 +257,23 @@ func (b *Inbox) Ack(ctx context.Context, agent string, req localapi.AckRequest) 
 	if _, ok := st.hands[req.Hand]; !ok {
 		return localapi.AckResult{}, nil
 	}
-	delete(st.hands, req.Hand)
-	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(a), "h", req.Hand), Delete: true})
-	// A refused delete (a full disk) leaves the record on disk alone: after
-	// a restart its items are offered again (twice, never lost).
+	rec := b.dropHand(st, req.Hand)
+	if req.Shown != nil {
+		shown := make(map[string]bool, len(req.Shown))
+		for _, id := range req.Shown {
+			shown[id] = true
+		}
+		var rest []handItem
+		for _, hi := range rec.Items {
+			if !shown[hi.ID] {
+				rest = append(rest, hi)
+			}
+		}
+		b.offerItems(st, rest, "its caller did not show them")
+	}
+	// A refused write (a full disk) leaves the record on disk alone: after
+	// a restart its items are offered again (twice, never lost); the items
+	// offered again at once are so in memory, for this run.
 	if err := b.flush(st); err != nil {
 		b.log.Warn("inbox: a confirmed hand-out is not saved as confirmed; its items may be offered again after a restart",
 			"agent", string(a), "err", err)

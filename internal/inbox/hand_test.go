@@ -221,3 +221,76 @@ func TestTwoStepTakeOnAFullDiskIsOfferedAgain(t *testing.T) {
 	takeTwoStep(t, nt)
 	waitItems(t, nt, 0, "beta", "the unconfirmed items to be offered again on a full disk", all3)
 }
+
+// idOf is the ID of p's first item of kind.
+func idOf(t *testing.T, p localapi.Pending, kind string) string {
+	t.Helper()
+	i := slices.IndexFunc(p.Items, func(it localapi.Item) bool { return it.Kind == kind })
+	if i < 0 {
+		t.Fatalf("no %s in %v", kind, kinds(p))
+	}
+	return p.Items[i].ID
+}
+
+// A confirmation that names the items shown (a hook's text cut to its
+// client's size) confirms those alone: the others are offered again at
+// once, not after the hand wait (an hour here): the ask still owed in
+// full, the invitation and the message as items. The shown ones are not
+// offered again; IDs the hand-out does not hold are ignored.
+func TestTwoStepPartialAckOffersTheRestAtOnce(t *testing.T) {
+	nt := start(t, 1, handWait(time.Hour))
+	itemsFor(t, nt)
+	ctx := context.Background()
+	two := localapi.WithTwoStep(ctx)
+
+	// Nothing of it shown (an ID it does not hold): all of it again.
+	p := takeTwoStep(t, nt)
+	if res, err := ib(nt, 0).Ack(ctx, "beta", localapi.AckRequest{Hand: p.Hand, Shown: []string{"no-such-item"}}); err != nil || !res.Acked {
+		t.Fatalf("ack: %v, %v", res, err)
+	}
+	if n := ib(nt, 0).OpenHands("beta"); n != 0 {
+		t.Fatalf("%d hand-outs open after the ack", n)
+	}
+	p = takeTwoStep(t, nt) // the three again, the ask in full, at once
+	if slices.Contains(kinds(p), "reminder") {
+		t.Errorf("the ask offered again is also a reminder: %v", kinds(p))
+	}
+
+	// The ask and the invitation shown: the message comes again, alone.
+	shown := []string{idOf(t, p, "ask"), idOf(t, p, "invitation")}
+	if res, err := ib(nt, 0).Ack(ctx, "beta", localapi.AckRequest{Hand: p.Hand, Shown: shown}); err != nil || !res.Acked {
+		t.Fatalf("ack: %v, %v", res, err)
+	}
+	p, err := ib(nt, 0).Take(two, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !has(p, "message", "hello beta") || has(p, "invitation", "") || has(p, "ask", "") || p.Hand == "" {
+		t.Fatalf("the take after a confirmation of the ask and the invitation: %v %q, hand %q; want the message (and the reminder)",
+			kinds(p), texts(p.Items), p.Hand)
+	}
+
+	// The message shown, with no list: all of it confirmed.
+	if res, err := ib(nt, 0).Ack(ctx, "beta", localapi.AckRequest{Hand: p.Hand}); err != nil || !res.Acked {
+		t.Fatalf("ack: %v, %v", res, err)
+	}
+	p, err = ib(nt, 0).Take(ctx, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(kinds(p), []string{"reminder"}) {
+		t.Errorf("the take after it all was shown: %v %q, want the reminder alone", kinds(p), texts(p.Items))
+	}
+}
+
+// An empty list of items shown confirms none of them: all are offered
+// again at once.
+func TestTwoStepAckOfNothingShownOffersAllAgain(t *testing.T) {
+	nt := start(t, 1, handWait(time.Hour))
+	itemsFor(t, nt)
+	p := takeTwoStep(t, nt)
+	if res, err := ib(nt, 0).Ack(context.Background(), "beta", localapi.AckRequest{Hand: p.Hand, Shown: []string{}}); err != nil || !res.Acked {
+		t.Fatalf("ack: %v, %v", res, err)
+	}
+	takeTwoStep(t, nt)
+}

@@ -56,7 +56,7 @@ type Edge interface {
 //	GET  /v1/agents/{agent}/pending            → Pending (nothing handed out)
 //	GET  /v1/agents/{agent}/owed               → [Item] (the asks it owes)
 //	GET  /v1/agents/{agent}/wait               ?seconds=&take=&after= → Pending (blocks until something new)
-//	POST /v1/agents/{agent}/ack                AckRequest → AckResult (confirms a two-step hand-out)
+//	POST /v1/agents/{agent}/ack                AckRequest → AckResult (confirms a two-step hand-out, or the items of it shown)
 //
 // A request with the header HandHeader ("Parley-Hand: two-step") hands out
 // in two steps: its answer's Pending.Hand is to be confirmed with ack once
@@ -244,7 +244,14 @@ func (c *Client) Wait(ctx context.Context, agent string, req WaitRequest) (Pendi
 // Ack confirms agent's two-step hand-out hand (Pending.Hand); it reports
 // whether the hand-out was still open (see AckResult).
 func (c *Client) Ack(ctx context.Context, agent, hand string) (bool, error) {
+	return c.AckShown(ctx, agent, hand, nil)
+}
+
+// AckShown confirms the items of agent's two-step hand-out hand whose IDs
+// are in shown; the node offers the others to the agent again at once
+// (AckRequest.Shown). A nil shown confirms it all, as Ack does.
+func (c *Client) AckShown(ctx context.Context, agent, hand string, shown []string) (bool, error) {
 	var v AckResult
-	err := c.agentCall(ctx, "POST", agent, "/ack", AckRequest{Hand: hand}, &v)
+	err := c.agentCall(ctx, "POST", agent, "/ack", AckRequest{Hand: hand, Shown: shown}, &v)
 	return v.Acked, err
 }

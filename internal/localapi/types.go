@@ -558,6 +558,13 @@ type Pending struct {
 // AckRequest confirms a two-step hand-out (Pending.Hand).
 type AckRequest struct {
 	Hand string `json:"hand"`
+	// Shown, when given, confirms only the items of the hand-out with these
+	// IDs (Item.ID): the caller showed those and left the others out (a
+	// hook's text cut to its client's size). The others are offered to the
+	// agent again at once, as an unconfirmed hand-out's are once its wait
+	// passed; IDs the hand-out does not hold are ignored. Absent (nil), the
+	// whole hand-out is confirmed; an empty list confirms none of it.
+	Shown []string `json:"shown,omitzero"`
 }
 
 // AckResult says whether the hand-out was still open: false when it was
