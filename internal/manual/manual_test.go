@@ -2,6 +2,7 @@ package manual
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -226,3 +227,69 @@ func TestEmojiJoinedStayWholeInAgentsTexts(t *testing.T) {
 		t.Fatalf("an invitation's purpose does not read %q:\n%s", want, got)
 	}
 }
+
+// A notice that does not fit shows its items whole or not at all, and
+// says which it showed: an ID is in the list exactly when the text holds
+// that item's end; the note counts the others and says they come again.
+func TestNoticeShownIsWhatTheTextHoldsWhole(t *testing.T) {
+	peer := "12D3KooW" + strings.Repeat("x", 44)
+	body := func(tag string, n int) string { return "<" + tag + ">" + strings.Repeat("y", n) + "</" + tag + ">" }
+	items := []localapi.Item{
+		{Kind: "ask", ID: "a1", Room: "r1", RoomName: "release", From: "alpha@" + peer, Text: body("a1", 1200), To: "beta@" + peer},
+		{Kind: "invitation", ID: "i1", Room: "r2", RoomName: "design", From: "gamma@" + peer},
+		{Kind: "reply", ID: "p1", Room: "r1", RoomName: "release", From: "alpha@" + peer, ReplyTo: "q1", Text: body("p1", 1000)},
+	}
+	for i := range 10 {
+		id := fmt.Sprintf("m%d", i)
+		items = append(items, localapi.Item{Kind: "message", ID: id, Room: "r1", RoomName: "release", From: "alpha@" + peer, Text: body(id, 1400)})
+	}
+	ends := map[string]string{"i1": `parley_leave {"room":"r2"} takes you out of the room.`}
+	for _, it := range items {
+		if it.Kind != "invitation" {
+			ends[it.ID] = "</" + it.ID + ">"
+		}
+	}
+	more := []localapi.RoomCount{{Room: "r1", RoomName: "release", Count: 7}, {Room: "r3", RoomName: "ops", Count: 2}}
+	for _, limit := range []int{10000, 6000, 3000, 100000} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			text, shown := NoticeShown(localapi.Pending{Items: items, MoreUnread: more}, "beta@"+peer, Shell{}, limit)
+			if n := utf8.RuneCountInString(text); n > limit {
+				t.Fatalf("%d characters, over %d", n, limit)
+			}
+			if shown == nil {
+				t.Fatal("a nil list of items shown")
+			}
+			for _, it := range items {
+				whole := strings.Contains(text, ends[it.ID])
+				if listed := slices.Contains(shown, it.ID); whole != listed {
+					t.Errorf("item %s (%s): whole in the text %v, listed as shown %v", it.ID, it.Kind, whole, listed)
+				}
+				if !whole && strings.Contains(text, "<"+it.ID+">") {
+					t.Errorf("item %s is in the text cut", it.ID)
+				}
+			}
+			left := len(items) - len(shown)
+			if limit >= 100000 {
+				if left != 0 || strings.Contains(text, "did not fit") || !strings.Contains(text, `parley_read {"room":"r3"}`) {
+					t.Fatalf("all of it fits, yet %d items are left out:\n%s", left, tail(text))
+				}
+				return
+			}
+			if left == 0 {
+				t.Fatalf("nothing left out of %d characters", limit)
+			}
+			if want := fmt.Sprintf("(%d more items did not fit here: they come again with your next tool result.", left); !strings.Contains(text, want) {
+				t.Fatalf("lacks %q:\n%s", want, tail(text))
+			}
+			if strings.Contains(text, "parley_read shows them.)") && !strings.Contains(text, "More messages wait unread in 2 rooms") {
+				t.Fatalf("the note counts the rooms wrong:\n%s", tail(text))
+			}
+		})
+	}
+	if text, shown := NoticeShown(localapi.Pending{}, "", Shell{}, 10000); text != "" || shown == nil || len(shown) != 0 {
+		t.Fatalf("a notice of nothing: %q, %v", text, shown)
+	}
+}
+
+// tail is the end of a long text, for a failure's message.
+func tail(s string) string { return s[max(0, len(s)-400):] }

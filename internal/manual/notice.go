@@ -107,55 +107,109 @@ func oneItem(it localapi.Item) string {
 // Notice renders an agent's pending items (as a take returns them) as plain
 // text of at most max characters, for a hook's context on a tool result or
 // a wake-up: asks owed first, in full, then reminders, invitations, replies
-// and messages. It is empty when nothing is pending.
+// and messages. It is empty when nothing is pending. See NoticeShown for
+// what happens to the items that do not fit.
 func Notice(p localapi.Pending, you string, sh Shell, max int) string {
+	text, _ := NoticeShown(p, you, sh, max)
+	return text
+}
+
+// NoticeShown is Notice, and the IDs of the items its text shows (never
+// nil, empty when it shows none). An item is shown whole or not at all:
+// the first that does not fit is left out, and those after it, and the
+// text ends with a note that they come again with the agent's next tool
+// result, which is true once the caller confirms the hand-out with these
+// IDs (localapi.AckRequest.Shown: the node offers the others again at
+// once). The counts of unread messages past the take (Pending.MoreUnread)
+// are lines, not items: nothing to confirm, they stay unread, and one left
+// out is summed up in the note.
+func NoticeShown(p localapi.Pending, you string, sh Shell, max int) (string, []string) {
+	shown := []string{}
 	if p.Empty() {
-		return ""
+		return "", shown
 	}
-	var parts []string
-	add := func(s string) { parts = append(parts, s) }
+	type part struct {
+		text string
+		id   string
+		item bool // an item of p.Items (else a count of unread messages)
+	}
+	var parts []part
+	add := func(it localapi.Item, s string) { parts = append(parts, part{text: s, id: it.ID, item: true}) }
 	for _, it := range p.Items {
 		if it.Kind == "ask" {
-			add("Someone is waiting on you through Parley. " + Ask(it) + sh.answerLine(it))
+			add(it, "Someone is waiting on you through Parley. "+Ask(it)+sh.answerLine(it))
 		}
 	}
 	for _, it := range p.Items {
 		switch it.Kind {
 		case "reminder":
-			add(Reminder(it))
+			add(it, Reminder(it))
 		case "invitation":
-			add(Invitation(it, you) + sh.readLine(it.Room))
+			add(it, Invitation(it, you)+sh.readLine(it.Room))
 		}
 	}
 	for _, it := range p.Items {
 		switch it.Kind {
 		case "ask", "reminder", "invitation":
 		case "reply":
-			add(fmt.Sprintf("Reply %s from %s to your ask %s, in room %s%s:\n%s", it.ID, cut(it.From, 120), it.ReplyTo, quote(it.RoomName, 80), localapi.RoomAside(it.Room, it.RoomCreator), Block(cut(it.Text, 1500), 2)))
+			add(it, fmt.Sprintf("Reply %s from %s to your ask %s, in room %s%s:\n%s", it.ID, cut(it.From, 120), it.ReplyTo, quote(it.RoomName, 80), localapi.RoomAside(it.Room, it.RoomCreator), Block(cut(it.Text, 1500), 2)))
 		default:
-			add(fmt.Sprintf("Message %s from %s in room %s (room_id %s%s):\n%s\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it.",
+			add(it, fmt.Sprintf("Message %s from %s in room %s (room_id %s%s):\n%s\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it.",
 				it.ID, cut(it.From, 120), quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator), Block(cut(it.Text, 1500), 2), it.ID))
 		}
 	}
 	for _, m := range p.MoreUnread {
-		add(fmt.Sprintf("%d more unread in room %s%s: parley_read {\"room\":%q} shows them.", m.Count, quote(m.RoomName, 80), localapi.CreatedBy(m.RoomCreator), m.Room))
+		parts = append(parts, part{text: fmt.Sprintf("%d more unread in room %s%s: parley_read {\"room\":%q} shows them.", m.Count, quote(m.RoomName, 80), localapi.CreatedBy(m.RoomCreator), m.Room)})
 	}
 	var b strings.Builder
 	b.WriteString("Parley (messages for you):")
-	for i, s := range parts {
-		s = "\n\n" + s
-		left := max - utf8.RuneCountInString(b.String())
-		if utf8.RuneCountInString(s) > left {
-			note := fmt.Sprintf("\n\n(%d more items: parley_read shows them.)", len(parts)-i)
-			if left > utf8.RuneCountInString(note)+200 {
-				b.WriteString(cut(s, left-utf8.RuneCountInString(note)))
+	used := utf8.RuneCountInString(b.String())
+	// rest[i] is the length of parts i and after; a part is written when
+	// all that is left fits, or when it leaves room for the note should a
+	// later one not fit (the longest the note can be).
+	rest := make([]int, len(parts)+1)
+	for i := len(parts) - 1; i >= 0; i-- {
+		rest[i] = rest[i+1] + utf8.RuneCountInString("\n\n"+parts[i].text)
+	}
+	reserve := utf8.RuneCountInString(leftOut(len(p.Items), len(p.MoreUnread)))
+	for i, pt := range parts {
+		s := "\n\n" + pt.text
+		n := utf8.RuneCountInString(s)
+		if used+rest[i] > max && used+n+reserve > max {
+			items, counts := 0, 0
+			for _, left := range parts[i:] {
+				if left.item {
+					items++
+				} else {
+					counts++
+				}
 			}
-			if utf8.RuneCountInString(b.String()+note) <= max {
+			if note := leftOut(items, counts); used+utf8.RuneCountInString(note) <= max {
 				b.WriteString(note)
 			}
 			break
 		}
 		b.WriteString(s)
+		used += n
+		if pt.item {
+			shown = append(shown, pt.id)
+		}
 	}
-	return b.String()
+	return b.String(), shown
+}
+
+// leftOut is the note that ends a notice whose last items (and counts of
+// unread messages) did not fit. The items come again: the caller confirms
+// only those it showed (see NoticeShown), and the node offers the others
+// to the agent at once, which every tool result of the agent's carries (a
+// Parley tool's, and the hooks' on the client's own tools).
+func leftOut(items, counts int) string {
+	switch {
+	case items > 0 && counts > 0:
+		return fmt.Sprintf("\n\n(%d more items did not fit here: they come again with your next tool result. More messages wait unread in %d rooms: parley_read shows them.)", items, counts)
+	case items > 0:
+		return fmt.Sprintf("\n\n(%d more items did not fit here: they come again with your next tool result.)", items)
+	default:
+		return fmt.Sprintf("\n\n(More messages wait unread in %d rooms: parley_read shows them.)", counts)
+	}
 }
