@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -259,7 +260,7 @@ func (h *hook) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	text := manual.Notice(p, h.agent.Address, manual.Shell{}, maxContext)
+	text, shown := manual.NoticeShown(p, h.agent.Address, manual.Shell{}, maxContext)
 	text = named(bctx, h.c, text)
 	if text == "" {
 		return nil
@@ -267,20 +268,36 @@ func (h *hook) run(ctx context.Context) error {
 	if err := json.NewEncoder(h.out).Encode(hookOutput{HookSpecificOutput: &hookSpecific{HookEventName: h.event, AdditionalContext: text}}); err != nil {
 		return err // not confirmed: the node offers the items again
 	}
-	h.ack(bctx, p.Hand)
+	h.ack(bctx, p, shown)
 	return nil
 }
 
 // ack confirms the two-step hand-out of the items the hook printed (the
 // node offers unconfirmed ones again after its hand wait): called only
-// once they were written whole.
-func (h *hook) ack(ctx context.Context, hand string) {
-	if hand == "" {
+// once they were written whole. It names the items the text showed
+// (manual.NoticeShown): those the text left out, to keep within what the
+// client takes, the node offers again at once, and they come with the
+// agent's next tool result, as the text says.
+func (h *hook) ack(ctx context.Context, p localapi.Pending, shown []string) {
+	if p.Hand == "" {
 		return
 	}
-	if _, err := h.c.Ack(ctx, h.agent.Name, hand); err != nil && h.event != "Stop" {
+	if showsAll(p, shown) {
+		shown = nil // the whole hand-out, as a node from before shown lists takes it
+	}
+	if _, err := h.c.AckShown(ctx, h.agent.Name, p.Hand, shown); err != nil && h.event != "Stop" {
 		fmt.Fprintln(h.errw, "parley: the node was not told the items were shown; it shows them again:", termtext.Line(err.Error()))
 	}
+}
+
+// showsAll reports whether shown holds every item of p.
+func showsAll(p localapi.Pending, shown []string) bool {
+	for _, it := range p.Items {
+		if !slices.Contains(shown, it.ID) {
+			return false
+		}
+	}
+	return true
 }
 
 // transcriptFormats are the clients whose hook inputs name a transcript
@@ -389,7 +406,7 @@ func (h *hook) stopWaiter(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		text := manual.Notice(p, h.agent.Address, manual.Shell{}, maxContext)
+		text, shown := manual.NoticeShown(p, h.agent.Address, manual.Shell{}, maxContext)
 		text = named(ctx, h.c, text)
 		if text == "" {
 			continue // read meanwhile
@@ -398,7 +415,7 @@ func (h *hook) stopWaiter(ctx context.Context) error {
 			return err // not confirmed: the node offers the items again
 		}
 		actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), 8*time.Second)
-		h.ack(actx, p.Hand)
+		h.ack(actx, p, shown)
 		acancel()
 		return exitError{2}
 	}
@@ -424,7 +441,7 @@ func (h *hook) stopContinue(ctx context.Context) error {
 	if p, err = h.c.Take(localapi.WithTwoStep(ctx), h.agent.Name); err != nil {
 		return err
 	}
-	text := manual.Notice(p, h.agent.Address, manual.Shell{}, maxContext)
+	text, shown := manual.NoticeShown(p, h.agent.Address, manual.Shell{}, maxContext)
 	text = named(ctx, h.c, text)
 	if text == "" {
 		return nil
@@ -432,7 +449,7 @@ func (h *hook) stopContinue(ctx context.Context) error {
 	if err := json.NewEncoder(h.out).Encode(hookOutput{Decision: "block", Reason: text}); err != nil {
 		return err // not confirmed: the node offers the items again
 	}
-	h.ack(ctx, p.Hand)
+	h.ack(ctx, p, shown)
 	return nil
 }
 
