@@ -41,29 +41,8 @@ func TestMCPSurvivesMalformedLines(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	up(t, home, "--listen", loopback)
-	cmd := exec.Command(parleyBin, "--home", home, "mcp", "--no-start", "--session", "wire", "--client", "test")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
-	})
+	proc := startMCPProcess(t, home, "--session", "wire", "--client", "test")
+	cmd, stdin, stdout, exited := proc.cmd, proc.stdin, proc.stdout, proc.exited
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -134,4 +113,45 @@ func TestMCPSurvivesMalformedLines(t *testing.T) {
 	if list.Error != nil || !strings.Contains(string(list.Result), "parley_say") {
 		t.Fatalf("tools/list after the bad lines: %+v", list)
 	}
+}
+
+// mcpProcess is a `parley mcp` run over pipes.
+type mcpProcess struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stderr *syncBuffer
+	exited <-chan error // its exit, once
+}
+
+// startMCPProcess starts `parley --home home mcp --no-start args...` over
+// pipes; the test's end closes its input and waits for it (killing it after
+// 10 s).
+func startMCPProcess(t *testing.T, home string, args ...string) mcpProcess {
+	t.Helper()
+	cmd := exec.Command(parleyBin, append([]string{"--home", home, "mcp", "--no-start"}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
+	return mcpProcess{cmd: cmd, stdin: stdin, stdout: stdout, stderr: stderr, exited: exited}
 }

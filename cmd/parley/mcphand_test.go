@@ -30,30 +30,8 @@ func TestMCPToolResultNeverWrittenIsHandedAgain(t *testing.T) {
 
 	// The agent's first session: its MCP server is up (the agent is
 	// registered), then its client stops reading its output.
-	cmd := exec.Command(parleyBin, "--home", home, "mcp", "--no-start", "--session", session, "--client", "test", "--project", "/src/"+session)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
-	})
+	proc := startMCPProcess(t, home, "--session", session, "--client", "test", "--project", "/src/"+session)
+	stdin, stdout, stderr, exited := proc.stdin, proc.stdout, proc.stderr, proc.exited
 	out := bufio.NewReader(stdout)
 	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n"); err != nil {
 		t.Fatal(err)
