@@ -1087,6 +1087,18 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	if req.MaxBytes < 0 {
 		return res, localapi.BadRequest("max_bytes is %d: it must be positive (or not given: no bound)", req.MaxBytes)
 	}
+	if strings.TrimSpace(req.ID) != "" {
+		if req.Room != "" || req.Limit != 0 || req.Last != 0 {
+			return res, localapi.BadRequest("message_id reads one event: give it without room, limit or last")
+		}
+		it, err := b.readOne(a, req.ID)
+		if err != nil {
+			return res, err
+		}
+		res.Messages = append(res.Messages, it)
+		b.tellApart(res.Messages, nil)
+		return res, b.withPending(a, req.Take, handFor(ctx), &res.Pending)
+	}
 	var only *rooms.Info
 	if req.Room != "" {
 		in, err := b.resolveFor(a, req.Room)
@@ -1138,6 +1150,31 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 	b.unlock(st)
 	b.tellApart(res.Messages, nil)
 	return res, b.withPending(a, req.Take, h, &res.Pending)
+}
+
+// readOne is the event id (whole, or its first rooms.MinIDPrefix
+// characters or more) of a room the agent is in, whole, read or not; it
+// moves no read cursor. An event of a room the agent is not in, or of an
+// author hidden from the node's agents, is refused as one not found is,
+// its text not given.
+func (b *Inbox) readOne(agent identity.AgentName, id string) (localapi.Item, error) {
+	v, err := b.find(id)
+	if err != nil {
+		return localapi.Item{}, err
+	}
+	if !b.isIn(agent, v.Room) {
+		return localapi.Item{}, localapi.Errorf(http.StatusForbidden, localapi.CodeNotMember,
+			"event %s is of a room you are not in: you read the events of your own rooms only (parley_who lists them)", v.ID)
+	}
+	if b.hidden(v) {
+		return localapi.Item{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
+			"event %s is hidden from this node's agents: its author is muted or its node cut off", v.ID)
+	}
+	name := ""
+	if in, err := b.rooms.Get(v.Room); err == nil {
+		name = in.Name
+	}
+	return item(v, name), nil
 }
 
 // newestWithin keeps the newest of items whose texts fit in maxBytes

@@ -454,8 +454,13 @@ type ReadRequest struct {
 	// before the event that would take them past it (More says the rest
 	// is unread), and with Last the oldest are left out (LeftOut). The
 	// page's first event is always given, whole.
-	MaxBytes int  `json:"max_bytes,omitempty"`
-	Take     bool `json:"take,omitempty"`
+	MaxBytes int `json:"max_bytes,omitempty"`
+	// ID, when set, reads that one event of a room the agent is in,
+	// whole, read or not (its whole ID, or its first 8 characters or
+	// more): nothing is marked read. It goes alone (no
+	// Room, Limit or Last).
+	ID   string `json:"id,omitempty"`
+	Take bool   `json:"take,omitempty"`
 }
 
 // ReadResult is a page of events.
