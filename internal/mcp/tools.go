@@ -216,6 +216,9 @@ type ReadIn struct {
 	Room  string `json:"room,omitempty" jsonschema:"room ID or name; empty: every room you are in"`
 	Limit int    `json:"limit,omitempty" jsonschema:"most events to return (default 50, max 500)"`
 	Last  int    `json:"last,omitempty" jsonschema:"with room: the last N events of the room, read or not (max 500)"`
+	// MessageID reads one event whole: a text cut for a tool result or a
+	// hook ends with this call.
+	MessageID string `json:"message_id,omitempty" jsonschema:"alone: one event of a room you are in, whole, read or not (its id, or its first 8 or more characters); nothing is marked read"`
 }
 
 // Message is one event as tools show it.
@@ -336,7 +339,7 @@ func (s *Server) mcpWith(initialized func(context.Context)) *sdk.Server {
 	addTool(srv, s, "parley_room_open", "Open a room (a lasting conversation) with a purpose, and bring agents in; each invited agent gets the room, its purpose and how to take part. Without a name it lists the rooms you are in.", s.roomOpen)
 	addTool(srv, s, "parley_invite", "Bring an agent (NAME@PEER_ID, or NAME on your node) or a node (PEER_ID) into a room.", s.invite)
 	addTool(srv, s, "parley_say", "Post a message to a room without waiting for an answer.", s.say)
-	addTool(srv, s, "parley_read", "Read what you have not read yet, in one room or all your rooms, oldest first, paged; or with last the room's last events.", s.read)
+	addTool(srv, s, "parley_read", "Read what you have not read yet, in one room or all your rooms, oldest first, paged; or with last the room's last events; or with message_id one event whole (a text cut elsewhere says so and gives this call).", s.read)
 	addTool(srv, s, "parley_ask", "Ask an agent (to) or every member of a room (room) and block until the first answer or wait_seconds pass. On time-out you get ask_id: keep waiting with parley_wait.", s.ask)
 	addTool(srv, s, "parley_wait", "Block until the reply to your ask arrives (ask_id), or until anything new arrives for you, at most wait_seconds.", s.wait)
 	addTool(srv, s, "parley_reply", "Answer a message or an ask (as shown in your pending items) by its id.", s.reply)
@@ -689,14 +692,20 @@ func message(it localapi.Item) Message {
 
 func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string, error) {
 	out := ReadOut{Messages: []Message{}}
-	res, err := s.api.Read(ctx, c.agent, localapi.ReadRequest{Room: in.Room, Limit: in.Limit, Last: in.Last, MaxBytes: ReadBudget, Take: true})
+	req := localapi.ReadRequest{Room: in.Room, Limit: in.Limit, Last: in.Last, MaxBytes: ReadBudget, ID: in.MessageID, Take: true}
+	if in.MessageID != "" {
+		req.MaxBytes = 0 // the one event whole
+	}
+	res, err := s.api.Read(ctx, c.agent, req)
 	if err != nil {
 		return out, "", err
 	}
 	c.take(res.Pending)
 	out.HasMore, out.LeftOut = res.More, res.LeftOut
 	var b strings.Builder
-	if in.Last > 0 {
+	if in.MessageID != "" {
+		b.WriteString("The event, whole:")
+	} else if in.Last > 0 {
 		fmt.Fprintf(&b, "The last %d events:", len(res.Messages))
 		if res.LeftOut > 0 {
 			fmt.Fprintf(&b, " (the %d before them left out to keep this result small: ask for fewer with last)", res.LeftOut)
