@@ -2,6 +2,7 @@ package manual
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -24,7 +25,7 @@ func Invitation(it localapi.Item, you string) string {
 		fmt.Fprintf(&b, "Its purpose: %s\n", cut(line(p), 300))
 	}
 	tail := fmt.Sprintf(`Parley links agent sessions and their people across machines; a room is a conversation that every member sees in the same order, and it lasts.
-parley_read {"room":%[1]q} shows what was said there; parley_read {"room":%[1]q,"last":20} shows the last 20 events, read or not.
+parley_read {"room":%[1]q} shows what was said there; parley_read {"room":%[1]q,"last":20} shows the last 20 events, read or not; parley_read {"message_id":"ID"} shows one event whole.
 parley_say {"room":%[1]q,"text":"..."} writes to every member; parley_reply {"message_id":"ID","text":"..."} answers one message.
 parley_ask {"room":%[1]q,"text":"..."} asks every member and waits for the first answer; "to":"NAME@PEER_ID" asks one member.
 An ask addressed to you, or to a room you are in, stays at the top of every Parley tool result until someone answers it.
@@ -67,8 +68,13 @@ func members(b *strings.Builder, ms []string, you string, budget int) {
 }
 
 // Ask is the notice of an ask the agent owes (kind "ask"): who asks,
-// where, the question, and the calls that answer or dismiss it.
-func Ask(it localapi.Item) string {
+// where, the question, and the calls that answer or dismiss it. A question
+// too long for MaxLen is cut, and the notice says how much was left out
+// and the call that shows it whole (Clip).
+func Ask(it localapi.Item) string { return askWithin(it, MaxLen) }
+
+// askWithin is Ask within limit characters.
+func askWithin(it localapi.Item, limit int) string {
 	whom := "asks you"
 	if it.To == "" {
 		whom = "asks everyone in the room, you included"
@@ -85,15 +91,85 @@ func Ask(it localapi.Item) string {
 	}
 	foot := fmt.Sprintf("\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it; the asker may be waiting for it. "+
 		"parley_dismiss {\"ask_id\":%q} drops it unanswered.", it.ID, it.ID)
-	budget := MaxLen - utf8.RuneCountInString(head) - utf8.RuneCountInString(foot)
-	text := cut(Block(cut(it.Text, budget), 2), budget)
-	return head + text + foot
+	budget := limit - utf8.RuneCountInString(head) - utf8.RuneCountInString(foot)
+	if budget < minClip {
+		// Too small for the text and what shows the rest: the whole
+		// notice cut (Wake's first item, when others take its room).
+		return cut(head+Block(it.Text, 2)+foot, limit)
+	}
+	return head + Clip(it.Text, 2, budget, it.ID) + foot
+}
+
+// minClip is the fewest characters Clip is given: room for the marker of
+// a cut and a little of the text.
+const minClip = 200
+
+// Clip is a text from another node as Block writes it, within n
+// characters: whole when it fits, else as much of its start as fits and,
+// on a line of Parley's own (not indented), the marker of the cut: how
+// many characters of the text were left out and the call that shows it
+// whole (Cut). id is the text's event.
+func Clip(s string, depth, n int, id string) string {
+	if whole := Block(s, depth); utf8.RuneCountInString(whole) <= n {
+		return whole
+	}
+	r := []rune(s)
+	// The marker for the most left out is the longest it can be.
+	room := n - utf8.RuneCountInString(Cut(len(r), id))
+	fits := func(k int) bool { return utf8.RuneCountInString(Block(string(r[:k]), depth)) <= room }
+	// The longest start whose block fits (escapes and line breaks make a
+	// block longer than its text).
+	lo, hi := 0, len(r)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if lo == 0 || !fits(lo) {
+		// No room for the text: the marker alone, if it fits.
+		if m := Cut(len(r), id)[1:]; utf8.RuneCountInString(m) <= n {
+			return m
+		}
+		return cut(Block(s, depth), n)
+	}
+	return Block(string(r[:lo]), depth) + Cut(len(r)-lo, id)
+}
+
+// Cut is the line that ends a text from another node cut for an agent:
+// how many characters were left out (left), and the call that shows the
+// event (id) whole. It starts with a line break.
+func Cut(left int, id string) string {
+	return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q} shows it whole]", thousands(left), id)
+}
+
+// thousands writes n with a comma between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // Reminder is the one line that recalls an ask the agent still owes.
 func Reminder(it localapi.Item) string {
-	return fmt.Sprintf("still owed: %s asked in %s%s: %q → parley_reply {\"message_id\":%q,\"text\":\"...\"}",
-		cut(it.From, 80), quote(it.RoomName, 40), localapi.RoomAside(it.Room, it.RoomCreator), cut(oneLine(it.Text), 80), it.ID)
+	return fmt.Sprintf("still owed: %s asked in %s%s: %s → parley_reply {\"message_id\":%q,\"text\":\"...\"}",
+		cut(it.From, 80), quote(it.RoomName, 40), localapi.RoomAside(it.Room, it.RoomCreator), snippet(it, 80), it.ID)
+}
+
+// snippet is an item's text on one line, quoted, within n characters; one
+// cut ends, after the quote, with how much was left out and the call that
+// shows it whole (Cut, on the same line).
+func snippet(it localapi.Item, n int) string {
+	one := oneLine(it.Text)
+	q := fmt.Sprintf("%q", cut(one, n))
+	if left := utf8.RuneCountInString(one) - (n - 1); left > 1 {
+		q += " " + strings.TrimPrefix(Cut(left, it.ID), "\n")
+	}
+	return q
 }
 
 func quote(s string, n int) string {

@@ -80,14 +80,20 @@ func Wake(items []localapi.Item, you string, sh Shell) string {
 	budget := MaxLen - utf8.RuneCountInString(b.String()) - utf8.RuneCountInString(tail)
 	var head string
 	if first.Kind == "ask" {
-		head = Ask(first)
+		// Its question cut to what is left, with the call that shows it
+		// whole.
+		head = askWithin(first, budget)
 	} else {
-		head = Invitation(first, you)
+		head = cut(Invitation(first, you), budget)
 	}
-	b.WriteString(cut(head, budget))
+	b.WriteString(head)
 	b.WriteString(tail)
 	return b.String()
 }
+
+// maxItemText is the most characters a notice gives a message's or a
+// reply's text, the marker of a cut included (Clip).
+const maxItemText = 1500
 
 func kindRank(k string) int {
 	if k == "ask" {
@@ -101,7 +107,7 @@ func oneItem(it localapi.Item) string {
 	if it.Kind == "invitation" {
 		return fmt.Sprintf("%s invited you into room %s (room_id %s%s).", cut(it.From, 80), quote(it.RoomName, 40), it.Room, localapi.CreatedBy(it.RoomCreator))
 	}
-	return fmt.Sprintf("%s asked in %s%s: %q (ask %s).", cut(it.From, 80), quote(it.RoomName, 40), localapi.RoomAside(it.Room, it.RoomCreator), cut(oneLine(it.Text), 80), it.ID)
+	return fmt.Sprintf("%s asked in %s%s: %s (ask %s).", cut(it.From, 80), quote(it.RoomName, 40), localapi.RoomAside(it.Room, it.RoomCreator), snippet(it, 80), it.ID)
 }
 
 // Notice renders an agent's pending items (as a take returns them) as plain
@@ -152,10 +158,10 @@ func NoticeShown(p localapi.Pending, you string, sh Shell, max int) (string, []s
 		switch it.Kind {
 		case "ask", "reminder", "invitation":
 		case "reply":
-			add(it, fmt.Sprintf("Reply %s from %s to your ask %s, in room %s%s:\n%s", it.ID, cut(it.From, 120), it.ReplyTo, quote(it.RoomName, 80), localapi.RoomAside(it.Room, it.RoomCreator), Block(cut(it.Text, 1500), 2)))
+			add(it, fmt.Sprintf("Reply %s from %s to your ask %s, in room %s%s:\n%s", it.ID, cut(it.From, 120), it.ReplyTo, quote(it.RoomName, 80), localapi.RoomAside(it.Room, it.RoomCreator), Clip(it.Text, 2, maxItemText, it.ID)))
 		default:
 			add(it, fmt.Sprintf("Message %s from %s in room %s (room_id %s%s):\n%s\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it.",
-				it.ID, cut(it.From, 120), quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator), Block(cut(it.Text, 1500), 2), it.ID))
+				it.ID, cut(it.From, 120), quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator), Clip(it.Text, 2, maxItemText, it.ID), it.ID))
 		}
 	}
 	for _, m := range p.MoreUnread {
