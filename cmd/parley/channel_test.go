@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,30 +20,9 @@ func TestMCPChannelPushesOncePerItem(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	up(t, home, "--listen", loopback, "--wake-limit", "1s")
-	cmd := exec.Command(parleyBin, "--home", home, "mcp", "--no-start", "--session", "chan-1", "--client", "claude-code",
+	proc := startMCPProcess(t, home, "--session", "chan-1", "--client", "claude-code",
 		"--project", filepath.Join(t.TempDir(), "shop"))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
-	})
+	stdin, stdout := proc.stdin, proc.stdout
 	type msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
