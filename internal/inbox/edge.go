@@ -124,6 +124,9 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 	defer stop()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	// Besides the rooms' changes, the call listens on the agent's state
+	// (woken): items offered again come by no room.
+	defer b.release(b.hold(a))
 	after, known := b.parseCursor(req.After)
 	var h *hand
 	if req.Take {
@@ -163,10 +166,17 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 			return localapi.Pending{}, apiError(err)
 		}
 		// An open hand-out's wait that passes offers its items again: a
-		// take waiting wakes for it.
+		// call waiting wakes for it (a take to hand them, a peek to say
+		// they came), as it does when they are offered again at once (a
+		// confirmation of some of a hand-out's items) or a new hand-out
+		// is made: poke closes wake.
 		var due <-chan time.Time
-		if next := st.nextHand(); req.Take && !next.IsZero() {
+		if next := st.nextHand(); !next.IsZero() {
 			due = time.After(max(next.Sub(b.now()), 0))
+		}
+		var wake <-chan struct{}
+		if !fresh {
+			wake = st.woken()
 		}
 		// With take, what it hands out is marked in memory; a refused
 		// save is logged, and the agent gets the items (see keep).
@@ -179,6 +189,7 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 		select {
 		case <-changes:
 		case <-due:
+		case <-wake:
 		case <-timer.C:
 			return b.takeLocked(a, req.Take, h)
 		case <-ctx.Done():

@@ -39,3 +39,17 @@ func HandRecords(b *Inbox, agent string) (n, largest int, err error) {
 	})
 	return n, largest, err
 }
+
+// Waiting reports whether a call waits on agent's state (state.woken): a
+// Wait that looked at the state and found nothing to return.
+func Waiting(b *Inbox, agent string) bool {
+	b.mu.Lock()
+	st := b.states[identity.AgentName(agent)]
+	b.mu.Unlock()
+	if st == nil {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.wake != nil
+}

@@ -22,8 +22,10 @@ import (
 // Config.HandWait is a hand-out that may never have reached the agent (its
 // MCP server killed before it wrote the result, the client gone): its items
 // are offered again, at the agent's next call that scans (take, peek,
-// read, wait, and a waiting take when the wait passes). Shown twice, never
-// lost.
+// read, wait), and a Wait already waiting wakes for them: at the record's
+// wait, which it watches from the moment the record is made, as at a
+// confirmation that offers items again at once (Ack with Shown). Shown
+// twice, never lost.
 
 // Defaults and bounds of two-step hand-outs.
 const (
@@ -120,6 +122,7 @@ func (b *Inbox) handed(st *state, h *hand, items []localapi.Item) {
 	rec.size = len(raw)
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(st.agent), "h", h.token), Val: raw})
 	h.used = true
+	st.poke() // a Wait waiting watches the record's wait
 }
 
 // makeRoom offers the oldest open hand-outs again until a new one fits in
@@ -237,6 +240,7 @@ func (b *Inbox) offerItems(st *state, items []handItem, why string) {
 		}
 		st.putNote(agent, it)
 	}
+	st.poke() // a Wait waiting takes them now
 	b.log.Info("inbox: the items of a two-step hand-out are offered again", "why", why,
 		"agent", string(agent), "items", len(items))
 }

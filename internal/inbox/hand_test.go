@@ -294,3 +294,88 @@ func TestTwoStepAckOfNothingShownOffersAllAgain(t *testing.T) {
 	}
 	takeTwoStep(t, nt)
 }
+
+// waitResult is what a Wait returned.
+type waitResult struct {
+	p   localapi.Pending
+	err error
+}
+
+// waitingWait starts a Wait of agent on node 0 and returns once it waits
+// (it looked at the agent's items and found nothing to return); its
+// answer comes on the channel. The test's end cancels it and waits for
+// it to return.
+func waitingWait(t *testing.T, nt *nodetest.Net, agent string, req localapi.WaitRequest) <-chan waitResult {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan waitResult, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p, err := ib(nt, 0).Wait(ctx, agent, req)
+		got <- waitResult{p, err}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	nt.WaitFor(10*time.Second, func() bool { return inbox.Waiting(ib(nt, 0), agent) }, "the Wait of %s to wait", agent)
+	select {
+	case r := <-got:
+		t.Fatalf("the Wait returned before anything was offered: %v %v", kinds(r.p), r.err)
+	default:
+	}
+	return got
+}
+
+// returnsWithin waits up to d (far below the Wait's own timeout) for a
+// Wait's answer.
+func returnsWithin(t *testing.T, got <-chan waitResult, d time.Duration, what string) localapi.Pending {
+	t.Helper()
+	var r waitResult
+	if !nodetest.Poll(d, func() bool {
+		select {
+		case r = <-got:
+			return true
+		default:
+			return false
+		}
+	}) {
+		t.Fatalf("the waiting Wait did not return within %s: %s", d, what)
+	}
+	if r.err != nil {
+		t.Fatalf("the waiting Wait: %v", r.err)
+	}
+	return r.p
+}
+
+// A parley_wait already waiting when a confirmation names some of a
+// hand-out's items alone (a hook's text cut) returns the others at once:
+// they are offered again by no room's change, and before, the Wait slept
+// on until its own end (40 s here) or the hand-out's wait (an hour).
+func TestTwoStepPartialAckWakesAWaitingWait(t *testing.T) {
+	nt := start(t, 1, handWait(time.Hour))
+	itemsFor(t, nt)
+	p := takeTwoStep(t, nt)
+	got := waitingWait(t, nt, "beta", localapi.WaitRequest{Seconds: 40, Take: true})
+	shown := []string{idOf(t, p, "ask"), idOf(t, p, "invitation")}
+	if res, err := ib(nt, 0).Ack(context.Background(), "beta", localapi.AckRequest{Hand: p.Hand, Shown: shown}); err != nil || !res.Acked {
+		t.Fatalf("ack: %v, %v", res, err)
+	}
+	w := returnsWithin(t, got, 10*time.Second, "the message offered again")
+	if !has(w, "message", "hello beta") || has(w, "invitation", "") || has(w, "ask", "") {
+		t.Fatalf("the waiting Wait returned %v %q; want the message (and the reminder)", kinds(w), texts(w.Items))
+	}
+}
+
+// A Wait that waits when another call makes a two-step hand-out (here a
+// wake-up's, which takes nothing) wakes once the hand-out's wait passes
+// unconfirmed, with the items offered again; before, it watched no
+// hand-out made after it began, and slept on until its own end.
+func TestTwoStepUnconfirmedHandOutWakesAWaitingWait(t *testing.T) {
+	nt := start(t, 1, handWait(2*time.Second))
+	itemsFor(t, nt)
+	got := waitingWait(t, nt, "beta", localapi.WaitRequest{Seconds: 40})
+	takeTwoStep(t, nt)
+	w := returnsWithin(t, got, 10*time.Second, "the unconfirmed items offered again")
+	if !all3(w) {
+		t.Fatalf("the waiting Wait returned %v %q; want the invitation, the message and the ask", kinds(w), texts(w.Items))
+	}
+}

@@ -257,6 +257,30 @@ type state struct {
 	hands   map[string]*handRec        // open two-step hand-outs, by token (h)
 	news    uint64                     // bumped when a scan finds something new
 	ops     []schema.Op                // writes not yet applied
+	// wake is closed (poke) when the agent's items change other than by
+	// the rooms' changes: items of a hand-out offered again (a partial
+	// confirmation, a wait that passed), a new hand-out (its wait to
+	// watch). A waiting Wait listens on it (woken); nil when none does.
+	wake chan struct{}
+}
+
+// woken returns the channel the next poke closes. Callers hold st.mu,
+// after they looked at the state: a change made after it closes the
+// channel they got.
+func (st *state) woken() <-chan struct{} {
+	if st.wake == nil {
+		st.wake = make(chan struct{})
+	}
+	return st.wake
+}
+
+// poke wakes the calls waiting on the agent's state (woken). Callers hold
+// st.mu.
+func (st *state) poke() {
+	if st.wake != nil {
+		close(st.wake)
+		st.wake = nil
+	}
 }
 
 // state returns agent's state, counted as held (refs) until unlock.
@@ -270,6 +294,18 @@ func (b *Inbox) state(agent identity.AgentName) *state {
 	}
 	st.refs++
 	return st
+}
+
+// hold counts a call that waits as holding agent's state between its
+// rounds of lock and unlock, so that the state stays the agent's (unlock
+// drops no state held) and the channel the call listens on (woken) stays
+// the one a change pokes; release gives it back.
+func (b *Inbox) hold(agent identity.AgentName) *state { return b.state(agent) }
+
+// release gives back a state hold returned.
+func (b *Inbox) release(st *state) {
+	st.mu.Lock()
+	b.unlock(st)
 }
 
 // lock returns agent's state, locked and loaded from the store; the
