@@ -3,6 +3,7 @@ package inbox_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +59,57 @@ func TestReadOneEventByID(t *testing.T) {
 	}
 	if _, err := ib(nt, 1).Read(ctx, "beta", localapi.ReadRequest{ID: said.ID, Last: 3}); !errors.As(err, &le) || le.Code != localapi.CodeBadRequest {
 		t.Fatalf("an ID with last: %v", err)
+	}
+}
+
+// A read of a room, by its ID or its name, unread events or the last ones,
+// is an agent's of its own rooms: another agent of the node, not in the
+// room, is refused (not_member), the room's texts not given, as a read by
+// event ID refuses it. A name two rooms share means the one the agent is
+// in, and is read.
+func TestReadRoomRefusesAnAgentNotInIt(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	register(t, nt, 0, "gamma")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{"beta"}})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: res.RoomID, Text: "for beta alone"}); err != nil {
+		t.Fatal(err)
+	}
+	var le *localapi.Error
+	for _, req := range []localapi.ReadRequest{{Room: res.RoomID}, {Room: "review"}, {Room: res.RoomID, Last: 5}, {Room: "review", Last: 5}} {
+		got, err := ib(nt, 0).Read(ctx, "gamma", req)
+		if !errors.As(err, &le) || le.Code != localapi.CodeNotMember || len(got.Messages) != 0 {
+			t.Fatalf("gamma, not in the room, reads %+v: %q %v; want not_member", req, texts(got.Messages), err)
+		}
+	}
+	got, err := ib(nt, 0).Read(ctx, "beta", localapi.ReadRequest{Room: "review"})
+	if err != nil || !slices.ContainsFunc(got.Messages, func(it localapi.Item) bool { return it.Text == "for beta alone" }) {
+		t.Fatalf("beta, in the room, reads it by name: %q %v", texts(got.Messages), err)
+	}
+
+	// gamma's own room of that name: its read by name means it.
+	own, err := ib(nt, 0).OpenRoom(ctx, "gamma", localapi.OpenRoomRequest{Name: "review", Members: []string{"alpha"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: own.RoomID, Text: "for gamma"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = ib(nt, 0).Read(ctx, "gamma", localapi.ReadRequest{Room: "review"})
+	if err != nil || !slices.ContainsFunc(got.Messages, func(it localapi.Item) bool { return it.Text == "for gamma" }) ||
+		slices.ContainsFunc(got.Messages, func(it localapi.Item) bool { return it.Text == "for beta alone" }) {
+		t.Fatalf("gamma reads its own room of the shared name: %q %v", texts(got.Messages), err)
+	}
+	got, err = ib(nt, 0).Read(ctx, "beta", localapi.ReadRequest{Room: "review", Last: 5})
+	if err != nil || !slices.ContainsFunc(got.Messages, func(it localapi.Item) bool { return it.Text == "for beta alone" }) {
+		t.Fatalf("beta reads its room of the shared name: %q %v", texts(got.Messages), err)
+	}
+	if got, err := ib(nt, 0).Read(ctx, "gamma", localapi.ReadRequest{Room: res.RoomID}); !errors.As(err, &le) || le.Code != localapi.CodeNotMember || len(got.Messages) != 0 {
+		t.Fatalf("gamma reads the other room of its name by ID: %q %v; want not_member", texts(got.Messages), err)
 	}
 }
