@@ -3,6 +3,7 @@ package manual
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,8 +13,9 @@ import (
 )
 
 // cutLine is the marker of a cut: how many characters were left out and
-// the call that shows the event whole, on a line of Parley's own.
-var cutLine = regexp.MustCompile(`\n… \[cut: ([0-9,]+) more characters; parley_read \{"message_id":"([^"]*)"\} shows it whole\]`)
+// the call that shows the event whole, on a line of Parley's own; in a
+// text for a terminal (a Shell set), also the command line that does.
+var cutLine = regexp.MustCompile(`\n… \[cut: ([0-9,]+) more characters; parley_read \{"message_id":"([^"]*)"\}(?: or, from a shell, parley room show (\S+) --as (\S+))? shows it whole\]`)
 
 // diff is an ASCII text of n characters on lines of its own.
 func diff(n int) string {
@@ -34,8 +36,8 @@ func checkCut(t *testing.T, text, s, id string, depth int) {
 		t.Fatalf("no marker of the cut in:\n%s", tail(text))
 	}
 	m := cutLine.FindStringSubmatch(text)
-	if m[2] != id {
-		t.Fatalf("the marker names %q, want %q", m[2], id)
+	if m[2] != id || (m[3] != "" && m[3] != id) {
+		t.Fatalf("the marker names %q (and %q), want %q", m[2], m[3], id)
 	}
 	left, err := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
 	if err != nil || left <= 0 || left >= len(s) {
@@ -98,8 +100,103 @@ func TestAskCutSaysWhatWasLeftOutAndHowToReadIt(t *testing.T) {
 	if r := Reminder(items[0]); !strings.Contains(r, `more characters; parley_read {"message_id":"`+items[0].ID+`"} shows it whole]`) || strings.Contains(r, "\n") {
 		t.Fatalf("reminder: %q", r)
 	}
-	if !strings.Contains(w, `more characters; parley_read {"message_id":"`+items[1].ID+`"} shows it whole]`) {
+	if !strings.Contains(w, `more characters; parley_read {"message_id":"`+items[1].ID+`"} or, from a shell, parley room show `+items[1].ID+` --as beta shows it whole]`) {
 		t.Fatalf("the wake text's line for a second ask does not say it is cut:\n%s", w)
+	}
+}
+
+// A text for a terminal agent (a Shell set: the wake-up pasted into a
+// `parley run` pane) may reach a program without Parley's MCP tools: the
+// marker of a cut gives the command line that shows the event whole,
+// `parley room show ID --as AGENT`, beside parley_read, and the text keeps
+// within its bound; a text with no Shell (an MCP client's, a hook's) has
+// the marker as before.
+func TestShellCutNamesTheCommandThatShowsItWhole(t *testing.T) {
+	peer := "12D3KooW" + strings.Repeat("x", 44)
+	id := strings.Repeat("b", 52)
+	plain := func(left int, id string) string {
+		return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q} shows it whole]", thousands(left), id)
+	}
+	for _, agent := range []string{"beta", strings.Repeat("a", 64)} {
+		sh := Shell{Agent: agent}
+		show := "parley room show " + id + " --as " + agent
+		for _, n := range []int{5000, 64 << 10} {
+			s := diff(n)
+			for _, brought := range []bool{false, true} {
+				ask := localapi.Item{Kind: "ask", ID: id, Room: "r1", RoomName: "review", From: "alpha@" + peer, To: agent + "@" + peer, Text: s,
+					Brought: brought, Purpose: strings.Repeat("p", 400)}
+				w := Wake([]localapi.Item{ask}, agent+"@"+peer, sh)
+				if c := utf8.RuneCountInString(w); c > MaxLen {
+					t.Fatalf("wake text (%s, %d characters, brought %v): %d characters, over %d", agent, n, brought, c, MaxLen)
+				}
+				checkCut(t, w, s, id, 2)
+				if m := cutLine.FindStringSubmatch(w); m[3] != id || m[4] != agent || !strings.Contains(w, show+" shows it whole]") {
+					t.Fatalf("the wake text's marker does not give %q:\n%s", show, tail(w))
+				}
+				// With no Shell, the same ask's texts are as they were.
+				for what, text := range map[string]string{"ask": Ask(ask), "wake": Wake([]localapi.Item{ask}, agent+"@"+peer, Shell{})} {
+					m := cutLine.FindStringSubmatch(text)
+					if m == nil || strings.Contains(text, "parley room show") {
+						t.Fatalf("%s with no Shell:\n%s", what, tail(text))
+					}
+					left, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+					if !strings.Contains(text, plain(left, id)) {
+						t.Fatalf("%s with no Shell: the marker is not %q:\n%s", what, plain(left, id), tail(text))
+					}
+				}
+			}
+		}
+		// A wake-up's first ask given little room by the items after it,
+		// and the one-line recalls of those, within MaxLen.
+		var items []localapi.Item
+		for i := range 20 {
+			items = append(items, localapi.Item{Kind: "ask", ID: fmt.Sprintf("%s%02d", id[:50], i), Room: "r1", RoomName: "review", From: "alpha@" + peer, Text: diff(5000)})
+		}
+		w := Wake(items, agent+"@"+peer, sh)
+		if c := utf8.RuneCountInString(w); c > MaxLen {
+			t.Fatalf("wake text of %d asks: %d characters", len(items), c)
+		}
+		checkCut(t, w, diff(5000), items[0].ID, 2)
+		// The line of a second ask, when it fits beside the first (a short
+		// agent name), gives it too.
+		if second := strings.Contains(w, "(ask "+items[1].ID+")"); (second || agent == "beta") &&
+			!strings.Contains(w, "parley room show "+items[1].ID+" --as "+agent+" shows it whole] (ask "+items[1].ID+").") {
+			t.Fatalf("the line of a second ask does not give parley room show:\n%s", w)
+		}
+		// A notice for a terminal: a message's and a reply's markers too,
+		// within the notice's bound.
+		msg := localapi.Item{Kind: "message", ID: strings.Repeat("m", 52), Room: "r1", RoomName: "review", From: "alpha@" + peer, Text: diff(3000)}
+		reply := localapi.Item{Kind: "reply", ID: strings.Repeat("p", 52), ReplyTo: "q1", Room: "r1", RoomName: "review", From: "alpha@" + peer, Text: diff(4000)}
+		for _, limit := range []int{100000, 2500} {
+			text, shown := NoticeShown(localapi.Pending{Items: []localapi.Item{items[0], msg, reply}}, agent+"@"+peer, sh, limit)
+			if c := utf8.RuneCountInString(text); c > limit || len(shown) == 0 {
+				t.Fatalf("notice within %d: %d characters, shows %v", limit, c, shown)
+			}
+			for _, it := range []localapi.Item{items[0], msg, reply} {
+				if !slices.Contains(shown, it.ID) {
+					continue
+				}
+				i := 0 // the ask comes first, its ID in its marker only
+				if it.Kind != "ask" {
+					i = strings.Index(text, it.ID) // the item's first line
+				}
+				checkCut(t, text[i:], it.Text, it.ID, 2)
+				if !strings.Contains(text, "parley room show "+it.ID+" --as "+agent+" shows it whole]") {
+					t.Fatalf("the notice's marker of %s does not give parley room show:\n%s", it.ID, text)
+				}
+			}
+		}
+		// Clip keeps within its bound however small, the longer marker
+		// included.
+		for _, n := range []int{150, 300, 500, 1499, 2999} {
+			got := sh.Clip(diff(3000), 2, n, id)
+			if c := utf8.RuneCountInString(got); c > n {
+				t.Fatalf("Clip to %d: %d characters", n, c)
+			}
+			if n >= sh.minClip(id) {
+				checkCut(t, "\n"+got, diff(3000), id, 2)
+			}
+		}
 	}
 }
 

@@ -71,10 +71,11 @@ func members(b *strings.Builder, ms []string, you string, budget int) {
 // where, the question, and the calls that answer or dismiss it. A question
 // too long for MaxLen is cut, and the notice says how much was left out
 // and the call that shows it whole (Clip).
-func Ask(it localapi.Item) string { return askWithin(it, MaxLen) }
+func Ask(it localapi.Item) string { return askWithin(it, MaxLen, Shell{}) }
 
-// askWithin is Ask within limit characters.
-func askWithin(it localapi.Item, limit int) string {
+// askWithin is Ask within limit characters; with sh set, the marker of a
+// cut also gives the command line that shows the ask whole (Shell.Cut).
+func askWithin(it localapi.Item, limit int, sh Shell) string {
 	whom := "asks you"
 	if it.To == "" {
 		whom = "asks everyone in the room, you included"
@@ -92,30 +93,45 @@ func askWithin(it localapi.Item, limit int) string {
 	foot := fmt.Sprintf("\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it; the asker may be waiting for it. "+
 		"parley_dismiss {\"ask_id\":%q} drops it unanswered.", it.ID, it.ID)
 	budget := limit - utf8.RuneCountInString(head) - utf8.RuneCountInString(foot)
-	if budget < minClip {
+	if budget < sh.minClip(it.ID) {
 		// Too small for the text and what shows the rest: the whole
 		// notice cut (Wake's first item, when others take its room).
 		return cut(head+Block(it.Text, 2)+foot, limit)
 	}
-	return head + Clip(it.Text, 2, budget, it.ID) + foot
+	return head + sh.Clip(it.Text, 2, budget, it.ID) + foot
 }
 
 // minClip is the fewest characters Clip is given: room for the marker of
 // a cut and a little of the text.
 const minClip = 200
 
+// minClip is the fewest characters sh's Clip is given for event id:
+// minClip, and the room the command line of sh's marker takes.
+func (sh Shell) minClip(id string) int { return minClip + sh.cutExtra(id) }
+
+// cutExtra is how many characters longer sh's marker of a cut of event id
+// is than Cut's: the command line's (0 with no Shell).
+func (sh Shell) cutExtra(id string) int {
+	const most = 1 << 30 // the longest count
+	return utf8.RuneCountInString(sh.Cut(most, id)) - utf8.RuneCountInString(Cut(most, id))
+}
+
 // Clip is a text from another node as Block writes it, within n
 // characters: whole when it fits, else as much of its start as fits and,
 // on a line of Parley's own (not indented), the marker of the cut: how
 // many characters of the text were left out and the call that shows it
 // whole (Cut). id is the text's event.
-func Clip(s string, depth, n int, id string) string {
+func Clip(s string, depth, n int, id string) string { return Shell{}.Clip(s, depth, n, id) }
+
+// Clip is Clip whose marker, with sh set, also gives the command line that
+// shows the event whole (Shell.Cut).
+func (sh Shell) Clip(s string, depth, n int, id string) string {
 	if whole := Block(s, depth); utf8.RuneCountInString(whole) <= n {
 		return whole
 	}
 	r := []rune(s)
 	// The marker for the most left out is the longest it can be.
-	room := n - utf8.RuneCountInString(Cut(len(r), id))
+	room := n - utf8.RuneCountInString(sh.Cut(len(r), id))
 	fits := func(k int) bool { return utf8.RuneCountInString(Block(string(r[:k]), depth)) <= room }
 	// The longest start whose block fits (escapes and line breaks make a
 	// block longer than its text).
@@ -130,19 +146,28 @@ func Clip(s string, depth, n int, id string) string {
 	}
 	if lo == 0 || !fits(lo) {
 		// No room for the text: the marker alone, if it fits.
-		if m := Cut(len(r), id)[1:]; utf8.RuneCountInString(m) <= n {
+		if m := sh.Cut(len(r), id)[1:]; utf8.RuneCountInString(m) <= n {
 			return m
 		}
 		return cut(Block(s, depth), n)
 	}
-	return Block(string(r[:lo]), depth) + Cut(len(r)-lo, id)
+	return Block(string(r[:lo]), depth) + sh.Cut(len(r)-lo, id)
 }
 
 // Cut is the line that ends a text from another node cut for an agent:
 // how many characters were left out (left), and the call that shows the
 // event (id) whole. It starts with a line break.
-func Cut(left int, id string) string {
-	return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q} shows it whole]", thousands(left), id)
+func Cut(left int, id string) string { return Shell{}.Cut(left, id) }
+
+// Cut is Cut for an agent that may have no Parley tools: with sh set, the
+// marker also gives the command line that shows the event whole, `parley
+// room show ID --as AGENT`.
+func (sh Shell) Cut(left int, id string) string {
+	if sh.Agent == "" {
+		return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q} shows it whole]", thousands(left), id)
+	}
+	return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q} or, from a shell, parley room show %s --as %s shows it whole]",
+		thousands(left), id, id, sh.Agent)
 }
 
 // thousands writes n with a comma between groups of three digits.
@@ -155,19 +180,24 @@ func thousands(n int) string {
 }
 
 // Reminder is the one line that recalls an ask the agent still owes.
-func Reminder(it localapi.Item) string {
+func Reminder(it localapi.Item) string { return reminder(it, Shell{}) }
+
+// reminder is Reminder whose marker of a cut, with sh set, also gives the
+// command line that shows the ask whole (Shell.Cut).
+func reminder(it localapi.Item, sh Shell) string {
 	return fmt.Sprintf("still owed: %s asked in %s%s: %s → parley_reply {\"message_id\":%q,\"text\":\"...\"}",
-		cut(it.From, 80), quote(it.RoomName, 40), localapi.RoomAside(it.Room, it.RoomCreator), snippet(it, 80), it.ID)
+		cut(it.From, 80), quote(it.RoomName, 40), localapi.RoomAside(it.Room, it.RoomCreator), snippet(it, 80, sh), it.ID)
 }
 
 // snippet is an item's text on one line, quoted, within n characters; one
-// cut ends, after the quote, with how much was left out and the call that
-// shows it whole (Cut, on the same line).
-func snippet(it localapi.Item, n int) string {
+// cut ends, after the quote, with how much was left out and the call (with
+// sh set, and the command line) that shows it whole (Shell.Cut, on the
+// same line).
+func snippet(it localapi.Item, n int, sh Shell) string {
 	one := oneLine(it.Text)
 	q := fmt.Sprintf("%q", cut(one, n))
 	if left := utf8.RuneCountInString(one) - (n - 1); left > 1 {
-		q += " " + strings.TrimPrefix(Cut(left, it.ID), "\n")
+		q += " " + strings.TrimPrefix(sh.Cut(left, it.ID), "\n")
 	}
 	return q
 }

@@ -12,7 +12,10 @@ import (
 
 // Shell is how an agent without Parley's MCP tools answers: the parley
 // command line of its node. Agent is the agent's name on the node (for
-// --as); an empty Shell leaves the command-line lines out.
+// --as). With it set, a text says beside each call the command line that
+// does the same (answers an ask, reads a room) and the marker of a cut
+// text names `parley room show ID --as AGENT` beside parley_read (Cut);
+// an empty Shell leaves the command lines out.
 type Shell struct {
 	Agent string
 }
@@ -63,15 +66,19 @@ func Wake(items []localapi.Item, you string, sh Shell) string {
 	}
 	var more []string
 	for _, it := range owed[1:] {
-		line := "\n• " + oneItem(it)
+		line := "\n• " + oneItem(it, sh)
 		if it.Kind == "ask" {
 			line += sh.answerLine(it)
 		}
 		more = append(more, line)
 	}
+	// The lines after the first item take up to a third of the text, and
+	// with sh set the room of one marker's command line more, so that a
+	// second ask cut short still shows (the first gets less room).
+	share := MaxLen/3 + sh.cutExtra(first.ID)
 	tail := extra
 	for i, m := range more {
-		if utf8.RuneCountInString(tail+m) > MaxLen/3 {
+		if utf8.RuneCountInString(tail+m) > share {
 			tail += fmt.Sprintf("\n… and %d more (parley_read, or parley room log ROOM, shows them).", len(more)-i)
 			break
 		}
@@ -82,7 +89,7 @@ func Wake(items []localapi.Item, you string, sh Shell) string {
 	if first.Kind == "ask" {
 		// Its question cut to what is left, with the call that shows it
 		// whole.
-		head = askWithin(first, budget)
+		head = askWithin(first, budget, sh)
 	} else {
 		head = cut(Invitation(first, you), budget)
 	}
@@ -102,12 +109,12 @@ func kindRank(k string) int {
 	return 1
 }
 
-// oneItem is an owed item on one line.
-func oneItem(it localapi.Item) string {
+// oneItem is an owed item on one line (a cut ask's marker as sh gives it).
+func oneItem(it localapi.Item, sh Shell) string {
 	if it.Kind == "invitation" {
 		return fmt.Sprintf("%s invited you into room %s (room_id %s%s).", cut(it.From, 80), quote(it.RoomName, 40), it.Room, localapi.CreatedBy(it.RoomCreator))
 	}
-	return fmt.Sprintf("%s asked in %s%s: %s (ask %s).", cut(it.From, 80), quote(it.RoomName, 40), localapi.RoomAside(it.Room, it.RoomCreator), snippet(it, 80), it.ID)
+	return fmt.Sprintf("%s asked in %s%s: %s (ask %s).", cut(it.From, 80), quote(it.RoomName, 40), localapi.RoomAside(it.Room, it.RoomCreator), snippet(it, 80, sh), it.ID)
 }
 
 // Notice renders an agent's pending items (as a take returns them) as plain
@@ -143,13 +150,13 @@ func NoticeShown(p localapi.Pending, you string, sh Shell, max int) (string, []s
 	add := func(it localapi.Item, s string) { parts = append(parts, part{text: s, id: it.ID, item: true}) }
 	for _, it := range p.Items {
 		if it.Kind == "ask" {
-			add(it, "Someone is waiting on you through Parley. "+Ask(it)+sh.answerLine(it))
+			add(it, "Someone is waiting on you through Parley. "+askWithin(it, MaxLen, sh)+sh.answerLine(it))
 		}
 	}
 	for _, it := range p.Items {
 		switch it.Kind {
 		case "reminder":
-			add(it, Reminder(it))
+			add(it, reminder(it, sh))
 		case "invitation":
 			add(it, Invitation(it, you)+sh.readLine(it.Room))
 		}
@@ -158,10 +165,10 @@ func NoticeShown(p localapi.Pending, you string, sh Shell, max int) (string, []s
 		switch it.Kind {
 		case "ask", "reminder", "invitation":
 		case "reply":
-			add(it, fmt.Sprintf("Reply %s from %s to your ask %s, in room %s%s:\n%s", it.ID, cut(it.From, 120), it.ReplyTo, quote(it.RoomName, 80), localapi.RoomAside(it.Room, it.RoomCreator), Clip(it.Text, 2, maxItemText, it.ID)))
+			add(it, fmt.Sprintf("Reply %s from %s to your ask %s, in room %s%s:\n%s", it.ID, cut(it.From, 120), it.ReplyTo, quote(it.RoomName, 80), localapi.RoomAside(it.Room, it.RoomCreator), sh.Clip(it.Text, 2, maxItemText, it.ID)))
 		default:
 			add(it, fmt.Sprintf("Message %s from %s in room %s (room_id %s%s):\n%s\nparley_reply {\"message_id\":%q,\"text\":\"...\"} answers it.",
-				it.ID, cut(it.From, 120), quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator), Clip(it.Text, 2, maxItemText, it.ID), it.ID))
+				it.ID, cut(it.From, 120), quote(it.RoomName, 80), it.Room, localapi.CreatedBy(it.RoomCreator), sh.Clip(it.Text, 2, maxItemText, it.ID), it.ID))
 		}
 	}
 	for _, m := range p.MoreUnread {
