@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +104,8 @@ func TestModeration(t *testing.T) {
 	if _, err := cs[0].Mute(ctx, localapi.ModerateRequest{Agent: "bob@" + b}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs[1].Say(ctx, "bob", localapi.SayRequest{Room: room, Text: "hello 2"}); err != nil {
+	hello2, err := cs[1].Say(ctx, "bob", localapi.SayRequest{Room: room, Text: "hello 2"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs[1].Ask(ctx, "bob", localapi.AskRequest{Room: room, Text: "answer me"}); err != nil {
@@ -112,6 +114,15 @@ func TestModeration(t *testing.T) {
 	nt.WaitFor(30*time.Second, func() bool { return logHas(cs[0], room, "answer me") }, "bob's ask on node 0")
 	if got := texts(t, cs[0], "alice"); len(got) != 0 {
 		t.Fatalf("alice is shown a muted agent's events: %q", got)
+	}
+	// Read by its ID, the muted agent's message is refused to alice as
+	// one not found is, and shown to the user (human), as the log is.
+	var le *localapi.Error
+	if got, err := cs[0].Read(ctx, "alice", localapi.ReadRequest{ID: hello2.ID}); !errors.As(err, &le) || le.Code != localapi.CodeUnknownEvent || len(got.Messages) != 0 {
+		t.Fatalf("alice reads a muted agent's message by its ID: %+v %v", got.Messages, err)
+	}
+	if got, err := cs[0].Read(ctx, "human", localapi.ReadRequest{ID: hello2.ID}); err != nil || len(got.Messages) != 1 || got.Messages[0].Text != "hello 2" {
+		t.Fatalf("the user reads a muted agent's message by its ID: %+v %v", got.Messages, err)
 	}
 	if _, err := cs[0].Unmute(ctx, localapi.ModerateRequest{Agent: "bob@" + b}); err != nil {
 		t.Fatal(err)

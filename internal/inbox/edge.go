@@ -769,7 +769,7 @@ func (b *Inbox) find(id string) (rooms.View, error) {
 	v, err := b.rooms.Find(eid)
 	if err != nil {
 		return rooms.View{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
-			"no event %s in the rooms of this node (parley_read shows what you can answer)", eid)
+			"no event %s in the rooms of this node (parley_read, or `parley room log ROOM`, shows their events and IDs)", eid)
 	}
 	return v, nil
 }
@@ -792,7 +792,7 @@ func (b *Inbox) findPrefix(prefix string) (rooms.ID, error) {
 	switch len(found) {
 	case 0:
 		return rooms.ID{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
-			"no event of the rooms of this node begins with %s (parley_read shows what you can answer)", prefix)
+			"no event of the rooms of this node begins with %s (parley_read, or `parley room log ROOM`, shows their events and IDs)", prefix)
 	case 1:
 		return found[0], nil
 	}
@@ -1171,19 +1171,24 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 
 // readOne is the event id (whole, or its first rooms.MinIDPrefix
 // characters or more) of a room the agent is in, whole, read or not; it
-// moves no read cursor. An event of a room the agent is not in, or of an
-// author hidden from the node's agents, is refused as one not found is,
-// its text not given.
+// moves no read cursor. An event of a room the agent is not in is refused
+// (not_member), and one of an author hidden from the node's agents as one
+// not found is, its text not given.
+//
+// The agent human is the node's user (no agent registers under that name):
+// it reads any event of a room the node holds, hidden or not, as `parley
+// room log` and the dashboard show the user every room's events; rooms
+// its agents opened, or were invited into by name, hold no human.
 func (b *Inbox) readOne(agent identity.AgentName, id string) (localapi.Item, error) {
 	v, err := b.find(id)
 	if err != nil {
 		return localapi.Item{}, err
 	}
-	if !b.isIn(agent, v.Room) {
+	if agent != identity.HumanAgent && !b.isIn(agent, v.Room) {
 		return localapi.Item{}, localapi.Errorf(http.StatusForbidden, localapi.CodeNotMember,
 			"event %s is of a room you are not in: you read the events of your own rooms only (parley_who lists them)", v.ID)
 	}
-	if b.hidden(v) {
+	if agent != identity.HumanAgent && b.hidden(v) {
 		return localapi.Item{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
 			"event %s is hidden from this node's agents: its author is muted or its node cut off", v.ID)
 	}

@@ -113,3 +113,42 @@ func TestReadRoomRefusesAnAgentNotInIt(t *testing.T) {
 		t.Fatalf("gamma reads the other room of its name by ID: %q %v; want not_member", texts(got.Messages), err)
 	}
 }
+
+// The agent human is the node's user: a read by event ID gives it an event
+// of any room the node holds, one its agents opened or were invited into
+// by name included (as `parley room log` shows the user every room), while
+// an agent of the node not in the room is still refused it.
+func TestHumanReadsOneEventOfAnyRoom(t *testing.T) {
+	nt := start(t, 2)
+	ctx := context.Background()
+	register(t, nt, 0, "alpha")
+	beta := register(t, nt, 1, "beta")
+	register(t, nt, 1, "gamma")
+	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{beta}})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	said, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: res.RoomID, Text: "for beta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Node 0's human is not in alpha's room, nor node 1's in the room its
+	// node joined for beta.
+	for i := range 2 {
+		var got localapi.ReadResult
+		nt.WaitFor(30*time.Second, func() bool {
+			got, err = ib(nt, i).Read(ctx, "human", localapi.ReadRequest{ID: said.ID[:8]})
+			return err == nil
+		}, "human of node %d to read the message by its ID", i)
+		if len(got.Messages) != 1 || got.Messages[0].ID != said.ID || got.Messages[0].Text != "for beta" || got.Messages[0].RoomName != "review" {
+			t.Fatalf("human of node %d: %+v", i, got.Messages)
+		}
+	}
+	var le *localapi.Error
+	if _, err := ib(nt, 1).Read(ctx, "gamma", localapi.ReadRequest{ID: said.ID}); !errors.As(err, &le) || le.Code != localapi.CodeNotMember {
+		t.Fatalf("gamma, not in the room: %v", err)
+	}
+	if _, err := ib(nt, 1).Read(ctx, "human", localapi.ReadRequest{ID: strings.Repeat("a", 52)}); !errors.As(err, &le) || le.Code != localapi.CodeUnknownEvent {
+		t.Fatalf("human, an unknown ID: %v", err)
+	}
+}

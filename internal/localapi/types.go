@@ -455,7 +455,8 @@ type ReadRequest struct {
 	// is unread), and with Last the oldest are left out (LeftOut). The
 	// page's first event is always given, whole.
 	MaxBytes int `json:"max_bytes,omitempty"`
-	// ID, when set, reads that one event of a room the agent is in,
+	// ID, when set, reads that one event of a room the agent is in
+	// (the agent human, the node's user: of any room the node holds),
 	// whole, read or not (its whole ID, or its first 8 characters or
 	// more): nothing is marked read. It goes alone (no
 	// Room, Limit or Last).
