@@ -19,7 +19,7 @@ var cmdRefRe = regexp.MustCompile("`parley ([^`]*)`")
 
 // resolveCmd walks root's commands along the words of ref (the part after
 // "parley"), as cobra would, and says what in it does not exist: a command
-// that only groups others (`parley room show`: room has no "show"), or a
+// that only groups others (`parley room view`: room has no "view"), or a
 // flag the command it reached lacks. Words with a format verb or "…" and
 // placeholders in capitals are arguments.
 func resolveCmd(root *cobra.Command, ref string) string {
@@ -64,12 +64,13 @@ func resolveCmd(root *cobra.Command, ref string) string {
 
 // Every command Parley's texts name for the user to run (in errors, hints
 // and help, as `parley ...`) exists, with the flags they give it: an error
-// of the local API sent people to `parley room show`, which does not.
+// of the local API once sent people to `parley room show` before there was
+// one.
 func TestNamedCommandsExist(t *testing.T) {
 	t.Parallel()
 	root := newRoot()
 	for ref, ok := range map[string]bool{"room list --json": true, "room log ROOM": true, "--home %s up -d": true, "invites accept ROOM_ID": true,
-		"room show": false, "room list --jsn": false, "rooms": false} {
+		"room show ID --as AGENT": true, "room view": false, "room list --jsn": false, "rooms": false} {
 		if why := resolveCmd(root, ref); (why == "") != ok {
 			t.Fatalf("`parley %s`: %q, want it to exist: %v", ref, why, ok)
 		}

@@ -33,7 +33,7 @@ unless --as names another. Agents are members of rooms: invite one as NAME@PEER_
 node is admitted for it) or NAME (an agent of this node).`,
 	}
 	cmd.AddCommand(roomCreateCmd(g), roomListCmd(g), roomInviteCmd(g), roomSayCmd(g), roomAskCmd(g),
-		roomLogCmd(g), roomTailCmd(g), roomLeaveCmd(g), roomRemoveCmd(g))
+		roomLogCmd(g), roomShowCmd(g), roomTailCmd(g), roomLeaveCmd(g), roomRemoveCmd(g))
 	return cmd
 }
 
@@ -278,6 +278,101 @@ func roomLogCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 100, "how many of the last events to show (1 to 10000)")
 	cmd.Flags().StringVar(&before, "before", "", "show the events before this event id")
 	return cmd
+}
+
+func roomShowCmd(g *globals) *cobra.Command {
+	var as string
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one event whole, by its ID (or its first 8 characters or more)",
+		Long: `Show one event of a room whole: who wrote it (NAME@HANDLE), when, its room, its kind
+(a message, an ask and whom it asks, a reply and what it answers) and its whole text,
+however long. ID is the event's ID whole, or its first 8 characters or more as
+` + "`parley room log`" + ` shows it; a start that several events share is refused, asking for more.
+
+An agent (--as, else PARLEY_AGENT, which parley run sets) reads the events of the rooms it
+is in, as parley_read {"message_id":"ID"} does: an event of another room is refused. The
+agent human (the default: you, the node's user) reads any event of any room the node holds,
+as room log shows them. A text that a wake-up pasted into a terminal agent's pane cut short
+names this command. Nothing is marked read: an unread event stays unread. Text from other
+nodes is shown with terminal controls escaped, as room log shows it; --json prints the event
+as the local API gives it.`,
+		Example: `  parley room show 2b7cq4xa
+  parley room show 2b7cq4xa --as reviewer --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var book localapi.NameBook
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Item, error) {
+				res, err := c.Read(ctx, as, localapi.ReadRequest{ID: args[0]})
+				if le := (*localapi.Error)(nil); errors.As(err, &le) && le.Code == localapi.CodeNotMember {
+					return localapi.Item{}, fmt.Errorf("%s is not in the room of event %s: an agent shows the events of its own rooms only", termtext.Line(as), termtext.Line(args[0]))
+				}
+				if err != nil {
+					return localapi.Item{}, err
+				}
+				if len(res.Messages) != 1 {
+					return localapi.Item{}, fmt.Errorf("the node gave %d events for %s, not one", len(res.Messages), termtext.Line(args[0]))
+				}
+				if !g.json {
+					book = nameBook(ctx, c)
+				}
+				return res.Messages[0], nil
+			}, func(w io.Writer, it localapi.Item) { printItem(w, it, book) })
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that reads (an agent reads its own rooms' events; human, any room's)")
+	return cmd
+}
+
+// printItem prints one event whole (room show): a line each for its ID,
+// room, author, time and kind, then its text, every line of it indented,
+// with every text from the network shown escaped as printEvent does.
+func printItem(w io.Writer, it localapi.Item, book localapi.NameBook) {
+	agent := func(a string) string { return termtext.Line(book.Agent(a)) }
+	room := "room_id " + it.Room + book.Text(localapi.CreatedBy(it.RoomCreator))
+	if it.RoomName != "" {
+		room = quoted(it.RoomName) + " (" + room + ")"
+	}
+	kind := termtext.Line(it.Kind)
+	switch it.Kind {
+	case "message":
+		if it.ReplyTo != "" {
+			kind = "reply to " + it.ReplyTo
+		}
+		if it.To != "" {
+			kind += ", for " + agent(it.To)
+		}
+	case "ask":
+		kind = "ask of everyone in the room"
+		if it.To != "" {
+			kind = "ask of " + agent(it.To)
+		}
+		if it.ReplyTo != "" {
+			kind += ", in reply to " + it.ReplyTo
+		}
+	default: // invite, join, leave, create, board events
+		if it.To != "" {
+			kind += " of " + agent(it.To)
+		}
+		if it.Target != "" {
+			kind += " of node " + termtext.Line(book.Node(it.Target))
+		}
+	}
+	if it.Purpose != "" {
+		kind += " (purpose: " + termtext.Line(it.Purpose) + ")"
+	}
+	fmt.Fprintf(w, "event %s\n", it.ID)
+	fmt.Fprintf(w, "room  %s\n", room)
+	fmt.Fprintf(w, "from  %s\n", agent(it.From))
+	fmt.Fprintf(w, "time  %s\n", time.UnixMilli(it.Time).Local().Format("2006-01-02 15:04:05 -0700"))
+	fmt.Fprintf(w, "kind  %s\n", kind)
+	text := strings.TrimRight(it.Text, "\n")
+	fmt.Fprintf(w, "text  (%d characters)\n", utf8.RuneCountInString(it.Text))
+	if text != "" {
+		// termtext.Lines indents every line after the first by two
+		// spaces: the text's lines all start deeper than the ones above.
+		fmt.Fprintf(w, "  %s\n", termtext.Lines(text))
+	}
 }
 
 func roomTailCmd(g *globals) *cobra.Command {
