@@ -1117,8 +1117,9 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 			return res, err
 		}
 		// An agent reads its own rooms, as readOne: another agent of the
-		// node may be in a room it is not.
-		if !b.isIn(a, in.ID) {
+		// node may be in a room it is not. The user (human) reads every
+		// room of the node, as readOne lets it.
+		if a != identity.HumanAgent && !b.isIn(a, in.ID) {
 			return res, localapi.Errorf(http.StatusForbidden, localapi.CodeNotMember,
 				"you (%s) are not in room %q (%s): you read the events of your own rooms only (parley_who lists them)", a, in.Name, in.ID)
 		}

@@ -87,7 +87,13 @@ func TestReadRoomRefusesAnAgentNotInIt(t *testing.T) {
 			t.Fatalf("gamma, not in the room, reads %+v: %q %v; want not_member", req, texts(got.Messages), err)
 		}
 	}
-	got, err := ib(nt, 0).Read(ctx, "beta", localapi.ReadRequest{Room: "review"})
+	// The node's user (human), in no agent's room, reads every room of the
+	// node, as it reads one event by ID.
+	got, err := ib(nt, 0).Read(ctx, "human", localapi.ReadRequest{Room: res.RoomID, Last: 5})
+	if err != nil || !slices.ContainsFunc(got.Messages, func(it localapi.Item) bool { return it.Text == "for beta alone" }) {
+		t.Fatalf("human reads the room by ID: %q %v", texts(got.Messages), err)
+	}
+	got, err = ib(nt, 0).Read(ctx, "beta", localapi.ReadRequest{Room: "review"})
 	if err != nil || !slices.ContainsFunc(got.Messages, func(it localapi.Item) bool { return it.Text == "for beta alone" }) {
 		t.Fatalf("beta, in the room, reads it by name: %q %v", texts(got.Messages), err)
 	}
