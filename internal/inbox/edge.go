@@ -1120,6 +1120,9 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 		// node may be in a room it is not. The user (human) reads every
 		// room of the node, as readOne lets it.
 		if a != identity.HumanAgent && !b.isIn(a, in.ID) {
+			if err := b.mustBeIn(a, in); err != nil {
+				return res, err // it left, or was removed: said so
+			}
 			return res, localapi.Errorf(http.StatusForbidden, localapi.CodeNotMember,
 				"you (%s) are not in room %q (%s): you read the events of your own rooms only (parley_who lists them)", a, in.Name, in.ID)
 		}

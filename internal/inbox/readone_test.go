@@ -118,6 +118,13 @@ func TestReadRoomRefusesAnAgentNotInIt(t *testing.T) {
 	if got, err := ib(nt, 0).Read(ctx, "gamma", localapi.ReadRequest{Room: res.RoomID}); !errors.As(err, &le) || le.Code != localapi.CodeNotMember || len(got.Messages) != 0 {
 		t.Fatalf("gamma reads the other room of its name by ID: %q %v; want not_member", texts(got.Messages), err)
 	}
+	// An agent that left the room is told so, not read to.
+	if _, err := ib(nt, 0).Leave(ctx, "beta", localapi.LeaveRequest{Room: res.RoomID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ib(nt, 0).Read(ctx, "beta", localapi.ReadRequest{Room: res.RoomID, Last: 5}); !errors.As(err, &le) || le.Code != localapi.CodeLeft || len(got.Messages) != 0 {
+		t.Fatalf("beta, having left, reads the room: %q %v; want left", texts(got.Messages), err)
+	}
 }
 
 // The agent human is the node's user: a read by event ID gives it an event

@@ -80,6 +80,14 @@ func TestWakeAndNotice(t *testing.T) {
 			t.Fatalf("lacks %q:\n%s", want, w)
 		}
 	}
+	// The owed items left out are summed up in one line, which names for a
+	// shell the command that lists them.
+	if w := Wake(many, "beta@"+peer, sh); !strings.Contains(w, "more (parley_read, or from a shell parley inbox --as beta, lists them).") {
+		t.Fatalf("a terminal's wake text of 50 asks does not say what lists the rest:\n%s", w)
+	}
+	if w := Wake(many, "beta@"+peer, Shell{}); !strings.Contains(w, "more (parley_read, or parley room log ROOM, shows them).") || strings.Contains(w, "parley inbox") {
+		t.Fatalf("a wake text of 50 asks with no shell:\n%s", w)
+	}
 	if Wake([]localapi.Item{{Kind: "message"}}, "", sh) != "" {
 		t.Fatal("a wake text for a plain message")
 	}

@@ -28,6 +28,15 @@ func (s Shell) answerLine(it localapi.Item) string {
 	return fmt.Sprintf("\nFrom a shell: parley room say %s \"your answer\" --reply-to %s --as %s", it.Room, it.ID, s.Agent)
 }
 
+// moreLine is the line that stands for n owed items left out of a wake-up
+// text, and what lists them: with sh set, the command line too.
+func (s Shell) moreLine(n int) string {
+	if s.Agent == "" {
+		return fmt.Sprintf("\n… and %d more (parley_read, or parley room log ROOM, shows them).", n)
+	}
+	return fmt.Sprintf("\n… and %d more (parley_read, or from a shell parley inbox --as %s, lists them).", n, s.Agent)
+}
+
 // readLine is the command line that shows a room from a shell.
 func (s Shell) readLine(room string) string {
 	if s.Agent == "" {
@@ -79,7 +88,7 @@ func Wake(items []localapi.Item, you string, sh Shell) string {
 	tail := extra
 	for i, m := range more {
 		if utf8.RuneCountInString(tail+m) > share {
-			tail += fmt.Sprintf("\n… and %d more (parley_read, or parley room log ROOM, shows them).", len(more)-i)
+			tail += sh.moreLine(len(more) - i)
 			break
 		}
 		tail += m
