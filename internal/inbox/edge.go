@@ -275,11 +275,18 @@ func (b *Inbox) byName(s string, agent identity.AgentName) (rooms.Info, error) {
 		return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
 			"no room named %q on this node (parley_who, or `parley room list`, lists the rooms)", s)
 	}
+	// Each ID with who created its room, the one thing that tells rooms of
+	// one name apart before their IDs do ("@PEER" reads as the node's
+	// handle where texts show names).
+	slices.SortFunc(found, func(x, y rooms.Info) int { return strings.Compare(string(x.ID), string(y.ID)) })
 	ids := make([]string, len(found))
 	for i, in := range found {
-		ids[i] = string(in.ID)
+		by := "this node"
+		if in.Creator != b.self {
+			by = "@" + in.Creator.String()
+		}
+		ids[i] = fmt.Sprintf("%s (created by %s)", in.ID, by)
 	}
-	slices.Sort(ids)
 	return rooms.Info{}, localapi.Errorf(http.StatusConflict, localapi.CodeAmbiguous,
 		"%d rooms are named %q: use the room ID, one of %s", len(found), s, strings.Join(ids, ", "))
 }
