@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -72,8 +73,16 @@ func (b *Inbox) Log(ctx context.Context, room string, limit int, before string) 
 	var bp *rooms.ID
 	if before != "" {
 		id, err := rooms.ParseID(before)
+		if err != nil && len(before) >= rooms.MinIDPrefix && len(before) < len(id.String()) {
+			// The first characters of an ID, as the log shows it (as
+			// --reply-to takes them).
+			id, err = b.rooms.EventByPrefix(in.ID, before)
+			if err != nil && !errors.Is(err, rooms.ErrMalformed) {
+				return nil, b.roomErr(in.ID, err)
+			}
+		}
 		if err != nil {
-			return nil, localapi.BadRequest("before %q is not an event ID", before)
+			return nil, localapi.BadRequest("--before %q is not an event ID (give it whole, or its first %d characters or more, as `parley room log ROOM` shows them)", before, rooms.MinIDPrefix)
 		}
 		bp = &id
 	}
