@@ -122,10 +122,19 @@ answer. A node that is no contact is not invited (an agent of a node in the room
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.Posted, error) {
 				var out []localapi.Posted
-				for _, m := range args[1:] {
+				for i, m := range args[1:] {
 					p, err := c.Invite(ctx, as, localapi.InviteRequest{Room: args[0], Member: m})
 					if err != nil {
-						return out, fmt.Errorf("invite %s: %w", m, err)
+						err = fmt.Errorf("invite %s: %w", m, err)
+						if len(out) == 0 {
+							return out, err
+						}
+						// What was invited before shows (on stdout, as
+						// JSON with --json); the rest was not tried.
+						if rest := args[2+i:]; len(rest) > 0 {
+							err = fmt.Errorf("%w; not tried: %s", err, strings.Join(rest, " "))
+						}
+						return out, partial{err}
 					}
 					if !g.json {
 						notes(ctx, c, cmd.ErrOrStderr(), p.Note)

@@ -234,21 +234,35 @@ func call[T any](g *globals, cmd *cobra.Command, f func(ctx context.Context, c *
 	v, err := f(ctx, c)
 	var part partial
 	if errors.As(err, &part) {
+		// What was done is printed, then the error: its own words, which
+		// say what was done and what not, with agents as people read them.
 		if perr := printOut(g, cmd.OutOrStdout(), v, human); perr != nil {
 			return perr
+		}
+		if n, ok := namedText(g, ctx, c, part.error); ok {
+			return errors.New(n)
 		}
 		return part.error
 	}
 	if err != nil {
-		if msg := err.Error(); !g.json && len(localapi.Peers(msg)) > 0 && ctx.Err() == nil {
-			// Agents in the node's answer as people read them.
-			if named := nameBook(ctx, c).Text(msg); named != msg {
-				return errors.New(named)
-			}
+		if n, ok := namedText(g, ctx, c, err); ok {
+			return errors.New(n)
 		}
 		return g.apiErr(err)
 	}
 	return printOut(g, cmd.OutOrStdout(), v, human)
+}
+
+// namedText is err's text with the agents NAME@PEER_ID in it as people
+// read them (NAME@handle), and true; false when it names none the node
+// knows (or with --json, whose errors keep peer IDs).
+func namedText(g *globals, ctx context.Context, c *localapi.Client, err error) (string, bool) {
+	if msg := err.Error(); !g.json && len(localapi.Peers(msg)) > 0 && ctx.Err() == nil {
+		if n := nameBook(ctx, c).Text(msg); n != msg {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 // partial is the error of a call that did part of what was asked: call
