@@ -43,7 +43,7 @@ and a claim that overlaps another agent's is refused with its holder, note and e
 file, a folder (all of it) or a glob (*, ** and ?), relative to the working folder; the project
 is the git repository around it (its root commit), or --project KEY. A claim lasts --ttl
 (renew it by claiming again) unless released.`,
-		Example: `  parley claim rooms/room.go rooms/*_test.go --note "splitting the room loop" --ttl 45m
+		Example: `  parley claim rooms/room.go 'rooms/*_test.go' --note "splitting the room loop" --ttl 45m
   parley claim docs/ --note "rewriting the guide" --wait 60s`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -201,6 +201,14 @@ func boardHistoryCmd(g *globals, as, key *string) *cobra.Command {
 				}
 				return c.BoardHistory(ctx, *as, req)
 			}, func(w io.Writer, v localapi.BoardHistory) {
+				if len(v.Events) == 0 {
+					if len(args) == 1 {
+						fmt.Fprintf(w, "no claim or release in the history of project %s touches %s\n", v.Project, termtext.Line(args[0]))
+					} else {
+						fmt.Fprintf(w, "the board of project %s has no history yet (claim with `parley claim PATH --note TEXT`)\n", v.Project)
+					}
+					return
+				}
 				for _, e := range v.Events {
 					paths := strings.Join(e.Paths, " ")
 					if e.Kind == "release" && paths == "" {
