@@ -114,26 +114,52 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		refuseUnknownSubcommands(sub)
 	}
-	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+	if !c.HasSubCommands() {
+		return
+	}
+	c.SuggestionsMinimumDistance = 2
+	if c.Run == nil && c.RunE == nil {
 		c.Args = cobra.ArbitraryArgs
-		c.SuggestionsMinimumDistance = 2
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				if !cmd.HasParent() { // the root's commands are many: its help lists them
-					if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
-						return fmt.Errorf("unknown command %q (did you mean %s? `parley --help` lists the commands)", args[0], strings.Join(near, " or "))
-					}
-					return fmt.Errorf("unknown command %q (`parley --help` lists the commands)", args[0])
-				}
-				if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
-					return fmt.Errorf("unknown command %q for %q (did you mean %s? its commands: %s)", args[0], cmd.CommandPath(), strings.Join(near, " or "), subcommandNames(cmd))
-				}
-				return fmt.Errorf("unknown command %q for %q (its commands: %s)", args[0], cmd.CommandPath(), subcommandNames(cmd))
+				return unknownSubcommand(cmd, args[0])
 			}
 			return cmd.Help()
 		}
+		return
+	}
+	// A command that runs by itself and has commands under it (board and
+	// board history): a word it takes no argument for is a command it
+	// does not know, told as above (`board histroy`: history).
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && check(cmd, nil) == nil && check(cmd, args[:1]) != nil {
+				return unknownSubcommand(cmd, args[0])
+			}
+			return check(cmd, args)
+		}
 	}
 }
+
+// unknownSubcommand is the error for a word that names none of cmd's
+// commands, with the commands it was near.
+func unknownSubcommand(cmd *cobra.Command, word string) error {
+	near := cmd.SuggestionsFor(word)
+	if !cmd.HasParent() { // the root's commands are many: its help lists them
+		if len(near) > 0 {
+			return unknownCmd{fmt.Errorf("unknown command %q (did you mean %s? `parley --help` lists the commands)", word, strings.Join(near, " or "))}
+		}
+		return unknownCmd{fmt.Errorf("unknown command %q (`parley --help` lists the commands)", word)}
+	}
+	if len(near) > 0 {
+		return unknownCmd{fmt.Errorf("unknown command %q for %q (did you mean %s? its commands: %s)", word, cmd.CommandPath(), strings.Join(near, " or "), subcommandNames(cmd))}
+	}
+	return unknownCmd{fmt.Errorf("unknown command %q for %q (its commands: %s)", word, cmd.CommandPath(), subcommandNames(cmd))}
+}
+
+// unknownCmd is unknownSubcommand's error: it says what to type, so
+// usageOnBadArgs adds no usage line to it.
+type unknownCmd struct{ error }
 
 // usageOnBadArgs makes a command given too few or too many arguments
 // say how it is used ("accepts 2 arg(s), received 0" alone does not).
@@ -144,6 +170,9 @@ func usageOnBadArgs(c *cobra.Command) {
 	if check := c.Args; check != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
+				if errors.As(err, new(unknownCmd)) {
+					return err
+				}
 				return fmt.Errorf("%w (usage: %s)", err, strings.TrimSuffix(cmd.UseLine(), " [flags]"))
 			}
 			return nil
