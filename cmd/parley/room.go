@@ -285,7 +285,7 @@ func roomLogCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 100, "how many of the last events to show (1 to 10000)")
-	cmd.Flags().StringVar(&before, "before", "", "show the events before this event id")
+	cmd.Flags().StringVar(&before, "before", "", "show the events before this event (its ID whole, or its first 8 characters or more, as the log shows them)")
 	return cmd
 }
 
