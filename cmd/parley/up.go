@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -131,7 +133,7 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 			fmt.Fprintf(cmd.ErrOrStderr(), "parley: the node warned: %s\n", w)
 		}
 		if g.json {
-			if err := printOut(g, cmd.OutOrStdout(), parseReady(line, home), nil); err != nil {
+			if err := parseReady(line, home).print(cmd.OutOrStdout()); err != nil {
 				return err
 			}
 		} else {
@@ -249,7 +251,7 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		if why := n.UIError(); why != "" {
 			r.DashboardError = "not served: " + why
 		}
-		if err := printOut(g, cmd.OutOrStdout(), r, nil); err != nil {
+		if err := r.print(cmd.OutOrStdout()); err != nil {
 			n.Close()
 			return err
 		}
@@ -413,6 +415,10 @@ type readyInfo struct {
 	StartupMS      int64    `json:"startup_ms"`
 	DashboardError string   `json:"dashboard_error,omitempty"`
 }
+
+// print writes r as the ready line of --json: one JSON object on one
+// line, which a script reads as it reads the text line.
+func (r readyInfo) print(w io.Writer) error { return json.NewEncoder(w).Encode(r) }
 
 // parseReady reads a ready line (runUp prints it) of the node of home.
 // The home is the one given, not read from the line, where a home with a

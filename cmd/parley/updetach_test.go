@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
@@ -115,6 +116,10 @@ func TestUpDetachedJSONPrintsOneObject(t *testing.T) {
 	if err := dec.Decode(&v); err != nil || dec.More() {
 		t.Fatalf("up -d --json: stdout is not one JSON object (%v): %q", err, out)
 	}
+	// One line, as the README says: a script reading a line gets it all.
+	if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "}\n") {
+		t.Fatalf("up -d --json: the ready object is not one line: %q", out)
+	}
 	if v.PeerID != peerID(t, home) || v.PID <= 0 || v.Handle != "alice" || len(v.Addrs) == 0 || v.Home != home {
 		t.Fatalf("up -d --json: %+v", v)
 	}
@@ -148,11 +153,13 @@ func TestUpJSONPrintsTheReadyLineAsJSON(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	got := make(chan readyInfo, 1)
 	go func() {
+		// The first line holds the whole object.
 		var v readyInfo
-		dec := json.NewDecoder(stdout)
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&v); err != nil {
-			t.Errorf("the ready line of up --json is no JSON object: %v", err)
+		if err != nil || dec.Decode(&v) != nil {
+			t.Errorf("the ready line of up --json is no JSON object on one line: %q, %v", line, err)
 		}
 		got <- v
 	}()
