@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -153,6 +154,16 @@ func TestCLIContactConsentGatesRooms(t *testing.T) {
 		!strings.Contains(out, "parley contact approve "+req.ID+"; deny: parley contact deny "+req.ID) {
 		t.Fatalf("B's inbox: exit %d %s\n%s", code, errs, out)
 	}
+	// inbox --json has them too, as contact list --json gives them (it
+	// left them out).
+	var inb struct {
+		Items           []json.RawMessage `json:"items"`
+		ContactRequests []cliContact      `json:"contact_requests"`
+	}
+	runJSON(t, &inb, "--home", homeB, "inbox")
+	if len(inb.ContactRequests) != 1 || inb.ContactRequests[0].ID != req.ID || inb.ContactRequests[0].PeerID != idA.PeerID || inb.ContactRequests[0].State != "pending-in" {
+		t.Fatalf("B's inbox --json: contact_requests %+v, want A's request %s", inb.ContactRequests, req.ID)
+	}
 	// The list's JSON has exactly the documented keys.
 	out, _, _ := run(t, "--home", homeB, "contact", "list", "--json")
 	for _, k := range []string{`"id"`, `"peer_id"`, `"handle"`, `"state"`, `"note"`, `"expires"`} {
@@ -169,6 +180,9 @@ func TestCLIContactConsentGatesRooms(t *testing.T) {
 	}
 	if out, _, _ := run(t, "--home", homeB, "inbox"); strings.Contains(out, "CONTACT REQUEST") {
 		t.Fatalf("B's inbox lists an approved request:\n%s", out)
+	}
+	if out, _, _ := run(t, "--home", homeB, "inbox", "--json"); !strings.Contains(out, `"contact_requests": []`) {
+		t.Fatalf("B's inbox --json after the approval: %s", out)
 	}
 	l := contactsOf(t, homeA)
 	if len(l) != 1 || l[0].Handle != "bob" || l[0].Expires == nil {

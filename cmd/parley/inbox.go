@@ -39,24 +39,29 @@ ask stays until it is answered. --wait waits for something new first.`,
 				return fmt.Errorf("--wait %s: use 0 to %s", wait, localapi.MaxWait)
 			}
 			var book localapi.NameBook
-			var requests []localapi.ContactEntry
+			self := ""
 			g2 := *g
 			g2.timeout += wait
-			return call(&g2, cmd, func(ctx context.Context, c *localapi.Client) (v localapi.Pending, err error) {
+			return call(&g2, cmd, func(ctx context.Context, c *localapi.Client) (v inboxView, err error) {
 				book = nameBook(ctx, c)
+				if id, err := c.ID(ctx); err == nil {
+					self = id.PeerID
+				}
 				switch {
 				case wait > 0:
-					v, err = c.Wait(ctx, as, localapi.WaitRequest{Seconds: wait.Seconds(), Take: take})
+					v.Pending, err = c.Wait(ctx, as, localapi.WaitRequest{Seconds: wait.Seconds(), Take: take})
 				case take:
-					v, err = c.Take(ctx, as)
+					v.Pending, err = c.Take(ctx, as)
 				default:
-					v, err = c.Peek(ctx, as)
+					v.Pending, err = c.Peek(ctx, as)
 				}
+				v.Pending = v.Pending.OrEmpty()
+				v.ContactRequests = []localapi.ContactEntry{}
 				if err == nil && as == human {
-					requests = contactRequests(ctx, c)
+					v.ContactRequests = contactRequests(ctx, c)
 				}
 				return v, err
-			}, func(w io.Writer, v localapi.Pending) { printPending(w, v, book, as, requests) })
+			}, func(w io.Writer, v inboxView) { printPending(w, v.Pending, book, self, as, v.ContactRequests) })
 		},
 	}
 	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent whose inbox to show")
@@ -65,15 +70,24 @@ ask stays until it is answered. --wait waits for something new first.`,
 	return cmd
 }
 
+// inboxView is what `parley inbox` shows: an agent's pending items and,
+// for human, the requests to be contacts that wait for the user
+// (`--json`: the local API's fields, and contact_requests, [] for an
+// agent).
+type inboxView struct {
+	localapi.Pending
+	ContactRequests []localapi.ContactEntry `json:"contact_requests"`
+}
+
 // contactRequests returns the requests to be contacts that wait for the
 // user's approval; none when they cannot be read (the inbox is shown
 // anyway).
 func contactRequests(ctx context.Context, c *localapi.Client) []localapi.ContactEntry {
+	out := []localapi.ContactEntry{}
 	cs, err := c.Contacts(ctx)
 	if err != nil {
-		return nil
+		return out
 	}
-	var out []localapi.ContactEntry
 	for _, e := range cs {
 		if e.State == "pending-in" {
 			out = append(out, e)
@@ -84,8 +98,8 @@ func contactRequests(ctx context.Context, c *localapi.Client) []localapi.Contact
 
 // printPending prints agent as's pending items, each with what to do
 // about it, the unread messages left unlisted, and the requests to be
-// contacts that wait for the user.
-func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as string, requests []localapi.ContactEntry) {
+// contacts that wait for the user. self is this node's peer ID.
+func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, self, as string, requests []localapi.ContactEntry) {
 	if len(v.Items) == 0 && len(v.MoreUnread) == 0 && len(requests) == 0 {
 		fmt.Fprintln(w, "nothing waits for you")
 		return
@@ -113,7 +127,7 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as st
 	room := func(it localapi.Item) string {
 		if it.RoomName != "" {
 			// Another room here has the name: say whose this one is.
-			return quoted(it.RoomName) + book.Text(localapi.RoomAside(it.Room, it.RoomCreator))
+			return quoted(it.RoomName) + roomAside(it.Room, it.RoomCreator, self, book)
 		}
 		return short(it.Room)
 	}
@@ -169,8 +183,17 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, as st
 	for _, r := range v.MoreUnread {
 		name := r.Room
 		if r.RoomName != "" {
-			name = quoted(r.RoomName) + book.Text(localapi.RoomAside(r.Room, r.RoomCreator))
+			name = quoted(r.RoomName) + roomAside(r.Room, r.RoomCreator, self, book)
 		}
 		fmt.Fprintf(w, "%d more unread in %s (parley room log %s)\n", r.Count, name, r.Room)
 	}
+}
+
+// roomAside is localapi.RoomAside as the user reads it: the creator by
+// its handle, and a room this node created as created by you.
+func roomAside(id, creator, self string, book localapi.NameBook) string {
+	if creator != "" && creator == self {
+		return " (created by you, room_id " + id + ")"
+	}
+	return book.Text(localapi.RoomAside(id, creator))
 }

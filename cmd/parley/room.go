@@ -311,6 +311,7 @@ as the local API gives it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var book localapi.NameBook
+			self := "" // this node's peer ID: its rooms show as created by you
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Item, error) {
 				res, err := c.Read(ctx, as, localapi.ReadRequest{ID: args[0]})
 				if le := (*localapi.Error)(nil); errors.As(err, &le) && le.Code == localapi.CodeNotMember {
@@ -324,9 +325,12 @@ as the local API gives it.`,
 				}
 				if !g.json {
 					book = nameBook(ctx, c)
+					if id, err := c.ID(ctx); err == nil {
+						self = id.PeerID
+					}
 				}
 				return res.Messages[0], nil
-			}, func(w io.Writer, it localapi.Item) { printItem(w, it, book) })
+			}, func(w io.Writer, it localapi.Item) { printItem(w, it, book, self) })
 		},
 	}
 	cmd.Flags().StringVar(&as, "as", defaultAs(), "agent that reads (an agent reads its own rooms' events; human, any room's)")
@@ -336,9 +340,14 @@ as the local API gives it.`,
 // printItem prints one event whole (room show): a line each for its ID,
 // room, author, time and kind, then its text, every line of it indented,
 // with every text from the network shown escaped as printEvent does.
-func printItem(w io.Writer, it localapi.Item, book localapi.NameBook) {
+// self is this node's peer ID.
+func printItem(w io.Writer, it localapi.Item, book localapi.NameBook, self string) {
 	agent := func(a string) string { return termtext.Line(book.Agent(a)) }
-	room := "room_id " + it.Room + book.Text(localapi.CreatedBy(it.RoomCreator))
+	created := book.Text(localapi.CreatedBy(it.RoomCreator))
+	if it.RoomCreator != "" && it.RoomCreator == self {
+		created = ", created by you"
+	}
+	room := "room_id " + it.Room + created
 	if it.RoomName != "" {
 		room = quoted(it.RoomName) + " (" + room + ")"
 	}

@@ -397,6 +397,36 @@ func TestCLILookAlikeRoomsNamedApart(t *testing.T) {
 	if l := line(out, "post here"); !strings.Contains(l, `"api" (created by @carol, room_id `+theirs.RoomID+")") {
 		t.Fatalf("the inbox does not say which api: %q\n%s", l, out)
 	}
+
+	// The name alone is refused, with each room's ID and who created it.
+	_, errs, code := run(t, "--home", homeA, "room", "say", "api", "which one?")
+	if code == 0 || !strings.Contains(errs, mine.RoomID+" (created by this node)") || !strings.Contains(errs, theirs.RoomID+" (created by @carol)") {
+		t.Errorf("room say in a name two rooms share: exit %d, %q: want each room ID with who created it", code, errs)
+	}
+
+	// alice's own room is created by her, not by "@alice", in her inbox
+	// and in room show.
+	if _, errs, code := run(t, "--home", homeA, "agent", "register", "helper"); code != 0 {
+		t.Fatalf("agent register: %s", errs)
+	}
+	if _, errs, code := run(t, "--home", homeA, "room", "invite", mine.RoomID, "helper"); code != 0 {
+		t.Fatalf("invite helper: %s", errs)
+	}
+	posted, errs, code := run(t, "--home", homeA, "room", "say", mine.RoomID, "post in mine", "--as", "helper")
+	if code != 0 {
+		t.Fatalf("say as helper: %s", errs)
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ = run(t, "--home", homeA, "inbox")
+		return strings.Contains(out, "post in mine")
+	}, "helper's message in alice's inbox")
+	if l := line(out, "post in mine"); !strings.Contains(l, `"api" (created by you, room_id `+mine.RoomID+")") {
+		t.Errorf("the inbox does not say alice's own api is hers: %q\n%s", l, out)
+	}
+	shown, errs, code := run(t, "--home", homeA, "room", "show", strings.TrimSpace(posted))
+	if code != 0 || !strings.Contains(shown, "room_id "+mine.RoomID+", created by you") {
+		t.Errorf("room show of a post in alice's own api: exit %d %q\n%s", code, errs, shown)
+	}
 }
 
 // Where a sentence of the CLI quotes a room's name, the name is escaped
@@ -409,7 +439,7 @@ func TestCLIRoomNamesEscapedOnce(t *testing.T) {
 	printPending(&b, localapi.Pending{
 		Items:      []localapi.Item{{Kind: "message", ID: "m1abcdefgh", Room: "r1", RoomName: name, From: "impl@x", Text: "hi"}},
 		MoreUnread: []localapi.RoomCount{{Room: "r2", RoomName: name, Count: 3}},
-	}, nil, human, nil)
+	}, nil, "", human, nil)
 	printEvent(&b, localapi.Event{ID: "e1abcdefgh", Kind: "create", Text: name, Agent: human, Author: "x"}, nil)
 	if out := b.String(); strings.Count(out, want) != 3 || strings.Contains(out, `\\`) {
 		t.Fatalf("the room's name is not quoted once, as %s, in:\n%s", want, out)
