@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -189,6 +190,30 @@ const (
 
 // SocketPath returns the local API socket of a home.
 func SocketPath(home string) string { return filepath.Join(home, SocketFileName) }
+
+// LastRanLoopback reports whether the home's node last started with
+// --loopback (127.0.0.1 only, no mDNS, no port mapping): its
+// LoopbackPortsFileName is there. A start without --loopback removes it.
+func LastRanLoopback(home string) bool {
+	_, err := os.Stat(filepath.Join(home, LoopbackPortsFileName))
+	return err == nil
+}
+
+// UpCommand is the command that starts the home's node as it last ran, for
+// the hints that tell a person to start it: `parley --home HOME up -d
+// --loopback` for a home whose node last ran with --loopback (a plain `up`
+// would listen on every interface the config names, announce itself over
+// mDNS and ask the router for a port mapping), else `parley --home HOME
+// up`, or `up -d` when detach is set.
+func UpCommand(home string, detach bool) string {
+	switch {
+	case LastRanLoopback(home):
+		return fmt.Sprintf("parley --home %s up -d --loopback", home)
+	case detach:
+		return fmt.Sprintf("parley --home %s up -d", home)
+	}
+	return fmt.Sprintf("parley --home %s up", home)
+}
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Home == "" {

@@ -134,7 +134,7 @@ func ensureNode(ctx context.Context, c *localapi.Client, w io.Writer, home strin
 		return err
 	}
 	if !start {
-		return fmt.Errorf("no node is running for home %s (start one with `parley --home %s up`)", home, home)
+		return noNode{home}
 	}
 	for tries := 1; ; tries++ {
 		ready, _, err := startBackground(ctx, home, "--loopback")

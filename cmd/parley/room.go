@@ -426,7 +426,7 @@ func roomTailCmd(g *globals) *cobra.Command {
 				if !errors.Is(st.Err, localapi.ErrStreamStopped) {
 					how = fmt.Sprintf("the node stopped without a word (it crashed or was killed; its log: %s)", filepath.Join(home, node.LogFileName))
 				}
-				st.Explain = fmt.Sprintf("%s: the tail of room %s ends here; start the node again with `parley --home %s up` and tail again", how, args[0], home)
+				st.Explain = fmt.Sprintf("%s: the tail of room %s ends here; start the node again with `%s` and tail again", how, args[0], node.UpCommand(home, false))
 				return st
 			}
 			return g.apiErr(err)

@@ -85,12 +85,12 @@ func (g *globals) stopped(err error) error {
 		// The command told it in its own words (room tail).
 		return err
 	case st.Stream:
-		st.Explain = fmt.Sprintf("the node stopped, which ended %s %s; start it again with `parley --home %s up`", st.Method, st.Path, home)
+		st.Explain = fmt.Sprintf("the node stopped, which ended %s %s; start it again with `%s`", st.Method, st.Path, node.UpCommand(home, false))
 	case !st.Write():
-		st.Explain = fmt.Sprintf("the node stopped before it answered (%s %s); start it again with `parley --home %s up`", st.Method, st.Path, home)
+		st.Explain = fmt.Sprintf("the node stopped before it answered (%s %s); start it again with `%s`", st.Method, st.Path, node.UpCommand(home, false))
 	default:
 		st.Explain = fmt.Sprintf("the node stopped while this command was under way (%s %s): it may or may not have been done (a post stored, an invite sent); "+
-			"start the node again with `parley --home %s up` and look before you repeat it (a post: `parley room log ROOM`)", st.Method, st.Path, home)
+			"start the node again with `%s` and look before you repeat it (a post: `parley room log ROOM`)", st.Method, st.Path, node.UpCommand(home, false))
 	}
 	return explained{strings.Replace(err.Error(), orig, st.Explain, 1), err}
 }
@@ -242,11 +242,12 @@ func (g *globals) apiErr(err error) error {
 }
 
 // noNode is apiErr's error when no node runs for the home (it is
-// localapi.ErrNoNode, as a person reads it).
+// localapi.ErrNoNode, as a person reads it). Its hint starts the node as it
+// last ran: with --loopback when it last ran so (node.UpCommand).
 type noNode struct{ home string }
 
 func (e noNode) Error() string {
-	return fmt.Sprintf("no node is running for home %s (start one with `parley --home %s up`)", e.home, e.home)
+	return fmt.Sprintf("no node is running for home %s (start one with `%s`)", e.home, node.UpCommand(e.home, false))
 }
 
 func (e noNode) Unwrap() error { return localapi.ErrNoNode }

@@ -100,6 +100,37 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	if err != nil {
 		return err
 	}
+	// The flags are checked before the home is made: an up that is refused
+	// leaves no home behind (nor a config, nor a log).
+	if f.handle != "" {
+		if err := config.CheckHandle(f.handle); err != nil {
+			return fmt.Errorf("--handle %q: %v", f.handle, err)
+		}
+	}
+	if f.loopback && len(f.listen) > 0 {
+		return fmt.Errorf("--loopback chooses the listen addresses: drop --listen, or --loopback")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	minFree, err := parseMinFree(f.minFree)
+	if err != nil {
+		return err
+	}
+	if f.recover && f.newIdentity {
+		return fmt.Errorf("--recover keeps this node's identity and --new-identity replaces it: choose one")
+	}
+	for _, s := range f.listen {
+		if _, err := ma.NewMultiaddr(s); err != nil {
+			return fmt.Errorf("listen address %q is not a multiaddr: %v (example: /ip4/0.0.0.0/tcp/4190)", s, err)
+		}
+	}
+	for _, s := range f.bootstrap {
+		if _, err := parsePeerAddr(s); err != nil {
+			return fmt.Errorf("bootstrap address %q: %v", s, err)
+		}
+	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("cannot create home %s: %v", home, err)
 	}
@@ -116,13 +147,19 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		}
 	}
 	if newHandle {
-		if err := config.CheckHandle(f.handle); err != nil {
-			return fmt.Errorf("--handle %q: %v", f.handle, err)
-		}
 		file.Handle = f.handle
 	}
-	if f.loopback && len(f.listen) > 0 {
-		return fmt.Errorf("--loopback chooses the listen addresses: drop --listen, or --loopback")
+	if !f.loopback && node.LastRanLoopback(home) {
+		// The home's node last ran on this machine only (`up --loopback`,
+		// or the node parley mcp and parley run start): say, before it
+		// starts, that this start is not so.
+		listen, where := file.Listen, "the config's listen addresses ("+strings.Join(file.Listen, ", ")+")"
+		if len(f.listen) > 0 {
+			listen, where = f.listen, strings.Join(f.listen, ", ")
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "parley: this home's node last ran with --loopback (this machine only); this start without it listens on %s%s. "+
+			"To keep it on this machine only, stop it (`parley --home %s down`) and start it with `parley --home %s up -d --loopback`\n",
+			where, openExtras(file, f, listen), home, home)
 	}
 	if f.detach {
 		line, warnings, err := startBackground(cmd.Context(), home, childArgs(cmd)...)
@@ -142,17 +179,6 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "parley: the node runs in the background (log %s); stop it with `parley --home %s down`\n",
 			filepath.Join(home, node.LogFileName), home)
 		return nil
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
-	}
-	minFree, err := parseMinFree(f.minFree)
-	if err != nil {
-		return err
-	}
-	if f.recover && f.newIdentity {
-		return fmt.Errorf("--recover keeps this node's identity and --new-identity replaces it: choose one")
 	}
 	cfg := node.Config{
 		Home:        home,
@@ -231,6 +257,10 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		if err := saveLoopbackPorts(home, addrs); err != nil {
 			slog.Warn("the ports of this loopback node are not kept for its next start", "err", err)
 		}
+	} else if err := os.Remove(filepath.Join(home, loopbackPorts)); err != nil && !os.IsNotExist(err) {
+		// The file tells the hints (node.UpCommand) that the node last ran
+		// with --loopback; this one did not.
+		slog.Warn("the record of the home's last --loopback start is not removed", "err", err)
 	}
 	as := make([]string, len(addrs))
 	for i, a := range addrs {
@@ -278,6 +308,26 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("node did not stop within 5 s; exiting anyway")
 	}
+}
+
+// openExtras is what a start without --loopback does besides its listen
+// addresses, as the warning of a home that last ran with --loopback says
+// it: mDNS and a port mapping, when the config (and flags) turn them on.
+func openExtras(file config.File, f *upFlags, listen []string) string {
+	var x []string
+	if file.MDNS && !f.noMDNS {
+		x = append(x, "announces itself over mDNS on the local network")
+	}
+	if file.PortMap && slices.ContainsFunc(listen, func(s string) bool {
+		a, err := ma.NewMultiaddr(s)
+		return err == nil && !manet.IsIPLoopback(a)
+	}) {
+		x = append(x, "asks the router for a port mapping")
+	}
+	if len(x) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(x, " and ")
 }
 
 // parseMinFree reads --min-free-disk: a size such as 64MiB, 500MB or

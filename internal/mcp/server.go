@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
 )
 
 // Version is reported to MCP clients.
@@ -363,7 +364,7 @@ func (s *Server) errorText(err error) string {
 	case errors.As(err, &ae):
 		return localapi.UserText(ae.Message)
 	case errors.Is(err, localapi.ErrNoNode) && s.cfg.Home != "":
-		return fmt.Sprintf("the Parley node is not running (start it with `parley --home %s up -d`)", s.cfg.Home)
+		return fmt.Sprintf("the Parley node is not running (start it with `%s`)", node.UpCommand(s.cfg.Home, true))
 	case errors.Is(err, localapi.ErrNoNode):
 		return "the Parley node is not running (start it with `parley up -d`)"
 	case errors.Is(err, context.DeadlineExceeded):
