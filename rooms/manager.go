@@ -1038,6 +1038,31 @@ func (m *Manager) Members(id identity.RoomID) ([]peer.ID, error) {
 	return r.memberList(), nil
 }
 
+// Admission returns the event that admitted this node to the room for its
+// current membership: the create event of a room it founded, or the
+// invite that let it in (the invite of the node, or of one of its agents
+// by name). ok is false while no such event is stored here (a room being
+// opened on an invite not yet caught up).
+func (m *Manager) Admission(id identity.RoomID) (v View, ok bool, err error) {
+	r, err := m.getRoom(id)
+	if err != nil {
+		return View{}, false, err
+	}
+	r.mu.RLock()
+	eid, ok := r.members[m.self]
+	r.mu.RUnlock()
+	if !ok {
+		return View{}, false, nil
+	}
+	if v, err = m.Event(id, eid); err != nil {
+		if errors.Is(err, ErrUnknownEvent) {
+			return View{}, false, nil
+		}
+		return View{}, false, err
+	}
+	return v, true, nil
+}
+
 // SyncNow asks the room to catch up with p at once (tests and tools use it;
 // sync also runs by itself).
 func (m *Manager) SyncNow(ctx context.Context, id identity.RoomID, p peer.ID) error {

@@ -53,6 +53,10 @@ type Rooms interface {
 	LeftRoom(id identity.RoomID) (name string, left bool)
 	// LeftByName returns the rooms of that name this node is out of.
 	LeftByName(name string) []identity.RoomID
+	// Admission returns the event that admitted this node to the room
+	// (its create, or the invite that let it in); ok false if none is
+	// stored yet.
+	Admission(id identity.RoomID) (v rooms.View, ok bool, err error)
 }
 
 var _ Rooms = (*rooms.Manager)(nil)
@@ -247,6 +251,7 @@ type state struct {
 	scan    map[identity.RoomID]uint64 // arrival scanned up to (d)
 	read    map[identity.RoomID]uint64 // arrival shown up to (r)
 	removed map[identity.RoomID]uint64 // depth of the last removal from the room it was told of (x)
+	invited map[identity.RoomID]uint64 // human: depth of the last invite of this node it was told of (i)
 	owed    map[string]*askRec         // asks it owes, by ID (o)
 	asked   map[string]*askRec         // its own asks, by ID (q)
 	notes   map[string]*localapi.Item  // invitations and replies to show once (n)
@@ -355,7 +360,7 @@ func (b *Inbox) unlock(st *state) {
 // empty reports whether the state holds nothing but what a fresh one
 // would; callers hold st.mu.
 func (st *state) empty() bool {
-	return st.news == 0 && len(st.ops) == 0 && len(st.scan) == 0 && len(st.read) == 0 && len(st.removed) == 0 &&
+	return st.news == 0 && len(st.ops) == 0 && len(st.scan) == 0 && len(st.read) == 0 && len(st.removed) == 0 && len(st.invited) == 0 &&
 		len(st.owed) == 0 && len(st.asked) == 0 && len(st.notes) == 0 && len(st.sawAsks) == 0 &&
 		len(st.unread) == 0 && len(st.dirty) == 0 && len(st.recount) == 0 && len(st.hands) == 0
 }
@@ -374,6 +379,7 @@ func (b *Inbox) held(agent identity.AgentName) bool {
 // all shown get their unread count again on the next take.
 func (b *Inbox) load(agent identity.AgentName, st *state) error {
 	st.scan, st.read, st.removed = map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}
+	st.invited = map[identity.RoomID]uint64{}
 	st.owed, st.asked, st.notes = map[string]*askRec{}, map[string]*askRec{}, map[string]*localapi.Item{}
 	st.sawAsks, st.hands = map[string]int64{}, map[string]*handRec{}
 	st.unread, st.recount, st.dirty = map[identity.RoomID]int{}, map[identity.RoomID]bool{}, map[identity.RoomID]bool{}
@@ -385,7 +391,7 @@ func (b *Inbox) load(agent identity.AgentName, st *state) error {
 			return true
 		}
 		switch kind {
-		case "d", "r", "x":
+		case "d", "r", "x", "i":
 			if len(v) != 8 {
 				return true
 			}
@@ -395,6 +401,8 @@ func (b *Inbox) load(agent identity.AgentName, st *state) error {
 				st.scan[identity.RoomID(key)] = n
 			case "r":
 				st.read[identity.RoomID(key)] = n
+			case "i":
+				st.invited[identity.RoomID(key)] = n
 			default:
 				st.removed[identity.RoomID(key)] = n
 			}
@@ -494,6 +502,8 @@ func (st *state) setCursor(agent identity.AgentName, kind string, room identity.
 		st.scan[room] = n
 	case "r":
 		st.read[room] = n
+	case "i":
+		st.invited[room] = n
 	default:
 		st.removed[room] = n
 	}

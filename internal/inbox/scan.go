@@ -39,6 +39,11 @@ func (b *Inbox) scan(agent identity.AgentName, st *state) error {
 		if err != nil {
 			return err
 		}
+		if agent == identity.HumanAgent {
+			if err := b.nodeInvited(st, id); err != nil {
+				return err
+			}
+		}
 		_, tracked := st.scan[id]
 		if !ok || !rec.In {
 			delete(st.dirty, id)
@@ -72,6 +77,47 @@ func (b *Inbox) scan(agent identity.AgentName, st *state) error {
 	}
 	st.seen = seq
 	b.expire(agent, st)
+	return nil
+}
+
+// nodeInviteKeep is how old an invite of this node may be and still be
+// told to the node's user as news: older ones (a room the node was let into
+// before its invitations were told, a home put back from a copy) are
+// history.
+const nodeInviteKeep = 7 * 24 * time.Hour
+
+// nodeInvited tells the node's user (human) that another node invited this
+// node into room id by its peer ID (an invite with no agent named: `parley
+// room invite ROOM PEER_ID`), once for each such invite that let it in:
+// its depth is kept (the "i" cursor), so a rescan or a restart does not
+// tell it again, and an invite that let the node back in later does. A
+// room this node founded, or one it came into by an invite naming an agent
+// (noted as that agent's invitation), gives none. (The node's join, which
+// it posts as human once the invite is stored, makes human a member: the
+// scan then reads the room from after the join, and would not see the
+// invite.) Callers hold st.mu.
+func (b *Inbox) nodeInvited(st *state, id identity.RoomID) error {
+	v, ok, err := b.rooms.Admission(id)
+	if errors.Is(err, rooms.ErrUnknownRoom) || err == nil && !ok {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if v.Kind != rooms.KindInvite || v.To != "" || v.Target != b.self || v.Author == b.self || v.Depth <= st.invited[id] {
+		return nil
+	}
+	st.setCursor(identity.HumanAgent, "i", id, v.Depth)
+	if b.now().Sub(time.UnixMilli(v.Time)) > nodeInviteKeep {
+		return nil
+	}
+	name := ""
+	if in, err := b.rooms.Get(id); err == nil {
+		name = in.Name
+	}
+	it := item(v, name)
+	it.Kind = "invitation"
+	st.putNote(identity.HumanAgent, it)
 	return nil
 }
 
@@ -302,6 +348,10 @@ func (b *Inbox) expire(agent identity.AgentName, st *state) {
 
 // forget drops what an agent kept of a room this node is no longer in.
 func (b *Inbox) forget(agent identity.AgentName, st *state, id identity.RoomID) {
+	// An invitation of human to a room the node was invited into, which
+	// human never spoke in (nodeInvited), is not tracked; it is no longer
+	// true either.
+	st.dropInvitationsTo(agent, id)
 	if _, ok := st.scan[id]; !ok {
 		return
 	}
