@@ -1170,7 +1170,7 @@ func (m *Manager) Remove(ctx context.Context, id identity.RoomID, target peer.ID
 	r.mu.RUnlock()
 	switch {
 	case creator != m.self:
-		return ID{}, fmt.Errorf("%w: only the room's creator (%s) removes members of room %s", ErrNotCreator, creator, id)
+		return ID{}, fmt.Errorf("%w: room %s was created by %s, which alone removes its members", ErrNotCreator, id, creator)
 	case target == m.self:
 		return ID{}, fmt.Errorf("%w: this node cannot remove itself from room %s (leave it instead)", ErrMalformed, id)
 	case !member:
@@ -1222,7 +1222,7 @@ func (m *Manager) RemoveAgent(ctx context.Context, id identity.RoomID, addr iden
 	r.mu.RUnlock()
 	switch {
 	case creator != m.self:
-		return ID{}, fmt.Errorf("%w: only the room's creator (%s) removes agents of other nodes from room %s", ErrNotCreator, creator, id)
+		return ID{}, fmt.Errorf("%w: room %s was created by %s, which alone removes agents of other nodes from it", ErrNotCreator, id, creator)
 	case at < AgentRemovalSince:
 		return ID{}, fmt.Errorf("%w: room %s was created before agents could be removed one by one: remove the node (and invite back the agents it wants), or ask it to take %s out", ErrRoomTooOld, id, addr)
 	case !known || !a.In:

@@ -220,6 +220,8 @@ func TestCreatorRemovesANode(t *testing.T) {
 	n := eventCount(nt, 1, id)
 	if _, err := mgr(nt, 1).Remove(ctx, id, nt.ID(2), identity.HumanAgent); !errors.Is(err, rooms.ErrNotCreator) {
 		t.Fatalf("remove by a non-creator: %v", err)
+	} else if strings.Count(err.Error(), "only the room's creator") != 1 {
+		t.Errorf("the refusal says the same thing twice: %q", err)
 	}
 	if _, err := mgr(nt, 0).Remove(ctx, id, nt.ID(0), identity.HumanAgent); err == nil {
 		t.Fatal("the creator removed itself")

@@ -50,11 +50,16 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // …"): the node answers agents and the CLI alike.
 var mcpHint = regexp.MustCompile("parley_[a-z_]+, or (`parley [^`]+`), ")
 
+// mcpAside is a hint's part for agents alone, after the command that does
+// the same: "`parley who`, or the parley_who tool", "--project KEY, or
+// project in a tool call".
+var mcpAside = regexp.MustCompile(`, or (the parley_[a-z_]+ tool|[a-z_]+ in a tool call)`)
+
 // cliText is an error's text as a person at the CLI reads it: without
 // internal packages' names (localapi.UserText), and pointing to commands,
 // not to MCP tools.
 func cliText(msg string) string {
-	return mcpHint.ReplaceAllString(localapi.UserText(msg), "$1 ")
+	return mcpAside.ReplaceAllString(mcpHint.ReplaceAllString(localapi.UserText(msg), "$1 "), "")
 }
 
 // jsonAsked reports whether args ask for --json. An error found before the

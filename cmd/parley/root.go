@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -238,8 +239,34 @@ func (g *globals) apiErr(err error) error {
 		home, _ := g.resolveHome()
 		return noNode{home}
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return timedOut{g.timeout, err}
+	}
 	return err
 }
+
+// timedOut is apiErr's error when the node did not answer within
+// --timeout (the request's context ended, not the node's own wait).
+type timedOut struct {
+	d   time.Duration
+	err error
+}
+
+func (e timedOut) Error() string {
+	what, after := "", " (a change asked may still be made: look before you repeat it)"
+	if m := reqLine.FindString(e.err.Error()); m != "" {
+		what = " (" + m + ")"
+		if strings.HasPrefix(m, "GET ") {
+			after = ""
+		}
+	}
+	return fmt.Sprintf("the node did not answer within %s%s: give it longer with --timeout%s", e.d, what, after)
+}
+
+func (e timedOut) Unwrap() error { return e.err }
+
+// reqLine finds the request in a local API client's error ("GET /v1/status").
+var reqLine = regexp.MustCompile(`\b(GET|POST|PUT|DELETE|PATCH) /v1/[^ :]*`)
 
 // noNode is apiErr's error when no node runs for the home (it is
 // localapi.ErrNoNode, as a person reads it). Its hint starts the node as it

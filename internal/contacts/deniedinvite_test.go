@@ -28,8 +28,18 @@ func TestInviteOfADeniedRequesterSaysItIsNoContact(t *testing.T) {
 	}
 	room := createRoom(t, nt, 1)
 	_, err = mgr(nt, 1).Invite(ctx, room, nt.ID(0), identity.HumanAgent)
-	wantErr(t, err, rooms.ErrInviteRefused, "is not a contact (a contact request between you was denied)")
+	wantErr(t, err, rooms.ErrInviteRefused, "is not a contact (you denied its contact request)")
 	if strings.Contains(err.Error(), "no longer") {
 		t.Fatalf("the invite of a denied requester says %q", err)
+	}
+
+	// The node denied: its own request would be refused for 24 h, so the
+	// refusal does not send it there.
+	waitState(t, nt, 0, 1, consent.StateDenied)
+	room0 := createRoom(t, nt, 0)
+	_, err = mgr(nt, 0).Invite(ctx, room0, nt.ID(1), identity.HumanAgent)
+	wantErr(t, err, rooms.ErrInviteRefused, "is not a contact (it denied your contact request)")
+	if strings.Contains(err.Error(), "parley contact request") {
+		t.Fatalf("the invite by a node whose request was denied tells it to request again, which is refused for 24 h: %q", err)
 	}
 }

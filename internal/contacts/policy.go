@@ -120,8 +120,14 @@ func (s *Service) contactInvite(target peer.ID) error {
 		} else {
 			return nil
 		}
+	case c.State == consent.StateDenied && !c.DeniedUntil.IsZero():
+		why = "is not a contact (you denied its contact request)"
+		ask = fmt.Sprintf("if you changed your mind, ask it with `parley contact request %s`, and try again once it approves", target)
 	case c.State == consent.StateDenied:
-		why = "is not a contact (a contact request between you was denied)"
+		// It denied ours: its node refuses another from this one for a
+		// while (consent.Policy.DenyCooldown, 24 h by default).
+		why = "is not a contact (it denied your contact request)"
+		ask = "its node refuses another request from you for a while (24 h by default): ask its user to send you a contact request instead, and approve it"
 	default:
 		why = fmt.Sprintf("is no longer a contact (%s)", c.State)
 	}

@@ -648,7 +648,7 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 			}
 		}
 		if err != nil {
-			return res, localapi.BadRequest("reply_to %q is not an event ID (give it whole, or its first %d characters or more)", req.ReplyTo, rooms.MinIDPrefix)
+			return res, localapi.BadRequest("the event replied to, %q, is not an event ID (give it whole, or its first %d characters or more)", req.ReplyTo, rooms.MinIDPrefix)
 		}
 		args.ReplyTo = &rid
 	}
