@@ -24,6 +24,39 @@ func ParseAgentName(s string) (AgentName, error) {
 	return AgentName(s), nil
 }
 
+// ParseGivenAgentName reads an agent name as a person or a client gives it
+// (a command's --as, a tool call, a path of the local API): trimmed, with
+// capital letters A to Z taken as small ones, then checked as
+// ParseAgentName checks it. `parley agent register Helper` registers
+// helper, and `--as Helper` is helper too. Only ASCII letters are folded:
+// a character that merely looks like one is refused, named. A name read
+// from an event, a card or presence is not folded: ParseAgentName.
+func ParseGivenAgentName(s string) (AgentName, error) {
+	return ParseAgentName(foldASCII(strings.TrimSpace(s)))
+}
+
+// ParseGivenAgentAddr is ParseAgentAddr for an address a person or a client
+// gives: its NAME is read as ParseGivenAgentName reads it (the peer ID after
+// "@" is taken as it is: it tells capitals apart).
+func ParseGivenAgentAddr(s string) (AgentAddr, error) {
+	s = strings.TrimSpace(s)
+	name, rest, found := strings.Cut(s, "@")
+	if found {
+		return ParseAgentAddr(foldASCII(name) + "@" + rest)
+	}
+	return ParseAgentAddr(foldASCII(name))
+}
+
+// foldASCII turns the capital letters A to Z of s into small ones.
+func foldASCII(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return r
+	}, s)
+}
+
 // RoomID names a room everywhere. It is chosen at random by the creating
 // node: 26 characters of lower-case base32.
 type RoomID string

@@ -50,7 +50,7 @@ func apiClaims(hs []board.Held) []localapi.Claim {
 }
 
 func boardAgent(agent string) (identity.AgentName, error) {
-	a, err := identity.ParseAgentName(agent)
+	a, err := identity.ParseGivenAgentName(agent)
 	if err != nil {
 		return "", localapi.BadRequest("%v", err)
 	}
@@ -100,7 +100,8 @@ func (b boardAPI) Release(ctx context.Context, agent string, req localapi.Releas
 }
 
 func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardRequest) (localapi.BoardView, error) {
-	if _, err := boardAgent(agent); err != nil {
+	a, err := boardAgent(agent)
+	if err != nil {
 		return localapi.BoardView{}, err
 	}
 	// The paths asked about are compared with every claim: as long and as
@@ -120,7 +121,7 @@ func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardReq
 	// who asks (a person reading the board while another node's agent
 	// holds a claim that this node's git guard enforces on their commits).
 	alive := b.alive(ctx, v.Rooms)
-	parties := map[string]bool{agent + "@" + b.n.id.String(): true}
+	parties := map[string]bool{string(a) + "@" + b.n.id.String(): true}
 	for _, a := range alive {
 		parties[a] = true
 	}

@@ -51,7 +51,7 @@ func TestCLIErrorsSayTheirContextOnce(t *testing.T) {
 		{[]string{"agent", "register", "held", "--session", "two"}, "parley: name held by another session: "},
 		{[]string{"agent", "register", "Bad Name"}, `parley: bad input: agent name "bad name": `},
 		{[]string{"agent", "register", "human"}, "parley: bad input: reserved name: "},
-		{[]string{"agent", "mute", "Bad Name"}, `is not an agent (NAME, or NAME@PEER_ID): agent name "Bad Name": `},
+		{[]string{"agent", "mute", "Bad Name"}, `is not an agent (NAME, or NAME@PEER_ID): agent name "bad name": `},
 		{[]string{"find", "cap:"}, `parley: bad input: bad query: "cap:" has no value`},
 		{[]string{"claim", "x", "--note", "n", "--project", "p", "--ttl", "9h"}, "--ttl 9h0m0s: must be from 1s to 8h0m0s"},
 		{[]string{"contact", "approve", "bogus"}, "contacts: approve bogus: no such contact or request: "},

@@ -174,9 +174,11 @@ func (r *registry) count(now time.Time) int {
 	return n
 }
 
-// ParseName trims and lower-cases s and checks it as an agent name.
+// ParseName reads s as an agent name a person or a client gives: trimmed,
+// capitals A to Z taken as small letters (identity.ParseGivenAgentName,
+// the rule every call that names an agent of this node follows).
 func ParseName(s string) (identity.AgentName, error) {
-	n, err := identity.ParseAgentName(strings.ToLower(strings.TrimSpace(s)))
+	n, err := identity.ParseGivenAgentName(s)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadInput, err)
 	}

@@ -341,12 +341,12 @@ func (b *Inbox) parseMember(s string) (member, error) {
 			return member{}, localapi.BadRequest("%q looks like a peer ID but is not one (%v): copy it whole from `parley peers` or `parley contact list`", s, err)
 		}
 	}
-	a, err := identity.ParseAgentAddr(s)
+	a, err := identity.ParseGivenAgentAddr(s)
 	if name, node, ok := strings.Cut(s, "@"); err != nil && ok && b.cfg.Names != nil {
 		// NAME@HANDLE, as names show: the node whose handle it is. An
 		// address whose NAME is not one is malformed whatever follows.
 		why := ""
-		if _, nerr := identity.ParseAgentName(name); nerr != nil {
+		if _, nerr := identity.ParseGivenAgentName(name); nerr != nil {
 			why = strings.TrimPrefix(nerr.Error(), "identity: ")
 		} else if node == "" {
 			why = `nothing follows "@"`
@@ -359,7 +359,7 @@ func (b *Inbox) parseMember(s string) (member, error) {
 			if rerr != nil {
 				return member{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent, "%q: %s", s, strings.TrimPrefix(rerr.Error(), "names: "))
 			}
-			a, err = identity.ParseAgentAddr(name + "@" + p.String())
+			a, err = identity.ParseGivenAgentAddr(name + "@" + p.String())
 		}
 	}
 	if err != nil {

@@ -637,7 +637,7 @@ func beUint(v []byte) uint64 {
 
 // parseAgent checks the agent name of a call.
 func parseAgent(s string) (identity.AgentName, error) {
-	a, err := identity.ParseAgentName(s)
+	a, err := identity.ParseGivenAgentName(s)
 	if err != nil {
 		return "", localapi.Errorf(http.StatusBadRequest, localapi.CodeBadRequest, "%v", err)
 	}

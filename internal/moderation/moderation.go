@@ -127,7 +127,7 @@ func New(cfg Config) (*Service, error) {
 // Addr is the address of an agent: NAME@PEER_ID as given, or NAME of this
 // node.
 func (s *Service) Addr(agent string) (identity.AgentAddr, error) {
-	a, err := identity.ParseAgentAddr(agent)
+	a, err := identity.ParseGivenAgentAddr(agent)
 	if err != nil {
 		return identity.AgentAddr{}, fmt.Errorf("%w: %q is not an agent (NAME, or NAME@PEER_ID): %v", ErrBadInput, agent, err)
 	}
