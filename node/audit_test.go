@@ -92,6 +92,7 @@ func TestDecisionsAreAudited(t *testing.T) {
 	}, "the contact to be active on b")
 
 	// alice on a opens a room with b's node, removes it, then leaves.
+	registered(t, ctx, cs[0], "alice")
 	res, err := cs[0].OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "plans", Members: []string{b}})
 	if err != nil || len(res.Invited) != 1 {
 		t.Fatalf("open room: %+v %v", res, err)
@@ -250,6 +251,8 @@ func TestInviteAnswersAreAudited(t *testing.T) {
 	// is a co-member of node 0, not its contact, so its invites wait.
 	needContact(t, nt, 0, 2)
 	needContact(t, nt, 1, 2)
+	registered(t, ctx, cs[2], "carol")
+	registered(t, ctx, cs[1], "mallory")
 	res, err := cs[2].OpenRoom(ctx, "carol", localapi.OpenRoomRequest{Name: "shared", Members: []string{nt.ID(0).String(), nt.ID(1).String()}})
 	if err != nil || len(res.Invited) != 2 {
 		t.Fatalf("open: %+v %v", res, err)

@@ -64,6 +64,11 @@ func (b boardAPI) take(ctx context.Context, agent string, take bool, p *localapi
 		return nil
 	}
 	v, err := b.n.inbox.Take(ctx, agent)
+	if localapi.IsCode(err, localapi.CodeUnknownAgent) {
+		// A name no agent holds, in no room, with nothing pending: the
+		// board's call is done, and nothing waits for it.
+		v, err = localapi.Pending{}, nil
+	}
 	*p = v.OrEmpty()
 	return err
 }

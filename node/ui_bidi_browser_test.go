@@ -69,6 +69,7 @@ func TestDashboardIsolatesRemoteTexts(t *testing.T) {
 		t.Fatal("the measures")
 	}
 
+	registered(t, ctx, c1, "bob")
 	room, err := c1.OpenRoom(ctx, "bob", localapi.OpenRoomRequest{Name: "ops", Members: []string{me}})
 	if err != nil || len(room.Invited) != 1 {
 		t.Fatalf("open room: %+v %v", room, err)

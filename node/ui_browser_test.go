@@ -186,6 +186,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitJS(t, b, 30*time.Second, `document.getElementById("org-panel").hidden`, "the answered offer to leave the page")
 
 	// A room of each node; the page shows both.
+	registered(t, ctx, c0, "alice")
+	registered(t, ctx, c1, "bob")
 	mine, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "local-room"})
 	if err != nil {
 		t.Fatal(err)
@@ -503,6 +505,7 @@ func TestDashboardTellsLookAlikeRoomsApart(t *testing.T) {
 	// An agent of node 1 makes a look-alike and brings node 0 in.
 	lookAlike := func(agent, say string) string {
 		t.Helper()
+		registered(t, ctx, c1, agent)
 		r, err := c1.OpenRoom(ctx, agent, localapi.OpenRoomRequest{Name: "api", Purpose: "design the v2 api", Members: []string{me}})
 		if err != nil || len(r.Invited) != 1 {
 			t.Fatalf("the look-alike: %+v %v", r, err)

@@ -42,6 +42,8 @@ func TestHumanPanelShowsAnEarlierAskBeforeBackdatedOnes(t *testing.T) {
 	defer c1.Close()
 	defer c2.Close()
 	me := nt.ID(0).String()
+	registered(t, ctx, c1, "bob")
+	registered(t, ctx, c2, "carol")
 
 	honest, err := c2.OpenRoom(ctx, "carol", localapi.OpenRoomRequest{Name: "honest", Members: []string{me}})
 	if err != nil {
@@ -107,6 +109,9 @@ func TestHumanPanelNoisyAskerHidesNoOtherAsker(t *testing.T) {
 	defer c1.Close()
 	defer c2.Close()
 	me := nt.ID(0).String()
+	registered(t, ctx, c0, "alice")
+	registered(t, ctx, c1, "bob")
+	registered(t, ctx, c2, "carol")
 
 	noisy, err := c1.OpenRoom(ctx, "bob", localapi.OpenRoomRequest{Name: "noisy", Members: []string{me}})
 	if err != nil {

@@ -43,6 +43,7 @@ func TestHumanPanelLongWordsStayInView(t *testing.T) {
 	if _, err := c1.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: agent}); err != nil {
 		t.Fatal(err)
 	}
+	registered(t, ctx, c1, "bob")
 	room, err := c1.OpenRoom(ctx, agent, localapi.OpenRoomRequest{Name: strings.Repeat("R", 200), Members: []string{me}})
 	if err != nil {
 		t.Fatal(err)

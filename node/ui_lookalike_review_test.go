@@ -47,6 +47,7 @@ func lookAlikePage(t *testing.T, opts ...nodetest.Option) (b context.Context, ct
 // in it, and waits for the room in node 0's list.
 func openWith(t *testing.T, b, ctx context.Context, c1 *localapi.Client, me, agent, name string) string {
 	t.Helper()
+	registered(t, ctx, c1, agent)
 	r, err := c1.OpenRoom(ctx, agent, localapi.OpenRoomRequest{Name: name, Purpose: "design the v2 api", Members: []string{"human@" + me}})
 	if err != nil || len(r.Invited) != 1 {
 		t.Fatalf("open %q: %+v %v", name, r, err)

@@ -40,6 +40,7 @@ func TestDashboardOwedAsksNotRedrawnByMessages(t *testing.T) {
 	defer c0.Close()
 	defer c1.Close()
 	me := nt.ID(0).String()
+	registered(t, ctx, c1, "bob")
 	room, err := c1.OpenRoom(ctx, "bob", localapi.OpenRoomRequest{Name: "asks", Members: []string{me}})
 	if err != nil || len(room.Invited) != 1 {
 		t.Fatalf("open room: %+v %v", room, err)

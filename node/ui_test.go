@@ -180,6 +180,7 @@ func TestDashboardTokenOriginAndStream(t *testing.T) {
 	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
 	defer c1.Close()
 	needContact(t, nt, 1, 0)
+	registered(t, ctx, c1, "bob")
 	res, err := c1.OpenRoom(ctx, "bob", localapi.OpenRoomRequest{Name: "ops", Members: []string{nt.ID(0).String()}})
 	if err != nil || len(res.Invited) != 1 {
 		t.Fatalf("open room: %+v %v", res, err)

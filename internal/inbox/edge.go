@@ -60,10 +60,30 @@ func (b *Inbox) takeLocked(agent identity.AgentName, take bool, h *hand) (locala
 	return p, nil
 }
 
+// mustHaveInbox refuses a look at the inbox of a name this node knows
+// nothing of: not human, not registered here, with no membership record in
+// a room of the node, and nothing pending (before, a mistyped --as was told
+// "nothing waits for you"). An agent that unregistered may still have
+// items pending, asks it owes among them: it is shown them.
+func (b *Inbox) mustHaveInbox(ctx context.Context, agent identity.AgentName) error {
+	if agent == identity.HumanAgent || b.registered(ctx, agent) || b.hasRecord(agent) {
+		return nil
+	}
+	p, err := b.takeLocked(agent, false, nil)
+	if err != nil || len(p.Items) > 0 || len(p.MoreUnread) > 0 {
+		return err
+	}
+	return localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
+		"no agent %q is registered on this node, nor a member of any room here, and nothing waits for it: `parley agent list` lists this node's agents (a name mistyped?)", agent)
+}
+
 // Take implements localapi.Edge.
 func (b *Inbox) Take(ctx context.Context, agent string) (localapi.Pending, error) {
 	a, err := parseAgent(agent)
 	if err != nil {
+		return localapi.Pending{}, err
+	}
+	if err := b.mustHaveInbox(ctx, a); err != nil {
 		return localapi.Pending{}, err
 	}
 	return b.takeLocked(a, true, handFor(ctx))
@@ -73,6 +93,9 @@ func (b *Inbox) Take(ctx context.Context, agent string) (localapi.Pending, error
 func (b *Inbox) Peek(ctx context.Context, agent string) (localapi.Pending, error) {
 	a, err := parseAgent(agent)
 	if err != nil {
+		return localapi.Pending{}, err
+	}
+	if err := b.mustHaveInbox(ctx, a); err != nil {
 		return localapi.Pending{}, err
 	}
 	return b.takeLocked(a, false, nil)
@@ -119,6 +142,9 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 	wait := time.Duration(req.Seconds * float64(time.Second))
 	if wait < 0 || wait > localapi.MaxWait {
 		return localapi.Pending{}, localapi.BadRequest("wait must be 0 to %s", localapi.MaxWait)
+	}
+	if err := b.mustHaveInbox(ctx, a); err != nil {
+		return localapi.Pending{}, err
 	}
 	changes, stop := b.rooms.Changes()
 	defer stop()
@@ -513,6 +539,53 @@ func (b *Inbox) mustBeIn(agent identity.AgentName, in rooms.Info) error {
 	return nil
 }
 
+// mustBeKnown refuses a post as an agent this node does not know: not
+// human (the node's user), not registered on this node now, and with no
+// membership record (in, or left: mustBeIn says so) in room in, or, for a
+// room to be opened (in nil), in any room of the node. Before, a mistyped
+// --as posted as a new agent and made it a member for good (it then owed
+// every ask of the room). An agent whose registration lapsed is still a
+// member of its rooms, and posts there.
+func (b *Inbox) mustBeKnown(ctx context.Context, agent identity.AgentName, in *rooms.Info) error {
+	if agent == identity.HumanAgent || b.registered(ctx, agent) {
+		return nil
+	}
+	if in != nil {
+		if _, ok, err := b.rooms.AgentState(in.ID, b.addr(agent)); err != nil || ok {
+			return nil // an error is the caller's to meet (mustBeIn)
+		}
+		return unknownAgent(agent, fmt.Sprintf(" nor a member of room %q", in.Name))
+	}
+	if b.hasRecord(agent) {
+		return nil
+	}
+	return unknownAgent(agent, " nor a member of any room here")
+}
+
+// unknownAgent is the error of a call as an agent this node does not know.
+func unknownAgent(agent identity.AgentName, where string) error {
+	return localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
+		"no agent %q is registered on this node,%s: `parley agent list` lists this node's agents (a name mistyped? `parley agent register %s` registers it); nothing was done",
+		agent, where, agent)
+}
+
+// registered reports whether an agent of this node holds the name now.
+func (b *Inbox) registered(ctx context.Context, agent identity.AgentName) bool {
+	return slices.ContainsFunc(b.cfg.Agents.List(ctx), func(a localapi.AgentInfo) bool { return a.Name == string(agent) })
+}
+
+// hasRecord reports whether agent has a membership record (in, or left)
+// in a room of this node.
+func (b *Inbox) hasRecord(agent identity.AgentName) bool {
+	me := b.addr(agent)
+	for _, in := range b.rooms.List() {
+		if _, ok, err := b.rooms.AgentState(in.ID, me); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
 // OpenRoom implements localapi.Edge.
 func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoomRequest) (localapi.OpenRoomResult, error) {
 	res := localapi.OpenRoomResult{Invited: []string{}, Failed: []localapi.Failure{}}
@@ -525,6 +598,9 @@ func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoo
 	}
 	if err := rooms.CheckPurpose(req.Purpose); err != nil {
 		return res, localapi.BadRequest("purpose: %v", strings.TrimPrefix(err.Error(), "rooms: malformed: "))
+	}
+	if err := b.mustBeKnown(ctx, a, nil); err != nil {
+		return res, err
 	}
 	var ms []member
 	for _, s := range req.Members {
@@ -599,6 +675,9 @@ func (b *Inbox) Invite(ctx context.Context, agent string, req localapi.InviteReq
 	if err := b.mustBeIn(a, in); err != nil {
 		return res, err
 	}
+	if err := b.mustBeKnown(ctx, a, &in); err != nil {
+		return res, err
+	}
 	if m.name == "" {
 		res.Already = slices.Contains(in.Members, m.peer)
 	} else if rec, ok, err := b.rooms.AgentState(in.ID, m.String()); err == nil && ok && rec.In {
@@ -667,6 +746,9 @@ func (b *Inbox) Say(ctx context.Context, agent string, req localapi.SayRequest) 
 		args.To = m.String()
 	}
 	if err := b.mustBeIn(a, in); err != nil {
+		return res, err
+	}
+	if err := b.mustBeKnown(ctx, a, &in); err != nil {
 		return res, err
 	}
 	if err := b.checkPost(a); err != nil {
@@ -846,6 +928,9 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		if err := b.mustBeIn(a, in); err != nil {
 			return res, err
 		}
+		if err := b.mustBeKnown(ctx, a, &in); err != nil {
+			return res, err
+		}
 		if req.To == "" && !slices.ContainsFunc(in.Agents, func(s string) bool { return s != b.addr(a) }) {
 			// An ask of a room is owed by the other agents in it; one
 			// that comes in later does not owe what was asked before
@@ -862,6 +947,8 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 				return res, apiError(err)
 			}
 		}
+	} else if err := b.mustBeKnown(ctx, a, nil); err != nil {
+		return res, err
 	} else if in, err = b.roomWith(ctx, a, to); err != nil {
 		return res, err
 	}
@@ -1318,6 +1405,9 @@ func (b *Inbox) Leave(ctx context.Context, agent string, req localapi.LeaveReque
 	res.Room = ref(in)
 	var eid rooms.ID
 	if req.Node {
+		if err := b.mustBeKnown(ctx, a, &in); err != nil {
+			return res, err
+		}
 		eid, err = b.rooms.LeaveNode(ctx, in.ID, a)
 		res.NodeLeft = err == nil
 	} else {

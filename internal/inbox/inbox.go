@@ -367,12 +367,7 @@ func (st *state) empty() bool {
 
 // held reports whether an agent of this node holds the name.
 func (b *Inbox) held(agent identity.AgentName) bool {
-	for _, a := range b.cfg.Agents.List(context.Background()) {
-		if a.Name == string(agent) {
-			return true
-		}
-	}
-	return false
+	return b.registered(context.Background(), agent)
 }
 
 // load reads an agent's cursors and items. Rooms whose messages were not

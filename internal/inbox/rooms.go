@@ -136,6 +136,9 @@ func (b *Inbox) Remove(ctx context.Context, room string, req localapi.RemoveRequ
 		if by, err = parseAgent(req.Agent); err != nil {
 			return localapi.EventID{}, err
 		}
+		if err := b.mustBeKnown(ctx, by, &in); err != nil {
+			return localapi.EventID{}, err
+		}
 	}
 	s := strings.TrimSpace(req.PeerID)
 	if !strings.Contains(s, "@") {
