@@ -296,6 +296,27 @@ func (s *Server) heartbeat(ctx context.Context) {
 	}
 }
 
+// rebound binds the agent of call c again when the node no longer holds
+// its registration (the process slept past its TTL, or the node swept it
+// before the next heartbeat), so that a call the node refused as one of an
+// agent it does not know can be made again; c then names the agent bound.
+// It reports false when the agent is registered (the refusal was of
+// another agent: an addressee) or could not be bound.
+func (s *Server) rebound(ctx context.Context, thread string, c *call) bool {
+	if c.agent == "" {
+		return false
+	}
+	if _, err := s.api.Heartbeat(ctx, c.agent, localapi.HeartbeatRequest{}); !localapi.IsCode(err, localapi.CodeUnknownAgent) {
+		return false
+	}
+	info, err := s.bind(ctx, thread, localapi.SessionRequest{})
+	if err != nil || info.Name == "" {
+		return false
+	}
+	c.agent = info.Name
+	return true
+}
+
 // Run binds the session, keeps its registration alive and serves MCP on t
 // until the client goes away or ctx ends; then it unregisters the agents
 // (the node keeps their names and cards for the next connection).

@@ -385,6 +385,13 @@ func addTool[In threaded, Out any, PO interface {
 		c := &call{agent: agent}
 		if err == nil {
 			out, text, err = h(ctx, c, in)
+			if localapi.IsCode(err, localapi.CodeUnknownAgent) && s.rebound(ctx, in.thread(), c) {
+				// The node had let the agent's registration lapse and
+				// refused the call as one of an agent it does not know:
+				// bound again, the call is made again.
+				c.pending = nil
+				out, text, err = h(ctx, c, in)
+			}
 		}
 		// The output must meet its schema, an error's too (the SDK checks
 		// it, and a client would get a protocol error instead of the
