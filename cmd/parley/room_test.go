@@ -65,6 +65,11 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-c.done
+	for _, h := range []string{homeA, homeB} { // a post as an agent its node does not know is refused
+		if _, errs, code := run(t, "--home", h, "agent", "register", "bot", "--ttl", "1h"); code != 0 {
+			t.Fatalf("agent register: %s", errs)
+		}
+	}
 	for k := range 10 {
 		for _, h := range []string{homeA, homeB} {
 			if _, errs, code := run(t, "--home", h, "room", "say", tn.room, fmt.Sprintf("while C is gone %d", k), "--as", "bot"); code != 0 {
