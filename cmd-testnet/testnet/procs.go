@@ -228,6 +228,12 @@ func launch(ctx context.Context, i int, home string, argv []string) (*procNode, 
 		if pn.peerID == "" || len(pn.addrs) == 0 {
 			return fail(fmt.Sprintf("unreadable ready line %q", line))
 		}
+		// The scenarios post as agent: a node refuses a post as an agent
+		// it does not know. Registered for a day (the node keeps it across
+		// a restart), so a scenario needs no heartbeat.
+		if _, err := pn.client.RegisterAgent(ctx, localapi.RegisterAgentRequest{Name: string(agent), TTLSeconds: 24 * 3600}); err != nil {
+			return fail(fmt.Sprintf("register agent %s: %v", agent, err))
+		}
 		return pn, nil
 	case <-pn.done:
 		return fail(fmt.Sprintf("exited before it was ready (%v)", pn.err))
