@@ -340,6 +340,11 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 	}
 	st.quiet = false
 	p, err := s.cfg.Inbox.Peek(ctx, agent)
+	if localapi.IsCode(err, localapi.CodeUnknownAgent) {
+		// A name the node knows nothing of any more (not registered, in
+		// no room, nothing pending): nothing waits for it.
+		p, err = localapi.Pending{}, nil
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Debug("wake: peek failed", "agent", agent, "err", err)
