@@ -68,7 +68,8 @@ messages belong to the name (its role, capabilities and work start empty).`,
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: client, Project: project, Logger: log,
-				Channel: client == "claude-code", ClientPID: clientPID(), Home: home})
+				Channel: client == "claude-code", ClientPID: clientPID(), Home: home,
+				UpCommand: func() string { return node.UpCommand(home, true) }})
 			err = srv.Run(cmd.Context(), &mcp.LineTransport{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Logger: log})
 			if err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "EOF") {
 				return err

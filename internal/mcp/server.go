@@ -17,7 +17,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-mesh/parley/internal/localapi"
-	"github.com/parley-mesh/parley/node"
 )
 
 // Version is reported to MCP clients.
@@ -38,6 +37,11 @@ type Config struct {
 	// Home is the node's home folder, named in the error that says the
 	// node is not running; "" names none.
 	Home string
+	// UpCommand, when set, is the command that starts the home's node as
+	// it last ran (up -d --loopback for a loopback home), for that error;
+	// nil: parley --home HOME up -d. (The caller knows the home's files:
+	// this package speaks the local API only.)
+	UpCommand func() string
 	// ClientPID is the client program's process on this machine (the MCP
 	// server's parent), 0 if not known: the git guard finds the agent that
 	// commits by it (the client runs the agent's shell commands too).
@@ -385,7 +389,11 @@ func (s *Server) errorText(err error) string {
 	case errors.As(err, &ae):
 		return localapi.UserText(ae.Message)
 	case errors.Is(err, localapi.ErrNoNode) && s.cfg.Home != "":
-		return fmt.Sprintf("the Parley node is not running (start it with `%s`)", node.UpCommand(s.cfg.Home, true))
+		up := fmt.Sprintf("parley --home %s up -d", s.cfg.Home)
+		if s.cfg.UpCommand != nil {
+			up = s.cfg.UpCommand()
+		}
+		return fmt.Sprintf("the Parley node is not running (start it with `%s`)", up)
 	case errors.Is(err, localapi.ErrNoNode):
 		return "the Parley node is not running (start it with `parley up -d`)"
 	case errors.Is(err, context.DeadlineExceeded):
