@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // A read by event ID gives that one event whole, read or not, to an agent
@@ -16,15 +17,8 @@ import (
 // nothing read; an agent of the node not in the room is refused it, and an
 // unknown ID is an error.
 func TestReadOneEventByID(t *testing.T) {
-	nt := start(t, 2)
+	nt, res := reviewRoom(t)
 	ctx := context.Background()
-	register(t, nt, 0, "alpha")
-	beta := register(t, nt, 1, "beta")
-	register(t, nt, 1, "gamma")
-	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{beta}})
-	if err != nil || len(res.Failed) != 0 {
-		t.Fatalf("open: %+v %v", res, err)
-	}
 	text := strings.Repeat("a long diff line\n", 600)
 	said, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: res.RoomID, Text: text})
 	if err != nil {
@@ -132,15 +126,8 @@ func TestReadRoomRefusesAnAgentNotInIt(t *testing.T) {
 // by name included (as `parley room log` shows the user every room), while
 // an agent of the node not in the room is still refused it.
 func TestHumanReadsOneEventOfAnyRoom(t *testing.T) {
-	nt := start(t, 2)
+	nt, res := reviewRoom(t)
 	ctx := context.Background()
-	register(t, nt, 0, "alpha")
-	beta := register(t, nt, 1, "beta")
-	register(t, nt, 1, "gamma")
-	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{beta}})
-	if err != nil || len(res.Failed) != 0 {
-		t.Fatalf("open: %+v %v", res, err)
-	}
 	said, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: res.RoomID, Text: "for beta"})
 	if err != nil {
 		t.Fatal(err)
@@ -164,4 +151,19 @@ func TestHumanReadsOneEventOfAnyRoom(t *testing.T) {
 	if _, err := ib(nt, 1).Read(ctx, "human", localapi.ReadRequest{ID: strings.Repeat("a", 52)}); !errors.As(err, &le) || le.Code != localapi.CodeUnknownEvent {
 		t.Fatalf("human, an unknown ID: %v", err)
 	}
+}
+
+// reviewRoom starts two nodes, alpha on the first, beta and gamma on the
+// second, and the room "review" alpha opened with beta (gamma not in it).
+func reviewRoom(t *testing.T) (*nodetest.Net, localapi.OpenRoomResult) {
+	t.Helper()
+	nt := start(t, 2)
+	register(t, nt, 0, "alpha")
+	beta := register(t, nt, 1, "beta")
+	register(t, nt, 1, "gamma")
+	res, err := ib(nt, 0).OpenRoom(context.Background(), "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{beta}})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	return nt, res
 }
