@@ -777,6 +777,10 @@ func TestTerminalAgentRegisteredAgainWhileItsPaneLives(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodetest.WaitFor(t, 10*time.Second, func() bool { _, ok := f.agent(); return ok }, "the agent to be registered again (route %v)\n%s", f.status().Routes, f.log)
+	// The registration shows before the route logs it: wait for the line.
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		return len(f.log.lines("terminal agent registered again", "agent=bot")) > 0
+	}, "the route to log the agent registered again\n%s", f.log)
 	if l := f.log.lines("terminal agent registered again", "agent=bot"); len(l) != 1 {
 		t.Fatalf("log: %q\n%s", l, f.log)
 	}
