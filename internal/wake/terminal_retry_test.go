@@ -82,6 +82,12 @@ func TestTerminalLeavesThePaneToAPersonInCopyMode(t *testing.T) {
 	}
 	id := f.ask("is the build green?")
 	nodetest.WaitFor(t, 20*time.Second, f.unreached(1), "the human to be told\n%s", f.log)
+	// The human is told once the route's limit has passed since the item
+	// was handed to it, by a recheck of the service's, whether or not the
+	// route has come back from its paste (which may end past the limit: the
+	// Enter's check gets a time of its own): wait for the route's line.
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(f.log.lines("left unsent at the prompt")) > 0 },
+		"the route to log the text left unsent\n%s", f.log)
 	if n := len(f.log.lines("left unsent at the prompt")); n != 1 {
 		t.Fatalf("the text was left at the prompt %d times, want once\n%s", n, f.log)
 	}
