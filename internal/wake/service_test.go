@@ -1596,6 +1596,10 @@ func TestTerminalRouteTakenStaysWithItsPaneWhileTheNameIsRenewed(t *testing.T) {
 	}
 	f.takeName("s1", "bot2")
 	nodetest.WaitFor(t, 10*time.Second, func() bool { return len(f.log.lines("level=WARN", "not moved", "agent=bot ")) > 0 }, "the refusal\n%s", f.log)
+	// The refusal is logged before the moving pane's route ends: wait for
+	// it to go.
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return !slices.Contains(f.routesByAgent(), "bot:terminal") },
+		"the moving pane's route to end (routes %v)\n%s", f.routesByAgent(), f.log)
 	// s1's hold on the name gets a TTL of 1 s, renewed every 200 ms as an
 	// MCP server's heartbeat would.
 	if _, err := f.n.Agents().Session(f.ctx, agents.SessionRequest{Session: "s1", TTLSeconds: 1}); err != nil {
