@@ -320,9 +320,15 @@ func TestCLIStartsWithAnOlderHandle(t *testing.T) {
 	must(t, os.MkdirAll(home, 0o700))
 	must(t, os.WriteFile(filepath.Join(home, "config"), []byte("handle = bob\u3164\nmdns = false\n"), 0o600))
 	d := up(t, home, "--listen", loopback)
-	if errs := d.stderr.String(); !strings.Contains(errs, "line 1: handle \"bob\\u3164\" holds U+3164") || !strings.Contains(errs, `goes by "bob"`) ||
-		!strings.Contains(errs, "parley up --handle NEW") {
-		t.Fatalf("up printed no warning that says what to do:\n%s", errs)
+	// up warns on stderr before its ready line on stdout, but the test
+	// reads the two pipes on goroutines of their own: wait for the warning.
+	warned := func() bool {
+		errs := d.stderr.String()
+		return strings.Contains(errs, "line 1: handle \"bob\\u3164\" holds U+3164") && strings.Contains(errs, `goes by "bob"`) &&
+			strings.Contains(errs, "parley up --handle NEW")
+	}
+	if !nodetest.Poll(10*time.Second, warned) {
+		t.Fatalf("up printed no warning that says what to do:\n%s", d.stderr)
 	}
 	var info struct {
 		Handle string `json:"handle"`
@@ -380,8 +386,12 @@ func TestCLIHomeFileOfAnotherUser(t *testing.T) {
 	}
 	chown := "sudo chown " + who + " " + cfg
 	d := upPrepared(t, as("up", "--no-mdns", "--listen", loopback))
-	if errs := d.stderr.String(); !strings.Contains(errs, "cannot be made private") || !strings.Contains(errs, chown) {
-		t.Fatalf("up did not warn about root's config with a chown that works:\n%s", errs)
+	// Logged before the ready line, read on another goroutine: wait for it.
+	if !nodetest.Poll(10*time.Second, func() bool {
+		errs := d.stderr.String()
+		return strings.Contains(errs, "cannot be made private") && strings.Contains(errs, chown)
+	}) {
+		t.Fatalf("up did not warn about root's config with a chown that works:\n%s", d.stderr)
 	}
 	if _, errs, code := runPrepared(t, as("down")); code != 0 {
 		t.Fatalf("down: %s", errs)
