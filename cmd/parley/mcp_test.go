@@ -313,7 +313,11 @@ func TestMCPStartsANode(t *testing.T) {
 	if st.MDNS {
 		t.Error("the node parley mcp started runs mDNS")
 	}
-	// One line on stderr says what was started and how to stop it.
+	// One line on stderr says what was started and how to stop it. It is
+	// written before the MCP server answers, but the test reads stderr on
+	// a goroutine of its own: wait for it.
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return strings.Contains(stderr.String(), "started a node") },
+		"parley mcp to say it started a node: stderr %q", stderr.String())
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	if len(lines) != 1 || !strings.Contains(lines[0], "started a node") || !strings.Contains(lines[0], info.Addrs[0]) ||
 		!strings.Contains(lines[0], "parley --home "+home+" down") {
