@@ -728,8 +728,9 @@ func TestTerminalAgentStaysWhileAPasteWaits(t *testing.T) {
 	}
 	// The draft goes, the program works: a new ask is taken, waits past
 	// the TTL, and is told too.
-	ta.keys("C-u")
-	ta.keys("be busy", "Enter")
+	// One send-keys: two would leave the prompt empty between them, long
+	// enough under load for the first ask to be pasted again.
+	ta.keys("C-u", "be busy", "Enter")
 	nodetest.WaitFor(t, 10*time.Second, func() bool { b, _ := os.ReadFile(ta.taken); return string(b) == "be busy\n" }, "the agent to take its line")
 	if _, err := f.n.Inbox().Ask(f.ctx, "human", localapi.AskRequest{Room: f.room, Text: "still there?", To: "bot"}); err != nil {
 		t.Fatalf("an ask to the busy agent: %v", err)
