@@ -78,6 +78,9 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 	if err != nil {
 		return localapi.ClaimResult{}, err
 	}
+	if err := b.n.inbox.MustBeKnown(ctx, a); err != nil {
+		return localapi.ClaimResult{}, err // a made-up name holds nothing
+	}
 	if req.TTLSeconds < 0 {
 		return localapi.ClaimResult{}, localapi.BadRequest("ttl_seconds must not be negative")
 	}
@@ -95,6 +98,9 @@ func (b boardAPI) Release(ctx context.Context, agent string, req localapi.Releas
 	a, err := boardAgent(agent)
 	if err != nil {
 		return localapi.ReleaseResult{}, err
+	}
+	if err := b.n.inbox.MustBeKnown(ctx, a); err != nil {
+		return localapi.ReleaseResult{}, err // a made-up name holds nothing
 	}
 	res, err := b.n.board.Release(ctx, a, req.Project, req.Paths)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,4 +70,77 @@ func TestAsUnknownAgent(t *testing.T) {
 			t.Errorf("the post of --as Helper: %+v, want it from helper", log[len(log)-1:])
 		}
 	})
+}
+
+// TestBoardAsUnknownAgent: a board write (claim, its note, release) --as a
+// name this node does not know is refused as a post is, and puts nothing on
+// the board; before, the claim was taken under the made-up name. A name
+// given with capitals is the agent `agent register` made of it, and a
+// holder whose registration lapsed still releases its claims.
+func TestBoardAsUnknownAgent(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	dir := t.TempDir() // no repository: --project names the board
+	up(t, home, "--listen", loopback, "--handle", "alice")
+	unknown := func(what, name, errs string, code int) {
+		t.Helper()
+		if code != 1 || !strings.Contains(errs, `no agent "`+name+`" is registered`) || !strings.Contains(errs, "parley agent list") {
+			t.Errorf("%s --as %s: exit %d, stderr %q; want exit 1 naming the agent unknown and `parley agent list`", what, name, code, errs)
+		}
+	}
+
+	out, errs, code := runIn(t, dir, "--home", home, "claim", "src/a.go", "--project", "proj", "--note", "typo's work", "--as", "reveiwer")
+	unknown("claim", "reveiwer", errs, code)
+	if strings.Contains(out, "claimed") {
+		t.Errorf("claim --as reveiwer printed %q", out)
+	}
+	_, errs, code = runIn(t, dir, "--home", home, "release", "--all", "--project", "proj", "--as", "reveiwer")
+	unknown("release --all", "reveiwer", errs, code)
+	_, errs, code = runIn(t, dir, "--home", home, "release", "src/a.go", "--project", "proj", "--as", "Reveiwer")
+	unknown("release", "reveiwer", errs, code)
+	var bv localapi.BoardView
+	runInJSON(t, dir, &bv, "--home", home, "board", "--project", "proj")
+	if len(bv.Claims) != 0 {
+		t.Errorf("the board holds %+v after refused claims", bv.Claims)
+	}
+	var bh localapi.BoardHistory
+	runInJSON(t, dir, &bh, "--home", home, "board", "history", "--project", "proj")
+	if len(bh.Events) != 0 {
+		t.Errorf("the board's history holds %+v after refused claims", bh.Events)
+	}
+
+	// human, and a registered agent named in capitals, claim; the agent's
+	// claim is helper's, and helper releases it once unregistered.
+	if _, errs, code := runIn(t, dir, "--home", home, "claim", "docs/", "--project", "proj", "--note", "the guide", "--as", "human"); code != 0 {
+		t.Fatalf("claim as human: %s", errs)
+	}
+	if _, errs, code := run(t, "--home", home, "agent", "register", "Helper"); code != 0 {
+		t.Fatalf("agent register: %s", errs)
+	}
+	if _, errs, code := runIn(t, dir, "--home", home, "claim", "src/a.go", "--project", "proj", "--note", "the parser", "--as", "HELPER"); code != 0 {
+		t.Fatalf("claim --as HELPER: %s", errs)
+	}
+	runInJSON(t, dir, &bv, "--home", home, "board", "--project", "proj")
+	if len(bv.Claims) != 2 || !slices.ContainsFunc(bv.Claims, func(c localapi.Claim) bool {
+		return c.Path == "src/a.go" && strings.HasPrefix(c.Holder, "helper@")
+	}) {
+		t.Fatalf("the board after claims as human and HELPER: %+v", bv.Claims)
+	}
+	if _, errs, code := run(t, "--home", home, "agent", "unregister", "helper"); code != 0 {
+		t.Fatalf("agent unregister: %s", errs)
+	}
+	if out, errs, code := runIn(t, dir, "--home", home, "release", "--all", "--project", "proj", "--as", "helper"); code != 0 || !strings.Contains(out, "released src/a.go") {
+		t.Fatalf("release of a holder no longer registered: exit %d, %q %q", code, out, errs)
+	}
+}
+
+// registerAgents registers agents on the node of home, for an hour: board
+// writes (claims, releases) are refused as a name the node does not know.
+func registerAgents(t *testing.T, home string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, errs, code := run(t, "--home", home, "agent", "register", n, "--ttl", "1h"); code != 0 {
+			t.Fatalf("agent register %s: %s", n, errs)
+		}
+	}
 }

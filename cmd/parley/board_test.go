@@ -162,6 +162,7 @@ func TestCLIBoard(t *testing.T) {
 	gitGuardCheck(t, repoA, homeA)
 
 	// A worktree of its own for an agent, on the board; removing it frees it.
+	registerAgents(t, homeA, "alice")
 	if _, errs, code := runIn(t, repoA, "--home", homeA, "worktree", "add", "feature", "--as", "alice"); code != 0 {
 		t.Fatalf("worktree add: %s", errs)
 	}

@@ -39,6 +39,7 @@ func TestCLIBoardAsAgent(t *testing.T) {
 	repo, _ := twoClones(t)
 	home := filepath.Join(t.TempDir(), "a")
 	up(t, home, "--listen", loopback)
+	registerAgents(t, home, "bot", "typer", "nobody")
 	bot := []string{"PARLEY_AGENT=bot"}
 
 	if _, errs, code := runIn(t, repo, "--home", home, "claim", "src/a.go", "--note", "the person's"); code != 0 {
@@ -114,6 +115,7 @@ func TestCLIWorktreeClaims(t *testing.T) {
 		t.Fatalf("the second add changed the claim: %q, was %q", got, before)
 	}
 
+	registerAgents(t, home, "bot", "typer")
 	bot := []string{"PARLEY_AGENT=bot"}
 	if _, errs, code := runEnv(t, repo, bot, "--home", home, "worktree", "add", "w6", "--note", "bot's work"); code != 0 {
 		t.Fatalf("worktree add as bot: %s", errs)
@@ -221,6 +223,7 @@ func TestCLIGitGuardHooks(t *testing.T) {
 		return runEnv(t, dir, []string{"GIT_CONFIG_GLOBAL=/dev/null"}, append([]string{"--home", home}, args...)...)
 	}
 	alice := []string{"PARLEY_AGENT=alice"}
+	registerAgents(t, home, "bob")
 
 	// A python hook: refused, and it stays as it was.
 	py := "#!/usr/bin/env python3\nimport sys\nsys.exit(0)\n"

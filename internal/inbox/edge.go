@@ -562,6 +562,14 @@ func (b *Inbox) mustBeKnown(ctx context.Context, agent identity.AgentName, in *r
 	return unknownAgent(agent, " nor a member of any room here")
 }
 
+// MustBeKnown refuses a write other than a room's post (a board's claim or
+// release) as an agent this node does not know, as mustBeKnown refuses a
+// room to be opened: not human, not registered, in no room of this node.
+// The 404 unknown_agent error names `parley agent list`.
+func (b *Inbox) MustBeKnown(ctx context.Context, agent identity.AgentName) error {
+	return b.mustBeKnown(ctx, agent, nil)
+}
+
 // unknownAgent is the error of a call as an agent this node does not know.
 func unknownAgent(agent identity.AgentName, where string) error {
 	return localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
