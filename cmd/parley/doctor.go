@@ -28,8 +28,11 @@ func doctorCmd(g *globals) *cobra.Command {
 Parley's entries are intact and run a parley program that exists, the client's
 extra steps are done), the git guard of the project's repository when it is
 installed (its hooks are there, hold the guard, and git can run them), and the
-node (its home, key and socket, and whether it runs). One line per finding;
-exits 1 when something is broken.`,
+node (its home, key and socket, and whether it runs). It checks the home it is
+given (--home, else PARLEY_HOME, else ~/.parley): a client whose entries run
+parley with another home (parley --home X install) is named with the doctor
+that checks it, parley --home X doctor. One line per finding; exits 1 when
+something is broken.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := installFlags{dir: dir}

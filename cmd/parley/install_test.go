@@ -13,6 +13,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/parley-mesh/parley/internal/install"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -694,5 +695,72 @@ func TestCLIDoctorDoesNotWaitForGit(t *testing.T) {
 				t.Fatalf("doctor:\n%s\n%s", out, errs)
 			}
 		})
+	}
+}
+
+// TestCLIDoctorChecksTheInstallsHome: `parley --home X install CLIENT`
+// writes `parley --home X mcp` (and hooks with --home X) into the client's
+// files. `parley --home X doctor` checks those entries and X's node; a plain
+// `parley doctor` (~/.parley) says the entries run with X and how to check
+// them, where it said they were intact and checked ~/.parley's node, which
+// the clients do not use. And the other way round: entries of a plain
+// install, checked by a doctor given another home.
+func TestCLIDoctorChecksTheInstallsHome(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	x := filepath.Join(t.TempDir(), "x")
+	up(t, x, "--listen", loopback)
+	clients := []string{"claude", "codex", "gemini"}
+	for _, c := range clients {
+		if out, errs, code := u.run(t, "--home", x, "install", c); code != 0 {
+			t.Fatalf("install %s --home: exit %d\n%s\n%s", c, code, out, errs)
+		}
+	}
+
+	out, errs, code := u.run(t, "--home", x, "doctor")
+	if code != 0 || !strings.Contains(out, "ok   node: running") || strings.Contains(out, "doctor checks") {
+		t.Fatalf("doctor --home X: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, c := range clients {
+		if !strings.Contains(out, "ok   "+c+" (user): Parley's entries are intact") {
+			t.Errorf("doctor --home X does not find %s's entries intact:\n%s", c, out)
+		}
+	}
+	var rep struct {
+		Findings []install.Finding `json:"findings"`
+	}
+	jout, _, _ := u.run(t, "--home", x, "doctor", "--json")
+	if err := json.Unmarshal([]byte(jout), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, jout)
+	}
+	for _, f := range rep.Findings {
+		if strings.HasPrefix(f.Msg, "node: ") && f.Path != x {
+			t.Errorf("doctor --home X checked the node of %s: %+v", f.Path, f)
+		}
+	}
+
+	out, errs, code = u.run(t, "doctor")
+	if code != 0 || strings.Contains(out, "entries are intact") || strings.Contains(out, "not installed in any client") {
+		t.Fatalf("plain doctor of installs made with --home X: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, c := range clients {
+		want := "warn " + c + " (user): "
+		i := strings.Index(out, want)
+		if i < 0 || !strings.Contains(out[i:], "run parley with the home "+x) || !strings.Contains(out[i:], "parley --home "+x+" doctor") {
+			t.Errorf("plain doctor does not say %s's entries run with %s, and how to check them:\n%s", c, x, out)
+		}
+	}
+
+	// A plain install (~/.parley), and a doctor given another home, that
+	// records no install.
+	v := newUser(t)
+	if out, errs, code := v.run(t, "install", "gemini"); code != 0 {
+		t.Fatalf("install gemini: exit %d\n%s\n%s", code, out, errs)
+	}
+	y := filepath.Join(t.TempDir(), "y")
+	out, _, _ = v.run(t, "--home", y, "doctor")
+	def := filepath.Join(v.home, ".parley")
+	if strings.Contains(out, "entries are intact") || !strings.Contains(out, "with the home "+def) || !strings.Contains(out, "parley --home "+def+" doctor") {
+		t.Errorf("doctor --home Y of an install made with ~/.parley:\n%s", out)
 	}
 }

@@ -56,6 +56,25 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 	if rec != nil {
 		k = known{rec.Command}
 	}
+	// Entries that run parley with another home than the one checked
+	// here are that home's install: checking them against this home's
+	// record and node would check the wrong one. They are named, with the
+	// doctor that checks them; with no entry of this home's, that is all.
+	mine, others := entryHomes(env, client, scope, ts, k, rec != nil)
+	var elsewhereHomes []Finding
+	for _, h := range others {
+		elsewhereHomes = append(elsewhereHomes, Finding{Client: client, Scope: scope, Path: h.files[0], Level: Warn,
+			Msg: fmt.Sprintf("Parley's entries in %s run parley with the home %s, not the home this doctor checks (%s): `parley --home %s doctor` checks them and that home's node",
+				strings.Join(h.files, ", "), h.home, env.ParleyHome, shellQuote(h.home))})
+	}
+	if len(others) > 0 && !mine {
+		return true, elsewhereHomes
+	}
+	defer func() {
+		if installed {
+			findings = append(findings, elsewhereHomes...)
+		}
+	}()
 	type state struct {
 		t       target
 		exists  bool
@@ -286,6 +305,66 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			Msg: "Parley's entries are intact in " + strings.Join(paths, ", ")}}, findings[bad:]...)...)
 	}
 	return true, findings
+}
+
+// otherHome is a home other than the checked one that Parley's entries in
+// files run parley with.
+type otherHome struct {
+	home  string
+	files []string
+}
+
+// entryHomes reads the homes Parley's entries in the scope's files run
+// parley with (--home DIR; in your own config, an entry naming none runs
+// with ~/.parley, as install writes none for it, unless the checked home
+// records the install (recorded); a project's shared files name none, and
+// their parley finds its home through the client's PARLEY_HOME, so they are
+// not counted). mine reports an entry of the
+// checked home (env.ParleyHome); others are the other homes, in the order
+// found. An entry counts as Parley's by its program (named parley, or the
+// one the checked home's record names: k) or, for a program of another
+// name, when the record in the home it names names its program.
+func entryHomes(env Env, client Client, scope Scope, ts []target, k known, recorded bool) (mine bool, others []otherHome) {
+	for _, t := range ts {
+		b, ok, err := readFile(t.path)
+		if err != nil || !ok {
+			continue
+		}
+		for _, argv := range parleyEntries(t, client, b) {
+			home := namedHome(argv[1:], "")
+			if home == "" && scope == User {
+				home = namedHome(nil, env.Home)
+				if recorded {
+					home = env.ParleyHome // the install this home records named none
+				}
+			}
+			if home == "" {
+				continue
+			}
+			if sameFolder(home, env.ParleyHome) {
+				if k.program(argv[0]) {
+					mine = true
+				}
+				continue
+			}
+			if !isParleyBinary(argv[0]) {
+				other := env
+				other.ParleyHome = home
+				if rec, err := loadRecord(recordPath(other, client, scope)); err != nil || rec == nil || rec.Command != argv[0] {
+					continue
+				}
+			}
+			i := slices.IndexFunc(others, func(o otherHome) bool { return o.home == home })
+			if i < 0 {
+				others = append(others, otherHome{home: home})
+				i = len(others) - 1
+			}
+			if !slices.Contains(others[i].files, t.path) {
+				others[i].files = append(others[i].files, t.path)
+			}
+		}
+	}
+	return mine, others
 }
 
 func onlyNotes(fs []Finding) bool {
