@@ -179,6 +179,17 @@ const (
 	askClipLines = 40
 )
 
+// invitationsShown is how many of the invitations waiting for the human the
+// dashboard's panel holds (the oldest), and invitationsView that panel: a
+// node may be invited into many rooms, and the panel's JSON is built and
+// compared every second for each open page.
+const invitationsShown = 50
+
+type invitationsView struct {
+	Items []localapi.Item `json:"items"`
+	More  int             `json:"more"` // invitations not listed (`parley inbox` lists them)
+}
+
 // humanView is the human panel: the asks owed, and how many more there are.
 type humanView struct {
 	Asks []askView `json:"asks"`
@@ -288,6 +299,14 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 		human = []localapi.Item{}
 	}
 	out["human"] = humanPanel(human)
+	// The invitations waiting in human's inbox (`parley inbox` lists them):
+	// rooms another node brought this node or human into.
+	invitations, err := n.inbox.Invitations(ctx, string(identity.HumanAgent))
+	if err != nil {
+		invitations = []localapi.Item{}
+	}
+	shown := invitations[:min(len(invitations), invitationsShown)]
+	out["invitations"] = invitationsView{Items: shown, More: len(invitations) - len(shown)}
 	var agents []agentView
 	for _, w := range (agentsAPI{n}).Who(ctx) {
 		v := agentView{WhoEntry: w, WaitingOn: []string{}}

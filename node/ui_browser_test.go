@@ -199,6 +199,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	for _, id := range []string{mine.RoomID, theirs.RoomID} {
 		waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!document.querySelector('#rooms li[data-room=%q]')`, id), "room "+id+" on the page")
 	}
+	// bob's room brought node 0 in: the invitation waits in the human's
+	// inbox (`parley inbox`), and the page shows it with who invited, the
+	// room, when, and the commands that read and leave it.
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`(() => { const r = document.querySelector('#invitations tr[data-invitation]'); return !!r && !document.getElementById("invitations-panel").hidden &&
+	  r.textContent.includes("bob@node1") && r.textContent.includes("their-room") && r.textContent.includes(%q) && r.textContent.includes(%q) && /\d:\d\d/.test(r.textContent) })()`,
+		"parley room log "+theirs.RoomID, "parley room leave "+theirs.RoomID),
+		"the invitation to bob's room on the page")
+	if n := eval[int](t, b, `document.querySelectorAll("#invitations tr[data-invitation]").length`); n != 1 {
+		t.Fatalf("%d invitations on the page, want bob's alone (node 0's own room is none)", n)
+	}
 
 	// A message on node 1 appears on the page without a reload.
 	sent := time.Now()

@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,6 +126,44 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 		}
 		out = append(out, b.askItem(st, o.id, o.rec, "ask", name))
 	}
+	b.tellApart(out, nil)
+	b.keep(st) // the scan's bookkeeping: the list is true without it
+	return out, nil
+}
+
+// Invitations lists the invitations waiting in agent's inbox, as a peek
+// gives them (with the room's purpose and members; an invitation an ask
+// stands for is left to the ask), oldest first, handing nothing out: what
+// the dashboard shows of human's.
+func (b *Inbox) Invitations(ctx context.Context, agent string) ([]localapi.Item, error) {
+	a, err := parseAgent(agent)
+	if err != nil {
+		return nil, err
+	}
+	st, err := b.lock(a)
+	if err != nil {
+		return nil, err
+	}
+	defer b.unlock(st)
+	if err := b.scan(a, st); err != nil {
+		b.discard(st)
+		return nil, apiError(err)
+	}
+	folded := map[string]bool{}
+	for _, o := range b.owedShown(st) {
+		if o.rec.Invite != "" {
+			folded[o.rec.Invite] = true
+		}
+	}
+	out := []localapi.Item{}
+	for _, it := range st.notes {
+		if it.Kind == "invitation" && !folded[it.ID] {
+			cp := *it
+			b.describeRoom(&cp)
+			out = append(out, cp)
+		}
+	}
+	slices.SortFunc(out, func(x, y localapi.Item) int { return cmp.Or(cmp.Compare(x.Time, y.Time), cmp.Compare(x.ID, y.ID)) })
 	b.tellApart(out, nil)
 	b.keep(st) // the scan's bookkeeping: the list is true without it
 	return out, nil

@@ -475,7 +475,7 @@
         return r;
       })));
     },
-    names: function () { shownRoom = ""; mark("events"); mark("rooms"); renderPanel("human"); renderPanel("invites"); renderPanel("agents"); renderPanel("audit"); renderPanel("board"); renderPanel("moderation"); },
+    names: function () { shownRoom = ""; mark("events"); mark("rooms"); renderPanel("human"); renderPanel("invitations"); renderPanel("invites"); renderPanel("agents"); renderPanel("audit"); renderPanel("board"); renderPanel("moderation"); },
     board: function (cs) {
       $("board-panel").hidden = false;
       fill($("board"), [head(["path", "holder", "until", "note"], [null, null, "76px", null])].concat((cs || []).map(function (c) {
@@ -484,6 +484,23 @@
         return r;
       })));
       if (!(cs || []).length) $("board").appendChild(el("caption", { cls: "muted", text: "nobody holds anything on the board" }));
+    },
+    // The invitations in the human's inbox, as `parley inbox` lists them:
+    // who invited, into which room (its purpose), when, and the commands
+    // that read and leave it (the node is in the room already: reading it
+    // is taking the invitation). The oldest come first.
+    invitations: function (v) {
+      v = v || {};
+      var its = v.items || [];
+      $("invitations-panel").hidden = !its.length;
+      fill($("invitations"), [head(["room", "from", "when", "read it / leave it", ""], [null, null, "64px", null, "52px"])].concat(its.map(function (it) {
+        var room = el("span", {}, [roomName(it.room, it.room_name, it.room_creator)].concat(it.purpose ? [" — ", remote(it.purpose, "note")] : []));
+        var cmds = el("span", {}, [el("code", { text: "parley room log " + it.room }), "; ", el("code", { text: "parley room leave " + it.room })]);
+        var r = row([room, remote(addr(it.from)), when(it.time), cmds, btn("open", function () { select(it.room); })]);
+        r.setAttribute("data-invitation", it.id);
+        return r;
+      })));
+      if (v.more) $("invitations").appendChild(el("caption", { cls: "muted", text: "… and " + v.more + " more: parley inbox lists them" }));
     },
     invites: function (ws) {
       $("invites-panel").hidden = !(ws || []).length;
@@ -569,7 +586,7 @@
       // only when a label may read otherwise.
       S.rooms = m; mark("rooms"); mark("events");
       var k = roomsKey(m);
-      if (k !== labelsOf) { labelsOf = k; labelGen++; mark("panel:audit"); mark("panel:human"); mark("panel:invites"); }
+      if (k !== labelsOf) { labelsOf = k; labelGen++; mark("panel:audit"); mark("panel:human"); mark("panel:invites"); mark("panel:invitations"); }
     } else if (ev === "events") {
       addEvents(m);
     } else if (ev === "panel") {
