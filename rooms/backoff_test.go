@@ -177,8 +177,16 @@ func TestDamagedRoomDoesNotStopTheNode(t *testing.T) {
 // (here node 1's subscription is held, so only a sync can bring node 0's
 // post) ends the backoff at once: the next turn syncs.
 func TestAntiEntropyBacksOffWhenNothingToFetch(t *testing.T) {
-	t.Parallel()         // waits on timers, sets no package knob
-	nt := startNet(t, 2) // a turn every second
+	t.Parallel() // waits on timers, sets no package knob
+	// A turn every half second, not startNet's second: the test counts
+	// turns (7 skipped, then 14 more), so it waited ~30 s on the clock.
+	// What it checks is in turns, not seconds; the one check a period
+	// bounds, that the turn after a fruitful catch-up syncs, has two
+	// turns' slack (the second empty sync after it starts skipping).
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = 500 * time.Millisecond
+	}))
 	id := openRoom(t, nt, 1)
 	n1 := nt.Node(1)
 	turns := func(outcome string) float64 { return aeTurns(t, n1, outcome) }
