@@ -99,6 +99,7 @@ func TestRelayServiceRunsWhileReachabilityIsUnknown(t *testing.T) {
 // that spoke the relay protocol, strangers after contacts, and took a
 // stranger's relay as its second.
 func TestStrangersRelayIsNotUsed(t *testing.T) {
+	t.Parallel() // waits 15 s for what must not happen; sets no package knob
 	const c, a, s = 0, 1, 2
 	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, cfg *node.Config) {
 		cfg.Reachability = node.ReachabilityPublic

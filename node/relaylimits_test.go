@@ -157,6 +157,7 @@ func TestOwnIDAsRelayIsNotListed(t *testing.T) {
 // when autorelay picks another relay after it, lets its own lapse, given
 // out no more.
 func TestReservationsStayWithinAutorelaysTwo(t *testing.T) {
+	t.Parallel() // waits 15 s for what must not happen; sets no package knob
 	const a = 3
 	nt := nodetest.Start(t, 4, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.Reachability = node.ReachabilityPublic
