@@ -61,6 +61,13 @@ func TestAsUnknownAgent(t *testing.T) {
 		if out, errs, code := run(t, "--home", home, "inbox", "--as", "HELPER"); code != 0 {
 			t.Errorf("inbox --as HELPER: exit %d, %q %q", code, out, errs)
 		}
+		// Not in r1, it is refused there until a member invites it.
+		if _, errs, code := run(t, "--home", home, "room", "say", "r1", "from helper", "--as", "Helper"); code != 1 || !strings.Contains(errs, "you (helper) are not in room \"r1\"") {
+			t.Errorf("room say --as Helper, not invited: exit %d, %q; want it refused as not in the room", code, errs)
+		}
+		if _, errs, code := run(t, "--home", home, "room", "invite", "r1", "HELPER"); code != 0 {
+			t.Fatalf("room invite r1 HELPER: %s", errs)
+		}
 		if out, errs, code := run(t, "--home", home, "room", "say", "r1", "from helper", "--as", "Helper"); code != 0 {
 			t.Errorf("room say --as Helper: exit %d, %q %q", code, out, errs)
 		}

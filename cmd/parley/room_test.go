@@ -65,9 +65,12 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-c.done
-	for _, h := range []string{homeA, homeB} { // a post as an agent its node does not know is refused
+	for _, h := range []string{homeA, homeB} { // a post as an agent its node does not know, or not in the room, is refused
 		if _, errs, code := run(t, "--home", h, "agent", "register", "bot", "--ttl", "1h"); code != 0 {
 			t.Fatalf("agent register: %s", errs)
+		}
+		if _, errs, code := run(t, "--home", h, "room", "invite", tn.room, "bot"); code != 0 {
+			t.Fatalf("room invite bot: %s", errs)
 		}
 	}
 	for k := range 10 {
@@ -81,9 +84,9 @@ func TestCLIThreeNodesSurviveSIGKILL(t *testing.T) {
 	var ref []string
 	nodetest.WaitFor(t, 30*time.Second, func() bool {
 		ref = ids(roomLog(t, homeA, tn.room))
-		return len(ref) == 28 && slices.Equal(ids(roomLog(t, homeB, tn.room)), ref) &&
+		return len(ref) == 30 && slices.Equal(ids(roomLog(t, homeB, tn.room)), ref) &&
 			slices.Equal(ids(roomLog(t, homeC, tn.room)), ref)
-	}, "identical logs of 28 events on A, B and C")
+	}, "identical logs of 30 events (8, bot's 2 invites, 20 messages) on A, B and C")
 	l := roomLog(t, homeC, tn.room)
 	for i := 1; i < len(l); i++ {
 		if l[i].Depth < l[i-1].Depth {

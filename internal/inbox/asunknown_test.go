@@ -14,8 +14,9 @@ import (
 // A post as a name this node does not know (not human, not registered, no
 // record in the room) is refused and posts nothing: before, a mistyped
 // --as posted as a new agent and made it a member of the room for good.
-// Registered agents (in the room or not), human, and members whose
-// registration lapsed still post; a member that left is told it left.
+// A registered agent with no record in the room is refused as not in it
+// (not_member); human, invited agents and members whose registration
+// lapsed post; a member that left is told it left.
 func TestPostAsUnknownAgentRefused(t *testing.T) {
 	nt := start(t, 1)
 	ctx := context.Background()
@@ -65,9 +66,17 @@ func TestPostAsUnknownAgentRefused(t *testing.T) {
 			before.Events, after.Events, after.Agents, nrooms, len(b.List(ctx)))
 	}
 
-	// human, and a registered agent with no record in the room (as before:
-	// it becomes a member by posting), post; a name with capitals is the
+	// A registered agent with no record in the room is refused, not_member
+	// (before, its first post made it a member), and says who lets it in;
+	// once invited it posts, as human does; a name with capitals is the
 	// agent register made of it.
+	if _, err := b.Say(ctx, "alpha", localapi.SayRequest{Room: room, Text: "let me in"}); !localapi.IsCode(err, localapi.CodeNotMember) ||
+		!strings.Contains(err.Error(), "parley room invite "+room+" alpha") {
+		t.Fatalf("say of a registered agent never let into the room: %v, want not_member naming the invite", err)
+	}
+	if _, err := b.Invite(ctx, "human", localapi.InviteRequest{Room: room, Member: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, as := range []string{"human", "ALPHA"} {
 		if _, err := b.Say(ctx, as, localapi.SayRequest{Room: room, Text: "from " + as}); err != nil {
 			t.Fatalf("say as %s: %v", as, err)
@@ -104,6 +113,97 @@ func TestPostAsUnknownAgentRefused(t *testing.T) {
 	}
 	if _, err := b.Say(ctx, "beta", localapi.SayRequest{Room: room, Text: "back?"}); !localapi.IsCode(err, localapi.CodeLeft) {
 		t.Fatalf("say of a member that left: %v, want left", err)
+	}
+}
+
+// A registered agent posts only in rooms it was let into: a say, an ask,
+// an invite, a reply, a removal or a node's leave in an existing room it
+// has no record in is refused (not_member, naming the invite that lets it
+// in), posts nothing, and leaves it out of the room, which it still cannot
+// read. Before, its first post made it a member, and it then read the
+// room's history, which its read alone was refused. It opens rooms of its
+// own (an open, an ask of an agent), and once invited it posts and reads.
+func TestPostInARoomNotLetIntoRefused(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	b := ib(nt, 0)
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	register(t, nt, 0, "gamma")
+	res, err := b.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{"beta"}})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	said, err := b.Say(ctx, "alpha", localapi.SayRequest{Room: res.RoomID, Text: "for beta alone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := b.Get(ctx, res.RoomID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !localapi.IsCode(err, localapi.CodeNotMember) || !strings.Contains(err.Error(), `you (gamma) are not in room "review"`) ||
+			!strings.Contains(err.Error(), "parley room invite "+res.RoomID+" gamma") {
+			t.Errorf("%s as gamma, in a room nobody let it into: %v; want not_member naming the invite", what, err)
+		}
+	}
+	for _, room := range []string{res.RoomID, "review"} {
+		_, err = b.Say(ctx, "gamma", localapi.SayRequest{Room: room, Text: "let me in"})
+		refused("say in "+room, err)
+	}
+	_, err = b.Ask(ctx, "gamma", localapi.AskRequest{Room: res.RoomID, Text: "anyone?"})
+	refused("ask of the room", err)
+	_, err = b.Ask(ctx, "gamma", localapi.AskRequest{Room: res.RoomID, To: "alpha", Text: "you?"})
+	refused("ask of alpha in the room", err)
+	_, err = b.Invite(ctx, "gamma", localapi.InviteRequest{Room: res.RoomID, Member: "gamma"})
+	refused("invite of itself", err)
+	_, err = b.Leave(ctx, "gamma", localapi.LeaveRequest{Room: res.RoomID, Node: true})
+	refused("leave --node", err)
+	_, err = b.Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: "beta@" + nt.ID(0).String(), Agent: "gamma"})
+	refused("remove", err)
+	_, err = b.Reply(ctx, "gamma", localapi.ReplyRequest{MessageID: said.ID, Text: "saw it"})
+	refused("reply", err)
+	after, err := b.Get(ctx, res.RoomID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Events != before.Events || slices.ContainsFunc(after.Agents, func(a string) bool { return strings.HasPrefix(a, "gamma@") }) {
+		t.Fatalf("refused posts changed the room: %d → %d events, agents %v", before.Events, after.Events, after.Agents)
+	}
+	if got, err := b.Read(ctx, "gamma", localapi.ReadRequest{Room: res.RoomID, Last: 5}); !localapi.IsCode(err, localapi.CodeNotMember) {
+		t.Fatalf("gamma reads the room: %q %v; want not_member", texts(got.Messages), err)
+	}
+
+	// Rooms of its own: one it opens, one an ask of an agent opens.
+	own, err := b.OpenRoom(ctx, "gamma", localapi.OpenRoomRequest{Name: "gamma's"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Say(ctx, "gamma", localapi.SayRequest{Room: own.RoomID, Text: "mine"}); err != nil {
+		t.Fatalf("say in its own room: %v", err)
+	}
+	pair, err := b.Ask(ctx, "gamma", localapi.AskRequest{To: "alpha", Text: "a word?"})
+	if err != nil {
+		t.Fatalf("ask of alpha, which opens a room of the two: %v", err)
+	}
+	if _, err := b.Say(ctx, "alpha", localapi.SayRequest{Room: pair.Room.RoomID, Text: "yes", ReplyTo: pair.AskID}); err != nil {
+		t.Fatalf("alpha, brought in by the ask, answers: %v", err)
+	}
+
+	// Invited by a member, it posts and reads.
+	if _, err := b.Invite(ctx, "beta", localapi.InviteRequest{Room: res.RoomID, Member: "gamma"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Say(ctx, "gamma", localapi.SayRequest{Room: res.RoomID, Text: "thanks"}); err != nil {
+		t.Fatalf("say once invited: %v", err)
+	}
+	if _, err := b.Reply(ctx, "gamma", localapi.ReplyRequest{MessageID: said.ID[:8], Text: "saw it"}); err != nil {
+		t.Fatalf("reply once invited: %v", err)
+	}
+	if _, err := b.Read(ctx, "gamma", localapi.ReadRequest{Room: res.RoomID, Last: 5}); err != nil {
+		t.Fatalf("read once invited: %v", err)
 	}
 }
 

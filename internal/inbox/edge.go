@@ -578,24 +578,34 @@ func (b *Inbox) mustBeIn(agent identity.AgentName, in rooms.Info) error {
 	return nil
 }
 
-// mustBeKnown refuses a post as an agent this node does not know: not
-// human (the node's user), not registered on this node now, and with no
-// membership record (in, or left: mustBeIn says so) in room in, or, for a
-// room to be opened (in nil), in any room of the node. Before, a mistyped
-// --as posted as a new agent and made it a member for good (it then owed
-// every ask of the room). An agent whose registration lapsed is still a
-// member of its rooms, and posts there.
+// mustBeKnown refuses a post as an agent this node does not know, or in
+// a room the agent was never let into. Into a room that exists (in set),
+// an agent other than human (the node's user, who reads and posts in every
+// room of the node) posts only with a membership record there (in, or
+// left: mustBeIn says so): one the room's creation, an invite naming it,
+// or its node's join made. A registered agent with none is refused,
+// not_member, as its read of the room is: before, its first post made it a
+// member, and it then read the room's history, which nobody had let it
+// read. A name neither registered nor in the room is unknown_agent. For a
+// room to be opened (in nil), the agent must be registered on this node
+// now or have a record in any room of it. Before, a mistyped --as posted
+// as a new agent and made it a member for good (it then owed every ask of
+// the room). An agent whose registration lapsed is still a member of its
+// rooms, and posts there.
 func (b *Inbox) mustBeKnown(ctx context.Context, agent identity.AgentName, in *rooms.Info) error {
-	if agent == identity.HumanAgent || b.registered(ctx, agent) {
+	if agent == identity.HumanAgent {
 		return nil
 	}
 	if in != nil {
 		if _, ok, err := b.rooms.AgentState(in.ID, b.addr(agent)); err != nil || ok {
 			return nil // an error is the caller's to meet (mustBeIn)
 		}
+		if b.registered(ctx, agent) {
+			return notMember(agent, *in)
+		}
 		return unknownAgent(agent, fmt.Sprintf(" nor a member of room %q", in.Name))
 	}
-	if b.hasRecord(agent) {
+	if b.registered(ctx, agent) || b.hasRecord(agent) {
 		return nil
 	}
 	return unknownAgent(agent, " nor a member of any room here")
@@ -607,6 +617,14 @@ func (b *Inbox) mustBeKnown(ctx context.Context, agent identity.AgentName, in *r
 // The 404 unknown_agent error names `parley agent list`.
 func (b *Inbox) MustBeKnown(ctx context.Context, agent identity.AgentName) error {
 	return b.mustBeKnown(ctx, agent, nil)
+}
+
+// notMember is the error of a post by an agent of this node into a room
+// it was never let into.
+func notMember(agent identity.AgentName, in rooms.Info) error {
+	return localapi.Errorf(http.StatusForbidden, localapi.CodeNotMember,
+		"you (%s) are not in room %q (%s); a member can invite you: `parley room invite %s %s`",
+		agent, in.Name, in.ID, in.ID, agent)
 }
 
 // unknownAgent is the error of a call as an agent this node does not know.
