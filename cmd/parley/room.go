@@ -300,9 +300,10 @@ however long. ID is the event's ID whole, or its first 8 characters or more as
 ` + "`parley room log`" + ` shows it; a start that several events share is refused, asking for more.
 
 An agent (--as, else PARLEY_AGENT, which parley run sets) reads the events of the rooms it
-is in, as parley_read {"message_id":"ID"} does: an event of another room is refused. The
-agent human (the default: you, the node's user) reads any event of any room the node holds,
-as room log shows them. A text that a wake-up pasted into a terminal agent's pane cut short
+is in, as parley_read {"message_id":"ID"} does: an event of another room is to it as one
+that does not exist ("no event ID in the rooms you (AGENT) are in"). The agent human (the
+default: you, the node's user) reads any event of any room the node holds, as room log
+shows them. A text that a wake-up pasted into a terminal agent's pane cut short
 names this command. Nothing is marked read: an unread event stays unread. Text from other
 nodes is shown with terminal controls escaped, as room log shows it; --json prints the event
 as the local API gives it.`,
@@ -314,9 +315,6 @@ as the local API gives it.`,
 			self := "" // this node's peer ID: its rooms show as created by you
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Item, error) {
 				res, err := c.Read(ctx, as, localapi.ReadRequest{ID: args[0]})
-				if le := (*localapi.Error)(nil); errors.As(err, &le) && le.Code == localapi.CodeNotMember {
-					return localapi.Item{}, fmt.Errorf("%s is not in the room of event %s: an agent shows the events of its own rooms only", termtext.Line(as), termtext.Line(args[0]))
-				}
 				if err != nil {
 					return localapi.Item{}, err
 				}

@@ -163,8 +163,9 @@ func TestPostInARoomNotLetIntoRefused(t *testing.T) {
 	refused("leave --node", err)
 	_, err = b.Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: "beta@" + nt.ID(0).String(), Agent: "gamma"})
 	refused("remove", err)
-	_, err = b.Reply(ctx, "gamma", localapi.ReplyRequest{MessageID: said.ID, Text: "saw it"})
-	refused("reply", err)
+	if _, err := b.Reply(ctx, "gamma", localapi.ReplyRequest{MessageID: said.ID, Text: "saw it"}); !localapi.IsCode(err, localapi.CodeUnknownEvent) {
+		t.Errorf("reply as gamma to an event of a room it is not in: %v, want unknown_event", err)
+	}
 	after, err := b.Get(ctx, res.RoomID)
 	if err != nil {
 		t.Fatal(err)

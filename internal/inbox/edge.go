@@ -893,26 +893,33 @@ func (b *Inbox) answered(agent identity.AgentName, ask string) *askRec {
 // Reply implements localapi.Edge.
 func (b *Inbox) Reply(ctx context.Context, agent string, req localapi.ReplyRequest) (localapi.Posted, error) {
 	var res localapi.Posted
-	if _, err := parseAgent(agent); err != nil {
+	a, err := parseAgent(agent)
+	if err != nil {
 		return res, err
 	}
 	if strings.TrimSpace(req.MessageID) == "" {
 		return res, localapi.BadRequest("message_id is empty: give the id of the message you answer")
 	}
-	v, err := b.find(req.MessageID)
+	v, err := b.find(req.MessageID, a)
 	if err != nil {
 		return res, err
 	}
 	return b.Say(ctx, agent, localapi.SayRequest{Room: string(v.Room), Text: req.Text, ReplyTo: v.ID.String(), Take: req.Take, Spent: req.Spent})
 }
 
-// find looks an event up by ID in every room: its whole ID, or its first
-// rooms.MinIDPrefix characters or more, as a room's log shows them.
-func (b *Inbox) find(id string) (rooms.View, error) {
+// find looks an event up by ID in the rooms agent reads: its whole ID, or
+// its first rooms.MinIDPrefix characters or more, as a room's log shows
+// them. human (the node's user; or agent "", the node itself) reads every
+// room of the node; another agent only those it is in, and an event of
+// another room is to it as one that does not exist: the same answer
+// (unknown_event, naming only what it gave), and a prefix is matched in
+// its rooms alone. Before, a prefix of another room's event was answered
+// with the event's whole ID, so an agent could probe rooms it is not in.
+func (b *Inbox) find(id string, agent identity.AgentName) (rooms.View, error) {
 	id = strings.TrimSpace(id)
 	eid, err := rooms.ParseID(id)
 	if err != nil && len(id) >= rooms.MinIDPrefix && len(id) < len(eid.String()) {
-		eid, err = b.findPrefix(id)
+		eid, err = b.findPrefix(id, agent)
 		if err != nil && !errors.Is(err, rooms.ErrMalformed) {
 			return rooms.View{}, err
 		}
@@ -921,18 +928,35 @@ func (b *Inbox) find(id string) (rooms.View, error) {
 		return rooms.View{}, localapi.BadRequest("%q is not an event ID (give it whole, 52 characters of a-z and 2-7, or its first %d or more)", id, rooms.MinIDPrefix)
 	}
 	v, err := b.rooms.Find(eid)
-	if err != nil {
+	if err != nil || !b.reads(agent, v.Room) {
 		return rooms.View{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
-			"no event %s in the rooms of this node (parley_read, or `parley room log ROOM`, shows their events and IDs)", eid)
+			"no event %s in %s (parley_read, or `parley room log ROOM`, shows their events and IDs)", eid, b.whose(agent))
 	}
 	return v, nil
 }
 
+// reads reports whether agent reads the events of room id: human (or "")
+// every room's, another agent those of the rooms it is in.
+func (b *Inbox) reads(agent identity.AgentName, id identity.RoomID) bool {
+	return agent == "" || agent == identity.HumanAgent || b.isIn(agent, id)
+}
+
+// whose names the rooms agent reads, for find's errors.
+func (b *Inbox) whose(agent identity.AgentName) string {
+	if agent == "" || agent == identity.HumanAgent {
+		return "the rooms of this node"
+	}
+	return fmt.Sprintf("the rooms you (%s) are in", agent)
+}
+
 // findPrefix finds the one event whose ID begins with prefix in the rooms
-// of this node.
-func (b *Inbox) findPrefix(prefix string) (rooms.ID, error) {
+// agent reads (find).
+func (b *Inbox) findPrefix(prefix string, agent identity.AgentName) (rooms.ID, error) {
 	var found []rooms.ID
 	for _, in := range b.rooms.List() {
+		if !b.reads(agent, in.ID) {
+			continue
+		}
 		eid, err := b.rooms.EventByPrefix(in.ID, prefix)
 		switch {
 		case err == nil:
@@ -946,12 +970,12 @@ func (b *Inbox) findPrefix(prefix string) (rooms.ID, error) {
 	switch len(found) {
 	case 0:
 		return rooms.ID{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
-			"no event of the rooms of this node begins with %s (parley_read, or `parley room log ROOM`, shows their events and IDs)", prefix)
+			"no event of %s begins with %s (parley_read, or `parley room log ROOM`, shows their events and IDs)", b.whose(agent), prefix)
 	case 1:
 		return found[0], nil
 	}
 	return rooms.ID{}, localapi.Errorf(http.StatusConflict, localapi.CodeAmbiguous,
-		"%d events of the rooms of this node begin with %s: give more of the ID", len(found), prefix)
+		"%d events of %s begin with %s: give more of the ID", len(found), b.whose(agent), prefix)
 }
 
 // Ask implements localapi.Edge.
@@ -1169,7 +1193,7 @@ func (b *Inbox) WaitReply(ctx context.Context, agent, ask string, wait time.Dura
 	if err != nil {
 		return res, err
 	}
-	v, err := b.find(ask)
+	v, err := b.find(ask, "") // an ask of another agent is refused below
 	if err != nil {
 		return res, err
 	}
@@ -1334,22 +1358,19 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 
 // readOne is the event id (whole, or its first rooms.MinIDPrefix
 // characters or more) of a room the agent is in, whole, read or not; it
-// moves no read cursor. An event of a room the agent is not in is refused
-// (not_member), and one of an author hidden from the node's agents as one
-// not found is, its text not given.
+// moves no read cursor. An event of a room the agent is not in is to it as
+// one that does not exist (find: unknown_event, its ID not given), and one
+// of an author hidden from the node's agents as one not found is, its
+// text not given.
 //
 // The agent human is the node's user (no agent registers under that name):
 // it reads any event of a room the node holds, hidden or not, as `parley
 // room log` and the dashboard show the user every room's events; rooms
 // its agents opened, or were invited into by name, hold no human.
 func (b *Inbox) readOne(agent identity.AgentName, id string) (localapi.Item, error) {
-	v, err := b.find(id)
+	v, err := b.find(id, agent)
 	if err != nil {
 		return localapi.Item{}, err
-	}
-	if agent != identity.HumanAgent && !b.isIn(agent, v.Room) {
-		return localapi.Item{}, localapi.Errorf(http.StatusForbidden, localapi.CodeNotMember,
-			"event %s is of a room you are not in: you read the events of your own rooms only (parley_who lists them)", v.ID)
 	}
 	if agent != identity.HumanAgent && b.hidden(v) {
 		return localapi.Item{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,

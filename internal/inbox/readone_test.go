@@ -14,8 +14,8 @@ import (
 
 // A read by event ID gives that one event whole, read or not, to an agent
 // in its room, by its whole ID or its first 8 characters, and marks
-// nothing read; an agent of the node not in the room is refused it, and an
-// unknown ID is an error.
+// nothing read; to an agent of the node not in the room it is an unknown
+// event, as an unknown ID is.
 func TestReadOneEventByID(t *testing.T) {
 	nt, res := reviewRoom(t)
 	ctx := context.Background()
@@ -45,7 +45,7 @@ func TestReadOneEventByID(t *testing.T) {
 		t.Fatalf("the message read by ID is no longer unread: %+v %v", unread.Messages, err)
 	}
 	var le *localapi.Error
-	if other, err := ib(nt, 1).Read(ctx, "gamma", localapi.ReadRequest{ID: said.ID}); !errors.As(err, &le) || le.Code != localapi.CodeNotMember || len(other.Messages) != 0 {
+	if other, err := ib(nt, 1).Read(ctx, "gamma", localapi.ReadRequest{ID: said.ID}); !errors.As(err, &le) || le.Code != localapi.CodeUnknownEvent || len(other.Messages) != 0 {
 		t.Fatalf("gamma, not in the room: %+v %v", other.Messages, err)
 	}
 	if _, err := ib(nt, 1).Read(ctx, "beta", localapi.ReadRequest{ID: strings.Repeat("a", 8)}); !errors.As(err, &le) || le.Code != localapi.CodeUnknownEvent {
@@ -58,8 +58,8 @@ func TestReadOneEventByID(t *testing.T) {
 
 // A read of a room, by its ID or its name, unread events or the last ones,
 // is an agent's of its own rooms: another agent of the node, not in the
-// room, is refused (not_member), the room's texts not given, as a read by
-// event ID refuses it. A name two rooms share means the one the agent is
+// room, is refused (not_member), the room's texts not given (a read by
+// event ID finds nothing of it: unknown_event). A name two rooms share means the one the agent is
 // in, and is read.
 func TestReadRoomRefusesAnAgentNotInIt(t *testing.T) {
 	nt := start(t, 1)
@@ -124,7 +124,7 @@ func TestReadRoomRefusesAnAgentNotInIt(t *testing.T) {
 // The agent human is the node's user: a read by event ID gives it an event
 // of any room the node holds, one its agents opened or were invited into
 // by name included (as `parley room log` shows the user every room), while
-// an agent of the node not in the room is still refused it.
+// to an agent of the node not in the room it is still an unknown event.
 func TestHumanReadsOneEventOfAnyRoom(t *testing.T) {
 	nt, res := reviewRoom(t)
 	ctx := context.Background()
@@ -145,11 +145,52 @@ func TestHumanReadsOneEventOfAnyRoom(t *testing.T) {
 		}
 	}
 	var le *localapi.Error
-	if _, err := ib(nt, 1).Read(ctx, "gamma", localapi.ReadRequest{ID: said.ID}); !errors.As(err, &le) || le.Code != localapi.CodeNotMember {
+	if _, err := ib(nt, 1).Read(ctx, "gamma", localapi.ReadRequest{ID: said.ID}); !errors.As(err, &le) || le.Code != localapi.CodeUnknownEvent {
 		t.Fatalf("gamma, not in the room: %v", err)
 	}
 	if _, err := ib(nt, 1).Read(ctx, "human", localapi.ReadRequest{ID: strings.Repeat("a", 52)}); !errors.As(err, &le) || le.Code != localapi.CodeUnknownEvent {
 		t.Fatalf("human, an unknown ID: %v", err)
+	}
+}
+
+// An event of a room the agent is not in is to it as one that does not
+// exist: its first 8 characters give neither its whole ID nor an answer
+// other than an unknown ID's (before, the refusal named the whole ID, so
+// an agent could probe rooms it is not in); a reply to it finds nothing
+// either. human still reads it by those 8 characters.
+func TestReadOneOfAnotherRoomGivesNothingAway(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	b := ib(nt, 0)
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "gamma")
+	res, err := b.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "private"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	said, err := b.Say(ctx, "alpha", localapi.SayRequest{Room: res.RoomID, Text: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Read(ctx, "gamma", localapi.ReadRequest{ID: said.ID[:8]})
+	if err == nil {
+		t.Fatal("gamma read an event of a room it is not in")
+	}
+	if strings.Contains(err.Error(), said.ID) {
+		t.Errorf("gamma gave 8 characters and learned the whole ID of an event of a room it is not in: %v", err)
+	}
+	_, errNone := b.Read(ctx, "gamma", localapi.ReadRequest{ID: strings.Repeat("a", 8)})
+	if !localapi.IsCode(err, localapi.CodeUnknownEvent) || !localapi.IsCode(errNone, localapi.CodeUnknownEvent) ||
+		strings.Replace(err.Error(), said.ID[:8], "aaaaaaaa", 1) != errNone.Error() {
+		t.Errorf("the answers tell an event of another room (%v) from none (%v)", err, errNone)
+	}
+	if _, err := b.Reply(ctx, "gamma", localapi.ReplyRequest{MessageID: said.ID[:8], Text: "found you"}); !localapi.IsCode(err, localapi.CodeUnknownEvent) ||
+		strings.Contains(err.Error(), said.ID) {
+		t.Errorf("gamma's reply to an event of a room it is not in: %v, want unknown_event without its ID", err)
+	}
+	got, err := b.Read(ctx, "human", localapi.ReadRequest{ID: said.ID[:8]})
+	if err != nil || len(got.Messages) != 1 || got.Messages[0].ID != said.ID {
+		t.Fatalf("human reads the event by 8 characters: %+v %v", got.Messages, err)
 	}
 }
 

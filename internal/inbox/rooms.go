@@ -170,7 +170,7 @@ func (b *Inbox) Remove(ctx context.Context, room string, req localapi.RemoveRequ
 
 // Event implements localapi.Rooms.
 func (b *Inbox) Event(ctx context.Context, id string) (localapi.Event, error) {
-	v, err := b.find(id)
+	v, err := b.find(id, "") // the node's user's view: every room
 	if err != nil {
 		return localapi.Event{}, err
 	}
