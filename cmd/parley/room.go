@@ -300,10 +300,10 @@ however long. ID is the event's ID whole, or its first 8 characters or more as
 ` + "`parley room log`" + ` shows it; a start that several events share is refused, asking for more.
 
 An agent (--as, else PARLEY_AGENT, which parley run sets) reads the events of the rooms it
-is in, as parley_read {"message_id":"ID"} does: an event of another room is to it as one
-that does not exist ("no event ID in the rooms you (AGENT) are in"). The agent human (the
-default: you, the node's user) reads any event of any room the node holds, as room log
-shows them. A text that a wake-up pasted into a terminal agent's pane cut short
+is in, as parley_read {"message_id":"ID"} does: an event of a room it was never in is to
+it as one that does not exist ("no event ID in the rooms you (AGENT) were let into"), and
+one of a room it left is refused saying so. The agent human (the default: you, the node's
+user) reads any event of any room the node holds, as room log shows them. A text that a wake-up pasted into a terminal agent's pane cut short
 names this command. Nothing is marked read: an unread event stays unread. Text from other
 nodes is shown with terminal controls escaped, as room log shows it; --json prints the event
 as the local API gives it.`,

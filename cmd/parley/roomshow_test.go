@@ -113,18 +113,18 @@ func TestCLIRoomShowShowsOneEventWhole(t *testing.T) {
 	// To an agent not in the room the event is as one that does not
 	// exist, exit 1; by its first 8 characters too, its ID not given.
 	out, errs, code = show(id, "--as", "writer")
-	if code != 1 || out != "" || !strings.Contains(errs, "no event "+id+" in the rooms you (writer) are in") {
+	if code != 1 || out != "" || !strings.Contains(errs, "no event "+id+" in the rooms you (writer) were let into") {
 		t.Fatalf("room show --as writer, not in the room: exit %d %q %q", code, out, errs)
 	}
 	out, errs, code = show(id[:8], "--as", "writer")
-	if code != 1 || out != "" || !strings.Contains(errs, "no event of the rooms you (writer) are in begins with "+id[:8]) || strings.Contains(errs, id) {
+	if code != 1 || out != "" || !strings.Contains(errs, "no event of the rooms you (writer) were let into begins with "+id[:8]) || strings.Contains(errs, id) {
 		t.Fatalf("room show --as writer of 8 characters, not in the room: exit %d %q %q", code, out, errs)
 	}
 	var jerr struct {
 		Error string `json:"error"`
 	}
 	out, errs, code = show(id, "--as", "writer", "--json")
-	if code != 1 || out != "" || json.Unmarshal([]byte(errs), &jerr) != nil || !strings.Contains(jerr.Error, "in the rooms you (writer) are in") {
+	if code != 1 || out != "" || json.Unmarshal([]byte(errs), &jerr) != nil || !strings.Contains(jerr.Error, "in the rooms you (writer) were let into") {
 		t.Fatalf("room show --as writer --json: exit %d %q %q", code, out, errs)
 	}
 
@@ -149,7 +149,7 @@ func TestCLIRoomShowShowsOneEventWhole(t *testing.T) {
 			t.Fatalf("room show --as %s of writer's room: exit %d %s\n%s", as, code, errs, out)
 		}
 	}
-	if _, errs, code := show(side, "--as", "coder"); code != 1 || !strings.Contains(errs, "no event "+side+" in the rooms you (coder) are in") {
+	if _, errs, code := show(side, "--as", "coder"); code != 1 || !strings.Contains(errs, "no event "+side+" in the rooms you (coder) were let into") {
 		t.Fatalf("room show --as coder of writer's room: exit %d %s", code, errs)
 	}
 }

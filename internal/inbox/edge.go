@@ -907,14 +907,15 @@ func (b *Inbox) Reply(ctx context.Context, agent string, req localapi.ReplyReque
 	return b.Say(ctx, agent, localapi.SayRequest{Room: string(v.Room), Text: req.Text, ReplyTo: v.ID.String(), Take: req.Take, Spent: req.Spent})
 }
 
-// find looks an event up by ID in the rooms agent reads: its whole ID, or
-// its first rooms.MinIDPrefix characters or more, as a room's log shows
-// them. human (the node's user; or agent "", the node itself) reads every
-// room of the node; another agent only those it is in, and an event of
-// another room is to it as one that does not exist: the same answer
-// (unknown_event, naming only what it gave), and a prefix is matched in
-// its rooms alone. Before, a prefix of another room's event was answered
-// with the event's whole ID, so an agent could probe rooms it is not in.
+// find looks an event up by ID in the rooms agent may name: its whole ID,
+// or its first rooms.MinIDPrefix characters or more, as a room's log shows
+// them. human (the node's user; or agent "", the node itself) names every
+// room of the node; another agent those it has a record in (it is in
+// them, or left them: the caller says it left). An event of another room
+// is to it as one that does not exist: the same answer (unknown_event,
+// naming only what it gave), and a prefix is matched in its rooms alone.
+// Before, a prefix of another room's event was answered with the event's
+// whole ID, so an agent could probe rooms it is not in.
 func (b *Inbox) find(id string, agent identity.AgentName) (rooms.View, error) {
 	id = strings.TrimSpace(id)
 	eid, err := rooms.ParseID(id)
@@ -928,33 +929,38 @@ func (b *Inbox) find(id string, agent identity.AgentName) (rooms.View, error) {
 		return rooms.View{}, localapi.BadRequest("%q is not an event ID (give it whole, 52 characters of a-z and 2-7, or its first %d or more)", id, rooms.MinIDPrefix)
 	}
 	v, err := b.rooms.Find(eid)
-	if err != nil || !b.reads(agent, v.Room) {
+	if err != nil || !b.names(agent, v.Room) {
 		return rooms.View{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
 			"no event %s in %s (parley_read, or `parley room log ROOM`, shows their events and IDs)", eid, b.whose(agent))
 	}
 	return v, nil
 }
 
-// reads reports whether agent reads the events of room id: human (or "")
-// every room's, another agent those of the rooms it is in.
-func (b *Inbox) reads(agent identity.AgentName, id identity.RoomID) bool {
-	return agent == "" || agent == identity.HumanAgent || b.isIn(agent, id)
+// names reports whether agent may name the events of room id (find):
+// human (or "") every room's, another agent those of the rooms it has a
+// record in.
+func (b *Inbox) names(agent identity.AgentName, id identity.RoomID) bool {
+	if agent == "" || agent == identity.HumanAgent {
+		return true
+	}
+	_, ok, err := b.rooms.AgentState(id, b.addr(agent))
+	return err == nil && ok
 }
 
-// whose names the rooms agent reads, for find's errors.
+// whose names the rooms find looks in for agent, for its errors.
 func (b *Inbox) whose(agent identity.AgentName) string {
 	if agent == "" || agent == identity.HumanAgent {
 		return "the rooms of this node"
 	}
-	return fmt.Sprintf("the rooms you (%s) are in", agent)
+	return fmt.Sprintf("the rooms you (%s) were let into", agent)
 }
 
 // findPrefix finds the one event whose ID begins with prefix in the rooms
-// agent reads (find).
+// agent may name (find).
 func (b *Inbox) findPrefix(prefix string, agent identity.AgentName) (rooms.ID, error) {
 	var found []rooms.ID
 	for _, in := range b.rooms.List() {
-		if !b.reads(agent, in.ID) {
+		if !b.names(agent, in.ID) {
 			continue
 		}
 		eid, err := b.rooms.EventByPrefix(in.ID, prefix)
@@ -1358,8 +1364,9 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 
 // readOne is the event id (whole, or its first rooms.MinIDPrefix
 // characters or more) of a room the agent is in, whole, read or not; it
-// moves no read cursor. An event of a room the agent is not in is to it as
-// one that does not exist (find: unknown_event, its ID not given), and one
+// moves no read cursor. An event of a room the agent was never in is to it
+// as one that does not exist (find: unknown_event, its ID not given); one
+// of a room it left is refused as a read of that room is (left), and one
 // of an author hidden from the node's agents as one not found is, its
 // text not given.
 //
@@ -1370,6 +1377,19 @@ func (b *Inbox) Read(ctx context.Context, agent string, req localapi.ReadRequest
 func (b *Inbox) readOne(agent identity.AgentName, id string) (localapi.Item, error) {
 	v, err := b.find(id, agent)
 	if err != nil {
+		return localapi.Item{}, err
+	}
+	if agent != identity.HumanAgent && !b.isIn(agent, v.Room) {
+		// A room it left, or was removed from: said so, as a read of the
+		// room says it, without the event's ID.
+		in, err := b.rooms.Get(v.Room)
+		if err == nil {
+			err = b.mustBeIn(agent, in)
+		}
+		if err == nil {
+			err = localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
+				"no event %s in %s", id, b.whose(agent))
+		}
 		return localapi.Item{}, err
 	}
 	if agent != identity.HumanAgent && b.hidden(v) {
