@@ -285,7 +285,7 @@ func (m *Manager) AcceptInvite(ref string) (identity.RoomID, error) {
 	if len(rec.ToldBack) > 0 {
 		return id, m.acceptToldBack(id, rec.ToldBack, inviter)
 	}
-	r, err := m.open(id, m.reopenMeta(id, Meta{Name: rec.Name, InvitedBy: inviter, Opened: time.Now().UTC(), Topic: rec.Topic}), true)
+	r, err := m.open(id, m.reopenMeta(id, Meta{Name: rec.Name, InvitedBy: inviter, Opened: time.Now().UTC(), Topic: rec.Topic, Accepted: true}), true)
 	if err != nil {
 		return "", err
 	}

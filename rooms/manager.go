@@ -613,8 +613,13 @@ type Info struct {
 	Events uint64   `json:"events"`
 	Heads  int      `json:"heads"`
 	// InvitedBy is the node that invited this one (empty for the creator).
-	InvitedBy peer.ID   `json:"invited_by,omitempty"`
-	Opened    time.Time `json:"opened"`
+	InvitedBy peer.ID `json:"invited_by,omitempty"`
+	// Opened is when this node opened the room (created it, took the
+	// invite that let it in, or the user accepted one), by its own clock.
+	Opened time.Time `json:"opened"`
+	// Accepted says the node's user opened it by accepting its waiting
+	// invite (Meta.Accepted).
+	Accepted bool `json:"accepted,omitempty"`
 }
 
 // List describes every room this node is in, by name (not those told
@@ -752,7 +757,7 @@ func (r *room) info() Info {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	in := Info{ID: r.id, Name: r.meta.Name, Purpose: r.meta.Purpose, Creator: r.meta.Creator, Heads: len(r.headsSnap),
-		InvitedBy: r.meta.InvitedBy, Opened: r.meta.Opened, Agents: []string{}}
+		InvitedBy: r.meta.InvitedBy, Opened: r.meta.Opened, Accepted: r.meta.Accepted, Agents: []string{}}
 	for _, s := range r.committed {
 		in.Events += s
 	}

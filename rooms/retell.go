@@ -1043,6 +1043,7 @@ func (m *Manager) acceptToldBack(id identity.RoomID, raw []byte, teller peer.ID)
 	if err != nil {
 		return err
 	}
+	ev.meta.Accepted = true // the user said yes to it
 	if err := m.openToldBack(id, ev, teller); err != nil {
 		return err
 	}

@@ -54,6 +54,11 @@ type Meta struct {
 	// Topic is the room's GossipSub topic (TopicFor), from the create
 	// event or, until it arrives, the invite.
 	Topic string `json:"topic,omitempty"`
+	// Accepted says the node's user opened the room by accepting its
+	// waiting invite (AcceptInvite): the user knows of it, and the inbox
+	// does not tell the invite as news. A later invite that opens the room
+	// again makes a Meta without it.
+	Accepted bool `json:"accepted,omitempty"`
 }
 
 // UnmarshalJSON reads a Meta, taking an empty or unreadable peer ID as
@@ -70,13 +75,15 @@ func (m *Meta) UnmarshalJSON(b []byte) error {
 		Leaving   bool      `json:"leaving"`
 		LeftAt    time.Time `json:"left_at"`
 		Topic     string    `json:"topic"`
+		Accepted  bool      `json:"accepted"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
 	// A name or purpose as the create event gave it (written before it was
 	// kept clean) is shown clean.
-	*m = Meta{Name: cleanLine(raw.Name, MaxName), Purpose: cleanLine(raw.Purpose, MaxPurpose), Opened: raw.Opened, Left: raw.Left, Leaving: raw.Leaving, LeftAt: raw.LeftAt}
+	*m = Meta{Name: cleanLine(raw.Name, MaxName), Purpose: cleanLine(raw.Purpose, MaxPurpose), Opened: raw.Opened, Left: raw.Left, Leaving: raw.Leaving, LeftAt: raw.LeftAt,
+		Accepted: raw.Accepted}
 	if validTopic(raw.Topic) {
 		m.Topic = raw.Topic
 	}

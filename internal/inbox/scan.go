@@ -80,10 +80,13 @@ func (b *Inbox) scan(agent identity.AgentName, st *state) error {
 	return nil
 }
 
-// nodeInviteKeep is how old an invite of this node may be and still be
-// told to the node's user as news: older ones (a room the node was let into
-// before its invitations were told, a home put back from a copy) are
-// history.
+// nodeInviteKeep is how long after this node opened a room on an invite
+// of it that invite is still told to the node's user as news: older ones (a
+// room the node was let into before its invitations were told, so with an
+// old or no opening time) are history. The age is judged by this node's
+// clock (rooms.Info.Opened), not by the invite's date, which the inviting
+// node's clock wrote: an inviter whose clock was days behind had its
+// invite taken as history at once, and its room never told.
 const nodeInviteKeep = 7 * 24 * time.Hour
 
 // nodeInvited tells the node's user (human) that another node invited this
@@ -91,11 +94,12 @@ const nodeInviteKeep = 7 * 24 * time.Hour
 // room invite ROOM PEER_ID`), once for each such invite that let it in:
 // its depth is kept (the "i" cursor), so a rescan or a restart does not
 // tell it again, and an invite that let the node back in later does. A
-// room this node founded, or one it came into by an invite naming an agent
-// (noted as that agent's invitation), gives none. (The node's join, which
-// it posts as human once the invite is stored, makes human a member: the
-// scan then reads the room from after the join, and would not see the
-// invite.) Callers hold st.mu.
+// room this node founded, one it came into by an invite naming an agent
+// (noted as that agent's invitation), and one the user opened by accepting
+// its waiting invite (`parley invites accept`: the user knows of it) give
+// none. (The node's join, which it posts as human once the invite is
+// stored, makes human a member: the scan then reads the room from after
+// the join, and would not see the invite.) Callers hold st.mu.
 func (b *Inbox) nodeInvited(st *state, id identity.RoomID) error {
 	v, ok, err := b.rooms.Admission(id)
 	if errors.Is(err, rooms.ErrUnknownRoom) || err == nil && !ok {
@@ -107,15 +111,18 @@ func (b *Inbox) nodeInvited(st *state, id identity.RoomID) error {
 	if v.Kind != rooms.KindInvite || v.To != "" || v.Target != b.self || v.Author == b.self || v.Depth <= st.invited[id] {
 		return nil
 	}
-	st.setCursor(identity.HumanAgent, "i", id, v.Depth)
-	if b.now().Sub(time.UnixMilli(v.Time)) > nodeInviteKeep {
+	in, err := b.rooms.Get(id)
+	if errors.Is(err, rooms.ErrUnknownRoom) {
 		return nil
 	}
-	name := ""
-	if in, err := b.rooms.Get(id); err == nil {
-		name = in.Name
+	if err != nil {
+		return err
 	}
-	it := item(v, name)
+	st.setCursor(identity.HumanAgent, "i", id, v.Depth)
+	if in.Accepted || b.now().Sub(in.Opened) > nodeInviteKeep {
+		return nil
+	}
+	it := item(v, in.Name)
 	it.Kind = "invitation"
 	st.putNote(identity.HumanAgent, it)
 	return nil
