@@ -82,3 +82,29 @@ func TestUpRefusedLeavesNoHome(t *testing.T) {
 		}
 	}
 }
+
+// TestUpOfARunningLoopbackHomeSaysNoStart: an `up` without --loopback of
+// a home that last ran with it, while the home's node runs, is refused; it
+// does not say first that "this start without it listens on …" (before, it
+// warned before it found the home in use), in the foreground or with -d.
+func TestUpOfARunningLoopbackHomeSaysNoStart(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	if _, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code != 0 {
+		t.Fatalf("up -d --loopback: %s", errs)
+	}
+	t.Cleanup(func() { run(t, "--home", home, "down") })
+	for _, detach := range []bool{true, false} {
+		args := []string{"--home", home, "up", "--listen", loopback, "--no-mdns"}
+		if detach {
+			args = append(args, "-d")
+		}
+		_, errs, code := run(t, args...)
+		if code == 0 {
+			t.Fatalf("parley %q with the home's node running: exit 0", args)
+		}
+		if strings.Contains(errs, "this start without it listens on") {
+			t.Errorf("parley %q, refused (the node runs), says it starts and where it will listen:\n%s", args, errs)
+		}
+	}
+}

@@ -11,32 +11,6 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// Review (rv8): an `up` without --loopback of a home that last ran with it
-// warns that "this start without it listens on …" before it looks whether
-// a node already runs there: with the home's node running, the up is
-// refused, yet it said first that it starts and where it will listen.
-func TestReviewUpOfARunningLoopbackHomeSaysNoStart(t *testing.T) {
-	t.Parallel()
-	home := filepath.Join(t.TempDir(), "a")
-	if _, errs, code := run(t, "--home", home, "up", "-d", "--loopback"); code != 0 {
-		t.Fatalf("up -d --loopback: %s", errs)
-	}
-	t.Cleanup(func() { run(t, "--home", home, "down") })
-	for _, detach := range []bool{true, false} {
-		args := []string{"--home", home, "up", "--listen", loopback, "--no-mdns"}
-		if detach {
-			args = append(args, "-d")
-		}
-		_, errs, code := run(t, args...)
-		if code == 0 {
-			t.Fatalf("parley %q with the home's node running: exit 0", args)
-		}
-		if strings.Contains(errs, "this start without it listens on") {
-			t.Errorf("parley %q, refused (the node runs), says it starts and where it will listen:\n%s", args, errs)
-		}
-	}
-}
-
 // Review (rv8): the node takes `--as HUMAN` (or " human") as human since
 // names a person gives fold capitals and spaces (b1a6bdf), but `parley
 // inbox` compares the flag with "human" as typed: the contact requests

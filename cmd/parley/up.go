@@ -149,10 +149,12 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	if newHandle {
 		file.Handle = f.handle
 	}
-	if !f.loopback && node.LastRanLoopback(home) {
+	if held, _, err := node.HomeLockHolder(home); err == nil && !held && !f.loopback && node.LastRanLoopback(home) {
 		// The home's node last ran on this machine only (`up --loopback`,
 		// or the node parley mcp and parley run start): say, before it
-		// starts, that this start is not so.
+		// starts, that this start is not so. Not when a node runs there
+		// already: this start is then refused (the home's lock), and
+		// starts nothing, nowhere.
 		listen, where := file.Listen, "the config's listen addresses ("+strings.Join(file.Listen, ", ")+")"
 		if len(f.listen) > 0 {
 			listen, where = f.listen, strings.Join(f.listen, ", ")
