@@ -60,6 +60,7 @@ commit, so no claim can name it yet), it says so and lets the commit through.`,
 			if as == "" {
 				as = os.Getenv("PARLEY_AGENT")
 			}
+			as = givenAgent(as) // compared with the claims' holders, as the node names them
 			c, ctx, cancel, err := g.client(cmd)
 			if err != nil {
 				return err

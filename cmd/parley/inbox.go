@@ -38,6 +38,9 @@ ask stays until it is answered. --wait waits for something new first.`,
 			if wait < 0 || wait > localapi.MaxWait {
 				return fmt.Errorf("--wait %s: use 0 to %s", wait, localapi.MaxWait)
 			}
+			// As the node reads it: --as HUMAN is human, and gets the
+			// contact requests that wait for the user.
+			as = givenAgent(as)
 			var book localapi.NameBook
 			self := ""
 			g2 := *g
@@ -119,7 +122,7 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, self,
 	// The commands shown act as the agent whose inbox this is: pasted
 	// as they are, they do not answer as human (nor as PARLEY_AGENT).
 	asFlag := ""
-	if as != human || defaultAs() != human {
+	if as != human || givenAgent(defaultAs()) != human {
 		asFlag = " --as " + termtext.Line(as)
 	}
 	agent := func(a string) string { return termtext.Line(book.Agent(a)) }

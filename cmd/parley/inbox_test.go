@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -185,5 +187,61 @@ func TestStatusCountsUnreachedInWords(t *testing.T) {
 	}, "status to count the ask coder was not reached with")
 	if !strings.Contains(out, "agents not reached: 1 owed item was not read in time") {
 		t.Fatalf("status: %s", out)
+	}
+}
+
+// TestInboxAsHumanInCapitalsShowsContactRequests: `parley inbox --as
+// HUMAN` (or "Human", " human") is human's inbox, as the node reads the
+// name, with the contact requests that wait for the user, plain and
+// --json alike. Before, the CLI compared the flag with "human" as typed,
+// left them out, and said "nothing waits for you" while one did.
+func TestInboxAsHumanInCapitalsShowsContactRequests(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	idA := peerID(t, homeA)
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		var ps []localapi.Peer
+		runJSON(t, &ps, "--home", homeB, "peers")
+		return len(ps) > 0
+	}, "A and B to connect")
+	if _, errs, code := run(t, "--home", homeB, "contact", "request", idA); code != 0 {
+		t.Fatalf("contact request: %s", errs)
+	}
+	requests := func(as string) int {
+		out, errs, code := run(t, "--home", homeA, "inbox", "--as", as, "--json")
+		if code != 0 {
+			t.Fatalf("inbox --as %q: exit %d: %s", as, code, errs)
+		}
+		var v struct {
+			ContactRequests []json.RawMessage `json:"contact_requests"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("inbox --as %q --json: %q: %v", as, out, err)
+		}
+		return len(v.ContactRequests)
+	}
+	nodetest.WaitFor(t, 10*time.Second, func() bool { return requests("human") == 1 }, "the request to reach A")
+	for _, as := range []string{"HUMAN", "Human", " human"} {
+		if n := requests(as); n != 1 {
+			t.Errorf("inbox --as %q --json: %d contact requests, want the 1 that `inbox --as human` shows", as, n)
+		}
+		out, _, _ := run(t, "--home", homeA, "inbox", "--as", as)
+		if !strings.Contains(out, "CONTACT REQUEST") {
+			t.Errorf("inbox --as %q: %q, want the contact request", as, out)
+		}
+	}
+}
+
+// TestGivenAgentFoldsAsTheNodeDoes: the CLI's own comparisons of --as and
+// $PARLEY_AGENT (inbox, guard, worktree remove) read the name as the node
+// reads it; a name the node refuses is kept as given.
+func TestGivenAgentFoldsAsTheNodeDoes(t *testing.T) {
+	for in, want := range map[string]string{"HUMAN": "human", " Human ": "human", "Coder": "coder", "": "", "a b": "a b"} {
+		if got := givenAgent(in); got != want {
+			t.Errorf("givenAgent(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/mcp"
 	"github.com/parley-mesh/parley/internal/termtext"
@@ -32,6 +33,18 @@ func defaultAs() string {
 		return a
 	}
 	return human
+}
+
+// givenAgent is an agent name a person gives (--as, $PARLEY_AGENT) as the
+// node reads it (identity.ParseGivenAgentName: trimmed, capitals A to Z
+// taken as small letters), for the CLI's own comparisons: `--as HUMAN` is
+// human, as the node takes it. A name the node would refuse (none, a bad
+// character) is kept as given: the node's error names it.
+func givenAgent(s string) string {
+	if a, err := identity.ParseGivenAgentName(s); err == nil {
+		return string(a)
+	}
+	return s
 }
 
 func runCmd(g *globals) *cobra.Command {

@@ -145,6 +145,7 @@ its holder, note and expiry, and nothing is removed.`,
 			if !cmd.Flags().Changed("as") {
 				as = os.Getenv("PARLEY_AGENT")
 			}
+			as = givenAgent(as) // compared with the claims' holders, as the node names them
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ReleaseResult, error) {
 				root, err := worktreeRoot(ctx)
 				if err != nil {
