@@ -69,13 +69,15 @@ func TestLongAskCutShowsHowToReadItWhole(t *testing.T) {
 			t.Fatalf("parley_read by %s: the text result lacks the ask's end:\n%.300s", ref, text)
 		}
 	}
-	// Another agent of beta's node, not in the room: refused, nothing of
-	// the text given.
+	// Another agent of beta's node, not in the room: to it the event is as
+	// one that does not exist, nothing of the text given, nor the whole ID
+	// for its first 8 characters.
 	c := connect(t, nt, 1, "c")
 	call(t, c, "parley_register", map[string]any{"name": "gamma"})
 	for _, ref := range []string{id, id[:8]} {
 		out, text, isErr := try(t, c, "parley_read", map[string]any{"message_id": ref})
-		if !isErr || !strings.Contains(text, "not in") || strings.Contains(text, "line 0001") || strings.Contains(fmt.Sprint(out), "line 0001") {
+		if !isErr || !strings.Contains(text, "no event") || strings.Contains(text, "line 0001") || strings.Contains(fmt.Sprint(out), "line 0001") ||
+			ref != id && strings.Contains(text, id) {
 			t.Fatalf("gamma, not in the room, read by %s: error=%v %q", ref, isErr, text)
 		}
 	}
