@@ -233,6 +233,7 @@ func (openPolicy) Allowed(peer.ID) error   { return nil }
 
 // The user's answers to invites that waited for them are audited.
 func TestInviteAnswersAreAudited(t *testing.T) {
+	t.Parallel() // waits on invites and audit records; sets no package knob
 	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.SyncInterval = time.Second
 		if i == 1 {

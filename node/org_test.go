@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,14 +42,15 @@ func newOrgKey(t *testing.T, name string) orgKey {
 	return orgKey{priv, id, name}
 }
 
-var orgSeq uint64
+// orgSeq makes each seal's seq unique; atomic, as tests that seal run in
+// parallel.
+var orgSeq atomic.Uint64
 
 // seal signs r with the organisation's key, with the next seq and, for a
 // membership or a trust, a day to live.
 func (o orgKey) seal(t *testing.T, r consent.OrgRecord) []byte {
 	t.Helper()
-	orgSeq++
-	r.Name, r.Seq = o.name, uint64(time.Now().UnixMilli())*1000+orgSeq
+	r.Name, r.Seq = o.name, uint64(time.Now().UnixMilli())*1000+orgSeq.Add(1)
 	if r.Kind == consent.OrgMember || r.Kind == consent.OrgTrust {
 		r.NotBefore, r.NotAfter = time.Now().Add(-time.Minute), time.Now().Add(24*time.Hour)
 	}
@@ -436,6 +438,7 @@ func counter(nt *nodetest.Net, i int, name, label string) float64 {
 // organisation next to its name. A forged certificate, one for another
 // node, an expired or a revoked one is not shown, and each is counted.
 func TestOrgMembershipOnCard(t *testing.T) {
+	t.Parallel() // waits on cards handed over; sets no package knob
 	nt := nodetest.Start(t, 3)
 	nt.Befriend(t, 0, 1)
 	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")

@@ -229,9 +229,8 @@ func TestOrgMembershipNotValidYetSaysSo(t *testing.T) {
 	nt.Befriend(t, 1, 0)
 	x := newOrgKey(t, "Xco")
 	later := func(p peer.ID) []byte {
-		orgSeq++
 		w, err := consent.NewOrgRecord(x.priv, consent.OrgRecord{Name: x.name, Kind: consent.OrgMember, Subject: p, Handle: "h",
-			NotBefore: time.Now().Add(3 * time.Hour), NotAfter: time.Now().Add(48 * time.Hour), Seq: uint64(time.Now().UnixMicro()) + orgSeq})
+			NotBefore: time.Now().Add(3 * time.Hour), NotAfter: time.Now().Add(48 * time.Hour), Seq: uint64(time.Now().UnixMicro()) + orgSeq.Add(1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,6 +299,7 @@ func diskUse(t *testing.T, dir string) int64 {
 // is written over. Before, each push wrote the whole offer (~200 KiB) again:
 // 30 pushes took ~6 MiB for good, 2 a second 1.4 GB an hour.
 func TestOrgOffersDoNotFillTheDisk(t *testing.T) {
+	t.Parallel() // waits on pushes read one by one; sets no package knob
 	nt := nodetest.Start(t, 2)
 	nt.ConnectAll()
 	const victim, contact = 0, 1

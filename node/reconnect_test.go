@@ -16,6 +16,7 @@ import (
 // addresses it stored, and its room catches up with what was said while it
 // was away.
 func TestReconnectAfterRestartWithoutBootstrap(t *testing.T) {
+	t.Parallel() // waits on restarted nodes redialling; sets no package knob
 	nt := nodetest.Start(t, 3)
 	const a, b = 1, 2
 	nt.Befriend(t, a, b)

@@ -111,6 +111,7 @@ func TestRelayNamedTwiceIsListedOnce(t *testing.T) {
 // failed with "dial to self attempted"; now the relay list leaves the
 // node out.
 func TestOwnIDAsRelayIsNotListed(t *testing.T) {
+	t.Parallel() // waits 5 s for what must not happen; sets no package knob
 	const r, a = 0, 1
 	self := false
 	var selfID peer.ID

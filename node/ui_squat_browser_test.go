@@ -61,6 +61,7 @@ func (q *squatter) requests() []string {
 // retries nor on a post) nor shows what it sends, and says why; once the
 // node is back on its port, the tab is live again.
 func TestDashboardSendsTheTokenOnlyToItsNode(t *testing.T) {
+	t.Parallel() // waits on the page's retries; sets no package knob
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

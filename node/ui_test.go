@@ -292,6 +292,7 @@ func TestDashboardKeepsItsPort(t *testing.T) {
 // a page's stream among them; the stream outlives the server's read
 // deadline.
 func TestDashboardHoldsNoConnectionWithoutTheToken(t *testing.T) {
+	t.Parallel() // waits on the stream's keep-alive and a refused connection; sets no package knob
 	nt := nodetest.Start(t, 1)
 	base, tok := uiBase(t, nt, 0)
 	host := strings.TrimPrefix(base, "http://")

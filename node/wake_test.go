@@ -17,6 +17,7 @@ import (
 // waiter of the session supersedes the older, a busy session ends its
 // waiters; an item read drops out (and off the human's list).
 func TestWakeRoutesInTurnThenTheHuman(t *testing.T) {
+	t.Parallel() // waits out wake limits and waiters; sets no package knob
 	net := nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) { c.WakeLimit = time.Second }))
 	n := net.Node(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -154,6 +155,7 @@ func TestWakeRoutesInTurnThenTheHuman(t *testing.T) {
 // it marks: an agent whose registration ended is not counted (status said
 // "parley who marks the agents" while who listed none).
 func TestStatusCountsUnreachedOfListedAgents(t *testing.T) {
+	t.Parallel() // waits out the wake limit; sets no package knob
 	net := nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) { c.WakeLimit = time.Second }))
 	n := net.Node(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
