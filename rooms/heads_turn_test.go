@@ -17,6 +17,7 @@ import (
 // from a place drawn at random, and the fork reaches node 2 by anti-entropy
 // alone.
 func TestForkBeyondTheHelloHeadsSpreads(t *testing.T) {
+	t.Parallel() // waits on the fork to spread, sets no package knob
 	const heads = 100
 	nt := startNet(t, 3)
 	id := openRoom(t, nt, 1, 2)

@@ -73,6 +73,7 @@ func TestHeldAnswerNamingARoomTwiceTellsItOnce(t *testing.T) {
 // the same connection. Before the fix node 0 asked again 1, 2, 4, … s
 // later.
 func TestHeldAskNotRetriedAfterReset(t *testing.T) {
+	t.Parallel() // waits 4 s for what must not happen, sets no package knob
 	nt := startNet(t, 3)
 	id := openRoom(t, nt, 2)
 	say(t, nt, 2, id, "spoken")

@@ -62,6 +62,7 @@ func TestToldBackWhenLastOwnEventIsAnAgentsLeave(t *testing.T) {
 // (a found-out room is not dropped meanwhile). One session per teller at a
 // time is enough.
 func TestToldBackRepeatedNoticesBoundSessions(t *testing.T) {
+	t.Parallel() // waits 5 s for what must not happen, sets no package knob
 	nt := contactNet(t, 2)
 	ctx := context.Background()
 	waitConnected(t, nt, 0, 1)

@@ -191,6 +191,7 @@ func TestFailedSyncBackForgetsItsLead(t *testing.T) {
 // room queues nothing, and a room that closes while a catch-up is queued
 // empties its queue when the worker cannot start.
 func TestLeftRoomHelloWithUnknownHeadsQueuesNoCatchUp(t *testing.T) {
+	t.Parallel() // waits on timers, sets no package knob
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.SyncInterval = time.Hour
 	}))
