@@ -382,12 +382,16 @@ func (h *hook) bind(ctx context.Context) error {
 // stopWaiter is Claude Code's Stop hook (asyncRewake): it waits while the
 // session is idle and, when the node hands it owed items, prints what the
 // agent has pending on stderr and exits 2, which wakes the session. A newer
-// waiter of the session (or the session working again) ends it quietly.
+// waiter of the session (or the session working again) ends it quietly,
+// also when it comes between two of the waiter's waits: each wait after
+// the first names the previous one's answer (After), and the node ends the
+// waiter at once if one of those came since.
 func (h *hook) stopWaiter(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.waitFor)
 	defer cancel()
+	var after uint64
 	for ctx.Err() == nil {
-		w, err := h.c.WakeWait(ctx, h.agent.Name, localapi.WakeWaitRequest{Kind: localapi.WakeStop, Session: h.in.SessionID, Seconds: localapi.MaxWait.Seconds()})
+		w, err := h.c.WakeWait(ctx, h.agent.Name, localapi.WakeWaitRequest{Kind: localapi.WakeStop, Session: h.in.SessionID, Seconds: localapi.MaxWait.Seconds(), After: after})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -397,6 +401,7 @@ func (h *hook) stopWaiter(ctx context.Context) error {
 		if w.Superseded {
 			return nil
 		}
+		after = w.Seq
 		if len(w.Items) == 0 {
 			continue
 		}

@@ -30,6 +30,14 @@ type WakeWaitRequest struct {
 	Kind    string  // WakeStop, WakeAppServer or WakeChannel
 	Session string  // the client's session key; a newer waiter of the same session and kind supersedes the older
 	Seconds float64 // at most MaxWait
+	// After is the Seq of the Wake that answered this waiter's previous
+	// wait, when it waits again (zero the first time). The node answers
+	// Superseded at once when what would have ended the previous route
+	// came since: a newer waiter of the same session and kind, or, for a
+	// stop waiter, the session working again (WakeBusy). A waiter that
+	// waits in a loop so loses nothing that lands between two of its
+	// waits. The first wait is never ended by what came before it.
+	After uint64
 }
 
 // Wake is what a wake-up route is handed: the owed items (asks and
@@ -39,6 +47,9 @@ type WakeWaitRequest struct {
 type Wake struct {
 	Items      []Item `json:"items"`
 	Superseded bool   `json:"superseded,omitempty"`
+	// Seq marks the route that was answered, for the waiter's next wait
+	// (WakeWaitRequest.After). Zero from a node that does not mark them.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // SessionRef names a session of an agent.
@@ -86,7 +97,7 @@ type Waker interface {
 
 // HandleWake adds the wake-up endpoints:
 //
-//	GET  /v1/agents/{agent}/wake/wait?kind=&session=&seconds= → Wake (blocks)
+//	GET  /v1/agents/{agent}/wake/wait?kind=&session=&seconds=&after= → Wake (blocks)
 //	POST /v1/agents/{agent}/wake/busy      SessionRef → {}
 //	POST /v1/agents/{agent}/wake/idle      SessionRef → {}
 //	POST /v1/agents/{agent}/wake/terminal  TerminalRequest → {}
@@ -99,9 +110,15 @@ func (s *Server) HandleWake(w Waker) {
 			return Wake{}, err
 		}
 		q := r.URL.Query()
+		var after uint64
+		if a := q.Get("after"); a != "" {
+			if after, err = strconv.ParseUint(a, 10, 64); err != nil {
+				return Wake{}, BadRequest("after must be a Wake's seq")
+			}
+		}
 		// A waiter ends when the server shuts down (which cancels every
 		// request's context), not only when its client goes.
-		v, err := w.WakeWait(r.Context(), agent(r), WakeWaitRequest{Kind: q.Get("kind"), Session: q.Get("session"), Seconds: d.Seconds()})
+		v, err := w.WakeWait(r.Context(), agent(r), WakeWaitRequest{Kind: q.Get("kind"), Session: q.Get("session"), Seconds: d.Seconds(), After: after})
 		if v.Items == nil {
 			v.Items = []Item{}
 		}
@@ -126,6 +143,9 @@ func (c *Client) WakeWait(ctx context.Context, agent string, req WakeWaitRequest
 	ctx, cancel := blocking(ctx, time.Duration(req.Seconds*float64(time.Second)))
 	defer cancel()
 	q := url.Values{"kind": {req.Kind}, "session": {req.Session}, "seconds": {strconv.FormatFloat(req.Seconds, 'f', 3, 64)}}
+	if req.After != 0 {
+		q.Set("after", strconv.FormatUint(req.After, 10))
+	}
 	return v, c.agentCall(ctx, "GET", agent, "/wake/wait?"+q.Encode(), nil, &v)
 }
 

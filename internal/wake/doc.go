@@ -13,7 +13,11 @@
 //     once; it then wakes its session (text on stderr, exit 2). A newer
 //     waiter of the same session supersedes the older, and a session that
 //     works again (its PostToolUse hook says so: POST …/wake/busy) ends its
-//     waiters.
+//     waiters. A waiter waits in a loop (its wait passes, or the items it
+//     was handed were read meanwhile); each wait after its first names the
+//     last answer's Seq (&after=), and one of these that came since ends
+//     it at once: nothing that lands between two waits is lost. The node
+//     keeps, per session, the Seq of the last one (agentState.ended).
 //   - appserver: a Codex thread driven through `codex app-server`
 //     (`parley codex`), long-polling the same way; the text starts a turn
 //     when the thread is idle and steers the running turn when it is busy

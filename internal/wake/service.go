@@ -129,6 +129,11 @@ type Service struct {
 	// Owned by Run's goroutine.
 	agents map[string]*agentState
 	nextID uint64
+	// seq numbers the waiter routes and the sessions' busy calls (ended),
+	// in the order they came; it starts at the clock, so that a waiter
+	// that waits again across a restart of the node does not take the
+	// new run's numbers for older than its own.
+	seq uint64
 	// unlisted holds the terminal routes a move of another pane took off
 	// their name, whose session had taken another name: they are no
 	// agent's route, and run on until they move to their session's name
@@ -138,12 +143,51 @@ type Service struct {
 
 type agentState struct {
 	routes []*route
-	items  map[string]*itemState
+	// ended is, per kind and session of waiter route, the seq of the last
+	// thing that ends the routes of that session and kind registered
+	// before it: a newer waiter's registration, or (stop) the session
+	// working again. A waiter that waits again after one of these came
+	// since its previous route is superseded at once (WakeWaitRequest.After).
+	// At most maxEnded sessions are kept, the newest.
+	ended map[endKey]uint64
+	items map[string]*itemState
 	// quiet: its person muted or killed it when it was last looked at.
 	quiet bool
 	// idle is when a session of the agent last said it is idle (Codex's
 	// notify after a turn); zero once it works again or reads an item.
 	idle time.Time
+}
+
+// endKey names the waiter routes of one session and kind.
+type endKey struct{ kind, session string }
+
+// maxEnded is how many sessions' ends an agent keeps (agentState.ended).
+// A waiter of a session dropped from them waits again as if nothing had
+// ended its previous route.
+const maxEnded = 64
+
+// next returns the next seq: later than every one before, and not before
+// the clock.
+func (s *Service) next() uint64 {
+	s.seq = max(s.seq+1, uint64(time.Now().UnixNano()))
+	return s.seq
+}
+
+// end records that what ends the routes of key registered before now came.
+func (st *agentState) end(key endKey, seq uint64) {
+	if st.ended == nil {
+		st.ended = make(map[endKey]uint64)
+	}
+	st.ended[key] = seq
+	if len(st.ended) > maxEnded {
+		oldest := key
+		for k, q := range st.ended {
+			if q < st.ended[oldest] {
+				oldest = k
+			}
+		}
+		delete(st.ended, oldest)
+	}
 }
 
 type itemState struct {
@@ -164,6 +208,9 @@ type route struct {
 	id      uint64
 	kind    string
 	session string
+	// Waiters: when the route was registered (Service.next), which its
+	// answer gives (Wake.Seq).
+	seq uint64
 	// Waiters (stop, channel): the items go here, once.
 	out chan localapi.Wake
 	// Terminal: the items to paste go here while the pane's goroutine is
@@ -523,8 +570,19 @@ func (s *Service) WakeWait(ctx context.Context, agent string, req localapi.WakeW
 		return localapi.Wake{}, localapi.BadRequest("wait must be 0 to %s", localapi.MaxWait)
 	}
 	r := &route{kind: req.Kind, session: req.Session, out: make(chan localapi.Wake, 1)}
+	key := endKey{r.kind, r.session}
+	stale := false
 	err := s.do(ctx, func(ctx context.Context) {
 		st := s.state(agent)
+		if req.After != 0 && st.ended[key] > req.After {
+			// A newer waiter or the session's busy call came between
+			// this waiter's previous wait and this one: it would have
+			// ended that route, so it ends this one.
+			stale = true
+			return
+		}
+		r.seq = s.next()
+		st.end(key, r.seq)
 		for _, old := range slices.Clone(st.routes) {
 			if old.kind == r.kind && old.session == r.session {
 				s.remove(st, old)
@@ -539,10 +597,14 @@ func (s *Service) WakeWait(ctx context.Context, agent string, req localapi.WakeW
 	if err != nil {
 		return localapi.Wake{}, err
 	}
+	if stale {
+		return localapi.Wake{Superseded: true}, nil
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case w := <-r.out:
+		w.Seq = r.seq
 		return w, nil
 	case <-timer.C:
 	case <-ctx.Done():
@@ -554,23 +616,26 @@ func (s *Service) WakeWait(ctx context.Context, agent string, req localapi.WakeW
 	s.do(rctx, func(context.Context) { s.remove(s.state(agent), r) }) //nolint:errcheck // a stopped service holds no route
 	select {
 	case w := <-r.out:
+		w.Seq = r.seq
 		return w, nil
 	default:
 	}
-	return localapi.Wake{}, ctx.Err()
+	return localapi.Wake{Seq: r.seq}, ctx.Err()
 }
 
 // WakeBusy implements localapi.Waker: the session works again, so its
-// stop waiters end.
+// stop waiters end, and so does the next wait of one that is between two
+// waits (WakeWaitRequest.After).
 func (s *Service) WakeBusy(ctx context.Context, agent string, req localapi.SessionRef) error {
-	if req.Session == "" {
-		return localapi.BadRequest("a session key is needed")
+	if req.Session == "" || len(req.Session) > 256 {
+		return localapi.BadRequest("a session key of 1 to 256 bytes is needed")
+	}
+	if agent == "" {
+		return localapi.BadRequest("no agent")
 	}
 	return s.do(ctx, func(context.Context) {
-		st := s.agents[agent]
-		if st == nil {
-			return
-		}
+		st := s.state(agent)
+		st.end(endKey{localapi.WakeStop, req.Session}, s.next())
 		st.idle = time.Time{}
 		for _, r := range slices.Clone(st.routes) {
 			if r.kind == localapi.WakeStop && r.session == req.Session {

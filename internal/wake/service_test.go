@@ -368,6 +368,104 @@ func TestOneStopWaiterPerSession(t *testing.T) {
 	}
 }
 
+// waitAgain is a waiter's next wait, naming its previous answer's Seq.
+func (f *fixture) waitAgain(session string, seconds float64, after uint64) waiter {
+	ch := make(waiter, 1)
+	go func() {
+		w, err := f.s.WakeWait(f.ctx, "bot", localapi.WakeWaitRequest{Kind: localapi.WakeStop, Session: session, Seconds: seconds, After: after})
+		ch <- result{w, err}
+	}()
+	return ch
+}
+
+// A stop waiter waits in a loop (its wait passes, or the items it was
+// handed were read meanwhile): what lands between two of its waits ends it
+// as it would have ended the route it had. The session working again
+// (WakeBusy), or a newer waiter of the session, ends the next wait at once
+// (before, the busy call was lost and the waiter waited on while its
+// session worked, and the older waiter ended the newer). The first wait is
+// never ended by what came before it; another session's busy call, or a
+// wait with nothing between, ends nothing.
+func TestStopWaiterBetweenWaits(t *testing.T) {
+	f := newFixture(t, time.Hour)
+	// Nothing ended before the first wait counts: a busy call before it.
+	if err := f.s.WakeBusy(f.ctx, "bot", localapi.SessionRef{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	r := f.wait(localapi.WakeStop, "s1", 0.2).get(t)
+	if r.err != nil || r.w.Superseded || len(r.w.Items) != 0 || r.w.Seq == 0 {
+		t.Fatalf("a first wait after a busy call: %+v %v", r.w, r.err)
+	}
+	// Nothing between: the next wait waits (out its time).
+	r = f.waitAgain("s1", 0.2, r.w.Seq).get(t)
+	if r.err != nil || r.w.Superseded || r.w.Seq == 0 {
+		t.Fatalf("a wait again with nothing between: %+v %v", r.w, r.err)
+	}
+	// Another session's busy call: it still waits.
+	if err := f.s.WakeBusy(f.ctx, "bot", localapi.SessionRef{Session: "s2"}); err != nil {
+		t.Fatal(err)
+	}
+	r = f.waitAgain("s1", 0.2, r.w.Seq).get(t)
+	if r.err != nil || r.w.Superseded {
+		t.Fatalf("a wait again after another session's busy call: %+v %v", r.w, r.err)
+	}
+
+	// Its session's busy call between two waits: the next one ends at once
+	// and registers nothing. (Its time, 30 s, is far over what the check
+	// waits for the answer.)
+	if err := f.s.WakeBusy(f.ctx, "bot", localapi.SessionRef{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	again := f.waitAgain("s1", 30, r.w.Seq)
+	select {
+	case r := <-again:
+		if r.err != nil || !r.w.Superseded {
+			t.Fatalf("a wait again after its session's busy call: %+v %v", r.w, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a wait again after its session's busy call waits on")
+	}
+	if got := f.status().Routes; len(got) != 0 {
+		t.Fatalf("routes after a wait ended at once: %v", got)
+	}
+
+	// Handed an item it found read meanwhile, a waiter waits again; a newer
+	// waiter registered between: the older ends at once, the newer stays.
+	older := f.wait(localapi.WakeStop, "s1", 50)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("stop"), "the older waiter")
+	f.ask("which port?")
+	r = older.get(t)
+	if r.err != nil || len(r.w.Items) != 1 || r.w.Seq == 0 {
+		t.Fatalf("the older waiter for the ask: %+v %v", r.w, r.err)
+	}
+	f.take()
+	newer := f.wait(localapi.WakeStop, "s1", 50)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("stop"), "the newer waiter")
+	again = f.waitAgain("s1", 30, r.w.Seq)
+	select {
+	case r := <-again:
+		if r.err != nil || !r.w.Superseded {
+			t.Fatalf("the older waiter's wait after a newer one: %+v %v", r.w, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the older waiter's wait after a newer one waits on")
+	}
+	select {
+	case r := <-newer:
+		t.Fatalf("the newer waiter ended: %+v %v", r.w, r.err)
+	default:
+	}
+	if got := f.status().Routes; len(got) != 1 {
+		t.Fatalf("routes after the older waiter's wait: %v; want the newer's", got)
+	}
+	if err := f.s.WakeBusy(f.ctx, "bot", localapi.SessionRef{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := newer.get(t); r.err != nil || !r.w.Superseded {
+		t.Fatalf("the newer waiter of a busy session: %+v %v", r.w, r.err)
+	}
+}
+
 // A session that says it is idle (Codex's notify) gets nothing by itself:
 // what no route can bring it is told to the human at once, not after the
 // limit (an hour here). A route that has an item keeps its turn; the mark
