@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -72,6 +76,33 @@ func (w *waiter) running(t *testing.T) {
 		t.Fatalf("the hook exited (%d); stderr: %s", c, w.stderr)
 	case <-time.After(300 * time.Millisecond):
 	}
+}
+
+// waitStopRoutes waits until the node's wake-up service holds n stop
+// routes (hook waiters) of agent.
+func waitStopRoutes(t *testing.T, home, agent string, n int) {
+	t.Helper()
+	c := localapi.NewClient(node.SocketPath(home))
+	defer c.Close()
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		st, err := c.WakeStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for _, w := range st {
+			if w.Agent == agent {
+				for _, r := range w.Routes {
+					if r == localapi.WakeStop {
+						got++
+					}
+				}
+			}
+		}
+		return got == n
+	}, fmt.Sprintf("%d stop routes of %s", n, agent))
 }
 
 type hookOut struct {
@@ -152,8 +183,11 @@ func TestHooksDocumentedShapes(t *testing.T) {
 		t.Fatalf("Stop waiter: exit %d, stderr %s", c, w1.stderr)
 	}
 	// Nothing new: the next waiter waits; a newer one supersedes it; a
-	// busy session ends the newer one.
+	// busy session ends the newer one. The newer starts once the node has
+	// the next one's route: started at once, it may come first (its
+	// process ran sooner), and the next one would end it.
 	w2 := startHook(t, in("Stop", `,"stop_hook_active":true`), "--home", home, "hook", "claude", "Stop")
+	waitStopRoutes(t, home, "claude-code-shop", 1)
 	w2.running(t)
 	w3 := startHook(t, stop, "--home", home, "hook", "claude", "Stop")
 	if c := w2.exited(t, 30*time.Second); c != 0 {
