@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
 )
 
@@ -487,6 +488,11 @@ func natRun(ctx context.Context, cfg NATConfig, bin, dir string, p *progress) (r
 	}, "B to join the room")
 	if err != nil {
 		return run, err
+	}
+	// B joined as its user, who lets its agent in: an agent posts only in
+	// rooms it was let into.
+	if _, err := b.Invite(ctx, string(identity.HumanAgent), localapi.InviteRequest{Room: room, Member: string(agent)}); err != nil {
+		return run, fmt.Errorf("B lets its agent into the room: %w", err)
 	}
 
 	// Each node tails the room; every message's arrival on the other node

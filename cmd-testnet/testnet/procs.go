@@ -17,6 +17,7 @@ import (
 
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 )
@@ -334,6 +335,11 @@ func (c *procs) OpenRoomOf(ctx context.Context, name string, creator int, member
 		}, fmt.Sprintf("node %d to learn it is a member", p.i))
 		if err != nil {
 			return room, err
+		}
+		// The node joined (as its user): its user lets its agent in, as
+		// a person would, since an agent posts only in rooms it was let into.
+		if _, err := p.client.Invite(ctx, string(identity.HumanAgent), localapi.InviteRequest{Room: room, Member: string(agent)}); err != nil {
+			return room, fmt.Errorf("node %d lets its agent into the room: %w", p.i, err)
 		}
 	}
 	return room, nil
