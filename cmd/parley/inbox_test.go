@@ -237,9 +237,10 @@ func TestInboxAsHumanInCapitalsShowsContactRequests(t *testing.T) {
 
 // TestGivenAgentFoldsAsTheNodeDoes: the CLI's own comparisons of --as and
 // $PARLEY_AGENT (inbox, guard, worktree remove) read the name as the node
-// reads it; a name the node refuses is kept as given.
+// reads it: trimmed, A to Z folded, and nothing else (a Kelvin sign stays,
+// for the node to refuse), without importing the node's identity package.
 func TestGivenAgentFoldsAsTheNodeDoes(t *testing.T) {
-	for in, want := range map[string]string{"HUMAN": "human", " Human ": "human", "Coder": "coder", "": "", "a b": "a b"} {
+	for in, want := range map[string]string{"HUMAN": "human", " Human ": "human", "Coder": "coder", "": "", "a b": "a b", "\u212aate": "\u212aate", "BOT\u212a": "bot\u212a"} {
 		if got := givenAgent(in); got != want {
 			t.Errorf("givenAgent(%q) = %q, want %q", in, got, want)
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/mcp"
 	"github.com/parley-mesh/parley/internal/termtext"
@@ -36,15 +35,17 @@ func defaultAs() string {
 }
 
 // givenAgent is an agent name a person gives (--as, $PARLEY_AGENT) as the
-// node reads it (identity.ParseGivenAgentName: trimmed, capitals A to Z
-// taken as small letters), for the CLI's own comparisons: `--as HUMAN` is
-// human, as the node takes it. A name the node would refuse (none, a bad
-// character) is kept as given: the node's error names it.
+// node reads it (trimmed, capitals A to Z taken as small letters, as the
+// node's identity.ParseGivenAgentName folds them; only those: a character
+// that merely looks like a letter stays, and the node refuses it), for the
+// CLI's own comparisons: `--as HUMAN` is human, as the node takes it.
 func givenAgent(s string) string {
-	if a, err := identity.ParseGivenAgentName(s); err == nil {
-		return string(a)
-	}
-	return s
+	return strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return r
+	}, strings.TrimSpace(s))
 }
 
 func runCmd(g *globals) *cobra.Command {
