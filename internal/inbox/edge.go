@@ -105,19 +105,11 @@ func (b *Inbox) Peek(ctx context.Context, agent string) (localapi.Pending, error
 // Owed implements localapi.Edge: the asks agent owes now, in the order they
 // arrived at this node.
 func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error) {
-	a, err := parseAgent(agent)
-	if err != nil {
-		return nil, err
-	}
-	st, err := b.lock(a)
+	st, err := b.scanned(agent)
 	if err != nil {
 		return nil, err
 	}
 	defer b.unlock(st)
-	if err := b.scan(a, st); err != nil {
-		b.discard(st)
-		return nil, apiError(err)
-	}
 	out := []localapi.Item{}
 	for _, o := range b.owedShown(st) {
 		name := ""
@@ -131,11 +123,9 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 	return out, nil
 }
 
-// Invitations lists the invitations waiting in agent's inbox, as a peek
-// gives them (with the room's purpose and members; an invitation an ask
-// stands for is left to the ask), oldest first, handing nothing out: what
-// the dashboard shows of human's.
-func (b *Inbox) Invitations(ctx context.Context, agent string) ([]localapi.Item, error) {
+// scanned locks agent's state and brings it up to date with its rooms,
+// for a list that hands nothing out; the caller unlocks it.
+func (b *Inbox) scanned(agent string) (*state, error) {
 	a, err := parseAgent(agent)
 	if err != nil {
 		return nil, err
@@ -144,11 +134,24 @@ func (b *Inbox) Invitations(ctx context.Context, agent string) ([]localapi.Item,
 	if err != nil {
 		return nil, err
 	}
-	defer b.unlock(st)
 	if err := b.scan(a, st); err != nil {
 		b.discard(st)
+		b.unlock(st)
 		return nil, apiError(err)
 	}
+	return st, nil
+}
+
+// Invitations lists the invitations waiting in agent's inbox, as a peek
+// gives them (with the room's purpose and members; an invitation an ask
+// stands for is left to the ask), oldest first, handing nothing out: what
+// the dashboard shows of human's.
+func (b *Inbox) Invitations(ctx context.Context, agent string) ([]localapi.Item, error) {
+	st, err := b.scanned(agent)
+	if err != nil {
+		return nil, err
+	}
+	defer b.unlock(st)
 	folded := map[string]bool{}
 	for _, o := range b.owedShown(st) {
 		if o.rec.Invite != "" {
