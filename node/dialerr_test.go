@@ -50,10 +50,21 @@ func TestRelayRefusedDialSaysWhy(t *testing.T) {
 		{"no reservation", nt.ID(a), "that peer holds no reservation on it now"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// A connection b holds to the peer already would make the dial
+			// a no-op: the premise is that there is none (nodes redial
+			// their contacts' peers on their own).
+			conns := func() []string {
+				var out []string
+				for _, c := range nt.Node(b).Host().Network().ConnsToPeer(tc.to) {
+					out = append(out, c.RemoteMultiaddr().String())
+				}
+				return out
+			}
+			nt.WaitFor(10*time.Second, func() bool { return len(conns()) == 0 }, "node %d to hold no connection to the peer dialled (%v)", b, conns())
 			nt.Node(b).Host().Network().(*swarm.Swarm).Backoff().Clear(tc.to)
 			err := nt.Node(b).Connect(ctx, peer.AddrInfo{ID: tc.to, Addrs: circuitVia(nt, r)})
 			if err == nil {
-				t.Fatal("the dial through the relay worked")
+				t.Fatalf("the dial through the relay worked (connections now: %v)", conns())
 			}
 			msg := err.Error()
 			if !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") || strings.Contains(msg, "/p2p-circuit") {
