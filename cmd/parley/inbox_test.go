@@ -11,7 +11,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -197,16 +196,8 @@ func TestStatusCountsUnreachedInWords(t *testing.T) {
 // left them out, and said "nothing waits for you" while one did.
 func TestInboxAsHumanInCapitalsShowsContactRequests(t *testing.T) {
 	t.Parallel()
-	base := t.TempDir()
-	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
-	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
-	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	homeA, homeB, _ := twoNodes(t)
 	idA := peerID(t, homeA)
-	nodetest.WaitFor(t, 15*time.Second, func() bool {
-		var ps []localapi.Peer
-		runJSON(t, &ps, "--home", homeB, "peers")
-		return len(ps) > 0
-	}, "A and B to connect")
 	if _, errs, code := run(t, "--home", homeB, "contact", "request", idA); code != 0 {
 		t.Fatalf("contact request: %s", errs)
 	}

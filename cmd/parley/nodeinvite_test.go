@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,16 +17,8 @@ import (
 // another.
 func TestNodeInviteTellsTheHuman(t *testing.T) {
 	t.Parallel()
-	base := t.TempDir()
-	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
-	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
-	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	homeA, homeB, a := twoNodes(t)
 	idB := peerID(t, homeB)
-	nodetest.WaitFor(t, 15*time.Second, func() bool {
-		var ps []localapi.Peer
-		runJSON(t, &ps, "--home", homeA, "peers")
-		return len(ps) > 0
-	}, "A and B to connect")
 	if _, errs, code := run(t, "--home", homeA, "contact", "request", idB); code != 0 {
 		t.Fatalf("contact request: %s", errs)
 	}

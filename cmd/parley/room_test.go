@@ -41,6 +41,24 @@ func ids(l []logEntry) []string {
 	return out
 }
 
+// twoNodes starts alice (home a) and bob (home b, bootstrapped from
+// alice) on loopback under a fresh folder and waits until they are
+// connected; it returns both homes and alice's daemon (whose address a
+// restarted bob bootstraps from).
+func twoNodes(t *testing.T) (homeA, homeB string, a *daemon) {
+	t.Helper()
+	base := t.TempDir()
+	homeA, homeB = filepath.Join(base, "a"), filepath.Join(base, "b")
+	a = up(t, homeA, "--listen", loopback, "--handle", "alice")
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		var ps []localapi.Peer
+		runJSON(t, &ps, "--home", homeA, "peers")
+		return len(ps) > 0
+	}, "A and B to connect")
+	return homeA, homeB, a
+}
+
 func peerID(t testing.TB, home string) string {
 	var v struct {
 		PeerID string `json:"peer_id"`
