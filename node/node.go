@@ -27,6 +27,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
@@ -608,7 +609,15 @@ func (n *Node) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	if ai.ID == n.id {
 		return fmt.Errorf("node: connect: that is this node's own address")
 	}
-	if err := n.host.Connect(ctx, ai); err != nil {
+	err := n.host.Connect(ctx, ai)
+	if errors.Is(err, swarm.ErrNoAddresses) && len(ai.Addrs) > 0 && ctx.Err() == nil {
+		// The addresses given were put in the peerstore for a short
+		// while, and libp2p's identify, told late that an earlier
+		// connection to that peer closed, may have expired them before
+		// the dial read them: give them again, once.
+		err = n.host.Connect(ctx, ai)
+	}
+	if err != nil {
 		return dialError{err}
 	}
 	return nil

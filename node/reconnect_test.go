@@ -2,10 +2,13 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -107,4 +110,37 @@ func BenchmarkReconnectContacts(b *testing.B) {
 		total += time.Since(start)
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "reconnect-all-ms")
+}
+
+// A dial given an address right after a connection to that peer closed
+// reaches it: libp2p's identify, told of the close on a goroutine of its
+// own, expires the short-lived addresses the dial had just been given, and
+// the dial then found none ("no addresses").
+func TestConnectRightAfterAClose(t *testing.T) {
+	t.Parallel() // sets no package knob
+	nt := nodetest.Start(t, 3)
+	const a, b = 1, 2 // neither dials the other of its own accord
+	nb := nt.Node(b)
+	ai := peer.AddrInfo{ID: nt.ID(a), Addrs: nt.Node(a).Host().Addrs()}
+	var other int
+	for i := range 300 {
+		_ = nb.Host().Network().ClosePeer(ai.ID)
+		nb.Host().Peerstore().ClearAddrs(ai.ID)
+		nb.Host().Network().(*swarm.Swarm).Backoff().Clear(ai.ID)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := nb.Connect(ctx, ai)
+		cancel()
+		switch {
+		case errors.Is(err, swarm.ErrNoAddresses):
+			t.Fatalf("dial %d after a close: %v", i, err)
+		case err != nil:
+			// Node a redials b when the connection closes, from the
+			// same port pair: a TCP simultaneous open, which TLS
+			// cannot take. Not what this test is about.
+			other++
+		}
+	}
+	if other > 30 {
+		t.Fatalf("%d of 300 dials after a close failed", other)
+	}
 }
