@@ -30,13 +30,27 @@ type Notifier interface {
 }
 
 // channel is the session's channel route: it waits on the node for owed
-// items to push and sends each one notification, until ctx ends.
+// items to push and sends each one notification, until ctx ends or a newer
+// waiter of the session takes the route over. That also holds when the
+// newer one comes between two of its waits (while it pushes, say): each
+// wait after the first under a name names the previous answer's Seq
+// (After), and the node ends the route at once if a newer waiter came
+// since. The first wait under a new name names none: the node keeps what
+// ends routes per agent name, so what came under the new name before did
+// not end the route under the old one, and ends nothing.
 func (s *Server) channel(ctx context.Context, n Notifier) {
 	backoff := time.Second
+	var (
+		after uint64 // the Seq of the last answer to a wait under name (0: none)
+		name  string
+	)
 	for ctx.Err() == nil {
 		// A wait is for one name: a new one (parley_register) ends it, and
 		// the next waits under the new name at once.
 		agent, renamed := s.agentNow()
+		if agent != name {
+			after, name = 0, agent // renamed: the first wait under this name
+		}
 		wctx, cancel := context.WithCancel(ctx)
 		go func() {
 			select {
@@ -45,7 +59,7 @@ func (s *Server) channel(ctx context.Context, n Notifier) {
 			case <-wctx.Done():
 			}
 		}()
-		w, err := s.api.WakeWait(wctx, agent, localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: s.cfg.Session, Seconds: localapi.MaxWait.Seconds()})
+		w, err := s.api.WakeWait(wctx, agent, localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: s.cfg.Session, Seconds: localapi.MaxWait.Seconds(), After: after})
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -67,6 +81,7 @@ func (s *Server) channel(ctx context.Context, n Notifier) {
 		if w.Superseded {
 			return
 		}
+		after = w.Seq // also when it is handed nothing
 		s.mu.Lock()
 		you := s.agent.Address
 		s.mu.Unlock()
