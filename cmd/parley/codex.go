@@ -94,6 +94,10 @@ interrupted. The thread's parley mcp (CODEX_THREAD_ID) is the same agent.`,
 
 // serveAppServer is the app-server route: it waits on the node for owed
 // items and hands each batch to the thread, keeping the agent registered.
+// A newer waiter of the thread (another parley codex) ends it, also when
+// it comes between two of its waits (while it hands a batch, say): each
+// wait after the first names the previous answer's Seq (After), and the
+// node ends the route at once if one came since.
 func serveAppServer(ctx context.Context, c *localapi.Client, as *appserver.Client, info localapi.AgentInfo, thread string, logw io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -118,8 +122,9 @@ func serveAppServer(ctx context.Context, c *localapi.Client, as *appserver.Clien
 			}
 		}
 	}()
+	var after uint64 // the Seq of the last answer (0: none yet)
 	for ctx.Err() == nil {
-		w, err := c.WakeWait(ctx, info.Name, localapi.WakeWaitRequest{Kind: localapi.WakeAppServer, Session: thread, Seconds: localapi.MaxWait.Seconds()})
+		w, err := c.WakeWait(ctx, info.Name, localapi.WakeWaitRequest{Kind: localapi.WakeAppServer, Session: thread, Seconds: localapi.MaxWait.Seconds(), After: after})
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -137,6 +142,7 @@ func serveAppServer(ctx context.Context, c *localapi.Client, as *appserver.Clien
 		if w.Superseded {
 			return errors.New("another parley codex took over this thread")
 		}
+		after = w.Seq // also when it is handed nothing, or the thread is not handed the items
 		if len(w.Items) == 0 {
 			continue
 		}

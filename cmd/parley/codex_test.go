@@ -2,13 +2,21 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/wake/appserver"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -61,4 +69,150 @@ func TestCodexAppServerStartsThenSteers(t *testing.T) {
 		ts := turns()
 		return strings.HasPrefix(ts[len(ts)-1], "steer turn-1 ") && strings.Contains(ts[len(ts)-1], "and the deploy?")
 	}, "the second ask to steer the running turn")
+}
+
+// heldAppServer is a stand-in app-server in the test's process, on pipes:
+// it answers each turn/start and turn/steer only once the test lets it
+// (release), after showing its input on got, so the route is held while
+// it hands a batch to the thread (between two of its waits).
+type heldAppServer struct {
+	as      *appserver.Client
+	got     chan string
+	release chan struct{}
+}
+
+func newHeldAppServer(t *testing.T) *heldAppServer {
+	inR, inW := io.Pipe()   // the client's requests
+	outR, outW := io.Pipe() // the server's answers
+	h := &heldAppServer{as: appserver.New(outR, inW), got: make(chan string, 16), release: make(chan struct{}, 16)}
+	stop := make(chan struct{})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		defer outW.Close()
+		sc := bufio.NewScanner(inR)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for n := 1; sc.Scan(); n++ {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params struct {
+					Input []struct{ Text string } `json:"input"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) != nil || len(m.Params.Input) == 0 {
+				continue
+			}
+			h.got <- m.Method + " " + m.Params.Input[0].Text
+			select {
+			case <-h.release:
+			case <-stop:
+				return
+			}
+			raw, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"turn": map[string]any{"id": fmt.Sprintf("turn-%d", n)}}})
+			if _, err := outW.Write(append(raw, '\n')); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		inW.Close()
+		inR.Close()
+		<-served
+	})
+	return h
+}
+
+// `parley codex`'s route waits in a loop: another parley codex of the
+// thread whose waiter registers while the route hands a batch to the
+// thread (between two of its waits) takes the route over. The older's next
+// wait names its previous answer (After), so the node ends it at once and
+// the older ends; the newer keeps the route and is handed the next owed
+// item. (Before, the older's next wait took the route back and ended the
+// newer.)
+func TestCodexRouteEndsWhenSupersededBetweenWaits(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	c := localapi.NewClient(node.SocketPath(home))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	info, err := c.Session(ctx, localapi.SessionRequest{Session: "th-1", Name: "cx", Client: "codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHeldAppServer(t)
+	sctx, scancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- serveAppServer(sctx, c, h.as, info, "th-1", io.Discard) }()
+	defer func() {
+		scancel()
+		<-served
+	}()
+	routes := func() int {
+		st, err := c.WakeStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for _, s := range st {
+			if s.Agent == "cx" {
+				for _, r := range s.Routes {
+					if r == localapi.WakeAppServer {
+						k++
+					}
+				}
+			}
+		}
+		return k
+	}
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", home, "room", "create", "build", "--member", "cx")
+	// The older route hands the invitation to the thread, and is held there.
+	select {
+	case in := <-h.got:
+		if !strings.HasPrefix(in, "turn/start ") {
+			t.Fatalf("the first hand-out: %q", in)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the invitation was not handed to the thread within 30 s")
+	}
+	type result struct {
+		w   localapi.Wake
+		err error
+	}
+	newer := make(chan result, 1)
+	go func() {
+		w, err := c.WakeWait(ctx, "cx", localapi.WakeWaitRequest{Kind: localapi.WakeAppServer, Session: "th-1", Seconds: localapi.MaxWait.Seconds()})
+		newer <- result{w, err}
+	}()
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return routes() == 1 }, "the newer waiter's route")
+	h.release <- struct{}{}
+	select {
+	case err := <-served:
+		if err == nil || !strings.Contains(err.Error(), "took over") {
+			t.Fatalf("the older route ended with %v", err)
+		}
+		served <- err // for the deferred wait
+	case r := <-newer:
+		t.Fatalf("the newer waiter was ended by the older route's next wait: %+v %v", r.w, r.err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the older app-server route waits on after a newer waiter of its thread came between two of its waits")
+	}
+	if got := routes(); got != 1 {
+		t.Fatalf("%d app-server routes after the older ended; want the newer's", got)
+	}
+	runJSON(t, &struct{}{}, "--home", home, "room", "ask", room.RoomID, "is the build green?", "--to", "cx", "--wait", "0s")
+	select {
+	case r := <-newer:
+		if r.err != nil || r.w.Superseded || !slices.ContainsFunc(r.w.Items, func(it localapi.Item) bool { return it.Kind == "ask" && it.Text == "is the build green?" }) {
+			t.Fatalf("the newer waiter for the ask: %+v %v", r.w, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the newer waiter was not handed the ask within 30 s")
+	}
 }
