@@ -19,11 +19,13 @@
 //     it at once: nothing that lands between two waits is lost. The node
 //     keeps, per session, the Seq of the last one (agentState.ended).
 //   - appserver: a Codex thread driven through `codex app-server`
-//     (`parley codex`), long-polling the same way; the text starts a turn
+//     (`parley codex`), long-polling the same way (its waits after the
+//     first name the last answer's Seq too); the text starts a turn
 //     when the thread is idle and steers the running turn when it is busy
 //     (internal/wake/appserver).
 //   - channel: an MCP server that can push into its session (Claude Code's
-//     claude/channel notification), long-polling the same way.
+//     claude/channel notification), long-polling the same way (its first
+//     wait under a new agent name names no Seq: ended is kept per agent).
 //   - terminal: a tmux pane (`parley run`), which the node pastes into
 //     itself when the agent is idle at an empty prompt, never over a
 //     person's draft (internal/wake/tmux). The node keeps the agent
