@@ -60,6 +60,9 @@ type Config struct {
 	// RoomClock dates this node's room events; nil: time.Now. (Tests set a
 	// clock that is wrong or steps back.)
 	RoomClock func() time.Time
+	// InboxClock is the inbox's clock (asks' lifetimes, hand-outs, the age
+	// of a node invite); nil: time.Now. (Tests set one that runs ahead.)
+	InboxClock func() time.Time
 	// GossipTracer, when set, is given GossipSub's events (its raw
 	// tracer, beside the node's own); for measurements.
 	GossipTracer pubsub.RawTracer

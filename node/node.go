@@ -354,7 +354,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.usage = usage.New(usage.Config{Registry: n.reg})
-	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, HandWait: n.cfg.HandWait, Logger: n.log, Audit: n.Audit, Usage: n.usage,
+	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, HandWait: n.cfg.HandWait, Logger: n.log, Now: n.cfg.InboxClock, Audit: n.Audit, Usage: n.usage,
 		Moderation: modEdge{n.mod}, Names: n.names, CutOff: refused(policy),
 		Notices: n.boardNotices})
 	if err != nil {

@@ -170,8 +170,11 @@ type Inbox struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	run string     // names this run of the node in cursors
-	mu  sync.Mutex // protects states and each state's refs (each state has its own lock)
+	run string // names this run of the node in cursors
+	// toldSince is when this database's inbox began to tell the node's
+	// user of node invites (invitesToldSince).
+	toldSince time.Time
+	mu        sync.Mutex // protects states and each state's refs (each state has its own lock)
 	// states are the agents' states in memory, by name; unlock drops the
 	// empty ones of names no agent holds.
 	states map[identity.AgentName]*state
@@ -197,8 +200,33 @@ func New(cfg Config) (*Inbox, error) {
 	if cfg.HandWait <= 0 {
 		cfg.HandWait = DefaultHandWait
 	}
-	return &Inbox{cfg: cfg, rooms: cfg.Rooms, db: cfg.Store, self: cfg.Rooms.Self(), log: cfg.Logger, now: cfg.Now,
-		run: strings.ToLower(rand.Text()[:8]), states: make(map[identity.AgentName]*state)}, nil
+	b := &Inbox{cfg: cfg, rooms: cfg.Rooms, db: cfg.Store, self: cfg.Rooms.Self(), log: cfg.Logger, now: cfg.Now,
+		run: strings.ToLower(rand.Text()[:8]), states: make(map[identity.AgentName]*state)}
+	since, err := b.invitesToldSince()
+	if err != nil {
+		return nil, err
+	}
+	b.toldSince = since
+	return b, nil
+}
+
+// invitesToldSince returns when this database's inbox began to tell the
+// node's user of node invites (nodeInvited): stored the first time, by the
+// wall clock as rooms.Info.Opened is. A write that fails (a full disk) is
+// tried again at the next start; meanwhile this run tells from now.
+func (b *Inbox) invitesToldSince() (time.Time, error) {
+	v, ok, err := b.db.Lookup(schema.KeyInvitesTold())
+	if err != nil {
+		return time.Time{}, fmt.Errorf("inbox: open: %w", err)
+	}
+	if ok && len(v) == 8 {
+		return time.Unix(0, int64(beUint(v))).UTC(), nil
+	}
+	now := time.Now().UTC()
+	if err := b.db.Apply([]schema.Op{{Key: schema.KeyInvitesTold(), Val: schema.BE8(uint64(now.UnixNano()))}}, false); err != nil {
+		b.log.Warn("inbox: the time node invites are told from is not saved; tried again at the next start", "err", err)
+	}
+	return now, nil
 }
 
 // askRec is an ask an agent owes (o) or asked (q).

@@ -51,6 +51,42 @@ func TestNodeInviteFromASlowClockIsTold(t *testing.T) {
 	}
 }
 
+// A node invite is told to the node's user however late the user first
+// looks, once the node's inbox told node invites when the room was opened:
+// before, a user who first read the inbox more than 7 days after the node
+// was let into a room was never told of it (the age rule meant for the
+// rooms of a home that came before invitations were told).
+func TestNodeInviteToldWhenTheUserLooksAWeekLater(t *testing.T) {
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Second
+		if i == 1 {
+			c.InboxClock = func() time.Time { return time.Now().Add(8 * 24 * time.Hour) }
+		}
+	}))
+	nt.ConnectAll()
+	ctx := context.Background()
+	res, err := ib(nt, 0).OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "holiday"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib(nt, 0).Invite(ctx, "human", localapi.InviteRequest{Room: res.RoomID, Member: nt.ID(1).String()}); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool {
+		_, err := ib(nt, 1).Get(ctx, res.RoomID)
+		return err == nil
+	}, "node 1 to be in the room")
+	var p localapi.Pending
+	ok := nodetest.Poll(10*time.Second, func() bool {
+		p, err = ib(nt, 1).Peek(ctx, "human")
+		return err == nil && slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.Kind == "invitation" && it.Room == res.RoomID })
+	})
+	if !ok {
+		t.Fatalf("node 1's user, looking 8 days after its node was let into room %s, is never told of it: %v %v", res.RoomID, kinds(p), err)
+	}
+}
+
 // waitingPolicy lets every node talk and invite, and trusts no node's
 // invite to open a room at once: each waits for the user's answer.
 type waitingPolicy struct{}

@@ -81,12 +81,14 @@ func (b *Inbox) scan(agent identity.AgentName, st *state) error {
 }
 
 // nodeInviteKeep is how long after this node opened a room on an invite
-// of it that invite is still told to the node's user as news: older ones (a
-// room the node was let into before its invitations were told, so with an
-// old or no opening time) are history. The age is judged by this node's
-// clock (rooms.Info.Opened), not by the invite's date, which the inviting
-// node's clock wrote: an inviter whose clock was days behind had its
-// invite taken as history at once, and its room never told.
+// of it that invite is still told to the node's user as news, for a room
+// opened before this database's inbox told node invites (Inbox.toldSince:
+// a home of an older Parley, whose user is not told of all its rooms at
+// once). A room opened since is told however late the user first looks.
+// The age is judged by this node's clock (rooms.Info.Opened), not by the
+// invite's date, which the inviting node's clock wrote: an inviter whose
+// clock was days behind had its invite taken as history at once, and its
+// room never told.
 const nodeInviteKeep = 7 * 24 * time.Hour
 
 // nodeInvited tells the node's user (human) that another node invited this
@@ -119,7 +121,7 @@ func (b *Inbox) nodeInvited(st *state, id identity.RoomID) error {
 		return err
 	}
 	st.setCursor(identity.HumanAgent, "i", id, v.Depth)
-	if in.Accepted || b.now().Sub(in.Opened) > nodeInviteKeep {
+	if in.Accepted || in.Opened.Before(b.toldSince) && b.now().Sub(in.Opened) > nodeInviteKeep {
 		return nil
 	}
 	it := item(v, in.Name)

@@ -79,6 +79,10 @@ func KeyNode() []byte { return []byte("m/node") }
 // KeyJournal is where the write journal's position lives.
 func KeyJournal() []byte { return []byte("m/journal") }
 
+// KeyInvitesTold is where the time (Unix nanoseconds, by the wall clock)
+// from which the inbox tells the node's user of node invites lives.
+func KeyInvitesTold() []byte { return []byte("m/invites-told") }
+
 func roomKey(room, sub string, extra ...[]byte) []byte {
 	n := 2 + len(room) + 1 + len(sub)
 	for _, e := range extra {
