@@ -170,17 +170,19 @@ type Inbox struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	run string // names this run of the node in cursors
 	// toldSince is when this database's inbox began to tell the node's
 	// user of node invites (invitesToldSince).
 	toldSince time.Time
-	mu        sync.Mutex // protects states and each state's refs (each state has its own lock)
+
+	run string     // names this run of the node in cursors
+	mu  sync.Mutex // protects states and each state's refs (each state has its own lock)
 	// states are the agents' states in memory, by name; unlock drops the
 	// empty ones of names no agent holds.
 	states map[identity.AgentName]*state
 }
 
-// New returns an inbox; it starts nothing.
+// New returns an inbox; it starts nothing. The first time on a database it
+// records when it began to tell node invites (invitesToldSince).
 func New(cfg Config) (*Inbox, error) {
 	if cfg.Rooms == nil || cfg.Store == nil || cfg.Agents == nil {
 		return nil, fmt.Errorf("%w: Rooms, Store and Agents are required", ErrBadConfig)
