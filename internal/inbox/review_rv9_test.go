@@ -1,0 +1,82 @@
+package inbox_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+// An agent that left a room is told so (left) whatever it tries there, as
+// docs/ARCHITECTURE.md says ("one that says left is told so (`left`), as
+// before"): it must not take its node out of the room (leave --node), so
+// putting the room's other agents out, nor remove a member. Both paths
+// call mustBeKnown, which takes a left record as known, and never mustBeIn.
+func TestReviewLeftAgentStillActsInTheRoom(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	b := ib(nt, 0)
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	register(t, nt, 0, "gamma")
+	res, err := b.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{"beta", "gamma"}})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	if _, err := b.Leave(ctx, "alpha", localapi.LeaveRequest{Room: res.RoomID}); err != nil {
+		t.Fatal(err)
+	}
+	// The check a post makes: alpha is told it left.
+	if _, err := b.Say(ctx, "alpha", localapi.SayRequest{Room: res.RoomID, Text: "back?"}); !localapi.IsCode(err, localapi.CodeLeft) {
+		t.Fatalf("say of alpha that left: %v, want left", err)
+	}
+	// The creator's removal, as alpha that left: refused the same way.
+	_, err = b.Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: "gamma@" + nt.ID(0).String(), Agent: "alpha"})
+	if !localapi.IsCode(err, localapi.CodeLeft) {
+		t.Errorf("alpha, which left the room, removes gamma from it: err %v; want left", err)
+	}
+	// A node's leave, as alpha that left: refused; beta stays in the room.
+	_, err = b.Leave(ctx, "alpha", localapi.LeaveRequest{Room: res.RoomID, Node: true})
+	if !localapi.IsCode(err, localapi.CodeLeft) {
+		t.Errorf("alpha, which left the room, takes the node out of it (and beta with it): err %v; want left", err)
+	}
+	if _, err := b.Say(ctx, "beta", localapi.SayRequest{Room: res.RoomID, Text: "still here"}); err != nil {
+		t.Errorf("beta, in the room, after alpha's calls: %v", err)
+	}
+}
+
+// parley_wait (WaitReply) looks an ask up by prefix in every room of the
+// node (find(ask, "")), not in the agent's rooms as every other lookup by
+// event ID now does: its answer tells an agent whether an event of a room
+// it was never let into exists ("is not an ask of yours") or not ("no
+// event … begins with"), the probe find's change meant to close. It
+// should answer as find does for the agent: no event in the rooms it was
+// let into.
+func TestReviewWaitReplyProbesRoomsNotLetInto(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	b := ib(nt, 0)
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	register(t, nt, 0, "gamma")
+	res, err := b.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "secret", Members: []string{"beta"}})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	ask, err := b.Ask(ctx, "alpha", localapi.AskRequest{Room: res.RoomID, Text: "the plan?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a read by ID says to gamma: as if the event did not exist.
+	_, rerr := b.Read(ctx, "gamma", localapi.ReadRequest{ID: ask.AskID[:8]})
+	if !localapi.IsCode(rerr, localapi.CodeUnknownEvent) || !strings.Contains(rerr.Error(), "were let into") {
+		t.Fatalf("gamma's read of the ask by prefix: %v", rerr)
+	}
+	for _, id := range []string{ask.AskID[:8], ask.AskID} {
+		_, err := b.WaitReply(ctx, "gamma", id, 0, false)
+		if err == nil || strings.Contains(err.Error(), "not an ask of yours") || !strings.Contains(err.Error(), "were let into") {
+			t.Errorf("gamma's parley_wait on %s, an ask of a room it was never let into: %v; want the answer a read gives (no event in the rooms you (gamma) were let into)", id, err)
+		}
+	}
+}
