@@ -208,6 +208,51 @@ func TestPostInARoomNotLetIntoRefused(t *testing.T) {
 	}
 }
 
+// An agent that left a room (or was removed from it) is told so (left),
+// in the words its post there gets, whatever it tries: it takes no node
+// out of the room (leave --node), which would put the room's other agents
+// out, and removes no member. Before, both calls took a left record for
+// membership and went through. The node's user (human) takes its node
+// out of a room it left while its agents stay in.
+func TestAgentThatLeftNeitherTakesTheNodeOutNorRemoves(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	b := ib(nt, 0)
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	register(t, nt, 0, "gamma")
+	res, err := b.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{"beta", "gamma", "human"}})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	if _, err := b.Leave(ctx, "alpha", localapi.LeaveRequest{Room: res.RoomID}); err != nil {
+		t.Fatal(err)
+	}
+	_, said := b.Say(ctx, "alpha", localapi.SayRequest{Room: res.RoomID, Text: "back?"})
+	if !localapi.IsCode(said, localapi.CodeLeft) {
+		t.Fatalf("say of alpha that left: %v, want left", said)
+	}
+	_, err = b.Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: "gamma@" + nt.ID(0).String(), Agent: "alpha"})
+	if !localapi.IsCode(err, localapi.CodeLeft) || err.Error() != said.Error() {
+		t.Errorf("alpha, which left the room, removes gamma from it: err %v; want left, as its say: %v", err, said)
+	}
+	_, err = b.Leave(ctx, "alpha", localapi.LeaveRequest{Room: res.RoomID, Node: true})
+	if !localapi.IsCode(err, localapi.CodeLeft) || err.Error() != said.Error() {
+		t.Errorf("alpha, which left the room, takes the node out of it (and beta with it): err %v; want left, as its say: %v", err, said)
+	}
+	if _, err := b.Say(ctx, "beta", localapi.SayRequest{Room: res.RoomID, Text: "still here"}); err != nil {
+		t.Errorf("beta, in the room, after alpha's calls: %v", err)
+	}
+	// The node's user left too, beta and gamma stay: it still takes the
+	// node out.
+	if _, err := b.Leave(ctx, "human", localapi.LeaveRequest{Room: res.RoomID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Leave(ctx, "human", localapi.LeaveRequest{Room: res.RoomID, Node: true}); err != nil || !got.NodeLeft {
+		t.Fatalf("the node's user, which left, takes the node out: %+v %v", got, err)
+	}
+}
+
 // An inbox of a name this node knows nothing of (not registered, in no
 // room, nothing pending) is refused, where it said nothing waits. An
 // agent that unregistered, out of every room, with a reply still to be

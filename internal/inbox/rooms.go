@@ -136,6 +136,13 @@ func (b *Inbox) Remove(ctx context.Context, room string, req localapi.RemoveRequ
 		if by, err = parseAgent(req.Agent); err != nil {
 			return localapi.EventID{}, err
 		}
+		// As for a node's leave: an agent that left the room is told so;
+		// the node's user removes for its node whether or not it left.
+		if by != identity.HumanAgent {
+			if err := b.mustBeIn(by, in); err != nil {
+				return localapi.EventID{}, err
+			}
+		}
 		if err := b.mustBeKnown(ctx, by, &in); err != nil {
 			return localapi.EventID{}, err
 		}
