@@ -1202,7 +1202,11 @@ func (b *Inbox) WaitReply(ctx context.Context, agent, ask string, wait time.Dura
 	if err != nil {
 		return res, err
 	}
-	v, err := b.find(ask, "") // an ask of another agent is refused below
+	// Looked up in the agent's rooms alone, as a read does: its own asks
+	// are in rooms it has a record in, and an event of a room it was never
+	// let into is to it as one that does not exist (an ask of another
+	// agent of its rooms is refused below).
+	v, err := b.find(ask, a)
 	if err != nil {
 		return res, err
 	}

@@ -194,6 +194,45 @@ func TestReadOneOfAnotherRoomGivesNothingAway(t *testing.T) {
 	}
 }
 
+// parley_wait (WaitReply) looks the ask up in the agent's rooms, as a
+// read does: an ask of a room it was never let into, by its first 8
+// characters or whole, is answered as a read of it is (no event in the
+// rooms it was let into), not "not an ask of yours", which told it the
+// event exists. Before, the wait looked in every room of the node. An
+// agent of the room still hears the ask is not its own; its asker waits.
+func TestWaitReplyOfAnotherRoomGivesNothingAway(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	b := ib(nt, 0)
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	register(t, nt, 0, "gamma")
+	res, err := b.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "secret", Members: []string{"beta"}})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	ask, err := b.Ask(ctx, "alpha", localapi.AskRequest{Room: res.RoomID, Text: "the plan?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{ask.AskID[:8], ask.AskID} {
+		_, rerr := b.Read(ctx, "gamma", localapi.ReadRequest{ID: id})
+		if !localapi.IsCode(rerr, localapi.CodeUnknownEvent) || !strings.Contains(rerr.Error(), "were let into") {
+			t.Fatalf("gamma's read of the ask by %s: %v", id, rerr)
+		}
+		_, err := b.WaitReply(ctx, "gamma", id, 0, false)
+		if !localapi.IsCode(err, localapi.CodeUnknownEvent) || err.Error() != rerr.Error() {
+			t.Errorf("gamma's parley_wait on %s, an ask of a room it was never let into: %v; want what a read of it says: %v", id, err, rerr)
+		}
+	}
+	if _, err := b.WaitReply(ctx, "beta", ask.AskID[:8], 0, false); !localapi.IsCode(err, localapi.CodeUnknownEvent) || !strings.Contains(err.Error(), "not an ask of yours") {
+		t.Errorf("beta's parley_wait on alpha's ask of their room: %v; want not an ask of yours", err)
+	}
+	if got, err := b.WaitReply(ctx, "alpha", ask.AskID[:8], 0, false); err != nil || got.AskID != ask.AskID {
+		t.Errorf("alpha's parley_wait on its own ask: %+v %v", got, err)
+	}
+}
+
 // reviewRoom starts two nodes, alpha on the first, beta and gamma on the
 // second, and the room "review" alpha opened with beta (gamma not in it).
 func reviewRoom(t *testing.T) (*nodetest.Net, localapi.OpenRoomResult) {
