@@ -24,7 +24,8 @@ import (
 
 // uiActions are the local API routes the dashboard's page may use: the
 // human's posts, replies, invites, new rooms and removals (from the rooms
-// this node created), contact decisions, answers to the invites and
+// this node created), the human's invitations taken (a room opened, or its
+// invitation dismissed), contact decisions, answers to the invites and
 // organisation memberships that wait, room logs, and an event by ID (the
 // whole text of an ask the human panel shows clipped).
 var uiActions = []string{
@@ -32,6 +33,7 @@ var uiActions = []string{
 	"POST /v1/agents/human/reply",
 	"POST /v1/agents/human/invite",
 	"POST /v1/agents/human/rooms",
+	"POST /v1/agents/human/invitations/take",
 	"POST /v1/contacts/approve",
 	"POST /v1/contacts/deny",
 	"POST /v1/contacts/revoke",

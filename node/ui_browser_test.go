@@ -209,6 +209,27 @@ func TestDashboardInBrowser(t *testing.T) {
 	if n := eval[int](t, b, `document.querySelectorAll("#invitations tr[data-invitation]").length`); n != 1 {
 		t.Fatalf("%d invitations on the page, want bob's alone (node 0's own room is none)", n)
 	}
+	// A second room of bob's: its row's "open" opens the room and takes
+	// the invitation; the first row's "dismiss" takes it without opening
+	// the room. Both rows go, and the panel with them; nothing of them is
+	// left in the human's inbox. Before, neither took it: the rows stayed
+	// until `parley inbox --take`.
+	second, err := c1.OpenRoom(ctx, "bob", localapi.OpenRoomRequest{Name: "second-room", Members: []string{me}})
+	if err != nil || len(second.Invited) != 1 {
+		t.Fatalf("open room: %+v %v", second, err)
+	}
+	rowButton := func(room, label string) string {
+		return fmt.Sprintf(`(() => { const b = [...document.querySelectorAll('#invitations tr[data-room=%q] button')].find(b => b.textContent === %q); if (!b) return false; b.click(); return true })()`, room, label)
+	}
+	waitJS(t, b, 30*time.Second, rowButton(second.RoomID, "open"), "a click on the second room's open")
+	waitJS(t, b, 30*time.Second, fmt.Sprintf(`document.getElementById("roomname").textContent.includes("second-room") && !document.querySelector('#invitations tr[data-room=%q]') && !!document.querySelector('#invitations tr[data-room=%q]')`, second.RoomID, theirs.RoomID),
+		"the opened room's invitation to leave the page, bob's first one staying")
+	waitJS(t, b, 30*time.Second, rowButton(theirs.RoomID, "dismiss"), "a click on the first room's dismiss")
+	waitJS(t, b, 30*time.Second, `!document.querySelector("#invitations tr[data-invitation]") && document.getElementById("invitations-panel").hidden && document.getElementById("roomname").textContent.includes("second-room")`,
+		"the dismissed invitation to leave the page, the panel with it, the open room staying open")
+	if p, err := c0.Peek(ctx, "human"); err != nil || slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.Kind == "invitation" }) {
+		t.Fatalf("the human's inbox once its invitations were opened and dismissed on the page: %+v %v", p.Items, err)
+	}
 
 	// A message on node 1 appears on the page without a reload.
 	sent := time.Now()

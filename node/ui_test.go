@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -248,6 +249,74 @@ func needContact(t *testing.T, nt *nodetest.Net, a, b int) {
 		es, err := ca.Contacts(ctx)
 		return err == nil && len(es) == 1 && es[0].State == "active"
 	}, "the contact to be active")
+}
+
+// The dashboard's "dismiss" on an invitation's row takes the human's
+// invitation to the room through the local API's route the page may use
+// (with the token, from the page's origin, as JSON, as its other actions);
+// the row leaves the invitations panel, and a second dismiss finds nothing
+// to take. Before, the page had no way to take an invitation: its rows
+// stayed until `parley inbox --take`. Another agent's invitations are not
+// the page's to take.
+func TestDashboardDismissTakesTheInvitation(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	needContact(t, nt, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
+	defer c1.Close()
+	registered(t, ctx, c1, "bob")
+	res, err := c1.OpenRoom(ctx, "bob", localapi.OpenRoomRequest{Name: "their-room", Members: []string{nt.ID(0).String()}})
+	if err != nil || len(res.Invited) != 1 {
+		t.Fatalf("open room: %+v %v", res, err)
+	}
+	base, tok := uiBase(t, nt, 0)
+	rows := func() []string {
+		code, body := uiDo(t, "GET", base+"/ui/state", tok, nil, "")
+		var st struct {
+			Invitations struct{ Items []localapi.Item } `json:"invitations"`
+		}
+		if code != 200 || jsonUnmarshal(body, &st) != nil {
+			t.Fatalf("state: %d %q", code, body)
+		}
+		var out []string
+		for _, it := range st.Invitations.Items {
+			out = append(out, it.Room)
+		}
+		return out
+	}
+	nt.WaitFor(30*time.Second, func() bool { return slices.Contains(rows(), res.RoomID) }, "the invitation in node 0's panel")
+
+	const route = "/v1/agents/human/invitations/take"
+	body := `{"room":"` + res.RoomID + `"}`
+	jsonCT := map[string]string{"Content-Type": "application/json"}
+	for _, tc := range []struct {
+		path, token string
+		hdr         map[string]string
+		want        int
+	}{
+		{route, "", jsonCT, 401},
+		{route, tok, map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example"}, 403},
+		{route, tok, map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, 403},
+		{route, tok, map[string]string{"Content-Type": "text/plain"}, 415},
+		{"/v1/agents/bob/invitations/take", tok, jsonCT, 404}, // not one of the page's actions
+	} {
+		if code, got := uiDo(t, "POST", base+tc.path, tc.token, tc.hdr, body); code != tc.want {
+			t.Fatalf("POST %s (token %q, %v): %d %q, want %d", tc.path, tc.token, tc.hdr, code, got, tc.want)
+		}
+	}
+	if !slices.Contains(rows(), res.RoomID) {
+		t.Fatal("a refused dismiss took the invitation")
+	}
+	for i, want := range []string{`{"taken":1}`, `{"taken":0}`} {
+		if code, got := uiDo(t, "POST", base+route, tok, jsonCT, body); code != 200 || strings.TrimSpace(got) != want {
+			t.Fatalf("dismiss %d from the page: %d %q, want %s", i+1, code, got, want)
+		}
+	}
+	if got := rows(); slices.Contains(got, res.RoomID) {
+		t.Fatalf("the invitation is still in the panel once dismissed: %v", got)
+	}
 }
 
 // With no ui_port in the config, the dashboard takes the port it had last

@@ -53,9 +53,11 @@ func TestNodeInviteTellsTheHuman(t *testing.T) {
 	if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, idB); code != 0 {
 		t.Fatalf("room invite: %s", errs)
 	}
+	// Watched by the room list: `room log` is the user reading the room,
+	// which takes the invitation.
 	nodetest.WaitFor(t, 10*time.Second, func() bool {
-		_, _, code := run(t, "--home", homeB, "room", "log", room.RoomID)
-		return code == 0
+		out, _, code := run(t, "--home", homeB, "room", "list", "--json")
+		return code == 0 && strings.Contains(out, room.RoomID)
 	}, "the room to open on B")
 	if !nodetest.Poll(10*time.Second, func() bool { return invitations(homeB) == 1 }) {
 		t.Fatalf("B's node was invited into room design by its peer ID, yet status counts %d invitations for its user", invitations(homeB))

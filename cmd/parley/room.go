@@ -263,7 +263,10 @@ func roomLogCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "log ROOM",
 		Short: "Show a room's events in display order (the same on every node)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show a room's events in display order, the same on every node: the last ones, or those
+before --before. You, the node's user, read the room: your invitation to it (human's, which
+` + "`parley inbox`" + ` and the dashboard list) is taken.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 || limit > localapi.MaxLog {
 				// 0 would read the node's default: refused, as the node

@@ -172,6 +172,57 @@ func (b *Inbox) Invitations(ctx context.Context, agent string) ([]localapi.Item,
 	return out, nil
 }
 
+// TakeInvitation implements localapi.Edge: the agent's invitations to the
+// room are taken from its inbox, nothing else handed out. The dashboard
+// calls it when the user opens the room (from the invitation's row or the
+// room list) or dismisses the invitation; before, only a take of the whole
+// inbox (`parley inbox --take`) or a leave did, and the rows stayed.
+func (b *Inbox) TakeInvitation(ctx context.Context, agent string, req localapi.InvitationRequest) (localapi.InvitationResult, error) {
+	var res localapi.InvitationResult
+	a, err := parseAgent(agent)
+	if err != nil {
+		return res, err
+	}
+	if err := b.mustHaveInbox(ctx, a); err != nil {
+		return res, err
+	}
+	in, err := b.resolveFor(a, req.Room)
+	if err != nil {
+		return res, err
+	}
+	res.Taken, err = b.takeInvitations(a, in.ID)
+	return res, err
+}
+
+// takeInvitations takes agent's invitations to room from its inbox (they
+// are up to date first: one the room's events bring is taken too), and
+// counts them.
+func (b *Inbox) takeInvitations(agent identity.AgentName, room identity.RoomID) (int, error) {
+	st, err := b.lock(agent)
+	if err != nil {
+		return 0, err
+	}
+	defer b.unlock(st)
+	if err := b.scan(agent, st); err != nil {
+		b.discard(st)
+		return 0, apiError(err)
+	}
+	n := 0
+	for _, it := range st.notes {
+		if it.Kind == "invitation" && it.Room == string(room) {
+			n++
+		}
+	}
+	st.dropInvitationsTo(agent, room)
+	if err := b.flush(st); err != nil {
+		// Refused, the invitations stay in memory too (see keep), and the
+		// user, told it failed, can take them again once the disk has room.
+		b.discard(st)
+		return 0, apiError(err)
+	}
+	return n, nil
+}
+
 // Wait implements localapi.Edge. With take it returns (and hands out) the
 // agent's items as soon as there is something other than reminders; without
 // it returns once something arrived after req.After (or after the call

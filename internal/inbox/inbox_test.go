@@ -495,3 +495,56 @@ func TestAskThatBringsTheAgentInIsOneAsk(t *testing.T) {
 		t.Fatalf("beta's items after an invite alone: %+v", p.Items)
 	}
 }
+
+// The dashboard's "Invitations for you" panel (Inbox.Invitations) tells
+// the user to read the room (`parley room log ROOM`): the node user's read
+// of the room's log takes the human's invitation to it, and the row goes;
+// an invitation to another room stays until it is taken by itself
+// (TakeInvitation: the panel's "dismiss", or opening the room), once.
+// Before, only `parley inbox --take` or a leave took it, and the rows piled
+// up on every page load.
+func TestRoomLogTakesTheHumansInvitation(t *testing.T) {
+	nt := start(t, 2)
+	ctx := context.Background()
+	var ids []string
+	for _, name := range []string{"five-minute", "later"} {
+		res, err := ib(nt, 0).OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ib(nt, 0).Invite(ctx, "human", localapi.InviteRequest{Room: res.RoomID, Member: nt.ID(1).String()}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.RoomID)
+	}
+	listed := func(room string) bool {
+		its, err := ib(nt, 1).Invitations(ctx, "human")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(its, func(it localapi.Item) bool { return it.Room == room })
+	}
+	nt.WaitFor(30*time.Second, func() bool { return listed(ids[0]) && listed(ids[1]) }, "both invitations in node 1's panel")
+	// What the panel's row says to do: parley room log ROOM.
+	if _, err := ib(nt, 1).Log(ctx, ids[0], 50, ""); err != nil {
+		t.Fatal(err)
+	}
+	if listed(ids[0]) {
+		t.Errorf("the invitation to %s is still in the dashboard's panel after `parley room log` read the room, as the row says", ids[0])
+	}
+	if !listed(ids[1]) {
+		t.Fatalf("the invitation to %s went with the read of another room", ids[1])
+	}
+	for i, want := range []int{1, 0} {
+		got, err := ib(nt, 1).TakeInvitation(ctx, "human", localapi.InvitationRequest{Room: "later"})
+		if err != nil || got.Taken != want {
+			t.Fatalf("take %d of the invitation to %q: %+v %v, want %d taken", i+1, "later", got, err, want)
+		}
+	}
+	if listed(ids[1]) {
+		t.Errorf("the invitation to %s is still listed once taken", ids[1])
+	}
+	if p, err := ib(nt, 1).Take(ctx, "human"); err != nil || slices.Contains(kinds(p), "invitation") {
+		t.Errorf("human's inbox after its invitations were taken: %v %v", kinds(p), err)
+	}
+}

@@ -23,6 +23,9 @@ type Edge interface {
 	Read(ctx context.Context, agent string, req ReadRequest) (ReadResult, error)
 	Leave(ctx context.Context, agent string, req LeaveRequest) (LeaveResult, error)
 	Dismiss(ctx context.Context, agent string, req DismissRequest) (Pending, error)
+	// TakeInvitation takes the agent's invitations to one room from its
+	// inbox, handing out nothing else.
+	TakeInvitation(ctx context.Context, agent string, req InvitationRequest) (InvitationResult, error)
 	Who(ctx context.Context, agent string, req AgentRequest) (WhoResult, error)
 	// Take returns the agent's pending items and hands them out.
 	Take(ctx context.Context, agent string) (Pending, error)
@@ -51,6 +54,7 @@ type Edge interface {
 //	POST /v1/agents/{agent}/read               ReadRequest → ReadResult
 //	POST /v1/agents/{agent}/leave              LeaveRequest → LeaveResult
 //	POST /v1/agents/{agent}/dismiss            DismissRequest → Pending
+//	POST /v1/agents/{agent}/invitations/take   InvitationRequest → InvitationResult
 //	POST /v1/agents/{agent}/who                AgentRequest → WhoResult
 //	POST /v1/agents/{agent}/take               → Pending (handed out)
 //	GET  /v1/agents/{agent}/pending            → Pending (nothing handed out)
@@ -97,6 +101,9 @@ func (s *Server) HandleEdge(e Edge) {
 	})
 	withBody(s, "POST /v1/agents/{agent}/dismiss", false, func(r *http.Request, req DismissRequest) (Pending, error) {
 		return e.Dismiss(r.Context(), agent(r), req)
+	})
+	withBody(s, "POST /v1/agents/{agent}/invitations/take", false, func(r *http.Request, req InvitationRequest) (InvitationResult, error) {
+		return e.TakeInvitation(r.Context(), agent(r), req)
 	})
 	withBody(s, "POST /v1/agents/{agent}/who", true, func(r *http.Request, req AgentRequest) (WhoResult, error) {
 		return e.Who(r.Context(), agent(r), req)
@@ -201,6 +208,13 @@ func (c *Client) Leave(ctx context.Context, agent string, req LeaveRequest) (Lea
 func (c *Client) Dismiss(ctx context.Context, agent string, req DismissRequest) (Pending, error) {
 	var v Pending
 	return v, c.agentCall(ctx, "POST", agent, "/dismiss", req, &v)
+}
+
+// TakeInvitation takes agent's invitations to room from its inbox; it
+// returns how many waited.
+func (c *Client) TakeInvitation(ctx context.Context, agent, room string) (int, error) {
+	var v InvitationResult
+	return v.Taken, c.agentCall(ctx, "POST", agent, "/invitations/take", InvitationRequest{Room: room}, &v)
 }
 
 // AgentWho lists who agent can reach and the rooms it is in.

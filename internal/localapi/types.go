@@ -496,6 +496,20 @@ type DismissRequest struct {
 	Take  bool   `json:"take,omitempty"`
 }
 
+// InvitationRequest takes the agent's invitations to a room (its ID, or
+// its name) from its inbox without the rest of its pending items: what
+// the dashboard does when the user opens the room or dismisses the
+// invitation.
+type InvitationRequest struct {
+	Room string `json:"room"`
+}
+
+// InvitationResult counts the invitations taken: 0 when none waited (taken
+// already, by a take, a read of the room, or another page).
+type InvitationResult struct {
+	Taken int `json:"taken"`
+}
+
 // AgentRequest is a call with nothing but the take flag.
 type AgentRequest struct {
 	Take bool `json:"take,omitempty"`

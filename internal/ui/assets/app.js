@@ -240,6 +240,9 @@
 
   function select(id) {
     S.sel = id; S.unread[id] = 0;
+    // Opening a room the human is invited to is reading it: the
+    // invitation is taken, and its row goes at the panel's next update.
+    if (((S.panels.invitations || {}).items || []).some(function (it) { return it.room === id; })) takeInvitation(id);
     $("reply_to").value = ""; $("replying").textContent = "";
     mark("rooms"); mark("events");
   }
@@ -375,6 +378,8 @@
     showError("");
     return api("POST", path, body).catch(function (err) { showError(err.message); });
   }
+  // takeInvitation takes the human's invitations to room from its inbox.
+  function takeInvitation(room) { return act("/v1/agents/human/invitations/take", { room: room }); }
 
   // The asks owed the human are drawn only when they change: an entry is
   // kept by its ask's ID and drawn again when its ask changed, or, its
@@ -488,16 +493,22 @@
     // The invitations in the human's inbox, as `parley inbox` lists them:
     // who invited, into which room (its purpose), when, and the commands
     // that read and leave it (the node is in the room already: reading it
-    // is taking the invitation). The oldest come first.
+    // is taking the invitation, as `parley room log` and opening the room
+    // here do; "dismiss" takes it without opening the room). The oldest
+    // come first.
     invitations: function (v) {
       v = v || {};
       var its = v.items || [];
       $("invitations-panel").hidden = !its.length;
-      fill($("invitations"), [head(["room", "from", "when", "read it / leave it", ""], [null, null, "64px", null, "52px"])].concat(its.map(function (it) {
+      fill($("invitations"), [head(["room", "from", "when", "read it / leave it", ""], [null, null, "64px", null, "124px"])].concat(its.map(function (it) {
         var room = el("span", {}, [roomName(it.room, it.room_name, it.room_creator)].concat(it.purpose ? [" — ", remote(it.purpose, "note")] : []));
         var cmds = el("span", {}, [el("code", { text: "parley room log " + it.room }), "; ", el("code", { text: "parley room leave " + it.room })]);
-        var r = row([room, remote(addr(it.from)), when(it.time), cmds, btn("open", function () { select(it.room); })]);
+        var acts = el("span", { cls: "nowrap" }, [
+          btn("open", function () { select(it.room); }),
+          btn("dismiss", function () { takeInvitation(it.room); })]);
+        var r = row([room, remote(addr(it.from)), when(it.time), cmds, acts]);
         r.setAttribute("data-invitation", it.id);
+        r.setAttribute("data-room", it.room);
         return r;
       })));
       if (v.more) $("invitations").appendChild(el("caption", { cls: "muted", text: "… and " + v.more + " more: parley inbox lists them" }));
