@@ -38,6 +38,14 @@ type WakeWaitRequest struct {
 	// waits in a loop so loses nothing that lands between two of its
 	// waits. The first wait is never ended by what came before it.
 	After uint64
+	// Waiter is a key the waiting loop picks at random once and gives in
+	// each of its waits (at most 256 bytes; empty: none). A wait of its own
+	// whose answer it never got (the wait failed on its side, or it gave
+	// up) is no newer waiter to it: only another waiter's registration, or
+	// the session's busy call, since its previous answer ends its next
+	// wait. Without one, its own failed wait ends it as a newer waiter's
+	// would.
+	Waiter string
 }
 
 // Wake is what a wake-up route is handed: the owed items (asks and
@@ -97,7 +105,7 @@ type Waker interface {
 
 // HandleWake adds the wake-up endpoints:
 //
-//	GET  /v1/agents/{agent}/wake/wait?kind=&session=&seconds=&after= → Wake (blocks)
+//	GET  /v1/agents/{agent}/wake/wait?kind=&session=&seconds=&after=&waiter= → Wake (blocks)
 //	POST /v1/agents/{agent}/wake/busy      SessionRef → {}
 //	POST /v1/agents/{agent}/wake/idle      SessionRef → {}
 //	POST /v1/agents/{agent}/wake/terminal  TerminalRequest → {}
@@ -118,7 +126,7 @@ func (s *Server) HandleWake(w Waker) {
 		}
 		// A waiter ends when the server shuts down (which cancels every
 		// request's context), not only when its client goes.
-		v, err := w.WakeWait(r.Context(), agent(r), WakeWaitRequest{Kind: q.Get("kind"), Session: q.Get("session"), Seconds: d.Seconds(), After: after})
+		v, err := w.WakeWait(r.Context(), agent(r), WakeWaitRequest{Kind: q.Get("kind"), Session: q.Get("session"), Seconds: d.Seconds(), After: after, Waiter: q.Get("waiter")})
 		if v.Items == nil {
 			v.Items = []Item{}
 		}
@@ -145,6 +153,9 @@ func (c *Client) WakeWait(ctx context.Context, agent string, req WakeWaitRequest
 	q := url.Values{"kind": {req.Kind}, "session": {req.Session}, "seconds": {strconv.FormatFloat(req.Seconds, 'f', 3, 64)}}
 	if req.After != 0 {
 		q.Set("after", strconv.FormatUint(req.After, 10))
+	}
+	if req.Waiter != "" {
+		q.Set("waiter", req.Waiter)
 	}
 	return v, c.agentCall(ctx, "GET", agent, "/wake/wait?"+q.Encode(), nil, &v)
 }

@@ -143,13 +143,15 @@ type Service struct {
 
 type agentState struct {
 	routes []*route
-	// ended is, per kind and session of waiter route, the seq of the last
-	// thing that ends the routes of that session and kind registered
-	// before it: a newer waiter's registration, or (stop) the session
-	// working again. A waiter that waits again after one of these came
-	// since its previous route is superseded at once (WakeWaitRequest.After).
-	// At most maxEnded sessions are kept, the newest.
-	ended map[endKey]uint64
+	// ended is, per kind and session of waiter route, the last thing that
+	// ends the routes of that session and kind registered before it: a
+	// newer waiter's registration, or (stop) the session working again. A
+	// waiter that waits again after one of these came since its previous
+	// route is superseded at once (WakeWaitRequest.After), unless it is a
+	// registration of its own (the same WakeWaitRequest.Waiter): a wait
+	// whose answer it never got. At most maxEnded sessions are kept, the
+	// newest.
+	ended map[endKey]ending
 	items map[string]*itemState
 	// quiet: its person muted or killed it when it was last looked at.
 	quiet bool
@@ -160,6 +162,14 @@ type agentState struct {
 
 // endKey names the waiter routes of one session and kind.
 type endKey struct{ kind, session string }
+
+// ending is what ended the routes of an endKey last: its seq, and the
+// waiter's key (WakeWaitRequest.Waiter) when it is a waiter's
+// registration that gave one ("" for a busy call).
+type ending struct {
+	seq    uint64
+	waiter string
+}
 
 // maxEnded is how many sessions' ends an agent keeps (agentState.ended).
 // A waiter of a session dropped from them waits again as if nothing had
@@ -173,21 +183,33 @@ func (s *Service) next() uint64 {
 	return s.seq
 }
 
-// end records that what ends the routes of key registered before now came.
-func (st *agentState) end(key endKey, seq uint64) {
+// end records that what ends the routes of key registered before now came
+// (a waiter's registration with its key, or a busy call: "").
+func (st *agentState) end(key endKey, seq uint64, waiter string) {
 	if st.ended == nil {
-		st.ended = make(map[endKey]uint64)
+		st.ended = make(map[endKey]ending)
 	}
-	st.ended[key] = seq
+	st.ended[key] = ending{seq, waiter}
 	if len(st.ended) > maxEnded {
 		oldest := key
-		for k, q := range st.ended {
-			if q < st.ended[oldest] {
+		for k, e := range st.ended {
+			if e.seq < st.ended[oldest].seq {
 				oldest = k
 			}
 		}
 		delete(st.ended, oldest)
 	}
+}
+
+// stale reports whether a wait that names its previous answer's seq
+// (after) and its waiter's key comes after what would have ended that
+// route: another waiter's registration, or a busy call. The waiter's own
+// registrations since are waits whose answer it never got; they end
+// nothing of its own, and nothing else came after them (what came would
+// be the last).
+func (st *agentState) stale(key endKey, after uint64, waiter string) bool {
+	e := st.ended[key]
+	return after != 0 && e.seq > after && (waiter == "" || e.waiter != waiter)
 }
 
 type itemState struct {
@@ -562,6 +584,9 @@ func (s *Service) WakeWait(ctx context.Context, agent string, req localapi.WakeW
 	if req.Session == "" || len(req.Session) > 256 {
 		return localapi.Wake{}, localapi.BadRequest("a session key of 1 to 256 bytes is needed")
 	}
+	if len(req.Waiter) > 256 {
+		return localapi.Wake{}, localapi.BadRequest("a waiter key is at most 256 bytes")
+	}
 	if agent == "" {
 		return localapi.Wake{}, localapi.BadRequest("no agent")
 	}
@@ -574,7 +599,7 @@ func (s *Service) WakeWait(ctx context.Context, agent string, req localapi.WakeW
 	stale := false
 	err := s.do(ctx, func(ctx context.Context) {
 		st := s.state(agent)
-		if req.After != 0 && st.ended[key] > req.After {
+		if st.stale(key, req.After, req.Waiter) {
 			// A newer waiter or the session's busy call came between
 			// this waiter's previous wait and this one: it would have
 			// ended that route, so it ends this one.
@@ -582,7 +607,7 @@ func (s *Service) WakeWait(ctx context.Context, agent string, req localapi.WakeW
 			return
 		}
 		r.seq = s.next()
-		st.end(key, r.seq)
+		st.end(key, r.seq, req.Waiter)
 		for _, old := range slices.Clone(st.routes) {
 			if old.kind == r.kind && old.session == r.session {
 				s.remove(st, old)
@@ -635,7 +660,7 @@ func (s *Service) WakeBusy(ctx context.Context, agent string, req localapi.Sessi
 	}
 	return s.do(ctx, func(context.Context) {
 		st := s.state(agent)
-		st.end(endKey{localapi.WakeStop, req.Session}, s.next())
+		st.end(endKey{localapi.WakeStop, req.Session}, s.next(), "")
 		st.idle = time.Time{}
 		for _, r := range slices.Clone(st.routes) {
 			if r.kind == localapi.WakeStop && r.session == req.Session {

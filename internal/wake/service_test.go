@@ -466,6 +466,84 @@ func TestStopWaiterBetweenWaits(t *testing.T) {
 	}
 }
 
+// A waiter that waits in a loop and gives its key (Waiter) is not ended by
+// a wait of its own whose answer it never got: one its client gave up
+// (cancelled once the route was registered), one the node has not seen
+// end yet when the next comes (the client's cancel still on its way), one
+// whose answer was lost. Its next wait names its last answer (After) and
+// waits. A newer waiter of the session that came since still ends it.
+// Before, each of its own waits counted as a newer waiter's, and a channel
+// route or parley codex whose wait failed ended itself ("another parley
+// codex took over this thread").
+func TestOwnFailedWaitDoesNotEndTheWaiter(t *testing.T) {
+	f := newFixture(t, time.Hour)
+	wait := func(ctx context.Context, key string, seconds float64, after uint64) waiter {
+		ch := make(waiter, 1)
+		go func() {
+			w, err := f.s.WakeWait(ctx, "bot", localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: "s1", Seconds: seconds, After: after, Waiter: key})
+			ch <- result{w, err}
+		}()
+		return ch
+	}
+	waits := func(what string, r result) uint64 {
+		t.Helper()
+		if r.err != nil || r.w.Superseded || r.w.Seq == 0 {
+			t.Fatalf("%s: %+v %v; want a wait that passed", what, r.w, r.err)
+		}
+		return r.w.Seq
+	}
+	last := waits("the first wait", wait(f.ctx, "a", 0.2, 0).get(t))
+
+	// Its client gives up once the route is registered.
+	gctx, giveUp := context.WithCancel(f.ctx)
+	gave := wait(gctx, "a", 50, last)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("channel"), "the wait the client gives up")
+	giveUp()
+	if r := gave.get(t); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("the wait given up: %+v %v", r.w, r.err)
+	}
+	last = waits("the wait after one given up", wait(f.ctx, "a", 0.2, last).get(t))
+
+	// Its client gave up, but the node has not seen it yet: the next wait
+	// comes while the route is still registered, and takes its place.
+	unseen := wait(f.ctx, "a", 50, last)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("channel"), "the wait whose end the node has not seen")
+	last = waits("the wait after one whose end the node had not seen", wait(f.ctx, "a", 0.2, last).get(t))
+	if r := unseen.get(t); !r.w.Superseded {
+		t.Fatalf("the wait it replaced: %+v %v; want superseded", r.w, r.err)
+	}
+
+	// Its answer was lost on the way.
+	waits("the wait whose answer is lost", wait(f.ctx, "a", 0.2, last).get(t))
+	last = waits("the wait after a lost answer", wait(f.ctx, "a", 0.2, last).get(t))
+
+	// A newer waiter of the session comes after a wait the client gave up:
+	// the next wait ends at once, and the newer stays.
+	gctx, giveUp = context.WithCancel(f.ctx)
+	gave = wait(gctx, "a", 50, last)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("channel"), "the second wait the client gives up")
+	giveUp()
+	gave.get(t)
+	newer := wait(f.ctx, "b", 50, 0)
+	nodetest.WaitFor(t, 20*time.Second, f.routes("channel"), "the newer waiter")
+	select {
+	case r := <-wait(f.ctx, "a", 30, last):
+		if r.err != nil || !r.w.Superseded {
+			t.Fatalf("the older waiter's wait after a newer one: %+v %v", r.w, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the older waiter's wait after a newer one waits on")
+	}
+	select {
+	case r := <-newer:
+		t.Fatalf("the newer waiter ended: %+v %v", r.w, r.err)
+	default:
+	}
+	if got := f.status().Routes; len(got) != 1 {
+		t.Fatalf("routes after the older waiter's wait: %v; want the newer's", got)
+	}
+}
+
 // A session that says it is idle (Codex's notify) gets nothing by itself:
 // what no route can bring it is told to the human at once, not after the
 // limit (an hour here). A route that has an item keeps its turn; the mark
