@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -97,7 +98,10 @@ interrupted. The thread's parley mcp (CODEX_THREAD_ID) is the same agent.`,
 // A newer waiter of the thread (another parley codex) ends it, also when
 // it comes between two of its waits (while it hands a batch, say): each
 // wait after the first names the previous answer's Seq (After), and the
-// node ends the route at once if one came since.
+// node ends the route at once if one came since. Each wait gives the
+// route's key (Waiter): a wait of its own that failed on its side is no
+// newer waiter to the node, so the next wait, with the same After, goes
+// on (before, it ended the route: "another parley codex took over").
 func serveAppServer(ctx context.Context, c *localapi.Client, as *appserver.Client, info localapi.AgentInfo, thread string, logw io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -123,8 +127,9 @@ func serveAppServer(ctx context.Context, c *localapi.Client, as *appserver.Clien
 		}
 	}()
 	var after uint64 // the Seq of the last answer (0: none yet)
+	waiter := rand.Text()
 	for ctx.Err() == nil {
-		w, err := c.WakeWait(ctx, info.Name, localapi.WakeWaitRequest{Kind: localapi.WakeAppServer, Session: thread, Seconds: localapi.MaxWait.Seconds(), After: after})
+		w, err := c.WakeWait(ctx, info.Name, localapi.WakeWaitRequest{Kind: localapi.WakeAppServer, Session: thread, Seconds: localapi.MaxWait.Seconds(), After: after, Waiter: waiter})
 		if err != nil {
 			if ctx.Err() != nil {
 				break

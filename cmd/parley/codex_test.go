@@ -216,3 +216,92 @@ func TestCodexRouteEndsWhenSupersededBetweenWaits(t *testing.T) {
 		t.Fatal("the newer waiter was not handed the ask within 30 s")
 	}
 }
+
+// `parley codex`'s route whose wait fails on its side (its connection to
+// the node cut while the node held the wait) waits again, naming the same
+// previous answer, and goes on: the node does not take the failed wait,
+// its own, for another parley codex of the thread. It then hands the next
+// owed item to the thread. (Before, its next wait was ended as superseded
+// and it exited saying "another parley codex took over this thread".)
+func TestCodexRouteGoesOnAfterAFailedWait(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	c := localapi.NewClient(node.SocketPath(home))
+	defer c.Close()
+	p := nodetest.Proxy(t, node.SocketPath(home))
+	pc := localapi.NewClient(p.Path)
+	defer pc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	info, err := c.Session(ctx, localapi.SessionRequest{Session: "th-1", Name: "cx", Client: "codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHeldAppServer(t)
+	sctx, scancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- serveAppServer(sctx, pc, h.as, info, "th-1", io.Discard) }()
+	defer func() {
+		scancel()
+		<-served
+	}()
+	routes := func() int {
+		st, err := c.WakeStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for _, s := range st {
+			if s.Agent == "cx" {
+				for _, r := range s.Routes {
+					if r == localapi.WakeAppServer {
+						k++
+					}
+				}
+			}
+		}
+		return k
+	}
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", home, "room", "create", "build", "--member", "cx")
+	select {
+	case in := <-h.got:
+		if !strings.HasPrefix(in, "turn/start ") {
+			t.Fatalf("the first hand-out: %q", in)
+		}
+		h.release <- struct{}{}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the invitation was not handed to the thread within 30 s")
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return routes() == 1 }, "the route's second wait")
+	// Its second wait fails on its side; the next is held until the node
+	// has let the failed one go.
+	p.Cut()
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return routes() == 0 }, "the failed wait's route to go")
+	p.Mend()
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		select {
+		case err := <-served:
+			served <- err // for the deferred wait
+			t.Fatalf("the route ended after its wait failed: %v", err)
+		default:
+		}
+		return routes() == 1
+	}, "the route's wait after the failed one")
+	runJSON(t, &struct{}{}, "--home", home, "room", "ask", room.RoomID, "still green?", "--to", "cx", "--wait", "0s")
+	select {
+	case in := <-h.got:
+		if !strings.Contains(in, "still green?") {
+			t.Fatalf("the hand-out after the failed wait: %q", in)
+		}
+		h.release <- struct{}{}
+	case err := <-served:
+		served <- err // for the deferred wait
+		t.Fatalf("the route ended after its wait failed: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the ask was not handed to the thread within 30 s of the failed wait")
+	}
+}

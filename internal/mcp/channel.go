@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
 	"strings"
 	"time"
 
@@ -37,12 +38,17 @@ type Notifier interface {
 // (After), and the node ends the route at once if a newer waiter came
 // since. The first wait under a new name names none: the node keeps what
 // ends routes per agent name, so what came under the new name before did
-// not end the route under the old one, and ends nothing.
+// not end the route under the old one, and ends nothing. Each wait gives
+// the route's key (Waiter), so a wait of its own that failed on its side
+// (or was cancelled by a rename back to the same name) is no newer waiter
+// to the node: the next wait names the same After and goes on, while a
+// newer waiter that came meanwhile still ends it.
 func (s *Server) channel(ctx context.Context, n Notifier) {
 	backoff := time.Second
 	var (
-		after uint64 // the Seq of the last answer to a wait under name (0: none)
-		name  string
+		after  uint64 // the Seq of the last answer to a wait under name (0: none)
+		name   string
+		waiter = rand.Text()
 	)
 	for ctx.Err() == nil {
 		// A wait is for one name: a new one (parley_register) ends it, and
@@ -59,7 +65,7 @@ func (s *Server) channel(ctx context.Context, n Notifier) {
 			case <-wctx.Done():
 			}
 		}()
-		w, err := s.api.WakeWait(wctx, agent, localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: s.cfg.Session, Seconds: localapi.MaxWait.Seconds(), After: after})
+		w, err := s.api.WakeWait(wctx, agent, localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: s.cfg.Session, Seconds: localapi.MaxWait.Seconds(), After: after, Waiter: waiter})
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {

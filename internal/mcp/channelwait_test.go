@@ -196,3 +196,49 @@ func TestChannelRouteGoesOnUnderANewName(t *testing.T) {
 		}
 	}
 }
+
+// A channel route whose wait fails on its side (its connection to the node
+// cut while the node held the wait) waits again, naming the same previous
+// answer, and goes on: the node does not take the failed wait, its own,
+// for a newer waiter of the session. It then pushes the next owed item.
+// (Before, its next wait was ended as superseded by its own failed one,
+// and the route ended for good.)
+func TestChannelRouteGoesOnAfterAFailedWait(t *testing.T) {
+	t.Parallel()
+	ctx, n, srv, agent, room := channelNode(t)
+	p := nodetest.Proxy(t, node.SocketPath(n.Home()))
+	srv.api = localapi.NewClient(p.Path)
+	h, done := runChannel(t, ctx, srv)
+	if pu := h.next(t, "the invitation"); pu.Meta["kind"] != "invitation" {
+		t.Fatalf("the first push: %+v", pu)
+	}
+	h.release <- struct{}{}
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return channelRoutes(ctx, n, agent) == 1 }, "the route's second wait")
+	// Its second wait fails on its side; the next is held until the node
+	// has let the failed one go.
+	p.Cut()
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return channelRoutes(ctx, n, agent) == 0 }, "the failed wait's route to go")
+	p.Mend()
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		select {
+		case <-done:
+			t.Fatal("the channel route ended after its wait failed")
+		default:
+		}
+		return channelRoutes(ctx, n, agent) == 1
+	}, "the route's wait after the failed one")
+	if _, err := n.Inbox().Ask(ctx, "human", localapi.AskRequest{Room: room, Text: "still there?", To: agent}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case pu := <-h.got:
+		if pu.Meta["kind"] != "ask" || !strings.Contains(pu.Content, "still there?") {
+			t.Fatalf("the push after the failed wait: %+v", pu)
+		}
+		h.release <- struct{}{}
+	case <-done:
+		t.Fatal("the channel route ended after its wait failed")
+	case <-time.After(30 * time.Second):
+		t.Fatal("no push of the ask within 30 s of the failed wait")
+	}
+}
