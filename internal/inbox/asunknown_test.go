@@ -71,8 +71,8 @@ func TestPostAsUnknownAgentRefused(t *testing.T) {
 	// once invited it posts, as human does; a name with capitals is the
 	// agent register made of it.
 	if _, err := b.Say(ctx, "alpha", localapi.SayRequest{Room: room, Text: "let me in"}); !localapi.IsCode(err, localapi.CodeNotMember) ||
-		!strings.Contains(err.Error(), "parley room invite "+room+" alpha") {
-		t.Fatalf("say of a registered agent never let into the room: %v, want not_member naming the invite", err)
+		!strings.Contains(err.Error(), "a member of the room or your user can let you in (`parley room invite "+room+" alpha`, run by them)") {
+		t.Fatalf("say of a registered agent never let into the room: %v, want not_member naming who lets it in and their invite", err)
 	}
 	if _, err := b.Invite(ctx, "human", localapi.InviteRequest{Room: room, Member: "alpha"}); err != nil {
 		t.Fatal(err)
@@ -145,8 +145,8 @@ func TestPostInARoomNotLetIntoRefused(t *testing.T) {
 	refused := func(what string, err error) {
 		t.Helper()
 		if !localapi.IsCode(err, localapi.CodeNotMember) || !strings.Contains(err.Error(), `you (gamma) are not in room "review"`) ||
-			!strings.Contains(err.Error(), "parley room invite "+res.RoomID+" gamma") {
-			t.Errorf("%s as gamma, in a room nobody let it into: %v; want not_member naming the invite", what, err)
+			!strings.Contains(err.Error(), "a member of the room or your user can let you in (`parley room invite "+res.RoomID+" gamma`, run by them)") {
+			t.Errorf("%s as gamma, in a room nobody let it into: %v; want not_member naming who lets it in and their invite", what, err)
 		}
 	}
 	for _, room := range []string{res.RoomID, "review"} {

@@ -674,10 +674,12 @@ func (b *Inbox) MustBeKnown(ctx context.Context, agent identity.AgentName) error
 }
 
 // notMember is the error of a post by an agent of this node into a room
-// it was never let into.
+// it was never let into. It says who lets the agent in, and that the
+// command is theirs to run: an agent with a shell and no $PARLEY_AGENT
+// that ran it as told would act as the node's user and let itself in.
 func notMember(agent identity.AgentName, in rooms.Info) error {
 	return localapi.Errorf(http.StatusForbidden, localapi.CodeNotMember,
-		"you (%s) are not in room %q (%s); a member can invite you: `parley room invite %s %s`",
+		"you (%s) are not in room %q (%s): a member of the room or your user can let you in (`parley room invite %s %s`, run by them)",
 		agent, in.Name, in.ID, in.ID, agent)
 }
 
