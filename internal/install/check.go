@@ -472,8 +472,11 @@ func extraSteps(env Env, client Client, scope Scope, hooks []string, decoded any
 				add(Warn, f, "%s lists the parley hook in hooksConfig.disabled", f)
 			}
 		}
-		if scope == Project && geminiFolderTrust(env) && !geminiTrusted(env) {
+		switch {
+		case scope == Project && geminiFolderTrust(env) && !geminiTrusted(env):
 			add(Warn, "", "Gemini CLI reads %s only in a trusted folder: trust it when Gemini asks (or with /permissions)", filepath.Join(env.ProjectDir, ".gemini", "settings.json"))
+		case scope == User && geminiFolderTrust(env):
+			add(Note, "", "Gemini CLI starts Parley's server and hooks, though they are in your own settings, only in a folder you trusted (it asks the first time it starts in one; `gemini mcp list` shows parley Disabled elsewhere)")
 		}
 	}
 	return out
@@ -486,21 +489,22 @@ func codexHome(env Env) string {
 	return filepath.Join(env.Home, ".codex")
 }
 
-// geminiFolderTrust reports whether Gemini CLI's folder trust is on in the
-// user's settings.
+// geminiFolderTrust reports whether Gemini CLI's folder trust is on: it is
+// unless the user's settings set security.folderTrust.enabled to false
+// (Gemini CLI reads a missing value as true; 0.61.0 checked).
 func geminiFolderTrust(env Env) bool {
 	b, ok, _ := readFile(filepath.Join(env.Home, ".gemini", "settings.json"))
 	if !ok {
-		return false
+		return true
 	}
 	v, err := standardValue(b)
 	if err != nil {
-		return false
+		return true
 	}
 	m, _ := v.(map[string]any)
 	sec, _ := m["security"].(map[string]any)
 	ft, _ := sec["folderTrust"].(map[string]any)
-	return ft["enabled"] == true
+	return ft["enabled"] != false
 }
 
 // geminiTrusted reports whether ~/.gemini/trustedFolders.json trusts the

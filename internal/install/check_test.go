@@ -181,6 +181,47 @@ func TestCheckExtraSteps(t *testing.T) {
 // Code ends the waiter early, and a new install adds the timeout (only it).
 // Codex reads notify only from the user's config: a project install leaves
 // it out and says how to add it, and doctor does not ask for it there.
+// Gemini CLI's folder trust is on unless the user's settings turn it off
+// (0.61.0 reads a missing security.folderTrust.enabled as true), and in an
+// untrusted folder it starts none of the MCP servers and hooks, the user
+// settings' ones included.
+func TestCheckGeminiFolderTrustIsOnByDefault(t *testing.T) {
+	env := testEnv(t)
+	bin := fakeBinary(t)
+	g := opts(Gemini, Project)
+	g.Command = bin
+	mustInstall(t, env, g)
+	_, fs := Check(env, Gemini, Project, HookEvents[Gemini])
+	if !hasFinding(fs, Warn, "trusted folder") {
+		t.Errorf("project, no user settings: %v", fs)
+	}
+	u := opts(Gemini, User)
+	u.Command = bin
+	plan := mustInstall(t, env, u)
+	if !strings.Contains(strings.Join(plan.Notes, "\n"), "only in a folder you trusted") {
+		t.Errorf("user install notes: %q", plan.Notes)
+	}
+	_, fs = Check(env, Gemini, User, HookEvents[Gemini])
+	if !hasFinding(fs, Note, "only in a folder you trusted") || hasFinding(fs, Warn, "trusted") {
+		t.Errorf("user: %v", fs)
+	}
+
+	// Turned off in the user's settings: nothing to trust.
+	p := filepath.Join(env.Home, ".gemini", "settings.json")
+	off := strings.Replace(string(mustRead(t, p)), "{", "{\n  \"security\": {\"folderTrust\": {\"enabled\": false}},", 1)
+	if err := os.WriteFile(p, []byte(off), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, fs = Check(env, Gemini, Project, HookEvents[Gemini])
+	if hasFinding(fs, Warn, "trusted folder") {
+		t.Errorf("project, folder trust off: %v", fs)
+	}
+	_, fs = Check(env, Gemini, User, HookEvents[Gemini])
+	if hasFinding(fs, Note, "trusted") {
+		t.Errorf("user, folder trust off: %v", fs)
+	}
+}
+
 func TestStopTimeoutAndProjectNotify(t *testing.T) {
 	env := testEnv(t)
 	realistic(t, env, Claude)

@@ -326,6 +326,8 @@ func notes(env Env, o Options, wroteHooks bool) []string {
 	case Gemini:
 		if o.Scope == Project {
 			n = append(n, "Gemini CLI reads .gemini/settings.json only in a trusted folder: trust this folder when Gemini asks (or with /permissions).")
+		} else if geminiFolderTrust(env) {
+			n = append(n, "Gemini CLI starts MCP servers and hooks, your own settings' too, only in a folder you trusted: trust each folder you work in when Gemini asks (or with /permissions).")
 		}
 	case OpenCode:
 		n = append(n, "opencode has no hooks: Parley's notices reach it on Parley's own tool results.")
