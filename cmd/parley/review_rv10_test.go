@@ -1,0 +1,58 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// An agent's inbox tells it to read a room it was invited into with
+// `parley room log ROOM` (no --as: the log is the node's). An agent that
+// runs it as told (with $PARLEY_AGENT set, as parley run sets it) is not
+// the node's user reading the room: the user's own invitation to the room
+// (another node brought this node in by its peer ID) must stay in the
+// user's inbox and the dashboard's panel.
+func TestReviewAgentsRoomLogTakesTheHumansInvitation(t *testing.T) {
+	t.Parallel()
+	homeA, homeB, _ := twoNodes(t)
+	idB := peerID(t, homeB)
+	befriend(t, homeA, homeB, idB)
+	if _, errs, code := run(t, "--home", homeB, "agent", "register", "coder", "--ttl", "1h"); code != 0 {
+		t.Fatal(errs)
+	}
+	var room localapi.OpenRoomResult
+	runJSON(t, &room, "--home", homeA, "room", "create", "design")
+	for _, member := range []string{idB, "coder@" + idB} {
+		if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, member); code != 0 {
+			t.Fatalf("room invite %s: %s", member, errs)
+		}
+	}
+	invitations := func() int {
+		var st struct {
+			HumanInvitations int `json:"human_invitations"`
+		}
+		runJSON(t, &st, "--home", homeB, "status")
+		return st.HumanInvitations
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool { return invitations() == 1 }, "B's user to be told of the node invite")
+	var out string
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _, _ = run(t, "--home", homeB, "inbox", "--as", "coder")
+		return strings.Contains(out, "INVITATION")
+	}, "coder's invitation")
+	m := regexp.MustCompile(`read it: parley room log (\S+);`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("coder's inbox names no room log to read: %q", out)
+	}
+	// coder does what its inbox says, as an agent with a shell would.
+	if _, errs, code := runEnv(t, t.TempDir(), []string{"PARLEY_AGENT=coder"}, "--home", homeB, "room", "log", m[1]); code != 0 {
+		t.Fatalf("coder's room log: %s", errs)
+	}
+	if n := invitations(); n != 1 {
+		t.Errorf("agent coder ran `parley room log %s` as its inbox told it, and B's user's invitation to the room went (status counts %d): B's user is never told another node brought B into a room", m[1], n)
+	}
+}
