@@ -50,9 +50,12 @@ type recoveryEntry struct {
 }
 
 // recoveryPrefixes are the database keys copied to the recovery file.
+// With the rooms (whose records keep when the node opened each) goes the
+// time from which node invites are told, so that a room the user was not
+// told of yet is still told after a recovery.
 func recoveryPrefixes() [][]byte {
 	return [][]byte{schema.RoomIndexPrefix(), schema.ContactPrefix(), schema.PeerAddrsPrefix(), schema.ModerationPrefix(),
-		schema.OrgRecordPrefix(), schema.OrgContactPrefix(), schema.OrgOfferPrefix()}
+		schema.OrgRecordPrefix(), schema.OrgContactPrefix(), schema.OrgOfferPrefix(), schema.KeyInvitesTold()}
 }
 
 func (n *Node) recoveryPath() string { return filepath.Join(n.cfg.Home, RecoveryFileName) }

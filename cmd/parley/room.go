@@ -264,8 +264,9 @@ func roomLogCmd(g *globals) *cobra.Command {
 		Use:   "log ROOM",
 		Short: "Show a room's events in display order (the same on every node)",
 		Long: `Show a room's events in display order, the same on every node: the last ones, or those
-before --before. You, the node's user, read the room: your invitation to it (human's, which
-` + "`parley inbox`" + ` and the dashboard list) is taken.`,
+before --before. Run by you, the node's user (no PARLEY_AGENT), it is you reading the room:
+your invitation to it (human's, which ` + "`parley inbox`" + ` and the dashboard list) is taken. An
+agent's read (PARLEY_AGENT set, as parley run sets it) takes nothing of yours.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 || limit > localapi.MaxLog {
@@ -276,10 +277,21 @@ before --before. You, the node's user, read the room: your invitation to it (hum
 			var book localapi.NameBook
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.Event, error) {
 				es, err := c.Log(ctx, args[0], limit, before)
-				if err == nil && !g.json {
+				if err != nil {
+					return es, err
+				}
+				if givenAgent(defaultAs()) == human {
+					// The node's user read the room, as the dashboard's
+					// invitation row says to: its invitation is taken (an
+					// agent reading it takes nothing of the user's).
+					if _, err := c.TakeInvitation(ctx, human, args[0]); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "parley: your invitation to the room is not taken: %v\n", err)
+					}
+				}
+				if !g.json {
 					book = nameBook(ctx, c)
 				}
-				return es, err
+				return es, nil
 			}, func(w io.Writer, v []localapi.Event) {
 				for _, e := range v {
 					printEvent(w, e, book)

@@ -496,14 +496,15 @@ func TestAskThatBringsTheAgentInIsOneAsk(t *testing.T) {
 	}
 }
 
-// The dashboard's "Invitations for you" panel (Inbox.Invitations) tells
-// the user to read the room (`parley room log ROOM`): the node user's read
-// of the room's log takes the human's invitation to it, and the row goes;
-// an invitation to another room stays until it is taken by itself
-// (TakeInvitation: the panel's "dismiss", or opening the room), once.
-// Before, only `parley inbox --take` or a leave took it, and the rows piled
-// up on every page load.
-func TestRoomLogTakesTheHumansInvitation(t *testing.T) {
+// The dashboard's "Invitations for you" panel (Inbox.Invitations) lists
+// the human's invitations until each is taken by itself (TakeInvitation:
+// the user's `parley room log ROOM`, as the row says, the panel's
+// "dismiss", or opening the room), once; an invitation to another room
+// stays. Before, only `parley inbox --take` or a leave took one, and the
+// rows piled up on every page load. (A read of the room's log is the
+// node's, whoever asks: it takes nothing, see
+// TestAgentsRoomLogLeavesTheUsersInvitation.)
+func TestTakeInvitationTakesOneRoomsInvitation(t *testing.T) {
 	nt := start(t, 2)
 	ctx := context.Background()
 	var ids []string
@@ -525,12 +526,19 @@ func TestRoomLogTakesTheHumansInvitation(t *testing.T) {
 		return slices.ContainsFunc(its, func(it localapi.Item) bool { return it.Room == room })
 	}
 	nt.WaitFor(30*time.Second, func() bool { return listed(ids[0]) && listed(ids[1]) }, "both invitations in node 1's panel")
-	// What the panel's row says to do: parley room log ROOM.
+	// A read of the room's log alone takes nothing.
 	if _, err := ib(nt, 1).Log(ctx, ids[0], 50, ""); err != nil {
 		t.Fatal(err)
 	}
+	if !listed(ids[0]) {
+		t.Fatalf("the invitation to %s went with a read of the room's log, which may be an agent's", ids[0])
+	}
+	// What the user's `parley room log ROOM` does after the read.
+	if got, err := ib(nt, 1).TakeInvitation(ctx, "human", localapi.InvitationRequest{Room: ids[0]}); err != nil || got.Taken != 1 {
+		t.Fatalf("take of the invitation to %s: %+v %v", ids[0], got, err)
+	}
 	if listed(ids[0]) {
-		t.Errorf("the invitation to %s is still in the dashboard's panel after `parley room log` read the room, as the row says", ids[0])
+		t.Errorf("the invitation to %s is still in the dashboard's panel once taken", ids[0])
 	}
 	if !listed(ids[1]) {
 		t.Fatalf("the invitation to %s went with the read of another room", ids[1])

@@ -94,11 +94,6 @@ func (b *Inbox) Log(ctx context.Context, room string, limit int, before string) 
 	for i, v := range vs {
 		out[i] = event(v)
 	}
-	// The node's user read the room (`parley room log`, as the dashboard's
-	// invitation row says to): its invitation to the room is taken.
-	if _, err := b.takeInvitations(identity.HumanAgent, in.ID); err != nil {
-		b.log.Warn("room read; human's invitation to it not taken", "room", string(in.ID), "err", err)
-	}
 	return out, nil
 }
 

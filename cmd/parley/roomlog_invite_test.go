@@ -14,9 +14,10 @@ import (
 // `parley room log ROOM` (no --as: the log is the node's). An agent that
 // runs it as told (with $PARLEY_AGENT set, as parley run sets it) is not
 // the node's user reading the room: the user's own invitation to the room
-// (another node brought this node in by its peer ID) must stay in the
-// user's inbox and the dashboard's panel.
-func TestReviewAgentsRoomLogTakesTheHumansInvitation(t *testing.T) {
+// (another node brought this node in by its peer ID) stays in the user's
+// inbox and the dashboard's panel. The user's own `parley room log`, as
+// the panel's row says, takes it. Before, any read of the log took it.
+func TestAgentsRoomLogLeavesTheUsersInvitation(t *testing.T) {
 	t.Parallel()
 	homeA, homeB, _ := twoNodes(t)
 	idB := peerID(t, homeB)
@@ -53,6 +54,12 @@ func TestReviewAgentsRoomLogTakesTheHumansInvitation(t *testing.T) {
 		t.Fatalf("coder's room log: %s", errs)
 	}
 	if n := invitations(); n != 1 {
-		t.Errorf("agent coder ran `parley room log %s` as its inbox told it, and B's user's invitation to the room went (status counts %d): B's user is never told another node brought B into a room", m[1], n)
+		t.Fatalf("agent coder ran `parley room log %s` as its inbox told it, and B's user's invitation to the room went (status counts %d): B's user is never told another node brought B into a room", m[1], n)
+	}
+	if _, errs, code := runEnv(t, t.TempDir(), []string{"PARLEY_AGENT="}, "--home", homeB, "room", "log", room.RoomID); code != 0 || errs != "" {
+		t.Fatalf("the user's room log: exit %d, %q", code, errs)
+	}
+	if n := invitations(); n != 0 {
+		t.Errorf("B's user read the room with parley room log, as the dashboard's row says, and the invitation stays (status counts %d)", n)
 	}
 }

@@ -22,10 +22,10 @@ import (
 // restored from recovery.json into a new database, rooms refetched) is the
 // same home, and its rooms were opened while its inbox told node invites:
 // a room its user had not looked at yet is still told when the user looks
-// a week later. m/invites-told is not among the keys recovery.json keeps,
-// so the new database starts telling from the recovery, and the room, now
-// "opened before", falls under the 7-day rule of older homes.
-func TestReviewNodeInviteToldAfterARecovery(t *testing.T) {
+// a week later. Before, m/invites-told was not among the keys recovery.json
+// keeps, so the new database told from the recovery on, and the room, now
+// "opened before", fell under the 7-day rule of older homes.
+func TestNodeInviteToldAfterARecovery(t *testing.T) {
 	var recovered atomic.Bool
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.RoomPolicy = rooms.DefaultPolicy{}
