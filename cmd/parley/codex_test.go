@@ -124,6 +124,69 @@ func newHeldAppServer(t *testing.T) *heldAppServer {
 	return h
 }
 
+// codexRoute is an agent cx of Codex thread th-1 on the node of a home,
+// whose app-server route (serveAppServer) hands to a held app-server, and
+// a room "build" it was invited into (its first hand-out, held).
+type codexRoute struct {
+	c      *localapi.Client // straight to the node
+	h      *heldAppServer
+	served chan error // the route's end
+	room   string
+	ctx    context.Context
+}
+
+// startCodexRoute starts the route, through the local API socket via (the
+// node's own when empty); the test's end stops it.
+func startCodexRoute(t *testing.T, home, via string) *codexRoute {
+	t.Helper()
+	c := localapi.NewClient(node.SocketPath(home))
+	t.Cleanup(func() { c.Close() })
+	api := c
+	if via != "" {
+		api = localapi.NewClient(via)
+		t.Cleanup(func() { api.Close() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	info, err := c.Session(ctx, localapi.SessionRequest{Session: "th-1", Name: "cx", Client: "codex"})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	r := &codexRoute{c: c, h: newHeldAppServer(t), served: make(chan error, 1), ctx: ctx}
+	sctx, scancel := context.WithCancel(ctx)
+	go func() { r.served <- serveAppServer(sctx, api, r.h.as, info, "th-1", io.Discard) }()
+	t.Cleanup(func() {
+		scancel()
+		<-r.served
+		cancel()
+	})
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", home, "room", "create", "build", "--member", "cx")
+	r.room = room.RoomID
+	return r
+}
+
+// routes counts cx's app-server routes on the node.
+func (r *codexRoute) routes() int {
+	st, err := r.c.WakeStatus(r.ctx)
+	if err != nil {
+		return -1
+	}
+	k := 0
+	for _, s := range st {
+		if s.Agent == "cx" {
+			for _, rt := range s.Routes {
+				if rt == localapi.WakeAppServer {
+					k++
+				}
+			}
+		}
+	}
+	return k
+}
+
 // `parley codex`'s route waits in a loop: another parley codex of the
 // thread whose waiter registers while the route hands a batch to the
 // thread (between two of its waits) takes the route over. The older's next
@@ -135,43 +198,8 @@ func TestCodexRouteEndsWhenSupersededBetweenWaits(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	up(t, home, "--listen", loopback)
-	c := localapi.NewClient(node.SocketPath(home))
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	info, err := c.Session(ctx, localapi.SessionRequest{Session: "th-1", Name: "cx", Client: "codex"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHeldAppServer(t)
-	sctx, scancel := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- serveAppServer(sctx, c, h.as, info, "th-1", io.Discard) }()
-	defer func() {
-		scancel()
-		<-served
-	}()
-	routes := func() int {
-		st, err := c.WakeStatus(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := 0
-		for _, s := range st {
-			if s.Agent == "cx" {
-				for _, r := range s.Routes {
-					if r == localapi.WakeAppServer {
-						k++
-					}
-				}
-			}
-		}
-		return k
-	}
-	var room struct {
-		RoomID string `json:"room_id"`
-	}
-	runJSON(t, &room, "--home", home, "room", "create", "build", "--member", "cx")
+	r := startCodexRoute(t, home, "")
+	c, h, served, ctx := r.c, r.h, r.served, r.ctx
 	// The older route hands the invitation to the thread, and is held there.
 	select {
 	case in := <-h.got:
@@ -190,7 +218,7 @@ func TestCodexRouteEndsWhenSupersededBetweenWaits(t *testing.T) {
 		w, err := c.WakeWait(ctx, "cx", localapi.WakeWaitRequest{Kind: localapi.WakeAppServer, Session: "th-1", Seconds: localapi.MaxWait.Seconds()})
 		newer <- result{w, err}
 	}()
-	nodetest.WaitFor(t, 20*time.Second, func() bool { return routes() == 1 }, "the newer waiter's route")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return r.routes() == 1 }, "the newer waiter's route")
 	h.release <- struct{}{}
 	select {
 	case err := <-served:
@@ -198,19 +226,19 @@ func TestCodexRouteEndsWhenSupersededBetweenWaits(t *testing.T) {
 			t.Fatalf("the older route ended with %v", err)
 		}
 		served <- err // for the deferred wait
-	case r := <-newer:
-		t.Fatalf("the newer waiter was ended by the older route's next wait: %+v %v", r.w, r.err)
+	case nw := <-newer:
+		t.Fatalf("the newer waiter was ended by the older route's next wait: %+v %v", nw.w, nw.err)
 	case <-time.After(20 * time.Second):
 		t.Fatal("the older app-server route waits on after a newer waiter of its thread came between two of its waits")
 	}
-	if got := routes(); got != 1 {
+	if got := r.routes(); got != 1 {
 		t.Fatalf("%d app-server routes after the older ended; want the newer's", got)
 	}
-	runJSON(t, &struct{}{}, "--home", home, "room", "ask", room.RoomID, "is the build green?", "--to", "cx", "--wait", "0s")
+	runJSON(t, &struct{}{}, "--home", home, "room", "ask", r.room, "is the build green?", "--to", "cx", "--wait", "0s")
 	select {
-	case r := <-newer:
-		if r.err != nil || r.w.Superseded || !slices.ContainsFunc(r.w.Items, func(it localapi.Item) bool { return it.Kind == "ask" && it.Text == "is the build green?" }) {
-			t.Fatalf("the newer waiter for the ask: %+v %v", r.w, r.err)
+	case nw := <-newer:
+		if nw.err != nil || nw.w.Superseded || !slices.ContainsFunc(nw.w.Items, func(it localapi.Item) bool { return it.Kind == "ask" && it.Text == "is the build green?" }) {
+			t.Fatalf("the newer waiter for the ask: %+v %v", nw.w, nw.err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the newer waiter was not handed the ask within 30 s")
@@ -227,46 +255,9 @@ func TestCodexRouteGoesOnAfterAFailedWait(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
 	up(t, home, "--listen", loopback)
-	c := localapi.NewClient(node.SocketPath(home))
-	defer c.Close()
 	p := nodetest.Proxy(t, node.SocketPath(home))
-	pc := localapi.NewClient(p.Path)
-	defer pc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	info, err := c.Session(ctx, localapi.SessionRequest{Session: "th-1", Name: "cx", Client: "codex"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHeldAppServer(t)
-	sctx, scancel := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- serveAppServer(sctx, pc, h.as, info, "th-1", io.Discard) }()
-	defer func() {
-		scancel()
-		<-served
-	}()
-	routes := func() int {
-		st, err := c.WakeStatus(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := 0
-		for _, s := range st {
-			if s.Agent == "cx" {
-				for _, r := range s.Routes {
-					if r == localapi.WakeAppServer {
-						k++
-					}
-				}
-			}
-		}
-		return k
-	}
-	var room struct {
-		RoomID string `json:"room_id"`
-	}
-	runJSON(t, &room, "--home", home, "room", "create", "build", "--member", "cx")
+	r := startCodexRoute(t, home, p.Path)
+	h, served, routes := r.h, r.served, r.routes
 	select {
 	case in := <-h.got:
 		if !strings.HasPrefix(in, "turn/start ") {
@@ -291,7 +282,7 @@ func TestCodexRouteGoesOnAfterAFailedWait(t *testing.T) {
 		}
 		return routes() == 1
 	}, "the route's wait after the failed one")
-	runJSON(t, &struct{}{}, "--home", home, "room", "ask", room.RoomID, "still green?", "--to", "cx", "--wait", "0s")
+	runJSON(t, &struct{}{}, "--home", home, "room", "ask", r.room, "still green?", "--to", "cx", "--wait", "0s")
 	select {
 	case in := <-h.got:
 		if !strings.Contains(in, "still green?") {

@@ -1,16 +1,13 @@
 package inbox_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
-	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
@@ -35,19 +32,7 @@ func TestNodeInviteToldAfterARecovery(t *testing.T) {
 			c.InboxClock = func() time.Time { return time.Now().Add(8 * 24 * time.Hour) }
 		}
 	}))
-	nt.ConnectAll()
-	ctx := context.Background()
-	res, err := ib(nt, 0).OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "holiday"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ib(nt, 0).Invite(ctx, "human", localapi.InviteRequest{Room: res.RoomID, Member: nt.ID(1).String()}); err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(30*time.Second, func() bool {
-		_, err := ib(nt, 1).Get(ctx, res.RoomID)
-		return err == nil
-	}, "node 1 to be in the room")
+	room := invitedByPeerID(t, nt, "holiday")
 	// Node 1's database is lost before its user looked; it is recovered,
 	// and the user looks 8 days after the node was let into the room.
 	nt.Crash(1)
@@ -57,15 +42,10 @@ func TestNodeInviteToldAfterARecovery(t *testing.T) {
 	recovered.Store(true)
 	nt.Restart(1)
 	nt.WaitFor(30*time.Second, func() bool {
-		in, err := nt.Node(1).Rooms().Get(identity.RoomID(res.RoomID))
+		in, err := nt.Node(1).Rooms().Get(identity.RoomID(room))
 		return err == nil && in.Events > 0
 	}, "node 1 to refetch the room")
-	var p localapi.Pending
-	ok := nodetest.Poll(10*time.Second, func() bool {
-		p, err = ib(nt, 1).Peek(ctx, "human")
-		return err == nil && slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.Kind == "invitation" && it.Room == res.RoomID })
-	})
-	if !ok {
-		t.Fatalf("node 1's database was recovered before its user looked; looking 8 days after its node was let into room %s, the user is never told of it: %v %v", res.RoomID, kinds(p), err)
+	if p, ok, err := toldInvitation(nt, room); !ok {
+		t.Fatalf("node 1's database was recovered before its user looked; looking 8 days after its node was let into room %s, the user is never told of it: %v %v", room, kinds(p), err)
 	}
 }

@@ -28,26 +28,9 @@ func TestNodeInviteFromASlowClockIsTold(t *testing.T) {
 			c.RoomClock = func() time.Time { return time.Now().Add(-8 * 24 * time.Hour) }
 		}
 	}))
-	nt.ConnectAll()
-	ctx := context.Background()
-	res, err := ib(nt, 0).OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "five-minute"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ib(nt, 0).Invite(ctx, "human", localapi.InviteRequest{Room: res.RoomID, Member: nt.ID(1).String()}); err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(30*time.Second, func() bool {
-		_, err := ib(nt, 1).Get(ctx, res.RoomID)
-		return err == nil
-	}, "node 1 to be in the room")
-	var p localapi.Pending
-	ok := nodetest.Poll(10*time.Second, func() bool {
-		p, err = ib(nt, 1).Peek(ctx, "human")
-		return err == nil && slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.Kind == "invitation" && it.Room == res.RoomID })
-	})
-	if !ok {
-		t.Fatalf("node 1 is in room %s by an invite of its peer ID, and its user is never told: %v %v", res.RoomID, kinds(p), err)
+	room := invitedByPeerID(t, nt, "five-minute")
+	if p, ok, err := toldInvitation(nt, room); !ok {
+		t.Fatalf("node 1 is in room %s by an invite of its peer ID, and its user is never told: %v %v", room, kinds(p), err)
 	}
 }
 
@@ -64,9 +47,19 @@ func TestNodeInviteToldWhenTheUserLooksAWeekLater(t *testing.T) {
 			c.InboxClock = func() time.Time { return time.Now().Add(8 * 24 * time.Hour) }
 		}
 	}))
+	room := invitedByPeerID(t, nt, "holiday")
+	if p, ok, err := toldInvitation(nt, room); !ok {
+		t.Fatalf("node 1's user, looking 8 days after its node was let into room %s, is never told of it: %v %v", room, kinds(p), err)
+	}
+}
+
+// invitedByPeerID has node 0's human open a room named name and invite node
+// 1 into it by its peer ID, and waits for node 1 to be in it.
+func invitedByPeerID(t *testing.T, nt *nodetest.Net, name string) string {
+	t.Helper()
 	nt.ConnectAll()
 	ctx := context.Background()
-	res, err := ib(nt, 0).OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "holiday"})
+	res, err := ib(nt, 0).OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +70,17 @@ func TestNodeInviteToldWhenTheUserLooksAWeekLater(t *testing.T) {
 		_, err := ib(nt, 1).Get(ctx, res.RoomID)
 		return err == nil
 	}, "node 1 to be in the room")
-	var p localapi.Pending
-	ok := nodetest.Poll(10*time.Second, func() bool {
-		p, err = ib(nt, 1).Peek(ctx, "human")
-		return err == nil && slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.Kind == "invitation" && it.Room == res.RoomID })
+	return res.RoomID
+}
+
+// toldInvitation waits up to 10 s for node 1's human to hold an
+// invitation to room; it returns the last pending items seen.
+func toldInvitation(nt *nodetest.Net, room string) (p localapi.Pending, ok bool, err error) {
+	ok = nodetest.Poll(10*time.Second, func() bool {
+		p, err = ib(nt, 1).Peek(context.Background(), "human")
+		return err == nil && slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.Kind == "invitation" && it.Room == room })
 	})
-	if !ok {
-		t.Fatalf("node 1's user, looking 8 days after its node was let into room %s, is never told of it: %v %v", res.RoomID, kinds(p), err)
-	}
+	return p, ok, err
 }
 
 // waitingPolicy lets every node talk and invite, and trusts no node's
