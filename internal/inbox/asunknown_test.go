@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // A post as a name this node does not know (not human, not registered, no
@@ -124,16 +126,8 @@ func TestPostAsUnknownAgentRefused(t *testing.T) {
 // room's history, which its read alone was refused. It opens rooms of its
 // own (an open, an ask of an agent), and once invited it posts and reads.
 func TestPostInARoomNotLetIntoRefused(t *testing.T) {
-	nt := start(t, 1)
+	nt, b, res := alphaOpensRoom(t, "review", "beta")
 	ctx := context.Background()
-	b := ib(nt, 0)
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
-	register(t, nt, 0, "gamma")
-	res, err := b.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{"beta"}})
-	if err != nil || len(res.Failed) != 0 {
-		t.Fatalf("open: %+v %v", res, err)
-	}
 	said, err := b.Say(ctx, "alpha", localapi.SayRequest{Room: res.RoomID, Text: "for beta alone"})
 	if err != nil {
 		t.Fatal(err)
@@ -215,16 +209,8 @@ func TestPostInARoomNotLetIntoRefused(t *testing.T) {
 // membership and went through. The node's user (human) takes its node
 // out of a room it left while its agents stay in.
 func TestAgentThatLeftNeitherTakesTheNodeOutNorRemoves(t *testing.T) {
-	nt := start(t, 1)
+	nt, b, res := alphaOpensRoom(t, "review", "beta", "gamma", "human")
 	ctx := context.Background()
-	b := ib(nt, 0)
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
-	register(t, nt, 0, "gamma")
-	res, err := b.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "review", Members: []string{"beta", "gamma", "human"}})
-	if err != nil || len(res.Failed) != 0 {
-		t.Fatalf("open: %+v %v", res, err)
-	}
 	if _, err := b.Leave(ctx, "alpha", localapi.LeaveRequest{Room: res.RoomID}); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +218,7 @@ func TestAgentThatLeftNeitherTakesTheNodeOutNorRemoves(t *testing.T) {
 	if !localapi.IsCode(said, localapi.CodeLeft) {
 		t.Fatalf("say of alpha that left: %v, want left", said)
 	}
-	_, err = b.Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: "gamma@" + nt.ID(0).String(), Agent: "alpha"})
+	_, err := b.Remove(ctx, res.RoomID, localapi.RemoveRequest{PeerID: "gamma@" + nt.ID(0).String(), Agent: "alpha"})
 	if !localapi.IsCode(err, localapi.CodeLeft) || err.Error() != said.Error() {
 		t.Errorf("alpha, which left the room, removes gamma from it: err %v; want left, as its say: %v", err, said)
 	}
@@ -307,4 +293,20 @@ func TestInboxOfUnknownAgentRefused(t *testing.T) {
 	if err != nil || !slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.Kind == "reply" && it.Text == "yes" }) {
 		t.Fatalf("the inbox of an unregistered agent with a reply pending: %+v %v", p, err)
 	}
+}
+
+// alphaOpensRoom starts a node with agents alpha, beta and gamma, and has
+// alpha open a room named name with the members given.
+func alphaOpensRoom(t *testing.T, name string, members ...string) (*nodetest.Net, *inbox.Inbox, localapi.OpenRoomResult) {
+	t.Helper()
+	nt := start(t, 1)
+	b := ib(nt, 0)
+	for _, a := range []string{"alpha", "beta", "gamma"} {
+		register(t, nt, 0, a)
+	}
+	res, err := b.OpenRoom(context.Background(), "alpha", localapi.OpenRoomRequest{Name: name, Members: members})
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("open: %+v %v", res, err)
+	}
+	return nt, b, res
 }

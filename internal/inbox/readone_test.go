@@ -201,16 +201,8 @@ func TestReadOneOfAnotherRoomGivesNothingAway(t *testing.T) {
 // event exists. Before, the wait looked in every room of the node. An
 // agent of the room still hears the ask is not its own; its asker waits.
 func TestWaitReplyOfAnotherRoomGivesNothingAway(t *testing.T) {
-	nt := start(t, 1)
+	_, b, res := alphaOpensRoom(t, "secret", "beta")
 	ctx := context.Background()
-	b := ib(nt, 0)
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
-	register(t, nt, 0, "gamma")
-	res, err := b.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "secret", Members: []string{"beta"}})
-	if err != nil || len(res.Failed) != 0 {
-		t.Fatalf("open: %+v %v", res, err)
-	}
 	ask, err := b.Ask(ctx, "alpha", localapi.AskRequest{Room: res.RoomID, Text: "the plan?"})
 	if err != nil {
 		t.Fatal(err)

@@ -441,23 +441,7 @@ func TestStopWaiterBetweenWaits(t *testing.T) {
 	f.take()
 	newer := f.wait(localapi.WakeStop, "s1", 50)
 	nodetest.WaitFor(t, 20*time.Second, f.routes("stop"), "the newer waiter")
-	again = f.waitAgain("s1", 30, r.w.Seq)
-	select {
-	case r := <-again:
-		if r.err != nil || !r.w.Superseded {
-			t.Fatalf("the older waiter's wait after a newer one: %+v %v", r.w, r.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the older waiter's wait after a newer one waits on")
-	}
-	select {
-	case r := <-newer:
-		t.Fatalf("the newer waiter ended: %+v %v", r.w, r.err)
-	default:
-	}
-	if got := f.status().Routes; len(got) != 1 {
-		t.Fatalf("routes after the older waiter's wait: %v; want the newer's", got)
-	}
+	f.supersededBy(t, f.waitAgain("s1", 30, r.w.Seq), newer)
 	if err := f.s.WakeBusy(f.ctx, "bot", localapi.SessionRef{Session: "s1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -526,8 +510,16 @@ func TestOwnFailedWaitDoesNotEndTheWaiter(t *testing.T) {
 	gave.get(t)
 	newer := wait(f.ctx, "b", 50, 0)
 	nodetest.WaitFor(t, 20*time.Second, f.routes("channel"), "the newer waiter")
+	f.supersededBy(t, wait(f.ctx, "a", 30, last), newer)
+}
+
+// supersededBy checks that the older waiter's wait, after the newer
+// waiter registered, is answered Superseded at once, and that the newer
+// waits on, the one route left.
+func (f *fixture) supersededBy(t *testing.T, older, newer waiter) {
+	t.Helper()
 	select {
-	case r := <-wait(f.ctx, "a", 30, last):
+	case r := <-older:
 		if r.err != nil || !r.w.Superseded {
 			t.Fatalf("the older waiter's wait after a newer one: %+v %v", r.w, r.err)
 		}
