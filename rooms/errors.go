@@ -65,6 +65,9 @@ var (
 	ErrNoConsent = errors.New("rooms: author not allowed by this node")
 	// ErrUnknownEvent is returned when an event is not stored on this node.
 	ErrUnknownEvent = errors.New("rooms: unknown event")
+	// errNotStored is an event a room's records name that its store does
+	// not hold (ErrMalformed where it must be there).
+	errNotStored = fmt.Errorf("%w", ErrMalformed)
 	// ErrAmbiguousID is returned when a shortened event ID fits several
 	// events.
 	ErrAmbiguousID = errors.New("rooms: ambiguous event id")

@@ -956,6 +956,11 @@ func (m *Manager) Event(id identity.RoomID, eid ID) (View, error) {
 		return View{}, err
 	}
 	e, _, err := m.readEvent(id, eid)
+	if errors.Is(err, errNotStored) {
+		// Not written yet (a member's record names its admission before
+		// the event's batch is stored) or never here.
+		return View{}, fmt.Errorf("%w: no event %s on this node", ErrUnknownEvent, eid)
+	}
 	if err != nil {
 		return View{}, err
 	}
@@ -972,7 +977,7 @@ func (m *Manager) readEvent(room identity.RoomID, id ID) (*Event, uint64, error)
 		return nil, 0, fmt.Errorf("%w: read %s: %w", ErrCorrupt, id, err)
 	}
 	if !ok {
-		return nil, 0, fmt.Errorf("%w: no event %s in room %s", ErrMalformed, id, room)
+		return nil, 0, fmt.Errorf("%w: no event %s in room %s", errNotStored, id, room)
 	}
 	d, wire, err := checkStored(id, v)
 	if err != nil {

@@ -173,10 +173,12 @@ func (b *Inbox) Invitations(ctx context.Context, agent string) ([]localapi.Item,
 }
 
 // TakeInvitation implements localapi.Edge: the agent's invitations to the
-// room are taken from its inbox, nothing else handed out. The dashboard
-// calls it when the user opens the room (from the invitation's row or the
-// room list) or dismisses the invitation; before, only a take of the whole
-// inbox (`parley inbox --take`) or a leave did, and the rows stayed.
+// room are taken from its inbox (up to date first: one the room's events
+// bring is taken too), nothing else handed out. The dashboard calls it when
+// the user opens the room (from the invitation's row or the room list) or
+// dismisses the invitation, and `parley room log` when the user reads the
+// room; before, only a take of the whole inbox (`parley inbox --take`) or a
+// leave did, and the rows stayed.
 func (b *Inbox) TakeInvitation(ctx context.Context, agent string, req localapi.InvitationRequest) (localapi.InvitationResult, error) {
 	var res localapi.InvitationResult
 	a, err := parseAgent(agent)
@@ -190,37 +192,24 @@ func (b *Inbox) TakeInvitation(ctx context.Context, agent string, req localapi.I
 	if err != nil {
 		return res, err
 	}
-	res.Taken, err = b.takeInvitations(a, in.ID)
-	return res, err
-}
-
-// takeInvitations takes agent's invitations to room from its inbox (they
-// are up to date first: one the room's events bring is taken too), and
-// counts them.
-func (b *Inbox) takeInvitations(agent identity.AgentName, room identity.RoomID) (int, error) {
-	st, err := b.lock(agent)
+	st, err := b.scanned(agent)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	defer b.unlock(st)
-	if err := b.scan(agent, st); err != nil {
-		b.discard(st)
-		return 0, apiError(err)
-	}
-	n := 0
 	for _, it := range st.notes {
-		if it.Kind == "invitation" && it.Room == string(room) {
-			n++
+		if it.Kind == "invitation" && it.Room == string(in.ID) {
+			res.Taken++
 		}
 	}
-	st.dropInvitationsTo(agent, room)
+	st.dropInvitationsTo(a, in.ID)
 	if err := b.flush(st); err != nil {
 		// Refused, the invitations stay in memory too (see keep), and the
 		// user, told it failed, can take them again once the disk has room.
 		b.discard(st)
-		return 0, apiError(err)
+		return localapi.InvitationResult{}, apiError(err)
 	}
-	return n, nil
+	return res, nil
 }
 
 // Wait implements localapi.Edge. With take it returns (and hands out) the
