@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/procs"
 	"github.com/parley-mesh/parley/internal/termtext"
 	"github.com/parley-mesh/parley/node"
 )
@@ -257,6 +259,20 @@ then it exits 1, the ask still open (with --wait 0 it does not wait, and exits 0
 	return cmd
 }
 
+// userReads reports whether the node's user runs this command, not one of
+// its agents: no $PARLEY_AGENT (parley run sets it), and no agent's client
+// program among the command's ancestors (the client that started a parley
+// mcp, whose shell commands carry no $PARLEY_AGENT; the node knows it by
+// its process, as parley guard asks). When the node cannot say, it is not
+// taken as the user: a read by an agent must never take what is the user's.
+func userReads(ctx context.Context, c *localapi.Client) bool {
+	if givenAgent(defaultAs()) != human {
+		return false
+	}
+	r, err := c.AgentsByProcess(ctx, procs.Ancestors(os.Getpid()))
+	return err == nil && len(r.Agents) == 0
+}
+
 func roomLogCmd(g *globals) *cobra.Command {
 	var limit int
 	var before string
@@ -264,9 +280,10 @@ func roomLogCmd(g *globals) *cobra.Command {
 		Use:   "log ROOM",
 		Short: "Show a room's events in display order (the same on every node)",
 		Long: `Show a room's events in display order, the same on every node: the last ones, or those
-before --before. Run by you, the node's user (no PARLEY_AGENT), it is you reading the room:
-your invitation to it (human's, which ` + "`parley inbox`" + ` and the dashboard list) is taken. An
-agent's read (PARLEY_AGENT set, as parley run sets it) takes nothing of yours.`,
+before --before. Run by you, the node's user, it is you reading the room: your invitation to it
+(human's, which ` + "`parley inbox`" + ` and the dashboard list) is taken. An agent's read takes
+nothing of yours: one with PARLEY_AGENT set (parley run sets it), or one whose client program (one
+that started a parley mcp of this node: Claude Code, Codex, Gemini CLI, opencode) runs the command.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 || limit > localapi.MaxLog {
@@ -280,7 +297,7 @@ agent's read (PARLEY_AGENT set, as parley run sets it) takes nothing of yours.`,
 				if err != nil {
 					return es, err
 				}
-				if givenAgent(defaultAs()) == human {
+				if userReads(ctx, c) {
 					// The node's user read the room, as the dashboard's
 					// invitation row says to: its invitation is taken (an
 					// agent reading it takes nothing of the user's).
