@@ -19,6 +19,7 @@ import (
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/atomicfile"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
@@ -50,12 +51,33 @@ type recoveryEntry struct {
 }
 
 // recoveryPrefixes are the database keys copied to the recovery file.
-// With the rooms (whose records keep when the node opened each) goes the
-// time from which node invites are told, so that a room the user was not
-// told of yet is still told after a recovery.
+// With the rooms (whose records keep when the node opened each) go the
+// time from which node invites are told, the user's record of the node
+// invites told already (the "i" cursors, by the admission's depth, the
+// same on every node) and the invitations the user has not read yet (of
+// the user's notes, only those: recoveryKeeps): a room the user was not
+// told of yet is still told after a recovery, one told and not read yet
+// is still in the inbox, and one read (dismissed, taken) is not told
+// again.
 func recoveryPrefixes() [][]byte {
 	return [][]byte{schema.RoomIndexPrefix(), schema.ContactPrefix(), schema.PeerAddrsPrefix(), schema.ModerationPrefix(),
-		schema.OrgRecordPrefix(), schema.OrgContactPrefix(), schema.OrgOfferPrefix(), schema.KeyInvitesTold()}
+		schema.OrgRecordPrefix(), schema.OrgContactPrefix(), schema.OrgOfferPrefix(), schema.KeyInvitesTold(),
+		schema.AgentCursorPrefix(string(identity.HumanAgent), "i"), humanNotes}
+}
+
+// humanNotes is the prefix of the user's notes (the inbox's "n" items).
+var humanNotes = schema.AgentCursorPrefix(string(identity.HumanAgent), "n")
+
+// recoveryKeeps reports whether the recovery file keeps the entry k, v of
+// one of recoveryPrefixes: every one but the user's notes other than
+// invitations (a reply or a notice names events and asks the file does
+// not keep).
+func recoveryKeeps(k, v []byte) bool {
+	if !bytes.HasPrefix(k, humanNotes) {
+		return true
+	}
+	var it localapi.Item
+	return json.Unmarshal(v, &it) == nil && it.Kind == "invitation"
 }
 
 func (n *Node) recoveryPath() string { return filepath.Join(n.cfg.Home, RecoveryFileName) }
@@ -151,7 +173,7 @@ func (n *Node) openStore() error {
 	restored := 0
 	if fresh && rec != nil && rec.Peer == n.id.String() {
 		for _, e := range rec.Entries {
-			if slices.ContainsFunc(recoveryPrefixes(), func(p []byte) bool { return bytes.HasPrefix(e.Key, p) }) {
+			if slices.ContainsFunc(recoveryPrefixes(), func(p []byte) bool { return bytes.HasPrefix(e.Key, p) }) && recoveryKeeps(e.Key, e.Val) {
 				ops = append(ops, schema.Op{Key: e.Key, Val: e.Val})
 				restored++
 			}
@@ -212,7 +234,9 @@ func (n *Node) saveRecovery() {
 	rf := recoveryFile{V: 1, Peer: n.id.String(), Saved: time.Now().UTC()}
 	for _, p := range recoveryPrefixes() {
 		err := n.db.Scan(p, func(k, v []byte) bool {
-			rf.Entries = append(rf.Entries, recoveryEntry{Key: bytes.Clone(k), Val: bytes.Clone(v)})
+			if recoveryKeeps(k, v) {
+				rf.Entries = append(rf.Entries, recoveryEntry{Key: bytes.Clone(k), Val: bytes.Clone(v)})
+			}
 			return true
 		})
 		if err != nil {
