@@ -390,6 +390,29 @@ func (s *Service) scan(ctx context.Context, all bool) {
 	for a := range names {
 		s.evaluate(ctx, a)
 	}
+	s.forget()
+}
+
+// forget drops the state of every agent that is not registered and has
+// nothing to keep: no route waiting, no item, not muted, not idle. A name
+// a client gave (a wait, a busy call) that no agent holds is not kept for
+// good; a registered agent keeps what ended its waiters' routes.
+func (s *Service) forget() {
+	var live map[string]bool
+	for a, st := range s.agents {
+		if len(st.routes) > 0 || len(st.items) > 0 || st.quiet || !st.idle.IsZero() {
+			continue
+		}
+		if live == nil {
+			live = map[string]bool{}
+			for _, n := range s.cfg.Agents() {
+				live[n] = true
+			}
+		}
+		if !live[a] {
+			delete(s.agents, a)
+		}
+	}
 }
 
 // owed is what counts as an owed item not yet read.
