@@ -242,7 +242,9 @@
     S.sel = id; S.unread[id] = 0;
     // Opening a room the human is invited to is reading it: the
     // invitation is taken, and its row goes at the panel's next update.
-    if (((S.panels.invitations || {}).items || []).some(function (it) { return it.room === id; })) takeInvitation(id);
+    // Past the 50 rows shown (more), the node is asked whatever the rows hold.
+    var inv = S.panels.invitations || {};
+    if (inv.more || (inv.items || []).some(function (it) { return it.room === id; })) takeInvitation(id);
     $("reply_to").value = ""; $("replying").textContent = "";
     mark("rooms"); mark("events");
   }
