@@ -622,7 +622,14 @@ func (s *Service) WakeWait(ctx context.Context, agent string, req localapi.WakeW
 	stale := false
 	err := s.do(ctx, func(ctx context.Context) {
 		st := s.state(agent)
-		if st.stale(key, req.After, req.Waiter) {
+		after := req.After
+		if after > s.seq {
+			// An answer this run of the node never gave: one of a run
+			// before, whose clock was ahead of this one's. Whatever
+			// ended routes in this run came after it.
+			after = 1
+		}
+		if st.stale(key, after, req.Waiter) {
 			// A newer waiter or the session's busy call came between
 			// this waiter's previous wait and this one: it would have
 			// ended that route, so it ends this one.
