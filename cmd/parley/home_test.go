@@ -94,7 +94,6 @@ func stop(t *testing.T, home string, d *daemon) {
 	}
 	select {
 	case err := <-d.done:
-		d.done <- err // for the cleanup of up
 		if err != nil {
 			t.Fatalf("node exited with %v\n%s", err, d.stderr)
 		}
@@ -397,7 +396,6 @@ func TestCLIHomeFileOfAnotherUser(t *testing.T) {
 		t.Fatalf("down: %s", errs)
 	}
 	<-d.done
-	d.done <- nil
 
 	must(t, os.Chmod(cfg, 0o666))
 	_, errs, code := runPrepared(t, as("up", "--no-mdns", "--listen", loopback))

@@ -61,6 +61,9 @@ type daemon struct {
 	ready  string // the ready line
 	stderr *syncBuffer
 	done   chan error
+	// exited is closed once the process has exited (after done is sent):
+	// up's cleanup waits on it, not on done, which a test may have read.
+	exited chan struct{}
 }
 
 type syncBuffer struct {
@@ -108,7 +111,7 @@ func upPrepared(t testing.TB, cmd *exec.Cmd) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	d := &daemon{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1), exited: make(chan struct{})}
 	cmd.Stderr = d.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -123,11 +126,12 @@ func upPrepared(t testing.TB, cmd *exec.Cmd) *daemon {
 			}
 		}
 		d.done <- cmd.Wait()
+		close(d.exited)
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-d.done:
+		case <-d.exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 		}
@@ -318,8 +322,7 @@ func TestCLIBadInput(t *testing.T) {
 			// Wait for the process to end (it holds the home until then),
 			// not just for its socket to close.
 			select {
-			case err := <-d.done:
-				d.done <- err // for up's cleanup
+			case <-d.done:
 			case <-time.After(30 * time.Second):
 				t.Fatal("node did not stop")
 			}

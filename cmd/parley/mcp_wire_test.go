@@ -144,11 +144,14 @@ func startMCPProcess(t *testing.T, home string, args ...string) mcpProcess {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// gone is closed after exited is sent: the cleanup waits on it, as a
+	// test may have read exited.
+	gone := make(chan struct{})
+	go func() { exited <- cmd.Wait(); close(gone) }()
 	t.Cleanup(func() {
 		stdin.Close()
 		select {
-		case <-exited:
+		case <-gone:
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
 		}
