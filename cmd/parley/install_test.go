@@ -62,7 +62,9 @@ func (u userDirs) run(t *testing.T, args ...string) (string, string, int) {
 	}
 	cmd := exec.Command(parleyBin, args...)
 	cmd.Dir = sub
-	cmd.Env = append([]string{"HOME=" + u.home, "PATH=" + os.Getenv("PATH")}, u.env...)
+	// GORACE carries TestMain's atexit_sleep_ms=0 (each call slept a second
+	// at its exit without it).
+	cmd.Env = append([]string{"HOME=" + u.home, "PATH=" + os.Getenv("PATH"), "GORACE=" + os.Getenv("GORACE")}, u.env...)
 	return runPrepared(t, cmd)
 }
 
