@@ -1,0 +1,113 @@
+package wake
+
+import (
+	"context"
+	"crypto/rand"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+)
+
+// reviewService runs a Service whose rechecks come only when the test
+// sends on the returned channel (each send returns once Run took it, and
+// the scan before it has ended), with the agents registered that agents
+// holds.
+func reviewService(t *testing.T, ctx context.Context, agents *atomic.Pointer[[]string]) (*Service, chan<- struct{}) {
+	t.Helper()
+	changes := make(chan struct{})
+	s, err := New(Config{Inbox: noInbox{}, Changes: func() (<-chan struct{}, func()) { return changes, func() {} },
+		Agents: func() []string { return *agents.Load() }, Recheck: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(rctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	return s, changes
+}
+
+// A waiter between two of its waits (a Codex app-server handing a batch to
+// its thread, an MCP channel pushing or backing off after a failed wait)
+// whose session a newer waiter took over is ended at its next wait
+// (WakeWaitRequest.After), also when its agent's registration lapsed for a
+// moment meanwhile (the node swept it after the machine slept, the user
+// unregistered it; `parley codex` and parley mcp bind it again at their
+// next heartbeat). Now Service.forget drops the agent's state at the first
+// recheck it is not registered, with the ended entries that say a newer
+// waiter came: the older waiter registers again and takes the session's
+// route, and the newer one, at its next wait, is the one ended ("another
+// parley codex took over this thread").
+func TestReviewForgetLetsAnOlderWaiterEndTheNewer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var agents atomic.Pointer[[]string]
+	registered := []string{"codex-api"}
+	agents.Store(&registered)
+	s, changes := reviewService(t, ctx, &agents)
+
+	wait := func(waiter string, after uint64) localapi.Wake {
+		t.Helper()
+		w, err := s.WakeWait(ctx, "codex-api", localapi.WakeWaitRequest{Kind: localapi.WakeAppServer, Session: "thread-1",
+			Waiter: waiter, After: after, Seconds: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	// The older parley codex waits, and hands what it got to the thread.
+	old := wait("old", 0)
+	// Meanwhile a newer parley codex of the same thread waits (and is
+	// between two waits too).
+	newer := wait("new", 0)
+	if old.Superseded || newer.Superseded {
+		t.Fatalf("first waits: %+v %+v", old, newer)
+	}
+	// The agent's registration lapses for a moment: two rechecks see it.
+	none := []string{}
+	agents.Store(&none)
+	changes <- struct{}{}
+	changes <- struct{}{}
+	agents.Store(&registered)
+	changes <- struct{}{}
+
+	// The older waiter waits again: a newer one came since its answer.
+	if w := wait("old", old.Seq); !w.Superseded {
+		t.Errorf("the older waiter of thread-1, which a newer waiter took over while it handed a batch, is not ended at its next wait after its agent's registration lapsed for a moment (Service.forget dropped the ended entry): %+v", w)
+	}
+	if w := wait("new", newer.Seq); w.Superseded {
+		t.Errorf("the newer waiter of thread-1 is ended at its next wait: the older one took the route back")
+	}
+}
+
+// A name a client of the socket says idle under (POST …/wake/idle, as
+// Codex's notify hook does) is dropped like one it waits or says busy
+// under, once nothing is left for it. Now st.idle keeps it for good:
+// nothing but a busy call or an item read clears it, and forget keeps
+// every idle agent, registered or not.
+func TestReviewIdleNamesAreNotKeptForever(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var agents atomic.Pointer[[]string]
+	none := []string{}
+	agents.Store(&none)
+	s, changes := reviewService(t, ctx, &agents)
+
+	const names = 200
+	for i := range names {
+		if err := s.WakeIdle(ctx, "ghost-"+rand.Text(), localapi.SessionRef{Session: rand.Text()}); err != nil {
+			t.Fatalf("idle %d: %v", i, err)
+		}
+	}
+	changes <- struct{}{}
+	changes <- struct{}{}
+	var kept int
+	if err := s.do(ctx, func(context.Context) { kept = len(s.agents) }); err != nil {
+		t.Fatal(err)
+	}
+	if kept != 0 {
+		t.Fatalf("after %d idle calls of one made-up agent name each (none registered, none in any room, no route, no item), two rechecks later the service still keeps %d agent states", names, kept)
+	}
+}
