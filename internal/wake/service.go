@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,6 +172,15 @@ type ending struct {
 	waiter string
 }
 
+// keepEnded is how long what ended a waiter's route is kept for an agent
+// that is not registered (forget): longer than two waits, the most a
+// waiter spends between two (its answer, then its next wait).
+const keepEnded = 2*localapi.MaxWait + time.Minute
+
+// maxLingering is how many agents that are not registered keep what ended
+// their waiters' routes (forget).
+const maxLingering = 256
+
 // maxEnded is how many sessions' ends an agent keeps (agentState.ended).
 // A waiter of a session dropped from them waits again as if nothing had
 // ended its previous route.
@@ -199,6 +209,16 @@ func (st *agentState) end(key endKey, seq uint64, waiter string) {
 		}
 		delete(st.ended, oldest)
 	}
+}
+
+// lastEnded is the seq of the last thing that ended a waiter's route of
+// the agent, 0 if none.
+func (st *agentState) lastEnded() uint64 {
+	var last uint64
+	for _, e := range st.ended {
+		last = max(last, e.seq)
+	}
+	return last
 }
 
 // stale reports whether a wait that names its previous answer's seq
@@ -394,13 +414,23 @@ func (s *Service) scan(ctx context.Context, all bool) {
 }
 
 // forget drops the state of every agent that is not registered and has
-// nothing to keep: no route waiting, no item, not muted, not idle. A name
-// a client gave (a wait, a busy call) that no agent holds is not kept for
-// good; a registered agent keeps what ended its waiters' routes.
+// nothing to keep: no route waiting, no item, not muted, and nothing that
+// ended a waiter's route within keepEnded (a waiter between two waits
+// still needs it to know it was superseded, while its agent's
+// registration lapses for a moment) — of those only the maxLingering
+// that ended one last. A name a client gave (a wait, a busy or idle call)
+// that no agent holds is not kept for good, nor are more than
+// maxLingering of them; a registered agent keeps all of it.
 func (s *Service) forget() {
 	var live map[string]bool
+	recent := uint64(time.Now().Add(-keepEnded).UnixNano())
+	type lingering struct {
+		agent string
+		last  uint64
+	}
+	var kept []lingering
 	for a, st := range s.agents {
-		if len(st.routes) > 0 || len(st.items) > 0 || st.quiet || !st.idle.IsZero() {
+		if len(st.routes) > 0 || len(st.items) > 0 || st.quiet {
 			continue
 		}
 		if live == nil {
@@ -409,8 +439,19 @@ func (s *Service) forget() {
 				live[n] = true
 			}
 		}
-		if !live[a] {
-			delete(s.agents, a)
+		if live[a] {
+			continue
+		}
+		if last := st.lastEnded(); last > recent {
+			kept = append(kept, lingering{a, last})
+			continue
+		}
+		delete(s.agents, a)
+	}
+	if len(kept) > maxLingering {
+		slices.SortFunc(kept, func(x, y lingering) int { return cmp.Compare(y.last, x.last) })
+		for _, l := range kept[maxLingering:] {
+			delete(s.agents, l.agent)
 		}
 	}
 }
