@@ -78,14 +78,16 @@ interrupted. The thread's parley mcp (CODEX_THREAD_ID) is the same agent.`,
 			} else if err := as.ResumeThread(sctx, thread); err != nil {
 				return err
 			}
+			// The app-server is the agent's client program: the commands
+			// its thread runs are the agent's (parley guard, room log).
 			info, err := c.Session(sctx, localapi.SessionRequest{Session: thread, Name: name,
-				Fallback: mcp.DefaultAgentName("codex", wd), Client: "codex"})
+				Fallback: mcp.DefaultAgentName("codex", wd), Client: "codex", ClientPID: srv.Process.Pid})
 			if err != nil {
 				return g.apiErr(err)
 			}
 			cancel()
 			fmt.Fprintf(cmd.OutOrStdout(), "agent %s (%s) is Codex thread %s; the node wakes it there\n", info.Name, info.Address, thread)
-			return serveAppServer(ctx, c, as, info, thread, cmd.ErrOrStderr())
+			return serveAppServer(ctx, c, as, info, thread, srv.Process.Pid, cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "the agent's name (default: codex and the folder, e.g. codex-api)")
@@ -102,7 +104,7 @@ interrupted. The thread's parley mcp (CODEX_THREAD_ID) is the same agent.`,
 // route's key (Waiter): a wait of its own that failed on its side is no
 // newer waiter to the node, so the next wait, with the same After, goes
 // on (before, it ended the route: "another parley codex took over").
-func serveAppServer(ctx context.Context, c *localapi.Client, as *appserver.Client, info localapi.AgentInfo, thread string, logw io.Writer) error {
+func serveAppServer(ctx context.Context, c *localapi.Client, as *appserver.Client, info localapi.AgentInfo, thread string, clientPID int, logw io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -121,7 +123,7 @@ func serveAppServer(ctx context.Context, c *localapi.Client, as *appserver.Clien
 				return
 			case <-t.C:
 				if _, err := c.Heartbeat(ctx, info.Name, localapi.HeartbeatRequest{}); localapi.IsCode(err, localapi.CodeUnknownAgent) {
-					c.Session(ctx, localapi.SessionRequest{Session: thread, Client: "codex"}) //nolint:errcheck // tried again at the next tick
+					c.Session(ctx, localapi.SessionRequest{Session: thread, Client: "codex", ClientPID: clientPID}) //nolint:errcheck // tried again at the next tick
 				}
 			}
 		}

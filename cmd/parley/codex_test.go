@@ -51,6 +51,19 @@ func TestCodexAppServerStartsThenSteers(t *testing.T) {
 	if err != nil || !strings.Contains(line, "agent cx") || !strings.Contains(line, "th-fake") {
 		t.Fatalf("parley codex: %q %v\n%s", line, err, stderr)
 	}
+	// The app-server is the agent's client program: what its thread runs
+	// is the agent's (parley guard, room log ask the node by process).
+	type agentRow struct {
+		Name      string `json:"name"`
+		ClientPID int    `json:"client_pid"`
+	}
+	var agents []agentRow
+	runJSON(t, &agents, "--home", home, "agent", "list")
+	if i := slices.IndexFunc(agents, func(a agentRow) bool { return a.Name == "cx" }); i < 0 || agents[i].ClientPID == 0 {
+		t.Fatalf("agent cx does not name its client program's process (the app-server): %+v", agents)
+	} else if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", agents[i].ClientPID)); err != nil || exe != fake {
+		t.Fatalf("agent cx's client process %d is %q, not the app-server %s (%v)", agents[i].ClientPID, exe, fake, err)
+	}
 	turns := func() []string {
 		b, _ := os.ReadFile(log)
 		return strings.Split(strings.TrimSpace(string(b)), "\n")
@@ -154,7 +167,7 @@ func startCodexRoute(t *testing.T, home, via string) *codexRoute {
 	}
 	r := &codexRoute{c: c, h: newHeldAppServer(t), served: make(chan error, 1), ctx: ctx}
 	sctx, scancel := context.WithCancel(ctx)
-	go func() { r.served <- serveAppServer(sctx, api, r.h.as, info, "th-1", io.Discard) }()
+	go func() { r.served <- serveAppServer(sctx, api, r.h.as, info, "th-1", 0, io.Discard) }()
 	t.Cleanup(func() {
 		scancel()
 		<-r.served
