@@ -1,0 +1,197 @@
+package agents_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/routing"
+
+	"github.com/parley-mesh/parley/internal/agents"
+)
+
+// providersRouting is a DHT that stores nothing and answers every provider
+// lookup with the same providers, in order, at most count of them (as
+// kad-dht's FindProvidersAsync); late ones come after a pause (a later DHT
+// answer).
+type providersRouting struct {
+	provs, late []peer.AddrInfo
+}
+
+func (providersRouting) PutValue(context.Context, string, []byte, ...routing.Option) error {
+	return nil
+}
+func (providersRouting) GetValue(context.Context, string, ...routing.Option) ([]byte, error) {
+	return nil, routing.ErrNotFound
+}
+func (providersRouting) Provide(context.Context, cid.Cid, bool) error { return nil }
+func (r providersRouting) FindProvidersAsync(ctx context.Context, _ cid.Cid, count int) <-chan peer.AddrInfo {
+	all := append(append([]peer.AddrInfo(nil), r.provs...), r.late...)
+	ch := make(chan peer.AddrInfo, len(all))
+	go func() {
+		defer close(ch)
+		for i, p := range all {
+			if i == count {
+				return
+			}
+			if i == len(r.provs) {
+				select {
+				case <-time.After(300 * time.Millisecond):
+				case <-ctx.Done():
+					return
+				}
+			}
+			ch <- p
+		}
+	}()
+	return ch
+}
+func (providersRouting) FindPeer(context.Context, peer.ID) (peer.AddrInfo, error) {
+	return peer.AddrInfo{}, routing.ErrNotFound
+}
+
+type noContacts struct{}
+
+func (noContacts) Allowed(peer.ID) error    { return errors.New("not a contact") }
+func (noContacts) Active() []agents.Contact { return nil }
+
+func loopbackHost(t *testing.T) (host.Host, crypto.PrivKey) {
+	t.Helper()
+	priv, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := libp2p.New(libp2p.Identity(priv), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h, priv
+}
+
+func runService(t *testing.T, cfg agents.Config) *agents.Service {
+	t.Helper()
+	s, err := agents.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Run(context.Background())
+	}()
+	t.Cleanup(func() {
+		s.Close()
+		<-done
+	})
+	return s
+}
+
+// Strangers with fresh keys that announce a capability (provider records
+// say only "this peer has something under this name") and then hold the
+// /parley/cards/1 stream open without writing take every one of a query's
+// fetchWorkers (8) for cardsTimeout (10 s), which is the whole of
+// FindTimeout (10 s): an honest provider that a later DHT answer brings is
+// never asked, and `parley find cap:go` finds nothing. Eight keys do it.
+func TestReviewStallingProvidersHideTheRealAgent(t *testing.T) {
+	ho, ko := loopbackHost(t)
+	owner := runService(t, agents.Config{Host: ho, Key: ko, Routing: providersRouting{}, Contacts: noContacts{}})
+	if _, err := owner.Register(context.Background(), agents.RegisterRequest{
+		Name: "coder", Capabilities: []string{"go"}, TTLSeconds: 600,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ownerInfo := peer.AddrInfo{ID: ho.ID(), Addrs: ho.Addrs()}
+	if !pollFor(10*time.Second, func() bool {
+		cs, err := owner.Find(context.Background(), "cap:go")
+		return err == nil && len(cs) == 1
+	}) {
+		t.Fatal("the owner's card was not sealed")
+	}
+
+	// Control: the owner alone as provider is found.
+	hs, ks := loopbackHost(t)
+	searcher := runService(t, agents.Config{Host: hs, Key: ks, Routing: providersRouting{provs: []peer.AddrInfo{ownerInfo}},
+		Contacts: noContacts{}})
+	if cs, err := searcher.Find(context.Background(), "cap:go"); err != nil || !hasCard(cs, ho.ID(), "coder") {
+		t.Fatalf("control: find cap:go with the owner as its only provider: %+v, %v", cs, err)
+	}
+
+	// Eight strangers announce cap:go first and answer nothing.
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var provs []peer.AddrInfo
+	for range 8 {
+		h, _ := loopbackHost(t)
+		h.SetStreamHandler(agents.ProtocolCards, func(st network.Stream) {
+			select {
+			case <-release:
+			case <-time.After(time.Minute):
+			}
+			_ = st.Reset()
+		})
+		provs = append(provs, peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()})
+	}
+	hs2, ks2 := loopbackHost(t)
+	searcher2 := runService(t, agents.Config{Host: hs2, Key: ks2,
+		Routing: providersRouting{provs: provs, late: []peer.AddrInfo{ownerInfo}}, Contacts: noContacts{}})
+	start := time.Now()
+	cs, err := searcher2.Find(context.Background(), "cap:go")
+	if err != nil || !hasCard(cs, ho.ID(), "coder") {
+		t.Fatalf("with 8 stalling providers found before the owner, find cap:go gave %+v (err %v) after %v: the owner's agent is hidden",
+			cs, err, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+func pollFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+}
+
+// A query takes at most maxProviders (20) providers of a key, and anyone
+// may be a provider of any key: strangers that announce handle:alice (or
+// cap:go) from many fresh keys fill the 20 places, and Alice's own node,
+// the one provider that has a card under that name, is never asked. With
+// 200 such keys on the DHT nodes closest to the key, Alice's node is among
+// the first 20 in about one lookup in ten; here the strangers simply come
+// first. They need not even answer.
+func TestReviewStrangersProvidersCrowdOutTheRealAgent(t *testing.T) {
+	ho, ko := loopbackHost(t)
+	owner := runService(t, agents.Config{Host: ho, Key: ko, Routing: providersRouting{}, Contacts: noContacts{}, Handle: "alice"})
+	if _, err := owner.Register(context.Background(), agents.RegisterRequest{Name: "coder", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if !pollFor(10*time.Second, func() bool {
+		cs, err := owner.Find(context.Background(), "handle:alice")
+		return err == nil && len(cs) == 1
+	}) {
+		t.Fatal("the owner's card was not sealed")
+	}
+	var provs []peer.AddrInfo
+	for range 20 {
+		h, _ := loopbackHost(t) // no /parley/cards/1 handler: refused at once
+		provs = append(provs, peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()})
+	}
+	hs, ks := loopbackHost(t)
+	searcher := runService(t, agents.Config{Host: hs, Key: ks, Contacts: noContacts{},
+		Routing: providersRouting{provs: append(provs, peer.AddrInfo{ID: ho.ID(), Addrs: ho.Addrs()})}})
+	cs, err := searcher.Find(context.Background(), "handle:alice")
+	if err != nil || !hasCard(cs, ho.ID(), "coder") {
+		t.Fatalf("with 20 strangers providing handle:alice, find handle:alice gave %+v (err %v): alice's agent is hidden", cs, err)
+	}
+}
