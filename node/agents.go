@@ -3,6 +3,7 @@ package node
 import (
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"slices"
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/agents"
@@ -60,7 +61,7 @@ func (a agentContacts) Active() []agents.Contact {
 	var out []agents.Contact
 	for _, e := range a.cs.List() {
 		if e.State == consent.StateActive {
-			out = append(out, agents.Contact{Peer: e.PeerID, Handle: e.Handle})
+			out = append(out, agents.Contact{Peer: e.PeerID, Handle: e.Handle, Presence: slices.Contains(e.Scopes, consent.ScopePresence)})
 		}
 	}
 	return out

@@ -72,7 +72,7 @@ func (s *Service) presenceRound(ctx context.Context) {
 	s.outMu.Lock()
 	active := make(map[peer.ID]bool, len(contacts))
 	for _, c := range contacts {
-		if c.Peer == s.self {
+		if c.Peer == s.self || !c.Presence {
 			continue
 		}
 		active[c.Peer] = true
@@ -219,12 +219,13 @@ func (s *Service) disconnected(p peer.ID) {
 	})
 }
 
-// isContact reports whether p is an active contact that passes Allowed.
+// isContact reports whether p is an active contact that passes Allowed
+// and whose certificate grants presence.
 func (s *Service) isContact(p peer.ID) bool {
 	if s.cfg.Contacts.Allowed(p) != nil {
 		return false
 	}
-	return slices.ContainsFunc(s.cfg.Contacts.Active(), func(c Contact) bool { return c.Peer == p })
+	return slices.ContainsFunc(s.cfg.Contacts.Active(), func(c Contact) bool { return c.Peer == p && c.Presence })
 }
 
 // handlePresence takes presence messages from a contact.
@@ -355,7 +356,7 @@ func (s *Service) Who(ctx context.Context) []WhoEntry {
 	s.inMu.Lock()
 	for _, c := range contacts {
 		r := s.remote[c.Peer]
-		if r == nil || !s.live(r, now) || s.cfg.Contacts.Allowed(c.Peer) != nil {
+		if r == nil || !c.Presence || !s.live(r, now) || s.cfg.Contacts.Allowed(c.Peer) != nil {
 			continue
 		}
 		for _, a := range r.agents {

@@ -167,7 +167,7 @@ func TestPresenceStaleAfterMissedHeartbeats(t *testing.T) {
 	defer h.Close()
 	c := &clock{t: time.UnixMilli(1_800_000_000_000)}
 	friendKey, friend := key(t)
-	cs := &fakeContacts{active: []Contact{{Peer: friend, Handle: "bob"}}}
+	cs := &fakeContacts{active: []Contact{{Peer: friend, Handle: "bob", Presence: true}}}
 	s, err := New(Config{Host: h, Key: priv, Routing: noRouting{}, Contacts: cs, Heartbeat: time.Second, Now: c.now})
 	if err != nil {
 		t.Fatal(err)

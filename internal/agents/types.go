@@ -72,6 +72,10 @@ type CardView struct {
 type Contact struct {
 	Peer   peer.ID
 	Handle string
+	// Presence: the contact's certificate grants the presence scope
+	// (consent.ScopePresence): each node sees what the other's agents
+	// work on. Presence goes only to, and is taken only from, such.
+	Presence bool
 }
 
 // jsonTime is how times appear in the API: UTC, millisecond precision

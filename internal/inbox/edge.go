@@ -516,7 +516,7 @@ func (b *Inbox) checkKnown(ctx context.Context, m member) (note string, err erro
 			}
 		}
 		if !b.cfg.Agents.Heard(ctx, m.peer) {
-			return fmt.Sprintf("%s could not be checked: its node tells this node nothing of its agents (it is not a contact, or was not heard from lately); if no agent of that name runs there, nobody will answer", m), nil
+			return fmt.Sprintf("%s could not be checked: its node tells this node nothing of its agents (it is not a contact, their certificate does not share presence, or it was not heard from lately); if no agent of that name runs there, nobody will answer", m), nil
 		}
 		if time.Now().After(deadline) {
 			return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,

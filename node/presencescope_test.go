@@ -15,10 +15,10 @@ import (
 // the other peer's agents are working on", consent.ScopePresence) must not
 // be sent presence: `parley org trust ORGKEY --scopes ask` is the user's
 // way to let another organisation's members ask without seeing what the
-// agents work on. Presence goes to every active contact whatever its
-// certificate grants, so the contact's `parley who` shows the agent's
-// working_on and role.
-func TestReviewPresenceIgnoresTheCertificatesScopes(t *testing.T) {
+// agents work on. Before, presence went to every active contact whatever
+// its certificate granted, so the contact's `parley who` showed the
+// agent's working_on and role (found by a review).
+func TestPresenceFollowsTheCertificatesScopes(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.ConnectAll()
 	const x1, y1 = 0, 1
