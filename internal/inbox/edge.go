@@ -712,6 +712,12 @@ func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoo
 	if err := b.mustBeKnown(ctx, a, nil); err != nil {
 		return res, err
 	}
+	// Opening a room is a post (its create event, and a room kept in
+	// memory for good): a muted or killed agent opens none, and the post
+	// limit counts it.
+	if err := b.checkPost(a); err != nil {
+		return res, err
+	}
 	var ms []member
 	for _, s := range req.Members {
 		m, err := b.parseMember(s)
@@ -786,6 +792,9 @@ func (b *Inbox) Invite(ctx context.Context, agent string, req localapi.InviteReq
 		return res, err
 	}
 	if err := b.mustBeKnown(ctx, a, &in); err != nil {
+		return res, err
+	}
+	if err := b.checkPost(a); err != nil {
 		return res, err
 	}
 	if m.name == "" {

@@ -146,6 +146,13 @@ func (b *Inbox) Remove(ctx context.Context, room string, req localapi.RemoveRequ
 		if err := b.mustBeKnown(ctx, by, &in); err != nil {
 			return localapi.EventID{}, err
 		}
+		// A removal is a post of the agent's: a muted or killed agent
+		// removes nobody (its node's user still does).
+		if by != identity.HumanAgent {
+			if err := b.checkPost(by); err != nil {
+				return localapi.EventID{}, err
+			}
+		}
 	}
 	s := strings.TrimSpace(req.PeerID)
 	if !strings.Contains(s, "@") {

@@ -186,8 +186,11 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 		return // a muted agent's event: nothing for this node's agents
 	}
 	if v.ReplyTo != nil {
+		// A reply answers an ask of its own room only: a message of
+		// another room that names the ask (a node removed from the ask's
+		// room knows its ID) answers nothing.
 		ask := v.ReplyTo.String()
-		if a := st.owed[ask]; a != nil && from(v) != a.From {
+		if a := st.owed[ask]; a != nil && a.Room == v.Room && from(v) != a.From {
 			if own {
 				// The agent's own answer, seen by a scan before its Say
 				// noted it (Say counts it when it comes first). It read
@@ -200,7 +203,7 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 			}
 			st.dropAsk(agent, "o", ask) // answered, by whoever came first
 		}
-		if a := st.asked[ask]; a != nil && a.Reply == nil && !own {
+		if a := st.asked[ask]; a != nil && a.Room == v.Room && a.Reply == nil && !own {
 			reply := item(v, roomName)
 			reply.Kind = "reply"
 			a.Reply = &reply
