@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"container/list"
 	"context"
 	"strings"
 	"sync"
@@ -62,23 +63,57 @@ type ProviderStoreConfig struct {
 // ProviderStore is the DHT's provider datastore (pass it with
 // dht.ProviderDatastore): an in-memory store that keeps only records under
 // Parley's provider key form (IsProviderKey), at most MaxPerPeer of each
-// peer, from at most MaxPeers peers, MaxRecords in all. Records beyond the
-// bounds are dropped when written (the DHT's provider manager buffers its
-// writes, so dropping cannot be an error); Admit refuses them earlier,
-// before the DHT handles an announcement. Records leave when the provider
-// manager's garbage collection deletes them (they expire after the DHT's
-// provide validity). It is safe for concurrent use.
+// peer, from at most MaxPeers peers, MaxRecords in all.
+//
+// When it is full it makes room rather than refuse, so that whoever came
+// first cannot keep everyone else out: a new peer takes the place of the
+// peer that holds the fewest records (the one heard from longest ago among
+// them; all of its records go), and a record that finds every record taken
+// takes the oldest record of the peer that holds the most, if that peer
+// would still hold at least as many as the newcomer. A peer at MaxPerPeer,
+// or one that already holds its fair share of a full store, is refused.
+// Records refused are dropped when written (the DHT's provider manager
+// buffers its writes, so dropping cannot be an error); Admit refuses them
+// earlier, before the DHT handles an announcement. Records leave when the
+// provider manager's garbage collection deletes them (they expire after
+// the DHT's provide validity) or when they give way as above. It is safe
+// for concurrent use.
 type ProviderStore struct {
 	cfg  ProviderStoreConfig
 	self string // base32 of cfg.Self, as records name peers
 
-	mu      sync.Mutex                   // protects the fields below
-	keys    map[string]map[string][]byte // base32 key → base32 peer → value
-	perPeer map[string]int               // base32 peer → records
-	total   int
-	dropped uint64 // writes dropped by Put
-	refused uint64 // announcements refused by Admit
+	mu      sync.Mutex                     // protects the fields below
+	keys    map[string]map[string]*provRec // base32 key → base32 peer → record
+	peers   map[string]*provPeer           // base32 peer → its records
+	byCount []map[string]*provPeer         // [n]: the peers other than this node with n records
+	total   int                            // records, this node's among them
+	clock   uint64                         // write counter: orders records by age
+	dropped uint64                         // writes dropped by Put
+	refused uint64                         // announcements refused by Admit
+	evicted uint64                         // records that gave way to others
 }
+
+// provRec is one record.
+type provRec struct {
+	kb    string
+	v     []byte
+	at    uint64        // clock when last written
+	entry *list.Element // in its peer's recs
+}
+
+// provPeer is one peer's records, the least recently written first.
+type provPeer struct {
+	pb   string
+	recs *list.List // of *provRec
+}
+
+func (pp *provPeer) n() int { return pp.recs.Len() }
+
+// newest is the clock of pp's last write.
+func (pp *provPeer) newest() uint64 { return pp.recs.Back().Value.(*provRec).at }
+
+// oldest is pp's least recently written record.
+func (pp *provPeer) oldest() *provRec { return pp.recs.Front().Value.(*provRec) }
 
 var _ ds.Batching = (*ProviderStore)(nil)
 
@@ -93,10 +128,15 @@ func NewProviderStore(cfg ProviderStoreConfig) *ProviderStore {
 	if cfg.MaxPeers <= 0 {
 		cfg.MaxPeers = DefaultMaxProviderPeers
 	}
-	return &ProviderStore{
+	s := &ProviderStore{
 		cfg: cfg, self: base32.RawStdEncoding.EncodeToString([]byte(cfg.Self)),
-		keys: make(map[string]map[string][]byte), perPeer: make(map[string]int),
+		keys: make(map[string]map[string]*provRec), peers: make(map[string]*provPeer),
+		byCount: make([]map[string]*provPeer, cfg.MaxPerPeer+1),
 	}
+	for i := range s.byCount {
+		s.byCount[i] = make(map[string]*provPeer)
+	}
+	return s
 }
 
 // Stats returns the records kept, the peers they belong to, and how many
@@ -105,12 +145,21 @@ func NewProviderStore(cfg ProviderStoreConfig) *ProviderStore {
 func (s *ProviderStore) Stats() (records, peers int, refused uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.total, len(s.perPeer), s.refused + s.dropped
+	return s.total, len(s.peers), s.refused + s.dropped
+}
+
+// Evicted returns how many records gave way to others' in a full store.
+func (s *ProviderStore) Evicted() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.evicted
 }
 
 // Admit reports whether a provider record of p under key (as in an
 // ADD_PROVIDER message) would be kept: key has Parley's form and p is
-// within its bounds (a record p already has is always admitted again).
+// within its bounds (a record p already has is always admitted again),
+// room made as the store's documentation says. It changes nothing: the
+// room is made when the record is written.
 func (s *ProviderStore) Admit(p peer.ID, key []byte) bool {
 	ok := IsProviderKey(key)
 	s.mu.Lock()
@@ -118,7 +167,7 @@ func (s *ProviderStore) Admit(p peer.ID, key []byte) bool {
 	if ok {
 		kb := base32.RawStdEncoding.EncodeToString(key)
 		pb := base32.RawStdEncoding.EncodeToString([]byte(p))
-		ok = s.fitsLocked(kb, pb, p)
+		ok = s.makeRoomLocked(kb, pb, p, false)
 	}
 	if !ok {
 		s.refused++
@@ -126,21 +175,116 @@ func (s *ProviderStore) Admit(p peer.ID, key []byte) bool {
 	return ok
 }
 
-// fitsLocked reports whether the record (kb, pb) may be kept. This node's
-// own records do not count against the bounds.
-func (s *ProviderStore) fitsLocked(kb, pb string, p peer.ID) bool {
+// makeRoomLocked reports whether the record (kb, pb) may be kept, and, if
+// evict, makes room for it. This node's own records do not count against
+// the bounds and never give way.
+func (s *ProviderStore) makeRoomLocked(kb, pb string, p peer.ID, evict bool) bool {
 	if _, ok := s.keys[kb][pb]; ok || p == s.cfg.Self {
 		return true
 	}
-	others, peers := s.total-s.perPeer[s.self], len(s.perPeer)
-	if s.perPeer[s.self] > 0 {
-		peers--
+	n := 0
+	if pp := s.peers[pb]; pp != nil {
+		n = pp.n()
 	}
-	n := s.perPeer[pb]
-	if n == 0 && peers >= s.cfg.MaxPeers {
+	if n >= s.cfg.MaxPerPeer {
 		return false
 	}
-	return n < s.cfg.MaxPerPeer && others < s.cfg.MaxRecords
+	others, peers := s.total, len(s.peers)
+	if own := s.peers[s.self]; own != nil {
+		others -= own.n()
+		peers--
+	}
+	if n == 0 && peers >= s.cfg.MaxPeers {
+		// A new peer takes the place of the one with the fewest records.
+		v := s.fewestLocked()
+		if v == nil {
+			return false
+		}
+		if !evict {
+			return true // its records free a record too
+		}
+		for v.recs.Len() > 0 {
+			s.removeLocked(v.oldest(), v)
+			s.evicted++
+		}
+		return true
+	}
+	if others < s.cfg.MaxRecords {
+		return true
+	}
+	// Every record is taken: the peer that holds the most gives up its
+	// oldest, if it would still hold at least as many as p.
+	v := s.mostLocked()
+	if v == nil || v.n() <= n+1 {
+		return false
+	}
+	if evict {
+		s.removeLocked(v.oldest(), v)
+		s.evicted++
+	}
+	return true
+}
+
+// fewestLocked returns the peer other than this node that holds the
+// fewest records, of those the one written to longest ago; nil if none.
+func (s *ProviderStore) fewestLocked() *provPeer {
+	for _, b := range s.byCount[1:] {
+		var v *provPeer
+		for _, pp := range b {
+			if v == nil || pp.newest() < v.newest() {
+				v = pp
+			}
+		}
+		if v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// mostLocked returns the peer other than this node that holds the most
+// records, of those the one whose oldest record is oldest; nil if none.
+func (s *ProviderStore) mostLocked() *provPeer {
+	for i := len(s.byCount) - 1; i > 0; i-- {
+		var v *provPeer
+		for _, pp := range s.byCount[i] {
+			if v == nil || pp.oldest().at < v.oldest().at {
+				v = pp
+			}
+		}
+		if v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// recountLocked moves pp from the bucket of its old count to its present
+// one (this node is in none).
+func (s *ProviderStore) recountLocked(pp *provPeer, old int) {
+	if pp.pb == s.self {
+		return
+	}
+	delete(s.byCount[old], pp.pb)
+	if n := pp.n(); n > 0 {
+		s.byCount[n][pp.pb] = pp
+	}
+}
+
+// removeLocked removes record r of peer pp.
+func (s *ProviderStore) removeLocked(r *provRec, pp *provPeer) {
+	m := s.keys[r.kb]
+	delete(m, pp.pb)
+	if len(m) == 0 {
+		delete(s.keys, r.kb)
+	}
+	s.total--
+	old := pp.n()
+	pp.recs.Remove(r.entry)
+	s.recountLocked(pp, old)
+	if pp.n() == 0 {
+		delete(s.peers, pp.pb)
+	}
 }
 
 // parse splits a datastore key into its base32 provider key and peer. ok is
@@ -168,26 +312,38 @@ func parse(k ds.Key) (kb, pb string, p peer.ID, ok bool) {
 	return kb, pb, p, true
 }
 
-// Put keeps a record if it has Parley's form and fits the bounds, and
-// drops it otherwise.
+// Put keeps a record if it has Parley's form and fits the bounds, making
+// room as the store's documentation says, and drops it otherwise.
 func (s *ProviderStore) Put(_ context.Context, k ds.Key, v []byte) error {
 	kb, pb, p, ok := parse(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !ok || !s.fitsLocked(kb, pb, p) {
+	if !ok || !s.makeRoomLocked(kb, pb, p, true) {
 		s.dropped++
 		return nil
 	}
+	s.clock++
+	v = append([]byte(nil), v...)
 	m := s.keys[kb]
+	if r := m[pb]; r != nil {
+		r.v, r.at = v, s.clock
+		s.peers[pb].recs.MoveToBack(r.entry)
+		return nil
+	}
 	if m == nil {
-		m = make(map[string][]byte)
+		m = make(map[string]*provRec)
 		s.keys[kb] = m
 	}
-	if _, had := m[pb]; !had {
-		s.perPeer[pb]++
-		s.total++
+	pp := s.peers[pb]
+	if pp == nil {
+		pp = &provPeer{pb: pb, recs: list.New()}
+		s.peers[pb] = pp
 	}
-	m[pb] = append([]byte(nil), v...)
+	r := &provRec{kb: kb, v: v, at: s.clock}
+	r.entry = pp.recs.PushBack(r)
+	m[pb] = r
+	s.total++
+	s.recountLocked(pp, pp.n()-1)
 	return nil
 }
 
@@ -199,17 +355,8 @@ func (s *ProviderStore) Delete(_ context.Context, k ds.Key) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.keys[kb]
-	if _, had := m[pb]; !had {
-		return nil
-	}
-	delete(m, pb)
-	if len(m) == 0 {
-		delete(s.keys, kb)
-	}
-	s.total--
-	if s.perPeer[pb]--; s.perPeer[pb] <= 0 {
-		delete(s.perPeer, pb)
+	if r := s.keys[kb][pb]; r != nil {
+		s.removeLocked(r, s.peers[pb])
 	}
 	return nil
 }
@@ -222,11 +369,11 @@ func (s *ProviderStore) Get(_ context.Context, k ds.Key) ([]byte, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, had := s.keys[kb][pb]
-	if !had {
+	r := s.keys[kb][pb]
+	if r == nil {
 		return nil, ds.ErrNotFound
 	}
-	return append([]byte(nil), v...), nil
+	return append([]byte(nil), r.v...), nil
 }
 
 // Has reports whether a record exists.
@@ -254,11 +401,11 @@ func (s *ProviderStore) GetSize(ctx context.Context, k ds.Key) (int, error) {
 func (s *ProviderStore) Query(_ context.Context, q dsq.Query) (dsq.Results, error) {
 	prefix := ds.NewKey(q.Prefix).String()
 	var entries []dsq.Entry
-	add := func(kb string, m map[string][]byte) {
-		for pb, v := range m {
-			e := dsq.Entry{Key: providersPrefix + kb + "/" + pb, Size: len(v)}
+	add := func(kb string, m map[string]*provRec) {
+		for pb, r := range m {
+			e := dsq.Entry{Key: providersPrefix + kb + "/" + pb, Size: len(r.v)}
 			if !q.KeysOnly {
-				e.Value = append([]byte(nil), v...)
+				e.Value = append([]byte(nil), r.v...)
 			}
 			entries = append(entries, e)
 		}

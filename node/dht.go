@@ -19,9 +19,13 @@ import (
 // (discovery.ValueStore: so many cards per node, so many records in all).
 // Provider records are kept in a bounded store (discovery.ProviderStore):
 // only keys of Parley's form, at most so many per peer, from so many
-// peers, in all; an announcement out of bounds is refused before the DHT
-// handles it, and at most discovery.MaxProviderAddrs of its addresses are
-// kept. Records live as long as an agent card may (discovery.MaxCardTTL
+// peers, in all; when full it makes room for a newcomer's record by taking
+// one of the peer that holds the most (or, for a new peer when every peer
+// place is taken, the peer that holds the fewest), so that whoever came
+// first cannot keep everyone else out; an announcement out of bounds (a
+// peer at its bound, or one that holds its share of a full store) is
+// refused before the DHT handles it, and at most
+// discovery.MaxProviderAddrs of its addresses are kept. Records live as long as an agent card may (discovery.MaxCardTTL
 // plus the clock skew allowed), since nodes announce their cards again
 // well within that.
 func (n *Node) dhtOptions() []dht.Option {
@@ -58,8 +62,12 @@ func (n *Node) registerDHTMetrics(ps *discovery.ProviderStore, vs *discovery.Val
 		}, func() float64 { r, _, _ := ps.Stats(); return float64(r) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "parley_dht_provider_refused_total",
-			Help: "Provider announcements refused: not Parley's key form, or over the per-peer or total bound.",
+			Help: "Provider announcements refused: not Parley's key form, over the per-peer bound, or over a fair share of a full store.",
 		}, func() float64 { _, _, d := ps.Stats(); return float64(d) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "parley_dht_provider_evicted_total",
+			Help: "Provider records that gave way to another peer's in a full store.",
+		}, func() float64 { return float64(ps.Evicted()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "parley_dht_value_records", Help: "DHT value records (agent cards, public keys) this node keeps.",
 		}, func() float64 { r, _ := vs.Stats(); return float64(r) }),
