@@ -24,14 +24,29 @@ import (
 // agent cards (see the package documentation).
 const ProtocolCards protocol.ID = "/parley/cards/1"
 
-// Lookup limits.
+// Lookup limits. Anyone may announce any provider key, so a query meets
+// strangers' providers that have no card under it, answer nothing or hold
+// the stream open: each fetch gets fetchTimeout, far under FindTimeout;
+// fetchWorkers run at once, so a few stalled fetches leave the others
+// going; contacts are asked first and providers that gave nothing lately
+// last; and a query takes many providers, so that strangers' cannot fill
+// its places. What one Find costs stays bounded: at most maxProviders
+// providers a query (a free word runs three), fetchWorkers fetches at once,
+// each at most fetchTimeout, all within FindTimeout.
 const (
 	// maxProviders is the most providers taken per provider key.
-	maxProviders = 20
+	maxProviders = 200
 	// fetchWorkers bounds the card fetches of one query running at once.
-	fetchWorkers = 8
-	// cardsTimeout bounds one /parley/cards/1 exchange.
+	fetchWorkers = 16
+	// fetchTimeout bounds asking one provider: the dial, the
+	// /parley/cards/1 exchange, and for agent: the DHT lookup of its card.
+	fetchTimeout = 2 * time.Second
+	// cardsTimeout bounds serving one /parley/cards/1 exchange.
 	cardsTimeout = 10 * time.Second
+	// emptyFor is how long a provider that gave no valid card is asked
+	// after the others; at most maxEmpty such providers are remembered.
+	emptyFor = 10 * time.Minute
+	maxEmpty = 4096
 	// lookupQuorum is how many DHT answers a card get waits for after the
 	// first (the best, by seq, wins): a full lookup takes ~5x as long on
 	// loopback (p50 ~3 ms against ~10 ms in a 50-node testnet), and each put
@@ -62,7 +77,7 @@ func (s *Service) fetchCards(ctx context.Context, ai peer.AddrInfo) ([]*discover
 	if len(ai.Addrs) > 0 {
 		s.cfg.Host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
 	}
-	ctx, cancel := context.WithTimeout(ctx, cardsTimeout)
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	st, err := s.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "cards"), ai.ID, ProtocolCards)
 	if err != nil {
@@ -190,31 +205,139 @@ func (s *Service) findQuery(ctx context.Context, q discovery.Query, f *fetcher, 
 			res.add(c)
 		}
 	}
+	// Providers are queued as the DHT finds them and handed to the
+	// workers, contacts first and those that gave nothing lately last;
+	// a stalled fetch holds one worker for fetchTimeout at most.
+	work := make(chan peer.AddrInfo)
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, fetchWorkers)
-	for ai := range s.cfg.Routing.FindProvidersAsync(ctx, key, maxProviders) {
-		if ai.ID == s.self {
-			continue
-		}
+	for range fetchWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
+			for ai := range work {
+				s.findAt(ctx, q, ai, f, res)
 			}
-			defer func() { <-sem }()
-			s.findAt(ctx, q, ai, f, res)
 		}()
 	}
+	var queue providerQueue
+	in, taken := s.cfg.Routing.FindProvidersAsync(ctx, key, maxProviders), 0
+loop:
+	for in != nil || queue.len() > 0 {
+		var out chan peer.AddrInfo
+		var next peer.AddrInfo
+		if queue.len() > 0 {
+			out, next = work, queue.peek()
+		}
+		select {
+		case ai, ok := <-in:
+			switch {
+			case !ok:
+				in = nil
+			case ai.ID == s.self:
+			default:
+				queue.push(ai, s.providerRank(ai.ID))
+				if taken++; taken == maxProviders {
+					in = nil
+				}
+			}
+		case out <- next:
+			queue.pop()
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	close(work)
 	wg.Wait()
+}
+
+// Provider ranks: the order in which a query asks its providers.
+const (
+	rankContact = iota // the node's contacts
+	rankOther
+	rankEmpty // gave no valid card lately
+	numRanks
+)
+
+func (s *Service) providerRank(p peer.ID) int {
+	if s.cfg.Contacts.Allowed(p) == nil {
+		return rankContact
+	}
+	s.emptyMu.Lock()
+	defer s.emptyMu.Unlock()
+	if until, ok := s.empty[p]; ok && s.now().Before(until) {
+		return rankEmpty
+	}
+	return rankOther
+}
+
+// fetched notes whether p gave a valid card: one that gave none is asked
+// after the others for emptyFor. At most maxEmpty peers are remembered,
+// the expired dropped first, then any.
+func (s *Service) fetched(p peer.ID, gave bool) {
+	s.emptyMu.Lock()
+	defer s.emptyMu.Unlock()
+	if gave {
+		delete(s.empty, p)
+		return
+	}
+	now := s.now()
+	if _, ok := s.empty[p]; !ok && len(s.empty) >= maxEmpty {
+		for q, until := range s.empty {
+			if !now.Before(until) {
+				delete(s.empty, q)
+			}
+		}
+		for q := range s.empty {
+			if len(s.empty) < maxEmpty {
+				break
+			}
+			delete(s.empty, q)
+		}
+	}
+	s.empty[p] = now.Add(emptyFor)
+}
+
+// providerQueue holds a query's providers not yet asked, first in first
+// out within each rank.
+type providerQueue struct {
+	q [numRanks][]peer.AddrInfo
+}
+
+func (pq *providerQueue) len() int {
+	n := 0
+	for _, q := range pq.q {
+		n += len(q)
+	}
+	return n
+}
+
+func (pq *providerQueue) push(ai peer.AddrInfo, rank int) { pq.q[rank] = append(pq.q[rank], ai) }
+
+// peek returns the next provider; the queue must not be empty.
+func (pq *providerQueue) peek() peer.AddrInfo {
+	for _, q := range pq.q {
+		if len(q) > 0 {
+			return q[0]
+		}
+	}
+	panic("agents: peek at an empty provider queue")
+}
+
+func (pq *providerQueue) pop() {
+	for i, q := range pq.q {
+		if len(q) > 0 {
+			pq.q[i] = q[1:]
+			return
+		}
+	}
 }
 
 // findAt adds the cards of provider ai that match q.
 func (s *Service) findAt(ctx context.Context, q discovery.Query, ai peer.AddrInfo, f *fetcher, res *found) {
 	if q.Kind == discovery.KindAgent {
-		c, err := s.dhtCard(ctx, ai.ID, identity.AgentName(q.Value))
+		lctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+		c, err := s.dhtCard(lctx, ai.ID, identity.AgentName(q.Value))
+		cancel()
 		if err == nil {
 			if c != nil {
 				res.add(c)
@@ -265,6 +388,9 @@ func (f *fetcher) cards(ctx context.Context, ai peer.AddrInfo) []*discovery.Card
 		cards, err := f.s.fetchCards(ctx, ai)
 		if err != nil {
 			f.s.log.Debug("cards not fetched", "remote", ai.ID.String(), "err", err)
+		}
+		if ctx.Err() == nil {
+			f.s.fetched(ai.ID, len(cards) > 0)
 		}
 		pf.cards = cards
 		close(pf.done)

@@ -259,3 +259,54 @@ func (noRouting) FindProvidersAsync(context.Context, cid.Cid, int) <-chan peer.A
 func (noRouting) FindPeer(context.Context, peer.ID) (peer.AddrInfo, error) {
 	return peer.AddrInfo{}, routing.ErrNotFound
 }
+
+// A provider that gave no valid card is asked after the others for a
+// while, one that gives one again is not; a contact always comes first;
+// and at most maxEmpty such providers are remembered.
+func TestProvidersThatGaveNothingAreAskedLast(t *testing.T) {
+	priv, _ := key(t)
+	h, err := libp2p.New(libp2p.Identity(priv), libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c := &clock{t: time.UnixMilli(1_800_000_000_000)}
+	_, friend := key(t)
+	s, err := New(Config{Host: h, Key: priv, Routing: noRouting{}, Now: c.now,
+		Contacts: &fakeContacts{active: []Contact{{Peer: friend}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, stranger := key(t)
+	if s.providerRank(stranger) != rankOther || s.providerRank(friend) != rankContact {
+		t.Fatal("ranks of a stranger and a contact")
+	}
+	s.fetched(stranger, false)
+	s.fetched(friend, false)
+	if s.providerRank(stranger) != rankEmpty || s.providerRank(friend) != rankContact {
+		t.Fatal("a stranger that gave nothing is not asked last, or a contact is not asked first")
+	}
+	c.add(emptyFor)
+	if s.providerRank(stranger) != rankOther {
+		t.Fatal("still asked last after emptyFor")
+	}
+	s.fetched(stranger, false)
+	s.fetched(stranger, true)
+	if s.providerRank(stranger) != rankOther {
+		t.Fatal("asked last after it gave a card")
+	}
+	for i := range maxEmpty + 100 {
+		p := peer.ID(fmt.Sprint("p", i))
+		s.fetched(p, false)
+		if i%1000 == 0 {
+			c.add(time.Minute)
+		}
+	}
+	s.emptyMu.Lock()
+	n := len(s.empty)
+	s.emptyMu.Unlock()
+	if n > maxEmpty {
+		t.Fatalf("%d providers remembered, bound %d", n, maxEmpty)
+	}
+}

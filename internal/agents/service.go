@@ -193,6 +193,9 @@ type Service struct {
 
 	limPresence, limCards *ratelimit.Limiter[peer.ID]
 
+	emptyMu sync.Mutex            // protects empty
+	empty   map[peer.ID]time.Time // providers that gave no valid card → until when they are asked last
+
 	pubKick, presKick, sweepKick chan struct{}
 
 	lifeMu  sync.Mutex // protects closing, running
@@ -221,6 +224,7 @@ func New(cfg Config) (*Service, error) {
 		reg: newRegistry(), pub: make(map[identity.AgentName]*pubState), tombs: make(map[identity.AgentName]*tombstone),
 		provided: make(map[string]time.Time), out: make(map[peer.ID]*outState),
 		remote: make(map[peer.ID]*remoteState), lastSeq: make(map[peer.ID]uint64), probing: make(map[peer.ID]bool),
+		empty:       make(map[peer.ID]time.Time),
 		limPresence: ratelimit.New[peer.ID](PresenceRateLimit, 0), limCards: ratelimit.New[peer.ID](CardsRateLimit, 0),
 		pubKick: make(chan struct{}, 1), presKick: make(chan struct{}, 1), sweepKick: make(chan struct{}, 1),
 		runDone: make(chan struct{}),

@@ -96,11 +96,13 @@ func runService(t *testing.T, cfg agents.Config) *agents.Service {
 
 // Strangers with fresh keys that announce a capability (provider records
 // say only "this peer has something under this name") and then hold the
-// /parley/cards/1 stream open without writing take every one of a query's
-// fetchWorkers (8) for cardsTimeout (10 s), which is the whole of
-// FindTimeout (10 s): an honest provider that a later DHT answer brings is
-// never asked, and `parley find cap:go` finds nothing. Eight keys do it.
-func TestReviewStallingProvidersHideTheRealAgent(t *testing.T) {
+// /parley/cards/1 stream open without writing. Before, eight of them took
+// every one of a query's 8 fetch workers for the 10 s of a cards exchange,
+// which was the whole of FindTimeout (10 s): an honest provider that a
+// later DHT answer brought was never asked, and `parley find cap:go` found
+// nothing. Now each fetch has fetchTimeout (2 s) and a query 16 workers:
+// the late provider is asked at once.
+func TestStallingProvidersDoNotHideTheRealAgent(t *testing.T) {
 	ho, ko := loopbackHost(t)
 	owner := runService(t, agents.Config{Host: ho, Key: ko, Routing: providersRouting{}, Contacts: noContacts{}})
 	if _, err := owner.Register(context.Background(), agents.RegisterRequest{
@@ -163,14 +165,15 @@ func pollFor(d time.Duration, cond func() bool) bool {
 	}
 }
 
-// A query takes at most maxProviders (20) providers of a key, and anyone
-// may be a provider of any key: strangers that announce handle:alice (or
-// cap:go) from many fresh keys fill the 20 places, and Alice's own node,
-// the one provider that has a card under that name, is never asked. With
-// 200 such keys on the DHT nodes closest to the key, Alice's node is among
-// the first 20 in about one lookup in ten; here the strangers simply come
-// first. They need not even answer.
-func TestReviewStrangersProvidersCrowdOutTheRealAgent(t *testing.T) {
+// Anyone may be a provider of any key. Before, a query took at most 20
+// providers of a key: strangers that announced handle:alice (or cap:go)
+// from many fresh keys filled the 20 places, and Alice's own node, the one
+// provider that has a card under that name, was never asked (with 200 such
+// keys on the DHT nodes closest to the key, Alice's node was among the
+// first 20 in about one lookup in ten; here the strangers simply come
+// first, and need not even answer). Now a query takes up to maxProviders
+// (200).
+func TestStrangersProvidersDoNotCrowdOutTheRealAgent(t *testing.T) {
 	ho, ko := loopbackHost(t)
 	owner := runService(t, agents.Config{Host: ho, Key: ko, Routing: providersRouting{}, Contacts: noContacts{}, Handle: "alice"})
 	if _, err := owner.Register(context.Background(), agents.RegisterRequest{Name: "coder", TTLSeconds: 600}); err != nil {
@@ -193,5 +196,63 @@ func TestReviewStrangersProvidersCrowdOutTheRealAgent(t *testing.T) {
 	cs, err := searcher.Find(context.Background(), "handle:alice")
 	if err != nil || !hasCard(cs, ho.ID(), "coder") {
 		t.Fatalf("with 20 strangers providing handle:alice, find handle:alice gave %+v (err %v): alice's agent is hidden", cs, err)
+	}
+}
+
+type contactsOf []peer.ID
+
+func (c contactsOf) Allowed(p peer.ID) error {
+	for _, q := range c {
+		if q == p {
+			return nil
+		}
+	}
+	return errors.New("not a contact")
+}
+
+func (contactsOf) Active() []agents.Contact { return nil }
+
+// A query asks its contacts among the providers before strangers, also
+// when the DHT brings them last: 48 strangers that hold the stream open
+// come first, and the owner, a contact of the searcher, 300 ms later. In
+// the order they came the owner would be asked after three rounds of 16
+// stalled fetches of 2 s each, past the searcher's FindTimeout of 4 s; as
+// a contact it is asked when the first stalled fetch ends.
+func TestFindAsksContactsFirst(t *testing.T) {
+	ho, ko := loopbackHost(t)
+	owner := runService(t, agents.Config{Host: ho, Key: ko, Routing: providersRouting{}, Contacts: noContacts{}})
+	if _, err := owner.Register(context.Background(), agents.RegisterRequest{
+		Name: "coder", Capabilities: []string{"go"}, TTLSeconds: 600,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !pollFor(10*time.Second, func() bool {
+		cs, err := owner.Find(context.Background(), "cap:go")
+		return err == nil && len(cs) == 1
+	}) {
+		t.Fatal("the owner's card was not sealed")
+	}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var provs []peer.AddrInfo
+	for range 48 {
+		h, _ := loopbackHost(t)
+		h.SetStreamHandler(agents.ProtocolCards, func(st network.Stream) {
+			select {
+			case <-release:
+			case <-time.After(time.Minute):
+			}
+			_ = st.Reset()
+		})
+		provs = append(provs, peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()})
+	}
+	hs, ks := loopbackHost(t)
+	searcher := runService(t, agents.Config{Host: hs, Key: ks, FindTimeout: 4 * time.Second, Contacts: contactsOf{ho.ID()},
+		Routing: providersRouting{provs: provs, late: []peer.AddrInfo{{ID: ho.ID(), Addrs: ho.Addrs()}}}})
+	start := time.Now()
+	cs, err := searcher.Find(context.Background(), "cap:go")
+	if err != nil || !hasCard(cs, ho.ID(), "coder") {
+		t.Fatalf("with 48 stalling strangers found before the owner, a contact, find cap:go gave %+v (err %v) after %v",
+			cs, err, time.Since(start).Round(time.Millisecond))
 	}
 }
