@@ -68,7 +68,9 @@
 // with ParseQuery ("cap:go", "agent:x", "handle:y", or a free word tried as
 // all three), calls FindProviders on each, and fetches and validates the
 // providers' cards from the DHT. Provider records say only "this peer has
-// something under this name"; the signed card is what counts.
+// something under this name"; the signed card is what counts. A DHT server
+// keeps others' provider records in a ProviderStore, which is bounded and,
+// when full, makes room for a newcomer's record rather than refuse it.
 //
 // # Presence: /parley/presence/1
 //

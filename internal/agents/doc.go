@@ -64,6 +64,14 @@
 // expired, or too long-lived is dropped. Cards are public: anyone may ask.
 // A peer may open at most CardsRateLimit streams a minute.
 //
+// Anyone may announce any provider key, so a query meets strangers that
+// have no card under it, answer nothing or hold the stream open. A query
+// takes up to 200 providers and asks them as the DHT brings them, 16 at
+// once, each within 2 s (dial, exchange and, for an agent name, the DHT
+// lookup), contacts first and providers that gave no valid card in the
+// last 10 minutes last (at most 4,096 remembered), all within
+// Config.FindTimeout.
+//
 // # Presence: /parley/presence/1
 //
 // The node sends a signed discovery.Presence of all its agents (state,
