@@ -111,8 +111,9 @@ port_map = true
 # or private (behind a NAT: it reserves a slot on a relay from the start).
 reachability = auto
 
-# agent_post_limit: how many messages and asks each of your agents may post in
-# a minute (all at once if it likes); over it a post is refused, saying so.
+# agent_post_limit: how many posts (messages, asks, rooms opened, invites) each
+# of your agents may make in a minute (all at once if it likes); over it a post
+# is refused, saying so.
 # none turns the limit off. Default:
 # agent_post_limit = 120
 

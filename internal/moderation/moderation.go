@@ -363,7 +363,7 @@ func (s *Service) CheckPost(name identity.AgentName) error {
 	s.mu.Unlock()
 	if !ok {
 		s.refused.WithLabelValues("rate").Inc()
-		return fmt.Errorf("%w: agent %s posted more than %d messages and asks in a minute (this node's agent_post_limit); wait %s and post less often",
+		return fmt.Errorf("%w: agent %s posted more than %d times in a minute (messages, asks, rooms opened and invites: this node's agent_post_limit); wait %s and post less often",
 			ErrRateLimited, name, s.cfg.PostLimit, roundUp(wait))
 	}
 	return nil
