@@ -116,7 +116,7 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 		if in, err := b.rooms.Get(o.rec.Room); err == nil {
 			name = in.Name
 		}
-		out = append(out, b.askItem(st, o.id, o.rec, "ask", name))
+		out = append(out, b.askItem(st, "o", o.id, o.rec, "ask", name))
 	}
 	b.tellApart(out, nil)
 	b.keep(st) // the scan's bookkeeping: the list is true without it
@@ -161,7 +161,7 @@ func (b *Inbox) Invitations(ctx context.Context, agent string) ([]localapi.Item,
 	out := []localapi.Item{}
 	for _, it := range st.notes {
 		if it.Kind == "invitation" && !folded[it.ID] {
-			cp := *it
+			cp := b.noteItem(st, it)
 			b.describeRoom(&cp)
 			out = append(out, cp)
 		}
@@ -1298,12 +1298,10 @@ func (b *Inbox) waitReply(ctx context.Context, agent identity.AgentName, ask str
 		known := false
 		if a := st.asked[ask]; a != nil {
 			known = true
-			if a.Reply != nil {
-				r := *a.Reply
-				reply = &r
-				if _, ok := st.notes[r.ID]; ok {
-					st.dropNote(agent, r.ID)
-					b.handed(st, h, []localapi.Item{r})
+			if reply = b.reply(st, ask, a); reply != nil {
+				if _, ok := st.notes[reply.ID]; ok {
+					st.dropNote(agent, reply.ID)
+					b.handed(st, h, []localapi.Item{*reply})
 				}
 			}
 		}

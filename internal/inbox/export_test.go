@@ -53,3 +53,42 @@ func Waiting(b *Inbox, agent string) bool {
 	defer st.mu.Unlock()
 	return st.wake != nil
 }
+
+// AskedTextBytes returns how many of its own asks agent has open and the
+// bytes of their texts, and of the replies to them, the inbox holds in
+// memory.
+func AskedTextBytes(b *Inbox, agent string) (n, textBytes int) {
+	b.mu.Lock()
+	st := b.states[identity.AgentName(agent)]
+	b.mu.Unlock()
+	if st == nil {
+		return 0, 0
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, a := range st.asked {
+		textBytes += len(a.Text)
+		if a.Reply != nil {
+			textBytes += len(a.Reply.Text)
+		}
+	}
+	return len(st.asked), textBytes
+}
+
+// NoteTextBytes returns how many items agent has to show once (replies,
+// invitations, items offered again) and the bytes of their texts the
+// inbox holds in memory.
+func NoteTextBytes(b *Inbox, agent string) (n, textBytes int) {
+	b.mu.Lock()
+	st := b.states[identity.AgentName(agent)]
+	b.mu.Unlock()
+	if st == nil {
+		return 0, 0
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, it := range st.notes {
+		textBytes += len(it.Text)
+	}
+	return len(st.notes), textBytes
+}

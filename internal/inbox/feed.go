@@ -58,7 +58,7 @@ func (b *Inbox) Asked(ctx context.Context, agent string) ([]localapi.Item, error
 		if q.rec.Reply != nil {
 			continue
 		}
-		out = append(out, b.askItem(st, q.id, q.rec, "ask", ""))
+		out = append(out, b.askItem(st, "q", q.id, q.rec, "ask", ""))
 	}
 	return out, nil
 }

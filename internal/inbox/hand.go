@@ -210,7 +210,7 @@ func (b *Inbox) offerItems(st *state, items []handItem, why string) {
 		if a := st.owed[hi.ID]; a != nil && hi.Kind == "ask" {
 			if a.Shown {
 				a.Shown = false
-				a.Text = b.owedText(st, hi.ID)
+				a.Text = b.askText(st, "o", hi.ID)
 				st.putAsk(agent, "o", hi.ID, a)
 				st.news++
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -235,11 +236,12 @@ func (b *Inbox) invitesToldSince() (time.Time, error) {
 type askRec struct {
 	Room identity.RoomID `json:"room"`
 	From string          `json:"from"`
-	// Text is the ask's text. Memory keeps it for own asks alone: an
-	// owed ask's text is in its record on disk (and in the room's event),
-	// and is read from there when the ask is shown (owedText), so that
-	// what other members ask, once per local agent asked, does not take
-	// the node's memory for as long as the asks are owed.
+	// Text is the ask's text, in its record. Memory keeps none (putAsk
+	// clears it once the record is written): the text is in the record
+	// (and in the room's event), and is read from there when it is needed
+	// (askText), so that what other members ask, once per local agent
+	// asked, and what the agent asks itself, up to rooms.MaxBody each, do
+	// not take the node's memory for as long as the asks are open.
 	Text string `json:"text"`
 	To   string `json:"to,omitempty"`
 	Time int64  `json:"time"`
@@ -255,7 +257,9 @@ type askRec struct {
 	// it was. An ask that ends unshown leaves the invitation to be shown.
 	Brought bool   `json:"brought,omitempty"`
 	Invite  string `json:"invite,omitempty"`
-	// Reply is the first reply to an own ask, once it came.
+	// Reply is the first reply to an own ask, once it came. Memory keeps
+	// no text of it either (putAsk clears Reply.Text): replyText reads it
+	// back.
 	Reply *localapi.Item `json:"reply,omitempty"`
 }
 
@@ -284,7 +288,7 @@ type state struct {
 	invited map[identity.RoomID]uint64 // human: depth of the last invite of this node it was told of (i)
 	owed    map[string]*askRec         // asks it owes, by ID (o)
 	asked   map[string]*askRec         // its own asks, by ID (q)
-	notes   map[string]*localapi.Item  // invitations and replies to show once (n)
+	notes   map[string]*noteRec        // invitations and replies to show once (n)
 	sawAsks map[string]int64           // asks it owed, shown or answered by it, since dropped → when (s)
 	unread  map[identity.RoomID]int    // unread messages counted by the scan
 	recount map[identity.RoomID]bool   // rooms whose unread count is not known (after a restart)
@@ -405,7 +409,7 @@ func (b *Inbox) held(agent identity.AgentName) bool {
 func (b *Inbox) load(agent identity.AgentName, st *state) error {
 	st.scan, st.read, st.removed = map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}, map[identity.RoomID]uint64{}
 	st.invited = map[identity.RoomID]uint64{}
-	st.owed, st.asked, st.notes = map[string]*askRec{}, map[string]*askRec{}, map[string]*localapi.Item{}
+	st.owed, st.asked, st.notes = map[string]*askRec{}, map[string]*askRec{}, map[string]*noteRec{}
 	st.sawAsks, st.hands = map[string]int64{}, map[string]*handRec{}
 	st.unread, st.recount, st.dirty = map[identity.RoomID]int{}, map[identity.RoomID]bool{}, map[identity.RoomID]bool{}
 	prefix := schema.AgentPrefix(string(agent))
@@ -437,8 +441,8 @@ func (b *Inbox) load(agent identity.AgentName, st *state) error {
 				bad = fmt.Errorf("inbox: %s item %s/%s: %w", agent, kind, key, err)
 				return false
 			}
+			a.forget() // read when needed (askText, replyText)
 			if kind == "o" {
-				a.Text = "" // read when shown (owedText)
 				st.owed[key] = &a
 			} else {
 				st.asked[key] = &a
@@ -453,7 +457,7 @@ func (b *Inbox) load(agent identity.AgentName, st *state) error {
 				bad = fmt.Errorf("inbox: %s notice %s: %w", agent, key, err)
 				return false
 			}
-			st.notes[key] = &it
+			st.notes[key] = keptNote(it)
 		case "h":
 			r, err := loadHand(v)
 			if err != nil {
@@ -535,12 +539,14 @@ func (st *state) setCursor(agent identity.AgentName, kind string, room identity.
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentCursor(string(agent), kind, string(room)), Val: schema.BE8(n)})
 }
 
-// putAsk keeps an ask and writes its record, with a.Text; of an owed ask
-// memory keeps no text (see askRec.Text): a.Text is cleared once written.
+// putAsk keeps an ask and writes its record, with a.Text and the reply's
+// text; memory keeps neither (see askRec.Text): they are cleared once
+// written. A caller that writes a record again puts the texts back first
+// (askText, replyText).
 func (st *state) putAsk(agent identity.AgentName, kind, id string, a *askRec) {
 	raw, err := json.Marshal(a)
+	a.forget()
 	if kind == "o" {
-		a.Text = ""
 		st.owed[id] = a
 	} else {
 		st.asked[id] = a
@@ -551,37 +557,86 @@ func (st *state) putAsk(agent identity.AgentName, kind, id string, a *askRec) {
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), kind, id), Val: raw})
 }
 
-// owedText is the text of ask id the agent owes: from its record not yet
-// written, or on disk, or (a record not saved: a full disk) from the
-// room's event.
-func (b *Inbox) owedText(st *state, id string) string {
-	key := schema.AgentItem(string(st.agent), "o", id)
-	text := func(raw []byte) string {
-		var a askRec
-		if json.Unmarshal(raw, &a) != nil {
-			return ""
-		}
-		return a.Text
+// forget drops the ask's texts from memory: its own and its reply's.
+func (a *askRec) forget() {
+	a.Text = ""
+	if a.Reply != nil {
+		r := *a.Reply // a copy: the caller's item (a note's) keeps its text
+		r.Text = ""
+		a.Reply = &r
 	}
+}
+
+// stored returns the value of the state's item kind/id: its record not
+// yet written, else the one on disk; nil when neither holds one (a record
+// not saved: a full disk).
+func (b *Inbox) stored(st *state, kind, id string) []byte {
+	key := schema.AgentItem(string(st.agent), kind, id)
 	for i := len(st.ops) - 1; i >= 0; i-- {
-		if op := st.ops[i]; !op.Delete && string(op.Key) == string(key) {
-			if t := text(op.Val); t != "" {
-				return t
+		if op := st.ops[i]; string(op.Key) == string(key) {
+			if op.Delete {
+				return nil
 			}
-			break
+			return op.Val
 		}
 	}
 	if raw, ok, err := b.db.Lookup(key); err == nil && ok {
-		if t := text(raw); t != "" {
-			return t
-		}
+		return raw
 	}
-	if eid, err := rooms.ParseID(id); err == nil {
-		if v, err := b.rooms.Find(eid); err == nil {
-			return v.Text
-		}
+	return nil
+}
+
+// eventText is the text of event id as an item made from it shows it,
+// read from the room's log; ok false when this node no longer holds it.
+func (b *Inbox) eventText(id string) (string, bool) {
+	eid, err := rooms.ParseID(id)
+	if err != nil {
+		return "", false
+	}
+	v, err := b.rooms.Find(eid)
+	if err != nil {
+		return "", false
+	}
+	return item(v, "").Text, true
+}
+
+// askText is the text of ask id of the agent's (kind "o": owed, "q": its
+// own): from its record not yet written, or on disk, or (a record not
+// saved: a full disk) from the room's event.
+func (b *Inbox) askText(st *state, kind, id string) string {
+	var a askRec
+	if raw := b.stored(st, kind, id); raw != nil && json.Unmarshal(raw, &a) == nil && a.Text != "" {
+		return a.Text
+	}
+	if t, ok := b.eventText(id); ok {
+		return t
 	}
 	return "(the text of this ask is no longer on this node)"
+}
+
+// replyText is the text of the reply to the agent's own ask id (a.Reply):
+// from the ask's record, or from the reply's event.
+func (b *Inbox) replyText(st *state, id string, a *askRec) string {
+	var rec askRec
+	if raw := b.stored(st, "q", id); raw != nil && json.Unmarshal(raw, &rec) == nil &&
+		rec.Reply != nil && rec.Reply.ID == a.Reply.ID && rec.Reply.Text != "" {
+		return rec.Reply.Text
+	}
+	if t, ok := b.eventText(a.Reply.ID); ok {
+		return t
+	}
+	return "(the text of this reply is no longer on this node)"
+}
+
+// reply returns the first reply to the agent's own ask id, text and all;
+// nil when none came.
+func (b *Inbox) reply(st *state, id string, a *askRec) *localapi.Item {
+	if a.Reply == nil {
+		return nil
+	}
+	r := *a.Reply
+	r.Text = b.replyText(st, id, a)
+	return &r
 }
 
 func (st *state) dropAsk(agent identity.AgentName, kind, id string) {
@@ -618,8 +673,48 @@ func (st *state) sawAsk(agent identity.AgentName, id string) {
 	st.ops = append(st.ops, schema.Op{Key: schema.AgentItem(string(agent), "s", id), Val: schema.BE8(uint64(now))})
 }
 
+// noteRec is an item to show the agent once (n): an invitation, a reply to
+// its ask, a removal, an item of a hand-out offered again. Of an item made
+// from an event (a reply, a message offered again: up to rooms.MaxBody
+// each, kept until the agent takes them, restarts included) memory keeps
+// no text, only its length (size): the text is in the note's record (and
+// in the room's event), and is read from there when it is shown
+// (noteItem). Another item (a board notice offered again) keeps its text.
+type noteRec struct {
+	localapi.Item
+	size int // the text's length, kept or not
+}
+
+// keptNote is item it as memory keeps it (see noteRec).
+func keptNote(it localapi.Item) *noteRec {
+	n := &noteRec{Item: it, size: len(it.Text)}
+	if _, err := rooms.ParseID(it.ID); err == nil && slices.Contains(eventKinds, it.Kind) {
+		n.Text = ""
+	}
+	return n
+}
+
+// noteItem is note n as shown, text and all: kept, or read from the
+// note's record not yet written, or on disk, or (a record not saved: a
+// full disk) from the room's event.
+func (b *Inbox) noteItem(st *state, n *noteRec) localapi.Item {
+	it := n.Item
+	if it.Text != "" || n.size == 0 {
+		return it
+	}
+	var rec localapi.Item
+	if raw := b.stored(st, "n", it.ID); raw != nil && json.Unmarshal(raw, &rec) == nil && rec.Text != "" {
+		it.Text = rec.Text
+	} else if t, ok := b.eventText(it.ID); ok {
+		it.Text = t
+	} else {
+		it.Text = "(the text of this item is no longer on this node)"
+	}
+	return it
+}
+
 func (st *state) putNote(agent identity.AgentName, it localapi.Item) {
-	st.notes[it.ID] = &it
+	st.notes[it.ID] = keptNote(it)
 	raw, err := json.Marshal(it)
 	if err != nil {
 		return // plain strings and numbers: cannot fail

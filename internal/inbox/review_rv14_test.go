@@ -6,12 +6,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
-	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -221,48 +219,5 @@ func TestReviewAgentOpensRoomsWithoutBound(t *testing.T) {
 		float64(int64(ms.HeapAlloc)-int64(heap0))/1024/float64(max(opened, 1)))
 	if opened == 60 {
 		t.Fatalf("an agent allowed 6 posts a minute opened %d rooms in a row, none refused", opened)
-	}
-}
-
-// An agent's own asks, and the first reply to each, keep their texts in
-// the inbox's memory for as long as the ask is open (AskTTL, an hour by
-// default): putAsk clears the text of an owed ask once written (the fix of
-// TestOwedAsksKeepNoTextsInMemory) but keeps an own ask's (kind "q"), and
-// note puts the whole reply in it (askRec.Reply). One agent within the
-// default post limit (120 asks a minute) of 64 KiB each holds about 450
-// MiB for good while it goes on, each thread agent of a session as much
-// again, and any member (another node's included) that answers every ask
-// with 64 KiB doubles it. Here alpha asks beta 64 asks of 60 KiB, and beta
-// answers each with 60 KiB.
-func TestReviewOwnAsksAndTheirRepliesKeepTextsInMemory(t *testing.T) {
-	nt := start(t, 1)
-	ctx := context.Background()
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
-	res, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "work", Members: []string{"beta"}})
-	if err != nil || len(res.Failed) != 0 {
-		t.Fatalf("open: %+v %v", res, err)
-	}
-	text := strings.Repeat("x", 60<<10)
-	const n = 64
-	for i := range n {
-		ask, err := ib(nt, 0).Ask(ctx, "alpha", localapi.AskRequest{Room: res.RoomID, To: "beta", Text: fmt.Sprintf("%d %s", i, text)})
-		if err != nil {
-			t.Fatalf("ask %d: %v", i, err)
-		}
-		if _, err := ib(nt, 0).Reply(ctx, "beta", localapi.ReplyRequest{MessageID: ask.AskID, Text: fmt.Sprintf("re %d %s", i, text)}); err != nil {
-			t.Fatalf("reply %d: %v", i, err)
-		}
-	}
-	if _, err := ib(nt, 0).Take(ctx, "alpha"); err != nil { // alpha is handed the replies
-		t.Fatal(err)
-	}
-	k, held := inbox.AskedTextBytes(ib(nt, 0), "alpha")
-	if k != n {
-		t.Fatalf("alpha has %d asks open, want %d", k, n)
-	}
-	if held > 1<<20 {
-		t.Fatalf("after %d asks of alpha's, each answered, node 0's inbox holds %.1f MiB of their texts and replies in memory, for as long as the asks are open (%s)",
-			n, float64(held)/(1<<20), inbox.DefaultAskTTL)
 	}
 }

@@ -207,6 +207,7 @@ func (b *Inbox) note(agent identity.AgentName, st *state, v rooms.View, roomName
 			reply := item(v, roomName)
 			reply.Kind = "reply"
 			a.Reply = &reply
+			a.Text = b.askText(st, "q", ask) // for its record: memory drops it again
 			st.putAsk(agent, "q", ask, a)
 			st.putNote(agent, reply)
 			return // shown as the reply, not as a message
@@ -397,11 +398,11 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 	// The texts given, against PendingBudget: an item that would pass it
 	// waits (the first is always given).
 	used := 0
-	fits := func(text string) bool {
-		if len(p.Items) > 0 && used+len(text) > PendingBudget {
+	fits := func(size int) bool {
+		if len(p.Items) > 0 && used+size > PendingBudget {
 			return false
 		}
-		used += len(text)
+		used += size
 		return true
 	}
 	// Asks owed: new ones first in full, then reminders; in the order they
@@ -412,8 +413,8 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 		if o.rec.Shown {
 			continue
 		}
-		it := b.askItem(st, o.id, o.rec, "ask", nameOf(o.rec.Room))
-		if !fits(it.Text) {
+		it := b.askItem(st, "o", o.id, o.rec, "ask", nameOf(o.rec.Room))
+		if !fits(len(it.Text)) {
 			continue // shown in full in a later take
 		}
 		p.Items = append(p.Items, it)
@@ -429,11 +430,11 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 	}
 	for _, o := range owed {
 		if o.rec.Shown && !slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.ID == o.id }) {
-			p.Items = append(p.Items, b.askItem(st, o.id, o.rec, "reminder", nameOf(o.rec.Room)))
+			p.Items = append(p.Items, b.askItem(st, "o", o.id, o.rec, "reminder", nameOf(o.rec.Room)))
 		}
 	}
 	// Notices: invitations, then replies.
-	notes := make([]*localapi.Item, 0, len(st.notes))
+	notes := make([]*noteRec, 0, len(st.notes))
 	for _, it := range st.notes {
 		notes = append(notes, it)
 	}
@@ -450,11 +451,12 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 			}
 			continue
 		}
-		cp := *it
+		if it.Kind != "invitation" && !fits(it.size) {
+			continue // a long reply: in a later take
+		}
+		cp := b.noteItem(st, it)
 		if cp.Kind == "invitation" {
 			b.describeRoom(&cp)
-		} else if !fits(cp.Text) {
-			continue // a long reply: in a later take
 		}
 		p.Items = append(p.Items, cp)
 		if take {
@@ -583,12 +585,12 @@ func sortedAsks(m map[string]*askRec) []askRef {
 	return out
 }
 
-// askItem is an ask of the agent's state as an item; an owed ask's text is
-// read here (owedText).
-func (b *Inbox) askItem(st *state, id string, a *askRec, kind, roomName string) localapi.Item {
+// askItem is an ask of the agent's state (rec "o": owed, "q": its own) as
+// an item; its text is read here (askText).
+func (b *Inbox) askItem(st *state, rec, id string, a *askRec, kind, roomName string) localapi.Item {
 	text := a.Text
 	if text == "" {
-		text = b.owedText(st, id)
+		text = b.askText(st, rec, id)
 	}
 	it := localapi.Item{Kind: kind, ID: id, Room: string(a.Room), RoomName: roomName, From: a.From, Text: text,
 		To: a.To, Time: a.Time, Expires: a.since() + b.cfg.AskTTL.Milliseconds(), Brought: a.Brought}
