@@ -61,18 +61,18 @@ func forgeReplyIn(t *testing.T, nt *nodetest.Net, i, j int, room identity.RoomID
 	return rooms.ID{}
 }
 
-// A node that is no member of a room answers an ask made there, from
-// another room it shares with the asker. Node 1 shares room "shared" with
-// alpha and gamma (node 0), but was never let into room "private", where
-// alpha asks gamma. Knowing the ask's ID (a room it was removed from or
-// left, an ID quoted elsewhere, a wake-up text), it posts in "shared" a
+// A node that is no member of a room does not answer an ask made there
+// from another room it shares with the asker. Node 1 shares room "shared"
+// with alpha and gamma (node 0), but was never let into room "private",
+// where alpha asks gamma. Knowing the ask's ID (a room it was removed from
+// or left, an ID quoted elsewhere, a wake-up text), it posts in "shared" a
 // message whose reply_to names the ask. The receivers do not check that a
 // reply_to is an event of the reply's room (rooms.Manager.Say does, for
-// this node's own posts only), and the inbox matches replies to asks by ID
-// alone (scan.go note): alpha's ask is answered by a node outside the room
-// (parley_ask and parley_wait return its text as the answer), and gamma no
-// longer owes the ask it was never answered in.
-func TestReviewReplyFromAnotherRoomAnswersAnAsk(t *testing.T) {
+// this node's own posts only); the inbox now takes a reply for an ask of
+// its own room only. Before, it matched replies to asks by ID alone
+// (scan.go note): alpha's ask was answered by a node outside the room, and
+// gamma no longer owed it (found by a review).
+func TestReplyFromAnotherRoomAnswersNoAsk(t *testing.T) {
 	nt := start(t, 2)
 	ctx := context.Background()
 	register(t, nt, 0, "alpha")
@@ -138,16 +138,14 @@ func mustParse(t *testing.T, s string) rooms.ID {
 	return id
 }
 
-// An agent of this node that its user muted, or killed, still opens rooms
-// and invites: Say and Ask ask moderation first (checkPost), OpenRoom and
-// Invite do not (edge.go), though both post events (the create, the
-// invites) and an invitation carries the room's name and purpose, the
-// muted agent's words, into the invitee's next tool result. A killed
-// agent's session is unbound, but its name keeps its records in rooms, so
-// mustBeKnown lets its calls through: its still-running `parley mcp`
-// (which goes on calling with the name it had) opens rooms and invites
-// any agent it likes.
-func TestReviewMutedOrKilledAgentStillOpensRoomsAndInvites(t *testing.T) {
+// An agent of this node that its user muted, or killed, opens no room and
+// invites nobody: both post events (the create, the invites), and an
+// invitation carries the room's name and purpose, the muted agent's words,
+// into the invitee's next tool result. Before, only Say and Ask asked
+// moderation (checkPost); a killed agent's name keeps its records in
+// rooms, so its still-running `parley mcp` opened rooms and invited any
+// agent it liked (found by a review).
+func TestMutedOrKilledAgentOpensNoRoomsNorInvites(t *testing.T) {
 	nt := start(t, 1)
 	ctx := context.Background()
 	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
@@ -185,16 +183,13 @@ func TestReviewMutedOrKilledAgentStillOpensRoomsAndInvites(t *testing.T) {
 	}
 }
 
-// An agent opens rooms without bound: OpenRoom counts against no limit
-// (Say and Ask count against the agent's post limit; a room's opening,
-// which posts its create event, does not), and each open room holds about
+// An agent opens rooms within its post limit: each open room holds about
 // 110 KiB of the node's heap for good (rooms.newRoom's two input queues of
-// 1,024 entries each, made when the room is), restarts included. Measured:
-// 3,000 rooms opened through the inbox in 43 s took the live heap from 8
-// to 405 MiB; `parley_room_open` in a loop does the same from any agent's
-// tool calls. Here the node allows 6 posts a minute, and an agent opens 60
-// rooms in a row.
-func TestReviewAgentOpensRoomsWithoutBound(t *testing.T) {
+// 1,024 entries each), restarts included. Before, OpenRoom counted against
+// no limit: 3,000 rooms opened through the inbox in 43 s took the live
+// heap from 8 to 405 MiB (found by a review). Here the node allows 6 posts
+// a minute, and an agent tries 60 rooms in a row.
+func TestAgentOpensRoomsWithinThePostLimit(t *testing.T) {
 	nt := start(t, 1, func(c *node.Config) { c.AgentPostLimit = 6 })
 	ctx := context.Background()
 	register(t, nt, 0, "alpha")
