@@ -25,21 +25,7 @@ func TestAgentsRoomLogLeavesTheUsersInvitation(t *testing.T) {
 	if _, errs, code := run(t, "--home", homeB, "agent", "register", "coder", "--ttl", "1h"); code != 0 {
 		t.Fatal(errs)
 	}
-	var room localapi.OpenRoomResult
-	runJSON(t, &room, "--home", homeA, "room", "create", "design")
-	for _, member := range []string{idB, "coder@" + idB} {
-		if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, member); code != 0 {
-			t.Fatalf("room invite %s: %s", member, errs)
-		}
-	}
-	invitations := func() int {
-		var st struct {
-			HumanInvitations int `json:"human_invitations"`
-		}
-		runJSON(t, &st, "--home", homeB, "status")
-		return st.HumanInvitations
-	}
-	nodetest.WaitFor(t, 30*time.Second, func() bool { return invitations() == 1 }, "B's user to be told of the node invite")
+	room, invitations := invitedWithAgent(t, homeA, homeB, idB, "coder")
 	var out string
 	nodetest.WaitFor(t, 30*time.Second, func() bool {
 		out, _, _ = run(t, "--home", homeB, "inbox", "--as", "coder")
@@ -80,9 +66,24 @@ func TestMCPAgentsRoomLogLeavesTheUsersInvitation(t *testing.T) {
 	idB := peerID(t, homeB)
 	befriend(t, homeA, homeB, idB)
 	coder := startFakeClient(t, homeB, "coder", t.TempDir())
+	room, invitations := invitedWithAgent(t, homeA, homeB, idB, "test-coder")
+	// The agent reads the room from the shell its client gives it.
+	if code, out := coder.run(t, parleyBin, "--home", homeB, "room", "log", room.RoomID); code != 0 {
+		t.Fatalf("the agent's room log: %d %s", code, out)
+	}
+	if n := invitations(); n != 1 {
+		t.Fatalf("agent test-coder, in an MCP client, ran `parley room log %s` from its shell, and B's user's invitation to the room went (status counts %d)", room.RoomID, n)
+	}
+}
+
+// invitedWithAgent has A open a room "design" and invite B's node and its
+// agent, and waits for B's user to be told of the node invite. It returns
+// the room and a count of B's user's invitations.
+func invitedWithAgent(t *testing.T, homeA, homeB, idB, agent string) (localapi.OpenRoomResult, func() int) {
+	t.Helper()
 	var room localapi.OpenRoomResult
 	runJSON(t, &room, "--home", homeA, "room", "create", "design")
-	for _, member := range []string{idB, "test-coder@" + idB} {
+	for _, member := range []string{idB, agent + "@" + idB} {
 		if _, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, member); code != 0 {
 			t.Fatalf("room invite %s: %s", member, errs)
 		}
@@ -95,11 +96,5 @@ func TestMCPAgentsRoomLogLeavesTheUsersInvitation(t *testing.T) {
 		return st.HumanInvitations
 	}
 	nodetest.WaitFor(t, 30*time.Second, func() bool { return invitations() == 1 }, "B's user to be told of the node invite")
-	// The agent reads the room from the shell its client gives it.
-	if code, out := coder.run(t, parleyBin, "--home", homeB, "room", "log", room.RoomID); code != 0 {
-		t.Fatalf("the agent's room log: %d %s", code, out)
-	}
-	if n := invitations(); n != 1 {
-		t.Fatalf("agent test-coder, in an MCP client, ran `parley room log %s` from its shell, and B's user's invitation to the room went (status counts %d)", room.RoomID, n)
-	}
+	return room, invitations
 }

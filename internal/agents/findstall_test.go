@@ -127,20 +127,7 @@ func TestStallingProvidersDoNotHideTheRealAgent(t *testing.T) {
 	}
 
 	// Eight strangers announce cap:go first and answer nothing.
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	var provs []peer.AddrInfo
-	for range 8 {
-		h, _ := loopbackHost(t)
-		h.SetStreamHandler(agents.ProtocolCards, func(st network.Stream) {
-			select {
-			case <-release:
-			case <-time.After(time.Minute):
-			}
-			_ = st.Reset()
-		})
-		provs = append(provs, peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()})
-	}
+	provs := stallingProviders(t, 8)
 	hs2, ks2 := loopbackHost(t)
 	searcher2 := runService(t, agents.Config{Host: hs2, Key: ks2,
 		Routing: providersRouting{provs: provs, late: []peer.AddrInfo{ownerInfo}}, Contacts: noContacts{}})
@@ -232,10 +219,25 @@ func TestFindAsksContactsFirst(t *testing.T) {
 	}) {
 		t.Fatal("the owner's card was not sealed")
 	}
+	provs := stallingProviders(t, 48)
+	hs, ks := loopbackHost(t)
+	searcher := runService(t, agents.Config{Host: hs, Key: ks, FindTimeout: 4 * time.Second, Contacts: contactsOf{ho.ID()},
+		Routing: providersRouting{provs: provs, late: []peer.AddrInfo{{ID: ho.ID(), Addrs: ho.Addrs()}}}})
+	start := time.Now()
+	cs, err := searcher.Find(context.Background(), "cap:go")
+	if err != nil || !hasCard(cs, ho.ID(), "coder") {
+		t.Fatalf("with 48 stalling strangers found before the owner, a contact, find cap:go gave %+v (err %v) after %v",
+			cs, err, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// stallingProviders starts n hosts that take a cards request and answer
+// nothing (until the test ends, a minute at most).
+func stallingProviders(t *testing.T, n int) []peer.AddrInfo {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	var provs []peer.AddrInfo
-	for range 48 {
+	for range n {
 		h, _ := loopbackHost(t)
 		h.SetStreamHandler(agents.ProtocolCards, func(st network.Stream) {
 			select {
@@ -246,13 +248,5 @@ func TestFindAsksContactsFirst(t *testing.T) {
 		})
 		provs = append(provs, peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()})
 	}
-	hs, ks := loopbackHost(t)
-	searcher := runService(t, agents.Config{Host: hs, Key: ks, FindTimeout: 4 * time.Second, Contacts: contactsOf{ho.ID()},
-		Routing: providersRouting{provs: provs, late: []peer.AddrInfo{{ID: ho.ID(), Addrs: ho.Addrs()}}}})
-	start := time.Now()
-	cs, err := searcher.Find(context.Background(), "cap:go")
-	if err != nil || !hasCard(cs, ho.ID(), "coder") {
-		t.Fatalf("with 48 stalling strangers found before the owner, a contact, find cap:go gave %+v (err %v) after %v",
-			cs, err, time.Since(start).Round(time.Millisecond))
-	}
+	return provs
 }

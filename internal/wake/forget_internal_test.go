@@ -90,67 +90,53 @@ func TestForgetKeepsWhatEndedAWaiterWhileItWaitsAgain(t *testing.T) {
 	}
 }
 
-// A name a client of the socket says idle under (POST …/wake/idle, as
-// Codex's notify hook does) is dropped like one it waits or says busy
-// under, once nothing is left for it. A first Service.forget kept every
-// idle agent, registered or not, for good: nothing but a busy call or an
-// item read clears the mark (found by a review).
-func TestIdleNamesAreNotKeptForever(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var agents atomic.Pointer[[]string]
-	none := []string{}
-	agents.Store(&none)
-	s, changes := forgetService(t, ctx, &agents)
-
-	const names = 200
-	for i := range names {
-		if err := s.WakeIdle(ctx, "ghost-"+rand.Text(), localapi.SessionRef{Session: rand.Text()}); err != nil {
-			t.Fatalf("idle %d: %v", i, err)
-		}
-	}
-	changes <- struct{}{}
-	changes <- struct{}{}
-	var kept int
-	if err := s.do(ctx, func(context.Context) { kept = len(s.agents) }); err != nil {
-		t.Fatal(err)
-	}
-	if kept != 0 {
-		t.Fatalf("after %d idle calls of one made-up agent name each (none registered, none in any room, no route, no item), two rechecks later the service still keeps %d agent states", names, kept)
-	}
-}
-
 // The service keeps no state for agent names it was merely given: a client
-// of the local API that waits (or says busy) under many made-up names, each
-// wait with its session and waiter key, does not grow the node's memory
-// for good. What ended their routes is kept a while (a waiter between two
-// waits needs it), for the last maxLingering of them. Before, each name
-// got an agentState (with its ended entry, up to 64 sessions with their
-// keys of up to 256 bytes each) that nothing dropped (found by a review).
+// of the local API that waits, or says busy or idle (POST …/wake/idle, as
+// Codex's notify hook does), under many made-up names does not grow the
+// node's memory for good. What ended a waiter's routes is kept a while (a
+// waiter between two waits needs it), for the last maxLingering names; an
+// idle mark keeps nothing. Before, each name got an agentState (with its
+// ended entry, up to 64 sessions with their keys of up to 256 bytes each)
+// that nothing dropped, and a first Service.forget kept every idle agent,
+// registered or not (both found by reviews).
 func TestMadeUpAgentNamesAreNotKeptForever(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var agents atomic.Pointer[[]string]
-	none := []string{}
-	agents.Store(&none)
-	s, changes := forgetService(t, ctx, &agents)
-
-	const names = 2000
-	for i := range names {
-		agent := "ghost-" + rand.Text()
-		if _, err := s.WakeWait(ctx, agent, localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: rand.Text(), Waiter: rand.Text()}); err != nil {
-			t.Fatalf("wait %d: %v", i, err)
-		}
-	}
-	changes <- struct{}{}
-	changes <- struct{}{}
-	var kept int
-	if err := s.do(ctx, func(context.Context) { kept = len(s.agents) }); err != nil {
-		t.Fatal(err)
-	}
-	if kept > maxLingering {
-		t.Fatalf("after %d waits of one made-up agent name each (none registered, none in any room, no route left), the service still keeps %d agent states (at most %d)", names, kept, maxLingering)
+	for _, tc := range []struct {
+		call  string
+		names int
+		most  int
+		say   func(ctx context.Context, s *Service, agent string) error
+	}{
+		{"wait", 2000, maxLingering, func(ctx context.Context, s *Service, agent string) error {
+			_, err := s.WakeWait(ctx, agent, localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: rand.Text(), Waiter: rand.Text()})
+			return err
+		}},
+		{"idle", 200, 0, func(ctx context.Context, s *Service, agent string) error {
+			return s.WakeIdle(ctx, agent, localapi.SessionRef{Session: rand.Text()})
+		}},
+	} {
+		t.Run(tc.call, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var agents atomic.Pointer[[]string]
+			none := []string{}
+			agents.Store(&none)
+			s, changes := forgetService(t, ctx, &agents)
+			for i := range tc.names {
+				if err := tc.say(ctx, s, "ghost-"+rand.Text()); err != nil {
+					t.Fatalf("%s %d: %v", tc.call, i, err)
+				}
+			}
+			changes <- struct{}{}
+			changes <- struct{}{}
+			var kept int
+			if err := s.do(ctx, func(context.Context) { kept = len(s.agents) }); err != nil {
+				t.Fatal(err)
+			}
+			if kept > tc.most {
+				t.Fatalf("after %d %s calls of one made-up agent name each (none registered, none in any room, no route left), two rechecks later the service still keeps %d agent states (at most %d)", tc.names, tc.call, kept, tc.most)
+			}
+		})
 	}
 }
