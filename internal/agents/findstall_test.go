@@ -103,20 +103,8 @@ func runService(t *testing.T, cfg agents.Config) *agents.Service {
 // nothing. Now each fetch has fetchTimeout (2 s) and a query 16 workers:
 // the late provider is asked at once.
 func TestStallingProvidersDoNotHideTheRealAgent(t *testing.T) {
-	ho, ko := loopbackHost(t)
-	owner := runService(t, agents.Config{Host: ho, Key: ko, Routing: providersRouting{}, Contacts: noContacts{}})
-	if _, err := owner.Register(context.Background(), agents.RegisterRequest{
-		Name: "coder", Capabilities: []string{"go"}, TTLSeconds: 600,
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ho := cardOwner(t, "", []string{"go"}, "cap:go")
 	ownerInfo := peer.AddrInfo{ID: ho.ID(), Addrs: ho.Addrs()}
-	if !pollFor(10*time.Second, func() bool {
-		cs, err := owner.Find(context.Background(), "cap:go")
-		return err == nil && len(cs) == 1
-	}) {
-		t.Fatal("the owner's card was not sealed")
-	}
 
 	// Control: the owner alone as provider is found.
 	hs, ks := loopbackHost(t)
@@ -161,17 +149,7 @@ func pollFor(d time.Duration, cond func() bool) bool {
 // first, and need not even answer). Now a query takes up to maxProviders
 // (200).
 func TestStrangersProvidersDoNotCrowdOutTheRealAgent(t *testing.T) {
-	ho, ko := loopbackHost(t)
-	owner := runService(t, agents.Config{Host: ho, Key: ko, Routing: providersRouting{}, Contacts: noContacts{}, Handle: "alice"})
-	if _, err := owner.Register(context.Background(), agents.RegisterRequest{Name: "coder", TTLSeconds: 600}); err != nil {
-		t.Fatal(err)
-	}
-	if !pollFor(10*time.Second, func() bool {
-		cs, err := owner.Find(context.Background(), "handle:alice")
-		return err == nil && len(cs) == 1
-	}) {
-		t.Fatal("the owner's card was not sealed")
-	}
+	ho := cardOwner(t, "alice", nil, "handle:alice")
 	var provs []peer.AddrInfo
 	for range 20 {
 		h, _ := loopbackHost(t) // no /parley/cards/1 handler: refused at once
@@ -206,19 +184,7 @@ func (contactsOf) Active() []agents.Contact { return nil }
 // stalled fetches of 2 s each, past the searcher's FindTimeout of 4 s; as
 // a contact it is asked when the first stalled fetch ends.
 func TestFindAsksContactsFirst(t *testing.T) {
-	ho, ko := loopbackHost(t)
-	owner := runService(t, agents.Config{Host: ho, Key: ko, Routing: providersRouting{}, Contacts: noContacts{}})
-	if _, err := owner.Register(context.Background(), agents.RegisterRequest{
-		Name: "coder", Capabilities: []string{"go"}, TTLSeconds: 600,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if !pollFor(10*time.Second, func() bool {
-		cs, err := owner.Find(context.Background(), "cap:go")
-		return err == nil && len(cs) == 1
-	}) {
-		t.Fatal("the owner's card was not sealed")
-	}
+	ho := cardOwner(t, "", []string{"go"}, "cap:go")
 	provs := stallingProviders(t, 48)
 	hs, ks := loopbackHost(t)
 	searcher := runService(t, agents.Config{Host: hs, Key: ks, FindTimeout: 4 * time.Second, Contacts: contactsOf{ho.ID()},
@@ -249,4 +215,22 @@ func stallingProviders(t *testing.T, n int) []peer.AddrInfo {
 		provs = append(provs, peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()})
 	}
 	return provs
+}
+
+// cardOwner runs a node of handle with an agent "coder" of caps, and waits
+// until its card is sealed (the node finds it by query).
+func cardOwner(t *testing.T, handle string, caps []string, query string) host.Host {
+	t.Helper()
+	ho, ko := loopbackHost(t)
+	owner := runService(t, agents.Config{Host: ho, Key: ko, Routing: providersRouting{}, Contacts: noContacts{}, Handle: handle})
+	if _, err := owner.Register(context.Background(), agents.RegisterRequest{Name: "coder", Capabilities: caps, TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if !pollFor(10*time.Second, func() bool {
+		cs, err := owner.Find(context.Background(), query)
+		return err == nil && len(cs) == 1
+	}) {
+		t.Fatal("the owner's card was not sealed")
+	}
+	return ho
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
-	"github.com/libp2p/go-libp2p"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	record "github.com/libp2p/go-libp2p-record"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -152,14 +151,7 @@ func (anything) Select(string, [][]byte) (int, error) { return 0, nil }
 
 func newRogue(t *testing.T, nt *nodetest.Net, connect ...int) *rogue {
 	t.Helper()
-	priv, _, err := crypto.GenerateEd25519Key(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := libp2p.New(libp2p.Identity(priv), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, priv := loopbackHost(t)
 	d, err := dht.New(h, dht.Mode(dht.ModeServer), dht.ProtocolPrefix(node.DHTPrefix),
 		dht.Validator(record.NamespacedValidator{"pk": record.PublicKeyValidator{}, discovery.Namespace: anything{}}))
 	if err != nil {
