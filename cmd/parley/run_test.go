@@ -58,6 +58,17 @@ func startTerminalAgent(t testing.TB, home, name string) terminalAgent {
 	return ta
 }
 
+// waitPrompt waits until the agent's pane ends with its empty prompt.
+func (ta terminalAgent) waitPrompt(t testing.TB) {
+	t.Helper()
+	var screen []byte
+	nodetest.WaitFor(t, 15*time.Second, func() bool {
+		screen, _ = exec.Command("tmux", "-S", ta.sock, "capture-pane", "-p", "-t", ta.pane).Output()
+		lines := strings.Split(strings.TrimRight(string(screen), "\n"), "\n")
+		return strings.TrimSpace(lines[len(lines)-1]) == ">"
+	}, "the terminal agent to be back at its prompt")
+}
+
 // two nodes that are contacts, A and B.
 func twoContacts(t testing.TB) (homeA, homeB, idB string, dB *daemon) {
 	base := t.TempDir()
@@ -97,7 +108,11 @@ func TestRunWakesIdleTerminalAgent(t *testing.T) {
 		t.Fatalf("no answer from the terminal agent: %+v\nscreen:\n%s\nlog: %s\nB:\n%s", res, screen, log, dB.stderr)
 	}
 
-	// Someone starts typing at the agent's prompt: the next wake waits.
+	// Someone starts typing at the agent's prompt: the next wake waits. The
+	// asker hears the answer before the agent is back at its prompt; keys
+	// typed before it is would be echoed by the terminal, not edited by the
+	// agent's line editor.
+	ta.waitPrompt(t)
 	if out, err := exec.Command("tmux", "-S", ta.sock, "send-keys", "-t", ta.pane, "-l", "half a thought").CombinedOutput(); err != nil {
 		t.Fatalf("send-keys: %v %s", err, out)
 	}

@@ -52,19 +52,20 @@ func TestRevocationsOutliveAnOldCopyOfTheHome(t *testing.T) {
 	if err := svc(nt, 1).Allowed(nt.ID(0)); err == nil {
 		t.Fatal("B allows A")
 	}
-	es, err := audit.List(nt.Home(0), time.Time{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, e := range es {
-		if e.Action == audit.ContactRevoke && e.Subject == nt.ID(1).String() && strings.Contains(e.Detail["restored"], nt.ID(1).String()) {
-			found = true
+	// The record is written just after the revocation is taken back, which
+	// the state above already shows.
+	nt.WaitFor(10*time.Second, func() bool {
+		es, err := audit.List(nt.Home(0), time.Time{}, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !found {
-		t.Fatalf("A's audit log does not say it took back its revocation of B: %+v", es)
-	}
+		for _, e := range es {
+			if e.Action == audit.ContactRevoke && e.Subject == nt.ID(1).String() && strings.Contains(e.Detail["restored"], nt.ID(1).String()) {
+				return true
+			}
+		}
+		return false
+	}, "A's audit log to say it took back its revocation of B")
 
 	// Restarted again (its data as it now is), A keeps both revoked.
 	nt.Crash(0)

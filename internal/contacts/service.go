@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -210,16 +212,16 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.ctx.Err() != nil {
 		return ErrClosed
 	}
+	// A peer that connected while it was starting may not have served the
+	// protocol yet: what it missed then goes as soon as it says it does
+	// (identify's push), not at the next retry.
+	sub, err := s.cfg.Host.EventBus().Subscribe(new(event.EvtPeerProtocolsUpdated))
+	if err != nil {
+		return fmt.Errorf("contacts: watch peers' protocols: %w", err)
+	}
 	s.cfg.Host.SetStreamHandler(consent.ProtocolID, s.handle)
 	s.notif = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
-		p := c.RemotePeer()
-		s.forgetRevocationSent(p)
-		if s.hasWork(p) {
-			s.spawn(func() { s.redeliver(s.ctx, p) })
-		}
-		if st, ok := s.book.State(p, s.now()); ok && st == consent.StateActive {
-			s.spawn(func() { s.showCert(s.ctx, p) })
-		}
+		s.reached(c.RemotePeer())
 	}, DisconnectedF: func(n network.Network, c network.Conn) {
 		p := c.RemotePeer()
 		if len(n.ConnsToPeer(p)) == 0 {
@@ -231,7 +233,44 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cfg.Host.Network().Notify(s.notif)
 	s.expire()
 	s.spawn(s.retryLoop)
+	s.spawn(func() { s.watchProtocols(sub) })
 	return nil
+}
+
+// reached sends p, just connected or just serving the protocol, what this
+// node has for it: undelivered work, and its certificate if p is an active
+// contact.
+func (s *Service) reached(p peer.ID) {
+	s.forgetRevocationSent(p)
+	if s.hasWork(p) {
+		s.spawn(func() { s.redeliver(s.ctx, p) })
+	}
+	if st, ok := s.book.State(p, s.now()); ok && st == consent.StateActive {
+		s.spawn(func() { s.showCert(s.ctx, p) })
+	}
+}
+
+// watchProtocols calls reached for each connected peer that starts serving
+// the contact protocol, until the service closes.
+func (s *Service) watchProtocols(sub event.Subscription) {
+	defer sub.Close()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case e, ok := <-sub.Out():
+			if !ok {
+				return
+			}
+			ev, _ := e.(event.EvtPeerProtocolsUpdated)
+			if !slices.Contains(ev.Added, consent.ProtocolID) {
+				continue
+			}
+			if c := s.cfg.Host.Network().Connectedness(ev.Peer); c == network.Connected || c == network.Limited {
+				s.reached(ev.Peer)
+			}
+		}
+	}
 }
 
 // known reports whether p's contact request is a known peer's.
