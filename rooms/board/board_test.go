@@ -85,18 +85,17 @@ func intersectEveryRune(a, b []token) bool {
 			stack = append(stack, s)
 		}
 	}
-	star := func(ts []token, i int) bool { return i < len(ts) && (ts[i].kind == tokStar || ts[i].kind == tokAny) }
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if s.i == len(a) && s.j == len(b) {
 			return true
 		}
-		if star(a, s.i) {
-			push(state{s.i + 1, s.j})
+		if i := skip(a, s.i); i >= 0 {
+			push(state{i, s.j})
 		}
-		if star(b, s.j) {
-			push(state{s.i, s.j + 1})
+		if j := skip(b, s.j); j >= 0 {
+			push(state{s.i, j})
 		}
 		for _, c := range alpha {
 			if ni, nj := step(a, s.i, c), step(b, s.j, c); ni >= 0 && nj >= 0 {
@@ -315,10 +314,17 @@ func globRE(p string) *regexp.Regexp {
 	for i := 0; i < len(p); {
 		switch {
 		case strings.HasPrefix(p[i:], "**"):
-			b.WriteString(".*")
-			for i < len(p) && p[i] == '*' {
-				i++
+			j := i
+			for j < len(p) && p[j] == '*' {
+				j++
 			}
+			if (i == 0 || p[i-1] == '/') && j < len(p) && p[j] == '/' {
+				b.WriteString("(?:[^/]+/)*") // a whole segment "**/"
+				j++
+			} else {
+				b.WriteString(".*")
+			}
+			i = j
 		case p[i] == '*':
 			b.WriteString("[^/]*")
 			i++

@@ -25,7 +25,7 @@ const (
 func Stars(p string) int {
 	n := 0
 	for _, t := range tokens(p) {
-		if t.kind == tokStar || t.kind == tokAny {
+		if t.kind == tokStar || t.kind == tokAny || t.kind == tokSegs {
 			n++
 		}
 	}
@@ -68,10 +68,12 @@ func CheckPattern(p string) error {
 
 // token kinds of a pattern.
 const (
-	tokLit  = iota // one rune
-	tokOne         // ?: one rune but /
-	tokStar        // *: any run without /
-	tokAny         // **: any run
+	tokLit   = iota // one rune
+	tokOne          // ?: one rune but /
+	tokStar         // *: any run without /
+	tokAny          // **: any run
+	tokSegs         // **/ as a whole segment: zero or more whole segments, each with its /
+	tokSegIn        // follows tokSegs: inside one of its segments
 )
 
 type token struct {
@@ -79,16 +81,26 @@ type token struct {
 	r    rune
 }
 
+// tokens reads p. A "**" that is a whole segment with a "/" after it
+// ("**/x", "a/**/x") is zero or more whole segments, so "**/*.go" matches
+// main.go and "a/**/x" a/x, as in git's globs, .gitignore and bash's
+// globstar; any other "**" ("a/**", "a**b") is any run, "/" included.
 func tokens(p string) []token {
 	var ts []token
 	for i := 0; i < len(p); {
 		switch {
 		case strings.HasPrefix(p[i:], "**"):
-			ts = append(ts, token{kind: tokAny})
-			i += 2
-			for i < len(p) && p[i] == '*' {
-				i++
+			j := i + 2
+			for j < len(p) && p[j] == '*' {
+				j++
 			}
+			if (i == 0 || p[i-1] == '/') && j < len(p) && p[j] == '/' {
+				ts = append(ts, token{kind: tokSegs}, token{kind: tokSegIn})
+				j++
+			} else {
+				ts = append(ts, token{kind: tokAny})
+			}
+			i = j
 		case p[i] == '*':
 			ts = append(ts, token{kind: tokStar})
 			i++
@@ -147,6 +159,30 @@ func step(ts []token, i int, c rune) int {
 		}
 	case tokAny:
 		return i
+	case tokSegs: // a segment is not empty
+		if c != '/' {
+			return i + 1
+		}
+	case tokSegIn: // the segment goes on, or ends with its "/"
+		if c != '/' {
+			return i
+		}
+		return i - 1
+	}
+	return -1
+}
+
+// skip is where a pattern at token i goes on no rune (none: -1): past a
+// "*" or "**" that matches nothing, past "**/" that matches no segment.
+func skip(ts []token, i int) int {
+	if i >= len(ts) {
+		return -1
+	}
+	switch ts[i].kind {
+	case tokStar, tokAny:
+		return i + 1
+	case tokSegs:
+		return i + 2
 	}
 	return -1
 }
@@ -191,18 +227,17 @@ func intersect(a, b []token) bool {
 		return 0, false
 	}
 	alpha := make([]rune, 0, 4)
-	star := func(ts []token, i int) bool { return i < len(ts) && (ts[i].kind == tokStar || ts[i].kind == tokAny) }
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if s.i == len(a) && s.j == len(b) {
 			return true
 		}
-		if star(a, s.i) {
-			push(state{s.i + 1, s.j})
+		if i := skip(a, s.i); i >= 0 {
+			push(state{i, s.j})
 		}
-		if star(b, s.j) {
-			push(state{s.i, s.j + 1})
+		if j := skip(b, s.j); j >= 0 {
+			push(state{s.i, j})
 		}
 		alpha = append(alpha[:0], 0, '/')
 		if r, ok := lit(a, s.i); ok {

@@ -14,9 +14,10 @@ import (
 // repository-wide gofmt, or "src/**/x_test.go". In every glob it knows
 // (git's pathspec :(glob), .gitignore, bash globstar, doublestar) "**/"
 // stands for any number of folders, none included: main.go at the root is
-// one of "**/*.go". The board reads "**" as any run with a "/" after it,
-// so another agent's claim on main.go goes through, and the git guard lets
-// its commit pass.
+// one of "**/*.go". Before, the board read "**" as any run with a "/"
+// after it, so another agent's claim on main.go went through, and the git
+// guard let its commit pass; now a "**" that is a whole segment before a
+// "/" is zero or more whole segments (tokens in pattern.go).
 func TestDoubleStarSlashMatchesNoFolder(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
