@@ -34,8 +34,10 @@ func TestOverlap(t *testing.T) {
 		{"cmd/*/main.go", "cmd/parley/*.go", true},
 		{"cmd/*/main.go", "cmd/parley/*.txt", false},
 		{"é?", "?é", true},
-		{"x/**", "x", false},
+		{"x/**", "x", true},  // x, with no glob, is also the folder x
+		{"x/*", "x", true},   // x/y
 		{"x/**", "x/", true}, // not a valid pattern, but the automaton says so
+		{"x/*.go", "xy", false},
 		{"*a*", "*b*", true},
 		{"a*", "b*", false},
 	} {
@@ -341,16 +343,31 @@ func globRE(p string) *regexp.Regexp {
 	return regexp.MustCompile(b.String())
 }
 
+// inFolder is the folder rule of Overlap told otherwise: a has no glob
+// and the part of b before its first glob begins with a and a "/".
+func inFolder(a, b string) bool {
+	lit, _, _ := strings.Cut(strings.NewReplacer("?", "*").Replace(b), "*")
+	return !strings.ContainsAny(a, "*?") && strings.HasPrefix(lit, a+"/")
+}
+
 func FuzzOverlap(f *testing.F) {
 	f.Add("a/*.go", "a/b.go", "a/b.go")
 	f.Add("**", "x", "x/y")
 	f.Add("a/**/c", "*/b/*", "a/b/c")
+	f.Add("**/*.go", "a", "main.go")
+	f.Add("pkg/new", "pkg/new/*.go", "pkg/new/a.go")
+	f.Add("pkg/new", "pkg/newer", "pkg/new/x")
 	f.Fuzz(func(t *testing.T, a, b, name string) {
 		if CheckPattern(a) != nil || CheckPattern(b) != nil || len(a) > 40 || len(b) > 40 {
 			return
 		}
 		if got, want := intersect(tokens(a), tokens(b)), intersectEveryRune(tokens(a), tokens(b)); got != want {
 			t.Fatalf("intersect(%q, %q) = %v, trying every rune at every state says %v", a, b, got, want)
+		}
+		// Overlap's shortcuts (literal prefixes apart, two paths with no
+		// glob) say what the automata and the folder rule say.
+		if got, want := Overlap(a, b), intersectEveryRune(tokens(a), tokens(b)) || inFolder(a, b) || inFolder(b, a); got != want {
+			t.Fatalf("Overlap(%q, %q) = %v, the automata and the folder rule say %v", a, b, got, want)
 		}
 		if Overlap(a, b) != Overlap(b, a) {
 			t.Fatalf("Overlap(%q, %q) is not symmetric", a, b)
@@ -362,8 +379,8 @@ func FuzzOverlap(f *testing.F) {
 		if globRE(a).MatchString(name) && globRE(b).MatchString(name) && !Overlap(a, b) {
 			t.Fatalf("%q matches %q and %q, which Overlap says are apart", name, a, b)
 		}
-		if CheckPattern(name) == nil && !strings.ContainsAny(name, "*?") && Match(a, name) != globRE(a).MatchString(name) {
-			t.Fatalf("Match(%q, %q) = %v, the regexp says otherwise", a, name, Match(a, name))
+		if CheckPattern(name) == nil && !strings.ContainsAny(name, "*?") && Match(a, name) != (globRE(a).MatchString(name) || inFolder(a, name)) {
+			t.Fatalf("Match(%q, %q) = %v, the regexp and the folder rule say otherwise", a, name, Match(a, name))
 		}
 	})
 }

@@ -458,15 +458,10 @@ func (s *State) Conflict(holder string, paths []string, now time.Time) *Held {
 // History returns the board's events in fold order; with path set only
 // those with a path overlapping it: a release of everything counts when it
 // ended a claim overlapping it (not another agent's, who held nothing
-// there). A path with no glob in it is also a folder: claims under it
-// count too (.worktrees/w4 finds the claims on .worktrees/w4/**).
+// there); see historyMatch.
 func (s *State) History(path string) []Record {
 	s.catchUp()
-	under := ""
-	if path != "" && !strings.ContainsAny(path, "*?") {
-		under = strings.TrimSuffix(path, "/") + "/**"
-	}
-	match := func(p string) bool { return Overlap(p, path) || under != "" && Overlap(p, under) }
+	match := historyMatch(path)
 	out := []Record{}
 	for _, e := range s.entries {
 		r := s.records[e.ID]
@@ -480,6 +475,20 @@ func (s *State) History(path string) []Record {
 		out = append(out, r)
 	}
 	return out
+}
+
+// historyMatch is whether a path named by an event is one a history read
+// for path lists: one that overlaps it (Overlap). A path with no glob is
+// read as a folder in full: claims with anything under it count too,
+// also through a star (.worktrees/w4 finds the claims on
+// .worktrees/w4/** and on **/*.go), which Overlap leaves out so as not
+// to refuse a claim on a file.
+func historyMatch(path string) func(p string) bool {
+	under := ""
+	if dir, ok := folder(path); ok {
+		under = dir + "/**"
+	}
+	return func(p string) bool { return Overlap(p, path) || under != "" && Overlap(p, under) }
 }
 
 // Record returns what came of one event.

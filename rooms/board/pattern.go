@@ -124,13 +124,54 @@ func literalPrefix(p string) string {
 	return p
 }
 
-// Overlap reports whether some path matches both patterns.
+// folder is, for a path with no glob, the folder it also names: p
+// without a trailing "/" (ok false for a glob, and for "" and "/").
+func folder(p string) (dir string, ok bool) {
+	if strings.ContainsAny(p, "*?") {
+		return "", false
+	}
+	dir = strings.TrimSuffix(p, "/")
+	return dir, dir != ""
+}
+
+// covers reports whether p, a path with no glob, covers a pattern whose
+// literal prefix is lp because it names something inside p's folder.
+func covers(p, lp string) bool {
+	dir, ok := folder(p)
+	return ok && len(lp) > len(dir) && lp[len(dir)] == '/' && strings.HasPrefix(lp, dir)
+}
+
+// Overlap reports whether two patterns overlap: some path matches both,
+// or one is a path with no glob and the other names something inside the
+// folder of that name (its literal prefix begins with the path and a
+// "/"). Git holds a file or a folder at a path, never both, so a claim on
+// a path that is no file yet ("pkg/new", a package about to be made)
+// covers the files under it: "pkg/new/a.go", "pkg/new/**",
+// "pkg/new/*.go". A glob that reaches into it only through a star
+// ("**/*.go", "pkg/*/a.go") does not: "README.md" or "pkg/util.go" is
+// far more often a file than a folder, and a claim on "**/*_test.go"
+// would otherwise overlap a claim on every path with no glob.
 func Overlap(a, b string) bool { return overlap(a, literalPrefix(a), b, literalPrefix(b)) }
 
-// overlap is Overlap with the literal prefixes known.
+// overlap is Overlap with the literal prefixes known. The paths that
+// match a pattern all begin with its literal prefix, and a folder covers
+// only a pattern whose literal prefix begins with it, so two patterns
+// whose literal prefixes are apart (neither begins the other) are apart:
+// heldIndex relies on it.
 func overlap(a, pa, b, pb string) bool {
+	// A path with no glob and a trailing "/" (a read's, never a claim's)
+	// is the folder: the path without it.
+	if dir, ok := folder(a); ok {
+		a, pa = dir, dir
+	}
+	if dir, ok := folder(b); ok {
+		b, pb = dir, dir
+	}
 	if !strings.HasPrefix(pa, pb) && !strings.HasPrefix(pb, pa) {
 		return false
+	}
+	if covers(a, pb) || covers(b, pa) {
+		return true
 	}
 	if len(pa) == len(a) && len(pb) == len(b) {
 		return a == b
@@ -256,10 +297,19 @@ func intersect(a, b []token) bool {
 	return false
 }
 
-// Match reports whether the plain path name matches pattern p.
+// Match reports whether the plain path name (a file, not a folder)
+// matches pattern p, or is inside p's folder when p has no glob (see
+// Overlap): "pkg/new" matches pkg/new/a.go, "pkg/new/a.go" does not
+// match pkg/new.
 func Match(p, name string) bool {
 	if strings.ContainsAny(name, "*?") {
 		return false
 	}
-	return Overlap(p, name)
+	if dir, ok := folder(p); ok {
+		return name == dir || covers(dir, name)
+	}
+	if !strings.HasPrefix(name, literalPrefix(p)) {
+		return false
+	}
+	return intersect(tokens(p), tokens(name))
 }

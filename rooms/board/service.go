@@ -687,7 +687,7 @@ func (s *Service) History(_ context.Context, key, path string) ([]Record, error)
 		} else if rel, err := DecodeRelease(v.Body); err == nil {
 			r.Paths = rel.Paths
 		}
-		if path == "" || slices.ContainsFunc(r.Paths, func(p string) bool { return Overlap(p, path) }) {
+		if path == "" || slices.ContainsFunc(r.Paths, historyMatch(path)) {
 			h = append(h, r)
 		}
 	}

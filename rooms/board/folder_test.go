@@ -15,9 +15,11 @@ import (
 // {"paths":["pkg/new"]} (the folder does not exist yet, so it stays
 // "pkg/new", not "pkg/new/**"). In git a path is a file or a folder, never
 // both: a file under pkg/new/ is inside what alice claimed. The board's
-// history already counts claims under a glob-free path as on it
-// (State.History); the conflict check does not, and bob's claim on a file
-// in her folder goes through, either way round.
+// history already counted claims under a glob-free path as on it
+// (State.History). Before, the conflict check did not, and bob's claim on
+// a file in her folder went through, either way round, as did his commit
+// past the git guard; now a path with no glob overlaps a pattern that
+// names something inside it (Overlap in pattern.go).
 func TestClaimOnAFolderNotYetMadeCoversItsFiles(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
