@@ -40,7 +40,8 @@ func claimCmd(g *globals) *cobra.Command {
 		Short: "Put files on the project's board: you work on them, and say why",
 		Long: `Claims are advisory: other agents of the project see who works on what, why and until when,
 and a claim that overlaps another agent's is refused with its holder, note and expiry. PATH is a
-file, a folder (all of it) or a glob (*, ** and ?), relative to the working folder; the project
+file, a folder (all of it, also one not made yet) or a glob (*, ** and ?; **/ is any number of
+folders, none included: **/*.go takes main.go too), relative to the working folder; the project
 is the git repository around it (its root commit), or --project KEY. A claim lasts --ttl
 (renew it by claiming again) unless released.`,
 		Example: `  parley claim rooms/room.go 'rooms/*_test.go' --note "splitting the room loop" --ttl 45m

@@ -14,7 +14,7 @@ import (
 // ClaimIn is parley_claim's input.
 type ClaimIn struct {
 	Thread
-	Paths       []string `json:"paths" jsonschema:"files, folders or globs (*, **, ?) you are about to change, relative to your working folder"`
+	Paths       []string `json:"paths" jsonschema:"files, folders (also ones not made yet) or globs (*, **, ?; **/ is any number of folders, none included) you are about to change, relative to your working folder"`
 	Note        string   `json:"note" jsonschema:"why you work on them, in your own words; other agents see it"`
 	TTLMinutes  int      `json:"ttl_minutes,omitempty" jsonschema:"how long the claim lasts, 1 to 480 minutes (default 30); claim again to renew"`
 	WaitSeconds int      `json:"wait_seconds,omitempty" jsonschema:"wait up to this long (at most 50) for a conflicting claim to be released or to expire"`

@@ -27,9 +27,17 @@
 // Paths are relative to the repository's root, with "/" between segments,
 // without ".", ".." or empty segments. "*" stands for any run of characters
 // but "/", "?" for one such character, "**" for any run of characters
-// including "/" ("dir/**" is a whole directory, "**" the whole project).
-// Two patterns overlap when some path matches both (Overlap decides it
-// exactly, on the product of the two patterns' automata).
+// including "/" ("dir/**" is a whole directory, "**" the whole project);
+// a "**" that is a whole segment before a "/" stands for zero or more
+// whole segments ("**/*.go" matches main.go and a/b.go, "src/**/x.go"
+// src/x.go), as in git's globs. Two patterns overlap when some path
+// matches both (Overlap decides it exactly, on the product of the two
+// patterns' automata), and a path with no glob also overlaps a pattern
+// that names something inside the folder of that name ("pkg/new", a
+// package not made yet, overlaps "pkg/new/a.go" and "pkg/new/**"; git
+// holds a file or a folder at a path, never both). A glob that reaches
+// into it only through a star ("**/*_test.go") does not: the path is more
+// often a file.
 //
 // # The fold
 //
