@@ -240,3 +240,47 @@ func TestReviewDashboardSixTabsStarveActions(t *testing.T) {
 			eval[string](t, b, `document.getElementById("error").textContent`), eval[string](t, b, `document.getElementById("status").textContent`))
 	}
 }
+
+// REVIEW (rvui): Enter that ends an input method's composition posts the
+// half-written text. A user writing Japanese, Chinese or Korean presses
+// Enter to choose the characters composed; the browser sends that keydown
+// as key "Enter" with isComposing set (keyCode 229), and the page's
+// handler posts at once whatever the box holds, mid-sentence. The handler
+// should leave an Enter of a composition alone.
+func TestReviewDashboardEnterOfCompositionPosts(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c0.Close()
+	registered(t, ctx, c0, "alice")
+	room, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c0.UI(ctx)
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	b := browser(t)
+	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
+	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
+	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, room.RoomID))
+	waitJS(t, b, 30*time.Second, `document.getElementById("roomname").textContent.includes("ops")`, "the room open")
+	eval[bool](t, b, countFetches)
+	const composing = "明日の"
+	// The keydown Chromium sends for the Enter that ends a composition.
+	sent := eval[bool](t, b, fmt.Sprintf(`(() => {
+	  const box = document.getElementById("text");
+	  box.focus(); box.value = %q;
+	  box.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", keyCode: 229, isComposing: true, bubbles: true, cancelable: true}));
+	  return window.inflight > 0;
+	})()`, composing))
+	if sent {
+		nt.WaitFor(30*time.Second, func() bool {
+			es, err := c0.Log(ctx, room.RoomID, 0, "")
+			return err == nil && slices.ContainsFunc(es, func(e localapi.Event) bool { return e.Text == composing })
+		}, "the half-written text in the room")
+		t.Fatalf("the Enter that ended a composition posted the half-written %q to the room", composing)
+	}
+}
