@@ -97,6 +97,11 @@ func TestDashboardTokenOriginAndStream(t *testing.T) {
 		{"GET", "/ui/stream", tok, nav("document"), 403},
 		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}, 403},
 		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "text/plain"}, 415},
+		// The media type is parsed: before, any type that began with
+		// "application/json" passed.
+		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "application/jsonx"}, 415},
+		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "application/json-seq"}, 415},
+		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "Application/JSON; charset=utf-8"}, 400}, // JSON, read: {} names no room
 		{"POST", "/v1/down", tok, jsonCT, 404}, // not one of the page's actions
 		{"GET", "/ui/state", tok, nil, 200},
 	} {
@@ -119,6 +124,10 @@ func TestDashboardTokenOriginAndStream(t *testing.T) {
 	}
 	if code, _ := uiDo(t, "GET", base+"/ui/proof?n="+nonce, "", map[string]string{"Sec-Fetch-Site": "cross-site"}, ""); code != 403 {
 		t.Fatalf("a cross-site proof: %d, want 403", code)
+	}
+	// Another method is 405 (before, 400, as for a wrong nonce).
+	if code, _ := uiDo(t, "POST", base+"/ui/proof?n="+nonce, "", nil, ""); code != 405 {
+		t.Fatalf("POST /ui/proof: %d, want 405", code)
 	}
 	// Actions on things that do not exist: a clear error, nothing done.
 	for _, tc := range []struct{ path, body string }{
@@ -352,6 +361,45 @@ func TestDashboardKeepsItsPort(t *testing.T) {
 	nt.Restart(0)
 	if last, _ := uiBase(t, nt, 0); last != moved {
 		t.Fatalf("after its port was taken and a restart, the dashboard is at %s, want %s (where it moved)", last, moved)
+	}
+}
+
+// HEAD /ui/stream (curl -I, a link checker, a monitoring probe with the
+// token) ends at its headers. Before, the pattern "GET /ui/stream" took the
+// HEAD too and its handler went on streaming into the discarded body (no
+// write ever failed) for as long as the connection stayed open: the
+// client's next request on that connection, which it rightly sent there,
+// waited for ever. Now the HEAD gets the stream's headers alone and the
+// connection is free again.
+func TestDashboardHeadOfStreamEnds(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	base, tok := uiBase(t, nt, 0)
+	tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	do := func(method, path string) (int, string, error) {
+		req, err := http.NewRequest(method, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return resp.StatusCode, "", err
+		}
+		return resp.StatusCode, resp.Header.Get("Content-Type"), nil
+	}
+	code, ct, err := do(http.MethodHead, "/ui/stream")
+	if err != nil || code != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("HEAD /ui/stream: %d %q %v", code, ct, err)
+	}
+	// The same client's next request, on the connection it was given back.
+	if code, _, err := do(http.MethodGet, "/ui/state"); err != nil || code != http.StatusOK {
+		t.Fatalf("GET /ui/state after a HEAD of the stream: %d %v (the HEAD's handler still holds the connection)", code, err)
 	}
 }
 

@@ -45,6 +45,13 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		// The pattern "GET /ui/stream" takes HEAD too. A HEAD's body is
+		// discarded, so no write would ever fail: streaming into it held the
+		// connection for as long as it stayed open, and the client's next
+		// request on it waited for ever. A HEAD gets the headers alone.
+		return
+	}
 	st := &stream{s: s, w: w, rc: rc, flush: fl.Flush, ctx: r.Context(), cursors: map[string]uint64{}, panels: map[string][]byte{}}
 	if err := st.run(); err != nil && r.Context().Err() == nil {
 		s.logger.Debug("dashboard stream ended", "err", err)

@@ -15,6 +15,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -182,7 +183,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		// The media type parsed: "application/jsonx" or "application/json-seq"
+		// is not JSON.
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 			http.Error(w, "actions take JSON (Content-Type: application/json)", http.StatusUnsupportedMediaType)
 			return
 		}
@@ -246,15 +249,21 @@ func Proof(token, port, nonce string) string {
 }
 
 // serveProof answers GET /ui/proof?n=NONCE (NONCE: 32 to 128 lowercase hex
-// digits) with Proof, to anyone: it tells nothing of the token.
+// digits) with Proof, to anyone: it tells nothing of the token. Another
+// method is answered 405.
 func (s *Server) serveProof(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
 	if why := s.foreign(r); why != "" {
 		http.Error(w, why, http.StatusForbidden)
 		return
 	}
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "GET /ui/proof?n=NONCE", http.StatusMethodNotAllowed)
+		return
+	}
 	n := r.URL.Query().Get("n")
-	if r.Method != http.MethodGet || len(n) < 32 || len(n) > 128 || strings.Trim(n, "0123456789abcdef") != "" {
+	if len(n) < 32 || len(n) > 128 || strings.Trim(n, "0123456789abcdef") != "" {
 		http.Error(w, "GET /ui/proof?n=NONCE, NONCE 32 to 128 lowercase hex digits", http.StatusBadRequest)
 		return
 	}
