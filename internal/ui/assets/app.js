@@ -4,8 +4,9 @@
   var S = { node: "", handle: "", max: 200, rooms: [], events: {}, dropped: {}, unread: {}, sel: "", panels: {}, seen: {}, open: {},
     lat: [], latN: 0 };
   // For tests and the curious: S.seen[eventID] is when the page got an event
-  // it holds (ms); S.lat the last 1000 delays from an event's time to the
-  // page (ms), S.latN how many were measured.
+  // it holds (ms; an event a new stream sends again keeps its time); S.lat
+  // the last 1000 delays from an event's time to the page (ms; of events new
+  // to the page), S.latN how many were measured.
   window.parley = S;
   var $ = function (id) { return document.getElementById(id); };
 
@@ -341,12 +342,25 @@
     $("text").focus();
   }
 
+  // A new stream (after a reconnect) sends each room's last events again.
+  // At its hello, prior takes the events the page held (S.seen: ID → when
+  // it got them) and stale the rooms it held events of: a stale room's
+  // first events from the new stream replace its list, and only the events
+  // the page did not hold are new (counted unread, measured). Before, the
+  // hello zeroed the unread counts and every event sent again counted as
+  // unread: after a node restart, a room the user had read showed its whole
+  // history unread.
+  var prior = {}, stale = {};
   function addEvents(m) {
+    if (stale[m.room]) { delete stale[m.room]; S.events[m.room] = []; S.dropped[m.room] = 0; }
     var list = S.events[m.room] || (S.events[m.room] = []);
-    var now = Date.now();
+    var now = Date.now(), fresh = 0;
     m.events.forEach(function (e) {
-      S.seen[e.id] = now; list.push(e);
+      var had = prior[e.id] || S.seen[e.id];
+      S.seen[e.id] = had || now; list.push(e);
+      if (had) return;
       S.lat[S.latN++ % 1000] = now - e.time;
+      if (e.kind === "message" || e.kind === "ask") fresh++;
     });
     S.dropped[m.room] = (S.dropped[m.room] || 0) + (m.skipped || 0);
     if (list.length > S.max) {
@@ -354,7 +368,7 @@
       list.splice(0, list.length - S.max).forEach(function (e) { delete S.seen[e.id]; });
     }
     if (m.room !== S.sel) {
-      S.unread[m.room] = (S.unread[m.room] || 0) + m.events.filter(function (e) { return e.kind === "message" || e.kind === "ask"; }).length;
+      S.unread[m.room] = (S.unread[m.room] || 0) + fresh;
       mark("rooms");
     } else mark("events");
     // No room is selected for the user: the post box writes to the room
@@ -609,8 +623,13 @@
   function handle(ev, data) {
     var m = JSON.parse(data);
     if (ev === "hello") {
+      // Another node on the token's port (not expected): what the page
+      // held was not its.
+      if (S.node && m.node !== S.node) { S.events = {}; S.dropped = {}; S.unread = {}; S.seen = {}; }
       S.node = m.node; S.handle = m.handle; S.max = m.max_events;
-      S.events = {}; S.dropped = {}; S.unread = {}; labelGen++;
+      prior = S.seen; S.seen = {}; stale = {};
+      for (var r in S.events) stale[r] = true;
+      labelGen++;
       $("who").textContent = m.handle + " · " + short(m.node);
     } else if (ev === "rooms") {
       // The list comes with every event stored in any room (it carries
