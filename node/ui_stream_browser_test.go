@@ -3,9 +3,11 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -77,5 +79,116 @@ func TestDashboardRestartKeepsReadRoomsRead(t *testing.T) {
 	waitJS(t, b, 30*time.Second, fmt.Sprintf(`!!window.parley.seen[%q] && (window.parley.events[%q] || []).length >= 4`, posted.ID, rooms[0]), "the new message and the read room's events on the page")
 	if got := eval[string](t, b, badge(rooms[0])); got != "" {
 		t.Fatalf("the room read before the restart shows %q unread after it, and no message came into it", got)
+	}
+}
+
+// With the dashboard open in seven tabs of a window, the tab shown can act
+// and a new tab's stream opens. A browser opens at most six connections
+// to one host over HTTP/1.1 (Chromium's socket pool), and each page held
+// one for its stream. Before, six tabs took them all and every other
+// request with credentials (a post, an approve, a seventh tab's stream)
+// waited for one to end, which it never did while a tab was open, and the
+// pages said "live". Now a tab that is hidden (as every tab of a window is
+// but the one shown) closes its stream after a few seconds, and opens it
+// again when it is shown. The tabs open one after another in one window,
+// as `parley ui --open` run a few times or a restored session opens them;
+// the user then goes back to the first tab and posts from it.
+func TestDashboardTabsLeaveTheConnectionsFree(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c0.Close()
+	registered(t, ctx, c0, "alice")
+	room, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c0.UI(ctx)
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	const live = `document.visibilityState === "visible" && document.getElementById("status").textContent === "live"`
+	b := browser(t)
+	run(t, b, "open the dashboard in tab 0", chromedp.Navigate(info.URL))
+	waitJS(t, b, 30*time.Second, live, "tab 0's stream")
+	tabs := []context.Context{b}
+	for i := 1; i < 7; i++ {
+		// A new tab of the browser's window: it is the one shown, the
+		// others are hidden.
+		tab, cancelTab := chromedp.NewContext(b, chromedp.WithNewWindow(false))
+		t.Cleanup(cancelTab)
+		if err := chromedp.Do(tab); err != nil { // opens the tab, for as long as tab lasts
+			t.Fatalf("open tab %d: %v", i, err)
+		}
+		run(t, tab, fmt.Sprintf("open the dashboard in tab %d", i), chromedp.Navigate(info.URL))
+		waitJS(t, tab, 30*time.Second, live, fmt.Sprintf("tab %d's stream", i))
+		tabs = append(tabs, tab)
+	}
+	waitJS(t, tabs[1], 30*time.Second, `document.visibilityState === "hidden" && document.getElementById("status").textContent.startsWith("paused")`,
+		"tab 1, hidden, to close its stream")
+
+	// The user goes back to the first tab and posts from it.
+	if _, err := chromedp.CallBrowser(b, target.ActivateTarget, target.ActivateTargetParams{TargetID: chromedp.FromContext(b).Target.TargetID}); err != nil {
+		t.Fatalf("show tab 0: %v", err)
+	}
+	waitJS(t, b, 30*time.Second, live, "tab 0 shown, its stream open again")
+	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, room.RoomID))
+	waitJS(t, b, 30*time.Second, `document.getElementById("roomname").textContent.includes("ops")`, "the room open")
+	eval[bool](t, b, `(() => { document.getElementById("text").value = "from one of seven tabs"; document.getElementById("send").click(); return true })()`)
+	ok := nodetest.Poll(30*time.Second, func() bool {
+		es, err := c0.Log(ctx, room.RoomID, 0, "")
+		return err == nil && slices.ContainsFunc(es, func(e localapi.Event) bool { return e.Text == "from one of seven tabs" })
+	})
+	if !ok {
+		t.Fatalf("a post from one of seven open tabs did not reach the room in 30 s (the page says %q, %q)",
+			eval[string](t, b, `document.getElementById("error").textContent`), eval[string](t, b, `document.getElementById("status").textContent`))
+	}
+}
+
+// The page says "live" only while its stream is open and what it asked
+// was answered. A stream that brings nothing (not even the node's
+// keep-alive, every 15 s) for window.parley.quiet ms (40 s; 2 s here) is
+// opened again; and a request unanswered for over 5 s turns the status to
+// "waiting: …", as when the browser holds it back for want of a
+// connection. Before, the page said "live" from its stream's opening on,
+// whatever waited.
+func TestDashboardSaysWhenItIsNotLive(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c0.Close()
+	registered(t, ctx, c0, "alice")
+	room, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c0.UI(ctx)
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	b := browser(t)
+	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
+	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live" && window.parley.streams === 1`, "the stream")
+
+	// A quiet stream is opened again.
+	eval[bool](t, b, `(() => { window.parley.quiet = 2000; return true })()`)
+	waitJS(t, b, 30*time.Second, `window.parley.streams >= 2`, "a quiet stream opened again")
+	eval[bool](t, b, `(() => { window.parley.quiet = 40000; return true })()`)
+	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream open again")
+
+	// A post the browser never answers: the status says the page waits.
+	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, room.RoomID))
+	waitJS(t, b, 30*time.Second, `document.getElementById("roomname").textContent.includes("ops")`, "the room open")
+	eval[bool](t, b, `(() => {
+	  const f = window.fetch;
+	  window.fetch = function (u, o) { return o && o.method === "POST" ? new Promise(() => {}) : f.apply(this, arguments); };
+	  document.getElementById("text").value = "held back"; document.getElementById("send").click();
+	  return true;
+	})()`)
+	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent.startsWith("waiting: a request has had no answer for ")`, "the page to say it waits")
+	if !eval[bool](t, b, `document.getElementById("send").disabled`) {
+		t.Fatal("Post is enabled while its post is under way")
 	}
 }

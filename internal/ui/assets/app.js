@@ -202,7 +202,12 @@
     }).then(function (ok) { if (!ok) throw new Impostor("it does not know the token"); });
   }
 
+  // pending holds when each request api sent (and not yet answered) was
+  // sent: the status says when one waits long.
+  var pending = {}, sent = 0;
   function api(method, path, body) {
+    var n = ++sent;
+    pending[n] = Date.now();
     return prove().then(function () { return fetch(path, {
       method: method,
       headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" },
@@ -214,7 +219,7 @@
         if (!r.ok) throw new Error((v && v.error) || ("HTTP " + r.status));
         return v;
       });
-    });
+    }).finally(function () { delete pending[n]; showStatus(); });
   }
 
   // Rendering is batched: at most once a frame, whatever the flood.
@@ -631,6 +636,7 @@
       for (var r in S.events) stale[r] = true;
       labelGen++;
       $("who").textContent = m.handle + " · " + short(m.node);
+      S.streams++;
     } else if (ev === "rooms") {
       // The list comes with every event stored in any room (it carries
       // their counts): the panels that show room labels are drawn again
@@ -646,13 +652,48 @@
     }
   }
 
+  // The stream. A browser opens at most 6 connections to one host over
+  // HTTP/1.1, and each page's stream holds one for as long as it is open:
+  // before, six tabs of the dashboard took them all, and every other
+  // request (a post, an approve, a seventh tab's stream) waited for ever
+  // while the pages said "live". So a page whose tab is hidden (another
+  // tab of its window shown, the window minimised) closes its stream after
+  // grace ms, and opens a new one when it is shown again (which sends all
+  // it shows again). A stream that brought nothing, not even the node's
+  // keep-alive (every 15 s), for S.quiet ms is closed and opened again.
+  // The status says "live" only while the stream is open and no request
+  // the page sent has waited over slow ms for its answer; else what it
+  // waits for. S.streams counts the streams that said hello.
+  var conn = null; // the stream open or opening: { ctl: AbortController, live, since, last (ms) }
+  var lastErr = null, retry = 0, pause = 0, grace = 5000, slow = 5000;
+  S.quiet = 40000; S.streams = 0;
+  var held = "the browser may be holding it: it opens at most 6 connections to the dashboard, and each dashboard tab shown holds one";
+  function hidden() { return document.visibilityState === "hidden"; }
+  function showStatus() {
+    var now = Date.now(), t, oldest = now;
+    for (var k in pending) oldest = Math.min(oldest, pending[k]);
+    if (!conn) {
+      t = hidden() ? "paused: this tab is not shown (it reconnects when it is)" :
+        lastErr ? (lastErr.impostor ? "not connected: " : "offline: ") + lastErr.message + " (retrying)" : "connecting…";
+    } else if (!conn.live) {
+      t = "connecting…" + (now - conn.since > slow ? " (" + Math.round((now - conn.since) / 1000) + " s: " + held + ")" : "");
+    } else if (now - oldest > slow) {
+      t = "waiting: a request has had no answer for " + Math.round((now - oldest) / 1000) + " s (" + held + ")";
+    } else t = "live";
+    if ($("status").textContent !== t) $("status").textContent = t;
+  }
   function connect() {
-    $("status").textContent = "connecting…";
+    clearTimeout(retry); retry = 0;
+    if (conn || hidden()) { showStatus(); return; }
+    var c = conn = { ctl: new AbortController(), live: false, since: Date.now(), last: 0 };
+    showStatus();
     prove().then(function () {
-      return fetch("/ui/stream", { headers: { "Authorization": "Bearer " + token } });
+      if (conn !== c) throw new Error("closed");
+      return fetch("/ui/stream", { headers: { "Authorization": "Bearer " + token }, signal: c.ctl.signal });
     }).then(function (r) {
       if (!r.ok) throw new Error("HTTP " + r.status + (r.status === 401 ? ": the token is wrong; run `parley ui` for the address" : ""));
-      $("status").textContent = "live";
+      c.live = true; c.last = Date.now(); lastErr = null;
+      showStatus();
       // The stream is read a line at a time, and each read is looked at
       // once: a block of 200 events of 64 KiB each (13 MB) may arrive in
       // hundreds of reads, and searching the whole block again at each
@@ -668,6 +709,8 @@
       function pump() {
         return reader.read().then(function (x) {
           if (x.done) throw new Error("stream ended");
+          if (conn !== c) throw new Error("closed");
+          c.last = Date.now();
           var s = dec.decode(x.value, { stream: true }), from = 0, i;
           while ((i = s.indexOf("\n", from)) >= 0) {
             part.push(s.slice(from, i)); from = i + 1;
@@ -680,10 +723,28 @@
       }
       return pump();
     }).catch(function (err) {
-      $("status").textContent = (err.impostor ? "not connected: " : "offline: ") + err.message + " (retrying)";
-      setTimeout(connect, 2000);
+      if (conn !== c) return; // closed on purpose
+      conn = null; lastErr = err;
+      c.ctl.abort();
+      showStatus();
+      retry = setTimeout(connect, 2000);
     });
   }
+  document.addEventListener("visibilitychange", function () {
+    clearTimeout(pause); pause = 0;
+    if (!hidden()) { connect(); return; }
+    pause = setTimeout(function () {
+      pause = 0;
+      if (!hidden() || !conn) return;
+      var c = conn; conn = null;
+      c.ctl.abort();
+      showStatus();
+    }, grace);
+  });
+  setInterval(function () {
+    if (conn && conn.live && Date.now() - conn.last > S.quiet) conn.ctl.abort(new Error("nothing came from the node for " + Math.round(S.quiet / 1000) + " s"));
+    showStatus();
+  }, 1000);
 
   // busy runs a form's action: while it is under way the form's submit
   // button is disabled and its submits are ignored (before, a double click
