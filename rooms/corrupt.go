@@ -70,9 +70,11 @@ func (r *room) repair(tx *txn, it Item) bool {
 	// again, they are not.
 	for _, p := range it.Event.Parents {
 		delete(r.heads, p)
+		delete(r.headTime, p)
 	}
 	if _, ok := r.heads[it.ID]; ok {
 		r.heads[it.ID] = it.Event.Depth
+		r.headTime[it.ID] = it.Event.Time
 	}
 	r.m.metrics.repaired.Inc()
 	r.m.log.Info("a damaged event was fetched again", "room", string(r.id), "id", it.ID.String())

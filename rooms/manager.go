@@ -82,9 +82,13 @@ type Config struct {
 // earlier all the same: a release dated before the claim it ends (NTP
 // moved the clock back between the two) would end nothing, on every node.
 // A clock set back by more than that (it was wrong by that much) dates
-// events by itself again. It stays under the board's MaxAhead: events
-// dated further ahead of the clock wait there, this node's own board's
-// too.
+// events by itself again. It bounds as well how far ahead of the clock a
+// parent may be dated for this node's event to be dated just after it: a
+// clock a little behind the members' does not date an event before those
+// it follows (a claim before the release it saw), and a member's clock
+// set far ahead does not drag this node's along. It stays under the
+// board's MaxAhead: events dated further ahead of the clock wait there,
+// this node's own board's too.
 const MaxStepBack = time.Minute
 
 // DefaultOwnEventsWait is the default Config.OwnEventsWait.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -138,6 +139,10 @@ type room struct {
 	pending *Pending
 	recent  *depthCache // also read by validators
 	ancBuf  []ID
+	// headTime is the time (unix ms) of the heads this node stored, or
+	// read since the room was loaded (stamp): noTime for one it could not
+	// read. Heads only: an event that gets a child leaves it.
+	headTime map[ID]int64
 	// founded is the room's create event's time (unix ms), once known
 	// (foundedKnown): it says whether first events name their invite
 	// (namesAdmit).
@@ -231,6 +236,7 @@ func newRoom(m *Manager, id identity.RoomID, meta Meta) *room {
 		inbox:       make(chan input, 1024),
 		bulk:        make(chan input, 1024),
 		heads:       make(map[ID]uint64),
+		headTime:    make(map[ID]int64),
 		pending:     pending,
 		recent:      newDepthCache(depthCacheSize),
 		meta:        meta,
@@ -300,6 +306,7 @@ func (r *room) load() error {
 	}
 	heads, vv := l.heads, l.vv
 	r.heads = heads
+	r.headTime = make(map[ID]int64, len(heads)) // read when first needed (stamp)
 	r.arrivals = arrivals
 	r.owesTip = l.owesTip
 	r.mu.Lock()
@@ -1218,8 +1225,10 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	// tipEvery arrivals (tip.go), not with each event.
 	for _, p := range e.Parents {
 		delete(r.heads, p)
+		delete(r.headTime, p)
 	}
 	r.heads[it.ID] = e.Depth
+	r.headTime[it.ID] = e.Time
 	r.recent.put(it.ID, e.Depth)
 
 	if tx.vv == nil {
@@ -1254,29 +1263,63 @@ func (r *room) store(tx *txn, it Item, target peer.ID, fork bool) {
 	tx.arrivals = append(tx.arrivals, r.arrivals)
 }
 
-// stamp is the time of this node's event seq: the clock's, or just after
-// the node's previous event's when the clock stepped back since, by less
-// than MaxStepBack. Its caller holds procMu.
-func (r *room) stamp(seq uint64) int64 {
+// stamp is the time of this node's event seq with parents: the clock's,
+// or just after the newest of its parents and of the node's previous
+// event, when that is later, by less than MaxStepBack past the clock (the
+// clock stepped back since, or is behind the clocks of the members whose
+// events it follows). An event dated further ahead is not followed: a
+// member's clock set far ahead would drag this node's along. Its caller
+// holds procMu.
+func (r *room) stamp(seq uint64, parents []ID) int64 {
 	now := r.m.cfg.Now().UnixMilli()
+	t := now
+	follow := func(prev int64) {
+		if prev >= t && prev-now < MaxStepBack.Milliseconds() {
+			t = prev + 1
+		}
+	}
+	for _, p := range parents {
+		if pt, ok := r.timeOfHead(p); ok {
+			follow(pt)
+		}
+	}
 	if seq <= 1 {
-		return now
+		return t
 	}
 	if r.lastOwnSeq != seq-1 {
 		idb, ok, err := r.m.cfg.Store.Lookup(schema.RoomAuthorSeq(string(r.id), []byte(r.m.self), seq-1))
 		if err != nil || !ok || len(idb) != len(ID{}) {
-			return now
+			return t
 		}
 		e, _, err := r.m.readEvent(r.id, ID(idb))
 		if err != nil {
-			return now
+			return t
 		}
 		r.lastOwnSeq, r.lastOwnTime = seq-1, e.Time
 	}
-	if prev := r.lastOwnTime; prev >= now && prev-now < MaxStepBack.Milliseconds() {
-		return prev + 1
+	follow(r.lastOwnTime)
+	return t
+}
+
+// noTime marks a head whose time could not be read (headTime).
+const noTime = math.MinInt64
+
+// timeOfHead returns the time of head id: kept since it was stored, or
+// read from the store once (heads loaded with the room). Its caller holds
+// procMu.
+func (r *room) timeOfHead(id ID) (int64, bool) {
+	if t, ok := r.headTime[id]; ok {
+		return t, t != noTime
 	}
-	return now
+	if _, ok := r.heads[id]; !ok {
+		return 0, false
+	}
+	t := int64(noTime)
+	if e, _, err := r.m.readEvent(r.id, id); err == nil {
+		t = e.Time
+	}
+	r.headTime[id] = t
+	return t, t != noTime
 }
 
 // author creates, signs and stores this node's next event.
@@ -1291,10 +1334,14 @@ func (r *room) author(tx *txn, s *sayReq) (ID, error) {
 	}
 	e := &Event{
 		Room: r.id, Author: self, Agent: s.agent, Seq: seq, Kind: s.kind, Body: s.body,
-		ReplyTo: s.replyTo, To: s.to, Time: r.stamp(seq), Depth: 1,
+		ReplyTo: s.replyTo, To: s.to, Depth: 1,
 	}
 	if s.kind != KindCreate {
 		e.Parents, e.Depth = r.pickParents()
+	}
+	// Dated after the heads it takes as parents.
+	e.Time = r.stamp(seq, e.Parents)
+	if s.kind != KindCreate {
 		var named []ID
 		if admit, first := r.firstOf(self); seq == first {
 			// The first event of a membership names the event that
