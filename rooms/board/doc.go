@@ -49,8 +49,10 @@
 // the order loses as a whole: it holds nothing, and its agent is told. A
 // node refuses such a claim before posting it, so losers come only from
 // claims made apart, on two sides of a partition; at heal every node
-// reaches the same winner. Expiry needs no event: a claim past its expiry
-// is gone, also when its node is dead.
+// reaches the same winner. It refuses too a claim over one it holds back
+// as dated ahead (see below) that the claim would still be live at: dated
+// before it, the claim would take it. Expiry needs no event: a claim past
+// its expiry is gone, also when its node is dead.
 //
 // The fold is incremental. An event that comes late, dated before events
 // already folded, takes the fold back to the last checkpoint before it,

@@ -43,16 +43,17 @@ type watch struct {
 	project string
 	paths   []string
 	note    string
+	ttl     time.Duration
 	was     Held
 	until   time.Time
 }
 
 // watchLocked remembers that agent was refused paths because of h.
 // Callers hold s.mu.
-func (s *Service) watchLocked(agent identity.AgentName, project string, paths []string, note string, h Held) {
+func (s *Service) watchLocked(agent identity.AgentName, project string, paths []string, note string, ttl time.Duration, h Held) {
 	ws := s.watches[agent]
 	ws = slices.DeleteFunc(ws, func(w *watch) bool { return w.project == project && slices.Equal(w.paths, paths) })
-	s.watches[agent] = append(ws, &watch{project: project, paths: paths, note: note, was: h, until: s.cfg.Now().Add(watchTTL)})
+	s.watches[agent] = append(ws, &watch{project: project, paths: paths, note: note, ttl: ttl, was: h, until: s.cfg.Now().Add(watchTTL)})
 }
 
 // unwatchLocked forgets agent's refused claims on project whose paths it
@@ -90,7 +91,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 			keep = append(keep, w)
 			continue
 		}
-		if p.state.Conflict(holder, w.paths, now) != nil {
+		if in, err := s.conflict(p, holder, w.paths, w.ttl); in != nil || err != nil {
 			keep = append(keep, w)
 			continue
 		}

@@ -427,9 +427,18 @@ type ClaimResult struct {
 type ConflictError struct {
 	Held Held
 	Path string // the claimed path that overlaps
+	// Ahead is set when Held is a claim dated past MaxAhead of this
+	// node's clock, held back from the fold until the clock is near: by
+	// how much. Posted now, the claim refused would be dated before it,
+	// and take it in the fold on every node.
+	Ahead time.Duration
 }
 
 func (e *ConflictError) Error() string {
+	if e.Ahead > 0 {
+		return fmt.Sprintf("board: %s is claimed by %s, in a claim dated %s ahead of this node's clock (this node's clock may be behind): %q",
+			e.Held.Path, e.Held.Holder, e.Ahead.Round(time.Second), e.Held.Note)
+	}
 	return fmt.Sprintf("board: %s is claimed by %s until %s: %q", e.Held.Path, e.Held.Holder,
 		time.UnixMilli(e.Held.Expires).UTC().Format(time.RFC3339), e.Held.Note)
 }
@@ -437,15 +446,87 @@ func (e *ConflictError) Error() string {
 // Unwrap makes a ConflictError an ErrConflict.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
-func conflictError(h *Held, paths []string) *ConflictError {
-	ce := &ConflictError{Held: *h}
+func conflictError(w *inTheWay, paths []string) *ConflictError {
+	ce := &ConflictError{Held: w.Held, Ahead: w.ahead}
 	for _, p := range paths {
-		if Overlap(p, h.Path) {
+		if Overlap(p, w.Held.Path) {
 			ce.Path = p
 			break
 		}
 	}
 	return ce
+}
+
+// inTheWay is another agent's claim that a claim overlaps: live, or dated
+// ahead by ahead (held back).
+type inTheWay struct {
+	Held
+	ahead time.Duration
+}
+
+// conflict returns the claim of another agent that a claim of paths by
+// holder, posted now to live ttl, would overlap, or nil: a live claim, or
+// one dated past MaxAhead of this node's clock (held back from the fold)
+// that the claim would still be live at, and so take in the fold on every
+// node, though it was made first as far as this node can tell (this
+// node's clock, or the one that dated it, is wrong). Callers hold s.mu.
+func (s *Service) conflict(p *project, holder string, paths []string, ttl time.Duration) (*inTheWay, error) {
+	now := s.cfg.Now()
+	if h := p.state.Conflict(holder, paths, now); h != nil {
+		return &inTheWay{Held: *h}, nil
+	}
+	if len(p.later) == 0 {
+		return nil, nil
+	}
+	// Folded in their order on top of the board as it is now: releases
+	// end claims before them, and a claim that overlaps a live one loses.
+	refs := slices.Clone(p.later)
+	slices.SortFunc(refs, func(a, b laterRef) int { return cmp.Or(cmp.Compare(a.Time, b.Time), strings.Compare(a.ID, b.ID)) })
+	until := now.Add(ttl).UnixMilli()
+	var ahead []*Held
+	for _, r := range refs {
+		if r.Time >= until {
+			break // the claim has expired by then
+		}
+		v, ok, err := s.fetchLater(r)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		who := string(v.Agent) + "@" + v.Author.String()
+		switch v.Kind {
+		case rooms.KindClaim:
+			c, err := DecodeClaim(v.Body)
+			if err != nil || who == holder {
+				continue
+			}
+			if p.state.Conflict(who, c.Paths, time.UnixMilli(v.Time)) != nil || slices.ContainsFunc(ahead, func(h *Held) bool {
+				return h.Holder != who && slices.ContainsFunc(c.Paths, func(q string) bool { return Overlap(q, h.Path) })
+			}) {
+				continue // it loses
+			}
+			for _, q := range c.Paths {
+				ahead = append(ahead, &Held{Path: q, Holder: who, Note: c.Note, Since: v.Time, Expires: v.Time + c.TTL.Milliseconds(),
+					Event: r.ID, Room: string(r.Room)})
+			}
+		case rooms.KindRelease:
+			rel, err := DecodeRelease(v.Body)
+			if err != nil {
+				continue
+			}
+			ahead = slices.DeleteFunc(ahead, func(h *Held) bool {
+				return h.Holder == who && (len(rel.Paths) == 0 || slices.Contains(rel.Paths, h.Path))
+			})
+		}
+	}
+	for _, h := range ahead {
+		if slices.ContainsFunc(paths, func(q string) bool { return Overlap(q, h.Path) }) {
+			return &inTheWay{Held: *h, ahead: time.Duration(h.Since-now.UnixMilli()) * time.Millisecond}, nil
+		}
+	}
+	return nil, nil
 }
 
 // Claim puts paths on the project's board for agent. A claim that overlaps
@@ -476,7 +557,7 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 		}
 	}()
 	for {
-		res, h, err := s.tryClaim(ctx, agent, req.Project, paths, body)
+		res, h, err := s.tryClaim(ctx, agent, req.Project, paths, req.TTL, body)
 		if h == nil {
 			if err == nil {
 				res.Waited = s.cfg.Now().Sub(start)
@@ -490,7 +571,7 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 		left := req.Wait - s.cfg.Now().Sub(start)
 		if left <= 0 {
 			s.mu.Lock()
-			s.watchLocked(agent, req.Project, paths, req.Note, *h)
+			s.watchLocked(agent, req.Project, paths, req.Note, req.TTL, h.Held)
 			s.mu.Unlock()
 			return ClaimResult{}, conflictError(h, paths)
 		}
@@ -511,9 +592,9 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 	}
 }
 
-// tryClaim posts the claim unless another agent's claim is in the way,
-// which it returns.
-func (s *Service) tryClaim(ctx context.Context, agent identity.AgentName, key string, paths []string, body []byte) (ClaimResult, *Held, error) {
+// tryClaim posts the claim unless another agent's claim is in the way
+// (conflict), which it returns.
+func (s *Service) tryClaim(ctx context.Context, agent identity.AgentName, key string, paths []string, ttl time.Duration, body []byte) (ClaimResult, *inTheWay, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, err := s.load(key)
@@ -521,8 +602,8 @@ func (s *Service) tryClaim(ctx context.Context, agent identity.AgentName, key st
 		return ClaimResult{}, nil, err
 	}
 	holder := s.holder(agent)
-	if h := p.state.Conflict(holder, paths, s.cfg.Now()); h != nil {
-		return ClaimResult{}, h, nil
+	if w, err := s.conflict(p, holder, paths, ttl); w != nil || err != nil {
+		return ClaimResult{}, w, err
 	}
 	id, err := s.room(ctx, p, agent)
 	if err != nil {
