@@ -78,11 +78,27 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 	if err != nil {
 		return localapi.ClaimResult{}, err
 	}
+	// A claim is a post, as a message is (a signed event every member of
+	// the board stores for good, and paths held against every other
+	// agent): a muted or killed agent claims nothing, and the post limit
+	// counts it. A killed agent's name is no longer registered: it is told
+	// it was killed, not that it is unknown. A release is not checked: it
+	// only gives back.
+	if b.n.mod != nil && b.n.mod.Killed(a) {
+		if err := (modEdge{b.n.mod}).CheckPost(a); err != nil {
+			return localapi.ClaimResult{}, err
+		}
+	}
 	if err := b.n.inbox.MustBeKnown(ctx, a); err != nil {
 		return localapi.ClaimResult{}, err // a made-up name holds nothing
 	}
 	if req.TTLSeconds < 0 {
 		return localapi.ClaimResult{}, localapi.BadRequest("ttl_seconds must not be negative")
+	}
+	if b.n.mod != nil {
+		if err := (modEdge{b.n.mod}).CheckPost(a); err != nil {
+			return localapi.ClaimResult{}, err
+		}
 	}
 	res, err := b.n.board.Claim(ctx, a, board.ClaimRequest{Project: req.Project, Paths: req.Paths, Note: req.Note,
 		TTL:  time.Duration(req.TTLSeconds * float64(time.Second)).Round(time.Millisecond),

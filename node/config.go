@@ -95,8 +95,8 @@ type Config struct {
 	// before the next route tries, and, with none left, the human is told
 	// (internal/wake). Zero means 60 s.
 	WakeLimit time.Duration
-	// AgentPostLimit is how many messages and asks each local agent may
-	// post in a minute (all at once if it likes); over it a post is refused
+	// AgentPostLimit is how many messages, asks and board claims each
+	// local agent may post in a minute (all at once if it likes); over it a post is refused
 	// with an error that says so. Zero means 120; negative, no limit.
 	AgentPostLimit int
 	// ConnLow and ConnHigh are the connection manager's watermarks. Zero

@@ -49,8 +49,8 @@ type File struct {
 	// Reachability is "auto" (AutoNAT finds out; the default), "public" or
 	// "private".
 	Reachability string
-	// AgentPostLimit is how many messages and asks each local agent may
-	// post in a minute; 0 means the node's default (120), -1 no limit.
+	// AgentPostLimit is how many messages, asks and claims each local
+	// agent may post in a minute; 0 means the node's default (120), -1 no limit.
 	AgentPostLimit int
 	// UIPort is the dashboard's port on 127.0.0.1; 0 means any free port.
 	UIPort int
@@ -111,7 +111,7 @@ port_map = true
 # or private (behind a NAT: it reserves a slot on a relay from the start).
 reachability = auto
 
-# agent_post_limit: how many posts (messages, asks, rooms opened, invites) each
+# agent_post_limit: how many posts (messages, asks, claims, rooms opened, invites) each
 # of your agents may make in a minute (all at once if it likes); over it a post
 # is refused, saying so.
 # none turns the limit off. Default:

@@ -4,8 +4,9 @@
 // hidden from this node's agents (mute of a contact's agent).
 //
 // It decides; others enforce. The agent edge (internal/inbox) asks
-// CheckPost before it posts an agent's message or ask, and Hidden before it
-// shows or hands an event to an agent; a hidden agent's events are still
+// CheckPost before it posts an agent's message or ask, the node's board
+// before it puts an agent's claim on a board, and Hidden before it shows
+// or hands an event to an agent; a hidden agent's events are still
 // stored (the room stays one log). The node ends a killed agent's
 // registration and session binding.
 //

@@ -323,8 +323,8 @@ func (s *Service) Hidden(addr string) bool {
 	return ok && r.Muted
 }
 
-// CheckPost is asked before one of this node's agents posts a message or
-// an ask: it returns an error that says why when the agent is killed,
+// CheckPost is asked before one of this node's agents posts a message, an
+// ask or a claim on a board (or opens a room, invites): it returns an error that says why when the agent is killed,
 // muted, or over its limit (a post within the limit is counted).
 func (s *Service) CheckPost(name identity.AgentName) error {
 	addr := string(name) + "@" + s.cfg.Self.String()
@@ -363,7 +363,7 @@ func (s *Service) CheckPost(name identity.AgentName) error {
 	s.mu.Unlock()
 	if !ok {
 		s.refused.WithLabelValues("rate").Inc()
-		return fmt.Errorf("%w: agent %s posted more than %d times in a minute (messages, asks, rooms opened and invites: this node's agent_post_limit); wait %s and post less often",
+		return fmt.Errorf("%w: agent %s posted more than %d times in a minute (messages, asks, claims, rooms opened and invites: this node's agent_post_limit); wait %s and post less often",
 			ErrRateLimited, name, s.cfg.PostLimit, roundUp(wait))
 	}
 	return nil
