@@ -198,7 +198,11 @@ func (b boardAPI) History(ctx context.Context, agent string, req localapi.BoardR
 
 // alive lists the live agents of the board's member nodes (this node's
 // agents, and its contacts' whose node is in one of the board's rooms).
+// Before the first claim the project has no board room, so no members to
+// go by: the first claim shares the board with every active contact
+// (board.Service.Run invites them), so their live agents all count.
 func (b boardAPI) alive(ctx context.Context, roomIDs []string) []string {
+	anyone := len(roomIDs) == 0
 	members := map[string]bool{b.n.id.String(): true}
 	for _, id := range roomIDs {
 		if in, err := b.n.rooms.Get(identity.RoomID(id)); err == nil {
@@ -209,7 +213,7 @@ func (b boardAPI) alive(ctx context.Context, roomIDs []string) []string {
 	}
 	out := []string{}
 	for _, w := range b.n.agents.Who(ctx) {
-		if members[w.PeerID] {
+		if anyone || members[w.PeerID] { // Who lists active contacts' agents only
 			out = append(out, w.Agent+"@"+w.PeerID)
 		}
 	}

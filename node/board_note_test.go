@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,12 +14,12 @@ import (
 // TestBoardNoteBeforeTheFirstClaim: alice (node A) and bob (node B), whose
 // nodes are contacts, start on the same repository. Each reads the board
 // first, as a careful agent does: nobody has claimed yet, so there is no
-// board room and neither node counts the other's live agents. Each is told
-// "only one agent session is alive in this project: claims are optional
-// overhead", skips claiming, and the two edit the same files with no
-// conflict ever told. A node cannot know that it is alone on a project
-// before there is a board; it must not tell its agent so while its
-// contacts have live agents.
+// board room. Before, neither node counted the other's live agents then:
+// each was told "only one agent session is alive in this project: claims
+// are optional overhead", skipped claiming, and the two edited the same
+// files with no conflict ever told. Now, with no board room yet, a node
+// counts the live agents of all its active contacts (the first claim
+// shares the board with each of them).
 func TestBoardNoteBeforeTheFirstClaim(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.Befriend(t, 0, 1)
@@ -50,7 +51,7 @@ func TestBoardNoteBeforeTheFirstClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Note != "" {
+	if v.Note != "" || !slices.Contains(v.Alive, bob) {
 		t.Errorf("alice, with bob live on a contact's node, is told: %q (alive: %v)", v.Note, v.Alive)
 	}
 }
