@@ -1,0 +1,174 @@
+package node_test
+
+import (
+	"context"
+	"net"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	msmux "github.com/multiformats/go-multistream"
+
+	"github.com/parley-mesh/parley/discovery"
+	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms"
+)
+
+// A node listens, and its peers connect to it, before its services
+// register their stream handlers (node.start: the host listens, the DHT
+// dials the bootstrap peers, then contacts, org, names, agents and rooms
+// come up one after the other). What a peer sends it on connect meanwhile
+// fails with "protocols not supported". The tests in this file take a
+// protocol off a running node to stand for that moment (as
+// contacts.TestRevocationReachesAPeerWhoseServiceStartsAfterItConnected
+// does), and put it back as the service that starts does.
+
+// starting is protocol pid taken off a node's host: the node "is
+// starting". Asked counts the streams peers opened for pid meanwhile (each
+// refused as not supported); Up serves pid again with the handler it had.
+type starting struct {
+	t       *testing.T
+	h       host.Host
+	pid     protocol.ID
+	spy     protocol.ID
+	handler protocol.HandlerFunc
+	asked   atomic.Int64
+	up      atomic.Bool
+}
+
+// takeOff takes pid off h (see starting).
+func takeOff(t *testing.T, h host.Host, pid protocol.ID) *starting {
+	t.Helper()
+	s := &starting{t: t, h: h, pid: pid, spy: "/parley-test/spy" + pid, handler: handlerOf(t, h, pid)}
+	h.RemoveStreamHandler(pid)
+	// A handler that never matches, asked during every negotiation:
+	// it counts the asks for pid, which the host then refuses.
+	h.SetStreamHandlerMatch(s.spy, func(p protocol.ID) bool {
+		if p == pid && !s.up.Load() {
+			s.asked.Add(1)
+		}
+		return false
+	}, func(st network.Stream) { _ = st.Reset() })
+	return s
+}
+
+// Asked is how many streams peers opened for the protocol while it was off.
+func (s *starting) Asked() int64 { return s.asked.Load() }
+
+// Up serves the protocol again with the handler it had: the service is up.
+// Identify's push tells the connected peers.
+func (s *starting) Up() {
+	if s.up.Swap(true) {
+		return
+	}
+	s.h.RemoveStreamHandler(s.spy)
+	h := s.handler
+	pid := s.pid
+	s.h.SetStreamHandler(pid, func(st network.Stream) { _ = h(pid, st) })
+}
+
+// handlerOf returns the handler h serves pid with, as h's protocol switch
+// gives it to a stream that asks for pid (negotiated over a loopback TCP
+// connection).
+func handlerOf(t *testing.T, h host.Host, pid protocol.ID) protocol.HandlerFunc {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	errc := make(chan error, 1)
+	go func() {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer c.Close()
+		errc <- msmux.SelectProtoOrFail(pid, c)
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, hf, err := h.Mux().Negotiate(c)
+	if err != nil {
+		t.Fatalf("%s is not served: %v", pid, err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("%s is not served: %v", pid, err)
+	}
+	return hf
+}
+
+// waitAsked waits until a peer asked the node for the protocol taken off:
+// what it sends on connect failed.
+func (s *starting) waitAsked(nt *nodetest.Net, what string) {
+	s.t.Helper()
+	nt.WaitFor(20*time.Second, func() bool { return s.Asked() > 0 }, "a peer to try %s while %s is off", what, s.pid)
+}
+
+// TestInviteReachesAPeerWhoseRoomsStartAfterItConnected: a contact invited
+// while it was away is told of the invite when it next connects
+// (retellInvites). When it connects while starting, its rooms do not serve
+// /parley/invite/1 yet; the notice fails, and it is told again only at its
+// next connection, which may be hours away (the nodes keep connected).
+func TestInviteReachesAPeerWhoseRoomsStartAfterItConnected(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	const a, b = 0, 1
+	nt.Befriend(t, b, a)
+	ctx := context.Background()
+	id, err := nt.Node(a).Rooms().Create(ctx, "plans", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B is away while A invites it.
+	nt.Partition([]int{a}, []int{b})
+	if _, err := nt.Node(a).Rooms().Invite(ctx, id, nt.ID(b), "alice"); err == nil {
+		t.Fatal("the invite reached a node that is away")
+	}
+	// B comes back, and connects to A while its rooms are starting.
+	st := takeOff(t, nt.Node(b).Host(), rooms.ProtocolInvite)
+	nt.Heal()
+	nt.WaitConnected(a, b)
+	st.waitAsked(nt, "the invite")
+	st.Up()
+	nt.WaitFor(20*time.Second, func() bool {
+		if _, err := nt.Node(b).Rooms().Get(id); err == nil {
+			return true
+		}
+		return slices.ContainsFunc(nt.Node(b).Rooms().Invites(), func(w rooms.WaitingInvite) bool { return w.Room == id })
+	}, "node %d, back while its rooms started, to hear of its invite", b)
+}
+
+// TestPresenceReachesAContactWhoseServiceStartsAfterItConnected: presence
+// goes to a contact at once when it connects. A contact that connects
+// while starting does not serve /parley/presence/1 yet; the send fails and
+// is not tried again before the next connection or the heartbeat (5 min),
+// so the restarted contact's `parley who` lacks this node's agents.
+func TestPresenceReachesAContactWhoseServiceStartsAfterItConnected(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	const a, b = 0, 1
+	nt.Befriend(t, b, a)
+	ctx := context.Background()
+	nt.Partition([]int{a}, []int{b})
+	if _, err := nt.Node(a).Agents().Register(ctx, agents.RegisterRequest{Name: "coder", WorkingOn: "the parser", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	st := takeOff(t, nt.Node(b).Host(), discovery.ProtocolPresence)
+	nt.Heal()
+	nt.WaitConnected(a, b)
+	st.waitAsked(nt, "presence")
+	st.Up()
+	nt.WaitFor(20*time.Second, func() bool {
+		return slices.ContainsFunc(nt.Node(b).Agents().Who(ctx), func(e agents.WhoEntry) bool {
+			return e.PeerID == nt.ID(a).String() && e.Agent == "coder"
+		})
+	}, "node %d, connected while its agent service started, to see node %d's agent", b, a)
+}
