@@ -13,8 +13,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	msmux "github.com/multiformats/go-multistream"
 
+	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/org"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -171,4 +173,37 @@ func TestPresenceReachesAContactWhoseServiceStartsAfterItConnected(t *testing.T)
 			return e.PeerID == nt.ID(a).String() && e.Agent == "coder"
 		})
 	}, "node %d, connected while its agent service started, to see node %d's agent", b, a)
+}
+
+// TestOrgRecordsReachAMemberWhoseServiceStartsAfterItConnected: a member
+// that was away is passed the organisation's records when it connects
+// again (org.Service.connected), so that it stops approving the peers an
+// untrust or a revocation cut off. A member that connects while starting
+// does not serve /parley/org/1 yet; the pass fails, and the member is
+// marked passed all the same: it gets the records at a connection at
+// least 10 minutes later (syncEvery), approving meanwhile.
+func TestOrgRecordsReachAMemberWhoseServiceStartsAfterItConnected(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	const y1, y2 = 0, 1
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
+	nt.Befriend(t, y2, y1)
+	y.join(t, nt, y1, y2, "yves")
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
+	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(y2).Org().Trusts()) == 1 }, "node %d to hold Y's trust of X", y2)
+
+	// Y2 is away while Y withdraws its trust.
+	nt.Partition([]int{y1}, []int{y2})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgUntrust, Subject: x.id})
+	// It comes back, and connects while its organisation service starts.
+	st := takeOff(t, nt.Node(y2).Host(), org.ProtocolID)
+	nt.Heal()
+	nt.WaitConnected(y1, y2)
+	st.waitAsked(nt, "the organisation's records")
+	st.Up()
+	nt.WaitFor(20*time.Second, func() bool {
+		ts := nt.Node(y2).Org().Trusts()
+		return len(ts) == 1 && ts[0].Kind == consent.OrgUntrust
+	}, "node %d, back while its organisation service started, to hold Y's untrust of X", y2)
 }
