@@ -17,6 +17,7 @@ import (
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/org"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
 )
@@ -206,4 +207,30 @@ func TestOrgRecordsReachAMemberWhoseServiceStartsAfterItConnected(t *testing.T) 
 		ts := nt.Node(y2).Org().Trusts()
 		return len(ts) == 1 && ts[0].Kind == consent.OrgUntrust
 	}, "node %d, back while its organisation service started, to hold Y's untrust of X", y2)
+}
+
+// TestHandleChangedAtRestartReachesContacts: a user changes the handle
+// with `parley up --handle NEW`, that is across a restart. The node's card
+// changes with it, but a card is pushed only when it changes while the
+// node runs, and a contact asks a peer for its card at most once in 10
+// minutes (names.RefetchAfter) however often it connects: a contact that
+// asked before the restart shows the old handle for up to 10 minutes.
+// (A fetch on a connection made while the node starts fails, and is not
+// asked again for 10 minutes either.)
+func TestHandleChangedAtRestartReachesContacts(t *testing.T) {
+	var renamed atomic.Bool
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		if i == 1 && renamed.Load() {
+			c.Handle = "bobby"
+		}
+	}))
+	const a, b = 0, 1
+	nt.Befriend(t, b, a)
+	nt.WaitFor(20*time.Second, func() bool { return nt.Node(a).Names().Name(nt.ID(b)) == "node1" }, "node %d to know node %d's handle", a, b)
+	nt.Crash(b)
+	renamed.Store(true)
+	nt.Restart(b)
+	nt.WaitConnected(a, b)
+	nt.WaitFor(20*time.Second, func() bool { return nt.Node(a).Names().Name(nt.ID(b)) == "bobby" },
+		"node %d to show node %d's new handle (it shows %q)", a, b, nt.Node(a).Names().Name(nt.ID(b)))
 }
