@@ -234,3 +234,40 @@ func TestHandleChangedAtRestartReachesContacts(t *testing.T) {
 	nt.WaitFor(20*time.Second, func() bool { return nt.Node(a).Names().Name(nt.ID(b)) == "bobby" },
 		"node %d to show node %d's new handle (it shows %q)", a, b, nt.Node(a).Names().Name(nt.ID(b)))
 }
+
+// TestOrgRecordsReachAMemberAwayTwiceInTenMinutes: a member that was away
+// is passed the organisation's records when it connects again, but at most
+// once in 10 minutes (syncEvery), counted from the last pass, not from
+// what it may have missed since. A laptop that drops off the network twice
+// within 10 minutes misses what was pushed during its second absence (here
+// Y's untrust of X) until a connection 10 minutes after the first pass, and
+// meanwhile approves X's members without its user. Its peers' connections
+// stay up, so that may be much longer.
+func TestOrgRecordsReachAMemberAwayTwiceInTenMinutes(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	const y1, y2 = 0, 1
+	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
+	nt.Befriend(t, y2, y1)
+	y.join(t, nt, y1, y2, "yves")
+
+	// Away once: Y trusts X meanwhile; back, Y2 is passed the trust.
+	nt.Partition([]int{y1}, []int{y2})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
+	nt.Heal()
+	nt.WaitFor(20*time.Second, func() bool {
+		ts := nt.Node(y2).Org().Trusts()
+		return len(ts) == 1 && ts[0].Kind == consent.OrgTrust
+	}, "node %d, back, to hold Y's trust of X", y2)
+
+	// Away again: Y withdraws its trust meanwhile.
+	nt.Partition([]int{y1}, []int{y2})
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgUntrust, Subject: x.id})
+	nt.Heal()
+	nt.WaitConnected(y1, y2)
+	nt.WaitFor(20*time.Second, func() bool {
+		ts := nt.Node(y2).Org().Trusts()
+		return len(ts) == 1 && ts[0].Kind == consent.OrgUntrust
+	}, "node %d, back a second time, to hold Y's untrust of X", y2)
+}
