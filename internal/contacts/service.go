@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -25,6 +23,7 @@ import (
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/lograte"
 	"github.com/parley-mesh/parley/internal/ratelimit"
+	"github.com/parley-mesh/parley/internal/serving"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -215,9 +214,9 @@ func (s *Service) Start(ctx context.Context) error {
 	// A peer that connected while it was starting may not have served the
 	// protocol yet: what it missed then goes as soon as it says it does
 	// (identify's push), not at the next retry.
-	sub, err := s.cfg.Host.EventBus().Subscribe(new(event.EvtPeerProtocolsUpdated))
+	watch, err := serving.Watch(s.ctx, s.cfg.Host, consent.ProtocolID, s.reached)
 	if err != nil {
-		return fmt.Errorf("contacts: watch peers' protocols: %w", err)
+		return fmt.Errorf("contacts: %w", err)
 	}
 	s.cfg.Host.SetStreamHandler(consent.ProtocolID, s.handle)
 	s.notif = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
@@ -233,7 +232,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cfg.Host.Network().Notify(s.notif)
 	s.expire()
 	s.spawn(s.retryLoop)
-	s.spawn(func() { s.watchProtocols(sub) })
+	s.spawn(watch)
 	return nil
 }
 
@@ -247,29 +246,6 @@ func (s *Service) reached(p peer.ID) {
 	}
 	if st, ok := s.book.State(p, s.now()); ok && st == consent.StateActive {
 		s.spawn(func() { s.showCert(s.ctx, p) })
-	}
-}
-
-// watchProtocols calls reached for each connected peer that starts serving
-// the contact protocol, until the service closes.
-func (s *Service) watchProtocols(sub event.Subscription) {
-	defer sub.Close()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case e, ok := <-sub.Out():
-			if !ok {
-				return
-			}
-			ev, _ := e.(event.EvtPeerProtocolsUpdated)
-			if !slices.Contains(ev.Added, consent.ProtocolID) {
-				continue
-			}
-			if c := s.cfg.Host.Network().Connectedness(ev.Peer); c == network.Connected || c == network.Limited {
-				s.reached(ev.Peer)
-			}
-		}
 	}
 }
 
