@@ -377,7 +377,9 @@ func (m *Manager) joinAfterInvite(r *room, inviter peer.ID) {
 }
 
 // retellInvites tells p again of rooms it was invited to but never spoke
-// in (it was offline, or the notice was lost).
+// in (it was offline, or the notice was lost): when p connects, and when
+// it starts serving the invite protocol (it connected while its rooms were
+// starting, and refused the notice then).
 func (m *Manager) retellInvites(p peer.ID) {
 	m.mu.RLock()
 	var todo []*room

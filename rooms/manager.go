@@ -24,6 +24,7 @@ import (
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/lograte"
+	"github.com/parley-mesh/parley/internal/serving"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -306,6 +307,16 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 		}
 	}
 	m.spawn(m.antiEntropy)
+	// A peer that connected while its rooms were starting refused the
+	// invites retold to it then (retellInvites, on connection): they are
+	// retold once it serves the invite protocol.
+	watch, err := serving.Watch(m.ctx, m.cfg.Host, ProtocolInvite, func(p peer.ID) {
+		m.spawn(func() { m.retellInvites(p) })
+	})
+	if err != nil {
+		return fmt.Errorf("rooms: %w", err)
+	}
+	m.spawn(watch)
 	// Invite before held: a peer asked which rooms it lacks (held) is
 	// told them at once (invite), and is asked once per connected period
 	// (retell.go). Held before sync: a peer that finds sync served and
