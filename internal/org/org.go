@@ -68,6 +68,7 @@ import (
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/frame"
 	"github.com/parley-mesh/parley/internal/lograte"
+	"github.com/parley-mesh/parley/internal/serving"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -154,8 +155,8 @@ type Service struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	notifiee *network.NotifyBundle
-	synced   map[peer.ID]time.Time // when each member was last passed the records (under limMu)
-	closed   bool                  // under limMu
+	synced   map[peer.ID]*memberSync // what each connected member was passed (under limMu)
+	closed   bool                    // under limMu
 
 	recMu   sync.Mutex
 	recGen  uint64               // bumped by every write of a record
@@ -196,12 +197,31 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Start serves /parley/org/1 and, on each new connection to a member of
-// this node's organisation, passes it the organisation's records (see
-// syncTo).
+// Start serves /parley/org/1 and passes a member of this node's
+// organisation the organisation's records when it connects, or when it
+// starts serving /parley/org/1 (see connected).
 func (s *Service) Start() {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.notifiee = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) { s.connected(c.RemotePeer()) }}
+	// A member that connected while its organisation service was starting
+	// refused the pass: it is passed the records once it serves the
+	// protocol.
+	if watch, err := serving.Watch(s.ctx, s.cfg.Host, ProtocolID, s.connected); err != nil {
+		s.log.Warn("members that connect while they start are passed the organisation's records at their next connection", "err", err)
+	} else {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			watch()
+		}()
+	}
+	s.notifiee = &network.NotifyBundle{
+		ConnectedF: func(_ network.Network, c network.Conn) { s.connected(c.RemotePeer()) },
+		DisconnectedF: func(n network.Network, c network.Conn) {
+			if len(n.ConnsToPeer(c.RemotePeer())) == 0 {
+				s.gone(c.RemotePeer())
+			}
+		},
+	}
 	s.cfg.Host.Network().Notify(s.notifiee)
 	s.cfg.Host.SetStreamHandler(ProtocolID, s.handle)
 }
@@ -220,32 +240,105 @@ func (s *Service) Close() {
 	s.wg.Wait()
 }
 
-// syncEvery is how often a member is passed the organisation's records
-// again when it connects again.
-const syncEvery = 10 * time.Minute
+// A member that was away (or runs on a home restored from an older copy)
+// missed what was written meanwhile: it is passed the organisation's
+// records (syncTo) when it connects. A pass that succeeded is not made
+// again in the member's connected period (from its first connection until
+// its last one closes) unless a record was written since; a pass that
+// failed (the member does not serve /parley/org/1 yet: it connected while
+// starting) is made again when it starts serving the protocol, or at its
+// next connection.
 
-// connected passes a member that just connected the organisation's
-// records, at most once every syncEvery.
+// memberSync is what one member was passed in its connected period.
+type memberSync struct {
+	passed  bool   // a pass succeeded in this period
+	gen     uint64 // the records' generation (recGen) that pass held
+	running bool   // a pass runs
+	again   bool   // asked again while it ran
+	period  uint64 // bumped when the period ends while a pass runs
+}
+
+// connected passes member p the organisation's records: it just connected
+// or started serving the protocol. It does nothing when p was passed them
+// in its connected period and no record was written since, nor while a
+// pass to p runs (then that pass is made again if it did not hold all).
 func (s *Service) connected(p peer.ID) {
 	if p == s.self || !s.IsMember(p) {
 		return
 	}
-	now := time.Now()
 	s.limMu.Lock()
-	if s.closed || now.Sub(s.synced[p]) < syncEvery {
-		s.limMu.Unlock()
+	defer s.limMu.Unlock()
+	if s.closed {
 		return
 	}
-	if s.synced == nil || len(s.synced) >= 4096 {
-		s.synced = make(map[peer.ID]time.Time)
+	m := s.synced[p]
+	if m == nil {
+		if s.synced == nil {
+			s.synced = make(map[peer.ID]*memberSync)
+		}
+		m = &memberSync{}
+		s.synced[p] = m
 	}
-	s.synced[p] = now
+	if m.running {
+		m.again = true
+		return
+	}
+	if m.passed && m.gen == s.recordsGen() {
+		return
+	}
+	m.running = true
 	s.wg.Add(1)
-	s.limMu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		s.syncTo(s.ctx, p)
+		s.pass(p, m)
 	}()
+}
+
+// pass passes member p the records, again while it was asked to during
+// the pass (connected) and what the member holds is not all there is.
+func (s *Service) pass(p peer.ID, m *memberSync) {
+	for {
+		s.limMu.Lock()
+		period := m.period
+		s.limMu.Unlock()
+		gen := s.recordsGen() // before syncTo reads them: a later write passes them again
+		ok := s.syncTo(s.ctx, p)
+		s.limMu.Lock()
+		if ok && m.period == period {
+			m.passed, m.gen = true, gen
+		}
+		again := m.again && !s.closed && !(m.passed && m.gen == s.recordsGen())
+		m.again = false
+		if !again {
+			m.running = false
+			s.limMu.Unlock()
+			return
+		}
+		s.limMu.Unlock()
+	}
+}
+
+// gone ends member p's connected period: its last connection closed.
+func (s *Service) gone(p peer.ID) {
+	s.limMu.Lock()
+	defer s.limMu.Unlock()
+	m := s.synced[p]
+	switch {
+	case m == nil:
+	case m.running:
+		m.passed = false
+		m.period++
+	default:
+		delete(s.synced, p)
+	}
+}
+
+// recordsGen is the generation of the records held: it moves with every
+// write of a record.
+func (s *Service) recordsGen() uint64 {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	return s.recGen
 }
 
 // syncTo passes member p every record of this node's organisation and
@@ -254,10 +347,12 @@ func (s *Service) connected(p peer.ID) {
 // the revocations and untrusts pushed meanwhile, and would go on
 // approving the peers they cut off. Records it holds already cost it a
 // signature check each.
-func (s *Service) syncTo(ctx context.Context, p peer.ID) {
+// It reports whether p took them (or refused them all: not a member in its
+// eyes).
+func (s *Service) syncTo(ctx context.Context, p peer.ID) bool {
 	mine := s.Mine()
 	if mine == nil {
-		return
+		return true
 	}
 	all := s.all()
 	trusted := map[peer.ID]bool{} // organisations this one holds a trust in
@@ -276,10 +371,11 @@ func (s *Service) syncTo(ctx context.Context, p peer.ID) {
 		n := min(len(wires), consent.MaxOrgRecords)
 		if err := s.push(ctx, p, wires[:n]); err != nil && !errors.Is(err, ErrNotTaken) {
 			s.log.Debug("organisation records not passed to a member", "remote", p.String(), "err", err)
-			return
+			return false
 		}
 		wires = wires[n:]
 	}
+	return true
 }
 
 func recKey(org peer.ID, group byte, subj peer.ID) []byte {
