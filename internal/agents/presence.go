@@ -31,7 +31,13 @@ const (
 type outState struct {
 	last    time.Time // when the last message was sent (or tried)
 	version uint64    // s.version it carried
-	force   bool      // send at once (new contact, new connection)
+	// force sends at once (a new contact, a new connection, a contact that
+	// starts serving presence), from retry on: a forced send that failed
+	// while the contact stays connected goes again after wait, which
+	// doubles from MinInterval up to Heartbeat.
+	force   bool
+	retry   time.Time
+	wait    time.Duration
 	sending bool
 }
 
@@ -69,6 +75,7 @@ func (s *Service) presenceRound(ctx context.Context) {
 	s.mu.Unlock()
 
 	var due []peer.ID
+	forced := make(map[peer.ID]bool)
 	s.outMu.Lock()
 	active := make(map[peer.ID]bool, len(contacts))
 	for _, c := range contacts {
@@ -85,9 +92,13 @@ func (s *Service) presenceRound(ctx context.Context) {
 			continue
 		}
 		changed := o.version < version && now.Sub(o.last) >= s.cfg.MinInterval
-		if o.force || changed || now.Sub(o.last) >= s.cfg.Heartbeat {
+		force := o.force && !now.Before(o.retry)
+		if force || changed || now.Sub(o.last) >= s.cfg.Heartbeat {
 			due = append(due, c.Peer)
 			o.sending = true
+			// Taken: a force that comes during the send (the contact
+			// connects again) sends again after it.
+			forced[c.Peer], o.force = o.force, false
 		}
 	}
 	for p := range s.out {
@@ -114,18 +125,31 @@ func (s *Service) presenceRound(ctx context.Context) {
 			} else if err = s.cfg.Contacts.Allowed(p); err == nil {
 				err = s.sendPresence(ctx, p, wire)
 			}
-			s.sent(p, version, now, err)
+			s.sent(p, version, now, forced[p], err)
 		})
 	}
 }
 
-// sent records a send. A failed one is not retried before the contact
-// connects again or the next heartbeat.
-func (s *Service) sent(p peer.ID, version uint64, at time.Time, err error) {
+// sent records a send (forced: it was made at once, for a new contact or
+// connection). A failed one is not retried before the contact connects
+// again, starts serving presence, or the next heartbeat; but a forced one
+// to a contact still connected (it may be starting: its agent service
+// not up yet) stays due, after a wait that doubles.
+func (s *Service) sent(p peer.ID, version uint64, at time.Time, forced bool, err error) {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
-	if o := s.out[p]; o != nil {
-		o.sending, o.force, o.last, o.version = false, false, at, version
+	o := s.out[p]
+	if o != nil {
+		o.sending, o.last, o.version = false, at, version
+		if err == nil {
+			o.wait = 0
+		} else if forced && !o.force && s.connectedTo(p) {
+			o.wait = min(max(2*o.wait, s.cfg.MinInterval), s.cfg.Heartbeat)
+			o.force, o.retry = true, at.Add(o.wait)
+		}
+		if o.force {
+			kick(s.presKick)
+		}
 	}
 	if err == nil {
 		s.m.sent.WithLabelValues("ok").Inc()
@@ -135,6 +159,12 @@ func (s *Service) sent(p peer.ID, version uint64, at time.Time, err error) {
 	if s.ctx.Err() == nil {
 		s.log.Debug("presence not sent", "remote", p.String(), "err", err)
 	}
+}
+
+// connectedTo reports whether p is connected, directly or through a relay.
+func (s *Service) connectedTo(p peer.ID) bool {
+	c := s.cfg.Host.Network().Connectedness(p)
+	return c == network.Connected || c == network.Limited
 }
 
 // sealPresence signs the current state of every live local agent.
@@ -175,12 +205,14 @@ func (s *Service) sendPresence(ctx context.Context, p peer.ID, wire []byte) erro
 	return st.Close()
 }
 
-// connected makes presence go out at once to a contact that connects.
+// connected makes presence go out at once to a contact that connects, or
+// that starts serving presence (it connected while its agent service was
+// starting, and refused what was sent then).
 func (s *Service) connected(p peer.ID) {
 	s.outMu.Lock()
 	o := s.out[p]
 	if o != nil {
-		o.force = true
+		o.force, o.retry, o.wait = true, time.Time{}, 0
 	}
 	s.outMu.Unlock()
 	if o != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/ratelimit"
+	"github.com/parley-mesh/parley/internal/serving"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -310,6 +311,10 @@ func (s *Service) Run(ctx context.Context) error {
 	defer close(s.runDone)
 
 	h := s.cfg.Host
+	watch, err := serving.Watch(s.ctx, h, discovery.ProtocolPresence, s.connected)
+	if err != nil {
+		return fmt.Errorf("agents: %w", err)
+	}
 	h.SetStreamHandler(discovery.ProtocolPresence, s.handlePresence)
 	h.SetStreamHandler(ProtocolCards, s.handleCards)
 	s.notif = &network.NotifyBundle{
@@ -320,6 +325,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.spawn(s.publishLoop)
 	s.spawn(s.presenceLoop)
 	s.spawn(s.sweepLoop)
+	s.spawn(watch)
 
 	select {
 	case <-ctx.Done():
