@@ -7,21 +7,26 @@
 // The node that opens the stream writes nothing; the other writes its own
 // signed node card as one frame (internal/frame: uvarint length, then at most
 // discovery.MaxNodeCardWire bytes) and closes. A node asks every peer it
-// connects to (at most once in RefetchAfter, a few at a time), keeps the card
-// only if it is the peer's own and newer (higher seq) than the one it has,
-// and stores it under schema.NodeCard, so names survive restarts and peers
+// connects to (at most once in RefetchAfter, a few at a time; an ask that
+// brought no card, the peer still starting, is made again when the peer
+// connects again or starts serving the protocol), keeps the card only if
+// it is the peer's own and newer (higher seq) than the one it has, and
+// stores it under schema.NodeCard, so names survive restarts and peers
 // that are not connected keep theirs.
 //
 // # Protocol /parley/name-push/1
 //
-// When a node's card changes (its organisation membership taken or lost;
-// looked at every 2 s), it opens this stream to each connected peer whose
-// card it keeps (contacts and room members), writes its new card as one
-// frame and closes. The receiver takes it as a fetched card (its sender's
+// When a node's card changes (its organisation membership taken or lost,
+// looked at every 2 s; or its handle or membership changed across a
+// restart: the card last handed to peers is stored at schema.KeyOwnCard,
+// and a node that starts with the same handle and membership shows that
+// card again, seq and all), it opens this stream to each connected peer
+// whose card it keeps (contacts and room members), and to each other such
+// peer when it connects (or starts serving the protocol), writes its new
+// card as one frame and closes. The receiver takes it as a fetched card (its sender's
 // own, newer, from a peer it keeps cards of) and refuses a push from the
 // same peer within PushEvery, asking that peer for its card once PushEvery
-// has passed instead (so two changes close together end on the newest). Peers not connected then fetch it on their
-// next connection after RefetchAfter.
+// has passed instead (so two changes close together end on the newest).
 //
 // # Display
 //

@@ -25,6 +25,7 @@ import (
 	"github.com/parley-mesh/parley/discovery"
 	"github.com/parley-mesh/parley/internal/frame"
 	"github.com/parley-mesh/parley/internal/lookalike"
+	"github.com/parley-mesh/parley/internal/serving"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -84,6 +85,7 @@ var (
 
 // Store is what the service needs of the node's store.
 type Store interface {
+	Lookup(key []byte) ([]byte, bool, error)
 	ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []byte) bool) error
 	Apply(ops []schema.Op, durable bool) error
 }
@@ -139,6 +141,9 @@ type Service struct {
 	own       []byte     // this node's sealed card, nil without a handle
 	ownMember []byte     // the certificate own shows
 	ownSeq    uint64
+	// handed is this node's card as last handed to its peers (stored at
+	// schema.KeyOwnCard), read by New: Run pushes the card when it differs.
+	handed []byte
 
 	queue chan peer.ID
 	// listsChanged wakes the service's loop to ask Wanted, Contacts and
@@ -155,7 +160,7 @@ type Service struct {
 	contacts map[peer.ID]bool        // Contacts' answer at wantedAt
 	asking   map[peer.ID]bool        // Requesters' answer at wantedAt
 	wantedAt time.Time
-	asked    map[peer.ID]time.Time
+	asked    map[peer.ID]askMark
 	table    *table              // display names, rebuilt when stale
 	gen      uint64              // counts the changes of cards: a table of an older gen is stale
 	buildMu  sync.Mutex          // one build of the table at a time; protects keys
@@ -166,19 +171,30 @@ type Service struct {
 	// listsSeq the held answer was read at: one below listsSeq is stale.
 	listsTicket, listsKept, listsSeqKept uint64
 
-	pushMu   sync.Mutex            // protects pushedAt, refetch, unpushed and refusePushes
+	pushMu   sync.Mutex            // protects pushedAt, refetch, unpushed, owed, owedDone and refusePushes
 	pushedAt map[peer.ID]time.Time // when each peer's last push was taken
 	refetch  map[peer.ID]bool      // peers asked for their card once a refused push's wait is over
 	// unpushed holds the peers this node's current card is still to be
 	// pushed to: every kept peer when the card changes, and those a push
 	// failed for, tried again with a growing wait.
-	unpushed     map[peer.ID]pushDue
+	unpushed map[peer.ID]pushDue
+	// owed is this node's card, due to every peer that keeps it (nil:
+	// none): pushed to those connected when the card changed, and to the
+	// others when they connect; owedDone holds the peers that took it.
+	owed         []byte
+	owedDone     map[peer.ID]bool
 	pushing      atomic.Bool // a round of pushes runs
 	refusePushes int         // tests: pushes to refuse still
 	refused      int         // tests: pushes refused so far
 	handlerMu    sync.Mutex  // protects stopped, and handlers' Add against its Wait
 	stopped      bool
 	handlers     sync.WaitGroup
+}
+
+// askMark is when a peer was last asked for its card.
+type askMark struct {
+	at     time.Time
+	failed bool // no card came: asked again when the peer connects or starts serving Protocol
 }
 
 // pushDue is when this node's card is next pushed to a peer, and how many
@@ -246,8 +262,11 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, self: self, log: cfg.Logger, queue: make(chan peer.ID, queueLen), listsChanged: make(chan struct{}, 1),
 		cards: make(map[peer.ID]*discovery.NodeCard), passing: make(map[peer.ID]passingCard), members: make(map[peer.ID]Membership),
-		asked: make(map[peer.ID]time.Time), pushedAt: make(map[peer.ID]time.Time), refetch: make(map[peer.ID]bool),
-		unpushed: make(map[peer.ID]pushDue)}
+		asked: make(map[peer.ID]askMark), pushedAt: make(map[peer.ID]time.Time), refetch: make(map[peer.ID]bool),
+		unpushed: make(map[peer.ID]pushDue), owedDone: make(map[peer.ID]bool)}
+	if err := s.loadHanded(); err != nil {
+		return nil, err
+	}
 	if cfg.Handle != "" {
 		if _, err := s.ownCard(); err != nil {
 			return nil, err
@@ -273,29 +292,95 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
+// loadHanded reads this node's card as last handed to its peers, and takes
+// it as its card again if it still says what the card is to say (the same
+// handle; its certificate is compared by ownCard): a restart that changed
+// nothing seals no new card, which peers would be pushed.
+func (s *Service) loadHanded() error {
+	if s.cfg.Store == nil {
+		return nil
+	}
+	wire, ok, err := s.cfg.Store.Lookup(schema.KeyOwnCard())
+	if err != nil {
+		return fmt.Errorf("names: load this node's card: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	c, err := discovery.DecodeNodeCard(wire)
+	if err != nil || c.Peer != s.self {
+		s.log.Warn("this node's stored card is not its own; its card is pushed to its peers again", "err", err)
+		return nil
+	}
+	s.handed, s.ownSeq = wire, c.Seq
+	if c.Handle != s.cfg.Handle {
+		return nil
+	}
+	s.own, s.ownMember = wire, c.Member
+	s.mu.Lock()
+	s.cards[s.self] = c
+	s.checkMember(c)
+	s.gen++
+	s.mu.Unlock()
+	return nil
+}
+
 // Run serves Protocol and asks connecting peers for their cards until ctx
 // ends.
 func (s *Service) Run(ctx context.Context) error {
 	h := s.cfg.Host
+	// A peer that connected while its name service was starting refused
+	// the fetch of its card and the push of this node's: both go again
+	// once it serves their protocols.
+	watchFetch, err := serving.Watch(ctx, h, Protocol, func(p peer.ID) { s.enqueue(p, true) })
+	if err != nil {
+		return fmt.Errorf("names: %w", err)
+	}
+	watchPush, err := serving.Watch(ctx, h, PushProtocol, s.pushDueNow)
+	if err != nil {
+		return fmt.Errorf("names: %w", err)
+	}
 	h.SetStreamHandler(Protocol, s.counted(s.serve))
 	h.SetStreamHandler(PushProtocol, s.counted(s.takePush))
-	pushed, _ := s.ownCard() // the card peers fetch from now on
+	// The card last handed to peers (before a restart too): a card that
+	// differs is pushed to them. Without a store nothing is known of what
+	// they were handed: they fetch the card this node starts with.
+	pushed := s.handed
+	if s.cfg.Store == nil {
+		pushed, _ = s.ownCard()
+	}
+	changed := func() {
+		if own, err := s.ownCard(); err == nil && own != nil && !bytes.Equal(own, pushed) {
+			pushed = own
+			s.pushToAll(own)
+		}
+	}
 	notif := &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
-		s.enqueue(c.RemotePeer())
+		s.enqueue(c.RemotePeer(), true)
 		s.pushDueNow(c.RemotePeer())
 	}}
 	h.Network().Notify(notif)
+	changed()
 	for _, p := range h.Network().Peers() {
-		s.enqueue(p)
+		s.enqueue(p, true)
 	}
 	fetchUnkept := func() { // connected peers whose card is not kept
 		for _, p := range h.Network().Peers() {
 			if !s.kept(p) {
-				s.enqueue(p)
+				s.enqueue(p, false)
 			}
 		}
 	}
 	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		watchFetch()
+	}()
+	go func() {
+		defer wg.Done()
+		watchPush()
+	}()
 	wg.Add(1)
 	go func() { // peers become wanted while connected (a room invite)
 		defer wg.Done()
@@ -309,10 +394,7 @@ func (s *Service) Run(ctx context.Context) error {
 				s.tidyPassing() // asks the lists again (listsSeq moved)
 				fetchUnkept()
 			case <-t.C:
-				if own, err := s.ownCard(); err == nil && own != nil && !bytes.Equal(own, pushed) {
-					pushed = own
-					s.pushToAll(own)
-				}
+				changed()
 				if due := s.duePushes(); len(due) > 0 && s.pushing.CompareAndSwap(false, true) {
 					wg.Add(1)
 					go func() {
@@ -369,21 +451,23 @@ func (s *Service) counted(fn network.StreamHandler) network.StreamHandler {
 	}
 }
 
-// enqueue asks p for its card unless it was asked lately.
-func (s *Service) enqueue(p peer.ID) {
+// enqueue asks p for its card unless it was asked lately (within
+// RefetchAfter), or, when p just connected or started serving Protocol
+// (fresh), unless it was asked lately and answered.
+func (s *Service) enqueue(p peer.ID, fresh bool) {
 	if p == s.self || s.wants(p) == wantNone {
 		return
 	}
 	now := s.cfg.Now()
 	s.mu.Lock()
-	if t, ok := s.asked[p]; ok && now.Sub(t) < RefetchAfter {
+	if m, ok := s.asked[p]; ok && now.Sub(m.at) < RefetchAfter && !(fresh && m.failed) {
 		s.mu.Unlock()
 		return
 	}
-	s.asked[p] = now
+	s.asked[p] = askMark{at: now}
 	if len(s.asked) > 2*MaxNames {
-		for q, t := range s.asked {
-			if now.Sub(t) >= RefetchAfter {
+		for q, m := range s.asked {
+			if now.Sub(m.at) >= RefetchAfter {
 				delete(s.asked, q)
 			}
 		}
@@ -460,10 +544,17 @@ func (s *Service) serve(st network.Stream) {
 	}
 }
 
-// pushToAll makes own, this node's new card, due now for every connected
-// peer that keeps it (contacts and room members); pushes of an older card
-// still due are dropped.
+// pushToAll makes own, this node's new card, due to every peer that keeps
+// it (contacts and room members): now for those connected, and for the
+// others when they connect (pushDueNow); pushes of an older card still due
+// are dropped. The card is stored as the one handed to peers.
 func (s *Service) pushToAll(own []byte) {
+	if s.cfg.Store != nil {
+		// Not durable: a card lost with a crash is pushed again.
+		if err := s.cfg.Store.Apply([]schema.Op{{Key: schema.KeyOwnCard(), Val: own}}, false); err != nil {
+			s.log.Warn("this node's card not stored; it is pushed to its peers again at the next start", "err", err)
+		}
+	}
 	now := s.cfg.Now()
 	var kept []peer.ID
 	for _, p := range s.cfg.Host.Network().Peers() {
@@ -474,18 +565,33 @@ func (s *Service) pushToAll(own []byte) {
 	s.pushMu.Lock()
 	defer s.pushMu.Unlock()
 	clear(s.unpushed)
+	s.owed = own
+	clear(s.owedDone)
 	for _, p := range kept {
 		s.unpushed[p] = pushDue{at: now, card: own}
 	}
 }
 
-// pushDueNow makes a push still due to p due at once: p just connected.
+// pushDueNow makes a push still due to p due at once, and the card owed to
+// every peer that keeps it due to p if p did not take it yet: p just
+// connected, or started serving PushProtocol.
 func (s *Service) pushDueNow(p peer.ID) {
 	s.pushMu.Lock()
-	defer s.pushMu.Unlock()
 	if d, ok := s.unpushed[p]; ok {
 		d.at = time.Time{}
 		s.unpushed[p] = d
+		s.pushMu.Unlock()
+		return
+	}
+	owed := s.owed != nil && !s.owedDone[p]
+	s.pushMu.Unlock()
+	if !owed || s.wants(p) != wantKept {
+		return
+	}
+	s.pushMu.Lock()
+	defer s.pushMu.Unlock()
+	if _, ok := s.unpushed[p]; !ok && s.owed != nil && !s.owedDone[p] {
+		s.unpushed[p] = pushDue{card: s.owed}
 	}
 }
 
@@ -549,12 +655,18 @@ func (s *Service) pushed(p peer.ID, card []byte, err error) {
 	if !ok || !bytes.Equal(d.card, card) {
 		return // a newer card is due instead
 	}
+	if err == nil || errors.Is(err, errNotKept) {
+		if bytes.Equal(card, s.owed) {
+			s.owedDone[p] = true
+		}
+	}
 	if err == nil {
 		delete(s.unpushed, p)
 		return
 	}
 	d.tries++
 	if d.tries >= pushTries || errors.Is(err, errNotKept) {
+		// Given up: p is pushed the card again when it next connects.
 		delete(s.unpushed, p)
 		s.log.Debug("node card not pushed; the peer fetches it when it next asks", "peer", p.String(), "tries", d.tries, "err", err)
 		return
@@ -641,7 +753,7 @@ func (s *Service) takePush(st network.Stream) {
 				s.mu.Lock()
 				delete(s.asked, p)
 				s.mu.Unlock()
-				s.enqueue(p)
+				s.enqueue(p, false)
 			})
 		}
 		return
@@ -651,18 +763,20 @@ func (s *Service) takePush(st network.Stream) {
 }
 
 // readCard reads one card p writes on st (how: "pushed" or "fetched") and
-// takes it with Learn; a stream that brings no card is reset.
-func (s *Service) readCard(st network.Stream, p peer.ID, how string) {
+// takes it with Learn; a stream that brings no card is reset, and false
+// returned.
+func (s *Service) readCard(st network.Stream, p peer.ID, how string) bool {
 	_ = st.SetReadDeadline(time.Now().Add(fetchTimeout))
 	wire, err := frame.Read(st, discovery.MaxNodeCardWire)
 	if err != nil {
 		_ = st.Reset()
 		s.log.Debug("no node card from peer", "how", how, "peer", p.String(), "err", err)
-		return
+		return false
 	}
 	if err := s.Learn(p, wire); err != nil {
 		s.log.Debug("node card refused", "how", how, "peer", p.String(), "err", err)
 	}
+	return true
 }
 
 // overRelay is ctx for a card's stream: on the connections the node has
@@ -676,18 +790,33 @@ func overRelay(ctx context.Context) context.Context {
 	return network.WithAllowLimitedConn(network.WithNoDial(ctx, "names"), "names")
 }
 
-// fetch asks p for its card and keeps it.
+// fetch asks p for its card and keeps it. When no card comes (p does not
+// serve Protocol yet: it connected while starting), p is asked again when
+// it connects or starts serving Protocol, not only after RefetchAfter.
 func (s *Service) fetch(ctx context.Context, p peer.ID) {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	st, err := s.cfg.Host.NewStream(overRelay(ctx), p, Protocol)
 	if err != nil {
 		s.log.Debug("no node card from peer", "peer", p.String(), "err", err)
+		s.noCard(p)
 		return
 	}
 	defer st.Close()
 	_ = st.CloseWrite()
-	s.readCard(st, p, "fetched")
+	if !s.readCard(st, p, "fetched") {
+		s.noCard(p)
+	}
+}
+
+// noCard marks p's ask as failed (see askMark).
+func (s *Service) noCard(p peer.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.asked[p]; ok {
+		m.failed = true
+		s.asked[p] = m
+	}
 }
 
 // Learn takes a node card that from handed over: it must be from's own.

@@ -7,6 +7,9 @@
 //	m/journal                          epoch:8BE seq:8BE: the write journal's epoch and
 //	                                   the number of the last write Badger holds of it
 //	                                   (internal/store, written with every write)
+//	m/card                             this node's signed node card as last handed to its
+//	                                   peers (internal/names): a card changed across a
+//	                                   restart is pushed to them
 //	i/<room>                           rooms this node is in → metadata (JSON)
 //	r/<room>/e/<id>                    depth:8BE then the event's wire bytes
 //	r/<room>/o/<depth:8BE><id>         display-order index (value empty)
@@ -78,6 +81,9 @@ func KeyNode() []byte { return []byte("m/node") }
 
 // KeyJournal is where the write journal's position lives.
 func KeyJournal() []byte { return []byte("m/journal") }
+
+// KeyOwnCard is where this node's card as last handed to its peers lives.
+func KeyOwnCard() []byte { return []byte("m/card") }
 
 // KeyInvitesTold is where the time (Unix nanoseconds, by the wall clock)
 // from which the inbox tells the node's user of node invites lives.
