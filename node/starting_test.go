@@ -24,10 +24,13 @@ import (
 
 // A node listens, and its peers connect to it, before its services
 // register their stream handlers (node.start: the host listens, the DHT
-// dials the bootstrap peers, then contacts, org, names, agents and rooms
+// dials the bootstrap peers, then rooms, contacts, org, agents and names
 // come up one after the other). What a peer sends it on connect meanwhile
-// fails with "protocols not supported". The tests in this file take a
-// protocol off a running node to stand for that moment (as
+// fails with "protocols not supported". Each service now sends it again
+// once the node serves the protocol (internal/serving: identify's push
+// tells the peer); before, it waited for the next connection, a retry or
+// a heartbeat. The tests in this file take a protocol off a running node
+// to stand for that moment (as
 // contacts.TestRevocationReachesAPeerWhoseServiceStartsAfterItConnected
 // does), and put it back as the service that starts does.
 
@@ -120,8 +123,9 @@ func (s *starting) waitAsked(nt *nodetest.Net, what string) {
 // TestInviteReachesAPeerWhoseRoomsStartAfterItConnected: a contact invited
 // while it was away is told of the invite when it next connects
 // (retellInvites). When it connects while starting, its rooms do not serve
-// /parley/invite/1 yet; the notice fails, and it is told again only at its
-// next connection, which may be hours away (the nodes keep connected).
+// /parley/invite/1 yet and the notice fails; it is told again once they
+// do. Before, it was told again only at its next connection, which could
+// be hours away (the nodes keep connected).
 func TestInviteReachesAPeerWhoseRoomsStartAfterItConnected(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	const a, b = 0, 1
@@ -152,9 +156,11 @@ func TestInviteReachesAPeerWhoseRoomsStartAfterItConnected(t *testing.T) {
 
 // TestPresenceReachesAContactWhoseServiceStartsAfterItConnected: presence
 // goes to a contact at once when it connects. A contact that connects
-// while starting does not serve /parley/presence/1 yet; the send fails and
-// is not tried again before the next connection or the heartbeat (5 min),
-// so the restarted contact's `parley who` lacks this node's agents.
+// while starting does not serve /parley/presence/1 yet and the send fails;
+// it goes again once the contact serves it (and, while it stays
+// connected, after a wait that doubles). Before, the send was not tried
+// again before the next connection or the heartbeat (5 min), so the
+// restarted contact's `parley who` lacked this node's agents.
 func TestPresenceReachesAContactWhoseServiceStartsAfterItConnected(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	const a, b = 0, 1
@@ -180,9 +186,10 @@ func TestPresenceReachesAContactWhoseServiceStartsAfterItConnected(t *testing.T)
 // that was away is passed the organisation's records when it connects
 // again (org.Service.connected), so that it stops approving the peers an
 // untrust or a revocation cut off. A member that connects while starting
-// does not serve /parley/org/1 yet; the pass fails, and the member is
-// marked passed all the same: it gets the records at a connection at
-// least 10 minutes later (syncEvery), approving meanwhile.
+// does not serve /parley/org/1 yet and the pass fails; it is marked passed
+// only once a pass succeeds, and passed the records once it serves the
+// protocol. Before, it was marked passed all the same and got the records
+// at a connection at least 10 minutes later, approving meanwhile.
 func TestOrgRecordsReachAMemberWhoseServiceStartsAfterItConnected(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.ConnectAll()
@@ -211,12 +218,14 @@ func TestOrgRecordsReachAMemberWhoseServiceStartsAfterItConnected(t *testing.T) 
 
 // TestHandleChangedAtRestartReachesContacts: a user changes the handle
 // with `parley up --handle NEW`, that is across a restart. The node's card
-// changes with it, but a card is pushed only when it changes while the
-// node runs, and a contact asks a peer for its card at most once in 10
-// minutes (names.RefetchAfter) however often it connects: a contact that
-// asked before the restart shows the old handle for up to 10 minutes.
-// (A fetch on a connection made while the node starts fails, and is not
-// asked again for 10 minutes either.)
+// changes with it; the node stores the card it last handed out, and pushes
+// the new one to its contacts as they connect. Before, a card was pushed
+// only when it changed while the node ran, and a contact asks a peer for
+// its card at most once in 10 minutes (names.RefetchAfter) however often
+// it connects: a contact that asked before the restart showed the old
+// handle for up to 10 minutes. (A fetch on a connection made while the
+// node started failed, and was not made again for 10 minutes either; now
+// it is made again when the peer connects or serves the protocol.)
 func TestHandleChangedAtRestartReachesContacts(t *testing.T) {
 	var renamed atomic.Bool
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
@@ -236,13 +245,15 @@ func TestHandleChangedAtRestartReachesContacts(t *testing.T) {
 }
 
 // TestOrgRecordsReachAMemberAwayTwiceInTenMinutes: a member that was away
-// is passed the organisation's records when it connects again, but at most
-// once in 10 minutes (syncEvery), counted from the last pass, not from
-// what it may have missed since. A laptop that drops off the network twice
-// within 10 minutes misses what was pushed during its second absence (here
-// Y's untrust of X) until a connection 10 minutes after the first pass, and
-// meanwhile approves X's members without its user. Its peers' connections
-// stay up, so that may be much longer.
+// is passed the organisation's records when it connects again: once in
+// each connected period, and again when a record was written since the
+// last pass. Before, it was passed them at most once in 10 minutes,
+// counted from the last pass, not from what it may have missed since: a
+// laptop that dropped off the network twice within 10 minutes missed what
+// was pushed during its second absence (here Y's untrust of X) until a
+// connection 10 minutes after the first pass, and meanwhile approved X's
+// members without its user (its peers' connections staying up, that could
+// be much longer).
 func TestOrgRecordsReachAMemberAwayTwiceInTenMinutes(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.ConnectAll()
