@@ -81,7 +81,11 @@
 // and as a heartbeat every Config.Heartbeat. Each message goes on a new
 // stream that the sender opens, writes one frame on and closes; a contact
 // with no known address is looked up in the DHT first. A send that fails is
-// tried again when the contact connects, or at the next heartbeat.
+// tried again when the contact connects or starts serving the protocol (it
+// connected while its agent service was starting), or at the next
+// heartbeat; one made at once for a contact that connected is also tried
+// again while the contact stays connected, after a wait that doubles from
+// Config.MinInterval up to Config.Heartbeat.
 //
 // The receiver takes a message only from a peer that is an active contact
 // and passes Allowed, signed by the stream's remote peer, with a seq above
