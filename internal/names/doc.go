@@ -19,8 +19,9 @@
 // When a node's card changes (its organisation membership taken or lost,
 // looked at every 2 s; or its handle or membership changed across a
 // restart: the card last handed to peers is stored at schema.KeyOwnCard,
-// and a node that starts with the same handle and membership shows that
-// card again, seq and all), it opens this stream to each connected peer
+// and a node that starts with the same handle and membership pushes
+// nothing: its card, sealed afresh at start so that a home restored from
+// an older copy still shows the newest, is fetched as before), it opens this stream to each connected peer
 // whose card it keeps (contacts and room members), and to each other such
 // peer when it connects (or starts serving the protocol), writes its new
 // card as one frame and closes. The receiver takes it as a fetched card (its sender's

@@ -292,10 +292,10 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// loadHanded reads this node's card as last handed to its peers, and takes
-// it as its card again if it still says what the card is to say (the same
-// handle; its certificate is compared by ownCard): a restart that changed
-// nothing seals no new card, which peers would be pushed.
+// loadHanded reads this node's card as last handed to its peers (Run
+// pushes the card when it says something else). The card the node starts
+// with is sealed afresh all the same, dated now: a home restored from an
+// older copy would otherwise show a card older than one its peers hold.
 func (s *Service) loadHanded() error {
 	if s.cfg.Store == nil {
 		return nil
@@ -313,16 +313,18 @@ func (s *Service) loadHanded() error {
 		return nil
 	}
 	s.handed, s.ownSeq = wire, c.Seq
-	if c.Handle != s.cfg.Handle {
-		return nil
-	}
-	s.own, s.ownMember = wire, c.Member
-	s.mu.Lock()
-	s.cards[s.self] = c
-	s.checkMember(c)
-	s.gen++
-	s.mu.Unlock()
 	return nil
+}
+
+// sameCard reports whether two of this node's sealed cards say the same:
+// the same handle and membership certificate, whatever their seq.
+func sameCard(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	ca, errA := discovery.DecodeNodeCard(a)
+	cb, errB := discovery.DecodeNodeCard(b)
+	return errA == nil && errB == nil && ca.Handle == cb.Handle && bytes.Equal(ca.Member, cb.Member)
 }
 
 // Run serves Protocol and asks connecting peers for their cards until ctx
@@ -350,7 +352,7 @@ func (s *Service) Run(ctx context.Context) error {
 		pushed, _ = s.ownCard()
 	}
 	changed := func() {
-		if own, err := s.ownCard(); err == nil && own != nil && !bytes.Equal(own, pushed) {
+		if own, err := s.ownCard(); err == nil && own != nil && !sameCard(own, pushed) {
 			pushed = own
 			s.pushToAll(own)
 		}
