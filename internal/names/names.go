@@ -316,6 +316,20 @@ func (s *Service) loadHanded() error {
 	return nil
 }
 
+// handedLately reports whether the card stored as handed out was sealed
+// (its seq is the clock's, in ms) within RefetchAfter, with some margin.
+func (s *Service) handedLately() bool {
+	if s.handed == nil {
+		return false
+	}
+	c, err := discovery.DecodeNodeCard(s.handed)
+	if err != nil {
+		return false
+	}
+	age := s.cfg.Now().UnixMilli() - int64(c.Seq)
+	return age < 2*RefetchAfter.Milliseconds()
+}
+
 // sameCard reports whether two of this node's sealed cards say the same:
 // the same handle and membership certificate, whatever their seq.
 func sameCard(a, b []byte) bool {
@@ -363,6 +377,14 @@ func (s *Service) Run(ctx context.Context) error {
 	}}
 	h.Network().Notify(notif)
 	changed()
+	if own, err := s.ownCard(); err == nil && own != nil && bytes.Equal(pushed, s.handed) && s.handedLately() {
+		// A card handed out within RefetchAfter before this start may not
+		// have reached a peer that was away then: one back soon after it
+		// last asked does not ask again, so the card is owed again (a peer
+		// back later asks by itself).
+		pushed = own
+		s.pushToAll(own)
+	}
 	for _, p := range h.Network().Peers() {
 		s.enqueue(p, true)
 	}

@@ -632,7 +632,12 @@
       // held was not its.
       if (S.node && m.node !== S.node) { S.events = {}; S.dropped = {}; S.unread = {}; S.seen = {}; }
       S.node = m.node; S.handle = m.handle; S.max = m.max_events;
-      prior = S.seen; S.seen = {}; stale = {};
+      // What the page holds, each with when it got it: a stream cut
+      // before it sent a room's events again left them out of S.seen, not
+      // out of the page.
+      var held = {};
+      for (var hr in S.events) (S.events[hr] || []).forEach(function (e) { var t = S.seen[e.id] || prior[e.id]; if (t) held[e.id] = t; });
+      prior = held; S.seen = {}; stale = {};
       for (var r in S.events) stale[r] = true;
       labelGen++;
       $("who").textContent = m.handle + " · " + short(m.node);

@@ -44,14 +44,14 @@ const cutNextStream = `(() => {
   return true;
 })()`
 
-// TestReviewDashboardTwoReconnectsMarkReadRoomsUnread: a reconnect counts
-// as unread only the events the page had not held (prior, at the
-// stream's hello). But the hello of each new stream takes as held only
-// what the stream before it had sent again (S.seen): when a stream ends
-// after its hello and before it sent a room's events again, the next
-// stream's events of that room all count as unread, though the user read
-// them before the first reconnect.
-func TestReviewDashboardTwoReconnectsMarkReadRoomsUnread(t *testing.T) {
+// TestDashboardTwoReconnectsKeepReadRoomsRead: a reconnect counts as
+// unread only the events the page had not held (prior, at the stream's
+// hello). Before, the hello of each new stream took as held only what the
+// stream before it had sent again (S.seen): when a stream ended after its
+// hello and before it sent a room's events again, the next stream's events
+// of that room all counted as unread, though the user had read them. Now
+// the hello takes what the page holds.
+func TestDashboardTwoReconnectsKeepReadRoomsRead(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

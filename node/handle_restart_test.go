@@ -11,13 +11,13 @@ import (
 
 // TestHandleChangedWhileAwayReachesContactAfterASecondRestart: a node
 // changes its handle across a restart while a contact is away; its card is
-// then owed to that contact when it connects (names.pushToAll: owed). The
-// node restarts once more, its handle unchanged, before the contact comes
-// back. The owed card is held in memory only: the second start finds the
-// card it stores as handed out (m/card) the same as its own and owes it to
-// nobody, and the contact, which asked for the node's card before it went
-// away, does not ask again for 10 minutes (names.RefetchAfter). It shows
-// the old handle meanwhile.
+// then owed to that contact when it connects. The node restarts once more,
+// its handle unchanged, before the contact comes back. Before, the owed
+// card was held in memory only: the second start found the card stored as
+// handed out (m/card) the same as its own and owed it to nobody, and the
+// contact, which had asked for the card before it went away, did not ask
+// again for 10 minutes (names.RefetchAfter). Now a card handed out within
+// that time before a start is owed again.
 func TestHandleChangedWhileAwayReachesContactAfterASecondRestart(t *testing.T) {
 	var renamed atomic.Bool
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
