@@ -1,0 +1,74 @@
+package inbox_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/node"
+)
+
+// TestRefusedClaimsUseUpThePostLimit: beta holds x.go. Alpha, allowed 6
+// posts a minute, opens a room to talk (one post) and tries to claim x.go
+// five times; each is refused as beta's, and nothing is posted. Its next
+// message, to ask beta about x.go (what the conflict tells it to do), is
+// refused as over the post limit, "posted more than 6 times": the node's
+// board counts a claim (CheckPost, node/board.go) before the board checks
+// it, so a claim refused as a conflict or as bad input uses up the limit.
+func TestRefusedClaimsUseUpThePostLimit(t *testing.T) {
+	nt := start(t, 1, func(c *node.Config) { c.AgentPostLimit = 6 })
+	ctx := context.Background()
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	if _, err := c.Claim(ctx, "beta", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"x.go"}, Note: "mine", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	room, err := c.OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "talk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 5 {
+		if _, err := c.Claim(ctx, "alpha", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"x.go"}, Note: "mine too", TTLSeconds: 600}); !localapi.IsCode(err, localapi.CodeClaimed) {
+			t.Fatalf("alpha's claim %d on beta's x.go: %v, want a conflict", k, err)
+		}
+	}
+	if _, err := c.Say(ctx, "alpha", localapi.SayRequest{Room: room.RoomID, Text: "beta, when are you done with x.go?"}); err != nil {
+		t.Fatalf("alpha's first message, after one room opened and five claims refused (nothing posted): %v", err)
+	}
+}
+
+// TestKilledAgentKeepsItsClaims: alpha claims src/** for 8 h; its user
+// kills it (parley agent kill: "its posts are refused"). Its claim stays
+// on the board until it expires: beta's claim on src/a.go is refused as
+// alpha's for up to 8 h, and the git guard refuses every other agent's
+// commit under src/ for as long. A kill neither releases the killed
+// agent's claims nor keeps them from counting.
+func TestKilledAgentKeepsItsClaims(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	if _, err := c.Claim(ctx, "alpha", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"src/**"}, Note: "runaway", TTLSeconds: 8 * 3600}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kill(ctx, localapi.ModerateRequest{Agent: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Board(ctx, "beta", localapi.BoardRequest{Project: moderatedProject, Paths: []string{"src/a.go"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range v.Claims {
+		t.Errorf("after alpha was killed, the board (as the git guard asks it for src/a.go) still has %s held by %s until %s", h.Path, h.Holder, h.Expires)
+	}
+	if _, err := c.Claim(ctx, "beta", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"src/a.go"}, Note: "fix", TTLSeconds: 600}); err != nil {
+		t.Errorf("beta's claim on src/a.go after alpha (src/**) was killed: %v", err)
+	}
+	// What is left to the user: release as the killed agent, by hand.
+	_, err = c.Release(ctx, "alpha", localapi.ReleaseRequest{Project: moderatedProject})
+	t.Logf("a release as the killed alpha: %v", err)
+}
