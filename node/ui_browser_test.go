@@ -378,6 +378,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if _, err := c0.Say(ctx, "alice", localapi.SayRequest{Room: mine.RoomID, Text: "before the mute"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c0.Claim(ctx, "alice", localapi.ClaimRequest{Project: "0123456789abcdef0123456789abcdef", Paths: []string{"rooms/room.go"}, Note: "splitting the room loop"}); err != nil {
+		t.Fatal(err)
+	}
 	clickJS(t, b, fmt.Sprintf(`#agents tr[data-agent=%q] button`, "alice@"+me))
 	var refused *localapi.Error
 	nt.WaitFor(30*time.Second, func() bool {
@@ -395,10 +398,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitJS(t, b, 30*time.Second, `document.getElementById("moderation").textContent.includes("muted") && document.getElementById("limits").textContent === "no post limit"`,
 		"the mute and the post limit in the moderation panel")
 
-	// The board: alice's claim shows with its holder, note and expiry.
-	if _, err := c0.Claim(ctx, "alice", localapi.ClaimRequest{Project: "0123456789abcdef0123456789abcdef", Paths: []string{"rooms/room.go"}, Note: "splitting the room loop"}); err != nil {
-		t.Fatal(err)
-	}
+	// The board: alice's claim (made before the mute: a claim is a post)
+	// shows with its holder, note and expiry.
 	waitJS(t, b, 30*time.Second, `(() => { const r = document.querySelector('#board tr[data-path="rooms/room.go"]'); return !!r && !document.getElementById("board-panel").hidden && r.textContent.includes("alice@here") && r.textContent.includes("splitting the room loop") })()`,
 		"alice's claim on the board panel")
 
