@@ -20,6 +20,7 @@ import (
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/procs"
 	"github.com/parley-mesh/parley/internal/termtext"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // gitOut runs git in dir and returns its output, trimmed.
@@ -118,19 +119,18 @@ commit, so no claim can name it yet), it says so and lets the commit through.`,
 			if err != nil {
 				return g.apiErr(err)
 			}
-			var theirs []localapi.Claim
-			for _, h := range v.Claims {
-				mine := strings.HasSuffix(h.Holder, "@"+id.PeerID)
+			mine := func(h localapi.Claim) bool {
 				switch {
 				case as != "":
-					mine = h.Holder == as+"@"+id.PeerID
+					return h.Holder == as+"@"+id.PeerID
 				case len(by) > 0:
-					mine = slices.ContainsFunc(by, func(a string) bool { return h.Holder == a+"@"+id.PeerID })
+					return slices.ContainsFunc(by, func(a string) bool { return h.Holder == a+"@"+id.PeerID })
 				}
-				if !mine {
-					theirs = append(theirs, h)
-				}
+				return strings.HasSuffix(h.Holder, "@"+id.PeerID)
 			}
+			// A file the committer holds a claim on is its own, whatever
+			// other claim was granted beside it that also reaches it.
+			theirs := board.Blocking(staged, v.Claims, func(h localapi.Claim) string { return h.Path }, mine)
 			if len(theirs) == 0 {
 				return nil
 			}
