@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -81,11 +83,14 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 	// A claim is a post, as a message is (a signed event every member of
 	// the board stores for good, and paths held against every other
 	// agent): a muted or killed agent claims nothing, and the post limit
-	// counts it. A killed agent's name is no longer registered: it is told
-	// it was killed, not that it is unknown. A release is not checked: it
-	// only gives back.
+	// counts it. Before, it was counted before the board checked it, so
+	// claims refused as a conflict or as bad used up the limit; now it is
+	// checked up front (MayPost) and counted once posted (Posted). A
+	// killed agent's name is no longer registered: it is told it was
+	// killed, not that it is unknown. A release is not checked: it only
+	// gives back.
 	if b.n.mod != nil && b.n.mod.Killed(a) {
-		if err := (modEdge{b.n.mod}).CheckPost(a); err != nil {
+		if err := (modEdge{b.n.mod}).MayPost(a); err != nil {
 			return localapi.ClaimResult{}, err
 		}
 	}
@@ -96,7 +101,7 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 		return localapi.ClaimResult{}, localapi.BadRequest("ttl_seconds must not be negative")
 	}
 	if b.n.mod != nil {
-		if err := (modEdge{b.n.mod}).CheckPost(a); err != nil {
+		if err := (modEdge{b.n.mod}).MayPost(a); err != nil {
 			return localapi.ClaimResult{}, err
 		}
 	}
@@ -105,6 +110,9 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 		Wait: time.Duration(req.WaitSeconds * float64(time.Second))})
 	if err != nil {
 		return localapi.ClaimResult{}, boardError(err)
+	}
+	if b.n.mod != nil {
+		(modEdge{b.n.mod}).Posted(a)
 	}
 	out := localapi.ClaimResult{Project: req.Project, Event: res.Event, Held: apiClaims(res.Held), WaitedSeconds: res.Waited.Seconds()}
 	return out, b.take(ctx, agent, req.Take, &out.Pending)
@@ -263,4 +271,26 @@ func (n *Node) withClaims(ws []localapi.WhoEntry) {
 	for i := range ws {
 		ws[i].Claims = byHolder[ws[i].Address]
 	}
+}
+
+// releaseAll releases every claim agent holds, on every board. A kill
+// does it: before, a killed agent's claims stayed on the board for their
+// whole ttl (hours of files held against every other agent and their
+// commits, by an agent that could no longer release them); now they go
+// with it. A mute is temporary and keeps them.
+func (n *Node) releaseAll(ctx context.Context, agent identity.AgentName) error {
+	if n.board == nil {
+		return nil
+	}
+	holder := string(agent) + "@" + n.id.String()
+	var errs []error
+	for key, hs := range n.board.Claims() {
+		if !slices.ContainsFunc(hs, func(h board.Held) bool { return h.Holder == holder }) {
+			continue
+		}
+		if _, err := n.board.Release(ctx, agent, key, nil); err != nil && !errors.Is(err, board.ErrNotHeld) {
+			errs = append(errs, fmt.Errorf("board of %s: %w", key, err))
+		}
+	}
+	return errors.Join(errs...)
 }

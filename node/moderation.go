@@ -47,6 +47,13 @@ type modEdge struct{ m *moderation.Service }
 
 func (e modEdge) CheckPost(agent identity.AgentName) error { return modError(e.m.CheckPost(agent)) }
 
+// MayPost is CheckPost without counting the post (Posted counts it once
+// made).
+func (e modEdge) MayPost(agent identity.AgentName) error { return modError(e.m.MayPost(agent)) }
+
+// Posted counts a post MayPost let through.
+func (e modEdge) Posted(agent identity.AgentName) { e.m.Posted(agent) }
+
 func (e modEdge) Hidden(addr string) bool { return e.m.Hidden(addr) }
 
 // modErrors give moderation errors an HTTP status and a code.
@@ -183,6 +190,9 @@ func (m modAPI) Kill(ctx context.Context, req localapi.ModerateRequest) (localap
 	r, err := m.n.mod.Kill(string(a.Name), by(req))
 	if err != nil {
 		return rule(r), modError(err)
+	}
+	if err := m.n.releaseAll(ctx, a.Name); err != nil {
+		return rule(r), fmt.Errorf("agent %s is killed (its posts are refused), but its claims could not all be released: %w", a.Name, err)
 	}
 	if _, err := m.n.agents.Unbind(ctx, string(a.Name)); err != nil {
 		return rule(r), fmt.Errorf("agent %s is killed (its posts are refused), but its registration could not be ended: %w", a.Name, err)

@@ -326,7 +326,42 @@ func (s *Service) Hidden(addr string) bool {
 // CheckPost is asked before one of this node's agents posts a message, an
 // ask or a claim on a board (or opens a room, invites): it returns an error that says why when the agent is killed,
 // muted, or over its limit (a post within the limit is counted).
-func (s *Service) CheckPost(name identity.AgentName) error {
+func (s *Service) CheckPost(name identity.AgentName) error { return s.checkPost(name, true) }
+
+// MayPost is CheckPost without counting the post: it is asked before a
+// post that may yet be refused for another reason (a claim the board finds
+// in conflict, or bad), and Posted counts it once it is made. Before, a
+// claim was counted before the board checked it, so refused claims used up
+// the limit; now only the claims posted count.
+func (s *Service) MayPost(name identity.AgentName) error { return s.checkPost(name, false) }
+
+// Posted counts a post MayPost let through and that was then made. Posts
+// made in parallel after their MayPost may take the bucket below empty:
+// the next post waits for them.
+func (s *Service) Posted(name identity.AgentName) {
+	if s.cfg.PostLimit < 0 {
+		return
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A reservation takes the token even below empty (posts made in
+	// parallel): the post was made, and the next one waits for it.
+	s.limiter(name, now).ReserveN(now, 1)
+}
+
+// limiter returns the post limit of name. The caller holds s.mu.
+func (s *Service) limiter(name identity.AgentName, now time.Time) *rate.Limiter {
+	s.prune(now)
+	l := s.limits[name]
+	if l == nil {
+		l = rate.NewLimiter(s.perTick, s.cfg.PostLimit)
+		s.limits[name] = l
+	}
+	return l
+}
+
+func (s *Service) checkPost(name identity.AgentName, count bool) error {
 	addr := string(name) + "@" + s.cfg.Self.String()
 	if r, ok := s.Rule(addr); ok {
 		switch {
@@ -349,13 +384,13 @@ func (s *Service) CheckPost(name identity.AgentName) error {
 	}
 	now := s.now()
 	s.mu.Lock()
-	s.prune(now)
-	l := s.limits[name]
-	if l == nil {
-		l = rate.NewLimiter(s.perTick, s.cfg.PostLimit)
-		s.limits[name] = l
+	l := s.limiter(name, now)
+	var ok bool
+	if count {
+		ok = l.AllowN(now, 1)
+	} else {
+		ok = l.TokensAt(now) >= 1
 	}
-	ok := l.AllowN(now, 1)
 	var wait time.Duration
 	if !ok && s.perTick > 0 {
 		wait = time.Duration((1 - l.TokensAt(now)) / float64(s.perTick) * float64(time.Second))
