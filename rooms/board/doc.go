@@ -51,7 +51,10 @@
 // claims made apart, on two sides of a partition; at heal every node
 // reaches the same winner. It refuses too a claim over one it holds back
 // as dated ahead (see below) that the claim would still be live at: dated
-// before it, the claim would take it. Expiry needs no event: a claim past
+// before it, the claim would take it (the entries held back are folded on
+// top of the board in their order, with their expiry, up to the latest
+// date the rooms may give the claim, rooms.MaxStepBack past the clock;
+// only the first 32 of them, and 64 of their paths, are checked). Expiry needs no event: a claim past
 // its expiry is gone, also when its node is dead.
 //
 // The fold is incremental. An event that comes late, dated before events

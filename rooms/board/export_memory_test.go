@@ -97,3 +97,14 @@ func FoldTrimmed(s *Service, key string) bool {
 	p := s.projects[key]
 	return p != nil && p.state.Trimmed()
 }
+
+// AheadReads returns how many entries held back as dated ahead the
+// claims' check of s read from the store.
+func AheadReads(s *Service) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.aheadReads
+}
+
+// MaxAheadChecked is how many entries held back the claims' check reads.
+const MaxAheadChecked = maxAheadChecked

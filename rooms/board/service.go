@@ -67,6 +67,9 @@ type Service struct {
 	// is about: a notice is told only while its claim lives, so it is
 	// forgotten once that has passed.
 	told map[string]int64
+	// aheadReads counts the entries held back as dated ahead that the
+	// claims' check read from the store (simulateAhead), for tests.
+	aheadReads int
 }
 
 type project struct {
@@ -77,7 +80,34 @@ type project struct {
 	// folded once it gets near, read from the store again then.
 	later   laterHeap
 	lastOwn Entry // the last claim of this node's agents taken in (ID, Time, Holder: the agent)
+	// gen counts the changes of state and later (with state.Len(), which
+	// Trim changes): sim is the simulation of later on top of state made
+	// at gen, kept until either changes (Service.simulateAhead).
+	gen int
+	sim *aheadSim
 }
+
+// aheadSim is the claims held back as dated ahead that would hold their
+// paths in the fold, as of project.gen and state.Len() n.
+type aheadSim struct {
+	gen, n int
+	won    []Held // in date order
+}
+
+// maxAheadChecked is how many of the entries held back as dated ahead, the
+// earliest by date, a claim is checked against (Service.conflict), and
+// maxAheadPaths how many paths of theirs: once their claims reach that
+// many, the entries after are not read (the overlaps of globs cost tens of
+// µs each, and the simulation compares every claim with those before it).
+// A flood of entries dated ahead, all within a claim's ttl, hides those
+// dated after the first of them from the check: a claim over one
+// of those is not refused, and takes it in the fold. They are folded
+// all the same when they come due; the check would otherwise read and
+// fold again every one of them, under the board's lock, at every claim.
+const (
+	maxAheadChecked = 32
+	maxAheadPaths   = MaxPaths
+)
 
 // laterRef is where an event dated ahead is stored.
 type laterRef struct {
@@ -291,6 +321,7 @@ func (s *Service) read(p *project) error {
 			s.take(p, v)
 		}
 		heap.Pop(&p.later)
+		p.gen++
 	}
 	for id, after := range p.cursors {
 		for {
@@ -311,6 +342,7 @@ func (s *Service) read(p *project) error {
 					// Only where to find it again: its body waits in the store.
 					r := laterRef{ID: v.ID.String(), Room: v.Room, Arrival: v.Arrival, Time: v.Time}
 					heap.Push(&p.later, r)
+					p.gen++
 					continue
 				}
 				s.take(p, v)
@@ -332,6 +364,7 @@ func (s *Service) take(p *project, v rooms.View) {
 		p.lastOwn = Entry{ID: e.ID, Time: e.Time, Holder: string(v.Agent)}
 	}
 	p.state.Add(e)
+	p.gen++
 }
 
 // fetchLater reads an event dated ahead from the store again; ok is false
@@ -469,7 +502,8 @@ type inTheWay struct {
 // one dated past MaxAhead of this node's clock (held back from the fold)
 // that the claim would still be live at, and so take in the fold on every
 // node, though it was made first as far as this node can tell (this
-// node's clock, or the one that dated it, is wrong). Callers hold s.mu.
+// node's clock, or the one that dated it, is wrong). Only the first
+// maxAheadChecked entries held back (maxAheadPaths) are checked. Callers hold s.mu.
 func (s *Service) conflict(p *project, holder string, paths []string, ttl time.Duration) (*inTheWay, error) {
 	now := s.cfg.Now()
 	if h := p.state.Conflict(holder, paths, now); h != nil {
@@ -478,16 +512,63 @@ func (s *Service) conflict(p *project, holder string, paths []string, ttl time.D
 	if len(p.later) == 0 {
 		return nil, nil
 	}
-	// Folded in their order on top of the board as it is now: releases
-	// end claims before them, and a claim that overlaps a live one loses.
-	refs := slices.Clone(p.later)
-	slices.SortFunc(refs, func(a, b laterRef) int { return cmp.Or(cmp.Compare(a.Time, b.Time), strings.Compare(a.ID, b.ID)) })
-	until := now.Add(ttl).UnixMilli()
-	var ahead []*Held
-	for _, r := range refs {
-		if r.Time >= until {
+	won, err := s.simulateAhead(p)
+	if err != nil {
+		return nil, err
+	}
+	// The rooms date the claim up to rooms.MaxStepBack past the clock
+	// (just after a newer parent, or this node's previous event): it may
+	// live until then + ttl. The bound is the latest date it may have, not
+	// the one it will have, which only the post knows: a claim held back
+	// dated in that last minute refuses it too.
+	until := now.Add(rooms.MaxStepBack + ttl).UnixMilli()
+	for i := range won {
+		h := &won[i]
+		if h.Since >= until {
 			break // the claim has expired by then
 		}
+		if h.Holder != holder && slices.ContainsFunc(paths, func(q string) bool { return Overlap(q, h.Path) }) {
+			return &inTheWay{Held: *h, ahead: time.Duration(h.Since-now.UnixMilli()) * time.Millisecond}, nil
+		}
+	}
+	return nil, nil
+}
+
+// simulateAhead returns the claims, among the first maxAheadChecked
+// entries held back as dated ahead (and up to maxAheadPaths paths), that would hold their paths when
+// folded in their order on top of the board as it is now: releases and
+// expiry end claims before them, and a claim that overlaps a live one of
+// another agent loses. A claim that holds is listed once for each path,
+// with Since its date, in date order. The answer is kept until the board
+// or the entries held back change. Callers hold s.mu.
+func (s *Service) simulateAhead(p *project) ([]Held, error) {
+	if p.sim != nil && p.sim.gen == p.gen && p.sim.n == p.state.Len() {
+		return p.sim.won, nil
+	}
+	refs := slices.Clone(p.later)
+	slices.SortFunc(refs, func(a, b laterRef) int { return cmp.Or(cmp.Compare(a.Time, b.Time), strings.Compare(a.ID, b.ID)) })
+	refs = refs[:min(len(refs), maxAheadChecked)]
+	var (
+		idx  heldIndex // the claims of live, to find what a claim overlaps
+		live []*Held
+		won  []Held
+		seen int // paths of the claims read
+	)
+	idx.reset(nil)
+	end := func(gone func(h *Held) bool) {
+		live = slices.DeleteFunc(live, func(h *Held) bool {
+			if gone(h) {
+				idx.remove(h)
+				return true
+			}
+			return false
+		})
+	}
+	for _, r := range refs {
+		if seen >= maxAheadPaths {
+			break
+		}
+		s.aheadReads++
 		v, ok, err := s.fetchLater(r)
 		if err != nil {
 			return nil, err
@@ -495,38 +576,41 @@ func (s *Service) conflict(p *project, holder string, paths []string, ttl time.D
 		if !ok {
 			continue
 		}
+		end(func(h *Held) bool { return h.Expires <= v.Time })
 		who := string(v.Agent) + "@" + v.Author.String()
 		switch v.Kind {
 		case rooms.KindClaim:
 			c, err := DecodeClaim(v.Body)
-			if err != nil || who == holder {
+			if err != nil {
 				continue
 			}
-			if p.state.Conflict(who, c.Paths, time.UnixMilli(v.Time)) != nil || slices.ContainsFunc(ahead, func(h *Held) bool {
-				return h.Holder != who && slices.ContainsFunc(c.Paths, func(q string) bool { return Overlap(q, h.Path) })
-			}) {
+			seen += len(c.Paths)
+			if p.state.Conflict(who, c.Paths, time.UnixMilli(v.Time)) != nil || idx.first(who, c.Paths, v.Time) != nil {
 				continue // it loses
 			}
 			for _, q := range c.Paths {
-				ahead = append(ahead, &Held{Path: q, Holder: who, Note: c.Note, Since: v.Time, Expires: v.Time + c.TTL.Milliseconds(),
-					Event: r.ID, Room: string(r.Room)})
+				h := Held{Path: q, Holder: who, Note: c.Note, Since: v.Time, Expires: v.Time + c.TTL.Milliseconds(),
+					Event: r.ID, Room: string(r.Room), prefix: literalPrefix(q)}
+				won = append(won, h)
+				if old := idx.find(who, q); old != nil {
+					old.Expires, old.Note, old.Event, old.Room = h.Expires, h.Note, h.Event, h.Room // renewed
+					continue
+				}
+				live = append(live, &h)
+				idx.add(&h)
 			}
 		case rooms.KindRelease:
 			rel, err := DecodeRelease(v.Body)
 			if err != nil {
 				continue
 			}
-			ahead = slices.DeleteFunc(ahead, func(h *Held) bool {
+			end(func(h *Held) bool {
 				return h.Holder == who && (len(rel.Paths) == 0 || slices.Contains(rel.Paths, h.Path))
 			})
 		}
 	}
-	for _, h := range ahead {
-		if slices.ContainsFunc(paths, func(q string) bool { return Overlap(q, h.Path) }) {
-			return &inTheWay{Held: *h, ahead: time.Duration(h.Since-now.UnixMilli()) * time.Millisecond}, nil
-		}
-	}
-	return nil, nil
+	p.sim = &aheadSim{gen: p.gen, n: p.state.Len(), won: won}
+	return won, nil
 }
 
 // Claim puts paths on the project's board for agent. A claim that overlaps

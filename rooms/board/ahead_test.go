@@ -67,17 +67,17 @@ func lostTo(ctx context.Context, t *testing.T, nt *nodetest.Net, ahead time.Dura
 	return out
 }
 
-// TestAheadCheckForgetsThatHeldBackClaimsExpire: two claims held back as
+// TestAheadCheckKnowsThatHeldBackClaimsExpire: two claims held back as
 // dated ahead (a member whose clock is ahead): w's on a.go, dated 10 min
 // ahead for one minute, then v's on a.go and b.go, dated 20 min ahead
 // for an hour. In the fold w's claim has expired when v's comes, so v's
 // holds b.go from then. Carol then claims b.go for an hour: dated now,
 // her claim is live at v's date and takes it in the fold on every node,
-// which Service.conflict is there to refuse. It does not: it simulates
-// the held-back claims with no expiry, so v's claim is taken as losing to
-// w's (expired by then) and left out (service.go, the "it loses" check
-// against ahead).
-func TestAheadCheckForgetsThatHeldBackClaimsExpire(t *testing.T) {
+// which Service.conflict is there to refuse. Before, it simulated the
+// held-back claims with no expiry, took v's claim as losing to w's
+// (expired by then) and let carol's claim through; now a held-back claim
+// is ended at its expiry in the simulation.
+func TestAheadCheckKnowsThatHeldBackClaimsExpire(t *testing.T) {
 	var offset atomic.Int64
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -101,15 +101,16 @@ func TestAheadCheckForgetsThatHeldBackClaimsExpire(t *testing.T) {
 	}
 }
 
-// TestAheadCheckUsesTheClockNotTheEventsDate: this node's last event is
-// dated 50 s ahead of its clock (it followed a member's clock, or its own
-// stepped back), and z's claim on c.go is held back as dated 150 s ahead.
-// Carol claims c.go for two minutes: her claim is dated just after the
-// node's last event (stamp), so it lives until 170 s from now, past z's
-// date, and takes z's claim in the fold. Service.conflict lets it through:
-// it stops at now + ttl (service.go: until), not at the date the claim
-// will have + ttl.
-func TestAheadCheckUsesTheClockNotTheEventsDate(t *testing.T) {
+// TestAheadCheckCoversTheEventsDate: this node's last event is dated 50 s
+// ahead of its clock (it followed a member's clock, or its own stepped
+// back), and z's claim on c.go is held back as dated 150 s ahead. Carol
+// claims c.go for two minutes: her claim is dated just after the node's
+// last event (the rooms' stamp), so it lives until 170 s from now, past
+// z's date, and takes z's claim in the fold. Before, Service.conflict
+// let it through: it stopped at now + ttl, not at the date the claim
+// would have + ttl. Now it stops at now + rooms.MaxStepBack + ttl, the
+// latest date the rooms may give the claim.
+func TestAheadCheckCoversTheEventsDate(t *testing.T) {
 	var offset atomic.Int64
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
