@@ -97,8 +97,14 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 	if err := b.n.inbox.MustBeKnown(ctx, a); err != nil {
 		return localapi.ClaimResult{}, err // a made-up name holds nothing
 	}
+	ttl := time.Duration(req.TTLSeconds * float64(time.Second)).Round(time.Millisecond)
 	if req.TTLSeconds < 0 {
 		return localapi.ClaimResult{}, localapi.BadRequest("ttl_seconds must not be negative")
+	}
+	if req.TTLSeconds > 0 && ttl <= 0 {
+		// Zero asks for the default (30 minutes): a positive ttl that
+		// rounds to it is refused, not held for half an hour.
+		return localapi.ClaimResult{}, localapi.BadRequest("ttl_seconds must be at least 0.001 (or 0 for the default)")
 	}
 	if b.n.mod != nil {
 		if err := (modEdge{b.n.mod}).MayPost(a); err != nil {
@@ -106,7 +112,7 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 		}
 	}
 	res, err := b.n.board.Claim(ctx, a, board.ClaimRequest{Project: req.Project, Paths: req.Paths, Note: req.Note,
-		TTL:  time.Duration(req.TTLSeconds * float64(time.Second)).Round(time.Millisecond),
+		TTL:  ttl,
 		Wait: time.Duration(req.WaitSeconds * float64(time.Second))})
 	if err != nil {
 		return localapi.ClaimResult{}, boardError(err)

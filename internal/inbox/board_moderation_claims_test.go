@@ -70,3 +70,18 @@ func TestKilledAgentReleasesItsClaims(t *testing.T) {
 		t.Errorf("beta's claim on src/a.go after alpha (src/**) was killed: %v", err)
 	}
 }
+
+// TestTinyClaimTTLIsRefused: a ttl_seconds above zero that rounds to no
+// millisecond was taken as zero, the default, and the paths were held for
+// 30 minutes; it is refused now.
+func TestTinyClaimTTLIsRefused(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	register(t, nt, 0, "alpha")
+	_, err := c.Claim(ctx, "alpha", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"x.go"}, TTLSeconds: 0.0004})
+	if !localapi.IsCode(err, localapi.CodeBadRequest) {
+		t.Fatalf("a claim of 0.0004 s: %v, want it refused as bad input", err)
+	}
+}
