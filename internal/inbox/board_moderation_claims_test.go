@@ -80,7 +80,7 @@ func TestTinyClaimTTLIsRefused(t *testing.T) {
 	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
 	defer c.Close()
 	register(t, nt, 0, "alpha")
-	_, err := c.Claim(ctx, "alpha", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"x.go"}, TTLSeconds: 0.0004})
+	_, err := c.Claim(ctx, "alpha", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"x.go"}, Note: "a moment", TTLSeconds: 0.0004})
 	if !localapi.IsCode(err, localapi.CodeBadRequest) {
 		t.Fatalf("a claim of 0.0004 s: %v, want it refused as bad input", err)
 	}
