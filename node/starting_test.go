@@ -47,11 +47,25 @@ type starting struct {
 	up      atomic.Bool
 }
 
-// takeOff takes pid off h (see starting).
-func takeOff(t *testing.T, h host.Host, pid protocol.ID) *starting {
+// takeOff takes pid off node i's host (see starting), and waits until the
+// other running nodes know it does not serve pid (identify's push), as a
+// peer that just connected to a node still starting knows: a push that
+// put pid back before they heard it was gone would tell them nothing new.
+func takeOff(t *testing.T, nt *nodetest.Net, i int, pid protocol.ID) *starting {
 	t.Helper()
+	h := nt.Node(i).Host()
 	s := &starting{t: t, h: h, pid: pid, spy: "/parley-test/spy" + pid, handler: handlerOf(t, h, pid)}
 	h.RemoveStreamHandler(pid)
+	nt.WaitFor(15*time.Second, func() bool {
+		for j := range nt.Len() {
+			if n := nt.Node(j); j != i && n != nil && n.Host().Network().Connectedness(h.ID()) == network.Connected {
+				if ps, err := n.Host().Peerstore().SupportsProtocols(h.ID(), pid); err != nil || len(ps) > 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}, "the peers of node %d to know it serves no %s", i, pid)
 	// A handler that never matches, asked during every negotiation:
 	// it counts the asks for pid, which the host then refuses.
 	h.SetStreamHandlerMatch(s.spy, func(p protocol.ID) bool {
@@ -141,7 +155,7 @@ func TestInviteReachesAPeerWhoseRoomsStartAfterItConnected(t *testing.T) {
 		t.Fatal("the invite reached a node that is away")
 	}
 	// B comes back, and connects to A while its rooms are starting.
-	st := takeOff(t, nt.Node(b).Host(), rooms.ProtocolInvite)
+	st := takeOff(t, nt, b, rooms.ProtocolInvite)
 	nt.Heal()
 	nt.WaitConnected(a, b)
 	st.waitAsked(nt, "the invite")
@@ -170,7 +184,7 @@ func TestPresenceReachesAContactWhoseServiceStartsAfterItConnected(t *testing.T)
 	if _, err := nt.Node(a).Agents().Register(ctx, agents.RegisterRequest{Name: "coder", WorkingOn: "the parser", TTLSeconds: 600}); err != nil {
 		t.Fatal(err)
 	}
-	st := takeOff(t, nt.Node(b).Host(), discovery.ProtocolPresence)
+	st := takeOff(t, nt, b, discovery.ProtocolPresence)
 	nt.Heal()
 	nt.WaitConnected(a, b)
 	st.waitAsked(nt, "presence")
@@ -205,7 +219,7 @@ func TestOrgRecordsReachAMemberWhoseServiceStartsAfterItConnected(t *testing.T) 
 	nt.Partition([]int{y1}, []int{y2})
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgUntrust, Subject: x.id})
 	// It comes back, and connects while its organisation service starts.
-	st := takeOff(t, nt.Node(y2).Host(), org.ProtocolID)
+	st := takeOff(t, nt, y2, org.ProtocolID)
 	nt.Heal()
 	nt.WaitConnected(y1, y2)
 	st.waitAsked(nt, "the organisation's records")

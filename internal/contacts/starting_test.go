@@ -3,6 +3,7 @@ package contacts_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/parley-mesh/parley/consent"
 )
@@ -20,6 +21,13 @@ func TestRevocationReachesAPeerWhoseServiceStartsAfterItConnected(t *testing.T) 
 	// Node 0 "is starting": its contact protocol is not served yet.
 	h := nt.Node(0).Host()
 	h.RemoveStreamHandler(consent.ProtocolID)
+	// Node 1 hears it is gone (identify's push), as a peer that connected
+	// to a node still starting knows: a push that put it back before node
+	// 1 heard it was gone would tell it nothing new.
+	nt.WaitFor(15*time.Second, func() bool {
+		ps, err := nt.Node(1).Host().Peerstore().SupportsProtocols(h.ID(), consent.ProtocolID)
+		return err == nil && len(ps) == 0
+	}, "node 1 to know node 0 serves no contact protocol")
 	res, err := svc(nt, 1).Revoke(context.Background(), nt.ID(0).String())
 	if err != nil {
 		t.Fatal(err)
