@@ -29,18 +29,16 @@ const countFetches = `(() => {
   return true;
 })()`
 
-// A double click on "Post" (or Enter pressed twice while the node
-// answers) posts the message once. Before, the form kept its text and its
-// button enabled while the first post was under way (a proof round trip
-// and the say), so the second submit sent the same text again and the room
-// got two copies, which every member read; now the button is disabled and
-// the form's submits are ignored until the post is answered.
-func TestDashboardDoubleSubmitPostsOnce(t *testing.T) {
+// opsDashboard starts a node whose agent alice has opened room "ops", and
+// returns the net, a context that ends after timeout, a client of the
+// node, the room, and the node's dashboard.
+func opsDashboard(t *testing.T, timeout time.Duration) (*nodetest.Net, context.Context, *localapi.Client, localapi.OpenRoomResult, localapi.UIInfo) {
+	t.Helper()
 	nt := nodetest.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
 	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c0.Close()
+	t.Cleanup(func() { c0.Close() })
 	registered(t, ctx, c0, "alice")
 	room, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "ops"})
 	if err != nil {
@@ -50,12 +48,31 @@ func TestDashboardDoubleSubmitPostsOnce(t *testing.T) {
 	if err != nil || info.URL == "" {
 		t.Fatalf("ui: %+v %v", info, err)
 	}
+	return nt, ctx, c0, room, info
+}
+
+// openOps opens the dashboard at url in a browser, opens room there, and
+// counts the page's fetches (countFetches).
+func openOps(t *testing.T, url, room string) context.Context {
+	t.Helper()
 	b := browser(t)
-	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
+	run(t, b, "open the dashboard", chromedp.Navigate(url))
 	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
-	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, room.RoomID))
+	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, room))
 	waitJS(t, b, 30*time.Second, `document.getElementById("roomname").textContent.includes("ops")`, "the room open")
 	eval[bool](t, b, countFetches)
+	return b
+}
+
+// A double click on "Post" (or Enter pressed twice while the node
+// answers) posts the message once. Before, the form kept its text and its
+// button enabled while the first post was under way (a proof round trip
+// and the say), so the second submit sent the same text again and the room
+// got two copies, which every member read; now the button is disabled and
+// the form's submits are ignored until the post is answered.
+func TestDashboardDoubleSubmitPostsOnce(t *testing.T) {
+	nt, ctx, c0, room, info := opsDashboard(t, 2*time.Minute)
+	b := openOps(t, info.URL, room.RoomID)
 
 	// The user types a line and double-clicks Post.
 	const text = "deploy now"
@@ -87,26 +104,8 @@ func TestDashboardDoubleSubmitPostsOnce(t *testing.T) {
 // isComposing set (keyCode 229). Before, the page's handler posted at once
 // whatever the box held, mid-sentence; now it leaves such an Enter alone.
 func TestDashboardEnterOfCompositionDoesNotPost(t *testing.T) {
-	nt := nodetest.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c0.Close()
-	registered(t, ctx, c0, "alice")
-	room, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "ops"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c0.UI(ctx)
-	if err != nil || info.URL == "" {
-		t.Fatalf("ui: %+v %v", info, err)
-	}
-	b := browser(t)
-	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
-	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
-	clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, room.RoomID))
-	waitJS(t, b, 30*time.Second, `document.getElementById("roomname").textContent.includes("ops")`, "the room open")
-	eval[bool](t, b, countFetches)
+	nt, ctx, c0, room, info := opsDashboard(t, 2*time.Minute)
+	b := openOps(t, info.URL, room.RoomID)
 	const composing = "明日の"
 	// The keydown Chromium sends for the Enter that ends a composition.
 	sent := eval[bool](t, b, fmt.Sprintf(`(() => {

@@ -94,20 +94,7 @@ func TestDashboardRestartKeepsReadRoomsRead(t *testing.T) {
 // as `parley ui --open` run a few times or a restored session opens them;
 // the user then goes back to the first tab and posts from it.
 func TestDashboardTabsLeaveTheConnectionsFree(t *testing.T) {
-	nt := nodetest.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c0.Close()
-	registered(t, ctx, c0, "alice")
-	room, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "ops"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c0.UI(ctx)
-	if err != nil || info.URL == "" {
-		t.Fatalf("ui: %+v %v", info, err)
-	}
+	_, ctx, c0, room, info := opsDashboard(t, 3*time.Minute)
 	const live = `document.visibilityState === "visible" && document.getElementById("status").textContent === "live"`
 	b := browser(t)
 	run(t, b, "open the dashboard in tab 0", chromedp.Navigate(info.URL))
@@ -154,20 +141,7 @@ func TestDashboardTabsLeaveTheConnectionsFree(t *testing.T) {
 // connection. Before, the page said "live" from its stream's opening on,
 // whatever waited.
 func TestDashboardSaysWhenItIsNotLive(t *testing.T) {
-	nt := nodetest.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c0.Close()
-	registered(t, ctx, c0, "alice")
-	room, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "ops"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c0.UI(ctx)
-	if err != nil || info.URL == "" {
-		t.Fatalf("ui: %+v %v", info, err)
-	}
+	_, _, _, room, info := opsDashboard(t, 2*time.Minute)
 	b := browser(t)
 	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
 	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live" && window.parley.streams === 1`, "the stream")
