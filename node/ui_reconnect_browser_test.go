@@ -1,16 +1,12 @@
 package node_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
-	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // cutNextStream makes the page's next /ui/stream end right after the
@@ -52,40 +48,8 @@ const cutNextStream = `(() => {
 // of that room all counted as unread, though the user had read them. Now
 // the hello takes what the page holds.
 func TestDashboardTwoReconnectsKeepReadRoomsRead(t *testing.T) {
-	nt := nodetest.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c0.Close()
-	registered(t, ctx, c0, "alice")
-	var rooms []string
-	for _, name := range []string{"read-room", "other-room"} {
-		r, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 3 {
-			if _, err := c0.Say(ctx, "alice", localapi.SayRequest{Room: r.RoomID, Text: fmt.Sprintf("%s %d", name, i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rooms = append(rooms, r.RoomID)
-	}
-	info, err := c0.UI(ctx)
-	if err != nil || info.URL == "" {
-		t.Fatalf("ui: %+v %v", info, err)
-	}
-	b := browser(t)
-	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
-	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
-	badge := func(room string) string {
-		return fmt.Sprintf(`(document.querySelector('#rooms li[data-room=%q] .badge') || {textContent: ""}).textContent`, room)
-	}
-	for _, r := range rooms {
-		clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, r))
-		waitJS(t, b, 30*time.Second, fmt.Sprintf(`window.parley.sel === %q && %s === ""`, r, badge(r)), "room "+r+" read")
-	}
-	waitJS(t, b, 30*time.Second, badge(rooms[0])+` === "" && `+badge(rooms[1])+` === ""`, "no unread count")
+	nt, ctx, _, rooms, b := readTwoRooms(t)
+	badge := unreadBadge
 	streams := eval[int](t, b, `window.parley.streams`)
 	if !eval[bool](t, b, cutNextStream) {
 		t.Fatal("fetch not wrapped")

@@ -15,20 +15,23 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// After the node restarts, the open page counts as unread only the events
-// it had not held. The user opened both rooms (no unread count left); the
-// node restarts and the page reconnects by itself; its new stream sends
-// each room's last events again. Before, the page zeroed its counts at the
-// stream's hello and counted each of them as new: the room the user had
-// read showed a badge of its whole history, and nothing told the user
-// which messages were new. Now the page keeps what it held across the
-// reconnect and counts only the events it had not.
-func TestDashboardRestartKeepsReadRoomsRead(t *testing.T) {
+// unreadBadge is the JavaScript of room's unread count on the page ("" for
+// none).
+func unreadBadge(room string) string {
+	return fmt.Sprintf(`(document.querySelector('#rooms li[data-room=%q] .badge') || {textContent: ""}).textContent`, room)
+}
+
+// readTwoRooms starts a node whose agent alice said three lines in each of
+// two rooms, opens its dashboard, and reads both rooms there: no unread
+// count is left. It returns the net, a context that ends in 2 minutes, a
+// client of the node, the rooms and the browser.
+func readTwoRooms(t *testing.T) (*nodetest.Net, context.Context, *localapi.Client, []string, context.Context) {
+	t.Helper()
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c0.Close()
+	t.Cleanup(func() { c0.Close() })
 	registered(t, ctx, c0, "alice")
 	var rooms []string
 	for _, name := range []string{"read-room", "other-room"} {
@@ -50,15 +53,31 @@ func TestDashboardRestartKeepsReadRoomsRead(t *testing.T) {
 	b := browser(t)
 	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
 	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
-	badge := func(room string) string {
-		return fmt.Sprintf(`(document.querySelector('#rooms li[data-room=%q] .badge') || {textContent: ""}).textContent`, room)
-	}
+	badge := unreadBadge
 	// The user reads both rooms: no unread count is left.
 	for _, r := range rooms {
 		clickJS(t, b, fmt.Sprintf(`#rooms li[data-room=%q]`, r))
 		waitJS(t, b, 30*time.Second, fmt.Sprintf(`window.parley.sel === %q && %s === ""`, r, badge(r)), "room "+r+" read")
 	}
 	waitJS(t, b, 30*time.Second, badge(rooms[0])+` === "" && `+badge(rooms[1])+` === ""`, "no unread count")
+	return nt, ctx, c0, rooms, b
+}
+
+// After the node restarts, the open page counts as unread only the events
+// it had not held. The user opened both rooms (no unread count left); the
+// node restarts and the page reconnects by itself; its new stream sends
+// each room's last events again. Before, the page zeroed its counts at the
+// stream's hello and counted each of them as new: the room the user had
+// read showed a badge of its whole history, and nothing told the user
+// which messages were new. Now the page keeps what it held across the
+// reconnect and counts only the events it had not.
+func TestDashboardRestartKeepsReadRoomsRead(t *testing.T) {
+	nt, ctx, c0, rooms, b := readTwoRooms(t)
+	badge := unreadBadge
+	info, err := c0.UI(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	nt.Crash(0)
 	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent !== "live"`, "the page to see the node gone")
