@@ -196,6 +196,21 @@ func TestPresenceReachesAContactWhoseServiceStartsAfterItConnected(t *testing.T)
 	}, "node %d, connected while its agent service started, to see node %d's agent", b, a)
 }
 
+// twoMembers starts two connected nodes, contacts, both members of
+// organisation Y (node 0 "yann", node 1 "yves"), and returns them with the
+// keys of Y and of another organisation, X.
+func twoMembers(t *testing.T) (nt *nodetest.Net, x, y orgKey) {
+	t.Helper()
+	nt = nodetest.Start(t, 2)
+	nt.ConnectAll()
+	const y1, y2 = 0, 1
+	x, y = newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
+	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
+	nt.Befriend(t, y2, y1)
+	y.join(t, nt, y1, y2, "yves")
+	return nt, x, y
+}
+
 // TestOrgRecordsReachAMemberWhoseServiceStartsAfterItConnected: a member
 // that was away is passed the organisation's records when it connects
 // again (org.Service.connected), so that it stops approving the peers an
@@ -205,13 +220,8 @@ func TestPresenceReachesAContactWhoseServiceStartsAfterItConnected(t *testing.T)
 // protocol. Before, it was marked passed all the same and got the records
 // at a connection at least 10 minutes later, approving meanwhile.
 func TestOrgRecordsReachAMemberWhoseServiceStartsAfterItConnected(t *testing.T) {
-	nt := nodetest.Start(t, 2)
-	nt.ConnectAll()
+	nt, x, y := twoMembers(t)
 	const y1, y2 = 0, 1
-	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
-	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
-	nt.Befriend(t, y2, y1)
-	y.join(t, nt, y1, y2, "yves")
 	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgTrust, Subject: x.id, Scopes: []string{consent.ScopeAsk}})
 	nt.WaitFor(10*time.Second, func() bool { return len(nt.Node(y2).Org().Trusts()) == 1 }, "node %d to hold Y's trust of X", y2)
 
@@ -269,13 +279,8 @@ func TestHandleChangedAtRestartReachesContacts(t *testing.T) {
 // members without its user (its peers' connections staying up, that could
 // be much longer).
 func TestOrgRecordsReachAMemberAwayTwiceInTenMinutes(t *testing.T) {
-	nt := nodetest.Start(t, 2)
-	nt.ConnectAll()
+	nt, x, y := twoMembers(t)
 	const y1, y2 = 0, 1
-	x, y := newOrgKey(t, "Xco"), newOrgKey(t, "Yco")
-	y.publish(t, nt, y1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(y1), Handle: "yann"})
-	nt.Befriend(t, y2, y1)
-	y.join(t, nt, y1, y2, "yves")
 
 	// Away once: Y trusts X meanwhile; back, Y2 is passed the trust.
 	nt.Partition([]int{y1}, []int{y2})
