@@ -111,11 +111,28 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 			return localapi.ClaimResult{}, err
 		}
 	}
+	// A claim that waits is checked again before each try: before, an
+	// agent killed (or muted) while its claim waited for another to go
+	// had it posted afterwards, paths held for the claim's whole ttl by an
+	// agent that could no longer release them. A kill that comes between
+	// the last check and the post finds the claim on the board and
+	// releases it (releaseAll); one that comes after both is caught below.
+	var mayPost func() error
+	if b.n.mod != nil {
+		mayPost = func() error { return (modEdge{b.n.mod}).MayPost(a) }
+	}
 	res, err := b.n.board.Claim(ctx, a, board.ClaimRequest{Project: req.Project, Paths: req.Paths, Note: req.Note,
-		TTL:  ttl,
-		Wait: time.Duration(req.WaitSeconds * float64(time.Second))})
+		TTL:     ttl,
+		Wait:    time.Duration(req.WaitSeconds * float64(time.Second)),
+		MayPost: mayPost})
 	if err != nil {
 		return localapi.ClaimResult{}, boardError(err)
+	}
+	if b.n.mod != nil && b.n.mod.Killed(a) {
+		if err := b.n.releaseAll(ctx, a); err != nil {
+			return localapi.ClaimResult{}, fmt.Errorf("agent %s was killed while its claim was made, and the claim could not be released: %w", a, err)
+		}
+		return localapi.ClaimResult{}, (modEdge{b.n.mod}).MayPost(a)
 	}
 	if b.n.mod != nil {
 		(modEdge{b.n.mod}).Posted(a)

@@ -3,6 +3,7 @@ package inbox_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
@@ -83,5 +84,45 @@ func TestTinyClaimTTLIsRefused(t *testing.T) {
 	_, err := c.Claim(ctx, "alpha", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"x.go"}, Note: "a moment", TTLSeconds: 0.0004})
 	if !localapi.IsCode(err, localapi.CodeBadRequest) {
 		t.Fatalf("a claim of 0.0004 s: %v, want it refused as bad input", err)
+	}
+}
+
+// TestAgentKilledWhileItsClaimWaitsPostsNothing: beta holds x.go; alpha
+// claims it, waiting up to 40 s for beta's claim to go; alpha's user kills
+// alpha meanwhile, and beta then releases x.go. Before, alpha's claim was
+// posted once x.go was free: held for 8 h by an agent that could no longer
+// release it (the kill had released what alpha held then: nothing). Now
+// the waiting claim is refused as killed, and x.go stays free.
+func TestAgentKilledWhileItsClaimWaitsPostsNothing(t *testing.T) {
+	nt := start(t, 1)
+	ctx := context.Background()
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	if _, err := c.Claim(ctx, "beta", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"x.go"}, Note: "mine", TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Claim(ctx, "alpha", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"x.go"}, Note: "runaway", TTLSeconds: 8 * 3600, WaitSeconds: 40})
+		done <- err
+	}()
+	nt.WaitFor(20*time.Second, func() bool { return nt.Node(0).Board().Waiting() == 1 }, "alpha's claim to wait")
+	if _, err := c.Kill(ctx, localapi.ModerateRequest{Agent: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Release(ctx, "beta", localapi.ReleaseRequest{Project: moderatedProject, Paths: []string{"x.go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !localapi.IsCode(err, localapi.CodeKilled) {
+		t.Fatalf("alpha's waiting claim after alpha was killed: %v, want it refused as killed", err)
+	}
+	v, err := c.Board(ctx, "beta", localapi.BoardRequest{Project: moderatedProject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range v.Claims {
+		t.Errorf("after alpha was killed while its claim waited, the board has %s held by %s", h.Path, h.Holder)
 	}
 }

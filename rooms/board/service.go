@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -70,7 +71,11 @@ type Service struct {
 	// aheadReads counts the entries held back as dated ahead that the
 	// claims' check read from the store (simulateAhead), for tests.
 	aheadReads int
+	waiting    atomic.Int32 // claims waiting for another to go
 }
+
+// Waiting reports how many claims wait for a conflicting claim to go.
+func (s *Service) Waiting() int { return int(s.waiting.Load()) }
 
 type project struct {
 	key     string
@@ -447,6 +452,9 @@ type ClaimRequest struct {
 	Note    string
 	TTL     time.Duration // zero: DefaultTTL
 	Wait    time.Duration // how long to wait for a conflicting claim to go
+	// MayPost, if not nil, is asked before each try: an error ends the
+	// claim unposted (an agent killed or muted while its claim waited).
+	MayPost func() error
 }
 
 // ClaimResult is a claim made.
@@ -641,6 +649,11 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 		}
 	}()
 	for {
+		if req.MayPost != nil {
+			if err := req.MayPost(); err != nil {
+				return ClaimResult{}, err
+			}
+		}
 		res, h, err := s.tryClaim(ctx, agent, req.Project, paths, req.TTL, body)
 		if h == nil {
 			if err == nil {
@@ -667,12 +680,15 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 		} else {
 			timer.Reset(d)
 		}
+		s.waiting.Add(1)
 		select {
 		case <-ctx.Done():
+			s.waiting.Add(-1)
 			return ClaimResult{}, ctx.Err()
 		case <-changes:
 		case <-timer.C:
 		}
+		s.waiting.Add(-1)
 	}
 }
 
