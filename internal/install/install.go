@@ -1096,12 +1096,20 @@ func (p *Plan) Apply() error {
 		}
 		done = append(done, c)
 	}
+	// The record is written last; when it cannot be (a full disk), the
+	// files are put back as they were, so that no edit of Parley's is
+	// left with no record of what it replaced or created.
 	if p.Uninstall {
 		if p.rec != nil && len(p.rec.Files) > 0 {
-			return saveRecord(p.recPath, p.rec) // the files it did not look at
+			if err := saveRecord(p.recPath, p.rec); err != nil { // the files it did not look at
+				rollback()
+				return fmt.Errorf("install: write the record %s: %w; the files are put back as they were", p.recPath, err)
+			}
+			return nil
 		}
 		if err := os.Remove(p.recPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("install: remove record %s: %w", p.recPath, err)
+			rollback()
+			return fmt.Errorf("install: remove record %s: %w; the files are put back as they were", p.recPath, err)
 		}
 		return nil
 	}
@@ -1110,7 +1118,11 @@ func (p *Plan) Apply() error {
 			return nil // already installed and recorded
 		}
 	}
-	return saveRecord(p.recPath, p.rec)
+	if err := saveRecord(p.recPath, p.rec); err != nil {
+		rollback()
+		return fmt.Errorf("install: write the record %s: %w; the files are put back as they were", p.recPath, err)
+	}
+	return nil
 }
 
 // holds checks that path holds want (exists false: that it is missing),

@@ -79,13 +79,14 @@ func TestReviewInstallKeepsTheFilesGroup(t *testing.T) {
 	}
 }
 
-// TestReviewApplyThatFailsToRecordLeavesNoUnrecordedEdit: when the record
-// cannot be written (a full disk, the last write of Apply), Apply reports
-// the install failed but leaves Parley's entries in the user's files with
-// no record of what they replaced or created. The uninstall that follows
-// cannot give the file back: the user's empty "mcpServers": {} goes with
-// Parley's entry, and the settings file Parley created stays behind.
-func TestReviewApplyThatFailsToRecordLeavesNoUnrecordedEdit(t *testing.T) {
+// TestApplyPutsTheFilesBackWhenTheRecordCannotBeWritten: before, when the
+// record could not be written (a full disk, the last write of Apply), Apply
+// reported the install failed but left Parley's entries in the user's files
+// with no record of what they replaced or created, so the uninstall that
+// followed took the user's empty "mcpServers": {} with Parley's entry and
+// left the settings file Parley created; now Apply puts each file back as it
+// was (and removes the files it created) when the record cannot be written.
+func TestApplyPutsTheFilesBackWhenTheRecordCannotBeWritten(t *testing.T) {
 	env := testEnv(t)
 	p := filepath.Join(env.Home, ".claude.json")
 	orig := "{\n  \"mcpServers\": {}\n}\n"
