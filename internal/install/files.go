@@ -65,8 +65,12 @@ func replaceFile(path, root, planned string, data []byte, perm fs.FileMode, unch
 	if err := hardLinked(path); err != nil {
 		return err
 	}
+	uid, gid := -1, -1 // the file's owner and group, to keep
 	if st, err := os.Stat(real); err == nil {
 		perm = st.Mode().Perm()
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(sys.Uid), int(sys.Gid)
+		}
 	}
 	dir := filepath.Dir(real)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(real)+".parley-*")
@@ -75,6 +79,10 @@ func replaceFile(path, root, planned string, data []byte, perm fs.FileMode, unch
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
 	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("install: write %s: %w", path, err)
+	}
+	if err := keepOwner(tmp, uid, gid); err != nil {
 		tmp.Close()
 		return fmt.Errorf("install: write %s: %w", path, err)
 	}
@@ -112,6 +120,30 @@ func replaceFile(path, root, planned string, data []byte, perm fs.FileMode, unch
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync() // the rename is durable on most systems without it; best effort
 		d.Close()
+	}
+	return nil
+}
+
+// keepOwner gives the new text of a file the owner and group of the file
+// it replaces (uid, gid; -1 for a file Parley creates): the rename would
+// otherwise give it this user's, and a file an install run with sudo, or
+// a project file shared through a group, would no longer be readable by
+// the client or the group it is for. When the owner or group cannot be
+// kept, the write is refused rather than change them.
+func keepOwner(f *os.File, uid, gid int) error {
+	if uid < 0 && gid < 0 {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || (int(sys.Uid) == uid && int(sys.Gid) == gid) {
+		return nil
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		return fmt.Errorf("it is owned by %d:%d, and Parley cannot give its new text that owner and group (%v); Parley will not change a file's owner: run the install as its owner, or apply the changes of --dry-run by hand", uid, gid, err)
 	}
 	return nil
 }

@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestReviewInstallKeepsTheFilesOwner: a config file owned by another user
-// (an install run with sudo, or by an admin for a user) must keep its owner
-// and group; a file replaced by a root-owned 0600 copy can no longer be read
-// by the client that owns it.
-func TestReviewInstallKeepsTheFilesOwner(t *testing.T) {
+// TestInstallKeepsTheFilesOwner: before, a config file owned by another
+// user (an install run with sudo, or by an admin for a user) was replaced by
+// a copy owned by the runner, which the client that owns it could no longer
+// read; now the new text gets the file's owner and group before the rename.
+func TestInstallKeepsTheFilesOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to give the file another owner")
 	}
@@ -42,10 +42,10 @@ func TestReviewInstallKeepsTheFilesOwner(t *testing.T) {
 	}
 }
 
-// TestReviewInstallKeepsTheFilesGroup: without root, a project file shared
-// through a group (chgrp dev .mcp.json) must keep its group; the rename
-// gives the new file the user's primary group.
-func TestReviewInstallKeepsTheFilesGroup(t *testing.T) {
+// TestInstallKeepsTheFilesGroup: before, a project file shared through a
+// group (chgrp dev .mcp.json) got the user's primary group from the rename;
+// now it keeps its group.
+func TestInstallKeepsTheFilesGroup(t *testing.T) {
 	groups, err := os.Getgroups()
 	if err != nil {
 		t.Fatal(err)
