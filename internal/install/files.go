@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // --- files ---
@@ -159,9 +161,10 @@ func removeFile(path, root, planned string) error {
 	return os.Remove(real)
 }
 
-// writable refuses to change a file whose owner may not write it (a rename
-// into its folder would replace it all the same): a file made read-only
-// is one its user keeps as it is.
+// writable refuses to change a file whose owner may not write it, or that
+// this user may not write (a rename into its folder would replace it all
+// the same): a file made read-only is one its user keeps as it is, and one
+// owned by someone else (an admin's fixed settings) is theirs.
 func writable(path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -169,6 +172,10 @@ func writable(path string) error {
 	}
 	if st.Mode().Perm()&0o200 == 0 {
 		return fmt.Errorf("%w: %s (mode %04o): Parley will not change it; make it writable (chmod u+w) to go on", ErrReadOnly, path, st.Mode().Perm())
+	}
+	err = unix.Faccessat(unix.AT_FDCWD, path, unix.W_OK, unix.AT_EACCESS)
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) {
+		return fmt.Errorf("%w: %s: you may not write it (%v), so Parley will not replace it; ask its owner, or run the install as a user who may write it", ErrReadOnly, path, err)
 	}
 	return nil
 }

@@ -37,12 +37,13 @@ func TestReviewGitGuardRefusesAReadOnlyHook(t *testing.T) {
 	}
 }
 
-// TestReviewInstallRefusesAFileTheUserCannotWrite: writable() looks only at
-// the owner's write bit, not at whether this user may write the file. A
-// config file owned by someone else (root: an admin's fixed settings,
-// mode 0644) in a folder the user owns passes it, and the rename replaces
-// a file the user could not have written, with one the user owns.
-func TestReviewInstallRefusesAFileTheUserCannotWrite(t *testing.T) {
+// TestInstallRefusesAFileTheUserCannotWrite: before, writable() looked only
+// at the owner's write bit, so a config file owned by someone else (root:
+// an admin's fixed settings, mode 0644) in a folder the user owns passed,
+// and the rename replaced a file the user could not have written; now
+// writable also asks the system whether this user may write the file, and
+// install refuses it (ErrReadOnly).
+func TestInstallRefusesAFileTheUserCannotWrite(t *testing.T) {
 	const nobody = 65534
 	if os.Getenv("PARLEY_REVIEW_AS_NOBODY") == "" {
 		if os.Geteuid() != 0 {
@@ -75,7 +76,7 @@ func TestReviewInstallRefusesAFileTheUserCannotWrite(t *testing.T) {
 			}
 		}
 		cmd := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
-			os.Args[0], "-test.run", "^TestReviewInstallRefusesAFileTheUserCannotWrite$", "-test.v")
+			os.Args[0], "-test.run", "^TestInstallRefusesAFileTheUserCannotWrite$", "-test.v")
 		cmd.Env = append(os.Environ(), "PARLEY_REVIEW_AS_NOBODY="+base, "HOME="+home, "GOCACHE=/nonexistent")
 		out, err := cmd.CombinedOutput()
 		t.Logf("as nobody: %v\n%s", err, out)
