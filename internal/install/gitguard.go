@@ -265,6 +265,9 @@ func InstallGitGuard(env Env, hooksDir, command string, args []string) (*Plan, e
 			after = []byte("#!/bin/sh\n" + block)
 		}
 		if existed {
+			if err := writable(path); err != nil { // a hook a team keeps fixed
+				return nil, err
+			}
 			p.noteHardLinked(path)
 		}
 		fr := rec.file(path)
@@ -344,6 +347,9 @@ func UninstallGitGuard(env Env, hooksDir string) (*Plan, error) {
 		if ch == nil {
 			p.Unchanged = append(p.Unchanged, path)
 			continue
+		}
+		if err := writable(path); err != nil {
+			return nil, err
 		}
 		p.noteHardLinked(path)
 		p.Changes = append(p.Changes, *ch)

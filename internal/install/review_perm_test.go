@@ -9,11 +9,12 @@ import (
 	"testing"
 )
 
-// TestReviewGitGuardRefusesAReadOnlyHook: a config file whose owner may not
-// write it is refused (ErrReadOnly: "a file made read-only is one its user
-// keeps as it is"), but a read-only git hook (chmod a-w, a hook a team
-// keeps fixed) is rewritten all the same, the rename going round its mode.
-func TestReviewGitGuardRefusesAReadOnlyHook(t *testing.T) {
+// TestGitGuardRefusesAReadOnlyHook: before, a config file whose owner may
+// not write it was refused (ErrReadOnly), but a read-only git hook (chmod
+// a-w, a hook a team keeps fixed) was rewritten all the same, the rename
+// going round its mode; now install and uninstall of the guard refuse it
+// too.
+func TestGitGuardRefusesAReadOnlyHook(t *testing.T) {
 	base := t.TempDir()
 	env := Env{Home: base, ProjectDir: filepath.Join(base, "repo"), ParleyHome: filepath.Join(base, "parley")}
 	hooks := filepath.Join(base, "repo", ".git", "hooks")
