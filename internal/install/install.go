@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/tailscale/hujson"
@@ -1059,12 +1060,13 @@ func (p *Plan) Apply() error {
 		if !c.Create && !(c.Delete && c.Restore) {
 			fr := p.rec.file(c.Path)
 			first := fr != nil && fr.Backup == ""
-			if err := p.backup(c.Path, c.before, first); err != nil {
+			orig, err := p.backup(c.Path, c.before, first)
+			if err != nil {
 				rollback()
 				return err
 			}
 			if first {
-				fr.Backup = p.backupPath(c.Path, "original")
+				fr.Backup = orig
 			}
 		}
 		if c.Delete {
@@ -1163,19 +1165,31 @@ func Run(plan func() (*Plan, error)) (*Plan, error) {
 }
 
 // backup keeps the file's text as it was before Parley's first write
-// (first) and before its latest one.
-func (p *Plan) backup(path string, data []byte, first bool) error {
+// (first: it returns where that copy is) and before its latest one. An
+// original copy already there (of an install whose record is gone: moved
+// away when damaged, or never written) is never written over: it may be
+// the one copy of the file from before Parley; the new one goes under a
+// name with the time, and a note says where both are.
+func (p *Plan) backup(path string, data []byte, first bool) (string, error) {
+	var orig string
 	if first {
-		if err := writeNew(p.backupPath(path, "original"), data); err != nil {
-			return err
+		orig = p.backupPath(path, "original")
+		if old, ok, err := readFile(orig); err != nil {
+			return "", err
+		} else if ok && !bytes.Equal(old, data) {
+			orig = p.backupPath(path, "original-"+time.Now().UTC().Format("20060102T150405.000000000Z"))
+			p.Notes = append(p.Notes, fmt.Sprintf("%s holds an older copy of %s, from an install Parley has no record of; it is kept, and this install's copy is %s", p.backupPath(path, "original"), path, orig))
 		}
-		p.Backups = append(p.Backups, p.backupPath(path, "original"))
+		if err := writeNew(orig, data); err != nil {
+			return "", err
+		}
+		p.Backups = append(p.Backups, orig)
 	}
 	if err := writeNew(p.backupPath(path, "previous"), data); err != nil {
-		return err
+		return "", err
 	}
 	p.Backups = append(p.Backups, p.backupPath(path, "previous"))
-	return nil
+	return orig, nil
 }
 
 func (p *Plan) backupPath(path, kind string) string {

@@ -7,13 +7,14 @@ import (
 	"testing"
 )
 
-// TestReviewSecondInstallKeepsTheOriginalBackup: the copy of a file as it
-// was before Parley first wrote it is written over by a later install that
-// finds no record of the first (a damaged record, which Parley's own message
-// says to move away; or a record write that failed): the later install
-// takes the file as it is now, Parley's entries in it, for the original.
-// The one copy of the user's file from before Parley is gone.
-func TestReviewSecondInstallKeepsTheOriginalBackup(t *testing.T) {
+// TestSecondInstallKeepsTheOriginalBackup: before, the copy of a file as it
+// was before Parley first wrote it was written over by a later install that
+// found no record of the first (a damaged record, which Parley's own message
+// says to move away; or a record write that failed), with the file as it
+// was then, Parley's entries in it, and the one copy of the user's file from
+// before Parley was gone; now an original copy already there is kept, and
+// the new one goes under a name with the time, which a note names.
+func TestSecondInstallKeepsTheOriginalBackup(t *testing.T) {
 	env := testEnv(t)
 	p := filepath.Join(env.Home, ".claude.json")
 	orig := "{\n  \"theme\": \"dark\"\n}\n"
