@@ -47,11 +47,16 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 	add := func(level Level, path, format string, a ...any) {
 		findings = append(findings, Finding{Client: client, Scope: scope, Path: path, Level: level, Msg: fmt.Sprintf(format, a...)})
 	}
+	given := env // the project folder as given, to find a record named by it
+	env = projectEnv(env, scope)
 	ts, err := targets(env, Options{Client: client, Scope: scope, Command: "parley", Hooks: HookEvents[client]})
 	if err != nil {
 		return false, nil
 	}
-	rec, recErr := loadRecord(recordPath(env, client, scope))
+	rec, recErr := loadRecord(recordPath(given, client, scope))
+	if scope == Project {
+		rec.rebase(env.ProjectDir)
+	}
 	var k known
 	if rec != nil {
 		k = known{rec.Command}

@@ -116,14 +116,19 @@ func Install(env Env, o Options) (*Plan, error) {
 		o.Hooks = slices.DeleteFunc(slices.Clone(o.Hooks), func(h string) bool { return h == "notify" })
 		projectNotes = append(projectNotes, "Codex reads notify only from your own config: `parley install codex --user` adds the idle signal.")
 	}
+	given := env // the project folder as given, to find a record named by it
+	env = projectEnv(env, o.Scope)
 	ts, err := targets(env, o)
 	if err != nil {
 		return nil, err
 	}
-	recPath := recordPath(env, o.Client, o.Scope)
+	recPath := recordPath(given, o.Client, o.Scope)
 	old, err := loadRecord(recPath)
 	if err != nil {
 		return nil, err
+	}
+	if o.Scope == Project {
+		old.rebase(env.ProjectDir)
 	}
 	rec := &record{Client: o.Client, Scope: o.Scope, Command: o.Command, Hooks: slices.Clone(o.Hooks)}
 	k := known{o.Command}
@@ -722,14 +727,19 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 	if scope == "" {
 		scope = User
 	}
+	given := env // the project folder as given, to find a record named by it
+	env = projectEnv(env, scope)
 	ts, err := targets(env, Options{Client: client, Scope: scope, Command: "parley", Hooks: HookEvents[client]})
 	if err != nil {
 		return nil, err
 	}
-	recPath := recordPath(env, client, scope)
+	recPath := recordPath(given, client, scope)
 	rec, err := loadRecord(recPath)
 	if err != nil {
 		return nil, err
+	}
+	if scope == Project {
+		rec.rebase(env.ProjectDir)
 	}
 	if rec == nil {
 		if other := recordElsewhere(env, client, scope, ts); other != "" {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -137,14 +138,87 @@ func Lock(parleyHome string) (unlock func(), err error) {
 }
 
 // recordPath names the record of a client's install in a scope (one per
-// project folder for the project scope).
+// project folder for the project scope). A project is named by its folder
+// with the symbolic links on the way resolved, so that the same folder
+// reached through a link has the same record; a record an earlier Parley
+// named by the folder as given (a link in it) is found under that name
+// when there is none under the resolved one.
 func recordPath(env Env, client Client, scope Scope) string {
-	name := string(client) + "-" + string(scope)
-	if scope == Project {
-		h := sha256.Sum256([]byte(env.ProjectDir))
-		name += "-" + hex.EncodeToString(h[:6])
+	named := func(dir string) string {
+		name := string(client) + "-" + string(scope)
+		if scope == Project {
+			h := sha256.Sum256([]byte(dir))
+			name += "-" + hex.EncodeToString(h[:6])
+		}
+		return filepath.Join(env.ParleyHome, "install", name+".json")
 	}
-	return filepath.Join(env.ParleyHome, "install", name+".json")
+	if scope != Project {
+		return named("")
+	}
+	real := realProject(env.ProjectDir)
+	p := named(real)
+	if real != env.ProjectDir {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			if old := named(env.ProjectDir); fileExists(old) {
+				return old
+			}
+		}
+	}
+	return p
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// realProject returns a project folder with the symbolic links on the way
+// resolved (dir as given when it cannot be resolved).
+func realProject(dir string) string {
+	if dir == "" {
+		return dir
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return real
+	}
+	return dir
+}
+
+// projectEnv returns env with its project folder resolved (realProject),
+// for the project scope: the files and the record are then named the same
+// whichever link the folder was reached through.
+func projectEnv(env Env, scope Scope) Env {
+	if scope == Project {
+		env.ProjectDir = realProject(env.ProjectDir)
+	}
+	return env
+}
+
+// rebase renames the files of a record made with the project folder as
+// given (a link in it) into the resolved folder dir, so that they match
+// the files a plan looks at.
+func (r *record) rebase(dir string) {
+	if r == nil || r.Project == "" || r.Project == dir {
+		return
+	}
+	move := func(p string) string {
+		rel, err := filepath.Rel(r.Project, p)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return p
+		}
+		return filepath.Join(dir, rel)
+	}
+	for i := range r.Files {
+		f := &r.Files[i]
+		if r.file(move(f.Path)) != nil && move(f.Path) != f.Path {
+			continue
+		}
+		f.Path = move(f.Path)
+		for j := range f.Dirs {
+			f.Dirs[j] = move(f.Dirs[j])
+		}
+	}
+	r.Project = dir
 }
 
 func loadRecord(path string) (*record, error) {
