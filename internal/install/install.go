@@ -261,12 +261,15 @@ func installJSONText(t target, client Client, k known, before []byte, existed bo
 	}
 	if t.hooks != nil {
 		// Take out Parley's hooks for events no longer wanted (putting back
-		// the user's hook one replaced; the event's others are theirs).
+		// the user's hook one replaced; the event's others are theirs):
+		// only those the record says Parley wrote. A `parley hook` the user
+		// wrote by hand, or one no record names, stays: taken out, it would
+		// be gone with no record to put it back from.
 		for {
 			root, _ := d.parse()
 			h := findParleyHook(d.src, &root, client, k, func(ev string) bool {
 				_, want := t.hooks[ev]
-				return !want && !fr.hookBack(ev)
+				return !want && !fr.hookBack(ev) && fr.jsonUndo([]string{"hooks", ev}) != nil
 			})
 			if h == nil {
 				break
@@ -772,6 +775,10 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 				strings.Join(p.Remaining, ", "), configEnvVar(client)))
 		}
 	}
+	var hooks []string // the events the install wrote hooks for
+	if rec != nil {
+		hooks = rec.Hooks
+	}
 	for _, t := range ts {
 		var fr *fileRecord
 		if rec != nil {
@@ -806,7 +813,7 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 			}
 		}
 		if !ch.Restore {
-			after, notes, err := uninstallFile(t, client, k, cur, fr)
+			after, notes, err := uninstallFile(t, client, k, cur, fr, hooks)
 			if err != nil {
 				return nil, withPath(err, t.path)
 			}
@@ -838,7 +845,7 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 
 // uninstallFile takes Parley's entries out of a file's text (after its
 // byte order mark, which stays, when it has one).
-func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord) ([]byte, []string, error) {
+func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord, hooks []string) ([]byte, []string, error) {
 	bom, cur := splitBOM(cur)
 	var after []byte
 	var notes []string
@@ -846,7 +853,7 @@ func uninstallFile(t target, client Client, k known, cur []byte, fr *fileRecord)
 	if t.format == fmtTOML {
 		after, notes, err = uninstallTOML(t, k, cur, fr)
 	} else {
-		after, notes, err = uninstallJSON(t, client, k, cur, fr)
+		after, notes, err = uninstallJSON(t, client, k, cur, fr, hooks)
 	}
 	return withBOM(bom, after), notes, err
 }
@@ -889,8 +896,8 @@ func uninstallTOML(t target, k known, cur []byte, fr *fileRecord) ([]byte, []str
 }
 
 // uninstallJSON takes Parley's entries out of a JSON file's text (without
-// a byte order mark).
-func uninstallJSON(t target, client Client, k known, cur []byte, fr *fileRecord) ([]byte, []string, error) {
+// a byte order mark). hooks are the events the install wrote hooks for.
+func uninstallJSON(t target, client Client, k known, cur []byte, fr *fileRecord, hooks []string) ([]byte, []string, error) {
 	var notes []string
 	d, err := newJSONDoc(cur, t.dialect)
 	if err != nil {
@@ -930,12 +937,17 @@ func uninstallJSON(t target, client Client, k known, cur []byte, fr *fileRecord)
 		}
 	}
 	// Where install replaced a hook of the user's, it comes back, and the
-	// event's other hooks are theirs.
+	// event's other hooks are theirs. With a record of the file, only the
+	// hooks of the events it names go: a `parley hook` the user wrote for
+	// another event is theirs; without one, every hook shaped as Parley's.
 	restored := map[string]bool{}
 	for n := 0; n < 1000; n++ {
 		root, _ := d.parse()
 		h := findParleyHook(d.src, &root, client, k, func(ev string) bool {
 			u := undo([]string{"hooks", ev})
+			if fr != nil && u == nil && !slices.Contains(hooks, ev) {
+				return false
+			}
 			return !restored[ev] && (u == nil || !u.Back)
 		})
 		if h == nil {

@@ -5,13 +5,14 @@ import (
 	"testing"
 )
 
-// TestReviewInstallWithoutAnEventKeepsTheUsersOwnParleyHook: a hook the user
-// wrote by hand that runs `parley hook claude SessionStart`, in a group of
-// theirs, is replaced (its text recorded, and put back by uninstall) when the
-// install registers SessionStart; but an install that leaves SessionStart out
-// takes the user's hook out with no record of it, so install then uninstall
-// does not give the file back.
-func TestReviewInstallWithoutAnEventKeepsTheUsersOwnParleyHook(t *testing.T) {
+// TestInstallWithoutAnEventKeepsTheUsersOwnParleyHook: before, a hook the
+// user wrote by hand that runs `parley hook claude SessionStart`, in a group
+// of theirs, was taken out with no record of it by an install that left
+// SessionStart out, so install then uninstall did not give the file back;
+// now an install takes out only the hooks the record says Parley wrote, and
+// an uninstall with a record of the file only those of the events the
+// record names.
+func TestInstallWithoutAnEventKeepsTheUsersOwnParleyHook(t *testing.T) {
 	env := testEnv(t)
 	p := filepath.Join(env.Home, ".claude", "settings.json")
 	orig := "{\n  \"hooks\": {\n    \"SessionStart\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"echo hi\"}, {\"type\": \"command\", \"command\": \"parley hook claude SessionStart\"}]}\n    ]\n  }\n}\n"
