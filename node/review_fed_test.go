@@ -6,9 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
+	pbv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/pb"
+	"github.com/libp2p/go-msgio/pbio"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/node"
@@ -81,5 +85,58 @@ func TestReviewRelayServesFreshKeyOfCutOffInviter(t *testing.T) {
 	}
 	if _, err := client.Reserve(ctx, hx, ai); err == nil {
 		t.Fatal("A's relay gave a reservation to X, a fresh key only a cut-off node vouches for")
+	}
+}
+
+// TestReviewRelayExpiryTakenOnTheRelaysWord: a configured relay whose
+// clock runs ahead (here: 30 days, or a relay that lies) answers a
+// reservation with an end far past libp2p's one-hour term. The node
+// records that end as is: it shows the reservation held, gives out
+// addresses through it and neither asks again (askRelays: ends more than
+// a minute away) nor renews it, long after the relay, by its own term,
+// dropped it.
+func TestReviewRelayExpiryTakenOnTheRelaysWord(t *testing.T) {
+	liar, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { liar.Close() })
+	const ahead = 30 * 24 * time.Hour
+	liar.SetStreamHandler("/libp2p/circuit/relay/0.2.0/hop", func(s network.Stream) {
+		defer s.Close()
+		rd := pbio.NewDelimitedReader(s, 4096)
+		var msg pbv2.HopMessage
+		if err := rd.ReadMsg(&msg); err != nil || msg.GetType() != pbv2.HopMessage_RESERVE {
+			_ = s.Reset()
+			return
+		}
+		expire := uint64(time.Now().Add(time.Hour + ahead).Unix())
+		var addrs [][]byte
+		for _, a := range liar.Addrs() {
+			addrs = append(addrs, a.Bytes())
+		}
+		_ = pbio.NewDelimitedWriter(s).WriteMsg(&pbv2.HopMessage{
+			Type:        pbv2.HopMessage_STATUS.Enum(),
+			Status:      pbv2.Status_OK.Enum(),
+			Reservation: &pbv2.Reservation{Expire: &expire, Addrs: addrs},
+		})
+	})
+	nt := nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) {
+		c.Reachability = node.ReachabilityPrivate
+		c.Relays = []peer.AddrInfo{{ID: liar.ID(), Addrs: liar.Addrs()}}
+	}))
+	var st node.RelayState
+	nt.WaitFor(30*time.Second, func() bool {
+		for _, s := range nt.Node(0).Relays() {
+			if s.Relay == liar.ID() && s.Held {
+				st = s
+				return true
+			}
+		}
+		return false
+	}, "the node to hold a reservation on the relay")
+	if limit := time.Now().Add(time.Hour + time.Minute); st.Expires.After(limit) {
+		t.Fatalf("the node takes its reservation as held until %s (the relay's word), past any term it was granted by its own clock (%s): it renews it only then",
+			st.Expires.UTC().Format(time.RFC3339), limit.UTC().Format(time.RFC3339))
 	}
 }
