@@ -352,7 +352,9 @@ func (n *Node) dropUnserved() {
 }
 
 // relayAllowed reports whether p may use this node's relay: anyone when
-// the service is open, else contacts, peers asked, room members.
+// the service is open, else contacts, peers asked, and room members the
+// room policy vouches for (wantedPeers, knownPeer: sharesRoom), never a key
+// only a node this user cut off brought in.
 func (n *Node) relayAllowed(p peer.ID) bool {
 	if n.cfg.RelayOpen {
 		return true

@@ -39,7 +39,11 @@ func (n *Node) startReconnect() error {
 func (n *Node) Reconnect() *reconnect.Service { return n.reconnect }
 
 // wantedPeers are the peers the node keeps connected: active contacts,
-// peers it asked to be contacts, and member nodes of its rooms.
+// peers it asked to be contacts, and member nodes of its rooms that the
+// room policy vouches for (sharesRoom: admitted through no node this user
+// cut off). The relay service, redials and hole punching all follow this
+// one list, so a fresh key a cut-off node brought into a shared room gets
+// none of them.
 func (n *Node) wantedPeers() []peer.ID {
 	var out []peer.ID
 	for _, c := range n.contacts.Book().List(time.Now()) {
@@ -47,8 +51,17 @@ func (n *Node) wantedPeers() []peer.ID {
 			out = append(out, c.Peer)
 		}
 	}
+	seen := make(map[peer.ID]bool)
 	for _, in := range n.rooms.List() {
-		out = append(out, in.Members...)
+		for _, p := range in.Members {
+			if seen[p] || p == n.id {
+				continue
+			}
+			seen[p] = true
+			if n.sharesRoom(p) {
+				out = append(out, p)
+			}
+		}
 	}
 	return dedupPeers(out, n.id)
 }
