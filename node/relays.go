@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	circuitv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	pbv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/pb"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
 	msmux "github.com/multiformats/go-multistream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -560,6 +561,23 @@ func (n *Node) askRelay(ai peer.AddrInfo, st *RelayState) pbv2.Status {
 	return n.recordAnswer(ai.ID, st, gen, rsvp, err)
 }
 
+// relayTerm is the term libp2p's relay v2 grants a reservation by
+// default (relayv2.DefaultResources: an hour), the longest the node takes
+// one to hold by its own clock.
+var relayTerm = relayv2.DefaultResources().ReservationTTL
+
+// reservationEnd is when the node takes a reservation the relay said ends
+// at expires, answered at now, to end: the relay's word, but no later than
+// relayTerm from now by the node's own clock. A relay whose clock runs
+// ahead (or that lies) would have the node keep, give out and never renew
+// a reservation the relay dropped long before.
+func reservationEnd(now, expires time.Time) time.Time {
+	if limit := now.Add(relayTerm); expires.After(limit) {
+		return limit
+	}
+	return expires
+}
+
 // recordAnswer records relay p's answer to an ask made with p's state st
 // at generation gen (see askRelay), and returns the relay's answer.
 func (n *Node) recordAnswer(p peer.ID, st *RelayState, gen uint64, rsvp *circuitv2.Reservation, err error) pbv2.Status {
@@ -601,7 +619,7 @@ func (n *Node) recordAnswer(p peer.ID, st *RelayState, gen uint64, rsvp *circuit
 		status = pbv2.Status_CONNECTION_FAILED
 	}
 	if err == nil {
-		st.Expires, st.Err, st.Failed, st.Retry = rsvp.Expiration, "", time.Time{}, time.Time{}
+		st.Expires, st.Err, st.Failed, st.Retry = reservationEnd(now, rsvp.Expiration), "", time.Time{}, time.Time{}
 		n.trimRelays(now, p)
 		return pbv2.Status_OK
 	}

@@ -14,14 +14,14 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// TestReviewRelayExpiryTakenOnTheRelaysWord: a configured relay whose
-// clock runs ahead (here: 30 days, or a relay that lies) answers a
-// reservation with an end far past libp2p's one-hour term. The node
-// records that end as is: it shows the reservation held, gives out
-// addresses through it and neither asks again (askRelays: ends more than
-// a minute away) nor renews it, long after the relay, by its own term,
-// dropped it.
-func TestReviewRelayExpiryTakenOnTheRelaysWord(t *testing.T) {
+// TestRelayReservationEndIsCappedByOwnClock: before, the node recorded a
+// reservation's end as the relay said, so a relay whose clock runs ahead
+// (here: 30 days, or a relay that lies) had the node show the reservation
+// held, give out addresses through it and neither ask again nor renew it
+// long after the relay, by its own term, dropped it; now the node takes
+// the end no later than libp2p's term (an hour) from the answer by its own
+// clock, and renews it in time.
+func TestRelayReservationEndIsCappedByOwnClock(t *testing.T) {
 	liar, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
 	if err != nil {
 		t.Fatal(err)
