@@ -9,7 +9,8 @@
 // For each such peer the store holds, under schema.PeerAddrs, the
 // addresses the peer announced in identify (its listen addresses, relay
 // addresses included) and the address this node dialled it on, at most
-// MaxAddrs, with the time they were learnt. The record is local (never
+// MaxAddrs (past that, relayed and public addresses first, then the
+// dialled one, then private ones), with the time they were learnt. The record is local (never
 // sent): CBOR {t: unix seconds, a: [multiaddr bytes]}. Records of peers
 // the node no longer deals with are dropped. A peer is noted when identify
 // completes with it, and, for a peer that was connected before the node

@@ -404,7 +404,7 @@ func (s *Service) remember(p peer.ID, st *peerState, c network.Conn, listen []ma
 		return
 	}
 	if len(addrs) > MaxAddrs {
-		addrs = addrs[:MaxAddrs]
+		addrs = rankAddrs(addrs, c)[:MaxAddrs]
 	}
 	joined := joinAddrs(addrs)
 	if bytes.Equal(joined, st.stored) {
@@ -421,6 +421,38 @@ func (s *Service) remember(p peer.ID, st *peerState, c network.Conn, listen []ma
 	}
 	st.stored = joined
 	s.m.stored.Inc()
+}
+
+// rankAddrs orders a peer's addresses for keeping when there are more
+// than MaxAddrs: relayed and public addresses first (a NAT'd contact's
+// relayed address, announced last, is often its only way in from
+// outside), then the one dialled (c's remote address, when c is
+// outbound), then the others (private, loopback) in the order given. The
+// sort is stable and works on a copy.
+func rankAddrs(addrs []ma.Multiaddr, c network.Conn) []ma.Multiaddr {
+	var dialled ma.Multiaddr
+	if c != nil && c.Stat().Direction == network.DirOutbound {
+		dialled = c.RemoteMultiaddr()
+	}
+	rank := func(a ma.Multiaddr) int {
+		switch {
+		case isRelayed(a), manet.IsPublicAddr(a):
+			return 0
+		case dialled != nil && a.Equal(dialled):
+			return 1
+		default:
+			return 2
+		}
+	}
+	out := slices.Clone(addrs)
+	slices.SortStableFunc(out, func(x, y ma.Multiaddr) int { return rank(x) - rank(y) })
+	return out
+}
+
+// isRelayed reports whether a goes through a relay (/p2p-circuit).
+func isRelayed(a ma.Multiaddr) bool {
+	_, err := a.ValueForProtocol(ma.P_CIRCUIT)
+	return err == nil
 }
 
 // dial connects to p at its known addresses, then through FindPeer.

@@ -18,13 +18,15 @@ import (
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
-// TestReviewStoredRecordKeepsTheRelayedAddress: a contact behind a NAT
-// announces its private addresses (a developer's laptop: loopback, LAN,
-// Docker bridges, a VPN, each over TCP and QUIC) and, last, the relayed
-// address that is the only way in from outside. remember keeps the first
-// MaxAddrs (16) in announced order, so the relayed address is cut: after
-// a restart the node knows only addresses it cannot reach the contact on.
-func TestReviewStoredRecordKeepsTheRelayedAddress(t *testing.T) {
+// TestStoredRecordKeepsTheRelayedAddress: before, remember kept the first
+// MaxAddrs (16) addresses in announced order, so a contact behind a NAT
+// that announces its private addresses (a developer's laptop: loopback,
+// LAN, Docker bridges, a VPN, each over TCP and QUIC) and, last, the
+// relayed address that is its only way in from outside lost that address:
+// after a restart the node knew only addresses it cannot reach the contact
+// on; now remember ranks relayed and public addresses first, then the
+// dialled one, then private ones, before it cuts.
+func TestStoredRecordKeepsTheRelayedAddress(t *testing.T) {
 	relay, err := test.RandPeerID()
 	if err != nil {
 		t.Fatal(err)
