@@ -1,0 +1,33 @@
+package mcp_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// TestReviewLapsedSessionActsAsItsNameNewHolder: a session whose
+// registration lapsed (its process slept, the node swept it) while another
+// session took its free name must not go on acting as that name: its calls
+// carry the bare name, and its heartbeat renews the other session's agent
+// (it never learns it lost the name), so it posts in the other session's
+// rooms, reads its inbox and answers its asks.
+func TestReviewLapsedSessionActsAsItsNameNewHolder(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx := context.Background()
+	sleeper := connect(t, nt, 0, "sleeper-session")
+	call(t, sleeper, "parley_register", map[string]any{"name": "alpha"})
+	if err := nt.Node(0).Agents().Unregister(ctx, "alpha"); err != nil { // swept while asleep
+		t.Fatal(err)
+	}
+	fresh := connect(t, nt, 0, "fresh-session")
+	call(t, fresh, "parley_register", map[string]any{"name": "alpha"})
+	out, _ := call(t, fresh, "parley_room_open", map[string]any{"name": "fresh-only"})
+	room := out["room_id"].(string)
+
+	// The sleeper wakes and posts in the room only the fresh session is in.
+	if _, text, isErr := try(t, sleeper, "parley_say", map[string]any{"room": room, "text": "posted by the sleeper"}); !isErr {
+		t.Fatalf("the lapsed session posted as the name another session now holds, in that session's room: %s", text)
+	}
+}
