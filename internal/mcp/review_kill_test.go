@@ -1,0 +1,67 @@
+package mcp_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/mcp"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// connectBeat is connect with a heartbeat every beat.
+func connectBeat(tb testing.TB, nt *nodetest.Net, i int, session string, beat time.Duration) *sdk.ClientSession {
+	tb.Helper()
+	c := localapi.NewClient(node.SocketPath(nt.Home(i)))
+	srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: "bench", Project: "/p", HeartbeatEvery: beat})
+	st, ct := sdk.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, st) }()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		cs.Close()
+		cancel()
+		<-done
+		c.Close()
+	})
+	return cs
+}
+
+// TestReviewKilledAgentComesBackUnderItsDefaultName: the user kills an
+// agent (parley agent kill); the kill drops its registration and its
+// session, and refuses its name. Its MCP server, still running, takes the
+// refusal of its next call as a lapsed registration (rebound), binds the
+// session again, and the node gives it the default name (client and
+// project), which is not killed: the killed session's call is made again
+// and posts, at once. (Its heartbeat does the same without a call.)
+func TestReviewKilledAgentComesBackUnderItsDefaultName(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	cs := connectBeat(t, nt, 0, "to-be-killed", time.Hour)
+	call(t, cs, "parley_register", map[string]any{"name": "rogue"})
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Kill(ctx, localapi.ModerateRequest{Agent: "rogue"}); err != nil {
+		t.Fatal(err)
+	}
+	out, text, isErr := try(t, cs, "parley_room_open", map[string]any{"name": "after the kill"})
+	if !isErr {
+		id, _ := out["room_id"].(string)
+		log, _ := nt.Node(0).Rooms().Log(identity.RoomID(id), 1, nil)
+		by := "?"
+		if len(log) == 1 {
+			by = string(log[0].Agent)
+		}
+		t.Fatalf("the killed agent's session opened a room after the kill, as %q: %s", by, text)
+	}
+}
