@@ -1,0 +1,65 @@
+package mcp_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/mcp"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// serveUntil serves a session of node i as connect does, and returns a
+// function that ends that server (its client gone) and waits for it.
+func serveUntil(tb testing.TB, nt *nodetest.Net, i int, session string) (*sdk.ClientSession, func()) {
+	tb.Helper()
+	c := localapi.NewClient(node.SocketPath(nt.Home(i)))
+	srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: "bench", Project: "/p"})
+	st, ct := sdk.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, st) }()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var once sync.Once
+	end := func() {
+		once.Do(func() {
+			cs.Close()
+			cancel()
+			<-done
+			c.Close()
+		})
+	}
+	tb.Cleanup(end)
+	return cs, end
+}
+
+// TestReviewOldConnectionUnregistersTheReconnectedAgent: a client that
+// reconnects starts a new server with the same session key while the old
+// one finishes (it waits up to EndGrace for its calls under way). The new
+// server binds the session's agent; when the old one ends it unregisters
+// that name, the live agent of the new connection with it: the agent is
+// gone from the node (asks to it refused as to an unknown agent, no
+// wake-ups) until the new server's next heartbeat, 20 s later.
+func TestReviewOldConnectionUnregistersTheReconnectedAgent(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	old, endOld := serveUntil(t, nt, 0, "same-key")
+	call(t, old, "parley_register", map[string]any{"name": "alpha"})
+	fresh, _ := serveUntil(t, nt, 0, "same-key")
+	if out, _ := call(t, fresh, "parley_register", nil); out["agent"] != "alpha" {
+		t.Fatalf("the reconnected session is %v, not alpha", out["agent"])
+	}
+	endOld()
+	registered := slices.ContainsFunc(nt.Node(0).Agents().List(), func(i agents.Info) bool { return i.Name == "alpha" })
+	if !registered {
+		t.Fatal("the old connection's end unregistered alpha, the live agent of the reconnected session")
+	}
+}
