@@ -39,8 +39,16 @@ func (a agentsAPI) Register(ctx context.Context, req localapi.RegisterAgentReque
 }
 
 func (a agentsAPI) Heartbeat(ctx context.Context, name string, req localapi.HeartbeatRequest) (localapi.AgentInfo, error) {
-	i, err := a.n.agents.Heartbeat(ctx, name, agents.HeartbeatRequest{State: req.State, WorkingOn: req.WorkingOn})
+	i, err := a.n.agents.Heartbeat(ctx, name, agents.HeartbeatRequest{State: req.State, WorkingOn: req.WorkingOn, Session: req.Session})
 	return a.info(i), agentsError(err)
+}
+
+// guard refuses a call for an agent made by a session (SessionHeader)
+// other than the one that holds the agent's name now: a session whose
+// registration lapsed while another took the name does not act as it.
+func (a agentsAPI) guard(ctx context.Context, agent string) error {
+	session, _ := localapi.SessionOf(ctx)
+	return agentsError(a.n.agents.Held(agent, session))
 }
 
 func (a agentsAPI) Unregister(ctx context.Context, name string) error {

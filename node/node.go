@@ -389,6 +389,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleOrg(orgAPI{n})
 		n.api.HandleInvites(invitesAPI{n})
 		n.api.HandleAgents(agentsAPI{n})
+		n.api.GuardAgents(agentsAPI{n}.guard)
 		n.api.HandleModeration(modAPI{n})
 		n.api.HandleNames(namesAPI{n.names})
 		n.api.HandleBoard(boardAPI{n})

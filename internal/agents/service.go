@@ -499,6 +499,26 @@ func (s *Service) Heartbeat(ctx context.Context, name string, req HeartbeatReque
 	return a.info(), nil
 }
 
+// Held refuses (ErrNameTaken) a call for name made by session when
+// another session's live agent holds the name; a name not registered, or
+// a session "", is not refused here.
+func (s *Service) Held(name, session string) error {
+	if session == "" {
+		return nil
+	}
+	n, err := ParseName(name)
+	if err != nil {
+		return nil // not an agent: the endpoint answers
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.reg.get(n, now); a != nil && a.Session != session {
+		return fmt.Errorf("%w: %q is registered by another session (client %q) now: this session no longer holds the name", ErrNameTaken, n, a.Client)
+	}
+	return nil
+}
+
 // Unregister removes a local agent and withdraws its card. It returns
 // ErrUnknownAgent if no agent of that name is registered, so a user who
 // mistyped the name is told.

@@ -124,6 +124,26 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 		return s.Register(ctx, RegisterRequest{Name: name, Role: p.Role, WorkingOn: p.WorkingOn, Capabilities: p.Capabilities,
 			Client: p.Client, Session: req.Session, ClientPID: req.ClientPID, TTLSeconds: req.TTLSeconds})
 	}
+	fallback := func() (Info, error) {
+		base, err := ParseName(req.Fallback)
+		if err != nil {
+			return Info{}, fmt.Errorf("%w (fallback name)", err)
+		}
+		for i := 1; ; i++ {
+			name := string(base)
+			if i > 1 {
+				suffix := "-" + strconv.Itoa(i)
+				name = strings.TrimRight(name[:min(len(name), 64-len(suffix))], "-._") + suffix
+			}
+			info, err := reg(name)
+			if err == nil {
+				return info, nil
+			}
+			if !errors.Is(err, ErrNameTaken) && !errors.Is(err, ErrReservedName) || i >= 100 {
+				return Info{}, err
+			}
+		}
+	}
 	var info Info
 	switch {
 	case req.Name != "":
@@ -137,27 +157,19 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 		}
 	case known:
 		info, err = reg(string(old))
+		if errors.Is(err, ErrNameTaken) && req.Fallback != "" {
+			// Another session took the name while this one's
+			// registration had lapsed: it holds it now, and this
+			// session takes a name of its own.
+			info, err = fallback()
+		}
 		if err != nil {
 			return Info{}, err
 		}
 	default:
-		base, err := ParseName(req.Fallback)
+		info, err = fallback()
 		if err != nil {
-			return Info{}, fmt.Errorf("%w (fallback name)", err)
-		}
-		for i := 1; ; i++ {
-			name := string(base)
-			if i > 1 {
-				suffix := "-" + strconv.Itoa(i)
-				name = strings.TrimRight(name[:min(len(name), 64-len(suffix))], "-._") + suffix
-			}
-			info, err = reg(name)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, ErrNameTaken) && !errors.Is(err, ErrReservedName) || i >= 100 {
-				return Info{}, err
-			}
+			return Info{}, err
 		}
 	}
 	p.Name = info.Name

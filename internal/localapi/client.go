@@ -100,6 +100,10 @@ func (c *Client) open(ctx context.Context, method, path string, in any) (*http.R
 	if TwoStep(ctx) {
 		req.Header.Set(HandHeader, handTwoStep)
 	}
+	if sess, conn := SessionOf(ctx); sess != "" || conn != "" {
+		req.Header.Set(SessionHeader, sess)
+		req.Header.Set(ConnectionHeader, conn)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if isNoNode(err) {

@@ -35,6 +35,9 @@ type Server struct {
 	mux  *http.ServeMux
 	srv  *http.Server
 	log  *slog.Logger
+	// guard checks the requests for an agent that name a session
+	// (GuardAgents); set before serving.
+	guard AgentGuard
 }
 
 // newHTTPServer is the server of s: every request's context comes from
@@ -43,7 +46,12 @@ func (s *Server) newHTTPServer() *http.Server {
 	s.base, s.stop = context.WithCancelCause(context.Background())
 	return &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.mux.ServeHTTP(stopWriter{w, s.base}, twoStepRequest(r))
+			r = sessionRequest(twoStepRequest(r))
+			if err := s.guarded(r); err != nil {
+				WriteError(w, err)
+				return
+			}
+			s.mux.ServeHTTP(stopWriter{w, s.base}, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return s.base },

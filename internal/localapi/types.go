@@ -126,6 +126,10 @@ type RegisterAgentRequest struct {
 type HeartbeatRequest struct {
 	State     *string `json:"state,omitempty"`      // "idle" or "busy"
 	WorkingOn *string `json:"working_on,omitempty"` // "" clears it
+	// Session, when set, renews the agent only while that session holds
+	// its name: another session's agent of the name is left as it is,
+	// and the heartbeat is refused (CodeNameTaken).
+	Session string `json:"session,omitempty"`
 }
 
 // SessionRequest binds an agent session (a client's session key) to an

@@ -290,8 +290,8 @@ func (s *Server) heartbeat(ctx context.Context) {
 		if name == "" {
 			continue
 		}
-		_, err := s.api.Heartbeat(ctx, name, localapi.HeartbeatRequest{})
-		if localapi.IsCode(err, localapi.CodeUnknownAgent) {
+		_, err := s.api.Heartbeat(ctx, name, localapi.HeartbeatRequest{Session: s.sessionOf(thread)})
+		if lost(err) {
 			_, err = s.bind(ctx, thread, localapi.SessionRequest{})
 		}
 		if err != nil && ctx.Err() == nil {
@@ -300,17 +300,26 @@ func (s *Server) heartbeat(ctx context.Context) {
 	}
 }
 
+// lost reports whether err is the node's word that the session no longer
+// holds its agent's registration: it lapsed (CodeUnknownAgent), or another
+// session took the name meanwhile (CodeNameTaken).
+func lost(err error) bool {
+	return localapi.IsCode(err, localapi.CodeUnknownAgent) || localapi.IsCode(err, localapi.CodeNameTaken)
+}
+
 // rebound binds the agent of call c again when the node no longer holds
-// its registration (the process slept past its TTL, or the node swept it
-// before the next heartbeat), so that a call the node refused as one of an
-// agent it does not know can be made again; c then names the agent bound.
-// It reports false when the agent is registered (the refusal was of
-// another agent: an addressee) or could not be bound.
+// its registration for this session (the process slept past its TTL, or
+// the node swept it before the next heartbeat; another session may have
+// taken the name meanwhile, and this session then gets a name of its
+// own), so that a call the node refused as one of an agent it does not
+// know, or of another session's, can be made again; c then names the
+// agent bound. It reports false when the session's agent is registered
+// (the refusal was of another agent: an addressee) or could not be bound.
 func (s *Server) rebound(ctx context.Context, thread string, c *call) bool {
 	if c.agent == "" {
 		return false
 	}
-	if _, err := s.api.Heartbeat(ctx, c.agent, localapi.HeartbeatRequest{}); !localapi.IsCode(err, localapi.CodeUnknownAgent) {
+	if _, err := s.api.Heartbeat(ctx, c.agent, localapi.HeartbeatRequest{Session: s.sessionOf(thread)}); !lost(err) {
 		return false
 	}
 	info, err := s.bind(ctx, thread, localapi.SessionRequest{})

@@ -377,18 +377,26 @@ func addTool[In threaded, Out any, PO interface {
 		// The node hands the items out in two steps: the result carries
 		// the hand-out (HandMeta), confirmed once it was written.
 		ctx = localapi.WithTwoStep(ctx)
+		// Each call names its session: the node refuses it for an agent
+		// another session holds now.
+		ctx = localapi.WithSession(ctx, s.sessionOf(in.thread()), "")
 		res := &sdk.CallToolResult{}
 		agent, done, err := s.agentFor(ctx, in.thread())
 		defer done()
 		var out Out
 		text := ""
 		c := &call{agent: agent}
+		renamed := ""
 		if err == nil {
 			out, text, err = h(ctx, c, in)
-			if localapi.IsCode(err, localapi.CodeUnknownAgent) && s.rebound(ctx, in.thread(), c) {
+			if lost(err) && s.rebound(ctx, in.thread(), c) {
 				// The node had let the agent's registration lapse and
-				// refused the call as one of an agent it does not know:
-				// bound again, the call is made again.
+				// refused the call as one of an agent it does not know
+				// (or of another session, which took the name
+				// meanwhile): bound again, the call is made again.
+				if c.agent != agent {
+					renamed = fmt.Sprintf("Note: you are now %s, no longer %s: your registration had lapsed and another session took that name meanwhile.\n", c.agent, agent)
+				}
 				c.pending = nil
 				out, text, err = h(ctx, c, in)
 			}
@@ -420,6 +428,7 @@ func addTool[In threaded, Out any, PO interface {
 			}
 		}
 		env.Notice = notice(env.Pending, env.MoreUnread)
+		text = renamed + text
 		res.Content = []sdk.Content{&sdk.TextContent{Text: termtext.Text(s.named(ctx, text+renderPending(env.Pending, env.MoreUnread)))}}
 		return res, out, nil
 	})

@@ -7,13 +7,15 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// TestReviewLapsedSessionActsAsItsNameNewHolder: a session whose
+// TestLapsedSessionDoesNotActAsItsNamesNewHolder: before, a session whose
 // registration lapsed (its process slept, the node swept it) while another
-// session took its free name must not go on acting as that name: its calls
-// carry the bare name, and its heartbeat renews the other session's agent
-// (it never learns it lost the name), so it posts in the other session's
-// rooms, reads its inbox and answers its asks.
-func TestReviewLapsedSessionActsAsItsNameNewHolder(t *testing.T) {
+// session took its free name went on acting as that name: its calls
+// carried the bare name, and its heartbeat renewed the other session's
+// agent, so it posted in the other session's rooms, read its inbox and
+// answered its asks; now each call and heartbeat names its session, the
+// node refuses it for an agent another session holds, and the lapsed
+// session binds again under a name of its own (and is told so).
+func TestLapsedSessionDoesNotActAsItsNamesNewHolder(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	ctx := context.Background()
 	sleeper := connect(t, nt, 0, "sleeper-session")
