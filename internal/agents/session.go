@@ -108,6 +108,13 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 	if n, err := identity.ParseAgentName(p.Name); err != nil || reserved(n) != nil { // bound before the name was reserved
 		known, old = false, ""
 	}
+	if known && s.cfg.Admit != nil {
+		// The session's agent was killed (Unbind keeps its sessions):
+		// the session is refused, under any name, until it is revived.
+		if err := s.cfg.Admit(old); err != nil {
+			return Info{}, err
+		}
+	}
 	if req.Client != "" {
 		p.Client = req.Client
 	}
@@ -201,8 +208,12 @@ func (s *Service) SessionName(session string) (string, error) {
 	return p.Name, nil
 }
 
-// Unbind ends an agent: its registration (its card is withdrawn) and every
-// session bound to its name, so a reconnecting session starts afresh.
+// Unbind ends an agent (its kill): its registration (its card is
+// withdrawn). The sessions bound to its name stay bound to it, so while
+// the name is refused (Config.Admit: killed) Session refuses them too,
+// under any name, and a reconnecting session does not come back under a
+// name of its own; once admitted again (revived) they are the agent again.
+// It returns how many sessions are bound to the name.
 func (s *Service) Unbind(ctx context.Context, name string) (sessions int, err error) {
 	n, err := ParseName(name)
 	if err != nil {
@@ -215,16 +226,14 @@ func (s *Service) Unbind(ctx context.Context, name string) (sessions int, err er
 	}
 	if _, ok := s.cfg.Store.(Lookup); !ok {
 		s.mu.Lock()
-		for k, p := range s.sessions {
+		for _, p := range s.sessions {
 			if p.Name == string(n) {
-				delete(s.sessions, k)
 				sessions++
 			}
 		}
 		s.mu.Unlock()
 		return sessions, nil
 	}
-	var drop []schema.Op
 	prefix := schema.Session("")
 	err = s.cfg.Store.ScanFrom(prefix, nil, false, func(k, v []byte) bool {
 		name := string(v)
@@ -236,18 +245,12 @@ func (s *Service) Unbind(ctx context.Context, name string) (sessions int, err er
 			name = p.Name
 		}
 		if name == string(n) {
-			drop = append(drop, schema.Op{Key: append([]byte(nil), k...), Delete: true})
+			sessions++
 		}
 		return true
 	})
 	if err != nil {
 		return 0, fmt.Errorf("agents: unbind %s: %w", n, err)
 	}
-	if len(drop) == 0 {
-		return 0, nil
-	}
-	if err := s.cfg.Store.Apply(drop, true); err != nil {
-		return 0, fmt.Errorf("agents: unbind %s: %w", n, err)
-	}
-	return len(drop), nil
+	return sessions, nil
 }

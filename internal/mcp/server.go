@@ -314,20 +314,26 @@ func lost(err error) bool {
 // own), so that a call the node refused as one of an agent it does not
 // know, or of another session's, can be made again; c then names the
 // agent bound. It reports false when the session's agent is registered
-// (the refusal was of another agent: an addressee) or could not be bound.
-func (s *Server) rebound(ctx context.Context, thread string, c *call) bool {
+// (the refusal was of another agent: an addressee) or could not be bound;
+// killed is the node's refusal when the session's agent was killed (parley
+// agent kill): the session is not bound again, under any name, and the
+// agent is told.
+func (s *Server) rebound(ctx context.Context, thread string, c *call) (ok bool, killed error) {
 	if c.agent == "" {
-		return false
+		return false, nil
 	}
 	if _, err := s.api.Heartbeat(ctx, c.agent, localapi.HeartbeatRequest{Session: s.sessionOf(thread)}); !lost(err) {
-		return false
+		return false, nil
 	}
 	info, err := s.bind(ctx, thread, localapi.SessionRequest{})
+	if localapi.IsCode(err, localapi.CodeKilled) {
+		return false, err
+	}
 	if err != nil || info.Name == "" {
-		return false
+		return false, nil
 	}
 	c.agent = info.Name
-	return true
+	return true, nil
 }
 
 // Run binds the session, keeps its registration alive and serves MCP on t

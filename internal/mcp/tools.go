@@ -389,7 +389,14 @@ func addTool[In threaded, Out any, PO interface {
 		renamed := ""
 		if err == nil {
 			out, text, err = h(ctx, c, in)
-			if lost(err) && s.rebound(ctx, in.thread(), c) {
+			ok, killed := false, error(nil)
+			if lost(err) {
+				ok, killed = s.rebound(ctx, in.thread(), c)
+			}
+			if killed != nil {
+				err = killed
+			}
+			if ok {
 				// The node had let the agent's registration lapse and
 				// refused the call as one of an agent it does not know
 				// (or of another session, which took the name

@@ -36,14 +36,16 @@ func connectBeat(tb testing.TB, nt *nodetest.Net, i int, session string, beat ti
 	return cs
 }
 
-// TestReviewKilledAgentComesBackUnderItsDefaultName: the user kills an
-// agent (parley agent kill); the kill drops its registration and its
-// session, and refuses its name. Its MCP server, still running, takes the
-// refusal of its next call as a lapsed registration (rebound), binds the
-// session again, and the node gives it the default name (client and
-// project), which is not killed: the killed session's call is made again
-// and posts, at once. (Its heartbeat does the same without a call.)
-func TestReviewKilledAgentComesBackUnderItsDefaultName(t *testing.T) {
+// TestKilledAgentDoesNotComeBackUnderItsDefaultName: before, when the
+// user killed an agent (parley agent kill), the kill dropped its
+// registration and its session, and its MCP server, still running, took
+// the refusal of its next call as a lapsed registration, bound the session
+// again and got the default name (client and project), not killed: the
+// killed session's call was made again and posted at once (its heartbeat
+// did the same without a call); now the node keeps the killed agent's
+// sessions bound to its name and refuses them (CodeKilled) until it is
+// revived, and the MCP server tells the agent it was killed.
+func TestKilledAgentDoesNotComeBackUnderItsDefaultName(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	cs := connectBeat(t, nt, 0, "to-be-killed", time.Hour)
 	call(t, cs, "parley_register", map[string]any{"name": "rogue"})
