@@ -55,10 +55,19 @@ func (a agentsAPI) Unregister(ctx context.Context, name string) error {
 	// The user lets the agent go: its pane (`parley run`) is not pasted
 	// into, nor taken up again at the next start. The route goes first: a
 	// route that found its agent unregistered would bind it again.
+	//
+	// An unregister that names a session and connection (the end of a
+	// `parley mcp` connection) is made only while the registration is
+	// still that connection's: a client that reconnected with the same
+	// session key keeps the agent its new connection bound.
+	session, conn := localapi.SessionOf(ctx)
+	if err := a.n.agents.Ours(name, session, conn); err != nil {
+		return agentsError(err)
+	}
 	if err := a.n.forgetTerminal(ctx, name); err != nil {
 		return err
 	}
-	return agentsError(a.n.agents.Unregister(ctx, name))
+	return agentsError(a.n.agents.UnregisterOf(ctx, name, session, conn))
 }
 
 func (a agentsAPI) List(context.Context) []localapi.AgentInfo {
@@ -115,7 +124,7 @@ func (a agentsAPI) Find(ctx context.Context, q string) ([]localapi.CardView, err
 }
 
 func (a agentsAPI) Session(ctx context.Context, req localapi.SessionRequest) (localapi.AgentInfo, error) {
-	i, err := a.n.agents.Session(ctx, agents.SessionRequest{Session: req.Session, Name: req.Name, Fallback: req.Fallback,
+	i, err := a.n.agents.Session(ctx, agents.SessionRequest{Session: req.Session, Name: req.Name, Fallback: req.Fallback, Connection: req.Connection,
 		Client: req.Client, ClientPID: req.ClientPID, Role: req.Role, WorkingOn: req.WorkingOn, Capabilities: req.Capabilities,
 		TTLSeconds: req.TTLSeconds})
 	return a.info(i), agentsError(err)

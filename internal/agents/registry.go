@@ -33,9 +33,11 @@ type local struct {
 	Client    string
 	Session   string
 	ClientPID int // the client program's process, 0 if not known
-	State     discovery.State
-	LastSeen  time.Time
-	TTL       time.Duration
+	// Connection is the registering connection's token, "" for none.
+	Connection string
+	State      discovery.State
+	LastSeen   time.Time
+	TTL        time.Duration
 }
 
 func (a *local) expires() time.Time { return a.LastSeen.Add(a.TTL) }
@@ -245,7 +247,7 @@ func newLocal(priv crypto.PrivKey, self peer.ID, req RegisterRequest, defTTL tim
 	a := &local{
 		Name: name, Role: strings.TrimSpace(req.Role), WorkingOn: strings.TrimSpace(req.WorkingOn),
 		Caps: normCaps(req.Capabilities), Client: strings.TrimSpace(req.Client), Session: req.Session,
-		ClientPID: req.ClientPID, State: discovery.StateIdle, LastSeen: now, TTL: ttl,
+		ClientPID: req.ClientPID, Connection: req.Connection, State: discovery.StateIdle, LastSeen: now, TTL: ttl,
 	}
 	if err := checkAgent(priv, self, a); err != nil {
 		return nil, err
@@ -295,6 +297,7 @@ type record struct {
 	Client    string   `json:"client,omitempty"`
 	Session   string   `json:"session,omitempty"`
 	ClientPID int      `json:"client_pid,omitempty"`
+	Conn      string   `json:"connection,omitempty"`
 	State     string   `json:"state"`
 	LastSeen  int64    `json:"last_seen_ms"`
 	TTL       int64    `json:"ttl_ms"`
@@ -303,7 +306,7 @@ type record struct {
 func (a *local) marshal() []byte {
 	b, _ := json.Marshal(record{
 		Name: string(a.Name), Role: a.Role, WorkingOn: a.WorkingOn, Caps: a.Caps, Client: a.Client,
-		Session: a.Session, ClientPID: a.ClientPID, State: string(a.State), LastSeen: a.LastSeen.UnixMilli(), TTL: a.TTL.Milliseconds(),
+		Session: a.Session, ClientPID: a.ClientPID, Conn: a.Connection, State: string(a.State), LastSeen: a.LastSeen.UnixMilli(), TTL: a.TTL.Milliseconds(),
 	})
 	return b
 }
@@ -330,7 +333,7 @@ func unmarshalLocal(priv crypto.PrivKey, self peer.ID, b []byte) (*local, error)
 	}
 	a := &local{
 		Name: name, Role: r.Role, WorkingOn: r.WorkingOn, Caps: r.Caps, Client: r.Client, Session: r.Session,
-		ClientPID: max(r.ClientPID, 0), State: st, LastSeen: time.UnixMilli(r.LastSeen), TTL: time.Duration(r.TTL) * time.Millisecond,
+		ClientPID: max(r.ClientPID, 0), Connection: r.Conn, State: st, LastSeen: time.UnixMilli(r.LastSeen), TTL: time.Duration(r.TTL) * time.Millisecond,
 	}
 	if err := checkSession(a.Session); err != nil {
 		return nil, err

@@ -519,6 +519,63 @@ func (s *Service) Held(name, session string) error {
 	return nil
 }
 
+// UnregisterOf is Unregister for the end of one connection (conn, a
+// RegisterRequest.Connection) of session: it leaves the registration as it
+// is (ErrNameTaken) when another session holds the name, or the same
+// session bound it again by another connection (a client that reconnected
+// while its old connection was still ending). "" checks nothing.
+func (s *Service) UnregisterOf(ctx context.Context, name, session, conn string) error {
+	if err := s.alive(); err != nil {
+		return err
+	}
+	n, err := ParseName(name)
+	if err != nil {
+		return fmt.Errorf("agents: unregister: %w", err)
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, known := s.reg.agents[n]
+	if !known {
+		return fmt.Errorf("agents: unregister: %w: %q is not registered on this node (`parley agent list` lists those that are)", ErrUnknownAgent, n)
+	}
+	if err := notOurs(a, session, conn); err != nil {
+		return err
+	}
+	s.reg.remove(n, now)
+	s.gone(n, now)
+	s.persist(n, nil)
+	s.log.Debug("agent unregistered", "agent", string(n))
+	return nil
+}
+
+// notOurs refuses (ErrNameTaken) a registration that another session, or
+// another connection of session, holds.
+func notOurs(a *local, session, conn string) error {
+	if session != "" && a.Session != session {
+		return fmt.Errorf("agents: unregister: %w: %q is registered by another session now", ErrNameTaken, a.Name)
+	}
+	if conn != "" && a.Connection != "" && a.Connection != conn {
+		return fmt.Errorf("agents: unregister: %w: %q is registered by another connection of the session now", ErrNameTaken, a.Name)
+	}
+	return nil
+}
+
+// Ours is UnregisterOf's check alone: its refusal, nil when it would
+// unregister name (or name is not registered).
+func (s *Service) Ours(name, session, conn string) error {
+	n, err := ParseName(name)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.reg.agents[n]; a != nil {
+		return notOurs(a, session, conn)
+	}
+	return nil
+}
+
 // Unregister removes a local agent and withdraws its card. It returns
 // ErrUnknownAgent if no agent of that name is registered, so a user who
 // mistyped the name is told.

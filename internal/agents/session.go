@@ -20,7 +20,8 @@ type SessionRequest struct {
 	Name         string // rename the session's agent
 	Fallback     string
 	Client       string
-	ClientPID    int // the client program's process on this machine, 0 if not known
+	ClientPID    int    // the client program's process on this machine, 0 if not known
+	Connection   string // the binding connection's token (RegisterRequest.Connection)
 	Role         *string
 	WorkingOn    *string
 	Capabilities *[]string
@@ -129,7 +130,7 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 	}
 	reg := func(name string) (Info, error) {
 		return s.Register(ctx, RegisterRequest{Name: name, Role: p.Role, WorkingOn: p.WorkingOn, Capabilities: p.Capabilities,
-			Client: p.Client, Session: req.Session, ClientPID: req.ClientPID, TTLSeconds: req.TTLSeconds})
+			Client: p.Client, Session: req.Session, ClientPID: req.ClientPID, TTLSeconds: req.TTLSeconds, Connection: req.Connection})
 	}
 	fallback := func() (Info, error) {
 		base, err := ParseName(req.Fallback)

@@ -16,6 +16,10 @@ type RegisterRequest struct {
 	Session      string   `json:"session,omitempty"`      // the client's session ID, ≤ 256 bytes
 	ClientPID    int      `json:"client_pid,omitempty"`   // the client program's process on this machine, if known
 	TTLSeconds   int      `json:"ttl_seconds,omitempty"`  // 0: the node's default (60 s)
+	// Connection is the registering connection's token (one run of an
+	// MCP server), "" for none: UnregisterOf of another connection leaves
+	// the registration as it is.
+	Connection string `json:"connection,omitempty"`
 }
 
 // HeartbeatRequest keeps a local agent alive; nil fields are left as they

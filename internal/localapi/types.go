@@ -146,6 +146,11 @@ type SessionRequest struct {
 	WorkingOn    *string   `json:"working_on,omitempty"`   // one line, contacts only
 	Capabilities *[]string `json:"capabilities,omitempty"` // replaces the list
 	TTLSeconds   int       `json:"ttl_seconds,omitempty"`  // registration lifetime without a heartbeat
+	// Connection is the binding connection's token (one run of an MCP
+	// server): the node unregisters the agent at that connection's end
+	// (a DELETE with ConnectionHeader) only while the registration is
+	// still this connection's.
+	Connection string `json:"connection,omitempty"`
 }
 
 // AgentInfo is a local agent.

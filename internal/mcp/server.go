@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -83,6 +84,11 @@ type Server struct {
 	cfg Config
 	api *localapi.Client
 	log *slog.Logger
+	// conn is this server's connection token: its binds carry it, and
+	// the node unregisters an agent at this server's end only while the
+	// registration is still this connection's (a client that reconnected
+	// with the same session key keeps the agent its new server bound).
+	conn string
 
 	mu      sync.Mutex // protects agent, renamed, threads and binding
 	agent   localapi.AgentInfo
@@ -106,7 +112,7 @@ func New(cfg Config) *Server {
 	if cfg.ThreadIdle == 0 {
 		cfg.ThreadIdle = DefaultThreadIdle
 	}
-	return &Server{cfg: cfg, api: cfg.Client, log: cfg.Logger, threads: make(map[string]*threadAgent), renamed: make(chan struct{})}
+	return &Server{cfg: cfg, api: cfg.Client, log: cfg.Logger, conn: rand.Text(), threads: make(map[string]*threadAgent), renamed: make(chan struct{})}
 }
 
 var nameJunk = regexp.MustCompile(`[^a-z0-9._-]+`)
@@ -164,6 +170,7 @@ func (s *Server) bind(ctx context.Context, thread string, req localapi.SessionRe
 	}
 	req.Client = s.cfg.ClientName
 	req.ClientPID = s.cfg.ClientPID
+	req.Connection = s.conn
 	req.TTLSeconds = int(3 * s.cfg.HeartbeatEvery / time.Second)
 	if thread == "" {
 		req.Fallback = DefaultAgentName(s.cfg.ClientName, s.cfg.Project)
@@ -259,20 +266,26 @@ func (s *Server) endThread(thread string) {
 // for the thread's next call), so a long session does not hold the
 // agents of threads it is done with.
 func (s *Server) lapse(ctx context.Context) {
-	var idle []string
+	idle := map[string]string{} // thread: name
 	s.mu.Lock()
 	for th, t := range s.threads {
 		if t.busy == 0 && time.Since(t.used) >= s.cfg.ThreadIdle {
-			idle = append(idle, t.info.Name)
+			idle[th] = t.info.Name
 			delete(s.threads, th)
 		}
 	}
 	s.mu.Unlock()
-	for _, n := range idle {
-		if err := s.api.UnregisterAgent(ctx, n); err != nil && ctx.Err() == nil {
+	for th, n := range idle {
+		if err := s.unregister(ctx, th, n); err != nil && ctx.Err() == nil {
 			s.log.Debug("unregister of an idle thread's agent failed; the node sweeps it", "agent", n, "err", err)
 		}
 	}
+}
+
+// unregister unregisters the agent name of thread (the session's: "")
+// if its registration is still this connection's.
+func (s *Server) unregister(ctx context.Context, thread, name string) error {
+	return s.api.UnregisterAgent(localapi.WithSession(ctx, s.sessionOf(thread), s.conn), name)
 }
 
 // heartbeat renews every agent of this server, after letting idle threads
@@ -338,7 +351,9 @@ func (s *Server) rebound(ctx context.Context, thread string, c *call) (ok bool, 
 
 // Run binds the session, keeps its registration alive and serves MCP on t
 // until the client goes away or ctx ends; then it unregisters the agents
-// (the node keeps their names and cards for the next connection).
+// (the node keeps their names and cards for the next connection), those
+// still this connection's: not an agent a newer connection of the session
+// bound meanwhile.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	if _, err := s.bind(ctx, "", localapi.SessionRequest{}); err != nil {
 		return fmt.Errorf("mcp: bind session: %s", s.errorText(err))
@@ -384,13 +399,13 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	uctx, ucancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer ucancel()
 	s.mu.Lock()
-	names := []string{s.agent.Name}
-	for _, t := range s.threads {
-		names = append(names, t.info.Name)
+	names := map[string]string{"": s.agent.Name} // thread: name
+	for th, t := range s.threads {
+		names[th] = t.info.Name
 	}
 	s.mu.Unlock()
-	for _, n := range names {
-		if uerr := s.api.UnregisterAgent(uctx, n); uerr != nil {
+	for th, n := range names {
+		if uerr := s.unregister(uctx, th, n); uerr != nil {
 			s.log.Debug("unregister failed; the node sweeps it", "agent", n, "err", uerr)
 		}
 	}

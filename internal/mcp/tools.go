@@ -379,7 +379,7 @@ func addTool[In threaded, Out any, PO interface {
 		ctx = localapi.WithTwoStep(ctx)
 		// Each call names its session: the node refuses it for an agent
 		// another session holds now.
-		ctx = localapi.WithSession(ctx, s.sessionOf(in.thread()), "")
+		ctx = localapi.WithSession(ctx, s.sessionOf(in.thread()), s.conn)
 		res := &sdk.CallToolResult{}
 		agent, done, err := s.agentFor(ctx, in.thread())
 		defer done()

@@ -42,14 +42,16 @@ func serveUntil(tb testing.TB, nt *nodetest.Net, i int, session string) (*sdk.Cl
 	return cs, end
 }
 
-// TestReviewOldConnectionUnregistersTheReconnectedAgent: a client that
-// reconnects starts a new server with the same session key while the old
-// one finishes (it waits up to EndGrace for its calls under way). The new
-// server binds the session's agent; when the old one ends it unregisters
-// that name, the live agent of the new connection with it: the agent is
-// gone from the node (asks to it refused as to an unknown agent, no
-// wake-ups) until the new server's next heartbeat, 20 s later.
-func TestReviewOldConnectionUnregistersTheReconnectedAgent(t *testing.T) {
+// TestOldConnectionEndKeepsTheReconnectedAgent: before, when a client
+// reconnected (a new server with the same session key while the old one
+// finished, waiting up to EndGrace for its calls under way), the new
+// server bound the session's agent and the old one, at its end,
+// unregistered that name, the live agent of the new connection with it:
+// the agent was gone from the node (asks to it refused, no wake-ups)
+// until the new server's next heartbeat, 20 s later; now each server binds
+// with a connection token of its own and the node unregisters at a
+// connection's end only a registration still that connection's.
+func TestOldConnectionEndKeepsTheReconnectedAgent(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	old, endOld := serveUntil(t, nt, 0, "same-key")
 	call(t, old, "parley_register", map[string]any{"name": "alpha"})
