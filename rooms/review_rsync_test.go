@@ -154,3 +154,55 @@ func TestReviewOneMemberHoldsEveryServingSlot(t *testing.T) {
 			syncSessions(t, nt.Node(1), "responder", "busy")-busy, slots)
 	}
 }
+
+// TestReviewMemberWidensTheHeadsWithoutBound: node 2, a member, signs
+// 3,000 events of its own with the next seqs, each naming only the room's
+// create event as its parent (no rule asks an event to name its author's
+// previous one), and node 0 catches up with it. Every one of them is a
+// head on node 0, kept in memory (heads, headTime), copied at every batch
+// (headsSnap) and written in every tip; an honest post merges at most 19
+// of them (parents ≤ 20), so node 0's heads stay in the thousands after
+// its own posts, and grow with whatever the member signs: past about
+// 13,000 the tip is too large for one transaction and is never written
+// again (every load replays the room since). One author should add at
+// most one head (its latest event), forks aside.
+func TestReviewMemberWidensTheHeadsWithoutBound(t *testing.T) {
+	nt, id, _ := silentNet(t)
+	key := loadKey(t, nt.Home(2))
+	vs := must(mgr(nt, 2).Log(id, 100, nil))
+	create := vs[0]
+	var seq uint64
+	for _, v := range vs {
+		if v.Depth < create.Depth {
+			create = v
+		}
+		if v.Author == nt.ID(2) {
+			seq = max(seq, v.Seq)
+		}
+	}
+	const wide = 3000
+	wires := make([][]byte, 0, wide)
+	for k := range wide {
+		seq++
+		e := rooms.Event{Room: id, Author: nt.ID(2), Agent: identity.HumanAgent, Seq: seq,
+			Parents: []rooms.ID{create.ID}, Depth: create.Depth + 1, Time: time.Now().UnixMilli(),
+			Kind: rooms.KindMessage, Body: []byte(fmt.Sprint("wide ", k))}
+		w, _, err := rooms.Seal(key, &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wires = append(wires, w)
+	}
+	if err := mgr(nt, 2).ProcessBatch(id, wires...); err != nil {
+		t.Fatal(err)
+	}
+	mgr(nt, 0).RequestSync(id, nt.ID(2))
+	nt.WaitFor(30*time.Second, func() bool { return logHas(nt, 0, id, fmt.Sprint("wide ", wide-1)) },
+		"node 0 to catch up node 2's events")
+	for k := range 5 {
+		say(t, nt, 0, id, fmt.Sprint("honest ", k))
+	}
+	if n := len(mgr(nt, 0).Heads(id)); n > rooms.MaxHeads {
+		t.Errorf("node 0 holds %d heads after one member's %d events and 5 posts of its own; one author should add one", n, wide)
+	}
+}
