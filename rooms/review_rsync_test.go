@@ -162,10 +162,10 @@ func TestReviewOneMemberHoldsEveryServingSlot(t *testing.T) {
 // head on node 0, kept in memory (heads, headTime), copied at every batch
 // (headsSnap) and written in every tip; an honest post merges at most 19
 // of them (parents ≤ 20), so node 0's heads stay in the thousands after
-// its own posts, and grow with whatever the member signs: past about
-// 13,000 the tip is too large for one transaction and is never written
-// again (every load replays the room since). One author should add at
-// most one head (its latest event), forks aside.
+// its own posts, and grow with whatever the member signs (memory, the
+// O(heads) copy at every batch, and each tip's size on every node of the
+// room). One author should add at most one head (its latest event), forks
+// aside.
 func TestReviewMemberWidensTheHeadsWithoutBound(t *testing.T) {
 	nt, id, _ := silentNet(t)
 	key := loadKey(t, nt.Home(2))
