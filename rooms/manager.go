@@ -139,8 +139,12 @@ type Manager struct {
 	leaving   leaving     // rooms this node left that still hand out its leave (membership.go)
 	invites   invitesBook // invites waiting for the user's answer (invites.go)
 	serving   slots       // sync requests being served (sync.go)
-	asking    asking      // peers being asked which shared rooms they lack (retell.go)
-	judged    judgedBook  // rooms told back that a catch-up found this node out of (retell.go)
+	servingMu sync.Mutex  // protects servingPeers
+	// servingPeers is the peers a sync request of which is served, or
+	// waits for a slot (sync.go): one at a time each.
+	servingPeers map[peer.ID]bool
+	asking       asking     // peers being asked which shared rooms they lack (retell.go)
+	judged       judgedBook // rooms told back that a catch-up found this node out of (retell.go)
 }
 
 // Changes returns a channel that receives (without blocking the rooms)

@@ -1,11 +1,8 @@
 package rooms_test
 
 import (
-	"context"
 	"crypto/rand"
 	"fmt"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,53 +102,6 @@ func TestReviewOrphanFeedingPeerHoldsACatchUpForEver(t *testing.T) {
 	}
 	if !mgr(nt, 0).StalledFrom(id, nt.ID(2)) {
 		t.Errorf("node 0 does not back off from node 2, whose answers only ever brought orphans")
-	}
-}
-
-// TestReviewOneMemberHoldsEveryServingSlot: node 2, a member, opens a few
-// more catch-up streams to node 1 than node 1 has serving slots
-// (serveSlots, all rooms of the node together), each a Hello that asks
-// for the whole room, and then never reads the answer. The room holds
-// more than a stream's flow-control window of events, so each of node
-// 1's serveSync calls blocks in its write for the exchange's whole limit
-// (a minute), a slot held all the while, and node 2 may open the next
-// ones as they end. Node 0, an honest member, asks node 1 for an event
-// only node 1 holds: every ask is answered busy, the retries run out, and
-// node 0 does not get it. One member (of any room of the node) denies
-// the node's catch-up to every other peer in every room, for as long as
-// it likes.
-func TestReviewOneMemberHoldsEveryServingSlot(t *testing.T) {
-	t.Cleanup(rooms.SetSyncSilence(2 * time.Second)) // serveWait: 1 s
-	t.Cleanup(rooms.SetSyncRetryFirst(200 * time.Millisecond))
-	nt, id, hold := silentNet(t)
-	// More than a stream's window of events (yamux: 256 KiB, QUIC: 512
-	// KiB) that node 2 asks for and never reads.
-	big := strings.Repeat("x", 60_000)
-	for k := range 24 {
-		say(t, nt, 1, id, fmt.Sprint(k, big))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	slots := max(1, runtime.GOMAXPROCS(0)/2)
-	for range slots + 2 {
-		s, err := nt.Node(2).Host().NewStream(ctx, nt.ID(1), rooms.ProtocolSync)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Reset() })
-		if err := rooms.WriteFrame(s, &rooms.Hello{Room: id}); err != nil {
-			t.Fatal(err)
-		}
-		_ = s.CloseWrite()
-		// Never read.
-	}
-	busy := syncSessions(t, nt.Node(1), "responder", "busy")
-	hold()
-	mgr(nt, 0).RequestSync(id, nt.ID(1))
-	got := poll.Until(20*time.Second, func() bool { return logHas(nt, 0, id, "held by node 1 alone") })
-	if !got {
-		t.Errorf("node 0 did not get node 1's event in 20 s: node 1 answered busy %v times while node 2 held its %d serving slots without reading",
-			syncSessions(t, nt.Node(1), "responder", "busy")-busy, slots)
 	}
 }
 

@@ -793,7 +793,8 @@ func helloVV(vv map[peer.ID]uint64, from peer.ID, limit int) (out map[peer.ID]ui
 // streams the events it lacks in display order, at most SyncLimit.
 func (m *Manager) handleSync(s network.Stream) {
 	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(syncTimeout()))
+	end := time.Now().Add(syncTimeout())
+	_ = s.SetDeadline(end)
 	remote := s.Conn().RemotePeer()
 	// A peer the policy refuses is not read: a Hello may be 1 MiB. But a
 	// node that left a room open here (or was removed from it), a
@@ -839,16 +840,26 @@ func (m *Manager) handleSync(s network.Stream) {
 		s.Reset()
 		return
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, serveWait())
-	ok := m.serving.acquire(ctx)
-	cancel()
-	if !ok {
+	// One stream of a peer served (or waiting for a slot) at a time,
+	// whatever the room: a peer that opens more, and never reads their
+	// answers, holds one slot and not every one of the node's.
+	if !m.servingPeer(remote) {
 		m.metrics.syncs.WithLabelValues("responder", "busy").Inc()
 		_ = s.ResetWithError(syncBusy)
 		return
 	}
-	err = r.serveSync(s, h, upTo)
+	ctx, cancel := context.WithTimeout(m.ctx, serveWait())
+	ok := m.serving.acquire(ctx)
+	cancel()
+	if !ok {
+		m.servedPeer(remote)
+		m.metrics.syncs.WithLabelValues("responder", "busy").Inc()
+		_ = s.ResetWithError(syncBusy)
+		return
+	}
+	err = r.serveSync(&silenceWriter{s: s, silence: serveWait(), end: end}, h, upTo)
 	m.serving.release()
+	m.servedPeer(remote)
 	if err != nil {
 		m.metrics.syncs.WithLabelValues("responder", "error").Inc()
 		if !errors.Is(err, io.EOF) {
@@ -1319,6 +1330,63 @@ func servePage(asked, queued, capacity int) int {
 // serveSlots is how many sync requests a node serves at once: half the
 // CPUs Go uses, at least one, so that live delivery keeps the rest.
 func serveSlots() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
+// servingPeer marks p as served (a stream of it served, or waiting for a
+// serving slot), unless it is already: false then, and the stream is
+// answered busy.
+func (m *Manager) servingPeer(p peer.ID) bool {
+	m.servingMu.Lock()
+	defer m.servingMu.Unlock()
+	if m.servingPeers[p] {
+		return false
+	}
+	if m.servingPeers == nil {
+		m.servingPeers = make(map[peer.ID]bool)
+	}
+	m.servingPeers[p] = true
+	return true
+}
+
+// servedPeer ends servingPeer's mark of p.
+func (m *Manager) servedPeer(p peer.ID) {
+	m.servingMu.Lock()
+	defer m.servingMu.Unlock()
+	delete(m.servingPeers, p)
+}
+
+// serveChunk is the most a silenceWriter writes under one deadline.
+const serveChunk = 16 << 10
+
+// silenceWriter writes a catch-up's answer to s, the responder's side of
+// silenceReader: each chunk of at most serveChunk bytes is given up once
+// silence passes and the requester took none of it (or at end), so that
+// a requester that stops reading loses its serving slot after silence
+// (serveWait), not at the exchange's end. A large frame over a slow link
+// goes out as long as its bytes do.
+type silenceWriter struct {
+	s       network.Stream
+	silence time.Duration
+	end     time.Time
+}
+
+func (sw *silenceWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		wait := time.Now().Add(sw.silence)
+		if wait.After(sw.end) {
+			wait = sw.end
+		}
+		_ = sw.s.SetWriteDeadline(wait)
+		k := min(len(p), serveChunk)
+		n, err := sw.s.Write(p[:k])
+		written += n
+		p = p[n:]
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
 
 // slots is a counting semaphore.
 type slots chan struct{}
