@@ -48,6 +48,12 @@ const (
 	syncWorkers = 2
 	// maxSyncRounds bounds the requests of one session.
 	maxSyncRounds = 10_000
+	// maxParkRounds bounds the rounds in a row of one session that
+	// stored nothing and only parked events wanting parents not asked
+	// for yet (wantsMore): a chain of forks comes a step a round, a
+	// handful of steps; a peer that answers with orphans whose parents
+	// never come is given up after these and backed off from.
+	maxParkRounds = 8
 )
 
 // A catch-up that failed on the way is asked again while the peer stays
@@ -150,8 +156,8 @@ func (r *room) noteProgress(p peer.ID, progress bool) {
 // damaged event written again, too). (A round that only parks events in
 // the pending pool is no progress: their parents were in the round, or are
 // by authors this node refuses, so the next round would bring the same
-// events; unless it parked events that want others not asked for yet, see
-// syncWith.)
+// events. One that parked events wanting others not asked for yet is
+// asked again, maxParkRounds in a row at most: see syncSession.)
 func (r *room) progressMark() uint64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -539,6 +545,7 @@ func (r *room) syncSession(ctx context.Context, p peer.ID) error {
 	refused := 0     // events of parts that brought nothing the room took
 	cut := false     // a part ended with more of it left unasked
 	fetched := false // a round brought events the room stored
+	parked := 0      // rounds in a row that only parked events (wantsMore)
 	for round := 0; round < maxSyncRounds; round++ {
 		mark := r.progressMark()
 		more, n, want, to, err := r.syncRound(ctx, p, from)
@@ -546,6 +553,11 @@ func (r *room) syncSession(ctx context.Context, p peer.ID) error {
 			result := "error"
 			if errors.Is(err, errSyncSilent) {
 				result = "silent"
+			}
+			if errors.Is(err, errSyncOverLimit) {
+				// Not asked by itself again for a while: its
+				// answers are past what they may be.
+				r.noteProgress(p, false)
 			}
 			r.m.metrics.syncs.WithLabelValues("requester", result).Inc()
 			return fmt.Errorf("rooms: sync %s with %s: %w", r.id, p, err)
@@ -557,18 +569,31 @@ func (r *room) syncSession(ctx context.Context, p peer.ID) error {
 		}
 		r.m.log.Debug("sync round", "room", string(r.id), "remote", p.String(), "events", n, "more", more)
 		// Every event refused: asking again would bring the same ones
-		// back. The part is done; the next one is still asked for.
-		stalled := n > 0 && r.progressMark() == mark && !r.wantsMore(ctx, want)
+		// back. The part is done; the next one is still asked for. A
+		// round that stored nothing but parked events wanting parents
+		// not asked for yet (wantsMore) is no progress either: it is
+		// asked again, maxParkRounds in a row at most.
+		stored := r.progressMark() != mark
+		parks := n > 0 && !stored && r.wantsMore(ctx, want)
 		switch {
-		case stalled:
-			refused += n
-			cut = cut || more
-		case n > 0:
+		case n > 0 && stored:
+			parked = 0
 			fetched = true
 			r.noteProgress(p, true)
 			if more {
 				continue // the same authors: p has more of them
 			}
+		case parks:
+			parked++
+			if parked > maxParkRounds {
+				return r.syncEnd(p, refused+n, fetched)
+			}
+			if more {
+				continue
+			}
+		case n > 0:
+			refused += n
+			cut = cut || more
 		}
 		if to != "" {
 			from = to // the next authors
@@ -619,6 +644,11 @@ func (r *room) wantsMore(ctx context.Context, asked []ID) bool {
 	}
 	return false
 }
+
+// errSyncOverLimit is an answer that carried more events than its Hello
+// asked for (Limit, and the wanted ones): cut, and its peer backed off
+// from.
+var errSyncOverLimit = errors.New("peer sent more events than asked for")
 
 // syncRound asks p once for the events of the authors from from on that
 // this node lacks, as many authors as one Hello lists: to is where the
@@ -680,6 +710,10 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 		}
 		if b.End {
 			return b.More, n, want, h.To, nil
+		}
+		if n+len(b.Events) > int(h.Limit)+len(want) {
+			s.Reset()
+			return false, n, want, "", fmt.Errorf("%w: more than %d and %d wanted", errSyncOverLimit, h.Limit, len(want))
 		}
 		for _, w := range b.Events {
 			if len(w) <= MaxWire && r.holdsRecent(ID(sha256.Sum256(w))) {
