@@ -140,9 +140,9 @@ type Manager struct {
 	invites   invitesBook // invites waiting for the user's answer (invites.go)
 	serving   slots       // sync requests being served (sync.go)
 	servingMu sync.Mutex  // protects servingPeers
-	// servingPeers is the peers a sync request of which is served, or
-	// waits for a slot (sync.go): one at a time each.
-	servingPeers map[peer.ID]bool
+	// servingPeers is each peer's one serving slot, while a sync
+	// request of it is served or waits (sync.go).
+	servingPeers map[peer.ID]*peerServing
 	asking       asking     // peers being asked which shared rooms they lack (retell.go)
 	judged       judgedBook // rooms told back that a catch-up found this node out of (retell.go)
 }

@@ -20,7 +20,7 @@ import (
 // honest member, was answered busy until its retries ran out: one member
 // denied the node's catch-up to every other peer in every room. Now a
 // node serves one stream of a peer at a time, whatever the room (the
-// others are answered busy at once), and a write that the requester takes
+// others wait their turn, busy after serveWait), and a write that the requester takes
 // nothing of for serveWait is given up (silenceWriter), so node 0 gets
 // the event only node 1 holds.
 func TestPeerHoldsOneServingSlotAtATime(t *testing.T) {

@@ -874,16 +874,19 @@ func (m *Manager) handleSync(s network.Stream) {
 		s.Reset()
 		return
 	}
-	// One stream of a peer served (or waiting for a slot) at a time,
-	// whatever the room: a peer that opens more, and never reads their
-	// answers, holds one slot and not every one of the node's.
-	if !m.servingPeer(remote) {
-		m.metrics.syncs.WithLabelValues("responder", "busy").Inc()
-		_ = s.ResetWithError(syncBusy)
-		return
-	}
+	// One stream of a peer served at a time, whatever the room: a peer
+	// that opens more, and never reads their answers, holds one slot and
+	// not every one of the node's. Its others wait their turn (an honest
+	// node catches up with a peer in several rooms at once), busy after
+	// serveWait in all.
 	ctx, cancel := context.WithTimeout(m.ctx, serveWait())
-	ok := m.serving.acquire(ctx)
+	ps := m.servingPeer(remote)
+	ok := ps.acquire(ctx)
+	if ok {
+		if ok = m.serving.acquire(ctx); !ok {
+			ps.release()
+		}
+	}
 	cancel()
 	if !ok {
 		m.servedPeer(remote)
@@ -893,6 +896,7 @@ func (m *Manager) handleSync(s network.Stream) {
 	}
 	err = r.serveSync(&silenceWriter{s: s, silence: serveWait(), end: end}, h, upTo)
 	m.serving.release()
+	ps.release()
 	m.servedPeer(remote)
 	if err != nil {
 		m.metrics.syncs.WithLabelValues("responder", "error").Inc()
@@ -1365,27 +1369,40 @@ func servePage(asked, queued, capacity int) int {
 // CPUs Go uses, at least one, so that live delivery keeps the rest.
 func serveSlots() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
-// servingPeer marks p as served (a stream of it served, or waiting for a
-// serving slot), unless it is already: false then, and the stream is
-// answered busy.
-func (m *Manager) servingPeer(p peer.ID) bool {
-	m.servingMu.Lock()
-	defer m.servingMu.Unlock()
-	if m.servingPeers[p] {
-		return false
-	}
-	if m.servingPeers == nil {
-		m.servingPeers = make(map[peer.ID]bool)
-	}
-	m.servingPeers[p] = true
-	return true
+// peerServing is a peer's one serving slot (handleSync), and how many of
+// its streams hold or wait for it.
+type peerServing struct {
+	slots
+	users int
 }
 
-// servedPeer ends servingPeer's mark of p.
+// servingPeer returns p's serving slot, counting one more stream of p
+// that holds or waits for it; servedPeer ends that count.
+func (m *Manager) servingPeer(p peer.ID) slots {
+	m.servingMu.Lock()
+	defer m.servingMu.Unlock()
+	if m.servingPeers == nil {
+		m.servingPeers = make(map[peer.ID]*peerServing)
+	}
+	ps := m.servingPeers[p]
+	if ps == nil {
+		ps = &peerServing{slots: make(slots, 1)}
+		m.servingPeers[p] = ps
+	}
+	ps.users++
+	return ps.slots
+}
+
+// servedPeer ends a count of servingPeer's, forgetting p's slot once no
+// stream of it holds or waits for it.
 func (m *Manager) servedPeer(p peer.ID) {
 	m.servingMu.Lock()
 	defer m.servingMu.Unlock()
-	delete(m.servingPeers, p)
+	if ps := m.servingPeers[p]; ps != nil {
+		if ps.users--; ps.users <= 0 {
+			delete(m.servingPeers, p)
+		}
+	}
 }
 
 // serveChunk is the most a silenceWriter writes under one deadline.
