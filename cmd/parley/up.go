@@ -80,7 +80,7 @@ node that ` + "`parley mcp`" + ` starts when none runs.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.listen, "listen", nil, "multiaddr to listen on, repeatable (replaces the config's listen lines)")
-	fl.StringArrayVar(&f.bootstrap, "bootstrap", nil, "peer multiaddr with /p2p/PEER_ID to dial at start, repeatable (adds to the config's)")
+	fl.StringArrayVar(&f.bootstrap, "bootstrap", nil, "peer multiaddr with /p2p/PEER_ID to dial at start, repeatable or comma-separated as the ready line's addrs= (adds to the config's)")
 	fl.BoolVar(&f.noMDNS, "no-mdns", false, "do not look for peers on the local network")
 	fl.StringVar(&f.handle, "handle", "", "your display name (saved in the config; default: the config's handle)")
 	fl.BoolVarP(&f.detach, "detach", "d", false, "run in the background (output in HOME/node.log); return after the ready line")
@@ -126,6 +126,11 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 			return fmt.Errorf("listen address %q is not a multiaddr: %v (example: /ip4/0.0.0.0/tcp/4190)", s, err)
 		}
 	}
+	// The ready line's addrs= (several addresses of one node, separated by
+	// commas) is taken as it is: before, it was refused as one multiaddr
+	// with a parse error that did not say why. No multiaddr of a peer holds
+	// a comma.
+	f.bootstrap = splitAddrList(f.bootstrap)
 	for _, s := range f.bootstrap {
 		if _, err := parsePeerAddr(s); err != nil {
 			return fmt.Errorf("bootstrap address %q: %v", s, err)
@@ -214,6 +219,12 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		ai, err := parsePeerAddr(s)
 		if err != nil {
 			return fmt.Errorf("bootstrap address %q: %v", s, err)
+		}
+		// Addresses of one peer are one entry: the node dials each peer
+		// once, through any of them.
+		if i := slices.IndexFunc(cfg.Bootstrap, func(b peer.AddrInfo) bool { return b.ID == ai.ID }); i >= 0 {
+			cfg.Bootstrap[i].Addrs = append(cfg.Bootstrap[i].Addrs, ai.Addrs...)
+			continue
 		}
 		cfg.Bootstrap = append(cfg.Bootstrap, ai)
 	}
@@ -355,6 +366,19 @@ func parsePeerAddr(s string) (peer.AddrInfo, error) {
 		return peer.AddrInfo{}, fmt.Errorf("it needs a /p2p/PEER_ID part: %v", err)
 	}
 	return *ai, nil
+}
+
+// splitAddrList splits each of ss at its commas, leaving out blanks.
+func splitAddrList(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		for _, part := range strings.Split(s, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }
 
 // startNode makes and starts a node of cfg.
