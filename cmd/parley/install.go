@@ -160,7 +160,7 @@ parley uninstall CLIENT takes out exactly what install added.`,
 			o := install.Options{Client: client, Scope: scope, Command: command, Args: args, Hooks: hookCommands[client]}
 			plan, err := runPlan(env.ParleyHome, f.dryRun, func() (*install.Plan, error) { return install.Install(env, o) })
 			if err != nil {
-				return err
+				return noProjectHere(err, "install", client)
 			}
 			plan.Notes = append(plan.Notes, notes...)
 			if !f.dryRun {
@@ -208,7 +208,7 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 			}
 			plan, err := runPlan(env.ParleyHome, f.dryRun, func() (*install.Plan, error) { return install.Uninstall(env, client, scope) })
 			if err != nil {
-				return err
+				return noProjectHere(err, "uninstall", client)
 			}
 			if !f.dryRun {
 				auditInstall(cmd, env.ParleyHome, audit.Uninstall, plan)
@@ -218,6 +218,15 @@ Parley's entries go, and an entry Parley replaced comes back.`,
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// noProjectHere adds to a refused --project in the home folder (whose
+// project files are the user's own config) what to run instead.
+func noProjectHere(err error, verb string, client install.Client) error {
+	if !errors.Is(err, install.ErrHomeProject) {
+		return err
+	}
+	return fmt.Errorf("%w: `parley %s %s` (without --project) is for your own config; for a project, run it inside the project's folder, or name the folder with --project --dir DIR", err, verb, client)
 }
 
 // runPlan makes a plan and, unless dryRun, applies it; install.Run plans

@@ -424,8 +424,11 @@ func extraSteps(env Env, client Client, scope Scope, hooks []string, decoded any
 	case Codex:
 		user := filepath.Join(codexHome(env), "config.toml")
 		files := []string{user}
-		if scope == Project {
-			files = append(files, filepath.Join(env.ProjectDir, ".codex", "config.toml"))
+		// The project's config is checked apart from the user's only
+		// when it is another file: the same one twice said each warning
+		// twice.
+		if p := filepath.Join(env.ProjectDir, ".codex", "config.toml"); scope == Project && resolvePath(p) != resolvePath(user) {
+			files = append(files, p)
 		}
 		hasHooks := slices.ContainsFunc(hooks, func(h string) bool { return h != "notify" })
 		for _, f := range files {

@@ -170,11 +170,53 @@ func toAny(s []string) []any {
 func (o Options) wants(event string) bool { return slices.Contains(o.Hooks, event) }
 
 // targets returns the files Parley writes for the options, and their
-// content.
+// content. A project scope whose files are the user's own config is no
+// project (ErrHomeProject): the project folder is the home folder (a new
+// terminal's working folder), or a client's project folder is where its
+// user config is (CODEX_HOME is the project's .codex).
 func targets(env Env, o Options) ([]target, error) {
 	if o.Scope == Project && env.ProjectDir == "" {
 		return nil, fmt.Errorf("install: no project folder")
 	}
+	ts, err := scopeTargets(env, o)
+	if err != nil || o.Scope != Project {
+		return ts, err
+	}
+	if env.Home != "" && resolvePath(env.ProjectDir) == resolvePath(env.Home) {
+		return nil, fmt.Errorf("%w: %s holds your own config for %s, not a project's", ErrHomeProject, env.ProjectDir, o.Client)
+	}
+	uo := o
+	uo.Scope = User
+	uts, err := scopeTargets(env, uo)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		for _, u := range uts {
+			if resolvePath(t.path) == resolvePath(u.path) {
+				return nil, fmt.Errorf("%w: %s of the project %s is your own config for %s (%s), not a project's", ErrHomeProject, t.path, env.ProjectDir, o.Client, configEnvVar(o.Client))
+			}
+		}
+	}
+	return ts, nil
+}
+
+// resolvePath returns path with the symbolic links on the way resolved,
+// as far as the path exists.
+func resolvePath(path string) string {
+	path = filepath.Clean(path)
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	dir := filepath.Dir(path)
+	if dir == path {
+		return path
+	}
+	return filepath.Join(resolvePath(dir), filepath.Base(path))
+}
+
+// scopeTargets is targets without the check that a project is one.
+func scopeTargets(env Env, o Options) ([]target, error) {
 	if env.Home == "" {
 		return nil, fmt.Errorf("install: no home folder")
 	}

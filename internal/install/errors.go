@@ -33,6 +33,12 @@ var (
 	// record of the install when Parley's entries name another home that
 	// does: the uninstall belongs there; nothing is changed.
 	ErrOtherHome = errors.New("install: the install was made with another Parley home")
+	// ErrHomeProject is returned for the project scope when the project's
+	// files would be the user's own config: the project folder is the
+	// home folder (a new terminal's working folder), or a client's user
+	// config folder is the project's (CODEX_HOME=PROJECT/.codex). Nothing
+	// is changed; `parley doctor` checks no project there.
+	ErrHomeProject = errors.New("install: no project here")
 )
 
 // ConfigError says which file, and where in it, a problem is. Line and
