@@ -1,0 +1,51 @@
+package mcp_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/agents"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// parley_find puts every card it finds into the agent's context, and cards
+// come from anyone: a stranger's node (no contact of the searcher) with 64
+// agents, each announcing cap:go and 31 other capabilities of 64 bytes,
+// makes the answer to "cap:go" some 270 KB (text and structured output),
+// past what a client takes in one tool result (Claude Code refuses results
+// over 25,000 tokens, about 100 KB): one stranger makes the search for a
+// capability unusable for every agent on the mesh, and 200 of them (a
+// query takes 200 providers) about 55 MB. parley_board lists at most 100
+// claims and counts the rest for the same reason; parley_find lists all.
+func TestReviewFindOfAStrangersManyCardsStaysSmall(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	ctx := context.Background()
+	const n = 64
+	for i := range n {
+		caps := []string{"go"}
+		for j := range 31 {
+			caps = append(caps, fmt.Sprintf("x%02d-%s", j, strings.Repeat("y", 60)))
+		}
+		if _, err := nt.Node(1).Agents().Register(ctx, agents.RegisterRequest{
+			Name: fmt.Sprintf("squat-%02d", i), Capabilities: caps, TTLSeconds: 600,
+		}); err != nil {
+			t.Fatalf("stranger's agent %d: %v", i, err)
+		}
+	}
+	a := connect(t, nt, 0, "a")
+	call(t, a, "parley_register", map[string]any{"name": "alpha"})
+	var cards, structured, text int
+	nodetest.WaitFor(t, 60*time.Second, func() bool {
+		out, _, sz, tx := sizes(t, a, "parley_find", map[string]any{"query": "cap:go"})
+		cards, structured, text = len(out["cards"].([]any)), sz, tx
+		return cards >= n || structured+text > 100_000
+	}, "the stranger's cards to be found")
+	if structured+text > 100_000 {
+		t.Fatalf("parley_find cap:go with one stranger's node of %d agents: %d cards, %d bytes of structured output and %d of text in one tool result",
+			n, cards, structured, text)
+	}
+}
