@@ -27,6 +27,10 @@ const (
 	probeTimeout = 5 * time.Second
 )
 
+// errNotSealed is a send's error when the presence message could not be
+// sealed.
+var errNotSealed = errors.New("presence not sealed")
+
 // outState is what this node sent one contact.
 type outState struct {
 	last    time.Time // when the last message was sent (or tried)
@@ -113,6 +117,8 @@ func (s *Service) presenceRound(ctx context.Context) {
 
 	wire, version, err := s.sealPresence(now)
 	if err != nil {
+		// It cannot happen with the agents a registration lets in
+		// (presenceFits): logged, and the version is not taken as sent.
 		s.log.Error("presence not sealed", "err", err)
 	}
 	// Sends run on their own: a contact that does not answer holds up no
@@ -121,7 +127,7 @@ func (s *Service) presenceRound(ctx context.Context) {
 		s.spawn(func() {
 			var err error
 			if wire == nil {
-				err = errors.New("not sealed")
+				err = errNotSealed
 			} else if err = s.cfg.Contacts.Allowed(p); err == nil {
 				err = s.sendPresence(ctx, p, wire)
 			}
@@ -140,7 +146,11 @@ func (s *Service) sent(p peer.ID, version uint64, at time.Time, forced bool, err
 	defer s.outMu.Unlock()
 	o := s.out[p]
 	if o != nil {
-		o.sending, o.last, o.version = false, at, version
+		o.sending, o.last = false, at
+		if !errors.Is(err, errNotSealed) {
+			// A message that was never made carried no version.
+			o.version = version
+		}
 		if err == nil {
 			o.wait = 0
 		} else if forced && !o.force && s.connectedTo(p) {
@@ -167,17 +177,68 @@ func (s *Service) connectedTo(p peer.ID) bool {
 	return c == network.Connected || c == network.Limited
 }
 
-// sealPresence signs the current state of every live local agent.
+// presenceFits are the ever smaller forms presence takes when the agents'
+// full states do not fit in one message (discovery.MaxPresenceWire): each
+// agent's working_on clipped to wo characters and its capabilities to
+// caps, the same for every agent. Every agent's name, state and role stay
+// in all of them: at most 64 agents of a 64-byte name and a 64-byte role
+// take some 12 KiB, so the last form always fits and every agent stays
+// visible to contacts.
+var presenceFits = []struct{ wo, caps int }{
+	{discovery.MaxWorkingOn, discovery.MaxCapabilities},
+	{200, discovery.MaxCapabilities},
+	{200, 8},
+	{80, 8},
+	{80, 0},
+	{0, 0},
+}
+
+// sealPresence signs the current state of every live local agent. When
+// the full states pass the size of one message, what each agent works on
+// and its capabilities are clipped (presenceFits) rather than nothing sent.
 func (s *Service) sealPresence(now time.Time) ([]byte, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	as := s.reg.list(now)
 	p := &discovery.Presence{Peer: s.self, Seq: s.nextSeq(now), Time: now.UnixMilli()}
-	for _, a := range as {
-		p.Agents = append(p.Agents, a.state())
+	var (
+		wire []byte
+		err  error
+	)
+	for i, fit := range presenceFits {
+		p.Agents = p.Agents[:0]
+		for _, a := range as {
+			st := a.state()
+			st.WorkingOn = clipRunes(st.WorkingOn, fit.wo)
+			if len(st.Capabilities) > fit.caps {
+				st.Capabilities = st.Capabilities[:fit.caps]
+			}
+			p.Agents = append(p.Agents, st)
+		}
+		wire, err = discovery.SealPresence(s.cfg.Key, p)
+		if !errors.Is(err, discovery.ErrTooLarge) {
+			break
+		}
+		if i+1 < len(presenceFits) {
+			s.log.Debug("presence clipped to fit", "agents", len(as), "working_on", presenceFits[i+1].wo, "capabilities", presenceFits[i+1].caps)
+		}
 	}
-	wire, err := discovery.SealPresence(s.cfg.Key, p)
 	return wire, s.version, err
+}
+
+// clipRunes returns s cut to at most n characters (runes).
+func clipRunes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
 }
 
 // sendPresence sends one message on a new stream.
