@@ -213,13 +213,18 @@ are found by their public cards with ` + "`parley find`" + `.`,
 	}
 }
 
+// findKept is the most cards a search keeps (agents.Find).
+const findKept = 256
+
 func findCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "find QUERY",
 		Short: "Find agents through the DHT by handle, agent name or capability",
 		Long: `Find agents' public cards through the DHT. QUERY is cap:CAPABILITY, agent:NAME,
 handle:HANDLE, or a word looked up as all three. Finding nothing is not an error;
-a query that can match nothing (cap: with no value) is.`,
+a query that can match nothing (cap: with no value) is. A search keeps at most
+16 cards of a node that is not a contact and 256 in all, this node's and its
+contacts' first; capabilities are cut to 80 characters (--json gives them all).`,
 		Example: "  parley find cap:go\n  parley find reviewer",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -239,9 +244,12 @@ a query that can match nothing (cap: with no value) is.`,
 							org = c.Org.Name
 						}
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(shownName(c.Name, c.Handle)), dash(termtext.Line(org)), termtext.Line(c.Agent),
-							dash(termtext.Line(strings.Join(c.Capabilities, ","))), dash(termtext.Line(c.Client)), c.PeerID)
+							dash(oneLine(strings.Join(c.Capabilities, ","), 80)), dash(termtext.Line(c.Client)), c.PeerID)
 					}
 					tw.Flush()
+					if len(v) >= findKept {
+						fmt.Fprintf(w, "a search keeps at most %d cards (16 of a node that is not a contact), this node's and its contacts' first: narrow the query (agent:NAME, handle:HANDLE)\n", findKept)
+					}
 				})
 		},
 	}

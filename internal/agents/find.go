@@ -157,9 +157,12 @@ func (s *Service) dhtCard(ctx context.Context, p peer.ID, name identity.AgentNam
 // Find looks agents up through the DHT by query: "cap:go", "agent:NAME",
 // "handle:NAME" or a free word tried as all three (see
 // discovery.ParseQuery). It returns the valid public cards found within
-// Config.FindTimeout (or ctx), sorted by handle, agent and peer; nothing
+// Config.FindTimeout (or ctx); nothing
 // found gives an empty list, and a query that cannot match anything
-// ("cap:", an empty one) ErrBadInput, saying why.
+// ("cap:", an empty one) ErrBadInput, saying why. It keeps at most
+// maxCardsPerPeer cards of a stranger's node and maxFound in all, this
+// node's cards first, then its contacts', then strangers' (the order of
+// the result; within each, by handle, agent and peer).
 func (s *Service) Find(ctx context.Context, q string) ([]CardView, error) {
 	if err := s.alive(); err != nil {
 		return nil, err
@@ -169,7 +172,7 @@ func (s *Service) Find(ctx context.Context, q string) ([]CardView, error) {
 	if len(qs) == 0 {
 		return nil, fmt.Errorf("%w: %w", ErrBadInput, discovery.CheckQuery(q))
 	}
-	res := &found{cards: make(map[cardID]*discovery.Card)}
+	res := newFound(s.self, func(p peer.ID) bool { return s.cfg.Contacts.Allowed(p) == nil })
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.FindTimeout)
 	defer cancel()
 	f := &fetcher{s: s, peers: make(map[peer.ID]*peerFetch)}
@@ -183,7 +186,11 @@ func (s *Service) Find(ctx context.Context, q string) ([]CardView, error) {
 	}
 	wg.Wait()
 	s.m.find.Observe(time.Since(start).Seconds())
-	return res.views(), nil
+	views, dropped := res.views()
+	if dropped > 0 {
+		s.log.Debug("find: cards left out", "query", q, "kept", len(views), "left_out", dropped)
+	}
+	return views, nil
 }
 
 // FindCard gets p's card of agent name from the DHT (nil if withdrawn).
@@ -410,38 +417,121 @@ type cardID struct {
 	agent identity.AgentName
 }
 
-// found collects the cards of one Find, the highest seq per agent.
+// What one Find keeps. Cards come from anyone: a stranger's node hands
+// out up to 64, and a query takes 200 providers, so a Find keeps at most
+// maxCardsPerPeer of a provider that is neither this node nor a contact,
+// and maxFound in all, this node's and its contacts' cards first: a
+// stranger's card gives its place to theirs, so strangers cannot crowd
+// them out.
+const (
+	maxCardsPerPeer = 16
+	maxFound        = 256
+)
+
+// Card ranks in a Find's result: the order in which cards are kept and
+// listed.
+const (
+	cardSelf = iota
+	cardContact
+	cardOther
+)
+
+// found collects the cards of one Find, the highest seq per agent, within
+// maxCardsPerPeer and maxFound.
 type found struct {
-	mu    sync.Mutex // protects cards
-	cards map[cardID]*discovery.Card
+	self    peer.ID
+	contact func(peer.ID) bool
+	mu      sync.Mutex // protects what follows
+	cards   map[cardID]foundCard
+	perPeer map[peer.ID]int
+	dropped int // cards left out over the limits
+}
+
+type foundCard struct {
+	c    *discovery.Card
+	rank int
+}
+
+func newFound(self peer.ID, contact func(peer.ID) bool) *found {
+	return &found{self: self, contact: contact, cards: make(map[cardID]foundCard), perPeer: make(map[peer.ID]int)}
+}
+
+func (f *found) rank(p peer.ID) int {
+	switch {
+	case p == f.self:
+		return cardSelf
+	case f.contact != nil && f.contact(p):
+		return cardContact
+	}
+	return cardOther
 }
 
 func (f *found) add(c *discovery.Card) {
+	rank := f.rank(c.Peer)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := cardID{c.Peer, c.Agent}
-	if old := f.cards[id]; old == nil || old.Seq < c.Seq {
-		f.cards[id] = c
+	if old, ok := f.cards[id]; ok {
+		if old.c.Seq < c.Seq {
+			f.cards[id] = foundCard{c, rank}
+		}
+		return
 	}
+	if rank == cardOther && f.perPeer[c.Peer] >= maxCardsPerPeer {
+		f.dropped++
+		return
+	}
+	if len(f.cards) >= maxFound {
+		// Full: a card of a worse rank gives its place, or c is left out.
+		var worst cardID
+		wr := rank
+		for id, fc := range f.cards {
+			if fc.rank > wr {
+				worst, wr = id, fc.rank
+			}
+		}
+		f.dropped++
+		if wr == rank {
+			return
+		}
+		delete(f.cards, worst)
+		f.perPeer[worst.peer]--
+	}
+	f.cards[id] = foundCard{c, rank}
+	f.perPeer[c.Peer]++
 }
 
-func (f *found) views() []CardView {
+// views returns the cards kept, this node's first, then its contacts',
+// then the others', each sorted by handle, agent and peer; and how many
+// were left out.
+func (f *found) views() ([]CardView, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]CardView, 0, len(f.cards))
-	for _, c := range f.cards {
-		out = append(out, cardView(c))
+	type ranked struct {
+		v    CardView
+		rank int
 	}
-	slices.SortFunc(out, func(a, b CardView) int {
-		if c := strings.Compare(a.Handle, b.Handle); c != 0 {
+	rs := make([]ranked, 0, len(f.cards))
+	for _, fc := range f.cards {
+		rs = append(rs, ranked{cardView(fc.c), fc.rank})
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if a.rank != b.rank {
+			return a.rank - b.rank
+		}
+		if c := strings.Compare(a.v.Handle, b.v.Handle); c != 0 {
 			return c
 		}
-		if c := strings.Compare(a.Agent, b.Agent); c != 0 {
+		if c := strings.Compare(a.v.Agent, b.v.Agent); c != 0 {
 			return c
 		}
-		return strings.Compare(a.PeerID, b.PeerID)
+		return strings.Compare(a.v.PeerID, b.v.PeerID)
 	})
-	return out
+	out := make([]CardView, len(rs))
+	for i, r := range rs {
+		out[i] = r.v
+	}
+	return out, f.dropped
 }
 
 func cardView(c *discovery.Card) CardView {

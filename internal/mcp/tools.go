@@ -146,8 +146,18 @@ type FindIn struct {
 // FindOut is parley_find's output.
 type FindOut struct {
 	Envelope
-	Cards []Card `json:"cards"`
+	Cards   []Card `json:"cards"`
+	LeftOut int    `json:"left_out,omitempty" jsonschema:"how many cards found were left out to keep the result small: narrow the query"`
 }
+
+// FindBudget bounds the text of the cards one parley_find lists (the
+// structured output holds the same cards): anyone may hand out cards, up
+// to 64 of 32 capabilities each per node, and clients refuse large tool
+// results (as ReadBudget). The first card is always listed.
+const FindBudget = 32 << 10
+
+// findKept is the most cards the node's search keeps (agents.Find).
+const findKept = 256
 
 // Card is a public agent card.
 type Card struct {
@@ -579,19 +589,33 @@ func (s *Server) find(ctx context.Context, c *call, in FindIn) (FindOut, string,
 	if err != nil {
 		return out, "", err
 	}
+	var lines strings.Builder
+	used := 0
+	for _, cv := range cards {
+		n := nameOr(cv.Name, cv.Handle)
+		line := fmt.Sprintf("\n• %s (%s)%s", cv.Address, n, labelled(" — ", strings.Join(cv.Capabilities, ", ")))
+		if used > 0 && used+len(line) > FindBudget {
+			break
+		}
+		used += len(line)
+		out.Cards = append(out.Cards, Card{Address: cv.Address, Handle: cv.Handle, Name: n, Capabilities: orEmpty(cv.Capabilities), Client: cv.Client})
+		lines.WriteString(line)
+	}
+	out.LeftOut = len(cards) - len(out.Cards)
 	var b strings.Builder
-	switch len(cards) {
-	case 0:
+	switch {
+	case len(cards) == 0:
 		b.WriteString("No agent found.")
-	case 1:
+	case out.LeftOut > 0:
+		fmt.Fprintf(&b, "%d agents found; the first %d (yours, your contacts', then others'), %d left out to keep this short: narrow the search (agent:NAME, handle:NAME, or a rarer capability).", len(cards), len(out.Cards), out.LeftOut)
+	case len(cards) == 1:
 		b.WriteString("1 agent found:")
 	default:
 		fmt.Fprintf(&b, "%d agents found:", len(cards))
 	}
-	for _, cv := range cards {
-		n := nameOr(cv.Name, cv.Handle)
-		out.Cards = append(out.Cards, Card{Address: cv.Address, Handle: cv.Handle, Name: n, Capabilities: orEmpty(cv.Capabilities), Client: cv.Client})
-		fmt.Fprintf(&b, "\n• %s (%s)%s", cv.Address, n, labelled(" — ", strings.Join(cv.Capabilities, ", ")))
+	b.WriteString(lines.String())
+	if len(cards) >= findKept {
+		fmt.Fprintf(&b, "\nA search keeps at most %d cards (16 of a node that is not your contact), yours and your contacts' first: there may be more.", findKept)
 	}
 	return out, b.String(), nil
 }
