@@ -2,11 +2,14 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -107,12 +110,32 @@ type RegisterOut struct {
 // Empty is the input of tools that take nothing but a thread.
 type Empty struct{ Thread }
 
+// WhoIn is parley_who's input.
+type WhoIn struct {
+	Thread
+	Node string `json:"node,omitempty" jsonschema:"list only the agents of one node: its name, handle or peer ID"`
+}
+
 // WhoOut is parley_who's output.
 type WhoOut struct {
 	Envelope
-	Agents []Agent `json:"agents"`
-	Rooms  []Room  `json:"rooms"`
+	Agents  []Agent `json:"agents"`
+	Rooms   []Room  `json:"rooms"`
+	LeftOut int     `json:"left_out,omitempty" jsonschema:"how many live agents were left out to keep the result small: pass node to list one node's"`
 }
+
+// WhoBudget bounds what one parley_who lists of the agents (their lines
+// of text and their structured form together): contacts may run 64
+// agents each, and clients refuse large tool results (as ReadBudget).
+// Your node's agents come first, then those you share a room with, then
+// the others; what each works on is cut to whoWorkingOn characters and
+// its capabilities to whoCaps. The first agent is always listed.
+const WhoBudget = 48 << 10
+
+const (
+	whoWorkingOn = 200
+	whoCaps      = 8
+)
 
 // Agent is a live agent.
 type Agent struct {
@@ -344,7 +367,7 @@ func (s *Server) mcpWith(initialized func(context.Context)) *sdk.Server {
 	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "parley", Title: "Parley", Version: Version}, opts)
 	addTool(srv, s, "parley_register", "Set your agent name, role, capabilities and what you work on (contacts see it). You are registered under a default name from the start; your node keeps these for your next session.", s.register)
-	addTool(srv, s, "parley_who", "List the agents alive on your node and your contacts' nodes (state, role, what each works on), and the rooms you are in with their members.", s.who)
+	addTool(srv, s, "parley_who", "List the agents alive on your node and your contacts' nodes (state, role, what each works on), and the rooms you are in with their members; node lists one node's agents.", s.who)
 	addTool(srv, s, "parley_find", "Find agents anywhere on the mesh by handle, agent name or capability.", s.find)
 	addTool(srv, s, "parley_room_open", "Open a room (a lasting conversation) with a purpose, and bring agents in; each invited agent gets the room, its purpose and how to take part. Without a name it lists the rooms you are in.", s.roomOpen)
 	addTool(srv, s, "parley_invite", "Bring an agent (NAME@PEER_ID, or NAME on your node) or a node (PEER_ID) into a room.", s.invite)
@@ -506,31 +529,83 @@ func (s *Server) register(ctx context.Context, c *call, in RegisterIn) (Register
 	return out, fmt.Sprintf("You are %s (address %s).", info.Name, info.Address), nil
 }
 
-func (s *Server) who(ctx context.Context, c *call, in Empty) (WhoOut, string, error) {
+func (s *Server) who(ctx context.Context, c *call, in WhoIn) (WhoOut, string, error) {
 	out := WhoOut{Agents: []Agent{}, Rooms: []Room{}}
 	res, err := s.api.AgentWho(ctx, c.agent, localapi.AgentRequest{Take: true})
 	if err != nil {
 		return out, "", err
 	}
 	c.take(res.Pending)
-	for _, w := range res.Agents {
-		out.Agents = append(out.Agents, Agent{Address: w.Address, Handle: w.Handle, Name: nameOr(w.Name, w.Handle), State: w.State, Role: w.Role,
-			WorkingOn: w.WorkingOn, Capabilities: orEmpty(w.Capabilities), LastSeen: w.LastSeen.UTC().Format(time.RFC3339), Local: w.Local,
-			Claims: claimLines(w.Claims)})
-	}
 	out.Rooms = rooms(res.Rooms)
-	var b strings.Builder
-	if len(out.Agents) == 1 {
-		b.WriteString("1 agent alive:")
-	} else {
-		fmt.Fprintf(&b, "%d agents alive:", len(out.Agents))
+	node := strings.TrimSpace(in.Node)
+	ws := slices.Clone(res.Agents)
+	if node != "" {
+		ws = slices.DeleteFunc(ws, func(w localapi.WhoEntry) bool {
+			return w.PeerID != node && !strings.EqualFold(w.Name, node) && !strings.EqualFold(w.Handle, node)
+		})
 	}
-	for _, a := range out.Agents {
-		fmt.Fprintf(&b, "\n• %s (%s)%s%s%s", a.Address, a.State, labelled(" role: ", a.Role), quoted(" — working on: ", a.WorkingOn),
+	// Your node's agents first, then those you share a room with.
+	shared := make(map[string]bool)
+	for _, r := range res.Rooms {
+		for _, m := range r.Members {
+			shared[m] = true
+		}
+	}
+	rank := func(w localapi.WhoEntry) int {
+		switch {
+		case w.Local:
+			return 0
+		case shared[w.Address]:
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(ws, func(a, b localapi.WhoEntry) int { return rank(a) - rank(b) })
+	var lines strings.Builder
+	used := 0
+	for _, w := range ws {
+		caps := orEmpty(w.Capabilities)
+		if len(caps) > whoCaps {
+			caps = caps[:whoCaps]
+		}
+		a := Agent{Address: w.Address, Handle: w.Handle, Name: nameOr(w.Name, w.Handle), State: w.State, Role: w.Role,
+			WorkingOn: clipText(w.WorkingOn, whoWorkingOn), Capabilities: caps, LastSeen: w.LastSeen.UTC().Format(time.RFC3339), Local: w.Local,
+			Claims: claimLines(w.Claims)}
+		line := fmt.Sprintf("\n• %s (%s)%s%s%s", a.Address, a.State, labelled(" role: ", a.Role), quoted(" — working on: ", a.WorkingOn),
 			labelled(" — claims: ", strings.Join(a.Claims, "; ")))
+		raw, _ := json.Marshal(a)
+		cost := len(line) + len(raw)
+		if used > 0 && used+cost > WhoBudget {
+			break
+		}
+		used += cost
+		out.Agents = append(out.Agents, a)
+		lines.WriteString(line)
+	}
+	out.LeftOut = len(ws) - len(out.Agents)
+	var b strings.Builder
+	switch {
+	case node != "" && len(ws) == 0:
+		fmt.Fprintf(&b, "No agent alive of node %q (give its name, handle or peer ID; parley_who without node lists all).", node)
+	case len(ws) == 1:
+		b.WriteString("1 agent alive:")
+	default:
+		fmt.Fprintf(&b, "%d agents alive:", len(ws))
+	}
+	b.WriteString(lines.String())
+	if out.LeftOut > 0 {
+		fmt.Fprintf(&b, "\n… and %d more left out to keep this short (yours and those you share a room with come first): pass node (a node's name, handle or peer ID) to list one node's agents.", out.LeftOut)
 	}
 	writeRooms(&b, out.Rooms)
 	return out, b.String(), nil
+}
+
+// clipText cuts s to at most n characters, marking the cut with "…".
+func clipText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 func rooms(rs []localapi.AgentRoom) []Room {
