@@ -580,24 +580,7 @@ func (s *Service) Ours(name, session, conn string) error {
 // ErrUnknownAgent if no agent of that name is registered, so a user who
 // mistyped the name is told.
 func (s *Service) Unregister(ctx context.Context, name string) error {
-	if err := s.alive(); err != nil {
-		return err
-	}
-	n, err := ParseName(name)
-	if err != nil {
-		return fmt.Errorf("agents: unregister: %w", err)
-	}
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, known := s.reg.agents[n]; !known {
-		return fmt.Errorf("agents: unregister: %w: %q is not registered on this node (`parley agent list` lists those that are)", ErrUnknownAgent, n)
-	}
-	s.reg.remove(n, now)
-	s.gone(n, now)
-	s.persist(n, nil)
-	s.log.Debug("agent unregistered", "agent", string(n))
-	return nil
+	return s.UnregisterOf(ctx, name, "", "")
 }
 
 // gone withdraws the card of a removed agent and tells contacts. Callers

@@ -14,25 +14,10 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// connectBeat is connect with a heartbeat every beat.
+// connectBeat is connect with a heartbeat every beat (0: the default).
 func connectBeat(tb testing.TB, nt *nodetest.Net, i int, session string, beat time.Duration) *sdk.ClientSession {
 	tb.Helper()
-	c := localapi.NewClient(node.SocketPath(nt.Home(i)))
-	srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: "bench", Project: "/p", HeartbeatEvery: beat})
-	st, ct := sdk.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, st) }()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		cs.Close()
-		cancel()
-		<-done
-		c.Close()
-	})
+	cs, _ := serve(tb, nt, i, mcp.Config{Session: session, ClientName: "bench", Project: "/p", HeartbeatEvery: beat})
 	return cs
 }
 

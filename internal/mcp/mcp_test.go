@@ -13,8 +13,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/parley-mesh/parley/internal/localapi"
-	"github.com/parley-mesh/parley/internal/mcp"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms"
@@ -24,23 +22,7 @@ import (
 // go-sdk client session on it (in-memory transport).
 func connect(tb testing.TB, nt *nodetest.Net, i int, session string) *sdk.ClientSession {
 	tb.Helper()
-	c := localapi.NewClient(node.SocketPath(nt.Home(i)))
-	srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: "bench", Project: "/p"})
-	st, ct := sdk.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, st) }()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		cs.Close()
-		cancel()
-		<-done
-		c.Close()
-	})
-	return cs
+	return connectBeat(tb, nt, i, session, 0) // the default heartbeat
 }
 
 // try calls a tool and returns its structured output, its text and whether

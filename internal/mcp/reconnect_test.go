@@ -19,14 +19,26 @@ import (
 // function that ends that server (its client gone) and waits for it.
 func serveUntil(tb testing.TB, nt *nodetest.Net, i int, session string) (*sdk.ClientSession, func()) {
 	tb.Helper()
+	return serve(tb, nt, i, mcp.Config{Session: session, ClientName: "bench", Project: "/p"})
+}
+
+// serve serves Parley's MCP tools by cfg (its Client: node i's) and
+// returns a go-sdk client session on it (in-memory transport) and a
+// function that ends the server (its client gone) and waits for it; the
+// test's end does it too.
+func serve(tb testing.TB, nt *nodetest.Net, i int, cfg mcp.Config) (*sdk.ClientSession, func()) {
+	tb.Helper()
 	c := localapi.NewClient(node.SocketPath(nt.Home(i)))
-	srv := mcp.New(mcp.Config{Client: c, Session: session, ClientName: "bench", Project: "/p"})
+	cfg.Client = c
+	srv := mcp.New(cfg)
 	st, ct := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx, st) }()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
+		cancel()
+		c.Close()
 		tb.Fatal(err)
 	}
 	var once sync.Once
