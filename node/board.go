@@ -106,12 +106,7 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 		// rounds to it is refused, not held for half an hour.
 		return localapi.ClaimResult{}, localapi.BadRequest("ttl_seconds must be at least 0.001 (or 0 for the default)")
 	}
-	if b.n.mod != nil {
-		if err := (modEdge{b.n.mod}).MayPost(a); err != nil {
-			return localapi.ClaimResult{}, err
-		}
-	}
-	// A claim that waits is checked again before each try: before, an
+	// MayPost is asked before each try (the first included): before, an
 	// agent killed (or muted) while its claim waited for another to go
 	// had it posted afterwards, paths held for the claim's whole ttl by an
 	// agent that could no longer release them. A kill that comes between

@@ -7,6 +7,7 @@ import (
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // TestRefusedClaimsKeepThePostLimit: beta holds x.go. Alpha, allowed 6
@@ -17,12 +18,8 @@ import (
 // the conflict tells it to do), was refused as "posted more than 6
 // times"; now a claim is counted only once posted, and the message goes.
 func TestRefusedClaimsKeepThePostLimit(t *testing.T) {
-	nt := start(t, 1, func(c *node.Config) { c.AgentPostLimit = 6 })
+	_, c := alphaAndBeta(t, func(c *node.Config) { c.AgentPostLimit = 6 })
 	ctx := context.Background()
-	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c.Close()
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
 	if _, err := c.Claim(ctx, "beta", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"x.go"}, Note: "mine", TTLSeconds: 600}); err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +45,8 @@ func TestRefusedClaimsKeepThePostLimit(t *testing.T) {
 // but the user, by hand, as the killed agent. Now the kill releases every
 // claim the agent holds.
 func TestKilledAgentReleasesItsClaims(t *testing.T) {
-	nt := start(t, 1)
+	_, c := alphaAndBeta(t)
 	ctx := context.Background()
-	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c.Close()
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
 	if _, err := c.Claim(ctx, "alpha", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"src/**"}, Note: "runaway", TTLSeconds: 8 * 3600}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +87,8 @@ func TestTinyClaimTTLIsRefused(t *testing.T) {
 // release it (the kill had released what alpha held then: nothing). Now
 // the waiting claim is refused as killed, and x.go stays free.
 func TestAgentKilledWhileItsClaimWaitsPostsNothing(t *testing.T) {
-	nt := start(t, 1)
+	nt, c := alphaAndBeta(t)
 	ctx := context.Background()
-	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c.Close()
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
 	if _, err := c.Claim(ctx, "beta", localapi.ClaimRequest{Project: moderatedProject, Paths: []string{"x.go"}, Note: "mine", TTLSeconds: 600}); err != nil {
 		t.Fatal(err)
 	}
@@ -125,4 +114,16 @@ func TestAgentKilledWhileItsClaimWaitsPostsNothing(t *testing.T) {
 	for _, h := range v.Claims {
 		t.Errorf("after alpha was killed while its claim waited, the board has %s held by %s", h.Path, h.Holder)
 	}
+}
+
+// alphaAndBeta starts one node (with opts) with agents alpha and beta
+// registered, and a client of its local API, closed at the test's end.
+func alphaAndBeta(t *testing.T, opts ...func(*node.Config)) (*nodetest.Net, *localapi.Client) {
+	t.Helper()
+	nt := start(t, 1, opts...)
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	t.Cleanup(func() { c.Close() })
+	register(t, nt, 0, "alpha")
+	register(t, nt, 0, "beta")
+	return nt, c
 }

@@ -20,12 +20,8 @@ const moderatedProject = "0123456789abcdef0123456789abcdef"
 // Now a claim is checked as a post is: counted against agent_post_limit,
 // refused to a muted or killed agent. A release still goes through.
 func TestBoardClaimsAreModeratedPosts(t *testing.T) {
-	nt := start(t, 1, func(c *node.Config) { c.AgentPostLimit = 6 })
+	_, c := alphaAndBeta(t, func(c *node.Config) { c.AgentPostLimit = 6 })
 	ctx := context.Background()
-	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c.Close()
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
 
 	claimed := 0
 	for k := range 60 {

@@ -146,12 +146,8 @@ func mustParse(t *testing.T, s string) rooms.ID {
 // rooms, so its still-running `parley mcp` opened rooms and invited any
 // agent it liked (found by a review).
 func TestMutedOrKilledAgentOpensNoRoomsNorInvites(t *testing.T) {
-	nt := start(t, 1)
+	nt, c := alphaAndBeta(t)
 	ctx := context.Background()
-	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	defer c.Close()
-	register(t, nt, 0, "alpha")
-	register(t, nt, 0, "beta")
 	first, err := ib(nt, 0).OpenRoom(ctx, "alpha", localapi.OpenRoomRequest{Name: "work"})
 	if err != nil {
 		t.Fatal(err)
