@@ -383,6 +383,9 @@ func (m *Manager) ServeSync(serve bool) {
 	m.cfg.Host.RemoveStreamHandler(ProtocolSync)
 }
 
+// HandleSync serves one /parley/sync/1 stream as the manager does.
+func (m *Manager) HandleSync(s network.Stream) { m.handleSync(s) }
+
 // SyncRetry reports room id's catch-ups with p asked again after failures
 // in p's connected period: how many were begun, and whether one waits.
 func (m *Manager) SyncRetry(id identity.RoomID, p peer.ID) (n int, waiting bool) {

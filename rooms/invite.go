@@ -366,15 +366,43 @@ func (m *Manager) handleInvite(s network.Stream) {
 
 // joinAfterInvite catches up with the inviter; the room posts
 // this node's join as soon as its invite is stored, by whatever path.
+// A catch-up that fails before the invite is stored (the inviter too
+// slow to answer, busy, or its connection gone for a moment) is asked
+// again, after inviteRetryFirst doubled each time up to inviteRetryMax,
+// for up to two minutes: the room's own catch-ups would not (a silent
+// peer is backed off from, and anti-entropy may be far off), and until
+// the invite is stored this node is not in the room its user accepted.
 func (m *Manager) joinAfterInvite(r *room, inviter peer.ID) {
 	defer r.endInviteCatchUp()
 	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Minute)
 	defer cancel()
-	if err := r.syncWith(ctx, inviter); err != nil {
-		m.log.Warn("catch-up after invite failed; will retry", "room", string(r.id), "err", err)
-		r.requestSync(inviter)
+	wait := inviteRetryFirst
+	for {
+		err := r.syncWith(ctx, inviter)
+		if err == nil || r.isMember(m.self) {
+			return
+		}
+		m.log.Warn("catch-up after invite failed; will retry", "room", string(r.id), "err", err, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			r.requestSync(inviter)
+			return
+		case <-r.closed():
+			t.Stop()
+			return
+		}
+		wait = min(2*wait, inviteRetryMax)
 	}
 }
+
+// The waits between catch-ups with an inviter before the invite is stored.
+const (
+	inviteRetryFirst = time.Second
+	inviteRetryMax   = 16 * time.Second
+)
 
 // retellInvites tells p again of rooms it was invited to but never spoke
 // in (it was offline, or the notice was lost): when p connects, and when

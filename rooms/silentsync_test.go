@@ -421,3 +421,46 @@ func TestSilenceNotKeptAfterABytesRead(t *testing.T) {
 		t.Errorf("an answer that came in full and was cut short is taken for a silence (%v)", err)
 	}
 }
+
+// TestInvitedNodeJoinsAfterItsInviterWasSilentTwice: node 1, invited by
+// node 0, catches up with it to store its invite and join; node 0 leaves
+// its first two catch-ups unanswered (too busy to answer in time).
+// Before, the catch-up after the invite was asked again once, through the
+// room's queue, whose silent failure backs off from node 0 and asks nothing
+// more: node 1 stayed out of the room its node accepted until the next
+// anti-entropy round (here an hour off). Now the catch-up after an invite
+// is asked again until the invite is stored.
+func TestInvitedNodeJoinsAfterItsInviterWasSilentTwice(t *testing.T) {
+	t.Cleanup(rooms.SetSyncSilence(time.Second))
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.RoomPolicy = rooms.DefaultPolicy{}
+		c.SyncInterval = time.Hour
+	}))
+	waitConnected(t, nt, 0, 1)
+	ctx := context.Background()
+	id, err := mgr(nt, 0).Create(ctx, "slow inviter", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := make(chan struct{})
+	t.Cleanup(func() { close(quiet) })
+	var held atomic.Int32
+	nt.Node(0).Host().SetStreamHandler(rooms.ProtocolSync, func(s network.Stream) {
+		if s.Conn().RemotePeer() == nt.ID(1) && held.Add(1) <= 2 {
+			defer s.Reset()
+			select {
+			case <-quiet:
+			case <-time.After(time.Minute):
+			}
+			return
+		}
+		mgr(nt, 0).HandleSync(s)
+	})
+	if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(40*time.Second, func() bool { return joins(nt, 1, id) == 1 }, "node 1 to join")
+	if n := held.Load(); n < 3 {
+		t.Fatalf("node 0 was asked %d times; the test wants two silent catch-ups before the one answered", n)
+	}
+}
