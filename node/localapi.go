@@ -101,8 +101,9 @@ func (a agentsAPI) Who(ctx context.Context) []localapi.WhoEntry {
 // inbox tells an agent that does not exist from one it cannot see).
 func (a agentsAPI) Heard(_ context.Context, p peer.ID) bool { return a.n.agents.Heard(p) }
 
-func (a agentsAPI) Find(ctx context.Context, q string) ([]localapi.CardView, error) {
-	cs, err := a.n.agents.Find(ctx, q)
+func (a agentsAPI) Find(ctx context.Context, q string) (localapi.FindResult, error) {
+	res, err := a.n.agents.Search(ctx, q)
+	cs := res.Cards
 	out := make([]localapi.CardView, len(cs))
 	for i, c := range cs {
 		out[i] = localapi.CardView{PeerID: c.PeerID, Handle: c.Handle, Agent: c.Agent, Address: c.Agent + "@" + c.PeerID,
@@ -120,7 +121,7 @@ func (a agentsAPI) Find(ctx context.Context, q string) ([]localapi.CardView, err
 			}
 		}
 	}
-	return out, agentsError(err)
+	return localapi.FindResult{Cards: out, LeftOutPerNode: res.LeftOutPerNode, LeftOutInAll: res.LeftOutInAll}, agentsError(err)
 }
 
 func (a agentsAPI) Session(ctx context.Context, req localapi.SessionRequest) (localapi.AgentInfo, error) {

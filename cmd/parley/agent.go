@@ -213,8 +213,12 @@ are found by their public cards with ` + "`parley find`" + `.`,
 	}
 }
 
-// findKept is the most cards a search keeps (agents.Find).
-const findKept = 256
+// The most cards a search keeps (agents.Find): in all, and of one node
+// that is neither this node nor a contact.
+const (
+	findKept    = 256
+	findPerNode = 16
+)
 
 func findCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
@@ -228,8 +232,11 @@ contacts' first; capabilities are cut to 80 characters (--json gives them all).`
 		Example: "  parley find cap:go\n  parley find reviewer",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var res localapi.FindResult
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) ([]localapi.CardView, error) {
-				return c.Find(ctx, args[0])
+				var err error
+				res, err = c.Find(ctx, args[0])
+				return res.Cards, err
 			},
 				func(w io.Writer, v []localapi.CardView) {
 					if len(v) == 0 {
@@ -247,8 +254,11 @@ contacts' first; capabilities are cut to 80 characters (--json gives them all).`
 							dash(oneLine(strings.Join(c.Capabilities, ","), 80)), dash(termtext.Line(c.Client)), c.PeerID)
 					}
 					tw.Flush()
-					if len(v) >= findKept {
-						fmt.Fprintf(w, "a search keeps at most %d cards (16 of a node that is not a contact), this node's and its contacts' first: narrow the query (agent:NAME, handle:HANDLE)\n", findKept)
+					if res.LeftOutPerNode > 0 {
+						fmt.Fprintf(w, "%d more cards left out: a search keeps at most %d of a node that is not a contact; find a node's others with agent:NAME or handle:HANDLE\n", res.LeftOutPerNode, findPerNode)
+					}
+					if res.LeftOutInAll > 0 {
+						fmt.Fprintf(w, "%d more cards left out: a search keeps at most %d cards in all, this node's and its contacts' first; narrow the query (agent:NAME, handle:HANDLE)\n", res.LeftOutInAll, findKept)
 					}
 				})
 		},

@@ -162,15 +162,23 @@ func (s *Service) dhtCard(ctx context.Context, p peer.ID, name identity.AgentNam
 // ("cap:", an empty one) ErrBadInput, saying why. It keeps at most
 // maxCardsPerPeer cards of a stranger's node and maxFound in all, this
 // node's cards first, then its contacts', then strangers' (the order of
-// the result; within each, by handle, agent and peer).
+// the result; within each, by handle, agent and peer). Search says, too,
+// how many cards it left out.
 func (s *Service) Find(ctx context.Context, q string) ([]CardView, error) {
+	res, err := s.Search(ctx, q)
+	return res.Cards, err
+}
+
+// Search is Find, saying how many cards found were left out over each of
+// its limits.
+func (s *Service) Search(ctx context.Context, q string) (Found, error) {
 	if err := s.alive(); err != nil {
-		return nil, err
+		return Found{}, err
 	}
 	start := time.Now()
 	qs := discovery.ParseQuery(q)
 	if len(qs) == 0 {
-		return nil, fmt.Errorf("%w: %w", ErrBadInput, discovery.CheckQuery(q))
+		return Found{}, fmt.Errorf("%w: %w", ErrBadInput, discovery.CheckQuery(q))
 	}
 	res := newFound(s.self, func(p peer.ID) bool { return s.cfg.Contacts.Allowed(p) == nil })
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.FindTimeout)
@@ -186,11 +194,12 @@ func (s *Service) Find(ctx context.Context, q string) ([]CardView, error) {
 	}
 	wg.Wait()
 	s.m.find.Observe(time.Since(start).Seconds())
-	views, dropped := res.views()
-	if dropped > 0 {
-		s.log.Debug("find: cards left out", "query", q, "kept", len(views), "left_out", dropped)
+	out := res.views()
+	if out.LeftOutPerNode+out.LeftOutInAll > 0 {
+		s.log.Debug("find: cards left out", "query", q, "kept", len(out.Cards), "left_out_per_node", out.LeftOutPerNode,
+			"left_out_in_all", out.LeftOutInAll)
 	}
-	return views, nil
+	return out, nil
 }
 
 // FindCard gets p's card of agent name from the DHT (nil if withdrawn).
@@ -444,8 +453,18 @@ type found struct {
 	mu      sync.Mutex // protects what follows
 	cards   map[cardID]foundCard
 	perPeer map[peer.ID]int
-	dropped int // cards left out over the limits
+	// dropped holds the cards left out and the limit each was left out
+	// over (dropPerNode or dropInAll); a card is counted once however
+	// many of a free word's queries meet it. It holds at most the cards
+	// of the providers of a Find's queries.
+	dropped map[cardID]int
 }
+
+// Why a card was left out.
+const (
+	dropPerNode = iota + 1 // maxCardsPerPeer of its stranger's node
+	dropInAll              // maxFound
+)
 
 type foundCard struct {
 	c    *discovery.Card
@@ -453,7 +472,8 @@ type foundCard struct {
 }
 
 func newFound(self peer.ID, contact func(peer.ID) bool) *found {
-	return &found{self: self, contact: contact, cards: make(map[cardID]foundCard), perPeer: make(map[peer.ID]int)}
+	return &found{self: self, contact: contact, cards: make(map[cardID]foundCard), perPeer: make(map[peer.ID]int),
+		dropped: make(map[cardID]int)}
 }
 
 func (f *found) rank(p peer.ID) int {
@@ -478,7 +498,7 @@ func (f *found) add(c *discovery.Card) {
 		return
 	}
 	if rank == cardOther && f.perPeer[c.Peer] >= maxCardsPerPeer {
-		f.dropped++
+		f.dropped[id] = dropPerNode
 		return
 	}
 	if len(f.cards) >= maxFound {
@@ -490,21 +510,23 @@ func (f *found) add(c *discovery.Card) {
 				worst, wr = id, fc.rank
 			}
 		}
-		f.dropped++
 		if wr == rank {
+			f.dropped[id] = dropInAll
 			return
 		}
 		delete(f.cards, worst)
 		f.perPeer[worst.peer]--
+		f.dropped[worst] = dropInAll
 	}
+	delete(f.dropped, id)
 	f.cards[id] = foundCard{c, rank}
 	f.perPeer[c.Peer]++
 }
 
 // views returns the cards kept, this node's first, then its contacts',
 // then the others', each sorted by handle, agent and peer; and how many
-// were left out.
-func (f *found) views() ([]CardView, int) {
+// were left out over each limit.
+func (f *found) views() Found {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	type ranked struct {
@@ -531,7 +553,15 @@ func (f *found) views() ([]CardView, int) {
 	for i, r := range rs {
 		out[i] = r.v
 	}
-	return out, f.dropped
+	res := Found{Cards: out}
+	for _, why := range f.dropped {
+		if why == dropPerNode {
+			res.LeftOutPerNode++
+		} else {
+			res.LeftOutInAll++
+		}
+	}
+	return res
 }
 
 func cardView(c *discovery.Card) CardView {

@@ -43,9 +43,16 @@ func TestFindKeepsFewCardsOfStrangersAndContactsFirst(t *testing.T) {
 		f.add(card(friend, i))
 	}
 	f.add(card(self, 0))
-	views, dropped := f.views()
+	res := f.views()
+	views, dropped := res.Cards, res.LeftOutPerNode+res.LeftOutInAll
 	if len(views) != maxFound || dropped != strangers+41-maxFound {
 		t.Fatalf("kept %d, left out %d; want %d and %d", len(views), dropped, maxFound, strangers+41-maxFound)
+	}
+	// Each stranger's node hands out 64 cards, 16 of which a Find may keep;
+	// the strangers' nodes met after maxFound were kept have all theirs
+	// left out over maxFound.
+	if perNode := maxFound / maxCardsPerPeer * (discovery.MaxAgents - maxCardsPerPeer); res.LeftOutPerNode != perNode {
+		t.Fatalf("left out over the limit per node: %d, want %d", res.LeftOutPerNode, perNode)
 	}
 	if views[0].PeerID != self.String() {
 		t.Fatalf("first card is of %s, want this node's", views[0].PeerID)

@@ -105,7 +105,7 @@ func TestLocalAPIContract(t *testing.T) {
 	}
 	for _, q := range []string{"nothing-here", "cap:zzz"} {
 		found, err := c.Find(ctx, q)
-		if err != nil || found == nil || len(found) != 0 {
+		if err != nil || found.Cards == nil || len(found.Cards) != 0 || found.LeftOutPerNode+found.LeftOutInAll != 0 {
 			t.Fatalf("find %q: %+v %v", q, found, err)
 		}
 	}
@@ -120,14 +120,16 @@ func TestLocalAPIContract(t *testing.T) {
 	}
 	raw, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if strings.TrimSpace(string(raw)) != "[]" {
-		t.Fatalf("find of nothing: %s, want []", raw)
+	if strings.TrimSpace(string(raw)) != `{"cards":[],"left_out_per_node":0,"left_out_in_all":0}` {
+		t.Fatalf("find of nothing: %s, want no cards", raw)
 	}
 	// The node's own agent is found (its own provider records). The card is
 	// published by a background job, so wait for it.
 	var found []localapi.CardView
 	if !nodetest.Poll(30*time.Second, func() bool {
-		found, err = c.Find(ctx, "cap:go")
+		var res localapi.FindResult
+		res, err = c.Find(ctx, "cap:go")
+		found = res.Cards
 		return err == nil && len(found) == 1 && found[0].Agent == "coder"
 	}) {
 		t.Fatalf("find own agent: %+v %v", found, err)

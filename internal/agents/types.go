@@ -72,6 +72,18 @@ type CardView struct {
 	Member []byte `json:"-"`
 }
 
+// Found is what a Search found: the cards kept, and how many it left out
+// over each of its limits.
+type Found struct {
+	Cards []CardView
+	// LeftOutPerNode counts the cards left out because their node, not
+	// this node nor a contact, had handed out maxCardsPerPeer already.
+	LeftOutPerNode int
+	// LeftOutInAll counts the cards left out because maxFound were kept
+	// (strangers' give their places to this node's and its contacts').
+	LeftOutInAll int
+}
+
 // Contact is a peer with an active contact.
 type Contact struct {
 	Peer   peer.ID

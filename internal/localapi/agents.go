@@ -13,7 +13,7 @@ type Agents interface {
 	Unregister(ctx context.Context, name string) error
 	List(ctx context.Context) []AgentInfo
 	Who(ctx context.Context) []WhoEntry
-	Find(ctx context.Context, q string) ([]CardView, error)
+	Find(ctx context.Context, q string) (FindResult, error)
 	// Session binds a client's session to an agent and registers it with
 	// the card the session had, updated by req.
 	Session(ctx context.Context, req SessionRequest) (AgentInfo, error)
@@ -30,7 +30,7 @@ type Agents interface {
 //	DELETE /v1/agents/{name}           → {}
 //	GET    /v1/agents                  → [AgentInfo] (local agents)
 //	GET    /v1/who                     → [WhoEntry] (local agents, then contacts' live agents)
-//	GET    /v1/find?q=QUERY            → [CardView] ([] when nothing is found)
+//	GET    /v1/find?q=QUERY            → FindResult (cards [] when nothing is found)
 //	POST   /v1/agents/by-process       ProcessRequest → ProcessAgents (the agents whose client runs a process)
 func (s *Server) HandleAgents(a Agents) {
 	withBody(s, "POST /v1/sessions", false, func(r *http.Request, req SessionRequest) (AgentInfo, error) {
@@ -53,9 +53,10 @@ func (s *Server) HandleAgents(a Agents) {
 	})
 	noBody(s, "GET /v1/agents", func(r *http.Request) ([]AgentInfo, error) { return orEmpty(a.List(r.Context())), nil })
 	noBody(s, "GET /v1/who", func(r *http.Request) ([]WhoEntry, error) { return orEmpty(a.Who(r.Context())), nil })
-	noBody(s, "GET /v1/find", func(r *http.Request) ([]CardView, error) {
-		cs, err := a.Find(r.Context(), r.URL.Query().Get("q"))
-		return orEmpty(cs), err
+	noBody(s, "GET /v1/find", func(r *http.Request) (FindResult, error) {
+		res, err := a.Find(r.Context(), r.URL.Query().Get("q"))
+		res.Cards = orEmpty(res.Cards)
+		return res, err
 	})
 }
 
@@ -118,8 +119,9 @@ func (c *Client) Who(ctx context.Context) ([]WhoEntry, error) {
 }
 
 // Find looks agents up through the DHT by handle, agent name or capability
-// ("cap:go", "agent:NAME", "handle:NAME" or a free word).
-func (c *Client) Find(ctx context.Context, q string) ([]CardView, error) {
-	v := []CardView{}
+// ("cap:go", "agent:NAME", "handle:NAME" or a free word), saying how many
+// cards it left out over the search's limits.
+func (c *Client) Find(ctx context.Context, q string) (FindResult, error) {
+	v := FindResult{Cards: []CardView{}}
 	return v, c.do(ctx, "GET", "/v1/find?"+url.Values{"q": {q}}.Encode(), nil, &v)
 }

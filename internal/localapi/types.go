@@ -208,6 +208,19 @@ type WhoEntry struct {
 	Unreached int `json:"unreached,omitempty"`
 }
 
+// FindResult is what a search found: the cards kept, and how many it left
+// out over each of its limits.
+type FindResult struct {
+	Cards []CardView `json:"cards"`
+	// LeftOutPerNode counts cards left out because their node (neither
+	// this node nor a contact) had given the most a search keeps of one
+	// node already (16).
+	LeftOutPerNode int `json:"left_out_per_node"`
+	// LeftOutInAll counts cards left out because the search kept the most
+	// it keeps in all (256), this node's and its contacts' first.
+	LeftOutInAll int `json:"left_out_in_all"`
+}
+
 // CardView is a public agent card found through the DHT.
 type CardView struct {
 	PeerID string `json:"peer_id"`

@@ -171,6 +171,9 @@ type FindOut struct {
 	Envelope
 	Cards   []Card `json:"cards"`
 	LeftOut int    `json:"left_out,omitempty" jsonschema:"how many cards found were left out to keep the result small: narrow the query"`
+	// What the node's search left out before the tool listed any.
+	LeftOutPerNode int `json:"left_out_per_node,omitempty" jsonschema:"how many cards the search left out because their node (not yours nor a contact's) had given 16 already: search agent:NAME or handle:NAME for that node's"`
+	LeftOutInAll   int `json:"left_out_in_all,omitempty" jsonschema:"how many cards the search left out because it keeps 256 at most (yours and your contacts' first): narrow the query"`
 }
 
 // FindBudget bounds the text of the cards one parley_find lists (the
@@ -179,8 +182,12 @@ type FindOut struct {
 // results (as ReadBudget). The first card is always listed.
 const FindBudget = 32 << 10
 
-// findKept is the most cards the node's search keeps (agents.Find).
-const findKept = 256
+// The most cards the node's search keeps (agents.Find): in all, and of
+// one node that is neither this node nor a contact.
+const (
+	findKept    = 256
+	findPerNode = 16
+)
 
 // Card is a public agent card.
 type Card struct {
@@ -660,10 +667,12 @@ func (s *Server) find(ctx context.Context, c *call, in FindIn) (FindOut, string,
 	if strings.TrimSpace(in.Query) == "" {
 		return out, "", fmt.Errorf("query is empty: give a handle, an agent name or a capability")
 	}
-	cards, err := s.api.Find(ctx, in.Query)
+	res, err := s.api.Find(ctx, in.Query)
 	if err != nil {
 		return out, "", err
 	}
+	cards := res.Cards
+	out.LeftOutPerNode, out.LeftOutInAll = res.LeftOutPerNode, res.LeftOutInAll
 	var lines strings.Builder
 	used := 0
 	for _, cv := range cards {
@@ -689,8 +698,11 @@ func (s *Server) find(ctx context.Context, c *call, in FindIn) (FindOut, string,
 		fmt.Fprintf(&b, "%d agents found:", len(cards))
 	}
 	b.WriteString(lines.String())
-	if len(cards) >= findKept {
-		fmt.Fprintf(&b, "\nA search keeps at most %d cards (16 of a node that is not your contact), yours and your contacts' first: there may be more.", findKept)
+	if out.LeftOutPerNode > 0 {
+		fmt.Fprintf(&b, "\nThe search left out %d more cards: it keeps at most %d of a node that is neither yours nor a contact's; search agent:NAME or handle:HANDLE to see a node's others.", out.LeftOutPerNode, findPerNode)
+	}
+	if out.LeftOutInAll > 0 {
+		fmt.Fprintf(&b, "\nThe search left out %d more cards: it keeps at most %d in all, yours and your contacts' first; narrow the query (agent:NAME, handle:NAME, or a rarer capability).", out.LeftOutInAll, findKept)
 	}
 	return out, b.String(), nil
 }
