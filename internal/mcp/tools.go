@@ -122,6 +122,8 @@ type WhoOut struct {
 	Agents  []Agent `json:"agents"`
 	Rooms   []Room  `json:"rooms"`
 	LeftOut int     `json:"left_out,omitempty" jsonschema:"how many live agents were left out to keep the result small: pass node to list one node's"`
+	// RoomsLeftOut counts the rooms left out within RoomsBudget.
+	RoomsLeftOut int `json:"rooms_left_out,omitempty" jsonschema:"how many of your rooms were left out to keep the result small (those with unread messages come first): parley_read gives their messages; parley_leave the rooms you no longer need"`
 }
 
 // WhoBudget bounds what one parley_who lists of the agents (their lines
@@ -151,13 +153,24 @@ type Agent struct {
 	Claims       []string `json:"claims" jsonschema:"what it holds on the project boards: path, until when, and why"`
 }
 
+// RoomsBudget bounds what one parley_who or parley_room_open without a
+// name lists of the agent's rooms (their lines of text and their
+// structured form together), as WhoBudget its agents: an agent may be in
+// any number of rooms, of any number of members. Rooms with unread
+// messages come first, the most unread first; each lists roomMembers of
+// its members at most. The first room is always listed.
+const RoomsBudget = 16 << 10
+
+const roomMembers = 16
+
 // Room is a room the agent is in.
 type Room struct {
-	RoomID  string   `json:"room_id"`
-	Name    string   `json:"name"`
-	Purpose string   `json:"purpose"`
-	Members []string `json:"members"`
-	Unread  int      `json:"unread"`
+	RoomID         string   `json:"room_id"`
+	Name           string   `json:"name"`
+	Purpose        string   `json:"purpose"`
+	Members        []string `json:"members"`
+	MembersLeftOut int      `json:"members_left_out,omitempty" jsonschema:"how many members were left out of members to keep the result small"`
+	Unread         int      `json:"unread"`
 }
 
 // FindIn is parley_find's input.
@@ -216,6 +229,8 @@ type RoomOpenOut struct {
 	Failed  []Failure `json:"failed"`
 	Rooms   []Room    `json:"rooms"`
 	Notes   []string  `json:"notes,omitempty" jsonschema:"invited agents that could not be checked: their node tells yours nothing of its agents"`
+	// RoomsLeftOut counts the rooms left out within RoomsBudget.
+	RoomsLeftOut int `json:"rooms_left_out,omitempty" jsonschema:"how many of your rooms were left out to keep the result small (those with unread messages come first)"`
 }
 
 // Failure is a member that could not be brought in.
@@ -543,7 +558,7 @@ func (s *Server) who(ctx context.Context, c *call, in WhoIn) (WhoOut, string, er
 		return out, "", err
 	}
 	c.take(res.Pending)
-	out.Rooms = rooms(res.Rooms)
+	out.Rooms, out.RoomsLeftOut = rooms(res.Rooms)
 	node := strings.TrimSpace(in.Node)
 	ws := slices.Clone(res.Agents)
 	if node != "" {
@@ -603,7 +618,7 @@ func (s *Server) who(ctx context.Context, c *call, in WhoIn) (WhoOut, string, er
 	if out.LeftOut > 0 {
 		fmt.Fprintf(&b, "\n… and %d more left out to keep this short (yours and those you share a room with come first): pass node (a node's name, handle or peer ID) to list one node's agents.", out.LeftOut)
 	}
-	writeRooms(&b, out.Rooms)
+	writeRooms(&b, out.Rooms, out.RoomsLeftOut)
 	return out, b.String(), nil
 }
 
@@ -615,25 +630,52 @@ func clipText(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-func rooms(rs []localapi.AgentRoom) []Room {
+// rooms lists the agent's rooms within RoomsBudget, those with unread
+// messages first (the most unread first), and counts those left out.
+func rooms(rs []localapi.AgentRoom) ([]Room, int) {
+	rs = slices.Clone(rs)
+	slices.SortStableFunc(rs, func(a, b localapi.AgentRoom) int { return b.Unread - a.Unread })
 	out := []Room{}
+	used := 0
 	for _, r := range rs {
-		out = append(out, Room{RoomID: r.RoomID, Name: r.Name, Purpose: r.Purpose, Members: orEmpty(r.Members), Unread: r.Unread})
+		ms := orEmpty(r.Members)
+		room := Room{RoomID: r.RoomID, Name: r.Name, Purpose: r.Purpose, Members: ms, Unread: r.Unread}
+		if len(ms) > roomMembers {
+			room.Members, room.MembersLeftOut = ms[:roomMembers], len(ms)-roomMembers
+		}
+		raw, _ := json.Marshal(room)
+		cost := len(roomLine(room)) + len(raw)
+		if used > 0 && used+cost > RoomsBudget {
+			break
+		}
+		used += cost
+		out = append(out, room)
 	}
-	return out
+	return out, len(rs) - len(out)
 }
 
-func writeRooms(b *strings.Builder, rs []Room) {
-	switch len(rs) {
+func roomLine(r Room) string {
+	more := ""
+	if r.MembersLeftOut > 0 {
+		more = fmt.Sprintf(" and %d more", r.MembersLeftOut)
+	}
+	return fmt.Sprintf("\n• %q (%s)%s — members: %s%s; %d unread", r.Name, r.RoomID, quoted(" — ", r.Purpose), strings.Join(r.Members, ", "), more, r.Unread)
+}
+
+func writeRooms(b *strings.Builder, rs []Room, leftOut int) {
+	switch n := len(rs) + leftOut; n {
 	case 0:
 		b.WriteString("\nYou are in no room.")
 	case 1:
 		b.WriteString("\nYou are in 1 room:")
 	default:
-		fmt.Fprintf(b, "\nYou are in %d rooms:", len(rs))
+		fmt.Fprintf(b, "\nYou are in %d rooms:", n)
 	}
 	for _, r := range rs {
-		fmt.Fprintf(b, "\n• %q (%s)%s — members: %s; %d unread", r.Name, r.RoomID, quoted(" — ", r.Purpose), strings.Join(r.Members, ", "), r.Unread)
+		b.WriteString(roomLine(r))
+	}
+	if leftOut > 0 {
+		fmt.Fprintf(b, "\n… and %d more rooms left out to keep this short (those with unread messages come first): parley_read gives their messages; parley_leave the rooms you no longer need.", leftOut)
 	}
 }
 
@@ -718,9 +760,9 @@ func (s *Server) roomOpen(ctx context.Context, c *call, in RoomOpenIn) (RoomOpen
 			return out, "", err
 		}
 		c.take(res.Pending)
-		out.Rooms = rooms(res.Rooms)
+		out.Rooms, out.RoomsLeftOut = rooms(res.Rooms)
 		var b strings.Builder
-		writeRooms(&b, out.Rooms)
+		writeRooms(&b, out.Rooms, out.RoomsLeftOut)
 		return out, strings.TrimPrefix(b.String(), "\n"), nil
 	}
 	res, err := s.api.OpenRoom(ctx, c.agent, localapi.OpenRoomRequest{Name: in.Name, Purpose: in.Purpose, Members: in.Members, Take: true})
