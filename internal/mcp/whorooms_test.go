@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
@@ -32,10 +33,19 @@ func TestWhoOfAnAgentInManyRoomsStaysSmall(t *testing.T) {
 			t.Fatalf("room %d: %v", i, err)
 		}
 	}
-	// One room has a message alpha has not seen: it comes first.
+	// One room has a message alpha has not seen: it comes first; it has
+	// 22 members, of which 16 are listed.
 	b := connect(t, nt, 0, "b")
 	call(t, b, "parley_register", map[string]any{"name": "beta"})
-	call(t, b, "parley_room_open", map[string]any{"name": "news", "members": []string{ra["address"].(string)}})
+	members := []string{ra["address"].(string)}
+	for i := range 20 {
+		info, err := nt.Node(0).Agents().Register(ctx, agents.RegisterRequest{Name: fmt.Sprintf("member-%02d", i), TTLSeconds: 600})
+		if err != nil {
+			t.Fatalf("member %d: %v", i, err)
+		}
+		members = append(members, string(info.Name)+"@"+nt.ID(0).String())
+	}
+	call(t, b, "parley_room_open", map[string]any{"name": "news", "members": members})
 	call(t, b, "parley_say", map[string]any{"room": "news", "text": "fresh"})
 	nodetest.WaitFor(t, 20*time.Second, func() bool {
 		res, err := nt.Node(0).Inbox().Who(ctx, "alpha", localapi.AgentRequest{})
@@ -43,12 +53,12 @@ func TestWhoOfAnAgentInManyRoomsStaysSmall(t *testing.T) {
 			return false
 		}
 		for _, r := range res.Rooms {
-			if r.Name == "news" && r.Unread > 0 {
+			if r.Name == "news" && r.Unread > 0 && len(r.Members) == 22 {
 				return true
 			}
 		}
 		return false
-	}, "alpha to be in %d rooms, news unread", n+1)
+	}, "alpha to be in %d rooms, news of 22 members unread", n+1)
 	for _, tool := range []string{"parley_who", "parley_room_open"} {
 		out, body, structured, text := sizes(t, a, tool, map[string]any{})
 		listed := out["rooms"].([]any)
@@ -60,8 +70,12 @@ func TestWhoOfAnAgentInManyRoomsStaysSmall(t *testing.T) {
 		if len(listed) == 0 || left == 0 || len(listed)+int(left) != n+1 || !strings.Contains(body, "more rooms left out") {
 			t.Fatalf("%s: %d rooms listed and %v left out of %d, text %.200q; want the rest counted and said", tool, len(listed), left, n+1, body)
 		}
-		if first := listed[0].(map[string]any); first["name"] != "news" {
+		first := listed[0].(map[string]any)
+		if first["name"] != "news" {
 			t.Fatalf("%s lists room %.40v first; want news, with a message unread", tool, first["name"])
+		}
+		if ms, more := first["members"].([]any), first["members_left_out"]; len(ms) != 16 || more != 6.0 || !strings.Contains(body, "and 6 more; ") {
+			t.Fatalf("%s lists %d members of news and %v left out, text %.600q; want 16 and 6, and the text to say so", tool, len(ms), more, body)
 		}
 	}
 }
