@@ -2,6 +2,7 @@ package wake_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,5 +127,42 @@ func TestWakeRestoreKeepsRoutesWhenTmuxCannotBeRun(t *testing.T) {
 	}
 	if !f.registered("bot") {
 		t.Fatalf("an agent was let go because tmux could not be run\n%s", f.log)
+	}
+}
+
+// A person scrolls the pane up just as a wake text is pasted (the route
+// leaves the line to them: tmux.ErrNotSent), then leaves copy mode and
+// sends the line themselves. The agent has read the ask; the route must
+// not paste it into the pane a second time once the agent is idle again.
+func TestWakeTerminalPastesAgainWhatAPersonSent(t *testing.T) {
+	needTmux(t)
+	cmd := filepath.Join(t.TempDir(), "person")
+	bin, _ := tmuxWrapper(t, "if [ -e '"+cmd+"' ]; then\n  case \" $* \" in *\" paste-buffer \"*)\n"+
+		"    tmux \"$@\"; rc=$?; sh '"+cmd+"'; rm -f '"+cmd+"'; exit $rc ;;\n  esac\nfi")
+	f := newFixture(t, 2*time.Second, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
+	ta := f.fakeAgent("0.05")
+	scroll := fmt.Sprintf("tmux -L %s -f /dev/null copy-mode -t %s\n", ta.srv.Name, ta.pane.ID)
+	if err := os.WriteFile(cmd, []byte(scroll), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const q = "is the build green?"
+	f.ask(q)
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(f.log.lines("left unsent at the prompt")) > 0 },
+		"the route to leave the text unsent\n%s", f.log)
+	// The person leaves copy mode and sends the line.
+	if err := ta.srv.SendKeys(f.ctx, ta.pane.ID, "-X", "cancel"); err != nil {
+		t.Fatal(err)
+	}
+	ta.keys("Enter")
+	nodetest.WaitFor(t, 20*time.Second, func() bool { b, _ := os.ReadFile(ta.taken); return strings.Count(string(b), q) >= 1 },
+		"the agent to read the line the person sent")
+	// Idle at its prompt again, for several of the route's limits.
+	sent := time.Now()
+	nodetest.Poll(8*time.Second, func() bool {
+		b, _ := os.ReadFile(ta.taken)
+		return strings.Count(string(b), q) > 1 || time.Since(sent) > 6*time.Second
+	})
+	if b, _ := os.ReadFile(ta.taken); strings.Count(string(b), q) != 1 {
+		t.Fatalf("the agent was given the ask %d times:\n%s", strings.Count(string(b), q), b)
 	}
 }
