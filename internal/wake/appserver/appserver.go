@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 )
 
@@ -85,14 +86,34 @@ func (c *Client) Done() <-chan struct{} { return c.closed }
 
 func (c *Client) read(r io.Reader) {
 	defer close(c.closed)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), MaxLine)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var rerr error
+	for {
+		line, long, err := readLine(br)
+		if long {
+			// A line too long to keep (an item's whole output, say) is
+			// skipped, not the end of the connection.
+			slog.Warn("app-server line longer than MaxLine skipped", "max", MaxLine)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				rerr = err
+			}
+			if len(line) == 0 {
+				break
+			}
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			if err != nil {
+				break
+			}
 			continue
 		}
-		m, err := Decode(sc.Bytes())
-		if err != nil {
+		m, derr := Decode(line)
+		if derr != nil {
+			if err != nil {
+				break
+			}
 			continue // a line we cannot read is not ours to answer
 		}
 		switch {
@@ -112,10 +133,36 @@ func (c *Client) read(r io.Reader) {
 				ch <- m
 			}
 		}
+		if err != nil {
+			break // the last line, without its newline
+		}
 	}
 	c.mu.Lock()
-	c.err = sc.Err()
+	c.err = rerr
 	c.mu.Unlock()
+}
+
+// readLine reads one line without its newline. A line longer than MaxLine
+// is read to its end and dropped: it returns no line, and long. err is the
+// reader's (io.EOF at the end, with what the last line held).
+func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			if len(line)+len(chunk) > MaxLine+1 {
+				long, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil:
+			return line, long, err
+		}
+		return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")), long, nil
+	}
 }
 
 // notice follows the threads' turns.

@@ -13,6 +13,8 @@ import (
 // A notification longer than MaxLine (an item's whole output, a resumed
 // thread's history) is one line the client cannot use: it must skip it and
 // go on reading, not drop the connection and every call after it.
+// Before, the scanner stopped at such a line and the client ended; now the
+// line is read to its end, logged and skipped.
 func TestWakeAppServerGoesOnAfterALineTooLong(t *testing.T) {
 	toClient, serverOut := io.Pipe()
 	serverIn, fromClient := io.Pipe()
