@@ -10,7 +10,10 @@ import (
 // tmux takes a command-line argument that ends in ";" for a separator
 // between tmux commands: Start must hand the program its arguments as
 // given (`parley run -- sh -c 'a; b;'`, `find . -exec rm {} ;`), not cut
-// them there and run what follows as tmux commands.
+// them there and run what follows as tmux commands. Before, Start handed
+// such an argument to tmux as it was and tmux cut the command there; now
+// it writes the trailing ";" as "\;", which tmux takes for a ";" of the
+// argument.
 func TestWakeStartPassesArgumentsEndingInASemicolon(t *testing.T) {
 	s := newServer(t)
 	ctx := testCtx(t, 30*time.Second)

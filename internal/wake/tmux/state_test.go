@@ -10,7 +10,9 @@ import (
 // The program in the foreground of a pane may have any name, a tab in it
 // too (tmux prints #{pane_current_command} as it is): the pane is still
 // there and must still be read, not taken for an error (which a terminal
-// route ends on, letting its agent go).
+// route ends on, letting its agent go). Before, parseState split the
+// line at every tab and refused it; now it splits it into its 13 fields,
+// the command, last, keeping its tabs.
 func TestWakeInspectAPaneWhoseProgramNameHasATab(t *testing.T) {
 	s := newServer(t)
 	ctx := testCtx(t, 20*time.Second)

@@ -157,7 +157,8 @@ type State struct {
 const stateFormat = "#{pane_id}\t#{session_name}\t#{window_id}\t#{socket_path}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_in_mode}\t#{cursor_x}\t#{cursor_y}\t#{pane_width}\t#{pane_height}\t#{pane_current_command}"
 
 func parseState(line string) (State, error) {
-	f := strings.Split(strings.TrimRight(line, "\r\n"), "\t")
+	// The command is the last field and may hold tabs of its own.
+	f := strings.SplitN(strings.TrimRight(line, "\r\n"), "\t", 13)
 	if len(f) != 13 {
 		return State{}, fmt.Errorf("tmux: unexpected pane description %q", line)
 	}
@@ -240,7 +241,15 @@ func (s Server) Start(ctx context.Context, o StartOptions) (Pane, error) {
 		cmdArgs = []string{"exec " + shellQuote(cmdArgs[0])}
 	}
 	args = append(args, "--")
-	args = append(args, cmdArgs...)
+	for _, a := range cmdArgs {
+		// tmux takes an argument that ends in ";" for the end of a tmux
+		// command (and drops the ";"), but one that ends in "\;" for an
+		// argument ending in ";".
+		if strings.HasSuffix(a, ";") {
+			a = a[:len(a)-1] + `\;`
+		}
+		args = append(args, a)
+	}
 	// The window has a unique name until these commands, which run before
 	// tmux can see the program exit, have set it up.
 	target := "=" + session + ":=" + tmp
