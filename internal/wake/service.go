@@ -892,6 +892,9 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 	// not wait for good for a tmux that hangs there.
 	o.EnterLimit = s.lookFor()
 	o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
+	// A pane respawned with another program (same pane ID) is not the
+	// agent's: its looks and pastes check the first process.
+	o.PID = st.PID
 	term := tmux.Bind(tmux.Server{Socket: req.Socket, Bin: s.cfg.TmuxBin}, req.Pane, o)
 	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane, socket: req.Socket,
 		prompt: req.Prompt, pid: st.PID, session: req.Session, done: make(chan struct{}), kick: make(chan struct{}, 1)}
@@ -1154,8 +1157,9 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 }
 
 // watchTerminal looks at a terminal route's pane every Config.PaneCheck
-// until ctx ends: a pane that is gone, or whose program exited, ends the
-// route (end); else the agent is heartbeaten every Config.HeartbeatEvery,
+// until ctx ends: a pane that is gone, whose program exited, or that runs
+// another program (it was respawned) ends the route (end); a look that
+// fails for a reason that says nothing of the pane tells nothing; else the agent is heartbeaten every Config.HeartbeatEvery,
 // and at once when what the screen shows changes. The state is "busy"
 // while the screen changes or a person's draft is at the prompt, "idle" at
 // the empty prompt; it counts once two looks in a row agree (a look in
@@ -1196,9 +1200,14 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 			return
 		case errors.Is(err, context.DeadlineExceeded):
 			s.log.Info("terminal pane not looked at: tmux did not answer", "agent", agent, "pane", r.pane, "after", lookFor)
-		default:
+		case paneGone(err):
 			end(err, true)
 			return
+		default:
+			// An error that says nothing of the pane (tmux cannot be run,
+			// or speaks another protocol than its server): the pane and its
+			// agent may well be there; the next look tries again.
+			s.log.Info("terminal pane not looked at", "agent", agent, "pane", r.pane, "err", err)
 		}
 		now := "" // what this look tells: nothing when it ran out, or in copy mode
 		switch {
@@ -1287,10 +1296,11 @@ func (s *Service) moveTerminal(ctx context.Context, agent, name string, r *route
 	return s.bindTerminal(ctx, name, localapi.TerminalRequest{Socket: r.socket, Pane: r.pane, Prompt: r.prompt, Session: r.session}, r, agent, nil)
 }
 
-// paneGone reports whether a tmux error says the pane is gone or its
-// program exited.
+// paneGone reports whether a tmux error says the pane is gone, its
+// program exited, or it runs another program now.
 func paneGone(err error) bool {
-	return errors.Is(err, tmux.ErrPaneDead) || errors.Is(err, tmux.ErrNoPane) || errors.Is(err, tmux.ErrNoServer)
+	return errors.Is(err, tmux.ErrPaneDead) || errors.Is(err, tmux.ErrNoPane) || errors.Is(err, tmux.ErrNoServer) ||
+		errors.Is(err, tmux.ErrPaneReplaced)
 }
 
 // WakeStatus implements localapi.Waker.

@@ -115,8 +115,9 @@ const restoreTries = 4
 // look at a pane gets as long as a route's look) is tried again, after
 // Config.RestoreRetry, then twice as long each time, restoreTries times,
 // while it is still kept as it was (the user did not end its agent, no
-// other bind replaced it); one tmux never answered for is kept for the
-// next start, its agent not let go. It returns how many it took up, once
+// other bind replaced it), and so is one a tmux error that says nothing of
+// the pane kept it from looking at; one tmux never answered for, or whose
+// tmux cannot be run, is kept for the next start, its agent not let go. It returns how many it took up, once
 // nothing is left to try again or ctx ends.
 func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 	if s.cfg.Terminals == nil {
@@ -139,15 +140,24 @@ func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 			if ctx.Err() != nil {
 				return n, ctx.Err()
 			}
-			if errors.Is(why, context.DeadlineExceeded) {
-				// tmux did not answer: whether the pane still runs the
+			if errors.Is(why, errNotLooked) && errors.Is(why, tmux.ErrNoTmux) {
+				// tmux cannot be run (not on this node's PATH, or being
+				// upgraded): whether the pane still runs the program is not
+				// known, and trying again while the node runs would not
+				// tell. The route is kept, and its agent not let go.
+				s.log.Warn("terminal wake-up route not taken up again now: tmux cannot be run; it is kept for the next start of the node", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "err", why)
+				continue
+			}
+			if errors.Is(why, context.DeadlineExceeded) || errors.Is(why, errNotLooked) {
+				// tmux did not answer, or failed for a reason that says
+				// nothing of the pane: whether the pane still runs the
 				// program is not known. The route is kept, and its agent
 				// not let go.
 				if try < restoreTries {
 					later = append(later, t)
-					s.log.Info("terminal wake-up route not taken up again yet: tmux did not answer; it tries again", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "in", wait, "err", why)
+					s.log.Info("terminal wake-up route not taken up again yet: tmux did not answer, or failed for a reason that says nothing of the pane; it tries again", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "in", wait, "err", why)
 				} else {
-					s.log.Warn("terminal wake-up route not taken up again now: tmux did not answer; it is kept for the next start of the node", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "err", why)
+					s.log.Warn("terminal wake-up route not taken up again now: tmux did not answer, or failed for a reason that says nothing of the pane; it is kept for the next start of the node", "agent", t.Agent, "pane", t.Pane, "socket", t.Socket, "err", why)
 				}
 				continue
 			}
@@ -208,6 +218,8 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) (string, 
 	}
 	st, err := s.inspect(ctx, t.Socket, t.Pane)
 	switch {
+	case err != nil && !paneGone(err) && !errors.Is(err, context.DeadlineExceeded):
+		return "", fmt.Errorf("%w: %w", errNotLooked, err)
 	case err != nil:
 		return "", err
 	case st.Dead:
@@ -234,6 +246,12 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) (string, 
 	s.log.Info("terminal wake-up route taken up again", "agent", agent, "pane", t.Pane)
 	return agent, nil
 }
+
+// errNotLooked is why Restore does not take up a kept route whose pane a
+// tmux error that says nothing of the pane (tmux cannot be run, or speaks
+// another protocol than its server) kept it from looking at: the route is
+// kept, as for a tmux that does not answer.
+var errNotLooked = errors.New("the pane could not be looked at")
 
 // errEnded is why the route of an agent the user ended is not taken up.
 var errEnded = errors.New("the agent was unregistered or killed by the user")

@@ -14,6 +14,10 @@ var (
 	// ErrPaneDead is returned when the pane's program has exited (the pane
 	// is kept, showing its last screen).
 	ErrPaneDead = errors.New("tmux: the program in the pane has exited")
+	// ErrPaneReplaced is returned when the pane runs another program than
+	// the one a Terminal was bound to (Options.PID): it was respawned
+	// (respawn-pane -k keeps the pane's ID).
+	ErrPaneReplaced = errors.New("tmux: the pane runs another program now")
 	// ErrSessionExists is returned by Start for a session name in use.
 	ErrSessionExists = errors.New("tmux: a session of that name exists")
 	// ErrDraft is returned when a person's unsent input sits at the prompt:

@@ -32,6 +32,10 @@ type Options struct {
 	// without its Enter), but a tmux that hangs there must not hold Deliver
 	// for good: its tmux call is killed when this runs out. Zero means 10 s.
 	EnterLimit time.Duration
+	// PID, when set, is the pane's first process the Terminal is for: a
+	// look that finds another one (the pane was respawned with a new
+	// program) is ErrPaneReplaced, and nothing is pasted.
+	PID int
 	// Flatten turns newlines into spaces, for programs that do not take
 	// bracketed paste (where a newline would send half the text).
 	Flatten bool
@@ -122,6 +126,9 @@ func (t *Terminal) Look(ctx context.Context) (Activity, Screen, error) {
 	if err != nil {
 		return Busy, sc, err
 	}
+	if err := t.samePID(sc); err != nil {
+		return Busy, sc, err
+	}
 	if sc.Dead {
 		return Dead, sc, nil
 	}
@@ -196,6 +203,15 @@ func (t *Terminal) WaitIdle(ctx context.Context) (Screen, error) {
 		case <-time.After(t.opts.Poll):
 		}
 	}
+}
+
+// samePID is ErrPaneReplaced when the pane's first process is not
+// Options.PID (when set).
+func (t *Terminal) samePID(sc Screen) error {
+	if t.opts.PID > 0 && sc.PID > 0 && sc.PID != t.opts.PID {
+		return fmt.Errorf("%w (pane %s, pid %d, was %d)", ErrPaneReplaced, t.pane, sc.PID, t.opts.PID)
+	}
+	return nil
 }
 
 // gaveUp is WaitIdle's error when ctx ends while the agent is not idle.
@@ -331,6 +347,8 @@ func (t *Terminal) pasteShown(ctx context.Context) error {
 	switch {
 	case err != nil:
 		return nil
+	case t.samePID(sc) != nil:
+		return t.samePID(sc)
 	case sc.Dead:
 		return fmt.Errorf("%w (pane %s)", ErrPaneDead, t.pane)
 	case sc.InMode:

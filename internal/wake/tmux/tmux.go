@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -70,7 +71,8 @@ func (s Server) runStderr(ctx context.Context, stdin io.Reader, args ...string) 
 	if err == nil {
 		return out.String(), strings.TrimSpace(errb.String()), nil
 	}
-	if errors.Is(err, exec.ErrNotFound) {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		// Not on PATH, or Bin names no file.
 		return "", "", fmt.Errorf("%w (%s)", ErrNoTmux, bin)
 	}
 	if ctx.Err() != nil {
