@@ -270,6 +270,9 @@ type route struct {
 	// agent idle at its empty prompt (not in copy mode, no draft). An item
 	// the route had and could not paste is handed to it again then.
 	idle atomic.Bool
+	// Terminal: the prompt line a paste was left on to a person
+	// (tmux.ErrNotSent), until the watcher sees whether they sent it.
+	unsent atomic.Pointer[unsentLine]
 	// Terminal: kick makes its watcher look and beat at once.
 	kick chan struct{}
 	// Terminal: pasting ends (a paste under way stops) once this is done:
@@ -285,6 +288,13 @@ type route struct {
 	// failed and waits to be tried again (watchTerminal); the route lets
 	// that name go too when its pane goes.
 	renamed atomic.Pointer[string]
+}
+
+// unsentLine is a paste left at the prompt to a person: the prompt line
+// that showed it, and the items it held.
+type unsentLine struct {
+	line  string
+	items []string
 }
 
 // New returns a Service; Run runs it.
@@ -1120,6 +1130,20 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 				// theirs. Not pasted again while it is at the prompt (a
 				// draft); their human is told as for one.
 				s.log.Info("wake text pasted but left unsent at the prompt to the person at the pane", "agent", agent, "pane", r.pane, "err", err)
+				// What its prompt line shows now: once the prompt is empty
+				// again, the line still on the screen above it says the
+				// person sent it (watchTerminal), its going that they
+				// cleared it.
+				lctx, lcancel := context.WithTimeout(ctx, s.lookFor())
+				sc, cerr := tmux.Server{Socket: r.socket, Bin: s.cfg.TmuxBin}.Capture(lctx, r.pane)
+				lcancel()
+				if line := strings.TrimRight(sc.CursorLine(), " "); cerr == nil && line != strings.TrimRight(r.prompt, " ") {
+					ids := make([]string, len(items))
+					for i, it := range items {
+						ids[i] = it.ID
+					}
+					r.unsent.Store(&unsentLine{line: line, items: ids})
+				}
 			default:
 				s.log.Info("wake text not pasted", "agent", agent, "pane", r.pane, "err", err)
 			}
@@ -1189,8 +1213,11 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 			lastBeat = time.Time{} // beat at this look
 		}
 		lctx, cancel := context.WithTimeout(ctx, lookFor)
-		a, _, err := term.Look(lctx)
+		a, sc, err := term.Look(lctx)
 		cancel()
+		if u := r.unsent.Load(); err == nil && a == tmux.Idle && u != nil {
+			s.settleUnsent(ctx, agent, r, u, sc)
+		}
 		if err == nil && a == tmux.Dead {
 			err = tmux.ErrPaneDead
 		}
@@ -1285,6 +1312,33 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 			sent = state
 		}
 	}
+}
+
+// settleUnsent is the watcher's first look at an empty prompt after a
+// paste was left unsent to a person (u): when the line that showed it is
+// still on the screen, above the prompt, the person sent it, and its
+// items count as pasted (not pasted again); when it went, they cleared it,
+// and the items are pasted again as for a draft.
+func (s *Service) settleUnsent(ctx context.Context, agent string, r *route, u *unsentLine, sc tmux.Screen) {
+	r.unsent.Store(nil)
+	sent := false
+	for y, l := range sc.Lines {
+		if y != sc.CursorY && strings.TrimRight(l, " ") == u.line {
+			sent = true
+		}
+	}
+	if !sent {
+		return
+	}
+	s.log.Info("wake text left unsent was sent by the person at the pane", "agent", agent, "pane", r.pane)
+	s.do(ctx, func(context.Context) { //nolint:errcheck // the route ended
+		st := s.state(agent)
+		for _, id := range u.items {
+			if is := st.items[id]; is != nil {
+				is.pasted, is.told = true, false
+			}
+		}
+	})
 }
 
 // moveTerminal makes a terminal route's pane the route of name, the agent

@@ -147,6 +147,10 @@ func TestWakeRestoreKeepsRoutesWhenTmuxCannotBeRun(t *testing.T) {
 // leaves the line to them: tmux.ErrNotSent), then leaves copy mode and
 // sends the line themselves. The agent has read the ask; the route must
 // not paste it into the pane a second time once the agent is idle again.
+// Before, the item was handed again at the next idle look and pasted
+// twice; now the route's first look at an empty prompt after the line was
+// left unsent finds the line still on the screen above it, and counts the
+// item as pasted.
 func TestWakeTerminalPastesAgainWhatAPersonSent(t *testing.T) {
 	needTmux(t)
 	cmd := filepath.Join(t.TempDir(), "person")
