@@ -153,17 +153,46 @@ func serveAppServer(ctx context.Context, c *localapi.Client, as *appserver.Clien
 		if len(w.Items) == 0 {
 			continue
 		}
-		text := manual.Wake(w.Items, info.Address, manual.Shell{})
+		// The items are taken in two steps, as a hook takes what it
+		// shows: the thread has them once a turn starts with them (or
+		// the running one is steered with them), and only then are they
+		// confirmed read. Before, the route handed the thread a wake
+		// text and confirmed nothing: the node took the asks for unread,
+		// told the human the agent was not reached once the limit
+		// passed, and every later tool result carried them again.
+		tctx, tcancel := context.WithTimeout(ctx, 8*time.Second)
+		p, err := c.Take(localapi.WithTwoStep(tctx), info.Name)
+		tcancel()
+		if err != nil {
+			fmt.Fprintf(logw, "parley codex: could not take %d items for the thread: %v\n", len(w.Items), err)
+			continue
+		}
+		text, shown := manual.NoticeShown(p, info.Address, manual.Shell{}, maxContext)
+		if text = named(ctx, c, text); text == "" {
+			continue // read meanwhile
+		}
 		steered, err := as.Deliver(ctx, thread, text)
 		if err != nil {
-			fmt.Fprintf(logw, "parley codex: could not hand %d items to the thread: %v\n", len(w.Items), err)
+			// Not confirmed: the node offers the items again after its
+			// hand wait.
+			fmt.Fprintf(logw, "parley codex: could not hand %d items to the thread: %v\n", len(p.Items), err)
 			continue
+		}
+		if p.Hand != "" {
+			if showsAll(p, shown) {
+				shown = nil
+			}
+			actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), 8*time.Second)
+			if _, err := c.AckShown(actx, info.Name, p.Hand, shown); err != nil {
+				fmt.Fprintf(logw, "parley codex: the node was not told the items were handed to the thread; it offers them again: %v\n", err)
+			}
+			acancel()
 		}
 		how := "started a turn"
 		if steered {
 			how = "steered the running turn"
 		}
-		fmt.Fprintf(logw, "parley codex: %d items for %s: %s\n", len(w.Items), info.Name, how)
+		fmt.Fprintf(logw, "parley codex: %d items for %s: %s\n", len(p.Items), info.Name, how)
 	}
 	return nil // interrupted, or the app-server exited
 }
