@@ -1,14 +1,19 @@
 package node_test
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -40,5 +45,60 @@ func TestDashboardSaysTheAuditLogIsDamaged(t *testing.T) {
 	}
 	if !strings.Contains(body, "audit verify") && !strings.Contains(strings.ToLower(body), "damaged") {
 		t.Fatalf("the dashboard's panels say nothing of the damaged audit log (its audit panel reads as an empty log):\n%.2000s", body)
+	}
+}
+
+// countWarns is a slog handler that counts the records whose message is msg.
+type countWarns struct {
+	msg string
+	n   *atomic.Int64
+}
+
+func (h countWarns) Enabled(context.Context, slog.Level) bool { return true }
+func (h countWarns) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countWarns) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countWarns) WithGroup(string) slog.Handler      { return h }
+
+// A damaged audit log is logged once, not once a second for each open
+// page: uiPanels reads the audit log at every panel tick of every stream
+// and warns each time it fails, so one open tab writes a line to the
+// node's log every second for as long as the log stays damaged.
+func TestDashboardDamagedAuditLogIsLoggedOnce(t *testing.T) {
+	var warns atomic.Int64
+	nt := nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) {
+		c.Logger = slog.New(countWarns{msg: "dashboard: audit log", n: &warns})
+	}))
+	base, tok := uiBase(t, nt, 0)
+	f, err := os.OpenFile(filepath.Join(nt.Home(0), audit.FileName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("this line is not an audit entry\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/ui/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go io.Copy(io.Discard, resp.Body) //nolint:errcheck // the page reads its stream
+	// One open page for up to 6 s: a warning a second would give 5 or more.
+	if nodetest.Poll(6*time.Second, func() bool { return warns.Load() >= 4 }) {
+		t.Fatalf("one open page logged %q %d times within 6 s: once a second, for as long as the audit log stays damaged", "dashboard: audit log", warns.Load())
 	}
 }
