@@ -74,6 +74,10 @@ type Node struct {
 	reg  *prometheus.Registry
 	// audit is the home's audit log (see Audit); it takes its own lock.
 	audit *audit.Log
+	// auditWarn is the dashboard's last warning of an audit log that does
+	// not read: each open page reads the log every second, and it is
+	// warned only when the failure changes.
+	auditWarn warnOnce
 
 	// Set by Start, read-only afterwards.
 	started time.Time

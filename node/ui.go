@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
@@ -189,13 +190,53 @@ const invitationsShown = 50
 
 type invitationsView struct {
 	Items []localapi.Item `json:"items"`
-	More  int             `json:"more"` // invitations not listed (`parley inbox` lists them)
+	More  int             `json:"more"`            // invitations not listed (`parley inbox` lists them)
+	Error string          `json:"error,omitempty"` // why they do not read; Items is then empty
+}
+
+// auditView is the dashboard's audit panel: the last entries, or why the
+// log does not read. Before, a damaged log (audit.ErrDamaged) gave the page
+// an empty table, which reads as "nothing happened"; now the panel carries
+// the error and the page shows it in red.
+type auditView struct {
+	Entries []audit.Listed `json:"entries"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// auditProblem is an audit log's failure to read as the dashboard says it.
+func auditProblem(err error) string {
+	msg := err.Error()
+	if errors.Is(err, audit.ErrDamaged) && !strings.Contains(msg, "audit verify") {
+		msg += "; run `parley audit verify`"
+	}
+	return msg
+}
+
+// warnOnce tells whether a failure is new: the dashboard reads its panels
+// every second for each open page, and a failure that lasts is warned once,
+// when it begins or changes, not at each read.
+type warnOnce struct {
+	mu   sync.Mutex
+	last string
+}
+
+// changed records problem ("" for none) and reports whether it is a
+// failure other than the one recorded before.
+func (w *warnOnce) changed(problem string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if problem == w.last {
+		return false
+	}
+	w.last = problem
+	return problem != ""
 }
 
 // humanView is the human panel: the asks owed, and how many more there are.
 type humanView struct {
-	Asks []askView `json:"asks"`
-	More int       `json:"more"`
+	Asks  []askView `json:"asks"`
+	More  int       `json:"more"`
+	Error string    `json:"error,omitempty"` // why the asks do not read; Asks is then empty
 }
 
 // askView is an ask owed by the human as the panel holds it.
@@ -296,11 +337,17 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 		health["store_problem"] = err.Error()
 	}
 	out["health"] = health
+	// A panel whose source fails says so (its error, shown on the page in
+	// red), not an empty list that reads as "nothing there".
 	human, err := n.inbox.Owed(ctx, string(identity.HumanAgent))
 	if err != nil {
 		human = []localapi.Item{}
 	}
-	out["human"] = humanPanel(human)
+	hv := humanPanel(human)
+	if err != nil {
+		hv.Error = "the asks owed to you do not read: " + err.Error()
+	}
+	out["human"] = hv
 	// The invitations waiting in human's inbox (`parley inbox` lists them):
 	// rooms another node brought this node or human into.
 	invitations, err := n.inbox.Invitations(ctx, string(identity.HumanAgent))
@@ -308,7 +355,11 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 		invitations = []localapi.Item{}
 	}
 	shown := invitations[:min(len(invitations), invitationsShown)]
-	out["invitations"] = invitationsView{Items: shown, More: len(invitations) - len(shown)}
+	iv := invitationsView{Items: shown, More: len(invitations) - len(shown)}
+	if err != nil {
+		iv.Error = "the invitations for you do not read: " + err.Error()
+	}
+	out["invitations"] = iv
 	var agents []agentView
 	for _, w := range (agentsAPI{n}).Who(ctx) {
 		v := agentView{WhoEntry: w, WaitingOn: []string{}}
@@ -348,13 +399,17 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	}
 	out["limits"] = map[string]int{"post_limit": limit} // posts per agent a minute; 0: none
 	es, err := audit.List(n.cfg.Home, time.Time{}, auditShown)
-	if err != nil {
-		n.log.Warn("dashboard: audit log", "err", err)
-	}
 	if es == nil {
 		es = []audit.Listed{}
 	}
-	out["audit"] = es
+	av := auditView{Entries: es}
+	if err != nil {
+		av.Error = auditProblem(err)
+	}
+	if n.auditWarn.changed(av.Error) {
+		n.log.Warn("dashboard: audit log", "err", err)
+	}
+	out["audit"] = av
 	book := map[string]string{} // peer ID → the name people read
 	likeSelf := []string{}      // the nodes whose handles read as this node's
 	if n.names != nil {

@@ -22,6 +22,9 @@ import (
 // read as an empty log. The node's own reader refuses it
 // (audit.ErrDamaged, "run `parley audit verify`"); the page is the user's
 // view of that log, and an empty table there reads as "nothing happened".
+// Before, the audit panel was an empty list; now it is {"entries":[],
+// "error":"… run `parley audit verify`"}, and the page shows the error in
+// red (TestDashboardShowsTheDamagedAuditLogInRed).
 func TestDashboardSaysTheAuditLogIsDamaged(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	base, tok := uiBase(t, nt, 0)
@@ -67,7 +70,9 @@ func (h countWarns) WithGroup(string) slog.Handler      { return h }
 // A damaged audit log is logged once, not once a second for each open
 // page: uiPanels reads the audit log at every panel tick of every stream
 // and warns each time it fails, so one open tab writes a line to the
-// node's log every second for as long as the log stays damaged.
+// node's log every second for as long as the log stays damaged. Before, it
+// warned at every read; now it warns when the failure begins or changes
+// (warnOnce, shared by every page of the node).
 func TestDashboardDamagedAuditLogIsLoggedOnce(t *testing.T) {
 	var warns atomic.Int64
 	nt := nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) {

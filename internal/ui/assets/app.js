@@ -460,6 +460,7 @@
     },
     human: function (h) {
       h = h || {};
+      panelError("human", h.error);
       var items = (h.asks || []).slice(0, askShown), more = (h.more || 0) + Math.max(0, (h.asks || []).length - askShown);
       var next = {}, kids = items.map(function (it) {
         var o = owed[it.id], sig = JSON.stringify(it);
@@ -539,7 +540,8 @@
     invitations: function (v) {
       v = v || {};
       var its = v.items || [];
-      $("invitations-panel").hidden = !its.length;
+      panelError("invitations", v.error);
+      $("invitations-panel").hidden = !its.length && !v.error;
       fill($("invitations"), [head(["room", "from", "when", "read it / leave it", ""], [null, null, "64px", null, "124px"])].concat(its.map(function (it) {
         var room = el("span", {}, [roomName(it.room, it.room_name, it.room_creator)].concat(it.purpose ? [" — ", remote(it.purpose, "note")] : []));
         var cmds = el("span", {}, [el("code", { text: "parley room log " + it.room }), "; ", el("code", { text: "parley room leave " + it.room })]);
@@ -575,7 +577,12 @@
         return r;
       })));
     },
-    audit: function (es) {
+    // The audit panel is {entries, error}: error says why the log does not
+    // read (a damaged log: run `parley audit verify`), shown in red, so an
+    // empty table never stands for a log that does not read.
+    audit: function (v) {
+      var es = Array.isArray(v) ? v : (v || {}).entries;
+      panelError("audit", (v || {}).error);
       fill($("audit"), [head(["#", "time", "actor", "action", "subject"], ["40px", "64px"])].concat((es || []).slice().reverse().map(function (e) {
         var room = e.action.slice(0, 5) === "room." && roomOf(e.subject);
         return row([e.n, e.time.slice(11, 19), addr(e.actor), e.action, room ? roomLabel(room) : addr(e.subject)]);
@@ -623,6 +630,14 @@
       renderPanel("agents");
     }
   };
+  // panelError shows, in red above a panel, why its source does not read
+  // (the node sends it in the panel's error), or hides the line.
+  function panelError(name, msg) {
+    var p = $(name + "-error");
+    if (!p) return;
+    p.hidden = !msg;
+    if (p.textContent !== (msg || "")) p.textContent = msg || "";
+  }
   function renderPanel(name) { if (panels[name]) panels[name](S.panels[name]); }
 
   function handle(ev, data) {
