@@ -142,13 +142,33 @@ func (st *stream) run() error {
 	}
 }
 
-// sendRooms sends the room list if it changed.
+// roomView is a room as the page's room list holds it: what the page
+// shows of it (label, purpose, members), without the event and head counts
+// that change with every event stored (new events come in `events`).
+type roomView struct {
+	RoomID    string    `json:"room_id"`
+	Name      string    `json:"name"`
+	Purpose   string    `json:"purpose"`
+	Creator   string    `json:"creator"`
+	Members   []string  `json:"members"`
+	Agents    []string  `json:"agents"`
+	InvitedBy string    `json:"invited_by,omitempty"`
+	Opened    time.Time `json:"opened"`
+}
+
+// sendRooms sends the room list if what the page shows of it changed.
+// Before, the list carried each room's event and head counts, so every
+// event stored in any room sent every open page the whole list again (85 KB
+// for 150 rooms); the page reads no count from it (its unread counts come
+// from the `events` it gets).
 func (st *stream) sendRooms() error {
 	rs := st.s.cfg.Feed.List(st.ctx)
-	if rs == nil {
-		rs = []localapi.RoomInfo{}
+	vs := make([]roomView, len(rs))
+	for i, r := range rs {
+		vs[i] = roomView{RoomID: r.RoomID, Name: r.Name, Purpose: r.Purpose, Creator: r.Creator,
+			Members: r.Members, Agents: r.Agents, InvitedBy: r.InvitedBy, Opened: r.Opened}
 	}
-	raw, err := json.Marshal(rs)
+	raw, err := json.Marshal(vs)
 	if err != nil {
 		return fmt.Errorf("ui: encode rooms: %w", err)
 	}

@@ -658,9 +658,10 @@
       $("who").textContent = m.handle + " · " + short(m.node);
       S.streams++;
     } else if (ev === "rooms") {
-      // The list comes with every event stored in any room (it carries
-      // their counts): the panels that show room labels are drawn again
-      // only when a label may read otherwise.
+      // The list comes when what the page shows of a room changed (not
+      // with each event: it carries no counts; unread counts are the
+      // page's own, from `events`): the panels that show room labels are
+      // drawn again only when a label may read otherwise.
       S.rooms = m; mark("rooms"); mark("events");
       var k = roomsKey(m);
       if (k !== labelsOf) { labelsOf = k; labelGen++; mark("panel:audit"); mark("panel:human"); mark("panel:invites"); mark("panel:invitations"); }
