@@ -19,7 +19,10 @@ import (
 // a 1280x720 page, 60 agents (one node's, a node holds 64) take half the
 // column and leave the messages a quarter of it; each agent more takes
 // about 5 px from them, so a room of a few nodes' agents leaves none and
-// pushes the post box and the error line below the column's fold.
+// pushes the post box and the error line below the column's fold. Before,
+// 60 agents' chips took 325 px of a 660 px column and left the messages
+// 176 px; now #roommembers (and #roompurpose) are at most 6em high and
+// scroll, and the messages keep over half the column.
 func TestDashboardRoomOfManyAgentsKeepsItsMessagesInView(t *testing.T) {
 	const agents = 60 // a node holds 64 live agents; a room may hold several nodes' agents
 	nt := nodetest.Start(t, 1, nodetest.WithConfig(func(_ int, c *node.Config) { c.AgentPostLimit = -1 }))
