@@ -47,3 +47,18 @@ func TestCLIUpRefusesNonPositiveWaits(t *testing.T) {
 		}
 	}
 }
+
+// `audit --limit N` is the last N entries, 0 for all: a negative N is
+// refused naming the flag, as `room log --limit 0` is, not read as "all".
+func TestCLIAuditNegativeLimitRefused(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "a")
+	up(t, home, "--listen", loopback)
+	if _, errs, code := run(t, "--home", home, "room", "create", "r1"); code != 0 {
+		t.Fatalf("room create: %s", errs)
+	}
+	out, errs, code := run(t, "--home", home, "audit", "--limit", "-1")
+	if code == 0 || !strings.Contains(errs, "--limit") {
+		t.Fatalf("audit --limit -1: exit %d, stderr %q, stdout\n%s\nwant a refusal naming --limit", code, errs, out)
+	}
+}
