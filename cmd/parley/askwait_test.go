@@ -12,7 +12,8 @@ import (
 // node's to make, not a node slow to answer. With --wait longer than
 // --timeout (say --wait 50s, the most it takes, and the default --timeout
 // 30s), it gave up at --timeout and said the node did not answer, though
-// the node was well and no reply had come.
+// the node was well and no reply had come. Before, the ask gave up at
+// --timeout; now --timeout is added to the wait.
 func TestCLIAskWaitBeyondTimeout(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "a")

@@ -211,7 +211,11 @@ then it exits 1, the ask still open (with --wait 0 it does not wait, and exits 0
 				return err
 			}
 			var book localapi.NameBook
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.AskResult, error) {
+			// The wait is the node's to make: --timeout is how long the
+			// node may take on top of it, as for inbox --wait.
+			g2 := *g
+			g2.timeout += wait
+			return call(&g2, cmd, func(ctx context.Context, c *localapi.Client) (localapi.AskResult, error) {
 				// The ask is posted first and the reply waited for in a
 				// second call: whatever befalls the wait (the node
 				// stopping, a signal), the user has the ask's ID and
