@@ -442,7 +442,9 @@ func roomTailCmd(g *globals) *cobra.Command {
 			out := cmd.OutOrStdout()
 			enc := json.NewEncoder(out)
 			var book localapi.NameBook
-			err = c.Tail(cmd.Context(), args[0], func(v localapi.Event) error {
+			// --timeout bounds the wait for the node's first answer
+			// only: then the tail follows until interrupted.
+			err = c.TailWithin(cmd.Context(), args[0], g.timeout, func(v localapi.Event) error {
 				if g.json {
 					return enc.Encode(v)
 				}

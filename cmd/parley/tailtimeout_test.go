@@ -13,7 +13,8 @@ import (
 // `room tail` waits for the node's first answer no longer than --timeout,
 // as every other command does: a node that takes the connection but does
 // not answer (hung, or stopped with SIGSTOP) makes the tail fail saying
-// the node did not answer, not hang forever.
+// the node did not answer, not hang forever. Before, the tail had no
+// bound and hung; now --timeout bounds the wait for the answer's headers.
 func TestCLITailHonoursTimeout(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "a")

@@ -191,11 +191,36 @@ func (c *Client) Event(ctx context.Context, id string) (Event, error) {
 // behind (an error saying so), or the node stopped, or crashed (a *Stopped,
 // with Stream set and Err ErrStreamStopped when the node said it stops).
 func (c *Client) Tail(ctx context.Context, room string, fn func(Event) error) error {
+	return c.TailWithin(ctx, room, 0, fn)
+}
+
+// errNoFirstAnswer cancels a tail whose node did not answer in time.
+var errNoFirstAnswer = errors.New("localapi: no first answer in time")
+
+// TailWithin is Tail, but gives the node at most within (0: no bound) to
+// answer the request: a node that takes the connection and does not answer
+// (hung, stopped) makes it fail with an error wrapping
+// context.DeadlineExceeded. Once the node answered, the tail follows with no
+// deadline.
+func (c *Client) TailWithin(ctx context.Context, room string, within time.Duration, fn func(Event) error) error {
 	p, err := roomPath(room, "/tail")
 	if err != nil {
 		return err
 	}
-	resp, err := c.open(ctx, "GET", p, nil)
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var timer *time.Timer
+	if within > 0 {
+		timer = time.AfterFunc(within, func() { cancel(errNoFirstAnswer) })
+	}
+	resp, err := c.open(rctx, "GET", p, nil)
+	if timer != nil && !timer.Stop() && ctx.Err() == nil {
+		// The bound ran out, before the answer or just as it came.
+		if err == nil {
+			resp.Body.Close()
+		}
+		return fmt.Errorf("localapi: GET %s: %w", p, context.DeadlineExceeded)
+	}
 	if err != nil {
 		return err
 	}
