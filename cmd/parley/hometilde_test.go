@@ -12,7 +12,8 @@ import (
 // expands ~ at the start of a word, not after `--home=`). The home is then
 // the user's ~/parley-a, or the command is refused saying why; it made a
 // folder named "~" in the working folder and a new node there, a folder
-// the user then removes with `rm -rf ~`.
+// the user then removes with `rm -rf ~`. Before, the home was the literal
+// ./~/parley-a; now a leading ~/ is the user's home folder.
 func TestCLIHomeTildeNotLiteral(t *testing.T) {
 	t.Parallel()
 	work := t.TempDir()

@@ -219,6 +219,16 @@ func (g *globals) homePath() (string, error) {
 		}
 		h = filepath.Join(u, ".parley")
 	}
+	// A shell expands ~ only at the start of a word: `--home=~/x` and
+	// PARLEY_HOME=~/x in a file reach parley with the tilde as it is, and
+	// mean the user's ~/x, not a folder named ~ in the working folder.
+	if h == "~" || strings.HasPrefix(h, "~/") {
+		u, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot find your home folder for %s (%v); give the home's whole path", h, err)
+		}
+		h = filepath.Join(u, h[1:])
+	}
 	return filepath.Abs(h)
 }
 
