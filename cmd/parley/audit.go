@@ -28,6 +28,9 @@ func auditCmd(g *globals) *cobra.Command {
 		Short: "List the node's audit log: who approved, revoked, invited, removed, muted, installed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return fmt.Errorf("--limit %d: use 0 (all) or more", limit)
+			}
 			home, err := g.resolveHome()
 			if err != nil {
 				return err

@@ -9,7 +9,8 @@ import (
 // A --timeout that is not positive cannot be waited: the command is
 // refused naming the flag, as `--ttl -1h` or `--for -10m` are, and never
 // reads "the node did not answer within -5s" (the node was never given
-// the chance), which sends the user looking at a healthy node.
+// the chance), which sends the user looking at a healthy node. Before,
+// the request ran with a spent deadline; now the value is refused.
 func TestCLINegativeTimeoutRefused(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "a")
@@ -25,7 +26,8 @@ func TestCLINegativeTimeoutRefused(t *testing.T) {
 // `up --wake-limit` and `--hand-wait` take a duration the node waits: a
 // value of 0 or below is refused before anything starts, as the other
 // duration flags refuse one, not started on silently with the default in
-// its place (the user believes the limit they gave is in force).
+// its place (the user believes the limit they gave is in force). Before,
+// the node started with the default; now up refuses the value.
 func TestCLIUpRefusesNonPositiveWaits(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
@@ -50,6 +52,7 @@ func TestCLIUpRefusesNonPositiveWaits(t *testing.T) {
 
 // `audit --limit N` is the last N entries, 0 for all: a negative N is
 // refused naming the flag, as `room log --limit 0` is, not read as "all".
+// Before, it listed every entry; now it is refused.
 func TestCLIAuditNegativeLimitRefused(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "a")

@@ -32,6 +32,15 @@ func newRoot() *cobra.Command {
 		Short:         "Parley: a peer-to-peer mesh where agent sessions and their humans talk",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A --timeout of 0 or below cannot be waited: it is refused
+		// naming the flag, before anything is done, not read later as
+		// a node that did not answer.
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if g.timeout <= 0 {
+				return fmt.Errorf("--timeout %s: must be above 0 (how long to wait for the node; 30s when left out)", g.timeout)
+			}
+			return nil
+		},
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "node home folder (default $PARLEY_HOME, else ~/.parley)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON")

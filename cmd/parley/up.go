@@ -107,6 +107,12 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 			return fmt.Errorf("--handle %q: %v", f.handle, err)
 		}
 	}
+	if f.wakeLimit <= 0 {
+		return fmt.Errorf("--wake-limit %s: must be above 0 (60s when left out)", f.wakeLimit)
+	}
+	if f.handWait <= 0 {
+		return fmt.Errorf("--hand-wait %s: must be above 0 (30s when left out)", f.handWait)
+	}
 	if f.loopback && len(f.listen) > 0 {
 		return fmt.Errorf("--loopback chooses the listen addresses: drop --listen, or --loopback")
 	}
