@@ -12,7 +12,8 @@ import (
 // checked before anything is written, so a refused up creates no home):
 // it left a new identity, config and database behind. And a command run
 // on such a home says why it cannot reach a node, not the transport's
-// "connect: invalid argument".
+// "connect: invalid argument". Before, up wrote the home and then failed;
+// now the socket path's length is checked first, and by every client.
 func TestCLILongHomeRefusedBeforeWriting(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()

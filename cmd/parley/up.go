@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/parley-mesh/parley/internal/config"
+	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 )
 
@@ -141,6 +142,9 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		if _, err := parsePeerAddr(s); err != nil {
 			return fmt.Errorf("bootstrap address %q: %v", s, err)
 		}
+	}
+	if err := localapi.CheckSocketPath(nodeSocket(home)); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("cannot create home %s: %v", home, err)

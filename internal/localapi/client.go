@@ -82,6 +82,11 @@ func stoppedErr(ctx context.Context, err error) bool {
 // open sends a request and returns the response for the caller to read (for
 // streams). A non-2xx answer is returned as *Error.
 func (c *Client) open(ctx context.Context, method, path string, in any) (*http.Response, error) {
+	// A socket path too long for a unix socket is no node's: say so, not
+	// the dial's "invalid argument".
+	if err := CheckSocketPath(c.socket); err != nil {
+		return nil, err
+	}
 	var body io.Reader
 	if in != nil {
 		raw, err := json.Marshal(in)

@@ -86,6 +86,21 @@ func stopping(w http.ResponseWriter) bool {
 // Handle adds a handler (for parts of the node with endpoints of their own).
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
+// MaxSocketPath is the longest socket path Listen takes: a unix socket's
+// address holds about 104 bytes (macOS) to 108 (Linux), and Listen binds
+// the socket beside path first, in a folder of a few bytes more.
+const MaxSocketPath = 100
+
+// CheckSocketPath refuses a socket path too long for a unix socket: a node
+// can never listen there, nor a client reach it. up checks it before it
+// writes the home.
+func CheckSocketPath(path string) error {
+	if len(path) > MaxSocketPath {
+		return fmt.Errorf("socket path %s is too long for a unix socket (%d bytes, at most %d): use a shorter --home", path, len(path), MaxSocketPath)
+	}
+	return nil
+}
+
 // Listen opens the unix socket at path with mode 0600, replacing a stale
 // socket file. The caller must hold the home's lock, so no live node owns it.
 // The socket is bound in a fresh private folder (mode 0700) beside path,
@@ -93,8 +108,8 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // users, whatever the umask, not even for the moment between bind and
 // chmod. Closing the listener leaves the socket file: the caller removes it.
 func Listen(path string) (net.Listener, error) {
-	if len(path) > 100 {
-		return nil, fmt.Errorf("localapi: socket path %s is too long for a unix socket (use a shorter --home)", path)
+	if err := CheckSocketPath(path); err != nil {
+		return nil, err
 	}
 	// Short names: the bound path must fit a unix socket address too.
 	tmp, err := os.MkdirTemp(filepath.Dir(path), ".s")
