@@ -253,8 +253,14 @@ func (n *Node) start(ctx context.Context) error {
 				n.log.Warn("no IPv6 on this machine: not listening on it", "addr", a.String(), "err", rootCause(err))
 				continue
 			}
-			return fmt.Errorf("%w on %s: %v (is another program using the port? choose another with --listen, e.g. /ip4/0.0.0.0/tcp/0)",
-				ErrListen, a, rootCause(err))
+			// The hint is for a port taken alone: another error
+			// (an address not on this machine, say) is not another
+			// program's doing.
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return fmt.Errorf("%w on %s: %v (is another program using the port? choose another with --listen, e.g. /ip4/0.0.0.0/tcp/0)",
+					ErrListen, a, rootCause(err))
+			}
+			return fmt.Errorf("%w on %s: %v (choose another address with --listen)", ErrListen, a, rootCause(err))
 		}
 	}
 
@@ -758,6 +764,25 @@ func noIPv6(a ma.Multiaddr, err error) bool {
 		return false
 	}
 	return errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EPROTONOSUPPORT)
+}
+
+// CheckListenAddr refuses a listen address no transport of the node serves:
+// the node listens on TCP (/ip4/A/tcp/N, /ip6/A/tcp/N) and QUIC
+// (/ip4/A/udp/N/quic-v1, /ip6/…), nothing else. up checks it before it
+// writes the home.
+func CheckListenAddr(a ma.Multiaddr) error {
+	var codes []int
+	for _, p := range a.Protocols() {
+		codes = append(codes, p.Code)
+	}
+	ip := len(codes) > 0 && (codes[0] == ma.P_IP4 || codes[0] == ma.P_IP6)
+	switch {
+	case ip && len(codes) == 2 && codes[1] == ma.P_TCP:
+		return nil
+	case ip && len(codes) == 3 && codes[1] == ma.P_UDP && codes[2] == ma.P_QUIC_V1:
+		return nil
+	}
+	return fmt.Errorf("no transport of the node listens on %s: it serves TCP (/ip4/0.0.0.0/tcp/4190) and QUIC (/ip4/0.0.0.0/udp/4190/quic-v1), on /ip4 or /ip6", a)
 }
 
 // tcpPortFree checks that a TCP listen address's port is free, with a

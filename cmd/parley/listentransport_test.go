@@ -13,6 +13,8 @@ import (
 // checked before anything is written, so a refused up creates no home),
 // saying which transports it serves, not "is another program using the
 // port?", which sends the user hunting for a program that is not there.
+// Before, up wrote the home and blamed another program; now it checks the
+// address against its transports first.
 func TestCLIListenWithoutTransportRefusedUpFront(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()

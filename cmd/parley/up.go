@@ -129,8 +129,12 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 		return fmt.Errorf("--recover keeps this node's identity and --new-identity replaces it: choose one")
 	}
 	for _, s := range f.listen {
-		if _, err := ma.NewMultiaddr(s); err != nil {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
 			return fmt.Errorf("listen address %q is not a multiaddr: %v (example: /ip4/0.0.0.0/tcp/4190)", s, err)
+		}
+		if err := node.CheckListenAddr(a); err != nil {
+			return fmt.Errorf("--listen: %v", err)
 		}
 	}
 	// The ready line's addrs= (several addresses of one node, separated by
