@@ -10,7 +10,8 @@ import (
 // error is one line (as every CLI error is) that says the node there is
 // another one, and does not tell the user to "give its address", which
 // they did. It was three lines, the dial's list of failures and then a
-// DHT lookup's, ending in that hint.
+// DHT lookup's, ending in that hint. Before, three lines; now one, naming
+// the node that answers.
 func TestCLIContactRequestWrongPeerAtAddress(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()

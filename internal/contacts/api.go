@@ -95,6 +95,13 @@ func (s *Service) Request(ctx context.Context, target peer.AddrInfo, note string
 		}
 	}
 	if err := s.reach(ctx, target); err != nil {
+		// The address hint is for a request that gave none.
+		if len(target.Addrs) > 0 {
+			if errors.Is(err, errOtherNode) {
+				return Result{}, err
+			}
+			return Result{}, fmt.Errorf("%w (is its node running at the address given?)", err)
+		}
 		return Result{}, fmt.Errorf("%w (is its node running? give its address: `parley contact request /ip4/…/tcp/…/p2p/%s`)", err, p)
 	}
 	var wire []byte

@@ -10,6 +10,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/core/sec"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/parley-mesh/parley/consent"
 )
@@ -37,6 +40,15 @@ func (s *Service) reach(ctx context.Context, ai peer.AddrInfo) error {
 	if len(h.Peerstore().Addrs(ai.ID)) > 0 && try(peer.AddrInfo{ID: ai.ID}) {
 		return nil
 	}
+	// Another node answers at an address given: that is the whole story,
+	// in one line; the DHT would only add its own failures.
+	if len(ai.Addrs) > 0 {
+		for _, err := range errs {
+			if other, at, ok := mismatchAt(err, nil); ok {
+				return fmt.Errorf("%w: %w, %s, answers at %s (peer ID mismatch: check the address's /p2p/ part)", ErrUnreachable, errOtherNode, other, at)
+			}
+		}
+	}
 	if s.cfg.FindPeer != nil && ctx.Err() == nil {
 		fctx, cancel := context.WithTimeout(ctx, dialTimeout)
 		found, err := s.cfg.FindPeer(fctx, ai.ID)
@@ -58,6 +70,36 @@ func (s *Service) reach(ctx context.Context, ai peer.AddrInfo) error {
 	// The caller names the peer (a request's error is "contacts: request
 	// PEER: …"), so the reasons follow the sentinel alone.
 	return fmt.Errorf("%w: %w", ErrUnreachable, errors.Join(errs...))
+}
+
+// errOtherNode is reach's error when another node answers at an address
+// given.
+var errOtherNode = errors.New("another node")
+
+// mismatchAt finds in a dial's error a peer ID mismatch, and the address
+// it was met at (at is the innermost address seen above it).
+func mismatchAt(err error, at ma.Multiaddr) (peer.ID, ma.Multiaddr, bool) {
+	switch e := err.(type) {
+	case nil:
+		return "", nil, false
+	case sec.ErrPeerIDMismatch:
+		return e.Actual, at, true
+	case *sec.ErrPeerIDMismatch:
+		return e.Actual, at, true
+	case *swarm.TransportError:
+		at = e.Address
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return mismatchAt(u.Unwrap(), at)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if p, a, ok := mismatchAt(e, at); ok {
+				return p, a, true
+			}
+		}
+	}
+	return "", nil, false
 }
 
 // exchange sends m to p and returns the answer. A peer that cannot be
