@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +41,9 @@ ui_port in the config (unset: the port it had last time when free, else any).`,
 				if err == nil && open {
 					var home string
 					if home, err = g.homePath(); err == nil {
-						err = openBrowser(home, info.URL)
+						if err = openBrowser(home, info.URL); err != nil {
+							err = partial{err} // the address is printed
+						}
 					}
 				}
 				return info, err
@@ -68,11 +73,35 @@ func openBrowser(home, url string) error {
 	if err != nil {
 		return err
 	}
-	if err := exec.Command(name, (&neturl.URL{Scheme: "file", Path: page}).String()).Start(); err != nil {
-		return fmt.Errorf("open the browser: %w", err)
+	var stderr bytes.Buffer
+	opener := exec.Command(name, (&neturl.URL{Scheme: "file", Path: page}).String())
+	opener.Stderr = &stderr
+	if err := opener.Start(); err != nil {
+		return fmt.Errorf("open the browser: %w; open the address above by hand", err)
+	}
+	// An opener that cannot open (no browser, no display) says so and
+	// exits at once; one that works may stay until the browser does.
+	done := make(chan error, 1)
+	go func() { done <- opener.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			why := strings.TrimSpace(stderr.String())
+			if i := strings.IndexByte(why, '\n'); i >= 0 {
+				why = why[:i]
+			}
+			if why != "" {
+				why = " (" + why + ")"
+			}
+			return fmt.Errorf("the browser was not opened: %s failed: %v%s; open the address above by hand", name, err, why)
+		}
+	case <-time.After(openerWait):
 	}
 	return nil
 }
+
+// openerWait is how long ui --open waits for the opener to fail.
+const openerWait = 2 * time.Second
 
 // writeOpenPage writes HOME/ui-open.html (mode 0600), a page that sends
 // the browser on to url at once, and returns its path.

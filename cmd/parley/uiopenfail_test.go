@@ -11,7 +11,8 @@ import (
 // `parley ui --open` with an opener that fails (xdg-open on a machine
 // with no browser or no display exits 3 at once) says the browser was not
 // opened, and exits non-zero, rather than exit 0 as if the dashboard were
-// on screen.
+// on screen. Before, it exited 0; now it waits up to 2s for the opener
+// and reports its failure.
 func TestCLIUIOpenFailingOpener(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
