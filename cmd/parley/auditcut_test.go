@@ -14,7 +14,8 @@ import (
 // its end too: its signed head says how many entries the node wrote, and
 // `audit verify` finds the cut. It listed the entries left, exit 0, as if
 // the log were whole: the last decisions (a contact approved, a member
-// invited) gone without a word.
+// invited) gone without a word. Before, it listed them, exit 0; now List
+// compares the last entry with the head and refuses the log as damaged.
 func TestCLIAuditListCutLog(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "a")

@@ -40,6 +40,7 @@
 // Verify reads the whole log and checks everything: each line, each
 // signature, the numbering, the chain and the head file. List with a limit
 // (the dashboard's last entries) reads the log backwards from its end and
-// checks only the entries it returns, each one's signature; its cost follows
-// the limit, not the log's length.
+// checks only the entries it returns, each one's signature, and the log's
+// last entry against the head file (a log cut short is refused); its cost
+// follows the limit, not the log's length.
 package audit

@@ -86,9 +86,12 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 // signature by the node it names; the first line that does not stops it with
 // an error wrapping ErrDamaged. What it does not check: the chain (that
 // entries count from 1 without gaps and each names the hash of the line
-// before it), the head file, and, with limit > 0, any line older than those
-// it reads to find the last limit entries. Whole-log checking is Verify's
-// (`parley audit verify`).
+// before it), and, with limit > 0, any line older than those it reads to
+// find the last limit entries. Whole-log checking is Verify's (`parley audit
+// verify`). It does compare the log's last entry with the head file, as
+// Verify does (a cheap check, one small file): a log cut short at its end
+// lists as a whole one would otherwise, its last decisions gone without a
+// word. A missing head file is not its concern (Verify reports it).
 //
 // With limit > 0 it reads the log backwards from its end and stops once it
 // has limit entries, so its cost follows limit, not the log's length (with
@@ -96,16 +99,65 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 // An incomplete last line (a crash while writing) is not an entry yet and is
 // skipped.
 func List(dir string, since time.Time, limit int) ([]Listed, error) {
-	if limit <= 0 {
-		return listAll(dir, since)
+	// The head is read before the log: the node writes it after each
+	// append, so a head read first never names an entry the log read
+	// after lacks.
+	h, hasHead, herr := readHead(dir)
+	if herr != nil {
+		return nil, herr
 	}
 	var out []Listed
+	var last *Listed
+	var err error
+	if limit <= 0 {
+		out, last, err = listAll(dir, since)
+	} else {
+		out, last, err = listLast(dir, since, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if hasHead {
+		rep := Report{}
+		if last != nil {
+			rep.Entries, rep.Head = last.N, last.Hash
+		}
+		if p := compareHead(h, rep); p != nil {
+			return nil, fmt.Errorf("%w: %s (run `parley audit verify`)", ErrDamaged, p)
+		}
+	}
+	return out, nil
+}
+
+// readHead reads and checks the head file in dir, if there is one.
+func readHead(dir string) (head, bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, HeadName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return head{}, false, nil
+	}
+	if err != nil {
+		return head{}, false, fmt.Errorf("audit: %w", err)
+	}
+	h, err := parseHead(bytes.TrimSuffix(b, []byte{'\n'}), "")
+	if err != nil {
+		return head{}, false, fmt.Errorf("%w: the head file %s: %v (run `parley audit verify`)", ErrDamaged, HeadName, err)
+	}
+	return h, true, nil
+}
+
+// listLast is List with limit > 0; it returns the log's last entry too.
+func listLast(dir string, since time.Time, limit int) ([]Listed, *Listed, error) {
+	var out []Listed
+	var last *Listed
 	var bad error
 	err := scanBack(dir, func(off int64, k int, b []byte) bool {
 		e, err := parseLine(b)
 		if err != nil {
 			bad = fmt.Errorf("%w: the line at byte %d (%d from the end): %v (run `parley audit verify`)", ErrDamaged, off, k, err)
 			return false
+		}
+		if last == nil {
+			last = &e
 		}
 		if !since.IsZero() {
 			if t, err := time.Parse(time.RFC3339, e.Time); err == nil && t.Before(since) {
@@ -116,15 +168,17 @@ func List(dir string, since time.Time, limit int) ([]Listed, error) {
 		return len(out) < limit
 	})
 	if err = errors.Join(err, bad); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	slices.Reverse(out)
-	return out, nil
+	return out, last, nil
 }
 
-// listAll is List without a limit: it reads the log from its start.
-func listAll(dir string, since time.Time) ([]Listed, error) {
+// listAll is List without a limit: it reads the log from its start. It
+// returns the log's last entry too.
+func listAll(dir string, since time.Time) ([]Listed, *Listed, error) {
 	var out []Listed
+	var last *Listed
 	var bad error
 	err := scan(dir, func(n uint64, b []byte, complete bool) bool {
 		if !complete {
@@ -135,6 +189,7 @@ func listAll(dir string, since time.Time) ([]Listed, error) {
 			bad = fmt.Errorf("%w: line %d: %v (run `parley audit verify`)", ErrDamaged, n, err)
 			return false
 		}
+		last = &e
 		if !since.IsZero() {
 			if t, err := time.Parse(time.RFC3339, e.Time); err == nil && t.Before(since) {
 				return true
@@ -144,9 +199,9 @@ func listAll(dir string, since time.Time) ([]Listed, error) {
 		return true
 	})
 	if err = errors.Join(err, bad); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, last, nil
 }
 
 // backChunk is how much scanBack reads at a time.
@@ -282,6 +337,11 @@ func checkHead(dir string, node peer.ID, rep Report) *Problem {
 	if err != nil {
 		return &Problem{N: rep.Entries, Reason: "the head file: " + err.Error()}
 	}
+	return compareHead(h, rep)
+}
+
+// compareHead compares the log's last entry (rep) with its head.
+func compareHead(h head, rep Report) *Problem {
 	switch {
 	case h.N > rep.Entries:
 		return &Problem{N: rep.Entries + 1, Reason: fmt.Sprintf(
