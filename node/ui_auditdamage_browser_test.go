@@ -2,15 +2,12 @@ package node_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -22,16 +19,7 @@ import (
 // why there are none.
 func TestDashboardShowsTheDamagedAuditLogInRed(t *testing.T) {
 	nt := nodetest.Start(t, 1)
-	f, err := os.OpenFile(filepath.Join(nt.Home(0), audit.FileName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("this line is not an audit entry\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	damageAuditLog(t, nt.Home(0))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))

@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -28,17 +27,7 @@ import (
 func TestDashboardSaysTheAuditLogIsDamaged(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	base, tok := uiBase(t, nt, 0)
-	path := filepath.Join(nt.Home(0), audit.FileName)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("this line is not an audit entry\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	damageAuditLog(t, nt.Home(0))
 	if _, err := audit.List(nt.Home(0), time.Time{}, 50); err == nil {
 		t.Fatal("the audit log reads whole after a bad line: the test damaged nothing")
 	}
@@ -48,6 +37,21 @@ func TestDashboardSaysTheAuditLogIsDamaged(t *testing.T) {
 	}
 	if !strings.Contains(body, "audit verify") && !strings.Contains(strings.ToLower(body), "damaged") {
 		t.Fatalf("the dashboard's panels say nothing of the damaged audit log (its audit panel reads as an empty log):\n%.2000s", body)
+	}
+}
+
+// damageAuditLog appends a line that is no audit entry to home's audit log.
+func damageAuditLog(t *testing.T, home string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(home, audit.FileName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("this line is not an audit entry\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -79,29 +83,10 @@ func TestDashboardDamagedAuditLogIsLoggedOnce(t *testing.T) {
 		c.Logger = slog.New(countWarns{msg: "dashboard: audit log", n: &warns})
 	}))
 	base, tok := uiBase(t, nt, 0)
-	f, err := os.OpenFile(filepath.Join(nt.Home(0), audit.FileName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("this line is not an audit entry\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	damageAuditLog(t, nt.Home(0))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/ui/stream", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	go io.Copy(io.Discard, resp.Body) //nolint:errcheck // the page reads its stream
+	uiStream(ctx, t, base, tok, 1024) // one open page
 	// One open page for up to 6 s: a warning a second would give 5 or more.
 	if nodetest.Poll(6*time.Second, func() bool { return warns.Load() >= 4 }) {
 		t.Fatalf("one open page logged %q %d times within 6 s: once a second, for as long as the audit log stays damaged", "dashboard: audit log", warns.Load())

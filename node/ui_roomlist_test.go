@@ -1,10 +1,8 @@
 package node_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -45,32 +43,7 @@ func TestDashboardMessageDoesNotResendTheRoomList(t *testing.T) {
 	}
 	t.Logf("%d rooms opened in %v", rooms, time.Since(began))
 
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/ui/stream", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := make(chan [2]string, 4096)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		ev := ""
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				events <- [2]string{ev, strings.TrimPrefix(line, "data: ")}
-			}
-		}
-	}()
+	events := uiStream(ctx, t, base, tok, 4096)
 	// The first burst ends with the panels; usage is among the last.
 	next := func(what string) [2]string {
 		select {

@@ -161,32 +161,7 @@ func TestDashboardTokenOriginAndStream(t *testing.T) {
 	// A room of node 1 with node 0 in it; its message reaches node 0's page.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/ui/stream", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := make(chan [2]string, 1024)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 4<<20)
-		ev := ""
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				events <- [2]string{ev, strings.TrimPrefix(line, "data: ")}
-			}
-		}
-	}()
+	events := uiStream(ctx, t, base, tok, 1024)
 	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
 	defer c1.Close()
 	needContact(t, nt, 1, 0)
@@ -497,4 +472,42 @@ func TestDashboardHoldsNoConnectionWithoutTheToken(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("no keep-alive on the stream within a minute")
 	}
+}
+
+// uiStream opens the dashboard's event stream at base as a page does, for
+// as long as ctx lasts, and returns its events (name, data), buffered up to
+// buf; the channel closes when the stream ends.
+func uiStream(ctx context.Context, t *testing.T, base, tok string, buf int) <-chan [2]string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/ui/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	events := make(chan [2]string, buf)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		ev := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				select {
+				case events <- [2]string{ev, strings.TrimPrefix(line, "data: ")}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return events
 }
