@@ -1,0 +1,83 @@
+package contacts_test
+
+import (
+	"context"
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/audit"
+)
+
+// TestConsentStrangerRevokeLeavesAnEntry: peers with fresh keys each send
+// a contact request and then a revocation of it, over real libp2p hosts.
+// Each leaves a revoked contact in the node's book and store for good (a
+// restart keeps them all): the strangers' cap (MaxPendingIn) and the TTL
+// bound only waiting requests, so fresh keys grow the book, the store and
+// the audit log without bound (the revocations' audit lines are not held
+// to StrangerAudits), and each such stranger's next request counts as a
+// known peer's.
+func TestConsentStrangerRevokeLeavesAnEntry(t *testing.T) {
+	nt := startNet(t, 1)
+	target := nt.ID(0)
+	addrs := nt.Node(0).Host().Addrs()
+	const strangers = 25
+	var ids []peer.ID
+	for range strangers {
+		priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := libp2p.New(libp2p.Identity(priv), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := h.Connect(ctx, peer.AddrInfo{ID: target, Addrs: addrs}); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if ans := sendFrom(t, h, target, consent.Message{Kind: consent.KindRequest, Request: rawRequest(t, priv, target, "hi")}); ans.Err() != nil {
+			t.Fatalf("request: %v", ans.Err())
+		}
+		rev, err := consent.NewRevocation(priv, target, 0, 1, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ans := sendFrom(t, h, target, consent.Message{Kind: consent.KindRevoke, Revocation: rev}); ans.Err() != nil {
+			t.Fatalf("revocation: %v", ans.Err())
+		}
+		ids = append(ids, h.ID())
+		_ = h.Close()
+	}
+	es, err := audit.List(nt.Home(0), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revokes := 0
+	for _, e := range es {
+		if e.Action == audit.ContactRevoke {
+			revokes++
+		}
+	}
+	nt.Crash(0)
+	nt.Restart(0)
+	held := 0
+	for _, id := range ids {
+		if c, ok := svc(nt, 0).Book().Get(id, time.Now()); ok && c.State == consent.StateRevoked {
+			held++
+		}
+	}
+	t.Logf("%d strangers: %d revoked entries held after a restart, %d contact.revoke audit lines", strangers, held, revokes)
+	if held > 0 {
+		t.Errorf("strangers that asked and revoked their own request are held for good: %d of %d after a restart", held, strangers)
+	}
+	if revokes > 10 {
+		t.Errorf("%d audit lines for strangers' revocations (StrangerAudits is %d a minute for their requests)", revokes, 10)
+	}
+}
