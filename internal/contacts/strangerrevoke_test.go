@@ -3,15 +3,18 @@ package contacts_test
 import (
 	"context"
 	"crypto/rand"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/consent"
 	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // TestConsentStrangerRevokeLeavesAnEntry: peers with fresh keys each send
@@ -79,5 +82,66 @@ func TestConsentStrangerRevokeLeavesAnEntry(t *testing.T) {
 	}
 	if revokes > 10 {
 		t.Errorf("%d audit lines for strangers' revocations (StrangerAudits is %d a minute for their requests)", revokes, 10)
+	}
+}
+
+// TestConsentStrangerRevocationIsDeliveredBack: a stranger asks, revokes
+// its own request and goes. Its entry is revoked with the stranger's
+// revocation kept (PeerRevocation), which the node then works to deliver
+// back to the stranger: at its next connection, and every RetryInterval
+// for a month (retryFor), dialling it and asking the DHT while it is away,
+// one goroutine each. Fresh keys make that work for the node without
+// bound.
+func TestConsentStrangerRevocationIsDeliveredBack(t *testing.T) {
+	nt := startNet(t, 1)
+	target := nt.ID(0)
+	addrs := nt.Node(0).Host().Addrs()
+	priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := libp2p.New(libp2p.Identity(priv), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var back atomic.Int64
+	h.SetStreamHandler(consent.ProtocolID, func(st network.Stream) {
+		defer st.Close()
+		b, err := consent.ReadFrame(st, 0)
+		if err != nil {
+			return
+		}
+		if m, err := consent.DecodeMessage(b); err == nil && m.Kind == consent.KindRevoke {
+			back.Add(1)
+		}
+		_ = consent.WriteFrame(st, consent.Message{Kind: consent.KindAck})
+		_ = st.CloseWrite()
+	})
+	connect := func() {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.Connect(ctx, peer.AddrInfo{ID: target, Addrs: addrs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	connect()
+	if ans := sendFrom(t, h, target, consent.Message{Kind: consent.KindRequest, Request: rawRequest(t, priv, target, "hi")}); ans.Err() != nil {
+		t.Fatalf("request: %v", ans.Err())
+	}
+	rev, err := consent.NewRevocation(priv, target, 0, 1, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans := sendFrom(t, h, target, consent.Message{Kind: consent.KindRevoke, Revocation: rev}); ans.Err() != nil {
+		t.Fatalf("revocation: %v", ans.Err())
+	}
+	// The stranger goes and comes back.
+	_ = h.Network().ClosePeer(target)
+	nt.WaitFor(10*time.Second, func() bool { return h.Network().Connectedness(target) != network.Connected }, "the stranger to go")
+	connect()
+	if nodetest.Poll(10*time.Second, func() bool { return back.Load() > 0 }) {
+		t.Errorf("the node delivers a stranger's revocation of its own request back to it (%d times): an entry a stranger made is work the node retries for a month", back.Load())
 	}
 }
