@@ -245,7 +245,9 @@ func (b *Book) oldestUnknown() *entry {
 }
 
 // history reports whether the book knew p before its request: a
-// certificate, a revocation either way, or our own request to it.
+// certificate, a revocation either way, or our own request to it. A peer
+// cannot make history alone: its revocation is kept only where the book
+// had some already, or this node had approved it (see ApplyRevocation).
 func history(c *Contact) bool {
 	return c.Cert != nil || c.Seq > 0 || c.RevokeSeq > 0 || c.LastRevocationSeq > 0 ||
 		c.OutRequest != nil || c.Revocation != nil
@@ -708,8 +710,15 @@ func (b *Book) revoke(p peer.ID, cooldown bool, now time.Time) (wire []byte, rec
 // is not above the last one seen from its issuer fails with ErrReplay. One
 // that covers the current certificate (cert_seq ≥ Contact.Seq) revokes the
 // contact, or cancels its pending request; an older one only advances the
-// replay counter. It returns the contact. Errors also: ErrWrongPeers (not
-// for us), ErrNoContact (unknown issuer), decoding errors.
+// replay counter. It returns the contact. A peer with no history in the
+// book (history: never a contact, never asked nor revoked by this node)
+// that revokes its own waiting request only withdraws it: the request is
+// dropped as an expired one is (the returned contact's State is the state
+// it went back to, "" when the entry went away), and nothing of the
+// revocation is kept (its LastRevocationSeq stays 0, which an applied
+// revocation never leaves). Errors also: ErrWrongPeers (not for us),
+// ErrNoContact (unknown issuer, or a denied peer with nothing to revoke),
+// decoding errors.
 func (b *Book) ApplyRevocation(wire []byte, now time.Time) (c Contact, recs []Record, err error) {
 	defer func() {
 		if err != nil {
@@ -734,6 +743,27 @@ func (b *Book) ApplyRevocation(wire []byte, now time.Time) (c Contact, recs []Re
 	}
 	if rev.Seq <= e.c.LastRevocationSeq {
 		return Contact{}, nil, fmt.Errorf("%w: revocation seq %d, last seen %d", ErrReplay, rev.Seq, e.c.LastRevocationSeq)
+	}
+	if !history(&e.c) && e.c.ShownCert == nil {
+		// A peer the node never dealt with but for its requests: it has
+		// nothing to revoke but a request of its own. That request goes
+		// as an expired one does (back to denied, or away), and the
+		// revocation leaves nothing: no entry, no replay counter, nothing
+		// to hand back. Otherwise a fresh key could ask and revoke to stay
+		// in the book for good, past the strangers' cap and the TTL, and
+		// count as a peer the node knows (history a peer makes alone).
+		switch {
+		case waiting(e):
+			out := e.c.clone()
+			recs, err = b.dropRequest(e, now)
+			if err != nil {
+				return Contact{}, nil, err
+			}
+			out.State, out.PriorState, out.InRequest, out.Updated = priorState(&e.c), "", nil, now
+			return out, recs, nil
+		case e.c.State == StateDenied:
+			return Contact{}, nil, fmt.Errorf("%w: %s: nothing to revoke", ErrNoContact, rev.Issuer)
+		}
 	}
 	next := e.c.clone()
 	next.LastRevocationSeq = rev.Seq

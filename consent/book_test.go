@@ -263,8 +263,13 @@ func TestCancelPendingRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != StateRevoked {
+	// Alice was a stranger to bob: her cancelled request goes as an
+	// expired one does, and bob keeps nothing of her.
+	if got.State != "" {
 		t.Fatalf("state %s", got.State)
+	}
+	if c, ok := bob.book.Get(alice.id, t0); ok {
+		t.Fatalf("bob keeps an entry for alice's cancelled request: %s", c.State)
 	}
 	_, _, err = bob.book.Approve(c.ID, 0, t0)
 	wantErr(t, err, ErrNotFound)

@@ -150,6 +150,18 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 			s.log.Warn("own revocation taken back from a peer: this home was restored from an older copy",
 				"peer", c.Peer.String(), "from", remote.String())
 			s.record(peerActor(remote), audit.ContactRevoke, c.Peer, map[string]string{"restored": "own revocation shown back by " + remote.String()})
+		case c.LastRevocationSeq == 0:
+			// A stranger withdrew its own request: the book dropped it and
+			// keeps nothing. Anyone with a fresh key can do that, so the
+			// line is held to the strangers' audit budget.
+			ans = consent.Message{Kind: consent.KindAck}
+			s.peerLogs.Log(s.log, slog.LevelInfo, "contact request withdrawn by peer", "peer", c.Peer.String(), "id", c.ID)
+			if s.strangerAudits.AllowN(s.now(), 1) {
+				s.record(peerActor(remote), audit.ContactRevoke, c.Peer, map[string]string{"id": c.ID, "withdrawn": "request of a peer the node never dealt with"})
+			} else {
+				s.unaudited.Add(1)
+				s.m.unaudited.Inc()
+			}
 		default:
 			ans = consent.Message{Kind: consent.KindAck}
 			s.log.Info("contact revoked by peer", "peer", c.Peer.String(), "from", remote.String(), "state", string(c.State))

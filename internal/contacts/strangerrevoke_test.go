@@ -24,7 +24,9 @@ import (
 // bound only waiting requests, so fresh keys grow the book, the store and
 // the audit log without bound (the revocations' audit lines are not held
 // to StrangerAudits), and each such stranger's next request counts as a
-// known peer's.
+// known peer's. Before, all 25 were held and each revocation audited; now
+// the revocation drops the request, and its audit line is held to the
+// strangers' budget.
 func TestConsentStrangerRevokeLeavesAnEntry(t *testing.T) {
 	nt := startNet(t, 1)
 	target := nt.ID(0)
@@ -91,7 +93,8 @@ func TestConsentStrangerRevokeLeavesAnEntry(t *testing.T) {
 // back to the stranger: at its next connection, and every RetryInterval
 // for a month (retryFor), dialling it and asking the DHT while it is away,
 // one goroutine each. Fresh keys make that work for the node without
-// bound.
+// bound. Before, the revocation came back at the next connection; now the
+// book keeps nothing of it, so there is nothing to hand back.
 func TestConsentStrangerRevocationIsDeliveredBack(t *testing.T) {
 	nt := startNet(t, 1)
 	target := nt.ID(0)
