@@ -512,8 +512,11 @@ func (b *Book) ApproveScoped(id string, validFor time.Duration, scopes []string,
 // certificate held) and from's signature, countersigns, stores the sealed
 // certificate (the contact becomes active) and returns our signature to send
 // back in a KindCountersign message. handle, if not empty, is the approver's
-// display name. It also renews a live contact when the seq is higher.
-// Errors: ErrNotRequested, ErrWrongPeers, ErrExpired, ErrReplay,
+// display name. It also renews a live contact when the seq is higher,
+// within bounds (checkRenewal): no wider scopes, no end later than the
+// current one or now + Policy.DefaultValidity; an expired contact is not
+// renewed without a request (before, any contact stored as active was,
+// even long expired, with any scopes and end). Errors: ErrNotRequested, ErrWrongPeers, ErrExpired, ErrReplay,
 // ErrBadSignature, ErrMalformed.
 func (b *Book) Countersign(from peer.ID, handle string, payload, approverSig []byte, now time.Time) (sig []byte, recs []Record, err error) {
 	defer wrap(&err, "countersign", from)
@@ -541,6 +544,11 @@ func (b *Book) Countersign(from peer.ID, handle string, payload, approverSig []b
 	}
 	if cert.Seq <= e.c.Seq {
 		return nil, nil, fmt.Errorf("%w: certificate seq %d, have %d", ErrReplay, cert.Seq, e.c.Seq)
+	}
+	if e.c.OutRequest == nil {
+		if err := b.checkRenewal(e, cert, now); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := checkSig(approverSig); err != nil {
 		return nil, nil, err
@@ -578,6 +586,33 @@ func (b *Book) Countersign(from peer.ID, handle string, payload, approverSig []b
 		return nil, nil, err
 	}
 	return sig, recs, nil
+}
+
+// checkRenewal bounds what Countersign signs with no request of this
+// node's user behind it (a renewal by the approver): the contact must still
+// be live, the scopes no wider than the current certificate's (and known
+// to this node), and not_after no later than the current certificate's or
+// now + Policy.DefaultValidity, whichever is later. Anything else needs the
+// user: an expired contact is asked for again, and that approval comes
+// through the request.
+func (b *Book) checkRenewal(e *entry, cert *Certificate, now time.Time) error {
+	if !b.live(e, now) {
+		return fmt.Errorf("%w: a renewal of a contact no longer live: ask again", ErrNotRequested)
+	}
+	for _, sc := range cert.Scopes {
+		if !slices.Contains(e.cert.Scopes, sc) || !(slices.Contains(DefaultScopes, sc) || slices.Contains(b.pol.Scopes, sc)) {
+			return fmt.Errorf("%w: a renewal granting scope %q beyond the current certificate's %v", ErrNotRequested, sc, e.cert.Scopes)
+		}
+	}
+	limit := now.Add(b.pol.DefaultValidity)
+	if e.cert.NotAfter.After(limit) {
+		limit = e.cert.NotAfter
+	}
+	if cert.NotAfter.UnixMilli() > limit.UnixMilli() {
+		return fmt.Errorf("%w: a renewal until %s, past %s", ErrNotRequested,
+			cert.NotAfter.UTC().Format(time.RFC3339), limit.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // Complete is the approver's last step: sig is the requester's

@@ -84,7 +84,10 @@
 // the requester countersigns as a renewal. Only the approver renews: a
 // node that approved the current certificate (Contact.Approver) refuses
 // approvals from the requester with ErrNotRequested, so a requester cannot
-// extend its own certificate. Countersign refuses a payload whose not_before
+// extend its own certificate. A renewal is countersigned without a request
+// only while the contact is live, with scopes no wider than the current
+// certificate's and not_after no later than the current one or now +
+// Policy.DefaultValidity. Countersign refuses a payload whose not_before
 // is more than Policy.ClockSkew ahead (ErrNotYetValid); within the skew it
 // is taken and Allowed fails until not_before.
 //

@@ -12,7 +12,8 @@ import (
 // for good, with no decision of the requester's user. Bilateral consent
 // holds for a renewal only if the requester's side asks for it (its user,
 // or a renewal it asked for within the certificate's life) and bounds
-// what it signs.
+// what it signs. Before, the renewal was countersigned; now Countersign
+// renews alone only a live contact, with scopes no wider and an end capped.
 func TestConsentRenewalNeedsTheRequestersUser(t *testing.T) {
 	req, appr := newNode(t, Policy{}), newNode(t, Policy{})
 	connect(t, req, appr, t0, 30*24*time.Hour)

@@ -388,7 +388,9 @@ func (s *Service) reoffer(ctx context.Context, p peer.ID, w work) error {
 		if left <= 0 {
 			return nil, fmt.Errorf("%w: the approval ran out before it was countersigned", consent.ErrExpired)
 		}
-		a, recs, err = s.book.Approve(w.msg.ID, left, now)
+		// The same scopes as the certificate the requester holds: it
+		// countersigns no renewal wider than that.
+		a, recs, err = s.book.ApproveScoped(w.msg.ID, left, old.Scopes, now)
 		return recs, err
 	})
 	if err != nil {
