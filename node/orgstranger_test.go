@@ -28,7 +28,10 @@ import (
 // the node holds one intro exchange open for each send, at once, each for
 // up to 15 s. The strangers' budget of /parley/org/1 (one exchange a second
 // for all of them, 16 KiB each) does not hold for what the node reads from
-// them, and fresh keys multiply it.
+// them, and fresh keys multiply it. Before, each send opened an exchange
+// (10 at once); now one decision per peer runs at a time (repeats are
+// folded into one more, at least 5 s on), and a stranger's introduction is
+// read within 16 KiB.
 func TestOrgStrangerRequestOpensIntroExchangesWithoutBound(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	y, x := newOrgKey(t, "Yco"), newOrgKey(t, "Xco")

@@ -112,9 +112,8 @@ func (s *Service) serve(remote peer.ID, m *consent.Message) consent.Message {
 				}
 				s.auditRequest(remote, c, known || c.Known)
 			}
-			if s.cfg.AutoApprove != nil && c.State == consent.StatePendingIn {
-				id := c.ID
-				s.spawn(func() { s.autoApprove(remote, id) })
+			if s.cfg.AutoApprove != nil && c.State == consent.StatePendingIn && c.Offer == nil {
+				s.decide(remote, c.ID, fresh)
 			}
 		}
 	case consent.KindApprove:
@@ -249,6 +248,79 @@ func reasonOf(err error) string {
 
 // autoApprove asks AutoApprove about p's request id and approves it when
 // told to. The actor in the audit log is "org".
+// maxDeciding bounds the peers whose request AutoApprove is deciding (or
+// will decide again) at once: beyond it, a new request waits for the user.
+const maxDeciding = 32
+
+// redecideEvery is the least time between two decisions on one peer's
+// request: a repeat of it (the requester's user asked again, e.g. once its
+// organisation trusts this node's) is decided again at most that often.
+const redecideEvery = 5 * time.Second
+
+// deciding is the decision on one peer's request under way.
+type deciding struct {
+	again bool   // a repeat came meanwhile: decide once more after it
+	id    string // the request to decide then
+}
+
+// decide has AutoApprove decide p's request id: at once for a request newly
+// recorded (fresh), and one decision per peer at a time. A repeat that
+// comes while one is under way is decided once more after it, no sooner
+// than redecideEvery, however many repeats came. Before, each repeat
+// (acked again) opened one more decision, and its exchanges with the
+// requester, at once.
+func (s *Service) decide(p peer.ID, id string, fresh bool) {
+	s.decideMu.Lock()
+	defer s.decideMu.Unlock()
+	if d := s.deciding[p]; d != nil {
+		d.again, d.id = true, id
+		return
+	}
+	if len(s.deciding) >= maxDeciding {
+		s.log.Debug("organisation trust not asked: too many decisions under way; the request waits for the user", "peer", p.String())
+		return
+	}
+	if s.deciding == nil {
+		s.deciding = make(map[peer.ID]*deciding)
+	}
+	d := &deciding{}
+	s.deciding[p] = d
+	s.spawn(func() { s.decideLoop(p, d, id, fresh) })
+}
+
+func (s *Service) decideLoop(p peer.ID, d *deciding, id string, fresh bool) {
+	defer func() {
+		s.decideMu.Lock()
+		if s.deciding[p] == d {
+			delete(s.deciding, p)
+		}
+		s.decideMu.Unlock()
+	}()
+	wait := !fresh
+	for {
+		if wait {
+			t := time.NewTimer(redecideEvery)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		if c, ok := s.book.Get(p, s.now()); ok && c.State == consent.StatePendingIn && c.Offer == nil && c.ID == id {
+			s.autoApprove(p, id)
+		}
+		s.decideMu.Lock()
+		if !d.again {
+			delete(s.deciding, p)
+			s.decideMu.Unlock()
+			return
+		}
+		d.again, id, wait = false, d.id, true
+		s.decideMu.Unlock()
+	}
+}
+
 func (s *Service) autoApprove(p peer.ID, id string) {
 	ctx, cancel := context.WithTimeout(s.ctx, deliverTimeout)
 	defer cancel()

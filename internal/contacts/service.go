@@ -132,6 +132,9 @@ type Service struct {
 	strangerAudits *rate.Limiter
 	unaudited      atomic.Int64
 	closing        bool // set by Close: no new goroutines
+	// deciding holds the peers whose request AutoApprove is deciding.
+	decideMu sync.Mutex
+	deciding map[peer.ID]*deciding
 
 	ctx    context.Context
 	cancel context.CancelFunc

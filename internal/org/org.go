@@ -787,6 +787,11 @@ var ErrNotTaken = errors.New("org: the peer took none of the records (not in tha
 const maxFrame = 1 << 20
 
 func (s *Service) exchange(ctx context.Context, p peer.ID, op byte, recs [][]byte) (byte, []*consent.OrgRecord, error) {
+	return s.exchangeLimit(ctx, p, op, recs, maxFrame)
+}
+
+// exchangeLimit is exchange reading an answer of at most limit bytes.
+func (s *Service) exchangeLimit(ctx context.Context, p peer.ID, op byte, recs [][]byte, limit int) (byte, []*consent.OrgRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	h := s.cfg.Host
@@ -819,7 +824,7 @@ func (s *Service) exchange(ctx context.Context, p peer.ID, op byte, recs [][]byt
 	if err := st.CloseWrite(); err != nil {
 		return 0, nil, err
 	}
-	ans, err := frame.Read(st, maxFrame)
+	ans, err := frame.Read(io.LimitReader(st, int64(limit)+16), limit)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -1064,7 +1069,13 @@ func (s *Service) decide(ctx context.Context, p peer.ID) Decision {
 	if len(ours) == 0 {
 		return Decision{Why: "not_trusted"}
 	}
-	op, recs, err := s.exchange(ctx, p, opIntro, nil)
+	// A requester this node does not know (anyone with a fresh key can
+	// ask) is read as strangers' pushes are: at most strangerFrame.
+	limit := maxFrame
+	if !s.known(p) {
+		limit = strangerFrame
+	}
+	op, recs, err := s.exchangeLimit(ctx, p, opIntro, nil, limit)
 	if err != nil || op != opReply {
 		return Decision{Why: "no_cert"}
 	}
