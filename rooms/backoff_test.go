@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
@@ -75,9 +74,7 @@ func TestSyncWithoutProgressBacksOff(t *testing.T) {
 	id := openRoom(t, nt, 1)
 	sayMany(t, nt, 0, id, 40, "m")
 	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 1, id) == 43 }, "node 1 to hold the room")
-	nt.WaitFor(10*time.Second, func() bool {
-		return nt.Node(1).Host().Network().Connectedness(nt.ID(2)) == network.Connected
-	}, "nodes 1 and 2 to connect")
+	waitConnected(t, nt, 1, 2) // dialled if the DHT has not brought them together
 	if _, err := mgr(nt, 1).Invite(ctx, id, nt.ID(2), identity.HumanAgent); err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,7 @@ func TestPeerHoldsOneServingSlotAtATime(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	slots := max(1, runtime.GOMAXPROCS(0)/2)
+	waitConnected(t, nt, 2, 1) // node 2 may know node 1 only through the room's mesh yet
 	for range slots + 2 {
 		s, err := nt.Node(2).Host().NewStream(ctx, nt.ID(1), rooms.ProtocolSync)
 		if err != nil {
