@@ -1,0 +1,47 @@
+package board_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// TestBoardConcurrentClaimsOnTwoConnectedNodesOneGranted: alice's node
+// and bob's share the board and are connected (no partition). Each claims
+// the same file at the same moment. Each node checks only the claims it
+// has stored so far, so both may find the file free, post, and tell their
+// agent "Claimed": two agents told they hold the same file, one of them
+// to learn later that its claim lost. The package says losers come only
+// from claims made apart across a partition; here they come from any two
+// claims made within the time an event takes to reach the other node.
+func TestBoardConcurrentClaimsOnTwoConnectedNodesOneGranted(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.Befriend(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "unrelated", time.Hour, 0, "zzz/**"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to share the board")
+
+	for i := range 10 {
+		path := fmt.Sprintf("f%d.go", i)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for n, agent := range []string{"alice", "bob"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[n] = claim(ctx, nt, n, agent, agent+"'s work", time.Hour, 0, path)
+			}()
+		}
+		wg.Wait()
+		if errs[0] == nil && errs[1] == nil {
+			t.Fatalf("%s: both alice (node 0) and bob (node 1) were told they hold it", path)
+		}
+	}
+}
