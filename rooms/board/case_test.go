@@ -25,3 +25,20 @@ func TestBoardPathsDifferingInCaseOnlyOverlap(t *testing.T) {
 		t.Fatalf("bob's claim on readme.md granted beside alice's on README.md: the board now holds %v", holders(live(t, nt, 0)))
 	}
 }
+
+// TestBoardPathsDifferingInUnicodeFormOverlap: macOS's file systems take
+// "café.go" with é as one character (NFC, as git keeps it with
+// core.precomposeunicode) and as e and a combining accent (NFD, as a
+// name read from the disk may come) for one file. Two agents claiming it
+// in the two forms must not both hold it.
+func TestBoardPathsDifferingInUnicodeFormOverlap(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "menu rewrite", time.Hour, 0, "caf\u00e9.go"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claim(ctx, nt, 0, "bob", "price fix", time.Hour, 0, "cafe\u0301.go"); err == nil {
+		t.Fatalf("bob's claim on the NFD spelling granted beside alice's on the NFC one: the board now holds %q", holders(live(t, nt, 0)))
+	}
+}
