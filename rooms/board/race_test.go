@@ -45,3 +45,46 @@ func TestBoardConcurrentClaimsOnTwoConnectedNodesOneGranted(t *testing.T) {
 		}
 	}
 }
+
+// TestBoardTwoWaitersOnOtherNodesOneGranted: alice holds x.go; bob (node
+// 1) and carol (node 2) each claim it with a wait, as wait_seconds lets
+// agents do. Alice releases: the release reaches both nodes at about the
+// same time, each wakes its waiter, finds x.go free in its own fold and
+// posts, so both are told they hold x.go. Waiting for a release makes two
+// claims made together the rule, not a partition's exception.
+func TestBoardTwoWaitersOnOtherNodesOneGranted(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	nt.Befriend(t, 0, 1)
+	nt.Befriend(t, 0, 2)
+	nt.Befriend(t, 1, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "alice's work", time.Hour, 0, "x.go"); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 2} {
+		nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, i)) == 1 }, "node %d to share the board", i)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for _, c := range []struct {
+		node  int
+		agent string
+	}{{1, "bob"}, {2, "carol"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[c.node] = claim(ctx, nt, c.node, c.agent, c.agent+"'s work", time.Hour, 30*time.Second, "x.go")
+		}()
+	}
+	nt.WaitFor(10*time.Second, func() bool {
+		return nt.Node(1).Board().Waiting() == 1 && nt.Node(2).Board().Waiting() == 1
+	}, "both claims to wait")
+	if _, err := nt.Node(0).Board().Release(ctx, "alice", project, nil); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if errs[1] == nil && errs[2] == nil {
+		t.Fatalf("both bob (node 1) and carol (node 2) were told they hold x.go after waiting for alice's release")
+	}
+}
