@@ -43,3 +43,41 @@ func TestBoardClaimOfARemovedNodeEnds(t *testing.T) {
 		t.Fatalf("alice's claim on x.go after bob's node was removed from the board room: %v", err)
 	}
 }
+
+// TestBoardRemovedNodeStaysOffTheBoard: alice's node removes bob's node
+// from the project's board room. Bob's node, its board room gone, makes
+// another room of the same name at its next claim and invites its
+// contacts; alice's node opens it at once (a contact's invite) and folds
+// it into the same board. The removal ends nothing: bob's claims are
+// held against alice's agents again within an invite round.
+func TestBoardRemovedNodeStaysOffTheBoard(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.Befriend(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "unrelated", time.Hour, 0, "zzz/**"); err != nil {
+		t.Fatal(err)
+	}
+	v, err := nt.Node(0).Board().Board(ctx, project)
+	if err != nil || len(v.Rooms) != 1 {
+		t.Fatalf("board: %+v, %v", v, err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to share the board")
+	if _, err := claim(ctx, nt, 1, "bob", "bob's work", time.Hour, 0, "x.go"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nt.Node(0).Rooms().Remove(ctx, identity.RoomID(v.Rooms[0]), nt.ID(1), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool {
+		v, err := nt.Node(1).Board().Board(ctx, project)
+		return err == nil && len(v.Rooms) == 0
+	}, "node 1 to learn of its removal")
+	if _, err := claim(ctx, nt, 1, "bob", "bob's other work", time.Hour, 0, "y.go"); err != nil {
+		t.Fatal(err)
+	}
+	b := "bob@" + nt.ID(1).String()
+	if nodetest.Poll(45*time.Second, func() bool { return holders(live(t, nt, 0))["y.go"] == b }) {
+		t.Fatalf("bob's node, removed from the board room, holds y.go on alice's node's board again: %v", holders(live(t, nt, 0)))
+	}
+}
