@@ -48,12 +48,57 @@ type watch struct {
 	until   time.Time
 }
 
-// watchLocked remembers that agent was refused paths because of h.
-// Callers hold s.mu.
+// maxWatchesPerAgent and maxWatches bound the refused claims watched,
+// per agent and over the service; past a bound the oldest is dropped
+// (its agent is then not told when its paths go free).
+const (
+	maxWatchesPerAgent = 32
+	maxWatches         = 4096
+)
+
+// watchLocked remembers that agent was refused paths because of h. It
+// drops the expired watches of every agent first, and the oldest past
+// maxWatchesPerAgent and maxWatches after. Callers hold s.mu.
 func (s *Service) watchLocked(agent identity.AgentName, project string, paths []string, note string, ttl time.Duration, h Held) {
+	now := s.cfg.Now()
+	total := 0
+	for a, ws := range s.watches {
+		ws = slices.DeleteFunc(ws, func(w *watch) bool { return now.After(w.until) })
+		if len(ws) == 0 {
+			delete(s.watches, a)
+			continue
+		}
+		s.watches[a] = ws
+		total += len(ws)
+	}
 	ws := s.watches[agent]
+	n := len(ws)
 	ws = slices.DeleteFunc(ws, func(w *watch) bool { return w.project == project && slices.Equal(w.paths, paths) })
-	s.watches[agent] = append(ws, &watch{project: project, paths: paths, note: note, ttl: ttl, was: h, until: s.cfg.Now().Add(watchTTL)})
+	total -= n - len(ws)
+	ws = append(ws, &watch{project: project, paths: paths, note: note, ttl: ttl, was: h, until: now.Add(watchTTL)})
+	total++
+	if d := len(ws) - maxWatchesPerAgent; d > 0 {
+		ws = slices.Delete(ws, 0, d)
+		total -= d
+	}
+	s.watches[agent] = ws
+	for ; total > maxWatches; total-- {
+		// Drop the oldest watch of the service: each agent's are in the
+		// order they were made, so it is the first of one of them.
+		var oldest identity.AgentName
+		var at time.Time
+		found := false
+		for a, ws := range s.watches {
+			if !found || ws[0].until.Before(at) {
+				oldest, at, found = a, ws[0].until, true
+			}
+		}
+		if ws := s.watches[oldest][1:]; len(ws) == 0 {
+			delete(s.watches, oldest)
+		} else {
+			s.watches[oldest] = ws
+		}
+	}
 }
 
 // unwatchLocked forgets agent's refused claims on project whose paths it

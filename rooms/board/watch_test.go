@@ -20,7 +20,9 @@ import (
 // whose session is gone before it reads its notices, leaves the node one
 // watch each, and each read of notices checks every one of them against
 // the board under the board's lock. What the node keeps of refusals must
-// be bounded.
+// be bounded. Before, every one was kept for its hour; now an agent's
+// watches are capped at 32 and the service's at 4096 (the oldest
+// dropped), and expired ones are dropped at every refused claim.
 func TestBoardRefusedClaimsKeptBounded(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
