@@ -97,28 +97,13 @@ func (r *Repo) Rel(cwd, path string) (string, error) {
 	dir := strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator))
 	p := path
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(cwd, p)
+		// Not filepath.Join, which cleans: a ".." goes up from what a
+		// symlink before it leads to, as the system does.
+		p = cwd + string(filepath.Separator) + p
 	}
-	p = filepath.Clean(p)
-	// Resolve symlinks in the part that exists (the folder of a new file,
-	// a glob's folder), so /tmp and /private/tmp and the like agree.
-	resolved := p
-	for base, rest := p, ""; ; {
-		if strings.ContainsAny(filepath.Base(base), "*?") {
-			rest = filepath.Join(filepath.Base(base), rest)
-			base = filepath.Dir(base)
-			continue
-		}
-		if rb, err := filepath.EvalSymlinks(base); err == nil {
-			resolved = filepath.Join(rb, rest)
-			break
-		}
-		parent := filepath.Dir(base)
-		if parent == base {
-			break
-		}
-		rest = filepath.Join(filepath.Base(base), rest)
-		base = parent
+	resolved, err := resolve(p)
+	if err != nil {
+		return "", fmt.Errorf("gitrepo: %s: %w", path, err)
 	}
 	rel, err := filepath.Rel(r.Root, resolved)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
@@ -181,4 +166,62 @@ func Project(ctx context.Context, cwd, key string, paths []string) (string, []st
 		out = append(out, rel)
 	}
 	return key, out, nil
+}
+
+// maxLinks is how many symlinks resolve follows in one path.
+const maxLinks = 255
+
+// resolve makes the path p (absolute once made so) the one the system
+// reaches: going through it a segment at a time, each symlink in the part
+// that exists is resolved before a ".." after it goes up (so lnk/../x.go
+// is x.go beside lnk's target, not beside lnk), and /tmp and
+// /private/tmp and the like agree. A segment that does not exist (a new
+// file, or a glob) is kept as written, and a ".." after it goes up from it.
+func resolve(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		p = wd + string(filepath.Separator) + p // not filepath.Abs, which cleans
+	}
+	sep := string(filepath.Separator)
+	vol := filepath.VolumeName(p)
+	cur := vol + sep
+	todo := strings.Split(filepath.FromSlash(p[len(vol):]), sep)
+	links := 0
+	for len(todo) > 0 {
+		seg := todo[0]
+		todo = todo[1:]
+		switch seg {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, seg)
+		cur = next
+		if strings.ContainsAny(seg, "*?") {
+			continue
+		}
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("more than %d symlinks", maxLinks)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		cur = filepath.Dir(next)
+		if filepath.IsAbs(target) {
+			vol = filepath.VolumeName(target)
+			cur, target = vol+sep, target[len(vol):]
+		}
+		todo = append(strings.Split(filepath.FromSlash(target), sep), todo...)
+	}
+	return cur, nil
 }

@@ -12,7 +12,9 @@ import (
 // src/deep, so lnk/../x.go is the file src/x.go (the system resolves lnk
 // before it goes up). Rel cleans the path before it resolves symlinks and
 // claims x.go at the root instead: the agent holds a file it does not
-// edit, and the one it edits stays free for another.
+// edit, and the one it edits stays free for another. Before, Rel gave
+// x.go; now it resolves each symlink before a ".." after it goes up, and
+// gives src/x.go.
 func TestBoardPathDotDotAfterSymlinkNamesTheFileReached(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
