@@ -13,7 +13,8 @@ import (
 // file, and git there (core.ignorecase) keeps one of them. Two agents of
 // one node claim it under the two spellings: the second claim must be
 // refused as the first one's, not granted beside it, or both agents are
-// told they hold the same file.
+// told they hold the same file. Before, both were granted; now paths
+// overlap compared in lower case.
 func TestBoardPathsDifferingInCaseOnlyOverlap(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -30,7 +31,8 @@ func TestBoardPathsDifferingInCaseOnlyOverlap(t *testing.T) {
 // "café.go" with é as one character (NFC, as git keeps it with
 // core.precomposeunicode) and as e and a combining accent (NFD, as a
 // name read from the disk may come) for one file. Two agents claiming it
-// in the two forms must not both hold it.
+// in the two forms must not both hold it. Before, both were granted;
+// now paths overlap compared in NFC.
 func TestBoardPathsDifferingInUnicodeFormOverlap(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -74,7 +74,14 @@ type Held struct {
 	Expires int64  `json:"expires"` // unix ms
 	Event   string `json:"event"`   // the claim that set the expiry
 	Room    string `json:"room"`
-	prefix  string // literalPrefix(Path)
+	key     string // key(Path), the form overlaps are decided in
+	prefix  string // literalPrefix(key)
+}
+
+// keys sets h's key and prefix from its path.
+func (h *Held) keys() {
+	h.key = key(h.Path)
+	h.prefix = literalPrefix(h.key)
 }
 
 // Record is one event of the board's history, with what came of it.
@@ -411,7 +418,8 @@ func (s *State) apply(e *Entry) {
 				s.drop(func(h *Held) bool { return h == old })
 			}
 			h := &Held{Path: p, Holder: e.Holder, Note: c.Note, Since: since,
-				Expires: rec.Expires, Event: e.ID, Room: e.Room, prefix: literalPrefix(p)}
+				Expires: rec.Expires, Event: e.ID, Room: e.Room}
+			h.keys()
 			s.held = append(s.held, h)
 			s.idx.add(h)
 			s.minExp = min(s.minExp, h.Expires)

@@ -77,7 +77,7 @@ func (x *heldIndex) remove(h *Held) {
 
 // find returns the holder's own claim on exactly path, if held.
 func (x *heldIndex) find(holder, path string) *Held {
-	for _, h := range x.by[literalPrefix(path)] {
+	for _, h := range x.by[literalPrefix(key(path))] {
 		if h.Holder == holder && h.Path == path {
 			return h
 		}
@@ -95,12 +95,13 @@ func (x *heldIndex) first(holder string, paths []string, ms int64) *Held {
 			if h.Expires <= ms || h.Holder == holder {
 				continue
 			}
-			if pos := x.pos[h]; (best == nil || pos < bestPos) && overlap(p, pp, h.Path, h.prefix) {
+			if pos := x.pos[h]; (best == nil || pos < bestPos) && overlap(p, pp, h.key, h.prefix) {
 				best, bestPos = h, pos
 			}
 		}
 	}
 	for _, p := range paths {
+		p = key(p)
 		pp := literalPrefix(p)
 		for _, l := range x.ls { // held prefixes that are prefixes of pp
 			if l > len(pp) {

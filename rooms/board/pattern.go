@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // MaxPattern is the longest pattern, in bytes.
@@ -151,9 +153,30 @@ func covers(p, lp string) bool {
 // ("**/*.go", "pkg/*/a.go") does not: "README.md" or "pkg/util.go" is
 // far more often a file than a folder, and a claim on "**/*_test.go"
 // would otherwise overlap a claim on every path with no glob.
-func Overlap(a, b string) bool { return overlap(a, literalPrefix(a), b, literalPrefix(b)) }
+//
+// Paths are compared in one form: lower case, in Unicode's NFC, so
+// "README.md" and "readme.md", and "café.go" with é as one character or
+// as e and an accent, overlap. On a file system that folds case (macOS's
+// and Windows' defaults) they are one file; on one that does not, two
+// claims differing only in case are refused as one, which for an advisory
+// claim is the safer error. What is stored and shown is as written.
+func Overlap(a, b string) bool {
+	a, b = key(a), key(b)
+	return overlap(a, literalPrefix(a), b, literalPrefix(b))
+}
 
-// overlap is Overlap with the literal prefixes known. The paths that
+// key is the form paths are compared in: lower case, NFC.
+func key(p string) string {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return norm.NFC.String(strings.ToLower(p))
+		}
+	}
+	return p
+}
+
+// overlap is Overlap with the paths in their key form and their literal
+// prefixes known. The paths that
 // match a pattern all begin with its literal prefix, and a folder covers
 // only a pattern whose literal prefix begins with it, so two patterns
 // whose literal prefixes are apart (neither begins the other) are apart:
@@ -300,8 +323,9 @@ func intersect(a, b []token) bool {
 // Match reports whether the plain path name (a file, not a folder)
 // matches pattern p, or is inside p's folder when p has no glob (see
 // Overlap): "pkg/new" matches pkg/new/a.go, "pkg/new/a.go" does not
-// match pkg/new.
+// match pkg/new. They are compared as Overlap compares them.
 func Match(p, name string) bool {
+	p, name = key(p), key(name)
 	if strings.ContainsAny(name, "*?") {
 		return false
 	}

@@ -207,8 +207,10 @@ func plainFold(t *testing.T, entries []Entry) ([]*Held, map[string]Record, []str
 					}
 					return false
 				})
-				held = append(held, &Held{Path: p, Holder: e.Holder, Note: c.Note, Since: since,
-					Expires: rec.Expires, Event: e.ID, Room: e.Room, prefix: literalPrefix(p)})
+				h := &Held{Path: p, Holder: e.Holder, Note: c.Note, Since: since,
+					Expires: rec.Expires, Event: e.ID, Room: e.Room}
+				h.keys()
+				held = append(held, h)
 			}
 		case KindRelease:
 			r, err := DecodeRelease(e.Body)

@@ -598,7 +598,8 @@ func (s *Service) simulateAhead(p *project) ([]Held, error) {
 			}
 			for _, q := range c.Paths {
 				h := Held{Path: q, Holder: who, Note: c.Note, Since: v.Time, Expires: v.Time + c.TTL.Milliseconds(),
-					Event: r.ID, Room: string(r.Room), prefix: literalPrefix(q)}
+					Event: r.ID, Room: string(r.Room)}
+				h.keys()
 				won = append(won, h)
 				if old := idx.find(who, q); old != nil {
 					old.Expires, old.Note, old.Event, old.Room = h.Expires, h.Note, h.Event, h.Room // renewed
