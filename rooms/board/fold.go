@@ -13,6 +13,12 @@ import (
 const (
 	KindClaim   = "claim"
 	KindRelease = "release"
+	// KindRemoved: the room's removal of a node (Holder is "@" and its
+	// peer ID). The node's claims in the room end there, and its claims
+	// in the room after it are ignored, until KindInvited.
+	KindRemoved = "removed"
+	// KindInvited: the room's invite of a node (Holder as KindRemoved).
+	KindInvited = "invited"
 )
 
 // Entry is one claim or release event of a board room.
@@ -44,6 +50,7 @@ func (e *Entry) parse() {
 		e.claim, err = DecodeClaim(e.Body)
 	case KindRelease:
 		e.release, err = DecodeRelease(e.Body)
+	case KindRemoved, KindInvited:
 	default:
 		err = fmt.Errorf("unknown kind %q", e.Kind)
 	}
@@ -124,6 +131,10 @@ type State struct {
 	minExp  int64             // no claim in held expires before it
 	records map[string]Record // by event ID
 
+	// members are the KindRemoved and KindInvited entries taken in, by
+	// room and node (room + "\x00" + peer ID), sorted; never trimmed.
+	members map[string][]*Entry
+
 	// cps are states of this fold (n <= applied, ascending); ahead, states
 	// of the fold before the last entries dated back, past all of them
 	// (n > applied, ascending), where the two may meet again.
@@ -158,7 +169,7 @@ const (
 
 // NewState returns an empty board.
 func NewState() *State {
-	s := &State{ids: map[string]bool{}, records: map[string]Record{}, every: cpEvery, maxCps: cpMax}
+	s := &State{ids: map[string]bool{}, records: map[string]Record{}, members: map[string][]*Entry{}, every: cpEvery, maxCps: cpMax}
 	s.indexHeld()
 	return s
 }
@@ -177,6 +188,17 @@ func (s *State) Add(e Entry) {
 	}
 	s.ids[e.ID] = true
 	e.parse()
+	if e.Kind == KindRemoved || e.Kind == KindInvited {
+		k := memberKey(e.Room, e.Holder)
+		ms := s.members[k]
+		i, _ := slices.BinarySearchFunc(ms, &e, func(a, b *Entry) int {
+			if a.before(b) {
+				return -1
+			}
+			return 1
+		})
+		s.members[k] = slices.Insert(ms, i, &e)
+	}
 	n := len(s.entries)
 	if n == 0 || s.entries[n-1].before(&e) {
 		s.entries = append(s.entries, &e)
@@ -365,6 +387,24 @@ func thin(cs []checkpoint) []checkpoint {
 	return keep
 }
 
+// memberKey is the key of members for a holder (NAME@PEER_ID, or
+// @PEER_ID) in room.
+func memberKey(room, holder string) string {
+	return room + "\x00" + holder[strings.LastIndexByte(holder, '@')+1:]
+}
+
+// removed reports whether e's node was removed from e's room before e
+// (and not invited back since).
+func (s *State) removed(e *Entry) bool {
+	ms := s.members[memberKey(e.Room, e.Holder)]
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].before(e) {
+			return ms[i].Kind == KindRemoved
+		}
+	}
+	return false
+}
+
 // sameHeld reports whether a and b hold the same claims in the same order
 // (conflict takes the first one that overlaps).
 func sameHeld(a, b []*Held) bool {
@@ -396,6 +436,14 @@ func (s *State) apply(e *Entry) {
 			s.minExp = min(s.minExp, h.Expires)
 		}
 	}
+	switch e.Kind {
+	case KindInvited:
+		return
+	case KindRemoved:
+		node := e.Holder // "@" + peer ID
+		s.drop(func(h *Held) bool { return h.Room == e.Room && strings.HasSuffix(h.Holder, node) })
+		return
+	}
 	rec := Record{ID: e.ID, Room: e.Room, Holder: e.Holder, Time: e.Time, Kind: e.Kind}
 	defer func() { s.records[e.ID] = rec }()
 	if e.bad != "" {
@@ -406,6 +454,10 @@ func (s *State) apply(e *Entry) {
 	case KindClaim:
 		c := e.claim
 		rec.Paths, rec.Note, rec.Expires = slices.Clone(c.Paths), c.Note, e.Time+c.TTL.Milliseconds()
+		if s.removed(e) {
+			rec.Bad = "its node was removed from the room before it"
+			return
+		}
 		if h := s.idx.first(e.Holder, c.Paths, math.MinInt64); h != nil { // held has no expired claim here
 			cp := *h
 			rec.Lost = &cp
@@ -472,6 +524,9 @@ func (s *State) History(path string) []Record {
 	match := historyMatch(path)
 	out := []Record{}
 	for _, e := range s.entries {
+		if e.Kind == KindRemoved || e.Kind == KindInvited {
+			continue
+		}
 		r := s.records[e.ID]
 		named := r.Paths
 		if r.Kind == KindRelease && len(r.Paths) == 0 {

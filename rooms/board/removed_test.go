@@ -15,7 +15,9 @@ import (
 // the removal, so bob can no longer release x.go there: his claim must
 // end with the removal (an event of the room, in the same order on every
 // node), not hold x.go against the room's members for the rest of its
-// ttl, naming a node that is no longer in it.
+// ttl, naming a node that is no longer in it. Before, it held x.go for
+// its ttl; now the fold ends a node's claims in a room at the room's
+// removal of it, and ignores its claims there after it.
 func TestBoardClaimOfARemovedNodeEnds(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.Befriend(t, 0, 1)

@@ -340,7 +340,7 @@ func (s *Service) read(p *project) error {
 			}
 			for _, v := range vs {
 				after = v.Arrival
-				if v.Kind != rooms.KindClaim && v.Kind != rooms.KindRelease {
+				if v.Kind != rooms.KindClaim && v.Kind != rooms.KindRelease && !membership(v) {
 					continue
 				}
 				if v.Time > limit {
@@ -365,11 +365,24 @@ func (s *Service) read(p *project) error {
 func (s *Service) take(p *project, v rooms.View) {
 	e := Entry{ID: v.ID.String(), Room: string(v.Room), Holder: string(v.Agent) + "@" + v.Author.String(),
 		Time: v.Time, Kind: string(v.Kind), Body: v.Body}
+	if membership(v) {
+		e.Holder, e.Kind = "@"+v.Target.String(), KindInvited
+		if v.Kind == rooms.KindLeave {
+			e.Kind = KindRemoved
+		}
+	}
 	if v.Author == s.cfg.Self && v.Kind == rooms.KindClaim && (p.lastOwn.ID == "" || p.lastOwn.before(&e)) {
 		p.lastOwn = Entry{ID: e.ID, Time: e.Time, Holder: string(v.Agent)}
 	}
 	p.state.Add(e)
 	p.gen++
+}
+
+// membership reports whether v is a room's removal (a leave naming a
+// node) or invite of a node, which the fold takes in: a node's claims in a
+// room end at its removal.
+func membership(v rooms.View) bool {
+	return (v.Kind == rooms.KindLeave || v.Kind == rooms.KindInvite) && v.Target != ""
 }
 
 // fetchLater reads an event dated ahead from the store again; ok is false
@@ -856,7 +869,7 @@ func (s *Service) History(_ context.Context, key, path string) ([]Record, error)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
+		if !ok || membership(v) {
 			continue
 		}
 		r := Record{ID: l.ID, Room: string(v.Room), Holder: string(v.Agent) + "@" + v.Author.String(), Time: v.Time, Kind: string(v.Kind),
