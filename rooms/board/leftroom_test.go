@@ -15,7 +15,9 @@ import (
 // left ("its claims stay in the fold"), so x.go is still alice's and bob
 // is refused it; after a restart the node reads only the rooms it is in,
 // and the same board shows x.go free. What the board holds must not
-// depend on whether the node restarted since.
+// depend on whether the node restarted since. Before, x.go stayed
+// alice's until a restart; now leaving a board room folds the board again
+// without it, so x.go is free at once, as after a restart.
 func TestBoardOfALeftRoomSameAcrossARestart(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

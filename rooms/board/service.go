@@ -90,6 +90,9 @@ type project struct {
 	// at gen, kept until either changes (Service.simulateAhead).
 	gen int
 	sim *aheadSim
+	// left is set when read found a room of cursors left: load folds the
+	// board again without it, as a restart would.
+	left bool
 }
 
 // aheadSim is the claims held back as dated ahead that would hold their
@@ -293,8 +296,9 @@ func (s *Service) load(key string) (*project, error) {
 	if err := s.read(p); err != nil {
 		return nil, err
 	}
-	if p.state.Stale() {
-		// An entry dated before what the fold kept: fold the board again.
+	if p.state.Stale() || p.left {
+		// An entry dated before what the fold kept, or a room left (its
+		// claims go, as they do at a restart): fold the board again.
 		fresh := newProject(key)
 		for id := range p.cursors {
 			fresh.cursors[id] = 0
@@ -332,7 +336,8 @@ func (s *Service) read(p *project) error {
 		for {
 			vs, err := s.cfg.Rooms.Since(id, after, 1000)
 			if errors.Is(err, rooms.ErrUnknownRoom) {
-				delete(p.cursors, id) // left; its claims stay in the fold
+				delete(p.cursors, id) // left: load folds the board again without it
+				p.left = true
 				break
 			}
 			if err != nil {
