@@ -47,9 +47,13 @@
 // takes them off earlier; a new claim of the same agent on the same path
 // renews it. A claim that overlaps a live claim of another agent earlier in
 // the order loses as a whole: it holds nothing, and its agent is told. A
-// node refuses such a claim before posting it, so losers come only from
-// claims made apart, on two sides of a partition; at heal every node
-// reaches the same winner. It refuses too a claim over one it holds back
+// node refuses such a claim before posting it, but it checks only the
+// claims it has stored: a claim made before the node had another node's
+// on the same path (on two sides of a partition, or by two connected
+// nodes within the time an event takes to reach the other) is granted
+// ("Claimed") on both, and once both are known the later one loses; every
+// node reaches the same winner. There is no consensus: claims are
+// advisory. It refuses too a claim over one it holds back
 // as dated ahead (see below) that the claim would still be live at: dated
 // before it, the claim would take it (the entries held back are folded on
 // top of the board in their order, with their expiry, up to the latest

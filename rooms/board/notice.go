@@ -16,8 +16,9 @@ const (
 	NoticeFree = "claim_free"
 	// NoticeExpiring: a claim of the agent ends soon.
 	NoticeExpiring = "claim_expiring"
-	// NoticeLost: a claim of the agent lost to an earlier one made apart
-	// (during a partition).
+	// NoticeLost: a claim of the agent lost to an earlier one its node
+	// had not heard of when it claimed (made during a partition, or at
+	// nearly the same time on another node).
 	NoticeLost = "claim_lost"
 )
 
@@ -191,7 +192,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 			// Dated by the claim that lost, so the notice keeps its time
 			// however often it is read.
 			out = append(out, Notice{Kind: NoticeLost, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: r.Lost,
-				Text: fmt.Sprintf("Your claim on %s (%q) lost to %s's earlier claim on %s (%q): your node had not yet heard of it when you claimed (the two nodes were apart, or had only just become contacts). It is not yours: agree with them, or wait.",
+				Text: fmt.Sprintf("Your claim on %s (%q) lost to %s's earlier claim on %s (%q): your node had not yet heard of it when you claimed (the two claims were made at nearly the same time, the two nodes were apart, or they had only just become contacts). It is not yours: agree with them, or wait.",
 					strings.Join(r.Paths, ", "), r.Note, r.Lost.Holder, r.Lost.Path, r.Lost.Note)})
 			if take {
 				s.told[id] = r.Expires
