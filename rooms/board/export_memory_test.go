@@ -66,7 +66,8 @@ func Projects(s *Service) int {
 	return len(s.projects)
 }
 
-// FoldedBytes returns how many entries project key's fold keeps, and the
+// FoldedBytes returns how many claim and release entries project key's
+// fold keeps, and the
 // bytes they hold in memory: the raw body if kept, what was decoded of it,
 // or the reason it was refused, and the event's names.
 func FoldedBytes(s *Service, key string) (n, bytes int) {
@@ -79,8 +80,11 @@ func FoldedBytes(s *Service, key string) (n, bytes int) {
 	seen := map[uintptr]bool{}
 	for _, e := range p.state.entries {
 		bytes += retained(reflect.ValueOf(e), seen)
+		if e.Kind == KindClaim || e.Kind == KindRelease { // not the rooms' removals and invites
+			n++
+		}
 	}
-	return len(p.state.entries), bytes
+	return n, bytes
 }
 
 // Told returns how many notices the service remembers handing out.

@@ -13,9 +13,10 @@ import (
 const (
 	KindClaim   = "claim"
 	KindRelease = "release"
-	// KindRemoved: the room's removal of a node (Holder is "@" and its
-	// peer ID). The node's claims in the room end there, and its claims
-	// in the room after it are ignored, until KindInvited.
+	// KindRemoved: a board room's removal of a node by another (Holder is
+	// "@" and its peer ID). The node's claims on the board end there, and
+	// its claims after it, in any of the project's board rooms, are
+	// ignored, until KindInvited.
 	KindRemoved = "removed"
 	// KindInvited: the room's invite of a node (Holder as KindRemoved).
 	KindInvited = "invited"
@@ -132,7 +133,7 @@ type State struct {
 	records map[string]Record // by event ID
 
 	// members are the KindRemoved and KindInvited entries taken in, by
-	// room and node (room + "\x00" + peer ID), sorted; never trimmed.
+	// node (peer ID), sorted; never trimmed.
 	members map[string][]*Entry
 
 	// cps are states of this fold (n <= applied, ascending); ahead, states
@@ -189,7 +190,7 @@ func (s *State) Add(e Entry) {
 	s.ids[e.ID] = true
 	e.parse()
 	if e.Kind == KindRemoved || e.Kind == KindInvited {
-		k := memberKey(e.Room, e.Holder)
+		k := memberKey(e.Holder)
 		ms := s.members[k]
 		i, _ := slices.BinarySearchFunc(ms, &e, func(a, b *Entry) int {
 			if a.before(b) {
@@ -388,15 +389,16 @@ func thin(cs []checkpoint) []checkpoint {
 }
 
 // memberKey is the key of members for a holder (NAME@PEER_ID, or
-// @PEER_ID) in room.
-func memberKey(room, holder string) string {
-	return room + "\x00" + holder[strings.LastIndexByte(holder, '@')+1:]
+// @PEER_ID): its node.
+func memberKey(holder string) string {
+	return holder[strings.LastIndexByte(holder, '@')+1:]
 }
 
-// removed reports whether e's node was removed from e's room before e
-// (and not invited back since).
+// removed reports whether e's node was removed from a board room of the
+// project before e (and not invited back since): a node removed stays off
+// the board, also through a board room of its own.
 func (s *State) removed(e *Entry) bool {
-	ms := s.members[memberKey(e.Room, e.Holder)]
+	ms := s.members[memberKey(e.Holder)]
 	for i := len(ms) - 1; i >= 0; i-- {
 		if ms[i].before(e) {
 			return ms[i].Kind == KindRemoved
@@ -441,7 +443,7 @@ func (s *State) apply(e *Entry) {
 		return
 	case KindRemoved:
 		node := e.Holder // "@" + peer ID
-		s.drop(func(h *Held) bool { return h.Room == e.Room && strings.HasSuffix(h.Holder, node) })
+		s.drop(func(h *Held) bool { return strings.HasSuffix(h.Holder, node) })
 		return
 	}
 	rec := Record{ID: e.ID, Room: e.Room, Holder: e.Holder, Time: e.Time, Kind: e.Kind}
@@ -559,6 +561,13 @@ func (s *State) Record(id string) (Record, bool) {
 	s.catchUp()
 	r, ok := s.records[id]
 	return r, ok
+}
+
+// Removed reports whether the node peer was removed from a board room of
+// the project and not invited back since.
+func (s *State) Removed(peer string) bool {
+	ms := s.members[memberKey(peer)]
+	return len(ms) > 0 && ms[len(ms)-1].Kind == KindRemoved
 }
 
 // Lost returns holder's claims that lost to an earlier one, in fold order.

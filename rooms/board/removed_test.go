@@ -16,8 +16,8 @@ import (
 // end with the removal (an event of the room, in the same order on every
 // node), not hold x.go against the room's members for the rest of its
 // ttl, naming a node that is no longer in it. Before, it held x.go for
-// its ttl; now the fold ends a node's claims in a room at the room's
-// removal of it, and ignores its claims there after it.
+// its ttl; now the fold ends a node's claims at a board room's removal of
+// it, and ignores its claims after it.
 func TestBoardClaimOfARemovedNodeEnds(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.Befriend(t, 0, 1)
@@ -51,7 +51,11 @@ func TestBoardClaimOfARemovedNodeEnds(t *testing.T) {
 // another room of the same name at its next claim and invites its
 // contacts; alice's node opens it at once (a contact's invite) and folds
 // it into the same board. The removal ends nothing: bob's claims are
-// held against alice's agents again within an invite round.
+// held against alice's agents again within an invite round. Before, they
+// were; now a node removed from a board room by another stays off the
+// project's board (its claims in any board room after the removal are
+// ignored) until invited back, and the board no longer invites it back by
+// itself.
 func TestBoardRemovedNodeStaysOffTheBoard(t *testing.T) {
 	nt := nodetest.Start(t, 2)
 	nt.Befriend(t, 0, 1)

@@ -197,6 +197,15 @@ func (s *Service) Kick() {
 	}
 }
 
+// removedFrom reports whether pid was removed from a board room of the
+// project (and not invited back since): it is not invited again by itself.
+func (s *Service) removedFrom(key string, pid peer.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(key)
+	return err == nil && p.state.Removed(pid.String())
+}
+
 func (s *Service) inviteContacts(ctx context.Context) {
 	if s.cfg.Contacts == nil {
 		return
@@ -224,7 +233,7 @@ func (s *Service) inviteContacts(ctx context.Context) {
 			continue // no agent of this node works on it
 		}
 		for _, c := range contacts {
-			if c == s.cfg.Self || slices.Contains(in.Members, c) {
+			if c == s.cfg.Self || slices.Contains(in.Members, c) || s.removedFrom(key, c) {
 				continue
 			}
 			ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -383,11 +392,11 @@ func (s *Service) take(p *project, v rooms.View) {
 	p.gen++
 }
 
-// membership reports whether v is a room's removal (a leave naming a
-// node) or invite of a node, which the fold takes in: a node's claims in a
+// membership reports whether v is a room's removal (a leave naming
+// another node) or invite of a node, which the fold takes in: a node's claims in a
 // room end at its removal.
 func membership(v rooms.View) bool {
-	return (v.Kind == rooms.KindLeave || v.Kind == rooms.KindInvite) && v.Target != ""
+	return v.Kind == rooms.KindLeave && v.Target != "" && v.Target != v.Author || v.Kind == rooms.KindInvite && v.Target != ""
 }
 
 // fetchLater reads an event dated ahead from the store again; ok is false
