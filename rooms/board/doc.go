@@ -53,7 +53,10 @@
 // nodes within the time an event takes to reach the other) is granted
 // ("Claimed") on both, and once both are known the later one loses; every
 // node reaches the same winner. There is no consensus: claims are
-// advisory. It refuses too a claim over one it holds back
+// advisory. A node removed from a board room by another node holds
+// nothing from its removal on, in any of the project's board rooms, until
+// it is invited back; a board room this node left is folded out of its
+// board. Paths overlap compared in lower case and in NFC. It refuses too a claim over one it holds back
 // as dated ahead (see below) that the claim would still be live at: dated
 // before it, the claim would take it (the entries held back are folded on
 // top of the board in their order, with their expiry, up to the latest
