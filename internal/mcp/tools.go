@@ -910,14 +910,17 @@ func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string,
 	return out, b.String(), nil
 }
 
-func waitFor(sec int) time.Duration {
+// waitFor turns wait_seconds into a wait: 0 (left out) is the default
+// 30 s; below 0 or above MaxWaitSeconds is refused naming the range, as
+// limit and ttl_minutes are.
+func waitFor(sec int) (time.Duration, error) {
 	switch {
-	case sec <= 0:
-		return 30 * time.Second
-	case sec > MaxWaitSeconds:
-		return MaxWaitSeconds * time.Second
+	case sec < 0 || sec > MaxWaitSeconds:
+		return 0, fmt.Errorf("wait_seconds must be 0 to %d (0 or left out: 30)", MaxWaitSeconds)
+	case sec == 0:
+		return 30 * time.Second, nil
 	}
-	return time.Duration(sec) * time.Second
+	return time.Duration(sec) * time.Second, nil
 }
 
 func askOut(res localapi.AskResult) AskOut {
@@ -929,8 +932,12 @@ func askOut(res localapi.AskResult) AskOut {
 }
 
 func (s *Server) ask(ctx context.Context, c *call, in AskIn) (AskOut, string, error) {
+	d, err := waitFor(in.WaitSeconds)
+	if err != nil {
+		return AskOut{}, "", err
+	}
 	res, err := s.api.Ask(ctx, c.agent, localapi.AskRequest{Text: in.Text, To: in.To, Room: in.Room,
-		WaitSeconds: waitFor(in.WaitSeconds).Seconds(), Take: true, Spent: in.spent()})
+		WaitSeconds: d.Seconds(), Take: true, Spent: in.spent()})
 	if err != nil {
 		return AskOut{}, "", err
 	}
@@ -954,7 +961,10 @@ func askText(out *AskOut) string {
 }
 
 func (s *Server) wait(ctx context.Context, c *call, in WaitIn) (AskOut, string, error) {
-	d := waitFor(in.WaitSeconds)
+	d, err := waitFor(in.WaitSeconds)
+	if err != nil {
+		return AskOut{}, "", err
+	}
 	if in.AskID != "" {
 		res, err := s.api.WaitReply(ctx, c.agent, in.AskID, d, true)
 		if err != nil {

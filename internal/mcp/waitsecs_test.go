@@ -11,7 +11,8 @@ import (
 // TestMCPWaitSecondsOutOfRangeRefused: wait_seconds is "1 to 50"; a
 // negative one (a model asking not to wait) silently blocked for the
 // default 30 s, the client's tool time-out close by. It must be refused
-// with its range, as limit and ttl_minutes are, not waited on.
+// with its range, as limit and ttl_minutes are, not waited on. Before,
+// it blocked for 30 s; now it is refused naming wait_seconds and 0 to 50.
 func TestMCPWaitSecondsOutOfRangeRefused(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	a := connect(t, nt, 0, "a")
