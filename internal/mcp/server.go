@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -143,6 +145,22 @@ func (s *Server) sessionOf(thread string) string {
 	return "thread:" + hex.EncodeToString(h[:8]) + ":" + thread
 }
 
+// MaxThreadID bounds a thread_id: its session key ("thread:", 16 hex
+// digits, ":" and the thread_id) must fit the node's bound on sessions.
+const MaxThreadID = 200
+
+// checkThread refuses a thread_id the node could not take as part of a
+// session key, in words naming thread_id (not the session header's).
+func checkThread(thread string) error {
+	if len(thread) > MaxThreadID {
+		return fmt.Errorf("thread_id is %d bytes, at most %d", len(thread), MaxThreadID)
+	}
+	if !utf8.ValidString(thread) || strings.ContainsFunc(thread, unicode.IsControl) {
+		return fmt.Errorf("thread_id %.40q has control characters (a line break, say) or is not UTF-8: pass a printable one", thread)
+	}
+	return nil
+}
+
 // errTooManyThreads is the tool error of a new thread_id past MaxThreads.
 var errTooManyThreads = fmt.Errorf("this Parley session already serves %d thread agents (one per thread_id), the most it holds at once; "+
 	"pass a thread_id already in use, or none, or wait until a thread has had no call for a while (it is let go then)", MaxThreads)
@@ -217,6 +235,9 @@ func (s *Server) Agent() string {
 // is not let go while a call for it is under way.
 func (s *Server) agentFor(ctx context.Context, thread string) (name string, done func(), err error) {
 	done = func() {}
+	if err := checkThread(thread); err != nil {
+		return "", done, err
+	}
 	if thread == "" {
 		s.mu.Lock()
 		a := s.agent

@@ -12,7 +12,8 @@ import (
 // an error that names thread_id and says what it may hold; before, the
 // model read the HTTP client's words about a header it never gave
 // ("invalid header field value for \"Parley-Session\"") or a limit of a
-// session it never named ("session is 300 bytes").
+// session it never named ("session is 300 bytes"); now the MCP wrapper
+// checks thread_id first.
 func TestMCPThreadIDRefusedInItsOwnWords(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	a := connect(t, nt, 0, "a")
