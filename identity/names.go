@@ -19,7 +19,7 @@ const HumanAgent AgentName = "human"
 // ParseAgentName checks s and returns it as an AgentName.
 func ParseAgentName(s string) (AgentName, error) {
 	if err := checkToken(s, 64); err != nil {
-		return "", fmt.Errorf("%w: agent name %q: %v", ErrBadName, s, err)
+		return "", fmt.Errorf("%w: agent name %.100q: %v", ErrBadName, s, err)
 	}
 	return AgentName(s), nil
 }
@@ -75,11 +75,11 @@ func NewRoomID() RoomID {
 // ParseRoomID checks s and returns it as a RoomID.
 func ParseRoomID(s string) (RoomID, error) {
 	if len(s) != 26 {
-		return "", fmt.Errorf("%w: room id %q: want 26 characters", ErrBadName, s)
+		return "", fmt.Errorf("%w: room id %.100q: want 26 characters", ErrBadName, s)
 	}
 	for _, c := range s {
 		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
-			return "", fmt.Errorf("%w: room id %q: character %q", ErrBadName, s, c)
+			return "", fmt.Errorf("%w: room id %.100q: character %q", ErrBadName, s, c)
 		}
 	}
 	return RoomID(s), nil
@@ -103,7 +103,7 @@ func ParseAgentAddr(s string) (AgentAddr, error) {
 	if found {
 		id, err := peer.Decode(p)
 		if err != nil {
-			return AgentAddr{}, fmt.Errorf("%w: address %q: bad peer id: %v", ErrBadName, s, err)
+			return AgentAddr{}, fmt.Errorf("%w: address %.100q: bad peer id: %v", ErrBadName, s, err)
 		}
 		a.Peer = id
 	}

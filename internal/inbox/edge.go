@@ -381,7 +381,7 @@ func (b *Inbox) byName(s string, agent identity.AgentName) (rooms.Info, error) {
 			}
 		}
 		return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
-			"no room named %q on this node (parley_who, or `parley room list`, lists the rooms)", s)
+			"no room named %.100q on this node (parley_who, or `parley room list`, lists the rooms)", s)
 	}
 	// Each ID with who created its room, the one thing that tells rooms of
 	// one name apart before their IDs do ("@PEER" reads as the node's
@@ -446,7 +446,7 @@ func (b *Inbox) parseMember(s string) (member, error) {
 			return member{peer: p}, nil
 		}
 		if strings.HasPrefix(s, "12D3Koo") || strings.HasPrefix(s, "Qm") {
-			return member{}, localapi.BadRequest("%q looks like a peer ID but is not one (%v): copy it whole from `parley peers` or `parley contact list`", s, err)
+			return member{}, localapi.BadRequest("%.100q looks like a peer ID but is not one (%v): copy it whole from `parley peers` or `parley contact list`", s, err)
 		}
 	}
 	a, err := identity.ParseGivenAgentAddr(s)
@@ -460,18 +460,18 @@ func (b *Inbox) parseMember(s string) (member, error) {
 			why = `nothing follows "@"`
 		}
 		if why != "" {
-			return member{}, localapi.BadRequest("%q is a malformed address (%s): an agent's address is NAME@PEER_ID or NAME@HANDLE, or NAME for an agent of your node", s, why)
+			return member{}, localapi.BadRequest("%.100q is a malformed address (%s): an agent's address is NAME@PEER_ID or NAME@HANDLE, or NAME for an agent of your node", s, why)
 		}
 		if _, perr := peer.Decode(node); perr != nil {
 			p, rerr := b.cfg.Names.Resolve(node)
 			if rerr != nil {
-				return member{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent, "%q: %s", s, strings.TrimPrefix(rerr.Error(), "names: "))
+				return member{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent, "%.100q: %s", s, strings.TrimPrefix(rerr.Error(), "names: "))
 			}
 			a, err = identity.ParseGivenAgentAddr(name + "@" + p.String())
 		}
 	}
 	if err != nil {
-		return member{}, localapi.BadRequest("%q: %v (an agent's address is NAME@PEER_ID or NAME@HANDLE, or NAME for an agent of your node)", s, err)
+		return member{}, localapi.BadRequest("%.100q: %v (an agent's address is NAME@PEER_ID or NAME@HANDLE, or NAME for an agent of your node)", s, err)
 	}
 	if a.Peer == "" {
 		a.Peer = b.self
@@ -483,7 +483,7 @@ func (b *Inbox) parseMember(s string) (member, error) {
 func (b *Inbox) parseTo(s string) (member, error) {
 	m, err := b.parseMember(s)
 	if err == nil && m.name == "" {
-		err = localapi.BadRequest("%q is a node, not an agent: address an agent as NAME@PEER_ID", s)
+		err = localapi.BadRequest("%.100q is a node, not an agent: address an agent as NAME@PEER_ID", s)
 	}
 	return m, err
 }
@@ -980,7 +980,7 @@ func (b *Inbox) find(id string, agent identity.AgentName) (rooms.View, error) {
 		}
 	}
 	if err != nil {
-		return rooms.View{}, localapi.BadRequest("%q is not an event ID (give it whole, 52 characters of a-z and 2-7, or its first %d or more)", id, rooms.MinIDPrefix)
+		return rooms.View{}, localapi.BadRequest("%.100q is not an event ID (give it whole, 52 characters of a-z and 2-7, or its first %d or more)", id, rooms.MinIDPrefix)
 	}
 	v, err := b.rooms.Find(eid)
 	if err != nil || !b.names(agent, v.Room) {
@@ -1586,7 +1586,7 @@ func (b *Inbox) Leave(ctx context.Context, agent string, req localapi.LeaveReque
 			return res, apiError(serr)
 		}
 		if !ok || !rec.In {
-			return res, localapi.Errorf(http.StatusConflict, localapi.CodeConflict, "you (%s) are not in room %q", a, in.Name)
+			return res, localapi.Errorf(http.StatusConflict, localapi.CodeConflict, "you (%s) are not in room %.100q", a, in.Name)
 		}
 		eid, err = b.rooms.Leave(ctx, in.ID, a)
 		if err == nil && !b.localAgentsIn(in.ID) {
@@ -1661,7 +1661,7 @@ func (b *Inbox) Dismiss(ctx context.Context, agent string, req localapi.DismissR
 		return localapi.Pending{}, apiError(err)
 	case !owed:
 		return localapi.Pending{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownEvent,
-			"you owe no ask %q (answered, expired or never yours; your pending items list the asks you owe)", req.AskID)
+			"you owe no ask %.100q (answered, expired or never yours; your pending items list the asks you owe)", req.AskID)
 	}
 	var p localapi.Pending
 	return p, b.withPending(a, req.Take, handFor(ctx), &p)

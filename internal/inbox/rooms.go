@@ -158,7 +158,7 @@ func (b *Inbox) Remove(ctx context.Context, room string, req localapi.RemoveRequ
 	if !strings.Contains(s, "@") {
 		p, err := peer.Decode(s)
 		if err != nil {
-			return localapi.EventID{}, localapi.BadRequest("%q is not a peer ID or an agent's address NAME@PEER_ID (`parley room list --json` lists each room's member nodes and agents)", req.PeerID)
+			return localapi.EventID{}, localapi.BadRequest("%.100q is not a peer ID or an agent's address NAME@PEER_ID (`parley room list --json` lists each room's member nodes and agents)", req.PeerID)
 		}
 		eid, err := b.rooms.Remove(ctx, in.ID, p, by)
 		if err != nil {

@@ -15,7 +15,8 @@ import (
 // clients take (Claude Code refuses one over 25,000 tokens); a refused
 // argument of 200 KB (a model pasting a file into the wrong field) must
 // not come back whole in the error or the answer, or the agent gets no
-// word of what went wrong at all.
+// word of what went wrong at all. Before, each call below gave a result
+// of 400 to 800 KB; now quoted inputs are cut to 100 characters.
 func TestMCPRefusedInputIsNotEchoedWhole(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	a := connect(t, nt, 0, "a")

@@ -435,6 +435,23 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 
 // errorText is what a model reads of an error.
 func (s *Server) errorText(err error) string {
+	t := s.errorWords(err)
+	if len(t) > MaxErrorText {
+		// An error that quotes a refused input whole (a file pasted into
+		// the wrong field) would make a result no client takes.
+		cut := MaxErrorText
+		for cut > 0 && !utf8.RuneStart(t[cut]) {
+			cut--
+		}
+		t = t[:cut] + " …(cut)"
+	}
+	return t
+}
+
+// MaxErrorText bounds the text of a tool's error.
+const MaxErrorText = 4 << 10
+
+func (s *Server) errorWords(err error) string {
 	var ae *localapi.Error
 	switch {
 	case errors.As(err, &ae):

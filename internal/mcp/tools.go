@@ -608,7 +608,7 @@ func (s *Server) who(ctx context.Context, c *call, in WhoIn) (WhoOut, string, er
 	var b strings.Builder
 	switch {
 	case node != "" && len(ws) == 0:
-		fmt.Fprintf(&b, "No agent alive of node %q (give its name, handle or peer ID; parley_who without node lists all).", node)
+		fmt.Fprintf(&b, "No agent alive of node %.100q (give its name, handle or peer ID; parley_who without node lists all).", node)
 	case len(ws) == 1:
 		b.WriteString("1 agent alive:")
 	default:
