@@ -29,6 +29,15 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 	s.mu.Lock()
 	if s.agent.Name == agent && s.agent.Address != "" {
 		you = s.agent.Address
+	} else {
+		// A thread's agent: its full address too, so that the
+		// invitation's member list leaves it out.
+		for _, ta := range s.threads {
+			if ta.info.Name == agent && ta.info.Address != "" {
+				you = ta.info.Address
+				break
+			}
+		}
 	}
 	s.mu.Unlock()
 	items := make([]Pending, 0, len(p.Items))

@@ -12,7 +12,8 @@ import (
 // lists the room's other members ("In it: …"), leaving out the agent it
 // is for. For a thread's agent (thread_id) the MCP server names the agent
 // by its bare name, not its address, so the agent is listed among the
-// others, as if someone else of its name were in the room.
+// others, as if someone else of its name were in the room. Before, it
+// was listed; now the server passes the thread agent's address as "you".
 func TestMCPThreadAgentsInvitationDoesNotListItself(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	a := connect(t, nt, 0, "a")
