@@ -15,6 +15,7 @@ import (
 // gives its model the structured output alone when a result has one
 // (docs: "what only the text says never reaches it"), and the note is in
 // the text alone: the model goes on signing and answering as alpha.
+// Before, only the text told it; now the envelope's name_change does too.
 func TestMCPNameChangeNoteInTheStructuredOutput(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	ctx := context.Background()

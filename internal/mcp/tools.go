@@ -55,8 +55,12 @@ func (s Spend) spent() *localapi.Spend {
 type Envelope struct {
 	// Notice says what the text's header lines say: a client may give
 	// its model the structured output alone (Claude Code does).
-	Notice     string      `json:"notice,omitempty" jsonschema:"what waits for you among pending, in a few lines; an ask there means someone is blocked on you"`
-	Error      string      `json:"error,omitempty"`
+	Notice string `json:"notice,omitempty" jsonschema:"what waits for you among pending, in a few lines; an ask there means someone is blocked on you"`
+	Error  string `json:"error,omitempty"`
+	// NameChange is the note of the text's first line when the session
+	// was bound again under another name: the structured output tells it
+	// too.
+	NameChange string      `json:"name_change,omitempty" jsonschema:"your name changed during this call: you are now the agent it names; sign and answer as that one"`
 	Pending    []Pending   `json:"pending"`
 	MoreUnread []RoomCount `json:"more_unread"`
 }
@@ -490,6 +494,9 @@ func addTool[In threaded, Out any, PO interface {
 			}
 		}
 		env.Notice = notice(env.Pending, env.MoreUnread)
+		if renamed != "" {
+			env.NameChange = strings.TrimSpace(strings.TrimPrefix(renamed, "Note: "))
+		}
 		text = renamed + text
 		res.Content = []sdk.Content{&sdk.TextContent{Text: termtext.Text(s.named(ctx, text+renderPending(env.Pending, env.MoreUnread)))}}
 		return res, out, nil
