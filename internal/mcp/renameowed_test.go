@@ -14,7 +14,7 @@ import (
 // a name no session holds (parley_ask to it is refused as unknown). The
 // rename's result must at least say what was left behind under the old
 // name; before, it said only "You are NEW", and every later result was
-// silent about the ask.
+// silent about the ask; now it names the old name's rooms and asks owed.
 func TestMCPRenameKeepsOrTellsTheAsksOwed(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	a := connect(t, nt, 0, "a")

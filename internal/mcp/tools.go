@@ -109,6 +109,11 @@ type RegisterOut struct {
 	Role         string   `json:"role"`
 	WorkingOn    string   `json:"working_on"`
 	Capabilities []string `json:"capabilities"`
+	// LeftBehind, on a rename, says what stays with the old name: its
+	// rooms and the asks it owes are the old name's, not the new one's.
+	LeftBehind string `json:"left_behind,omitempty" jsonschema:"on a rename: what stays with your old name (its rooms, the asks it owes); register under the old name again to answer those asks"`
+	// OldAsksOwed counts the asks the old name owes.
+	OldAsksOwed int `json:"old_asks_owed,omitempty" jsonschema:"on a rename: how many asks your old name still owes"`
 }
 
 // Empty is the input of tools that take nothing but a thread.
@@ -548,6 +553,20 @@ func (s *Server) register(ctx context.Context, c *call, in RegisterIn) (Register
 	if in.Capabilities != nil {
 		req.Capabilities = &in.Capabilities
 	}
+	// What the old name has is its own: a rename leaves it behind, and
+	// the result says so (before, the asks it owed were left without a
+	// word). Looked at before the bind, handing out nothing.
+	old := c.agent
+	var oldRooms []string
+	var oldOwed []localapi.Item
+	if old != "" && in.Name != "" && !strings.EqualFold(strings.TrimSpace(in.Name), old) {
+		if w, err := s.api.AgentWho(ctx, old, localapi.AgentRequest{}); err == nil {
+			for _, r := range w.Rooms {
+				oldRooms = append(oldRooms, r.Name)
+			}
+		}
+		oldOwed, _ = s.api.Owed(ctx, old)
+	}
 	info, err := s.bind(ctx, in.ThreadID, req)
 	if err != nil {
 		return out, "", err
@@ -555,7 +574,54 @@ func (s *Server) register(ctx context.Context, c *call, in RegisterIn) (Register
 	c.agent = info.Name
 	out.Agent, out.Address, out.Role, out.WorkingOn = info.Name, info.Address, info.Role, info.WorkingOn
 	out.Capabilities = orEmpty(info.Capabilities)
-	return out, fmt.Sprintf("You are %s (address %s).", info.Name, info.Address), nil
+	text := fmt.Sprintf("You are %s (address %s).", info.Name, info.Address)
+	if old != "" && info.Name != old && (len(oldRooms) > 0 || len(oldOwed) > 0) {
+		out.LeftBehind = leftBehind(old, info.Name, oldRooms, oldOwed)
+		out.OldAsksOwed = len(oldOwed)
+		text += "\n" + out.LeftBehind
+	}
+	return out, text, nil
+}
+
+// leftBehind says what a rename from old to now left with the old name.
+func leftBehind(old, now string, rooms []string, owed []localapi.Item) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Your old name %q keeps what was its own; it is not %s's:", old, now)
+	if len(rooms) > 0 {
+		shown := rooms
+		if len(shown) > 10 {
+			shown = shown[:10]
+		}
+		fmt.Fprintf(&b, " its %d room(s) (%s", len(rooms), strings.Join(quoteAll(shown), ", "))
+		if len(rooms) > len(shown) {
+			fmt.Fprintf(&b, " and %d more", len(rooms)-len(shown))
+		}
+		b.WriteString(")")
+	}
+	if len(owed) > 0 {
+		if len(rooms) > 0 {
+			b.WriteString(" and")
+		}
+		fmt.Fprintf(&b, " the %d ask(s) it owes", len(owed))
+		for i, it := range owed {
+			if i == 5 {
+				fmt.Fprintf(&b, "; and %d more", len(owed)-i)
+				break
+			}
+			fmt.Fprintf(&b, "; %s from %s: %q", it.ID, it.From, clipText(it.Text, 100))
+		}
+		fmt.Fprintf(&b, ". Their askers wait on %q: register as %q again to answer them", old, old)
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", clipText(s, 100))
+	}
+	return out
 }
 
 func (s *Server) who(ctx context.Context, c *call, in WhoIn) (WhoOut, string, error) {
