@@ -253,9 +253,11 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 		if err == nil {
 			if req.Take {
 				fresh = len(st.notes) > 0 || slices.ContainsFunc(b.owedShown(st), func(r askRef) bool { return !r.rec.Shown })
-				for _, n := range st.unread {
-					fresh = fresh || n > 0
-				}
+				// Unread counts as new only when a take has not
+				// reported it yet: before, a long message (never
+				// handed out, left for a read) made every wait
+				// return at once.
+				fresh = fresh || st.untold()
 				fresh = fresh || b.cfg.Notices != nil && len(b.cfg.Notices(a, false)) > 0
 			} else {
 				fresh = st.news > after || (first && req.After != "" && !known)

@@ -291,11 +291,16 @@ type state struct {
 	notes   map[string]*noteRec        // invitations and replies to show once (n)
 	sawAsks map[string]int64           // asks it owed, shown or answered by it, since dropped → when (s)
 	unread  map[identity.RoomID]int    // unread messages counted by the scan
-	recount map[identity.RoomID]bool   // rooms whose unread count is not known (after a restart)
-	dirty   map[identity.RoomID]bool   // rooms with more to scan than one take scans
-	hands   map[string]*handRec        // open two-step hand-outs, by token (h)
-	news    uint64                     // bumped when a scan finds something new
-	ops     []schema.Op                // writes not yet applied
+	// told is, per room a take reported unread messages of (more_unread)
+	// and left them unread, the arrival scanned up to then: a Wait with
+	// take counts those as new only once the room got more. In memory
+	// only: after a restart they are new once again.
+	told    map[identity.RoomID]uint64
+	recount map[identity.RoomID]bool // rooms whose unread count is not known (after a restart)
+	dirty   map[identity.RoomID]bool // rooms with more to scan than one take scans
+	hands   map[string]*handRec      // open two-step hand-outs, by token (h)
+	news    uint64                   // bumped when a scan finds something new
+	ops     []schema.Op              // writes not yet applied
 	// wake is closed (poke) when the agent's items change other than by
 	// the rooms' changes: items of a hand-out offered again (a partial
 	// confirmation, a wait that passed), a new hand-out (its wait to

@@ -504,10 +504,16 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 			}
 			if rest > 0 {
 				p.MoreUnread = append(p.MoreUnread, localapi.RoomCount{Room: string(id), RoomName: nameOf(id), Count: rest})
+				if take {
+					st.tell(id)
+				}
 			}
 			continue
 		}
 		p.MoreUnread = append(p.MoreUnread, localapi.RoomCount{Room: string(id), RoomName: nameOf(id), Count: st.unread[id]})
+		if take {
+			st.tell(id)
+		}
 	}
 	b.handed(st, h, handed)
 	p.Cursor = b.cursor(st)
@@ -659,4 +665,28 @@ func item(v rooms.View, roomName string) localapi.Item {
 		}
 	}
 	return it
+}
+
+// tell records that a take reported the room's unread messages (and left
+// them unread): a Wait counts them as new again only once the room's scan
+// got past where it is now. Callers hold st.mu.
+func (st *state) tell(id identity.RoomID) {
+	if st.told == nil {
+		st.told = map[identity.RoomID]uint64{}
+	}
+	st.told[id] = st.scan[id]
+}
+
+// untold reports whether the agent has unread messages no take reported
+// yet: in a room never reported, or one whose scan got past the report.
+func (st *state) untold() bool {
+	for id, n := range st.unread {
+		if n <= 0 {
+			continue
+		}
+		if at, ok := st.told[id]; !ok || st.scan[id] > at {
+			return true
+		}
+	}
+	return false
 }

@@ -15,7 +15,8 @@ import (
 // ask_id ("block until anything new arrives") must still block when that
 // message is all there is, already told; before, it returned "New for
 // you:" at once, every time, until the agent read the room: an agent
-// waiting for its next task spins, one call after another.
+// waiting for its next task spins, one call after another. Now only
+// unread that no take reported yet counts as new.
 func TestMCPWaitBlocksPastALongUnreadMessage(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	a := connect(t, nt, 0, "a")
