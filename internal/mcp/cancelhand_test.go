@@ -57,6 +57,9 @@ func (c *holdingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // had written that result, and a written result confirms its hand-out, so
 // the message it carried is never shown to the agent: lost, where a
 // failed write offers it again (TestMCPUnwrittenResultIsHandedAgain).
+// Before, it was lost; now the hand-out is confirmed at the client's next
+// message (or after a short grace), and given back when that message
+// cancels the call.
 func TestMCPCancelledCallDoesNotConfirmItsHandOut(t *testing.T) {
 	const wait = time.Second
 	nt, a := handNet(t, wait)
