@@ -114,7 +114,7 @@ type heldAck struct {
 // next message before it is confirmed: a client that gave the call up
 // (notifications/cancelled, crossing the result on its way) drops the
 // result, and its items are then offered again, not lost.
-const ackGrace = 250 * time.Millisecond
+const ackGrace = 500 * time.Millisecond
 
 // Write implements sdk.Connection: once a tool result that carries a
 // hand-out is written, the hand-out is confirmed at the client's next
