@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -47,16 +48,7 @@ func TestConsentStrangerRevokeLeavesAnEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 		cancel()
-		if ans := sendFrom(t, h, target, consent.Message{Kind: consent.KindRequest, Request: rawRequest(t, priv, target, "hi")}); ans.Err() != nil {
-			t.Fatalf("request: %v", ans.Err())
-		}
-		rev, err := consent.NewRevocation(priv, target, 0, 1, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ans := sendFrom(t, h, target, consent.Message{Kind: consent.KindRevoke, Revocation: rev}); ans.Err() != nil {
-			t.Fatalf("revocation: %v", ans.Err())
-		}
+		askAndWithdraw(t, h, priv, target)
 		ids = append(ids, h.ID())
 		_ = h.Close()
 	}
@@ -130,6 +122,20 @@ func TestConsentStrangerRevocationIsDeliveredBack(t *testing.T) {
 		}
 	}
 	connect()
+	askAndWithdraw(t, h, priv, target)
+	// The stranger goes and comes back.
+	_ = h.Network().ClosePeer(target)
+	nt.WaitFor(10*time.Second, func() bool { return h.Network().Connectedness(target) != network.Connected }, "the stranger to go")
+	connect()
+	if nodetest.Poll(10*time.Second, func() bool { return back.Load() > 0 }) {
+		t.Errorf("the node delivers a stranger's revocation of its own request back to it (%d times): an entry a stranger made is work the node retries for a month", back.Load())
+	}
+}
+
+// askAndWithdraw sends target, from host h of key priv, a contact request
+// and then the key's own revocation of it.
+func askAndWithdraw(t *testing.T, h host.Host, priv crypto.PrivKey, target peer.ID) {
+	t.Helper()
 	if ans := sendFrom(t, h, target, consent.Message{Kind: consent.KindRequest, Request: rawRequest(t, priv, target, "hi")}); ans.Err() != nil {
 		t.Fatalf("request: %v", ans.Err())
 	}
@@ -139,12 +145,5 @@ func TestConsentStrangerRevocationIsDeliveredBack(t *testing.T) {
 	}
 	if ans := sendFrom(t, h, target, consent.Message{Kind: consent.KindRevoke, Revocation: rev}); ans.Err() != nil {
 		t.Fatalf("revocation: %v", ans.Err())
-	}
-	// The stranger goes and comes back.
-	_ = h.Network().ClosePeer(target)
-	nt.WaitFor(10*time.Second, func() bool { return h.Network().Connectedness(target) != network.Connected }, "the stranger to go")
-	connect()
-	if nodetest.Poll(10*time.Second, func() bool { return back.Load() > 0 }) {
-		t.Errorf("the node delivers a stranger's revocation of its own request back to it (%d times): an entry a stranger made is work the node retries for a month", back.Load())
 	}
 }

@@ -19,19 +19,7 @@ import (
 // its ttl; now the fold ends a node's claims at a board room's removal of
 // it, and ignores its claims after it.
 func TestBoardClaimOfARemovedNodeEnds(t *testing.T) {
-	nt := nodetest.Start(t, 2)
-	nt.Befriend(t, 0, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := claim(ctx, nt, 0, "alice", "unrelated", time.Hour, 0, "zzz/**"); err != nil {
-		t.Fatal(err)
-	}
-	v, err := nt.Node(0).Board().Board(ctx, project)
-	if err != nil || len(v.Rooms) != 1 {
-		t.Fatalf("board: %+v, %v", v, err)
-	}
-	room := identity.RoomID(v.Rooms[0])
-	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to share the board")
+	nt, ctx, room := sharedBoardOfTwo(t)
 	if _, err := claim(ctx, nt, 1, "bob", "bob's work", 8*time.Hour, 0, "x.go"); err != nil {
 		t.Fatal(err)
 	}
@@ -57,22 +45,11 @@ func TestBoardClaimOfARemovedNodeEnds(t *testing.T) {
 // ignored) until invited back, and the board no longer invites it back by
 // itself.
 func TestBoardRemovedNodeStaysOffTheBoard(t *testing.T) {
-	nt := nodetest.Start(t, 2)
-	nt.Befriend(t, 0, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := claim(ctx, nt, 0, "alice", "unrelated", time.Hour, 0, "zzz/**"); err != nil {
-		t.Fatal(err)
-	}
-	v, err := nt.Node(0).Board().Board(ctx, project)
-	if err != nil || len(v.Rooms) != 1 {
-		t.Fatalf("board: %+v, %v", v, err)
-	}
-	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to share the board")
+	nt, ctx, room := sharedBoardOfTwo(t)
 	if _, err := claim(ctx, nt, 1, "bob", "bob's work", time.Hour, 0, "x.go"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nt.Node(0).Rooms().Remove(ctx, identity.RoomID(v.Rooms[0]), nt.ID(1), "alice"); err != nil {
+	if _, err := nt.Node(0).Rooms().Remove(ctx, room, nt.ID(1), "alice"); err != nil {
 		t.Fatal(err)
 	}
 	nt.WaitFor(30*time.Second, func() bool {
@@ -86,4 +63,24 @@ func TestBoardRemovedNodeStaysOffTheBoard(t *testing.T) {
 	if nodetest.Poll(45*time.Second, func() bool { return holders(live(t, nt, 0))["y.go"] == b }) {
 		t.Fatalf("bob's node, removed from the board room, holds y.go on alice's node's board again: %v", holders(live(t, nt, 0)))
 	}
+}
+
+// sharedBoardOfTwo starts two befriended nodes whose board of project
+// node 0 opened with a claim of alice's (on zzz/**), shared by node 1; it
+// returns them, a context for the test, and the board room.
+func sharedBoardOfTwo(t *testing.T) (*nodetest.Net, context.Context, identity.RoomID) {
+	t.Helper()
+	nt := nodetest.Start(t, 2)
+	nt.Befriend(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if _, err := claim(ctx, nt, 0, "alice", "unrelated", time.Hour, 0, "zzz/**"); err != nil {
+		t.Fatal(err)
+	}
+	v, err := nt.Node(0).Board().Board(ctx, project)
+	if err != nil || len(v.Rooms) != 1 {
+		t.Fatalf("board: %+v, %v", v, err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to share the board")
+	return nt, ctx, identity.RoomID(v.Rooms[0])
 }
