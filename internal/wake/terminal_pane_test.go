@@ -2,7 +2,6 @@ package wake_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,15 +152,7 @@ func TestWakeRestoreKeepsRoutesWhenTmuxCannotBeRun(t *testing.T) {
 // item as pasted.
 func TestWakeTerminalPastesAgainWhatAPersonSent(t *testing.T) {
 	needTmux(t)
-	cmd := filepath.Join(t.TempDir(), "person")
-	bin, _ := tmuxWrapper(t, "if [ -e '"+cmd+"' ]; then\n  case \" $* \" in *\" paste-buffer \"*)\n"+
-		"    tmux \"$@\"; rc=$?; sh '"+cmd+"'; rm -f '"+cmd+"'; exit $rc ;;\n  esac\nfi")
-	f := newFixture(t, 2*time.Second, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
-	ta := f.fakeAgent("0.05")
-	scroll := fmt.Sprintf("tmux -L %s -f /dev/null copy-mode -t %s\n", ta.srv.Name, ta.pane.ID)
-	if err := os.WriteFile(cmd, []byte(scroll), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, ta := copyModeAfterPaste(t)
 	const q = "is the build green?"
 	f.ask(q)
 	nodetest.WaitFor(t, 20*time.Second, func() bool { return len(f.log.lines("left unsent at the prompt")) > 0 },

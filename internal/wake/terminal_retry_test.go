@@ -70,16 +70,7 @@ func TestTerminalPastesAnAskOnceItsAgentIsIdleAfterTheLimit(t *testing.T) {
 // the terminal pastes the item.
 func TestTerminalLeavesThePaneToAPersonInCopyMode(t *testing.T) {
 	needTmux(t)
-	cmd := filepath.Join(t.TempDir(), "person")
-	// The person enters copy mode just after tmux's paste-buffer, once.
-	bin, _ := tmuxWrapper(t, "if [ -e '"+cmd+"' ]; then\n  case \" $* \" in *\" paste-buffer \"*)\n"+
-		"    tmux \"$@\"; rc=$?; sh '"+cmd+"'; rm -f '"+cmd+"'; exit $rc ;;\n  esac\nfi")
-	f := newFixture(t, 2*time.Second, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
-	ta := f.fakeAgent("0.05")
-	scroll := fmt.Sprintf("tmux -L %s -f /dev/null copy-mode -t %s\n", ta.srv.Name, ta.pane.ID)
-	if err := os.WriteFile(cmd, []byte(scroll), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, ta := copyModeAfterPaste(t)
 	id := f.ask("is the build green?")
 	nodetest.WaitFor(t, 20*time.Second, f.unreached(1), "the human to be told\n%s", f.log)
 	// The human is told once the route's limit has passed since the item
@@ -104,4 +95,20 @@ func TestTerminalLeavesThePaneToAPersonInCopyMode(t *testing.T) {
 	ta.keys("C-u")
 	nodetest.WaitFor(t, 20*time.Second, func() bool { b, _ := os.ReadFile(ta.taken); return strings.Contains(string(b), id) },
 		"the ask to be pasted once the line is cleared\n%s", f.log)
+}
+
+// copyModeAfterPaste returns a fixture whose fake agent's pane a person
+// puts in copy mode just after tmux's first paste-buffer into it, once.
+func copyModeAfterPaste(t *testing.T) (*fixture, fakeTerm) {
+	t.Helper()
+	cmd := filepath.Join(t.TempDir(), "person")
+	bin, _ := tmuxWrapper(t, "if [ -e '"+cmd+"' ]; then\n  case \" $* \" in *\" paste-buffer \"*)\n"+
+		"    tmux \"$@\"; rc=$?; sh '"+cmd+"'; rm -f '"+cmd+"'; exit $rc ;;\n  esac\nfi")
+	f := newFixture(t, 2*time.Second, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
+	ta := f.fakeAgent("0.05")
+	scroll := fmt.Sprintf("tmux -L %s -f /dev/null copy-mode -t %s\n", ta.srv.Name, ta.pane.ID)
+	if err := os.WriteFile(cmd, []byte(scroll), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f, ta
 }
