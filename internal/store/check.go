@@ -26,7 +26,7 @@ type Contents struct {
 	Manifest bool     // MANIFEST exists
 	Tables   []uint64 // IDs of the .sst files
 	Logs     int      // value logs (.vlog) and write-ahead logs (.mem) holding entries
-	Other    int      // any other file (KEYREGISTRY, DISCARD, LOCK, …), not counting ReserveName and JournalName
+	Other    int      // any other file (KEYREGISTRY, DISCARD, LOCK, …), not counting ReserveName, JournalName and SchemaName
 }
 
 // Empty reports whether the folder holds no database at all.
@@ -67,7 +67,7 @@ func Inspect(dir string) (Contents, error) {
 			if info.Size() > vlogHeaderLen {
 				c.Logs++
 			}
-		case name == ReserveName, name == JournalName:
+		case name == ReserveName, name == JournalName, name == SchemaName:
 		default:
 			c.Other++
 		}

@@ -123,6 +123,10 @@ func OpenConfig(cfg Config) (_ *DB, err error) {
 	if cfg.MinFree == 0 {
 		cfg.MinFree = DefaultMinFree
 	}
+	known, err := checkSchema(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	if err := Check(cfg.Dir); err != nil {
 		return nil, err
 	}
@@ -154,6 +158,13 @@ func OpenConfig(cfg Config) (_ *DB, err error) {
 	default:
 		bdb.Close()
 		return nil, err
+	}
+	if !known {
+		// Without the file the folder is schema 1 all the same: a failure
+		// here costs nothing but the next open's second try.
+		if err := writeSchema(cfg.Dir); err != nil {
+			log.Warn("the database's schema file was not written", "err", err)
+		}
 	}
 	return db, nil
 }

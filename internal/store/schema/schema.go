@@ -1,7 +1,8 @@
 // Package schema is the whole key schema of a Parley database. Every key any package writes is
-// built by a function here, so the layout can be read in one place.
+// built by a function here, so the layout can be read in one place. Its version (Version) is
+// kept beside the keys, in the database folder's parley.schema file (internal/store), so a
+// Parley that does not know it refuses the folder before opening it.
 //
-//	m/version                          schema version
 //	m/node                             the peer ID (bytes) of the node whose database
 //	                                   this is; a key of another identity is refused
 //	m/journal                          epoch:8BE seq:8BE: the write journal's epoch and
@@ -70,11 +71,10 @@ package schema
 
 import "encoding/binary"
 
-// Version is the schema version written at m/version.
+// Version is the schema version, written in the database folder's
+// parley.schema file. A change to a key's layout or a value's encoding that
+// an older Parley would misread raises it.
 const Version = 1
-
-// KeyVersion is where the schema version lives.
-func KeyVersion() []byte { return []byte("m/version") }
 
 // KeyNode is where the peer ID of the database's node lives.
 func KeyNode() []byte { return []byte("m/node") }

@@ -1,0 +1,87 @@
+package store
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A database folder names its key schema in parley.schema: a new one gets
+// the file, a folder made before it (no file) opens as schema 1 and gets it,
+// and a folder of a newer schema or with a garbled file is refused before
+// Badger opens it, with nothing in it changed.
+func TestOpenChecksTheSchemaFile(t *testing.T) {
+	dir := t.TempDir()
+	fillDB(t, dir, 30)
+	path := filepath.Join(dir, SchemaName)
+	if b, err := os.ReadFile(path); err != nil || string(b) != "parley schema 1\n" {
+		t.Fatalf("a new database's schema file: %q, %v", b, err)
+	}
+
+	// A folder made before the file opens, keeps its keys and gets it.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(dir, testLogger(t))
+	if err != nil {
+		t.Fatalf("a folder without its schema file: %v", err)
+	}
+	if v, err := db.Get(key(7)); err != nil || string(v) != string(value(7)) {
+		t.Fatalf("key 7 after the reopen: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the schema file was not written back: %v", err)
+	}
+
+	for _, tc := range []struct {
+		text string
+		is   error
+		want string
+	}{
+		{"parley schema 2\n", ErrNewerSchema, "schema 2, and this Parley reads schema 1"},
+		{"parley schema 10", ErrNewerSchema, "schema 10"},
+		{"parley schema two\n", ErrCorrupt, "does not name a schema"},
+		{"", ErrCorrupt, "does not name a schema"},
+		{"parley schema 0\n", ErrCorrupt, "does not name a schema"},
+	} {
+		if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before := sizes(t, dir)
+		mtimes := modTimes(t, dir)
+		_, err := Open(dir, testLogger(t))
+		if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("schema file %q: got %v, want %v naming %q", tc.text, err, tc.is, tc.want)
+		}
+		if after := sizes(t, dir); !maps.Equal(before, after) {
+			t.Fatalf("schema file %q: the refused open changed the folder:\nbefore %v\nafter  %v", tc.text, before, after)
+		}
+		if after := modTimes(t, dir); !maps.Equal(mtimes, after) {
+			t.Fatalf("schema file %q: the refused open wrote to the folder", tc.text)
+		}
+	}
+}
+
+// modTimes maps each file of dir to its modification time.
+func modTimes(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]int64)
+	for _, e := range es {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = fi.ModTime().UnixNano()
+	}
+	return out
+}
