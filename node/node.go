@@ -407,6 +407,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.api.HandleUI(n.uiInfo)
 		n.api.HandleSpent(n.inbox.Spent)
 		n.api.HandleUsage(n.usageView)
+		n.api.HandleBackup(n.WriteBackup)
 		if !n.cfg.NoUI {
 			n.startUI()
 		}

@@ -50,6 +50,7 @@ func newRoot() *cobra.Command {
 		idCmd(g), statusCmd(g), peersCmd(g), connectCmd(g), downCmd(g),
 		claimCmd(g), releaseCmd(g), boardCmd(g), guardCmd(g), worktreeCmd(g),
 		roomCmd(g), invitesCmd(g), inboxCmd(g), mcpCmd(g), contactCmd(g), orgCmd(g), agentCmd(g), whoCmd(g), findCmd(g), auditCmd(g), uiCmd(g), usageCmd(g),
+		backupCmd(g), restoreCmd(g),
 	)
 	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g), hookCmd(g), runCmd(g), codexCmd(g))
 	refuseUnknownSubcommands(root)

@@ -91,6 +91,9 @@ func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
 	return tmp.Name(), nil
 }
 
+// SyncDir makes the folder's entries durable (a rename into it, say).
+func SyncDir(dir string) error { return syncDir(dir) }
+
 // syncDir makes the folder's entries durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"archive/zip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-mesh/parley/node"
+)
+
+type backupResult struct {
+	File  string `json:"file"`
+	Bytes int64  `json:"bytes"`
+}
+
+func backupCmd(g *globals) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "backup FILE",
+		Short: "Write a backup of the running node (its key, config, audit log and database) to FILE",
+		Long: `Write a backup of the running node to FILE, a zip archive: its key, config, audit log and a
+consistent copy of its database, while the node goes on. The file holds the node's private key
+(mode 0600): keep it as safe as identity.key. ` + "`parley restore FILE`" + ` makes a new home of it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dst, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
+			if st, err := os.Stat(dst); err == nil {
+				if st.IsDir() {
+					return fmt.Errorf("%s is a folder: name the backup's file", dst)
+				}
+				if !force {
+					return fmt.Errorf("%s exists: name a new file, or pass --force to replace it", dst)
+				}
+			}
+			tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".partial-")
+			if err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			kept := false
+			defer func() {
+				if !kept {
+					tmp.Close()
+					os.Remove(tmp.Name())
+				}
+			}()
+			c, _, cancel, err := g.client(cmd)
+			if err != nil {
+				return err
+			}
+			cancel() // the copy takes as long as the database needs: Ctrl-C stops it
+			n, err := c.Backup(cmd.Context(), tmp)
+			if err != nil {
+				return g.apiErr(err)
+			}
+			if err := tmp.Sync(); err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			if err := tmp.Close(); err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			if err := checkBackup(tmp.Name()); err != nil {
+				return err
+			}
+			if force {
+				err = os.Rename(tmp.Name(), dst)
+			} else if err = os.Link(tmp.Name(), dst); err == nil {
+				os.Remove(tmp.Name())
+			}
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("%s was made meanwhile: name a new file, or pass --force to replace it", dst)
+			}
+			if err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			kept = true
+			return printOut(g, cmd.OutOrStdout(), backupResult{File: dst, Bytes: n}, func(w io.Writer, r backupResult) {
+				fmt.Fprintf(w, "backup written to %s (%d bytes). It holds the node's private key: keep it as safe as identity.key.\n", r.File, r.Bytes)
+				fmt.Fprintf(w, "To make a node of it: parley --home NEW_HOME restore %s\n", r.File)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "replace FILE if it exists")
+	return cmd
+}
+
+// checkBackup opens a backup as restore will and reads every file's
+// checksum: a copy the disk cut short is not kept under its name.
+func checkBackup(path string) error {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return fmt.Errorf("backup: the copy written does not read back: %w", err)
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		r, err := f.Open()
+		if err == nil {
+			_, err = io.Copy(io.Discard, r)
+			r.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("backup: the copy written does not read back (%s): %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+type restoreResult struct {
+	Home string `json:"home"`
+	Peer string `json:"peer_id"`
+}
+
+func restoreCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restore FILE",
+		Short: "Make a new home of a backup (parley backup): the node it holds, as it was then",
+		Long: `Make a new home (--home, else $PARLEY_HOME or ~/.parley; it must not exist yet, or be an empty
+folder) of a backup written by ` + "`parley backup`" + `. Started, the restored node is an older copy of
+itself: it learns its own later events from its rooms' members before it posts, and its contacts
+put its contact book right. Do not run it beside the node it was copied from.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			home, err := g.resolveHome()
+			if err != nil {
+				return err
+			}
+			id, err := node.Restore(home, args[0])
+			if err != nil {
+				return err
+			}
+			return printOut(g, cmd.OutOrStdout(), restoreResult{Home: home, Peer: id.String()}, func(w io.Writer, r restoreResult) {
+				fmt.Fprintf(w, "node %s restored into %s.\n", r.Peer, r.Home)
+				fmt.Fprintf(w, "Start it with: parley %s\n", strings.Join(append(homeArgs(r.Home), "up"), " "))
+			})
+		},
+	}
+}

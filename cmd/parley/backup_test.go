@@ -1,0 +1,94 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// `parley backup` copies a running node (key, config, audit log, database)
+// into one file of mode 0600, and `parley restore` makes a new home of it:
+// the node starts there with its identity and the room as it was at the
+// backup. A restore never writes into a home that holds anything, and a
+// backup cut short is refused, leaving nothing behind.
+func TestCLIBackupAndRestore(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home := filepath.Join(base, "h")
+	d := up(t, home, "--listen", loopback)
+	id := peerID(t, home)
+	var r struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &r, "--home", home, "room", "create", "notes")
+	if _, errs, code := run(t, "--home", home, "room", "say", r.RoomID, "in the backup"); code != 0 {
+		t.Fatalf("say: %s", errs)
+	}
+	file := filepath.Join(base, "node.backup")
+	out, errs, code := run(t, "--home", home, "backup", file)
+	if code != 0 || !strings.Contains(out, "private key") {
+		t.Fatalf("backup: exit %d, %q %q", code, out, errs)
+	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the backup file: %v, mode %v; want 0600", err, st.Mode())
+	}
+	if _, errs, code := run(t, "--home", home, "backup", file); code == 0 || !strings.Contains(errs, "--force") {
+		t.Fatalf("a backup over an existing file: exit %d, %q", code, errs)
+	}
+	if _, errs, code := run(t, "--home", home, "room", "say", r.RoomID, "after the backup"); code != 0 {
+		t.Fatalf("say: %s", errs)
+	}
+
+	// Into the running node's home: refused, nothing changed.
+	before := files(t, home)
+	if _, errs, code := run(t, "--home", home, "restore", file); code == 0 || !strings.Contains(errs, "not empty") {
+		t.Fatalf("restore into a home that holds a node: exit %d, %q", code, errs)
+	}
+	if after := files(t, home); !slices.Equal(before, after) {
+		t.Fatalf("the refused restore changed the home:\nbefore %v\nafter  %v", before, after)
+	}
+	stop(t, home, d)
+
+	// A backup cut short: refused, and no home (nor part of one) is left.
+	raw, err := os.ReadFile(file)
+	must(t, err)
+	short := filepath.Join(base, "short.backup")
+	must(t, os.WriteFile(short, raw[:len(raw)/2], 0o600))
+	cut := filepath.Join(base, "cut")
+	if _, errs, code := run(t, "--home", cut, "restore", short); code == 0 || !strings.Contains(errs, "not a whole Parley backup") {
+		t.Fatalf("restore of a backup cut short: exit %d, %q", code, errs)
+	}
+	if left, _ := filepath.Glob(filepath.Join(base, "cut*")); len(left) != 0 {
+		t.Fatalf("a failed restore left %v", left)
+	}
+
+	// Into a new home: the node as it was at the backup.
+	home2 := filepath.Join(base, "restored")
+	out, errs, code = run(t, "--home", home2, "restore", file)
+	if code != 0 || !strings.Contains(out, id) {
+		t.Fatalf("restore: exit %d, %q %q", code, out, errs)
+	}
+	for _, name := range []string{"identity.key", "config", "audit.log"} {
+		if st, err := os.Stat(filepath.Join(home2, name)); err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("restored %s: %v; want mode 0600", name, err)
+		}
+	}
+	up(t, home2, "--listen", loopback)
+	if got := peerID(t, home2); got != id {
+		t.Fatalf("the restored node is %s, want %s", got, id)
+	}
+	if !logHas(t, home2, r.RoomID, "in the backup") {
+		t.Fatal("the restored room lacks the message posted before the backup")
+	}
+	if logHas(t, home2, r.RoomID, "after the backup") {
+		t.Fatal("the restored room holds a message posted after the backup")
+	}
+	if out, errs, code := run(t, "--home", home2, "audit", "verify"); code != 0 || !strings.Contains(out, "chain intact") {
+		t.Fatalf("audit verify of the restored home: exit %d, %q %q", code, out, errs)
+	}
+	if _, errs, code := run(t, "--home", home2, "room", "say", r.RoomID, "from the restored node"); code != 0 {
+		t.Fatalf("say on the restored node: %s", errs)
+	}
+}

@@ -1,0 +1,280 @@
+package node
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/atomicfile"
+	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/config"
+	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/store/schema"
+)
+
+// A backup is a zip archive of what a home needs to become the node again:
+// its key, its config, its audit log and a consistent copy of its database.
+// What the node makes again by itself (the recovery file, the dashboard's
+// token and port, the log) is left out.
+const (
+	backupManifestName = "parley-backup.json"
+	backupDataName     = "data.badger" // the database, as store.Backup writes it
+	backupFormat       = 1
+
+	maxBackupSmallFile = 16 << 20 // key, config, manifest, audit head
+	maxBackupAuditLog  = 1 << 30
+)
+
+// backupManifest describes a backup.
+type backupManifest struct {
+	Format int       `json:"format"`
+	Peer   string    `json:"peer"`
+	Schema int       `json:"schema"`
+	Made   time.Time `json:"made"`
+}
+
+// WriteBackup writes a backup of the running node to w: a zip archive of
+// its key, config, audit log and a consistent copy of its database (as one
+// read sees it; posts go on meanwhile). It holds the node's private key.
+func (n *Node) WriteBackup(ctx context.Context, w io.Writer) error {
+	if n.db == nil {
+		return ErrClosed
+	}
+	zw := zip.NewWriter(w)
+	man, err := json.Marshal(backupManifest{Format: backupFormat, Peer: n.id.String(), Schema: schema.Version, Made: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	if err := zipFile(zw, backupManifestName, bytes.NewReader(man)); err != nil {
+		return err
+	}
+	for _, name := range []string{KeyFileName, config.FileName} {
+		f, err := os.Open(filepath.Join(n.cfg.Home, name))
+		if errors.Is(err, fs.ErrNotExist) && name != KeyFileName {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("node: backup: %w", err)
+		}
+		err = zipFile(zw, name, io.LimitReader(f, maxBackupSmallFile))
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	err = audit.Snapshot(n.cfg.Home, func(name string, size int64, r io.Reader) error {
+		return zipFile(zw, name, r)
+	})
+	if err != nil {
+		return fmt.Errorf("node: backup: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fw, err := zw.Create(backupDataName)
+	if err != nil {
+		return fmt.Errorf("node: backup: %w", err)
+	}
+	if err := n.db.Backup(fw); err != nil {
+		return fmt.Errorf("node: backup: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("node: backup: %w", err)
+	}
+	return nil
+}
+
+func zipFile(zw *zip.Writer, name string, r io.Reader) error {
+	fw, err := zw.Create(name)
+	if err != nil {
+		return fmt.Errorf("node: backup: %w", err)
+	}
+	if _, err := io.Copy(fw, r); err != nil {
+		return fmt.Errorf("node: backup %s: %w", name, err)
+	}
+	return nil
+}
+
+// ErrBadBackup is returned by Restore for a file that is not a whole
+// Parley backup.
+var ErrBadBackup = errors.New("node: not a whole Parley backup")
+
+// Restore makes home the node a backup (made by WriteBackup) holds: its
+// key, config, audit log and database. home must be new: missing or an
+// empty folder. The home is made beside it and renamed into place once
+// whole, so a failed restore leaves nothing behind. It returns the node's
+// peer ID. The restored node is an older copy of that node: started, it
+// learns its own later events from its rooms' members (see README, "When
+// the node will not start").
+func Restore(home, backup string) (peer.ID, error) {
+	home = filepath.Clean(home)
+	if err := newHome(home); err != nil {
+		return "", err
+	}
+	zr, err := zip.OpenReader(backup)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrBadBackup, backup, err)
+	}
+	defer zr.Close()
+	files := map[string]*zip.File{}
+	for _, f := range zr.File {
+		switch f.Name {
+		case backupManifestName, KeyFileName, config.FileName, audit.FileName, audit.HeadName, backupDataName:
+		default:
+			return "", fmt.Errorf("%w: %s holds %q, which no backup holds", ErrBadBackup, backup, f.Name)
+		}
+		if files[f.Name] != nil {
+			return "", fmt.Errorf("%w: %s holds %q twice", ErrBadBackup, backup, f.Name)
+		}
+		files[f.Name] = f
+	}
+	for _, need := range []string{backupManifestName, KeyFileName, backupDataName} {
+		if files[need] == nil {
+			return "", fmt.Errorf("%w: %s holds no %s (cut short, or not made by `parley backup`)", ErrBadBackup, backup, need)
+		}
+	}
+	raw, err := readZipped(files[backupManifestName], maxBackupSmallFile)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrBadBackup, backup, err)
+	}
+	var man backupManifest
+	if err := json.Unmarshal(raw, &man); err != nil {
+		return "", fmt.Errorf("%w: %s: its %s does not read: %v", ErrBadBackup, backup, backupManifestName, err)
+	}
+	switch {
+	case man.Format != backupFormat:
+		return "", fmt.Errorf("%w: %s is a backup of format %d, and this Parley reads format %d: restore it with the Parley that made it, or a newer one",
+			ErrBadBackup, backup, man.Format, backupFormat)
+	case man.Schema > schema.Version:
+		return "", fmt.Errorf("%w: %s holds a database of schema %d, and this Parley reads schema %d: restore it with the Parley that made it, or a newer one",
+			store.ErrNewerSchema, backup, man.Schema, schema.Version)
+	}
+	keyRaw, err := readZipped(files[KeyFileName], maxBackupSmallFile)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrBadBackup, backup, err)
+	}
+	priv, err := crypto.UnmarshalPrivateKey(keyRaw)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: its key does not read: %v", ErrBadBackup, backup, err)
+	}
+	id, err := identity.PeerID(priv)
+	if err != nil {
+		return "", err
+	}
+	if id.String() != man.Peer {
+		return "", fmt.Errorf("%w: %s: its key is node %s, but it says it is node %s", ErrBadBackup, backup, id, man.Peer)
+	}
+
+	parent := filepath.Dir(home)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", fmt.Errorf("node: restore: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, filepath.Base(home)+".restoring-")
+	if err != nil {
+		return "", fmt.Errorf("node: restore: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	data, err := files[backupDataName].Open()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrBadBackup, backup, err)
+	}
+	err = store.Restore(filepath.Join(tmp, DataDirName), data, []byte(id))
+	data.Close()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrBadBackup, backup, err)
+	}
+	for _, name := range []string{config.FileName, audit.FileName, audit.HeadName, KeyFileName} {
+		f := files[name]
+		if f == nil {
+			continue
+		}
+		limit := int64(maxBackupSmallFile)
+		if name == audit.FileName {
+			limit = maxBackupAuditLog
+		}
+		b, err := readZipped(f, limit)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: %v", ErrBadBackup, backup, err)
+		}
+		if err := atomicfile.CreateNew(filepath.Join(tmp, name), b, 0o600); err != nil {
+			return "", fmt.Errorf("node: restore: %w", err)
+		}
+	}
+	// An empty folder at home (checked above) gives way to the whole one.
+	if err := os.Remove(home); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("node: restore: %w", err)
+	}
+	if err := os.Rename(tmp, home); err != nil {
+		return "", fmt.Errorf("node: restore: %w", err)
+	}
+	done = true
+	if err := atomicfile.SyncDir(parent); err != nil {
+		return id, fmt.Errorf("node: restore: %w", err)
+	}
+	return id, nil
+}
+
+// newHome returns nil if home can take a restored node: it does not exist,
+// or it is an empty folder that is safe to use.
+func newHome(home string) error {
+	st, err := os.Lstat(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("node: restore: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("node: restore: %s is not a folder: restore into a new home (a path that does not exist yet)", home)
+	}
+	if err := CheckHome(home); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(home)
+	if err != nil {
+		return fmt.Errorf("node: restore: %w", err)
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("node: restore: %s is not empty (it holds %s): restore into a new home, such as `--home %s.restored`; nothing was changed",
+			home, ents[0].Name(), home)
+	}
+	return nil
+}
+
+// readZipped reads a file of the archive whole, up to limit bytes; its
+// checksum is checked at its end.
+func readZipped(f *zip.File, limit int64) ([]byte, error) {
+	if f.UncompressedSize64 > uint64(limit) {
+		return nil, fmt.Errorf("%s is %d bytes, over %d", f.Name, f.UncompressedSize64, limit)
+	}
+	r, err := f.Open()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name, err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is over %d bytes", f.Name, limit)
+	}
+	return b, nil
+}
