@@ -55,6 +55,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(installCmd(g), uninstallCmd(g), doctorCmd(g), hookCmd(g), runCmd(g), codexCmd(g))
 	refuseUnknownSubcommands(root)
 	usageOnBadArgs(root)
+	suggestFlags(root)
 	explainStops(root, g)
 	return root
 }
