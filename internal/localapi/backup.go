@@ -70,7 +70,11 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	n, err := io.Copy(w, resp.Body)
+	dst := &writeErr{w: w}
+	n, err := io.Copy(dst, resp.Body)
+	if dst.err != nil {
+		return n, fmt.Errorf("localapi: backup: writing it: %w", dst.err)
+	}
 	if err != nil {
 		return n, fmt.Errorf("localapi: backup: the node's answer ended after %d bytes: %w", n, err)
 	}
@@ -82,4 +86,19 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	default:
 		return n, fmt.Errorf("localapi: backup: the node %s", t)
 	}
+}
+
+// writeErr keeps the error of the writer a copy writes to, to tell it from
+// the reader's.
+type writeErr struct {
+	w   io.Writer
+	err error
+}
+
+func (e *writeErr) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
