@@ -216,6 +216,17 @@ func (r *room) removedDepth(p peer.ID) uint64 {
 	return 0
 }
 
+// outLeaves returns the leaves that took node p out of the room, if it is
+// out and not invited back.
+func (r *room) outLeaves(p peer.ID) []ID {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if o, ok := r.outs[p]; ok && !o.back {
+		return slices.Clone(o.leaves)
+	}
+	return nil
+}
+
 func (o outRec) marshal() []byte {
 	b := binary.BigEndian.AppendUint64(nil, o.cutoff)
 	b = append(b, o.admit[:]...)

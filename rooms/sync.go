@@ -894,6 +894,15 @@ func (m *Manager) handleSync(s network.Stream) {
 		_ = s.ResetWithError(syncBusy)
 		return
 	}
+	if upTo > 0 {
+		// Before, a node out of the room was served by its version vector
+		// alone, so one whose own leave's seq was taken by another event
+		// of its (a post from an older copy of its data, made with no
+		// member reachable) never got the leave and stayed in the room as
+		// it saw it, posting to nobody; now the leaves that took it out
+		// are served by ID too (a fork there).
+		h.Want = append(h.Want, r.outLeaves(remote)...)
+	}
 	err = r.serveSync(&silenceWriter{s: s, silence: serveWait(), end: end}, h, upTo)
 	m.serving.release()
 	ps.release()
