@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +58,45 @@ func TestScaleSync(t *testing.T) {
 	cfg, _, err = parse([]string{"-scenario", "scale", "-sync", "10s"}, &errb)
 	if err != nil || cfg.ScaleSyncInterval != 10*time.Second || cfg.SyncInterval != 10*time.Second {
 		t.Errorf("-sync 10s: scale %v, others %v, %v", cfg.ScaleSyncInterval, cfg.SyncInterval, err)
+	}
+}
+
+// TestNothingRunExitsNonZero: a run whose every scenario was skipped
+// checked nothing and must not exit 0.
+func TestNothingRunExitsNonZero(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"-mocknet", "-scenario", "restart", "-duration", "1s"}, &out, &errb)
+	if code == 0 || strings.Contains(out.String(), "OK:") {
+		t.Errorf("exit %d, stdout %q", code, out.String())
+	}
+}
+
+// TestFlagsThatWouldBeIgnored: flags a mode would not use, values that
+// would fall back to a default, and numbers with trailing text are usage
+// errors, not a run that silently does something else. (parse only: a
+// command line that passed would start a run.)
+func TestFlagsThatWouldBeIgnored(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-procs", "-sync", "10s"}, "-sync"},
+		{[]string{"-netns", "-sync", "10s"}, "-sync"},
+		{[]string{"-scale", "10x,25"}, "numbers of nodes"},
+		{[]string{"-scale", "10,25,10"}, "twice"},
+		{[]string{"-rooms", "0"}, "-rooms 0"},
+		{[]string{"-roomsize", "0"}, "-roomsize 0"},
+		{[]string{"-loss", "1x", "-netns"}, "percentage"},
+	} {
+		var errb bytes.Buffer
+		_, _, err := parse(tc.args, &errb)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(ue.msg, tc.want) {
+			t.Errorf("%v: %v; want a usage error with %q", tc.args, err, tc.want)
+		}
+	}
+	var errb bytes.Buffer
+	if _, _, err := parse([]string{"-procs", "-scenario", "scale", "-scale", "10,25"}, &errb); err != nil {
+		t.Errorf("-procs -scale 10,25: %v", err)
 	}
 }
