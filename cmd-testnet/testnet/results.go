@@ -121,6 +121,10 @@ func (s *ScenarioResult) failed() string {
 		return ""
 	case s.Error != "":
 		return fmt.Sprintf("%s: %s", s.Name, s.Error)
+	case s.OrderChecked && s.Expected == 0:
+		// A ratio of 1 over nothing: no message was said, or no node was
+		// there to receive it. Nothing was checked.
+		return fmt.Sprintf("%s: no delivery was expected (%d messages said): nothing was checked", s.Name, s.Sent)
 	case s.DeliveryRatio < 1:
 		return fmt.Sprintf("%s: messages lost or late: %d of %d deliveries made by the end of the drain (ratio %.4f)", s.Name, s.Delivered, s.Expected, s.DeliveryRatio)
 	case s.OrderChecked && !s.OrderIdentical:

@@ -110,10 +110,19 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
 			}
 		}
 	}
+	ran := 0
 	for i := range res.Scenarios {
+		if res.Scenarios[i].Skipped == "" {
+			ran++
+		}
 		if why := res.Scenarios[i].failed(); why != "" {
 			res.Failures = append(res.Failures, why)
 		}
+	}
+	if ran == 0 && runErr == nil {
+		// Every scenario asked for was skipped in this mode: nothing was
+		// checked, and that is no pass.
+		res.Failures = append(res.Failures, fmt.Sprintf("no scenario ran: %s cannot run in the %s mode", strings.Join(cfg.Scenarios, ", "), cfg.Mode))
 	}
 	res.OK = runErr == nil && len(res.Failures) == 0
 	res.Elapsed = round3(time.Since(res.Started).Seconds())
@@ -264,6 +273,7 @@ func (r *runner) timedScenario(ctx context.Context, name string) (ScenarioResult
 // error saying what was awaited). The pause between calls grows from 2 ms
 // to 50 ms, so that long waits do not load the nodes they watch.
 func poll(ctx context.Context, timeout time.Duration, cond func() bool, what string) error {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pause := 2 * time.Millisecond
@@ -277,6 +287,10 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool, what str
 		case <-ctx.Done():
 			if cond() {
 				return nil
+			}
+			if err := parent.Err(); err != nil {
+				// The run ended (SIGINT, SIGTERM), not the wait.
+				return fmt.Errorf("%w while waiting for %s", err, what)
 			}
 			return fmt.Errorf("timed out after %v waiting for %s", timeout, what)
 		case <-t.C:

@@ -388,7 +388,15 @@ func round6(f float64) float64 { return float64(int64(f*1e6+0.5)) / 1e6 }
 
 // scaleFits fits each figure's totals against N.
 func scaleFits(rows []ScaleRow) []ScaleFit {
-	if len(rows) < 2 {
+	// A line needs two sizes: through one N (measured twice, or the
+	// other Ns skipped) it would put 1,000 nodes at that N's cost.
+	sizes := map[int]bool{}
+	peersVary := false
+	for _, r := range rows {
+		sizes[r.Nodes] = true
+		peersVary = peersVary || r.Idle.PeersPerNode != rows[0].Idle.PeersPerNode
+	}
+	if len(sizes) < 2 {
 		return nil
 	}
 	figures := []struct {
@@ -429,7 +437,9 @@ func scaleFits(rows []ScaleRow) []ScaleFit {
 			At1000: round3(at), PerNodeAt1000: round6(at / 1000), PerNodeGrowth: round6(100 * pslope),
 			PerNodeTrendAt1000: round6(picept + 1000*pslope),
 		}
-		if f.name != "peer connections" {
+		if f.name != "peer connections" && peersVary {
+			// Only peers that vary give a line (peers read as 0, when
+			// a mode cannot count them, would give the mean at any count).
 			pp, p0, _ := linearFit(peers, per)
 			fit.PerPeer, fit.AtNoPeers = round6(pp), round6(p0)
 			fit.PerNodeAtCap, fit.ConnCap = round6(p0+connCap*pp), connCap

@@ -525,7 +525,7 @@ func TestSoakLayoutAndSlopes(t *testing.T) {
 	// Whether a soak fails: the live heap and the goroutines decide;
 	// anonymous RSS that grows alone is NOT FLAT but passes.
 	fails := func(sr *SoakResult) string {
-		res := ScenarioResult{Name: "soak", DeliveryRatio: 1, OrderChecked: true, OrderIdentical: true, Soak: sr}
+		res := ScenarioResult{Name: "soak", Sent: 10, Expected: 10, Delivered: 10, DeliveryRatio: 1, OrderChecked: true, OrderIdentical: true, Soak: sr}
 		return res.failed()
 	}
 	if why := fails(flat); why != "" || !flat.HeapFlat || !flat.GoroutinesFlat || !flat.RSSAnonFlat {
