@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-mesh/parley/cmd-testnet/testnet"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -98,5 +100,27 @@ func TestFlagsThatWouldBeIgnored(t *testing.T) {
 	var errb bytes.Buffer
 	if _, _, err := parse([]string{"-procs", "-scenario", "scale", "-scale", "10,25"}, &errb); err != nil {
 		t.Errorf("-procs -scale 10,25: %v", err)
+	}
+}
+
+// TestScaleTableWithholdsWhatTwoSizesCannotSay: a line through two sizes
+// always has R² 1, which says nothing of the fit, and a cost below zero
+// at 1,000 nodes or 192 peers is no prediction.
+func TestScaleTableWithholdsWhatTwoSizesCannotSay(t *testing.T) {
+	sr := &testnet.ScaleResult{Mode: testnet.InProcess, RoomSize: 4,
+		Rows: []testnet.ScaleRow{{Nodes: 4, Rooms: 1}, {Nodes: 8, Rooms: 2}},
+		Fits: []testnet.ScaleFit{{Figure: "idle heap", Unit: "MiB", Slope: 6.026, Intercept: 1.575, R2: 1, At1000: 6028, PerNodeAt1000: 6.028,
+			PerNodeGrowth: -4.92, PerNodeTrendAt1000: -42.6, PerPeer: -0.0492, AtNoPeers: 6.568, PerNodeAtCap: -2.882, ConnCap: 192}},
+	}
+	var out bytes.Buffer
+	printScale(&out, sr)
+	var row string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, "idle heap MiB") {
+			row = l
+		}
+	}
+	if row == "" || strings.Contains(row, "1.000") || strings.Contains(row, "-42.6") || strings.Contains(row, "-2.882") {
+		t.Errorf("row %q of\n%s", row, out.String())
 	}
 }
