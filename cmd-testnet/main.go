@@ -746,7 +746,14 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 		fmt.Fprintln(w, "\nno fit against N and no prediction for 1,000 nodes: that needs two numbers of nodes measured")
 		return
 	}
+	sizes := map[int]bool{}
+	for _, r := range sr.Rows {
+		sizes[r.Nodes] = true
+	}
 	fmt.Fprintln(w, "\nfit of each total against N (least squares), and what it predicts for 1,000 nodes; then each per-node figure against the node's peers, at 192 peers (the connection manager's high watermark)")
+	if len(sizes) < 3 {
+		fmt.Fprintf(w, "(%d numbers of nodes: a line through two points fits them exactly, so R² is not given; measure three or more to judge the line)\n", len(sizes))
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "figure\tper node\tintercept\tR²\tat 1,000 nodes\tper node at 1,000\tper-node growth per 100 nodes\tper node at 1,000 on that trend\tper node: at 0 peers\t+ per peer\tat 192 peers\t")
 	for _, f := range sr.Fits {
@@ -756,11 +763,24 @@ func printScale(w io.Writer, sr *testnet.ScaleResult) {
 		}
 		capCols := "-\t-\t-"
 		if f.ConnCap > 0 {
-			capCols = fmt.Sprintf("%.4g\t%+.3g\t%.4g", f.AtNoPeers, f.PerPeer, f.PerNodeAtCap)
+			capCols = fmt.Sprintf("%.4g\t%+.3g\t%s", f.AtNoPeers, f.PerPeer, prediction(f.PerNodeAtCap))
 		}
-		fmt.Fprintf(tw, "%s%s\t%.4g\t%.4g\t%.3f\t%.4g\t%.4g\t%+.3g\t%.4g\t%s\t\n", f.Figure, unit, f.Slope, f.Intercept, f.R2, f.At1000, f.PerNodeAt1000, f.PerNodeGrowth, f.PerNodeTrendAt1000, capCols)
+		r2 := "-"
+		if len(sizes) >= 3 {
+			r2 = fmt.Sprintf("%.3f", f.R2)
+		}
+		fmt.Fprintf(tw, "%s%s\t%.4g\t%.4g\t%s\t%s\t%s\t%+.3g\t%s\t%s\t\n", f.Figure, unit, f.Slope, f.Intercept, r2, prediction(f.At1000), prediction(f.PerNodeAt1000), f.PerNodeGrowth, prediction(f.PerNodeTrendAt1000), capCols)
 	}
 	tw.Flush()
+}
+
+// prediction prints an extrapolated cost: below zero, the line does not
+// hold that far (every figure fitted is a cost), and no number is given.
+func prediction(v float64) string {
+	if v < 0 {
+		return "< 0: none"
+	}
+	return fmt.Sprintf("%.4g", v)
 }
 
 // printSoak prints the soak scenario's slopes and verdict.

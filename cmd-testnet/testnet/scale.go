@@ -78,8 +78,11 @@ type ScaleFit struct {
 	Unit      string  `json:"unit"`
 	Slope     float64 `json:"per_node"` // the cost of one more node
 	Intercept float64 `json:"intercept"`
-	R2        float64 `json:"r2"`
-	At1000    float64 `json:"at_1000_nodes"`
+	// R2 is the line's coefficient of determination; through two sizes
+	// (Sizes, the distinct Ns fitted) it is 1 whatever the figures.
+	R2     float64 `json:"r2"`
+	Sizes  int     `json:"sizes"`
+	At1000 float64 `json:"at_1000_nodes"`
 	// PerNodeAt1000 is At1000 / 1000. PerNodeGrowth is the slope of the
 	// per-node figure against N, times 100: how much each node's cost
 	// rises for every 100 more nodes (0 when the total is linear in N);
@@ -433,7 +436,7 @@ func scaleFits(rows []ScaleRow) []ScaleFit {
 		at := icept + 1000*slope
 		fit := ScaleFit{
 			Figure: f.name, Unit: f.unit,
-			Slope: round6(slope), Intercept: round3(icept), R2: round3(r2),
+			Slope: round6(slope), Intercept: round3(icept), R2: round3(r2), Sizes: len(sizes),
 			At1000: round3(at), PerNodeAt1000: round6(at / 1000), PerNodeGrowth: round6(100 * pslope),
 			PerNodeTrendAt1000: round6(picept + 1000*pslope),
 		}
