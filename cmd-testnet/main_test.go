@@ -124,3 +124,22 @@ func TestScaleTableWithholdsWhatTwoSizesCannotSay(t *testing.T) {
 		t.Errorf("row %q of\n%s", row, out.String())
 	}
 }
+
+// TestHelpNamesEveryScenario: -h's line for -scenario names every
+// scenario that -scenario accepts, the measurements too.
+func TestHelpNamesEveryScenario(t *testing.T) {
+	var out, errb bytes.Buffer
+	run(context.Background(), []string{"-h"}, &out, &errb)
+	var line string
+	lines := strings.Split(errb.String(), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "-scenario") && i+1 < len(lines) {
+			line = lines[i+1]
+		}
+	}
+	for _, name := range append(append([]string{}, testnet.Scenarios...), testnet.Measurements...) {
+		if !strings.Contains(line, name) {
+			t.Errorf("-scenario's help %q does not name %s", line, name)
+		}
+	}
+}
