@@ -1,7 +1,7 @@
 // Command cmd-testnet runs a local Parley testnet: N nodes, scenarios that
 // drive rooms and break the network, a results table, JSON and an SVG chart.
 //
-//	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all|scale]
+//	go run ./cmd-testnet [-n 12] [-scenario fanout|burst|partition|restart|churn|discovery|all|scale|soak]
 //	    [-rate 100] [-size 1024] [-duration 30s] [-json FILE] [-svg FILE] [-baseline [-repeat N]]
 //	    [-cpuprofile FILE] [-burn N] [-scale 10,25,50,100] [-roomsize 10] [-rooms 10]
 //	    [-procs | -netns [-delay 20ms] [-loss 1] | -mocknet [-delay 50ms]]
@@ -9,8 +9,10 @@
 //
 // It exits 0 when every scenario delivered every message with the same order
 // on every node and no Say failed (and a soak's live heap and goroutines
-// stayed flat), 1 when one did not (or the run failed), 2 on a usage error
-// and 3 when the machine lacks what the mode needs (root, ip, nft).
+// stayed flat), 1 when one did not, the run failed or nothing was checked
+// (every scenario skipped in the mode, or no delivery expected), 2 on a
+// usage error and 3 when the machine lacks what the mode needs (root, ip,
+// nft).
 package main
 
 import (
@@ -105,7 +107,7 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 	fs.BoolVar(&out.natRelayDrop, "relay-drop", false, "with -nat: kill the relay while A and B talk, say more, start it again; every message must arrive")
 	fs.BoolVar(&out.natRelayStall, "relay-stall", false, "with -nat: freeze the relay for 10 s (connections open, nothing forwarded) while A and B say more; every message must arrive")
 	fs.BoolVar(&out.natRelayTCP, "relay-tcp", false, "with -nat: give A and B the relay's TCP address instead of its QUIC one")
-	fs.StringVar(&scenario, "scenario", "all", "scenario: "+strings.Join(testnet.Scenarios, "|")+"|all (comma-separated for several)")
+	fs.StringVar(&scenario, "scenario", "all", "scenario: "+strings.Join(testnet.Scenarios, "|")+"|all (comma-separated for several); or "+strings.Join(testnet.Measurements, "|")+", which run only when named")
 	fs.StringVar(&out.json, "json", "", "write the full results as JSON to `FILE`")
 	fs.StringVar(&out.svg, "svg", "", "write a chart of the latency distributions to `FILE` (SVG)")
 	fs.StringVar(&out.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof)")
