@@ -55,37 +55,44 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 	}
 	b.NATS = nt
 	r.p.printf("nats: %s", summaryLine(nt))
-	if parley != nil && parley.Latency != nil {
+	b.compare(r.cfg.Busy, runtime.NumCPU())
+	return b, nil
+}
+
+// compare gives Parley's latency and CPU per delivery as ratios to the
+// baselines', and the targets, for a machine with busy of cpus CPUs kept
+// busy by other processes.
+func (b *Baseline) compare(busy, cpus int) {
+	if b.Parley != nil && b.Parley.Latency != nil {
 		b.Ratios = make(map[string]float64)
 		ratio := func(name string, a, o float64) {
 			if o > 0 {
 				b.Ratios[name] = round3(a / o)
 			}
 		}
-		b.Targets = targets(r.cfg.Busy, runtime.NumCPU(), parley.Latency, gs.Latency)
-		if gs.Latency != nil {
-			ratio("p50_vs_gossipsub", parley.Latency.P50, gs.Latency.P50)
-			ratio("p99_vs_gossipsub", parley.Latency.P99, gs.Latency.P99)
+		b.Targets = targets(busy, cpus, b.Parley.Latency, b.GossipSub.Latency)
+		if b.GossipSub.Latency != nil {
+			ratio("p50_vs_gossipsub", b.Parley.Latency.P50, b.GossipSub.Latency.P50)
+			ratio("p99_vs_gossipsub", b.Parley.Latency.P99, b.GossipSub.Latency.P99)
 		}
-		if gm.Latency != nil {
-			ratio("p50_vs_gossipsub_mesh", parley.Latency.P50, gm.Latency.P50)
-			ratio("p99_vs_gossipsub_mesh", parley.Latency.P99, gm.Latency.P99)
+		if b.GossipSubMesh.Latency != nil {
+			ratio("p50_vs_gossipsub_mesh", b.Parley.Latency.P50, b.GossipSubMesh.Latency.P50)
+			ratio("p99_vs_gossipsub_mesh", b.Parley.Latency.P99, b.GossipSubMesh.Latency.P99)
 		}
-		if nt.Latency != nil {
-			ratio("p50_vs_nats", parley.Latency.P50, nt.Latency.P50)
-			ratio("p99_vs_nats", parley.Latency.P99, nt.Latency.P99)
+		if b.NATS.Latency != nil {
+			ratio("p50_vs_nats", b.Parley.Latency.P50, b.NATS.Latency.P50)
+			ratio("p99_vs_nats", b.Parley.Latency.P99, b.NATS.Latency.P99)
 		}
 	}
-	if parley != nil && gs.Metrics["cpu_us_per_delivery"] > 0 && parley.Metrics["cpu_us_per_delivery"] > 0 {
+	if b.Parley != nil && b.GossipSub.Metrics["cpu_us_per_delivery"] > 0 && b.Parley.Metrics["cpu_us_per_delivery"] > 0 {
 		if b.Ratios == nil {
 			b.Ratios = make(map[string]float64)
 		}
-		b.Ratios["cpu_per_delivery_vs_gossipsub"] = round3(parley.Metrics["cpu_us_per_delivery"] / gs.Metrics["cpu_us_per_delivery"])
-		if v := gm.Metrics["cpu_us_per_delivery"]; v > 0 {
-			b.Ratios["cpu_per_delivery_vs_gossipsub_mesh"] = round3(parley.Metrics["cpu_us_per_delivery"] / v)
+		b.Ratios["cpu_per_delivery_vs_gossipsub"] = round3(b.Parley.Metrics["cpu_us_per_delivery"] / b.GossipSub.Metrics["cpu_us_per_delivery"])
+		if v := b.GossipSubMesh.Metrics["cpu_us_per_delivery"]; v > 0 {
+			b.Ratios["cpu_per_delivery_vs_gossipsub_mesh"] = round3(b.Parley.Metrics["cpu_us_per_delivery"] / v)
 		}
 	}
-	return b, nil
 }
 
 // targets are the performance targets for a fanout with busy of cpus CPUs
