@@ -89,6 +89,8 @@ func TestFlagsThatWouldBeIgnored(t *testing.T) {
 		{[]string{"-rooms", "0"}, "-rooms 0"},
 		{[]string{"-roomsize", "0"}, "-roomsize 0"},
 		{[]string{"-loss", "1x", "-netns"}, "percentage"},
+		{[]string{"-procs", "-baseline"}, "-baseline"},
+		{[]string{"-mocknet", "-delay", "50ms", "-baseline"}, "-baseline"},
 	} {
 		var errb bytes.Buffer
 		_, _, err := parse(tc.args, &errb)

@@ -71,3 +71,33 @@ func TestPollSaysInterrupted(t *testing.T) {
 		t.Errorf("timed-out wait: %v", err)
 	}
 }
+
+// TestRatiosNeedEveryDelivery: a system that lost deliveries has
+// percentiles over the ones that came; Parley's ratio to them, and the
+// targets set against them, would compare unlike sets.
+func TestRatiosNeedEveryDelivery(t *testing.T) {
+	full := func(name string, p50, p99 float64) *ScenarioResult {
+		return &ScenarioResult{Name: name, Sent: 10, Expected: 50, Delivered: 50, DeliveryRatio: 1,
+			Latency: &Latency{P50: p50, P99: p99}, Metrics: map[string]float64{"cpu_us_per_delivery": 100}}
+	}
+	b := &Baseline{Parley: full("fanout", 2, 8), GossipSub: full("gossipsub", 1, 4), GossipSubMesh: full("gossipsub-mesh", 1, 4), NATS: full("nats", 0.5, 1)}
+	b.compare(0, 2)
+	if b.Ratios["p50_vs_gossipsub"] != 2 || b.Ratios["cpu_per_delivery_vs_gossipsub"] != 1 || len(b.Targets) != 3 {
+		t.Fatalf("every delivery made: ratios %v, targets %v", b.Ratios, b.Targets)
+	}
+	lossy := full("gossipsub", 1, 4)
+	lossy.Delivered, lossy.DeliveryRatio = 40, 0.8
+	b = &Baseline{Parley: full("fanout", 2, 8), GossipSub: lossy, GossipSubMesh: full("gossipsub-mesh", 1, 4), NATS: full("nats", 0.5, 1)}
+	b.compare(0, 2)
+	for _, k := range []string{"p50_vs_gossipsub", "p99_vs_gossipsub", "cpu_per_delivery_vs_gossipsub"} {
+		if v, ok := b.Ratios[k]; ok {
+			t.Errorf("gossipsub lost 10 of 50, yet %s = %v", k, v)
+		}
+	}
+	if _, ok := b.Targets["p50 <= 1.5x gossipsub"]; ok {
+		t.Errorf("a target against a lossy gossipsub: %v", b.Targets)
+	}
+	if b.Ratios["p50_vs_nats"] != 4 {
+		t.Errorf("NATS lost nothing: ratios %v", b.Ratios)
+	}
+}
