@@ -63,34 +63,55 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 // baselines', and the targets, for a machine with busy of cpus CPUs kept
 // busy by other processes.
 func (b *Baseline) compare(busy, cpus int) {
-	if b.Parley != nil && b.Parley.Latency != nil {
+	// Percentiles over some of the deliveries are not those of the
+	// workload: a system that lost any is compared with nothing.
+	whole := func(s *ScenarioResult) *ScenarioResult {
+		if s == nil || s.Expected == 0 || s.Delivered != s.Expected {
+			return nil
+		}
+		return s
+	}
+	parley, gs, gm, nt := whole(b.Parley), whole(b.GossipSub), whole(b.GossipSubMesh), whole(b.NATS)
+	lat := func(s *ScenarioResult) *Latency {
+		if s == nil {
+			return nil
+		}
+		return s.Latency
+	}
+	cpu := func(s *ScenarioResult) float64 {
+		if s == nil {
+			return 0
+		}
+		return s.Metrics["cpu_us_per_delivery"]
+	}
+	if parley != nil && parley.Latency != nil {
 		b.Ratios = make(map[string]float64)
 		ratio := func(name string, a, o float64) {
 			if o > 0 {
 				b.Ratios[name] = round3(a / o)
 			}
 		}
-		b.Targets = targets(busy, cpus, b.Parley.Latency, b.GossipSub.Latency)
-		if b.GossipSub.Latency != nil {
-			ratio("p50_vs_gossipsub", b.Parley.Latency.P50, b.GossipSub.Latency.P50)
-			ratio("p99_vs_gossipsub", b.Parley.Latency.P99, b.GossipSub.Latency.P99)
+		b.Targets = targets(busy, cpus, parley.Latency, lat(gs))
+		if l := lat(gs); l != nil {
+			ratio("p50_vs_gossipsub", parley.Latency.P50, l.P50)
+			ratio("p99_vs_gossipsub", parley.Latency.P99, l.P99)
 		}
-		if b.GossipSubMesh.Latency != nil {
-			ratio("p50_vs_gossipsub_mesh", b.Parley.Latency.P50, b.GossipSubMesh.Latency.P50)
-			ratio("p99_vs_gossipsub_mesh", b.Parley.Latency.P99, b.GossipSubMesh.Latency.P99)
+		if l := lat(gm); l != nil {
+			ratio("p50_vs_gossipsub_mesh", parley.Latency.P50, l.P50)
+			ratio("p99_vs_gossipsub_mesh", parley.Latency.P99, l.P99)
 		}
-		if b.NATS.Latency != nil {
-			ratio("p50_vs_nats", b.Parley.Latency.P50, b.NATS.Latency.P50)
-			ratio("p99_vs_nats", b.Parley.Latency.P99, b.NATS.Latency.P99)
+		if l := lat(nt); l != nil {
+			ratio("p50_vs_nats", parley.Latency.P50, l.P50)
+			ratio("p99_vs_nats", parley.Latency.P99, l.P99)
 		}
 	}
-	if b.Parley != nil && b.GossipSub.Metrics["cpu_us_per_delivery"] > 0 && b.Parley.Metrics["cpu_us_per_delivery"] > 0 {
+	if parley != nil && cpu(gs) > 0 && cpu(parley) > 0 {
 		if b.Ratios == nil {
 			b.Ratios = make(map[string]float64)
 		}
-		b.Ratios["cpu_per_delivery_vs_gossipsub"] = round3(b.Parley.Metrics["cpu_us_per_delivery"] / b.GossipSub.Metrics["cpu_us_per_delivery"])
-		if v := b.GossipSubMesh.Metrics["cpu_us_per_delivery"]; v > 0 {
-			b.Ratios["cpu_per_delivery_vs_gossipsub_mesh"] = round3(b.Parley.Metrics["cpu_us_per_delivery"] / v)
+		b.Ratios["cpu_per_delivery_vs_gossipsub"] = round3(cpu(parley) / cpu(gs))
+		if v := cpu(gm); v > 0 {
+			b.Ratios["cpu_per_delivery_vs_gossipsub_mesh"] = round3(cpu(parley) / v)
 		}
 	}
 }

@@ -193,6 +193,13 @@ func (c Config) WithDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("%w: unknown mode %q", ErrUsage, c.Mode)
 	}
+	if c.Baseline && c.Mode != InProcess {
+		// The baselines run in this process on loopback: against nodes
+		// behind a local API, on a simulated network or in namespaces
+		// their ratios would compare unlike runs (and Parley's CPU per
+		// delivery is measured in-process only).
+		return c, fmt.Errorf("%w: -baseline compares in-process nodes with GossipSub and NATS in the same process; it excludes -procs, -netns and -mocknet", ErrUsage)
+	}
 	var want []string
 	seen := map[string]bool{}
 	add := func(names ...string) {
