@@ -145,3 +145,18 @@ func TestHelpNamesEveryScenario(t *testing.T) {
 		}
 	}
 }
+
+// TestBaselineTableGivesNoRatioItLacks: a ratio left out (the system it
+// compares with lost deliveries) is not printed as ×0.
+func TestBaselineTableGivesNoRatioItLacks(t *testing.T) {
+	res := testnet.Results{OK: false, Baseline: &testnet.Baseline{
+		GossipSub: &testnet.ScenarioResult{Name: "gossipsub", Sent: 10, Expected: 50, Delivered: 40, DeliveryRatio: 0.8},
+		NATS:      &testnet.ScenarioResult{Name: "nats", Sent: 10, Expected: 50, Delivered: 50, DeliveryRatio: 1},
+		Ratios:    map[string]float64{"p50_vs_nats": 4, "p99_vs_nats": 8},
+	}}
+	var out bytes.Buffer
+	printTable(&out, res)
+	if strings.Contains(out.String(), "×0") || !strings.Contains(out.String(), "×4") {
+		t.Errorf("%s", out.String())
+	}
+}
