@@ -593,15 +593,26 @@ func printTable(w io.Writer, res testnet.Results) {
 			fmt.Fprintf(tw, "%s\t%d/%d\t%.4f\t%s\t%s\t%.1f\t\n", name, s.Delivered, s.Expected, s.DeliveryRatio, lat, cpu, s.ElapsedS)
 		}
 		tw.Flush()
-		if len(b.Ratios) > 0 {
-			fmt.Fprintf(w, "  parley ÷ gossipsub: p50 ×%g, p99 ×%g;  parley ÷ nats: p50 ×%g, p99 ×%g\n",
-				b.Ratios["p50_vs_gossipsub"], b.Ratios["p99_vs_gossipsub"], b.Ratios["p50_vs_nats"], b.Ratios["p99_vs_nats"])
-		}
-		if v, ok := b.Ratios["p50_vs_gossipsub_mesh"]; ok {
-			fmt.Fprintf(w, "  parley ÷ gossipsub-mesh (flood publishing off and mesh size as in Parley): p50 ×%g, p99 ×%g\n", v, b.Ratios["p99_vs_gossipsub_mesh"])
+		for _, o := range []struct{ key, name string }{
+			{"gossipsub", "gossipsub"},
+			{"gossipsub_mesh", "gossipsub-mesh (flood publishing off and mesh size as in Parley)"},
+			{"nats", "nats"},
+		} {
+			if v, ok := b.Ratios["p50_vs_"+o.key]; ok {
+				fmt.Fprintf(w, "  parley ÷ %s: p50 ×%g, p99 ×%g\n", o.name, v, b.Ratios["p99_vs_"+o.key])
+			}
 		}
 		if v, ok := b.Ratios["cpu_per_delivery_vs_gossipsub"]; ok {
-			fmt.Fprintf(w, "  parley ÷ gossipsub: CPU per delivery ×%g (whole process, every node)\n", v)
+			fmt.Fprintf(w, "  parley ÷ gossipsub: CPU per delivery ×%g (whole process, every node)", v)
+			if m, ok := b.Ratios["cpu_per_delivery_vs_gossipsub_mesh"]; ok {
+				fmt.Fprintf(w, "; ÷ gossipsub-mesh ×%g", m)
+			}
+			fmt.Fprintln(w)
+		}
+		for _, s := range []*testnet.ScenarioResult{b.Parley, b.GossipSub, b.GossipSubMesh, b.NATS} {
+			if s != nil && s.Delivered != s.Expected {
+				fmt.Fprintf(w, "  %s made %d of %d deliveries: no ratio or target is set against it\n", s.Name, s.Delivered, s.Expected)
+			}
 		}
 		keys := make([]string, 0, len(b.Targets))
 		for k := range b.Targets {
