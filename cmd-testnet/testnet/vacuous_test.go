@@ -101,3 +101,14 @@ func TestRatiosNeedEveryDelivery(t *testing.T) {
 		t.Errorf("NATS lost nothing: ratios %v", b.Ratios)
 	}
 }
+
+// TestShortRateIsSaid: a run that could not say messages at the rate it
+// was asked for says so; its figures are of a lighter load.
+func TestShortRateIsSaid(t *testing.T) {
+	if n := shortRate(100, 60.2); !strings.Contains(n, "60.2") || !strings.Contains(n, "100") {
+		t.Errorf("60.2 of 100 msg/s: %q", n)
+	}
+	if n := shortRate(100, 96); n != "" {
+		t.Errorf("96 of 100 msg/s: %q", n)
+	}
+}
