@@ -476,5 +476,8 @@ func (r *runner) roomsAtOnce() int {
 // shortRate says that a scenario said achieved messages a second where
 // asked for asked, when it fell more than 5 % short ("" otherwise).
 func shortRate(asked int, achieved float64) string {
-	return ""
+	if achieved >= 0.95*float64(asked) {
+		return ""
+	}
+	return fmt.Sprintf("said %.1f msg/s of the %d asked for: the figures are of that lighter load", achieved, asked)
 }

@@ -367,7 +367,11 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 	sendTime := time.Since(t0)
 	stop()
 	st.record(&res)
-	res.metric("achieved_rate_per_s", float64(st.said.Load())/sendTime.Seconds())
+	achieved := float64(st.said.Load()) / sendTime.Seconds()
+	res.metric("achieved_rate_per_s", achieved)
+	if n := shortRate(r.cfg.Rate, achieved); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	conv, cerr := r.converge(ctx, c, room, base+uint64(st.said.Load()), all(c.Len()), r.drain(uint64(st.said.Load())))
 	// Every delivery is done: the check of every node's log (finish) is
 	// the testnet's work, not delivery's, and the baselines have none.

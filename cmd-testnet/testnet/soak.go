@@ -214,7 +214,11 @@ func (r *runner) soak(ctx context.Context) (res ScenarioResult, err error) {
 		return res, err
 	}
 	st.record(&res)
-	res.metric("achieved_rate_per_s", float64(st.said.Load())/time.Since(start).Seconds())
+	achieved := float64(st.said.Load()) / time.Since(start).Seconds()
+	res.metric("achieved_rate_per_s", achieved)
+	if n := shortRate(r.cfg.Rate, achieved); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	soakSlopes(sr)
 	r.p.printf("live heap %+.2f MiB/min, goroutines %+.2f/min, anonymous RSS %+.2f MiB/min (all RSS %+.2f) after the warm-up: %s", sr.HeapMiBPerMin, sr.GoroutinesPerMin, sr.RSSAnonMiBPerMin, sr.RSSMiBPerMin, flatWord(sr.Flat))
 
