@@ -91,6 +91,8 @@ func TestFlagsThatWouldBeIgnored(t *testing.T) {
 		{[]string{"-loss", "1x", "-netns"}, "percentage"},
 		{[]string{"-procs", "-baseline"}, "-baseline"},
 		{[]string{"-mocknet", "-delay", "50ms", "-baseline"}, "-baseline"},
+		{[]string{"-scenario", "scale", "-n", "50"}, "-scale"},
+		{[]string{"-scenario", "scale", "-rate", "10"}, "1 msg/s"},
 	} {
 		var errb bytes.Buffer
 		_, _, err := parse(tc.args, &errb)
