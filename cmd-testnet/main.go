@@ -249,6 +249,10 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 		return cfg, outputs{}, usageError{"-rooms 0: the soak needs at least 1 room"}
 	case set["roomsize"] && *roomSize == 0:
 		return cfg, outputs{}, usageError{"-roomsize 0: a room needs at least 2 members"}
+	case scenario == "scale" && set["n"]:
+		return cfg, outputs{}, usageError{"-n: the scale scenario takes its numbers of nodes from -scale, e.g. -scale 10,25,50"}
+	case scenario == "scale" && set["rate"]:
+		return cfg, outputs{}, usageError{"-rate: under load every node of the scale scenario says 1 msg/s into its room; -rate is not used"}
 	}
 	if set["sync"] {
 		cfg.ScaleSyncInterval = *syncEvery
@@ -508,8 +512,12 @@ func printTable(w io.Writer, res testnet.Results) {
 	case slices.Contains(c.Scenarios, "scale") && c.ScaleSyncInterval != c.SyncInterval:
 		sync += fmt.Sprintf(" (scale: %gs)", c.ScaleSyncInterval)
 	}
-	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %d msg/s of %d B, %gs per scenario, %s, %d CPUs (GOMAXPROCS %d), %s\n",
-		nodes, c.Mode, link, c.Rate, c.Size, c.Duration, sync, res.Machine.CPUs, res.Machine.Procs, res.Machine.GoVersion)
+	rate := fmt.Sprintf("%d msg/s", c.Rate)
+	if slices.Equal(c.Scenarios, []string{"scale"}) {
+		rate = "1 msg/s a node under load"
+	}
+	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %s of %d B, %gs per scenario, %s, %d CPUs (GOMAXPROCS %d), %s\n",
+		nodes, c.Mode, link, rate, c.Size, c.Duration, sync, res.Machine.CPUs, res.Machine.Procs, res.Machine.GoVersion)
 	if m := res.Machine; len(m.LoadAvg) == 3 || m.Burn > 0 {
 		var parts []string
 		if len(m.LoadAvg) == 3 {
