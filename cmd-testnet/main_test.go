@@ -92,6 +92,8 @@ func TestFlagsThatWouldBeIgnored(t *testing.T) {
 		{[]string{"-procs", "-baseline"}, "-baseline"},
 		{[]string{"-mocknet", "-delay", "50ms", "-baseline"}, "-baseline"},
 		{[]string{"-scenario", "scale", "-n", "50"}, "-scale"},
+		{[]string{"-procs", "-cpuprofile", "cpu.pprof"}, "-cpuprofile"},
+		{[]string{"-netns", "-memprofile", "mem.pprof"}, "-memprofile"},
 		{[]string{"-scenario", "scale", "-rate", "10"}, "1 msg/s"},
 	} {
 		var errb bytes.Buffer
