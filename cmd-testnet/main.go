@@ -249,6 +249,8 @@ added to every link (one way), e.g. a room of 100 members 50 ms apart:
 		return cfg, outputs{}, usageError{"-rooms 0: the soak needs at least 1 room"}
 	case set["roomsize"] && *roomSize == 0:
 		return cfg, outputs{}, usageError{"-roomsize 0: a room needs at least 2 members"}
+	case (procs || netns) && (out.cpuProfile != "" || out.memProfile != ""):
+		return cfg, outputs{}, usageError{"-cpuprofile and -memprofile profile this process, and with -procs or -netns the nodes run in others: profile in-process nodes (the default mode)"}
 	case scenario == "scale" && set["n"]:
 		return cfg, outputs{}, usageError{"-n: the scale scenario takes its numbers of nodes from -scale, e.g. -scale 10,25,50"}
 	case scenario == "scale" && set["rate"]:

@@ -7,7 +7,7 @@ import (
 )
 
 // histogram counts durations in buckets that grow by 2 % from 1 µs to
-// about 17 minutes: fixed memory however many it counts, percentiles
+// about 12 days: fixed memory however many it counts, percentiles
 // within 2 %.
 type histogram struct {
 	counts []int64
@@ -19,7 +19,7 @@ type histogram struct {
 
 const (
 	histGrowth  = 1.02
-	histBuckets = 1400 // 1.02^1400 µs ≈ 1,000 s
+	histBuckets = 1400 // 1.02^1400 µs ≈ 1.1e6 s
 )
 
 func newHistogram() *histogram { return &histogram{counts: make([]int64, histBuckets)} }
