@@ -442,6 +442,11 @@ func TestScaleSmall(t *testing.T) {
 	if sr == nil || len(sr.Rows) != 2 || sr.Rows[0].Nodes != 2 || sr.Rows[1].Rooms != 1 || len(sr.Fits) == 0 {
 		t.Fatalf("scale result %+v", sr)
 	}
+	// The scenario's nodes are its largest N, not -n (which scale does
+	// not use).
+	if n := res.Scenarios[0].Nodes; n != 3 {
+		t.Errorf("scale's nodes %d, want its largest N, 3", n)
+	}
 	// Scale runs at the node's own anti-entropy period, not the other
 	// scenarios' 5 s.
 	if sr.SyncIntervalS != rooms.DefaultSyncInterval.Seconds() || res.Config.ScaleSyncInterval != sr.SyncIntervalS || res.Config.SyncInterval != 5 {
