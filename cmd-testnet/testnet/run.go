@@ -264,7 +264,11 @@ func (r *runner) scenario(ctx context.Context, name string) (ScenarioResult, err
 func (r *runner) timedScenario(ctx context.Context, name string) (ScenarioResult, error) {
 	start := time.Now()
 	sr, err := r.scenario(ctx, name)
-	sr.Name, sr.Nodes = name, r.cfg.Nodes
+	sr.Name = name
+	if sr.Nodes == 0 {
+		// Scale sets its own: its largest N.
+		sr.Nodes = r.cfg.Nodes
+	}
 	sr.ElapsedS = round3(time.Since(start).Seconds())
 	return sr, err
 }
