@@ -514,12 +514,12 @@ func printTable(w io.Writer, res testnet.Results) {
 	case slices.Contains(c.Scenarios, "scale") && c.ScaleSyncInterval != c.SyncInterval:
 		sync += fmt.Sprintf(" (scale: %gs)", c.ScaleSyncInterval)
 	}
-	rate := fmt.Sprintf("%d msg/s", c.Rate)
+	rate := fmt.Sprintf("%d msg/s of %d B", c.Rate, c.Size)
 	if slices.Equal(c.Scenarios, []string{"scale"}) {
-		rate = "1 msg/s a node under load"
+		rate = fmt.Sprintf("under load 1 msg/s of %d B a node", c.Size)
 	}
-	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %s of %d B, %gs per scenario, %s, %d CPUs (GOMAXPROCS %d), %s\n",
-		nodes, c.Mode, link, rate, c.Size, c.Duration, sync, res.Machine.CPUs, res.Machine.Procs, res.Machine.GoVersion)
+	fmt.Fprintf(w, "Parley testnet: %s (%s%s), %s, %gs per scenario, %s, %d CPUs (GOMAXPROCS %d), %s\n",
+		nodes, c.Mode, link, rate, c.Duration, sync, res.Machine.CPUs, res.Machine.Procs, res.Machine.GoVersion)
 	if m := res.Machine; len(m.LoadAvg) == 3 || m.Burn > 0 {
 		var parts []string
 		if len(m.LoadAvg) == 3 {
