@@ -124,7 +124,8 @@ func parse(args []string, stderr io.Writer) (testnet.Config, outputs, error) {
 
 Runs N Parley nodes through scenarios and measures them: a table on stdout,
 -json for the full results, -svg for a chart. Exits 1 if any scenario loses a
-message, shows different orders on different nodes or has a Say fail.
+message, shows different orders on different nodes or has a Say fail, and if
+nothing was checked (every scenario skipped in the mode).
 
 In-process fanout also shows where the time goes: for each delivery, the time
 from the Say call to each stage (published and durable on the sender: the
