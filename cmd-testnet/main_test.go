@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +164,34 @@ func TestBaselineTableGivesNoRatioItLacks(t *testing.T) {
 	printTable(&out, res)
 	if strings.Contains(out.String(), "×0") || !strings.Contains(out.String(), "×4") {
 		t.Errorf("%s", out.String())
+	}
+}
+
+// TestDocumentedCommandsParse: every cmd-testnet command line the README
+// and docs/ARCHITECTURE.md give is one the flags accept.
+func TestDocumentedCommandsParse(t *testing.T) {
+	re := regexp.MustCompile("go run \\./cmd-testnet((?: +-[^`\\n#;)]*)?)")
+	seen := 0
+	for _, path := range []string{"../README.md", "../docs/ARCHITECTURE.md"} {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Commands wrapped inside a paragraph continue on the next line.
+		text := regexp.MustCompile("\\n +").ReplaceAllString(string(raw), " ")
+		for _, m := range re.FindAllStringSubmatch(text, -1) {
+			line := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(m[1]), "\\"))
+			if strings.ContainsAny(line, "[]|…") || strings.Contains(line, "...") {
+				continue // a pattern, not a command
+			}
+			seen++
+			var errb bytes.Buffer
+			if _, _, err := parse(strings.Fields(line), &errb); err != nil {
+				t.Errorf("%s: go run ./cmd-testnet %s: %v", path, line, err)
+			}
+		}
+	}
+	if seen < 10 {
+		t.Errorf("found %d documented commands", seen)
 	}
 }
