@@ -38,6 +38,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-repeat", "3"}, "add -baseline"},
 	} {
 		var out, errb bytes.Buffer
+		// A command line that parsed would start a whole run: say so
+		// instead of running it.
+		var ue usageError
+		if _, _, err := parse(tc.args, &errb); !errors.As(err, &ue) {
+			t.Errorf("%v: parsed (%v); want a usage error with %q", tc.args, err, tc.want)
+			continue
+		}
+		errb.Reset()
 		if code := run(context.Background(), tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
 		}
