@@ -169,7 +169,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	return &Node{
 		cfg:   cfg,
-		log:   cfg.Logger.With("peer", id.String()),
+		log:   cfg.Logger.With("node", id.String()),
 		priv:  priv,
 		id:    id,
 		lock:  lock,

@@ -187,7 +187,7 @@ func (nt *Net) startNode(i int, bootstrap bool) error {
 	if lvl := os.Getenv("PARLEY_TEST_LOG"); lvl != "" {
 		var l slog.Level
 		_ = l.UnmarshalText([]byte(lvl))
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})).With("node", i)
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})).With("nodetest", i)
 	}
 	if nt.opts.configure != nil {
 		nt.opts.configure(i, &cfg)
