@@ -102,7 +102,7 @@ func (s *Service) Request(ctx context.Context, target peer.AddrInfo, note string
 			}
 			return Result{}, fmt.Errorf("%w (is its node running at the address given?)", err)
 		}
-		return Result{}, fmt.Errorf("%w (is its node running? give its address: `parley contact request /ip4/…/tcp/…/p2p/%s`)", err, p)
+		return Result{}, fmt.Errorf("%w (is its node running, and is the peer ID the one its `parley id` prints? give its address: `parley contact request /ip4/…/tcp/…/p2p/%s`)", err, p)
 	}
 	var wire []byte
 	again := false
@@ -164,6 +164,10 @@ func (s *Service) resolve(ref string) (consent.Contact, error) {
 }
 
 func pendingIn(c consent.Contact, verb string) error {
+	if c.State == consent.StatePendingOut {
+		// The request is this node's own: it waits on the other node.
+		return plain(consent.ErrState, "this node asked %s for contact: its user approves it on their node (`parley contact approve %s` there); until then `parley contact list` shows it pending-out (`parley contact revoke %s` withdraws it)", c.Peer, c.ID, c.ID)
+	}
 	if c.State != consent.StatePendingIn {
 		return plain(consent.ErrState, "there is no request from %s to %s: the contact is %s", c.Peer, verb, c.State)
 	}

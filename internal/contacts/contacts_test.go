@@ -534,3 +534,16 @@ func TestCutOffNodeVouchesForNobody(t *testing.T) {
 		}
 	}
 }
+
+// A request by a peer ID that no one answers to (a node not running, or an
+// ID mistyped) names both causes, and where the right ID is found.
+func TestUnreachablePeerIDSaysToCheckTheID(t *testing.T) {
+	nt := startNet(t, 1)
+	other := nodetest.Start(t, 1)
+	id := other.ID(0)
+	other.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	_, err := svc(nt, 0).Request(ctx, peer.AddrInfo{ID: id}, "hello?")
+	wantErr(t, err, contacts.ErrUnreachable, "is the peer ID the one its `parley id` prints?")
+}

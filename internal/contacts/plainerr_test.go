@@ -52,3 +52,20 @@ func TestStateErrorsAreOnePlainSentence(t *testing.T) {
 	_, err = svc(nt, 1).Approve(ctx, nt.ID(0).String(), time.Hour)
 	plain(err, nt.ID(0), "there is no request from")
 }
+
+// An approve run on the node that asked (the request waits on the other
+// node) says whose approval it waits for and where, not only its state.
+func TestApproveOfOwnRequestSaysTheOtherNodeApproves(t *testing.T) {
+	nt := startNet(t, 2)
+	waitConnected(t, nt, 0, 1)
+	ctx := context.Background()
+	res, err := svc(nt, 1).Request(ctx, peer.AddrInfo{ID: nt.ID(0)}, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, nt, 0, 1, consent.StatePendingIn)
+	for _, ref := range []string{res.ID, nt.ID(0).String()} {
+		_, err = svc(nt, 1).Approve(ctx, ref, time.Hour)
+		wantErr(t, err, consent.ErrState, "this node asked "+nt.ID(0).String()+" for contact: its user approves it on their node (`parley contact approve "+res.ID+"` there)")
+	}
+}
