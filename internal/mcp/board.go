@@ -228,6 +228,9 @@ func (s *Server) board(ctx context.Context, c *call, in BoardIn) (BoardOut, stri
 	case out.More > 0:
 		fmt.Fprintf(&b, "%d claims on the board; the first %d by path (pass path for those that overlap one):", len(out.Claims)+out.More, len(out.Claims))
 		writeClaims(&b, out.Claims)
+	case len(out.Claims) == 1:
+		b.WriteString("1 claim on the board:")
+		writeClaims(&b, out.Claims)
 	default:
 		fmt.Fprintf(&b, "%d claims on the board:", len(out.Claims))
 		writeClaims(&b, out.Claims)

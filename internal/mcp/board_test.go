@@ -113,3 +113,15 @@ func TestMCPBoardIsBounded(t *testing.T) {
 		t.Fatalf("history: %v", out)
 	}
 }
+
+// A board of one claim says "1 claim", not "1 claims".
+func TestMCPBoardCountsOneClaimInTheSingular(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	a := connect(t, nt, 0, "a")
+	call(t, a, "parley_register", map[string]any{"name": "alpha"})
+	const key = "mcp-board-one"
+	call(t, a, "parley_claim", map[string]any{"paths": []string{"a.go"}, "note": "n", "project": key})
+	if _, text := call(t, a, "parley_board", map[string]any{"project": key}); !strings.HasPrefix(text, "1 claim on the board:") {
+		t.Fatalf("board of one claim: %s", text)
+	}
+}
