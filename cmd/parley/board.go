@@ -51,6 +51,9 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 			if ttl < 0 || wait < 0 {
 				return errors.New("--ttl and --wait must not be negative")
 			}
+			if strings.TrimSpace(note) == "" {
+				return errors.New("a claim needs a note: --note TEXT, why you work on it, in your own words")
+			}
 			if cmd.Flags().Changed("ttl") && (ttl < time.Second || ttl > 8*time.Hour) {
 				return fmt.Errorf("--ttl %s: must be from 1s to 8h0m0s (leave it out for 30m)", ttl)
 			}
