@@ -39,7 +39,8 @@ func contactRequestCmd(g *globals) *cobra.Command {
 		Use:   "request PEER_ID|MULTIADDR",
 		Short: "Ask another node to become a contact",
 		Long: `Ask another node to become a contact. Give its peer ID (it is then found through
-the DHT) or a multiaddr ending in /p2p/PEER_ID. It sees the request as pending-in
+the DHT) or a multiaddr ending in /p2p/PEER_ID (or several of that node's, separated
+by commas, as the ready line's addrs= gives them). It sees the request as pending-in
 until its user approves or denies it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -391,9 +391,31 @@ func noteDetail(note string) map[string]string {
 }
 
 // ParseTarget reads a contact target: a peer ID, or a multiaddr ending in
-// /p2p/PEER_ID.
+// /p2p/PEER_ID, or several of one node's separated by commas (the ready
+// line's addrs=, as --bootstrap takes it).
 func ParseTarget(s string) (peer.AddrInfo, error) {
 	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "/") && strings.Contains(s, ",") {
+		var all peer.AddrInfo
+		for _, part := range strings.Split(s, ",") {
+			if part = strings.TrimSpace(part); part == "" {
+				continue
+			}
+			ai, err := ParseTarget(part)
+			if err != nil {
+				return peer.AddrInfo{}, err
+			}
+			if len(ai.Addrs) == 0 {
+				return peer.AddrInfo{}, fmt.Errorf("contacts: %w: %q in a list of addresses is no multiaddr ending in /p2p/PEER_ID", ErrBadInput, part)
+			}
+			if all.ID != "" && ai.ID != all.ID {
+				return peer.AddrInfo{}, fmt.Errorf("contacts: %w: the addresses name two nodes, %s and %s: give one node's", ErrBadInput, all.ID, ai.ID)
+			}
+			all.ID = ai.ID
+			all.Addrs = append(all.Addrs, ai.Addrs...)
+		}
+		return all, nil
+	}
 	if strings.HasPrefix(s, "/") {
 		m, err := ma.NewMultiaddr(s)
 		if err != nil {
