@@ -507,6 +507,14 @@ func (b *Inbox) checkKnown(ctx context.Context, m member) (note string, err erro
 				return "", nil
 			}
 		}
+		if b.cfg.Names != nil {
+			// A node's handle alone, written where an agent goes: say
+			// how that node's user and agents are addressed.
+			if p, err := b.cfg.Names.Resolve(string(m.name)); err == nil && p != b.self {
+				return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
+					"no agent %q is registered on this node: %q is the name of a node; its user is human@%s, its agents NAME@%s (parley_who, or `parley who`, lists them)", m.name, m.name, m.name, m.name)
+			}
+		}
 		return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
 			"no agent %q is registered on this node: parley_who, or `parley who`, lists the agents you can reach", m.name)
 	}
