@@ -103,7 +103,7 @@ func statusCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Status, error) { return c.Status(ctx) },
 				func(w io.Writer, v localapi.Status) {
-					fmt.Fprintf(w, "node %s (%s) running for %.0fs, version %s\n", v.PeerID, termtext.Line(v.Handle), v.UptimeSec, v.Version)
+					fmt.Fprintf(w, "node %s (%s) running for %s, version %s\n", v.PeerID, termtext.Line(v.Handle), uptime(v.UptimeSec), v.Version)
 					if v.Org != nil {
 						fmt.Fprintf(w, "org: %s\n", orgLine(v.Org))
 					}
@@ -299,4 +299,10 @@ func processGone(pid int) bool {
 		return stat[i+2] == 'Z'
 	}
 	return false
+}
+
+// uptime is how long the node has run, to the second, as a person reads a
+// duration (21m47s).
+func uptime(sec float64) string {
+	return time.Duration(sec * float64(time.Second)).Round(time.Second).String()
 }

@@ -187,7 +187,7 @@ func checkNode(ctx context.Context, home string) []install.Finding {
 	st, err := c.Status(ctx)
 	switch {
 	case err == nil:
-		add(install.OK, "running for %.0fs as %s (%s), %d %s connected", st.UptimeSec, st.PeerID, st.Handle, st.Peers, plural(st.Peers, "peer", "peers"))
+		add(install.OK, "running for %s as %s (%s), %d %s connected", uptime(st.UptimeSec), st.PeerID, st.Handle, st.Peers, plural(st.Peers, "peer", "peers"))
 		if si, err := os.Stat(sock); err == nil && si.Mode().Perm()&0o077 != 0 {
 			add(install.Fail, "the socket %s is open to others (mode %04o)", sock, si.Mode().Perm())
 		}
