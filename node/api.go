@@ -141,16 +141,54 @@ func (b apiBackend) Peers() []localapi.Peer {
 	return out
 }
 
-func (b apiBackend) Connect(ctx context.Context, addr string) (localapi.Peer, error) {
-	m, err := ma.NewMultiaddr(addr)
-	if err != nil {
-		return localapi.Peer{}, localapi.Errorf(http.StatusBadRequest, "bad_addr",
-			"%q is not a multiaddr: %v (example: /ip4/127.0.0.1/tcp/4190/p2p/12D3KooW...)", addr, err)
+// connectTarget reads what `parley connect` dials: a multiaddr ending in
+// /p2p/PEER_ID, or several of one node's separated by commas (the ready
+// line's addrs=, as --bootstrap takes it).
+func connectTarget(addr string) (*peer.AddrInfo, error) {
+	addr = strings.TrimSpace(addr)
+	if !strings.HasPrefix(addr, "/") {
+		if _, err := peer.Decode(addr); err == nil {
+			return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
+				"%s is a peer ID, not an address: give one of the addresses its node's `parley id` prints (/ip4/…/tcp/…/p2p/%s)", addr, addr)
+		}
 	}
-	ai, err := peer.AddrInfoFromP2pAddr(m)
+	var all *peer.AddrInfo
+	for _, one := range strings.Split(addr, ",") {
+		one = strings.TrimSpace(one)
+		if one == "" && strings.Contains(addr, ",") {
+			continue
+		}
+		m, err := ma.NewMultiaddr(one)
+		if err != nil {
+			return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
+				"%q is not a multiaddr: %v (example: /ip4/127.0.0.1/tcp/4190/p2p/12D3KooW...)", one, err)
+		}
+		ai, err := peer.AddrInfoFromP2pAddr(m)
+		if err != nil {
+			return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
+				"%s has no /p2p/PEER_ID part: %v", one, err)
+		}
+		if all == nil {
+			all = ai
+			continue
+		}
+		if ai.ID != all.ID {
+			return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
+				"the addresses name two nodes, %s and %s: give one node's", all.ID, ai.ID)
+		}
+		all.Addrs = append(all.Addrs, ai.Addrs...)
+	}
+	if all == nil {
+		return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
+			"%q holds no address (example: /ip4/127.0.0.1/tcp/4190/p2p/12D3KooW...)", addr)
+	}
+	return all, nil
+}
+
+func (b apiBackend) Connect(ctx context.Context, addr string) (localapi.Peer, error) {
+	ai, err := connectTarget(addr)
 	if err != nil {
-		return localapi.Peer{}, localapi.Errorf(http.StatusBadRequest, "bad_addr",
-			"%s has no /p2p/PEER_ID part: %v", addr, err)
+		return localapi.Peer{}, err
 	}
 	if ci, ok := b.n.ConnInfo(ai.ID); ok {
 		// libp2p keeps the connection it has and dials nothing: say so,

@@ -178,7 +178,10 @@ func connectCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "connect MULTIADDR",
 		Short: "Dial a peer (a multiaddr ending in /p2p/PEER_ID)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Dial a peer: a multiaddr ending in /p2p/PEER_ID, as its node's parley id prints it,
+or several of one node's separated by commas, as the ready line's addrs= gives them.
+A peer ID alone is no address (parley contact request finds a node by its ID).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.Peer, error) { return c.Connect(ctx, args[0]) },
 				func(w io.Writer, v localapi.Peer) {
