@@ -76,6 +76,9 @@ func CreateOrgKey(path, name string) (*OrgKey, error) {
 // refused.
 func LoadOrgKey(path string) (*OrgKey, error) {
 	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no organisation key at %s (a path mistyped? `parley org init NAME --key %s` makes one): %w", path, path, fs.ErrNotExist)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("organisation key: %v", err)
 	}
