@@ -164,6 +164,9 @@ func (s *Service) resolve(ref string) (consent.Contact, error) {
 }
 
 func pendingIn(c consent.Contact, verb string) error {
+	if c.State == consent.StatePendingOut && verb != "approve" {
+		return plain(consent.ErrState, "this node asked %s for contact: no request of theirs waits here to %s; `parley contact revoke %s` withdraws yours", c.Peer, verb, c.ID)
+	}
 	if c.State == consent.StatePendingOut {
 		// The request is this node's own: it waits on the other node.
 		return plain(consent.ErrState, "this node asked %s for contact: its user approves it on their node (`parley contact approve %s` there); until then `parley contact list` shows it pending-out (`parley contact revoke %s` withdraws it)", c.Peer, c.ID, c.ID)

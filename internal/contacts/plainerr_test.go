@@ -54,7 +54,8 @@ func TestStateErrorsAreOnePlainSentence(t *testing.T) {
 }
 
 // An approve run on the node that asked (the request waits on the other
-// node) says whose approval it waits for and where, not only its state.
+// node) says whose approval it waits for and where, not only its state; a
+// deny there says how to withdraw the request.
 func TestApproveOfOwnRequestSaysTheOtherNodeApproves(t *testing.T) {
 	nt := startNet(t, 2)
 	waitConnected(t, nt, 0, 1)
@@ -68,4 +69,6 @@ func TestApproveOfOwnRequestSaysTheOtherNodeApproves(t *testing.T) {
 		_, err = svc(nt, 1).Approve(ctx, ref, time.Hour)
 		wantErr(t, err, consent.ErrState, "this node asked "+nt.ID(0).String()+" for contact: its user approves it on their node (`parley contact approve "+res.ID+"` there)")
 	}
+	_, err = svc(nt, 1).Deny(ctx, res.ID)
+	wantErr(t, err, consent.ErrState, "no request of theirs waits here to deny; `parley contact revoke "+res.ID+"` withdraws yours")
 }
