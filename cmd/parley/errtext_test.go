@@ -42,6 +42,7 @@ func TestCLIErrorsSayTheirContextOnce(t *testing.T) {
 	}
 	runJSON(t, &id, "--home", home, "id")
 	runJSON(t, &struct{}{}, "--home", home, "agent", "register", "held", "--session", "one")
+	runJSON(t, &struct{}{}, "--home", home, "room", "create", "design")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -60,6 +61,7 @@ func TestCLIErrorsSayTheirContextOnce(t *testing.T) {
 		{[]string{"contact", "request", "bogus"}, "contacts: bad input: "},
 		{[]string{"contact", "request", id.PeerID}, "bad input: that is this node's own peer ID"},
 		{[]string{"room", "say", "nosuch", "hi"}, "no room named \"nosuch\" on this node (`parley room list` lists the rooms)"},
+		{[]string{"room", "log", "desgin"}, "no room named \"desgin\" on this node (did you mean \"design\"? `parley room list` lists the rooms)"},
 		{[]string{"invites", "accept", "nosuch"}, "rooms: unknown room: "},
 		{[]string{"org", "accept", "bogus"}, `"bogus" is not an ORGKEY (`},
 		{[]string{"org", "trust", "bogus", "--key", "k"}, `"bogus" is not an ORGKEY (`},

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/near"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -381,6 +382,19 @@ func (b *Inbox) byName(s string, agent identity.AgentName) (rooms.Info, error) {
 			if err := b.outOf(left[0]); err != nil {
 				return rooms.Info{}, err
 			}
+		}
+		var names []string
+		for _, in := range b.rooms.List() {
+			if agent == "" || b.isIn(agent, in.ID) {
+				names = append(names, in.Name)
+			}
+		}
+		if ws := near.Words(s, names, 3); len(ws) > 0 {
+			for i := range ws {
+				ws[i] = strconv.Quote(ws[i])
+			}
+			return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
+				"no room named %.100q on this node (did you mean %s? parley_who, or `parley room list`, lists the rooms)", s, strings.Join(ws, " or "))
 		}
 		return rooms.Info{}, localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownRoom,
 			"no room named %.100q on this node (parley_who, or `parley room list`, lists the rooms)", s)
