@@ -240,7 +240,7 @@ contacts' first; capabilities are cut to 80 characters (--json gives them all).`
 			},
 				func(w io.Writer, v []localapi.CardView) {
 					if len(v) == 0 {
-						fmt.Fprintf(w, "no agents found for %q\n", args[0])
+						fmt.Fprintf(w, "no agents found for %q (`parley who` lists the live agents of this node and of your contacts)\n", args[0])
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

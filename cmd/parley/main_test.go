@@ -449,7 +449,7 @@ func TestCLIFindEmptyValueAndDownWithoutNode(t *testing.T) {
 			t.Errorf("find %q: exit %d, stderr %q; want exit 1 saying what to give", q, code, errs)
 		}
 	}
-	if out, errs, code := run(t, "--home", home, "find", "cap:go"); code != 0 || !strings.Contains(out, "no agents found") {
+	if out, errs, code := run(t, "--home", home, "find", "cap:go"); code != 0 || !strings.Contains(out, "no agents found") || !strings.Contains(out, "`parley who`") {
 		t.Errorf("find cap:go: exit %d, %q %q; want exit 0, no agents found", code, out, errs)
 	}
 	empty := filepath.Join(base, "none")
