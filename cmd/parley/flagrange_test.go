@@ -36,6 +36,7 @@ func TestCLIUpRefusesNonPositiveWaits(t *testing.T) {
 		{"--wake-limit", "0"},
 		{"--hand-wait", "-1s"},
 		{"--hand-wait", "0"},
+		{"--handle", ""}, // before, taken as no flag: the old handle stayed, unsaid
 	} {
 		home := filepath.Join(base, string(rune('a'+i)))
 		_, errs, code := run(t, append([]string{"--home", home, "up", "-d", "--loopback"}, args...)...)

@@ -103,6 +103,11 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	}
 	// The flags are checked before the home is made: an up that is refused
 	// leaves no home behind (nor a config, nor a log).
+	if cmd.Flags().Changed("handle") && f.handle == "" {
+		// Before, --handle "" was taken as no flag: the old handle stayed
+		// and nothing said so.
+		return fmt.Errorf("--handle \"\": a handle cannot be empty; leave the flag out to keep the one in %s", filepath.Join(home, "config"))
+	}
 	if f.handle != "" {
 		if err := config.CheckHandle(f.handle); err != nil {
 			return fmt.Errorf("--handle %q: %v", f.handle, err)
