@@ -1,0 +1,67 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A backup stopped with Ctrl-C while the node's copy is under way leaves
+// nothing behind in FILE's folder: neither FILE nor the part of the copy
+// (whose first bytes are the node's private key) under another name.
+func TestCLIBackupInterruptedLeavesNothing(t *testing.T) {
+	t.Parallel()
+	home, err := os.MkdirTemp("", "pbi")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(home) })
+	l, err := net.Listen("unix", nodeSocket(home))
+	must(t, err)
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold); l.Close() })
+	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { //nolint:errcheck // ends with the listener
+		w.Header().Set("Trailer", "Parley-Backup")
+		w.Header().Set("Content-Type", "application/zip")
+		w.WriteHeader(http.StatusOK)
+		w.Write(make([]byte, 64<<10)) //nolint:errcheck // a stand-in's bytes
+		w.(http.Flusher).Flush()
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+
+	dir := t.TempDir()
+	cmd := exec.Command(parleyBin, "--home", home, "backup", filepath.Join(dir, "node.backup"))
+	must(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ents, _ := os.ReadDir(dir)
+		if len(ents) > 0 {
+			if info, err := ents[0].Info(); err == nil && info.Size() > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the backup wrote nothing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(os.Interrupt))
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Signal(syscall.SIGKILL)
+		t.Fatal("the backup did not stop on Ctrl-C")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("an interrupted backup left %s in the folder", ents[0].Name())
+	}
+}
