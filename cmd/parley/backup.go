@@ -7,8 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -58,8 +60,15 @@ consistent copy of its database, while the node goes on. The file holds the node
 				return err
 			}
 			cancel() // the copy takes as long as the database needs: Ctrl-C stops it
-			n, err := c.Backup(cmd.Context(), tmp)
+			// Ctrl-C (or a TERM) ends the copy, not the process, so the
+			// part written (which holds the node's key) is removed.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			n, err := c.Backup(ctx, tmp)
 			if err != nil {
+				if ctx.Err() != nil && cmd.Context().Err() == nil {
+					return errors.New("backup stopped: nothing was written")
+				}
 				return g.apiErr(err)
 			}
 			if err := tmp.Sync(); err != nil {
