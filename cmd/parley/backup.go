@@ -36,8 +36,12 @@ consistent copy of its database, while the node goes on. The file holds the node
 			if err != nil {
 				return err
 			}
-			if st, err := os.Stat(dst); err == nil {
-				if st.IsDir() {
+			if st, err := os.Stat(filepath.Dir(dst)); err != nil || !st.IsDir() {
+				return fmt.Errorf("%s is not a folder: name a backup's file in a folder that exists", filepath.Dir(dst))
+			}
+			// A link (even one to nothing) is a file that exists.
+			if _, err := os.Lstat(dst); err == nil {
+				if st, err := os.Stat(dst); err == nil && st.IsDir() {
 					return fmt.Errorf("%s is a folder: name the backup's file", dst)
 				}
 				if !force {
