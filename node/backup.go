@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -30,11 +31,10 @@ import (
 // token and port, the log) is left out.
 const (
 	backupManifestName = "parley-backup.json"
-	backupDataName     = "data.badger" // the database, as store.Backup writes it
+	backupDataName     = "data.kv" // the database, as store.Backup writes it
 	backupFormat       = 1
 
 	maxBackupSmallFile = 16 << 20 // key, config, manifest, audit head
-	maxBackupAuditLog  = 1 << 30
 )
 
 // backupManifest describes a backup.
@@ -68,7 +68,13 @@ func (n *Node) WriteBackup(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("node: backup: %w", err)
 		}
-		err = zipFile(zw, name, io.LimitReader(f, maxBackupSmallFile))
+		st, err := f.Stat()
+		if err == nil && st.Size() > maxBackupSmallFile {
+			err = fmt.Errorf("node: backup: %s is %d bytes, over the %d a backup takes", name, st.Size(), maxBackupSmallFile)
+		}
+		if err == nil {
+			err = zipFile(zw, name, io.LimitReader(f, maxBackupSmallFile+1))
+		}
 		f.Close()
 		if err != nil {
 			return err
@@ -207,13 +213,12 @@ func Restore(home, backup string) (peer.ID, error) {
 		}
 		limit := int64(maxBackupSmallFile)
 		if name == audit.FileName {
-			limit = maxBackupAuditLog
+			limit = math.MaxInt64 // as long as the log grew; copied, not held in memory
 		}
-		b, err := readZipped(f, limit)
-		if err != nil {
-			return "", fmt.Errorf("%w: %s: %v", ErrBadBackup, backup, err)
-		}
-		if err := atomicfile.CreateNew(filepath.Join(tmp, name), b, 0o600); err != nil {
+		if err := unzipFile(f, filepath.Join(tmp, name), limit); err != nil {
+			if errors.Is(err, errZipped) {
+				return "", fmt.Errorf("%w: %s: %v", ErrBadBackup, backup, err)
+			}
 			return "", fmt.Errorf("node: restore: %w", err)
 		}
 	}
@@ -277,4 +282,52 @@ func readZipped(f *zip.File, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is over %d bytes", f.Name, limit)
 	}
 	return b, nil
+}
+
+// errZipped marks an error in a backup's file, as opposed to one writing it
+// out.
+var errZipped = errors.New("in the backup")
+
+// unzipFile copies a file of the archive, up to limit bytes, to a new file
+// at path (mode 0600), synced; its checksum is checked at its end.
+func unzipFile(f *zip.File, path string, limit int64) error {
+	if f.UncompressedSize64 > uint64(limit) {
+		return fmt.Errorf("%w: %s is %d bytes, over %d", errZipped, f.Name, f.UncompressedSize64, limit)
+	}
+	r, err := f.Open()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", errZipped, f.Name, err)
+	}
+	defer r.Close()
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	src := &readErr{r: io.LimitReader(r, limit)}
+	if _, err := io.Copy(out, src); err != nil {
+		if src.err != nil {
+			return fmt.Errorf("%w: %s: %v", errZipped, f.Name, src.err)
+		}
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		return err
+	}
+	return out.Close()
+}
+
+// readErr keeps the error of the reader a copy reads from, to tell it from
+// the writer's.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }

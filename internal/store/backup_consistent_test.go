@@ -47,7 +47,7 @@ func TestBackupIsOneRead(t *testing.T) {
 		}
 	}()
 	defer func() { stop.Store(true); wg.Wait() }()
-	for range 40 {
+	for range 8 {
 		var copy bytes.Buffer
 		if err := db.Backup(&copy); err != nil {
 			t.Fatal(err)
