@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // A backup stopped with Ctrl-C while the node's copy is under way leaves
@@ -40,20 +42,15 @@ func TestCLIBackupInterruptedLeavesNothing(t *testing.T) {
 	must(t, cmd.Start())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	t.Cleanup(func() { cmd.Process.Kill() }) //nolint:errcheck // it may have ended
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
 		ents, _ := os.ReadDir(dir)
-		if len(ents) > 0 {
-			if info, err := ents[0].Info(); err == nil && info.Size() > 0 {
-				break
-			}
+		if len(ents) == 0 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the backup wrote nothing")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		info, err := ents[0].Info()
+		return err == nil && info.Size() > 0
+	}, "the backup to write its first bytes")
 	must(t, cmd.Process.Signal(os.Interrupt))
 	select {
 	case <-done:
