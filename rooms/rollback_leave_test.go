@@ -20,23 +20,7 @@ import (
 func TestCopyFromBeforeALeaveDoesNotPostInTheRoom(t *testing.T) {
 	nt := startNet(t, 3)
 	id := openRoom(t, nt, 1, 2)
-	say(t, nt, 1, id, "before the copy")
-	waitConverged(t, nt, id, 6, 20*time.Second, 0, 1, 2)
-	nt.Crash(1)
-	old := nt.CopyData(1)
-	nt.Restart(1)
-	if _, err := mgr(nt, 1).LeaveNode(context.Background(), id, identity.HumanAgent); err != nil {
-		nodetest.Poll(30*time.Second, func() bool {
-			_, err = mgr(nt, 1).LeaveNode(context.Background(), id, identity.HumanAgent)
-			return !errors.Is(err, rooms.ErrOwnEventsUnknown)
-		})
-		if err != nil {
-			t.Fatalf("leave: %v", err)
-		}
-	}
-	waitConverged(t, nt, id, 7, 20*time.Second, 0, 2)
-	nt.Crash(1)
-	nt.RestoreData(1, old)
+	leaveThenPutBackACopy(t, nt, id)
 	nt.Restart(1)
 	var err error
 	nodetest.Poll(30*time.Second, func() bool {
@@ -73,22 +57,7 @@ func TestOfflineCopyFromBeforeALeaveLearnsItLeft(t *testing.T) {
 		c.OwnEventsWait = 200 * time.Millisecond
 	}))
 	id := openRoom(t, nt, 1, 2)
-	say(t, nt, 1, id, "before the copy")
-	waitConverged(t, nt, id, 6, 20*time.Second, 0, 1, 2)
-	nt.Crash(1)
-	old := nt.CopyData(1)
-	nt.Restart(1)
-	var err error
-	nodetest.Poll(30*time.Second, func() bool {
-		_, err = mgr(nt, 1).LeaveNode(context.Background(), id, identity.HumanAgent)
-		return !errors.Is(err, rooms.ErrOwnEventsUnknown)
-	})
-	if err != nil {
-		t.Fatalf("leave: %v", err)
-	}
-	waitConverged(t, nt, id, 7, 20*time.Second, 0, 2)
-	nt.Crash(1)
-	nt.RestoreData(1, old)
+	leaveThenPutBackACopy(t, nt, id)
 	nt.Partition([]int{0, 2}, []int{1})
 	nt.Restart(1)
 	sayRetry(t, nt, 1, id, "offline, from the copy")
@@ -110,7 +79,7 @@ func TestOfflineCopyFromBeforeALeaveLearnsItLeft(t *testing.T) {
 		}
 		t.Fatalf("node 1 still lists the room it left, 30 s after the members are back")
 	}
-	_, err = mgr(nt, 1).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "again"})
+	_, err := mgr(nt, 1).Say(context.Background(), id, rooms.SayArgs{Agent: identity.HumanAgent, Text: "again"})
 	if err == nil {
 		t.Errorf("node 1 posted again in the room it left, having learnt its leave")
 	}
@@ -120,4 +89,27 @@ func TestOfflineCopyFromBeforeALeaveLearnsItLeft(t *testing.T) {
 	nt.WaitFor(30*time.Second, func() bool {
 		return eventCount(nt, 0, id) == eventCount(nt, 2, id) && eventCount(nt, 0, id) >= 7
 	}, "members to agree")
+}
+
+// leaveThenPutBackACopy has node 1 post in room id, copy its data, leave the
+// room (0 and 2 take the leave) and, stopped, get the copy back: from
+// before it left.
+func leaveThenPutBackACopy(t *testing.T, nt *nodetest.Net, id identity.RoomID) {
+	t.Helper()
+	say(t, nt, 1, id, "before the copy")
+	waitConverged(t, nt, id, 6, 20*time.Second, 0, 1, 2)
+	nt.Crash(1)
+	old := nt.CopyData(1)
+	nt.Restart(1)
+	var err error
+	nodetest.Poll(30*time.Second, func() bool {
+		_, err = mgr(nt, 1).LeaveNode(context.Background(), id, identity.HumanAgent)
+		return !errors.Is(err, rooms.ErrOwnEventsUnknown)
+	})
+	if err != nil {
+		t.Fatalf("leave: %v", err)
+	}
+	waitConverged(t, nt, id, 7, 20*time.Second, 0, 2)
+	nt.Crash(1)
+	nt.RestoreData(1, old)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,18 @@ func glob(t *testing.T, dir, pattern string) []string {
 // sizes maps each file of dir to its size.
 func sizes(t *testing.T, dir string) map[string]int64 {
 	t.Helper()
+	return eachFile(t, dir, fs.FileInfo.Size)
+}
+
+// modTimes maps each file of dir to its modification time.
+func modTimes(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	return eachFile(t, dir, func(fi fs.FileInfo) int64 { return fi.ModTime().UnixNano() })
+}
+
+// eachFile maps each file of dir to what of fn its info gives.
+func eachFile(t *testing.T, dir string, fn func(fs.FileInfo) int64) map[string]int64 {
+	t.Helper()
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +74,7 @@ func sizes(t *testing.T, dir string) map[string]int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[e.Name()] = fi.Size()
+		out[e.Name()] = fn(fi)
 	}
 	return out
 }

@@ -67,21 +67,3 @@ func TestOpenChecksTheSchemaFile(t *testing.T) {
 		}
 	}
 }
-
-// modTimes maps each file of dir to its modification time.
-func modTimes(t *testing.T, dir string) map[string]int64 {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string]int64)
-	for _, e := range es {
-		fi, err := e.Info()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Name()] = fi.ModTime().UnixNano()
-	}
-	return out
-}
