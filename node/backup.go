@@ -113,6 +113,9 @@ func zipFile(zw *zip.Writer, name string, r io.Reader) error {
 	return nil
 }
 
+// restoreFree is the space free on a folder's disk (tests replace it).
+var restoreFree = store.FreeBytes
+
 // ErrBadBackup is returned by Restore for a file that is not a whole
 // Parley backup.
 var ErrBadBackup = errors.New("node: not a whole Parley backup")
@@ -186,6 +189,18 @@ func Restore(home, backup string) (peer.ID, error) {
 	parent := filepath.Dir(home)
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return "", fmt.Errorf("node: restore: %w", err)
+	}
+	// Before, a disk too small for the copy filled up under the database
+	// (which may fault on a full disk) and left the half-made home; now
+	// the restore is refused first.
+	var size uint64
+	for _, f := range files {
+		size += f.UncompressedSize64
+	}
+	need := int64(min(size, math.MaxInt64/2))/4*5 + store.DefaultMinFree
+	if free, err := restoreFree(parent); err == nil && free < need {
+		return "", fmt.Errorf("node: restore: %s has %d MiB free, and this backup needs about %d MiB (its %d MiB and room to work): free space there, or restore into a home on another disk",
+			parent, free>>20, need>>20, size>>20)
 	}
 	tmp, err := os.MkdirTemp(parent, filepath.Base(home)+".restoring-")
 	if err != nil {

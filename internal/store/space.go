@@ -264,3 +264,6 @@ func freeBytes(dir string) (int64, error) {
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }
+
+// FreeBytes is the space available to this user on the disk of dir.
+func FreeBytes(dir string) (int64, error) { return freeBytes(dir) }
