@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +52,84 @@ func TestApprovedRequesterReadsBareAsApproveReturns(t *testing.T) {
 	}
 	if got := a.Names().Name(nt.ID(2)); !strings.HasPrefix(got, "bob~") {
 		t.Errorf("the other requester reads %q, want bob~SUFFIX", got)
+	}
+}
+
+// TestContactsAreTakenByTheNameTheyShow: `parley contact approve`, `deny`
+// and `revoke` take a contact or requester by the name `parley contact
+// list` shows (its handle, or handle~SUFFIX where handles read alike) as
+// well as by request ID or peer ID. A name that reads like two nodes'
+// decides nothing and names both; a name no node has is refused.
+func TestContactsAreTakenByTheNameTheyShow(t *testing.T) {
+	nt := nodetest.Start(t, 4, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.Handle = []string{"alice", "bob", "bob", "carol"}[i]
+	}))
+	a := nt.Node(0)
+	ctx := context.Background()
+	ai := peer.AddrInfo{ID: nt.ID(0), Addrs: a.Host().Addrs()}
+	for i := 1; i <= 3; i++ {
+		if _, err := nt.Node(i).Contacts().Request(ctx, ai, "hello"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	for i := 1; i <= 3; i++ {
+		pendingID(t, nt, api, nt.ID(i).String())
+	}
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		return strings.HasPrefix(a.Names().Name(nt.ID(1)), "bob~") && a.Names().Name(nt.ID(3)) == "carol"
+	}, "node 0 to name the requesters")
+	state := func(i int) string {
+		es, err := api.Contacts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			if e.PeerID == nt.ID(i).String() {
+				return e.State
+			}
+		}
+		return "none"
+	}
+
+	_, err := api.ContactApprove(ctx, "bob", "")
+	if err == nil || !strings.Contains(err.Error(), nt.ID(1).String()) || !strings.Contains(err.Error(), nt.ID(2).String()) {
+		t.Errorf("approve bob with two requesters named bob: %v; want a refusal naming both", err)
+	}
+	if s1, s2 := state(1), state(2); s1 != "pending-in" || s2 != "pending-in" {
+		t.Errorf("after the refused approval the requests are %s and %s, want both pending-in", s1, s2)
+	}
+
+	shown := a.Names().Name(nt.ID(1))
+	r, err := api.ContactApprove(ctx, shown, "")
+	if err != nil {
+		t.Fatalf("approve %s (as contact list shows it): %v", shown, err)
+	}
+	if r.PeerID != nt.ID(1).String() || !r.Delivered {
+		t.Errorf("approve %s: %+v, want node 1's request approved and delivered", shown, r)
+	}
+	if s := state(2); s != "pending-in" {
+		t.Errorf("the other bob's request is %s after approving %s, want pending-in", s, shown)
+	}
+
+	if _, err := api.ContactDeny(ctx, "carol"); err != nil {
+		t.Fatalf("deny carol: %v", err)
+	}
+	if s := state(3); s == "pending-in" {
+		t.Errorf("carol's request is still pending after deny carol")
+	}
+
+	nodetest.WaitFor(t, 20*time.Second, func() bool { return a.Names().Name(nt.ID(1)) == "bob" }, "the approved bob to read bob")
+	if _, err := api.ContactRevoke(ctx, "bob"); err != nil {
+		t.Fatalf("revoke bob (the contact): %v", err)
+	}
+	if s := state(1); s == "active" {
+		t.Errorf("node 1 is still an active contact after revoke bob")
+	}
+
+	_, err = api.ContactApprove(ctx, "nobody", "")
+	var ae *localapi.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !strings.Contains(err.Error(), "parley contact list") {
+		t.Errorf("approve nobody: %v; want a 404 that points to parley contact list", err)
 	}
 }

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/names"
 	"github.com/parley-mesh/parley/rooms"
 )
 
@@ -162,6 +165,9 @@ type contactsAPI struct {
 	fresh func()
 	// revoked, if set, is called after the user revoked a contact.
 	revoked func()
+	// resolve, if set, turns a name as the node shows it (handle, or
+	// handle~SUFFIX) into the node's peer ID (names.Service.Resolve).
+	resolve func(string) (peer.ID, error)
 }
 
 var _ localapi.Contacts = contactsAPI{}
@@ -197,14 +203,54 @@ func (c contactsAPI) Approve(ctx context.Context, req localapi.ContactApproveReq
 	if err != nil {
 		return localapi.ContactResult{}, contactsError(err)
 	}
-	return c.result(c.cs.Approve(ctx, req.ID, d))
+	ref, err := c.ref(req.ID)
+	if err != nil {
+		return localapi.ContactResult{}, err
+	}
+	return c.result(c.cs.Approve(ctx, ref, d))
 }
 
 func (c contactsAPI) Deny(ctx context.Context, ref string) (localapi.ContactResult, error) {
+	ref, err := c.ref(ref)
+	if err != nil {
+		return localapi.ContactResult{}, err
+	}
 	return c.result(c.cs.Deny(ctx, ref))
 }
 
+// ref turns a contact's or requester's name as the node shows it (`parley
+// contact list`'s NAME: its handle, or handle~SUFFIX where handles read
+// alike) into its peer ID; a request ID, a peer ID or a name no node has
+// goes on as it is, for the contacts service to take or refuse. A name
+// that reads like several nodes' is refused, naming each.
+func (c contactsAPI) ref(ref string) (string, error) {
+	ref = strings.TrimSpace(ref)
+	if c.resolve == nil || ref == "" {
+		return ref, nil
+	}
+	if _, err := peer.Decode(ref); err == nil {
+		return ref, nil
+	}
+	for _, e := range c.cs.List() {
+		if e.ID == ref {
+			return ref, nil
+		}
+	}
+	p, err := c.resolve(ref)
+	switch {
+	case err == nil:
+		return p.String(), nil
+	case errors.Is(err, names.ErrAmbiguous):
+		return "", contactsError(fmt.Errorf("%w: %s", contacts.ErrBadInput, strings.TrimPrefix(err.Error(), "names: ")))
+	}
+	return ref, nil
+}
+
 func (c contactsAPI) Revoke(ctx context.Context, ref string) (localapi.ContactResult, error) {
+	ref, err := c.ref(ref)
+	if err != nil {
+		return localapi.ContactResult{}, err
+	}
 	res, err := c.cs.Revoke(ctx, ref)
 	if err == nil && c.revoked != nil {
 		// After the revocation went out: closing the peer's connections

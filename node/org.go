@@ -79,7 +79,12 @@ func (n *Node) contactsAPI() contactsAPI {
 		if n.names != nil {
 			n.names.RefreshLists()
 		}
-	}, revoked: n.kickRelaySweep}
+	}, revoked: n.kickRelaySweep, resolve: func(name string) (peer.ID, error) {
+		if n.names == nil {
+			return "", names.ErrUnknown
+		}
+		return n.names.Resolve(name)
+	}}
 }
 
 type orgContacts struct{ n *Node }

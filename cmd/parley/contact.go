@@ -58,8 +58,8 @@ until its user approves or denies it.`,
 func contactApproveCmd(g *globals) *cobra.Command {
 	var expires string
 	cmd := &cobra.Command{
-		Use:   "approve ID",
-		Short: "Approve a pending contact request (its ID, or the requester's peer ID)",
+		Use:   "approve ID|PEER_ID|NAME",
+		Short: "Approve a pending contact request (its ID, the requester's peer ID, or its NAME as contact list shows it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ContactResult, error) {
@@ -79,8 +79,8 @@ func contactApproveCmd(g *globals) *cobra.Command {
 
 func contactDenyCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "deny ID",
-		Short: "Deny a pending contact request (its ID, or the requester's peer ID)",
+		Use:   "deny ID|PEER_ID|NAME",
+		Short: "Deny a pending contact request (its ID, the requester's peer ID, or its NAME as contact list shows it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ContactResult, error) {
@@ -94,8 +94,8 @@ func contactDenyCmd(g *globals) *cobra.Command {
 
 func contactRevokeCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "revoke PEER_ID",
-		Short: "Revoke a contact at once (or cancel your pending request)",
+		Use:   "revoke PEER_ID|NAME",
+		Short: "Revoke a contact at once, by peer ID or NAME as contact list shows it (or cancel your pending request)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.ContactResult, error) {

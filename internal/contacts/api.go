@@ -160,7 +160,7 @@ func (s *Service) resolve(ref string) (consent.Contact, error) {
 		}
 		return consent.Contact{}, fmt.Errorf("%w: no contact with %s (see `parley contact list`)", ErrUnknown, p)
 	}
-	return consent.Contact{}, fmt.Errorf("%w: %q is neither a request ID nor a peer ID of a contact (see `parley contact list`)", ErrUnknown, ref)
+	return consent.Contact{}, fmt.Errorf("%w: %q is neither a request ID, a peer ID nor a name of a contact or requester (see `parley contact list`)", ErrUnknown, ref)
 }
 
 func pendingIn(c consent.Contact, verb string) error {
