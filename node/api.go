@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/contacts"
 	"github.com/parley-mesh/parley/internal/localapi"
 )
 
@@ -146,43 +147,24 @@ func (b apiBackend) Peers() []localapi.Peer {
 // line's addrs=, as --bootstrap takes it).
 func connectTarget(addr string) (*peer.AddrInfo, error) {
 	addr = strings.TrimSpace(addr)
+	if strings.Trim(addr, ", \t") == "" {
+		return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
+			"%q holds no address (example: /ip4/127.0.0.1/tcp/4190/p2p/12D3KooW...)", addr)
+	}
 	if !strings.HasPrefix(addr, "/") {
 		if _, err := peer.Decode(addr); err == nil {
 			return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
 				"%s is a peer ID, not an address: give one of the addresses its node's `parley id` prints (/ip4/…/tcp/…/p2p/%s)", addr, addr)
 		}
-	}
-	var all *peer.AddrInfo
-	for _, one := range strings.Split(addr, ",") {
-		one = strings.TrimSpace(one)
-		if one == "" && strings.Contains(addr, ",") {
-			continue
-		}
-		m, err := ma.NewMultiaddr(one)
-		if err != nil {
-			return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
-				"%q is not a multiaddr: %v (example: /ip4/127.0.0.1/tcp/4190/p2p/12D3KooW...)", one, err)
-		}
-		ai, err := peer.AddrInfoFromP2pAddr(m)
-		if err != nil {
-			return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
-				"%s has no /p2p/PEER_ID part: %v", one, err)
-		}
-		if all == nil {
-			all = ai
-			continue
-		}
-		if ai.ID != all.ID {
-			return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
-				"the addresses name two nodes, %s and %s: give one node's", all.ID, ai.ID)
-		}
-		all.Addrs = append(all.Addrs, ai.Addrs...)
-	}
-	if all == nil {
 		return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr",
-			"%q holds no address (example: /ip4/127.0.0.1/tcp/4190/p2p/12D3KooW...)", addr)
+			"%q is not a multiaddr (example: /ip4/127.0.0.1/tcp/4190/p2p/12D3KooW...)", addr)
 	}
-	return all, nil
+	ai, err := contacts.ParseTarget(addr)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "contacts: ")
+		return nil, localapi.Errorf(http.StatusBadRequest, "bad_addr", "%s", strings.TrimPrefix(msg, contacts.ErrBadInput.Error()+": "))
+	}
+	return &ai, nil
 }
 
 func (b apiBackend) Connect(ctx context.Context, addr string) (localapi.Peer, error) {
