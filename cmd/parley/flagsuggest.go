@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -15,6 +16,13 @@ import (
 // cobra says only "unknown flag: --lisen".
 func suggestFlags(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// A word before the flag that names none of the command's
+		// commands (`board claim x.go --note …`) is the mistake to tell.
+		if cmd.HasAvailableSubCommands() && cmd.Args != nil {
+			if aerr := cmd.Args(cmd, cmd.Flags().Args()); errors.As(aerr, new(unknownCmd)) {
+				return aerr
+			}
+		}
 		name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
 		if !ok {
 			return err

@@ -31,3 +31,34 @@ func TestCLIMistypedFlagSuggestsTheNearOnes(t *testing.T) {
 		}
 	}
 }
+
+// A word that is no command of its group is the mistake told, also when a
+// flag follows it (`board claim x.go --note …` said "unknown flag: --note,
+// did you mean --home?"), and a word that is a command of the root's says
+// so: `parley claim` is a command of its own.
+func TestCLIUnknownCommandWordIsToldBeforeItsFlags(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"board", "claim", "x.go", "--note", "hi"}, []string{`unknown command "claim" for "parley board"`, "`parley claim` is a command of its own"}},
+		{[]string{"board", "claim", "x.go"}, []string{"`parley claim` is a command of its own"}},
+		{[]string{"room", "members", "dev", "--zz"}, []string{`unknown command "members" for "parley room"`, "its commands: ask"}},
+		{[]string{"room", "sya", "r", "hi", "--as", "x"}, []string{"did you mean say?"}},
+	} {
+		_, errs, code := run(t, append([]string{"--home", home}, tc.args...)...)
+		for _, w := range tc.want {
+			if code == 0 || !strings.Contains(errs, w) {
+				t.Errorf("parley %s: exit %d, %q: want %q", strings.Join(tc.args, " "), code, errs, w)
+			}
+		}
+		if strings.Contains(errs, "unknown flag") {
+			t.Errorf("parley %s: %q: tells the flag, not the command", strings.Join(tc.args, " "), errs)
+		}
+	}
+	if out, errs, code := run(t, "--home", home, "room"); code != 0 || !strings.Contains(out, "Usage:") {
+		t.Errorf("parley room alone: exit %d, %q %q: want its help", code, out, errs)
+	}
+}

@@ -131,13 +131,13 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 	}
 	c.SuggestionsMinimumDistance = 2
 	if c.Run == nil && c.RunE == nil {
-		c.Args = cobra.ArbitraryArgs
-		c.RunE = func(cmd *cobra.Command, args []string) error {
+		c.Args = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return unknownSubcommand(cmd, args[0])
 			}
-			return cmd.Help()
+			return nil
 		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		return
 	}
 	// A command that runs by itself and has commands under it (board and
@@ -162,6 +162,10 @@ func unknownSubcommand(cmd *cobra.Command, word string) error {
 			return unknownCmd{fmt.Errorf("unknown command %q (did you mean %s? `parley --help` lists the commands)", word, strings.Join(near, " or "))}
 		}
 		return unknownCmd{fmt.Errorf("unknown command %q (`parley --help` lists the commands)", word)}
+	}
+	if top, _, err := cmd.Root().Find([]string{word}); err == nil && top != cmd.Root() && top.IsAvailableCommand() {
+		// `board claim`: claim is a command of the root's.
+		return unknownCmd{fmt.Errorf("unknown command %q for %q (`%s` is a command of its own; %q's commands: %s)", word, cmd.CommandPath(), top.CommandPath(), cmd.CommandPath(), subcommandNames(cmd))}
 	}
 	if len(near) > 0 {
 		return unknownCmd{fmt.Errorf("unknown command %q for %q (did you mean %s? its commands: %s)", word, cmd.CommandPath(), strings.Join(near, " or "), subcommandNames(cmd))}
