@@ -7,8 +7,9 @@
 // random, made once): the page itself as /?t=TOKEN (the URL `parley ui`
 // prints), everything else with the header "Authorization: Bearer TOKEN",
 // which the page adds to each of its requests. A request without the token,
-// or with a wrong one, is answered 401 with an empty body and its
-// connection closed, its body unread. The token never travels in a cookie,
+// or with a wrong one, is answered 401 with a short text saying how to open
+// the dashboard (Unauthorized; an empty body when its Host is not the
+// dashboard's) and its connection closed, its body unread. The token never travels in a cookie,
 // so another site cannot make the browser use it (no CSRF); on top of that a
 // request with an Origin other than the page's, a cross-site Sec-Fetch-Site,
 // or a Host that is not the loopback address it is served on is refused

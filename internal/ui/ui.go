@@ -175,6 +175,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Its body is not read: the connection is closed instead, so that
 		// nothing without the token holds it by sending slowly.
 		h.Set("Connection", "close")
+		if s.hostOK(r) {
+			// The user's browser, with an old address or none: say how
+			// to open the dashboard (another site's page, resolved to
+			// 127.0.0.1, gets nothing to read).
+			h.Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, Unauthorized) //nolint:errcheck // the browser went away
+			return
+		}
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
@@ -205,10 +214,24 @@ func (s *Server) authorized(r *http.Request) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), s.token) == 1
 }
 
+// Unauthorized is the text of a request without the token, or with a
+// wrong one, whose Host is the dashboard's: the browser of a user who
+// opened an old address (the token changes when the port does) or one
+// without it.
+const Unauthorized = "Parley dashboard: this address has no token, or an old one.\n\n" +
+	"Open the dashboard at the address that `parley ui` prints (it carries the token),\n" +
+	"or run `parley ui --open`.\n"
+
+// hostOK reports whether r's Host is the loopback address and port the
+// dashboard is served on.
+func (s *Server) hostOK(r *http.Request) bool {
+	host, port, err := net.SplitHostPort(r.Host)
+	return err == nil && (host == "127.0.0.1" || host == "localhost") && (s.addr == "" || strings.HasSuffix(s.addr, ":"+port))
+}
+
 // foreign says why r does not come from the page itself (empty: it does).
 func (s *Server) foreign(r *http.Request) string {
-	host, port, err := net.SplitHostPort(r.Host)
-	if err != nil || (host != "127.0.0.1" && host != "localhost") || (s.addr != "" && !strings.HasSuffix(s.addr, ":"+port)) {
+	if !s.hostOK(r) {
 		return "wrong Host"
 	}
 	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
