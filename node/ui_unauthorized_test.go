@@ -88,3 +88,18 @@ func TestDashboardWithoutTheTokenShowsHowToOpenItInBrowser(t *testing.T) {
 		}
 	}
 }
+
+// The dashboard's token does not stay in the address the browser shows and
+// keeps (the address bar, the tab's history, restored tabs, synced history):
+// once the page has it, the address reads without it.
+func TestDashboardTokenStaysOutOfTheAddressBar(t *testing.T) {
+	t.Skip("known gap: the token stays in the page's address (see \"The dashboard's token is in its address\" in docs/ARCHITECTURE.md)")
+	nt := nodetest.Start(t, 1)
+	base, tok := uiBase(t, nt, 0)
+	b := browser(t)
+	run(t, b, "open the dashboard", chromedp.Navigate(base+"/?t="+tok))
+	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
+	if href := eval[string](t, b, `location.href`); strings.Contains(href, tok) {
+		t.Fatalf("the page's address holds the token: %s", href)
+	}
+}
