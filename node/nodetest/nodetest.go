@@ -7,10 +7,12 @@ package nodetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -278,11 +280,30 @@ func (nt *Net) Restart(i int) *node.Node {
 	if nt.Node(i) != nil {
 		nt.t.Fatalf("nodetest: node %d is running; Crash it first", i)
 	}
-	if err := nt.startNode(i, true); err != nil {
+	if err := nt.restartNode(i, true); err != nil {
 		nt.t.Fatalf("nodetest: restart node %d: %v", i, err)
 	}
 	nt.clearBackoff(i)
 	return nt.Node(i)
+}
+
+// restartNode starts node i again on the addresses it had. Tests run side
+// by side, and while the node was down the kernel may have handed one of
+// its ports to another test's socket: the start is tried again for a
+// while, and then on ports of its own, said in the log.
+func (nt *Net) restartNode(i int, bootstrap bool) error {
+	taken := func(err error) bool {
+		return errors.Is(err, node.ErrListen) && strings.Contains(err.Error(), "address already in use")
+	}
+	var err error
+	if poll.Until(3*time.Second, func() bool { err = nt.startNode(i, bootstrap); return !taken(err) }) {
+		return err
+	}
+	nt.t.Logf("nodetest: node %d's port is another socket's (%v): it restarts on new ports", i, err)
+	nt.mu.Lock()
+	nt.listen[i] = nil
+	nt.mu.Unlock()
+	return nt.startNode(i, bootstrap)
 }
 
 // clearBackoff forgets the other nodes' failed dials of node i, back on
@@ -309,7 +330,7 @@ func (nt *Net) RestartAlone(i int) *node.Node {
 	if nt.Node(i) != nil {
 		nt.t.Fatalf("nodetest: node %d is running; Crash it first", i)
 	}
-	if err := nt.startNode(i, false); err != nil {
+	if err := nt.restartNode(i, false); err != nil {
 		nt.t.Fatalf("nodetest: restart node %d: %v", i, err)
 	}
 	nt.clearBackoff(i)

@@ -2,11 +2,13 @@ package nodetest
 
 import (
 	"context"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	manet "github.com/multiformats/go-multiaddr/net"
 )
 
 // A connection whose handshake the gater let through just before
@@ -65,4 +67,31 @@ func TestBlockDirectClosesAConnectionAddedAfterIt(t *testing.T) {
 		return isFired()
 	}, "both ends' handshakes of a new connection to pass the gater")
 	nt.WaitFor(5*time.Second, func() bool { return conns() == 0 }, "nodes 0 and 1 to hold no direct connection once blocked")
+}
+
+// A node restarted while another socket holds the port it had (the kernel
+// handed it to another test's socket while the node was down) comes up on
+// ports of its own; it failed the test with "address already in use".
+func TestRestartWhileItsPortIsTakenComesUpElsewhere(t *testing.T) {
+	nt := Start(t, 2)
+	nt.mu.Lock()
+	old := nt.listen[1][0]
+	nt.mu.Unlock()
+	hostPort, err := manet.ToNetAddr(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt.Crash(1)
+	ln, err := net.Listen("tcp", hostPort.String())
+	if err != nil {
+		t.Fatalf("take the crashed node's port: %v", err)
+	}
+	defer ln.Close()
+	n := nt.Restart(1)
+	for _, a := range n.Host().Network().ListenAddresses() {
+		if a.Equal(old) {
+			t.Fatalf("node 1 listens on %s, which another socket holds", a)
+		}
+	}
+	nt.WaitFor(20*time.Second, func() bool { return len(n.Host().Network().ConnsToPeer(nt.ID(0))) > 0 }, "node 1 to connect to node 0 again")
 }
