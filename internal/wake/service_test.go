@@ -1637,7 +1637,7 @@ func TestTerminalPasteAsItsRouteIsReplacedIsRecorded(t *testing.T) {
 	// The Enter after a paste waits for release (Deliver sends it whatever
 	// becomes of the route, within a time limit). The wrapper's folder is
 	// in its command line: a wait the test leaves behind is killed.
-	bin, _ := tmuxWrapper(t, "if [ -e '"+armed+"' ]; then\n  case \" $* \" in *\" send-keys \"*\" Enter \"*)\n"+
+	bin, _ := tmuxWrapper(t, "if [ -e '"+armed+"' ]; then\n  case \" $* \" in *\" set-buffer \"*)\n"+
 		"    rm -f '"+armed+"'; : > '"+reached+"'; echo $$ >> \"$(dirname \"$0\")/pids\"; while [ ! -e '"+release+"' ]; do sleep 0.02; done ;;\n  esac\nfi")
 	const limit = 2 * time.Second
 	f := newFixture(t, limit, func(f *fixture, c *wake.Config) { c.TmuxBin = bin })
@@ -1669,7 +1669,7 @@ func TestForgetTerminalWhileTmuxHangsOnAnEnter(t *testing.T) {
 	needTmux(t)
 	dir := t.TempDir()
 	armed, reached := filepath.Join(dir, "armed"), filepath.Join(dir, "reached")
-	bin, _ := tmuxWrapper(t, "if [ -e '"+armed+"' ]; then\n  case \" $* \" in *\" send-keys \"*\" Enter \"*)\n"+
+	bin, _ := tmuxWrapper(t, "if [ -e '"+armed+"' ]; then\n  case \" $* \" in *\" set-buffer \"*)\n"+
 		"    rm -f '"+armed+"'; : > '"+reached+"'; hang ;;\n  esac\nfi")
 	f := newFixture(t, time.Hour, func(f *fixture, c *wake.Config) { c.TmuxBin, c.PaneCheck = bin, 50*time.Millisecond })
 	f.fakeAgent("0.05")

@@ -20,7 +20,10 @@
 //   - Delivery: load-buffer -b NAME - (the text on stdin), paste-buffer -p
 //     -r -d -b NAME -t PANE (bracketed when the program asked the terminal
 //     for it; tmux adds the brackets), a pause (80 ms), a look at the
-//     pane, then send-keys Enter as a key of its own. Parley never writes
+//     pane, then the Enter as a paste of its own: set-buffer of a carriage
+//     return, paste-buffer -r -d without -p (send-keys would press it in
+//     every pane of a window whose panes are synchronized, running what a
+//     person half typed there). Parley never writes
 //     bracketed-paste escapes itself, and strips control characters from
 //     the text (tabs become spaces), so a message cannot end the paste
 //     early or press keys.

@@ -329,7 +329,7 @@ func (t *Terminal) Deliver(ctx context.Context, text string) error {
 	if err != nil {
 		return err
 	}
-	return t.server.SendKeys(ectx, t.pane, "Enter")
+	return t.server.Enter(ectx, t.pane)
 }
 
 // pasteShown looks at the pane once after the paste: in copy mode (a

@@ -398,6 +398,23 @@ func (s Server) Paste(ctx context.Context, pane, text string) error {
 	return nil
 }
 
+// Enter presses Enter in the pane, and in that pane alone: a carriage
+// return written to it as a paste (paste-buffer without -p, so not
+// bracketed, and -r, so kept as it is), which is what tmux writes for the
+// Enter key. send-keys is no way to do it: it presses a key as a person
+// does, and tmux gives such a key to every pane of a window whose panes are
+// synchronized (synchronize-panes), where an Enter would send whatever a
+// person had half typed in another pane.
+func (s Server) Enter(ctx context.Context, pane string) error {
+	buf := "parley-" + randomHex(8)
+	if _, err := s.run(ctx, nil, "set-buffer", "-b", buf, "\r", ";", "paste-buffer", "-r", "-d", "-b", buf, "-t", pane); err != nil {
+		// Best effort: the buffer would otherwise linger in tmux's list.
+		_, _ = s.run(context.WithoutCancel(ctx), nil, "delete-buffer", "-b", buf)
+		return fmt.Errorf("tmux: Enter in %s: %w", pane, err)
+	}
+	return nil
+}
+
 // SendKeys sends keys by their tmux names ("Enter", "C-u"), each a key
 // press of its own.
 func (s Server) SendKeys(ctx context.Context, pane string, keys ...string) error {
