@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -139,6 +140,8 @@ func (s *Service) exchange(ctx context.Context, p peer.ID, m consent.Message) (*
 		}
 		if errors.Is(err, consent.ErrDenied) {
 			text = deniedText(ans.Text)
+		} else {
+			text = peerWords(text)
 		}
 		return nil, &remoteError{peer: p, text: text, err: err}
 	}
@@ -164,6 +167,18 @@ func deniedText(peerText string) string {
 		return what + "; this node may ask again later"
 	}
 	return what + "; this node may ask again after " + t.UTC().Format("2006-01-02 15:04 MST")
+}
+
+// peerWords is a text a peer wrote, for an error of this node's: as it
+// is when it is plain, else quoted with every line break, tab and
+// character strconv.Quote does not take for printable (format characters
+// such as a bidi override, the line separators) escaped, so that it cannot
+// start a line of its own, or reorder one, where the error is printed.
+func peerWords(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
+	}
+	return s
 }
 
 // remoteError is a peer's refusal: it reads as the peer's own words and
