@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/termtext"
 )
 
 func main() {
@@ -35,7 +36,12 @@ func main() {
 			fmt.Fprintln(os.Stderr, string(b))
 			os.Exit(1)
 		}
-		fmt.Fprintln(os.Stderr, "parley: "+cliText(err.Error()))
+		// An error may quote a peer's bytes (a refusal, the answer its
+		// node gave a protocol negotiation): shown escaped, as every
+		// other text from the network, with its lines indented under
+		// the first, so it can neither drive the terminal nor pass for
+		// a line of Parley's own.
+		fmt.Fprintln(os.Stderr, "parley: "+termtext.Lines(cliText(err.Error())))
 		os.Exit(1)
 	}
 }
