@@ -51,3 +51,21 @@ func TestCleanTurnsTabsIntoSpaces(t *testing.T) {
 		}
 	}
 }
+
+// An @ that starts a word is pasted as \@, so an agent's client attaches no
+// file a peer's text names; an @ inside an address is kept.
+func TestCleanEscapesAnAtThatStartsAWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"compare with @.env please":       `compare with \@.env please`,
+		"@~/.ssh/id_ed25519":              `\@~/.ssh/id_ed25519`,
+		"(@src/main.go)":                  `(\@src/main.go)`,
+		`escaped \\@.env`:                 `escaped \\\@.env`,
+		"ask bob@12D3KooWpeer or a.b@c.d": "ask bob@12D3KooWpeer or a.b@c.d",
+		"é@.env":                          `é\@.env`,
+		"line\n@.env":                     "line\n\\@.env",
+	} {
+		if got := Clean(in, false); got != want {
+			t.Errorf("Clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

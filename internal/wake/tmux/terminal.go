@@ -366,11 +366,21 @@ func (t *Terminal) pasteShown(ctx context.Context) error {
 // file names into the line), so that a peer's text would reach the agent
 // changed by keys it pressed; and whether the program takes bracketed
 // paste is not known for sure even without Flatten.
+//
+// An @ that starts a word (after the start, a space, punctuation or a
+// backslash: anything but an ASCII letter, digit or one of "._%+-" of an
+// address such as NAME@PEER_ID) goes with a backslash before it. The
+// agents' clients read a pasted line as a prompt the person typed, and
+// Gemini CLI attaches the file "@path" names wherever it stands (Claude
+// Code attaches an @-mentioned file too): a peer's "compare with @.env"
+// would put the project's secrets before the model. Both take "\@" as
+// the character.
 func Clean(text string, flatten bool) string {
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\r", "\n")
 	var b strings.Builder
+	prev := ' '
 	for _, r := range text {
 		switch {
 		case r == '\n':
@@ -381,10 +391,21 @@ func Clean(text string, flatten bool) string {
 			r = ' '
 		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
 			continue
+		case r == '@' && !addressRune(prev):
+			b.WriteByte('\\')
 		}
 		b.WriteRune(r)
+		prev = r
 	}
 	return strings.Trim(b.String(), "\n ")
+}
+
+// addressRune reports whether r, before an @, makes it part of an
+// address (NAME@PEER_ID, user@example.com) rather than the start of a
+// word.
+// Only ASCII ones: Gemini CLI reads an @ after any other as a command.
+func addressRune(r rune) bool {
+	return r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._%+-", r))
 }
 
 // Launch starts an agent (Server.Start) and binds its pane; unless
