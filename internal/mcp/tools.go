@@ -1009,12 +1009,26 @@ func (s *Server) ask(ctx context.Context, c *call, in AskIn) (AskOut, string, er
 	if err != nil {
 		return AskOut{}, "", err
 	}
-	res, err := s.api.Ask(ctx, c.agent, localapi.AskRequest{Text: in.Text, To: in.To, Room: in.Room,
-		WaitSeconds: d.Seconds(), Take: true, Spent: in.spent()})
+	// The ask is posted first and its reply waited for in a second call,
+	// as `parley room ask` does: whatever cuts the wait short (the node
+	// stopping), the agent is told the ask it posted, and waits for it
+	// instead of asking again.
+	res, err := s.api.Ask(ctx, c.agent, localapi.AskRequest{Text: in.Text, To: in.To, Room: in.Room, Spent: in.spent()})
 	if err != nil {
 		return AskOut{}, "", err
 	}
-	c.take(res.Pending)
+	if res.Reply == nil {
+		got, werr := s.api.WaitReply(ctx, c.agent, res.AskID, d, true)
+		if werr != nil {
+			out := askOut(res)
+			out.Note = res.Note
+			out.Next = fmt.Sprintf(`parley_wait {"ask_id":%q,"wait_seconds":%d}`, out.AskID, MaxWaitSeconds)
+			return out, "", askPosted{ask: out.AskID, next: out.Next, why: s.errorWords(werr)}
+		}
+		got.Note = res.Note
+		res = got
+		c.take(res.Pending)
+	}
 	out := askOut(res)
 	out.Note = res.Note
 	text := askText(&out)
@@ -1022,6 +1036,19 @@ func (s *Server) ask(ctx context.Context, c *call, in AskIn) (AskOut, string, er
 		text += "\nNote: " + out.Note
 	}
 	return out, text, nil
+}
+
+// askPosted is a wait for an ask's reply that failed after the ask was
+// posted: its text names the ask and how to wait for it again. It is no
+// refusal of the call (a lapsed registration's, which the server answers
+// by making the call again, and would post the ask twice).
+type askPosted struct {
+	ask, next, why string
+}
+
+func (e askPosted) Error() string {
+	return fmt.Sprintf("your ask %s was posted and stays open, but waiting for its reply failed: %s; do not ask again: %s waits for its reply (once the node runs again), which also shows in your pending items when it comes",
+		e.ask, e.why, e.next)
 }
 
 func askText(out *AskOut) string {
