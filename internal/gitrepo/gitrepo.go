@@ -19,6 +19,11 @@ import (
 	"strings"
 )
 
+// NameHint ends ErrNotRepo's and ErrNoCommit's texts: how to name the
+// project instead, for the CLI (which keeps the flag) and for agents (whose
+// MCP server puts its tool argument in its place) alike.
+const NameHint = "--project KEY, or project in a tool call"
+
 var (
 	// ErrNotRepo is returned when a folder is not inside a git repository.
 	ErrNotRepo = errors.New("gitrepo: not inside a git repository")
@@ -67,7 +72,7 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 func (r *Repo) ProjectKey(ctx context.Context) (string, error) {
 	out, err := git(ctx, r.Root, "rev-list", "--max-parents=0", "HEAD")
 	if err != nil || out == "" {
-		return "", fmt.Errorf("%w: %s (name the project: --project KEY, or project in a tool call)", ErrNoCommit, r.Root)
+		return "", fmt.Errorf("%w: %s (name the project: %s)", ErrNoCommit, r.Root, NameHint)
 	}
 	roots := strings.Fields(out)
 	slices.Sort(roots)
@@ -140,7 +145,7 @@ func Project(ctx context.Context, cwd, key string, paths []string) (string, []st
 	r, err := Open(ctx, cwd)
 	if err != nil {
 		if key == "" {
-			return "", nil, fmt.Errorf("%w: %s (run in the repository, or name the project: --project KEY, or project in a tool call)", ErrNotRepo, cwd)
+			return "", nil, fmt.Errorf("%w: %s (run in the repository, or name the project: %s)", ErrNotRepo, cwd, NameHint)
 		}
 		out := make([]string, 0, len(paths))
 		for _, p := range paths {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -98,7 +99,13 @@ func (s *Server) project(ctx context.Context, key string, paths []string) (strin
 		}
 		dir = d
 	}
-	return gitrepo.Project(ctx, dir, key, paths)
+	k, ps, err := gitrepo.Project(ctx, dir, key, paths)
+	if errors.Is(err, gitrepo.ErrNotRepo) || errors.Is(err, gitrepo.ErrNoCommit) {
+		// The flag is the CLI's: an agent names the project in its call
+		// (parley mcp's own --project is a folder, not a key).
+		err = errors.New(strings.Replace(err.Error(), gitrepo.NameHint, `"project" in this call, a key that every agent on the project gives alike`, 1))
+	}
+	return k, ps, err
 }
 
 func boardClaims(cs []localapi.Claim) []BoardClaim {
