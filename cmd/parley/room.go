@@ -169,7 +169,9 @@ func roomSayCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "say ROOM TEXT",
 		Short: "Post a message; prints its id",
-		Args:  cobra.ExactArgs(2),
+		Long: `Post a message; prints its id. Posted by you, the node's user, as human, it also takes your
+invitation to the room (as ` + "`parley room log`" + ` does): you have taken part in it.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Room, req.Text = args[0], args[1]
 			if err := utf8Arg("TEXT", req.Text); err != nil {
@@ -179,6 +181,7 @@ func roomSayCmd(g *globals) *cobra.Command {
 				res, err := c.Say(ctx, as, req)
 				if err == nil {
 					notes(ctx, c, cmd.ErrOrStderr(), res.Note)
+					userPosted(ctx, c, cmd.ErrOrStderr(), as, args[0])
 				}
 				return res, err
 			}, func(w io.Writer, v localapi.Posted) { fmt.Fprintln(w, v.ID) })
@@ -200,7 +203,8 @@ func roomAskCmd(g *globals) *cobra.Command {
 		Long: `Post an ask: every member agent of the room but you owes it (or only --to), and is
 reminded of it on each of its tool calls until someone answers, it expires, or it is
 dismissed. Waits up to --wait for the first reply and prints it; with no reply by
-then it exits 1, the ask still open (with --wait 0 it does not wait, and exits 0).`,
+then it exits 1, the ask still open (with --wait 0 it does not wait, and exits 0). Posted by
+you, the node's user, as human, it also takes your invitation to the room, as room log does.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wait < 0 || wait > localapi.MaxWait {
@@ -224,6 +228,7 @@ then it exits 1, the ask still open (with --wait 0 it does not wait, and exits 0
 				if err != nil {
 					return res, err
 				}
+				userPosted(ctx, c, cmd.ErrOrStderr(), as, args[0])
 				if !g.json {
 					notes(ctx, c, cmd.ErrOrStderr(), res.Note)
 				}
@@ -275,6 +280,18 @@ func userReads(ctx context.Context, c *localapi.Client) bool {
 	}
 	r, err := c.AgentsByProcess(ctx, procs.Ancestors(os.Getpid()))
 	return err == nil && len(r.Agents) == 0
+}
+
+// userPosted takes the user's invitation to room once they posted there
+// as human (room say, room ask): they have taken part in the room, as
+// much as room log reads it. An agent's post as human takes nothing.
+func userPosted(ctx context.Context, c *localapi.Client, w io.Writer, as, room string) {
+	if givenAgent(as) != human || !userReads(ctx, c) {
+		return
+	}
+	if _, err := c.TakeInvitation(ctx, human, room); err != nil {
+		fmt.Fprintf(w, "parley: your invitation to the room is not taken: %v\n", err)
+	}
 }
 
 func roomLogCmd(g *globals) *cobra.Command {
