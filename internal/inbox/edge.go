@@ -1661,14 +1661,27 @@ func (b *Inbox) Dismiss(ctx context.Context, agent string, req localapi.DismissR
 	if err != nil {
 		return localapi.Pending{}, err
 	}
+	// The ask's ID whole, or its first rooms.MinIDPrefix characters or
+	// more, as the other calls take an event's (looked up in the agent's
+	// rooms alone, as find does).
+	id := strings.TrimSpace(req.AskID)
+	if _, perr := rooms.ParseID(id); perr != nil && len(id) >= rooms.MinIDPrefix {
+		v, ferr := b.find(id, a)
+		switch {
+		case ferr == nil:
+			id = v.ID.String()
+		case localapi.IsCode(ferr, localapi.CodeAmbiguous):
+			return localapi.Pending{}, ferr
+		}
+	}
 	st, err := b.lock(a)
 	if err != nil {
 		return localapi.Pending{}, err
 	}
 	err = b.scan(a, st)
-	_, owed := st.owed[req.AskID]
+	_, owed := st.owed[id]
 	if err == nil && owed {
-		st.dropAsk(a, "o", req.AskID)
+		st.dropAsk(a, "o", id)
 	}
 	if err == nil {
 		err = b.flush(st)

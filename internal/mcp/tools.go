@@ -360,7 +360,7 @@ type ReplyIn struct {
 // DismissIn is parley_dismiss's input.
 type DismissIn struct {
 	Thread
-	AskID string `json:"ask_id" jsonschema:"id of an ask you owe and will not answer"`
+	AskID string `json:"ask_id" jsonschema:"id of an ask you owe and will not answer (whole, or its first 8 characters or more)"`
 }
 
 // DismissOut is parley_dismiss's output.
