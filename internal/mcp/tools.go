@@ -270,7 +270,7 @@ type SayIn struct {
 	Spend
 	Room    string `json:"room" jsonschema:"room ID (or the name of one of your rooms)"`
 	Text    string `json:"text" jsonschema:"the message (up to 64 KiB)"`
-	To      string `json:"to,omitempty" jsonschema:"optional: the agent it is for, NAME@PEER_ID"`
+	To      string `json:"to,omitempty" jsonschema:"optional: the agent it is for, NAME@PEER_ID, or NAME on your node"`
 	ReplyTo string `json:"reply_to,omitempty" jsonschema:"optional: id of the message it answers"`
 }
 
