@@ -4,9 +4,11 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/gitrepo"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/rooms"
 	"github.com/parley-mesh/parley/rooms/board"
@@ -122,6 +124,12 @@ func (b *Inbox) nodeInvited(st *state, id identity.RoomID) error {
 	}
 	st.setCursor(identity.HumanAgent, "i", id, v.Depth)
 	if in.Accepted || in.Opened.Before(b.toldSince) && b.now().Sub(in.Opened) > nodeInviteKeep {
+		return nil
+	}
+	if key, ok := strings.CutPrefix(in.Name, board.RoomPrefix); ok && gitrepo.CheckKey(key) == nil {
+		// A contact's board, shared by inviting this node into its room:
+		// Parley's plumbing, not a user asking this one to take part in a
+		// conversation (its claims reach the agents as board notices).
 		return nil
 	}
 	it := item(v, in.Name)
