@@ -167,3 +167,29 @@ func TestAskOfAStrangerLeavesNoRoom(t *testing.T) {
 		t.Fatalf("rooms after the ask of a contact's agent: %+v", l)
 	}
 }
+
+// An agent a contact does not run, addressed NAME@HANDLE, is refused
+// naming the node as the caller wrote it (its handle, with its peer ID
+// beside it), and saying where that node's agents are listed; before, the
+// refusal named the node by its peer ID alone, which the caller never
+// wrote.
+func TestUnknownAgentRefusedNamingTheNodeAsWritten(t *testing.T) {
+	nt := start(t, 2)
+	ctx := context.Background()
+	nt.Befriend(t, 0, 1)
+	nt.WaitFor(20*time.Second, func() bool {
+		p, err := nt.Node(0).Names().Resolve("node1")
+		return err == nil && p == nt.ID(1) && nt.Node(0).Agents().Heard(nt.ID(1))
+	}, "node 0 to know node 1's handle and hear its presence")
+	for _, to := range []string{"nobody@node1", "nobody@" + nt.ID(1).String()} {
+		_, err := ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{To: to, Text: "anyone?"})
+		if !localapi.IsCode(err, localapi.CodeUnknownAgent) {
+			t.Fatalf("ask of %s: %v", to, err)
+		}
+		for _, want := range []string{`no agent "nobody" is alive`, "node1 (" + nt.ID(1).String() + ")", "parley_who", "`parley who`"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("ask of %s refused as %q, which does not say %q", to, err, want)
+			}
+		}
+	}
+}
