@@ -544,7 +544,7 @@ func (b *Inbox) checkKnown(ctx context.Context, m member) (note string, err erro
 		}
 		if time.Now().After(deadline) {
 			return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
-				"no agent %q is alive on node %s: parley_who, or `parley who`, lists the agents you can reach", m.name, m.peer)
+				"no agent %q is alive on node %s: parley_who, or `parley who`, lists the agents alive on it (and on your other contacts' nodes)", m.name, b.nodeLabel(m.peer))
 		}
 		select {
 		case <-ctx.Done():
@@ -1240,6 +1240,16 @@ func (b *Inbox) pairName(agent identity.AgentName, to member) string {
 		return fmt.Sprintf("%s ↔ %s", agent, to.name) // a name that would not do: as before
 	}
 	return name
+}
+
+// nodeLabel is node p for a message: its name as people read it with its
+// peer ID beside it ("alice (12D3KooW…)"), or its peer ID alone when no
+// handle of it is known.
+func (b *Inbox) nodeLabel(p peer.ID) string {
+	if n := b.nodeName(p); !strings.HasPrefix(n, "…") {
+		return n + " (" + p.String() + ")"
+	}
+	return p.String()
 }
 
 // nodeName is node p as people read it (its name from the names service),
