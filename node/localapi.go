@@ -118,6 +118,7 @@ func (a agentsAPI) Find(ctx context.Context, q string) (localapi.FindResult, err
 		if a.n.names != nil {
 			out[i].Name = a.n.names.NameOf(p, c.Handle)
 		}
+		out[i].Contact = p == a.n.ID() || (a.n.contacts != nil && orgContacts{a.n}.Active(p))
 		if len(c.Member) > 0 && a.n.org != nil {
 			if r, err := a.n.org.CheckCard(p, c.Member); err == nil {
 				out[i].Org = &localapi.Membership{OrgID: r.Org.String(), Name: r.Name, Until: r.NotAfter}

@@ -235,6 +235,10 @@ type CardView struct {
 	Capabilities []string  `json:"capabilities"`
 	Client       string    `json:"client"`
 	Expires      time.Time `json:"expires"`
+	// Contact is whether the card's node is this node or an active
+	// contact of it. A handle names only nodes this node knows, so the
+	// agents of a node that is no contact are addressed NAME@PEER_ID.
+	Contact bool `json:"contact,omitempty"`
 	// Org is the organisation membership the card shows, checked by this
 	// node; absent without one.
 	Org *Membership `json:"org,omitempty"`

@@ -218,7 +218,12 @@ type Card struct {
 	Name         string   `json:"name" jsonschema:"how its node reads here: its handle, or handle~SUFFIX when it reads like a known node's or yours; use it, not handle"`
 	Capabilities []string `json:"capabilities"`
 	Client       string   `json:"client"`
+	Contact      bool     `json:"contact" jsonschema:"whether its node is yours or a contact's; a node that is not is reached by address (NAME@PEER_ID) alone, as its handle names it only for nodes yours knows"`
 }
+
+// strangersShown is how many nodes that are not contacts parley_find's
+// text names with the command that asks each to become a contact.
+const strangersShown = 3
 
 // RoomOpenIn is parley_room_open's input.
 type RoomOpenIn struct {
@@ -790,15 +795,26 @@ func (s *Server) find(ctx context.Context, c *call, in FindIn) (FindOut, string,
 	out.LeftOutPerNode, out.LeftOutInAll = res.LeftOutPerNode, res.LeftOutInAll
 	var lines strings.Builder
 	used := 0
+	var strangers []string // peer IDs of listed nodes that are not contacts, then their names
 	for _, cv := range cards {
 		n := nameOr(cv.Name, cv.Handle)
-		line := fmt.Sprintf("\n• %s (%s)%s", cv.Address, n, labelled(" — ", strings.Join(cv.Capabilities, ", ")))
+		// A node that is no contact shows by its peer ID: its handle
+		// does not name it here (names.Resolve), and "coder@alice"
+		// copied from "(alice)" was refused.
+		of := n
+		if !cv.Contact {
+			of += ", not a contact"
+		}
+		line := fmt.Sprintf("\n• %s (%s)%s", cv.Address, of, labelled(" — ", strings.Join(cv.Capabilities, ", ")))
 		if used > 0 && used+len(line) > FindBudget {
 			break
 		}
 		used += len(line)
-		out.Cards = append(out.Cards, Card{Address: cv.Address, Handle: cv.Handle, Name: n, Capabilities: orEmpty(cv.Capabilities), Client: cv.Client})
+		out.Cards = append(out.Cards, Card{Address: cv.Address, Handle: cv.Handle, Name: n, Capabilities: orEmpty(cv.Capabilities), Client: cv.Client, Contact: cv.Contact})
 		lines.WriteString(line)
+		if !cv.Contact && !slices.Contains(strangers, cv.PeerID) {
+			strangers = append(strangers, cv.PeerID, n)
+		}
 	}
 	out.LeftOut = len(cards) - len(out.Cards)
 	var b strings.Builder
@@ -813,6 +829,16 @@ func (s *Server) find(ctx context.Context, c *call, in FindIn) (FindOut, string,
 		fmt.Fprintf(&b, "%d agents found:", len(cards))
 	}
 	b.WriteString(lines.String())
+	if len(strangers) > 0 {
+		b.WriteString("\nAn agent of a node that is not a contact is reached by the address shown, NAME@PEER_ID: a handle names a node only once your node knows it. An ask or invite of it waits on its node for its user's answer; a contact request comes first for its agents to show in parley_who (and for its handle to name it):")
+		for i := 0; i < len(strangers) && i < 2*strangersShown; i += 2 {
+			fmt.Fprintf(&b, " `parley contact request %s` (%s)", strangers[i], strangers[i+1])
+		}
+		if len(strangers) > 2*strangersShown {
+			b.WriteString(" …")
+		}
+		b.WriteString(".")
+	}
 	if out.LeftOutPerNode > 0 {
 		fmt.Fprintf(&b, "\nThe search left out %d more cards: it keeps at most %d of a node that is neither yours nor a contact's; search agent:NAME or handle:HANDLE to see a node's others.", out.LeftOutPerNode, findPerNode)
 	}
