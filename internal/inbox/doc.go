@@ -25,6 +25,11 @@
 //   - A message is shown once: by a take (at most 10 a take, oldest first;
 //     the rest are counted) or by Read. The agent's own events are never
 //     unread. (A two-step hand-out not confirmed shows it again; below.)
+//     Read of all its rooms gives only the messages and asks of a board
+//     room ("board:" and a project key): its joins, claims and releases
+//     are read past unshown, as the board's (parley_board; the board's
+//     notices tell an agent what concerns it); a read of that room alone
+//     gives them all.
 //
 // The inbox follows each room's local arrival log (rooms.Manager.Since),
 // which only grows, so an event that arrives late through catch-up is not

@@ -1534,6 +1534,10 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 			break
 		}
 		after := st.read[in.ID]
+		// Read among all its rooms, a board room gives only what was
+		// said in it: its joins, claims and releases are read past
+		// unshown (the board's notices tell the agent what concerns it).
+		boardRoom := only == nil && isBoardRoom(in.Name)
 		for left > 0 && !full {
 			vs, err := b.rooms.Since(in.ID, after, left+1)
 			if err != nil {
@@ -1556,6 +1560,9 @@ func (b *Inbox) readLocked(agent identity.AgentName, st *state, only *rooms.Info
 				after = v.Arrival
 				if v.Author == b.self && v.Agent == agent {
 					continue // its own words are never unread
+				}
+				if boardRoom && v.Kind != rooms.KindMessage && v.Kind != rooms.KindAsk {
+					continue // the board's traffic: parley_board shows it
 				}
 				if b.hidden(v) || st.replyToOwn(v) {
 					continue // a reply to its ask is shown as the reply

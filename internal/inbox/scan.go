@@ -126,7 +126,7 @@ func (b *Inbox) nodeInvited(st *state, id identity.RoomID) error {
 	if in.Accepted || in.Opened.Before(b.toldSince) && b.now().Sub(in.Opened) > nodeInviteKeep {
 		return nil
 	}
-	if key, ok := strings.CutPrefix(in.Name, board.RoomPrefix); ok && gitrepo.CheckKey(key) == nil {
+	if isBoardRoom(in.Name) {
 		// A contact's board, shared by inviting this node into its room:
 		// Parley's plumbing, not a user asking this one to take part in a
 		// conversation (its claims reach the agents as board notices).
@@ -697,4 +697,12 @@ func (st *state) untold() bool {
 		}
 	}
 	return false
+}
+
+// isBoardRoom reports whether a room of this name is a project's board
+// room: "board:" and the project's key. Its joins, claims and releases are
+// the board's (parley_board and the board's notices), not a conversation.
+func isBoardRoom(name string) bool {
+	key, ok := strings.CutPrefix(name, board.RoomPrefix)
+	return ok && gitrepo.CheckKey(key) == nil
 }
