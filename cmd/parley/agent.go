@@ -254,6 +254,15 @@ contacts' first; capabilities are cut to 80 characters (--json gives them all).`
 							dash(oneLine(strings.Join(c.Capabilities, ","), 80)), dash(termtext.Line(c.Client)), c.PeerID)
 					}
 					tw.Flush()
+					strangers := 0
+					for _, c := range v {
+						if !c.Contact {
+							strangers++
+						}
+					}
+					if strangers > 0 {
+						fmt.Fprintf(w, "%d of these on nodes that are not your contacts: reach such an agent as AGENT@PEER_ID; its node's handle works in an address once it is a contact (`parley contact request PEER_ID`)\n", strangers)
+					}
 					if res.LeftOutPerNode > 0 {
 						fmt.Fprintf(w, "%d more cards left out: a search keeps at most %d of a node that is not a contact; find a node's others with agent:NAME or handle:HANDLE\n", res.LeftOutPerNode, findPerNode)
 					}

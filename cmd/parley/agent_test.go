@@ -173,6 +173,8 @@ func TestCLIAgentsFindWhoAndCrash(t *testing.T) {
 	}
 	if out, _, _ := run(t, "--home", homeA, "find", "cap:golang"); !strings.Contains(out, "c\u0430rol~") {
 		t.Errorf("find (human) on A shows the look-alike without its tail: %q", out)
+	} else if !strings.Contains(out, "1 of these on nodes that are not your contacts: reach such an agent as AGENT@PEER_ID") {
+		t.Errorf("find (human) on A does not say that the stranger's card is on a node that is no contact: %q", out)
 	}
 	if _, errs, code := run(t, "--home", homeB, "agent", "unregister", "mimic"); code != 0 {
 		t.Fatalf("agent unregister mimic on B: exit %d: %s", code, errs)
