@@ -1,16 +1,11 @@
 package node_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/parley-mesh/parley/internal/localapi"
-	"github.com/parley-mesh/parley/node"
-	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // pageMeasures are functions the test adds to the page: where a character
@@ -48,23 +43,8 @@ const pageMeasures = `window.measure = {
 // the room named after it; a contact request's handle and note are each
 // isolated.
 func TestDashboardIsolatesRemoteTexts(t *testing.T) {
-	nt := nodetest.Start(t, 3)
-	nt.ConnectAll()
-	nt.Befriend(t, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c0, c1, c2 := localapi.NewClient(node.SocketPath(nt.Home(0))), localapi.NewClient(node.SocketPath(nt.Home(1))), localapi.NewClient(node.SocketPath(nt.Home(2)))
-	defer c0.Close()
-	defer c1.Close()
-	defer c2.Close()
-	me := nt.ID(0).String()
-	info, err := c0.UI(ctx)
-	if err != nil || info.URL == "" {
-		t.Fatalf("ui: %+v %v", info, err)
-	}
-	b := browser(t)
-	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
-	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
+	p := openRemotePage(t)
+	nt, ctx, c1, c2, me, b := p.nt, p.ctx, p.c1, p.c2, p.me, p.b
 	if !eval[bool](t, b, pageMeasures) {
 		t.Fatal("the measures")
 	}

@@ -27,21 +27,8 @@ import (
 // chromedp.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	var path string
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no Chromium: .ci/run installs it")
-		}
-		t.Skip("no Chromium on this machine (apt-get install chromium)")
-	}
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
+		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
@@ -58,6 +45,55 @@ func browser(t *testing.T) context.Context {
 		t.Fatalf("start Chromium: %v", err)
 	}
 	return bctx
+}
+
+// chromiumPath is the system's Chromium; the test is skipped where there
+// is none, except in CI, where .ci/run installs it.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no Chromium: .ci/run installs it")
+	}
+	t.Skip("no Chromium on this machine (apt-get install chromium)")
+	return ""
+}
+
+// remotePage is the dashboard of node 0 of three connected nodes (node 1
+// a contact of node 0's, node 2 none), open and live in Chromium, for the
+// tests of what other nodes' texts do on it.
+type remotePage struct {
+	nt         *nodetest.Net
+	ctx        context.Context
+	c0, c1, c2 *localapi.Client
+	me         string // node 0's peer ID
+	b          context.Context
+}
+
+func openRemotePage(t *testing.T) remotePage {
+	t.Helper()
+	nt := nodetest.Start(t, 3)
+	nt.ConnectAll()
+	nt.Befriend(t, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	p := remotePage{nt: nt, ctx: ctx, me: nt.ID(0).String()}
+	for i, c := range []**localapi.Client{&p.c0, &p.c1, &p.c2} {
+		*c = localapi.NewClient(node.SocketPath(nt.Home(i)))
+		t.Cleanup(func() { (*c).Close() })
+	}
+	info, err := p.c0.UI(ctx)
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	p.b = browser(t)
+	run(t, p.b, "open the dashboard", chromedp.Navigate(info.URL))
+	waitJS(t, p.b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
+	return p
 }
 
 // waitJS polls a JavaScript expression in the page until it is true.

@@ -1,16 +1,11 @@
 package node_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/parley-mesh/parley/internal/localapi"
-	"github.com/parley-mesh/parley/node"
-	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // Markup in the texts other nodes write (a room's name and purpose, a
@@ -18,23 +13,8 @@ import (
 // of theirs appears on the page, no script of theirs runs, no link of
 // theirs is made, and the page's CSP reports nothing.
 func TestDashboardDrawsRemoteMarkupAsText(t *testing.T) {
-	nt := nodetest.Start(t, 3)
-	nt.ConnectAll()
-	nt.Befriend(t, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c0, c1, c2 := localapi.NewClient(node.SocketPath(nt.Home(0))), localapi.NewClient(node.SocketPath(nt.Home(1))), localapi.NewClient(node.SocketPath(nt.Home(2)))
-	defer c0.Close()
-	defer c1.Close()
-	defer c2.Close()
-	me := nt.ID(0).String()
-	info, err := c0.UI(ctx)
-	if err != nil || info.URL == "" {
-		t.Fatalf("ui: %+v %v", info, err)
-	}
-	b := browser(t)
-	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
-	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
+	p := openRemotePage(t)
+	nt, ctx, c1, c2, me, b := p.nt, p.ctx, p.c1, p.c2, p.me, p.b
 	if !eval[bool](t, b, `window.violations = []; document.addEventListener("securitypolicyviolation", e => violations.push(e.violatedDirective + " " + e.blockedURI)); true`) {
 		t.Fatal("the CSP listener")
 	}

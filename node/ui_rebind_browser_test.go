@@ -2,8 +2,6 @@ package node_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -21,21 +19,8 @@ func TestDashboardGivesARebindingSiteNothing(t *testing.T) {
 	nt := nodetest.Start(t, 1)
 	base, tok := uiBase(t, nt, 0)
 	port := base[strings.LastIndex(base, ":")+1:]
-	var path string
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no Chromium: .ci/run installs it")
-		}
-		t.Skip("no Chromium on this machine (apt-get install chromium)")
-	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.ExecPath(chromiumPath(t)), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
 		chromedp.Flag("host-resolver-rules", "MAP rebind.test 127.0.0.1"))
