@@ -40,6 +40,16 @@ func TestSlowClockDoesNotTakeAHeldClaim(t *testing.T) {
 	// Node 1 holds alice's claim in its store (a board with a right clock
 	// shows it).
 	nt.WaitFor(30*time.Second, func() bool { return holders(live(t, nt, 1))["parse/*.go"] == a }, "node 1 to have alice's claim")
+	// and is a member of the board's room, so that its own claims post
+	// (a CI run found it holding the claim a moment before that).
+	nt.WaitFor(30*time.Second, func() bool {
+		for _, in := range nt.Node(1).Rooms().List() {
+			if strings.HasPrefix(in.Name, board.RoomPrefix) && slices.Contains(in.Members, nt.ID(1)) {
+				return true
+			}
+		}
+		return false
+	}, "node 1 to be a member of the board's room")
 
 	// Node 1's board, on node 1's clock (the node's own board service
 	// reads time.Now; on a machine whose clock is behind, so is that).
