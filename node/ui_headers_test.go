@@ -37,21 +37,7 @@ func TestDashboardAnswersAreNeitherCachedNorFramed(t *testing.T) {
 		{"POST", "/v1/agents/human/say", tok, jsonCT, 400},
 		{"GET", "/v1/rooms/no-such-room/log", tok, nil, 404},
 	} {
-		req, err := http.NewRequest(tc.method, base+tc.path, strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tc.token != "" {
-			req.Header.Set("Authorization", "Bearer "+tc.token)
-		}
-		for k, v := range tc.hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := uiRequest(t, tc.method, base+tc.path, tc.token, tc.hdr, "{}")
 		what := tc.method + " " + strings.ReplaceAll(tc.path, tok, "TOKEN")
 		if resp.StatusCode != tc.want {
 			t.Fatalf("%s: %d, want %d", what, resp.StatusCode, tc.want)

@@ -39,6 +39,14 @@ func uiBase(t *testing.T, nt *nodetest.Net, i int) (base, token string) {
 
 func uiDo(t *testing.T, method, u, token string, hdr map[string]string, body string) (int, string) {
 	t.Helper()
+	resp, b := uiRequest(t, method, u, token, hdr, body)
+	return resp.StatusCode, b
+}
+
+// uiRequest is uiDo's request, answering the whole response (its body
+// read and closed); a "Host" in hdr sets the request's Host.
+func uiRequest(t *testing.T, method, u, token string, hdr map[string]string, body string) (*http.Response, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, u, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +55,10 @@ func uiDo(t *testing.T, method, u, token string, hdr map[string]string, body str
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -58,7 +70,7 @@ func uiDo(t *testing.T, method, u, token string, hdr map[string]string, body str
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, string(b)
+	return resp, string(b)
 }
 
 // The dashboard answers nothing but 401 (and how to open it) without its token, refuses other

@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -26,26 +25,11 @@ func TestDashboardWithoutTheTokenSaysHowToOpenIt(t *testing.T) {
 	port := base[strings.LastIndex(base, ":")+1:]
 	get := func(path, token, host string) (*http.Response, string) {
 		t.Helper()
-		req, err := http.NewRequest("GET", base+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
+		var hdr map[string]string
 		if host != "" {
-			req.Host = host
+			hdr = map[string]string{"Host": host}
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp, string(b)
+		return uiRequest(t, "GET", base+path, token, hdr, "")
 	}
 	for _, tc := range []struct{ path, token string }{
 		{"/", ""},
