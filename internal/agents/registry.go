@@ -103,6 +103,13 @@ func (r *registry) register(a *local, now time.Time) (change, error) {
 			// no PID) keeps the one the session's MCP server told.
 			a.ClientPID = old.ClientPID
 		}
+		if a.Connection == "" {
+			// One made without a connection (a hook, the Codex adapter,
+			// parley run, parley agent register --session) renews the
+			// registration of the connection that holds it: only that
+			// connection's end unregisters it, not an older one's.
+			a.Connection = old.Connection
+		}
 		r.agents[a.Name] = a
 		return change{card: !old.sameCard(a), presence: !old.sameCard(a) || old.WorkingOn != a.WorkingOn}, nil
 	}

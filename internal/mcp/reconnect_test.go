@@ -77,3 +77,36 @@ func TestOldConnectionEndKeepsTheReconnectedAgent(t *testing.T) {
 		t.Fatal("the old connection's end unregistered alpha, the live agent of the reconnected session")
 	}
 }
+
+// TestTokenlessRenewalKeepsTheReconnectedAgent: before, a registration
+// made again without a connection token (a hook, the Codex adapter,
+// parley run or `parley agent register --session`) cleared the token the
+// reconnected server had bound with, so the old server's end, coming
+// after it, unregistered the session's live agent; now such a renewal
+// keeps the token of the connection that holds the name, and only that
+// connection's end unregisters it.
+func TestTokenlessRenewalKeepsTheReconnectedAgent(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	old, endOld := serveUntil(t, nt, 0, "same-key")
+	call(t, old, "parley_register", map[string]any{"name": "alpha"})
+	fresh, endFresh := serveUntil(t, nt, 0, "same-key")
+	if out, _ := call(t, fresh, "parley_register", nil); out["agent"] != "alpha" {
+		t.Fatalf("the reconnected session is %v, not alpha", out["agent"])
+	}
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.RegisterAgent(context.Background(), localapi.RegisterAgentRequest{Name: "alpha", Session: "same-key", Client: "hook"}); err != nil {
+		t.Fatal(err)
+	}
+	registered := func() bool {
+		return slices.ContainsFunc(nt.Node(0).Agents().List(), func(i agents.Info) bool { return i.Name == "alpha" })
+	}
+	endOld()
+	if !registered() {
+		t.Fatal("the old connection's end unregistered alpha after a renewal made without a connection")
+	}
+	endFresh()
+	if registered() {
+		t.Fatal("the end of the connection that holds alpha left it registered")
+	}
+}
