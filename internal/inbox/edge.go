@@ -33,7 +33,7 @@ func (b *Inbox) withPending(agent identity.AgentName, take bool, h *hand, p *loc
 		}
 		*p = got
 	}
-	p.Hand = h.tokenIfUsed()
+	b.setHand(p, h)
 	return nil
 }
 
@@ -54,7 +54,7 @@ func (b *Inbox) takeLocked(agent identity.AgentName, take bool, h *hand) (locala
 		b.discard(st) // what it marked before the error was not handed out
 		return localapi.Pending{}, apiError(err)
 	}
-	p.Hand = h.tokenIfUsed()
+	b.setHand(&p, h)
 	// What this take handed out is marked in memory; a refused save is
 	// logged (see keep): an error here would lose it until a restart.
 	b.keep(st)
@@ -267,7 +267,7 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 		var p localapi.Pending
 		if err == nil && fresh {
 			p, err = b.pending(a, st, req.Take, h)
-			p.Hand = h.tokenIfUsed()
+			b.setHand(&p, h)
 		}
 		if err != nil {
 			// Nothing is handed out: what the scan or pending marked

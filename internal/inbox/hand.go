@@ -85,6 +85,15 @@ func (h *hand) tokenIfUsed() string {
 	return h.token
 }
 
+// setHand gives p the token of h, if it handed something out, and the
+// hand wait its confirmation has.
+func (b *Inbox) setHand(p *localapi.Pending, h *hand) {
+	p.Hand, p.HandWaitMS = h.tokenIfUsed(), 0
+	if p.Hand != "" {
+		p.HandWaitMS = b.cfg.HandWait.Milliseconds()
+	}
+}
+
 // eventKinds are the kinds of items made from an event of a room's log.
 var eventKinds = []string{"ask", "message", "reply", "invitation", "removed",
 	string(rooms.KindCreate), string(rooms.KindInvite), string(rooms.KindJoin), string(rooms.KindLeave),

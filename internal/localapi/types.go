@@ -599,6 +599,10 @@ type Pending struct {
 	// was handed reached whom it is for. A hand-out not confirmed within
 	// the node's hand wait (30 s by default) is offered again.
 	Hand string `json:"hand,omitempty"`
+	// HandWaitMS is the node's hand wait in milliseconds, given with
+	// Hand: a caller that holds its confirmation back (parley mcp waits
+	// for a cancellation of the call) holds it well within it.
+	HandWaitMS int64 `json:"hand_wait_ms,omitempty"`
 }
 
 // AckRequest confirms a two-step hand-out (Pending.Hand).

@@ -23,9 +23,11 @@
 // Items are handed out in two steps (localapi.WithTwoStep): the node keeps
 // a record of what a result hands out, whose token the result carries in
 // its _meta (HandMeta), and the connection confirms it once the result was
-// written whole (ackConn); a result never written (the process killed, the
-// client's pipe broken) is never confirmed, and the node offers its items
-// to the agent again after its hand wait.
+// written whole (ackConn) and the client did not cancel the call within
+// CancelGrace; a cancelled call's hand-out is given back, and the node
+// offers its items again at once. A result never written (the process
+// killed, the client's pipe broken) is never confirmed, and the node
+// offers its items to the agent again after its hand wait.
 //
 // Tool schemas are portable: every "type" is one type name (Go's ["null",
 // X] for slices and pointers is rewritten to X, and no output holds null).

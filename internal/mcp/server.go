@@ -411,11 +411,13 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 		})
 	}
 	// Each tool result's hand-out is confirmed once the result is written
-	// (hand.go); the confirmations under way finish before the end.
+	// and the client did not cancel its call (hand.go); those held are
+	// confirmed at the end, and the confirmations finish before it.
 	acks := &acker{api: s.api, log: s.log}
 	err := srv.Run(ctx, ackTransport{Transport: t, a: acks})
 	cancel()
 	wg.Wait()
+	acks.end()
 	acks.wait()
 	uctx, ucancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer ucancel()

@@ -500,7 +500,7 @@ func addTool[In threaded, Out any, PO interface {
 		if p != nil {
 			env.Pending, env.MoreUnread = s.convert(c.agent, *p)
 			if p.Hand != "" {
-				res.Meta = sdk.Meta{HandMeta: handMeta{Agent: c.agent, Hand: p.Hand}}
+				res.Meta = sdk.Meta{HandMeta: handMeta{Agent: c.agent, Hand: p.Hand, WaitMS: p.HandWaitMS}}
 			}
 		}
 		env.Notice = notice(env.Pending, env.MoreUnread)
