@@ -1094,6 +1094,10 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		}
 	}
 	var in rooms.Info
+	// brought is the invite this ask posts to bring its addressee in:
+	// the ask names it (reply_to), the mark by which the addressee's
+	// inbox takes that invitation as the ask's (foldInvite).
+	var brought *rooms.ID
 	if req.Room != "" {
 		if in, err = b.resolveFor(a, req.Room); err != nil {
 			return res, err
@@ -1113,19 +1117,23 @@ func (b *Inbox) Ask(ctx context.Context, agent string, req localapi.AskRequest) 
 		}
 		if req.To != "" {
 			// The addressee sees asks of the rooms it is in: bring it in.
-			if eid, err := b.admit(ctx, a, in.ID, to); err != nil {
+			eid, made, err := b.admit(ctx, a, in.ID, to)
+			if err != nil {
 				if eid == (rooms.ID{}) && errors.Is(err, rooms.ErrInviteRefused) {
 					return res, cannotAsk(to, err)
 				}
 				return res, apiError(err)
 			}
+			if made {
+				brought = &eid
+			}
 		}
 	} else if err := b.mustBeKnown(ctx, a, nil); err != nil {
 		return res, err
-	} else if in, err = b.roomWith(ctx, a, to); err != nil {
+	} else if in, brought, err = b.roomWith(ctx, a, to); err != nil {
 		return res, err
 	}
-	args := rooms.SayArgs{Agent: a, Text: req.Text, Ask: true}
+	args := rooms.SayArgs{Agent: a, Text: req.Text, Ask: true, ReplyTo: brought}
 	if req.To != "" {
 		args.To = to.String()
 	}
@@ -1161,27 +1169,29 @@ func (b *Inbox) noteAsked(agent identity.AgentName, eid rooms.ID, room identity.
 }
 
 // roomWith finds the room where agent and to are the only member agents,
-// or opens one and brings to in.
-func (b *Inbox) roomWith(ctx context.Context, agent identity.AgentName, to member) (rooms.Info, error) {
+// or opens one and brings to in; then it returns the invite that brought
+// to in too.
+func (b *Inbox) roomWith(ctx context.Context, agent identity.AgentName, to member) (rooms.Info, *rooms.ID, error) {
 	want := []string{b.addr(agent), to.String()}
 	slices.Sort(want)
 	for _, in := range b.rooms.List() {
 		if slices.Equal(in.Agents, want) {
-			return in, nil
+			return in, nil, nil
 		}
 	}
 	// A node this one may not invite (not a contact, say) cannot be asked
 	// in a room of the two: say so before a room is made for nothing.
 	if err := b.rooms.CanInvite(to.peer); err != nil {
-		return rooms.Info{}, cannotAsk(to, err)
+		return rooms.Info{}, nil, cannotAsk(to, err)
 	}
 	name := b.pairName(agent, to)
 	id, err := b.rooms.CreateRoom(ctx, name, fmt.Sprintf("asks between %s and %s", b.addr(agent), to), agent)
 	if err != nil {
-		return rooms.Info{}, apiError(err)
+		return rooms.Info{}, nil, apiError(err)
 	}
 	b.record(agent, audit.RoomCreate, id, map[string]string{"name": name})
-	if eid, err := b.admit(ctx, agent, id, to); err != nil {
+	eid, made, err := b.admit(ctx, agent, id, to)
+	if err != nil {
 		if eid == (rooms.ID{}) {
 			// Not invited (refused since, or not posted): the room has no
 			// one to ask; this node leaves it, so a failed ask leaves
@@ -1192,26 +1202,31 @@ func (b *Inbox) roomWith(ctx context.Context, agent identity.AgentName, to membe
 				b.record(agent, audit.RoomLeave, id, map[string]string{"agent": string(agent), "event": leid.String(), "node_left": "true"})
 			}
 			if errors.Is(err, rooms.ErrInviteRefused) {
-				return rooms.Info{}, cannotAsk(to, err)
+				return rooms.Info{}, nil, cannotAsk(to, err)
 			}
 		}
-		return rooms.Info{}, apiError(err)
+		return rooms.Info{}, nil, apiError(err)
 	}
 	in, err := b.rooms.Get(id)
-	return in, apiError(err)
+	if !made {
+		return in, nil, apiError(err)
+	}
+	return in, &eid, apiError(err)
 }
 
 // admit brings agent m into room for an ask of agent, as bringIn does
 // (the ask checked m is known already): an invite it posts is recorded in
 // the audit log, as `room invite` records it; one that finds m in the room
-// already posts nothing and records nothing.
-func (b *Inbox) admit(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (rooms.ID, error) {
+// already posts nothing and records nothing. made reports that eid is an
+// invite posted now (not the event that had brought m in before).
+func (b *Inbox) admit(ctx context.Context, agent identity.AgentName, room identity.RoomID, m member) (eid rooms.ID, made bool, err error) {
 	rec, ok, _ := b.rooms.AgentState(room, m.String())
-	eid, err := b.rooms.InviteAgent(ctx, room, m.peer, m.name, agent)
-	if eid != (rooms.ID{}) && !(ok && rec.In) {
+	eid, err = b.rooms.InviteAgent(ctx, room, m.peer, m.name, agent)
+	made = eid != (rooms.ID{}) && !(ok && rec.In)
+	if made {
 		b.record(agent, audit.RoomInvite, room, map[string]string{"member": m.String(), "event": eid.String()})
 	}
-	return eid, err
+	return eid, made, err
 }
 
 // cannotAsk is the error of an ask of agent to that its node may not be

@@ -252,7 +252,8 @@ type askRec struct {
 	Seen  int64 `json:"seen,omitempty"`
 	Shown bool  `json:"shown,omitempty"` // owed: shown in full once
 	// Brought: the asker invited the agent into the room for this ask
-	// (the invite just before it, at once); that invitation, Invite, is
+	// (the invite just before it, which the ask names: foldInvite); that
+	// invitation, Invite, is
 	// not shown apart while the ask is to be shown in full, and goes once
 	// it was. An ask that ends unshown leaves the invitation to be shown.
 	Brought bool   `json:"brought,omitempty"`

@@ -253,39 +253,29 @@ func (b *Inbox) askFor(st *state, v rooms.View) bool {
 	return v.Kind == rooms.KindAsk && !(v.Author == b.self && v.Agent == st.agent) && (b.isMe(v.To, st.agent) || v.To == "")
 }
 
-// foldWindow is how soon after its invite an ask must come to be the one
-// the invite was made for.
-const foldWindow = 10 * time.Second
-
 // foldInvite returns the invitation the asker's node posted to bring the
-// agent into the room for ask v (its event just before the ask, made at
-// once: an ask of one not in the room invites it first), or "". The agent
-// is asked, not invited: while the ask waits to be shown, it is one ask
-// that says so (pending); the invitation itself is dropped only once the
-// ask was shown, so an ask that ends unshown (expired, answered by
-// another) leaves the invitation as it was.
+// agent into the room for ask v, or "". Such an ask names that invite
+// (its reply_to: Ask sets it to the invite it posted for the ask), and is
+// the asker node's next event in the room. An invite made by hand and an
+// ask after it, however soon, are two items, as is an ask of a node of an
+// earlier build, which names no invite. The agent is asked, not invited:
+// while the ask waits to be shown, it is one ask that says so (pending);
+// the invitation itself is dropped only once the ask was shown, so an ask
+// that ends unshown (expired, answered by another) leaves the invitation
+// as it was.
 func (b *Inbox) foldInvite(st *state, v rooms.View) string {
-	if v.To == "" {
+	if v.To == "" || v.ReplyTo == nil {
 		return ""
 	}
-	for id, it := range st.notes {
-		if it.Kind != "invitation" || it.Room != string(v.Room) || it.From != from(v) {
-			continue
-		}
-		inv, err := b.rooms.Find(mustID(id))
-		if err != nil || inv.Author != v.Author || inv.Seq+1 != v.Seq {
-			continue
-		}
-		if d := time.Duration(v.Time-inv.Time) * time.Millisecond; d < 0 || d > foldWindow {
-			continue
-		}
-		return id
+	id := v.ReplyTo.String()
+	it, ok := st.notes[id]
+	if !ok || it.Kind != "invitation" || it.Room != string(v.Room) || it.From != from(v) {
+		return ""
 	}
-	return ""
-}
-
-func mustID(s string) rooms.ID {
-	id, _ := rooms.ParseID(s)
+	inv, err := b.rooms.Find(*v.ReplyTo)
+	if err != nil || inv.Kind != rooms.KindInvite || inv.Author != v.Author || inv.Seq+1 != v.Seq {
+		return ""
+	}
 	return id
 }
 
