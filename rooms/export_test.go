@@ -424,3 +424,9 @@ func (m *Manager) HoldServing() (release func()) {
 		}
 	}
 }
+
+// ServeSlots is how many sync requests a node serves at once.
+func ServeSlots() int { return serveSlots() }
+
+// Serving is how many of the node's serving slots are taken.
+func (m *Manager) Serving() int { return len(m.serving) }

@@ -26,11 +26,27 @@ func TestServePage(t *testing.T) {
 	}
 }
 
+// TestServeSlotsAtLeastTwo: a node has at least two serving slots, so
+// that a peer, which holds one at most, never holds them all; half the
+// CPUs past four.
+func TestServeSlotsAtLeastTwo(t *testing.T) {
+	for _, tc := range []struct{ procs, want int }{
+		{1, 2}, {2, 2}, {3, 2}, {4, 2}, {6, 3}, {16, 8},
+	} {
+		if got := serveSlotsFor(tc.procs); got != tc.want {
+			t.Errorf("serveSlotsFor(%d) = %d, want %d", tc.procs, got, tc.want)
+		}
+	}
+	if n := serveSlots(); n < 2 {
+		t.Errorf("serveSlots() = %d, want at least 2", n)
+	}
+}
+
 // TestServeSlots: a node serves at most serveSlots() sync requests at once;
 // another waits for a free slot and gives up when its deadline passes.
 func TestServeSlots(t *testing.T) {
 	n := serveSlots()
-	if n < 1 {
+	if n < 2 {
 		t.Fatalf("serveSlots() = %d", n)
 	}
 	s := make(slots, n)

@@ -1375,8 +1375,16 @@ func servePage(asked, queued, capacity int) int {
 }
 
 // serveSlots is how many sync requests a node serves at once: half the
-// CPUs Go uses, at least one, so that live delivery keeps the rest.
-func serveSlots() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+// CPUs Go uses, so that live delivery keeps the rest, and at least two. A
+// peer holds one slot at most (handleSync), so a peer that keeps its
+// stream stalled (opens streams and never reads) never holds the last
+// free one: another peer is served at once unless two others hold every
+// slot. Before, a node of 2 cores had one slot, and such a member held it
+// almost all the time: every other peer was answered busy.
+func serveSlots() int { return serveSlotsFor(runtime.GOMAXPROCS(0)) }
+
+// serveSlotsFor is serveSlots for procs CPUs.
+func serveSlotsFor(procs int) int { return max(2, procs/2) }
 
 // peerServing is a peer's one serving slot (handleSync), and how many of
 // its streams hold or wait for it.
