@@ -55,12 +55,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Results, error) {
 	defer pprof.SetGoroutineLabels(context.Background())
 	dir := cfg.Dir
 	if dir == "" {
-		// Short, so that unix socket paths in node homes stay short.
-		dir, err = os.MkdirTemp("", "ptn")
+		var done func()
+		dir, done, err = makeRunDir()
 		if err != nil {
 			return res, fmt.Errorf("%w: temporary folder: %v", ErrEnvironment, err)
 		}
-		defer os.RemoveAll(dir)
+		defer done()
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return res, fmt.Errorf("%w: %v", ErrEnvironment, err)
 	}
