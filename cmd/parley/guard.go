@@ -51,8 +51,9 @@ parley mcp) runs the commit; its own claims do not count. A commit no agent's cl
 refused over claims of other nodes' agents only.
 Install it as pre-commit and pre-merge-commit hooks with parley install git-guard.
 To commit anyway: PARLEY_GUARD=off git commit ..., or git commit --no-verify. With no node
-running, or before the repository's first commit (the project is named by its root
-commit, so no claim can name it yet), it says so and lets the commit through.`,
+running, before the repository's first commit (the project is named by its root
+commit, so no claim can name it yet) or in a shallow clone (which lacks that commit), it
+says so and lets the commit through.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Getenv("PARLEY_GUARD") == "off" {
@@ -84,6 +85,12 @@ commit, so no claim can name it yet), it says so and lets the commit through.`,
 				// The project is named by its root commit: before the
 				// first one no agent could claim a file of it.
 				fmt.Fprintln(cmd.ErrOrStderr(), "parley guard: the repository has no commit yet, so no claim can name it; the board is not checked")
+				return nil
+			}
+			if errors.Is(err, gitrepo.ErrShallow) {
+				// A shallow clone lacks the root commit that names the
+				// project: no board can be told from it.
+				fmt.Fprintln(cmd.ErrOrStderr(), "parley guard: a shallow clone lacks the root commit that names the project, so the board is not checked (git fetch --unshallow)")
 				return nil
 			}
 			if err != nil {

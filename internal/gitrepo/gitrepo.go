@@ -31,6 +31,9 @@ var (
 	ErrNoCommit = errors.New("gitrepo: the repository has no commit yet")
 	// ErrOutside is returned for a path outside the repository.
 	ErrOutside = errors.New("gitrepo: path outside the repository")
+	// ErrShallow is returned in a shallow clone, which lacks the root
+	// commit the project key is made from.
+	ErrShallow = errors.New("gitrepo: a shallow clone lacks the root commit that names the project")
 	// ErrBadKey is returned for a project key that is not acceptable.
 	ErrBadKey = errors.New("gitrepo: bad project key")
 )
@@ -68,8 +71,14 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 
 // ProjectKey is the repository's project key: the first 32 hex digits of
 // SHA-256 of "parley-project:" and the root commit's hash (the smallest, if
-// the history has several roots). Every clone of the repository has it.
+// the history has several roots). Every clone of the repository has it,
+// but a shallow one: git names the commits at its depth as its roots, so
+// a key made from them would be a board of its own (and the guard would
+// check commits against it); ErrShallow is returned there.
 func (r *Repo) ProjectKey(ctx context.Context) (string, error) {
+	if sh, err := git(ctx, r.Root, "rev-parse", "--is-shallow-repository"); err == nil && sh == "true" {
+		return "", fmt.Errorf("%w: %s (git fetch --unshallow, or name the project: %s)", ErrShallow, r.Root, NameHint)
+	}
 	out, err := git(ctx, r.Root, "rev-list", "--max-parents=0", "HEAD")
 	if err != nil || out == "" {
 		return "", fmt.Errorf("%w: %s (name the project: %s)", ErrNoCommit, r.Root, NameHint)

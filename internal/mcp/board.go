@@ -100,7 +100,7 @@ func (s *Server) project(ctx context.Context, key string, paths []string) (strin
 		dir = d
 	}
 	k, ps, err := gitrepo.Project(ctx, dir, key, paths)
-	if errors.Is(err, gitrepo.ErrNotRepo) || errors.Is(err, gitrepo.ErrNoCommit) {
+	if errors.Is(err, gitrepo.ErrNotRepo) || errors.Is(err, gitrepo.ErrNoCommit) || errors.Is(err, gitrepo.ErrShallow) {
 		// The flag is the CLI's: an agent names the project in its call
 		// (parley mcp's own --project is a folder, not a key).
 		err = errors.New(strings.Replace(err.Error(), gitrepo.NameHint, `"project" in this call, a key that every agent on the project gives alike`, 1))
