@@ -122,7 +122,7 @@ says so and lets the commit through.`,
 					reader = by[0]
 				}
 			}
-			v, err := c.Board(ctx, reader, localapi.BoardRequest{Project: k, Paths: staged})
+			v, err := c.Board(ctx, reader, localapi.BoardRequest{Project: k, Paths: boardPaths(staged)})
 			if err != nil {
 				return g.apiErr(err)
 			}
@@ -192,6 +192,42 @@ func stagedPaths(ctx context.Context, dir string) ([]string, error) {
 		}
 	}
 	return paths, nil
+}
+
+// boardPaths are the paths the guard asks the node about for the staged
+// files: the claims that overlap them are those that may match a file
+// (board.Blocking then matches each claim against the files themselves).
+// A name that is a claim path goes as it is; one that is not (longer than
+// board.MaxPattern, or with a "*" or "?", which a claim path reads as a
+// glob) goes as the nearest folder above it that is one, with "/**" (the
+// repository's root: "**"). Before, the node refused a name of more than
+// 512 bytes or 8 stars as a bad request, and the guard then every commit
+// that staged one; a file named "src/?.go" was asked about as a glob, and
+// refused over a claim on src/a.go.
+func boardPaths(files []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range files {
+		if len(f) > board.MaxPattern || strings.ContainsAny(f, "*?") {
+			d := f
+			for {
+				i := strings.LastIndexByte(d, '/')
+				if i < 0 {
+					f = "**"
+					break
+				}
+				if d = d[:i]; len(d)+len("/**") <= board.MaxPattern && !strings.ContainsAny(d, "*?") {
+					f = d + "/**"
+					break
+				}
+			}
+		}
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // gitGuard installs or uninstalls the guard's hooks of the repository

@@ -1,7 +1,8 @@
 package board
 
-// Blocking returns the claims that hold one of the files (paths with no
-// glob, as a commit stages them) against the one committing: another's
+// Blocking returns the claims that hold one of the files (as a commit
+// stages them: each a file's name as it is, a "*" in it no glob, and of
+// any length; see Match) against the one committing: another's
 // claim that overlaps a file none of the committer's own claims (mine)
 // covers. A file the committer holds a claim on is its own to commit,
 // whatever other claim overlaps it as well: two claims may be granted
@@ -16,7 +17,7 @@ func Blocking[C any](files []string, claims []C, path func(C) string, mine func(
 		var theirs []int
 		own := false
 		for i, c := range claims {
-			if !Overlap(path(c), f) {
+			if !Match(path(c), f) {
 				continue
 			}
 			if mine(c) {

@@ -323,17 +323,26 @@ func intersect(a, b []token) bool {
 // Match reports whether the plain path name (a file, not a folder)
 // matches pattern p, or is inside p's folder when p has no glob (see
 // Overlap): "pkg/new" matches pkg/new/a.go, "pkg/new/a.go" does not
-// match pkg/new. They are compared as Overlap compares them.
+// match pkg/new. They are compared as Overlap compares them. The name is
+// taken as it is, of any length: a "*" or "?" in it is that character
+// (git takes a file named "src/?.go"), not a glob; before, such a name
+// matched nothing.
 func Match(p, name string) bool {
 	p, name = key(p), key(name)
-	if strings.ContainsAny(name, "*?") {
-		return false
-	}
 	if dir, ok := folder(p); ok {
 		return name == dir || covers(dir, name)
 	}
 	if !strings.HasPrefix(name, literalPrefix(p)) {
 		return false
 	}
-	return intersect(tokens(p), tokens(name))
+	return intersect(tokens(p), literal(name))
+}
+
+// literal is name's tokens, every rune a literal one.
+func literal(name string) []token {
+	ts := make([]token, 0, len(name))
+	for _, r := range name {
+		ts = append(ts, token{kind: tokLit, r: r})
+	}
+	return ts
 }
