@@ -130,6 +130,21 @@ func (r *Repo) Rel(cwd, path string) (string, error) {
 	if rel == ".git" || strings.HasPrefix(rel, ".git/") {
 		return "", fmt.Errorf("%w: %s is inside .git", ErrOutside, path)
 	}
+	// A repository nested in this one (a submodule) holds its files: their
+	// commits are made there, against its board. Before, a file in one was
+	// claimed on this board, which no commit of it meets. The nested
+	// repository's own folder is this one's (git commits it as one entry),
+	// so it is claimed as the path itself, not as the files under it.
+	// A linked worktree of this repository (.worktrees/NAME, which parley
+	// worktree add claims as a whole) is not another repository.
+	for d := filepath.Dir(resolved); len(d) > len(r.Root); d = filepath.Dir(d) {
+		if r.nested(d) {
+			return "", fmt.Errorf("%w: %s is inside the repository %s (a submodule?); claim it from there", ErrOutside, path, d)
+		}
+	}
+	if r.nested(resolved) {
+		return rel, nil
+	}
 	if !dir {
 		if st, err := os.Stat(resolved); err == nil && st.IsDir() {
 			dir = true
@@ -139,6 +154,51 @@ func (r *Repo) Rel(cwd, path string) (string, error) {
 		rel += "/**"
 	}
 	return rel, nil
+}
+
+// nested reports whether dir is the working copy of another repository
+// than r: it holds a .git of its own whose objects are not r's (a
+// submodule, a repository made inside r), not a linked worktree of r.
+func (r *Repo) nested(dir string) bool {
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); err != nil {
+		return false
+	}
+	c := commonDir(dir)
+	return c == "" || c != commonDir(r.Root)
+}
+
+// commonDir is the git folder holding the objects of the working copy at
+// root: its .git folder, or what its .git file names (a submodule's
+// folder under the outer .git/modules, a linked worktree's under
+// .git/worktrees, whose commondir file names the main .git); "" when it
+// cannot be read.
+func commonDir(root string) string {
+	g := filepath.Join(root, ".git")
+	fi, err := os.Stat(g)
+	if err != nil {
+		return ""
+	}
+	if !fi.IsDir() {
+		b, err := os.ReadFile(g)
+		line := strings.TrimSpace(string(b))
+		if err != nil || !strings.HasPrefix(line, "gitdir: ") {
+			return ""
+		}
+		if g = strings.TrimPrefix(line, "gitdir: "); !filepath.IsAbs(g) {
+			g = filepath.Join(root, g)
+		}
+		if b, err := os.ReadFile(filepath.Join(g, "commondir")); err == nil {
+			if c := strings.TrimSpace(string(b)); filepath.IsAbs(c) {
+				g = c
+			} else {
+				g = filepath.Join(g, c)
+			}
+		}
+	}
+	if e, err := filepath.EvalSymlinks(g); err == nil {
+		g = e
+	}
+	return filepath.Clean(g)
 }
 
 // Project finds the project for a command run in cwd: the key given
