@@ -69,6 +69,8 @@ type BoardEvent struct {
 	Paths  []string `json:"paths"`
 	Note   string   `json:"note"`
 	LostTo string   `json:"lost_to,omitempty" jsonschema:"a claim made apart (during a partition) that lost to an earlier one: its holder"`
+	// MorePaths counts the event's paths not listed.
+	MorePaths int `json:"more_paths,omitempty" jsonschema:"the event's paths not listed (pass path to see the events of one path)"`
 }
 
 // BoardOut is parley_board's output.
@@ -84,9 +86,15 @@ type BoardOut struct {
 
 // The most claims and history events parley_board lists: a board is
 // written by every member, and what it holds goes into the agent's context.
+// An event of the history shows at most maxEventPaths of its paths (it
+// may hold 64 of 512 bytes), and the history as many of the last events
+// as fit historyBudget bytes of paths and notes: before, 50 events of 64
+// long paths a member posted put 1.6 MB into the answer, twice.
 const (
 	maxBoardClaims = 100
 	maxBoardEvents = 50
+	maxEventPaths  = 8
+	historyBudget  = 32 << 10
 )
 
 // project resolves the project key and paths against the agent's folder.
@@ -194,16 +202,32 @@ func (s *Server) board(ctx context.Context, c *call, in BoardIn) (BoardOut, stri
 			return out, "", err
 		}
 		c.take(res.Pending)
-		evs := res.Events
-		if len(evs) > maxBoardEvents {
-			out.More = len(evs) - maxBoardEvents
-			evs = evs[out.More:]
+		// The last events, newest first, while they fit the budget (the
+		// newest always).
+		from, used := len(res.Events), 0
+		for from > 0 && len(res.Events)-from < maxBoardEvents {
+			e := res.Events[from-1]
+			n := len(e.Note)
+			for _, p := range e.Paths[:min(len(e.Paths), maxEventPaths)] {
+				n += len(p) + 1
+			}
+			if used+n > historyBudget && from < len(res.Events) {
+				break
+			}
+			used += n
+			from--
+		}
+		evs := res.Events[from:]
+		if out.More = from; out.More > 0 {
 			fmt.Fprintf(&b, "History of the board (the last %d of %d events; pass path for those of one path):", len(evs), len(res.Events))
 		} else {
 			fmt.Fprintf(&b, "History of the board (%d events):", len(evs))
 		}
 		for _, e := range evs {
 			ev := BoardEvent{Time: e.Time.UTC().Format(time.RFC3339), Holder: e.Holder, Kind: e.Kind, Paths: orEmpty(e.Paths), Note: e.Note}
+			if len(ev.Paths) > maxEventPaths {
+				ev.Paths, ev.MorePaths = ev.Paths[:maxEventPaths], len(ev.Paths)-maxEventPaths
+			}
 			if e.LostTo != nil {
 				ev.LostTo = e.LostTo.Holder
 			}
@@ -211,6 +235,9 @@ func (s *Server) board(ctx context.Context, c *call, in BoardIn) (BoardOut, stri
 			paths := strings.Join(ev.Paths, " ")
 			if ev.Kind == "release" && paths == "" {
 				paths = "(all)" // all the holder's claims, as the CLI says
+			}
+			if ev.MorePaths > 0 {
+				paths += fmt.Sprintf(" and %d more", ev.MorePaths)
 			}
 			fmt.Fprintf(&b, "\n• %s %s %s %s%s", ev.Time, ev.Holder, ev.Kind, paths, labelled(" — ", ev.Note))
 			if ev.LostTo != "" {
