@@ -138,7 +138,7 @@ func releaseCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(w, "%s held nothing on the board\n", termtext.Line(as))
 					return
 				}
-				fmt.Fprintf(w, "released %s\n", strings.Join(v.Released, " "))
+				fmt.Fprintf(w, "released %s\n", termtext.Line(strings.Join(v.Released, " ")))
 			})
 		},
 	}
