@@ -24,6 +24,12 @@ type Options struct {
 	// two looks, counts as idle at once (a blank line counts after Quiet); a quiet screen whose cursor line does not match holds a
 	// person's draft. Without it, LearnPrompt records the empty prompt.
 	Prompt *regexp.Regexp
+	// Relearn says Prompt only matches a line learned from one screen (a
+	// LearnPrompt of another Terminal, quoted), which may have been a
+	// question the program asked before its prompt: it is learned again
+	// as a prompt LearnPrompt recorded is (see Terminal). A pattern a
+	// person gave is never learned again.
+	Relearn bool
 	// EnterDelay is the pause between the paste and the Enter key, so the
 	// program has taken the paste before Enter arrives. Zero means 80 ms.
 	EnterDelay time.Duration
@@ -108,11 +114,44 @@ type Terminal struct {
 	prompt  string    // the cursor line at the empty prompt, once learned
 	promptX int
 	learned bool
+	// pattern is the empty prompt's pattern: Options.Prompt, or the line
+	// learned again in its place (with Options.Relearn).
+	pattern *regexp.Regexp
+	// What learning the prompt again goes by: whether a look was made
+	// before, the cursor row and whether the prompt was on the screen at
+	// the last look, and the cursor line when the cursor came to its row
+	// (arrived, when arrivedOK).
+	seen      bool
+	row       int
+	onScreen  bool
+	arrived   string
+	arrivedOK bool
+	again     string // the prompt line last learned again, "" before
 }
+
+// RelearnQuiet is how long, at least, the screen stays the same at a new
+// cursor line before that line is learned again for the prompt; it is
+// twice Options.Quiet when that is longer.
+const RelearnQuiet = 3 * time.Second
 
 // Bind binds a pane (by ID, or any tmux target) of a server.
 func Bind(s Server, pane string, o Options) *Terminal {
-	return &Terminal{server: s, pane: pane, opts: o.withDefaults()}
+	return &Terminal{server: s, pane: pane, opts: o.withDefaults(), pattern: o.Prompt}
+}
+
+// Prompt returns the empty prompt line learned last (by LearnPrompt, or
+// learned again), or "" when the prompt is a pattern that was not learned
+// again.
+func (t *Terminal) Prompt() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.again != "":
+		return t.again
+	case t.learned:
+		return t.prompt
+	}
+	return ""
 }
 
 // Pane returns the bound pane's target.
@@ -141,14 +180,15 @@ func (t *Terminal) Look(ctx context.Context) (Activity, Screen, error) {
 		t.looks++
 	}
 	quietFor, looks := now.Sub(t.changed), t.looks
-	learned, prompt, promptX := t.learned, t.prompt, t.promptX
+	line := strings.TrimRight(sc.CursorLine(), " ")
+	t.relearn(sc, line, quietFor, looks)
+	learned, prompt, promptX, pattern := t.learned, t.prompt, t.promptX, t.pattern
 	t.mu.Unlock()
 
 	if sc.InMode {
 		return Scrolling, sc, nil
 	}
-	line := strings.TrimRight(sc.CursorLine(), " ")
-	matches := t.opts.Prompt != nil && t.opts.Prompt.MatchString(line)
+	matches := pattern != nil && pattern.MatchString(line)
 	// A prompt on the cursor line makes a stable screen idle at once; a
 	// blank cursor line does not, even when the pattern takes it: a program
 	// that printed a line and works on without output shows one too. It
@@ -160,18 +200,84 @@ func (t *Terminal) Look(ctx context.Context) (Activity, Screen, error) {
 	// the prompt with more after it (or, with a pattern, holds anything);
 	// else the program works without output, away from its prompt.
 	switch {
-	case t.opts.Prompt != nil && !matches:
+	case pattern != nil && !matches:
 		if line == "" {
 			return Busy, sc, nil
 		}
 		return Draft, sc, nil
-	case t.opts.Prompt == nil && learned && (line != prompt || sc.CursorX != promptX):
+	case pattern == nil && learned && (line != prompt || sc.CursorX != promptX):
 		if !strings.HasPrefix(line, prompt) {
 			return Busy, sc, nil
 		}
 		return Draft, sc, nil
 	}
 	return Idle, sc, nil
+}
+
+// relearn learns the prompt again (t.mu held) when it was learned from
+// one screen (LearnPrompt, or Options.Relearn) and that screen was not
+// the program's prompt but something it asked first (a [y/N] question, a
+// folder-trust dialog), so that its real empty prompt, once the person has
+// answered, is not taken for a draft for good. A cursor line is learned
+// again only when all of these hold, so that a person's half-typed text is
+// not taken for the empty prompt:
+//
+//   - no line on the screen is the prompt learned before (the question
+//     went);
+//   - the line is not blank, and no start of it is the prompt learned
+//     before (a draft there, or an answer typed after the question);
+//   - the cursor came to its row since the look before (the program drew
+//     it; a person's typing moves along a row), or the prompt learned
+//     before left the screen then, and the line has not changed since;
+//   - the screen has stayed the same for RelearnQuiet (or twice Quiet)
+//     across three looks.
+//
+// A draft typed between two looks at a new row (right after the
+// question, before any look saw the empty prompt) and left quiet is
+// learned all the same: the one case a pattern (Options.Prompt) is needed
+// for.
+func (t *Terminal) relearn(sc Screen, line string, quietFor time.Duration, looks int) {
+	isPrompt := func(l string) bool {
+		if t.pattern != nil {
+			return t.pattern.MatchString(l)
+		}
+		return t.learned && l == t.prompt
+	}
+	if sc.InMode {
+		// Copy mode shows another view: the next look is no arrival.
+		t.seen = false
+		return
+	}
+	onScreen := false
+	for _, l := range sc.Lines {
+		if isPrompt(strings.TrimRight(l, " ")) {
+			onScreen = true
+			break
+		}
+	}
+	switch {
+	case !t.seen:
+		t.arrivedOK = false
+	case sc.CursorY != t.row || (t.onScreen && !onScreen):
+		t.arrived, t.arrivedOK = line, true
+	}
+	t.seen, t.row, t.onScreen = true, sc.CursorY, onScreen
+	may := t.learned || (t.opts.Relearn && t.pattern != nil)
+	if !may || onScreen || !t.arrivedOK || line != t.arrived || strings.TrimSpace(line) == "" ||
+		quietFor < max(RelearnQuiet, 2*t.opts.Quiet) || looks < 2 {
+		return
+	}
+	for i := range line {
+		if isPrompt(strings.TrimRight(line[:i], " ")) {
+			return
+		}
+	}
+	if t.pattern != nil {
+		t.pattern = regexp.MustCompile("^" + regexp.QuoteMeta(line) + "$")
+	} else {
+		t.prompt, t.promptX = line, sc.CursorX
+	}
+	t.again, t.onScreen = line, true
 }
 
 // WaitIdle waits until the agent is idle at an empty prompt. When ctx ends
@@ -263,6 +369,7 @@ func (t *Terminal) LearnPrompt(ctx context.Context) (string, error) {
 	line := strings.TrimRight(sc.CursorLine(), " ")
 	t.mu.Lock()
 	t.prompt, t.promptX, t.learned = line, sc.CursorX, true
+	t.again, t.onScreen = "", true
 	t.mu.Unlock()
 	return line, nil
 }
@@ -277,7 +384,7 @@ func (t *Terminal) LearnPrompt(ctx context.Context) (string, error) {
 // the paste early or press keys.
 func (t *Terminal) Deliver(ctx context.Context, text string) error {
 	t.mu.Lock()
-	known := t.learned || t.opts.Prompt != nil
+	known := t.learned || t.pattern != nil
 	t.mu.Unlock()
 	if !known {
 		return ErrNoPrompt
