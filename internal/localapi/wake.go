@@ -70,7 +70,13 @@ type SessionRef struct {
 type TerminalRequest struct {
 	Socket string `json:"socket"` // the tmux server's socket path
 	Pane   string `json:"pane"`   // the pane ID, e.g. "%3"
-	Prompt string `json:"prompt"` // the agent's empty prompt line, as the screen shows it
+	Prompt string `json:"prompt"` // the agent's empty prompt line, as the screen shows it (learned from its first quiet screen)
+	// Pattern, when set, is a regular expression (Go syntax) that matches
+	// the agent's empty prompt line (a person's `parley run --prompt`, or
+	// the one run knows for the agent's client); Prompt is not used then.
+	// Without it the node learns the prompt again once Prompt proves to
+	// have been a question the program asked before its prompt.
+	Pattern string `json:"pattern,omitempty"`
 	// Session is the session key the agent was bound with: a restarted
 	// node binds it again to re-register the agent while the pane lives.
 	Session string `json:"session,omitempty"`

@@ -266,6 +266,10 @@ type route struct {
 	// route was made, and its prompt.
 	pane, socket, prompt string
 	pid                  int
+	// Terminal: the prompt's pattern a person gave (or nil), and the
+	// prompt line learned again in place of prompt (tmux.Options.Relearn).
+	pattern   *regexp.Regexp
+	relearned atomic.Pointer[string]
 	// Terminal: idle is set while the watcher's last two looks found the
 	// agent idle at its empty prompt (not in copy mode, no draft). An item
 	// the route had and could not paste is handed to it again then.
@@ -288,6 +292,39 @@ type route struct {
 	// failed and waits to be tried again (watchTerminal); the route lets
 	// that name go too when its pane goes.
 	renamed atomic.Pointer[string]
+}
+
+// promptLine is a terminal route's empty prompt line: the one learned
+// again, else the one it was made with.
+func (r *route) promptLine() string {
+	if p := r.relearned.Load(); p != nil {
+		return *p
+	}
+	return r.prompt
+}
+
+// emptyPrompt says whether a cursor line (trailing blanks trimmed) is a
+// terminal route's empty prompt.
+func (r *route) emptyPrompt(line string) bool {
+	if r.pattern != nil {
+		return r.pattern.MatchString(line)
+	}
+	return line == strings.TrimRight(r.promptLine(), " ")
+}
+
+// request is what binds a terminal route's pane again.
+func (r *route) request() localapi.TerminalRequest {
+	req := localapi.TerminalRequest{Socket: r.socket, Pane: r.pane, Prompt: r.promptLine(), Session: r.session}
+	if r.pattern != nil {
+		req.Pattern = r.pattern.String()
+	}
+	return req
+}
+
+// saved is a terminal route's record for restarts, as agent's.
+func (r *route) saved(agent string) Saved {
+	req := r.request()
+	return Saved{Agent: agent, Session: r.session, Socket: r.socket, Pane: r.pane, PID: r.pid, Prompt: req.Prompt, Pattern: req.Pattern}
 }
 
 // unsentLine is a paste left at the prompt to a person: the prompt line
@@ -840,6 +877,13 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 	if agent == "" {
 		return localapi.BadRequest("no agent")
 	}
+	var pattern *regexp.Regexp
+	if req.Pattern != "" {
+		var err error
+		if pattern, err = regexp.Compile(req.Pattern); err != nil {
+			return localapi.BadRequest("the prompt's pattern: %v", err)
+		}
+	}
 	st, err := s.inspect(ctx, req.Socket, req.Pane)
 	switch {
 	case err != nil:
@@ -901,13 +945,31 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 	// long as a look: a route that ends (ForgetTerminal waits for it) must
 	// not wait for good for a tmux that hangs there.
 	o.EnterLimit = s.lookFor()
-	o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
+	if pattern != nil {
+		o.Prompt = pattern
+	} else {
+		// A line learned from the program's first quiet screen, which may
+		// have been a question it asked first: learned again once the
+		// program waits at another line (tmux.Terminal).
+		o.Prompt = regexp.MustCompile("^" + regexp.QuoteMeta(strings.TrimRight(req.Prompt, " ")) + "$")
+		o.Relearn = true
+	}
 	// A pane respawned with another program (same pane ID) is not the
 	// agent's: its looks and pastes check the first process.
 	o.PID = st.PID
 	term := tmux.Bind(tmux.Server{Socket: req.Socket, Bin: s.cfg.TmuxBin}, req.Pane, o)
+	if o.Relearn {
+		// The screen as the prompt was learned (`parley run` binds right
+		// after): the prompt is learned again only at a line the cursor is
+		// seen to come to since a look (tmux.Terminal), so the first look is
+		// made now, not a PaneCheck later, when the person may have answered
+		// the program's question already.
+		lctx, cancel := context.WithTimeout(ctx, s.lookFor())
+		term.Look(lctx) //nolint:errcheck // only what it saw counts; the watcher's looks tell the rest
+		cancel()
+	}
 	r := &route{kind: localapi.WakeTerminal, texts: make(chan []localapi.Item, 1), pane: req.Pane, socket: req.Socket,
-		prompt: req.Prompt, pid: st.PID, session: req.Session, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+		prompt: req.Prompt, pattern: pattern, pid: st.PID, session: req.Session, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	var taken *route
 	ended := false
 	var gave error
@@ -972,7 +1034,7 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 		go s.terminal(rctx, agent, r, term)
 		s.log.Info("terminal wake-up route", "agent", agent, "pane", req.Pane, "socket", req.Socket)
 		if s.cfg.Terminals != nil {
-			saved := Saved{Agent: agent, Session: req.Session, Socket: req.Socket, Pane: req.Pane, PID: st.PID, Prompt: req.Prompt}
+			saved := r.saved(agent)
 			if err := s.cfg.Terminals.SaveTerminal(saved); err != nil {
 				// The route works; only a restart of the node would lose it.
 				s.log.Warn("terminal wake-up route not kept for restarts", "agent", agent, "pane", req.Pane, "err", err)
@@ -1027,7 +1089,7 @@ func (s *Service) displace(agent string, r *route, name string) {
 		if s.cfg.Terminals != nil {
 			saved, err := s.cfg.Terminals.Terminals()
 			if err == nil && !slices.ContainsFunc(saved, func(t Saved) bool { return t.Agent == name }) {
-				err = s.cfg.Terminals.SaveTerminal(Saved{Agent: name, Session: r.session, Socket: r.socket, Pane: r.pane, PID: r.pid, Prompt: r.prompt})
+				err = s.cfg.Terminals.SaveTerminal(r.saved(name))
 			}
 			if err != nil {
 				s.log.Warn("terminal wake-up route not kept for restarts under its session's new name", "agent", name, "pane", r.pane, "err", err)
@@ -1137,7 +1199,7 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 				lctx, lcancel := context.WithTimeout(ctx, s.lookFor())
 				sc, cerr := tmux.Server{Socket: r.socket, Bin: s.cfg.TmuxBin}.Capture(lctx, r.pane)
 				lcancel()
-				if line := strings.TrimRight(sc.CursorLine(), " "); cerr == nil && line != strings.TrimRight(r.prompt, " ") {
+				if line := strings.TrimRight(sc.CursorLine(), " "); cerr == nil && !r.emptyPrompt(line) {
 					ids := make([]string, len(items))
 					for i, it := range items {
 						ids[i] = it.ID
@@ -1215,6 +1277,10 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 		lctx, cancel := context.WithTimeout(ctx, lookFor)
 		a, sc, err := term.Look(lctx)
 		cancel()
+		if p := term.Prompt(); err == nil && p != "" && p != r.promptLine() {
+			r.relearned.Store(&p)
+			s.keepPrompt(ctx, agent, r)
+		}
 		if u := r.unsent.Load(); err == nil && a == tmux.Idle && u != nil {
 			s.settleUnsent(ctx, agent, r, u, sc)
 		}
@@ -1314,6 +1380,24 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 	}
 }
 
+// keepPrompt keeps the prompt line a terminal route learned again for
+// restarts, while the route is still agent's (in Run's goroutine, so that
+// a ForgetTerminal's record of the end is not written over).
+func (s *Service) keepPrompt(ctx context.Context, agent string, r *route) {
+	s.log.Info("terminal agent's empty prompt learned again: the line learned first is gone", "agent", agent, "pane", r.pane, "prompt", r.promptLine())
+	if s.cfg.Terminals == nil {
+		return
+	}
+	s.do(ctx, func(context.Context) { //nolint:errcheck // the route ended
+		if !slices.Contains(s.state(agent).routes, r) {
+			return
+		}
+		if err := s.cfg.Terminals.SaveTerminal(r.saved(agent)); err != nil {
+			s.log.Warn("terminal wake-up route's prompt learned again not kept for restarts", "agent", agent, "pane", r.pane, "err", err)
+		}
+	})
+}
+
 // settleUnsent is the watcher's first look at an empty prompt after a
 // paste was left unsent to a person (u): when the line that showed it is
 // still on the screen, above the prompt, the person sent it, and its
@@ -1347,7 +1431,7 @@ func (s *Service) settleUnsent(ctx context.Context, agent string, r *route, u *u
 // (bindTerminal).
 func (s *Service) moveTerminal(ctx context.Context, agent, name string, r *route) error {
 	s.log.Info("terminal wake-up route moves to the agent's new name", "agent", agent, "to", name, "pane", r.pane)
-	return s.bindTerminal(ctx, name, localapi.TerminalRequest{Socket: r.socket, Pane: r.pane, Prompt: r.prompt, Session: r.session}, r, agent, nil)
+	return s.bindTerminal(ctx, name, r.request(), r, agent, nil)
 }
 
 // paneGone reports whether a tmux error says the pane is gone, its

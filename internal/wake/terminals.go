@@ -27,6 +27,7 @@ type Saved struct {
 	Pane    string `json:"pane"`
 	PID     int    `json:"pid"` // the pane's first process when the route was made
 	Prompt  string `json:"prompt"`
+	Pattern string `json:"pattern,omitempty"` // the prompt's pattern, when one was given (localapi.TerminalRequest)
 	// Ended is set when the user ended the agent (unregister, kill): the
 	// record only tells the next start why the pane is not taken up again,
 	// and is dropped then.
@@ -231,7 +232,7 @@ func (s *Service) restore(ctx context.Context, t Saved, rebind Rebind) (string, 
 	if err != nil {
 		return "", fmt.Errorf("re-register the agent: %w", err)
 	}
-	if err := s.bindTerminal(ctx, agent, localapi.TerminalRequest{Socket: t.Socket, Pane: t.Pane, Prompt: t.Prompt, Session: t.Session}, nil, "", &t); err != nil {
+	if err := s.bindTerminal(ctx, agent, localapi.TerminalRequest{Socket: t.Socket, Pane: t.Pane, Prompt: t.Prompt, Pattern: t.Pattern, Session: t.Session}, nil, "", &t); err != nil {
 		return agent, err
 	}
 	if agent != t.Agent {
