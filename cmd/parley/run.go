@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -49,10 +50,10 @@ func givenAgent(s string) string {
 }
 
 func runCmd(g *globals) *cobra.Command {
-	var name, socket string
+	var name, socket, prompt string
 	var detach bool
 	cmd := &cobra.Command{
-		Use:   "run [--name AGENT] -- COMMAND [ARG...]",
+		Use:   "run [--name AGENT] [--prompt REGEXP] -- COMMAND [ARG...]",
 		Short: "Run a terminal agent in tmux, so that the node can wake it when something is asked of it",
 		Long: `Start a terminal agent (any program that reads a prompt) in tmux as an agent of
 this node. If no node runs for the home, one is started in the background first, as
@@ -60,6 +61,15 @@ this node. If no node runs for the home, one is started in the background first,
 HOME/node.log), and one line on stderr says so and how to stop it. When an ask or an invitation comes for it while it waits at an empty
 prompt, the node pastes the text into its pane and presses Enter; it never pastes
 over something a person has started typing.
+
+Its empty prompt is learned from its first quiet screen. A program that first asks
+something (a [y/N] question, a folder-trust dialog) has that question learned; once
+you have answered it, and the question has gone from the screen while the program
+waits, still, at a line its cursor came to, that line is learned instead (never a
+line that starts with the question, nor one the cursor moved along as someone
+typed). --prompt gives the empty prompt as a regular expression (Go syntax) of the
+cursor line, trailing blanks trimmed, e.g. '^> ?$': then nothing is learned, first
+or again, and a line it does not match is a person's draft.
 
 The program gets PARLEY_HOME, PARLEY_AGENT and PARLEY_SESSION in its environment:
 parley commands it runs speak as the agent (parley room say ROOM TEXT --reply-to ID),
@@ -73,9 +83,15 @@ cannot make its pane the agent's wake-up route (its pane is closed then), the
 agent is unregistered and run exits 1 saying why.`,
 		Example: `  parley run --name reviewer -- claude
   parley run -- codex
+  parley run --prompt '^> ?$' -- ./my-agent.sh
   parley run --detach --name bot -- ./my-agent.sh`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if prompt != "" {
+				if _, err := regexp.Compile(prompt); err != nil {
+					return fmt.Errorf("--prompt: %v", err)
+				}
+			}
 			home, err := g.resolveHome()
 			if err != nil {
 				return err
@@ -141,7 +157,9 @@ agent is unregistered and run exits 1 saying why.`,
 			}
 			psrv := tmux.Server{Socket: pane.Socket}
 			term := tmux.Bind(psrv, pane.ID, tmux.Options{})
-			prompt, err := term.LearnPrompt(ctx)
+			// With --prompt too: the program has started and waits (for
+			// its prompt, or for an answer at a question it asks first).
+			learned, err := term.LearnPrompt(ctx)
 			if errors.Is(err, tmux.ErrPaneDead) {
 				last := lastLines(ctx, psrv, pane.ID, 3)
 				if kerr := psrv.KillPane(context.WithoutCancel(ctx), pane.ID); kerr != nil && !errors.Is(kerr, tmux.ErrNoPane) {
@@ -155,7 +173,7 @@ agent is unregistered and run exits 1 saying why.`,
 			if err := psrv.KeepDead(ctx, pane.ID, false); err != nil && !errors.Is(err, tmux.ErrNoPane) {
 				return failed("%v", err)
 			}
-			if err := c.WakeTerminal(ctx, info.Name, localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: prompt, Session: session}); err != nil {
+			if err := c.WakeTerminal(ctx, info.Name, localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: learned, Pattern: prompt, Session: session}); err != nil {
 				// The program runs for an agent about to be unregistered:
 				// its pane goes too, so that running run again (as a 504
 				// says to) does not leave two copies of it.
@@ -172,7 +190,7 @@ agent is unregistered and run exits 1 saying why.`,
 			attach := tmux.Server{Socket: pane.Socket}.AttachCommand(pane.Session)
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "agent %s (%s) runs in tmux pane %s; the node wakes it there\n", info.Name, info.Address, pane.ID)
-			if strings.TrimSpace(prompt) == "" {
+			if prompt == "" && strings.TrimSpace(learned) == "" {
 				fmt.Fprintf(out, "note: %s waits with its cursor on a blank line, so the node takes a blank line, still for 1.5 s, for its empty prompt; a program that prints a line and works on without output shows the same, and may be pasted into\n", args[0])
 			}
 			attached := isTerminal(os.Stdin) && isTerminal(os.Stdout)
@@ -195,6 +213,7 @@ agent is unregistered and run exits 1 saying why.`,
 	cmd.Flags().StringVar(&name, "name", "", "the agent's name (default: the program and the folder, e.g. claude-api)")
 	cmd.Flags().StringVar(&socket, "tmux-socket", "", "the tmux server's socket path (default: the tmux this runs in, else your default server)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "do not attach to the new tmux session")
+	cmd.Flags().StringVar(&prompt, "prompt", "", "a regular expression of the program's empty prompt line (trailing blanks trimmed), instead of learning it from its first quiet screen")
 	return cmd
 }
 
