@@ -142,3 +142,33 @@ func TestWakeAnswerTypedAtAStartupQuestionIsNotLearned(t *testing.T) {
 		t.Fatalf("pasted after the person's answer: read %q, screen:\n%s", b, sc.Text())
 	}
 }
+
+// A program whose first quiet screen was its real prompt: a draft long
+// enough to wrap onto the next row moves the cursor to a row of its own,
+// and the prompt learned is on no line then; that rest of the draft is not
+// learned for the prompt, and nothing is pasted into it.
+func TestWakeWrappedDraftIsNotLearnedForThePrompt(t *testing.T) {
+	s := newServer(t)
+	log := filepath.Join(t.TempDir(), "taken")
+	p, term, err := Launch(testCtx(t, 20*time.Second), s,
+		StartOptions{Command: []string{"sh", "-c", `while printf '> '; read line; do printf '%s\n' "$line" >> "$LOG"; done`},
+			Env: []string{"LOG=" + log}, Width: 30},
+		Options{Quiet: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { endProcess(t, s, p) })
+	draft := "a long request the person has not finished"
+	typeKeys(t, s, p.ID, draft)
+	waitCursorLine(t, s, p.ID, draft[28:])
+	err = term.Deliver(testCtx(t, 2*RelearnQuiet), "Parley: an ask for you")
+	if !errors.Is(err, ErrDraft) && !errors.Is(err, ErrBusy) {
+		t.Fatalf("Deliver into a wrapped draft: %v, want ErrDraft or ErrBusy", err)
+	}
+	if got := term.Prompt(); got != ">" {
+		t.Fatalf("the rest of a wrapped draft was learned for the prompt: %q", got)
+	}
+	if b, _ := os.ReadFile(log); len(b) != 0 {
+		t.Fatalf("pasted into the person's draft: the program read %q", b)
+	}
+}

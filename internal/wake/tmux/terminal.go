@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Options tune how a Terminal tells the agent is idle.
@@ -117,15 +118,18 @@ type Terminal struct {
 	// pattern is the empty prompt's pattern: Options.Prompt, or the line
 	// learned again in its place (with Options.Relearn).
 	pattern *regexp.Regexp
-	// What learning the prompt again goes by: whether a look was made
-	// before, the cursor row and whether the prompt was on the screen at
-	// the last look, and the cursor line when the cursor came to its row
-	// (arrived, when arrivedOK).
+	// What learning the prompt again goes by (relearn): whether a look was
+	// made before, the cursor row at the last look, the cursor line when
+	// the cursor came to its row (arrived, when arrivedOK), the screen
+	// when the prompt was learned (base, once based), and whether the
+	// program came back to that prompt since (confirmed).
 	seen      bool
 	row       int
-	onScreen  bool
 	arrived   string
 	arrivedOK bool
+	base      string
+	based     bool
+	confirmed bool
 	again     string // the prompt line last learned again, "" before
 }
 
@@ -181,7 +185,7 @@ func (t *Terminal) Look(ctx context.Context) (Activity, Screen, error) {
 	}
 	quietFor, looks := now.Sub(t.changed), t.looks
 	line := strings.TrimRight(sc.CursorLine(), " ")
-	t.relearn(sc, line, quietFor, looks)
+	t.relearn(sc, key, line, quietFor, looks)
 	learned, prompt, promptX, pattern := t.learned, t.prompt, t.promptX, t.pattern
 	t.mu.Unlock()
 
@@ -218,58 +222,94 @@ func (t *Terminal) Look(ctx context.Context) (Activity, Screen, error) {
 // one screen (LearnPrompt, or Options.Relearn) and that screen was not
 // the program's prompt but something it asked first (a [y/N] question, a
 // folder-trust dialog), so that its real empty prompt, once the person has
-// answered, is not taken for a draft for good. A cursor line is learned
-// again only when all of these hold, so that a person's half-typed text is
-// not taken for the empty prompt:
+// answered, is not taken for a draft for good. Nothing on one screen tells
+// an empty prompt from a draft, so a cursor line is learned again only
+// when all of these hold:
 //
+//   - the program has not come back to the prompt learned since it was
+//     learned (a look saw it at the cursor on a screen that had changed):
+//     that one is its prompt, and stays so;
 //   - no line on the screen is the prompt learned before (the question
 //     went);
-//   - the line is not blank, and no start of it is the prompt learned
+//   - the line is not blank, and does not start with the prompt learned
 //     before (a draft there, or an answer typed after the question);
-//   - the cursor came to its row since the look before (the program drew
-//     it; a person's typing moves along a row), or the prompt learned
-//     before left the screen then, and the line has not changed since;
+//   - the cursor was seen to come to its row between two looks (a program
+//     draws its prompt on a row the cursor comes to; a person's typing
+//     moves along a row), and the line has not changed since;
+//   - the line above it does not reach the pane's right edge, so that it
+//     is not the rest of a line wrapped there (a long draft; this also
+//     leaves out programs that draw their prompt in a box, which need a
+//     pattern);
+//   - the nearest line above it that starts with the prompt learned before
+//     is none, or is the line just above with at most a short answer after
+//     the prompt (a draft of several lines starts there with more);
 //   - the screen has stayed the same for RelearnQuiet (or twice Quiet)
 //     across three looks.
 //
-// A draft typed between two looks at a new row (right after the
-// question, before any look saw the empty prompt) and left quiet is
-// learned all the same: the one case a pattern (Options.Prompt) is needed
-// for.
-func (t *Terminal) relearn(sc Screen, line string, quietFor time.Duration, looks int) {
+// A draft typed at the real prompt between two looks (before any look
+// saw it empty) and left quiet is learned all the same, as is one of
+// several lines whose first line is short: the cases a pattern
+// (Options.Prompt) is needed for.
+func (t *Terminal) relearn(sc Screen, key, line string, quietFor time.Duration, looks int) {
 	isPrompt := func(l string) bool {
 		if t.pattern != nil {
 			return t.pattern.MatchString(l)
 		}
 		return t.learned && l == t.prompt
 	}
+	// after returns what follows the prompt learned at the start of l.
+	after := func(l string) (string, bool) {
+		rest, ok := "", false
+		for i := range l {
+			if isPrompt(strings.TrimRight(l[:i], " ")) {
+				rest, ok = l[i:], true
+			}
+		}
+		if isPrompt(l) {
+			return "", true
+		}
+		return strings.TrimSpace(rest), ok
+	}
 	if sc.InMode {
 		// Copy mode shows another view: the next look is no arrival.
 		t.seen = false
 		return
 	}
-	onScreen := false
-	for _, l := range sc.Lines {
-		if isPrompt(strings.TrimRight(l, " ")) {
-			onScreen = true
-			break
-		}
+	may := t.learned || (t.opts.Relearn && t.pattern != nil)
+	if may && !t.based {
+		t.base, t.based = key, true
+	}
+	if may && key != t.base && isPrompt(line) {
+		t.confirmed = true
 	}
 	switch {
 	case !t.seen:
 		t.arrivedOK = false
-	case sc.CursorY != t.row || (t.onScreen && !onScreen):
+	case sc.CursorY != t.row:
 		t.arrived, t.arrivedOK = line, true
 	}
-	t.seen, t.row, t.onScreen = true, sc.CursorY, onScreen
-	may := t.learned || (t.opts.Relearn && t.pattern != nil)
-	if !may || onScreen || !t.arrivedOK || line != t.arrived || strings.TrimSpace(line) == "" ||
+	t.seen, t.row = true, sc.CursorY
+	if !may || t.confirmed || !t.arrivedOK || line != t.arrived || strings.TrimSpace(line) == "" ||
 		quietFor < max(RelearnQuiet, 2*t.opts.Quiet) || looks < 2 {
 		return
 	}
-	for i := range line {
-		if isPrompt(strings.TrimRight(line[:i], " ")) {
+	for _, l := range sc.Lines {
+		if isPrompt(strings.TrimRight(l, " ")) {
 			return
+		}
+	}
+	if _, ok := after(line); ok {
+		return
+	}
+	if y := sc.CursorY - 1; y >= 0 && y < len(sc.Lines) && sc.Width > 0 && cells(strings.TrimRight(sc.Lines[y], " ")) >= sc.Width-1 {
+		return
+	}
+	for y := sc.CursorY - 1; y >= 0 && y < len(sc.Lines); y-- {
+		if rest, ok := after(strings.TrimRight(sc.Lines[y], " ")); ok {
+			if y != sc.CursorY-1 || utf8.RuneCountInString(rest) > 3 {
+				return
+			}
+			break
 		}
 	}
 	if t.pattern != nil {
@@ -277,7 +317,21 @@ func (t *Terminal) relearn(sc Screen, line string, quietFor time.Duration, looks
 	} else {
 		t.prompt, t.promptX = line, sc.CursorX
 	}
-	t.again, t.onScreen = line, true
+	t.again, t.base = line, key
+}
+
+// cells is about how many columns s takes: a character outside ASCII
+// counts as two (some do), so that a line is rather taken for one that
+// reaches the right edge than not.
+func cells(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r >= 0x80 {
+			n++
+		}
+	}
+	return n
 }
 
 // WaitIdle waits until the agent is idle at an empty prompt. When ctx ends
@@ -369,7 +423,7 @@ func (t *Terminal) LearnPrompt(ctx context.Context) (string, error) {
 	line := strings.TrimRight(sc.CursorLine(), " ")
 	t.mu.Lock()
 	t.prompt, t.promptX, t.learned = line, sc.CursorX, true
-	t.again, t.onScreen = "", true
+	t.again, t.base, t.based, t.confirmed = "", t.last, true, false
 	t.mu.Unlock()
 	return line, nil
 }
