@@ -67,9 +67,13 @@ something (a [y/N] question, a folder-trust dialog) has that question learned; o
 you have answered it, and the question has gone from the screen while the program
 waits, still, at a line its cursor came to, that line is learned instead (never a
 line that starts with the question, nor one the cursor moved along as someone
-typed). --prompt gives the empty prompt as a regular expression (Go syntax) of the
-cursor line, trailing blanks trimmed, e.g. '^> ?$': then nothing is learned, first
-or again, and a line it does not match is a person's draft.
+typed, nor the rest of a line wrapped at the edge, so not a prompt in a box; and
+not once the program has come back to its prompt). Some drafts left right after
+the answer pass for the prompt all the same (one typed before the node looked, or
+of several lines); --prompt avoids that. It gives the empty prompt as a regular
+expression (Go syntax) of the cursor line, trailing blanks trimmed, e.g. '^> ?$':
+then nothing is learned, first or again, and a line it does not match is a
+person's draft.
 
 The program gets PARLEY_HOME, PARLEY_AGENT and PARLEY_SESSION in its environment:
 parley commands it runs speak as the agent (parley room say ROOM TEXT --reply-to ID),
