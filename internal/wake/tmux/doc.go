@@ -36,7 +36,11 @@
 // line is compared with the empty prompt (Options.Prompt, or the line
 // LearnPrompt recorded): anything else is a person's draft, and Deliver
 // waits for it to go (sent or erased) and gives up with ErrDraft when its
-// context ends, having pasted nothing. A pane in copy mode (someone
+// context ends, having pasted nothing. A prompt learned from one screen
+// may have been a question the program asked first: it is learned again
+// at a line the cursor comes to once the question has gone, under checks
+// that keep a person's draft from being taken for the prompt (see
+// Terminal.relearn); a pattern given in Options.Prompt never is. A pane in copy mode (someone
 // scrolling) is waited out the same way (ErrInMode). A person may scroll
 // the pane up between the paste and the Enter: the Enter is sent only when
 // the pane is in no mode after the paste, else Deliver returns ErrNotSent
