@@ -172,3 +172,38 @@ func TestWakeWrappedDraftIsNotLearnedForThePrompt(t *testing.T) {
 		t.Fatalf("pasted into the person's draft: the program read %q", b)
 	}
 }
+
+// A prompt the program came back to is its prompt for good: a quiet line
+// it shows later at a new row, away from the prompt (a task that works on
+// in silence), is not learned for the prompt, and nothing is pasted there.
+func TestWakePromptTheProgramCameBackToIsNotLearnedAgain(t *testing.T) {
+	s := newServer(t)
+	log := filepath.Join(t.TempDir(), "taken")
+	script := `while printf '> '; read line; do printf '%s\n' "$line" >> "$LOG"; ` +
+		`if [ "$line" = go ]; then printf 'thinking'; read wait; printf '\n'; fi; done`
+	p, term, err := Launch(testCtx(t, 20*time.Second), s,
+		StartOptions{Command: []string{"sh", "-c", script}, Env: []string{"LOG=" + log}},
+		Options{Quiet: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { endProcess(t, s, p) })
+	for i, text := range []string{"first", "go"} {
+		if err := term.Deliver(testCtx(t, 15*time.Second), text); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"first\n", "first\ngo\n"}[i]
+		waitFor(t, 10*time.Second, "the program to read "+text, func() bool {
+			b, _ := os.ReadFile(log)
+			return string(b) == want
+		})
+	}
+	waitCursorLine(t, s, p.ID, "thinking")
+	err = term.Deliver(testCtx(t, 2*RelearnQuiet), "Parley: an ask for you")
+	if !errors.Is(err, ErrDraft) && !errors.Is(err, ErrBusy) {
+		t.Fatalf("Deliver while the program works in silence: %v, want ErrDraft or ErrBusy", err)
+	}
+	if got := term.Prompt(); got != ">" {
+		t.Fatalf("a line away from the prompt the program came back to was learned for it: %q", got)
+	}
+}
