@@ -122,6 +122,29 @@ func TestWakeDraftAtAPromptLearnedAgainIsNeverPastedOver(t *testing.T) {
 	})
 }
 
+// A draft typed at the real prompt right after the start-up question was
+// answered, before any look saw the prompt empty, and left quiet: a line
+// longer than MaxRelearned is not learned for the prompt, and nothing is
+// pasted after it.
+func TestWakeLongDraftRightAfterAStartupQuestionIsNotLearned(t *testing.T) {
+	s := newServer(t)
+	p, term, log := launchQuestion(t, s)
+	draft := "please also rename the config loader"
+	typeKeys(t, s, p.ID, "y", "Enter")
+	typeKeys(t, s, p.ID, draft)
+	waitCursorLine(t, s, p.ID, "> "+draft)
+	err := term.Deliver(testCtx(t, 2*RelearnQuiet), "Parley: an ask for you")
+	if !errors.Is(err, ErrDraft) && !errors.Is(err, ErrBusy) {
+		t.Fatalf("Deliver after a draft typed right after the question: %v, want ErrDraft or ErrBusy", err)
+	}
+	if got := term.Prompt(); strings.Contains(got, draft) {
+		t.Fatalf("the draft was learned for the prompt: %q", got)
+	}
+	if b, _ := os.ReadFile(log); len(b) != 0 {
+		t.Fatalf("pasted after the person's draft: the program read %q", b)
+	}
+}
+
 // An answer typed after the start-up question but not sent is the
 // person's: its line starts with the question learned, so it is not
 // learned for the prompt, and nothing is pasted after it.

@@ -133,6 +133,11 @@ type Terminal struct {
 	again     string // the prompt line last learned again, "" before
 }
 
+// MaxRelearned is the longest line, in columns, a prompt is learned again
+// at: prompts are short ("> ", "❯ ", "codex> ", "user@host:~$ "), and a
+// longer line is rather a draft typed at the real prompt.
+const MaxRelearned = 24
+
 // RelearnQuiet is how long, at least, the screen stays the same at a new
 // cursor line before that line is learned again for the prompt; it is
 // twice Options.Quiet when that is longer.
@@ -231,8 +236,10 @@ func (t *Terminal) Look(ctx context.Context) (Activity, Screen, error) {
 //     that one is its prompt, and stays so;
 //   - no line on the screen is the prompt learned before (the question
 //     went);
-//   - the line is not blank, and does not start with the prompt learned
-//     before (a draft there, or an answer typed after the question);
+//   - the line is not blank, is at most MaxRelearned columns (a prompt
+//     is short; a draft is often longer), and does not start with the
+//     prompt learned before (a draft there, or an answer typed after the
+//     question);
 //   - the cursor was seen to come to its row between two looks (a program
 //     draws its prompt on a row the cursor comes to; a person's typing
 //     moves along a row), and the line has not changed since;
@@ -290,7 +297,7 @@ func (t *Terminal) relearn(sc Screen, key, line string, quietFor time.Duration, 
 	}
 	t.seen, t.row = true, sc.CursorY
 	if !may || t.confirmed || !t.arrivedOK || line != t.arrived || strings.TrimSpace(line) == "" ||
-		quietFor < max(RelearnQuiet, 2*t.opts.Quiet) || looks < 2 {
+		cells(strings.TrimSpace(line)) > MaxRelearned || quietFor < max(RelearnQuiet, 2*t.opts.Quiet) || looks < 2 {
 		return
 	}
 	for _, l := range sc.Lines {
