@@ -50,10 +50,15 @@
 // node refuses such a claim before posting it, but it checks only the
 // claims it has stored: a claim made before the node had another node's
 // on the same path (on two sides of a partition, or by two connected
-// nodes within the time an event takes to reach the other) is granted
-// ("Claimed") on both, and once both are known the later one loses; every
-// node reaches the same winner. There is no consensus: claims are
-// advisory. A node removed from a board room by another node holds
+// nodes within the time an event takes to reach the other) is posted on
+// both, and once both are known the later one loses; every node reaches
+// the same winner. A claim posted to a board other nodes share is
+// answered only after Config.Settle (DefaultSettle, 500 ms), folded
+// again: a connected node's claim made at the same moment has arrived by
+// then, and the later one's agent is told it lost there, not "Claimed"
+// (a claim that waits goes on waiting, for the winner's). Nodes apart
+// both hear "Claimed", and the later is told it lost once they meet.
+// There is no consensus: claims are advisory. A node removed from a board room by another node holds
 // nothing from its removal on, in any of the project's board rooms, until
 // it is invited back; a board room this node left is folded out of its
 // board. Paths overlap compared in lower case and in NFC. It refuses too a claim over one it holds back

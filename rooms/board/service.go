@@ -52,7 +52,16 @@ type Config struct {
 	// InviteInterval is how often contacts missing from a board are
 	// invited; zero: 30 s.
 	InviteInterval time.Duration
+	// Settle is how long a claim posted to a board other nodes share
+	// waits before it is answered, for a claim another node made at the
+	// same moment to arrive; zero: DefaultSettle, negative: none.
+	Settle time.Duration
 }
+
+// DefaultSettle is Config.Settle's default: well above the time an event
+// takes to reach a connected member (milliseconds on a network, a few
+// hundred across continents or through a relay).
+const DefaultSettle = 500 * time.Millisecond
 
 // Service keeps the boards of the projects this node's agents work on.
 type Service struct {
@@ -683,6 +692,9 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 			}
 		}
 		res, h, err := s.tryClaim(ctx, agent, req.Project, paths, req.TTL, body)
+		if h == nil && err == nil {
+			h, err = s.settle(ctx, agent, req.Project, res.Event)
+		}
 		if h == nil {
 			if err == nil {
 				res.Waited = s.cfg.Now().Sub(start)
@@ -749,6 +761,65 @@ func (s *Service) tryClaim(ctx context.Context, agent identity.AgentName, key st
 		return ClaimResult{}, nil, err
 	}
 	return ClaimResult{Event: eid.String(), Held: heldBy(p.state.Live(s.cfg.Now()), holder)}, nil, nil
+}
+
+// settle waits Config.Settle after agent's claim event was posted to a
+// board other nodes share, then folds again: a claim another node made at
+// the same moment (neither node had the other's when it checked) has
+// arrived by then, and the fold puts the earlier first on every node. The
+// claim that lost is told so here (its claim_lost notice is not told
+// again), instead of "claimed" now and lost a moment later. Nodes apart
+// (a partition) still both hear "claimed": the later is told it lost
+// once they meet.
+func (s *Service) settle(ctx context.Context, agent identity.AgentName, key, event string) (*inTheWay, error) {
+	d := s.cfg.Settle
+	if d == 0 {
+		d = DefaultSettle
+	}
+	if d < 0 || !s.shared(key) {
+		return nil, nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		// The claim is posted: it is the agent's unless it lost, as
+		// its notices will say.
+		return nil, nil
+	case <-t.C:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(key)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := p.state.Record(event)
+	if !ok || r.Lost == nil || r.Holder != s.holder(agent) {
+		return nil, nil
+	}
+	s.told["lost:"+r.ID] = r.Expires
+	return &inTheWay{Held: *r.Lost}, nil
+}
+
+// shared reports whether a board room of project key has members other
+// than this node.
+func (s *Service) shared(key string) bool {
+	s.mu.Lock()
+	p, err := s.load(key)
+	var ids []identity.RoomID
+	if err == nil {
+		for id := range p.cursors {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, in := range s.cfg.Rooms.List() {
+		if slices.Contains(ids, in.ID) && slices.ContainsFunc(in.Members, func(m peer.ID) bool { return m != s.cfg.Self }) {
+			return true
+		}
+	}
+	return false
 }
 
 func heldBy(live []Held, holder string) []Held {
