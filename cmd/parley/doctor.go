@@ -142,7 +142,7 @@ func checkNode(ctx context.Context, home string) []install.Finding {
 	fi, err := os.Stat(home)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		add(install.Note, "no home at %s yet (parley up, or the first parley mcp, creates it)", home)
+		add(install.Note, "no home at %s yet (`%s`, or the first parley mcp, creates it)", home, node.UpCommand(home, false))
 		return out
 	case err != nil:
 		add(install.Fail, "cannot read the home %s: %v", home, err)
@@ -193,9 +193,9 @@ func checkNode(ctx context.Context, home string) []install.Finding {
 		}
 	case errors.Is(err, localapi.ErrNoNode):
 		if _, serr := os.Lstat(sock); serr == nil {
-			add(install.Warn, "no node answers on %s (a node that stopped without cleaning up?); parley up starts one", sock)
+			add(install.Warn, "no node answers on %s (a node that stopped without cleaning up?); `%s` starts one", sock, node.UpCommand(home, false))
 		} else {
-			add(install.Warn, "not running (parley mcp starts one when a client needs it; or run parley up)")
+			add(install.Warn, "not running (parley mcp starts one when a client needs it; or run `%s`)", node.UpCommand(home, false))
 		}
 	default:
 		add(install.Fail, "the node on %s does not answer properly: %v", sock, err)

@@ -766,3 +766,26 @@ func TestCLIDoctorChecksTheInstallsHome(t *testing.T) {
 		t.Errorf("doctor --home Y of an install made with ~/.parley:\n%s", out)
 	}
 }
+
+// doctor's hints to start the node name the home it checked, and the
+// --loopback a home last ran with: a plain `parley up` would start the
+// default home's node (on every interface), not this one.
+func TestCLIDoctorStartHintNamesTheHome(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	home := filepath.Join(u.home, "ph")
+	out, errs, code := u.run(t, "--home", home, "doctor")
+	if want := "(`parley --home " + home + " up`, or the first parley mcp"; code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("doctor of a home not made yet: exit %d, want %q\n%s\n%s", code, want, out, errs)
+	}
+	if out, errs, code := u.run(t, "--home", home, "up", "-d", "--loopback"); code != 0 {
+		t.Fatalf("up -d --loopback: exit %d\n%s\n%s", code, out, errs)
+	}
+	if out, errs, code := u.run(t, "--home", home, "down"); code != 0 {
+		t.Fatalf("down: exit %d\n%s\n%s", code, out, errs)
+	}
+	out, errs, code = u.run(t, "--home", home, "doctor")
+	if want := "or run `parley --home " + home + " up -d --loopback`)"; code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("doctor of a stopped --loopback home: exit %d, want %q\n%s\n%s", code, want, out, errs)
+	}
+}
