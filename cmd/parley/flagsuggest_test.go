@@ -62,3 +62,25 @@ func TestCLIUnknownCommandWordIsToldBeforeItsFlags(t *testing.T) {
 		t.Errorf("parley room alone: exit %d, %q %q: want its help", code, out, errs)
 	}
 }
+
+// The words a user reaches for to answer an ask (`room reply`, `room
+// answer`) lead to the command that answers: `room say … --reply-to ID`;
+// `room post` and `room send` are offered say.
+func TestCLIRoomReplyWordPointsToSayReplyTo(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"room", "reply", "design", "yes", "--reply-to", "abcdefgh"}, "`parley room say ROOM TEXT --reply-to ID`"},
+		{[]string{"room", "answer", "design", "yes"}, "`parley room say ROOM TEXT --reply-to ID`"},
+		{[]string{"room", "post", "design", "hi"}, "did you mean list or say?"},
+		{[]string{"room", "send", "design", "hi"}, "say?"},
+	} {
+		_, errs, code := run(t, append([]string{"--home", home}, tc.args...)...)
+		if code != 1 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "unknown flag") {
+			t.Errorf("parley %s: exit %d, %q: want %q", strings.Join(tc.args, " "), code, errs, tc.want)
+		}
+	}
+}

@@ -169,6 +169,9 @@ func roomSayCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "say ROOM TEXT",
 		Short: "Post a message; prints its id",
+		// An answer is a message that names what it answers (--reply-to):
+		// `room reply` is offered say.
+		SuggestFor: []string{"reply", "answer", "post", "send"},
 		Long: `Post a message; prints its id. Posted by you, the node's user, as human, it also takes your
 invitation to the room (as ` + "`parley room log`" + ` does): you have taken part in it.`,
 		Args: cobra.ExactArgs(2),

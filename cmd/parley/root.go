@@ -167,6 +167,9 @@ func unknownSubcommand(cmd *cobra.Command, word string) error {
 		// `board claim`: claim is a command of the root's.
 		return unknownCmd{fmt.Errorf("unknown command %q for %q (`%s` is a command of its own; %q's commands: %s)", word, cmd.CommandPath(), top.CommandPath(), cmd.CommandPath(), subcommandNames(cmd))}
 	}
+	if cmd.Name() == "room" && (word == "reply" || word == "answer") {
+		return unknownCmd{fmt.Errorf("unknown command %q for %q (an answer is a message that names what it answers: `parley room say ROOM TEXT --reply-to ID`, ID as `parley inbox` or `parley room log ROOM` shows it; its commands: %s)", word, cmd.CommandPath(), subcommandNames(cmd))}
+	}
 	if len(near) > 0 {
 		return unknownCmd{fmt.Errorf("unknown command %q for %q (did you mean %s? its commands: %s)", word, cmd.CommandPath(), strings.Join(near, " or "), subcommandNames(cmd))}
 	}
