@@ -76,8 +76,12 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 					if localapi.IsCode(err, localapi.CodeClaimed) && time.Until(deadline) > 0 {
 						continue
 					}
-					if localapi.IsCode(err, localapi.CodeClaimed) && wait > 0 {
+					switch {
+					case localapi.IsCode(err, localapi.CodeClaimed) && wait > 0:
 						err = fmt.Errorf("%w (after waiting %s)", err, wait)
+					case localapi.IsCode(err, localapi.CodeClaimed):
+						// The next step: wait for it, or ask its holder.
+						err = fmt.Errorf("%w; nothing was claimed: claim again with --wait 30m to take it once it is released or expires, or ask its holder to release it", err)
 					}
 					return res, err
 				}

@@ -257,3 +257,34 @@ func TestCLIBoardNoteCountsTheReader(t *testing.T) {
 		t.Fatalf("coder's own board: note %q", bv.Note)
 	}
 }
+
+// A claim refused for another agent's says what was done (nothing: none of
+// its paths is held) and the next step: claim again with --wait, or ask
+// the holder to release it.
+func TestCLIClaimRefusedSaysNothingClaimedAndWhatToDo(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	if _, errs, code := runIn(t, repo, "--home", home, "claim", "src/a.go", "--note", "splitting the parser"); code != 0 {
+		t.Fatalf("claim: %s", errs)
+	}
+	if _, errs, code := runIn(t, repo, "--home", home, "agent", "register", "other"); code != 0 {
+		t.Fatalf("agent register: %s", errs)
+	}
+	_, errs, code := runIn(t, repo, "--home", home, "claim", "src/b.go", "src/a.go", "--note", "formatting", "--as", "other")
+	if code != 1 || !strings.Contains(errs, "splitting the parser") || !strings.Contains(errs, "nothing was claimed") ||
+		!strings.Contains(errs, "claim again with --wait") || !strings.Contains(errs, "ask its holder to release it") {
+		t.Fatalf("a refused claim: exit %d, %q: want the holder's note, that nothing was claimed, and --wait or the holder as next step", code, errs)
+	}
+	var bv localapi.BoardView
+	runInJSON(t, repo, &bv, "--home", home, "board")
+	if len(bv.Claims) != 1 || bv.Claims[0].Path != "src/a.go" {
+		t.Fatalf("after the refused claim, the board holds %+v: want src/a.go alone", bv.Claims)
+	}
+	// With --wait, the refusal says how long it waited, not to wait.
+	if _, errs, code := runIn(t, repo, "--home", home, "claim", "src/a.go", "--note", "formatting", "--as", "other", "--wait", "1s"); code != 1 ||
+		!strings.Contains(errs, "after waiting 1s") || strings.Contains(errs, "claim again with --wait") {
+		t.Fatalf("a refused claim after --wait 1s: exit %d, %q", code, errs)
+	}
+}
