@@ -104,6 +104,11 @@ func contactRequests(ctx context.Context, c *localapi.Client) []localapi.Contact
 // contacts that wait for the user. self is this node's peer ID.
 func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, self, as string, requests []localapi.ContactEntry) {
 	if len(v.Items) == 0 && len(v.MoreUnread) == 0 && len(requests) == 0 {
+		if as != human {
+			// Another agent's inbox, read by you: "you" would be you.
+			fmt.Fprintf(w, "nothing waits for %s\n", termtext.Line(as))
+			return
+		}
 		fmt.Fprintln(w, "nothing waits for you")
 		return
 	}

@@ -237,3 +237,20 @@ func TestGivenAgentFoldsAsTheNodeDoes(t *testing.T) {
 		}
 	}
 }
+
+// An agent's empty inbox, read by its user with --as, names the agent:
+// "nothing waits for you" read as the user's own.
+func TestInboxOfAnAgentWithNothingNamesTheAgent(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	if _, errs, code := run(t, "--home", home, "agent", "register", "reviewer"); code != 0 {
+		t.Fatalf("agent register: %s", errs)
+	}
+	if out, errs, code := run(t, "--home", home, "inbox", "--as", "reviewer"); code != 0 || strings.TrimSpace(out) != "nothing waits for reviewer" {
+		t.Fatalf("reviewer's empty inbox: exit %d, %q %q", code, out, errs)
+	}
+	if out, _, code := run(t, "--home", home, "inbox", "--as", "HUMAN"); code != 0 || strings.TrimSpace(out) != "nothing waits for you" {
+		t.Fatalf("the user's empty inbox: exit %d, %q", code, out)
+	}
+}
