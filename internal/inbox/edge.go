@@ -529,6 +529,27 @@ func (b *Inbox) checkKnown(ctx context.Context, m member) (note string, err erro
 					"no agent %q is registered on this node: %q is the name of a node; its user is human@%s, its agents NAME@%s (parley_who, or `parley who`, lists them)", m.name, m.name, m.name, m.name)
 			}
 		}
+		// An agent of that name on another node: NAME alone is this
+		// node's, so say the address that reaches it.
+		var there []string
+		for _, w := range b.cfg.Agents.Who(ctx) {
+			if w.Agent != string(m.name) || w.PeerID == b.self.String() {
+				continue
+			}
+			at := w.PeerID
+			if p, err := peer.Decode(w.PeerID); err == nil {
+				if n := b.nodeName(p); !strings.ContainsAny(n, "…~") {
+					at = n
+				}
+			}
+			if a := string(m.name) + "@" + at; !slices.Contains(there, a) {
+				there = append(there, a)
+			}
+		}
+		if len(there) > 0 {
+			return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
+				"no agent %q is registered on this node (NAME alone names one of yours): to reach the one on another node, write %s", m.name, strings.Join(there, " or "))
+		}
 		return "", localapi.Errorf(http.StatusNotFound, localapi.CodeUnknownAgent,
 			"no agent %q is registered on this node: parley_who, or `parley who`, lists the agents you can reach", m.name)
 	}

@@ -193,3 +193,30 @@ func TestUnknownAgentRefusedNamingTheNodeAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// NAME alone is an agent of this node: asked of a name no agent here has
+// but a contact's agent has, the refusal gives the address that reaches
+// that one, and the address works.
+func TestUnknownLocalAgentNamesTheContactsAgentOfThatName(t *testing.T) {
+	nt := start(t, 2)
+	ctx := context.Background()
+	nt.Befriend(t, 0, 1)
+	coder := register(t, nt, 1, "coder")
+	nt.WaitFor(20*time.Second, func() bool {
+		return slices.ContainsFunc(nt.Node(0).Agents().Who(ctx), func(w agents.WhoEntry) bool { return w.Agent+"@"+w.PeerID == coder })
+	}, "node 0 to see node 1's coder")
+	if _, err := ib(nt, 0).OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: "design"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{Room: "design", To: "coder", Text: "review this?"})
+	if !localapi.IsCode(err, localapi.CodeUnknownAgent) {
+		t.Fatalf("ask of coder, no agent of this node: %v", err)
+	}
+	_, addr, ok := strings.Cut(err.Error(), "to reach the one on another node, write ")
+	if !ok || !strings.HasPrefix(addr, "coder@") {
+		t.Fatalf("the refusal does not give the contact's coder's address: %v", err)
+	}
+	if a, err := ib(nt, 0).Ask(ctx, "human", localapi.AskRequest{Room: "design", To: addr, Text: "review this?"}); err != nil || a.Note != "" {
+		t.Fatalf("ask of %s, as the refusal gave it: %+v %v", addr, a, err)
+	}
+}
