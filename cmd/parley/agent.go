@@ -165,13 +165,39 @@ func agentUnregisterCmd(g *globals) *cobra.Command {
 		Short: "Remove an agent from this node and withdraw its card (a live session registers again: `parley agent kill` stops it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (struct{}, error) {
-				return struct{}{}, c.UnregisterAgent(ctx, args[0])
-			}, func(w io.Writer, _ struct{}) {
-				fmt.Fprintf(w, "agent %s unregistered\n", args[0])
+			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (unregistered, error) {
+				// Its claims stay on the boards until they expire: read
+				// them first, to say so.
+				v := unregistered{Name: args[0], Claims: []localapi.Claim{}}
+				if ws, err := c.Who(ctx); err == nil {
+					for _, e := range ws {
+						if e.Local && strings.EqualFold(e.Agent, args[0]) {
+							v.Name = e.Agent
+							v.Claims = append(v.Claims, e.Claims...)
+						}
+					}
+				}
+				return v, c.UnregisterAgent(ctx, args[0])
+			}, func(w io.Writer, v unregistered) {
+				fmt.Fprintf(w, "agent %s unregistered\n", v.Name)
+				if len(v.Claims) == 0 {
+					return
+				}
+				var held []string
+				for _, c := range v.Claims {
+					held = append(held, fmt.Sprintf("%s until %s", termtext.Line(c.Path), untilText(c.Expires)))
+				}
+				fmt.Fprintf(w, "its claims stay on the board until they expire: %s (`parley release --all --as %s` in the project takes them off)\n", strings.Join(held, "; "), v.Name)
 			})
 		},
 	}
+}
+
+// unregistered is what `parley agent unregister` did (--json): the agent,
+// and the claims it still holds, which stay until they expire.
+type unregistered struct {
+	Name   string           `json:"name"`
+	Claims []localapi.Claim `json:"claims"`
 }
 
 func whoCmd(g *globals) *cobra.Command {

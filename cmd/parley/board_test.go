@@ -288,3 +288,34 @@ func TestCLIClaimRefusedSaysNothingClaimedAndWhatToDo(t *testing.T) {
 		t.Fatalf("a refused claim after --wait 1s: exit %d, %q", code, errs)
 	}
 }
+
+// Unregistering an agent leaves its claims on the board until they expire
+// (`agent kill` is what releases them): unregister says so, naming them
+// and how to take them off; --json gives them.
+func TestCLIAgentUnregisterNamesTheClaimsItLeaves(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	for _, args := range [][]string{{"agent", "register", "tmp"}, {"claim", "src/a.go", "--note", "t", "--as", "tmp"}, {"agent", "register", "idle"}} {
+		if _, errs, code := runIn(t, repo, append([]string{"--home", home}, args...)...); code != 0 {
+			t.Fatalf("parley %v: %s", args, errs)
+		}
+	}
+	out, errs, code := runIn(t, repo, "--home", home, "agent", "unregister", "tmp")
+	if code != 0 || !strings.Contains(out, "its claims stay on the board until they expire: src/a.go until") ||
+		!strings.Contains(out, "`parley release --all --as tmp`") {
+		t.Fatalf("unregister of an agent that holds a claim: exit %d, %q %q", code, out, errs)
+	}
+	if _, errs, code := runIn(t, repo, "--home", home, "release", "--all", "--as", "tmp"); code != 0 {
+		t.Fatalf("release --all as the unregistered holder: %s", errs)
+	}
+	var v struct {
+		Name   string
+		Claims []localapi.Claim
+	}
+	runInJSON(t, repo, &v, "--home", home, "agent", "unregister", "idle")
+	if v.Name != "idle" || v.Claims == nil || len(v.Claims) != 0 {
+		t.Fatalf("unregister --json of an agent that holds nothing: %+v", v)
+	}
+}
