@@ -68,12 +68,26 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 				asked = paths
 				req := localapi.ClaimRequest{Project: k, Paths: paths, Note: note, TTLSeconds: ttl.Seconds()}
 				deadline := time.Now().Add(wait)
-				for {
+				told := false
+				for first := true; ; first = false {
 					// The node waits at most localapi.MaxWait per call.
+					// The first call does not wait, so that a wait is
+					// told before it starts, with what it waits for.
 					left := time.Until(deadline)
 					req.WaitSeconds = max(0, min(left, localapi.MaxWait).Seconds())
+					if first {
+						req.WaitSeconds = 0
+					}
 					res, err := c.Claim(ctx, as, req)
 					if localapi.IsCode(err, localapi.CodeClaimed) && time.Until(deadline) > 0 {
+						if !told && !g.json {
+							msg := err.Error()
+							if n, ok := namedText(g, ctx, c, err); ok {
+								msg = n
+							}
+							fmt.Fprintf(cmd.ErrOrStderr(), "%s; waiting up to %s for it\n", termtext.Lines(cliText(msg)), wait)
+							told = true
+						}
 						continue
 					}
 					switch {

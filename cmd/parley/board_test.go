@@ -282,10 +282,17 @@ func TestCLIClaimRefusedSaysNothingClaimedAndWhatToDo(t *testing.T) {
 	if len(bv.Claims) != 1 || bv.Claims[0].Path != "src/a.go" {
 		t.Fatalf("after the refused claim, the board holds %+v: want src/a.go alone", bv.Claims)
 	}
-	// With --wait, the refusal says how long it waited, not to wait.
+	// With --wait, the wait is told as it starts, with what it waits for
+	// (it was silent for as long as it waited), and the refusal says how
+	// long it waited, not to wait.
 	if _, errs, code := runIn(t, repo, "--home", home, "claim", "src/a.go", "--note", "formatting", "--as", "other", "--wait", "1s"); code != 1 ||
+		!strings.Contains(errs, `src/a.go is claimed by human@`) || !strings.Contains(errs, "waiting up to 1s for it\n") ||
 		!strings.Contains(errs, "after waiting 1s") || strings.Contains(errs, "claim again with --wait") {
 		t.Fatalf("a refused claim after --wait 1s: exit %d, %q", code, errs)
+	}
+	// A claim free at once waits for nothing and says nothing of a wait.
+	if _, errs, code := runIn(t, repo, "--home", home, "claim", "src/b.go", "--note", "formatting", "--as", "other", "--wait", "5s"); code != 0 || errs != "" {
+		t.Fatalf("a free claim with --wait: exit %d, %q", code, errs)
 	}
 }
 
