@@ -140,6 +140,13 @@ func contactListCmd(g *globals) *cobra.Command {
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.PeerID, name, e.State, exp, scopes, via, termtext.Line(note))
 					}
 					tw.Flush()
+					// A request waiting for the user: the commands that
+					// answer it, as parley inbox gives them.
+					for _, e := range v {
+						if e.State == "pending-in" {
+							fmt.Fprintf(w, "%s (%s) waits for your answer: parley contact approve %s; deny: parley contact deny %s\n", e.ID, termtext.Line(contactName(e)), e.ID, e.ID)
+						}
+					}
 				})
 		},
 	}

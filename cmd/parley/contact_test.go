@@ -403,3 +403,39 @@ func TestContactNameNeverTheRawHandle(t *testing.T) {
 		}
 	}
 }
+
+// `contact list` shows a request waiting for the user with the commands
+// that answer it, as `parley inbox` does (the list named no next step:
+// README's walk reads the ID from it and approves).
+func TestCLIContactListNamesTheAnswerToARequest(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	if _, errs, code := run(t, "--home", homeB, "contact", "request", peerID(t, homeA)); code != 0 {
+		t.Fatalf("contact request: %s", errs)
+	}
+	var id string
+	nodetest.WaitFor(t, 20*time.Second, func() bool {
+		for _, c := range contactsOf(t, homeA) {
+			if c.State == "pending-in" {
+				id = c.ID
+			}
+		}
+		return id != ""
+	}, "A to hold B's request")
+	out, errs, code := run(t, "--home", homeA, "contact", "list")
+	if want := "waits for your answer: parley contact approve " + id + "; deny: parley contact deny " + id; code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("A's contact list: exit %d, want %q\n%s%s", code, want, out, errs)
+	}
+	if out, _, _ := run(t, "--home", homeB, "contact", "list"); strings.Contains(out, "waits for your answer") {
+		t.Fatalf("B's list, whose request waits for A, tells B to answer it:\n%s", out)
+	}
+	if _, errs, code := run(t, "--home", homeA, "contact", "approve", id); code != 0 {
+		t.Fatalf("approve: %s", errs)
+	}
+	if out, _, _ := run(t, "--home", homeA, "contact", "list"); strings.Contains(out, "waits for your answer") {
+		t.Fatalf("A's list after the approval:\n%s", out)
+	}
+}
