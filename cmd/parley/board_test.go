@@ -326,3 +326,25 @@ func TestCLIAgentUnregisterNamesTheClaimsItLeaves(t *testing.T) {
 		t.Fatalf("unregister --json of an agent that holds nothing: %+v", v)
 	}
 }
+
+// `agent kill` releases the agent's board claims, and says so (it said
+// only that its posts are refused and its session ended).
+func TestCLIAgentKillSaysItsClaimsAreReleased(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	for _, args := range [][]string{{"agent", "register", "tmp"}, {"claim", "src/a.go", "--note", "t", "--as", "tmp"}} {
+		if _, errs, code := runIn(t, repo, append([]string{"--home", home}, args...)...); code != 0 {
+			t.Fatalf("parley %v: %s", args, errs)
+		}
+	}
+	if out, errs, code := runIn(t, repo, "--home", home, "agent", "kill", "tmp"); code != 0 || !strings.Contains(out, "its board claims released") {
+		t.Fatalf("agent kill: exit %d, %q %q", code, out, errs)
+	}
+	var bv localapi.BoardView
+	nodetest.WaitFor(t, 10*time.Second, func() bool {
+		runInJSON(t, repo, &bv, "--home", home, "board")
+		return len(bv.Claims) == 0
+	}, "the killed agent's claim to leave the board")
+}

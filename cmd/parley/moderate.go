@@ -62,14 +62,14 @@ func agentUnmuteCmd(g *globals) *cobra.Command {
 func agentKillCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "kill NAME",
-		Short: "Stop an agent of this node: its posts and asks are refused, its registration and session end",
+		Short: "Stop an agent of this node: its posts and asks are refused, its claims released, its registration and session end",
 		Long: `Stop an agent of this node at once: the node refuses its posts and asks with an
-error that says why, withdraws its card, and ends its registration and its session's
-binding; the name cannot register again until ` + "`parley agent revive NAME`" + `.`,
+error that says why, withdraws its card, releases its board claims, and ends its
+registration and its session's binding; the name cannot register again until ` + "`parley agent revive NAME`" + `.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return moderate(g, cmd, args[0], 0, (*localapi.Client).Kill, func(w io.Writer, _ localapi.ModerationRule) {
-				fmt.Fprintf(w, "agent %s is killed: its posts are refused and its session ended (undo with `parley agent revive %s`)\n", termtext.Line(args[0]), termtext.Line(args[0]))
+				fmt.Fprintf(w, "agent %s is killed: its posts are refused, its board claims released and its session ended (undo with `parley agent revive %s`)\n", termtext.Line(args[0]), termtext.Line(args[0]))
 			})
 		},
 	}
