@@ -348,3 +348,27 @@ func TestCLIAgentKillSaysItsClaimsAreReleased(t *testing.T) {
 		return len(bv.Claims) == 0
 	}, "the killed agent's claim to leave the board")
 }
+
+// Releasing a path another agent holds is refused saying whose it is and
+// that only its holder releases it (it said only that the one releasing
+// holds nothing).
+func TestCLIReleaseOfAnotherAgentsClaimSaysWhoseItIs(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	for _, args := range [][]string{{"agent", "register", "other"}, {"claim", "src/a.go", "--note", "mine", "--as", "other"}} {
+		if _, errs, code := runIn(t, repo, append([]string{"--home", home}, args...)...); code != 0 {
+			t.Fatalf("parley %v: %s", args, errs)
+		}
+	}
+	_, errs, code := runIn(t, repo, "--home", home, "release", "src/a.go")
+	if code != 1 || !strings.Contains(errs, "src/a.go is other@") || !strings.Contains(errs, "only its holder releases it") {
+		t.Fatalf("release of other's claim: exit %d, %q", code, errs)
+	}
+	var bv localapi.BoardView
+	runInJSON(t, repo, &bv, "--home", home, "board")
+	if len(bv.Claims) != 1 {
+		t.Fatalf("the refused release changed the board: %+v", bv.Claims)
+	}
+}

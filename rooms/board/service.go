@@ -860,19 +860,32 @@ func (s *Service) Release(ctx context.Context, agent identity.AgentName, key str
 		return ReleaseResult{}, err
 	}
 	holder := s.holder(agent)
-	mine := heldBy(p.state.Live(s.cfg.Now()), holder)
+	live := p.state.Live(s.cfg.Now())
+	mine := heldBy(live, holder)
 	var have []string
 	for _, h := range mine {
 		have = append(have, h.Path)
 	}
+	// A path another agent holds: say whose it is, and that only its
+	// holder releases it (it ends by itself at its expiry).
+	othersFirst := func() string {
+		for _, q := range paths {
+			for _, h := range live {
+				if h.Path == q && h.Holder != holder {
+					return fmt.Sprintf("; %s is %s's until %s: only its holder releases it, else it ends then", q, h.Holder, time.UnixMilli(h.Expires).UTC().Format(time.RFC3339))
+				}
+			}
+		}
+		return ""
+	}
 	if len(have) == 0 {
-		return ReleaseResult{}, fmt.Errorf("%w: %s holds nothing on the board of %s", ErrNotHeld, agent, key)
+		return ReleaseResult{}, fmt.Errorf("%w: %s holds nothing on the board of %s%s", ErrNotHeld, agent, key, othersFirst())
 	}
 	released := have
 	if len(paths) > 0 {
 		for _, q := range paths {
 			if !slices.Contains(have, q) {
-				return ReleaseResult{}, fmt.Errorf("%w: %s does not hold %s (it holds %s)", ErrNotHeld, agent, q, strings.Join(have, ", "))
+				return ReleaseResult{}, fmt.Errorf("%w: %s does not hold %s (it holds %s)%s", ErrNotHeld, agent, q, strings.Join(have, ", "), othersFirst())
 			}
 		}
 		released = paths
