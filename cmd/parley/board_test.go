@@ -372,3 +372,38 @@ func TestCLIReleaseOfAnotherAgentsClaimSaysWhoseItIs(t *testing.T) {
 		t.Fatalf("the refused release changed the board: %+v", bv.Claims)
 	}
 }
+
+// A folder claimed before it is made is held as FOLDER; once made, the
+// same `release FOLDER` reads it as FOLDER/**, and releases the claim as
+// it was made (it was refused: "does not hold FOLDER/** (it holds
+// FOLDER)"). The other way round too: a folder claimed while it exists
+// is released by name once it is gone.
+func TestCLIReleaseOfAFolderMadeOrRemovedSinceItsClaim(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	if _, errs, code := runIn(t, repo, "--home", home, "claim", "newdir", "--note", "before it is made"); code != 0 {
+		t.Fatalf("claim of a folder not made yet: %s", errs)
+	}
+	if err := os.Mkdir(filepath.Join(repo, "newdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := runIn(t, repo, "--home", home, "release", "newdir"); code != 0 || !strings.Contains(out, "released newdir\n") {
+		t.Fatalf("release of the folder made since its claim: exit %d, %q %q", code, out, errs)
+	}
+	if _, errs, code := runIn(t, repo, "--home", home, "claim", "newdir", "--note", "while it exists"); code != 0 {
+		t.Fatalf("claim of a folder: %s", errs)
+	}
+	if err := os.Remove(filepath.Join(repo, "newdir")); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := runIn(t, repo, "--home", home, "release", "newdir"); code != 0 || !strings.Contains(out, "released newdir/**\n") {
+		t.Fatalf("release of the folder removed since its claim: exit %d, %q %q", code, out, errs)
+	}
+	var bv localapi.BoardView
+	runInJSON(t, repo, &bv, "--home", home, "board")
+	if len(bv.Claims) != 0 {
+		t.Fatalf("after both releases the board holds %+v", bv.Claims)
+	}
+}

@@ -832,6 +832,18 @@ func heldBy(live []Held, holder string) []Held {
 	return out
 }
 
+// folderForm is q's other form as a folder: FOLDER for FOLDER/**, and
+// FOLDER/** for a FOLDER with no glob; "" for any other path.
+func folderForm(q string) string {
+	if f, ok := strings.CutSuffix(q, "/**"); ok && f != "" && !strings.ContainsAny(f, "*?[") {
+		return f
+	}
+	if q != "" && !strings.ContainsAny(q, "*?[") {
+		return q + "/**"
+	}
+	return ""
+}
+
 // ReleaseResult is a release made.
 type ReleaseResult struct {
 	Event    string
@@ -846,10 +858,6 @@ func (s *Service) Release(ctx context.Context, agent identity.AgentName, key str
 		return ReleaseResult{}, err
 	}
 	paths, err := CheckPaths(paths, false)
-	if err != nil {
-		return ReleaseResult{}, err
-	}
-	body, err := EncodeRelease(ReleaseBody{Paths: paths})
 	if err != nil {
 		return ReleaseResult{}, err
 	}
@@ -883,12 +891,24 @@ func (s *Service) Release(ctx context.Context, agent identity.AgentName, key str
 	}
 	released := have
 	if len(paths) > 0 {
-		for _, q := range paths {
+		paths = slices.Clone(paths)
+		for i, q := range paths {
+			// A folder claimed before it was made is held as FOLDER, and
+			// given as FOLDER/** once it exists (and the other way round
+			// once it is gone): both name what is under it, so either
+			// releases the claim as it was made.
+			if alt := folderForm(q); !slices.Contains(have, q) && alt != "" && slices.Contains(have, alt) {
+				paths[i], q = alt, alt
+			}
 			if !slices.Contains(have, q) {
 				return ReleaseResult{}, fmt.Errorf("%w: %s does not hold %s (it holds %s)%s", ErrNotHeld, agent, q, strings.Join(have, ", "), othersFirst())
 			}
 		}
 		released = paths
+	}
+	body, err := EncodeRelease(ReleaseBody{Paths: paths})
+	if err != nil {
+		return ReleaseResult{}, err
 	}
 	id, err := s.room(ctx, p, agent)
 	if err != nil {
