@@ -413,7 +413,6 @@ func TestCLIReleaseOfAFolderMadeOrRemovedSinceItsClaim(t *testing.T) {
 // FOLDER/** and stands beside the first one (FOLDER), which ends at its
 // own expiry, so the board shows the folder twice.
 func TestCLIClaimAgainOfAFolderMadeSinceRenewsIt(t *testing.T) {
-	t.Skip("known gap: a claim again of a folder made since its claim (FOLDER, then FOLDER/**) adds a claim instead of renewing it; see docs/ARCHITECTURE.md, Known gaps")
 	t.Parallel()
 	repo, _ := twoClones(t)
 	home := filepath.Join(t.TempDir(), "h")

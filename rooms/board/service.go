@@ -676,6 +676,14 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 		return ClaimResult{}, err
 	}
 	paths, _ := CheckPaths(req.Paths, true)
+	if held, ok := s.heldForms(agent, req.Project, paths); ok {
+		// A folder claimed before it was made (or while it existed),
+		// claimed again under its other form: the claim it renews.
+		if body, err = EncodeClaim(ClaimBody{Paths: held, Note: req.Note, TTL: req.TTL}); err != nil {
+			return ClaimResult{}, err
+		}
+		paths = held
+	}
 	start := s.cfg.Now()
 	changes, stop := s.cfg.Rooms.Changes()
 	defer stop()
@@ -830,6 +838,29 @@ func heldBy(live []Held, holder string) []Held {
 		}
 	}
 	return out
+}
+
+// heldForms returns paths with each folder that agent holds under its
+// other form (folderForm: FOLDER/** for FOLDER, or the other way round)
+// given as it holds it, and whether it changed any.
+func (s *Service) heldForms(agent identity.AgentName, key string, paths []string) ([]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(key)
+	if err != nil {
+		return paths, false
+	}
+	var have []string
+	for _, h := range heldBy(p.state.Live(s.cfg.Now()), s.holder(agent)) {
+		have = append(have, h.Path)
+	}
+	out, changed := slices.Clone(paths), false
+	for i, q := range out {
+		if alt := folderForm(q); !slices.Contains(have, q) && alt != "" && slices.Contains(have, alt) && !slices.Contains(out, alt) {
+			out[i], changed = alt, true
+		}
+	}
+	return out, changed
 }
 
 // folderForm is q's other form as a folder: FOLDER for FOLDER/**, and
