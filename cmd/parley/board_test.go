@@ -409,9 +409,9 @@ func TestCLIReleaseOfAFolderMadeOrRemovedSinceItsClaim(t *testing.T) {
 }
 
 // Claiming a folder again renews the claim on it, also when it was made
-// (or removed) since the first claim: today the second claim is read as
-// FOLDER/** and stands beside the first one (FOLDER), which ends at its
-// own expiry, so the board shows the folder twice.
+// (or removed) since the first claim: before, the second claim was read
+// as FOLDER/** and stood beside the first one (FOLDER), which ended at its
+// own expiry, so the board showed the folder twice.
 func TestCLIClaimAgainOfAFolderMadeSinceRenewsIt(t *testing.T) {
 	t.Parallel()
 	repo, _ := twoClones(t)

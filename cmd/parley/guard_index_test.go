@@ -17,18 +17,7 @@ import (
 // named on the command line.
 func TestGuardSeesTheIndexGitCommits(t *testing.T) {
 	t.Parallel()
-	repoA, repoB, homeA, homeB := boardPair(t)
-	if _, errs, code := runIn(t, repoB, "--home", homeB, "claim", "src/a.go", "--note", "reworking a"); code != 0 {
-		t.Fatalf("B's claim: %s", errs)
-	}
-	nodetest.WaitFor(t, 30*time.Second, func() bool {
-		var bv localapi.BoardView
-		runInJSON(t, repoA, &bv, "--home", homeA, "board")
-		return len(bv.Claims) == 1
-	}, "A's board to show B's claim")
-	if _, errs, code := runIn(t, repoA, "--home", homeA, "install", "git-guard"); code != 0 {
-		t.Fatalf("install git-guard: %s", errs)
-	}
+	repoA := guardedPair(t, "reworking a", "src/a.go")
 	env := []string{"GIT_CONFIG_GLOBAL=/dev/null"}
 	writeFile(t, filepath.Join(repoA, "src", "a.go"), "changed\n")
 	for _, args := range [][]string{
@@ -74,4 +63,23 @@ func TestGuardChecksACherryPick(t *testing.T) {
 	if out, err := gitTry(repoA, env, "cherry-pick", "side"); err == nil || !strings.Contains(out, "reworking a") {
 		t.Fatalf("the cherry-pick over B's claim: %v\n%s", err, out)
 	}
+}
+
+// guardedPair is boardPair with B's claim of paths (note) shown on A's
+// board and the guard installed in A's repository, which it returns.
+func guardedPair(t *testing.T, note string, paths ...string) string {
+	t.Helper()
+	repoA, repoB, homeA, homeB := boardPair(t)
+	if _, errs, code := runIn(t, repoB, append([]string{"--home", homeB, "claim"}, append(paths, "--note", note)...)...); code != 0 {
+		t.Fatalf("B's claim: %s", errs)
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		var bv localapi.BoardView
+		runInJSON(t, repoA, &bv, "--home", homeA, "board")
+		return len(bv.Claims) == len(paths)
+	}, "A's board to show B's claims")
+	if _, errs, code := runIn(t, repoA, "--home", homeA, "install", "git-guard"); code != 0 {
+		t.Fatalf("install git-guard: %s", errs)
+	}
+	return repoA
 }

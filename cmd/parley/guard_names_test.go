@@ -4,10 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/parley-mesh/parley/internal/localapi"
-	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // TestGuardChecksAnyFileNameGitTakes: the guard is given the names of the
@@ -21,18 +17,7 @@ import (
 // another node's agent's claim covers is refused naming its note.
 func TestGuardChecksAnyFileNameGitTakes(t *testing.T) {
 	t.Parallel()
-	repoA, repoB, homeA, homeB := boardPair(t)
-	if _, errs, code := runIn(t, repoB, "--home", homeB, "claim", "deep", "src/a.go", "--note", "moving deep"); code != 0 {
-		t.Fatalf("B's claim: %s", errs)
-	}
-	nodetest.WaitFor(t, 30*time.Second, func() bool {
-		var bv localapi.BoardView
-		runInJSON(t, repoA, &bv, "--home", homeA, "board")
-		return len(bv.Claims) == 2
-	}, "A's board to show B's claims")
-	if _, errs, code := runIn(t, repoA, "--home", homeA, "install", "git-guard"); code != 0 {
-		t.Fatalf("install git-guard: %s", errs)
-	}
+	repoA := guardedPair(t, "moving deep", "deep", "src/a.go")
 	long := strings.Repeat("l", 200) + "/" + strings.Repeat("m", 200) + "/" + strings.Repeat("n", 200) + ".txt"
 	commit := func(name string) (string, error) {
 		t.Helper()
