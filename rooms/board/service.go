@@ -856,11 +856,20 @@ func (s *Service) heldForms(agent identity.AgentName, key string, paths []string
 	}
 	out, changed := slices.Clone(paths), false
 	for i, q := range out {
-		if alt := folderForm(q); !slices.Contains(have, q) && alt != "" && slices.Contains(have, alt) && !slices.Contains(out, alt) {
-			out[i], changed = alt, true
+		if h := asHeld(have, q); h != q && !slices.Contains(out, h) {
+			out[i], changed = h, true
 		}
 	}
 	return out, changed
+}
+
+// asHeld is q as have holds it: q, or its other form as a folder
+// (folderForm) when have holds that one and not q.
+func asHeld(have []string, q string) string {
+	if alt := folderForm(q); !slices.Contains(have, q) && alt != "" && slices.Contains(have, alt) {
+		return alt
+	}
+	return q
 }
 
 // folderForm is q's other form as a folder: FOLDER for FOLDER/**, and
@@ -928,9 +937,8 @@ func (s *Service) Release(ctx context.Context, agent identity.AgentName, key str
 			// given as FOLDER/** once it exists (and the other way round
 			// once it is gone): both name what is under it, so either
 			// releases the claim as it was made.
-			if alt := folderForm(q); !slices.Contains(have, q) && alt != "" && slices.Contains(have, alt) {
-				paths[i], q = alt, alt
-			}
+			q = asHeld(have, q)
+			paths[i] = q
 			if !slices.Contains(have, q) {
 				return ReleaseResult{}, fmt.Errorf("%w: %s does not hold %s (it holds %s)%s", ErrNotHeld, agent, q, strings.Join(have, ", "), othersFirst())
 			}
