@@ -1,9 +1,10 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -102,17 +103,6 @@ func TestR4GitGuardInstallsAtOnce(t *testing.T) {
 // leaves a "#!/bin/sh" pre-commit behind (and the old record for good).
 func TestR4OldWorktreeGuardInstallUninstalls(t *testing.T) {
 	t.Parallel()
-	src := t.TempDir()
-	arch := exec.Command("sh", "-c", "git -C \"$0\" archive 7a6772e | tar -x -C \"$1\"", "../..", src)
-	if out, err := arch.CombinedOutput(); err != nil {
-		t.Skipf("no 7a6772e to build the earlier parley from: %v %s", err, out)
-	}
-	old := filepath.Join(t.TempDir(), "parley-old")
-	build := exec.Command("go", "build", "-o", old, "./cmd/parley")
-	build.Dir = src
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the earlier parley: %v\n%s", err, out)
-	}
 	repo, _ := twoClones(t)
 	wt := filepath.Join(t.TempDir(), "wt")
 	gitIn(t, repo, "worktree", "add", "-q", wt)
@@ -120,13 +110,8 @@ func TestR4OldWorktreeGuardInstallUninstalls(t *testing.T) {
 	if err := os.Mkdir(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	installedBy7a6772e(t, home, filepath.Join(repo, ".git", "hooks"), wt, filepath.Join(t.TempDir(), "parley-old"))
 	env := []string{"GIT_CONFIG_GLOBAL=/dev/null"}
-	cmd := exec.Command(old, "--home", home, "install", "git-guard")
-	cmd.Dir = wt
-	cmd.Env = append(os.Environ(), env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the earlier parley's install: %v\n%s", err, out)
-	}
 	for _, args := range [][]string{{"install", "git-guard"}, {"uninstall", "git-guard"}} {
 		if out, errs, code := runEnv(t, wt, env, append([]string{"--home", home}, args...)...); code != 0 {
 			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errs)
@@ -136,6 +121,55 @@ func TestR4OldWorktreeGuardInstallUninstalls(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(repo, ".git", "hooks", name)); err == nil {
 			t.Errorf("after the earlier install, an install and an uninstall, %s is left: %q", name, b)
 		}
+	}
+}
+
+// installedBy7a6772e leaves hooks and home as `parley install git-guard`
+// of Parley 7a6772e, run as command from the worktree wt of a repository
+// without a pre-commit hook, left them: the hook it created and its record,
+// named by the worktree's folder (its bytes as that build wrote them,
+// compared once with a build of it). Building that Parley in the test
+// took most of a minute of CI.
+func installedBy7a6772e(t *testing.T, home, hooks, wt, command string) {
+	t.Helper()
+	for _, p := range []string{home, hooks, wt, command} {
+		if strings.ContainsAny(p, " '\"\\$`") {
+			t.Fatalf("%q would be quoted in the hook; the fixture writes paths as they are", p)
+		}
+	}
+	hook := filepath.Join(hooks, "pre-commit")
+	text := "#!/bin/sh\n" +
+		"# >>> parley git-guard (parley uninstall git-guard takes it out)\n" +
+		"if command -v " + command + " >/dev/null 2>&1; then\n" +
+		"\t" + command + " --home " + home + " guard || exit 1\n" +
+		"fi\n" +
+		"# <<< parley git-guard\n"
+	if err := os.WriteFile(hook, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	after := sha256.Sum256([]byte(text))
+	key := sha256.Sum256([]byte(wt))
+	rec := fmt.Sprintf(`{
+  "client": "git-guard",
+  "scope": "project",
+  "project": %q,
+  "command": %q,
+  "files": [
+    {
+      "path": %q,
+      "existed": false,
+      "restorable": true,
+      "after_sha256": %q
+    }
+  ]
+}
+`, wt, command, hook, hex.EncodeToString(after[:]))
+	dir := filepath.Join(home, "install")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "git-guard-project-"+hex.EncodeToString(key[:6])+".json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
