@@ -9,8 +9,10 @@ import (
 
 	ds "github.com/ipfs/go-datastore"
 	dsq "github.com/ipfs/go-datastore/query"
+	recpb "github.com/libp2p/go-libp2p-record/pb"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-base32"
+	"google.golang.org/protobuf/proto"
 )
 
 // Bounds of the DHT value records (agent cards and public keys) a node
@@ -21,6 +23,9 @@ const (
 	DefaultMaxValueRecords = 1 << 13
 	// DefaultMaxCardsPerPeer bounds the agent cards of one node kept here.
 	DefaultMaxCardsPerPeer = 64
+	// MaxValueRecordWire bounds one record as kept: its key, its value (a
+	// card of at most MaxCardWire, or a public key) and the time it came.
+	MaxValueRecordWire = MaxCardWire + 1<<10
 )
 
 // ErrStoreFull is returned by ValueStore.Put for a record over its bounds;
@@ -87,8 +92,19 @@ func cardOwner(k ds.Key) (peer.ID, bool) {
 	return p, err == nil
 }
 
-// Put keeps a record if it replaces one, or fits the bounds.
+// Put keeps a record if it replaces one, or fits the bounds. The record
+// is kept as its key, value and receive time alone: kad-dht stores the
+// record as it came, fields it does not know included, so a stranger's
+// valid card or public key could carry up to a DHT message (4 MiB) of
+// padding, and the bounds on the count of records bounded nothing.
 func (s *ValueStore) Put(_ context.Context, k ds.Key, v []byte) error {
+	v, err := cleanRecord(v)
+	if err != nil {
+		s.mu.Lock()
+		s.refused++
+		s.mu.Unlock()
+		return err
+	}
 	owner, card := cardOwner(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -105,8 +121,25 @@ func (s *ValueStore) Put(_ context.Context, k ds.Key, v []byte) error {
 	if _, had := s.vals[k]; !had && card {
 		s.perPeer[owner]++
 	}
-	s.vals[k] = append([]byte(nil), v...)
+	s.vals[k] = v
 	return nil
+}
+
+// cleanRecord returns the record v encodes with its key, value and receive
+// time alone, or an error when it is no record or over MaxValueRecordWire.
+func cleanRecord(v []byte) ([]byte, error) {
+	var rec recpb.Record
+	if err := proto.Unmarshal(v, &rec); err != nil {
+		return nil, fmt.Errorf("%w: not a DHT record: %v", ErrStoreFull, err)
+	}
+	clean, err := proto.Marshal(&recpb.Record{Key: rec.GetKey(), Value: rec.GetValue(), TimeReceived: rec.GetTimeReceived()})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStoreFull, err)
+	}
+	if len(clean) > MaxValueRecordWire {
+		return nil, fmt.Errorf("%w: a record of %d bytes (at most %d)", ErrStoreFull, len(clean), MaxValueRecordWire)
+	}
+	return clean, nil
 }
 
 // Delete removes a record; a missing one is no error.
