@@ -10,7 +10,10 @@
 // addresses the peer announced in identify (its listen addresses, relay
 // addresses included) and the address this node dialled it on, at most
 // MaxAddrs (past that, relayed and public addresses first, then the
-// dialled one, then private ones), with the time they were learnt. The record is local (never
+// dialled one, then private ones) and maxRecordWire bytes in all (under
+// the store's value threshold, so a record written over is compacted away
+// rather than left in the value log; no address over maxAddrLen), with the
+// time they were learnt. The record is local (never
 // sent): CBOR {t: unix seconds, a: [multiaddr bytes]}. Records of peers
 // the node no longer deals with are dropped. A peer is noted when identify
 // completes with it, and, for a peer that was connected before the node

@@ -5,6 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	dials     *prometheus.CounterVec
 	stored    prometheus.Counter
+	cut       prometheus.Counter
 	wanted    prometheus.Gauge
 	connected prometheus.Gauge
 }
@@ -19,6 +20,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_reconnect_addrs_stored_total",
 			Help: "Times a peer's addresses were stored because they changed.",
 		}),
+		cut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_reconnect_addrs_cut_total",
+			Help: "Times a peer's addresses were more than a record keeps (MaxAddrs, or under 1 KiB in all) and were cut.",
+		}),
 		wanted: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_reconnect_wanted_peers",
 			Help: "Contacts and room members the node keeps connected.",
@@ -29,7 +34,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.dials, m.stored, m.wanted, m.connected)
+		reg.MustRegister(m.dials, m.stored, m.cut, m.wanted, m.connected)
 	}
 	return m
 }

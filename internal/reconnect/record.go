@@ -16,6 +16,13 @@ const MaxAddrs = 16
 // address with two peer IDs is about 120 bytes).
 const maxAddrLen = 512
 
+// maxRecordWire bounds one stored record. It stays under the store's value
+// threshold (internal/store.ValueThreshold, 1 KiB), so that the record
+// lives in Badger's tables, where a record written over is compacted away:
+// a value in the value log is never reclaimed, and a peer that reconnects
+// with new addresses rewrites its record each time.
+const maxRecordWire = 960
+
 type record struct {
 	Time  int64    `cbor:"t"`
 	Addrs [][]byte `cbor:"a"`

@@ -400,19 +400,27 @@ func (s *Service) remember(p peer.ID, st *peerState, c network.Conn, listen []ma
 			addrs = append(addrs, a)
 		}
 	}
+	// An address over maxAddrLen would make the record unreadable at the
+	// next start (decodeRecord).
+	addrs = slices.DeleteFunc(addrs, func(a ma.Multiaddr) bool { return len(a.Bytes()) > maxAddrLen })
 	if len(addrs) == 0 {
 		return
 	}
-	if len(addrs) > MaxAddrs {
-		addrs = rankAddrs(addrs, c)[:MaxAddrs]
+	now := time.Now()
+	rec, err := encodeRecord(now, addrs)
+	if err != nil {
+		s.log.Warn("encoding peer addresses failed", "remote", p.String(), "err", err)
+		return
+	}
+	if len(addrs) > MaxAddrs || len(rec) > maxRecordWire {
+		if addrs, rec, err = fitRecord(now, rankAddrs(addrs, c)); err != nil || len(addrs) == 0 {
+			s.log.Warn("encoding peer addresses failed", "remote", p.String(), "err", err)
+			return
+		}
+		s.m.cut.Inc()
 	}
 	joined := joinAddrs(addrs)
 	if bytes.Equal(joined, st.stored) {
-		return
-	}
-	rec, err := encodeRecord(time.Now(), addrs)
-	if err != nil {
-		s.log.Warn("encoding peer addresses failed", "remote", p.String(), "err", err)
 		return
 	}
 	if err := s.cfg.Store.Apply([]schema.Op{{Key: schema.PeerAddrs([]byte(p)), Val: rec}}, false); err != nil {
@@ -421,6 +429,29 @@ func (s *Service) remember(p peer.ID, st *peerState, c network.Conn, listen []ma
 	}
 	st.stored = joined
 	s.m.stored.Inc()
+}
+
+// fitRecord keeps addrs, in their order, while they are at most MaxAddrs
+// and their record at most maxRecordWire, and returns them with their
+// record; an address that does not fit is left out and the next ones are
+// tried.
+func fitRecord(t time.Time, addrs []ma.Multiaddr) ([]ma.Multiaddr, []byte, error) {
+	var kept []ma.Multiaddr
+	var rec []byte
+	for _, a := range addrs {
+		if len(kept) == MaxAddrs {
+			break
+		}
+		r, err := encodeRecord(t, append(slices.Clip(kept), a))
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(r) > maxRecordWire {
+			continue
+		}
+		kept, rec = append(kept, a), r
+	}
+	return kept, rec, nil
 }
 
 // rankAddrs orders a peer's addresses for keeping when there are more
