@@ -54,7 +54,9 @@ type ValueStore struct {
 	mu      sync.Mutex // protects the fields below
 	vals    map[ds.Key][]byte
 	perPeer map[peer.ID]int
+	byOwner map[peer.ID][]ds.Key // each owner's records (but this node's), oldest put first
 	refused uint64
+	evicted uint64
 }
 
 var _ ds.Batching = (*ValueStore)(nil)
@@ -67,7 +69,8 @@ func NewValueStore(cfg ValueStoreConfig) *ValueStore {
 	if cfg.MaxPerPeer <= 0 {
 		cfg.MaxPerPeer = DefaultMaxCardsPerPeer
 	}
-	return &ValueStore{cfg: cfg, vals: make(map[ds.Key][]byte), perPeer: make(map[peer.ID]int)}
+	return &ValueStore{cfg: cfg, vals: make(map[ds.Key][]byte), perPeer: make(map[peer.ID]int),
+		byOwner: make(map[peer.ID][]ds.Key)}
 }
 
 // Stats returns the records kept and the writes refused.
@@ -92,6 +95,84 @@ func cardOwner(k ds.Key) (peer.ID, bool) {
 	return p, err == nil
 }
 
+// recordOwner returns the node a datastore key's record is of: the node of
+// an agent card, the node whose public key a /pk/ record holds, or "" for
+// any other record.
+func recordOwner(k ds.Key) peer.ID {
+	if p, ok := cardOwner(k); ok {
+		return p
+	}
+	rest, ok := strings.CutPrefix(k.String(), "/pk/")
+	if !ok {
+		return ""
+	}
+	raw, err := base32.RawStdEncoding.DecodeString(rest)
+	if err != nil {
+		return ""
+	}
+	id, ok := strings.CutPrefix(string(raw), "/pk/")
+	if !ok {
+		return ""
+	}
+	p, err := peer.IDFromBytes([]byte(id))
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// makeRoomLocked makes room in a full store for a new record of owner:
+// the oldest record of the owner that holds the most goes, if that owner
+// would still hold at least as many as owner then does. Fresh keys cost
+// nothing, so a store that kept whoever came first would be filled by a
+// flood and refuse every later record until the flood's expired; this
+// way a flooder keeps no more than anyone else. It reports whether room
+// was made.
+func (s *ValueStore) makeRoomLocked(owner peer.ID) bool {
+	var most peer.ID
+	n := -1
+	for p, ks := range s.byOwner {
+		if len(ks) > n {
+			most, n = p, len(ks)
+		}
+	}
+	if n-1 < len(s.byOwner[owner])+1 {
+		return false
+	}
+	s.deleteLocked(s.byOwner[most][0])
+	s.evicted++
+	return true
+}
+
+// deleteLocked removes record k; s.mu is held.
+func (s *ValueStore) deleteLocked(k ds.Key) {
+	if _, had := s.vals[k]; !had {
+		return
+	}
+	delete(s.vals, k)
+	if owner, card := cardOwner(k); card {
+		if s.perPeer[owner]--; s.perPeer[owner] <= 0 {
+			delete(s.perPeer, owner)
+		}
+	}
+	owner := recordOwner(k)
+	if owner == s.cfg.Self {
+		return
+	}
+	ks := s.byOwner[owner]
+	for i, x := range ks {
+		if x == k {
+			ks = append(ks[:i:i], ks[i+1:]...)
+			break
+		}
+	}
+	if len(ks) == 0 {
+		delete(s.byOwner, owner)
+	} else {
+		s.byOwner[owner] = ks
+	}
+}
+
 // Put keeps a record if it replaces one, or fits the bounds. The record
 // is kept as its key, value and receive time alone: kad-dht stores the
 // record as it came, fields it does not know included, so a stranger's
@@ -105,24 +186,38 @@ func (s *ValueStore) Put(_ context.Context, k ds.Key, v []byte) error {
 		s.mu.Unlock()
 		return err
 	}
-	owner, card := cardOwner(k)
+	_, card := cardOwner(k)
+	owner := recordOwner(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, had := s.vals[k]; !had && owner != s.cfg.Self {
+	_, had := s.vals[k]
+	if !had && owner != s.cfg.Self {
 		switch {
-		case len(s.vals)-s.perPeer[s.cfg.Self] >= s.cfg.MaxRecords: // this node's own cards aside
-			s.refused++
-			return fmt.Errorf("%w: %d records", ErrStoreFull, s.cfg.MaxRecords)
 		case card && s.perPeer[owner] >= s.cfg.MaxPerPeer:
 			s.refused++
 			return fmt.Errorf("%w: %d cards of %s", ErrStoreFull, s.cfg.MaxPerPeer, owner)
+		case len(s.vals)-s.perPeer[s.cfg.Self] >= s.cfg.MaxRecords && !s.makeRoomLocked(owner): // this node's own cards aside
+			s.refused++
+			return fmt.Errorf("%w: %d records", ErrStoreFull, s.cfg.MaxRecords)
 		}
 	}
-	if _, had := s.vals[k]; !had && card {
-		s.perPeer[owner]++
+	if !had {
+		if card {
+			s.perPeer[owner]++
+		}
+		if owner != s.cfg.Self {
+			s.byOwner[owner] = append(s.byOwner[owner], k)
+		}
 	}
 	s.vals[k] = v
 	return nil
+}
+
+// Evicted is how many records gave way to another node's in a full store.
+func (s *ValueStore) Evicted() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.evicted
 }
 
 // cleanRecord returns the record v encodes with its key, value and receive
@@ -146,15 +241,7 @@ func cleanRecord(v []byte) ([]byte, error) {
 func (s *ValueStore) Delete(_ context.Context, k ds.Key) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, had := s.vals[k]; !had {
-		return nil
-	}
-	delete(s.vals, k)
-	if owner, card := cardOwner(k); card {
-		if s.perPeer[owner]--; s.perPeer[owner] <= 0 {
-			delete(s.perPeer, owner)
-		}
-	}
+	s.deleteLocked(k)
 	return nil
 }
 

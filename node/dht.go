@@ -16,7 +16,9 @@ import (
 
 // dhtOptions bounds what strangers can store in this node's DHT server.
 // Values (agent cards, public keys) are kept in a bounded store
-// (discovery.ValueStore: so many cards per node, so many records in all).
+// (discovery.ValueStore: so many cards per node, so many records in all,
+// each at most discovery.MaxValueRecordWire; a full store makes room for a
+// newcomer as the provider store does).
 // Provider records are kept in a bounded store (discovery.ProviderStore):
 // only keys of Parley's form, at most so many per peer, from so many
 // peers, in all; when full it makes room for a newcomer's record by taking
@@ -74,6 +76,10 @@ func (n *Node) registerDHTMetrics(ps *discovery.ProviderStore, vs *discovery.Val
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "parley_dht_value_refused_total", Help: "DHT value records refused: over the per-node or total bound.",
 		}, func() float64 { _, d := vs.Stats(); return float64(d) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "parley_dht_value_evicted_total",
+			Help: "DHT value records that gave way to another node's in a full store.",
+		}, func() float64 { return float64(vs.Evicted()) }),
 	}
 	for _, c := range cs {
 		register(n.reg, c)
