@@ -34,7 +34,13 @@ var MaxRoomsPerInviter atomic.Int32
 
 func init() { MaxRoomsPerInviter.Store(100) }
 
-// roomsOpenedBy counts the open rooms p's invites opened.
+// roomsOpenedBy counts the open rooms p's invites opened, and the rooms
+// its invites opened without the user that this node was then removed
+// from: their records (the room's index and events) are kept for good, so
+// a trusted node that invited this node and removed it, again and again,
+// would grow its disk (and recovery.json's room list) without bound while
+// never holding more than MaxRoomsPerInviter rooms open. A room this node
+// left by itself, or one its user accepted, does not count.
 func (m *Manager) roomsOpenedBy(p peer.ID) int {
 	m.mu.RLock()
 	rs := make([]*room, 0, len(m.rooms))
@@ -49,6 +55,16 @@ func (m *Manager) roomsOpenedBy(p peer.ID) int {
 			n++
 		}
 		r.mu.RUnlock()
+	}
+	err := m.cfg.Store.ScanFrom(schema.RoomIndexPrefix(), nil, false, func(_, v []byte) bool {
+		var meta Meta
+		if json.Unmarshal(v, &meta) == nil && meta.Left && meta.LeftAt.IsZero() && !meta.Accepted && meta.InvitedBy == p {
+			n++
+		}
+		return true
+	})
+	if err != nil {
+		m.log.Warn("rooms opened by an inviter not counted", "remote", p.String(), "err", err)
 	}
 	return n
 }
