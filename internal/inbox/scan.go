@@ -454,7 +454,14 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 		}
 		cp := b.noteItem(st, it)
 		if cp.Kind == "invitation" {
+			// An invitation counts as what it brings: its room's purpose
+			// and members, and the manual every client shows with it.
+			// Before, it counted for nothing, and 60 invitations made one
+			// result of some 400 KB, which a client refuses whole.
 			b.describeRoom(&cp)
+			if !fits(invitationSize(cp)) {
+				continue // in a later take
+			}
 		}
 		p.Items = append(p.Items, cp)
 		if take {
@@ -632,6 +639,23 @@ func (b *Inbox) tellApart(items []localapi.Item, more []localapi.RoomCount) {
 	for i := range more {
 		more[i].RoomCreator = twin(more[i].Room, more[i].RoomName)
 	}
+}
+
+// InvitationManual is what an invitation costs of a take's budget
+// (PendingBudget) beside its texts: the manual its client shows with it
+// (how to read, post, ask and leave; manual.Invitation's is about 1,100
+// bytes).
+const InvitationManual = 1200
+
+// invitationSize is what an invitation costs of a take's budget: its
+// texts, its room's name, purpose and members, and the manual shown with
+// it.
+func invitationSize(it localapi.Item) int {
+	n := InvitationManual + len(it.Text) + len(it.RoomName) + len(it.Purpose) + len(it.From)
+	for _, m := range it.Members {
+		n += len(m) + 2
+	}
+	return n
 }
 
 // describeRoom fills an invitation with the room's purpose and members.

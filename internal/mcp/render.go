@@ -54,6 +54,11 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 		case "invitation":
 			out.Answer = fmt.Sprintf(`parley_read {"room":%q}`, it.Room)
 			out.Text = manual.Invitation(it, you)
+			if len(out.Members) > roomMembers {
+				// The text names as many as fit; a room of hundreds
+				// would make one invitation a result no client takes.
+				out.Members, out.MembersLeftOut = out.Members[:roomMembers], len(out.Members)-roomMembers
+			}
 		case "reply":
 			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."}`, it.ID)
 		case "removed":

@@ -81,7 +81,10 @@ type Pending struct {
 	Time        string   `json:"time"`
 	Purpose     string   `json:"purpose,omitempty"`
 	Members     []string `json:"members,omitempty"`
-	Answer      string   `json:"answer" jsonschema:"the call that answers or acts on it"`
+	// MembersLeftOut counts the members of an invitation's room that
+	// members leaves out (it lists roomMembers).
+	MembersLeftOut int    `json:"members_left_out,omitempty" jsonschema:"how many members of the room were left out of members to keep the result small: parley_who lists them"`
+	Answer         string `json:"answer" jsonschema:"the call that answers or acts on it"`
 }
 
 // RoomCount counts unread messages of a room that were not listed.
