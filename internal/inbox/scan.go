@@ -394,13 +394,17 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 		return n
 	}
 	// The texts given, against PendingBudget: an item that would pass it
-	// waits (the first is always given).
-	used := 0
+	// waits (the first is always given). Reminders (a line each) are not
+	// counted: before, one made the first item, so an item longer than
+	// the budget (a long reply) was held back for as long as the agent
+	// owed an ask, and every wait returned at once for it.
+	used, counted := 0, 0
 	fits := func(size int) bool {
-		if len(p.Items) > 0 && used+size > PendingBudget {
+		if counted > 0 && used+size > PendingBudget {
 			return false
 		}
 		used += size
+		counted++
 		return true
 	}
 	// Asks owed: new ones first in full, then reminders; in the order they
