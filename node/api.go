@@ -102,17 +102,10 @@ func humanWaiting(n *Node) (asks, invitations int) {
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
 	defer cancel()
-	p, err := n.inbox.Peek(ctx, string(identity.HumanAgent))
+	// Counted, not listed: a peek lists them within the take's budget.
+	asks, invitations, err := n.inbox.Waiting(ctx, string(identity.HumanAgent))
 	if err != nil {
 		return 0, 0
-	}
-	for _, it := range p.Items {
-		switch it.Kind {
-		case "ask", "reminder":
-			asks++
-		case "invitation":
-			invitations++
-		}
 	}
 	return asks, invitations
 }

@@ -124,6 +124,32 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 	return out, nil
 }
 
+// Waiting counts what waits for agent: the asks it owes (shown or not)
+// and the invitations not yet shown (an invitation an ask not yet shown
+// brought the agent in by is that ask's). A take lists them within
+// PendingBudget; this counts them all, for the node's status.
+func (b *Inbox) Waiting(ctx context.Context, agent string) (asks, invitations int, err error) {
+	st, err := b.scanned(agent)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer b.unlock(st)
+	owed := b.owedShown(st)
+	folded := map[string]bool{}
+	for _, o := range owed {
+		if !o.rec.Shown && o.rec.Invite != "" {
+			folded[o.rec.Invite] = true
+		}
+	}
+	for id, n := range st.notes {
+		if n.Kind == "invitation" && !folded[id] {
+			invitations++
+		}
+	}
+	b.keep(st) // the scan's bookkeeping: the count is true without it
+	return len(owed), invitations, nil
+}
+
 // scanned locks agent's state and brings it up to date with its rooms,
 // for a list that hands nothing out; the caller unlocks it.
 func (b *Inbox) scanned(agent string) (*state, error) {
