@@ -43,6 +43,17 @@ type backupManifest struct {
 	Peer   string    `json:"peer"`
 	Schema int       `json:"schema"`
 	Made   time.Time `json:"made"`
+	// Home is the folder of the node copied (a backup made before it
+	// was recorded has none).
+	Home string `json:"home,omitempty"`
+}
+
+// Restored is what Restore made: the node, and when and from which home
+// its copy was taken (Home empty for a backup that does not say).
+type Restored struct {
+	Peer peer.ID
+	Made time.Time
+	Home string
 }
 
 // WriteBackup writes a backup of the running node to w: a zip archive of
@@ -53,7 +64,7 @@ func (n *Node) WriteBackup(ctx context.Context, w io.Writer) error {
 		return ErrClosed
 	}
 	zw := zip.NewWriter(w)
-	man, err := json.Marshal(backupManifest{Format: backupFormat, Peer: n.id.String(), Schema: schema.Version, Made: time.Now().UTC()})
+	man, err := json.Marshal(backupManifest{Format: backupFormat, Peer: n.id.String(), Schema: schema.Version, Made: time.Now().UTC(), Home: n.cfg.Home})
 	if err != nil {
 		return err
 	}
@@ -124,13 +135,27 @@ var ErrBadBackup = errors.New("node: not a whole Parley backup")
 // key, config, audit log and database. home must be new: missing or an
 // empty folder. The home is made beside it and renamed into place once
 // whole, so a failed restore leaves nothing behind. It returns the node's
-// peer ID. The restored node is an older copy of that node: started, it
+// peer ID, and when and from which home the copy was taken. The restored node is an older copy of that node: started, it
 // learns its own later events from its rooms' members (see README, "When
 // the node will not start").
-func Restore(home, backup string) (peer.ID, error) {
+func Restore(home, backup string) (Restored, error) {
+	var man backupManifest
+	id, err := restoreHome(home, backup, &man)
+	if err != nil {
+		return Restored{}, err
+	}
+	return Restored{Peer: id, Made: man.Made, Home: man.Home}, nil
+}
+
+// restoreHome is Restore; man is set to the backup's manifest.
+func restoreHome(home, backup string, man *backupManifest) (peer.ID, error) {
 	home = filepath.Clean(home)
 	if err := newHome(home); err != nil {
 		return "", err
+	}
+	if _, err := os.Stat(backup); err != nil {
+		// Not a backup of any kind: say so plainly.
+		return "", fmt.Errorf("node: restore: %w", err)
 	}
 	zr, err := zip.OpenReader(backup)
 	if err != nil {
@@ -158,8 +183,7 @@ func Restore(home, backup string) (peer.ID, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %v", ErrBadBackup, backup, err)
 	}
-	var man backupManifest
-	if err := json.Unmarshal(raw, &man); err != nil {
+	if err := json.Unmarshal(raw, man); err != nil {
 		return "", fmt.Errorf("%w: %s: its %s does not read: %v", ErrBadBackup, backup, backupManifestName, err)
 	}
 	switch {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -130,6 +131,10 @@ func checkBackup(path string) error {
 type restoreResult struct {
 	Home string `json:"home"`
 	Peer string `json:"peer_id"`
+	// Made is when the backup was taken; From the home it was taken of,
+	// when the backup says.
+	Made time.Time `json:"made"`
+	From string    `json:"from,omitempty"`
 }
 
 func restoreCmd(g *globals) *cobra.Command {
@@ -146,12 +151,20 @@ put its contact book right. Do not run it beside the node it was copied from.`,
 			if err != nil {
 				return err
 			}
-			id, err := node.Restore(home, args[0])
+			got, err := node.Restore(home, args[0])
 			if err != nil {
 				return err
 			}
-			return printOut(g, cmd.OutOrStdout(), restoreResult{Home: home, Peer: id.String()}, func(w io.Writer, r restoreResult) {
-				fmt.Fprintf(w, "node %s restored into %s.\n", r.Peer, r.Home)
+			res := restoreResult{Home: home, Peer: got.Peer.String(), Made: got.Made.UTC(), From: got.Home}
+			return printOut(g, cmd.OutOrStdout(), res, func(w io.Writer, r restoreResult) {
+				fmt.Fprintf(w, "node %s restored into %s, from a copy made %s.\n", r.Peer, r.Home, r.Made.Format("2006-01-02 15:04:05 MST"))
+				fmt.Fprintf(w, "It is an older copy of that node: what it did since %s (posts, rooms, contacts made or revoked) it learns back from its peers as they connect, and contact requests denied since are forgotten.\n",
+					r.Made.Format("2006-01-02 15:04"))
+				stopIt := "`parley down` on its home"
+				if r.From != "" {
+					stopIt = "`parley " + strings.Join(append(homeArgs(r.From), "down"), " ") + "`"
+				}
+				fmt.Fprintf(w, "Run it in place of the node it was copied from, never beside it: stop that one first (%s).\n", stopIt)
 				fmt.Fprintf(w, "Start it with: parley %s\n", strings.Join(append(homeArgs(r.Home), "up"), " "))
 			})
 		},

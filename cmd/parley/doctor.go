@@ -16,6 +16,8 @@ import (
 	"github.com/parley-mesh/parley/internal/config"
 	"github.com/parley-mesh/parley/internal/install"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/store"
+	"github.com/parley-mesh/parley/internal/termtext"
 	"github.com/parley-mesh/parley/node"
 )
 
@@ -188,6 +190,10 @@ func checkNode(ctx context.Context, home string) []install.Finding {
 	switch {
 	case err == nil:
 		add(install.OK, "running for %s as %s (%s), %d %s connected", uptime(st.UptimeSec), st.PeerID, st.Handle, st.Peers, plural(st.Peers, "peer", "peers"))
+		if st.StoreProblem != "" {
+			// Every post fails meanwhile: not a node that is fine.
+			add(install.Fail, "the node refuses writes (posts, claims, contacts), and still serves reads: %s", termtext.Line(st.StoreProblem))
+		}
 		if si, err := os.Stat(sock); err == nil && si.Mode().Perm()&0o077 != 0 {
 			add(install.Fail, "the socket %s is open to others (mode %04o)", sock, si.Mode().Perm())
 		}
@@ -196,6 +202,11 @@ func checkNode(ctx context.Context, home string) []install.Finding {
 			add(install.Warn, "no node answers on %s (a node that stopped without cleaning up?); `%s` starts one", sock, node.UpCommand(home, false))
 		} else {
 			add(install.Warn, "not running (parley mcp starts one when a client needs it; or run `%s`)", node.UpCommand(home, false))
+		}
+		// A node started on a disk below the floor serves reads only.
+		if free, err := store.FreeBytes(home); err == nil && free < store.DefaultMinFree {
+			add(install.Warn, "the disk of %s has %d MiB free: a node started there refuses writes below %d MiB (--min-free-disk): free some space first",
+				home, free>>20, store.DefaultMinFree>>20)
 		}
 	default:
 		add(install.Fail, "the node on %s does not answer properly: %v", sock, err)

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// doctorIn runs `parley --home HOME doctor` with a HOME of its own, so no
+// client config of the machine is read.
+func doctorIn(t *testing.T, home string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(parleyBin, "--home", home, "doctor")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "CODEX_HOME=", "XDG_CONFIG_HOME=")
+	out, errs, code := runPrepared(t, cmd)
+	return out + errs, code
+}
+
+// `parley doctor` on a node whose store refuses writes (the disk below the
+// floor) said "ok node: running" and exited 0, while every post failed:
+// it now says the node refuses writes, why and what to do, and exits 1.
+func TestCLIDoctorSaysNodeRefusesWrites(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "h")
+	d := up(t, home, "--listen", loopback)
+	stop(t, home, d)
+	// A floor no disk clears: the node starts, serves reads, refuses writes.
+	d = up(t, home, "--listen", loopback, "--min-free-disk", "1PiB")
+	out, code := doctorIn(t, home)
+	if code != 1 || !strings.Contains(out, "refuses writes") || !strings.Contains(out, "free some space") {
+		t.Fatalf("doctor on a node refusing writes: exit %d\n%s", code, out)
+	}
+	stop(t, home, d)
+}
+
+// A restore said only "restored; start it with parley up": not when the
+// copy was made, nor that the node started from it has forgotten what
+// happened since (until its peers tell it back), nor that the node it was
+// copied from must not run beside it. A backup file that does not exist
+// was called "not a whole Parley backup".
+func TestCLIRestoreSaysWhatItMayHaveForgotten(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home := filepath.Join(base, "a")
+	d := up(t, home, "--listen", loopback)
+	file := filepath.Join(base, "a.zip")
+	if _, errs, code := run(t, "--home", home, "backup", file); code != 0 {
+		t.Fatalf("backup: %s", errs)
+	}
+	stop(t, home, d)
+
+	out, errs, code := run(t, "--home", filepath.Join(base, "r"), "restore", file)
+	if code != 0 {
+		t.Fatalf("restore: exit %d %s", code, errs)
+	}
+	today := time.Now().UTC().Format("2006-01-02")
+	for _, want := range []string{today, "older copy", "since", "parley --home " + home + " down"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("restore's output lacks %q:\n%s", want, out)
+		}
+	}
+	var r struct {
+		Made string `json:"made"`
+	}
+	out, errs, code = run(t, "--home", filepath.Join(base, "r2"), "restore", file, "--json")
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || !strings.HasPrefix(r.Made, today) {
+		t.Errorf("restore --json: exit %d, made %q (%v) %s", code, r.Made, err, errs)
+	}
+
+	_, errs, code = run(t, "--home", filepath.Join(base, "r3"), "restore", filepath.Join(base, "nosuch.zip"))
+	if code == 0 || strings.Contains(errs, "not a whole") || !strings.Contains(errs, "no such file") {
+		t.Errorf("restore of a file that does not exist: exit %d %q", code, errs)
+	}
+}
