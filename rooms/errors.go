@@ -60,6 +60,10 @@ var (
 	// ErrInviteRefused is returned when an invite may not be sent or is
 	// refused by the invitee.
 	ErrInviteRefused = errors.New("rooms: invite refused")
+	// ErrNotToldYet is returned, with the invite's event, when the invite
+	// is in the room but the invitee's node could not be reached to be
+	// told of it: it is told when the two nodes connect.
+	ErrNotToldYet = errors.New("rooms: the invited node could not be told yet")
 	// ErrNoConsent is returned when the node's policy refuses an event's
 	// author (a revoked or expired contact).
 	ErrNoConsent = errors.New("rooms: author not allowed by this node")

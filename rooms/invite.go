@@ -107,7 +107,7 @@ func (m *Manager) Invite(ctx context.Context, id identity.RoomID, target peer.ID
 		if errors.Is(err, ErrInviteRefused) {
 			return eid, fmt.Errorf("rooms: %s is invited to %s, but its node refused the notice: %w", target, id, err)
 		}
-		return eid, fmt.Errorf("rooms: %s is invited to %s but could not be told yet (it will be when it connects): %w", target, id, err)
+		return eid, fmt.Errorf("rooms: %s is invited to %s but could not be told yet (it will be when it connects): %w (%w)", target, id, ErrNotToldYet, err)
 	}
 	return eid, nil
 }

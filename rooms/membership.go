@@ -1138,7 +1138,10 @@ func (m *Manager) InviteAgent(ctx context.Context, id identity.RoomID, target pe
 	}
 	if target != m.self && tell {
 		if err := m.tellInvited(ctx, r, target, eid); err != nil {
-			return eid, fmt.Errorf("rooms: %s is invited to %s but could not be told yet (it will be when it connects): %w", target, id, err)
+			if errors.Is(err, ErrInviteRefused) {
+				return eid, fmt.Errorf("rooms: %s is invited to %s, but its node refused the notice: %w", target, id, err)
+			}
+			return eid, fmt.Errorf("rooms: %s is invited to %s but could not be told yet (it will be when it connects): %w (%w)", target, id, ErrNotToldYet, err)
 		}
 	}
 	return eid, nil

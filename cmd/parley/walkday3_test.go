@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // doctorIn runs `parley --home HOME doctor` with a HOME of its own, so no
@@ -75,4 +77,40 @@ func TestCLIRestoreSaysWhatItMayHaveForgotten(t *testing.T) {
 	if code == 0 || strings.Contains(errs, "not a whole") || !strings.Contains(errs, "no such file") {
 		t.Errorf("restore of a file that does not exist: exit %d %q", code, errs)
 	}
+}
+
+// An invite of a contact whose node is down was made (its event is in the
+// room, and the node is told when the two connect), yet `room invite`
+// exited 1 with the dial's list of failures over three lines, so a script
+// took it for a failure and a user invited again. It now exits 0 with one
+// note saying the node is told when it connects; and it is.
+func TestCLIInviteOfAContactThatIsDown(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	a := up(t, homeA, "--listen", loopback, "--handle", "alice")
+	b := up(t, homeB, "--listen", loopback, "--bootstrap", a.addr(), "--handle", "bob")
+	idB := peerID(t, homeB)
+	befriend(t, homeA, homeB, idB)
+	stop(t, homeB, b)
+
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	runJSON(t, &room, "--home", homeA, "room", "create", "later")
+	out, errs, code := run(t, "--home", homeA, "room", "invite", room.RoomID, idB)
+	if code != 0 || !strings.Contains(out, "invited") || !strings.Contains(errs, "told of it when the two nodes connect") ||
+		strings.Contains(errs, "dials failed") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("invite of a contact that is down: exit %d\nstdout %q\nstderr %q", code, out, errs)
+	}
+	_, errs, code = run(t, "--home", homeA, "room", "create", "later2", "--member", "human@"+idB)
+	if code != 0 || !strings.Contains(errs, "told of it when the two nodes connect") {
+		t.Fatalf("room create --member of a contact that is down: exit %d %q", code, errs)
+	}
+
+	up(t, homeB, "--listen", loopback, "--bootstrap", a.addr())
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		o, _, _ := run(t, "--home", homeB, "room", "list")
+		return strings.Contains(o, room.RoomID) && strings.Contains(o, "later2")
+	}, "B, started again, to hold the rooms it was invited to while down")
 }

@@ -617,14 +617,31 @@ func (b *Inbox) invite(ctx context.Context, agent identity.AgentName, room ident
 			return rooms.ID{}, "", localapi.BadRequest("%s is this node: name one of its agents (NAME) instead", m.peer)
 		}
 		eid, err := b.rooms.Invite(ctx, room, m.peer, agent)
-		return eid, "", err
+		note, err := notToldNote(eid, m.peer, "", err)
+		return eid, note, err
 	}
 	note, err := b.checkKnown(ctx, m)
 	if err != nil {
 		return rooms.ID{}, "", err
 	}
 	eid, err := b.rooms.InviteAgent(ctx, room, m.peer, m.name, agent)
+	note, err = notToldNote(eid, m.peer, note, err)
 	return eid, note, err
+}
+
+// notToldNote turns an invite made whose node could not be told of it yet
+// (unreachable now: down, or offline) into a note: the invite is done, and
+// its node is told when the two connect; a caller that took it for a
+// failure would invite again. Other errors pass.
+func notToldNote(eid rooms.ID, p peer.ID, note string, err error) (string, error) {
+	if eid == (rooms.ID{}) || !errors.Is(err, rooms.ErrNotToldYet) {
+		return note, err
+	}
+	told := fmt.Sprintf("%s could not be reached now (its node is down or offline): the invite is in the room, and its node is told of it when the two nodes connect; nothing to do again", p)
+	if note != "" {
+		return note + "; " + told, nil
+	}
+	return told, nil
 }
 
 // waits reports whether the invite of m into room in waits on m's node for
