@@ -175,7 +175,10 @@ func (b apiBackend) Connect(ctx context.Context, addr string) (localapi.Peer, er
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := b.n.Connect(ctx, *ai); err != nil {
-		return localapi.Peer{}, localapi.Errorf(http.StatusBadGateway, "dial_failed", "connect %s: %v", addr, err)
+		// What to do next: the likely causes of a dial no node answers.
+		return localapi.Peer{}, localapi.Errorf(http.StatusBadGateway, "dial_failed",
+			"connect %s: %v: no node answered there; it may be down (its user starts it with `parley up`), or the address may be old or cut short: ask its user for the addresses `parley id` prints now",
+			addr, err)
 	}
 	if ci, ok := b.n.ConnInfo(ai.ID); ok {
 		return connPeer(ai.ID, ci), nil

@@ -114,3 +114,22 @@ func TestCLIInviteOfAContactThatIsDown(t *testing.T) {
 		return strings.Contains(o, room.RoomID) && strings.Contains(o, "later2")
 	}, "B, started again, to hold the rooms it was invited to while down")
 }
+
+// `parley connect` to the address of a node that is down said only the
+// dial's failures ("all dials failed: … connection refused"), with no word
+// of what to do; it now says the node may be down or the address old, and
+// where a fresh one comes from.
+func TestCLIConnectToANodeThatIsDown(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	up(t, homeA, "--listen", loopback)
+	b := up(t, homeB, "--listen", loopback)
+	addr := b.addr()
+	stop(t, homeB, b)
+	_, errs, code := run(t, "--home", homeA, "connect", addr)
+	if code == 0 || !strings.Contains(errs, "may be down") || !strings.Contains(errs, "parley id") ||
+		strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("connect to a node that is down: exit %d %q", code, errs)
+	}
+}
