@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -302,6 +303,12 @@ var reqLine = regexp.MustCompile(`\b(GET|POST|PUT|DELETE|PATCH) /v1/[^ :]*`)
 type noNode struct{ home string }
 
 func (e noNode) Error() string {
+	if _, err := os.Stat(e.home); errors.Is(err, fs.ErrNotExist) {
+		// Starting a node there makes a new identity: a mistyped home
+		// would pass for a node that lost everything.
+		return fmt.Sprintf("no node is running for home %s, and none ever ran there (no such folder): a mistyped --home or PARLEY_HOME? (a new node, with a new identity, starts with `%s`)",
+			e.home, node.UpCommand(e.home, false))
+	}
 	return fmt.Sprintf("no node is running for home %s (start one with `%s`)", e.home, node.UpCommand(e.home, false))
 }
 

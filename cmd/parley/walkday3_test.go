@@ -133,3 +133,21 @@ func TestCLIConnectToANodeThatIsDown(t *testing.T) {
 		t.Fatalf("connect to a node that is down: exit %d %q", code, errs)
 	}
 }
+
+// `parley --home TYPO status` said "no node is running for home TYPO
+// (start one with `parley --home TYPO up`)": a user who mistyped the home
+// followed it and got a new node, with a new identity, beside their own.
+// For a home that does not exist it now says none ever ran there, that a
+// start there makes a new identity, and asks whether the home is mistyped.
+func TestCLINoNodeAtAHomeThatDoesNotExist(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "typo")
+	_, errs, code := run(t, "--home", home, "status")
+	if code != 1 || !strings.Contains(errs, "no node is running for home") || !strings.Contains(errs, "mistyped") ||
+		!strings.Contains(errs, "new identity") {
+		t.Fatalf("status for a home that does not exist: exit %d %q", code, errs)
+	}
+	if _, err := os.Stat(home); err == nil {
+		t.Fatal("status made the home")
+	}
+}
