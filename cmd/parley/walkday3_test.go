@@ -151,3 +151,37 @@ func TestCLINoNodeAtAHomeThatDoesNotExist(t *testing.T) {
 		t.Fatal("status made the home")
 	}
 }
+
+// `parley worktree remove NAME` of a worktree that is not there printed
+// git's "fatal: '…' is not a working tree"; and of one deleted by hand
+// (rm -rf .worktrees/NAME) it failed the same way and kept its claim on the
+// board for hours. Now the first says there is none and where to look, and
+// the second lets git forget it and releases the claim.
+func TestCLIWorktreeRemoveOfOneNotThere(t *testing.T) {
+	t.Parallel()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+
+	_, errs, code := runIn(t, repo, "--home", home, "worktree", "remove", "nosuch")
+	if code == 0 || strings.Contains(errs, "fatal:") || !strings.Contains(errs, "git worktree list") {
+		t.Fatalf("worktree remove of none: exit %d %q", code, errs)
+	}
+
+	if _, errs, code := runIn(t, repo, "--home", home, "worktree", "add", "gone"); code != 0 {
+		t.Fatalf("worktree add: %s", errs)
+	}
+	if err := os.RemoveAll(filepath.Join(repo, ".worktrees", "gone")); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runIn(t, repo, "--home", home, "worktree", "remove", "gone")
+	if code != 0 {
+		t.Fatalf("worktree remove of one deleted by hand: exit %d %q %q", code, out, errs)
+	}
+	if b, _, _ := runIn(t, repo, "--home", home, "board"); strings.Contains(b, "gone") {
+		t.Fatalf("the claim of the worktree deleted by hand stays:\n%s", b)
+	}
+	if wl := gitIn(t, repo, "worktree", "list"); strings.Contains(wl, "gone") {
+		t.Fatalf("git still lists the worktree deleted by hand:\n%s", wl)
+	}
+}

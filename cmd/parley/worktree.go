@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -178,7 +179,16 @@ its holder, note and expiry, and nothing is removed.`,
 				if force {
 					gitArgs = []string{"worktree", "remove", "--force", path}
 				}
-				if _, err := gitOut(ctx, root, gitArgs...); err != nil {
+				if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+					if len(held) == 0 {
+						return localapi.ReleaseResult{}, fmt.Errorf("there is no worktree %s/%s in %s, and no claim on it (`git worktree list` lists the worktrees, `parley board` the claims)",
+							worktreeDir, name, root)
+					}
+					// Deleted by hand: git forgets it, and its claims go.
+					if _, err := gitOut(ctx, root, "worktree", "prune"); err != nil {
+						return localapi.ReleaseResult{}, err
+					}
+				} else if _, err := gitOut(ctx, root, gitArgs...); err != nil {
 					return localapi.ReleaseResult{}, err
 				}
 				res := localapi.ReleaseResult{Project: k, Released: []string{}}
