@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,6 +162,21 @@ func unknownSubcommand(cmd *cobra.Command, word string) error {
 	if !cmd.HasParent() { // the root's commands are many: its help lists them
 		if len(near) > 0 {
 			return unknownCmd{fmt.Errorf("unknown command %q (did you mean %s? `parley --help` lists the commands)", word, strings.Join(near, " or "))}
+		}
+		// `parley ask`: a command of a group (room ask).
+		var under []string
+		for _, c := range cmd.Commands() {
+			if !c.IsAvailableCommand() {
+				continue
+			}
+			for _, sub := range c.Commands() {
+				if sub.IsAvailableCommand() && (sub.Name() == word || slices.Contains(sub.Aliases, word)) {
+					under = append(under, "`"+sub.CommandPath()+"`")
+				}
+			}
+		}
+		if len(under) > 0 {
+			return unknownCmd{fmt.Errorf("unknown command %q (did you mean %s? `parley --help` lists the commands)", word, strings.Join(under, " or "))}
 		}
 		return unknownCmd{fmt.Errorf("unknown command %q (`parley --help` lists the commands)", word)}
 	}

@@ -185,3 +185,21 @@ func TestCLIWorktreeRemoveOfOneNotThere(t *testing.T) {
 		t.Fatalf("git still lists the worktree deleted by hand:\n%s", wl)
 	}
 }
+
+// `parley ask` (or say, approve, tail) said only "unknown command": the
+// command is one of a group's (`parley room ask`), which the user on their
+// third day has not learnt by heart. It now names it.
+func TestCLIUnknownCommandNamesTheGroupsCommand(t *testing.T) {
+	t.Parallel()
+	for word, want := range map[string]string{
+		"ask":     "`parley room ask`",
+		"say":     "`parley room say`",
+		"approve": "`parley contact approve`",
+		"tail":    "`parley room tail`",
+	} {
+		_, errs, code := run(t, word, "x")
+		if code == 0 || !strings.Contains(errs, "did you mean "+want) {
+			t.Errorf("parley %s: exit %d %q; want it to name %s", word, code, errs, want)
+		}
+	}
+}
