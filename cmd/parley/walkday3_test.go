@@ -203,3 +203,22 @@ func TestCLIUnknownCommandNamesTheGroupsCommand(t *testing.T) {
 		}
 	}
 }
+
+// `parley contact request ADDRESS` of a node that is down printed libp2p's
+// dump: "failed to dial: failed to dial PEER: all dials failed", then each
+// address tried on a line of its own, then the DHT's failure on another.
+// It is now one line, ending in what to check.
+func TestCLIContactRequestToANodeThatIsDown(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	up(t, homeA, "--listen", loopback)
+	b := up(t, homeB, "--listen", loopback)
+	addr := b.addr()
+	stop(t, homeB, b)
+	_, errs, code := run(t, "--home", homeA, "contact", "request", addr)
+	if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || strings.Contains(errs, "failed to dial") ||
+		!strings.Contains(errs, "connection refused") || !strings.Contains(errs, "is its node running") {
+		t.Fatalf("contact request to a node that is down: exit %d %q", code, errs)
+	}
+}

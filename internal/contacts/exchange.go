@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -16,6 +18,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/dialerr"
 )
 
 // reach makes sure there is a connection to ai.ID: it uses the given
@@ -70,8 +73,25 @@ func (s *Service) reach(ctx context.Context, ai peer.AddrInfo) error {
 	}
 	// The caller names the peer (a request's error is "contacts: request
 	// PEER: …"), so the reasons follow the sentinel alone.
-	return fmt.Errorf("%w: %w", ErrUnreachable, errors.Join(errs...))
+	return fmt.Errorf("%w: %w", ErrUnreachable, dialFailures(errs))
 }
+
+// dialFailures are a reach's failures, each condensed into one line
+// (dialerr.Reason): a dial lists every address it tried on lines of its
+// own, which read as a dump in a command's one-line error.
+type dialFailures []error
+
+func (r dialFailures) Error() string {
+	var out []string
+	for _, err := range r {
+		if l := dialerr.Reason(err.Error()); !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func (r dialFailures) Unwrap() []error { return r }
 
 // errOtherNode is reach's error when another node answers at an address
 // given.
