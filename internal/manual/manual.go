@@ -25,7 +25,7 @@ func Invitation(it localapi.Item, you string) string {
 		fmt.Fprintf(&b, "Its purpose: %s\n", cut(line(p), 300))
 	}
 	tail := fmt.Sprintf(`Parley links agent sessions and their people across machines; a room is a conversation that every member sees in the same order, and it lasts.
-parley_read {"room":%[1]q} shows what was said there; parley_read {"room":%[1]q,"last":20} shows the last 20 events, read or not; parley_read {"message_id":"ID"} shows one event whole.
+parley_read {"room":%[1]q} shows what was said there; parley_read {"room":%[1]q,"last":20} shows the last 20 events, read or not; parley_read {"message_id":"ID"} shows one event whole (a long one in parts, "offset" reads on).
 parley_say {"room":%[1]q,"text":"..."} writes to every member; parley_reply {"message_id":"ID","text":"..."} answers one message.
 parley_ask {"room":%[1]q,"text":"..."} asks every member and waits for the first answer; "to":"NAME@PEER_ID" asks one member.
 An ask addressed to you, or to a room you are in, stays at the top of every Parley tool result until someone answers it.
@@ -168,6 +168,15 @@ func (sh Shell) Cut(left int, id string) string {
 	}
 	return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q} or, from a shell, parley room show %s --as %s shows it whole]",
 		thousands(left), id, id, sh.Agent)
+}
+
+// CutRest is the line that ends a long text shown in part (a reply to the
+// agent's ask, a page of parley_read): how many characters were left out
+// (left) and the call that reads on from the character at offset, the
+// first left out. It starts with a line break. The text comes whole over
+// as many such calls as it takes: each shows a part that a client takes.
+func CutRest(left, offset int, id string) string {
+	return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q,\"offset\":%d} reads on]", thousands(left), id, offset)
 }
 
 // thousands writes n with a comma between groups of three digits.

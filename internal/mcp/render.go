@@ -61,6 +61,11 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 			}
 		case "reply":
 			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."}`, it.ID)
+			// A long reply is cut as an owed ask is, with the call that
+			// reads on: given whole, twice, it made a result no client
+			// takes, and the reply was gone with it.
+			out.cut = cutEvent(it.Text, it.ID, 0, ReplyBudget)
+			out.Text, out.TextLeftOut = out.cut.shown(), out.cut.left
 		case "removed":
 			out.Text = fmt.Sprintf("%s removed you from room %q%s: you no longer post or read there, and the asks you owed there are dropped; a member can invite you back", it.From, it.RoomName, localapi.RoomAside(it.Room, it.RoomCreator))
 		case "claim_free", "claim_lost":
@@ -115,7 +120,7 @@ func renderPending(items []Pending, more []RoomCount) string {
 		fmt.Fprintf(&b, "\n• %s", it.Text)
 	})
 	section("↩️ Replies to your asks:", "reply", func(it Pending) {
-		fmt.Fprintf(&b, "\n• [reply %s to your ask %s] from %s:\n%s", it.ID, it.ReplyTo, it.From, manual.Block(it.Text, TextDepth))
+		fmt.Fprintf(&b, "\n• [reply %s to your ask %s] from %s:\n%s", it.ID, it.ReplyTo, it.From, it.cut.block())
 	})
 	for _, k := range []string{"claim_lost", "claim_free", "claim_expiring"} {
 		section("📌 The board:", k, func(it Pending) {

@@ -83,8 +83,13 @@ type Pending struct {
 	Members     []string `json:"members,omitempty"`
 	// MembersLeftOut counts the members of an invitation's room that
 	// members leaves out (it lists roomMembers).
-	MembersLeftOut int    `json:"members_left_out,omitempty" jsonschema:"how many members of the room were left out of members to keep the result small: parley_who lists them"`
-	Answer         string `json:"answer" jsonschema:"the call that answers or acts on it"`
+	MembersLeftOut int `json:"members_left_out,omitempty" jsonschema:"how many members of the room were left out of members to keep the result small: parley_who lists them"`
+	// TextLeftOut counts the characters of a long reply's text left out
+	// (ReplyBudget); the text ends with the marker that says how to read
+	// on.
+	TextLeftOut int    `json:"text_left_out,omitempty" jsonschema:"how many characters of the text were left out to keep the result small; the text ends with the parley_read call that reads on"`
+	Answer      string `json:"answer" jsonschema:"the call that answers or acts on it"`
+	cut         cutText
 }
 
 // RoomCount counts unread messages of a room that were not listed.
@@ -289,8 +294,10 @@ type ReadIn struct {
 	Limit int    `json:"limit,omitempty" jsonschema:"most events to return (default 50, max 500)"`
 	Last  int    `json:"last,omitempty" jsonschema:"with room: the last N events of the room, read or not (max 500)"`
 	// MessageID reads one event whole: a text cut for a tool result or a
-	// hook ends with this call.
-	MessageID string `json:"message_id,omitempty" jsonschema:"alone: one event of a room you are in, whole, read or not (its id, or its first 8 or more characters); nothing is marked read"`
+	// hook ends with this call. A text longer than ReadPage comes in
+	// pages: Offset is where a page starts.
+	MessageID string `json:"message_id,omitempty" jsonschema:"alone: one event of a room you are in, read or not (its id, or its first 8 or more characters); nothing is marked read. A long text comes in parts: the result's next gives the call for the next part"`
+	Offset    int    `json:"offset,omitempty" jsonschema:"with message_id: the character of the event's text to start from (0, the default, is its start; a cut text's marker and next give it)"`
 }
 
 // Message is one event as tools show it.
@@ -304,6 +311,9 @@ type Message struct {
 	ReplyTo  string `json:"reply_to,omitempty"`
 	To       string `json:"to,omitempty"`
 	Time     string `json:"time"`
+	// TextLeftOut: read in a room's order, a message longer than ReadPage
+	// is cut, its text ending with the marker that reads on.
+	TextLeftOut int `json:"text_left_out,omitempty" jsonschema:"how many characters of the text were left out to keep the result small; the text ends with the parley_read call that reads on"`
 }
 
 // ReadOut is parley_read's output.
@@ -312,6 +322,11 @@ type ReadOut struct {
 	Messages []Message `json:"messages"`
 	HasMore  bool      `json:"has_more"`
 	LeftOut  int       `json:"left_out,omitempty" jsonschema:"with last: how many of the oldest events asked for were left out to keep the result small"`
+	// With message_id: which part of the event's text this is.
+	Offset     int    `json:"offset,omitempty" jsonschema:"with message_id: the character of the text this part starts at"`
+	TextLength int    `json:"text_length,omitempty" jsonschema:"with message_id: how many characters the event's whole text has"`
+	NextOffset int    `json:"next_offset,omitempty" jsonschema:"with message_id: where the next part of the text starts; absent when this part ends the text"`
+	Next       string `json:"next,omitempty" jsonschema:"with message_id: the call that gives the next part of the text; absent when this part ends it"`
 }
 
 // ReadBudget bounds the texts of the messages one parley_read returns
@@ -330,12 +345,15 @@ type AskIn struct {
 	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to block for the answer, 1 to 50 (default 30)"`
 }
 
-// Reply is an answer to an ask.
+// Reply is an answer to an ask. A long one is cut (ReplyBudget): its text
+// ends with the marker that gives the parley_read call reading on.
 type Reply struct {
-	ID   string `json:"id"`
-	From string `json:"from"`
-	Text string `json:"text"`
-	Time string `json:"time"`
+	ID          string `json:"id"`
+	From        string `json:"from"`
+	Text        string `json:"text"`
+	TextLeftOut int    `json:"text_left_out,omitempty" jsonschema:"how many characters of the reply were left out to keep the result small; the text ends with the parley_read call that reads on"`
+	Time        string `json:"time"`
+	cut         cutText
 }
 
 // AskOut is parley_ask's and parley_wait's output.
@@ -411,7 +429,7 @@ func (s *Server) mcpWith(initialized func(context.Context)) *sdk.Server {
 	addTool(srv, s, "parley_room_open", "Open a room (a lasting conversation) with a purpose, and bring agents in; each invited agent gets the room, its purpose and how to take part. Without a name it lists the rooms you are in.", s.roomOpen)
 	addTool(srv, s, "parley_invite", "Bring an agent (NAME@PEER_ID, or NAME on your node) or a node (PEER_ID) into a room.", s.invite)
 	addTool(srv, s, "parley_say", "Post a message to a room without waiting for an answer.", s.say)
-	addTool(srv, s, "parley_read", "Read what you have not read yet, in one room or all your rooms, oldest first, paged; or with last the room's last events; or with message_id one event whole (a text cut elsewhere says so and gives this call).", s.read)
+	addTool(srv, s, "parley_read", "Read what you have not read yet, in one room or all your rooms, oldest first, paged; or with last the room's last events; or with message_id one event whole (a text cut elsewhere says so and gives this call), a long text in parts: each result's next (with offset) gives the next part.", s.read)
 	addTool(srv, s, "parley_ask", "Ask an agent (to) or every member of a room (room) and block until the first answer or wait_seconds pass. On time-out you get ask_id: keep waiting with parley_wait.", s.ask)
 	addTool(srv, s, "parley_wait", "Block until the reply to your ask arrives (ask_id), or until anything new arrives for you, at most wait_seconds.", s.wait)
 	addTool(srv, s, "parley_reply", "Answer a message or an ask (as shown in your pending items) by its id.", s.reply)
@@ -970,9 +988,15 @@ func message(it localapi.Item) Message {
 
 func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string, error) {
 	out := ReadOut{Messages: []Message{}}
+	switch {
+	case in.Offset < 0:
+		return out, "", fmt.Errorf("offset must be 0 or more: the character of the event's text to start from")
+	case in.Offset > 0 && in.MessageID == "":
+		return out, "", fmt.Errorf("offset goes with message_id: it is where a part of that event's text starts")
+	}
 	req := localapi.ReadRequest{Room: in.Room, Limit: in.Limit, Last: in.Last, MaxBytes: ReadBudget, ID: in.MessageID, Take: true}
 	if in.MessageID != "" {
-		req.MaxBytes = 0 // the one event whole
+		req.MaxBytes = 0 // the one event whole, given here a page at a time
 	}
 	res, err := s.api.Read(ctx, c.agent, req)
 	if err != nil {
@@ -981,9 +1005,10 @@ func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string,
 	c.take(res.Pending)
 	out.HasMore, out.LeftOut = res.More, res.LeftOut
 	var b strings.Builder
-	if in.MessageID != "" {
-		b.WriteString("The event, whole:")
-	} else if in.Last > 0 {
+	if in.MessageID != "" && len(res.Messages) == 1 {
+		return s.readPage(res.Messages[0], in.Offset, res.Pending, out)
+	}
+	if in.Last > 0 {
 		fmt.Fprintf(&b, "The last %d events:", len(res.Messages))
 		if res.LeftOut > 0 {
 			fmt.Fprintf(&b, " (the %d before them left out to keep this result small: ask for fewer with last)", res.LeftOut)
@@ -999,15 +1024,56 @@ func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string,
 	}
 	for _, it := range res.Messages {
 		m := message(it)
+		// A message longer than a page (a page's first is given whatever
+		// its size) is cut, with the call that reads on.
+		cut := cutEvent(m.Text, m.ID, 0, ReadPage)
+		m.Text, m.TextLeftOut = cut.shown(), cut.left
 		out.Messages = append(out.Messages, m)
 		owes := ""
 		if owed[m.ID] {
 			owes = "; someone is blocked on you: this ask is below, with how to answer it"
 		}
-		fmt.Fprintf(&b, "\n[%s] %s in %q%s (%s%s): %s", m.ID, m.From, m.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), m.Kind, owes, manual.Inline(m.Text, TextDepth))
+		fmt.Fprintf(&b, "\n[%s] %s in %q%s (%s%s): %s%s", m.ID, m.From, m.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), m.Kind, owes, manual.Inline(cut.head, TextDepth), cut.marker)
 	}
 	if out.HasMore {
 		b.WriteString("\n(more unread: call parley_read again)")
+	}
+	return out, b.String(), nil
+}
+
+// readPage is parley_read of one event by its ID: its text from character
+// offset on, as much as ReadPage holds, and, when more follows, the call
+// that gives the next part (out.Next, and the text's last line). The
+// structured output's text is the part as it is, so that the parts put
+// together are the text whole.
+func (s *Server) readPage(it localapi.Item, offset int, p localapi.Pending, out ReadOut) (ReadOut, string, error) {
+	m := message(it)
+	r := []rune(m.Text)
+	if offset > len(r) {
+		return out, "", fmt.Errorf("offset %d is past the end of the text of event %s: it has %d characters", offset, m.ID, len(r))
+	}
+	part, left := clipLong(string(r[offset:]), ReadPage)
+	end := offset + utf8.RuneCountInString(part)
+	m.Text = part
+	out.Messages = append(out.Messages, m)
+	out.Offset, out.TextLength = offset, len(r)
+	var b strings.Builder
+	if offset == 0 && left == 0 {
+		b.WriteString("The event, whole:")
+	} else {
+		fmt.Fprintf(&b, "The event, characters %d to %d of its text's %d:", offset, end, len(r))
+	}
+	owes := ""
+	if slices.ContainsFunc(p.Items, func(o localapi.Item) bool { return o.Kind == "ask" && o.ID == m.ID }) {
+		owes = "; someone is blocked on you: this ask is below, with how to answer it"
+	}
+	fmt.Fprintf(&b, "\n[%s] %s in %q%s (%s%s): %s", m.ID, m.From, m.RoomName, localapi.RoomAside(it.Room, it.RoomCreator), m.Kind, owes, manual.Inline(part, TextDepth))
+	if left > 0 {
+		out.NextOffset = end
+		out.Next = fmt.Sprintf(`parley_read {"message_id":%q,"offset":%d}`, m.ID, end)
+		b.WriteString(manual.CutRest(left, end, m.ID))
+	} else if offset > 0 {
+		b.WriteString("\n(the end of the text)")
 	}
 	return out, b.String(), nil
 }
@@ -1028,7 +1094,8 @@ func waitFor(sec int) (time.Duration, error) {
 func askOut(res localapi.AskResult) AskOut {
 	out := AskOut{AskID: res.AskID, Room: res.Room.RoomID, RoomName: res.Room.Name}
 	if r := res.Reply; r != nil {
-		out.Reply = &Reply{ID: r.ID, From: r.From, Text: r.Text, Time: msTime(r.Time)}
+		c := cutEvent(r.Text, r.ID, 0, ReplyBudget)
+		out.Reply = &Reply{ID: r.ID, From: r.From, Text: c.shown(), TextLeftOut: c.left, Time: msTime(r.Time), cut: c}
 	}
 	return out
 }
@@ -1082,7 +1149,7 @@ func (e askPosted) Error() string {
 
 func askText(out *AskOut) string {
 	if out.Reply != nil {
-		return fmt.Sprintf("Reply from %s (id %s):\n%s", out.Reply.From, out.Reply.ID, manual.Block(out.Reply.Text, TextDepth))
+		return fmt.Sprintf("Reply from %s (id %s):\n%s", out.Reply.From, out.Reply.ID, out.Reply.cut.block())
 	}
 	out.Next = fmt.Sprintf(`parley_wait {"ask_id":%q,"wait_seconds":%d}`, out.AskID, MaxWaitSeconds)
 	return fmt.Sprintf("No reply yet to ask %s in room %q. %s keeps waiting; the reply also shows in your pending items when it comes.",
