@@ -1008,7 +1008,9 @@ func (s *Server) read(ctx context.Context, c *call, in ReadIn) (ReadOut, string,
 	if in.MessageID != "" && len(res.Messages) == 1 {
 		return s.readPage(res.Messages[0], in.Offset, res.Pending, out)
 	}
-	if in.Last > 0 {
+	if in.MessageID != "" {
+		b.WriteString("The event:")
+	} else if in.Last > 0 {
 		fmt.Fprintf(&b, "The last %d events:", len(res.Messages))
 		if res.LeftOut > 0 {
 			fmt.Fprintf(&b, " (the %d before them left out to keep this result small: ask for fewer with last)", res.LeftOut)
