@@ -285,3 +285,11 @@ func HomePeer(home string) (peer.ID, error) {
 	}
 	return identity.PeerID(priv)
 }
+
+// DiskBelowFloor reports the free bytes on the disk of home when they are
+// below the store's default free-space floor (a node started there serves
+// reads only), and the floor.
+func DiskBelowFloor(home string) (free, floor int64, below bool) {
+	free, err := store.FreeBytes(home)
+	return free, store.DefaultMinFree, err == nil && free < store.DefaultMinFree
+}

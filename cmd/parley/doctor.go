@@ -16,7 +16,6 @@ import (
 	"github.com/parley-mesh/parley/internal/config"
 	"github.com/parley-mesh/parley/internal/install"
 	"github.com/parley-mesh/parley/internal/localapi"
-	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/internal/termtext"
 	"github.com/parley-mesh/parley/node"
 )
@@ -204,9 +203,9 @@ func checkNode(ctx context.Context, home string) []install.Finding {
 			add(install.Warn, "not running (parley mcp starts one when a client needs it; or run `%s`)", node.UpCommand(home, false))
 		}
 		// A node started on a disk below the floor serves reads only.
-		if free, err := store.FreeBytes(home); err == nil && free < store.DefaultMinFree {
+		if free, floor, below := node.DiskBelowFloor(home); below {
 			add(install.Warn, "the disk of %s has %d MiB free: a node started there refuses writes below %d MiB (--min-free-disk): free some space first",
-				home, free>>20, store.DefaultMinFree>>20)
+				home, free>>20, floor>>20)
 		}
 	default:
 		add(install.Fail, "the node on %s does not answer properly: %v", sock, err)

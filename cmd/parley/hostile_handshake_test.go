@@ -129,7 +129,7 @@ func TestCLIPeersHandshakeBytesDoNotReachTheTerminal(t *testing.T) {
 	room := strings.TrimSpace(out)
 	out, errs, code = run(t, "--home", home, "room", "invite", room, nt.ID(0).String())
 	all := out + errs
-	if !strings.Contains(all, "lazy handshake") {
+	if code != 0 || !strings.Contains(all, "lazy handshake") || !strings.Contains(all, "the invite is in the room") {
 		t.Fatalf("room invite of a node that answers with garbage: exit %d\n%s", code, all)
 	}
 	if strings.ContainsAny(all, "\x1b\x07\r") {

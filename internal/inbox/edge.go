@@ -13,9 +13,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
+	"github.com/parley-mesh/parley/internal/dialerr"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/near"
 	"github.com/parley-mesh/parley/rooms"
@@ -637,11 +639,40 @@ func notToldNote(eid rooms.ID, p peer.ID, note string, err error) (string, error
 	if eid == (rooms.ID{}) || !errors.Is(err, rooms.ErrNotToldYet) {
 		return note, err
 	}
-	told := fmt.Sprintf("%s could not be reached now (its node is down or offline): the invite is in the room, and its node is told of it when the two nodes connect; nothing to do again", p)
+	told := fmt.Sprintf("%s could not be told of it now (%s): the invite is in the room, and its node is told of it when the two nodes connect; nothing to do again", p, notToldCause(err))
 	if note != "" {
 		return note + "; " + told, nil
 	}
 	return told, nil
+}
+
+// notToldCause is why an invite's node could not be told of it, in one
+// line: the error joined with rooms.ErrNotToldYet (a dial's failures
+// condensed, or what the node answered, escaped where it is shown as
+// every error is).
+func notToldCause(err error) string {
+	for err != nil {
+		if u, ok := err.(interface{ Unwrap() []error }); ok {
+			errs := u.Unwrap()
+			if slices.Contains(errs, rooms.ErrNotToldYet) {
+				for _, e := range errs {
+					if e == rooms.ErrNotToldYet {
+						continue
+					}
+					var dial *swarm.DialError
+					if errors.As(e, &dial) || errors.Is(e, swarm.ErrDialBackoff) || errors.Is(e, swarm.ErrNoAddresses) ||
+						errors.Is(e, swarm.ErrAllDialsFailed) {
+						break
+					}
+					// Its node answered, not as it should.
+					return dialerr.Reason(e.Error())
+				}
+			}
+			break
+		}
+		err = errors.Unwrap(err)
+	}
+	return "its node cannot be reached: down or offline"
 }
 
 // waits reports whether the invite of m into room in waits on m's node for
