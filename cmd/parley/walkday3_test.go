@@ -121,12 +121,7 @@ func TestCLIInviteOfAContactThatIsDown(t *testing.T) {
 // where a fresh one comes from.
 func TestCLIConnectToANodeThatIsDown(t *testing.T) {
 	t.Parallel()
-	base := t.TempDir()
-	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
-	up(t, homeA, "--listen", loopback)
-	b := up(t, homeB, "--listen", loopback)
-	addr := b.addr()
-	stop(t, homeB, b)
+	homeA, addr := aNodeAndTheAddressOfOneDown(t)
 	_, errs, code := run(t, "--home", homeA, "connect", addr)
 	if code == 0 || !strings.Contains(errs, "may be down") || !strings.Contains(errs, "parley id") ||
 		strings.Count(strings.TrimSpace(errs), "\n") != 0 {
@@ -210,15 +205,23 @@ func TestCLIUnknownCommandNamesTheGroupsCommand(t *testing.T) {
 // It is now one line, ending in what to check.
 func TestCLIContactRequestToANodeThatIsDown(t *testing.T) {
 	t.Parallel()
+	homeA, addr := aNodeAndTheAddressOfOneDown(t)
+	_, errs, code := run(t, "--home", homeA, "contact", "request", addr)
+	if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || strings.Contains(errs, "failed to dial") ||
+		!strings.Contains(errs, "connection refused") || !strings.Contains(errs, "is its node running") {
+		t.Fatalf("contact request to a node that is down: exit %d %q", code, errs)
+	}
+}
+
+// aNodeAndTheAddressOfOneDown starts a node on loopback, and another that
+// it stops again: the home of the first, the address the second had.
+func aNodeAndTheAddressOfOneDown(t *testing.T) (string, string) {
+	t.Helper()
 	base := t.TempDir()
 	homeA, homeB := filepath.Join(base, "a"), filepath.Join(base, "b")
 	up(t, homeA, "--listen", loopback)
 	b := up(t, homeB, "--listen", loopback)
 	addr := b.addr()
 	stop(t, homeB, b)
-	_, errs, code := run(t, "--home", homeA, "contact", "request", addr)
-	if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || strings.Contains(errs, "failed to dial") ||
-		!strings.Contains(errs, "connection refused") || !strings.Contains(errs, "is its node running") {
-		t.Fatalf("contact request to a node that is down: exit %d %q", code, errs)
-	}
+	return homeA, addr
 }

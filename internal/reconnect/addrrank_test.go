@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/test"
 	ma "github.com/multiformats/go-multiaddr"
@@ -46,27 +47,7 @@ func TestStoredRecordKeepsTheRelayedAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b2.Close()
-	a, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	db, err := store.Open(filepath.Join(t.TempDir(), "data"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := New(Config{Host: a, Store: db, Peers: func() []peer.ID { return []peer.ID{b2.ID()} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
+	ctx, a, db := runService(t, b2.ID())
 	if err := a.Connect(ctx, peer.AddrInfo{ID: b2.ID(), Addrs: b2.Network().ListenAddresses()}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,4 +65,33 @@ func TestStoredRecordKeepsTheRelayedAddress(t *testing.T) {
 	if !slices.ContainsFunc(addrs, func(x ma.Multiaddr) bool { return x.Equal(relayed) }) {
 		t.Fatalf("the stored record (%d addresses) lost the contact's relayed address %s, its only way in: %v", len(addrs), relayed, addrs)
 	}
+}
+
+// runService runs a reconnect Service on a new loopback host with a store
+// of its own, its one contact target, until the test ends; it returns the
+// context it runs in, its host and its store.
+func runService(t *testing.T, target peer.ID) (context.Context, host.Host, *store.DB) {
+	t.Helper()
+	a, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	db, err := store.Open(filepath.Join(t.TempDir(), "data"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	s, err := New(Config{Host: a, Store: db, Peers: func() []peer.ID { return []peer.ID{target} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx, a, db
 }

@@ -1,9 +1,7 @@
 package reconnect
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -52,27 +50,7 @@ func TestAddressRecordStaysUnderTheValueLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	a, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	db, err := store.Open(filepath.Join(t.TempDir(), "data"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := New(Config{Host: a, Store: db, Peers: func() []peer.ID { return []peer.ID{b.ID()} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
+	ctx, a, db := runService(t, b.ID())
 	const rounds = 5
 	written := 0
 	for r := range rounds {
