@@ -40,6 +40,7 @@ import (
 	"github.com/parley-mesh/parley/internal/agents"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/contacts"
+	"github.com/parley-mesh/parley/internal/dialerr"
 	"github.com/parley-mesh/parley/internal/inbox"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/moderation"
@@ -646,7 +647,7 @@ func (n *Node) Connect(ctx context.Context, ai peer.AddrInfo) error {
 		}
 	}
 	if err != nil {
-		return dialError{err}
+		return dialerr.Errors{err}
 	}
 	return nil
 }

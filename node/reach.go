@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/internal/dialerr"
 )
 
 // Reachability: the node learns whether it is reachable from outside with
@@ -629,7 +630,7 @@ func (n *Node) ConnInfo(p peer.ID) (ConnInfo, bool) {
 	case n.reach.punchBusy(p, time.Now()):
 		ci.Why = "relayed: hole punching under way"
 	case punched && !punch.ok:
-		ci.Why = "relayed: hole punching failed (" + dialReason(punch.err) + "); the NATs may not allow a direct connection"
+		ci.Why = "relayed: hole punching failed (" + dialerr.Reason(punch.err) + "); the NATs may not allow a direct connection"
 	case !slices.Contains(n.host.Mux().Protocols(), holepunch.Protocol):
 		// libp2p serves hole punching once the node knows a public
 		// address of its own, one a peer observed it come from.

@@ -380,15 +380,7 @@ func TestCLIReleaseOfAnotherAgentsClaimSaysWhoseItIs(t *testing.T) {
 // is released by name once it is gone.
 func TestCLIReleaseOfAFolderMadeOrRemovedSinceItsClaim(t *testing.T) {
 	t.Parallel()
-	repo, _ := twoClones(t)
-	home := filepath.Join(t.TempDir(), "h")
-	up(t, home, "--listen", loopback)
-	if _, errs, code := runIn(t, repo, "--home", home, "claim", "newdir", "--note", "before it is made"); code != 0 {
-		t.Fatalf("claim of a folder not made yet: %s", errs)
-	}
-	if err := os.Mkdir(filepath.Join(repo, "newdir"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	repo, home := newdirClaimedThenMade(t)
 	if out, errs, code := runIn(t, repo, "--home", home, "release", "newdir"); code != 0 || !strings.Contains(out, "released newdir\n") {
 		t.Fatalf("release of the folder made since its claim: exit %d, %q %q", code, out, errs)
 	}
@@ -414,15 +406,7 @@ func TestCLIReleaseOfAFolderMadeOrRemovedSinceItsClaim(t *testing.T) {
 // own expiry, so the board showed the folder twice.
 func TestCLIClaimAgainOfAFolderMadeSinceRenewsIt(t *testing.T) {
 	t.Parallel()
-	repo, _ := twoClones(t)
-	home := filepath.Join(t.TempDir(), "h")
-	up(t, home, "--listen", loopback)
-	if _, errs, code := runIn(t, repo, "--home", home, "claim", "newdir", "--note", "before it is made", "--ttl", "10m"); code != 0 {
-		t.Fatalf("claim of a folder not made yet: %s", errs)
-	}
-	if err := os.Mkdir(filepath.Join(repo, "newdir"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	repo, home := newdirClaimedThenMade(t, "--ttl", "10m")
 	if _, errs, code := runIn(t, repo, "--home", home, "claim", "newdir", "--note", "renewed", "--ttl", "20m"); code != 0 {
 		t.Fatalf("claim again: %s", errs)
 	}
@@ -431,4 +415,22 @@ func TestCLIClaimAgainOfAFolderMadeSinceRenewsIt(t *testing.T) {
 	if len(bv.Claims) != 1 || bv.Claims[0].Note != "renewed" {
 		t.Fatalf("after the claim again, the board holds %+v: want one claim, renewed", bv.Claims)
 	}
+}
+
+// newdirClaimedThenMade runs a node and claims the folder newdir of a
+// repository (with args) before the folder is made, then makes it: the
+// repository and the node's home.
+func newdirClaimedThenMade(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	repo, _ := twoClones(t)
+	home := filepath.Join(t.TempDir(), "h")
+	up(t, home, "--listen", loopback)
+	claim := append([]string{"--home", home, "claim", "newdir", "--note", "before it is made"}, args...)
+	if _, errs, code := runIn(t, repo, claim...); code != 0 {
+		t.Fatalf("claim of a folder not made yet: %s", errs)
+	}
+	if err := os.Mkdir(filepath.Join(repo, "newdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return repo, home
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -73,25 +71,8 @@ func (s *Service) reach(ctx context.Context, ai peer.AddrInfo) error {
 	}
 	// The caller names the peer (a request's error is "contacts: request
 	// PEER: …"), so the reasons follow the sentinel alone.
-	return fmt.Errorf("%w: %w", ErrUnreachable, dialFailures(errs))
+	return fmt.Errorf("%w: %w", ErrUnreachable, dialerr.Errors(errs))
 }
-
-// dialFailures are a reach's failures, each condensed into one line
-// (dialerr.Reason): a dial lists every address it tried on lines of its
-// own, which read as a dump in a command's one-line error.
-type dialFailures []error
-
-func (r dialFailures) Error() string {
-	var out []string
-	for _, err := range r {
-		if l := dialerr.Reason(err.Error()); !slices.Contains(out, l) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "; ")
-}
-
-func (r dialFailures) Unwrap() []error { return r }
 
 // errOtherNode is reach's error when another node answers at an address
 // given.

@@ -2,9 +2,12 @@
 package dialerr
 
 import (
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 )
 
 // A libp2p dial error lists each address tried on a line of its own
@@ -80,4 +83,30 @@ func relayCause(s string) string {
 		return why
 	}
 	return "the relay refused the circuit (" + strings.ToLower(m[1]) + ")"
+}
+
+// Errors are dial failures whose text is each one's Reason, once each: a
+// dial lists every address it tried on lines of its own, which read as a
+// dump in a command's one-line error. It wraps them all.
+type Errors []error
+
+func (r Errors) Error() string {
+	var out []string
+	for _, err := range r {
+		if l := Reason(err.Error()); !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func (r Errors) Unwrap() []error { return r }
+
+// Unreached reports whether err is a dial that reached no node (none
+// answered, the dial backed off, no address is known), as against a node
+// that answered but not as it should.
+func Unreached(err error) bool {
+	var dial *swarm.DialError
+	return errors.As(err, &dial) || errors.Is(err, swarm.ErrDialBackoff) || errors.Is(err, swarm.ErrNoAddresses) ||
+		errors.Is(err, swarm.ErrAllDialsFailed)
 }

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
@@ -647,30 +646,21 @@ func notToldNote(eid rooms.ID, p peer.ID, note string, err error) (string, error
 }
 
 // notToldCause is why an invite's node could not be told of it, in one
-// line: the error joined with rooms.ErrNotToldYet (a dial's failures
-// condensed, or what the node answered, escaped where it is shown as
-// every error is).
+// line: of the error joined with rooms.ErrNotToldYet, what the node
+// answered (escaped where it is shown, as every error is), or that it
+// was not reached.
 func notToldCause(err error) string {
-	for err != nil {
-		if u, ok := err.(interface{ Unwrap() []error }); ok {
-			errs := u.Unwrap()
-			if slices.Contains(errs, rooms.ErrNotToldYet) {
-				for _, e := range errs {
-					if e == rooms.ErrNotToldYet {
-						continue
-					}
-					var dial *swarm.DialError
-					if errors.As(e, &dial) || errors.Is(e, swarm.ErrDialBackoff) || errors.Is(e, swarm.ErrNoAddresses) ||
-						errors.Is(e, swarm.ErrAllDialsFailed) {
-						break
-					}
-					// Its node answered, not as it should.
-					return dialerr.Reason(e.Error())
-				}
-			}
-			break
+	for ; err != nil; err = errors.Unwrap(err) {
+		joined, ok := err.(interface{ Unwrap() []error })
+		if !ok {
+			continue
 		}
-		err = errors.Unwrap(err)
+		for _, e := range joined.Unwrap() {
+			if e != rooms.ErrNotToldYet && !dialerr.Unreached(e) {
+				return dialerr.Reason(e.Error())
+			}
+		}
+		break
 	}
 	return "its node cannot be reached: down or offline"
 }
