@@ -13,9 +13,10 @@ import (
 )
 
 // cutLine is the marker of a cut: how many characters were left out and
-// the call that shows the event whole, on a line of Parley's own; in a
-// text for a terminal (a Shell set), also the command line that does.
-var cutLine = regexp.MustCompile(`\n… \[cut: ([0-9,]+) more characters; parley_read \{"message_id":"([^"]*)"\}(?: or, from a shell, parley room show (\S+) --as (\S+))? shows it whole\]`)
+// the call that reads the event on from the first of them, on a line of
+// Parley's own; in a text for a terminal (a Shell set), also the command
+// line that shows it whole.
+var cutLine = regexp.MustCompile(`\n… \[cut: ([0-9,]+) more characters; parley_read \{"message_id":"([^"]*)","offset":([0-9]+)\} reads on(?:, or, from a shell, parley room show (\S+) --as (\S+) shows it whole)?\]`)
 
 // diff is an ASCII text of n characters on lines of its own.
 func diff(n int) string {
@@ -36,12 +37,16 @@ func checkCut(t *testing.T, text, s, id string, depth int) {
 		t.Fatalf("no marker of the cut in:\n%s", tail(text))
 	}
 	m := cutLine.FindStringSubmatch(text)
-	if m[2] != id || (m[3] != "" && m[3] != id) {
-		t.Fatalf("the marker names %q (and %q), want %q", m[2], m[3], id)
+	if m[2] != id || (m[4] != "" && m[4] != id) {
+		t.Fatalf("the marker names %q (and %q), want %q", m[2], m[4], id)
 	}
 	left, err := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
 	if err != nil || left <= 0 || left >= len(s) {
 		t.Fatalf("the marker counts %q left out of %d", m[1], len(s))
+	}
+	// The call reads on from the first character left out.
+	if offset, err := strconv.Atoi(m[3]); err != nil || offset != utf8.RuneCountInString(s)-left {
+		t.Fatalf("the marker reads on from %s, want %d (%d characters, %d left out)", m[3], utf8.RuneCountInString(s)-left, utf8.RuneCountInString(s), left)
 	}
 	// The block is the lines indented by depth just before the marker.
 	lines := strings.Split(text[:loc[0]], "\n")
@@ -52,6 +57,35 @@ func checkCut(t *testing.T, text, s, id string, depth int) {
 	shown := strings.Join(block, "\n")
 	if want := strings.TrimRight(s[:len(s)-left], "\n"); shown != want {
 		t.Fatalf("the marker counts %d left out, but the text shows %d of %d characters", left, len(shown), len(s))
+	}
+}
+
+// oneLineCut is the marker of a text cut on one line (a reminder, a
+// wake-up's line for an ask after its first): the quoted start, then how
+// many characters were left out and the call that reads on.
+var oneLineCut = regexp.MustCompile(`"((?:[^"\\]|\\.)*)…" … \[cut: ([0-9,]+) more characters; parley_read \{"message_id":"([^"]*)","offset":([0-9]+)\} reads on`)
+
+// checkOneLineCut checks that line holds text s of event id cut on one
+// line: the marker's offset is where, in s, the start shown ends (its
+// white space made single spaces), and it counts the characters after it.
+func checkOneLineCut(t *testing.T, line, s, id string) {
+	t.Helper()
+	m := oneLineCut.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no marker of a cut on one line in %q", line)
+	}
+	start, err := strconv.Unquote(`"` + m[1] + `"`)
+	if err != nil || m[3] != id {
+		t.Fatalf("the start %q (%v), the marker names %q, want %q", m[1], err, m[3], id)
+	}
+	left, _ := strconv.Atoi(strings.ReplaceAll(m[2], ",", ""))
+	offset, _ := strconv.Atoi(m[4])
+	r := []rune(s)
+	if offset+left != len(r) || offset <= 0 {
+		t.Fatalf("the marker reads on from %d and counts %d left out, of %d characters", offset, left, len(r))
+	}
+	if got := oneLine(string(r[:offset])); got != start {
+		t.Fatalf("the marker reads on from %d, but the start shown, %q, is not the text up to there, %q", offset, start, got)
 	}
 }
 
@@ -97,12 +131,15 @@ func TestAskCutSaysWhatWasLeftOutAndHowToReadIt(t *testing.T) {
 	}
 	checkCut(t, w, diff(5000), items[0].ID, 2)
 	// One-line recalls of a long ask say it too, on their line.
-	if r := Reminder(items[0]); !strings.Contains(r, `more characters; parley_read {"message_id":"`+items[0].ID+`"} shows it whole]`) || strings.Contains(r, "\n") {
+	if r := Reminder(items[0]); strings.Contains(r, "\n") {
 		t.Fatalf("reminder: %q", r)
+	} else {
+		checkOneLineCut(t, r, items[0].Text, items[0].ID)
 	}
-	if !strings.Contains(w, `more characters; parley_read {"message_id":"`+items[1].ID+`"} or, from a shell, parley room show `+items[1].ID+` --as beta shows it whole]`) {
+	if !strings.Contains(w, `","offset":`) || !strings.Contains(w, `} reads on, or, from a shell, parley room show `+items[1].ID+` --as beta shows it whole]`) {
 		t.Fatalf("the wake text's line for a second ask does not say it is cut:\n%s", w)
 	}
+	checkOneLineCut(t, w[strings.Index(w, "\n• "):], items[1].Text, items[1].ID)
 }
 
 // A text for a terminal agent (a Shell set: the wake-up pasted into a
@@ -114,8 +151,8 @@ func TestAskCutSaysWhatWasLeftOutAndHowToReadIt(t *testing.T) {
 func TestShellCutNamesTheCommandThatShowsItWhole(t *testing.T) {
 	peer := "12D3KooW" + strings.Repeat("x", 44)
 	id := strings.Repeat("b", 52)
-	plain := func(left int, id string) string {
-		return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q} shows it whole]", thousands(left), id)
+	plain := func(left, offset int, id string) string {
+		return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q,\"offset\":%d} reads on]", thousands(left), id, offset)
 	}
 	for _, agent := range []string{"beta", strings.Repeat("a", 64)} {
 		sh := Shell{Agent: agent}
@@ -130,7 +167,7 @@ func TestShellCutNamesTheCommandThatShowsItWhole(t *testing.T) {
 					t.Fatalf("wake text (%s, %d characters, brought %v): %d characters, over %d", agent, n, brought, c, MaxLen)
 				}
 				checkCut(t, w, s, id, 2)
-				if m := cutLine.FindStringSubmatch(w); m[3] != id || m[4] != agent || !strings.Contains(w, show+" shows it whole]") {
+				if m := cutLine.FindStringSubmatch(w); m[4] != id || m[5] != agent || !strings.Contains(w, show+" shows it whole]") {
 					t.Fatalf("the wake text's marker does not give %q:\n%s", show, tail(w))
 				}
 				// With no Shell, the same ask's texts are as they were.
@@ -140,8 +177,9 @@ func TestShellCutNamesTheCommandThatShowsItWhole(t *testing.T) {
 						t.Fatalf("%s with no Shell:\n%s", what, tail(text))
 					}
 					left, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
-					if !strings.Contains(text, plain(left, id)) {
-						t.Fatalf("%s with no Shell: the marker is not %q:\n%s", what, plain(left, id), tail(text))
+					offset, _ := strconv.Atoi(m[3])
+					if !strings.Contains(text, plain(left, offset, id)) {
+						t.Fatalf("%s with no Shell: the marker is not %q:\n%s", what, plain(left, offset, id), tail(text))
 					}
 				}
 			}

@@ -70,7 +70,7 @@ func members(b *strings.Builder, ms []string, you string, budget int) {
 // Ask is the notice of an ask the agent owes (kind "ask"): who asks,
 // where, the question, and the calls that answer or dismiss it. A question
 // too long for MaxLen is cut, and the notice says how much was left out
-// and the call that shows it whole (Clip).
+// and the call that reads on from there (Clip).
 func Ask(it localapi.Item) string { return askWithin(it, MaxLen, Shell{}) }
 
 // askWithin is Ask within limit characters; with sh set, the marker of a
@@ -112,15 +112,15 @@ func (sh Shell) minClip(id string) int { return minClip + sh.cutExtra(id) }
 // cutExtra is how many characters longer sh's marker of a cut of event id
 // is than Cut's: the command line's (0 with no Shell).
 func (sh Shell) cutExtra(id string) int {
-	const most = 1 << 30 // the longest count
-	return utf8.RuneCountInString(sh.Cut(most, id)) - utf8.RuneCountInString(Cut(most, id))
+	const most = 1 << 30 // the longest count and offset
+	return utf8.RuneCountInString(sh.Cut(most, most, id)) - utf8.RuneCountInString(Cut(most, most, id))
 }
 
 // Clip is a text from another node as Block writes it, within n
 // characters: whole when it fits, else as much of its start as fits and,
 // on a line of Parley's own (not indented), the marker of the cut: how
-// many characters of the text were left out and the call that shows it
-// whole (Cut). id is the text's event.
+// many characters of the text were left out and the call that reads on
+// from the first of them (Cut). id is the text's event.
 func Clip(s string, depth, n int, id string) string { return Shell{}.Clip(s, depth, n, id) }
 
 // Clip is Clip whose marker, with sh set, also gives the command line that
@@ -130,8 +130,9 @@ func (sh Shell) Clip(s string, depth, n int, id string) string {
 		return whole
 	}
 	r := []rune(s)
-	// The marker for the most left out is the longest it can be.
-	room := n - utf8.RuneCountInString(sh.Cut(len(r), id))
+	// The marker for the most left out, and the furthest offset, is the
+	// longest it can be.
+	room := n - utf8.RuneCountInString(sh.Cut(len(r), len(r), id))
 	fits := func(k int) bool { return utf8.RuneCountInString(Block(string(r[:k]), depth)) <= room }
 	// The longest start whose block fits (escapes and line breaks make a
 	// block longer than its text).
@@ -146,28 +147,30 @@ func (sh Shell) Clip(s string, depth, n int, id string) string {
 	}
 	if lo == 0 || !fits(lo) {
 		// No room for the text: the marker alone, if it fits.
-		if m := sh.Cut(len(r), id)[1:]; utf8.RuneCountInString(m) <= n {
+		if m := sh.Cut(len(r), 0, id)[1:]; utf8.RuneCountInString(m) <= n {
 			return m
 		}
 		return cut(Block(s, depth), n)
 	}
-	return Block(string(r[:lo]), depth) + sh.Cut(len(r)-lo, id)
+	return Block(string(r[:lo]), depth) + sh.Cut(len(r)-lo, lo, id)
 }
 
 // Cut is the line that ends a text from another node cut for an agent:
-// how many characters were left out (left), and the call that shows the
-// event (id) whole. It starts with a line break.
-func Cut(left int, id string) string { return Shell{}.Cut(left, id) }
+// how many characters were left out (left), and the call that reads the
+// event (id) on from the character at offset, the first left out, a part
+// at a time (parley_read pages a long text: each part's next gives the
+// call for the one after). It starts with a line break.
+func Cut(left, offset int, id string) string { return Shell{}.Cut(left, offset, id) }
 
 // Cut is Cut for an agent that may have no Parley tools: with sh set, the
 // marker also gives the command line that shows the event whole, `parley
 // room show ID --as AGENT`.
-func (sh Shell) Cut(left int, id string) string {
+func (sh Shell) Cut(left, offset int, id string) string {
 	if sh.Agent == "" {
-		return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q} shows it whole]", thousands(left), id)
+		return CutRest(left, offset, id)
 	}
-	return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q} or, from a shell, parley room show %s --as %s shows it whole]",
-		thousands(left), id, id, sh.Agent)
+	return fmt.Sprintf("\n… [cut: %s more characters; parley_read {\"message_id\":%q,\"offset\":%d} reads on, or, from a shell, parley room show %s --as %s shows it whole]",
+		thousands(left), id, offset, id, sh.Agent)
 }
 
 // CutRest is the line that ends a long text shown in part (a reply to the
@@ -199,16 +202,41 @@ func reminder(it localapi.Item, sh Shell) string {
 }
 
 // snippet is an item's text on one line, quoted, within n characters; one
-// cut ends, after the quote, with how much was left out and the call (with
-// sh set, and the command line) that shows it whole (Shell.Cut, on the
-// same line).
+// cut ends, after the quote, with how much of the text was left out and
+// the call that reads on from the first character left out (with sh set,
+// and the command line that shows it whole; Shell.Cut, on the same line).
 func snippet(it localapi.Item, n int, sh Shell) string {
 	one := oneLine(it.Text)
 	q := fmt.Sprintf("%q", cut(one, n))
-	if left := utf8.RuneCountInString(one) - (n - 1); left > 1 {
-		q += " " + strings.TrimPrefix(sh.Cut(left, it.ID), "\n")
+	if utf8.RuneCountInString(one)-(n-1) > 1 {
+		offset := oneLineOffset(it.Text, n-1)
+		q += " " + strings.TrimPrefix(sh.Cut(utf8.RuneCountInString(it.Text)-offset, offset, it.ID), "\n")
 	}
 	return q
+}
+
+// oneLineOffset is how many characters of s make the first k characters of
+// oneLine(s): where, in s, what a snippet shows of it ends.
+func oneLineOffset(s string, k int) int {
+	out, space, i := 0, false, 0
+	for _, c := range s {
+		if unicode.IsSpace(c) {
+			space = out > 0
+			i++
+			continue
+		}
+		if space {
+			space = false
+			if out++; out == k {
+				return i
+			}
+		}
+		i++
+		if out++; out == k {
+			return i
+		}
+	}
+	return i
 }
 
 func quote(s string, n int) string {

@@ -11,9 +11,10 @@ import (
 )
 
 // An ask too long for an agent's notice reaches it cut, with the marker
-// that says how many characters were left out and the call that shows it
-// whole; parley_read with message_id (whole, or its first 8 characters)
-// shows all of it. An agent not in the ask's room is refused it, and an
+// that says how many characters were left out and the call that reads on
+// (TestCutAskMarkerReadsOnFromWhereItCut follows it); parley_read with
+// message_id (whole, or its first 8 characters) shows all of an ask within
+// a page. An agent not in the ask's room is refused it, and an
 // unknown ID is a clear error.
 func TestLongAskCutShowsHowToReadItWhole(t *testing.T) {
 	nt, a, b, _ := twoAgents(t)
@@ -38,7 +39,7 @@ func TestLongAskCutShowsHowToReadItWhole(t *testing.T) {
 		}
 		return id != ""
 	}, "the long ask to reach beta")
-	m := regexp.MustCompile(`\n… \[cut: ([0-9,]+) more characters; parley_read \{"message_id":"([^"]+)"\} shows it whole\]`).FindStringSubmatch(shown)
+	m := regexp.MustCompile(`\n… \[cut: ([0-9,]+) more characters; parley_read \{"message_id":"([^"]+)","offset":[0-9]+\} reads on\]`).FindStringSubmatch(shown)
 	if m == nil {
 		t.Fatalf("the ask's text does not say it is cut, nor how to read it whole:\n%s", shown[max(0, len(shown)-600):])
 	}
