@@ -58,6 +58,7 @@
 // ask it still owes is shown in full again, anything else comes back as a
 // notice to show once (n/<event>, made again from the event). Open records
 // survive a restart (offered again once their wait passed); at most
-// MaxHands (and 256 KiB of records) per agent: past them the oldest is
-// offered again at once. Shown twice, never lost.
+// MaxHands (and 256 KiB of records) per agent past their caller's grace (a
+// quarter of the hand wait), MaxFreshHands within it: past them the oldest
+// is offered again at once. Shown twice, never lost.
 package inbox

@@ -31,10 +31,19 @@ import (
 const (
 	// DefaultHandWait is Config.HandWait's default.
 	DefaultHandWait = 30 * time.Second
-	// MaxHands is the most open hand-outs one agent has: a new one past it
-	// offers the oldest's items again at once, so that a caller that never
-	// confirms grows neither memory nor disk.
+	// MaxHands is the most open hand-outs one agent keeps past their
+	// caller's grace: a new one past it offers the oldest's items again at
+	// once if that one is overdue (made a quarter of Config.HandWait ago or
+	// more), so that a caller that never confirms grows neither memory nor
+	// disk.
 	MaxHands = 16
+	// MaxFreshHands is the most open hand-outs one agent has, those still
+	// in their caller's grace included: a caller holds a confirmation back
+	// for a while (parley mcp waits up to mcp.CancelGrace, at most a
+	// quarter of the hand wait, for a cancellation of the call), and one
+	// that hands out more than MaxHands in that while must not be shown
+	// their items again. Past it, the oldest is offered again all the same.
+	MaxFreshHands = 1024
 	// maxHandBytes bounds the records of one agent's open hand-outs
 	// together (their JSON), as MaxHands does their number; the newest is
 	// kept whatever its size.
@@ -135,8 +144,12 @@ func (b *Inbox) handed(st *state, h *hand, items []localapi.Item) {
 }
 
 // makeRoom offers the oldest open hand-outs again until a new one fits in
-// MaxHands and maxHandBytes. Callers hold st.mu.
+// MaxHands and maxHandBytes: in MaxFreshHands while the oldest is still in
+// its caller's grace (made less than a quarter of the hand wait ago),
+// whose confirmation may yet come, so that its items are not shown twice.
+// Callers hold st.mu.
 func (b *Inbox) makeRoom(st *state) {
+	fresh := b.now().Add(-b.cfg.HandWait / 4).UnixMilli()
 	for len(st.hands) > 0 {
 		total := 0
 		oldest := ""
@@ -146,7 +159,8 @@ func (b *Inbox) makeRoom(st *state) {
 				oldest = tok
 			}
 		}
-		if len(st.hands) < MaxHands && total < maxHandBytes {
+		n := len(st.hands)
+		if total < maxHandBytes && (n < MaxHands || n < MaxFreshHands && st.hands[oldest].At > fresh) {
 			return
 		}
 		b.offerAgain(st, oldest, "too many hand-outs wait for their confirmation")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,11 +155,20 @@ func TestTwoStepHandOutSurvivesRestart(t *testing.T) {
 	waitItems(t, nt, 0, "beta", "the unconfirmed items to be offered again after a restart", all3)
 }
 
-// A caller that never confirms keeps at most MaxHands hand-outs open, in
-// memory and on disk: past it the oldest's items are offered again, once
-// each.
+// inboxClock sets the node's inbox clock to the time now plus what *ahead
+// holds (read at each call).
+func inboxClock(ahead *atomic.Int64) func(*node.Config) {
+	return func(c *node.Config) {
+		c.InboxClock = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	}
+}
+
+// A caller that never confirms keeps at most MaxHands hand-outs open past
+// their grace (a quarter of the hand wait), in memory and on disk: past it
+// the oldest's items are offered again, once each.
 func TestTwoStepHandOutsAreBounded(t *testing.T) {
-	nt := start(t, 1, handWait(time.Hour))
+	var ahead atomic.Int64
+	nt := start(t, 1, handWait(time.Hour), inboxClock(&ahead))
 	itemsFor(t, nt)
 	ctx := context.Background()
 	two := localapi.WithTwoStep(ctx)
@@ -168,6 +178,9 @@ func TestTwoStepHandOutsAreBounded(t *testing.T) {
 		if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "r", Text: fmt.Sprintf("m%d", k)}); err != nil {
 			t.Fatal(err)
 		}
+		// 1.6 minutes a take: a hand-out ten takes old is past its grace
+		// (15 minutes), none past its wait (an hour).
+		ahead.Add(int64(16 * time.Minute / 10))
 		p, err := ib(nt, 0).Take(two, "beta")
 		if err != nil {
 			t.Fatal(err)
@@ -204,6 +217,68 @@ func TestTwoStepHandOutsAreBounded(t *testing.T) {
 	}
 	if len(p.Items) > inbox.MaxHands+extra+3 {
 		t.Errorf("%d items offered again, more than were handed out", len(p.Items))
+	}
+}
+
+// More than MaxHands hand-outs made within their caller's grace (a caller
+// that confirms each a moment after its result was written, as parley mcp
+// does) are all kept open: none is offered again before its confirmation
+// could come, so each item is handed out once. Before, past 16 open
+// hand-outs the oldest was offered again at once, and the next take
+// handed its items a second time. One left unconfirmed still comes back.
+func TestTwoStepHandOutsWithinTheirGraceAreNotOfferedAgain(t *testing.T) {
+	nt := start(t, 1, handWait(time.Hour))
+	itemsFor(t, nt)
+	ctx := context.Background()
+	two := localapi.WithTwoStep(ctx)
+	first := takeTwoStep(t, nt)
+	hands := []string{first.Hand}
+	handed := map[string]int{}
+	const n = 40
+	for k := range n {
+		if _, err := ib(nt, 0).Say(ctx, "alpha", localapi.SayRequest{Room: "r", Text: fmt.Sprintf("m%d", k)}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := ib(nt, 0).Take(two, "beta")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range p.Items {
+			handed[it.Text]++
+		}
+		if p.Hand != "" {
+			hands = append(hands, p.Hand)
+		}
+	}
+	for k := range n {
+		if m := fmt.Sprintf("m%d", k); handed[m] != 1 {
+			t.Errorf("%s handed out %d times, want once", m, handed[m])
+		}
+	}
+	if got := ib(nt, 0).OpenHands("beta"); got != n+1 {
+		t.Errorf("%d hand-outs open, want the %d made", got, n+1)
+	}
+	// Every one confirmed but the last: nothing comes again but its item.
+	for _, h := range hands[:len(hands)-1] {
+		if _, err := ib(nt, 0).Ack(ctx, "beta", localapi.AckRequest{Hand: h}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ib(nt, 0).Ack(ctx, "beta", localapi.AckRequest{Hand: hands[len(hands)-1], Shown: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ib(nt, 0).Take(ctx, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again []string
+	for _, it := range p.Items {
+		if it.Kind != "reminder" { // the ask beta still owes, recalled
+			again = append(again, it.Text)
+		}
+	}
+	if want := fmt.Sprintf("m%d", n-1); !slices.Equal(again, []string{want}) {
+		t.Errorf("after the confirmations, the take offers %q again; want the unconfirmed %q alone", again, want)
 	}
 }
 
