@@ -160,6 +160,10 @@ put its contact book right. Do not run it beside the node it was copied from.`,
 				fmt.Fprintf(w, "node %s restored into %s, from a copy made %s.\n", r.Peer, r.Home, r.Made.Format("2006-01-02 15:04:05 MST"))
 				fmt.Fprintf(w, "It is an older copy of that node: what it did since %s (posts, rooms, contacts made or revoked) it learns back from its peers as they connect, and contact requests denied since are forgotten.\n",
 					r.Made.Format("2006-01-02 15:04"))
+				// The inbox's read marks count arrivals in one store: the
+				// restored store gives what it learns back arrivals of its
+				// own, so the live home's marks cannot be carried over.
+				fmt.Fprintf(w, "Its agents' read marks are from then too: what reached the node since (messages, asks, replies, invitations) is shown to them again, once, as new, though they were shown it before; an ask they answered since may be shown again until their answer comes back, then it is no longer owed.\n")
 				stopIt := "`parley down` on its home"
 				if r.From != "" {
 					stopIt = "`parley " + strings.Join(append(homeArgs(r.From), "down"), " ") + "`"
