@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -121,9 +122,11 @@ func New(cfg Config) (*Server, error) {
 		"; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 	page := strings.Replace(indexHTML, "<style></style>", "<style>"+appCSS+"</style>", 1)
 	page = strings.Replace(page, "<script></script>", "<script>"+appJS+"</script>", 1)
+	page = strings.Replace(page, noTokenEl, strings.TrimSuffix(noTokenEl, "</pre>")+html.EscapeString(Unauthorized)+"</pre>", 1)
 	s.page = []byte(page)
 
 	s.mux.HandleFunc("GET /{$}", s.servePage)
+	s.mux.HandleFunc("GET "+PagePath, s.servePage)
 	s.mux.HandleFunc("GET /ui/stream", s.serveStream)
 	s.mux.HandleFunc("GET /ui/state", func(w http.ResponseWriter, r *http.Request) {
 		localapi.WriteJSON(w, s.cfg.Panels(r.Context()))
@@ -157,6 +160,21 @@ const (
 	idleTimeout  = time.Minute
 )
 
+// PagePath is the page's address once it holds its token: the page, opened
+// as /?t=TOKEN, keeps the token in its tab's sessionStorage and replaces its
+// address with PagePath (history.replaceState), so that the address bar and
+// the tab's history hold no token. PagePath is served without the token
+// (the page holds no data; all it shows comes through requests that carry
+// the token), so that a reload of the tab works: the page reloaded finds the
+// token in the tab's sessionStorage. A tab without it (PagePath opened in a
+// new tab, a bookmark of the address bar) shows Unauthorized and sends
+// nothing.
+const PagePath = "/ui/page"
+
+// noTokenEl is the page's element that holds Unauthorized, shown instead
+// of the page when it has no token.
+const noTokenEl = `<pre id="notoken" hidden></pre>`
+
 // PageSize is the page's size in bytes (everything it loads).
 func (s *Server) PageSize() int { return len(s.page) }
 
@@ -171,7 +189,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveProof(w, r)
 		return
 	}
-	if !s.authorized(r) {
+	if !s.authorized(r) && !pageReload(r) {
 		// Its body is not read: the connection is closed instead, so that
 		// nothing without the token holds it by sending slowly.
 		h.Set("Connection", "close")
@@ -214,6 +232,12 @@ func (s *Server) authorized(r *http.Request) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), s.token) == 1
 }
 
+// pageReload reports whether r asks for the page at PagePath, which needs
+// no token (its Host and origin are checked all the same).
+func pageReload(r *http.Request) bool {
+	return r.URL.Path == PagePath && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+}
+
 // Unauthorized is the text of a request without the token, or with a
 // wrong one, whose Host is the dashboard's: the browser of a user who
 // opened an old address (the token changes when the port does) or one
@@ -246,12 +270,15 @@ func (s *Server) foreign(r *http.Request) string {
 // pageNavigation reports whether r is the browser opening the page itself
 // as a top-level document: the address followed from a file: page (`parley
 // ui --open`), a bookmark or another site is marked cross-site, and it must
-// open. It carries the token in its query, which is what proves it (whoever
-// has the token needs no browser); it reads nothing and changes nothing,
-// and the page it gets cannot be framed. Everything else the page does is a
-// same-origin request that a cross-site one cannot pass for.
+// open. At / it carries the token in its query, which is what proves it
+// (whoever has the token needs no browser); at PagePath it needs none, and
+// the page gets it from its own tab's sessionStorage or not at all (a
+// browser may mark the reload of a page opened from a file: page
+// cross-site). It reads nothing and changes nothing, and the page it gets
+// cannot be framed. Everything else the page does is a same-origin request
+// that a cross-site one cannot pass for.
 func pageNavigation(r *http.Request) bool {
-	return r.Method == http.MethodGet && r.URL.Path == "/" &&
+	return r.Method == http.MethodGet && (r.URL.Path == "/" || r.URL.Path == PagePath) &&
 		r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document"
 }
 

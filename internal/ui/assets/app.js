@@ -1,6 +1,37 @@
 "use strict";
 (function () {
-  var token = new URLSearchParams(location.search).get("t") || "";
+  // The token: from the address the page was opened at, /?t=TOKEN (the node
+  // served the page only because it is right), else from this tab's
+  // sessionStorage, where the page keeps it for a reload of the tab. The
+  // page opened at /?t=TOKEN keeps the token there and loads itself again
+  // at /ui/page in its place (location.replace: a new entry of the tab's
+  // history instead of the one that had the token, which
+  // history.replaceState would keep as the entry's original address), so
+  // that the address bar and the tab's history hold no token. A tab opened
+  // at /ui/page without the token in its sessionStorage (a new tab, a
+  // bookmark of the address bar) shows how to open the dashboard and sends
+  // nothing.
+  var token = "";
+  try {
+    var q = location.pathname === "/" ? new URLSearchParams(location.search).get("t") : null;
+    if (q) {
+      sessionStorage.setItem("parley-ui-token", q);
+      location.replace("/ui/page");
+      return;
+    }
+    token = sessionStorage.getItem("parley-ui-token") || "";
+  } catch (e) {
+    // No sessionStorage: the token lives as long as the page, and the
+    // address, stripped of it, opens the page without it.
+    token = q || "";
+  }
+  if (location.pathname + location.search + location.hash !== "/ui/page") history.replaceState(null, "", "/ui/page");
+  if (!token) {
+    var how = document.getElementById("notoken");
+    document.body.replaceChildren(how);
+    how.hidden = false;
+    return;
+  }
   var S = { node: "", handle: "", max: 200, rooms: [], events: {}, dropped: {}, unread: {}, sel: "", panels: {}, seen: {}, open: {},
     lat: [], latN: 0 };
   // For tests and the curious: S.seen[eventID] is when the page got an event
