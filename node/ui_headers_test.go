@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -29,6 +30,7 @@ func TestDashboardAnswersAreNeitherCachedNorFramed(t *testing.T) {
 		want                int
 	}{
 		{"GET", "/?t=" + tok, "", nil, 200},
+		{"GET", ui.PagePath, "", nil, 200}, // the page reloaded, without its token
 		{"GET", "/", "", nil, 401},
 		{"GET", "/ui/state", tok, nil, 200},
 		{"HEAD", "/ui/stream", tok, nil, 200},
@@ -53,7 +55,7 @@ func TestDashboardAnswersAreNeitherCachedNorFramed(t *testing.T) {
 		if resp.Header.Get("Set-Cookie") != "" || resp.Header.Get("Access-Control-Allow-Origin") != "" {
 			t.Fatalf("%s: a cookie or a CORS grant: %v", what, resp.Header)
 		}
-		if tc.path == "/?t="+tok {
+		if tc.path == "/?t="+tok || tc.path == ui.PagePath {
 			csp := resp.Header.Get("Content-Security-Policy")
 			for _, d := range []string{"default-src 'none'", "frame-ancestors 'none'", "connect-src 'self'", "base-uri 'none'", "form-action 'none'"} {
 				if !strings.Contains(csp, d) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/parley-mesh/parley/internal/ui"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
@@ -47,6 +48,7 @@ func TestDashboardGivesARebindingSiteNothing(t *testing.T) {
   const ask = async (p, h) => { const r = await fetch(p, {headers: h || {}}); out.push(p + " " + r.status + " " + JSON.stringify(await r.text())); };
   await ask("/");
   await ask("/?t=`+tok+`");
+  await ask("`+ui.PagePath+`");
   await ask("/ui/state");
   await ask("/ui/state", {"Authorization": "Bearer `+tok+`"});
   await ask("/ui/proof?n=`+strings.Repeat("ab", 16)+`");
@@ -55,6 +57,7 @@ func TestDashboardGivesARebindingSiteNothing(t *testing.T) {
 	want := strings.Join([]string{
 		`/ 401 ""`,
 		`/?t=` + tok + ` 403 "wrong Host\n"`, // with the token: refused all the same
+		ui.PagePath + ` 403 "wrong Host\n"`,
 		`/ui/state 401 ""`,
 		`/ui/state 403 "wrong Host\n"`,
 		`/ui/proof?n=` + strings.Repeat("ab", 16) + ` 403 "wrong Host\n"`,

@@ -105,6 +105,14 @@ func TestDashboardTokenOriginAndStream(t *testing.T) {
 		{"GET", "/?t=" + tok, "", nav("document"), 200},
 		{"GET", "/?t=" + strings.Repeat("0", 64), "", nav("document"), 401},
 		{"GET", "/?t=" + tok, "", nav("iframe"), 403},
+		// The page at ui.PagePath, where it reloads: no token needed (it
+		// holds no data), but not framed, and for GET only.
+		{"GET", ui.PagePath, "", nil, 200},
+		{"GET", ui.PagePath, "", nav("document"), 200},
+		{"GET", ui.PagePath, "", nav("iframe"), 403},
+		{"GET", ui.PagePath, "", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"POST", ui.PagePath, "", jsonCT, 401},
+		{"GET", ui.PagePath + "/x", "", nil, 401},
 		{"GET", "/ui/state", tok, nav("document"), 403},
 		{"GET", "/ui/stream", tok, nav("document"), 403},
 		{"POST", "/v1/agents/human/say", tok, map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}, 403},
@@ -167,6 +175,10 @@ func TestDashboardTokenOriginAndStream(t *testing.T) {
 	code, page := uiDo(t, "GET", base+"/?t="+tok, "", nil, "")
 	if code != 200 || !strings.Contains(page, "<title>Parley</title>") || strings.Contains(page, "src=") || strings.Contains(page, "href=") {
 		t.Fatalf("page: %d", code)
+	}
+	// The page without its token is the same document: it holds no data.
+	if code, again := uiDo(t, "GET", base+ui.PagePath, "", nil, ""); code != 200 || again != page || strings.Contains(page, tok) {
+		t.Fatalf("the page at %s: %d, %d bytes, not the page's %d", ui.PagePath, code, len(again), len(page))
 	}
 	t.Logf("page weight: %d bytes", len(page))
 
