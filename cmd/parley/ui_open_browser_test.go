@@ -51,7 +51,8 @@ func headless(t *testing.T) context.Context {
 
 // parley ui --open in a real browser: the page in the home, opened as the
 // opener opens it (a file: URL), sends the browser on to the dashboard,
-// which shows and goes live. (Chromium marks that navigation cross-site.)
+// which shows and goes live, its address without the token, and is live
+// again after a reload. (Chromium marks that navigation cross-site.)
 func TestCLIUIOpenInBrowser(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "h")
@@ -101,5 +102,30 @@ func TestCLIUIOpenInBrowser(t *testing.T) {
 	})
 	if !ok {
 		t.Fatalf("the page %s opened, and the browser shows %q, not the live dashboard", page, said)
+	}
+	// The dashboard keeps its token out of its address, and a reload of
+	// the tab (which the browser may mark cross-site, as it did the first
+	// opening) finds it live again.
+	ctx, cancel = context.WithTimeout(b, 30*time.Second)
+	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+	cancel()
+	if err != nil || !strings.HasSuffix(href, "/ui/page") || strings.Contains(href, "?t=") {
+		t.Fatalf("the dashboard's address is %q (%v), want one ending /ui/page, without its token", href, err)
+	}
+	ctx, cancel = context.WithTimeout(b, 30*time.Second)
+	err = chromedp.Do(ctx, chromedp.Reload())
+	cancel()
+	if err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	ok = nodetest.Poll(30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(b, 10*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname + " " + (document.getElementById("status") ? document.getElementById("status").textContent : document.body.innerText)`))
+		said = fmt.Sprint(v, err)
+		return err == nil && v == "/ui/page live"
+	})
+	if !ok {
+		t.Fatalf("after a reload the browser shows %q, not the live dashboard", said)
 	}
 }
