@@ -3,25 +3,55 @@
 //
 // # Access
 //
-// Every request but /ui/proof needs the home's token (HOME/ui.token,
-// random, made once): the page itself as /?t=TOKEN (the URL `parley ui`
-// prints), everything else with the header "Authorization: Bearer TOKEN",
-// which the page adds to each of its requests. A request without the token,
-// or with a wrong one, is answered 401 with a short text saying how to open
-// the dashboard (Unauthorized; an empty body when its Host is not the
-// dashboard's) and its connection closed, its body unread. The token never travels in a cookie,
-// so another site cannot make the browser use it (no CSRF); on top of that a
-// request with an Origin other than the page's, a cross-site Sec-Fetch-Site,
-// or a Host that is not the loopback address it is served on is refused
-// (403), and actions must be JSON. The one cross-site request taken is the
-// browser opening the page itself as a top-level document (Sec-Fetch-Mode
-// navigate, Sec-Fetch-Dest document, GET /?t=TOKEN): that is how it arrives
-// from the file: page of `parley ui --open` or from a bookmark. The page is
-// one document with its script and style inline, allowed by a
-// Content-Security-Policy that names their hashes and lets the page connect
-// to its own origin only; it loads nothing from the network, so it works
-// offline. The server holds at most MaxConns connections, with read, write
-// and idle deadlines.
+// Every request but /ui/proof and /ui/page needs the home's token
+// (HOME/ui.token, random, made once): the page itself as /?t=TOKEN (the URL
+// `parley ui` prints), everything else with the header "Authorization:
+// Bearer TOKEN", which the page adds to each of its requests. A request
+// without the token, or with a wrong one, is answered 401 with a short text
+// saying how to open the dashboard (Unauthorized; an empty body when its
+// Host is not the dashboard's) and its connection closed, its body unread.
+// The token never travels in a cookie, so another site cannot make the
+// browser use it (no CSRF); on top of that a request with an Origin other
+// than the page's, a cross-site Sec-Fetch-Site, or a Host that is not the
+// loopback address it is served on is refused (403), and actions must be
+// JSON. The one cross-site request taken is the browser opening the page
+// itself as a top-level document (Sec-Fetch-Mode navigate, Sec-Fetch-Dest
+// document, GET /?t=TOKEN or GET /ui/page): that is how it arrives from the
+// file: page of `parley ui --open` or from a bookmark, and /ui/page may be
+// reached so by going back to it from another site. The
+// page is one document with its script and style inline, allowed by a
+// Content-Security-Policy that names their hashes (computed by New from the
+// embedded assets) and lets the page connect to its own origin only; it
+// loads nothing from the network, so it works offline. The server holds at
+// most MaxConns connections, with read, write and idle deadlines.
+//
+// # The token out of the address
+//
+// The page opened at /?t=TOKEN keeps the token in its tab's sessionStorage
+// and loads itself again at /ui/page (PagePath) with location.replace, so
+// that the address bar, and the tab's history, hold the address without the
+// token: a shared screen does not show it. (history.replaceState would
+// change the address shown but leave the entry's original address, token
+// and all, in the tab's history.) /ui/page is the same document, served
+// without the token with the page's headers: it holds no data, since all
+// the page shows comes through requests that carry the token, and it is
+// refused to another Host or origin and cannot be framed. A reload of the
+// tab loads it, and the page finds the token in the tab's sessionStorage.
+// A tab that has none (/ui/page opened in a new tab, a bookmark of the
+// address bar) shows Unauthorized and sends no request, not even for a
+// proof. / itself still needs the token: served without it, the bare
+// address would answer the page (200) where it answers 401 and how to open
+// the dashboard, which the node's tests of an address without the token,
+// with a browser and without, hold it to; a new route keeps / as it was
+// and holds to it only the page's own tab, which knows the token.
+//
+// What is left: the address `parley ui` prints carries the token, and the
+// browser's global history records it as visited (the page cannot remove
+// it); only the address the tab keeps is cleaned. The tab's sessionStorage
+// can be read by any page of the origin loaded in that tab: a program that
+// holds the port while the node is down, when the tab is reloaded or
+// restored then, serves its own page at /ui/page, which reads it, as a
+// reload of /?t=TOKEN sent it the token before.
 //
 // The page sends the token only to a server that has just shown it knows
 // it: before the stream and before each action it asks /ui/proof with a
@@ -30,7 +60,8 @@
 //
 // # Endpoints
 //
-//	GET  /?t=TOKEN            the page
+//	GET  /?t=TOKEN            the page, which moves to /ui/page
+//	GET  /ui/page             no token: the page, which finds the token in its tab
 //	GET  /ui/stream           server-sent events (below)
 //	GET  /ui/state            the panels, as one JSON object
 //	GET  /ui/proof?n=NONCE    no token: Proof of the token for NONCE

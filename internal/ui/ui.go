@@ -271,10 +271,9 @@ func (s *Server) foreign(r *http.Request) string {
 // as a top-level document: the address followed from a file: page (`parley
 // ui --open`), a bookmark or another site is marked cross-site, and it must
 // open. At / it carries the token in its query, which is what proves it
-// (whoever has the token needs no browser); at PagePath it needs none, and
-// the page gets it from its own tab's sessionStorage or not at all (a
-// browser may mark the reload of a page opened from a file: page
-// cross-site). It reads nothing and changes nothing, and the page it gets
+// (whoever has the token needs no browser); at PagePath (reached so by
+// going back to the page from another site) it needs none, and the page
+// gets it from its own tab's sessionStorage or not at all. It reads nothing and changes nothing, and the page it gets
 // cannot be framed. Everything else the page does is a same-origin request
 // that a cross-site one cannot pass for.
 func pageNavigation(r *http.Request) bool {
