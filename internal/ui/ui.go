@@ -161,9 +161,9 @@ const (
 )
 
 // PagePath is the page's address once it holds its token: the page, opened
-// as /?t=TOKEN, keeps the token in its tab's sessionStorage and replaces its
-// address with PagePath (history.replaceState), so that the address bar and
-// the tab's history hold no token. PagePath is served without the token
+// as /?t=TOKEN, keeps the token in its tab's sessionStorage and loads itself
+// again at PagePath in its place (location.replace), so that the address
+// bar and the tab's history hold no token. PagePath is served without the token
 // (the page holds no data; all it shows comes through requests that carry
 // the token), so that a reload of the tab works: the page reloaded finds the
 // token in the tab's sessionStorage. A tab without it (PagePath opened in a
