@@ -29,8 +29,10 @@ func uiCmd(g *globals) *cobra.Command {
 		Long: `The node serves a live dashboard on 127.0.0.1: rooms and their messages (post,
 reply to what is asked of you, invite), agents and what they wait on, contact
 requests to approve or deny, the audit log and usage per agent. The address
-carries the home's token (HOME/ui.token): keep it to yourself. Its port is
-ui_port in the config (unset: the port it had last time when free, else any).`,
+carries the home's token (HOME/ui.token): keep it to yourself. Once open, the
+page moves to /ui/page and keeps the token in its browser tab, so the address
+bar shows none and a reload of the tab works. Its port is ui_port in the
+config (unset: the port it had last time when free, else any).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.UIInfo, error) {
