@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -157,4 +159,28 @@ func TestDashboardTokenStaysOutOfTheAddressBar(t *testing.T) {
 	if href := eval[string](t, nb, `location.href`); href != base+ui.PagePath {
 		t.Fatalf("the new tab is at %s", href)
 	}
+}
+
+// A dashboard tab whose token was replaced since it was opened (HOME/ui.token
+// deleted, the node restarted on the same port), reloaded, holds the old
+// token: it sends it nowhere, and says that the program on the port does
+// not know its token and to run `parley ui` for the address.
+func TestDashboardReloadedWithAnOldTokenSaysToRunParleyUI(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	base, tok := uiBase(t, nt, 0)
+	b := browser(t)
+	run(t, b, "open the dashboard", chromedp.Navigate(base+"/?t="+tok))
+	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
+	nt.Crash(0)
+	if err := os.Remove(filepath.Join(nt.Home(0), ui.TokenFileName)); err != nil {
+		t.Fatal(err)
+	}
+	nt.Restart(0)
+	again, tok2 := uiBase(t, nt, 0)
+	if again != base || tok2 == tok {
+		t.Fatalf("after the restart the dashboard is at %s (was %s), its token new: %v", again, base, tok2 != tok)
+	}
+	run(t, b, "reload the tab", chromedp.Reload())
+	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent.includes("does not know this page's token: another program, or the node since given a new token") &&
+		document.getElementById("status").textContent.includes("parley ui")`, "the page to say its token is not the node's")
 }

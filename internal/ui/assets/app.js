@@ -230,7 +230,7 @@
       return hmacKey.then(function (k) {
         return crypto.subtle.verify("HMAC", k, sig, enc.encode("parley-ui-proof\n" + (location.port || "80") + "\n" + nonce));
       });
-    }).then(function (ok) { if (!ok) throw new Impostor("it does not know the token"); });
+    }).then(function (ok) { if (!ok) throw new Impostor("it does not know this page's token: another program, or the node since given a new token"); });
   }
 
   // pending holds when each request api sent (and not yet answered) was
