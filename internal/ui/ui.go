@@ -163,10 +163,10 @@ const (
 // PagePath is the page's address once it holds its token: the page, opened
 // as /?t=TOKEN, keeps the token in its tab's sessionStorage and loads itself
 // again at PagePath in its place (location.replace), so that the address
-// bar and the tab's history hold no token. PagePath is served without the token
-// (the page holds no data; all it shows comes through requests that carry
-// the token), so that a reload of the tab works: the page reloaded finds the
-// token in the tab's sessionStorage. A tab without it (PagePath opened in a
+// bar and the tab's history hold no token. PagePath is served without the
+// token (the page holds no data; all it shows comes through requests that
+// carry the token), so that a reload of the tab works: the page reloaded
+// finds the token in the tab's sessionStorage. A tab without it (PagePath opened in a
 // new tab, a bookmark of the address bar) shows Unauthorized and sends
 // nothing.
 const PagePath = "/ui/page"
@@ -273,9 +273,10 @@ func (s *Server) foreign(r *http.Request) string {
 // open. At / it carries the token in its query, which is what proves it
 // (whoever has the token needs no browser); at PagePath (reached so by
 // going back to the page from another site) it needs none, and the page
-// gets it from its own tab's sessionStorage or not at all. It reads nothing and changes nothing, and the page it gets
-// cannot be framed. Everything else the page does is a same-origin request
-// that a cross-site one cannot pass for.
+// gets it from its own tab's sessionStorage or not at all. It reads
+// nothing and changes nothing, and the page it gets cannot be framed.
+// Everything else the page does is a same-origin request that a cross-site
+// one cannot pass for.
 func pageNavigation(r *http.Request) bool {
 	return r.Method == http.MethodGet && (r.URL.Path == "/" || r.URL.Path == PagePath) &&
 		r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document"
