@@ -44,3 +44,36 @@ func TestBoardPathsDifferingInUnicodeFormOverlap(t *testing.T) {
 		t.Fatalf("bob's claim on the NFD spelling granted beside alice's on the NFC one: the board now holds %q", holders(live(t, nt, 0)))
 	}
 }
+
+// TestBoardClaimAgainInAnotherCaseRenewsIt: alice holds README.md and
+// claims it again as readme.md (the name as typed on a file system that
+// folds case, where the two are one file). That renews her claim: the
+// board holds the file once, and her release of either spelling frees it
+// for bob. Before (found by a hostile review, 2026-12-07), the fold
+// renewed only a claim on the very same spelling: the board held the file
+// twice under her name, and her release of README.md left readme.md
+// refusing bob for the rest of its ttl (up to 8 h).
+func TestBoardClaimAgainInAnotherCaseRenewsIt(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "rewrite the intro", time.Hour, 0, "README.md"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := claim(ctx, nt, 0, "alice", "rewrite the intro, still", time.Hour, 0, "readme.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Held) != 1 {
+		t.Fatalf("alice holds %d claims on one file: %+v", len(res.Held), res.Held)
+	}
+	if got := live(t, nt, 0); len(got) != 1 || got[0].Note != "rewrite the intro, still" {
+		t.Fatalf("the board: %+v, want README.md once, renewed", got)
+	}
+	if _, err := nt.Node(0).Board().Release(ctx, agentName("alice"), project, []string{"README.md"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claim(ctx, nt, 0, "bob", "fix the typos", time.Hour, 0, "README.md"); err != nil {
+		t.Fatalf("bob refused README.md after alice released it: %v (the board holds %v)", err, holders(live(t, nt, 0)))
+	}
+}

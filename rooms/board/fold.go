@@ -481,13 +481,20 @@ func (s *State) apply(e *Entry) {
 	case KindRelease:
 		rec.Paths = slices.Clone(e.release.Paths)
 		s.drop(func(h *Held) bool {
-			if h.Holder == e.Holder && (len(rec.Paths) == 0 || slices.Contains(rec.Paths, h.Path)) {
+			if h.Holder == e.Holder && names(rec.Paths, h) {
 				rec.Ended = append(rec.Ended, h.Path)
 				return true
 			}
 			return false
 		})
 	}
+}
+
+// names reports whether a release of paths ends h (none: every claim of
+// its holder): one of them is h's path compared as overlaps are (key), as
+// a claim again of it in another case renews it.
+func names(paths []string, h *Held) bool {
+	return len(paths) == 0 || slices.ContainsFunc(paths, func(q string) bool { return key(q) == h.key })
 }
 
 // Live returns the claims held at now, by path and holder.

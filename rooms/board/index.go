@@ -75,10 +75,13 @@ func (x *heldIndex) remove(h *Held) {
 	delete(x.pos, h)
 }
 
-// find returns the holder's own claim on exactly path, if held.
+// find returns the holder's own claim on path, if held: on the very same
+// path once compared as overlaps are (key: in lower case and NFC), so
+// that a claim of README.md renews one of readme.md.
 func (x *heldIndex) find(holder, path string) *Held {
-	for _, h := range x.by[literalPrefix(key(path))] {
-		if h.Holder == holder && h.Path == path {
+	k := key(path)
+	for _, h := range x.by[literalPrefix(k)] {
+		if h.Holder == holder && h.key == k {
 			return h
 		}
 	}

@@ -650,7 +650,7 @@ func (s *Service) simulateAhead(p *project) ([]Held, error) {
 				continue
 			}
 			end(func(h *Held) bool {
-				return h.Holder == who && (len(rel.Paths) == 0 || slices.Contains(rel.Paths, h.Path))
+				return h.Holder == who && names(rel.Paths, h)
 			})
 		}
 	}
@@ -863,11 +863,21 @@ func (s *Service) heldForms(agent identity.AgentName, key string, paths []string
 	return out, changed
 }
 
-// asHeld is q as have holds it: q, or its other form as a folder
-// (folderForm) when have holds that one and not q.
+// asHeld is q as have holds it: q; else the same path in another case or
+// Unicode form (key), as the fold takes it for q; else its other form as
+// a folder (folderForm), in any case, when have holds that one.
 func asHeld(have []string, q string) string {
-	if alt := folderForm(q); !slices.Contains(have, q) && alt != "" && slices.Contains(have, alt) {
-		return alt
+	if slices.Contains(have, q) {
+		return q
+	}
+	for _, c := range []string{q, folderForm(q)} {
+		if c == "" {
+			continue
+		}
+		k := key(c)
+		if i := slices.IndexFunc(have, func(h string) bool { return key(h) == k }); i >= 0 {
+			return have[i]
+		}
 	}
 	return q
 }
