@@ -560,7 +560,7 @@ type AgentRoom struct {
 // first time, then "reminder" with the text cut to one line), an
 // invitation, the reply to its own ask, or a message of a room it is in.
 type Item struct {
-	Kind     string `json:"kind"` // ask, reminder, invitation, removed (from a room, by its creator), reply, message (read also shows create, invite, join, leave); board notices: claim_free, claim_expiring, claim_lost
+	Kind     string `json:"kind"` // ask, reminder, invitation, removed (from a room, by its creator), reply, message (read also shows create, invite, join, leave); board notices: claim_free, claim_expiring, claim_lost, claim_contested
 	ID       string `json:"id"`
 	Room     string `json:"room"`
 	RoomName string `json:"room_name"`

@@ -71,6 +71,12 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 		case "claim_free", "claim_lost":
 			paths, _ := json.Marshal(it.Paths)
 			out.Answer = fmt.Sprintf(`parley_claim {"paths":%s,"note":"<why>"}`, paths)
+		case "claim_contested":
+			out.Answer = `parley_board {"history":true}`
+			if len(it.Paths) > 0 {
+				path, _ := json.Marshal(it.Paths[0])
+				out.Answer = fmt.Sprintf(`parley_board {"history":true,"path":%s}`, path)
+			}
 		case "claim_expiring":
 			paths, _ := json.Marshal(it.Paths)
 			out.Answer = fmt.Sprintf(`parley_claim {"paths":%s,"note":"<why>"} to renew, or parley_release {"paths":%s}`, paths, paths)
@@ -122,7 +128,7 @@ func renderPending(items []Pending, more []RoomCount) string {
 	section("↩️ Replies to your asks:", "reply", func(it Pending) {
 		fmt.Fprintf(&b, "\n• [reply %s to your ask %s] from %s:\n%s", it.ID, it.ReplyTo, it.From, it.cut.block())
 	})
-	for _, k := range []string{"claim_lost", "claim_free", "claim_expiring"} {
+	for _, k := range []string{"claim_lost", "claim_contested", "claim_free", "claim_expiring"} {
 		section("📌 The board:", k, func(it Pending) {
 			fmt.Fprintf(&b, "\n• %s\n  → %s", it.Text, it.Answer)
 		})

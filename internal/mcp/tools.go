@@ -69,7 +69,7 @@ func (e *Envelope) env() *Envelope { return e }
 
 // Pending is one item for the agent.
 type Pending struct {
-	Kind        string   `json:"kind" jsonschema:"ask (someone waits for your answer), reminder (an ask you still owe), invitation, removed (the room's creator took you out of a room), reply (to your ask), message, or from the board: claim_free (paths you were refused are free), claim_expiring (your claim ends soon), claim_lost (your claim lost to one made during a partition)"`
+	Kind        string   `json:"kind" jsonschema:"ask (someone waits for your answer), reminder (an ask you still owe), invitation, removed (the room's creator took you out of a room), reply (to your ask), message, or from the board: claim_free (paths you were refused are free), claim_expiring (your claim ends soon), claim_lost (your claim lost to one made during a partition), claim_contested (another agent's claim made during a partition lost to yours: they may have changed the files)"`
 	ID          string   `json:"id"`
 	Room        string   `json:"room"`
 	RoomName    string   `json:"room_name"`

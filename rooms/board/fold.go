@@ -588,3 +588,18 @@ func (s *State) Lost(holder string) []Record {
 	}
 	return out
 }
+
+// Beaten returns the claims of other agents that lost to one of holder's,
+// in fold order: claims made where holder's was not yet known (on the
+// other side of a partition, or at nearly the same time on another node),
+// whose agents may have changed the paths meanwhile.
+func (s *State) Beaten(holder string) []Record {
+	s.catchUp()
+	var out []Record
+	for _, e := range s.entries {
+		if r := s.records[e.ID]; r.Lost != nil && r.Lost.Holder == holder {
+			out = append(out, r)
+		}
+	}
+	return out
+}

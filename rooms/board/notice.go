@@ -20,6 +20,10 @@ const (
 	// had not heard of when it claimed (made during a partition, or at
 	// nearly the same time on another node).
 	NoticeLost = "claim_lost"
+	// NoticeContested: another agent's claim made where the agent's was
+	// not yet known lost to it (the other side of NoticeLost): that agent
+	// may have changed the paths before it heard.
+	NoticeContested = "claim_contested"
 )
 
 // ExpiringWithin is how long before its expiry a claim is said to end
@@ -194,6 +198,19 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 			out = append(out, Notice{Kind: NoticeLost, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: r.Lost,
 				Text: fmt.Sprintf("Your claim on %s (%q) lost to %s's earlier claim on %s (%q): your node had not yet heard of it when you claimed (the two claims were made at nearly the same time, the two nodes were apart, or they had only just become contacts). It is not yours: agree with them, or wait.",
 					strings.Join(r.Paths, ", "), r.Note, r.Lost.Holder, r.Lost.Path, r.Lost.Note)})
+			if take {
+				s.told[id] = r.Expires
+			}
+		}
+		for _, r := range p.state.Beaten(holder) {
+			id := "contested:" + r.ID
+			if _, ok := s.told[id]; ok || r.Expires <= ms {
+				continue
+			}
+			lost := Held{Path: r.Paths[0], Holder: r.Holder, Note: r.Note, Since: r.Time, Expires: r.Expires, Event: r.ID, Room: r.Room}
+			out = append(out, Notice{Kind: NoticeContested, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: &lost,
+				Text: fmt.Sprintf("%s also claimed %s (%q) before its node had heard of your claim on %s (the two nodes were apart, or the claims were made at nearly the same time). Yours is earlier and holds; theirs lost, and they are told so, but they may have changed those files before they heard: check with them before you commit.",
+					r.Holder, strings.Join(r.Paths, ", "), r.Note, r.Lost.Path)})
 			if take {
 				s.told[id] = r.Expires
 			}
