@@ -66,3 +66,46 @@ func TestBoardPartitionTellsTheWinnerToo(t *testing.T) {
 		}
 	}
 }
+
+// TestBoardLoserIsToldWhenThePathsGoFree: bob's claim, made apart, lost
+// to alice's at the heal, and bob was told "It is not yours: agree with
+// them, or wait". When alice releases, bob is told the paths are free, as
+// an agent refused a claim is. Before (found by a hostile review,
+// 2026-12-07), nothing watched a claim that lost: bob, told to wait, was
+// never told there was no more to wait for.
+func TestBoardLoserIsToldWhenThePathsGoFree(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.Befriend(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := claim(ctx, nt, 0, "alice", "setup", time.Hour, 0, "setup.go"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to see the board")
+	nt.Partition([]int{0}, []int{1})
+	if _, err := claim(ctx, nt, 0, "alice", "left side", time.Hour, 0, "shared/x.go"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claim(ctx, nt, 1, "bob", "right side", time.Hour, 0, "shared/x.go"); err != nil {
+		t.Fatal(err)
+	}
+	nt.Heal()
+	var lost bool
+	nt.WaitFor(60*time.Second, func() bool {
+		for _, n := range nt.Node(1).Board().Notices(agentName("bob"), true) {
+			lost = lost || n.Kind == board.NoticeLost
+		}
+		return lost
+	}, "bob to be told his claim lost")
+	if _, err := nt.Node(0).Board().Release(ctx, agentName("alice"), project, []string{"shared/x.go"}); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool {
+		for _, n := range nt.Node(1).Board().Notices(agentName("bob"), true) {
+			if n.Kind == board.NoticeFree && strings.Contains(n.Text, "shared/x.go") {
+				return true
+			}
+		}
+		return false
+	}, "bob to be told shared/x.go is free")
+}

@@ -51,6 +51,7 @@ type watch struct {
 	ttl     time.Duration
 	was     Held
 	until   time.Time
+	lost    bool // a claim that lost at a heal, not one refused
 }
 
 // maxWatchesPerAgent and maxWatches bound the refused claims watched,
@@ -149,10 +150,14 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 		if w.was.Expires <= ms {
 			why = "expired"
 		}
+		earlier := "You were refused it earlier"
+		if w.lost {
+			earlier = "Your claim on it lost to theirs earlier"
+		}
 		out = append(out, Notice{Kind: NoticeFree, ID: "free:" + w.was.Event + ":" + strings.Join(w.paths, ","), Project: w.project,
 			Paths: w.paths, Time: ms, Held: &w.was,
-			Text: fmt.Sprintf("%s is free now: %s's claim on %s %s. You were refused it earlier (your note: %q).",
-				strings.Join(w.paths, ", "), w.was.Holder, w.was.Path, why, w.note)})
+			Text: fmt.Sprintf("%s is free now: %s's claim on %s %s. %s (your note: %q).",
+				strings.Join(w.paths, ", "), w.was.Holder, w.was.Path, why, earlier, w.note)})
 		if !take {
 			keep = append(keep, w)
 		}
@@ -200,6 +205,12 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 					strings.Join(r.Paths, ", "), r.Note, r.Lost.Holder, r.Lost.Path, r.Lost.Note)})
 			if take {
 				s.told[id] = r.Expires
+				// Told to wait: watched as a refused claim is, so that it
+				// is told when its paths go free.
+				s.watchLocked(agent, key, r.Paths, r.Note, time.Duration(r.Expires-r.Time)*time.Millisecond, *r.Lost)
+				if ws := s.watches[agent]; len(ws) > 0 {
+					ws[len(ws)-1].lost = true
+				}
 			}
 		}
 		for _, r := range p.state.Beaten(holder) {
