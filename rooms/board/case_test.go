@@ -2,6 +2,7 @@ package board_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,5 +76,27 @@ func TestBoardClaimAgainInAnotherCaseRenewsIt(t *testing.T) {
 	}
 	if _, err := claim(ctx, nt, 0, "bob", "fix the typos", time.Hour, 0, "README.md"); err != nil {
 		t.Fatalf("bob refused README.md after alice released it: %v (the board holds %v)", err, holders(live(t, nt, 0)))
+	}
+}
+
+// TestBoardPathsDifferingInCaseFoldOverlap: on a file system that folds
+// case (APFS, NTFS), "ΛΟΓΟΣ.md" and "λογος.md" (a word's last sigma is
+// written ς in small letters) are one file, and so are "ſ" and "s". Two
+// agents claiming such a file under the two spellings must not both hold
+// it. Before (found by a hostile review, 2026-12-07), paths were compared
+// in lower case, where Σ is σ and not ς, and both were granted; now they
+// are compared case-folded (Unicode's full case folding, in NFC).
+func TestBoardPathsDifferingInCaseFoldOverlap(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i, pair := range [][2]string{{"docs/ΛΟΓΟΣ.md", "docs/λογος.md"}, {"src/main.go", "ſrc/main.go"}} {
+		a, b := fmt.Sprintf("alice%d", i), fmt.Sprintf("bob%d", i)
+		if _, err := claim(ctx, nt, 0, a, "rewrite", time.Hour, 0, pair[0]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := claim(ctx, nt, 0, b, "typos", time.Hour, 0, pair[1]); err == nil {
+			t.Errorf("%s's claim on %q granted beside %s's on %q: the board now holds %q", b, pair[1], a, pair[0], holders(live(t, nt, 0)))
+		}
 	}
 }

@@ -154,7 +154,7 @@ func covers(p, lp string) bool {
 // far more often a file than a folder, and a claim on "**/*_test.go"
 // would otherwise overlap a claim on every path with no glob.
 //
-// Paths are compared in one form: lower case, in Unicode's NFC, so
+// Paths are compared in one form: case-folded, in Unicode's NFC (key), so
 // "README.md" and "readme.md", and "café.go" with é as one character or
 // as e and an accent, overlap. On a file system that folds case (macOS's
 // and Windows' defaults) they are one file; on one that does not, two
@@ -165,14 +165,36 @@ func Overlap(a, b string) bool {
 	return overlap(a, literalPrefix(a), b, literalPrefix(b))
 }
 
-// key is the form paths are compared in: lower case, NFC.
+// key is the form paths are compared in: case-folded, one character for
+// one (each letter as the small one of the letters Unicode folds together:
+// Σ, σ and ς are σ, and S, s and ſ are s, as file systems that fold case
+// compare names, where lower case alone keeps ς and ſ apart), of the path
+// in NFC. A character stays one character, so a "?" matches in key form
+// what it matches as written (in NFC).
 func key(p string) string {
+	upper := false
 	for i := 0; i < len(p); i++ {
-		if c := p[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
-			return norm.NFC.String(strings.ToLower(p))
+		c := p[i]
+		if c >= utf8.RuneSelf {
+			return norm.NFC.String(strings.Map(foldRune, norm.NFC.String(p)))
 		}
+		upper = upper || 'A' <= c && c <= 'Z'
+	}
+	if upper {
+		return strings.ToLower(p) // ASCII: foldRune is ToLower there
 	}
 	return p
+}
+
+// foldRune is the small form of the first of the characters Unicode folds
+// r together with (its orbit under simple case folding): the same for all
+// of them.
+func foldRune(r rune) rune {
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		m = min(m, f)
+	}
+	return unicode.ToLower(m)
 }
 
 // overlap is Overlap with the paths in their key form and their literal
