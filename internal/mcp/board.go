@@ -69,6 +69,7 @@ type BoardEvent struct {
 	Paths  []string `json:"paths"`
 	Note   string   `json:"note"`
 	LostTo string   `json:"lost_to,omitempty" jsonschema:"a claim made apart (during a partition) that lost to an earlier one: its holder"`
+	Bad    string   `json:"bad,omitempty" jsonschema:"why the board ignores the event (a malformed body, or a date ahead of this node's clock): it holds and ends nothing"`
 	// MorePaths counts the event's paths not listed.
 	MorePaths int `json:"more_paths,omitempty" jsonschema:"the event's paths not listed (pass path to see the events of one path)"`
 }
@@ -224,7 +225,7 @@ func (s *Server) board(ctx context.Context, c *call, in BoardIn) (BoardOut, stri
 			fmt.Fprintf(&b, "History of the board (%d events):", len(evs))
 		}
 		for _, e := range evs {
-			ev := BoardEvent{Time: e.Time.UTC().Format(time.RFC3339), Holder: e.Holder, Kind: e.Kind, Paths: orEmpty(e.Paths), Note: e.Note}
+			ev := BoardEvent{Time: e.Time.UTC().Format(time.RFC3339), Holder: e.Holder, Kind: e.Kind, Paths: orEmpty(e.Paths), Note: e.Note, Bad: e.Bad}
 			if len(ev.Paths) > maxEventPaths {
 				ev.Paths, ev.MorePaths = ev.Paths[:maxEventPaths], len(ev.Paths)-maxEventPaths
 			}
@@ -242,6 +243,9 @@ func (s *Server) board(ctx context.Context, c *call, in BoardIn) (BoardOut, stri
 			fmt.Fprintf(&b, "\n• %s %s %s %s%s", ev.Time, ev.Holder, ev.Kind, paths, labelled(" — ", ev.Note))
 			if ev.LostTo != "" {
 				fmt.Fprintf(&b, " (lost to %s)", ev.LostTo)
+			}
+			if ev.Bad != "" {
+				fmt.Fprintf(&b, " (ignored: %s)", ev.Bad) // as the CLI says
 			}
 		}
 		return out, b.String(), nil
