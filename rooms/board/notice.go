@@ -220,7 +220,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 			}
 			lost := Held{Path: r.Paths[0], Holder: r.Holder, Note: r.Note, Since: r.Time, Expires: r.Expires, Event: r.ID, Room: r.Room}
 			out = append(out, Notice{Kind: NoticeContested, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: &lost,
-				Text: fmt.Sprintf("%s also claimed %s (%q) before its node had heard of your claim on %s (the two nodes were apart, or the claims were made at nearly the same time). Yours is earlier and holds; theirs lost, and they are told so, but they may have changed those files before they heard: check with them before you commit.",
+				Text: fmt.Sprintf("%s also claimed %s (%q) before its node had heard of your claim on %s (the two nodes were apart, or the claims were made at nearly the same time). Yours was the earlier and took it; theirs lost, and they are told so, but they may have changed those files before they heard: check with them before you commit.",
 					r.Holder, strings.Join(r.Paths, ", "), r.Note, r.Lost.Path)})
 			if take {
 				s.told[id] = r.Expires
