@@ -33,7 +33,8 @@
 //	                                   at seq first; back: invited again since)
 //	w/<room>                           an invite from a node that is not a contact, waiting
 //	                                   for the user's answer, or declined (JSON, rooms)
-//	c/<peer>                           contact records
+//	c/<peer>                           contact records (consent.Contact), in pieces
+//	c/<peer><i:1>                      under the value threshold (SetPieces, pieces.go)
 //	p/<peer>                           where a contact or room member was last reached:
 //	                                   CBOR {t, a: [multiaddr]} (internal/reconnect)
 //	o/r/<org><group:1><subject>        the newest organisation record (sealed, consent.OrgRecord)
@@ -53,7 +54,8 @@
 //	s/a/<agent>/<cursor>/<room>        an agent's cursors: d (scanned for its pending
 //	                                   items), r (messages shown to it)
 //	n/<peer>                           a node's signed node card: its handle
-//	                                   (discovery.NodeCard, internal/names)
+//	n/<peer><i:1>                      (discovery.NodeCard, internal/names), in pieces
+//	                                   under the value threshold (SetPieces, pieces.go)
 //	k/<agent>@<peer>                   moderation: what holds for an agent (JSON,
 //	                                   internal/moderation: muted, until, killed)
 //	s/a/<agent>/<item>/<event id>      an agent's open items (JSON): o (an ask it owes),
