@@ -1,6 +1,7 @@
 // Package contacts is the node's contact service: it runs the consent
 // package's Book behind the /parley/contact/1 stream protocol, persists the
-// records the Book hands back under c/<peer> (internal/store/schema.Contact),
+// records the Book hands back under c/<peer> (internal/store/schema.Contact, in
+// pieces under the store's value threshold: schema.SetPieces),
 // re-sends what a peer missed while it was offline, and answers the rooms'
 // consent questions (it implements rooms.Policy).
 //

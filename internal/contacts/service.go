@@ -171,13 +171,23 @@ func New(cfg Config) (*Service, error) {
 		peerLogs:       lograte.New(20),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	var recs [][]byte
-	err = cfg.Store.ScanFrom(schema.ContactPrefix(), nil, false, func(_, v []byte) bool {
-		recs = append(recs, append([]byte(nil), v...))
+	// Records are kept in pieces (schema.SetPieces); an older Parley's
+	// whole records read as they are.
+	j := schema.NewJoiner(schema.ContactPrefix())
+	err = cfg.Store.ScanFrom(schema.ContactPrefix(), nil, false, func(k, v []byte) bool {
+		j.Add(k, v)
 		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("contacts: load: %w", err)
+	}
+	joined, damaged := j.Done()
+	if len(damaged) > 0 {
+		s.log.Error("some contact records are damaged and were not loaded", "err", errors.Join(damaged...))
+	}
+	recs := make([][]byte, len(joined))
+	for i, r := range joined {
+		recs[i] = r.Val
 	}
 	if err := book.Load(recs); err != nil {
 		// The good records are loaded; a damaged one must not stop the node.
@@ -329,9 +339,22 @@ func (s *Service) persist(recs []consent.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	ops := make([]schema.Op, len(recs))
-	for i, r := range recs {
-		ops[i] = schema.Op{Key: schema.Contact([]byte(r.Peer)), Val: r.Value, Delete: r.Delete}
+	// Each record goes in pieces under the value threshold: a stranger's
+	// request dropped from the book is then reclaimed by compaction, not
+	// left in the value log for good.
+	var ops []schema.Op
+	for _, r := range recs {
+		key := schema.Contact([]byte(r.Peer))
+		if r.Delete {
+			ops = append(ops, schema.DeletePieces(key)...)
+			continue
+		}
+		rops, err := schema.SetPieces(key, r.Value)
+		if err != nil {
+			s.log.Error("contact record not stored", "err", err)
+			return fmt.Errorf("contacts: store: %w", err)
+		}
+		ops = append(ops, rops...)
 	}
 	if err := s.cfg.Store.Apply(ops, true); err != nil {
 		s.log.Error("contact record not stored", "err", err)
