@@ -273,20 +273,30 @@ func New(cfg Config) (*Service, error) {
 		}
 	}
 	if cfg.Store != nil {
+		// Cards are kept in pieces (schema.SetPieces); an older Parley's
+		// whole cards read as they are.
+		j := schema.NewJoiner(schema.NodeCardPrefix())
 		err := cfg.Store.ScanFrom(schema.NodeCardPrefix(), nil, false, func(k, v []byte) bool {
-			c, err := discovery.DecodeNodeCard(v)
+			j.Add(k, v)
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("names: load cards: %w", err)
+		}
+		stored, damaged := j.Done()
+		for _, err := range damaged {
+			s.log.Warn("a stored node card is damaged; it is asked for again", "err", err)
+		}
+		for _, r := range stored {
+			c, err := discovery.DecodeNodeCard(r.Val)
 			if err != nil {
-				s.log.Warn("a stored node card does not decode; it is asked for again", "key", fmt.Sprintf("%q", k), "err", err)
-				return true
+				s.log.Warn("a stored node card does not decode; it is asked for again", "key", fmt.Sprintf("%q", r.Key), "err", err)
+				continue
 			}
 			if c.Peer != self && len(s.cards) < MaxNames {
 				s.cards[c.Peer] = c
 				s.checkMember(c)
 			}
-			return true
-		})
-		if err != nil {
-			return nil, fmt.Errorf("names: load cards: %w", err)
 		}
 	}
 	return s, nil
@@ -887,7 +897,13 @@ func (s *Service) Learn(from peer.ID, wire []byte) error {
 	s.gen++
 	s.mu.Unlock()
 	if s.cfg.Store != nil {
-		if err := s.cfg.Store.Apply([]schema.Op{{Key: schema.NodeCard([]byte(c.Peer)), Val: wire}}, false); err != nil {
+		// In pieces under the value threshold: a card replaced is
+		// reclaimed by compaction, not left in the value log for good.
+		ops, err := schema.SetPieces(schema.NodeCard([]byte(c.Peer)), wire)
+		if err == nil {
+			err = s.cfg.Store.Apply(ops, false)
+		}
+		if err != nil {
 			return fmt.Errorf("names: keep the card of %s: %w", c.Peer, err)
 		}
 	}

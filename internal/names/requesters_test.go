@@ -82,11 +82,15 @@ func (l *lists) setAll(wanted, contacts, asking []peer.ID) {
 // storedCards counts the cards in the store.
 func storedCards(t *testing.T, db *store.DB) int {
 	t.Helper()
-	n := 0
-	if err := db.ScanFrom(schema.NodeCardPrefix(), nil, false, func(_, _ []byte) bool { n++; return true }); err != nil {
+	j := schema.NewJoiner(schema.NodeCardPrefix())
+	if err := db.ScanFrom(schema.NodeCardPrefix(), nil, false, func(k, v []byte) bool { j.Add(k, v); return true }); err != nil {
 		t.Fatal(err)
 	}
-	return n
+	cards, damaged := j.Done()
+	if len(damaged) > 0 {
+		t.Fatal(damaged)
+	}
+	return len(cards)
 }
 
 // TestRequestersCardsAreNotKept: strangers asking to be contacts (each a
