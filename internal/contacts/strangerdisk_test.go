@@ -32,14 +32,16 @@ import (
 func TestStrangerRequestsDoNotGrowTheDisk(t *testing.T) {
 	nt := startNet(t, 1)
 	var sent []peer.ID
+	var du func(pattern string) int64
 	send := func(n int) {
 		for range n {
 			sent = append(sent, strangerRequest(t, nt, 0))
 		}
 	}
-	vlog := func() int64 {
+	vlog := func() int64 { return du("*.vlog") }
+	du = func(pattern string) int64 {
 		n := int64(0)
-		files, _ := filepath.Glob(filepath.Join(nt.Home(0), node.DataDirName, "*.vlog"))
+		files, _ := filepath.Glob(filepath.Join(nt.Home(0), node.DataDirName, pattern))
 		for _, f := range files {
 			if fi, err := os.Stat(f); err == nil {
 				n += fi.Size()
@@ -58,7 +60,8 @@ func TestStrangerRequestsDoNotGrowTheDisk(t *testing.T) {
 	send(strangers - first)
 	nt.Crash(0)
 	after250 := vlog()
-	t.Logf("value logs: %d bytes empty, %d after %d stranger requests, %d after %d (a request is ~4.9 KB)", empty, after50, first, after250, strangers)
+	t.Logf("value logs: %d bytes empty, %d after %d stranger requests, %d after %d (a request is ~4.9 KB); tables %d bytes",
+		empty, after50, first, after250, strangers, du("*.sst"))
 	// A record in the value log would be ~5 KB a request: 200 more
 	// requests would add ~1 MB.
 	if grew := after250 - after50; grew > 32<<10 {
