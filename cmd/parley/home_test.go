@@ -133,8 +133,8 @@ func TestCLIResetsRefused(t *testing.T) {
 			}
 		}, []string{"holds the database of node", "--recover"}},
 		{"a database of a newer Parley", func(t *testing.T, home string) {
-			must(t, os.WriteFile(filepath.Join(home, "data", "parley.schema"), []byte("parley schema 2\n"), 0o600))
-		}, []string{"newer Parley", "schema 2", "nothing in the folder was changed"}},
+			must(t, os.WriteFile(filepath.Join(home, "data", "parley.schema"), []byte("parley schema 3\n"), 0o600))
+		}, []string{"newer Parley", "schema 3", "nothing in the folder was changed"}},
 		{"a table cut short", func(t *testing.T, home string) {
 			ssts, _ := filepath.Glob(filepath.Join(home, "data", "*.sst"))
 			if len(ssts) == 0 {

@@ -57,7 +57,8 @@ func checkSchema(dir string) (known bool, err error) {
 		return false, fmt.Errorf("%w: %s holds a database of schema %d, and this Parley reads schema %d: run the Parley that wrote it, or a newer one; nothing in the folder was changed",
 			ErrNewerSchema, dir, n, schema.Version)
 	}
-	// Schema 1 is the only one there has been: no folder can hold an older.
+	// An older schema's folder is read as it is (schema 2 reads schema 1's
+	// whole records) and recorded as this one once open.
 	return n == schema.Version, nil
 }
 

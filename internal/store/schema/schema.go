@@ -75,8 +75,13 @@ import "encoding/binary"
 
 // Version is the schema version, written in the database folder's
 // parley.schema file. A change to a key's layout or a value's encoding that
-// an older Parley would misread raises it.
-const Version = 1
+// an older Parley would misread raises it. Schema 1 kept every value whole;
+// schema 2 keeps contact records and node cards of more than PieceSize
+// bytes in pieces (SetPieces), which a Parley of schema 1 would take for
+// damaged records. Schema 2 reads schema 1's whole records as they are, so a
+// folder of schema 1 is recorded as schema 2 once opened, with nothing else
+// changed.
+const Version = 2
 
 // KeyNode is where the peer ID of the database's node lives.
 func KeyNode() []byte { return []byte("m/node") }
