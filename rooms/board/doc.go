@@ -58,9 +58,26 @@
 // then, and the later one's agent is told it lost there, not "Claimed"
 // (a claim that waits goes on waiting, for the winner's). Nodes apart
 // both hear "Claimed", and the later is told it lost once they meet.
-// There is no consensus: claims are advisory. A node removed from a board room by another node holds
-// nothing from its removal on, in any of the project's board rooms, until
-// it is invited back; a board room this node left is folded out of its
+// There is no consensus: claims are advisory.
+//
+// # Removals
+//
+// The fold takes in each board room's create event (its creator), the
+// joins of nodes (each signed and dated by the node that joins), and the
+// room's invites and removals of nodes; a room's creator alone removes
+// another node. A node's host is the creator of the first board room it
+// created or joined, in fold order: the node itself if it made a board
+// room before it joined any. A removal of node X from a board room by its
+// creator R ends X's claims posted in the board rooms R created, and has
+// X's claims there after it ignored; when R is X's host, it ends X's
+// claims in every board room of the project, and X's later claims in any
+// of them (a room X makes afterwards too) are ignored. Either lasts until
+// a board room R created invites X again. So a member that makes a board
+// room of its own and brings the others in can put a node out of its
+// room, not off the board (it is not the host of a node that came to the
+// board before it), and a node removed by its host does not come back
+// through a room of its own. Every node derives it alike from the events
+// it has (State.off). A board room this node left is folded out of its
 // board. Paths overlap compared in lower case and in NFC. It refuses too a claim over one it holds back
 // as dated ahead (see below) that the claim would still be live at: dated
 // before it, the claim would take it (the entries held back are folded on

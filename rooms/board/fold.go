@@ -13,14 +13,28 @@ import (
 const (
 	KindClaim   = "claim"
 	KindRelease = "release"
-	// KindRemoved: a board room's removal of a node by another (Holder is
-	// "@" and its peer ID). The node's claims on the board end there, and
-	// its claims after it, in any of the project's board rooms, are
-	// ignored, until KindInvited.
+	// KindRemoved: a board room's removal of a node by another, its
+	// creator (Holder is "@" and the removed node's peer ID). See
+	// State.off for what it ends: the node's claims in the board rooms
+	// that creator made, or on the whole board when that creator is the
+	// node's host.
 	KindRemoved = "removed"
 	// KindInvited: the room's invite of a node (Holder as KindRemoved).
 	KindInvited = "invited"
+	// KindCreated: the room's create event (Holder is "@" and its
+	// creator's peer ID): who has authority over the room.
+	KindCreated = "created"
+	// KindJoined: a node's join of the room (Holder is "@" and its peer
+	// ID), signed and dated by that node: the first board room a node
+	// joined or created names its host.
+	KindJoined = "joined"
 )
+
+// member reports whether kind is one of the membership kinds, which make
+// no record of their own.
+func member(kind string) bool {
+	return kind == KindRemoved || kind == KindInvited || kind == KindCreated || kind == KindJoined
+}
 
 // Entry is one claim or release event of a board room.
 type Entry struct {
@@ -51,7 +65,7 @@ func (e *Entry) parse() {
 		e.claim, err = DecodeClaim(e.Body)
 	case KindRelease:
 		e.release, err = DecodeRelease(e.Body)
-	case KindRemoved, KindInvited:
+	case KindRemoved, KindInvited, KindCreated, KindJoined:
 	default:
 		err = fmt.Errorf("unknown kind %q", e.Kind)
 	}
@@ -132,9 +146,11 @@ type State struct {
 	minExp  int64             // no claim in held expires before it
 	records map[string]Record // by event ID
 
-	// members are the KindRemoved and KindInvited entries taken in, by
-	// node (peer ID), sorted; never trimmed.
-	members map[string][]*Entry
+	// members are the membership entries (member) taken in, by the node
+	// (peer ID) they name, sorted; creators, the creator of each room
+	// whose create event was taken in. Neither is trimmed.
+	members  map[string][]*Entry
+	creators map[string]*Entry
 
 	// cps are states of this fold (n <= applied, ascending); ahead, states
 	// of the fold before the last entries dated back, past all of them
@@ -170,7 +186,7 @@ const (
 
 // NewState returns an empty board.
 func NewState() *State {
-	s := &State{ids: map[string]bool{}, records: map[string]Record{}, members: map[string][]*Entry{}, every: cpEvery, maxCps: cpMax}
+	s := &State{ids: map[string]bool{}, records: map[string]Record{}, members: map[string][]*Entry{}, creators: map[string]*Entry{}, every: cpEvery, maxCps: cpMax}
 	s.indexHeld()
 	return s
 }
@@ -189,30 +205,67 @@ func (s *State) Add(e Entry) {
 	}
 	s.ids[e.ID] = true
 	e.parse()
-	if e.Kind == KindRemoved || e.Kind == KindInvited {
-		k := memberKey(e.Holder)
-		ms := s.members[k]
-		i, _ := slices.BinarySearchFunc(ms, &e, func(a, b *Entry) int {
-			if a.before(b) {
-				return -1
-			}
-			return 1
-		})
-		s.members[k] = slices.Insert(ms, i, &e)
-	}
-	n := len(s.entries)
-	if n == 0 || s.entries[n-1].before(&e) {
-		s.entries = append(s.entries, &e)
+	if !member(e.Kind) {
+		s.insert(&e)
 		return
 	}
-	i, _ := slices.BinarySearchFunc(s.entries, &e, func(a, b *Entry) int {
-		if a.before(b) {
-			return -1
+	k := memberKey(e.Holder)
+	ms := s.members[k]
+	i, _ := slices.BinarySearchFunc(ms, &e, order)
+	s.members[k] = slices.Insert(ms, i, &e)
+	// A membership entry decides how the claims after it fold (a room's
+	// creator, those of the whole room, whatever their dates), but
+	// changes no held claim where it stands: the fold goes back for it
+	// (to the start for a room's creator), and on to the end, without
+	// meeting the fold before.
+	at := s.insert(&e)
+	if e.Kind == KindCreated {
+		if c := s.creators[e.Room]; c == nil || e.before(c) {
+			s.creators[e.Room] = &e
+			at = 0
 		}
-		return 1
-	})
-	s.entries = slices.Insert(s.entries, i, &e)
+	}
+	s.refoldFrom(at)
+}
+
+// refoldFrom takes the fold back to the last checkpoint at or before
+// entries[i], if it went past it, to fold from there to the end: it meets
+// no fold before.
+func (s *State) refoldFrom(i int) {
+	s.ahead = nil
+	if i >= s.applied {
+		return
+	}
+	k, _ := slices.BinarySearchFunc(s.cps, i+1, func(c checkpoint, n int) int { return cmp.Compare(c.n, n) })
+	s.cps = s.cps[:k]
+	s.applied, s.held = 0, nil
+	if k > 0 {
+		s.applied, s.held = s.cps[k-1].n, slices.Clone(s.cps[k-1].held)
+	}
+	s.fold++
+	s.indexHeld()
+}
+
+// order sorts entries by (time, ID).
+func order(a, b *Entry) int {
+	if a.before(b) {
+		return -1
+	}
+	return 1
+}
+
+// insert puts e in entries, taking the fold back if it is dated before
+// entries folded, and returns its index.
+func (s *State) insert(e *Entry) int {
+	n := len(s.entries)
+	if n == 0 || s.entries[n-1].before(e) {
+		s.entries = append(s.entries, e)
+		return n
+	}
+	i, _ := slices.BinarySearchFunc(s.entries, e, order)
+	s.entries = slices.Insert(s.entries, i, e)
 	s.insertedAt(i)
+	return i
 }
 
 // Stale reports whether an entry was dated at or before the entries Trim
@@ -394,17 +447,74 @@ func memberKey(holder string) string {
 	return holder[strings.LastIndexByte(holder, '@')+1:]
 }
 
-// removed reports whether e's node was removed from a board room of the
-// project before e (and not invited back since): a node removed stays off
-// the board, also through a board room of its own.
-func (s *State) removed(e *Entry) bool {
-	ms := s.members[memberKey(e.Holder)]
-	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].before(e) {
-			return ms[i].Kind == KindRemoved
+// creator returns the creator (peer ID) of a board room, or, its create
+// event not taken in, a name of the room's own that no node has.
+func (s *State) creator(room string) string {
+	if c := s.creators[room]; c != nil {
+		return memberKey(c.Holder)
+	}
+	return "?" + room
+}
+
+// host returns node's host before e (nil: at the end): the creator of the
+// first board room the node created or joined, in fold order (its create
+// or join is its own event, dated by its own clock), or "".
+func (s *State) host(node string, e *Entry) string {
+	for _, m := range s.members[node] {
+		if e != nil && !m.before(e) {
+			break
+		}
+		if m.Kind == KindCreated || m.Kind == KindJoined {
+			return s.creator(m.Room)
 		}
 	}
-	return false
+	return ""
+}
+
+// off reports whether node's claims in room are ignored before e (nil: at
+// the end). The board's rule of removals, which every node derives alike
+// from the entries it has (the membership entries before e, and the
+// rooms' creators): a removal of node X from a board room by its creator
+// R (only a room's creator removes another node)
+//
+//   - ends X's claims posted in the board rooms R created, and has X's
+//     claims there after it ignored until a room R created invites X
+//     again;
+//   - counts on the whole board when R is X's host, the creator of the
+//     first board room X created or joined (R's room is where X came to
+//     the board): then X's claims in every board room end, and its later
+//     claims in any of them, a room of its own too, are ignored, until a
+//     room R created invites X again.
+//
+// A node that made a board room before it joined any is its own host:
+// another member can end its claims only in rooms that member made.
+func (s *State) off(node, room string, e *Entry) bool {
+	host := ""
+	wide := false
+	var by map[string]bool // creators whose rooms the node is out of
+	for _, m := range s.members[node] {
+		if e != nil && !m.before(e) {
+			break
+		}
+		switch m.Kind {
+		case KindCreated, KindJoined:
+			if host == "" {
+				host = s.creator(m.Room)
+			}
+		case KindRemoved:
+			r := s.creator(m.Room)
+			if by == nil {
+				by = map[string]bool{}
+			}
+			by[r] = true
+			wide = wide || r == host
+		case KindInvited:
+			r := s.creator(m.Room)
+			delete(by, r)
+			wide = wide && r != host
+		}
+	}
+	return wide || by[s.creator(room)]
 }
 
 // sameHeld reports whether a and b hold the same claims in the same order
@@ -439,11 +549,14 @@ func (s *State) apply(e *Entry) {
 		}
 	}
 	switch e.Kind {
-	case KindInvited:
+	case KindInvited, KindCreated, KindJoined:
 		return
 	case KindRemoved:
-		node := e.Holder // "@" + peer ID
-		s.drop(func(h *Held) bool { return strings.HasSuffix(h.Holder, node) })
+		node, r := memberKey(e.Holder), s.creator(e.Room)
+		wide := s.host(node, e) == r
+		s.drop(func(h *Held) bool {
+			return memberKey(h.Holder) == node && (wide || s.creator(h.Room) == r)
+		})
 		return
 	}
 	rec := Record{ID: e.ID, Room: e.Room, Holder: e.Holder, Time: e.Time, Kind: e.Kind}
@@ -456,8 +569,8 @@ func (s *State) apply(e *Entry) {
 	case KindClaim:
 		c := e.claim
 		rec.Paths, rec.Note, rec.Expires = slices.Clone(c.Paths), c.Note, e.Time+c.TTL.Milliseconds()
-		if s.removed(e) {
-			rec.Bad = "its node was removed from the room before it"
+		if s.off(memberKey(e.Holder), e.Room, e) {
+			rec.Bad = "its node was removed from the board or the room before it"
 			return
 		}
 		if h := s.idx.first(e.Holder, c.Paths, math.MinInt64); h != nil { // held has no expired claim here
@@ -533,7 +646,7 @@ func (s *State) History(path string) []Record {
 	match := historyMatch(path)
 	out := []Record{}
 	for _, e := range s.entries {
-		if e.Kind == KindRemoved || e.Kind == KindInvited {
+		if member(e.Kind) {
 			continue
 		}
 		r := s.records[e.ID]
@@ -570,11 +683,11 @@ func (s *State) Record(id string) (Record, bool) {
 	return r, ok
 }
 
-// Removed reports whether the node peer was removed from a board room of
-// the project and not invited back since.
-func (s *State) Removed(peer string) bool {
-	ms := s.members[memberKey(peer)]
-	return len(ms) > 0 && ms[len(ms)-1].Kind == KindRemoved
+// Removed reports whether the node peer's claims in room are ignored now:
+// it was removed from the whole board, or from the rooms of room's
+// creator, and not invited back since (see off).
+func (s *State) Removed(peer, room string) bool {
+	return s.off(memberKey(peer), room, nil)
 }
 
 // Lost returns holder's claims that lost to an earlier one, in fold order.

@@ -19,7 +19,6 @@ import (
 // off the whole board, on every node that is in mallory's room: any
 // member could then wipe any other member's claims and take its files.
 func TestBoardMemberCannotRemoveAnotherFromTheWholeBoard(t *testing.T) {
-	t.Skip("known gap: a removal from any board room of the project puts the node off the whole board (State.removed keys removals by node across rooms); see the review's report")
 	nt := nodetest.Start(t, 3)
 	nt.Befriend(t, 0, 1)
 	nt.Befriend(t, 0, 2)

@@ -206,13 +206,15 @@ func (s *Service) Kick() {
 	}
 }
 
-// removedFrom reports whether pid was removed from a board room of the
-// project (and not invited back since): it is not invited again by itself.
-func (s *Service) removedFrom(key string, pid peer.ID) bool {
+// removedFrom reports whether pid's claims in the project's board room
+// are ignored (it was removed from the board, or from a room of that
+// room's creator, and not invited back since): it is not invited again by
+// itself.
+func (s *Service) removedFrom(key string, room identity.RoomID, pid peer.ID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, err := s.load(key)
-	return err == nil && p.state.Removed(pid.String())
+	return err == nil && p.state.Removed(pid.String(), string(room))
 }
 
 func (s *Service) inviteContacts(ctx context.Context) {
@@ -242,7 +244,7 @@ func (s *Service) inviteContacts(ctx context.Context) {
 			continue // no agent of this node works on it
 		}
 		for _, c := range contacts {
-			if c == s.cfg.Self || slices.Contains(in.Members, c) || s.removedFrom(key, c) {
+			if c == s.cfg.Self || slices.Contains(in.Members, c) || s.removedFrom(key, in.ID, c) {
 				continue
 			}
 			ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -388,7 +390,12 @@ func (s *Service) read(p *project) error {
 func (s *Service) take(p *project, v rooms.View) {
 	e := Entry{ID: v.ID.String(), Room: string(v.Room), Holder: string(v.Agent) + "@" + v.Author.String(),
 		Time: v.Time, Kind: string(v.Kind), Body: v.Body}
-	if membership(v) {
+	switch {
+	case v.Kind == rooms.KindCreate:
+		e.Holder, e.Kind = "@"+v.Author.String(), KindCreated
+	case v.Kind == rooms.KindJoin:
+		e.Holder, e.Kind = "@"+v.Author.String(), KindJoined
+	case membership(v):
 		e.Holder, e.Kind = "@"+v.Target.String(), KindInvited
 		if v.Kind == rooms.KindLeave {
 			e.Kind = KindRemoved
@@ -401,11 +408,13 @@ func (s *Service) take(p *project, v rooms.View) {
 	p.gen++
 }
 
-// membership reports whether v is a room's removal (a leave naming
-// another node) or invite of a node, which the fold takes in: a node's claims in a
-// room end at its removal.
+// membership reports whether v is a room's create event, a node's join,
+// its removal (a leave naming another node) or invite of a node, which
+// the fold takes in: they decide whose claims end at a removal, and where
+// (State.off).
 func membership(v rooms.View) bool {
-	return v.Kind == rooms.KindLeave && v.Target != "" && v.Target != v.Author || v.Kind == rooms.KindInvite && v.Target != ""
+	return v.Kind == rooms.KindCreate || v.Kind == rooms.KindJoin ||
+		v.Kind == rooms.KindLeave && v.Target != "" && v.Target != v.Author || v.Kind == rooms.KindInvite && v.Target != ""
 }
 
 // fetchLater reads an event dated ahead from the store again; ok is false
