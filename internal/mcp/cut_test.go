@@ -7,8 +7,30 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
+
+// askReviewPending sends beta (the agent of session b) an ask of text,
+// which begins "review this diff", from session a, and returns the ask's
+// ID and text as b's parley_register lists it pending.
+func askReviewPending(t *testing.T, a, b *sdk.ClientSession, beta, text string) (id, shown string) {
+	t.Helper()
+	if _, out, isErr := try(t, a, "parley_ask", map[string]any{"to": beta, "text": text, "wait_seconds": 1}); isErr {
+		t.Fatalf("ask: %s", out)
+	}
+	nodetest.WaitFor(t, 30*time.Second, func() bool {
+		out, _ := call(t, b, "parley_register", nil)
+		for _, p := range out["pending"].([]any) {
+			it := p.(map[string]any)
+			if it["kind"] == "ask" && strings.Contains(it["text"].(string), "review this diff") {
+				id, shown = it["id"].(string), it["text"].(string)
+			}
+		}
+		return id != ""
+	}, "the long ask to reach beta")
+	return id, shown
+}
 
 // An ask too long for an agent's notice reaches it cut, with the marker
 // that says how many characters were left out and the call that reads on
@@ -25,20 +47,7 @@ func TestLongAskCutShowsHowToReadItWhole(t *testing.T) {
 	}
 	long := "review this diff\n" + d.String()
 	long = long[:5000]
-	if _, text, isErr := try(t, a, "parley_ask", map[string]any{"to": beta, "text": long, "wait_seconds": 1}); isErr {
-		t.Fatalf("ask: %s", text)
-	}
-	var id, shown string
-	nodetest.WaitFor(t, 30*time.Second, func() bool {
-		out, _ := call(t, b, "parley_register", nil)
-		for _, p := range out["pending"].([]any) {
-			it := p.(map[string]any)
-			if it["kind"] == "ask" && strings.Contains(it["text"].(string), "review this diff") {
-				id, shown = it["id"].(string), it["text"].(string)
-			}
-		}
-		return id != ""
-	}, "the long ask to reach beta")
+	id, shown := askReviewPending(t, a, b, beta, long)
 	m := regexp.MustCompile(`\n… \[cut: ([0-9,]+) more characters; parley_read \{"message_id":"([^"]+)","offset":[0-9]+\} reads on\]`).FindStringSubmatch(shown)
 	if m == nil {
 		t.Fatalf("the ask's text does not say it is cut, nor how to read it whole:\n%s", shown[max(0, len(shown)-600):])

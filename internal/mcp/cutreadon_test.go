@@ -6,9 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/parley-mesh/parley/node/nodetest"
 )
 
 // anyCut is the marker that ends a text cut for a tool result, whatever
@@ -27,20 +24,7 @@ func TestCutAskMarkerReadsOnFromWhereItCut(t *testing.T) {
 	nt, a, b, _ := twoAgents(t)
 	beta := "beta@" + nt.ID(1).String()
 	long := "review this diff\n" + longDiff(40_000)
-	if _, text, isErr := try(t, a, "parley_ask", map[string]any{"to": beta, "text": long, "wait_seconds": 1}); isErr {
-		t.Fatalf("ask: %s", text)
-	}
-	var id, shown string
-	nodetest.WaitFor(t, 30*time.Second, func() bool {
-		out, _ := call(t, b, "parley_register", nil)
-		for _, p := range out["pending"].([]any) {
-			it := p.(map[string]any)
-			if it["kind"] == "ask" && strings.Contains(it["text"].(string), "review this diff") {
-				id, shown = it["id"].(string), it["text"].(string)
-			}
-		}
-		return id != ""
-	}, "the long ask to reach beta")
+	id, shown := askReviewPending(t, a, b, beta, long)
 	m := anyCut.FindStringSubmatchIndex(shown)
 	if m == nil {
 		t.Fatalf("the ask's text has no marker of its cut:\n%s", shown[max(0, len(shown)-600):])

@@ -1,12 +1,10 @@
 package board_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms/board"
 )
 
@@ -19,24 +17,7 @@ import (
 // review, 2026-12-07), the winner's agent was told nothing, and its board
 // showed only its own claim.
 func TestBoardPartitionTellsTheWinnerToo(t *testing.T) {
-	nt := nodetest.Start(t, 2)
-	nt.Befriend(t, 0, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := claim(ctx, nt, 0, "alice", "setup", time.Hour, 0, "setup.go"); err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to see the board")
-	nt.Partition([]int{0}, []int{1})
-	ra, err := claim(ctx, nt, 0, "alice", "left side", time.Hour, 0, "shared/x.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := claim(ctx, nt, 1, "bob", "right side", time.Hour, 0, "shared/x.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nt.Heal()
+	nt, ctx, ra, rb := claimsApart(t, "shared/x.go", "shared/x.go")
 	nt.WaitFor(60*time.Second, func() bool {
 		for i := range 2 {
 			h, err := nt.Node(i).Board().History(ctx, project, "shared/x.go")
@@ -74,22 +55,7 @@ func TestBoardPartitionTellsTheWinnerToo(t *testing.T) {
 // 2026-12-07), nothing watched a claim that lost: bob, told to wait, was
 // never told there was no more to wait for.
 func TestBoardLoserIsToldWhenThePathsGoFree(t *testing.T) {
-	nt := nodetest.Start(t, 2)
-	nt.Befriend(t, 0, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := claim(ctx, nt, 0, "alice", "setup", time.Hour, 0, "setup.go"); err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to see the board")
-	nt.Partition([]int{0}, []int{1})
-	if _, err := claim(ctx, nt, 0, "alice", "left side", time.Hour, 0, "shared/x.go"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := claim(ctx, nt, 1, "bob", "right side", time.Hour, 0, "shared/x.go"); err != nil {
-		t.Fatal(err)
-	}
-	nt.Heal()
+	nt, ctx, _, _ := claimsApart(t, "shared/x.go", "shared/x.go")
 	var lost bool
 	nt.WaitFor(60*time.Second, func() bool {
 		for _, n := range nt.Node(1).Board().Notices(agentName("bob"), true) {

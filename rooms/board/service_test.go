@@ -40,6 +40,32 @@ func holders(hs []board.Held) map[string]string {
 	return out
 }
 
+// claimsApart starts two befriended nodes that share a board, then, with
+// them partitioned, has alice on node 0 claim a ("left side") and bob on
+// node 1 claim b ("right side"), and heals the partition. ctx lasts two
+// minutes, until the test ends.
+func claimsApart(t *testing.T, a, b string) (nt *nodetest.Net, ctx context.Context, ra, rb board.ClaimResult) {
+	t.Helper()
+	nt = nodetest.Start(t, 2)
+	nt.Befriend(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if _, err := claim(ctx, nt, 0, "alice", "setup", time.Hour, 0, "setup.go"); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to see the board")
+	nt.Partition([]int{0}, []int{1})
+	ra, err := claim(ctx, nt, 0, "alice", "left side", time.Hour, 0, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb, err = claim(ctx, nt, 1, "bob", "right side", time.Hour, 0, b); err != nil {
+		t.Fatal(err)
+	}
+	nt.Heal()
+	return nt, ctx, ra, rb
+}
+
 // TestBoard: three agents on two nodes. A claim on one node is seen on
 // the other; a conflicting claim is refused with the holder's note (also
 // for an agent of the same node); release lets it through, and so do a
@@ -175,24 +201,7 @@ func TestBoardDeadNode(t *testing.T) {
 // resolved the same way on both nodes at heal; the loser's claim says whom
 // it lost to.
 func TestBoardPartition(t *testing.T) {
-	nt := nodetest.Start(t, 2)
-	nt.Befriend(t, 0, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := claim(ctx, nt, 0, "alice", "setup", time.Hour, 0, "setup.go"); err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(30*time.Second, func() bool { return len(live(t, nt, 1)) == 1 }, "node 1 to see the board")
-	nt.Partition([]int{0}, []int{1})
-	ra, err := claim(ctx, nt, 0, "alice", "left side", time.Hour, 0, "shared/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := claim(ctx, nt, 1, "bob", "right side", time.Hour, 0, "shared/x.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nt.Heal()
+	nt, ctx, ra, rb := claimsApart(t, "shared/*.go", "shared/x.go")
 	nt.WaitFor(60*time.Second, func() bool {
 		a, b := live(t, nt, 0), live(t, nt, 1)
 		ha, _ := nt.Node(0).Board().History(ctx, project, "")
