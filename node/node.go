@@ -110,7 +110,7 @@ type Node struct {
 	board         *board.Service                // set by Start, read-only afterwards
 	wake          *wake.Service                 // set by Start, read-only afterwards
 	ui            *ui.Server                    // set by Start, read-only afterwards (nil: not served)
-	uiURL         string                        // the dashboard's URL with its token (set with ui)
+	uiAddr        string                        // the dashboard's host:port (set with ui)
 	uiErr         string                        // why the dashboard is not served
 	boardKick     atomic.Pointer[board.Service] // n.board, for the contacts' goroutines that start before it
 

@@ -67,9 +67,10 @@ func (n *Node) startUI() {
 		return
 	}
 	if moved {
-		// Another program holds the port a saved address of the page
-		// names, and the address carries the token: whoever listens
-		// there may have it. A new token makes it worth nothing.
+		// Another program holds the port an open tab of the page knows,
+		// and a tab reloaded there hands it the token the tab keeps:
+		// whoever listens there may have it. A new token makes it worth
+		// nothing.
 		if err := os.Remove(filepath.Join(n.cfg.Home, ui.TokenFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			ln.Close()
 			fail(fmt.Errorf("the dashboard's last port is taken, and its token cannot be replaced: %w", err))
@@ -96,7 +97,7 @@ func (n *Node) startUI() {
 		fail(err)
 		return
 	}
-	n.ui, n.uiURL = srv, ui.URL(ln.Addr().String(), tok)
+	n.ui, n.uiAddr = srv, ln.Addr().String()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -147,28 +148,30 @@ func (n *Node) uiListen() (ln net.Listener, moved bool, err error) {
 	return ln, moved, nil
 }
 
-// UIURL is the dashboard's address with its token (empty when it is not
-// served).
-func (n *Node) UIURL() string { return n.uiURL }
-
 // UIError says why the dashboard is not served (empty when it is, or when
 // the node was started without it).
 func (n *Node) UIError() string {
-	if n.uiURL != "" {
+	if n.uiAddr != "" {
 		return ""
 	}
 	return n.uiErr
 }
 
+// uiInfo is the dashboard's address for `parley ui`: a new one each time,
+// which opens the page once (ui.Server.TicketURL).
 func (n *Node) uiInfo() localapi.UIInfo {
-	if n.uiURL == "" {
+	if n.uiAddr == "" {
 		msg := n.uiErr
 		if msg == "" {
 			msg = "the dashboard is off"
 		}
 		return localapi.UIInfo{Error: msg}
 	}
-	return localapi.UIInfo{URL: n.uiURL}
+	u, err := n.ui.TicketURL(n.uiAddr)
+	if err != nil {
+		return localapi.UIInfo{Error: err.Error()}
+	}
+	return localapi.UIInfo{URL: u}
 }
 
 // humanShown is how many of the asks owed by the human the dashboard's

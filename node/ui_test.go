@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,8 +22,8 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// uiBase returns the dashboard's origin and token for node i, as `parley ui`
-// gets them.
+// uiBase returns the dashboard's origin for node i, as `parley ui` gets
+// it, and its token, from the home.
 func uiBase(t *testing.T, nt *nodetest.Net, i int) (base, token string) {
 	t.Helper()
 	c := localapi.NewClient(node.SocketPath(nt.Home(i)))
@@ -34,7 +36,25 @@ func uiBase(t *testing.T, nt *nodetest.Net, i int) (base, token string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "http://" + u.Host, u.Query().Get("t")
+	return "http://" + u.Host, uiToken(t, nt.Home(i))
+}
+
+// sameOrigin reports whether two of the dashboard's addresses name the same
+// host and port (each address `parley ui` prints has a new code).
+func sameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
+}
+
+// uiToken reads the dashboard's token from home (HOME/ui.token).
+func uiToken(t *testing.T, home string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(home, ui.TokenFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func uiDo(t *testing.T, method, u, token string, hdr map[string]string, body string) (int, string) {

@@ -87,9 +87,13 @@ func TestDashboardWithoutTheTokenShowsHowToOpenItInBrowser(t *testing.T) {
 // dashboard and sends nothing.
 func TestDashboardTokenStaysOutOfTheAddressBar(t *testing.T) {
 	nt, ctx, c0, room, info := opsDashboard(t, 3*time.Minute)
-	base, tok, ok := strings.Cut(info.URL, "/?t=")
-	if !ok || len(tok) < 32 {
-		t.Fatalf("the dashboard's address %q has no token", info.URL)
+	base, code, ok := strings.Cut(info.URL, "/?c=")
+	if !ok || len(code) < 32 {
+		t.Fatalf("the dashboard's address %q has no one-time code", info.URL)
+	}
+	tok := uiToken(t, nt.Home(0))
+	if strings.Contains(info.URL, tok) {
+		t.Fatalf("the dashboard's address %q carries its token", info.URL)
 	}
 	b := browser(t)
 	// clean checks that the tab shows and keeps no token: its address,
@@ -107,6 +111,9 @@ func TestDashboardTokenStaysOutOfTheAddressBar(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range h.Entries {
+			if strings.Contains(e.URL, code) || strings.Contains(e.UserTypedURL, code) {
+				t.Fatalf("%s the tab's history holds the address's code: entry %d of %d: %q", when, e.ID, len(h.Entries), e.URL)
+			}
 			if strings.Contains(e.URL, tok) || strings.Contains(e.UserTypedURL, tok) {
 				t.Fatalf("%s the tab's history holds the token: entry %d of %d: %q (typed %q)", when, e.ID, len(h.Entries), strings.ReplaceAll(e.URL, tok, "TOKEN"), strings.ReplaceAll(e.UserTypedURL, tok, "TOKEN"))
 			}
@@ -158,6 +165,17 @@ func TestDashboardTokenStaysOutOfTheAddressBar(t *testing.T) {
 	}
 	if href := eval[string](t, nb, `location.href`); href != base+ui.PagePath {
 		t.Fatalf("the new tab is at %s", href)
+	}
+
+	// The address `parley ui` printed, opened again (from the browser's
+	// history, a bookmark, a link someone copied): its code is used up, so
+	// it opens nothing and says to get a new address.
+	run(t, nb, "open the printed address again", chromedp.Navigate(info.URL))
+	if text := eval[string](t, nb, `document.body.innerText`); !strings.Contains(text, "opened the dashboard already") || !strings.Contains(text, "parley ui") {
+		t.Fatalf("the printed address opened again says:\n%s\nwant that it was used", text)
+	}
+	if n := eval[int](t, nb, `performance.getEntriesByType("resource").length`); n != 0 {
+		t.Fatalf("the used address sent %d requests", n)
 	}
 }
 

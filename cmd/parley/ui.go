@@ -28,11 +28,13 @@ func uiCmd(g *globals) *cobra.Command {
 		Short: "Print the address of the node's dashboard (--open: open it in the browser)",
 		Long: `The node serves a live dashboard on 127.0.0.1: rooms and their messages (post,
 reply to what is asked of you, invite), agents and what they wait on, contact
-requests to approve or deny, the audit log and usage per agent. The address
-carries the home's token (HOME/ui.token): keep it to yourself. Once open, the
-page moves to /ui/page and keeps the token in its browser tab, so the address
-bar shows none and a reload of the tab works. Its port is ui_port in the
-config (unset: the port it had last time when free, else any).`,
+requests to approve or deny, the audit log and usage per agent. Each address
+printed opens the dashboard once, within 5 minutes: it carries a one-time
+code, not the home's token (HOME/ui.token), so the browser's history keeps
+nothing that opens it again. Once open, the page changes the code for the
+token, keeps the token in its browser tab and moves to /ui/page, so a reload
+of the tab works; for another tab, run parley ui again. Its port is ui_port
+in the config (unset: the port it had last time when free, else any).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return call(g, cmd, func(ctx context.Context, c *localapi.Client) (localapi.UIInfo, error) {
@@ -59,10 +61,11 @@ config (unset: the port it had last time when free, else any).`,
 // openPage is the page `ui --open` hands the browser, in the home.
 const openPage = node.UIOpenFileName
 
-// openBrowser opens url with the system's opener. The address carries the
-// dashboard's token, and an opener's (and a browser's) command line can be
-// read by every user of the machine: the opener gets a page in the home
-// instead, readable by its owner only, which sends the browser on to url.
+// openBrowser opens url with the system's opener. The address opens the
+// dashboard once, and an opener's (and a browser's) command line can be
+// read by every user of the machine, who could open it first: the opener
+// gets a page in the home instead, readable by its owner only, which sends
+// the browser on to url.
 func openBrowser(home, url string) error {
 	name := "xdg-open"
 	if runtime.GOOS == "darwin" {

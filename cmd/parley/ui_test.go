@@ -57,7 +57,7 @@ func TestCLIUI(t *testing.T) {
 	}
 	out, errs, code := run(t, "--home", home, "ui")
 	url := strings.TrimSpace(out)
-	if code != 0 || !strings.HasPrefix(url, fmt.Sprintf("http://127.0.0.1:%d/?t=", port)) {
+	if code != 0 || !strings.HasPrefix(url, fmt.Sprintf("http://127.0.0.1:%d/?c=", port)) {
 		t.Fatalf("parley ui: exit %d %q %s", code, out, errs)
 	}
 	get := func(u string) (int, string) {
@@ -74,6 +74,14 @@ func TestCLIUI(t *testing.T) {
 	}
 	if c, body := get(url); c != 200 || !strings.Contains(body, "<title>Parley</title>") {
 		t.Fatalf("the page: %d", c)
+	}
+	tokRaw, err := os.ReadFile(filepath.Join(home, "ui.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(tokRaw))
+	if strings.Contains(url, token) {
+		t.Fatalf("parley ui printed the token: %q", url)
 	}
 	// Without the token: 401, and a text naming this very command.
 	if c, body := get(strings.Split(url, "?")[0]); c != 401 || !strings.Contains(body, "`parley ui`") || strings.Contains(body, "?t=") {
@@ -98,7 +106,6 @@ func TestCLIUI(t *testing.T) {
 		args, err = os.ReadFile(argv)
 		return err == nil
 	}, "the opener to run")
-	token := url[strings.Index(url, "?t=")+3:]
 	page := filepath.Join(home, "ui-open.html")
 	if strings.Contains(string(args), token) || strings.TrimSpace(string(args)) != "file://"+page {
 		t.Fatalf("the opener's command line: %q", args)
@@ -108,14 +115,17 @@ func TestCLIUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fi.Mode().Perm() != 0o600 {
-		t.Fatalf("the page that carries the token has mode %04o", fi.Mode().Perm())
+		t.Fatalf("the page that carries the address has mode %04o", fi.Mode().Perm())
 	}
 	body, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(body), `http-equiv="refresh" content="0; url=`+url+`"`) {
-		t.Fatalf("the page does not send the browser to the dashboard:\n%s", body)
+	// It sends the browser to an address of its own, which opens the
+	// dashboard once, and holds no token.
+	prefix := `http-equiv="refresh" content="0; url=` + fmt.Sprintf("http://127.0.0.1:%d/?c=", port)
+	if !strings.Contains(string(body), prefix) || strings.Contains(string(body), url) || strings.Contains(string(body), token) {
+		t.Fatalf("the page does not send the browser to a new address of the dashboard:\n%s", body)
 	}
 }
 
@@ -237,7 +247,12 @@ func TestCLIHookTokensFromTranscript(t *testing.T) {
 	if err != nil || info.URL == "" {
 		t.Fatalf("ui: %+v %v", info, err)
 	}
-	base, tok, _ := strings.Cut(info.URL, "/?t=")
+	base, _, _ := strings.Cut(info.URL, "/?c=")
+	tokRaw, err := os.ReadFile(filepath.Join(home, "ui.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(string(tokRaw))
 	req, err := http.NewRequest("GET", base+"/ui/state", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 
 // UIInfo says where the node serves its dashboard.
 type UIInfo struct {
-	URL   string `json:"url,omitempty"`   // with the token; empty when not served
+	URL   string `json:"url,omitempty"`   // opens the page once (a one-time code); empty when not served
 	Error string `json:"error,omitempty"` // why it is not served
 }
 

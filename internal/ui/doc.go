@@ -3,10 +3,12 @@
 //
 // # Access
 //
-// Every request but /ui/proof and /ui/page needs the home's token
-// (HOME/ui.token, random, made once): the page itself as /?t=TOKEN (the URL
-// `parley ui` prints), everything else with the header "Authorization:
-// Bearer TOKEN", which the page adds to each of its requests. A request
+// Every request but /ui/proof, /ui/ticket and /ui/page needs the home's
+// token (HOME/ui.token, random, made once), or for the page itself a
+// one-time code: the page as /?c=CODE (the URL `parley ui` prints, see
+// Server.TicketURL) or /?t=TOKEN, everything else with the header
+// "Authorization: Bearer TOKEN", which the page adds to each of its
+// requests. A request
 // without the token, or with a wrong one, is answered 401 with a short text
 // saying how to open the dashboard (Unauthorized; an empty body when its
 // Host is not the dashboard's) and its connection closed, its body unread.
@@ -16,7 +18,7 @@
 // loopback address it is served on is refused (403), and actions must be
 // JSON. The one cross-site request taken is the browser opening the page
 // itself as a top-level document (Sec-Fetch-Mode navigate, Sec-Fetch-Dest
-// document, GET /?t=TOKEN or GET /ui/page): that is how it arrives from the
+// document, GET /?c=CODE, /?t=TOKEN or GET /ui/page): that is how it arrives from the
 // file: page of `parley ui --open` or from a bookmark, and /ui/page may be
 // reached so by going back to it from another site. The
 // page is one document with its script and style inline, allowed by a
@@ -27,7 +29,16 @@
 //
 // # The token out of the address
 //
-// The page opened at /?t=TOKEN keeps the token in its tab's sessionStorage
+// The address `parley ui` prints, /?c=CODE, carries a random one-time code
+// (outstanding for TicketTTL, at most MaxTickets at once, kept in memory
+// only): the page it opens posts the code to /ui/ticket, which answers the
+// token once and forgets the code. So the address the browser's global
+// history records, a bookmark of it, or a copy in a shared terminal's
+// scrollback opens nothing: opened again it is answered 401 and
+// TicketSpent.
+//
+// The page, having the token (from /ui/ticket, or opened at /?t=TOKEN),
+// keeps it in its tab's sessionStorage
 // and loads itself again at /ui/page (PagePath) with location.replace, so
 // that the address bar, and the tab's history, hold the address without the
 // token: a shared screen does not show it. (history.replaceState would
@@ -45,13 +56,13 @@
 // with a browser and without, hold it to; a new route keeps / as it was
 // and holds to it only the page's own tab, which knows the token.
 //
-// What is left: the address `parley ui` prints carries the token, and the
-// browser's global history records it as visited (the page cannot remove
-// it); only the address the tab keeps is cleaned. The tab's sessionStorage
+// What is left: the tab's sessionStorage
 // can be read by any page of the origin loaded in that tab: a program that
 // holds the port while the node is down, when the tab is reloaded or
 // restored then, serves its own page at /ui/page, which reads it, as a
-// reload of /?t=TOKEN sent it the token before.
+// reload of /?t=TOKEN sent it the token before. An address of /?t=TOKEN,
+// made by hand from HOME/ui.token, still opens the page, and the browser's
+// history records it.
 //
 // The page sends the token only to a server that has just shown it knows
 // it: before the stream and before each action it asks /ui/proof with a
@@ -60,7 +71,9 @@
 //
 // # Endpoints
 //
+//	GET  /?c=CODE             the page, which changes CODE for the token and moves to /ui/page
 //	GET  /?t=TOKEN            the page, which moves to /ui/page
+//	POST /ui/ticket           no token: {"code":CODE} answered {"token":TOKEN} once
 //	GET  /ui/page             no token: the page, which finds the token in its tab
 //	GET  /ui/stream           server-sent events (below)
 //	GET  /ui/state            the panels, as one JSON object

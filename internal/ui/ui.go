@@ -10,6 +10,7 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -22,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -72,6 +74,9 @@ type Config struct {
 	// Node and Handle name the node on the page.
 	Node, Handle string
 	Logger       *slog.Logger // nil discards
+	// Now is the clock of the addresses' codes (TicketTTL); nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Server serves the dashboard.
@@ -85,6 +90,15 @@ type Server struct {
 	done   chan struct{} // closed by Shutdown: ends the streams
 	addr   string        // host:port served, set by Serve
 	logger *slog.Logger
+
+	ticketMu sync.Mutex
+	tickets  []ticket // outstanding, oldest first
+}
+
+// ticket is a one-time code of an address the node gave out (TicketURL).
+type ticket struct {
+	code  []byte
+	until time.Time
 }
 
 //go:embed assets/index.html
@@ -109,6 +123,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Panels == nil {
 		cfg.Panels = func(context.Context) map[string]any { return nil }
@@ -189,6 +206,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveProof(w, r)
 		return
 	}
+	if r.URL.Path == TicketPath {
+		s.serveTicket(w, r)
+		return
+	}
 	if !s.authorized(r) && !pageReload(r) {
 		// Its body is not read: the connection is closed instead, so that
 		// nothing without the token holds it by sending slowly.
@@ -199,7 +220,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// 127.0.0.1, gets nothing to read).
 			h.Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusUnauthorized)
-			io.WriteString(w, Unauthorized) //nolint:errcheck // the browser went away
+			text := Unauthorized
+			if r.URL.Path == "/" && r.URL.Query().Has("c") {
+				text = TicketSpent
+			}
+			io.WriteString(w, text) //nolint:errcheck // the browser went away
 			return
 		}
 		w.WriteHeader(http.StatusUnauthorized)
@@ -221,15 +246,124 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // authorized reports whether r carries the token: in its Authorization
-// header, or for the page itself in its query.
+// header, or for the page itself in its query (t), or an outstanding
+// one-time code (c) for the page, which it changes for the token.
 func (s *Server) authorized(r *http.Request) bool {
 	got := ""
 	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
 		got = strings.TrimPrefix(a, "Bearer ")
 	} else if r.URL.Path == "/" && r.Method == http.MethodGet {
-		got = r.URL.Query().Get("t")
+		q := r.URL.Query()
+		if c := q.Get("c"); c != "" {
+			return s.ticket(c, false)
+		}
+		got = q.Get("t")
 	}
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+}
+
+// TicketTTL is how long an address TicketURL gives opens the dashboard:
+// the time to click or paste the address `parley ui` prints.
+const TicketTTL = 5 * time.Minute
+
+// MaxTickets is how many addresses TicketURL gave may be outstanding at
+// once; a new one past it makes the oldest fail.
+const MaxTickets = 32
+
+// TicketPath is where the page opened at /?c=CODE changes the code for
+// the token: POST {"code":CODE}, answered {"token":TOKEN} once.
+const TicketPath = "/ui/ticket"
+
+// TicketURL returns an address of the page on addr (the listener's
+// host:port) that opens it once, within TicketTTL: /?c=CODE, CODE a new
+// random one-time code. The page changes the code for the token (at
+// TicketPath) and keeps the token in its tab, so the address the browser's
+// history records, and a bookmark made of it, opens nothing.
+func (s *Server) TicketURL(addr string) (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("ui: a code for the address: %w", err)
+	}
+	code := hex.EncodeToString(b)
+	now := s.cfg.Now()
+	s.ticketMu.Lock()
+	s.pruneTickets(now)
+	if len(s.tickets) >= MaxTickets {
+		s.tickets = append(s.tickets[:0], s.tickets[len(s.tickets)-MaxTickets+1:]...)
+	}
+	s.tickets = append(s.tickets, ticket{code: []byte(code), until: now.Add(TicketTTL)})
+	s.ticketMu.Unlock()
+	return "http://" + addr + "/?c=" + code, nil
+}
+
+// pruneTickets drops the codes past their time. The caller holds ticketMu.
+func (s *Server) pruneTickets(now time.Time) {
+	kept := s.tickets[:0]
+	for _, t := range s.tickets {
+		if now.Before(t.until) {
+			kept = append(kept, t)
+		}
+	}
+	clear(s.tickets[len(kept):])
+	s.tickets = kept
+}
+
+// ticket reports whether code is outstanding, and with spend uses it up.
+func (s *Server) ticket(code string, spend bool) bool {
+	s.ticketMu.Lock()
+	defer s.ticketMu.Unlock()
+	s.pruneTickets(s.cfg.Now())
+	found := -1
+	for i, t := range s.tickets {
+		if subtle.ConstantTimeCompare([]byte(code), t.code) == 1 {
+			found = i
+		}
+	}
+	if found >= 0 && spend {
+		s.tickets = append(s.tickets[:found], s.tickets[found+1:]...)
+		s.tickets = s.tickets[:len(s.tickets):len(s.tickets)]
+	}
+	return found >= 0
+}
+
+// TicketSpent is the text of a code that opens nothing (used, too old, or
+// given out before the node started).
+const TicketSpent = "Parley dashboard: this address opened the dashboard already, or is older than " +
+	"5 minutes, or is from before the node last started.\n\n" +
+	"Run `parley ui` for a new address (each opens the dashboard once), or `parley ui --open`.\n"
+
+// serveTicket answers POST TicketPath {"code":CODE} with {"token":TOKEN}
+// when CODE is outstanding, and uses it up; else 401 and TicketSpent. Like
+// the page's other requests it must come from the page's origin; it needs
+// no token (the code is what proves it).
+func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	if why := s.foreign(r); why != "" {
+		http.Error(w, why, http.StatusForbidden)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "POST "+TicketPath+` {"code":CODE}`, http.StatusMethodNotAllowed)
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		http.Error(w, "POST "+TicketPath+` takes JSON (Content-Type: application/json)`, http.StatusUnsupportedMediaType)
+		return
+	}
+	var req struct {
+		Code string `json:"code"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 512))
+	if err := dec.Decode(&req); err != nil || req.Code == "" {
+		http.Error(w, "POST "+TicketPath+` {"code":CODE}`, http.StatusBadRequest)
+		return
+	}
+	if !s.ticket(req.Code, true) {
+		http.Error(w, TicketSpent, http.StatusUnauthorized)
+		return
+	}
+	localapi.WriteJSON(w, map[string]string{"token": string(s.token)})
 }
 
 // pageReload reports whether r asks for the page at PagePath, which needs
@@ -243,7 +377,7 @@ func pageReload(r *http.Request) bool {
 // opened an old address (the token changes when the port does) or one
 // without it.
 const Unauthorized = "Parley dashboard: this address has no token, or an old one.\n\n" +
-	"Open the dashboard at the address that `parley ui` prints (it carries the token),\n" +
+	"Open the dashboard at a new address from `parley ui` (each opens it once),\n" +
 	"or run `parley ui --open`.\n"
 
 // hostOK reports whether r's Host is the loopback address and port the
@@ -351,9 +485,6 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	return err
 }
-
-// URL is the page's address with its token, for a listener's address.
-func URL(addr, token string) string { return "http://" + addr + "/?t=" + token }
 
 // Shutdown ends the streams and stops the server.
 func (s *Server) Shutdown(ctx context.Context) error {

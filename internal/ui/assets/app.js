@@ -1,19 +1,49 @@
 "use strict";
 (function () {
-  // The token: from the address the page was opened at, /?t=TOKEN (the node
-  // served the page only because it is right), else from this tab's
-  // sessionStorage, where the page keeps it for a reload of the tab. The
-  // page opened at /?t=TOKEN keeps the token there and loads itself again
-  // at /ui/page in its place (location.replace: a new entry of the tab's
-  // history instead of the one that had the token, which
-  // history.replaceState would keep as the entry's original address), so
-  // that the address bar and the tab's history hold no token. A tab opened
-  // at /ui/page without the token in its sessionStorage (a new tab, a
-  // bookmark of the address bar) shows how to open the dashboard and sends
-  // nothing.
-  var token = "";
+  // The token. The address `parley ui` prints is /?c=CODE, a one-time code
+  // (the node served the page only because it is outstanding): the page
+  // changes it for the token at /ui/ticket, which uses it up, so the
+  // address the browser's history records opens nothing. /?t=TOKEN, the
+  // token itself, opens the page too. Either way the page keeps the token
+  // in this tab's sessionStorage, where it stays for a reload of the tab,
+  // and loads itself again at /ui/page in its place (location.replace: a
+  // new entry of the tab's history instead of the one that had the
+  // address, which history.replaceState would keep as the entry's original
+  // address), so that the address bar and the tab's history hold no code
+  // or token. A tab opened at /ui/page without the token in its
+  // sessionStorage (a new tab, a bookmark of the address bar) shows how to
+  // open the dashboard and sends nothing.
+  var token = "", q = null;
+  var how = document.getElementById("notoken");
+  function keep(tok) {
+    try {
+      sessionStorage.setItem("parley-ui-token", tok);
+      location.replace("/ui/page");
+    } catch (e) {
+      // No sessionStorage: the address with the token opens the page,
+      // which keeps it as long as it lives.
+      location.replace("/?t=" + encodeURIComponent(tok));
+    }
+  }
+  var sp = location.pathname === "/" ? new URLSearchParams(location.search) : null;
+  var code = sp && sp.get("c");
+  if (code) {
+    fetch("/ui/ticket", { method: "POST", cache: "no-store", credentials: "omit",
+      headers: { "Content-Type": "application/json" }, body: JSON.stringify({ code: code }) })
+      .then(function (r) {
+        return r.ok ? r.json() : r.text().then(function (t) { throw new Error(t); });
+      })
+      .then(function (v) { keep(v.token); })
+      .catch(function (e) {
+        history.replaceState(null, "", "/ui/page");
+        how.textContent = e.message || String(e);
+        document.body.replaceChildren(how);
+        how.hidden = false;
+      });
+    return;
+  }
   try {
-    var q = location.pathname === "/" ? new URLSearchParams(location.search).get("t") : null;
+    q = sp && sp.get("t");
     if (q) {
       sessionStorage.setItem("parley-ui-token", q);
       location.replace("/ui/page");
@@ -27,7 +57,6 @@
   }
   if (location.pathname + location.search + location.hash !== "/ui/page") history.replaceState(null, "", "/ui/page");
   if (!token) {
-    var how = document.getElementById("notoken");
     document.body.replaceChildren(how);
     how.hidden = false;
     return;
