@@ -114,12 +114,13 @@ func installCmd(g *globals) *cobra.Command {
 		Short: "Register Parley with an agent client: its MCP server and, where the client has them, its hooks",
 		Long: `Write Parley's MCP server entry (parley mcp) and, where the client has them, its
 hooks into the client's config files, keeping everything else in them byte for
-byte (comments and formatting included). A copy of each file goes under
-PARLEY_HOME/install/backup first; a second run changes nothing; --dry-run shows
-the diff. A file that is not valid JSON/TOML is refused with its line.
+byte (comments and formatting included). A copy of each file it changes goes to
+HOME/install/backup first (HOME: --home, else $PARLEY_HOME, else ~/.parley); a
+second run changes nothing; --dry-run shows the diff. A file that is not valid
+JSON/TOML is refused with its line.
 
   claude    ~/.claude.json and ~/.claude/settings.json (--project: .mcp.json, .claude/settings.json)
-  codex     $CODEX_HOME/config.toml and hooks.json (--project: .codex/)
+  codex     $CODEX_HOME/config.toml and hooks.json, ~/.codex without CODEX_HOME (--project: .codex/)
   gemini    ~/.gemini/settings.json (--project: .gemini/settings.json)
   opencode  ~/.config/opencode/opencode.json (--project: opencode.json)
   git-guard the git repository's pre-commit and pre-merge-commit hooks: parley
