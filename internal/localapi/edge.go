@@ -133,11 +133,23 @@ func (s *Server) HandleEdge(e Edge) {
 	})
 }
 
-// blocking gives a call that waits up to d on the node a deadline a little
-// longer, so the node answers before the client gives up.
+// blocking bounds a call that waits up to d on the node, for a caller
+// whose ctx has no deadline: d and blockingMargin, so the node answers
+// before the client gives up. A caller's own deadline is kept as it is,
+// never cut short (the CLI's is --timeout plus its --wait).
 func blocking(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d+10*time.Second)
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d+blockingMargin)
 }
+
+// blockingMargin is what blocking gives a call past its wait on the node:
+// a post right after the node started may first wait up to 10 s for the
+// node's own events (node.Config.OwnEventsWait), then write and publish.
+// Before it was 10 s, and a claim made then (the board room's other
+// members offline) failed on the client as a timeout though it was made.
+const blockingMargin = 30 * time.Second
 
 func (c *Client) agentCall(ctx context.Context, method, agent, rest string, in, out any) error {
 	p, err := agentPath(agent, rest)
