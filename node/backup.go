@@ -46,6 +46,9 @@ type backupManifest struct {
 	// Home is the folder of the node copied (a backup made before it
 	// was recorded has none).
 	Home string `json:"home,omitempty"`
+	// Loopback says the node copied last ran with --loopback (reachable
+	// from this machine only), so the restored one is started so too.
+	Loopback bool `json:"loopback,omitempty"`
 }
 
 // Restored is what Restore made: the node, and when and from which home
@@ -54,6 +57,9 @@ type Restored struct {
 	Peer peer.ID
 	Made time.Time
 	Home string
+	// Loopback: the node copied last ran with --loopback, and the
+	// restored home is marked so (LastRanLoopback).
+	Loopback bool
 }
 
 // WriteBackup writes a backup of the running node to w: a zip archive of
@@ -64,7 +70,8 @@ func (n *Node) WriteBackup(ctx context.Context, w io.Writer) error {
 		return ErrClosed
 	}
 	zw := zip.NewWriter(w)
-	man, err := json.Marshal(backupManifest{Format: backupFormat, Peer: n.id.String(), Schema: schema.Version, Made: time.Now().UTC(), Home: n.cfg.Home})
+	man, err := json.Marshal(backupManifest{Format: backupFormat, Peer: n.id.String(), Schema: schema.Version, Made: time.Now().UTC(), Home: n.cfg.Home,
+		Loopback: LastRanLoopback(n.cfg.Home)})
 	if err != nil {
 		return err
 	}
@@ -144,7 +151,7 @@ func Restore(home, backup string) (Restored, error) {
 	if err != nil {
 		return Restored{}, err
 	}
-	return Restored{Peer: id, Made: man.Made, Home: man.Home}, nil
+	return Restored{Peer: id, Made: man.Made, Home: man.Home, Loopback: man.Loopback}, nil
 }
 
 // restoreHome is Restore; man is set to the backup's manifest.
@@ -258,6 +265,16 @@ func restoreHome(home, backup string, man *backupManifest) (peer.ID, error) {
 			if errors.Is(err, errZipped) {
 				return "", fmt.Errorf("%w: %s: %v", ErrBadBackup, backup, err)
 			}
+			return "", fmt.Errorf("node: restore: %w", err)
+		}
+	}
+	if man.Loopback {
+		// Marked as a node that last ran with --loopback, on ports the
+		// system chooses (the copied node's may be in use): the hints
+		// that start it say --loopback, where a plain `up` would listen
+		// on every interface, announce itself over mDNS and ask the
+		// router for a port.
+		if err := os.WriteFile(filepath.Join(tmp, LoopbackPortsFileName), nil, 0o600); err != nil {
 			return "", fmt.Errorf("node: restore: %w", err)
 		}
 	}

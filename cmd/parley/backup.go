@@ -135,6 +135,9 @@ type restoreResult struct {
 	// when the backup says.
 	Made time.Time `json:"made"`
 	From string    `json:"from,omitempty"`
+	// Loopback: the node copied last ran with --loopback; so is the
+	// restored one started.
+	Loopback bool `json:"loopback,omitempty"`
 }
 
 func restoreCmd(g *globals) *cobra.Command {
@@ -155,7 +158,7 @@ put its contact book right. Do not run it beside the node it was copied from.`,
 			if err != nil {
 				return err
 			}
-			res := restoreResult{Home: home, Peer: got.Peer.String(), Made: got.Made.UTC(), From: got.Home}
+			res := restoreResult{Home: home, Peer: got.Peer.String(), Made: got.Made.UTC(), From: got.Home, Loopback: got.Loopback}
 			return printOut(g, cmd.OutOrStdout(), res, func(w io.Writer, r restoreResult) {
 				fmt.Fprintf(w, "node %s restored into %s, from a copy made %s.\n", r.Peer, r.Home, r.Made.Format("2006-01-02 15:04:05 MST"))
 				fmt.Fprintf(w, "It is an older copy of that node: what it did since %s (posts, rooms, contacts made or revoked) it learns back from its peers as they connect, and contact requests denied since are forgotten.\n",
@@ -169,7 +172,11 @@ put its contact book right. Do not run it beside the node it was copied from.`,
 					stopIt = "`parley " + strings.Join(append(homeArgs(r.From), "down"), " ") + "`"
 				}
 				fmt.Fprintf(w, "Run it in place of the node it was copied from, never beside it: stop that one first (%s).\n", stopIt)
-				fmt.Fprintf(w, "Start it with: parley %s\n", strings.Join(append(homeArgs(r.Home), "up"), " "))
+				start := append(homeArgs(r.Home), "up")
+				if r.Loopback {
+					start = append(start, "--loopback") // as the node copied last ran
+				}
+				fmt.Fprintf(w, "Start it with: parley %s\n", strings.Join(start, " "))
 			})
 		},
 	}

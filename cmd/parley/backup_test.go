@@ -97,3 +97,41 @@ func TestCLIBackupAndRestore(t *testing.T) {
 		t.Fatalf("say on the restored node: %s", errs)
 	}
 }
+
+// A backup of a node that last ran with --loopback (reachable from this
+// machine only) restores a home that is started so too: restore's and
+// status's hints say --loopback. Found in a README walk-through: the
+// restored home said `up`, which listens on every interface, announces
+// the node over mDNS and asks the router for a port.
+func TestCLIRestoreOfALoopbackNodeStartsItOnLoopback(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home := filepath.Join(base, "h")
+	d := up(t, home, "--loopback")
+	file := filepath.Join(base, "node.backup")
+	if _, errs, code := run(t, "--home", home, "backup", file); code != 0 {
+		t.Fatalf("backup: %s", errs)
+	}
+	stop(t, home, d)
+	home2 := filepath.Join(base, "restored")
+	out, errs, code := run(t, "--home", home2, "restore", file)
+	if code != 0 || !strings.Contains(out, "Start it with: parley --home "+home2+" up --loopback\n") {
+		t.Fatalf("restore: exit %d, %q %q", code, out, errs)
+	}
+	if _, errs, _ := run(t, "--home", home2, "status"); !strings.Contains(errs, "--loopback") {
+		t.Fatalf("status of the restored home, no node running: %q, want a hint with --loopback", errs)
+	}
+	up(t, home2, "--loopback")
+	var st struct {
+		Addrs []string `json:"addrs"`
+	}
+	runJSON(t, &st, "--home", home2, "status")
+	if len(st.Addrs) == 0 {
+		t.Fatal("the restored node's status names no address")
+	}
+	for _, a := range st.Addrs {
+		if !strings.HasPrefix(a, "/ip4/127.0.0.1/") {
+			t.Fatalf("the restored node listens on %s", a)
+		}
+	}
+}
