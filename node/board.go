@@ -254,7 +254,15 @@ var boardErrors = localapi.ErrorTable{Rows: []localapi.Mapping{
 	{Status: http.StatusBadRequest, Code: localapi.CodeBadRequest, Errs: []error{board.ErrBadInput}},
 }}
 
-func boardError(err error) error { return boardErrors.Wrap(err) }
+func boardError(err error) error {
+	out := boardErrors.Wrap(err)
+	var ce *board.ConflictError
+	var e *localapi.Error
+	if errors.As(err, &ce) && errors.As(out, &e) && e.Code == localapi.CodeClaimed {
+		e.Expires = ce.Held.Expires
+	}
+	return out
+}
 
 // boardNotices are the board's pending items for an agent (the inbox lists
 // them after replies).

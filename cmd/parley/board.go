@@ -95,7 +95,7 @@ is the git repository around it (its root commit), or --project KEY. A claim las
 						err = fmt.Errorf("%w (after waiting %s)", err, wait)
 					case localapi.IsCode(err, localapi.CodeClaimed):
 						// The next step: wait for it, or ask its holder.
-						err = fmt.Errorf("%w; nothing was claimed: claim again with --wait 30m to take it once it is released or expires, or ask its holder to release it", err)
+						err = fmt.Errorf("%w; nothing was claimed: claim again with --wait %s to take it once it is released or expires, or ask its holder to release it", err, waitFor(err, time.Now()))
 					}
 					return res, err
 				}
@@ -251,4 +251,19 @@ func boardHistoryCmd(g *globals, as, key *string) *cobra.Command {
 			})
 		},
 	}
+}
+
+// waitFor is the --wait that outlasts the claim a refusal (CodeClaimed)
+// names, unless its holder renews it: the time left, in whole minutes and
+// one more; 30m when the refusal does not say when it ends.
+func waitFor(err error, now time.Time) string {
+	var e *localapi.Error
+	if !errors.As(err, &e) || e.Expires == 0 {
+		return "30m"
+	}
+	mins := int(max(time.UnixMilli(e.Expires).Sub(now), 0)/time.Minute) + 1
+	if mins < 60 {
+		return fmt.Sprintf("%dm", mins)
+	}
+	return fmt.Sprintf("%dh%dm", mins/60, mins%60)
 }

@@ -259,14 +259,15 @@ func TestCLIBoardNoteCountsTheReader(t *testing.T) {
 }
 
 // A claim refused for another agent's says what was done (nothing: none of
-// its paths is held) and the next step: claim again with --wait, or ask
-// the holder to release it.
+// its paths is held) and the next step: claim again with a --wait that
+// outlasts the claim in the way (before, always --wait 30m, which a claim
+// of 45 minutes outlasts), or ask the holder to release it.
 func TestCLIClaimRefusedSaysNothingClaimedAndWhatToDo(t *testing.T) {
 	t.Parallel()
 	repo, _ := twoClones(t)
 	home := filepath.Join(t.TempDir(), "h")
 	up(t, home, "--listen", loopback)
-	if _, errs, code := runIn(t, repo, "--home", home, "claim", "src/a.go", "--note", "splitting the parser"); code != 0 {
+	if _, errs, code := runIn(t, repo, "--home", home, "claim", "src/a.go", "--note", "splitting the parser", "--ttl", "45m"); code != 0 {
 		t.Fatalf("claim: %s", errs)
 	}
 	if _, errs, code := runIn(t, repo, "--home", home, "agent", "register", "other"); code != 0 {
@@ -274,7 +275,7 @@ func TestCLIClaimRefusedSaysNothingClaimedAndWhatToDo(t *testing.T) {
 	}
 	_, errs, code := runIn(t, repo, "--home", home, "claim", "src/b.go", "src/a.go", "--note", "formatting", "--as", "other")
 	if code != 1 || !strings.Contains(errs, "splitting the parser") || !strings.Contains(errs, "nothing was claimed") ||
-		!strings.Contains(errs, "claim again with --wait") || !strings.Contains(errs, "ask its holder to release it") {
+		!strings.Contains(errs, "claim again with --wait 45m to") || !strings.Contains(errs, "ask its holder to release it") {
 		t.Fatalf("a refused claim: exit %d, %q: want the holder's note, that nothing was claimed, and --wait or the holder as next step", code, errs)
 	}
 	var bv localapi.BoardView

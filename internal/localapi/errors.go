@@ -64,6 +64,9 @@ type Error struct {
 	// Seq, with CodeStale, is the Seq of the organisation record the node
 	// holds: a record signed again must have a greater one.
 	Seq uint64 `json:"seq,omitempty"`
+	// Expires, with CodeClaimed, is when the claim in the way ends unless
+	// its holder renews it (Unix milliseconds).
+	Expires int64 `json:"expires,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }
