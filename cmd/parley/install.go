@@ -317,7 +317,11 @@ func commandArgs(scope install.Scope, command string, env install.Env) ([]string
 	}
 	if !filepath.IsAbs(command) && !strings.ContainsRune(command, filepath.Separator) {
 		if _, err := lookPathIn(command, env.Path); err != nil {
-			notes = append(notes, fmt.Sprintf("%s is not on your PATH, so the client will not find it: install it (go install ./cmd/parley) or put its folder on PATH", command))
+			where := "put its folder on PATH (go install ./cmd/parley puts it in $(go env GOPATH)/bin)"
+			if exe, err := os.Executable(); err == nil && filepath.Base(exe) == command && !strings.Contains(exe, "go-build") {
+				where = fmt.Sprintf("put its folder on PATH: export PATH=\"$PATH:%s\" (in your shell's profile, so the client's shell has it too)", filepath.Dir(exe))
+			}
+			notes = append(notes, fmt.Sprintf("%s is not on your PATH, so the client will not find it: %s", command, where))
 		}
 	}
 	return nil, notes

@@ -90,3 +90,26 @@ func clientFiles(t *testing.T, home string) map[string]string {
 	})
 	return m
 }
+
+// A project install whose parley is not on PATH says so, and names the
+// folder of the parley that ran, to put on PATH. Found in a README
+// walk-through: after `go install ./cmd/parley` (GOPATH/bin not on PATH)
+// it said to run `go install ./cmd/parley`, which had been done.
+func TestCLIInstallProjectNamesTheFolderToPutOnPath(t *testing.T) {
+	t.Parallel()
+	u := newUser(t)
+	var path []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if _, err := os.Stat(filepath.Join(d, "parley")); err != nil && d != filepath.Dir(parleyBin) {
+			path = append(path, d) // a PATH without any parley
+		}
+	}
+	cmd := exec.Command(parleyBin, "install", "claude", "--project")
+	cmd.Dir = u.project
+	cmd.Env = []string{"HOME=" + u.home, "PWD=" + u.project, "PATH=" + strings.Join(path, string(os.PathListSeparator)), "GORACE=" + os.Getenv("GORACE")}
+	out, errs, code := runPrepared(t, cmd)
+	want := `export PATH="$PATH:` + filepath.Dir(parleyBin) + `"`
+	if code != 0 || !strings.Contains(out+errs, "parley is not on your PATH") || !strings.Contains(out+errs, want) {
+		t.Fatalf("install claude --project with parley off PATH: exit %d, want a note naming %s\nstdout: %s\nstderr: %s", code, want, out, errs)
+	}
+}
