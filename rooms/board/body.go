@@ -23,7 +23,39 @@ const (
 	MaxTTL = 8 * time.Hour
 	// DefaultTTL is a claim's time to live when none is given.
 	DefaultTTL = 30 * time.Minute
+
+	// MaxNodeWeight bounds what one node (by its peer ID, whatever agent
+	// names it posts under) has the board keep for it: the weights
+	// (Weight) of its claims and releases dated within NodeWindow before
+	// a claim or release of it, folded or lost, may add up to at most this
+	// much with that one; past it, the claim or release is ignored, by
+	// every node alike. A fold keeps every entry of the last MaxTTL and
+	// more in memory, on every member node: before, a member posting
+	// claims of 64 paths of 512 bytes had each kept (about 53 KiB with the
+	// held claims) for as long, whatever the agent names. 4 MiB is about
+	// 2,800 claims of 3 paths of 40 bytes and a note of 80 in 8 h (one
+	// every 10 s, by all the node's agents together), or 200 claims of 64
+	// such paths, where agents make a few claims an hour each.
+	MaxNodeWeight = 4 << 20
+	// NodeWindow is how long a claim or release counts against its node's
+	// MaxNodeWeight, whatever its ttl: as long as the board keeps it.
+	NodeWindow = MaxTTL
+	// entryWeight and pathWeight are about what the fold keeps in memory
+	// for an entry (its record and IDs) and for each path it names beside
+	// the path's bytes (the held claim and its index).
+	entryWeight = 512
+	pathWeight  = 256
 )
+
+// Weight is what a claim or release of paths and note counts against its
+// node's MaxNodeWeight: about the bytes the board keeps in memory for it.
+func Weight(paths []string, note string) int {
+	n := entryWeight + len(note)
+	for _, p := range paths {
+		n += len(p) + pathWeight
+	}
+	return n
+}
 
 // ClaimBody is what a claim event carries.
 type ClaimBody struct {

@@ -1,6 +1,9 @@
 package board
 
-import "reflect"
+import (
+	"reflect"
+	"unsafe"
+)
 
 // retained returns the bytes v reaches beyond its own size: its strings'
 // bytes, its slices' arrays, its maps' entries, what its pointers point to
@@ -112,3 +115,94 @@ func AheadReads(s *Service) int {
 
 // MaxAheadChecked is how many entries held back the claims' check reads.
 const MaxAheadChecked = maxAheadChecked
+
+// retainedOnce is retained counting each string's bytes once, however
+// many values share them (a claim's paths are shared by its entry, its
+// record and the held claims).
+func retainedOnce(v reflect.Value, seen map[uintptr]bool) int {
+	switch v.Kind() {
+	case reflect.String:
+		if v.Len() == 0 {
+			return 0
+		}
+		p := uintptr(unsafe.Pointer(unsafe.StringData(v.String())))
+		if seen[p] {
+			return 0
+		}
+		seen[p] = true
+		return v.Len()
+	case reflect.Slice:
+		if v.IsNil() {
+			return 0
+		}
+		p := v.Pointer()
+		if seen[p] && v.Len() > 0 {
+			return 0
+		}
+		seen[p] = true
+		n := v.Cap() * int(v.Type().Elem().Size())
+		for i := range v.Len() {
+			n += retainedOnce(v.Index(i), seen)
+		}
+		return n
+	case reflect.Array:
+		n := 0
+		for i := range v.Len() {
+			n += retainedOnce(v.Index(i), seen)
+		}
+		return n
+	case reflect.Struct:
+		n := 0
+		for i := range v.NumField() {
+			n += retainedOnce(v.Field(i), seen)
+		}
+		return n
+	case reflect.Pointer:
+		if v.IsNil() || seen[v.Pointer()] {
+			return 0
+		}
+		seen[v.Pointer()] = true
+		return int(v.Type().Elem().Size()) + retainedOnce(v.Elem(), seen)
+	case reflect.Map:
+		n := 0
+		for it := v.MapRange(); it.Next(); {
+			n += int(v.Type().Key().Size()+v.Type().Elem().Size()) + retainedOnce(it.Key(), seen) + retainedOnce(it.Value(), seen)
+		}
+		return n
+	}
+	return 0
+}
+
+// FoldMemory is what project key's fold holds in memory, by part (bytes,
+// each shared string or array counted once, in the first part that
+// reaches it, in this order).
+type FoldMemory struct {
+	Entries, Records, Held, Index, Checkpoints, Rest int
+	NEntries, NHeld, NCheckpoints                    int
+}
+
+// Total is the sum of the parts.
+func (m FoldMemory) Total() int {
+	return m.Entries + m.Records + m.Held + m.Index + m.Checkpoints + m.Rest
+}
+
+// FoldRetained measures project key's fold, caught up to its entries.
+func FoldRetained(s *Service, key string) FoldMemory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.projects[key]
+	if p == nil {
+		return FoldMemory{}
+	}
+	st := p.state
+	st.catchUp()
+	seen := map[uintptr]bool{}
+	m := FoldMemory{NEntries: len(st.entries), NHeld: len(st.held), NCheckpoints: len(st.cps) + len(st.ahead)}
+	m.Entries = retainedOnce(reflect.ValueOf(st.entries), seen) + retainedOnce(reflect.ValueOf(st.ids), seen)
+	m.Records = retainedOnce(reflect.ValueOf(st.records), seen)
+	m.Held = retainedOnce(reflect.ValueOf(st.held), seen)
+	m.Index = retainedOnce(reflect.ValueOf(&st.idx), seen)
+	m.Checkpoints = retainedOnce(reflect.ValueOf(st.cps), seen) + retainedOnce(reflect.ValueOf(st.ahead), seen)
+	m.Rest = retainedOnce(reflect.ValueOf(st), seen)
+	return m
+}

@@ -52,7 +52,19 @@ type Entry struct {
 	claim   ClaimBody
 	release ReleaseBody
 	bad     string // why the body is ignored, if it is (at most maxBad bytes)
+	// weight is what the body counts against its node's MaxNodeWeight,
+	// and over is set once the claims and releases of its node in the
+	// NodeWindow before it (itself included) weigh more (State.weigh): it
+	// is ignored, and its body let go of. More entries only add weight,
+	// so an entry over stays so.
+	weight int
+	over   bool
 }
+
+// overWeight is the reason a claim or release past its node's
+// MaxNodeWeight is ignored.
+var overWeight = fmt.Sprintf("its node's claims and releases of the %v before it weigh more than the board keeps for one node (%d KiB: paths and notes, %d bytes for each event and %d for each path)",
+	NodeWindow, MaxNodeWeight>>10, entryWeight, pathWeight)
 
 // maxBad bounds the reason kept for a body the fold refuses.
 const maxBad = 200
@@ -63,8 +75,10 @@ func (e *Entry) parse() {
 	switch e.Kind {
 	case KindClaim:
 		e.claim, err = DecodeClaim(e.Body)
+		e.weight = Weight(e.claim.Paths, e.claim.Note)
 	case KindRelease:
 		e.release, err = DecodeRelease(e.Body)
+		e.weight = Weight(e.release.Paths, "")
 	case KindRemoved, KindInvited, KindCreated, KindJoined:
 	default:
 		err = fmt.Errorf("unknown kind %q", e.Kind)
@@ -152,6 +166,13 @@ type State struct {
 	members  map[string][]*Entry
 	creators map[string]*Entry
 
+	// weights are the claims and releases taken in (not malformed) of
+	// each node, of the last NodeWindow at least, in fold order, with
+	// what they weigh; hold is the last entry whose over an entry dated
+	// back set: the fold meets no fold before until it has folded it.
+	weights map[string]*nodeWeights
+	hold    *Entry
+
 	// cps are states of this fold (n <= applied, ascending); ahead, states
 	// of the fold before the last entries dated back, past all of them
 	// (n > applied, ascending), where the two may meet again.
@@ -177,6 +198,86 @@ type checkpoint struct {
 	held    []*Held
 }
 
+// nodeWeights are a node's claims and releases by fold order: sum is
+// what those before let go of (Trim) weighed, and each item's sum what
+// they weigh up to it, that one included.
+type nodeWeights struct {
+	sum   int
+	items []weighed
+}
+
+type weighed struct {
+	time        int64
+	id          string
+	weight, sum int
+	e           *Entry // nil once Trim let go of it
+}
+
+// before returns what the node's items before items[i] weigh.
+func (w *nodeWeights) before(i int) int {
+	if i == 0 {
+		return w.sum
+	}
+	return w.items[i-1].sum
+}
+
+// since returns the index of the first item dated after t.
+func (w *nodeWeights) since(t int64) int {
+	i, _ := slices.BinarySearchFunc(w.items, t, func(x weighed, t int64) int { return cmp.Compare(x.time, t+1) })
+	return i
+}
+
+// over reports whether items[i] and the node's items in the NodeWindow
+// before it weigh more than MaxNodeWeight.
+func (w *nodeWeights) over(i int) bool {
+	return w.items[i].sum-w.before(w.since(w.items[i].time-NodeWindow.Milliseconds())) > MaxNodeWeight
+}
+
+// weigh counts e, a claim or release just inserted, against its node's
+// MaxNodeWeight: it and the node's entries after it in NodeWindow may be
+// over now. Those folded are folded again: the fold went back for e.
+func (s *State) weigh(e *Entry) {
+	if e.bad != "" || e.Kind != KindClaim && e.Kind != KindRelease {
+		return
+	}
+	node := memberKey(e.Holder)
+	w := s.weights[node]
+	if w == nil {
+		w = &nodeWeights{}
+		s.weights[node] = w
+	}
+	i, _ := slices.BinarySearchFunc(w.items, e, func(x weighed, e *Entry) int {
+		return cmp.Or(cmp.Compare(x.time, e.Time), strings.Compare(x.id, e.ID))
+	})
+	w.items = slices.Insert(w.items, i, weighed{time: e.Time, id: e.ID, weight: e.weight, sum: w.before(i) + e.weight, e: e})
+	end := e.Time + NodeWindow.Milliseconds()
+	for j := i; j < len(w.items); j++ {
+		x := &w.items[j]
+		if j > i {
+			x.sum += e.weight
+		}
+		if x.time >= end || x.e == nil || x.e.over || !w.over(j) {
+			continue
+		}
+		x.e.over, x.e.claim, x.e.release = true, ClaimBody{}, ReleaseBody{}
+		if j > i && (s.hold == nil || s.hold.before(x.e)) {
+			s.hold = x.e
+		}
+	}
+}
+
+// NodeWeight returns what the claims and releases of node (a peer ID)
+// taken in and dated in the NodeWindow up to t weigh, those ignored
+// included: a claim or release of weight w dated t is ignored when this
+// and w are more than MaxNodeWeight.
+func (s *State) NodeWeight(node string, t int64) int {
+	w := s.weights[node]
+	if w == nil {
+		return 0
+	}
+	return w.before(w.since(t)) - w.before(w.since(t-NodeWindow.Milliseconds()))
+}
+
 // Checkpoints come every cpEvery entries, or a 128th of the board when that
 // is more; at most cpMax are kept.
 const (
@@ -186,7 +287,7 @@ const (
 
 // NewState returns an empty board.
 func NewState() *State {
-	s := &State{ids: map[string]bool{}, records: map[string]Record{}, members: map[string][]*Entry{}, creators: map[string]*Entry{}, every: cpEvery, maxCps: cpMax}
+	s := &State{ids: map[string]bool{}, records: map[string]Record{}, members: map[string][]*Entry{}, creators: map[string]*Entry{}, weights: map[string]*nodeWeights{}, every: cpEvery, maxCps: cpMax}
 	s.indexHeld()
 	return s
 }
@@ -207,6 +308,7 @@ func (s *State) Add(e Entry) {
 	e.parse()
 	if !member(e.Kind) {
 		s.insert(&e)
+		s.weigh(&e)
 		return
 	}
 	k := memberKey(e.Holder)
@@ -306,6 +408,21 @@ func (s *State) Trim(keep time.Duration) {
 		delete(s.ids, e.ID)
 		delete(s.records, e.ID)
 	}
+	// What a node's entries weigh counts while in NodeWindow of those kept.
+	from := s.entries[k-1].Time - NodeWindow.Milliseconds()
+	for node, w := range s.weights {
+		n := w.since(from)
+		w.sum = w.before(n)
+		w.items = slices.Delete(w.items, 0, n)
+		for j := range w.items {
+			if x := &w.items[j]; x.e != nil && !s.entries[k-1].before(x.e) {
+				x.e = nil
+			}
+		}
+		if len(w.items) == 0 {
+			delete(s.weights, node)
+		}
+	}
 	s.trimmed, s.base = true, *s.entries[k-1]
 	s.base.claim, s.base.release = ClaimBody{}, ReleaseBody{}
 	s.entries = slices.Clone(s.entries[k:])
@@ -371,6 +488,9 @@ func (s *State) catchUp() {
 		}
 		s.apply(s.entries[s.applied])
 		s.applied++
+		if s.hold != nil && !s.entries[s.applied-1].before(s.hold) {
+			s.hold = nil
+		}
 		if s.meet() {
 			continue
 		}
@@ -396,6 +516,9 @@ func (s *State) meet() bool {
 	}
 	if len(s.ahead) == 0 || s.ahead[0].n != s.applied {
 		return false
+	}
+	if s.hold != nil && s.entries[s.applied-1].before(s.hold) {
+		return false // an entry the fold before took in is ignored now
 	}
 	if !sameHeld(s.held, s.ahead[0].held) {
 		s.ahead = s.ahead[1:] // passed
@@ -563,6 +686,10 @@ func (s *State) apply(e *Entry) {
 	defer func() { s.records[e.ID] = rec }()
 	if e.bad != "" {
 		rec.Bad = e.bad
+		return
+	}
+	if e.over {
+		rec.Bad = overWeight
 		return
 	}
 	switch e.Kind {
