@@ -2,6 +2,7 @@ package board_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -100,5 +101,49 @@ func TestBoardFloodOfValidClaimsIsBounded(t *testing.T) {
 	}
 	if m.Total() > 2*board.MaxNodeWeight {
 		t.Fatalf("node 0's fold holds %s for node 1's flood of %d claims", mib(m.Total()), n)
+	}
+}
+
+// TestClaimPastTheNodesWeightIsRefusedBeforePosting: agents of one node
+// (two names) claim as large as allowed until the node's claims reach
+// MaxNodeWeight: the claim past it is refused before it is posted, saying
+// why (every node would ignore it), and so is a release; the board holds
+// every claim made before, none of them ignored.
+func TestClaimPastTheNodesWeightIsRefusedBeforePosting(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := board.DecodeClaim(bigClaim(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit := board.MaxNodeWeight / board.Weight(c.Paths, c.Note)
+	for i := range fit + 1 {
+		c, err := board.DecodeClaim(bigClaim(t, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = claim(ctx, nt, 0, []string{"alice", "bob"}[i%2], c.Note, c.TTL, 0, c.Paths...)
+		if i < fit && err != nil {
+			t.Fatalf("claim %d of %d: %v", i, fit, err)
+		}
+		if i == fit {
+			t.Logf("claim %d: %v", i, err)
+			if !errors.Is(err, board.ErrNodeWeight) || !errors.Is(err, board.ErrBadInput) || !strings.Contains(err.Error(), "every node would ignore it") {
+				t.Fatalf("claim %d, past the node's weight: %v", i, err)
+			}
+		}
+	}
+	if _, err := nt.Node(0).Board().Release(ctx, "alice", project, c.Paths); !errors.Is(err, board.ErrNodeWeight) {
+		t.Fatalf("release past the node's weight: %v", err)
+	}
+	h, err := nt.Node(0).Board().History(ctx, project, "")
+	if err != nil || len(h) != fit {
+		t.Fatalf("history: %d records, %v", len(h), err)
+	}
+	for _, r := range h {
+		if r.Bad != "" || r.Lost != nil {
+			t.Fatalf("a claim made within the node's weight: %+v", r.Bad)
+		}
 	}
 }

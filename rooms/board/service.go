@@ -759,6 +759,11 @@ func (s *Service) tryClaim(ctx context.Context, agent identity.AgentName, key st
 		return ClaimResult{}, nil, err
 	}
 	holder := s.holder(agent)
+	if c, err := DecodeClaim(body); err != nil {
+		return ClaimResult{}, nil, err
+	} else if err := s.checkWeight(p, Weight(c.Paths, c.Note)); err != nil {
+		return ClaimResult{}, nil, err
+	}
 	if w, err := s.conflict(p, holder, paths, ttl); w != nil || err != nil {
 		return ClaimResult{}, w, err
 	}
@@ -778,6 +783,20 @@ func (s *Service) tryClaim(ctx context.Context, agent identity.AgentName, key st
 		return ClaimResult{}, nil, err
 	}
 	return ClaimResult{Event: eid.String(), Held: heldBy(p.state.Live(s.cfg.Now()), holder)}, nil, nil
+}
+
+// checkWeight refuses a claim or release of weight w (Weight) that would
+// take this node's claims and releases of the last NodeWindow past
+// MaxNodeWeight: every node would ignore it. Callers hold s.mu.
+func (s *Service) checkWeight(p *project, w int) error {
+	have := p.state.NodeWeight(s.cfg.Self.String(), s.cfg.Now().UnixMilli())
+	if have+w <= MaxNodeWeight {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: its claims and releases of the last %v weigh %d KiB on this board, and this one %d bytes: "+
+		"past %d KiB, the most the board keeps for one node (paths and notes, %d bytes for each claim or release and %d for each path), "+
+		"every node would ignore it; claim fewer or shorter paths, or wait for older claims to leave the %v",
+		ErrBadInput, ErrNodeWeight, NodeWindow, have>>10, w, MaxNodeWeight>>10, entryWeight, pathWeight, NodeWindow)
 }
 
 // settle waits Config.Settle after agent's claim event was posted to a
@@ -966,6 +985,9 @@ func (s *Service) Release(ctx context.Context, agent identity.AgentName, key str
 	}
 	body, err := EncodeRelease(ReleaseBody{Paths: paths})
 	if err != nil {
+		return ReleaseResult{}, err
+	}
+	if err := s.checkWeight(p, Weight(paths, "")); err != nil {
 		return ReleaseResult{}, err
 	}
 	id, err := s.room(ctx, p, agent)
