@@ -99,4 +99,12 @@
 // entries is folded from them for each read. An entry dated past MaxAhead
 // of this node's clock is kept as where to find it in the store (room,
 // arrival) until its date is near.
+//
+// What one node has the board keep is bounded (MaxNodeWeight): its claims
+// and releases of the NodeWindow before one of them, whatever its agents'
+// names, may weigh (Weight: paths, note, and about what the fold keeps for
+// each event and path) at most 4 MiB with it; past that it is ignored on
+// every node alike ("bad" in the history, naming the rule) and its body
+// let go of. Ignored ones count too, so a late entry only adds weight and
+// the fold stays the same in any order of arrival (State.weigh).
 package board
