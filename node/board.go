@@ -17,7 +17,7 @@ import (
 func (n *Node) Board() *board.Service { return n.board }
 
 func (n *Node) newBoard() error {
-	b, err := board.New(board.Config{Rooms: n.rooms, Self: n.id, Contacts: n.activeContacts, Logger: n.log})
+	b, err := board.New(board.Config{Rooms: n.rooms, Self: n.id, Contacts: n.activeContacts, Logger: n.log, Store: n.db})
 	if err != nil {
 		return err
 	}
@@ -303,11 +303,13 @@ func (n *Node) withClaims(ws []localapi.WhoEntry) {
 // does it: before, a killed agent's claims stayed on the board for their
 // whole ttl (hours of files held against every other agent and their
 // commits, by an agent that could no longer release them); now they go
-// with it. A mute is temporary and keeps them.
+// with it, and so do the refused claims the board watches for it (it is
+// told nothing more). A mute is temporary and keeps them.
 func (n *Node) releaseAll(ctx context.Context, agent identity.AgentName) error {
 	if n.board == nil {
 		return nil
 	}
+	n.board.Forget(agent)
 	holder := string(agent) + "@" + n.id.String()
 	var errs []error
 	for key, hs := range n.board.Claims() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
 // Notices tell an agent what happened on the board that concerns it.
@@ -52,6 +53,10 @@ type watch struct {
 	was     Held
 	until   time.Time
 	lost    bool // a claim that lost at a heal, not one refused
+	// Where the store keeps it (schema.BoardWatch): its number among its
+	// agent's, and how many pieces its record has (0: not stored).
+	seq    uint64
+	pieces int
 }
 
 // maxWatchesPerAgent and maxWatches bound the refused claims watched,
@@ -62,62 +67,64 @@ const (
 	maxWatches         = 4096
 )
 
-// watchLocked remembers that agent was refused paths because of h. It
-// drops the expired watches of every agent first, and the oldest past
-// maxWatchesPerAgent and maxWatches after. Callers hold s.mu.
-func (s *Service) watchLocked(agent identity.AgentName, project string, paths []string, note string, ttl time.Duration, h Held) {
+// watchLocked remembers that agent was refused paths because of h, in
+// memory and in the store. It drops the expired watches of every agent
+// first, and the oldest past maxWatchesPerAgent and maxWatches after.
+// It returns the watch. Callers hold s.mu.
+func (s *Service) watchLocked(agent identity.AgentName, project string, paths []string, note string, ttl time.Duration, h Held, lost bool) *watch {
 	now := s.cfg.Now()
-	total := 0
+	var ops []schema.Op
 	for a, ws := range s.watches {
-		ws = slices.DeleteFunc(ws, func(w *watch) bool { return now.After(w.until) })
+		ws = slices.DeleteFunc(ws, func(w *watch) bool {
+			if now.After(w.until) {
+				ops = append(ops, s.unstoreOps(a, w)...)
+				return true
+			}
+			return false
+		})
 		if len(ws) == 0 {
 			delete(s.watches, a)
 			continue
 		}
 		s.watches[a] = ws
-		total += len(ws)
 	}
-	ws := s.watches[agent]
-	n := len(ws)
-	ws = slices.DeleteFunc(ws, func(w *watch) bool { return w.project == project && slices.Equal(w.paths, paths) })
-	total -= n - len(ws)
-	ws = append(ws, &watch{project: project, paths: paths, note: note, ttl: ttl, was: h, until: now.Add(watchTTL)})
-	total++
+	ws := slices.DeleteFunc(s.watches[agent], func(w *watch) bool {
+		if w.project == project && slices.Equal(w.paths, paths) {
+			ops = append(ops, s.unstoreOps(agent, w)...)
+			return true
+		}
+		return false
+	})
+	w := &watch{project: project, paths: paths, note: note, ttl: ttl, was: h, until: now.Add(watchTTL), lost: lost}
+	ops = append(ops, s.storeOps(agent, w)...)
+	ws = append(ws, w)
 	if d := len(ws) - maxWatchesPerAgent; d > 0 {
+		ops = append(ops, s.unstoreOps(agent, ws[:d]...)...)
 		ws = slices.Delete(ws, 0, d)
-		total -= d
 	}
 	s.watches[agent] = ws
-	for ; total > maxWatches; total-- {
-		// Drop the oldest watch of the service: each agent's are in the
-		// order they were made, so it is the first of one of them.
-		var oldest identity.AgentName
-		var at time.Time
-		found := false
-		for a, ws := range s.watches {
-			if !found || ws[0].until.Before(at) {
-				oldest, at, found = a, ws[0].until, true
-			}
-		}
-		if ws := s.watches[oldest][1:]; len(ws) == 0 {
-			delete(s.watches, oldest)
-		} else {
-			s.watches[oldest] = ws
-		}
-	}
+	ops = append(ops, s.overTotalLocked()...)
+	_ = s.applyWatches(ops)
+	return w
 }
 
 // unwatchLocked forgets agent's refused claims on project whose paths it
 // holds now (all of them among paths). Callers hold s.mu.
 func (s *Service) unwatchLocked(agent identity.AgentName, project string, paths []string) {
+	var ops []schema.Op
 	ws := slices.DeleteFunc(s.watches[agent], func(w *watch) bool {
-		return w.project == project && !slices.ContainsFunc(w.paths, func(p string) bool { return !slices.Contains(paths, p) })
+		if w.project == project && !slices.ContainsFunc(w.paths, func(p string) bool { return !slices.Contains(paths, p) }) {
+			ops = append(ops, s.unstoreOps(agent, w)...)
+			return true
+		}
+		return false
 	})
 	if len(ws) == 0 {
 		delete(s.watches, agent)
 	} else {
 		s.watches[agent] = ws
 	}
+	_ = s.applyWatches(ops)
 }
 
 // Notices returns what the board has to tell agent; with take they are
@@ -133,8 +140,10 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 	// Refused claims whose paths are free now.
 	ws := s.watches[agent]
 	keep := ws[:0]
+	var ops []schema.Op // the watches told or expired, off the store
 	for _, w := range ws {
 		if now.After(w.until) {
+			ops = append(ops, s.unstoreOps(agent, w)...)
 			continue
 		}
 		p, err := s.load(w.project)
@@ -160,6 +169,8 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 				strings.Join(w.paths, ", "), w.was.Holder, w.was.Path, why, earlier, w.note)})
 		if !take {
 			keep = append(keep, w)
+		} else {
+			ops = append(ops, s.unstoreOps(agent, w)...)
 		}
 	}
 	if len(keep) == 0 {
@@ -167,6 +178,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 	} else {
 		s.watches[agent] = keep
 	}
+	_ = s.applyWatches(ops)
 	// Own claims: ending soon, or lost at a heal.
 	for _, key := range s.boardKeys() {
 		p, err := s.load(key)
@@ -207,10 +219,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 				s.told[id] = r.Expires
 				// Told to wait: watched as a refused claim is, so that it
 				// is told when its paths go free.
-				s.watchLocked(agent, key, r.Paths, r.Note, time.Duration(r.Expires-r.Time)*time.Millisecond, *r.Lost)
-				if ws := s.watches[agent]; len(ws) > 0 {
-					ws[len(ws)-1].lost = true
-				}
+				s.watchLocked(agent, key, r.Paths, r.Note, time.Duration(r.Expires-r.Time)*time.Millisecond, *r.Lost, true)
 			}
 		}
 		for _, r := range p.state.Beaten(holder) {

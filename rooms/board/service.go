@@ -56,6 +56,9 @@ type Config struct {
 	// waits before it is answered, for a claim another node made at the
 	// same moment to arrive; zero: DefaultSettle, negative: none.
 	Settle time.Duration
+	// Store keeps the refused claims watched (to tell their agents when
+	// their paths go free) across a restart; nil: in memory only.
+	Store Store
 }
 
 // DefaultSettle is Config.Settle's default: well above the time an event
@@ -73,6 +76,7 @@ type Service struct {
 	projects map[string]*project
 	inviter  map[string]identity.AgentName   // project → the agent that invites (the last to claim)
 	watches  map[identity.AgentName][]*watch // refused claims, to tell when their paths go free
+	seq      uint64                          // the last number given to a watch stored
 	// Notices handed out (by Notice.ID), with the expiry of the claim each
 	// is about: a notice is told only while its claim lives, so it is
 	// forgotten once that has passed.
@@ -172,9 +176,13 @@ func New(cfg Config) (*Service, error) {
 	if cfg.InviteInterval == 0 {
 		cfg.InviteInterval = 30 * time.Second
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1),
+	s := &Service{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1),
 		projects: map[string]*project{}, inviter: map[string]identity.AgentName{},
-		watches: map[identity.AgentName][]*watch{}, told: map[string]int64{}}, nil
+		watches: map[identity.AgentName][]*watch{}, told: map[string]int64{}}
+	if err := s.loadWatches(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Run invites the node's contacts into its boards, at its start (a contact
@@ -725,7 +733,7 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 		left := req.Wait - s.cfg.Now().Sub(start)
 		if left <= 0 {
 			s.mu.Lock()
-			s.watchLocked(agent, req.Project, paths, req.Note, req.TTL, h.Held)
+			s.watchLocked(agent, req.Project, paths, req.Note, req.TTL, h.Held, false)
 			s.mu.Unlock()
 			return ClaimResult{}, conflictError(h, paths)
 		}
