@@ -5,74 +5,78 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/parley-mesh/parley/internal/store"
 	"github.com/parley-mesh/parley/internal/store/schema"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms/board"
 )
 
-// memStore is a board.Store in memory; it fails the test on a value over
-// 1 KiB.
-type memStore struct {
-	t  testing.TB
-	mu sync.Mutex
-	kv map[string][]byte
-}
-
-func newMemStore(t testing.TB) *memStore { return &memStore{t: t, kv: map[string][]byte{}} }
-
-func (m *memStore) ScanFrom(prefix, start []byte, reverse bool, fn func(key, val []byte) bool) error {
-	m.mu.Lock()
-	keys := slices.Sorted(maps.Keys(m.kv))
-	kv := maps.Clone(m.kv)
-	m.mu.Unlock()
-	for _, k := range keys {
-		if strings.HasPrefix(k, string(prefix)) && (start == nil || k >= string(start)) && !fn([]byte(k), kv[k]) {
-			break
-		}
+// openStore opens a node's store (the real one, internal/store) in a
+// folder of the test, closed at its end.
+func openStore(t *testing.T, dir string) *store.DB {
+	t.Helper()
+	db, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return db
 }
 
-func (m *memStore) Apply(ops []schema.Op, _ bool) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, op := range ops {
-		if op.Delete {
-			delete(m.kv, string(op.Key))
-			continue
-		}
-		if len(op.Val) >= 1<<10 {
-			m.t.Errorf("a value of %d bytes at %q", len(op.Val), op.Key)
-		}
-		m.kv[string(op.Key)] = bytes.Clone(op.Val)
-	}
-	return nil
-}
+func newStore(t *testing.T) *store.DB { return openStore(t, t.TempDir()) }
 
-// watchKeys counts the store's keys of board watches.
-func (m *memStore) watchKeys() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for k := range m.kv {
-		if strings.HasPrefix(k, string(schema.BoardWatchPrefix())) {
-			n++
-		}
+// watchKeys counts the store's keys of board watches, read back through
+// the store, and fails the test on a value of store.ValueThreshold bytes
+// or more (kept in the value log, never collected).
+func watchKeys(t *testing.T, db *store.DB) int {
+	t.Helper()
+	n, biggest := scanWatches(t, db)
+	if biggest >= store.ValueThreshold {
+		t.Errorf("a watch's value of %d bytes in the store", biggest)
 	}
 	return n
 }
 
-func (m *memStore) clone() *memStore {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return &memStore{t: m.t, kv: maps.Clone(m.kv)}
+// scanWatches returns how many keys of board watches the store holds and
+// the size of the largest value.
+func scanWatches(t *testing.T, db *store.DB) (keys, biggest int) {
+	t.Helper()
+	err := db.Scan(schema.BoardWatchPrefix(), func(_, v []byte) bool {
+		keys, biggest = keys+1, max(biggest, len(v))
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys, biggest
+}
+
+// copyStore makes a copy of db as a backup does, and returns a store
+// restored from it (in a folder of its own).
+func copyStore(t *testing.T, db *store.DB) *store.DB {
+	t.Helper()
+	if err := db.Set(schema.KeyNode(), []byte("node-a")); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := db.Backup(&b); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "restored")
+	if err := store.Restore(dir, &b, []byte("node-a")); err != nil {
+		t.Fatal(err)
+	}
+	return openStore(t, dir)
 }
 
 // watchFixture is a node's rooms with board services made on them over
@@ -135,12 +139,12 @@ func freeNotices(s *board.Service, agent string, take bool) []board.Notice {
 
 // TestBoardWatchesStoredBoundedAndSmall: a refused claim's watch is kept
 // in the store, every value under 1 KiB (a claim of 64 paths of 500 bytes
-// and a long note in pieces), at most 32 for one agent (the oldest
+// in pieces), at most 32 for one agent (the oldest
 // dropped, from the store too), and a node started on that store watches
 // the same ones. Before, nothing of them was stored.
 func TestBoardWatchesStoredBoundedAndSmall(t *testing.T) {
 	f := newWatchFixture(t)
-	st := newMemStore(t)
+	st := newStore(t)
 	s := f.service(st)
 	if err := f.claim(s, "alice", "x/**"); err != nil {
 		t.Fatal(err)
@@ -150,8 +154,8 @@ func TestBoardWatchesStoredBoundedAndSmall(t *testing.T) {
 		long[i] = fmt.Sprintf("x/%03d/%s.go", i, strings.Repeat("é", 240))
 	}
 	f.refused(s, "bob", long...)
-	if st.watchKeys() < 2 {
-		t.Fatalf("a long refused claim kept in %d keys", st.watchKeys())
+	if watchKeys(t, st) < 2 {
+		t.Fatalf("a long refused claim kept in %d keys", watchKeys(t, st))
 	}
 	for i := range 100 {
 		f.refused(s, "bob", fmt.Sprintf("x/f%d.go", i))
@@ -159,7 +163,7 @@ func TestBoardWatchesStoredBoundedAndSmall(t *testing.T) {
 	if w := board.Watches(s); w != 32 {
 		t.Fatalf("%d watches of bob, want 32", w)
 	}
-	if n := st.watchKeys(); n != 32 {
+	if n := watchKeys(t, st); n != 32 {
 		t.Fatalf("%d keys stored for 32 watches of one key each", n)
 	}
 	s2 := f.service(st)
@@ -173,7 +177,7 @@ func TestBoardWatchesStoredBoundedAndSmall(t *testing.T) {
 	if len(ns) != 32 || ns[0].Paths[0] != "x/f68.go" {
 		t.Fatalf("bob told %d free, the first %v", len(ns), ns[0].Paths)
 	}
-	if n := st.watchKeys(); n != 0 || board.Watches(s2) != 0 {
+	if n := watchKeys(t, st); n != 0 || board.Watches(s2) != 0 {
 		t.Fatalf("after they were told %d keys stored, %d watched", n, board.Watches(s2))
 	}
 }
@@ -183,26 +187,26 @@ func TestBoardWatchesStoredBoundedAndSmall(t *testing.T) {
 // so does a running node at its next look at the agent's notices.
 func TestBoardWatchesExpireInTheStore(t *testing.T) {
 	f := newWatchFixture(t)
-	st := newMemStore(t)
+	st := newStore(t)
 	s := f.service(st)
 	if err := f.claim(s, "alice", "a.go", "b.go"); err != nil {
 		t.Fatal(err)
 	}
 	f.refused(s, "bob", "a.go")
 	f.refused(s, "carol", "b.go")
-	if st.watchKeys() != 2 {
-		t.Fatalf("%d keys stored for two watches", st.watchKeys())
+	if watchKeys(t, st) != 2 {
+		t.Fatalf("%d keys stored for two watches", watchKeys(t, st))
 	}
 	f.set(time.Hour + time.Minute)
 	if ns := freeNotices(s, "bob", false); len(ns) != 0 {
 		t.Fatalf("an expired watch told: %+v", ns)
 	}
-	if st.watchKeys() != 1 {
-		t.Fatalf("%d keys stored after bob's watch expired", st.watchKeys())
+	if watchKeys(t, st) != 1 {
+		t.Fatalf("%d keys stored after bob's watch expired", watchKeys(t, st))
 	}
 	s2 := f.service(st)
-	if w := board.Watches(s2); w != 0 || st.watchKeys() != 0 {
-		t.Fatalf("a node started after the watches expired watches %d, stores %d keys", w, st.watchKeys())
+	if w := board.Watches(s2); w != 0 || watchKeys(t, st) != 0 {
+		t.Fatalf("a node started after the watches expired watches %d, stores %d keys", w, watchKeys(t, st))
 	}
 }
 
@@ -210,7 +214,7 @@ func TestBoardWatchesExpireInTheStore(t *testing.T) {
 // nothing more: its watches go from memory and from the store.
 func TestBoardWatchOfAKilledAgentIsForgotten(t *testing.T) {
 	f := newWatchFixture(t)
-	st := newMemStore(t)
+	st := newStore(t)
 	s := f.service(st)
 	if err := f.claim(s, "alice", "a.go"); err != nil {
 		t.Fatal(err)
@@ -218,8 +222,8 @@ func TestBoardWatchOfAKilledAgentIsForgotten(t *testing.T) {
 	f.refused(s, "bob", "a.go")
 	f.refused(s, "carol", "a.go")
 	s.Forget(agentName("bob"))
-	if w := board.Watches(s); w != 1 || st.watchKeys() != 1 {
-		t.Fatalf("after bob was forgotten %d watches, %d keys", w, st.watchKeys())
+	if w := board.Watches(s); w != 1 || watchKeys(t, st) != 1 {
+		t.Fatalf("after bob was forgotten %d watches, %d keys", w, watchKeys(t, st))
 	}
 	if w := board.Watches(f.service(st)); w != 1 {
 		t.Fatalf("a node started on the store watches %d", w)
@@ -231,19 +235,24 @@ func TestBoardWatchOfAKilledAgentIsForgotten(t *testing.T) {
 // start; the others are watched.
 func TestBoardWatchesDamagedDropped(t *testing.T) {
 	f := newWatchFixture(t)
-	st := newMemStore(t)
+	st := newStore(t)
 	s := f.service(st)
 	if err := f.claim(s, "alice", "x/**"); err != nil {
 		t.Fatal(err)
 	}
 	f.refused(s, "bob", "x/a.go")
 	f.refused(s, "bob", "x/b.go")
-	st.kv[string(schema.BoardWatch("bob", 1, 0))] = []byte{1, '{'}
-	st.kv[string(schema.BoardWatch("carol", 9, 1))] = []byte("}")
-	st.kv["b/w/junk"] = []byte("x")
+	ops := []schema.Op{
+		{Key: schema.BoardWatch("bob", 1, 0), Val: []byte{1, '{'}},
+		{Key: schema.BoardWatch("carol", 9, 1), Val: []byte("}")},
+		{Key: []byte("b/w/junk"), Val: []byte("x")},
+	}
+	if err := st.Apply(ops, false); err != nil {
+		t.Fatal(err)
+	}
 	s2 := f.service(st)
-	if w := board.Watches(s2); w != 1 || st.watchKeys() != 1 {
-		t.Fatalf("%d watched, %d keys, want 1 and 1", w, st.watchKeys())
+	if w := board.Watches(s2); w != 1 || watchKeys(t, st) != 1 {
+		t.Fatalf("%d watched, %d keys, want 1 and 1", w, watchKeys(t, st))
 	}
 	if _, err := s2.Release(f.ctx, agentName("alice"), project, nil); err != nil {
 		t.Fatal(err)
@@ -261,13 +270,13 @@ func TestBoardWatchesDamagedDropped(t *testing.T) {
 // a restore.
 func TestBoardWatchesOfAStoreRestoredFromAnOlderCopy(t *testing.T) {
 	f := newWatchFixture(t)
-	st := newMemStore(t)
+	st := newStore(t)
 	s := f.service(st)
 	if err := f.claim(s, "alice", "a.go", "b.go"); err != nil {
 		t.Fatal(err)
 	}
 	f.refused(s, "bob", "a.go")
-	old := st.clone()
+	old := copyStore(t, st)
 	f.refused(s, "bob", "b.go")
 	if _, err := s.Release(f.ctx, agentName("alice"), project, nil); err != nil {
 		t.Fatal(err)
@@ -280,7 +289,7 @@ func TestBoardWatchesOfAStoreRestoredFromAnOlderCopy(t *testing.T) {
 	if len(ns) != 1 || ns[0].Paths[0] != "a.go" {
 		t.Fatalf("after the restore bob told %+v, want a.go once more", ns)
 	}
-	if ns := freeNotices(f.service(old), "bob", true); len(ns) != 0 || old.watchKeys() != 0 {
-		t.Fatalf("told again after another start: %+v (%d keys)", ns, old.watchKeys())
+	if ns := freeNotices(f.service(old), "bob", true); len(ns) != 0 || watchKeys(t, old) != 0 {
+		t.Fatalf("told again after another start: %+v (%d keys)", ns, watchKeys(t, old))
 	}
 }
