@@ -54,9 +54,9 @@ type watch struct {
 	until   time.Time
 	lost    bool // a claim that lost at a heal, not one refused
 	// Where the store keeps it (schema.BoardWatch): its number among its
-	// agent's, and how many pieces its record has (0: not stored).
+	// agent's, and whether it is stored.
 	seq    uint64
-	pieces int
+	stored bool
 }
 
 // maxWatchesPerAgent and maxWatches bound the refused claims watched,

@@ -3,12 +3,15 @@ package board
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
+
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/canon"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
 
@@ -23,74 +26,91 @@ type Store interface {
 	Apply(ops []schema.Op, durable bool) error
 }
 
-// watchRecord is a watch as stored (schema.BoardWatch), JSON.
+// watchRecord is a watch as stored (schema.BoardWatch): a CBOR map, kept
+// in pieces under the store's value threshold (schema.SetPieces).
 type watchRecord struct {
-	Project string   `json:"p"`
-	Paths   []string `json:"ps"`
-	Note    string   `json:"n"`
-	TTL     int64    `json:"t"` // ms
-	Was     Held     `json:"w"`
-	Until   int64    `json:"u"` // unix ms
-	Lost    bool     `json:"l,omitempty"`
+	Project string     `cbor:"1,keyasint,omitempty"`
+	Paths   []string   `cbor:"2,keyasint,omitempty"`
+	Note    string     `cbor:"3,keyasint,omitempty"`
+	TTL     int64      `cbor:"4,keyasint,omitempty"` // ms
+	Was     heldRecord `cbor:"5,keyasint"`
+	Until   int64      `cbor:"6,keyasint,omitempty"` // unix ms
+	Lost    bool       `cbor:"7,keyasint,omitempty"`
 }
 
-// maxWatchPieces is the most pieces of a watch's record: a refused claim's
-// record is at most MaxPaths paths of MaxPattern bytes, two notes and the
-// claim in the way, some 40 KiB once escaped, 46 pieces.
-const maxWatchPieces = 255
+// heldRecord is a watch's Held (the claim in the way) as stored.
+type heldRecord struct {
+	Path    string `cbor:"1,keyasint,omitempty"`
+	Holder  string `cbor:"2,keyasint,omitempty"`
+	Note    string `cbor:"3,keyasint,omitempty"`
+	Since   int64  `cbor:"4,keyasint,omitempty"`
+	Expires int64  `cbor:"5,keyasint,omitempty"`
+	Event   string `cbor:"6,keyasint,omitempty"`
+	Room    string `cbor:"7,keyasint,omitempty"`
+}
 
-// encodeWatch returns the record of w in pieces of at most
-// schema.BoardWatchPiece bytes, the first beginning with their count.
-func encodeWatch(w *watch) ([][]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte(0) // the count, set below
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(watchRecord{Project: w.project, Paths: w.paths, Note: w.note, TTL: w.ttl.Milliseconds(),
-		Was: w.was, Until: w.until.UnixMilli(), Lost: w.lost})
+// watchDec reads a stored watch: no tags, no indefinite lengths, valid
+// UTF-8, at most MaxPaths paths; fields a later Parley added are skipped.
+var watchDec = func() cbor.DecMode {
+	m, err := cbor.DecOptions{
+		IndefLength:      cbor.IndefLengthForbidden,
+		TagsMd:           cbor.TagsForbidden,
+		MaxNestedLevels:  4,
+		MaxArrayElements: MaxPaths,
+		MaxMapPairs:      16,
+		UTF8:             cbor.UTF8RejectInvalid,
+	}.DecMode()
 	if err != nil {
-		return nil, err
+		panic("board: cbor options: " + err.Error()) // constant options: a programming error
 	}
-	b := buf.Bytes()
-	n := (len(b) + schema.BoardWatchPiece - 1) / schema.BoardWatchPiece
-	if n > maxWatchPieces {
-		return nil, fmt.Errorf("board: a watch of %d bytes", len(b))
-	}
-	b[0] = byte(n)
-	out := make([][]byte, 0, n)
-	for len(b) > 0 {
-		k := min(len(b), schema.BoardWatchPiece)
-		out = append(out, b[:k])
-		b = b[k:]
-	}
-	return out, nil
+	return m
+}()
+
+// encodeWatch returns the record of w.
+func encodeWatch(w *watch) ([]byte, error) {
+	h := w.was
+	return canon.Enc.Marshal(watchRecord{Project: w.project, Paths: w.paths, Note: w.note, TTL: w.ttl.Milliseconds(),
+		Was:   heldRecord{Path: h.Path, Holder: h.Holder, Note: h.Note, Since: h.Since, Expires: h.Expires, Event: h.Event, Room: h.Room},
+		Until: w.until.UnixMilli(), Lost: w.lost})
 }
 
-// decodeWatch reads a watch from its pieces, in order.
-func decodeWatch(pieces [][]byte) (*watch, error) {
-	if len(pieces) == 0 || len(pieces[0]) == 0 || int(pieces[0][0]) != len(pieces) {
-		return nil, fmt.Errorf("board: a watch of %d pieces, or its first missing", len(pieces))
-	}
+// decodeWatch reads a watch from its record.
+func decodeWatch(b []byte) (*watch, error) {
 	var r watchRecord
-	if err := json.Unmarshal(bytes.Join(append([][]byte{pieces[0][1:]}, pieces[1:]...), nil), &r); err != nil {
+	if err := watchDec.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("board: a damaged watch: %w", err)
 	}
 	if len(r.Paths) == 0 || r.Project == "" {
 		return nil, fmt.Errorf("board: a watch of no paths")
 	}
-	r.Was.keys()
+	h := Held{Path: r.Was.Path, Holder: r.Was.Holder, Note: r.Was.Note, Since: r.Was.Since, Expires: r.Was.Expires, Event: r.Was.Event, Room: r.Was.Room}
+	h.keys()
 	return &watch{project: r.Project, paths: r.Paths, note: r.Note, ttl: time.Duration(r.TTL) * time.Millisecond,
-		was: r.Was, until: time.UnixMilli(r.Until), lost: r.Lost, pieces: len(pieces)}, nil
+		was: h, until: time.UnixMilli(r.Until), lost: r.Lost, stored: true}, nil
 }
 
-// splitWatchKey reads a schema.BoardWatch key.
-func splitWatchKey(k []byte) (agent identity.AgentName, seq uint64, i int, ok bool) {
+// splitWatchKey reads a schema.BoardWatch key (a record's, not a piece's).
+func splitWatchKey(k []byte) (agent identity.AgentName, seq uint64, ok bool) {
 	rest, ok := bytes.CutPrefix(k, schema.BoardWatchPrefix())
-	if !ok || len(rest) < 1 || len(rest) != 1+int(rest[0])+8+1 {
-		return "", 0, 0, false
+	if !ok || len(rest) < 1 || len(rest) != 1+int(rest[0]) || rest[0] <= 8 {
+		return "", 0, false
 	}
-	n := int(rest[0])
-	return identity.AgentName(rest[1 : 1+n]), binary.BigEndian.Uint64(rest[1+n : 1+n+8]), int(rest[len(rest)-1]), true
+	return identity.AgentName(rest[1 : len(rest)-8]), binary.BigEndian.Uint64(rest[len(rest)-8:]), true
+}
+
+// watchRecordKey returns the key of the record a scanned key belongs to
+// (itself, or the record it is a piece of), or nil for a key of none.
+func watchRecordKey(k []byte) []byte {
+	rest, ok := bytes.CutPrefix(k, schema.BoardWatchPrefix())
+	switch {
+	case !ok || len(rest) < 1:
+		return nil
+	case len(rest) == 1+int(rest[0]):
+		return k
+	case len(rest) == 2+int(rest[0]):
+		return k[:len(k)-1]
+	}
+	return nil
 }
 
 // loadWatches reads the watches the store keeps, as the node left them:
@@ -101,62 +121,55 @@ func (s *Service) loadWatches() error {
 	if s.cfg.Store == nil {
 		return nil
 	}
-	type group struct {
-		agent   identity.AgentName
-		seq     uint64
-		keys    [][]byte
-		pieces  [][]byte
-		damaged bool
-	}
-	var groups []*group
-	var bad [][]byte // keys of no watch
+	j := schema.NewJoiner(schema.BoardWatchPrefix())
+	var keys [][]byte // every key scanned
 	err := s.cfg.Store.ScanFrom(schema.BoardWatchPrefix(), nil, false, func(k, v []byte) bool {
-		agent, seq, i, ok := splitWatchKey(k)
-		if !ok {
-			bad = append(bad, bytes.Clone(k))
-			return true
-		}
-		g := (*group)(nil)
-		if n := len(groups); n > 0 && groups[n-1].agent == agent && groups[n-1].seq == seq {
-			g = groups[n-1]
-		} else {
-			g = &group{agent: agent, seq: seq}
-			groups = append(groups, g)
-		}
-		g.keys = append(g.keys, bytes.Clone(k))
-		if i != len(g.pieces) {
-			g.damaged = true // a piece missing
-		}
-		g.pieces = append(g.pieces, bytes.Clone(v))
+		j.Add(k, v)
+		keys = append(keys, bytes.Clone(k))
 		return true
 	})
 	if err != nil {
 		return fmt.Errorf("board: read the watches: %w", err)
 	}
-	now := s.cfg.Now()
-	var ops []schema.Op
-	for _, k := range bad {
-		ops = append(ops, schema.Op{Key: k, Delete: true})
+	records, damaged := j.Done()
+	if len(damaged) > 0 {
+		s.log.Warn("board: damaged watches dropped", "err", errors.Join(damaged...))
 	}
+	now := s.cfg.Now()
+	kept := map[string]bool{} // the keys of the records watched again
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, g := range groups {
-		w, err := decodeWatch(g.pieces)
-		if err == nil && g.damaged {
-			err = fmt.Errorf("board: a watch with a piece missing")
+	for _, r := range records { // in key order: each agent's by seq
+		agent, seq, ok := splitWatchKey(r.Key)
+		w, err := decodeWatch(r.Val)
+		if err == nil && !ok {
+			err = fmt.Errorf("board: a watch key of no agent")
 		}
-		if err != nil || !now.Before(w.until) {
-			if err != nil {
-				s.log.Warn("board: a damaged watch dropped", "agent", g.agent, "err", err)
-			}
-			for _, k := range g.keys {
-				ops = append(ops, schema.Op{Key: k, Delete: true})
-			}
+		if err != nil {
+			s.log.Warn("board: a damaged watch dropped", "key", r.Key, "err", err)
 			continue
 		}
-		w.seq = g.seq
-		s.watches[g.agent] = append(s.watches[g.agent], w)
-		s.seq = max(s.seq, g.seq)
+		if !now.Before(w.until) {
+			continue
+		}
+		w.seq = seq
+		kept[string(r.Key)] = true
+		s.watches[agent] = append(s.watches[agent], w)
+		s.seq = max(s.seq, seq)
+	}
+	// Delete what is not watched again: records damaged, expired or of
+	// no agent with all their pieces, and keys of no record.
+	var ops []schema.Op
+	gone := map[string]bool{}
+	for _, k := range keys {
+		rk := watchRecordKey(k)
+		switch {
+		case rk == nil:
+			ops = append(ops, schema.Op{Key: k, Delete: true})
+		case !kept[string(rk)] && !gone[string(rk)]:
+			gone[string(rk)] = true
+			ops = append(ops, schema.DeletePieces(rk)...)
+		}
 	}
 	// The bounds, as watchLocked keeps them.
 	for a, ws := range s.watches {
@@ -170,22 +183,27 @@ func (s *Service) loadWatches() error {
 }
 
 // storeOps returns the ops that keep w (new, or written again) in the
-// store, numbering it; none without a store. Callers hold s.mu.
+// store, numbering it; none without a store. A record over
+// schema.MaxPieces pieces (a claim of many long paths: up to some 35 KB)
+// is written whole, into the value log, which is never collected: this
+// is acceptable, as only this node's own agents make watches, at most
+// maxWatchesPerAgent per agent and maxWatches per node, each deleted when
+// told or after watchTTL. Callers hold s.mu.
 func (s *Service) storeOps(agent identity.AgentName, w *watch) []schema.Op {
-	if s.cfg.Store == nil || len(agent) > 255 {
+	if s.cfg.Store == nil || len(agent) > 255-8 {
 		return nil
 	}
-	pieces, err := encodeWatch(w)
+	b, err := encodeWatch(w)
+	var ops []schema.Op
+	if err == nil {
+		ops, err = schema.SetPieces(schema.BoardWatch(string(agent), s.seq+1), b)
+	}
 	if err != nil {
 		s.log.Warn("board: a watch kept in memory only", "agent", agent, "err", err)
 		return nil
 	}
 	s.seq++
-	w.seq, w.pieces = s.seq, len(pieces)
-	ops := make([]schema.Op, len(pieces))
-	for i, p := range pieces {
-		ops[i] = schema.Op{Key: schema.BoardWatch(string(agent), w.seq, i), Val: p}
-	}
+	w.seq, w.stored = s.seq, true
 	return ops
 }
 
@@ -197,10 +215,10 @@ func (s *Service) unstoreOps(agent identity.AgentName, ws ...*watch) []schema.Op
 	}
 	var ops []schema.Op
 	for _, w := range ws {
-		for i := range w.pieces {
-			ops = append(ops, schema.Op{Key: schema.BoardWatch(string(agent), w.seq, i), Delete: true})
+		if w.stored {
+			ops = append(ops, schema.DeletePieces(schema.BoardWatch(string(agent), w.seq))...)
 		}
-		w.pieces = 0
+		w.stored = false
 	}
 	return ops
 }

@@ -138,10 +138,12 @@ func freeNotices(s *board.Service, agent string, take bool) []board.Notice {
 }
 
 // TestBoardWatchesStoredBoundedAndSmall: a refused claim's watch is kept
-// in the store, every value under 1 KiB (a claim of 64 paths of 500 bytes
-// in pieces), at most 32 for one agent (the oldest
+// in the store, every value under 1 KiB (a claim of 64 paths of 190 bytes
+// in pieces, schema.SetPieces), at most 32 for one agent (the oldest
 // dropped, from the store too), and a node started on that store watches
-// the same ones. Before, nothing of them was stored.
+// the same ones. A record over schema.MaxPieces pieces (64 paths of 490
+// bytes) is kept whole, one value over 1 KiB, and read back all the same.
+// Before, nothing of them was stored.
 func TestBoardWatchesStoredBoundedAndSmall(t *testing.T) {
 	f := newWatchFixture(t)
 	st := newStore(t)
@@ -151,11 +153,23 @@ func TestBoardWatchesStoredBoundedAndSmall(t *testing.T) {
 	}
 	long := make([]string, board.MaxPaths)
 	for i := range long {
-		long[i] = fmt.Sprintf("x/%03d/%s.go", i, strings.Repeat("é", 240))
+		long[i] = fmt.Sprintf("x/%03d/%s.go", i, strings.Repeat("é", 90))
 	}
 	f.refused(s, "bob", long...)
-	if watchKeys(t, st) < 2 {
-		t.Fatalf("a long refused claim kept in %d keys", watchKeys(t, st))
+	if n := watchKeys(t, st); n < 2 {
+		t.Fatalf("a long refused claim kept in %d keys", n)
+	}
+	longer := make([]string, board.MaxPaths)
+	for i := range longer {
+		longer[i] = fmt.Sprintf("x/%03d/%s.go", i, strings.Repeat("ü", 240))
+	}
+	f.refused(s, "bob", longer...)
+	n, biggest := scanWatches(t, st)
+	if biggest < schema.MaxPieces*schema.PieceSize {
+		t.Fatalf("the longest record kept in values of at most %d bytes (%d keys)", biggest, n)
+	}
+	if w := board.Watches(f.service(st)); w != 2 {
+		t.Fatalf("a node started on the store watches %d, want 2", w)
 	}
 	for i := range 100 {
 		f.refused(s, "bob", fmt.Sprintf("x/f%d.go", i))
@@ -231,8 +245,9 @@ func TestBoardWatchOfAKilledAgentIsForgotten(t *testing.T) {
 }
 
 // TestBoardWatchesDamagedDropped: a record of a watch that cannot be read
-// (a piece missing, a garbled value, a key of no watch) is dropped at
-// start; the others are watched.
+// (a garbled value, a piece missing, pieces that do not match their
+// checksum, a piece without its record, a key of no watch) is dropped at
+// start, with all its keys; the others are watched.
 func TestBoardWatchesDamagedDropped(t *testing.T) {
 	f := newWatchFixture(t)
 	st := newStore(t)
@@ -242,11 +257,26 @@ func TestBoardWatchesDamagedDropped(t *testing.T) {
 	}
 	f.refused(s, "bob", "x/a.go")
 	f.refused(s, "bob", "x/b.go")
-	ops := []schema.Op{
-		{Key: schema.BoardWatch("bob", 1, 0), Val: []byte{1, '{'}},
-		{Key: schema.BoardWatch("carol", 9, 1), Val: []byte("}")},
-		{Key: []byte("b/w/junk"), Val: []byte("x")},
+	long := func(who string) []string {
+		ps := make([]string, board.MaxPaths)
+		for i := range ps {
+			ps[i] = fmt.Sprintf("x/%s/%03d/%s.go", who, i, strings.Repeat("d", 30))
+		}
+		return ps
 	}
+	f.refused(s, "dave", long("dave")...) // seq 3, in pieces
+	f.refused(s, "erin", long("erin")...) // seq 4, in pieces
+	if w, n := board.Watches(f.service(st)), watchKeys(t, st); w != 4 || n < 2+2*3 {
+		t.Fatalf("before the damage a node started on the store watches %d in %d keys, want 4 in 8 or more", w, n)
+	}
+	piece := func(key []byte, i byte) []byte { return append(bytes.Clone(key), i) }
+	ops := []schema.Op{
+		{Key: schema.BoardWatch("bob", 1), Val: []byte{0xa2, 0x01}},      // garbled
+		{Key: piece(schema.BoardWatch("dave", 3), 1), Delete: true},      // a piece missing
+		{Key: piece(schema.BoardWatch("erin", 4), 2), Val: []byte("z")},  // not its checksum
+		{Key: piece(schema.BoardWatch("carol", 9), 1), Val: []byte("}")}, // no record
+	}
+	ops = append(ops, schema.Op{Key: []byte("b/w/junk"), Val: []byte("x")}) // no watch
 	if err := st.Apply(ops, false); err != nil {
 		t.Fatal(err)
 	}

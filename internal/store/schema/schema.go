@@ -63,11 +63,11 @@
 //	                                   show once: an invitation, or the reply to its ask)
 //	s/a/<agent>/h/<token>              an open two-step hand-out of the agent's items,
 //	                                   until confirmed (JSON, internal/inbox)
-//	b/w/<len:1><agent><seq:8BE><i:1>   a refused claim the board watches, to tell its agent
-//	                                   when its paths go free (rooms/board): piece i of
-//	                                   its record (JSON; piece 0 begins with the count of
-//	                                   pieces), each at most BoardWatchPiece bytes; seq
-//	                                   orders an agent's watches by age
+//	b/w/<len:1><agent><seq:8BE>        a refused claim the board watches, to tell its agent
+//	b/w/<len:1><agent><seq:8BE><i:1>   when its paths go free (rooms/board): a CBOR map, in
+//	                                   pieces under the value threshold (SetPieces,
+//	                                   pieces.go); len counts agent and seq; seq orders an
+//	                                   agent's watches by age
 //
 // Pending events (parents not yet stored) live only in memory: catch-up sync
 // fetches them again after a restart.
@@ -299,15 +299,12 @@ func AgentItem(agent, kind, id string) []byte {
 // AgentPrefix is the prefix of every key of one agent.
 func AgentPrefix(agent string) []byte { return []byte("s/a/" + agent + "/") }
 
-// BoardWatchPiece is the most bytes of one piece of a board watch's
-// record: well under the store's value threshold.
-const BoardWatchPiece = 900
-
-// BoardWatch is piece i of the record of agent's board watch seq.
-func BoardWatch(agent string, seq uint64, i int) []byte {
-	k := append([]byte("b/w/"), PeerBytes([]byte(agent))...)
-	k = append(k, BE8(seq)...)
-	return append(k, byte(i))
+// BoardWatch is the key of the record of agent's board watch seq, kept
+// with SetPieces: b/w/, a length byte counting agent and seq, agent,
+// seq:8BE. Its pieces are one byte longer, as Joiner reads them; an
+// agent's watches sort by seq. agent is at most 247 bytes.
+func BoardWatch(agent string, seq uint64) []byte {
+	return append(BoardWatchPrefix(), PeerBytes(append([]byte(agent), BE8(seq)...))...)
 }
 
 // BoardWatchPrefix is the prefix of every board watch.
