@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/parley-mesh/parley/identity"
-	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 	"github.com/parley-mesh/parley/rooms/board"
 )
@@ -20,11 +19,7 @@ import (
 // 2026-12-07), the tool left out why an event was ignored: the agent read
 // "mallory claim main.go — mine for a year" as a claim that held.
 func TestMCPBoardHistoryShowsIgnoredClaims(t *testing.T) {
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
-		if i == 1 {
-			c.RoomClock = func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
-		}
-	}))
+	nt := nodetest.Start(t, 2, nodetest.WithClockAhead(1, 365*24*time.Hour))
 	nt.Befriend(t, 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -48,6 +48,7 @@ type Option func(*options)
 
 type options struct {
 	configure func(i int, c *node.Config)
+	ahead     map[int]time.Duration // WithClockAhead: node → how far its room clock runs ahead
 	quic      bool
 	mock      *mockNet
 }
@@ -63,6 +64,18 @@ type mockNet struct {
 // (and again before each restart).
 func WithConfig(f func(i int, c *node.Config)) Option {
 	return func(o *options) { o.configure = f }
+}
+
+// WithClockAhead makes node i's room clock (node.Config.RoomClock) run d
+// ahead of this machine's (behind, for a negative d), from its start and
+// across restarts. It is applied after WithConfig, whatever their order.
+func WithClockAhead(i int, d time.Duration) Option {
+	return func(o *options) {
+		if o.ahead == nil {
+			o.ahead = make(map[int]time.Duration)
+		}
+		o.ahead[i] = d
+	}
 }
 
 // WithQUIC makes nodes listen on QUIC as well as TCP.
@@ -193,6 +206,9 @@ func (nt *Net) startNode(i int, bootstrap bool) error {
 	}
 	if nt.opts.configure != nil {
 		nt.opts.configure(i, &cfg)
+	}
+	if d, ok := nt.opts.ahead[i]; ok {
+		cfg.RoomClock = func() time.Time { return time.Now().Add(d) }
 	}
 	if m := nt.opts.mock; m != nil {
 		addr := ma.StringCast(fmt.Sprintf("/ip4/100.64.%d.%d/tcp/4190", i/250, i%250+1))

@@ -84,11 +84,7 @@ func TestBoardKeepsNoBodyItFolded(t *testing.T) {
 // the store keeps on disk became memory the remote member chose the size
 // of. The check measures what project.later retains.
 func TestBoardKeepsOnlyWhereToFindEntriesDatedAhead(t *testing.T) {
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
-		if i == 1 {
-			c.RoomClock = func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
-		}
-	}))
+	nt := nodetest.Start(t, 2, nodetest.WithClockAhead(1, 365*24*time.Hour))
 	nt.Befriend(t, 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

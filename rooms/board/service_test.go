@@ -335,11 +335,7 @@ func TestBoardHoldsBackEntriesDatedAhead(t *testing.T) {
 // claim would end every other claim, on every node; held back, it ends
 // none, and a claim over a live one is still refused.
 func TestFutureClaimEndsNoClaim(t *testing.T) {
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
-		if i == 1 {
-			c.RoomClock = func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
-		}
-	}))
+	nt := nodetest.Start(t, 2, nodetest.WithClockAhead(1, 365*24*time.Hour))
 	nt.Befriend(t, 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
