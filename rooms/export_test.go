@@ -430,3 +430,17 @@ func ServeSlots() int { return serveSlots() }
 
 // Serving is how many of the node's serving slots are taken.
 func (m *Manager) Serving() int { return len(m.serving) }
+
+// ServeHeldAgain makes host h serve /parley/held/1 with m's handler again (a
+// test took it away: rooms that start serving late).
+func (m *Manager) ServeHeldAgain(h host.Host) { h.SetStreamHandler(ProtocolHeld, m.handleHeld) }
+
+// HeldAsks returns the asks of which shared rooms a peer lacks that ended
+// with result ("answered", "unanswered").
+func (m *Manager) HeldAsks(result string) float64 {
+	var d dto.Metric
+	if err := m.metrics.heldAsks.WithLabelValues(result).Write(&d); err != nil {
+		return -1
+	}
+	return d.GetCounter().GetValue()
+}

@@ -321,6 +321,16 @@ func (m *Manager) Start(ctx context.Context, ps *pubsub.PubSub) error {
 		return fmt.Errorf("rooms: %w", err)
 	}
 	m.spawn(watch)
+	// A peer whose ask of the rooms it lacks got no answer (its rooms
+	// were starting, or it was busy past the retries) is asked again
+	// once it serves the protocol (retell.go).
+	watchHeld, err := serving.Watch(m.ctx, m.cfg.Host, ProtocolHeld, func(p peer.ID) {
+		m.spawn(func() { m.retellRooms(p) })
+	})
+	if err != nil {
+		return fmt.Errorf("rooms: %w", err)
+	}
+	m.spawn(watchHeld)
 	// Invite before held: a peer asked which rooms it lacks (held) is
 	// told them at once (invite), and is asked once per connected period
 	// (retell.go). Held before sync: a peer that finds sync served and

@@ -31,6 +31,8 @@ type metrics struct {
 	invitesHeld, invitesRefused prometheus.Counter
 	// rooms told back and dropped unopened, by reason (retell.go)
 	toldBackDropped *prometheus.CounterVec
+	// asks of a peer which shared rooms it lacks, by result (retell.go)
+	heldAsks *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
@@ -71,6 +73,9 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		toldBackDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_rooms_told_back_dropped_total", Help: "Rooms told back to this node and dropped unopened: over the bounds (cap), found out by a catch-up (out), or never confirmed (expired).",
 		}, []string{"reason"}),
+		heldAsks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_rooms_held_asks_total", Help: "Asks of a connected peer which rooms shared with it it lacks (to tell them back), by result: answered, or unanswered (asked again once the peer serves the protocol).",
+		}, []string{"result"}),
 		openFailed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_rooms_open_failed_total", Help: "Rooms of the room list that could not be opened at start (their state is damaged).",
 		}),
@@ -102,7 +107,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		pendingBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "parley_room_pending_bytes", Help: "Memory held by events waiting for their parents, all rooms (approximate; bounded by the node's pending share).",
 		}, func() float64 { return float64(m.pendingShare.Bytes()) })
-		for _, c := range []prometheus.Collector{pendingBytes, mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.syncBacks, mt.antiEntropy, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.toldBackDropped, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
+		for _, c := range []prometheus.Collector{pendingBytes, mt.accepted, mt.duplicate, mt.rejected, mt.synced, mt.syncs, mt.stalls, mt.syncBacks, mt.antiEntropy, mt.overflow, mt.openFailed, mt.invitesHeld, mt.invitesRefused, mt.toldBackDropped, mt.heldAsks, mt.forks, mt.builtOn, mt.corrupt, mt.repaired, pending} {
 			_ = reg.Register(c)
 		}
 	}

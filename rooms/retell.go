@@ -24,8 +24,9 @@ import (
 // count it in and send to it. So a member that holds a room in which a
 // connected peer P is in (P created it, or joined since it was last
 // admitted, and is not out) asks P, once per connected period (from its
-// first connection until its last one closes), which of those
-// rooms it lacks (/parley/held/1: the room IDs; the answer is the ones it
+// first connection until its last one closes; again in the period if
+// that ask got no answer and P then starts serving the protocol), which
+// of those rooms it lacks (/parley/held/1: the room IDs; the answer is the ones it
 // has not open, or every one when P does not know the asker as a member,
 // see handleHeld). For each, the member tells P the room back on
 // /parley/invite/1: the notice carries, beside the invite event (the create
@@ -78,24 +79,49 @@ const heldRetries = 5
 // is asked once from its first connection until its last one closes
 // (several connections, or a new one while another stays, ask nothing
 // more), and each room is told it once in that period, however often its
-// answers name it. mu protects peers.
+// answers name it. An ask that got no answer (the peer's rooms were not
+// serving yet, or it ran out of tries) does not count: the peer is asked
+// again in the same period once it serves /parley/held/1 (identify's
+// push, see Start). mu protects peers.
 type asking struct {
 	mu    sync.Mutex
-	peers map[peer.ID]map[identity.RoomID]bool // → the rooms told it in the period
+	peers map[peer.ID]*askPeriod
 }
 
-// start reports whether p is to be asked: it was not in this period.
+// askPeriod is what a peer's connected period holds.
+type askPeriod struct {
+	asked bool                     // an ask is under way, or was answered
+	told  map[identity.RoomID]bool // the rooms told it in the period
+}
+
+// start reports whether p is to be asked: it was not in this period, or
+// its ask got no answer.
 func (a *asking) start(p peer.ID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := a.peers[p]; ok {
+	if a.peers == nil {
+		a.peers = make(map[peer.ID]*askPeriod)
+	}
+	per := a.peers[p]
+	if per == nil {
+		per = &askPeriod{told: make(map[identity.RoomID]bool)}
+		a.peers[p] = per
+	}
+	if per.asked {
 		return false
 	}
-	if a.peers == nil {
-		a.peers = make(map[peer.ID]map[identity.RoomID]bool)
-	}
-	a.peers[p] = make(map[identity.RoomID]bool)
+	per.asked = true
 	return true
+}
+
+// unanswered records that p's ask got no answer: p is asked again when it
+// starts serving the protocol. The rooms told it stay told.
+func (a *asking) unanswered(p peer.ID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if per := a.peers[p]; per != nil {
+		per.asked = false
+	}
 }
 
 // tell reports whether room id is to be told p: it was not in this
@@ -103,11 +129,11 @@ func (a *asking) start(p peer.ID) bool {
 func (a *asking) tell(p peer.ID, id identity.RoomID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	told, ok := a.peers[p]
-	if !ok || told[id] {
+	per := a.peers[p]
+	if per == nil || per.told[id] {
 		return false
 	}
-	told[id] = true
+	per.told[id] = true
 	return true
 }
 
@@ -153,9 +179,17 @@ func (m *Manager) retellRooms(p peer.ID) {
 		}
 		lacks, err := m.askHeld(p, ask)
 		if err != nil {
-			m.log.Debug("asking which rooms a member lacks failed", "remote", p.String(), "err", err)
+			// Asked again once p serves the protocol (Start): a node
+			// whose rooms start late, or that was busy past the
+			// retries, is still told its rooms back.
+			m.asking.unanswered(p)
+			m.metrics.heldAsks.WithLabelValues("unanswered").Inc()
+			if m.ctx.Err() == nil {
+				m.log.Info("asking which rooms a member lacks failed", "remote", p.String(), "err", err)
+			}
 			return
 		}
+		m.metrics.heldAsks.WithLabelValues("answered").Inc()
 		for _, id := range lacks {
 			r := byID[id]
 			if r == nil || m.room(r.id) != r || !m.asking.tell(p, r.id) {
@@ -223,7 +257,13 @@ func (m *Manager) askHeld(p peer.ID, ask heldAsk) ([]string, error) {
 // while they do not, the peer's rooms may still be starting.
 func (m *Manager) askAgain(p peer.ID, err error) bool {
 	var unsupported msmux.ErrNotSupported[protocol.ID]
+	var reset *network.StreamError
 	switch {
+	case errors.As(err, &reset) && reset.Remote && reset.ErrorCode == network.StreamProtocolNegotiationFailed:
+		// The peer's host reset the stream as it did not serve the
+		// protocol: asked lazily (the peerstore still listed it, from
+		// before the peer restarted), its rooms may still be starting.
+		return true
 	case errors.Is(err, network.ErrReset), errors.Is(err, ErrMalformed), errors.Is(err, ErrTooLarge):
 		return false
 	case errors.As(err, &unsupported):
