@@ -1001,8 +1001,10 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 		switch {
 		case p == r.m.self && e.Author == r.m.self:
 			tx.selfLeft = true
+			tx.selfProv = tx.selfProv || r.prov != nil
 		case p == r.m.self:
 			tx.selfOut = true
+			tx.selfProv = tx.selfProv || r.prov != nil
 		default:
 			tx.pruned = true
 		}
@@ -1019,11 +1021,14 @@ func (r *room) outLocked(tx *txn, e *Event, id ID, p peer.ID, cutoff uint64) {
 // node that left (or was removed) is dropped from the topic's mesh, and
 // this node stops following a room it is out of.
 func (r *room) afterMembership(tx *txn) {
-	if (tx.selfLeft || tx.selfOut) && r.provisional() {
+	if (tx.selfLeft || tx.selfOut) && (tx.selfProv || r.provisional()) {
 		// A room told back learns this node's membership from its
 		// catch-ups, its own old leave among them, and a re-admission
 		// perhaps after it: it is judged when a catch-up ends
-		// (judgeToldBack), never on one event of it.
+		// (judgeToldBack), never on one event of it. A leave applied
+		// while the room was provisional is the judge's too, even when
+		// another session confirmed the room before this batch was
+		// written: the judgement saw it (both under the room's lock).
 		return
 	}
 	switch {

@@ -441,6 +441,7 @@ type txnFx struct {
 	joinAs   identity.AgentName // set: this node posts its join as this agent
 	selfOut  bool               // this node was removed from the room
 	selfLeft bool               // this node left the room
+	selfProv bool               // selfLeft or selfOut was applied while the room was provisional (told back)
 	pruned   bool               // another node left or was removed
 	topic    string             // the room's topic, learned from its create event, differs from the joined one
 }
