@@ -198,3 +198,70 @@ func TestCheckpointsOfANodesHeldClaimsAreBounded(t *testing.T) {
 		t.Errorf("the checkpoints keep %d KiB for one node's claims within its weight, more than MaxNodeWeight (%d KiB)", cps>>10, MaxNodeWeight>>10)
 	}
 }
+
+// TestNodeWeightFoldsAlikeAtEqualTimesAndWindowEdges: node p's large
+// claims and releases are dated at a few times only, some exactly
+// NodeWindow apart or a millisecond within it, so that many share a time
+// (ordered by ID) and the window's edges decide; node q's small claims
+// overlap them. Taken in in random orders with reads between, the board
+// folds as the entries in time order do.
+func TestNodeWeightFoldsAlikeAtEqualTimesAndWindowEdges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 17))
+	note := strings.Repeat("n", MaxNote)
+	w := NodeWindow.Milliseconds()
+	times := []int64{1000, 1000 + w - 1, 1000 + w, 1000 + w + 1, 1000 + 2*w}
+	var es []Entry
+	for i := range 260 {
+		at := times[rng.IntN(len(times))]
+		id := fmt.Sprintf("e%03x", rng.IntN(1<<12)) + fmt.Sprint(i)
+		pre := fmt.Sprintf("p%d", rng.IntN(5))
+		switch k := rng.IntN(10); {
+		case k == 0:
+			es = append(es, release(t, id, "a@p", at, bigPaths(pre)...))
+		case k < 3:
+			es = append(es, claim(t, id, "b@q", at, MaxTTL, "q", pre+"/**"))
+		default:
+			es = append(es, claim(t, id, fmt.Sprintf("a%d@p", rng.IntN(2)), at, MaxTTL, note, bigPaths(pre)...))
+		}
+	}
+	sorted := slices.Clone(es)
+	slices.SortFunc(sorted, func(a, b Entry) int { return order(&a, &b) })
+	want := NewState()
+	for _, e := range sorted {
+		want.Add(e)
+	}
+	wantH := want.History("")
+	overs := 0
+	for _, r := range wantH {
+		if r.Bad == overWeight {
+			overs++
+		}
+	}
+	if overs == 0 || overs == len(wantH) {
+		t.Fatalf("%d of %d ignored for weight: the test did not test", overs, len(wantH))
+	}
+	for round := range 4 {
+		got := NewState()
+		got.every, got.maxCps = 1+rng.IntN(6), 4+rng.IntN(8)
+		for _, k := range rng.Perm(len(es)) {
+			got.Add(es[k])
+			if rng.IntN(6) == 0 {
+				got.Live(time.UnixMilli(times[len(times)-1]))
+			}
+		}
+		if h := got.History(""); !reflect.DeepEqual(h, wantH) {
+			for i := range h {
+				if !reflect.DeepEqual(h[i], wantH[i]) {
+					t.Fatalf("round %d: record %d: %+v, want %+v", round, i, h[i], wantH[i])
+				}
+			}
+			t.Fatalf("round %d: histories differ", round)
+		}
+		for _, at := range times {
+			if l, wl := got.Live(time.UnixMilli(at)), want.Live(time.UnixMilli(at)); !reflect.DeepEqual(l, wl) {
+				t.Fatalf("round %d: %d live claims at %d, want %d", round, len(l), at, len(wl))
+			}
+		}
+	}
+	t.Logf("%d of %d ignored for weight", overs, len(wantH))
+}
