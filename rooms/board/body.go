@@ -37,6 +37,12 @@ const (
 	// every 10 s, by all the node's agents together), or 200 claims of 64
 	// such paths, where agents make a few claims an hour each.
 	MaxNodeWeight = 4 << 20
+	// MaxNodeReleaseWeight bounds a node's releases the same way, apart
+	// from its claims: a node whose claims reached MaxNodeWeight (a
+	// runaway agent, renewing on and on) can still release every claim
+	// its agents hold. 1 MiB is about 1,700 releases of one path of 80
+	// bytes in 8 h, or 60 of 64 such paths.
+	MaxNodeReleaseWeight = 1 << 20
 	// NodeWindow is how long a claim or release counts against its node's
 	// MaxNodeWeight, whatever its ttl: as long as the board keeps it.
 	NodeWindow = MaxTTL

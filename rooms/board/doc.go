@@ -106,5 +106,7 @@
 // each event and path) at most 4 MiB with it; past that it is ignored on
 // every node alike ("bad" in the history, naming the rule) and its body
 // let go of. Ignored ones count too, so a late entry only adds weight and
-// the fold stays the same in any order of arrival (State.weigh).
+// the fold stays the same in any order of arrival (State.weigh). Releases
+// count apart, against MaxNodeReleaseWeight, so a node whose claims
+// reached their weight can still release them.
 package board

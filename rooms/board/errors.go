@@ -12,9 +12,9 @@ var (
 	ErrConflict = errors.New("board: claimed by another agent")
 	// ErrNotHeld is returned when an agent releases a path it does not hold.
 	ErrNotHeld = errors.New("board: not held")
-	// ErrNodeWeight is returned (with ErrBadInput) for a claim or release
-	// that would take this node's past MaxNodeWeight: every node would
-	// ignore it.
+	// ErrNodeWeight is returned (with ErrBadInput) for a claim that would
+	// take this node's claims past MaxNodeWeight, or a release its
+	// releases past MaxNodeReleaseWeight: every node would ignore it.
 	ErrNodeWeight = errors.New("board: this node's claims weigh too much")
 	// ErrClosed is returned after the service stopped.
 	ErrClosed = errors.New("board: closed")

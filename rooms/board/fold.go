@@ -61,10 +61,14 @@ type Entry struct {
 	over   bool
 }
 
-// overWeight is the reason a claim or release past its node's
-// MaxNodeWeight is ignored.
-var overWeight = fmt.Sprintf("its node's claims and releases of the %v before it weigh more than the board keeps for one node (%d KiB: paths and notes, %d bytes for each event and %d for each path)",
-	NodeWindow, MaxNodeWeight>>10, entryWeight, pathWeight)
+// overWeight is the reason a claim past its node's MaxNodeWeight, or a
+// release past its MaxNodeReleaseWeight, is ignored.
+var overWeight = map[string]string{
+	KindClaim: fmt.Sprintf("its node's claims of the %v before it weigh more than the board keeps for one node (%d KiB: paths and notes, %d bytes for each event and %d for each path)",
+		NodeWindow, MaxNodeWeight>>10, entryWeight, pathWeight),
+	KindRelease: fmt.Sprintf("its node's releases of the %v before it weigh more than the board keeps for one node (%d KiB: paths, %d bytes for each event and %d for each path)",
+		NodeWindow, MaxNodeReleaseWeight>>10, entryWeight, pathWeight),
+}
 
 // maxBad bounds the reason kept for a body the fold refuses.
 const maxBad = 200
@@ -228,9 +232,21 @@ func (w *nodeWeights) since(t int64) int {
 }
 
 // over reports whether items[i] and the node's items in the NodeWindow
-// before it weigh more than MaxNodeWeight.
-func (w *nodeWeights) over(i int) bool {
-	return w.items[i].sum-w.before(w.since(w.items[i].time-NodeWindow.Milliseconds())) > MaxNodeWeight
+// before it weigh more than limit.
+func (w *nodeWeights) over(i, limit int) bool {
+	return w.items[i].sum-w.before(w.since(w.items[i].time-NodeWindow.Milliseconds())) > limit
+}
+
+// weightKey is the key of a node's claims' or releases' weights: each
+// kind counts against its own limit (nodeLimit).
+func weightKey(node, kind string) string { return node + "\x00" + kind }
+
+// nodeLimit is what a node's events of kind may weigh in NodeWindow.
+func nodeLimit(kind string) int {
+	if kind == KindRelease {
+		return MaxNodeReleaseWeight
+	}
+	return MaxNodeWeight
 }
 
 // weigh counts e, a claim or release just inserted, against its node's
@@ -240,12 +256,13 @@ func (s *State) weigh(e *Entry) {
 	if e.bad != "" || e.Kind != KindClaim && e.Kind != KindRelease {
 		return
 	}
-	node := memberKey(e.Holder)
+	node := weightKey(memberKey(e.Holder), e.Kind)
 	w := s.weights[node]
 	if w == nil {
 		w = &nodeWeights{}
 		s.weights[node] = w
 	}
+	limit := nodeLimit(e.Kind)
 	i, _ := slices.BinarySearchFunc(w.items, e, func(x weighed, e *Entry) int {
 		return cmp.Or(cmp.Compare(x.time, e.Time), strings.Compare(x.id, e.ID))
 	})
@@ -256,7 +273,7 @@ func (s *State) weigh(e *Entry) {
 		if j > i {
 			x.sum += e.weight
 		}
-		if x.time >= end || x.e == nil || x.e.over || !w.over(j) {
+		if x.time >= end || x.e == nil || x.e.over || !w.over(j, limit) {
 			continue
 		}
 		x.e.over, x.e.claim, x.e.release = true, ClaimBody{}, ReleaseBody{}
@@ -270,8 +287,8 @@ func (s *State) weigh(e *Entry) {
 // taken in and dated in the NodeWindow up to t weigh, those ignored
 // included: a claim or release of weight w dated t is ignored when this
 // and w are more than MaxNodeWeight.
-func (s *State) NodeWeight(node string, t int64) int {
-	w := s.weights[node]
+func (s *State) NodeWeight(node, kind string, t int64) int {
+	w := s.weights[weightKey(node, kind)]
 	if w == nil {
 		return 0
 	}
@@ -689,7 +706,7 @@ func (s *State) apply(e *Entry) {
 		return
 	}
 	if e.over {
-		rec.Bad = overWeight
+		rec.Bad = overWeight[e.Kind]
 		return
 	}
 	switch e.Kind {

@@ -769,7 +769,7 @@ func (s *Service) tryClaim(ctx context.Context, agent identity.AgentName, key st
 	holder := s.holder(agent)
 	if c, err := DecodeClaim(body); err != nil {
 		return ClaimResult{}, nil, err
-	} else if err := s.checkWeight(p, Weight(c.Paths, c.Note)); err != nil {
+	} else if err := s.checkWeight(p, KindClaim, Weight(c.Paths, c.Note)); err != nil {
 		return ClaimResult{}, nil, err
 	}
 	if w, err := s.conflict(p, holder, paths, ttl); w != nil || err != nil {
@@ -793,18 +793,23 @@ func (s *Service) tryClaim(ctx context.Context, agent identity.AgentName, key st
 	return ClaimResult{Event: eid.String(), Held: heldBy(p.state.Live(s.cfg.Now()), holder)}, nil, nil
 }
 
-// checkWeight refuses a claim or release of weight w (Weight) that would
-// take this node's claims and releases of the last NodeWindow past
-// MaxNodeWeight: every node would ignore it. Callers hold s.mu.
-func (s *Service) checkWeight(p *project, w int) error {
-	have := p.state.NodeWeight(s.cfg.Self.String(), s.cfg.Now().UnixMilli())
-	if have+w <= MaxNodeWeight {
+// checkWeight refuses a claim or release (kind) of weight w (Weight) that
+// would take this node's claims, or its releases, of the last NodeWindow
+// past their limit (MaxNodeWeight, MaxNodeReleaseWeight): every node would
+// ignore it. Callers hold s.mu.
+func (s *Service) checkWeight(p *project, kind string, w int) error {
+	have, limit := p.state.NodeWeight(s.cfg.Self.String(), kind, s.cfg.Now().UnixMilli()), nodeLimit(kind)
+	if have+w <= limit {
 		return nil
 	}
-	return fmt.Errorf("%w: %w: its claims and releases of the last %v weigh %d KiB on this board, and this one %d bytes: "+
-		"past %d KiB, the most the board keeps for one node (paths and notes, %d bytes for each claim or release and %d for each path), "+
-		"every node would ignore it; claim fewer or shorter paths, or wait for older claims to leave the %v",
-		ErrBadInput, ErrNodeWeight, NodeWindow, have>>10, w, MaxNodeWeight>>10, entryWeight, pathWeight, NodeWindow)
+	what, next := "claims", "claim fewer or shorter paths, or wait for older claims"
+	if kind == KindRelease {
+		what, next = "releases", "release all of an agent's claims at once (no paths), or wait for older releases"
+	}
+	return fmt.Errorf("%w: %w: its %s of the last %v weigh %d KiB on this board, and this one %d bytes: "+
+		"past %d KiB, the most the board keeps of one node's %s (paths and notes, %d bytes for each and %d for each path), "+
+		"every node would ignore it; %s to leave the %v",
+		ErrBadInput, ErrNodeWeight, what, NodeWindow, have>>10, w, limit>>10, what, entryWeight, pathWeight, next, NodeWindow)
 }
 
 // settle waits Config.Settle after agent's claim event was posted to a
@@ -995,7 +1000,7 @@ func (s *Service) Release(ctx context.Context, agent identity.AgentName, key str
 	if err != nil {
 		return ReleaseResult{}, err
 	}
-	if err := s.checkWeight(p, Weight(paths, "")); err != nil {
+	if err := s.checkWeight(p, KindRelease, Weight(paths, "")); err != nil {
 		return ReleaseResult{}, err
 	}
 	id, err := s.room(ctx, p, agent)

@@ -29,7 +29,7 @@ func TestNodeWeightFoldsAlikeWithTrimsAndRestarts(t *testing.T) {
 	for round := range 2 {
 		keep := []time.Duration{2 * time.Hour, MaxTTL + MaxAhead + time.Hour}[round%2]
 		var es []Entry
-		n := 400
+		n := 600
 		for i := range n {
 			at := int64(i)*(18*hour/int64(n)) + int64(rng.IntN(int(hour/10)))
 			id := fmt.Sprintf("r%de%03d", round, i)
@@ -105,7 +105,7 @@ func TestNodeWeightFoldsAlikeWithTrimsAndRestarts(t *testing.T) {
 		}
 		wantH := want.History("")
 		for _, r := range wantH {
-			if r.Bad == overWeight {
+			if r.Bad == overWeight[KindClaim] {
 				overs++
 			}
 		}
@@ -139,13 +139,12 @@ func TestNodeWeightFoldsAlikeWithTrimsAndRestarts(t *testing.T) {
 // TestReleaseStaysPossibleOverTheNodesWeight: agent a0 of node p holds a
 // small claim for 8 h; another agent of p (a runaway, or a flood) then
 // fills p's weight with large claims. a0's release of its claim an hour
-// later should end it: a release only takes claims off the board, and a
-// release of everything keeps no paths. It is ignored for p's weight, and
-// a0's claim holds its path against every other agent until it expires,
-// 7 h on (the service refuses the release before posting it, too:
-// TestClaimPastTheNodesWeightIsRefusedBeforePosting asserts so).
+// later ends it: releases count against a limit of their own
+// (MaxNodeReleaseWeight), apart from claims. Before, the release was
+// ignored for p's weight, and a0's claim held its path against every
+// other agent until it expired, 7 h on (and the service refused the
+// release before posting it).
 func TestReleaseStaysPossibleOverTheNodesWeight(t *testing.T) {
-	t.Skip("review finding: a release past its node's MaxNodeWeight is ignored (State.weigh marks releases over as claims), so a node at its cap cannot end its claims; see the review report")
 	hour := time.Hour.Milliseconds()
 	s := NewState()
 	s.Add(claim(t, "c0", "a0@p", 0, MaxTTL, "mine", "src/main.go"))
@@ -170,7 +169,7 @@ func TestReleaseStaysPossibleOverTheNodesWeight(t *testing.T) {
 // claims. Before a fix they keep several times it (8 bytes a held path in
 // each of up to cpMax checkpoints), which Weight does not count.
 func TestCheckpointsOfANodesHeldClaimsAreBounded(t *testing.T) {
-	t.Skip("review finding: checkpoints copy the held claims (8 bytes a path each, up to cpMax of them): a node within its MaxNodeWeight has the fold keep several times it; see the review report")
+	t.Skip("known gap (docs/ARCHITECTURE.md, Known gaps): checkpoints copy the held claims (8 bytes a path each, up to cpMax of them), so a node within its MaxNodeWeight has the fold keep up to ~30 MiB for it")
 	s := NewState()
 	at := int64(0)
 	for i := 0; ; i++ {
@@ -233,7 +232,7 @@ func TestNodeWeightFoldsAlikeAtEqualTimesAndWindowEdges(t *testing.T) {
 	wantH := want.History("")
 	overs := 0
 	for _, r := range wantH {
-		if r.Bad == overWeight {
+		if r.Bad == overWeight[KindClaim] {
 			overs++
 		}
 	}

@@ -58,7 +58,7 @@ func TestNodeWeightFoldsAlikeInAnyOrder(t *testing.T) {
 		wantH, wantLive := want.History(""), want.Live(time.UnixMilli(6*hour))
 		over := 0
 		for _, r := range wantH {
-			if r.Bad == overWeight {
+			if r.Bad == overWeight[KindClaim] {
 				over++
 				if !strings.HasSuffix(r.Holder, "@p") || r.Paths != nil || r.Note != "" {
 					t.Fatalf("an ignored record: %+v", r)
