@@ -8,29 +8,54 @@ import (
 // retained returns the bytes v reaches beyond its own size: its strings'
 // bytes, its slices' arrays, its maps' entries, what its pointers point to
 // (each once).
-func retained(v reflect.Value, seen map[uintptr]bool) int {
+func retained(v reflect.Value, seen map[uintptr]bool) int { return walk(v, seen, false) }
+
+// retainedOnce is retained counting each string's bytes and each slice's
+// array once, however many values share them (a claim's paths are shared
+// by its entry, its record and the held claims).
+func retainedOnce(v reflect.Value, seen map[uintptr]bool) int { return walk(v, seen, true) }
+
+func walk(v reflect.Value, seen map[uintptr]bool, once bool) int {
 	switch v.Kind() {
 	case reflect.String:
+		if !once {
+			return v.Len()
+		}
+		if v.Len() == 0 {
+			return 0
+		}
+		p := uintptr(unsafe.Pointer(unsafe.StringData(v.String())))
+		if seen[p] {
+			return 0
+		}
+		seen[p] = true
 		return v.Len()
 	case reflect.Slice:
 		if v.IsNil() {
 			return 0
 		}
+		if once {
+			p := v.Pointer()
+			if seen[p] && v.Len() > 0 {
+				return 0
+			}
+			seen[p] = true
+		}
 		n := v.Cap() * int(v.Type().Elem().Size())
 		for i := range v.Len() {
-			n += retained(v.Index(i), seen)
+			n += walk(v.Index(i), seen, once)
 		}
 		return n
 	case reflect.Array:
 		n := 0
 		for i := range v.Len() {
-			n += retained(v.Index(i), seen)
+			n += walk(v.Index(i), seen, once)
 		}
 		return n
 	case reflect.Struct:
 		n := 0
 		for i := range v.NumField() {
-			n += retained(v.Field(i), seen)
+			n += walk(v.Field(i), seen, once)
 		}
 		return n
 	case reflect.Pointer:
@@ -38,11 +63,11 @@ func retained(v reflect.Value, seen map[uintptr]bool) int {
 			return 0
 		}
 		seen[v.Pointer()] = true
-		return int(v.Type().Elem().Size()) + retained(v.Elem(), seen)
+		return int(v.Type().Elem().Size()) + walk(v.Elem(), seen, once)
 	case reflect.Map:
 		n := 0
 		for it := v.MapRange(); it.Next(); {
-			n += int(v.Type().Key().Size()+v.Type().Elem().Size()) + retained(it.Key(), seen) + retained(it.Value(), seen)
+			n += int(v.Type().Key().Size()+v.Type().Elem().Size()) + walk(it.Key(), seen, once) + walk(it.Value(), seen, once)
 		}
 		return n
 	}
@@ -115,63 +140,6 @@ func AheadReads(s *Service) int {
 
 // MaxAheadChecked is how many entries held back the claims' check reads.
 const MaxAheadChecked = maxAheadChecked
-
-// retainedOnce is retained counting each string's bytes once, however
-// many values share them (a claim's paths are shared by its entry, its
-// record and the held claims).
-func retainedOnce(v reflect.Value, seen map[uintptr]bool) int {
-	switch v.Kind() {
-	case reflect.String:
-		if v.Len() == 0 {
-			return 0
-		}
-		p := uintptr(unsafe.Pointer(unsafe.StringData(v.String())))
-		if seen[p] {
-			return 0
-		}
-		seen[p] = true
-		return v.Len()
-	case reflect.Slice:
-		if v.IsNil() {
-			return 0
-		}
-		p := v.Pointer()
-		if seen[p] && v.Len() > 0 {
-			return 0
-		}
-		seen[p] = true
-		n := v.Cap() * int(v.Type().Elem().Size())
-		for i := range v.Len() {
-			n += retainedOnce(v.Index(i), seen)
-		}
-		return n
-	case reflect.Array:
-		n := 0
-		for i := range v.Len() {
-			n += retainedOnce(v.Index(i), seen)
-		}
-		return n
-	case reflect.Struct:
-		n := 0
-		for i := range v.NumField() {
-			n += retainedOnce(v.Field(i), seen)
-		}
-		return n
-	case reflect.Pointer:
-		if v.IsNil() || seen[v.Pointer()] {
-			return 0
-		}
-		seen[v.Pointer()] = true
-		return int(v.Type().Elem().Size()) + retainedOnce(v.Elem(), seen)
-	case reflect.Map:
-		n := 0
-		for it := v.MapRange(); it.Next(); {
-			n += int(v.Type().Key().Size()+v.Type().Elem().Size()) + retainedOnce(it.Key(), seen) + retainedOnce(it.Value(), seen)
-		}
-		return n
-	}
-	return 0
-}
 
 // FoldMemory is what project key's fold holds in memory, by part (bytes,
 // each shared string or array counted once, in the first part that
