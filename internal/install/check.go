@@ -2,6 +2,7 @@ package install
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -221,6 +222,11 @@ func Check(env Env, client Client, scope Scope, implemented []string) (installed
 			}
 		}
 		switch {
+		case s.err != nil && errors.Is(s.err, ErrInvalid):
+			// What to do: the file is the user's; Parley changes none
+			// it cannot read whole.
+			add(Fail, t.path, "%v: correct the file by hand at that place (parley changes no file it cannot read whole), then run `parley doctor` again", s.err)
+			continue
 		case s.err != nil:
 			add(Fail, t.path, "%v", s.err)
 			continue

@@ -88,8 +88,8 @@ func TestCheckHealthyAndBroken(t *testing.T) {
 				}
 			}
 			_, fs = Check(env, c, User, HookEvents[c])
-			if !hasFinding(fs, Fail, "line ") {
-				t.Errorf("file invalid: %v", fs)
+			if !hasFinding(fs, Fail, "line ") || !hasFinding(fs, Fail, "correct the file by hand") {
+				t.Errorf("file invalid: %v, want where and what to do", fs)
 			}
 			if err := os.WriteFile(first, orig, 0o644); err != nil {
 				t.Fatal(err)
