@@ -83,6 +83,16 @@ func decodeWatch(b []byte) (*watch, error) {
 	if len(r.Paths) == 0 || r.Project == "" {
 		return nil, fmt.Errorf("board: a watch of no paths")
 	}
+	// Checked as a claim's are: a damaged or hand-made record must not
+	// bring in paths the overlap checks were never bounded for.
+	paths, err := CheckPaths(r.Paths, true)
+	if err != nil {
+		return nil, fmt.Errorf("board: a watch of paths no claim has: %w", err)
+	}
+	r.Paths = paths
+	if r.TTL < 0 || r.TTL > MaxTTL.Milliseconds() {
+		return nil, fmt.Errorf("board: a watch of ttl %d ms", r.TTL)
+	}
 	h := Held{Path: r.Was.Path, Holder: r.Was.Holder, Note: r.Was.Note, Since: r.Was.Since, Expires: r.Was.Expires, Event: r.Was.Event, Room: r.Was.Room}
 	h.keys()
 	return &watch{project: r.Project, paths: r.Paths, note: r.Note, ttl: time.Duration(r.TTL) * time.Millisecond,
