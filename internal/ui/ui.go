@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -289,7 +290,7 @@ func (s *Server) TicketURL(addr string) (string, error) {
 	s.ticketMu.Lock()
 	s.pruneTickets(now)
 	if len(s.tickets) >= MaxTickets {
-		s.tickets = append(s.tickets[:0], s.tickets[len(s.tickets)-MaxTickets+1:]...)
+		s.tickets = slices.Delete(s.tickets, 0, len(s.tickets)-MaxTickets+1)
 	}
 	s.tickets = append(s.tickets, ticket{code: []byte(code), until: now.Add(TicketTTL)})
 	s.ticketMu.Unlock()
@@ -298,14 +299,7 @@ func (s *Server) TicketURL(addr string) (string, error) {
 
 // pruneTickets drops the codes past their time. The caller holds ticketMu.
 func (s *Server) pruneTickets(now time.Time) {
-	kept := s.tickets[:0]
-	for _, t := range s.tickets {
-		if now.Before(t.until) {
-			kept = append(kept, t)
-		}
-	}
-	clear(s.tickets[len(kept):])
-	s.tickets = kept
+	s.tickets = slices.DeleteFunc(s.tickets, func(t ticket) bool { return !now.Before(t.until) })
 }
 
 // ticket reports whether code is outstanding, and with spend uses it up.
@@ -320,8 +314,7 @@ func (s *Server) ticket(code string, spend bool) bool {
 		}
 	}
 	if found >= 0 && spend {
-		s.tickets = append(s.tickets[:found], s.tickets[found+1:]...)
-		s.tickets = s.tickets[:len(s.tickets):len(s.tickets)]
+		s.tickets = slices.Delete(s.tickets, found, found+1)
 	}
 	return found >= 0
 }
@@ -337,14 +330,7 @@ const TicketSpent = "Parley dashboard: this address opened the dashboard already
 // the page's other requests it must come from the page's origin; it needs
 // no token (the code is what proves it).
 func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Connection", "close")
-	if why := s.foreign(r); why != "" {
-		http.Error(w, why, http.StatusForbidden)
-		return
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "POST "+TicketPath+` {"code":CODE}`, http.StatusMethodNotAllowed)
+	if !s.openRoute(w, r, http.MethodPost, "POST "+TicketPath+` {"code":CODE}`) {
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -432,18 +418,29 @@ func Proof(token, port, nonce string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// openRoute starts the answer of a route served without the token
+// (/ui/proof, /ui/ticket): its connection is closed after it, a foreign
+// request is refused (403) and another method than method answered 405
+// with usage. It reports whether to go on.
+func (s *Server) openRoute(w http.ResponseWriter, r *http.Request, method, usage string) bool {
+	w.Header().Set("Connection", "close")
+	if why := s.foreign(r); why != "" {
+		http.Error(w, why, http.StatusForbidden)
+		return false
+	}
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		http.Error(w, usage, http.StatusMethodNotAllowed)
+		return false
+	}
+	return true
+}
+
 // serveProof answers GET /ui/proof?n=NONCE (NONCE: 32 to 128 lowercase hex
 // digits) with Proof, to anyone: it tells nothing of the token. Another
 // method is answered 405.
 func (s *Server) serveProof(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Connection", "close")
-	if why := s.foreign(r); why != "" {
-		http.Error(w, why, http.StatusForbidden)
-		return
-	}
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		http.Error(w, "GET /ui/proof?n=NONCE", http.StatusMethodNotAllowed)
+	if !s.openRoute(w, r, http.MethodGet, "GET /ui/proof?n=NONCE") {
 		return
 	}
 	n := r.URL.Query().Get("n")
