@@ -442,6 +442,24 @@ func (m *Manager) retellInvites(p peer.ID) {
 // not answer.
 const inviteCatchUpWait = 10 * time.Second
 
+// awaitOwnInvite lets a post in a room this node opened on an invite wait
+// (inviteCatchUpWait at most) for the catch-up with the inviter to store
+// the invite: the node is a member from then on, and the catch-up may bring
+// the room's history first, which its agents can see and answer at once.
+// It returns at once when the node is a member, or no such catch-up runs.
+func (r *room) awaitOwnInvite(ctx context.Context) error {
+	if r.isMember(r.m.self) {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, inviteCatchUpWait)
+	defer cancel()
+	err := r.awaitInviteCatchUp(wctx)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: this node is not (yet) a member of room %s: it was invited and is still catching up with its inviter; retry in a moment", ErrNotMember, r.id)
+	}
+	return err
+}
+
 // beginInviteCatchUp records that a catch-up after an invite starts.
 func (r *room) beginInviteCatchUp() {
 	r.mu.Lock()

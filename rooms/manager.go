@@ -576,6 +576,9 @@ func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, e
 			return ID{}, agentOut(st, a.Agent, id)
 		}
 	}
+	if err := r.awaitOwnInvite(ctx); err != nil {
+		return ID{}, err
+	}
 	kind := KindMessage
 	if a.Ask {
 		kind = KindAsk
@@ -599,6 +602,9 @@ func (m *Manager) Post(ctx context.Context, id identity.RoomID, agent identity.A
 	}
 	if st, ok := r.agentState(agentAddr(agent, m.self)); ok && !st.In && kind == KindClaim {
 		return ID{}, agentOut(st, agent, id) // a release is let through: it frees what others wait for
+	}
+	if err := r.awaitOwnInvite(ctx); err != nil {
+		return ID{}, err
 	}
 	return r.say(ctx, &sayReq{agent: agent, kind: kind, body: body})
 }

@@ -482,3 +482,35 @@ func TestNoticeIntoUnknownRoomNeedsTrust(t *testing.T) {
 		t.Fatalf("an untrusted node's notice into a room that knows no member yet: %v, want it refused", err)
 	}
 }
+
+// TestPostRightAfterAnInviteWaitsForTheCatchUp: a node that opened a room
+// on an invite is a member once its catch-up with the inviter stores the
+// invite, which comes after the room's history. An agent that posts in
+// the room as soon as it is listed (as one told of the invitation does,
+// or a board claim once the board's earlier claims arrived) waits for
+// that, and the post goes out. Before, it was refused as from a
+// non-member for as long as the catch-up ran.
+func TestPostRightAfterAnInviteWaitsForTheCatchUp(t *testing.T) {
+	nt := startNet(t, 2)
+	ctx := context.Background()
+	id, err := mgr(nt, 0).Create(ctx, "long history", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 400 {
+		say(t, nt, 0, id, strings.Repeat("history ", 100)+string(rune('a'+i%26)))
+	}
+	waitConnected(t, nt, 0, 1)
+	if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool { _, err := mgr(nt, 1).Get(id); return err == nil }, "node 1 to open the room")
+	caughtUp := hasJoined(nt, 1, id)
+	if _, err := mgr(nt, 1).Say(ctx, id, rooms.SayArgs{Agent: "bob", Text: "hello at once"}); err != nil {
+		t.Fatalf("a post as soon as the room is open (caught up already: %v): %v", caughtUp, err)
+	}
+	if caughtUp {
+		t.Log("node 1 had caught up before the post: the wait was not tested")
+	}
+	nt.WaitFor(20*time.Second, func() bool { return logHas(nt, 0, id, "hello at once") }, "node 0 to hold node 1's post")
+}

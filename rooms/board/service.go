@@ -35,6 +35,7 @@ type Rooms interface {
 	Post(ctx context.Context, id identity.RoomID, agent identity.AgentName, kind rooms.Kind, body []byte) (rooms.ID, error)
 	Since(id identity.RoomID, after uint64, limit int) ([]rooms.View, error)
 	Changes() (<-chan struct{}, func())
+	Get(id identity.RoomID) (rooms.Info, error)
 }
 
 var _ Rooms = (*rooms.Manager)(nil)
@@ -442,12 +443,22 @@ func (s *Service) fetchLater(r laterRef) (v rooms.View, ok bool, err error) {
 }
 
 // room returns the board room to post in: the smallest ID of the
-// project's board rooms, or a new one. Callers hold s.mu.
+// project's board rooms this node is a member of, else of those it has
+// (opened on an invite whose event it has not stored yet: the catch-up
+// may bring the room's claims first, and a post waits for it), or a new
+// one. Callers hold s.mu.
 func (s *Service) room(ctx context.Context, p *project, agent identity.AgentName) (identity.RoomID, error) {
 	if len(p.cursors) > 0 {
 		ids := make([]identity.RoomID, 0, len(p.cursors))
+		var in []identity.RoomID
 		for id := range p.cursors {
 			ids = append(ids, id)
+			if r, err := s.cfg.Rooms.Get(id); err == nil && slices.Contains(r.Members, s.cfg.Self) {
+				in = append(in, id)
+			}
+		}
+		if len(in) > 0 {
+			return slices.Min(in), nil
 		}
 		return slices.Min(ids), nil
 	}
