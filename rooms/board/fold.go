@@ -184,7 +184,6 @@ type State struct {
 	fold       int // this fold's number: one more each time the fold goes back
 	every      int // entries folded between two checkpoints, at least (more on a board past maxCps/2 times every)
 	maxCps     int // past it, every other checkpoint goes
-	maxCpHeld  int // past it (held claims listed in the checkpoints), too
 	refolds    int // entries folded again since the State was made
 
 	// Trim lets go of the entries before a checkpoint long past; base is
@@ -297,21 +296,15 @@ func (s *State) NodeWeight(node, kind string, t int64) int {
 }
 
 // Checkpoints come every cpEvery entries, or a 128th of the board when that
-// is more; at most cpMax are kept, and while there are more than cpMin,
-// they list at most cpHeldMax held claims together (8 bytes each: a board
-// holding many claims keeps fewer checkpoints, further apart, rather than
-// 256 copies of a list one member's MaxNodeWeight lets grow to ~15,000; at
-// cpMin, 64 bytes a held path, under a quarter of what Weight counts it).
+// is more; at most cpMax are kept.
 const (
-	cpEvery   = 64
-	cpMax     = 256
-	cpMin     = 8
-	cpHeldMax = 1 << 18
+	cpEvery = 64
+	cpMax   = 256
 )
 
 // NewState returns an empty board.
 func NewState() *State {
-	s := &State{ids: map[string]bool{}, records: map[string]Record{}, members: map[string][]*Entry{}, creators: map[string]*Entry{}, weights: map[string]*nodeWeights{}, every: cpEvery, maxCps: cpMax, maxCpHeld: cpHeldMax}
+	s := &State{ids: map[string]bool{}, records: map[string]Record{}, members: map[string][]*Entry{}, creators: map[string]*Entry{}, weights: map[string]*nodeWeights{}, every: cpEvery, maxCps: cpMax}
 	s.indexHeld()
 	return s
 }
@@ -499,7 +492,7 @@ func (s *State) insertedAt(i int) {
 	// Entries dated back one after the other, with no read between them,
 	// each leave a state where the fold stood: fewer places to meet are
 	// as good (any state of a fold before is one).
-	for s.tooMany(ahead) {
+	for len(ahead) > s.maxCps {
 		ahead = thin(ahead)
 	}
 	s.ahead = ahead
@@ -525,7 +518,7 @@ func (s *State) catchUp() {
 		// Spread over the board folded so far: about half as many as may
 		// be kept, so that thinning (a fold that met another adopts its
 		// states too) leaves them at most twice as far apart.
-		if s.applied-last >= max(s.every, s.applied*2/s.cpLimit()) {
+		if s.applied-last >= max(s.every, s.applied*2/s.maxCps) {
 			s.checkpoint(checkpoint{n: s.applied, fold: s.fold, held: slices.Clone(s.held)})
 		}
 	}
@@ -567,42 +560,13 @@ func (s *State) meet() bool {
 // checkpoint keeps c, thinning the checkpoints when there are too many.
 func (s *State) checkpoint(c checkpoint) {
 	s.cps = append(s.cps, c)
-	for s.tooMany(s.cps) {
+	if len(s.cps) > s.maxCps {
 		if s.trimmed { // the first one is where the fold starts: it stays
 			s.cps = s.cps[:1+len(thin(s.cps[1:]))]
 		} else {
 			s.cps = thin(s.cps)
 		}
 	}
-}
-
-// cpLimit is how many checkpoints listing the claims held now fit
-// (maxCps, or fewer when they are many): spread over the fold like that
-// many, those kept stay spread over it when thinned, and some are before
-// Trim's cutoff.
-func (s *State) cpLimit() int {
-	if n := len(s.held); n > 0 && s.maxCpHeld/n < s.maxCps {
-		return max(cpMin, s.maxCpHeld/n)
-	}
-	return s.maxCps
-}
-
-// tooMany reports whether cs should be thinned: more than maxCps states, or
-// more than three listing more than maxCpHeld held claims together (a
-// slice shared by two states counted twice). cpMin stay, whatever they
-// list: spread over the fold, so that Trim finds one before its cutoff.
-func (s *State) tooMany(cs []checkpoint) bool {
-	if len(cs) > s.maxCps {
-		return true
-	}
-	if len(cs) <= cpMin {
-		return false
-	}
-	n := 0
-	for _, c := range cs {
-		n += len(c.held)
-	}
-	return n > s.maxCpHeld
 }
 
 // thin keeps every other state of cs, the last one among them.

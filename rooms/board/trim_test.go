@@ -67,9 +67,6 @@ func TestTrimmedFoldAnswersAsTheWholeFold(t *testing.T) {
 
 		s := NewState()
 		s.every, s.maxCps = 1+rng.IntN(8), 16+rng.IntN(16)
-		if round%2 == 1 { // few held claims fill the checkpoints
-			s.maxCpHeld = 2 + rng.IntN(30)
-		}
 		var taken []Entry
 		for _, i := range order {
 			s.Add(es[i])
@@ -78,9 +75,6 @@ func TestTrimmedFoldAnswersAsTheWholeFold(t *testing.T) {
 				stale++
 				s = NewState()
 				s.every, s.maxCps = 1+rng.IntN(8), 16+rng.IntN(16)
-				if round%2 == 1 {
-					s.maxCpHeld = 2 + rng.IntN(30)
-				}
 				for _, e := range taken {
 					s.Add(e)
 				}

@@ -75,9 +75,6 @@ func TestNodeWeightFoldsAlikeInAnyOrder(t *testing.T) {
 		}
 		got := NewState()
 		got.every, got.maxCps = 2+rng.IntN(8), 4+rng.IntN(8)
-		if rng.IntN(2) == 0 { // the held claims fill the checkpoints
-			got.maxCpHeld = 2 + rng.IntN(2000)
-		}
 		for _, k := range rng.Perm(len(es)) {
 			got.Add(es[k])
 			if rng.IntN(8) == 0 {
