@@ -455,7 +455,7 @@ func (r *room) awaitOwnInvite(ctx context.Context) error {
 	defer cancel()
 	err := r.awaitInviteCatchUp(wctx)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: this node is not (yet) a member of room %s: it was invited and is still catching up with its inviter; retry in a moment", ErrNotMember, r.id)
+		return fmt.Errorf("%w: this node is not (yet) a member of room %s: it was invited and is still catching up with its inviter (which may be offline); retry later", ErrNotMember, r.id)
 	}
 	return err
 }

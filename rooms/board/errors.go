@@ -1,6 +1,11 @@
 package board
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/parley-mesh/parley/rooms"
+)
 
 var (
 	// ErrBadInput is returned when a path, note, TTL or project key is not
@@ -18,4 +23,8 @@ var (
 	ErrNodeWeight = errors.New("board: this node's claims weigh too much")
 	// ErrClosed is returned after the service stopped.
 	ErrClosed = errors.New("board: closed")
+
+	// errNotInYet: the node's only board rooms of a project are rooms it
+	// opened on an invite whose event it has not stored yet.
+	errNotInYet = fmt.Errorf("board: %w", rooms.ErrNotMember)
 )

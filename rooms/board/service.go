@@ -67,6 +67,11 @@ type Config struct {
 // hundred across continents or through a relay).
 const DefaultSettle = 500 * time.Millisecond
 
+// memberWait is how long a claim waits for its node to be a member of a
+// board room it opened on an invite, when it has no other (as a post in a
+// room does).
+const memberWait = 10 * time.Second
+
 // Service keeps the boards of the projects this node's agents work on.
 type Service struct {
 	cfg  Config
@@ -443,24 +448,24 @@ func (s *Service) fetchLater(r laterRef) (v rooms.View, ok bool, err error) {
 }
 
 // room returns the board room to post in: the smallest ID of the
-// project's board rooms this node is a member of, else of those it has
-// (opened on an invite whose event it has not stored yet: the catch-up
-// may bring the room's claims first, and a post waits for it), or a new
-// one. Callers hold s.mu.
+// project's board rooms this node is a member of, or a new one when it has
+// none. A board room it opened on an invite whose event it has not stored
+// yet (the catch-up with the inviter may bring the room's claims first) is
+// not one to post in: errNotInYet when it has only such rooms, which the
+// caller waits out without s.mu (a post there would wait for the catch-up
+// while holding it). Callers hold s.mu.
 func (s *Service) room(ctx context.Context, p *project, agent identity.AgentName) (identity.RoomID, error) {
 	if len(p.cursors) > 0 {
-		ids := make([]identity.RoomID, 0, len(p.cursors))
 		var in []identity.RoomID
 		for id := range p.cursors {
-			ids = append(ids, id)
 			if r, err := s.cfg.Rooms.Get(id); err == nil && slices.Contains(r.Members, s.cfg.Self) {
 				in = append(in, id)
 			}
 		}
-		if len(in) > 0 {
-			return slices.Min(in), nil
+		if len(in) == 0 {
+			return "", fmt.Errorf("%w: this node is not yet a member of the board rooms of %s it was invited into: it is still catching up with its inviter (which may be offline); try again later", errNotInYet, p.key)
 		}
-		return slices.Min(ids), nil
+		return slices.Min(in), nil
 	}
 	id, err := s.cfg.Rooms.CreateRoom(ctx, RoomName(p.key), "the board of project "+p.key+": who works on which files", agent)
 	if err != nil {
@@ -712,7 +717,7 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 		}
 		paths = held
 	}
-	start := s.cfg.Now()
+	start, began := s.cfg.Now(), time.Now()
 	changes, stop := s.cfg.Rooms.Changes()
 	defer stop()
 	var timer *time.Timer
@@ -731,7 +736,8 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 		if h == nil && err == nil {
 			h, err = s.settle(ctx, agent, req.Project, res.Event)
 		}
-		if h == nil {
+		inYet := errors.Is(err, errNotInYet) && time.Since(began) < memberWait
+		if h == nil && !inYet {
 			if err == nil {
 				res.Waited = s.cfg.Now().Sub(start)
 				// Refused earlier, held now: "free now" has nothing to tell.
@@ -741,16 +747,23 @@ func (s *Service) Claim(ctx context.Context, agent identity.AgentName, req Claim
 			}
 			return res, err
 		}
-		left := req.Wait - s.cfg.Now().Sub(start)
-		if left <= 0 {
-			s.mu.Lock()
-			s.watchLocked(agent, req.Project, paths, req.Note, req.TTL, h.Held, false)
-			s.mu.Unlock()
-			return ClaimResult{}, conflictError(h, paths)
+		var d time.Duration
+		if inYet {
+			// Look again when something is stored (the invite, at the
+			// end of the catch-up).
+			d = memberWait - time.Since(began)
+		} else {
+			left := req.Wait - s.cfg.Now().Sub(start)
+			if left <= 0 {
+				s.mu.Lock()
+				s.watchLocked(agent, req.Project, paths, req.Note, req.TTL, h.Held, false)
+				s.mu.Unlock()
+				return ClaimResult{}, conflictError(h, paths)
+			}
+			// Look again when something is stored, when the claim in the
+			// way expires, or when the wait is over.
+			d = min(left, time.Until(time.UnixMilli(h.Expires))+time.Millisecond)
 		}
-		// Look again when something is stored, when the claim in the way
-		// expires, or when the wait is over.
-		d := min(left, time.Until(time.UnixMilli(h.Expires))+time.Millisecond)
 		if timer == nil {
 			timer = time.NewTimer(d)
 		} else {
