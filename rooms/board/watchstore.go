@@ -108,10 +108,11 @@ func splitWatchKey(k []byte) (agent identity.AgentName, seq uint64, ok bool) {
 	return identity.AgentName(rest[1 : len(rest)-8]), binary.BigEndian.Uint64(rest[len(rest)-8:]), true
 }
 
-// watchRecordKey returns the key of the record a scanned key belongs to
-// (itself, or the record it is a piece of), or nil for a key of none.
-func watchRecordKey(k []byte) []byte {
-	rest, ok := bytes.CutPrefix(k, schema.BoardWatchPrefix())
+// recordKey returns the key of the record under prefix (keys prefix +
+// schema.PeerBytes, written with schema.SetPieces) a scanned key belongs
+// to (itself, or the record it is a piece of), or nil for a key of none.
+func recordKey(prefix, k []byte) []byte {
+	rest, ok := bytes.CutPrefix(k, prefix)
 	switch {
 	case !ok || len(rest) < 1:
 		return nil
@@ -172,7 +173,7 @@ func (s *Service) loadWatches() error {
 	var ops []schema.Op
 	gone := map[string]bool{}
 	for _, k := range keys {
-		rk := watchRecordKey(k)
+		rk := recordKey(schema.BoardWatchPrefix(), k)
 		switch {
 		case rk == nil:
 			ops = append(ops, schema.Op{Key: k, Delete: true})
@@ -236,16 +237,40 @@ func (s *Service) unstoreOps(agent identity.AgentName, ws ...*watch) []schema.Op
 // applyWatches writes the watches' ops. A write that fails is logged:
 // the watches in memory hold all the same, and a watch not deleted is
 // deleted at a later start once it expired. Callers hold s.mu.
-func (s *Service) applyWatches(ops []schema.Op) error {
-	if s.cfg.Store == nil || len(ops) == 0 {
+func (s *Service) applyWatches(ops []schema.Op) error { return s.applyStore("watches", ops) }
+
+// applyStore writes ops of the board's records (what: which, for the
+// log), not durably, in writes of at most storeChunkOps ops and
+// storeChunkBytes bytes: Badger takes at most 15 % of a memtable in one
+// (some 6,000 keys, or 629 KB, internal/store), and deleting a few
+// thousand records of 16 keys each (schema.DeletePieces) is past that. A
+// record cut between two writes is read as damaged and dropped, should
+// the node stop in between. A write that fails is logged; the ops after
+// it are not written. Callers hold s.mu.
+func (s *Service) applyStore(what string, ops []schema.Op) error {
+	if s.cfg.Store == nil {
 		return nil
 	}
-	if err := s.cfg.Store.Apply(ops, false); err != nil {
-		s.log.Warn("board: write the watches", "err", err)
-		return err
+	for len(ops) > 0 {
+		n, size := 0, 0
+		for n < len(ops) && n < storeChunkOps && size < storeChunkBytes {
+			size += len(ops[n].Key) + len(ops[n].Val) + 32
+			n++
+		}
+		if err := s.cfg.Store.Apply(ops[:n], false); err != nil {
+			s.log.Warn("board: write the "+what, "err", err)
+			return err
+		}
+		ops = ops[n:]
 	}
 	return nil
 }
+
+// storeChunkOps and storeChunkBytes bound one write of applyStore.
+const (
+	storeChunkOps   = 2048
+	storeChunkBytes = 256 << 10
+)
 
 // overTotalLocked drops the oldest watches of the service past
 // maxWatches, and returns the ops that delete them from the store.

@@ -323,3 +323,30 @@ func TestBoardWatchesOfAStoreRestoredFromAnOlderCopy(t *testing.T) {
 		t.Fatalf("told again after another start: %+v (%d keys)", ns, watchKeys(t, old))
 	}
 }
+
+// TestBoardManyWatchesExpiredAtStart: 416 watches (13 agents refused 32
+// claims each) expire while the node is down. The node started after
+// deletes them all from the store, in writes Badger takes (at most some
+// 6,000 keys each; the 416 records are 16 keys each to delete with their
+// pieces). Before, it deleted them in one write, which Badger refused as
+// too big, and the board service, and so the node, did not start.
+func TestBoardManyWatchesExpiredAtStart(t *testing.T) {
+	f := newWatchFixture(t)
+	st := newStore(t)
+	s := f.service(st)
+	if err := f.claim(s, "alice", "x/**"); err != nil {
+		t.Fatal(err)
+	}
+	for a := range 13 {
+		for i := range 32 {
+			f.refused(s, fmt.Sprintf("agent%d", a), fmt.Sprintf("x/f%d.go", i))
+		}
+	}
+	if w := board.Watches(s); w != 13*32 {
+		t.Fatalf("%d watches, want %d", w, 13*32)
+	}
+	f.set(time.Hour + time.Minute)
+	if w := board.Watches(f.service(st)); w != 0 || watchKeys(t, st) != 0 {
+		t.Fatalf("a node started after the watches expired watches %d, stores %d keys", w, watchKeys(t, st))
+	}
+}
