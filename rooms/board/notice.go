@@ -2,7 +2,6 @@ package board
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -136,7 +135,8 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 	ms := now.UnixMilli()
 	holder := s.holder(agent)
 	var out []Notice
-	maps.DeleteFunc(s.told, func(_ string, expires int64) bool { return expires <= ms })
+	told := s.pruneToldLocked(ms) // the notices told now or expired, in the store
+	defer func() { _ = s.applyStore("notices told", told) }()
 	// Refused claims whose paths are free now.
 	ws := s.watches[agent]
 	keep := ws[:0]
@@ -202,7 +202,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 				Text: fmt.Sprintf("Your claim on %s ends at %s (in %s). Claim it again to keep it, or release it if you are done.",
 					h.Path, time.UnixMilli(h.Expires).UTC().Format(time.RFC3339), time.Duration(h.Expires-ms)*time.Millisecond/time.Second*time.Second)})
 			if take {
-				s.told[id] = h.Expires
+				told = append(told, s.tellLocked(id, h.Expires)...)
 			}
 		}
 		for _, r := range p.state.Lost(holder) {
@@ -216,7 +216,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 				Text: fmt.Sprintf("Your claim on %s (%q) lost to %s's earlier claim on %s (%q): your node had not yet heard of it when you claimed (the two claims were made at nearly the same time, the two nodes were apart, or they had only just become contacts). It is not yours: agree with them, or wait.",
 					strings.Join(r.Paths, ", "), r.Note, r.Lost.Holder, r.Lost.Path, r.Lost.Note)})
 			if take {
-				s.told[id] = r.Expires
+				told = append(told, s.tellLocked(id, r.Expires)...)
 				// Told to wait: watched as a refused claim is, so that it
 				// is told when its paths go free.
 				s.watchLocked(agent, key, r.Paths, r.Note, time.Duration(r.Expires-r.Time)*time.Millisecond, *r.Lost, true)
@@ -232,7 +232,7 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 				Text: fmt.Sprintf("%s also claimed %s (%q) before its node had heard of your claim on %s (the two nodes were apart, or the claims were made at nearly the same time). Yours was the earlier and took it; theirs lost, and they are told so, but they may have changed those files before they heard: check with them before you commit.",
 					r.Holder, strings.Join(r.Paths, ", "), r.Note, r.Lost.Path)})
 			if take {
-				s.told[id] = r.Expires
+				told = append(told, s.tellLocked(id, r.Expires)...)
 			}
 		}
 	}

@@ -58,7 +58,8 @@ type Config struct {
 	// same moment to arrive; zero: DefaultSettle, negative: none.
 	Settle time.Duration
 	// Store keeps the refused claims watched (to tell their agents when
-	// their paths go free) across a restart; nil: in memory only.
+	// their paths go free) and the notices told (not to tell them again)
+	// across a restart; nil: in memory only.
 	Store Store
 }
 
@@ -85,7 +86,8 @@ type Service struct {
 	seq      uint64                          // the last number given to a watch stored
 	// Notices handed out (by Notice.ID), with the expiry of the claim each
 	// is about: a notice is told only while its claim lives, so it is
-	// forgotten once that has passed.
+	// forgotten once that has passed. Kept in the store too
+	// (toldstore.go), at most maxTold.
 	told map[string]int64
 	// aheadReads counts the entries held back as dated ahead that the
 	// claims' check read from the store (simulateAhead), for tests.
@@ -186,6 +188,9 @@ func New(cfg Config) (*Service, error) {
 		projects: map[string]*project{}, inviter: map[string]identity.AgentName{},
 		watches: map[identity.AgentName][]*watch{}, told: map[string]int64{}}
 	if err := s.loadWatches(); err != nil {
+		return nil, err
+	}
+	if err := s.loadTold(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -871,7 +876,7 @@ func (s *Service) settle(ctx context.Context, agent identity.AgentName, key, eve
 	if !ok || r.Lost == nil || r.Holder != s.holder(agent) {
 		return nil, nil
 	}
-	s.told["lost:"+r.ID] = r.Expires
+	_ = s.applyStore("notices told", s.tellLocked("lost:"+r.ID, r.Expires))
 	return &inTheWay{Held: *r.Lost}, nil
 }
 

@@ -16,8 +16,8 @@ import (
 )
 
 // Store is what the board needs of the node's store (internal/store's
-// DB): it keeps the refused claims it watches there, so that a restart
-// does not forget them.
+// DB): it keeps the refused claims it watches and the notices it told
+// there, so that a restart does not forget them.
 type Store interface {
 	// ScanFrom calls fn for the keys with prefix from start (nil: the
 	// first) in key order, until fn returns false.

@@ -68,6 +68,12 @@
 //	                                   pieces under the value threshold (SetPieces,
 //	                                   pieces.go); len counts agent and seq; seq orders an
 //	                                   agent's watches by age
+//	b/t/<len:1><digest:16>             a board notice told to an agent of this node, so it
+//	b/t/<len:1><digest:16><i:1>        is not told again after a restart (rooms/board): a
+//	                                   CBOR map of the notice ID and the expiry of its
+//	                                   claim, written with SetPieces; digest is the first
+//	                                   16 bytes of the ID's SHA-256 (an ID names a path,
+//	                                   too long for a length byte)
 //
 // Pending events (parents not yet stored) live only in memory: catch-up sync
 // fetches them again after a restart.
@@ -76,7 +82,10 @@
 // <author> and <peer> the raw bytes of a peer ID prefixed by one length byte.
 package schema
 
-import "encoding/binary"
+import (
+	"crypto/sha256"
+	"encoding/binary"
+)
 
 // Version is the schema version, written in the database folder's
 // parley.schema file. A change to a key's layout or a value's encoding that
@@ -315,3 +324,14 @@ type Op struct {
 	Key, Val []byte
 	Delete   bool
 }
+
+// BoardTold is the key of the record of a board notice told, by its ID:
+// the first 16 bytes of the ID's SHA-256, with a length byte as
+// PeerBytes gives (so SetPieces can keep the record in pieces).
+func BoardTold(id string) []byte {
+	sum := sha256.Sum256([]byte(id))
+	return append(BoardToldPrefix(), PeerBytes(sum[:16])...)
+}
+
+// BoardToldPrefix is the prefix of every board notice told.
+func BoardToldPrefix() []byte { return []byte("b/t/") }
