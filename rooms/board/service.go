@@ -461,16 +461,24 @@ func (s *Service) fetchLater(r laterRef) (v rooms.View, ok bool, err error) {
 // while holding it). Callers hold s.mu.
 func (s *Service) room(ctx context.Context, p *project, agent identity.AgentName) (identity.RoomID, error) {
 	if len(p.cursors) > 0 {
-		var in []identity.RoomID
+		var ids, in []identity.RoomID
+		open := false
 		for id := range p.cursors {
-			if r, err := s.cfg.Rooms.Get(id); err == nil && slices.Contains(r.Members, s.cfg.Self) {
+			ids = append(ids, id)
+			r, err := s.cfg.Rooms.Get(id)
+			open = open || err == nil
+			if err == nil && slices.Contains(r.Members, s.cfg.Self) {
 				in = append(in, id)
 			}
 		}
-		if len(in) == 0 {
+		switch {
+		case len(in) > 0:
+			return slices.Min(in), nil
+		case open:
 			return "", fmt.Errorf("%w: this node is not yet a member of the board rooms of %s it was invited into: it is still catching up with its inviter (which may be offline); try again later", errNotInYet, p.key)
+		default: // rooms it left: the post says so
+			return slices.Min(ids), nil
 		}
-		return slices.Min(in), nil
 	}
 	id, err := s.cfg.Rooms.CreateRoom(ctx, RoomName(p.key), "the board of project "+p.key+": who works on which files", agent)
 	if err != nil {
