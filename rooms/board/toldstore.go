@@ -2,7 +2,6 @@ package board
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"time"
 
@@ -135,19 +134,9 @@ func (s *Service) loadTold() error {
 		return nil
 	}
 	prefix := schema.BoardToldPrefix()
-	j := schema.NewJoiner(prefix)
-	var keys [][]byte // every key scanned
-	err := s.cfg.Store.ScanFrom(prefix, nil, false, func(k, v []byte) bool {
-		j.Add(k, v)
-		keys = append(keys, bytes.Clone(k))
-		return true
-	})
+	records, keys, err := s.readRecords("notices told", prefix)
 	if err != nil {
-		return fmt.Errorf("board: read the notices told: %w", err)
-	}
-	records, damaged := j.Done()
-	if len(damaged) > 0 {
-		s.log.Warn("board: damaged notices told dropped", "err", errors.Join(damaged...))
+		return err
 	}
 	ms := s.cfg.Now().UnixMilli()
 	latest := ms + (MaxTTL + MaxAhead).Milliseconds() // no claim expires later
@@ -175,18 +164,6 @@ func (s *Service) loadTold() error {
 	// Delete what is not read back: records damaged or expired with all
 	// their pieces, and keys of no record (a piece's key is its record's
 	// and one byte).
-	var ops []schema.Op
-	gone := map[string]bool{}
-	for _, k := range keys {
-		rk := recordKey(prefix, k)
-		switch {
-		case rk == nil:
-			ops = append(ops, schema.Op{Key: k, Delete: true})
-		case !kept[string(rk)] && !gone[string(rk)]:
-			gone[string(rk)] = true
-			ops = append(ops, schema.DeletePieces(rk)...)
-		}
-	}
-	ops = append(ops, s.overToldLocked()...)
+	ops := append(unreadOps(prefix, keys, kept), s.overToldLocked()...)
 	return s.applyStore("notices told", ops)
 }

@@ -108,6 +108,46 @@ func splitWatchKey(k []byte) (agent identity.AgentName, seq uint64, ok bool) {
 	return identity.AgentName(rest[1 : len(rest)-8]), binary.BigEndian.Uint64(rest[len(rest)-8:]), true
 }
 
+// readRecords reads the board's records under prefix (what they are, for
+// the log): each whole (schema.Joiner; those damaged are dropped with a
+// warning), and every key scanned.
+func (s *Service) readRecords(what string, prefix []byte) ([]schema.Joined, [][]byte, error) {
+	j := schema.NewJoiner(prefix)
+	var keys [][]byte
+	err := s.cfg.Store.ScanFrom(prefix, nil, false, func(k, v []byte) bool {
+		j.Add(k, v)
+		keys = append(keys, bytes.Clone(k))
+		return true
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("board: read the %s: %w", what, err)
+	}
+	records, damaged := j.Done()
+	if len(damaged) > 0 {
+		s.log.Warn("board: damaged "+what+" dropped", "err", errors.Join(damaged...))
+	}
+	return records, keys, nil
+}
+
+// unreadOps returns the ops that delete, of the keys scanned under prefix,
+// the records not kept (by key) with all their pieces, and the keys of no
+// record.
+func unreadOps(prefix []byte, keys [][]byte, kept map[string]bool) []schema.Op {
+	var ops []schema.Op
+	gone := map[string]bool{}
+	for _, k := range keys {
+		rk := recordKey(prefix, k)
+		switch {
+		case rk == nil:
+			ops = append(ops, schema.Op{Key: k, Delete: true})
+		case !kept[string(rk)] && !gone[string(rk)]:
+			gone[string(rk)] = true
+			ops = append(ops, schema.DeletePieces(rk)...)
+		}
+	}
+	return ops
+}
+
 // recordKey returns the key of the record under prefix (keys prefix +
 // schema.PeerBytes, written with schema.SetPieces) a scanned key belongs
 // to (itself, or the record it is a piece of), or nil for a key of none.
@@ -132,19 +172,9 @@ func (s *Service) loadWatches() error {
 	if s.cfg.Store == nil {
 		return nil
 	}
-	j := schema.NewJoiner(schema.BoardWatchPrefix())
-	var keys [][]byte // every key scanned
-	err := s.cfg.Store.ScanFrom(schema.BoardWatchPrefix(), nil, false, func(k, v []byte) bool {
-		j.Add(k, v)
-		keys = append(keys, bytes.Clone(k))
-		return true
-	})
+	records, keys, err := s.readRecords("watches", schema.BoardWatchPrefix())
 	if err != nil {
-		return fmt.Errorf("board: read the watches: %w", err)
-	}
-	records, damaged := j.Done()
-	if len(damaged) > 0 {
-		s.log.Warn("board: damaged watches dropped", "err", errors.Join(damaged...))
+		return err
 	}
 	now := s.cfg.Now()
 	kept := map[string]bool{} // the keys of the records watched again
@@ -170,18 +200,7 @@ func (s *Service) loadWatches() error {
 	}
 	// Delete what is not watched again: records damaged, expired or of
 	// no agent with all their pieces, and keys of no record.
-	var ops []schema.Op
-	gone := map[string]bool{}
-	for _, k := range keys {
-		rk := recordKey(schema.BoardWatchPrefix(), k)
-		switch {
-		case rk == nil:
-			ops = append(ops, schema.Op{Key: k, Delete: true})
-		case !kept[string(rk)] && !gone[string(rk)]:
-			gone[string(rk)] = true
-			ops = append(ops, schema.DeletePieces(rk)...)
-		}
-	}
+	ops := unreadOps(schema.BoardWatchPrefix(), keys, kept)
 	// The bounds, as watchLocked keeps them.
 	for a, ws := range s.watches {
 		if d := len(ws) - maxWatchesPerAgent; d > 0 {
