@@ -182,6 +182,10 @@ func TestRoomWithBadNameJoinedAndToldBack(t *testing.T) {
 	}
 	nt.WaitFor(20*time.Second, func() bool { return eventCount(nt, 0, id) == 3 }, "node 0 to store the room and join it")
 
+	// Node 0's side of the connection too: it may have held the restarted
+	// node's old one a moment longer (an invite then fails as not
+	// connected: a CI flake).
+	waitConnected(t, nt, 0, 1)
 	if _, err := mgr(nt, 0).Invite(ctx, id, nt.ID(1), identity.HumanAgent); err != nil {
 		t.Fatalf("node 0 invites node 1: %v", err)
 	}
