@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
-
 	"github.com/parley-mesh/parley/internal/canon"
 	"github.com/parley-mesh/parley/internal/store/schema"
 )
@@ -35,23 +33,6 @@ type toldRecord struct {
 	Expires int64  `cbor:"2,keyasint,omitempty"` // unix ms
 }
 
-// toldDec reads a stored notice told: no tags, no indefinite lengths,
-// valid UTF-8; fields a later Parley added are skipped.
-var toldDec = func() cbor.DecMode {
-	m, err := cbor.DecOptions{
-		IndefLength:      cbor.IndefLengthForbidden,
-		TagsMd:           cbor.TagsForbidden,
-		MaxNestedLevels:  4,
-		MaxArrayElements: 16,
-		MaxMapPairs:      16,
-		UTF8:             cbor.UTF8RejectInvalid,
-	}.DecMode()
-	if err != nil {
-		panic("board: cbor options: " + err.Error()) // constant options: a programming error
-	}
-	return m
-}()
-
 func encodeTold(id string, expires int64) ([]byte, error) {
 	return canon.Enc.Marshal(toldRecord{ID: id, Expires: expires})
 }
@@ -59,7 +40,7 @@ func encodeTold(id string, expires int64) ([]byte, error) {
 // decodeTold reads a notice told from its record.
 func decodeTold(b []byte) (id string, expires int64, err error) {
 	var r toldRecord
-	if err := toldDec.Unmarshal(b, &r); err != nil {
+	if err := recordDec.Unmarshal(b, &r); err != nil {
 		return "", 0, fmt.Errorf("board: a damaged notice told: %w", err)
 	}
 	if r.ID == "" || len(r.ID) > maxToldID {

@@ -49,9 +49,10 @@ type heldRecord struct {
 	Room    string `cbor:"7,keyasint,omitempty"`
 }
 
-// watchDec reads a stored watch: no tags, no indefinite lengths, valid
-// UTF-8, at most MaxPaths paths; fields a later Parley added are skipped.
-var watchDec = func() cbor.DecMode {
+// recordDec reads the board's stored records (watches, notices told): no
+// tags, no indefinite lengths, valid UTF-8, at most MaxPaths paths; fields
+// a later Parley added are skipped.
+var recordDec = func() cbor.DecMode {
 	m, err := cbor.DecOptions{
 		IndefLength:      cbor.IndefLengthForbidden,
 		TagsMd:           cbor.TagsForbidden,
@@ -77,7 +78,7 @@ func encodeWatch(w *watch) ([]byte, error) {
 // decodeWatch reads a watch from its record.
 func decodeWatch(b []byte) (*watch, error) {
 	var r watchRecord
-	if err := watchDec.Unmarshal(b, &r); err != nil {
+	if err := recordDec.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("board: a damaged watch: %w", err)
 	}
 	if len(r.Paths) == 0 || r.Project == "" {
