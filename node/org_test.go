@@ -515,14 +515,7 @@ func TestOrgMembershipOnCard(t *testing.T) {
 // node that finds the agent reads the organisation, checked.
 func TestOrgMembershipOnAgentCard(t *testing.T) {
 	nt := nodetest.Start(t, 3)
-	nt.WaitFor(60*time.Second, func() bool {
-		for i := range 3 {
-			if nt.Node(i).DHT().RoutingTable().Size() < 2 {
-				return false
-			}
-		}
-		return true
-	}, "DHT routing tables")
+	nt.WaitRouting()
 	x := newOrgKey(t, "Xco")
 	x.publish(t, nt, 1, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(1), Handle: "bob"})
 	ctx := context.Background()

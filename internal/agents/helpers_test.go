@@ -38,31 +38,8 @@ func startNet(t testing.TB, n int) *nodetest.Net {
 		c.PresenceHeartbeat = testHeartbeat
 		c.AgentTTL = testAgentTTL
 	}))
-	waitRouting(t, nt)
+	nt.WaitRouting()
 	return nt
-}
-
-// waitRouting waits until each node's DHT routing table holds at least
-// min(n-1, 8) peers.
-func waitRouting(t testing.TB, nt *nodetest.Net) {
-	t.Helper()
-	want := min(nt.Len()-1, 8)
-	nt.WaitFor(60*time.Second, func() bool {
-		for i := range nt.Len() {
-			n := nt.Node(i)
-			if n == nil {
-				continue
-			}
-			if n.DHT().RoutingTable().Size() < want {
-				select {
-				case <-n.DHT().RefreshRoutingTable():
-				case <-time.After(5 * time.Second):
-				}
-				return false
-			}
-		}
-		return true
-	}, "DHT routing tables of %d nodes to hold %d peers", nt.Len(), want)
 }
 
 func svc(nt *nodetest.Net, i int) *agents.Service { return nt.Node(i).Agents() }

@@ -543,6 +543,32 @@ func (nt *Net) WaitFor(timeout time.Duration, cond func() bool, format string, a
 	WaitFor(nt.t, timeout, cond, format, args...)
 }
 
+// WaitRouting waits until each running node's DHT routing table holds at
+// least min(Len()-1, 8) peers. A node short of them is asked to refresh its
+// table rather than left to its next periodic refresh: nodes that bootstrap
+// together from one peer in a loaded run may otherwise wait minutes to
+// learn of each other.
+func (nt *Net) WaitRouting() {
+	nt.t.Helper()
+	want := min(nt.Len()-1, 8)
+	nt.WaitFor(60*time.Second, func() bool {
+		for i := range nt.Len() {
+			n := nt.Node(i)
+			if n == nil {
+				continue
+			}
+			if n.DHT().RoutingTable().Size() < want {
+				select {
+				case <-n.DHT().RefreshRoutingTable():
+				case <-time.After(5 * time.Second):
+				}
+				return false
+			}
+		}
+		return true
+	}, "DHT routing tables of %d nodes to hold %d peers", nt.Len(), want)
+}
+
 // WaitConnected waits for nodes a and b to be connected. Tests that need
 // the connection, not the DHT's way to it, call it: when the nodes have not
 // met through the DHT in 15 s (in a loaded run, two nodes that bootstrap
