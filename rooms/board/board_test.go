@@ -66,6 +66,30 @@ func TestCheckPattern(t *testing.T) {
 	}
 }
 
+// TestStarsCountsWhatTokensReads: Stars counts without reading p's tokens;
+// it gives the number of "*" and "**" tokens reads, for every string of
+// "*", "/", "?" and "a" up to 7 bytes long.
+func TestStarsCountsWhatTokensReads(t *testing.T) {
+	var walk func(p string)
+	walk = func(p string) {
+		n := 0
+		for _, tk := range tokens(p) {
+			if tk.kind == tokStar || tk.kind == tokAny || tk.kind == tokSegs {
+				n++
+			}
+		}
+		if got := Stars(p); got != n {
+			t.Fatalf("Stars(%q) = %d, tokens has %d", p, got, n)
+		}
+		if len(p) < 7 {
+			for _, c := range []string{"*", "/", "?", "a"} {
+				walk(p + c)
+			}
+		}
+	}
+	walk("")
+}
+
 // intersectEveryRune is intersect trying, at every state, each literal of
 // both patterns, "/" and any other rune: what intersect tries at a state
 // must decide the same.

@@ -51,7 +51,8 @@ type Entry struct {
 	// body the fold refuses.
 	claim   ClaimBody
 	release ReleaseBody
-	bad     string // why the body is ignored, if it is (at most maxBad bytes)
+	keys    []string // key of each path of claim or release, in its order
+	bad     string   // why the body is ignored, if it is (at most maxBad bytes)
 	// weight is what the body counts against its node's MaxNodeWeight,
 	// and over is set once the claims and releases of its node in the
 	// NodeWindow before it (itself included) weigh more (State.weigh): it
@@ -80,9 +81,11 @@ func (e *Entry) parse() {
 	case KindClaim:
 		e.claim, err = DecodeClaim(e.Body)
 		e.weight = Weight(e.claim.Paths, e.claim.Note)
+		e.keys = pathKeys(e.claim.Paths)
 	case KindRelease:
 		e.release, err = DecodeRelease(e.Body)
 		e.weight = Weight(e.release.Paths, "")
+		e.keys = pathKeys(e.release.Paths)
 	case KindRemoved, KindInvited, KindCreated, KindJoined:
 	default:
 		err = fmt.Errorf("unknown kind %q", e.Kind)
@@ -119,9 +122,21 @@ type Held struct {
 }
 
 // keys sets h's key and prefix from its path.
-func (h *Held) keys() {
-	h.key = key(h.Path)
-	h.prefix = literalPrefix(h.key)
+func (h *Held) keys() { h.setKey(key(h.Path)) }
+
+// setKey sets h's key, key(h.Path), and its prefix.
+func (h *Held) setKey(k string) {
+	h.key = k
+	h.prefix = literalPrefix(k)
+}
+
+// pathKeys returns key of each of paths, in their order.
+func pathKeys(paths []string) []string {
+	ks := make([]string, len(paths))
+	for i, p := range paths {
+		ks[i] = key(p)
+	}
+	return ks
 }
 
 // Record is one event of the board's history, with what came of it.
@@ -276,7 +291,7 @@ func (s *State) weigh(e *Entry) {
 		if x.time >= end || x.e == nil || x.e.over || !w.over(j, limit) {
 			continue
 		}
-		x.e.over, x.e.claim, x.e.release = true, ClaimBody{}, ReleaseBody{}
+		x.e.over, x.e.claim, x.e.release, x.e.keys = true, ClaimBody{}, ReleaseBody{}, nil
 		if j > i && (s.hold == nil || s.hold.before(x.e)) {
 			s.hold = x.e
 		}
@@ -441,7 +456,7 @@ func (s *State) Trim(keep time.Duration) {
 		}
 	}
 	s.trimmed, s.base = true, *s.entries[k-1]
-	s.base.claim, s.base.release = ClaimBody{}, ReleaseBody{}
+	s.base.claim, s.base.release, s.base.keys = ClaimBody{}, ReleaseBody{}, nil
 	s.entries = slices.Clone(s.entries[k:])
 	s.applied -= k
 	cps := make([]checkpoint, 0, len(s.cps)-j+1)
@@ -717,20 +732,20 @@ func (s *State) apply(e *Entry) {
 			rec.Bad = "its node was removed from the board or the room before it"
 			return
 		}
-		if h := s.idx.first(e.Holder, c.Paths, math.MinInt64); h != nil { // held has no expired claim here
+		if h := s.idx.first(e.Holder, e.keys, math.MinInt64); h != nil { // held has no expired claim here
 			cp := *h
 			rec.Lost = &cp
 			return
 		}
-		for _, p := range c.Paths {
+		for i, p := range c.Paths {
 			since := e.Time
-			if old := s.idx.find(e.Holder, p); old != nil { // renewed
+			if old := s.idx.find(e.Holder, e.keys[i]); old != nil { // renewed
 				since = old.Since
 				s.drop(func(h *Held) bool { return h == old })
 			}
 			h := &Held{Path: p, Holder: e.Holder, Note: c.Note, Since: since,
 				Expires: rec.Expires, Event: e.ID, Room: e.Room}
-			h.keys()
+			h.setKey(e.keys[i])
 			s.held = append(s.held, h)
 			s.idx.add(h)
 			s.minExp = min(s.minExp, h.Expires)
@@ -738,7 +753,7 @@ func (s *State) apply(e *Entry) {
 	case KindRelease:
 		rec.Paths = slices.Clone(e.release.Paths)
 		s.drop(func(h *Held) bool {
-			if h.Holder == e.Holder && names(rec.Paths, h) {
+			if h.Holder == e.Holder && names(e.keys, h) {
 				rec.Ended = append(rec.Ended, h.Path)
 				return true
 			}
@@ -747,11 +762,12 @@ func (s *State) apply(e *Entry) {
 	}
 }
 
-// names reports whether a release of paths ends h (none: every claim of
-// its holder): one of them is h's path compared as overlaps are (key), as
-// a claim again of it in another case renews it.
-func names(paths []string, h *Held) bool {
-	return len(paths) == 0 || slices.ContainsFunc(paths, func(q string) bool { return key(q) == h.key })
+// names reports whether a release of the paths of keys (their key forms)
+// ends h (none: every claim of its holder): one of them is h's path
+// compared as overlaps are (key), as a claim again of it in another case
+// renews it.
+func names(keys []string, h *Held) bool {
+	return len(keys) == 0 || slices.Contains(keys, h.key)
 }
 
 // Live returns the claims held at now, by path and holder.
@@ -774,7 +790,7 @@ func (s *State) Live(now time.Time) []Held {
 // by holder at now would overlap, or nil.
 func (s *State) Conflict(holder string, paths []string, now time.Time) *Held {
 	s.catchUp()
-	if h := s.idx.first(holder, paths, now.UnixMilli()); h != nil {
+	if h := s.idx.first(holder, pathKeys(paths), now.UnixMilli()); h != nil {
 		cp := *h
 		return &cp
 	}

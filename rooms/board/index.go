@@ -75,11 +75,10 @@ func (x *heldIndex) remove(h *Held) {
 	delete(x.pos, h)
 }
 
-// find returns the holder's own claim on path, if held: on the very same
-// path once compared as overlaps are (key: in lower case and NFC), so
-// that a claim of README.md renews one of readme.md.
-func (x *heldIndex) find(holder, path string) *Held {
-	k := key(path)
+// find returns the holder's own claim on the path of key k, if held: on
+// the very same path once compared as overlaps are (key: in lower case
+// and NFC), so that a claim of README.md renews one of readme.md.
+func (x *heldIndex) find(holder, k string) *Held {
 	for _, h := range x.by[literalPrefix(k)] {
 		if h.Holder == holder && h.key == k {
 			return h
@@ -89,8 +88,9 @@ func (x *heldIndex) find(holder, path string) *Held {
 }
 
 // first returns the first claim taken, among those of other agents than
-// holder that expire after ms, that overlaps one of paths.
-func (x *heldIndex) first(holder string, paths []string, ms int64) *Held {
+// holder that expire after ms, that overlaps one of the paths of keys
+// (their key forms).
+func (x *heldIndex) first(holder string, keys []string, ms int64) *Held {
 	var best *Held
 	bestPos := 0
 	consider := func(p, pp string, hs []*Held) {
@@ -103,8 +103,7 @@ func (x *heldIndex) first(holder string, paths []string, ms int64) *Held {
 			}
 		}
 	}
-	for _, p := range paths {
-		p = key(p)
+	for _, p := range keys {
 		pp := literalPrefix(p)
 		for _, l := range x.ls { // held prefixes that are prefixes of pp
 			if l > len(pp) {

@@ -23,11 +23,12 @@ const (
 	MaxClaimStars = 16
 )
 
-// Stars counts the "*" and "**" of p.
+// Stars counts the "*" and "**" of p: each run of "*" is one (tokens reads
+// a run of two or more as one "**").
 func Stars(p string) int {
 	n := 0
-	for _, t := range tokens(p) {
-		if t.kind == tokStar || t.kind == tokAny || t.kind == tokSegs {
+	for i := 0; i < len(p); i++ {
+		if p[i] == '*' && (i == 0 || p[i-1] != '*') {
 			n++
 		}
 	}

@@ -675,15 +675,16 @@ func (s *Service) simulateAhead(p *project) ([]Held, error) {
 				continue
 			}
 			seen += len(c.Paths)
-			if p.state.Conflict(who, c.Paths, time.UnixMilli(v.Time)) != nil || idx.first(who, c.Paths, v.Time) != nil {
+			ks := pathKeys(c.Paths)
+			if p.state.Conflict(who, c.Paths, time.UnixMilli(v.Time)) != nil || idx.first(who, ks, v.Time) != nil {
 				continue // it loses
 			}
-			for _, q := range c.Paths {
+			for i, q := range c.Paths {
 				h := Held{Path: q, Holder: who, Note: c.Note, Since: v.Time, Expires: v.Time + c.TTL.Milliseconds(),
 					Event: r.ID, Room: string(r.Room)}
-				h.keys()
+				h.setKey(ks[i])
 				won = append(won, h)
-				if old := idx.find(who, q); old != nil {
+				if old := idx.find(who, ks[i]); old != nil {
 					old.Expires, old.Note, old.Event, old.Room = h.Expires, h.Note, h.Event, h.Room // renewed
 					continue
 				}
