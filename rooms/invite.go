@@ -451,11 +451,20 @@ func (r *room) awaitOwnInvite(ctx context.Context) error {
 	if r.isMember(r.m.self) {
 		return nil
 	}
+	return r.waitInviteCatchUp(ctx, func() error {
+		return fmt.Errorf("%w: this node is not (yet) a member of room %s: it was invited and is still catching up with its inviter (which may be offline); retry later", ErrNotMember, r.id)
+	})
+}
+
+// waitInviteCatchUp waits up to inviteCatchUpWait for the catch-ups after
+// an invite to end; when that wait runs out (and ctx has not ended) it
+// returns late's error.
+func (r *room) waitInviteCatchUp(ctx context.Context, late func() error) error {
 	wctx, cancel := context.WithTimeout(ctx, inviteCatchUpWait)
 	defer cancel()
 	err := r.awaitInviteCatchUp(wctx)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: this node is not (yet) a member of room %s: it was invited and is still catching up with its inviter (which may be offline); retry later", ErrNotMember, r.id)
+		return late()
 	}
 	return err
 }

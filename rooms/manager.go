@@ -563,13 +563,9 @@ func (m *Manager) Say(ctx context.Context, id identity.RoomID, a SayArgs) (ID, e
 	addr := agentAddr(a.Agent, m.self)
 	if st, ok := r.agentState(addr); ok && !st.In {
 		// Invited back, this node may be catching up: its join follows.
-		wctx, cancel := context.WithTimeout(ctx, inviteCatchUpWait)
-		err := r.awaitInviteCatchUp(wctx)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-			return ID{}, fmt.Errorf("%w (room %s: this node was invited back and is still catching up; %s posts once its join is in)", ErrOwnEventsUnknown, id, a.Agent)
-		case err != nil:
+		if err := r.waitInviteCatchUp(ctx, func() error {
+			return fmt.Errorf("%w (room %s: this node was invited back and is still catching up; %s posts once its join is in)", ErrOwnEventsUnknown, id, a.Agent)
+		}); err != nil {
 			return ID{}, err
 		}
 		if st, ok := r.agentState(addr); ok && !st.In {
