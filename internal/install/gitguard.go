@@ -233,6 +233,14 @@ func InstallGitGuard(env Env, hooksDir, command string, args []string) (*Plan, e
 		if existed && bytes.Contains(before, []byte("\r\n")) {
 			p.Notes = append(p.Notes, fmt.Sprintf("%s has lines ending in CRLF (\\r\\n): a shell reads the \\r into the command on such a line (Parley's lines end in LF); to convert it: %s", path, toLF(path)))
 		}
+		// A compiled program (no #! line, NUL bytes: ELF, Mach-O) is run as
+		// it is: shell lines in front of it would have git hand it to sh,
+		// which would read its bytes as shell and fail every commit.
+		if existed && !bytes.HasPrefix(before, []byte("#!")) && bytes.IndexByte(before, 0) >= 0 {
+			return nil, &ConfigError{Path: path, Line: 1, Err: ErrNotShell, Msg: fmt.Sprintf(
+				"the hook is a compiled program, not a shell script: Parley puts shell lines only into shell scripts. "+
+					"Call the guard from it yourself: run %s in the repository and stop the %s when it exits non-zero", guardLine(command, args), strings.TrimSuffix(strings.TrimPrefix(name, "pre-"), "-commit"))}
+		}
 		// Also over a block an older Parley put there: it breaks the hook.
 		if prog := interpreter(before); existed && prog != "" && !shells[prog] {
 			return nil, &ConfigError{Path: path, Line: 1, Err: ErrNotShell, Msg: fmt.Sprintf(
