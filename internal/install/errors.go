@@ -29,6 +29,10 @@ var (
 	// ErrHardLinked is returned when a file Parley would change has other
 	// names (hard links), which a replace would part from it.
 	ErrHardLinked = errors.New("install: hard-linked file")
+	// ErrNotRegular is returned when a config file Parley would read or
+	// change is not a regular file (a device, such as a link to /dev/null;
+	// a pipe): a rename would replace the device itself; nothing is changed.
+	ErrNotRegular = errors.New("install: not a regular file")
 	// ErrOtherHome is returned by an uninstall whose Parley home holds no
 	// record of the install when Parley's entries name another home that
 	// does: the uninstall belongs there; nothing is changed.

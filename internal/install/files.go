@@ -18,6 +18,9 @@ import (
 // --- files ---
 
 func readFile(path string) ([]byte, bool, error) {
+	if err := regular(path); err != nil {
+		return nil, false, err
+	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -26,6 +29,32 @@ func readFile(path string) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("install: read %s: %w", path, err)
 	}
 	return b, true, nil
+}
+
+// regular refuses a file that is there and is not a regular file (a
+// device: a config linked to /dev/null; a pipe, whose read would wait):
+// Parley's rename would replace the device itself (the system's /dev/null,
+// for root), and a read of a pipe would never end.
+func regular(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() || fi.IsDir() {
+		return nil // missing: created; a folder: the read says so
+	}
+	return fmt.Errorf("%w: %s is a %s, not a file: Parley will not read or replace it (a config linked to a device is one its user keeps from being written); to install, make the config a regular file, and do not remove the device", ErrNotRegular, path, fileKind(fi.Mode()))
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }
 
 // writeFileAtomic replaces path's content in one rename, keeping its mode;
@@ -65,6 +94,9 @@ func replaceFile(path, root, planned string, data []byte, perm fs.FileMode, unch
 		return err
 	}
 	if err := hardLinked(path); err != nil {
+		return err
+	}
+	if err := regular(real); err != nil {
 		return err
 	}
 	uid, gid := -1, -1 // the file's owner and group, to keep
