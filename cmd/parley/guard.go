@@ -433,6 +433,25 @@ func untrackedHooks(ctx context.Context, root, hooks string) error {
 			}
 		}
 	}
+	// A hooks folder outside the repository (core.hooksPath naming a folder
+	// of the user's, often in their own git config: ~/.githooks) is every
+	// repository's that uses it: the guard written there would run in all
+	// of them. One that is not a folder (/dev/null) the install refuses.
+	if fi, err := os.Stat(hooks); err != nil || fi.IsDir() {
+		real := hooks
+		for d, rest := hooks, ""; ; d, rest = filepath.Dir(d), filepath.Join(filepath.Base(d), rest) {
+			if r, err := filepath.EvalSymlinks(d); err == nil {
+				real = filepath.Join(r, rest)
+				break
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+		if !inRepo(real) {
+			return fmt.Errorf("install: git's hooks folder here is %s (core.hooksPath; `git config --show-origin core.hooksPath` says where it is set), outside the repository: every repository that uses it would run the guard, and its hooks are not this repository's; add parley guard to them yourself, or install with --force to write them anyway", hooks)
+		}
+	}
 	for _, name := range install.GuardHooks {
 		p := filepath.Join(hooks, name)
 		if fi, err := os.Lstat(p); err == nil {
