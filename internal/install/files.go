@@ -182,6 +182,12 @@ func keepOwner(f *os.File, uid, gid int) error {
 	return nil
 }
 
+// isLink reports whether path itself is a symbolic link.
+func isLink(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+}
+
 // removeFile removes a config file: for a symbolic link, the file it
 // points at (the link stays, as it was before Parley created the file);
 // root and planned as for replaceFile.

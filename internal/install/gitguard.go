@@ -389,12 +389,19 @@ func uninstallHook(fr *fileRecord, path string) (*Change, error) {
 		return nil, err
 	}
 	ch := Change{Path: path, before: cur, perm: 0o755}
+	// A hook Parley created that is a link now was moved away by the user,
+	// a link put in its place: the file it leads to is not removed (as
+	// for the clients' files), only the block goes.
+	linked := isLink(path)
 	if fr != nil && fr.Restorable && bytes.Equal(sum(cur), fr.afterSum()) {
-		if !fr.Existed {
+		switch {
+		case !fr.Existed && !linked:
 			ch.Delete, ch.Restore = true, true
-		} else if orig, err := os.ReadFile(fr.Backup); err == nil {
-			if _, _, has := findBlock(orig); !has {
-				ch.after, ch.Restore = orig, true
+		case fr.Existed:
+			if orig, err := os.ReadFile(fr.Backup); err == nil {
+				if _, _, has := findBlock(orig); !has {
+					ch.after, ch.Restore = orig, true
+				}
 			}
 		}
 	}
@@ -404,7 +411,7 @@ func uninstallHook(fr *fileRecord, path string) (*Change, error) {
 			return nil, nil
 		}
 		ch.after = append(append([]byte{}, cur[:i]...), cur[j:]...)
-		if (fr == nil || !fr.Existed) && string(ch.after) == "#!/bin/sh\n" {
+		if (fr == nil || !fr.Existed) && !linked && string(ch.after) == "#!/bin/sh\n" {
 			ch.Delete = true
 		}
 	}

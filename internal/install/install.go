@@ -805,11 +805,20 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 		if fi, err := os.Stat(t.path); err == nil {
 			ch.perm = fi.Mode().Perm() // to put it back, should Apply stop
 		}
+		// A file Parley created that is a link now was moved away by the
+		// user (into a dotfiles repository), a link put in its place:
+		// Parley created no file there (never through a link), so it
+		// removes none there, nor leaves the link leading to nothing; its
+		// entries go.
+		created := fr != nil && !fr.Existed && !isLink(t.path)
 		if fr != nil && fr.Restorable && bytes.Equal(sum(cur), fr.afterSum()) {
-			if !fr.Existed {
+			switch {
+			case created:
 				ch.Delete, ch.Restore = true, true
-			} else if orig, err := os.ReadFile(fr.Backup); err == nil && isClean(t, client, k, orig) {
-				ch.after, ch.Restore = orig, true
+			case fr.Existed:
+				if orig, err := os.ReadFile(fr.Backup); err == nil && isClean(t, client, k, orig) {
+					ch.after, ch.Restore = orig, true
+				}
 			}
 		}
 		if !ch.Restore {
@@ -819,7 +828,7 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 			}
 			p.Notes = append(p.Notes, notes...)
 			ch.after = after
-			if fr != nil && !fr.Existed && isEmptyConfig(t, after) {
+			if created && isEmptyConfig(t, after) {
 				ch.Delete = true
 			}
 		}
