@@ -288,6 +288,19 @@ func defaultCommand(scope install.Scope) (string, error) {
 		}
 		return "", errors.New("this parley is a temporary build (go run): install it first (go install ./cmd/parley), or pass --command PATH")
 	}
+	// A package manager's parley is a link on PATH to a file in a
+	// versioned folder (Homebrew's Cellar, a nix store path) that the next
+	// upgrade removes: when the parley on PATH is this very program, the
+	// config names it there, and keeps working across upgrades.
+	if p, err := exec.LookPath("parley"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil && abs != exe {
+			a, errA := os.Stat(abs)
+			b, errB := os.Stat(exe)
+			if errA == nil && errB == nil && os.SameFile(a, b) {
+				return abs, nil
+			}
+		}
+	}
 	return exe, nil
 }
 
