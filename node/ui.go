@@ -366,6 +366,10 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	var agents []agentView
 	for _, w := range (agentsAPI{n}).Who(ctx) {
 		v := agentView{WhoEntry: w, WaitingOn: []string{}}
+		// The page shows claims in the board panel, not here: each
+		// agent's claims, a member's long ones among them, made this
+		// panel megabytes built and compared every second for each page.
+		v.Claims = nil
 		if w.Local {
 			if owed, err := n.inbox.Owed(ctx, w.Agent); err == nil {
 				c := len(owed)
