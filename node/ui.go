@@ -63,6 +63,15 @@ func (n *Node) startUI() {
 	}
 	ln, moved, err := n.uiListen()
 	if err != nil {
+		if moved {
+			// The port open tabs know is held by another program, which
+			// gets what they send while this node runs without its
+			// dashboard: a new token at the next start makes it worth
+			// nothing.
+			if rerr := os.Remove(filepath.Join(n.cfg.Home, ui.TokenFileName)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = fmt.Errorf("%w; and its token cannot be replaced: %w", err, rerr)
+			}
+		}
 		fail(err)
 		return
 	}
@@ -114,11 +123,14 @@ const UIPortFileName = "ui.port"
 
 // uiListen opens the dashboard's port: the config's ui_port; else the port
 // it had last time, when that is free; else any free port, kept for the
-// next start. moved says the last port was taken.
+// next start. moved says the last port was taken (or the configured one
+// could not be bound: err is then set too).
 func (n *Node) uiListen() (ln net.Listener, moved bool, err error) {
 	if n.cfg.UIPort != 0 {
+		// The configured port not bound (another program may hold it):
+		// moved, so that the token changes as when the port kept is taken.
 		ln, err = ui.Listen(n.cfg.UIPort)
-		return ln, false, err
+		return ln, err != nil, err
 	}
 	path := filepath.Join(n.cfg.Home, UIPortFileName)
 	if b, rerr := os.ReadFile(path); rerr == nil {
