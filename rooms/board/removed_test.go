@@ -7,6 +7,7 @@ import (
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/node/nodetest"
+	"github.com/parley-mesh/parley/rooms/board"
 )
 
 // TestBoardClaimOfARemovedNodeEnds: bob's node claims x.go for 8 h on a
@@ -56,13 +57,31 @@ func TestBoardRemovedNodeStaysOffTheBoard(t *testing.T) {
 		v, err := nt.Node(1).Board().Board(ctx, project)
 		return err == nil && len(v.Rooms) == 0
 	}, "node 1 to learn of its removal")
-	if _, err := claim(ctx, nt, 1, "bob", "bob's other work", time.Hour, 0, "y.go"); err != nil {
+	r, err := claim(ctx, nt, 1, "bob", "bob's other work", time.Hour, 0, "y.go")
+	if err != nil {
 		t.Fatal(err)
 	}
+	// Node 0 takes bob's new room in (a contact's invite) and folds his
+	// claim into the same board: ignored.
+	var rec board.Record
+	nt.WaitFor(45*time.Second, func() bool {
+		h, err := nt.Node(0).Board().History(ctx, project, "y.go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range h {
+			if x.ID == r.Event {
+				rec = x
+				return true
+			}
+		}
+		return false
+	}, "node 0 to fold bob's claim of y.go")
 	b := "bob@" + nt.ID(1).String()
-	if nodetest.Poll(45*time.Second, func() bool { return holders(live(t, nt, 0))["y.go"] == b }) {
-		t.Fatalf("bob's node, removed from the board room, holds y.go on alice's node's board again: %v", holders(live(t, nt, 0)))
+	if holders(live(t, nt, 0))["y.go"] == b || rec.Bad == "" {
+		t.Fatalf("bob's node, removed from the board room, holds y.go on alice's node's board again: %v (its record %+v)", holders(live(t, nt, 0)), rec)
 	}
+	t.Logf("bob's claim on node 0: %s", rec.Bad)
 }
 
 // sharedBoardOfTwo starts two befriended nodes whose board of project

@@ -486,6 +486,7 @@ func (s *Service) room(ctx context.Context, p *project, agent identity.AgentName
 	}
 	p.cursors[id] = 0
 	s.projects[p.key] = p // a board here now
+	s.Kick()              // its contacts invited now, not at the next tick
 	return id, nil
 }
 
