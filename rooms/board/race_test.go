@@ -67,14 +67,18 @@ func TestBoardTwoWaitersOnOtherNodesOneGranted(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
-	for _, c := range []struct {
-		node  int
-		agent string
-	}{{1, "bob"}, {2, "carol"}} {
+	cctx := []context.Context{nil, nil, nil}
+	stop := []context.CancelFunc{nil, nil, nil}
+	done := make(chan int, 2)
+	agents := []string{"", "bob", "carol"}
+	for _, i := range []int{1, 2} {
+		cctx[i], stop[i] = context.WithCancel(ctx)
+		defer stop[i]()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[c.node] = claim(ctx, nt, c.node, c.agent, c.agent+"'s work", time.Hour, 30*time.Second, "x.go")
+			_, errs[i] = claim(cctx[i], nt, i, agents[i], agents[i]+"'s work", time.Hour, 30*time.Second, "x.go")
+			done <- i
 		}()
 	}
 	nt.WaitFor(10*time.Second, func() bool {
@@ -82,6 +86,23 @@ func TestBoardTwoWaitersOnOtherNodesOneGranted(t *testing.T) {
 	}, "both claims to wait")
 	if _, err := nt.Node(0).Board().Release(ctx, "alice", project, nil); err != nil {
 		t.Fatal(err)
+	}
+	// The first told it holds x.go wins; the other's claim, still waiting
+	// once its node's board shows the winner holding x.go for an hour,
+	// cannot be granted any more: it is ended there rather than left to
+	// wait out its 30 s.
+	if w := <-done; errs[w] == nil {
+		l := 3 - w
+		winner := agents[w] + "@" + nt.ID(w).String()
+		nt.WaitFor(30*time.Second, func() bool {
+			select {
+			case <-done:
+				return true
+			default:
+			}
+			return holders(live(t, nt, l))["x.go"] == winner && nt.Node(l).Board().Waiting() == 1
+		}, "node %d to see %s hold x.go", l, winner)
+		stop[l]()
 	}
 	wg.Wait()
 	if errs[1] == nil && errs[2] == nil {
