@@ -319,6 +319,22 @@ func (m *Manager) Provisional(id identity.RoomID) bool {
 	return r != nil && r.provisional()
 }
 
+// ProvisionalHeard returns how many members a catch-up of room id, told
+// back and not confirmed yet, has ended complete with (0 when the room is
+// not provisional).
+func (m *Manager) ProvisionalHeard(id identity.RoomID) int {
+	r := m.room(id)
+	if r == nil {
+		return 0
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.prov == nil {
+		return 0
+	}
+	return len(r.prov.heard)
+}
+
 // HasRecord reports whether this node's store holds a record of room id
 // (its entry in the room list, open, left or removed).
 func (m *Manager) HasRecord(id identity.RoomID) bool {

@@ -156,10 +156,13 @@ func TestToldBackStaleMemberDoesNotReopenLeftRoomAndFork(t *testing.T) {
 	restore(nt, 1, old)
 	nt.Restart(2)
 	waitConnected(t, nt, 1, 2)
-	if !nodetest.Poll(30*time.Second, func() bool {
+	// Node 2 tells the room back and node 1 catches up from it: node 1
+	// hears node 2, and that alone does not confirm the room.
+	nt.WaitFor(40*time.Second, func() bool {
 		_, err := mgr(nt, 1).Get(id)
-		return err == nil
-	}) {
+		return err == nil || mgr(nt, 1).ProvisionalHeard(id) > 0
+	}, "node 1 to catch up from node 2 in the room told back")
+	if _, err := mgr(nt, 1).Get(id); err != nil {
 		return // not reopened: as it should be
 	}
 	var facts []string
