@@ -254,9 +254,14 @@ func installJSONText(t target, client Client, k known, before []byte, existed bo
 			return nil, nil, err
 		}
 		// A re-install keeps the record of the first one (what it created,
-		// what it replaced).
-		if changed && fr.jsonUndo(u.Path) == nil {
+		// what it replaced). An entry found as Parley writes it, with no
+		// record of Parley's writing it, was there before the install: it
+		// is recorded as found, and an uninstall leaves it.
+		switch r := fr.jsonUndo(u.Path); {
+		case changed && (r == nil || r.Found):
 			fr.setJSON(u)
+		case !changed && r == nil:
+			fr.setJSON(jsonUndo{Path: u.Path, Found: true})
 		}
 	}
 	if t.hooks != nil {
@@ -269,7 +274,8 @@ func installJSONText(t target, client Client, k known, before []byte, existed bo
 			root, _ := d.parse()
 			h := findParleyHook(d.src, &root, client, k, func(ev string) bool {
 				_, want := t.hooks[ev]
-				return !want && !fr.hookBack(ev) && fr.jsonUndo([]string{"hooks", ev}) != nil
+				u := fr.jsonUndo([]string{"hooks", ev})
+				return !want && u != nil && !u.Back && !u.Found
 			})
 			if h == nil {
 				break
@@ -296,8 +302,14 @@ func installJSONText(t target, client Client, k known, before []byte, existed bo
 			}
 			// A hook Parley added is recorded afresh; for one it replaced,
 			// the record of the first install keeps what was there before.
-			if r := fr.jsonUndo(u.Path); changed && (u.Prev == nil || r == nil || r.Back) {
+			// One found as Parley writes it, with no record, was there
+			// before the install.
+			r := fr.jsonUndo(u.Path)
+			switch {
+			case changed && (u.Prev == nil || r == nil || r.Back || r.Found):
 				fr.setJSON(u)
+			case !changed && r == nil:
+				fr.setJSON(jsonUndo{Path: u.Path, Found: true})
 			}
 		}
 	}
@@ -351,9 +363,7 @@ func installTOMLText(t target, k known, before []byte, fr *fileRecord) ([]byte, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if changed && fr.tomlUndo(u.Path) == nil {
-		fr.setTOML(u)
-	}
+	setTOML(fr, changed, u)
 	cur, hasNotify := m["notify"]
 	curOurs := hasNotify && k.notify(cur)
 	switch {
@@ -364,9 +374,9 @@ func installTOMLText(t target, k known, before []byte, fr *fileRecord) ([]byte, 
 		if err != nil {
 			return nil, nil, err
 		}
-		if changed && fr.tomlUndo(u.Path) == nil {
-			fr.setTOML(u)
-		}
+		setTOML(fr, changed, u)
+	case curOurs && isFound(fr.tomlUndo([]string{"notify"})):
+		// There before the install: not Parley's to take out.
 	case curOurs:
 		r := fr.tomlUndo([]string{"notify"})
 		if _, err := d.removeTopKey(undoOr(r, []string{"notify"}), r != nil); err != nil {
@@ -382,6 +392,27 @@ func installTOMLText(t target, k known, before []byte, fr *fileRecord) ([]byte, 
 		return nil, nil, fmt.Errorf("install: the edit would change entries that are not Parley's (a bug in Parley; nothing was written)")
 	}
 	return d.src, notes, nil
+}
+
+// setTOML records how to undo an entry put (changed) or found as Parley
+// writes it: a re-install keeps the record of the first one; an entry
+// found with no record was there before the install.
+func setTOML(fr *fileRecord, changed bool, u tomlUndo) {
+	switch r := fr.tomlUndo(u.Path); {
+	case changed && (r == nil || r.Found):
+		fr.setTOML(u)
+	case !changed && r == nil:
+		fr.setTOML(tomlUndo{Path: u.Path, Table: u.Table, Found: true})
+	}
+}
+
+// isFound reports whether r records an entry that was there before the
+// install.
+func isFound(r *tomlUndo) bool { return r != nil && r.Found }
+
+// foundNote is the uninstall's note for an entry it leaves in place.
+func foundNote(path, entry string) string {
+	return fmt.Sprintf("%s: %s left in place; it was there before the install.", path, entry)
 }
 
 func undoOr(r *tomlUndo, path []string) tomlUndo {
@@ -882,7 +913,9 @@ func uninstallTOML(t target, k known, cur []byte, fr *fileRecord) ([]byte, []str
 		if fr != nil {
 			r = fr.tomlUndo([]string{"notify"})
 		}
-		if _, err := d.removeTopKey(undoOr(r, []string{"notify"}), r != nil); err != nil {
+		if isFound(r) {
+			notes = append(notes, foundNote(t.path, "notify"))
+		} else if _, err := d.removeTopKey(undoOr(r, []string{"notify"}), r != nil); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -897,7 +930,9 @@ func uninstallTOML(t target, k known, cur []byte, fr *fileRecord) ([]byte, []str
 		if fr != nil {
 			r = fr.tomlUndo(t.server)
 		}
-		if _, err := d.removeTable(undoOr(r, t.server), r != nil); err != nil {
+		if isFound(r) {
+			notes = append(notes, foundNote(t.path, "["+strings.Join(t.server, ".")+"]"))
+		} else if _, err := d.removeTable(undoOr(r, t.server), r != nil); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -926,6 +961,8 @@ func uninstallJSON(t target, client Client, k known, cur []byte, fr *fileRecord,
 			switch r := undo(t.server); {
 			case why != "":
 				notes = append(notes, fmt.Sprintf("%s: %s is not Parley's own (%s); left alone.", t.path, strings.Join(t.server, "."), why))
+			case r != nil && r.Found:
+				notes = append(notes, foundNote(t.path, strings.Join(t.server, ".")))
 			case r != nil && r.Prev != nil:
 				if err := d.replaceRaw(t.server, *r.Prev); err != nil {
 					return nil, nil, err
@@ -954,6 +991,9 @@ func uninstallJSON(t target, client Client, k known, cur []byte, fr *fileRecord,
 		root, _ := d.parse()
 		h := findParleyHook(d.src, &root, client, k, func(ev string) bool {
 			u := undo([]string{"hooks", ev})
+			if u != nil && u.Found {
+				return false // there before the install
+			}
 			if fr != nil && u == nil && !slices.Contains(hooks, ev) {
 				return false
 			}
@@ -967,6 +1007,19 @@ func uninstallJSON(t target, client Client, k known, cur []byte, fr *fileRecord,
 			return nil, nil, err
 		}
 		restored[h.event] = put
+	}
+	// Hooks there before the install stay.
+	if fr != nil {
+		root, _ := d.parse()
+		for _, u := range fr.JSON {
+			if !u.Found || len(u.Path) != 2 || u.Path[0] != "hooks" {
+				continue
+			}
+			ev := u.Path[1]
+			if findParleyHook(d.src, &root, client, k, func(e string) bool { return e == ev }) != nil {
+				notes = append(notes, foundNote(t.path, "the "+ev+" hook"))
+			}
+		}
 	}
 	// Containers one entry created and another's removal left empty.
 	if fr != nil {

@@ -67,6 +67,10 @@ type jsonUndo struct {
 	// Back is true once Prev is back in place of Parley's hook (an install
 	// left the event out): the event's hooks are the user's.
 	Back bool `json:"back,omitempty"`
+	// Found is true when the entry was there, as Parley writes it, before
+	// the install (a teammate's committed .mcp.json): it is not Parley's,
+	// and an uninstall leaves it in place.
+	Found bool `json:"found,omitempty"`
 }
 
 // newJSONDoc checks src as a config file of dialect d whose top level is an

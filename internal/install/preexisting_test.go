@@ -3,6 +3,7 @@ package install
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -14,7 +15,6 @@ import (
 // file (and the "mcpServers" object around it), so install then uninstall
 // is not the identity.
 func TestUninstallLeavesAnEntryTheInstallFoundInPlace(t *testing.T) {
-	t.Skip("finding: an entry identical to Parley's that was there before the install is removed by the uninstall (install records no undo for it), with its emptied parent; install then uninstall is not the identity")
 	env := testEnv(t)
 	p := filepath.Join(env.ProjectDir, ".mcp.json")
 	orig := "{\n  \"mcpServers\": {\n    \"parley\": {\n      \"type\": \"stdio\",\n      \"command\": \"parley\",\n      \"args\": [\"mcp\", \"--client\", \"claude-code\"]\n    }\n  }\n}\n"
@@ -32,5 +32,67 @@ func TestUninstallLeavesAnEntryTheInstallFoundInPlace(t *testing.T) {
 	}
 	if string(got) != orig {
 		t.Errorf("install then uninstall changed the committed .mcp.json:\nbefore: %q\nafter:  %q", orig, got)
+	}
+}
+
+// TestUninstallLeavesFoundEntriesOfEveryClient: files that already hold
+// every entry of Parley's (server, hooks, notify), as Parley writes them,
+// with no record of an install: the install changes nothing, and the
+// uninstall leaves them all, saying so. An install run twice is still
+// taken out in full: the second one finds the first one's entries, which
+// its record names.
+func TestUninstallLeavesFoundEntriesOfEveryClient(t *testing.T) {
+	for _, c := range Clients {
+		for _, s := range []Scope{User, Project} {
+			t.Run(string(c)+"-"+string(s), func(t *testing.T) {
+				env := testEnv(t)
+				first := mustInstall(t, env, opts(c, s))
+				if !first.Changed() {
+					t.Fatal("the first install changed nothing")
+				}
+				want := map[string]string{}
+				for _, ch := range first.Changes {
+					want[ch.Path] = string(mustRead(t, ch.Path))
+				}
+				// The same files, with no record of Parley's: a teammate's.
+				if err := os.RemoveAll(filepath.Join(env.ParleyHome, "install")); err != nil {
+					t.Fatal(err)
+				}
+				if p := mustInstall(t, env, opts(c, s)); p.Changed() {
+					t.Fatalf("install changed files that held its entries:\n%s", p.Diff())
+				}
+				mustInstall(t, env, opts(c, s)) // twice: still found, not Parley's
+				u := mustUninstall(t, env, c, s)
+				if u.Changed() {
+					t.Errorf("uninstall changed files whose entries were there before the install:\n%s", u.Diff())
+				}
+				for path, w := range want {
+					if got := string(mustRead(t, path)); got != w {
+						t.Errorf("%s: %q, want %q", path, got, w)
+					}
+				}
+				if !strings.Contains(strings.Join(u.Notes, "\n"), "there before the install") {
+					t.Errorf("no note of the entries left in place: %q", u.Notes)
+				}
+
+				// From clean: installed twice, uninstalled once, all gone.
+				env = testEnv(t)
+				mustInstall(t, env, opts(c, s))
+				mustInstall(t, env, opts(c, s))
+				mustUninstall(t, env, c, s)
+				for _, ch := range first.Changes {
+					// first's paths are in the other env: map them over.
+					p := ch.Path
+					for _, pair := range [][2]string{{filepath.Dir(first.env.Home), filepath.Dir(env.Home)}} {
+						if r, err := filepath.Rel(pair[0], p); err == nil {
+							p = filepath.Join(pair[1], r)
+						}
+					}
+					if b, err := os.ReadFile(p); err == nil {
+						t.Errorf("%s, which Parley created, is still there after install, install, uninstall: %q", p, b)
+					}
+				}
+			})
+		}
 	}
 }

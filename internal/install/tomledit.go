@@ -32,6 +32,9 @@ type tomlUndo struct {
 	After  string `json:"after,omitempty"`
 	// Prev is the text the entry replaced, when it replaced one.
 	Prev *string `json:"prev,omitempty"`
+	// Found is true when the entry was there, as Parley writes it, before
+	// the install: it is not Parley's, and an uninstall leaves it in place.
+	Found bool `json:"found,omitempty"`
 }
 
 // tomlExpr is one top-level expression: a key/value line (with its table's
