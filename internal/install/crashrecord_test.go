@@ -1,44 +1,184 @@
 package install
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// TestInstallCutShortBeforeItsRecordIsUndoneInFull: Apply renames the
-// files first and writes the record last. A process killed in between
-// (Ctrl-C, a crash, power loss) leaves Parley's entries with no record of
-// what they replaced or created; the backup copy is on disk but no record
-// names it. The state is made here as such a crash leaves it (the record
-// removed right after Apply). Running install again then records the
-// files as found, and install + uninstall no longer gives the user's
-// files back: ~/.claude/settings.json, which Parley created, stays behind
-// as "{}", and an empty "mcpServers" of the user's is taken out.
+// crash stands for the process being killed (Ctrl-C, a crash, power
+// loss): a panic from beforeReplace unwinds Apply with no rollback and no
+// further write of its own.
+type crash struct{}
+
+// crashAt makes Apply stop dead right before its n-th rename (from 0).
+func crashAt(t *testing.T, n int) {
+	t.Helper()
+	i := 0
+	beforeReplace = func(string) {
+		if i == n {
+			panic(crash{})
+		}
+		i++
+	}
+	t.Cleanup(func() { beforeReplace = nil })
+}
+
+func applyCrashing(t *testing.T, p *Plan) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(crash); !ok {
+				panic(r)
+			}
+		}
+		beforeReplace = nil
+	}()
+	if err := p.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	t.Fatal("Apply ended although it was cut short")
+}
+
+// TestInstallCutShortBeforeItsRecordIsUndoneInFull: an install killed
+// between its renames (before the first, or after the first of two)
+// leaves no edit that its record does not name. Before, Apply renamed the
+// files first and wrote the record last: a process killed in between left
+// Parley's entries with no record of what they replaced or created, and
+// install + uninstall no longer gave the user's files back:
+// ~/.claude/settings.json, which Parley created, stayed behind as "{}",
+// and an empty "mcpServers" of the user's was taken out.
 func TestInstallCutShortBeforeItsRecordIsUndoneInFull(t *testing.T) {
-	t.Skip("finding: the record is written after the renames; a crash in between leaves edits no record (and no uninstall) can undo byte for byte")
+	for _, n := range []int{0, 1} {
+		env := testEnv(t)
+		claudeJSON := filepath.Join(env.Home, ".claude.json")
+		const orig = "{\n  \"mcpServers\": {}\n}\n"
+		writeFile(t, claudeJSON, orig)
+		settings := filepath.Join(env.Home, ".claude", "settings.json")
+		p, err := Install(env, opts(Claude, User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Changes) != 2 {
+			t.Fatalf("changes: %+v", p.Changes)
+		}
+		crashAt(t, n)
+		applyCrashing(t, p)
+		mustInstall(t, env, opts(Claude, User)) // the user runs it again
+		mustUninstall(t, env, Claude, User)
+		if got := string(mustRead(t, claudeJSON)); got != orig {
+			t.Errorf("cut short at rename %d: %s after install and uninstall: %q, want %q", n, claudeJSON, got, orig)
+		}
+		if b, err := os.ReadFile(settings); err == nil {
+			t.Errorf("cut short at rename %d: %s, which Parley created, is still there: %q", n, settings, b)
+		}
+		if _, err := os.Stat(filepath.Dir(settings)); err == nil {
+			t.Errorf("cut short at rename %d: %s, which Parley created, is still there", n, filepath.Dir(settings))
+		}
+	}
+}
+
+// TestUninstallAfterAnInstallCutShortGivesTheFilesBack: the user
+// uninstalls right after the install was cut short, without installing
+// again.
+func TestUninstallAfterAnInstallCutShortGivesTheFilesBack(t *testing.T) {
+	for _, n := range []int{0, 1} {
+		env := testEnv(t)
+		claudeJSON := filepath.Join(env.Home, ".claude.json")
+		const orig = "{\n  \"mcpServers\": {}\n}\n"
+		writeFile(t, claudeJSON, orig)
+		settings := filepath.Join(env.Home, ".claude", "settings.json")
+		p, err := Install(env, opts(Claude, User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashAt(t, n)
+		applyCrashing(t, p)
+		mustUninstall(t, env, Claude, User)
+		if got := string(mustRead(t, claudeJSON)); got != orig {
+			t.Errorf("cut short at rename %d: %s after the uninstall: %q, want %q", n, claudeJSON, got, orig)
+		}
+		if _, err := os.Stat(filepath.Dir(settings)); err == nil {
+			t.Errorf("cut short at rename %d: %s is still there", n, filepath.Dir(settings))
+		}
+		if _, err := os.Stat(recordPath(env, Claude, User)); err == nil {
+			t.Errorf("cut short at rename %d: the record is still there after the uninstall", n)
+		}
+	}
+}
+
+// TestFailedApplyPutsTheRecordBack: an install whose Apply stops cleanly
+// (ErrRaced at its second file) after it wrote its record puts the record
+// back as it was (none, or the earlier install's, byte for byte), but for a
+// file it could not put back (the client wrote it after Parley), whose
+// entries the record keeps, so that the uninstall takes them out.
+func TestFailedApplyPutsTheRecordBack(t *testing.T) {
+	for _, alsoFirst := range []bool{false, true} {
+		env := testEnv(t)
+		realistic(t, env, Claude)
+		first := filepath.Join(env.Home, ".claude.json")
+		second := filepath.Join(env.Home, ".claude", "settings.json")
+		orig := snapshot(t, env.Home)
+		var firstWrite []byte
+		clientWritesAt(t, second, func(b []byte) []byte {
+			if alsoFirst {
+				firstWrite = startups(mustRead(t, first))
+				if err := os.WriteFile(first, firstWrite, 0o600); err != nil {
+					t.Error(err)
+				}
+			}
+			return startups(b)
+		})
+		p, err := Install(env, opts(Claude, User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Apply(); !errors.Is(err, ErrRaced) {
+			t.Fatalf("apply: %v, want ErrRaced", err)
+		}
+		beforeReplace = nil
+		rec, err := loadRecord(recordPath(env, Claude, User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !alsoFirst {
+			if rec != nil {
+				t.Errorf("a record of an install that did not happen: %+v", rec)
+			}
+			continue
+		}
+		if rec == nil || len(rec.Files) != 1 || rec.Files[0].Path != first {
+			t.Fatalf("the record does not name %s alone, which keeps Parley's entries: %+v", first, rec)
+		}
+		mustUninstall(t, env, Claude, User)
+		if got, want := string(mustRead(t, first)), string(startups([]byte(orig[first]))); got != want {
+			t.Errorf("%s after the uninstall:\n%s\nwant\n%s", first, got, want)
+		}
+	}
+
+	// With an earlier install's record: it is put back byte for byte.
 	env := testEnv(t)
-	claudeJSON := filepath.Join(env.Home, ".claude.json")
-	const orig = "{\n  \"mcpServers\": {}\n}\n"
-	writeFile(t, claudeJSON, orig)
-	settings := filepath.Join(env.Home, ".claude", "settings.json")
+	realistic(t, env, Claude)
+	o := opts(Claude, User)
+	o.Hooks = nil
+	mustInstall(t, env, o)
+	rp := recordPath(env, Claude, User)
+	before := mustRead(t, rp)
+	second := filepath.Join(env.Home, ".claude", "settings.json")
+	clientWritesAt(t, second, startups)
 	p, err := Install(env, opts(Claude, User))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Apply(); err != nil {
-		t.Fatal(err)
+	if len(p.Changes) == 0 {
+		t.Fatal("the second install changes nothing")
 	}
-	// The crash: the files are renamed, the record is not there.
-	if err := os.Remove(recordPath(env, Claude, User)); err != nil {
-		t.Fatal(err)
+	if err := p.Apply(); !errors.Is(err, ErrRaced) {
+		t.Fatalf("apply: %v, want ErrRaced", err)
 	}
-	mustInstall(t, env, opts(Claude, User)) // the user runs it again
-	mustUninstall(t, env, Claude, User)
-	if got := string(mustRead(t, claudeJSON)); got != orig {
-		t.Errorf("%s after install and uninstall: %q, want %q", claudeJSON, got, orig)
-	}
-	if b, err := os.ReadFile(settings); err == nil {
-		t.Errorf("%s, which Parley created, is still there: %q", settings, b)
+	if got := mustRead(t, rp); !bytes.Equal(got, before) {
+		t.Errorf("the record after a failed Apply:\n%s\nwant\n%s", got, before)
 	}
 }

@@ -40,7 +40,9 @@ type Plan struct {
 	Backups []string `json:"backups,omitempty"`
 
 	env     Env
-	rec     *record // the record as it will be after Apply (nil: remove it)
+	rec     *record  // the record as it will be after Apply (nil: remove it)
+	old     *record  // an install's record as it was before (nil: none)
+	dirs    []string // an uninstall's folders to remove when empty
 	recPath string
 }
 
@@ -138,7 +140,7 @@ func Install(env Env, o Options) (*Plan, error) {
 	if o.Scope == Project {
 		rec.Project = env.ProjectDir
 	}
-	p := &Plan{Client: o.Client, Scope: o.Scope, env: env, rec: rec, recPath: recPath}
+	p := &Plan{Client: o.Client, Scope: o.Scope, env: env, rec: rec, old: old, recPath: recPath}
 	wroteHooks := false
 	root := ""
 	if o.Scope == Project {
@@ -159,10 +161,24 @@ func Install(env Env, o Options) (*Plan, error) {
 		if old != nil && existed {
 			if f := old.file(t.path); f != nil {
 				fr = f.clone()
-				if !bytes.Equal(sum(before), fr.afterSum()) {
+				s := sum(before)
+				// A file as it was before Parley's latest write is one that
+				// write did not reach (an install cut short after its record).
+				if !bytes.Equal(s, fr.afterSum()) && (fr.Before == "" || hexSum(before) != fr.Before) {
 					// Someone else changed the file since Parley wrote it:
 					// the original copy no longer restores it.
 					fr.Restorable = false
+				}
+			}
+		}
+		if old != nil && !existed {
+			// A file an install cut short meant to create: the folders it
+			// created for it are Parley's still.
+			if f := old.file(t.path); f != nil && !f.Existed {
+				for _, d := range f.Dirs {
+					if _, err := os.Stat(d); err == nil {
+						fr.Dirs = appendNew(fr.Dirs, d)
+					}
 				}
 			}
 		}
@@ -830,6 +846,11 @@ func Uninstall(env Env, client Client, scope Scope) (*Plan, error) {
 			return nil, err
 		}
 		if !existed {
+			if fr != nil && !fr.Existed {
+				// A file an install cut short did not create: the folders
+				// it created for it go when empty.
+				p.dirs = append(p.dirs, fr.Dirs...)
+			}
 			continue
 		}
 		ch := Change{Path: t.path, before: cur, real: real}
@@ -1100,13 +1121,19 @@ func isEmptyConfig(t target, src []byte) bool {
 
 // Apply writes the plan: a copy of each file goes under Parley's home
 // first (but of one holding Parley's text alone: one it creates, or one it
-// created and removes as it wrote it), then each file is replaced in one step (a rename), and the record
-// of the install is updated. Each file is compared with the plan before its
-// copy is made and again right before the rename: if the client wrote it in
-// between, Apply stops with ErrRaced and leaves the client's text (files
-// written before it in this plan are put back, unless they changed too).
-// A plan that changes a file with hard links is refused (ErrHardLinked)
-// before anything is written.
+// created and removes as it wrote it), then, for an install, the record of
+// it, synced, and only then is each file replaced in one step (a rename):
+// an install cut short between its renames (a crash, Ctrl-C) leaves no
+// edit the record does not name, and the record keeps the SHA-256 of each
+// file before the write, so a file the rename did not reach is told from
+// one someone else changed. An uninstall updates the record (or removes
+// it) after its renames: until then it still names every entry left. Each
+// file is compared with the plan before its copy is made and again right
+// before the rename: if the client wrote it in between, Apply stops with
+// ErrRaced and leaves the client's text (files written before it in this
+// plan are put back, unless they changed too, and the record is put back
+// as it was but for those). A plan that changes a file with hard links is
+// refused (ErrHardLinked) before anything is written.
 func (p *Plan) Apply() error {
 	for _, c := range p.Changes {
 		if !c.Create {
@@ -1115,28 +1142,47 @@ func (p *Plan) Apply() error {
 			}
 		}
 	}
+	if !p.Uninstall && !p.Changed() {
+		if _, err := os.Stat(p.recPath); err == nil {
+			return nil // already installed and recorded
+		}
+		if err := saveRecord(p.recPath, p.rec); err != nil {
+			return fmt.Errorf("install: write the record %s: %w", p.recPath, err)
+		}
+		return nil
+	}
 	var done []Change
-	rollback := func() {
+	// rollback puts back the files written, and returns those it could not
+	// put back (the client wrote them since).
+	rollback := func() []Change {
+		var left []Change
 		for i := len(done) - 1; i >= 0; i-- {
 			c := done[i]
 			// Best effort, and only while the file still holds what Parley
 			// left: a write the client made since stays. The copy stays too.
-			left := func() error { return holds(c.Path, c.after, !c.Delete) }
+			ours := func() error { return holds(c.Path, c.after, !c.Delete) }
+			if ours() != nil {
+				left = append(left, c)
+				continue
+			}
 			switch {
 			case c.Create:
-				if left() == nil {
-					_ = removeFile(c.Path, c.root, c.real)
-					removeEmptyDirs(c.dirs)
+				if err := removeFile(c.Path, c.root, c.real); err != nil {
+					left = append(left, c)
+					continue
 				}
+				removeEmptyDirs(c.dirs)
 			default:
-				_ = replaceFile(c.Path, c.root, c.real, c.before, c.perm, left)
+				if err := replaceFile(c.Path, c.root, c.real, c.before, c.perm, ours); err != nil {
+					left = append(left, c)
+				}
 			}
 		}
+		return left
 	}
+	// Each file is compared with the plan and copied first.
 	for _, c := range p.Changes {
-		unchanged := func() error { return holds(c.Path, c.before, !c.Create) }
-		if err := unchanged(); err != nil {
-			rollback()
+		if err := holds(c.Path, c.before, !c.Create); err != nil {
 			return err
 		}
 		// No copy of a file Parley creates, nor of one it created and
@@ -1146,24 +1192,56 @@ func (p *Plan) Apply() error {
 			first := fr != nil && fr.Backup == ""
 			orig, err := p.backup(c.Path, c.before, first)
 			if err != nil {
-				rollback()
 				return err
 			}
 			if first {
 				fr.Backup = orig
 			}
 		}
+	}
+	// An install's record is written before its first rename.
+	var putBackRecord func(left []Change)
+	if !p.Uninstall {
+		for _, c := range p.Changes {
+			if fr := p.rec.file(c.Path); fr != nil {
+				fr.Before = ""
+				if !c.Create {
+					fr.Before = hexSum(c.before)
+				}
+			}
+		}
+		oldRec, had, err := readFile(p.recPath)
+		if err != nil {
+			return err
+		}
+		if err := saveRecord(p.recPath, p.rec); err != nil {
+			_ = p.restoreRecord(oldRec, had, nil)
+			return fmt.Errorf("install: write the record %s: %w; nothing was changed", p.recPath, err)
+		}
+		putBackRecord = func(left []Change) {
+			if err := p.restoreRecord(oldRec, had, left); err != nil {
+				p.Notes = append(p.Notes, fmt.Sprintf("the record %s could not be put back as it was (%v); it names the edits this install meant to make, and the SHA-256 of each file before them", p.recPath, err))
+			}
+		}
+	}
+	fail := func(err error) error {
+		left := rollback()
+		if putBackRecord != nil {
+			putBackRecord(left)
+		}
+		return err
+	}
+	for _, c := range p.Changes {
+		unchanged := func() error { return holds(c.Path, c.before, !c.Create) }
 		if c.Delete {
 			if beforeReplace != nil {
 				beforeReplace(c.Path)
 			}
 			if err := unchanged(); err != nil {
-				rollback()
-				return err
+				return fail(err)
 			}
 			if err := removeFile(c.Path, c.root, c.real); err != nil {
-				rollback()
-				return fmt.Errorf("install: remove %s: %w", c.Path, err)
+				return fail(fmt.Errorf("install: remove %s: %w", c.Path, err))
 			}
 			removeEmptyDirs(c.dirs)
 			done = append(done, c)
@@ -1171,44 +1249,68 @@ func (p *Plan) Apply() error {
 		}
 		for _, dir := range c.dirs {
 			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				rollback()
-				return fmt.Errorf("install: create %s: %w", dir, err)
+				removeEmptyDirs(c.dirs)
+				return fail(fmt.Errorf("install: create %s: %w", dir, err))
 			}
 		}
 		if err := replaceFile(c.Path, c.root, c.real, c.after, c.perm, unchanged); err != nil {
 			removeEmptyDirs(c.dirs)
-			rollback()
-			return err
+			return fail(err)
 		}
 		done = append(done, c)
 	}
-	// The record is written last; when it cannot be (a full disk), the
-	// files are put back as they were, so that no edit of Parley's is
-	// left with no record of what it replaced or created.
-	if p.Uninstall {
-		if p.rec != nil && len(p.rec.Files) > 0 {
-			if err := saveRecord(p.recPath, p.rec); err != nil { // the files it did not look at
-				rollback()
-				return fmt.Errorf("install: write the record %s: %w; the files are put back as they were", p.recPath, err)
+	if !p.Uninstall {
+		return nil
+	}
+	// An uninstall's record is updated last; when it cannot be (a full
+	// disk), the files are put back as they were, so that no entry of
+	// Parley's is left with no record of what it replaced or created.
+	if p.rec != nil && len(p.rec.Files) > 0 {
+		if err := saveRecord(p.recPath, p.rec); err != nil { // the files it did not look at
+			rollback()
+			return fmt.Errorf("install: write the record %s: %w; the files are put back as they were", p.recPath, err)
+		}
+	} else if err := os.Remove(p.recPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		rollback()
+		return fmt.Errorf("install: remove record %s: %w; the files are put back as they were", p.recPath, err)
+	}
+	removeEmptyDirs(p.dirs)
+	return nil
+}
+
+// restoreRecord puts an install's record back as it was before Apply wrote
+// it (old, or none when !had), after a failed Apply put its files back:
+// but for the files in left, which stay changed (the client wrote them
+// after Parley), whose entries of the new record it keeps.
+func (p *Plan) restoreRecord(old []byte, had bool, left []Change) error {
+	if len(left) == 0 {
+		if !had {
+			if err := os.Remove(p.recPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
 			}
 			return nil
 		}
-		if err := os.Remove(p.recPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			rollback()
-			return fmt.Errorf("install: remove record %s: %w; the files are put back as they were", p.recPath, err)
-		}
-		return nil
+		return writeNew(p.recPath, old)
 	}
-	if !p.Changed() {
-		if _, err := os.Stat(p.recPath); err == nil {
-			return nil // already installed and recorded
+	r := &record{Client: p.rec.Client, Scope: p.rec.Scope, Project: p.rec.Project, Command: p.rec.Command, Hooks: p.rec.Hooks}
+	if p.old != nil {
+		r.Files = nil
+		for _, f := range p.old.Files {
+			r.Files = append(r.Files, f.clone())
 		}
 	}
-	if err := saveRecord(p.recPath, p.rec); err != nil {
-		rollback()
-		return fmt.Errorf("install: write the record %s: %w; the files are put back as they were", p.recPath, err)
+	for _, c := range left {
+		nf := p.rec.file(c.Path)
+		if nf == nil {
+			continue
+		}
+		if f := r.file(c.Path); f != nil {
+			*f = nf.clone()
+		} else {
+			r.Files = append(r.Files, nf.clone())
+		}
 	}
-	return nil
+	return saveRecord(p.recPath, r)
 }
 
 // holds checks that path holds want (exists false: that it is missing),

@@ -39,10 +39,15 @@ type fileRecord struct {
 	// of Parley's writes: the original copy would undo their change too.
 	Restorable bool `json:"restorable"`
 	// After is the SHA-256 of the file as Parley last left it.
-	After string     `json:"after_sha256"`
-	Dirs  []string   `json:"created_dirs,omitempty"`
-	JSON  []jsonUndo `json:"json,omitempty"`
-	TOML  []tomlUndo `json:"toml,omitempty"`
+	After string `json:"after_sha256"`
+	// Before is the SHA-256 of the file before Parley's latest write ("" for
+	// a file it created): the record is written before the file is, so a
+	// file that still holds it is one that write did not reach (an install
+	// cut short), not one someone else changed.
+	Before string     `json:"before_sha256,omitempty"`
+	Dirs   []string   `json:"created_dirs,omitempty"`
+	JSON   []jsonUndo `json:"json,omitempty"`
+	TOML   []tomlUndo `json:"toml,omitempty"`
 }
 
 func (f *fileRecord) clone() fileRecord {
