@@ -96,3 +96,37 @@ func TestUninstallLeavesFoundEntriesOfEveryClient(t *testing.T) {
 		}
 	}
 }
+
+// TestUninstallLeavesTheFoundServerAndTakesOutTheHooksItAdded: the
+// server entry was there before the install (no record of Parley's), the
+// hooks are the install's: the uninstall takes out the hooks alone, and
+// the files are as they were before the install.
+func TestUninstallLeavesTheFoundServerAndTakesOutTheHooksItAdded(t *testing.T) {
+	for _, c := range Clients {
+		for _, s := range []Scope{User, Project} {
+			t.Run(string(c)+"-"+string(s), func(t *testing.T) {
+				env := testEnv(t)
+				o := opts(c, s)
+				o.Hooks = nil
+				mustInstall(t, env, o)
+				if err := os.RemoveAll(filepath.Join(env.ParleyHome, "install")); err != nil {
+					t.Fatal(err)
+				}
+				want := snapshot(t, env.Home, env.ProjectDir)
+				mustInstall(t, env, opts(c, s))
+				mustUninstall(t, env, c, s)
+				got := snapshot(t, env.Home, env.ProjectDir)
+				for p, w := range want {
+					if got[p] != w {
+						t.Errorf("%s: %q, want %q", p, got[p], w)
+					}
+				}
+				for p := range got {
+					if _, ok := want[p]; !ok {
+						t.Errorf("%s is left: %q", p, got[p])
+					}
+				}
+			})
+		}
+	}
+}
