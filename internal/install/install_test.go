@@ -973,6 +973,27 @@ func TestInstallPutsBackTheFilesItWroteWhenALaterOneRaced(t *testing.T) {
 		if got := mustRead(t, first); string(got) != want {
 			t.Errorf("client wrote the first file too %v: %s is\n%s\nwant\n%s", alsoFirst, first, got, want)
 		}
+		// The record, written before the renames, is put back: none, but
+		// for a file the Apply could not put back (the client wrote it
+		// after Parley), whose entries it keeps for the uninstall.
+		beforeReplace = nil
+		rec, err := loadRecord(recordPath(env, Claude, User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !alsoFirst {
+			if rec != nil {
+				t.Errorf("a record of an install that did not happen: %+v", rec)
+			}
+			continue
+		}
+		if rec == nil || len(rec.Files) != 1 || rec.Files[0].Path != first {
+			t.Fatalf("the record does not name %s alone, which keeps Parley's entries: %+v", first, rec)
+		}
+		mustUninstall(t, env, Claude, User)
+		if got, want := string(mustRead(t, first)), string(startups([]byte(orig[first]))); got != want {
+			t.Errorf("%s after the uninstall:\n%s\nwant\n%s", first, got, want)
+		}
 	}
 }
 
