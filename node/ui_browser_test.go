@@ -22,29 +22,67 @@ import (
 	"github.com/parley-mesh/parley/node/nodetest"
 )
 
-// browser starts headless Chromium (skipping the test where there is none,
-// except in CI, where .ci/run installs it) and returns a context for
-// chromedp.
+// browser returns a chromedp context of its own for the test: a fresh
+// browser context (its own storage, cookies and connections, as an
+// incognito window's) and tab of one headless Chromium that the package's
+// tests share, started at the first call (skipping the test where there is
+// none, except in CI, where .ci/run installs it). The browser context is
+// disposed when the test ends; the browser when the tests end (TestMain).
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
+	path := chromiumPath(t)
+	shared.once.Do(func() { shared.start(path) })
+	if shared.err != nil {
+		t.Fatalf("start Chromium: %v", shared.err)
+	}
+	bctx, cancel := chromedp.NewContext(shared.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(bctx); err != nil { // makes the browser context and its tab
+		t.Fatalf("a browser context of Chromium: %v", err)
+	}
+	return bctx
+}
+
+// sharedBrowser is a Chromium the package's tests share.
+type sharedBrowser struct {
+	once   sync.Once
+	ctx    context.Context
+	cancel func()
+	dir    string // its profile
+	err    error
+}
+
+var shared sharedBrowser
+
+func (b *sharedBrowser) start(path string) {
+	b.dir, b.err = os.MkdirTemp("", "parley-chromium-")
+	if b.err != nil {
+		return
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		chromedp.UserDataDir(b.dir),
+	)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
-	t.Cleanup(func() {
+	b.ctx, b.cancel = bctx, func() {
 		cancelBrowser()
 		cancelAlloc()
-	})
-	if err := chromedp.Do(bctx); err != nil { // starts the browser
-		t.Fatalf("start Chromium: %v", err)
+		_ = os.RemoveAll(b.dir)
 	}
-	return bctx
+	b.err = chromedp.Do(bctx) // starts the browser
+}
+
+// TestMain closes the shared Chromium once the tests have run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.cancel != nil {
+		shared.cancel()
+	}
+	os.Exit(code)
 }
 
 // chromiumPath is the system's Chromium; the test is skipped where there
