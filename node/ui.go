@@ -286,7 +286,7 @@ func clipAsk(t string) (string, bool) {
 // nodes (fairShare), and counts the rest.
 func humanPanel(owed []localapi.Item) humanView {
 	v := humanView{Asks: []askView{}}
-	keep := fairShare(owed, humanShown)
+	keep := fairShare(owed, humanShown, askNode)
 	for i, it := range owed {
 		if !keep[i] {
 			continue
@@ -301,37 +301,49 @@ func humanPanel(owed []localapi.Item) humanView {
 	return v
 }
 
-// fairShare picks n of the asks (all when there are no more), by turns of
-// the nodes that ask: first each node's first ask to arrive, then each
-// one's second, and so on, in arrival order within a turn. A node that
-// asks many times thus has no more places than any other while others ask:
-// before, the panel held the first 50 asks, so one member asking 50 times
-// hid every other ask (for the hour an ask is owed, and longer if it went
-// on asking).
-func fairShare(owed []localapi.Item, n int) []bool {
-	keep := make([]bool, len(owed))
-	if len(owed) <= n {
+// fairShare picks n of the items (all when there are no more), by turns
+// of their sources (by names each one's): first each source's first item,
+// then each one's second, and so on, in the items' order within a turn. A
+// source with many items thus has no more places than any other while
+// others have some: before, the human panel held the first 50 asks, so
+// one member asking 50 times hid every other ask (for the hour an ask is
+// owed, and longer if it went on asking).
+func fairShare[T any](items []T, n int, by func(T) string) []bool {
+	keep := make([]bool, len(items))
+	if len(items) <= n {
 		for i := range keep {
 			keep[i] = true
 		}
 		return keep
 	}
-	turn := make([]int, len(owed))
-	asked := map[string]int{} // asks so far by node
-	for i, it := range owed {
-		_, node, _ := strings.Cut(it.From, "@")
-		turn[i] = asked[node]
-		asked[node]++
+	turn := make([]int, len(items))
+	had := map[string]int{} // items so far by source
+	for i, it := range items {
+		src := by(it)
+		turn[i] = had[src]
+		had[src]++
 	}
-	order := make([]int, len(owed))
+	order := make([]int, len(items))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(turn[a], turn[b]) })
-	for _, i := range order[:n] {
+	for _, i := range order[:max(n, 0)] {
 		keep[i] = true
 	}
 	return keep
+}
+
+// holderNode is the node (peer ID) of a board's holder, NAME@PEER_ID.
+func holderNode(holder string) string {
+	return holder[strings.LastIndexByte(holder, '@')+1:]
+}
+
+// askNode is the node an ask owed came from, the source fairShare takes
+// turns of for the human panel.
+func askNode(it localapi.Item) string {
+	_, node, _ := strings.Cut(it.From, "@")
+	return node
 }
 
 // agentView is one agent on the dashboard: its presence, and for the node's
@@ -443,20 +455,82 @@ func (n *Node) uiPanels(ctx context.Context) map[string]any {
 	out["like_self"] = likeSelf
 	out["usage"] = n.usageView()
 	if n.board != nil {
-		claims := []localapi.Claim{}
-		for project, hs := range n.board.Claims() {
-			for _, h := range hs {
-				c := apiClaim(h)
-				c.Project = project
-				claims = append(claims, c)
-			}
-		}
-		slices.SortFunc(claims, func(a, b localapi.Claim) int {
-			return cmp.Or(cmp.Compare(a.Project, b.Project), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Holder, b.Holder))
-		})
-		out["board"] = claims
+		out["board"], out["board_more"] = n.boardPanel()
 	}
 	return out
+}
+
+// boardEntry is what the board panel shows of one claim: the paths a
+// holder claimed at once, with its note (which may be long) once for all.
+type boardEntry struct {
+	Project string    `json:"project"`
+	Holder  string    `json:"holder"` // NAME@PEER_ID
+	Note    string    `json:"note"`
+	Expires time.Time `json:"expires"`
+	Paths   []string  `json:"paths"`
+}
+
+// boardPanel is the board panel: at most localapi.MaxBoardClaims paths of
+// the live claims of every board, as parley_board lists, and how many are
+// left out. Before, it held them all, path by path with the note on each:
+// a member's 20 long claims made it 1.6 MB, built, encoded and compared
+// every second for each open page. This node's agents' claims come first;
+// the rest is shared out between the other nodes by turns (fairShare, each
+// one's newest first), so that a member that floods the board does not
+// push the others' claims out of it.
+func (n *Node) boardPanel() ([]boardEntry, int) {
+	self := n.id.String()
+	var local, others []localapi.Claim
+	for project, hs := range n.board.Claims() {
+		for _, h := range hs {
+			c := apiClaim(h)
+			c.Project = project
+			if holderNode(c.Holder) == self {
+				local = append(local, c)
+			} else {
+				others = append(others, c)
+			}
+		}
+	}
+	// Each source's newest claims first (then by project and path).
+	newest := func(a, b localapi.Claim) int {
+		return cmp.Or(b.Since.Compare(a.Since), cmp.Compare(a.Project, b.Project), cmp.Compare(b.Path, a.Path))
+	}
+	slices.SortFunc(local, newest)
+	slices.SortFunc(others, newest)
+	kept := []localapi.Claim{}
+	// This node's agents' claims first, by turns of its agents; then the
+	// other nodes' in what is left, by turns of the nodes (one node's
+	// many agents have one share).
+	for i, keep := range fairShare(local, localapi.MaxBoardClaims, func(c localapi.Claim) string { return c.Holder }) {
+		if keep {
+			kept = append(kept, local[i])
+		}
+	}
+	for i, keep := range fairShare(others, localapi.MaxBoardClaims-len(kept), func(c localapi.Claim) string { return holderNode(c.Holder) }) {
+		if keep {
+			kept = append(kept, others[i])
+		}
+	}
+	more := len(local) + len(others) - len(kept)
+	// The paths of one claim (one event) in one entry, by path.
+	slices.SortFunc(kept, func(a, b localapi.Claim) int {
+		return cmp.Or(cmp.Compare(a.Project, b.Project), cmp.Compare(a.Holder, b.Holder), cmp.Compare(a.Event, b.Event),
+			cmp.Compare(a.Note, b.Note), a.Expires.Compare(b.Expires), cmp.Compare(a.Path, b.Path))
+	})
+	entries := []boardEntry{}
+	for i, c := range kept {
+		if p := len(entries) - 1; i > 0 && kept[i-1].Project == c.Project && kept[i-1].Holder == c.Holder &&
+			kept[i-1].Event == c.Event && kept[i-1].Note == c.Note && kept[i-1].Expires.Equal(c.Expires) {
+			entries[p].Paths = append(entries[p].Paths, c.Path)
+			continue
+		}
+		entries = append(entries, boardEntry{Project: c.Project, Holder: c.Holder, Note: c.Note, Expires: c.Expires, Paths: []string{c.Path}})
+	}
+	slices.SortStableFunc(entries, func(a, b boardEntry) int {
+		return cmp.Or(cmp.Compare(a.Project, b.Project), cmp.Compare(a.Paths[0], b.Paths[0]), cmp.Compare(a.Holder, b.Holder))
+	})
+	return entries, more
 }
 
 // usageView is the usage meter's snapshot in the local API's words.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -16,13 +18,16 @@ import (
 // longClaims has node 1's agent mallory, a member of a board shared with
 // node 0 (a contact), fill the board with long claims: each of 64 paths of
 // some 480 bytes and a note of 500, within what the board lets one node
-// keep (board.MaxNodeWeight, 4 MiB: about 80 such claims). It returns
+// keep (board.MaxNodeWeight, 4 MiB: about 80 such claims); node 2, also
+// node 0's contact, stays to claim beside them. It returns
 // node 0's dashboard panels (GET /ui/state, what each open page's stream
-// builds, encodes and compares every second) once they show them all.
-func longClaims(t *testing.T, claims int) (panels map[string]json.RawMessage, size int) {
+// builds, encodes and compares every second) once they show mallory's
+// last claim, and the nodes.
+func longClaims(t *testing.T, claims int) (nt *nodetest.Net, panels map[string]json.RawMessage, size int) {
 	t.Helper()
-	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) { c.AgentPostLimit = -1 }))
+	nt = nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) { c.AgentPostLimit = -1 }))
 	nt.Befriend(t, 0, 1)
+	nt.Befriend(t, 0, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := localapi.NewClient(node.SocketPath(nt.Home(1)))
@@ -52,7 +57,7 @@ func longClaims(t *testing.T, claims int) (panels map[string]json.RawMessage, si
 		// mallory's last claim reached node 0's board.
 		return strings.Contains(string(panels["board"]), fmt.Sprintf("c%02d/p63/%s", claims-1, last))
 	}, "node 0's dashboard to show mallory's claims")
-	return panels, size
+	return nt, panels, size
 }
 
 // The agents panel carried each agent's claims (WhoEntry.claims), which
@@ -60,7 +65,7 @@ func longClaims(t *testing.T, claims int) (panels map[string]json.RawMessage, si
 // claims made it 1.6 MB, built, encoded and compared every second for
 // each open page.
 func TestDashboardAgentsPanelCarriesNoClaims(t *testing.T) {
-	panels, _ := longClaims(t, 20)
+	_, panels, _ := longClaims(t, 20)
 	if n := len(panels["agents"]); n > 64<<10 || strings.Contains(string(panels["agents"]), `"claims"`) {
 		t.Errorf("node 0's agents panel is %d bytes, with mallory's claims, which the page does not show", n)
 	}
@@ -73,8 +78,12 @@ func TestDashboardAgentsPanelCarriesNoClaims(t *testing.T) {
 // agent's context); the panel should be bounded the same way and count
 // the rest.
 func TestDashboardBoardPanelIsBounded(t *testing.T) {
-	t.Skip("finding: the dashboard's board panel holds every live claim unbounded (20 claims of a member: 1,280 entries, 1.6 MB of panel JSON a second per page)")
-	panels, size := longClaims(t, 20)
+	nt, panels, size := longClaims(t, 20)
+	type entry struct {
+		Holder string   `json:"holder"`
+		Note   string   `json:"note"`
+		Paths  []string `json:"paths"`
+	}
 	var board []json.RawMessage
 	if err := json.Unmarshal(panels["board"], &board); err != nil {
 		t.Fatal(err)
@@ -83,4 +92,64 @@ func TestDashboardBoardPanelIsBounded(t *testing.T) {
 		t.Errorf("node 0's board panel carries %d entries (%d bytes of it, %d of all the panels, every second for each open page) from one member's 20 claims: it is not bounded as parley_board is (100 claims)",
 			len(board), len(panels["board"]), size)
 	}
+	t.Logf("node 0's board panel: %d bytes (all the panels: %d) for mallory's 20 claims of 64 long paths", len(panels["board"]), size)
+	// Node 0's own agent's claim shows, however much mallory holds, and
+	// the panel counts what it leaves out.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	if _, err := c.Session(ctx, localapi.SessionRequest{Session: "s-alice", Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Claim(ctx, "alice", localapi.ClaimRequest{Project: "fedcba9876543210fedcba9876543210", Paths: []string{"rooms/room.go"}, Note: "splitting the room loop", TTLSeconds: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	// And so does node 2's carol's, made after mallory's: mallory's many
+	// claims have one share of what is left, carol's node another.
+	c2 := localapi.NewClient(node.SocketPath(nt.Home(2)))
+	defer c2.Close()
+	if _, err := c2.Session(ctx, localapi.SessionRequest{Session: "s-carol", Name: "carol"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Claim(ctx, "carol", localapi.ClaimRequest{Project: "0123456789abcdef0123456789abcdef", Paths: []string{"a/carol.go"}, Note: "carol's", TTLSeconds: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	base, tok := uiBase(t, nt, 0)
+	nt.WaitFor(60*time.Second, func() bool {
+		code, body := uiDo(t, "GET", base+"/ui/state", tok, nil, "")
+		return code == 200 && json.Unmarshal([]byte(body), &panels) == nil &&
+			strings.Contains(string(panels["board"]), "rooms/room.go") && strings.Contains(string(panels["board"]), "a/carol.go")
+	}, "node 0's dashboard to show alice's and carol's claims beside mallory's")
+	var entries []entry
+	var more int
+	if err := json.Unmarshal(panels["board"], &entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(panels["board_more"], &more); err != nil {
+		t.Fatal(err)
+	}
+	paths, notes := 0, 0
+	for _, e := range entries {
+		paths += len(e.Paths)
+		if strings.HasPrefix(e.Holder, "mallory@") {
+			notes++
+		}
+	}
+	if paths != 100 || more != 20*64+2-100 {
+		t.Errorf("node 0's board panel shows %d paths and counts %d more; want 100 and %d", paths, more, 20*64+2-100)
+	}
+	if got := strings.Count(string(panels["board"]), strings.Repeat("n", 500)); got != notes {
+		t.Errorf("mallory's note is %d times in the panel, for %d entries of mallory's: it is repeated per path", got, notes)
+	}
+	// The page draws a row for each path and says how many are left out.
+	info, err := c.UI(ctx)
+	if err != nil || info.URL == "" {
+		t.Fatalf("ui: %+v %v", info, err)
+	}
+	b := browser(t)
+	run(t, b, "open the dashboard", chromedp.Navigate(info.URL))
+	waitJS(t, b, 30*time.Second, `(() => { const c = document.querySelector("#board caption"), r = document.querySelector('#board tr[data-path="rooms/room.go"]');
+		return document.querySelectorAll("#board tr[data-path]").length === 100 && !!c && c.textContent.includes("1,182 more") && !!r && r.textContent.includes("splitting the room loop") })()`,
+		"the board panel's 100 rows and the count of the rest")
 }

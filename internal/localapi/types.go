@@ -734,6 +734,14 @@ type BoardRequest struct {
 	Take    bool     `json:"take,omitempty"`
 }
 
+// MaxBoardClaims is the most claims (paths held) that what an agent or
+// the dashboard reads of the boards lists: a board is written by every
+// member, and one member's long claims made it megabytes (parley_board's
+// answer, which goes into the agent's context; the dashboard's board
+// panel, built and compared every second for each open page). Those left
+// out are counted.
+const MaxBoardClaims = 100
+
 // BoardView is a project's board now.
 type BoardView struct {
 	Project string   `json:"project"`

@@ -85,14 +85,15 @@ type BoardOut struct {
 	More    int          `json:"more,omitempty" jsonschema:"claims (or, with history, earlier events) not listed: pass path to narrow"`
 }
 
-// The most claims and history events parley_board lists: a board is
-// written by every member, and what it holds goes into the agent's context.
+// The most claims (localapi.MaxBoardClaims) and history events
+// parley_board lists: a board is written by every member, and what it
+// holds goes into the agent's context.
 // An event of the history shows at most maxEventPaths of its paths (it
 // may hold 64 of 512 bytes), and the history as many of the last events
 // as fit historyBudget bytes of paths and notes: before, 50 events of 64
 // long paths a member posted put 1.6 MB into the answer, twice.
 const (
-	maxBoardClaims = 100
+	maxBoardClaims = localapi.MaxBoardClaims
 	maxBoardEvents = 50
 	maxEventPaths  = 8
 	historyBudget  = 32 << 10

@@ -582,15 +582,27 @@
       })));
     },
     names: function () { shownRoom = ""; mark("events"); mark("rooms"); renderPanel("human"); renderPanel("invitations"); renderPanel("invites"); renderPanel("agents"); renderPanel("audit"); renderPanel("board"); renderPanel("moderation"); },
+    // The board: each claim (the paths a holder claimed at once, its note
+    // sent once) a row per path, the holder, until when and the note
+    // beside them all. The node sends at most 100 paths, this node's
+    // agents' first, and counts the rest (board_more).
     board: function (cs) {
       $("board-panel").hidden = false;
-      fill($("board"), [head(["path", "holder", "until", "note"], [null, null, "76px", null])].concat((cs || []).map(function (c) {
-        var r = row([remote(c.path), remote(addr(c.holder)), until(c.expires), remote(c.note)]);
-        r.setAttribute("data-path", c.path);
-        return r;
-      })));
-      if (!(cs || []).length) $("board").appendChild(el("caption", { cls: "muted", text: "nobody holds anything on the board" }));
+      var rows = [head(["path", "holder", "until", "note"], [null, null, "76px", null])];
+      (cs || []).forEach(function (c) {
+        (c.paths || []).forEach(function (p, i) {
+          var r = i ? row([remote(p)]) : row([remote(p), remote(addr(c.holder)), until(c.expires), remote(c.note)]);
+          if (!i) for (var k = 1; k < 4; k++) r.cells[k].rowSpan = c.paths.length;
+          r.setAttribute("data-path", p);
+          rows.push(r);
+        });
+      });
+      fill($("board"), rows);
+      var more = S.panels.board_more || 0;
+      if (more) $("board").appendChild(el("caption", { cls: "muted", text: "… and " + more.toLocaleString("en-US") + " more: parley board in a project's folder lists its claims" }));
+      else if (!(cs || []).length) $("board").appendChild(el("caption", { cls: "muted", text: "nobody holds anything on the board" }));
     },
+    board_more: function () { renderPanel("board"); },
     // The invitations in the human's inbox, as `parley inbox` lists them:
     // who invited, into which room (its purpose), when, and the commands
     // that read and leave it (the node is in the room already: reading it
