@@ -43,7 +43,7 @@ type Config struct {
 	Gater connmgr.ConnectionGater
 	// NoLocalAPI turns off the unix-socket API. False means it is served.
 	NoLocalAPI bool
-	// UIPort is the dashboard's port on 127.0.0.1; zero means any free
+	// UIPort is the dashboard's port on 127.0.0.1 (and [::1]); zero means any free
 	// port (`parley ui` says which). The dashboard needs the local API.
 	UIPort int
 	// NoUI turns the dashboard off.

@@ -54,7 +54,7 @@ var uiActions = []string{
 // auditShown is how many audit entries the dashboard shows.
 const auditShown = 50
 
-// startUI serves the dashboard on 127.0.0.1 (see internal/ui). A port that
+// startUI serves the dashboard on 127.0.0.1 and [::1] (ui.Listen). A port that
 // cannot be bound is logged, and the node runs without its dashboard.
 func (n *Node) startUI() {
 	fail := func(err error) {

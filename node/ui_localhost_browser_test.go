@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,7 +61,6 @@ func (q *v6Squatter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // one-time code of an address among it, which it changes for the token at
 // the node before the page can.
 func TestDashboardLocalhostIsNotAnotherUsersPort(t *testing.T) {
-	t.Skip("finding: the node takes Host localhost but binds 127.0.0.1 alone; another user on [::1]:PORT gets what the browser sends to localhost:PORT, and the token for the code in it")
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -78,9 +79,14 @@ func TestDashboardLocalhostIsNotAnotherUsersPort(t *testing.T) {
 	if code, _ := uiDo(t, "GET", "http://"+u.Host+"/ui/page", "", map[string]string{"Host": "localhost:" + port}, ""); code != http.StatusOK {
 		t.Fatalf("the page at localhost:%s is answered %d", port, code)
 	}
-	ln, err := net.Listen("tcp6", "[::1]:"+port)
-	if err != nil {
-		t.Skipf("no IPv6 loopback here, or [::1]:%s held: %v", port, err)
+	ln := squatV6(t, port)
+	if ln == nil {
+		// The node holds [::1] at its port: the browser at localhost
+		// reaches the node there.
+		b := browser(t)
+		run(t, b, "open the dashboard at localhost", chromedp.Navigate("http://localhost:"+port+u.RequestURI()))
+		waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream at localhost")
+		return
 	}
 	q := &v6Squatter{node: u.Host}
 	srv := &http.Server{Handler: q, ReadHeaderTimeout: 10 * time.Second}
@@ -103,6 +109,27 @@ func TestDashboardLocalhostIsNotAnotherUsersPort(t *testing.T) {
 	if len(seen) > 0 {
 		t.Fatalf("another user's program on [::1]:%s, bound while the node runs, got the browser's requests to localhost:%s: %v", port, port, seen)
 	}
+}
+
+// squatV6 binds [::1] at the dashboard's port, as another local user's
+// program would: nil when the port is held there (by the node, which
+// binds [::1] beside 127.0.0.1 at start). It skips the test where the host
+// has no IPv6 loopback.
+func squatV6(t *testing.T, port string) net.Listener {
+	t.Helper()
+	probe, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	probe.Close()
+	ln, err := net.Listen("tcp6", "[::1]:"+port)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }
 
 // tokenRelay is another local user's program on [::1] at the dashboard's
@@ -163,7 +190,6 @@ func (q *tokenRelay) got(tok string) bool {
 // browser makes to [::1] first, and the program passes it on to the node,
 // whose proof signs the port alone.
 func TestDashboardLocalhostTabSendsNoTokenToIPv6(t *testing.T) {
-	t.Skip("finding: an open dashboard tab at localhost:PORT sends its token to a program another user binds on [::1]:PORT while the node runs; the node's proof, relayed, signs the port alone")
 	nt := nodetest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -186,9 +212,13 @@ func TestDashboardLocalhostTabSendsNoTokenToIPv6(t *testing.T) {
 	run(t, b, "open the dashboard at localhost", chromedp.Navigate("http://localhost:"+port+u.RequestURI()))
 	waitJS(t, b, 30*time.Second, `document.getElementById("status").textContent === "live"`, "the stream")
 	clickJS(t, b, `#rooms li[data-room="`+room.RoomID+`"]`)
-	ln, err := net.Listen("tcp6", "[::1]:"+port)
-	if err != nil {
-		t.Skipf("no IPv6 loopback here, or [::1]:%s held: %v", port, err)
+	ln := squatV6(t, port)
+	if ln == nil {
+		// The node holds [::1] at its port: no other program gets the
+		// tab's requests, and its posts reach the node.
+		run(t, b, "post", chromedp.SendKeys(chromedp.CSS("#text"), "post"), chromedp.Click(chromedp.CSS("#send")))
+		waitJS(t, b, 30*time.Second, `document.getElementById("text").value === ""`, "the post sent")
+		return
 	}
 	q := &tokenRelay{node: u.Host}
 	srv := &http.Server{Handler: q, ReadHeaderTimeout: 10 * time.Second}
@@ -212,5 +242,33 @@ func TestDashboardLocalhostTabSendsNoTokenToIPv6(t *testing.T) {
 	})
 	if leaked {
 		t.Fatalf("the open tab at localhost:%s sent its token (post %d) to another user's program on [::1]:%s, bound while the node runs, which passed the node's proof on", port, i, port)
+	}
+}
+
+// The node holds [::1] at its dashboard's port beside 127.0.0.1, and lets
+// both go when it stops; a start that finds [::1] at its kept port held by
+// another program takes it as the port taken (TestDashboardKeepsItsPort):
+// another port, and a new token, since that program gets what a tab at
+// localhost sends there.
+func TestDashboardKeptPortHeldOnIPv6ChangesTheToken(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	first, tok := uiBase(t, nt, 0)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(first, "http://"))
+	if squatV6(t, port) != nil {
+		t.Fatalf("the node does not hold [::1]:%s, its dashboard's port", port)
+	}
+	nt.Crash(0)
+	hold := squatV6(t, port)
+	if hold == nil {
+		t.Fatalf("[::1]:%s is still held after the node stopped", port)
+	}
+	defer hold.Close()
+	nt.Restart(0)
+	moved, newTok := uiBase(t, nt, 0)
+	if moved == first {
+		t.Fatalf("the dashboard is at %s, whose port another program holds on [::1]", moved)
+	}
+	if newTok == tok || newTok == "" {
+		t.Fatal("the dashboard kept its token though a tab at localhost of its saved address now reaches another program")
 	}
 }

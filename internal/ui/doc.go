@@ -1,5 +1,6 @@
 // Package ui serves the dashboard: one web page for the node's user, served
-// by the node on 127.0.0.1 only, live through server-sent events.
+// by the node on loopback only (127.0.0.1, and [::1] at the same port where
+// the host has it: see Listen), live through server-sent events.
 //
 // # Access
 //

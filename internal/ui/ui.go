@@ -460,18 +460,6 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 	w.Write(s.page) //nolint:errcheck // the browser went away
 }
 
-// Listen opens the dashboard's port on 127.0.0.1 (port 0: any free port).
-func Listen(port int) (net.Listener, error) {
-	if port < 0 || port > 65535 {
-		return nil, fmt.Errorf("ui: port %d out of range", port)
-	}
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return nil, fmt.Errorf("ui: listen on 127.0.0.1:%d: %w (choose another ui_port in the config, or 0 for any free port)", port, err)
-	}
-	return ln, nil
-}
-
 // Serve serves on ln until Shutdown; it returns nil after a clean shutdown.
 // Call it once.
 func (s *Server) Serve(ln net.Listener) error {
