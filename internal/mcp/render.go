@@ -54,11 +54,6 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 		case "invitation":
 			out.Answer = fmt.Sprintf(`parley_read {"room":%q}`, it.Room)
 			out.Text = manual.Invitation(it, you)
-			if len(out.Members) > roomMembers {
-				// The text names as many as fit; a room of hundreds
-				// would make one invitation a result no client takes.
-				out.Members, out.MembersLeftOut = out.Members[:roomMembers], len(out.Members)-roomMembers
-			}
 		case "reply":
 			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."}`, it.ID)
 			// A long reply is cut as an owed ask is, with the call that
@@ -82,6 +77,13 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 			out.Answer = fmt.Sprintf(`parley_claim {"paths":%s,"note":"<why>"} to renew, or parley_release {"paths":%s}`, paths, paths)
 		default:
 			out.Answer = fmt.Sprintf(`parley_reply {"message_id":%q,"text":"..."} or parley_say {"room":%q,"text":"..."}`, it.ID, it.Room)
+		}
+		if len(out.Members) > roomMembers {
+			// The text names as many as fit; a room of hundreds would
+			// make one item a result no client takes: an invitation, or
+			// the ask that brought the agent in and stands for it (it
+			// carries the room's members too; before, all of them).
+			out.Members, out.MembersLeftOut = out.Members[:roomMembers], len(out.Members)-roomMembers
 		}
 		items = append(items, out)
 	}

@@ -81,8 +81,9 @@ type Pending struct {
 	Time        string   `json:"time"`
 	Purpose     string   `json:"purpose,omitempty"`
 	Members     []string `json:"members,omitempty"`
-	// MembersLeftOut counts the members of an invitation's room that
-	// members leaves out (it lists roomMembers).
+	// MembersLeftOut counts the members of an invitation's room (or of
+	// the room an ask brought the agent into) that members leaves out (it
+	// lists roomMembers).
 	MembersLeftOut int `json:"members_left_out,omitempty" jsonschema:"how many members of the room were left out of members to keep the result small: parley_who lists them"`
 	// TextLeftOut counts the characters of a long reply's text left out
 	// (ReplyBudget); the text ends with the marker that says how to read
