@@ -131,6 +131,11 @@ func TestWakeLongDraftRightAfterAStartupQuestionIsNotLearned(t *testing.T) {
 	p, term, log := launchQuestion(t, s)
 	draft := "please also rename the config loader"
 	typeKeys(t, s, p.ID, "y", "Enter")
+	// The person types once the prompt is up (typed before the program
+	// prints it, the terminal echoes the draft first and the prompt after
+	// it). The test's own look is not the Terminal's: it has seen no
+	// empty prompt.
+	waitCursorLine(t, s, p.ID, ">")
 	typeKeys(t, s, p.ID, draft)
 	waitCursorLine(t, s, p.ID, "> "+draft)
 	err := term.Deliver(testCtx(t, 2*RelearnQuiet), "Parley: an ask for you")
