@@ -818,6 +818,9 @@ func (b *Inbox) OpenRoom(ctx context.Context, agent string, req localapi.OpenRoo
 	if err := rooms.CheckPurpose(req.Purpose); err != nil {
 		return res, localapi.BadRequest("purpose: %v", strings.TrimPrefix(err.Error(), "rooms: malformed: "))
 	}
+	if len(req.Members) > localapi.MaxOpenMembers {
+		return res, localapi.BadRequest("members: %d named, at most %d as the room opens: open it with some and invite the others one by one", len(req.Members), localapi.MaxOpenMembers)
+	}
 	if err := b.mustBeKnown(ctx, a, nil); err != nil {
 		return res, err
 	}

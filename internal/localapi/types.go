@@ -359,6 +359,7 @@ type EventID struct {
 // OpenRoomRequest creates a room and brings members in.
 type OpenRoomRequest struct {
 	Name    string   `json:"name"`
+	// Members are invited as the room opens, at most MaxOpenMembers.
 	Purpose string   `json:"purpose,omitempty"` // one line
 	Members []string `json:"members,omitempty"` // NAME@PEER_ID, NAME (an agent of this node) or PEER_ID
 	Take    bool     `json:"take,omitempty"`
@@ -733,6 +734,12 @@ type BoardRequest struct {
 	Paths   []string `json:"paths,omitempty"` // board: only the claims that overlap one of these
 	Take    bool     `json:"take,omitempty"`
 }
+
+// MaxOpenMembers is the most members a room names as it opens: the
+// result says what became of each, and an agent's client refuses a result
+// past some 100 KB (a review's 2,000 names made one of 270 KB); more are
+// invited one by one.
+const MaxOpenMembers = 64
 
 // MaxBoardClaims is the most claims (paths held) that what an agent or
 // the dashboard reads of the boards lists: a board is written by every

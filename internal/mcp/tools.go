@@ -239,7 +239,7 @@ type RoomOpenIn struct {
 	Thread
 	Name    string   `json:"name,omitempty" jsonschema:"the room's name, e.g. release-1.0; without a name the rooms you are in are listed"`
 	Purpose string   `json:"purpose,omitempty" jsonschema:"one line: what the room is for; every member sees it"`
-	Members []string `json:"members,omitempty" jsonschema:"agents to bring in: NAME@PEER_ID, or NAME for an agent of your node (a bare PEER_ID invites that node)"`
+	Members []string `json:"members,omitempty" jsonschema:"agents to bring in (at most 64; invite more with parley_invite): NAME@PEER_ID, or NAME for an agent of your node (a bare PEER_ID invites that node)"`
 }
 
 // RoomOpenOut is parley_room_open's output.
