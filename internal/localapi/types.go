@@ -358,10 +358,11 @@ type EventID struct {
 
 // OpenRoomRequest creates a room and brings members in.
 type OpenRoomRequest struct {
-	Name    string   `json:"name"`
-	// Members are invited as the room opens, at most MaxOpenMembers.
-	Purpose string   `json:"purpose,omitempty"` // one line
-	Members []string `json:"members,omitempty"` // NAME@PEER_ID, NAME (an agent of this node) or PEER_ID
+	Name    string `json:"name"`
+	Purpose string `json:"purpose,omitempty"` // one line
+	// Members are invited as the room opens, at most MaxOpenMembers:
+	// NAME@PEER_ID, NAME (an agent of this node) or PEER_ID.
+	Members []string `json:"members,omitempty"`
 	Take    bool     `json:"take,omitempty"`
 }
 
