@@ -153,6 +153,20 @@ const (
 	// next take (asks, replies) or a read (messages). A take's first item
 	// is always given. Agents' clients refuse or cut large tool results.
 	PendingBudget = 32 << 10
+	// ItemOverhead is what an item (an ask shown in full, a reply) costs
+	// of PendingBudget beside its text: its other fields (ID, room, sender,
+	// times, the call that answers it) and the notice lines a client shows
+	// with it (an ask's: who asks, where, how to answer or dismiss it).
+	// An invitation counts its own (invitationSize).
+	ItemOverhead = 600
+	// MaxReminders is the most reminders (asks shown before, still owed)
+	// one take lists, a line each; the others are counted in
+	// Pending.OwedLeftOut, and listed as the agent answers these.
+	MaxReminders = 20
+	// reminderText is what a reminder's text costs of PendingBudget
+	// beside ItemOverhead: its client shows a line of about 80
+	// characters of the ask.
+	reminderText = 80
 	// MaxRead is the most events one Read returns.
 	MaxRead = 500
 	// scanBatch is the most events read at once from a room's arrival log.

@@ -393,11 +393,11 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 		names[id] = n
 		return n
 	}
-	// The texts given, against PendingBudget: an item that would pass it
-	// waits (the first is always given). Reminders (a line each) are not
-	// counted: before, one made the first item, so an item longer than
-	// the budget (a long reply) was held back for as long as the agent
-	// owed an ask, and every wait returned at once for it.
+	// The items given, against PendingBudget: an item that would pass it
+	// waits (the first is always given). An item counts as its text and
+	// ItemOverhead; before, an ask counted its text alone, and a member's
+	// 1,500 one-character asks made one result of some 2 MB, which a
+	// client refuses whole.
 	used, counted := 0, 0
 	fits := func(size int) bool {
 		if counted > 0 && used+size > PendingBudget {
@@ -407,17 +407,39 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 		counted++
 		return true
 	}
-	// Asks owed: new ones first in full, then reminders; in the order they
-	// arrived here.
+	// Asks owed: new ones first in full, then reminders; chosen in turns
+	// by asking node (inTurns), so that a node's flood of asks does not
+	// hold back another's; listed in the order they arrived here.
 	owed := b.owedShown(st)
-	folded := map[string]bool{} // invitations an ask shown in full now stands for
-	for _, o := range owed {
-		if o.rec.Shown {
+	// Reminders (a line each) are capped (MaxReminders), and what they
+	// take is left out of the budget, but they never make the first item:
+	// when one did, an item longer than the budget (a long reply) was
+	// held back for as long as the agent owed an ask, and every wait
+	// returned at once for it. Before, they were neither capped nor
+	// counted, and 1,500 asks owed made every result some 1.3 MB.
+	remind := map[string]bool{}
+	for _, o := range inTurns(owed, func(o askRef) bool { return o.rec.Shown }) {
+		if len(remind) == MaxReminders {
+			p.OwedLeftOut++
 			continue
 		}
+		remind[o.id] = true
+		used += reminderText + ItemOverhead
+	}
+	folded := map[string]bool{} // invitations an ask shown in full now stands for
+	full := map[string]localapi.Item{}
+	for _, o := range inTurns(owed, func(o askRef) bool { return !o.rec.Shown }) {
 		it := b.askItem(st, "o", o.id, o.rec, "ask", nameOf(o.rec.Room))
-		if !fits(len(it.Text)) {
+		if !fits(len(it.Text) + ItemOverhead) {
+			p.OwedLeftOut++
 			continue // shown in full in a later take
+		}
+		full[o.id] = it
+	}
+	for _, o := range owed {
+		it, ok := full[o.id]
+		if !ok {
+			continue
 		}
 		p.Items = append(p.Items, it)
 		if o.rec.Invite != "" {
@@ -431,7 +453,7 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 		}
 	}
 	for _, o := range owed {
-		if o.rec.Shown && !slices.ContainsFunc(p.Items, func(it localapi.Item) bool { return it.ID == o.id }) {
+		if remind[o.id] {
 			p.Items = append(p.Items, b.askItem(st, "o", o.id, o.rec, "reminder", nameOf(o.rec.Room)))
 		}
 	}
@@ -453,7 +475,7 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 			}
 			continue
 		}
-		if it.Kind != "invitation" && !fits(it.size) {
+		if it.Kind != "invitation" && !fits(it.size+ItemOverhead) {
 			continue // a long reply: in a later take
 		}
 		cp := b.noteItem(st, it)
@@ -562,6 +584,39 @@ func (b *Inbox) unreadOf(st *state, id identity.RoomID, n, budget int) ([]locala
 		after = vs[len(vs)-1].Arrival
 	}
 	return out, last, nil
+}
+
+// inTurns returns the asks of owed (in the order they arrived here) that
+// keep holds, in turns by asking node (the peer of From): each node's
+// oldest, then each one's next, and so on, the nodes in the order of
+// their oldest. A take that cannot give them all gives the first.
+func inTurns(owed []askRef, keep func(askRef) bool) []askRef {
+	var nodes []string
+	by := map[string][]askRef{}
+	n := 0
+	for _, o := range owed {
+		if !keep(o) {
+			continue
+		}
+		node := o.rec.From
+		if i := strings.LastIndexByte(node, '@'); i >= 0 {
+			node = node[i+1:]
+		}
+		if _, ok := by[node]; !ok {
+			nodes = append(nodes, node)
+		}
+		by[node] = append(by[node], o)
+		n++
+	}
+	out := make([]askRef, 0, n)
+	for k := 0; len(out) < n; k++ {
+		for _, node := range nodes {
+			if k < len(by[node]) {
+				out = append(out, by[node][k])
+			}
+		}
+	}
+	return out
 }
 
 type askRef struct {

@@ -593,6 +593,11 @@ type Item struct {
 type Pending struct {
 	Items      []Item      `json:"items"`
 	MoreUnread []RoomCount `json:"more_unread"`
+	// OwedLeftOut counts the asks the agent owes that Items leaves out:
+	// reminders past the most a take lists, and asks not yet shown that
+	// wait for a later take's budget. They are listed as the agent
+	// answers (or dismisses) those listed.
+	OwedLeftOut int `json:"owed_left_out,omitempty"`
 	// Cursor marks what the agent had when this was built: a wait with it
 	// as After returns once something newer arrives.
 	Cursor string `json:"cursor,omitempty"`
