@@ -12,13 +12,15 @@
 // wrapper takes them in a call of its own only when the handler did not.
 //
 // Every result, errors included, carries the pending items
-// (structuredContent.pending and more_unread, and in the text): asks the
-// agent owes first, under a line saying someone is blocked on it (in full
-// once, then one reminder line on every later result until answered,
-// expired or dismissed), then invitations (with the room's manual, from
-// internal/manual), replies to its own asks, and unread messages (ten at
-// most; the rest counted). Each item carries the call that answers it; this
-// wording lives here, not in the node.
+// (structuredContent.pending, more_unread and owed_left_out, and in the
+// text): asks the agent owes first, under a line saying someone is blocked
+// on it (in full once, then one reminder line on every later result until
+// answered, expired or dismissed; within the take's budget and at most
+// inbox.MaxReminders reminders, taken in turns by asking node, the rest
+// counted in owed_left_out), then invitations (with the room's manual,
+// from internal/manual), replies to its own asks, and unread messages (ten
+// at most; the rest counted). Each item carries the call that answers it;
+// this wording lives here, not in the node.
 //
 // Items are handed out in two steps (localapi.WithTwoStep): the node keeps
 // a record of what a result hands out, whose token the result carries in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,9 +97,10 @@ func (s *Server) convert(agent string, p localapi.Pending) ([]Pending, []RoomCou
 
 // renderPending writes the pending items after a tool's own text: asks
 // owed first, under the marker; then reminders one line each; then
-// invitations, replies and messages.
-func renderPending(items []Pending, more []RoomCount) string {
-	if len(items) == 0 && len(more) == 0 {
+// invitations, replies and messages. owedLeft counts the asks owed that
+// the items leave out (Envelope.OwedLeftOut): one line says so.
+func renderPending(items []Pending, more []RoomCount, owedLeft int) string {
+	if len(items) == 0 && len(more) == 0 && owedLeft == 0 {
 		return ""
 	}
 	var b strings.Builder
@@ -121,6 +123,12 @@ func renderPending(items []Pending, more []RoomCount) string {
 	section("⏳ Asks you still owe:", "reminder", func(it Pending) {
 		fmt.Fprintf(&b, "\n• %s", it.Text)
 	})
+	if owedLeft > 0 {
+		if !slices.ContainsFunc(items, func(it Pending) bool { return it.Kind == "reminder" }) {
+			b.WriteString("\n\n⏳ Asks you still owe:")
+		}
+		fmt.Fprintf(&b, "\n• … and %d more ask(s) you owe, left out to keep this small: shown as you answer or dismiss these (owed_left_out).", owedLeft)
+	}
 	section("📨 Invitations:", "invitation", func(it Pending) {
 		fmt.Fprintf(&b, "\n• %s", indent(it.Text))
 	})
@@ -148,7 +156,7 @@ func renderPending(items []Pending, more []RoomCount) string {
 // structured output: a client may give its model only the structured
 // output (Claude Code does when there is one), which has no header lines
 // of its own.
-func notice(items []Pending, more []RoomCount) string {
+func notice(items []Pending, more []RoomCount, owedLeft int) string {
 	count := map[string]int{}
 	for _, it := range items {
 		count[it.Kind]++
@@ -159,6 +167,9 @@ func notice(items []Pending, more []RoomCount) string {
 	}
 	if n := count["reminder"]; n > 0 {
 		lines = append(lines, fmt.Sprintf("⏳ You still owe %d ask(s) (pending, kind reminder).", n))
+	}
+	if owedLeft > 0 {
+		lines = append(lines, fmt.Sprintf("⏳ … and %d more ask(s) you owe, left out to keep this small: shown as you answer or dismiss those in pending (owed_left_out).", owedLeft))
 	}
 	if n := count["invitation"]; n > 0 {
 		lines = append(lines, fmt.Sprintf("📨 %d invitation(s) (pending, kind invitation): each text holds how to take part.", n))

@@ -63,6 +63,9 @@ type Envelope struct {
 	NameChange string      `json:"name_change,omitempty" jsonschema:"your name changed during this call: you are now the agent it names; sign and answer as that one"`
 	Pending    []Pending   `json:"pending"`
 	MoreUnread []RoomCount `json:"more_unread"`
+	// OwedLeftOut counts the asks the agent owes that pending leaves out
+	// to keep the result small (localapi.Pending.OwedLeftOut).
+	OwedLeftOut int `json:"owed_left_out,omitempty" jsonschema:"how many more asks you owe were left out of pending to keep the result small: they are listed as you answer or dismiss those shown"`
 }
 
 func (e *Envelope) env() *Envelope { return e }
@@ -525,12 +528,16 @@ func addTool[In threaded, Out any, PO interface {
 				res.Meta = sdk.Meta{HandMeta: handMeta{Agent: c.agent, Hand: p.Hand, WaitMS: p.HandWaitMS}}
 			}
 		}
-		env.Notice = notice(env.Pending, env.MoreUnread)
+		env.OwedLeftOut = 0
+		if p != nil {
+			env.OwedLeftOut = p.OwedLeftOut
+		}
+		env.Notice = notice(env.Pending, env.MoreUnread, env.OwedLeftOut)
 		if renamed != "" {
 			env.NameChange = strings.TrimSpace(strings.TrimPrefix(renamed, "Note: "))
 		}
 		text = renamed + text
-		res.Content = []sdk.Content{&sdk.TextContent{Text: termtext.Text(s.named(ctx, text+renderPending(env.Pending, env.MoreUnread)))}}
+		res.Content = []sdk.Content{&sdk.TextContent{Text: termtext.Text(s.named(ctx, text+renderPending(env.Pending, env.MoreUnread, env.OwedLeftOut)))}}
 		return res, out, nil
 	})
 }
