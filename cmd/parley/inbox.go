@@ -188,6 +188,9 @@ func printPending(w io.Writer, v localapi.Pending, book localapi.NameBook, self,
 			fmt.Fprintf(w, "%s %s%s: %s\n", ts, strings.ToUpper(strings.ReplaceAll(it.Kind, "_", " ")), paths, text(it.Text))
 		}
 	}
+	if v.OwedLeftOut > 0 {
+		fmt.Fprintf(w, "%d more asks owed, not listed here: they are listed as those above are answered\n", v.OwedLeftOut)
+	}
 	for _, r := range v.MoreUnread {
 		name := r.Room
 		if r.RoomName != "" {

@@ -144,7 +144,8 @@ func Notice(p localapi.Pending, you string, sh Shell, max int) string {
 // IDs (localapi.AckRequest.Shown: the node offers the others again at
 // once). The counts of unread messages past the take (Pending.MoreUnread)
 // are lines, not items: nothing to confirm, they stay unread, and one left
-// out is summed up in the note.
+// out is summed up in the note. So is the count of asks owed that the take
+// left out (Pending.OwedLeftOut), after the reminders.
 func NoticeShown(p localapi.Pending, you string, sh Shell, max int) (string, []string) {
 	shown := []string{}
 	if p.Empty() {
@@ -154,6 +155,7 @@ func NoticeShown(p localapi.Pending, you string, sh Shell, max int) (string, []s
 		text string
 		id   string
 		item bool // an item of p.Items (else a count of unread messages)
+		owed bool // the count of asks owed left out (Pending.OwedLeftOut)
 	}
 	var parts []part
 	add := func(it localapi.Item, s string) { parts = append(parts, part{text: s, id: it.ID, item: true}) }
@@ -163,10 +165,18 @@ func NoticeShown(p localapi.Pending, you string, sh Shell, max int) (string, []s
 		}
 	}
 	for _, it := range p.Items {
-		switch it.Kind {
-		case "reminder":
+		if it.Kind == "reminder" {
 			add(it, reminder(it, sh))
-		case "invitation":
+		}
+	}
+	if p.OwedLeftOut > 0 {
+		// Asks owed the take left out (past the reminders it lists, or
+		// its budget): a line, not an item; they come as these are
+		// answered.
+		parts = append(parts, part{text: fmt.Sprintf("… and %d more asks you owe, left out to keep this short: they are shown as you answer or dismiss these.", p.OwedLeftOut), owed: true})
+	}
+	for _, it := range p.Items {
+		if it.Kind == "invitation" {
 			add(it, Invitation(it, you)+sh.readLine(it.Room))
 		}
 	}
@@ -200,9 +210,10 @@ func NoticeShown(p localapi.Pending, you string, sh Shell, max int) (string, []s
 		if used+rest[i] > max && used+n+reserve > max {
 			items, counts := 0, 0
 			for _, left := range parts[i:] {
-				if left.item {
+				switch {
+				case left.item:
 					items++
-				} else {
+				case !left.owed:
 					counts++
 				}
 			}
