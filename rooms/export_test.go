@@ -296,6 +296,11 @@ func AskHeld(ctx context.Context, h host.Host, target peer.ID, ids []string) ([]
 // the stream when answer returns ok false: a peer that answers as it
 // pleases.
 func ServeHeld(h host.Host, answer func(ask []string) (lacks []string, ok bool)) {
+	ServeHeldOn(h, func(_ string, ask []string) ([]string, bool) { return answer(ask) })
+}
+
+// ServeHeldOn is ServeHeld with the ID of the connection each ask came on.
+func ServeHeldOn(h host.Host, answer func(conn string, ask []string) (lacks []string, ok bool)) {
 	h.SetStreamHandler(ProtocolHeld, func(s network.Stream) {
 		defer s.Close()
 		var ask heldAsk
@@ -303,7 +308,7 @@ func ServeHeld(h host.Host, answer func(ask []string) (lacks []string, ok bool))
 			s.Reset()
 			return
 		}
-		lacks, ok := answer(ask.Rooms)
+		lacks, ok := answer(s.Conn().ID(), ask.Rooms)
 		if !ok {
 			s.Reset()
 			return
