@@ -54,6 +54,11 @@ func (m *Manager) MeshHas(id identity.RoomID, p peer.ID) bool {
 	return m.mesh[topic][p]
 }
 
+// SetHelloVVLimit sets the most authors this node's Hellos list, in
+// place of MaxVV, so that a room with more authors than one Hello lists
+// needs tens of keys, not thousands.
+func (m *Manager) SetHelloVVLimit(n int) { m.helloVV.Store(int64(n)) }
+
 // SetAskLimit sets the most events a requester asks for per sync round,
 // and returns a function that puts it back.
 func SetAskLimit(n int) func() {

@@ -113,6 +113,9 @@ type Manager struct {
 	// its writes; an error fails them as the store's would
 	storeFault atomic.Pointer[func(space bool) error]
 	syncFault  atomic.Pointer[func() error] // tests: fails a room's fsync of own events
+	// tests: the most authors this node's Hellos list (0: MaxVV), so that
+	// paging through a room's authors is tried without thousands of keys
+	helloVV atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc

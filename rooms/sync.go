@@ -681,7 +681,11 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 	_ = s.SetDeadline(end)
 	r.mu.RLock()
 	h := &Hello{Room: r.id, Limit: uint32(askLimit.Load()), Want: want}
-	h.VV, h.From, h.To = helloVV(r.vv, from, MaxVV)
+	vvMax := MaxVV
+	if n := int(r.m.helloVV.Load()); n > 0 {
+		vvMax = n
+	}
+	h.VV, h.From, h.To = helloVV(r.vv, from, vvMax)
 	// Members the policy refuses: their events come in only where an
 	// allowed event built on them (vouchedFor), which asks for them by ID
 	// (want); the Hello says it holds them all, so that a run of them

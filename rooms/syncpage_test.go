@@ -44,12 +44,19 @@ func (c *crowded) next(t *testing.T, text string) []byte {
 	return w
 }
 
+// crowdVV is the most authors the Hellos of a crowded room's nodes list
+// (in place of MaxVV's thousands, which cost a minute of signing and
+// checking under the race detector; TestLargestHelloFits checks MaxVV's).
+const crowdVV = 64
+
 // crowdedRoom builds, from raw events, a room whose creator (a key no
 // node holds) invites nodes 0 and 1 and then authors more keys than one
-// Hello's version vector can list, each of which posts once. Node 1 holds
-// it all; node 0 has only opened the room.
+// of their Hellos can list (crowdVV), each of which posts once. Node 1
+// holds it all; node 0 has only opened the room.
 func crowdedRoom(t *testing.T, nt *nodetest.Net, authors int) *crowded {
 	t.Helper()
+	mgr(nt, 0).SetHelloVVLimit(crowdVV)
+	mgr(nt, 1).SetHelloVVLimit(crowdVV)
 	ck, creator := genKey(t)
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
@@ -105,17 +112,17 @@ func crowdedRoom(t *testing.T, nt *nodetest.Net, authors int) *crowded {
 }
 
 // A member can author more keys into a room than one Hello can list
-// (MaxVV): a node that holds them all then asks for the room a part of
+// (MaxVV; crowdVV here): a node that holds them all then asks for the room a part of
 // its authors at a time, and still catches up.
 func TestSyncOfMoreAuthorsThanOneHelloLists(t *testing.T) {
 	t.Parallel() // waits on timers, sets no package knob
 	nt := startNet(t, 2)
-	c := crowdedRoom(t, nt, rooms.MaxVV+40)
+	c := crowdedRoom(t, nt, crowdVV+40)
 	id, held := c.id, c.held
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Node 0 catches up from scratch: its first Hellos are short, and the
-	// last ones know more authors than MaxVV.
+	// last ones know more authors than one lists.
 	if err := mgr(nt, 0).SyncNow(ctx, id, nt.ID(1)); err != nil {
 		t.Fatalf("catch-up: %v", err)
 	}
@@ -147,7 +154,7 @@ func bothHold(t *testing.T, nt *nodetest.Net, id identity.RoomID, n uint64) {
 // the catch-up: the parts after it are still asked for.
 func TestRefusedPartLeavesTheNextAsked(t *testing.T) {
 	nt := startNet(t, 2)
-	c := crowdedRoom(t, nt, rooms.MaxVV+40)
+	c := crowdedRoom(t, nt, crowdVV+40)
 	stranger, sp := genKey(t)
 	refused := rooms.Event{Room: c.id, Author: sp, Agent: "stranger", Seq: 1, Depth: c.depth + 1,
 		Time: time.Now().UnixMilli(), Kind: rooms.KindMessage, Body: []byte("not a member"), Parents: []rooms.ID{c.last}}

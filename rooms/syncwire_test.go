@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
@@ -337,4 +338,48 @@ func TestHelloVVPages(t *testing.T) {
 	if !maps.Equal(seen, vv) {
 		t.Fatalf("the pages list %d of %d authors", len(seen), len(vv))
 	}
+}
+
+// The largest Hello a node sends (a page of MaxVV authors of a room with
+// more, each with the largest seq, MaxHeads heads and MaxWant wanted IDs)
+// fits in a frame and reads back whole.
+func TestLargestHelloFits(t *testing.T) {
+	vv := map[peer.ID]uint64{}
+	seed := make([]byte, 32)
+	for i := range MaxVV + 1 {
+		binary.BigEndian.PutUint32(seed, uint32(i))
+		priv, _, err := crypto.GenerateEd25519Key(bytes.NewReader(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := peer.IDFromPrivateKey(priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vv[a] = 1<<63 - 1
+	}
+	h := &Hello{Room: testRoom, Limit: SyncLimit}
+	h.VV, h.From, h.To = helloVV(vv, "", MaxVV)
+	if len(h.VV) != MaxVV || h.To == "" {
+		t.Fatalf("the first page lists %d authors, up to %q", len(h.VV), h.To)
+	}
+	for i := range MaxHeads {
+		h.Heads = append(h.Heads, fakeID(i))
+	}
+	for i := range MaxWant {
+		h.Want = append(h.Want, fakeID(MaxHeads+i))
+	}
+	var buf bytes.Buffer
+	if err := WriteFrame(&buf, h); err != nil {
+		t.Fatalf("the largest Hello: %v", err)
+	}
+	size := buf.Len()
+	got, err := ReadHello(&buf, MaxFrame)
+	if err != nil {
+		t.Fatalf("the largest Hello (%d bytes) read back: %v", size, err)
+	}
+	if !reflect.DeepEqual(got, h) {
+		t.Fatalf("the largest Hello read back as %d authors, %d heads, %d wanted", len(got.VV), len(got.Heads), len(got.Want))
+	}
+	t.Logf("the largest Hello: %d bytes of %d", size, MaxFrame)
 }
