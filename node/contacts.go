@@ -30,6 +30,9 @@ func (n *Node) newContacts() error {
 			if n.names != nil { // set before the contact service starts
 				n.names.ListsChanged()
 			}
+			if n.rooms != nil { // a peer cut off leaves the rooms' meshes
+				n.rooms.Revet()
+			}
 		},
 	})
 	if err != nil {

@@ -230,3 +230,34 @@ func (m *Manager) handleNudge(s network.Stream) {
 		r.requestSync(remote)
 	}
 }
+
+// Revet rebuilds the GossipSub mesh of each room whose mesh holds a peer
+// that PeerFilter refuses now: a contact this node revoked or denied (or
+// that revoked it), or a co-member no longer vouched for. GossipSub's peer
+// filter vets only peers that join a mesh, so such a peer stayed in it and
+// was sent every event this node published after. The node calls it when
+// its contacts change.
+func (m *Manager) Revet() {
+	m.meshMu.Lock()
+	held := make(map[string][]peer.ID, len(m.mesh))
+	for topic, ps := range m.mesh {
+		for p := range ps {
+			held[topic] = append(held[topic], p)
+		}
+	}
+	m.meshMu.Unlock()
+	for topic, ps := range held {
+		for _, p := range ps {
+			if m.PeerFilter(p, topic) {
+				continue
+			}
+			m.mu.RLock()
+			r := m.topics[topic]
+			m.mu.RUnlock()
+			if r != nil {
+				m.spawn(func() { m.refreshTopic(r) })
+			}
+			break
+		}
+	}
+}
