@@ -63,6 +63,9 @@ type Config struct {
 	// InboxClock is the inbox's clock (asks' lifetimes, hand-outs, the age
 	// of a node invite); nil: time.Now. (Tests set one that runs ahead.)
 	InboxClock func() time.Time
+	// ContactClock is the contact book's clock (cool-downs, expiry, pending
+	// requests' lifetimes); nil: time.Now. (Tests set one that runs ahead.)
+	ContactClock func() time.Time
 	// GossipTracer, when set, is given GossipSub's events (its raw
 	// tracer, beside the node's own); for measurements.
 	GossipTracer pubsub.RawTracer

@@ -26,6 +26,7 @@ func (n *Node) newContacts() error {
 		AutoApprove: n.autoApprove,
 		UserDecided: n.untagOrgContact,
 		Audit:       n.contactAudit,
+		Now:         n.cfg.ContactClock,
 		Changed: func() {
 			if n.names != nil { // set before the contact service starts
 				n.names.ListsChanged()

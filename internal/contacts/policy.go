@@ -52,7 +52,25 @@ func (s *Service) Allowed(p peer.ID) error {
 // peer's invitees, as their own inviter's word.
 func (s *Service) CutOff(p peer.ID) bool {
 	c, ok := s.book.Get(p, s.now())
+	c.State = standing(c)
 	return ok && (c.State == consent.StateDenied || c.RevokedHere())
+}
+
+// standing is the state c stands in for rooms: a request waiting for the
+// user keeps the state it came from, so a node that was cut off (revoked,
+// denied, its certificate ended) stays so while it asks again. Before, its
+// own request let it back into every room it shared with this node.
+func standing(c consent.Contact) consent.State {
+	if c.State != consent.StatePendingIn {
+		return c.State
+	}
+	switch c.PriorState {
+	case consent.StateRevoked, consent.StateDenied:
+		return c.PriorState
+	case consent.StateActive:
+		return consent.StateExpired // a live contact is never pending-in
+	}
+	return c.State
 }
 
 // cutOff is the error for a node this user cut off, or nil.
@@ -60,6 +78,10 @@ func (s *Service) cutOff(p peer.ID, now time.Time) error {
 	st, ok := s.book.State(p, now)
 	if !ok {
 		return nil
+	}
+	if st == consent.StatePendingIn {
+		c, _ := s.book.Get(p, now)
+		st = standing(c)
 	}
 	switch st {
 	case consent.StateRevoked:
