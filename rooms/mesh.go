@@ -236,7 +236,7 @@ func (m *Manager) handleNudge(s network.Stream) {
 // that revoked it), or a co-member no longer vouched for. GossipSub's peer
 // filter vets only peers that join a mesh, so such a peer stayed in it and
 // was sent every event this node published after. The node calls it when
-// its contacts change.
+// its contacts change, and anti-entropy once a period.
 func (m *Manager) Revet() {
 	m.meshMu.Lock()
 	held := make(map[string][]peer.ID, len(m.mesh))

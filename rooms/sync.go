@@ -462,6 +462,10 @@ func (m *Manager) antiEntropy() {
 		case <-t.C:
 		}
 		if len(queue) == 0 {
+			// Once a period, the meshes lose the peers the policy now
+			// refuses without a change this node is told of (a contact
+			// whose certificate ended).
+			m.Revet()
 			m.mu.RLock()
 			for _, r := range m.rooms {
 				queue = append(queue, r)
