@@ -134,19 +134,33 @@ func (j *journal) recover() error {
 		return err
 	}
 	epoch, ok := parseJournalHeader(data)
+	var recs []byte // the records to replay, of epoch
 	switch {
 	case !ok && len(data) == 0:
 		if stored > 0 {
 			j.log.Warn("the write journal is missing; writes since the database was last synced may be lost", "file", j.f.Name())
 		}
+	case !ok && stored > 0 && len(data) > journalHeaderLen && len(readRecords(data[journalHeaderLen:], stored)) > 0:
+		// Each record carries its epoch and CRC: those of Badger's epoch
+		// are this database's, acknowledged perhaps.
+		j.log.Error("the write journal's header is damaged; its records of this database's epoch are replayed", "file", j.f.Name())
+		epoch, recs = stored, data[journalHeaderLen:]
 	case !ok:
 		j.log.Warn("the write journal's header is unreadable; not replayed", "file", j.f.Name())
 	case epoch != stored:
 		j.log.Warn("the write journal is not of this database's epoch; not replayed (the database was made durable as the journal's epoch ended, or one of them was restored from another copy)",
 			"journal_epoch", epoch, "database_epoch", stored)
 	default:
+		recs = data[journalHeaderLen:]
+	}
+	if recs != nil {
 		n := 0
-		for _, ops := range readRecords(data[journalHeaderLen:], epoch) {
+		whole := readRecords(recs, epoch)
+		if wholeRecordAfter(recs, epoch, uint64(len(whole))) {
+			j.log.Error("the write journal is damaged: a record is unreadable and later ones are whole; only the writes before it are replayed, and writes acknowledged after it may be lost",
+				"file", j.f.Name(), "replayed", len(whole))
+		}
+		for _, ops := range whole {
 			err := applyOps(j.bdb, ops)
 			if errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrEmptyKey) || errors.Is(err, badger.ErrInvalidKey) {
 				// Refused when it was written too; the crash came before
@@ -565,6 +579,27 @@ func readRecords(b []byte, epoch uint64) [][]schema.Op {
 		b = b[recordHeaderLen+size:]
 	}
 	return recs
+}
+
+// wholeRecordAfter reports whether b holds, anywhere, a whole record of
+// epoch numbered after n: one that a damaged record before it kept from
+// being replayed.
+func wholeRecordAfter(b []byte, epoch, n uint64) bool {
+	for i := 0; i+recordHeaderLen <= len(b); i++ {
+		r := b[i:]
+		if r[0] != recordMark || binary.BigEndian.Uint64(r[5:]) != epoch || binary.BigEndian.Uint64(r[13:]) <= n {
+			continue
+		}
+		size := uint64(binary.BigEndian.Uint32(r[1:]))
+		if size > uint64(len(r)-recordHeaderLen) {
+			continue
+		}
+		crc := crc32.Update(crc32.Checksum(r[1:21], castagnoli), castagnoli, r[recordHeaderLen:recordHeaderLen+size])
+		if crc == binary.BigEndian.Uint32(r[21:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // opsSize bounds the size of ops encoded (appendOps).
