@@ -280,7 +280,7 @@ func syncLogs(dir string) error {
 		if err != nil {
 			return err
 		}
-		err = f.Sync()
+		err = fileSync(f)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("fsync %s: %w", name, err)
@@ -288,6 +288,13 @@ func syncLogs(dir string) error {
 	}
 	return nil
 }
+
+// fileSync is f.Sync but in tests.
+var fileSync = (*os.File).Sync
+
+// extendFault, if set, stands for the disk's answer to the journal's
+// growth (tests).
+var extendFault func() error
 
 // syncDir makes the folder's entries durable.
 func syncDir(dir string) error {
@@ -319,6 +326,11 @@ const zeroWrite = 4 << 10
 
 // extend writes zeros from the file's end up to size.
 func (j *journal) extend(size int64) error {
+	if extendFault != nil {
+		if err := extendFault(); err != nil {
+			return diskFull(err)
+		}
+	}
 	zeros := make([]byte, zeroWrite)
 	for j.size < size {
 		n := min(int64(len(zeros)), size-j.size)

@@ -3,9 +3,11 @@ package store
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -80,5 +82,47 @@ func TestJournalDamagedRecordBeforeWholeOnesIsReported(t *testing.T) {
 	want(t, db, "k1", "1")
 	if out := lines.String(); !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "journal") {
 		t.Fatalf("the replay dropped a whole, acknowledged record after a damaged one and said nothing:\n%s", out)
+	}
+}
+
+// TestSyncWithoutJournalSyncsEveryLog: a database opened with no room
+// for its journal acknowledges a durable write with a sync of Badger
+// itself. Badger's DB.Sync covers only the memtable being written: a
+// full one waiting to be flushed as a table has its write-ahead log
+// unsynced (what a new epoch fsyncs every .mem and .vlog file for), so
+// an acknowledged write in it was lost to a power loss. Sync must fsync
+// every log there.
+func TestSyncWithoutJournalSyncsEveryLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	extendFault = func() error { return syscall.ENOSPC }
+	db, err := OpenConfig(Config{Dir: dir, MinFree: -1})
+	extendFault = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.j != nil {
+		t.Fatal("a journal was made on a full disk")
+	}
+	var mu sync.Mutex
+	synced := map[string]bool{}
+	fileSync = func(f *os.File) error {
+		mu.Lock()
+		synced[filepath.Base(f.Name())] = true
+		mu.Unlock()
+		return f.Sync()
+	}
+	defer func() { fileSync = (*os.File).Sync }()
+	apply(t, db, set("k", "v"))
+	mems := glob(t, dir, "*.mem")
+	if err := db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, m := range mems {
+		if _, err := os.Stat(m); err == nil && !synced[filepath.Base(m)] {
+			t.Errorf("Sync without a journal left %s unsynced (synced: %v)", filepath.Base(m), synced)
+		}
 	}
 }

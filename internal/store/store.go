@@ -154,6 +154,15 @@ func OpenConfig(cfg Config) (_ *DB, err error) {
 	case err == nil:
 		db.j, db.fsync = j, j.sync
 	case errors.Is(err, errNoRoom):
+		// Badger's Sync covers only the memtable being written: a full
+		// one waiting to be flushed has its log synced here, as a new
+		// epoch does.
+		db.fsync = func() error {
+			if err := bdb.Sync(); err != nil {
+				return err
+			}
+			return syncLogs(cfg.Dir)
+		}
 		log.Warn("no room for the write journal: every durable write syncs the database itself until a restart finds room", "err", err)
 	default:
 		bdb.Close()
