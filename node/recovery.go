@@ -166,6 +166,15 @@ func (n *Node) openStore() error {
 			return err
 		}
 	}
+	if !ok && !fresh && rec != nil && rec.Peer == n.id.String() && holdsNone(db, recoveryPrefixes()) {
+		// A database never prepared (no m/node) beside this node's
+		// recovery file: a start that made it (--recover, or the first
+		// after a lost database) was cut short before it wrote the
+		// file's entries. Its first save would write the file over with
+		// nothing.
+		n.log.Warn("recover: the database holds nothing yet; the recovery file's entries are restored into it")
+		fresh = true
+	}
 	ops := []schema.Op{}
 	if !ok {
 		ops = append(ops, schema.Op{Key: schema.KeyNode(), Val: []byte(n.id)})
@@ -206,6 +215,18 @@ func (n *Node) openStore() error {
 	}
 	n.saveRecovery()
 	return nil
+}
+
+// holdsNone reports whether db holds no key under any of prefixes (false
+// if it cannot tell).
+func holdsNone(db *store.DB, prefixes [][]byte) bool {
+	for _, p := range prefixes {
+		found := false
+		if err := db.Scan(p, func(_, _ []byte) bool { found = true; return false }); err != nil || found {
+			return false
+		}
+	}
+	return true
 }
 
 func (n *Node) mismatch(dir, other string) error {
