@@ -227,9 +227,17 @@ func (j *journal) storedEpoch() (uint64, error) {
 }
 
 // newEpoch makes every write so far durable in Badger and starts an empty
-// journal. Called with mu held (or before the journal is shared).
-func (j *journal) newEpoch() error {
+// journal. Called with mu held (or before the journal is shared). If it
+// fails, Badger may hold the next epoch while the header holds this one:
+// the journal is stale, and takes no record before a new epoch starts (a
+// record of this epoch would not be replayed).
+func (j *journal) newEpoch() (err error) {
 	defer since(j.epochs, time.Now())
+	defer func() {
+		if err != nil {
+			j.stale = true
+		}
+	}()
 	j.queued.Wait()
 	if err := j.failure(); err != nil {
 		return err
