@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -233,7 +234,17 @@ func restoreHome(home, backup string, man *backupManifest) (peer.ID, error) {
 		return "", fmt.Errorf("node: restore: %s has %d MiB free, and this backup needs about %d MiB (its %d MiB and room to work): free space there, or restore into a home on another disk",
 			parent, free>>20, need>>20, size>>20)
 	}
-	tmp, err := os.MkdirTemp(parent, filepath.Base(home)+".restoring-")
+	// A restore killed before its rename left its half-made home (a copy
+	// of the key among it) under this name: nothing else will remove it.
+	prefix := filepath.Base(home) + ".restoring-"
+	if ents, err := os.ReadDir(parent); err == nil {
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+				os.RemoveAll(filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp(parent, prefix)
 	if err != nil {
 		return "", fmt.Errorf("node: restore: %w", err)
 	}

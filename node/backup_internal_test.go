@@ -82,3 +82,26 @@ func TestRestoreRefusesADiskWithoutRoom(t *testing.T) {
 		t.Fatalf("a restore with room: %v", err)
 	}
 }
+
+// TestRestoreRemovesWhatAKilledRestoreLeft: a restore killed before it
+// renamed its half-made home into place left it beside the home, holding
+// a copy of the node's private key, for good; the next restore to that
+// home removes it.
+func TestRestoreRemovesWhatAKilledRestoreLeft(t *testing.T) {
+	backup := writeTestBackup(t)
+	parent := t.TempDir()
+	home := filepath.Join(parent, "h")
+	left := filepath.Join(parent, "h.restoring-123456")
+	if err := os.MkdirAll(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, KeyFileName), []byte("a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Restore(home, backup); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); err == nil {
+		t.Fatalf("%s, left by a killed restore with a copy of the key, is still there after the next restore", left)
+	}
+}
