@@ -242,10 +242,16 @@ func (j *journal) newEpoch() (err error) {
 	if err := j.failure(); err != nil {
 		return err
 	}
+	// A failed fsync may have dropped Badger's pages, and the next one
+	// succeeds: the journal is then the only copy of acknowledged
+	// writes, kept for a restart to replay.
 	if err := j.bdb.Sync(); err != nil {
-		return fmt.Errorf("store: sync: %w", classify(err))
+		return j.fail(fmt.Errorf("store: sync: %w", classify(err)))
 	}
 	if err := syncLogs(filepath.Dir(j.f.Name())); err != nil {
+		if errors.Is(err, errFsync) {
+			return j.fail(fmt.Errorf("store: sync: %w", err))
+		}
 		return fmt.Errorf("store: sync: %w", err)
 	}
 	next := j.epoch + 1
@@ -291,10 +297,29 @@ func syncLogs(dir string) error {
 		err = fileSync(f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("fsync %s: %w", name, err)
+			return fmt.Errorf("%w: %s: %w", errFsync, name, err)
 		}
 	}
 	return nil
+}
+
+// errFsync is an fsync of one of Badger's logs that failed.
+var errFsync = errors.New("fsync")
+
+// fail fails the journal with err, unless it failed already, and returns
+// err: no write is taken and no new epoch starts (which would drop
+// records Badger may lack) until a restart replays the journal.
+func (j *journal) fail(err error) error {
+	j.failMu.Lock()
+	first := j.failed == nil
+	if first {
+		j.failed = fmt.Errorf("store: the database failed to sync; no write is taken until a restart replays the journal: %w", err)
+	}
+	j.failMu.Unlock()
+	if first {
+		j.log.Error("the database failed to sync; the store takes no more writes, and a restart replays the write journal", "err", err)
+	}
+	return err
 }
 
 // fileSync is f.Sync but in tests.

@@ -56,3 +56,48 @@ func TestJournalFailedNewEpochTakesNoRecordOfTheOldOne(t *testing.T) {
 	defer db.Close()
 	want(t, db, "acked", "1")
 }
+
+// TestJournalKeptAfterBadgerFailedToSync: when an fsync of Badger's logs
+// fails, the kernel may have dropped their pages (Linux marks them clean
+// and the next fsync succeeds), so the journal's records are the only
+// copy on disk of the writes Sync acknowledged. A later new epoch, whose
+// fsyncs then succeed, must not drop them: the store takes no more
+// writes, and Close keeps the journal for the next Open to replay, as
+// after a failed queued write. Modelled here: Badger's folder as it was
+// before the write (its pages lost), the journal as Close left it.
+func TestJournalKeptAfterBadgerFailedToSync(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	db := openDB(t, dir)
+	pl := snapshot(t, db)
+	apply(t, db, set("acked", "1"))
+	if err := db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	fileSync = func(f *os.File) error {
+		if !failed {
+			failed = true
+			return unix.EIO
+		}
+		return f.Sync()
+	}
+	defer func() { fileSync = (*os.File).Sync }()
+	db.j.mu.Lock()
+	err := db.j.newEpoch() // as a full journal starts one
+	db.j.mu.Unlock()
+	if err == nil {
+		t.Fatal("a new epoch whose fsync of Badger's logs failed succeeded")
+	}
+	_ = db.Apply([]schema.Op{set("later", "2")}, true) // its new epoch's fsyncs succeed
+	_ = db.Close()
+	journal, err := os.ReadFile(filepath.Join(dir, JournalName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pl.snap, JournalName), journal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, pl.snap)
+	defer db.Close()
+	want(t, db, "acked", "1")
+}
