@@ -533,9 +533,16 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 	}
 	now := time.Now()
 	unread := map[string]localapi.Item{}
-	for _, it := range p.Items {
+	// at is an item's place in the inbox's list: the order the asks came
+	// to this node, not the date their sender wrote on them (a peer dates
+	// its asks as it likes: by date, a member's asks dated an hour back
+	// went first, the first of a wake text shown in full and one that came
+	// before them a line at its end, or none).
+	at := map[string]int{}
+	for i, it := range p.Items {
 		if owed(it) {
 			unread[it.ID] = it
+			at[it.ID] = i
 		}
 	}
 	for id, is := range st.items {
@@ -556,12 +563,7 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 		}
 		items = append(items, is)
 	}
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].item.Time != items[j].item.Time {
-			return items[i].item.Time < items[j].item.Time
-		}
-		return items[i].item.ID < items[j].item.ID
-	})
+	sort.Slice(items, func(i, j int) bool { return at[items[i].item.ID] < at[items[j].item.ID] })
 	batches := map[*route][]localapi.Item{}
 	var picked []*route
 	for _, is := range items {

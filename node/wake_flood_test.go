@@ -1,0 +1,81 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/manual"
+	"github.com/parley-mesh/parley/node"
+	"github.com/parley-mesh/parley/node/nodetest"
+)
+
+// TestWakeHandsTheFirstAskFirstNotBackdatedOnes: the wake-up service hands
+// an idle agent's owed asks to its route in the order they arrived at this
+// node, as the inbox lists them, not by the date their sender wrote on
+// them. Here a local agent (alice) asks bot first; then a room member
+// (node 1), whose events are dated an hour back, asks bot 30 times. The
+// channel route gets one notification per item in the order handed, and a
+// terminal paste shows its first item in full and the rest as one line
+// each (or "… and N more"): handed by the sender's date, the member's
+// backdated asks came first, and alice's, the first to arrive, was a line
+// at the end of the paste or none.
+func TestWakeHandsTheFirstAskFirstNotBackdatedOnes(t *testing.T) {
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.AgentPostLimit = -1
+		if i == 1 {
+			c.RoomClock = func() time.Time { return time.Now().Add(-time.Hour) }
+		}
+	}))
+	nt.ConnectAll()
+	nt.Befriend(t, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
+	defer c0.Close()
+	defer c1.Close()
+	me := nt.ID(0).String()
+	registered(t, ctx, c0, "bot", "alice")
+	registered(t, ctx, c1, "mallory")
+
+	local, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "team", Members: []string{"bot"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c0.Ask(ctx, "alice", localapi.AskRequest{Room: local.RoomID, To: "bot", Text: "may I deploy?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spam, err := c1.OpenRoom(ctx, "mallory", localapi.OpenRoomRequest{Name: "spam", Members: []string{"bot@" + me}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	for i := range n {
+		if _, err := c1.Ask(ctx, "mallory", localapi.AskRequest{Room: spam.RoomID, To: "bot@" + me, Text: fmt.Sprintf("ask %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nt.WaitFor(time.Minute, func() bool {
+		owed, err := c0.Owed(ctx, "bot")
+		return err == nil && len(owed) == n+1
+	}, "bot to owe %d asks", n+1)
+
+	w, err := c0.WakeWait(ctx, "bot", localapi.WakeWaitRequest{Kind: localapi.WakeChannel, Session: "s-flood", Seconds: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Items) == 0 {
+		t.Fatal("the channel route was handed nothing")
+	}
+	i := slices.IndexFunc(w.Items, func(it localapi.Item) bool { return it.ID == first.AskID })
+	if i != 0 {
+		// What a terminal route would paste: the first item in full.
+		t.Fatalf("the ask that came first is item %d of %d handed to the route (-1: not handed); the first is %s from %s; a paste:\n%s",
+			i, len(w.Items), w.Items[0].ID, w.Items[0].From, manual.Wake(w.Items, "bot@"+me, manual.Shell{Agent: "bot"}))
+	}
+}
