@@ -3,12 +3,17 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/manual"
+	"github.com/parley-mesh/parley/internal/wake/tmux"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
 )
@@ -77,5 +82,85 @@ func TestWakeHandsTheFirstAskFirstNotBackdatedOnes(t *testing.T) {
 		// What a terminal route would paste: the first item in full.
 		t.Fatalf("the ask that came first is item %d of %d handed to the route (-1: not handed); the first is %s from %s; a paste:\n%s",
 			i, len(w.Items), w.Items[0].ID, w.Items[0].From, manual.Wake(w.Items, "bot@"+me, manual.Shell{Agent: "bot"}))
+	}
+}
+
+// TestWakePasteShowsAnotherNodesAskDespiteAFlood: a room member (node 1)
+// asks an idle terminal agent 30 times; then a local agent (alice) asks it
+// once. The terminal route's first paste shows alice's ask, as the inbox
+// gives a take's asks in turns by asking node: a wake text shows its first
+// item in full and a few more as a line each, the rest only counted ("…
+// and 28 more"), so in the order of arrival alice's was only counted. And
+// every item handed to the paste counted as pasted (read): hers was never
+// pasted again, and her human was never told.
+func TestWakePasteShowsAnotherNodesAskDespiteAFlood(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.AgentPostLimit = -1
+		c.WakeLimit = time.Second
+	}))
+	nt.ConnectAll()
+	nt.Befriend(t, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
+	defer c0.Close()
+	defer c1.Close()
+	me := nt.ID(0).String()
+	registered(t, ctx, c0, "bot", "alice")
+	registered(t, ctx, c1, "mallory")
+
+	spam, err := c1.OpenRoom(ctx, "mallory", localapi.OpenRoomRequest{Name: "spam", Members: []string{"bot@" + me}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	for i := range n {
+		if _, err := c1.Ask(ctx, "mallory", localapi.AskRequest{Room: spam.RoomID, To: "bot@" + me, Text: fmt.Sprintf("spam %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nt.WaitFor(time.Minute, func() bool {
+		owed, err := c0.Owed(ctx, "bot")
+		return err == nil && len(owed) == n
+	}, "bot to owe %d asks", n)
+	local, err := c0.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "team", Members: []string{"bot"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	honest, err := c0.Ask(ctx, "alice", localapi.AskRequest{Room: local.RoomID, To: "bot", Text: "may I deploy?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	srv := tmux.Server{Name: fmt.Sprintf("parley-flood-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
+	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
+	script, err := filepath.Abs(filepath.Join("..", "internal", "wake", "tmux", "testdata", "fakeagent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := filepath.Join(t.TempDir(), "taken")
+	pane, err := srv.Start(ctx, tmux.StartOptions{Command: []string{script}, Env: []string{"FAKE_LOG=" + taken, "FAKE_WORK=0.05", "INPUTRC=/dev/null"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		sc, err := srv.Capture(ctx, pane.ID)
+		return err == nil && sc.CursorLine() == ">"
+	}, "the agent's prompt")
+	if err := c0.WakeTerminal(ctx, "bot", localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: "> "}); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	nt.WaitFor(30*time.Second, func() bool {
+		b, _ := os.ReadFile(taken)
+		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
+		return len(lines) > 0 && strings.Contains(lines[0], "Parley:")
+	}, "the first paste")
+	if !strings.Contains(lines[0], honest.AskID) {
+		t.Fatalf("the first paste (%d characters) does not show alice's ask %s:\n%s", len(lines[0]), honest.AskID, lines[0])
 	}
 }

@@ -564,6 +564,7 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 		items = append(items, is)
 	}
 	sort.Slice(items, func(i, j int) bool { return at[items[i].item.ID] < at[items[j].item.ID] })
+	items = inTurns(items)
 	batches := map[*route][]localapi.Item{}
 	var picked []*route
 	for _, is := range items {
@@ -627,6 +628,35 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 	for _, r := range picked {
 		s.hand(st, r, batches[r])
 	}
+}
+
+// inTurns orders items in turns by the node that sent them, each node's
+// in the order given, as the inbox chooses a take's asks: a wake text
+// shows its first item in full and a few more a line each, the others
+// only counted ("… and N more"), so in the order they came a node's flood
+// left another node's ask that came after it counted only.
+func inTurns(items []*itemState) []*itemState {
+	var nodes []string
+	by := map[string][]*itemState{}
+	for _, is := range items {
+		node := is.item.From
+		if i := strings.LastIndexByte(node, '@'); i >= 0 {
+			node = node[i+1:]
+		}
+		if _, ok := by[node]; !ok {
+			nodes = append(nodes, node)
+		}
+		by[node] = append(by[node], is)
+	}
+	out := make([]*itemState, 0, len(items))
+	for k := 0; len(out) < len(items); k++ {
+		for _, node := range nodes {
+			if k < len(by[node]) {
+				out = append(out, by[node][k])
+			}
+		}
+	}
+	return out
 }
 
 // pick returns the first route, in kind order, the item was not handed to
