@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"crypto/rand"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +33,7 @@ type Notifier interface {
 }
 
 // channel is the session's channel route: it waits on the node for owed
-// items to push and sends each one notification, until ctx ends or a newer
+// items to push and sends them one notification per wake, until ctx ends or a newer
 // waiter of the session takes the route over. That also holds when the
 // newer one comes between two of its waits (while it pushes, say): each
 // wait after the first under a name names the previous answer's Seq
@@ -91,13 +93,24 @@ func (s *Server) channel(ctx context.Context, n Notifier) {
 		s.mu.Lock()
 		you := s.agent.Address
 		s.mu.Unlock()
-		for _, it := range w.Items {
-			p := ChannelParams{Content: channelText(s.named(ctx, manual.Wake([]localapi.Item{it}, you, manual.Shell{}))),
-				Meta: map[string]string{"kind": it.Kind, "item_id": it.ID, "room_id": it.Room, "from": it.From}}
-			if err := n.Notify(ChannelMethod, p); err != nil {
-				s.log.Debug("channel notification not sent", "agent", agent, "err", err)
-				return
-			}
+		if len(w.Items) == 0 {
+			continue
+		}
+		// One notification per wake, as a Stop hook's one text and a
+		// terminal's one paste: the text (at most manual.MaxLen) shows the
+		// first item in full, and counts what it leaves out. Before, each
+		// item was a notification of its own, and a member's flood of asks
+		// pushed some fifty messages into the session at once. The meta is
+		// the first item's, the one shown in full.
+		it := w.Items[0]
+		if i := slices.IndexFunc(w.Items, func(it localapi.Item) bool { return it.Kind == "ask" }); i >= 0 {
+			it = w.Items[i] // asks first (manual.Wake)
+		}
+		p := ChannelParams{Content: channelText(s.named(ctx, manual.Wake(w.Items, you, manual.Shell{}))),
+			Meta: map[string]string{"kind": it.Kind, "item_id": it.ID, "room_id": it.Room, "from": it.From, "items": strconv.Itoa(len(w.Items))}}
+		if err := n.Notify(ChannelMethod, p); err != nil {
+			s.log.Debug("channel notification not sent", "agent", agent, "err", err)
+			return
 		}
 	}
 }
