@@ -51,6 +51,14 @@ func (s Shell) readLine(room string) string {
 // read more and leave. It is at most MaxLen characters: the first item in
 // full, the others as one line each.
 func Wake(items []localapi.Item, you string, sh Shell) string {
+	text, _ := WakeShown(items, you, sh)
+	return text
+}
+
+// WakeShown is Wake, and the IDs of the items its text shows (the first in
+// full, the others a line each); those it only counts ("… and N more")
+// are not among them.
+func WakeShown(items []localapi.Item, you string, sh Shell) (string, []string) {
 	var owed []localapi.Item
 	for _, it := range items {
 		if it.Kind == "ask" || it.Kind == "invitation" {
@@ -58,7 +66,7 @@ func Wake(items []localapi.Item, you string, sh Shell) string {
 		}
 	}
 	if len(owed) == 0 {
-		return ""
+		return "", nil
 	}
 	// Asks first: someone waits on them.
 	slices.SortStableFunc(owed, func(a, b localapi.Item) int {
@@ -86,12 +94,14 @@ func Wake(items []localapi.Item, you string, sh Shell) string {
 	// second ask cut short still shows (the first gets less room).
 	share := MaxLen/3 + sh.cutExtra(first.ID)
 	tail := extra
+	shown := []string{first.ID}
 	for i, m := range more {
 		if utf8.RuneCountInString(tail+m) > share {
 			tail += sh.moreLine(len(more) - i)
 			break
 		}
 		tail += m
+		shown = append(shown, owed[i+1].ID)
 	}
 	budget := MaxLen - utf8.RuneCountInString(b.String()) - utf8.RuneCountInString(tail)
 	var head string
@@ -104,7 +114,7 @@ func Wake(items []localapi.Item, you string, sh Shell) string {
 	}
 	b.WriteString(head)
 	b.WriteString(tail)
-	return b.String()
+	return b.String(), shown
 }
 
 // maxItemText is the most characters a notice gives a message's or a

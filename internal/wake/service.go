@@ -1202,7 +1202,7 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 		case <-ctx.Done():
 			return
 		case items := <-r.texts:
-			text := manual.Wake(items, agent+"@"+s.cfg.Self, manual.Shell{Agent: agent})
+			text, shown := manual.WakeShown(items, agent+"@"+s.cfg.Self, manual.Shell{Agent: agent})
 			if s.cfg.Named != nil {
 				text = s.cfg.Named(text)
 			}
@@ -1247,18 +1247,19 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			// a pane found gone is not.
 			s.do(context.WithoutCancel(ctx), func(ctx context.Context) { //nolint:errcheck // stopping
 				r.busy = false
-				if err != nil {
-					// Handed again only once the watcher sees the agent
-					// idle anew, not on a look from before this try.
-					r.idle.Store(false)
-				}
+				// Handed again (what this try did not paste, or only
+				// counted) only once the watcher sees the agent idle anew,
+				// not on a look from before this try.
+				r.idle.Store(false)
 				for _, it := range items {
 					is := s.state(agent).items[it.ID]
 					switch {
 					case is == nil:
-					case err == nil && !r.gone:
+					case err == nil && !r.gone && slices.Contains(shown, it.ID):
 						is.pasted, is.told = true, false
 					default:
+						// Not pasted, or only counted in the text ("… and N
+						// more"): not pasted whole, so not reached.
 						// The terminal had its turn; the next route may try
 						// at once, and this one again once its agent is idle
 						// (evaluate).
