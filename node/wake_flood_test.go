@@ -299,3 +299,59 @@ func TestWakeRestartDoesNotPasteAgain(t *testing.T) {
 		t.Fatalf("the ask was pasted %d times into the pane: again after the node restarted", k)
 	}
 }
+
+// TestWakeStopHookFloodWakesWithoutEnd: a room member asks an idle Claude
+// Code session again each time it stops (its node's post limit is its
+// own to set, and the receiving node limits no member's asks). Each Stop
+// hook waiter is handed the new ask and wakes the session for a turn of
+// its model: 20 asks, 20 turns, for as long as the member goes on, while
+// the agent answers none. Found: no wake-up route has a budget per asking
+// node; a member keeps an agent working (and its person paying) without
+// end. Suggested: after a few wakes for one node's asks that the agent
+// left unanswered, its further asks wake nothing (they ride in tool
+// results), and the human is told.
+func TestWakeStopHookFloodWakesWithoutEnd(t *testing.T) {
+	t.Skip("finding: no wake budget per asking node: a member's steady asks wake an idle session once per Stop without end (internal/wake/service.go evaluate)")
+	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) { c.AgentPostLimit = -1 }))
+	nt.ConnectAll()
+	nt.Befriend(t, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
+	defer c0.Close()
+	defer c1.Close()
+	me := nt.ID(0).String()
+	registered(t, ctx, c0, "bot")
+	registered(t, ctx, c1, "mallory")
+	spam, err := c1.OpenRoom(ctx, "mallory", localapi.OpenRoomRequest{Name: "spam", Members: []string{"bot@" + me}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wakes := 0
+	for i := range 20 {
+		a, err := c1.Ask(ctx, "mallory", localapi.AskRequest{Room: spam.RoomID, To: "bot@" + me, Text: fmt.Sprintf("still there? %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nt.WaitFor(time.Minute, func() bool {
+			owed, err := c0.Owed(ctx, "bot")
+			return err == nil && slices.ContainsFunc(owed, func(it localapi.Item) bool { return it.ID == a.AskID })
+		}, "bot to owe ask %d", i)
+		// The session stops: its Stop hook waits, is handed what is new,
+		// takes it (as the hook does) and wakes the session.
+		w, err := c0.WakeWait(ctx, "bot", localapi.WakeWaitRequest{Kind: localapi.WakeStop, Session: "s1", Seconds: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(w.Items) > 0 {
+			wakes++
+			if _, err := c0.Take(ctx, "bot"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if wakes > 5 {
+		t.Fatalf("one member's 20 unanswered asks woke the idle session %d times", wakes)
+	}
+}
