@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parley-mesh/parley/internal/atomicfile"
 	"github.com/parley-mesh/parley/node"
 )
 
@@ -97,6 +98,11 @@ consistent copy of its database, while the node goes on. The file holds the node
 				return fmt.Errorf("backup: %w", err)
 			}
 			kept = true
+			// The link or rename is durable only once the folder is: else
+			// a power loss may leave no backup, or the one it replaced.
+			if err := atomicfile.SyncDir(filepath.Dir(dst)); err != nil {
+				return fmt.Errorf("backup: written to %s, but %w", dst, err)
+			}
 			return printOut(g, cmd.OutOrStdout(), backupResult{File: dst, Bytes: n}, func(w io.Writer, r backupResult) {
 				fmt.Fprintf(w, "backup written to %s (%d bytes). It holds the node's private key: keep it as safe as identity.key.\n", r.File, r.Bytes)
 				fmt.Fprintf(w, "To make a node of it: parley --home NEW_HOME restore %s\n", r.File)
