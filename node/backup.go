@@ -289,6 +289,12 @@ func restoreHome(home, backup string, man *backupManifest) (peer.ID, error) {
 			return "", fmt.Errorf("node: restore: %w", err)
 		}
 	}
+	// The home is made durable before it takes its name (its files, the
+	// database's among them, and every folder's entries), so a power loss
+	// after the rename leaves no home with files missing or empty.
+	if err := syncTree(tmp); err != nil {
+		return "", fmt.Errorf("node: restore: %w", err)
+	}
 	// An empty folder at home (checked above) gives way to the whole one.
 	if err := os.Remove(home); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("node: restore: %w", err)
@@ -301,6 +307,30 @@ func restoreHome(home, backup string, man *backupManifest) (peer.ID, error) {
 		return id, fmt.Errorf("node: restore: %w", err)
 	}
 	return id, nil
+}
+
+// syncTree syncs every file and folder under root (root too).
+func syncTree(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return atomicfile.SyncDir(path)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 }
 
 // newHome returns nil if home can take a restored node: it does not exist,
