@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
+	"github.com/parley-mesh/parley/internal/atomicfile"
 	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/config"
 	"github.com/parley-mesh/parley/internal/localapi"
@@ -212,6 +213,11 @@ func setAside(path, prefix string) (string, error) {
 	}
 	if err := os.Rename(path, dst); err != nil {
 		return "", fmt.Errorf("node: set aside %s: %w", path, err)
+	}
+	// Made durable before anything new takes the old name (a new
+	// database, say), so a power loss does not undo it.
+	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
+		return "", fmt.Errorf("node: set aside %s as %s: %w", path, dst, err)
 	}
 	// The reserve file is the store's own padding, not the user's data.
 	_ = os.Remove(filepath.Join(dst, store.ReserveName))
