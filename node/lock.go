@@ -42,14 +42,17 @@ func lockHome(home string) (*homeLock, error) {
 }
 
 // pidlessRetry bounds how long lockHome keeps trying a lock that is held
-// while the lock file names no pid: HomeLockHolder (a `parley down` or
-// status polling) holds it shared for an instant, and a node writes its pid
-// just after taking it. A holder that writes none (not a node) is reported
-// once this has passed.
+// while the lock file names no pid, or the pid of a process that does not
+// run: HomeLockHolder (a `parley down` or status polling) holds it shared
+// for an instant, a node writes its pid just after taking it, and a node
+// that crashed left its pid behind. A holder that writes none (not a node)
+// is reported once this has passed.
 const pidlessRetry = time.Second
 
 // flockRetry takes the lock exclusively without blocking, trying again for
-// up to pidlessRetry while it is held and the file names no pid.
+// up to pidlessRetry while it is held and the file names no pid, or one
+// that does not run (a crashed node's, the lock held by a command looking
+// at the home for an instant).
 func flockRetry(f *os.File, path string) error {
 	deadline := time.Now().Add(pidlessRetry)
 	for {
@@ -58,11 +61,19 @@ func flockRetry(f *os.File, path string) error {
 			return err
 		}
 		raw, _ := os.ReadFile(path)
-		if _, perr := strconv.Atoi(strings.TrimSpace(string(raw))); perr == nil || time.Now().After(deadline) {
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if (perr == nil && pid > 0 && pidRuns(pid)) || time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(5 * time.Millisecond) // polling a lock: nothing to wait on
 	}
+}
+
+// pidRuns reports whether a process with the pid exists (one of another
+// user's counts).
+func pidRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (l *homeLock) unlock() {
