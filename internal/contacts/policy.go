@@ -46,14 +46,23 @@ func (s *Service) Allowed(p peer.ID) error {
 }
 
 // CutOff reports whether this node's user cut p off: revoked its contact
-// (a revocation by the peer alone does not count), or denied its request.
-// Rooms do not count such a node as vouching for the members it invited
+// (a revocation by the peer alone does not count), or denied its request
+// (a denial of this node's request by the peer does not count either: the
+// peer's node refuses this one, and this user chose nothing). Rooms do not
+// count such a node as vouching for the members it invited
 // (rooms.Manager.SharesRoom); a node the peer cut off still takes the
 // peer's invitees, as their own inviter's word.
 func (s *Service) CutOff(p peer.ID) bool {
 	c, ok := s.book.Get(p, s.now())
 	c.State = standing(c)
-	return ok && (c.State == consent.StateDenied || c.RevokedHere())
+	return ok && (deniedHere(c) || c.RevokedHere())
+}
+
+// deniedHere reports whether c stands denied by this node's user: a denial
+// sets the cool-down before the peer may ask again (DeniedUntil), the
+// peer's denial of this node's request none.
+func deniedHere(c consent.Contact) bool {
+	return c.State == consent.StateDenied && !c.DeniedUntil.IsZero()
 }
 
 // standing is the state c stands in for rooms: a request waiting for the
@@ -79,9 +88,13 @@ func (s *Service) cutOff(p peer.ID, now time.Time) error {
 	if !ok {
 		return nil
 	}
-	if st == consent.StatePendingIn {
+	if st == consent.StatePendingIn || st == consent.StateDenied {
+		// (the whole record only here: Allowed runs for every event)
 		c, _ := s.book.Get(p, now)
-		st = standing(c)
+		c.State = standing(c)
+		if st = c.State; st == consent.StateDenied && !deniedHere(c) {
+			return nil // it declined this node's request
+		}
 	}
 	switch st {
 	case consent.StateRevoked:
