@@ -10,6 +10,7 @@ import (
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/gitrepo"
 	"github.com/parley-mesh/parley/internal/localapi"
+	"github.com/parley-mesh/parley/internal/turns"
 	"github.com/parley-mesh/parley/rooms"
 	"github.com/parley-mesh/parley/rooms/board"
 )
@@ -591,32 +592,13 @@ func (b *Inbox) unreadOf(st *state, id identity.RoomID, n, budget int) ([]locala
 // oldest, then each one's next, and so on, the nodes in the order of
 // their oldest. A take that cannot give them all gives the first.
 func inTurns(owed []askRef, keep func(askRef) bool) []askRef {
-	var nodes []string
-	by := map[string][]askRef{}
-	n := 0
+	kept := make([]askRef, 0, len(owed))
 	for _, o := range owed {
-		if !keep(o) {
-			continue
-		}
-		node := o.rec.From
-		if i := strings.LastIndexByte(node, '@'); i >= 0 {
-			node = node[i+1:]
-		}
-		if _, ok := by[node]; !ok {
-			nodes = append(nodes, node)
-		}
-		by[node] = append(by[node], o)
-		n++
-	}
-	out := make([]askRef, 0, n)
-	for k := 0; len(out) < n; k++ {
-		for _, node := range nodes {
-			if k < len(by[node]) {
-				out = append(out, by[node][k])
-			}
+		if keep(o) {
+			kept = append(kept, o)
 		}
 	}
-	return out
+	return turns.Order(kept, func(o askRef) string { return turns.Node(o.rec.From) })
 }
 
 type askRef struct {
