@@ -266,12 +266,22 @@ func boardError(err error) error {
 
 // boardNotices are the board's pending items for an agent (the inbox lists
 // them after replies).
-func (n *Node) boardNotices(agent identity.AgentName, take bool) []localapi.Item {
+func (n *Node) boardNotices(agent identity.AgentName, take bool, fits func(size int) bool) []localapi.Item {
 	if n.board == nil {
 		return nil
 	}
 	var out []localapi.Item
-	for _, no := range n.board.Notices(agent, take) {
+	within := func(no board.Notice) bool {
+		size := len(no.Text) + len(no.Project)
+		for _, p := range no.Paths {
+			size += len(p)
+		}
+		if no.Held != nil {
+			size += len(no.Held.Holder)
+		}
+		return fits(size)
+	}
+	for _, no := range n.board.NoticesWithin(agent, take, within) {
 		it := localapi.Item{Kind: no.Kind, ID: no.ID, Text: no.Text, Time: no.Time, Paths: no.Paths, Project: no.Project}
 		if no.Held != nil {
 			it.From, it.Expires = no.Held.Holder, no.Held.Expires

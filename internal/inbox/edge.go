@@ -286,7 +286,7 @@ func (b *Inbox) Wait(ctx context.Context, agent string, req localapi.WaitRequest
 				// handed out, left for a read) made every wait
 				// return at once.
 				fresh = fresh || st.untold()
-				fresh = fresh || b.cfg.Notices != nil && len(b.cfg.Notices(a, false)) > 0
+				fresh = fresh || b.cfg.Notices != nil && len(b.cfg.Notices(a, false, func(int) bool { return true })) > 0
 			} else {
 				fresh = st.news > after || (first && req.After != "" && !known)
 			}

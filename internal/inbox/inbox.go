@@ -131,7 +131,10 @@ type Config struct {
 	Usage *usage.Meter
 	// Notices are other services' items for an agent (the board's), listed
 	// after the replies; with take they are handed out. Nil: none.
-	Notices func(agent identity.AgentName, take bool) []localapi.Item
+	// fits says whether an item of size bytes (text, paths) is within
+	// what is left of the take's budget; one it refuses is not listed,
+	// nor taken, and comes in a later take.
+	Notices func(agent identity.AgentName, take bool, fits func(size int) bool) []localapi.Item
 	// HandWait is how long a two-step hand-out (a call made with
 	// localapi.TwoStep) waits for its confirmation (Ack) before its items
 	// are offered again. Zero means DefaultHandWait.

@@ -497,7 +497,9 @@ func (b *Inbox) pending(agent identity.AgentName, st *state, take bool, h *hand)
 		}
 	}
 	if b.cfg.Notices != nil {
-		ns := b.cfg.Notices(agent, take)
+		// Counted as the others are: before, a member's claims that lost
+		// to this agent's were told whole in one result (NoticeContested).
+		ns := b.cfg.Notices(agent, take, func(size int) bool { return fits(size + ItemOverhead) })
 		p.Items = append(p.Items, ns...)
 		if take {
 			handed = append(handed, ns...)

@@ -129,6 +129,19 @@ func (s *Service) unwatchLocked(agent identity.AgentName, project string, paths 
 // Notices returns what the board has to tell agent; with take they are
 // handed out (each is told once).
 func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
+	return s.NoticesWithin(agent, take, nil)
+}
+
+// NoticesWithin is Notices, of those that fits takes (nil: all): one it
+// refuses is neither listed nor told, and comes again. A member's claims
+// that lost to this agent's are told to it with their paths and notes
+// (NoticeContested), so a take of them must fit what an agent's result
+// holds: before, a member's twenty long claims, made while the nodes
+// were apart, went whole into one result of 1.3 MB.
+func (s *Service) NoticesWithin(agent identity.AgentName, take bool, fits func(Notice) bool) []Notice {
+	if fits == nil {
+		fits = func(Notice) bool { return true }
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Now()
@@ -163,10 +176,15 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 		if w.lost {
 			earlier = "Your claim on it lost to theirs earlier"
 		}
-		out = append(out, Notice{Kind: NoticeFree, ID: "free:" + w.was.Event + ":" + strings.Join(w.paths, ","), Project: w.project,
+		no := Notice{Kind: NoticeFree, ID: "free:" + w.was.Event + ":" + strings.Join(w.paths, ","), Project: w.project,
 			Paths: w.paths, Time: ms, Held: &w.was,
 			Text: fmt.Sprintf("%s is free now: %s's claim on %s %s. %s (your note: %q).",
-				strings.Join(w.paths, ", "), w.was.Holder, w.was.Path, why, earlier, w.note)})
+				listPaths(w.paths), w.was.Holder, w.was.Path, why, earlier, w.note)}
+		if !fits(no) {
+			keep = append(keep, w)
+			continue
+		}
+		out = append(out, no)
 		if !take {
 			keep = append(keep, w)
 		} else {
@@ -198,9 +216,13 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 				continue
 			}
 			hc := h
-			out = append(out, Notice{Kind: NoticeExpiring, ID: id, Project: key, Paths: []string{h.Path}, Time: ms, Held: &hc,
+			no := Notice{Kind: NoticeExpiring, ID: id, Project: key, Paths: []string{h.Path}, Time: ms, Held: &hc,
 				Text: fmt.Sprintf("Your claim on %s ends at %s (in %s). Claim it again to keep it, or release it if you are done.",
-					h.Path, time.UnixMilli(h.Expires).UTC().Format(time.RFC3339), time.Duration(h.Expires-ms)*time.Millisecond/time.Second*time.Second)})
+					h.Path, time.UnixMilli(h.Expires).UTC().Format(time.RFC3339), time.Duration(h.Expires-ms)*time.Millisecond/time.Second*time.Second)}
+			if !fits(no) {
+				continue
+			}
+			out = append(out, no)
 			if take {
 				told = append(told, s.tellLocked(id, h.Expires)...)
 			}
@@ -212,9 +234,13 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 			}
 			// Dated by the claim that lost, so the notice keeps its time
 			// however often it is read.
-			out = append(out, Notice{Kind: NoticeLost, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: r.Lost,
+			no := Notice{Kind: NoticeLost, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: r.Lost,
 				Text: fmt.Sprintf("Your claim on %s (%q) lost to %s's earlier claim on %s (%q): your node had not yet heard of it when you claimed (the two claims were made at nearly the same time, the two nodes were apart, or they had only just become contacts). It is not yours: agree with them, or wait.",
-					strings.Join(r.Paths, ", "), r.Note, r.Lost.Holder, r.Lost.Path, r.Lost.Note)})
+					listPaths(r.Paths), r.Note, r.Lost.Holder, r.Lost.Path, r.Lost.Note)}
+			if !fits(no) {
+				continue
+			}
+			out = append(out, no)
 			if take {
 				told = append(told, s.tellLocked(id, r.Expires)...)
 				// Told to wait: watched as a refused claim is, so that it
@@ -228,13 +254,30 @@ func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
 				continue
 			}
 			lost := Held{Path: r.Paths[0], Holder: r.Holder, Note: r.Note, Since: r.Time, Expires: r.Expires, Event: r.ID, Room: r.Room}
-			out = append(out, Notice{Kind: NoticeContested, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: &lost,
+			no := Notice{Kind: NoticeContested, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: &lost,
 				Text: fmt.Sprintf("%s also claimed %s (%q) before its node had heard of your claim on %s (the two nodes were apart, or the claims were made at nearly the same time). Yours was the earlier and took it; theirs lost, and they are told so, but they may have changed those files before they heard: check with them before you commit.",
-					r.Holder, strings.Join(r.Paths, ", "), r.Note, r.Lost.Path)})
+					r.Holder, listPaths(r.Paths), r.Note, r.Lost.Path)}
+			if !fits(no) {
+				continue
+			}
+			out = append(out, no)
 			if take {
 				told = append(told, s.tellLocked(id, r.Expires)...)
 			}
 		}
 	}
 	return out
+}
+
+// noticePaths is the most paths a notice's text names; the notice's Paths
+// lists them all.
+const noticePaths = 3
+
+// listPaths names the first noticePaths of paths and counts the rest: a
+// claim may hold 64 paths of 512 bytes, which the text repeated whole.
+func listPaths(paths []string) string {
+	if len(paths) <= noticePaths {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(paths[:noticePaths], ", "), len(paths)-noticePaths)
 }
