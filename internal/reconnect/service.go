@@ -403,6 +403,9 @@ func (s *Service) remember(p peer.ID, st *peerState, c network.Conn, listen []ma
 	// An address over maxAddrLen would make the record unreadable at the
 	// next start (decodeRecord).
 	addrs = slices.DeleteFunc(addrs, func(a ma.Multiaddr) bool { return len(a.Bytes()) > maxAddrLen })
+	if c != nil {
+		addrs = inScope(addrs, c.RemoteMultiaddr())
+	}
 	if len(addrs) == 0 {
 		return
 	}
@@ -429,6 +432,25 @@ func (s *Service) remember(p peer.ID, st *peerState, c network.Conn, listen []ma
 	}
 	st.stored = joined
 	s.m.stored.Inc()
+}
+
+// inScope keeps the addresses a peer reached at remote may steer this
+// node's dials to, as libp2p's identify does for its peerstore (the event
+// it emits carries the peer's raw list): over a loopback connection all,
+// over a private one all but loopback, over a public one (or one relayed
+// by a public relay) public ones alone. A peer on the Internet would
+// otherwise have the node dial, at every start, ports of this machine and
+// of its LAN.
+func inScope(addrs []ma.Multiaddr, remote ma.Multiaddr) []ma.Multiaddr {
+	switch {
+	case remote == nil || manet.IsIPLoopback(remote):
+		return addrs
+	case manet.IsPrivateAddr(remote):
+		return slices.DeleteFunc(addrs, manet.IsIPLoopback)
+	case manet.IsPublicAddr(remote):
+		return slices.DeleteFunc(addrs, func(a ma.Multiaddr) bool { return !manet.IsPublicAddr(a) })
+	}
+	return addrs
 }
 
 // fitRecord keeps addrs, in their order, while they are at most MaxAddrs
