@@ -20,6 +20,7 @@ import (
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/consent"
@@ -149,7 +150,7 @@ func newReach(reg prometheus.Registerer) *reach {
 		}, []string{"kind"}),
 		punches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_holepunch_total",
-			Help: "Hole punches to upgrade a relayed connection to a direct one, by result (ok, failed).",
+			Help: "Hole punches to upgrade a relayed connection to a direct one, by result (ok, failed; refused: with a peer the node does not deal with).",
 		}, []string{"result"}),
 		redials: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_holepunch_redials_total",
@@ -366,13 +367,48 @@ func (n *Node) relayAllowed(p peer.ID) bool {
 	return slices.Contains(n.wantedPeers(), p) || n.knownPeer(p)
 }
 
+// punchFilter keeps hole punching to the peers the node deals with
+// (wantedPeers, knownPeer: the rule punchRound follows) and to the public
+// addresses they name. libp2p punches with every peer that comes in
+// through a relay, a stranger too, and dials whatever addresses the peer
+// answers with: a stranger named loopback ports of this machine, hosts of
+// its LAN or any third party (hundreds fit in a message, each dialled up
+// to three times). A peer's own hole punching sends only public addresses.
+type punchFilter struct{ n *Node }
+
+// maxPunchAddrs bounds the addresses of a peer dialled in one punch.
+const maxPunchAddrs = 16
+
+func (f punchFilter) punches(p peer.ID) bool {
+	return slices.Contains(f.n.wantedPeers(), p) || f.n.knownPeer(p)
+}
+
+// FilterLocal: nothing to a stranger, so no punch starts.
+func (f punchFilter) FilterLocal(p peer.ID, addrs []ma.Multiaddr) []ma.Multiaddr {
+	if !f.n.reach.ready.Load() || !f.punches(p) {
+		f.n.reach.punches.WithLabelValues("refused").Inc()
+		return nil
+	}
+	return addrs
+}
+
+// FilterRemote: a stranger's addresses are not dialled, nor anyone's
+// that are not public.
+func (f punchFilter) FilterRemote(p peer.ID, addrs []ma.Multiaddr) []ma.Multiaddr {
+	if !f.n.reach.ready.Load() || !f.punches(p) {
+		return nil
+	}
+	out := slices.DeleteFunc(slices.Clone(addrs), func(a ma.Multiaddr) bool { return !manet.IsPublicAddr(a) })
+	return out[:min(len(out), maxPunchAddrs)]
+}
+
 // reachOptions are the libp2p options for reachability.
 func (n *Node) reachOptions() ([]libp2p.Option, error) {
 	opts := []libp2p.Option{
 		libp2p.EnableRelay(),
 		libp2p.EnableAutoNATv2(),
 		libp2p.EnableNATService(),
-		libp2p.EnableHolePunching(holepunch.WithTracer(n.reach)),
+		libp2p.EnableHolePunching(holepunch.WithTracer(n.reach), holepunch.WithAddrFilter(punchFilter{n})),
 		libp2p.EnableAutoRelayWithPeerSource(n.relayCandidates,
 			autorelay.WithMinCandidates(1),
 			autorelay.WithNumRelays(numRelays),
