@@ -65,6 +65,9 @@ const DHTPrefix = "/parley"
 // mdnsService is the mDNS service name Parley nodes announce on the LAN.
 const mdnsService = "_parley._udp"
 
+// mdnsDials bounds the dials of peers found over mDNS under way at once.
+const mdnsDials = 32
+
 // Node is one Parley node.
 type Node struct {
 	cfg  Config
@@ -382,7 +385,7 @@ func (n *Node) start(ctx context.Context) error {
 	n.registerMetrics()
 
 	if n.cfg.MDNS {
-		n.mdns = mdns.NewMdnsService(n.host, mdnsService, mdnsNotifee{n})
+		n.mdns = mdns.NewMdnsService(n.host, mdnsService, newMDNSNotifee(n))
 		if err := n.mdns.Start(); err != nil {
 			return fmt.Errorf("node: start mdns: %w (turn it off with --no-mdns)", err)
 		}
@@ -743,13 +746,32 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-type mdnsNotifee struct{ n *Node }
+type mdnsNotifee struct {
+	n    *Node
+	busy chan struct{} // a slot per dial under way
+}
 
+func newMDNSNotifee(n *Node) mdnsNotifee {
+	return mdnsNotifee{n: n, busy: make(chan struct{}, mdnsDials)}
+}
+
+// HandlePeerFound dials a peer found on the LAN, at most mdnsDials at
+// once: a host flooding answers of fresh peer IDs would otherwise start a
+// dial of 10 s each, taking the swarm's dial slots (the node's dials of
+// its contacts wait behind them), each in a goroutine libp2p's mDNS
+// starts per answer. Past that an answer is dropped (waiting would pile
+// up those goroutines): the peer is found again when mDNS next hears it.
 func (m mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
 	if ai.ID == m.n.id || m.n.host.Network().Connectedness(ai.ID) == network.Connected {
 		return
 	}
+	select {
+	case m.busy <- struct{}{}:
+	default:
+		return
+	}
 	go func() {
+		defer func() { <-m.busy }()
 		ctx, cancel := context.WithTimeout(m.n.ctx, 10*time.Second)
 		defer cancel()
 		if err := m.n.host.Connect(ctx, ai); err != nil {
