@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"slices"
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	dhtpb "github.com/libp2p/go-libp2p-kad-dht/pb"
@@ -9,6 +10,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/discovery"
@@ -38,6 +41,10 @@ func (n *Node) dhtOptions() []dht.Option {
 		dht.ValueDatastore(vs),
 		dht.ProviderDatastore(ps),
 		dht.ProviderManagerOpts(records.ProvideValidity(discovery.MaxCardTTL + discovery.MaxClockSkew)),
+		// A DHT answer names peers with their addresses, which the node
+		// puts in its peerstore and dials: any DHT server could name
+		// hundreds for one peer (TestDHTAnswerSteersFewDials).
+		dht.AddressFilter(capDHTAddrs),
 		dht.OnRequestHook(func(_ context.Context, s network.Stream, req *dhtpb.Message) {
 			if req.GetType() != dhtpb.Message_ADD_PROVIDER {
 				return
@@ -55,6 +62,27 @@ func (n *Node) dhtOptions() []dht.Option {
 			}
 		}),
 	}
+}
+
+// maxDHTAddrs bounds the addresses a DHT answer gives one peer that the
+// node keeps (and dials), and those of its own it hands out.
+const maxDHTAddrs = 16
+
+// capDHTAddrs keeps at most maxDHTAddrs of addrs, relayed and public
+// ones first (a node behind a NAT lists its relayed addresses last).
+func capDHTAddrs(addrs []ma.Multiaddr) []ma.Multiaddr {
+	if len(addrs) <= maxDHTAddrs {
+		return addrs
+	}
+	out := slices.Clone(addrs)
+	rank := func(a ma.Multiaddr) int {
+		if isRelayed(a) || manet.IsPublicAddr(a) {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(out, func(x, y ma.Multiaddr) int { return rank(x) - rank(y) })
+	return out[:maxDHTAddrs]
 }
 
 func (n *Node) registerDHTMetrics(ps *discovery.ProviderStore, vs *discovery.ValueStore) {
