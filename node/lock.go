@@ -62,16 +62,16 @@ func flockRetry(f *os.File, path string) error {
 		}
 		raw, _ := os.ReadFile(path)
 		pid, perr := strconv.Atoi(strings.TrimSpace(string(raw)))
-		if (perr == nil && pid > 0 && pidRuns(pid)) || time.Now().After(deadline) {
+		if (perr == nil && pid > 0 && ProcessRuns(pid)) || time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(5 * time.Millisecond) // polling a lock: nothing to wait on
 	}
 }
 
-// pidRuns reports whether a process with the pid exists (one of another
+// ProcessRuns reports whether a process with the pid exists (one of another
 // user's counts).
-func pidRuns(pid int) bool {
+func ProcessRuns(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -225,7 +224,7 @@ func waitOtherNode(ctx context.Context, c *localapi.Client, home string) error {
 			return errHolderExited
 		}
 		switch {
-		case pid <= 0 || processRuns(pid):
+		case pid <= 0 || node.ProcessRuns(pid):
 			deadPid, deadSince = 0, time.Time{}
 		case pid != deadPid:
 			deadPid, deadSince = pid, time.Now()
@@ -240,11 +239,4 @@ func waitOtherNode(ctx context.Context, c *localapi.Client, home string) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// processRuns reports whether a process with the pid exists (one of
-// another user's counts).
-func processRuns(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
