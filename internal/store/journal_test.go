@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -214,7 +216,10 @@ func recordPayload(t *testing.T, data []byte, n int) []byte {
 
 // TestJournalTornRecordEndsReplay: a record the crash cut short (here,
 // its value's byte changed: it still decodes, and only its CRC tells) and
-// every record after it are not replayed; the ones before it are.
+// every record after it are not replayed; the ones before it are. Whole
+// records after it mean the damage is in the middle, not a crash's cut
+// tail: writes Sync acknowledged are dropped, and the replay says so as
+// an error (before, it said nothing).
 func TestJournalTornRecordEndsReplay(t *testing.T) {
 	db := openDB(t, filepath.Join(t.TempDir(), "db"))
 	pl := snapshot(t, db)
@@ -229,11 +234,18 @@ func TestJournalTornRecordEndsReplay(t *testing.T) {
 		payload[len(payload)-1] = '9' // k2's value
 		return b
 	})
-	db = openDB(t, dir)
+	var lines logLines
+	db, err := OpenConfig(Config{Dir: dir, MinFree: -1, Logger: slog.New(slog.NewTextHandler(&lines, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer db.Close()
 	want(t, db, "k1", "1")
 	want(t, db, "k2", "")
 	want(t, db, "k3", "")
+	if out := lines.String(); !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "journal") {
+		t.Fatalf("the replay dropped a whole, acknowledged record after a damaged one and said nothing:\n%s", out)
+	}
 }
 
 // TestJournalReplaysOverNewerDatabase: a power loss may keep a later

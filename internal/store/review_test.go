@@ -2,10 +2,8 @@ package store
 
 import (
 	"bytes"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -52,37 +50,6 @@ func (l *logLines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
-}
-
-// TestJournalDamagedRecordBeforeWholeOnesIsReported: a record that fails
-// its CRC ends the replay, which is right for the record a crash cut
-// short. But whole records of the epoch after it mean the damage is in
-// the middle: writes Sync acknowledged are dropped, and the operator
-// must be told, not left with a node that quietly lost them.
-func TestJournalDamagedRecordBeforeWholeOnesIsReported(t *testing.T) {
-	db := openDB(t, filepath.Join(t.TempDir(), "db"))
-	pl := snapshot(t, db)
-	apply(t, db, set("k1", "1"))
-	apply(t, db, set("k2", "2"))
-	apply(t, db, set("k3", "3"))
-	if err := db.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	dir := pl.crash(func(b []byte) []byte {
-		payload := recordPayload(t, b, 2)
-		payload[len(payload)-1] = '9'
-		return b
-	})
-	var lines logLines
-	db, err := OpenConfig(Config{Dir: dir, MinFree: -1, Logger: slog.New(slog.NewTextHandler(&lines, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	want(t, db, "k1", "1")
-	if out := lines.String(); !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "journal") {
-		t.Fatalf("the replay dropped a whole, acknowledged record after a damaged one and said nothing:\n%s", out)
-	}
 }
 
 // TestSyncWithoutJournalSyncsEveryLog: a database opened with no room
