@@ -177,7 +177,6 @@ func TestWakePasteShowsAnotherNodesAskDespiteAFlood(t *testing.T) {
 // leaves a peek's list for want of room counts as read, too: its human's
 // mark goes, and once back it is handed again to a route that had it.
 func TestWakeSeesAnAskBehindALongOne(t *testing.T) {
-	t.Skip("finding: the wake-up service sees only a peek's budget-bound list of owed items, and takes an item left out of it for read (internal/wake/service.go evaluate)")
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.WakeLimit = 500 * time.Millisecond
 	}))
@@ -311,7 +310,6 @@ func TestWakeRestartDoesNotPasteAgain(t *testing.T) {
 // left unanswered, its further asks wake nothing (they ride in tool
 // results), and the human is told.
 func TestWakeStopHookFloodWakesWithoutEnd(t *testing.T) {
-	t.Skip("finding: no wake budget per asking node: a member's steady asks wake an idle session once per Stop without end (internal/wake/service.go evaluate)")
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) { c.AgentPostLimit = -1 }))
 	nt.ConnectAll()
 	nt.Befriend(t, 1, 0)

@@ -125,6 +125,95 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 	return out, nil
 }
 
+// Unread lists the owed items agent has not read yet, for the wake-up
+// service (localapi.Unread): at most max of them (max > 0), chosen in turns
+// by asking node, handing nothing out. An item leaves it once the agent
+// reads it (a take shows it), answers it or dismisses it, never for want
+// of room as an item left out of a take's budget does.
+func (b *Inbox) Unread(ctx context.Context, agent string, max int) (localapi.Unread, error) {
+	st, err := b.scanned(agent)
+	if err != nil {
+		return localapi.Unread{}, err
+	}
+	defer b.unlock(st)
+	u := localapi.Unread{OwedFrom: map[string]int{}}
+	owed := b.owedShown(st)
+	folded := map[string]bool{}
+	for _, o := range owed {
+		u.OwedFrom[nodeOf(o.rec.From)]++
+		if !o.rec.Shown && o.rec.Invite != "" {
+			folded[o.rec.Invite] = true
+		}
+	}
+	listed := map[string]bool{}
+	for _, o := range inTurns(owed, func(o askRef) bool { return !o.rec.Shown }) {
+		if len(listed) == max {
+			u.LeftOut++
+			continue
+		}
+		listed[o.id] = true
+	}
+	names := map[identity.RoomID]string{}
+	for _, o := range owed {
+		if !listed[o.id] {
+			continue
+		}
+		name, ok := names[o.rec.Room]
+		if !ok {
+			if in, err := b.rooms.Get(o.rec.Room); err == nil {
+				name = in.Name
+			}
+			names[o.rec.Room] = name
+		}
+		it := b.askItem(st, "o", o.id, o.rec, "ask", name)
+		it.Text = clipRunes(it.Text, localapi.UnreadText)
+		u.Items = append(u.Items, it)
+	}
+	var invites []localapi.Item
+	for _, n := range st.notes {
+		if n.Kind != "invitation" || folded[n.ID] {
+			continue
+		}
+		u.OwedFrom[nodeOf(n.From)]++
+		if len(u.Items)+len(invites) >= max {
+			u.LeftOut++
+			continue
+		}
+		cp := b.noteItem(st, n)
+		cp.Text = clipRunes(cp.Text, localapi.UnreadText)
+		b.describeRoom(&cp)
+		invites = append(invites, cp)
+	}
+	slices.SortFunc(invites, func(x, y localapi.Item) int { return cmp.Or(cmp.Compare(x.Time, y.Time), cmp.Compare(x.ID, y.ID)) })
+	u.Items = append(u.Items, invites...)
+	b.tellApart(u.Items, nil)
+	b.keep(st) // the scan's bookkeeping: the list is true without it
+	return u, nil
+}
+
+// nodeOf is the node of an agent's address (NAME@PEER_ID): its peer.
+func nodeOf(from string) string {
+	if i := strings.LastIndexByte(from, '@'); i >= 0 {
+		return from[i+1:]
+	}
+	return from
+}
+
+// clipRunes cuts s to at most n characters.
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for k := range s {
+		if i == n {
+			return s[:k]
+		}
+		i++
+	}
+	return s
+}
+
 // Waiting counts what waits for agent: the asks it owes (shown or not)
 // and the invitations not yet shown (an invitation an ask not yet shown
 // brought the agent in by is that ask's). A take lists them within

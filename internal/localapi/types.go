@@ -612,6 +612,27 @@ type Pending struct {
 	HandWaitMS int64 `json:"hand_wait_ms,omitempty"`
 }
 
+// Unread is what a node's wake-up service reads of an agent's inbox: the
+// owed items the agent has not read yet (asks not yet shown to it,
+// invitations not yet taken), bounded by count, not by their texts' size
+// as a take is (Pending): a long ask does not hide the others.
+type Unread struct {
+	// Items are the unread owed items, at most the number asked for,
+	// chosen in turns by asking node (a node's flood does not crowd out
+	// another's) and listed in the order they arrived at this node. A text
+	// is cut to UnreadText characters (a wake text shows less).
+	Items []Item `json:"items"`
+	// LeftOut counts the unread owed items Items leaves out.
+	LeftOut int `json:"left_out,omitempty"`
+	// OwedFrom counts, per asking node (the peer of From), the asks the
+	// agent owes (read or not) and the invitations it has not taken.
+	OwedFrom map[string]int `json:"owed_from,omitempty"`
+}
+
+// UnreadText is the most characters an Unread item's text keeps: more
+// than a wake text shows of one (manual.MaxLen).
+const UnreadText = 4000
+
 // AckRequest confirms a two-step hand-out (Pending.Hand).
 type AckRequest struct {
 	Hand string `json:"hand"`

@@ -37,9 +37,11 @@
 //
 // # Read, or the next route, or the human
 //
-// An owed item is read once the agent's pending list (Inbox.Peek) no
-// longer shows it unshown: a take handed it out (a tool result, a hook),
-// or it was answered, dismissed or expired. An item handed to a route and
+// An owed item is read once the agent's list of unread owed items
+// (Unreader, bounded by count, MaxItems, not by text as a take's list is)
+// no longer shows it: a take handed it out (a tool result, a hook), or it
+// was answered, dismissed or expired. One missing while the list leaves
+// items out may only have been crowded out, and keeps its state. An item handed to a route and
 // not read within Config.Limit goes to the next kind of route; with none
 // left (or none at all), once Limit has passed, the node tells the human:
 // a log line, the agent marked in `parley who`, a count in `parley status`.
@@ -54,6 +56,16 @@
 // could not (the agent worked past Limit, a person scrolled or typed at its prompt) has
 // it again whenever its pane shows the agent idle at an empty prompt (its
 // human still told once, when the routes' turns ran out).
+//
+// # A wake budget per asking node
+//
+// Each handing of a batch with an asking node's items to a route is a
+// wake-up of that node's. Once Config.WakeBudget of them (3) stand within
+// Config.WakeWindow (10 min) while the agent still owes that node
+// something, its items wake the agent no more, and its human is told of
+// them; the budget comes back once the agent owes the node nothing, or as
+// the wake-ups age. Another node's items wake the agent at once; the
+// node's own agents have no budget.
 //
 // # Shape
 //

@@ -29,6 +29,20 @@ type Inbox interface {
 	Peek(ctx context.Context, agent string) (localapi.Pending, error)
 }
 
+// Unreader is an Inbox that lists the owed items an agent has not read,
+// bounded by their count, not their texts' size (localapi.Unread): the
+// service reads them through it when its Inbox has it. Through Peek alone
+// it sees only a take's budget-bound list, where one long ask hides the
+// others, and an item left out for want of room looks read.
+type Unreader interface {
+	Unread(ctx context.Context, agent string, max int) (localapi.Unread, error)
+}
+
+// MaxItems is the most owed items not yet read the service keeps of one
+// agent (Unreader), chosen in turns by asking node: a node's flood of
+// 1,500 asks keeps it at this many, and leaves room for another node's.
+const MaxItems = 256
+
 // Config configures a Service.
 type Config struct {
 	// Inbox gives the agents' items. Required.
@@ -89,6 +103,17 @@ type Config struct {
 	Quiet func(agent string) bool
 	// Self is the node's peer ID, for agents' addresses in wake texts.
 	Self string
+	// WakeBudget is how many wake-ups one asking node's items may cause
+	// an agent within WakeWindow while the agent owes that node something
+	// (an ask not answered, an invitation not taken); past it, that node's
+	// items wake the agent no more (they ride in its tool results) and its
+	// human is told. The budget comes back once the agent owes that node
+	// nothing, or as the wake-ups age past WakeWindow. The node's own
+	// agents (Self) have none: they are the person's own, and bounded by
+	// the node's post limit. Zero means 3; negative means no budget.
+	WakeBudget int
+	// WakeWindow: see WakeBudget. Zero means 10 minutes.
+	WakeWindow time.Duration
 	// Limit is how long a route has to get an item read before the next
 	// one tries (and, with none left, the human is told). Zero means 60 s.
 	Limit time.Duration
@@ -159,6 +184,10 @@ type agentState struct {
 	// idle is when a session of the agent last said it is idle (Codex's
 	// notify after a turn); zero once it works again or reads an item.
 	idle time.Time
+	// wakes holds, per asking node, when its items last woke the agent
+	// (a batch handed to a route), the newest Config.WakeBudget of them
+	// within Config.WakeWindow; a node the agent owes nothing is dropped.
+	wakes map[string][]time.Time
 }
 
 // endKey names the waiter routes of one session and kind.
@@ -234,6 +263,7 @@ func (st *agentState) stale(key endKey, after uint64, waiter string) bool {
 
 type itemState struct {
 	item    localapi.Item
+	node    string // the asking node (the peer of From)
 	first   time.Time
 	tried   map[string]bool // route kinds it was handed to
 	handed  time.Time       // when it was last handed to a route (zero: not in flight)
@@ -344,6 +374,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = time.Second
+	}
+	if cfg.WakeBudget == 0 {
+		cfg.WakeBudget = 3
+	}
+	if cfg.WakeWindow <= 0 {
+		cfg.WakeWindow = 10 * time.Minute
 	}
 	if cfg.InviteHold <= 0 {
 		cfg.InviteHold = 2 * time.Second
@@ -519,15 +555,15 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 		return
 	}
 	st.quiet = false
-	p, err := s.cfg.Inbox.Peek(ctx, agent)
+	u, err := s.unread(ctx, agent)
 	if localapi.IsCode(err, localapi.CodeUnknownAgent) {
 		// A name the node knows nothing of any more (not registered, in
 		// no room, nothing pending): nothing waits for it.
-		p, err = localapi.Pending{}, nil
+		u, err = localapi.Unread{}, nil
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Debug("wake: peek failed", "agent", agent, "err", err)
+			s.log.Debug("wake: inbox not read", "agent", agent, "err", err)
 		}
 		return
 	}
@@ -539,26 +575,49 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 	// went first, the first of a wake text shown in full and one that came
 	// before them a line at its end, or none).
 	at := map[string]int{}
-	for i, it := range p.Items {
+	for i, it := range u.Items {
 		if owed(it) {
 			unread[it.ID] = it
 			at[it.ID] = i
 		}
 	}
+	var absent []string
 	for id, is := range st.items {
-		if _, ok := unread[id]; !ok {
-			if is.told {
-				s.log.Info("owed item read after all", "agent", agent, "item", id)
-			}
-			delete(st.items, id)
-			st.idle = time.Time{} // it read: it works
+		if _, ok := unread[id]; ok {
+			continue
 		}
+		if u.LeftOut > 0 {
+			// Maybe only crowded out of the list (another node's ask took
+			// its turn): kept, marks and all, and handed nothing.
+			absent = append(absent, id)
+			continue
+		}
+		if is.told {
+			s.log.Info("owed item read after all", "agent", agent, "item", id)
+		}
+		delete(st.items, id)
+		st.idle = time.Time{} // it read: it works
+	}
+	if len(absent) > MaxItems {
+		// Memory stays bounded: those kept beyond it go (the oldest kept).
+		slices.SortFunc(absent, func(x, y string) int { return st.items[x].first.Compare(st.items[y].first) })
+		for _, id := range absent[:len(absent)-MaxItems] {
+			delete(st.items, id)
+		}
+	}
+	for node, ws := range st.wakes {
+		ws = slices.DeleteFunc(ws, func(t time.Time) bool { return now.Sub(t) >= s.cfg.WakeWindow })
+		if len(ws) == 0 || u.OwedFrom[node] == 0 {
+			delete(st.wakes, node) // the agent owes it nothing: its budget is back
+			continue
+		}
+		st.wakes[node] = ws
 	}
 	var items []*itemState
 	for id, it := range unread {
 		is := st.items[id]
 		if is == nil {
-			is = &itemState{item: it, first: now, tried: map[string]bool{}}
+			is = &itemState{item: it, node: nodeOf(it.From), first: now, tried: map[string]bool{}}
 			st.items[id] = is
 		}
 		items = append(items, is)
@@ -581,6 +640,21 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 			continue // a route has it
 		}
 		is.handed = time.Time{}
+		spent := s.spent(st, is.node)
+		if spent {
+			if !is.told {
+				// Its node woke the agent WakeBudget times within the
+				// window, unanswered: its items wake it no more for now
+				// (they ride in the agent's tool results); its human is
+				// told.
+				is.told = true
+				s.told.Inc()
+				s.log.Warn("an agent has not read what it owes, and its asking node's wake-ups are spent: tell its human", "agent", agent,
+					"item", is.item.ID, "kind", is.item.Kind, "from", is.item.From, "room", is.item.Room,
+					"wakes", len(st.wakes[is.node]), "window", s.cfg.WakeWindow.String())
+			}
+			continue
+		}
 		if r := s.pick(st, is); r != nil {
 			is.tried[r.kind] = true
 			is.handed, is.lastTry = now, now
@@ -626,7 +700,60 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 		}
 	}
 	for _, r := range picked {
+		s.spend(st, batches[r], now)
 		s.hand(st, r, batches[r])
+	}
+}
+
+// unread reads the owed items agent has not read: through the Inbox's
+// Unread when it has one, else what a peek lists.
+func (s *Service) unread(ctx context.Context, agent string) (localapi.Unread, error) {
+	if ur, ok := s.cfg.Inbox.(Unreader); ok {
+		return ur.Unread(ctx, agent, MaxItems)
+	}
+	p, err := s.cfg.Inbox.Peek(ctx, agent)
+	if err != nil {
+		return localapi.Unread{}, err
+	}
+	return localapi.Unread{Items: p.Items}, nil
+}
+
+// nodeOf is the node of an agent's address (NAME@PEER_ID).
+func nodeOf(from string) string {
+	if i := strings.LastIndexByte(from, '@'); i >= 0 {
+		return from[i+1:]
+	}
+	return from
+}
+
+// spent reports whether node's items woke the agent WakeBudget times
+// within WakeWindow while it owed node something (evaluate drops the
+// older wake-ups, and a node owed nothing).
+func (s *Service) spent(st *agentState, node string) bool {
+	return s.cfg.WakeBudget > 0 && node != s.cfg.Self && len(st.wakes[node]) >= s.cfg.WakeBudget
+}
+
+// spend records a wake-up of the agent for each asking node with items in
+// a batch handed to a route.
+func (s *Service) spend(st *agentState, items []localapi.Item, now time.Time) {
+	if s.cfg.WakeBudget <= 0 {
+		return
+	}
+	seen := map[string]bool{}
+	for _, it := range items {
+		node := nodeOf(it.From)
+		if seen[node] || node == s.cfg.Self {
+			continue
+		}
+		seen[node] = true
+		if st.wakes == nil {
+			st.wakes = map[string][]time.Time{}
+		}
+		ws := append(st.wakes[node], now)
+		if len(ws) > s.cfg.WakeBudget {
+			ws = ws[len(ws)-s.cfg.WakeBudget:]
+		}
+		st.wakes[node] = ws
 	}
 }
 
@@ -639,10 +766,7 @@ func inTurns(items []*itemState) []*itemState {
 	var nodes []string
 	by := map[string][]*itemState{}
 	for _, is := range items {
-		node := is.item.From
-		if i := strings.LastIndexByte(node, '@'); i >= 0 {
-			node = node[i+1:]
-		}
+		node := is.node
 		if _, ok := by[node]; !ok {
 			nodes = append(nodes, node)
 		}
