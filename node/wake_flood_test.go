@@ -238,7 +238,6 @@ func TestWakeSeesAnAskBehindALongOne(t *testing.T) {
 // so every restart pastes again all the owed items it can (with a flood,
 // a full wake text), and tells the human of them once the limit passes.
 func TestWakeRestartDoesNotPasteAgain(t *testing.T) {
-	t.Skip("finding: what a terminal route pasted is kept in memory only (itemState.pasted, internal/wake/service.go): a restart of the node pastes the owed items again")
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
 	}

@@ -188,6 +188,10 @@ type agentState struct {
 	// (a batch handed to a route), the newest Config.WakeBudget of them
 	// within Config.WakeWindow; a node the agent owes nothing is dropped.
 	wakes map[string][]time.Time
+	// pastedKept are the items its terminal route's kept record says were
+	// pasted (Saved.Pasted), as a restart takes the pane up again: they
+	// count as pasted once evaluate sees them (then it is cleared).
+	pastedKept map[string]bool
 }
 
 // endKey names the waiter routes of one session and kind.
@@ -618,10 +622,15 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 		is := st.items[id]
 		if is == nil {
 			is = &itemState{item: it, node: nodeOf(it.From), first: now, tried: map[string]bool{}}
+			if st.pastedKept[id] {
+				is.pasted = true
+				is.tried[localapi.WakeTerminal] = true
+			}
 			st.items[id] = is
 		}
 		items = append(items, is)
 	}
+	st.pastedKept = nil
 	sort.Slice(items, func(i, j int) bool { return at[items[i].item.ID] < at[items[j].item.ID] })
 	items = inTurns(items)
 	batches := map[*route][]localapi.Item{}
@@ -1137,13 +1146,24 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 			case err != nil:
 				gave = err
 				return
-			case slices.Contains(saved, *restoring):
-			case slices.ContainsFunc(saved, func(t Saved) bool { e := *restoring; e.Ended = true; return t == e }):
+			case slices.ContainsFunc(saved, restoring.same):
+			case slices.ContainsFunc(saved, func(t Saved) bool { e := *restoring; e.Ended = true; return t.same(e) }):
 				gave = errEnded
 				return
 			default:
 				gave = errKeptChanged
 				return
+			}
+			if restoring.Agent == agent && len(restoring.Pasted) > 0 {
+				// Pasted into this pane before the restart: on its screen.
+				sst.pastedKept = map[string]bool{}
+				for _, id := range restoring.Pasted {
+					sst.pastedKept[id] = true
+					if is := sst.items[id]; is != nil {
+						is.pasted, is.told = true, false
+						is.tried[localapi.WakeTerminal] = true
+					}
+				}
 			}
 		}
 		if from != nil {
@@ -1190,7 +1210,7 @@ func (s *Service) bindTerminal(ctx context.Context, agent string, req localapi.T
 		go s.terminal(rctx, agent, r, term)
 		s.log.Info("terminal wake-up route", "agent", agent, "pane", req.Pane, "socket", req.Socket)
 		if s.cfg.Terminals != nil {
-			saved := r.saved(agent)
+			saved := s.savedOf(agent, r)
 			if err := s.cfg.Terminals.SaveTerminal(saved); err != nil {
 				// The route works; only a restart of the node would lose it.
 				s.log.Warn("terminal wake-up route not kept for restarts", "agent", agent, "pane", req.Pane, "err", err)
@@ -1332,7 +1352,16 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 			}
 			dctx, cancel := context.WithTimeout(ctx, s.cfg.Limit)
 			unhook := context.AfterFunc(r.pasting, cancel) // taken off its name
-			err := term.Deliver(dctx, text)
+			// Kept for restarts before its Enter: a restart right after the
+			// program took it must not paste it again (keepPasted).
+			err := term.DeliverThen(dctx, text, func() {
+				if s.cfg.Terminals == nil {
+					return
+				}
+				s.do(context.WithoutCancel(ctx), func(context.Context) { //nolint:errcheck // stopping: not kept
+					s.keepPasted(agent, shown...)
+				})
+			})
 			unhook()
 			cancel()
 			ended := ctx.Err() != nil // replaced, its agent ended, or its pane gone
@@ -1375,12 +1404,14 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 				// counted) only once the watcher sees the agent idle anew,
 				// not on a look from before this try.
 				r.idle.Store(false)
+				pasted := false
 				for _, it := range items {
 					is := s.state(agent).items[it.ID]
 					switch {
 					case is == nil:
 					case err == nil && !r.gone && slices.Contains(shown, it.ID):
 						is.pasted, is.told = true, false
+						pasted = true
 					default:
 						// Not pasted, or only counted in the text ("… and N
 						// more"): not pasted whole, so not reached.
@@ -1389,6 +1420,10 @@ func (s *Service) terminal(ctx context.Context, agent string, r *route, term *tm
 						// (evaluate).
 						is.handed = time.Time{}
 					}
+				}
+				if pasted || s.cfg.Terminals != nil && err != nil {
+					// What was kept before the Enter, made true.
+					s.keepPasted(agent)
 				}
 				s.evaluate(ctx, agent)
 			})
@@ -1537,6 +1572,48 @@ func (s *Service) watchTerminal(ctx context.Context, agent string, r *route, ter
 	}
 }
 
+// savedOf is terminal route r's record for restarts, as agent's, with the
+// items pasted that the agent has not read. Run's goroutine.
+func (s *Service) savedOf(agent string, r *route) Saved {
+	t := r.saved(agent)
+	st := s.state(agent)
+	for id, is := range st.items {
+		if is.pasted {
+			t.Pasted = append(t.Pasted, id)
+		}
+	}
+	for id := range st.pastedKept {
+		if st.items[id] == nil {
+			t.Pasted = append(t.Pasted, id)
+		}
+	}
+	slices.Sort(t.Pasted)
+	return t
+}
+
+// keepPasted keeps what agent's terminal route pasted for restarts (in its
+// kept record), and the items also given (a paste about to be sent), so
+// that a restart does not paste them again. Run's goroutine.
+func (s *Service) keepPasted(agent string, also ...string) {
+	if s.cfg.Terminals == nil {
+		return
+	}
+	for _, r := range s.state(agent).routes {
+		if r.kind != localapi.WakeTerminal {
+			continue
+		}
+		t := s.savedOf(agent, r)
+		for _, id := range also {
+			if !slices.Contains(t.Pasted, id) {
+				t.Pasted = append(t.Pasted, id)
+			}
+		}
+		if err := s.cfg.Terminals.SaveTerminal(t); err != nil {
+			s.log.Warn("what a terminal wake-up route pasted not kept for restarts", "agent", agent, "pane", r.pane, "err", err)
+		}
+	}
+}
+
 // keepPrompt keeps the prompt line a terminal route learned again for
 // restarts, while the route is still agent's (in Run's goroutine, so that
 // a ForgetTerminal's record of the end is not written over).
@@ -1549,7 +1626,7 @@ func (s *Service) keepPrompt(ctx context.Context, agent string, r *route) {
 		if !slices.Contains(s.state(agent).routes, r) {
 			return
 		}
-		if err := s.cfg.Terminals.SaveTerminal(r.saved(agent)); err != nil {
+		if err := s.cfg.Terminals.SaveTerminal(s.savedOf(agent, r)); err != nil {
 			s.log.Warn("terminal wake-up route's prompt learned again not kept for restarts", "agent", agent, "pane", r.pane, "err", err)
 		}
 	})
@@ -1579,6 +1656,7 @@ func (s *Service) settleUnsent(ctx context.Context, agent string, r *route, u *u
 				is.pasted, is.told = true, false
 			}
 		}
+		s.keepPasted(agent)
 	})
 }
 

@@ -32,6 +32,18 @@ type Saved struct {
 	// record only tells the next start why the pane is not taken up again,
 	// and is dropped then.
 	Ended bool `json:"ended,omitempty"`
+	// Pasted are the IDs of the owed items the route pasted whole into the
+	// pane, not yet read: a restart that takes the pane up again does not
+	// paste them again (the agent has them on its screen). At most those of
+	// the items the service keeps of the agent (2 × MaxItems).
+	Pasted []string `json:"pasted,omitempty"`
+}
+
+// same reports whether two records keep the same route, whatever they
+// say was pasted.
+func (t Saved) same(o Saved) bool {
+	return t.Agent == o.Agent && t.Session == o.Session && t.Socket == o.Socket && t.Pane == o.Pane &&
+		t.PID == o.PID && t.Prompt == o.Prompt && t.Pattern == o.Pattern && t.Ended == o.Ended
 }
 
 // Store keeps terminal routes (schema.Terminal); internal/store's DB
@@ -198,8 +210,8 @@ func (s *Service) Restore(ctx context.Context, rebind Rebind) (int, error) {
 		}
 		saved = nil
 		for _, t := range later {
-			if slices.Contains(now, t) {
-				saved = append(saved, t)
+			if i := slices.IndexFunc(now, t.same); i >= 0 {
+				saved = append(saved, now[i])
 			}
 		}
 	}

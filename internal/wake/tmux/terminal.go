@@ -444,6 +444,13 @@ func (t *Terminal) LearnPrompt(ctx context.Context) (string, error) {
 // in text (escape sequences among them) are dropped, so a text cannot end
 // the paste early or press keys.
 func (t *Terminal) Deliver(ctx context.Context, text string) error {
+	return t.DeliverThen(ctx, text, nil)
+}
+
+// DeliverThen is Deliver; beforeEnter, when not nil, is called once the
+// text is pasted and about to be sent (just before the Enter): what the
+// caller keeps of it is kept before the program can act on it.
+func (t *Terminal) DeliverThen(ctx context.Context, text string, beforeEnter func()) error {
 	t.mu.Lock()
 	known := t.learned || t.pattern != nil
 	t.mu.Unlock()
@@ -496,6 +503,9 @@ func (t *Terminal) Deliver(ctx context.Context, text string) error {
 	t.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if beforeEnter != nil {
+		beforeEnter()
 	}
 	return t.server.Enter(ectx, t.pane)
 }
