@@ -352,3 +352,101 @@ func TestWakeStopHookFloodWakesWithoutEnd(t *testing.T) {
 		t.Fatalf("one member's 20 unanswered asks woke the idle session %d times", wakes)
 	}
 }
+
+// TestWakeBudgetSpentLeavesOtherNodesAndComesBack: once a member's (node
+// 1) unanswered asks woke an idle session its budget's worth (3 times),
+// its next ask wakes nothing and its human is told; another node's ask
+// (node 2) still wakes the session at once, handed alone; once the agent
+// answers or dismisses all of node 1's asks, its next ask wakes the
+// session again.
+func TestWakeBudgetSpentLeavesOtherNodesAndComesBack(t *testing.T) {
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) { c.AgentPostLimit = -1 }))
+	nt.ConnectAll()
+	nt.Befriend(t, 1, 0)
+	nt.Befriend(t, 2, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
+	c2 := localapi.NewClient(node.SocketPath(nt.Home(2)))
+	defer c0.Close()
+	defer c1.Close()
+	defer c2.Close()
+	me := nt.ID(0).String()
+	registered(t, ctx, c0, "bot")
+	registered(t, ctx, c1, "mallory")
+	registered(t, ctx, c2, "carol")
+	spam, err := c1.OpenRoom(ctx, "mallory", localapi.OpenRoomRequest{Name: "spam", Members: []string{"bot@" + me}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	ask := func(c *localapi.Client, who, room, text string) string {
+		t.Helper()
+		a, err := c.Ask(ctx, who, localapi.AskRequest{Room: room, To: "bot@" + me, Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nt.WaitFor(time.Minute, func() bool {
+			owed, err := c0.Owed(ctx, "bot")
+			return err == nil && slices.ContainsFunc(owed, func(it localapi.Item) bool { return it.ID == a.AskID })
+		}, "bot to owe %s", a.AskID)
+		return a.AskID
+	}
+	// stop is one Stop of the session: its hook waits, and takes what it
+	// is handed.
+	stop := func(seconds float64) []localapi.Item {
+		t.Helper()
+		w, err := c0.WakeWait(ctx, "bot", localapi.WakeWaitRequest{Kind: localapi.WakeStop, Session: "s1", Seconds: seconds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(w.Items) > 0 {
+			if _, err := c0.Take(ctx, "bot"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return w.Items
+	}
+	for i := range 3 {
+		asked = append(asked, ask(c1, "mallory", spam.RoomID, fmt.Sprintf("still there? %d", i)))
+		if len(stop(20)) == 0 {
+			t.Fatalf("mallory's ask %d woke nothing within the budget", i)
+		}
+	}
+	asked = append(asked, ask(c1, "mallory", spam.RoomID, "still there? 3"))
+	if items := stop(2); len(items) > 0 {
+		t.Fatalf("mallory's 4th unanswered ask woke the session (budget spent): %v", items)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		ws, _ := c0.WakeStatus(ctx)
+		return slices.ContainsFunc(ws, func(w localapi.WakeStatus) bool { return w.Agent == "bot" && w.Unreached >= 1 })
+	}, "bot's human to be told of the ask held back")
+
+	team, err := c2.OpenRoom(ctx, "carol", localapi.OpenRoomRequest{Name: "team", Members: []string{"bot@" + me}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	honest := ask(c2, "carol", team.RoomID, "may I deploy?")
+	items := stop(20)
+	if !slices.ContainsFunc(items, func(it localapi.Item) bool { return it.ID == honest }) {
+		t.Fatalf("carol's ask did not wake the session while mallory's budget was spent: %v", items)
+	}
+	for _, it := range items {
+		if strings.HasSuffix(it.From, "@"+nt.ID(1).String()) {
+			t.Fatalf("mallory's held item %s rode along on carol's wake-up", it.ID)
+		}
+	}
+
+	// bot dismisses all of mallory's asks: it owes node 1 nothing.
+	for _, id := range asked {
+		if _, err := c0.Dismiss(ctx, "bot", localapi.DismissRequest{AskID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := ask(c1, "mallory", spam.RoomID, "one more")
+	items = stop(20)
+	if !slices.ContainsFunc(items, func(it localapi.Item) bool { return it.ID == again }) {
+		t.Fatalf("mallory's ask did not wake the session once bot owed node 1 nothing: %v", items)
+	}
+}

@@ -129,18 +129,23 @@ func (b *Inbox) Owed(ctx context.Context, agent string) ([]localapi.Item, error)
 // service (localapi.Unread): at most max of them (max > 0), chosen in turns
 // by asking node, handing nothing out. An item leaves it once the agent
 // reads it (a take shows it), answers it or dismisses it, never for want
-// of room as an item left out of a take's budget does.
-func (b *Inbox) Unread(ctx context.Context, agent string, max int) (localapi.Unread, error) {
+// of room as an item left out of a take's budget does. Of the IDs in
+// check, those the agent still owes are given (Unread.Owed).
+func (b *Inbox) Unread(ctx context.Context, agent string, max int, check []string) (localapi.Unread, error) {
 	st, err := b.scanned(agent)
 	if err != nil {
 		return localapi.Unread{}, err
 	}
 	defer b.unlock(st)
-	u := localapi.Unread{OwedFrom: map[string]int{}}
+	u := localapi.Unread{}
+	for _, id := range check {
+		if n := st.notes[id]; st.owed[id] != nil || n != nil && n.Kind == "invitation" {
+			u.Owed = append(u.Owed, id)
+		}
+	}
 	owed := b.owedShown(st)
 	folded := map[string]bool{}
 	for _, o := range owed {
-		u.OwedFrom[nodeOf(o.rec.From)]++
 		if !o.rec.Shown && o.rec.Invite != "" {
 			folded[o.rec.Invite] = true
 		}
@@ -174,7 +179,6 @@ func (b *Inbox) Unread(ctx context.Context, agent string, max int) (localapi.Unr
 		if n.Kind != "invitation" || folded[n.ID] {
 			continue
 		}
-		u.OwedFrom[nodeOf(n.From)]++
 		if len(u.Items)+len(invites) >= max {
 			u.LeftOut++
 			continue
@@ -189,14 +193,6 @@ func (b *Inbox) Unread(ctx context.Context, agent string, max int) (localapi.Unr
 	b.tellApart(u.Items, nil)
 	b.keep(st) // the scan's bookkeeping: the list is true without it
 	return u, nil
-}
-
-// nodeOf is the node of an agent's address (NAME@PEER_ID): its peer.
-func nodeOf(from string) string {
-	if i := strings.LastIndexByte(from, '@'); i >= 0 {
-		return from[i+1:]
-	}
-	return from
 }
 
 // clipRunes cuts s to at most n characters.

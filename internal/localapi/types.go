@@ -624,9 +624,10 @@ type Unread struct {
 	Items []Item `json:"items"`
 	// LeftOut counts the unread owed items Items leaves out.
 	LeftOut int `json:"left_out,omitempty"`
-	// OwedFrom counts, per asking node (the peer of From), the asks the
-	// agent owes (read or not) and the invitations it has not taken.
-	OwedFrom map[string]int `json:"owed_from,omitempty"`
+	// Owed are the IDs, of those the caller asked after, of the items the
+	// agent still owes: an ask not answered nor dismissed (read or not),
+	// an invitation not taken.
+	Owed []string `json:"owed,omitempty"`
 }
 
 // UnreadText is the most characters an Unread item's text keeps: more

@@ -60,12 +60,13 @@
 // # A wake budget per asking node
 //
 // Each handing of a batch with an asking node's items to a route is a
-// wake-up of that node's. Once Config.WakeBudget of them (3) stand within
-// Config.WakeWindow (10 min) while the agent still owes that node
-// something, its items wake the agent no more, and its human is told of
-// them; the budget comes back once the agent owes the node nothing, or as
-// the wake-ups age. Another node's items wake the agent at once; the
-// node's own agents have no budget.
+// wake-up of that node's; it stands while the agent still owes one of the
+// items it handed (an ask not answered nor dismissed, read or not). Once
+// Config.WakeBudget of them (3) stand within Config.WakeWindow (10 min),
+// that node's items wake the agent no more, and its human is told of
+// them; a wake-up gives its place back once the agent answers what it
+// handed, or as it ages past the window. Another node's items wake the
+// agent at once; the node's own agents have no budget.
 //
 // # Shape
 //

@@ -35,7 +35,7 @@ type Inbox interface {
 // it sees only a take's budget-bound list, where one long ask hides the
 // others, and an item left out for want of room looks read.
 type Unreader interface {
-	Unread(ctx context.Context, agent string, max int) (localapi.Unread, error)
+	Unread(ctx context.Context, agent string, max int, check []string) (localapi.Unread, error)
 }
 
 // MaxItems is the most owed items not yet read the service keeps of one
@@ -103,12 +103,13 @@ type Config struct {
 	Quiet func(agent string) bool
 	// Self is the node's peer ID, for agents' addresses in wake texts.
 	Self string
-	// WakeBudget is how many wake-ups one asking node's items may cause
-	// an agent within WakeWindow while the agent owes that node something
-	// (an ask not answered, an invitation not taken); past it, that node's
-	// items wake the agent no more (they ride in its tool results) and its
-	// human is told. The budget comes back once the agent owes that node
-	// nothing, or as the wake-ups age past WakeWindow. The node's own
+	// WakeBudget is how many unanswered wake-ups one asking node's items
+	// may cause an agent within WakeWindow: a wake-up stands while the
+	// agent still owes one of the items it handed (an ask not answered nor
+	// dismissed, read or not; an invitation not taken). Past it, that
+	// node's items wake the agent no more (they ride in its tool results)
+	// and its human is told. The budget comes back as the agent answers
+	// what those wake-ups handed, or as they age past WakeWindow. The node's own
 	// agents (Self) have none: they are the person's own, and bounded by
 	// the node's post limit. Zero means 3; negative means no budget.
 	WakeBudget int
@@ -184,15 +185,25 @@ type agentState struct {
 	// idle is when a session of the agent last said it is idle (Codex's
 	// notify after a turn); zero once it works again or reads an item.
 	idle time.Time
-	// wakes holds, per asking node, when its items last woke the agent
-	// (a batch handed to a route), the newest Config.WakeBudget of them
-	// within Config.WakeWindow; a node the agent owes nothing is dropped.
-	wakes map[string][]time.Time
+	// wakes holds, per asking node, the wake-ups its items caused (a batch
+	// handed to a route) that stand: within Config.WakeWindow, and with an
+	// item the agent still owes; the newest Config.WakeBudget of them.
+	wakes map[string][]wakeUp
 	// pastedKept are the items its terminal route's kept record says were
 	// pasted (Saved.Pasted), as a restart takes the pane up again: they
 	// count as pasted once evaluate sees them (then it is cleared).
 	pastedKept map[string]bool
 }
+
+// wakeUp is a wake-up an asking node's items caused: when, and the IDs of
+// its items it handed (at most maxWakeIDs).
+type wakeUp struct {
+	at  time.Time
+	ids []string
+}
+
+// maxWakeIDs is the most item IDs a wakeUp keeps.
+const maxWakeIDs = 64
 
 // endKey names the waiter routes of one session and kind.
 type endKey struct{ kind, session string }
@@ -559,7 +570,13 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 		return
 	}
 	st.quiet = false
-	u, err := s.unread(ctx, agent)
+	var check []string
+	for _, ws := range st.wakes {
+		for _, w := range ws {
+			check = append(check, w.ids...)
+		}
+	}
+	u, err := s.unread(ctx, agent, check)
 	if localapi.IsCode(err, localapi.CodeUnknownAgent) {
 		// A name the node knows nothing of any more (not registered, in
 		// no room, nothing pending): nothing waits for it.
@@ -609,10 +626,18 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 			delete(st.items, id)
 		}
 	}
+	stillOwed := map[string]bool{}
+	for _, id := range u.Owed {
+		stillOwed[id] = true
+	}
 	for node, ws := range st.wakes {
-		ws = slices.DeleteFunc(ws, func(t time.Time) bool { return now.Sub(t) >= s.cfg.WakeWindow })
-		if len(ws) == 0 || u.OwedFrom[node] == 0 {
-			delete(st.wakes, node) // the agent owes it nothing: its budget is back
+		// A wake-up whose items were all answered (or that aged past the
+		// window) gives its place in the budget back.
+		ws = slices.DeleteFunc(ws, func(w wakeUp) bool {
+			return now.Sub(w.at) >= s.cfg.WakeWindow || !slices.ContainsFunc(w.ids, func(id string) bool { return stillOwed[id] })
+		})
+		if len(ws) == 0 {
+			delete(st.wakes, node)
 			continue
 		}
 		st.wakes[node] = ws
@@ -716,9 +741,9 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 
 // unread reads the owed items agent has not read: through the Inbox's
 // Unread when it has one, else what a peek lists.
-func (s *Service) unread(ctx context.Context, agent string) (localapi.Unread, error) {
+func (s *Service) unread(ctx context.Context, agent string, check []string) (localapi.Unread, error) {
 	if ur, ok := s.cfg.Inbox.(Unreader); ok {
-		return ur.Unread(ctx, agent, MaxItems)
+		return ur.Unread(ctx, agent, MaxItems, check)
 	}
 	p, err := s.cfg.Inbox.Peek(ctx, agent)
 	if err != nil {
@@ -736,8 +761,8 @@ func nodeOf(from string) string {
 }
 
 // spent reports whether node's items woke the agent WakeBudget times
-// within WakeWindow while it owed node something (evaluate drops the
-// older wake-ups, and a node owed nothing).
+// within WakeWindow, and it still owes something each of those wake-ups
+// handed (evaluate drops the others).
 func (s *Service) spent(st *agentState, node string) bool {
 	return s.cfg.WakeBudget > 0 && node != s.cfg.Self && len(st.wakes[node]) >= s.cfg.WakeBudget
 }
@@ -748,17 +773,25 @@ func (s *Service) spend(st *agentState, items []localapi.Item, now time.Time) {
 	if s.cfg.WakeBudget <= 0 {
 		return
 	}
-	seen := map[string]bool{}
+	by := map[string][]string{}
+	var nodes []string
 	for _, it := range items {
 		node := nodeOf(it.From)
-		if seen[node] || node == s.cfg.Self {
+		if node == s.cfg.Self {
 			continue
 		}
-		seen[node] = true
-		if st.wakes == nil {
-			st.wakes = map[string][]time.Time{}
+		if _, ok := by[node]; !ok {
+			nodes = append(nodes, node)
 		}
-		ws := append(st.wakes[node], now)
+		if len(by[node]) < maxWakeIDs {
+			by[node] = append(by[node], it.ID)
+		}
+	}
+	for _, node := range nodes {
+		if st.wakes == nil {
+			st.wakes = map[string][]wakeUp{}
+		}
+		ws := append(st.wakes[node], wakeUp{at: now, ids: by[node]})
 		if len(ws) > s.cfg.WakeBudget {
 			ws = ws[len(ws)-s.cfg.WakeBudget:]
 		}
