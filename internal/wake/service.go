@@ -20,6 +20,7 @@ import (
 
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/internal/manual"
+	"github.com/parley-mesh/parley/internal/turns"
 	"github.com/parley-mesh/parley/internal/wake/tmux"
 )
 
@@ -646,7 +647,7 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 	for id, it := range unread {
 		is := st.items[id]
 		if is == nil {
-			is = &itemState{item: it, node: nodeOf(it.From), first: now, tried: map[string]bool{}}
+			is = &itemState{item: it, node: turns.Node(it.From), first: now, tried: map[string]bool{}}
 			if st.pastedKept[id] {
 				is.pasted = true
 				is.tried[localapi.WakeTerminal] = true
@@ -657,7 +658,11 @@ func (s *Service) evaluate(ctx context.Context, agent string) {
 	}
 	st.pastedKept = nil
 	sort.Slice(items, func(i, j int) bool { return at[items[i].item.ID] < at[items[j].item.ID] })
-	items = inTurns(items)
+	// In turns by asking node, as a take chooses its asks: a wake text
+	// shows its first item in full and a few more a line each, the others
+	// only counted ("… and N more"), so in the order they came a node's
+	// flood left another node's ask that came after it counted only.
+	items = turns.Order(items, func(is *itemState) string { return is.node })
 	batches := map[*route][]localapi.Item{}
 	var picked []*route
 	for _, is := range items {
@@ -752,14 +757,6 @@ func (s *Service) unread(ctx context.Context, agent string, check []string) (loc
 	return localapi.Unread{Items: p.Items}, nil
 }
 
-// nodeOf is the node of an agent's address (NAME@PEER_ID).
-func nodeOf(from string) string {
-	if i := strings.LastIndexByte(from, '@'); i >= 0 {
-		return from[i+1:]
-	}
-	return from
-}
-
 // spent reports whether node's items woke the agent WakeBudget times
 // within WakeWindow, and it still owes something each of those wake-ups
 // handed (evaluate drops the others).
@@ -776,7 +773,7 @@ func (s *Service) spend(st *agentState, items []localapi.Item, now time.Time) {
 	by := map[string][]string{}
 	var nodes []string
 	for _, it := range items {
-		node := nodeOf(it.From)
+		node := turns.Node(it.From)
 		if node == s.cfg.Self {
 			continue
 		}
@@ -797,32 +794,6 @@ func (s *Service) spend(st *agentState, items []localapi.Item, now time.Time) {
 		}
 		st.wakes[node] = ws
 	}
-}
-
-// inTurns orders items in turns by the node that sent them, each node's
-// in the order given, as the inbox chooses a take's asks: a wake text
-// shows its first item in full and a few more a line each, the others
-// only counted ("… and N more"), so in the order they came a node's flood
-// left another node's ask that came after it counted only.
-func inTurns(items []*itemState) []*itemState {
-	var nodes []string
-	by := map[string][]*itemState{}
-	for _, is := range items {
-		node := is.node
-		if _, ok := by[node]; !ok {
-			nodes = append(nodes, node)
-		}
-		by[node] = append(by[node], is)
-	}
-	out := make([]*itemState, 0, len(items))
-	for k := 0; len(out) < len(items); k++ {
-		for _, node := range nodes {
-			if k < len(by[node]) {
-				out = append(out, by[node][k])
-			}
-		}
-	}
-	return out
 }
 
 // pick returns the first route, in kind order, the item was not handed to
