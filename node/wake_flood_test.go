@@ -137,21 +137,7 @@ func TestWakePasteShowsAnotherNodesAskDespiteAFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv := tmux.Server{Name: fmt.Sprintf("parley-flood-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
-	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
-	script, err := filepath.Abs(filepath.Join("..", "internal", "wake", "tmux", "testdata", "fakeagent.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taken := filepath.Join(t.TempDir(), "taken")
-	pane, err := srv.Start(ctx, tmux.StartOptions{Command: []string{script}, Env: []string{"FAKE_LOG=" + taken, "FAKE_WORK=0.05", "INPUTRC=/dev/null"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(20*time.Second, func() bool {
-		sc, err := srv.Capture(ctx, pane.ID)
-		return err == nil && sc.CursorLine() == ">"
-	}, "the agent's prompt")
+	pane, taken := fakeAgentPane(ctx, t, nt)
 	if err := c0.WakeTerminal(ctx, "bot", localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: "> "}); err != nil {
 		t.Fatal(err)
 	}
@@ -258,21 +244,7 @@ func TestWakeRestartDoesNotPasteAgain(t *testing.T) {
 	if _, err := n.Inbox().Ask(ctx, "human", localapi.AskRequest{Room: room.RoomID, To: "bot", Text: "which port?"}); err != nil {
 		t.Fatal(err)
 	}
-	srv := tmux.Server{Name: fmt.Sprintf("parley-restart-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
-	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
-	script, err := filepath.Abs(filepath.Join("..", "internal", "wake", "tmux", "testdata", "fakeagent.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taken := filepath.Join(t.TempDir(), "taken")
-	pane, err := srv.Start(ctx, tmux.StartOptions{Command: []string{script}, Env: []string{"FAKE_LOG=" + taken, "FAKE_WORK=0.05", "INPUTRC=/dev/null"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(20*time.Second, func() bool {
-		sc, err := srv.Capture(ctx, pane.ID)
-		return err == nil && sc.CursorLine() == ">"
-	}, "the agent's prompt")
+	pane, taken := fakeAgentPane(ctx, t, nt)
 	if err := n.Wake().WakeTerminal(ctx, "bot", localapi.TerminalRequest{Socket: pane.Socket, Pane: pane.ID, Prompt: "> ", Session: "s1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -449,4 +421,27 @@ func TestWakeBudgetSpentLeavesOtherNodesAndComesBack(t *testing.T) {
 	if !slices.ContainsFunc(items, func(it localapi.Item) bool { return it.ID == again }) {
 		t.Fatalf("mallory's ask did not wake the session once bot owed node 1 nothing: %v", items)
 	}
+}
+
+// fakeAgentPane starts internal/wake/tmux/testdata/fakeagent.sh, a
+// terminal agent that logs what it takes to the file taken, in a pane of
+// a tmux server of its own, and waits for its prompt.
+func fakeAgentPane(ctx context.Context, t *testing.T, nt *nodetest.Net) (pane tmux.Pane, taken string) {
+	t.Helper()
+	srv := tmux.Server{Name: fmt.Sprintf("parley-wake-%d-%d", os.Getpid(), time.Now().UnixNano()), Config: "/dev/null"}
+	t.Cleanup(func() { srv.KillServer(context.Background()) }) //nolint:errcheck // gone already is fine
+	script, err := filepath.Abs(filepath.Join("..", "internal", "wake", "tmux", "testdata", "fakeagent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken = filepath.Join(t.TempDir(), "taken")
+	pane, err = srv.Start(ctx, tmux.StartOptions{Command: []string{script}, Env: []string{"FAKE_LOG=" + taken, "FAKE_WORK=0.05", "INPUTRC=/dev/null"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(20*time.Second, func() bool {
+		sc, err := srv.Capture(ctx, pane.ID)
+		return err == nil && sc.CursorLine() == ">"
+	}, "the agent's prompt")
+	return pane, taken
 }
