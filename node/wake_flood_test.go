@@ -36,15 +36,8 @@ func TestWakeHandsTheFirstAskFirstNotBackdatedOnes(t *testing.T) {
 			c.RoomClock = func() time.Time { return time.Now().Add(-time.Hour) }
 		}
 	}))
-	nt.ConnectAll()
-	nt.Befriend(t, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
-	defer c0.Close()
-	defer c1.Close()
-	me := nt.ID(0).String()
+	ctx, c := wakeNet(t, nt)
+	c0, c1, me := c[0], c[1], nt.ID(0).String()
 	registered(t, ctx, c0, "bot", "alice")
 	registered(t, ctx, c1, "mallory")
 
@@ -102,15 +95,8 @@ func TestWakePasteShowsAnotherNodesAskDespiteAFlood(t *testing.T) {
 		c.AgentPostLimit = -1
 		c.WakeLimit = time.Second
 	}))
-	nt.ConnectAll()
-	nt.Befriend(t, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
-	defer c0.Close()
-	defer c1.Close()
-	me := nt.ID(0).String()
+	ctx, c := wakeNet(t, nt)
+	c0, c1, me := c[0], c[1], nt.ID(0).String()
 	registered(t, ctx, c0, "bot", "alice")
 	registered(t, ctx, c1, "mallory")
 
@@ -166,15 +152,8 @@ func TestWakeSeesAnAskBehindALongOne(t *testing.T) {
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.WakeLimit = 500 * time.Millisecond
 	}))
-	nt.ConnectAll()
-	nt.Befriend(t, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
-	defer c0.Close()
-	defer c1.Close()
-	me := nt.ID(0).String()
+	ctx, c := wakeNet(t, nt)
+	c0, c1, me := c[0], c[1], nt.ID(0).String()
 	registered(t, ctx, c0, "bot", "alice")
 	registered(t, ctx, c1, "mallory")
 
@@ -282,15 +261,8 @@ func TestWakeRestartDoesNotPasteAgain(t *testing.T) {
 // results), and the human is told.
 func TestWakeStopHookFloodWakesWithoutEnd(t *testing.T) {
 	nt := nodetest.Start(t, 2, nodetest.WithConfig(func(i int, c *node.Config) { c.AgentPostLimit = -1 }))
-	nt.ConnectAll()
-	nt.Befriend(t, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
-	defer c0.Close()
-	defer c1.Close()
-	me := nt.ID(0).String()
+	ctx, c := wakeNet(t, nt)
+	c0, c1, me := c[0], c[1], nt.ID(0).String()
 	registered(t, ctx, c0, "bot")
 	registered(t, ctx, c1, "mallory")
 	spam, err := c1.OpenRoom(ctx, "mallory", localapi.OpenRoomRequest{Name: "spam", Members: []string{"bot@" + me}})
@@ -333,18 +305,8 @@ func TestWakeStopHookFloodWakesWithoutEnd(t *testing.T) {
 // session again.
 func TestWakeBudgetSpentLeavesOtherNodesAndComesBack(t *testing.T) {
 	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) { c.AgentPostLimit = -1 }))
-	nt.ConnectAll()
-	nt.Befriend(t, 1, 0)
-	nt.Befriend(t, 2, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c0 := localapi.NewClient(node.SocketPath(nt.Home(0)))
-	c1 := localapi.NewClient(node.SocketPath(nt.Home(1)))
-	c2 := localapi.NewClient(node.SocketPath(nt.Home(2)))
-	defer c0.Close()
-	defer c1.Close()
-	defer c2.Close()
-	me := nt.ID(0).String()
+	ctx, c := wakeNet(t, nt)
+	c0, c1, c2, me := c[0], c[1], c[2], nt.ID(0).String()
 	registered(t, ctx, c0, "bot")
 	registered(t, ctx, c1, "mallory")
 	registered(t, ctx, c2, "carol")
@@ -444,4 +406,23 @@ func fakeAgentPane(ctx context.Context, t *testing.T, nt *nodetest.Net) (pane tm
 		return err == nil && sc.CursorLine() == ">"
 	}, "the agent's prompt")
 	return pane, taken
+}
+
+// wakeNet connects nt's nodes, makes each of the others node 0's contact,
+// and returns a context for the test and a local API client of each node.
+func wakeNet(t *testing.T, nt *nodetest.Net) (context.Context, []*localapi.Client) {
+	t.Helper()
+	nt.ConnectAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	var cs []*localapi.Client
+	for i := range nt.Len() {
+		if i > 0 {
+			nt.Befriend(t, i, 0)
+		}
+		c := localapi.NewClient(node.SocketPath(nt.Home(i)))
+		t.Cleanup(func() { c.Close() })
+		cs = append(cs, c)
+	}
+	return ctx, cs
 }
