@@ -34,6 +34,7 @@ func (n *Node) newContacts() error {
 			if n.rooms != nil { // a peer cut off leaves the rooms' meshes
 				n.rooms.Revet()
 			}
+			n.allow.kick() // set before the contact service starts; nil-safe
 		},
 	})
 	if err != nil {

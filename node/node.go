@@ -103,6 +103,7 @@ type Node struct {
 	names     *names.Service      // set by Start, read-only afterwards
 	reconnect *reconnect.Service  // set by Start, read-only afterwards
 	reach     *reach              // set by Start, read-only afterwards
+	allow     *allowKeeper        // the resource manager's allowlist (nil: none); set by Start, read-only afterwards
 	relaySvc  *relayv2.Relay      // the relay service (nil: off); set by Start, read-only afterwards
 	// listening is closed once Start has opened (or failed to open) the
 	// listen sockets: dials that must leave from the listening port wait.
@@ -357,6 +358,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.startRoomAudit()
+	n.allow = newAllowKeeper(n.host, n.wantedPeers)
 	if err := n.contacts.Start(n.ctx); err != nil {
 		return err
 	}
@@ -367,6 +369,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.startReconnect(); err != nil {
 		return err
 	}
+	n.startAllowlist()
 	n.usage = usage.New(usage.Config{Registry: n.reg})
 	ib, err := inbox.New(inbox.Config{Rooms: n.rooms, Store: n.db, Agents: agentsAPI{n}, AskTTL: n.cfg.AskTTL, HandWait: n.cfg.HandWait, Logger: n.log, Now: n.cfg.InboxClock, Audit: n.Audit, Usage: n.usage,
 		Moderation: modEdge{n.mod}, Names: n.names, CutOff: refused(policy),
