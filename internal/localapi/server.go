@@ -358,7 +358,7 @@ func waitOf(r *http.Request) (time.Duration, error) {
 		return MaxWait, nil
 	}
 	n, err := strconv.ParseFloat(v, 64)
-	if err != nil || n < 0 || n > MaxWait.Seconds() {
+	if err != nil || !(n >= 0 && n <= MaxWait.Seconds()) { // NaN fails both
 		return 0, BadRequest("seconds must be 0 to %.0f", MaxWait.Seconds())
 	}
 	return time.Duration(n * float64(time.Second)), nil

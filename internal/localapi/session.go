@@ -3,7 +3,6 @@ package localapi
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -62,13 +61,14 @@ func (s *Server) guarded(r *http.Request) error {
 	if sess, _ := SessionOf(r.Context()); sess == "" {
 		return nil
 	}
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/agents/")
+	// The unescaped path, as the mux matches it: /v1/%61gents/bob/say is
+	// bob's say there, and so it is here (an agent's name holds no /).
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/agents/")
 	if !ok {
 		return nil
 	}
-	seg, _, _ := strings.Cut(rest, "/")
-	agent, err := url.PathUnescape(seg)
-	if err != nil || agent == "" {
+	agent, _, _ := strings.Cut(rest, "/")
+	if agent == "" {
 		return nil
 	}
 	return s.guard(r.Context(), agent)
