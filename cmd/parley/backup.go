@@ -50,10 +50,13 @@ consistent copy of its database, while the node goes on. The file holds the node
 					return fmt.Errorf("%s exists: name a new file, or pass --force to replace it", dst)
 				}
 			}
-			tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".partial-")
+			partial := "." + filepath.Base(dst) + ".partial-"
+			tmp, lock, err := lockedPart(filepath.Dir(dst), partial)
 			if err != nil {
 				return fmt.Errorf("backup: %w", err)
 			}
+			defer lock.Close() // the part's lock, held until it is FILE
+			removeKilledParts(filepath.Dir(dst), partial, tmp.Name())
 			kept := false
 			defer func() {
 				if !kept {
@@ -111,6 +114,70 @@ consistent copy of its database, while the node goes on. The file holds the node
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "replace FILE if it exists")
 	return cmd
+}
+
+// lockedPart creates a backup's part in dir (named prefix…) and locks it
+// while it is written, by a descriptor of its own (closing the part's
+// releases nothing): a backup killed outright (no Ctrl-C to clean up
+// after) leaves its part, a copy of the node's key, unlocked, and the next
+// backup to the same file removes it (removeKilledParts); another's part
+// still written is kept. A part removed by another backup before it was
+// locked is made again.
+func lockedPart(dir, prefix string) (tmp, lock *os.File, err error) {
+	for range 10 {
+		tmp, err := os.CreateTemp(dir, prefix)
+		if err != nil {
+			return nil, nil, err
+		}
+		lock, err := os.Open(tmp.Name())
+		if err == nil {
+			if err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+				st, serr := tmp.Stat()
+				named, nerr := os.Lstat(tmp.Name())
+				if serr == nil && nerr == nil && os.SameFile(st, named) {
+					return tmp, lock, nil
+				}
+			}
+			lock.Close()
+		}
+		tmp.Close()
+		os.Remove(tmp.Name())
+		if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, err
+		}
+	}
+	return nil, nil, fmt.Errorf("could not make a part of the backup in %s: other backups remove it", dir)
+}
+
+// removeKilledParts removes the parts of backups to the same file (in dir,
+// named prefix…) that no backup holds locked: ones whose backup was killed
+// before it could remove them. own is this backup's part.
+func removeKilledParts(dir, prefix, own string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		path := filepath.Join(dir, e.Name())
+		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() || path == own {
+			continue
+		}
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && fileOwnedByMe(st) &&
+			syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.Remove(path)
+		}
+		f.Close()
+	}
+}
+
+// fileOwnedByMe reports whether st is a file of this user.
+func fileOwnedByMe(st fs.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(sys.Uid) == os.Geteuid()
 }
 
 // checkBackup opens a backup as restore will and reads every file's
