@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"syscall"
 )
 
@@ -145,6 +146,12 @@ func isNoNode(err error) bool {
 func segment(what, s string) (string, error) {
 	if s == "" {
 		return "", BadRequest("%s is empty: name one", what)
+	}
+	if s == "." || s == ".." {
+		// A dot segment is escaped, or the server's mux would clean it
+		// away and route the call elsewhere (a room named "." read
+		// /v1/rooms/log); it unescapes it back.
+		return strings.Repeat("%2E", len(s)), nil
 	}
 	return url.PathEscape(s), nil
 }

@@ -224,3 +224,45 @@ func TestAnotherUserReachesNeitherSocketNorSecrets(t *testing.T) {
 		t.Errorf("another user listed the database: %s", out)
 	}
 }
+
+// A room named "." or ".." (a name like any other: a contact may invite to
+// one) is reached by name: the client escapes such a path segment, which
+// the server's mux would otherwise clean away. Before, `room log .` read
+// GET /v1/rooms/log (the room named "log"), and `room log ..` no endpoint.
+func TestDotNamesReachTheirRoom(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	ctx := context.Background()
+	for _, n := range []string{"log", ".", ".."} {
+		if _, err := c.OpenRoom(ctx, "human", localapi.OpenRoomRequest{Name: n}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Say(ctx, "human", localapi.SayRequest{Room: n, Text: "in " + n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{".", ".."} {
+		info, err := c.Room(ctx, n)
+		if err != nil || info.Name != n {
+			t.Errorf("room %q: %+v %v", n, info, err)
+		}
+		evs, err := c.Log(ctx, n, 10, "")
+		if err != nil {
+			t.Errorf("log of %q: %v", n, err)
+			continue
+		}
+		found := false
+		for _, e := range evs {
+			found = found || e.Text == "in "+n
+		}
+		if !found {
+			t.Errorf("log of %q lacks its message: %+v", n, evs)
+		}
+	}
+	// An agent named so is refused by the node as a bad name, not served
+	// as another endpoint.
+	if _, err := c.Take(ctx, ".."); err == nil || strings.Contains(err.Error(), "no such endpoint") {
+		t.Errorf("take of agent \"..\": %v", err)
+	}
+}
