@@ -1,8 +1,6 @@
 package node
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/parley-mesh/parley/identity"
@@ -34,8 +32,8 @@ func AuditHome(home string, r audit.Record) error {
 	if err := CheckHome(home); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("node: create home %s: %w", home, err)
+	if err := MakeHome(home); err != nil {
+		return err
 	}
 	if err := prepareIdentity(Config{Home: home}); err != nil {
 		return err

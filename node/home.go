@@ -68,6 +68,22 @@ func CheckHome(home string) error {
 	return nil
 }
 
+// MakeHome creates home (mode 0700) if it does not exist, and checks it
+// (CheckHome) once it does: a home another user made at the path between
+// an earlier check and the creation (one under /tmp, say) is refused
+// before anything is written there, where MkdirAll alone would take it.
+func MakeHome(home string) error {
+	afterHomeCheck(home)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("node: create home %s: %w", home, err)
+	}
+	return CheckHome(home)
+}
+
+// afterHomeCheck runs in MakeHome before the home is created: tests make
+// the home there as another user would.
+var afterHomeCheck = func(string) {}
+
 func ownerOf(st fs.FileInfo) (int, bool) {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {

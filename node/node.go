@@ -138,8 +138,8 @@ func New(cfg Config) (*Node, error) {
 	if err := CheckHome(cfg.Home); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
-		return nil, fmt.Errorf("node: create home %s: %w", cfg.Home, err)
+	if err := MakeHome(cfg.Home); err != nil {
+		return nil, err
 	}
 	lock, err := lockHome(cfg.Home)
 	if err != nil {

@@ -31,8 +31,8 @@ var errNoReadyLine = errors.New("printed no ready line")
 // that cannot be: what the user should see, not only the log). If the node
 // exits first, the error quotes the last line it logged.
 func startBackground(ctx context.Context, home string, args ...string) (string, []string, error) {
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return "", nil, fmt.Errorf("cannot create home %s: %v", home, err)
+	if err := node.MakeHome(home); err != nil {
+		return "", nil, err
 	}
 	exe, err := os.Executable()
 	if err != nil {

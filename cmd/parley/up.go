@@ -155,8 +155,8 @@ func runUp(cmd *cobra.Command, g *globals, f *upFlags) error {
 	if err := localapi.CheckSocketPath(nodeSocket(home)); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("cannot create home %s: %v", home, err)
+	if err := node.MakeHome(home); err != nil {
+		return err
 	}
 	file, err := config.LoadOrCreate(home, defaultHandle())
 	if err != nil {
