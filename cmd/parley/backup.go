@@ -162,7 +162,7 @@ func removeKilledParts(dir, prefix, own string) {
 		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() || path == own {
 			continue
 		}
-		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0) // never waits on a FIFO put there
 		if err != nil {
 			continue
 		}
