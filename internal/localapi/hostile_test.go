@@ -83,6 +83,12 @@ func TestSessionGuardHoldsForAnEscapedPath(t *testing.T) {
 			t.Errorf("%s %s by another session: %d %s, want 409 name_taken", method, p, status, body)
 		}
 	}
+	// A call that names no session is the socket's user's, trusted as
+	// such (docs/ARCHITECTURE.md): the guard is no wall between programs
+	// of the same user, only between sessions that keep to their names.
+	if status, body := call(t, socket, "GET", "/v1/agents/bob/pending", nil, nil); status != http.StatusOK {
+		t.Errorf("bob's pending without a session: %d %s", status, body)
+	}
 	log, err := c.Log(ctx, "bobs", 10, "")
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +217,9 @@ func TestAnotherUserReachesNeitherSocketNorSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("the home holds %d entries", len(ents))
 	for _, e := range ents {
+		t.Logf("  %s %v", e.Name(), e.Type())
 		if !e.Type().IsRegular() {
 			continue
 		}
