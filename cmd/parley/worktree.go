@@ -251,12 +251,22 @@ func excludeWorktrees(ctx context.Context, root string) error {
 			return nil
 		}
 	}
+	line := "/" + worktreeDir + "/\n"
 	if len(b) > 0 && !strings.HasSuffix(string(b), "\n") {
-		b = append(b, '\n')
+		line = "\n" + line
 	}
-	b = append(b, "/"+worktreeDir+"/\n"...)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(p, b, 0o644)
+	// Appended, never rewritten: the file is the user's, and a process
+	// killed mid-write can leave at most a part of Parley's own line.
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(line); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
