@@ -32,6 +32,7 @@ func (n *Node) newAgents() error {
 		Heartbeat:  n.cfg.PresenceHeartbeat,
 		CardTTL:    n.cfg.CardTTL,
 		Admit:      n.admitAgent,
+		AddrFilter: capDHTAddrs,
 	})
 	if err != nil {
 		return err

@@ -74,8 +74,10 @@ func (s *Service) handleCards(st network.Stream) {
 
 // fetchCards asks ai for its live cards and returns the valid ones.
 func (s *Service) fetchCards(ctx context.Context, ai peer.AddrInfo) ([]*discovery.Card, error) {
-	if len(ai.Addrs) > 0 {
-		s.cfg.Host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
+	// A DHT answer's provider comes with the addresses the answer gave,
+	// as many as fit in a message: only those the filter keeps are dialled.
+	if addrs := s.cfg.AddrFilter(ai.Addrs); len(addrs) > 0 {
+		s.cfg.Host.Peerstore().AddAddrs(ai.ID, addrs, peerstore.TempAddrTTL)
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()

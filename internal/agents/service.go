@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/routing"
+	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parley-mesh/parley/discovery"
@@ -116,7 +117,16 @@ type Config struct {
 	// Admit is asked before a name is registered: an error refuses it (a
 	// killed agent), and Register returns it as it is. Nil admits all.
 	Admit func(name identity.AgentName) error
+	// AddrFilter picks, of the addresses a DHT answer gives a provider,
+	// those a find keeps and dials (the node's DHT keeps the same ones):
+	// any DHT server can name thousands. Nil keeps the first
+	// MaxProviderAddrs.
+	AddrFilter func([]ma.Multiaddr) []ma.Multiaddr
 }
+
+// MaxProviderAddrs is how many of a provider's addresses a find keeps and
+// dials when Config.AddrFilter is nil.
+const MaxProviderAddrs = 16
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Host == nil || c.Key == nil || c.Routing == nil || c.Contacts == nil {
@@ -127,6 +137,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DefaultTTL == 0 {
 		c.DefaultTTL = DefaultTTL
+	}
+	if c.AddrFilter == nil {
+		c.AddrFilter = func(a []ma.Multiaddr) []ma.Multiaddr { return a[:min(len(a), MaxProviderAddrs)] }
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = discovery.PresenceHeartbeat
