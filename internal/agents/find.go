@@ -182,10 +182,11 @@ func (s *Service) Search(ctx context.Context, q string) (Found, error) {
 	if len(qs) == 0 {
 		return Found{}, fmt.Errorf("%w: %w", ErrBadInput, discovery.CheckQuery(q))
 	}
-	res := newFound(s.self, func(p peer.ID) bool { return s.cfg.Contacts.Allowed(p) == nil })
+	contact := s.contactOf()
+	res := newFound(s.self, contact)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.FindTimeout)
 	defer cancel()
-	f := &fetcher{s: s, peers: make(map[peer.ID]*peerFetch)}
+	f := &fetcher{s: s, contact: contact, peers: make(map[peer.ID]*peerFetch)}
 	var wg sync.WaitGroup
 	for _, q := range qs {
 		wg.Add(1)
@@ -202,6 +203,18 @@ func (s *Service) Search(ctx context.Context, q string) (Found, error) {
 			"left_out_in_all", out.LeftOutInAll)
 	}
 	return out, nil
+}
+
+// contactOf returns whether a peer is an active contact of this node, as
+// Active lists them now, that Allowed lets in. Allowed alone is not
+// enough: it lets in every member of a room this node shares, and any
+// member may invite a stranger.
+func (s *Service) contactOf() func(peer.ID) bool {
+	active := make(map[peer.ID]bool)
+	for _, c := range s.cfg.Contacts.Active() {
+		active[c.Peer] = true
+	}
+	return func(p peer.ID) bool { return active[p] && s.cfg.Contacts.Allowed(p) == nil }
 }
 
 // FindCard gets p's card of agent name from the DHT (nil if withdrawn).
@@ -253,7 +266,7 @@ loop:
 				in = nil
 			case ai.ID == s.self:
 			default:
-				queue.push(ai, s.providerRank(ai.ID))
+				queue.push(ai, s.providerRank(ai.ID, f.contact))
 				if taken++; taken == maxProviders {
 					in = nil
 				}
@@ -276,8 +289,8 @@ const (
 	numRanks
 )
 
-func (s *Service) providerRank(p peer.ID) int {
-	if s.cfg.Contacts.Allowed(p) == nil {
+func (s *Service) providerRank(p peer.ID, contact func(peer.ID) bool) int {
+	if contact(p) {
 		return rankContact
 	}
 	s.emptyMu.Lock()
@@ -386,9 +399,10 @@ func matches(c *discovery.Card, q discovery.Query) bool {
 
 // fetcher asks each provider for its cards at most once per Find.
 type fetcher struct {
-	s     *Service
-	mu    sync.Mutex // protects peers
-	peers map[peer.ID]*peerFetch
+	s       *Service
+	contact func(peer.ID) bool // an active contact (Service.contactOf)
+	mu      sync.Mutex         // protects peers
+	peers   map[peer.ID]*peerFetch
 }
 
 type peerFetch struct {

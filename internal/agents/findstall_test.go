@@ -175,7 +175,13 @@ func (c contactsOf) Allowed(p peer.ID) error {
 	return errors.New("not a contact")
 }
 
-func (contactsOf) Active() []agents.Contact { return nil }
+func (c contactsOf) Active() []agents.Contact {
+	var out []agents.Contact
+	for _, p := range c {
+		out = append(out, agents.Contact{Peer: p})
+	}
+	return out
+}
 
 // A query asks its contacts among the providers before strangers, also
 // when the DHT brings them last: 48 strangers that hold the stream open

@@ -279,21 +279,22 @@ func TestProvidersThatGaveNothingAreAskedLast(t *testing.T) {
 	}
 	defer s.Close()
 	_, stranger := key(t)
-	if s.providerRank(stranger) != rankOther || s.providerRank(friend) != rankContact {
+	contact := s.contactOf()
+	if s.providerRank(stranger, contact) != rankOther || s.providerRank(friend, contact) != rankContact {
 		t.Fatal("ranks of a stranger and a contact")
 	}
 	s.fetched(stranger, false)
 	s.fetched(friend, false)
-	if s.providerRank(stranger) != rankEmpty || s.providerRank(friend) != rankContact {
+	if s.providerRank(stranger, contact) != rankEmpty || s.providerRank(friend, contact) != rankContact {
 		t.Fatal("a stranger that gave nothing is not asked last, or a contact is not asked first")
 	}
 	c.add(emptyFor)
-	if s.providerRank(stranger) != rankOther {
+	if s.providerRank(stranger, contact) != rankOther {
 		t.Fatal("still asked last after emptyFor")
 	}
 	s.fetched(stranger, false)
 	s.fetched(stranger, true)
-	if s.providerRank(stranger) != rankOther {
+	if s.providerRank(stranger, contact) != rankOther {
 		t.Fatal("asked last after it gave a card")
 	}
 	for i := range maxEmpty + 100 {
