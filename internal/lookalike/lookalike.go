@@ -158,7 +158,7 @@ func skeleton(s string) string {
 // (so "AIice", with a capital I, reads as "alice" too: folded first, its I
 // would become an i).
 func Keys(h string) []string {
-	h = foreignMarks(norm.NFD.String(strings.Map(tatweel, norm.NFKC.String(strings.Map(tilde, h)))))
+	h = foreignMarks(norm.NFD.String(strings.Map(smallCapital, strings.Map(tatweel, norm.NFKC.String(strings.Map(tilde, h))))))
 	a, b := key(skeleton(cases.Fold().String(h))), key(skeleton(cases.Fold().String(skeleton(h))))
 	if a == b {
 		return []string{a}
@@ -172,6 +172,25 @@ func Keys(h string) []string {
 func tatweel(r rune) rune {
 	if r == '\u0640' {
 		return -1
+	}
+	return r
+}
+
+// smallCapitals are the Latin small capitals of one letter each, which
+// read as that letter in capitals, so as the letter (folded): "ʙᴏʙ" reads
+// as "BOB". The confusables data maps only a few of them (ᴏ, ᴄ, ᴠ, ᴡ, ᴢ,
+// ꜱ…) to their letters. Modifier small capitals are made these by NFKC.
+var smallCapitals = map[rune]rune{
+	'\u1d00': 'a', '\u0299': 'b', '\u1d04': 'c', '\u1d05': 'd', '\u1d07': 'e', '\ua730': 'f', '\u0262': 'g',
+	'\u029c': 'h', '\u026a': 'i', '\ua7ae': 'i', '\u1d0a': 'j', '\u1d0b': 'k', '\u029f': 'l', '\u1d0d': 'm',
+	'\u0274': 'n', '\u1d0f': 'o', '\u1d18': 'p', '\ua7af': 'q', '\u0280': 'r', '\ua731': 's', '\u1d1b': 't',
+	'\u1d1c': 'u', '\u1d20': 'v', '\u1d21': 'w', '\u028f': 'y', '\u1d22': 'z',
+}
+
+// smallCapital maps a Latin small capital to its letter (smallCapitals).
+func smallCapital(r rune) rune {
+	if l, ok := smallCapitals[r]; ok {
+		return l
 	}
 	return r
 }
@@ -209,7 +228,8 @@ func diacritic(r rune) bool {
 		r >= 0x20d0 && r <= 0x20ff || r >= 0xfe20 && r <= 0xfe2f
 }
 
-// foreignMarks is s (in NFD) without the nonspacing marks that do not
+// foreignMarks is s (in NFD) without the nonspacing and enclosing marks
+// (the Cyrillic number signs drawn around a letter) that do not
 // belong with the letter they sit on: a mark of a script of its own (an
 // Arabic kasra, a Devanagari vowel sign) on a letter of another script (a
 // Latin b, or a Cyrillic о, whose prototype is a Latin o: markFits), or on
@@ -223,7 +243,7 @@ func foreignMarks(s string) string {
 		case ignorable(r):
 		case !unicode.Is(unicode.M, r):
 			base = r
-		case unicode.Is(unicode.Mn, r) && !diacritic(r) && !markFits(r, base):
+		case (unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r)) && !diacritic(r) && !markFits(r, base):
 			return -1
 		}
 		return r
