@@ -25,35 +25,7 @@ import (
 // B's contact and a stranger to A.
 func TestFindRanksARoomMembersCardsAsAStrangers(t *testing.T) {
 	const a, b, x = 0, 1, 2
-	handles := []string{"anna", "bob", "aaa"}
-	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
-		c.Handle = handles[i]
-		c.SyncInterval = time.Second
-	}))
-	nt.ConnectAll()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	nt.Befriend(t, b, a)
-	nt.Befriend(t, x, b)
-	joined := func(i int, id identity.RoomID, author int) bool {
-		vs, err := nt.Node(i).Rooms().Log(id, 10000, nil)
-		return err == nil && slices.ContainsFunc(vs, func(v rooms.View) bool { return v.Kind == rooms.KindJoin && v.Author == nt.ID(author) })
-	}
-	room, err := nt.Node(a).Rooms().Create(ctx, "shared", identity.HumanAgent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := nt.Node(a).Rooms().Invite(ctx, room, nt.ID(b), identity.HumanAgent); err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(30*time.Second, func() bool { return joined(b, room, b) }, "B to join")
-	if _, err := nt.Node(b).Rooms().Invite(ctx, room, nt.ID(x), identity.HumanAgent); err != nil {
-		t.Fatal(err)
-	}
-	nt.WaitFor(30*time.Second, func() bool { return joined(a, room, x) }, "A to hold X's join")
-	if nt.Node(a).Contacts().Allowed(nt.ID(x)) != nil {
-		t.Fatal("A's contact service does not let X in as a room member: the test sets up nothing")
-	}
+	nt, ctx := roomMemberNet(t)
 	reg := func(i int, name string) {
 		t.Helper()
 		if _, err := nt.Node(i).Agents().Register(ctx, agents.RegisterRequest{
@@ -94,4 +66,41 @@ func TestFindRanksARoomMembersCardsAsAStrangers(t *testing.T) {
 	if cs[0].PeerID != nt.ID(b).String() {
 		t.Errorf("A's find lists %s@%s (handle %q) first, before its contact's card", cs[0].Agent, cs[0].PeerID, cs[0].Handle)
 	}
+}
+
+// roomMemberNet starts A (0), its contact B (1) and X (2), B's contact
+// and a stranger to A, that B brought into a room A shares: A's contact
+// service lets X in (Allowed) as a room member, but X is no contact of A.
+func roomMemberNet(t *testing.T) (*nodetest.Net, context.Context) {
+	const a, b, x = 0, 1, 2
+	handles := []string{"anna", "bob", "aaa"}
+	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, c *node.Config) {
+		c.Handle = handles[i]
+		c.SyncInterval = time.Second
+	}))
+	nt.ConnectAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	nt.Befriend(t, b, a)
+	nt.Befriend(t, x, b)
+	joined := func(i int, id identity.RoomID, author int) bool {
+		vs, err := nt.Node(i).Rooms().Log(id, 10000, nil)
+		return err == nil && slices.ContainsFunc(vs, func(v rooms.View) bool { return v.Kind == rooms.KindJoin && v.Author == nt.ID(author) })
+	}
+	room, err := nt.Node(a).Rooms().Create(ctx, "shared", identity.HumanAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nt.Node(a).Rooms().Invite(ctx, room, nt.ID(b), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return joined(b, room, b) }, "B to join")
+	if _, err := nt.Node(b).Rooms().Invite(ctx, room, nt.ID(x), identity.HumanAgent); err != nil {
+		t.Fatal(err)
+	}
+	nt.WaitFor(30*time.Second, func() bool { return joined(a, room, x) }, "A to hold X's join")
+	if nt.Node(a).Contacts().Allowed(nt.ID(x)) != nil {
+		t.Fatal("A's contact service does not let X in as a room member: the test sets up nothing")
+	}
+	return nt, ctx
 }
