@@ -14,7 +14,9 @@
 // with runs of white space read as one space and anything from the first
 // '~' (or a character that looks like one: 〜, ˜, ～, ∼ …) on left out,
 // and without the Arabic tatweel (U+0640, a stretch of the baseline).
-// Nonspacing marks of a script of their own (Devanagari vowel signs,
+// The Latin small capitals of one letter ("ʙᴏʙ") read as their letters, as
+// capitals do (the confusables data maps only a few of them).
+// Nonspacing and enclosing marks of a script of their own (Devanagari vowel signs,
 // Arabic vowel marks, Japanese voicing marks) stay on a letter of their
 // script, and are left out on a letter of another script or on no letter:
 // an Arabic kasra under a Latin b reads as any small mark there. They are
