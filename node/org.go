@@ -101,6 +101,14 @@ func (c orgContacts) Requested(p peer.ID) bool {
 	return ok && ct.State == consent.StatePendingOut
 }
 
+func (c orgContacts) Granted(p peer.ID) ([]string, time.Time, bool) {
+	ct, ok := c.n.contacts.Book().Get(p, time.Now())
+	if !ok || ct.State != consent.StateActive {
+		return nil, time.Time{}, false
+	}
+	return ct.Scopes, ct.Expires, true
+}
+
 func (c orgContacts) Revoke(ctx context.Context, p peer.ID) error {
 	_, err := c.n.contacts.RevokeBy(ctx, p.String(), "org")
 	return err

@@ -37,7 +37,9 @@
 // held here); and X trusts Y (a live trust record of X in P's intro). The
 // certificate's scopes are those both trusts name, and it lasts no longer
 // than P's membership or either trust. Untrusting X, or X revoking P,
-// revokes such contacts at once, as a contact revocation does.
+// revokes such contacts at once, as a contact revocation does; so does a
+// trust in X replaced by one that no longer covers them (fewer scopes, an
+// earlier end): they may ask again.
 //
 // # Store
 //
@@ -120,6 +122,9 @@ type Contacts interface {
 	// Requested reports whether this node asked p to be a contact and
 	// waits for its answer (p may ask for this node's introduction).
 	Requested(p peer.ID) bool
+	// Granted returns the scopes and the end of the active contact with
+	// p (ok false: not an active contact).
+	Granted(p peer.ID) (scopes []string, until time.Time, ok bool)
 }
 
 // Config configures a Service.
@@ -661,6 +666,22 @@ func (s *Service) act(ctx context.Context, r *consent.OrgRecord, from peer.ID) {
 		detail["scopes"] = fmt.Sprint(r.Scopes)
 		detail["expires"] = r.NotAfter.UTC().Format(time.RFC3339)
 		s.record(actor, audit.OrgTrust, r.Subject, detail)
+		// A trust replaced by a narrower one (fewer scopes, an earlier
+		// end, not valid yet) ends the contacts made through it that it
+		// no longer covers: they may ask again.
+		now := s.cfg.Now()
+		for _, p := range s.taggedPeers(r.Subject) {
+			scopes, until, ok := s.cfg.Contacts.Granted(p)
+			if !ok {
+				continue
+			}
+			wider := slices.ContainsFunc(scopes, func(sc string) bool { return !slices.Contains(r.Scopes, sc) })
+			// (A minute's slack: the contact's end was reckoned from the
+			// trust's a moment before the approval.)
+			if wider || until.After(r.NotAfter.Add(time.Minute)) || !r.LiveAt(now) {
+				s.revokeContact(ctx, p, "the organisation trust was narrowed")
+			}
+		}
 	case consent.OrgUntrust:
 		s.record(actor, audit.OrgUntrust, r.Subject, detail)
 		for _, p := range s.taggedPeers(r.Subject) {
