@@ -182,3 +182,34 @@ func TestOrgHostileReplayedMembershipIsStale(t *testing.T) {
 		}
 	}
 }
+
+// A revoked member whose node is restored from a copy of its home made
+// before the revocation holds its old membership again, and with it its
+// organisation's trusts: it would go on approving trusted organisations'
+// members in the organisation's name. When it connects to a member that
+// holds the revocation, it is told.
+func TestOrgHostileRestoredRevokedMemberIsTold(t *testing.T) {
+	nt := nodetest.Start(t, 2)
+	nt.ConnectAll()
+	const admin, ex = 0, 1
+	x := newOrgKey(t, "Xco")
+	x.publish(t, nt, admin, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(admin), Handle: "a"})
+	nt.Befriend(t, ex, admin)
+	x.join(t, nt, admin, ex, "e")
+	nt.Crash(ex)
+	backup := nt.CopyData(ex)
+	nt.Restart(ex)
+	nt.WaitConnected(ex, admin)
+	x.publish(t, nt, admin, consent.OrgRecord{Kind: consent.OrgRevoke, Subject: nt.ID(ex)})
+	nt.WaitFor(10*time.Second, func() bool { return nt.Node(ex).Org().Mine() == nil }, "the member to hold its revocation")
+
+	nt.Crash(ex)
+	nt.RestoreData(ex, backup)
+	nt.RestartAlone(ex)
+	if nt.Node(ex).Org().Mine() == nil {
+		t.Fatal("the restored home holds no membership: the test shows nothing")
+	}
+	nt.ConnectAll()
+	nt.WaitFor(20*time.Second, func() bool { return nt.Node(ex).Org().Mine() == nil },
+		"the restored ex-member, connected to its organisation's node, to hold its revocation again")
+}

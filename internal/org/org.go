@@ -161,6 +161,7 @@ type Service struct {
 	wg       sync.WaitGroup
 	notifiee *network.NotifyBundle
 	synced   map[peer.ID]*memberSync // what each connected member was passed (under limMu)
+	told     map[peer.ID]bool        // revoked members told of it in their connected period (under limMu)
 	closed   bool                    // under limMu
 
 	recMu   sync.Mutex
@@ -268,7 +269,11 @@ type memberSync struct {
 // in its connected period and no record was written since, nor while a
 // pass to p runs (then that pass is made again if it did not hold all).
 func (s *Service) connected(p peer.ID) {
-	if p == s.self || !s.IsMember(p) {
+	if p == s.self {
+		return
+	}
+	if !s.IsMember(p) {
+		s.tellRevoked(p)
 		return
 	}
 	s.limMu.Lock()
@@ -296,6 +301,44 @@ func (s *Service) connected(p peer.ID) {
 	go func() {
 		defer s.wg.Done()
 		s.pass(p, m)
+	}()
+}
+
+// tellRevoked passes p its revocation when this node holds one of p's
+// membership of its organisation: a node restored from a copy of its home
+// made before the revocation holds its old membership (and its
+// organisation's trusts) again, and would go on approving trusted
+// organisations' members in the organisation's name. Once in p's
+// connected period, when the pass succeeds.
+func (s *Service) tellRevoked(p peer.ID) {
+	mine := s.Mine()
+	if mine == nil {
+		return
+	}
+	rv := s.get(mine.Org, 'm', p)
+	if rv == nil || rv.Kind != consent.OrgRevoke {
+		return
+	}
+	s.limMu.Lock()
+	defer s.limMu.Unlock()
+	if s.closed || s.told[p] {
+		return
+	}
+	if s.told == nil {
+		s.told = make(map[peer.ID]bool)
+	}
+	s.told[p] = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		err := s.push(s.ctx, p, [][]byte{rv.Wire})
+		if err != nil && !errors.Is(err, ErrNotTaken) {
+			// Not serving the protocol yet: told when it starts to, or at
+			// its next connection.
+			s.limMu.Lock()
+			delete(s.told, p)
+			s.limMu.Unlock()
+		}
 	}()
 }
 
@@ -327,6 +370,7 @@ func (s *Service) pass(p peer.ID, m *memberSync) {
 func (s *Service) gone(p peer.ID) {
 	s.limMu.Lock()
 	defer s.limMu.Unlock()
+	delete(s.told, p)
 	m := s.synced[p]
 	switch {
 	case m == nil:
