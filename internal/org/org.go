@@ -23,7 +23,9 @@
 // another organisation is kept when that member is a contact made through
 // that organisation, or when this node's organisation trusts that
 // organisation (then it is passed on to this organisation's members, so
-// that the member's old certificate gets it approved by none of them). This node's first membership certificate,
+// that the member's old certificate gets it approved by none of them); a
+// node that takes its own revocation passes it on to its contacts (those
+// it met through trust may be no contacts of its organisation's nodes). This node's first membership certificate,
 // pushed by a contact (with its organisation's trusts), waits for the
 // user (Offers, Accept, Decline; at most MaxOffers): the organisation's
 // trusts decide which strangers become contacts without the user, and
@@ -696,6 +698,12 @@ func (s *Service) act(ctx context.Context, r *consent.OrgRecord, from peer.ID) {
 	case consent.OrgRevoke:
 		s.record(actor, audit.OrgRemove, r.Subject, detail)
 		if mine := s.Mine(); from != "" && mine != nil && mine.Org == r.Org {
+			s.forward(ctx, r)
+		} else if from != "" && r.Subject == s.self {
+			// This node's own revocation (it is no member now, so the
+			// case above does not hold): the members of other
+			// organisations it met through trust hear of it from it, as
+			// none of its organisation's nodes may be their contact.
 			s.forward(ctx, r)
 		} else if from != "" && mine != nil && s.trusts(mine.Org, r.Org) && !s.IsMember(from) {
 			// The member told of it from outside tells the others (any
