@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/parley-mesh/parley/consent"
+	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/frame"
 	"github.com/parley-mesh/parley/internal/org"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -261,4 +263,64 @@ func TestOrgHostileRevokedMemberKeepsUnreachedTrustContacts(t *testing.T) {
 	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgRevoke, Subject: nt.ID(p)})
 	nt.WaitFor(15*time.Second, func() bool { return contactState(nt, y1, p) == consent.StateRevoked },
 		"the contact made through X's trust to be revoked at node %d", y1)
+}
+
+// Forged records: X's revocation of a member and X's membership of a
+// stranger, signed by the stranger's own key over X's payload, pushed by
+// the stranger to X's members, are refused (forged, counted): the member
+// stays, the stranger is no member. A membership of the node itself that
+// holds only in a far future (or held only in the past) is refused too.
+func TestOrgHostileForgedAndOutOfTimeRecords(t *testing.T) {
+	nt := nodetest.Start(t, 3)
+	nt.ConnectAll()
+	const admin, member, stranger = 0, 1, 2
+	x, z := newOrgKey(t, "Xco"), newOrgKey(t, "Zco")
+	x.publish(t, nt, admin, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(admin), Handle: "a"})
+	nt.Befriend(t, member, admin)
+	x.join(t, nt, admin, member, "m")
+	forge := func(wire []byte) []byte {
+		var w struct {
+			Payload []byte `cbor:"payload"`
+			Sig     []byte `cbor:"sig"`
+		}
+		if err := cbor.Unmarshal(wire, &w); err != nil {
+			t.Fatal(err)
+		}
+		sig, err := identity.Sign(z.priv, identity.DomainOrgRecord, w.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Sig = sig
+		out, err := cbor.Marshal(&w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	rv := forge(x.seal(t, consent.OrgRecord{Kind: consent.OrgRevoke, Subject: nt.ID(member)}))
+	in := forge(x.seal(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(stranger), Handle: "s"}))
+	if _, err := consent.ParseOrgRecord(rv); err == nil {
+		t.Fatal("the forgery parses: the test shows nothing")
+	}
+	for _, to := range []int{admin, member} {
+		orgExchange(t, nt, stranger, to, 'p', [][]byte{rv, in})
+		nt.WaitFor(10*time.Second, func() bool { return counter(nt, to, "parley_org_records_refused_total", "forged") >= 2 },
+			"node %d to count the forgeries", to)
+		o := nt.Node(to).Org()
+		if !o.IsMember(nt.ID(member)) || o.IsMember(nt.ID(stranger)) {
+			t.Fatalf("node %d after the forgeries: member %v, stranger %v", to, o.IsMember(nt.ID(member)), o.IsMember(nt.ID(stranger)))
+		}
+	}
+	// The member's own membership, renewed for a far future or for the
+	// past only, pushed by the admin's node: refused, the live one stays.
+	mine := nt.Node(member).Org().Mine()
+	for _, w := range [][]byte{
+		x.sealFor(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(member), Handle: "m"}, time.Now().AddDate(50, 0, 0), time.Now().AddDate(51, 0, 0)),
+		x.sealFor(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(member), Handle: "m"}, time.Now().AddDate(-2, 0, 0), time.Now().AddDate(-1, 0, 0)),
+	} {
+		orgExchange(t, nt, admin, member, 'p', [][]byte{w})
+	}
+	if got := nt.Node(member).Org().Mine(); got == nil || got.Seq != mine.Seq {
+		t.Fatalf("after out-of-time renewals the member's membership is %v, want the live one", got)
+	}
 }
