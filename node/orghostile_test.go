@@ -324,3 +324,40 @@ func TestOrgHostileForgedAndOutOfTimeRecords(t *testing.T) {
 		t.Fatalf("after out-of-time renewals the member's membership is %v, want the live one", got)
 	}
 }
+
+// introWith makes node i answer introductions with recs, whatever its
+// organisation says since (a modified node).
+func introWith(nt *nodetest.Net, i int, recs ...[]byte) {
+	nt.Node(i).Host().SetStreamHandler(org.ProtocolID, func(st network.Stream) {
+		defer st.Close()
+		b, err := frame.Read(st, 1<<20)
+		if err != nil || len(b) == 0 {
+			_ = st.Reset()
+			return
+		}
+		op, out := byte('a'), [][]byte(nil)
+		if b[0] == 'i' {
+			op, out = 'r', recs
+		}
+		body, _ := consent.EncodeOrgRecords(out)
+		_ = frame.Write(st, append([]byte{op}, body...))
+		_ = st.CloseWrite()
+	})
+}
+
+// The trust back (the requester's organisation's trust in this node's) is
+// read from the requester's introduction alone: a member whose
+// organisation withdrew its trust shows the old trust record and is
+// approved all the same, with the old trust's scopes.
+func TestOrgHostileWithdrawnTrustBackReplayedByRequester(t *testing.T) {
+	t.Skip("finding (low): decide takes the requester's organisation's trust in this one from the requester's introduction only; X's untrust (or narrower trust) of Y never reaches Y, so X's member replays X's old trust until it ends (suggested: Y's nodes keep X's trust/untrust records whose subject is Y, pushed by X's publisher to its contacts and forwarded as revocations are, and decide takes the newest of the held and the shown)")
+	nt, x, _ := trustingPair(t)
+	const x1, y1 = 0, 1
+	old := x.seal(t, consent.OrgRecord{Kind: consent.OrgTrust, Subject: nt.Node(y1).Org().Mine().Org, Scopes: []string{consent.ScopeAsk}})
+	cert := x.seal(t, consent.OrgRecord{Kind: consent.OrgMember, Subject: nt.ID(x1), Handle: "xavier"})
+	x.publish(t, nt, x1, consent.OrgRecord{Kind: consent.OrgUntrust, Subject: nt.Node(y1).Org().Mine().Org})
+	introWith(nt, x1, cert, old)
+	if s := decided(t, nt, x1, y1, "not_trusted"); s != consent.StatePendingIn {
+		t.Fatalf("X withdrew its trust in Y, its member replays the old one: the request is %q at Y's member, want pending-in", s)
+	}
+}
