@@ -50,9 +50,12 @@ const (
 	maxSyncRounds = 10_000
 	// maxParkRounds bounds the rounds in a row of one session that
 	// stored nothing and only parked events wanting parents not asked
-	// for yet (wantsMore): a chain of forks comes a step a round, a
-	// handful of steps; a peer that answers with orphans whose parents
-	// never come is given up after these and backed off from.
+	// for yet (wantsMore), when the round brought events it had not
+	// asked for by ID: a peer that answers with orphans whose parents
+	// never come is given up after these and backed off from. A round
+	// that brought only events it wanted (by ID, so real ones) is a step
+	// down a chain of forks, which comes a step a round however long it
+	// is, and is not counted (maxSyncRounds still bounds the session).
 	maxParkRounds = 8
 )
 
@@ -552,7 +555,7 @@ func (r *room) syncSession(ctx context.Context, p peer.ID) error {
 	parked := 0      // rounds in a row that only parked events (wantsMore)
 	for round := 0; round < maxSyncRounds; round++ {
 		mark := r.progressMark()
-		more, n, want, to, err := r.syncRound(ctx, p, from)
+		more, n, unasked, want, to, err := r.syncRound(ctx, p, from)
 		if err != nil {
 			result := "error"
 			if errors.Is(err, errSyncSilent) {
@@ -576,7 +579,8 @@ func (r *room) syncSession(ctx context.Context, p peer.ID) error {
 		// back. The part is done; the next one is still asked for. A
 		// round that stored nothing but parked events wanting parents
 		// not asked for yet (wantsMore) is no progress either: it is
-		// asked again, maxParkRounds in a row at most.
+		// asked again, maxParkRounds in a row at most unless it brought
+		// only wanted events (a step down a chain of forks).
 		stored := r.progressMark() != mark
 		parks := n > 0 && !stored && r.wantsMore(ctx, want)
 		switch {
@@ -588,7 +592,9 @@ func (r *room) syncSession(ctx context.Context, p peer.ID) error {
 				continue // the same authors: p has more of them
 			}
 		case parks:
-			parked++
+			if unasked > 0 {
+				parked++
+			}
 			if parked > maxParkRounds {
 				return r.syncEnd(p, refused+n, fetched)
 			}
@@ -656,14 +662,15 @@ var errSyncOverLimit = errors.New("peer sent more events than asked for")
 
 // syncRound asks p once for the events of the authors from from on that
 // this node lacks, as many authors as one Hello lists: to is where the
-// next round's authors begin, "" when this one reached the last.
-func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more bool, n int, want []ID, to peer.ID, err error) {
+// next round's authors begin, "" when this one reached the last. n counts
+// the events received, unasked those of them the Hello did not want.
+func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more bool, n, unasked int, want []ID, to peer.ID, err error) {
 	limit := syncTimeout()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	want, err = r.missingIDs(ctx)
 	if err != nil {
-		return false, 0, nil, "", err
+		return false, 0, 0, nil, "", err
 	}
 	for _, id := range r.corruptIDs() {
 		if len(want) < MaxWant && !slices.Contains(want, id) {
@@ -678,7 +685,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 	refused := r.refusedMembers()
 	s, err := r.m.cfg.Host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, ProtocolSync)
 	if err != nil {
-		return false, 0, want, "", &syncLinkError{err}
+		return false, 0, 0, want, "", &syncLinkError{err}
 	}
 	defer s.Close()
 	end := time.Now().Add(limit)
@@ -706,7 +713,7 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 	r.mu.RUnlock()
 	if err := WriteFrame(s, h); err != nil {
 		s.Reset()
-		return false, 0, want, "", &syncLinkError{err}
+		return false, 0, 0, want, "", &syncLinkError{err}
 	}
 	_ = s.CloseWrite()
 	rd := &silenceReader{s: s, silence: time.Duration(syncSilence.Load()), end: end}
@@ -714,17 +721,21 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 		b, err := ReadBatch(rd)
 		if err != nil {
 			s.Reset()
-			return false, n, want, "", &syncLinkError{rd.giveUp(err)}
+			return false, n, unasked, want, "", &syncLinkError{rd.giveUp(err)}
 		}
 		if b.End {
-			return b.More, n, want, h.To, nil
+			return b.More, n, unasked, want, h.To, nil
 		}
 		if n+len(b.Events) > int(h.Limit)+len(want) {
 			s.Reset()
-			return false, n, want, "", fmt.Errorf("%w: more than %d and %d wanted", errSyncOverLimit, h.Limit, len(want))
+			return false, n, unasked, want, "", fmt.Errorf("%w: more than %d and %d wanted", errSyncOverLimit, h.Limit, len(want))
 		}
 		for _, w := range b.Events {
-			if len(w) <= MaxWire && r.holdsRecent(ID(sha256.Sum256(w))) {
+			wid := ID(sha256.Sum256(w))
+			if !slices.Contains(want, wid) {
+				unasked++
+			}
+			if len(w) <= MaxWire && r.holdsRecent(wid) {
 				// Stored already (gossip brought it meanwhile): no
 				// need to check its signature again.
 				r.m.metrics.duplicate.Inc()
@@ -732,13 +743,20 @@ func (r *room) syncRound(ctx context.Context, p peer.ID, from peer.ID) (more boo
 				continue
 			}
 			e, id, err := Decode(w)
+			if err == nil && e.Room != r.id {
+				// Checked here, as gossip's validator does: pooled
+				// first, it would wait for a parent this room never
+				// holds (accept checks the room only once the
+				// parents are stored).
+				err = fmt.Errorf("%w: event for room %s", ErrMalformed, e.Room)
+			}
 			if err != nil {
 				r.m.reject(err)
 				s.Reset()
-				return false, n, want, "", fmt.Errorf("peer sent a bad event: %w", err)
+				return false, n, unasked, want, "", fmt.Errorf("peer sent a bad event: %w", err)
 			}
 			if err := r.submit(ctx, input{item: &Item{ID: id, Event: e, Wire: w}, from: p, catchUp: true}); err != nil {
-				return false, n, want, "", err
+				return false, n, unasked, want, "", err
 			}
 			n++
 		}
