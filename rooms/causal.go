@@ -215,6 +215,9 @@ type Pending struct {
 	// waiters maps a dependency to the pooled items that wait for it.
 	waiters        map[ID]map[ID]struct{}
 	oldest, newest *pendingItem
+	// missFrom is the item Missing starts from next (the oldest when it
+	// is not pooled).
+	missFrom ID
 }
 
 // NewPending returns an empty pool bounded to maxEvents items and about
@@ -502,11 +505,19 @@ func (p *Pending) NeededBy(id ID, want func(*Event) bool) bool {
 
 // Missing returns up to MaxMissing IDs that pooled items wait for and that
 // are not pooled themselves: the events to fetch. The dependencies of older
-// items come first.
+// items come first, from where the last call stopped on: with more than
+// MaxMissing, calls in a row name them all in turn, so IDs no one holds (a
+// member's events whose parents never come) cannot fill every Hello's want
+// for good and keep a fork's events out.
 func (p *Pending) Missing() []ID {
 	var out []ID
 	seen := make(map[ID]struct{})
-	for it := p.oldest; it != nil && len(out) < MaxMissing; it = it.next {
+	it := p.oldest
+	if from, ok := p.items[p.missFrom]; ok {
+		it = from
+	}
+	for n := 0; it != nil && n < len(p.items); n++ {
+		full := false
 		for _, d := range it.missing {
 			if _, pooled := p.items[d]; pooled {
 				continue
@@ -514,12 +525,23 @@ func (p *Pending) Missing() []ID {
 			if _, dup := seen[d]; dup {
 				continue
 			}
-			seen[d] = struct{}{}
-			out = append(out, d)
 			if len(out) == MaxMissing {
+				full = true // the rest of its dependencies, next time
 				break
 			}
+			seen[d] = struct{}{}
+			out = append(out, d)
 		}
+		if full {
+			break
+		}
+		it = it.next
+		if it == nil {
+			it = p.oldest
+		}
+	}
+	if it != nil {
+		p.missFrom = it.ID
 	}
 	return out
 }

@@ -1,7 +1,10 @@
 package rooms_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,5 +139,186 @@ func TestSyncAnswerWithAnotherRoomsEventIsRefused(t *testing.T) {
 		"an event of another room in a catch-up to be refused as malformed")
 	if got, _ := mgr(nt, 0).PendingHeld(); got != pooled {
 		t.Fatalf("the pending pools hold %d events after the answer, %d before", got, pooled)
+	}
+}
+
+// sign seals e as node 2.
+func (mr *memberRoom) sign(e rooms.Event) []byte {
+	w, _, err := rooms.Seal(mr.key, &e)
+	if err != nil {
+		mr.t.Fatal(err)
+	}
+	return w
+}
+
+// TestMemberEquivocatingItsLeaveConverges: node 2, a member, signs its
+// leave and a message at the same seq, both on the room's head, gives
+// node 0 the leave then the message and node 1 the message then the
+// leave, and goes away. On node 0 the message comes after the leave, at a
+// seq in the leave's cutoff: a fork made since, refused; on node 1 it came
+// first. Once both honest nodes posted (node 1's post builds on the
+// message), both hold the same events in the same order, and node 2 is
+// out on both.
+func TestMemberEquivocatingItsLeaveConverges(t *testing.T) {
+	mr := newMemberRoom(t)
+	nt, id := mr.nt, mr.id
+	base := rooms.Event{Room: id, Author: nt.ID(2), Agent: identity.HumanAgent, Seq: mr.seq + 1,
+		Parents: []rooms.ID{mr.head.ID}, Depth: mr.head.Depth + 1, Time: time.Now().UnixMilli()}
+	leave, msg := base, base
+	leave.Kind, leave.Body = rooms.KindLeave, leaveBodyOf(0, nt.ID(2))
+	msg.Kind, msg.Agent, msg.Body = rooms.KindMessage, "mallory", []byte("said at my leave's seq")
+	lw, mw := mr.sign(leave), mr.sign(msg)
+	nt.Crash(2)
+	for _, w := range [][]byte{lw, mw} {
+		if err := mgr(nt, 0).ProcessBatch(id, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range [][]byte{mw, lw} {
+		if err := mgr(nt, 1).ProcessBatch(id, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("before any post: node 0 holds %d events, node 1 %d", eventCount(nt, 0, id), eventCount(nt, 1, id))
+	say(t, nt, 0, id, "after, on node 0")
+	say(t, nt, 1, id, "after, on node 1")
+	waitConverged(t, nt, id, 5+2+2, 30*time.Second, 0, 1)
+	for i := range 2 {
+		if slices.Contains(must(mgr(nt, i).Members(id)), nt.ID(2)) {
+			t.Errorf("node %d counts node 2 in after its leave", i)
+		}
+	}
+}
+
+// TestMembersOrphansDoNotStarveTheWantList: node 2, a member, gives node
+// 0 300 events of its own whose parents no node holds or ever will, then
+// equivocates at its next seq (one event to node 0, another to node 1),
+// and goes away. Node 1's next post builds on the event node 0 lacks:
+// node 0 pools it and must want that event by ID, as a Hello wants at
+// most MaxWant (256) IDs. The pool named its missing parents oldest
+// first, so the orphans' parents filled every Hello's want, for good (the
+// pool keeps them until it is full), and neither node 1's post nor any
+// later one of it reached node 0: the room was split.
+func TestMembersOrphansDoNotStarveTheWantList(t *testing.T) {
+	mr := newMemberRoom(t)
+	nt, id := mr.nt, mr.id
+	var orphans [][]byte
+	for k := range rooms.MaxWant + 44 {
+		e := rooms.Event{Room: id, Author: nt.ID(2), Agent: "mallory", Seq: mr.seq + 100 + uint64(k),
+			Parents: []rooms.ID{{byte(k), byte(k >> 8), 9}}, Depth: 1 << 20, Time: time.Now().UnixMilli(),
+			Kind: rooms.KindMessage, Body: []byte("orphan")}
+		orphans = append(orphans, mr.sign(e))
+	}
+	a, _ := mr.chain(1, "to node 0", mr.head.ID, mr.head.Depth)
+	b, _ := mr.chain(1, "to node 1", mr.head.ID, mr.head.Depth)
+	nt.Crash(2)
+	if err := mgr(nt, 0).ProcessBatch(id, orphans...); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr(nt, 0).ProcessBatch(id, a...); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr(nt, 1).ProcessBatch(id, b...); err != nil {
+		t.Fatal(err)
+	}
+	say(t, nt, 1, id, "after, on node 1")
+	say(t, nt, 0, id, "after, on node 0")
+	waitConverged(t, nt, id, 5+2+2, 30*time.Second, 0, 1)
+}
+
+// TestPendingMissingNamesEveryIDInTurn: a pool waiting for more IDs than
+// one Hello may want names them all over calls in a row, not the oldest
+// items' alone.
+func TestPendingMissingNamesEveryIDInTurn(t *testing.T) {
+	p := rooms.NewPending(0, 0)
+	const n = rooms.MaxMissing*2 + 10
+	want := make(map[rooms.ID]bool)
+	for k := range n {
+		var id, dep rooms.ID
+		id[0], id[1], id[2] = byte(k), byte(k>>8), 1
+		dep[0], dep[1], dep[2] = byte(k), byte(k>>8), 2
+		e := &rooms.Event{Room: "abcdefghijklmnopqrstuvwxyz", Seq: uint64(k + 2), Parents: []rooms.ID{dep}, Depth: 2, Kind: rooms.KindMessage}
+		if !p.Add(id, e, []byte("w"), []rooms.ID{dep}) {
+			t.Fatalf("item %d not pooled", k)
+		}
+		want[dep] = true
+	}
+	named := make(map[rooms.ID]bool)
+	for range 3 {
+		m := p.Missing()
+		if len(m) == 0 || len(m) > rooms.MaxMissing {
+			t.Fatalf("Missing named %d IDs", len(m))
+		}
+		for _, id := range m {
+			if !want[id] {
+				t.Fatalf("Missing named %x, which nothing waits for", id[:3])
+			}
+			named[id] = true
+		}
+	}
+	if len(named) != n {
+		t.Fatalf("three calls named %d of the %d missing IDs", len(named), n)
+	}
+}
+
+// TestFakeHeadsDoNotCrowdOutAFork: node 2, a member, sends node 0 Hello
+// after Hello, each listing 64 heads no node holds, while node 1 holds a
+// fork node 0 lacks (the version vectors are equal, so node 1's Hellos
+// show it as a head alone). A node keeps at most 256 heads it lacks to
+// want; filled by one member's fakes, it dropped every head node 1 showed,
+// and the fork never reached node 0.
+func TestFakeHeadsDoNotCrowdOutAFork(t *testing.T) {
+	mr := newMemberRoom(t)
+	nt, id := mr.nt, mr.id
+	a, _ := mr.chain(1, "to node 0", mr.head.ID, mr.head.Depth)
+	b, _ := mr.chain(1, "to node 1", mr.head.ID, mr.head.Depth)
+	if err := mgr(nt, 0).ProcessBatch(id, a...); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr(nt, 1).ProcessBatch(id, b...); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var sent atomic.Int64
+	go func() {
+		defer close(done)
+		h := nt.Node(2).Host()
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, vv := mgr(nt, 0).VVs(id)
+			hello := &rooms.Hello{Room: id, VV: vv}
+			for j := range rooms.MaxHeads {
+				var f rooms.ID
+				f[0], f[1], f[2], f[3] = byte(k), byte(k>>8), byte(k>>16), byte(j)
+				hello.Heads = append(hello.Heads, f)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s, err := h.NewStream(ctx, nt.ID(0), rooms.ProtocolSync)
+			if err == nil {
+				if rooms.WriteFrame(s, hello) == nil {
+					_ = s.CloseWrite()
+					for {
+						bt, err := rooms.ReadBatch(s)
+						if err != nil || bt.End {
+							break
+						}
+					}
+					sent.Add(1)
+				}
+				s.Close()
+			}
+			cancel()
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	ok := nodetest.Poll(30*time.Second, func() bool { return eventCount(nt, 0, id) == 7 && eventCount(nt, 1, id) == 7 })
+	t.Logf("node 2 sent node 0 %d Hellos of fake heads; node 0 holds %d events, node 1 %d", sent.Load(), eventCount(nt, 0, id), eventCount(nt, 1, id))
+	if !ok {
+		t.Fatalf("a fork node 1 shows as a head did not reach node 0 in 30 s while a member sent fake heads")
 	}
 }
