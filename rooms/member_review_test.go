@@ -322,3 +322,32 @@ func TestFakeHeadsDoNotCrowdOutAFork(t *testing.T) {
 		t.Fatalf("a fork node 1 shows as a head did not reach node 0 in 30 s while a member sent fake heads")
 	}
 }
+
+// TestMemberEventDatedFarAheadDragsNoClock: node 2, a member, posts an
+// event dated a thousand years ahead and another dated at 0. Both are
+// taken (a time is only checked to be 0 or more; the display order is by
+// depth, not time), every node shows them in the same place, and node 0's
+// next post, which follows them, is dated by its own clock.
+func TestMemberEventDatedFarAheadDragsNoClock(t *testing.T) {
+	mr := newMemberRoom(t)
+	nt, id := mr.nt, mr.id
+	far := rooms.Event{Room: id, Author: nt.ID(2), Agent: "mallory", Seq: mr.seq + 1,
+		Parents: []rooms.ID{mr.head.ID}, Depth: mr.head.Depth + 1,
+		Time: time.Now().AddDate(1000, 0, 0).UnixMilli(), Kind: rooms.KindMessage, Body: []byte("from the future")}
+	past := far
+	past.Seq, past.Time, past.Body = far.Seq+1, 0, []byte("from 1970")
+	fw := mr.sign(far)
+	_, farID, _ := rooms.Decode(fw)
+	past.Parents, past.Depth = []rooms.ID{farID}, far.Depth+1
+	if err := mgr(nt, 0).ProcessBatch(id, fw, mr.sign(past)); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	eid := say(t, nt, 0, id, "after, on node 0")
+	waitConverged(t, nt, id, 5+3, 30*time.Second, 0, 1, 2)
+	for _, v := range must(mgr(nt, 0).Log(id, 100, nil)) {
+		if v.ID == eid && (v.Time < before.Add(-time.Minute).UnixMilli() || v.Time > time.Now().Add(time.Minute).UnixMilli()) {
+			t.Fatalf("node 0's post is dated %v, its clock said %v", time.UnixMilli(v.Time), before)
+		}
+	}
+}
