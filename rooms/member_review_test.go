@@ -1,14 +1,18 @@
 package rooms_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -350,4 +354,113 @@ func TestMemberEventDatedFarAheadDragsNoClock(t *testing.T) {
 			t.Fatalf("node 0's post is dated %v, its clock said %v", time.UnixMilli(v.Time), before)
 		}
 	}
+}
+
+// TestServingAHelloHoldsNoWireOfEveryAuthor: node 2, a member, invited
+// 300 keys of its own, each of which posted one event of 60 KiB; then it
+// sends node 0 a Hello that lists no author and reads nothing of the
+// answer. The responder merges the authors' runs through a heap of one
+// cursor an author, and each cursor held its next event's wire: 18 MiB
+// live for a Hello of a few bytes (a room of 13,000 authors, 1 GiB, and
+// as much again for each serving slot), kept while the answer waits for
+// the reader (serveWait).
+func TestServingAHelloHoldsNoWireOfEveryAuthor(t *testing.T) {
+	mr := newMemberRoom(t)
+	nt, id := mr.nt, mr.id
+	const n, size = 300, 60 << 10
+	var wires [][]byte
+	parent, depth, seq := mr.head.ID, mr.head.Depth, mr.seq
+	body := make([]byte, size)
+	for k := range n {
+		key, _, err := crypto.GenerateEd25519Key(bytes.NewReader(bytesOf(byte(k), byte(k>>8))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sid, _ := peer.IDFromPrivateKey(key)
+		seq++
+		depth++
+		inv := rooms.Event{Room: id, Author: nt.ID(2), Agent: identity.HumanAgent, Seq: seq, Parents: []rooms.ID{parent},
+			Depth: depth, Time: time.Now().UnixMilli(), Kind: rooms.KindInvite, Body: []byte(sid)}
+		iw, iid, err := rooms.Seal(mr.key, &inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		post := rooms.Event{Room: id, Author: sid, Agent: identity.HumanAgent, Seq: 1, Parents: []rooms.ID{iid},
+			Depth: depth + 1, Time: time.Now().UnixMilli(), Kind: rooms.KindMessage, Body: body}
+		pw, _, err := rooms.Seal(key, &post)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wires = append(wires, iw, pw)
+		parent = iid
+	}
+	nt.Crash(1)
+	nt.Crash(2)
+	for k := 0; k < len(wires); k += 100 {
+		if err := mgr(nt, 0).ProcessBatch(id, wires[k:min(k+100, len(wires))]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nt.WaitFor(30*time.Second, func() bool { return eventCount(nt, 0, id) == 5+2*n }, "the sybils' events stored")
+	h, err := libp2p.New(libp2p.Identity(mr.key), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Connect(ctx, peer.AddrInfo{ID: nt.ID(0), Addrs: nt.Node(0).Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	// A first Hello read to its end: the store's caches take the events
+	// in, and are not counted below.
+	s, err := h.NewStream(ctx, nt.ID(0), rooms.ProtocolSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rooms.WriteFrame(s, &rooms.Hello{Room: id}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.CloseWrite()
+	for {
+		b, err := rooms.ReadBatch(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.End {
+			break
+		}
+	}
+	s.Close()
+	base := heap()
+	s, err = h.NewStream(ctx, nt.ID(0), rooms.ProtocolSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Reset()
+	if err := rooms.WriteFrame(s, &rooms.Hello{Room: id}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.CloseWrite()
+	var most uint64
+	for end := time.Now().Add(time.Second); time.Now().Before(end); {
+		most = max(most, heap()) // sampled while the answer waits for the reader
+	}
+	grew := int64(most) - int64(base)
+	t.Logf("live heap grew by %d KiB while node 0 served a Hello of no author to a reader that reads nothing (%d authors, %d KiB each)", grew>>10, n, size>>10)
+	if grew > n*size/2 {
+		t.Fatalf("serving one Hello held %d MiB live (the room's authors' next events: %d × %d KiB)", grew>>20, n, size>>10)
+	}
+}
+
+func bytesOf(a, b byte) []byte {
+	seed := make([]byte, 32)
+	seed[0], seed[1], seed[2] = a, b, 0x5a
+	return seed
 }

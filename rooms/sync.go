@@ -1208,7 +1208,34 @@ type cursor struct {
 	next, last uint64
 	id         ID
 	depth      uint64
-	wire       []byte
+	wire       []byte // nil: dropped (serveWires), read again when sent
+	held       bool   // wire counts against the answer's serveWires
+}
+
+// serveWires bounds the bytes of event wires that the cursors of one
+// answer hold between reading an event and sending it: past it, a cursor
+// keeps the event's depth and ID and reads it again when its turn comes.
+// Each author's cursor holds its next event, and a Hello that lists no
+// author (every catch-up from nothing) has one cursor for each of the
+// room's authors: holding them all, a member's 300 keys with an event of
+// 60 KiB each made one answer hold 21 MiB for as long as the requester
+// kept from reading (TestServingAHelloHoldsNoWireOfEveryAuthor).
+const serveWires = 1 << 20
+
+// reread reads c's event again, its wire dropped when it was loaded.
+func (c *cursor) reread(r *room) (bool, error) {
+	v, ok, err := r.m.cfg.Store.Lookup(schema.RoomEvent(string(r.id), c.id[:]))
+	if err == nil && ok {
+		_, c.wire, err = checkStored(c.id, v)
+	}
+	if err != nil {
+		r.noteCorrupt(c.id)
+		return false, nil
+	}
+	if !ok {
+		return false, fmt.Errorf("rooms: event %s missing", c.id)
+	}
+	return true, nil
 }
 
 type cursorHeap []*cursor
@@ -1264,6 +1291,15 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 	mine := r.committedVV()
 	limit := servePage(int(h.Limit), len(r.inbox), cap(r.inbox))
 	var hp cursorHeap
+	budget := serveWires
+	keep := func(c *cursor) {
+		c.held = len(c.wire) <= budget
+		if c.held {
+			budget -= len(c.wire)
+		} else {
+			c.wire = nil
+		}
+	}
 	for a, last := range mine {
 		if !h.Covers(a) {
 			continue // another Hello asks for these authors
@@ -1274,6 +1310,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 			return err
 		}
 		if ok {
+			keep(c)
 			hp = append(hp, c)
 		}
 	}
@@ -1311,6 +1348,18 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 			served++
 		} else {
 			c := hp[0]
+			if c.wire == nil {
+				ok, err := c.reread(r)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					heap.Pop(&hp) // damaged: as load does
+					continue
+				}
+			} else if c.held {
+				budget += len(c.wire)
+			}
 			wire, id = c.wire, c.id
 			c.next++
 			ok, err := c.load(r)
@@ -1318,6 +1367,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 				return err
 			}
 			if ok {
+				keep(c)
 				heap.Fix(&hp, 0)
 			} else {
 				heap.Pop(&hp)
