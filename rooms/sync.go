@@ -1217,8 +1217,8 @@ type cursor struct {
 // keeps the event's depth and ID and reads it again when its turn comes.
 // Each author's cursor holds its next event, and a Hello that lists no
 // author (every catch-up from nothing) has one cursor for each of the
-// room's authors: holding them all, a member's 300 keys with an event of
-// 60 KiB each made one answer hold 21 MiB for as long as the requester
+// room's authors: holding them all, a member's 400 keys with an event of
+// 60 KiB each made one answer hold 26 MiB for as long as the requester
 // kept from reading (TestServingAHelloHoldsNoWireOfEveryAuthor).
 const serveWires = 1 << 20
 
