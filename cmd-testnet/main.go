@@ -621,8 +621,11 @@ func printTable(w io.Writer, res testnet.Results) {
 			fmt.Fprintln(w)
 		}
 		for _, s := range []*testnet.ScenarioResult{b.Parley, b.GossipSub, b.GossipSubMesh, b.NATS} {
-			if s != nil && s.Delivered != s.Expected {
-				fmt.Fprintf(w, "  %s made %d of %d deliveries: no ratio or target is set against it\n", s.Name, s.Delivered, s.Expected)
+			if s == nil {
+				continue
+			}
+			if why := s.Incomparable(); why != "" {
+				fmt.Fprintf(w, "  %s %s: no latency ratio or target is set against it\n", s.Name, why)
 			}
 		}
 		keys := make([]string, 0, len(b.Targets))

@@ -203,3 +203,19 @@ func TestDocumentedCommandsParse(t *testing.T) {
 		t.Errorf("found %d documented commands", seen)
 	}
 }
+
+// TestBaselineTableSaysLatencyOverSomeDeliveries: a system whose
+// deliveries were all made but not all timed is named, as a lossy one is.
+func TestBaselineTableSaysLatencyOverSomeDeliveries(t *testing.T) {
+	res := testnet.Results{OK: true, Baseline: &testnet.Baseline{
+		Parley:    &testnet.ScenarioResult{Name: "fanout", Sent: 10, Expected: 50, Delivered: 50, DeliveryRatio: 1, Latency: &testnet.Latency{Count: 40, P50: 1}},
+		GossipSub: &testnet.ScenarioResult{Name: "gossipsub", Sent: 10, Expected: 50, Delivered: 40, DeliveryRatio: 0.8, Latency: &testnet.Latency{Count: 40, P50: 1}},
+	}}
+	var out bytes.Buffer
+	printTable(&out, res)
+	for _, want := range []string{"fanout timed 40 of its 50 deliveries: no latency ratio", "gossipsub made 40 of 50 deliveries: no latency ratio"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+}

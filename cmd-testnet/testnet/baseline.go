@@ -61,17 +61,25 @@ func (r *runner) baseline(ctx context.Context, parley *ScenarioResult) (*Baselin
 
 // compare gives Parley's latency and CPU per delivery as ratios to the
 // baselines', and the targets, for a machine with busy of cpus CPUs kept
-// busy by other processes.
+// busy by other processes. A latency ratio or target needs both systems'
+// percentiles over every delivery of the workload (Incomparable), a CPU
+// ratio every delivery made.
 func (b *Baseline) compare(busy, cpus int) {
 	// Percentiles over some of the deliveries are not those of the
 	// workload: a system that lost any is compared with nothing.
 	whole := func(s *ScenarioResult) *ScenarioResult {
-		if s == nil || s.Expected == 0 || s.Delivered != s.Expected {
+		if s == nil || s.Incomparable() != "" {
 			return nil
 		}
 		return s
 	}
 	parley, gs, gm, nt := whole(b.Parley), whole(b.GossipSub), whole(b.GossipSubMesh), whole(b.NATS)
+	made := func(s *ScenarioResult) *ScenarioResult {
+		if s == nil || s.Expected == 0 || s.Delivered != s.Expected {
+			return nil
+		}
+		return s
+	}
 	lat := func(s *ScenarioResult) *Latency {
 		if s == nil {
 			return nil
@@ -105,6 +113,9 @@ func (b *Baseline) compare(busy, cpus int) {
 			ratio("p99_vs_nats", parley.Latency.P99, l.P99)
 		}
 	}
+	// CPU per delivery divides by the deliveries made, which the latencies'
+	// count does not change.
+	parley, gs, gm = made(b.Parley), made(b.GossipSub), made(b.GossipSubMesh)
 	if parley != nil && cpu(gs) > 0 && cpu(parley) > 0 {
 		if b.Ratios == nil {
 			b.Ratios = make(map[string]float64)
@@ -114,6 +125,25 @@ func (b *Baseline) compare(busy, cpus int) {
 			b.Ratios["cpu_per_delivery_vs_gossipsub_mesh"] = round3(cpu(parley) / v)
 		}
 	}
+}
+
+// Incomparable says why s's latency percentiles are not the workload's
+// (some deliveries not made, or made but not timed: a subscription the
+// room cut off, a tail that ended), or "" when they cover every delivery.
+func (s *ScenarioResult) Incomparable() string {
+	switch {
+	case s.Expected == 0:
+		return "no delivery was expected"
+	case s.Delivered != s.Expected:
+		return fmt.Sprintf("made %d of %d deliveries", s.Delivered, s.Expected)
+	case s.Latency == nil || s.Latency.Count != s.Expected:
+		timed := 0
+		if s.Latency != nil {
+			timed = s.Latency.Count
+		}
+		return fmt.Sprintf("timed %d of its %d deliveries", timed, s.Expected)
+	}
+	return ""
 }
 
 // targets are the performance targets for a fanout with busy of cpus CPUs

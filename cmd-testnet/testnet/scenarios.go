@@ -315,6 +315,11 @@ func latencyResult(res *ScenarioResult, rec *recorder) {
 	lat := rec.latencies()
 	res.Latency = summarize(lat)
 	res.samples = lat
+	if len(lat) < res.Delivered {
+		// The logs hold deliveries no live subscription saw: a node was
+		// down, or the room cut off a listener that fell behind.
+		res.Notes = append(res.Notes, fmt.Sprintf("latency covers %d of the %d deliveries (the others no live subscription saw)", len(lat), res.Delivered))
+	}
 	if says := rec.sayDurations(); len(says) > 0 {
 		s := summarize(says)
 		res.metric("say_p50_ms", s.P50)

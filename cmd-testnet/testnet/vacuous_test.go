@@ -78,7 +78,7 @@ func TestPollSaysInterrupted(t *testing.T) {
 func TestRatiosNeedEveryDelivery(t *testing.T) {
 	full := func(name string, p50, p99 float64) *ScenarioResult {
 		return &ScenarioResult{Name: name, Sent: 10, Expected: 50, Delivered: 50, DeliveryRatio: 1,
-			Latency: &Latency{P50: p50, P99: p99}, Metrics: map[string]float64{"cpu_us_per_delivery": 100}}
+			Latency: &Latency{Count: 50, P50: p50, P99: p99}, Metrics: map[string]float64{"cpu_us_per_delivery": 100}}
 	}
 	b := &Baseline{Parley: full("fanout", 2, 8), GossipSub: full("gossipsub", 1, 4), GossipSubMesh: full("gossipsub-mesh", 1, 4), NATS: full("nats", 0.5, 1)}
 	b.compare(0, 2)

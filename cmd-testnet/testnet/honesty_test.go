@@ -1,0 +1,62 @@
+package testnet
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRatiosNeedEveryLatency: Parley's deliveries are counted from the
+// nodes' logs, its latencies from live subscriptions. A subscription the
+// room cut off (its buffer full) misses the rest of its deliveries, so
+// the percentiles would be over a subset (the slowest node's tail left
+// out) though every delivery was made: no ratio or target is set on them.
+func TestRatiosNeedEveryLatency(t *testing.T) {
+	sys := func(name string, count int, p50, p99 float64) *ScenarioResult {
+		return &ScenarioResult{Name: name, Sent: 10, Expected: 50, Delivered: 50, DeliveryRatio: 1,
+			Latency: &Latency{Count: count, P50: p50, P99: p99}, Metrics: map[string]float64{"cpu_us_per_delivery": 100}}
+	}
+	b := &Baseline{Parley: sys("fanout", 40, 1, 2), GossipSub: sys("gossipsub", 50, 1, 4), GossipSubMesh: sys("gossipsub-mesh", 50, 1, 4), NATS: sys("nats", 50, 0.5, 1)}
+	b.compare(0, 2)
+	for k, v := range b.Ratios {
+		if strings.HasPrefix(k, "p50_") || strings.HasPrefix(k, "p99_") {
+			t.Errorf("Parley's latency covers 40 of 50 deliveries, yet %s = %v", k, v)
+		}
+	}
+	if len(b.Targets) != 0 {
+		t.Errorf("targets set on 40 of 50 latencies: %v", b.Targets)
+	}
+	if b.Ratios["cpu_per_delivery_vs_gossipsub"] != 1 {
+		t.Errorf("CPU per delivery counts the logs' deliveries, all made: ratios %v", b.Ratios)
+	}
+	if why := b.Parley.Incomparable(); !strings.Contains(why, "40 of") {
+		t.Errorf("Incomparable() = %q", why)
+	}
+	b = &Baseline{Parley: sys("fanout", 50, 1, 2), GossipSub: sys("gossipsub", 49, 1, 4)}
+	b.compare(0, 2)
+	if _, ok := b.Ratios["p50_vs_gossipsub"]; ok {
+		t.Errorf("a ratio against 49 of gossipsub's 50 latencies: %v", b.Ratios)
+	}
+}
+
+// TestLatencyOverSomeDeliveriesIsSaid: a recorder whose subscriptions saw
+// fewer deliveries than the logs hold notes it beside its percentiles.
+func TestLatencyOverSomeDeliveriesIsSaid(t *testing.T) {
+	rec := newRecorder(4, 3)
+	for i := range 4 {
+		rec.said(i, 0)
+	}
+	at := time.Now()
+	for i := range 4 {
+		rec.deliver(1, msgText(i, 10), at)
+	}
+	rec.deliver(2, msgText(0, 10), at) // node 2's subscription was cut off
+	res := ScenarioResult{Sent: 4, Expected: 8, Delivered: 8, DeliveryRatio: 1}
+	latencyResult(&res, rec)
+	if res.Latency == nil || res.Latency.Count != 5 {
+		t.Fatalf("latency %+v", res.Latency)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "5 of the 8 deliveries") {
+		t.Errorf("notes %q", res.Notes)
+	}
+}
