@@ -1,6 +1,8 @@
 package testnet
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +60,74 @@ func TestLatencyOverSomeDeliveriesIsSaid(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(res.Notes, "\n"), "5 of the 8 deliveries") {
 		t.Errorf("notes %q", res.Notes)
+	}
+}
+
+// logsCluster is a cluster whose nodes' logs are given; check reads only
+// them.
+type logsCluster struct {
+	cluster
+	logs [][]entry
+}
+
+func (c logsCluster) Len() int { return len(c.logs) }
+
+func (c logsCluster) Log(_ context.Context, i int, _ string) ([]entry, error) {
+	return c.logs[i], nil
+}
+
+// checked runs check over logs for messages 0..n-1 said by node 0.
+func checked(t *testing.T, n int, logs [][]entry) ScenarioResult {
+	t.Helper()
+	rec := newRecorder(n, len(logs))
+	for k := range n {
+		rec.said(k, 0)
+	}
+	res := ScenarioResult{Name: "fanout", OrderIdentical: true}
+	r := &runner{p: newProgress(nil)}
+	if err := r.check(context.Background(), logsCluster{logs: logs}, "room", rec, all(len(logs)), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestCheckCatchesLossAndReorder injects a loss or a reorder into the logs
+// the check reads: each fails the scenario, and so does a node that holds
+// nothing or holds one message twice instead of another.
+func TestCheckCatchesLossAndReorder(t *testing.T) {
+	msg := func(k int) entry {
+		return entry{ID: fmt.Sprintf("e%d", k), Text: msgText(k, 16), Author: "n0", Seq: uint64(k + 1)}
+	}
+	other := func(id string) entry { return entry{ID: id, Text: "hello " + id, Author: "n" + id} }
+	full := func() []entry { return []entry{other("h"), msg(0), msg(1), msg(2), msg(3)} }
+	for _, tc := range []struct {
+		name string
+		logs [][]entry
+		want string // in failed(); "" for a pass
+	}{
+		{"same logs", [][]entry{full(), full(), full()}, ""},
+		{"a message lost", [][]entry{full(), full(), {other("h"), msg(0), msg(2), msg(3)}}, "lost"},
+		{"two messages swapped", [][]entry{full(), full(), {other("h"), msg(0), msg(2), msg(1), msg(3)}}, "different orders"},
+		{"a node that holds nothing", [][]entry{full(), full(), nil}, "lost"},
+		{"a message twice, another missing", [][]entry{full(), full(), {other("h"), msg(0), msg(1), msg(1), msg(3)}}, "lost"},
+		// Node 0 lacks two events of others (not the testnet's messages,
+		// so no delivery counts them); nodes 1 and 2 hold them in
+		// different orders. Compared with node 0 alone, each agrees
+		// with it where they overlap.
+		{"orders differ on events node 0 lacks", [][]entry{
+			full(),
+			append(full(), other("x"), other("y")),
+			append(full(), other("y"), other("x")),
+		}, "different orders"},
+	} {
+		res := checked(t, 4, tc.logs)
+		res.OrderChecked = true
+		why := res.failed()
+		switch {
+		case tc.want == "" && why != "":
+			t.Errorf("%s: failed: %s", tc.name, why)
+		case tc.want != "" && !strings.Contains(why, tc.want):
+			t.Errorf("%s: failed() = %q, want it to say %q (delivered %d/%d, order identical %v)", tc.name, why, tc.want, res.Delivered, res.Expected, res.OrderIdentical)
+		}
 	}
 }
