@@ -131,3 +131,42 @@ func TestCheckCatchesLossAndReorder(t *testing.T) {
 		}
 	}
 }
+
+// TestBaselineShortRateIsSaid: a baseline whose publisher could not keep
+// the rate notes it, as Parley's fanout does; its figures are of a
+// lighter load than Parley's.
+func TestBaselineShortRateIsSaid(t *testing.T) {
+	const receivers = 2
+	r := &runner{cfg: Config{Rate: 100, Duration: 200 * time.Millisecond}, p: newProgress(nil)}
+	for _, slow := range []bool{false, true} {
+		p := newProbe(r.cfg.messages(), receivers)
+		pub := func(seq uint64) error {
+			if slow && seq != warmupSeq {
+				// A publisher that takes 30 ms a message: a third
+				// of the rate.
+				for t0 := time.Now(); time.Since(t0) < 30*time.Millisecond; {
+				}
+			}
+			data := p.payload(seq, 16)
+			for i := range receivers {
+				p.got(i, data)
+			}
+			return nil
+		}
+		var res ScenarioResult
+		if err := r.probeRun(context.Background(), p, 0, pub, &res); err != nil {
+			t.Fatal(err)
+		}
+		note := strings.Join(res.Notes, "\n")
+		rate := res.Metrics["achieved_rate_per_s"]
+		if slow && (rate > 50 || !strings.Contains(note, "lighter load")) {
+			t.Errorf("slow publisher: rate %v, notes %q", rate, note)
+		}
+		if !slow && rate < 50 {
+			t.Errorf("publisher at the rate: rate %v, notes %q", rate, note)
+		}
+		if res.Delivered != res.Expected || res.Expected != 40 {
+			t.Errorf("slow %v: delivered %d of %d", slow, res.Delivered, res.Expected)
+		}
+	}
+}
