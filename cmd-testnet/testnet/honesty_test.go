@@ -170,3 +170,42 @@ func TestBaselineShortRateIsSaid(t *testing.T) {
 		}
 	}
 }
+
+// TestPercentileEdges: nearest-rank percentiles of known samples, of one
+// sample and of none, exact (summarize) and within 2 % above (histogram).
+func TestPercentileEdges(t *testing.T) {
+	msd := func(vs ...int) []time.Duration {
+		out := make([]time.Duration, len(vs))
+		for i, v := range vs {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	if l := summarize(msd(7)); l.Count != 1 || l.P50 != 7 || l.P99 != 7 || l.P999 != 7 || l.Min != 7 || l.Max != 7 || l.Mean != 7 {
+		t.Errorf("one sample: %+v", l)
+	}
+	if l := summarize(msd(10, 1, 9, 2, 8, 3, 7, 4, 6, 5)); l.P50 != 5 || l.P90 != 9 || l.P95 != 10 || l.P99 != 10 || l.Min != 1 || l.Max != 10 {
+		t.Errorf("1..10: %+v", l)
+	}
+	if l := summarize(msd(1, 1000)); l.P50 != 1 || l.P99 != 1000 {
+		t.Errorf("two samples: %+v", l)
+	}
+	if summarize(nil) != nil || summarize([]time.Duration{}) != nil || quantile(nil, 0.5) != 0 {
+		t.Error("no samples")
+	}
+	h := newHistogram()
+	h.add(7 * time.Millisecond)
+	if l := h.summary(); l.Count != 1 || l.P50 != 7 || l.P99 != 7 || l.Max != 7 {
+		t.Errorf("histogram, one sample: %+v", l)
+	}
+	h = newHistogram()
+	for _, d := range msd(10, 1, 9, 2, 8, 3, 7, 4, 6, 5) {
+		h.add(d)
+	}
+	l := h.summary()
+	for _, c := range []struct{ got, want float64 }{{l.P50, 5}, {l.P90, 9}, {l.P99, 10}} {
+		if c.got < c.want || c.got > c.want*1.021 {
+			t.Errorf("histogram 1..10: %v, want %v within 2 %% above", c.got, c.want)
+		}
+	}
+}
