@@ -2,6 +2,7 @@ package testnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -207,5 +208,34 @@ func TestPercentileEdges(t *testing.T) {
 		if c.got < c.want || c.got > c.want*1.021 {
 			t.Errorf("histogram 1..10: %v, want %v within 2 %% above", c.got, c.want)
 		}
+	}
+}
+
+// TestUnconvergedNodesFailTheScenario: the last wait for every node to
+// hold the same events timed out, though each receiver holds every
+// recorded message (a node lacks another's hello, which no delivery
+// counts): the nodes do not hold one log, and the scenario fails.
+func TestUnconvergedNodesFailTheScenario(t *testing.T) {
+	msg := func(k int) entry {
+		return entry{ID: fmt.Sprintf("e%d", k), Text: msgText(k, 16), Author: "n0", Seq: uint64(k + 1)}
+	}
+	hello := entry{ID: "h1", Text: "hello 1 from node 1", Author: "n1", Seq: 1}
+	full := []entry{hello, msg(0), msg(1)}
+	logs := [][]entry{full, full, {msg(0), msg(1)}}
+	rec := newRecorder(2, len(logs))
+	rec.said(0, 0)
+	rec.said(1, 0)
+	r := &runner{p: newProgress(nil)}
+	cerr := errors.New("timed out after 30s waiting for the same 5+ events on nodes [0 1 2]; node 2 lacks 1 events: node 1's seqs 1")
+	res, err := r.finish(context.Background(), logsCluster{logs: logs}, "room", rec, all(len(logs)), ScenarioResult{Name: "partition", OrderIdentical: true}, cerr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := res.failed(); !strings.Contains(why, "node 2 lacks 1 events") {
+		t.Errorf("delivered %d/%d, failed() = %q", res.Delivered, res.Expected, why)
+	}
+	res, _ = r.finish(context.Background(), logsCluster{logs: [][]entry{full, full, full}}, "room", rec, all(3), ScenarioResult{Name: "partition", OrderIdentical: true}, nil)
+	if why := res.failed(); why != "" {
+		t.Errorf("converged: failed() = %q", why)
 	}
 }

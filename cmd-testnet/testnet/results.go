@@ -19,8 +19,8 @@ type Results struct {
 	// RoundSummary their spread.
 	Rounds       []*Baseline   `json:"rounds,omitempty"`
 	RoundSummary *RoundSummary `json:"round_summary,omitempty"`
-	// OK is true when no scenario lost a message, diverged in order, had
-	// a Say fail, grew in live heap or goroutines (soak) or failed.
+	// OK is true when no scenario lost a message, diverged in order, left
+	// its nodes holding different events, had a Say fail, grew in live heap or goroutines (soak) or failed.
 	OK       bool     `json:"ok"`
 	Failures []string `json:"failures,omitempty"`
 }
@@ -93,6 +93,12 @@ type ScenarioResult struct {
 	// Converge is the time from the end of the disturbance (heal, last
 	// restart, end of the burst) until every node shows the same log.
 	ConvergeMs float64 `json:"converge_ms,omitempty"`
+	// Unconverged is why the scenario's last wait for every node to hold
+	// the same events ran out (empty: they did). It fails the scenario
+	// even when every recorded message was delivered: the nodes hold
+	// different logs (a node lacks another's hello, say, which no
+	// delivery counts).
+	Unconverged string `json:"unconverged,omitempty"`
 	// Stages breaks the deliveries' latency down by stage (fanout,
 	// in-process nodes).
 	Stages *Stages `json:"stages,omitempty"`
@@ -129,6 +135,8 @@ func (s *ScenarioResult) failed() string {
 		return fmt.Sprintf("%s: messages lost or late: %d of %d deliveries made by the end of the drain (ratio %.4f)", s.Name, s.Delivered, s.Expected, s.DeliveryRatio)
 	case s.OrderChecked && !s.OrderIdentical:
 		return fmt.Sprintf("%s: nodes show different orders", s.Name)
+	case s.Unconverged != "":
+		return fmt.Sprintf("%s: the nodes did not come to hold the same events: %s", s.Name, s.Unconverged)
 	case s.SaysFailed > 0:
 		return fmt.Sprintf("%s: %d says failed (first: %s)", s.Name, s.SaysFailed, s.sayErr)
 	case s.Soak != nil && !s.Soak.decisiveFlat():

@@ -459,7 +459,7 @@ func (r *runner) burst(ctx context.Context) (res ScenarioResult, err error) {
 		res.metric("within_5s_ratio", float64(within)/float64(res.Expected))
 	}
 	if cerr != nil {
-		res.Notes = append(res.Notes, cerr.Error())
+		res.Unconverged = cerr.Error()
 	}
 	return res, nil
 }
@@ -633,7 +633,7 @@ func (r *runner) restart(ctx context.Context) (res ScenarioResult, err error) {
 	res.metric("catchup_after_reopen_ms", ms(catchup-reopen))
 	res.metric("catchup_events_per_s", float64(r.cfg.CatchUp)/catchup.Seconds())
 	if cerr != nil {
-		res.Notes = append(res.Notes, "catch-up: "+cerr.Error())
+		res.Unconverged = "catch-up: " + cerr.Error()
 	}
 	if err := r.check(ctx, c, room, rec, all(n), &res); err != nil {
 		return res, err
@@ -939,14 +939,15 @@ func (r *runner) discovery(ctx context.Context) (res ScenarioResult, err error) 
 }
 
 // finish checks that every node in nodes holds every recorded message in the
-// same order, adds the latency figures, and notes a convergence error.
+// same order, adds the latency figures, and records a convergence error
+// (which fails the scenario).
 func (r *runner) finish(ctx context.Context, c cluster, room string, rec *recorder, nodes []int, res ScenarioResult, cerr error) (ScenarioResult, error) {
 	if err := r.check(ctx, c, room, rec, nodes, &res); err != nil {
 		return res, err
 	}
 	latencyResult(&res, rec)
 	if cerr != nil {
-		res.Notes = append(res.Notes, cerr.Error())
+		res.Unconverged = cerr.Error()
 	}
 	return res, nil
 }

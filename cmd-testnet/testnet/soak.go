@@ -227,6 +227,9 @@ func (r *runner) soak(ctx context.Context) (res ScenarioResult, err error) {
 		sent := uint64(len(recs[g].sentSet()))
 		if _, err := r.converge(ctx, c, rooms[g], bases[g]+sent, nodes, r.drain(sent)); err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("room %d: %v", g, err))
+			if res.Unconverged == "" {
+				res.Unconverged = fmt.Sprintf("room %d: %v", g, err)
+			}
 		}
 		if err := r.check(ctx, c, rooms[g], recs[g], nodes, &res); err != nil {
 			return res, err
