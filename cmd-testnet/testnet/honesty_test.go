@@ -239,3 +239,31 @@ func TestUnconvergedNodesFailTheScenario(t *testing.T) {
 		t.Errorf("converged: failed() = %q", why)
 	}
 }
+
+// TestRoundFiguresLeaveOutPartialRounds: a round in which a system lost
+// or did not time deliveries gives no figure to the median over rounds
+// (its percentiles are of fewer deliveries than the workload's).
+func TestRoundFiguresLeaveOutPartialRounds(t *testing.T) {
+	sys := func(name string, delivered, timed int, p50 float64) *ScenarioResult {
+		return &ScenarioResult{Name: name, Sent: 10, Expected: 50, Delivered: delivered, DeliveryRatio: float64(delivered) / 50,
+			Latency: &Latency{Count: timed, P50: p50, P99: 2 * p50}, Metrics: map[string]float64{"cpu_us_per_delivery": 100}}
+	}
+	rounds := []*Baseline{
+		{Parley: sys("fanout", 50, 50, 2), GossipSub: sys("gossipsub", 50, 50, 1)},
+		{Parley: sys("fanout", 50, 30, 1), GossipSub: sys("gossipsub", 40, 40, 0.1)},
+		{Parley: sys("fanout", 50, 50, 3), GossipSub: sys("gossipsub", 50, 50, 1)},
+	}
+	sum := summarizeRounds(rounds)
+	if f := sum.Figures["parley_p50_ms"]; f.N != 2 || f.Min != 2 {
+		t.Errorf("parley p50 over rounds: %+v", f)
+	}
+	if f := sum.Figures["gossipsub_p50_ms"]; f.N != 2 || f.Min != 1 {
+		t.Errorf("gossipsub p50 over rounds: %+v", f)
+	}
+	if f := sum.Figures["gossipsub_cpu_us_per_delivery"]; f.N != 2 {
+		t.Errorf("gossipsub CPU over rounds: %+v", f)
+	}
+	if f := sum.Figures["parley_cpu_us_per_delivery"]; f.N != 3 {
+		t.Errorf("parley CPU over rounds (every delivery made in each): %+v", f)
+	}
+}

@@ -73,11 +73,14 @@ func summarizeRounds(rounds []*Baseline) *RoundSummary {
 			if sys.s == nil {
 				continue
 			}
-			if l := sys.s.Latency; l != nil {
+			// As for the ratios: percentiles over fewer deliveries
+			// than the workload's, or CPU over fewer deliveries
+			// made, are not the round's figure.
+			if l := sys.s.Latency; l != nil && sys.s.Incomparable() == "" {
 				figures[sys.name+"_p50_ms"] = append(figures[sys.name+"_p50_ms"], l.P50)
 				figures[sys.name+"_p99_ms"] = append(figures[sys.name+"_p99_ms"], l.P99)
 			}
-			if v, ok := sys.s.Metrics["cpu_us_per_delivery"]; ok {
+			if v, ok := sys.s.Metrics["cpu_us_per_delivery"]; ok && sys.s.Expected > 0 && sys.s.Delivered == sys.s.Expected {
 				figures[sys.name+"_cpu_us_per_delivery"] = append(figures[sys.name+"_cpu_us_per_delivery"], v)
 			}
 		}
