@@ -234,6 +234,12 @@ func (p *fanoutProbe) delivered() int {
 	return len(p.lat)
 }
 
+// meshSettle is how long a fanout lets GossipSub's meshes settle (they are
+// built at heartbeats, one a second) once every receiver heard the
+// publisher, before the measured messages: the same for Parley's fanout
+// and the GossipSub baselines.
+const meshSettle = 3 * time.Second
+
 // probeRun publishes the workload with pub at the configured rate and
 // waits for the deliveries; it fills res. Before, it warms up until every
 // receiver hears the publisher and settle has passed (GossipSub builds its
@@ -444,7 +450,7 @@ func (r *runner) rawGossipSub(ctx context.Context, mesh bool) (res *ScenarioResu
 	stop := r.p.every(ctx, 2*time.Second, func() string { return fmt.Sprintf("%d deliveries", p.delivered()) })
 	defer stop()
 	warm := true
-	err = r.probeRun(ctx, p, 3*time.Second, func(seq uint64) error {
+	err = r.probeRun(ctx, p, meshSettle, func(seq uint64) error {
 		if warm && seq != warmupSeq {
 			warm = false
 			hl.start(0) // the measured messages only

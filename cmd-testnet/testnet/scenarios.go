@@ -357,6 +357,13 @@ func (r *runner) fanout(ctx context.Context) (res ScenarioResult, err error) {
 	st := &sendStats{}
 	r.p.printf("node 0 says %d messages at %d/s", total, r.cfg.Rate)
 	stop := r.p.every(ctx, 2*time.Second, r.sendStatus(rec, total, c.Len()-1))
+	// Every node heard every other's hello (openRoom): the meshes settle
+	// as long as the baselines' do before the measured messages.
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(meshSettle):
+	}
 	sl := stagesOf(c)
 	if sl != nil {
 		sl.start()
