@@ -124,6 +124,11 @@ type Config struct {
 	// and their addresses are kept for dials by peer ID alone. Nil: only
 	// contacts and room members.
 	Relays []peer.AddrInfo
+	// RelayInterval is how often the node looks at its relays
+	// (reservations to learn again, configured relays to ask why they
+	// refused) and the least time between autorelay's requests for relay
+	// candidates. Zero means 5 s.
+	RelayInterval time.Duration
 	// RelayService offers relaying to the node's contacts, the peers it
 	// asked and the member nodes of its rooms, with limits (2 minutes and
 	// 1 MiB a relayed connection, 128 reservations, 8 from one IP address,

@@ -414,7 +414,7 @@ func (n *Node) reachOptions() ([]libp2p.Option, error) {
 			autorelay.WithNumRelays(numRelays),
 			autorelay.WithBootDelay(0),
 			autorelay.WithBackoff(relayBackoff),
-			autorelay.WithMinInterval(5*time.Second),
+			autorelay.WithMinInterval(n.relayTick()),
 			n.relayTracer(),
 		),
 	}
@@ -485,16 +485,15 @@ func (n *Node) RelayServiceStatus() string {
 	return mode + ": serving"
 }
 
-// relaySourceWait is how long one call of relayCandidates waits for a
-// peer that offers relaying to connect when none has yet: autorelay asks
-// again only after its minimum interval (5 s), so a source that answered
-// at once with nothing (the node had just started, its contacts were
-// still being dialled) left a node behind a NAT unreachable for that long.
-const relaySourceWait = 5 * time.Second
+// One call of relayCandidates waits, up to relayTick, for a peer that
+// offers relaying to connect when none has yet: autorelay asks again only
+// after its minimum interval (relayTick), so a source that answered at
+// once with nothing (the node had just started, its contacts were still
+// being dialled) left a node behind a NAT unreachable for that long.
 
 // relayCandidates offers autorelay the configured relays, then connected
 // contacts and room members that speak the relay protocol.
-// Until it has offered one of those it waits, up to relaySourceWait, for
+// Until it has offered one of those it waits, up to relayTick, for
 // such a peer to connect (identify tells what a peer speaks).
 func (n *Node) relayCandidates(ctx context.Context, num int) <-chan peer.AddrInfo {
 	ch := make(chan peer.AddrInfo, num)
@@ -539,7 +538,7 @@ func (n *Node) relayCandidates(ctx context.Context, num int) <-chan peer.AddrInf
 		if sub != nil {
 			defer sub.Close()
 		}
-		deadline := time.NewTimer(relaySourceWait)
+		deadline := time.NewTimer(n.relayTick())
 		defer deadline.Stop()
 		for {
 			offered := false

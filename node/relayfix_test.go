@@ -99,10 +99,12 @@ func TestRelayServiceRunsWhileReachabilityIsUnknown(t *testing.T) {
 // that spoke the relay protocol, strangers after contacts, and took a
 // stranger's relay as its second.
 func TestStrangersRelayIsNotUsed(t *testing.T) {
-	t.Parallel() // waits 15 s for what must not happen; sets no package knob
+	t.Parallel() // waits 4 s for what must not happen; sets no package knob
 	const c, a, s = 0, 1, 2
+	const every = time.Second // autorelay's rounds, and the relay tick (5 s by default)
 	nt := nodetest.Start(t, 3, nodetest.WithConfig(func(i int, cfg *node.Config) {
 		cfg.Reachability = node.ReachabilityPublic
+		cfg.RelayInterval = every
 		switch i {
 		case c:
 			cfg.RelayService = true
@@ -127,8 +129,8 @@ func TestStrangersRelayIsNotUsed(t *testing.T) {
 		return err == nil && len(ok) > 0
 	}, "node %d to learn that the stranger offers relaying", a)
 	// autorelay wants two relays and holds one: it asks for candidates
-	// again every 5 s. Three rounds.
-	if nodetest.Poll(15*time.Second, func() bool { return relayCount(nt, s, "reserve", "ok") > 0 }) {
+	// again every RelayInterval. Four rounds.
+	if nodetest.Poll(4*every, func() bool { return relayCount(nt, s, "reserve", "ok") > 0 }) {
 		t.Fatalf("node %d reserved a slot on a stranger's relay", a)
 	}
 	for _, st := range na.Relays() {

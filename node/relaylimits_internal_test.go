@@ -64,7 +64,7 @@ func TestOpenRelayForgetsPeersGone(t *testing.T) {
 		return len(n.reach.served)
 	}
 	// Two relay ticks (dropUnserved runs on each).
-	if !poll.Until(2*relayTick+time.Second, func() bool { return size() == 0 }) {
+	if !poll.Until(2*n.relayTick()+time.Second, func() bool { return size() == 0 }) {
 		t.Fatalf("the open relay still notes %d peers it served, all gone (%d strangers asked)", size(), strangers)
 	}
 }

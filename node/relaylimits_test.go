@@ -158,10 +158,12 @@ func TestOwnIDAsRelayIsNotListed(t *testing.T) {
 // when autorelay picks another relay after it, lets its own lapse, given
 // out no more.
 func TestReservationsStayWithinAutorelaysTwo(t *testing.T) {
-	t.Parallel() // waits 15 s for what must not happen; sets no package knob
+	t.Parallel() // waits 4 s for what must not happen; sets no package knob
 	const a = 3
+	const every = time.Second // autorelay's rounds, and the relay tick (5 s by default)
 	nt := nodetest.Start(t, 4, nodetest.WithConfig(func(i int, c *node.Config) {
 		c.Reachability = node.ReachabilityPublic
+		c.RelayInterval = every
 		c.RelayService = i != a
 		if i == a {
 			c.Reachability = node.ReachabilityPrivate
@@ -180,7 +182,8 @@ func TestReservationsStayWithinAutorelaysTwo(t *testing.T) {
 		nt.WaitConnected(a, r)
 		nt.Befriend(t, a, r)
 	}
-	if nodetest.Poll(15*time.Second, func() bool { return held() > 2 }) {
+	// Four autorelay rounds and relay ticks.
+	if nodetest.Poll(4*every, func() bool { return held() > 2 }) {
 		t.Fatalf("node %d holds %d reservations (autorelay keeps 2); relayed addresses given out: %d",
 			a, held(), len(nt.Node(a).RelayAddrs()))
 	}

@@ -56,9 +56,18 @@ const numRelays = 2
 // as long before).
 const relayRenew = 2 * time.Minute
 
-// relayTick is how often the node looks at its relays: expiries to learn
-// again, configured relays to ask why they refused.
-const relayTick = 5 * time.Second
+// defaultRelayTick is how often the node looks at its relays: expiries
+// to learn again, configured relays to ask why they refused; autorelay
+// asks for relay candidates at most as often (Config.RelayInterval).
+const defaultRelayTick = 5 * time.Second
+
+// relayTick is Config.RelayInterval, or defaultRelayTick.
+func (n *Node) relayTick() time.Duration {
+	if n.cfg.RelayInterval > 0 {
+		return n.cfg.RelayInterval
+	}
+	return defaultRelayTick
+}
 
 // RelayState is one relay's reservation, as the node knows it.
 type RelayState struct {
@@ -232,7 +241,7 @@ const autorelayTag = "autorelay"
 // watchRelays asks relays for the node's reservations (see above) when
 // autorelay made or failed one, and every relayTick, until the node stops.
 func (n *Node) watchRelays() {
-	t := time.NewTicker(relayTick)
+	t := time.NewTicker(n.relayTick())
 	defer t.Stop()
 	var protos <-chan any
 	if sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerProtocolsUpdated)); err != nil {
@@ -415,7 +424,7 @@ func (n *Node) askRelays(now time.Time, why int) {
 		// autorelay does not say which relay failed it: one the node
 		// holds may have refused a renewal.
 		for _, st := range r.relays {
-			if !st.Expires.IsZero() && now.Sub(st.asked) >= relayTick {
+			if !st.Expires.IsZero() && now.Sub(st.asked) >= n.relayTick() {
 				st.recheck = true
 			}
 		}
@@ -430,7 +439,7 @@ func (n *Node) askRelays(now time.Time, why int) {
 			continue // not autorelay's; or dropped (dropUntrustedRelays)
 		}
 		st := r.relays[p]
-		if st != nil && !st.recheck && (now.Sub(st.asked) < relayTick || st.Expires.After(now.Add(time.Minute))) {
+		if st != nil && !st.recheck && (now.Sub(st.asked) < n.relayTick() || st.Expires.After(now.Add(time.Minute))) {
 			continue
 		}
 		ask(peer.AddrInfo{ID: p})
@@ -439,7 +448,7 @@ func (n *Node) askRelays(now time.Time, why int) {
 	// pick: nobody else renews them.
 	for p, st := range r.relays {
 		if cm.IsProtected(p, autorelayTag) || !kept[p] || !st.Expires.After(now) ||
-			net.Connectedness(p) != network.Connected || now.Sub(st.asked) < relayTick ||
+			net.Connectedness(p) != network.Connected || now.Sub(st.asked) < n.relayTick() ||
 			(!st.recheck && st.Expires.After(now.Add(relayRenew))) {
 			continue
 		}
@@ -471,10 +480,10 @@ func (n *Node) askRelays(now time.Time, why int) {
 		case st != nil && st.Expires.After(now) && net.Connectedness(ai.ID) == network.Connected:
 			continue // held
 		case why == askContact:
-		case st != nil && now.Sub(st.asked) < relayTick:
+		case st != nil && now.Sub(st.asked) < n.relayTick():
 			continue
 		case why == askFailed:
-		case st != nil && st.Err != "" && (st.Retry.IsZero() || now.After(st.Retry.Add(relayTick))):
+		case st != nil && st.Err != "" && (st.Retry.IsZero() || now.After(st.Retry.Add(n.relayTick()))):
 			// autorelay asked again, or asks as soon as it can reach the
 			// relay: what is shown should not be older than that.
 		default:
