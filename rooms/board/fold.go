@@ -695,6 +695,16 @@ func (s *State) drop(gone func(h *Held) bool) {
 	})
 }
 
+// dropOne drops h, a claim held: as drop does, without asking of every
+// claim held whether it is h (a renewal of a claim of MaxPaths paths
+// drops up to MaxPaths of them, one by one).
+func (s *State) dropOne(h *Held) {
+	if i := slices.Index(s.held, h); i >= 0 {
+		s.held = slices.Delete(s.held, i, i+1)
+		s.idx.remove(h)
+	}
+}
+
 func (s *State) apply(e *Entry) {
 	if e.Time >= s.minExp {
 		s.drop(func(h *Held) bool { return h.Expires <= e.Time })
@@ -741,7 +751,7 @@ func (s *State) apply(e *Entry) {
 			since := e.Time
 			if old := s.idx.find(e.Holder, e.keys[i]); old != nil { // renewed
 				since = old.Since
-				s.drop(func(h *Held) bool { return h == old })
+				s.dropOne(old)
 			}
 			h := &Held{Path: p, Holder: e.Holder, Note: c.Note, Since: since,
 				Expires: rec.Expires, Event: e.ID, Room: e.Room}

@@ -121,16 +121,27 @@ func tokens(p string) []token {
 
 // literalPrefix is the part of p before its first glob character.
 func literalPrefix(p string) string {
-	if i := strings.IndexAny(p, "*?"); i >= 0 {
-		return p[:i]
+	return p[:globAt(p)]
+}
+
+// globAt is the index of p's first glob character ("*" or "?"), len(p)
+// if it has none. (Two IndexByte scans, not IndexAny: the fold asks this
+// of paths up to MaxPattern bytes for every claim it compares.)
+func globAt(p string) int {
+	i := strings.IndexByte(p, '*')
+	if i < 0 {
+		i = len(p)
 	}
-	return p
+	if j := strings.IndexByte(p[:i], '?'); j >= 0 {
+		return j
+	}
+	return i
 }
 
 // folder is, for a path with no glob, the folder it also names: p
 // without a trailing "/" (ok false for a glob, and for "" and "/").
 func folder(p string) (dir string, ok bool) {
-	if strings.ContainsAny(p, "*?") {
+	if globAt(p) < len(p) {
 		return "", false
 	}
 	dir = strings.TrimSuffix(p, "/")

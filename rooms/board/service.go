@@ -930,13 +930,13 @@ func (s *Service) heldForms(agent identity.AgentName, key string, paths []string
 	if err != nil {
 		return paths, false
 	}
-	var have []string
+	var have, keys []string
 	for _, h := range heldBy(p.state.Live(s.cfg.Now()), s.holder(agent)) {
-		have = append(have, h.Path)
+		have, keys = append(have, h.Path), append(keys, h.key)
 	}
 	out, changed := slices.Clone(paths), false
 	for i, q := range out {
-		if h := asHeld(have, q); h != q && !slices.Contains(out, h) {
+		if h := asHeld(have, keys, q); h != q && !slices.Contains(out, h) {
 			out[i], changed = h, true
 		}
 	}
@@ -945,8 +945,10 @@ func (s *Service) heldForms(agent identity.AgentName, key string, paths []string
 
 // asHeld is q as have holds it: q; else the same path in another case or
 // Unicode form (key), as the fold takes it for q; else its other form as
-// a folder (folderForm), in any case, when have holds that one.
-func asHeld(have []string, q string) string {
+// a folder (folderForm), in any case, when have holds that one. keys are
+// have's key forms, in its order (made once: a claim asks this of each of
+// up to MaxPaths paths, against up to all its agent holds).
+func asHeld(have, keys []string, q string) string {
 	if slices.Contains(have, q) {
 		return q
 	}
@@ -955,7 +957,7 @@ func asHeld(have []string, q string) string {
 			continue
 		}
 		k := key(c)
-		if i := slices.IndexFunc(have, func(h string) bool { return key(h) == k }); i >= 0 {
+		if i := slices.Index(keys, k); i >= 0 {
 			return have[i]
 		}
 	}
@@ -1022,12 +1024,13 @@ func (s *Service) Release(ctx context.Context, agent identity.AgentName, key str
 	released := have
 	if len(paths) > 0 {
 		paths = slices.Clone(paths)
+		keys := pathKeys(have)
 		for i, q := range paths {
 			// A folder claimed before it was made is held as FOLDER, and
 			// given as FOLDER/** once it exists (and the other way round
 			// once it is gone): both name what is under it, so either
 			// releases the claim as it was made.
-			q = asHeld(have, q)
+			q = asHeld(have, keys, q)
 			paths[i] = q
 			if !slices.Contains(have, q) {
 				return ReleaseResult{}, fmt.Errorf("%w: %s does not hold %s (it holds %s)%s", ErrNotHeld, agent, q, strings.Join(have, ", "), othersFirst())
