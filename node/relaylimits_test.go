@@ -178,8 +178,20 @@ func TestReservationsStayWithinAutorelaysTwo(t *testing.T) {
 		}
 		return k
 	}
+	// Each relay connected, and known to offer relaying, before it
+	// becomes a contact: dialled at once (waiting for the DHT to bring
+	// them together took up to 15 s).
 	for r := range 3 {
-		nt.WaitConnected(a, r)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := nt.Node(a).Connect(ctx, peer.AddrInfo{ID: nt.ID(r), Addrs: nt.Node(r).Host().Addrs()})
+		cancel()
+		if err != nil {
+			t.Fatalf("node %d dials node %d: %v", a, r, err)
+		}
+		nt.WaitFor(15*time.Second, func() bool {
+			ok, err := nt.Node(a).Host().Peerstore().SupportsProtocols(nt.ID(r), hop)
+			return err == nil && len(ok) > 0
+		}, "node %d to learn that node %d offers relaying", a, r)
 		nt.Befriend(t, a, r)
 	}
 	// Four autorelay rounds and relay ticks.
