@@ -33,6 +33,7 @@ func (n *Node) newAgents() error {
 		CardTTL:    n.cfg.CardTTL,
 		Admit:      n.admitAgent,
 		AddrFilter: capDHTAddrs,
+		Rename:     n.renameAgent,
 	})
 	if err != nil {
 		return err

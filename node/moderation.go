@@ -42,6 +42,16 @@ func (n *Node) admitAgent(name identity.AgentName) error {
 	return nil
 }
 
+// renameAgent refuses a muted agent's session another name: under it, its
+// posts would pass while the mute holds.
+func (n *Node) renameAgent(name identity.AgentName) error {
+	if n.mod != nil && n.mod.Muted(name) {
+		return localapi.Errorf(http.StatusForbidden, localapi.CodeMuted,
+			"agent %s is muted by this node's user (parley agent mute): its session cannot take another name while the mute holds", name)
+	}
+	return nil
+}
+
 // modEdge is moderation as the agent edge asks it.
 type modEdge struct{ m *moderation.Service }
 

@@ -122,6 +122,11 @@ type Config struct {
 	// any DHT server can name thousands. Nil keeps the first
 	// MaxProviderAddrs.
 	AddrFilter func([]ma.Multiaddr) []ma.Multiaddr
+	// Rename is asked before a session bound to name takes another
+	// (Session with a new Name): an error refuses it (a muted agent, which
+	// would post under the new name), and Session returns it as it is. Nil
+	// allows all.
+	Rename func(name identity.AgentName) error
 }
 
 // MaxProviderAddrs is how many of a provider's addresses a find keeps and

@@ -159,6 +159,11 @@ func (s *Service) Session(ctx context.Context, req SessionRequest) (Info, error)
 		if err != nil {
 			return Info{}, err
 		}
+		if known && old != "" && n != old && s.cfg.Rename != nil {
+			if err := s.cfg.Rename(old); err != nil {
+				return Info{}, err
+			}
+		}
 		info, err = reg(string(n))
 		if err != nil {
 			return Info{}, err

@@ -316,6 +316,12 @@ func (s *Service) Killed(name identity.AgentName) bool {
 	return ok && r.Killed
 }
 
+// Muted reports whether this node's agent name is muted now.
+func (s *Service) Muted(name identity.AgentName) bool {
+	r, ok := s.Rule(string(name) + "@" + s.cfg.Self.String())
+	return ok && r.Muted
+}
+
 // Hidden reports whether the events of the agent at addr (NAME@PEER_ID)
 // are kept from this node's agents: another node's agent that is muted.
 func (s *Service) Hidden(addr string) bool {
