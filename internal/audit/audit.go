@@ -159,13 +159,6 @@ func (l *Log) Append(r Record) (Listed, error) {
 		N: 1, Time: l.now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), Node: l.self.String(),
 		Actor: clip(r.Actor, maxField), Action: r.Action, Subject: clip(r.Subject, maxField),
 	}
-	if last != nil {
-		var prev Listed
-		if prev, err = parseLine(last); err != nil {
-			return Listed{}, fmt.Errorf("%w: its last line does not read (%v); see `parley audit verify`", ErrDamaged, err)
-		}
-		e.N, e.Prev = prev.N+1, hashLine(last)
-	}
 	if len(r.Detail) > maxDetail {
 		return Listed{}, fmt.Errorf("%w: %d detail keys, limit %d", ErrBadRecord, len(r.Detail), maxDetail)
 	}
@@ -174,6 +167,27 @@ func (l *Log) Append(r Record) (Listed, error) {
 		for k, v := range r.Detail {
 			e.Detail[clip(k, 64)] = clip(v, maxValue)
 		}
+	}
+	if last != nil {
+		prev, perr := parseLine(last)
+		if perr == nil {
+			e.N = prev.N + 1
+		} else {
+			// A damaged last line: the entry follows it by number
+			// (the line's) and by hash (its bytes as they are), and
+			// says so, so Verify still names the damage and what
+			// is decided from now on is recorded. Before, every
+			// later append was refused.
+			lines, err := countLines(f)
+			if err != nil {
+				return Listed{}, err
+			}
+			if e.Detail == nil {
+				e.Detail = map[string]string{}
+			}
+			e.N, e.Detail["after_damaged"] = lines+1, clip(perr.Error(), 200)
+		}
+		e.Prev = hashLine(last)
 	}
 	raw, sig, err := l.seal(e)
 	if err != nil {
@@ -272,6 +286,23 @@ func lastLine(f *os.File) ([]byte, error) {
 		return nil, fmt.Errorf("%w: its last line is over %d bytes", ErrDamaged, MaxLine)
 	}
 	return buf[start:], nil
+}
+
+// countLines counts the complete lines of f (whose end is a line end).
+func countLines(f *os.File) (uint64, error) {
+	var n uint64
+	buf := make([]byte, 64<<10)
+	for off := int64(0); ; {
+		k, err := f.ReadAt(buf, off)
+		n += uint64(bytes.Count(buf[:k], []byte{'\n'}))
+		off += int64(k)
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("audit: read %s: %w", f.Name(), err)
+		}
+	}
 }
 
 func truncate(f *os.File, size int64) error {

@@ -33,7 +33,10 @@
 // Appends take an exclusive flock on the log, so the node and a command-line
 // tool (an installer) may append to the same log; each append is fsynced
 // before it returns. A line left incomplete by a crash is cut off by the next
-// append (it was never acknowledged).
+// append (it was never acknowledged). A complete last line that does not
+// read (damaged) does not stop the log: the next entry is numbered after it
+// (its line number + 1), names the hash of its bytes as they are, and says
+// why in its detail "after_damaged"; Verify still names the damaged line.
 //
 // # Reading
 //
