@@ -72,6 +72,17 @@ func auditCmd(g *globals) *cobra.Command {
 // more) in an audit text.
 var peerIDs = regexp.MustCompile(`12D3KooW[1-9A-HJ-NP-Za-km-z]{44}`)
 
+// detailValue shows one detail value: quoted when it holds a space, "=",
+// a quote or a backslash, or nothing, so a value others chose (a room's
+// name, a contact's note) cannot show a key of its own. Controls are
+// termtext's to escape.
+func detailValue(v string) string {
+	if v != "" && !strings.ContainsAny(v, " =\"\\") {
+		return v
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
+}
+
 // printAudit lists entries for a person: nodes by the names the node knows
 // (a short peer ID otherwise; --json keeps the full IDs), and rooms the node
 // is in by their names beside their IDs.
@@ -91,7 +102,7 @@ func printAudit(w io.Writer, es []audit.Listed, book localapi.NameBook, rooms ma
 	for _, e := range es {
 		var d []string
 		for k, v := range e.Detail {
-			d = append(d, k+"="+v)
+			d = append(d, k+"="+detailValue(v))
 		}
 		slices.Sort(d)
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.N, e.Time, readable(e.Actor), e.Action, readable(e.Subject), readable(strings.Join(d, " ")))
