@@ -120,6 +120,9 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 		TTL:     ttl,
 		Wait:    time.Duration(req.WaitSeconds * float64(time.Second)),
 		MayPost: mayPost})
+	if ce := (*board.ConflictError)(nil); errors.As(err, &ce) {
+		ce.Held.Note = b.note(a, ce.Held.Holder, ce.Held.Note)
+	}
 	if err != nil {
 		return localapi.ClaimResult{}, boardError(err)
 	}
@@ -133,6 +136,9 @@ func (b boardAPI) Claim(ctx context.Context, agent string, req localapi.ClaimReq
 		(modEdge{b.n.mod}).Posted(a)
 	}
 	out := localapi.ClaimResult{Project: req.Project, Event: res.Event, Held: apiClaims(res.Held), WaitedSeconds: res.Waited.Seconds()}
+	for i := range out.Held {
+		out.Held[i].Note = b.note(a, out.Held[i].Holder, out.Held[i].Note)
+	}
 	return out, b.take(ctx, agent, req.Take, &out.Pending)
 }
 
@@ -187,6 +193,9 @@ func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardReq
 		})
 	}
 	out := localapi.BoardView{Project: v.Project, Rooms: v.Rooms, Claims: apiClaims(v.Claims), Alive: alive}
+	for i := range out.Claims {
+		out.Claims[i].Note = b.note(a, out.Claims[i].Holder, out.Claims[i].Note)
+	}
 	switch {
 	case len(parties) > 1:
 	case len(alive) == 0:
@@ -197,8 +206,23 @@ func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardReq
 	return out, b.take(ctx, agent, req.Take, &out.Pending)
 }
 
+// note is the note of holder's claim as agent is shown it: none when
+// holder is another node's agent this node's user muted (its notes are
+// text to this node's agents, as its messages are), except to the user.
+// Its claims still hold.
+func (b boardAPI) note(agent identity.AgentName, holder, note string) string {
+	if agent == identity.HumanAgent || b.n.mod == nil {
+		return note
+	}
+	if h, err := identity.ParseAgentAddr(holder); err == nil && h.Peer != b.n.id && b.n.mod.Hidden(holder) {
+		return ""
+	}
+	return note
+}
+
 func (b boardAPI) History(ctx context.Context, agent string, req localapi.BoardRequest) (localapi.BoardHistory, error) {
-	if _, err := boardAgent(agent); err != nil {
+	a, err := boardAgent(agent)
+	if err != nil {
 		return localapi.BoardHistory{}, err
 	}
 	rs, err := b.n.board.History(ctx, req.Project, req.Path)
@@ -208,13 +232,14 @@ func (b boardAPI) History(ctx context.Context, agent string, req localapi.BoardR
 	out := localapi.BoardHistory{Project: req.Project, Events: make([]localapi.BoardEvent, len(rs))}
 	for i, r := range rs {
 		e := localapi.BoardEvent{ID: r.ID, Room: r.Room, Holder: r.Holder, Kind: r.Kind, Time: time.UnixMilli(r.Time).UTC(),
-			Paths: orEmpty(r.Paths), Note: r.Note, Bad: r.Bad}
+			Paths: orEmpty(r.Paths), Note: b.note(a, r.Holder, r.Note), Bad: r.Bad}
 		if r.Expires != 0 {
 			t := time.UnixMilli(r.Expires).UTC()
 			e.Expires = &t
 		}
 		if r.Lost != nil {
 			c := apiClaim(*r.Lost)
+			c.Note = b.note(a, c.Holder, c.Note)
 			e.LostTo = &c
 		}
 		out.Events[i] = e
