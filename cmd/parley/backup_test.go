@@ -75,6 +75,12 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	if code != 0 || !strings.Contains(out, id) {
 		t.Fatalf("restore: exit %d, %q %q", code, out, errs)
 	}
+	// Mutes and kills are rules in the store: those made since the copy
+	// are gone, and nothing else keeps them (the audit log ends at the
+	// copy too), so the user is told to make them again.
+	if !strings.Contains(out, "muted or killed since") {
+		t.Fatalf("restore does not say that mutes and kills since the copy are forgotten: %q", out)
+	}
 	for _, name := range []string{"identity.key", "config", "audit.log"} {
 		if st, err := os.Stat(filepath.Join(home2, name)); err != nil || st.Mode().Perm() != 0o600 {
 			t.Fatalf("restored %s: %v; want mode 0600", name, err)
