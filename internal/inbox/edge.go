@@ -1919,6 +1919,20 @@ func (b *Inbox) Who(ctx context.Context, agent string, req localapi.AgentRequest
 	if ws := b.cfg.Agents.Who(ctx); ws != nil {
 		res.Agents = ws
 	}
+	if a != identity.HumanAgent {
+		// A muted agent of another node (or one of a node cut off)
+		// says nothing to this node's agents through its card either:
+		// what it works on, its role and its claims' notes are its
+		// text; who it is, its state and the paths it holds stay.
+		for i := range res.Agents {
+			if w := &res.Agents[i]; !w.Local && b.hiddenFrom(w.Address) {
+				w.WorkingOn, w.Role = "", ""
+				for j := range w.Claims {
+					w.Claims[j].Note = ""
+				}
+			}
+		}
+	}
 	if err := b.withPending(a, req.Take, handFor(ctx), &res.Pending); err != nil {
 		return res, err
 	}
