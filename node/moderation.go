@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -43,11 +44,19 @@ func (n *Node) admitAgent(name identity.AgentName) error {
 }
 
 // renameAgent refuses a muted agent's session another name: under it, its
-// posts would pass while the mute holds.
+// posts would pass while the mute holds. So too for an agent over its post
+// limit: a new name would start with a full one.
 func (n *Node) renameAgent(name identity.AgentName) error {
-	if n.mod != nil && n.mod.Muted(name) {
+	if n.mod == nil {
+		return nil
+	}
+	if n.mod.Muted(name) {
 		return localapi.Errorf(http.StatusForbidden, localapi.CodeMuted,
 			"agent %s is muted by this node's user (parley agent mute): its session cannot take another name while the mute holds", name)
+	}
+	if err := n.mod.MayPost(name); errors.Is(err, moderation.ErrRateLimited) {
+		return localapi.Errorf(http.StatusTooManyRequests, localapi.CodeTooMany,
+			"%s; its session cannot take another name until then", trimPrefix(err.Error()))
 	}
 	return nil
 }

@@ -1,15 +1,15 @@
 package node_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"context"
-	"github.com/parley-mesh/parley/internal/audit"
 	"testing"
 	"time"
 
+	"github.com/parley-mesh/parley/internal/audit"
 	"github.com/parley-mesh/parley/internal/localapi"
 	"github.com/parley-mesh/parley/node"
 	"github.com/parley-mesh/parley/node/nodetest"
@@ -266,5 +266,35 @@ func TestMutedAgentsCardIsHiddenInWho(t *testing.T) {
 	}
 	if e, ok := bob("human"); !ok || e.WorkingOn != said {
 		t.Errorf("the user's who of the muted agent: %+v %v", e, ok)
+	}
+}
+
+// An agent over its post limit cannot take another name to post under at
+// once: a new name started with a full limit, so a looping agent that
+// renamed itself at each refusal posted without bound.
+func TestOverTheLimitSessionCannotRenameAroundIt(t *testing.T) {
+	nt := nodetest.Start(t, 1, nodetest.WithConfig(func(i int, c *node.Config) { c.AgentPostLimit = 2 }))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	if _, err := c.Session(ctx, localapi.SessionRequest{Session: "s-alice", Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for i := range 10 {
+		if _, err = c.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: fmt.Sprintf("r%d", i)}); err != nil {
+			break
+		}
+	}
+	if !localapi.IsCode(err, localapi.CodeTooMany) {
+		t.Fatalf("posts over a limit of 2: %v", err)
+	}
+	_, err = c.Session(ctx, localapi.SessionRequest{Session: "s-alice", Name: "alice2"})
+	if !localapi.IsCode(err, localapi.CodeTooMany) {
+		if _, oerr := c.OpenRoom(ctx, "alice2", localapi.OpenRoomRequest{Name: "around the limit"}); oerr == nil {
+			t.Fatalf("an agent over its post limit renamed itself (%v) and posted under the new name", err)
+		}
+		t.Fatalf("renaming over the post limit: %v (want code %s)", err, localapi.CodeTooMany)
 	}
 }
