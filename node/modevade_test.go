@@ -298,3 +298,38 @@ func TestOverTheLimitSessionCannotRenameAroundIt(t *testing.T) {
 		t.Fatalf("renaming over the post limit: %v (want code %s)", err, localapi.CodeTooMany)
 	}
 }
+
+// Mutes and kills outlive a restart, a crash included (rules kept durably
+// under k/): a timed mute keeps its end, a kill keeps the name refused.
+func TestModerationOutlivesACrash(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	for _, n := range []string{"alice", "bob"} {
+		if _, err := c.Session(ctx, localapi.SessionRequest{Session: "s-" + n, Name: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Mute(ctx, localapi.ModerateRequest{Agent: "alice", Seconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kill(ctx, localapi.ModerateRequest{Agent: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	nt.Crash(0)
+	nt.Restart(0)
+	c = localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	if _, err := c.OpenRoom(ctx, "alice", localapi.OpenRoomRequest{Name: "r"}); !localapi.IsCode(err, localapi.CodeMuted) {
+		t.Fatalf("a muted agent's post after a crash: %v", err)
+	}
+	if _, err := c.Session(ctx, localapi.SessionRequest{Session: "s-bob", Fallback: "bob"}); !localapi.IsCode(err, localapi.CodeKilled) {
+		t.Fatalf("a killed agent's session after a crash: %v", err)
+	}
+	rs, err := c.ModerationRules(ctx)
+	if err != nil || len(rs) != 2 || rs[0].MutedUntil == nil || time.Until(*rs[0].MutedUntil) < 9*time.Minute {
+		t.Fatalf("the rules after a crash: %+v %v", rs, err)
+	}
+}
