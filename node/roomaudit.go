@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/time/rate"
 
 	"github.com/parley-mesh/parley/identity"
 	"github.com/parley-mesh/parley/internal/audit"
@@ -26,6 +27,12 @@ const roomAuditBatch = 512
 // recorded: each happens once until the other does. The room keeps every
 // event: Since and the log show them all.
 const RoomAudits = 20
+
+// RoomAuditsInAll bounds those lines across deciding nodes, a minute: a
+// member can bring in nodes of its own making (fresh keys), each with a
+// RoomAudits of its own. Past it, decisions are counted as past
+// RoomAudits are.
+const RoomAuditsInAll = 3 * RoomAudits
 
 // maxUnlogged bounds the nodes whose left-out decisions are counted.
 const maxUnlogged = 4096
@@ -56,6 +63,7 @@ type roomAuditor struct {
 	// unlogged counts the decisions it left out since that node's last
 	// line (at most maxUnlogged nodes).
 	lim      *ratelimit.Limiter[peer.ID]
+	all      *rate.Limiter // RoomAuditsInAll a minute
 	unlogged map[peer.ID]int
 	// out holds the rooms this node was removed from (since its last
 	// admission): a removal of it there is no news, an invite of it is.
@@ -101,7 +109,7 @@ func (n *Node) startRoomAudit() {
 
 func newRoomAuditor(n *Node) *roomAuditor {
 	return &roomAuditor{n: n, self: n.id, cursor: map[identity.RoomID]uint64{}, joined: map[identity.RoomID]uint64{},
-		lim: ratelimit.New[peer.ID](RoomAudits, 0), unlogged: map[peer.ID]int{}, out: map[identity.RoomID]bool{}}
+		lim: ratelimit.New[peer.ID](RoomAudits, 0), all: rate.NewLimiter(rate.Limit(float64(RoomAuditsInAll)/60), RoomAuditsInAll), unlogged: map[peer.ID]int{}, out: map[identity.RoomID]bool{}}
 }
 
 // heldAuditInterval is how often the auditor looks for new invites that
@@ -213,7 +221,7 @@ func (a *roomAuditor) agentRemoved(e rooms.View) {
 // always is set (this node's admission or removal), else within by's
 // RoomAudits a minute (counting the ones left out, said on its next line).
 func (a *roomAuditor) write(r audit.Record, by peer.ID, always bool) {
-	if !always && !a.lim.Allow(by, time.Now()) {
+	if now := time.Now(); !always && (!a.lim.Allow(by, now) || !a.all.AllowN(now, 1)) {
 		if _, ok := a.unlogged[by]; ok || len(a.unlogged) < maxUnlogged {
 			a.unlogged[by]++
 		}
