@@ -333,3 +333,30 @@ func TestModerationOutlivesACrash(t *testing.T) {
 		t.Fatalf("the rules after a crash: %+v %v", rs, err)
 	}
 }
+
+// A mute names one agent: an empty name, a wildcard or a look-alike is
+// refused, and no rule is made; a capital letter (or spaces around the
+// name, trimmed as a given name is) names the same agent.
+func TestMuteRefusesWildcardsAndEmptyNames(t *testing.T) {
+	nt := nodetest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := localapi.NewClient(node.SocketPath(nt.Home(0)))
+	defer c.Close()
+	if _, err := c.Session(ctx, localapi.SessionRequest{Session: "s-bob", Name: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	self := nt.ID(0).String()
+	for _, name := range []string{"", " ", "*", "bob*", "*@" + self, "@" + self, "bob@", "bob@*", "b\u043eb", "bob\u200b", "human"} {
+		if r, err := c.Mute(ctx, localapi.ModerateRequest{Agent: name}); err == nil {
+			t.Errorf("mute %q made a rule: %+v", name, r)
+		}
+	}
+	if rs, err := c.ModerationRules(ctx); err != nil || len(rs) != 0 {
+		t.Fatalf("rules after refused mutes: %+v %v", rs, err)
+	}
+	r, err := c.Mute(ctx, localapi.ModerateRequest{Agent: "BOB"})
+	if err != nil || r.Agent != "bob@"+self {
+		t.Fatalf("mute BOB: %+v %v", r, err)
+	}
+}
