@@ -17,7 +17,7 @@ import (
 func (n *Node) Board() *board.Service { return n.board }
 
 func (n *Node) newBoard() error {
-	b, err := board.New(board.Config{Rooms: n.rooms, Self: n.id, Contacts: n.activeContacts, Logger: n.log, Store: n.db})
+	b, err := board.New(board.Config{Rooms: n.rooms, Self: n.id, Contacts: n.activeContacts, Logger: n.log, Store: n.db, Hidden: n.mutedHolder})
 	if err != nil {
 		return err
 	}
@@ -211,13 +211,21 @@ func (b boardAPI) Board(ctx context.Context, agent string, req localapi.BoardReq
 // text to this node's agents, as its messages are), except to the user.
 // Its claims still hold.
 func (b boardAPI) note(agent identity.AgentName, holder, note string) string {
-	if agent == identity.HumanAgent || b.n.mod == nil {
-		return note
-	}
-	if h, err := identity.ParseAgentAddr(holder); err == nil && h.Peer != b.n.id && b.n.mod.Hidden(holder) {
+	if agent != identity.HumanAgent && b.n.mutedHolder(holder) {
 		return ""
 	}
 	return note
+}
+
+// mutedHolder reports whether holder is another node's agent this node's
+// user muted: its notes are kept from this node's agents (the board's
+// view and history, and its notices: board.Config.Hidden).
+func (n *Node) mutedHolder(holder string) bool {
+	if n.mod == nil {
+		return false
+	}
+	h, err := identity.ParseAgentAddr(holder)
+	return err == nil && h.Peer != n.id && n.mod.Hidden(holder)
 }
 
 func (b boardAPI) History(ctx context.Context, agent string, req localapi.BoardRequest) (localapi.BoardHistory, error) {

@@ -126,6 +126,15 @@ func (s *Service) unwatchLocked(agent identity.AgentName, project string, paths 
 	_ = s.applyWatches(ops)
 }
 
+// noteFor is holder's note as told to agent: blank when holder is muted
+// here (Config.Hidden), except to the user.
+func (s *Service) noteFor(agent identity.AgentName, holder, note string) string {
+	if agent != identity.HumanAgent && s.cfg.Hidden != nil && s.cfg.Hidden(holder) {
+		return ""
+	}
+	return note
+}
+
 // Notices returns what the board has to tell agent; with take they are
 // handed out (each is told once).
 func (s *Service) Notices(agent identity.AgentName, take bool) []Notice {
@@ -234,9 +243,11 @@ func (s *Service) NoticesWithin(agent identity.AgentName, take bool, fits func(N
 			}
 			// Dated by the claim that lost, so the notice keeps its time
 			// however often it is read.
-			no := Notice{Kind: NoticeLost, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: r.Lost,
+			won := *r.Lost
+			won.Note = s.noteFor(agent, won.Holder, won.Note)
+			no := Notice{Kind: NoticeLost, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: &won,
 				Text: fmt.Sprintf("Your claim on %s (%q) lost to %s's earlier claim on %s (%q): your node had not yet heard of it when you claimed (the two claims were made at nearly the same time, the two nodes were apart, or they had only just become contacts). It is not yours: agree with them, or wait.",
-					listPaths(r.Paths), r.Note, r.Lost.Holder, r.Lost.Path, r.Lost.Note)}
+					listPaths(r.Paths), r.Note, won.Holder, won.Path, won.Note)}
 			if !fits(no) {
 				continue
 			}
@@ -253,10 +264,10 @@ func (s *Service) NoticesWithin(agent identity.AgentName, take bool, fits func(N
 			if _, ok := s.told[id]; ok || r.Expires <= ms {
 				continue
 			}
-			lost := Held{Path: r.Paths[0], Holder: r.Holder, Note: r.Note, Since: r.Time, Expires: r.Expires, Event: r.ID, Room: r.Room}
+			lost := Held{Path: r.Paths[0], Holder: r.Holder, Note: s.noteFor(agent, r.Holder, r.Note), Since: r.Time, Expires: r.Expires, Event: r.ID, Room: r.Room}
 			no := Notice{Kind: NoticeContested, ID: id, Project: key, Paths: r.Paths, Time: r.Time, Held: &lost,
 				Text: fmt.Sprintf("%s also claimed %s (%q) before its node had heard of your claim on %s (the two nodes were apart, or the claims were made at nearly the same time). Yours was the earlier and took it; theirs lost, and they are told so, but they may have changed those files before they heard: check with them before you commit.",
-					r.Holder, listPaths(r.Paths), r.Note, r.Lost.Path)}
+					r.Holder, listPaths(r.Paths), lost.Note, r.Lost.Path)}
 			if !fits(no) {
 				continue
 			}

@@ -57,6 +57,10 @@ type Config struct {
 	// waits before it is answered, for a claim another node made at the
 	// same moment to arrive; zero: DefaultSettle, negative: none.
 	Settle time.Duration
+	// Hidden reports whether the notes of holder (an agent address) are
+	// kept from this node's agents (another node's agent its user muted):
+	// the notices quote them blank, except to the user; nil: none.
+	Hidden func(holder string) bool
 	// Store keeps the refused claims watched (to tell their agents when
 	// their paths go free) and the notices told (not to tell them again)
 	// across a restart; nil: in memory only.
