@@ -369,6 +369,7 @@ func TestServingAHelloHoldsNoWireOfEveryAuthor(t *testing.T) {
 	nt, id := mr.nt, mr.id
 	const n, size = 400, 60 << 10
 	var wires [][]byte
+	var posts []rooms.ID
 	parent, depth, seq := mr.head.ID, mr.head.Depth, mr.seq
 	body := make([]byte, size)
 	for k := range n {
@@ -387,11 +388,12 @@ func TestServingAHelloHoldsNoWireOfEveryAuthor(t *testing.T) {
 		}
 		post := rooms.Event{Room: id, Author: sid, Agent: identity.HumanAgent, Seq: 1, Parents: []rooms.ID{iid},
 			Depth: depth + 1, Time: time.Now().UnixMilli(), Kind: rooms.KindMessage, Body: body}
-		pw, _, err := rooms.Seal(key, &post)
+		pw, pid, err := rooms.Seal(key, &post)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wires = append(wires, iw, pw)
+		posts = append(posts, pid)
 		parent = iid
 	}
 	nt.Crash(1)
@@ -447,25 +449,29 @@ func TestServingAHelloHoldsNoWireOfEveryAuthor(t *testing.T) {
 		}
 		return low
 	}
-	base := least(500 * time.Millisecond)
-	s, err = h.NewStream(ctx, nt.ID(0), rooms.ProtocolSync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Reset()
-	if err := rooms.WriteFrame(s, &rooms.Hello{Room: id}); err != nil {
-		t.Fatal(err)
-	}
-	_ = s.CloseWrite()
-	// The answer's first frame: the responder read its cursors, and waits
-	// for the reader with the next ones.
-	if b, err := rooms.ReadBatch(s); err != nil || b.End {
-		t.Fatalf("the answer's first frame: %v", err)
-	}
-	grew := int64(least(time.Second)) - int64(base)
-	t.Logf("live heap grew by %d KiB while node 0 served a Hello of no author to a reader that reads nothing (%d authors, %d KiB each)", grew>>10, n, size>>10)
-	if grew > n*size/2 {
-		t.Fatalf("serving one Hello held %d MiB live (the room's authors' next events: %d × %d KiB)", grew>>20, n, size>>10)
+	// A Hello of no author, and one that also wants MaxWant of the
+	// posts by ID (each read whole before the answer began, 15 MiB more).
+	for _, hello := range []rooms.Hello{{Room: id}, {Room: id, Want: posts[:rooms.MaxWant]}} {
+		base := least(500 * time.Millisecond)
+		s, err = h.NewStream(ctx, nt.ID(0), rooms.ProtocolSync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rooms.WriteFrame(s, &hello); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.CloseWrite()
+		// The answer's first frame: the responder read its cursors, and
+		// waits for the reader with the next ones.
+		if b, err := rooms.ReadBatch(s); err != nil || b.End {
+			t.Fatalf("the answer's first frame: %v", err)
+		}
+		grew := int64(least(time.Second)) - int64(base)
+		s.Reset()
+		t.Logf("live heap grew by %d KiB while node 0 served a Hello of no author and %d wanted to a reader that reads nothing (%d authors, %d KiB each)", grew>>10, len(hello.Want), n, size>>10)
+		if grew > n*size/2 {
+			t.Fatalf("serving one Hello (%d wanted) held %d MiB live (the room's authors' next events: %d × %d KiB)", len(hello.Want), grew>>20, n, size>>10)
+		}
 	}
 }
 

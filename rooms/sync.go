@@ -1317,7 +1317,7 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 	heap.Init(&hp)
 	// The wanted events this node holds (forks, or events the requester
 	// lost track of), merged into the same display order.
-	wanted, err := r.wanted(h.Want)
+	wanted, err := r.wanted(h.Want, keep)
 	if err != nil {
 		return err
 	}
@@ -1339,11 +1339,24 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 			break
 		}
 		if nextWanted {
-			wire, id = wanted[0].wire, wanted[0].id
+			c := wanted[0]
 			wanted = wanted[1:]
-			if sentWanted[id] {
+			if c.held {
+				budget += len(c.wire)
+			}
+			if sentWanted[c.id] {
 				continue
 			}
+			if c.wire == nil {
+				ok, err := c.reread(r)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue // damaged: as wanted does
+				}
+			}
+			wire, id = c.wire, c.id
 			sentWanted[id] = true
 			served++
 		} else {
@@ -1398,8 +1411,10 @@ func (r *room) serveSync(w io.Writer, h *Hello, upTo uint64) error {
 	return WriteFrame(w, &Batch{End: true, More: more})
 }
 
-// wanted reads the events of ids this node holds, in display order.
-func (r *room) wanted(ids []ID) ([]cursor, error) {
+// wanted reads the events of ids this node holds, in display order; keep
+// drops the wires past the answer's serveWires (read again when sent): a
+// Hello's MaxWant events of up to MaxWire each would be 16 MiB held.
+func (r *room) wanted(ids []ID, keep func(*cursor)) ([]cursor, error) {
 	var out []cursor
 	for _, id := range ids {
 		v, ok, err := r.m.cfg.Store.Lookup(storedKey(r.id, id))
@@ -1415,7 +1430,9 @@ func (r *room) wanted(ids []ID) ([]cursor, error) {
 			r.noteCorrupt(id)
 			continue
 		}
-		out = append(out, cursor{id: id, depth: depth, wire: wire})
+		c := cursor{id: id, depth: depth, wire: wire}
+		keep(&c)
+		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b cursor) int {
 		switch {
