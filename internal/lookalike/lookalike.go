@@ -200,10 +200,28 @@ func smallCapital(r rune) rune {
 // tilde maps the characters that look like a '~' to one.
 func tilde(r rune) rune {
 	switch r {
-	case '\u02dc', '\u02f7', '\u1fc0', '\u2053', '\u223c', '\u223d', '\u301c', '\u3030', '\uff5e':
+	case '\u02dc', '\u02f7', '\u1fc0', '\u2053', '\u223c', '\u223d', '\u223f', '\u301c', '\u3030', '\uff5e':
 		return '~'
 	}
 	return r
+}
+
+// bareTilde reports whether h holds a combining tilde (above, overlaid,
+// below) on no letter or digit: drawn alone after a space or a mark, it
+// reads as a '~' ("alice \u0334PUdG"). On a letter it is the letter's
+// (ñ typed in parts), not a tilde.
+func bareTilde(h string) bool {
+	prev := ' '
+	for _, r := range h {
+		switch r {
+		case '\u0303', '\u0330', '\u0334', '\u034a':
+			if !unicode.IsLetter(prev) && !unicode.IsDigit(prev) {
+				return true
+			}
+		}
+		prev = r
+	}
+	return false
 }
 
 // key is a skeleton as a key: without the general-purpose combining marks,
@@ -366,7 +384,7 @@ func Same(a, b string) bool {
 // digits in one word). keys are h's keys (Keys), when the caller has them;
 // nil: they are made.
 func Form(h string, keys []string) bool {
-	if strings.ContainsFunc(h, func(r rune) bool { return tilde(r) == '~' }) {
+	if strings.ContainsFunc(h, func(r rune) bool { return tilde(r) == '~' }) || bareTilde(h) {
 		return true
 	}
 	if keys == nil {

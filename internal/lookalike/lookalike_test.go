@@ -97,14 +97,14 @@ func TestReadsAs(t *testing.T) {
 // Handles that read like a name Parley shows in place of a handle: a
 // suffix after a '~' or a look-alike of one, … and a suffix, a peer ID.
 func TestForm(t *testing.T) {
-	for _, h := range []string{"alice~PUdG", "alice\u301cPUdG", "alice\u02dcPUdG", "alice\uff5ePUdG", "\u2026gmZmkHgK", "...gmZmkHgK",
+	for _, h := range []string{"alice~PUdG", "alice\u301cPUdG", "alice\u02dcPUdG", "alice\uff5ePUdG", "alice\u223fPUdG", "alice \u0334PUdG", "\u0303PUdG", "\u2026gmZmkHgK", "...gmZmkHgK",
 		"12D3KooWDA8czuYiLVo4WKvreGCzijAVWGrJvRNKbLzfgmZmkHgK", "QmYyQSo1c1Ym7orWxLYvCrM2EmxFTANf8wXmmE7DWjhx5N",
 		"12D3K\u043e\u043eWDA8czuYiLVo4WKvreGCzijAVWGrJvRNKbLzfgmZmkHgK"} {
 		if !lookalike.Form(h, nil) || !lookalike.Form(h, lookalike.Keys(h)) {
 			t.Errorf("Form(%q) = false", h)
 		}
 	}
-	for _, h := range []string{"alice", "bob smith", "o'brien (ops)", "alice.w", "a very long handle with many words in it, sixty", "\u674e\u96f7"} {
+	for _, h := range []string{"alice", "bob smith", "o'brien (ops)", "alice.w", "a very long handle with many words in it, sixty", "\u674e\u96f7", "nun\u0303o"} {
 		if lookalike.Form(h, nil) {
 			t.Errorf("Form(%q) = true", h)
 		}
