@@ -234,7 +234,7 @@ put its contact book right. Do not run it beside the node it was copied from.`,
 			res := restoreResult{Home: home, Peer: got.Peer.String(), Made: got.Made.UTC(), From: got.Home, Loopback: got.Loopback}
 			return printOut(g, cmd.OutOrStdout(), res, func(w io.Writer, r restoreResult) {
 				fmt.Fprintf(w, "node %s restored into %s, from a copy made %s.\n", r.Peer, r.Home, r.Made.Format("2006-01-02 15:04:05 MST"))
-				fmt.Fprintf(w, "It is an older copy of that node: what it did since %s (posts, rooms, contacts made or revoked) it learns back from its peers as they connect; contact requests denied since, and agents muted or killed since, are forgotten (mute and kill them again: `parley agent mute|kill`; the audit log ends at the copy too).\n",
+				fmt.Fprintf(w, "It is an older copy of that node: what it did since %s (posts, rooms, contacts made or revoked) it learns back from its peers as they connect; contact requests denied since, and agents muted or killed since, are forgotten (mute or kill them again: `parley agent mute`, `parley agent kill`; the audit log ends at the copy too).\n",
 					r.Made.Format("2006-01-02 15:04"))
 				// The inbox's read marks count arrivals in one store: the
 				// restored store gives what it learns back arrivals of its
