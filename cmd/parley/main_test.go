@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,9 +53,23 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build parley: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	waitersInParallel()
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// waitersInParallel runs four of the package's tests at once (at least),
+// not GOMAXPROCS (2 on CI's machine), unless -test.parallel says: most of
+// their time is spent waiting for the processes they start (nodes,
+// clients, panes), with the CPUs half idle.
+func waitersInParallel() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set {
+		_ = f.Value.Set(strconv.Itoa(max(4, runtime.GOMAXPROCS(0))))
+	}
 }
 
 // daemon is a `parley up` process.
