@@ -18,24 +18,7 @@ import (
 // (whose first bytes are the node's private key) under another name.
 func TestCLIBackupInterruptedLeavesNothing(t *testing.T) {
 	t.Parallel()
-	home, err := os.MkdirTemp("", "pbi")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(home) })
-	l, err := net.Listen("unix", nodeSocket(home))
-	must(t, err)
-	hold := make(chan struct{})
-	t.Cleanup(func() { close(hold); l.Close() })
-	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { //nolint:errcheck // ends with the listener
-		w.Header().Set("Trailer", "Parley-Backup")
-		w.Header().Set("Content-Type", "application/zip")
-		w.WriteHeader(http.StatusOK)
-		w.Write(make([]byte, 64<<10)) //nolint:errcheck // a stand-in's bytes
-		w.(http.Flusher).Flush()
-		select {
-		case <-hold:
-		case <-r.Context().Done():
-		}
-	}))
+	home := stalledBackupNode(t, "pbi")
 
 	dir := t.TempDir()
 	cmd := exec.Command(parleyBin, "--home", home, "backup", filepath.Join(dir, "node.backup"))
@@ -61,4 +44,30 @@ func TestCLIBackupInterruptedLeavesNothing(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("an interrupted backup left %s in the folder", ents[0].Name())
 	}
+}
+
+// stalledBackupNode is a home whose node socket answers a backup with the
+// first 64 KiB of a copy and then holds the copy open until the test ends:
+// a backup caught while the node's copy is under way.
+func stalledBackupNode(t *testing.T, prefix string) string {
+	t.Helper()
+	home, err := os.MkdirTemp("", prefix)
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(home) })
+	l, err := net.Listen("unix", nodeSocket(home))
+	must(t, err)
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold); l.Close() })
+	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { //nolint:errcheck // ends with the listener
+		w.Header().Set("Trailer", "Parley-Backup")
+		w.Header().Set("Content-Type", "application/zip")
+		w.WriteHeader(http.StatusOK)
+		w.Write(make([]byte, 64<<10)) //nolint:errcheck // a stand-in's bytes
+		w.(http.Flusher).Flush()
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	return home
 }

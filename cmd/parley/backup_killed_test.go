@@ -1,8 +1,6 @@
 package main
 
 import (
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,24 +19,7 @@ import (
 // Before, such a copy stayed in the folder for good.
 func TestCLIBackupKilledLeavesNoKeyForGood(t *testing.T) {
 	t.Parallel()
-	home, err := os.MkdirTemp("", "pbk")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(home) })
-	l, err := net.Listen("unix", nodeSocket(home))
-	must(t, err)
-	hold := make(chan struct{})
-	t.Cleanup(func() { close(hold); l.Close() })
-	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { //nolint:errcheck // ends with the listener
-		w.Header().Set("Trailer", "Parley-Backup")
-		w.Header().Set("Content-Type", "application/zip")
-		w.WriteHeader(http.StatusOK)
-		w.Write(make([]byte, 64<<10)) //nolint:errcheck // a stand-in's bytes
-		w.(http.Flusher).Flush()
-		select {
-		case <-hold:
-		case <-r.Context().Done():
-		}
-	}))
+	home := stalledBackupNode(t, "pbk")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "node.backup")
 	partials := func() []string {
